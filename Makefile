@@ -1,0 +1,50 @@
+# fsmeter: the two commands a newcomer needs are `make demo` and `make test`.
+# Both install what is missing (Debian tools as root, a Python venv, the Rust
+# extension) before doing their job, so they work on a fresh clone.
+
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+PIP     := $(PY) -m pip
+FSMETER := $(VENV)/bin/fsmeter
+# Debian packages: filesystem tools fsmeter formats with, and the original
+# benchmarks it is cross-checked and benchmarked against.
+APT_PKGS := e2fsprogs xfsprogs btrfs-progs util-linux fio postmark dbench bonnie++ fsmark
+
+.PHONY: all deps sysdeps pydeps build demo test test-rust test-python bench lint clean
+
+all: build
+
+sysdeps:
+	@bash scripts/install-sysdeps.sh $(APT_PKGS)
+
+$(VENV)/.deps-stamp: pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q "maturin>=1.5,<2" "pytest>=7" "hypothesis>=6"
+	$(PIP) install -q "pydantic>=2.5" "typer>=0.12" "rich>=13" "numpy>=1.24" "scipy>=1.10" \
+	    "statsmodels>=0.14" "pandas>=2.0" "jinja2>=3.1" "plotly>=5.18"
+	@touch $@
+
+pydeps: $(VENV)/.deps-stamp
+
+# Editable install: maturin builds crates/pyext (release) and drops
+# fsmeter/_engine*.so into python/fsmeter; cargo makes rebuilds incremental.
+build: sysdeps pydeps
+	$(PIP) install -q --no-build-isolation --no-deps -e .
+
+demo: build
+	$(FSMETER) compare
+
+test: build test-rust test-python
+
+test-rust:
+	cargo test --release -p fsmeter-engine
+
+test-python:
+	$(PY) -m pytest -q -ra
+
+bench: build
+	$(PY) bench/run.py
+
+clean:
+	rm -rf target $(VENV) python/fsmeter/_engine*.so

@@ -1,0 +1,4 @@
+"""`python -m fsmeter` runs the CLI."""
+from fsmeter.cli import main
+
+main()
