@@ -22,6 +22,13 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _root() -> None:
+    # A callback keeps `fsmeter` a command group even while only one subcommand
+    # exists; otherwise typer runs that command directly and parses its name as an argument.
+    pass
+
+
 def _register_all() -> None:
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
         if info.name.startswith("_"):
