@@ -1,0 +1,8 @@
+"""ext3, with its three journaling modes chosen at mount time (data=ordered|writeback|journal)."""
+from fsmeter.provision.filesystems._ext import ExtFilesystem
+
+
+class Ext3(ExtFilesystem):
+    name = "ext3"
+    ext_type = "ext3"
+    supports_external_journal = True

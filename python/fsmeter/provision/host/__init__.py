@@ -1,0 +1,51 @@
+"""Host factors, one reversible change per file, and the context that applies and always reverts them."""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+from fsmeter.provision.host.base import HostChange, log
+from fsmeter.provision.host.caches import drop_caches, fadvise_dontneed
+from fsmeter.provision.host.cpus import CpuAffinity
+from fsmeter.provision.host.memcg import PageCacheLimit, find_memory_cgroup, memory_cgroup_status
+from fsmeter.provision.host.readahead import Readahead
+from fsmeter.provision.host.scheduler import Scheduler, offered_schedulers
+
+
+class AppliedHost:
+    """The changes in effect inside ``Provisioner.host()``; ``info()`` is for the trial record."""
+
+    def __init__(self, changes: list[HostChange]):
+        self.changes = changes
+
+    def info(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for c in self.changes:
+            out.update(c.info())
+        return out
+
+
+@contextlib.contextmanager
+def applied(changes: list[HostChange]) -> Iterator[AppliedHost]:
+    """Apply in order; revert what was applied in reverse order, whatever happens."""
+    done: list[HostChange] = []
+    try:
+        for c in changes:
+            c.apply()
+            done.append(c)
+        yield AppliedHost(done)
+    finally:
+        errors = []
+        for c in reversed(done):
+            try:
+                c.revert()
+            except OSError as exc:  # keep reverting the others
+                log.error("could not revert %s: %s", c.name, exc)
+                errors.append(exc)
+        if errors:
+            raise errors[0]
+
+
+__all__ = ["AppliedHost", "CpuAffinity", "HostChange", "PageCacheLimit", "Readahead", "Scheduler",
+           "applied", "drop_caches", "fadvise_dontneed", "find_memory_cgroup", "memory_cgroup_status",
+           "offered_schedulers"]

@@ -1,0 +1,76 @@
+"""What to provision: the target (where), the filesystem configuration (what) and host factors (how).
+
+Pydantic models so a campaign file can embed them and get errors that name the field.
+"""
+from __future__ import annotations
+
+import shlex
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+GiB = 1 << 30
+MiB = 1 << 20
+
+
+class TargetSpec(BaseModel):
+    """Where the filesystem goes.
+
+    - ``loop``: a sparse image of ``size_bytes`` in the scratch folder on a loop device (root).
+    - ``device``: a real block device; needs ``device`` and ``destroy_data_on`` naming the same
+      node. Refused when mounted or in use; refused when it carries a filesystem or partition
+      table unless ``force``.
+    - ``dir``: an existing directory ``path``; no mkfs, works without root.
+    - ``tmpfs``: a tmpfs of ``size_bytes``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["loop", "device", "dir", "tmpfs"] = "loop"
+    size_bytes: int = Field(default=GiB, gt=0)
+    device: Optional[str] = None
+    destroy_data_on: Optional[str] = None
+    force: bool = False
+    path: Optional[str] = None
+    journal_size_bytes: int = Field(default=128 * MiB, gt=0)
+    preallocate: bool = False  # fallocate the image instead of leaving it sparse
+
+    @model_validator(mode="after")
+    def _check_kind_fields(self) -> "TargetSpec":
+        if self.kind == "dir" and not self.path:
+            raise ValueError("kind='dir' needs path: the existing directory to benchmark")
+        if self.kind == "device" and not self.device:
+            raise ValueError("kind='device' needs device: the block device to format")
+        return self
+
+
+class FsConfig(BaseModel):
+    """One filesystem configuration: its name, extra mkfs options, mount options, journal placement."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    mkfs_options: list[str] = Field(default_factory=list)
+    mount_options: str = ""
+    external_journal: bool = False
+
+    @field_validator("mkfs_options", mode="before")
+    @classmethod
+    def _split(cls, v: object) -> object:
+        return shlex.split(v) if isinstance(v, str) else v
+
+    @field_validator("mount_options")
+    @classmethod
+    def _strip(cls, v: str) -> str:
+        return ",".join(o.strip() for o in v.split(",") if o.strip())
+
+
+class HostFactors(BaseModel):
+    """Host settings for one cell; None leaves the host as it is."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    scheduler: Optional[str] = None
+    readahead_kb: Optional[int] = Field(default=None, ge=0)
+    cpus: Optional[int] = Field(default=None, ge=1)
+    page_cache_limit_bytes: Optional[int] = Field(default=None, gt=0)

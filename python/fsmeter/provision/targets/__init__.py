@@ -1,0 +1,8 @@
+"""Targets, one class per file: loop (default), device, dir, tmpfs."""
+from fsmeter.provision.targets.base import Target
+from fsmeter.provision.targets.device import DeviceTarget, check_device
+from fsmeter.provision.targets.dir import DirTarget
+from fsmeter.provision.targets.loop import LoopTarget
+from fsmeter.provision.targets.tmpfs import TmpfsTarget
+
+__all__ = ["DeviceTarget", "DirTarget", "LoopTarget", "Target", "TmpfsTarget", "check_device"]
