@@ -1,0 +1,60 @@
+//! I/O backends: one small contract (queue requests on slots, reap completions),
+//! one file per implementation, chosen once per phase and monomorphised into the
+//! worker loop so the hot path has no dynamic dispatch.
+//!
+//! A slot is an in-flight request and owns one buffer; a backend's depth is how
+//! many slots it can have in flight (1 for the synchronous ones).
+
+pub mod buffer;
+pub mod null;
+pub mod psync;
+pub mod uring;
+
+use std::os::fd::RawFd;
+
+use serde::Deserialize;
+
+use crate::error::Result;
+
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendKind {
+    /// pread/pwrite, one request at a time per thread.
+    Psync,
+    /// io_uring with `queue_depth` requests in flight per thread.
+    IoUring,
+    /// No system call at all: completes every request at once. For testing the harness.
+    Null,
+}
+
+impl BackendKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Psync => "psync",
+            BackendKind::IoUring => "io_uring",
+            BackendKind::Null => "null",
+        }
+    }
+}
+
+/// One data transfer. `file` indexes the backend's file table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IoReq {
+    pub file: u32,
+    pub offset: u64,
+    pub len: u32,
+    pub write: bool,
+}
+
+pub trait IoBackend {
+    /// Queue `req` on `slot`, reading into / writing from `buf` (valid until reaped).
+    fn queue(&mut self, slot: usize, req: IoReq, buf: *mut u8) -> Result<()>;
+    /// Submit what is queued, wait for at least `min` completions, and call
+    /// `done(slot, result)` for each: bytes moved, or a negative errno.
+    fn reap<F: FnMut(usize, i64)>(&mut self, min: usize, done: F) -> Result<usize>;
+    /// Flush file `file` to stable storage (fsync).
+    fn fsync(&mut self, file: u32) -> Result<()>;
+}
+
+/// The file descriptors a backend works on, indexed by `IoReq::file`.
+pub type FileTable = Vec<RawFd>;

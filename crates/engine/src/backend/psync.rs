@@ -1,0 +1,49 @@
+//! The psync backend: pread/pwrite, one request at a time (like fio's psync).
+
+use super::{FileTable, IoBackend, IoReq};
+use crate::error::{EngineError, Result};
+
+pub struct PsyncBackend {
+    files: FileTable,
+    pending: Option<(usize, IoReq, *mut u8)>,
+}
+
+impl PsyncBackend {
+    pub fn new(files: FileTable) -> Self {
+        PsyncBackend { files, pending: None }
+    }
+}
+
+impl IoBackend for PsyncBackend {
+    #[inline]
+    fn queue(&mut self, slot: usize, req: IoReq, buf: *mut u8) -> Result<()> {
+        debug_assert!(self.pending.is_none(), "psync has depth 1");
+        self.pending = Some((slot, req, buf));
+        Ok(())
+    }
+
+    #[inline]
+    fn reap<F: FnMut(usize, i64)>(&mut self, _min: usize, mut done: F) -> Result<usize> {
+        let Some((slot, req, buf)) = self.pending.take() else { return Ok(0) };
+        let fd = self.files[req.file as usize];
+        // SAFETY: buf points at a live buffer of at least req.len bytes owned by the caller.
+        let r = unsafe {
+            if req.write {
+                libc::pwrite(fd, buf as *const libc::c_void, req.len as usize, req.offset as libc::off_t)
+            } else {
+                libc::pread(fd, buf as *mut libc::c_void, req.len as usize, req.offset as libc::off_t)
+            }
+        };
+        let res = if r < 0 { -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) as i64) } else { r as i64 };
+        done(slot, res);
+        Ok(1)
+    }
+
+    fn fsync(&mut self, file: u32) -> Result<()> {
+        // SAFETY: fd is open for the lifetime of the backend.
+        if unsafe { libc::fsync(self.files[file as usize]) } != 0 {
+            return Err(EngineError::last_os("fsync"));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,82 @@
+//! The job spec, deserialised from the JSON that Python validated first
+//! (python/fsmeter/spec.py mirrors these types). The engine re-checks what it
+//! relies on, so it is safe to drive from Rust alone.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use crate::backend::BackendKind;
+use crate::error::{EngineError, Result};
+use crate::workload::access::AccessSpec;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Job {
+    /// The directory the workload's files live in (must exist).
+    pub dir: PathBuf,
+    #[serde(default = "one")]
+    pub threads: usize,
+    /// The same seed gives the same sequence of operations.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    #[serde(default = "default_backend")]
+    pub backend: BackendKind,
+    /// Interval between throughput samples.
+    #[serde(default = "default_interval")]
+    pub interval_s: f64,
+    pub workload: WorkloadSpec,
+}
+
+/// One variant per workload family; `family` in JSON selects it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(tag = "family", rename_all = "snake_case")]
+pub enum WorkloadSpec {
+    Access(AccessSpec),
+}
+
+fn one() -> usize {
+    1
+}
+fn default_seed() -> u64 {
+    42
+}
+fn default_backend() -> BackendKind {
+    BackendKind::Psync
+}
+fn default_interval() -> f64 {
+    1.0
+}
+
+impl Job {
+    pub fn from_json(text: &str) -> Result<Job> {
+        let job: Job = serde_json::from_str(text).map_err(|e| EngineError::invalid("job", e.to_string()))?;
+        job.validate()?;
+        Ok(job)
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if self.threads == 0 || self.threads > 4096 {
+            return Err(EngineError::invalid("threads", "must be between 1 and 4096"));
+        }
+        if !(self.interval_s > 0.0 && self.interval_s <= 3600.0) {
+            return Err(EngineError::invalid("interval_s", "must be > 0 and <= 3600"));
+        }
+        if !self.dir.is_dir() {
+            return Err(EngineError::invalid("dir", format!("{} is not an existing directory", self.dir.display())));
+        }
+        Ok(())
+    }
+
+    pub fn interval_ns(&self) -> u64 {
+        (self.interval_s * 1e9) as u64
+    }
+}
+
+/// Seconds (as the spec gives them) to nanoseconds, rejecting negatives and NaN.
+pub fn secs_to_ns(field: &str, s: f64) -> Result<u64> {
+    if !(s >= 0.0 && s.is_finite()) {
+        return Err(EngineError::invalid(field, "must be a finite number of seconds >= 0"));
+    }
+    Ok((s * 1e9) as u64)
+}

@@ -1,0 +1,16 @@
+//! The clock: CLOCK_MONOTONIC through the vDSO (no syscall, ~20 ns), in nanoseconds.
+
+#[inline(always)]
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we own; MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+pub fn sleep_until_ns(deadline: u64) {
+    let now = now_ns();
+    if deadline > now {
+        std::thread::sleep(std::time::Duration::from_nanos(deadline - now));
+    }
+}

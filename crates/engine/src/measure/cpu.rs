@@ -1,0 +1,62 @@
+//! CPU use over a window: this process's user/sys (getrusage) and the system's
+//! user/sys/iowait/idle shares (/proc/stat, aggregate "cpu" line).
+
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuSnapshot {
+    user_s: f64,
+    sys_s: f64,
+    /// /proc/stat jiffies: user, nice, system, idle, iowait, irq, softirq, steal
+    stat: [u64; 8],
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CpuUsage {
+    /// This process, seconds of CPU in the window (all threads).
+    pub user_s: f64,
+    pub sys_s: f64,
+    /// (user + sys) / elapsed, in percent of one CPU (can exceed 100 with threads).
+    pub process_pct: f64,
+    /// Shares of all CPUs of the machine over the window, in percent.
+    pub sys_user_pct: f64,
+    pub sys_system_pct: f64,
+    pub sys_iowait_pct: f64,
+    pub sys_idle_pct: f64,
+}
+
+fn tv_s(tv: libc::timeval) -> f64 {
+    tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6
+}
+
+pub fn snapshot() -> CpuSnapshot {
+    // SAFETY: getrusage fills the struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let mut stat = [0u64; 8];
+    if let Ok(text) = std::fs::read_to_string("/proc/stat") {
+        if let Some(line) = text.lines().find(|l| l.starts_with("cpu ")) {
+            for (slot, v) in stat.iter_mut().zip(line.split_whitespace().skip(1)) {
+                *slot = v.parse().unwrap_or(0);
+            }
+        }
+    }
+    CpuSnapshot { user_s: tv_s(ru.ru_utime), sys_s: tv_s(ru.ru_stime), stat }
+}
+
+pub fn usage(a: &CpuSnapshot, b: &CpuSnapshot, elapsed_s: f64) -> CpuUsage {
+    let d: Vec<f64> = (0..8).map(|i| b.stat[i].saturating_sub(a.stat[i]) as f64).collect();
+    let total: f64 = d.iter().sum();
+    let pct = |x: f64| if total > 0.0 { 100.0 * x / total } else { 0.0 };
+    let user_s = (b.user_s - a.user_s).max(0.0);
+    let sys_s = (b.sys_s - a.sys_s).max(0.0);
+    CpuUsage {
+        user_s,
+        sys_s,
+        process_pct: if elapsed_s > 0.0 { 100.0 * (user_s + sys_s) / elapsed_s } else { 0.0 },
+        sys_user_pct: pct(d[0] + d[1]),
+        sys_system_pct: pct(d[2] + d[5] + d[6]),
+        sys_iowait_pct: pct(d[4]),
+        sys_idle_pct: pct(d[3]),
+    }
+}

@@ -1,0 +1,422 @@
+//! The timed multi-thread harness every workload runs its phases in.
+//!
+//! Workers own their histograms and counters (no lock, no allocation per
+//! operation). Each worker publishes its running op/byte counts through its own
+//! cache-line-aligned atomics, written with plain relaxed stores by that worker
+//! alone, so the coordinator (the calling thread) can sample them every interval
+//! without slowing anyone down. Interval samples are deltas of those counters,
+//! so they add up exactly to the totals.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
+use std::sync::Barrier;
+
+use super::clock::{now_ns, sleep_until_ns};
+use super::cpu;
+use super::hist::LatHist;
+use crate::error::{EngineError, Result};
+use crate::report::{Interval, OpStats, PhaseReport, Totals};
+
+/// The most operation kinds a workload may declare (dbench's op set fits).
+pub const MAX_KINDS: usize = 24;
+
+/// Shared between the engine and whoever drives it (Python's progress bar and
+/// Ctrl-C handler): a stop flag and read-only progress published by the coordinator.
+#[derive(Default)]
+pub struct Control {
+    stop: AtomicBool,
+    state: AtomicU8,
+    phase_start_ns: AtomicU64,
+    warmup_ns: AtomicU64,
+    duration_ns: AtomicU64,
+    ops: AtomicU64,
+    bytes: AtomicU64,
+    work_total: AtomicU64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunState {
+    Idle = 0,
+    Preparing = 1,
+    WarmingUp = 2,
+    Measuring = 3,
+}
+
+#[derive(Clone, Debug)]
+pub struct Progress {
+    pub state: &'static str,
+    /// Seconds since the phase started (warm-up included).
+    pub elapsed_s: f64,
+    pub warmup_s: f64,
+    /// Measured duration to come, or 0 for a fixed amount of work.
+    pub duration_s: f64,
+    /// Operations and bytes measured so far (warm-up excluded).
+    pub ops: u64,
+    pub bytes: u64,
+    /// Operations the phase will do in all, when known in advance (else 0).
+    pub work_total: u64,
+}
+
+impl Control {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Ask the running phase to stop; it returns within about a second, marked interrupted.
+    pub fn request_stop(&self) {
+        self.stop.store(true, SeqCst);
+    }
+    pub fn stop_requested(&self) -> bool {
+        self.stop.load(Relaxed)
+    }
+    /// Clear a previous stop so the session can run another phase.
+    pub fn reset(&self) {
+        self.stop.store(false, SeqCst);
+    }
+    pub fn stop_flag(&self) -> &AtomicBool {
+        &self.stop
+    }
+    pub fn set_state(&self, s: RunState) {
+        self.state.store(s as u8, Relaxed);
+    }
+    pub fn begin(&self, state: RunState, warmup_ns: u64, duration_ns: u64, work_total: u64) {
+        self.phase_start_ns.store(now_ns(), Relaxed);
+        self.warmup_ns.store(warmup_ns, Relaxed);
+        self.duration_ns.store(duration_ns, Relaxed);
+        self.work_total.store(work_total, Relaxed);
+        self.ops.store(0, Relaxed);
+        self.bytes.store(0, Relaxed);
+        self.set_state(state);
+    }
+    pub fn publish(&self, ops: u64, bytes: u64) {
+        self.ops.store(ops, Relaxed);
+        self.bytes.store(bytes, Relaxed);
+    }
+    pub fn progress(&self) -> Progress {
+        let state = match self.state.load(Relaxed) {
+            1 => "preparing",
+            2 => "warmup",
+            3 => "measuring",
+            _ => "idle",
+        };
+        let start = self.phase_start_ns.load(Relaxed);
+        Progress {
+            state,
+            elapsed_s: if start == 0 { 0.0 } else { now_ns().saturating_sub(start) as f64 / 1e9 },
+            warmup_s: self.warmup_ns.load(Relaxed) as f64 / 1e9,
+            duration_s: self.duration_ns.load(Relaxed) as f64 / 1e9,
+            ops: self.ops.load(Relaxed),
+            bytes: self.bytes.load(Relaxed),
+            work_total: self.work_total.load(Relaxed),
+        }
+    }
+}
+
+/// When a phase measures: `warmup_ns` of unmeasured load first, then either
+/// `duration_ns` of measurement or (None) until the workers run out of work.
+#[derive(Clone, Copy, Debug)]
+pub struct PhaseTiming {
+    pub warmup_ns: u64,
+    pub duration_ns: Option<u64>,
+    pub interval_ns: u64,
+}
+
+#[repr(align(128))]
+struct ThreadCounters {
+    ops: [AtomicU64; MAX_KINDS],
+    bytes: [AtomicU64; MAX_KINDS],
+    finished: AtomicBool,
+}
+
+impl ThreadCounters {
+    fn new() -> Self {
+        ThreadCounters {
+            ops: std::array::from_fn(|_| AtomicU64::new(0)),
+            bytes: std::array::from_fn(|_| AtomicU64::new(0)),
+            finished: AtomicBool::new(false),
+        }
+    }
+}
+
+/// A worker's view of the phase: where the measured window is, and where its
+/// measurements go. One per worker thread, owned by it.
+pub struct Recorder<'a> {
+    pub tid: usize,
+    pub measure_start_ns: u64,
+    pub deadline_ns: u64,
+    stop: &'a AtomicBool,
+    shared: &'a ThreadCounters,
+    hists: Vec<LatHist>,
+    ops: [u64; MAX_KINDS],
+    bytes: [u64; MAX_KINDS],
+    last_end_ns: u64,
+}
+
+impl<'a> Recorder<'a> {
+    /// Record one operation that started at `t0` and ended at `t1`. Operations
+    /// that started during warm-up are not measured.
+    #[inline(always)]
+    pub fn record(&mut self, kind: usize, bytes: u64, t0: u64, t1: u64) {
+        if t0 >= self.measure_start_ns {
+            self.hists[kind].record(t1.saturating_sub(t0));
+            self.ops[kind] += 1;
+            self.bytes[kind] += bytes;
+            // Single writer: a relaxed store is a plain move, no locked instruction.
+            self.shared.ops[kind].store(self.ops[kind], Relaxed);
+            self.shared.bytes[kind].store(self.bytes[kind], Relaxed);
+            self.last_end_ns = t1;
+        }
+    }
+
+    /// True once the worker should stop issuing: past the deadline or asked to stop.
+    #[inline(always)]
+    pub fn should_stop(&self, now: u64) -> bool {
+        now >= self.deadline_ns || self.stop.load(Relaxed)
+    }
+
+    /// True when a stop was requested from outside (Ctrl-C).
+    #[inline(always)]
+    pub fn interrupted(&self) -> bool {
+        self.stop.load(Relaxed)
+    }
+
+    #[inline(always)]
+    pub fn measuring(&self, now: u64) -> bool {
+        now >= self.measure_start_ns
+    }
+
+    /// Bytes this worker has measured so far, all kinds.
+    pub fn measured_bytes(&self) -> u64 {
+        self.bytes.iter().sum()
+    }
+}
+
+/// Turns cumulative counter readings into interval samples.
+struct Sampler<'k> {
+    kinds: &'k [&'static str],
+    measure_start: u64,
+    prev_t: u64,
+    prev_ops: Vec<u64>,
+    prev_bytes: Vec<u64>,
+    intervals: Vec<Interval>,
+}
+
+impl<'k> Sampler<'k> {
+    fn new(kinds: &'k [&'static str], measure_start: u64) -> Self {
+        let nk = kinds.len();
+        Sampler { kinds, measure_start, prev_t: measure_start, prev_ops: vec![0; nk], prev_bytes: vec![0; nk], intervals: Vec::new() }
+    }
+
+    fn push(&mut self, t: u64, ops: &[u64], bytes: &[u64]) {
+        let nk = self.kinds.len();
+        let d_ops: Vec<u64> = (0..nk).map(|k| ops[k] - self.prev_ops[k]).collect();
+        let d_bytes: Vec<u64> = (0..nk).map(|k| bytes[k] - self.prev_bytes[k]).collect();
+        self.intervals.push(Interval::new(
+            t.saturating_sub(self.measure_start) as f64 / 1e9,
+            t.saturating_sub(self.prev_t) as f64 / 1e9,
+            self.kinds,
+            &d_ops,
+            &d_bytes,
+        ));
+        self.prev_ops.copy_from_slice(ops);
+        self.prev_bytes.copy_from_slice(bytes);
+        self.prev_t = t;
+    }
+}
+
+fn sum_counters(all: &[ThreadCounters], nk: usize) -> (Vec<u64>, Vec<u64>) {
+    let mut ops = vec![0u64; nk];
+    let mut bytes = vec![0u64; nk];
+    for c in all {
+        for k in 0..nk {
+            ops[k] += c.ops[k].load(Relaxed);
+            bytes[k] += c.bytes[k].load(Relaxed);
+        }
+    }
+    (ops, bytes)
+}
+
+/// Run `nthreads` workers of `work` together, measure them, and build the phase report.
+///
+/// `setup(tid)` runs in each worker thread before the common start (allocate
+/// buffers, open rings): its cost is outside the measured window. If any setup
+/// fails, no worker runs and the first error is returned.
+///
+/// `kinds` names the operation kinds (indices into it are what workers pass to
+/// `Recorder::record`); `sigfig` sets histogram precision; `work_total` is the
+/// expected number of operations for progress (0 when unknown). Each worker
+/// returns its own result `T` (workload counters), handed back in thread order.
+#[allow(clippy::too_many_arguments)]
+pub fn run_threads<S, T, Setup, F>(
+    phase: &str,
+    nthreads: usize,
+    timing: PhaseTiming,
+    ctl: &Control,
+    kinds: &[&'static str],
+    sigfig: u8,
+    work_total: u64,
+    setup: Setup,
+    work: F,
+) -> Result<(PhaseReport, Vec<T>)>
+where
+    T: Send,
+    Setup: Fn(usize) -> Result<S> + Sync,
+    F: Fn(&mut S, &mut Recorder) -> Result<T> + Sync,
+{
+    assert!(kinds.len() <= MAX_KINDS, "too many op kinds");
+    let nk = kinds.len();
+    let counters: Vec<ThreadCounters> = (0..nthreads).map(|_| ThreadCounters::new()).collect();
+    let barrier = Barrier::new(nthreads + 1);
+    let start_at = AtomicU64::new(0);
+    let finished = AtomicUsize::new(0);
+    // Workers watch `halt`, not the caller's flag: the coordinator copies a
+    // requested stop into it, and a worker that fails sets it so the others
+    // do not run on to the deadline.
+    let halt = AtomicBool::new(false);
+    let setup_failed = AtomicBool::new(false);
+    let deadline_of = |start: u64| match timing.duration_ns {
+        Some(d) => start + timing.warmup_ns + d,
+        None => u64::MAX,
+    };
+    ctl.begin(
+        if timing.warmup_ns > 0 { RunState::WarmingUp } else { RunState::Measuring },
+        timing.warmup_ns,
+        timing.duration_ns.unwrap_or(0),
+        work_total,
+    );
+
+    std::thread::scope(|scope| {
+        let mut handles = Vec::with_capacity(nthreads);
+        for tid in 0..nthreads {
+            let (counters, barrier, start_at, finished, work, setup, halt, setup_failed) =
+                (&counters, &barrier, &start_at, &finished, &work, &setup, &halt, &setup_failed);
+            handles.push(scope.spawn(move || {
+                let shared = &counters[tid];
+                let hists = (0..nk).map(|_| LatHist::new(sigfig)).collect();
+                let state = setup(tid);
+                if state.is_err() {
+                    setup_failed.store(true, SeqCst);
+                }
+                barrier.wait();
+                let start = start_at.load(SeqCst);
+                let mut rec = Recorder {
+                    tid,
+                    measure_start_ns: start + timing.warmup_ns,
+                    deadline_ns: deadline_of(start),
+                    stop: halt,
+                    shared,
+                    hists,
+                    ops: [0; MAX_KINDS],
+                    bytes: [0; MAX_KINDS],
+                    last_end_ns: 0,
+                };
+                let out: Result<Option<T>> = match state {
+                    Ok(mut st) if !setup_failed.load(SeqCst) => work(&mut st, &mut rec).map(Some),
+                    Ok(_) => Ok(None),
+                    Err(e) => Err(e),
+                };
+                if out.is_err() {
+                    halt.store(true, SeqCst);
+                }
+                shared.finished.store(true, SeqCst);
+                finished.fetch_add(1, SeqCst);
+                (out, rec.hists, rec.last_end_ns)
+            }));
+        }
+
+        // Coordinator: release the workers together, then sample.
+        let start = now_ns();
+        start_at.store(start, SeqCst);
+        barrier.wait();
+        let measure_start = start + timing.warmup_ns;
+        let all_done = || finished.load(SeqCst) == nthreads;
+        // Poll often enough for a lively progress bar and a prompt stop.
+        let tick = 50_000_000u64.min(timing.interval_ns.max(1));
+        let watch_stop = || {
+            if ctl.stop_requested() {
+                halt.store(true, SeqCst);
+            }
+        };
+        while !all_done() && now_ns() < measure_start {
+            watch_stop();
+            sleep_until_ns((now_ns() + tick).min(measure_start));
+        }
+        ctl.set_state(RunState::Measuring);
+        let cpu0 = cpu::snapshot();
+        let mut sampler = Sampler::new(kinds, measure_start);
+        let mut next = measure_start + timing.interval_ns;
+        while !all_done() {
+            watch_stop();
+            let now = now_ns();
+            if now >= next {
+                let (ops, bytes) = sum_counters(&counters, nk);
+                sampler.push(next, &ops, &bytes);
+                ctl.publish(ops.iter().sum(), bytes.iter().sum());
+                next += timing.interval_ns;
+                continue;
+            }
+            if tick < timing.interval_ns {
+                let (ops, bytes) = sum_counters(&counters, nk);
+                ctl.publish(ops.iter().sum(), bytes.iter().sum());
+            }
+            sleep_until_ns((now + tick).min(next));
+        }
+
+        let mut results = Vec::with_capacity(nthreads);
+        let mut merged: Vec<LatHist> = (0..nk).map(|_| LatHist::new(sigfig)).collect();
+        let mut last_end = 0u64;
+        let mut first_err: Option<EngineError> = None;
+        for h in handles {
+            let (out, hists, end) = h.join().expect("worker thread panicked");
+            for (m, h) in merged.iter_mut().zip(hists.iter()) {
+                m.merge(h);
+            }
+            last_end = last_end.max(end);
+            match out {
+                Ok(Some(v)) => results.push(v),
+                Ok(None) => {}
+                Err(e) => {
+                    if first_err.is_none() {
+                        first_err = Some(e)
+                    }
+                }
+            }
+        }
+        let end = if last_end > measure_start { last_end } else { now_ns().max(measure_start) };
+        let cpu1 = cpu::snapshot();
+        let (ops, bytes) = sum_counters(&counters, nk);
+        if end > sampler.prev_t || ops != sampler.prev_ops {
+            sampler.push(end.max(sampler.prev_t), &ops, &bytes);
+        }
+        ctl.publish(ops.iter().sum(), bytes.iter().sum());
+        ctl.set_state(RunState::Idle);
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        let elapsed_s = end.saturating_sub(measure_start) as f64 / 1e9;
+        let per_s = |x: u64| if elapsed_s > 0.0 { x as f64 / elapsed_s } else { 0.0 };
+        let mut report = PhaseReport::new(phase);
+        report.interrupted = ctl.stop_requested();
+        report.threads = nthreads;
+        report.warmup_s = timing.warmup_ns as f64 / 1e9;
+        report.elapsed_s = elapsed_s;
+        for (k, name) in kinds.iter().enumerate() {
+            if ops[k] == 0 {
+                continue;
+            }
+            report.ops.insert(
+                name.to_string(),
+                OpStats {
+                    count: ops[k],
+                    bytes: bytes[k],
+                    ops_per_s: per_s(ops[k]),
+                    bytes_per_s: per_s(bytes[k]),
+                    lat: merged[k].summary(),
+                },
+            );
+        }
+        let (tops, tbytes) = (ops.iter().sum(), bytes.iter().sum());
+        report.total = Totals { ops: tops, bytes: tbytes, ops_per_s: per_s(tops), bytes_per_s: per_s(tbytes) };
+        report.intervals = sampler.intervals;
+        report.cpu = cpu::usage(&cpu0, &cpu1, elapsed_s);
+        Ok((report, results))
+    })
+}

@@ -1,0 +1,9 @@
+//! Measurement: clock, latency histograms, CPU usage, and the timed multi-thread harness.
+
+pub mod clock;
+pub mod cpu;
+pub mod harness;
+pub mod hist;
+
+pub use clock::now_ns;
+pub use harness::{run_threads, Control, PhaseTiming, Progress, Recorder, RunState};

@@ -1,0 +1,80 @@
+//! What a phase reports: totals, per-op-kind counts and latencies, interval
+//! samples, CPU use, and workload counters. Serialised to JSON for Python.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::measure::cpu::CpuUsage;
+use crate::measure::hist::LatSummary;
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Totals {
+    pub ops: u64,
+    pub bytes: u64,
+    pub ops_per_s: f64,
+    pub bytes_per_s: f64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct OpStats {
+    pub count: u64,
+    pub bytes: u64,
+    pub ops_per_s: f64,
+    pub bytes_per_s: f64,
+    pub lat: LatSummary,
+}
+
+/// One sampling interval of the measured window. `t_s` is the interval's end
+/// relative to the start of measurement; the last interval may be shorter.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Interval {
+    pub t_s: f64,
+    pub dur_s: f64,
+    pub ops: u64,
+    pub bytes: u64,
+    pub ops_by_kind: BTreeMap<String, u64>,
+}
+
+impl Interval {
+    pub fn new(t_s: f64, dur_s: f64, kinds: &[&'static str], ops: &[u64], bytes: &[u64]) -> Self {
+        Interval {
+            t_s,
+            dur_s,
+            ops: ops.iter().sum(),
+            bytes: bytes.iter().sum(),
+            ops_by_kind: kinds
+                .iter()
+                .zip(ops)
+                .filter(|(_, &n)| n > 0)
+                .map(|(k, &n)| (k.to_string(), n))
+                .collect(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PhaseReport {
+    pub phase: String,
+    /// True when a stop was requested (Ctrl-C) before the phase finished.
+    pub interrupted: bool,
+    pub threads: usize,
+    pub warmup_s: f64,
+    /// Length of the measured window: from the end of warm-up to the last measured op's end.
+    pub elapsed_s: f64,
+    pub total: Totals,
+    pub ops: BTreeMap<String, OpStats>,
+    pub intervals: Vec<Interval>,
+    pub cpu: CpuUsage,
+    /// Workload-specific counts (files created, transactions, ...).
+    pub counters: BTreeMap<String, u64>,
+    /// Workload-specific details (the access mix as executed, ...).
+    pub extra: serde_json::Value,
+    pub warnings: Vec<String>,
+}
+
+impl PhaseReport {
+    pub fn new(phase: &str) -> Self {
+        PhaseReport { phase: phase.to_string(), extra: serde_json::Value::Null, ..Default::default() }
+    }
+}

@@ -1,0 +1,750 @@
+//! The access family (pgmeter / Iometer / fio class): a weighted mix of request
+//! sizes, each with its own read and random percentages, over files laid out
+//! before measuring.
+//!
+//! Phases: `prepare` lays the files out (timed, reported as writes), `run`
+//! measures the mix, `cleanup` removes the files.
+//!
+//! Sequential requests of thread t walk its own 1/T share of the data set (the
+//! files seen as one concatenated space), wrapping at the end of the share, so
+//! one thread reading `total_bytes` = the data set reads every byte once.
+
+use std::ffi::CString;
+use std::os::fd::RawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::{Deserialize, Serialize};
+
+use crate::backend::buffer::AlignedBuf;
+use crate::backend::null::NullBackend;
+use crate::backend::psync::PsyncBackend;
+use crate::backend::uring::UringBackend;
+use crate::backend::{BackendKind, FileTable, IoBackend, IoReq};
+use crate::error::{EngineError, Result};
+use crate::job::{secs_to_ns, Job};
+use crate::measure::{now_ns, run_threads, Control, PhaseTiming, Recorder};
+use crate::report::PhaseReport;
+use crate::workload::Workload;
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessEntry {
+    /// Request size in bytes.
+    pub size: u32,
+    /// Share of requests, in percent (entries are normalised to their sum).
+    pub weight: f64,
+    pub read_pct: f64,
+    pub random_pct: f64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessSpec {
+    pub entries: Vec<AccessEntry>,
+    /// Offsets of requests are multiples of this.
+    #[serde(default = "default_alignment")]
+    pub alignment: u64,
+    #[serde(default = "default_one")]
+    pub file_count: u32,
+    pub file_size: u64,
+    /// Requests in flight per thread (io_uring; psync is 1).
+    #[serde(default = "default_one")]
+    pub queue_depth: u32,
+    /// O_DIRECT: bypass the page cache.
+    #[serde(default)]
+    pub direct: bool,
+    /// fsync the file after every N writes (0: never).
+    #[serde(default)]
+    pub fsync_every: u64,
+    /// fsync every file at the end of the run, inside the measured time.
+    #[serde(default)]
+    pub fsync_end: bool,
+    #[serde(default)]
+    pub warmup_s: f64,
+    /// Stop after this many measured seconds ...
+    #[serde(default)]
+    pub duration_s: Option<f64>,
+    /// ... or after this many measured bytes, whichever comes first.
+    #[serde(default)]
+    pub total_bytes: Option<u64>,
+    #[serde(default = "default_prefix")]
+    pub file_prefix: String,
+    /// Keep files that already exist with the right size instead of rewriting them.
+    #[serde(default)]
+    pub reuse_files: bool,
+}
+
+fn default_alignment() -> u64 {
+    512
+}
+fn default_one<T: From<u8>>() -> T {
+    T::from(1u8)
+}
+fn default_prefix() -> String {
+    "fsmeter.access".to_string()
+}
+
+const KINDS: &[&str] = &["read", "write", "fsync"];
+const READ: usize = 0;
+const WRITE: usize = 1;
+const FSYNC: usize = 2;
+/// Layout writes in 1 MiB requests.
+const LAYOUT_CHUNK: u64 = 1 << 20;
+
+impl AccessSpec {
+    pub fn validate(&self, job: &Job) -> Result<()> {
+
+        if self.entries.is_empty() {
+            return Err(EngineError::invalid("entries", "at least one {size, weight, read_pct, random_pct} entry is needed"));
+        }
+        for (i, e) in self.entries.iter().enumerate() {
+            let f = |name: &str| format!("entries[{i}].{name}");
+            if e.size == 0 {
+                return Err(EngineError::invalid(f("size"), "must be > 0 bytes"));
+            }
+            if e.size as u64 > self.file_size {
+                return Err(EngineError::invalid(f("size"), format!("{} bytes is larger than file_size ({} bytes)", e.size, self.file_size)));
+            }
+            if !(e.weight >= 0.0 && e.weight.is_finite()) {
+                return Err(EngineError::invalid(f("weight"), "must be a percentage >= 0"));
+            }
+            for (name, v) in [("read_pct", e.read_pct), ("random_pct", e.random_pct)] {
+                if !(0.0..=100.0).contains(&v) {
+                    return Err(EngineError::invalid(f(name), "must be between 0 and 100"));
+                }
+            }
+        }
+        if self.entries.iter().map(|e| e.weight).sum::<f64>() <= 0.0 {
+            return Err(EngineError::invalid("entries", "the weights must add up to more than 0"));
+        }
+        if self.alignment == 0 {
+            return Err(EngineError::invalid("alignment", "must be >= 1 byte"));
+        }
+        if self.file_count == 0 {
+            return Err(EngineError::invalid("file_count", "must be >= 1"));
+        }
+        if self.queue_depth == 0 || self.queue_depth > 4096 {
+            return Err(EngineError::invalid("queue_depth", "must be between 1 and 4096"));
+        }
+        if self.queue_depth > 1 && job.backend == BackendKind::Psync {
+            return Err(EngineError::invalid("queue_depth", "psync keeps one request in flight per thread; use backend=io_uring for queue_depth > 1"));
+        }
+        secs_to_ns("warmup_s", self.warmup_s)?;
+        if let Some(d) = self.duration_s {
+            if secs_to_ns("duration_s", d)? == 0 {
+                return Err(EngineError::invalid("duration_s", "must be > 0"));
+            }
+        }
+        if self.duration_s.is_none() && self.total_bytes.is_none() {
+            return Err(EngineError::invalid("duration_s", "give duration_s or total_bytes (or both: whichever comes first)"));
+        }
+        if self.total_bytes == Some(0) {
+            return Err(EngineError::invalid("total_bytes", "must be > 0"));
+        }
+        if self.direct {
+            self.check_direct_alignment(512)?;
+        }
+        if self.file_prefix.is_empty() || self.file_prefix.contains('/') {
+            return Err(EngineError::invalid("file_prefix", "must be a plain file name prefix without '/'"));
+        }
+        Ok(())
+    }
+
+    /// O_DIRECT needs sizes and offsets in multiples of the device's block.
+    fn check_direct_alignment(&self, dio_align: u64) -> Result<()> {
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.size as u64 % dio_align != 0 {
+                return Err(EngineError::invalid(
+                    format!("entries[{i}].size"),
+                    format!("{} bytes does not fit O_DIRECT, which needs multiples of {dio_align} bytes here: use a multiple of {dio_align}, or direct=false", e.size),
+                ));
+            }
+        }
+        if self.alignment % dio_align != 0 {
+            return Err(EngineError::invalid(
+                "alignment",
+                format!("{} bytes does not fit O_DIRECT, which needs offsets in multiples of {dio_align} bytes here: use a multiple of {dio_align}, or direct=false", self.alignment),
+            ));
+        }
+        Ok(())
+    }
+
+    fn max_size(&self) -> usize {
+        self.entries.iter().map(|e| e.size as usize).max().unwrap_or(0)
+    }
+}
+
+/// Lemire's multiply-shift: a uniform integer in [0, n) without division.
+#[inline(always)]
+fn below(x: u64, n: u64) -> u64 {
+    ((x as u128 * n as u128) >> 64) as u64
+}
+
+/// Scales a percentage to a threshold on a 32-bit draw.
+fn pct_threshold(pct: f64) -> u64 {
+    ((pct / 100.0) * (1u64 << 32) as f64).round() as u64
+}
+
+/// One generated request: where it goes, which mix entry it came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GenOp {
+    pub req: IoReq,
+    pub entry: usize,
+    pub random: bool,
+}
+
+/// Generates the request sequence of one thread. Pure: no system calls, so the
+/// sequence for a seed is testable and reproducible.
+pub struct AccessGen {
+    rng: Xoshiro256PlusPlus,
+    cum: Vec<u64>,
+    sizes: Vec<u32>,
+    read_thr: Vec<u64>,
+    rand_thr: Vec<u64>,
+    file_count: u64,
+    file_size: u64,
+    align: u64,
+    seq_lo: u64,
+    seq_hi: u64,
+    seq_pos: u64,
+}
+
+impl AccessGen {
+    pub fn new(spec: &AccessSpec, seed: u64, tid: usize, nthreads: usize) -> Self {
+        let total_w: f64 = spec.entries.iter().map(|e| e.weight).sum();
+        let mut acc = 0.0;
+        let mut cum: Vec<u64> = spec
+            .entries
+            .iter()
+            .map(|e| {
+                acc += e.weight;
+                pct_threshold(100.0 * acc / total_w)
+            })
+            .collect();
+        *cum.last_mut().unwrap() = 1u64 << 32;
+        let total = spec.file_count as u64 * spec.file_size;
+        let share = (total / nthreads as u64) / spec.alignment * spec.alignment;
+        let (lo, hi) = if share >= spec.max_size() as u64 && share > 0 {
+            let lo = tid as u64 * share;
+            (lo, if tid + 1 == nthreads { total } else { lo + share })
+        } else {
+            (0, total)
+        };
+        // Per-thread streams: the seed mixed with the thread id (SplitMix64 finaliser).
+        let mut z = seed ^ (tid as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        AccessGen {
+            rng: Xoshiro256PlusPlus::seed_from_u64(z ^ (z >> 31)),
+            cum,
+            sizes: spec.entries.iter().map(|e| e.size).collect(),
+            read_thr: spec.entries.iter().map(|e| pct_threshold(e.read_pct)).collect(),
+            rand_thr: spec.entries.iter().map(|e| pct_threshold(e.random_pct)).collect(),
+            file_count: spec.file_count as u64,
+            file_size: spec.file_size,
+            align: spec.alignment,
+            seq_lo: lo,
+            seq_hi: hi,
+            seq_pos: lo,
+        }
+    }
+
+    #[inline]
+    pub fn next_op(&mut self) -> GenOp {
+        let r = self.rng.next_u32() as u64;
+        let mut entry = 0;
+        while r >= self.cum[entry] {
+            entry += 1;
+        }
+        let len = self.sizes[entry];
+        let write = (self.rng.next_u32() as u64) >= self.read_thr[entry];
+        let random = (self.rng.next_u32() as u64) < self.rand_thr[entry];
+        let (file, offset) = if random {
+            let file = below(self.rng.next_u64(), self.file_count);
+            let slots = (self.file_size - len as u64) / self.align + 1;
+            (file, below(self.rng.next_u64(), slots) * self.align)
+        } else {
+            self.next_sequential(len as u64)
+        };
+        GenOp { req: IoReq { file: file as u32, offset, len, write }, entry, random }
+    }
+
+    #[inline]
+    fn next_sequential(&mut self, len: u64) -> (u64, u64) {
+        let fs = self.file_size;
+        for _ in 0..4 {
+            if self.seq_pos + len > self.seq_hi {
+                self.seq_pos = self.seq_lo;
+            }
+            let (file, off) = (self.seq_pos / fs, self.seq_pos % fs);
+            if off + len <= fs {
+                self.seq_pos += len;
+                return (file, off);
+            }
+            self.seq_pos = (file + 1) * fs;
+        }
+        // A share too small for this request size: restart at its first file.
+        let file = (self.seq_lo / fs).min(self.file_count - 1);
+        self.seq_pos = file * fs + len;
+        (file, 0)
+    }
+}
+
+pub struct Access {
+    spec: AccessSpec,
+}
+
+/// Per-thread state of the `run` phase, built before the common start.
+struct RunState<B: IoBackend> {
+    backend: B,
+    bufs: Vec<AlignedBuf>,
+    gen: AccessGen,
+    slots: Vec<SlotMeta>,
+    completed: Vec<(usize, i64)>,
+    /// Per mix entry: reads, writes, random, sequential (measured requests only).
+    mix: Vec<[u64; 4]>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct SlotMeta {
+    t0: u64,
+    op: Option<GenOp>,
+}
+
+impl Access {
+    pub fn new(job: &Job, spec: AccessSpec) -> Result<Access> {
+        spec.validate(job)?;
+        Ok(Access { spec })
+    }
+
+    fn path(&self, dir: &Path, i: u32) -> PathBuf {
+        dir.join(format!("{}.{i}", self.spec.file_prefix))
+    }
+
+    fn prepare(&self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+        let spec = &self.spec;
+        let nthreads = job.threads.min(spec.file_count as usize).max(1);
+        let chunks_per_file = spec.file_size.div_ceil(LAYOUT_CHUNK);
+        let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
+        let (mut report, skipped) = run_threads(
+            "prepare",
+            nthreads,
+            timing,
+            ctl,
+            KINDS,
+            3,
+            chunks_per_file * spec.file_count as u64,
+            |tid| Ok(AlignedBuf::random(LAYOUT_CHUNK as usize, 4096, job.seed ^ tid as u64)),
+            |buf, rec| {
+                let mut skipped = 0u64;
+                for i in (rec.tid as u32..spec.file_count).step_by(nthreads) {
+                    if rec.interrupted() {
+                        break;
+                    }
+                    let path = self.path(&job.dir, i);
+                    if spec.reuse_files && std::fs::metadata(&path).map(|m| m.len() == spec.file_size).unwrap_or(false) {
+                        skipped += 1;
+                        continue;
+                    }
+                    let fd = open(&path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)?;
+                    let _close = FdGuard(fd);
+                    let mut off = 0u64;
+                    while off < spec.file_size && !rec.interrupted() {
+                        let len = LAYOUT_CHUNK.min(spec.file_size - off) as usize;
+                        let t0 = now_ns();
+                        // SAFETY: buf holds LAYOUT_CHUNK >= len bytes.
+                        let n = unsafe { libc::pwrite(fd, buf.as_ptr() as *const libc::c_void, len, off as libc::off_t) };
+                        if n < 0 {
+                            return Err(EngineError::last_os(format!("laying out {}", path.display())));
+                        }
+                        rec.record(WRITE, n as u64, t0, now_ns());
+                        off += n as u64;
+                    }
+                    let t0 = now_ns();
+                    // SAFETY: fd is open.
+                    if unsafe { libc::fsync(fd) } != 0 {
+                        return Err(EngineError::last_os(format!("fsync {}", path.display())));
+                    }
+                    rec.record(FSYNC, 0, t0, now_ns());
+                }
+                Ok(skipped)
+            },
+        )?;
+        report.counters.insert("files".into(), spec.file_count as u64);
+        report.counters.insert("files_reused".into(), skipped.iter().sum());
+        Ok(report)
+    }
+
+    fn open_files(&self, job: &Job) -> Result<FilesGuard> {
+        let spec = &self.spec;
+        let mut flags = libc::O_RDWR;
+        if spec.direct {
+            flags |= libc::O_DIRECT;
+        }
+        let mut files = FilesGuard(Vec::with_capacity(spec.file_count as usize));
+        for i in 0..spec.file_count {
+            let path = self.path(&job.dir, i);
+            let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            if len < spec.file_size {
+                return Err(EngineError::invalid(
+                    "file_size",
+                    format!("{} holds {len} bytes, fewer than file_size ({}): run the prepare phase first", path.display(), spec.file_size),
+                ));
+            }
+            let fd = open(&path, flags).map_err(|e| match e {
+                EngineError::Io { source, .. } if source.raw_os_error() == Some(libc::EINVAL) && spec.direct => EngineError::invalid(
+                    "direct",
+                    format!("the filesystem under {} does not support O_DIRECT: use direct=false", job.dir.display()),
+                ),
+                e => e,
+            })?;
+            files.0.push(fd);
+            if spec.direct && i == 0 {
+                if let Some(align) = dio_offset_align(fd) {
+                    spec.check_direct_alignment(align)?;
+                }
+            }
+        }
+        Ok(files)
+    }
+
+    fn run(&self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+        let files = self.open_files(job)?;
+        match job.backend {
+            BackendKind::Psync => self.run_with(job, ctl, &files, |f, _| Ok(PsyncBackend::new(f))),
+            BackendKind::IoUring => self.run_with(job, ctl, &files, |f, bufs| {
+                let ptrs: Vec<(*mut u8, usize)> = bufs.iter().map(|b| (b.as_ptr(), b.len())).collect();
+                UringBackend::new(f, self.spec.queue_depth as usize, &ptrs)
+            }),
+            BackendKind::Null => self.run_with(job, ctl, &files, |_, _| Ok(NullBackend::new(self.spec.queue_depth as usize))),
+        }
+    }
+
+    fn run_with<B, Mk>(&self, job: &Job, ctl: &Control, files: &FilesGuard, make: Mk) -> Result<PhaseReport>
+    where
+        B: IoBackend,
+        Mk: Fn(FileTable, &[AlignedBuf]) -> Result<B> + Sync,
+    {
+        let spec = &self.spec;
+        let qd = spec.queue_depth as usize;
+        let nthreads = job.threads;
+        let timing = PhaseTiming {
+            warmup_ns: secs_to_ns("warmup_s", spec.warmup_s)?,
+            duration_ns: spec.duration_s.map(|d| (d * 1e9) as u64),
+            interval_ns: job.interval_ns(),
+        };
+        let quota = |tid: usize| {
+            spec.total_bytes.map(|t| {
+                let base = t / nthreads as u64;
+                if tid == 0 {
+                    base + t % nthreads as u64
+                } else {
+                    base
+                }
+            })
+        };
+        let (mut report, mixes) = run_threads(
+            "run",
+            nthreads,
+            timing,
+            ctl,
+            KINDS,
+            3,
+            0,
+            |tid| {
+                let max = spec.max_size();
+                let bufs: Vec<AlignedBuf> =
+                    (0..qd).map(|s| AlignedBuf::random(max, 4096, job.seed ^ ((tid * qd + s) as u64) << 8)).collect();
+                let backend = make(files.0.clone(), &bufs)?;
+                Ok(RunState {
+                    backend,
+                    bufs,
+                    gen: AccessGen::new(spec, job.seed, tid, nthreads),
+                    slots: vec![SlotMeta::default(); qd],
+                    completed: Vec::with_capacity(qd),
+                    mix: vec![[0; 4]; spec.entries.len()],
+                })
+            },
+            |st, rec| self.worker(st, rec, quota(rec.tid), files),
+        )?;
+        let mut mix = vec![[0u64; 4]; spec.entries.len()];
+        for m in &mixes {
+            for (a, b) in mix.iter_mut().zip(m) {
+                for k in 0..4 {
+                    a[k] += b[k];
+                }
+            }
+        }
+        report.extra = serde_json::json!({
+            "mix": spec.entries.iter().zip(&mix).map(|(e, m)| serde_json::json!({
+                "size": e.size, "weight": e.weight, "read_pct": e.read_pct, "random_pct": e.random_pct,
+                "reads": m[0], "writes": m[1], "random": m[2], "sequential": m[3],
+            })).collect::<Vec<_>>(),
+            "backend": job.backend.name(),
+            "queue_depth": qd,
+            "direct": spec.direct,
+        });
+        Ok(report)
+    }
+
+    /// The hot loop: keep `queue_depth` requests in flight until the deadline,
+    /// the byte quota, or a stop; then drain.
+    fn worker<B: IoBackend>(
+        &self,
+        st: &mut RunState<B>,
+        rec: &mut Recorder,
+        quota: Option<u64>,
+        files: &FilesGuard,
+    ) -> Result<Vec<[u64; 4]>> {
+        let spec = &self.spec;
+        let mut issued_bytes = 0u64;
+        let mut inflight = 0usize;
+        let mut writes_since_fsync = 0u64;
+        let mut stopping = false;
+        for slot in 0..st.slots.len() {
+            let op = st.gen.next_op();
+            let t0 = now_ns();
+            if rec.measuring(t0) {
+                issued_bytes += op.req.len as u64;
+            }
+            st.slots[slot] = SlotMeta { t0, op: Some(op) };
+            st.backend.queue(slot, op.req, st.bufs[slot].as_ptr())?;
+            inflight += 1;
+            if quota.is_some_and(|q| issued_bytes >= q) {
+                stopping = true;
+                break;
+            }
+        }
+        while inflight > 0 {
+            st.completed.clear();
+            let completed = &mut st.completed;
+            st.backend.reap(1, |slot, res| completed.push((slot, res)))?;
+            let t1 = now_ns();
+            for i in 0..st.completed.len() {
+                let (slot, res) = st.completed[i];
+                let meta = st.slots[slot];
+                let op = meta.op.expect("completion for an idle slot");
+                if res < 0 {
+                    return Err(io_failure(op.req, -res as i32, spec.direct, files));
+                }
+                let kind = if op.req.write { WRITE } else { READ };
+                rec.record(kind, res as u64, meta.t0, t1);
+                if meta.t0 >= rec.measure_start_ns {
+                    let m = &mut st.mix[op.entry];
+                    m[if op.req.write { 1 } else { 0 }] += 1;
+                    m[if op.random { 2 } else { 3 }] += 1;
+                }
+                if op.req.write && spec.fsync_every > 0 {
+                    writes_since_fsync += 1;
+                    if writes_since_fsync >= spec.fsync_every {
+                        writes_since_fsync = 0;
+                        let t0 = now_ns();
+                        st.backend.fsync(op.req.file)?;
+                        rec.record(FSYNC, 0, t0, now_ns());
+                    }
+                }
+                if !stopping {
+                    stopping = rec.should_stop(t1) || quota.is_some_and(|q| issued_bytes >= q);
+                }
+                if stopping {
+                    st.slots[slot].op = None;
+                    inflight -= 1;
+                    continue;
+                }
+                let op = st.gen.next_op();
+                let t0 = now_ns();
+                if rec.measuring(t0) {
+                    issued_bytes += op.req.len as u64;
+                }
+                st.slots[slot] = SlotMeta { t0, op: Some(op) };
+                st.backend.queue(slot, op.req, st.bufs[slot].as_ptr())?;
+            }
+        }
+        if spec.fsync_end && !rec.interrupted() {
+            for f in 0..spec.file_count {
+                let t0 = now_ns();
+                st.backend.fsync(f)?;
+                rec.record(FSYNC, 0, t0, now_ns());
+            }
+        }
+        Ok(std::mem::take(&mut st.mix))
+    }
+
+    fn cleanup(&self, job: &Job) -> Result<PhaseReport> {
+        let mut removed = 0;
+        for i in 0..self.spec.file_count {
+            match std::fs::remove_file(self.path(&job.dir, i)) {
+                Ok(()) => removed += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(EngineError::io(format!("removing {}", self.path(&job.dir, i).display()), e)),
+            }
+        }
+        let mut report = PhaseReport::new("cleanup");
+        report.counters.insert("files_removed".into(), removed);
+        Ok(report)
+    }
+}
+
+impl Workload for Access {
+    fn phases(&self) -> &'static [&'static str] {
+        &["prepare", "run", "cleanup"]
+    }
+
+    fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+        match phase {
+            "prepare" => self.prepare(job, ctl),
+            "run" => self.run(job, ctl),
+            "cleanup" => self.cleanup(job),
+            _ => unreachable!("checked by Session"),
+        }
+    }
+}
+
+fn io_failure(req: IoReq, errno: i32, direct: bool, _files: &FilesGuard) -> EngineError {
+    let what = if req.write { "write" } else { "read" };
+    let mut ctx = format!("{what} of {} bytes at offset {} of file {}", req.len, req.offset, req.file);
+    if errno == libc::EINVAL && direct {
+        ctx.push_str(" (O_DIRECT: sizes, offsets and alignment must be multiples of the device's logical block size)");
+    }
+    EngineError::io(ctx, std::io::Error::from_raw_os_error(errno))
+}
+
+pub(crate) fn open(path: &Path, flags: i32) -> Result<RawFd> {
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| EngineError::invalid("dir", format!("{} contains a NUL byte", path.display())))?;
+    // SAFETY: c is a valid C string.
+    let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC, 0o644) };
+    if fd < 0 {
+        return Err(EngineError::last_os(format!("open {}", path.display())));
+    }
+    Ok(fd)
+}
+
+/// The offset alignment O_DIRECT needs for this file (statx STATX_DIOALIGN,
+/// Linux 6.1+), or None when the kernel does not say.
+fn dio_offset_align(fd: RawFd) -> Option<u64> {
+    const STATX_DIOALIGN: u32 = 0x2000;
+    // SAFETY: statx fills the struct we pass; AT_EMPTY_PATH with "" stats the fd itself.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::statx(fd, c"".as_ptr(), libc::AT_EMPTY_PATH, STATX_DIOALIGN, &mut stx) };
+    if r != 0 || stx.stx_mask & STATX_DIOALIGN == 0 || stx.stx_dio_offset_align == 0 {
+        return None;
+    }
+    Some(stx.stx_dio_offset_align as u64)
+}
+
+struct FdGuard(RawFd);
+impl Drop for FdGuard {
+    fn drop(&mut self) {
+        // SAFETY: we own the fd.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+struct FilesGuard(Vec<RawFd>);
+impl Drop for FilesGuard {
+    fn drop(&mut self) {
+        for &fd in &self.0 {
+            // SAFETY: we own the fds.
+            unsafe { libc::close(fd) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(entries: Vec<AccessEntry>, file_count: u32, file_size: u64) -> AccessSpec {
+        AccessSpec {
+            entries,
+            alignment: 512,
+            file_count,
+            file_size,
+            queue_depth: 1,
+            direct: false,
+            fsync_every: 0,
+            fsync_end: false,
+            warmup_s: 0.0,
+            duration_s: Some(1.0),
+            total_bytes: None,
+            file_prefix: default_prefix(),
+            reuse_files: false,
+        }
+    }
+
+    fn e(size: u32, weight: f64, read_pct: f64, random_pct: f64) -> AccessEntry {
+        AccessEntry { size, weight, read_pct, random_pct }
+    }
+
+    #[test]
+    fn random_offsets_stay_inside_and_aligned() {
+        let s = spec(vec![e(4096, 50.0, 50.0, 100.0), e(65536, 50.0, 50.0, 100.0)], 3, 1 << 20);
+        let mut g = AccessGen::new(&s, 7, 0, 1);
+        for _ in 0..200_000 {
+            let op = g.next_op();
+            assert!(op.random);
+            assert!(op.req.file < 3);
+            assert_eq!(op.req.offset % 512, 0, "offset {} not aligned", op.req.offset);
+            assert!(op.req.offset + op.req.len as u64 <= 1 << 20, "{:?} runs past the file", op.req);
+        }
+    }
+
+    #[test]
+    fn same_seed_same_sequence_other_seed_other_sequence() {
+        let s = spec(vec![e(4096, 60.0, 80.0, 50.0), e(512, 40.0, 20.0, 100.0)], 2, 1 << 20);
+        let a: Vec<GenOp> = { let mut g = AccessGen::new(&s, 42, 0, 1); (0..1000).map(|_| g.next_op()).collect() };
+        let b: Vec<GenOp> = { let mut g = AccessGen::new(&s, 42, 0, 1); (0..1000).map(|_| g.next_op()).collect() };
+        let c: Vec<GenOp> = { let mut g = AccessGen::new(&s, 43, 0, 1); (0..1000).map(|_| g.next_op()).collect() };
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn sequential_single_thread_covers_every_byte_once_per_pass() {
+        let s = spec(vec![e(8192, 100.0, 100.0, 0.0)], 2, 64 * 1024);
+        let mut g = AccessGen::new(&s, 1, 0, 1);
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..16 {
+            let op = g.next_op();
+            assert!(!op.req.write && !op.random);
+            assert!(seen.insert((op.req.file, op.req.offset)), "{:?} repeated within one pass", op.req);
+        }
+        assert_eq!(seen.len(), 16);
+        // The 17th request wraps to the start.
+        assert_eq!(g.next_op().req.offset, 0);
+    }
+
+    #[test]
+    fn sequential_threads_get_disjoint_shares() {
+        let s = spec(vec![e(4096, 100.0, 100.0, 0.0)], 1, 1 << 20);
+        let mut a = AccessGen::new(&s, 1, 0, 2);
+        let mut b = AccessGen::new(&s, 1, 1, 2);
+        for _ in 0..128 {
+            assert!(a.next_op().req.offset < 1 << 19);
+            assert!(b.next_op().req.offset >= 1 << 19);
+        }
+    }
+
+    #[test]
+    fn weights_and_read_fraction_follow_the_spec() {
+        // 3 sigma of a binomial proportion over n = 400k draws is < 0.25%.
+        let s = spec(vec![e(512, 10.0, 80.0, 100.0), e(4096, 60.0, 80.0, 100.0), e(65536, 30.0, 80.0, 100.0)], 1, 1 << 20);
+        let mut g = AccessGen::new(&s, 9, 0, 1);
+        let n = 400_000;
+        let mut counts = [0u64; 3];
+        let mut reads = 0u64;
+        for _ in 0..n {
+            let op = g.next_op();
+            counts[op.entry] += 1;
+            reads += !op.req.write as u64;
+        }
+        for (c, w) in counts.iter().zip([0.10, 0.60, 0.30]) {
+            assert!((*c as f64 / n as f64 - w).abs() < 0.005, "{counts:?}");
+        }
+        assert!((reads as f64 / n as f64 - 0.80).abs() < 0.005);
+    }
+}

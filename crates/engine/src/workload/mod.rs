@@ -1,0 +1,16 @@
+//! Workload families. Each is a `Workload`: a named list of phases that the
+//! session runs one at a time, keeping its state (file table, files laid out)
+//! between them so Python can remount or drop caches in between.
+
+pub mod access;
+
+use crate::error::Result;
+use crate::job::Job;
+use crate::measure::Control;
+use crate::report::PhaseReport;
+
+pub trait Workload: Send {
+    /// The phases in their natural order.
+    fn phases(&self) -> &'static [&'static str];
+    fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport>;
+}

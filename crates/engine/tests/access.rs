@@ -1,0 +1,131 @@
+//! End-to-end tests of the access workload through the Session API on a temp dir.
+
+use fsmeter_engine::{Control, Session};
+use serde_json::{json, Value};
+
+fn session(dir: &std::path::Path, backend: &str, threads: usize, workload: Value) -> Session {
+    let job = json!({"dir": dir, "threads": threads, "seed": 5, "backend": backend, "interval_s": 0.05, "workload": workload});
+    Session::from_json(&job.to_string()).expect("valid job")
+}
+
+fn run(s: &mut Session, phase: &str) -> Value {
+    serde_json::to_value(s.run_phase(phase, &Control::new()).expect("phase runs")).unwrap()
+}
+
+#[test]
+fn sequential_read_pass_reads_exactly_the_files_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let size = 4 << 20;
+    let mut s = session(dir.path(), "psync", 1, json!({
+        "family": "access", "file_count": 2, "file_size": size,
+        "entries": [{"size": 65536, "weight": 100, "read_pct": 100, "random_pct": 0}],
+        "total_bytes": 2 * size,
+    }));
+    let prep = run(&mut s, "prepare");
+    assert_eq!(prep["ops"]["write"]["bytes"], 2 * size);
+    let r = run(&mut s, "run");
+    assert_eq!(r["ops"]["read"]["bytes"], 2 * size);
+    assert_eq!(r["ops"]["read"]["count"], 2 * size / 65536);
+    assert!(r["ops"].get("write").is_none());
+    run(&mut s, "cleanup");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn intervals_add_up_to_totals_and_histograms_to_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path(), "psync", 2, json!({
+        "family": "access", "file_count": 2, "file_size": 1 << 20,
+        "entries": [{"size": 4096, "weight": 70, "read_pct": 70, "random_pct": 100},
+                    {"size": 512, "weight": 30, "read_pct": 50, "random_pct": 0}],
+        "warmup_s": 0.1, "duration_s": 0.4, "fsync_every": 64,
+    }));
+    run(&mut s, "prepare");
+    let r = run(&mut s, "run");
+    let intervals = r["intervals"].as_array().unwrap();
+    assert!(intervals.len() >= 7, "expected ~8 samples of 50 ms, got {}", intervals.len());
+    let sum_ops: u64 = intervals.iter().map(|i| i["ops"].as_u64().unwrap()).sum();
+    let sum_bytes: u64 = intervals.iter().map(|i| i["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(sum_ops, r["total"]["ops"].as_u64().unwrap());
+    assert_eq!(sum_bytes, r["total"]["bytes"].as_u64().unwrap());
+    let mut total = 0;
+    for (_, op) in r["ops"].as_object().unwrap() {
+        let count = op["count"].as_u64().unwrap();
+        let buckets: u64 = op["lat"]["buckets"].as_array().unwrap().iter().map(|b| b[1].as_u64().unwrap()).sum();
+        assert_eq!(buckets, count);
+        assert_eq!(op["lat"]["count"].as_u64().unwrap(), count);
+        total += count;
+    }
+    assert_eq!(total, r["total"]["ops"].as_u64().unwrap());
+    assert!(r["ops"]["fsync"]["count"].as_u64().unwrap() > 0);
+    let el = r["elapsed_s"].as_f64().unwrap();
+    assert!(el >= 0.4 && el < 1.0, "elapsed {el}");
+    // The mix as executed: counted reads + writes equal the measured data ops.
+    let mixed: u64 = r["extra"]["mix"].as_array().unwrap().iter()
+        .map(|m| m["reads"].as_u64().unwrap() + m["writes"].as_u64().unwrap()).sum();
+    assert_eq!(mixed, r["ops"]["read"]["count"].as_u64().unwrap() + r["ops"]["write"]["count"].as_u64().unwrap());
+}
+
+#[test]
+fn direct_misalignment_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = json!({"dir": dir.path(), "workload": {
+        "family": "access", "file_size": 1 << 20, "direct": true, "duration_s": 1,
+        "entries": [{"size": 1000, "weight": 100, "read_pct": 100, "random_pct": 100}]}});
+    let err = Session::from_json(&job.to_string()).err().expect("rejected").to_string();
+    assert!(err.contains("entries[0].size") && err.contains("O_DIRECT"), "{err}");
+}
+
+#[test]
+fn psync_refuses_queue_depth() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = json!({"dir": dir.path(), "backend": "psync", "workload": {
+        "family": "access", "file_size": 1 << 20, "queue_depth": 8, "duration_s": 1,
+        "entries": [{"size": 4096, "weight": 100, "read_pct": 100, "random_pct": 100}]}});
+    let err = Session::from_json(&job.to_string()).err().expect("rejected").to_string();
+    assert!(err.starts_with("queue_depth:") && err.contains("io_uring"), "{err}");
+}
+
+#[test]
+fn io_uring_with_queue_depth_moves_the_quota() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path(), "io_uring", 1, json!({
+        "family": "access", "file_size": 2 << 20, "queue_depth": 16,
+        "entries": [{"size": 4096, "weight": 100, "read_pct": 50, "random_pct": 100}],
+        "total_bytes": 4 << 20,
+    }));
+    run(&mut s, "prepare");
+    let r = run(&mut s, "run");
+    // Up to queue_depth - 1 requests may already be in flight when the quota is reached.
+    let bytes = r["total"]["bytes"].as_u64().unwrap();
+    assert!(bytes >= 4 << 20 && bytes < (4 << 20) + 16 * 4096, "{bytes}");
+}
+
+#[test]
+fn stop_request_ends_a_long_run_promptly_marked_interrupted() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path(), "null", 2, json!({
+        "family": "access", "file_size": 1 << 20, "queue_depth": 4, "duration_s": 60,
+        "entries": [{"size": 4096, "weight": 100, "read_pct": 100, "random_pct": 100}],
+    }));
+    run(&mut s, "prepare");
+    let ctl = std::sync::Arc::new(Control::new());
+    let c2 = ctl.clone();
+    let t = std::thread::spawn(move || { std::thread::sleep(std::time::Duration::from_millis(300)); c2.request_stop(); });
+    let start = std::time::Instant::now();
+    let r = s.run_phase("run", &ctl).unwrap();
+    t.join().unwrap();
+    assert!(r.interrupted);
+    assert!(start.elapsed().as_secs_f64() < 1.5, "took {:?}", start.elapsed());
+    assert!(r.total.ops > 0);
+}
+
+#[test]
+fn unknown_phase_names_the_known_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path(), "null", 1, json!({
+        "family": "access", "file_size": 1 << 20, "duration_s": 1,
+        "entries": [{"size": 4096, "weight": 100, "read_pct": 100, "random_pct": 100}]}));
+    let err = s.run_phase("bogus", &Control::new()).err().unwrap().to_string();
+    assert!(err.contains("prepare, run, cleanup"), "{err}");
+}
