@@ -50,6 +50,24 @@ class Analysis:
                          "ci_half_width_pct": ci["half_width_pct"]})
         return pd.DataFrame(rows)
 
+    def to_dict(self) -> dict:
+        """Plain lists/dicts/floats for templates and JSON (NaN stays NaN: undefined, not zero)."""
+        out: dict = {"response": self.response, "factors": self.factors, "level": self.level, "log": self.log,
+                     "cells": self.cells_frame().to_dict("records"), "notes": list(self.notes), "anova": None}
+        a = self.anova
+        if a is not None:
+            out["anova"] = {
+                "table": a.table_frame().reset_index().to_dict("records"),
+                "effects": [{**e.__dict__, "levels": list(e.levels)} for e in a.effects],
+                "grand_mean": a.grand_mean, "grand_mean_ci": list(a.grand_mean_ci), "s_e": a.s_e,
+                "df_error": a.df_error, "replications": a.replications, "alpha": a.alpha,
+                "shapiro_w": a.shapiro_w, "shapiro_p": a.shapiro_p,
+                "fitted": a.fitted.tolist(), "residuals": a.residuals.tolist(),
+                "qq": {"theoretical": a.qq_theoretical.tolist(), "ordered": a.qq_ordered.tolist(),
+                       "slope": a.qq_fit[0], "intercept": a.qq_fit[1], "r": a.qq_fit[2]},
+            }
+        return out
+
 
 def analyze_frame(
     df: pd.DataFrame,
