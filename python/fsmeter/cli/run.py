@@ -1,0 +1,89 @@
+"""`fsmeter run WORKLOAD --dir PATH`: one workload, once, on a directory you name."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+
+import fsmeter
+from fsmeter.engine import EngineSession
+from fsmeter.errors import UserError
+from fsmeter.hostinfo import host_info
+from fsmeter.progress import PhaseProgress, progress_bar
+from fsmeter.report.terminal import phase_table
+from fsmeter.spec import build_job, load_workload, parse_set
+
+#: Version of the JSON written by `fsmeter run --json` (see README, "Result JSON").
+RUN_JSON_VERSION = 1
+
+
+def run_job(job, console: Console, show_progress: bool = True, keep_files: bool = False) -> dict:
+    """Run every phase of `job`; returns the result document (see README)."""
+    session = EngineSession(job.engine_json())
+    doc = {
+        "format": "fsmeter-run",
+        "version": RUN_JSON_VERSION,
+        "fsmeter_version": fsmeter.__version__,
+        "workload": job.workload.name,
+        "family": job.workload.family.name,
+        "job": job.engine_dict(),
+        "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "host": host_info(),
+        "phases": {},
+        "metrics": {},
+        "interrupted": False,
+    }
+    engine_phases = session.phases()
+    plan = job.phases()
+    try:
+        with progress_bar(console, enabled=show_progress) as bar:
+            for ph in plan:
+                prog = PhaseProgress(bar, ph.name)
+                report = session.run_phase(ph.name, on_progress=prog)
+                prog.done()
+                report["measured"] = ph.measured
+                doc["phases"][ph.name] = report
+                if report.get("interrupted"):
+                    doc["interrupted"] = True
+                    break
+    finally:
+        if not keep_files and "cleanup" in engine_phases:
+            session.run_phase("cleanup")
+    for m in job.metrics():
+        rep = doc["phases"].get(m.phase)
+        if rep is not None:
+            v = m.get(rep)
+            if v is not None:
+                doc["metrics"][f"{m.phase}.{m.name}"] = {"value": v, "unit": m.unit, "higher_is_better": m.higher_is_better}
+    return doc
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("run")
+    def run(
+        workload: str = typer.Argument(..., help="a named workload (see `fsmeter list`) or a workload .toml file"),
+        dir: Path = typer.Option(..., "--dir", "-d", help="directory on the filesystem to measure (must exist)"),
+        set_: Optional[List[str]] = typer.Option(None, "--set", "-s", help="override a parameter: key=value (repeatable)"),
+        json_out: Optional[Path] = typer.Option(None, "--json", help="also write the full result as JSON to this file"),
+        keep_files: bool = typer.Option(False, "--keep-files", help="leave the workload's files in --dir"),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+    ) -> None:
+        """Run one workload once on a directory and print ops/s, MiB/s, latency percentiles and CPU."""
+        console = Console(stderr=False)
+        job = build_job(load_workload(workload), dir, parse_set(set_ or []))
+        if json_out is not None and not json_out.parent.exists():
+            raise UserError(f"--json {json_out}: the folder {json_out.parent} does not exist")
+        doc = run_job(job, console, show_progress=not quiet, keep_files=keep_files)
+        for name, rep in doc["phases"].items():
+            if rep.get("measured", True):
+                console.print(phase_table(f"{doc['workload']} / {name}", rep))
+        if json_out is not None:
+            json_out.write_text(json.dumps(doc, indent=1))
+            console.print(f"wrote {json_out}")
+        if doc["interrupted"]:
+            console.print("[bold red]interrupted:[/] the figures above cover only what ran before the stop")
+            raise typer.Exit(130)

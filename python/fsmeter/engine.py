@@ -1,0 +1,85 @@
+"""The Python face of the Rust engine: run a job's phases one at a time with a
+progress bar, turn Ctrl-C into a prompt stop, and map engine errors to messages.
+
+The engine runs in a worker thread with the GIL released; the main thread keeps
+the progress bar alive and receives SIGINT, which it turns into `stop()` — the
+engine then returns within about a second with what it measured, marked
+interrupted.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from typing import Callable, Optional
+
+from fsmeter.errors import UserError
+
+
+class EngineFailure(UserError):
+    """The workload failed while running (a system call error): the run cannot go on."""
+
+    def __init__(self, message: str, errno: int = 0):
+        super().__init__(message, exit_code=1)
+        self.errno = errno
+
+
+def _engine_module():
+    try:
+        from fsmeter import _engine
+    except ImportError as exc:  # pragma: no cover - only without a build
+        raise UserError(f"the Rust engine is not built ({exc}): run `make build`", exit_code=1) from None
+    return _engine
+
+
+class EngineSession:
+    """One job in the engine; phases keep the workload's state between them."""
+
+    def __init__(self, job_json: str):
+        eng = _engine_module()
+        try:
+            self._s = eng.Session(job_json)
+        except eng.JobError as exc:
+            raise UserError(f"parameter {exc}") from None
+
+    def phases(self) -> list:
+        return list(self._s.phases())
+
+    def stop(self) -> None:
+        self._s.stop()
+
+    def run_phase(self, name: str, on_progress: Optional[Callable[[dict], None]] = None, tick_s: float = 0.1) -> dict:
+        """Run phase `name`; returns the report (dict). Ctrl-C stops it and returns it marked interrupted."""
+        eng = _engine_module()
+        box: dict = {}
+
+        def target() -> None:
+            try:
+                box["json"] = self._s.run_phase(name)
+            except BaseException as exc:  # handed to the main thread
+                box["error"] = exc
+
+        worker = threading.Thread(target=target, name=f"fsmeter-engine-{name}", daemon=True)
+        worker.start()
+        interrupted = False
+        while worker.is_alive():
+            try:
+                worker.join(tick_s)
+                if on_progress is not None:
+                    on_progress(self._s.progress())
+            except KeyboardInterrupt:
+                interrupted = True
+                self._s.stop()
+        if on_progress is not None:
+            on_progress(self._s.progress())
+        err = box.get("error")
+        if err is not None:
+            if isinstance(err, eng.JobError):
+                raise UserError(f"parameter {err}") from None
+            if isinstance(err, eng.IoFailure):
+                errno, msg = err.args if len(err.args) == 2 else (0, str(err))
+                raise EngineFailure(f"phase {name}: {msg}", errno=errno) from None
+            raise err
+        report = json.loads(box["json"])
+        if interrupted:
+            report["interrupted"] = True
+        return report

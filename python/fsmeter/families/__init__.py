@@ -1,0 +1,75 @@
+"""Workload families on the Python side: the pydantic model of each family's
+parameters (mirroring the engine's serde spec), its phases, and its headline metric.
+
+One module per family; each defines ``FAMILY``, a `Family` instance.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import Callable, Optional, Type
+
+from pydantic import BaseModel
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    #: Reported as a result (False: setup such as laying out files).
+    measured: bool = True
+    #: Caches are reset (remount / drop caches) right before this phase.
+    cold_cache: bool = False
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A number a phase report yields, e.g. ("run", "ops_per_s")."""
+
+    phase: str
+    name: str
+    unit: str
+    higher_is_better: bool = True
+    #: Extracts the value from a phase report (engine JSON).
+    get: Callable[[dict], Optional[float]] = field(default=lambda r: None, compare=False)
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    params: Type[BaseModel]
+    #: Phases in run order; a callable gets the validated params (phase lists can depend on them).
+    phases: Callable[[BaseModel], list]
+    #: Metrics stored per trial; the first is the headline used to rank configurations.
+    metrics: Callable[[BaseModel], list]
+    description: str = ""
+
+
+def total_metric(phase: str, key: str, unit: str, higher_is_better: bool = True) -> Metric:
+    """A metric from a phase's totals: key is 'ops_per_s' or 'bytes_per_s'."""
+    if key == "bytes_per_s":
+        return Metric(phase, "MiB_per_s", "MiB/s", higher_is_better, lambda r: r["total"]["bytes_per_s"] / (1 << 20))
+    return Metric(phase, key, unit, higher_is_better, lambda r: r["total"][key])
+
+
+def op_latency_metric(phase: str, op: str, pct: str = "p99_ns") -> Metric:
+    """A latency percentile of one op kind, in microseconds (lower is better)."""
+
+    def get(r: dict) -> Optional[float]:
+        o = r.get("ops", {}).get(op)
+        return None if o is None else o["lat"][pct] / 1000.0
+
+    return Metric(phase, f"{op}_{pct[:-3]}_us", "us", False, get)
+
+
+def _load() -> dict:
+    fams = {}
+    for info in pkgutil.iter_modules(__path__):
+        mod = importlib.import_module(f"{__name__}.{info.name}")
+        fam = getattr(mod, "FAMILY", None)
+        if fam is not None:
+            fams[fam.name] = fam
+    return fams
+
+
+FAMILIES: dict = _load()

@@ -1,0 +1,92 @@
+"""The access family (pgmeter / Iometer / fio class): a weighted size/read/random mix."""
+from __future__ import annotations
+
+from typing import List, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from fsmeter.errors import UserError
+from fsmeter.families import Family, Metric, Phase, op_latency_metric, total_metric
+from fsmeter.units import Size
+
+
+class AccessEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    size: Size = Field(gt=0, description="request size in bytes (4K = 4096)")
+    weight: float = Field(ge=0, description="share of requests, percent")
+    read_pct: float = Field(ge=0, le=100)
+    random_pct: float = Field(100.0, ge=0, le=100)
+
+
+class AccessParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    family: Literal["access"] = "access"
+    entries: List[AccessEntry] = Field(min_length=1)
+    record_size: Optional[Size] = Field(None, description="sets every entry's request size")
+    alignment: Size = Field(512, gt=0, description="request offsets are multiples of this")
+    file_count: int = Field(1, ge=1)
+    file_size: Size = Field(256 << 20, gt=0)
+    queue_depth: int = Field(1, ge=1, le=4096, description="requests in flight per thread (io_uring)")
+    direct: bool = Field(False, description="O_DIRECT")
+    fsync_every: int = Field(0, ge=0, description="fsync after every N writes (0: never)")
+    fsync_end: bool = Field(False, description="fsync every file at the end, inside the measured time")
+    warmup_s: float = Field(2.0, ge=0)
+    duration_s: Optional[float] = Field(10.0, gt=0)
+    total_bytes: Optional[Size] = Field(None, gt=0, description="stop after this many measured bytes")
+    reuse_files: bool = Field(False, description="keep existing files of the right size instead of rewriting")
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.record_size is not None:
+            for e in self.entries:
+                e.size = self.record_size
+        if sum(e.weight for e in self.entries) <= 0:
+            raise ValueError("entries: the weights must add up to more than 0")
+        for i, e in enumerate(self.entries):
+            if e.size > self.file_size:
+                raise ValueError(f"entries[{i}].size ({e.size} bytes) is larger than file_size ({self.file_size} bytes)")
+        if self.direct:
+            for i, e in enumerate(self.entries):
+                if e.size % 512:
+                    raise ValueError(
+                        f"entries[{i}].size: {e.size} bytes does not fit O_DIRECT, which needs multiples of 512 bytes: "
+                        "use a multiple of 512, or direct=false"
+                    )
+            if self.alignment % 512:
+                raise ValueError(f"alignment: {self.alignment} does not fit O_DIRECT (multiples of 512): fix it or use direct=false")
+        if self.duration_s is None and self.total_bytes is None:
+            raise ValueError("duration_s: give duration_s or total_bytes (or both: whichever comes first)")
+        return self
+
+    def check_settings(self, settings) -> None:
+        """Checks that need the shared settings too."""
+        if self.queue_depth > 1 and settings.backend == "psync":
+            raise UserError("parameter queue_depth: psync keeps one request in flight per thread; "
+                            "use --set backend=io_uring for queue_depth > 1")
+
+    def engine_spec(self) -> dict:
+        return self.model_dump(exclude={"record_size"})
+
+
+def _phases(p: AccessParams) -> list:
+    return [Phase("prepare", measured=False), Phase("run", cold_cache=True)]
+
+
+def _metrics(p: AccessParams) -> list:
+    ms = [total_metric("run", "ops_per_s", "ops/s"), total_metric("run", "bytes_per_s", "MiB/s")]
+    if any(e.read_pct > 0 for e in p.entries):
+        ms.append(op_latency_metric("run", "read"))
+    if any(e.read_pct < 100 for e in p.entries):
+        ms.append(op_latency_metric("run", "write"))
+    ms.append(Metric("run", "cpu_pct", "%", False, lambda r: r["cpu"]["process_pct"]))
+    return ms
+
+
+FAMILY = Family(
+    name="access",
+    params=AccessParams,
+    phases=_phases,
+    metrics=_metrics,
+    description="Iometer/fio-class data transfer: size mix, read %, random %, queue depth",
+)
+

@@ -1,0 +1,36 @@
+"""Facts about the machine a result was measured on."""
+from __future__ import annotations
+
+import os
+import platform
+
+
+def host_info() -> dict:
+    cpu_model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu_model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem_bytes = 0
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    mem_bytes = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    return {
+        "hostname": platform.node(),
+        "kernel": platform.release(),
+        "os": platform.platform(),
+        "cpu_model": cpu_model,
+        "cpus_online": os.cpu_count() or 0,
+        "cpus_allowed": len(os.sched_getaffinity(0)),
+        "mem_bytes": mem_bytes,
+        "python": platform.python_version(),
+    }

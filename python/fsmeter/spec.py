@@ -1,0 +1,160 @@
+"""Jobs: a named workload (data in fsmeter/workloads/*.toml) plus settings and
+overrides, validated with pydantic before anything crosses into the engine.
+
+The engine's serde types (crates/engine/src/job.rs and each workload's spec)
+mirror these models; Python validates first so errors name the parameter.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Mapping, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from fsmeter.errors import UserError
+from fsmeter.families import FAMILIES, Family
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+WORKLOAD_DIR = Path(__file__).parent / "workloads"
+
+
+class JobSettings(BaseModel):
+    """Settings every family shares."""
+
+    model_config = ConfigDict(extra="forbid")
+    threads: int = Field(1, ge=1, le=4096, description="worker threads (clients)")
+    seed: int = Field(42, ge=0, lt=1 << 64, description="the same seed gives the same operations")
+    backend: Literal["psync", "io_uring", "null"] = Field("psync", description="I/O backend")
+    interval_s: float = Field(1.0, gt=0, le=3600, description="throughput sampling interval")
+
+
+@dataclass
+class WorkloadDef:
+    name: str
+    family: Family
+    description: str
+    params: dict
+    settings: dict
+    source: Path
+
+
+def list_workloads() -> list:
+    """All named workloads, sorted by family then name."""
+    defs = [load_workload(p.stem) for p in sorted(WORKLOAD_DIR.glob("*.toml"))]
+    return sorted(defs, key=lambda d: (d.family.name, d.name))
+
+
+def load_workload(name_or_path: str) -> WorkloadDef:
+    """A named workload ('fileserver') or a TOML file of the same format."""
+    path = Path(name_or_path)
+    if not (path.suffix == ".toml" and path.is_file()):
+        path = WORKLOAD_DIR / f"{name_or_path}.toml"
+        if not path.is_file():
+            names = ", ".join(sorted(p.stem for p in WORKLOAD_DIR.glob("*.toml")))
+            raise UserError(f"unknown workload {name_or_path!r}: use one of {names} (fsmeter list), or a .toml file")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: {exc}: fix the TOML syntax") from None
+    fam_name = data.get("family")
+    if fam_name not in FAMILIES:
+        raise UserError(f"{path}: family = {fam_name!r}: use one of {', '.join(sorted(FAMILIES))}")
+    unknown = set(data) - {"family", "description", "params", "settings"}
+    if unknown:
+        raise UserError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}: allowed are family, description, params, settings")
+    return WorkloadDef(
+        name=path.stem,
+        family=FAMILIES[fam_name],
+        description=data.get("description", ""),
+        params=dict(data.get("params", {})),
+        settings=dict(data.get("settings", {})),
+        source=path,
+    )
+
+
+def parse_set(items: list) -> dict:
+    """`--set key=value` items -> dict. JSON values ([..], {..}, numbers) are decoded; 'none' is None."""
+    out: dict = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise UserError(f"--set {item!r}: write it as key=value, e.g. --set duration_s=30")
+        raw = raw.strip()
+        value: Any = raw
+        if raw.lower() in ("none", "null"):
+            value = None
+        elif raw[:1] in "[{":
+            try:
+                value = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise UserError(f"--set {key}: {raw!r} is not valid JSON ({exc.msg})") from None
+        out[key] = value
+    return out
+
+
+def _fmt_validation(exc: ValidationError, where: str) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        got = err.get("input")
+        tail = f" (got {got!r})" if loc and not isinstance(got, (dict, list)) and got is not None else ""
+        parts.append(f"{where}{loc}: {msg}{tail}" if loc else f"{where}{msg}")
+    return "; ".join(parts)
+
+
+@dataclass
+class Job:
+    workload: WorkloadDef
+    settings: JobSettings
+    params: BaseModel
+    dir: Path
+
+    def engine_json(self) -> str:
+        return json.dumps(self.engine_dict())
+
+    def engine_dict(self) -> dict:
+        spec = self.params.engine_spec() if hasattr(self.params, "engine_spec") else self.params.model_dump()
+        return {"dir": str(self.dir), **self.settings.model_dump(), "workload": spec}
+
+    def phases(self) -> list:
+        return self.workload.family.phases(self.params)
+
+    def metrics(self) -> list:
+        return self.workload.family.metrics(self.params)
+
+
+def build_job(defn: WorkloadDef, directory: Path, overrides: Optional[Mapping[str, Any]] = None) -> Job:
+    """Merge the workload's params with overrides and validate; errors name the parameter."""
+    overrides = dict(overrides or {})
+    setting_keys = set(JobSettings.model_fields)
+    param_keys = set(defn.family.params.model_fields) - {"family"}
+    unknown = set(overrides) - setting_keys - param_keys
+    if unknown:
+        allowed = ", ".join(sorted(setting_keys | param_keys))
+        raise UserError(f"unknown parameter {', '.join(sorted(unknown))} for {defn.name}: allowed are {allowed}")
+    settings_in = {**defn.settings, **{k: v for k, v in overrides.items() if k in setting_keys}}
+    params_in = {**defn.params, **{k: v for k, v in overrides.items() if k in param_keys}}
+    try:
+        settings = JobSettings(**settings_in)
+    except ValidationError as exc:
+        raise UserError(_fmt_validation(exc, "parameter ")) from None
+    try:
+        params = defn.family.params(**params_in)
+    except ValidationError as exc:
+        raise UserError(_fmt_validation(exc, "parameter ")) from None
+    check = getattr(params, "check_settings", None)
+    if check is not None:
+        check(settings)
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise UserError(f"--dir {directory}: not an existing directory: create it, or name another")
+    return Job(workload=defn, settings=settings, params=params, dir=directory.resolve())
