@@ -1,0 +1,144 @@
+"""Host factors are applied, visible while in effect, and always reverted; cache reset picks its method."""
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from fsmeter.provision import (FsConfig, HostFactorError, HostFactors, Provisioner, StateFile, TargetSpec,
+                               mounted as mounted_mod)
+from fsmeter.provision.host import find_memory_cgroup, offered_schedulers
+
+MiB = 1 << 20
+
+
+def _memory_cgroup_line() -> str:
+    with open("/proc/self/cgroup") as f:
+        lines = [line.strip() for line in f]
+    return next((line for line in lines if ":memory:" in line), lines[-1])
+
+
+@pytest.fixture
+def loop_fs(root, scratch):
+    with Provisioner(scratch) as prov:
+        yield prov, prov.create(TargetSpec(size_bytes=300 * MiB), FsConfig(name="ext2"))
+
+
+def test_scheduler_and_readahead_set_then_reverted(loop_fs):
+    prov, mnt = loop_fs
+    before = mnt.info()
+    offered = offered_schedulers(mnt.device)
+    other = next((s for s in offered if s != before["scheduler"]), None)
+    if other is None:
+        pytest.skip(f"{mnt.device} offers only {offered}")
+    ra = before["readahead_kb"] + 64
+    with prov.host(HostFactors(scheduler=other, readahead_kb=ra), mnt) as host:
+        assert mnt.info()["scheduler"] == other
+        assert mnt.info()["readahead_kb"] == ra
+        assert host.info() == {"scheduler": other, "readahead_kb": ra}
+        kinds = [e["kind"] for e in StateFile(prov.scratch).entries()]
+        assert kinds.count("sysfs") == 2  # a SIGKILL now would still get them restored
+    after = mnt.info()
+    assert (after["scheduler"], after["readahead_kb"]) == (before["scheduler"], before["readahead_kb"])
+    assert "sysfs" not in [e["kind"] for e in StateFile(prov.scratch).entries()]
+
+
+def test_unknown_scheduler_lists_the_offered_ones(loop_fs):
+    prov, mnt = loop_fs
+    before = mnt.info()["scheduler"]
+    with pytest.raises(HostFactorError) as err:
+        with prov.host(HostFactors(scheduler="cfq-of-2005"), mnt):
+            pass
+    for s in offered_schedulers(mnt.device):
+        assert s in str(err.value)
+    assert mnt.info()["scheduler"] == before
+
+
+def test_host_factors_reverted_when_the_block_raises(loop_fs):
+    prov, mnt = loop_fs
+    before = mnt.info()["readahead_kb"]
+    with pytest.raises(RuntimeError):
+        with prov.host(HostFactors(readahead_kb=before + 4), mnt):
+            raise RuntimeError("workload failed")
+    assert mnt.info()["readahead_kb"] == before
+
+
+def test_cpu_affinity_restricted_on_every_thread_then_restored(scratch):
+    old = os.sched_getaffinity(0)
+    if len(old) < 2:
+        pytest.skip("needs at least 2 CPUs to restrict to 1")
+    started, stop = threading.Event(), threading.Event()
+    seen = {}
+
+    def worker():  # a thread that exists before the change, like an engine thread
+        started.set()
+        stop.wait()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    started.wait()
+    try:
+        with Provisioner(scratch) as prov, prov.host(HostFactors(cpus=1)) as host:
+            seen["main"] = os.sched_getaffinity(0)
+            seen["thread"] = os.sched_getaffinity(t.native_id)
+            assert host.info()["cpus"] == 1
+        assert seen == {"main": {min(old)}, "thread": {min(old)}}
+        assert os.sched_getaffinity(0) == old and os.sched_getaffinity(t.native_id) == old
+    finally:
+        stop.set()
+        t.join()
+
+
+def test_more_cpus_than_available_is_refused(scratch):
+    n = len(os.sched_getaffinity(0))
+    with Provisioner(scratch) as prov:
+        with pytest.raises(HostFactorError, match=f"use cpus <= {n}"):
+            with prov.host(HostFactors(cpus=n + 1)):
+                pass
+    assert len(os.sched_getaffinity(0)) == n
+
+
+def test_page_cache_limit_cgroup_created_entered_left_removed(root, scratch):
+    try:
+        cg = find_memory_cgroup()
+    except HostFactorError as exc:
+        pytest.skip(str(exc))
+    before = _memory_cgroup_line()
+    with Provisioner(scratch) as prov, prov.host(HostFactors(page_cache_limit_bytes=128 * MiB)) as host:
+        child = host.info()["memory_cgroup"]
+        assert os.path.dirname(child) == cg.path  # inside our own cgroup
+        with open(os.path.join(child, "cgroup.procs")) as f:
+            assert str(os.getpid()) in f.read().split()
+        with open(os.path.join(child, cg.limit_file)) as f:
+            assert int(f.read()) == 128 * MiB
+        assert _memory_cgroup_line().endswith(os.path.basename(child))
+        assert [e["path"] for e in StateFile(scratch).entries() if e["kind"] == "cgroup"] == [child]
+    assert not os.path.exists(child)
+    assert _memory_cgroup_line() == before
+    assert StateFile(scratch).entries() == []
+
+
+def test_tmpfs_has_no_scheduler_to_set(root, scratch):
+    with Provisioner(scratch) as prov:
+        mnt = prov.create(TargetSpec(kind="tmpfs", size_bytes=16 * MiB))
+        with pytest.raises(HostFactorError, match="has no block device"):
+            prov.host(HostFactors(scheduler="none"), mnt)
+
+
+def test_dir_target_cache_reset_drop_caches_as_root_else_fadvise(scratch, tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a").write_bytes(b"x" * 8192)
+    with Provisioner(scratch) as prov:
+        mnt = prov.create(TargetSpec(kind="dir", path=str(work)))
+        assert mnt.path == str(work) and not mnt.owns_mount
+        assert mnt.info()["proc_mounts_line"]  # the filesystem holding the directory
+        with pytest.raises(Exception, match="did not mount it"):
+            mnt.remount()
+        if os.geteuid() == 0:
+            assert mnt.reset_cache() == "drop_caches"
+        monkeypatch.setattr(mounted_mod, "is_root", lambda: False)
+        assert mnt.reset_cache([str(work / "a")]) == "fadvise"
+        prov.destroy(mnt)
+    assert (work / "a").exists()  # a dir target's files are never removed by fsmeter
