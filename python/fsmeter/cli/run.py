@@ -42,11 +42,11 @@ def run_job(job, console: Console, show_progress: bool = True, keep_files: bool 
     try:
         with progress_bar(console, enabled=show_progress) as bar:
             for ph in plan:
-                prog = PhaseProgress(bar, ph.name)
+                prog = PhaseProgress(bar, ph.key)
                 report = session.run_phase(ph.name, on_progress=prog)
                 prog.done()
-                report["measured"] = ph.measured
-                doc["phases"][ph.name] = report
+                report["measured"] = ph.measured and not ph.discard
+                doc["phases"][ph.key] = report
                 if report.get("interrupted"):
                     doc["interrupted"] = True
                     break

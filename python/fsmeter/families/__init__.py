@@ -15,16 +15,26 @@ from pydantic import BaseModel
 
 @dataclass(frozen=True)
 class Phase:
+    #: The engine phase to run.
     name: str
     #: Reported as a result (False: setup such as laying out files).
     measured: bool = True
     #: Caches are reset (remount / drop caches) right before this phase.
     cold_cache: bool = False
+    #: Name of this run of the phase in results; defaults to `name`. An engine
+    #: phase may run several times (filemark: transactions-1, transactions-2, ...).
+    label: str = ""
+    #: Excluded from statistics (filemark discards its first transaction phase).
+    discard: bool = False
+
+    @property
+    def key(self) -> str:
+        return self.label or self.name
 
 
 @dataclass(frozen=True)
 class Metric:
-    """A number a phase report yields, e.g. ("run", "ops_per_s")."""
+    """A number a phase report yields, e.g. ("run", "ops_per_s"). `phase` is a Phase.key."""
 
     phase: str
     name: str
