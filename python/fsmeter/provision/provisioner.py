@@ -127,6 +127,9 @@ class Provisioner:
             cfg = FsConfig(name="tmpfs" if spec.kind == "tmpfs" else "ext4")
         fsys = get_filesystem(cfg.name)
         fsys.validate(cfg)
+        if spec.kind == "loop" and fsys.needs_device and spec.size_bytes < fsys.min_size_bytes:
+            raise ProvisionError(f"{fsys.name} needs an image of at least {fsys.min_size_bytes >> 20} MiB: "
+                                 f"raise size_bytes (now {spec.size_bytes >> 20} MiB)", exit_code=2)
         fsys.check_available()
         ident = f"{fsys.name}-{os.getpid()}-{next(_seq)}"
         target = self._target(spec, fsys, cfg, ident, state)
@@ -169,9 +172,6 @@ class Provisioner:
                 raise ProvisionError("external journal on a device target is not supported: use a loop target",
                                      exit_code=2)
             return DeviceTarget(spec.device, spec.destroy_data_on, spec.force)
-        if spec.size_bytes < fsys.min_size_bytes:
-            raise ProvisionError(f"{fsys.name} needs an image of at least {fsys.min_size_bytes >> 20} MiB: "
-                                 f"raise size_bytes (now {spec.size_bytes >> 20} MiB)", exit_code=2)
         return LoopTarget(state, ident, spec.size_bytes, preallocate=spec.preallocate,
                           journal_size_bytes=spec.journal_size_bytes if cfg.external_journal else None)
 

@@ -29,11 +29,15 @@ class AppliedHost:
 def applied(changes: list[HostChange]) -> Iterator[AppliedHost]:
     """Apply in order; revert what was applied in reverse order, whatever happens."""
     done: list[HostChange] = []
+    failed = False
     try:
         for c in changes:
             c.apply()
             done.append(c)
         yield AppliedHost(done)
+    except BaseException:
+        failed = True
+        raise
     finally:
         errors = []
         for c in reversed(done):
@@ -42,7 +46,7 @@ def applied(changes: list[HostChange]) -> Iterator[AppliedHost]:
             except OSError as exc:  # keep reverting the others
                 log.error("could not revert %s: %s", c.name, exc)
                 errors.append(exc)
-        if errors:
+        if errors and not failed:  # never hide the block's own exception behind a revert error
             raise errors[0]
 
 
