@@ -183,3 +183,20 @@ def test_state_file_survives_concurrent_writers(scratch):
     procs = [subprocess.Popen([sys.executable, "-c", code, scratch], env=env) for _ in range(4)]
     assert [p.wait() for p in procs] == [0, 0, 0, 0]
     assert len(StateFile(scratch).entries()) == 160  # no lost update
+
+
+@pytest.mark.root
+def test_busy_leftover_mount_keeps_its_loop_and_image_for_the_next_cleanup(scratch):
+    proc, info = _start_child(scratch)
+    _kill(proc, signal.SIGKILL)
+    holder = open(os.path.join(info["path"], "busy"))  # an open file keeps the mount busy
+    try:
+        done, problems = cleanup_leftovers(StateFile(scratch))
+        assert any("kept, its mount is still there" in p for p in problems)
+        assert sysinfo.mounts_at(info["path"])
+        assert os.path.exists(info["image"])
+        assert sysinfo.loop_backing_file(info["device"]) == info["image"]
+    finally:
+        holder.close()
+    done, problems = cleanup_leftovers(StateFile(scratch))
+    assert problems == [] and _leftovers(info) == []

@@ -163,15 +163,23 @@ def undo_entries(state: StateFile, entries: list[dict[str, Any]]) -> tuple[list[
     problems: list[str] = []
     ordered = sorted(entries, key=lambda e: (ORDER.index(e["kind"]) if e["kind"] in UNDO else 99,
                                              -e.get("created", 0)))
+    still_mounted: set[str] = set()  # sources whose unmount failed: their loop and image must stay
     for e in ordered:
         undo = UNDO.get(e["kind"])
         if undo is None:
             problems.append(f"unknown record kind {e['kind']!r} kept in {state.path}")
             continue
+        if e["kind"] in ("loop", "image") and still_mounted:
+            devices = {e["device"]} if e["kind"] == "loop" else set(sysinfo.loops_backing(e["path"]))
+            if devices & still_mounted:
+                problems.append(f"{e['kind']} {e.get('device') or e.get('path')}: kept, its mount is still there")
+                continue
         try:
             msg = undo(e)
         except (CommandError, OSError) as exc:
             problems.append(f"{e['kind']} {e.get('target') or e.get('path') or e.get('device')}: {exc}")
+            if e["kind"] == "mount":
+                still_mounted.add(e["source"])
             continue
         if msg:
             log.info("%s", msg)
