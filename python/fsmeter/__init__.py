@@ -4,4 +4,13 @@ __version__ = "0.1.0"
 
 from fsmeter.errors import UserError  # noqa: E402
 
-__all__ = ["UserError", "__version__"]
+__all__ = ["UserError", "__version__", "load"]
+
+
+def __getattr__(name: str):
+    # Lazy: `fsmeter.load` needs pandas, which the CLI must not import at start-up.
+    if name == "load":
+        from fsmeter.store import load
+
+        return load
+    raise AttributeError(f"module 'fsmeter' has no attribute {name!r}")

@@ -1,0 +1,327 @@
+"""The results store: one SQLite file (stdlib sqlite3) holding every campaign, cell, trial and sample.
+
+    store = open_store("fsmeter.sqlite")          # creates or migrates the schema
+    cid = store.create_campaign(name, source_text, cells=[("seq-read", {"filesystem": "ext4"})])
+    store.record_trial(cell_id, number, status="ok", ...)   # one transaction per trial
+    df = tidy("fsmeter.sqlite", campaign=cid)     # one row per trial x metric (pandas)
+
+The schema is ``schema.sql`` (version 1) plus ``migrate_N.sql`` files, each bringing the
+database to version N; ``PRAGMA user_version`` holds the version. ``HISTORY.md`` says what
+each version changed. pandas is imported only by :func:`tidy` and :func:`load`.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+from fsmeter.errors import UserError
+
+HERE = Path(__file__).parent
+DEFAULT_DB = "fsmeter.sqlite"
+
+
+def _migrations() -> list:
+    """[(version, sql)] in order: schema.sql is version 1, migrate_N.sql brings N-1 to N."""
+    steps = [(1, (HERE / "schema.sql").read_text())]
+    for p in sorted(HERE.glob("migrate_*.sql"), key=lambda p: int(p.stem.split("_")[1])):
+        steps.append((int(p.stem.split("_")[1]), p.read_text()))
+    return steps
+
+
+SCHEMA_VERSION = _migrations()[-1][0]
+
+#: Columns of tidy() before the factor columns (the analyze CLI and the report rely on them).
+TIDY_COLUMNS = ["campaign_id", "campaign", "cell_id", "trial", "status", "discarded", "workload", "phase",
+                "metric", "unit", "higher_is_better", "value"]
+
+_ENV_COLUMNS = ["hostname", "kernel", "cpu_model", "mem_bytes", "cpus_online", "cpus_used", "target_kind", "device",
+                "fs", "mkfs_command", "mkfs_options", "mkfs_tool", "mkfs_tool_version", "mount_options",
+                "proc_mounts_line", "scheduler", "readahead_kb", "cache_method", "seed", "fsmeter_version"]
+
+
+def default_db_path(db: Optional[os.PathLike | str] = None) -> Path:
+    """--db, else $FSMETER_DB, else ./fsmeter.sqlite."""
+    return Path(db or os.environ.get("FSMETER_DB") or DEFAULT_DB)
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _json(v: Any) -> str:
+    return json.dumps(v, sort_keys=True, default=str)
+
+
+class Store:
+    """An open results database. Use :func:`open_store`."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path):
+        self.conn = conn
+        self.path = path
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def version(self) -> int:
+        return self.conn.execute("PRAGMA user_version").fetchone()[0]
+
+    # -- campaigns and cells --------------------------------------------------------------
+    def create_campaign(self, name: str, source: str, cells: Sequence[tuple], source_path: str | None = None) -> int:
+        """Insert a campaign and its matrix: ``cells`` is [(workload, {factor: level})] in run order."""
+        import fsmeter
+
+        with self.conn:
+            cur = self.conn.execute(
+                "INSERT INTO campaigns (name, source, source_path, created, status, fsmeter_version) "
+                "VALUES (?, ?, ?, ?, 'running', ?)", (name, source, source_path, now_iso(), fsmeter.__version__))
+            cid = cur.lastrowid
+            for idx, (workload, factors) in enumerate(cells):
+                cc = self.conn.execute("INSERT INTO cells (campaign_id, idx, workload, factors) VALUES (?, ?, ?, ?)",
+                                       (cid, idx, workload, _json(factors)))
+                self.conn.executemany("INSERT INTO cell_factors (cell_id, name, value) VALUES (?, ?, ?)",
+                                      [(cc.lastrowid, k, _json(v)) for k, v in factors.items()])
+        return cid
+
+    def campaign(self, ref: int | str) -> sqlite3.Row:
+        """A campaign by id, or by name (the newest of that name)."""
+        row = None
+        if isinstance(ref, int) or str(ref).isdigit():
+            row = self.conn.execute("SELECT * FROM campaigns WHERE id = ?", (int(ref),)).fetchone()
+        if row is None:
+            row = self.conn.execute("SELECT * FROM campaigns WHERE name = ? ORDER BY id DESC LIMIT 1",
+                                    (str(ref),)).fetchone()
+        if row is None:
+            raise UserError(f"no campaign {ref!r} in {self.path}: see `fsmeter campaign list --db {self.path}`")
+        return row
+
+    def campaigns(self) -> list:
+        return self.conn.execute(
+            "SELECT c.*, (SELECT count(*) FROM cells WHERE campaign_id = c.id) AS n_cells,"
+            " (SELECT count(*) FROM cells WHERE campaign_id = c.id AND status IN ('done', 'failed')) AS n_finished,"
+            " (SELECT count(*) FROM trials t JOIN cells e ON t.cell_id = e.id WHERE e.campaign_id = c.id) AS n_trials"
+            " FROM campaigns c ORDER BY c.id").fetchall()
+
+    def cells(self, campaign_id: int) -> list:
+        return self.conn.execute("SELECT * FROM cells WHERE campaign_id = ? ORDER BY idx", (campaign_id,)).fetchall()
+
+    def trials(self, cell_id: int) -> list:
+        return self.conn.execute("SELECT * FROM trials WHERE cell_id = ? ORDER BY number", (cell_id,)).fetchall()
+
+    def headline_values(self, cell_id: int) -> list:
+        """[(trial number, headline value)] of the cell's ok trials, in order (for the adaptive rule)."""
+        return self.conn.execute(
+            "SELECT t.number, m.value FROM trials t JOIN metrics m ON m.trial_id = t.id AND m.headline = 1 "
+            "WHERE t.cell_id = ? AND t.status = 'ok' ORDER BY t.number", (cell_id,)).fetchall()
+
+    def set_campaign_status(self, campaign_id: int, status: str) -> None:
+        with self.conn:
+            self.conn.execute("UPDATE campaigns SET status = ?, finished = ? WHERE id = ?",
+                              (status, now_iso() if status != "running" else None, campaign_id))
+
+    def set_cell_status(self, cell_id: int, status: str, cause: str | None = None,
+                        stop_reason: str | None = None) -> None:
+        with self.conn:
+            self.conn.execute("UPDATE cells SET status = ?, cause = ?, stop_reason = coalesce(?, stop_reason) "
+                              "WHERE id = ?", (status, cause, stop_reason, cell_id))
+
+    # -- trials ---------------------------------------------------------------------------
+    def record_trial(self, cell_id: int, number: int, *, status: str, started: str, ended: str | None = None,
+                     cause: str | None = None, discarded: bool = False, stop_reason: str | None = None,
+                     half_width_pct: float | None = None, phases: Iterable[Mapping] = (),
+                     metrics: Iterable[Mapping] = (), environment: Mapping | None = None) -> int:
+        """Store one trial with everything measured in it, in one transaction; returns the trial id.
+
+        ``phases``: dicts with key, engine_phase, measured, discarded, cache_method and report (the
+        engine's phase report). ``metrics``: dicts with phase, name, unit, higher_is_better, value
+        and optionally headline. ``environment``: keys named like the environment columns; any
+        other key goes into its ``extra`` JSON.
+        """
+        with self.conn:
+            cur = self.conn.execute(
+                "INSERT INTO trials (cell_id, number, status, cause, started, ended, discarded, stop_reason, "
+                "half_width_pct) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (cell_id, number, status, cause, started, ended or now_iso(), int(bool(discarded)), stop_reason,
+                 half_width_pct))
+            tid = cur.lastrowid
+            for seq, ph in enumerate(phases):
+                rep = ph.get("report") or {}
+                pc = self.conn.execute(
+                    "INSERT INTO phases (trial_id, seq, key, engine_phase, measured, discarded, elapsed_s, warmup_s,"
+                    " interrupted, cache_method, report) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (tid, seq, ph["key"], ph.get("engine_phase", ph["key"]), int(bool(ph.get("measured", True))),
+                     int(bool(ph.get("discarded", False))), rep.get("elapsed_s"), rep.get("warmup_s"),
+                     int(bool(rep.get("interrupted", False))), ph.get("cache_method"), _json(rep)))
+                pid = pc.lastrowid
+                self.conn.executemany(
+                    "INSERT INTO intervals (phase_id, t_s, dur_s, ops, bytes) VALUES (?, ?, ?, ?, ?)",
+                    [(pid, iv["t_s"], iv["dur_s"], iv["ops"], iv["bytes"]) for iv in rep.get("intervals") or []])
+                hist = []
+                for op, o in (rep.get("ops") or {}).items():
+                    lat = o.get("lat") or {}
+                    hist.append((pid, op, lat.get("count"), lat.get("min_ns"), lat.get("mean_ns"),
+                                 lat.get("stdev_ns"), lat.get("p50_ns"), lat.get("p90_ns"), lat.get("p99_ns"),
+                                 lat.get("p999_ns"), lat.get("p9999_ns"), lat.get("max_ns"),
+                                 json.dumps(lat.get("buckets") or [])))
+                self.conn.executemany(
+                    "INSERT INTO histograms (phase_id, op, count, min_ns, mean_ns, stdev_ns, p50_ns, p90_ns, p99_ns,"
+                    " p999_ns, p9999_ns, max_ns, buckets) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", hist)
+            self.conn.executemany(
+                "INSERT INTO metrics (trial_id, phase_key, name, unit, higher_is_better, headline, value) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(tid, m["phase"], m["name"], m["unit"], int(bool(m["higher_is_better"])),
+                  int(bool(m.get("headline", False))), None if m["value"] is None else float(m["value"]))
+                 for m in metrics])
+            if environment is not None:
+                env = dict(environment)
+                row = {k: env.pop(k, None) for k in _ENV_COLUMNS}
+                if isinstance(row["mkfs_options"], (list, tuple)):
+                    row["mkfs_options"] = json.dumps(list(row["mkfs_options"]))
+                cols = ["trial_id", *_ENV_COLUMNS, "extra"]
+                self.conn.execute(f"INSERT INTO environment ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                                  (tid, *row.values(), _json(env)))
+        return tid
+
+    def delete_trial(self, trial_id: int) -> None:
+        with self.conn:
+            self.conn.execute("DELETE FROM trials WHERE id = ?", (trial_id,))
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    have = conn.execute("PRAGMA user_version").fetchone()[0]
+    if have > SCHEMA_VERSION:
+        raise UserError(f"{path}: results database version {have} is newer than this fsmeter knows "
+                        f"({SCHEMA_VERSION}): upgrade fsmeter", exit_code=1)
+    for version, sql in _migrations():
+        if version <= have:
+            continue
+        # executescript commits first; the version bump is inside the script's own transaction.
+        conn.executescript(f"BEGIN;\n{sql}\nPRAGMA user_version = {version};\nCOMMIT;")
+
+
+def open_store(path: Optional[os.PathLike | str] = None, *, create: bool = True) -> Store:
+    """Open (creating or migrating) the results database at ``path`` (default: see default_db_path)."""
+    path = default_db_path(path)
+    if not create and not path.is_file():
+        raise UserError(f"no such results database: {path}: give --db or set FSMETER_DB")
+    if not path.parent.is_dir():
+        raise UserError(f"--db {path}: the folder {path.parent} does not exist")
+    try:
+        conn = sqlite3.connect(str(path), timeout=30, isolation_level="DEFERRED")
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA synchronous = FULL")
+        _migrate(conn, path)
+    except sqlite3.DatabaseError as exc:
+        raise UserError(f"{path}: not a usable fsmeter results database ({exc})", exit_code=1) from None
+    return Store(conn, path)
+
+
+# -- reading for analysis (pandas) ----------------------------------------------------------
+def _campaign_ids(store: Store, campaign: Any) -> list:
+    if campaign is None:
+        return [r["id"] for r in store.conn.execute("SELECT id FROM campaigns ORDER BY id")]
+    if isinstance(campaign, (list, tuple)):
+        return [store.campaign(c)["id"] for c in campaign]
+    return [store.campaign(campaign)["id"]]
+
+
+def _factor_frame(store: Store, ids: list):
+    import pandas as pd
+
+    q = ("SELECT f.cell_id, f.name, f.value FROM cell_factors f JOIN cells c ON c.id = f.cell_id "
+         f"WHERE c.campaign_id IN ({','.join('?' * len(ids))})")
+    rows = store.conn.execute(q, ids).fetchall()
+    data: dict = {}
+    for r in rows:
+        data.setdefault(r["cell_id"], {})[r["name"]] = json.loads(r["value"])
+    if not data:
+        return pd.DataFrame({"cell_id": pd.Series(dtype="int64")})
+    fr = pd.DataFrame.from_dict(data, orient="index")
+    fr.index.name = "cell_id"
+    return fr.reset_index()
+
+
+def tidy(db_path, campaign: Any = None):
+    """One row per trial x metric: TIDY_COLUMNS plus one column per factor (levels as in the file).
+
+    ``campaign``: an id, a name (newest of that name), a list of those, or None for all.
+    Failed and interrupted trials are included (status tells); their missing metrics are absent.
+    """
+    import pandas as pd
+
+    with open_store(db_path, create=False) as store:
+        ids = _campaign_ids(store, campaign)
+        if not ids:
+            return pd.DataFrame(columns=TIDY_COLUMNS)
+        q = ("SELECT k.id AS campaign_id, k.name AS campaign, c.id AS cell_id, t.number AS trial, t.status,"
+             " t.discarded, c.workload, m.phase_key AS phase, m.name AS metric, m.unit, m.higher_is_better, m.value"
+             " FROM metrics m JOIN trials t ON t.id = m.trial_id JOIN cells c ON c.id = t.cell_id"
+             " JOIN campaigns k ON k.id = c.campaign_id"
+             f" WHERE k.id IN ({','.join('?' * len(ids))}) ORDER BY k.id, c.idx, t.number, m.rowid")
+        df = pd.read_sql_query(q, store.conn, params=ids)
+        factors = _factor_frame(store, ids)
+    df["discarded"] = df["discarded"].astype(bool)
+    df["higher_is_better"] = df["higher_is_better"].astype(bool)
+    df["value"] = df["value"].astype(float)
+    fac_cols = [c for c in factors.columns if c != "cell_id" and c not in TIDY_COLUMNS]
+    return df.merge(factors[["cell_id", *fac_cols]], on="cell_id", how="left")[TIDY_COLUMNS + fac_cols]
+
+
+def load(path=None, campaign: Any = None) -> dict:
+    """Every table as pandas DataFrames, joined for convenience; see docs/campaigns.md.
+
+    Keys: campaigns, cells (with factor columns), trials (with cell factors), metrics (= tidy()),
+    phases (without the report JSON), intervals (with trial/phase/cell ids), histograms, environment.
+    """
+    import pandas as pd
+
+    path = default_db_path(path)
+    metrics = tidy(path, campaign)
+    with open_store(path, create=False) as store:
+        ids = _campaign_ids(store, campaign)
+        ph = ",".join("?" * len(ids)) or "NULL"
+        sel = lambda q: pd.read_sql_query(q, store.conn, params=ids)  # noqa: E731
+        factors = _factor_frame(store, ids)
+        out = {
+            "campaigns": sel(f"SELECT id AS campaign_id, name, created, finished, status, fsmeter_version, source "
+                             f"FROM campaigns WHERE id IN ({ph})"),
+            "cells": sel(f"SELECT campaign_id, id AS cell_id, idx, workload, status, cause, stop_reason FROM cells "
+                         f"WHERE campaign_id IN ({ph}) ORDER BY campaign_id, idx"),
+            "trials": sel("SELECT c.campaign_id, t.cell_id, t.id AS trial_id, t.number AS trial, c.workload, t.status,"
+                          " t.cause, t.started, t.ended, t.discarded, t.stop_reason, t.half_width_pct"
+                          f" FROM trials t JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id IN ({ph})"
+                          " ORDER BY c.campaign_id, c.idx, t.number"),
+            "metrics": metrics,
+            "phases": sel("SELECT c.campaign_id, t.cell_id, t.number AS trial, p.id AS phase_id, p.seq, p.key AS phase,"
+                          " p.engine_phase, p.measured, p.discarded, p.elapsed_s, p.warmup_s, p.interrupted,"
+                          " p.cache_method FROM phases p JOIN trials t ON t.id = p.trial_id"
+                          f" JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id IN ({ph})"),
+            "intervals": sel("SELECT c.campaign_id, t.cell_id, t.number AS trial, c.workload, p.key AS phase,"
+                             " i.t_s, i.dur_s, i.ops, i.bytes FROM intervals i JOIN phases p ON p.id = i.phase_id"
+                             " JOIN trials t ON t.id = p.trial_id JOIN cells c ON c.id = t.cell_id"
+                             f" WHERE c.campaign_id IN ({ph}) ORDER BY i.rowid"),
+            "histograms": sel("SELECT c.campaign_id, t.cell_id, t.number AS trial, p.key AS phase, h.*"
+                              " FROM histograms h JOIN phases p ON p.id = h.phase_id JOIN trials t ON t.id = p.trial_id"
+                              f" JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id IN ({ph})"),
+            "environment": sel("SELECT c.campaign_id, t.cell_id, t.number AS trial, e.* FROM environment e"
+                               " JOIN trials t ON t.id = e.trial_id JOIN cells c ON c.id = t.cell_id"
+                               f" WHERE c.campaign_id IN ({ph})"),
+        }
+    fac_cols = [c for c in factors.columns if c != "cell_id"]
+    for key in ("cells", "trials", "intervals"):
+        out[key] = out[key].merge(factors, on="cell_id", how="left") if fac_cols else out[key]
+    return out
+
+
+__all__ = ["DEFAULT_DB", "SCHEMA_VERSION", "Store", "TIDY_COLUMNS", "default_db_path", "load", "open_store", "tidy"]
