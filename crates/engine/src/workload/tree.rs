@@ -1,0 +1,543 @@
+//! The tree family (fdtree, with an mdtest-like stat phase): build a regular
+//! directory tree, fill it with files, stat them, then take it all down.
+//!
+//! Each thread owns one tree, `dir/tree-<tid>`, the level-0 directory (as
+//! mdtest gives each task a unique directory). Under a directory of level
+//! l < `levels` are `dirs_per_level` subdirectories `d0`, `d1`, ...; every
+//! directory holds `files_per_dir` files `f0`, `f1`, ... of `file_blocks` x
+//! 4 KiB. Directories per tree = sum over i = 0..=levels of dirs_per_level^i.
+//!
+//! The tree is never stored: every phase walks it depth-first by index, with
+//! the path built into one reused buffer, so a tree of millions of entries
+//! costs a few KiB of memory. Phases: `mkdir` (parents first), `create`,
+//! `stat`, `remove`, `rmdir` (deepest first), and `cleanup`, which removes
+//! whatever of the tree is left (after an interrupted run) and nothing else.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::{EngineError, Result};
+use crate::job::Job;
+use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
+use crate::report::PhaseReport;
+use crate::workload::Workload;
+
+/// fdtree's unit of file size: `dd bs=4096 count=S`.
+pub const BLOCK: u64 = 4096;
+/// Linux PATH_MAX, NUL included.
+const PATH_MAX: usize = 4096;
+/// Phases shorter than this get a warning in the report.
+const SHORT_PHASE_S: f64 = 1.0;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TreeSpec {
+    /// Depth below the root: 0 is the root directory alone.
+    #[serde(default = "default_levels")]
+    pub levels: u32,
+    #[serde(default = "default_ten")]
+    pub dirs_per_level: u32,
+    #[serde(default = "default_ten")]
+    pub files_per_dir: u32,
+    /// File size in 4 KiB blocks.
+    #[serde(default = "default_ten")]
+    pub file_blocks: u64,
+    /// Bytes per write(2) call when creating a file (fdtree's dd: bs=4096).
+    #[serde(default = "default_write_size")]
+    pub write_size: u64,
+    /// fsync each file before closing it, inside the create time (fdtree does not).
+    #[serde(default)]
+    pub fsync: bool,
+}
+
+fn default_levels() -> u32 {
+    4
+}
+fn default_ten<T: From<u8>>() -> T {
+    T::from(10u8)
+}
+fn default_write_size() -> u64 {
+    BLOCK
+}
+
+const KINDS: &[&str] = &["mkdir", "create", "stat", "unlink", "rmdir"];
+const MKDIR: usize = 0;
+const CREATE: usize = 1;
+const STAT: usize = 2;
+const UNLINK: usize = 3;
+const RMDIR: usize = 4;
+
+impl TreeSpec {
+    /// Directories in one tree, root included; None on overflow.
+    pub fn dirs_per_tree(&self) -> Option<u64> {
+        let d = self.dirs_per_level as u64;
+        let mut total = 0u64;
+        let mut level = 1u64;
+        for _ in 0..=self.levels {
+            total = total.checked_add(level)?;
+            level = level.checked_mul(d)?;
+        }
+        Some(total)
+    }
+
+    pub fn files_per_tree(&self) -> Option<u64> {
+        self.dirs_per_tree()?.checked_mul(self.files_per_dir as u64)
+    }
+
+    pub fn file_size(&self) -> u64 {
+        self.file_blocks * BLOCK
+    }
+
+    pub fn validate(&self, job: &Job) -> Result<()> {
+        if self.dirs_per_level == 0 {
+            return Err(EngineError::invalid("dirs_per_level", "must be >= 1"));
+        }
+        // A billion directories is beyond any run that could finish; overflow is nonsense.
+        let dirs = self.dirs_per_tree().filter(|&n| n <= 1_000_000_000).ok_or_else(|| {
+            EngineError::invalid("levels", "the tree would have over a billion directories: use fewer levels or dirs_per_level")
+        })?;
+        if dirs.checked_mul(self.files_per_dir as u64).is_none_or(|n| n > 10_000_000_000) {
+            return Err(EngineError::invalid("files_per_dir", "the tree would have over ten billion files: use fewer"));
+        }
+        if self.file_blocks > (1 << 28) {
+            return Err(EngineError::invalid("file_blocks", "must be <= 268435456 (1 TiB files)"));
+        }
+        if self.write_size == 0 || self.write_size > (64 << 20) {
+            return Err(EngineError::invalid("write_size", "must be between 1 byte and 64 MiB"));
+        }
+        let longest = self.longest_path(&job.dir, job.threads);
+        if longest >= PATH_MAX {
+            return Err(EngineError::invalid(
+                "levels",
+                format!("the deepest file path would be {longest} bytes, over Linux's PATH_MAX ({PATH_MAX}): use fewer levels or a shorter --dir"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Length of the longest file path (without its NUL).
+    fn longest_path(&self, dir: &Path, threads: usize) -> usize {
+        let digits = |n: u64| n.max(1).ilog10() as usize + 1;
+        dir.as_os_str().len()
+            + "/tree-".len()
+            + digits(threads.saturating_sub(1) as u64)
+            + self.levels as usize * ("/d".len() + digits(self.dirs_per_level as u64 - 1))
+            + "/f".len()
+            + digits((self.files_per_dir as u64).saturating_sub(1))
+    }
+}
+
+/// A path under construction: bytes without NUL, grown and truncated in place.
+struct PathBuf8(Vec<u8>);
+
+impl PathBuf8 {
+    fn new(base: &Path, tid: usize) -> PathBuf8 {
+        let mut v = Vec::with_capacity(PATH_MAX + 1);
+        v.extend_from_slice(base.as_os_str().as_encoded_bytes());
+        v.extend_from_slice(b"/tree-");
+        push_u64(&mut v, tid as u64);
+        PathBuf8(v)
+    }
+
+    #[inline]
+    fn push(&mut self, prefix: &[u8], n: u64) {
+        self.0.push(b'/');
+        self.0.extend_from_slice(prefix);
+        push_u64(&mut self.0, n);
+    }
+
+    /// Call `f` with a NUL-terminated pointer to the path.
+    #[inline]
+    fn with_c<R>(&mut self, f: impl FnOnce(*const libc::c_char) -> R) -> R {
+        self.0.push(0);
+        let r = f(self.0.as_ptr() as *const libc::c_char);
+        self.0.pop();
+        r
+    }
+
+    fn display(&self) -> String {
+        String::from_utf8_lossy(&self.0).into_owned()
+    }
+}
+
+/// Decimal digits of `n` appended without allocating (capacity is reserved up front).
+#[inline]
+fn push_u64(v: &mut Vec<u8>, mut n: u64) {
+    let mut tmp = [0u8; 20];
+    let mut i = tmp.len();
+    loop {
+        i -= 1;
+        tmp[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    v.extend_from_slice(&tmp[i..]);
+}
+
+/// What the walk is at: a directory before its children, one of its files,
+/// or the directory after its children (deepest first).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Visit {
+    DirPre,
+    File,
+    DirPost,
+}
+
+/// Walks the tree depth-first by index. `cb` returns Ok(false) to stop early.
+/// Files of a directory come after DirPre and before its subdirectories, as
+/// fdtree's recursion visits them; `files` false skips them entirely.
+fn walk(
+    path: &mut PathBuf8,
+    spec: &TreeSpec,
+    depth: u32,
+    files: bool,
+    cb: &mut dyn FnMut(Visit, &mut PathBuf8) -> Result<bool>,
+) -> Result<bool> {
+    if !cb(Visit::DirPre, path)? {
+        return Ok(false);
+    }
+    let len = path.0.len();
+    if files {
+        for f in 0..spec.files_per_dir as u64 {
+            path.push(b"f", f);
+            let go = cb(Visit::File, path)?;
+            path.0.truncate(len);
+            if !go {
+                return Ok(false);
+            }
+        }
+    }
+    if depth < spec.levels {
+        for d in 0..spec.dirs_per_level as u64 {
+            path.push(b"d", d);
+            let go = walk(path, spec, depth + 1, files, cb)?;
+            path.0.truncate(len);
+            if !go {
+                return Ok(false);
+            }
+        }
+    }
+    cb(Visit::DirPost, path)
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+fn os_err(what: &str, path: &PathBuf8) -> EngineError {
+    let e = std::io::Error::last_os_error();
+    let mut ctx = format!("{what} {}", path.display());
+    if e.raw_os_error() == Some(libc::EEXIST) {
+        ctx.push_str(" (left by an earlier run? run the cleanup phase, or use an empty --dir)");
+    } else if e.raw_os_error() == Some(libc::ENOENT) && what != "mkdir" {
+        ctx.push_str(" (run the phases in order: mkdir, create, stat, remove, rmdir)");
+    }
+    EngineError::io(ctx, e)
+}
+
+/// Per-thread state: the path buffer and a zero buffer for file contents.
+struct TreeState {
+    path: PathBuf8,
+    zeros: Vec<u8>,
+}
+
+/// What one thread did in a phase.
+#[derive(Default)]
+struct Done {
+    dirs: u64,
+    files: u64,
+    bytes: u64,
+}
+
+pub struct Tree {
+    spec: TreeSpec,
+}
+
+impl Tree {
+    pub fn new(job: &Job, spec: TreeSpec) -> Result<Tree> {
+        spec.validate(job)?;
+        Ok(Tree { spec })
+    }
+
+    pub fn spec(&self) -> &TreeSpec {
+        &self.spec
+    }
+
+    fn measured_phase(&self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+        let spec = &self.spec;
+        let nthreads = job.threads;
+        let dirs = spec.dirs_per_tree().expect("validated");
+        let files = spec.files_per_tree().expect("validated");
+        let per_thread = match phase {
+            "mkdir" | "rmdir" => dirs,
+            _ => files,
+        };
+        let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
+        let size = spec.file_size();
+        let zeros_len = if phase == "create" { spec.write_size.min(size.max(1)) as usize } else { 0 };
+        let (mut report, done) = run_threads(
+            phase,
+            nthreads,
+            timing,
+            ctl,
+            KINDS,
+            3,
+            per_thread * nthreads as u64,
+            |tid| Ok(TreeState { path: PathBuf8::new(&job.dir, tid), zeros: vec![0u8; zeros_len] }),
+            |st, rec| {
+                let mut done = Done::default();
+                let zeros = &st.zeros;
+                let mut cb = |v: Visit, p: &mut PathBuf8| -> Result<bool> {
+                    if rec.interrupted() {
+                        return Ok(false);
+                    }
+                    match (phase, v) {
+                        ("mkdir", Visit::DirPre) => {
+                            let t0 = now_ns();
+                            // SAFETY: the pointer is a NUL-terminated path.
+                            let r = p.with_c(|c| unsafe { libc::mkdir(c, 0o755) });
+                            let t1 = now_ns();
+                            if r != 0 {
+                                return Err(os_err("mkdir", p));
+                            }
+                            rec.record(MKDIR, 0, t0, t1);
+                            done.dirs += 1;
+                        }
+                        ("rmdir", Visit::DirPost) => {
+                            let t0 = now_ns();
+                            // SAFETY: as above.
+                            let r = p.with_c(|c| unsafe { libc::rmdir(c) });
+                            let t1 = now_ns();
+                            if r != 0 {
+                                return Err(os_err("rmdir", p));
+                            }
+                            rec.record(RMDIR, 0, t0, t1);
+                            done.dirs += 1;
+                        }
+                        ("create", Visit::File) => {
+                            let t0 = now_ns();
+                            create_file(p, size, zeros, spec.fsync)?;
+                            rec.record(CREATE, size, t0, now_ns());
+                            done.files += 1;
+                            done.bytes += size;
+                        }
+                        ("stat", Visit::File) => {
+                            // SAFETY: zeroed stat is a valid out-buffer.
+                            let mut sb: libc::stat = unsafe { std::mem::zeroed() };
+                            let t0 = now_ns();
+                            // SAFETY: NUL-terminated path, valid out-pointer.
+                            let r = p.with_c(|c| unsafe { libc::stat(c, &mut sb) });
+                            let t1 = now_ns();
+                            if r != 0 {
+                                return Err(os_err("stat", p));
+                            }
+                            rec.record(STAT, 0, t0, t1);
+                            if sb.st_size as u64 != size {
+                                return Err(EngineError::io(
+                                    format!("stat {}: {} bytes where create wrote {size}", p.display(), sb.st_size),
+                                    std::io::Error::from_raw_os_error(libc::EIO),
+                                ));
+                            }
+                            done.files += 1;
+                        }
+                        ("remove", Visit::File) => {
+                            let t0 = now_ns();
+                            // SAFETY: NUL-terminated path.
+                            let r = p.with_c(|c| unsafe { libc::unlink(c) });
+                            let t1 = now_ns();
+                            if r != 0 {
+                                return Err(os_err("unlink", p));
+                            }
+                            rec.record(UNLINK, 0, t0, t1);
+                            done.files += 1;
+                        }
+                        _ => {}
+                    }
+                    Ok(true)
+                };
+                let with_files = !matches!(phase, "mkdir" | "rmdir");
+                walk(&mut st.path, spec, 0, with_files, &mut cb)?;
+                Ok(done)
+            },
+        )?;
+        let dirs_done: u64 = done.iter().map(|d| d.dirs).sum();
+        let files_done: u64 = done.iter().map(|d| d.files).sum();
+        let bytes_done: u64 = done.iter().map(|d| d.bytes).sum();
+        match phase {
+            "mkdir" | "rmdir" => {
+                report.counters.insert("directories".into(), dirs_done);
+            }
+            "create" => {
+                report.counters.insert("files".into(), files_done);
+                report.counters.insert("bytes".into(), bytes_done);
+            }
+            _ => {
+                report.counters.insert("files".into(), files_done);
+            }
+        }
+        report.extra = serde_json::json!({
+            "trees": nthreads,
+            "levels": spec.levels,
+            "dirs_per_level": spec.dirs_per_level,
+            "files_per_dir": spec.files_per_dir,
+            "file_size_bytes": size,
+            "directories_per_tree": dirs,
+            "files_per_tree": files,
+        });
+        if !report.interrupted && report.elapsed_s < SHORT_PHASE_S {
+            report.warnings.push(format!(
+                "{phase} took {:.3} s, under {SHORT_PHASE_S} s: its rate is dominated by timer and start-up noise; \
+                 use a larger tree (levels, dirs_per_level, files_per_dir)",
+                report.elapsed_s
+            ));
+        }
+        Ok(report)
+    }
+
+    /// Removes what is left of each thread's tree, walking the same names the
+    /// phases create; anything else in the directory is left alone.
+    fn cleanup(&self, job: &Job) -> Result<PhaseReport> {
+        let spec = &self.spec;
+        let mut removed = Done::default();
+        let mut leftovers: Vec<String> = Vec::new();
+        for tid in 0..job.threads {
+            let mut path = PathBuf8::new(&job.dir, tid);
+            // SAFETY: zeroed stat is a valid out-buffer; NUL-terminated path.
+            let mut sb: libc::stat = unsafe { std::mem::zeroed() };
+            if path.with_c(|c| unsafe { libc::lstat(c, &mut sb) }) != 0 {
+                continue;
+            }
+            let mut cb = |v: Visit, p: &mut PathBuf8| -> Result<bool> {
+                let (r, what) = match v {
+                    // SAFETY: NUL-terminated path.
+                    Visit::File => (p.with_c(|c| unsafe { libc::unlink(c) }), "unlink"),
+                    Visit::DirPost => (p.with_c(|c| unsafe { libc::rmdir(c) }), "rmdir"),
+                    Visit::DirPre => return Ok(true),
+                };
+                if r == 0 {
+                    if v == Visit::File {
+                        removed.files += 1;
+                    } else {
+                        removed.dirs += 1;
+                    }
+                } else {
+                    match errno() {
+                        libc::ENOENT => {}
+                        libc::ENOTEMPTY | libc::EEXIST if leftovers.len() < 5 => {
+                            leftovers.push(p.display());
+                        }
+                        libc::ENOTEMPTY | libc::EEXIST => {}
+                        _ => return Err(os_err(what, p)),
+                    }
+                }
+                Ok(true)
+            };
+            walk(&mut path, spec, 0, spec.files_per_dir > 0, &mut cb)?;
+        }
+        let mut report = PhaseReport::new("cleanup");
+        report.counters.insert("directories".into(), removed.dirs);
+        report.counters.insert("files".into(), removed.files);
+        if !leftovers.is_empty() {
+            report.warnings.push(format!(
+                "left in place because they hold files fsmeter did not create: {}",
+                leftovers.join(", ")
+            ));
+        }
+        Ok(report)
+    }
+}
+
+/// open + write `size` bytes of zeros in `zeros.len()` chunks (+ fsync) + close: one fdtree `dd`.
+#[inline]
+fn create_file(p: &mut PathBuf8, size: u64, zeros: &[u8], fsync: bool) -> Result<()> {
+    // SAFETY: NUL-terminated path.
+    let fd = p.with_c(|c| unsafe { libc::open(c, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC, 0o644) });
+    if fd < 0 {
+        return Err(os_err("create", p));
+    }
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(zeros.len() as u64) as usize;
+        // SAFETY: zeros holds at least n bytes.
+        let w = unsafe { libc::write(fd, zeros.as_ptr() as *const libc::c_void, n) };
+        if w <= 0 {
+            let err = os_err("write", p);
+            // SAFETY: we own fd.
+            unsafe { libc::close(fd) };
+            return Err(err);
+        }
+        left -= w as u64;
+    }
+    // SAFETY: we own fd.
+    if fsync && unsafe { libc::fsync(fd) } != 0 {
+        let err = os_err("fsync", p);
+        unsafe { libc::close(fd) };
+        return Err(err);
+    }
+    // SAFETY: we own fd; close reports delayed write errors on some filesystems (NFS).
+    if unsafe { libc::close(fd) } != 0 {
+        return Err(os_err("close", p));
+    }
+    Ok(())
+}
+
+impl Workload for Tree {
+    fn phases(&self) -> &'static [&'static str] {
+        &["mkdir", "create", "stat", "remove", "rmdir", "cleanup"]
+    }
+
+    fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+        match phase {
+            "cleanup" => self.cleanup(job),
+            _ => self.measured_phase(phase, job, ctl),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(levels: u32, d: u32, f: u32) -> TreeSpec {
+        TreeSpec { levels, dirs_per_level: d, files_per_dir: f, file_blocks: 1, write_size: BLOCK, fsync: false }
+    }
+
+    #[test]
+    fn default_tree_has_11111_directories() {
+        let s = spec(4, 10, 10);
+        assert_eq!(s.dirs_per_tree(), Some(11_111));
+        assert_eq!(s.files_per_tree(), Some(111_110));
+        assert_eq!(spec(0, 7, 3).dirs_per_tree(), Some(1));
+        assert_eq!(spec(5, 1, 3).dirs_per_tree(), Some(6));
+        assert_eq!(spec(60, 10, 1).dirs_per_tree(), None);
+    }
+
+    #[test]
+    fn walk_visits_parents_first_then_children_deepest_first() {
+        let s = spec(2, 2, 1);
+        let mut path = PathBuf8::new(Path::new("/x"), 3);
+        let mut seen = Vec::new();
+        walk(&mut path, &s, 0, true, &mut |v, p| {
+            seen.push((v, p.display()));
+            Ok(true)
+        })
+        .unwrap();
+        let pre: Vec<_> = seen.iter().filter(|(v, _)| *v == Visit::DirPre).map(|(_, p)| p.as_str()).collect();
+        let post: Vec<_> = seen.iter().filter(|(v, _)| *v == Visit::DirPost).map(|(_, p)| p.as_str()).collect();
+        let files = seen.iter().filter(|(v, _)| *v == Visit::File).count();
+        assert_eq!(pre, ["/x/tree-3", "/x/tree-3/d0", "/x/tree-3/d0/d0", "/x/tree-3/d0/d1", "/x/tree-3/d1", "/x/tree-3/d1/d0", "/x/tree-3/d1/d1"]);
+        assert_eq!(post, ["/x/tree-3/d0/d0", "/x/tree-3/d0/d1", "/x/tree-3/d0", "/x/tree-3/d1/d0", "/x/tree-3/d1/d1", "/x/tree-3/d1", "/x/tree-3"]);
+        assert_eq!(files, 7);
+        assert_eq!(seen[1], (Visit::File, "/x/tree-3/f0".to_string()));
+    }
+
+    #[test]
+    fn longest_path_is_exact() {
+        let s = spec(3, 12, 100);
+        // /ab/tree-0/d11/d11/d11/f99
+        assert_eq!(s.longest_path(Path::new("/ab"), 1), "/ab/tree-0/d11/d11/d11/f99".len());
+    }
+}

@@ -1,0 +1,193 @@
+//! End-to-end tests of the tree (fdtree) workload through the Session API on a temp dir.
+
+use std::path::Path;
+
+use fsmeter_engine::{Control, Session};
+use serde_json::{json, Value};
+
+fn session(dir: &Path, threads: usize, workload: Value) -> Session {
+    let job = json!({"dir": dir, "threads": threads, "interval_s": 0.05, "workload": workload});
+    Session::from_json(&job.to_string()).expect("valid job")
+}
+
+fn run(s: &mut Session, phase: &str) -> Value {
+    serde_json::to_value(s.run_phase(phase, &Control::new()).expect("phase runs")).unwrap()
+}
+
+fn tree(levels: u32, d: u32, f: u32, blocks: u64) -> Value {
+    json!({"family": "tree", "levels": levels, "dirs_per_level": d, "files_per_dir": f, "file_blocks": blocks})
+}
+
+/// sum over i = 0..=L of D^i, written out the slow way.
+fn expected_dirs(levels: u32, d: u64) -> u64 {
+    (0..=levels).map(|i| d.pow(i)).sum()
+}
+
+/// (directories, files and their sizes) under `root`, root itself included.
+fn census(root: &Path) -> (u64, Vec<u64>) {
+    let mut dirs = 1;
+    let mut sizes = Vec::new();
+    for e in std::fs::read_dir(root).unwrap() {
+        let e = e.unwrap();
+        let md = e.metadata().unwrap();
+        if md.is_dir() {
+            let (d, s) = census(&e.path());
+            dirs += d;
+            sizes.extend(s);
+        } else {
+            sizes.push(md.len());
+        }
+    }
+    (dirs, sizes)
+}
+
+fn count(r: &Value, key: &str) -> u64 {
+    r["counters"][key].as_u64().unwrap_or_else(|| panic!("no counter {key} in {}", r["counters"]))
+}
+
+#[test]
+fn counts_follow_the_formula_and_the_disk_agrees() {
+    for (levels, d, f) in [(0, 5, 3), (1, 4, 2), (2, 3, 4), (3, 2, 1), (5, 1, 2), (2, 6, 0)] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = session(dir.path(), 1, tree(levels, d, f, 2));
+        let dirs = expected_dirs(levels, d as u64);
+        let files = dirs * f as u64;
+
+        let mk = run(&mut s, "mkdir");
+        assert_eq!(count(&mk, "directories"), dirs, "L={levels} D={d}");
+        assert_eq!(mk["ops"]["mkdir"]["count"], dirs);
+        let cr = run(&mut s, "create");
+        assert_eq!(count(&cr, "files"), files);
+        assert_eq!(count(&cr, "bytes"), files * 2 * 4096);
+        assert_eq!(cr["total"]["ops"], files);
+
+        let (on_disk_dirs, sizes) = census(&dir.path().join("tree-0"));
+        assert_eq!(on_disk_dirs, dirs, "L={levels} D={d}");
+        assert_eq!(sizes.len() as u64, files);
+        assert!(sizes.iter().all(|&n| n == 8192), "file sizes {sizes:?}");
+
+        let st = run(&mut s, "stat");
+        assert_eq!(count(&st, "files"), files);
+        assert_eq!(st["ops"]["stat"]["count"].as_u64().unwrap_or(0), files);
+
+        let rm = run(&mut s, "remove");
+        assert_eq!(count(&rm, "files"), files);
+        let (_, sizes) = census(&dir.path().join("tree-0"));
+        assert!(sizes.is_empty(), "files left after remove");
+        let rd = run(&mut s, "rmdir");
+        assert_eq!(count(&rd, "directories"), dirs);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "the directory is not empty after rmdir");
+    }
+}
+
+#[test]
+fn the_default_tree_is_the_fdtree_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path(), 1, json!({"family": "tree", "files_per_dir": 0}));
+    let mk = run(&mut s, "mkdir");
+    assert_eq!(count(&mk, "directories"), 11_111);
+    assert_eq!(mk["extra"]["files_per_tree"], 0);
+    let rd = run(&mut s, "rmdir");
+    assert_eq!(count(&rd, "directories"), 11_111);
+}
+
+#[test]
+fn threads_each_build_their_own_subtree() {
+    let dir = tempfile::tempdir().unwrap();
+    let threads = 3;
+    let mut s = session(dir.path(), threads, tree(2, 3, 2, 1));
+    let dirs = expected_dirs(2, 3);
+    let mk = run(&mut s, "mkdir");
+    assert_eq!(count(&mk, "directories"), dirs * threads as u64);
+    assert_eq!(mk["threads"], threads);
+    let cr = run(&mut s, "create");
+    assert_eq!(count(&cr, "files"), dirs * 2 * threads as u64);
+    let mut names: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    assert_eq!(names, ["tree-0", "tree-1", "tree-2"]);
+    for n in &names {
+        let (d, sizes) = census(&dir.path().join(n));
+        assert_eq!(d, dirs, "{n}");
+        assert_eq!(sizes.len() as u64, dirs * 2, "{n}");
+    }
+    let st = run(&mut s, "stat");
+    assert_eq!(count(&st, "files"), dirs * 2 * threads as u64);
+    run(&mut s, "remove");
+    run(&mut s, "rmdir");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn short_phases_carry_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path(), 1, tree(1, 2, 1, 1));
+    let mk = run(&mut s, "mkdir");
+    let w = mk["warnings"].as_array().unwrap();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].as_str().unwrap().contains("under 1 s"), "{w:?}");
+    run(&mut s, "cleanup");
+}
+
+#[test]
+fn cleanup_removes_an_interrupted_tree_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("keep.txt"), b"mine").unwrap();
+    let mut s = session(dir.path(), 2, tree(2, 3, 3, 1));
+    run(&mut s, "mkdir");
+    run(&mut s, "create");
+    // As if interrupted half-way through remove: some files gone, all directories there.
+    std::fs::remove_file(dir.path().join("tree-0/d1/f2")).unwrap();
+    std::fs::write(dir.path().join("tree-1/d2/not-ours"), b"x").unwrap();
+    let c = run(&mut s, "cleanup");
+    assert_eq!(count(&c, "files"), 2 * 13 * 3 - 1);
+    let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    left.sort();
+    // tree-1 stays (with d2) because of the foreign file; tree-0 is gone.
+    assert_eq!(left, ["keep.txt", "tree-1"]);
+    assert!(dir.path().join("tree-1/d2/not-ours").exists());
+    assert!(!dir.path().join("tree-1/d0").exists());
+    assert_eq!(c["warnings"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn phases_out_of_order_and_leftovers_say_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path(), 1, tree(1, 2, 1, 1));
+    let e = s.run_phase("create", &Control::new()).unwrap_err().to_string();
+    assert!(e.contains("run the phases in order"), "{e}");
+    run(&mut s, "mkdir");
+    let e = s.run_phase("mkdir", &Control::new()).unwrap_err().to_string();
+    assert!(e.contains("earlier run") && e.contains("File exists"), "{e}");
+    run(&mut s, "cleanup");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn bad_specs_name_the_parameter() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = |w: Value| json!({"dir": dir.path(), "workload": w}).to_string();
+    let err = |w: Value| Session::from_json(&job(w)).err().expect("rejected").to_string();
+    assert!(err(json!({"family": "tree", "dirs_per_level": 0})).starts_with("dirs_per_level:"));
+    assert!(err(json!({"family": "tree", "levels": 40})).starts_with("levels:"));
+    assert!(err(json!({"family": "tree", "levels": 2000, "dirs_per_level": 1})).contains("PATH_MAX"));
+    assert!(err(json!({"family": "tree", "write_size": 0})).starts_with("write_size:"));
+    let neg = err(json!({"family": "tree", "levels": -1}));
+    assert!(neg.contains("invalid value: integer `-1`"), "{neg}");
+}
+
+#[test]
+fn write_size_and_fsync_do_not_change_what_lands_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = tree(1, 2, 2, 5);
+    w["write_size"] = json!(6000);
+    w["fsync"] = json!(true);
+    let mut s = session(dir.path(), 1, w);
+    run(&mut s, "mkdir");
+    let cr = run(&mut s, "create");
+    assert_eq!(cr["ops"]["create"]["bytes"], 6 * 5 * 4096);
+    let (_, sizes) = census(&dir.path().join("tree-0"));
+    assert_eq!(sizes, vec![5 * 4096; 6]);
+    let f = std::fs::read(dir.path().join("tree-0/d1/f1")).unwrap();
+    assert!(f.iter().all(|&b| b == 0));
+    run(&mut s, "cleanup");
+}
