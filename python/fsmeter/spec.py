@@ -80,7 +80,7 @@ def load_workload(name_or_path: str) -> WorkloadDef:
 
 
 def parse_set(items: list) -> dict:
-    """`--set key=value` items -> dict. JSON values ([..], {..}, numbers) are decoded; 'none' is None."""
+    """`--set key=value` items -> dict. JSON lists and tables ([..], {..}) are decoded; "none" is None."""
     out: dict = {}
     for item in items:
         key, sep, raw = item.partition("=")
@@ -89,7 +89,7 @@ def parse_set(items: list) -> dict:
             raise UserError(f"--set {item!r}: write it as key=value, e.g. --set duration_s=30")
         raw = raw.strip()
         value: Any = raw
-        if raw.lower() in ("none", "null"):
+        if raw.lower() == "none":
             value = None
         elif raw[:1] in "[{":
             try:

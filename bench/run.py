@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""fsmeter benchmarks, side by side with the real peers (fio, postmark, fs_mark,
+dbench, ...) in one run, reported as ratios. Not tests: timings are noisy, so
+nothing here fails a build; it prints the figures and writes bench/out/results.json.
+
+Each bench/bench_*.py defines run(ctx) -> list of rows (ctx.row(...)).
+Usage: python bench/run.py [--quick] [--only NAME[,NAME]]
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Optional
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "bench" / "out"
+SHARED = REPO.parent / "shared"
+
+
+@dataclass
+class CmdResult:
+    rc: int
+    stdout: str
+    stderr: str
+    wall_s: float
+    #: Peak resident set of the child, from wait4's rusage.
+    maxrss_kb: int
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+class Ctx:
+    def __init__(self, quick: bool):
+        self.quick = quick
+        self.python = sys.executable
+
+    def seconds(self, full: float, quick: float) -> float:
+        return quick if self.quick else full
+
+    def cmd(self, args: list, cwd=None, timeout: Optional[float] = None, env=None, check: bool = True,
+            stdin: Optional[str] = None) -> CmdResult:
+        """Run a command; its peak RSS comes from wait4 (per child, unlike RUSAGE_CHILDREN)."""
+        args = [str(a) for a in args]
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
+                tempfile.TemporaryFile("w+") as inp:
+            if stdin is not None:
+                inp.write(stdin)
+                inp.seek(0)
+            t0 = time.monotonic()
+            p = subprocess.Popen(args, cwd=cwd, env=env, stdout=out, stderr=err, stdin=inp, text=True)
+            deadline = None if timeout is None else t0 + timeout
+            while True:
+                pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+                if pid:
+                    break
+                if deadline is not None and time.monotonic() > deadline:
+                    p.kill()
+                    os.wait4(p.pid, 0)
+                    raise BenchError(f"timed out after {timeout} s: {' '.join(args)}")
+                time.sleep(0.01)
+            wall = time.monotonic() - t0
+            p.returncode = os.waitstatus_to_exitcode(status)
+            out.seek(0)
+            err.seek(0)
+            res = CmdResult(p.returncode, out.read(), err.read(), wall, ru.ru_maxrss)
+        if check and res.rc != 0:
+            raise BenchError(f"{' '.join(args)} exited {res.rc}: {res.stderr.strip()[-800:]}")
+        return res
+
+    def fsmeter(self, workload: str, dir, sets: dict, keep_files: bool = False) -> dict:
+        """`fsmeter run` as a subprocess; its JSON document plus _wall_s and _maxrss_kb."""
+        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+            out = f.name
+        try:
+            args = [self.python, "-m", "fsmeter", "run", workload, "--dir", str(dir), "-q", "--json", out]
+            for k, v in sets.items():
+                args += ["--set", f"{k}={v}"]
+            if keep_files:
+                args.append("--keep-files")
+            res = self.cmd(args)
+            doc = json.loads(Path(out).read_text())
+        finally:
+            os.unlink(out)
+        doc["_wall_s"] = res.wall_s
+        doc["_maxrss_kb"] = res.maxrss_kb
+        return doc
+
+    @contextlib.contextmanager
+    def tmpfs(self, size: str = "2G") -> Iterator[Path]:
+        """A fresh tmpfs (root only), unmounted and removed afterwards whatever happens."""
+        if os.geteuid() != 0:
+            raise BenchError("tmpfs benchmarks need root")
+        d = tempfile.mkdtemp(prefix="fsmeter-bench-tmpfs-")
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "fsmeter-bench", d], check=True)
+        try:
+            yield Path(d)
+        finally:
+            subprocess.run(["umount", d], check=False)
+            os.rmdir(d)
+
+    @contextlib.contextmanager
+    def loopfs(self, fs: str = "ext4", size: str = "1G") -> Iterator[Path]:
+        """A fresh filesystem on a loop image in a private scratch folder, torn down afterwards."""
+        from fsmeter.provision import FsConfig, Provisioner, TargetSpec
+        from fsmeter.units import parse_size
+
+        scratch = tempfile.mkdtemp(prefix="fsmeter-bench-scratch-", dir="/var/tmp")
+        try:
+            with Provisioner(scratch=scratch) as prov:
+                mnt = prov.create(TargetSpec(kind="loop", size_bytes=parse_size(size)), FsConfig(name=fs))
+                try:
+                    yield Path(mnt.path)
+                finally:
+                    prov.destroy(mnt)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    @staticmethod
+    def row(case: str, metric: str, fsmeter_value: Optional[float], peer_value: Optional[float], peer_name: str,
+            target: Optional[float] = None, higher_is_better: bool = True, notes: str = "") -> dict:
+        ratio = None
+        if fsmeter_value is not None and peer_value:
+            ratio = fsmeter_value / peer_value if higher_is_better else peer_value / fsmeter_value
+        met = None if (target is None or ratio is None) else ratio >= target
+        return {"case": case, "metric": metric, "fsmeter": fsmeter_value, "peer": peer_value,
+                "peer_name": peer_name, "ratio": ratio, "target": target, "met": met, "notes": notes}
+
+
+def _modules(only: Optional[set]) -> list:
+    mods = []
+    for path in sorted((REPO / "bench").glob("bench_*.py")):
+        name = path.stem[len("bench_"):]
+        if only and name not in only:
+            continue
+        spec = importlib.util.spec_from_file_location(f"fsmeter_bench_{name}", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        mods.append((name, mod))
+    return mods
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.3g}" if abs(v) < 100 else f"{v:,.0f}"
+    return str(v)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="shorter runs (figures are less stable)")
+    ap.add_argument("--only", default="", help="comma-separated bench names (access, fileset, tree, replay, ...)")
+    args = ap.parse_args()
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    ctx = Ctx(quick=args.quick)
+    only = {s.strip() for s in args.only.split(",") if s.strip()} or None
+    rows = []
+    for name, mod in _modules(only):
+        console.print(f"[bold]bench {name}[/] ...")
+        t0 = time.monotonic()
+        try:
+            got = mod.run(ctx)
+        except Exception as exc:  # one bench failing must not lose the others' figures
+            traceback.print_exc()
+            got = [Ctx.row(name, "error", None, None, "-", notes=f"{type(exc).__name__}: {exc}")]
+        for r in got:
+            r["bench"] = name
+        rows += got
+        console.print(f"  {len(got)} row(s) in {time.monotonic() - t0:.0f} s")
+    t = Table(title="fsmeter vs peers (ratio > 1: fsmeter better)")
+    for col in ("bench", "case", "metric", "fsmeter", "peer", "ratio", "target", "met", "notes"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        met = {True: "[green]yes[/]", False: "[red]no[/]", None: "-"}[r["met"]]
+        t.add_row(r["bench"], r["case"], r["metric"], _fmt(r["fsmeter"]), f"{_fmt(r['peer'])} ({r['peer_name']})",
+                  _fmt(r["ratio"]), _fmt(r["target"]), met, r["notes"])
+    console.print(t)
+    OUT.mkdir(parents=True, exist_ok=True)
+    doc = {"when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(), "kernel": platform.release(),
+           "quick": args.quick, "rows": rows}
+    (OUT / "results.json").write_text(json.dumps(doc, indent=1))
+    console.print(f"wrote {OUT / 'results.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
