@@ -1,0 +1,92 @@
+"""The tree family (fdtree, with an mdtest-like stat phase): metadata rates of a regular directory tree.
+
+Mirrors crates/engine/src/workload/tree.rs (TreeSpec). Directories per tree =
+sum over i = 0..levels of dirs_per_level**i (root included); files = directories x
+files_per_dir; each thread builds its own tree (`tree-<tid>` under --dir).
+"""
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from fsmeter.families import Family, Metric, Phase, op_latency_metric
+from fsmeter.units import Size
+
+#: fdtree's unit of file size (dd bs=4096).
+BLOCK = 4096
+PATH_MAX = 4096
+
+
+class TreeParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    family: Literal["tree"] = "tree"
+    levels: int = Field(4, ge=0, le=1000, description="depth below the root directory (fdtree -l)")
+    dirs_per_level: int = Field(10, ge=1, description="subdirectories of each directory above the last level (fdtree -d)")
+    files_per_dir: int = Field(10, ge=0, description="files in every directory, root included (fdtree -f)")
+    file_blocks: int = Field(10, ge=0, le=1 << 28, description="file size in 4 KiB blocks (fdtree -s)")
+    write_size: Size = Field(BLOCK, gt=0, le=64 << 20, description="bytes per write(2) when creating a file (dd bs=4096)")
+    fsync: bool = Field(False, description="fsync each file before closing it, inside the create time (fdtree does not)")
+    stat: bool = Field(True, description="run the mdtest-like stat phase (stat every file) between create and remove")
+
+    @model_validator(mode="after")
+    def _check(self):
+        dirs = self.directories()
+        if dirs > 1_000_000_000:
+            raise ValueError(f"levels: the tree would have {dirs:.3g} directories (over a billion): use fewer levels or dirs_per_level")
+        if dirs * self.files_per_dir > 10_000_000_000:
+            raise ValueError("files_per_dir: the tree would have over ten billion files: use fewer")
+        return self
+
+    def directories(self) -> int:
+        """Directories in one tree, root included."""
+        if self.levels > 64 and self.dirs_per_level > 1:
+            return 1 << 64  # anything this deep and branching is far past the limit
+        return sum(self.dirs_per_level ** i for i in range(self.levels + 1))
+
+    def files(self) -> int:
+        return self.directories() * self.files_per_dir
+
+    def file_size(self) -> int:
+        return self.file_blocks * BLOCK
+
+    def engine_spec(self) -> dict:
+        # `stat` only chooses the phases Python runs; the engine always has a stat phase.
+        return self.model_dump(exclude={"stat"})
+
+
+def _phases(p: TreeParams) -> list:
+    names = ["mkdir", "create"] + (["stat"] if p.stat else []) + ["remove", "rmdir"]
+    return [Phase(n) for n in names]
+
+
+def _kib_per_s(r: dict) -> Optional[float]:
+    return r["total"]["bytes_per_s"] / 1024.0
+
+
+def _metrics(p: TreeParams) -> list:
+    ms = [
+        Metric("create", "files_per_s", "files/s", True, lambda r: r["total"]["ops_per_s"]),
+        Metric("mkdir", "dirs_per_s", "dirs/s", True, lambda r: r["total"]["ops_per_s"]),
+    ]
+    if p.file_blocks > 0:
+        ms.append(Metric("create", "KiB_per_s", "KiB/s", True, _kib_per_s))
+    if p.stat and p.files_per_dir > 0:
+        ms.append(Metric("stat", "files_per_s", "files/s", True, lambda r: r["total"]["ops_per_s"]))
+    ms += [
+        Metric("remove", "files_per_s", "files/s", True, lambda r: r["total"]["ops_per_s"]),
+        Metric("rmdir", "dirs_per_s", "dirs/s", True, lambda r: r["total"]["ops_per_s"]),
+        op_latency_metric("create", "create"),
+    ]
+    if p.files_per_dir == 0:
+        ms = [m for m in ms if m.phase not in ("create", "remove")]
+    return ms
+
+
+FAMILY = Family(
+    name="tree",
+    params=TreeParams,
+    phases=_phases,
+    metrics=_metrics,
+    description="fdtree/mdtest-class metadata: mkdir, create, stat, remove, rmdir of a regular directory tree",
+)
