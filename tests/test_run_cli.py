@@ -1,0 +1,130 @@
+"""`fsmeter run` and `fsmeter list` as a user runs them, and the access mix as the engine counts it."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from fsmeter.engine import EngineSession
+from fsmeter.spec import build_job, list_workloads, load_workload, parse_set
+
+NAMED_ACCESS = {"seq-read", "seq-write", "fileserver", "webserver", "oltp-8k", "workstation", "rand-read-4k",
+                "rand-write-4k"}
+
+
+def fsmeter(*args, check=False):
+    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
+                          check=check)
+
+
+def test_list_names_every_access_workload():
+    out = fsmeter("list", check=True).stdout
+    for name in NAMED_ACCESS:
+        assert name in out
+
+
+def test_run_fileserver_writes_documented_json(tmp_path):
+    out = tmp_path / "out.json"
+    d = tmp_path / "d"
+    d.mkdir()
+    r = fsmeter("run", "fileserver", "--dir", d, "--set", "duration_s=1", "--set", "warmup_s=0.2",
+                "--set", "file_size=16M", "--json", out, "-q")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    for key in ("format", "version", "fsmeter_version", "workload", "family", "job", "started_at", "host",
+                "phases", "metrics", "interrupted"):
+        assert key in doc, key
+    assert doc["workload"] == "fileserver" and doc["interrupted"] is False
+    run = doc["phases"]["run"]
+    assert 0.9 < run["elapsed_s"] < 2.0
+    for key in ("total", "ops", "intervals", "cpu", "counters", "extra", "warmup_s", "threads"):
+        assert key in run, key
+    for op in ("read", "write"):
+        lat = run["ops"][op]["lat"]
+        assert lat["count"] == run["ops"][op]["count"] > 0
+        assert lat["min_ns"] <= lat["p50_ns"] <= lat["p90_ns"] <= lat["p99_ns"] <= lat["p999_ns"] <= lat["max_ns"]
+    assert sum(i["ops"] for i in run["intervals"]) == run["total"]["ops"]
+    for key in ("user_s", "sys_s", "process_pct", "sys_user_pct", "sys_system_pct", "sys_iowait_pct"):
+        assert key in run["cpu"]
+    assert doc["metrics"]["run.ops_per_s"]["value"] == pytest.approx(run["total"]["ops_per_s"])
+    # Files are removed afterwards unless --keep-files.
+    assert list(d.iterdir()) == []
+    assert "fileserver / run" in r.stdout and "ops/s" in r.stdout
+
+
+@pytest.mark.parametrize("setting, fragment", [
+    ("queue_depth=0", "queue_depth"),
+    ("bogus=1", "unknown parameter bogus"),
+    ("file_size=12Q", "file_size"),
+    ("queue_depth=8", "io_uring"),
+    ("set", "key=value"),
+])
+def test_bad_set_exits_2_with_one_line(tmp_path, setting, fragment):
+    r = fsmeter("run", "fileserver", "--dir", tmp_path, "--set", setting)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fsmeter: error:"), r.stderr
+    assert fragment in lines[0]
+    assert "Traceback" not in r.stderr
+
+
+def test_direct_misalignment_is_refused_before_running(tmp_path):
+    r = fsmeter("run", "seq-read", "--dir", tmp_path, "--set", "direct=true", "--set", "record_size=1000")
+    assert r.returncode == 2
+    assert "O_DIRECT" in r.stderr and "multiples of 512" in r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unknown_workload_and_missing_dir_are_clear(tmp_path):
+    r = fsmeter("run", "nosuch", "--dir", tmp_path)
+    assert r.returncode == 2 and "unknown workload 'nosuch'" in r.stderr and "fileserver" in r.stderr
+    r = fsmeter("run", "fileserver", "--dir", tmp_path / "missing")
+    assert r.returncode == 2 and "not an existing directory" in r.stderr
+
+
+def test_named_access_workloads_match_the_tables():
+    # WORKLOADS.md: fileserver 80% reads, webserver 100%, oltp-8k 67%, workstation 80% reads 80% random.
+    expect = {"fileserver": (80, 100, 8), "webserver": (100, 100, 10), "oltp-8k": (67, 100, 1),
+              "workstation": (80, 80, 1)}
+    for name, (read, rnd, n) in expect.items():
+        p = load_workload(name).params
+        assert len(p["entries"]) == n
+        assert all(e["read_pct"] == read and e["random_pct"] == rnd for e in p["entries"])
+        assert math.isclose(sum(e["weight"] for e in p["entries"]), 100)
+    assert {d.name for d in list_workloads()} >= NAMED_ACCESS
+
+
+def test_fileserver_mix_as_counted_by_the_engine(tmp_path):
+    """Size and read/write fractions within 5 binomial standard errors of the spec (seeded, so stable)."""
+    job = build_job(load_workload("fileserver"), tmp_path,
+                    parse_set(["backend=null", "file_size=1M", "warmup_s=0", "duration_s=none", "total_bytes=2G"]))
+    s = EngineSession(job.engine_json())
+    s.run_phase("prepare")
+    rep = s.run_phase("run")
+    mix = rep["extra"]["mix"]
+    n = sum(m["reads"] + m["writes"] for m in mix)
+    assert n == rep["total"]["ops"]
+    assert n > 50_000
+    total_w = sum(m["weight"] for m in mix)
+    for m in mix:
+        p = m["weight"] / total_w
+        got = (m["reads"] + m["writes"]) / n
+        assert abs(got - p) < 5 * math.sqrt(p * (1 - p) / n), (m, got)
+    reads = sum(m["reads"] for m in mix)
+    assert abs(reads / n - 0.80) < 5 * math.sqrt(0.8 * 0.2 / n)
+    assert all(m["sequential"] == 0 for m in mix)
+
+
+def test_same_seed_same_counts_other_seed_differs(tmp_path):
+    def counts(seed):
+        job = build_job(load_workload("fileserver"), tmp_path, parse_set(
+            ["backend=null", "file_size=1M", "warmup_s=0", "duration_s=none", "total_bytes=64M", f"seed={seed}"]))
+        s = EngineSession(job.engine_json())
+        s.run_phase("prepare")
+        return [(m["reads"], m["writes"]) for m in s.run_phase("run")["extra"]["mix"]]
+
+    assert counts(7) == counts(7)
+    assert counts(7) != counts(8)
