@@ -128,3 +128,27 @@ def test_same_seed_same_counts_other_seed_differs(tmp_path):
 
     assert counts(7) == counts(7)
     assert counts(7) != counts(8)
+
+
+def test_ctrl_c_stops_within_a_second_and_keeps_what_was_measured(tmp_path):
+    import signal
+    import time
+
+    out = tmp_path / "out.json"
+    d = tmp_path / "d"
+    d.mkdir()
+    p = subprocess.Popen([sys.executable, "-m", "fsmeter", "run", "rand-read-4k", "--dir", str(d), "-q",
+                          "--set", "backend=null", "--set", "file_size=1M", "--set", "warmup_s=0",
+                          "--set", "duration_s=120", "--json", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.5)  # start-up (imports) plus some measuring
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    stdout, stderr = p.communicate(timeout=30)
+    assert time.monotonic() - t0 < 1.5, "did not stop within about a second"
+    assert p.returncode == 130, stderr
+    doc = json.loads(out.read_text())
+    assert doc["interrupted"] is True
+    run = doc["phases"]["run"]
+    assert run["interrupted"] is True and run["total"]["ops"] > 0
+    assert "interrupted" in stdout

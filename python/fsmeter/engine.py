@@ -51,19 +51,24 @@ class EngineSession:
         """Run phase `name`; returns the report (dict). Ctrl-C stops it and returns it marked interrupted."""
         eng = _engine_module()
         box: dict = {}
+        finished = threading.Event()
 
         def target() -> None:
             try:
                 box["json"] = self._s.run_phase(name)
             except BaseException as exc:  # handed to the main thread
                 box["error"] = exc
+            finally:
+                finished.set()
 
         worker = threading.Thread(target=target, name=f"fsmeter-engine-{name}", daemon=True)
         worker.start()
         interrupted = False
-        while worker.is_alive():
+        # Wait on an Event, not Thread.join: a KeyboardInterrupt landing inside
+        # join() can leave the thread looking finished while it still runs.
+        while not finished.is_set():
             try:
-                worker.join(tick_s)
+                finished.wait(tick_s)
                 if on_progress is not None:
                     on_progress(self._s.progress())
             except KeyboardInterrupt:
