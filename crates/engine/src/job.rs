@@ -33,6 +33,7 @@ pub struct Job {
 #[serde(tag = "family", rename_all = "snake_case")]
 pub enum WorkloadSpec {
     Access(AccessSpec),
+    Replay(crate::workload::replay::ReplaySpec),
     Fileset(crate::workload::fileset::FilesetSpec),
     Tree(crate::workload::tree::TreeSpec),
 }

@@ -29,6 +29,7 @@ impl Session {
         job.validate()?;
         let workload: Box<dyn Workload> = match &job.workload {
             WorkloadSpec::Access(spec) => Box::new(workload::access::Access::new(&job, spec.clone())?),
+            WorkloadSpec::Replay(spec) => Box::new(workload::replay::Replay::new(&job, spec.clone())?),
             WorkloadSpec::Fileset(spec) => Box::new(workload::fileset::Fileset::new(&job, spec.clone())?),
             WorkloadSpec::Tree(spec) => Box::new(workload::tree::Tree::new(&job, spec.clone())?),
         };

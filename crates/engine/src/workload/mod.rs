@@ -3,6 +3,7 @@
 //! between them so Python can remount or drop caches in between.
 
 pub mod access;
+pub mod replay;
 pub mod fileset;
 pub mod tree;
 
