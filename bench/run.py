@@ -81,12 +81,13 @@ class Ctx:
             raise BenchError(f"{' '.join(args)} exited {res.rc}: {res.stderr.strip()[-800:]}")
         return res
 
-    def fsmeter(self, workload: str, dir, sets: dict, keep_files: bool = False) -> dict:
+    def fsmeter(self, workload: str, dir, sets: dict, keep_files: bool = False, cache: str = "auto") -> dict:
         """`fsmeter run` as a subprocess; its JSON document plus _wall_s and _maxrss_kb."""
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
             out = f.name
         try:
-            args = [self.python, "-m", "fsmeter", "run", workload, "--dir", str(dir), "-q", "--json", out]
+            args = [self.python, "-m", "fsmeter", "run", workload, "--dir", str(dir), "-q", "--json", out,
+                    "--cache", cache]
             for k, v in sets.items():
                 args += ["--set", f"{k}={v}"]
             if keep_files:

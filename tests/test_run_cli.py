@@ -38,6 +38,7 @@ def test_run_fileserver_writes_documented_json(tmp_path):
                 "phases", "metrics", "interrupted"):
         assert key in doc, key
     assert doc["workload"] == "fileserver" and doc["interrupted"] is False
+    assert doc["phases"]["run"]["cache_reset"] in ("drop_caches", "fadvise")
     run = doc["phases"]["run"]
     assert 0.9 < run["elapsed_s"] < 2.0
     for key in ("total", "ops", "intervals", "cpu", "counters", "extra", "warmup_s", "threads"):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from pathlib import Path
 from typing import List, Optional
 
@@ -21,7 +22,31 @@ from fsmeter.spec import build_job, load_workload, parse_set
 RUN_JSON_VERSION = 1
 
 
-def run_job(job, console: Console, show_progress: bool = True, keep_files: bool = False) -> dict:
+CACHE_CHOICES = ("auto", "drop", "fadvise", "keep")
+
+
+def reset_cache(method: str, directory: Path) -> str:
+    """Empty the page cache before a cold-cache phase on a directory fsmeter does not own.
+
+    auto: drop_caches as root, else fadvise; drop: /proc/sys/vm/drop_caches (root);
+    fadvise: posix_fadvise(DONTNEED) on every file under the directory; keep: nothing.
+    Returns the method used, recorded with the phase.
+    """
+    from fsmeter.provision.host.caches import drop_caches, fadvise_dontneed
+
+    if method == "keep":
+        return "none"
+    if method == "auto":
+        method = "drop" if os.geteuid() == 0 else "fadvise"
+    if method == "drop":
+        drop_caches()
+        return "drop_caches"
+    fadvise_dontneed([str(directory)])
+    return "fadvise"
+
+
+def run_job(job, console: Console, show_progress: bool = True, keep_files: bool = False,
+            cache: str = "auto") -> dict:
     """Run every phase of `job`; returns the result document (see README)."""
     session = EngineSession(job.engine_json())
     doc = {
@@ -42,8 +67,10 @@ def run_job(job, console: Console, show_progress: bool = True, keep_files: bool 
     try:
         with progress_bar(console, enabled=show_progress) as bar:
             for ph in plan:
+                method = reset_cache(cache, job.dir) if ph.cold_cache else "none"
                 prog = PhaseProgress(bar, ph.key)
                 report = session.run_phase(ph.name, on_progress=prog)
+                report["cache_reset"] = method
                 prog.done()
                 report["measured"] = ph.measured and not ph.discard
                 doc["phases"][ph.key] = report
@@ -71,13 +98,20 @@ def register(app: typer.Typer) -> None:
         json_out: Optional[Path] = typer.Option(None, "--json", help="also write the full result as JSON to this file"),
         keep_files: bool = typer.Option(False, "--keep-files", help="leave the workload's files in --dir"),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+        cache: str = typer.Option("auto", "--cache", help="before cold-cache phases: auto (drop as root, else "
+                                  "fadvise), drop (drop_caches, root), fadvise (files under --dir), keep"),
     ) -> None:
         """Run one workload once on a directory and print ops/s, MiB/s, latency percentiles and CPU."""
         console = Console(stderr=False)
+        if cache not in CACHE_CHOICES:
+            raise UserError(f"--cache {cache!r}: use one of {', '.join(CACHE_CHOICES)}")
+        if cache == "drop" and os.geteuid() != 0:
+            raise UserError("--cache drop needs root (it writes /proc/sys/vm/drop_caches): run as root, "
+                            "or use --cache fadvise")
         job = build_job(load_workload(workload), dir, parse_set(set_ or []))
         if json_out is not None and not json_out.parent.exists():
             raise UserError(f"--json {json_out}: the folder {json_out.parent} does not exist")
-        doc = run_job(job, console, show_progress=not quiet, keep_files=keep_files)
+        doc = run_job(job, console, show_progress=not quiet, keep_files=keep_files, cache=cache)
         for name, rep in doc["phases"].items():
             if rep.get("measured", True):
                 console.print(phase_table(f"{doc['workload']} / {name}", rep))
