@@ -136,16 +136,16 @@ fn cleanup_removes_an_interrupted_tree_and_nothing_else() {
     run(&mut s, "mkdir");
     run(&mut s, "create");
     // As if interrupted half-way through remove: some files gone, all directories there.
-    std::fs::remove_file(dir.path().join("tree-0/d1/f2")).unwrap();
-    std::fs::write(dir.path().join("tree-1/d2/not-ours"), b"x").unwrap();
+    std::fs::remove_file(dir.path().join("tree-0/L2D2/L1F2")).unwrap();
+    std::fs::write(dir.path().join("tree-1/L2D3/not-ours"), b"x").unwrap();
     let c = run(&mut s, "cleanup");
     assert_eq!(count(&c, "files"), 2 * 13 * 3 - 1);
     let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     left.sort();
-    // tree-1 stays (with d2) because of the foreign file; tree-0 is gone.
+    // tree-1 stays (with L2D3) because of the foreign file; tree-0 is gone.
     assert_eq!(left, ["keep.txt", "tree-1"]);
-    assert!(dir.path().join("tree-1/d2/not-ours").exists());
-    assert!(!dir.path().join("tree-1/d0").exists());
+    assert!(dir.path().join("tree-1/L2D3/not-ours").exists());
+    assert!(!dir.path().join("tree-1/L2D1").exists());
     assert_eq!(c["warnings"].as_array().unwrap().len(), 1);
 }
 
@@ -187,7 +187,7 @@ fn write_size_and_fsync_do_not_change_what_lands_on_disk() {
     assert_eq!(cr["ops"]["create"]["bytes"], 6 * 5 * 4096);
     let (_, sizes) = census(&dir.path().join("tree-0"));
     assert_eq!(sizes, vec![5 * 4096; 6]);
-    let f = std::fs::read(dir.path().join("tree-0/d1/f1")).unwrap();
+    let f = std::fs::read(dir.path().join("tree-0/L1D1/L0F1")).unwrap();
     assert!(f.iter().all(|&b| b == 0));
     run(&mut s, "cleanup");
 }

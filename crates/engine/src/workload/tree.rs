@@ -116,15 +116,18 @@ impl TreeSpec {
         Ok(())
     }
 
-    /// Length of the longest file path (without its NUL).
+    /// An upper bound on the length of a file path (without its NUL); exact
+    /// when the level numbers all have as many digits as `levels`.
     fn longest_path(&self, dir: &Path, threads: usize) -> usize {
         let digits = |n: u64| n.max(1).ilog10() as usize + 1;
+        let lv = digits(self.levels as u64);
         dir.as_os_str().len()
             + "/tree-".len()
             + digits(threads.saturating_sub(1) as u64)
-            + self.levels as usize * ("/d".len() + digits(self.dirs_per_level as u64 - 1))
-            + "/f".len()
-            + digits((self.files_per_dir as u64).saturating_sub(1))
+            + self.levels as usize * ("/LD".len() + lv + digits(self.dirs_per_level as u64))
+            + "/LF".len()
+            + lv
+            + digits((self.files_per_dir as u64).max(1))
     }
 }
 
@@ -140,10 +143,12 @@ impl PathBuf8 {
         PathBuf8(v)
     }
 
+    /// Appends `/L<level><tag><n>`, fdtree's name for a file (tag F) or directory (tag D).
     #[inline]
-    fn push(&mut self, prefix: &[u8], n: u64) {
-        self.0.push(b'/');
-        self.0.extend_from_slice(prefix);
+    fn push_name(&mut self, level: u64, tag: u8, n: u64) {
+        self.0.extend_from_slice(b"/L");
+        push_u64(&mut self.0, level);
+        self.0.push(tag);
         push_u64(&mut self.0, n);
     }
 
@@ -177,50 +182,58 @@ fn push_u64(v: &mut Vec<u8>, mut n: u64) {
     v.extend_from_slice(&tmp[i..]);
 }
 
-/// What the walk is at: a directory before its children, one of its files,
-/// or the directory after its children (deepest first).
+/// What the walk asks for: make a directory, touch one of its files, or remove
+/// a directory (after everything under it).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Visit {
-    DirPre,
+    Mkdir,
     File,
-    DirPost,
+    Rmdir,
 }
 
-/// Walks the tree depth-first by index. `cb` returns Ok(false) to stop early.
-/// Files of a directory come after DirPre and before its subdirectories, as
-/// fdtree's recursion visits them; `files` false skips them entirely.
-fn walk(
+/// Walks one tree in fdtree's order. `cb` returns Ok(false) to stop early.
+///
+/// As fdtree.bash 1.0.2 does it: the root is made first; at each directory its
+/// files come first, then all its subdirectories are made, then the walk
+/// recurses into each; subdirectories are removed together after their
+/// subtrees, the root last. Names are fdtree's, counting down: at level
+/// l = levels - depth, files `L<l>F<n>` and subdirectories `L<l>D<n>`, n from
+/// the count down to 1. `files` false skips file visits entirely.
+fn walk(path: &mut PathBuf8, spec: &TreeSpec, files: bool, cb: &mut dyn FnMut(Visit, &mut PathBuf8) -> Result<bool>) -> Result<bool> {
+    Ok(cb(Visit::Mkdir, path)? && walk_below(path, spec, 0, files, cb)? && cb(Visit::Rmdir, path)?)
+}
+
+fn walk_below(
     path: &mut PathBuf8,
     spec: &TreeSpec,
     depth: u32,
     files: bool,
     cb: &mut dyn FnMut(Visit, &mut PathBuf8) -> Result<bool>,
 ) -> Result<bool> {
-    if !cb(Visit::DirPre, path)? {
+    let len = path.0.len();
+    let level = (spec.levels - depth) as u64;
+    // Visit `L<level><tag><n>` for n = count..=1 with `f`; false stops the walk.
+    let each = |path: &mut PathBuf8, tag: u8, count: u64, f: &mut dyn FnMut(&mut PathBuf8) -> Result<bool>| -> Result<bool> {
+        for n in (1..=count).rev() {
+            path.push_name(level, tag, n);
+            let go = f(path)?;
+            path.0.truncate(len);
+            if !go {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    };
+    if files && !each(path, b'F', spec.files_per_dir as u64, &mut |p| cb(Visit::File, p))? {
         return Ok(false);
     }
-    let len = path.0.len();
-    if files {
-        for f in 0..spec.files_per_dir as u64 {
-            path.push(b"f", f);
-            let go = cb(Visit::File, path)?;
-            path.0.truncate(len);
-            if !go {
-                return Ok(false);
-            }
-        }
-    }
     if depth < spec.levels {
-        for d in 0..spec.dirs_per_level as u64 {
-            path.push(b"d", d);
-            let go = walk(path, spec, depth + 1, files, cb)?;
-            path.0.truncate(len);
-            if !go {
-                return Ok(false);
-            }
-        }
+        let d = spec.dirs_per_level as u64;
+        return Ok(each(path, b'D', d, &mut |p| cb(Visit::Mkdir, p))?
+            && each(path, b'D', d, &mut |p| walk_below(p, spec, depth + 1, files, cb))?
+            && each(path, b'D', d, &mut |p| cb(Visit::Rmdir, p))?);
     }
-    cb(Visit::DirPost, path)
+    Ok(true)
 }
 
 fn errno() -> i32 {
@@ -295,7 +308,7 @@ impl Tree {
                         return Ok(false);
                     }
                     match (phase, v) {
-                        ("mkdir", Visit::DirPre) => {
+                        ("mkdir", Visit::Mkdir) => {
                             let t0 = now_ns();
                             // SAFETY: the pointer is a NUL-terminated path.
                             let r = p.with_c(|c| unsafe { libc::mkdir(c, 0o755) });
@@ -306,7 +319,7 @@ impl Tree {
                             rec.record(MKDIR, 0, t0, t1);
                             done.dirs += 1;
                         }
-                        ("rmdir", Visit::DirPost) => {
+                        ("rmdir", Visit::Rmdir) => {
                             let t0 = now_ns();
                             // SAFETY: as above.
                             let r = p.with_c(|c| unsafe { libc::rmdir(c) });
@@ -359,7 +372,7 @@ impl Tree {
                     Ok(true)
                 };
                 let with_files = !matches!(phase, "mkdir" | "rmdir");
-                walk(&mut st.path, spec, 0, with_files, &mut cb)?;
+                walk(&mut st.path, spec, with_files, &mut cb)?;
                 Ok(done)
             },
         )?;
@@ -414,8 +427,8 @@ impl Tree {
                 let (r, what) = match v {
                     // SAFETY: NUL-terminated path.
                     Visit::File => (p.with_c(|c| unsafe { libc::unlink(c) }), "unlink"),
-                    Visit::DirPost => (p.with_c(|c| unsafe { libc::rmdir(c) }), "rmdir"),
-                    Visit::DirPre => return Ok(true),
+                    Visit::Rmdir => (p.with_c(|c| unsafe { libc::rmdir(c) }), "rmdir"),
+                    Visit::Mkdir => return Ok(true),
                 };
                 if r == 0 {
                     if v == Visit::File {
@@ -435,7 +448,7 @@ impl Tree {
                 }
                 Ok(true)
             };
-            walk(&mut path, spec, 0, spec.files_per_dir > 0, &mut cb)?;
+            walk(&mut path, spec, spec.files_per_dir > 0, &mut cb)?;
         }
         let mut report = PhaseReport::new("cleanup");
         report.counters.insert("directories".into(), removed.dirs);
@@ -516,28 +529,41 @@ mod tests {
     }
 
     #[test]
-    fn walk_visits_parents_first_then_children_deepest_first() {
+    fn walk_follows_fdtree_order_and_names() {
         let s = spec(2, 2, 1);
         let mut path = PathBuf8::new(Path::new("/x"), 3);
         let mut seen = Vec::new();
-        walk(&mut path, &s, 0, true, &mut |v, p| {
-            seen.push((v, p.display()));
+        walk(&mut path, &s, true, &mut |v, p| {
+            seen.push((v, p.display().trim_start_matches("/x/tree-3").to_string()));
             Ok(true)
         })
         .unwrap();
-        let pre: Vec<_> = seen.iter().filter(|(v, _)| *v == Visit::DirPre).map(|(_, p)| p.as_str()).collect();
-        let post: Vec<_> = seen.iter().filter(|(v, _)| *v == Visit::DirPost).map(|(_, p)| p.as_str()).collect();
-        let files = seen.iter().filter(|(v, _)| *v == Visit::File).count();
-        assert_eq!(pre, ["/x/tree-3", "/x/tree-3/d0", "/x/tree-3/d0/d0", "/x/tree-3/d0/d1", "/x/tree-3/d1", "/x/tree-3/d1/d0", "/x/tree-3/d1/d1"]);
-        assert_eq!(post, ["/x/tree-3/d0/d0", "/x/tree-3/d0/d1", "/x/tree-3/d0", "/x/tree-3/d1/d0", "/x/tree-3/d1/d1", "/x/tree-3/d1", "/x/tree-3"]);
-        assert_eq!(files, 7);
-        assert_eq!(seen[1], (Visit::File, "/x/tree-3/f0".to_string()));
+        let of = |kind: Visit| -> Vec<&str> { seen.iter().filter(|(v, _)| *v == kind).map(|(_, p)| p.as_str()).collect() };
+        // Siblings are made together before the walk descends, and removed together after.
+        assert_eq!(of(Visit::Mkdir), ["", "/L2D2", "/L2D1", "/L2D2/L1D2", "/L2D2/L1D1", "/L2D1/L1D2", "/L2D1/L1D1"]);
+        assert_eq!(of(Visit::Rmdir), ["/L2D2/L1D2", "/L2D2/L1D1", "/L2D1/L1D2", "/L2D1/L1D1", "/L2D2", "/L2D1", ""]);
+        assert_eq!(of(Visit::File), ["/L2F1", "/L2D2/L1F1", "/L2D2/L1D2/L0F1", "/L2D2/L1D1/L0F1", "/L2D1/L1F1", "/L2D1/L1D2/L0F1", "/L2D1/L1D1/L0F1"]);
     }
 
     #[test]
-    fn longest_path_is_exact() {
+    fn stopping_early_stops_the_whole_walk() {
+        let s = spec(3, 3, 2);
+        let mut path = PathBuf8::new(Path::new("/x"), 0);
+        let mut n = 0;
+        let done = walk(&mut path, &s, true, &mut |_, _| {
+            n += 1;
+            Ok(n < 10)
+        })
+        .unwrap();
+        assert!(!done);
+        assert_eq!(n, 10);
+    }
+
+    #[test]
+    fn longest_path_bounds_every_path() {
         let s = spec(3, 12, 100);
-        // /ab/tree-0/d11/d11/d11/f99
-        assert_eq!(s.longest_path(Path::new("/ab"), 1), "/ab/tree-0/d11/d11/d11/f99".len());
+        // The longest names are at the top: L3D12/L2D12/L1D12/L0F100, bounded by L3D12 x 3 + L3F100.
+        assert_eq!(s.longest_path(Path::new("/ab"), 1), "/ab/tree-0/L3D12/L3D12/L3D12/L3F100".len());
+        assert!(s.longest_path(Path::new("/ab"), 1) >= "/ab/tree-0/L3D12/L2D12/L1D12/L0F100".len());
     }
 }
