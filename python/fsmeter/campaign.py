@@ -1,0 +1,429 @@
+"""Campaign files (TOML) and their matrix of cells.
+
+A campaign names a target, filesystems, factors with levels, workloads and a repetition
+policy; :func:`plan` expands it into cells: filesystems x factor levels x workloads, minus
+the exclusions. Everything is validated here, before anything is provisioned, and errors
+name the field (and its line in the file where it can be found) and the allowed values.
+
+Factor kinds (see docs/campaigns.md):
+- job settings every workload takes: threads, seed, backend, interval_s;
+- workload parameters (queue_depth, file_size, ...): a factor applies to the workloads whose
+  family has that parameter; for the others it is *not* a dimension (one cell, the factor
+  column left empty). A factor that no workload takes is an error;
+- host factors: scheduler, readahead_kb, cpus, page_cache_limit.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from fsmeter.errors import UserError
+from fsmeter.units import Size
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+HOST_FACTORS = {"scheduler", "readahead_kb", "cpus", "page_cache_limit"}
+RESERVED = {"filesystem", "workload"}
+Scalar = Union[bool, int, float, str]
+
+
+class TargetModel(BaseModel):
+    """Where the filesystems go (see fsmeter.provision.TargetSpec)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["loop", "dir", "tmpfs", "device"] = "loop"
+    size: Size = Field(1 << 30, gt=0, description="image / tmpfs size")
+    path: Optional[str] = Field(None, description="kind=dir: the existing directory to measure")
+    device: Optional[str] = None
+    destroy_data_on: Optional[str] = Field(None, description="kind=device: repeat the device path to confirm")
+    force: bool = False
+    journal_size: Size = Field(128 << 20, gt=0, description="external journal image size")
+    preallocate: bool = False
+
+    @model_validator(mode="after")
+    def _check(self) -> "TargetModel":
+        if self.kind == "dir" and not self.path:
+            raise ValueError("path: kind = 'dir' needs path, the existing directory to measure")
+        if self.kind == "device" and not self.device:
+            raise ValueError("device: kind = 'device' needs device (and destroy_data_on naming it again)")
+        return self
+
+    def spec(self):
+        from fsmeter.provision import TargetSpec
+
+        return TargetSpec(kind=self.kind, size_bytes=self.size, path=self.path, device=self.device,
+                          destroy_data_on=self.destroy_data_on, force=self.force,
+                          journal_size_bytes=self.journal_size, preallocate=self.preallocate)
+
+
+class FsModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    label: Optional[str] = Field(None, description="name in results (default: name, or name-N if repeated)")
+    mkfs_options: Union[str, List[str]] = Field(default_factory=list)
+    mount_options: str = ""
+    external_journal: bool = False
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        from fsmeter.provision import FILESYSTEMS
+
+        if v not in FILESYSTEMS:
+            raise ValueError(f"unknown filesystem {v!r}: use one of {', '.join(FILESYSTEMS)}")
+        return v
+
+    def config(self):
+        from fsmeter.provision import FsConfig
+
+        return FsConfig(name=self.name, mkfs_options=self.mkfs_options, mount_options=self.mount_options,
+                        external_journal=self.external_journal)
+
+
+class WorkloadModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(description="a named workload (fsmeter list) or a workload .toml file")
+    label: Optional[str] = Field(None, description="name in results (default: name)")
+    params: Dict[str, Any] = Field(default_factory=dict, description="parameter and setting overrides")
+
+
+class Repetitions(BaseModel):
+    """How many trials per cell. adaptive (default): until the CI half-width of the headline
+    metric is within target_pct % of the mean, or a cap. fixed: exactly n trials."""
+
+    model_config = ConfigDict(extra="forbid")
+    policy: Literal["adaptive", "fixed"] = "adaptive"
+    n: int = Field(3, ge=1, le=10000, description="fixed: trials per cell")
+    target_pct: float = Field(10.0, gt=0)
+    level: float = Field(0.95, description="confidence level: 0.90, 0.95 or 0.99")
+    discard_first: Optional[int] = Field(None, ge=0, description="default 1 (adaptive), 0 (fixed)")
+    min_trials: int = Field(3, ge=2)
+    max_trials: int = Field(10, ge=1)
+    max_time_s: Optional[float] = Field(None, gt=0)
+
+    @field_validator("level")
+    @classmethod
+    def _level(cls, v: float) -> float:
+        if v not in (0.90, 0.95, 0.99):
+            raise ValueError(f"level: use 0.90, 0.95 or 0.99 (got {v})")
+        return v
+
+    @property
+    def discard(self) -> int:
+        return self.discard_first if self.discard_first is not None else (1 if self.policy == "adaptive" else 0)
+
+    @model_validator(mode="after")
+    def _check(self) -> "Repetitions":
+        if self.policy == "fixed" and self.discard >= self.n:
+            raise ValueError(f"discard_first: {self.discard} discarded of n = {self.n} trials leaves none: "
+                             "lower discard_first or raise n")
+        if self.policy == "adaptive":
+            self.rule()  # raises UserError with the field
+        return self
+
+    def rule(self):
+        from fsmeter.stats.adaptive import AdaptiveRule
+
+        try:
+            return AdaptiveRule(target_pct=self.target_pct, level=self.level, discard_first=self.discard,
+                                min_trials=self.min_trials, max_trials=self.max_trials, max_time_s=self.max_time_s)
+        except UserError as exc:
+            raise ValueError(exc.message) from None
+
+
+class CampaignFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1)
+    description: str = ""
+    target: TargetModel = Field(default_factory=TargetModel)
+    filesystems: List[FsModel] = Field(default_factory=list)
+    factors: Dict[str, List[Scalar]] = Field(default_factory=dict)
+    workloads: List[WorkloadModel] = Field(min_length=1)
+    repetitions: Repetitions = Field(default_factory=Repetitions)
+    mkfs: Literal["per-cell", "per-trial"] = "per-cell"
+    exclusions: List[Dict[str, Scalar]] = Field(default_factory=list)
+
+    @field_validator("workloads", mode="before")
+    @classmethod
+    def _names(cls, v: Any) -> Any:
+        return [{"name": w} if isinstance(w, str) else w for w in v] if isinstance(v, list) else v
+
+    @field_validator("factors")
+    @classmethod
+    def _levels(cls, v: dict) -> dict:
+        for k, levels in v.items():
+            if k in RESERVED:
+                raise ValueError(f"{k}: reserved; list filesystems in [[filesystems]] and workloads in [[workloads]]")
+            if not levels:
+                raise ValueError(f"{k}: give at least one level")
+            if len(set(map(repr, levels))) != len(levels):
+                raise ValueError(f"{k}: a level is repeated ({levels})")
+        return v
+
+
+# -- loading --------------------------------------------------------------------------------
+_SECTION_MODELS = {"target": TargetModel, "filesystems": FsModel, "workloads": WorkloadModel,
+                   "repetitions": Repetitions}
+
+
+def _line_of(text: str, loc: tuple) -> Optional[int]:
+    """Best-effort line of the field at ``loc`` in the TOML text (1-based), for error messages."""
+    lines = text.splitlines()
+    keys = [k for k in loc if isinstance(k, str)]
+    if not keys:
+        return None
+    start = 0
+    if len(keys) > 1:  # find the section header or inline table first
+        want = re.compile(rf"^\s*\[\[?\s*{re.escape(keys[0])}\s*\]\]?\s*$|^\s*{re.escape(keys[0])}\s*=")
+        nth = next((k for k in loc[1:] if isinstance(k, int)), 0)
+        hits = [i for i, ln in enumerate(lines) if want.match(ln)]
+        if hits:
+            start = hits[min(nth, len(hits) - 1)]
+    key = re.compile(rf"(^|[\s{{,]){re.escape(keys[-1])}\s*=|^\s*\[\[?\s*{re.escape(keys[-1])}\s*\]\]?\s*$")
+    for i in range(start, len(lines)):
+        if key.search(lines[i]):
+            return i + 1
+    return start + 1 if start else None
+
+
+def _fmt_errors(exc: ValidationError, text: str, where: str) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        name = ".".join(str(x) if isinstance(x, str) else f"[{x}]" for x in loc).replace(".[", "[")
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            model = _SECTION_MODELS.get(loc[0]) if len(loc) > 1 else CampaignFile
+            allowed = ", ".join(model.model_fields) if model else ""
+            msg = f"unknown field; allowed are {allowed}" if allowed else "unknown field"
+        elif err["type"] == "missing":
+            msg = "missing: this field is required"
+        got = err.get("input")
+        if err["type"] not in ("extra_forbidden", "missing") and not isinstance(got, (dict, list)) and got is not None:
+            msg += f" (got {got!r})"
+        line = _line_of(text, loc)
+        parts.append(f"{where}{f':{line}' if line else ''}: {name}: {msg}")
+    return "; ".join(parts)
+
+
+def parse_campaign(text: str, where: str = "campaign") -> CampaignFile:
+    """Validate campaign TOML text; a UserError (exit 2) names the field, line and allowed values."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{where}: TOML syntax error: {exc}: fix the file") from None
+    try:
+        return CampaignFile(**data)
+    except ValidationError as exc:
+        raise UserError(_fmt_errors(exc, text, where)) from None
+    except UserError as exc:
+        raise UserError(f"{where}: {exc.message}") from None
+
+
+def load_campaign(path: Union[str, Path]) -> tuple:
+    """(CampaignFile, source text) from a file; errors as parse_campaign."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise UserError(f"campaign file {path}: {exc.strerror}: check the path") from None
+    return parse_campaign(text, str(path)), text
+
+
+# -- the matrix -----------------------------------------------------------------------------
+@dataclass
+class Cell:
+    index: int
+    workload: str  # label used in results
+    definition: Any  # fsmeter.spec.WorkloadDef
+    overrides: dict  # workload params + job settings (incl. factor levels) for build_job
+    fs: Any  # FsConfig, or None for a dir target
+    fs_label: str
+    host: Any  # HostFactors
+    factors: dict  # everything recorded as a factor: filesystem + applicable factor levels
+    headline: Optional[str] = None  # "phase.metric"
+    notes: List[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        rest = ", ".join(f"{k}={v}" for k, v in self.factors.items() if k != "filesystem")
+        return f"{self.fs_label} / {self.workload}" + (f" ({rest})" if rest else "")
+
+
+def _fs_labels(c: CampaignFile) -> list:
+    """[(label, FsConfig|None)]: labels are unique."""
+    from fsmeter.provision.sysinfo import mount_containing
+
+    if c.target.kind == "dir":
+        if c.filesystems:
+            raise UserError("filesystems: a dir target measures the directory's own filesystem (no mkfs): "
+                            "remove [[filesystems]], or use target.kind = 'loop'")
+        path = Path(c.target.path or ".")
+        if not path.is_dir():
+            raise UserError(f"target.path: {path} is not an existing directory: create it or name another")
+        m = mount_containing(str(path.resolve()))
+        return [(m.fstype if m else "dir", None)]
+    fss = c.filesystems or [FsModel(name="tmpfs" if c.target.kind == "tmpfs" else "ext4")]
+    out, seen = [], {}
+    for f in fss:
+        seen[f.name] = seen.get(f.name, 0) + 1
+    counts: dict = {}
+    for i, f in enumerate(fss):
+        label = f.label
+        if label is None:
+            counts[f.name] = counts.get(f.name, 0) + 1
+            label = f.name if seen[f.name] == 1 else f"{f.name}-{counts[f.name]}"
+        if any(label == lab for lab, _ in out):
+            raise UserError(f"filesystems[{i}].label: {label!r} is used twice: give each configuration its own label")
+        out.append((label, f.config()))
+    return out
+
+
+def _check_host_level(name: str, level: Any, target_kind: str) -> dict:
+    from fsmeter.provision import HostFactors
+    from fsmeter.units import parse_size
+
+    try:
+        if name == "page_cache_limit":
+            HostFactors(page_cache_limit_bytes=parse_size(level))
+            return {"page_cache_limit_bytes": parse_size(level)}
+        if name in ("scheduler", "readahead_kb") and target_kind in ("dir", "tmpfs"):
+            raise ValueError(f"a {target_kind} target has no block device of fsmeter's own: "
+                             "use target.kind = 'loop' or 'device'")
+        HostFactors(**{name: level})
+        return {name: level}
+    except (ValidationError, ValueError) as exc:
+        msg = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+        raise UserError(f"factors.{name}: level {level!r}: {msg}") from None
+
+
+def plan(c: CampaignFile) -> list:
+    """Expand the campaign into cells (filesystem x factor levels x workload, minus exclusions),
+    validating every job so a bad level fails now, not in the middle of the campaign."""
+    from fsmeter.provision import HostFactors
+    from fsmeter.spec import JobSettings, build_job, load_workload
+
+    fss = _fs_labels(c)
+    defs = []
+    for i, w in enumerate(c.workloads):
+        try:
+            d = load_workload(w.name)
+        except UserError as exc:
+            raise UserError(f"workloads[{i}].name: {exc.message}") from None
+        defs.append((w.label or d.name, d, w))
+    labels = [lab for lab, _, _ in defs]
+    if len(set(labels)) != len(labels):
+        raise UserError(f"workloads: a workload appears twice ({', '.join(labels)}): give one a label")
+
+    settings = set(JobSettings.model_fields)
+    takes = {lab: settings | (set(d.family.params.model_fields) - {"family"}) for lab, d, _ in defs}
+    for name in c.factors:
+        if name in HOST_FACTORS or name in settings:
+            continue
+        if not any(name in t for t in takes.values()):
+            allowed = sorted(HOST_FACTORS | set().union(*takes.values()))
+            raise UserError(f"factors.{name}: no workload in this campaign takes it: use a job setting, a parameter "
+                            f"of the workloads ({', '.join(allowed)})")
+        for lab, d, w in defs:
+            if name in w.params:
+                raise UserError(f"factors.{name}: also set in workload {lab}'s params: set it in one place")
+
+    # Exclusions name factors and levels that exist.
+    dims = {"filesystem": [lab for lab, _ in fss], "workload": labels, **c.factors}
+    for i, ex in enumerate(c.exclusions):
+        if not ex:
+            raise UserError(f"exclusions[{i}]: empty: name at least one factor and level")
+        for k, v in ex.items():
+            if k not in dims:
+                raise UserError(f"exclusions[{i}].{k}: not a factor: use one of {', '.join(dims)}")
+            if not any(v == lv for lv in dims[k]):
+                raise UserError(f"exclusions[{i}].{k} = {v!r}: not a level of {k}: "
+                                f"levels are {', '.join(map(repr, dims[k]))}")
+
+    host_levels = {k: [_check_host_level(k, lv, c.target.kind) for lv in levels]
+                   for k, levels in c.factors.items() if k in HOST_FACTORS}
+    scratch = tempfile.gettempdir()
+    cells: list = []
+    seen_keys: set = set()
+    for fs_label, fs in fss:
+        for wlab, d, w in defs:
+            names = [k for k in c.factors if k in HOST_FACTORS or k in takes[wlab]]
+            for combo in itertools.product(*(c.factors[k] for k in names)):
+                levels = dict(zip(names, combo))
+                factors = {"filesystem": fs_label, **levels}
+                probe = {**factors, "workload": wlab}
+                if any(all(probe.get(k, object()) == v for k, v in ex.items()) for ex in c.exclusions):
+                    continue
+                key = (fs_label, wlab, tuple(sorted(levels.items(), key=lambda kv: kv[0])))
+                if key in seen_keys:
+                    continue
+                seen_keys.add(key)
+                host: dict = {}
+                overrides = dict(w.params)
+                for k, v in levels.items():
+                    if k in HOST_FACTORS:
+                        host.update(host_levels[k][c.factors[k].index(v)])
+                    else:
+                        overrides[k] = v
+                try:
+                    job = build_job(d, Path(scratch), overrides)
+                except UserError as exc:
+                    where = ", ".join(f"factors.{k} = {v!r}" for k, v in levels.items() if k not in HOST_FACTORS)
+                    raise UserError(f"workload {wlab}{' with ' + where if where else ''}: {exc.message}") from None
+                ms = job.metrics()
+                headline = f"{ms[0].phase}.{ms[0].name}" if ms else None
+                cells.append(Cell(index=len(cells), workload=wlab, definition=d, overrides=overrides, fs=fs,
+                                  fs_label=fs_label, host=HostFactors(**host), factors=factors, headline=headline))
+    if not cells:
+        raise UserError("exclusions: they exclude every cell of the matrix: nothing to run")
+    return cells
+
+
+# -- writing campaign TOML (for campaigns built in code, e.g. `fsmeter compare`) -------------
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    raise TypeError(f"cannot write {type(v).__name__} as TOML")
+
+
+def _toml_key(k: str) -> str:
+    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else _toml_value(k)
+
+
+def dump_toml(data: dict) -> str:
+    """Campaign dict -> TOML text that parse_campaign reads back (scalars, lists, tables, arrays of tables)."""
+    head, tables, arrays = [], [], []
+    for k, v in data.items():
+        if isinstance(v, dict):
+            tables.append((k, v))
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v) and k != "exclusions":
+            arrays.append((k, v))
+        else:
+            head.append(f"{_toml_key(k)} = {_toml_value(v)}")
+    out = head[:]
+    for k, v in tables:
+        out += ["", f"[{_toml_key(k)}]"] + [f"{_toml_key(a)} = {_toml_value(b)}" for a, b in v.items()]
+    for k, items in arrays:
+        for item in items:
+            out += ["", f"[[{_toml_key(k)}]]"] + [f"{_toml_key(a)} = {_toml_value(b)}" for a, b in item.items()]
+    return "\n".join(out) + "\n"
+
+
+__all__ = ["CampaignFile", "Cell", "HOST_FACTORS", "dump_toml", "load_campaign", "parse_campaign", "plan"]

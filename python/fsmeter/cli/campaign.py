@@ -1,0 +1,144 @@
+"""`fsmeter campaign run|resume|list|show`: a matrix of configurations, stored trial by trial."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from fsmeter.errors import UserError
+
+DB_HELP = "results database (default: $FSMETER_DB or ./fsmeter.sqlite)"
+
+
+def cell_summary(store, campaign_id: int) -> list:
+    """Per cell: its row, kept headline values, and mean/CI (None while fewer than 2 are kept)."""
+    from fsmeter.stats.summary import mean_ci
+
+    out = []
+    for cell in store.cells(campaign_id):
+        rows = store.conn.execute(
+            "SELECT t.number, t.discarded, t.status, m.value, m.name, m.phase_key, m.unit, m.higher_is_better "
+            "FROM trials t LEFT JOIN metrics m ON m.trial_id = t.id AND m.headline = 1 WHERE t.cell_id = ? "
+            "ORDER BY t.number", (cell["id"],)).fetchall()
+        kept = [r["value"] for r in rows if r["status"] == "ok" and not r["discarded"] and r["value"] is not None]
+        head = next((r for r in rows if r["name"] is not None), None)
+        ci = mean_ci(kept, 0.95) if len(kept) >= 2 else None
+        out.append({"cell": cell, "n_trials": len(rows), "kept": kept, "ci": ci,
+                    "metric": f"{head['phase_key']}.{head['name']}" if head else None,
+                    "unit": head["unit"] if head else "", "higher_is_better": bool(head["higher_is_better"]) if head else True})
+    return out
+
+
+def _fmt(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.3g}"
+
+
+def cells_table(store, campaign_id: int, title: str) -> Table:
+    t = Table(title=title)
+    for col in ("#", "workload", "factors", "status", "trials", "headline (mean ± 95% CI)", "stop / cause"):
+        t.add_column(col, overflow="fold")
+    for s in cell_summary(store, campaign_id):
+        c = s["cell"]
+        factors = ", ".join(f"{k}={v}" for k, v in json.loads(c["factors"]).items())
+        if s["ci"] is not None:
+            head = f"{_fmt(s['ci'].mean)} ± {_fmt(s['ci'].half_width)} {s['unit']} ({s['metric']})"
+        elif s["kept"]:
+            head = f"{_fmt(s['kept'][0])} {s['unit']} (1 trial, no CI)"
+        else:
+            head = "-"
+        color = {"done": "green", "failed": "red", "interrupted": "yellow"}.get(c["status"], "white")
+        t.add_row(str(c["idx"] + 1), c["workload"], factors, f"[{color}]{c['status']}[/]", str(s["n_trials"]), head,
+                  c["cause"] or c["stop_reason"] or "")
+    return t
+
+
+def execute(store, campaign_id: int, campaign, console: Console, quiet: bool = False) -> None:
+    """Run/resume with the user-facing messages around it (interrupt -> how to resume, exit 130)."""
+    from fsmeter.runner import run_campaign
+
+    try:
+        counts = run_campaign(campaign, store, campaign_id, console, show_progress=not quiet)
+    except KeyboardInterrupt:
+        console.print(f"[bold yellow]campaign {campaign_id} interrupted[/]: finished trials are stored in "
+                      f"{store.path}; continue with `fsmeter campaign resume {campaign_id} --db {store.path}`")
+        raise typer.Exit(130)
+    console.print(cells_table(store, campaign_id, f"campaign {campaign_id}: {campaign.name}"))
+    console.print(f"stored in {store.path} (campaign {campaign_id}); "
+                  f"{counts['done']} cell(s) done, {counts['failed']} failed, {counts['skipped']} already finished")
+
+
+def register(app: typer.Typer) -> None:
+    camp = typer.Typer(help="Run a campaign file (a matrix of filesystems x factors x workloads) into the store.",
+                       no_args_is_help=True)
+    app.add_typer(camp, name="campaign")
+
+    @camp.command("run")
+    def run(file: Path = typer.Argument(..., help="campaign file (TOML); see docs/campaigns.md"),
+            db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+            quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars")) -> None:
+        """Validate FILE, then run every cell; each finished trial is committed before the next starts."""
+        from fsmeter.campaign import load_campaign
+        from fsmeter.runner import start_campaign
+        from fsmeter.store import open_store
+
+        campaign, text = load_campaign(file)
+        console = Console()
+        with open_store(db) as store:
+            cid = start_campaign(file, store, console, campaign=campaign, text=text)
+            console.print(f"campaign {cid} ({campaign.name}): {len(store.cells(cid))} cell(s), "
+                          f"repetitions: {campaign.repetitions.policy}; results in {store.path}")
+            execute(store, cid, campaign, console, quiet)
+
+    @camp.command("resume")
+    def resume(campaign_id: Optional[str] = typer.Argument(None, help="campaign id or name (default: the latest "
+                                                                            "unfinished one)"),
+               db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+               quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars")) -> None:
+        """Finish an interrupted campaign: finished trials and cells are kept, the rest of the matrix runs."""
+        from fsmeter.campaign import parse_campaign
+        from fsmeter.store import open_store
+
+        console = Console()
+        with open_store(db, create=False) as store:
+            if campaign_id is None:
+                rows = [r for r in store.campaigns() if r["status"] != "done"]
+                if not rows:
+                    raise UserError(f"no unfinished campaign in {store.path}: nothing to resume")
+                row = rows[-1]
+            else:
+                row = store.campaign(campaign_id)
+            campaign = parse_campaign(row["source"], f"campaign {row['id']} (stored source)")
+            console.print(f"resuming campaign {row['id']} ({row['name']})")
+            execute(store, row["id"], campaign, console, quiet)
+
+    @camp.command("list")
+    def list_(db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP)) -> None:
+        """Campaigns in the store, with their progress."""
+        from fsmeter.store import open_store
+
+        with open_store(db, create=False) as store:
+            t = Table(title=f"campaigns in {store.path}")
+            for col in ("id", "name", "created", "status", "cells finished", "trials"):
+                t.add_column(col)
+            for r in store.campaigns():
+                t.add_row(str(r["id"]), r["name"], r["created"][:19], r["status"], f"{r['n_finished']}/{r['n_cells']}",
+                          str(r["n_trials"]))
+            Console().print(t)
+
+    @camp.command("show")
+    def show(campaign_id: str = typer.Argument(..., help="campaign id or name"),
+             db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+             source: bool = typer.Option(False, "--source", help="also print the campaign file")) -> None:
+        """Cells of a campaign: status, trials, headline mean ± CI, and why each stopped or failed."""
+        from fsmeter.store import open_store
+
+        console = Console()
+        with open_store(db, create=False) as store:
+            row = store.campaign(campaign_id)
+            console.print(cells_table(store, row["id"], f"campaign {row['id']}: {row['name']} ({row['status']})"))
+            if source:
+                console.print(row["source"], markup=False, highlight=False)

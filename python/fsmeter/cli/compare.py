@@ -1,0 +1,180 @@
+"""`fsmeter compare`: the default main job -- which filesystem is fastest here, for a quick suite.
+
+As root: ext2, ext3, ext4, xfs and btrfs on fresh 1 GiB loop images x the quick suite of
+studies/quick-compare.toml, then a table ranking the filesystems per workload (groups of
+configurations not significantly different share a group number). Without root: the
+filesystem of the current directory (or --dir), and a note of what could not be done.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from fsmeter.errors import UserError
+
+STUDY = Path(__file__).resolve().parent.parent / "studies" / "quick-compare.toml"
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+def _split(s: Optional[str]) -> list:
+    return [p.strip() for p in (s or "").split(",") if p.strip()]
+
+
+def build_campaign(filesystems: Optional[str], workloads: Optional[str], directory: Optional[Path],
+                   quick_scale: float, trials: Optional[int], size: Optional[str], root: bool) -> tuple:
+    """(campaign dict, notes): the study file adjusted to the options and to this machine."""
+    from fsmeter.provision import FILESYSTEMS
+    from fsmeter.spec import WORKLOAD_DIR
+
+    data = tomllib.loads(STUDY.read_text())
+    notes: list = []
+    have = {p.stem for p in WORKLOAD_DIR.glob("*.toml")}
+    by_name = {w["name"]: w for w in data["workloads"]}
+    if workloads:
+        chosen = []
+        for name in _split(workloads):
+            if name not in have:
+                raise UserError(f"--workloads {name}: unknown workload: use one of {', '.join(sorted(have))}")
+            chosen.append(copy.deepcopy(by_name.get(name, {"name": name})))
+        data["workloads"] = chosen
+    else:
+        missing = [w["name"] for w in data["workloads"] if w["name"] not in have]
+        data["workloads"] = [w for w in data["workloads"] if w["name"] in have]
+        if missing:
+            notes.append(f"not in this fsmeter yet, skipped: {', '.join(missing)}")
+    if filesystems:
+        names = _split(filesystems)
+        for n in names:
+            if n not in FILESYSTEMS:
+                raise UserError(f"--filesystems {n}: unknown filesystem: use one of {', '.join(FILESYSTEMS)}")
+        fs_by = {f["name"]: f for f in data["filesystems"]}
+        data["filesystems"] = [copy.deepcopy(fs_by.get(n, {"name": n})) for n in names]
+    if directory is None and not root:
+        directory = Path(".")
+        notes.append("not root: no mkfs, mount or loop devices, so only the filesystem of the current directory "
+                     f"({Path('.').resolve()}) is measured and caches are reset with fadvise; "
+                     "run `sudo fsmeter compare` to compare ext2, ext3, ext4, xfs and btrfs")
+        if filesystems:
+            notes.append(f"--filesystems {filesystems} ignored: creating filesystems needs root")
+    if directory is not None:
+        if not directory.is_dir():
+            raise UserError(f"--dir {directory}: not an existing directory: create it, or name another")
+        data["target"] = {"kind": "dir", "path": str(directory.resolve())}
+        data.pop("filesystems", None)
+        data["name"] = data["name"] + "-dir"
+    elif size:
+        data["target"]["size"] = size
+    if quick_scale != 1.0:
+        from fsmeter.spec import load_workload
+
+        for w in data["workloads"]:
+            params = w.setdefault("params", {})
+            fields = load_workload(w["name"]).family.params.model_fields
+            for key in ("warmup_s", "duration_s"):
+                if key in fields:
+                    base = params.get(key, load_workload(w["name"]).params.get(key, fields[key].default))
+                    if base:
+                        params[key] = round(float(base) * quick_scale, 3)
+    if trials is not None:
+        data["repetitions"] = {"policy": "fixed", "n": trials}
+    return data, notes
+
+
+def ranking_table(store, campaign_id: int) -> Table:
+    """Per workload: filesystems ranked on the headline metric, mean ± CI half-width, group, verdict."""
+    import json
+
+    from fsmeter.cli.campaign import _fmt, cell_summary
+    from fsmeter.stats.compare import rank
+
+    t = Table(title="filesystems ranked per workload (same group = not significantly different)")
+    for col in ("workload", "metric", "rank", "group", "filesystem", "mean ± 95% CI", "trials", "vs group leader"):
+        t.add_column(col, overflow="fold")
+    by_wl: dict = {}
+    for s in cell_summary(store, campaign_id):
+        by_wl.setdefault(s["cell"]["workload"], []).append(s)
+    for wl, cells in by_wl.items():
+        label = lambda s: ", ".join(str(v) for v in json.loads(s["cell"]["factors"]).values())  # noqa: E731
+        ok = [s for s in cells if len(s["kept"]) >= 2]
+        metric = next((s["metric"] for s in cells if s["metric"]), "-")
+        unit = next((s["unit"] for s in cells if s["metric"]), "")
+        hib = next((s["higher_is_better"] for s in cells if s["metric"]), True)
+        first = True
+        if ok:
+            entries = rank({label(s): s["kept"] for s in ok}, higher_is_better=hib)
+            info = {label(s): s for s in ok}
+            for e in entries:
+                s = info[e.name]
+                vs = "" if e.vs_leader is None else f"{e.vs_leader.rel_diff_pct:+.1f}% (p={e.vs_leader.p_value:.2f})"
+                t.add_row(wl if first else "", f"{metric} ({unit})" if first else "", str(e.rank), str(e.group),
+                          e.name, f"{_fmt(s['ci'].mean)} ± {_fmt(s['ci'].half_width)}", str(len(s["kept"])), vs)
+                first = False
+        for s in cells:
+            if s in ok:
+                continue
+            c = s["cell"]
+            why = (f"{c['status']}: {c['cause']}" if c["cause"] else
+                   f"{len(s['kept'])} kept trial(s): no CI" if s["kept"] else c["status"])
+            val = _fmt(s["kept"][0]) if s["kept"] else "-"
+            t.add_row(wl if first else "", f"{metric} ({unit})" if first else "", "-", "-", label(s), val,
+                      str(len(s["kept"])), why)
+            first = False
+        t.add_section()
+    return t
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("compare")
+    def compare(
+        filesystems: Optional[str] = typer.Option(None, "--filesystems", "-f",
+                                                  help="comma-separated, e.g. ext4,xfs (default: ext2,ext3,ext4,xfs,btrfs)"),
+        workloads: Optional[str] = typer.Option(None, "--workloads", "-w", help="comma-separated named workloads "
+                                                "(default: the quick suite)"),
+        directory: Optional[Path] = typer.Option(None, "--dir", help="measure this directory's filesystem (no mkfs)"),
+        db: Optional[Path] = typer.Option(None, "--db", help="results database (default: $FSMETER_DB or ./fsmeter.sqlite)"),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars"),
+        quick_scale: float = typer.Option(1.0, "--quick-scale", hidden=True, min=0.001,
+                                          help="multiply warm-up and duration of every workload (tests)"),
+        trials: Optional[int] = typer.Option(None, "--trials", hidden=True, min=1, help="fixed trials per cell"),
+        size: Optional[str] = typer.Option(None, "--size", hidden=True, help="loop image size (default 1G)"),
+    ) -> None:
+        """Which filesystem is fastest here? Quick suite on fresh filesystems, ranked per workload."""
+        from fsmeter.campaign import CampaignFile, dump_toml, parse_campaign
+        from fsmeter.cli.campaign import execute
+        from fsmeter.runner import start_campaign
+        from fsmeter.store import open_store
+
+        console = Console()
+        root = os.geteuid() == 0 and os.path.exists("/dev/loop-control")
+        data, notes = build_campaign(filesystems, workloads, directory, quick_scale, trials, size, root)
+        if not data["workloads"]:
+            raise UserError("no workload to run: name some with --workloads")
+        text = dump_toml(data)
+        campaign: CampaignFile = parse_campaign(text, "compare")
+        for n in notes:
+            console.print(f"[yellow]note:[/] {n}")
+        console.print("[bold]quick suite:[/] short phases and few trials trade confidence for time; "
+                      "copy python/fsmeter/studies/quick-compare.toml and raise duration_s and the trial caps "
+                      "for results you can quote.")
+        t0 = time.monotonic()
+        with open_store(db) as store:
+            cid = start_campaign(Path("compare"), store, console, campaign=campaign, text=text)
+            console.print(f"campaign {cid}: {len(store.cells(cid))} cell(s) -> {store.path}")
+            execute(store, cid, campaign, console, quiet)
+            console.print(ranking_table(store, cid))
+        console.print(f"compare took {time.monotonic() - t0:.0f} s; details: `fsmeter campaign show {cid}`, "
+                      f"`fsmeter analyze {store.path} --campaign {cid} --response <metric> --factors filesystem`")
+        for n in notes:
+            console.print(f"[yellow]note:[/] {n}")

@@ -1,0 +1,311 @@
+"""Run a campaign: every cell of the matrix, trial by trial, into the results store.
+
+    cells = plan(campaign)
+    for cell in cells:
+        run_cell(cell, ctx)
+
+Per cell: provision (fresh mkfs per cell, or per trial), then for each trial: apply the host
+factors, build the job on the mount, run its phases (resetting caches before cold-cache
+phases and recording how), extract the metrics, commit the trial, and ask the repetition
+policy whether the cell is done ("target-met", "trial-cap", "time-cap", or "fixed-n").
+
+A cell that cannot be provisioned or whose workload fails (mkfs error, unsupported
+filesystem, ENOSPC...) is recorded as failed with its cause, and the campaign goes on.
+SIGINT/SIGTERM: the running trial is recorded as interrupted with what it measured, the
+Provisioner unmounts and detaches everything, and the KeyboardInterrupt propagates.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+import fsmeter
+from fsmeter.campaign import CampaignFile, Cell, plan
+from fsmeter.engine import EngineFailure, EngineSession
+from fsmeter.errors import UserError
+from fsmeter.hostinfo import host_info
+from fsmeter.progress import PhaseProgress
+from fsmeter.store import Store, now_iso
+
+
+@dataclass
+class RunContext:
+    campaign: CampaignFile
+    campaign_id: int
+    store: Store
+    prov: Any  # fsmeter.provision.Provisioner
+    console: Console
+    bar: Progress
+    overall: Any = None  # rich task id
+    overall_total: int = 0
+    counts: dict = field(default_factory=lambda: {"done": 0, "failed": 0, "skipped": 0})
+
+
+def expected_trials(c: CampaignFile) -> int:
+    """Trials a cell is expected to take, for the overall ETA (adaptive: the minimum it needs)."""
+    r = c.repetitions
+    return r.n if r.policy == "fixed" else r.discard + r.min_trials
+
+
+class Policy:
+    """The repetition rule: fixed N, or the adaptive rule of fsmeter.stats.adaptive."""
+
+    def __init__(self, c: CampaignFile):
+        self.r = c.repetitions
+        self.rule = self.r.rule() if self.r.policy == "adaptive" else None
+
+    def decide(self, values: list, elapsed_s: float):
+        """(stop, reason, half_width_pct) after the latest trial; values: headline of every ok trial."""
+        if self.rule is not None:
+            d = self.rule.decide(values, elapsed_s)
+            return d.stop, d.reason, d.half_width_pct
+        from fsmeter.stats.summary import mean_ci
+
+        kept = values[self.r.discard:]
+        hw = mean_ci(kept, self.r.level).half_width_pct if len(kept) >= 2 else float("nan")
+        return len(values) >= self.r.n, "fixed-n", hw
+
+
+def _nan_none(x: Optional[float]) -> Optional[float]:
+    return None if x is None or x != x else float(x)
+
+
+def _elapsed(started: str, ended: str) -> float:
+    return (dt.datetime.fromisoformat(ended) - dt.datetime.fromisoformat(started)).total_seconds()
+
+
+# -- one campaign ---------------------------------------------------------------------------
+def run_campaign(c: CampaignFile, store: Store, campaign_id: int, console: Console,
+                 show_progress: bool = True) -> dict:
+    """Run (or resume) every unfinished cell; returns counts of done/failed cells."""
+    from fsmeter.provision import Provisioner
+
+    cells = plan(c)
+    rows = store.cells(campaign_id)
+    if [(r["idx"], r["workload"]) for r in rows] != [(x.index, x.workload) for x in cells]:
+        raise UserError(f"campaign {campaign_id}: its stored matrix no longer matches its campaign file "
+                        "(changed workloads or fsmeter version): start a new campaign with `campaign run`")
+    store.set_campaign_status(campaign_id, "running")
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console,
+                   disable=not show_progress)
+    try:
+        with Provisioner() as prov, bar:
+            ctx = RunContext(c, campaign_id, store, prov, console, bar)
+            ctx.overall_total = len(cells) * expected_trials(c)
+            ctx.overall = bar.add_task(f"campaign {c.name}: trials", total=ctx.overall_total)
+            for cell, row in zip(cells, rows):
+                run_cell(cell, row, ctx)
+    except KeyboardInterrupt:
+        store.set_campaign_status(campaign_id, "interrupted")
+        raise
+    store.set_campaign_status(campaign_id, "done")
+    return ctx.counts
+
+
+# -- one cell -------------------------------------------------------------------------------
+def run_cell(cell: Cell, row: Any, ctx: RunContext) -> None:
+    """All trials of one cell until the repetition policy stops it; failures are recorded, not raised."""
+    store, policy = ctx.store, Policy(ctx.campaign)
+    if row["status"] in ("done", "failed"):
+        ctx.counts["skipped"] += 1
+        ctx.bar.advance(ctx.overall, len(store.trials(row["id"])))
+        return
+    old = store.trials(row["id"])
+    number = max((t["number"] for t in old), default=0) + 1
+    values = [v for _, v in store.headline_values(row["id"])]
+    elapsed = sum(_elapsed(t["started"], t["ended"]) for t in old)
+    ctx.bar.advance(ctx.overall, len(old))
+    if values:
+        stop, reason, _ = policy.decide(values, elapsed)
+        if stop:
+            store.set_cell_status(row["id"], "done", stop_reason=reason)
+            ctx.counts["done"] += 1
+            return
+    cell_total = max(expected_trials(ctx.campaign), len(values))
+    task = ctx.bar.add_task(f"cell {cell.index + 1}: {cell.describe()}", total=cell_total)
+    ctx.bar.advance(task, len(values))
+    store.set_cell_status(row["id"], "running")
+    mnt = None
+    base: Optional[Path] = None
+    on_this_mkfs = 0  # trials run on the current filesystem
+    try:
+        while True:
+            if mnt is None or (ctx.campaign.mkfs == "per-trial" and on_this_mkfs > 0):
+                if mnt is not None:
+                    ctx.prov.destroy(mnt)
+                    mnt = None
+                mnt = ctx.prov.create(ctx.campaign.target.spec(), cell.fs)
+                on_this_mkfs = 0
+                if base is None or mnt.owns_mount:
+                    base = _workdir(mnt)
+            on_this_mkfs += 1
+            with ctx.prov.host(cell.host, mnt) as host:
+                result = run_trial(cell, mnt, host, base, number, ctx)
+            if result["status"] == "ok":
+                values.append(result["headline"])
+            elapsed += _elapsed(result["started"], result["ended"])
+            stop, reason, hw = policy.decide(values, elapsed) if result["status"] == "ok" else (True, None, None)
+            discarded = result["status"] == "ok" and len(values) <= policy.r.discard
+            with ctx.prov._shielded():  # a second Ctrl-C must not tear this trial's commit in half
+                store.record_trial(row["id"], number, status=result["status"], cause=result["cause"],
+                                   started=result["started"], ended=result["ended"], discarded=discarded,
+                                   stop_reason=reason if stop else None, half_width_pct=_nan_none(hw),
+                                   phases=result["phases"], metrics=result["metrics"],
+                                   environment=result["environment"])
+            ctx.bar.advance(task)
+            ctx.bar.advance(ctx.overall)
+            number += 1
+            if result["status"] == "interrupted":
+                store.set_cell_status(row["id"], "interrupted", cause=result["cause"])
+                raise KeyboardInterrupt(result["cause"])
+            if result["status"] == "failed":
+                raise _TrialFailed(result["cause"])
+            if stop:
+                store.set_cell_status(row["id"], "done", stop_reason=reason)
+                ctx.counts["done"] += 1
+                if reason in ("trial-cap", "time-cap"):
+                    hw_txt = f"{hw:.1f}%" if hw == hw else "unknown"
+                    ctx.console.print(f"[yellow]cell {cell.index + 1} ({cell.describe()}): stopped by {reason} "
+                                      f"before the CI target; half-width {hw_txt} of the mean[/]")
+                return
+            if number - 1 >= cell_total:  # the adaptive rule wants more trials than expected: grow the ETA
+                cell_total += 1
+                ctx.overall_total += 1
+                ctx.bar.update(task, total=cell_total)
+                ctx.bar.update(ctx.overall, total=ctx.overall_total)
+    except KeyboardInterrupt:
+        store.set_cell_status(row["id"], "interrupted", cause="interrupted (SIGINT/SIGTERM)")
+        raise
+    except (_TrialFailed, UserError) as exc:
+        # mkfs error, unsupported filesystem, mount error, host factor refused, ENOSPC...
+        cause = f"{type(exc).__name__}: {exc}" if not isinstance(exc, _TrialFailed) else str(exc)
+        store.set_cell_status(row["id"], "failed", cause=cause)
+        ctx.counts["failed"] += 1
+        ctx.console.print(f"[red]cell {cell.index + 1} ({cell.describe()}) failed:[/] {cause}")
+    finally:
+        if mnt is not None and not mnt.owns_mount and base is not None:
+            shutil.rmtree(base, ignore_errors=True)
+        if mnt is not None:
+            ctx.prov.destroy(mnt)
+        ctx.bar.remove_task(task)
+
+
+class _TrialFailed(Exception):
+    pass
+
+
+def _workdir(mnt) -> Path:
+    """Where a cell's trials put their files: the fresh filesystem itself, or (dir target) a new folder."""
+    if mnt.owns_mount:
+        return Path(mnt.path)
+    return Path(tempfile.mkdtemp(prefix=".fsmeter-campaign-", dir=mnt.path))
+
+
+# -- one trial ------------------------------------------------------------------------------
+def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -> dict:
+    """Run every phase of the cell's job once; never raises for a failed workload or an interrupt,
+    it returns status ok | failed | interrupted with whatever was measured."""
+    from fsmeter.spec import build_job
+
+    started = now_iso()
+    trial_dir = base / f"trial-{number}"
+    trial_dir.mkdir(exist_ok=True)
+    job = build_job(cell.definition, trial_dir, cell.overrides)
+    status, cause = "ok", None
+    phases: list = []
+    methods: list = []
+    session = None
+    try:
+        session = EngineSession(job.engine_json())
+        for ph in job.phases():
+            method = None
+            if ph.cold_cache:
+                method = mnt.reset_cache([str(trial_dir)])
+                methods.append(method)
+            prog = PhaseProgress(ctx.bar, f"  {ph.key}")
+            try:
+                report = session.run_phase(ph.name, on_progress=prog)
+            finally:
+                ctx.bar.remove_task(prog._task)
+            phases.append({"key": ph.key, "engine_phase": ph.name, "measured": ph.measured,
+                           "discarded": ph.discard, "cache_method": method, "report": report})
+            if report.get("interrupted"):
+                status, cause = "interrupted", f"interrupted during phase {ph.key}"
+                break
+        if status == "ok" and session is not None and "cleanup" in session.phases() and \
+                "cleanup" not in [p.name for p in job.phases()]:
+            session.run_phase("cleanup")
+    except EngineFailure as exc:
+        status, cause = "failed", f"EngineFailure: {exc.message}"
+    except KeyboardInterrupt as exc:
+        status, cause = "interrupted", f"interrupted ({exc or 'SIGINT'})"
+    except UserError as exc:  # e.g. a remount refused
+        status, cause = "failed", f"{type(exc).__name__}: {exc.message}"
+    finally:
+        if status != "interrupted":
+            shutil.rmtree(trial_dir, ignore_errors=True)
+    metrics, headline = [], None
+    for i, m in enumerate(job.metrics()):
+        rep = next((p["report"] for p in phases if p["key"] == m.phase), None)
+        if rep is None:
+            continue
+        try:
+            v = m.get(rep)
+        except (KeyError, TypeError, ZeroDivisionError):
+            v = None
+        if i == 0:
+            headline = v
+        metrics.append({"phase": m.phase, "name": m.name, "unit": m.unit, "higher_is_better": m.higher_is_better,
+                        "value": v, "headline": i == 0})
+    if status == "ok" and headline is None:
+        status, cause = "failed", f"the headline metric {cell.headline} could not be computed from the report"
+    env = _environment(job, mnt, host, methods)
+    return {"status": status, "cause": cause, "started": started, "ended": now_iso(), "phases": phases,
+            "metrics": metrics, "headline": headline, "environment": env}
+
+
+def _environment(job, mnt, host, methods: list) -> dict:
+    hi = host_info()
+    mi = mnt.info()
+    hinfo = host.info() if host is not None else {}
+    env = {
+        "hostname": hi["hostname"], "kernel": hi["kernel"], "cpu_model": hi["cpu_model"],
+        "mem_bytes": hi["mem_bytes"], "cpus_online": hi["cpus_online"],
+        "cpus_used": min(len(os.sched_getaffinity(0)), job.settings.threads) if job is not None else None,
+        "target_kind": mi.get("target"), "device": mi.get("device"), "fs": mi.get("fs"),
+        "mkfs_command": mi.get("mkfs_command"), "mkfs_options": mi.get("mkfs_options"),
+        "mkfs_tool": mi.get("mkfs_tool"), "mkfs_tool_version": mi.get("mkfs_tool_version"),
+        "mount_options": mi.get("mount_options"), "proc_mounts_line": mi.get("proc_mounts_line"),
+        "scheduler": mi.get("scheduler"), "readahead_kb": mi.get("readahead_kb"),
+        "cache_method": ",".join(sorted(set(methods))) if methods else "none (no cold-cache phase)",
+        "seed": job.settings.seed if job is not None else None, "fsmeter_version": fsmeter.__version__,
+        "cpus_allowed": len(os.sched_getaffinity(0)), "host_factors": hinfo,
+        "mount": {k: v for k, v in mi.items() if k not in ("fs", "device", "proc_mounts_line")},
+        "job": job.engine_dict() if job is not None else None, "python": hi["python"], "os": hi["os"],
+    }
+    return env
+
+
+def start_campaign(path: Path, store: Store, console: Console, show_progress: bool = True,
+                   campaign: Optional[CampaignFile] = None, text: Optional[str] = None) -> int:
+    """Validate, plan and register a campaign file; returns its id (run it with run_campaign)."""
+    from fsmeter.campaign import load_campaign
+
+    if campaign is None:
+        campaign, text = load_campaign(path)
+    cells = plan(campaign)
+    return store.create_campaign(campaign.name, text or "", [(x.workload, x.factors) for x in cells],
+                                 source_path=str(path) if path else None)
+
+
+__all__ = ["Policy", "RunContext", "run_campaign", "run_cell", "run_trial", "start_campaign"]
