@@ -7,8 +7,9 @@ PY      := $(VENV)/bin/python
 PIP     := $(PY) -m pip
 FSMETER := $(VENV)/bin/fsmeter
 # Debian packages: filesystem tools fsmeter formats with, and the original
-# benchmarks it is cross-checked and benchmarked against.
-APT_PKGS := e2fsprogs xfsprogs btrfs-progs util-linux fio postmark dbench bonnie++ fsmark
+# benchmarks it is cross-checked and benchmarked against, and chromium (headless)
+# to check the HTML report renders.
+APT_PKGS := e2fsprogs xfsprogs btrfs-progs util-linux fio postmark dbench bonnie++ fsmark chromium
 
 .PHONY: all deps sysdeps pydeps build demo test test-rust test-python bench lint clean
 

@@ -1,6 +1,9 @@
-"""Terminal rendering of engine phase reports (rich tables)."""
+"""Terminal rendering (rich tables): engine phase reports of one run, and campaigns ranked per workload."""
 from __future__ import annotations
 
+from typing import Optional
+
+from rich.console import Console
 from rich.table import Table
 
 MiB = float(1 << 20)
@@ -47,3 +50,117 @@ def phase_table(title: str, report: dict) -> Table:
     for w in report.get("warnings") or []:
         t.caption = (t.caption + "\n" if t.caption else "") + f"[yellow]warning:[/] {w}"
     return t
+
+
+# -- campaigns: configurations ranked per workload ----------------------------------------------------------
+
+#: Significance markers against the best configuration (stats.compare.rank groups).
+MARKERS = {"best": "[bold green]★[/]", "same": "[green]=[/]", "worse": "[red]▼[/]", "": ""}
+LEGEND = ("★ best  = not significantly worse than the best (Welch t-test, or less than the practical threshold)  "
+          "▼ significantly worse")
+
+
+def workload_table(w, level: float = 0.95) -> Table:
+    """Configurations as rows; per metric mean ± CI half-width with a marker; rank and group on the headline."""
+    from fsmeter.report.data import fmt_ci
+
+    fixed = ", ".join(f"{k}={v}" for k, v in w.fixed.items())
+    t = Table(title=f"{w.workload}" + (f"  ({fixed})" if fixed else "") +
+              f"  — mean ± {level:.0%} CI half-width", title_justify="left")
+    t.add_column("rank", justify="right")
+    t.add_column("group", justify="right")
+    t.add_column("configuration", overflow="fold")
+    t.add_column("trials", justify="right")
+    for m in w.metrics:
+        arrow = "↑" if m.higher_is_better else "↓"
+        t.add_column(f"{m.key} ({m.unit}) {arrow}" + (" [headline]" if m.headline else ""), justify="right")
+    head = w.headline
+    order = [e.name for e in head.ranking] + [c.label for c in head.configs if head.entry(c.label) is None]
+    for label in order:
+        e = head.entry(label)
+        c0 = head.config(label)
+        cells = []
+        for m in w.metrics:
+            c = m.config(label)
+            cells.append(f"{fmt_ci(c)} {MARKERS[m.marker(label)]}".rstrip())
+        n_fail = sum(1 for r in c0.trials if r[2] != "ok")
+        trials = f"{len(c0.values)}" + (f" [red](+{n_fail} failed)[/]" if n_fail else "")
+        t.add_row(str(e.rank) if e else "-", str(e.group) if e else "-", label, trials, *cells)
+    t.caption = LEGEND
+    t.caption_justify = "left"
+    return t
+
+
+def per_op_table(w) -> Table:
+    """Per operation kind: best and second-best configuration by mean latency (lower is better)."""
+    from fsmeter.report.data import fmt_num
+
+    t = Table(title=f"{w.workload}: best and second-best configuration per operation (mean latency, µs)",
+              title_justify="left")
+    for col in ("operation", "best", "µs", "second", "µs", "significantly better?"):
+        t.add_column(col, justify="left" if col in ("operation", "best", "second", "significantly better?")
+                     else "right", overflow="fold")
+    for o in w.per_op:
+        r = o.ranking
+        if not r:
+            continue
+        best, second = r[0], (r[1] if len(r) > 1 else None)
+        sig = "-" if second is None else ("no (same group)" if second.group == best.group else "yes")
+        t.add_row(o.op, best.name, fmt_num(o.means_us[best.name]), second.name if second else "-",
+                  fmt_num(o.means_us[second.name]) if second else "-", sig)
+    return t
+
+
+def throughput_ascending_table(w) -> Table:
+    """Overall throughput (headline) per configuration, ascending, as dbench studies list it."""
+    from fsmeter.report.data import fmt_ci
+
+    m = w.headline
+    t = Table(title=f"{w.workload}: overall {m.key} ({m.unit}), ascending", title_justify="left")
+    t.add_column("configuration", overflow="fold")
+    t.add_column(f"{m.unit}", justify="right")
+    for c in sorted([c for c in m.configs if c.values], key=lambda c: c.mean):
+        t.add_row(c.label, fmt_ci(c))
+    return t
+
+
+def failures_table(view) -> Optional[Table]:
+    rows = view.failures()
+    if not rows:
+        return None
+    t = Table(title="failed or interrupted trials and cells", title_justify="left")
+    for col in ("workload", "configuration", "trial", "status", "cause"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        t.add_row(r["workload"], r["configuration"], str(r["trial"] or "-"), f"[red]{r['status']}[/]", r["cause"])
+    return t
+
+
+def print_campaign(view, console: Optional[Console] = None) -> None:
+    """Everything the terminal shows of a campaign: per-workload tables, per-op rankings, verdicts, failures."""
+    from fsmeter.report.data import verdicts
+
+    con = console or Console()
+    c = view.campaign
+    con.print(f"[bold]campaign {c['id']}: {c['name']}[/] ({c['status']}, {view.db})")
+    for w in view.workloads:
+        con.print(workload_table(w, view.level))
+        if w.per_op:
+            con.print(per_op_table(w))
+            con.print(throughput_ascending_table(w))
+    con.print("[bold]verdict[/]")
+    for v in verdicts(view):
+        con.print(f"• {v['text']}")
+        for n in v["notes"]:
+            con.print(f"  [yellow]note:[/] {n}")
+    ft = failures_table(view)
+    if ft is not None:
+        con.print(ft)
+
+
+def print_ranking(db, campaign=None, console: Optional[Console] = None, level: float = 0.95,
+                  alpha: float = 0.05, practical_pct: float = 10.0) -> None:
+    """The final ranking of a stored campaign, for the campaign runner and `fsmeter report`."""
+    from fsmeter.report.data import build_view
+
+    print_campaign(build_view(db, campaign, level, alpha, practical_pct), console)

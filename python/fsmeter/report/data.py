@@ -1,0 +1,366 @@
+"""One campaign read from the store and summarised per workload: the data every report view shares.
+
+The terminal tables, the HTML report and the verdicts all read a :class:`CampaignView`, so they
+can never disagree. Statistics come from :mod:`fsmeter.stats` (Student-t CIs, Welch comparisons,
+rank groups); nothing here re-derives them.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from fsmeter.errors import UserError
+from fsmeter.stats.compare import DEFAULT_ALPHA, DEFAULT_PRACTICAL_PCT, RankEntry, rank
+from fsmeter.stats.summary import MeanCI, mean_ci
+from fsmeter.store import TIDY_COLUMNS, default_db_path, load, open_store
+
+#: Families whose phase reports carry many operation kinds worth ranking one by one (dbench).
+PER_OP_FAMILIES = {"replay"}
+#: Any other workload qualifies too when a measured phase has at least this many op kinds.
+PER_OP_MIN_KINDS = 4
+
+
+def resolve_campaign(db: Any, ref: Optional[str]) -> int:
+    """A campaign id from an id or name; None picks the newest campaign in the store."""
+    path = default_db_path(db)
+    with open_store(path, create=False) as store:
+        if ref is not None:
+            return int(store.campaign(ref)["id"])
+        rows = store.campaigns()
+        if not rows:
+            raise UserError(f"no campaign in {path}: run one with `fsmeter campaign run FILE --db {path}`")
+        return int(rows[-1]["id"])
+
+
+def _is_missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def level_str(v: Any) -> str:
+    """A factor level as people write it: 4 not 4.0, True, 'ext4'."""
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def numeric_level(v: Any) -> Optional[float]:
+    """A level as a number (ints, floats, '4K'-style sizes), or None when it is not numeric."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    from fsmeter.units import parse_size
+
+    try:
+        return float(parse_size(str(v)))
+    except ValueError:
+        return None
+
+
+@dataclass
+class Config:
+    """One configuration (cell) of a workload and what its trials measured on one metric."""
+
+    cell_id: int
+    label: str
+    levels: dict  # factor -> level (only factors that apply to this workload)
+    status: str
+    cause: Optional[str]
+    values: list  # kept trial values: ok, not discarded, not NaN
+    trials: list  # [(trial number, value or None, status, discarded)]
+    ci: Optional[MeanCI]  # None with fewer than 2 kept values
+
+    @property
+    def mean(self) -> float:
+        return float(sum(self.values) / len(self.values)) if self.values else math.nan
+
+
+@dataclass
+class MetricView:
+    """One metric of one workload across its configurations, ranked (stats.compare.rank)."""
+
+    phase: str
+    name: str
+    unit: str
+    higher_is_better: bool
+    headline: bool
+    configs: list  # [Config] in matrix order
+    ranking: list  # [RankEntry], configurations with >= 2 kept trials, best first
+
+    @property
+    def key(self) -> str:
+        return f"{self.phase}.{self.name}"
+
+    def entry(self, label: str) -> Optional[RankEntry]:
+        return next((e for e in self.ranking if e.name == label), None)
+
+    def config(self, label: str) -> Config:
+        return next(c for c in self.configs if c.label == label)
+
+    def marker(self, label: str) -> str:
+        """'best', 'same' (not significantly worse than the best), 'worse', or '' (not ranked)."""
+        e = self.entry(label)
+        if e is None:
+            return ""
+        if e.rank == 1:
+            return "best"
+        return "same" if e.group == 1 else "worse"
+
+
+@dataclass
+class OpView:
+    """Per operation kind of a per-operation workload: mean latency per configuration, ranked."""
+
+    phase: str
+    op: str
+    ranking: list  # [RankEntry] on per-trial mean latency (us), lower is better
+    means_us: dict  # label -> mean latency (us)
+
+
+@dataclass
+class WorkloadView:
+    workload: str
+    family: Optional[str]
+    varying: list  # factors with >= 2 levels in this workload
+    fixed: dict  # factor -> the one level it has here
+    metrics: list  # [MetricView]; the headline first
+    per_op: list = field(default_factory=list)  # [OpView] for per-operation workloads
+    labels: list = field(default_factory=list)  # configuration labels in matrix order
+
+    @property
+    def headline(self) -> MetricView:
+        return self.metrics[0]
+
+
+@dataclass
+class CampaignView:
+    db: Path
+    campaign: dict  # the campaigns row
+    frames: dict  # fsmeter.store.load() output
+    factors: list  # factor columns of the campaign
+    workloads: list  # [WorkloadView]
+    level: float
+    alpha: float
+    practical_pct: float
+
+    def failures(self) -> list:
+        """Trials and cells that did not finish, with the cause: dicts for tables."""
+        out = []
+        cells = self.frames["cells"].set_index("cell_id")
+        labels = {c.cell_id: (w.workload, c.label) for w in self.workloads for c in w.headline.configs}
+        trials = self.frames["trials"]
+        bad = trials[trials["status"] != "ok"]
+        for _, t in bad.iterrows():
+            wl, lab = labels.get(t["cell_id"], (t["workload"], ""))
+            out.append({"workload": wl, "configuration": lab, "trial": int(t["trial"]), "status": t["status"],
+                        "cause": t["cause"] or "(no cause recorded)"})
+        with_trials = set(trials["cell_id"])
+        for cid, c in cells.iterrows():
+            if c["status"] in ("failed", "interrupted") and cid not in with_trials:
+                wl, lab = labels.get(cid, (c["workload"], ""))
+                out.append({"workload": wl, "configuration": lab, "trial": None, "status": c["status"],
+                            "cause": c["cause"] or "(no cause recorded)"})
+        return out
+
+
+def _family_of(workload: str, env: pd.DataFrame) -> Optional[str]:
+    """The workload's family: from the job recorded with its trials, else from the named workload."""
+    for extra in env.get("extra", pd.Series(dtype=object)).dropna():
+        try:
+            fam = ((json.loads(extra).get("job") or {}).get("workload") or {}).get("family")
+        except (ValueError, AttributeError):
+            fam = None
+        if fam:
+            return str(fam)
+    try:
+        from fsmeter.spec import load_workload
+
+        return load_workload(workload).family.name
+    except Exception:  # an unknown or since-removed workload: the report still works without it
+        return None
+
+
+def _label(levels: dict, varying: list) -> str:
+    if not varying:
+        return ", ".join(f"{k}={level_str(v)}" for k, v in levels.items()) or "(single configuration)"
+    parts = []
+    for f in varying:
+        v = level_str(levels.get(f))
+        parts.append(v if f == "filesystem" else f"{f}={v}")
+    return ", ".join(parts)
+
+
+def build_view(db: Any = None, campaign: Optional[str] = None, level: float = 0.95,
+               alpha: float = DEFAULT_ALPHA, practical_pct: float = DEFAULT_PRACTICAL_PCT) -> CampaignView:
+    """Read ``campaign`` (id or name; None = newest) from the store at ``db`` and summarise it."""
+    path = default_db_path(db)
+    cid = resolve_campaign(path, campaign)
+    frames = load(path, cid)
+    with open_store(path, create=False) as store:
+        camp = dict(store.campaign(cid))
+        heads = store.conn.execute(
+            "SELECT DISTINCT c.workload, m.phase_key, m.name FROM metrics m JOIN trials t ON t.id = m.trial_id "
+            "JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id = ? AND m.headline = 1", (cid,)).fetchall()
+    headline = {}
+    for r in heads:
+        headline.setdefault(r["workload"], (r["phase_key"], r["name"]))
+    tidy = frames["metrics"]
+    factors = [c for c in tidy.columns if c not in TIDY_COLUMNS]
+    cells = frames["cells"]
+    factors = factors or [c for c in cells.columns if c not in ("campaign_id", "cell_id", "idx", "workload",
+                                                                "status", "cause", "stop_reason")]
+    trials = frames["trials"]
+    env = frames["environment"]
+    views = []
+    for workload in dict.fromkeys(cells["workload"]):
+        wcells = cells[cells["workload"] == workload]
+        applies = [f for f in factors if f in wcells.columns and not wcells[f].map(_is_missing).all()]
+        varying = [f for f in applies if wcells[f].map(level_str).nunique() > 1]
+        fixed = {f: wcells[f].iloc[0] for f in applies if f not in varying}
+        cell_levels = {int(r["cell_id"]): {f: r[f] for f in applies if not _is_missing(r[f])}
+                       for _, r in wcells.iterrows()}
+        labels = {cid_: _label(lv, varying) for cid_, lv in cell_levels.items()}
+        wt = tidy[tidy["workload"] == workload]
+        keys = list(dict.fromkeys(zip(wt["phase"], wt["metric"])))
+        head = headline.get(workload)
+        if head in keys:
+            keys.remove(head)
+            keys.insert(0, head)
+        wenv = env[env["cell_id"].isin(wcells["cell_id"])] if len(env) else env
+        family = _family_of(workload, wenv)
+        metrics = []
+        for phase, name in keys:
+            mt = wt[(wt["phase"] == phase) & (wt["metric"] == name)]
+            configs = []
+            for _, c in wcells.iterrows():
+                cell_id = int(c["cell_id"])
+                ct = trials[trials["cell_id"] == cell_id]
+                cm = mt[mt["cell_id"] == cell_id].set_index("trial")["value"]
+                rows, kept = [], []
+                for _, t in ct.iterrows():
+                    v = cm.get(t["trial"])
+                    v = None if _is_missing(v) else float(v)
+                    rows.append((int(t["trial"]), v, t["status"], bool(t["discarded"])))
+                    if t["status"] == "ok" and not t["discarded"] and v is not None:
+                        kept.append(v)
+                configs.append(Config(cell_id, labels[cell_id], cell_levels[cell_id], c["status"], c["cause"],
+                                      kept, rows, mean_ci(kept, level) if len(kept) >= 2 else None))
+            unit = str(mt["unit"].iloc[0]) if len(mt) else ""
+            hib = bool(mt["higher_is_better"].iloc[0]) if len(mt) else True
+            ranking = rank({c.label: c.values for c in configs if len(c.values) >= 2}, hib, alpha, practical_pct)
+            metrics.append(MetricView(phase, name, unit, hib, (phase, name) == head, configs, ranking))
+        if not metrics:  # every trial failed: keep the workload visible with its failures
+            configs = [Config(int(c["cell_id"]), labels[int(c["cell_id"])], cell_levels[int(c["cell_id"])],
+                              c["status"], c["cause"], [], [], None) for _, c in wcells.iterrows()]
+            metrics.append(MetricView("-", "-", "", True, True, configs, []))
+        view = WorkloadView(workload, family, varying, fixed, metrics,
+                            labels=[labels[int(i)] for i in wcells["cell_id"]])
+        view.per_op = _per_op(view, frames, alpha, practical_pct)
+        views.append(view)
+    return CampaignView(path, camp, frames, factors, views, level, alpha, practical_pct)
+
+
+def _per_op(view: WorkloadView, frames: dict, alpha: float, practical_pct: float) -> list:
+    """Per-op latency rankings for per-operation workloads (dbench: best and second-best per op)."""
+    hist = frames["histograms"]
+    if not len(hist):
+        return []
+    trials = frames["trials"]
+    kept = trials[(trials["status"] == "ok") & (~trials["discarded"].astype(bool))]
+    kept_keys = set(zip(kept["cell_id"], kept["trial"]))
+    ids = {c.cell_id: c.label for c in view.headline.configs}
+    h = hist[hist["cell_id"].isin(list(ids))]
+    h = h[np.array([k in kept_keys for k in zip(h["cell_id"], h["trial"])], dtype=bool)]
+    if h.empty:
+        return []
+    phase = view.headline.phase if view.headline.phase in set(h["phase"]) else h["phase"].iloc[0]
+    h = h[h["phase"] == phase]
+    kinds = list(dict.fromkeys(h["op"]))
+    if view.family not in PER_OP_FAMILIES and len(kinds) < PER_OP_MIN_KINDS:
+        return []
+    out = []
+    for op in kinds:
+        samples = {}
+        for cid, label in ids.items():
+            vals = [float(v) / 1000.0 for v in h[(h["op"] == op) & (h["cell_id"] == cid)]["mean_ns"]
+                    if not _is_missing(v)]
+            if vals:
+                samples[label] = vals
+        ranked = rank({k: v for k, v in samples.items() if len(v) >= 2}, False, alpha, practical_pct)
+        out.append(OpView(phase, op, ranked, {k: sum(v) / len(v) for k, v in samples.items()}))
+    return out
+
+
+def fmt_num(v: Optional[float]) -> str:
+    """Numbers for tables: 4 significant digits, thousands separators, '-' for missing."""
+    if v is None or (isinstance(v, float) and (math.isnan(v) or math.isinf(v))):
+        return "-" if v is None or math.isnan(v) else ("inf" if v > 0 else "-inf")
+    a = abs(v)
+    if a == 0:
+        return "0"
+    if a >= 1e7 or a < 1e-3:
+        return f"{v:.3e}"
+    decimals = max(0, 3 - int(math.floor(math.log10(a))))
+    return f"{v:,.{decimals}f}"
+
+
+def fmt_ci(c: Config) -> str:
+    if c.ci is not None:
+        return f"{fmt_num(c.ci.mean)} ± {fmt_num(c.ci.half_width)}"
+    if c.values:
+        return f"{fmt_num(c.values[0])} (1 trial)"
+    return "-"
+
+
+def verdicts(view: CampaignView) -> list:
+    """Per workload, the plain-words verdict on its headline metric: dicts with 'workload' and 'text'."""
+    out = []
+    lvl = f"{view.level:.0%}"
+    for w in view.workloads:
+        m = w.headline
+        direction = "higher is better" if m.higher_is_better else "lower is better"
+        what = f"{m.key} ({m.unit}, {direction})"
+        ranked = m.ranking
+        unranked = [c for c in m.configs if len(c.values) < 2]
+        notes = []
+        if unranked:
+            notes.append("not ranked (fewer than 2 usable trials): " +
+                         ", ".join(f"{c.label} ({c.status}{': ' + c.cause if c.cause else ''})" if not c.values
+                                   else f"{c.label} ({len(c.values)} trial)" for c in unranked))
+        if not ranked:
+            text = f"{w.workload}: no configuration has 2 usable trials on {what}, so nothing can be claimed."
+        elif len(ranked) == 1:
+            c = m.config(ranked[0].name)
+            text = (f"{w.workload}: only one configuration to judge ({ranked[0].name}): {fmt_ci(c)} {m.unit} "
+                    f"on {what} ({lvl} CI, {len(c.values)} trials). Nothing to compare it with.")
+        else:
+            best = m.config(ranked[0].name)
+            same = [e for e in ranked[1:] if e.group == 1]
+            worse = [e for e in ranked[1:] if e.group != 1]
+            ns = sorted({len(m.config(e.name).values) for e in ranked})
+            trials = f"{ns[0]}" if len(ns) == 1 else f"{ns[0]} to {ns[-1]}"
+
+            def diff(e: RankEntry) -> str:
+                return f"{100.0 * (e.mean - best.mean) / abs(best.mean):+.1f}%" if best.mean else "n/a"
+
+            text = (f"{w.workload}: best is {ranked[0].name} at {fmt_ci(best)} {m.unit} on {what}. ")
+            if same:
+                text += ("Not significantly worse than the best: " + ", ".join(f"{e.name} ({diff(e)})" for e in same)
+                         + ". ")
+            else:
+                text += "Every other configuration is significantly worse. "
+            if worse and same:
+                text += "Significantly worse: " + ", ".join(f"{e.name} ({diff(e)})" for e in worse) + ". "
+            elif worse:
+                text = text.rstrip(". ") + ": " + ", ".join(f"{e.name} ({diff(e)})" for e in worse) + ". "
+            text += (f"Based on {lvl} confidence intervals, Welch t-tests at alpha = {view.alpha:g} and a practical "
+                     f"threshold of {view.practical_pct:g}% (smaller differences do not count), "
+                     f"with {trials} trials per configuration.")
+        out.append({"workload": w.workload, "text": text, "notes": notes})
+    return out

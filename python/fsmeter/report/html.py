@@ -1,0 +1,390 @@
+"""The HTML report: one self-contained file (plotly.js inlined, no network) drawn from a stored campaign.
+
+Figures are plotly figures serialised to JSON and drawn by ``Plotly.newPlot`` in the page; the page
+records script errors and finished charts in ``#fsm-status`` so a headless browser can check it.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+import fsmeter
+from fsmeter.errors import UserError
+from fsmeter.report.data import (CampaignView, MetricView, WorkloadView, build_view, fmt_ci, fmt_num, level_str,
+                                 numeric_level, verdicts)
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+#: Factor names read as iozone's two axes (file size down, record size across).
+FILE_SIZE_FACTORS = ("file_size", "filesize", "size_kb", "file_size_kb")
+RECORD_SIZE_FACTORS = ("record_size", "reclen", "record_size_kb", "block_size", "bs")
+
+#: Steady-state detection on interval samples (stats.batch.steady_state, after fio's ss=iops:20% and
+#: ss=iops_slope:5%): in every later window (a fifth of the run, >= 3 samples) each sample is within 20%
+#: of the window mean and the least-squares slope is under 5% of the mean per sample. Looser than fio's
+#: usual 0.1-1% slope because a campaign's phases are short and sampled coarsely; this only marks the plot.
+STEADY_DEVIATION_PCT = 20.0
+STEADY_SLOPE_PCT = 5.0
+
+COLORS = {"best": "#2e7d32", "same": "#81c784", "worse": "#9e9e9e", "": "#bdbdbd"}
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
+           "#17becf"]
+
+
+def _fig(fig_id: str, title: str, caption: str, data: list, layout: dict) -> dict:
+    base = {"title": {"text": title, "font": {"size": 15}}, "margin": {"t": 50, "l": 70, "r": 20, "b": 80},
+            "height": 420, "template": "plotly_white"}
+    base.update(layout)
+    return {"id": fig_id, "title": title, "caption": caption, "data": data, "layout": base}
+
+
+def _clean(v: Any) -> Any:
+    """JSON-safe: NaN/inf -> None, numpy -> Python (plotly treats null as a gap)."""
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_clean(x) for x in v]
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return None
+    return v
+
+
+def _order(m: MetricView) -> list:
+    """Configurations best first (ranked), then the unranked in matrix order."""
+    return [e.name for e in m.ranking] + [c.label for c in m.configs if m.entry(c.label) is None and c.values]
+
+
+def bar_chart(w: WorkloadView, idx: int, level: float) -> dict:
+    m = w.headline
+    labels = _order(m)
+    cs = [m.config(x) for x in labels]
+    data = [{"type": "bar", "x": labels, "y": [c.mean for c in cs],
+             "error_y": {"type": "data", "array": [c.ci.half_width if c.ci else None for c in cs], "visible": True},
+             "marker": {"color": [COLORS[m.marker(x)] for x in labels]},
+             "hovertemplate": "%{x}<br>%{y:.4g} ± %{error_y.array:.3g} " + m.unit + "<extra></extra>"}]
+    return _fig(f"w{idx}-bar", f"{w.workload}: {m.key} ({m.unit})",
+                f"Mean per configuration with {level:.0%} CI whiskers (Student t), best first. Dark green: best; "
+                "light green: not significantly worse than the best; grey: significantly worse.",
+                data, {"xaxis": {"type": "category", "automargin": True}, "yaxis": {"title": m.unit}})
+
+
+def line_charts(w: WorkloadView, idx: int, level: float) -> list:
+    """Metric against each numeric factor, one line per combination of the other varying factors."""
+    m = w.headline
+    out = []
+    for f in w.varying:
+        if f == "filesystem":
+            continue
+        nums = {level_str(c.levels.get(f)): numeric_level(c.levels.get(f)) for c in m.configs}
+        if any(v is None for v in nums.values()) or len(set(nums.values())) < 2:
+            continue
+        others = [g for g in w.varying if g != f]
+        series: dict = {}
+        for c in m.configs:
+            if not c.values:
+                continue
+            key = ", ".join(level_str(c.levels.get(g)) if g == "filesystem" else f"{g}={level_str(c.levels.get(g))}"
+                            for g in others) or m.key
+            series.setdefault(key, []).append((nums[level_str(c.levels.get(f))], c))
+        data = []
+        for i, (key, pts) in enumerate(series.items()):
+            pts.sort(key=lambda p: p[0])
+            data.append({"type": "scatter", "mode": "lines+markers", "name": key, "x": [p[0] for p in pts],
+                         "y": [p[1].mean for p in pts],
+                         "error_y": {"type": "data", "array": [p[1].ci.half_width if p[1].ci else None for p in pts],
+                                     "visible": True},
+                         "line": {"color": PALETTE[i % len(PALETTE)]}})
+        log = max(nums.values()) / max(min(nums.values()), 1e-12) >= 16
+        out.append(_fig(f"w{idx}-line-{f}", f"{w.workload}: {m.key} against {f}",
+                        f"Mean {m.key} ({m.unit}) at each level of {f}, one line per "
+                        f"{' x '.join(others) or 'configuration'}, with {level:.0%} CI whiskers.",
+                        data, {"xaxis": {"title": f, "type": "log" if log else "linear"},
+                               "yaxis": {"title": m.unit}}))
+    return out
+
+
+def heatmaps(w: WorkloadView, idx: int) -> list:
+    """iozone-style grid: file size down, record size across, one heatmap per other-factor combination."""
+    fsz = next((f for f in w.varying if f.lower() in FILE_SIZE_FACTORS), None)
+    rsz = next((f for f in w.varying if f.lower() in RECORD_SIZE_FACTORS), None)
+    if fsz is None or rsz is None:
+        return []
+    m = w.headline
+    others = [g for g in w.varying if g not in (fsz, rsz)]
+    groups: dict = {}
+    for c in m.configs:
+        key = ", ".join(level_str(c.levels.get(g)) for g in others) or m.key
+        groups.setdefault(key, []).append(c)
+    out = []
+    for j, (key, cs) in enumerate(groups.items()):
+        def sort_levels(f):
+            lv = {level_str(c.levels.get(f)) for c in cs}
+            return sorted(lv, key=lambda s: (numeric_level(s) is None, numeric_level(s) or 0, s))
+        ys, xs = sort_levels(fsz), sort_levels(rsz)
+        z = [[None] * len(xs) for _ in ys]
+        for c in cs:
+            if c.values:
+                z[ys.index(level_str(c.levels.get(fsz)))][xs.index(level_str(c.levels.get(rsz)))] = c.mean
+        data = [{"type": "heatmap", "x": xs, "y": ys, "z": z, "colorscale": "Viridis",
+                 "colorbar": {"title": {"text": m.unit}},
+                 "hovertemplate": f"{fsz}=%{{y}}<br>{rsz}=%{{x}}<br>%{{z:.4g}} {m.unit}<extra></extra>"}]
+        out.append(_fig(f"w{idx}-heat-{j}", f"{w.workload}: {m.key} by {fsz} x {rsz} ({key})",
+                        f"Mean {m.key} ({m.unit}) for each {fsz} (rows) and {rsz} (columns), as iozone -a draws it.",
+                        data, {"xaxis": {"title": rsz, "type": "category"}, "yaxis": {"title": fsz, "type": "category"},
+                               "height": 380}))
+    return out
+
+
+def interval_chart(w: WorkloadView, idx: int, frames: dict) -> Optional[dict]:
+    """Interval throughput of the first kept trial of each configuration, warm-up and steady state marked."""
+    from fsmeter.stats.batch import steady_state
+
+    iv = frames["intervals"]
+    if not len(iv):
+        return None
+    m = w.headline
+    phases = frames["phases"]
+    data, shapes, warm_max, steady_notes = [], [], 0.0, []
+    for i, c in enumerate(m.configs):
+        kept = [r[0] for r in c.trials if r[2] == "ok" and not r[3]]
+        if not kept:
+            continue
+        trial = kept[0]
+        s = iv[(iv["cell_id"] == c.cell_id) & (iv["trial"] == trial) & (iv["phase"] == m.phase)]
+        if s.empty:
+            continue
+        use_bytes = s["bytes"].sum() > 0
+        rate = (s["bytes"] / (1 << 20) if use_bytes else s["ops"]) / s["dur_s"].where(s["dur_s"] > 0)
+        color = PALETTE[i % len(PALETTE)]
+        data.append({"type": "scatter", "mode": "lines", "name": c.label, "x": s["t_s"].tolist(),
+                     "y": rate.tolist(), "line": {"color": color}, "legendgroup": c.label})
+        ph = phases[(phases["cell_id"] == c.cell_id) & (phases["trial"] == trial) & (phases["phase"] == m.phase)]
+        if len(ph) and not pd.isna(ph["warmup_s"].iloc[0]):
+            warm_max = max(warm_max, float(ph["warmup_s"].iloc[0]))
+        y = rate.fillna(0).to_numpy()
+        ss = steady_state(y, window=max(3, len(y) // 5), deviation_pct=STEADY_DEVIATION_PCT,
+                          slope_pct=STEADY_SLOPE_PCT)
+        if ss.steady and ss.warmup is not None:
+            t0 = float(s["t_s"].iloc[ss.warmup]) - float(s["dur_s"].iloc[ss.warmup])
+            data.append({"type": "scatter", "mode": "markers", "name": f"{c.label}: steady from {t0:.3g} s",
+                         "x": [t0], "y": [float(y[ss.warmup])], "legendgroup": c.label, "showlegend": False,
+                         "marker": {"symbol": "diamond", "size": 11, "color": color, "line": {"width": 1}}})
+        else:
+            steady_notes.append(c.label)
+    if not data:
+        return None
+    if warm_max > 0:
+        shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": -warm_max, "x1": 0, "y0": 0, "y1": 1,
+                       "fillcolor": "#ffe0b2", "opacity": 0.5, "line": {"width": 0}, "layer": "below"})
+    unit = "MiB/s" if any(t.get("y") and iv["bytes"].sum() > 0 for t in data) else "ops/s"
+    cap = ("Throughput per sampling interval of the first kept trial of each configuration (time 0 = start of the "
+           "measured phase). Shaded: the warm-up before it, excluded from every statistic. Diamonds: where a steady "
+           f"state begins (every later window of a fifth of the run stays within {STEADY_DEVIATION_PCT:g}% of its "
+           f"mean with a slope under {STEADY_SLOPE_PCT:g}% per sample, after fio's steadystate check).")
+    if steady_notes:
+        cap += " No steady state found for: " + ", ".join(steady_notes) + "."
+    return _fig(f"w{idx}-intervals", f"{w.workload}: interval throughput ({m.phase})", cap, data,
+                {"shapes": shapes, "xaxis": {"title": "seconds"}, "yaxis": {"title": unit}})
+
+
+def scatter_chart(w: WorkloadView, idx: int) -> Optional[dict]:
+    m = w.headline
+    groups = {"kept": ([], [], []), "discarded (warm-up trial)": ([], [], [])}
+    for c in m.configs:
+        for number, v, status, discarded in c.trials:
+            if v is None:
+                continue
+            g = groups["discarded (warm-up trial)" if discarded or status != "ok" else "kept"]
+            g[0].append(c.label)
+            g[1].append(v)
+            g[2].append(f"trial {number}")
+    data = [{"type": "scatter", "mode": "markers", "name": name, "x": xs, "y": ys, "text": tx,
+             "marker": {"size": 9, "opacity": 0.8, "color": "#1f77b4" if name == "kept" else "#bbbbbb"},
+             "hovertemplate": "%{x}<br>%{text}: %{y:.4g}<extra></extra>"}
+            for name, (xs, ys, tx) in groups.items() if xs]
+    if not data:
+        return None
+    return _fig(f"w{idx}-trials", f"{w.workload}: every trial ({m.key})",
+                "One point per trial. Discarded trials (the warm-up trial of the run rules) are grey and excluded "
+                "from the statistics.", data,
+                {"xaxis": {"type": "category", "categoryorder": "array", "categoryarray": w.labels,
+                           "automargin": True}, "yaxis": {"title": m.unit}})
+
+
+def qq_chart(w: WorkloadView, idx: int, anova: dict) -> Optional[dict]:
+    qq = anova.get("qq") or {}
+    xs, ys = qq.get("theoretical") or [], qq.get("ordered") or []
+    if len(xs) < 3:
+        return None
+    slope, icpt = qq.get("slope"), qq.get("intercept")
+    data = [{"type": "scatter", "mode": "markers", "name": "residuals", "x": xs, "y": ys,
+             "marker": {"size": 7, "color": "#1f77b4"}}]
+    if slope is not None and not math.isnan(slope):
+        data.append({"type": "scatter", "mode": "lines", "name": "normal fit", "x": [xs[0], xs[-1]],
+                     "y": [icpt + slope * xs[0], icpt + slope * xs[-1]], "line": {"color": "#d62728", "dash": "dash"}})
+    return _fig(f"w{idx}-qq", f"{w.workload}: normal Q-Q plot of ANOVA residuals",
+                "Ordered residuals of the factorial model against normal quantiles (scipy probplot). Points far off "
+                "the line mean the errors are not normal and the F tests and CIs are approximate.",
+                data, {"xaxis": {"title": "theoretical quantile"}, "yaxis": {"title": "residual"}, "height": 380})
+
+
+def _anova(w: WorkloadView, view: CampaignView) -> tuple:
+    """(Analysis.to_dict() or None, note) for the headline over the varying factors."""
+    from fsmeter.stats.analyze import analyze_frame
+
+    if not w.varying:
+        return None, "one configuration: no factor varies, so there is no ANOVA."
+    m = w.headline
+    rows = [{**{f: level_str(c.levels.get(f)) for f in w.varying}, "value": v} for c in m.configs for v in c.values]
+    if not rows:
+        return None, "no usable trials."
+    try:
+        a = analyze_frame(pd.DataFrame(rows), "value", w.varying, level=view.level, alpha=view.alpha)
+    except UserError as exc:
+        return None, f"no ANOVA: {exc.message}"
+    return a.to_dict(), ""
+
+
+def _summary_rows(w: WorkloadView) -> list:
+    head = w.headline
+    rows = []
+    for label in _order(head) + [c.label for c in head.configs if not c.values]:
+        e = head.entry(label)
+        c0 = head.config(label)
+        rows.append({"rank": e.rank if e else "-", "group": e.group if e else "-", "label": label,
+                     "trials": len(c0.values), "failed": sum(1 for t in c0.trials if t[2] != "ok"),
+                     "cells": [{"text": fmt_ci(m.config(label)), "marker": m.marker(label)} for m in w.metrics]})
+    return rows
+
+
+def _latency_rows(w: WorkloadView, frames: dict) -> list:
+    hist = frames["histograms"]
+    if not len(hist):
+        return []
+    trials = frames["trials"]
+    kept = set(zip(trials[(trials["status"] == "ok") & (~trials["discarded"].astype(bool))]["cell_id"],
+                   trials[(trials["status"] == "ok") & (~trials["discarded"].astype(bool))]["trial"]))
+    out = []
+    for c in w.headline.configs:
+        h = hist[(hist["cell_id"] == c.cell_id) & (hist["phase"] == w.headline.phase)]
+        h = h[np.array([k in kept for k in zip(h["cell_id"], h["trial"])], dtype=bool)]
+        for op, g in h.groupby("op", sort=False):
+            us = lambda col: fmt_num(float(g[col].mean()) / 1000.0) if g[col].notna().any() else "-"  # noqa: E731
+            out.append({"label": c.label, "op": op, "count": int(g["count"].sum()), "mean": us("mean_ns"),
+                        "p50": us("p50_ns"), "p90": us("p90_ns"), "p99": us("p99_ns"), "p999": us("p999_ns"),
+                        "p9999": us("p9999_ns"),
+                        "max": fmt_num(float(g["max_ns"].max()) / 1000.0) if g["max_ns"].notna().any() else "-"})
+    return out
+
+
+def _environment(frames: dict) -> tuple:
+    """(host rows [(name, value)], per-filesystem rows [dict]) from the environment table."""
+    env = frames["environment"]
+    if not len(env):
+        return [], []
+
+    def distinct(col):
+        vals = [level_str(v) for v in env[col].dropna().unique()] if col in env else []
+        return " | ".join(vals) if vals else "-"
+
+    mem = env["mem_bytes"].dropna().unique() if "mem_bytes" in env else []
+    host = [("host", distinct("hostname")), ("kernel", distinct("kernel")), ("CPU", distinct("cpu_model")),
+            ("RAM", " | ".join(f"{float(v) / (1 << 30):.1f} GiB" for v in mem) or "-"),
+            ("CPUs online", distinct("cpus_online")), ("CPUs used", distinct("cpus_used")),
+            ("fsmeter", distinct("fsmeter_version")), ("target", distinct("target_kind"))]
+    extra = [json.loads(x) for x in env["extra"].dropna()] if "extra" in env else []
+    py = sorted({str(e.get("python")) for e in extra if e.get("python")})
+    if py:
+        host.append(("Python", " | ".join(py)))
+    cols = ["fs", "device", "mkfs_command", "mkfs_tool", "mkfs_tool_version", "mount_options", "scheduler",
+            "readahead_kb", "cache_method"]
+    cols = [c for c in cols if c in env]
+    per_fs = env[cols].astype(object).where(env[cols].notna(), "-").map(level_str).drop_duplicates()
+    return host, per_fs.to_dict("records")
+
+
+def build_context(view: CampaignView) -> dict:
+    """Everything the template needs, figures as JSON-ready dicts."""
+    figures, sections = [], []
+    verdict_by = {v["workload"]: v for v in verdicts(view)}
+    for i, w in enumerate(view.workloads):
+        figs = []
+        if w.headline.configs and any(c.values for c in w.headline.configs):
+            figs.append(bar_chart(w, i, view.level))
+            figs += line_charts(w, i, view.level)
+            figs += heatmaps(w, i)
+            ic = interval_chart(w, i, view.frames)
+            if ic:
+                figs.append(ic)
+            sc = scatter_chart(w, i)
+            if sc:
+                figs.append(sc)
+        anova, anova_note = _anova(w, view)
+        if anova is not None:
+            qq = qq_chart(w, i, anova["anova"] or {})
+            if qq:
+                figs.append(qq)
+        figures += figs
+        per_op = []
+        for o in w.per_op:
+            if o.ranking:
+                b = o.ranking[0]
+                s = o.ranking[1] if len(o.ranking) > 1 else None
+                per_op.append({"op": o.op, "best": b.name, "best_us": fmt_num(o.means_us[b.name]),
+                               "second": s.name if s else "-", "second_us": fmt_num(o.means_us[s.name]) if s else "-",
+                               "significant": "-" if s is None else ("no" if s.group == b.group else "yes")})
+        ascending = sorted([c for c in w.headline.configs if c.values], key=lambda c: c.mean)
+        sections.append({
+            "idx": i, "workload": w.workload, "family": w.family or "-", "varying": w.varying,
+            "fixed": {k: level_str(v) for k, v in w.fixed.items()},
+            "metrics": [{"key": m.key, "unit": m.unit, "hib": m.higher_is_better, "headline": m.headline}
+                        for m in w.metrics],
+            "summary": _summary_rows(w), "figures": figs, "verdict": verdict_by[w.workload],
+            "anova": anova if (anova and len(w.varying) >= 2) else None,
+            "anova_note": anova_note if anova is None else (
+                "" if len(w.varying) >= 2 else "one factor varies: see the ranking; ANOVA tables need two or more."),
+            "latency": _latency_rows(w, view.frames), "per_op": per_op,
+            "ascending": [{"label": c.label, "value": fmt_ci(c)} for c in ascending] if w.per_op else [],
+        })
+    host, per_fs = _environment(view.frames)
+    c = view.campaign
+    return {
+        "campaign": {k: c[k] for k in ("id", "name", "status", "created", "finished", "fsmeter_version")},
+        "generated": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "fsmeter_version": fsmeter.__version__, "db": str(view.db),
+        "level": view.level, "alpha": view.alpha, "practical_pct": view.practical_pct,
+        "sections": sections, "host": host, "per_fs": per_fs, "failures": view.failures(),
+        "verdicts": [verdict_by[w.workload] for w in view.workloads],
+        "figures_json": json.dumps(_clean(figures), separators=(",", ":")).replace("</", "<\\/"),
+        "n_figures": len(figures), "fmt_num": fmt_num,
+    }
+
+
+def render_html(view: CampaignView) -> str:
+    import jinja2
+    from plotly.offline import get_plotlyjs
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    ctx = build_context(view)
+    ctx["plotly_js"] = get_plotlyjs()
+    return env.get_template("report.html.j2").render(**ctx)
+
+
+def write_report(out: Path, db: Any = None, campaign: Optional[str] = None, level: float = 0.95,
+                 alpha: float = 0.05, practical_pct: float = 10.0) -> CampaignView:
+    """Build the view of ``campaign`` and write the self-contained HTML report to ``out``."""
+    out = Path(out)
+    if not out.parent.is_dir():
+        raise UserError(f"-o {out}: the folder {out.parent} does not exist")
+    view = build_view(db, campaign, level, alpha, practical_pct)
+    out.write_text(render_html(view), encoding="utf-8")
+    return view
