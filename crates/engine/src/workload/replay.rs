@@ -129,11 +129,13 @@ const NONE: u32 = u32::MAX;
 const FILE_CREATE: u32 = 2;
 const FILE_OVERWRITE: u32 = 4;
 const FILE_OVERWRITE_IF: u32 = 5;
-const FILE_DIRECTORY_FILE: u64 = 0x1;
+const FILE_DIRECTORY_FILE: u32 = 0x1;
 
-/// One load-file line. `a`, `b`, `c` by kind: NTCreateX (options, disposition, -),
-/// ReadX/WriteX (offset, size, ret_size), LockX/UnlockX (offset, size, -),
-/// FIND_FIRST (level, maxcnt, -), Sleep (usec, -, -).
+/// One load-file line, 28 bytes (client.txt has 458k of them). `a`, `b`, `c`
+/// by kind: NTCreateX (options, disposition, -), ReadX/WriteX (offset, size,
+/// ret_size), LockX/UnlockX (offset, size, -), FIND_FIRST (level, maxcnt, -),
+/// Rename (-, -, second path), Sleep (usec, -, -). Offsets fit 32 bits as in
+/// dbench, which reads them into an int.
 #[derive(Clone, Copy, Debug)]
 pub struct Op {
     pub line: u32,
@@ -141,11 +143,21 @@ pub struct Op {
     pub expect_ok: bool,
     pub status: u16,
     pub path: u32,
-    pub path2: u32,
     pub handle: u32,
-    pub a: u64,
+    pub a: u32,
     pub b: u32,
     pub c: u32,
+}
+
+impl Op {
+    #[inline]
+    pub fn path2(&self) -> u32 {
+        if self.kind == RENAME {
+            self.c
+        } else {
+            NONE
+        }
+    }
 }
 
 /// A parsed load file: shared read-only by every client.
@@ -377,34 +389,34 @@ impl Parser {
             }
             Ok(v)
         };
-        let mut op = Op { line: line_no, kind, expect_ok, status, path: NONE, path2: NONE, handle: NONE, a: 0, b: 0, c: 0 };
+        let mut op = Op { line: line_no, kind, expect_ok, status, path: NONE, handle: NONE, a: 0, b: 0, c: 0 };
         let u32max = u32::MAX as i64;
         match kind {
             NTCREATEX => {
                 op.path = self.path(&args[0], &name)?;
-                op.a = num(1, "create options", u32max)? as u64;
+                op.a = num(1, "create options", u32max)? as u32;
                 op.b = num(2, "create disposition", u32max)? as u32;
                 op.handle = self.handle(num(3, "handle", i32::MAX as i64)?);
             }
             CLOSE | FLUSH => op.handle = self.handle(num(0, "handle", i32::MAX as i64)?),
             QFILEINFO | SFILEINFO => {
                 op.handle = self.handle(num(0, "handle", i32::MAX as i64)?);
-                op.a = num(1, "level", u32max)? as u64;
+                op.a = num(1, "level", u32max)? as u32;
             }
             RENAME => {
                 op.path = self.path(&args[0], &name)?;
-                op.path2 = self.path(&args[1], &name)?;
+                op.c = self.path(&args[1], &name)?;
             }
             UNLINK | DELTREE | RMDIR | MKDIR | QPATHINFO => op.path = self.path(&args[0], &name)?,
-            QFSINFO => op.a = num(0, "level", u32max)? as u64,
+            QFSINFO => op.a = num(0, "level", u32max)? as u32,
             FIND => {
                 op.path = self.path(&args[0], &name)?;
-                op.a = num(1, "level", u32max)? as u64;
+                op.a = num(1, "level", u32max)? as u32;
                 op.b = num(2, "maxcnt", u32max)? as u32;
             }
             WRITEX | READX => {
                 op.handle = self.handle(num(0, "handle", i32::MAX as i64)?);
-                op.a = num(1, "offset", i64::MAX)? as u64;
+                op.a = num(1, "offset", i32::MAX as i64)? as u32;
                 op.b = num(2, "size", 1 << 30)? as u32;
                 op.c = num(3, "returned size", 1 << 30)? as u32;
                 self.lf.max_io = self.lf.max_io.max(op.b);
@@ -416,10 +428,10 @@ impl Parser {
             }
             LOCKX | UNLOCKX => {
                 op.handle = self.handle(num(0, "handle", i32::MAX as i64)?);
-                op.a = num(1, "offset", u32max)? as u64;
+                op.a = num(1, "offset", u32max)? as u32;
                 op.b = num(2, "size", u32max)? as u32;
             }
-            SLEEP => op.a = num(0, "microseconds", u32max)? as u64,
+            SLEEP => op.a = num(0, "microseconds", u32max)? as u32,
             _ => unreachable!(),
         }
         self.lf.ops.push(op);
@@ -701,8 +713,8 @@ impl<'a> Client<'a> {
                 if op.path != NONE {
                     build(&mut self.p1, &self.base, lf.path(op.path), &self.cname);
                 }
-                if op.path2 != NONE {
-                    build(&mut self.p2, &self.base, lf.path(op.path2), &self.cname);
+                if op.path2() != NONE {
+                    build(&mut self.p2, &self.base, lf.path(op.path2()), &self.cname);
                 }
                 let t0 = now_ns();
                 let bytes = match self.exec(op) {
@@ -747,6 +759,7 @@ impl<'a> Client<'a> {
         if op.path != NONE {
             build(&mut path, b"", self.lf.path(op.path), &self.cname);
             path.pop();
+            path.remove(0);
         } else if op.handle != NONE {
             path = format!("handle {}", self.lf.handles[op.handle as usize]).into_bytes();
         }
@@ -776,13 +789,14 @@ impl<'a> Client<'a> {
 
     /// A failure dbench treats as fatal for the client (it exits, and dbench with it).
     fn fatal(&self, op: &Op, what: &str, err: std::io::Error) -> EngineError {
-        let p = |b: &[u8]| String::from_utf8_lossy(&b[self.base.len()..b.len().saturating_sub(1)]).into_owned();
+        // Paths relative to the job's directory, as the load file names them.
+        let p = |b: &[u8]| String::from_utf8_lossy(&b[self.base.len() + 1..b.len().saturating_sub(1)]).into_owned();
         let mut ctx = format!("{} line {}: client{} {} ", self.lf.source.display(), op.line, self.id, KINDS[op.kind as usize]);
         if op.path != NONE {
             ctx.push_str(&p(&self.p1));
             ctx.push(' ');
         }
-        if op.path2 != NONE {
+        if op.path2() != NONE {
             ctx.push_str(&p(&self.p2));
             ctx.push(' ');
         }
@@ -1167,7 +1181,12 @@ mod tests {
         let lf = parse("Rename \"\\clients\\client1\\a b\" \"\\clients\\client1\\c\" NT_STATUS_OK\n").unwrap();
         let op = lf.ops[0];
         assert_eq!(lf.path(op.path), b"/clients/\x01/a b");
-        assert_eq!(lf.path(op.path2), b"/clients/\x01/c");
+        assert_eq!(lf.path(op.path2()), b"/clients/\x01/c");
+    }
+
+    #[test]
+    fn ops_stay_compact() {
+        assert_eq!(std::mem::size_of::<Op>(), 28);
     }
 
     #[test]
