@@ -201,7 +201,7 @@ def test_cli_run_postmark_writes_json(tmp_path):
 
 def test_filemark_phases_labels_discard_and_cold_cache(tmp_path):
     job = build_job(load_workload("filemark-small"), tmp_path,
-                    {"files": 300, "duration_s": 0.3, "warmup_s": 0.1, "threads": 2})
+                    {"files": 2000, "duration_s": 0.3, "warmup_s": 0.1, "threads": 2})
     phases = job.phases()
     assert [p.key for p in phases] == ["create", "transactions-1", "transactions-2", "transactions-3", "delete"]
     assert [p.discard for p in phases] == [False, True, False, False, False]

@@ -168,6 +168,10 @@ fn out_of_files_stops_early_with_a_warning() {
     assert!(t["counters"]["transactions"].as_u64().unwrap() < 5000);
     assert_eq!(t["extra"]["files_live"], 0);
     assert!(t["warnings"][0].as_str().unwrap().contains("out of files"));
+    // Another transactions phase (filemark runs several) finds no file and says so again.
+    let t2 = run(&mut s, "transactions");
+    assert_eq!(t2["counters"]["transactions"], 0);
+    assert!(t2["warnings"][0].as_str().unwrap().contains("out of files"));
     run(&mut s, "delete");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }

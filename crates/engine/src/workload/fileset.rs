@@ -828,6 +828,8 @@ pub struct Fileset {
     params: Params,
     workers: Vec<Mutex<Worker>>,
     dirs: Option<Dirs>,
+    /// The create phase ran and the fileset has not been deleted since (it may be out of files).
+    created: bool,
 }
 
 fn cpath(p: &Path) -> Result<CString> {
@@ -861,7 +863,7 @@ impl Fileset {
             nthreads: job.threads as u64,
         };
         let workers = (0..job.threads).map(|t| Mutex::new(Worker::empty(t))).collect();
-        Ok(Fileset { spec, params, workers, dirs: None })
+        Ok(Fileset { spec, params, workers, dirs: None, created: false })
     }
 
     fn lock(&self, tid: usize) -> MutexGuard<'_, Worker> {
@@ -1006,12 +1008,13 @@ impl Fileset {
                 Ok(())
             },
         )?;
+        self.created = true;
         self.finish(&mut report, Counts::default(), job);
         Ok(report)
     }
 
     fn transactions(&mut self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
-        if self.dirs.is_none() || self.live() == 0 {
+        if self.dirs.is_none() || !self.created {
             return Err(EngineError::invalid("phase", "no fileset: run the create phase before transactions"));
         }
         let before = self.totals();
@@ -1084,6 +1087,7 @@ impl Fileset {
             },
         )?;
         if !report.interrupted && self.live() == 0 {
+            self.created = false;
             self.release_tables();
             self.remove_dirs()?;
         }
@@ -1119,6 +1123,7 @@ impl Fileset {
                 }
             }
         }
+        self.created = false;
         self.release_tables();
         self.remove_dirs()?;
         let mut report = PhaseReport::new("cleanup");
