@@ -187,10 +187,10 @@ def _family_of(workload: str, env: pd.DataFrame) -> Optional[str]:
 
 
 def _label(levels: dict, varying: list) -> str:
-    if not varying:
-        return ", ".join(f"{k}={level_str(v)}" for k, v in levels.items()) or "(single configuration)"
+    if not levels:
+        return "(single configuration)"
     parts = []
-    for f in varying:
+    for f in varying or list(levels):  # nothing varies: name the one configuration by all its levels
         v = level_str(levels.get(f))
         parts.append(v if f == "filesystem" else f"{f}={v}")
     return ", ".join(parts)
