@@ -782,7 +782,8 @@ impl<'a> Client<'a> {
     #[inline]
     fn mismatch(&mut self, op: &Op, errno: i32) {
         self.mismatches[op.kind as usize] += 1;
-        if self.samples.len() < MAX_SAMPLES {
+        // Distinct lines only: the same line mismatching on every pass says nothing new.
+        if self.samples.len() < MAX_SAMPLES && !self.samples.iter().any(|s| s.op == self.cur) {
             self.samples.push(Sample { op: self.cur, errno });
         }
     }
@@ -903,7 +904,7 @@ impl<'a> Client<'a> {
             }
             DELTREE => {
                 // nb_deltree: unlink every non-directory below, recursively; directories stay.
-                let fd = unsafe { libc::open(cptr(&self.p1), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+                let fd = opendir(cptr(&self.p1));
                 if fd >= 0 {
                     self.deltree(fd, 0);
                 }
@@ -949,7 +950,7 @@ impl<'a> Client<'a> {
                 }
                 let Some(slash) = self.p1.iter().rposition(|&c| c == b'/') else { return Ok(0) };
                 self.p1[slash] = 0;
-                let fd = unsafe { libc::open(cptr(&self.p1), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NONBLOCK) };
+                let fd = opendir(cptr(&self.p1));
                 self.p1[slash] = b'/';
                 if fd < 0 {
                     return Ok(0);
@@ -1059,7 +1060,7 @@ impl<'a> Client<'a> {
         }
         let Some(slash) = buf.iter().rposition(|&c| c == b'/') else { return false };
         buf[slash] = 0;
-        let fd = unsafe { libc::open(cptr(buf), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NONBLOCK) };
+        let fd = opendir(cptr(buf));
         buf[slash] = b'/';
         if fd < 0 {
             return false;
@@ -1107,6 +1108,8 @@ impl<'a> Client<'a> {
                         if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
                             let sub = unsafe { libc::openat(fd, cname, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
                             if sub >= 0 {
+                                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                                unsafe { libc::fstat(sub, &mut st) }; // as opendir does
                                 self.deltree(sub, depth + 1);
                             }
                         } else {
@@ -1147,6 +1150,19 @@ fn cptr(b: &[u8]) -> *const libc::c_char {
 #[inline]
 fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// glibc's opendir() without its allocation: openat(O_DIRECTORY|O_NONBLOCK) then
+/// fstat (glibc sizes its buffer from st_blksize), so the filesystem sees what
+/// dbench's opendir/readdir make it do.
+fn opendir(path: *const libc::c_char) -> RawFd {
+    // SAFETY: path is NUL-terminated.
+    let fd = unsafe { libc::open(path, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NONBLOCK) };
+    if fd >= 0 {
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        unsafe { libc::fstat(fd, &mut st) };
+    }
+    fd
 }
 
 fn getdents(fd: RawFd, buf: &mut [u8]) -> isize {
