@@ -77,7 +77,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(camp, name="campaign")
 
     @camp.command("run")
-    def run(file: Path = typer.Argument(..., help="campaign file (TOML); see docs/campaigns.md"),
+    def run(file: Path = typer.Argument(..., help="campaign file (TOML); see the README (Campaigns)"),
             db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
             quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars")) -> None:
         """Validate FILE, then run every cell; each finished trial is committed before the next starts."""

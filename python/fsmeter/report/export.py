@@ -1,7 +1,7 @@
 """Exports of a stored campaign: tidy CSV, the whole campaign as JSON, and fio-compatible JSON.
 
 One function per format, all registered in :data:`EXPORTERS` (name -> fn(db, campaign) -> text).
-The JSON shapes are versioned; docs/reports.md describes every field, including the subset of
+The JSON shapes are versioned; the README (Reports, exports) describes every field, including the subset of
 fio's ``--output-format=json`` that ``fio-json`` writes.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ CAMPAIGN_FORMAT = "fsmeter-campaign"
 #: metrics, environment.
 CAMPAIGN_VERSION = 1
 FIO_FORMAT = "fsmeter-fio-json"
-#: Version of the fio-json subset (see docs/reports.md). 1: jobs[] with read/write/trim, clat_ns/lat_ns/slat_ns.
+#: Version of the fio-json subset (see the README (Reports, exports)). 1: jobs[] with read/write/trim, clat_ns/lat_ns/slat_ns.
 FIO_VERSION = 1
 #: fio's percentile keys (fio prints them with six decimals) and the store columns they come from.
 FIO_PERCENTILES = {"50.000000": "p50_ns", "90.000000": "p90_ns", "99.000000": "p99_ns", "99.900000": "p999_ns",
@@ -59,7 +59,7 @@ def _rows(conn: sqlite3.Connection, q: str, args: tuple) -> list:
 
 
 def campaign_document(db: Any = None, campaign: Optional[str] = None) -> dict:
-    """The whole campaign as one JSON-ready dict (format fsmeter-campaign, see docs/reports.md)."""
+    """The whole campaign as one JSON-ready dict (format fsmeter-campaign, see the README (Reports, exports))."""
     path = default_db_path(db)
     with open_store(path, create=False) as store:
         cid = _campaign_id(store, campaign)
@@ -182,7 +182,7 @@ def _io_block(op: Optional[dict], runtime_ms: int) -> dict:
 
 def fio_document(db: Any = None, campaign: Optional[str] = None) -> dict:
     """fio --output-format=json shape for the access workloads of a campaign: one job per kept trial x measured
-    phase (see docs/reports.md for the fields and how they map)."""
+    phase (see the README (Reports, exports) for the fields and how they map)."""
     path = default_db_path(db)
     with open_store(path, create=False) as store:
         cid = _campaign_id(store, campaign)
