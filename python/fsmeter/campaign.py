@@ -152,6 +152,8 @@ class CampaignFile(BaseModel):
     repetitions: Repetitions = Field(default_factory=Repetitions)
     mkfs: Literal["per-cell", "per-trial"] = "per-cell"
     exclusions: List[Dict[str, Scalar]] = Field(default_factory=list)
+    #: Measured phases shorter than this are flagged "too short to trust" (60 s for claims; lower for smoke runs).
+    min_phase_s: float = Field(60.0, ge=0)
 
     @field_validator("workloads", mode="before")
     @classmethod

@@ -216,6 +216,7 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
     """Run every phase of the cell's job once; never raises for a failed workload or an interrupt,
     it returns status ok | failed | interrupted with whatever was measured."""
     from fsmeter.spec import build_job
+    from fsmeter.stats.phase import report_quality
 
     started = now_iso()
     trial_dir = base / f"trial-{number}"
@@ -237,6 +238,9 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
                 report = session.run_phase(ph.name, on_progress=prog)
             finally:
                 ctx.bar.remove_task(prog._task)
+            if ph.measured and not ph.discard:
+                report["quality"] = report_quality(report, level=ctx.campaign.repetitions.level,
+                                                   min_phase_s=ctx.campaign.min_phase_s).to_dict()
             phases.append({"key": ph.key, "engine_phase": ph.name, "measured": ph.measured,
                            "discarded": ph.discard, "cache_method": method, "report": report})
             if report.get("interrupted"):

@@ -17,6 +17,8 @@ from fsmeter.hostinfo import host_info
 from fsmeter.progress import PhaseProgress, progress_bar
 from fsmeter.report.terminal import phase_table
 from fsmeter.spec import build_job, load_workload, parse_set
+from fsmeter.stats.batch import DEFAULT_MIN_PHASE_S
+from fsmeter.stats.phase import report_quality
 
 #: Version of the JSON written by `fsmeter run --json` (see README, "Result JSON").
 RUN_JSON_VERSION = 1
@@ -46,7 +48,7 @@ def reset_cache(method: str, directory: Path) -> str:
 
 
 def run_job(job, console: Console, show_progress: bool = True, keep_files: bool = False,
-            cache: str = "auto") -> dict:
+            cache: str = "auto", min_phase_s: float = DEFAULT_MIN_PHASE_S) -> dict:
     """Run every phase of `job`; returns the result document (see README)."""
     session = EngineSession(job.engine_json())
     doc = {
@@ -73,6 +75,8 @@ def run_job(job, console: Console, show_progress: bool = True, keep_files: bool 
                 report["cache_reset"] = method
                 prog.done()
                 report["measured"] = ph.measured and not ph.discard
+                if report["measured"]:
+                    report["quality"] = report_quality(report, min_phase_s=min_phase_s).to_dict()
                 doc["phases"][ph.key] = report
                 if report.get("interrupted"):
                     doc["interrupted"] = True
@@ -98,6 +102,8 @@ def register(app: typer.Typer) -> None:
         json_out: Optional[Path] = typer.Option(None, "--json", help="also write the full result as JSON to this file"),
         keep_files: bool = typer.Option(False, "--keep-files", help="leave the workload's files in --dir"),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
+        min_phase_s: float = typer.Option(DEFAULT_MIN_PHASE_S, "--min-phase-s", help="phases shorter than "
+                                          "this are flagged too short to trust (60 s for claims)"),
         cache: str = typer.Option("auto", "--cache", help="before cold-cache phases: auto (drop as root, else "
                                   "fadvise), drop (drop_caches, root), fadvise (files under --dir), keep"),
     ) -> None:
@@ -111,10 +117,13 @@ def register(app: typer.Typer) -> None:
         job = build_job(load_workload(workload), dir, parse_set(set_ or []))
         if json_out is not None and not json_out.parent.exists():
             raise UserError(f"--json {json_out}: the folder {json_out.parent} does not exist")
-        doc = run_job(job, console, show_progress=not quiet, keep_files=keep_files, cache=cache)
+        doc = run_job(job, console, show_progress=not quiet, keep_files=keep_files, cache=cache,
+                      min_phase_s=min_phase_s)
         for name, rep in doc["phases"].items():
             if rep.get("measured", True):
                 console.print(phase_table(f"{doc['workload']} / {name}", rep))
+                q = report_quality(rep, min_phase_s=min_phase_s)
+                console.print(f"  [dim]{name}:[/] {q.summary()}", highlight=False)
         if json_out is not None:
             json_out.write_text(json.dumps(doc, indent=1))
             console.print(f"wrote {json_out}")

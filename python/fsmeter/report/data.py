@@ -6,6 +6,13 @@ rank groups); nothing here re-derives them.
 """
 from __future__ import annotations
 
+import sys
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
 import json
 import math
 from dataclasses import dataclass, field
@@ -75,6 +82,9 @@ class Config:
     values: list  # kept trial values: ok, not discarded, not NaN
     trials: list  # [(trial number, value or None, status, discarded)]
     ci: Optional[MeanCI]  # None with fewer than 2 kept values
+    #: With a single kept trial: the half-width (% of the mean) of the batch-means CI of that trial's
+    #: interval throughput (Jain 25.5.2), applied to the metric relative to its value.
+    batch_pct: Optional[float] = None
 
     @property
     def mean(self) -> float:
@@ -132,6 +142,13 @@ class WorkloadView:
     metrics: list  # [MetricView]; the headline first
     per_op: list = field(default_factory=list)  # [OpView] for per-operation workloads
     labels: list = field(default_factory=list)  # configuration labels in matrix order
+    #: Longest measured phase of the workload's kept trials, and the campaign's minimum for claims.
+    longest_phase_s: Optional[float] = None
+    min_phase_s: float = 60.0
+
+    @property
+    def too_short(self) -> bool:
+        return self.longest_phase_s is not None and self.longest_phase_s < self.min_phase_s
 
     @property
     def headline(self) -> MetricView:
@@ -217,6 +234,7 @@ def build_view(db: Any = None, campaign: Optional[str] = None, level: float = 0.
                                                                 "status", "cause", "stop_reason")]
     trials = frames["trials"]
     env = frames["environment"]
+    min_phase_s = _min_phase_s(camp.get("source"))
     views = []
     for workload in dict.fromkeys(cells["workload"]):
         wcells = cells[cells["workload"] == workload]
@@ -260,10 +278,50 @@ def build_view(db: Any = None, campaign: Optional[str] = None, level: float = 0.
                               c["status"], c["cause"], [], [], None) for _, c in wcells.iterrows()]
             metrics.append(MetricView("-", "-", "", True, True, configs, []))
         view = WorkloadView(workload, family, varying, fixed, metrics,
-                            labels=[labels[int(i)] for i in wcells["cell_id"]])
+                            labels=[labels[int(i)] for i in wcells["cell_id"]], min_phase_s=min_phase_s)
+        _judge_phases(view, frames, wcells, level)
         view.per_op = _per_op(view, frames, alpha, practical_pct)
         views.append(view)
     return CampaignView(path, camp, frames, factors, views, level, alpha, practical_pct)
+
+
+def _min_phase_s(source: Optional[str]) -> float:
+    """The campaign file's min_phase_s (default 60 s: the minimum for claims)."""
+    from fsmeter.stats.batch import DEFAULT_MIN_PHASE_S
+
+    try:
+        return float(tomllib.loads(source or "").get("min_phase_s", DEFAULT_MIN_PHASE_S))
+    except (tomllib.TOMLDecodeError, TypeError, ValueError):
+        return DEFAULT_MIN_PHASE_S
+
+
+def _judge_phases(view: WorkloadView, frames: dict, wcells: pd.DataFrame, level: float) -> None:
+    """Flag too-short phases; give single-trial configurations a batch-means CI from their intervals."""
+    from fsmeter.stats.phase import phase_quality
+
+    ph = frames.get("phases")
+    if ph is None or not len(ph):
+        return
+    ph = ph[ph["cell_id"].isin(wcells["cell_id"]) & (ph["measured"] == 1) & (ph["discarded"] == 0)]
+    if len(ph):
+        view.longest_phase_s = float(ph["elapsed_s"].max())
+    head = view.headline
+    iv = frames.get("intervals")
+    if iv is None or not len(iv):
+        return
+    for c in head.configs:
+        kept = [t for t in c.trials if t[2] == "ok" and not t[3] and t[1] is not None]
+        if len(c.values) != 1 or len(kept) != 1:
+            continue
+        trial = kept[0][0]
+        rows = iv[(iv["cell_id"] == c.cell_id) & (iv["trial"] == trial) & (iv["phase"] == head.phase)]
+        p = ph[(ph["cell_id"] == c.cell_id) & (ph["trial"] == trial) & (ph["phase"] == head.phase)]
+        if not len(rows) or not len(p):
+            continue
+        q = phase_quality(rows[["dur_s", "ops"]].to_dict("records"), float(p["elapsed_s"].iloc[0]),
+                          float(p["warmup_s"].iloc[0]), level, view.min_phase_s)
+        if q.batch is not None:
+            c.batch_pct = q.batch.ci.half_width_pct
 
 
 def _per_op(view: WorkloadView, frames: dict, alpha: float, practical_pct: float) -> list:
@@ -313,6 +371,8 @@ def fmt_num(v: Optional[float]) -> str:
 def fmt_ci(c: Config) -> str:
     if c.ci is not None:
         return f"{fmt_num(c.ci.mean)} ± {fmt_num(c.ci.half_width)}"
+    if c.values and c.batch_pct is not None:
+        return f"{fmt_num(c.values[0])} ± {fmt_num(abs(c.values[0]) * c.batch_pct / 100.0)} (1 trial, batch means)"
     if c.values:
         return f"{fmt_num(c.values[0])} (1 trial)"
     return "-"
@@ -362,5 +422,12 @@ def verdicts(view: CampaignView) -> list:
             text += (f"Based on {lvl} confidence intervals, Welch t-tests at alpha = {view.alpha:g} and a practical "
                      f"threshold of {view.practical_pct:g}% (smaller differences do not count), "
                      f"with {trials} trials per configuration.")
+        if any(c.batch_pct is not None for c in m.configs):
+            notes.append("a configuration with a single trial shows a batch-means CI (Jain 25.5.2) of its phase's "
+                         "interval throughput, applied to the metric relative to its value; it is not ranked")
+        if w.too_short:
+            notes.append(f"too short to trust: the longest measured phase lasted {w.longest_phase_s:.1f} s, under "
+                         f"the {w.min_phase_s:g} s minimum for claims (min_phase_s); lengthen the phases "
+                         "(duration_s) before drawing conclusions")
         out.append({"workload": w.workload, "text": text, "notes": notes})
     return out
