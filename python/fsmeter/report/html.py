@@ -16,6 +16,8 @@ import pandas as pd
 
 import fsmeter
 from fsmeter.errors import UserError
+# Steady-state criteria: one definition, shared with `fsmeter run` and the campaign runner.
+from fsmeter.stats.phase import STEADY_DEVIATION_PCT, STEADY_SLOPE_PCT
 from fsmeter.report.data import (CampaignView, MetricView, WorkloadView, build_view, fmt_ci, fmt_num, level_str,
                                  numeric_level, verdicts)
 
@@ -24,13 +26,6 @@ TEMPLATES = Path(__file__).parent / "templates"
 #: Factor names read as iozone's two axes (file size down, record size across).
 FILE_SIZE_FACTORS = ("file_size", "filesize", "size_kb", "file_size_kb")
 RECORD_SIZE_FACTORS = ("record_size", "reclen", "record_size_kb", "block_size", "bs")
-
-#: Steady-state detection on interval samples (stats.batch.steady_state, after fio's ss=iops:20% and
-#: ss=iops_slope:5%): in every later window (a fifth of the run, >= 3 samples) each sample is within 20%
-#: of the window mean and the least-squares slope is under 5% of the mean per sample. Looser than fio's
-#: usual 0.1-1% slope because a campaign's phases are short and sampled coarsely; this only marks the plot.
-STEADY_DEVIATION_PCT = 20.0
-STEADY_SLOPE_PCT = 5.0
 
 COLORS = {"best": "#2e7d32", "same": "#81c784", "worse": "#9e9e9e", "": "#bdbdbd"}
 PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
