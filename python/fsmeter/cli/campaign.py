@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -9,7 +10,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from fsmeter.cli._device import device_options, device_target
 from fsmeter.errors import UserError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 DB_HELP = "results database (default: $FSMETER_DB or ./fsmeter.sqlite)"
 
@@ -71,6 +78,9 @@ def execute(store, campaign_id: int, campaign, console: Console, quiet: bool = F
                   f"{counts['done']} cell(s) done, {counts['failed']} failed, {counts['skipped']} already finished")
 
 
+DEVICE_OPT, CONFIRM_OPT, FORCE_OPT = device_options()
+
+
 def register(app: typer.Typer) -> None:
     camp = typer.Typer(help="Run a campaign file (a matrix of filesystems x factors x workloads) into the store.",
                        no_args_is_help=True)
@@ -79,13 +89,21 @@ def register(app: typer.Typer) -> None:
     @camp.command("run")
     def run(file: Path = typer.Argument(..., help="campaign file (TOML); see the README (Campaigns)"),
             db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
-            quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars")) -> None:
+            quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars"),
+            device: Optional[str] = DEVICE_OPT, destroy_data_on: Optional[str] = CONFIRM_OPT,
+            force: bool = FORCE_OPT) -> None:
         """Validate FILE, then run every cell; each finished trial is committed before the next starts."""
-        from fsmeter.campaign import load_campaign
+        from fsmeter.campaign import dump_toml, load_campaign, parse_campaign
         from fsmeter.runner import start_campaign
         from fsmeter.store import open_store
 
         campaign, text = load_campaign(file)
+        target = device_target(device, destroy_data_on, force)
+        if target is not None:  # the command line's device replaces the file's [target]
+            data = tomllib.loads(text)
+            data["target"] = target
+            text = dump_toml(data)
+            campaign = parse_campaign(text, str(file))
         console = Console()
         with open_store(db) as store:
             cid = start_campaign(file, store, console, campaign=campaign, text=text)

@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from fsmeter.cli._device import device_options, device_target
 from fsmeter.errors import UserError
 
 STUDY = Path(__file__).resolve().parent.parent / "studies" / "quick-compare.toml"
@@ -147,6 +148,9 @@ def ranking_table(store, campaign_id: int) -> Table:
     return t
 
 
+DEVICE_OPT, CONFIRM_OPT, FORCE_OPT = device_options()
+
+
 def register(app: typer.Typer) -> None:
     @app.command("compare")
     def compare(
@@ -161,6 +165,9 @@ def register(app: typer.Typer) -> None:
                                           help="multiply warm-up and duration of every workload (tests)"),
         trials: Optional[int] = typer.Option(None, "--trials", hidden=True, min=1, help="fixed trials per cell"),
         size: Optional[str] = typer.Option(None, "--size", hidden=True, help="loop image size (default 1G)"),
+        device: Optional[str] = DEVICE_OPT,
+        destroy_data_on: Optional[str] = CONFIRM_OPT,
+        force: bool = FORCE_OPT,
     ) -> None:
         """Which filesystem is fastest here? Quick suite on fresh filesystems, ranked per workload."""
         from fsmeter.campaign import CampaignFile, dump_toml, parse_campaign
@@ -170,7 +177,12 @@ def register(app: typer.Typer) -> None:
 
         console = Console()
         root = os.geteuid() == 0 and os.path.exists("/dev/loop-control")
+        target = device_target(device, destroy_data_on, force)
+        if target is not None and directory is not None:
+            raise UserError("--device and --dir exclude each other: name one target")
         data, notes = build_campaign(filesystems, workloads, directory, quick_scale, trials, size, root)
+        if target is not None:
+            data["target"] = target
         if not data["workloads"]:
             raise UserError("no workload to run: name some with --workloads")
         text = dump_toml(data)

@@ -47,6 +47,9 @@ class Provisioner:
         self.leftover_problems: list[str] = []
         self._old_handlers: dict[int, Any] = {}
         self._quiet = 0  # >0 while tearing down: further signals wait for it to finish
+        #: Devices this provisioner formatted itself: the filesystem found on them next time is its own,
+        #: not the user's data, so a campaign may format them again cell after cell without --force.
+        self.formatted_devices: set[str] = set()
 
     # -- lifetime -----------------------------------------------------------------------
     def __enter__(self) -> "Provisioner":
@@ -140,6 +143,8 @@ class Provisioner:
             options: list[str] = []
             if target.needs_mkfs:
                 mkfs_argv, journal_argv, options = self._mkfs(fsys, cfg, target)
+                if isinstance(target, DeviceTarget):
+                    self.formatted_devices.add(target.device)
             path = os.path.join(self.scratch, "mnt", ident)
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
             source = target.device if fsys.needs_device else getattr(target, "source", f"fsmeter-{ident}")
@@ -171,7 +176,7 @@ class Provisioner:
             if cfg.external_journal:
                 raise ProvisionError("external journal on a device target is not supported: use a loop target",
                                      exit_code=2)
-            return DeviceTarget(spec.device, spec.destroy_data_on, spec.force)
+            return DeviceTarget(spec.device, spec.destroy_data_on, spec.force, ours=self.formatted_devices)
         return LoopTarget(state, ident, spec.size_bytes, preallocate=spec.preallocate,
                           journal_size_bytes=spec.journal_size_bytes if cfg.external_journal else None)
 

@@ -120,14 +120,20 @@ def check_device(device: str | None, destroy_data_on: str | None, force: bool) -
 class DeviceTarget(Target):
     kind = "device"
 
-    def __init__(self, device: str | None, destroy_data_on: str | None, force: bool):
+    def __init__(self, device: str | None, destroy_data_on: str | None, force: bool, ours: Any = frozenset()):
         self.requested = device
         self.destroy_data_on = destroy_data_on
         self.force = force
-        self.overwrite = force  # mkfs force flags only when the user forced it
+        #: Devices formatted by this same provisioner: their signature is fsmeter's own filesystem.
+        self.ours = ours
+        self.overwrite = force  # mkfs force flags only when the user forced it (or the filesystem is ours)
 
     def setup(self) -> None:
-        self.device = check_device(self.requested, self.destroy_data_on, self.force)
+        mine = bool(self.requested) and os.path.realpath(self.requested) in self.ours
+        # Every check still applies (named twice, not mounted, not in use); only the signature check
+        # is waived for a filesystem this run made itself.
+        self.device = check_device(self.requested, self.destroy_data_on, self.force or mine)
+        self.overwrite = self.force or mine
 
     def info(self) -> dict[str, Any]:
         return {**super().info(), "forced": self.force}
