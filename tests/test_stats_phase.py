@@ -41,3 +41,10 @@ def test_few_samples_say_why_there_is_no_batch_ci():
     q = report_quality({"intervals": intervals([5, 6, 5]), "elapsed_s": 3, "warmup_s": 0}, min_phase_s=1)
     assert q.batch is None and q.steady is None and not q.too_short
     assert "batch-means CI needs >= 10" in q.notes[0]
+
+
+def test_run_cli_default_matches_the_statistics_default():
+    from fsmeter.cli.run import DEFAULT_MIN_PHASE_S
+    from fsmeter.stats.batch import DEFAULT_MIN_PHASE_S as STATS_DEFAULT
+
+    assert DEFAULT_MIN_PHASE_S == STATS_DEFAULT

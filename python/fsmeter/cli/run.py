@@ -17,8 +17,16 @@ from fsmeter.hostinfo import host_info
 from fsmeter.progress import PhaseProgress, progress_bar
 from fsmeter.report.terminal import phase_table
 from fsmeter.spec import build_job, load_workload, parse_set
-from fsmeter.stats.batch import DEFAULT_MIN_PHASE_S
-from fsmeter.stats.phase import report_quality
+
+#: Phases shorter than this are flagged too short to trust (fsmeter.stats.batch.DEFAULT_MIN_PHASE_S;
+#: not imported from there so that starting the CLI does not load numpy, scipy and pandas).
+DEFAULT_MIN_PHASE_S = 60.0
+
+
+def report_quality(report: dict, min_phase_s: float):
+    from fsmeter.stats.phase import report_quality as judge
+
+    return judge(report, min_phase_s=min_phase_s)
 
 #: Version of the JSON written by `fsmeter run --json` (see README, "Result JSON").
 RUN_JSON_VERSION = 1
@@ -75,7 +83,7 @@ def run_job(job, console: Console, show_progress: bool = True, keep_files: bool 
                 report["cache_reset"] = method
                 prog.done()
                 report["measured"] = ph.measured and not ph.discard
-                if report["measured"]:
+                if report["measured"] and not report.get("interrupted"):
                     report["quality"] = report_quality(report, min_phase_s=min_phase_s).to_dict()
                 doc["phases"][ph.key] = report
                 if report.get("interrupted"):
@@ -122,8 +130,9 @@ def register(app: typer.Typer) -> None:
         for name, rep in doc["phases"].items():
             if rep.get("measured", True):
                 console.print(phase_table(f"{doc['workload']} / {name}", rep))
-                q = report_quality(rep, min_phase_s=min_phase_s)
-                console.print(f"  [dim]{name}:[/] {q.summary()}", highlight=False)
+                if "quality" in rep:
+                    q = report_quality(rep, min_phase_s=min_phase_s)
+                    console.print(f"  [dim]{name}:[/] {q.summary()}", highlight=False)
         if json_out is not None:
             json_out.write_text(json.dumps(doc, indent=1))
             console.print(f"wrote {json_out}")

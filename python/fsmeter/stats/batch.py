@@ -13,7 +13,6 @@ from typing import Sequence
 
 import numpy as np
 from scipy import stats as sps
-from statsmodels.tsa.stattools import acf
 
 from fsmeter.errors import UserError
 from fsmeter.stats.summary import MeanCI, check_level, mean_ci
@@ -40,6 +39,10 @@ def lag1_autocorrelation(x: Sequence[float]) -> float:
 
     NaN for fewer than 3 values or a constant series.
     """
+    # Imported here: statsmodels (and pandas under it) costs a second or more to load, which
+    # `fsmeter run` should not pay at start-up or after a Ctrl-C.
+    from statsmodels.tsa.stattools import acf
+
     arr = np.asarray(x, dtype=float)
     if arr.size < 3 or np.ptp(arr) == 0:
         return math.nan
