@@ -131,8 +131,9 @@ def register(app: typer.Typer) -> None:
             if rep.get("measured", True):
                 console.print(phase_table(f"{doc['workload']} / {name}", rep))
                 if "quality" in rep:
-                    q = report_quality(rep, min_phase_s=min_phase_s)
-                    console.print(f"  [dim]{name}:[/] {q.summary()}", highlight=False)
+                    from fsmeter.stats.phase import summarize_quality
+
+                    console.print(f"  [dim]{name}:[/] {summarize_quality(rep['quality'])}", highlight=False)
         if json_out is not None:
             json_out.write_text(json.dumps(doc, indent=1))
             console.print(f"wrote {json_out}")

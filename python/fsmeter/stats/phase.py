@@ -53,21 +53,26 @@ class PhaseQuality:
 
     def summary(self) -> str:
         """One line for a terminal."""
-        parts = []
-        if self.batch is not None:
-            b = self.batch
-            parts.append(f"throughput {b.ci.level:.0%} CI ±{b.ci.half_width_pct:.1f}% (batch means, "
-                         f"{b.n_batches} batches of {b.batch_size} intervals"
-                         f"{', correlated: too narrow' if b.autocorrelated else ''})")
-        if self.steady is not None:
-            if self.steady.steady:
-                parts.append(f"steady from {self.steady_from_s:.1f} s")
-            else:
-                parts.append("not steady: lengthen the warm-up or the phase")
-        if self.too_short:
-            parts.append(f"too short to trust (< {self.min_phase_s:g} s)")
-        parts += [n for n in self.notes if n not in parts]
-        return "; ".join(parts)
+        return summarize_quality(self.to_dict())
+
+
+def summarize_quality(q: dict) -> str:
+    """One terminal line from a quality dict (PhaseQuality.to_dict, as stored with a phase report)."""
+    parts = []
+    b = q.get("batch_ci")
+    if b is not None:
+        parts.append(f"throughput {b['level']:.0%} CI ±{b['half_width_pct']:.1f}% (batch means, "
+                     f"{b['n_batches']} batches of {b['batch_size']} intervals"
+                     f"{', correlated: too narrow' if b['autocorrelated'] else ''})")
+    if q.get("steady") is not None:
+        if q["steady"]:
+            parts.append(f"steady from {q['steady_from_s']:.1f} s")
+        else:
+            parts.append("not steady: lengthen the warm-up or the phase")
+    if q.get("too_short"):
+        parts.append(f"too short to trust (< {q['min_phase_s']:g} s)")
+    parts += [n for n in q.get("notes", []) if n not in parts]
+    return "; ".join(parts)
 
 
 def phase_quality(intervals: Sequence[dict], elapsed_s: float, warmup_s: float = 0.0, level: float = 0.95,

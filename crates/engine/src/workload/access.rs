@@ -482,7 +482,7 @@ impl Access {
                     mix: vec![[0; 4]; spec.entries.len()],
                 })
             },
-            |st, rec| self.worker(st, rec, quota(rec.tid), files),
+            |st, rec| self.worker(st, rec, quota(rec.tid)),
         )?;
         let mut mix = vec![[0u64; 4]; spec.entries.len()];
         for m in &mixes {
@@ -511,7 +511,6 @@ impl Access {
         st: &mut RunState<B>,
         rec: &mut Recorder,
         quota: Option<u64>,
-        files: &FilesGuard,
     ) -> Result<Vec<[u64; 4]>> {
         let spec = &self.spec;
         let mut issued_bytes = 0u64;
@@ -542,7 +541,7 @@ impl Access {
                 let meta = st.slots[slot];
                 let op = meta.op.expect("completion for an idle slot");
                 if res < 0 {
-                    return Err(io_failure(op.req, -res as i32, spec.direct, files));
+                    return Err(io_failure(op.req, -res as i32, spec.direct));
                 }
                 let kind = if op.req.write { WRITE } else { READ };
                 rec.record(kind, res as u64, meta.t0, t1);
@@ -622,7 +621,7 @@ impl Workload for Access {
     }
 }
 
-fn io_failure(req: IoReq, errno: i32, direct: bool, _files: &FilesGuard) -> EngineError {
+fn io_failure(req: IoReq, errno: i32, direct: bool) -> EngineError {
     let what = if req.write { "write" } else { "read" };
     let mut ctx = format!("{what} of {} bytes at offset {} of file {}", req.len, req.offset, req.file);
     if errno == libc::EINVAL && direct {
