@@ -3,6 +3,10 @@
 # extension) before doing their job, so they work on a fresh clone.
 
 VENV    ?= .venv
+# The venv's bin/ goes first on PATH for every recipe: maturin's build backend
+# (pip install --no-build-isolation) runs a `maturin` executable found on PATH,
+# and only the one inside the venv may be used (a fresh machine has no other).
+export PATH := $(abspath $(VENV))/bin:$(PATH)
 PY      := $(VENV)/bin/python
 PIP     := $(PY) -m pip
 FSMETER := $(VENV)/bin/fsmeter
@@ -11,7 +15,7 @@ FSMETER := $(VENV)/bin/fsmeter
 # to check the HTML report renders.
 APT_PKGS := e2fsprogs xfsprogs btrfs-progs util-linux fio postmark dbench bonnie++ fsmark chromium
 
-.PHONY: all deps sysdeps pydeps build demo test test-rust test-python bench lint clean
+.PHONY: all deps sysdeps pydeps build demo test test-rust test-python bench lint clean toolcheck
 
 all: build
 
@@ -49,3 +53,12 @@ bench: build
 
 clean:
 	rm -rf target $(VENV) python/fsmeter/_engine*.so
+
+# Proves the build tools come from the venv: prints where maturin, pytest and
+# fsmeter resolve under make's PATH and fails unless each is inside $(VENV).
+toolcheck:
+	@for t in maturin pytest fsmeter; do \
+	    p=$$(command -v $$t || true); \
+	    case "$$p" in "$(abspath $(VENV))"/bin/*) echo "$$t: $$p";; \
+	    *) echo "toolcheck: $$t resolves to '$$p', not the venv's $(abspath $(VENV))/bin" >&2; exit 1;; esac; \
+	done
