@@ -316,6 +316,10 @@ def build_context(view: CampaignView) -> dict:
             figs.append(bar_chart(w, i, view.level))
             figs += line_charts(w, i, view.level)
             figs += heatmaps(w, i)
+            if w.family == "bonnie":
+                from fsmeter.report.bonnie_charts import bonnie_charts
+
+                figs += bonnie_charts(w, i, view.level, _fig)
             ic = interval_chart(w, i, view.frames)
             if ic:
                 figs.append(ic)
