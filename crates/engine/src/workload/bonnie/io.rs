@@ -187,6 +187,10 @@ pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Job, ctl: &Control) -> R
             let mut left = total;
             let mut bufindex = 0usize;
             let mut chars = [0u64; 256];
+            // The per-byte system calls go to the running offset with pread/pwrite: in a multi-threaded
+            // process read(2)/write(2) also take the file-position lock on every call, which the
+            // single-threaded bonnie++ does not pay (see docs/bonnie.md).
+            let mut pos = 0u64;
             while left > 0 && !rec.interrupted() {
                 let n = left.min(spec.chunk) as usize;
                 let t0 = now_ns();
@@ -202,7 +206,8 @@ pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Job, ctl: &Control) -> R
                                 for i in 0..n {
                                     let c = (i & 0x7f) as u8;
                                     // SAFETY: one byte from a local.
-                                    let w = unsafe { libc::write(fd, &c as *const u8 as *const libc::c_void, 1) };
+                                    let w = unsafe { libc::pwrite(fd, &c as *const u8 as *const libc::c_void, 1, pos as i64) };
+                                    pos += 1;
                                     if w != 1 {
                                         let e = if w < 0 { std::io::Error::last_os_error() } else { std::io::Error::from_raw_os_error(libc::ENOSPC) };
                                         return Err(io("write(1 byte) to", e));
@@ -227,7 +232,8 @@ pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Job, ctl: &Control) -> R
                                 for _ in 0..n {
                                     let mut c = 0u8;
                                     // SAFETY: one byte into a local.
-                                    let r = unsafe { libc::read(fd, &mut c as *mut u8 as *mut libc::c_void, 1) };
+                                    let r = unsafe { libc::pread(fd, &mut c as *mut u8 as *mut libc::c_void, 1, pos as i64) };
+                                    pos += 1;
                                     if r != 1 {
                                         let e = if r < 0 { std::io::Error::last_os_error() } else { std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "early end of file: run block_write first") };
                                         return Err(io("read(1 byte) from", e));
