@@ -137,6 +137,14 @@ def test_campaign_exports_bonnies_table_that_analyze_reads_like_the_seed_data(tm
     text = html.read_text()
     for title in ("throughput per phase (KiB/s)", "%CPU per phase", "random seeks and small-file rates"):
         assert title in text, title
+    from test_report_chromium import CHROMIUM, _load
+
+    if CHROMIUM is not None:  # drawn in a real browser: no script error, every bonnie chart has a plot
+        p = _load(tmp_path, html)
+        assert p.status["data-errors"] == "[]", p.status["data-errors"]
+        bonnie = {c: k for c, k in p.svgs.items() if "-bonnie-" in c}
+        assert sorted(c.split("-bonnie-")[1] for c in bonnie) == ["cpu", "io", "rates"]
+        assert all(k > 0 for k in bonnie.values()), bonnie
 
 
 def loop_campaign(body, name="bonnie-loop"):
