@@ -352,7 +352,7 @@ pub fn seeks(spec: &BonnieSpec, job: &Job, ctl: &Control) -> Result<PhaseReport>
                 let t0 = now_ns();
                 seek(fd, off, libc::SEEK_SET).map_err(|e| io("lseek in", e))?;
                 read_all(fd, buf).map_err(|e| io("read from", e))?;
-                if t % UPDATE_SEEK == 0 {
+                if t.is_multiple_of(UPDATE_SEEK) {
                     let i = (at % spec.chunk) as usize;
                     buf[i] = buf[i].wrapping_sub(1);
                     seek(fd, off, libc::SEEK_SET).map_err(|e| io("lseek in", e))?;

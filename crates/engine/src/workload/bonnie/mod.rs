@@ -103,11 +103,7 @@ impl BonnieSpec {
     }
 
     pub fn chunks(&self) -> u64 {
-        if self.chunk == 0 {
-            0
-        } else {
-            self.size / self.chunk
-        }
+        self.size.checked_div(self.chunk).unwrap_or(0)
     }
 
     pub fn validate(&self, job: &Job) -> Result<()> {
@@ -130,13 +126,13 @@ impl BonnieSpec {
                     format!("{} bytes is smaller than chunk ({} bytes): use a larger size or a smaller chunk", self.size, self.chunk),
                 ));
             }
-            if self.size % self.chunk != 0 {
+            if !self.size.is_multiple_of(self.chunk) {
                 return Err(EngineError::invalid(
                     "size",
                     format!("{} bytes is not a whole number of chunks of {} bytes: round it", self.size, self.chunk),
                 ));
             }
-            if self.direct && self.chunk % 512 != 0 {
+            if self.direct && !self.chunk.is_multiple_of(512) {
                 return Err(EngineError::invalid(
                     "chunk",
                     format!("{} bytes does not fit O_DIRECT, which needs multiples of 512 bytes: use a multiple of 512, or direct=false", self.chunk),
