@@ -1,0 +1,261 @@
+"""Studies: campaign generation from a study's design, substitutions, scale rules, the claim checker,
+and the study report on a store filled through the store's own API."""
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fsmeter.errors import UserError
+from fsmeter.study import plan as plan_mod
+from fsmeter.study.claims import CONFIRMED, INCONCLUSIVE, REFUTED, ClaimChecker, diff_ci, judge_pair, ratio_ci
+from fsmeter.study.model import Claim, load_study, study_paths
+from fsmeter.study.plan import Change, changes_of, plan_study
+
+UNSUPPORTED = {"jfs", "reiserfs", "nilfs2", "f2fs"}
+
+
+@pytest.fixture
+def this_kernel(monkeypatch):
+    """A kernel like this project's machine: no jfs/reiserfs/nilfs2; loop devices offer 4 schedulers."""
+    monkeypatch.setattr(plan_mod, "_filesystem_problem",
+                        lambda name: f"{name}: not supported by this kernel" if name in UNSUPPORTED else
+                        (None if name in {"ext2", "ext3", "ext4", "xfs", "btrfs"} else f"fsmeter has no {name} support"))
+    monkeypatch.setattr(plan_mod, "_offered_schedulers", lambda: {"none", "mq-deadline", "kyber", "bfq"})
+
+
+def test_shipped_studies_load():
+    assert {"layton2009", "gus3-2008"} <= set(study_paths())
+    for slug in study_paths():
+        s = load_study(slug)
+        assert s.slug == slug and s.claims and s.published.rows
+
+
+def test_unknown_study_names_the_choices():
+    with pytest.raises(UserError, match="unknown study 'nope'.*layton2009"):
+        load_study("nope")
+
+
+def test_layton_campaign_matches_the_design(this_kernel):
+    s = load_study("layton2009")
+    p = plan_study(s, "paper")
+    c = p.campaign
+    assert [f["label"] for f in c["filesystems"]] == ["xfs", "ext2", "ext3", "ext4", "btrfs"]
+    wl = {w["label"]: w for w in c["workloads"]}
+    assert list(wl) == [w.id for w in s.workloads]
+    # paper scale = the study's own parameters, exactly
+    for w in s.workloads:
+        assert wl[w.id]["params"] == w.params
+        assert wl[w.id]["name"] == "fdtree-quick"
+    assert c["repetitions"] == {"policy": "fixed", "n": 10}
+    assert p.cells == 5 * 4 and p.trials_per_cell == 10
+    skipped = {ch.what for ch in p.changes if ch.kind == "skipped"}
+    assert skipped == {"configuration jfs", "configuration reiserfs", "configuration reiser4", "configuration nilfs2"}
+    # the stored text carries the changes and parses back
+    assert changes_of(p.text()) == p.changes
+
+
+def test_gus3_substitutions(this_kernel):
+    p = plan_study(load_study("gus3-2008"), "quick")
+    f = p.campaign["factors"]
+    assert f["scheduler"] == ["none", "mq-deadline", "bfq"]
+    assert f["threads"] == [5, 20] and f["cpus"] == [2, 1]
+    assert "cpu_speed" not in f
+    kinds = {(ch.kind, ch.what) for ch in p.changes}
+    assert ("skipped", "elevator = anticipatory") in kinds
+    assert ("substituted", "elevator = cfq -> bfq") in kinds
+    assert any(k == "skipped" and w.startswith("factor cpu_speed") for k, w in kinds)
+    assert ("skipped", "configuration jfs") in kinds
+    xfs = next(x for x in p.campaign["filesystems"] if x["label"] == "xfs")
+    assert xfs["external_journal"] and xfs["mount_options"] == "noatime,logbufs=8,logbsize=262144"
+    assert p.levels["elevator"] == {"noop": "none", "deadline": "mq-deadline", "cfq": "bfq"}
+
+
+def test_a_scheduler_the_kernel_lacks_is_skipped(this_kernel, monkeypatch):
+    monkeypatch.setattr(plan_mod, "_offered_schedulers", lambda: {"none", "mq-deadline"})
+    p = plan_study(load_study("gus3-2008"), "quick")
+    assert p.campaign["factors"]["scheduler"] == ["none", "mq-deadline"]
+    assert any(ch.what == "elevator = cfq" and "not offered" in ch.why for ch in p.changes)
+
+
+def test_scale_rules(this_kernel):
+    s = load_study("layton2009")
+    quick = plan_study(s, "quick")
+    wl = {w["label"]: w["params"] for w in quick.campaign["workloads"]}
+    assert wl["fdtree-small-shallow"]["files_per_dir"] == 2
+    assert wl["fdtree-small-shallow"]["levels"] == 3  # the shape stays
+    assert quick.campaign["repetitions"]["n"] == 3
+    assert any(ch.kind == "shrunk" and ch.what.startswith("fdtree-small-shallow") for ch in quick.changes)
+    half = plan_study(s, "0.5")
+    wl = {w["label"]: w["params"] for w in half.campaign["workloads"]}
+    assert wl["fdtree-small-shallow"]["files_per_dir"] == 20
+    assert wl["fdtree-medium-deep"]["files_per_dir"] == 1
+    assert half.campaign["target"]["size"] == "12GiB"
+    g = plan_study(load_study("gus3-2008"), "0.5")
+    assert g.campaign["workloads"][0]["params"]["duration_s"] == 30.0
+    assert quick.est_s < plan_study(s, "paper").est_s
+
+
+@pytest.mark.parametrize("bad", ["fast", "0", "-1", "inf"])
+def test_bad_scale(bad, this_kernel):
+    with pytest.raises(UserError, match="--scale"):
+        plan_study(load_study("layton2009"), bad)
+
+
+def test_paper_scale_shrinks_to_the_disk(this_kernel, monkeypatch):
+    import shutil
+    from collections import namedtuple
+
+    du = namedtuple("du", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: du(100 << 30, 90 << 30, 10 << 30))
+    p = plan_study(load_study("layton2009"), "paper")
+    assert p.campaign["target"]["size"] == "8GiB"
+    assert any(ch.kind == "shrunk" and "loop image" in ch.what for ch in p.changes)
+
+
+def test_change_lines_round_trip():
+    c = Change("skipped", "configuration jfs", "not in this kernel | really")
+    assert Change.parse(c.line()) == c
+
+
+# -- the claim checker on synthetic data with known answers -------------------------------------------
+def _frame(spec: dict, n: int = 6, noise: float = 0.02, seed: int = 3, **cols) -> pd.DataFrame:
+    """spec: {(filesystem, extra...): mean}; one row per trial, metric 'run.x' (higher is better)."""
+    rng = random.Random(seed)
+    rows = []
+    keys = list(cols.get("keys", ["filesystem"]))
+    for key, mean in spec.items():
+        key = key if isinstance(key, tuple) else (key,)
+        for t in range(n):
+            row = dict(zip(keys, key))
+            row.update(workload=cols.get("workload", "w"), metric_key="run.x", higher_is_better=True, trial=t,
+                       value=mean * rng.gauss(1.0, noise))
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _study_with(*claims: dict):
+    s = load_study("gus3-2008")
+    return s.model_copy(update={"claims": [Claim.model_validate(c) for c in claims]})
+
+
+def test_ranking_confirmed_refuted_inconclusive():
+    base = {"id": "C", "says": "xfs beats ext3", "kind": "ranking", "metrics": ["run.x"],
+            "tiers": [["xfs"], ["ext3"]]}
+    s = _study_with(base)
+    assert ClaimChecker(s, _frame({"xfs": 200, "ext3": 100})).check_all()[0].outcome == CONFIRMED
+    v = ClaimChecker(s, _frame({"xfs": 100, "ext3": 200})).check_all()[0]
+    assert v.outcome == REFUTED and "reversed" in v.subs[0].detail
+    # equal within the practical threshold refutes "better"
+    assert ClaimChecker(s, _frame({"xfs": 100, "ext3": 101}, noise=0.001)).check_all()[0].outcome == REFUTED
+    # too noisy to tell
+    assert ClaimChecker(s, _frame({"xfs": 115, "ext3": 100}, n=3, noise=0.4)).check_all()[0].outcome == INCONCLUSIVE
+
+
+def test_skipped_configuration_is_named_and_missing_tier_inconclusive():
+    s = _study_with({"id": "C", "says": "", "kind": "ranking", "metrics": ["run.x"], "tiers": [["jfs"], ["ext3"]]})
+    v = ClaimChecker(s, _frame({"xfs": 200, "ext3": 100})).check_all()[0]
+    assert v.outcome == INCONCLUSIVE and any("jfs" in n for n in v.notes)
+
+
+def test_equivalence():
+    c = {"id": "E", "says": "", "kind": "equivalence", "metrics": ["run.x"], "tiers": [["xfs", "ext3"]]}
+    s = _study_with(c)
+    assert ClaimChecker(s, _frame({"xfs": 100, "ext3": 101}, noise=0.005)).check_all()[0].outcome == CONFIRMED
+    assert ClaimChecker(s, _frame({"xfs": 150, "ext3": 100})).check_all()[0].outcome == REFUTED
+
+
+def test_trend_per_context_and_where_on_an_unvaried_factor():
+    c = {"id": "T", "says": "", "kind": "trend", "factor": "threads", "pairs": [[5, 20]], "direction": "up",
+         "metrics": ["run.x"], "configurations": ["xfs"], "where": {"cpu_speed": "fastest"}}
+    s = _study_with(c)
+    up = _frame({("xfs", 5): 100, ("xfs", 20): 150, ("ext3", 5): 100, ("ext3", 20): 50},
+                keys=["filesystem", "threads"])
+    v = ClaimChecker(s, up).check_all()[0]
+    assert v.outcome == CONFIRMED and len(v.subs) == 1
+    assert any("cpu_speed was not varied" in n for n in v.notes)
+    down = _frame({("xfs", 5): 150, ("xfs", 20): 100}, keys=["filesystem", "threads"])
+    assert ClaimChecker(s, down).check_all()[0].outcome == REFUTED
+
+
+def test_except_drops_the_excepted_cells():
+    c = {"id": "X", "says": "", "kind": "ranking", "metrics": ["run.x"], "tiers": [["xfs"], ["ext3"]],
+         "except": [{"elevator": "cfq", "cpu_speed": "slowest"}]}
+    s = _study_with(c)
+    df = _frame({("xfs", "noop"): 200, ("ext3", "noop"): 100, ("xfs", "cfq"): 100, ("ext3", "cfq"): 200},
+                keys=["filesystem", "elevator"])
+    v = ClaimChecker(s, df).check_all()[0]
+    assert v.outcome == CONFIRMED and [x.context for x in v.subs] == ["run.x, w"]
+
+
+def test_ratio_claim():
+    c = {"id": "R", "says": "", "kind": "ratio", "metric": "run.x", "numerator": {"workload": ["small"]},
+         "denominator": {"workload": ["big"]}, "ratio_range": [0.0, 0.3]}
+    s = _study_with(c)
+    df = pd.concat([_frame({"ext4": 10}, workload="small"), _frame({"ext4": 100}, workload="big")])
+    assert ClaimChecker(s, df).check_all()[0].outcome == CONFIRMED
+    df = pd.concat([_frame({"ext4": 90}, workload="small"), _frame({"ext4": 100}, workload="big")])
+    assert ClaimChecker(s, df).check_all()[0].outcome == REFUTED
+
+
+def test_untestable_claims_say_why():
+    v = ClaimChecker(load_study("gus3-2008"), _frame({"xfs": 1})).check(load_study("gus3-2008").claims[2])
+    assert v.outcome == INCONCLUSIVE and v.reason.startswith("not testable: needs the CPU clock")
+
+
+def test_diff_and_ratio_intervals_by_hand():
+    # a = [10, 12], b = [8, 10]: diff 2, se = sqrt(1 + 1) = 1.414, df = 2, t(0.975, 2) = 4.303
+    d, (lo, hi) = diff_ci([10, 12], [8, 10], 0.95)
+    assert d == pytest.approx(2 / 9 * 100)
+    assert hi - d == pytest.approx(4.3027 * np.sqrt(2) / 9 * 100, rel=1e-3)
+    r, (rlo, rhi) = ratio_ci([10, 12], [8, 10], 0.95)
+    assert r == pytest.approx(11 / 9) and rlo < r < rhi
+    assert judge_pair("a", [200, 201, 199], "b", [100, 101, 99], True).status == "holds"
+
+
+# -- the report on a store filled through the store's API -----------------------------------------------
+def _fill(store, p, fs_speed: dict, rng, n_trials: int = 6):
+    from fsmeter.campaign import parse_campaign
+    from fsmeter.campaign import plan as expand
+    from report_synth import environment, phase_report
+
+    cells = expand(parse_campaign(p.text(), "t"))
+    cid = store.create_campaign(p.campaign["name"], p.text(), [(c.workload, c.factors) for c in cells])
+    for row, cell in zip(store.cells(cid), cells):
+        f = cell.factors
+        for n in range(1, n_trials + 1):
+            mb = 100 * fs_speed[f["filesystem"]] * (1.3 if f.get("threads") == 20 else 1) * rng.gauss(1, 0.02)
+            rep = phase_report(mb, {"NTCreateX": (0.5, 2e4 / fs_speed[f["filesystem"]]), "ReadX": (0.5, 1e4)}, rng)
+            store.record_trial(row["id"], n, status="ok", started="2024-01-01T00:00:00Z",
+                               phases=[{"key": "run", "engine_phase": "run", "report": rep}],
+                               metrics=[{"phase": "run", "name": "MB_per_s", "unit": "MB/s", "higher_is_better": True,
+                                         "value": mb, "headline": True}],
+                               environment=environment(f["filesystem"], "replay", {}))
+        store.set_cell_status(row["id"], "done")
+    store.set_campaign_status(cid, "done")
+    return cid
+
+
+def test_study_report_from_a_store(tmp_path, this_kernel):
+    from fsmeter.store import open_store
+    from fsmeter.study.report import build_study_view, write_study_report
+
+    s = load_study("gus3-2008")
+    p = plan_study(s, "quick")
+    db = tmp_path / "s.sqlite"
+    with open_store(db) as store:
+        _fill(store, p, {"xfs": 2.0, "ext3": 1.0}, random.Random(5))
+    view = build_study_view(s, db)
+    by = {v.claim.id: v for v in view.verdicts}
+    assert by["G13"].outcome == CONFIRMED  # xfs twice as fast everywhere
+    assert by["G02"].outcome == CONFIRMED  # 20 clients 30% faster
+    assert by["G08"].outcome == REFUTED  # says ext3 first with cfq, 5 clients
+    assert by["G04"].outcome == INCONCLUSIVE and "jfs" in " ".join(by["G04"].notes)
+    out = tmp_path / "r.html"
+    write_study_report(view, out)
+    html = out.read_text()
+    assert "G13" in html and "anticipatory" in html and "best and second-best" in html
+    assert view.figures and all(f["data"] for f in view.figures)
