@@ -259,3 +259,61 @@ def test_study_report_from_a_store(tmp_path, this_kernel):
     html = out.read_text()
     assert "G13" in html and "anticipatory" in html and "best and second-best" in html
     assert view.figures and all(f["data"] for f in view.figures)
+
+
+# -- merge: runs from other boots or machines in one store ------------------------------------------------
+def _digest(path) -> str:
+    import hashlib
+
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def test_merge_keeps_everything_and_kernels_become_a_factor(tmp_path, this_kernel):
+    import sqlite3
+
+    from fsmeter.store import open_store
+    from fsmeter.store.merge import merge_stores
+    from fsmeter.study.report import build_study_view
+
+    s = load_study("gus3-2008")
+    p = plan_study(s, "quick")
+    a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
+    for path, kernel, speed in ((a, "2.6.27-old", {"xfs": 2.0, "ext3": 1.0}), (b, "6.1.0-new", {"xfs": 1.0, "ext3": 2.0})):
+        with open_store(path) as store:
+            _fill(store, p, speed, random.Random(9), n_trials=3)
+            store.conn.execute("UPDATE environment SET kernel = ?", (kernel,))
+            store.conn.commit()
+    before = (_digest(a), _digest(b))
+    out = tmp_path / "all.sqlite"
+    counts = merge_stores([a, b], out)
+    assert (_digest(a), _digest(b)) == before  # inputs untouched
+    n_trials = 2 * 24 * 3
+    assert counts["campaigns"] == 2 and counts["trials"] == n_trials and counts["environment"] == n_trials
+    con = sqlite3.connect(out)
+    assert con.execute("SELECT count(DISTINCT kernel) FROM environment").fetchone()[0] == 2
+    assert con.execute("SELECT count(*) FROM metrics").fetchone()[0] == n_trials
+    # every child row points at a parent of its own campaign
+    assert con.execute("SELECT count(*) FROM trials t LEFT JOIN cells c ON c.id = t.cell_id "
+                       "WHERE c.id IS NULL").fetchone()[0] == 0
+    con.close()
+    view = build_study_view(s, out)
+    assert "kernel" in view.frame.columns
+    g13 = next(v for v in view.verdicts if v.claim.id == "G13")
+    assert {sub.outcome for sub in g13.subs} == {CONFIRMED, REFUTED}  # xfs wins on the old kernel only
+    assert any("kernel=2.6.27-old" in sub.context for sub in g13.subs)
+
+
+def test_merge_refuses_an_existing_output_and_skips_duplicates(tmp_path):
+    from report_synth import make_pair
+
+    from fsmeter.store.merge import merge_stores
+
+    a = tmp_path / "a.sqlite"
+    make_pair(a, 0.0, 2.0)
+    out = tmp_path / "m.sqlite"
+    counts = merge_stores([a, a], out)
+    assert counts["campaigns"] == 2 and len(counts["duplicates"]) == 2
+    with pytest.raises(UserError, match="exists"):
+        merge_stores([a], out)
+    with pytest.raises(UserError, match="no such results database"):
+        merge_stores([tmp_path / "missing.sqlite"], tmp_path / "n.sqlite")
