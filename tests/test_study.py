@@ -239,6 +239,63 @@ def _fill(store, p, fs_speed: dict, rng, n_trials: int = 6):
     return cid
 
 
+def _fill_study(study, db, monkeypatch, rng):
+    """A store with one synthetic run of `study` at the quick scale (any family: tree or replay shaped)."""
+    from fsmeter.campaign import parse_campaign
+    from fsmeter.campaign import plan as expand
+    from fsmeter.store import open_store
+    from report_synth import environment, phase_report
+
+    monkeypatch.setattr(plan_mod, "_filesystem_problem", lambda n: None if n in {"ext2", "ext3", "ext4", "xfs", "btrfs"}
+                        else f"{n}: not supported by this kernel")
+    monkeypatch.setattr(plan_mod, "_offered_schedulers", lambda: {"none", "mq-deadline", "bfq"})
+    p = plan_study(study, "quick")
+    cells = expand(parse_campaign(p.text(), "t"))
+    speed = {"xfs": 0.5, "ext2": 1.0, "ext3": 1.1, "ext4": 1.2, "btrfs": 1.5}
+    with open_store(db) as store:
+        cid = store.create_campaign(p.campaign["name"], p.text(), [(c.workload, c.factors) for c in cells])
+        for row, cell in zip(store.cells(cid), cells):
+            fam = cell.definition.family.name
+            for n in range(1, 4):
+                v = 100 * speed[cell.factors["filesystem"]] * rng.gauss(1, 0.03)
+                if fam == "tree":
+                    names = [("mkdir", "dirs_per_s", "dirs/s"), ("create", "files_per_s", "files/s"),
+                             ("create", "KiB_per_s", "KiB/s"), ("remove", "files_per_s", "files/s"),
+                             ("rmdir", "dirs_per_s", "dirs/s")]
+                    phases = [{"key": k, "engine_phase": k, "report": phase_report(v, {k: (1.0, 1e4)}, rng,
+                                                                                   elapsed_s=10 / speed[cell.factors["filesystem"]])}
+                              for k in ("mkdir", "create", "remove", "rmdir")]
+                else:
+                    names = [("run", "MB_per_s", "MB/s")]
+                    phases = [{"key": "run", "engine_phase": "run",
+                               "report": phase_report(v, {"NTCreateX": (0.5, 2e4 / speed[cell.factors["filesystem"]]),
+                                                          "ReadX": (0.5, 1e4)}, rng)}]
+                metrics = [{"phase": ph, "name": nm, "unit": u, "higher_is_better": True, "value": v,
+                            "headline": i == 0} for i, (ph, nm, u) in enumerate(names)]
+                store.record_trial(row["id"], n, status="ok", started="2024-01-01T00:00:00Z", phases=phases,
+                                   metrics=metrics, environment=environment(cell.factors["filesystem"], fam, {}))
+            store.set_cell_status(row["id"], "done")
+        store.set_campaign_status(cid, "done")
+
+
+def test_layton_report_tables(tmp_path, monkeypatch):
+    from fsmeter.study.report import build_study_view
+
+    s = load_study("layton2009")
+    db = tmp_path / "l.sqlite"
+    _fill_study(s, db, monkeypatch, random.Random(4))
+    view = build_study_view(s, db)
+    by = {v.claim.id: v for v in view.verdicts}
+    assert by["LA07"].outcome == CONFIRMED  # xfs half as fast as every other filesystem
+    assert by["LA09"].outcome == CONFIRMED  # btrfs 3x xfs
+    assert by["LA06"].outcome == REFUTED  # btrfs 1.5 vs ext2 1.0: not equal
+    times = view.tables[0]
+    assert times["title"] == "fdtree-small-shallow: phase times (s)"
+    xfs_create = next(r for r in times["rows"] if r[0] == "create" and r[1] == "xfs")
+    assert xfs_create[5] == "858"  # the published mean beside ours
+    assert any(r[1] == "jfs" and r[4] == "0" for r in times["rows"])  # published only: not run here
+
+
 def test_study_report_from_a_store(tmp_path, this_kernel):
     from fsmeter.store import open_store
     from fsmeter.study.report import build_study_view, write_study_report
