@@ -374,3 +374,48 @@ def test_merge_refuses_an_existing_output_and_skips_duplicates(tmp_path):
         merge_stores([a], out)
     with pytest.raises(UserError, match="no such results database"):
         merge_stores([tmp_path / "missing.sqlite"], tmp_path / "n.sqlite")
+
+
+def test_variation_claims_on_a_known_design():
+    """Access mode effect +-20, filesystem effect +-5, small noise: access mode dominates, no interaction."""
+    rng = random.Random(11)
+    rows = []
+    for fs, fe in (("ext2", 5.0), ("ext3", -5.0)):
+        for mode, me in (("block_read.kbs", 20.0), ("block_write.kbs", -20.0)):
+            for t in range(10):
+                rows.append(dict(workload="b", metric_key=mode, higher_is_better=True, trial=t, filesystem=fs,
+                                 value=100 + fe + me + rng.gauss(0, 1.0)))
+    df = pd.DataFrame(rows)
+    base = {"says": "", "kind": "variation", "metrics": ["block_read.kbs", "block_write.kbs"],
+            "design": ["filesystem", "access_mode"]}
+    s = _study_with({**base, "id": "V1", "larger": ["access_mode", "filesystem"]},
+                    {**base, "id": "V2", "larger": ["filesystem", "access_mode"]},
+                    {**base, "id": "V3", "below": {"filesystem:access_mode": 2.0}},
+                    {**base, "id": "V4", "significant": ["access_mode", "filesystem"], "level": 0.9},
+                    {**base, "id": "V5", "share_range": {"explained": [0.0, 50.0]}})
+    out = {v.claim.id: v for v in ClaimChecker(s, df).check_all()}
+    # shares by hand: SSA (mode) = 40 * 20^2 = 16000, SSB (fs) = 40 * 5^2 = 1000, SSE ~ 36 * 1
+    assert out["V1"].outcome == CONFIRMED and "access_mode 9" in out["V1"].subs[0].detail
+    assert out["V2"].outcome == REFUTED
+    assert out["V3"].outcome == CONFIRMED
+    assert out["V4"].outcome == CONFIRMED
+    assert out["V5"].outcome == REFUTED
+
+
+def test_kernels_newest_against_oldest():
+    c = {"id": "K", "says": "", "kind": "ranking", "compare": "kernel", "metrics": ["run.x"],
+         "tiers": [["newest"], ["oldest"]]}
+    s = _study_with(c)
+    df = _frame({("ext2", "6.1.0-26-amd64"): 120, ("ext2", "4.19.0-9-amd64"): 100}, keys=["filesystem", "kernel"])
+    v = ClaimChecker(s, df).check_all()[0]
+    assert v.outcome == CONFIRMED and "6.1.0-26-amd64 vs 4.19.0-9-amd64" in v.subs[0].detail
+    one = ClaimChecker(s, _frame({"ext2": 100})).check_all()[0]
+    assert one.outcome == INCONCLUSIVE and any("fsmeter merge" in n for n in one.notes)
+
+
+def test_a_workload_whose_family_is_missing_is_skipped(this_kernel, monkeypatch):
+    monkeypatch.setattr(plan_mod, "_workload_problem", lambda base: "no such family" if base == "dbench" else None)
+    with pytest.raises(UserError, match="none of its workloads can run.*no such family"):
+        plan_study(load_study("gus3-2008"), "quick")
+    monkeypatch.setattr(plan_mod, "_workload_problem", lambda base: None)
+    assert plan_study(load_study("gus3-2008"), "quick").campaign["workloads"]

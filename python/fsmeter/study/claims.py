@@ -170,7 +170,10 @@ class ClaimChecker:
 
     def _contexts(self, df, exclude: Sequence[str]):
         cols = [c for c in self.factors if c not in exclude and c in df.columns and df[c].nunique(dropna=False) > 1]
-        cols = ["metric_key"] + (["workload"] if "workload" not in exclude else []) + cols
+        cols = [c for c in ("metric_key", "workload") if c not in exclude] + cols
+        if not cols:
+            yield "", df
+            return
         for key, part in df.groupby(cols, dropna=False, sort=False):
             key = key if isinstance(key, tuple) else (key,)
             label = ", ".join(f"{v}" if c in ("metric_key", "workload") else f"{c}={v}"
@@ -184,7 +187,9 @@ class ClaimChecker:
     # -- claim kinds ------------------------------------------------------------------------------
     def _tiers(self, claim: Claim, present: set, notes: list) -> list:
         tiers, gone = [], []
+        named = dict(zip(("newest", "oldest"), _by_version(present)[::-1][:1] + _by_version(present)[:1]))
         for tier in claim.tiers:
+            tier = [named.get(str(x), x) for x in tier]
             kept = [str(x) for x in tier if str(x) in present]
             gone += [str(x) for x in tier if str(x) not in present]
             if kept:
@@ -196,6 +201,8 @@ class ClaimChecker:
     def _ranking(self, claim: Claim, df, notes: list, equivalence: bool) -> List[SubCheck]:
         col = claim.compare
         if col not in df.columns:
+            if col in ("kernel", "host"):
+                notes.append(f"needs runs on two {col}s: run the study on each, then `fsmeter merge` the stores")
             return []
         tiers = self._tiers(claim, set(df[col].astype(str)), notes)
         if (not equivalence and len(tiers) < 2) or (equivalence and sum(map(len, tiers)) < 2):
@@ -277,6 +284,48 @@ class ClaimChecker:
                                      f"ratio {r:.3g} [{lo:.3g}, {hi:.3g}], claimed {lo_ok:g}..{hi_ok:g}"))
         return subs
 
+    def _variation(self, claim: Claim, df, notes: list) -> List[SubCheck]:
+        """Jain's allocation of variation (two-factor design with replications) and its F-tests."""
+        from fsmeter.errors import UserError
+        from fsmeter.stats.anova import ERROR_TERM, factorial_anova
+
+        data = df.copy()
+        data["access_mode"] = data["metric_key"]
+        subs = []
+        extra = [c for c in ("kernel", "host") if c in data.columns]
+        groups = data.groupby(extra, sort=False) if extra else [((), data)]
+        for key, part in groups:
+            key = key if isinstance(key, tuple) else (key,)
+            label = ", ".join(f"{c}={v}" for c, v in zip(extra, key)) or "all runs"
+            try:
+                res = factorial_anova(part, "value", claim.design, level=claim.level)
+            except UserError as exc:
+                notes.append(f"{label}: no ANOVA: {exc.message}")
+                continue
+            share = {r.term: r.pct_variation for r in res.table}
+            share["explained"] = 100.0 - share.get(ERROR_TERM, 0.0)
+            sig = {r.term: r.significant for r in res.table}
+            checks, bad = [], False
+            if claim.larger:
+                a, b = claim.larger
+                ok = share.get(a, 0) > share.get(b, 0)
+                checks.append(f"{a} {share.get(a, 0):.1f}% {'>' if ok else '<='} {b} {share.get(b, 0):.1f}%")
+                bad |= not ok
+            for term, lim in claim.below.items():
+                ok = share.get(term, 0) < lim
+                checks.append(f"{term} {share.get(term, 0):.1f}% {'<' if ok else '>='} {lim:g}%")
+                bad |= not ok
+            for term, (lo, hi) in claim.share_range.items():
+                ok = lo <= share.get(term, 0) <= hi
+                checks.append(f"{term} {share.get(term, 0):.1f}% {'in' if ok else 'outside'} {lo:g}..{hi:g}%")
+                bad |= not ok
+            for term in claim.significant:
+                ok = bool(sig.get(term))
+                checks.append(f"{term} {'significant' if ok else 'not significant'} at {claim.level:.0%} (F-test)")
+                bad |= not ok
+            subs.append(SubCheck(label, REFUTED if bad else CONFIRMED, "; ".join(checks)))
+        return subs
+
     def check(self, claim: Claim) -> Verdict:
         notes: list = []
         if claim.kind == "untestable":
@@ -292,6 +341,8 @@ class ClaimChecker:
                                (f" ({'; '.join(notes)})" if notes else ""), notes=notes)
             if claim.kind == "trend":
                 subs = self._trend(claim, df, notes)
+            elif claim.kind == "variation":
+                subs = self._variation(claim, df, notes)
             else:
                 subs = self._ranking(claim, df, notes, equivalence=claim.kind == "equivalence")
         outcome, reason = _combine(subs, "too little left to compare here" +
@@ -302,6 +353,19 @@ class ClaimChecker:
 
     def check_all(self) -> List[Verdict]:
         return [self.check(c) for c in self.study.claims]
+
+
+def _by_version(levels) -> list:
+    """Kernel (or other) version strings, oldest first: '4.19.0' < '6.1.0-26-amd64' < '6.12.1'."""
+    import re
+
+    def key(v: str):
+        return [int(x) if x.isdigit() else x for x in re.split(r"[.\-+~_]", str(v))]
+
+    try:
+        return sorted(levels, key=key)
+    except TypeError:
+        return sorted(levels, key=str)
 
 
 def study_frame(study: Study, tidy_df, environment=None):

@@ -66,11 +66,14 @@ class StudyFactor(_Strict):
     levels: List[Level]
     map: Dict[str, Level] = Field(default_factory=dict, description="study level -> fsmeter level")
     gaps: Dict[str, str] = Field(default_factory=dict, description="study level -> why it is replaced/skipped")
+    quick: Dict[str, Level] = Field(default_factory=dict, description="study level -> fsmeter level at the quick scale")
     requires: Optional[str] = Field(None, description="a host capability the factor needs, e.g. cpufreq")
     note: str = ""
 
-    def fsmeter_level(self, level: Level) -> Optional[Level]:
+    def fsmeter_level(self, level: Level, scale: str = "paper") -> Optional[Level]:
         """The campaign level for a study level, or None when it is skipped."""
+        if scale == "quick" and str(level) in self.quick:
+            return self.quick[str(level)]
         if str(level) in self.map:
             return self.map[str(level)]
         return None if str(level) in self.gaps else level
@@ -90,7 +93,7 @@ class StudyConfig(_Strict):
 class Claim(_Strict):
     id: str
     says: str
-    kind: Literal["ranking", "equivalence", "trend", "ratio", "untestable"]
+    kind: Literal["ranking", "equivalence", "trend", "ratio", "variation", "untestable"]
     why: str = Field("", description="untestable: the reason")
     reading: str = Field("", description="how an imprecise claim was made testable")
     workloads: List[str] = Field(default_factory=list)
@@ -107,6 +110,14 @@ class Claim(_Strict):
     numerator: Dict[str, Any] = Field(default_factory=dict)
     denominator: Dict[str, Any] = Field(default_factory=dict)
     ratio_range: List[float] = Field(default_factory=list)
+    design: List[str] = Field(default_factory=list, description="variation: the ANOVA factors; 'access_mode' "
+                                                                "is the metric itself as a factor")
+    larger: List[str] = Field(default_factory=list, description="variation: [a, b]: a explains more than b")
+    below: Dict[str, float] = Field(default_factory=dict, description="variation: term -> share (%) it stays under")
+    share_range: Dict[str, List[float]] = Field(default_factory=dict,
+                                                description="variation: term (or 'explained') -> [low, high] %")
+    significant: List[str] = Field(default_factory=list, description="variation: terms significant by the F-test")
+    level: float = Field(0.90, description="variation: confidence level of the F-tests")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -120,6 +131,8 @@ class Claim(_Strict):
             raise ValueError(f"claim {self.id}: a trend claim needs factor, pairs and direction")
         if self.kind == "ratio" and (not self.metric or len(self.ratio_range) != 2):
             raise ValueError(f"claim {self.id}: a ratio claim needs metric and ratio_range = [low, high]")
+        if self.kind == "variation" and (len(self.design) < 2 or len(self.all_metrics) < 1):
+            raise ValueError(f"claim {self.id}: a variation claim needs design (two factors) and metrics")
         if self.kind == "untestable" and not self.why:
             raise ValueError(f"claim {self.id}: why: say why the claim cannot be tested")
         return self

@@ -137,6 +137,15 @@ def _filesystem_problem(name: str) -> Optional[str]:
     return None
 
 
+def _workload_problem(base: str) -> Optional[str]:
+    """Why the named workload a study builds on cannot run in this fsmeter, or None."""
+    from fsmeter.spec import WORKLOAD_DIR
+
+    if (WORKLOAD_DIR / f"{base}.toml").is_file():
+        return None
+    return f"needs the named workload {base!r}, which this fsmeter does not have (its family is not built yet)"
+
+
 def _offered_schedulers() -> Optional[set]:
     """I/O schedulers a loop device offers here (read from any loop device), or None if unknown."""
     import glob
@@ -179,7 +188,7 @@ def _config_entries(study: Study, changes: list, configs: dict) -> list:
     return out
 
 
-def _factor_levels(study: Study, changes: list, levels: dict) -> dict:
+def _factor_levels(study: Study, changes: list, levels: dict, scale: str, factor: Optional[float]) -> dict:
     factors: dict = {}
     schedulers = _offered_schedulers()
     ncpu = len(os.sched_getaffinity(0))
@@ -191,7 +200,10 @@ def _factor_levels(study: Study, changes: list, levels: dict) -> dict:
             continue
         mapped: dict = {}
         for lv in f.levels:
-            new = f.fsmeter_level(lv)
+            new = f.fsmeter_level(lv, scale)
+            if new is not None and f.campaign == "page_cache_limit" and factor is not None:
+                # A memory limit scales with the data it must not cache, keeping the study's ratio.
+                new = format_size(max(16 << 20, int(parse_size(new) * factor)) // (1 << 20) * (1 << 20))
             gap = f.gaps.get(str(lv))
             if new is None:
                 changes.append(Change("skipped", f"{f.name} = {lv}", gap or "not available"))
@@ -208,6 +220,8 @@ def _factor_levels(study: Study, changes: list, levels: dict) -> dict:
                 continue
             if gap:
                 changes.append(Change("substituted", f"{f.name} = {lv} -> {new}", gap))
+            elif str(new) != str(f.map.get(str(lv), lv)):
+                changes.append(Change("shrunk", f"{f.name} = {lv} -> {new}", f"scale {scale}: scaled with the data"))
             mapped[str(lv)] = new
         if f.note and mapped:
             changes.append(Change("approximated", f"factor {f.name}", f.note))
@@ -248,15 +262,22 @@ def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None
     if not filesystems:
         raise UserError(f"study {study.slug}: no configuration of the study can run on this kernel "
                         f"({'; '.join(c.why for c in plan.changes if c.kind == 'skipped')})")
-    factors = _factor_levels(study, plan.changes, plan.levels)
+    factors = _factor_levels(study, plan.changes, plan.levels, scale_name, factor)
     size = parse_size(base.target_size)
     if factor is not None:
         size = max(parse_size(study.scales["quick"].target_size), int(size * factor))
         size = -(-size // (1 << 30)) * (1 << 30)
     workloads = []
     for w in study.workloads:
+        missing = _workload_problem(w.base)
+        if missing:
+            plan.changes.append(Change("skipped", f"workload {w.id}", missing))
+            continue
         params = _scaled_params(w, scale_name, factor, plan.changes, None)
         workloads.append({"name": w.base, "label": w.id, "params": params})
+    if not workloads:
+        raise UserError(f"study {study.slug}: none of its workloads can run in this fsmeter "
+                        f"({'; '.join(c.why for c in plan.changes if c.what.startswith('workload '))})")
     camp: Dict[str, Any] = {
         "name": f"study-{study.slug}-{scale_name}",
         "description": f"{study.study.title} ({study.study.citation}), scale {scale_name}",
