@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
@@ -209,6 +210,121 @@ def _gus3_section(view: StudyView) -> None:
                                  for r in view.study.published.rows if r.get("metric") == "MB_per_s"]})
 
 
+def _wettstein_section(view: StudyView) -> None:
+    """Bonnie: means with 99% CIs per cell beside the report's, the two-factor ANOVA, Q-Q plots per cell."""
+    from scipy import stats as sps
+
+    from fsmeter.errors import UserError as _UE
+    from fsmeter.stats.anova import factorial_anova
+    from fsmeter.stats.summary import mean_ci
+
+    f = view.frame[view.frame["metric_key"].isin(["block_read.kbs", "block_write.kbs"])].copy()
+    f["MB_per_s"] = f["value"] / 1024.0  # the report's MB/s: Bonnie's KB/s / 1024
+    f["access_mode"] = f["metric_key"].str.split(".").str[0]
+    extra = [c for c in ("kernel", "host") if c in f.columns]
+    rows = []
+    for key, g in f.groupby(["filesystem", *extra, "access_mode"], sort=True):
+        ci = mean_ci(g["MB_per_s"].to_numpy(), 0.99) if len(g) > 1 else None
+        fs, mode = key[0], key[-1]
+        pubs = [r for r in view.study.published.rows if r.get("statistic") == "mean" and
+                r.get("phase") is None and r.get("where", {}).get("phase") == mode and
+                r["configuration"].split("-")[0] == fs]
+        pub = "; ".join(f"{r['configuration']}: {r['value']:.2f} [{r.get('ci_low', float('nan')):.2f}, "
+                        f"{r.get('ci_high', float('nan')):.2f}]" for r in pubs) or "-"
+        rows.append([fs, *map(str, key[1:-1]), mode, _fmt(ci.mean if ci else g["MB_per_s"].mean()),
+                     f"[{_fmt(ci.low)}, {_fmt(ci.high)}]" if ci else "-", str(len(g)), pub])
+    view.tables.append({"title": "Bonnie block read and write, MB/s: mean and 99% CI per cell (Appendix A.3 beside)",
+                        "columns": ["filesystem", *extra, "access mode", "mean", "99% CI", "runs",
+                                    "published mean [99% CI] (2002)"], "rows": rows})
+    groups = f.groupby(extra, sort=False) if extra else [((), f)]
+    for key, part in groups:
+        label = ", ".join(map(str, key if isinstance(key, tuple) else (key,))) or "this run"
+        try:
+            res = factorial_anova(part, "MB_per_s", ["filesystem", "access_mode"], level=0.90)
+        except _UE as exc:
+            view.tables.append({"title": f"ANOVA ({label})", "columns": ["note"], "rows": [[exc.message]]})
+            continue
+        view.tables.append({"title": f"two-factor ANOVA with replications, allocation of variation ({label}; "
+                                     "F-tests at 90%)",
+                            "columns": ["term", "SS", "% of variation", "df", "MS", "F", "F crit", "significant"],
+                            "rows": [[r.term, _fmt(r.ss, 4), f"{r.pct_variation:.1f}", str(r.df), _fmt(r.ms, 4),
+                                      _fmt(r.f), _fmt(r.f_crit), "yes" if r.significant else "no"]
+                                     for r in res.table]})
+    pub_var = [r for r in view.study.published.rows if r.get("metric") == "anova" and
+               r.get("statistic") == "percent_variation"]
+    if pub_var:
+        view.tables.append({"title": "published allocation of variation (2002)", "columns": ["term", "%"],
+                            "rows": [[r.get("where", {}).get("component", "?"), _fmt(r.get("value"))]
+                                     for r in pub_var]})
+    for key, g in f.groupby(["filesystem", "access_mode"], sort=True):
+        v = g["MB_per_s"].to_numpy()
+        if v.size < 3:
+            continue
+        (osm, osr), (slope, icpt, _) = sps.probplot(v - v.mean(), dist="norm")
+        data = [{"type": "scatter", "mode": "markers", "x": list(osm), "y": list(osr), "name": "residuals"},
+                {"type": "scatter", "mode": "lines", "x": [float(osm[0]), float(osm[-1])],
+                 "y": [icpt + slope * osm[0], icpt + slope * osm[-1]], "name": "normal line"}]
+        view.figures.append(_fig(f"fig-{len(view.figures)}", f"Q-Q: {key[0]} / {key[1]}",
+                                 "residuals (run minus cell mean, MB/s) against normal quantiles", data,
+                                 {"height": 320, "xaxis": {"title": {"text": "normal quantile"}},
+                                  "yaxis": {"title": {"text": "residual, MB/s"}}}))
+
+
+_CELL = re.compile(r"^(?P<test>[a-z_]+)\[(?P<f>[0-9]+[KMG]?),(?P<r>[0-9]+[KMG]?)\]$")
+#: The record sizes the article charted, KiB.
+LOURDAS_RECORDS_KB = (4, 8, 16, 64, 512, 2048)
+
+
+def _kib(token: str) -> int:
+    mult = {"K": 1, "M": 1024, "G": 1 << 20}
+    return int(token[:-1]) * mult[token[-1]] if token[-1] in mult else int(token) // 1024
+
+
+def _lourdas_section(view: StudyView) -> None:
+    """iozone: ops/s against file size, one line per record size, per test; cp/tar/rm real/user/sys tables."""
+    f = view.frame[view.frame["metric_key"].str.startswith("grid.")].copy()
+    if not f.empty:
+        m = f["metric_key"].str[len("grid."):].str.extract(_CELL)
+        f = pd.concat([f.reset_index(drop=True), m.reset_index(drop=True)], axis=1).dropna(subset=["test"])
+        f["file_kb"], f["rec_kb"] = f["f"].map(_kib), f["r"].map(_kib)
+        for test, g in f.groupby("test", sort=False):
+            for cid, gg in g.groupby("filesystem", sort=False):
+                data = []
+                for i, rec in enumerate(LOURDAS_RECORDS_KB):
+                    line = gg[gg["rec_kb"] == rec].groupby("file_kb")["value"].mean().sort_index()
+                    if not line.empty:
+                        data.append({"type": "scatter", "mode": "lines+markers", "name": f"{rec} KiB records",
+                                     "x": list(line.index), "y": list(line.values),
+                                     "line": {"color": PALETTE[i % len(PALETTE)]}})
+                if data:
+                    view.figures.append(_fig(f"fig-{len(view.figures)}", f"iozone {test}: {cid}",
+                                             "mean ops/s over the runs against file size, one line per record size",
+                                             data, {"xaxis": {"type": "log", "title": {"text": "file size, KiB"}},
+                                                    "yaxis": {"title": {"text": "ops/s"}}}))
+    configs = [c.id for c in view.study.configurations]
+    for phase, title in (("cp", "copy a big file"), ("untar", "extract the source tree"), ("rm", "remove the tree")):
+        rows = []
+        for cid in configs:
+            cells = []
+            for t in ("real_s", "user_s", "sys_s"):
+                sel = view.frame[(view.frame["metric_key"] == f"{phase}.{t}") & (view.frame["filesystem"] == cid)]
+                pub = _published(view, workload="cp-tar-rm", phase=phase, metric=t).get(cid)
+                cells += [_fmt(sel["value"].mean()) if len(sel) else "-", _fmt(pub.get("value")) if pub else "-"]
+            if any(c != "-" for c in cells):
+                rows.append([cid, *cells])
+        if rows:
+            view.tables.append({"title": f"{title} (+ sync): seconds, mean over the runs (published beside)",
+                                "columns": ["filesystem", "real", "real (2009)", "user", "user (2009)", "sys",
+                                            "sys (2009)"], "rows": rows})
+        sel = view.frame[view.frame["metric_key"].isin([f"{phase}.real_s", f"{phase}.user_s", f"{phase}.sys_s"])]
+        if not sel.empty:
+            g = sel.groupby(["metric_key", "filesystem"], sort=False)["value"].mean().reset_index()
+            data = [{"type": "bar", "name": mk.split(".")[1], "x": list(gg["filesystem"]), "y": list(gg["value"]),
+                     "marker": {"color": PALETTE[i]}} for i, (mk, gg) in enumerate(g.groupby("metric_key", sort=False))]
+            view.figures.append(_fig(f"fig-{len(view.figures)}", f"{title}: real, user, sys", "seconds, mean over runs",
+                                     data, {"barmode": "group", "yaxis": {"title": {"text": "s"}}}))
+
+
 def _generic_section(view: StudyView) -> None:
     """Any study: the headline of each workload per configuration."""
     for w in view.study.workloads:
@@ -226,6 +342,8 @@ def _generic_section(view: StudyView) -> None:
 SECTIONS: Dict[str, Callable[[StudyView], None]] = {
     "layton2009": _layton_section,
     "gus3-2008": _gus3_section,
+    "wettstein2002": _wettstein_section,
+    "lourdas2009": _lourdas_section,
 }
 
 
