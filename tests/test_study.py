@@ -419,3 +419,30 @@ def test_a_workload_whose_family_is_missing_is_skipped(this_kernel, monkeypatch)
         plan_study(load_study("gus3-2008"), "quick")
     monkeypatch.setattr(plan_mod, "_workload_problem", lambda base: None)
     assert plan_study(load_study("gus3-2008"), "quick").campaign["workloads"]
+
+
+def test_workload_levels_become_exclusions(this_kernel):
+    """bryant2002: pgmeter runs at 1 thread and 512M, filemark at 128M: their other levels are excluded."""
+    p = plan_study(load_study("bryant2002"), "paper")
+    ex = p.campaign["exclusions"]
+    assert {"workload": "pgmeter-seq-read", "threads": 8} in ex
+    assert {"workload": "pgmeter-seq-read", "page_cache_limit": "128M"} in ex
+    assert {"workload": "filemark-small-file", "page_cache_limit": "512M"} in ex
+    assert not any(e["workload"] == "filemark-small-file" and "threads" in e for e in ex)
+    from fsmeter.campaign import parse_campaign, plan as expand
+
+    cells = expand(parse_campaign(p.text(), "t"))
+    fm = [c for c in cells if c.workload == "filemark-small-file"]
+    assert sorted({c.factors["threads"] for c in fm}) == [1, 8, 64, 128]
+    assert {c.factors.get("page_cache_limit") for c in fm} == {"128M"}
+    pg = [c for c in cells if c.workload == "pgmeter-oltp-8k"]
+    assert len(pg) == 4 * 4 and {c.factors["threads"] for c in pg} == {1}  # 4 filesystems x 4 queue depths
+
+
+def test_pooled_phases_are_samples():
+    c = {"id": "P", "says": "", "kind": "ranking", "metrics": ["transactions-*.tps"], "tiers": [["ext2"], ["xfs"]]}
+    s = _study_with(c)
+    rows = [dict(workload="w", metric_key=f"transactions-{k}.tps", higher_is_better=True, trial=1,
+                 filesystem=fs, value=v * (1 + 0.01 * k)) for fs, v in (("ext2", 200), ("xfs", 100)) for k in (2, 3, 4)]
+    v = ClaimChecker(s, pd.DataFrame(rows)).check_all()[0]
+    assert v.outcome == CONFIRMED and v.subs[0].context.startswith("transactions-*.tps")

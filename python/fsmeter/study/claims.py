@@ -270,7 +270,7 @@ class ClaimChecker:
         num_w, den_w = claim.numerator.get("workload", []), claim.denominator.get("workload", [])
         lo_ok, hi_ok = claim.ratio_range
         subs = []
-        df = self.df[self.df["metric_key"] == claim.metric]
+        df = _pick_metrics(self.df, [claim.metric])
         for nw, dw in zip(num_w, den_w):
             part = df[df["workload"].isin([nw, dw])]
             for label, g in self._contexts(part, ["workload", "metric_key"]):
@@ -333,9 +333,7 @@ class ClaimChecker:
         if claim.kind == "ratio":
             subs = self._ratio(claim, notes)
         else:
-            df = self._select(claim, notes)
-            if claim.all_metrics:
-                df = df[df["metric_key"].isin(claim.all_metrics)]
+            df = _pick_metrics(self._select(claim, notes), claim.all_metrics)
             if df.empty:
                 return Verdict(claim, INCONCLUSIVE, "no results for this claim in the run" +
                                (f" ({'; '.join(notes)})" if notes else ""), notes=notes)
@@ -353,6 +351,26 @@ class ClaimChecker:
 
     def check_all(self) -> List[Verdict]:
         return [self.check(c) for c in self.study.claims]
+
+
+def _pick_metrics(df, metrics: Sequence[str]):
+    """Rows of the named metrics. A name with '*' matches several phases, whose values then pool as
+    samples of one metric (filemark's method: each kept transactions phase is one observation)."""
+    import fnmatch
+
+    if not metrics:
+        return df
+    parts = []
+    for m in metrics:
+        if "*" in m:
+            sel = df[df["metric_key"].map(lambda k, m=m: fnmatch.fnmatchcase(k, m))].copy()
+            sel["metric_key"] = m
+        else:
+            sel = df[df["metric_key"] == m]
+        parts.append(sel)
+    import pandas as pd
+
+    return pd.concat(parts) if parts else df.iloc[0:0]
 
 
 def _by_version(levels) -> list:

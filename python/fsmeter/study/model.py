@@ -58,6 +58,9 @@ class StudyWorkload(_Strict):
     ram_relative: Dict[str, float] = Field(default_factory=dict,
                                            description="param -> multiple of the memory that can cache it")
     est_trial_s: Dict[str, float] = Field(default_factory=dict, description="one trial's time here, per scale")
+    levels: Dict[str, Level] = Field(default_factory=dict,
+                                     description="study factor -> the one level this workload runs at "
+                                                 "(the other levels are excluded for it)")
 
 
 class StudyFactor(_Strict):

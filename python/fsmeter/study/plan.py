@@ -230,6 +230,27 @@ def _factor_levels(study: Study, changes: list, levels: dict, scale: str, factor
     return factors
 
 
+def _exclusions(study: Study, plan: "StudyPlan", labels: set) -> list:
+    """A workload that runs at one level of a factor is excluded from the factor's other levels."""
+    out = []
+    for w in study.workloads:
+        if w.id not in labels:
+            continue
+        for fname, level in w.levels.items():
+            f = study.factor(fname)
+            if f is None or f.campaign is None or fname not in plan.levels:
+                continue
+            mapped = plan.levels[fname]
+            keep = mapped.get(str(level))
+            if keep is None:
+                raise UserError(f"study {study.slug}: workload {w.id} runs at {fname} = {level}, "
+                                "a level this machine cannot run")
+            for other in mapped.values():
+                if other != keep:
+                    out.append({"workload": w.id, f.campaign: other})
+    return out
+
+
 def _capacity(study: Study, size: int, changes: list) -> int:
     """The loop image size, shrunk (with a Change) to what the scratch folder can hold."""
     from fsmeter.provision import default_scratch
@@ -292,6 +313,9 @@ def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None
         camp["factors"] = factors
     camp["workloads"] = workloads
     camp["repetitions"] = dict(base.repetitions)
+    exclusions = _exclusions(study, plan, {w["label"] for w in workloads})
+    if exclusions:
+        camp["exclusions"] = exclusions
     plan.campaign = camp
     parsed = parse_campaign(plan.text(), f"study {study.slug}")
     from fsmeter.campaign import plan as expand
