@@ -227,3 +227,45 @@ fn bad_specs_name_the_field() {
         assert!(err.starts_with(field), "{err}");
     }
 }
+
+/// Open file descriptors of this process that lead into `dir` (directories included).
+fn fds_under(dir: &Path) -> usize {
+    let dir = dir.canonicalize().unwrap();
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target.starts_with(&dir))
+        .count()
+}
+
+#[test]
+fn nothing_stays_open_between_phases_so_the_filesystem_can_be_remounted() {
+    // A campaign unmounts and mounts the filesystem before every cold-cache transactions phase:
+    // an fd left open into it (a location directory) makes the unmount fail with EBUSY.
+    let dir = tempfile::tempdir().unwrap();
+    let w = postmark(json!({"subdirectories": 3, "locations": [{"path": "a", "weight": 1}, {"path": "b", "weight": 1}]}));
+    let mut s = session(dir.path(), 2, 42, w);
+    for phase in ["create", "transactions", "transactions", "delete"] {
+        run(&mut s, phase);
+        assert_eq!(fds_under(dir.path()), 0, "after {phase}");
+    }
+    // The locations were reopened after each phase: every file was found and removed.
+    assert_eq!(files_under(dir.path()), 0);
+    // Across a stand-in for a remount: the location directory is replaced by a new one under the same
+    // name, holding the same files. The next phase must work in the new one.
+    let mut s = session(dir.path(), 1, 7, postmark(json!({"subdirectories": 2, "locations": [{"path": "a", "weight": 1}]})));
+    run(&mut s, "create");
+    let (old, new) = (dir.path().join("a"), dir.path().join("a.new"));
+    std::fs::create_dir(&new).unwrap();
+    for e in std::fs::read_dir(&old).unwrap() {
+        let e = e.unwrap();
+        std::fs::rename(e.path(), new.join(e.file_name())).unwrap();
+    }
+    std::fs::remove_dir(&old).unwrap();
+    std::fs::rename(&new, &old).unwrap();
+    let t = run(&mut s, "transactions");
+    assert_eq!(t["counters"]["transactions"], 500);
+    let r = run(&mut s, "delete");
+    assert_eq!(r["extra"]["files_live"], 0);
+    assert!(!old.exists(), "the location fsmeter made is removed with the fileset");
+}
