@@ -240,7 +240,8 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
                 ctx.bar.remove_task(prog._task)
             if ph.measured and not ph.discard:
                 report["quality"] = report_quality(report, level=ctx.campaign.repetitions.level,
-                                                   min_phase_s=ctx.campaign.min_phase_s).to_dict()
+                                                   min_phase_s=ctx.campaign.min_phase_s,
+                                                   interval_s=job.settings.interval_s).to_dict()
             phases.append({"key": ph.key, "engine_phase": ph.name, "measured": ph.measured,
                            "discarded": ph.discard, "cache_method": method, "report": report})
             if report.get("interrupted"):

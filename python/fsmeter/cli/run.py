@@ -23,10 +23,10 @@ from fsmeter.spec import build_job, load_workload, parse_set
 DEFAULT_MIN_PHASE_S = 60.0
 
 
-def report_quality(report: dict, min_phase_s: float):
+def report_quality(report: dict, min_phase_s: float, interval_s: Optional[float] = None):
     from fsmeter.stats.phase import report_quality as judge
 
-    return judge(report, min_phase_s=min_phase_s)
+    return judge(report, min_phase_s=min_phase_s, interval_s=interval_s)
 
 #: Version of the JSON written by `fsmeter run --json` (see README, "Result JSON").
 RUN_JSON_VERSION = 1
@@ -84,7 +84,8 @@ def run_job(job, console: Console, show_progress: bool = True, keep_files: bool 
                 prog.done()
                 report["measured"] = ph.measured and not ph.discard
                 if report["measured"] and not report.get("interrupted"):
-                    report["quality"] = report_quality(report, min_phase_s=min_phase_s).to_dict()
+                    report["quality"] = report_quality(report, min_phase_s=min_phase_s,
+                                                       interval_s=job.settings.interval_s).to_dict()
                 doc["phases"][ph.key] = report
                 if report.get("interrupted"):
                     doc["interrupted"] = True
