@@ -269,3 +269,23 @@ fn nothing_stays_open_between_phases_so_the_filesystem_can_be_remounted() {
     assert_eq!(r["extra"]["files_live"], 0);
     assert!(!old.exists(), "the location fsmeter made is removed with the fileset");
 }
+
+#[test]
+fn transactions_intervals_carry_the_transactions_they_counted() {
+    // The headline is transactions/s: its per-interval series (for a batch-means CI) needs the
+    // transactions of each interval, which the operation counts cannot give (a transaction is one
+    // or two operations).
+    let dir = tempfile::tempdir().unwrap();
+    let w = json!({"family": "fileset", "mode": "filemark", "files": 400, "transactions": null, "duration_s": 0.4,
+                   "warmup_s": 0.1, "bias_read": 50, "bias_create": 50});
+    let mut s = session(dir.path(), 2, 42, w);
+    let c = run(&mut s, "create");
+    assert!(c["intervals"].as_array().unwrap().iter().all(|iv| iv.get("units").is_none()));
+    let t = run(&mut s, "transactions");
+    let ivs = t["intervals"].as_array().unwrap();
+    assert!(ivs.len() >= 2);
+    let units: u64 = ivs.iter().map(|iv| iv["units"].as_u64().expect("units in every interval")).sum();
+    assert_eq!(units, t["counters"]["transactions_measured"].as_u64().unwrap());
+    assert!(units > 0 && units < t["counters"]["transactions"].as_u64().unwrap()); // warm-up left out
+    run(&mut s, "cleanup");
+}

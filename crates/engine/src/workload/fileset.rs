@@ -1244,6 +1244,7 @@ fn transaction_loop(w: &mut Worker, rec: &mut Recorder, p: &Params, dirs: &Dirs,
         }
         done += 1;
         w.c.transactions += 1;
+        rec.count_unit(t_start);
         if rec.measuring(t_start) {
             w.c.transactions_measured += 1;
         }
