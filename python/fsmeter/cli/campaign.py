@@ -24,6 +24,7 @@ DB_HELP = "results database (default: $FSMETER_DB or ./fsmeter.sqlite)"
 def cell_summary(store, campaign_id: int) -> list:
     """Per cell: its row, kept headline values, and mean/CI (None while fewer than 2 are kept)."""
     from fsmeter.stats.summary import mean_ci
+    from fsmeter.stats.kept import is_kept
 
     out = []
     for cell in store.cells(campaign_id):
@@ -31,7 +32,7 @@ def cell_summary(store, campaign_id: int) -> list:
             "SELECT t.number, t.discarded, t.status, m.value, m.name, m.phase_key, m.unit, m.higher_is_better "
             "FROM trials t LEFT JOIN metrics m ON m.trial_id = t.id AND m.headline = 1 WHERE t.cell_id = ? "
             "ORDER BY t.number", (cell["id"],)).fetchall()
-        kept = [r["value"] for r in rows if r["status"] == "ok" and not r["discarded"] and r["value"] is not None]
+        kept = [r["value"] for r in rows if is_kept(r["status"], r["discarded"], r["value"])]
         head = next((r for r in rows if r["name"] is not None), None)
         ci = mean_ci(kept, 0.95) if len(kept) >= 2 else None
         out.append({"cell": cell, "n_trials": len(rows), "kept": kept, "ci": ci,

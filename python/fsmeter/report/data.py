@@ -26,6 +26,7 @@ from fsmeter.errors import UserError
 from fsmeter.stats.compare import DEFAULT_ALPHA, DEFAULT_PRACTICAL_PCT, RankEntry, rank
 from fsmeter.stats.summary import MeanCI, mean_ci
 from fsmeter.store import TIDY_COLUMNS, default_db_path, load, open_store
+from fsmeter.stats.kept import is_kept, kept as kept_rows
 
 #: Families whose phase reports carry many operation kinds worth ranking one by one (dbench).
 PER_OP_FAMILIES = {"replay"}
@@ -267,7 +268,7 @@ def build_view(db: Any = None, campaign: Optional[str] = None, level: float = 0.
                     v = cm.get(t["trial"])
                     v = None if _is_missing(v) else float(v)
                     rows.append((int(t["trial"]), v, t["status"], bool(t["discarded"])))
-                    if t["status"] == "ok" and not t["discarded"] and v is not None:
+                    if is_kept(t["status"], t["discarded"], v):
                         kept.append(v)
                 configs.append(Config(cell_id, labels[cell_id], cell_levels[cell_id], c["status"], c["cause"],
                                       kept, rows, mean_ci(kept, level) if len(kept) >= 2 else None))
@@ -313,7 +314,7 @@ def _judge_phases(view: WorkloadView, frames: dict, wcells: pd.DataFrame, level:
     fam = FAMILIES.get(view.family) if view.family else None
     quantity = fam.series.get(head.name) if fam is not None else None
     for c in head.configs:
-        kept = [t for t in c.trials if t[2] == "ok" and not t[3] and t[1] is not None]
+        kept = [t for t in c.trials if is_kept(t[2], t[3], t[1])]
         if len(c.values) != 1 or len(kept) != 1:
             continue
         if quantity is None:
@@ -367,7 +368,7 @@ def _per_op(view: WorkloadView, frames: dict, alpha: float, practical_pct: float
     if not len(hist):
         return []
     trials = frames["trials"]
-    kept = trials[(trials["status"] == "ok") & (~trials["discarded"].astype(bool))]
+    kept = kept_rows(trials)
     kept_keys = set(zip(kept["cell_id"], kept["trial"]))
     ids = {c.cell_id: c.label for c in view.headline.configs}
     h = hist[hist["cell_id"].isin(list(ids))]
