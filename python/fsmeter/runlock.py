@@ -150,7 +150,9 @@ def measuring(command: Optional[str] = None, wait: bool = True,
         except OSError as exc:
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise
-            who = describe(holder(path))
+            h = holder(path)
+            # Between taking the lock and writing itself in, the holder's record is its predecessor's.
+            who = describe(h) if alive(h) is not False else "another fsmeter (not yet recorded in the lock file)"
             if not wait:
                 raise UserError(f"another measuring fsmeter is running on this machine: {who}; its figures and "
                                 f"yours would corrupt each other: wait for it to finish, or leave out --no-wait to "

@@ -24,9 +24,9 @@ import pandas as pd
 
 from fsmeter.errors import UserError
 from fsmeter.stats.compare import DEFAULT_ALPHA, DEFAULT_PRACTICAL_PCT, RankEntry, rank
+from fsmeter.stats.kept import is_kept, kept as kept_rows
 from fsmeter.stats.summary import MeanCI, mean_ci
 from fsmeter.store import TIDY_COLUMNS, default_db_path, load, open_store
-from fsmeter.stats.kept import is_kept, kept as kept_rows
 
 #: Families whose phase reports carry many operation kinds worth ranking one by one (dbench).
 PER_OP_FAMILIES = {"replay"}
