@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from fsmeter.cli._device import device_options, device_target
+from fsmeter.cli._runlock import no_wait_option
 from fsmeter.errors import UserError
 
 DEVICE_OPT, CONFIRM_OPT, FORCE_OPT = device_options()
@@ -69,10 +70,11 @@ def register(app: typer.Typer) -> None:
             quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars"),
             dry_run: bool = typer.Option(False, "--dry-run", help="print the generated campaign and stop"),
             device: Optional[str] = DEVICE_OPT, destroy_data_on: Optional[str] = CONFIRM_OPT,
-            force: bool = FORCE_OPT) -> None:
+            force: bool = FORCE_OPT, no_wait: bool = no_wait_option()) -> None:
         """Generate the study's campaign for this machine at SCALE and run it into the store."""
         from fsmeter.campaign import parse_campaign
         from fsmeter.cli.campaign import execute
+        from fsmeter.runlock import measuring
         from fsmeter.runner import start_campaign
         from fsmeter.store import open_store
         from fsmeter.study.model import load_study
@@ -94,7 +96,7 @@ def register(app: typer.Typer) -> None:
             raise UserError(f"study {study.slug} makes filesystems on loop devices: run it as root "
                             "(sudo fsmeter study run ...), or on a device with --device/--destroy-data-on")
         campaign = parse_campaign(text, f"study {study.slug}")
-        with open_store(db) as store:
+        with measuring(wait=not no_wait), open_store(db) as store:
             cid = start_campaign(Path(f"study:{study.slug}"), store, console, campaign=campaign, text=text)
             console.print(f"campaign {cid} ({campaign.name}) -> {store.path}")
             execute(store, cid, campaign, console, quiet)

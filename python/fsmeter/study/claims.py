@@ -394,7 +394,9 @@ def study_frame(study: Study, tidy_df, environment=None):
     """
     import pandas as pd
 
-    df = tidy_df[(tidy_df["status"] == "ok") & ~tidy_df["discarded"]].copy()
+    from fsmeter.stats.kept import kept
+
+    df = kept(tidy_df).copy()
     df["metric_key"] = df["phase"] + "." + df["metric"]
     keep = ["workload", "metric_key", "value", "higher_is_better", "filesystem", "trial", "cell_id"]
     for f in study.factors:

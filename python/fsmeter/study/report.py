@@ -109,7 +109,9 @@ def _fmt(v: Optional[float], digits: int = 3) -> str:
 def _phase_times(view: StudyView) -> pd.DataFrame:
     ph = view.data["phases"]
     trials = view.data["trials"]
-    ok = trials[(trials["status"] == "ok") & ~trials["discarded"].astype(bool)][["cell_id", "trial"]]
+    from fsmeter.stats.kept import kept
+
+    ok = kept(trials)[["cell_id", "trial"]]
     ph = ph.merge(ok, on=["cell_id", "trial"])
     ph = ph[ph["measured"].astype(bool)]
     cells = view.data["cells"][["cell_id", "workload", "filesystem"]]
