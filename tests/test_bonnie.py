@@ -177,3 +177,10 @@ def test_loop_ext4_campaign_enospc_fails_the_cell_and_the_campaign_goes_on(tmp_p
     assert {e["fs"] for e in env} == {"ext4"}
     rows = list(csv.DictReader(io.StringIO(fsm("export", "--db", db, "-o", "-").stdout)))
     assert len(rows) == 1 and rows[0]["size"] == "8M" and float(rows[0]["block_write_kbs"]) > 0
+
+
+def test_every_bonnie_series_adds_up_to_its_metric(tmp_path):
+    """kbs and per_s have per-interval series (a single trial's CI); summed, each gives its metric."""
+    from test_report_batch_series import test_every_series_adds_up_to_its_metric as check
+
+    check(tmp_path, "bonnie-quick", {"size": "4M", "char_io_size": "256K", "seeks": 250, "files": 64})

@@ -12,7 +12,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from fsmeter.errors import UserError
-from fsmeter.families import Family, Metric, Phase
+from fsmeter.families import Family, Metric, Phase, bytes_series
 from fsmeter.units import Size
 
 #: Bonnie's I/O phases in its order, with the unit of their rate metric.
@@ -130,6 +130,15 @@ def _metrics(p: BonnieParams) -> list:
     return [head] + [m for m in ms if m is not head]
 
 
+def _counted_series(iv: dict) -> Optional[float]:
+    """The counted operation of whichever per_s phase this interval belongs to: seeks, or the file
+    test's creates, stats or deletes (a phase does only one of them; the closing sync is not counted)."""
+    if "ops" not in iv:
+        return None
+    by = iv.get("ops_by_kind") or {}
+    return sum(by.get(k, 0) for k in ("seek", "create", "stat", "delete"))
+
+
 FAMILY = Family(
     name="bonnie",
     params=BonnieParams,
@@ -137,4 +146,5 @@ FAMILY = Family(
     metrics=_metrics,
     description="Bonnie / bonnie++: per-char and block write, rewrite, per-char and block read, random seeks; "
                 "bonnie++'s small-file create/stat/delete",
+    series={"kbs": bytes_series(1024.0), "per_s": _counted_series},
 )

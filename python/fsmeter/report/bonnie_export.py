@@ -13,6 +13,7 @@ import json
 from typing import Any, Optional
 
 from fsmeter.families.bonnie import FILE_COLUMNS, IO_COLUMNS
+from fsmeter.stats.kept import kept
 from fsmeter.store import open_store, tidy
 
 BONNIE_FAMILY = "bonnie"
@@ -39,7 +40,7 @@ def bonnie_frame(path: Any, cid: int, family_of) -> Optional[Any]:
             except (ValueError, KeyError, TypeError):
                 pass
     df = tidy(path, cid)
-    df = df[(df["status"] == "ok") & ~df["discarded"]]
+    df = kept(df)
     factors = [c for c in df.columns if c not in
                ("campaign_id", "campaign", "cell_id", "trial", "status", "discarded", "workload", "phase", "metric",
                 "unit", "higher_is_better", "value")]
