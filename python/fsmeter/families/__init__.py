@@ -53,6 +53,10 @@ class Family:
     #: Metrics stored per trial; the first is the headline used to rank configurations.
     metrics: Callable[[BaseModel], list]
     description: str = ""
+    #: Campaigns without an explicit `mkfs` make a fresh filesystem per cell or per trial as the family asks.
+    default_mkfs: str = "per-cell"
+    #: Optional: doc (the `fsmeter run` result) -> a rich renderable printed after the phase tables.
+    run_summary: Optional[Callable[[dict], object]] = None
 
 
 def total_metric(phase: str, key: str, unit: str, higher_is_better: bool = True) -> Metric:
