@@ -60,10 +60,14 @@ def _argv(template: str, field: str) -> list:
     import string
 
     for tok in argv:
-        for _, name, _, _ in string.Formatter().parse(tok):
+        try:
+            parsed = list(string.Formatter().parse(tok))
+        except ValueError as exc:
+            raise ValueError(f"{field}: {exc} in {tok!r} (a literal brace is {{{{ or }}}})") from None
+        for _, name, _, _ in parsed:
             if name is not None and name not in allowed:
                 raise ValueError(f"{field}: unknown placeholder {{{name}}}: use "
-                                 + ", ".join("{" + a + "}" for a in allowed))
+                                 + ", ".join("{" + a + "}" for a in allowed) + " (a literal brace is {{ or }})")
     return argv
 
 

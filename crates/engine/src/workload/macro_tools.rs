@@ -442,6 +442,20 @@ impl MacroTools {
             },
         )?;
         let out = outs.pop().expect("one worker");
+        // One operation per phase: interval samples would be zeros then a spike, which no
+        // throughput statistic can use. Report the phase as the single interval it is.
+        if report.intervals.len() > 1 {
+            let mut one = report.intervals.pop().expect("non-empty");
+            for iv in report.intervals.drain(..) {
+                one.ops += iv.ops;
+                one.bytes += iv.bytes;
+                for (k, n) in iv.ops_by_kind {
+                    *one.ops_by_kind.entry(k).or_insert(0) += n;
+                }
+            }
+            one.dur_s = one.t_s;
+            report.intervals.push(one);
+        }
         let stopped = out.tool.stopped || out.sync.as_ref().is_some_and(|s| s.stopped) || ctl.stop_requested();
         report.interrupted |= stopped;
         let (mut real, mut user, mut sys) = (out.tool.real_s(), out.tool.user_s, out.tool.sys_s);
