@@ -212,6 +212,14 @@ def test_a_failing_tool_fails_its_trial_and_the_campaign_goes_on(tmp_path, scrat
     assert rows[1][1] == "done"
     t = store.conn.execute("SELECT status, cause FROM trials ORDER BY id").fetchall()
     assert t[0][0] == "failed" and "disk-on-fire" in t[0][1] and t[1][0] == "ok"
+    # The report draws the study's charts for the workload that ran (and lists the failure).
+    html = tmp_path / "r.html"
+    r = fsmeter("report", "--db", db, "-o", html)
+    assert r.returncode == 0, r.stderr
+    page = html.read_text()
+    for chart in ("macro-real", "macro-cp", "macro-untar", "macro-rm", "macro-cpmb"):
+        assert f'-{chart}"' in page, chart
+    assert "disk-on-fire" in page
 
 
 # -- root: tmpfs too small, loop ext4 ---------------------------------------------------------------
