@@ -12,10 +12,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import subprocess
 import sys
-import tarfile
-import tempfile
 from pathlib import Path
 from typing import List, Literal, Optional
 
@@ -85,6 +82,7 @@ _probed: dict = {}
 
 def _probe(field: str, argv: list, cwd: Path) -> None:
     """Run a tool once on tiny inputs; a failure (an unknown option...) is a one-line UserError."""
+    import subprocess
     try:
         r = subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     except OSError as exc:
@@ -208,6 +206,8 @@ class MacroParams(BaseModel):
         key = (tuple((f, tuple(a)) for f, a in tools), self.untar_kind() if "untar" in self.phases else None)
         if key in _probed:
             return
+        import tarfile
+        import tempfile
         with tempfile.TemporaryDirectory(prefix="fsmeter-macro-probe-") as td:
             t = Path(td)
             for field, argv in tools:
