@@ -37,6 +37,7 @@ pub enum WorkloadSpec {
     Fileset(crate::workload::fileset::FilesetSpec),
     Tree(crate::workload::tree::TreeSpec),
     Bonnie(crate::workload::bonnie::BonnieSpec),
+    Macro(crate::workload::macro_tools::MacroSpec),
 }
 
 fn one() -> usize {
