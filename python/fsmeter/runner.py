@@ -103,8 +103,11 @@ def run_campaign(c: CampaignFile, store: Store, campaign_id: int, console: Conso
             ctx = RunContext(c, campaign_id, store, prov, console, bar)
             ctx.overall_total = len(cells) * expected_trials(c)
             ctx.overall = bar.add_task(f"campaign {c.name}: trials", total=ctx.overall_total)
-            for cell, row in zip(cells, rows):
-                run_cell(cell, row, ctx)
+            if c.order == "interleaved":
+                _run_interleaved(cells, rows, ctx)
+            else:
+                for cell, row in zip(cells, rows):
+                    run_cell(cell, row, ctx)
     except KeyboardInterrupt:
         store.set_campaign_status(campaign_id, "interrupted")
         raise
@@ -112,9 +115,36 @@ def run_campaign(c: CampaignFile, store: Store, campaign_id: int, console: Conso
     return ctx.counts
 
 
+def _run_interleaved(cells: list, rows: list, ctx: RunContext) -> None:
+    """The cells of each workload take turns, one trial each; the turn order reverses every round
+    (A B C, C B A, ...) so that a linear drift during a round costs every configuration the same."""
+    groups: dict = {}
+    for cell, row in zip(cells, rows):
+        groups.setdefault(cell.workload, []).append((cell, row))
+    for group in groups.values():
+        steps = [_cell_steps(cell, row, ctx) for cell, row in group]
+        try:
+            while steps:
+                for step in list(steps):
+                    try:
+                        next(step)
+                    except StopIteration:
+                        steps.remove(step)
+                steps.reverse()
+        finally:
+            for step in steps:  # an interrupt: the cells still open tear their filesystems down now
+                step.close()
+
+
 # -- one cell -------------------------------------------------------------------------------
 def run_cell(cell: Cell, row: Any, ctx: RunContext) -> None:
     """All trials of one cell until the repetition policy stops it; failures are recorded, not raised."""
+    for _ in _cell_steps(cell, row, ctx):
+        pass
+
+
+def _cell_steps(cell: Cell, row: Any, ctx: RunContext):
+    """run_cell as a generator that pauses after each recorded trial (for the interleaved order)."""
     store, policy = ctx.store, Policy(ctx.campaign)
     if row["status"] in ("done", "failed"):
         ctx.counts["skipped"] += 1
@@ -183,7 +213,8 @@ def run_cell(cell: Cell, row: Any, ctx: RunContext) -> None:
                 ctx.overall_total += 1
                 ctx.bar.update(task, total=cell_total)
                 ctx.bar.update(ctx.overall, total=ctx.overall_total)
-    except KeyboardInterrupt:
+            yield
+    except (KeyboardInterrupt, GeneratorExit):  # GeneratorExit: interleaved, another cell was interrupted
         store.set_cell_status(row["id"], "interrupted", cause="interrupted (SIGINT/SIGTERM)")
         raise
     except (_TrialFailed, UserError) as exc:
