@@ -48,6 +48,8 @@ class RunContext:
     overall: Any = None  # rich task id
     overall_total: int = 0
     counts: dict = field(default_factory=lambda: {"done": 0, "failed": 0, "skipped": 0})
+    #: Print a line when a cell stops at a cap before its CI target (compare leaves that to its matrix notes).
+    cap_notes: bool = True
 
 
 def expected_trials(c: CampaignFile) -> int:
@@ -85,7 +87,7 @@ def _elapsed(started: str, ended: str) -> float:
 
 # -- one campaign ---------------------------------------------------------------------------
 def run_campaign(c: CampaignFile, store: Store, campaign_id: int, console: Console,
-                 show_progress: bool = True) -> dict:
+                 show_progress: bool = True, cap_notes: bool = True) -> dict:
     """Run (or resume) every unfinished cell; returns counts of done/failed cells."""
     from fsmeter.provision import Provisioner
 
@@ -100,7 +102,7 @@ def run_campaign(c: CampaignFile, store: Store, campaign_id: int, console: Conso
                    disable=not show_progress)
     try:
         with Provisioner() as prov, bar:
-            ctx = RunContext(c, campaign_id, store, prov, console, bar)
+            ctx = RunContext(c, campaign_id, store, prov, console, bar, cap_notes=cap_notes)
             ctx.overall_total = len(cells) * expected_trials(c)
             ctx.overall = bar.add_task(f"campaign {c.name}: trials", total=ctx.overall_total)
             if c.order == "interleaved":
@@ -203,7 +205,7 @@ def _cell_steps(cell: Cell, row: Any, ctx: RunContext):
             if stop:
                 store.set_cell_status(row["id"], "done", stop_reason=reason)
                 ctx.counts["done"] += 1
-                if reason in ("trial-cap", "time-cap"):
+                if reason in ("trial-cap", "time-cap") and ctx.cap_notes:
                     hw_txt = f"{hw:.1f}%" if hw == hw else "unknown"
                     ctx.console.print(f"[yellow]cell {cell.index + 1} ({cell.describe()}): stopped by {reason} "
                                       f"before the CI target; half-width {hw_txt} of the mean[/]")

@@ -89,7 +89,7 @@ def execute(store, campaign_id: int, campaign, console: Console, quiet: bool = F
     from fsmeter.runner import run_campaign
 
     try:
-        counts = run_campaign(campaign, store, campaign_id, console, show_progress=not quiet)
+        counts = run_campaign(campaign, store, campaign_id, console, show_progress=not quiet, cap_notes=show_cells)
     except KeyboardInterrupt:
         console.print(f"[bold yellow]campaign {campaign_id} interrupted[/]: finished trials are stored in "
                       f"{store.path}; continue with `fsmeter campaign resume {campaign_id} --db {store.path}`")

@@ -212,7 +212,8 @@ def register(app: typer.Typer) -> None:
         from fsmeter.report.html import write_report
 
         write_report(out, store_path, str(cid))
-        console.print(f"compare took {time.monotonic() - t0:.0f} s; HTML report: [bold]{out}[/]", highlight=False)
+        console.print(f"compare took {time.monotonic() - t0:.0f} s; HTML report: {out}", highlight=False,
+                      soft_wrap=True)  # a path must stay one piece, to copy or to grep
         console.print(f"details: `fsmeter campaign show {cid} --db {store_path}` (per cell, outlier trials), "
                       f"`fsmeter compare -v`, `fsmeter analyze {store_path} --campaign {cid} --factors filesystem "
                       "--response <metric>`", highlight=False)
