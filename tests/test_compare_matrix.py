@@ -182,6 +182,8 @@ def test_outlier_trial_is_shown_explained_and_kept(suite):
     note = dict(mx.footnotes)[cell.footnotes[-1]]
     assert "trial 5 is an outlier" in note and "modified z-score" in note and "kept in the mean" in note
     assert "1.9 CPUs busy" in note  # 95% of 2 CPUs minus fsmeter's own 3% of one
+    assert cell_text(cell) == "unresolved†"
+    assert cell_text(row["fdtree-quick"].cells["ext4"]).endswith("%")  # no outlier: no mark
 
 
 def test_campaign_show_lists_outliers(suite):
@@ -237,3 +239,32 @@ def test_no_outliers_judged_below_three_values_or_in_a_tight_sample():
     assert len(find_outliers([100.0, 100.1, 99.9, 102.0], min_rel_pct=0)) == 1
     # 3 values: median 10, MAD = min(0.5, 20) ... = 0.5 -> M(30) = 0.6745 * 20 / 0.5 = 26.98
     assert [o.index for o in find_outliers([10, 10.5, 30])] == [2]
+
+
+def test_busy_machine_is_noted(tmp_path):
+    from fsmeter.report.matrix import machine_load
+
+    quiet_db, busy_db = tmp_path / "q.sqlite", tmp_path / "b.sqlite"
+    make_suite_store(quiet_db, n=3)
+    over = {(wl, fs): ([MEANS[wl][fs]] * 3, [96, 96, 96]) for wl in SUITE for fs in FS}
+    make_suite_store(busy_db, over, n=3)
+    assert build_matrix(build_view(quiet_db)).load_note == ""
+    other, cpus = machine_load(build_view(busy_db))
+    assert cpus == 2 and other == pytest.approx(0.96 * 2 - 0.03)
+    con = Console(width=100, record=True, color_system=None)
+    print_matrix(build_matrix(build_view(busy_db)), con)
+    assert "other processes kept a median of 1.9 of its 2 CPUs busy" in " ".join(con.export_text().split())
+
+
+def test_worst_case_every_cell_unresolved_with_an_outlier_still_fits(tmp_path):
+    db = tmp_path / "w.sqlite"
+    over = {(wl, fs): [MEANS[wl][fs] * f for f in (1.0, 1.01, 0.99, 1.0, 3.0)] for wl in SUITE for fs in FS}
+    make_suite_store(db, over)
+    mx, text = render(db)
+    assert all(c.mark == "unresolved" and c.outliers for r in mx.rows for c in r.cells.values())
+    lines = text.splitlines()
+    assert all(len(line) <= 100 for line in lines) and "…" not in text
+    for r in mx.rows:
+        line = next(line for line in lines if line.startswith(r.workload + " "))
+        assert line.split()[1:] == [r.unit] + ["unresolved†"] * 5
+    assert "nothing resolved: ext2, ext3, ext4, xfs, btrfs" in text

@@ -24,8 +24,8 @@ from fsmeter.stats.outliers import find_outliers
 
 #: A cell whose CI half-width exceeds this % of its mean is too loose to rank (the compare suite's bar).
 DEFAULT_UNRESOLVED_PCT = 25.0
-#: Footnote references in cells: superscript digits keep a cell one column wider at most.
-_SUPER = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+#: Appended to a cell that has an outlier trial (explained in the notes).
+OUTLIER_MARK = "†"
 #: A trial whose machine had at least this many more CPUs busy with other work than its siblings'
 #: median is reported as disturbed by other load.
 BUSY_CPUS_NOTABLE = 0.5
@@ -75,6 +75,8 @@ class Matrix:
     alpha: float
     practical_pct: float
     unresolved_pct: float
+    #: Set when other processes kept the machine busy during the measured phases (see machine_load).
+    load_note: str = ""
 
     @property
     def outliers(self) -> list:
@@ -89,7 +91,7 @@ class Matrix:
                 "rows": [{"workload": r.workload, "metric": r.metric, "unit": r.unit, "verdict": r.verdict,
                           "cells": [cell(r.cells[lab]) if lab in r.cells else None for lab in self.columns]}
                          for r in self.rows],
-                "footnotes": [{"n": n, "text": t} for n, t in self.footnotes],
+                "footnotes": [{"n": n, "text": t} for n, t in self.footnotes], "load_note": self.load_note,
                 "outliers": [o.__dict__ for o in self.outliers]}
 
 
@@ -114,12 +116,14 @@ def fmt_short(v: Optional[float]) -> str:
 
 
 def cell_text(c: MatrixCell) -> str:
-    refs = "·".join(str(n).translate(_SUPER) for n in c.footnotes)
+    """At most 13 characters ("★ 12.3k ±24%†"), so five filesystems fit in 100 columns. † marks a cell with an
+    outlier trial; the notes under the matrix say which trial and why, and why a cell is unresolved."""
+    dagger = OUTLIER_MARK if c.outliers else ""
     if c.mark == "unresolved":
-        return f"unresolved{refs}"
+        return f"unresolved{dagger}"
     mark = {"best": "★ ", "tied": "= "}.get(c.mark, "")
     hw = "" if c.half_width_pct is None else f" ±{c.half_width_pct:.0f}%"
-    return f"{mark}{fmt_short(c.mean)}{hw}{refs}"
+    return f"{mark}{fmt_short(c.mean)}{hw}{dagger}"
 
 
 def _job_of(view: CampaignView, w: WorkloadView) -> Optional[dict]:
@@ -170,6 +174,34 @@ def _trial_cpu(view: CampaignView, cell_id: int, phase: str) -> dict:
         except (KeyError, TypeError, ValueError):
             continue
     return out
+
+
+def machine_load(view: CampaignView) -> tuple:
+    """(median CPUs kept busy by other work, CPUs online) over the measured phases of the ok trials, or
+    (None, None). Other work = the machine's user + system share minus fsmeter's own process; kernel
+    threads working for fsmeter (the loop device's) count as other work, so it is an upper bound."""
+    from fsmeter.store import open_store
+
+    busy, cpus = [], None
+    with open_store(view.db, create=False) as store:
+        rows = store.conn.execute(
+            "SELECT p.report, e.cpus_online FROM phases p JOIN trials t ON t.id = p.trial_id JOIN cells c "
+            "ON c.id = t.cell_id LEFT JOIN environment e ON e.trial_id = t.id WHERE c.campaign_id = ? AND "
+            "p.measured = 1 AND t.status = 'ok'", (int(view.campaign["id"]),)).fetchall()
+    for r in rows:
+        try:
+            cpu = (json.loads(r["report"]) or {}).get("cpu") or {}
+            n = float(r["cpus_online"])
+            busy.append(max(0.0, (cpu["sys_user_pct"] + cpu["sys_system_pct"]) / 100.0 * n
+                            - cpu["process_pct"] / 100.0))
+            cpus = n
+        except (KeyError, TypeError, ValueError):
+            continue
+    if not busy:
+        return None, None
+    busy.sort()
+    mid = len(busy) // 2
+    return (busy[mid] if len(busy) % 2 else (busy[mid - 1] + busy[mid]) / 2), cpus
 
 
 def _explain(view: CampaignView, c: Config, m: MetricView, trial: int, numbers: list) -> str:
@@ -283,7 +315,13 @@ def build_matrix(view: CampaignView, unresolved_pct: float = DEFAULT_UNRESOLVED_
                     f"|z| > {OUTLIER_THRESHOLD:g}); kept in the mean and CI; {on.explanation}."))
         rows.append(MatrixRow(w.workload, m.key, unit, m.higher_is_better, cells,
                               _verdict(cells, ranking, m.higher_is_better)))
-    return Matrix(columns, rows, footnotes, view.level, view.alpha, view.practical_pct, unresolved_pct)
+    mx = Matrix(columns, rows, footnotes, view.level, view.alpha, view.practical_pct, unresolved_pct)
+    other, cpus = machine_load(view)
+    if other is not None and other >= BUSY_CPUS_NOTABLE:
+        mx.load_note = (f"the machine was busy: other processes kept a median of {other:.1f} of its {cpus:g} CPUs busy "
+                        "during the measured phases, so the figures include that contention and vary with it; "
+                        "rerun on a quiet machine before quoting them")
+    return mx
 
 
 def matrix_table(mx: Matrix):
@@ -313,7 +351,7 @@ def matrix_table(mx: Matrix):
 def legend(mx: Matrix) -> str:
     return (f"mean ±{mx.level:.0%} CI half-width (% of the mean).  ★ best   = tied with the best (Welch t-test "
             f"at α={mx.alpha:g}, or less than {mx.practical_pct:g}% apart)   unresolved: CI wider than "
-            f"±{mx.unresolved_pct:g}%, too few trials, or failed (see the notes)")
+            f"±{mx.unresolved_pct:g}%, too few trials, or failed   † an outlier trial (kept; see the notes)")
 
 
 def print_matrix(mx: Matrix, console) -> None:
@@ -323,9 +361,11 @@ def print_matrix(mx: Matrix, console) -> None:
     width = max((len(r.workload) for r in mx.rows), default=0)
     for r in mx.rows:
         console.print(f"[bold]{r.workload:<{width}}[/]  {r.verdict}", highlight=False)
+    if mx.load_note:
+        console.print(f"[yellow]note:[/] {mx.load_note}", highlight=False)
     for n, text in mx.footnotes:
-        console.print(f"{str(n).translate(_SUPER)} {text}", highlight=False)
+        console.print(f"{'†' if 'is an outlier' in text else '•'} {text}", highlight=False)
 
 
 __all__ = ["DEFAULT_UNRESOLVED_PCT", "Matrix", "MatrixCell", "MatrixRow", "OutlierNote", "build_matrix",
-           "cell_text", "fmt_short", "legend", "matrix_table", "natural_metric", "print_matrix"]
+           "cell_text", "fmt_short", "legend", "machine_load", "matrix_table", "natural_metric", "print_matrix"]
