@@ -247,6 +247,7 @@ def test_busy_machine_is_noted(tmp_path):
     quiet_db, busy_db = tmp_path / "q.sqlite", tmp_path / "b.sqlite"
     make_suite_store(quiet_db, n=3)
     over = {(wl, fs): ([MEANS[wl][fs]] * 3, [96, 96, 96]) for wl in SUITE for fs in FS}
+    over[("oltp-8k", "xfs")] = ([9000, 9100, 8900, 9000, 2000], [96, 97, 96, 96, 97])
     make_suite_store(busy_db, over, n=3)
     assert build_matrix(build_view(quiet_db)).load_note == ""
     other, cpus = machine_load(build_view(busy_db))
@@ -254,6 +255,8 @@ def test_busy_machine_is_noted(tmp_path):
     con = Console(width=100, record=True, color_system=None)
     print_matrix(build_matrix(build_view(busy_db)), con)
     assert "other processes kept a median of 1.9 of its 2 CPUs busy" in " ".join(con.export_text().split())
+    (o,) = build_matrix(build_view(busy_db)).outliers
+    assert o.trial == 5 and "saturated during it and its siblings" in o.explanation
 
 
 def test_worst_case_every_cell_unresolved_with_an_outlier_still_fits(tmp_path):

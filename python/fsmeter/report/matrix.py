@@ -171,6 +171,7 @@ def _trial_cpu(view: CampaignView, cell_id: int, phase: str) -> dict:
             cpu = (json.loads(r["report"]) or {}).get("cpu") or {}
             busy = (cpu["sys_user_pct"] + cpu["sys_system_pct"]) / 100.0 * float(r["cpus_online"])
             out[int(r["number"])] = max(0.0, busy - cpu["process_pct"] / 100.0)
+            out["cpus"] = float(r["cpus_online"])
         except (KeyError, TypeError, ValueError):
             continue
     return out
@@ -219,6 +220,9 @@ def _explain(view: CampaignView, c: Config, m: MetricView, trial: int, numbers: 
             elif med - cpu[trial] >= BUSY_CPUS_NOTABLE:
                 why.append(f"the machine was quieter during it ({cpu[trial]:.1f} CPUs busy with other work, "
                            f"{med:.1f} in its siblings' median)")
+            elif min(cpu[trial], med) >= cpu.get("cpus", math.inf) - BUSY_CPUS_NOTABLE:
+                why.append(f"other processes kept the machine's {cpu['cpus']:g} CPUs saturated during it and its "
+                           "siblings, so how much CPU fsmeter got varied from trial to trial")
     if trial == min(numbers):
         why.append("it was the cell's first trial")
     if not why:
