@@ -246,7 +246,7 @@ def test_busy_machine_is_noted(tmp_path):
 
     quiet_db, busy_db = tmp_path / "q.sqlite", tmp_path / "b.sqlite"
     make_suite_store(quiet_db, n=3)
-    over = {(wl, fs): ([MEANS[wl][fs]] * 3, [96, 96, 96]) for wl in SUITE for fs in FS}
+    over = {(wl, fs): ([MEANS[wl][fs] * f for f in (0.99, 1.0, 1.01)], [96, 96, 96]) for wl in SUITE for fs in FS}
     over[("oltp-8k", "xfs")] = ([9000, 9100, 8900, 9000, 2000], [96, 97, 96, 96, 97])
     make_suite_store(busy_db, over, n=3)
     assert build_matrix(build_view(quiet_db)).load_note == ""
