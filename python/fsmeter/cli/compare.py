@@ -208,7 +208,7 @@ def register(app: typer.Typer) -> None:
                 console.print(ranking_table(store, cid))
             store_path = store.path
         print_compare_matrix(store_path, cid, console)
-        out = report or store_path.with_name(f"{store_path.stem}-report.html")
+        out = (report or store_path.with_name(f"{store_path.stem}-report.html")).resolve()
         from fsmeter.report.html import write_report
 
         write_report(out, store_path, str(cid))
