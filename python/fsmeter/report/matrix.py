@@ -19,6 +19,7 @@ from typing import Optional
 
 from fsmeter.report.data import CampaignView, Config, MetricView, WorkloadView
 from fsmeter.stats.compare import rank
+from fsmeter.stats.kept import is_kept
 from fsmeter.stats.outliers import THRESHOLD as OUTLIER_THRESHOLD
 from fsmeter.stats.outliers import find_outliers
 
@@ -306,7 +307,7 @@ def build_matrix(view: CampaignView, unresolved_pct: float = DEFAULT_UNRESOLVED_
             mc = cells[c.label]
             if mc.mark == "unresolved":
                 mc.footnotes.append(note(f"{c.label} / {w.workload}: unresolved: {mc.reason}."))
-            kept = [t for t in c.trials if t[2] == "ok" and not t[3] and t[1] is not None]
+            kept = [t for t in c.trials if is_kept(t[2], t[3], t[1])]
             numbers = [t[0] for t in kept]
             for o in find_outliers([t[1] for t in kept]):
                 trial = numbers[o.index]
