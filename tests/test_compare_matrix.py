@@ -22,7 +22,7 @@ RAND = [{"size": 4096, "weight": 100, "read_pct": 80, "random_pct": 100}]
 SUITE = {
     "seq-read": ("access", [("run", "ops_per_s", "ops/s"), ("run", "MiB_per_s", "MiB/s")], {"entries": SEQ}),
     "seq-write": ("access", [("run", "ops_per_s", "ops/s"), ("run", "MiB_per_s", "MiB/s")], {"entries": SEQ}),
-    "fileserver": ("access", [("run", "ops_per_s", "ops/s"), ("run", "MiB_per_s", "MiB/s")], {"entries": RAND}),
+    "fileserver-4k": ("access", [("run", "ops_per_s", "ops/s"), ("run", "MiB_per_s", "MiB/s")], {"entries": RAND}),
     "oltp-8k": ("access", [("run", "ops_per_s", "ops/s"), ("run", "MiB_per_s", "MiB/s")], {"entries": RAND}),
     "postmark-quick": ("fileset", [("transactions", "transactions_per_s", "tx/s")], {"mode": "postmark"}),
     "fdtree-quick": ("tree", [("create", "files_per_s", "files/s")], {"levels": 3}),
@@ -32,7 +32,7 @@ SUITE = {
 MEANS = {
     "seq-read": {"ext2": 2000, "ext3": 1950, "ext4": 2100, "xfs": 2050, "btrfs": 1155},  # 4 tie, btrfs 45% slower
     "seq-write": {"ext2": 1000, "ext3": 1500, "ext4": 3050, "xfs": 2990, "btrfs": 600},
-    "fileserver": {"ext2": 51_000, "ext3": 50_000, "ext4": 80_000, "xfs": 123_456, "btrfs": 40_000},
+    "fileserver-4k": {"ext2": 51_000, "ext3": 50_000, "ext4": 80_000, "xfs": 123_456, "btrfs": 40_000},
     "oltp-8k": {"ext2": 9000, "ext3": 9100, "ext4": 9050, "xfs": 8950, "btrfs": 9020},  # all tie
     "postmark-quick": {"ext2": 9000, "ext3": 6000, "ext4": 6500, "xfs": 5000, "btrfs": 3000},
     "fdtree-quick": {"ext2": 33_500, "ext3": 20_000, "ext4": 21_000, "xfs": 15_000, "btrfs": 9000},
@@ -127,7 +127,7 @@ def test_matrix_fits_100_columns_without_wrapping_or_cutting(suite):
         for fs in FS:
             assert cell_text(r.cells[fs]) in table_line, (r.workload, fs, table_line)
     units = {r.workload: r.unit for r in mx.rows}
-    assert units == {"seq-read": "MiB/s", "seq-write": "MiB/s", "fileserver": "IOPS", "oltp-8k": "IOPS",
+    assert units == {"seq-read": "MiB/s", "seq-write": "MiB/s", "fileserver-4k": "IOPS", "oltp-8k": "IOPS",
                      "postmark-quick": "tx/s", "fdtree-quick": "files/s", "dbench-quick": "MB/s"}
 
 
@@ -137,8 +137,8 @@ def test_natural_units_show_the_right_figures(suite):
     # seq-read shows MiB/s (ops/s / 16 here), not the ops/s headline
     assert row["seq-read"].metric == "run.MiB_per_s"
     assert row["seq-read"].cells["ext4"].mean == pytest.approx(2100 / 16, rel=0.03)
-    assert row["fileserver"].metric == "run.ops_per_s"
-    assert cell_text(row["fileserver"].cells["xfs"]).startswith("★ 124k ±")
+    assert row["fileserver-4k"].metric == "run.ops_per_s"
+    assert cell_text(row["fileserver-4k"].cells["xfs"]).startswith("★ 124k ±")
 
 
 def test_best_tied_and_verdicts(suite):
@@ -151,7 +151,7 @@ def test_best_tied_and_verdicts(suite):
     assert seq.verdict == "ext4, xfs, ext2 and ext3 tie; btrfs 45% slower"
     assert row["oltp-8k"].verdict == "all 5 tie"
     assert re.fullmatch(r"xfs best; ext4 35% slower, ext2 5\d% slower, ext3 (59|60)% slower, btrfs 68% slower",
-                        row["fileserver"].verdict), row["fileserver"].verdict
+                        row["fileserver-4k"].verdict), row["fileserver-4k"].verdict
     assert row["seq-write"].verdict.startswith("ext4 and xfs tie; ext3 51% slower")
 
 
