@@ -360,7 +360,11 @@ def build_context(view: CampaignView) -> dict:
         })
     host, per_fs = _environment(view.frames)
     c = view.campaign
+    from fsmeter.report.matrix import build_matrix, legend
+
+    mx = build_matrix(view)
     return {
+        "matrix": mx.to_dict(), "matrix_legend": legend(mx),
         "campaign": {k: c[k] for k in ("id", "name", "status", "created", "finished", "fsmeter_version")},
         "generated": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "fsmeter_version": fsmeter.__version__, "db": str(view.db),
