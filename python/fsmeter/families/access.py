@@ -34,6 +34,10 @@ class AccessParams(BaseModel):
     duration_s: Optional[float] = Field(10.0, gt=0)
     total_bytes: Optional[Size] = Field(None, gt=0, description="stop after this many measured bytes")
     reuse_files: bool = Field(False, description="keep existing files of the right size instead of rewriting")
+    # Set by fio job files (fsmeter.interop.fio_map); defaults keep the named workloads as they were.
+    file_names: List[str] = Field(default_factory=list, description="file names relative to --dir (fio filename)")
+    offset: Size = Field(0, ge=0, description="requests land in [offset, offset + file_size) of each file (fio offset)")
+    thread_files: bool = Field(False, description="each thread works on its own file_count/threads files (fio numjobs)")
 
     @model_validator(mode="after")
     def _check(self):
@@ -60,6 +64,9 @@ class AccessParams(BaseModel):
 
     def check_settings(self, settings) -> None:
         """Checks that need the shared settings too."""
+        if self.thread_files and self.file_count % settings.threads:
+            raise UserError(f"parameter threads: {settings.threads} threads cannot share {self.file_count} per-thread "
+                            "files evenly (a fio job file's numjobs sets threads; change numjobs there)")
         if self.queue_depth > 1 and settings.backend == "psync":
             raise UserError("parameter queue_depth: psync keeps one request in flight per thread; "
                             "use --set backend=io_uring for queue_depth > 1")

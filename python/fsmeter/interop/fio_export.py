@@ -102,6 +102,8 @@ def fio_options(params: dict, settings: dict) -> tuple:
     opts["numjobs"] = str(int(settings.get("threads", 1)))
     opts["direct"] = "1" if params.get("direct") else "0"
     nfiles, fsize = int(params.get("file_count", 1)), int(params.get("file_size", 0))
+    if params.get("thread_files"):  # fio's per-job files: size and nrfiles are per clone
+        nfiles = max(1, nfiles // max(1, int(settings.get("threads", 1))))
     opts["size"] = fio_size(nfiles * fsize)
     if nfiles > 1:
         opts["nrfiles"] = str(nfiles)

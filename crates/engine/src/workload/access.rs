@@ -75,6 +75,15 @@ pub struct AccessSpec {
     /// Keep files that already exist with the right size instead of rewriting them.
     #[serde(default)]
     pub reuse_files: bool,
+    /// fio job files: explicit file names (relative to `dir`), one per file, instead of `<prefix>.<i>`.
+    #[serde(default)]
+    pub file_names: Vec<String>,
+    /// fio's `offset`: every request lands in [offset, offset + file_size) of its file.
+    #[serde(default)]
+    pub offset: u64,
+    /// fio's per-job files: thread t works only on its own file_count / threads files.
+    #[serde(default)]
+    pub thread_files: bool,
 }
 
 fn default_alignment() -> u64 {
@@ -150,6 +159,27 @@ impl AccessSpec {
         if self.file_prefix.is_empty() || self.file_prefix.contains('/') {
             return Err(EngineError::invalid("file_prefix", "must be a plain file name prefix without '/'"));
         }
+        self.validate_fio_layout(job)
+    }
+
+    /// The fields fio job files need: explicit names, a region offset, per-thread files.
+    fn validate_fio_layout(&self, job: &Job) -> Result<()> {
+        if !self.file_names.is_empty() {
+            if self.file_names.len() != self.file_count as usize {
+                return Err(EngineError::invalid("file_names", format!("{} names for file_count = {}", self.file_names.len(), self.file_count)));
+            }
+            for n in &self.file_names {
+                if n.is_empty() || n.starts_with('/') || n.split('/').any(|c| c == ".." || c.is_empty()) {
+                    return Err(EngineError::invalid("file_names", format!("{n:?}: give a relative path inside dir, without '..'")));
+                }
+            }
+        }
+        if self.offset % self.alignment != 0 {
+            return Err(EngineError::invalid("offset", format!("{} is not a multiple of alignment ({})", self.offset, self.alignment)));
+        }
+        if self.thread_files && self.file_count as usize % job.threads != 0 {
+            return Err(EngineError::invalid("thread_files", format!("file_count ({}) must be a multiple of threads ({})", self.file_count, job.threads)));
+        }
         Ok(())
     }
 
@@ -207,6 +237,9 @@ pub struct AccessGen {
     file_count: u64,
     file_size: u64,
     align: u64,
+    /// First file of this thread's random draws (thread_files), and the region offset inside files.
+    file_lo: u64,
+    base: u64,
     seq_lo: u64,
     seq_hi: u64,
     seq_pos: u64,
@@ -227,7 +260,10 @@ impl AccessGen {
         *cum.last_mut().unwrap() = 1u64 << 32;
         let total = spec.file_count as u64 * spec.file_size;
         let share = (total / nthreads as u64) / spec.alignment * spec.alignment;
-        let (lo, hi) = if share >= spec.max_size() as u64 && share > 0 {
+        let per_thread = spec.file_count as u64 / nthreads as u64;
+        let (lo, hi) = if spec.thread_files {
+            (tid as u64 * per_thread * spec.file_size, (tid as u64 + 1) * per_thread * spec.file_size)
+        } else if share >= spec.max_size() as u64 && share > 0 {
             let lo = tid as u64 * share;
             (lo, if tid + 1 == nthreads { total } else { lo + share })
         } else {
@@ -243,9 +279,11 @@ impl AccessGen {
             sizes: spec.entries.iter().map(|e| e.size).collect(),
             read_thr: spec.entries.iter().map(|e| pct_threshold(e.read_pct)).collect(),
             rand_thr: spec.entries.iter().map(|e| pct_threshold(e.random_pct)).collect(),
-            file_count: spec.file_count as u64,
+            file_count: if spec.thread_files { per_thread } else { spec.file_count as u64 },
             file_size: spec.file_size,
             align: spec.alignment,
+            file_lo: if spec.thread_files { tid as u64 * per_thread } else { 0 },
+            base: spec.offset,
             seq_lo: lo,
             seq_hi: hi,
             seq_pos: lo,
@@ -279,11 +317,11 @@ impl AccessGen {
         let (file, offset) = if random {
             let file = if self.file_count > 1 { below(self.rng.next_u64(), self.file_count) } else { 0 };
             let slots = (self.file_size - len as u64) / self.align + 1;
-            (file, below(self.rng.next_u64(), slots) * self.align)
+            (self.file_lo + file, below(self.rng.next_u64(), slots) * self.align)
         } else {
             self.next_sequential(len as u64)
         };
-        GenOp { req: IoReq { file: file as u32, offset, len, write }, entry, random }
+        GenOp { req: IoReq { file: file as u32, offset: offset + self.base, len, write }, entry, random }
     }
 
     #[inline]
@@ -301,7 +339,7 @@ impl AccessGen {
             self.seq_pos = (file + 1) * fs;
         }
         // A share too small for this request size: restart at its first file.
-        let file = (self.seq_lo / fs).min(self.file_count - 1);
+        let file = (self.seq_lo / fs).min(self.file_lo + self.file_count - 1);
         self.seq_pos = file * fs + len;
         (file, 0)
     }
@@ -335,13 +373,21 @@ impl Access {
     }
 
     fn path(&self, dir: &Path, i: u32) -> PathBuf {
-        dir.join(format!("{}.{i}", self.spec.file_prefix))
+        match self.spec.file_names.get(i as usize) {
+            Some(name) => dir.join(name),
+            None => dir.join(format!("{}.{i}", self.spec.file_prefix)),
+        }
+    }
+
+    /// Bytes each file holds: the region plus fio's offset before it.
+    fn file_len(&self) -> u64 {
+        self.spec.offset + self.spec.file_size
     }
 
     fn prepare(&self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
         let spec = &self.spec;
         let nthreads = job.threads.min(spec.file_count as usize).max(1);
-        let chunks_per_file = spec.file_size.div_ceil(LAYOUT_CHUNK);
+        let chunks_per_file = self.file_len().div_ceil(LAYOUT_CHUNK);
         let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
         let (mut report, skipped) = run_threads(
             "prepare",
@@ -359,15 +405,21 @@ impl Access {
                         break;
                     }
                     let path = self.path(&job.dir, i);
-                    if spec.reuse_files && std::fs::metadata(&path).map(|m| m.len() == spec.file_size).unwrap_or(false) {
+                    if spec.reuse_files && std::fs::metadata(&path).map(|m| m.len() == self.file_len()).unwrap_or(false) {
                         skipped += 1;
                         continue;
+                    }
+                    if !spec.file_names.is_empty() {
+                        // fio creates the directories its file names need.
+                        if let Some(parent) = path.parent() {
+                            std::fs::create_dir_all(parent).map_err(|e| EngineError::io(format!("creating {}", parent.display()), e))?;
+                        }
                     }
                     let fd = open(&path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)?;
                     let _close = FdGuard(fd);
                     let mut off = 0u64;
-                    while off < spec.file_size && !rec.interrupted() {
-                        let len = LAYOUT_CHUNK.min(spec.file_size - off) as usize;
+                    while off < self.file_len() && !rec.interrupted() {
+                        let len = LAYOUT_CHUNK.min(self.file_len() - off) as usize;
                         let t0 = now_ns();
                         // SAFETY: buf holds LAYOUT_CHUNK >= len bytes.
                         let n = unsafe { libc::pwrite(fd, buf.as_ptr() as *const libc::c_void, len, off as libc::off_t) };
@@ -402,10 +454,10 @@ impl Access {
         for i in 0..spec.file_count {
             let path = self.path(&job.dir, i);
             let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-            if len < spec.file_size {
+            if len < self.file_len() {
                 return Err(EngineError::invalid(
                     "file_size",
-                    format!("{} holds {len} bytes, fewer than file_size ({}): run the prepare phase first", path.display(), spec.file_size),
+                    format!("{} holds {len} bytes, fewer than offset + file_size ({}): run the prepare phase first", path.display(), self.file_len()),
                 ));
             }
             let fd = open(&path, flags).map_err(|e| match e {
@@ -691,6 +743,9 @@ mod tests {
             total_bytes: None,
             file_prefix: default_prefix(),
             reuse_files: false,
+            file_names: vec![],
+            offset: 0,
+            thread_files: false,
         }
     }
 
@@ -744,6 +799,22 @@ mod tests {
         for _ in 0..128 {
             assert!(a.next_op().req.offset < 1 << 19);
             assert!(b.next_op().req.offset >= 1 << 19);
+        }
+    }
+
+    #[test]
+    fn thread_files_and_offset_keep_each_thread_in_its_own_region() {
+        // fio's per-job files: 2 threads x 2 files each, a 64 KiB region after a 16 KiB offset.
+        let mut s = spec(vec![e(4096, 50.0, 50.0, 50.0)], 4, 64 * 1024);
+        s.thread_files = true;
+        s.offset = 16 * 1024;
+        for tid in 0..2u32 {
+            let mut g = AccessGen::new(&s, 3, tid as usize, 2);
+            for _ in 0..10_000 {
+                let op = g.next_op();
+                assert!(op.req.file / 2 == tid, "thread {tid} touched file {}", op.req.file);
+                assert!(op.req.offset >= 16 * 1024 && op.req.offset + 4096 <= 80 * 1024, "{:?}", op.req);
+            }
         }
     }
 

@@ -1,0 +1,34 @@
+"""`fsmeter run JOBFILE.fio`: every job of a fio job file, in order (a stonewall group is a job), as access
+workloads on one directory; one result document with each job's phases."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from fsmeter.interop.fio_map import fio_workloads
+from fsmeter.spec import build_job
+
+
+def run_jobfile(ref: str, directory: Path, overrides: dict, console: Console, **run_opts) -> dict:
+    from fsmeter.cli.run import run_job
+
+    pairs = fio_workloads(ref)
+    jobs = [(build_job(d, directory, overrides), m) for d, m in pairs]  # validate every job before running any
+    doc: dict = {}
+    for job, m in jobs:
+        for note in m.notes:
+            console.print(f"[dim]note:[/] {m.name}: {note}", highlight=False)
+    for job, m in jobs:
+        one = run_job(job, console, **run_opts)
+        if not doc:
+            doc = {**one, "workload": Path(str(ref)).name, "phases": {}, "metrics": {}, "jobs": {}}
+        doc["jobs"][m.name] = {"job": one["job"], "fio_line": m.line, "notes": m.notes}
+        for k, v in one["phases"].items():
+            doc["phases"][f"{m.name}:{k}"] = v
+        for k, v in one["metrics"].items():
+            doc["metrics"][f"{m.name}:{k}"] = v
+        if one["interrupted"]:
+            doc["interrupted"] = True
+            break
+    return doc
