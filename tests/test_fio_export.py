@@ -112,7 +112,8 @@ def test_workloads_fio_cannot_express_are_left_out_with_the_reason():
 
 
 def test_campaign_of_a_fio_job_file_exports_for_fio_plot(tmp_path, scratch):
-    """workload = "path/job.fio:JOB" in a campaign; the stored cells export as fio jobs with the file's options."""
+    """workload = "path/job.fio" in a campaign (one workload per job); the stored cells export as fio jobs with
+    the file's options."""
     job = tmp_path / "jobs.fio"
     job.write_text("[global]\nsize=4m\nbs=4k\nioengine=psync\n[rr]\nrw=randread\nnorandommap\n"
                    "[sw]\nstonewall\nrw=write\nbs=64k\n")
@@ -122,9 +123,7 @@ def test_campaign_of_a_fio_job_file_exports_for_fio_plot(tmp_path, scratch):
     camp.write_text(textwrap.dedent(f"""\
         name = "fio-jobs"
         [[workloads]]
-        name = "{job}:rr"
-        [[workloads]]
-        name = "{job}:sw"
+        name = "{job}"
         [repetitions]
         policy = "fixed"
         n = 2
@@ -153,3 +152,18 @@ def test_split_refuses_other_formats_and_output(synth, tmp_path):
     assert r.returncode == 2 and "--split goes with --format fio-json" in r.stderr
     r = fsm("export", "--db", synth, "-f", "fio-json", "--split", tmp_path / "x", "-o", tmp_path / "y")
     assert r.returncode == 2 and "give one of them" in r.stderr
+
+
+def test_campaign_names_one_job_of_a_file(tmp_path):
+    from fsmeter.campaign import parse_campaign, plan
+
+    job = tmp_path / "jobs.fio"
+    job.write_text("[global]\nsize=4m\n[rr]\nrw=randread\n[sw]\nstonewall\nrw=write\n")
+    text = f'name = "x"\n[[workloads]]\nname = "{job}:sw"\n[target]\nkind = "dir"\npath = "{tmp_path}"\n'
+    cells = plan(parse_campaign(text))
+    assert [c.workload for c in cells] == ["jobs.fio:sw"]
+    text = text.replace(":sw", ":nope")
+    from fsmeter.errors import UserError
+
+    with pytest.raises(UserError, match="workloads\\[0\\].name: .*no job named nope: the jobs are rr, sw"):
+        plan(parse_campaign(text))
