@@ -115,6 +115,15 @@ def test_whole_requests_as_fio_counts_them():
     assert m.params["entries"][0]["size"] == 64000 and m.params["total_bytes"] == 262 * 64000
 
 
+def test_random_map_unless_norandommap_or_several_sizes():
+    (m,) = jobs_of("[a]\nrw=randread\nbs=8k\nsize=1m\n")
+    assert m.params.get("random_map") is True and m.params["alignment"] == 8192
+    (m,) = jobs_of("[a]\nrw=randread\nbs=8k\nsize=1m\nnorandommap\n")
+    assert not m.params.get("random_map")
+    (m,) = jobs_of("[a]\nrw=randrw\nbssplit=4k/50:8k/50\nsize=1m\n")
+    assert not m.params.get("random_map") and any("shortens requests" in n for n in m.notes)
+
+
 def test_sync_engine_caps_the_queue_depth_with_a_note():
     (m,) = jobs_of("[a]\nrw=randread\nsize=1m\niodepth=32\n")
     assert m.params["queue_depth"] == 1 and m.settings["backend"] == "psync"

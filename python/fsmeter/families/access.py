@@ -38,6 +38,8 @@ class AccessParams(BaseModel):
     file_names: List[str] = Field(default_factory=list, description="file names relative to --dir (fio filename)")
     offset: Size = Field(0, ge=0, description="requests land in [offset, offset + file_size) of each file (fio offset)")
     thread_files: bool = Field(False, description="each thread works on its own file_count/threads files (fio numjobs)")
+    random_map: bool = Field(False, description="random requests visit each block once per pass (fio's random map; "
+                             "one request size, alignment equal to it)")
 
     @model_validator(mode="after")
     def _check(self):
@@ -58,6 +60,8 @@ class AccessParams(BaseModel):
                     )
             if self.alignment % 512:
                 raise ValueError(f"alignment: {self.alignment} does not fit O_DIRECT (multiples of 512): fix it or use direct=false")
+        if self.random_map and (len({e.size for e in self.entries}) > 1 or self.alignment != self.entries[0].size):
+            raise ValueError("random_map: needs one request size and alignment equal to it")
         if self.duration_s is None and self.total_bytes is None:
             raise ValueError("duration_s: give duration_s or total_bytes (or both: whichever comes first)")
         return self

@@ -125,8 +125,8 @@ def fio_options(params: dict, settings: dict) -> tuple:
         opts["fsync"] = str(int(params["fsync_every"]))
     if params.get("fsync_end"):
         opts["end_fsync"] = "1"
-    if random:
-        opts["norandommap"] = "1"  # fsmeter draws random offsets with replacement
+    if random and not params.get("random_map"):
+        opts["norandommap"] = "1"  # fsmeter drew random offsets with replacement
     if "seed" in settings:
         opts["randseed"] = str(settings["seed"])
     return opts, None

@@ -366,8 +366,11 @@ def map_job(where: str, job: FioJob, group: int) -> MappedJob:
         "thread_files": thread_files, "reuse_files": True,
     }
     if random_pct and not ctx.flag("norandommap", False):
-        notes.append("random offsets are drawn with replacement (fio's norandommap); fio's default random map "
-                     "visits each block once: the same number of I/Os and bytes, some blocks twice")
+        if len(set(sizes)) == 1 and align == sizes[0]:
+            params["random_map"] = True  # each block once per pass, as fio's random map
+        else:
+            notes.append("random offsets are drawn with replacement (fio's norandommap): fsmeter keeps a random "
+                         "map only for one request size aligned to itself")
     seed = 42
     if job.get("randseed") is not None:
         seed = ctx.int("randseed", 42, 0)

@@ -84,6 +84,10 @@ pub struct AccessSpec {
     /// fio's per-job files: thread t works only on its own file_count / threads files.
     #[serde(default)]
     pub thread_files: bool,
+    /// fio's random map: random requests visit each request-sized block of the thread's files once per
+    /// pass (without replacement). One request size only, offsets aligned to it.
+    #[serde(default)]
+    pub random_map: bool,
 }
 
 fn default_alignment() -> u64 {
@@ -177,6 +181,12 @@ impl AccessSpec {
         if self.offset % self.alignment != 0 {
             return Err(EngineError::invalid("offset", format!("{} is not a multiple of alignment ({})", self.offset, self.alignment)));
         }
+        if self.random_map {
+            let size = self.entries[0].size as u64;
+            if self.entries.iter().any(|e| e.size as u64 != size) || self.alignment != size {
+                return Err(EngineError::invalid("random_map", "needs one request size and alignment equal to it"));
+            }
+        }
         if self.thread_files && self.file_count as usize % job.threads != 0 {
             return Err(EngineError::invalid("thread_files", format!("file_count ({}) must be a multiple of threads ({})", self.file_count, job.threads)));
         }
@@ -240,6 +250,7 @@ pub struct AccessGen {
     /// First file of this thread's random draws (thread_files), and the region offset inside files.
     file_lo: u64,
     base: u64,
+    perm: Option<BlockPerm>,
     seq_lo: u64,
     seq_hi: u64,
     seq_pos: u64,
@@ -284,6 +295,10 @@ impl AccessGen {
             align: spec.alignment,
             file_lo: if spec.thread_files { tid as u64 * per_thread } else { 0 },
             base: spec.offset,
+            perm: spec.random_map.then(|| {
+                let files = if spec.thread_files { per_thread } else { spec.file_count as u64 };
+                BlockPerm::new(files * (spec.file_size / spec.alignment), z)
+            }),
             seq_lo: lo,
             seq_hi: hi,
             seq_pos: lo,
@@ -314,7 +329,11 @@ impl AccessGen {
         let len = self.sizes[entry];
         let write = !self.chance(self.read_thr[entry]);
         let random = self.chance(self.rand_thr[entry]);
-        let (file, offset) = if random {
+        let (file, offset) = if random && self.perm.is_some() {
+            let per_file = self.file_size / self.align;
+            let b = self.perm.as_mut().map_or(0, |p| p.next());
+            (self.file_lo + b / per_file, (b % per_file) * self.align)
+        } else if random {
             let file = if self.file_count > 1 { below(self.rng.next_u64(), self.file_count) } else { 0 };
             let slots = (self.file_size - len as u64) / self.align + 1;
             (self.file_lo + file, below(self.rng.next_u64(), slots) * self.align)
@@ -342,6 +361,42 @@ impl AccessGen {
         let file = (self.seq_lo / fs).min(self.file_lo + self.file_count - 1);
         self.seq_pos = file * fs + len;
         (file, 0)
+    }
+}
+
+/// A permutation of [0, n) without memory: a full-period LCG modulo the next power of two (c odd,
+/// a = 1 mod 4: Hull-Dobell), its state scrambled by a bijection of that range (xorshift, odd multiply),
+/// values >= n skipped (cycle walking, < 2 steps on average). Each pass of 2^k steps yields every block
+/// once; the next pass continues the cycle. fio's random map gives the same coverage with a bitmap.
+pub struct BlockPerm {
+    n: u64,
+    mask: u64,
+    shift: u32,
+    state: u64,
+    c: u64,
+    mul: u64,
+}
+
+impl BlockPerm {
+    pub fn new(n: u64, seed: u64) -> Self {
+        let n = n.max(1);
+        let bits = 64 - (n - 1).leading_zeros().min(63);
+        let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        BlockPerm { n, mask, shift: (bits / 2).max(1), state: seed & mask, c: (seed >> 17) | 1, mul: (seed >> 7) | 1 }
+    }
+
+    #[inline]
+    pub fn next(&mut self) -> u64 {
+        loop {
+            self.state = self.state.wrapping_mul(0x5851_F42D_4C95_7F2D).wrapping_add(self.c) & self.mask;
+            let mut x = self.state;
+            x ^= x >> self.shift;
+            x = x.wrapping_mul(self.mul) & self.mask;
+            x ^= x >> self.shift;
+            if x < self.n {
+                return x;
+            }
+        }
     }
 }
 
@@ -746,6 +801,7 @@ mod tests {
             file_names: vec![],
             offset: 0,
             thread_files: false,
+            random_map: false,
         }
     }
 
@@ -814,6 +870,35 @@ mod tests {
                 let op = g.next_op();
                 assert!(op.req.file / 2 == tid, "thread {tid} touched file {}", op.req.file);
                 assert!(op.req.offset >= 16 * 1024 && op.req.offset + 4096 <= 80 * 1024, "{:?}", op.req);
+            }
+        }
+    }
+
+    #[test]
+    fn random_map_visits_every_block_once_per_pass() {
+        for n in [1u64, 2, 3, 1000, 4096, 5000] {
+            let mut p = BlockPerm::new(n, 0xDEAD_BEEF);
+            for _pass in 0..2 {
+                let mut seen = vec![false; n as usize];
+                for _ in 0..n {
+                    let b = p.next() as usize;
+                    assert!(!seen[b], "block {b} of {n} twice in one pass");
+                    seen[b] = true;
+                }
+            }
+        }
+        // Through the generator: 2 threads x 2 files of 16 blocks each, every block of a thread's files once.
+        let mut s = spec(vec![e(4096, 100.0, 100.0, 100.0)], 4, 64 * 1024);
+        s.alignment = 4096;
+        s.thread_files = true;
+        s.random_map = true;
+        for tid in 0..2usize {
+            let mut g = AccessGen::new(&s, 5, tid, 2);
+            let mut seen = std::collections::HashSet::new();
+            for _ in 0..32 {
+                let op = g.next_op();
+                assert!(seen.insert((op.req.file, op.req.offset)), "{:?} twice", op.req);
+                assert_eq!(op.req.file as usize / 2, tid);
             }
         }
     }
