@@ -51,6 +51,7 @@ def test_split_layout_and_fio_plot_compares_filesystems(synth, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "note: dbench-quick left out: not an access workload" in r.stderr
     names = sorted(str(p.relative_to(out)) for p in out.rglob("*.json") if p.name != "fsmeter-index.json")
+    assert len(list(out.rglob("*_bw.1.log"))) == len(names)
     assert names == [f"{fs}/read-iodepth-1-numjobs-{n}.json" for fs in ("btrfs", "ext4", "xfs") for n in (1, 2, 4)]
     doc = json.loads((out / "xfs" / "read-iodepth-1-numjobs-4.json").read_text())
     (job,) = doc["jobs"]
@@ -75,6 +76,11 @@ def test_split_layout_and_fio_plot_compares_filesystems(synth, tmp_path):
     assert len(pngs) == 1
     fio_plot(["-i", out / "ext4", "-T", "ext4 numjobs", "-N", "-r", "read", "-d", "1", "-n", "1", "2", "4"], tmp_path)
     fio_plot(["-i", out / "xfs", "-T", "xfs depth", "-l", "-r", "read", "-d", "1", "-n", "2"], tmp_path)
+    # fio's bw/iops logs from the interval samples: fio-plot -g draws them over time.
+    log = (out / "ext4" / "read-iodepth-1-numjobs-2_iops.1.log").read_text().splitlines()
+    assert log and all(len(l.split(", ")) == 5 for l in log)
+    fio_plot(["-i", out / "ext4", out / "xfs", "-T", "over time", "-g", "-t", "bw", "iops", "-r", "read",
+              "-d", "1", "-n", "2"], tmp_path)
 
 
 def test_jsonplus_is_read_by_fio_jsonplus_clat2csv(synth, tmp_path):

@@ -425,6 +425,7 @@ def split_export(out_dir: Path, db: Any = None, campaign: Optional[str] = None, 
         doc["global options"] = {}
         doc["jobs"] = [fio_job(c.workload, 0, dict(c.options), reports, bins)]
         path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+        write_logs(sub / fname(c)[:-len(".json")], reports[0], _size_of(c.options["bs"]))
         files.append({"path": str(path), "workload": c.workload, "factors": c.factors,
                       "rw": c.options["rw"], "iodepth": int(c.options["iodepth"]),
                       "numjobs": int(c.options["numjobs"]), "bs": c.options.get("bs")})
@@ -434,6 +435,41 @@ def split_export(out_dir: Path, db: Any = None, campaign: Optional[str] = None, 
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "fsmeter-index.json").write_text(json.dumps(index, indent=1), encoding="utf-8")
     return index
+
+
+def _size_of(text: str) -> int:
+    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    return int(text[:-1]) * mult[text[-1]] if text[-1] in mult else int(text)
+
+
+def write_logs(stem: Path, report: dict, bs: int) -> list:
+    """fio's bandwidth and IOPS logs (``<stem>_bw.1.log``, ``<stem>_iops.1.log``: time ms, value, direction
+    0/1, block size, offset 0) from the interval samples of one trial (the cell's first kept one), for
+    ``fio-plot -g``. Bandwidth is KiB/s: the interval's I/Os of that direction x its mean request size."""
+    ops = report.get("ops") or {}
+    tot = (report.get("total") or {}).get("ops") or 0
+    rows: dict = {"bw": [], "iops": []}
+    for iv in report.get("intervals") or []:
+        dur = float(iv.get("dur_s") or 0)
+        if dur <= 0:
+            continue
+        t_ms = int(round(float(iv.get("t_s") or 0) * 1000))
+        for ddir, name in ((0, "read"), (1, "write")):
+            o = ops.get(name) or {}
+            if not o.get("count"):
+                continue
+            by_kind = iv.get("ops_by_kind")
+            n = by_kind.get(name, 0) if isinstance(by_kind, dict) else (iv.get("ops") or 0) * o["count"] / tot
+            per_op = (o.get("bytes") or 0) / o["count"]
+            rows["iops"].append(f"{t_ms}, {int(round(n / dur))}, {ddir}, {bs}, 0")
+            rows["bw"].append(f"{t_ms}, {int(round(n / dur * per_op / 1024))}, {ddir}, {bs}, 0")
+    written = []
+    for kind, lines in rows.items():
+        if lines:
+            p = Path(f"{stem}_{kind}.1.log")
+            p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            written.append(p)
+    return written
 
 
 def export_fio_json(db: Any = None, campaign: Optional[str] = None) -> str:
