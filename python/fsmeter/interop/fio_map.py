@@ -297,7 +297,6 @@ def map_job(where: str, job: FioJob, group: int) -> MappedJob:
     size = ctx.size("size")
     filesize = ctx.size("filesize")
     if size is None and filesize is None:
-        o = job.get("rw") or job.get("readwrite")
         raise UserError(f"{where} line {job.line}: job {name}: give size= (or filesize=): fsmeter lays out its own "
                         "files and needs their size")
     if size is None:
