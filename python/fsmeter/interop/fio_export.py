@@ -23,6 +23,7 @@ from typing import Any, Optional
 
 import fsmeter
 from fsmeter.errors import UserError
+from fsmeter.stats.kept import is_kept
 from fsmeter.store import default_db_path, open_store
 
 FIO_FORMAT = "fsmeter-fio-json"
@@ -311,13 +312,15 @@ def _cells(db: Any, campaign: Optional[str]) -> tuple:
         cid = _campaign_id(store, campaign)
         camp = dict(store.campaign(cid))
         rows = store.conn.execute(
-            "SELECT c.id AS cell_id, c.workload, c.factors, c.idx, t.number, p.key, p.report, e.extra FROM phases p"
-            " JOIN trials t ON t.id = p.trial_id JOIN cells c ON c.id = t.cell_id"
+            "SELECT c.id AS cell_id, c.workload, c.factors, c.idx, t.number, t.status, t.discarded, p.key, p.report,"
+            " e.extra FROM phases p JOIN trials t ON t.id = p.trial_id JOIN cells c ON c.id = t.cell_id"
             " LEFT JOIN environment e ON e.trial_id = t.id"
-            " WHERE c.campaign_id = ? AND t.status = 'ok' AND t.discarded = 0 AND p.measured = 1 AND p.discarded = 0"
+            " WHERE c.campaign_id = ? AND p.measured = 1 AND p.discarded = 0"
             " ORDER BY c.idx, t.number, p.seq", (cid,)).fetchall()
     cells: dict = {}
     for r in rows:
+        if not is_kept(r["status"], r["discarded"]):  # the one rule of kept trials
+            continue
         c = cells.get(r["cell_id"])
         if c is None:
             c = cells[r["cell_id"]] = _Cell(int(r["idx"]), r["workload"], json.loads(r["factors"]))

@@ -10,11 +10,14 @@ from fsmeter.interop.fio_map import fio_workloads
 from fsmeter.spec import build_job
 
 
-def run_jobfile(ref: str, directory: Path, overrides: dict, console: Console, **run_opts) -> dict:
+def plan_jobfile(ref: str, directory: Path, overrides: dict) -> list:
+    """Every job of the file validated (job, MappedJob), before any runs."""
+    return [(build_job(d, directory, overrides), m) for d, m in fio_workloads(ref)]
+
+
+def run_jobfile(jobs: list, ref: str, console: Console, **run_opts) -> dict:
     from fsmeter.cli.run import run_job
 
-    pairs = fio_workloads(ref)
-    jobs = [(build_job(d, directory, overrides), m) for d, m in pairs]  # validate every job before running any
     doc: dict = {}
     for job, m in jobs:
         for note in m.notes:
