@@ -143,6 +143,7 @@ def register(app: typer.Typer) -> None:
             from fsmeter.interop.fio_run import plan_jobfile, run_jobfile
 
             jobs = plan_jobfile(workload, dir, parse_set(set_ or []))
+            job = jobs[0][0]  # every job of a fio file is an access workload (family hooks below)
         else:
             job = build_job(load_workload(workload), dir, parse_set(set_ or []))
         from fsmeter.runlock import measuring
