@@ -321,6 +321,10 @@ def build_context(view: CampaignView) -> dict:
                 figs += study_charts(w, i, view.level)
             figs += line_charts(w, i, view.level)
             figs += heatmaps(w, i)
+            if w.family == "bonnie":
+                from fsmeter.report.bonnie_charts import bonnie_charts
+
+                figs += bonnie_charts(w, i, view.level, _fig)
             ic = interval_chart(w, i, view.frames) if w.family != "macro" else None  # one op per phase
             if ic:
                 figs.append(ic)
