@@ -139,6 +139,22 @@ def tidy_from_document(doc: dict):
     return df[TIDY_COLUMNS + [f for f in doc.get("factors", []) if f in df.columns]]
 
 
+def _family(workload: str, extra: Optional[str]) -> Optional[str]:
+    """The family of a stored trial: from its recorded job, else from the named workload."""
+    try:
+        fam = ((json.loads(extra or "{}").get("job") or {}).get("workload") or {}).get("family")
+    except (ValueError, AttributeError):
+        fam = None
+    if fam:
+        return fam
+    try:
+        from fsmeter.spec import load_workload
+
+        return load_workload(workload).family.name
+    except Exception:  # unknown workload name: the caller says what it cannot export
+        return None
+
+
 # -- fio-compatible JSON: fsmeter.interop.fio_export (kept importable from here) --------------------------------
 from fsmeter.interop.fio_export import (FIO_FORMAT, FIO_PERCENTILES, FIO_VERSION, export_fio_json,  # noqa: E402,F401
                                         export_fio_jsonplus, fio_document)
