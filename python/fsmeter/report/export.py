@@ -235,8 +235,14 @@ def export_fio_json(db: Any = None, campaign: Optional[str] = None) -> str:
     return json.dumps(fio_document(db, campaign), indent=1)
 
 
+def export_iozone(db: Any = None, campaign: Optional[str] = None) -> str:
+    from fsmeter.report.iozone import export_iozone as fn
+
+    return fn(db, campaign)
+
+
 EXPORTERS: dict[str, Callable[[Any, Optional[str]], str]] = {
-    "csv": export_csv, "json": export_json, "fio-json": export_fio_json,
+    "csv": export_csv, "json": export_json, "fio-json": export_fio_json, "iozone": export_iozone,
 }
 
 
