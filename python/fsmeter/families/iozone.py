@@ -79,6 +79,8 @@ class IozoneParams(BaseModel):
                 raise ValueError(f"test {t} does not exist: iozone's tests are 0..8")
         if len(set(v)) != len(v):
             raise ValueError("a test is listed twice")
+        if 0 not in v and any(t in v for t in (1, 2, 3, 5, 7, 8)):
+            raise ValueError("tests 1, 2, 3, 5, 7 and 8 read the file test 0 (write) makes: include test 0")
         return sorted(v)
 
     @model_validator(mode="after")
