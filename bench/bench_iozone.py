@@ -8,8 +8,8 @@ value (each cell's value being the median of the rounds): 1.0 means the same thr
 Cases: a tmpfs (cached: the engine must not be the bottleneck, target >= 1.0), a 1 GiB loop
 ext4 buffered (reported, no target: both measure the page cache and the same writeback), and
 the loop ext4 with O_DIRECT (target: within 10%). Then the wall time of the whole grid on tmpfs,
-and the engine's memory on one grid of 1 GiB files and 16 MiB records (peak RSS of the run minus
-that of a tiny grid, minus the larger record buffers).
+and the engine's memory on one grid of 1 GiB files and 16 MiB records (how much the peak RSS of
+`fsmeter run` grows over that of a tiny grid).
 """
 from __future__ import annotations
 
@@ -104,10 +104,10 @@ def run(ctx) -> list:
     with ctx.tmpfs("1200M") as d:
         small = ctx.fsmeter("iozone-quick", d, {"file_sizes": "[65536]", "record_sizes": "[4096]", "tests": "[0, 1]"})
         big = ctx.fsmeter("iozone-quick", d, {"file_sizes": "[\"1G\"]", "record_sizes": "[\"16M\"]", "tests": "[0, 1]"})
-        buffers_kb = 2 * (16 << 10)  # the record buffer and the stdio buffer, 16 MiB each
-        extra_mb = (big["_maxrss_kb"] - small["_maxrss_kb"] - buffers_kb) / 1024
-        rows.append(ctx.row("tmpfs 1G file x 16M records", "engine memory beyond record buffers (MiB)",
-                            extra_mb, 64.0, "limit", target=1.0, higher_is_better=False,
-                            notes=f"peak RSS {big['_maxrss_kb'] // 1024} MiB vs {small['_maxrss_kb'] // 1024} MiB "
-                                  "for a 64K grid, minus 32 MiB of record buffers"))
+        growth_mb = (big["_maxrss_kb"] - small["_maxrss_kb"]) / 1024
+        rows.append(ctx.row("tmpfs 1G file x 16M records", "peak RSS growth over a 64K grid (MiB)",
+                            growth_mb, 64.0 + 32.0, "limit", target=1.0, higher_is_better=False,
+                            notes=f"peak RSS {big['_maxrss_kb'] // 1024} MiB vs {small['_maxrss_kb'] // 1024} MiB; "
+                                  "the limit is 64 MiB beyond the 32 MiB of record and stdio buffers "
+                                  "(the stdio one stays untouched, so unmapped, without tests 6 and 7)"))
     return rows
