@@ -293,8 +293,7 @@ pub fn write_rewrite(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
     // SAFETY: NUL-terminated path.
     unsafe { libc::unlink(c.path.as_ptr()) };
     close(open(c.path, libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC, "create")?)?;
-    for (pass, col) in [(0, WRITE), (1, REWRITE)] {
-        let _ = pass;
+    for col in [WRITE, REWRITE] {
         let fd = Fd(open(c.path, libc::O_RDWR | dflag(o), "open")?);
         fsync(fd.0)?;
         let raw = fd.0;
@@ -443,6 +442,9 @@ fn finish_stream(fd: Fd, s: &mut Stream, o: &Opts, write: bool) -> R<u64> {
     if o.close {
         s.flush().map_err(ioerr)?;
     } else {
+        if o.fsync && write {
+            fsync(fd.0)?;
+        }
         let end = now_ns();
         s.flush().map_err(ioerr)?;
         if write {
