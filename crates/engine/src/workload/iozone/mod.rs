@@ -266,6 +266,7 @@ impl Workload for Iozone {
                         stdio: &mut st.stdio,
                         perm: &st.perm,
                         purge: st.purge.as_ref(),
+                        fetch: st.purge.is_none(),
                     };
                     let mut results = Map::new();
                     let mut error: Option<String> = None;

@@ -108,6 +108,22 @@ pub struct Cell<'a> {
     /// Random order of the records (iozone shuffles them once per cell, Fisher-Yates).
     pub perm: &'a [u32],
     pub purge: Option<&'a Purge>,
+    /// iozone -a's "fetch": read every cache line of the record buffer just before a test's
+    /// time starts (off with -p, which purges instead).
+    pub fetch: bool,
+}
+
+/// Touch every 32-byte line of `buf` (iozone's fetchit, with its default line size).
+#[inline]
+fn fetch(buf: &[u8]) {
+    let mut acc = 0u8;
+    let mut i = 0;
+    while i < buf.len() {
+        // SAFETY: i < buf.len().
+        acc = acc.wrapping_add(unsafe { std::ptr::read_volatile(buf.as_ptr().add(i)) });
+        i += 32;
+    }
+    std::hint::black_box(acc);
 }
 
 impl Cell<'_> {
@@ -261,6 +277,9 @@ fn records(
     mut op: impl FnMut(u64, &mut [u8]) -> std::result::Result<(), Errno>,
 ) -> R<(u64, bool)> {
     let reclen = c.rec;
+    if c.fetch {
+        fetch(&c.buf[..reclen]);
+    }
     let start = now_ns();
     let mut t0 = start;
     for i in 0..c.numrecs {
@@ -469,6 +488,9 @@ pub fn fwrite_refwrite(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         let (start, stopped) = {
             let purge = c.purge;
             let buf = &c.buf[..reclen];
+            if c.fetch {
+                fetch(buf);
+            }
             let st = now_ns();
             let mut t0 = st;
             let mut stopped = false;
@@ -507,6 +529,9 @@ pub fn fread_refread(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         let mut s = Stream::new(fd.0, &mut c.stdio[..reclen]);
         let purge = c.purge;
         let buf = &mut c.buf[..reclen];
+        if c.fetch {
+            fetch(buf);
+        }
         let start = now_ns();
         let mut t0 = start;
         for _ in 0..c.numrecs {
