@@ -1,7 +1,7 @@
 """iozone -a against fsmeter's iozone family, side by side on the same grid.
 
 The peer is the real iozone, built from source in a scratch directory (bench/iozone_peer.py):
-`iozone -a -n 64k -g G -i 0 .. -i 7 [-I] -f DIR/iozone.tmp`, run in turns with
+`iozone -a -n 64k -g G -i 0 .. -i 7 [-I] -f DIR/iozone.tmp`, run in alternating turns with
 `fsmeter run iozone-auto --set max_file_size=G [--set direct=true]` on the same directory.
 Per iozone column, the row is the median over the grid's cells of fsmeter's value / iozone's
 value (each cell's value being the median of the rounds): 1.0 means the same throughput.
@@ -61,13 +61,20 @@ def _compare(ctx, binary: Path, path: Path, case: str, max_file: str, direct: bo
     if direct:
         args.append("-I")
     sets = {"max_file_size": max_file, **({"direct": "true"} if direct else {})}
-    for _ in range(rounds):
+    def peer():
         r = ctx.cmd([*args, "-f", path / "iozone.tmp"], cwd=path, timeout=3600)
         ioz.append(_iozone_grid(r.stdout))
         walls["iozone"].append(r.wall_s)
+
+    def ours():
         doc = ctx.fsmeter("iozone-auto", path, sets)
         fsm.append(_fsmeter_grid(doc))
         walls["fsmeter"].append(doc["_wall_s"])
+
+    for i in range(rounds):
+        # Rounds alternate which tool goes first, so neither always meets the other's leftovers.
+        for step in ((peer, ours) if i % 2 == 0 else (ours, peer)):
+            step()
     a, b = _median_grid(fsm), _median_grid(ioz)
     rows = []
     for c in COLUMNS:
