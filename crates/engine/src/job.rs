@@ -37,6 +37,8 @@ pub enum WorkloadSpec {
     Fileset(crate::workload::fileset::FilesetSpec),
     Tree(crate::workload::tree::TreeSpec),
     Iozone(crate::workload::iozone::IozoneSpec),
+    Bonnie(crate::workload::bonnie::BonnieSpec),
+    Macro(crate::workload::macro_tools::MacroSpec),
 }
 
 fn one() -> usize {

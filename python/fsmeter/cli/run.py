@@ -153,10 +153,8 @@ def register(app: typer.Typer) -> None:
                     from fsmeter.stats.phase import summarize_quality
 
                     console.print(f"  [dim]{name}:[/] {summarize_quality(rep['quality'])}", highlight=False)
-        if doc["family"] == "iozone" and "grid" in doc["phases"]:
-            from fsmeter.report.iozone import run_summary
-
-            console.print(run_summary(job.params, doc["phases"]["grid"]), highlight=False, markup=False, soft_wrap=True)
+        if job.workload.family.run_summary is not None and doc["phases"]:
+            console.print(job.workload.family.run_summary(doc))
         if json_out is not None:
             json_out.write_text(json.dumps(doc, indent=1))
             console.print(f"wrote {json_out}")

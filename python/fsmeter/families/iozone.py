@@ -192,6 +192,19 @@ def _metrics(p: IozoneParams) -> list:
     return ms
 
 
+def _run_summary(doc: dict):
+    """What `fsmeter run` prints after the tables: iozone's per-cell table and the failed cells."""
+    from rich.text import Text
+
+    from fsmeter.report.iozone import params_of_job, run_summary
+
+    p = params_of_job(doc.get("job") or {})
+    rep = (doc.get("phases") or {}).get("grid")
+    if p is None or rep is None:
+        return Text("")
+    return Text(run_summary(p, rep), no_wrap=True, overflow="ignore")
+
+
 FAMILY = Family(
     name="iozone",
     params=IozoneParams,
@@ -199,6 +212,7 @@ FAMILY = Family(
     metrics=_metrics,
     description="iozone -a: write/rewrite, read/reread, random, backward, record rewrite, stride, fwrite, fread, "
                 "mix over a file size x record size grid",
+    run_summary=_run_summary,
 )
 
 __all__ = ["FAMILY", "IozoneParams", "COLUMNS", "REPORT_TITLES", "CROSSOVER_KB", "cell_metric_name"]

@@ -323,10 +323,18 @@ def build_context(view: CampaignView) -> dict:
         figs = []
         if w.headline.configs and any(c.values for c in w.headline.configs):
             figs.append(bar_chart(w, i, view.level))
+            if w.family == "macro":  # the study's bar charts (Lourdas 2009)
+                from fsmeter.report.macro_charts import study_charts
+
+                figs += study_charts(w, i, view.level)
             figs += line_charts(w, i, view.level)
             figs += heatmaps(w, i)
             figs += _grid_figures(view, w, i)
-            ic = interval_chart(w, i, view.frames)
+            if w.family == "bonnie":
+                from fsmeter.report.bonnie_charts import bonnie_charts
+
+                figs += bonnie_charts(w, i, view.level, _fig)
+            ic = interval_chart(w, i, view.frames) if w.family != "macro" else None  # one op per phase
             if ic:
                 figs.append(ic)
             sc = scatter_chart(w, i)

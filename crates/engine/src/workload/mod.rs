@@ -7,6 +7,8 @@ pub mod replay;
 pub mod fileset;
 pub mod tree;
 pub mod iozone;
+pub mod bonnie;
+pub mod macro_tools;
 
 use crate::error::Result;
 use crate::job::Job;
