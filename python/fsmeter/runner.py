@@ -338,7 +338,7 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
         if i == 0:
             headline = v
         metrics.append({"phase": m.phase, "name": m.name, "unit": m.unit, "higher_is_better": m.higher_is_better,
-                        "value": v, "headline": i == 0})
+                        "value": v, "headline": i == 0, "keys": m.keys})
     if status == "ok" and headline is None:
         status, cause = "failed", f"the headline metric {cell.headline} could not be computed from the report"
     env = _environment(job, mnt, host, methods)

@@ -36,6 +36,7 @@ pub enum WorkloadSpec {
     Replay(crate::workload::replay::ReplaySpec),
     Fileset(crate::workload::fileset::FilesetSpec),
     Tree(crate::workload::tree::TreeSpec),
+    Iozone(crate::workload::iozone::IozoneSpec),
     Bonnie(crate::workload::bonnie::BonnieSpec),
     Macro(crate::workload::macro_tools::MacroSpec),
 }

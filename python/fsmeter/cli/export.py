@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
                                 help="csv (tidy: one row per trial x metric; a bonnie campaign: Bonnie's columns, one "
                                      "row per trial), tidy-csv (always tidy), json (the whole campaign), "
                                      "fio-json (fio's JSON shape, access workloads), fio-jsonplus (fio's json+: "
-                                     "with latency bins)"),
+                                     "with latency bins), iozone (iozone's table and -R reports, iozone workloads)"),
         out: Optional[Path] = typer.Option(None, "--output", "-o", help="file to write; - for standard output"),
         split: Optional[Path] = typer.Option(None, "--split", help="fio-json/fio-jsonplus: one file per "
                                              "configuration x workload x factor level under this directory, laid "

@@ -42,6 +42,9 @@ class Metric:
     higher_is_better: bool = True
     #: Extracts the value from a phase report (engine JSON).
     get: Callable[[dict], Optional[float]] = field(default=lambda r: None, compare=False)
+    #: For one value of a grid (iozone: test, file_size, record_size): what it is keyed by. Keyed
+    #: metrics are stored (metrics.keys) and charted as surfaces, not ranked one by one.
+    keys: Optional[dict] = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -227,6 +227,10 @@ def build_view(db: Any = None, campaign: Optional[str] = None, level: float = 0.
         heads = store.conn.execute(
             "SELECT DISTINCT c.workload, m.phase_key, m.name FROM metrics m JOIN trials t ON t.id = m.trial_id "
             "JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id = ? AND m.headline = 1", (cid,)).fetchall()
+        # Grid values (iozone cells) are charted as surfaces, not ranked one by one.
+        keyed = {(r["workload"], r["phase_key"], r["name"]) for r in store.conn.execute(
+            "SELECT DISTINCT c.workload, m.phase_key, m.name FROM metrics m JOIN trials t ON t.id = m.trial_id "
+            "JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id = ? AND m.keys IS NOT NULL", (cid,))}
     headline = {}
     for r in heads:
         headline.setdefault(r["workload"], (r["phase_key"], r["name"]))
@@ -248,7 +252,7 @@ def build_view(db: Any = None, campaign: Optional[str] = None, level: float = 0.
                        for _, r in wcells.iterrows()}
         labels = {cid_: _label(lv, varying) for cid_, lv in cell_levels.items()}
         wt = tidy[tidy["workload"] == workload]
-        keys = list(dict.fromkeys(zip(wt["phase"], wt["metric"])))
+        keys = [k for k in dict.fromkeys(zip(wt["phase"], wt["metric"])) if (workload, *k) not in keyed]
         head = headline.get(workload)
         if head in keys:
             keys.remove(head)

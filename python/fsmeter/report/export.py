@@ -160,9 +160,15 @@ from fsmeter.interop.fio_export import (FIO_FORMAT, FIO_PERCENTILES, FIO_VERSION
                                         export_fio_jsonplus, fio_document)
 
 
+def export_iozone(db: Any = None, campaign: Optional[str] = None) -> str:
+    from fsmeter.report.iozone import export_iozone as fn
+
+    return fn(db, campaign)
+
+
 EXPORTERS: dict[str, Callable[[Any, Optional[str]], str]] = {
     "csv": export_csv, "tidy-csv": export_tidy_csv, "json": export_json, "fio-json": export_fio_json,
-    "fio-jsonplus": export_fio_jsonplus,
+    "fio-jsonplus": export_fio_jsonplus, "iozone": export_iozone,
 }
 
 

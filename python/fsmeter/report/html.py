@@ -307,6 +307,14 @@ def _environment(frames: dict) -> tuple:
     return host, per_fs.to_dict("records")
 
 
+def _grid_figures(view: CampaignView, w: WorkloadView, idx: int) -> list:
+    """Charts of keyed grid metrics (iozone: heatmaps and value against file size per record size)."""
+    from fsmeter.report.iozone import workload_grid_figures
+
+    labels = {c.cell_id: c.label for c in w.headline.configs}
+    return workload_grid_figures(view.db, int(view.campaign["id"]), w.workload, idx, labels)
+
+
 def build_context(view: CampaignView) -> dict:
     """Everything the template needs, figures as JSON-ready dicts."""
     figures, sections = [], []
@@ -321,6 +329,7 @@ def build_context(view: CampaignView) -> dict:
                 figs += study_charts(w, i, view.level)
             figs += line_charts(w, i, view.level)
             figs += heatmaps(w, i)
+            figs += _grid_figures(view, w, i)
             if w.family == "bonnie":
                 from fsmeter.report.bonnie_charts import bonnie_charts
 

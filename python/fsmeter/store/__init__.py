@@ -174,7 +174,7 @@ class Store:
 
         ``phases``: dicts with key, engine_phase, measured, discarded, cache_method and report (the
         engine's phase report). ``metrics``: dicts with phase, name, unit, higher_is_better, value
-        and optionally headline. ``environment``: keys named like the environment columns; any
+        and optionally headline and keys (a dict, for one value of a grid). ``environment``: keys named like the environment columns; any
         other key goes into its ``extra`` JSON.
         """
         with self.conn:
@@ -207,10 +207,11 @@ class Store:
                     "INSERT INTO histograms (phase_id, op, count, min_ns, mean_ns, stdev_ns, p50_ns, p90_ns, p99_ns,"
                     " p999_ns, p9999_ns, max_ns, buckets) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", hist)
             self.conn.executemany(
-                "INSERT INTO metrics (trial_id, phase_key, name, unit, higher_is_better, headline, value) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO metrics (trial_id, phase_key, name, unit, higher_is_better, headline, value, keys) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [(tid, m["phase"], m["name"], m["unit"], int(bool(m["higher_is_better"])),
-                  int(bool(m.get("headline", False))), None if m["value"] is None else float(m["value"]))
+                  int(bool(m.get("headline", False))), None if m["value"] is None else float(m["value"]),
+                  None if m.get("keys") is None else _json(m["keys"]))
                  for m in metrics])
             if environment is not None:
                 env = dict(environment)

@@ -6,6 +6,7 @@ pub mod access;
 pub mod replay;
 pub mod fileset;
 pub mod tree;
+pub mod iozone;
 pub mod bonnie;
 pub mod macro_tools;
 

@@ -1,0 +1,174 @@
+//! A fully buffered stream over a file descriptor, moving data the way glibc's
+//! stdio does for iozone's fwrite/fread tests (`setvbuf(stream, buf, _IOFBF,
+//! reclen)`): a request no smaller than the buffer goes straight to the kernel
+//! in whole buffer-sized blocks, smaller ones are gathered in the buffer and
+//! written (or refilled) one buffer at a time.
+//!
+//! The buffer is allocated once by the caller; nothing here allocates.
+
+use std::os::fd::RawFd;
+
+pub struct Stream<'a> {
+    fd: RawFd,
+    buf: &'a mut [u8],
+    /// Write mode: bytes gathered, not yet written.
+    pending: usize,
+    /// Read mode: the buffered bytes are buf[rpos..rend].
+    rpos: usize,
+    rend: usize,
+}
+
+/// A failed system call's errno.
+pub type Errno = i32;
+
+fn errno() -> Errno {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// write(2) until `data` is all written; a short write is retried with the rest.
+pub fn write_all(fd: RawFd, mut data: &[u8]) -> Result<(), Errno> {
+    while !data.is_empty() {
+        // SAFETY: data is a valid slice.
+        let n = unsafe { libc::write(fd, data.as_ptr() as *const libc::c_void, data.len()) };
+        if n < 0 {
+            let e = errno();
+            if e == libc::EINTR {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(libc::ENOSPC);
+        }
+        data = &data[n as usize..];
+    }
+    Ok(())
+}
+
+/// read(2) until `out` is full; end of file before that is EIO (iozone exits on it).
+pub fn read_all(fd: RawFd, mut out: &mut [u8]) -> Result<(), Errno> {
+    while !out.is_empty() {
+        // SAFETY: out is a valid, writable slice.
+        let n = unsafe { libc::read(fd, out.as_mut_ptr() as *mut libc::c_void, out.len()) };
+        if n < 0 {
+            let e = errno();
+            if e == libc::EINTR {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(libc::EIO);
+        }
+        out = &mut out[n as usize..];
+    }
+    Ok(())
+}
+
+impl<'a> Stream<'a> {
+    pub fn new(fd: RawFd, buf: &'a mut [u8]) -> Self {
+        Stream { fd, buf, pending: 0, rpos: 0, rend: 0 }
+    }
+
+    /// fwrite: fill the buffer; once it would overflow, flush it, write whole
+    /// blocks directly and keep the remainder.
+    pub fn write(&mut self, mut data: &[u8]) -> Result<(), Errno> {
+        let cap = self.buf.len();
+        let room = cap - self.pending;
+        if data.len() < room {
+            self.buf[self.pending..self.pending + data.len()].copy_from_slice(data);
+            self.pending += data.len();
+            return Ok(());
+        }
+        if self.pending > 0 {
+            self.buf[self.pending..].copy_from_slice(&data[..room]);
+            self.pending = cap;
+            data = &data[room..];
+            self.flush()?;
+        }
+        let direct = data.len() - data.len() % cap;
+        if direct > 0 {
+            write_all(self.fd, &data[..direct])?;
+        }
+        let rest = &data[direct..];
+        self.buf[..rest.len()].copy_from_slice(rest);
+        self.pending = rest.len();
+        Ok(())
+    }
+
+    /// fflush of a write stream.
+    pub fn flush(&mut self) -> Result<(), Errno> {
+        if self.pending > 0 {
+            let n = self.pending;
+            self.pending = 0;
+            write_all(self.fd, &self.buf[..n])?;
+        }
+        Ok(())
+    }
+
+    /// fread: serve from the buffer; requests of a buffer or more are read
+    /// directly in whole blocks, the tail through one refill.
+    pub fn read(&mut self, out: &mut [u8]) -> Result<(), Errno> {
+        let cap = self.buf.len();
+        let mut done = 0;
+        let have = self.rend - self.rpos;
+        if have > 0 {
+            let n = have.min(out.len());
+            out[..n].copy_from_slice(&self.buf[self.rpos..self.rpos + n]);
+            self.rpos += n;
+            done = n;
+        }
+        let left = out.len() - done;
+        let direct = left - left % cap;
+        if direct > 0 {
+            read_all(self.fd, &mut out[done..done + direct])?;
+            done += direct;
+        }
+        if done < out.len() {
+            // SAFETY: the buffer is valid and writable.
+            let n = unsafe { libc::read(self.fd, self.buf.as_mut_ptr() as *mut libc::c_void, cap) };
+            if n < 0 {
+                return Err(errno());
+            }
+            self.rpos = 0;
+            self.rend = n as usize;
+            let need = out.len() - done;
+            if self.rend < need {
+                return Err(libc::EIO);
+            }
+            out[done..].copy_from_slice(&self.buf[..need]);
+            self.rpos = need;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn buffered_writes_and_reads_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        let f = std::fs::File::create(&path).unwrap();
+        let mut buf = vec![0u8; 8];
+        let data: Vec<u8> = (0..100u8).collect();
+        {
+            let mut s = Stream::new(f.as_raw_fd(), &mut buf);
+            s.write(&data[..3]).unwrap();
+            s.write(&data[3..20]).unwrap();
+            s.write(&data[20..100]).unwrap();
+            s.flush().unwrap();
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), data);
+        let f = std::fs::File::open(&path).unwrap();
+        let mut s = Stream::new(f.as_raw_fd(), &mut buf);
+        let mut out = vec![0u8; 100];
+        s.read(&mut out[..5]).unwrap();
+        s.read(&mut out[5..30]).unwrap();
+        s.read(&mut out[30..]).unwrap();
+        assert_eq!(out, data);
+    }
+}
