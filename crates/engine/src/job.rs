@@ -36,6 +36,7 @@ pub enum WorkloadSpec {
     Replay(crate::workload::replay::ReplaySpec),
     Fileset(crate::workload::fileset::FilesetSpec),
     Tree(crate::workload::tree::TreeSpec),
+    Mix(crate::workload::mix::MixSpec),
 }
 
 fn one() -> usize {

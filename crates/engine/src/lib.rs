@@ -32,6 +32,7 @@ impl Session {
             WorkloadSpec::Replay(spec) => Box::new(workload::replay::Replay::new(&job, spec.clone())?),
             WorkloadSpec::Fileset(spec) => Box::new(workload::fileset::Fileset::new(&job, spec.clone())?),
             WorkloadSpec::Tree(spec) => Box::new(workload::tree::Tree::new(&job, spec.clone())?),
+            WorkloadSpec::Mix(spec) => Box::new(workload::mix::Mix::new(&job, spec.clone())?),
         };
         Ok(Session { job, workload })
     }

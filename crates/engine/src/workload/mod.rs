@@ -6,6 +6,7 @@ pub mod access;
 pub mod replay;
 pub mod fileset;
 pub mod tree;
+pub mod mix;
 
 use crate::error::Result;
 use crate::job::Job;
