@@ -13,6 +13,7 @@ fn job(dir: &std::path::Path, weights: Value, extra: Value) -> String {
         "pool_kib": 0,
         "tasks": [1, 2],
         "sync": "none",
+        "task_program": env!("CARGO_BIN_EXE_fsmeter-mix-task"),
     });
     for (k, v) in extra.as_object().unwrap() {
         w[k] = v.clone();
@@ -92,7 +93,7 @@ fn accounting_follows_reaim_units_and_bytes() {
 
 #[test]
 fn no_task_starts_before_the_barrier_and_the_subrun_waits_for_the_last() {
-    for mode in ["process", "thread"] {
+    for mode in ["process", "fork", "thread"] {
         let dir = tempfile::tempdir().unwrap();
         let v = run(&job(dir.path(), weights(&["creat_clo", "disk_rr", "fork_test"]), json!({"tasks": [4], "task_mode": mode})));
         let s = &v["extra"]["subruns"][0];
@@ -112,6 +113,28 @@ fn each_task_has_its_own_order_and_a_seed_repeats_it() {
     let o = |t| task_order(&counts, &mut Rng::new(task_seed(42, 2, t)));
     assert_eq!(o(0), o(0));
     assert_ne!(o(0), o(1));
+}
+
+#[test]
+fn the_modes_do_the_same_jobs() {
+    let runs = |mode: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let v = run(&job(dir.path(), weights(&["disk_rr", "creat_clo", "pipe_cpy", "add_int"]), json!({"tasks": [2], "task_mode": mode})));
+        let jobs = v["extra"]["subruns"][0]["jobs"].clone();
+        jobs.as_object().unwrap().iter().map(|(k, j)| (k.clone(), j["runs"].clone(), j["units"].clone(), j["bytes_read"].clone())).collect::<Vec<_>>()
+    };
+    assert_eq!(runs("process"), runs("fork"));
+    assert_eq!(runs("process"), runs("thread"));
+}
+
+#[test]
+fn a_missing_task_program_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = Session::from_json(&job(dir.path(), weights(&["disk_rr"]), json!({"task_program": "/nonexistent/fsmeter-mix-task"})))
+        .err()
+        .expect("rejected")
+        .to_string();
+    assert!(e.contains("task_program") && e.contains("does not exist"), "{e}");
 }
 
 #[test]

@@ -46,7 +46,8 @@ pub struct Slot {
     /// Index of the failed job + 1 (0: none), its errno, and the step's name.
     pub err_job: u64,
     pub err_errno: i64,
-    pub err_step: *const u8,
+    /// The step's name, copied (a pointer would not be valid in another process).
+    pub err_step: [u8; 32],
     pub err_step_len: usize,
     pub stats: [JobStat; NJOBS],
 }
@@ -63,13 +64,36 @@ struct Shared {
 unsafe impl Send for Shared {}
 unsafe impl Sync for Shared {}
 
+fn shared_len(tasks: usize) -> usize {
+    64 + tasks * std::mem::size_of::<Slot>()
+}
+
 impl Shared {
-    fn new(tasks: usize) -> Result<Shared> {
-        let len = 64 + tasks * std::mem::size_of::<Slot>();
-        // SAFETY: a fresh anonymous shared mapping, zero-filled by the kernel.
-        let p = unsafe {
-            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_ANONYMOUS, -1, 0)
-        };
+    /// The slots in a memfd (so a task program can map them too), zero-filled.
+    fn new(tasks: usize) -> Result<(Shared, i32)> {
+        let len = shared_len(tasks);
+        // SAFETY: creating, sizing and mapping a memfd we own.
+        unsafe {
+            let fd = libc::memfd_create(c"fsmeter-mix".as_ptr(), libc::MFD_CLOEXEC);
+            if fd < 0 {
+                return Err(EngineError::last_os("creating the task result slots"));
+            }
+            if libc::ftruncate(fd, len as libc::off_t) != 0 {
+                let e = EngineError::last_os("sizing the task result slots");
+                libc::close(fd);
+                return Err(e);
+            }
+            let s = Shared::map(fd, tasks).inspect_err(|_| {
+                libc::close(fd);
+            })?;
+            Ok((s, fd))
+        }
+    }
+
+    fn map(fd: i32, tasks: usize) -> Result<Shared> {
+        let len = shared_len(tasks);
+        // SAFETY: mapping a memfd of at least `len` bytes.
+        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) };
         if p == libc::MAP_FAILED {
             return Err(EngineError::last_os("mapping the task result slots"));
         }
@@ -119,8 +143,9 @@ fn run_task(task: &mut Task, order: &[JobId], slot: &mut Slot, stop: &AtomicU64)
             Err(JobErr { step, errno }) => {
                 slot.err_job = id as u64 + 1;
                 slot.err_errno = errno as i64;
-                slot.err_step = step.as_ptr();
-                slot.err_step_len = step.len();
+                let k = step.len().min(32);
+                slot.err_step[..k].copy_from_slice(&step.as_bytes()[..k]);
+                slot.err_step_len = k;
                 slot.end_ns = now_ns();
                 return false;
             }
@@ -133,7 +158,12 @@ fn run_task(task: &mut Task, order: &[JobId], slot: &mut Slot, stop: &AtomicU64)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskMode {
+    /// Each task is the small task program (fork + exec), as AIM7's tasks are small processes.
     Process,
+    /// Each task is a fork of fsmeter's own process (no exec): its fork and exec
+    /// jobs then copy fsmeter's page tables and cost more than AIM7's.
+    Fork,
+    /// Each task is a thread of fsmeter's process.
     Thread,
 }
 
@@ -224,12 +254,7 @@ static THREAD_HANDLER: std::sync::Once = std::sync::Once::new();
 
 fn job_error(slot: &Slot, task: usize) -> EngineError {
     let job = CATALOG.get(slot.err_job.saturating_sub(1) as usize).map(|j| j.name).unwrap_or("?");
-    let step = if slot.err_step.is_null() {
-        "?".to_string()
-    } else {
-        // SAFETY: points at a &'static str of this binary, mapped at the same address in every task.
-        String::from_utf8_lossy(unsafe { std::slice::from_raw_parts(slot.err_step, slot.err_step_len) }).into_owned()
-    };
+    let step = String::from_utf8_lossy(&slot.err_step[..slot.err_step_len.min(32)]).into_owned();
     let mut msg = format!("mix job {job} failed in task {task} at {step}");
     if job.starts_with("disk_dio") && slot.err_errno == libc::EINVAL as i64 {
         msg.push_str(" (this filesystem refuses 1 KiB O_DIRECT transfers: leave the disk_dio_* jobs out of the workfile)");
@@ -238,9 +263,21 @@ fn job_error(slot: &Slot, task: usize) -> EngineError {
 }
 
 /// Run one subrun of `tasks.len()` tasks with the given orders.
-pub fn subrun(tasks: &mut [Task], orders: &[Vec<JobId>], mode: TaskMode, ctl: &Control) -> Result<SubrunResult> {
-    let n = tasks.len();
-    let shared = Shared::new(n)?;
+/// Run one subrun of `n` tasks with the given orders. `tasks` holds the
+/// tasks' state for the fork and thread modes (the task program builds its own).
+#[allow(clippy::too_many_arguments)]
+pub fn subrun(tasks: &mut [Task], n: usize, orders: &[Vec<JobId>], mode: TaskMode, helper: Option<HelperArgs>, file_kib: u64, ctl: &Control) -> Result<SubrunResult> {
+    if mode != TaskMode::Process && tasks.len() != n {
+        return Err(EngineError::invalid("tasks", "internal: one task state per task"));
+    }
+    let (shared, memfd) = Shared::new(n)?;
+    let r = subrun_in(&shared, memfd, tasks, n, orders, mode, helper, file_kib, ctl);
+    unsafe { libc::close(memfd) };
+    r
+}
+
+#[allow(clippy::too_many_arguments)]
+fn subrun_in(shared: &Shared, memfd: i32, tasks: &mut [Task], n: usize, orders: &[Vec<JobId>], mode: TaskMode, helper: Option<HelperArgs>, file_kib: u64, ctl: &Control) -> Result<SubrunResult> {
     let (cpu0, t0, interrupted);
     let (mut rss_max, mut pss_max) = (0u64, 0u64);
     match mode {
@@ -260,7 +297,7 @@ pub fn subrun(tasks: &mut [Task], orders: &[Vec<JobId>], mode: TaskMode, ctl: &C
             let mut start = 0;
             std::thread::scope(|s| {
                 for (i, task) in tasks.iter_mut().enumerate() {
-                    let (barrier, shared, failed, finished, order) = (&barrier, &shared, &failed, &finished, &orders[i]);
+                    let (barrier, failed, finished, order) = (&barrier, &failed, &finished, &orders[i]);
                     std::thread::Builder::new()
                         .stack_size(256 << 10)
                         .spawn_scoped(s, move || {
@@ -302,7 +339,7 @@ pub fn subrun(tasks: &mut [Task], orders: &[Vec<JobId>], mode: TaskMode, ctl: &C
                 }
             }
         }
-        TaskMode::Process => {
+        TaskMode::Process | TaskMode::Fork => {
             let mut ready = [0i32; 2];
             let mut go = [0i32; 2];
             unsafe {
@@ -310,6 +347,25 @@ pub fn subrun(tasks: &mut [Task], orders: &[Vec<JobId>], mode: TaskMode, ctl: &C
                     return Err(EngineError::last_os("creating the subrun barrier pipes"));
                 }
             }
+            // The task program's arguments, built before any fork.
+            let helper = helper.map(|mut h| {
+                h.ready_fd = ready[1];
+                h.go_fd = go[0];
+                h
+            });
+            let argvs: Vec<(std::ffi::CString, std::ffi::CString)> = match (mode, &helper) {
+                (TaskMode::Process, Some(h)) => (0..n)
+                    .map(|i| {
+                        let json = h.task_json(i, n, &orders[i], memfd);
+                        (std::ffi::CString::new(h.program.as_str()).unwrap_or_default(), std::ffi::CString::new(json).unwrap_or_default())
+                    })
+                    .collect(),
+                (TaskMode::Process, None) => return Err(EngineError::invalid("task_program", "task_mode process needs the task program")),
+                _ => Vec::new(),
+            };
+            let env: Vec<std::ffi::CString> = ["PATH=/usr/bin:/bin", "LC_ALL=C"].iter().map(|s| std::ffi::CString::new(*s).unwrap()).collect();
+            let envp = [env[0].as_ptr(), env[1].as_ptr(), std::ptr::null()];
+            let argv_ptrs: Vec<[*const std::os::raw::c_char; 3]> = argvs.iter().map(|(p, j)| [p.as_ptr(), j.as_ptr(), std::ptr::null()]).collect();
             cpu0 = children_cpu();
             let mut pids = Vec::with_capacity(n);
             for i in 0..n {
@@ -323,6 +379,16 @@ pub fn subrun(tasks: &mut [Task], orders: &[Vec<JobId>], mode: TaskMode, ctl: &C
                     return Err(e);
                 }
                 if pid == 0 {
+                    if mode == TaskMode::Process {
+                        // Only async-signal-safe calls: keep the three descriptors open across exec, exec.
+                        unsafe {
+                            libc::fcntl(memfd, libc::F_SETFD, 0);
+                            libc::fcntl(ready[1], libc::F_SETFD, 0);
+                            libc::fcntl(go[0], libc::F_SETFD, 0);
+                            libc::execve(argv_ptrs[i][0], argv_ptrs[i].as_ptr(), envp.as_ptr());
+                            libc::_exit(126);
+                        }
+                    }
                     unsafe { child_main(&mut tasks[i], &orders[i], &mut *slot, &*stop, ready, go) };
                 }
                 pids.push(pid);
@@ -395,12 +461,17 @@ pub fn subrun(tasks: &mut [Task], orders: &[Vec<JobId>], mode: TaskMode, ctl: &C
                 if slot.err_job != 0 {
                     return Err(job_error(slot, i));
                 }
-                return Err(EngineError::io(format!("mix task {i} died before finishing its jobs"), std::io::Error::from_raw_os_error(libc::ECHILD)));
+                let what = if mode == TaskMode::Process && got < n {
+                    format!("mix task {i}: the task program {} did not start", helper.as_ref().map(|h| h.program.as_str()).unwrap_or("?"))
+                } else {
+                    format!("mix task {i} died before finishing its jobs")
+                };
+                return Err(EngineError::io(what, std::io::Error::from_raw_os_error(libc::ECHILD)));
             }
         }
     }
-    let cpu1 = if mode == TaskMode::Process { children_cpu() } else { self_cpu() };
-    Ok(summarise(&shared, n, orders, tasks.first().map(|t| t.file_kib).unwrap_or(0), t0, cpu1.0 - cpu0.0, cpu1.1 - cpu0.1, rss_max, pss_max, interrupted))
+    let cpu1 = if mode == TaskMode::Thread { self_cpu() } else { children_cpu() };
+    Ok(summarise(shared, n, orders, file_kib, t0, cpu1.0 - cpu0.0, cpu1.1 - cpu0.1, rss_max, pss_max, interrupted))
 }
 
 fn kill_all(pids: &[i32]) {
@@ -496,4 +567,69 @@ fn summarise(shared: &Shared, n: usize, orders: &[Vec<JobId>], file_kib: u64, t0
         jobs,
         interrupted,
     }
+}
+
+/// What the task program needs besides its index and order.
+#[derive(Clone, Debug)]
+pub struct HelperArgs {
+    pub program: String,
+    pub dir: std::path::PathBuf,
+    pub fakeh: std::path::PathBuf,
+    pub file_kib: u64,
+    pub sync: super::jobs::SyncMode,
+    pub exec_path: String,
+    /// Task seeds by index.
+    pub seeds: Vec<u64>,
+    pub ready_fd: i32,
+    pub go_fd: i32,
+}
+
+#[derive(Serialize, serde::Deserialize)]
+struct TaskArgs {
+    dir: std::path::PathBuf,
+    fakeh: std::path::PathBuf,
+    file_kib: u64,
+    sync: super::jobs::SyncMode,
+    exec_path: String,
+    seed: u64,
+    index: usize,
+    tasks: usize,
+    order: Vec<u8>,
+    slots_fd: i32,
+    ready_fd: i32,
+    go_fd: i32,
+}
+
+impl HelperArgs {
+    fn task_json(&self, i: usize, n: usize, order: &[JobId], memfd: i32) -> String {
+        serde_json::to_string(&TaskArgs {
+            dir: self.dir.clone(),
+            fakeh: self.fakeh.clone(),
+            file_kib: self.file_kib,
+            sync: self.sync,
+            exec_path: self.exec_path.clone(),
+            seed: self.seeds[i],
+            index: i,
+            tasks: n,
+            order: order.iter().map(|&j| j as u8).collect(),
+            slots_fd: memfd,
+            ready_fd: self.ready_fd,
+            go_fd: self.go_fd,
+        })
+        .unwrap_or_default()
+    }
+}
+
+/// The task program's body: map the slots, build the task, barrier, run.
+pub fn helper_main(arg: &str) -> Result<i32> {
+    let a: TaskArgs = serde_json::from_str(arg).map_err(|e| EngineError::invalid("task", e.to_string()))?;
+    let shared = Shared::map(a.slots_fd, a.tasks)?;
+    let progs = super::jobs::Programs::new(&a.exec_path);
+    let fakeh = super::fakeh::Fakeh::create(&a.fakeh)?;
+    let order: Vec<JobId> = a.order.iter().filter_map(|&k| CATALOG.get(k as usize).map(|j| j.id)).collect();
+    use std::os::unix::ffi::OsStrExt;
+    let mut task = Task::new(a.index, a.dir.as_os_str().as_bytes(), a.file_kib, a.sync, a.seed, &progs, &fakeh);
+    let slot = shared.slot(a.index) as *mut Slot;
+    // SAFETY: this process owns slot `index`; the descriptors were passed by the engine.
+    unsafe { child_main(&mut task, &order, &mut *slot, shared.stop(), [-1, a.ready_fd], [a.go_fd, -1]) }
 }

@@ -83,6 +83,9 @@ pub struct MixSpec {
     /// The small program exec_test runs.
     #[serde(default = "default_exec")]
     pub exec_path: String,
+    /// The task program (fsmeter-mix-task) that task_mode process execs per task.
+    #[serde(default)]
+    pub task_program: Option<String>,
 }
 
 fn default_jobs() -> u32 {
@@ -152,6 +155,13 @@ impl MixSpec {
         if self.start_tasks == 0 || self.increment == 0 || self.max_tasks < self.start_tasks || self.max_tasks > 4096 {
             return Err(EngineError::invalid("max_tasks", "need 1 <= start_tasks <= max_tasks <= 4096 and increment >= 1"));
         }
+        if self.task_mode == TaskMode::Process {
+            match &self.task_program {
+                Some(p) if std::path::Path::new(p).is_file() => {}
+                Some(p) => return Err(EngineError::invalid("task_program", format!("{p} does not exist: build it (make build) or use task_mode fork or thread"))),
+                None => return Err(EngineError::invalid("task_program", "task_mode process needs the path of fsmeter-mix-task")),
+            }
+        }
         if !std::path::Path::new(&self.exec_path).is_file() {
             return Err(EngineError::invalid("exec_path", format!("{} is not a file", self.exec_path)));
         }
@@ -211,12 +221,25 @@ impl Mix {
         let orders: Vec<Vec<JobId>> =
             (0..n).map(|i| order::task_order(&counts, &mut order::Rng::new(order::task_seed(job.seed, n, i)))).collect();
         let dir = self.root.as_os_str().as_bytes();
-        let mut tasks: Vec<Task> = (0..n)
-            .map(|i| Task::new(i, dir, file_kib, self.spec.sync, order::task_seed(job.seed ^ 0x5EED, n, i), &self.progs, fakeh))
-            .collect();
+        let seeds: Vec<u64> = (0..n).map(|i| order::task_seed(job.seed ^ 0x5EED, n, i)).collect();
+        // A process-mode task builds its own state in the task program; the others run these.
+        let local = if self.spec.task_mode == TaskMode::Process { 0 } else { n };
+        let mut tasks: Vec<Task> =
+            (0..local).map(|i| Task::new(i, dir, file_kib, self.spec.sync, seeds[i], &self.progs, fakeh)).collect();
+        let helper = self.spec.task_program.as_ref().map(|p| driver::HelperArgs {
+            program: p.clone(),
+            dir: self.root.clone(),
+            fakeh: fakeh.root.clone(),
+            file_kib,
+            sync: self.spec.sync,
+            exec_path: self.spec.exec_path.clone(),
+            seeds,
+            ready_fd: -1,
+            go_fd: -1,
+        });
         // re-aim syncs before each subrun, "to clean out the cache".
         unsafe { libc::sync() };
-        driver::subrun(&mut tasks, &orders, self.spec.task_mode, ctl)
+        driver::subrun(&mut tasks, n, &orders, self.spec.task_mode, helper, file_kib, ctl)
     }
 
     fn subruns(&mut self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
@@ -299,6 +322,7 @@ impl serde::Serialize for TaskMode {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         s.serialize_str(match self {
             TaskMode::Process => "process",
+            TaskMode::Fork => "fork",
             TaskMode::Thread => "thread",
         })
     }
