@@ -130,6 +130,10 @@ def register(app: typer.Typer) -> None:
         for name, rep in doc["phases"].items():
             if rep.get("measured", True):
                 console.print(phase_table(f"{doc['workload']} / {name}", rep))
+                if isinstance(rep.get("extra"), dict) and "subruns" in rep["extra"]:
+                    from fsmeter.report.mix import subrun_table
+
+                    console.print(subrun_table(rep))
                 if "quality" in rep:
                     from fsmeter.stats.phase import summarize_quality
 
