@@ -70,6 +70,12 @@ class MixParams(BaseModel):
         "fork: a fork of fsmeter itself; thread: threads of fsmeter")
     exec_path: str = Field("/bin/true", description="the small program exec_test runs")
 
+    @field_validator("sync", mode="before")
+    @classmethod
+    def _sync_none(cls, v):
+        # `--set sync=none` arrives as None (the CLI's spelling of "no value").
+        return "none" if v is None else v
+
     @field_validator("tasks", mode="before")
     @classmethod
     def _parse(cls, v):
