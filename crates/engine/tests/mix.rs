@@ -149,12 +149,20 @@ fn bad_workfiles_are_named() {
 
 #[test]
 fn a_failing_job_fails_the_subrun_with_its_name() {
-    // exec_test runs a program that must exit 0; /bin/false does not.
+    // exec_test's program must at least start (as in re-aim, its exit status does not
+    // matter): a file without execute permission cannot.
     let dir = tempfile::tempdir().unwrap();
-    let text = job(dir.path(), weights(&["exec_test", "creat_clo"]), json!({"tasks": [2], "exec_path": "/bin/false"}));
+    let prog = dir.path().join("not-a-program");
+    std::fs::write(&prog, "plain text").unwrap();
+    let text = job(dir.path(), weights(&["exec_test", "creat_clo"]), json!({"tasks": [2], "exec_path": prog}));
     let mut s = Session::from_json(&text).unwrap();
     let ctl = Control::new();
     s.run_phase("prepare", &ctl).unwrap();
-    let e = s.run_phase("subruns", &ctl).err().expect("exec of /bin/false fails").to_string();
+    let e = s.run_phase("subruns", &ctl).err().expect("exec of a non-program fails").to_string();
     assert!(e.contains("mix job exec_test failed in task"), "{e}");
+    // A program that runs and exits 1 is fine.
+    let text = job(dir.path(), weights(&["exec_test"]), json!({"tasks": [1], "exec_path": "/bin/false"}));
+    let mut s = Session::from_json(&text).unwrap();
+    s.run_phase("prepare", &ctl).unwrap();
+    s.run_phase("subruns", &ctl).unwrap();
 }

@@ -179,7 +179,9 @@ pub struct Mix {
     weights: Vec<(JobId, u32)>,
     root: PathBuf,
     progs: Programs,
-    fakeh: Option<fakeh::Fakeh>,
+    /// The disk_src tree has been built (its directory is opened per subrun
+    /// only, so nothing of fsmeter's holds the filesystem between phases).
+    prepared: bool,
 }
 
 impl Mix {
@@ -189,12 +191,13 @@ impl Mix {
         if !fakeh::Fakeh::path_len_ok(&root) {
             return Err(EngineError::invalid("dir", "path too long for the mix family (keep it under 800 bytes)"));
         }
-        Ok(Mix { weights: spec.job_weights()?, progs: Programs::new(&spec.exec_path), spec, root, fakeh: None })
+        Ok(Mix { weights: spec.job_weights()?, progs: Programs::new(&spec.exec_path), spec, root, prepared: false })
     }
 
     fn prepare(&mut self) -> Result<PhaseReport> {
         std::fs::create_dir_all(&self.root).map_err(|e| EngineError::io(format!("creating {}", self.root.display()), e))?;
-        self.fakeh = Some(fakeh::Fakeh::create(&self.root.join("fakeh"))?);
+        fakeh::Fakeh::create(&self.root.join("fakeh"))?;
+        self.prepared = true;
         let mut r = PhaseReport::new("prepare");
         r.counters.insert("fakeh_entries".into(), (fakeh::LEAF_DIRS.len() * fakeh::ENTRIES_PER_DIR) as u64);
         Ok(r)
@@ -216,7 +219,7 @@ impl Mix {
     fn one_subrun(&mut self, n: usize, job: &Job, ctl: &Control) -> Result<SubrunResult> {
         let file_kib = self.spec.file_kib_for(n);
         self.write_common(file_kib)?;
-        let fakeh = self.fakeh.as_ref().expect("prepared");
+        let fakeh = &fakeh::Fakeh::create(&self.root.join("fakeh"))?;
         let counts = order::per_task_counts(&self.weights, self.spec.jobs_per_task);
         let orders: Vec<Vec<JobId>> =
             (0..n).map(|i| order::task_order(&counts, &mut order::Rng::new(order::task_seed(job.seed, n, i)))).collect();
@@ -243,7 +246,7 @@ impl Mix {
     }
 
     fn subruns(&mut self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
-        if self.fakeh.is_none() {
+        if !self.prepared {
             self.prepare()?;
         }
         let mut schedule = Schedule::new(&self.spec);
@@ -300,7 +303,7 @@ impl Mix {
     }
 
     fn cleanup(&mut self) -> Result<PhaseReport> {
-        self.fakeh = None;
+        self.prepared = false;
         if self.root.exists() {
             std::fs::remove_dir_all(&self.root).map_err(|e| EngineError::io(format!("removing {}", self.root.display()), e))?;
         }

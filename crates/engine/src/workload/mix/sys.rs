@@ -102,8 +102,8 @@ impl CPath {
     }
 }
 
-/// Fork, run `argv` (argv[0] is the full path) in `cwd`, wait: the helper of
-/// the exec, shell and sync jobs. The child only calls chdir, execve and
+/// Fork, run `argv` (argv[0] is the full path) in `cwd`, wait (see `wait_ran`):
+/// the helper of the exec, shell and sync jobs. The child only calls chdir, execve and
 /// _exit, all async-signal-safe, so this is sound from any process.
 pub fn spawn_wait(argv: *const *const c_char, envp: *const *const c_char, cwd: *const c_char) -> JobResult<()> {
     // SAFETY: argv/envp are NULL-terminated arrays of C strings prepared before the subrun.
@@ -120,22 +120,38 @@ pub fn spawn_wait(argv: *const *const c_char, envp: *const *const c_char, cwd: *
             libc::_exit(127);
         }
     }
-    wait_ok(pid, "child program")
+    wait_ran(pid, "child program")
 }
 
-/// Wait for `pid`; an exit status other than 0 is an error of `step`.
-pub fn wait_ok(pid: i32, step: &'static str) -> JobResult<()> {
+/// Wait for a program the job ran: as re-aim, its exit status does not
+/// matter, but it must have run: killed by a signal, or 127 (exec failed),
+/// is an error of `step`.
+pub fn wait_ran(pid: i32, step: &'static str) -> JobResult<()> {
+    let status = wait_status(pid)?;
+    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) != 127 {
+        Ok(())
+    } else {
+        Err(JobErr { step, errno: libc::ECHILD })
+    }
+}
+
+fn wait_status(pid: i32) -> JobResult<i32> {
     let mut status = 0;
     loop {
         // SAFETY: waiting for our own child.
         let r = unsafe { libc::waitpid(pid, &mut status, 0) };
         if r == pid {
-            break;
+            return Ok(status);
         }
         if r < 0 && errno() != libc::EINTR {
             return Err(JobErr { step: "waitpid", errno: errno() });
         }
     }
+}
+
+/// Wait for `pid`; an exit status other than 0 is an error of `step`.
+pub fn wait_ok(pid: i32, step: &'static str) -> JobResult<()> {
+    let status = wait_status(pid)?;
     if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
         Ok(())
     } else {
