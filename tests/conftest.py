@@ -91,3 +91,44 @@ def loop_disk(root, scratch):
     finally:
         subprocess.run(["umount", dev], capture_output=True)  # only ever mounted by the test itself
         subprocess.run(["losetup", "--detach", dev], capture_output=True)
+
+
+# -- the machine-wide run lock (fsmeter.runlock) ----------------------------------------------------
+# The suite gets a lock folder of its own, so that its measuring commands never wait for (or block)
+# a real fsmeter run on this machine, nor another checkout's test suite. Subprocesses inherit it.
+_LOCK_DIR = None
+
+
+def pytest_configure(config) -> None:
+    global _LOCK_DIR
+    import tempfile
+
+    _LOCK_DIR = tempfile.mkdtemp(prefix="fsmeter-test-lock-")
+    os.environ["FSMETER_LOCK_DIR"] = _LOCK_DIR
+
+
+def pytest_unconfigure(config) -> None:
+    import shutil
+
+    if _LOCK_DIR:
+        shutil.rmtree(_LOCK_DIR, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _run_lock_left_free():
+    """Every test leaves the run lock free: a test that left it held would make the next one wait."""
+    yield
+    import fcntl
+
+    path = os.path.join(os.environ.get("FSMETER_LOCK_DIR") or "", "fsmeter-run.lock")
+    if not _LOCK_DIR or not os.path.exists(path):
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pytest.fail(f"the test left the run lock {path} held (a measuring fsmeter still running?)")
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)

@@ -106,3 +106,25 @@ def test_a_script_error_is_caught(report):
     assert "noSuchFunction" in errors and "w0-bar" in errors
     assert int(p.status["data-rendered"]) == int(p.status["data-expected"]) - 1
     assert p.svgs["w0-bar"] == 0
+
+
+@pytest.mark.parametrize("slug", ["gus3-2008", "layton2009"])
+def test_study_report_renders(tmp_path, slug, monkeypatch):
+    """A study report (figures beside the published numbers, verdict table) draws in Chromium too."""
+    import random
+
+    from test_study import _fill_study
+    from fsmeter.study.model import load_study
+    from fsmeter.study.report import build_study_view, write_study_report
+
+    study = load_study(slug)
+    db = tmp_path / "s.sqlite"
+    _fill_study(study, db, monkeypatch, random.Random(2))
+    view = build_study_view(study, db)
+    page = tmp_path / "study.html"
+    write_study_report(view, page)
+    p = _load(tmp_path, page)
+    assert p.status["data-errors"] == "[]", p.status["data-errors"]
+    assert len(p.svgs) == len(view.figures) > 0 and p.status["data-done"] == "true"
+    assert not [c for c, k in p.svgs.items() if k == 0]
+    assert "confirmed" in page.read_text() or "refuted" in page.read_text()

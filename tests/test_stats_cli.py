@@ -89,8 +89,8 @@ def fake_store(monkeypatch):
         for trial in range(4):
             for phase, metric, val in (("write", "mb_s", base + trial), ("read", "mb_s", 2 * base + trial),
                                        ("write", "lat_ns", 1000.0 + trial)):
-                rows.append(dict(campaign_id="c1", cell_id=fs, trial=trial, workload="seq", phase=phase,
-                                 metric=metric, value=val, filesystem=fs))
+                rows.append(dict(campaign_id="c1", cell_id=fs, trial=trial, status="ok", discarded=False,
+                                 workload="seq", phase=phase, metric=metric, value=val, filesystem=fs))
     seen = {}
 
     def tidy(db_path, campaign=None):

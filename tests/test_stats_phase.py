@@ -48,3 +48,21 @@ def test_run_cli_default_matches_the_statistics_default():
     from fsmeter.stats.batch import DEFAULT_MIN_PHASE_S as STATS_DEFAULT
 
     assert DEFAULT_MIN_PHASE_S == STATS_DEFAULT
+
+
+def test_one_long_interval_does_not_drop_the_others():
+    # The engine's last sample can run a little past the sampling interval (it ends with the last
+    # operation); judged against that one, every regular 1 s sample looked partial and was dropped.
+    rng = np.random.default_rng(8)
+    rates = list(1000 + rng.normal(0, 10, 30))
+    iv = intervals(rates) + [{"dur_s": 1.2, "ops": 1200}]
+    q = phase_quality(iv, elapsed_s=31.2, interval_s=1.0, min_phase_s=1)
+    assert q.interval_s == 1.0
+    assert q.samples == 31  # the 30 regular samples and the long one
+    assert q.batch is not None and q.batch.ci.low < 1000 < q.batch.ci.high
+    # Without the job's interval (older records) the median sample length stands in.
+    assert phase_quality(iv, elapsed_s=31.2, min_phase_s=1).samples == 31
+    # A short last sample is still left out against the job's interval.
+    assert phase_quality(intervals(rates, last_partial=(0.4, 1)), 30.4, interval_s=1.0).samples == 30
+    rep = {"intervals": iv, "elapsed_s": 31.2, "warmup_s": 0}
+    assert report_quality(rep, min_phase_s=1, interval_s=1.0).samples == 31

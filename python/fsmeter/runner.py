@@ -84,16 +84,49 @@ def _elapsed(started: str, ended: str) -> float:
 
 
 # -- one campaign ---------------------------------------------------------------------------
-def run_campaign(c: CampaignFile, store: Store, campaign_id: int, console: Console,
-                 show_progress: bool = True) -> dict:
-    """Run (or resume) every unfinished cell; returns counts of done/failed cells."""
-    from fsmeter.provision import Provisioner
+def claim_campaign(store: Store, campaign_id: int, take_over: bool = False) -> dict:
+    """Record this process as the campaign's owner; refuse while another live process owns it.
 
+    ``take_over``: also claim a campaign owned by a process on another host, whose liveness cannot
+    be checked from here. Returns this process's identity (for release_campaign).
+    """
+    from fsmeter import runlock
+
+    me = runlock.identity()
+    owner = store.campaign_owner(campaign_id)
+    if owner is not None and (owner.get("pid"), owner.get("start")) != (me["pid"], me["start"]):
+        state = runlock.alive(owner)
+        if state is True:
+            raise UserError(f"campaign {campaign_id} is being run by {runlock.describe(owner)}: let it finish, or "
+                            f"stop it (Ctrl-C, or kill {owner['pid']}) and resume it then", exit_code=1)
+        if state is None and not take_over:
+            raise UserError(f"campaign {campaign_id} is owned by {runlock.describe(owner)}, which cannot be checked "
+                            "from this host: if that run has stopped, resume with --take-over", exit_code=1)
+    if not store.claim_campaign(campaign_id, me, owner):
+        raise UserError(f"campaign {campaign_id}: another fsmeter claimed it at the same moment: see "
+                        "`fsmeter campaign list`", exit_code=1)
+    return me
+
+
+def run_campaign(c: CampaignFile, store: Store, campaign_id: int, console: Console,
+                 show_progress: bool = True, take_over: bool = False) -> dict:
+    """Run (or resume) every unfinished cell; returns counts of done/failed cells."""
     cells = plan(c)
     rows = store.cells(campaign_id)
     if [(r["idx"], r["workload"]) for r in rows] != [(x.index, x.workload) for x in cells]:
         raise UserError(f"campaign {campaign_id}: its stored matrix no longer matches its campaign file "
                         "(changed workloads or fsmeter version): start a new campaign with `campaign run`")
+    me = claim_campaign(store, campaign_id, take_over)
+    try:
+        return _run_cells(c, cells, rows, store, campaign_id, console, show_progress)
+    finally:
+        store.release_campaign(campaign_id, me)
+
+
+def _run_cells(c: CampaignFile, cells: list, rows: list, store: Store, campaign_id: int, console: Console,
+               show_progress: bool) -> dict:
+    from fsmeter.provision import Provisioner
+
     store.set_campaign_status(campaign_id, "running")
     bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                    TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console,
@@ -240,7 +273,8 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
                 ctx.bar.remove_task(prog._task)
             if ph.measured and not ph.discard:
                 report["quality"] = report_quality(report, level=ctx.campaign.repetitions.level,
-                                                   min_phase_s=ctx.campaign.min_phase_s).to_dict()
+                                                   min_phase_s=ctx.campaign.min_phase_s,
+                                                   interval_s=job.settings.interval_s).to_dict()
             phases.append({"key": ph.key, "engine_phase": ph.name, "measured": ph.measured,
                            "discarded": ph.discard, "cache_method": method, "report": report})
             if report.get("interrupted"):
@@ -312,4 +346,4 @@ def start_campaign(path: Path, store: Store, console: Console, show_progress: bo
                                  source_path=str(path) if path else None)
 
 
-__all__ = ["Policy", "RunContext", "run_campaign", "run_cell", "run_trial", "start_campaign"]
+__all__ = ["Policy", "RunContext", "claim_campaign", "run_campaign", "run_cell", "run_trial", "start_campaign"]

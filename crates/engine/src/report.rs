@@ -34,6 +34,10 @@ pub struct Interval {
     pub ops: u64,
     pub bytes: u64,
     pub ops_by_kind: BTreeMap<String, u64>,
+    /// Units of work of the workload's own (fileset: transactions) counted in this interval;
+    /// absent for workloads whose rates are rates of operations.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub units: Option<u64>,
 }
 
 impl Interval {
@@ -49,6 +53,7 @@ impl Interval {
                 .filter(|(_, &n)| n > 0)
                 .map(|(k, &n)| (k.to_string(), n))
                 .collect(),
+            units: None,
         }
     }
 }

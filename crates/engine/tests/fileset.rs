@@ -227,3 +227,65 @@ fn bad_specs_name_the_field() {
         assert!(err.starts_with(field), "{err}");
     }
 }
+
+/// Open file descriptors of this process that lead into `dir` (directories included).
+fn fds_under(dir: &Path) -> usize {
+    let dir = dir.canonicalize().unwrap();
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target.starts_with(&dir))
+        .count()
+}
+
+#[test]
+fn nothing_stays_open_between_phases_so_the_filesystem_can_be_remounted() {
+    // A campaign unmounts and mounts the filesystem before every cold-cache transactions phase:
+    // an fd left open into it (a location directory) makes the unmount fail with EBUSY.
+    let dir = tempfile::tempdir().unwrap();
+    let w = postmark(json!({"subdirectories": 3, "locations": [{"path": "a", "weight": 1}, {"path": "b", "weight": 1}]}));
+    let mut s = session(dir.path(), 2, 42, w);
+    for phase in ["create", "transactions", "transactions", "delete"] {
+        run(&mut s, phase);
+        assert_eq!(fds_under(dir.path()), 0, "after {phase}");
+    }
+    // The locations were reopened after each phase: every file was found and removed.
+    assert_eq!(files_under(dir.path()), 0);
+    // Across a stand-in for a remount: the location directory is replaced by a new one under the same
+    // name, holding the same files. The next phase must work in the new one.
+    let mut s = session(dir.path(), 1, 7, postmark(json!({"subdirectories": 2, "locations": [{"path": "a", "weight": 1}]})));
+    run(&mut s, "create");
+    let (old, new) = (dir.path().join("a"), dir.path().join("a.new"));
+    std::fs::create_dir(&new).unwrap();
+    for e in std::fs::read_dir(&old).unwrap() {
+        let e = e.unwrap();
+        std::fs::rename(e.path(), new.join(e.file_name())).unwrap();
+    }
+    std::fs::remove_dir(&old).unwrap();
+    std::fs::rename(&new, &old).unwrap();
+    let t = run(&mut s, "transactions");
+    assert_eq!(t["counters"]["transactions"], 500);
+    let r = run(&mut s, "delete");
+    assert_eq!(r["extra"]["files_live"], 0);
+    assert!(!old.exists(), "the location fsmeter made is removed with the fileset");
+}
+
+#[test]
+fn transactions_intervals_carry_the_transactions_they_counted() {
+    // The headline is transactions/s: its per-interval series (for a batch-means CI) needs the
+    // transactions of each interval, which the operation counts cannot give (a transaction is one
+    // or two operations).
+    let dir = tempfile::tempdir().unwrap();
+    let w = json!({"family": "fileset", "mode": "filemark", "files": 400, "transactions": null, "duration_s": 0.4,
+                   "warmup_s": 0.1, "bias_read": 50, "bias_create": 50});
+    let mut s = session(dir.path(), 2, 42, w);
+    let c = run(&mut s, "create");
+    assert!(c["intervals"].as_array().unwrap().iter().all(|iv| iv.get("units").is_none()));
+    let t = run(&mut s, "transactions");
+    let ivs = t["intervals"].as_array().unwrap();
+    assert!(ivs.len() >= 2);
+    let units: u64 = ivs.iter().map(|iv| iv["units"].as_u64().expect("units in every interval")).sum();
+    assert_eq!(units, t["counters"]["transactions_measured"].as_u64().unwrap());
+    assert!(units > 0 && units < t["counters"]["transactions"].as_u64().unwrap()); // warm-up left out
+    run(&mut s, "cleanup");
+}

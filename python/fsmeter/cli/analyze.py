@@ -40,6 +40,22 @@ def _store_frame(db: Path, campaign: str | None):
     return df
 
 
+def _kept_only(df):
+    """The trials statistics may use (the report's rule, fsmeter.stats.kept), and a note of the others."""
+    from fsmeter.stats.kept import kept_mask
+
+    mask = kept_mask(df)
+    left = df[~mask].drop_duplicates(["cell_id", "trial"])
+    if not len(left):
+        return df, None
+    warm = int(((left["status"] == "ok") & left["discarded"].astype(bool)).sum())
+    bad = int((left["status"] != "ok").sum())
+    parts = [f"{warm} discarded warm-up trial(s)"] if warm else []
+    parts += [f"{bad} failed or interrupted trial(s)"] if bad else []
+    parts += [f"{len(left) - warm - bad} trial(s) without a value"] if len(left) - warm - bad else []
+    return df[mask], "left out of the statistics: " + ", ".join(parts)
+
+
 def analyze(
     db: Optional[Path] = typer.Argument(None, help="Results database (with --campaign).", show_default=False),
     csv: Optional[Path] = typer.Option(None, "--csv", help="CSV file, one row per trial.", show_default=False),
@@ -89,6 +105,12 @@ def analyze(
                     raise UserError(f"no {col} {val!r} in this campaign: available are {have}")
                 df = df[df[col] == val]
         df = metric_frame(df, responses[0], fac)
+        df, note = _kept_only(df)
+        if not len(df):
+            raise UserError(f"no finished, kept trial of metric {responses[0]!r}: every one failed, was "
+                            "interrupted or was a discarded warm-up trial (see `fsmeter campaign show`)")
+        if note:
+            print(f"note: {note}")
         target = "value"
 
     combined = []

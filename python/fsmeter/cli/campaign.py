@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from fsmeter.cli._device import device_options, device_target
+from fsmeter.cli._runlock import no_wait_option
 from fsmeter.errors import UserError
 
 if sys.version_info >= (3, 11):
@@ -24,6 +25,7 @@ DB_HELP = "results database (default: $FSMETER_DB or ./fsmeter.sqlite)"
 def cell_summary(store, campaign_id: int) -> list:
     """Per cell: its row, kept headline values, and mean/CI (None while fewer than 2 are kept)."""
     from fsmeter.stats.summary import mean_ci
+    from fsmeter.stats.kept import is_kept
 
     out = []
     for cell in store.cells(campaign_id):
@@ -31,7 +33,7 @@ def cell_summary(store, campaign_id: int) -> list:
             "SELECT t.number, t.discarded, t.status, m.value, m.name, m.phase_key, m.unit, m.higher_is_better "
             "FROM trials t LEFT JOIN metrics m ON m.trial_id = t.id AND m.headline = 1 WHERE t.cell_id = ? "
             "ORDER BY t.number", (cell["id"],)).fetchall()
-        kept = [r["value"] for r in rows if r["status"] == "ok" and not r["discarded"] and r["value"] is not None]
+        kept = [r["value"] for r in rows if is_kept(r["status"], r["discarded"], r["value"])]
         head = next((r for r in rows if r["name"] is not None), None)
         ci = mean_ci(kept, 0.95) if len(kept) >= 2 else None
         out.append({"cell": cell, "n_trials": len(rows), "kept": kept, "ci": ci,
@@ -63,12 +65,13 @@ def cells_table(store, campaign_id: int, title: str) -> Table:
     return t
 
 
-def execute(store, campaign_id: int, campaign, console: Console, quiet: bool = False) -> None:
+def execute(store, campaign_id: int, campaign, console: Console, quiet: bool = False,
+            take_over: bool = False) -> None:
     """Run/resume with the user-facing messages around it (interrupt -> how to resume, exit 130)."""
     from fsmeter.runner import run_campaign
 
     try:
-        counts = run_campaign(campaign, store, campaign_id, console, show_progress=not quiet)
+        counts = run_campaign(campaign, store, campaign_id, console, show_progress=not quiet, take_over=take_over)
     except KeyboardInterrupt:
         console.print(f"[bold yellow]campaign {campaign_id} interrupted[/]: finished trials are stored in "
                       f"{store.path}; continue with `fsmeter campaign resume {campaign_id} --db {store.path}`")
@@ -91,9 +94,10 @@ def register(app: typer.Typer) -> None:
             db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
             quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars"),
             device: Optional[str] = DEVICE_OPT, destroy_data_on: Optional[str] = CONFIRM_OPT,
-            force: bool = FORCE_OPT) -> None:
+            force: bool = FORCE_OPT, no_wait: bool = no_wait_option()) -> None:
         """Validate FILE, then run every cell; each finished trial is committed before the next starts."""
         from fsmeter.campaign import dump_toml, load_campaign, parse_campaign
+        from fsmeter.runlock import measuring
         from fsmeter.runner import start_campaign
         from fsmeter.store import open_store
 
@@ -105,7 +109,7 @@ def register(app: typer.Typer) -> None:
             text = dump_toml(data)
             campaign = parse_campaign(text, str(file))
         console = Console()
-        with open_store(db) as store:
+        with measuring(wait=not no_wait), open_store(db) as store:
             cid = start_campaign(file, store, console, campaign=campaign, text=text)
             console.print(f"campaign {cid} ({campaign.name}): {len(store.cells(cid))} cell(s), "
                           f"repetitions: {campaign.repetitions.policy}; results in {store.path}")
@@ -113,25 +117,39 @@ def register(app: typer.Typer) -> None:
 
     @camp.command("resume")
     def resume(campaign_id: Optional[str] = typer.Argument(None, help="campaign id or name (default: the latest "
-                                                                            "unfinished one)"),
+                                                                            "unfinished one no live process runs)"),
                db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
-               quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars")) -> None:
-        """Finish an interrupted campaign: finished trials and cells are kept, the rest of the matrix runs."""
+               quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars"),
+               no_wait: bool = no_wait_option(),
+               take_over: bool = typer.Option(False, "--take-over", help="resume a campaign owned by a process on "
+                                              "another host (its liveness cannot be checked from here)")) -> None:
+        """Finish an interrupted campaign: finished trials and cells are kept, the rest of the matrix runs.
+
+        A campaign that another live fsmeter process is still running is never resumed."""
+        from fsmeter import runlock
         from fsmeter.campaign import parse_campaign
         from fsmeter.store import open_store
 
         console = Console()
-        with open_store(db, create=False) as store:
+        # Chosen only once the run lock is ours: a campaign's owner may finish while we wait.
+        with runlock.measuring(wait=not no_wait), open_store(db, create=False) as store:
             if campaign_id is None:
-                rows = [r for r in store.campaigns() if r["status"] != "done"]
+                rows, busy = [], []
+                for r in store.campaigns():
+                    if r["status"] == "done":
+                        continue
+                    owner = store.campaign_owner(r["id"])
+                    alive = runlock.alive(owner) if owner is not None else False
+                    (busy if alive is not False else rows).append((r, owner))
                 if not rows:
-                    raise UserError(f"no unfinished campaign in {store.path}: nothing to resume")
-                row = rows[-1]
+                    why = "".join(f"; campaign {r['id']} is still being run by {runlock.describe(o)}" for r, o in busy)
+                    raise UserError(f"no unfinished campaign to resume in {store.path}{why}")
+                row = rows[-1][0]
             else:
                 row = store.campaign(campaign_id)
             campaign = parse_campaign(row["source"], f"campaign {row['id']} (stored source)")
             console.print(f"resuming campaign {row['id']} ({row['name']})")
-            execute(store, row["id"], campaign, console, quiet)
+            execute(store, row["id"], campaign, console, quiet, take_over=take_over)
 
     @camp.command("list")
     def list_(db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP)) -> None:
@@ -139,11 +157,18 @@ def register(app: typer.Typer) -> None:
         from fsmeter.store import open_store
 
         with open_store(db, create=False) as store:
+            from fsmeter import runlock
+
             t = Table(title=f"campaigns in {store.path}")
             for col in ("id", "name", "created", "status", "cells finished", "trials"):
                 t.add_column(col)
             for r in store.campaigns():
-                t.add_row(str(r["id"]), r["name"], r["created"][:19], r["status"], f"{r['n_finished']}/{r['n_cells']}",
+                status, owner = r["status"], store.campaign_owner(r["id"])
+                if owner is not None and runlock.alive(owner) is not False:
+                    status += f" (pid {owner['pid']}{' on ' + owner['host'] if runlock.alive(owner) is None else ''})"
+                elif status == "running":
+                    status = "stopped (its run ended without finishing: resume it)"
+                t.add_row(str(r["id"]), r["name"], r["created"][:19], status, f"{r['n_finished']}/{r['n_cells']}",
                           str(r["n_trials"]))
             Console().print(t)
 

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from fsmeter.cli._device import device_options, device_target
+from fsmeter.cli._runlock import no_wait_option
 from fsmeter.errors import UserError
 
 STUDY = Path(__file__).resolve().parent.parent / "studies" / "quick-compare.toml"
@@ -168,10 +169,12 @@ def register(app: typer.Typer) -> None:
         device: Optional[str] = DEVICE_OPT,
         destroy_data_on: Optional[str] = CONFIRM_OPT,
         force: bool = FORCE_OPT,
+        no_wait: bool = no_wait_option(),
     ) -> None:
         """Which filesystem is fastest here? Quick suite on fresh filesystems, ranked per workload."""
         from fsmeter.campaign import CampaignFile, dump_toml, parse_campaign
         from fsmeter.cli.campaign import execute
+        from fsmeter.runlock import measuring
         from fsmeter.runner import start_campaign
         from fsmeter.store import open_store
 
@@ -193,7 +196,7 @@ def register(app: typer.Typer) -> None:
                       "copy python/fsmeter/studies/quick-compare.toml and raise duration_s and the trial caps "
                       "for results you can quote.")
         t0 = time.monotonic()
-        with open_store(db) as store:
+        with measuring(wait=not no_wait), open_store(db) as store:
             cid = start_campaign(Path("compare"), store, console, campaign=campaign, text=text)
             console.print(f"campaign {cid}: {len(store.cells(cid))} cell(s) -> {store.path}")
             execute(store, cid, campaign, console, quiet)

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 
 import fsmeter
+from fsmeter.cli._runlock import no_wait_option
 from fsmeter.engine import EngineSession
 from fsmeter.errors import UserError
 from fsmeter.hostinfo import host_info
@@ -23,10 +24,10 @@ from fsmeter.spec import build_job, load_workload, parse_set
 DEFAULT_MIN_PHASE_S = 60.0
 
 
-def report_quality(report: dict, min_phase_s: float):
+def report_quality(report: dict, min_phase_s: float, interval_s: Optional[float] = None):
     from fsmeter.stats.phase import report_quality as judge
 
-    return judge(report, min_phase_s=min_phase_s)
+    return judge(report, min_phase_s=min_phase_s, interval_s=interval_s)
 
 #: Version of the JSON written by `fsmeter run --json` (see README, "Result JSON").
 RUN_JSON_VERSION = 1
@@ -84,7 +85,8 @@ def run_job(job, console: Console, show_progress: bool = True, keep_files: bool 
                 prog.done()
                 report["measured"] = ph.measured and not ph.discard
                 if report["measured"] and not report.get("interrupted"):
-                    report["quality"] = report_quality(report, min_phase_s=min_phase_s).to_dict()
+                    report["quality"] = report_quality(report, min_phase_s=min_phase_s,
+                                                       interval_s=job.settings.interval_s).to_dict()
                 doc["phases"][ph.key] = report
                 if report.get("interrupted"):
                     doc["interrupted"] = True
@@ -114,6 +116,7 @@ def register(app: typer.Typer) -> None:
                                           "this are flagged too short to trust (60 s for claims)"),
         cache: str = typer.Option("auto", "--cache", help="before cold-cache phases: auto (drop as root, else "
                                   "fadvise), drop (drop_caches, root), fadvise (files under --dir), keep"),
+        no_wait: bool = no_wait_option(),
     ) -> None:
         """Run one workload once on a directory and print ops/s, MiB/s, latency percentiles and CPU."""
         console = Console(stderr=False)
@@ -125,8 +128,11 @@ def register(app: typer.Typer) -> None:
         job = build_job(load_workload(workload), dir, parse_set(set_ or []))
         if json_out is not None and not json_out.parent.exists():
             raise UserError(f"--json {json_out}: the folder {json_out.parent} does not exist")
-        doc = run_job(job, console, show_progress=not quiet, keep_files=keep_files, cache=cache,
-                      min_phase_s=min_phase_s)
+        from fsmeter.runlock import measuring
+
+        with measuring(wait=not no_wait):
+            doc = run_job(job, console, show_progress=not quiet, keep_files=keep_files, cache=cache,
+                          min_phase_s=min_phase_s)
         for name, rep in doc["phases"].items():
             if rep.get("measured", True):
                 console.print(phase_table(f"{doc['workload']} / {name}", rep))

@@ -53,6 +53,27 @@ class Family:
     #: Metrics stored per trial; the first is the headline used to rank configurations.
     metrics: Callable[[BaseModel], list]
     description: str = ""
+    #: Per metric name: its counted quantity in one interval sample (the engine's ``intervals[]``
+    #: dicts), in the metric's unit, or None when the sample lacks it. The metric's value is that
+    #: quantity over the measured time, so quantity / ``dur_s`` per sample is the metric's own time
+    #: series: a single trial's batch-means CI is computed on it. A metric without an entry is not
+    #: sampled per interval, and a single trial of it gets no CI.
+    series: dict = field(default_factory=dict)
+
+
+def ops_series(iv: dict) -> Optional[float]:
+    """Operations of one interval sample (all kinds)."""
+    return iv.get("ops")
+
+
+def kind_series(kind: str) -> Callable[[dict], Optional[float]]:
+    """Operations of one kind in one interval sample."""
+    return lambda iv: (iv.get("ops_by_kind") or {}).get(kind, 0) if "ops" in iv else None
+
+
+def bytes_series(per_unit: float) -> Callable[[dict], Optional[float]]:
+    """Bytes of one interval sample, divided by ``per_unit`` (1 << 20 for MiB/s, 1e6 for MB/s)."""
+    return lambda iv: None if iv.get("bytes") is None else iv["bytes"] / per_unit
 
 
 def total_metric(phase: str, key: str, unit: str, higher_is_better: bool = True) -> Metric:

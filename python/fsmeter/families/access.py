@@ -6,7 +6,7 @@ from typing import List, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from fsmeter.errors import UserError
-from fsmeter.families import Family, Metric, Phase, op_latency_metric, total_metric
+from fsmeter.families import Family, Metric, Phase, bytes_series, op_latency_metric, ops_series, total_metric
 from fsmeter.units import Size
 
 
@@ -88,5 +88,7 @@ FAMILY = Family(
     phases=_phases,
     metrics=_metrics,
     description="Iometer/fio-class data transfer: size mix, read %, random %, queue depth",
+    # Must count what the metrics above count (run.ops_per_s: every operation of the totals).
+    series={"ops_per_s": ops_series, "MiB_per_s": bytes_series(1 << 20)},
 )
 

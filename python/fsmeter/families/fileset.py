@@ -14,7 +14,7 @@ from typing import List, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from fsmeter.errors import UserError
-from fsmeter.families import Family, Metric, Phase, op_latency_metric
+from fsmeter.families import Family, Metric, Phase, kind_series, op_latency_metric
 from fsmeter.units import Size
 
 
@@ -135,4 +135,8 @@ FAMILY = Family(
     phases=_phases,
     metrics=_metrics,
     description="PostMark/filemark small-file mail-server load: create, read/append + create/delete transactions, delete",
+    # A transaction is one or two operations, so transactions/s has its own count per interval
+    # (`units`, transactions started in the measured window: the engine's transactions_measured).
+    series={"transactions_per_s": lambda iv: iv.get("units"),
+            "files_created_per_s": kind_series("create"), "files_deleted_per_s": kind_series("delete")},
 )

@@ -13,7 +13,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from fsmeter.errors import UserError
-from fsmeter.families import Family, Metric, Phase
+from fsmeter.families import Family, Metric, Phase, bytes_series, ops_series
 
 DEFAULT_LOADFILE = "/usr/share/dbench/client.txt"
 
@@ -86,4 +86,6 @@ FAMILY = Family(
     phases=_phases,
     metrics=_metrics,
     description="dbench 4: replay a load file (client.txt) with N clients; MB/s as dbench counts it",
+    # Only ReadX and WriteX carry bytes (their requested sizes), so interval bytes are dbench's.
+    series={"MB_per_s": bytes_series(1e6), "ops_per_s": ops_series},
 )

@@ -10,7 +10,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from fsmeter.families import Family, Metric, Phase, op_latency_metric
+from fsmeter.families import Family, Metric, Phase, bytes_series, op_latency_metric, ops_series
 from fsmeter.units import Size
 
 #: fdtree's unit of file size (dd bs=4096).
@@ -89,4 +89,6 @@ FAMILY = Family(
     phases=_phases,
     metrics=_metrics,
     description="fdtree/mdtest-class metadata: mkdir, create, stat, remove, rmdir of a regular directory tree",
+    # Each phase does one kind of operation, one per file or directory.
+    series={"files_per_s": ops_series, "dirs_per_s": ops_series, "KiB_per_s": bytes_series(1024.0)},
 )

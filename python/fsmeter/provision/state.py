@@ -91,10 +91,14 @@ class StateFile:
         finally:
             os.close(dfd)
 
+    def new_entry(self, kind: str, **fields: Any) -> dict[str, Any]:
+        """A record of this process, not yet stored (``add`` stores one)."""
+        return {"id": uuid.uuid4().hex[:12], "kind": kind, "pid": self._me[0], "pid_start": self._me[1],
+                "created": time.time(), **fields}
+
     def add(self, kind: str, **fields: Any) -> str:
         """Record a resource of ``kind`` (image, loop, mount, mountpoint, cgroup, sysfs); returns its id."""
-        entry = {"id": uuid.uuid4().hex[:12], "kind": kind, "pid": self._me[0], "pid_start": self._me[1],
-                 "created": time.time(), **fields}
+        entry = self.new_entry(kind, **fields)
         with self._locked() as data:
             data["entries"].append(entry)
         return entry["id"]

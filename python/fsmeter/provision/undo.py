@@ -146,6 +146,13 @@ def undo_sysfs(e: dict[str, Any]) -> str | None:
     return f"restored {path} to {e['old']}"
 
 
+def undo_sysfs_entry(state: StateFile, e: dict[str, Any]) -> str | None:
+    """A recorded sysfs change, released the way its live owner would (host.base.release_sysfs)."""
+    from fsmeter.provision.host.base import release_sysfs
+
+    return release_sysfs(state, e["id"])
+
+
 UNDO: dict[str, Callable[[dict[str, Any]], str | None]] = {
     "sysfs": undo_sysfs,
     "cgroup": undo_cgroup,
@@ -175,7 +182,7 @@ def undo_entries(state: StateFile, entries: list[dict[str, Any]]) -> tuple[list[
                 problems.append(f"{e['kind']} {e.get('device') or e.get('path')}: kept, its mount is still there")
                 continue
         try:
-            msg = undo(e)
+            msg = undo_sysfs_entry(state, e) if e["kind"] == "sysfs" else undo(e)
         except (CommandError, OSError) as exc:
             problems.append(f"{e['kind']} {e.get('target') or e.get('path') or e.get('device')}: {exc}")
             if e["kind"] == "mount":

@@ -16,6 +16,7 @@ from typing import Any, Optional
 from fsmeter.errors import UserError
 from fsmeter.report.data import level_str
 from fsmeter.stats.compare import compare
+from fsmeter.stats.kept import is_kept
 
 #: Exit code of `fsmeter compare-runs` when B has a significant regression beyond the threshold.
 EXIT_REGRESSION = 3
@@ -137,7 +138,7 @@ def _samples(side: Side) -> dict:
         key = (r["workload"], _config_key(r, factors), r["phase"], r["metric"])
         vals, _, _ = out.setdefault(key, ([], r["unit"], bool(r["higher_is_better"])))
         v = r["value"]
-        if r["status"] == "ok" and not r["discarded"] and v is not None and not math.isnan(v):
+        if is_kept(r["status"], r["discarded"], v):
             vals.append(float(v))
     return out
 

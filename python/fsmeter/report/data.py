@@ -24,6 +24,7 @@ import pandas as pd
 
 from fsmeter.errors import UserError
 from fsmeter.stats.compare import DEFAULT_ALPHA, DEFAULT_PRACTICAL_PCT, RankEntry, rank
+from fsmeter.stats.kept import is_kept, kept as kept_rows
 from fsmeter.stats.summary import MeanCI, mean_ci
 from fsmeter.store import TIDY_COLUMNS, default_db_path, load, open_store
 
@@ -82,9 +83,11 @@ class Config:
     values: list  # kept trial values: ok, not discarded, not NaN
     trials: list  # [(trial number, value or None, status, discarded)]
     ci: Optional[MeanCI]  # None with fewer than 2 kept values
-    #: With a single kept trial: the half-width (% of the mean) of the batch-means CI of that trial's
-    #: interval throughput (Jain 25.5.2), applied to the metric relative to its value.
+    #: With a single kept trial: the half-width (% of the mean) of the batch-means CI (Jain 25.5.2)
+    #: of the metric's own per-interval series in that trial (bytes for MB/s, transactions for tx/s...).
     batch_pct: Optional[float] = None
+    #: With a single kept trial and no such CI: why not.
+    batch_note: Optional[str] = None
 
     @property
     def mean(self) -> float:
@@ -265,7 +268,7 @@ def build_view(db: Any = None, campaign: Optional[str] = None, level: float = 0.
                     v = cm.get(t["trial"])
                     v = None if _is_missing(v) else float(v)
                     rows.append((int(t["trial"]), v, t["status"], bool(t["discarded"])))
-                    if t["status"] == "ok" and not t["discarded"] and v is not None:
+                    if is_kept(t["status"], t["discarded"], v):
                         kept.append(v)
                 configs.append(Config(cell_id, labels[cell_id], cell_levels[cell_id], c["status"], c["cause"],
                                       kept, rows, mean_ci(kept, level) if len(kept) >= 2 else None))
@@ -279,7 +282,7 @@ def build_view(db: Any = None, campaign: Optional[str] = None, level: float = 0.
             metrics.append(MetricView("-", "-", "", True, True, configs, []))
         view = WorkloadView(workload, family, varying, fixed, metrics,
                             labels=[labels[int(i)] for i in wcells["cell_id"]], min_phase_s=min_phase_s)
-        _judge_phases(view, frames, wcells, level)
+        _judge_phases(view, frames, wcells, level, path)
         view.per_op = _per_op(view, frames, alpha, practical_pct)
         views.append(view)
     return CampaignView(path, camp, frames, factors, views, level, alpha, practical_pct)
@@ -295,8 +298,10 @@ def _min_phase_s(source: Optional[str]) -> float:
         return DEFAULT_MIN_PHASE_S
 
 
-def _judge_phases(view: WorkloadView, frames: dict, wcells: pd.DataFrame, level: float) -> None:
-    """Flag too-short phases; give single-trial configurations a batch-means CI from their intervals."""
+def _judge_phases(view: WorkloadView, frames: dict, wcells: pd.DataFrame, level: float, db: Path) -> None:
+    """Flag too-short phases; give single-trial configurations a batch-means CI of the headline's own
+    per-interval series (the family's ``series`` for the metric), or say why there is none."""
+    from fsmeter.families import FAMILIES
     from fsmeter.stats.phase import phase_quality
 
     ph = frames.get("phases")
@@ -306,22 +311,55 @@ def _judge_phases(view: WorkloadView, frames: dict, wcells: pd.DataFrame, level:
     if len(ph):
         view.longest_phase_s = float(ph["elapsed_s"].max())
     head = view.headline
-    iv = frames.get("intervals")
-    if iv is None or not len(iv):
-        return
+    fam = FAMILIES.get(view.family) if view.family else None
+    quantity = fam.series.get(head.name) if fam is not None else None
     for c in head.configs:
-        kept = [t for t in c.trials if t[2] == "ok" and not t[3] and t[1] is not None]
+        kept = [t for t in c.trials if is_kept(t[2], t[3], t[1])]
         if len(c.values) != 1 or len(kept) != 1:
             continue
-        trial = kept[0][0]
-        rows = iv[(iv["cell_id"] == c.cell_id) & (iv["trial"] == trial) & (iv["phase"] == head.phase)]
-        p = ph[(ph["cell_id"] == c.cell_id) & (ph["trial"] == trial) & (ph["phase"] == head.phase)]
-        if not len(rows) or not len(p):
+        if quantity is None:
+            c.batch_note = f"{head.name} is not sampled per interval"
             continue
-        q = phase_quality(rows[["dur_s", "ops"]].to_dict("records"), float(p["elapsed_s"].iloc[0]),
-                          float(p["warmup_s"].iloc[0]), level, view.min_phase_s)
+        trial = kept[0][0]
+        p = ph[(ph["cell_id"] == c.cell_id) & (ph["trial"] == trial) & (ph["phase"] == head.phase)]
+        if not len(p):
+            continue
+        intervals = _phase_intervals(db, int(p["phase_id"].iloc[0]))
+        if any(quantity(i) is None for i in intervals):
+            c.batch_note = f"the trial's interval samples do not record what {head.name} counts (older fsmeter)"
+            continue
+        q = phase_quality(intervals, float(p["elapsed_s"].iloc[0]), float(p["warmup_s"].iloc[0]), level,
+                          view.min_phase_s, _job_interval_s(frames, c.cell_id, trial), count=quantity)
         if q.batch is not None:
             c.batch_pct = q.batch.ci.half_width_pct
+        else:
+            c.batch_note = q.notes[0] if q.notes else "too few interval samples"
+
+
+def _phase_intervals(db: Path, phase_id: int) -> list:
+    """The interval samples of one stored phase, as the engine reported them (every field)."""
+    with open_store(db, create=False) as store:
+        row = store.conn.execute("SELECT report FROM phases WHERE id = ?", (phase_id,)).fetchone()
+    try:
+        return list((json.loads(row["report"]) or {}).get("intervals") or []) if row and row["report"] else []
+    except ValueError:
+        return []
+
+
+def _job_interval_s(frames: dict, cell_id: int, trial: int) -> Optional[float]:
+    """The sampling interval of the job a trial ran (from its environment record), if recorded."""
+    env = frames.get("environment")
+    if env is None or not len(env) or "extra" not in env.columns:
+        return None
+    rows = env[(env["cell_id"] == cell_id) & (env["trial"] == trial)]
+    for extra in rows["extra"].dropna():
+        try:
+            v = (json.loads(extra).get("job") or {}).get("interval_s")
+        except (ValueError, AttributeError):
+            v = None
+        if v:
+            return float(v)
+    return None
 
 
 def _per_op(view: WorkloadView, frames: dict, alpha: float, practical_pct: float) -> list:
@@ -330,7 +368,7 @@ def _per_op(view: WorkloadView, frames: dict, alpha: float, practical_pct: float
     if not len(hist):
         return []
     trials = frames["trials"]
-    kept = trials[(trials["status"] == "ok") & (~trials["discarded"].astype(bool))]
+    kept = kept_rows(trials)
     kept_keys = set(zip(kept["cell_id"], kept["trial"]))
     ids = {c.cell_id: c.label for c in view.headline.configs}
     h = hist[hist["cell_id"].isin(list(ids))]
@@ -373,6 +411,8 @@ def fmt_ci(c: Config) -> str:
         return f"{fmt_num(c.ci.mean)} ± {fmt_num(c.ci.half_width)}"
     if c.values and c.batch_pct is not None:
         return f"{fmt_num(c.values[0])} ± {fmt_num(abs(c.values[0]) * c.batch_pct / 100.0)} (1 trial, batch means)"
+    if c.values and c.batch_note is not None:
+        return f"{fmt_num(c.values[0])} (1 trial, no CI)"
     if c.values:
         return f"{fmt_num(c.values[0])} (1 trial)"
     return "-"
@@ -423,8 +463,11 @@ def verdicts(view: CampaignView) -> list:
                      f"threshold of {view.practical_pct:g}% (smaller differences do not count), "
                      f"with {trials} trials per configuration.")
         if any(c.batch_pct is not None for c in m.configs):
-            notes.append("a configuration with a single trial shows a batch-means CI (Jain 25.5.2) of its phase's "
-                         "interval throughput, applied to the metric relative to its value; it is not ranked")
+            notes.append(f"a configuration with a single trial shows a batch-means CI (Jain 25.5.2) of {m.key} "
+                         "itself, from that trial's interval samples; it is not ranked")
+        for c in m.configs:
+            if c.batch_note is not None:
+                notes.append(f"{c.label}: single trial, no CI available: {c.batch_note}")
         if w.too_short:
             notes.append(f"too short to trust: the longest measured phase lasted {w.longest_phase_s:.1f} s, under "
                          f"the {w.min_phase_s:g} s minimum for claims (min_phase_s); lengthen the phases "

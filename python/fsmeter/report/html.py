@@ -264,9 +264,10 @@ def _latency_rows(w: WorkloadView, frames: dict) -> list:
     hist = frames["histograms"]
     if not len(hist):
         return []
-    trials = frames["trials"]
-    kept = set(zip(trials[(trials["status"] == "ok") & (~trials["discarded"].astype(bool))]["cell_id"],
-                   trials[(trials["status"] == "ok") & (~trials["discarded"].astype(bool))]["trial"]))
+    from fsmeter.stats.kept import kept as kept_rows
+
+    good = kept_rows(frames["trials"])
+    kept = set(zip(good["cell_id"], good["trial"]))
     out = []
     for c in w.headline.configs:
         h = hist[(hist["cell_id"] == c.cell_id) & (hist["phase"] == w.headline.phase)]

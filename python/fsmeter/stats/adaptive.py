@@ -35,7 +35,7 @@ class Decision:
 
 @dataclass(frozen=True)
 class AdaptiveRule:
-    """Stop when the CI half-width is <= ``target_pct`` % of the mean (DESIGN.md run rules).
+    """Stop when the CI half-width is <= ``target_pct`` % of the mean (fsmeter's run rules).
 
     * ``discard_first``: the first trials are warm-up (cold caches, first mkfs
       effects) and never enter the CI.

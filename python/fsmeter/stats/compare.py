@@ -3,7 +3,7 @@
 A difference is claimed only when it is statistically significant (Welch's
 unequal-variance t-test, scipy ``ttest_ind(equal_var=False)``; Jain ch. 13.4.2
 gives the same approximate-df test for unpaired observations) AND at least the
-practical threshold (DESIGN.md: 10% by default) -- a significant 2% is not news.
+practical threshold (10% of the mean by default) -- a significant 2% is not news.
 """
 from __future__ import annotations
 

@@ -8,7 +8,9 @@ the campaign runner (stored with the phase report) and the reports.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
+
+import numpy as np
 
 from fsmeter.stats.batch import (DEFAULT_MIN_PHASE_S, MIN_BATCHES, BatchMeansResult, SteadyState,
                                  batch_means_ci, is_too_short, steady_state)
@@ -76,13 +78,23 @@ def summarize_quality(q: dict) -> str:
 
 
 def phase_quality(intervals: Sequence[dict], elapsed_s: float, warmup_s: float = 0.0, level: float = 0.95,
-                  min_phase_s: float = DEFAULT_MIN_PHASE_S) -> PhaseQuality:
-    """Judge one phase from its interval samples (dicts with `dur_s` and `ops`, warm-up excluded)."""
+                  min_phase_s: float = DEFAULT_MIN_PHASE_S, interval_s: Optional[float] = None,
+                  count: Callable[[dict], Optional[float]] = lambda i: i["ops"]) -> PhaseQuality:
+    """Judge one phase from its interval samples (dicts with `dur_s` and `ops`, warm-up excluded).
+
+    ``interval_s`` is the job's sampling interval: samples shorter than it (the last, partial one)
+    are left out. Without it (older records) the median sample length stands in, so that one
+    interval that ran long cannot make every other one look partial. ``count`` gives the counted
+    quantity of one sample (default: operations); the rates are count / dur_s.
+    """
     iv = [i for i in intervals if i.get("dur_s", 0) > 0]
-    nominal = max((i["dur_s"] for i in iv), default=0.0)
+    nominal = float(interval_s) if interval_s else (float(np.median([i["dur_s"] for i in iv])) if iv else 0.0)
     # Every interval but the last lasts the sampling interval; keep only those.
     full = [i for i in iv if i["dur_s"] >= 0.99 * nominal]
-    rates = [i["ops"] / i["dur_s"] for i in full]
+    counts = [count(i) for i in full]
+    rates = [c / i["dur_s"] for c, i in zip(counts, full) if c is not None]
+    if len(rates) < len(full):
+        rates = []  # the quantity is missing from some samples: no series rather than a gappy one
     notes = []
     batch = None
     if len(rates) >= MIN_BATCHES:
@@ -102,7 +114,8 @@ def phase_quality(intervals: Sequence[dict], elapsed_s: float, warmup_s: float =
                         steady, steady_from, tuple(notes))
 
 
-def report_quality(report: dict, level: float = 0.95, min_phase_s: float = DEFAULT_MIN_PHASE_S) -> PhaseQuality:
-    """`phase_quality` of an engine phase report."""
+def report_quality(report: dict, level: float = 0.95, min_phase_s: float = DEFAULT_MIN_PHASE_S,
+                   interval_s: Optional[float] = None) -> PhaseQuality:
+    """`phase_quality` of an engine phase report; ``interval_s``: the job's sampling interval."""
     return phase_quality(report.get("intervals") or [], float(report.get("elapsed_s") or 0.0),
-                         float(report.get("warmup_s") or 0.0), level, min_phase_s)
+                         float(report.get("warmup_s") or 0.0), level, min_phase_s, interval_s)

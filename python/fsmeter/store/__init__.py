@@ -124,6 +124,36 @@ class Store:
             "SELECT t.number, m.value FROM trials t JOIN metrics m ON m.trial_id = t.id AND m.headline = 1 "
             "WHERE t.cell_id = ? AND t.status = 'ok' ORDER BY t.number", (cell_id,)).fetchall()
 
+    def campaign_owner(self, campaign_id: int) -> Optional[dict]:
+        """The identity (fsmeter.runlock.identity) of the process running the campaign, or None."""
+        row = self.conn.execute("SELECT owner FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
+        try:
+            return json.loads(row["owner"]) if row is not None and row["owner"] else None
+        except ValueError:
+            return None
+
+    def claim_campaign(self, campaign_id: int, me: dict, expected: Optional[dict]) -> bool:
+        """Record ``me`` as the campaign's owner if its owner is still ``expected`` (compare and set,
+        so of two processes claiming at once only one wins). Returns whether the claim held."""
+        old = _json(expected) if expected is not None else None
+        raw = self.conn.execute("SELECT owner FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
+        if raw is None:
+            return False
+        stored = raw["owner"]
+        same = (stored is None and old is None) or (stored is not None and old is not None
+                                                    and json.loads(stored) == expected)
+        if not same:
+            return False
+        with self.conn:
+            cur = self.conn.execute("UPDATE campaigns SET owner = ? WHERE id = ? AND owner IS ?",
+                                    (_json(me), campaign_id, stored))
+        return cur.rowcount == 1
+
+    def release_campaign(self, campaign_id: int, me: dict) -> None:
+        """Clear the owner, if it is still ``me``."""
+        with self.conn:
+            self.conn.execute("UPDATE campaigns SET owner = NULL WHERE id = ? AND owner = ?", (campaign_id, _json(me)))
+
     def set_campaign_status(self, campaign_id: int, status: str) -> None:
         with self.conn:
             self.conn.execute("UPDATE campaigns SET status = ?, finished = ? WHERE id = ?",

@@ -123,6 +123,8 @@ pub struct PhaseTiming {
 struct ThreadCounters {
     ops: [AtomicU64; MAX_KINDS],
     bytes: [AtomicU64; MAX_KINDS],
+    /// Units of work counted with `Recorder::count_unit` (fileset: transactions).
+    units: AtomicU64,
     finished: AtomicBool,
 }
 
@@ -131,6 +133,7 @@ impl ThreadCounters {
         ThreadCounters {
             ops: std::array::from_fn(|_| AtomicU64::new(0)),
             bytes: std::array::from_fn(|_| AtomicU64::new(0)),
+            units: AtomicU64::new(0),
             finished: AtomicBool::new(false),
         }
     }
@@ -147,10 +150,23 @@ pub struct Recorder<'a> {
     hists: Vec<LatHist>,
     ops: [u64; MAX_KINDS],
     bytes: [u64; MAX_KINDS],
+    units: u64,
     last_end_ns: u64,
 }
 
 impl<'a> Recorder<'a> {
+    /// Count one unit of work that started at `t0`, for workloads whose headline is a rate of
+    /// something other than operations (fileset: transactions, each made of several operations).
+    /// Call it when the unit is done; units that started during warm-up are not counted. The
+    /// interval samples then carry `units`, so the headline's own series can be judged.
+    #[inline(always)]
+    pub fn count_unit(&mut self, t0: u64) {
+        if t0 >= self.measure_start_ns {
+            self.units += 1;
+            self.shared.units.store(self.units, Relaxed);
+        }
+    }
+
     /// Record one operation that started at `t0` and ended at `t1`. Operations
     /// that started during warm-up are not measured.
     #[inline(always)]
@@ -196,16 +212,17 @@ struct Sampler<'k> {
     prev_t: u64,
     prev_ops: Vec<u64>,
     prev_bytes: Vec<u64>,
+    prev_units: u64,
     intervals: Vec<Interval>,
 }
 
 impl<'k> Sampler<'k> {
     fn new(kinds: &'k [&'static str], measure_start: u64) -> Self {
         let nk = kinds.len();
-        Sampler { kinds, measure_start, prev_t: measure_start, prev_ops: vec![0; nk], prev_bytes: vec![0; nk], intervals: Vec::new() }
+        Sampler { kinds, measure_start, prev_t: measure_start, prev_ops: vec![0; nk], prev_bytes: vec![0; nk], prev_units: 0, intervals: Vec::new() }
     }
 
-    fn push(&mut self, t: u64, ops: &[u64], bytes: &[u64]) {
+    fn push(&mut self, t: u64, ops: &[u64], bytes: &[u64], units: u64) {
         let nk = self.kinds.len();
         let d_ops: Vec<u64> = (0..nk).map(|k| ops[k] - self.prev_ops[k]).collect();
         let d_bytes: Vec<u64> = (0..nk).map(|k| bytes[k] - self.prev_bytes[k]).collect();
@@ -216,10 +233,16 @@ impl<'k> Sampler<'k> {
             &d_ops,
             &d_bytes,
         ));
+        self.intervals.last_mut().expect("just pushed").units = Some(units - self.prev_units);
+        self.prev_units = units;
         self.prev_ops.copy_from_slice(ops);
         self.prev_bytes.copy_from_slice(bytes);
         self.prev_t = t;
     }
+}
+
+fn sum_units(all: &[ThreadCounters]) -> u64 {
+    all.iter().map(|c| c.units.load(Relaxed)).sum()
 }
 
 fn sum_counters(all: &[ThreadCounters], nk: usize) -> (Vec<u64>, Vec<u64>) {
@@ -306,6 +329,7 @@ where
                     hists,
                     ops: [0; MAX_KINDS],
                     bytes: [0; MAX_KINDS],
+                    units: 0,
                     last_end_ns: 0,
                 };
                 let out: Result<Option<T>> = match state {
@@ -348,7 +372,7 @@ where
             let now = now_ns();
             if now >= next {
                 let (ops, bytes) = sum_counters(&counters, nk);
-                sampler.push(next, &ops, &bytes);
+                sampler.push(next, &ops, &bytes, sum_units(&counters));
                 ctl.publish(ops.iter().sum(), bytes.iter().sum());
                 next += timing.interval_ns;
                 continue;
@@ -383,8 +407,9 @@ where
         let end = if last_end > measure_start { last_end } else { now_ns().max(measure_start) };
         let cpu1 = cpu::snapshot();
         let (ops, bytes) = sum_counters(&counters, nk);
-        if end > sampler.prev_t || ops != sampler.prev_ops {
-            sampler.push(end.max(sampler.prev_t), &ops, &bytes);
+        let units = sum_units(&counters);
+        if end > sampler.prev_t || ops != sampler.prev_ops || units != sampler.prev_units {
+            sampler.push(end.max(sampler.prev_t), &ops, &bytes, units);
         }
         ctl.publish(ops.iter().sum(), bytes.iter().sum());
         ctl.set_state(RunState::Idle);
@@ -416,6 +441,12 @@ where
         let (tops, tbytes) = (ops.iter().sum(), bytes.iter().sum());
         report.total = Totals { ops: tops, bytes: tbytes, ops_per_s: per_s(tops), bytes_per_s: per_s(tbytes) };
         report.intervals = sampler.intervals;
+        if units == 0 {
+            // The workload counts no units of its own (or none were measured): no such series.
+            for iv in &mut report.intervals {
+                iv.units = None;
+            }
+        }
         report.cpu = cpu::usage(&cpu0, &cpu1, elapsed_s);
         Ok((report, results))
     })

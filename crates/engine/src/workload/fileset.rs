@@ -389,8 +389,13 @@ struct Params {
     nthreads: u64,
 }
 
-/// The directories files live in: one open fd per location; names are relative to it.
+/// The directories files live in: one fd per location while a phase runs; names are relative to it.
+///
+/// The fds are opened at the start of every phase and closed at its end (outside the timed
+/// window): between phases the caller may unmount and mount the filesystem again to empty its
+/// caches, which an open directory would make fail with EBUSY.
 struct Dirs {
+    /// Open only during a phase (empty between phases).
     fds: Vec<RawFd>,
     paths: Vec<PathBuf>,
     /// Locations fsmeter made (removed by delete/cleanup when empty).
@@ -400,12 +405,35 @@ struct Dirs {
     subdirs: u32,
 }
 
-impl Drop for Dirs {
-    fn drop(&mut self) {
-        for &fd in &self.fds {
+impl Dirs {
+    /// Opens every location (again, after a remount: the paths now lead to the new mount).
+    fn open_fds(&mut self) -> Result<()> {
+        if !self.fds.is_empty() {
+            return Ok(());
+        }
+        for p in &self.paths {
+            match open_dir(p) {
+                Ok(fd) => self.fds.push(fd),
+                Err(e) => {
+                    self.close_fds();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn close_fds(&mut self) {
+        for fd in self.fds.drain(..) {
             // SAFETY: we own the fds.
             unsafe { libc::close(fd) };
         }
+    }
+}
+
+impl Drop for Dirs {
+    fn drop(&mut self) {
+        self.close_fds();
     }
 }
 
@@ -884,8 +912,8 @@ impl Fileset {
 
     /// Opens (creating where needed) the locations and their subdirectories.
     fn setup_dirs(&mut self, job: &Job) -> Result<()> {
-        if self.dirs.is_some() {
-            return Ok(());
+        if let Some(dirs) = self.dirs.as_mut() {
+            return dirs.open_fds();
         }
         let mut dirs = Dirs { fds: Vec::new(), paths: Vec::new(), made: Vec::new(), index: Vec::new(), subdirs: self.spec.subdirectories };
         if self.spec.locations.is_empty() {
@@ -911,10 +939,7 @@ impl Fileset {
                 dirs.index.extend(std::iter::repeat(i as u16).take(l.weight as usize));
             }
         }
-        for p in &dirs.paths {
-            let fd = open_dir(p)?;
-            dirs.fds.push(fd);
-        }
+        dirs.open_fds()?;
         // glibc sizes a FILE's buffer by st_blksize.
         // SAFETY: fstat fills the struct we pass.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -1017,6 +1042,7 @@ impl Fileset {
         if self.dirs.is_none() || !self.created {
             return Err(EngineError::invalid("phase", "no fileset: run the create phase before transactions"));
         }
+        self.dirs.as_mut().expect("checked").open_fds()?;
         let before = self.totals();
         let nthreads = job.threads;
         let timing = PhaseTiming {
@@ -1058,6 +1084,7 @@ impl Fileset {
         if self.dirs.is_none() {
             return Err(EngineError::invalid("phase", "no fileset: run the create phase before delete"));
         }
+        self.dirs.as_mut().expect("checked").open_fds()?;
         let before = self.totals();
         let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
         let p = self.params;
@@ -1106,6 +1133,19 @@ impl Fileset {
     /// Removes whatever files are left (no timing), then the directories fsmeter made.
     fn cleanup(&mut self, _job: &Job) -> Result<PhaseReport> {
         let mut removed = 0u64;
+        let mut report = PhaseReport::new("cleanup");
+        if let Some(dirs) = self.dirs.as_mut() {
+            if let Err(e) = dirs.open_fds() {
+                match &e {
+                    // The locations are gone (removed, or the filesystem is no longer there): so are the files.
+                    EngineError::Io { source, .. } if source.raw_os_error() == Some(libc::ENOENT) => {
+                        report.warnings.push(format!("cleanup: {e}: nothing left to remove there"));
+                        self.dirs = None;
+                    }
+                    _ => return Err(e),
+                }
+            }
+        }
         if let Some(dirs) = self.dirs.as_ref() {
             let p = self.params;
             for t in 0..self.workers.len() {
@@ -1126,7 +1166,6 @@ impl Fileset {
         self.created = false;
         self.release_tables();
         self.remove_dirs()?;
-        let mut report = PhaseReport::new("cleanup");
         report.counters.insert("files_removed".into(), removed);
         Ok(report)
     }
@@ -1205,6 +1244,7 @@ fn transaction_loop(w: &mut Worker, rec: &mut Recorder, p: &Params, dirs: &Dirs,
         }
         done += 1;
         w.c.transactions += 1;
+        rec.count_unit(t_start);
         if rec.measuring(t_start) {
             w.c.transactions_measured += 1;
         }
@@ -1218,13 +1258,18 @@ impl Workload for Fileset {
     }
 
     fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
-        match phase {
+        let out = match phase {
             "create" => self.create(job, ctl),
             "transactions" => self.transactions(job, ctl),
             "delete" => self.delete(job, ctl),
             "cleanup" => self.cleanup(job),
             _ => unreachable!("checked by Session"),
+        };
+        // Nothing of the filesystem stays open between phases, so that it can be remounted.
+        if let Some(dirs) = self.dirs.as_mut() {
+            dirs.close_fds();
         }
+        out
     }
 }
 

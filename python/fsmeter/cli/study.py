@@ -1,0 +1,128 @@
+"""`fsmeter study list|run|report`: re-run a published filesystem study and test its claims."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from fsmeter.cli._device import device_options, device_target
+from fsmeter.cli._runlock import no_wait_option
+from fsmeter.errors import UserError
+
+DEVICE_OPT, CONFIRM_OPT, FORCE_OPT = device_options()
+DB_HELP = "results database (default: $FSMETER_DB or ./fsmeter.sqlite)"
+
+
+def _minutes(s: float) -> str:
+    return f"{s / 60:.0f} min" if s >= 90 else f"{s:.0f} s"
+
+
+def _change_table(changes: list) -> Table:
+    t = Table(title="what this run changes from the study", show_lines=False)
+    for col in ("change", "what", "why"):
+        t.add_column(col, overflow="fold")
+    for c in changes:
+        color = {"skipped": "yellow", "substituted": "cyan", "shrunk": "magenta"}.get(c.kind, "white")
+        t.add_row(f"[{color}]{c.kind}[/]", c.what, c.why)
+    return t
+
+
+def register(app: typer.Typer) -> None:
+    st = typer.Typer(help="Re-run a published filesystem study in one command and test its conclusions.",
+                     no_args_is_help=True)
+    app.add_typer(st, name="study")
+
+    @st.command("list")
+    def list_() -> None:
+        """The studies fsmeter can re-run, what they need, and their time at each scale here."""
+        from fsmeter.study.model import load_study, study_paths
+        from fsmeter.study.plan import plan_study
+
+        console = Console()
+        t = Table(title="studies (fsmeter study run NAME --scale quick|paper|FACTOR)")
+        for col in ("study", "what it measured", "needs", "quick", "paper"):
+            t.add_column(col, overflow="fold")
+        for slug in study_paths():
+            s = load_study(slug)
+            needs = ", ".join(["root" if s.study.needs_root else "no root"] +
+                              (["a device"] if s.study.needs_device else []) +
+                              [f"{f} family" for f in s.study.families])
+            est = []
+            for scale in ("quick", "paper"):
+                try:
+                    p = plan_study(s, scale)
+                    est.append(f"~{_minutes(p.est_s)} ({p.cells} cells x {p.trials_per_cell})")
+                except UserError as exc:
+                    est.append(f"cannot run: {exc.message}")
+            t.add_row(f"{slug}\n[dim]{s.study.citation}[/]", s.study.summary, needs, *est)
+        console.print(t)
+        console.print("[dim]times are estimates for this machine (per-trial times measured on a 2-core "
+                      "machine with loop images, plus ~3 s per trial for mkfs, mount and cache resets)[/]")
+
+    @st.command("run")
+    def run(name: str = typer.Argument(..., help="a study from `fsmeter study list`"),
+            scale: str = typer.Option("quick", "--scale", help="quick | paper | a factor such as 0.25"),
+            db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+            quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars"),
+            dry_run: bool = typer.Option(False, "--dry-run", help="print the generated campaign and stop"),
+            device: Optional[str] = DEVICE_OPT, destroy_data_on: Optional[str] = CONFIRM_OPT,
+            force: bool = FORCE_OPT, no_wait: bool = no_wait_option()) -> None:
+        """Generate the study's campaign for this machine at SCALE and run it into the store."""
+        from fsmeter.campaign import parse_campaign
+        from fsmeter.cli.campaign import execute
+        from fsmeter.runlock import measuring
+        from fsmeter.runner import start_campaign
+        from fsmeter.store import open_store
+        from fsmeter.study.model import load_study
+        from fsmeter.study.plan import plan_study
+
+        console = Console()
+        study = load_study(name)
+        target = device_target(device, destroy_data_on, force)
+        plan = plan_study(study, scale, target)
+        text = plan.text()
+        console.print(f"[bold]{study.study.title}[/] ({study.study.citation}), scale {plan.scale}: "
+                      f"{plan.cells} cells x {plan.trials_per_cell} trials, about {_minutes(plan.est_s)} here")
+        if plan.changes:
+            console.print(_change_table(plan.changes))
+        if dry_run:
+            console.print(text, markup=False, highlight=False)
+            return
+        if study.study.needs_root and target is None and (os.geteuid() != 0 or not os.path.exists("/dev/loop-control")):
+            raise UserError(f"study {study.slug} makes filesystems on loop devices: run it as root "
+                            "(sudo fsmeter study run ...), or on a device with --device/--destroy-data-on")
+        campaign = parse_campaign(text, f"study {study.slug}")
+        with measuring(wait=not no_wait), open_store(db) as store:
+            cid = start_campaign(Path(f"study:{study.slug}"), store, console, campaign=campaign, text=text)
+            console.print(f"campaign {cid} ({campaign.name}) -> {store.path}")
+            execute(store, cid, campaign, console, quiet)
+            console.print(f"next: `fsmeter study report {study.slug} --db {store.path}` draws the study's tables "
+                          "beside the published ones and tests its claims")
+
+    @st.command("report")
+    def report(name: str = typer.Argument(..., help="a study from `fsmeter study list`"),
+               db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
+               out: Optional[Path] = typer.Option(None, "-o", "--out", help="HTML file (default: <study>-report.html "
+                                                  "next to the store)"),
+               campaign: Optional[str] = typer.Option(None, "--campaign", help="a campaign id (default: every "
+                                                      "campaign of this study in the store)")) -> None:
+        """The study's tables and figures from the new run beside the published ones, and a verdict per claim."""
+        from fsmeter.store import default_db_path
+        from fsmeter.study.model import load_study
+        from fsmeter.study.report import build_study_view, verdict_table, write_study_report
+
+        console = Console()
+        study = load_study(name)
+        path = default_db_path(db)
+        if not path.exists():
+            raise UserError(f"{path}: no results database: run `fsmeter study run {study.slug}` first, or name one "
+                            "with --db")
+        view = build_study_view(study, path, campaign)
+        console.print(verdict_table(view))
+        target = out or path.parent / f"{study.slug}-report.html"
+        write_study_report(view, target)
+        console.print(f"report: {target}")

@@ -1,0 +1,382 @@
+"""The study report: the study's own tables and figures from the new run, beside the published
+numbers, what the run changed from the design, and a verdict per published claim.
+
+One self-contained HTML file (plotly.js inlined), drawn with the same page machinery as the
+campaign report, so headless Chromium can check it the same way (``#fsm-status``).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+import pandas as pd
+from rich.table import Table
+
+import fsmeter
+from fsmeter.errors import UserError
+from fsmeter.report.html import PALETTE, TEMPLATES, _clean, _fig
+from fsmeter.study.claims import CONFIRMED, INCONCLUSIVE, REFUTED, ClaimChecker, Verdict, study_frame
+from fsmeter.study.model import Study
+from fsmeter.study.plan import Change, changes_of
+
+
+@dataclass
+class StudyView:
+    study: Study
+    db: Path
+    campaigns: pd.DataFrame
+    frame: pd.DataFrame  # study_frame(): kept trials, study names
+    data: dict  # fsmeter.store.load() of the study's campaigns
+    changes: List[Change]
+    verdicts: List[Verdict]
+    tables: List[dict] = field(default_factory=list)
+    figures: List[dict] = field(default_factory=list)
+
+
+def study_campaign_ids(store, study: Study, campaign: Optional[str]) -> list:
+    if campaign is not None:
+        return [store.campaign(campaign)["id"]]
+    prefix = f"study-{study.slug}-"
+    ids = [r["id"] for r in store.campaigns() if r["name"].startswith(prefix)]
+    if not ids:
+        raise UserError(f"{store.path}: no campaign of study {study.slug}: run `fsmeter study run {study.slug}` "
+                        "first, or name the database with --db")
+    return ids
+
+
+def build_study_view(study: Study, db: Path, campaign: Optional[str] = None) -> StudyView:
+    from fsmeter.store import load, open_store
+
+    with open_store(db, create=False) as store:
+        ids = study_campaign_ids(store, study, campaign)
+        sources = [store.campaign(i)["source"] for i in ids]
+    data = load(db, ids)
+    changes: List[Change] = []
+    for src in sources:
+        for c in changes_of(src):
+            if c not in changes:
+                changes.append(c)
+    frame = study_frame(study, data["metrics"], data["environment"])
+    verdicts = ClaimChecker(study, frame).check_all()
+    view = StudyView(study, Path(db), data["campaigns"], frame, data, changes, verdicts)
+    SECTIONS.get(study.slug, _generic_section)(view)
+    return view
+
+
+# -- terminal -------------------------------------------------------------------------------------
+STYLE = {CONFIRMED: "green", REFUTED: "red", INCONCLUSIVE: "yellow"}
+
+
+def verdict_table(view: StudyView) -> Table:
+    t = Table(title=f"{view.study.slug}: the study's claims tested on this run "
+                    "(published absolute numbers are not compared: the hardware differs)")
+    for col in ("claim", "the study says", "verdict", "why"):
+        t.add_column(col, overflow="fold")
+    for v in view.verdicts:
+        why = v.reason + ("".join(f"\n- {n}" for n in v.notes) if v.notes else "")
+        if v.outcome == REFUTED:
+            why += "".join(f"\n{s.context}: {s.detail}" for s in v.subs if s.outcome == REFUTED)[:600]
+        t.add_row(v.claim.id, v.claim.says, f"[{STYLE[v.outcome]}]{v.outcome}[/]", why)
+    return t
+
+
+# -- per-study sections -------------------------------------------------------------------------------
+def _mean_sd(values) -> tuple:
+    v = np.asarray(list(values), float)
+    return (float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else float("nan"), int(v.size))
+
+
+def _published(view: StudyView, **match) -> Dict[str, dict]:
+    """Published rows matching every key, by configuration."""
+    out = {}
+    for r in view.study.published.rows:
+        if all(r.get(k) == v for k, v in match.items()):
+            out[r["configuration"]] = r
+    return out
+
+
+def _fmt(v: Optional[float], digits: int = 3) -> str:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return "-"
+    return f"{v:,.{digits}g}" if abs(v) < 1000 else f"{v:,.0f}"
+
+
+def _phase_times(view: StudyView) -> pd.DataFrame:
+    ph = view.data["phases"]
+    trials = view.data["trials"]
+    from fsmeter.stats.kept import kept
+
+    ok = kept(trials)[["cell_id", "trial"]]
+    ph = ph.merge(ok, on=["cell_id", "trial"])
+    ph = ph[ph["measured"].astype(bool)]
+    cells = view.data["cells"][["cell_id", "workload", "filesystem"]]
+    return ph.merge(cells, on="cell_id")
+
+
+def _layton_section(view: StudyView) -> None:
+    """fdtree: phase times (mean, sd over the runs) and rates per filesystem, beside the article's tables."""
+    times = _phase_times(view)
+    configs = [c.id for c in view.study.configurations]
+    for w in view.study.workloads:
+        rows = []
+        for phase in ("mkdir", "create", "remove", "rmdir"):
+            for cid in configs:
+                sel = times[(times["workload"] == w.id) & (times["phase"] == phase) & (times["filesystem"] == cid)]
+                pub = _published(view, workload=w.id, phase=phase, metric="elapsed_s").get(cid)
+                if sel.empty and pub is None:
+                    continue
+                m, sd, n = _mean_sd(sel["elapsed_s"]) if not sel.empty else (None, None, 0)
+                rows.append([phase, cid, _fmt(m), _fmt(sd), str(n),
+                             _fmt(pub.get("value")) if pub else "-", _fmt(pub.get("stddev")) if pub else "-"])
+        view.tables.append({"title": f"{w.id}: phase times (s)", "columns": [
+            "phase", "filesystem", "mean (this run)", "sd", "runs", "mean (published)", "spread (published)"],
+            "rows": rows})
+        for metric, unit in (("create.files_per_s", "files/s"), ("remove.files_per_s", "files/s"),
+                             ("create.KiB_per_s", "KiB/s")):
+            phase, name = metric.split(".")
+            sel = view.frame[(view.frame["workload"] == w.id) & (view.frame["metric_key"] == metric)]
+            pub = _published(view, workload=w.id, phase=phase, metric=name)
+            names = [c for c in configs if c in set(sel["filesystem"]) or c in pub]
+            if not names:
+                continue
+            ours = [sel[sel["filesystem"] == c]["value"] for c in names]
+            data = [{"type": "bar", "name": "this run", "x": names, "xaxis": "x", "yaxis": "y",
+                     "y": [float(v.mean()) if len(v) else None for v in ours],
+                     "error_y": {"type": "data", "array": [float(v.std(ddof=1)) if len(v) > 1 else 0 for v in ours]},
+                     "marker": {"color": PALETTE[0]}},
+                    {"type": "bar", "name": "published", "x": names, "xaxis": "x2", "yaxis": "y2",
+                     "y": [pub[c].get("value") if c in pub else None for c in names],
+                     "error_y": {"type": "data", "array": [pub[c].get("stddev", 0) if c in pub else 0 for c in names]},
+                     "marker": {"color": PALETTE[1]}}]
+            layout = {"grid": {"rows": 1, "columns": 2, "pattern": "independent"},
+                      "xaxis": {"domain": [0, 0.47]}, "xaxis2": {"domain": [0.53, 1]},
+                      "yaxis": {"title": {"text": f"{unit} (this run)"}},
+                      "yaxis2": {"title": {"text": f"{unit} (published)"}, "anchor": "x2"}}
+            view.figures.append(_fig(f"fig-{len(view.figures)}", f"{w.id}: {metric}",
+                                     "mean and sd over the runs; left this run, right the article's table", data,
+                                     layout))
+
+
+def _gus3_section(view: StudyView) -> None:
+    """dbench: best and second-best filesystem per operation, and every throughput in ascending order."""
+    f = view.frame[view.frame["metric_key"] == "run.MB_per_s"]
+    factors = [c for c in ("elevator", "threads", "cpus", "kernel", "host") if c in f.columns]
+    means = f.groupby(["filesystem", *factors], dropna=False)["value"].agg(["mean", "std", "count"]).reset_index()
+    asc = means.sort_values("mean")
+    view.tables.append({"title": "overall dbench throughput, ascending (MB/s, mean over trials)",
+                        "columns": ["filesystem", *factors, "MB/s", "sd", "trials"],
+                        "rows": [[r["filesystem"], *[str(r[c]) for c in factors], _fmt(r["mean"]), _fmt(r["std"]),
+                                  str(int(r["count"]))] for _, r in asc.iterrows()]})
+    hist = view.data["histograms"]
+    hist = hist.loc[:, ~hist.columns.duplicated()]  # h.* repeats the phase's ids
+    if not hist.empty:
+        cells = view.data["cells"]
+        keep = [c for c in cells.columns if c not in ("campaign_id", "idx", "status", "cause", "stop_reason")]
+        h = hist[hist["phase"] == "run"].merge(cells[keep], on="cell_id")
+        for fac in view.study.factors:
+            if fac.campaign and fac.campaign in h.columns:
+                inv = {str(v): k for k, v in fac.map.items()}
+                h[fac.name] = h[fac.campaign].map(lambda v, inv=inv: inv.get(str(v), str(v)))
+        keys = [c for c in ("elevator", "threads", "cpus") if c in h.columns]
+        rows = []
+        for key, g in h.groupby([*keys, "op"], sort=True):
+            per_fs = g.groupby("filesystem")["mean_ns"].mean().sort_values()
+            if len(per_fs) == 0:
+                continue
+            best = per_fs.index[0]
+            second = per_fs.index[1] if len(per_fs) > 1 else "-"
+            rows.append([*map(str, key[:-1]), key[-1], best, _fmt(per_fs.iloc[0] / 1e6),
+                         second, _fmt(per_fs.iloc[1] / 1e6) if len(per_fs) > 1 else "-"])
+        view.tables.append({"title": "best and second-best filesystem per dbench operation (lowest mean latency)",
+                            "columns": [*keys, "operation", "best", "ms", "second", "ms"], "rows": rows})
+    for threads, g in means.groupby("threads") if "threads" in means.columns else [(None, means)]:
+        data = []
+        for i, (cid, gg) in enumerate(g.groupby("filesystem")):
+            x = [" / ".join(str(r[c]) for c in factors if c != "threads") for _, r in gg.iterrows()]
+            data.append({"type": "bar", "name": cid, "x": x, "y": list(gg["mean"]),
+                         "error_y": {"type": "data", "array": list(gg["std"].fillna(0))},
+                         "marker": {"color": PALETTE[i % len(PALETTE)]}})
+        view.figures.append(_fig(f"fig-{len(view.figures)}", f"dbench MB/s, {threads} clients",
+                                 "mean and sd over trials, per elevator / CPUs", data,
+                                 {"barmode": "group", "yaxis": {"title": {"text": "MB/s"}}}))
+    view.tables.append({"title": "published figures (for scale only: 2008 hardware)",
+                        "columns": ["configuration", "where", "MB/s", "note"],
+                        "rows": [[r["configuration"], json.dumps(r.get("where", {})),
+                                  f"{r.get('qualifier', '')}{r.get('value', '')}" if "value" in r else
+                                  f"{r.get('value_min')}..{r.get('value_max')}", r.get("statistic", "")]
+                                 for r in view.study.published.rows if r.get("metric") == "MB_per_s"]})
+
+
+def _wettstein_section(view: StudyView) -> None:
+    """Bonnie: means with 99% CIs per cell beside the report's, the two-factor ANOVA, Q-Q plots per cell."""
+    from scipy import stats as sps
+
+    from fsmeter.errors import UserError as _UE
+    from fsmeter.stats.anova import factorial_anova
+    from fsmeter.stats.summary import mean_ci
+
+    f = view.frame[view.frame["metric_key"].isin(["block_read.kbs", "block_write.kbs"])].copy()
+    f["MB_per_s"] = f["value"] / 1024.0  # the report's MB/s: Bonnie's KB/s / 1024
+    f["access_mode"] = f["metric_key"].str.split(".").str[0]
+    extra = [c for c in ("kernel", "host") if c in f.columns]
+    rows = []
+    for key, g in f.groupby(["filesystem", *extra, "access_mode"], sort=True):
+        ci = mean_ci(g["MB_per_s"].to_numpy(), 0.99) if len(g) > 1 else None
+        fs, mode = key[0], key[-1]
+        pubs = [r for r in view.study.published.rows if r.get("statistic") == "mean" and
+                r.get("phase") is None and r.get("where", {}).get("phase") == mode and
+                r["configuration"].split("-")[0] == fs]
+        pub = "; ".join(f"{r['configuration']}: {r['value']:.2f} [{r.get('ci_low', float('nan')):.2f}, "
+                        f"{r.get('ci_high', float('nan')):.2f}]" for r in pubs) or "-"
+        rows.append([fs, *map(str, key[1:-1]), mode, _fmt(ci.mean if ci else g["MB_per_s"].mean()),
+                     f"[{_fmt(ci.low)}, {_fmt(ci.high)}]" if ci else "-", str(len(g)), pub])
+    view.tables.append({"title": "Bonnie block read and write, MB/s: mean and 99% CI per cell (Appendix A.3 beside)",
+                        "columns": ["filesystem", *extra, "access mode", "mean", "99% CI", "runs",
+                                    "published mean [99% CI] (2002)"], "rows": rows})
+    groups = f.groupby(extra, sort=False) if extra else [((), f)]
+    for key, part in groups:
+        label = ", ".join(map(str, key if isinstance(key, tuple) else (key,))) or "this run"
+        try:
+            res = factorial_anova(part, "MB_per_s", ["filesystem", "access_mode"], level=0.90)
+        except _UE as exc:
+            view.tables.append({"title": f"ANOVA ({label})", "columns": ["note"], "rows": [[exc.message]]})
+            continue
+        view.tables.append({"title": f"two-factor ANOVA with replications, allocation of variation ({label}; "
+                                     "F-tests at 90%)",
+                            "columns": ["term", "SS", "% of variation", "df", "MS", "F", "F crit", "significant"],
+                            "rows": [[r.term, _fmt(r.ss, 4), f"{r.pct_variation:.1f}", str(r.df), _fmt(r.ms, 4),
+                                      _fmt(r.f), _fmt(r.f_crit), "yes" if r.significant else "no"]
+                                     for r in res.table]})
+    pub_var = [r for r in view.study.published.rows if r.get("metric") == "anova" and
+               r.get("statistic") == "percent_variation"]
+    if pub_var:
+        view.tables.append({"title": "published allocation of variation (2002)", "columns": ["term", "%"],
+                            "rows": [[r.get("where", {}).get("component", "?"), _fmt(r.get("value"))]
+                                     for r in pub_var]})
+    for key, g in f.groupby(["filesystem", "access_mode"], sort=True):
+        v = g["MB_per_s"].to_numpy()
+        if v.size < 3:
+            continue
+        (osm, osr), (slope, icpt, _) = sps.probplot(v - v.mean(), dist="norm")
+        data = [{"type": "scatter", "mode": "markers", "x": list(osm), "y": list(osr), "name": "residuals"},
+                {"type": "scatter", "mode": "lines", "x": [float(osm[0]), float(osm[-1])],
+                 "y": [icpt + slope * osm[0], icpt + slope * osm[-1]], "name": "normal line"}]
+        view.figures.append(_fig(f"fig-{len(view.figures)}", f"Q-Q: {key[0]} / {key[1]}",
+                                 "residuals (run minus cell mean, MB/s) against normal quantiles", data,
+                                 {"height": 320, "xaxis": {"title": {"text": "normal quantile"}},
+                                  "yaxis": {"title": {"text": "residual, MB/s"}}}))
+
+
+_CELL = re.compile(r"^(?P<test>[a-z_]+)\[(?P<f>[0-9]+[KMG]?),(?P<r>[0-9]+[KMG]?)\]$")
+#: The record sizes the article charted, KiB.
+LOURDAS_RECORDS_KB = (4, 8, 16, 64, 512, 2048)
+
+
+def _kib(token: str) -> int:
+    mult = {"K": 1, "M": 1024, "G": 1 << 20}
+    return int(token[:-1]) * mult[token[-1]] if token[-1] in mult else int(token) // 1024
+
+
+def _lourdas_section(view: StudyView) -> None:
+    """iozone: ops/s against file size, one line per record size, per test; cp/tar/rm real/user/sys tables."""
+    f = view.frame[view.frame["metric_key"].str.startswith("grid.")].copy()
+    if not f.empty:
+        m = f["metric_key"].str[len("grid."):].str.extract(_CELL)
+        f = pd.concat([f.reset_index(drop=True), m.reset_index(drop=True)], axis=1).dropna(subset=["test"])
+        f["file_kb"], f["rec_kb"] = f["f"].map(_kib), f["r"].map(_kib)
+        for test, g in f.groupby("test", sort=False):
+            for cid, gg in g.groupby("filesystem", sort=False):
+                data = []
+                for i, rec in enumerate(LOURDAS_RECORDS_KB):
+                    line = gg[gg["rec_kb"] == rec].groupby("file_kb")["value"].mean().sort_index()
+                    if not line.empty:
+                        data.append({"type": "scatter", "mode": "lines+markers", "name": f"{rec} KiB records",
+                                     "x": list(line.index), "y": list(line.values),
+                                     "line": {"color": PALETTE[i % len(PALETTE)]}})
+                if data:
+                    view.figures.append(_fig(f"fig-{len(view.figures)}", f"iozone {test}: {cid}",
+                                             "mean ops/s over the runs against file size, one line per record size",
+                                             data, {"xaxis": {"type": "log", "title": {"text": "file size, KiB"}},
+                                                    "yaxis": {"title": {"text": "ops/s"}}}))
+    configs = [c.id for c in view.study.configurations]
+    for phase, title in (("cp", "copy a big file"), ("untar", "extract the source tree"), ("rm", "remove the tree")):
+        rows = []
+        for cid in configs:
+            cells = []
+            for t in ("real_s", "user_s", "sys_s"):
+                sel = view.frame[(view.frame["metric_key"] == f"{phase}.{t}") & (view.frame["filesystem"] == cid)]
+                pub = _published(view, workload="cp-tar-rm", phase=phase, metric=t).get(cid)
+                cells += [_fmt(sel["value"].mean()) if len(sel) else "-", _fmt(pub.get("value")) if pub else "-"]
+            if any(c != "-" for c in cells):
+                rows.append([cid, *cells])
+        if rows:
+            view.tables.append({"title": f"{title} (+ sync): seconds, mean over the runs (published beside)",
+                                "columns": ["filesystem", "real", "real (2009)", "user", "user (2009)", "sys",
+                                            "sys (2009)"], "rows": rows})
+        sel = view.frame[view.frame["metric_key"].isin([f"{phase}.real_s", f"{phase}.user_s", f"{phase}.sys_s"])]
+        if not sel.empty:
+            g = sel.groupby(["metric_key", "filesystem"], sort=False)["value"].mean().reset_index()
+            data = [{"type": "bar", "name": mk.split(".")[1], "x": list(gg["filesystem"]), "y": list(gg["value"]),
+                     "marker": {"color": PALETTE[i]}} for i, (mk, gg) in enumerate(g.groupby("metric_key", sort=False))]
+            view.figures.append(_fig(f"fig-{len(view.figures)}", f"{title}: real, user, sys", "seconds, mean over runs",
+                                     data, {"barmode": "group", "yaxis": {"title": {"text": "s"}}}))
+
+
+def _generic_section(view: StudyView) -> None:
+    """Any study: the headline of each workload per configuration."""
+    for w in view.study.workloads:
+        sel = view.frame[view.frame["workload"] == w.id]
+        if sel.empty:
+            continue
+        key = sel["metric_key"].iloc[0]
+        sel = sel[sel["metric_key"] == key]
+        g = sel.groupby("filesystem")["value"].agg(["mean", "std"]).reset_index()
+        view.figures.append(_fig(f"fig-{len(view.figures)}", f"{w.id}: {key}", "mean and sd over trials",
+                                 [{"type": "bar", "x": list(g["filesystem"]), "y": list(g["mean"]),
+                                   "error_y": {"type": "data", "array": list(g["std"].fillna(0))}}], {}))
+
+
+SECTIONS: Dict[str, Callable[[StudyView], None]] = {
+    "layton2009": _layton_section,
+    "gus3-2008": _gus3_section,
+    "wettstein2002": _wettstein_section,
+    "lourdas2009": _lourdas_section,
+}
+
+
+# -- HTML -----------------------------------------------------------------------------------------------
+def render_study_html(view: StudyView) -> str:
+    import jinja2
+    from plotly.offline import get_plotlyjs
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env_rows = view.data["environment"]
+    machine = {}
+    if not env_rows.empty:
+        for col in ("hostname", "kernel", "cpu_model", "mem_bytes", "cpus_online"):
+            if col in env_rows.columns:
+                machine[col] = ", ".join(sorted({str(v) for v in env_rows[col].dropna()}))
+    counts = {k: sum(v.outcome == k for v in view.verdicts) for k in (CONFIRMED, REFUTED, INCONCLUSIVE)}
+    ctx = {
+        "study": view.study.study, "db": str(view.db), "machine": machine,
+        "campaigns": view.campaigns.to_dict("records"), "changes": view.changes, "verdicts": view.verdicts,
+        "counts": counts, "tables": view.tables, "plotly_js": get_plotlyjs(),
+        "figures_json": json.dumps(_clean(view.figures), separators=(",", ":")).replace("</", "<\\/"),
+        "figures": view.figures, "n_figures": len(view.figures),
+        "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "fsmeter_version": fsmeter.__version__,
+    }
+    return env.get_template("study.html.j2").render(**ctx)
+
+
+def write_study_report(view: StudyView, out: Path) -> None:
+    out = Path(out)
+    if not out.parent.is_dir():
+        raise UserError(f"-o {out}: the folder {out.parent} does not exist")
+    out.write_text(render_study_html(view), encoding="utf-8")
