@@ -47,6 +47,8 @@ class Ctx:
     def __init__(self, quick: bool):
         self.quick = quick
         self.python = sys.executable
+        #: Whether the last loopfs() device does direct I/O on its image (None before any).
+        self.loop_dio: Optional[bool] = None
 
     def seconds(self, full: float, quick: float) -> float:
         return quick if self.quick else full
@@ -124,6 +126,9 @@ class Ctx:
             with Provisioner(scratch=scratch) as prov:
                 mnt = prov.create(TargetSpec(kind="loop", size_bytes=parse_size(size)), FsConfig(name=fs))
                 try:
+                    # The loop device must do direct I/O on its image (losetup --direct-io=on), else the
+                    # host's page cache sits under the "device" and a device-bound case measures memory.
+                    self.loop_dio = loop_direct_io(mnt.device)
                     yield Path(mnt.path)
                 finally:
                     prov.destroy(mnt)
@@ -139,6 +144,19 @@ class Ctx:
         met = None if (target is None or ratio is None) else ratio >= target
         return {"case": case, "metric": metric, "fsmeter": fsmeter_value, "peer": peer_value,
                 "peer_name": peer_name, "ratio": ratio, "target": target, "met": met, "notes": notes}
+
+
+def loop_direct_io(device: Optional[str]) -> bool:
+    """True when the loop device does direct I/O on its backing file; switches it on if it does not."""
+    if not device:
+        return False
+    flag = Path(f"/sys/block/{os.path.basename(device)}/loop/dio")
+    try:
+        if flag.read_text().strip() != "1":
+            subprocess.run(["losetup", "--direct-io=on", device], check=False, capture_output=True)
+        return flag.read_text().strip() == "1"
+    except OSError:
+        return False
 
 
 def _modules(only: Optional[set]) -> list:

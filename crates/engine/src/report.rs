@@ -82,4 +82,23 @@ impl PhaseReport {
     pub fn new(phase: &str) -> Self {
         PhaseReport { phase: phase.to_string(), extra: serde_json::Value::Null, ..Default::default() }
     }
+
+    /// Leaves op kinds that move no data (fsync) out of `total` and of each
+    /// interval's `ops`, so the headline rates count data operations as fio does;
+    /// those kinds keep their own entry in `ops` (count, rate, latency) and in
+    /// each interval's `ops_by_kind`.
+    pub fn totals_without(&mut self, kinds: &[&str]) {
+        let (mut ops, mut bytes) = (0u64, 0u64);
+        for (name, o) in &self.ops {
+            if !kinds.contains(&name.as_str()) {
+                ops += o.count;
+                bytes += o.bytes;
+            }
+        }
+        let per_s = |x: u64| if self.elapsed_s > 0.0 { x as f64 / self.elapsed_s } else { 0.0 };
+        self.total = Totals { ops, bytes, ops_per_s: per_s(ops), bytes_per_s: per_s(bytes) };
+        for iv in &mut self.intervals {
+            iv.ops = iv.ops_by_kind.iter().filter(|(k, _)| !kinds.contains(&k.as_str())).map(|(_, n)| n).sum();
+        }
+    }
 }

@@ -49,12 +49,14 @@ fn intervals_add_up_to_totals_and_histograms_to_counts() {
     assert_eq!(sum_ops, r["total"]["ops"].as_u64().unwrap());
     assert_eq!(sum_bytes, r["total"]["bytes"].as_u64().unwrap());
     let mut total = 0;
-    for (_, op) in r["ops"].as_object().unwrap() {
+    for (kind, op) in r["ops"].as_object().unwrap() {
         let count = op["count"].as_u64().unwrap();
         let buckets: u64 = op["lat"]["buckets"].as_array().unwrap().iter().map(|b| b[1].as_u64().unwrap()).sum();
         assert_eq!(buckets, count);
         assert_eq!(op["lat"]["count"].as_u64().unwrap(), count);
-        total += count;
+        if kind != "fsync" {
+            total += count;
+        }
     }
     assert_eq!(total, r["total"]["ops"].as_u64().unwrap());
     assert!(r["ops"]["fsync"]["count"].as_u64().unwrap() > 0);
@@ -64,6 +66,61 @@ fn intervals_add_up_to_totals_and_histograms_to_counts() {
     let mixed: u64 = r["extra"]["mix"].as_array().unwrap().iter()
         .map(|m| m["reads"].as_u64().unwrap() + m["writes"].as_u64().unwrap()).sum();
     assert_eq!(mixed, r["ops"]["read"]["count"].as_u64().unwrap() + r["ops"]["write"]["count"].as_u64().unwrap());
+}
+
+/// fio counts fsync apart from the I/Os; so does the access headline: with an
+/// fsync after every write, ops/s is reads + writes per second, not ~2x that.
+#[test]
+fn fsync_is_counted_apart_from_data_operations() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path(), "psync", 1, json!({
+        "family": "access", "file_size": 1 << 20, "fsync_every": 1,
+        "entries": [{"size": 4096, "weight": 100, "read_pct": 50, "random_pct": 100}],
+        "total_bytes": 1 << 20,
+    }));
+    run(&mut s, "prepare");
+    let r = run(&mut s, "run");
+    let count = |k: &str| r["ops"][k]["count"].as_u64().unwrap();
+    let (reads, writes, fsyncs) = (count("read"), count("write"), count("fsync"));
+    assert_eq!(fsyncs, writes, "one fsync per write");
+    assert_eq!(r["total"]["ops"].as_u64().unwrap(), reads + writes);
+    let el = r["elapsed_s"].as_f64().unwrap();
+    let ops_per_s = r["total"]["ops_per_s"].as_f64().unwrap();
+    assert!((ops_per_s - (reads + writes) as f64 / el).abs() < 1e-6 * ops_per_s, "{ops_per_s}");
+    // fsync keeps its own count, rate and latency.
+    assert!((r["ops"]["fsync"]["ops_per_s"].as_f64().unwrap() - fsyncs as f64 / el).abs() < 1e-6 * ops_per_s);
+    assert!(r["ops"]["fsync"]["lat"]["p99_ns"].as_u64().unwrap() > 0);
+    // Intervals count data operations too (they add up to the headline), fsync by kind.
+    let iv = r["intervals"].as_array().unwrap();
+    assert_eq!(iv.iter().map(|i| i["ops"].as_u64().unwrap()).sum::<u64>(), reads + writes);
+    assert_eq!(iv.iter().map(|i| i["ops_by_kind"]["fsync"].as_u64().unwrap_or(0)).sum::<u64>(), fsyncs);
+}
+
+/// On a filesystem that reports its O_DIRECT alignment, aligned requests are
+/// direct and the report says so; a buffered run records no direct-I/O facts.
+#[test]
+fn direct_run_records_its_alignment_and_no_fallback() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = |direct: bool| json!({
+        "family": "access", "file_size": 1 << 20, "direct": direct, "alignment": 4096,
+        "entries": [{"size": 4096, "weight": 100, "read_pct": 100, "random_pct": 100}],
+        "total_bytes": 256 << 10,
+    });
+    let mut s = session(dir.path(), "psync", 1, spec(true));
+    run(&mut s, "prepare");
+    let r = match s.run_phase("run", &Control::new()) {
+        Ok(r) => serde_json::to_value(r).unwrap(),
+        Err(e) if e.to_string().contains("does not support O_DIRECT") => return, // e.g. an old tmpfs
+        Err(e) => panic!("{e}"),
+    };
+    let d = &r["extra"]["direct_io"];
+    assert_eq!(d["buffered_fallback_possible"], false, "{d}");
+    assert_eq!(d["unaligned_requests"], false);
+    assert!(d["offset_align"].as_u64().unwrap() >= 512);
+    assert!(r["warnings"].as_array().unwrap().is_empty());
+    let mut b = session(dir.path(), "psync", 1, spec(false));
+    let r = run(&mut b, "run");
+    assert!(r["extra"]["direct_io"].is_null());
 }
 
 #[test]

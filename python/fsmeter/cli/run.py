@@ -56,6 +56,16 @@ def reset_cache(method: str, directory: Path) -> str:
     return "fadvise"
 
 
+def describe_direct_io(d: dict) -> str:
+    """One line on whether O_DIRECT was really direct (the access family's `extra.direct_io`)."""
+    added = d.get("page_cache_pages_added")
+    seen = "" if added is None else f"; {added} page(s) of the data files entered the page cache"
+    how = f"O_DIRECT alignment {d['offset_align']} B ({d['align_source']})"
+    if d.get("buffered_fallback_possible"):
+        return f"[yellow]O_DIRECT may have fallen back to buffered I/O[/]: {how}{seen}"
+    return f"O_DIRECT, truly direct: every request a multiple of the {how}{seen}"
+
+
 def run_job(job, console: Console, show_progress: bool = True, keep_files: bool = False,
             cache: str = "auto", min_phase_s: float = DEFAULT_MIN_PHASE_S) -> dict:
     """Run every phase of `job`; returns the result document (see README)."""
@@ -136,6 +146,9 @@ def register(app: typer.Typer) -> None:
         for name, rep in doc["phases"].items():
             if rep.get("measured", True):
                 console.print(phase_table(f"{doc['workload']} / {name}", rep))
+                dio = (rep.get("extra") or {}).get("direct_io") if isinstance(rep.get("extra"), dict) else None
+                if dio:
+                    console.print(f"  [dim]{name}:[/] {describe_direct_io(dio)}", highlight=False)
                 if isinstance(rep.get("extra"), dict) and "subruns" in rep["extra"]:
                     from fsmeter.report.mix import subrun_table
 

@@ -40,7 +40,7 @@ def register(app: typer.Typer) -> None:
     def list_() -> None:
         """The studies fsmeter can re-run, what they need, and their time at each scale here."""
         from fsmeter.study.model import load_study, study_paths
-        from fsmeter.study.plan import plan_study
+        from fsmeter.study.plan import TRIAL_OVERHEAD_S, plan_study
 
         console = Console()
         t = Table(title="studies (fsmeter study run NAME --scale quick|paper|FACTOR)")
@@ -61,7 +61,8 @@ def register(app: typer.Typer) -> None:
             t.add_row(f"{slug}\n[dim]{s.study.citation}[/]", s.study.summary, needs, *est)
         console.print(t)
         console.print("[dim]times are estimates for this machine (per-trial times measured on a 2-core "
-                      "machine with loop images, plus ~3 s per trial for mkfs, mount and cache resets)[/]")
+                      f"machine with loop images, plus ~{TRIAL_OVERHEAD_S:g} s per trial for mkfs, mount and cache "
+                      "resets)[/]")
 
     @st.command("run")
     def run(name: str = typer.Argument(..., help="a study from `fsmeter study list`"),

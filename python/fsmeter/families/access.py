@@ -6,7 +6,8 @@ from typing import List, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from fsmeter.errors import UserError
-from fsmeter.families import Family, Metric, Phase, bytes_series, op_latency_metric, ops_series, total_metric
+from fsmeter.families import (Family, Metric, Phase, bytes_series, kind_series, op_latency_metric, ops_series,
+                              total_metric)
 from fsmeter.units import Size
 
 
@@ -34,6 +35,9 @@ class AccessParams(BaseModel):
     duration_s: Optional[float] = Field(10.0, gt=0)
     total_bytes: Optional[Size] = Field(None, gt=0, description="stop after this many measured bytes")
     reuse_files: bool = Field(False, description="keep existing files of the right size instead of rewriting")
+    allow_unaligned_direct: bool = Field(False, description="with direct=true, run requests that are not multiples "
+                                         "of the filesystem's O_DIRECT alignment instead of refusing them (the "
+                                         "kernel may serve them through the page cache; the phase report says so)")
 
     @model_validator(mode="after")
     def _check(self):
@@ -45,7 +49,8 @@ class AccessParams(BaseModel):
         for i, e in enumerate(self.entries):
             if e.size > self.file_size:
                 raise ValueError(f"entries[{i}].size ({e.size} bytes) is larger than file_size ({self.file_size} bytes)")
-        if self.direct:
+        if self.direct and not self.allow_unaligned_direct:
+            # The filesystem's own figure (btrfs: 4096) is checked by the engine when it opens the files.
             for i, e in enumerate(self.entries):
                 if e.size % 512:
                     raise ValueError(
@@ -78,6 +83,11 @@ def _metrics(p: AccessParams) -> list:
         ms.append(op_latency_metric("run", "read"))
     if any(e.read_pct < 100 for e in p.entries):
         ms.append(op_latency_metric("run", "write"))
+    if p.fsync_end or (p.fsync_every > 0 and any(e.read_pct < 100 for e in p.entries)):
+        # fsync is not a data operation: the headline leaves it out (as fio does) and it is measured apart.
+        ms.append(Metric("run", "fsync_per_s", "fsync/s", True,
+                         lambda r: (r.get("ops", {}).get("fsync") or {}).get("ops_per_s")))
+        ms.append(op_latency_metric("run", "fsync"))
     ms.append(Metric("run", "cpu_pct", "%", False, lambda r: r["cpu"]["process_pct"]))
     return ms
 
@@ -88,7 +98,8 @@ FAMILY = Family(
     phases=_phases,
     metrics=_metrics,
     description="Iometer/fio-class data transfer: size mix, read %, random %, queue depth",
-    # Must count what the metrics above count (run.ops_per_s: every operation of the totals).
-    series={"ops_per_s": ops_series, "MiB_per_s": bytes_series(1 << 20)},
+    # Must count what the metrics above count (run.ops_per_s: the data operations of the totals, which
+    # the engine's intervals count too; fsync apart).
+    series={"ops_per_s": ops_series, "MiB_per_s": bytes_series(1 << 20), "fsync_per_s": kind_series("fsync")},
 )
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Sequence
 
+# numpy only: `fsmeter run` judges every phase with this module, and scipy.stats or statsmodels
+# (with pandas) would add over 100 MB to its peak memory for three one-line formulas.
 import numpy as np
-from scipy import stats as sps
 
 from fsmeter.errors import UserError
 from fsmeter.stats.summary import MeanCI, check_level, mean_ci
@@ -35,18 +37,16 @@ def is_too_short(duration_s: float, min_duration_s: float = DEFAULT_MIN_PHASE_S)
 
 
 def lag1_autocorrelation(x: Sequence[float]) -> float:
-    """Sample lag-1 autocorrelation r1 (statsmodels ``acf``, the standard biased estimator).
+    """Sample lag-1 autocorrelation r1, the standard biased estimator (Box & Jenkins; what
+    statsmodels ``acf`` returns): sum((x_t - m)(x_t+1 - m)) / sum((x_t - m)^2).
 
     NaN for fewer than 3 values or a constant series.
     """
-    # Imported here: statsmodels (and pandas under it) costs a second or more to load, which
-    # `fsmeter run` should not pay at start-up or after a Ctrl-C.
-    from statsmodels.tsa.stattools import acf
-
     arr = np.asarray(x, dtype=float)
     if arr.size < 3 or np.ptp(arr) == 0:
         return math.nan
-    return float(acf(arr, nlags=1, fft=False)[1])
+    d = arr - arr.mean()
+    return float(np.dot(d[:-1], d[1:]) / np.dot(d, d))
 
 
 def r1_limit(k: int, level: float = 0.95) -> float:
@@ -56,7 +56,7 @@ def r1_limit(k: int, level: float = 0.95) -> float:
     (the band statsmodels' plot_acf draws). A fixed cut such as 0.2 would flag
     independent batch means about half the time at k = 10..30.
     """
-    return float(sps.norm.ppf(0.5 + level / 2.0) / math.sqrt(k))
+    return float(NormalDist().inv_cdf(0.5 + level / 2.0) / math.sqrt(k))
 
 
 @dataclass(frozen=True)
@@ -164,13 +164,14 @@ class SteadyState:
 def _window_criteria(y: np.ndarray) -> tuple[float, float]:
     """fio steadystate.c criteria on one window, both in % of the window mean.
 
-    slope: least-squares slope per sample (x = 0..W-1, scipy linregress), as
-    100 * |slope| / mean. deviation: 100 * max |y_i - mean| / mean.
+    slope: least-squares slope per sample (x = 0..W-1: sum((x - x̄)(y - ȳ)) / sum((x - x̄)^2),
+    as scipy linregress), as 100 * |slope| / mean. deviation: 100 * max |y_i - mean| / mean.
     """
     mean = float(np.mean(y))
     if mean == 0:
         return (0.0, 0.0) if np.ptp(y) == 0 else (math.inf, math.inf)
-    slope = float(sps.linregress(np.arange(y.size, dtype=float), y).slope)
+    xd = np.arange(y.size, dtype=float) - (y.size - 1) / 2.0
+    slope = float(np.dot(xd, y - mean) / np.dot(xd, xd))
     dev = float(np.max(np.abs(y - mean)))
     return 100.0 * abs(slope) / abs(mean), 100.0 * dev / abs(mean)
 

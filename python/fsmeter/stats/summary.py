@@ -12,7 +12,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Iterable, Sequence
 
 import numpy as np
-from scipy import stats as sps
+# scipy.special, not scipy.stats: `fsmeter run` judges every phase with mean_ci, and scipy.stats
+# (~45 MB resident) would count against its memory; summarize() imports it when it is used.
+from scipy.special import stdtrit
 
 from fsmeter.errors import UserError
 
@@ -43,7 +45,8 @@ def check_level(level: float) -> float:
 
 def t_critical(level: float, df: int) -> float:
     """Two-sided Student t quantile t_{1-alpha/2; df} for confidence ``level``."""
-    return float(sps.t.ppf(0.5 + check_level(level) / 2.0, df))
+    # stdtrit is the inverse of Student's t CDF (what scipy.stats.t.ppf calls).
+    return float(stdtrit(df, 0.5 + check_level(level) / 2.0))
 
 
 @dataclass(frozen=True)
@@ -81,7 +84,7 @@ def mean_ci(values: Iterable[float], level: float = 0.95) -> MeanCI:
     m = float(np.mean(x))
     if n < 2:
         return MeanCI(m, math.nan, math.nan, math.nan, level, n)
-    sem = float(sps.sem(x, ddof=1))  # s / sqrt(n)
+    sem = float(np.std(x, ddof=1)) / math.sqrt(n)  # s / sqrt(n)
     hw = t_critical(level, n - 1) * sem
     return MeanCI(m, m - hw, m + hw, hw, level, n)
 
@@ -130,6 +133,8 @@ def summarize(values: Iterable[float], level: float = 0.95) -> Summary:
     reports). Jain's Box 12.1 divides m3 by s^3 with s from n-1, which is
     g1 * ((n-1)/n)^1.5; the two agree for large n and we pick the unbiased one.
     """
+    from scipy import stats as sps
+
     x = _as_array(values)
     check_level(level)
     notes: list[str] = []

@@ -6,6 +6,7 @@
 //! many slots it can have in flight (1 for the synchronous ones).
 
 pub mod buffer;
+pub mod dio;
 pub mod null;
 pub mod psync;
 pub mod uring;

@@ -19,6 +19,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::buffer::AlignedBuf;
+use crate::backend::dio::{self, DioAlign};
 use crate::backend::null::NullBackend;
 use crate::backend::psync::PsyncBackend;
 use crate::backend::uring::UringBackend;
@@ -75,6 +76,11 @@ pub struct AccessSpec {
     /// Keep files that already exist with the right size instead of rewriting them.
     #[serde(default)]
     pub reuse_files: bool,
+    /// With `direct`, run requests the filesystem cannot do directly (not
+    /// multiples of its O_DIRECT alignment) instead of refusing them; the kernel
+    /// may then serve them through the page cache, and the report says so.
+    #[serde(default)]
+    pub allow_unaligned_direct: bool,
 }
 
 fn default_alignment() -> u64 {
@@ -91,6 +97,10 @@ const KINDS: &[&str] = &["read", "write", "fsync"];
 const READ: usize = 0;
 const WRITE: usize = 1;
 const FSYNC: usize = 2;
+/// Op kinds that move no data: counted apart, left out of the headline totals.
+const NOT_DATA: &[&str] = &["fsync"];
+/// Alignment of every request buffer (AlignedBuf): enough for O_DIRECT on any Linux filesystem here.
+const BUF_ALIGN: u64 = 4096;
 /// Layout writes in 1 MiB requests.
 const LAYOUT_CHUNK: u64 = 1 << 20;
 
@@ -144,8 +154,9 @@ impl AccessSpec {
         if self.total_bytes == Some(0) {
             return Err(EngineError::invalid("total_bytes", "must be > 0"));
         }
-        if self.direct {
-            self.check_direct_alignment(512)?;
+        if self.direct && !self.allow_unaligned_direct {
+            // No device does O_DIRECT below 512 bytes; the filesystem's own figure is checked at open.
+            self.check_direct_alignment(&DioAlign { offset: 512, mem: 512, source: "the smallest device sector" })?;
         }
         if self.file_prefix.is_empty() || self.file_prefix.contains('/') {
             return Err(EngineError::invalid("file_prefix", "must be a plain file name prefix without '/'"));
@@ -153,21 +164,27 @@ impl AccessSpec {
         Ok(())
     }
 
-    /// O_DIRECT needs sizes and offsets in multiples of the device's block.
-    fn check_direct_alignment(&self, dio_align: u64) -> Result<()> {
+    /// O_DIRECT is direct only for requests whose length and file offset are
+    /// multiples of the filesystem's alignment: every size, and `alignment` when
+    /// some requests are random (sequential offsets are sums of sizes from a
+    /// share start aligned to the same figure, see `AccessGen::with_share_align`).
+    pub fn check_direct_alignment(&self, a: &DioAlign) -> Result<()> {
+        let al = a.offset;
+        let fix = |what: &str| {
+            format!(
+                "O_DIRECT on this filesystem is direct only for {what} in multiples of {al} bytes ({}); smaller or \
+                 unaligned requests may be served through the page cache: use multiples of {al} (the *-4k workloads), \
+                 direct=false, or allow_unaligned_direct=true to measure them anyway",
+                a.source
+            )
+        };
         for (i, e) in self.entries.iter().enumerate() {
-            if e.size as u64 % dio_align != 0 {
-                return Err(EngineError::invalid(
-                    format!("entries[{i}].size"),
-                    format!("{} bytes does not fit O_DIRECT, which needs multiples of {dio_align} bytes here: use a multiple of {dio_align}, or direct=false", e.size),
-                ));
+            if e.size as u64 % al != 0 {
+                return Err(EngineError::invalid(format!("entries[{i}].size"), format!("{} bytes: {}", e.size, fix("request sizes"))));
             }
         }
-        if self.alignment % dio_align != 0 {
-            return Err(EngineError::invalid(
-                "alignment",
-                format!("{} bytes does not fit O_DIRECT, which needs offsets in multiples of {dio_align} bytes here: use a multiple of {dio_align}, or direct=false", self.alignment),
-            ));
+        if self.entries.iter().any(|e| e.random_pct > 0.0) && self.alignment % al != 0 {
+            return Err(EngineError::invalid("alignment", format!("{} bytes: {}", self.alignment, fix("random offsets"))));
         }
         Ok(())
     }
@@ -214,6 +231,12 @@ pub struct AccessGen {
 
 impl AccessGen {
     pub fn new(spec: &AccessSpec, seed: u64, tid: usize, nthreads: usize) -> Self {
+        Self::with_share_align(spec, seed, tid, nthreads, spec.alignment)
+    }
+
+    /// As `new`, with each thread's sequential share starting at a multiple of
+    /// `share_align` (a multiple of `alignment`; O_DIRECT asks for the filesystem's figure).
+    pub fn with_share_align(spec: &AccessSpec, seed: u64, tid: usize, nthreads: usize, share_align: u64) -> Self {
         let total_w: f64 = spec.entries.iter().map(|e| e.weight).sum();
         let mut acc = 0.0;
         let mut cum: Vec<u64> = spec
@@ -226,7 +249,8 @@ impl AccessGen {
             .collect();
         *cum.last_mut().unwrap() = 1u64 << 32;
         let total = spec.file_count as u64 * spec.file_size;
-        let share = (total / nthreads as u64) / spec.alignment * spec.alignment;
+        let share_align = share_align.max(1);
+        let share = (total / nthreads as u64) / share_align * share_align;
         let (lo, hi) = if share >= spec.max_size() as u64 && share > 0 {
             let lo = tid as u64 * share;
             (lo, if tid + 1 == nthreads { total } else { lo + share })
@@ -387,18 +411,20 @@ impl Access {
                 Ok(skipped)
             },
         )?;
+        report.totals_without(NOT_DATA);
         report.counters.insert("files".into(), spec.file_count as u64);
         report.counters.insert("files_reused".into(), skipped.iter().sum());
         Ok(report)
     }
 
-    fn open_files(&self, job: &Job) -> Result<FilesGuard> {
+    fn open_files(&self, job: &Job) -> Result<(FilesGuard, Option<DirectIo>)> {
         let spec = &self.spec;
         let mut flags = libc::O_RDWR;
         if spec.direct {
             flags |= libc::O_DIRECT;
         }
         let mut files = FilesGuard(Vec::with_capacity(spec.file_count as usize));
+        let mut direct = None;
         for i in 0..spec.file_count {
             let path = self.path(&job.dir, i);
             let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
@@ -417,27 +443,86 @@ impl Access {
             })?;
             files.0.push(fd);
             if spec.direct && i == 0 {
-                if let Some(align) = dio_offset_align(fd) {
-                    spec.check_direct_alignment(align)?;
-                }
+                direct = Some(self.direct_io(fd, &job.dir)?);
             }
         }
-        Ok(files)
+        Ok((files, direct))
+    }
+
+    /// The filesystem's O_DIRECT alignment, checked against the spec: refused
+    /// (naming the parameter) unless `allow_unaligned_direct`, then recorded.
+    fn direct_io(&self, fd: RawFd, dir: &Path) -> Result<DirectIo> {
+        let align = dio::dio_align(fd);
+        if align.mem > BUF_ALIGN {
+            return Err(EngineError::invalid(
+                "direct",
+                format!("O_DIRECT under {} needs buffers aligned to {} bytes ({}), more than fsmeter's {BUF_ALIGN}: use direct=false", dir.display(), align.mem, align.source),
+            ));
+        }
+        let unaligned = match self.spec.check_direct_alignment(&align) {
+            Ok(()) => false,
+            Err(_) if self.spec.allow_unaligned_direct => true,
+            Err(e) => return Err(e),
+        };
+        Ok(DirectIo { align, unaligned })
+    }
+
+    /// Pages of the data files in the page cache (None when mincore is unavailable).
+    fn cached_pages(&self, files: &FilesGuard) -> Option<u64> {
+        files.0.iter().map(|&fd| dio::resident_pages(fd, self.spec.file_size).ok()).sum()
     }
 
     fn run(&self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
-        let files = self.open_files(job)?;
-        match job.backend {
-            BackendKind::Psync => self.run_with(job, ctl, &files, |f, _| Ok(PsyncBackend::new(f))),
-            BackendKind::IoUring => self.run_with(job, ctl, &files, |f, bufs| {
+        let (files, direct) = self.open_files(job)?;
+        let spec = &self.spec;
+        let share_align = match &direct {
+            Some(d) if !d.unaligned => lcm(spec.alignment, d.align.offset),
+            _ => spec.alignment,
+        };
+        let cached_before = direct.as_ref().and_then(|_| self.cached_pages(&files));
+        let mut report = match job.backend {
+            BackendKind::Psync => self.run_with(job, ctl, &files, share_align, |f, _| Ok(PsyncBackend::new(f))),
+            BackendKind::IoUring => self.run_with(job, ctl, &files, share_align, |f, bufs| {
                 let ptrs: Vec<(*mut u8, usize)> = bufs.iter().map(|b| (b.as_ptr(), b.len())).collect();
                 UringBackend::new(f, self.spec.queue_depth as usize, &ptrs)
             }),
-            BackendKind::Null => self.run_with(job, ctl, &files, |_, _| Ok(NullBackend::new(self.spec.queue_depth as usize))),
-        }
+            BackendKind::Null => self.run_with(job, ctl, &files, share_align, |_, _| Ok(NullBackend::new(self.spec.queue_depth as usize))),
+        }?;
+        report.totals_without(NOT_DATA);
+        report.extra["direct_io"] = match direct {
+            None => serde_json::Value::Null,
+            Some(d) => {
+                // Pages that entered the page cache during the phase: O_DIRECT that
+                // really bypassed it adds none, a buffered fallback (btrfs) does.
+                let added = match (cached_before, self.cached_pages(&files)) {
+                    (Some(b), Some(a)) => Some(a.saturating_sub(b)),
+                    _ => None,
+                };
+                let fallback = d.unaligned || added.is_some_and(|n| n > 0);
+                if fallback {
+                    report.warnings.push(format!(
+                        "O_DIRECT was not entirely direct: {}; the kernel may have served requests through the page cache",
+                        if d.unaligned {
+                            format!("requests are not multiples of the filesystem's {} bytes ({})", d.align.offset, d.align.source)
+                        } else {
+                            format!("{} page(s) of the data files entered the page cache during the phase", added.unwrap_or(0))
+                        }
+                    ));
+                }
+                serde_json::json!({
+                    "offset_align": d.align.offset,
+                    "mem_align": d.align.mem,
+                    "align_source": d.align.source,
+                    "unaligned_requests": d.unaligned,
+                    "page_cache_pages_added": added,
+                    "buffered_fallback_possible": fallback,
+                })
+            }
+        };
+        Ok(report)
     }
 
-    fn run_with<B, Mk>(&self, job: &Job, ctl: &Control, files: &FilesGuard, make: Mk) -> Result<PhaseReport>
+    fn run_with<B, Mk>(&self, job: &Job, ctl: &Control, files: &FilesGuard, share_align: u64, make: Mk) -> Result<PhaseReport>
     where
         B: IoBackend,
         Mk: Fn(FileTable, &[AlignedBuf]) -> Result<B> + Sync,
@@ -476,7 +561,7 @@ impl Access {
                 Ok(RunState {
                     backend,
                     bufs,
-                    gen: AccessGen::new(spec, job.seed, tid, nthreads),
+                    gen: AccessGen::with_share_align(spec, job.seed, tid, nthreads, share_align),
                     slots: vec![SlotMeta::default(); qd],
                     completed: Vec::with_capacity(qd),
                     mix: vec![[0; 4]; spec.entries.len()],
@@ -641,17 +726,19 @@ pub(crate) fn open(path: &Path, flags: i32) -> Result<RawFd> {
     Ok(fd)
 }
 
-/// The offset alignment O_DIRECT needs for this file (statx STATX_DIOALIGN,
-/// Linux 6.1+), or None when the kernel does not say.
-fn dio_offset_align(fd: RawFd) -> Option<u64> {
-    const STATX_DIOALIGN: u32 = 0x2000;
-    // SAFETY: statx fills the struct we pass; AT_EMPTY_PATH with "" stats the fd itself.
-    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::statx(fd, c"".as_ptr(), libc::AT_EMPTY_PATH, STATX_DIOALIGN, &mut stx) };
-    if r != 0 || stx.stx_mask & STATX_DIOALIGN == 0 || stx.stx_dio_offset_align == 0 {
-        return None;
+/// What was found about O_DIRECT on the files of a `run` phase.
+struct DirectIo {
+    align: DioAlign,
+    /// Some request is not a multiple of `align` (only with allow_unaligned_direct).
+    unaligned: bool,
+}
+
+fn lcm(a: u64, b: u64) -> u64 {
+    let (mut x, mut y) = (a.max(1), b.max(1));
+    while y != 0 {
+        (x, y) = (y, x % y);
     }
-    Some(stx.stx_dio_offset_align as u64)
+    a.max(1) / x * b.max(1)
 }
 
 struct FdGuard(RawFd);
@@ -691,6 +778,7 @@ mod tests {
             total_bytes: None,
             file_prefix: default_prefix(),
             reuse_files: false,
+            allow_unaligned_direct: false,
         }
     }
 
@@ -745,6 +833,45 @@ mod tests {
             assert!(a.next_op().req.offset < 1 << 19);
             assert!(b.next_op().req.offset >= 1 << 19);
         }
+    }
+
+    fn dio(offset: u64) -> DioAlign {
+        DioAlign { offset, mem: offset, source: "test" }
+    }
+
+    #[test]
+    fn direct_alignment_names_the_parameter_that_does_not_fit() {
+        // Iometer's file-server mix: 512 B requests at 512 B offsets.
+        let mut s = spec(vec![e(4096, 60.0, 80.0, 100.0), e(512, 10.0, 80.0, 100.0)], 1, 1 << 20);
+        assert!(s.check_direct_alignment(&dio(512)).is_ok());
+        let err = s.check_direct_alignment(&dio(4096)).unwrap_err().to_string();
+        assert!(err.starts_with("entries[1].size: 512 bytes:"), "{err}");
+        assert!(err.contains("multiples of 4096") && err.contains("test"), "{err}");
+        // Sizes fit but random offsets are 512-aligned: `alignment` is named.
+        s.entries[1].size = 8192;
+        let err = s.check_direct_alignment(&dio(4096)).unwrap_err().to_string();
+        assert!(err.starts_with("alignment: 512 bytes:"), "{err}");
+        s.alignment = 4096;
+        assert!(s.check_direct_alignment(&dio(4096)).is_ok());
+        // Purely sequential requests do not use `alignment`: their offsets are sums of sizes.
+        let seq = spec(vec![e(65536, 100.0, 100.0, 0.0)], 1, 1 << 20);
+        assert!(seq.check_direct_alignment(&dio(4096)).is_ok());
+    }
+
+    #[test]
+    fn sequential_shares_start_on_the_direct_alignment() {
+        // 3 threads over 3 MiB + 1536 B: a 512-aligned share starts thread 1 at 1 MiB + 512.
+        let s = spec(vec![e(4096, 100.0, 100.0, 0.0)], 1, (3 << 20) + 1536);
+        let plain = AccessGen::new(&s, 1, 1, 3).next_op().req.offset;
+        assert_ne!(plain % 4096, 0);
+        for tid in 0..3 {
+            let mut g = AccessGen::with_share_align(&s, 1, tid, 3, lcm(512, 4096));
+            for _ in 0..1000 {
+                assert_eq!(g.next_op().req.offset % 4096, 0);
+            }
+        }
+        assert_eq!(lcm(512, 4096), 4096);
+        assert_eq!(lcm(3000, 4096), 1_536_000);
     }
 
     #[test]

@@ -1,0 +1,138 @@
+//! What O_DIRECT really needs on a file's filesystem, and whether the page
+//! cache was used anyway.
+//!
+//! A filesystem may serve an O_DIRECT request it cannot do directly through the
+//! page cache instead of failing it: btrfs does so for requests not aligned to
+//! its sector size (4 KiB), so a 512-byte O_DIRECT read there is a buffered
+//! read. The alignment is therefore taken from the kernel where it says
+//! (statx STATX_DIOALIGN, Linux 6.1+; ext4, xfs, f2fs and block devices report
+//! it), else from what the filesystem is known to need: btrfs its sector size
+//! (statfs f_bsize), others the logical block size of the device under them,
+//! and without a device the filesystem's block size.
+
+use std::os::fd::RawFd;
+
+/// statx mask bit for stx_dio_mem_align / stx_dio_offset_align.
+const STATX_DIOALIGN: u32 = 0x2000;
+const BTRFS_SUPER_MAGIC: i64 = 0x9123_683E;
+
+/// The alignment O_DIRECT needs on a file, and where that figure came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DioAlign {
+    /// File offsets and request lengths must be multiples of this.
+    pub offset: u64,
+    /// Buffer addresses must be multiples of this.
+    pub mem: u64,
+    pub source: &'static str,
+}
+
+/// What is known about a file, gathered by `dio_align` (kept apart so the
+/// choice can be tested without a filesystem).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FsFacts {
+    /// statx STATX_DIOALIGN: (offset, mem), when the kernel reports it.
+    pub statx: Option<(u64, u64)>,
+    /// statfs f_type.
+    pub fs_magic: i64,
+    /// statfs f_bsize.
+    pub block_size: u64,
+    /// Logical block size of the block device holding the filesystem, if any.
+    pub device_block: Option<u64>,
+}
+
+/// The alignment rule of the module comment, on gathered facts.
+pub fn choose(f: &FsFacts) -> DioAlign {
+    if let Some((offset, mem)) = f.statx {
+        return DioAlign { offset, mem: mem.max(1), source: "statx STATX_DIOALIGN" };
+    }
+    let bs = f.block_size.max(512);
+    if f.fs_magic == BTRFS_SUPER_MAGIC {
+        return DioAlign { offset: bs, mem: bs, source: "btrfs sector size" };
+    }
+    match f.device_block {
+        Some(b) if b >= 512 => DioAlign { offset: b, mem: b, source: "device logical block size" },
+        _ => DioAlign { offset: bs, mem: bs, source: "filesystem block size" },
+    }
+}
+
+/// Gathers the facts about an open file.
+pub fn facts(fd: RawFd) -> FsFacts {
+    let mut f = FsFacts::default();
+    // SAFETY: statx and fstatfs fill the structs we pass; AT_EMPTY_PATH with "" stats fd itself.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::statx(fd, c"".as_ptr(), libc::AT_EMPTY_PATH, STATX_DIOALIGN, &mut stx) };
+    if r == 0 && stx.stx_mask & STATX_DIOALIGN != 0 && stx.stx_dio_offset_align > 0 {
+        f.statx = Some((stx.stx_dio_offset_align as u64, stx.stx_dio_mem_align as u64));
+    }
+    let mut sfs: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstatfs(fd, &mut sfs) } == 0 {
+        f.fs_magic = sfs.f_type as i64;
+        f.block_size = sfs.f_bsize as u64;
+    }
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut st) } == 0 {
+        let (maj, min) = (libc::major(st.st_dev), libc::minor(st.st_dev));
+        // A partition has no queue/ of its own: its disk's is one level up.
+        for rel in ["queue/logical_block_size", "../queue/logical_block_size"] {
+            let p = format!("/sys/dev/block/{maj}:{min}/{rel}");
+            if let Some(b) = std::fs::read_to_string(&p).ok().and_then(|s| s.trim().parse::<u64>().ok()) {
+                f.device_block = Some(b);
+                break;
+            }
+        }
+    }
+    f
+}
+
+/// The O_DIRECT alignment of an open file.
+pub fn dio_align(fd: RawFd) -> DioAlign {
+    choose(&facts(fd))
+}
+
+/// Pages of the first `len` bytes of an open file that are in the page cache
+/// (mincore over a read-only shared mapping; nothing is read).
+pub fn resident_pages(fd: RawFd, len: u64) -> std::io::Result<u64> {
+    if len == 0 {
+        return Ok(0);
+    }
+    // SAFETY: a read-only shared mapping we never touch, unmapped before returning.
+    let addr = unsafe { libc::mmap(std::ptr::null_mut(), len as usize, libc::PROT_READ, libc::MAP_SHARED, fd, 0) };
+    if addr == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    let mut vec = vec![0u8; len.div_ceil(page) as usize];
+    let r = unsafe { libc::mincore(addr, len as usize, vec.as_mut_ptr()) };
+    let err = std::io::Error::last_os_error();
+    unsafe { libc::munmap(addr, len as usize) };
+    if r != 0 {
+        return Err(err);
+    }
+    Ok(vec.iter().filter(|&&b| b & 1 != 0).count() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kernel_figure_wins_when_reported() {
+        let f = FsFacts { statx: Some((512, 4)), fs_magic: BTRFS_SUPER_MAGIC, block_size: 4096, device_block: Some(4096) };
+        assert_eq!(choose(&f), DioAlign { offset: 512, mem: 4, source: "statx STATX_DIOALIGN" });
+    }
+
+    #[test]
+    fn btrfs_without_statx_needs_its_sector_size_not_the_devices_block() {
+        let f = FsFacts { statx: None, fs_magic: BTRFS_SUPER_MAGIC, block_size: 4096, device_block: Some(512) };
+        assert_eq!(choose(&f).offset, 4096);
+        assert_eq!(choose(&f).source, "btrfs sector size");
+    }
+
+    #[test]
+    fn others_fall_back_to_the_device_then_the_block_size() {
+        let ext4 = FsFacts { statx: None, fs_magic: 0xEF53, block_size: 4096, device_block: Some(512) };
+        assert_eq!(choose(&ext4).offset, 512);
+        let nodev = FsFacts { statx: None, fs_magic: 0x6969, block_size: 1 << 20, device_block: None };
+        assert_eq!(choose(&nodev), DioAlign { offset: 1 << 20, mem: 1 << 20, source: "filesystem block size" });
+    }
+}
