@@ -13,7 +13,7 @@ FSMETER := $(VENV)/bin/fsmeter
 # Debian packages: filesystem tools fsmeter formats with, and the original
 # benchmarks it is cross-checked and benchmarked against, and chromium (headless)
 # to check the HTML report renders.
-APT_PKGS := e2fsprogs xfsprogs btrfs-progs util-linux fio postmark dbench bonnie++ fsmark chromium
+APT_PKGS := e2fsprogs xfsprogs btrfs-progs util-linux fio postmark dbench bonnie++ fsmark chromium bzip2 xz-utils
 
 .PHONY: all deps sysdeps pydeps build demo test test-rust test-python bench lint clean toolcheck
 

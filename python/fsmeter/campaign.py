@@ -150,7 +150,8 @@ class CampaignFile(BaseModel):
     factors: Dict[str, List[Scalar]] = Field(default_factory=dict)
     workloads: List[WorkloadModel] = Field(min_length=1)
     repetitions: Repetitions = Field(default_factory=Repetitions)
-    mkfs: Literal["per-cell", "per-trial"] = "per-cell"
+    #: None: as the workload's family asks (per-cell, except macro: per-trial).
+    mkfs: Optional[Literal["per-cell", "per-trial"]] = None
     exclusions: List[Dict[str, Scalar]] = Field(default_factory=list)
     #: Measured phases shorter than this are flagged "too short to trust" (60 s for claims; lower for smoke runs).
     min_phase_s: float = Field(60.0, ge=0)

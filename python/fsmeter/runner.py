@@ -173,7 +173,8 @@ def run_cell(cell: Cell, row: Any, ctx: RunContext) -> None:
     on_this_mkfs = 0  # trials run on the current filesystem
     try:
         while True:
-            if mnt is None or (ctx.campaign.mkfs == "per-trial" and on_this_mkfs > 0):
+            per_trial = (ctx.campaign.mkfs or cell.definition.family.default_mkfs) == "per-trial"
+            if mnt is None or (per_trial and on_this_mkfs > 0):
                 if mnt is not None:
                     ctx.prov.destroy(mnt)
                     mnt = None

@@ -157,4 +157,7 @@ def build_job(defn: WorkloadDef, directory: Path, overrides: Optional[Mapping[st
     directory = Path(directory)
     if not directory.is_dir():
         raise UserError(f"--dir {directory}: not an existing directory: create it, or name another")
+    bind = getattr(params, "bind_job", None)  # families that size their data to the target (macro)
+    if bind is not None:
+        bind(directory.resolve(), settings)
     return Job(workload=defn, settings=settings, params=params, dir=directory.resolve())

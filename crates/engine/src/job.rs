@@ -37,6 +37,7 @@ pub enum WorkloadSpec {
     Fileset(crate::workload::fileset::FilesetSpec),
     Tree(crate::workload::tree::TreeSpec),
     Mix(crate::workload::mix::MixSpec),
+    Macro(crate::workload::macro_tools::MacroSpec),
 }
 
 fn one() -> usize {

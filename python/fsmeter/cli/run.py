@@ -157,6 +157,8 @@ def register(app: typer.Typer) -> None:
                     from fsmeter.stats.phase import summarize_quality
 
                     console.print(f"  [dim]{name}:[/] {summarize_quality(rep['quality'])}", highlight=False)
+        if job.workload.family.run_summary is not None and doc["phases"]:
+            console.print(job.workload.family.run_summary(doc))
         if json_out is not None:
             json_out.write_text(json.dumps(doc, indent=1))
             console.print(f"wrote {json_out}")

@@ -59,6 +59,10 @@ class Family:
     #: series: a single trial's batch-means CI is computed on it. A metric without an entry is not
     #: sampled per interval, and a single trial of it gets no CI.
     series: dict = field(default_factory=dict)
+    #: Campaigns without an explicit `mkfs` make a fresh filesystem per cell or per trial as the family asks.
+    default_mkfs: str = "per-cell"
+    #: Optional: doc (the `fsmeter run` result) -> a rich renderable printed after the phase tables.
+    run_summary: Optional[Callable[[dict], object]] = None
 
 
 def ops_series(iv: dict) -> Optional[float]:

@@ -316,10 +316,14 @@ def build_context(view: CampaignView, baseline: Optional[str] = None) -> dict:
         figs = []
         if w.headline.configs and any(c.values for c in w.headline.configs):
             figs.append(bar_chart(w, i, view.level))
+            if w.family == "macro":  # the study's bar charts (Lourdas 2009)
+                from fsmeter.report.macro_charts import study_charts
+
+                figs += study_charts(w, i, view.level)
             figs += line_charts(w, i, view.level)
             figs += heatmaps(w, i)
             figs += jpm_figures(w, i, _fig, PALETTE, baseline)
-            ic = interval_chart(w, i, view.frames)
+            ic = interval_chart(w, i, view.frames) if w.family != "macro" else None  # one op per phase
             if ic:
                 figs.append(ic)
             sc = scatter_chart(w, i)
