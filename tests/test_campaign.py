@@ -278,6 +278,13 @@ def test_compare_on_a_directory(tmp_path, scratch):
     r = fsm("compare", "--dir", work, "--workloads", "seq-read", "--quick-scale", "0.1", "--trials", "2", "--db", db,
             "-q")
     assert r.returncode == 0, r.stderr
-    assert "ranked per workload" in r.stdout and "trade confidence for time" in r.stdout
+    assert "which filesystem is fastest here" in r.stdout and "trade confidence for time" in r.stdout
+    assert f"HTML report: {tmp_path / 'r-report.html'}" in r.stdout and (tmp_path / "r-report.html").is_file()
+    assert "headline (mean ± 95% CI)" not in r.stdout  # the per-cell table needs -v
+    r = fsm("compare", "--dir", work, "--workloads", "seq-read", "--quick-scale", "0.1", "--trials", "2", "--db", db,
+            "-q", "-v", "--report", tmp_path / "other.html")
+    assert r.returncode == 0, r.stderr
+    assert "headline (mean ± 95% CI)" in r.stdout and "ranked per workload" in r.stdout
+    assert (tmp_path / "other.html").is_file()
     df = tidy(db)
     assert set(df.workload) == {"seq-read"} and len(set(df.trial)) == 2

@@ -159,7 +159,12 @@ def test_compare_smoke(tmp_path, scratch):
     r = fsm("compare", "--filesystems", "ext4", "--workloads", "seq-read", "--quick-scale", "0.2", "--trials", "2",
             "--db", db, "-q")
     assert r.returncode == 0, r.stderr
-    assert "ranked per workload" in r.stdout and "ext4" in r.stdout
+    assert "which filesystem is fastest here" in r.stdout and "ext4" in r.stdout
+    report = tmp_path / "r-report.html"
+    assert f"HTML report: {report}" in r.stdout and report.is_file()
+    lines = r.stdout.splitlines()
+    row = next(line for line in lines if line.startswith("seq-read "))
+    assert "MiB/s" in row and ("★" in row or "unresolved" in row)  # one column, ext4: best alone, or unresolved
     df = tidy(db)
     assert set(df.filesystem) == {"ext4"} and set(df.workload) == {"seq-read"}
     assert (df[df.metric == "ops_per_s"].value > 0).all()

@@ -37,6 +37,9 @@ def test_caps_and_precedence():
     assert rule.decide(noisy, elapsed_s=10).reason == "trial-cap"
     assert rule.decide(noisy[:4], elapsed_s=100).reason == "time-cap"
     assert rule.decide(noisy[:4], elapsed_s=99).reason == "continue"
+    # The time cap does not cut a cell below min_trials kept trials (3 by default, 1 discarded).
+    assert rule.decide(noisy[:3], elapsed_s=500).reason == "continue"
+    assert rule.decide(noisy[:4], elapsed_s=500).reason == "time-cap"
     # Meeting the target on the last allowed trial is reported as target-met.
     assert rule.decide([7, 10, 10, 10, 10], elapsed_s=500).reason == "target-met"
 

@@ -152,6 +152,10 @@ class CampaignFile(BaseModel):
     repetitions: Repetitions = Field(default_factory=Repetitions)
     #: None: as the workload's family asks (per-cell, except macro: per-trial).
     mkfs: Optional[Literal["per-cell", "per-trial"]] = None
+    #: cells: every trial of a cell, then the next cell. interleaved: the cells of one workload take turns,
+    #: one trial each, in alternating order (ABC CBA ...), so a drift in the machine's load or state spreads
+    #: over every configuration instead of landing on whichever ran during it.
+    order: Literal["cells", "interleaved"] = "cells"
     exclusions: List[Dict[str, Scalar]] = Field(default_factory=list)
     #: Measured phases shorter than this are flagged "too short to trust" (60 s for claims; lower for smoke runs).
     min_phase_s: float = Field(60.0, ge=0)

@@ -48,6 +48,8 @@ class RunContext:
     overall: Any = None  # rich task id
     overall_total: int = 0
     counts: dict = field(default_factory=lambda: {"done": 0, "failed": 0, "skipped": 0})
+    #: Print a line when a cell stops at a cap before its CI target (compare leaves that to its matrix notes).
+    cap_notes: bool = True
 
 
 def expected_trials(c: CampaignFile) -> int:
@@ -109,7 +111,7 @@ def claim_campaign(store: Store, campaign_id: int, take_over: bool = False) -> d
 
 
 def run_campaign(c: CampaignFile, store: Store, campaign_id: int, console: Console,
-                 show_progress: bool = True, take_over: bool = False) -> dict:
+                 show_progress: bool = True, take_over: bool = False, cap_notes: bool = True) -> dict:
     """Run (or resume) every unfinished cell; returns counts of done/failed cells."""
     cells = plan(c)
     rows = store.cells(campaign_id)
@@ -118,13 +120,13 @@ def run_campaign(c: CampaignFile, store: Store, campaign_id: int, console: Conso
                         "(changed workloads or fsmeter version): start a new campaign with `campaign run`")
     me = claim_campaign(store, campaign_id, take_over)
     try:
-        return _run_cells(c, cells, rows, store, campaign_id, console, show_progress)
+        return _run_cells(c, cells, rows, store, campaign_id, console, show_progress, cap_notes)
     finally:
         store.release_campaign(campaign_id, me)
 
 
 def _run_cells(c: CampaignFile, cells: list, rows: list, store: Store, campaign_id: int, console: Console,
-               show_progress: bool) -> dict:
+               show_progress: bool, cap_notes: bool = True) -> dict:
     from fsmeter.provision import Provisioner
 
     store.set_campaign_status(campaign_id, "running")
@@ -133,11 +135,14 @@ def _run_cells(c: CampaignFile, cells: list, rows: list, store: Store, campaign_
                    disable=not show_progress)
     try:
         with Provisioner() as prov, bar:
-            ctx = RunContext(c, campaign_id, store, prov, console, bar)
+            ctx = RunContext(c, campaign_id, store, prov, console, bar, cap_notes=cap_notes)
             ctx.overall_total = len(cells) * expected_trials(c)
             ctx.overall = bar.add_task(f"campaign {c.name}: trials", total=ctx.overall_total)
-            for cell, row in zip(cells, rows):
-                run_cell(cell, row, ctx)
+            if c.order == "interleaved":
+                _run_interleaved(cells, rows, ctx)
+            else:
+                for cell, row in zip(cells, rows):
+                    run_cell(cell, row, ctx)
     except KeyboardInterrupt:
         store.set_campaign_status(campaign_id, "interrupted")
         raise
@@ -145,9 +150,36 @@ def _run_cells(c: CampaignFile, cells: list, rows: list, store: Store, campaign_
     return ctx.counts
 
 
+def _run_interleaved(cells: list, rows: list, ctx: RunContext) -> None:
+    """The cells of each workload take turns, one trial each; the turn order reverses every round
+    (A B C, C B A, ...) so that a linear drift during a round costs every configuration the same."""
+    groups: dict = {}
+    for cell, row in zip(cells, rows):
+        groups.setdefault(cell.workload, []).append((cell, row))
+    for group in groups.values():
+        steps = [_cell_steps(cell, row, ctx) for cell, row in group]
+        try:
+            while steps:
+                for step in list(steps):
+                    try:
+                        next(step)
+                    except StopIteration:
+                        steps.remove(step)
+                steps.reverse()
+        finally:
+            for step in steps:  # an interrupt: the cells still open tear their filesystems down now
+                step.close()
+
+
 # -- one cell -------------------------------------------------------------------------------
 def run_cell(cell: Cell, row: Any, ctx: RunContext) -> None:
     """All trials of one cell until the repetition policy stops it; failures are recorded, not raised."""
+    for _ in _cell_steps(cell, row, ctx):
+        pass
+
+
+def _cell_steps(cell: Cell, row: Any, ctx: RunContext):
+    """run_cell as a generator that pauses after each recorded trial (for the interleaved order)."""
     store, policy = ctx.store, Policy(ctx.campaign)
     if row["status"] in ("done", "failed"):
         ctx.counts["skipped"] += 1
@@ -207,7 +239,7 @@ def run_cell(cell: Cell, row: Any, ctx: RunContext) -> None:
             if stop:
                 store.set_cell_status(row["id"], "done", stop_reason=reason)
                 ctx.counts["done"] += 1
-                if reason in ("trial-cap", "time-cap"):
+                if reason in ("trial-cap", "time-cap") and ctx.cap_notes:
                     hw_txt = f"{hw:.1f}%" if hw == hw else "unknown"
                     ctx.console.print(f"[yellow]cell {cell.index + 1} ({cell.describe()}): stopped by {reason} "
                                       f"before the CI target; half-width {hw_txt} of the mean[/]")
@@ -217,7 +249,8 @@ def run_cell(cell: Cell, row: Any, ctx: RunContext) -> None:
                 ctx.overall_total += 1
                 ctx.bar.update(task, total=cell_total)
                 ctx.bar.update(ctx.overall, total=ctx.overall_total)
-    except KeyboardInterrupt:
+            yield
+    except (KeyboardInterrupt, GeneratorExit):  # GeneratorExit: interleaved, another cell was interrupted
         store.set_cell_status(row["id"], "interrupted", cause="interrupted (SIGINT/SIGTERM)")
         raise
     except (_TrialFailed, UserError) as exc:

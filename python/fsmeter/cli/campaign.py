@@ -65,18 +65,41 @@ def cells_table(store, campaign_id: int, title: str) -> Table:
     return t
 
 
+def trial_outliers_table(db, campaign_id: int) -> Optional[Table]:
+    """Trials far from their cell's others (modified z-score, stats.outliers), with what explains them."""
+    from fsmeter.report.data import build_view
+    from fsmeter.report.matrix import build_matrix, fmt_short
+    from fsmeter.stats.outliers import THRESHOLD
+
+    mx = build_matrix(build_view(db, str(campaign_id)))
+    found = [(r, o) for r in mx.rows for c in r.cells.values() for o in c.outliers]
+    if not found:
+        return None
+    t = Table(title=f"outlier trials (|modified z-score| > {THRESHOLD:g}, Iglewicz & Hoaglin); kept in every figure",
+              title_justify="left")
+    for col in ("workload", "configuration", "trial", "value", "median", "z", "explanation"):
+        t.add_column(col, overflow="fold", justify="right" if col in ("trial", "value", "median", "z") else "left")
+    for r, o in found:
+        t.add_row(r.workload, o.label, str(o.trial), f"{fmt_short(o.value)} {r.unit}", fmt_short(o.median),
+                  f"{o.score:+.1f}", o.explanation)
+    return t
+
+
 def execute(store, campaign_id: int, campaign, console: Console, quiet: bool = False,
-            take_over: bool = False) -> None:
-    """Run/resume with the user-facing messages around it (interrupt -> how to resume, exit 130)."""
+            take_over: bool = False, show_cells: bool = True) -> None:
+    """Run/resume with the user-facing messages around it (interrupt -> how to resume, exit 130);
+    show_cells: end with the per-cell table."""
     from fsmeter.runner import run_campaign
 
     try:
-        counts = run_campaign(campaign, store, campaign_id, console, show_progress=not quiet, take_over=take_over)
+        counts = run_campaign(campaign, store, campaign_id, console, show_progress=not quiet, take_over=take_over,
+                              cap_notes=show_cells)
     except KeyboardInterrupt:
         console.print(f"[bold yellow]campaign {campaign_id} interrupted[/]: finished trials are stored in "
                       f"{store.path}; continue with `fsmeter campaign resume {campaign_id} --db {store.path}`")
         raise typer.Exit(130)
-    console.print(cells_table(store, campaign_id, f"campaign {campaign_id}: {campaign.name}"))
+    if show_cells:
+        console.print(cells_table(store, campaign_id, f"campaign {campaign_id}: {campaign.name}"))
     console.print(f"stored in {store.path} (campaign {campaign_id}); "
                   f"{counts['done']} cell(s) done, {counts['failed']} failed, {counts['skipped']} already finished")
 
@@ -176,12 +199,15 @@ def register(app: typer.Typer) -> None:
     def show(campaign_id: str = typer.Argument(..., help="campaign id or name"),
              db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
              source: bool = typer.Option(False, "--source", help="also print the campaign file")) -> None:
-        """Cells of a campaign: status, trials, headline mean ± CI, and why each stopped or failed."""
+        """Cells of a campaign: status, trials, headline mean ± CI, why each stopped or failed, outlier trials."""
         from fsmeter.store import open_store
 
         console = Console()
         with open_store(db, create=False) as store:
             row = store.campaign(campaign_id)
             console.print(cells_table(store, row["id"], f"campaign {row['id']}: {row['name']} ({row['status']})"))
+            outliers_table = trial_outliers_table(store.path, row["id"])
+            if outliers_table is not None:
+                console.print(outliers_table)
             if source:
                 console.print(row["source"], markup=False, highlight=False)

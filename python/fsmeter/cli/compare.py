@@ -1,9 +1,11 @@
 """`fsmeter compare`: the default main job -- which filesystem is fastest here, for a quick suite.
 
 As root: ext2, ext3, ext4, xfs and btrfs on fresh 1 GiB loop images x the quick suite of
-studies/quick-compare.toml, then a table ranking the filesystems per workload (groups of
-configurations not significantly different share a group number). Without root: the
-filesystem of the current directory (or --dir), and a note of what could not be done.
+studies/quick-compare.toml, then one matrix (workloads down, filesystems across, mean ± CI% per
+cell, the best and the tied marked, a verdict per workload, unresolved cells and outlier trials
+explained in notes) and the HTML report next to the store. -v adds the per-cell and ranking
+tables. Without root: the filesystem of the current directory (or --dir), and a note of what
+could not be done.
 """
 from __future__ import annotations
 
@@ -162,6 +164,10 @@ def register(app: typer.Typer) -> None:
         directory: Optional[Path] = typer.Option(None, "--dir", help="measure this directory's filesystem (no mkfs)"),
         db: Optional[Path] = typer.Option(None, "--db", help="results database (default: $FSMETER_DB or ./fsmeter.sqlite)"),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars"),
+        verbose: bool = typer.Option(False, "--verbose", "-v", help="also the per-cell table and the ranking "
+                                     "table with p-values"),
+        report: Optional[Path] = typer.Option(None, "--report", help="HTML report path (default: next to the "
+                                              "store, <store name>-report.html)"),
         quick_scale: float = typer.Option(1.0, "--quick-scale", hidden=True, min=0.001,
                                           help="multiply warm-up and duration of every workload (tests)"),
         trials: Optional[int] = typer.Option(None, "--trials", hidden=True, min=1, help="fixed trials per cell"),
@@ -178,7 +184,8 @@ def register(app: typer.Typer) -> None:
         from fsmeter.runner import start_campaign
         from fsmeter.store import open_store
 
-        console = Console()
+        # Not a terminal (pipe, CI log): the matrix is laid out for 100 columns, rich would assume 80.
+        console = Console(width=None if sys.stdout.isatty() else 100)
         root = os.geteuid() == 0 and os.path.exists("/dev/loop-control")
         target = device_target(device, destroy_data_on, force)
         if target is not None and directory is not None:
@@ -192,16 +199,36 @@ def register(app: typer.Typer) -> None:
         campaign: CampaignFile = parse_campaign(text, "compare")
         for n in notes:
             console.print(f"[yellow]note:[/] {n}")
-        console.print("[bold]quick suite:[/] short phases and few trials trade confidence for time; "
-                      "copy python/fsmeter/studies/quick-compare.toml and raise duration_s and the trial caps "
-                      "for results you can quote.")
+        console.print("[bold]quick suite:[/] short phases and few trials trade confidence for time; for results to "
+                      "quote, copy python/fsmeter/studies/quick-compare.toml, raise duration_s and the trial caps, "
+                      "and run it with `fsmeter campaign run`.")
         t0 = time.monotonic()
         with measuring(wait=not no_wait), open_store(db) as store:
             cid = start_campaign(Path("compare"), store, console, campaign=campaign, text=text)
             console.print(f"campaign {cid}: {len(store.cells(cid))} cell(s) -> {store.path}")
-            execute(store, cid, campaign, console, quiet)
-            console.print(ranking_table(store, cid))
-        console.print(f"compare took {time.monotonic() - t0:.0f} s; details: `fsmeter campaign show {cid}`, "
-                      f"`fsmeter analyze {store.path} --campaign {cid} --response <metric> --factors filesystem`")
+            execute(store, cid, campaign, console, quiet, show_cells=verbose)
+            if verbose:
+                console.print(ranking_table(store, cid))
+            store_path = store.path
+        print_compare_matrix(store_path, cid, console)
+        out = (report or store_path.with_name(f"{store_path.stem}-report.html")).resolve()
+        from fsmeter.report.html import write_report
+
+        write_report(out, store_path, str(cid))
+        console.print(f"compare took {time.monotonic() - t0:.0f} s; HTML report: {out}", highlight=False,
+                      soft_wrap=True)  # a path must stay one piece, to copy or to grep
+        console.print(f"details: `fsmeter campaign show {cid} --db {store_path}` (per cell, outlier trials), "
+                      f"`fsmeter compare -v`, `fsmeter analyze {store_path} --campaign {cid} --factors filesystem "
+                      "--response <metric>`", highlight=False)
         for n in notes:
             console.print(f"[yellow]note:[/] {n}")
+
+
+def print_compare_matrix(db, campaign_id: int, console: Console) -> None:
+    """The compare result: one row per workload, one column per filesystem, verdicts and notes below."""
+    from fsmeter.report.data import build_view
+    from fsmeter.report.matrix import build_matrix, print_matrix
+
+    view = build_view(db, str(campaign_id))
+    console.print(f"[bold]campaign {campaign_id}: which filesystem is fastest here[/] ({view.campaign['name']})")
+    print_matrix(build_matrix(view), console)

@@ -15,7 +15,8 @@ def register(app: typer.Typer) -> None:
     def export(
         campaign: Optional[str] = typer.Argument(None, help="campaign id or name (default: the newest in the store)"),
         fmt: str = typer.Option("csv", "--format", "-f",
-                                help="csv (tidy: one row per trial x metric), json (the whole campaign), "
+                                help="csv (tidy: one row per trial x metric; a bonnie campaign: Bonnie's columns, one "
+                                     "row per trial), tidy-csv (always tidy), json (the whole campaign), "
                                      "fio-json (fio's JSON shape, access workloads)"),
         out: Path = typer.Option(..., "--output", "-o", help="file to write; - for standard output"),
         db: Optional[Path] = typer.Option(None, "--db", help="results database (default: $FSMETER_DB or "

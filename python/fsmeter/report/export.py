@@ -45,12 +45,22 @@ def _num(v: Any) -> Any:
 
 
 # -- tidy CSV ------------------------------------------------------------------------------------------------
-def export_csv(db: Any = None, campaign: Optional[str] = None) -> str:
+def export_tidy_csv(db: Any = None, campaign: Optional[str] = None) -> str:
     """One row per trial x metric, TIDY_COLUMNS then one column per factor (= store.tidy())."""
     path = default_db_path(db)
     with open_store(path, create=False) as store:
         cid = _campaign_id(store, campaign)
     return tidy(path, cid).to_csv(index=False)
+
+
+def export_csv(db: Any = None, campaign: Optional[str] = None) -> str:
+    """Tidy CSV; a campaign of bonnie workloads only gets Bonnie's own table (report.bonnie_export)."""
+    from fsmeter.report.bonnie_export import bonnie_csv
+
+    path = default_db_path(db)
+    with open_store(path, create=False) as store:
+        cid = _campaign_id(store, campaign)
+    return bonnie_csv(path, cid, _family) or export_tidy_csv(db, str(cid))
 
 
 # -- campaign JSON ---------------------------------------------------------------------------------------------
@@ -236,7 +246,7 @@ def export_fio_json(db: Any = None, campaign: Optional[str] = None) -> str:
 
 
 EXPORTERS: dict[str, Callable[[Any, Optional[str]], str]] = {
-    "csv": export_csv, "json": export_json, "fio-json": export_fio_json,
+    "csv": export_csv, "tidy-csv": export_tidy_csv, "json": export_json, "fio-json": export_fio_json,
 }
 
 

@@ -323,6 +323,10 @@ def build_context(view: CampaignView, baseline: Optional[str] = None) -> dict:
             figs += line_charts(w, i, view.level)
             figs += heatmaps(w, i)
             figs += jpm_figures(w, i, _fig, PALETTE, baseline)
+            if w.family == "bonnie":
+                from fsmeter.report.bonnie_charts import bonnie_charts
+
+                figs += bonnie_charts(w, i, view.level, _fig)
             ic = interval_chart(w, i, view.frames) if w.family != "macro" else None  # one op per phase
             if ic:
                 figs.append(ic)
@@ -358,7 +362,11 @@ def build_context(view: CampaignView, baseline: Optional[str] = None) -> dict:
         })
     host, per_fs = _environment(view.frames)
     c = view.campaign
+    from fsmeter.report.matrix import build_matrix, legend
+
+    mx = build_matrix(view)
     return {
+        "matrix": mx.to_dict(), "matrix_legend": legend(mx),
         "campaign": {k: c[k] for k in ("id", "name", "status", "created", "finished", "fsmeter_version")},
         "generated": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "fsmeter_version": fsmeter.__version__, "db": str(view.db),

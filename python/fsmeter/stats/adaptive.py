@@ -42,7 +42,9 @@ class AdaptiveRule:
     * ``min_trials``: kept trials needed before "target-met" may be declared --
       two lucky equal values must not end a cell (min 2: a CI needs a variance).
     * ``max_trials``: cap on *all* trials, discarded ones included (it bounds cost).
-    * ``max_time_s``: optional cap on the cell's elapsed time.
+    * ``max_time_s``: optional cap on the cell's elapsed time. It stops a cell only once it has
+      ``min_trials`` kept trials: on a slow or loaded machine a cell cut at one trial has no CI
+      at all, so the time cap bounds the extra trials, not the minimum.
 
     Precedence when several hold: target-met, then trial-cap, then time-cap, so
     a cell that met its target is reported as such even on its last allowed trial.
@@ -85,6 +87,6 @@ class AdaptiveRule:
             return Decision(True, "target-met", hw_pct, len(kept), mean)
         if len(values) >= self.max_trials:
             return Decision(True, "trial-cap", hw_pct, len(kept), mean)
-        if self.max_time_s is not None and elapsed_s >= self.max_time_s:
+        if self.max_time_s is not None and elapsed_s >= self.max_time_s and len(kept) >= self.min_trials:
             return Decision(True, "time-cap", hw_pct, len(kept), mean)
         return Decision(False, "continue", hw_pct, len(kept), mean)

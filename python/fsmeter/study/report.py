@@ -229,8 +229,7 @@ def _wettstein_section(view: StudyView) -> None:
         ci = mean_ci(g["MB_per_s"].to_numpy(), 0.99) if len(g) > 1 else None
         fs, mode = key[0], key[-1]
         pubs = [r for r in view.study.published.rows if r.get("statistic") == "mean" and
-                r.get("phase") is None and r.get("where", {}).get("phase") == mode and
-                r["configuration"].split("-")[0] == fs]
+                r.get("phase") == mode and r["configuration"].split("-")[0] == fs]
         pub = "; ".join(f"{r['configuration']}: {r['value']:.2f} [{r.get('ci_low', float('nan')):.2f}, "
                         f"{r.get('ci_high', float('nan')):.2f}]" for r in pubs) or "-"
         rows.append([fs, *map(str, key[1:-1]), mode, _fmt(ci.mean if ci else g["MB_per_s"].mean()),

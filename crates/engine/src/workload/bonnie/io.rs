@@ -1,0 +1,398 @@
+//! Bonnie's six I/O phases on the data file: per-char write, block write,
+//! rewrite, per-char read, block read (one thread each) and random seeks
+//! (`seek_procs` threads sharing `seeks` tickets).
+//!
+//! As in bonnie++'s TestFileOps: the file is opened before the clock starts;
+//! the per-char and block writes each create it anew (unlink, O_CREAT|O_EXCL);
+//! every phase ends with fflush (per-char write), fsync when `fsync` is set
+//! (bonnie++ fsyncs in every close; Bonnie 1.x only closes) and close, inside
+//! its time, recorded as the `close` operation.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use crate::backend::buffer::AlignedBuf;
+use crate::error::{EngineError, Result};
+use crate::job::Job;
+use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
+use crate::report::PhaseReport;
+
+use super::stdio::{self, Reader, Writer};
+use super::{cpath, mix64, size_rule_warning, BonnieSpec, CharIo, DATA_FILE, UPDATE_SEEK};
+
+const KINDS: &[&str] = &["putc", "getc", "write", "rewrite", "read", "seek", "close"];
+const PUTC: usize = 0;
+const GETC: usize = 1;
+const WRITE: usize = 2;
+const REWRITE: usize = 3;
+const READ: usize = 4;
+const SEEK: usize = 5;
+const CLOSE: usize = 6;
+
+/// O_DIRECT wants buffers aligned to the logical block; a page covers every device.
+const ALIGN: usize = 4096;
+
+/// An open data file; closed on drop if the phase did not close it (errors, Ctrl-C).
+struct Fd(i32);
+
+impl Drop for Fd {
+    fn drop(&mut self) {
+        if self.0 >= 0 {
+            // SAFETY: we own the descriptor.
+            unsafe { libc::close(self.0) };
+        }
+    }
+}
+
+fn os_err(what: &str, path: &std::path::Path) -> EngineError {
+    let e = std::io::Error::last_os_error();
+    let mut ctx = format!("{what} {}", path.display());
+    if e.raw_os_error() == Some(libc::ENOENT) {
+        ctx.push_str(" (run the phases in Bonnie's order: block_write makes the file the later phases use)");
+    } else if e.raw_os_error() == Some(libc::EINVAL) && what.contains("O_DIRECT") {
+        ctx.push_str(" (this filesystem refuses O_DIRECT, or chunk is not a multiple of its block size: use direct=false)");
+    }
+    EngineError::io(ctx, e)
+}
+
+fn open(path: &std::path::Path, create: bool, direct: bool) -> Result<Fd> {
+    let c = cpath(path);
+    let mut flags = libc::O_RDWR | libc::O_CLOEXEC;
+    if create {
+        // SAFETY: NUL-terminated path; a missing file is fine.
+        unsafe { libc::unlink(c.as_ptr()) };
+        flags |= libc::O_CREAT | libc::O_EXCL;
+    }
+    if direct {
+        flags |= libc::O_DIRECT;
+    }
+    // SAFETY: NUL-terminated path.
+    let fd = unsafe { libc::open(c.as_ptr(), flags, 0o600) };
+    if fd < 0 {
+        return Err(os_err(if direct { "open (O_DIRECT)" } else { "open" }, path));
+    }
+    Ok(Fd(fd))
+}
+
+/// write(2) all of `buf` (a short write continues where it stopped).
+#[inline]
+fn write_all(fd: i32, buf: &[u8]) -> std::io::Result<()> {
+    let mut off = 0;
+    while off < buf.len() {
+        // SAFETY: the range is inside buf.
+        let n = unsafe { libc::write(fd, buf.as_ptr().add(off) as *const libc::c_void, buf.len() - off) };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if n == 0 {
+            return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+        }
+        off += n as usize;
+    }
+    Ok(())
+}
+
+/// read(2) all of `buf`; an early end of file is an error (the file is shorter than `size`).
+#[inline]
+fn read_all(fd: i32, buf: &mut [u8]) -> std::io::Result<()> {
+    let mut off = 0;
+    while off < buf.len() {
+        // SAFETY: the range is inside buf.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().add(off) as *mut libc::c_void, buf.len() - off) };
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if n == 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the data file is shorter than size: run block_write first"));
+        }
+        off += n as usize;
+    }
+    Ok(())
+}
+
+#[inline]
+fn seek(fd: i32, off: i64, whence: i32) -> std::io::Result<()> {
+    // SAFETY: plain syscall on our descriptor.
+    if unsafe { libc::lseek(fd, off, whence) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// fflush is done by the caller; this is the closing fsync (if asked) and close.
+fn finish(fd: &mut Fd, fsync: bool) -> std::io::Result<()> {
+    // SAFETY: we own fd.
+    if fsync && unsafe { libc::fsync(fd.0) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let r = unsafe { libc::close(fd.0) };
+    fd.0 = -1;
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+struct SeqState {
+    fd: Fd,
+    buf: AlignedBuf,
+    writer: Option<Writer>,
+    reader: Option<Reader>,
+    stdio_buffer: usize,
+}
+
+#[derive(Default)]
+struct SeqDone {
+    bytes: u64,
+    blocks: u64,
+    /// getc: how often each byte value came back (Bonnie's chars[] counter; keeps the reads honest).
+    checksum: u64,
+}
+
+/// One of the five single-stream phases.
+pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    let path = job.dir.join(DATA_FILE);
+    let chunk = spec.chunk as usize;
+    let (total, per_char) = match phase {
+        "putc_write" | "getc_read" => (spec.char_bytes(), true),
+        _ => (spec.size, false),
+    };
+    let blocks = total.div_ceil(spec.chunk);
+    let direct = spec.direct && !per_char;
+    let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
+    let stdio_mode = spec.char_io == CharIo::Stdio;
+    let (mut report, done) = run_threads(
+        phase,
+        1,
+        timing,
+        ctl,
+        KINDS,
+        3,
+        blocks,
+        |_| {
+            let create = matches!(phase, "putc_write" | "block_write");
+            let fd = open(&path, create, direct)?;
+            let stdio_buffer = if per_char && stdio_mode { stdio::stdio_buffer_size(fd.0) } else { 0 };
+            let (writer, reader) = match (phase, stdio_mode) {
+                ("putc_write", true) => (Some(Writer::new(fd.0)), None),
+                ("getc_read", true) => (None, Some(Reader::new(fd.0))),
+                _ => (None, None),
+            };
+            Ok(SeqState { fd, buf: AlignedBuf::new(chunk, ALIGN), writer, reader, stdio_buffer })
+        },
+        |st, rec| {
+            let mut done = SeqDone::default();
+            let fd = st.fd.0;
+            let buf = st.buf.as_mut_slice();
+            let io = |what: &str, e: std::io::Error| EngineError::io(format!("{phase}: {what} {}", path.display()), e);
+            let mut left = total;
+            let mut bufindex = 0usize;
+            let mut chars = [0u64; 256];
+            // The per-byte system calls go to the running offset with pread/pwrite: in a multi-threaded
+            // process read(2)/write(2) also take the file-position lock on every call, which the
+            // single-threaded bonnie++ does not pay (see docs/bonnie.md).
+            let mut pos = 0u64;
+            while left > 0 && !rec.interrupted() {
+                let n = left.min(spec.chunk) as usize;
+                let t0 = now_ns();
+                let kind = match phase {
+                    "putc_write" => {
+                        match st.writer.as_mut() {
+                            Some(w) => {
+                                for i in 0..n {
+                                    w.putc((i & 0x7f) as u8).map_err(|e| io("putc to", e))?;
+                                }
+                            }
+                            None => {
+                                for i in 0..n {
+                                    let c = (i & 0x7f) as u8;
+                                    // SAFETY: one byte from a local.
+                                    let w = unsafe { libc::pwrite(fd, &c as *const u8 as *const libc::c_void, 1, pos as i64) };
+                                    pos += 1;
+                                    if w != 1 {
+                                        let e = if w < 0 { std::io::Error::last_os_error() } else { std::io::Error::from_raw_os_error(libc::ENOSPC) };
+                                        return Err(io("write(1 byte) to", e));
+                                    }
+                                }
+                            }
+                        }
+                        PUTC
+                    }
+                    "getc_read" => {
+                        match st.reader.as_mut() {
+                            Some(r) => {
+                                for _ in 0..n {
+                                    let c = r.getc().map_err(|e| io("getc from", e))?;
+                                    if c < 0 {
+                                        return Err(io("getc from", std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "early end of file: run block_write first")));
+                                    }
+                                    chars[c as usize] += 1;
+                                }
+                            }
+                            None => {
+                                for _ in 0..n {
+                                    let mut c = 0u8;
+                                    // SAFETY: one byte into a local.
+                                    let r = unsafe { libc::pread(fd, &mut c as *mut u8 as *mut libc::c_void, 1, pos as i64) };
+                                    pos += 1;
+                                    if r != 1 {
+                                        let e = if r < 0 { std::io::Error::last_os_error() } else { std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "early end of file: run block_write first") };
+                                        return Err(io("read(1 byte) from", e));
+                                    }
+                                    chars[c as usize] += 1;
+                                }
+                            }
+                        }
+                        GETC
+                    }
+                    "block_write" => {
+                        // Bonnie changes one byte per chunk so no two chunks are alike.
+                        buf[bufindex] = buf[bufindex].wrapping_add(1);
+                        bufindex = (bufindex + 1) % chunk;
+                        write_all(fd, &buf[..n]).map_err(|e| io("write to", e))?;
+                        WRITE
+                    }
+                    "rewrite" => {
+                        read_all(fd, &mut buf[..n]).map_err(|e| io("read from", e))?;
+                        buf[bufindex % chunk] = buf[bufindex % chunk].wrapping_add(1);
+                        bufindex += 1;
+                        seek(fd, -(n as i64), libc::SEEK_CUR).map_err(|e| io("lseek back in", e))?;
+                        write_all(fd, &buf[..n]).map_err(|e| io("rewrite to", e))?;
+                        REWRITE
+                    }
+                    _ => {
+                        read_all(fd, &mut buf[..n]).map_err(|e| io("read from", e))?;
+                        READ
+                    }
+                };
+                let t1 = now_ns();
+                rec.record(kind, n as u64, t0, t1);
+                left -= n as u64;
+                done.bytes += n as u64;
+                done.blocks += 1;
+            }
+            // The closing flush, fsync and close are inside the phase's time.
+            let t0 = now_ns();
+            if let Some(w) = st.writer.as_mut() {
+                w.flush().map_err(|e| io("fflush", e))?;
+            }
+            finish(&mut st.fd, spec.fsync).map_err(|e| io(if spec.fsync { "fsync/close" } else { "close" }, e))?;
+            rec.record(CLOSE, 0, t0, now_ns());
+            done.checksum = chars.iter().enumerate().map(|(i, &n)| i as u64 * n).sum();
+            Ok((done, st.stdio_buffer))
+        },
+    )?;
+    let (d, stdio_buffer) = done.into_iter().next().unwrap_or_default();
+    report.counters.insert("bytes".into(), d.bytes);
+    report.counters.insert("blocks".into(), d.blocks);
+    if phase == "getc_read" {
+        report.counters.insert("byte_sum".into(), d.checksum);
+    }
+    let (warning, rule) = size_rule_warning(spec.size);
+    if let Some(w) = warning {
+        report.warnings.push(w);
+    }
+    report.extra = serde_json::json!({
+        "file": path.display().to_string(),
+        "size_bytes": spec.size,
+        "phase_bytes": total,
+        "chunk_bytes": spec.chunk,
+        "per_char": per_char,
+        "char_io": if per_char { Some(format!("{:?}", spec.char_io).to_lowercase()) } else { None },
+        "stdio_buffer_bytes": if per_char && stdio_mode { Some(stdio_buffer) } else { None },
+        "fsync": spec.fsync,
+        "direct": direct,
+        "size_rule": rule,
+    });
+    Ok(report)
+}
+
+struct SeekState {
+    fd: Fd,
+    buf: AlignedBuf,
+}
+
+#[derive(Default)]
+struct SeekDone {
+    seeks: u64,
+    writebacks: u64,
+}
+
+/// Random seeks: `seek_procs` threads, each with its own descriptor (as
+/// Bonnie's children reopen the file), take tickets 0..seeks from a shared
+/// counter; ticket t reads the chunk at a pseudo-random chunk offset, and when
+/// t is a multiple of 10 it also dirties one byte and writes the chunk back.
+pub fn seeks(spec: &BonnieSpec, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    let path = job.dir.join(DATA_FILE);
+    let chunk = spec.chunk as usize;
+    let nchunks = spec.chunks();
+    let next = AtomicU64::new(0);
+    let seed = mix64(job.seed);
+    let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
+    let (mut report, done) = run_threads(
+        "seeks",
+        spec.seek_procs,
+        timing,
+        ctl,
+        KINDS,
+        3,
+        spec.seeks,
+        |_| Ok(SeekState { fd: open(&path, false, spec.direct)?, buf: AlignedBuf::new(chunk, ALIGN) }),
+        |st, rec| {
+            let mut done = SeekDone::default();
+            let fd = st.fd.0;
+            let buf = st.buf.as_mut_slice();
+            let io = |what: &str, e: std::io::Error| EngineError::io(format!("seeks: {what} {}", path.display()), e);
+            while !rec.interrupted() {
+                let t = next.fetch_add(1, Relaxed);
+                if t >= spec.seeks {
+                    break;
+                }
+                let at = mix64(seed ^ t) % nchunks;
+                let off = (at * spec.chunk) as i64;
+                let t0 = now_ns();
+                seek(fd, off, libc::SEEK_SET).map_err(|e| io("lseek in", e))?;
+                read_all(fd, buf).map_err(|e| io("read from", e))?;
+                if t.is_multiple_of(UPDATE_SEEK) {
+                    let i = (at % spec.chunk) as usize;
+                    buf[i] = buf[i].wrapping_sub(1);
+                    seek(fd, off, libc::SEEK_SET).map_err(|e| io("lseek in", e))?;
+                    write_all(fd, buf).map_err(|e| io("write back to", e))?;
+                    // SAFETY: our descriptor.
+                    if spec.sync_writes && unsafe { libc::fsync(fd) } != 0 {
+                        return Err(io("fsync", std::io::Error::last_os_error()));
+                    }
+                    done.writebacks += 1;
+                }
+                rec.record(SEEK, 0, t0, now_ns());
+                done.seeks += 1;
+            }
+            let t0 = now_ns();
+            finish(&mut st.fd, spec.fsync).map_err(|e| io(if spec.fsync { "fsync/close" } else { "close" }, e))?;
+            rec.record(CLOSE, 0, t0, now_ns());
+            Ok(done)
+        },
+    )?;
+    let seeks: u64 = done.iter().map(|d| d.seeks).sum();
+    let writebacks: u64 = done.iter().map(|d| d.writebacks).sum();
+    report.counters.insert("seeks".into(), seeks);
+    report.counters.insert("writebacks".into(), writebacks);
+    report.counters.insert("bytes_read".into(), seeks * spec.chunk);
+    report.counters.insert("bytes_written".into(), writebacks * spec.chunk);
+    let (warning, rule) = size_rule_warning(spec.size);
+    if let Some(w) = warning {
+        report.warnings.push(w);
+    }
+    report.extra = serde_json::json!({
+        "file": path.display().to_string(),
+        "size_bytes": spec.size,
+        "chunk_bytes": spec.chunk,
+        "seek_procs": spec.seek_procs,
+        "seeks_per_thread": done.iter().map(|d| d.seeks).collect::<Vec<_>>(),
+        "seeks_per_s": if report.elapsed_s > 0.0 { seeks as f64 / report.elapsed_s } else { 0.0 },
+        "fsync": spec.fsync,
+        "direct": spec.direct,
+        "sync_writes": spec.sync_writes,
+        "size_rule": rule,
+    });
+    Ok(report)
+}
