@@ -26,6 +26,7 @@ $(VENV)/.deps-stamp: pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q "maturin>=1.5,<2" "pytest>=7" "hypothesis>=6"
+	$(PIP) install -q "fio-plot==1.1.21" "six>=1.16"
 	$(PIP) install -q "pydantic>=2.5" "typer>=0.12" "rich>=13" "numpy>=1.24" "scipy>=1.10" \
 	    "statsmodels>=0.14" "pandas>=2.0" "jinja2>=3.1" "plotly>=5.18"
 	@touch $@

@@ -98,7 +98,7 @@ def test_fio_json_refuses_campaign_without_access_workloads(tmp_path):
     cid = store.create_campaign("replay-only", "", [("dbench-quick", {"filesystem": "ext4"})])
     rs.add_trials(store, store.cells(cid)[0]["id"], [1.0, 2.0], "replay", "ext4", {}, __import__("random").Random(0))
     store.close()
-    with pytest.raises(UserError, match="not access workloads"):
+    with pytest.raises(UserError, match="not an access workload"):
         fio_document(path)
 
 

@@ -92,7 +92,8 @@ class FsModel(BaseModel):
 
 class WorkloadModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(description="a named workload (fsmeter list) or a workload .toml file")
+    name: str = Field(description="a named workload (fsmeter list), a workload .toml file, or a fio job file "
+                                  "(.fio: every job; FILE.fio:JOB: one)")
     label: Optional[str] = Field(None, description="name in results (default: name)")
     params: Dict[str, Any] = Field(default_factory=dict, description="parameter and setting overrides")
 
@@ -323,6 +324,12 @@ def plan(c: CampaignFile) -> list:
     defs = []
     for i, w in enumerate(c.workloads):
         try:
+            if w.name.endswith(".fio"):  # every job of a fio job file, one workload each, in file order
+                from fsmeter.interop.fio_map import fio_workloads
+
+                for d, job in fio_workloads(w.name):
+                    defs.append((f"{w.label}:{job.name}" if w.label else d.name, d, w))
+                continue
             d = load_workload(w.name)
         except UserError as exc:
             raise UserError(f"workloads[{i}].name: {exc.message}") from None

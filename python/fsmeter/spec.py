@@ -52,7 +52,11 @@ def list_workloads() -> list:
 
 
 def load_workload(name_or_path: str) -> WorkloadDef:
-    """A named workload ('fileserver') or a TOML file of the same format."""
+    """A named workload ('fileserver') or a TOML file of the same format (or one job of a fio job file)."""
+    if str(name_or_path).endswith(".fio") or ".fio:" in str(name_or_path):
+        from fsmeter.interop.fio_map import load_fio_workload
+
+        return load_fio_workload(str(name_or_path))
     path = Path(name_or_path)
     if not (path.suffix == ".toml" and path.is_file()):
         path = WORKLOAD_DIR / f"{name_or_path}.toml"

@@ -1,4 +1,5 @@
-"""`fsmeter export [CAMPAIGN] --format csv|json|fio-json -o FILE`: a stored campaign for other tools."""
+"""`fsmeter export [CAMPAIGN] --format csv|json|fio-json|fio-jsonplus -o FILE` (or fio-json --split DIR):
+a stored campaign for other tools."""
 from __future__ import annotations
 
 import sys
@@ -17,14 +18,35 @@ def register(app: typer.Typer) -> None:
         fmt: str = typer.Option("csv", "--format", "-f",
                                 help="csv (tidy: one row per trial x metric; a bonnie campaign: Bonnie's columns, one "
                                      "row per trial), tidy-csv (always tidy), json (the whole campaign), "
-                                     "fio-json (fio's JSON shape, access workloads)"),
-        out: Path = typer.Option(..., "--output", "-o", help="file to write; - for standard output"),
+                                     "fio-json (fio's JSON shape, access workloads), fio-jsonplus (fio's json+: "
+                                     "with latency bins)"),
+        out: Optional[Path] = typer.Option(None, "--output", "-o", help="file to write; - for standard output"),
+        split: Optional[Path] = typer.Option(None, "--split", help="fio-json/fio-jsonplus: one file per "
+                                             "configuration x workload x factor level under this directory, laid "
+                                             "out for fio-plot (DIR/<configuration>/<rw>-iodepth-<d>-numjobs-<n>.json)"),
         db: Optional[Path] = typer.Option(None, "--db", help="results database (default: $FSMETER_DB or "
                                                              "./fsmeter.sqlite)"),
     ) -> None:
         """Export a stored campaign: tidy CSV, versioned JSON, or fio-compatible JSON (see the README (Reports, exports))."""
         from fsmeter.report.export import export as do_export
 
+        if split is not None:
+            if fmt not in ("fio-json", "fio-jsonplus", "fio-json+"):
+                raise UserError(f"--split goes with --format fio-json or fio-jsonplus, not {fmt}")
+            if out is not None:
+                raise UserError("--split DIR and -o FILE: give one of them")
+            if not split.parent.is_dir():
+                raise UserError(f"--split {split}: the folder {split.parent} does not exist")
+            from fsmeter.interop.fio_export import split_export
+
+            index = split_export(split, db, campaign)
+            for why_w, why in sorted(index["skipped_workloads"].items()):
+                print(f"note: {why_w} left out: {why}", file=sys.stderr)
+            print(f"wrote {len(index['files'])} fio JSON files under {split} "
+                  f"(layout {index['layout']}; index in {split / 'fsmeter-index.json'})", file=sys.stderr)
+            return
+        if out is None:
+            raise UserError("-o FILE is needed (or - for standard output; --split DIR for fio-json)")
         if str(out) != "-" and not out.parent.is_dir():
             raise UserError(f"-o {out}: the folder {out.parent} does not exist")
         text = do_export(fmt, db, campaign)

@@ -116,7 +116,8 @@ def run_job(job, console: Console, show_progress: bool = True, keep_files: bool 
 def register(app: typer.Typer) -> None:
     @app.command("run")
     def run(
-        workload: str = typer.Argument(..., help="a named workload (see `fsmeter list`) or a workload .toml file"),
+        workload: str = typer.Argument(..., help="a named workload (see `fsmeter list`), a workload .toml file, or a "
+                                       "fio job file (.fio; FILE.fio:JOB for one job)"),
         dir: Path = typer.Option(..., "--dir", "-d", help="directory on the filesystem to measure (must exist)"),
         set_: Optional[List[str]] = typer.Option(None, "--set", "-s", help="override a parameter: key=value (repeatable)"),
         json_out: Optional[Path] = typer.Option(None, "--json", help="also write the full result as JSON to this file"),
@@ -135,14 +136,23 @@ def register(app: typer.Typer) -> None:
         if cache == "drop" and os.geteuid() != 0:
             raise UserError("--cache drop needs root (it writes /proc/sys/vm/drop_caches): run as root, "
                             "or use --cache fadvise")
-        job = build_job(load_workload(workload), dir, parse_set(set_ or []))
         if json_out is not None and not json_out.parent.exists():
             raise UserError(f"--json {json_out}: the folder {json_out.parent} does not exist")
+        opts = dict(show_progress=not quiet, keep_files=keep_files, cache=cache, min_phase_s=min_phase_s)
+        if workload.endswith(".fio"):  # every job of a fio job file, in order, all validated first
+            from fsmeter.interop.fio_run import plan_jobfile, run_jobfile
+
+            jobs = plan_jobfile(workload, dir, parse_set(set_ or []))
+            job = jobs[0][0]  # every job of a fio file is an access workload (family hooks below)
+        else:
+            job = build_job(load_workload(workload), dir, parse_set(set_ or []))
         from fsmeter.runlock import measuring
 
         with measuring(wait=not no_wait):
-            doc = run_job(job, console, show_progress=not quiet, keep_files=keep_files, cache=cache,
-                          min_phase_s=min_phase_s)
+            if workload.endswith(".fio"):
+                doc = run_jobfile(jobs, workload, console, **opts)
+            else:
+                doc = run_job(job, console, **opts)
         for name, rep in doc["phases"].items():
             if rep.get("measured", True):
                 console.print(phase_table(f"{doc['workload']} / {name}", rep))

@@ -35,6 +35,12 @@ class AccessParams(BaseModel):
     duration_s: Optional[float] = Field(10.0, gt=0)
     total_bytes: Optional[Size] = Field(None, gt=0, description="stop after this many measured bytes")
     reuse_files: bool = Field(False, description="keep existing files of the right size instead of rewriting")
+    # Set by fio job files (fsmeter.interop.fio_map); defaults keep the named workloads as they were.
+    file_names: List[str] = Field(default_factory=list, description="file names relative to --dir (fio filename)")
+    offset: Size = Field(0, ge=0, description="requests land in [offset, offset + file_size) of each file (fio offset)")
+    thread_files: bool = Field(False, description="each thread works on its own file_count/threads files (fio numjobs)")
+    random_map: bool = Field(False, description="random requests visit each block once per pass (fio's random map; "
+                             "one request size, alignment equal to it)")
     allow_unaligned_direct: bool = Field(False, description="with direct=true, run requests that are not multiples "
                                          "of the filesystem's O_DIRECT alignment instead of refusing them (the "
                                          "kernel may serve them through the page cache; the phase report says so)")
@@ -59,12 +65,17 @@ class AccessParams(BaseModel):
                     )
             if self.alignment % 512:
                 raise ValueError(f"alignment: {self.alignment} does not fit O_DIRECT (multiples of 512): fix it or use direct=false")
+        if self.random_map and (len({e.size for e in self.entries}) > 1 or self.alignment != self.entries[0].size):
+            raise ValueError("random_map: needs one request size and alignment equal to it")
         if self.duration_s is None and self.total_bytes is None:
             raise ValueError("duration_s: give duration_s or total_bytes (or both: whichever comes first)")
         return self
 
     def check_settings(self, settings) -> None:
         """Checks that need the shared settings too."""
+        if self.thread_files and self.file_count % settings.threads:
+            raise UserError(f"parameter threads: {settings.threads} threads cannot share {self.file_count} per-thread "
+                            "files evenly (a fio job file's numjobs sets threads; change numjobs there)")
         if self.queue_depth > 1 and settings.backend == "psync":
             raise UserError("parameter queue_depth: psync keeps one request in flight per thread; "
                             "use --set backend=io_uring for queue_depth > 1")

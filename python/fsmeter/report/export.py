@@ -1,4 +1,5 @@
-"""Exports of a stored campaign: tidy CSV, the whole campaign as JSON, and fio-compatible JSON.
+"""Exports of a stored campaign: tidy CSV, the whole campaign as JSON, and fio-compatible JSON (json and json+,
+written by fsmeter.interop.fio_export).
 
 One function per format, all registered in :data:`EXPORTERS` (name -> fn(db, campaign) -> text).
 The JSON shapes are versioned; the README (Reports, exports) describes every field, including the subset of
@@ -10,7 +11,6 @@ import datetime as dt
 import json
 import math
 import sqlite3
-import time
 from typing import Any, Callable, Optional
 
 import fsmeter
@@ -21,13 +21,6 @@ CAMPAIGN_FORMAT = "fsmeter-campaign"
 #: Version of the campaign JSON. 1: campaign, factors, cells, trials, phases (with the engine report),
 #: metrics, environment.
 CAMPAIGN_VERSION = 1
-FIO_FORMAT = "fsmeter-fio-json"
-#: Version of the fio-json subset (see the README (Reports, exports)). 1: jobs[] with read/write/trim, clat_ns/lat_ns/slat_ns.
-FIO_VERSION = 1
-#: fio's percentile keys (fio prints them with six decimals) and the store columns they come from.
-FIO_PERCENTILES = {"50.000000": "p50_ns", "90.000000": "p90_ns", "99.000000": "p99_ns", "99.900000": "p999_ns",
-                   "99.990000": "p9999_ns"}
-ACCESS_FAMILY = "access"
 
 
 def _campaign_id(store, campaign: Optional[str]) -> int:
@@ -146,8 +139,8 @@ def tidy_from_document(doc: dict):
     return df[TIDY_COLUMNS + [f for f in doc.get("factors", []) if f in df.columns]]
 
 
-# -- fio-compatible JSON ---------------------------------------------------------------------------------------
 def _family(workload: str, extra: Optional[str]) -> Optional[str]:
+    """The family of a stored trial: from its recorded job, else from the named workload."""
     try:
         fam = ((json.loads(extra or "{}").get("job") or {}).get("workload") or {}).get("family")
     except (ValueError, AttributeError):
@@ -158,101 +151,24 @@ def _family(workload: str, extra: Optional[str]) -> Optional[str]:
         from fsmeter.spec import load_workload
 
         return load_workload(workload).family.name
-    except Exception:  # unknown workload name: not exportable as fio, said by the caller
+    except Exception:  # unknown workload name: the caller says what it cannot export
         return None
 
 
-def _lat_block(lat: Optional[dict], percentiles: bool) -> dict:
-    if not lat:
-        out = {"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0}
-        if percentiles:
-            out["percentile"] = {k: 0 for k in FIO_PERCENTILES}
-        return out
-    out = {"min": int(lat.get("min_ns") or 0), "max": int(lat.get("max_ns") or 0),
-           "mean": float(lat.get("mean_ns") or 0.0), "stddev": float(lat.get("stdev_ns") or 0.0),
-           "N": int(lat.get("count") or 0)}
-    if percentiles:
-        out["percentile"] = {k: int(lat.get(col) or 0) for k, col in FIO_PERCENTILES.items()}
-    return out
-
-
-def _io_block(op: Optional[dict], runtime_ms: int) -> dict:
-    """fio's per-direction object: bytes, KiB/s, bytes/s, IOPS, runtime (ms), latencies (ns)."""
-    if not op:
-        op, lat, rt = {}, None, 0
-    else:
-        lat, rt = op.get("lat"), runtime_ms
-    io_bytes = int(op.get("bytes") or 0)
-    bw_bytes = int(round(float(op.get("bytes_per_s") or 0.0)))
-    return {"io_bytes": io_bytes, "io_kbytes": io_bytes // 1024, "bw_bytes": bw_bytes, "bw": bw_bytes // 1024,
-            "iops": float(op.get("ops_per_s") or 0.0), "runtime": rt, "total_ios": int(op.get("count") or 0),
-            "short_ios": 0, "drop_ios": 0,
-            "slat_ns": _lat_block(None, False), "clat_ns": _lat_block(lat, True), "lat_ns": _lat_block(lat, False)}
-
-
-def fio_document(db: Any = None, campaign: Optional[str] = None) -> dict:
-    """fio --output-format=json shape for the access workloads of a campaign: one job per kept trial x measured
-    phase (see the README (Reports, exports) for the fields and how they map)."""
-    path = default_db_path(db)
-    with open_store(path, create=False) as store:
-        cid = _campaign_id(store, campaign)
-        camp = dict(store.campaign(cid))
-        rows = store.conn.execute(
-            "SELECT c.workload, c.factors, c.idx, t.number, p.key, p.report, e.extra FROM phases p"
-            " JOIN trials t ON t.id = p.trial_id JOIN cells c ON c.id = t.cell_id"
-            " LEFT JOIN environment e ON e.trial_id = t.id"
-            " WHERE c.campaign_id = ? AND t.status = 'ok' AND t.discarded = 0 AND p.measured = 1 AND p.discarded = 0"
-            " ORDER BY c.idx, t.number, p.seq", (cid,)).fetchall()
-    jobs, skipped = [], set()
-    families: dict = {}
-    for r in rows:
-        wl = r["workload"]
-        if wl not in families:
-            families[wl] = _family(wl, r["extra"])
-        if families[wl] != ACCESS_FAMILY:
-            skipped.add(wl)
-            continue
-        rep = json.loads(r["report"])
-        ops = rep.get("ops") or {}
-        runtime_ms = int(round(float(rep.get("elapsed_s") or 0.0) * 1000))
-        factors = json.loads(r["factors"])
-        job_opts = {"workload": wl, **{k: str(v) for k, v in factors.items()}, "trial": str(r["number"]),
-                    "phase": r["key"], "numjobs": str(rep.get("threads", 1))}
-        cpu = rep.get("cpu") or {}
-        cpu_s = float(rep.get("elapsed_s") or 0.0)
-        jobs.append({
-            "jobname": wl, "groupid": int(r["idx"]), "error": 0, "eta": 0,
-            "elapsed": int(math.ceil(float(rep.get("elapsed_s") or 0.0) + float(rep.get("warmup_s") or 0.0))),
-            "job options": job_opts, "job_runtime": runtime_ms,
-            "read": _io_block(ops.get("read"), runtime_ms), "write": _io_block(ops.get("write"), runtime_ms),
-            "trim": _io_block(None, runtime_ms),
-            "usr_cpu": 100.0 * float(cpu.get("user_s") or 0.0) / cpu_s if cpu_s else 0.0,
-            "sys_cpu": 100.0 * float(cpu.get("sys_s") or 0.0) / cpu_s if cpu_s else 0.0,
-        })
-    if not jobs:
-        what = f" (its workloads: {', '.join(sorted(skipped))} are not access workloads)" if skipped else ""
-        raise UserError(f"campaign {cid} has no finished trial of an access workload{what}: fio-json covers the "
-                        "access family (seq-read, rand-read-4k, ...); use --format json or csv")
-    now = time.time()
-    return {"fio version": f"fsmeter-{fsmeter.__version__}", "timestamp": int(now), "timestamp_ms": int(now * 1000),
-            "time": time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(now)), "global options": {},
-            "jobs": jobs, "disk_util": [],
-            "fsmeter": {"format": FIO_FORMAT, "version": FIO_VERSION, "campaign_id": cid, "campaign": camp["name"],
-                        "skipped_workloads": sorted(skipped)}}
-
-
-def export_fio_json(db: Any = None, campaign: Optional[str] = None) -> str:
-    return json.dumps(fio_document(db, campaign), indent=1)
+# -- fio-compatible JSON: fsmeter.interop.fio_export (kept importable from here) --------------------------------
+from fsmeter.interop.fio_export import (FIO_FORMAT, FIO_PERCENTILES, FIO_VERSION, export_fio_json,  # noqa: E402,F401
+                                        export_fio_jsonplus, fio_document)
 
 
 EXPORTERS: dict[str, Callable[[Any, Optional[str]], str]] = {
     "csv": export_csv, "tidy-csv": export_tidy_csv, "json": export_json, "fio-json": export_fio_json,
+    "fio-jsonplus": export_fio_jsonplus,
 }
 
 
 def export(fmt: str, db: Any = None, campaign: Optional[str] = None) -> str:
     try:
-        fn = EXPORTERS[fmt]
+        fn = EXPORTERS["fio-jsonplus" if fmt == "fio-json+" else fmt]
     except KeyError:
         raise UserError(f"--format {fmt}: unknown export format: use one of {', '.join(EXPORTERS)}") from None
     return fn(db, campaign)

@@ -76,6 +76,19 @@ pub struct AccessSpec {
     /// Keep files that already exist with the right size instead of rewriting them.
     #[serde(default)]
     pub reuse_files: bool,
+    /// fio job files: explicit file names (relative to `dir`), one per file, instead of `<prefix>.<i>`.
+    #[serde(default)]
+    pub file_names: Vec<String>,
+    /// fio's `offset`: every request lands in [offset, offset + file_size) of its file.
+    #[serde(default)]
+    pub offset: u64,
+    /// fio's per-job files: thread t works only on its own file_count / threads files.
+    #[serde(default)]
+    pub thread_files: bool,
+    /// fio's random map: random requests visit each request-sized block of the thread's files once per
+    /// pass (without replacement). One request size only, offsets aligned to it.
+    #[serde(default)]
+    pub random_map: bool,
     /// With `direct`, run requests the filesystem cannot do directly (not
     /// multiples of its O_DIRECT alignment) instead of refusing them; the kernel
     /// may then serve them through the page cache, and the report says so.
@@ -161,6 +174,33 @@ impl AccessSpec {
         if self.file_prefix.is_empty() || self.file_prefix.contains('/') {
             return Err(EngineError::invalid("file_prefix", "must be a plain file name prefix without '/'"));
         }
+        self.validate_fio_layout(job)
+    }
+
+    /// The fields fio job files need: explicit names, a region offset, per-thread files.
+    fn validate_fio_layout(&self, job: &Job) -> Result<()> {
+        if !self.file_names.is_empty() {
+            if self.file_names.len() != self.file_count as usize {
+                return Err(EngineError::invalid("file_names", format!("{} names for file_count = {}", self.file_names.len(), self.file_count)));
+            }
+            for n in &self.file_names {
+                if n.is_empty() || n.starts_with('/') || n.split('/').any(|c| c == ".." || c.is_empty()) {
+                    return Err(EngineError::invalid("file_names", format!("{n:?}: give a relative path inside dir, without '..'")));
+                }
+            }
+        }
+        if self.offset % self.alignment != 0 {
+            return Err(EngineError::invalid("offset", format!("{} is not a multiple of alignment ({})", self.offset, self.alignment)));
+        }
+        if self.random_map {
+            let size = self.entries[0].size as u64;
+            if self.entries.iter().any(|e| e.size as u64 != size) || self.alignment != size {
+                return Err(EngineError::invalid("random_map", "needs one request size and alignment equal to it"));
+            }
+        }
+        if self.thread_files && self.file_count as usize % job.threads != 0 {
+            return Err(EngineError::invalid("thread_files", format!("file_count ({}) must be a multiple of threads ({})", self.file_count, job.threads)));
+        }
         Ok(())
     }
 
@@ -224,6 +264,10 @@ pub struct AccessGen {
     file_count: u64,
     file_size: u64,
     align: u64,
+    /// First file of this thread's random draws (thread_files), and the region offset inside files.
+    file_lo: u64,
+    base: u64,
+    perm: Option<BlockPerm>,
     seq_lo: u64,
     seq_hi: u64,
     seq_pos: u64,
@@ -251,7 +295,10 @@ impl AccessGen {
         let total = spec.file_count as u64 * spec.file_size;
         let share_align = share_align.max(1);
         let share = (total / nthreads as u64) / share_align * share_align;
-        let (lo, hi) = if share >= spec.max_size() as u64 && share > 0 {
+        let per_thread = spec.file_count as u64 / nthreads as u64;
+        let (lo, hi) = if spec.thread_files {
+            (tid as u64 * per_thread * spec.file_size, (tid as u64 + 1) * per_thread * spec.file_size)
+        } else if share >= spec.max_size() as u64 && share > 0 {
             let lo = tid as u64 * share;
             (lo, if tid + 1 == nthreads { total } else { lo + share })
         } else {
@@ -267,9 +314,15 @@ impl AccessGen {
             sizes: spec.entries.iter().map(|e| e.size).collect(),
             read_thr: spec.entries.iter().map(|e| pct_threshold(e.read_pct)).collect(),
             rand_thr: spec.entries.iter().map(|e| pct_threshold(e.random_pct)).collect(),
-            file_count: spec.file_count as u64,
+            file_count: if spec.thread_files { per_thread } else { spec.file_count as u64 },
             file_size: spec.file_size,
             align: spec.alignment,
+            file_lo: if spec.thread_files { tid as u64 * per_thread } else { 0 },
+            base: spec.offset,
+            perm: spec.random_map.then(|| {
+                let files = if spec.thread_files { per_thread } else { spec.file_count as u64 };
+                BlockPerm::new(files * (spec.file_size / spec.alignment), z)
+            }),
             seq_lo: lo,
             seq_hi: hi,
             seq_pos: lo,
@@ -300,14 +353,18 @@ impl AccessGen {
         let len = self.sizes[entry];
         let write = !self.chance(self.read_thr[entry]);
         let random = self.chance(self.rand_thr[entry]);
-        let (file, offset) = if random {
+        let (file, offset) = if random && self.perm.is_some() {
+            let per_file = self.file_size / self.align;
+            let b = self.perm.as_mut().map_or(0, |p| p.next());
+            (self.file_lo + b / per_file, (b % per_file) * self.align)
+        } else if random {
             let file = if self.file_count > 1 { below(self.rng.next_u64(), self.file_count) } else { 0 };
             let slots = (self.file_size - len as u64) / self.align + 1;
-            (file, below(self.rng.next_u64(), slots) * self.align)
+            (self.file_lo + file, below(self.rng.next_u64(), slots) * self.align)
         } else {
             self.next_sequential(len as u64)
         };
-        GenOp { req: IoReq { file: file as u32, offset, len, write }, entry, random }
+        GenOp { req: IoReq { file: file as u32, offset: offset + self.base, len, write }, entry, random }
     }
 
     #[inline]
@@ -325,9 +382,45 @@ impl AccessGen {
             self.seq_pos = (file + 1) * fs;
         }
         // A share too small for this request size: restart at its first file.
-        let file = (self.seq_lo / fs).min(self.file_count - 1);
+        let file = (self.seq_lo / fs).min(self.file_lo + self.file_count - 1);
         self.seq_pos = file * fs + len;
         (file, 0)
+    }
+}
+
+/// A permutation of [0, n) without memory: a full-period LCG modulo the next power of two (c odd,
+/// a = 1 mod 4: Hull-Dobell), its state scrambled by a bijection of that range (xorshift, odd multiply),
+/// values >= n skipped (cycle walking, < 2 steps on average). Each pass of 2^k steps yields every block
+/// once; the next pass continues the cycle. fio's random map gives the same coverage with a bitmap.
+pub struct BlockPerm {
+    n: u64,
+    mask: u64,
+    shift: u32,
+    state: u64,
+    c: u64,
+    mul: u64,
+}
+
+impl BlockPerm {
+    pub fn new(n: u64, seed: u64) -> Self {
+        let n = n.max(1);
+        let bits = 64 - (n - 1).leading_zeros().min(63);
+        let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        BlockPerm { n, mask, shift: (bits / 2).max(1), state: seed & mask, c: (seed >> 17) | 1, mul: (seed >> 7) | 1 }
+    }
+
+    #[inline]
+    pub fn next(&mut self) -> u64 {
+        loop {
+            self.state = self.state.wrapping_mul(0x5851_F42D_4C95_7F2D).wrapping_add(self.c) & self.mask;
+            let mut x = self.state;
+            x ^= x >> self.shift;
+            x = x.wrapping_mul(self.mul) & self.mask;
+            x ^= x >> self.shift;
+            if x < self.n {
+                return x;
+            }
+        }
     }
 }
 
@@ -359,13 +452,21 @@ impl Access {
     }
 
     fn path(&self, dir: &Path, i: u32) -> PathBuf {
-        dir.join(format!("{}.{i}", self.spec.file_prefix))
+        match self.spec.file_names.get(i as usize) {
+            Some(name) => dir.join(name),
+            None => dir.join(format!("{}.{i}", self.spec.file_prefix)),
+        }
+    }
+
+    /// Bytes each file holds: the region plus fio's offset before it.
+    fn file_len(&self) -> u64 {
+        self.spec.offset + self.spec.file_size
     }
 
     fn prepare(&self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
         let spec = &self.spec;
         let nthreads = job.threads.min(spec.file_count as usize).max(1);
-        let chunks_per_file = spec.file_size.div_ceil(LAYOUT_CHUNK);
+        let chunks_per_file = self.file_len().div_ceil(LAYOUT_CHUNK);
         let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
         let (mut report, skipped) = run_threads(
             "prepare",
@@ -383,15 +484,21 @@ impl Access {
                         break;
                     }
                     let path = self.path(&job.dir, i);
-                    if spec.reuse_files && std::fs::metadata(&path).map(|m| m.len() == spec.file_size).unwrap_or(false) {
+                    if spec.reuse_files && std::fs::metadata(&path).map(|m| m.len() == self.file_len()).unwrap_or(false) {
                         skipped += 1;
                         continue;
+                    }
+                    if !spec.file_names.is_empty() {
+                        // fio creates the directories its file names need.
+                        if let Some(parent) = path.parent() {
+                            std::fs::create_dir_all(parent).map_err(|e| EngineError::io(format!("creating {}", parent.display()), e))?;
+                        }
                     }
                     let fd = open(&path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)?;
                     let _close = FdGuard(fd);
                     let mut off = 0u64;
-                    while off < spec.file_size && !rec.interrupted() {
-                        let len = LAYOUT_CHUNK.min(spec.file_size - off) as usize;
+                    while off < self.file_len() && !rec.interrupted() {
+                        let len = LAYOUT_CHUNK.min(self.file_len() - off) as usize;
                         let t0 = now_ns();
                         // SAFETY: buf holds LAYOUT_CHUNK >= len bytes.
                         let n = unsafe { libc::pwrite(fd, buf.as_ptr() as *const libc::c_void, len, off as libc::off_t) };
@@ -428,10 +535,10 @@ impl Access {
         for i in 0..spec.file_count {
             let path = self.path(&job.dir, i);
             let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-            if len < spec.file_size {
+            if len < self.file_len() {
                 return Err(EngineError::invalid(
                     "file_size",
-                    format!("{} holds {len} bytes, fewer than file_size ({}): run the prepare phase first", path.display(), spec.file_size),
+                    format!("{} holds {len} bytes, fewer than offset + file_size ({}): run the prepare phase first", path.display(), self.file_len()),
                 ));
             }
             let fd = open(&path, flags).map_err(|e| match e {
@@ -469,7 +576,7 @@ impl Access {
 
     /// Pages of the data files in the page cache (None when mincore is unavailable).
     fn cached_pages(&self, files: &FilesGuard) -> Option<u64> {
-        files.0.iter().map(|&fd| dio::resident_pages(fd, self.spec.file_size).ok()).sum()
+        files.0.iter().map(|&fd| dio::resident_pages(fd, self.file_len()).ok()).sum()
     }
 
     fn run(&self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
@@ -778,6 +885,10 @@ mod tests {
             total_bytes: None,
             file_prefix: default_prefix(),
             reuse_files: false,
+            file_names: vec![],
+            offset: 0,
+            thread_files: false,
+            random_map: false,
             allow_unaligned_direct: false,
         }
     }
@@ -872,6 +983,51 @@ mod tests {
         }
         assert_eq!(lcm(512, 4096), 4096);
         assert_eq!(lcm(3000, 4096), 1_536_000);
+    }
+
+    #[test]
+    fn thread_files_and_offset_keep_each_thread_in_its_own_region() {
+        // fio's per-job files: 2 threads x 2 files each, a 64 KiB region after a 16 KiB offset.
+        let mut s = spec(vec![e(4096, 50.0, 50.0, 50.0)], 4, 64 * 1024);
+        s.thread_files = true;
+        s.offset = 16 * 1024;
+        for tid in 0..2u32 {
+            let mut g = AccessGen::new(&s, 3, tid as usize, 2);
+            for _ in 0..10_000 {
+                let op = g.next_op();
+                assert!(op.req.file / 2 == tid, "thread {tid} touched file {}", op.req.file);
+                assert!(op.req.offset >= 16 * 1024 && op.req.offset + 4096 <= 80 * 1024, "{:?}", op.req);
+            }
+        }
+    }
+
+    #[test]
+    fn random_map_visits_every_block_once_per_pass() {
+        for n in [1u64, 2, 3, 1000, 4096, 5000] {
+            let mut p = BlockPerm::new(n, 0xDEAD_BEEF);
+            for _pass in 0..2 {
+                let mut seen = vec![false; n as usize];
+                for _ in 0..n {
+                    let b = p.next() as usize;
+                    assert!(!seen[b], "block {b} of {n} twice in one pass");
+                    seen[b] = true;
+                }
+            }
+        }
+        // Through the generator: 2 threads x 2 files of 16 blocks each, every block of a thread's files once.
+        let mut s = spec(vec![e(4096, 100.0, 100.0, 100.0)], 4, 64 * 1024);
+        s.alignment = 4096;
+        s.thread_files = true;
+        s.random_map = true;
+        for tid in 0..2usize {
+            let mut g = AccessGen::new(&s, 5, tid, 2);
+            let mut seen = std::collections::HashSet::new();
+            for _ in 0..32 {
+                let op = g.next_op();
+                assert!(seen.insert((op.req.file, op.req.offset)), "{:?} twice", op.req);
+                assert_eq!(op.req.file as usize / 2, tid);
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,181 @@
+"""Reading fio job files as fio reads them: sections, [global] inheritance, comments, ${VAR} expansion, and
+fio's number syntax (size suffixes under kb_base, time suffixes, ranges, percentages).
+
+This module only parses; fsmeter.interop.fio_map decides what each option means for fsmeter.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Optional
+
+from fsmeter.errors import UserError
+
+
+@dataclass(frozen=True)
+class FioOption:
+    name: str
+    #: None for a bare flag (``time_based``), else the text after '='.
+    value: Optional[str]
+    line: int
+
+
+@dataclass
+class FioJob:
+    """One job section with the [global] options in force where it appears merged in (its own win)."""
+    section: str
+    line: int
+    options: dict = field(default_factory=dict)  # name -> FioOption
+
+    @property
+    def name(self) -> str:
+        o = self.options.get("name")
+        return o.value if o is not None and o.value else self.section
+
+    def get(self, name: str) -> Optional[FioOption]:
+        return self.options.get(name)
+
+
+@dataclass
+class FioJobFile:
+    path: str
+    jobs: list
+
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _strip_comment(s: str) -> str:
+    """fio ends an option line at '#' or ';' (and lines starting with them are comments)."""
+    cut = min([i for i in (s.find("#"), s.find(";")) if i >= 0], default=-1)
+    return s if cut < 0 else s[:cut]
+
+
+def parse_jobfile(text: str, where: str, env: Optional[Mapping[str, str]] = None) -> FioJobFile:
+    """Sections and options of a job file; errors name `where` and the line."""
+    env = os.environ if env is None else env
+    jobs: list = []
+    global_opts: dict = {}
+    current: Optional[dict] = None  # options of the section being read
+    current_job: Optional[FioJob] = None
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+
+        def expand(m: re.Match) -> str:
+            if m.group(1) not in env:
+                raise UserError(f"{where} line {n}: ${{{m.group(1)}}} is not set in the environment: export it, "
+                                "or write the value")
+            return env[m.group(1)]
+
+        line = _VAR.sub(expand, line)
+        if line.startswith("["):
+            if not line.endswith("]") or len(line) < 3:
+                raise UserError(f"{where} line {n}: {raw.strip()!r} is not a section header: write [name]")
+            name = line[1:-1].strip()
+            if name == "global":
+                current, current_job = global_opts, None
+            else:
+                current_job = FioJob(section=name, line=n, options=dict(global_opts))
+                jobs.append(current_job)
+                current = current_job.options
+            continue
+        line = _strip_comment(line).strip()
+        if not line:
+            continue
+        if current is None:
+            raise UserError(f"{where} line {n}: option {line!r} outside of a [job] section: put it under "
+                            "[global] or a job")
+        key, sep, value = line.partition("=")
+        key = key.strip()
+        if key.startswith("include ") or key == "include":
+            raise UserError(f"{where} line {n}: include is not supported by fsmeter (planned): paste the "
+                            "included file's options in")
+        if not key or " " in key:
+            raise UserError(f"{where} line {n}: {raw.strip()!r} is not an option: write name=value")
+        current[key] = FioOption(key, value.strip() if sep else None, n)
+    if not jobs:
+        raise UserError(f"{where}: no job section: add one, e.g. [seq-read] with rw=read")
+    return FioJobFile(path=where, jobs=jobs)
+
+
+def read_jobfile(path: Path, env: Optional[Mapping[str, str]] = None) -> FioJobFile:
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the job file ({exc.strerror})") from None
+    return parse_jobfile(text, str(path), env)
+
+
+# -- fio's numbers ---------------------------------------------------------------------------------------------
+_NUM = re.compile(r"^(0[xX][0-9a-fA-F]+|\d+)(.*)$")
+_POW = {"k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
+
+
+def parse_fio_size(text: str, kb_base: int = 1024) -> int:
+    """A size as fio's get_mult_bytes reads it. With kb_base=1024 (fio's default) k/m/g/t/p (with or without
+    'b') are powers of 1024 and the IEC forms kib/mib/... powers of 1000 (fio's compatibility mode); with
+    kb_base=1000 the other way round. Raises ValueError for anything fio would not read as a whole size."""
+    s = text.strip()
+    m = _NUM.match(s)
+    if not m:
+        raise ValueError(f"{text!r} is not a size (a whole number with an optional k, m, g, t or p suffix)")
+    n = int(m.group(1), 0)
+    suffix = m.group(2).lower()
+    if suffix.endswith("%"):
+        raise ValueError(f"{text!r}: a percentage")
+    if suffix in ("", "b"):
+        return n
+    unit = suffix[0]
+    if unit not in _POW:
+        raise ValueError(f"{text!r}: unknown unit {m.group(2)!r} (use k, m, g, t, p; kib etc.)")
+    rest = suffix[1:]
+    if rest in ("", "b", "i"):
+        base = kb_base
+    elif rest == "ib":
+        base = 1000 if kb_base == 1024 else 1024
+    else:
+        raise ValueError(f"{text!r}: unknown unit {m.group(2)!r} (use k, m, g, t, p; kib etc.)")
+    return n * base ** _POW[unit]
+
+
+def is_percentage(text: str) -> bool:
+    return text.strip().endswith("%")
+
+
+def parse_fio_time_s(text: str, default_unit: str = "s") -> float:
+    """fio's time values: a whole number with d, h, m, s, ms/msec, us/usec (default seconds)."""
+    m = re.match(r"^(\d+)\s*([a-zA-Z]*)$", text.strip())
+    if not m:
+        raise ValueError(f"{text!r} is not a time (a whole number with s, m, h, d, ms or us)")
+    unit = (m.group(2) or default_unit).lower()
+    mult = {"d": 86400, "h": 3600, "m": 60, "s": 1, "sec": 1, "ms": 1e-3, "msec": 1e-3, "us": 1e-6,
+            "usec": 1e-6}.get(unit)
+    if mult is None:
+        raise ValueError(f"{text!r}: unknown time unit {m.group(2)!r} (use s, m, h, d, ms or us)")
+    return int(m.group(1)) * mult
+
+
+def parse_fio_bool(text: Optional[str]) -> bool:
+    """A bare flag is true; else 0/1 (fio also takes 'true'/'false')."""
+    if text is None or text == "":
+        return True
+    t = text.strip().lower()
+    if t in ("1", "true", "yes", "on"):
+        return True
+    if t in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{text!r} is not a boolean (use 0 or 1)")
+
+
+def parse_fio_range(text: str, kb_base: int = 1024) -> tuple:
+    """fio's irange: '1k-4k' or '1k:4k' (swapped when given upside down); a single value is (v, v)."""
+    for sep in ("-", ":"):
+        if sep in text:
+            lo, hi = (parse_fio_size(x, kb_base) for x in text.split(sep, 1))
+            return (min(lo, hi), max(lo, hi))
+    v = parse_fio_size(text, kb_base)
+    return (v, v)
