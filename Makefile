@@ -37,6 +37,8 @@ pydeps: $(VENV)/.deps-stamp
 # fsmeter/_engine*.so into python/fsmeter; cargo makes rebuilds incremental.
 build: sysdeps pydeps
 	$(PIP) install -q --no-build-isolation --no-deps -e .
+	cargo build --release -q -p fsmeter-engine --bin fsmeter-mix-task
+	install -D -m 755 target/release/fsmeter-mix-task python/fsmeter/_bin/fsmeter-mix-task
 
 demo: build
 	$(FSMETER) compare

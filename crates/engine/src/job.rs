@@ -37,6 +37,7 @@ pub enum WorkloadSpec {
     Fileset(crate::workload::fileset::FilesetSpec),
     Tree(crate::workload::tree::TreeSpec),
     Iozone(crate::workload::iozone::IozoneSpec),
+    Mix(crate::workload::mix::MixSpec),
     Bonnie(crate::workload::bonnie::BonnieSpec),
     Macro(crate::workload::macro_tools::MacroSpec),
 }

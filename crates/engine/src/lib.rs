@@ -33,6 +33,7 @@ impl Session {
             WorkloadSpec::Fileset(spec) => Box::new(workload::fileset::Fileset::new(&job, spec.clone())?),
             WorkloadSpec::Tree(spec) => Box::new(workload::tree::Tree::new(&job, spec.clone())?),
             WorkloadSpec::Iozone(spec) => Box::new(workload::iozone::Iozone::new(&job, spec.clone())?),
+            WorkloadSpec::Mix(spec) => Box::new(workload::mix::Mix::new(&job, spec.clone())?),
             WorkloadSpec::Bonnie(spec) => Box::new(workload::bonnie::Bonnie::new(&job, spec.clone())?),
             WorkloadSpec::Macro(spec) => Box::new(workload::macro_tools::MacroTools::new(&job, spec.clone())?),
         };

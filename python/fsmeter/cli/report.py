@@ -20,6 +20,8 @@ def register(app: typer.Typer) -> None:
         alpha: float = typer.Option(0.05, "--alpha", help="significance level of the Welch t-tests"),
         threshold: float = typer.Option(10.0, "--threshold", min=0.0,
                                         help="practical threshold, % of the mean: smaller differences do not count"),
+        baseline: Optional[str] = typer.Option(None, "--baseline", help="configuration label the mix family's "
+                                               "relative-JPM chart divides by (default: the first)"),
     ) -> None:
         """Rank a campaign's configurations per workload; with -o, the HTML report with every chart."""
         from rich.console import Console
@@ -42,7 +44,7 @@ def register(app: typer.Typer) -> None:
             return
         from fsmeter.report.html import write_report
 
-        view = write_report(out, db, campaign, level, alpha, threshold)
+        view = write_report(out, db, campaign, level, alpha, threshold, baseline=baseline)
         n_fail = len(view.failures())
         console.print(f"wrote {out} (campaign {view.campaign['id']}: {view.campaign['name']}, "
                       f"{len(view.workloads)} workload(s)" + (f", {n_fail} failed trial(s)/cell(s) listed" if n_fail

@@ -159,6 +159,10 @@ def register(app: typer.Typer) -> None:
                 dio = (rep.get("extra") or {}).get("direct_io") if isinstance(rep.get("extra"), dict) else None
                 if dio:
                     console.print(f"  [dim]{name}:[/] {describe_direct_io(dio)}", highlight=False)
+                if isinstance(rep.get("extra"), dict) and "subruns" in rep["extra"]:
+                    from fsmeter.report.mix import subrun_table
+
+                    console.print(subrun_table(rep))
                 if "quality" in rep:
                     from fsmeter.stats.phase import summarize_quality
 

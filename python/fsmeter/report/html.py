@@ -315,8 +315,9 @@ def _grid_figures(view: CampaignView, w: WorkloadView, idx: int) -> list:
     return workload_grid_figures(view.db, int(view.campaign["id"]), w.workload, idx, labels)
 
 
-def build_context(view: CampaignView) -> dict:
+def build_context(view: CampaignView, baseline: Optional[str] = None) -> dict:
     """Everything the template needs, figures as JSON-ready dicts."""
+    from fsmeter.report.mix import jpm_figures
     figures, sections = [], []
     verdict_by = {v["workload"]: v for v in verdicts(view)}
     for i, w in enumerate(view.workloads):
@@ -330,6 +331,7 @@ def build_context(view: CampaignView) -> dict:
             figs += line_charts(w, i, view.level)
             figs += heatmaps(w, i)
             figs += _grid_figures(view, w, i)
+            figs += jpm_figures(w, i, _fig, PALETTE, baseline)
             if w.family == "bonnie":
                 from fsmeter.report.bonnie_charts import bonnie_charts
 
@@ -385,23 +387,23 @@ def build_context(view: CampaignView) -> dict:
     }
 
 
-def render_html(view: CampaignView) -> str:
+def render_html(view: CampaignView, baseline: Optional[str] = None) -> str:
     import jinja2
     from plotly.offline import get_plotlyjs
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    ctx = build_context(view)
+    ctx = build_context(view, baseline)
     ctx["plotly_js"] = get_plotlyjs()
     return env.get_template("report.html.j2").render(**ctx)
 
 
 def write_report(out: Path, db: Any = None, campaign: Optional[str] = None, level: float = 0.95,
-                 alpha: float = 0.05, practical_pct: float = 10.0) -> CampaignView:
+                 alpha: float = 0.05, practical_pct: float = 10.0, baseline: Optional[str] = None) -> CampaignView:
     """Build the view of ``campaign`` and write the self-contained HTML report to ``out``."""
     out = Path(out)
     if not out.parent.is_dir():
         raise UserError(f"-o {out}: the folder {out.parent} does not exist")
     view = build_view(db, campaign, level, alpha, practical_pct)
-    out.write_text(render_html(view), encoding="utf-8")
+    out.write_text(render_html(view, baseline), encoding="utf-8")
     return view

@@ -7,6 +7,7 @@ pub mod replay;
 pub mod fileset;
 pub mod tree;
 pub mod iozone;
+pub mod mix;
 pub mod bonnie;
 pub mod macro_tools;
 
