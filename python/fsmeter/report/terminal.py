@@ -19,24 +19,40 @@ def fmt_us(ns: float) -> str:
     return f"{us:.1f}"
 
 
-def phase_table(title: str, report: dict) -> Table:
-    """One row per op kind: ops/s, MiB/s, latency percentiles (us)."""
+def _compact(x: float) -> str:
+    """A count or rate in at most 6 characters: 98,765 / 421k / 1.23M (full figures are in --json)."""
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if x >= 100 * div:
+            return f"{x / div:.0f}{suffix}" if x >= 100 * div * 10 else f"{x / div:.3g}{suffix}"
+    return f"{x:,.0f}"
+
+
+def phase_table(title: str, report: dict, width: Optional[int] = None) -> Table:
+    """One row per op kind: count, ops/s, MiB/s, latency percentiles (µs). Fits 80 columns: below 100 the
+    p50 and p99.99 columns are left out (the JSON has them all)."""
+    from rich import box
+    from rich.console import Console
+
+    width = width or Console().width
     flags = []
     if report.get("interrupted"):
         flags.append("[bold red]interrupted[/]")
     t = Table(title=f"{title}  ({report['elapsed_s']:.2f} s measured, {report.get('threads', 1)} thread(s)"
-              f"{', warm-up %.1f s' % report['warmup_s'] if report.get('warmup_s') else ''}) {' '.join(flags)}",
-              title_justify="left")
-    for col in ("op", "count", "ops/s", "MiB/s", "mean µs", "p50", "p90", "p99", "p99.9", "p99.99", "max"):
-        t.add_column(col, justify="left" if col == "op" else "right")
+              f"{', warm-up %.1f s' % report['warmup_s'] if report.get('warmup_s') else ''}; latency in µs) "
+              f"{' '.join(flags)}", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    pcts = [("mean", "mean_ns"), ("p50", "p50_ns"), ("p90", "p90_ns"), ("p99", "p99_ns"), ("p99.9", "p999_ns"),
+            ("p99.99", "p9999_ns"), ("max", "max_ns")]
+    if width < 100:
+        pcts = [p for p in pcts if p[0] not in ("p50", "p99.99")]
+    for col in ("op", "count", "ops/s", "MiB/s", *(name for name, _ in pcts)):
+        t.add_column(col, justify="left" if col == "op" else "right", no_wrap=True)
     for name, op in report["ops"].items():
         lat = op["lat"]
-        t.add_row(name, f"{op['count']:,}", f"{op['ops_per_s']:,.0f}", f"{op['bytes_per_s'] / MiB:,.1f}",
-                  fmt_us(lat["mean_ns"]), fmt_us(lat["p50_ns"]), fmt_us(lat["p90_ns"]), fmt_us(lat["p99_ns"]),
-                  fmt_us(lat["p999_ns"]), fmt_us(lat["p9999_ns"]), fmt_us(lat["max_ns"]))
+        t.add_row(name, _compact(op["count"]), _compact(op["ops_per_s"]), f"{op['bytes_per_s'] / MiB:,.1f}",
+                  *(fmt_us(lat[key]) for _, key in pcts))
     tot = report["total"]
-    t.add_row("[bold]total[/]", f"{tot['ops']:,}", f"[bold]{tot['ops_per_s']:,.0f}[/]",
-              f"[bold]{tot['bytes_per_s'] / MiB:,.1f}[/]", "", "", "", "", "", "", "", end_section=True)
+    t.add_row("[bold]total[/]", _compact(tot["ops"]), f"[bold]{_compact(tot['ops_per_s'])}[/]",
+              f"[bold]{tot['bytes_per_s'] / MiB:,.1f}[/]", *([""] * len(pcts)), end_section=True)
     cpu = report.get("cpu") or {}
     if cpu:
         t.caption = (f"CPU: fsmeter {cpu['process_pct']:.0f}% of one CPU (user {cpu['user_s']:.2f} s, sys {cpu['sys_s']:.2f} s); "
