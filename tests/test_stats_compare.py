@@ -56,3 +56,15 @@ def test_rank_groups():
     lat = rank(samples, higher_is_better=False)
     assert [e.name for e in lat] == ["f2fs", "btrfs", "xfs", "ext4"]
     assert [e.group for e in lat] == [1, 1, 2, 2]
+
+
+def test_nearly_identical_samples_compare_without_a_warning():
+    """scipy's precision-loss RuntimeWarning for near-constant samples must not reach the user's terminal."""
+    import warnings
+
+    from fsmeter.stats.compare import compare
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        c = compare([1000.0000001, 1000.0000002, 1000.0000001], [1000.0000001, 1000.0000003, 1000.0000002])
+    assert c.verdict == "no significant difference"

@@ -8,6 +8,7 @@ practical threshold (10% of the mean by default) -- a significant 2% is not news
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Literal, Mapping, Sequence
 
@@ -67,7 +68,11 @@ def compare(
         # Welch's t is 0/0 for two constant samples: equal means -> no evidence, else certain.
         p = 1.0 if ma == mb else 0.0
     else:
-        p = float(sps.ttest_ind(x, y, equal_var=False).pvalue)
+        # scipy warns ("precision loss ... nearly identical") when both samples barely vary; the p-value
+        # it returns is still the test's, and the warning would land in the middle of the user's table.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            p = float(sps.ttest_ind(x, y, equal_var=False).pvalue)
     significant = p < alpha
     if significant and abs(rel) >= practical_pct:
         a_better = (ma > mb) == higher_is_better
