@@ -26,10 +26,10 @@ from fsmeter.errors import UserError
 from fsmeter.study.model import Study
 from fsmeter.units import format_size, parse_size
 
-#: Time added to every trial's estimate for mkfs, mount, cache resets and the store (s): about 2 s
-#: per trial on 1-2 GiB loop images on the 2-core development machine (layton2009 quick: 60 trials
-#: in 165 s; gus3-2008 quick: 48 trials of 3 s in 285 s).
-TRIAL_OVERHEAD_S = 2.0
+#: Time added to every trial's estimate for mkfs, mount, cache resets and the store (s). Measured on
+#: the 2-core development machine, quiet: layton2009 quick ran 60 trials in 46 s, lourdas2009 quick
+#: 24 in 32 s, and the compare suite about 2 s per trial including a 1 s phase.
+TRIAL_OVERHEAD_S = 0.5
 CHANGE_PREFIX = "# study-change: "
 
 
