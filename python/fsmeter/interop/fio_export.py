@@ -41,15 +41,6 @@ FIO_FACTORS = {"threads": "numjobs", "queue_depth": "iodepth"}
 _LAT_KEYS = ["2", "4", "10", "20", "50", "100", "250", "500", "750", "1000"]
 
 
-def _campaign_id(store, campaign: Optional[str]) -> int:
-    if campaign is not None:
-        return int(store.campaign(campaign)["id"])
-    rows = store.campaigns()
-    if not rows:
-        raise UserError(f"no campaign in {store.path}: run one with `fsmeter campaign run FILE --db {store.path}`")
-    return int(rows[-1]["id"])
-
-
 # -- access parameters -> fio options ------------------------------------------------------------------------
 def fio_size(n: int) -> str:
     """Bytes as fio writes sizes in its job options (kb_base=1024): 4096 -> '4k', 1536 -> '1536'."""
@@ -309,7 +300,7 @@ class _Cell:
 def _cells(db: Any, campaign: Optional[str]) -> tuple:
     path = default_db_path(db)
     with open_store(path, create=False) as store:
-        cid = _campaign_id(store, campaign)
+        cid = store.campaign_id(campaign)
         camp = dict(store.campaign(cid))
         rows = store.conn.execute(
             "SELECT c.id AS cell_id, c.workload, c.factors, c.idx, t.number, t.status, t.discarded, p.key, p.report,"

@@ -23,15 +23,6 @@ CAMPAIGN_FORMAT = "fsmeter-campaign"
 CAMPAIGN_VERSION = 1
 
 
-def _campaign_id(store, campaign: Optional[str]) -> int:
-    if campaign is not None:
-        return int(store.campaign(campaign)["id"])
-    rows = store.campaigns()
-    if not rows:
-        raise UserError(f"no campaign in {store.path}: run one with `fsmeter campaign run FILE --db {store.path}`")
-    return int(rows[-1]["id"])
-
-
 def _num(v: Any) -> Any:
     """NaN is not JSON: undefined numbers become null."""
     return None if isinstance(v, float) and (math.isnan(v) or math.isinf(v)) else v
@@ -42,7 +33,7 @@ def export_tidy_csv(db: Any = None, campaign: Optional[str] = None) -> str:
     """One row per trial x metric, TIDY_COLUMNS then one column per factor (= store.tidy())."""
     path = default_db_path(db)
     with open_store(path, create=False) as store:
-        cid = _campaign_id(store, campaign)
+        cid = store.campaign_id(campaign)
     return tidy(path, cid).to_csv(index=False)
 
 
@@ -52,7 +43,7 @@ def export_csv(db: Any = None, campaign: Optional[str] = None) -> str:
 
     path = default_db_path(db)
     with open_store(path, create=False) as store:
-        cid = _campaign_id(store, campaign)
+        cid = store.campaign_id(campaign)
     return bonnie_csv(path, cid, _family) or export_tidy_csv(db, str(cid))
 
 
@@ -65,7 +56,7 @@ def campaign_document(db: Any = None, campaign: Optional[str] = None) -> dict:
     """The whole campaign as one JSON-ready dict (format fsmeter-campaign, see the README (Reports, exports))."""
     path = default_db_path(db)
     with open_store(path, create=False) as store:
-        cid = _campaign_id(store, campaign)
+        cid = store.campaign_id(campaign)
         conn = store.conn
         camp = dict(store.campaign(cid))
         cells = _rows(conn, "SELECT id, idx, workload, factors, status, cause, stop_reason FROM cells "

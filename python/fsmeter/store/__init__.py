@@ -105,6 +105,15 @@ class Store:
             raise UserError(f"no campaign {ref!r} in {self.path}: see `fsmeter campaign list --db {self.path}`")
         return row
 
+    def campaign_id(self, ref: int | str | None = None) -> int:
+        """The id of campaign ``ref`` (id or name), or of the newest campaign when ``ref`` is None."""
+        if ref is not None:
+            return int(self.campaign(ref)["id"])
+        rows = self.campaigns()
+        if not rows:
+            raise UserError(f"no campaign in {self.path}: run one with `fsmeter campaign run FILE --db {self.path}`")
+        return int(rows[-1]["id"])
+
     def campaigns(self) -> list:
         return self.conn.execute(
             "SELECT c.*, (SELECT count(*) FROM cells WHERE campaign_id = c.id) AS n_cells,"
