@@ -109,6 +109,15 @@ def ratio_ci(num: Sequence[float], den: Sequence[float], level: float) -> tuple:
     return r, (r * math.exp(-half), r * math.exp(half))
 
 
+def _outcome(pairs: Sequence[PairResult], good: Sequence[str], bad: Sequence[str]) -> str:
+    """Confirmed when every pair's status is a good one, refuted when any is a bad one, else inconclusive."""
+    if all(p.status in good for p in pairs):
+        return CONFIRMED
+    if any(p.status in bad for p in pairs):
+        return REFUTED
+    return INCONCLUSIVE
+
+
 def _combine(subs: List[SubCheck], empty_reason: str) -> tuple:
     if not subs:
         return INCONCLUSIVE, empty_reason
@@ -217,14 +226,7 @@ class ClaimChecker:
                 for i, a in enumerate(members):
                     for b in members[i + 1:]:
                         pairs.append(judge_pair(a, s[a], b, s[b], hib, self.alpha, self.practical))
-                if not pairs:
-                    continue
-                if all(p.status == "equal" for p in pairs):
-                    out = CONFIRMED
-                elif any(p.status in ("holds", "reversed") for p in pairs):
-                    out = REFUTED
-                else:
-                    out = INCONCLUSIVE
+                good, bad = ("equal",), ("holds", "reversed")
             else:
                 for i, upper in enumerate(tiers):
                     for lower in tiers[i + 1:]:
@@ -232,14 +234,10 @@ class ClaimChecker:
                             for b in lower:
                                 if len(s.get(a, [])) >= 2 and len(s.get(b, [])) >= 2:
                                     pairs.append(judge_pair(a, s[a], b, s[b], hib, self.alpha, self.practical))
-                if not pairs:
-                    continue
-                if all(p.status == "holds" for p in pairs):
-                    out = CONFIRMED
-                elif any(p.status in ("reversed", "equal") for p in pairs):
-                    out = REFUTED
-                else:
-                    out = INCONCLUSIVE
+                good, bad = ("holds",), ("reversed", "equal")
+            if not pairs:
+                continue
+            out = _outcome(pairs, good, bad)
             shown = [p for p in pairs if (p.status != "holds") == (out != CONFIRMED)] or pairs
             subs.append(SubCheck(label, out, "; ".join(p.text() for p in shown)))
         return subs
@@ -262,7 +260,7 @@ class ClaimChecker:
                         "not_up": ("reversed", "equal"), "not_down": ("holds", "equal")}[claim.direction]
                 bad = {"up": ("reversed", "equal"), "down": ("holds", "equal"),
                        "not_up": ("holds",), "not_down": ("reversed",)}[claim.direction]
-                out = CONFIRMED if p.status in good else REFUTED if p.status in bad else INCONCLUSIVE
+                out = _outcome([p], good, bad)
                 subs.append(SubCheck(label, out, p.text()))
         return subs
 
