@@ -36,6 +36,7 @@ impl Session {
             WorkloadSpec::Mix(spec) => Box::new(workload::mix::Mix::new(&job, spec.clone())?),
             WorkloadSpec::Bonnie(spec) => Box::new(workload::bonnie::Bonnie::new(&job, spec.clone())?),
             WorkloadSpec::Macro(spec) => Box::new(workload::macro_tools::MacroTools::new(&job, spec.clone())?),
+            WorkloadSpec::Crash(spec) => Box::new(workload::crash::Crash::new(&job, spec.clone())?),
         };
         Ok(Session { job, workload })
     }

@@ -1,0 +1,263 @@
+"""Crash and recovery: the write log, the cut models, the campaign file, and a whole crash cycle on ext4."""
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+
+import pytest
+
+from fsmeter.crash.blocklog import FLUSH, RECORD, START, WRITE, ZERO, read_log
+from fsmeter.crash.cut import CutBuilder
+from fsmeter.errors import UserError
+
+
+def _log(path, records):
+    """Write a blocklog-format log: (kind, t_ns, offset, data-or-length)."""
+    with open(path, "wb") as f:
+        for seq, (kind, t, off, payload) in enumerate(records):
+            data = payload if kind == WRITE else b""
+            length = len(payload) if kind == WRITE else (payload or 0)
+            f.write(RECORD.pack(kind, length, seq, t, off) + data)
+
+
+@pytest.fixture
+def logged(tmp_path):
+    base = tmp_path / "base.img"
+    base.write_bytes(b"\x11" * 16384)
+    log = tmp_path / "w.log"
+    _log(log, [(START, 100, 0, 0), (WRITE, 110, 0, b"A" * 4096), (FLUSH, 120, 0, 0),
+               (WRITE, 130, 4096, b"B" * 4096), (ZERO, 140, 8192, 4096), (FLUSH, 150, 0, 0),
+               (WRITE, 160, 12288, b"C" * 4096), (WRITE, 170, 0, b"D" * 4096)])
+    return tmp_path, str(base), str(log)
+
+
+def _blocks(path):
+    data = open(path, "rb").read()
+    return [data[i:i + 4096][:1] for i in range(0, len(data), 4096)]
+
+
+def test_read_log_gives_records_in_order_and_stops_at_a_torn_tail(logged, tmp_path):
+    _, _, log = logged
+    recs = list(read_log(log))
+    assert [r.kind for r in recs] == [START, WRITE, FLUSH, WRITE, ZERO, FLUSH, WRITE, WRITE]
+    assert [r.t_ns for r in recs] == sorted(r.t_ns for r in recs)
+    assert recs[4].offset == 8192 and recs[4].length == 4096
+    torn = tmp_path / "torn.log"
+    torn.write_bytes(open(log, "rb").read()[:-100])  # the daemon killed mid-record
+    assert [r.kind for r in read_log(str(torn))][-1] == WRITE
+    assert len(list(read_log(str(torn)))) == 7
+
+
+def test_prefix_cut_keeps_exactly_what_arrived_before_the_instant(logged):
+    d, base, log = logged
+    b = CutBuilder(base, log, str(d / "work.img"), "prefix", seed=1)
+    b.build(115, str(d / "c1.img"))
+    assert _blocks(d / "c1.img") == [b"A", b"\x11", b"\x11", b"\x11"]
+    info = b.build(145, str(d / "c2.img"))
+    assert _blocks(d / "c2.img") == [b"A", b"B", b"\x00", b"\x11"]  # the zero range reads as zeros
+    assert info.records_after_flush == 2 and info.kept_after_flush == 2
+    b.build(175, str(d / "c3.img"))
+    assert _blocks(d / "c3.img") == [b"D", b"B", b"\x00", b"C"]
+
+
+def test_volatile_lost_cut_drops_every_write_since_the_last_flush(logged):
+    d, base, log = logged
+    b = CutBuilder(base, log, str(d / "work.img"), "volatile-lost", seed=1)
+    info = b.build(145, str(d / "c.img"))
+    assert _blocks(d / "c.img") == [b"A", b"\x11", b"\x11", b"\x11"]
+    assert (info.flushes, info.kept_after_flush, info.records_after_flush) == (1, 0, 2)
+    b.build(175, str(d / "c2.img"))  # the second flush made B and the zero range stable
+    assert _blocks(d / "c2.img") == [b"A", b"B", b"\x00", b"\x11"]
+
+
+def test_volatile_reorder_cut_is_a_seeded_subset(logged):
+    d, base, log = logged
+    outs = []
+    for run in range(2):
+        b = CutBuilder(base, log, str(d / f"w{run}.img"), "volatile-reorder", seed=7)
+        b.build(175, str(d / f"r{run}.img"))
+        outs.append(_blocks(d / f"r{run}.img"))
+    assert outs[0] == outs[1]
+    assert outs[0][1:3] == [b"B", b"\x00"]          # flushed: always kept
+    assert outs[0][0] in (b"A", b"D") and outs[0][3] in (b"\x11", b"C")
+
+
+def test_unknown_cut_model_is_refused(logged):
+    d, base, log = logged
+    with pytest.raises(ValueError, match="cut model"):
+        CutBuilder(base, log, str(d / "w.img"), "lucky", seed=1)
+
+
+# -- campaign files ----------------------------------------------------------------------------------
+
+def test_named_campaigns_load_and_cover_the_journal_modes():
+    from fsmeter.crash.model import campaign_names, load_campaign
+
+    assert {"crash-1g", "crash-quick"} <= set(campaign_names())
+    c, _, _ = load_campaign("crash-1g")
+    assert [f.title for f in c.filesystem] == ["ext2", "ext3 data=ordered", "ext3 data=writeback",
+                                                "ext3 data=journal", "ext4", "xfs", "btrfs"]
+    assert c.campaign.sizes == [1 << 30]
+
+
+@pytest.mark.parametrize("body, field", [
+    ('[campaign]\nname="x"\ncrash_points=0\n[[filesystem]]\nname="ext4"\n', "campaign.crash_points"),
+    ('[campaign]\nname="x"\n[[filesystem]]\nname="zfs"\n', "filesystem.0.name"),
+    ('[campaign]\nname="x"\nsizes=["200M"]\n[[filesystem]]\nname="xfs"\n', "sizes"),
+    ('[campaign]\nname="x"\n[[filesystem]]\nname="ext2"\nmount_options="data=journal"\n', "data="),
+    ('[campaign]\nname="x"\ndirty=["1K"]\n[[filesystem]]\nname="ext4"\n', "dirty"),
+])
+def test_bad_campaign_names_the_field(tmp_path, body, field):
+    from fsmeter.crash.model import load_campaign
+
+    p = tmp_path / "c.toml"
+    p.write_text(body)
+    with pytest.raises(UserError) as e:
+        load_campaign(str(p))
+    assert field in e.value.message and "\n" not in e.value.message
+
+
+def test_crash_instants_replay_with_the_seed():
+    from fsmeter.crash.run import draw_cuts
+
+    a = draw_cuts(1, "ext4-1G", 5, 1000, 2000)
+    assert a == draw_cuts(1, "ext4-1G", 5, 1000, 2000)
+    assert a != draw_cuts(2, "ext4-1G", 5, 1000, 2000)
+    assert a == sorted(a) and all(1000 <= t < 2000 for t in a)
+
+
+def test_cli_refuses_a_bad_set_in_one_line():
+    from fsmeter.cli import main
+
+    r = subprocess.run([os.path.join(os.path.dirname(__file__), "..", ".venv", "bin", "fsmeter"), "crash", "run",
+                        "crash-quick", "--out", "/nonexistent/x", "--set", "crash_points=2"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines() == ["fsmeter: error: --set 'crash_points=2': use section.field=value, "
+                                             "e.g. campaign.crash_points=2"]
+    assert main  # the entry point the console script wraps
+
+
+# -- the recorded disk and a whole crash cycle (root) -----------------------------------------------
+
+def _no_leftovers(scratch):
+    from fsmeter.provision import sysinfo
+
+    assert not [m for m in sysinfo.proc_mounts() if m.target.startswith(os.path.realpath(scratch))]
+    for name in os.listdir("/sys/block"):
+        if name.startswith("loop"):
+            backing = sysinfo.loop_backing_file("/dev/" + name) or ""
+            assert not backing.startswith(os.path.realpath(scratch)), backing
+
+
+def test_blocklog_logs_each_write_before_the_flush_that_follows(root, scratch):
+    from fsmeter.crash.blocklog import LoggedDisk
+    from fsmeter.provision.state import StateFile
+
+    state = StateFile(scratch)
+    image = os.path.join(scratch, "disk.img")
+    with open(image, "wb") as f:
+        f.truncate(8 << 20)
+    log = os.path.join(scratch, "w.log")
+    with LoggedDisk(state, image, log, scratch) as disk:
+        assert disk.direct_io() is True  # the host page cache does not absorb the loop device's writes
+        payload = os.urandom(8192)
+        fd = os.open(disk.device, os.O_WRONLY | os.O_DIRECT)
+        try:
+            import mmap
+            buf = mmap.mmap(-1, 8192)
+            buf.write(payload)
+            os.pwrite(fd, buf, 1 << 20)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    recs = list(read_log(log))
+    writes = [r for r in recs if r.kind == WRITE and r.offset == 1 << 20]
+    assert writes, [(r.kind, r.offset) for r in recs]
+    with open(log, "rb") as f:
+        f.seek(writes[0].data_at)
+        assert f.read(8192) == payload
+    assert any(r.kind == FLUSH and r.seq > writes[-1].seq for r in recs)
+    assert open(image, "rb").read()[1 << 20:(1 << 20) + 8192] == payload  # served image holds it too
+    assert state.entries() == []
+    _no_leftovers(scratch)
+
+
+def test_a_killed_run_leaves_nothing_cleanup_cannot_remove(root, scratch):
+    from fsmeter.crash.blocklog import LoggedDisk
+    from fsmeter.provision.state import StateFile
+    from fsmeter.provision.undo import undo_entries
+
+    state = StateFile(scratch)
+    image = os.path.join(scratch, "disk.img")
+    with open(image, "wb") as f:
+        f.truncate(8 << 20)
+    disk = LoggedDisk(state, image, os.path.join(scratch, "w.log"), scratch)
+    disk.open()
+    proc = disk.proc
+    # as after a SIGKILL of fsmeter: nothing closed, only the state file knows
+    done, problems = undo_entries(state, state.entries())
+    assert problems == []
+    assert proc.wait(timeout=10) == 0  # unmounting ended the daemon
+    assert state.entries() == []
+    _no_leftovers(scratch)
+
+
+def test_crash_cycle_on_ext4_keeps_every_fsync_promise(root, scratch, tmp_path):
+    from fsmeter.crash.model import load_campaign
+    from fsmeter.crash.report import rows, write_html
+    from fsmeter.crash.run import CrashRunner
+    from fsmeter.provision.state import StateFile
+
+    c, text, _ = load_campaign("crash-quick")
+    out = tmp_path / "out"
+    doc = CrashRunner(c, text, str(out), scratch, say=lambda m: None).run()
+    assert doc["status"] == "done"
+    (cell,) = doc["cells"]
+    assert cell["status"] == "done", cell.get("cause")
+    assert cell["loop_direct_io"] is True
+    assert cell["write"]["counters"]["fsync_calls"] > 0
+    assert len(cell["points"]) == 2
+    for p in cell["points"]:
+        r, chk = p["recovery"], p["check"]["counters"]
+        assert r["mount_error"] is None and not r["fsck_failed"], r
+        assert r["fsck_s"] > 0 and r["mount_s"] > 0
+        assert chk["blocks_lost_beyond_fsync"] == 0 and chk["files_lost_beyond_fsync"] == 0, p["check"]
+        assert chk["entries_lost_beyond_fsync"] == 0
+        assert p["finding"] is False and "evidence_image" not in p
+    # a cut late in the run holds synced data, and all of it was checked intact
+    last = cell["points"][-1]["check"]["counters"]
+    assert last["blocks_promised"] > 0 and last["blocks_intact"] == last["blocks_promised"]
+    # the results file is what the runner returned; the ledger stays as evidence
+    assert json.loads((out / "results.json").read_text())["cells"][0]["points"] == cell["points"]
+    assert (out / cell["slug"] / "ledger.jsonl").stat().st_size > 0
+    page = write_html(doc, str(out / "report.html"))
+    text = open(page).read()
+    assert "Recovery time" in text and "Data lost beyond what fsync promised" in text
+    assert rows(doc)[0]["bytes_lost_beyond_fsync"] == 0
+    assert StateFile(scratch).entries() == []
+    _no_leftovers(scratch)
+    assert not [f for f in os.listdir(os.path.join(scratch, "images"))]
+
+
+def test_report_marks_a_finding_and_names_its_evidence(tmp_path):
+    from fsmeter.crash.report import rows, terminal_table, write_html
+
+    point = {"index": 0, "cut_ns": 5, "cut_after_s": 1.5, "finding": True, "evidence_image": "/x/cut0.img",
+             "recovery": {"fsck_s": 0.5, "mount_s": 0.1, "fsck_fixed": True, "fsck_failed": False,
+                          "mount_error": None, "lost_found_entries": 2},
+             "check": {"counters": {"blocks_promised": 10, "blocks_lost_beyond_fsync": 2,
+                                    "bytes_lost_beyond_fsync": 8192, "files_truncated_beyond_fsync": 1},
+                       "findings": [{"kind": "block_lost", "path": "crash-t0/f000001", "offset": 4096}]}}
+    doc = {"format": "fsmeter-crash/1", "host": {}, "elapsed_s": 3,
+           "campaign": {"campaign": {"name": "t", "crash_points": 1, "cut": "prefix", "seed": 1, "runtime_s": 1,
+                                     "threads": 1}},
+           "cells": [{"title": "ext4", "filesystem": "ext4", "size_bytes": 1 << 30, "dirty_bytes": 1 << 20,
+                      "status": "done", "slug": "ext4-1G", "points": [point]}]}
+    (r,) = rows(doc)
+    assert (r["bytes_lost_beyond_fsync"], r["files_lost_beyond_fsync"], r["lost_found"], r["findings"]) == (8192, 1, 2, 1)
+    page = open(write_html(doc, str(tmp_path / "r.html"))).read()
+    assert "/x/cut0.img" in page and "crash-t0/f000001" in page and 'class="finding"' in page
+    assert terminal_table(doc).row_count == 1
