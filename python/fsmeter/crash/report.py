@@ -70,19 +70,19 @@ def rows(doc: dict) -> list[dict]:
 def terminal_table(doc: dict) -> Table:
     c = doc["campaign"]["campaign"]
     t = Table(title=f"crash campaign {c['name']}: {c['crash_points']} cuts per cell, model {c['cut']}, seed {c['seed']}")
-    for col in ("filesystem", "size", "dirty", "cuts", "fsck s (median)", "mount s (median)", "fsck fixed",
-                "lost beyond fsync", "zero tails", "unsynced files gone", "lost+found", "findings"):
+    for col in ("filesystem", "size", "dirty", "fsck s", "mount s", "fsck fixed", "lost beyond fsync",
+                "zero tails", "lost+found", "findings"):
         t.add_column(col, justify="left" if col == "filesystem" else "right")
     for r in rows(doc):
-        lost = (f"{format_size(r['bytes_lost_beyond_fsync'])} / {r['files_lost_beyond_fsync']} files / "
-                f"{r['entries_lost_beyond_fsync']} entries")
+        lost = (f"{format_size(r['bytes_lost_beyond_fsync'])}, {r['files_lost_beyond_fsync']} files, "
+                f"{r['entries_lost_beyond_fsync']} names")
         lost = f"[red]{lost}[/]" if r["findings"] else f"[green]{lost}[/]"
-        fmt = lambda v: "-" if v is None else f"{v:.3f}"  # noqa: E731
+        fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
         t.add_row(r["title"] + ("" if r["status"] == "done" else f" [yellow]({r['status']})[/]"),
-                  format_size(r["size_bytes"]), format_size(r["dirty_bytes"]), str(r["points"]),
-                  fmt(r["fsck_s_median"]), fmt(r["mount_s_median"]), str(r["fsck_fixed"]), lost,
-                  str(r["files_zero_tail"]), str(r["files_missing_unpromised"]), str(r["lost_found"]),
-                  str(r["findings"]))
+                  format_size(r["size_bytes"]), format_size(r["dirty_bytes"]),
+                  fmt(r["fsck_s_median"]), fmt(r["mount_s_median"]), f"{r['fsck_fixed']}/{r['points']}", lost,
+                  str(r["files_zero_tail"]), str(r["lost_found"]), str(r["findings"]))
+    t.caption = "fsck s, mount s: medians over the cuts; the other columns add up over the cuts"
     return t
 
 
