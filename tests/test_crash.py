@@ -261,3 +261,49 @@ def test_report_marks_a_finding_and_names_its_evidence(tmp_path):
     page = open(write_html(doc, str(tmp_path / "r.html"))).read()
     assert "/x/cut0.img" in page and "crash-t0/f000001" in page and 'class="finding"' in page
     assert terminal_table(doc).row_count == 1
+
+
+def test_a_disk_cache_that_loses_unflushed_writes_under_nobarrier_is_a_finding_with_evidence(root, scratch, tmp_path):
+    """ext4 mounted nobarrier sends no cache flushes, so a volatile cache lost at the cut takes data
+    fsync had promised: the check must call it a finding and keep the image beside the ledger."""
+    from fsmeter.crash.model import CrashCampaign
+    from fsmeter.crash.report import rows
+    from fsmeter.crash.run import CrashRunner
+
+    c = CrashCampaign.model_validate({
+        "campaign": {"name": "nobarrier", "crash_points": 1, "cut": "volatile-lost", "sizes": ["128M"],
+                     "dirty": ["64K"], "runtime_s": 1.0, "threads": 1},
+        "workload": {"files_per_thread": 4, "file_size": "256K"},
+        "filesystem": [{"name": "ext4", "mount_options": "nobarrier"}]})
+    out = tmp_path / "out"
+    doc = CrashRunner(c, "", str(out), scratch, say=lambda m: None).run()
+    (cell,) = doc["cells"]
+    assert cell["status"] == "done", cell.get("cause")
+    (p,) = cell["points"]
+    assert p["cut"]["kept_after_flush"] == 0 and p["cut"]["records_after_flush"] > 0
+    lost = p["check"]["counters"]
+    assert lost["blocks_lost_beyond_fsync"] + lost["files_lost_beyond_fsync"] + lost["entries_lost_beyond_fsync"] > 0
+    assert p["finding"] is True
+    assert os.path.exists(p["evidence_image"]) and p["evidence_image"].startswith(str(out / cell["slug"]))
+    assert p["check"]["findings"], "the first findings are listed"
+    assert rows(doc)[0]["findings"] == 1
+    _no_leftovers(scratch)
+
+
+def test_run_crash_fsync_measures_syncs_and_checks_every_promise(tmp_path):
+    """The family on its own, as `fsmeter run` runs it: no crash, so every promise must hold."""
+    import sys
+
+    out, d = tmp_path / "out.json", tmp_path / "d"
+    d.mkdir()
+    ledger = tmp_path / "ledger.jsonl"
+    r = subprocess.run([sys.executable, "-m", "fsmeter", "run", "crash-fsync", "--dir", str(d), "--set", "runtime_s=0.5",
+                        "--set", "files_per_thread=4", "--set", "file_size=256K", "--set", f"ledger={ledger}",
+                        "--json", str(out), "-q"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    m = {k: v["value"] for k, v in doc["metrics"].items()}
+    assert m["write.MiB_per_s"] > 0 and m["write.fsync_p99_us"] > 0 and m["write.fdatasync_p99_us"] > 0
+    assert m["check.blocks_promised"] > 0 and m["check.bytes_lost_beyond_fsync"] == 0
+    assert doc["phases"]["write"]["counters"]["ledger_lines"] == len(ledger.read_text().splitlines())
+    assert list(d.iterdir()) == []  # the cleanup phase removed the files; the ledger stays

@@ -195,3 +195,15 @@ fn bad_spec_is_refused_with_the_field_name() {
         assert!(err.to_string().starts_with(field), "{err}");
     }
 }
+
+#[test]
+fn cleanup_removes_the_run_and_a_second_run_needs_an_empty_directory() {
+    let (data, _side, ledger, _w) = write_then(2);
+    let job = json!({"dir": data.path(), "threads": 2, "workload": spec(&ledger, json!({}))});
+    let err = Session::from_json(&job.to_string()).unwrap().run_phase("write", &Control::new()).err().expect("refused");
+    assert!(err.to_string().contains("already holds crash-t0"), "{err}");
+    let r = run(data.path(), 2, spec(&ledger, json!({})), "cleanup");
+    assert!(c(&r, "files_removed") > 0);
+    assert_eq!(std::fs::read_dir(data.path()).unwrap().count(), 0);
+    assert!(ledger.exists(), "the ledger is the record of the run: cleanup keeps it");
+}

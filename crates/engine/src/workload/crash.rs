@@ -203,13 +203,14 @@ impl Crash {
 
 impl Workload for Crash {
     fn phases(&self) -> &'static [&'static str] {
-        &["write", "check"]
+        &["write", "check", "cleanup"]
     }
 
     fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
         match phase {
             "write" => write_phase(&self.spec, self.algo, job, ctl),
             "check" => check_phase(&self.spec, self.algo, job),
+            "cleanup" => cleanup_phase(job),
             _ => Err(EngineError::UnknownPhase { phase: phase.into(), known: self.phases().to_vec() }),
         }
     }
@@ -271,6 +272,13 @@ fn write_phase(spec: &CrashSpec, algo: Checksum, job: &Job, ctl: &Control) -> Re
     let setup = |tid: usize| -> Result<WriterState> {
         let tid = tid as u32;
         let dir = job.dir.join(thread_dir(tid));
+        if dir.exists() {
+            // The ledger must describe every file there: a leftover of an earlier run would not be in it.
+            return Err(EngineError::invalid(
+                "dir",
+                format!("{} already holds {} from an earlier run: remove it or use an empty directory", job.dir.display(), thread_dir(tid)),
+            ));
+        }
         std::fs::create_dir(&dir).map_err(|e| EngineError::io(format!("mkdir {}", dir.display()), e))?;
         // The thread directories are made durable before the clock starts: their entries are
         // the first promise of the ledger.
@@ -482,6 +490,33 @@ fn sync_point(spec: &CrashSpec, st: &mut WriterState, rec: &mut crate::measure::
         st.created_since_dirsync.clear();
     }
     Ok(())
+}
+
+/// Removes what the write phase made (the thread directories and their files) and nothing else;
+/// the ledger stays: it is the record of the run.
+fn cleanup_phase(job: &Job) -> Result<PhaseReport> {
+    let mut removed = 0u64;
+    for tid in 0..job.threads as u32 {
+        let dir = job.dir.join(thread_dir(tid));
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(EngineError::io(format!("read {}", dir.display()), e)),
+        };
+        for e in entries {
+            let e = e.map_err(|e| EngineError::io(format!("read {}", dir.display()), e))?;
+            let name = e.file_name();
+            let ours = name.to_str().is_some_and(|n| n.len() == 7 && n.starts_with('f') && n[1..].bytes().all(|b| b.is_ascii_digit()));
+            if ours {
+                std::fs::remove_file(e.path()).map_err(|err| EngineError::io(format!("remove {}", e.path().display()), err))?;
+                removed += 1;
+            }
+        }
+        std::fs::remove_dir(&dir).map_err(|e| EngineError::io(format!("rmdir {} (not ours left in it?)", dir.display()), e))?;
+    }
+    let mut report = PhaseReport::new("cleanup");
+    report.counters.insert("files_removed".into(), removed);
+    Ok(report)
 }
 
 // ---------------------------------------------------------------------------------------------
