@@ -86,7 +86,7 @@ class CutBuilder:
         self.log_path = log_path
         self.work = work_image
         self.model = model
-        self.rng = random.Random(seed)
+        self.seed = seed
         self.records = list(read_log(log_path))
         self.pos = 0           # records[:pos] are applied to the work image (all up to a flush)
         self.applied = 0
@@ -99,7 +99,8 @@ class CutBuilder:
         return self.records[0].t_ns if self.records else None
 
     def build(self, cut_ns: int, out: str) -> CutInfo:
-        """Write the image a power cut at ``cut_ns`` leaves to ``out`` (instants must not decrease)."""
+        """Write the image a power cut at ``cut_ns`` leaves to ``out``. Instants must not decrease; the
+        same instant again gives the same image (the evidence of a finding is rebuilt that way)."""
         end = self.pos
         last_flush = None
         while end < len(self.records) and self.records[end].t_ns < cut_ns:
@@ -118,7 +119,8 @@ class CutBuilder:
         elif self.model == "volatile-lost":
             kept = []
         else:
-            kept = [r for r in tail if self.rng.random() < 0.5]
+            rng = random.Random(f"{self.seed}:{cut_ns}")  # per cut, so a cut can be built again alike
+            kept = [r for r in tail if rng.random() < 0.5]
         copy_sparse(self.work, out)
         n = apply(kept, self.log_path, out)
         return CutInfo(cut_ns=cut_ns, model=self.model, records_applied=self.applied + n,

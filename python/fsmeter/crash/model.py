@@ -67,6 +67,9 @@ class CrashSettings(BaseModel):
     threads: int = Field(2, ge=1, le=64)
     #: Keep every cut image, not only those with a finding (large: one image per crash point).
     keep_images: bool = False
+    #: The cut image's loop device does direct I/O (recovery reads and writes reach the scratch disk, as
+    #: a rebooted machine's would reach its disk); false puts the host's page cache under it.
+    recovery_direct_io: bool = True
 
     @field_validator("sizes")
     @classmethod

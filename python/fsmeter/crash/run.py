@@ -201,8 +201,10 @@ class CrashRunner:
             info = builder.build(cut_ns, cut_img)
             point["cut"] = info.__dict__
             point["build_s"] = time.monotonic() - t_build
-            out = run_tool(["losetup", "--direct-io=on", "--find", "--show", cut_img], what="losetup (cut image)")
+            dio = "on" if self.c.campaign.recovery_direct_io else "off"
+            out = run_tool(["losetup", f"--direct-io={dio}", "--find", "--show", cut_img], what="losetup (cut image)")
             dev = out.strip().splitlines()[-1]
+            point["recovery_direct_io"] = _loop_dio(dev)
             lid = state.add("loop", device=dev, image=cut_img)
             mnt = RecoveredMount(state, dev, os.path.join(work, f"cut{k}"), fs.name, fs.mount_options)
             try:
@@ -230,10 +232,13 @@ class CrashRunner:
                      f"{c.get('blocks_lost_beyond_fsync', '-')}" + ("  FINDING: evidence kept" if keep else ""))
         finally:
             if keep or self.c.campaign.keep_images:
+                # the image as the cut left it (rebuilt: recovery changed the one checked), and as recovered
                 dst = os.path.join(cell_out, f"cut{k}.img")
                 try:
-                    _sparse_copy(cut_img, dst)
+                    builder.build(cut_ns, dst)
                     point["evidence_image"] = dst
+                    _sparse_copy(cut_img, os.path.join(cell_out, f"cut{k}-recovered.img"))
+                    point["recovered_image"] = os.path.join(cell_out, f"cut{k}-recovered.img")
                 except OSError as exc:
                     point["evidence_error"] = str(exc)
             undo_image({"path": cut_img})
@@ -257,3 +262,11 @@ def _has_mounts(path: str) -> bool:
     from fsmeter.provision import sysinfo
 
     return any(m.target.startswith(path + "/") or m.target == path for m in sysinfo.proc_mounts())
+
+
+def _loop_dio(device: str) -> bool | None:
+    try:
+        with open(f"/sys/block/{os.path.basename(device)}/loop/dio") as f:
+            return f.read().strip() == "1"
+    except OSError:
+        return None
