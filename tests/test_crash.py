@@ -307,3 +307,35 @@ def test_run_crash_fsync_measures_syncs_and_checks_every_promise(tmp_path):
     assert m["check.blocks_promised"] > 0 and m["check.bytes_lost_beyond_fsync"] == 0
     assert doc["phases"]["write"]["counters"]["ledger_lines"] == len(ledger.read_text().splitlines())
     assert list(d.iterdir()) == []  # the cleanup phase removed the files; the ledger stays
+
+
+def test_a_cut_built_again_at_the_same_instant_is_the_same_image(logged):
+    """The evidence of a finding is rebuilt after recovery changed the checked image: it must match."""
+    d, base, log = logged
+    for model in ("prefix", "volatile-lost", "volatile-reorder"):
+        b = CutBuilder(base, log, str(d / f"w-{model}.img"), model, seed=3)
+        b.build(165, str(d / "first.img"))
+        b.build(165, str(d / "again.img"))
+        assert open(d / "first.img", "rb").read() == open(d / "again.img", "rb").read(), model
+
+
+def test_e2fsck_repairs_are_read_from_its_prompts_and_stale_counts_are_not_damage():
+    from fsmeter.crash.recovery import _SUMMARY_ONLY, e2fsck_repairs
+
+    out = """Pass 1: Checking inodes, blocks, and sizes
+Inode 14 extent tree (at level 1) could be shorter.  Optimize? yes
+
+Pass 5: Checking group summary information
+Free blocks count wrong (235417, counted=219017).
+Fix? yes
+
+Free inodes count wrong (65525, counted=65507).
+Fix? yes
+"""
+    rep = e2fsck_repairs(out)
+    assert rep == ["Inode 14 extent tree (at level 1) could be shorter.",
+                   "Free blocks count wrong (235417, counted=219017).", "Free inodes count wrong (65525, counted=65507)."]
+    assert not all(r.startswith(_SUMMARY_ONLY) for r in rep)
+    assert all(r.startswith(_SUMMARY_ONLY) for r in rep[1:])
+    damage = "Pass 2: Checking directory structure\nEntry 'f000003' in /crash-t0 (12) has deleted/unused inode 15.  Clear? yes\n"
+    assert e2fsck_repairs(damage) == ["Entry 'f000003' in /crash-t0 (12) has deleted/unused inode 15."]

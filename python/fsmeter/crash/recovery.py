@@ -44,18 +44,26 @@ class Recovery:
 
 
 _PROMPT = re.compile(r"^[A-Z][\w ]*\? yes$")
+_TRAILING_PROMPT = re.compile(r"\s+[A-Z][\w ]*\? yes$")
 # What e2fsck -f reports after every crash of a healthy ext4: the superblock's free counts are not
 # journaled (the kernel recomputes them at mount), so they are stale on disk by design.
 _SUMMARY_ONLY = ("Free blocks count wrong", "Free inodes count wrong", "Padding at end of inode bitmap")
 
 
 def e2fsck_repairs(output: str) -> list[str]:
-    """The problems e2fsck -y answered yes to (the line before each 'Fix? yes' prompt), in order."""
+    """The problems e2fsck -y answered yes to, in order: the text before a prompt on the same line
+    ("... inode 15.  Clear? yes"), or the line before a prompt that stands alone ("Fix? yes")."""
     lines = output.splitlines()
     found = []
     for i, line in enumerate(lines):
-        if _PROMPT.match(line.strip()) and i > 0:
-            found.append(lines[i - 1].strip())
+        text = line.strip()
+        if not text.endswith("? yes"):
+            continue
+        if _PROMPT.match(text):
+            if i > 0 and lines[i - 1].strip():
+                found.append(lines[i - 1].strip())
+        else:
+            found.append(_TRAILING_PROMPT.sub("", text))
     return found
 
 
