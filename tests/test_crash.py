@@ -339,3 +339,19 @@ Fix? yes
     assert all(r.startswith(_SUMMARY_ONLY) for r in rep[1:])
     damage = "Pass 2: Checking directory structure\nEntry 'f000003' in /crash-t0 (12) has deleted/unused inode 15.  Clear? yes\n"
     assert e2fsck_repairs(damage) == ["Entry 'f000003' in /crash-t0 (12) has deleted/unused inode 15."]
+
+
+def test_crash_write_series_adds_up_to_its_headline(tmp_path):
+    """The per-interval MiB of the write phase, over the measured time, is the headline itself."""
+    from rich.console import Console
+
+    from fsmeter.cli.run import run_job
+    from fsmeter.spec import build_job, load_workload
+
+    job = build_job(load_workload("crash-fsync"), tmp_path,
+                    {"runtime_s": 0.5, "interval_s": 0.05, "files_per_thread": 4, "file_size": "256K",
+                     "ledger": str(tmp_path.parent / f"{tmp_path.name}-ledger.jsonl")})
+    doc = run_job(job, Console(quiet=True), show_progress=False, cache="keep", min_phase_s=1)
+    rep = doc["phases"]["write"]
+    total = sum(job.workload.family.series["MiB_per_s"](iv) for iv in rep["intervals"])
+    assert total / rep["elapsed_s"] == pytest.approx(doc["metrics"]["write.MiB_per_s"]["value"], rel=1e-9)
