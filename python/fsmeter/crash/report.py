@@ -69,20 +69,33 @@ def rows(doc: dict) -> list[dict]:
 
 def terminal_table(doc: dict) -> Table:
     c = doc["campaign"]["campaign"]
-    t = Table(title=f"crash campaign {c['name']}: {c['crash_points']} cuts per cell, model {c['cut']}, seed {c['seed']}")
-    for col in ("filesystem", "size", "dirty", "fsck s", "mount s", "fsck fixed", "lost beyond fsync",
-                "zero tails", "lost+found", "findings"):
-        t.add_column(col, justify="left" if col == "filesystem" else "right")
-    for r in rows(doc):
-        lost = (f"{format_size(r['bytes_lost_beyond_fsync'])}, {r['files_lost_beyond_fsync']} files, "
-                f"{r['entries_lost_beyond_fsync']} names")
+    rs = rows(doc)
+    # size and dirty set get a column only when the campaign varies them (else they are in the title)
+    sizes = sorted({r["size_bytes"] for r in rs})
+    dirties = sorted({r["dirty_bytes"] for r in rs})
+    title = f"crash campaign {c['name']}: {c['crash_points']} cuts per cell, model {c['cut']}, seed {c['seed']}"
+    if len(sizes) == 1:
+        title += f", {format_size(sizes[0])} images"
+    if len(dirties) == 1:
+        title += f", dirty set {format_size(dirties[0])}"
+    t = Table(title=title)
+    cols = ["filesystem"] + (["size"] if len(sizes) > 1 else []) + (["dirty"] if len(dirties) > 1 else []) + \
+        ["fsck s", "mount s", "fsck fixed", "lost beyond fsync", "zero tails", "lost+ found", "findings"]
+    for col in cols:
+        t.add_column(col, justify="left" if col == "filesystem" else "right", no_wrap=col == "filesystem")
+    for r in rs:
+        lost = (f"{format_size(r['bytes_lost_beyond_fsync'])}/{r['files_lost_beyond_fsync']}/"
+                f"{r['entries_lost_beyond_fsync']}")
         lost = f"[red]{lost}[/]" if r["findings"] else f"[green]{lost}[/]"
         fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
-        t.add_row(r["title"] + ("" if r["status"] == "done" else f" [yellow]({r['status']})[/]"),
-                  format_size(r["size_bytes"]), format_size(r["dirty_bytes"]),
-                  fmt(r["fsck_s_median"]), fmt(r["mount_s_median"]), f"{r['fsck_fixed']}/{r['points']}", lost,
-                  str(r["files_zero_tail"]), str(r["lost_found"]), str(r["findings"]))
-    t.caption = "fsck s, mount s: medians over the cuts; the other columns add up over the cuts"
+        cells = [r["title"] + ("" if r["status"] == "done" else f" [yellow]({r['status']})[/]")]
+        cells += [format_size(r["size_bytes"])] if len(sizes) > 1 else []
+        cells += [format_size(r["dirty_bytes"])] if len(dirties) > 1 else []
+        cells += [fmt(r["fsck_s_median"]), fmt(r["mount_s_median"]), f"{r['fsck_fixed']}/{r['points']}", lost,
+                  str(r["files_zero_tail"]), str(r["lost_found"]), str(r["findings"])]
+        t.add_row(*cells)
+    t.caption = ("fsck s, mount s: medians over the cuts; lost beyond fsync: bytes/files/directory entries; "
+                 "the other columns add up over the cuts")
     return t
 
 
@@ -125,9 +138,11 @@ def figures(doc: dict) -> list[dict]:
     labels = [f"{r['title']} {format_size(r['size_bytes'])} dirty {format_size(r['dirty_bytes'])}" for r in rs]
     figs.append({"id": "loss", "title": "Data lost beyond what fsync promised", "data": [
         {"type": "bar", "name": "bytes lost beyond fsync (must be 0)", "x": labels,
-         "y": [r["bytes_lost_beyond_fsync"] for r in rs], "marker": {"color": "#c0392b"}},
+         "y": [r["bytes_lost_beyond_fsync"] for r in rs], "marker": {"color": "#c0392b"},
+         "text": [str(r["bytes_lost_beyond_fsync"]) for r in rs], "textposition": "outside", "cliponaxis": False},
         {"type": "bar", "name": "files lost/truncated beyond fsync", "x": labels,
-         "y": [r["files_lost_beyond_fsync"] for r in rs], "marker": {"color": "#e67e22"}, "yaxis": "y2"},
+         "y": [r["files_lost_beyond_fsync"] for r in rs], "marker": {"color": "#e67e22"}, "yaxis": "y2",
+         "text": [str(r["files_lost_beyond_fsync"]) for r in rs], "textposition": "outside", "cliponaxis": False},
     ], "layout": {"title": "Data lost beyond what fsync promised (0 on a correct filesystem)", "barmode": "group",
                   "yaxis": {"title": "bytes", "rangemode": "tozero"},
                   "yaxis2": {"title": "files", "overlaying": "y", "side": "right", "rangemode": "tozero"},
