@@ -60,7 +60,7 @@ def register(app: typer.Typer) -> None:
 
         from pydantic import ValidationError
 
-        from fsmeter.crash.model import CrashCampaign, load_campaign
+        from fsmeter.crash.model import CrashCampaign, load_campaign, validation_message
         from fsmeter.crash.report import terminal_table, write_html
         from fsmeter.crash.run import CrashRunner
         from fsmeter.provision.state import default_scratch
@@ -75,8 +75,7 @@ def register(app: typer.Typer) -> None:
             try:
                 c = CrashCampaign.model_validate(data)
             except ValidationError as exc:
-                err = exc.errors()[0]
-                raise UserError(f"--set: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
+                raise UserError(f"--set: {validation_message(exc)}") from None
         if os.geteuid() != 0 or not os.path.exists("/dev/loop-control"):
             raise UserError("crash campaigns make filesystems on loop devices and a FUSE disk: run as root "
                             "(sudo fsmeter crash run ...)", exit_code=1)

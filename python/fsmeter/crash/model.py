@@ -143,6 +143,12 @@ def load_campaign(name_or_path: str) -> tuple[CrashCampaign, str, str]:
     try:
         return CrashCampaign.model_validate(data), text, os.fspath(path)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise UserError(f"{path}: {where}: {err['msg']}") from None
+        raise UserError(f"{path}: {validation_message(exc)}") from None
+
+
+def validation_message(exc: ValidationError) -> str:
+    """The first error, as `field.path: message` (a check across fields names its field in the message)."""
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"])
+    msg = err["msg"].removeprefix("Value error, ")
+    return f"{where}: {msg}" if where else msg
