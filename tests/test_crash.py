@@ -355,3 +355,56 @@ def test_crash_write_series_adds_up_to_its_headline(tmp_path):
     rep = doc["phases"]["write"]
     total = sum(job.workload.family.series["MiB_per_s"](iv) for iv in rep["intervals"])
     assert total / rep["elapsed_s"] == pytest.approx(doc["metrics"]["write.MiB_per_s"]["value"], rel=1e-9)
+
+
+def test_sigterm_mid_run_tears_everything_down_and_keeps_the_results(root, scratch, tmp_path):
+    import signal
+    import sys
+    import time
+
+    out = tmp_path / "out"
+    env = {**os.environ, "FSMETER_SCRATCH": scratch}
+    p = subprocess.Popen([sys.executable, "-m", "fsmeter", "crash", "run", "crash-quick", "--out", str(out)],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # the write phase has begun once the daemon serves the disk
+            if any(e["kind"] == "fuse" for e in _entries(scratch)) and any(e["kind"] == "mount" for e in _entries(scratch)):
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the crash run never reached its write phase")
+        time.sleep(0.5)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, err
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["status"] == "interrupted" and doc["cells"][0]["status"] == "interrupted"
+    assert _entries(scratch) == []
+    _no_leftovers(scratch)
+
+
+def _entries(scratch):
+    from fsmeter.provision.state import StateFile
+
+    return StateFile(scratch).entries()
+
+
+def test_report_draws_recovery_time_against_size_when_sizes_vary():
+    from fsmeter.crash.report import figures
+
+    def cell(size, fsck, mount):
+        return {"title": "ext2", "filesystem": "ext2", "size_bytes": size, "dirty_bytes": 1 << 20, "status": "done",
+                "slug": f"ext2-{size}", "points": [{"index": 0, "cut_after_s": 1.0, "finding": False,
+                                                    "recovery": {"fsck_s": fsck, "mount_s": mount},
+                                                    "check": {"counters": {}}}]}
+    doc = {"campaign": {"campaign": {}}, "cells": [cell(1 << 29, 1.0, 0.5), cell(1 << 30, 2.0, 0.5)]}
+    figs = {f["id"]: f for f in figures(doc)}
+    assert set(figs) == {"recovery", "recovery-size", "loss", "unpromised"}
+    median_line = figs["recovery-size"]["data"][0]
+    assert median_line["x"] == [0.5, 1.0] and median_line["y"] == [1.5, 2.5]
+    one_size = {"campaign": {"campaign": {}}, "cells": [cell(1 << 30, 2.0, 0.5)]}
+    assert "recovery-size" not in {f["id"] for f in figures(one_size)}

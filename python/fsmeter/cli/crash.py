@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 from typing import Optional
 
@@ -63,6 +64,7 @@ def register(app: typer.Typer) -> None:
         from fsmeter.crash.model import CrashCampaign, load_campaign, validation_message
         from fsmeter.crash.report import terminal_table, write_html
         from fsmeter.crash.run import CrashRunner
+        from fsmeter.provision.errors import Interrupted
         from fsmeter.provision.state import default_scratch
         from fsmeter.provision.undo import cleanup_leftovers
         from fsmeter.provision.state import StateFile
@@ -83,6 +85,10 @@ def register(app: typer.Typer) -> None:
             raise UserError(f"--out {out}: already holds crash results: give a new folder")
         console = Console()
         scratch = default_scratch()
+        def _on_term(signum, frame):  # SIGTERM tears down like Ctrl-C: finally blocks unmount and detach
+            raise Interrupted(signum)
+
+        old_term = signal.signal(signal.SIGTERM, _on_term)
         with measuring(wait=not no_wait):
             state = StateFile(scratch)
             _, problems = cleanup_leftovers(state)
@@ -90,7 +96,10 @@ def register(app: typer.Typer) -> None:
                 console.print(f"[yellow]leftover not removed: {p}[/]")
             runner = CrashRunner(c, text if not sets else f"{text}\n# --set {' '.join(sets)}", str(out), scratch,
                                  say=lambda m: console.print(m, highlight=False))
-            doc = runner.run()
+            try:
+                doc = runner.run()
+            finally:
+                signal.signal(signal.SIGTERM, old_term)
         console.print(terminal_table(doc))
         page = write_html(doc, str(html or out / "report.html"))
         console.print(f"campaign took {doc['elapsed_s']:.0f} s; results {out / 'results.json'}; report {page}")

@@ -125,15 +125,25 @@ def figures(doc: dict) -> list[dict]:
                  "layout": {"title": "Recovery time after a power cut (every crash point)", "boxmode": "group",
                             "yaxis": {"title": "seconds"}, "height": 440, "template": "plotly_white"}})
     if len(sizes) > 1:
+        # recovery = check + mount, every crash point, and the median per size joined by a line
         traces = []
         for title in titles:
-            pts = [(c["size_bytes"], p["recovery"]["fsck_s"]) for c in cells if c["title"] == title
-                   for p in c["points"] if p.get("recovery", {}).get("fsck_s") is not None]
-            traces.append({"type": "scatter", "mode": "markers", "name": title, "x": [s / 2**30 for s, _ in pts],
-                           "y": [v for _, v in pts]})
-        figs.append({"id": "recovery-size", "title": "Check time against filesystem size", "data": traces,
-                     "layout": {"title": "Check time against filesystem size", "xaxis": {"title": "GiB"},
-                                "yaxis": {"title": "seconds"}, "height": 420, "template": "plotly_white"}})
+            pts = [(c["size_bytes"], p["recovery"]["fsck_s"] + p["recovery"]["mount_s"]) for c in cells
+                   if c["title"] == title for p in c["points"]
+                   if p.get("recovery", {}).get("fsck_s") is not None and p["recovery"].get("mount_s") is not None]
+            if not pts:
+                continue
+            med = [(s, median(v for z, v in pts if z == s)) for s in sorted({z for z, _ in pts})]
+            traces.append({"type": "scatter", "mode": "lines+markers", "name": f"{title} (median)",
+                           "legendgroup": title, "x": [s / 2**30 for s, _ in med], "y": [v for _, v in med]})
+            traces.append({"type": "scatter", "mode": "markers", "name": title, "legendgroup": title,
+                           "showlegend": False, "opacity": 0.5,
+                           "x": [s / 2**30 for s, _ in pts], "y": [v for _, v in pts]})
+        figs.append({"id": "recovery-size", "title": "Recovery time (check + mount) against filesystem size",
+                     "data": traces,
+                     "layout": {"title": "Recovery time (check + mount) against filesystem size",
+                                "xaxis": {"title": "filesystem size (GiB)"}, "yaxis": {"title": "seconds"},
+                                "height": 420, "template": "plotly_white"}})
     rs = rows(doc)
     labels = [f"{r['title']} {format_size(r['size_bytes'])} dirty {format_size(r['dirty_bytes'])}" for r in rs]
     figs.append({"id": "loss", "title": "Data lost beyond what fsync promised", "data": [

@@ -99,6 +99,9 @@ class CrashRunner:
                     cell["status"] = "failed"
                     cell["cause"] = f"{type(exc).__name__}: {exc}"
                     self.say(f"{cell['slug']}: failed: {exc}")
+                except BaseException:
+                    cell["status"] = "interrupted"
+                    raise
                 self._save()
             self.doc["status"] = "done"
         except BaseException:
