@@ -218,6 +218,7 @@ def test_crash_cycle_on_ext4_keeps_every_fsync_promise(root, scratch, tmp_path):
     (cell,) = doc["cells"]
     assert cell["status"] == "done", cell.get("cause")
     assert cell["loop_direct_io"] is True
+    assert "rw" in cell["mount_options_in_effect"] and cell["mkfs_version"]
     assert cell["write"]["counters"]["fsync_calls"] > 0
     assert len(cell["points"]) == 2
     for p in cell["points"]:

@@ -33,6 +33,7 @@ from fsmeter.crash.model import CrashCampaign, CrashFs
 from fsmeter.crash.recovery import RecoveredMount, recover
 from fsmeter.engine import EngineSession
 from fsmeter.hostinfo import host_info
+from fsmeter.provision import sysinfo
 from fsmeter.provision._run import run as run_tool
 from fsmeter.provision.errors import MkfsError
 from fsmeter.provision.filesystems import get_filesystem
@@ -136,6 +137,7 @@ class CrashRunner:
             argv = fsys.mkfs_argv(live, fsys.mkfs_options(_cfg(fs), overwrite=True), None)
             run_tool(argv, error=MkfsError, what=f"{argv[0]} ({fs.name})", hint="check the mkfs options")
             cell["mkfs_argv"] = argv
+            cell["mkfs_version"] = fsys.tool_version
             _sparse_copy(live, base)
             t_write = self._record(state, fs, live, log, work, ledger, dirty, cell)
             cuts = draw_cuts(self.c.campaign.seed, slug, self.c.campaign.crash_points, *t_write)
@@ -176,6 +178,8 @@ class CrashRunner:
                 _, err = mnt.mount()
                 if err:
                     raise MkfsError(f"mount of the fresh {fs.name} failed: {err}")
+                seen = [m for m in sysinfo.mounts_at(mnt.path)]
+                cell["mount_options_in_effect"] = seen[-1].options if seen else None
                 self.say(f"{cell['slug']}: writing for {self.c.campaign.runtime_s:g} s "
                          f"(dirty set {format_size(dirty)}, {self.c.campaign.threads} threads)")
                 session = EngineSession(self._engine_job(mnt.path, ledger, dirty, None))
