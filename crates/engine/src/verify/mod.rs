@@ -187,6 +187,84 @@ where
     });
 }
 
+/// A data file a `reread` checks: its path and how many bytes should be there.
+pub struct RereadFile {
+    pub path: std::path::PathBuf,
+    pub len: u64,
+}
+
+/// The `verify` phase of any family: re-read every block of `files` (split over
+/// up to `threads` threads by file) and check it, against the write the ledger
+/// says it should hold when `exact`, else for its own consistency. A file that
+/// is shorter than it should be has every missing block reported (`short`).
+/// Reported as reads; counters and mismatches as `merge_into` puts them.
+#[allow(clippy::too_many_arguments)]
+pub fn reread(
+    job: &crate::job::Job,
+    ctl: &crate::measure::Control,
+    files: &[RereadFile],
+    algo: Checksum,
+    block: u64,
+    ledger: Option<&Ledger>,
+    exact: bool,
+    notes: serde_json::Value,
+) -> crate::error::Result<PhaseReport> {
+    use crate::backend::buffer::AlignedBuf;
+    use crate::error::EngineError;
+    use crate::measure::{now_ns, run_threads, PhaseTiming};
+    const KINDS: &[&str] = &["read"];
+    let chunk = ((1u64 << 20) / block).max(1) * block;
+    let nthreads = job.threads.min(files.len()).max(1);
+    let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
+    let work: u64 = files.iter().map(|f| f.len.div_ceil(chunk)).sum();
+    let (mut report, checkers) = run_threads(
+        "verify",
+        nthreads,
+        timing,
+        ctl,
+        KINDS,
+        3,
+        work,
+        |tid| Ok((AlignedBuf::new(chunk as usize, 4096), Checker::new(algo, block as usize, job.seed, tid as u32, "verify"))),
+        |(buf, ch), rec| {
+            for i in (rec.tid..files.len()).step_by(nthreads) {
+                let f = &files[i];
+                let file = std::fs::File::open(&f.path).map_err(|e| EngineError::io(format!("verify: opening {}", f.path.display()), e))?;
+                let mut off = 0u64;
+                while off < f.len && !rec.interrupted() {
+                    let len = chunk.min(f.len - off) as usize;
+                    let data = &mut buf.as_mut_slice()[..len];
+                    let mut got = 0usize;
+                    while got < len {
+                        let t0 = now_ns();
+                        let n = std::os::unix::fs::FileExt::read_at(&file, &mut data[got..], off + got as u64)
+                            .map_err(|e| EngineError::io(format!("verify: reading {}", f.path.display()), e))?;
+                        rec.record(0, n as u64, t0, now_ns());
+                        if n == 0 {
+                            break;
+                        }
+                        got += n;
+                    }
+                    let fi = i as u32;
+                    ch.check(&data[..got], fi, off, |o| if exact { ledger.and_then(|l| l.expected(fi, o)) } else { None });
+                    if got < len {
+                        let first_missing = off + (got as u64).div_ceil(block) * block;
+                        for o in (first_missing..f.len).step_by(block as usize) {
+                            ch.blocks_checked += 1;
+                            ch.note(fi, check_block(&[], o, algo).expect_err("an empty block fails"));
+                        }
+                        break;
+                    }
+                    off += len as u64;
+                }
+            }
+            Ok(std::mem::replace(ch, Checker::new(algo, block as usize, job.seed, 0, "verify")))
+        },
+    )?;
+    merge_into(&mut report, checkers.iter(), |f| files[f as usize].path.display().to_string(), notes);
+    Ok(report)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -982,58 +982,12 @@ impl Access {
     /// The `verify` phase: re-read every block of every file and check it (against
     /// the write it should hold, when that is known exactly).
     fn verify_phase(&self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
-        let spec = &self.spec;
-        let Some(algo) = spec.verify else {
+        let Some(algo) = self.spec.verify else {
             return Err(EngineError::invalid("verify", "the verify phase needs verify = \"crc32c\", \"xxh3\" or \"sha256\" in the spec"));
         };
-        let b = spec.verify_block();
-        let chunk = (LAYOUT_CHUNK / b).max(1) * b;
-        let nthreads = job.threads.min(spec.file_count as usize).max(1);
-        let exact = self.verify_exact(job);
-        let mut files = FilesGuard(Vec::with_capacity(spec.file_count as usize));
-        for i in 0..spec.file_count {
-            files.0.push(open(&self.path(&job.dir, i), libc::O_RDONLY)?);
-        }
-        let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
-        let files = &files;
-        let (mut report, checkers) = run_threads(
-            "verify",
-            nthreads,
-            timing,
-            ctl,
-            KINDS,
-            3,
-            self.file_len().div_ceil(chunk) * spec.file_count as u64,
-            |tid| Ok((AlignedBuf::new(chunk as usize, 4096), Checker::new(algo, b as usize, job.seed, tid as u32, "verify"))),
-            |(buf, ch), rec| {
-                for i in (rec.tid as u32..spec.file_count).step_by(nthreads) {
-                    let fd = files.0[i as usize];
-                    let mut off = 0u64;
-                    while off < self.file_len() && !rec.interrupted() {
-                        let len = chunk.min(self.file_len() - off) as usize;
-                        let got = read_full(fd, &mut buf.as_mut_slice()[..len], off, rec)
-                            .map_err(|e| EngineError::io(format!("verify: reading {}", self.path(&job.dir, i).display()), e))?;
-                        let ledger = self.ledger.as_ref();
-                        ch.check(&buf.as_slice()[..got], i, off, |o| if exact { ledger.and_then(|l| l.expected(i, o)) } else { None });
-                        if got < len {
-                            // The file ends early: every block past its end is missing.
-                            let first_missing = off + (got as u64).div_ceil(b) * b;
-                            for o in (first_missing..self.file_len()).step_by(b as usize) {
-                                ch.blocks_checked += 1;
-                                let m = verify::check_block(&[], o, algo).expect_err("an empty block fails");
-                                ch.note(i, m);
-                            }
-                            break;
-                        }
-                        off += len as u64;
-                    }
-                }
-                Ok(std::mem::replace(ch, Checker::new(algo, b as usize, job.seed, 0, "verify")))
-            },
-        )?;
-        report.totals_without(NOT_DATA);
-        verify::merge_into(&mut report, checkers.iter(), |f| self.path(&job.dir, f).display().to_string(), self.verify_notes(job));
-        Ok(report)
+        let files: Vec<verify::RereadFile> =
+            (0..self.spec.file_count).map(|i| verify::RereadFile { path: self.path(&job.dir, i), len: self.file_len() }).collect();
+        verify::reread(job, ctl, &files, algo, self.spec.verify_block(), self.ledger.as_ref(), self.verify_exact(job), self.verify_notes(job))
     }
 
     fn cleanup(&self, job: &Job) -> Result<PhaseReport> {
@@ -1082,25 +1036,6 @@ fn io_failure(req: IoReq, errno: i32, direct: bool) -> EngineError {
         ctx.push_str(" (O_DIRECT: sizes, offsets and alignment must be multiples of the device's logical block size)");
     }
     EngineError::io(ctx, std::io::Error::from_raw_os_error(errno))
-}
-
-/// pread until `buf` is full or the file ends; each system call is recorded as a read.
-fn read_full(fd: RawFd, buf: &mut [u8], off: u64, rec: &mut Recorder) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        let t0 = now_ns();
-        // SAFETY: buf[got..] is valid for writes of its length.
-        let n = unsafe { libc::pread(fd, buf[got..].as_mut_ptr() as *mut libc::c_void, buf.len() - got, (off + got as u64) as libc::off_t) };
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        rec.record(READ, n as u64, t0, now_ns());
-        if n == 0 {
-            break;
-        }
-        got += n as usize;
-    }
-    Ok(got)
 }
 
 pub(crate) fn open(path: &Path, flags: i32) -> Result<RawFd> {
