@@ -136,3 +136,14 @@ def test_fsmeter_run_with_verify_reports_checked_blocks(tmp_path):
     assert doc["corrupt"] is None
     assert doc["phases"]["verify"]["counters"]["verify_blocks_checked"] == 512
     assert doc["phases"]["run"]["counters"]["verify_blocks_written"] > 0
+
+
+def test_bonnie_verify_parameter_adds_the_verify_phase():
+    from fsmeter.families.bonnie import FAMILY, BonnieParams
+
+    p = BonnieParams(size="1M", chunk="8K", verify="xxh3")
+    assert p.engine_spec()["verify"] == "xxh3"
+    assert [ph.name for ph in FAMILY.phases(p)][-1] == "verify" or "verify" in [ph.name for ph in FAMILY.phases(p)]
+    assert BonnieParams(size="1M").engine_spec()["verify"] is None
+    with pytest.raises(ValueError, match="char_io_size: 5000 bytes"):
+        BonnieParams(size="1M", chunk="8K", char_io_size=5000, verify="crc32c")

@@ -42,6 +42,11 @@ impl Ledger {
         self.block
     }
 
+    /// Bytes per file the ledger covers.
+    pub fn len_bytes(&self) -> u64 {
+        self.blocks_per_file * self.block
+    }
+
     #[inline]
     fn index(&self, file: u32, offset: u64) -> Option<usize> {
         let b = offset / self.block;
