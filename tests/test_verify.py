@@ -147,3 +147,11 @@ def test_bonnie_verify_parameter_adds_the_verify_phase():
     assert BonnieParams(size="1M").engine_spec()["verify"] is None
     with pytest.raises(ValueError, match="char_io_size: 5000 bytes"):
         BonnieParams(size="1M", chunk="8K", char_io_size=5000, verify="crc32c")
+
+
+def test_iozone_verify_parameter():
+    from fsmeter.families.iozone import IozoneParams
+
+    p = IozoneParams(file_sizes=["64K"], record_sizes=["4K"], verify="crc32c")
+    assert p.engine_spec()["verify"] == "crc32c"
+    assert IozoneParams(file_sizes=["64K"], record_sizes=["4K"]).engine_spec()["verify"] is None

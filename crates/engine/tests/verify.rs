@@ -288,3 +288,23 @@ fn bonnie_catches_a_changed_byte_in_the_next_reading_phase() {
         assert_eq!(v["extra"]["verify"]["mismatches"][0]["first_diff_offset"], at);
     }
 }
+
+#[test]
+fn iozone_grid_writes_headers_and_checks_every_read_and_each_cell_at_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path(), 1, json!({
+        "family": "iozone", "cells": [[65536, 4096], [131072, 8192]], "tests": [0, 1, 2, 3, 4, 5, 6, 7, 8],
+        "verify": "xxh3",
+    }));
+    let r = run(&mut s, "grid");
+    assert_eq!(mismatches(&r), 0, "{}", r["extra"]["verify"]);
+    // Per cell of n records: writes 0: 2n, 2: n, 4: n, 6: 2n (test 8's writers fill their own);
+    // checked reads 1: 2n, 2: n, 3: n, 5: n, 7: 2n, and the end-of-cell re-read n.
+    let n = 16 + 16;
+    assert_eq!(r["counters"]["verify_blocks_written"], 6 * n);
+    assert_eq!(r["counters"]["verify_blocks_checked"], 8 * n);
+    assert!(r["extra"]["verify"]["notes"]["cells_corrupt"] == 0);
+    let e = Session::from_json(&json!({"dir": dir.path(), "workload": {"family": "iozone", "cells": [[4096, 64]], "verify": "crc32c"}}).to_string())
+        .err().unwrap().to_string();
+    assert!(e.contains("record size 64 bytes: with verify"), "{e}");
+}
