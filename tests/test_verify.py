@@ -155,3 +155,54 @@ def test_iozone_verify_parameter():
     p = IozoneParams(file_sizes=["64K"], record_sizes=["4K"], verify="crc32c")
     assert p.engine_spec()["verify"] == "crc32c"
     assert IozoneParams(file_sizes=["64K"], record_sizes=["4K"]).engine_spec()["verify"] is None
+
+
+def test_a_campaign_marks_a_trial_with_a_lost_write_corrupt_and_reports_it(tmp_path, scratch):
+    import os
+    import textwrap
+
+    work = tmp_path / "work"
+    work.mkdir()
+    fast = 'file_size = "1M", duration_s = 0.2, warmup_s = 0, interval_s = 0.05'
+    f = tmp_path / "c.toml"
+    f.write_text('name = "v"\n' + textwrap.dedent(f"""\
+        [factors]
+        verify = ["off", "crc32c"]
+        [[workloads]]
+        name = "rand-write-4k"
+        label = "good"
+        params = {{ {fast} }}
+        [[workloads]]
+        name = "rand-write-4k"
+        label = "lossy"
+        params = {{ {fast}, fault = {{ kind = "lost_write", after = 5, count = 1000000000 }} }}
+        [repetitions]
+        policy = "fixed"
+        n = 2
+        discard_first = 0
+        """) + f'\n[target]\nkind = "dir"\npath = "{work}"\n')
+    db = tmp_path / "r.sqlite"
+    env = {**os.environ, "COLUMNS": "250"}
+    r = subprocess.run([sys.executable, "-m", "fsmeter", "campaign", "run", f, "--db", db, "-q"], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    from fsmeter.store import open_store
+
+    store = open_store(db)
+    rows = store.conn.execute("SELECT c.workload, c.status, t.status, t.cause FROM trials t JOIN cells c "
+                              "ON c.id = t.cell_id ORDER BY t.id").fetchall()
+    by = {}
+    for wl, cstat, tstat, cause in rows:
+        by.setdefault((wl, cstat), []).append((tstat, cause))
+    # good x {off, crc32c}: ok trials; lossy x off: ok (nobody checks); lossy x crc32c: corrupt, cell failed.
+    corrupt = [(t, c) for (wl, cs), ts in by.items() for t, c in ts if t == "corrupt"]
+    assert len(corrupt) == 1, rows
+    assert "stale" in corrupt[0][1] and "fsmeter.access.0 offset" in corrupt[0][1], corrupt
+    assert sum(1 for _, cs, ts, _ in rows if ts == "ok") == 6
+    assert [cs for wl, cs, ts, _ in rows if ts == "corrupt"] == ["failed"]
+    show = subprocess.run([sys.executable, "-m", "fsmeter", "campaign", "show", "1", "--db", db], capture_output=True,
+                          text=True, env=env).stdout
+    assert "corrupt" in show
+    rep = subprocess.run([sys.executable, "-m", "fsmeter", "report", "1", "--db", db], capture_output=True,
+                         text=True, env=env)
+    assert "corrupt" in rep.stdout, rep.stdout + rep.stderr

@@ -19,6 +19,15 @@ class AccessEntry(BaseModel):
     random_pct: float = Field(100.0, ge=0, le=100)
 
 
+class FaultParams(BaseModel):
+    """Testing verification: make chosen writes fail the way broken storage does (psync only)."""
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["torn_write", "short_write", "lost_write", "misdirected_write"]
+    after: int = Field(0, ge=0, description="writes per thread let through before the first fault")
+    count: int = Field(1, ge=1, description="faults per thread")
+    keep_bytes: Size = Field(0, ge=0, description="bytes that reach the file (torn and short writes)")
+
+
 class AccessParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     family: Literal["access"] = "access"
@@ -49,6 +58,8 @@ class AccessParams(BaseModel):
         "reads check them, a verify phase re-reads everything; off by default")
     verify_block: Size = Field(0, ge=0, description="bytes per verified block (one header each); 0: the smallest "
                                "request size")
+    fault: Optional[FaultParams] = Field(None, description="testing verification: torn, short, lost or misdirected "
+                                         "writes injected under the psync backend (docs/verify.md)")
 
     @model_validator(mode="after")
     def _check(self):
@@ -101,6 +112,11 @@ class AccessParams(BaseModel):
         if self.thread_files and self.file_count % settings.threads:
             raise UserError(f"parameter threads: {settings.threads} threads cannot share {self.file_count} per-thread "
                             "files evenly (a fio job file's numjobs sets threads; change numjobs there)")
+        if self.verify != "off" and settings.backend == "null":
+            raise UserError("parameter verify: the null backend moves no data, so there is nothing to verify: "
+                            "use --set backend=psync or io_uring")
+        if self.fault is not None and settings.backend != "psync":
+            raise UserError("parameter fault: fault injection wraps the psync backend: use --set backend=psync")
         if self.queue_depth > 1 and settings.backend == "psync":
             raise UserError("parameter queue_depth: psync keeps one request in flight per thread; "
                             "use --set backend=io_uring for queue_depth > 1")

@@ -219,7 +219,7 @@ impl AccessSpec {
                 return Err(EngineError::invalid("fault", "fault injection wraps the psync backend: use backend = \"psync\""));
             }
         }
-        self.validate_verify()
+        self.validate_verify(job)
     }
 
     /// Bytes per verified block: `verify_block`, or the smallest request size.
@@ -231,7 +231,7 @@ impl AccessSpec {
     }
 
     /// With verify, every request covers whole blocks of a fixed grid (one header each).
-    fn validate_verify(&self) -> Result<()> {
+    fn validate_verify(&self, job: &Job) -> Result<()> {
         if self.verify.is_none() {
             return Ok(());
         }
@@ -248,6 +248,9 @@ impl AccessSpec {
             if v % b != 0 {
                 return Err(EngineError::invalid(name, format!("{v} bytes: with verify, it must be a multiple of the verify block ({b} bytes) so every request covers whole blocks: set {name} = a multiple of {b}")));
             }
+        }
+        if job.backend == BackendKind::Null {
+            return Err(EngineError::invalid("verify", "the null backend moves no data, so there is nothing to verify: use backend = psync or io_uring"));
         }
         if self.reuse_files {
             return Err(EngineError::invalid("reuse_files", "cannot be combined with verify: the files must be laid out with verification headers"));
