@@ -14,7 +14,7 @@ pub mod header;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use header::{
-    check_block, check_block_expect, fill_block, fill_blocks, BlockHeader, Checksum, Mismatch, MismatchKind, CHECKSUM_LEN,
+    check_block, check_block_expect, fill_block, fill_block_planned, fill_blocks, Crc32cPlan, BlockHeader, Checksum, Mismatch, MismatchKind, CHECKSUM_LEN,
     HEADER_LEN, MIN_BLOCK,
 };
 
@@ -85,8 +85,10 @@ pub struct FileMismatch {
 /// One thread's verification state for a phase.
 pub struct Checker {
     pub algo: Checksum,
-    /// Verify block size: requests carry one header per block.
+    /// Verify block size: requests carry one header per block (change it with `set_block`).
     pub block: usize,
+    /// crc32c of written blocks from tables instead of a pass over the data (see `Crc32cPlan`).
+    plan: Option<Crc32cPlan>,
     pub seed: u64,
     pub thread: u32,
     pub phase: &'static str,
@@ -101,6 +103,7 @@ impl Checker {
         Checker {
             algo,
             block,
+            plan: Self::plan(algo, block),
             seed,
             thread,
             phase,
@@ -111,10 +114,38 @@ impl Checker {
         }
     }
 
+    fn plan(algo: Checksum, block: usize) -> Option<Crc32cPlan> {
+        if algo == Checksum::Crc32c {
+            Crc32cPlan::new(block)
+        } else {
+            None
+        }
+    }
+
+    /// A new block size (tables are rebuilt: call it outside timed work).
+    pub fn set_block(&mut self, block: usize) {
+        if block != self.block {
+            self.block = block;
+            self.plan = Self::plan(self.algo, block);
+        }
+    }
+
     /// Fill `buf` (a whole number of blocks) for a write at `offset`, as write number `generation`.
     #[inline]
     pub fn fill(&mut self, buf: &mut [u8], offset: u64, generation: u64) {
-        fill_blocks(buf, self.block, offset, generation, self.thread, self.seed, self.algo);
+        match &self.plan {
+            Some(p) => {
+                for (i, b) in buf.chunks_mut(self.block).enumerate() {
+                    let off = offset + (i * self.block) as u64;
+                    if b.len() == self.block {
+                        fill_block_planned(b, off, generation, self.thread, self.seed, p);
+                    } else {
+                        fill_block(b, off, generation, self.thread, self.seed, self.algo);
+                    }
+                }
+            }
+            None => fill_blocks(buf, self.block, offset, generation, self.thread, self.seed, self.algo),
+        }
         self.blocks_written += buf.len().div_ceil(self.block) as u64;
     }
 

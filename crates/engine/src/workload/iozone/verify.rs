@@ -27,7 +27,7 @@ impl CellVerify {
     /// A new cell: a new file of `file` bytes in records of `rec` bytes.
     pub fn start_cell(&mut self, cell: u32, file: u64, rec: u64) {
         self.cell = cell;
-        self.checker.block = rec as usize;
+        self.checker.set_block(rec as usize);
         self.ledger = Ledger::new(1, file, rec);
         self.exact = true;
     }
