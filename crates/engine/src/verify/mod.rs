@@ -14,7 +14,7 @@ pub mod header;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use header::{
-    check_block, check_block_expect, fill_block, fill_blocks, BlockHeader, Checksum, Mismatch, MismatchKind, CHECKSUM_LEN,
+    check_block, check_block_expect, fill_block, fill_block_planned, fill_blocks, Crc32cPlan, BlockHeader, Checksum, Mismatch, MismatchKind, CHECKSUM_LEN,
     HEADER_LEN, MIN_BLOCK,
 };
 
@@ -40,6 +40,11 @@ impl Ledger {
 
     pub fn block(&self) -> u64 {
         self.block
+    }
+
+    /// Bytes per file the ledger covers.
+    pub fn len_bytes(&self) -> u64 {
+        self.blocks_per_file * self.block
     }
 
     #[inline]
@@ -80,8 +85,10 @@ pub struct FileMismatch {
 /// One thread's verification state for a phase.
 pub struct Checker {
     pub algo: Checksum,
-    /// Verify block size: requests carry one header per block.
+    /// Verify block size: requests carry one header per block (change it with `set_block`).
     pub block: usize,
+    /// crc32c of written blocks from tables instead of a pass over the data (see `Crc32cPlan`).
+    plan: Option<Crc32cPlan>,
     pub seed: u64,
     pub thread: u32,
     pub phase: &'static str,
@@ -96,6 +103,7 @@ impl Checker {
         Checker {
             algo,
             block,
+            plan: Self::plan(algo, block),
             seed,
             thread,
             phase,
@@ -106,10 +114,38 @@ impl Checker {
         }
     }
 
+    fn plan(algo: Checksum, block: usize) -> Option<Crc32cPlan> {
+        if algo == Checksum::Crc32c {
+            Crc32cPlan::new(block)
+        } else {
+            None
+        }
+    }
+
+    /// A new block size (tables are rebuilt: call it outside timed work).
+    pub fn set_block(&mut self, block: usize) {
+        if block != self.block {
+            self.block = block;
+            self.plan = Self::plan(self.algo, block);
+        }
+    }
+
     /// Fill `buf` (a whole number of blocks) for a write at `offset`, as write number `generation`.
     #[inline]
     pub fn fill(&mut self, buf: &mut [u8], offset: u64, generation: u64) {
-        fill_blocks(buf, self.block, offset, generation, self.thread, self.seed, self.algo);
+        match &self.plan {
+            Some(p) => {
+                for (i, b) in buf.chunks_mut(self.block).enumerate() {
+                    let off = offset + (i * self.block) as u64;
+                    if b.len() == self.block {
+                        fill_block_planned(b, off, generation, self.thread, self.seed, p);
+                    } else {
+                        fill_block(b, off, generation, self.thread, self.seed, self.algo);
+                    }
+                }
+            }
+            None => fill_blocks(buf, self.block, offset, generation, self.thread, self.seed, self.algo),
+        }
         self.blocks_written += buf.len().div_ceil(self.block) as u64;
     }
 
@@ -185,6 +221,84 @@ where
         }).collect::<Vec<_>>(),
         "notes": notes,
     });
+}
+
+/// A data file a `reread` checks: its path and how many bytes should be there.
+pub struct RereadFile {
+    pub path: std::path::PathBuf,
+    pub len: u64,
+}
+
+/// The `verify` phase of any family: re-read every block of `files` (split over
+/// up to `threads` threads by file) and check it, against the write the ledger
+/// says it should hold when `exact`, else for its own consistency. A file that
+/// is shorter than it should be has every missing block reported (`short`).
+/// Reported as reads; counters and mismatches as `merge_into` puts them.
+#[allow(clippy::too_many_arguments)]
+pub fn reread(
+    job: &crate::job::Job,
+    ctl: &crate::measure::Control,
+    files: &[RereadFile],
+    algo: Checksum,
+    block: u64,
+    ledger: Option<&Ledger>,
+    exact: bool,
+    notes: serde_json::Value,
+) -> crate::error::Result<PhaseReport> {
+    use crate::backend::buffer::AlignedBuf;
+    use crate::error::EngineError;
+    use crate::measure::{now_ns, run_threads, PhaseTiming};
+    const KINDS: &[&str] = &["read"];
+    let chunk = ((1u64 << 20) / block).max(1) * block;
+    let nthreads = job.threads.min(files.len()).max(1);
+    let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
+    let work: u64 = files.iter().map(|f| f.len.div_ceil(chunk)).sum();
+    let (mut report, checkers) = run_threads(
+        "verify",
+        nthreads,
+        timing,
+        ctl,
+        KINDS,
+        3,
+        work,
+        |tid| Ok((AlignedBuf::new(chunk as usize, 4096), Checker::new(algo, block as usize, job.seed, tid as u32, "verify"))),
+        |(buf, ch), rec| {
+            for i in (rec.tid..files.len()).step_by(nthreads) {
+                let f = &files[i];
+                let file = std::fs::File::open(&f.path).map_err(|e| EngineError::io(format!("verify: opening {}", f.path.display()), e))?;
+                let mut off = 0u64;
+                while off < f.len && !rec.interrupted() {
+                    let len = chunk.min(f.len - off) as usize;
+                    let data = &mut buf.as_mut_slice()[..len];
+                    let mut got = 0usize;
+                    while got < len {
+                        let t0 = now_ns();
+                        let n = std::os::unix::fs::FileExt::read_at(&file, &mut data[got..], off + got as u64)
+                            .map_err(|e| EngineError::io(format!("verify: reading {}", f.path.display()), e))?;
+                        rec.record(0, n as u64, t0, now_ns());
+                        if n == 0 {
+                            break;
+                        }
+                        got += n;
+                    }
+                    let fi = i as u32;
+                    ch.check(&data[..got], fi, off, |o| if exact { ledger.and_then(|l| l.expected(fi, o)) } else { None });
+                    if got < len {
+                        let first_missing = off + (got as u64).div_ceil(block) * block;
+                        for o in (first_missing..f.len).step_by(block as usize) {
+                            ch.blocks_checked += 1;
+                            ch.note(fi, check_block(&[], o, algo).expect_err("an empty block fails"));
+                        }
+                        break;
+                    }
+                    off += len as u64;
+                }
+            }
+            Ok(std::mem::replace(ch, Checker::new(algo, block as usize, job.seed, 0, "verify")))
+        },
+    )?;
+    merge_into(&mut report, checkers.iter(), |f| files[f as usize].path.display().to_string(), notes);
+    Ok(report)
 }
 
 #[cfg(test)]

@@ -111,6 +111,8 @@ pub struct Cell<'a> {
     /// iozone -a's "fetch": read every cache line of the record buffer just before a test's
     /// time starts (off with -p, which purges instead).
     pub fetch: bool,
+    /// Data verification (verify = ...): records written carry headers, records read are checked.
+    pub verify: Option<&'a mut super::verify::CellVerify>,
 }
 
 /// Touch every 32-byte line of `buf` (iozone's fetchit, with its default line size).
@@ -266,7 +268,9 @@ fn dflag(o: &Opts) -> i32 {
     }
 }
 
-/// Runs one record loop: `op(i)` does record i; each op is recorded as `col`.
+/// Runs one record loop: record i is at file offset `at(i)`, and `op(offset)`
+/// moves it; each op is recorded as `col`. With verify, a write's record is
+/// filled with its header first and a read's is checked after (both timed).
 /// Returns (start, stopped).
 #[inline(always)]
 fn records(
@@ -274,8 +278,10 @@ fn records(
     rec: &mut Recorder,
     col: usize,
     what: &'static str,
+    mut at: impl FnMut(u64) -> u64,
     mut op: impl FnMut(u64, &mut [u8]) -> std::result::Result<(), Errno>,
 ) -> R<(u64, bool)> {
+    let write = what == "write";
     let reclen = c.rec;
     if c.fetch {
         fetch(&c.buf[..reclen]);
@@ -289,7 +295,18 @@ fn records(
         if let Some(p) = c.purge {
             p.run(c.buf.as_ptr(), reclen);
         }
-        op(i, &mut c.buf[..reclen]).map_err(|errno| Fail { what, errno })?;
+        let off = at(i);
+        if let Some(v) = c.verify.as_deref_mut() {
+            if write {
+                v.before_write(&mut c.buf[..reclen], off);
+            }
+        }
+        op(off, &mut c.buf[..reclen]).map_err(|errno| Fail { what, errno })?;
+        if let Some(v) = c.verify.as_deref_mut() {
+            if !write {
+                v.after_read(&c.buf[..reclen], off);
+            }
+        }
         let t1 = now_ns();
         rec.record(col, reclen as u64, t0, t1);
         t0 = t1;
@@ -312,11 +329,12 @@ pub fn write_rewrite(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
     // SAFETY: NUL-terminated path.
     unsafe { libc::unlink(c.path.as_ptr()) };
     close(open(c.path, libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC, "create")?)?;
+    let reclen = c.rec as u64;
     for col in [WRITE, REWRITE] {
         let fd = Fd(open(c.path, libc::O_RDWR | dflag(o), "open")?);
         fsync(fd.0)?;
         let raw = fd.0;
-        let (start, stopped) = records(c, rec, col, "write", |_, b| write_all(raw, b))?;
+        let (start, stopped) = records(c, rec, col, "write", |i| i * reclen, |_, b| write_all(raw, b))?;
         if stopped {
             d.stopped = true;
             return Ok(d);
@@ -337,8 +355,8 @@ pub fn read_reread(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         read_all(fd.0, &mut c.buf[..c.rec]).map_err(|errno| Fail { what: "read", errno })?;
         // SAFETY: our fd.
         unsafe { libc::lseek(fd.0, 0, libc::SEEK_SET) };
-        let raw = fd.0;
-        let (start, stopped) = records(c, rec, col, "read", |_, b| read_all(raw, b))?;
+        let (raw, reclen) = (fd.0, c.rec as u64);
+        let (start, stopped) = records(c, rec, col, "read", |i| i * reclen, |_, b| read_all(raw, b))?;
         if stopped {
             d.stopped = true;
             return Ok(d);
@@ -359,9 +377,9 @@ pub fn random_rw(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         let raw = fd.0;
         let perm = c.perm;
         let (start, stopped) = if write {
-            records(c, rec, col, "write", |i, b| pwrite_all(raw, b, perm[i as usize] as u64 * reclen))?
+            records(c, rec, col, "write", |i| perm[i as usize] as u64 * reclen, |off, b| pwrite_all(raw, b, off))?
         } else {
-            records(c, rec, col, "read", |i, b| pread_all(raw, b, perm[i as usize] as u64 * reclen))?
+            records(c, rec, col, "read", |i| perm[i as usize] as u64 * reclen, |off, b| pread_all(raw, b, off))?
         };
         if stopped {
             d.stopped = true;
@@ -379,7 +397,7 @@ pub fn backward_read(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
     let fd = Fd(open(c.path, libc::O_RDONLY | dflag(o), "open")?);
     fsync(fd.0)?;
     let (raw, n, reclen) = (fd.0, c.numrecs, c.rec as u64);
-    let (start, stopped) = records(c, rec, BKWD_READ, "read", |i, b| pread_all(raw, b, (n - 1 - i) * reclen))?;
+    let (start, stopped) = records(c, rec, BKWD_READ, "read", |i| (n - 1 - i) * reclen, |off, b| pread_all(raw, b, off))?;
     if stopped {
         d.stopped = true;
         return Ok(d);
@@ -395,7 +413,7 @@ pub fn record_rewrite(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
     let fd = Fd(open(c.path, libc::O_RDWR | libc::O_CREAT | dflag(o), "open")?);
     fsync(fd.0)?;
     let raw = fd.0;
-    let (start, stopped) = records(c, rec, RECORD_REWRITE, "write", |_, b| pwrite_all(raw, b, 0))?;
+    let (start, stopped) = records(c, rec, RECORD_REWRITE, "write", |_| 0, |off, b| pwrite_all(raw, b, off))?;
     if stopped {
         d.stopped = true;
         return Ok(d);
@@ -441,7 +459,7 @@ pub fn stride_read(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
     fsync(fd.0)?;
     let (raw, reclen) = (fd.0, c.rec as u64);
     let mut walk = StrideWalk::new(c.numrecs, o.stride.max(1));
-    let (start, stopped) = records(c, rec, STRIDE_READ, "read", |_, b| pread_all(raw, b, walk.next() * reclen))?;
+    let (start, stopped) = records(c, rec, STRIDE_READ, "read", |_| walk.next() * reclen, |off, b| pread_all(raw, b, off))?;
     if stopped {
         d.stopped = true;
         return Ok(d);
@@ -487,20 +505,23 @@ pub fn fwrite_refwrite(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         let mut s = Stream::new(fd.0, &mut c.stdio[..reclen]);
         let (start, stopped) = {
             let purge = c.purge;
-            let buf = &c.buf[..reclen];
+            let buf = &mut c.buf[..reclen];
             if c.fetch {
                 fetch(buf);
             }
             let st = now_ns();
             let mut t0 = st;
             let mut stopped = false;
-            for _ in 0..c.numrecs {
+            for i in 0..c.numrecs {
                 if rec.interrupted() {
                     stopped = true;
                     break;
                 }
                 if let Some(p) = purge {
                     p.run(buf.as_ptr(), reclen);
+                }
+                if let Some(v) = c.verify.as_deref_mut() {
+                    v.before_write(buf, i * reclen as u64);
                 }
                 s.write(buf).map_err(|errno| Fail { what: "fwrite", errno })?;
                 let t1 = now_ns();
@@ -534,7 +555,7 @@ pub fn fread_refread(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         }
         let start = now_ns();
         let mut t0 = start;
-        for _ in 0..c.numrecs {
+        for i in 0..c.numrecs {
             if rec.interrupted() {
                 d.stopped = true;
                 return Ok(d);
@@ -543,6 +564,9 @@ pub fn fread_refread(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
                 p.run(buf.as_ptr(), reclen);
             }
             s.read(buf).map_err(|errno| Fail { what: "fread", errno })?;
+            if let Some(v) = c.verify.as_deref_mut() {
+                v.after_read(buf, i * reclen as u64);
+            }
             let t1 = now_ns();
             rec.record(col, reclen as u64, t0, t1);
             t0 = t1;
@@ -577,6 +601,12 @@ pub fn random_mix(c: &mut Cell, o: &Opts, bufs: &mut [crate::backend::buffer::Al
         d.stopped = true;
         return Ok(d);
     }
+    // With verify, writers write verified records (as their own thread); reads are not checked
+    // (a reader may meet a write in progress) and the cell's re-read checks records for themselves.
+    let verify = c.verify.as_deref_mut().map(|v| {
+        v.exact = false;
+        (v.algo(), v.seed())
+    });
     let barrier = std::sync::Barrier::new(nthreads);
     let start_cell = std::sync::atomic::AtomicU64::new(0);
     let results: Vec<std::result::Result<u64, Fail>> = std::thread::scope(|s| {
@@ -602,6 +632,9 @@ pub fn random_mix(c: &mut Cell, o: &Opts, bufs: &mut [crate::backend::buffer::Al
                         if t % 2 == 0 {
                             pread_all(raw, b, r * reclen as u64).map_err(|errno| Fail { what: "read", errno })?;
                         } else {
+                            if let Some((algo, seed)) = verify {
+                                crate::verify::fill_block(b, r * reclen as u64, (1 << 40) | (i + 1), t as u32 + 1, seed, algo);
+                            }
                             pwrite_all(raw, b, r * reclen as u64).map_err(|errno| Fail { what: "write", errno })?;
                         }
                     }
