@@ -12,7 +12,7 @@
 use std::ffi::CStr;
 use std::os::fd::RawFd;
 
-use super::stdio::{read_all, write_all, Errno, Stream};
+use super::stdio::{read_all, transfer_all, write_all, Errno, Stream};
 use crate::measure::{now_ns, Recorder};
 
 /// Operation kinds, one per iozone result column (mix_* are test 8's two halves).
@@ -217,45 +217,21 @@ impl Fd {
     }
 }
 
+/// pwrite(2) all of `data` at `off` (a short write continues after what it wrote).
 fn pwrite_all(fd: RawFd, data: &[u8], off: u64) -> std::result::Result<(), Errno> {
-    let mut done = 0usize;
-    while done < data.len() {
-        // SAFETY: valid slice and fd.
-        let n = unsafe { libc::pwrite(fd, data[done..].as_ptr() as *const libc::c_void, data.len() - done, (off + done as u64) as i64) };
-        if n < 0 {
-            let e = errno();
-            if e == libc::EINTR {
-                continue;
-            }
-            return Err(e);
-        }
-        if n == 0 {
-            return Err(libc::ENOSPC);
-        }
-        done += n as usize;
-    }
-    Ok(())
+    // SAFETY: done < data.len(), so the range is inside data.
+    transfer_all(data.len(), libc::ENOSPC, |done| unsafe {
+        libc::pwrite(fd, data.as_ptr().add(done) as *const libc::c_void, data.len() - done, (off + done as u64) as i64)
+    })
 }
 
+/// pread(2) all of `out` from `off`; end of file before that is EIO.
 fn pread_all(fd: RawFd, out: &mut [u8], off: u64) -> std::result::Result<(), Errno> {
-    let mut done = 0usize;
-    while done < out.len() {
-        let len = out.len() - done;
-        // SAFETY: valid slice and fd.
-        let n = unsafe { libc::pread(fd, out[done..].as_mut_ptr() as *mut libc::c_void, len, (off + done as u64) as i64) };
-        if n < 0 {
-            let e = errno();
-            if e == libc::EINTR {
-                continue;
-            }
-            return Err(e);
-        }
-        if n == 0 {
-            return Err(libc::EIO);
-        }
-        done += n as usize;
-    }
-    Ok(())
+    let (ptr, len) = (out.as_mut_ptr(), out.len());
+    // SAFETY: done < len, so the range is inside out, which is writable.
+    transfer_all(len, libc::EIO, |done| unsafe {
+        libc::pread(fd, ptr.add(done) as *mut libc::c_void, len - done, (off + done as u64) as i64)
+    })
 }
 
 fn dflag(o: &Opts) -> i32 {
