@@ -158,6 +158,13 @@ fn finish(fd: &mut Fd, fsync: bool) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Bonnie's size rule for the report: its warning (when the file is too small) and its details.
+fn size_rule(spec: &BonnieSpec, report: &mut PhaseReport) -> serde_json::Value {
+    let (warning, rule) = size_rule_warning(spec.size);
+    report.warnings.extend(warning);
+    rule
+}
+
 struct SeqState {
     fd: Fd,
     buf: AlignedBuf,
@@ -307,10 +314,7 @@ pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Job, ctl: &Control) -> R
     if phase == "getc_read" {
         report.counters.insert("byte_sum".into(), d.checksum);
     }
-    let (warning, rule) = size_rule_warning(spec.size);
-    if let Some(w) = warning {
-        report.warnings.push(w);
-    }
+    let rule = size_rule(spec, &mut report);
     report.extra = serde_json::json!({
         "file": path.display().to_string(),
         "size_bytes": spec.size,
@@ -398,10 +402,7 @@ pub fn seeks(spec: &BonnieSpec, job: &Job, ctl: &Control) -> Result<PhaseReport>
     report.counters.insert("writebacks".into(), writebacks);
     report.counters.insert("bytes_read".into(), seeks * spec.chunk);
     report.counters.insert("bytes_written".into(), writebacks * spec.chunk);
-    let (warning, rule) = size_rule_warning(spec.size);
-    if let Some(w) = warning {
-        report.warnings.push(w);
-    }
+    let rule = size_rule(spec, &mut report);
     report.extra = serde_json::json!({
         "file": path.display().to_string(),
         "size_bytes": spec.size,
