@@ -206,3 +206,9 @@ def test_a_campaign_marks_a_trial_with_a_lost_write_corrupt_and_reports_it(tmp_p
     rep = subprocess.run([sys.executable, "-m", "fsmeter", "report", "1", "--db", db], capture_output=True,
                          text=True, env=env)
     assert "corrupt" in rep.stdout, rep.stdout + rep.stderr
+    html = tmp_path / "r.html"
+    r = subprocess.run([sys.executable, "-m", "fsmeter", "report", "1", "--db", db, "-o", html], capture_output=True,
+                       text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    page = html.read_text()
+    assert "corrupt)" in page and "Failed, corrupt or interrupted" in page

@@ -12,7 +12,7 @@
 use std::ffi::CStr;
 use std::os::fd::RawFd;
 
-use super::stdio::{read_all, write_all, Errno, Stream};
+use super::stdio::{read_all, transfer_all, write_all, Errno, Stream};
 use crate::measure::{now_ns, Recorder};
 
 /// Operation kinds, one per iozone result column (mix_* are test 8's two halves).
@@ -156,6 +156,21 @@ impl Done {
         self.passes[self.n] = (col, secs);
         self.n += 1;
     }
+
+    /// Ends a timed pass that `records` ran (its start and whether it was asked
+    /// to stop). Stopped: marks the test stopped and returns true, leaving the
+    /// file to close untimed. Else `finish` ends the pass (fsync and close, timed
+    /// as asked) and returns the end of the time; the pass's seconds are kept.
+    #[inline(always)]
+    fn end_pass(&mut self, col: usize, (start, stopped): (u64, bool), finish: impl FnOnce() -> R<u64>) -> R<bool> {
+        if stopped {
+            self.stopped = true;
+            return Ok(true);
+        }
+        let end = finish()?;
+        self.push(col, secs(start, end));
+        Ok(false)
+    }
 }
 
 fn errno() -> Errno {
@@ -219,45 +234,21 @@ impl Fd {
     }
 }
 
+/// pwrite(2) all of `data` at `off` (a short write continues after what it wrote).
 fn pwrite_all(fd: RawFd, data: &[u8], off: u64) -> std::result::Result<(), Errno> {
-    let mut done = 0usize;
-    while done < data.len() {
-        // SAFETY: valid slice and fd.
-        let n = unsafe { libc::pwrite(fd, data[done..].as_ptr() as *const libc::c_void, data.len() - done, (off + done as u64) as i64) };
-        if n < 0 {
-            let e = errno();
-            if e == libc::EINTR {
-                continue;
-            }
-            return Err(e);
-        }
-        if n == 0 {
-            return Err(libc::ENOSPC);
-        }
-        done += n as usize;
-    }
-    Ok(())
+    // SAFETY: done < data.len(), so the range is inside data.
+    transfer_all(data.len(), libc::ENOSPC, |done| unsafe {
+        libc::pwrite(fd, data.as_ptr().add(done) as *const libc::c_void, data.len() - done, (off + done as u64) as i64)
+    })
 }
 
+/// pread(2) all of `out` from `off`; end of file before that is EIO.
 fn pread_all(fd: RawFd, out: &mut [u8], off: u64) -> std::result::Result<(), Errno> {
-    let mut done = 0usize;
-    while done < out.len() {
-        let len = out.len() - done;
-        // SAFETY: valid slice and fd.
-        let n = unsafe { libc::pread(fd, out[done..].as_mut_ptr() as *mut libc::c_void, len, (off + done as u64) as i64) };
-        if n < 0 {
-            let e = errno();
-            if e == libc::EINTR {
-                continue;
-            }
-            return Err(e);
-        }
-        if n == 0 {
-            return Err(libc::EIO);
-        }
-        done += n as usize;
-    }
-    Ok(())
+    let (ptr, len) = (out.as_mut_ptr(), out.len());
+    // SAFETY: done < len, so the range is inside out, which is writable.
+    transfer_all(len, libc::EIO, |done| unsafe {
+        libc::pread(fd, ptr.add(done) as *mut libc::c_void, len - done, (off + done as u64) as i64)
+    })
 }
 
 fn dflag(o: &Opts) -> i32 {
@@ -268,43 +259,63 @@ fn dflag(o: &Opts) -> i32 {
     }
 }
 
-/// Runs one record loop: record i is at file offset `at(i)`, and `op(offset)`
-/// moves it; each op is recorded as `col`. With verify, a write's record is
-/// filled with its header first and a read's is checked after (both timed).
-/// Returns (start, stopped).
+/// Runs one record loop of the cell: record i is at file offset `at(i)` and
+/// `op(offset, record buffer)` moves it; each op is recorded as `col`. Returns (start, stopped).
 #[inline(always)]
 fn records(
     c: &mut Cell,
     rec: &mut Recorder,
     col: usize,
     what: &'static str,
+    at: impl FnMut(u64) -> u64,
+    op: impl FnMut(u64, &mut [u8]) -> std::result::Result<(), Errno>,
+) -> R<(u64, bool)> {
+    record_loop(&mut c.buf[..c.rec], c.numrecs, c.purge, c.fetch, c.verify.as_deref_mut(), rec, col, what, at, op)
+}
+
+/// The loop itself, on the pieces of a cell, so that a stdio stream may borrow
+/// the cell's stream buffer meanwhile: fetch (iozone -a) before the time starts,
+/// then per record the purge (iozone -p), the op, and its latency. With verify,
+/// a write's record is filled with its header first and a read's is checked
+/// after (both inside the op's time).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn record_loop(
+    buf: &mut [u8],
+    numrecs: u64,
+    purge: Option<&Purge>,
+    fetch_first: bool,
+    mut verify: Option<&mut super::verify::CellVerify>,
+    rec: &mut Recorder,
+    col: usize,
+    what: &'static str,
     mut at: impl FnMut(u64) -> u64,
     mut op: impl FnMut(u64, &mut [u8]) -> std::result::Result<(), Errno>,
 ) -> R<(u64, bool)> {
-    let write = what == "write";
-    let reclen = c.rec;
-    if c.fetch {
-        fetch(&c.buf[..reclen]);
+    let write = what == "write" || what == "fwrite";
+    let reclen = buf.len();
+    if fetch_first {
+        fetch(buf);
     }
     let start = now_ns();
     let mut t0 = start;
-    for i in 0..c.numrecs {
+    for i in 0..numrecs {
         if rec.interrupted() {
             return Ok((start, true));
         }
-        if let Some(p) = c.purge {
-            p.run(c.buf.as_ptr(), reclen);
+        if let Some(p) = purge {
+            p.run(buf.as_ptr(), reclen);
         }
         let off = at(i);
-        if let Some(v) = c.verify.as_deref_mut() {
+        if let Some(v) = verify.as_deref_mut() {
             if write {
-                v.before_write(&mut c.buf[..reclen], off);
+                v.before_write(buf, off);
             }
         }
-        op(off, &mut c.buf[..reclen]).map_err(|errno| Fail { what, errno })?;
-        if let Some(v) = c.verify.as_deref_mut() {
+        op(off, buf).map_err(|errno| Fail { what, errno })?;
+        if let Some(v) = verify.as_deref_mut() {
             if !write {
-                v.after_read(&c.buf[..reclen], off);
+                v.after_read(buf, off);
             }
         }
         let t1 = now_ns();
@@ -329,18 +340,15 @@ pub fn write_rewrite(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
     // SAFETY: NUL-terminated path.
     unsafe { libc::unlink(c.path.as_ptr()) };
     close(open(c.path, libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC, "create")?)?;
-    let reclen = c.rec as u64;
     for col in [WRITE, REWRITE] {
         let fd = Fd(open(c.path, libc::O_RDWR | dflag(o), "open")?);
         fsync(fd.0)?;
         let raw = fd.0;
-        let (start, stopped) = records(c, rec, col, "write", |i| i * reclen, |_, b| write_all(raw, b))?;
-        if stopped {
-            d.stopped = true;
+        let reclen = c.rec as u64;
+        let pass = records(c, rec, col, "write", |i| i * reclen, |_, b| write_all(raw, b))?;
+        if d.end_pass(col, pass, || fd.finish(o, true))? {
             return Ok(d);
         }
-        let end = fd.finish(o, true)?;
-        d.push(col, secs(start, end));
     }
     Ok(d)
 }
@@ -355,14 +363,12 @@ pub fn read_reread(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         read_all(fd.0, &mut c.buf[..c.rec]).map_err(|errno| Fail { what: "read", errno })?;
         // SAFETY: our fd.
         unsafe { libc::lseek(fd.0, 0, libc::SEEK_SET) };
-        let (raw, reclen) = (fd.0, c.rec as u64);
-        let (start, stopped) = records(c, rec, col, "read", |i| i * reclen, |_, b| read_all(raw, b))?;
-        if stopped {
-            d.stopped = true;
+        let raw = fd.0;
+        let reclen = c.rec as u64;
+        let pass = records(c, rec, col, "read", |i| i * reclen, |_, b| read_all(raw, b))?;
+        if d.end_pass(col, pass, || fd.finish(o, true))? {
             return Ok(d);
         }
-        let end = fd.finish(o, true)?;
-        d.push(col, secs(start, end));
     }
     Ok(d)
 }
@@ -376,17 +382,14 @@ pub fn random_rw(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         let fd = Fd(open(c.path, libc::O_RDWR | libc::O_CREAT | dflag(o), "open")?);
         let raw = fd.0;
         let perm = c.perm;
-        let (start, stopped) = if write {
+        let pass = if write {
             records(c, rec, col, "write", |i| perm[i as usize] as u64 * reclen, |off, b| pwrite_all(raw, b, off))?
         } else {
             records(c, rec, col, "read", |i| perm[i as usize] as u64 * reclen, |off, b| pread_all(raw, b, off))?
         };
-        if stopped {
-            d.stopped = true;
+        if d.end_pass(col, pass, || fd.finish(o, true))? {
             return Ok(d);
         }
-        let end = fd.finish(o, true)?;
-        d.push(col, secs(start, end));
     }
     Ok(d)
 }
@@ -397,13 +400,8 @@ pub fn backward_read(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
     let fd = Fd(open(c.path, libc::O_RDONLY | dflag(o), "open")?);
     fsync(fd.0)?;
     let (raw, n, reclen) = (fd.0, c.numrecs, c.rec as u64);
-    let (start, stopped) = records(c, rec, BKWD_READ, "read", |i| (n - 1 - i) * reclen, |off, b| pread_all(raw, b, off))?;
-    if stopped {
-        d.stopped = true;
-        return Ok(d);
-    }
-    let end = fd.finish(o, true)?;
-    d.push(BKWD_READ, secs(start, end));
+    let pass = records(c, rec, BKWD_READ, "read", |i| (n - 1 - i) * reclen, |off, b| pread_all(raw, b, off))?;
+    d.end_pass(BKWD_READ, pass, || fd.finish(o, true))?;
     Ok(d)
 }
 
@@ -413,13 +411,8 @@ pub fn record_rewrite(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
     let fd = Fd(open(c.path, libc::O_RDWR | libc::O_CREAT | dflag(o), "open")?);
     fsync(fd.0)?;
     let raw = fd.0;
-    let (start, stopped) = records(c, rec, RECORD_REWRITE, "write", |_| 0, |off, b| pwrite_all(raw, b, off))?;
-    if stopped {
-        d.stopped = true;
-        return Ok(d);
-    }
-    let end = fd.finish(o, true)?;
-    d.push(RECORD_REWRITE, secs(start, end));
+    let pass = records(c, rec, RECORD_REWRITE, "write", |_| 0, |off, b| pwrite_all(raw, b, off))?;
+    d.end_pass(RECORD_REWRITE, pass, || fd.finish(o, true))?;
     Ok(d)
 }
 
@@ -459,13 +452,8 @@ pub fn stride_read(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
     fsync(fd.0)?;
     let (raw, reclen) = (fd.0, c.rec as u64);
     let mut walk = StrideWalk::new(c.numrecs, o.stride.max(1));
-    let (start, stopped) = records(c, rec, STRIDE_READ, "read", |_| walk.next() * reclen, |off, b| pread_all(raw, b, off))?;
-    if stopped {
-        d.stopped = true;
-        return Ok(d);
-    }
-    let end = fd.finish(o, true)?;
-    d.push(STRIDE_READ, secs(start, end));
+    let pass = records(c, rec, STRIDE_READ, "read", |_| walk.next() * reclen, |off, b| pread_all(raw, b, off))?;
+    d.end_pass(STRIDE_READ, pass, || fd.finish(o, true))?;
     Ok(d)
 }
 
@@ -503,39 +491,11 @@ pub fn fwrite_refwrite(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         fsync(fd.0)?;
         let reclen = c.rec;
         let mut s = Stream::new(fd.0, &mut c.stdio[..reclen]);
-        let (start, stopped) = {
-            let purge = c.purge;
-            let buf = &mut c.buf[..reclen];
-            if c.fetch {
-                fetch(buf);
-            }
-            let st = now_ns();
-            let mut t0 = st;
-            let mut stopped = false;
-            for i in 0..c.numrecs {
-                if rec.interrupted() {
-                    stopped = true;
-                    break;
-                }
-                if let Some(p) = purge {
-                    p.run(buf.as_ptr(), reclen);
-                }
-                if let Some(v) = c.verify.as_deref_mut() {
-                    v.before_write(buf, i * reclen as u64);
-                }
-                s.write(buf).map_err(|errno| Fail { what: "fwrite", errno })?;
-                let t1 = now_ns();
-                rec.record(col, reclen as u64, t0, t1);
-                t0 = t1;
-            }
-            (st, stopped)
-        };
-        if stopped {
-            d.stopped = true;
+        let r = reclen as u64;
+        let pass = record_loop(&mut c.buf[..reclen], c.numrecs, c.purge, c.fetch, c.verify.as_deref_mut(), rec, col, "fwrite", |i| i * r, |_, b| s.write(b))?;
+        if d.end_pass(col, pass, || finish_stream(fd, &mut s, o, true))? {
             return Ok(d);
         }
-        let end = finish_stream(fd, &mut s, o, true)?;
-        d.push(col, secs(start, end));
     }
     Ok(d)
 }
@@ -548,31 +508,11 @@ pub fn fread_refread(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         fsync(fd.0)?;
         let reclen = c.rec;
         let mut s = Stream::new(fd.0, &mut c.stdio[..reclen]);
-        let purge = c.purge;
-        let buf = &mut c.buf[..reclen];
-        if c.fetch {
-            fetch(buf);
+        let r = reclen as u64;
+        let pass = record_loop(&mut c.buf[..reclen], c.numrecs, c.purge, c.fetch, c.verify.as_deref_mut(), rec, col, "fread", |i| i * r, |_, b| s.read(b))?;
+        if d.end_pass(col, pass, || finish_stream(fd, &mut s, o, false))? {
+            return Ok(d);
         }
-        let start = now_ns();
-        let mut t0 = start;
-        for i in 0..c.numrecs {
-            if rec.interrupted() {
-                d.stopped = true;
-                return Ok(d);
-            }
-            if let Some(p) = purge {
-                p.run(buf.as_ptr(), reclen);
-            }
-            s.read(buf).map_err(|errno| Fail { what: "fread", errno })?;
-            if let Some(v) = c.verify.as_deref_mut() {
-                v.after_read(buf, i * reclen as u64);
-            }
-            let t1 = now_ns();
-            rec.record(col, reclen as u64, t0, t1);
-            t0 = t1;
-        }
-        let end = finish_stream(fd, &mut s, o, false)?;
-        d.push(col, secs(start, end));
     }
     Ok(d)
 }
