@@ -212,3 +212,67 @@ def test_a_campaign_marks_a_trial_with_a_lost_write_corrupt_and_reports_it(tmp_p
     assert r.returncode == 0, r.stderr
     page = html.read_text()
     assert "corrupt)" in page and "Failed, corrupt or interrupted" in page
+
+
+def test_fileset_verify_parameter_adds_the_verify_phase_before_delete():
+    from fsmeter.families.fileset import FAMILY, FilesetParams
+
+    p = FilesetParams(verify="xxh3", verify_block="1K")
+    assert p.engine_spec()["verify"] == "xxh3" and p.engine_spec()["verify_block"] == 1024
+    assert [ph.name for ph in FAMILY.phases(p)] == ["create", "transactions", "verify", "delete"]
+    assert FilesetParams().engine_spec()["verify"] is None
+    assert "verify" not in [ph.name for ph in FAMILY.phases(FilesetParams())]
+    with pytest.raises(ValueError, match="write_block: 64 bytes: with verify"):
+        FilesetParams(verify="crc32c", write_block=64)
+    FilesetParams(verify="crc32c", write_block=64, verify_block=512)
+
+
+def _postmark_cmd(d, *extra):
+    return ["run", "postmark", "--dir", str(d), "-q", "--set", "verify=crc32c", "--set", "files=40",
+            "--set", "transactions=200", "--cache", "fadvise", *extra]
+
+
+def test_fsmeter_run_postmark_with_verify_reports_verified(tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    out = tmp_path / "r.json"
+    r = subprocess.run([sys.executable, "-m", "fsmeter", *_postmark_cmd(d, "--json", str(out))],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "verified:" in r.stdout and "none corrupt" in r.stdout
+    doc = json.loads(out.read_text())
+    assert doc["corrupt"] is None and list(doc["phases"]) == ["create", "transactions", "verify", "delete"]
+    assert doc["phases"]["verify"]["counters"]["verify_blocks_checked"] > 0
+    assert doc["phases"]["transactions"]["counters"]["verify_blocks_checked"] > 0, "reads are checked"
+    assert not list(d.iterdir()), "the files are gone"
+
+
+def test_fsmeter_run_postmark_with_a_changed_byte_exits_1_corrupt(tmp_path, monkeypatch):
+    """A byte changed behind the engine's back before the verify phase (in the cache reset that precedes it)."""
+    from typer.testing import CliRunner
+
+    import fsmeter.cli.run as run_mod
+    from fsmeter.cli import app
+
+    d = tmp_path / "d"
+    d.mkdir()
+    real = run_mod.reset_cache
+
+    def poke(method, directory):
+        victim = min((p for p in directory.iterdir() if p.stat().st_size > 300), key=lambda p: int(p.name))
+        with open(victim, "r+b") as f:
+            f.seek(300)
+            b = f.read(1)
+            f.seek(300)
+            f.write(bytes([b[0] ^ 0xFF]))
+        poke.victim = victim
+        return real(method, directory)
+
+    monkeypatch.setattr(run_mod, "reset_cache", poke)
+    out = tmp_path / "r.json"
+    r = CliRunner().invoke(app, _postmark_cmd(d, "--json", str(out)), env={"COLUMNS": "300"})
+    assert r.exit_code == 1, r.output
+    assert "corrupt" in r.output
+    doc = json.loads(out.read_text())
+    assert f"{poke.victim} offset 0" in doc["corrupt"] and "file offset 300" in doc["corrupt"], doc["corrupt"]
+    assert doc["phases"]["verify"]["counters"]["verify_mismatches"] == 1

@@ -308,3 +308,111 @@ fn iozone_grid_writes_headers_and_checks_every_read_and_each_cell_at_its_end() {
         .err().unwrap().to_string();
     assert!(e.contains("record size 64 bytes: with verify"), "{e}");
 }
+
+fn fileset(verify: &str, buffering: bool, extra: Value) -> Value {
+    let mut w = json!({
+        "family": "fileset", "files": 12, "transactions": 200, "size_low": 200, "size_high": 3000,
+        "write_block": 512, "read_block": 700, "buffering": buffering, "verify": verify,
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        w[k] = v.clone();
+    }
+    w
+}
+
+/// Verify blocks of the fileset's files now on disk (a partial tail is a block).
+fn fileset_blocks(dir: &std::path::Path, block: u64) -> (u64, u64) {
+    let (mut blocks, mut bytes) = (0, 0);
+    for e in std::fs::read_dir(dir).unwrap() {
+        let len = e.unwrap().metadata().unwrap().len();
+        blocks += len.div_ceil(block);
+        bytes += len;
+    }
+    (blocks, bytes)
+}
+
+#[test]
+fn fileset_verifies_creates_appends_and_reads_clean() {
+    for (algo, buffering, threads) in [("crc32c", true, 2), ("xxh3", false, 1), ("sha256", true, 1)] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = session(dir.path(), threads, fileset(algo, buffering, json!({})));
+        let c = run(&mut s, "create");
+        assert_eq!(mismatches(&c), 0);
+        assert!(c["counters"]["verify_blocks_written"].as_u64().unwrap() >= 12);
+        let t = run(&mut s, "transactions");
+        assert_eq!(mismatches(&t), 0, "{algo} {buffering}: {}", t["extra"]["verify"]);
+        assert!(t["ops"]["read"]["count"].as_u64().unwrap() > 0 && t["ops"]["append"]["count"].as_u64().unwrap() > 0);
+        assert!(t["counters"]["verify_blocks_checked"].as_u64().unwrap() > 0, "reads are checked");
+        let (blocks, bytes) = fileset_blocks(dir.path(), 512);
+        let v = run(&mut s, "verify");
+        assert_eq!(mismatches(&v), 0, "{algo}: {}", v["extra"]["verify"]);
+        assert_eq!(v["counters"]["verify_blocks_checked"], blocks, "the verify phase checks every block of every live file");
+        assert_eq!(v["ops"]["read"]["bytes"], bytes);
+        assert_eq!(v["extra"]["verify"]["algo"], algo);
+        // File n was made by thread (n - 1) % threads: its blocks carry that thread and n as write number.
+        for e in std::fs::read_dir(dir.path()).unwrap() {
+            let e = e.unwrap();
+            let n: u64 = e.file_name().to_str().unwrap().parse().unwrap();
+            let f = std::fs::read(e.path()).unwrap();
+            assert_eq!(&f[..4], b"FSMV");
+            assert_eq!(u32::from_le_bytes(f[12..16].try_into().unwrap()) as u64, (n - 1) % threads as u64);
+            assert_eq!(u64::from_le_bytes(f[24..32].try_into().unwrap()), n, "write number = file number");
+        }
+        run(&mut s, "delete");
+    }
+}
+
+#[test]
+fn fileset_catches_changed_bytes_at_their_offsets_in_reads_and_the_verify_phase() {
+    let dir = tempfile::tempdir().unwrap();
+    // Reads only (no appends, creates or deletes): the files stay as created.
+    let w = fileset("crc32c", true, json!({"files": 6, "transactions": 60, "size_low": 1500, "bias_read": 10, "bias_create": -1}));
+    let mut s = session(dir.path(), 1, w);
+    run(&mut s, "create");
+    let poke = |name: &str, off: u64| {
+        let f = std::fs::OpenOptions::new().read(true).write(true).open(dir.path().join(name)).unwrap();
+        let mut b = [0u8; 1];
+        f.read_at(&mut b, off).unwrap();
+        f.write_at(&[b[0] ^ 0x20], off).unwrap();
+    };
+    poke("1", 700); // inside the second (whole) block
+    let len2 = std::fs::metadata(dir.path().join("2")).unwrap().len();
+    assert_ne!(len2 % 512, 0, "file 2 ends with a partial block (seed 11)");
+    poke("2", len2 - 1); // the last byte of the partial tail
+    let f3 = std::fs::OpenOptions::new().write(true).open(dir.path().join("3")).unwrap();
+    f3.set_len(1100).unwrap(); // cut in its third block
+    let t = run(&mut s, "transactions");
+    assert!(mismatches(&t) >= 3, "{}", t["extra"]["verify"]);
+    let v = run(&mut s, "verify");
+    let found: Vec<(String, String, u64, Value)> = v["extra"]["verify"]["mismatches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["file"].as_str().unwrap().rsplit('/').next().unwrap().to_string(), m["kind"].as_str().unwrap().to_string(), m["offset"].as_u64().unwrap(), m["first_diff_offset"].clone()))
+        .collect();
+    assert_eq!(found[0], ("1".into(), "bad_checksum".into(), 512, json!(700)), "{found:?}");
+    assert_eq!(found[1], ("2".into(), "bad_checksum".into(), len2 / 512 * 512, json!(len2 - 1)), "{found:?}");
+    assert_eq!((found[2].0.as_str(), found[2].1.as_str(), found[2].2), ("3", "short", 1024), "{found:?}");
+    assert!(mismatches(&v) >= 3);
+    assert!(v["warnings"][0].as_str().unwrap().contains("corrupt block"), "{}", v["warnings"]);
+    // The reads of the transactions phase saw the same damage, where it is.
+    let offs: Vec<Value> = t["extra"]["verify"]["mismatches"].as_array().unwrap().iter().map(|m| m["first_diff_offset"].clone()).collect();
+    assert!(offs.contains(&json!(700)) && offs.contains(&json!(len2 - 1)), "{offs:?}");
+}
+
+#[test]
+fn fileset_verify_settings_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = json!({"dir": dir.path(), "threads": 1, "seed": 1, "backend": "psync",
+                     "workload": fileset("crc32c", true, json!({"write_block": 64}))});
+    let e = Session::from_json(&job.to_string()).err().expect("a 64-byte verify block is refused").to_string();
+    assert!(e.contains("write_block") && e.contains("88"), "{e}");
+    let mut s = session(dir.path(), 1, fileset("off", true, json!({})).as_object().map(|o| {
+        let mut o = o.clone();
+        o.remove("verify");
+        Value::Object(o)
+    }).unwrap());
+    run(&mut s, "create");
+    assert!(s.run_phase("verify", &Control::new()).is_err(), "no verify phase without verify");
+    run(&mut s, "cleanup");
+}

@@ -3,7 +3,7 @@ same counts as Debian's postmark 1.53) and filemark (threads, time-based
 transaction phases with warm-up and cold caches, biases in percent).
 
 Mirrors crates/engine/src/workload/fileset/spec.rs (FilesetSpec). The engine phases
-are create, transactions, delete (and an unmeasured cleanup); filemark runs the
+are create, transactions, verify (with `verify` only), delete (and an unmeasured cleanup); filemark runs the
 transactions phase `transaction_phases` times, labelled transactions-1..K, the
 first discarded, each after a cache reset.
 """
@@ -45,6 +45,11 @@ class FilesetParams(BaseModel):
     bias_read: int = Field(5, ge=-1, description="chance of read over append: 0..10 (postmark) or 0..100 (filemark); -1 disables")
     bias_create: int = Field(5, ge=-1, description="chance of create over delete, same scale; -1 disables")
     buffering: bool = Field(True, description="stdio-like buffered I/O (PostMark's default) or plain read/write")
+    verify: Literal["off", "crc32c", "xxh3", "sha256"] = Field(
+        "off", description="data verification (docs/verify.md): file contents carry a header per verify block, every "
+        "read is checked, a verify phase re-reads every live file; off by default (PostMark's text bytes)")
+    verify_block: Size = Field(0, ge=0, le=1 << 30, description="bytes per verified block (one header each); "
+                               "0: write_block")
 
     @model_validator(mode="after")
     def _check(self):
@@ -61,6 +66,12 @@ class FilesetParams(BaseModel):
             raise ValueError("transactions: give transactions or duration_s (or both: whichever ends first)")
         if sum(l.weight for l in self.locations) > 1_000_000:
             raise ValueError("locations: the weights must add up to <= 1000000")
+        if self.verify != "off":
+            block = self.verify_block or self.write_block
+            if block < 88:
+                field = "verify_block" if self.verify_block else "write_block"
+                raise ValueError(f"{field}: {block} bytes: with verify, each block holds an 80-byte header and data: "
+                                 "set verify_block >= 88 bytes")
         return self
 
     def check_settings(self, settings) -> None:
@@ -73,7 +84,9 @@ class FilesetParams(BaseModel):
 
     def engine_spec(self) -> dict:
         # transaction_phases and delete only shape the phase list Python runs.
-        return self.model_dump(exclude={"transaction_phases", "delete"})
+        spec = self.model_dump(exclude={"transaction_phases", "delete"})
+        spec["verify"] = None if self.verify == "off" else self.verify
+        return spec
 
 
 def tx_labels(p: FilesetParams) -> list:
@@ -95,6 +108,9 @@ def _phases(p: FilesetParams) -> list:
             cold_cache=filemark,
             discard=filemark and len(labels) > 1 and k == 0,
         ))
+    if p.verify != "off":
+        # Unmeasured, after a cache reset: every live file is read back from the filesystem.
+        phases.append(Phase("verify", measured=False, cold_cache=True))
     if p.delete:
         phases.append(Phase("delete"))
     return phases

@@ -552,6 +552,48 @@ pub fn check_block_expect(buf: &[u8], offset: u64, algo: Checksum, expect: Optio
     Ok(h)
 }
 
+/// Check the first bytes of a block (a file's tail shorter than its verify block):
+/// `buf` must equal the first `buf.len()` bytes of the block of `block_len` bytes
+/// that write `(thread, generation)` of `seed` puts at `offset` (regenerated into
+/// `scratch`, at least `block_len` long). Byte for byte, so stronger than a
+/// checksum. A failure says where the first byte differs: in the magic
+/// (`bad_magic`), the rest of the header (`bad_header`) or the payload
+/// (`bad_checksum`, or `zero_tail` when everything from there on is zero; all
+/// zero: `zero_filled`). Allocates nothing unless it fails.
+#[allow(clippy::too_many_arguments)]
+pub fn check_prefix(buf: &[u8], offset: u64, block_len: usize, generation: u64, thread: u32, seed: u64, algo: Checksum, scratch: &mut [u8]) -> Result<(), Mismatch> {
+    let exp = &mut scratch[..block_len];
+    fill_block(exp, offset, generation, thread, seed, algo);
+    let n = buf.len().min(block_len);
+    if buf[..n] == exp[..n] {
+        return Ok(());
+    }
+    Err(prefix_mismatch(&buf[..n], offset, exp))
+}
+
+#[cold]
+fn prefix_mismatch(buf: &[u8], offset: u64, exp: &[u8]) -> Mismatch {
+    let found = (buf.len() >= HEADER_LEN).then(|| BlockHeader::parse(buf));
+    if buf.iter().all(|&b| b == 0) {
+        let mut m = Mismatch::new(offset, buf.len(), MismatchKind::ZeroFilled, None).zero_window(buf);
+        m.expected = Some(BlockHeader::parse(exp));
+        return m;
+    }
+    let first = (0..buf.len()).find(|&i| buf[i] != exp[i]).unwrap_or(0);
+    let kind = if buf[first..].iter().all(|&b| b == 0) {
+        MismatchKind::ZeroTail
+    } else if first < 4 {
+        MismatchKind::BadMagic
+    } else if first < HEADER_LEN {
+        MismatchKind::BadHeader
+    } else {
+        MismatchKind::BadChecksum
+    };
+    let mut m = Mismatch::new(offset, buf.len(), kind, found).with_diff(buf, exp, first);
+    m.expected = Some(BlockHeader::parse(exp));
+    m
+}
+
 #[cold]
 fn header_mismatch(buf: &[u8], offset: u64, algo: Checksum, h: BlockHeader, expect: Option<(u32, u64)>) -> Mismatch {
     let len = buf.len();
@@ -804,5 +846,28 @@ mod tests {
             assert_eq!(Checksum::from_code(algo.code()), Some(algo));
         }
         assert!(serde_json::from_str::<Checksum>("\"md5\"").is_err());
+    }
+
+    #[test]
+    fn prefix_of_a_block_is_checked_byte_for_byte() {
+        let mut scratch = vec![0u8; 512];
+        let mut full = vec![0u8; 512];
+        fill_block(&mut full, 1024, 9, 2, 5, Checksum::Crc32c);
+        for n in [1usize, 40, 80, 300, 512] {
+            assert!(check_prefix(&full[..n], 1024, 512, 9, 2, 5, Checksum::Crc32c, &mut scratch).is_ok(), "{n}");
+        }
+        let mut b = full[..300].to_vec();
+        b[200] ^= 1;
+        let m = check_prefix(&b, 1024, 512, 9, 2, 5, Checksum::Crc32c, &mut scratch).unwrap_err();
+        assert_eq!((m.kind, m.first_diff, m.len), (MismatchKind::BadChecksum, Some(200), 300));
+        b[200] ^= 1;
+        b[10] ^= 1;
+        assert_eq!(check_prefix(&b, 1024, 512, 9, 2, 5, Checksum::Crc32c, &mut scratch).unwrap_err().kind, MismatchKind::BadHeader);
+        let m = check_prefix(&full[..300], 1024, 512, 10, 2, 5, Checksum::Crc32c, &mut scratch).unwrap_err();
+        assert_eq!(m.first_diff, Some(24), "another write: the generation field differs first");
+        let mut z = full[..300].to_vec();
+        z[150..].fill(0);
+        assert_eq!(check_prefix(&z, 1024, 512, 9, 2, 5, Checksum::Crc32c, &mut scratch).unwrap_err().kind, MismatchKind::ZeroTail);
+        assert_eq!(check_prefix(&[0u8; 60], 1024, 512, 9, 2, 5, Checksum::Crc32c, &mut scratch).unwrap_err().kind, MismatchKind::ZeroFilled);
     }
 }

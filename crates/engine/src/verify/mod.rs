@@ -14,7 +14,7 @@ pub mod header;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use header::{
-    check_block, check_block_expect, fill_block, fill_block_planned, fill_blocks, Crc32cPlan, BlockHeader, Checksum, Mismatch, MismatchKind, CHECKSUM_LEN,
+    check_block, check_block_expect, check_prefix, fill_block, fill_block_planned, fill_blocks, Crc32cPlan, BlockHeader, Checksum, Mismatch, MismatchKind, CHECKSUM_LEN,
     HEADER_LEN, MIN_BLOCK,
 };
 

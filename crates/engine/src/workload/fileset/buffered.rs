@@ -8,10 +8,12 @@ use super::worker::{Params, Worker};
 impl Worker {
     /// `write_blocks` / `fwrite_blocks`: `size` bytes of the source buffer in
     /// write-block pieces, then close. Buffered: through the stdio-like buffer.
+    /// With verify the bytes come from the file's image (from index `base`), else from
+    /// PostMark's source buffer (`base` 0).
     #[inline]
-    pub(super) fn write_blocks(&mut self, p: &Params, fd: RawFd, size: usize) -> std::io::Result<()> {
+    pub(super) fn write_blocks(&mut self, p: &Params, fd: RawFd, size: usize, base: usize) -> std::io::Result<()> {
         let res: std::io::Result<()> = (|| {
-            let mut off = 0;
+            let mut off = base;
             let mut i = size;
             while i >= p.wbs {
                 self.out(p, fd, off, p.wbs)?;
@@ -43,12 +45,16 @@ impl Worker {
     /// flush it, write whole buffer-sized blocks directly, buffer the rest.
     #[inline]
     fn out(&mut self, p: &Params, fd: RawFd, off: usize, len: usize) -> std::io::Result<()> {
+        let src: &[u8] = match &self.v {
+            Some(v) => &v.img,
+            None => &self.source,
+        };
         if !p.buffering {
-            return write_all(fd, &self.source[off..off + len]);
+            return write_all(fd, &src[off..off + len]);
         }
         let cap = self.sbuf.len();
         let n = (cap - self.sfill).min(len);
-        self.sbuf[self.sfill..self.sfill + n].copy_from_slice(&self.source[off..off + n]);
+        self.sbuf[self.sfill..self.sfill + n].copy_from_slice(&src[off..off + n]);
         self.sfill += n;
         let rest = len - n;
         if rest > 0 {
@@ -57,10 +63,10 @@ impl Worker {
             let direct = rest - rest % cap;
             let s = off + n;
             if direct > 0 {
-                write_all(fd, &self.source[s..s + direct])?;
+                write_all(fd, &src[s..s + direct])?;
             }
             let tail = rest - direct;
-            self.sbuf[..tail].copy_from_slice(&self.source[s + direct..s + direct + tail]);
+            self.sbuf[..tail].copy_from_slice(&src[s + direct..s + direct + tail]);
             self.sfill = tail;
         }
         Ok(())
@@ -69,22 +75,37 @@ impl Worker {
     /// `read_file`'s loop: read-block pieces, then the remainder. Buffered: glibc's
     /// `_IO_file_xsgetn` (refill the buffer with one read of its size; requests of
     /// a buffer or more go straight to the caller's memory in whole blocks).
+    /// Every piece lands in the read buffer, as in PostMark; with verify, the pieces
+    /// land one after the other in the verify buffer instead, and the bytes
+    /// delivered are returned (0 without verify).
     #[inline]
-    pub(super) fn read_blocks(&mut self, p: &Params, fd: RawFd, size: usize) -> std::io::Result<()> {
+    pub(super) fn read_blocks(&mut self, p: &Params, fd: RawFd, size: usize) -> std::io::Result<usize> {
+        let (dst, keep): (&mut [u8], bool) = match self.v.as_mut() {
+            Some(v) => (&mut v.rimg[..], true),
+            None => (&mut self.read_buf[..], false),
+        };
+        let mut at = 0usize;
         let mut i = size;
         if !p.buffering {
             while i >= p.rbs {
-                read_some(fd, &mut self.read_buf[..p.rbs])?;
+                let n = read_some(fd, &mut dst[at..at + p.rbs])?;
+                if keep {
+                    at += n;
+                }
                 i -= p.rbs;
             }
             if i > 0 {
-                read_some(fd, &mut self.read_buf[..i])?;
+                let n = read_some(fd, &mut dst[at..at + i])?;
+                if keep {
+                    at += n;
+                }
             }
-            return Ok(());
+            return Ok(at);
         }
         let cap = self.sbuf.len();
         let (mut pos, mut end) = (0usize, 0usize);
-        let mut fread = |want_total: usize, sbuf: &mut [u8], dst: &mut [u8]| -> std::io::Result<()> {
+        // Returns the bytes delivered (fewer at EOF).
+        let mut fread = |want_total: usize, sbuf: &mut [u8], dst: &mut [u8]| -> std::io::Result<usize> {
             let mut want = want_total;
             let mut d = 0;
             while want > 0 {
@@ -92,7 +113,7 @@ impl Worker {
                 if want <= have {
                     dst[d..d + want].copy_from_slice(&sbuf[pos..pos + want]);
                     pos += want;
-                    return Ok(());
+                    return Ok(d + want);
                 }
                 if have > 0 {
                     dst[d..d + have].copy_from_slice(&sbuf[pos..end]);
@@ -103,7 +124,7 @@ impl Worker {
                 if want < cap {
                     let n = read_some(fd, sbuf)?;
                     if n == 0 {
-                        return Ok(()); // EOF
+                        return Ok(d); // EOF
                     }
                     pos = 0;
                     end = n;
@@ -111,23 +132,29 @@ impl Worker {
                     let count = if cap >= 128 { want - want % cap } else { want };
                     let n = read_some(fd, &mut dst[d..d + count])?;
                     if n == 0 {
-                        return Ok(());
+                        return Ok(d);
                     }
                     d += n;
                     want -= n;
                 }
             }
-            Ok(())
+            Ok(d)
         };
         let rbs = p.rbs;
         while i >= rbs {
-            fread(rbs, &mut self.sbuf, &mut self.read_buf[..rbs])?;
+            let n = fread(rbs, &mut self.sbuf, &mut dst[at..at + rbs])?;
+            if keep {
+                at += n;
+            }
             i -= rbs;
         }
         if i > 0 {
-            fread(i, &mut self.sbuf, &mut self.read_buf[..i])?;
+            let n = fread(i, &mut self.sbuf, &mut dst[at..at + i])?;
+            if keep {
+                at += n;
+            }
         }
-        Ok(())
+        Ok(at)
     }
 }
 
@@ -150,7 +177,7 @@ fn write_all(fd: RawFd, mut buf: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
-fn read_some(fd: RawFd, buf: &mut [u8]) -> std::io::Result<usize> {
+pub(super) fn read_some(fd: RawFd, buf: &mut [u8]) -> std::io::Result<usize> {
     loop {
         // SAFETY: buf is valid for buf.len() bytes.
         let n = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };

@@ -41,6 +41,7 @@ mod phases;
 mod rng;
 mod spec;
 mod threads;
+mod verify;
 mod worker;
 
 pub use phases::Fileset;

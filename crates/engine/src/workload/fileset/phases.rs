@@ -39,6 +39,9 @@ impl Fileset {
             buffering: spec.buffering,
             stdio_buf: 4096,
             nthreads: job.threads as u64,
+            verify: spec.verify,
+            vblock: spec.verify_block_bytes() as usize,
+            seed: job.seed,
         };
         let workers = (0..job.threads).map(|t| Mutex::new(Worker::empty(t))).collect();
         Ok(Fileset { spec, params, workers, dirs: None, created: false })
@@ -185,6 +188,7 @@ impl Fileset {
         )?;
         self.created = true;
         self.finish(&mut report, Counts::default(), job);
+        self.merge_verify(&mut report);
         Ok(report)
     }
 
@@ -194,6 +198,7 @@ impl Fileset {
         }
         self.dirs.as_mut().expect("checked").open_fds()?;
         let before = self.totals();
+        self.start_verify("transactions");
         let nthreads = job.threads;
         let timing = PhaseTiming {
             warmup_ns: secs_to_ns("warmup_s", self.spec.warmup_s)?,
@@ -227,7 +232,83 @@ impl Fileset {
             ));
         }
         self.finish(&mut report, before, job);
+        self.merge_verify(&mut report);
         Ok(report)
+    }
+
+    /// The verify phase: every thread re-reads each of its live files and checks it (docs/verify.md).
+    fn verify(&mut self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+        if self.spec.verify.is_none() {
+            return Err(EngineError::invalid("verify", "the verify phase needs verify = \"crc32c\", \"xxh3\" or \"sha256\" in the spec"));
+        }
+        if self.dirs.is_none() || !self.created {
+            return Err(EngineError::invalid("phase", "no fileset: run the create phase before verify"));
+        }
+        self.dirs.as_mut().expect("checked").open_fds()?;
+        let before = self.totals();
+        self.start_verify("verify");
+        let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
+        let p = self.params;
+        let this = &*self;
+        let dirs = this.dirs.as_ref().expect("dirs set up");
+        let (mut report, _) = run_threads(
+            "verify",
+            job.threads,
+            timing,
+            ctl,
+            KINDS,
+            3,
+            this.live(),
+            |tid| Ok(this.lock(tid)),
+            |w, rec| {
+                for i in 0..w.table.len() {
+                    if rec.interrupted() {
+                        break;
+                    }
+                    if w.table[i].size == 0 {
+                        continue;
+                    }
+                    let t0 = now_ns();
+                    let bytes = w.reread(&p, dirs, i)?;
+                    rec.record(READ, bytes, t0, now_ns());
+                }
+                Ok(())
+            },
+        )?;
+        self.finish(&mut report, before, job);
+        self.merge_verify(&mut report);
+        Ok(report)
+    }
+
+    /// Verification counters start again for `phase` in every thread.
+    fn start_verify(&self, phase: &'static str) {
+        for t in 0..self.workers.len() {
+            if let Some(v) = self.lock(t).v.as_mut() {
+                v.start_phase(phase);
+            }
+        }
+    }
+
+    /// The threads' verification counters and kept mismatches into `report` (nothing without verify).
+    fn merge_verify(&self, report: &mut PhaseReport) {
+        if self.spec.verify.is_none() {
+            return;
+        }
+        let guards: Vec<_> = (0..self.workers.len()).map(|t| self.lock(t)).collect();
+        let paths: std::collections::HashMap<u32, &str> =
+            guards.iter().filter_map(|w| w.v.as_ref()).flat_map(|v| v.paths.iter().map(|(f, p)| (*f, p.as_str()))).collect();
+        let notes = serde_json::json!({
+            "exact": true,
+            "block_bytes": self.params.vblock,
+            "file_index": "the file's number (its name)",
+            "tail": "a file's last partial block is compared byte for byte with the block that would be there",
+        });
+        crate::verify::merge_into(
+            report,
+            guards.iter().filter_map(|w| w.v.as_ref().map(|v| &v.checker)),
+            |f| paths.get(&f).map(|p| p.to_string()).unwrap_or_else(|| format!("file {f}")),
+            notes,
+        );
     }
 
     fn delete(&mut self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
@@ -404,13 +485,14 @@ fn transaction_loop(w: &mut Worker, rec: &mut Recorder, p: &Params, dirs: &Dirs,
 
 impl Workload for Fileset {
     fn phases(&self) -> &'static [&'static str] {
-        &["create", "transactions", "delete", "cleanup"]
+        &["create", "transactions", "verify", "delete", "cleanup"]
     }
 
     fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
         let out = match phase {
             "create" => self.create(job, ctl),
             "transactions" => self.transactions(job, ctl),
+            "verify" => self.verify(job, ctl),
             "delete" => self.delete(job, ctl),
             "cleanup" => self.cleanup(job),
             _ => unreachable!("checked by Session"),

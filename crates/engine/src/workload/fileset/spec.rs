@@ -64,6 +64,13 @@ pub struct FilesetSpec {
     /// stdio-like buffered I/O (a user-space buffer of the file system's block size) or plain read/write.
     #[serde(default = "default_true")]
     pub buffering: bool,
+    /// Data verification (docs/verify.md): file contents carry a header per verify block, reads
+    /// are checked, the verify phase re-reads every live file. None: PostMark's text bytes.
+    #[serde(default)]
+    pub verify: Option<crate::verify::Checksum>,
+    /// Bytes per verified block (one header each); 0: write_block.
+    #[serde(default)]
+    pub verify_block: u32,
 }
 
 fn one_u32() -> u32 {
@@ -100,6 +107,11 @@ impl FilesetSpec {
             FilesetMode::Postmark => 10,
             FilesetMode::Filemark => 100,
         }
+    }
+
+    /// The verify block: `verify_block`, or `write_block` when it is 0.
+    pub fn verify_block_bytes(&self) -> u32 {
+        if self.verify_block == 0 { self.write_block } else { self.verify_block }
     }
 
     pub fn validate(&self, job: &Job) -> Result<()> {
@@ -163,6 +175,16 @@ impl FilesetSpec {
         }
         if self.transactions.is_none() && self.duration_s.is_none() {
             return Err(EngineError::invalid("transactions", "give transactions or duration_s (or both: whichever ends first)"));
+        }
+        if self.verify.is_some() {
+            let b = self.verify_block_bytes();
+            if (b as usize) < crate::verify::MIN_BLOCK || b > 1 << 30 {
+                let field = if self.verify_block == 0 { "write_block" } else { "verify_block" };
+                return Err(EngineError::invalid(
+                    field,
+                    format!("{b} bytes: with verify, each block holds an {}-byte header and data: use verify_block >= {} bytes (and <= 1 GiB)", crate::verify::HEADER_LEN, crate::verify::MIN_BLOCK),
+                ));
+            }
         }
         if job.backend != BackendKind::Psync {
             return Err(EngineError::invalid("backend", "the fileset family issues plain system calls (open, read, write, unlink): use backend=psync"));

@@ -32,6 +32,10 @@ pub(super) struct Params {
     /// The stdio buffer size (st_blksize of the directory, as glibc takes it).
     pub(super) stdio_buf: usize,
     pub(super) nthreads: u64,
+    /// Data verification: the checksum, the verify block, the job's seed (headers' `seed`).
+    pub(super) verify: Option<crate::verify::Checksum>,
+    pub(super) vblock: usize,
+    pub(super) seed: u64,
 }
 
 /// One thread's share of the fileset: its generator, file table and buffers.
@@ -54,6 +58,8 @@ pub(super) struct Worker {
     pub(super) sfill: usize,
     pub(super) path: [u8; 64],
     pub(super) c: Counts,
+    /// Data verification state (None: verify off).
+    pub(super) v: Option<Box<super::verify::FileVerify>>,
 }
 
 impl Worker {
@@ -73,6 +79,7 @@ impl Worker {
             sfill: 0,
             path: [0; 64],
             c: Counts::default(),
+            v: None,
         }
     }
 
@@ -96,6 +103,7 @@ impl Worker {
         self.live = 0;
         self.num = 0;
         self.c = Counts::default();
+        self.v = p.verify.map(|algo| Box::new(super::verify::FileVerify::new(algo, p.vblock, p.seed, self.tid as u32, p.high as usize)));
     }
 
     /// PostMark's `find_free_file`, with a scan that starts at the first slot that
@@ -193,7 +201,8 @@ impl Worker {
         self.live += 1;
         let flags = if p.buffering { libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC } else { libc::O_RDWR | libc::O_CREAT };
         let fd = self.open_slot(p, dirs, slot, flags)?;
-        self.write_blocks(p, fd, size as usize).map_err(|e| self.io_ctx(e, "write", dirs, slot))?;
+        let base = if self.v.is_some() { self.verify_write(p, slot, 0, size as usize) } else { 0 };
+        self.write_blocks(p, fd, size as usize, base).map_err(|e| self.io_ctx(e, "write", dirs, slot))?;
         self.c.bytes_written += size as u64;
         Ok(Some(size as u64))
     }
@@ -227,7 +236,10 @@ impl Worker {
         let res = self.read_blocks(p, fd, slot.size as usize);
         // SAFETY: we own fd.
         unsafe { libc::close(fd) };
-        res.map_err(|e| self.io_ctx(e, "read", dirs, slot))?;
+        let got = res.map_err(|e| self.io_ctx(e, "read", dirs, slot))?;
+        if self.v.is_some() {
+            self.verify_read(p, dirs, slot, got);
+        }
         self.c.bytes_read += slot.size as u64;
         self.c.read += 1;
         Ok(slot.size as u64)
@@ -243,7 +255,8 @@ impl Worker {
         let flags = if p.buffering { libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND } else { libc::O_RDWR | libc::O_APPEND };
         let fd = self.open_slot(p, dirs, slot, flags)?;
         let block = self.rng.rnd(p.high - slot.size) + 1;
-        self.write_blocks(p, fd, block as usize).map_err(|e| self.io_ctx(e, "append to", dirs, slot))?;
+        let base = if self.v.is_some() { self.verify_write(p, slot, slot.size as u64, block as usize) } else { 0 };
+        self.write_blocks(p, fd, block as usize, base).map_err(|e| self.io_ctx(e, "append to", dirs, slot))?;
         self.table[i].size += block;
         self.c.bytes_written += block as u64;
         self.c.appended += 1;
