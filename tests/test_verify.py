@@ -276,3 +276,28 @@ def test_fsmeter_run_postmark_with_a_changed_byte_exits_1_corrupt(tmp_path, monk
     doc = json.loads(out.read_text())
     assert f"{poke.victim} offset 0" in doc["corrupt"] and "file offset 300" in doc["corrupt"], doc["corrupt"]
     assert doc["phases"]["verify"]["counters"]["verify_mismatches"] == 1
+
+
+def test_tree_verify_parameter_adds_the_verify_phase_before_remove():
+    from fsmeter.families.tree import FAMILY, TreeParams
+
+    p = TreeParams(verify="sha256")
+    assert p.engine_spec()["verify"] == "sha256" and TreeParams().engine_spec()["verify"] is None
+    assert [ph.name for ph in FAMILY.phases(p)] == ["mkdir", "create", "stat", "verify", "remove", "rmdir"]
+    assert "verify" not in [ph.name for ph in FAMILY.phases(TreeParams())]
+    with pytest.raises(ValueError, match="verify: the files are empty"):
+        TreeParams(verify="crc32c", file_blocks=0)
+
+
+def test_fsmeter_run_fdtree_with_verify_reports_verified(tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    out = tmp_path / "r.json"
+    r = subprocess.run([sys.executable, "-m", "fsmeter", "run", "fdtree-quick", "--dir", str(d), "-q", "--set",
+                        "verify=xxh3", "--set", "levels=1", "--set", "dirs_per_level=3", "--set", "files_per_dir=4",
+                        "--set", "file_blocks=2", "--cache", "fadvise", "--json", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "verified:" in r.stdout and "none corrupt" in r.stdout
+    doc = json.loads(out.read_text())
+    assert doc["phases"]["verify"]["counters"]["verify_blocks_checked"] == 4 * 4 * 2
+    assert doc["phases"]["create"]["counters"]["verify_blocks_written"] == 4 * 4 * 2

@@ -416,3 +416,57 @@ fn fileset_verify_settings_are_checked() {
     assert!(s.run_phase("verify", &Control::new()).is_err(), "no verify phase without verify");
     run(&mut s, "cleanup");
 }
+
+fn tree(verify: &str, write_size: u64) -> Value {
+    json!({"family": "tree", "levels": 1, "dirs_per_level": 2, "files_per_dir": 2, "file_blocks": 3,
+           "write_size": write_size, "verify": verify})
+}
+
+#[test]
+fn tree_files_carry_verified_blocks_and_the_verify_phase_checks_them() {
+    for (algo, ws, threads) in [("crc32c", 4096u64, 2usize), ("xxh3", 3000, 1), ("sha256", 65536, 1)] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = session(dir.path(), threads, tree(algo, ws));
+        run(&mut s, "mkdir");
+        let c = run(&mut s, "create");
+        assert_eq!(mismatches(&c), 0);
+        // 3 directories x 2 files x 3 blocks per tree; a 3000-byte request refills the blocks it touches.
+        let per_tree = 3 * 2 * 3;
+        assert!(c["counters"]["verify_blocks_written"].as_u64().unwrap() >= per_tree * threads as u64, "{}", c["counters"]);
+        let v = run(&mut s, "verify");
+        assert_eq!(mismatches(&v), 0, "{algo} {ws}: {}", v["extra"]["verify"]);
+        assert_eq!(v["counters"]["verify_blocks_checked"], per_tree * threads as u64);
+        assert_eq!(v["ops"]["read"]["bytes"], per_tree * threads as u64 * 4096);
+        let f = std::fs::read(dir.path().join("tree-0/L1F2")).unwrap();
+        assert_eq!(&f[4096..4100], b"FSMV");
+        assert_eq!(u64::from_le_bytes(f[4096 + 24..4096 + 32].try_into().unwrap()), 1, "the first file of the walk is number 1");
+        run(&mut s, "remove");
+        run(&mut s, "rmdir");
+    }
+}
+
+#[test]
+fn tree_verify_catches_a_changed_byte_at_its_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path(), 1, tree("crc32c", 4096));
+    run(&mut s, "mkdir");
+    run(&mut s, "create");
+    let path = dir.path().join("tree-0/L1D1/L0F1");
+    let f = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+    f.write_at(&[0xA5], 2 * 4096 + 999).unwrap();
+    let v = run(&mut s, "verify");
+    assert_eq!(mismatches(&v), 1, "{}", v["extra"]["verify"]);
+    let m = &v["extra"]["verify"]["mismatches"][0];
+    assert_eq!(m["file"], path.display().to_string());
+    assert_eq!((m["kind"].as_str(), m["offset"].as_u64(), m["first_diff_offset"].as_u64()), (Some("bad_checksum"), Some(8192), Some(8192 + 999)));
+    assert!(v["warnings"][0].as_str().unwrap().contains("L0F1"), "{}", v["warnings"]);
+    // A truncated file: its missing blocks are short.
+    f.set_len(4096).unwrap();
+    let v = run(&mut s, "verify");
+    let kinds: Vec<(&str, u64)> = v["extra"]["verify"]["mismatches"].as_array().unwrap().iter().map(|m| (m["kind"].as_str().unwrap(), m["offset"].as_u64().unwrap())).collect();
+    assert_eq!(kinds, [("short", 4096), ("short", 8192)]);
+    run(&mut s, "cleanup");
+    let off = json!({"family": "tree", "levels": 1, "dirs_per_level": 2, "files_per_dir": 2, "file_blocks": 3});
+    let mut s = session(dir.path(), 1, off);
+    assert!(s.run_phase("verify", &Control::new()).is_err(), "no verify phase without verify");
+}

@@ -28,6 +28,9 @@ class TreeParams(BaseModel):
     write_size: Size = Field(BLOCK, gt=0, le=64 << 20, description="bytes per write(2) when creating a file (dd bs=4096)")
     fsync: bool = Field(False, description="fsync each file before closing it, inside the create time (fdtree does not)")
     stat: bool = Field(True, description="run the mdtest-like stat phase (stat every file) between create and remove")
+    verify: Literal["off", "crc32c", "xxh3", "sha256"] = Field(
+        "off", description="data verification (docs/verify.md): every 4 KiB block of every file carries a header, "
+        "a verify phase re-reads every file before remove; off by default (files of zeros, as fdtree)")
 
     @model_validator(mode="after")
     def _check(self):
@@ -36,6 +39,8 @@ class TreeParams(BaseModel):
             raise ValueError(f"levels: the tree would have {dirs:.3g} directories (over a billion): use fewer levels or dirs_per_level")
         if dirs * self.files_per_dir > 10_000_000_000:
             raise ValueError("files_per_dir: the tree would have over ten billion files: use fewer")
+        if self.verify != "off" and (self.file_blocks == 0 or self.files_per_dir == 0):
+            raise ValueError("verify: the files are empty (file_blocks or files_per_dir is 0): there is no data to verify")
         return self
 
     def directories(self) -> int:
@@ -52,12 +57,18 @@ class TreeParams(BaseModel):
 
     def engine_spec(self) -> dict:
         # `stat` only chooses the phases Python runs; the engine always has a stat phase.
-        return self.model_dump(exclude={"stat"})
+        spec = self.model_dump(exclude={"stat"})
+        spec["verify"] = None if self.verify == "off" else self.verify
+        return spec
 
 
 def _phases(p: TreeParams) -> list:
-    names = ["mkdir", "create"] + (["stat"] if p.stat else []) + ["remove", "rmdir"]
-    return [Phase(n) for n in names]
+    names = ["mkdir", "create"] + (["stat"] if p.stat else [])
+    phases = [Phase(n) for n in names]
+    if p.verify != "off":
+        # Unmeasured, after a cache reset: every file is read back from the filesystem.
+        phases.append(Phase("verify", measured=False, cold_cache=True))
+    return phases + [Phase("remove"), Phase("rmdir")]
 
 
 def _kib_per_s(r: dict) -> Optional[float]:

@@ -13,6 +13,8 @@
 //! `stat`, `remove`, `rmdir` (deepest first), and `cleanup`, which removes
 //! whatever of the tree is left (after an interrupted run) and nothing else.
 
+mod verify;
+
 use std::path::Path;
 
 use serde::Deserialize;
@@ -49,6 +51,9 @@ pub struct TreeSpec {
     /// fsync each file before closing it, inside the create time (fdtree does not).
     #[serde(default)]
     pub fsync: bool,
+    /// Data verification (docs/verify.md): every 4 KiB block of every file carries a header.
+    #[serde(default)]
+    pub verify: Option<crate::verify::Checksum>,
 }
 
 fn default_levels() -> u32 {
@@ -105,6 +110,9 @@ impl TreeSpec {
         }
         if self.write_size == 0 || self.write_size > (64 << 20) {
             return Err(EngineError::invalid("write_size", "must be between 1 byte and 64 MiB"));
+        }
+        if self.verify.is_some() && (self.file_blocks == 0 || self.files_per_dir == 0) {
+            return Err(EngineError::invalid("verify", "the files are empty (file_blocks or files_per_dir is 0): there is no data to verify"));
         }
         let longest = self.longest_path(&job.dir, job.threads);
         if longest >= PATH_MAX {
@@ -255,6 +263,8 @@ fn os_err(what: &str, path: &PathBuf8) -> EngineError {
 struct TreeState {
     path: PathBuf8,
     zeros: Vec<u8>,
+    /// With verify, in the create phase: files are written with verified blocks.
+    v: Option<Box<verify::TreeVerify>>,
 }
 
 /// What one thread did in a phase.
@@ -299,10 +309,15 @@ impl Tree {
             KINDS,
             3,
             per_thread * nthreads as u64,
-            |tid| Ok(TreeState { path: PathBuf8::new(&job.dir, tid), zeros: vec![0u8; zeros_len] }),
+            |tid| {
+                let v = spec.verify.filter(|_| phase == "create").map(|a| Box::new(verify::TreeVerify::new(a, job.seed, tid, spec.write_size, "create")));
+                let zeros_len = if v.is_some() { 0 } else { zeros_len };
+                Ok(TreeState { path: PathBuf8::new(&job.dir, tid), zeros: vec![0u8; zeros_len], v })
+            },
             |st, rec| {
                 let mut done = Done::default();
                 let zeros = &st.zeros;
+                let mut tv = st.v.as_deref_mut();
                 let mut cb = |v: Visit, p: &mut PathBuf8| -> Result<bool> {
                     if rec.interrupted() {
                         return Ok(false);
@@ -332,7 +347,10 @@ impl Tree {
                         }
                         ("create", Visit::File) => {
                             let t0 = now_ns();
-                            create_file(p, size, zeros, spec.fsync)?;
+                            match tv.as_deref_mut() {
+                                Some(v) => v.create_file(p, size, spec.write_size, spec.fsync)?,
+                                None => create_file(p, size, zeros, spec.fsync)?,
+                            }
                             rec.record(CREATE, size, t0, now_ns());
                             done.files += 1;
                             done.bytes += size;
@@ -373,9 +391,10 @@ impl Tree {
                 };
                 let with_files = !matches!(phase, "mkdir" | "rmdir");
                 walk(&mut st.path, spec, with_files, &mut cb)?;
-                Ok(done)
+                Ok((done, st.v.take()))
             },
         )?;
+        let (done, vs): (Vec<Done>, Vec<_>) = done.into_iter().unzip();
         let dirs_done: u64 = done.iter().map(|d| d.dirs).sum();
         let files_done: u64 = done.iter().map(|d| d.files).sum();
         let bytes_done: u64 = done.iter().map(|d| d.bytes).sum();
@@ -400,6 +419,10 @@ impl Tree {
             "directories_per_tree": dirs,
             "files_per_tree": files,
         });
+        let vs: Vec<&verify::TreeVerify> = vs.iter().flatten().map(|b| &**b).collect();
+        if !vs.is_empty() {
+            verify::merge(&mut report, &vs);
+        }
         if !report.interrupted && report.elapsed_s < SHORT_PHASE_S {
             report.warnings.push(format!(
                 "{phase} took {:.3} s, under {SHORT_PHASE_S} s: its rate is dominated by timer and start-up noise; \
@@ -499,12 +522,16 @@ fn create_file(p: &mut PathBuf8, size: u64, zeros: &[u8], fsync: bool) -> Result
 
 impl Workload for Tree {
     fn phases(&self) -> &'static [&'static str] {
-        &["mkdir", "create", "stat", "remove", "rmdir", "cleanup"]
+        &["mkdir", "create", "stat", "verify", "remove", "rmdir", "cleanup"]
     }
 
     fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
         match phase {
             "cleanup" => self.cleanup(job),
+            "verify" => match self.spec.verify {
+                Some(algo) => verify::verify_phase(&self.spec, algo, job, ctl),
+                None => Err(EngineError::invalid("verify", "the verify phase needs verify = \"crc32c\", \"xxh3\" or \"sha256\" in the spec")),
+            },
             _ => self.measured_phase(phase, job, ctl),
         }
     }
@@ -515,7 +542,7 @@ mod tests {
     use super::*;
 
     fn spec(levels: u32, d: u32, f: u32) -> TreeSpec {
-        TreeSpec { levels, dirs_per_level: d, files_per_dir: f, file_blocks: 1, write_size: BLOCK, fsync: false }
+        TreeSpec { levels, dirs_per_level: d, files_per_dir: f, file_blocks: 1, write_size: BLOCK, fsync: false, verify: None }
     }
 
     #[test]
