@@ -162,3 +162,24 @@ def test_one_rank_merge_reproduces_the_engines_percentiles(tmp_path):
     r2 = s2.run_phase("mkdir")
     assert "window_mono_ns" not in r2 and all("hdr" not in o["lat"] for o in r2["ops"].values())
     json.dumps(merged)
+
+
+def test_stonewall_option_values():
+    from fsmeter.errors import UserError
+    from fsmeter.mpi.run import parse_stonewall
+
+    assert parse_stonewall(None) is None and parse_stonewall("first-done") == "first-done"
+    assert parse_stonewall("2.5") == 2.5
+    for bad in ("0", "-1", "soon"):
+        with pytest.raises(UserError, match="--stonewall"):
+            parse_stonewall(bad)
+
+
+def test_run_without_mpirun_refuses_stonewall(tmp_path):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "fsmeter", "run", "fdtree-quick", "--dir", str(tmp_path),
+                        "--stonewall", "first-done"], capture_output=True, text=True,
+                       env={k: v for k, v in __import__("os").environ.items() if not k.startswith(("OMPI_", "PMI"))})
+    assert r.returncode == 2 and "under mpirun only" in r.stderr

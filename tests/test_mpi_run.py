@@ -164,5 +164,10 @@ def test_campaign_sweeps_ranks_and_records_the_layout(tmp_path):
                           "t.cell_id = c.id WHERE m.name = 'files_per_s' AND m.phase_key = 'create' ORDER BY c.idx")
     assert all(v > 0 for (v,) in creates)
     assert os.listdir(work) == []
+    show = fsm("campaign", "show", "1", "--db", db)
+    assert show.returncode == 0, show.stderr
+    assert "aggregate rate against MPI ranks" in show.stdout and "speedup" in show.stdout
     rep = fsm("report", "--db", db, "-o", tmp_path / "r.html")
     assert rep.returncode == 0, rep.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert "per-rank imbalance against MPI ranks" in html and "aggregate rate against MPI ranks" in html

@@ -149,12 +149,12 @@ def register(app: typer.Typer) -> None:
             raise UserError("--stonewall works under mpirun only (it stops the other ranks): leave it out, or run "
                             "`mpirun -n N fsmeter run ...`")
         if launched_under_mpi():  # one rank of mpirun -n N: rank 0 prints and writes the merged result
-            from fsmeter.mpi.run import parse_stonewall, run_under_mpi
+            from fsmeter.mpi.run import run_under_mpi
 
             if not mpi_timeout_s > 0:
                 raise UserError(f"--mpi-timeout-s {mpi_timeout_s:g}: use a number of seconds > 0")
             doc, job = run_under_mpi(workload, dir, parse_set(set_ or []), console, no_wait=no_wait,
-                                     timeout_s=mpi_timeout_s, stonewall=parse_stonewall(stonewall), **opts)
+                                     timeout_s=mpi_timeout_s, stonewall=stonewall, **opts)
             if doc is not None:
                 print_result(doc, job, console, json_out)
             return

@@ -145,8 +145,13 @@ class Stonewall:
             return None
         w = self.world
         sent = sum(1 for p in parts if p.get("sent_notice"))
-        if self.notice_req is not None:
-            self.notice_req.Cancel() if hasattr(self.notice_req, "Cancel") else self.notice_req.cancel()
+        if self.notice_req is not None:  # still posted: it may hold a notice already, else it is withdrawn
+            done, _ = self.notice_req.test()
+            if done:
+                self.received += 1
+            else:
+                self.notice_req.Cancel()
+                self.notice_req.Wait()
             self.notice_req = None
         while self.received < sent:
             w.comm.recv(source=w.MPI.ANY_SOURCE, tag=STONEWALL_TAG)
@@ -183,6 +188,7 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
     world = World(timeout_s)
     err, job = None, None
     try:
+        stonewall = parse_stonewall(stonewall)
         if workload.endswith(".fio") or ".fio:" in workload:
             raise UserError(f"{workload}: fio job files are not run under mpirun: use a named workload or a "
                             "workload .toml (fsmeter list)")

@@ -64,6 +64,42 @@ def scaling_rows(db, campaign_id: int, workload: str) -> list:
             for (c, r, ph), a in sorted(acc.items())]
 
 
+def scaling_table(db, campaign_id: int):
+    """A rich Table of the merged rate of every measured phase against ranks, per workload and
+    configuration, with the speedup over the fewest ranks and the per-rank imbalance; None when the
+    campaign does not vary `ranks`."""
+    from rich.table import Table
+
+    from fsmeter.store import open_store
+
+    with open_store(db, create=False) as store:
+        wls = [r[0] for r in store.conn.execute(
+            "SELECT DISTINCT workload FROM cells WHERE campaign_id = ? AND json_extract(factors, '$.ranks') "
+            "IS NOT NULL ORDER BY idx", (campaign_id,))]
+    rows = [(w, r) for w in wls for r in scaling_rows(db, campaign_id, w)]
+    ranks = sorted({r["ranks"] for _, r in rows})
+    if len(ranks) < 2:
+        return None
+    t = Table(title=f"campaign {campaign_id}: aggregate rate against MPI ranks (mean of kept trials; speedup "
+                    f"over {ranks[0]} rank(s); imbalance = slowest vs fastest rank)")
+    for col in ("workload", "configuration", "phase", "unit", *[f"{n} ranks" for n in ranks], "speedup",
+                "imbalance %"):
+        t.add_column(col, justify="right" if col not in ("workload", "configuration", "phase", "unit") else "left")
+    groups: dict = {}
+    for w, r in rows:
+        groups.setdefault((w, r["config"], r["phase"]), {})[r["ranks"]] = r
+    for (w, config, phase), by in groups.items():
+        data = any(x["MiB_per_s"] > 0 for x in by.values())
+        val = (lambda x: x["MiB_per_s"]) if data else (lambda x: x["ops_per_s"])
+        first, last = by.get(ranks[0]), by.get(max(by))
+        speed = f"{val(last) / val(first):.2f}x" if first and last and val(first) else "-"
+        imb = "/".join(f"{by[n]['imbalance_pct']:.0f}" if n in by and by[n]["imbalance_pct"] is not None else "-"
+                       for n in ranks)
+        t.add_row(w, config or "-", phase, "MiB/s" if data else "ops/s",
+                  *[_si(val(by[n])) if n in by else "-" for n in ranks], speed, imb)
+    return t
+
+
 def scaling_figures(view, w, idx: int, fig, palette: list) -> list:
     """Rates against ranks (throughput when the phase moves data, else operations) and the per-rank
     imbalance against ranks, one line per configuration and phase: for workloads whose campaign
@@ -97,4 +133,4 @@ def scaling_figures(view, w, idx: int, fig, palette: list) -> list:
     ]
 
 
-__all__ = ["rank_summary", "scaling_figures", "scaling_rows"]
+__all__ = ["rank_summary", "scaling_figures", "scaling_rows", "scaling_table"]
