@@ -128,3 +128,60 @@ def test_exported_json_files_compare_like_the_store(tmp_path, _cli):
     run_doc.write_text(json.dumps({"format": "fsmeter-run", "version": 1}))
     r = _cli(run_doc, tmp_path / "B.json")
     assert r.returncode == 2 and "significance needs at least 2" in r.stderr
+
+
+def test_holm_adjusted_p_values_hand_checked():
+    """Holm: sort p ascending, multiply the i-th smallest by (m - i), keep the running maximum, cap at 1."""
+    from fsmeter.report.compare_runs import Row, _correct
+
+    def row(p, verdict):
+        return Row("w", "ext4", "run", f"m{p}", "MiB/s", True, 5, 5, 1.0, 1.0, 0.1, 0.1, -20.0, p, verdict)
+
+    rows = [row(0.01, "regression"), row(0.04, "regression"), row(0.03, "improvement"), row(0.2, "no significant change")]
+    _correct(rows, 0.05, "holm")
+    # by hand: 0.01*4 = 0.04; 0.03*3 = 0.09; 0.04*2 = 0.08 -> running max 0.09; 0.2*1 = 0.2
+    assert [round(r.p_adj, 10) for r in rows] == [0.04, 0.09, 0.09, 0.2]
+    assert [r.verdict for r in rows] == ["regression", "no significant change", "no significant change",
+                                         "no significant change"]
+    rows = [row(0.01, "regression"), row(0.04, "regression")]
+    _correct(rows, 0.05, "none")
+    assert [r.p_adj for r in rows] == [0.01, 0.04] and [r.verdict for r in rows] == ["regression"] * 2
+
+
+def test_many_unchanged_metrics_are_not_flagged_by_chance(tmp_path, _cli):
+    """60 configurations, same distribution in A and B: uncorrected Welch flags some, Holm none."""
+    db = tmp_path / "r.sqlite"
+    store = open_store(db)
+    rng = random.Random(11)
+    cells = [("seq-read", {"filesystem": "ext4", "bs": f"{k}K"}) for k in range(1, 61)]
+    for name in ("A", "B"):
+        cid = store.create_campaign(name, "", cells)
+        for cell in store.cells(cid):
+            rs.add_trials(store, cell["id"], [1000.0 * rng.gauss(1, 0.15) for _ in range(4)], "access",
+                          "ext4", {"bs": json.loads(cell["factors"])["bs"]}, rng)
+    store.close()
+    raw = compare_runs(load_side("A", db), load_side("B", db), threshold_pct=10, correction="none")
+    assert raw.regressions or [r for r in raw.rows if r.verdict == "improvement"], "the data must tempt a raw test"
+    holm = compare_runs(load_side("A", db), load_side("B", db), threshold_pct=10)
+    assert not holm.regressions and not [r for r in holm.rows if r.verdict == "improvement"]
+    assert _cli("A", "B", "--db", db).returncode == 0
+    assert _cli("A", "B", "--db", db, "--correction", "none").returncode in (0, 3)
+    r = _cli("A", "B", "--db", db, "--correction", "bonferroni")
+    assert r.returncode == 2 and "--correction bonferroni" in (r.stdout + r.stderr)
+
+
+def test_paths_under_the_trial_folder_do_not_count_as_a_parameter_change():
+    """The macro workloads carry their trial folder inside command lines; another mount path is the same job."""
+    from fsmeter.report.compare_runs import _jobs_from
+
+    def job(d):
+        return {"job": {"dir": d, "threads": 1, "workload": {"family": "macro", "cp": {"argv": ["cp", "/c/f", f"{d}/x"]}}}}
+
+    a = _jobs_from([("macro-quick", {"filesystem": "xfs"}, job("/m/xfs-1-0/trial-1"))])
+    b = _jobs_from([("macro-quick", {"filesystem": "xfs"}, job("/m/xfs-2-0/trial-1"))])
+    c = _jobs_from([("macro-quick", {"filesystem": "xfs"}, job("/m/xfs-2-0/trial-2"))])
+    assert a == b == c
+    assert list(a.values())[0]["workload"]["cp"]["argv"] == ["cp", "/c/f", "{dir}/x"]
+    d = _jobs_from([("macro-quick", {"filesystem": "xfs"},
+                     {"job": {"dir": "/m/a", "threads": 2, "workload": {"family": "macro"}}})])
+    assert d != a

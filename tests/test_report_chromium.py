@@ -108,7 +108,7 @@ def test_a_script_error_is_caught(report):
     assert p.svgs["w0-bar"] == 0
 
 
-@pytest.mark.parametrize("slug", ["gus3-2008", "layton2009", "wettstein2002"])
+@pytest.mark.parametrize("slug", ["gus3-2008", "layton2009", "wettstein2002", "lourdas2009", "bryant2002"])
 def test_study_report_renders(tmp_path, slug, monkeypatch):
     """A study report (figures beside the published numbers, verdict table) draws in Chromium too."""
     import random

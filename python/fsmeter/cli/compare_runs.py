@@ -11,7 +11,8 @@ HELP = """Compare two campaigns (ids or names in --db, or exported campaign JSON
 
 Metrics are matched by workload, phase, metric and factor levels. B regresses when Welch's t-test
 finds it significantly worse than A (alpha) by at least --threshold percent, in the metric's own
-direction. Exit codes: 0 no regression; 3 at least one regression; 2 bad input (nothing comparable).
+direction. With many metrics, p-values are Holm-corrected over all of them (--correction none keeps
+them per metric), so an unchanged build is not flagged by chance. Exit codes: 0 no regression; 3 at least one regression; 2 bad input (nothing comparable).
 """
 
 
@@ -25,12 +26,14 @@ def register(app: typer.Typer) -> None:
         db_b: Optional[Path] = typer.Option(None, "--db-b", help="results database of B, if not --db"),
         threshold: float = typer.Option(10.0, "--threshold", help="practical threshold, % of A's mean"),
         alpha: float = typer.Option(0.05, "--alpha", help="significance level of the Welch t-test"),
+        correction: str = typer.Option("holm", "--correction", help="multiple-test correction over all metrics: "
+                                                                    "holm (default) or none"),
     ) -> None:
         from rich.console import Console
 
         from fsmeter.report.compare_runs import EXIT_REGRESSION, compare_runs, load_side, result_table
 
-        res = compare_runs(load_side(a, db), load_side(b, db_b or db), threshold, alpha)
+        res = compare_runs(load_side(a, db), load_side(b, db_b or db), threshold, alpha, correction)
         con = Console(width=None if sys.stdout.isatty() else 160)
         con.print(result_table(res))
         for w, cfg, d in res.mismatches:

@@ -4,6 +4,13 @@ Metrics are matched by workload, phase, metric name and the levels of every fact
 regression only when it is significant (Welch's t-test, stats.compare) AND worse than A by at least the
 practical threshold, in the metric's own direction (higher_is_better). Runs whose workload parameters
 differ are listed as mismatches and never compared (pyperf refuses to merge runs with different metadata).
+
+Many metrics are tested at once (a quick comparison has about 200), so at alpha 0.05 about one in twenty
+unchanged metrics would be flagged by chance alone. The p-values are therefore adjusted for the whole
+family of tests with Holm's step-down method (Holm 1979, "A simple sequentially rejective multiple test
+procedure"; statsmodels.stats.multitest.multipletests, method "holm"), which holds the probability of
+any false flag at or below alpha whatever the dependence between metrics. `correction="none"` keeps the
+per-metric p-values.
 """
 from __future__ import annotations
 
@@ -50,6 +57,7 @@ class Row:
     change_pct: float
     p: float
     verdict: str  # regression | improvement | no significant change | not tested
+    p_adj: float = math.nan  # p after the family-wise correction (equal to p without one)
 
     @property
     def key(self) -> str:
@@ -62,6 +70,7 @@ class Result:
     b: str
     threshold_pct: float
     alpha: float
+    correction: str = "holm"
     rows: list = field(default_factory=list)
     only_a: list = field(default_factory=list)  # "workload / config / metric" present in A only
     only_b: list = field(default_factory=list)
@@ -91,8 +100,22 @@ def _jobs_from(rows: list) -> dict:
         ex = json.loads(extra) if isinstance(extra, str) else (extra or {})
         job = ex.get("job") if isinstance(ex, dict) else None
         if job:
-            out[key] = {k: v for k, v in job.items() if k not in IGNORED_JOB_FIELDS}
+            out[key] = _relative_to_dir({k: v for k, v in job.items() if k not in IGNORED_JOB_FIELDS},
+                                        job.get("dir"))
     return out
+
+
+def _relative_to_dir(value: Any, d: Optional[str]) -> Any:
+    """The job with its own directory written as "{dir}" (paths under the mount differ from run to run)."""
+    if not d:
+        return value
+    if isinstance(value, str):
+        return value.replace(d, "{dir}")
+    if isinstance(value, list):
+        return [_relative_to_dir(v, d) for v in value]
+    if isinstance(value, dict):
+        return {k: _relative_to_dir(v, d) for k, v in value.items()}
+    return value
 
 
 def load_side(ref: str, db: Any) -> Side:
@@ -154,13 +177,35 @@ def _diff(a: dict, b: dict, prefix: str = "") -> list:
     return out
 
 
-def compare_runs(a: Side, b: Side, threshold_pct: float = 10.0, alpha: float = 0.05) -> Result:
+CORRECTIONS = ("holm", "none")
+
+
+def _correct(rows: list, alpha: float, method: str) -> None:
+    """Adjust the p-values of the tested rows for the family of tests; demote verdicts that no longer hold."""
+    tested = [r for r in rows if r.verdict != "not tested" and not math.isnan(r.p)]
+    if method == "none" or not tested:
+        for r in tested:
+            r.p_adj = r.p
+        return
+    from statsmodels.stats.multitest import multipletests
+
+    reject, p_adj, _, _ = multipletests([r.p for r in tested], alpha=alpha, method=method)
+    for r, rej, pa in zip(tested, reject, p_adj):
+        r.p_adj = float(pa)
+        if not rej and r.verdict in ("regression", "improvement"):
+            r.verdict = "no significant change"
+
+
+def compare_runs(a: Side, b: Side, threshold_pct: float = 10.0, alpha: float = 0.05,
+                 correction: str = "holm") -> Result:
+    if correction not in CORRECTIONS:
+        raise UserError(f"--correction {correction}: must be one of {', '.join(CORRECTIONS)}")
     if threshold_pct < 0:
         raise UserError(f"--threshold {threshold_pct}: must be >= 0 (percent of A's mean)")
     if not 0 < alpha < 1:
         raise UserError(f"--alpha {alpha}: must be between 0 and 1 (e.g. 0.05)")
     sa, sb = _samples(a), _samples(b)
-    res = Result(a.label, b.label, threshold_pct, alpha)
+    res = Result(a.label, b.label, threshold_pct, alpha, correction)
     bad_configs = set()
     for key in sorted(set(a.jobs) & set(b.jobs)):
         d = _diff(a.jobs[key], b.jobs[key])
@@ -191,6 +236,7 @@ def compare_runs(a: Side, b: Side, threshold_pct: float = 10.0, alpha: float = 0
         raise UserError(f"nothing to compare between {a.label} and {b.label}: no workload, phase, metric and factor "
                         "levels in common" + (f" with the same parameters (differ: {why})" if why else "")
                         + "; compare runs of the same campaign file")
+    _correct(res.rows, alpha, correction)
     return res
 
 
@@ -199,10 +245,15 @@ def result_table(res: Result):
 
     from fsmeter.report.data import fmt_num
 
-    t = Table(title=f"A = {res.a}  →  B = {res.b}   (Welch t-test, alpha {res.alpha:g}, "
+    corr = (f"Holm-corrected over {sum(1 for r in res.rows if not math.isnan(r.p))} tests"
+            if res.correction == "holm" else "no multiple-test correction")
+    t = Table(title=f"A = {res.a}  →  B = {res.b}   (Welch t-test, alpha {res.alpha:g}, {corr}, "
                     f"threshold {res.threshold_pct:g}%)", title_justify="left")
-    for col in ("workload", "configuration", "metric", "A mean ± CI", "B mean ± CI", "change", "p", "verdict"):
-        t.add_column(col, justify="right" if col in ("change", "p") else "left", overflow="fold")
+    padj = "p (Holm)" if res.correction == "holm" else "p"
+    for col in ("workload", "configuration", "metric", "A mean ± CI", "B mean ± CI", "change", "p", padj, "verdict"):
+        if col == "p" and res.correction != "holm":
+            continue
+        t.add_column(col, justify="right" if col in ("change", "p", padj) else "left", overflow="fold")
     style = {"regression": "bold red", "improvement": "green", "no significant change": "", "not tested": "yellow"}
     for r in res.rows:
         arrow = "↑" if r.higher_is_better else "↓"
@@ -210,5 +261,6 @@ def result_table(res: Result):
         v = f"[{style[r.verdict]}]{r.verdict}[/]" if style[r.verdict] else r.verdict
         t.add_row(r.workload, r.config, f"{r.key} ({r.unit}) {arrow}", ci(r.mean_a, r.hw_a, r.n_a),
                   ci(r.mean_b, r.hw_b, r.n_b), "-" if math.isnan(r.change_pct) else f"{r.change_pct:+.1f}%",
-                  "-" if math.isnan(r.p) else f"{r.p:.3g}", v)
+                  *(["-" if math.isnan(r.p) else f"{r.p:.3g}"] if res.correction == "holm" else []),
+                  "-" if math.isnan(r.p_adj) else f"{r.p_adj:.3g}", v)
     return t

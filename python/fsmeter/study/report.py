@@ -326,6 +326,92 @@ def _lourdas_section(view: StudyView) -> None:
                                      data, {"barmode": "group", "yaxis": {"title": {"text": "s"}}}))
 
 
+def _num_key(v) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return float("inf")
+
+
+def _lines_against(view: StudyView, sel: pd.DataFrame, factor: str, title: str, caption: str, unit: str,
+                   log_x: bool = True) -> None:
+    """One line per configuration: mean and sd of ``value`` against a numeric factor."""
+    data = []
+    for i, cid in enumerate(c.id for c in view.study.configurations):
+        g = sel[sel["filesystem"] == cid]
+        if g.empty:
+            continue
+        agg = g.groupby(factor)["value"].agg(["mean", "std"])
+        agg = agg.loc[sorted(agg.index, key=_num_key)]
+        data.append({"type": "scatter", "mode": "lines+markers", "name": cid,
+                     "x": [_num_key(x) for x in agg.index], "y": list(agg["mean"]),
+                     "error_y": {"type": "data", "array": list(agg["std"].fillna(0))},
+                     "line": {"color": PALETTE[i % len(PALETTE)]}})
+    if data:
+        view.figures.append(_fig(f"fig-{len(view.figures)}", title, caption, data,
+                                 {"xaxis": {"type": "log" if log_x else "linear",
+                                            "title": {"text": factor.replace("_", " ")}},
+                                  "yaxis": {"title": {"text": unit}}}))
+
+
+def _bryant_section(view: StudyView) -> None:
+    """pgmeter: throughput against outstanding I/Os per filesystem; filemark: transactions/s against
+    threads; AIM7: peak jobs/min per filesystem relative to ext2, beside the paper's percentages."""
+    f = view.frame
+    configs = [c.id for c in view.study.configurations]
+    for w in view.study.workloads:
+        sel = f[f["workload"] == w.id]
+        if sel.empty:
+            continue
+        if w.id.startswith("pgmeter") and "queue_depth" in sel.columns:
+            mib = sel[sel["metric_key"] == "run.MiB_per_s"]
+            _lines_against(view, mib, "queue_depth", f"{w.id}: MiB/s against outstanding I/Os",
+                           "mean and sd over the trials, one line per filesystem (the paper's throughput "
+                           "against outstanding I/Os on the small machine)", "MiB/s")
+            rows = []
+            for cid in configs:
+                g = mib[mib["filesystem"] == cid]
+                if g.empty:
+                    continue
+                agg = g.groupby("queue_depth")["value"].agg(["mean", "std", "count"])
+                for qd in sorted(agg.index, key=_num_key):
+                    r = agg.loc[qd]
+                    rows.append([cid, str(qd), _fmt(r["mean"]), _fmt(r["std"]), str(int(r["count"]))])
+            view.tables.append({"title": f"{w.id}: MiB/s per filesystem and outstanding I/Os",
+                                "columns": ["filesystem", "outstanding I/Os", "MiB/s", "sd", "trials"],
+                                "rows": rows})
+        elif w.id.startswith("filemark") and "threads" in sel.columns:
+            tps = sel[sel["metric_key"].str.match(r"^transactions-\d+\.transactions_per_s$")]
+            _lines_against(view, tps, "threads", f"{w.id}: transactions/s against threads",
+                           "mean and sd over the kept transaction phases of every trial (the paper pooled "
+                           "its repeated transaction phases the same way), one line per filesystem",
+                           "transactions/s")
+        elif w.id.startswith("aim7"):
+            jpm = sel[sel["metric_key"] == "subruns.peak_jpm"]
+            keys = [c for c in ("cpus",) if c in jpm.columns]
+            rows = []
+            for key, g in (jpm.groupby(keys) if keys else [((), jpm)]):
+                means = g.groupby("filesystem")["value"].agg(["mean", "std", "count"])
+                base = means["mean"].get("ext2")
+                cpus = key[0] if isinstance(key, tuple) and key else key
+                for cid in configs:
+                    if cid not in means.index:
+                        continue
+                    r = means.loc[cid]
+                    pub = [p for p in view.study.published.rows if p.get("workload") == w.id and
+                           p.get("metric", "").startswith("peak_jobs_per_min_vs_ext2") and
+                           cid.startswith(p["configuration"])]
+                    rows.append([cid, str(cpus) if keys else "-", _fmt(r["mean"]), _fmt(r["std"]),
+                                 str(int(r["count"])), f"{100 * r['mean'] / base:.0f}%" if base else "-",
+                                 "; ".join(f"{p['value']}{'%' if '%' in p.get('unit', '') else ''} "
+                                           f"({p.get('unit', '')}, {p['where'].get('cpus')} CPUs)" for p in pub)
+                                 or "-"])
+            view.tables.append({"title": "AIM7 shared mix: peak jobs/min and its share of ext2's peak",
+                                "columns": ["filesystem", "CPUs", "peak jobs/min", "sd", "trials",
+                                            "% of ext2 (this run)", "published (2002, large machine)"],
+                                "rows": rows})
+
+
 def _generic_section(view: StudyView) -> None:
     """Any study: the headline of each workload per configuration."""
     for w in view.study.workloads:
@@ -345,6 +431,7 @@ SECTIONS: Dict[str, Callable[[StudyView], None]] = {
     "gus3-2008": _gus3_section,
     "wettstein2002": _wettstein_section,
     "lourdas2009": _lourdas_section,
+    "bryant2002": _bryant_section,
 }
 
 

@@ -2,13 +2,20 @@
 for the cell and back out after, the cgroup removed. cgroup v1 (memory.limit_in_bytes) or v2
 (memory.max).
 
-The limit covers everything charged after the move: the page cache of the files the engine
-touches and the engine's own new allocations, which are small and fixed by design.
+What is limited is the page cache. A cgroup limit counts anonymous memory too (the engine's
+buffers, the per-thread state of a 64-thread run, the Python objects made while a phase runs), and a
+fixed limit of a few tens of MiB would have the kernel kill the whole run when that memory grows.
+So the hard limit follows it: a watcher thread reads the cgroup's anonymous memory every 20 ms and
+keeps the limit at ``page cache limit + anonymous memory + 8 MiB`` (raised as the run allocates,
+lowered back as it frees). The page cache is then held to the limit give or take the 8 MiB slack,
+and the run's own memory never makes it an out-of-memory kill. The largest anonymous use seen is
+recorded with the trial (``memory_cgroup_anon_peak_bytes``).
 """
 from __future__ import annotations
 
 import itertools
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +24,22 @@ from fsmeter.provision.host.base import HostChange, log
 from fsmeter.provision.state import StateFile
 
 _seq = itertools.count()
+#: Room above page cache + anonymous memory, so an allocation between two looks is not an OOM kill.
+SLACK_BYTES = 8 << 20
+#: How often the watcher looks at the cgroup's anonymous memory.
+WATCH_INTERVAL_S = 0.02
+
+
+def anon_bytes(stat_text: str, version: int) -> int:
+    """Anonymous memory charged to a cgroup, from its memory.stat (v1: rss + rss_huge; v2: anon)."""
+    fields = dict(line.split(" ", 1) for line in stat_text.splitlines() if " " in line)
+    keys = ("rss", "rss_huge") if version == 1 else ("anon",)
+    return sum(int(fields.get(k, "0")) for k in keys)
+
+
+def hard_limit(limit_bytes: int, anon: int) -> int:
+    """The cgroup's hard limit for a page-cache limit and the anonymous memory in use."""
+    return limit_bytes + anon + SLACK_BYTES
 
 
 @dataclass(frozen=True)
@@ -94,13 +117,19 @@ class PageCacheLimit(HostChange):
         self.child: str | None = None
         self._entry: str | None = None
         self._enabled_subtree = False
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self.anon_peak = 0
 
     def show(self) -> str:
         return str(self.limit_bytes) if self.child else "none"
 
     def info(self) -> dict[str, Any]:
         return {"page_cache_limit_bytes": self.limit_bytes if self.child else None,
-                "memory_cgroup": self.child}
+                "memory_cgroup": self.child,
+                "memory_cgroup_rule": f"hard limit = page cache limit + anonymous memory + {SLACK_BYTES >> 20} MiB"
+                if self.child else None,
+                "memory_cgroup_anon_peak_bytes": self.anon_peak if self.child else None}
 
     def apply(self) -> None:
         cg = self.cgroup = find_memory_cgroup()
@@ -118,13 +147,36 @@ class PageCacheLimit(HostChange):
         self.child = child
         try:
             with open(os.path.join(child, cg.limit_file), "w") as f:
-                f.write(str(self.limit_bytes))
+                f.write(str(hard_limit(self.limit_bytes, 0)))
             with open(os.path.join(child, "cgroup.procs"), "w") as f:
                 f.write(str(os.getpid()))
         except OSError as exc:
             self.revert()
             raise HostFactorError(f"page-cache limit: cannot limit or enter {child}: {exc.strerror}") from exc
+        self._stop.clear()
+        self._watcher = threading.Thread(target=self._watch, name="fsmeter-memcg-watch", daemon=True)
+        self._watcher.start()
         log.info("memory cgroup %s: limit %d bytes, process %d moved in", child, self.limit_bytes, os.getpid())
+
+    def _watch(self) -> None:
+        """Keep the hard limit at page cache limit + anonymous memory + slack while the cell runs."""
+        assert self.cgroup is not None and self.child is not None
+        stat = os.path.join(self.child, "memory.stat")
+        limit_file = os.path.join(self.child, self.cgroup.limit_file)
+        current = hard_limit(self.limit_bytes, 0)
+        while not self._stop.wait(WATCH_INTERVAL_S):
+            try:
+                with open(stat) as f:
+                    anon = anon_bytes(f.read(), self.cgroup.version)
+                self.anon_peak = max(self.anon_peak, anon)
+                want = hard_limit(self.limit_bytes, anon)
+                # Raise at once; lower only past a whole slack, so the limit does not flap.
+                if want > current or want < current - SLACK_BYTES:
+                    with open(limit_file, "w") as f:
+                        f.write(str(want))
+                    current = want
+            except OSError:
+                continue  # EBUSY on lowering (cache not yet reclaimed), or the cgroup going away
 
     def _enable_v2_memory(self, cg: MemoryCgroup) -> None:
         control = os.path.join(cg.path, "cgroup.subtree_control")
@@ -144,6 +196,10 @@ class PageCacheLimit(HostChange):
     def revert(self) -> None:
         if self.child is None or self.cgroup is None:
             return
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.join()
+            self._watcher = None
         parent = self.cgroup.path
         with open(os.path.join(parent, "cgroup.procs"), "w") as f:
             f.write(str(os.getpid()))
