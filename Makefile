@@ -13,10 +13,10 @@ FSMETER := $(VENV)/bin/fsmeter
 # Debian packages: filesystem tools fsmeter formats with, and the original
 # benchmarks it is cross-checked and benchmarked against, and chromium (headless)
 # to check the HTML report renders; Open MPI (runtime and mpicc, which mpi4py compiles
-# against) for `mpirun -n N fsmeter run` and the MPI tests; autoconf/automake/pkg-config
+# against, with the Python headers) for `mpirun -n N fsmeter run` and the MPI tests; autoconf/automake/pkg-config
 # to build IOR and mdtest at bench time.
 APT_PKGS := e2fsprogs xfsprogs btrfs-progs util-linux fio postmark dbench bonnie++ fsmark chromium bzip2 xz-utils \
-    openmpi-bin libopenmpi-dev autoconf automake pkg-config
+    openmpi-bin libopenmpi-dev python3-dev autoconf automake pkg-config
 
 .PHONY: all deps sysdeps pydeps build demo test test-rust test-python bench lint clean toolcheck
 
@@ -25,7 +25,8 @@ all: build
 sysdeps:
 	@bash scripts/install-sysdeps.sh $(APT_PKGS)
 
-$(VENV)/.deps-stamp: pyproject.toml
+# Makefile too: a Python dependency added here (mpi4py) reaches venvs made before it.
+$(VENV)/.deps-stamp: pyproject.toml Makefile
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q "maturin>=1.5,<2" "pytest>=7" "hypothesis>=6"

@@ -171,3 +171,22 @@ def test_campaign_sweeps_ranks_and_records_the_layout(tmp_path):
     assert rep.returncode == 0, rep.stderr
     html = (tmp_path / "r.html").read_text()
     assert "per-rank imbalance against MPI ranks" in html and "aggregate rate against MPI ranks" in html
+
+
+def test_a_stuck_rank_is_timed_out_not_waited_for_forever(tmp_path):
+    # rank 1 is "stuck" (sleeps far past the timeout) before a barrier; rank 0 gives up after 1 s,
+    # names itself, where it waited and why, and MPI_Abort ends rank 1 too.
+    script = tmp_path / "stuck.py"
+    script.write_text(textwrap.dedent("""\
+        import time
+        from fsmeter.mpi.comm import World
+        w = World(timeout_s=1.0)
+        if w.rank == 1:
+            time.sleep(120)
+        w.barrier("before phase create")
+        """))
+    cmd = [MPIRUN, "--oversubscribe", "-n", "2", sys.executable, str(script)]
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **MPI_ENV}, timeout=90)
+    assert r.returncode != 0
+    line = next(ln for ln in r.stderr.splitlines() if ln.startswith("fsmeter: error:"))
+    assert "rank 0 of 2" in line and "waited 1 s before phase create" in line and "aborting all 2 ranks" in line

@@ -349,6 +349,8 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
     env = _environment(job, mnt, host, methods)
     if mpi_env is not None:
         env["mpi"] = mpi_env  # hosts and rank layout, in the environment row's extra JSON
+        mine = len((mpi_env.get("layout") or {}).get(env["hostname"]) or []) or cell.ranks
+        env["cpus_used"] = min(env["cpus_allowed"], job.settings.threads * mine)  # this host's ranks x threads
     return {"status": status, "cause": cause, "started": started, "ended": now_iso(), "phases": phases,
             "metrics": metrics, "headline": headline, "environment": env}
 

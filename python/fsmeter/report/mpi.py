@@ -89,14 +89,14 @@ def scaling_table(db, campaign_id: int):
     for w, r in rows:
         groups.setdefault((w, r["config"], r["phase"]), {})[r["ranks"]] = r
     for (w, config, phase), by in groups.items():
-        data = any(x["MiB_per_s"] > 0 for x in by.values())
-        val = (lambda x: x["MiB_per_s"]) if data else (lambda x: x["ops_per_s"])
+        units = [("ops/s", "ops_per_s")] + ([("MiB/s", "MiB_per_s")] if any(x["MiB_per_s"] > 0 for x in by.values())
+                                           else [])
         first, last = by.get(ranks[0]), by.get(max(by))
-        speed = f"{val(last) / val(first):.2f}x" if first and last and val(first) else "-"
         imb = "/".join(f"{by[n]['imbalance_pct']:.0f}" if n in by and by[n]["imbalance_pct"] is not None else "-"
                        for n in ranks)
-        t.add_row(w, config or "-", phase, "MiB/s" if data else "ops/s",
-                  *[_si(val(by[n])) if n in by else "-" for n in ranks], speed, imb)
+        for unit, key in units:
+            speed = f"{last[key] / first[key]:.2f}x" if first and last and first[key] else "-"
+            t.add_row(w, config or "-", phase, unit, *[_si(by[n][key]) if n in by else "-" for n in ranks], speed, imb)
     return t
 
 
@@ -112,7 +112,8 @@ def scaling_figures(view, w, idx: int, fig, palette: list) -> list:
         series.setdefault((r["config"], r["phase"]), []).append(r)
     rate, imb = [], []
     for i, ((config, phase), pts) in enumerate(series.items()):
-        data_phase = any(p["MiB_per_s"] > 0 for p in pts)
+        # MiB/s for the data families; operations/s (files, directories, ...) for the others
+        data_phase = w.family in ("access", "iozone", "bonnie") and any(p["MiB_per_s"] > 0 for p in pts)
         color = {"color": palette[i % len(palette)]}
         name = f"{config} / {phase}" if config else phase
         rate.append({"type": "scatter", "mode": "lines+markers", "name": name + (" (MiB/s)" if data_phase else " (ops/s)"),
@@ -124,7 +125,7 @@ def scaling_figures(view, w, idx: int, fig, palette: list) -> list:
         fig(f"w{idx}-ranks-rate", f"{w.workload}: aggregate rate against MPI ranks",
             "Every measured phase's merged rate (all ranks' operations or bytes over the latest end minus the "
             "earliest start, as IOR and mdtest count it), mean of the kept trials, one line per configuration "
-            "and phase: MiB/s for phases that move data, operations/s otherwise.",
+            "and phase: MiB/s for the data families (access, iozone, bonnie), operations/s otherwise.",
             rate, {"xaxis": {"title": "ranks", "type": "log", "dtick": 0.30103}, "yaxis": {"title": "rate"}}),
         fig(f"w{idx}-ranks-imbalance", f"{w.workload}: per-rank imbalance against MPI ranks",
             "How far the slowest rank's own rate is below the fastest rank's, in % of the fastest (0 = every "
