@@ -190,3 +190,24 @@ def test_a_stuck_rank_is_timed_out_not_waited_for_forever(tmp_path):
     assert r.returncode != 0
     line = next(ln for ln in r.stderr.splitlines() if ln.startswith("fsmeter: error:"))
     assert "rank 0 of 2" in line and "waited 1 s before phase create" in line and "aborting all 2 ranks" in line
+
+
+@pytest.mark.parametrize("workload,sets,phase", [
+    ("postmark-quick", ["files=200", "transactions=600"], "create"),
+    ("dbench-quick", ["duration_s=1", "warmup_s=0", "threads=1"], "run"),
+])
+def test_other_families_run_in_every_rank(tmp_path, workload, sets, phase):
+    d = tmp_path / "d"
+    d.mkdir()
+    out = tmp_path / "out.json"
+    args = [a for s in sets for a in ("--set", s)]
+    r = mpirun(2, "run", workload, "--dir", d, *args, "--json", out, "-q", "--min-phase-s", "0")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    rep = doc["phases"][phase]
+    per = rep["mpi"]["per_rank"]
+    assert len(per) == 2 and all(x["ops"] > 0 for x in per)
+    assert rep["total"]["ops"] == sum(x["ops"] for x in per)
+    if workload == "postmark-quick":  # every rank creates its own 200 files
+        assert rep["total"]["ops"] >= 400
+        assert any("rank 0's own figures" in w for w in rep["warnings"])

@@ -21,6 +21,9 @@ from fsmeter.mpi.comm import World
 
 #: Tag of the stonewall notices (a rank that finished first tells rank 0).
 STONEWALL_TAG = 7713
+#: Families some of whose metrics come from the report's `extra` (PostMark's rates, the iozone grid,
+#: AIM7 jobs/min, cp/tar/rm times): under MPI those stay rank 0's (the merge keeps rank 0's extra).
+EXTRA_METRIC_FAMILIES = {"fileset", "iozone", "mix", "macro"}
 #: Set by a parent that already holds the machine's run lock (a campaign launching mpirun).
 LOCK_HELD_ENV = "FSMETER_RUN_LOCK_HELD"
 
@@ -263,6 +266,10 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
                     if world.rank == 0:
                         info = wall.close(parts) if wall is not None else None
                         merged = merge_phase(parts, job.settings.interval_s, stonewall=info)
+                        if job.workload.family.name in EXTRA_METRIC_FAMILIES and merged.get("extra") is not None:
+                            merged["warnings"].append(
+                                f"the {job.workload.family.name} family's metrics read from its details (extra) are "
+                                "rank 0's own figures, not a merge of the ranks; totals, rates and latencies are merged")
                         merged["cache_reset"] = method
                         merged["measured"] = ph.measured and not ph.discard
                         if merged["measured"] and not merged["interrupted"]:
