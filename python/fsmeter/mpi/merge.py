@@ -201,5 +201,33 @@ def merge_phase(parts: list, interval_s: float, stonewall: Optional[dict] = None
     }
 
 
-__all__ = ["add_buckets", "ior_rate", "merge_intervals", "merge_lat", "merge_phase", "rank_window_s",
+def fileset_extra(merged: dict, extras: list) -> dict:
+    """The fileset family's details for a merged phase: its PostMark rates recomputed from the merged
+    operations and counters over the merged window (as the engine computes one rank's), running
+    totals and live files summed over the ranks."""
+    el = merged["elapsed_s"]
+    rate = (lambda x: x / el) if el > 0 else (lambda x: 0.0)
+    op = lambda k: merged["ops"].get(k) or {"count": 0, "bytes": 0}  # noqa: E731
+    out = dict(extras[0] or {})
+    out["rates"] = {
+        "transactions_per_s": rate(merged["counters"].get("transactions_measured", 0)),
+        "files_created_per_s": rate(op("create")["count"]),
+        "files_read_per_s": rate(op("read")["count"]),
+        "files_appended_per_s": rate(op("append")["count"]),
+        "files_deleted_per_s": rate(op("delete")["count"]),
+        "bytes_read_per_s": rate(op("read")["bytes"]),
+        "bytes_written_per_s": rate(op("create")["bytes"] + op("append")["bytes"]),
+    }
+    totals: dict = {}
+    for e in extras:
+        for k, v in ((e or {}).get("run_totals") or {}).items():
+            if isinstance(v, (int, float)):
+                totals[k] = totals.get(k, 0) + v
+    out["run_totals"] = totals
+    out["files_live"] = sum((e or {}).get("files_live") or 0 for e in extras)
+    out["threads"] = sum((e or {}).get("threads") or 0 for e in extras)
+    return out
+
+
+__all__ = ["add_buckets", "fileset_extra", "ior_rate", "merge_intervals", "merge_lat", "merge_phase", "rank_window_s",
            "value_at_quantile"]

@@ -21,9 +21,10 @@ from fsmeter.mpi.comm import World
 
 #: Tag of the stonewall notices (a rank that finished first tells rank 0).
 STONEWALL_TAG = 7713
-#: Families some of whose metrics come from the report's `extra` (PostMark's rates, the iozone grid,
-#: AIM7 jobs/min, cp/tar/rm times): under MPI those stay rank 0's (the merge keeps rank 0's extra).
-EXTRA_METRIC_FAMILIES = {"fileset", "iozone", "mix", "macro"}
+#: Families some of whose metrics come from the report's `extra` (the iozone grid, AIM7 jobs/min,
+#: cp/tar/rm times): under MPI those stay rank 0's (the merge keeps rank 0's extra). The fileset
+#: family's rates are recomputed from the merge (fsmeter.mpi.merge.fileset_extra).
+EXTRA_METRIC_FAMILIES = {"iozone", "mix", "macro"}
 #: Set by a parent that already holds the machine's run lock (a campaign launching mpirun).
 LOCK_HELD_ENV = "FSMETER_RUN_LOCK_HELD"
 
@@ -184,7 +185,7 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
     from fsmeter.cli.run import RUN_JSON_VERSION, report_quality
     from fsmeter.engine import EngineSession
     from fsmeter.hostinfo import host_info
-    from fsmeter.mpi.merge import merge_phase
+    from fsmeter.mpi.merge import fileset_extra, merge_phase
     from fsmeter.progress import PhaseProgress, progress_bar
     from fsmeter.spec import build_job, load_workload
 
@@ -266,7 +267,9 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
                     if world.rank == 0:
                         info = wall.close(parts) if wall is not None else None
                         merged = merge_phase(parts, job.settings.interval_s, stonewall=info)
-                        if job.workload.family.name in EXTRA_METRIC_FAMILIES and merged.get("extra") is not None:
+                        if job.workload.family.name == "fileset" and isinstance(merged.get("extra"), dict):
+                            merged["extra"] = fileset_extra(merged, [p["report"].get("extra") for p in parts])
+                        elif job.workload.family.name in EXTRA_METRIC_FAMILIES and merged.get("extra") is not None:
                             merged["warnings"].append(
                                 f"the {job.workload.family.name} family's metrics read from its details (extra) are "
                                 "rank 0's own figures, not a merge of the ranks; totals, rates and latencies are merged")
