@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import pytest
 
@@ -183,3 +184,60 @@ def test_run_without_mpirun_refuses_stonewall(tmp_path):
                         "--stonewall", "first-done"], capture_output=True, text=True,
                        env={k: v for k, v in __import__("os").environ.items() if not k.startswith(("OMPI_", "PMI"))})
     assert r.returncode == 2 and "under mpirun only" in r.stderr
+
+
+def test_campaign_trial_fails_with_the_failing_ranks_message(tmp_path):
+    """The runner's side of a rank failure, with a stand-in for mpirun that fails as an aborted job does:
+    the trial and the cell are recorded failed, with the rank, host and error."""
+    import sqlite3
+    import subprocess
+    import sys
+    import textwrap
+
+    fake = tmp_path / "fake-mpirun"
+    fake.write_text("#!/bin/sh\necho 'fsmeter: error: rank 1 of 2 on nodeB: phase create: No space left on device "
+                    "(os error 28); aborting all 2 ranks' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    work = tmp_path / "w"
+    work.mkdir()
+    f = tmp_path / "c.toml"
+    f.write_text(textwrap.dedent(f"""\
+        name = "fail"
+        min_phase_s = 0
+        [factors]
+        ranks = [2]
+        [[workloads]]
+        name = "fdtree-quick"
+        [repetitions]
+        policy = "fixed"
+        n = 1
+        [mpi]
+        mpirun = "{fake}"
+        [target]
+        kind = "dir"
+        path = "{work}"
+        """))
+    db = tmp_path / "r.sqlite"
+    r = subprocess.run([sys.executable, "-m", "fsmeter", "campaign", "run", str(f), "--db", str(db), "-q"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    con = sqlite3.connect(db)
+    (status, cause), = con.execute("SELECT status, cause FROM trials").fetchall()
+    assert status == "failed"
+    assert cause.startswith("mpirun -n 2 exited with 1: rank 1 of 2 on nodeB: phase create: No space left")
+    (cstatus,), = con.execute("SELECT status FROM cells").fetchall()
+    assert cstatus == "failed"
+    assert os.listdir(work) == []
+
+
+def test_campaign_mpi_section_errors():
+    from fsmeter.campaign import parse_campaign
+    from fsmeter.errors import UserError
+
+    base = 'name = "x"\n[[workloads]]\nname = "fdtree-quick"\n'
+    with pytest.raises(UserError, match=r"c.toml:4: factors: ranks: levels are numbers of MPI ranks"):
+        parse_campaign(base + "[factors]\nranks = [0, 2]\n", "c.toml")
+    with pytest.raises(UserError, match=r"mpi\.stonewall: stonewall 'soon'"):
+        parse_campaign(base + '[mpi]\nstonewall = "soon"\n', "c.toml")
+    with pytest.raises(UserError, match=r"mpi\.hosts: unknown field; allowed are ranks, mpirun, hostfile"):
+        parse_campaign(base + '[mpi]\nhosts = "a"\n', "c.toml")
