@@ -8,13 +8,47 @@
 //! so they add up exactly to the totals.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
-use std::sync::Barrier;
+use std::sync::{Condvar, Mutex};
 
 use super::clock::{now_ns, sleep_until_ns};
 use super::cpu;
 use super::hist::LatHist;
 use crate::error::{EngineError, Result};
 use crate::report::{Interval, OpStats, PhaseReport, Totals};
+
+/// The start line of a phase: workers arrive, the coordinator releases them together.
+/// Unlike std's `Barrier` its count is not fixed in advance, so when thread k of n
+/// cannot be started the coordinator still releases the k that were (they then stop
+/// at once) instead of leaving them waiting for ever. Used once per thread per phase,
+/// never on the measured path.
+struct StartGate {
+    state: Mutex<(usize, bool)>, // (arrived, released)
+    cv: Condvar,
+}
+
+impl StartGate {
+    fn new() -> Self {
+        StartGate { state: Mutex::new((0, false)), cv: Condvar::new() }
+    }
+
+    fn arrive_and_wait(&self) {
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        g.0 += 1;
+        self.cv.notify_all();
+        while !g.1 {
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn release_when_arrived(&self, n: usize) {
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while g.0 < n {
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+        g.1 = true;
+        self.cv.notify_all();
+    }
+}
 
 /// The most operation kinds a workload may declare (dbench's op set fits).
 pub const MAX_KINDS: usize = 24;
@@ -287,7 +321,7 @@ where
     assert!(kinds.len() <= MAX_KINDS, "too many op kinds");
     let nk = kinds.len();
     let counters: Vec<ThreadCounters> = (0..nthreads).map(|_| ThreadCounters::new()).collect();
-    let barrier = Barrier::new(nthreads + 1);
+    let gate = StartGate::new();
     let start_at = AtomicU64::new(0);
     let finished = AtomicUsize::new(0);
     // Workers watch `halt`, not the caller's flag: the coordinator copies a
@@ -308,17 +342,18 @@ where
 
     std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(nthreads);
+        let mut spawn_err: Option<(usize, std::io::Error)> = None;
         for tid in 0..nthreads {
-            let (counters, barrier, start_at, finished, work, setup, halt, setup_failed) =
-                (&counters, &barrier, &start_at, &finished, &work, &setup, &halt, &setup_failed);
-            handles.push(scope.spawn(move || {
+            let (counters, gate, start_at, finished, work, setup, halt, setup_failed) =
+                (&counters, &gate, &start_at, &finished, &work, &setup, &halt, &setup_failed);
+            let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
                 let shared = &counters[tid];
                 let hists = (0..nk).map(|_| LatHist::new(sigfig)).collect();
                 let state = setup(tid);
                 if state.is_err() {
                     setup_failed.store(true, SeqCst);
                 }
-                barrier.wait();
+                gate.arrive_and_wait();
                 let start = start_at.load(SeqCst);
                 let mut rec = Recorder {
                     tid,
@@ -343,15 +378,27 @@ where
                 shared.finished.store(true, SeqCst);
                 finished.fetch_add(1, SeqCst);
                 (out, rec.hists, rec.last_end_ns)
-            }));
+            });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    // The system refused a thread: the ones started skip their work and the
+                    // phase fails with the reason, rather than panicking or waiting for ever.
+                    setup_failed.store(true, SeqCst);
+                    halt.store(true, SeqCst);
+                    spawn_err = Some((tid, e));
+                    break;
+                }
+            }
         }
+        let started = handles.len();
 
         // Coordinator: release the workers together, then sample.
         let start = now_ns();
         start_at.store(start, SeqCst);
-        barrier.wait();
+        gate.release_when_arrived(started);
         let measure_start = start + timing.warmup_ns;
-        let all_done = || finished.load(SeqCst) == nthreads;
+        let all_done = || finished.load(SeqCst) == started;
         // Poll often enough for a lively progress bar and a prompt stop.
         let tick = 50_000_000u64.min(timing.interval_ns.max(1));
         let watch_stop = || {
@@ -413,6 +460,17 @@ where
         }
         ctl.publish(ops.iter().sum(), bytes.iter().sum());
         ctl.set_state(RunState::Idle);
+        if let Some((tid, e)) = spawn_err {
+            return Err(EngineError::io(
+                format!(
+                    "starting thread {} of {} (the system refused a new thread: a task or pids limit, or a \
+                     memory cgroup limit such as a page_cache_limit too small for this many threads)",
+                    tid + 1,
+                    nthreads
+                ),
+                e,
+            ));
+        }
         if let Some(e) = first_err {
             return Err(e);
         }

@@ -2,20 +2,24 @@
 for the cell and back out after, the cgroup removed. cgroup v1 (memory.limit_in_bytes) or v2
 (memory.max).
 
-What is limited is the page cache. A cgroup limit counts anonymous memory too (the engine's
-buffers, the per-thread state of a 64-thread run, the Python objects made while a phase runs), and a
-fixed limit of a few tens of MiB would have the kernel kill the whole run when that memory grows.
-So the hard limit follows it: a watcher thread reads the cgroup's anonymous memory every 20 ms and
-keeps the limit at ``page cache limit + anonymous memory + 8 MiB`` (raised as the run allocates,
-lowered back as it frees). The page cache is then held to the limit give or take the 8 MiB slack,
-and the run's own memory never makes it an out-of-memory kill. The largest anonymous use seen is
-recorded with the trial (``memory_cgroup_anon_peak_bytes``).
+What is limited is the page cache. A cgroup limit also counts the run's other memory: anonymous
+memory (engine buffers, per-thread state, the Python objects made while a phase runs) and kernel
+memory (the inodes and dentries of 64 threads x 1,000 files are tens of MiB). With a fixed limit of
+a few tens of MiB the kernel would kill the whole run when that memory grows. So the limit follows
+it: a watcher process (memcg_watch.py), started outside the cgroup, reads the cgroup's usage every
+20 ms and keeps the limit at ``page cache limit + (usage - page cache) + 8 MiB``. On cgroup v1 the
+cgroup's OOM killer is disabled, so a burst of allocations between two looks waits (milliseconds)
+for the next raise instead of being killed; on v2 the watched limit is memory.high, which throttles
+instead of killing. The page cache is held to the limit give or take the 8 MiB slack. The largest
+non-cache use seen is recorded with the trial (``memory_cgroup_other_peak_bytes``).
 """
 from __future__ import annotations
 
 import itertools
 import os
-import threading
+import subprocess
+import sys
+import tempfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,16 +34,20 @@ SLACK_BYTES = 8 << 20
 WATCH_INTERVAL_S = 0.02
 
 
-def anon_bytes(stat_text: str, version: int) -> int:
-    """Anonymous memory charged to a cgroup, from its memory.stat (v1: rss + rss_huge; v2: anon)."""
+def cache_bytes(stat_text: str, version: int) -> int:
+    """Page cache charged to a cgroup, from its memory.stat (v1: cache; v2: file)."""
     fields = dict(line.split(" ", 1) for line in stat_text.splitlines() if " " in line)
-    keys = ("rss", "rss_huge") if version == 1 else ("anon",)
-    return sum(int(fields.get(k, "0")) for k in keys)
+    return int(fields.get("cache" if version == 1 else "file", "0"))
 
 
-def hard_limit(limit_bytes: int, anon: int) -> int:
-    """The cgroup's hard limit for a page-cache limit and the anonymous memory in use."""
-    return limit_bytes + anon + SLACK_BYTES
+def other_bytes(usage: int, stat_text: str, version: int) -> int:
+    """What a cgroup holds besides the page cache: anonymous and kernel memory."""
+    return max(0, usage - cache_bytes(stat_text, version))
+
+
+def hard_limit(limit_bytes: int, other: int) -> int:
+    """The cgroup's hard limit for a page-cache limit and the other memory in use."""
+    return limit_bytes + other + SLACK_BYTES
 
 
 @dataclass(frozen=True)
@@ -117,9 +125,8 @@ class PageCacheLimit(HostChange):
         self.child: str | None = None
         self._entry: str | None = None
         self._enabled_subtree = False
-        self._stop = threading.Event()
-        self._watcher: threading.Thread | None = None
-        self.anon_peak = 0
+        self._watcher: subprocess.Popen | None = None
+        self._peak_file: str | None = None
 
     def show(self) -> str:
         return str(self.limit_bytes) if self.child else "none"
@@ -127,9 +134,17 @@ class PageCacheLimit(HostChange):
     def info(self) -> dict[str, Any]:
         return {"page_cache_limit_bytes": self.limit_bytes if self.child else None,
                 "memory_cgroup": self.child,
-                "memory_cgroup_rule": f"hard limit = page cache limit + anonymous memory + {SLACK_BYTES >> 20} MiB"
+                "memory_cgroup_rule": f"hard limit = page cache limit + other memory in use + {SLACK_BYTES >> 20} MiB"
                 if self.child else None,
-                "memory_cgroup_anon_peak_bytes": self.anon_peak if self.child else None}
+                "memory_cgroup_other_peak_bytes": self.other_peak() if self.child else None}
+
+    def other_peak(self) -> int:
+        """The largest memory other than page cache the cell has used so far (anonymous and kernel)."""
+        try:
+            with open(self._peak_file or "") as f:
+                return int(f.read() or 0)
+        except (OSError, ValueError):
+            return 0
 
     def apply(self) -> None:
         cg = self.cgroup = find_memory_cgroup()
@@ -147,36 +162,36 @@ class PageCacheLimit(HostChange):
         self.child = child
         try:
             with open(os.path.join(child, cg.limit_file), "w") as f:
-                f.write(str(hard_limit(self.limit_bytes, 0)))
+                # v1: the hard limit the watcher moves; v2: memory.max stays "max", memory.high is watched
+                f.write(str(hard_limit(self.limit_bytes, 0)) if cg.version == 1 else "max")
+            if cg.version == 1:
+                with open(os.path.join(child, "memory.oom_control"), "w") as f:
+                    f.write("1")  # wait for the watcher's next raise instead of killing the run
+            else:
+                with open(os.path.join(child, "memory.high"), "w") as f:
+                    f.write(str(hard_limit(self.limit_bytes, 0)))
+            fd, self._peak_file = tempfile.mkstemp(prefix="fsmeter-memcg-peak-")
+            os.close(fd)
+            self._watcher = subprocess.Popen(
+                [sys.executable, "-S", os.path.join(os.path.dirname(__file__), "memcg_watch.py"), child,
+                 str(cg.version), str(self.limit_bytes), str(SLACK_BYTES), str(WATCH_INTERVAL_S),
+                 self._peak_file], stdin=subprocess.PIPE, close_fds=True)
             with open(os.path.join(child, "cgroup.procs"), "w") as f:
                 f.write(str(os.getpid()))
         except OSError as exc:
             self.revert()
             raise HostFactorError(f"page-cache limit: cannot limit or enter {child}: {exc.strerror}") from exc
-        self._stop.clear()
-        self._watcher = threading.Thread(target=self._watch, name="fsmeter-memcg-watch", daemon=True)
-        self._watcher.start()
         log.info("memory cgroup %s: limit %d bytes, process %d moved in", child, self.limit_bytes, os.getpid())
 
-    def _watch(self) -> None:
-        """Keep the hard limit at page cache limit + anonymous memory + slack while the cell runs."""
-        assert self.cgroup is not None and self.child is not None
-        stat = os.path.join(self.child, "memory.stat")
-        limit_file = os.path.join(self.child, self.cgroup.limit_file)
-        current = hard_limit(self.limit_bytes, 0)
-        while not self._stop.wait(WATCH_INTERVAL_S):
-            try:
-                with open(stat) as f:
-                    anon = anon_bytes(f.read(), self.cgroup.version)
-                self.anon_peak = max(self.anon_peak, anon)
-                want = hard_limit(self.limit_bytes, anon)
-                # Raise at once; lower only past a whole slack, so the limit does not flap.
-                if want > current or want < current - SLACK_BYTES:
-                    with open(limit_file, "w") as f:
-                        f.write(str(want))
-                    current = want
-            except OSError:
-                continue  # EBUSY on lowering (cache not yet reclaimed), or the cgroup going away
+    def _stop_watcher(self) -> None:
+        w, self._watcher = self._watcher, None
+        if w is None:
+            return
+        try:
+            w.communicate(timeout=10)  # closes its stdin: it exits
+        except subprocess.TimeoutExpired:
+            w.kill()
+            w.wait()
 
     def _enable_v2_memory(self, cg: MemoryCgroup) -> None:
         control = os.path.join(cg.path, "cgroup.subtree_control")
@@ -196,13 +211,16 @@ class PageCacheLimit(HostChange):
     def revert(self) -> None:
         if self.child is None or self.cgroup is None:
             return
-        self._stop.set()
-        if self._watcher is not None:
-            self._watcher.join()
-            self._watcher = None
         parent = self.cgroup.path
         with open(os.path.join(parent, "cgroup.procs"), "w") as f:
             f.write(str(os.getpid()))
+        self._stop_watcher()
+        if self._peak_file:
+            try:
+                os.unlink(self._peak_file)
+            except OSError:
+                pass
+            self._peak_file = None
         os.rmdir(self.child)
         log.info("memory cgroup %s: process moved back to %s, cgroup removed", self.child, parent)
         self.child = None
