@@ -231,7 +231,7 @@ def test_campaign_trial_fails_with_the_failing_ranks_message(tmp_path):
 
 
 def test_campaign_mpi_section_errors():
-    from fsmeter.campaign import parse_campaign
+    from fsmeter.campaign import parse_campaign, plan
     from fsmeter.errors import UserError
 
     base = 'name = "x"\n[[workloads]]\nname = "fdtree-quick"\n'
@@ -239,5 +239,7 @@ def test_campaign_mpi_section_errors():
         parse_campaign(base + "[factors]\nranks = [0, 2]\n", "c.toml")
     with pytest.raises(UserError, match=r"mpi\.stonewall: stonewall 'soon'"):
         parse_campaign(base + '[mpi]\nstonewall = "soon"\n', "c.toml")
+    with pytest.raises(UserError, match=r"mpi\.stonewall: workload fdtree-quick \(tree family\) cannot be stopped"):
+        plan(parse_campaign(base + '[mpi]\nstonewall = "first-done"\n[target]\nkind = "dir"\npath = "/tmp"\n'))
     with pytest.raises(UserError, match=r"mpi\.hosts: unknown field; allowed are ranks, mpirun, hostfile"):
         parse_campaign(base + '[mpi]\nhosts = "a"\n', "c.toml")

@@ -115,17 +115,25 @@ def test_stonewall_first_done_stops_the_others(tmp_path):
     d = tmp_path / "d"
     d.mkdir()
     out = tmp_path / "out.json"
-    # The same work in every rank: the first to finish stops the others, each counts what it completed,
-    # so the total is at most the full work, and the stop is not an interruption.
-    r = mpirun(2, "run", "fdtree-quick", "--dir", d, *SMALL_TREE, "--stonewall", "first-done", "--json", out,
-               "-q", "--min-phase-s", "0")
+    # The same fixed work in every rank (64 MiB of 1 MiB writes): the first to finish stops the other,
+    # each counts what it completed, so the total is at most the full work, and the stop is no interruption.
+    r = mpirun(2, "run", "seq-write", "--dir", d, "--set", "file_size=64M", "--set", "total_bytes=64M",
+               "--set", "duration_s=none", "--set", "warmup_s=0", "--set", "record_size=1M",
+               "--stonewall", "first-done", "--json", out, "-q", "--min-phase-s", "0")
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
-    create = doc["phases"]["create"]
-    assert create["mpi"]["stonewall"]["mode"] == "first-done"
-    assert create["mpi"]["stonewall"]["first_rank"] in (0, 1)
-    assert 0 < create["total"]["ops"] <= 2 * 150
-    assert not doc["interrupted"]
+    run = doc["phases"]["run"]
+    assert run["mpi"]["stonewall"]["mode"] == "first-done"
+    assert run["mpi"]["stonewall"]["first_rank"] in (0, 1)
+    assert 0 < run["total"]["bytes"] <= 2 * 64 * 2**20
+    assert not doc["interrupted"] and not run["interrupted"]
+
+
+def test_stonewall_refused_where_later_phases_need_everything(tmp_path):
+    r = mpirun(2, "run", "fdtree-quick", "--dir", tmp_path, "--stonewall", "first-done", "-q")
+    assert r.returncode == 2
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("fsmeter: error:")]
+    assert len(errors) == 1 and "the tree family cannot be stopped early" in errors[0]
 
 
 def test_campaign_sweeps_ranks_and_records_the_layout(tmp_path):

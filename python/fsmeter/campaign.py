@@ -408,6 +408,13 @@ def plan(c: CampaignFile) -> list:
             if (c.mpi is not None or "ranks" in c.factors) and w.name.endswith(".fio"):
                 raise UserError(f"workloads: {w.name}: fio job files are not run under MPI: use a named workload "
                                 "or a workload .toml")
+            if c.mpi is not None and c.mpi.stonewall:
+                from fsmeter.mpi.run import STONEWALL_PHASES
+
+                if d.family.name not in STONEWALL_PHASES:
+                    raise UserError(f"mpi.stonewall: workload {wlab} ({d.family.name} family) cannot be stopped early "
+                                    f"and go on: stonewall works with the {', '.join(sorted(STONEWALL_PHASES))} "
+                                    "families; leave it out or run this workload in another campaign")
             for combo in itertools.product(*(c.factors[k] for k in names)):
                 levels = dict(zip(names, combo))
                 factors = {"filesystem": fs_label, **levels}

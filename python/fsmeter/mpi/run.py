@@ -25,6 +25,10 @@ STONEWALL_TAG = 7713
 #: cp/tar/rm times): under MPI those stay rank 0's (the merge keeps rank 0's extra). The fileset
 #: family's rates are recomputed from the merge (fsmeter.mpi.merge.fileset_extra).
 EXTRA_METRIC_FAMILIES = {"iozone", "mix", "macro"}
+#: The phases a stonewall may stop early, per family: those after which the workload goes on
+#: correctly with whatever a stopped rank completed. Not the tree family's: its stat, remove and
+#: rmdir need every entry of create (mdtest's answer, IO500's wear-out, needs engine support).
+STONEWALL_PHASES = {"access": {"run"}, "replay": {"run"}, "fileset": {"create", "transactions"}}
 #: Set by a parent that already holds the machine's run lock (a campaign launching mpirun).
 LOCK_HELD_ENV = "FSMETER_RUN_LOCK_HELD"
 
@@ -197,6 +201,10 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
             raise UserError(f"{workload}: fio job files are not run under mpirun: use a named workload or a "
                             "workload .toml (fsmeter list)")
         defn = load_workload(workload)
+        if stonewall is not None and defn.family.name not in STONEWALL_PHASES:
+            raise UserError(f"--stonewall: the {defn.family.name} family cannot be stopped early and go on (its later "
+                            "phases need all the earlier ones did): use it with the "
+                            f"{', '.join(sorted(STONEWALL_PHASES))} families, or leave it out")
         base = build_job(defn, directory, sets)
         mine = rank_dir(directory, world.rank)
         mine.mkdir(exist_ok=True)
@@ -243,7 +251,8 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
                         method = _reset_cache(world, cache, job.dir)
                     t0 = world.barrier(f"before phase {ph.key}")
                     prog = PhaseProgress(bar, f"{ph.key} (rank 0 of {world.size})")
-                    wall = Stonewall(world, stonewall, session, t0) if stonewall is not None and ph.measured else None
+                    walled = ph.name in STONEWALL_PHASES.get(job.workload.family.name, ())
+                    wall = Stonewall(world, stonewall, session, t0) if stonewall is not None and walled else None
 
                     def tick(p, prog=prog, wall=wall):
                         prog(p)
