@@ -115,17 +115,17 @@ def test_stonewall_first_done_stops_the_others(tmp_path):
     d = tmp_path / "d"
     d.mkdir()
     out = tmp_path / "out.json"
-    # The same fixed work in every rank (64 MiB of 1 MiB writes): the first to finish stops the other,
+    # The same fixed work in every rank (16 MiB of 4 KiB writes): the first to finish stops the other,
     # each counts what it completed, so the total is at most the full work, and the stop is no interruption.
-    r = mpirun(2, "run", "seq-write", "--dir", d, "--set", "file_size=64M", "--set", "total_bytes=64M",
-               "--set", "duration_s=none", "--set", "warmup_s=0", "--set", "record_size=1M",
+    r = mpirun(2, "run", "seq-write", "--dir", d, "--set", "file_size=16M", "--set", "total_bytes=16M",
+               "--set", "duration_s=none", "--set", "warmup_s=0", "--set", "record_size=4K",
                "--stonewall", "first-done", "--json", out, "-q", "--min-phase-s", "0")
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     run = doc["phases"]["run"]
     assert run["mpi"]["stonewall"]["mode"] == "first-done"
     assert run["mpi"]["stonewall"]["first_rank"] in (0, 1)
-    assert 0 < run["total"]["bytes"] <= 2 * 64 * 2**20
+    assert 0 < run["total"]["bytes"] <= 2 * 16 * 2**20
     assert not doc["interrupted"] and not run["interrupted"]
 
 
@@ -224,3 +224,20 @@ def test_other_families_run_in_every_rank(tmp_path, workload, sets, phase):
         assert tx["extra"]["rates"]["transactions_per_s"] == pytest.approx(
             tx["counters"]["transactions_measured"] / tx["elapsed_s"])
         assert not any("rank 0's own figures" in w for w in rep["warnings"])
+
+
+def test_stonewall_seconds_stops_every_rank_at_that_time(tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    out = tmp_path / "out.json"
+    # a million PostMark transactions per rank on 200 small files take far longer than 0.5 s: the time
+    # stonewall ends the phase on both ranks, each counting the transactions it completed.
+    r = mpirun(2, "run", "postmark-quick", "--dir", d, "--set", "files=200", "--set", "transactions=1000000",
+               "--stonewall", "0.5", "--json", out, "-q", "--min-phase-s", "0")
+    assert r.returncode == 0, r.stderr
+    tx = json.loads(out.read_text())["phases"]["transactions"]
+    assert tx["mpi"]["stonewall"] == {"mode": "time", "stonewall_s": 0.5}
+    assert 0 < tx["counters"]["transactions_measured"] < 2_000_000
+    assert all(x["ops"] > 0 for x in tx["mpi"]["per_rank"]) and not tx["interrupted"]
+    assert tx["extra"]["rates"]["transactions_per_s"] == pytest.approx(
+        tx["counters"]["transactions_measured"] / tx["elapsed_s"])
