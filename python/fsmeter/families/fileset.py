@@ -2,7 +2,7 @@
 same counts as Debian's postmark 1.53) and filemark (threads, time-based
 transaction phases with warm-up and cold caches, biases in percent).
 
-Mirrors crates/engine/src/workload/fileset.rs (FilesetSpec). The engine phases
+Mirrors crates/engine/src/workload/fileset/spec.rs (FilesetSpec). The engine phases
 are create, transactions, delete (and an unmeasured cleanup); filemark runs the
 transactions phase `transaction_phases` times, labelled transactions-1..K, the
 first discarded, each after a cache reset.

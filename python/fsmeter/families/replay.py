@@ -1,6 +1,6 @@
 """The replay family (dbench 4): replay a dbench load file, one client per thread.
 
-Mirrors crates/engine/src/workload/replay.rs (ReplaySpec). Clients are the
+Mirrors crates/engine/src/workload/replay/spec.rs (ReplaySpec). Clients are the
 `threads` setting; client N works in ``clients/clientN`` (every "client1" of the
 load file is replaced by its own name, as dbench does). The headline is dbench's
 MB/s: requested ReadX + WriteX bytes per second of the measured run, in 10^6 B/s.

@@ -28,6 +28,9 @@ const READ: usize = 4;
 const SEEK: usize = 5;
 const CLOSE: usize = 6;
 
+/// What a per-char read says when the file ends early.
+const EARLY_EOF: &str = "early end of file: run block_write first";
+
 /// O_DIRECT wants buffers aligned to the logical block; a page covers every device.
 const ALIGN: usize = 4096;
 
@@ -73,38 +76,61 @@ fn open(path: &std::path::Path, create: bool, direct: bool) -> Result<Fd> {
     Ok(Fd(fd))
 }
 
-/// write(2) all of `buf` (a short write continues where it stopped).
-#[inline]
-fn write_all(fd: i32, buf: &[u8]) -> std::io::Result<()> {
+/// Repeats a read(2)/write(2)-like call until `len` bytes have moved: `call(done)` moves
+/// the bytes from `done` on and returns what the system call returned. A failure is
+/// the call's error, a return of 0 is `at_zero()`. Inlined, so each caller compiles
+/// to the loop it would have written out.
+#[inline(always)]
+fn transfer_all(len: usize, at_zero: impl FnOnce() -> std::io::Error, mut call: impl FnMut(usize) -> isize) -> std::io::Result<()> {
     let mut off = 0;
-    while off < buf.len() {
-        // SAFETY: the range is inside buf.
-        let n = unsafe { libc::write(fd, buf.as_ptr().add(off) as *const libc::c_void, buf.len() - off) };
+    while off < len {
+        let n = call(off);
         if n < 0 {
             return Err(std::io::Error::last_os_error());
         }
         if n == 0 {
-            return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+            return Err(at_zero());
         }
         off += n as usize;
     }
     Ok(())
 }
 
+/// The data file ended before `size` bytes.
+fn early_eof(what: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::UnexpectedEof, what.to_string())
+}
+
+/// write(2) all of `buf` (a short write continues where it stopped).
+#[inline]
+fn write_all(fd: i32, buf: &[u8]) -> std::io::Result<()> {
+    // SAFETY: off < buf.len(), so the range is inside buf.
+    transfer_all(buf.len(), || std::io::Error::from_raw_os_error(libc::ENOSPC), |off| unsafe {
+        libc::write(fd, buf.as_ptr().add(off) as *const libc::c_void, buf.len() - off)
+    })
+}
+
 /// read(2) all of `buf`; an early end of file is an error (the file is shorter than `size`).
 #[inline]
 fn read_all(fd: i32, buf: &mut [u8]) -> std::io::Result<()> {
-    let mut off = 0;
-    while off < buf.len() {
-        // SAFETY: the range is inside buf.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().add(off) as *mut libc::c_void, buf.len() - off) };
-        if n < 0 {
-            return Err(std::io::Error::last_os_error());
+    let (ptr, len) = (buf.as_mut_ptr(), buf.len());
+    // SAFETY: off < len, so the range is inside buf, which is writable.
+    transfer_all(len, || early_eof("the data file is shorter than size: run block_write first"), |off| unsafe {
+        libc::read(fd, ptr.add(off) as *mut libc::c_void, len - off)
+    })
+}
+
+/// bonnie++'s per-char loop without stdio: `n` one-byte system calls at the running
+/// offset `pos`; `call(i, at)` makes call i at offset `at` and returns its result.
+/// Anything but 1 byte fails: the call's error, or `short()` for a 0 return.
+#[inline(always)]
+fn byte_calls(n: usize, pos: &mut u64, short: impl FnOnce() -> std::io::Error, mut call: impl FnMut(usize, i64) -> isize) -> std::io::Result<()> {
+    for i in 0..n {
+        let r = call(i, *pos as i64);
+        *pos += 1;
+        if r != 1 {
+            return Err(if r < 0 { std::io::Error::last_os_error() } else { short() });
         }
-        if n == 0 {
-            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the data file is shorter than size: run block_write first"));
-        }
-        off += n as usize;
     }
     Ok(())
 }
@@ -130,6 +156,13 @@ fn finish(fd: &mut Fd, fsync: bool) -> std::io::Result<()> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Bonnie's size rule for the report: its warning (when the file is too small) and its details.
+fn size_rule(spec: &BonnieSpec, report: &mut PhaseReport) -> serde_json::Value {
+    let (warning, rule) = size_rule_warning(spec.size);
+    report.warnings.extend(warning);
+    rule
 }
 
 struct SeqState {
@@ -203,16 +236,13 @@ pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Job, ctl: &Control) -> R
                                 }
                             }
                             None => {
-                                for i in 0..n {
+                                let short = || std::io::Error::from_raw_os_error(libc::ENOSPC);
+                                byte_calls(n, &mut pos, short, |i, at| {
                                     let c = (i & 0x7f) as u8;
                                     // SAFETY: one byte from a local.
-                                    let w = unsafe { libc::pwrite(fd, &c as *const u8 as *const libc::c_void, 1, pos as i64) };
-                                    pos += 1;
-                                    if w != 1 {
-                                        let e = if w < 0 { std::io::Error::last_os_error() } else { std::io::Error::from_raw_os_error(libc::ENOSPC) };
-                                        return Err(io("write(1 byte) to", e));
-                                    }
-                                }
+                                    unsafe { libc::pwrite(fd, &c as *const u8 as *const libc::c_void, 1, at) }
+                                })
+                                .map_err(|e| io("write(1 byte) to", e))?;
                             }
                         }
                         PUTC
@@ -223,23 +253,20 @@ pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Job, ctl: &Control) -> R
                                 for _ in 0..n {
                                     let c = r.getc().map_err(|e| io("getc from", e))?;
                                     if c < 0 {
-                                        return Err(io("getc from", std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "early end of file: run block_write first")));
+                                        return Err(io("getc from", early_eof(EARLY_EOF)));
                                     }
                                     chars[c as usize] += 1;
                                 }
                             }
                             None => {
-                                for _ in 0..n {
+                                byte_calls(n, &mut pos, || early_eof(EARLY_EOF), |_, at| {
                                     let mut c = 0u8;
                                     // SAFETY: one byte into a local.
-                                    let r = unsafe { libc::pread(fd, &mut c as *mut u8 as *mut libc::c_void, 1, pos as i64) };
-                                    pos += 1;
-                                    if r != 1 {
-                                        let e = if r < 0 { std::io::Error::last_os_error() } else { std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "early end of file: run block_write first") };
-                                        return Err(io("read(1 byte) from", e));
-                                    }
-                                    chars[c as usize] += 1;
-                                }
+                                    let r = unsafe { libc::pread(fd, &mut c as *mut u8 as *mut libc::c_void, 1, at) };
+                                    chars[c as usize] += (r == 1) as u64;
+                                    r
+                                })
+                                .map_err(|e| io("read(1 byte) from", e))?;
                             }
                         }
                         GETC
@@ -287,10 +314,7 @@ pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Job, ctl: &Control) -> R
     if phase == "getc_read" {
         report.counters.insert("byte_sum".into(), d.checksum);
     }
-    let (warning, rule) = size_rule_warning(spec.size);
-    if let Some(w) = warning {
-        report.warnings.push(w);
-    }
+    let rule = size_rule(spec, &mut report);
     report.extra = serde_json::json!({
         "file": path.display().to_string(),
         "size_bytes": spec.size,
@@ -378,10 +402,7 @@ pub fn seeks(spec: &BonnieSpec, job: &Job, ctl: &Control) -> Result<PhaseReport>
     report.counters.insert("writebacks".into(), writebacks);
     report.counters.insert("bytes_read".into(), seeks * spec.chunk);
     report.counters.insert("bytes_written".into(), writebacks * spec.chunk);
-    let (warning, rule) = size_rule_warning(spec.size);
-    if let Some(w) = warning {
-        report.warnings.push(w);
-    }
+    let rule = size_rule(spec, &mut report);
     report.extra = serde_json::json!({
         "file": path.display().to_string(),
         "size_bytes": spec.size,

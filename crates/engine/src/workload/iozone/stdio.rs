@@ -25,11 +25,16 @@ fn errno() -> Errno {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
 }
 
-/// write(2) until `data` is all written; a short write is retried with the rest.
-pub fn write_all(fd: RawFd, mut data: &[u8]) -> Result<(), Errno> {
-    while !data.is_empty() {
-        // SAFETY: data is a valid slice.
-        let n = unsafe { libc::write(fd, data.as_ptr() as *const libc::c_void, data.len()) };
+/// Repeats a read(2)/write(2)-like call until `len` bytes have moved: `call(done)`
+/// moves the bytes from `done` on and returns what the system call returned. EINTR
+/// is retried; a return of 0 fails with `at_zero` (ENOSPC for writes, EIO for an
+/// early end of file: iozone exits on both). Inlined into each caller, so the loop
+/// costs what the hand-written one did.
+#[inline(always)]
+pub fn transfer_all(len: usize, at_zero: Errno, mut call: impl FnMut(usize) -> isize) -> Result<(), Errno> {
+    let mut done = 0usize;
+    while done < len {
+        let n = call(done);
         if n < 0 {
             let e = errno();
             if e == libc::EINTR {
@@ -38,31 +43,26 @@ pub fn write_all(fd: RawFd, mut data: &[u8]) -> Result<(), Errno> {
             return Err(e);
         }
         if n == 0 {
-            return Err(libc::ENOSPC);
+            return Err(at_zero);
         }
-        data = &data[n as usize..];
+        done += n as usize;
     }
     Ok(())
 }
 
+/// write(2) until `data` is all written; a short write is retried with the rest.
+pub fn write_all(fd: RawFd, data: &[u8]) -> Result<(), Errno> {
+    // SAFETY: done < data.len(), so the range is inside data.
+    transfer_all(data.len(), libc::ENOSPC, |done| unsafe {
+        libc::write(fd, data.as_ptr().add(done) as *const libc::c_void, data.len() - done)
+    })
+}
+
 /// read(2) until `out` is full; end of file before that is EIO (iozone exits on it).
-pub fn read_all(fd: RawFd, mut out: &mut [u8]) -> Result<(), Errno> {
-    while !out.is_empty() {
-        // SAFETY: out is a valid, writable slice.
-        let n = unsafe { libc::read(fd, out.as_mut_ptr() as *mut libc::c_void, out.len()) };
-        if n < 0 {
-            let e = errno();
-            if e == libc::EINTR {
-                continue;
-            }
-            return Err(e);
-        }
-        if n == 0 {
-            return Err(libc::EIO);
-        }
-        out = &mut out[n as usize..];
-    }
-    Ok(())
+pub fn read_all(fd: RawFd, out: &mut [u8]) -> Result<(), Errno> {
+    let (ptr, len) = (out.as_mut_ptr(), out.len());
+    // SAFETY: done < len, so the range is inside out, which is writable.
+    transfer_all(len, libc::EIO, |done| unsafe { libc::read(fd, ptr.add(done) as *mut libc::c_void, len - done) })
 }
 
 impl<'a> Stream<'a> {

@@ -12,7 +12,7 @@
 use std::ffi::CStr;
 use std::os::fd::RawFd;
 
-use super::stdio::{read_all, write_all, Errno, Stream};
+use super::stdio::{read_all, transfer_all, write_all, Errno, Stream};
 use crate::measure::{now_ns, Recorder};
 
 /// Operation kinds, one per iozone result column (mix_* are test 8's two halves).
@@ -154,6 +154,21 @@ impl Done {
         self.passes[self.n] = (col, secs);
         self.n += 1;
     }
+
+    /// Ends a timed pass that `records` ran (its start and whether it was asked
+    /// to stop). Stopped: marks the test stopped and returns true, leaving the
+    /// file to close untimed. Else `finish` ends the pass (fsync and close, timed
+    /// as asked) and returns the end of the time; the pass's seconds are kept.
+    #[inline(always)]
+    fn end_pass(&mut self, col: usize, (start, stopped): (u64, bool), finish: impl FnOnce() -> R<u64>) -> R<bool> {
+        if stopped {
+            self.stopped = true;
+            return Ok(true);
+        }
+        let end = finish()?;
+        self.push(col, secs(start, end));
+        Ok(false)
+    }
 }
 
 fn errno() -> Errno {
@@ -217,45 +232,21 @@ impl Fd {
     }
 }
 
+/// pwrite(2) all of `data` at `off` (a short write continues after what it wrote).
 fn pwrite_all(fd: RawFd, data: &[u8], off: u64) -> std::result::Result<(), Errno> {
-    let mut done = 0usize;
-    while done < data.len() {
-        // SAFETY: valid slice and fd.
-        let n = unsafe { libc::pwrite(fd, data[done..].as_ptr() as *const libc::c_void, data.len() - done, (off + done as u64) as i64) };
-        if n < 0 {
-            let e = errno();
-            if e == libc::EINTR {
-                continue;
-            }
-            return Err(e);
-        }
-        if n == 0 {
-            return Err(libc::ENOSPC);
-        }
-        done += n as usize;
-    }
-    Ok(())
+    // SAFETY: done < data.len(), so the range is inside data.
+    transfer_all(data.len(), libc::ENOSPC, |done| unsafe {
+        libc::pwrite(fd, data.as_ptr().add(done) as *const libc::c_void, data.len() - done, (off + done as u64) as i64)
+    })
 }
 
+/// pread(2) all of `out` from `off`; end of file before that is EIO.
 fn pread_all(fd: RawFd, out: &mut [u8], off: u64) -> std::result::Result<(), Errno> {
-    let mut done = 0usize;
-    while done < out.len() {
-        let len = out.len() - done;
-        // SAFETY: valid slice and fd.
-        let n = unsafe { libc::pread(fd, out[done..].as_mut_ptr() as *mut libc::c_void, len, (off + done as u64) as i64) };
-        if n < 0 {
-            let e = errno();
-            if e == libc::EINTR {
-                continue;
-            }
-            return Err(e);
-        }
-        if n == 0 {
-            return Err(libc::EIO);
-        }
-        done += n as usize;
-    }
-    Ok(())
+    let (ptr, len) = (out.as_mut_ptr(), out.len());
+    // SAFETY: done < len, so the range is inside out, which is writable.
+    transfer_all(len, libc::EIO, |done| unsafe {
+        libc::pread(fd, ptr.add(done) as *mut libc::c_void, len - done, (off + done as u64) as i64)
+    })
 }
 
 fn dflag(o: &Opts) -> i32 {
@@ -266,30 +257,48 @@ fn dflag(o: &Opts) -> i32 {
     }
 }
 
-/// Runs one record loop: `op(i)` does record i; each op is recorded as `col`.
-/// Returns (start, stopped).
+/// Runs one record loop of the cell: `op(i, record buffer)` does record i; each op
+/// is recorded as `col`. Returns (start, stopped).
 #[inline(always)]
 fn records(
     c: &mut Cell,
     rec: &mut Recorder,
     col: usize,
     what: &'static str,
+    op: impl FnMut(u64, &mut [u8]) -> std::result::Result<(), Errno>,
+) -> R<(u64, bool)> {
+    record_loop(&mut c.buf[..c.rec], c.numrecs, c.purge, c.fetch, rec, col, what, op)
+}
+
+/// The loop itself, on the pieces of a cell, so that a stdio stream may borrow
+/// the cell's stream buffer meanwhile: fetch (iozone -a) before the time starts,
+/// then per record the purge (iozone -p), the op, and its latency.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn record_loop(
+    buf: &mut [u8],
+    numrecs: u64,
+    purge: Option<&Purge>,
+    fetch_first: bool,
+    rec: &mut Recorder,
+    col: usize,
+    what: &'static str,
     mut op: impl FnMut(u64, &mut [u8]) -> std::result::Result<(), Errno>,
 ) -> R<(u64, bool)> {
-    let reclen = c.rec;
-    if c.fetch {
-        fetch(&c.buf[..reclen]);
+    let reclen = buf.len();
+    if fetch_first {
+        fetch(buf);
     }
     let start = now_ns();
     let mut t0 = start;
-    for i in 0..c.numrecs {
+    for i in 0..numrecs {
         if rec.interrupted() {
             return Ok((start, true));
         }
-        if let Some(p) = c.purge {
-            p.run(c.buf.as_ptr(), reclen);
+        if let Some(p) = purge {
+            p.run(buf.as_ptr(), reclen);
         }
-        op(i, &mut c.buf[..reclen]).map_err(|errno| Fail { what, errno })?;
+        op(i, buf).map_err(|errno| Fail { what, errno })?;
         let t1 = now_ns();
         rec.record(col, reclen as u64, t0, t1);
         t0 = t1;
@@ -316,13 +325,10 @@ pub fn write_rewrite(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         let fd = Fd(open(c.path, libc::O_RDWR | dflag(o), "open")?);
         fsync(fd.0)?;
         let raw = fd.0;
-        let (start, stopped) = records(c, rec, col, "write", |_, b| write_all(raw, b))?;
-        if stopped {
-            d.stopped = true;
+        let pass = records(c, rec, col, "write", |_, b| write_all(raw, b))?;
+        if d.end_pass(col, pass, || fd.finish(o, true))? {
             return Ok(d);
         }
-        let end = fd.finish(o, true)?;
-        d.push(col, secs(start, end));
     }
     Ok(d)
 }
@@ -338,13 +344,10 @@ pub fn read_reread(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         // SAFETY: our fd.
         unsafe { libc::lseek(fd.0, 0, libc::SEEK_SET) };
         let raw = fd.0;
-        let (start, stopped) = records(c, rec, col, "read", |_, b| read_all(raw, b))?;
-        if stopped {
-            d.stopped = true;
+        let pass = records(c, rec, col, "read", |_, b| read_all(raw, b))?;
+        if d.end_pass(col, pass, || fd.finish(o, true))? {
             return Ok(d);
         }
-        let end = fd.finish(o, true)?;
-        d.push(col, secs(start, end));
     }
     Ok(d)
 }
@@ -358,17 +361,14 @@ pub fn random_rw(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         let fd = Fd(open(c.path, libc::O_RDWR | libc::O_CREAT | dflag(o), "open")?);
         let raw = fd.0;
         let perm = c.perm;
-        let (start, stopped) = if write {
+        let pass = if write {
             records(c, rec, col, "write", |i, b| pwrite_all(raw, b, perm[i as usize] as u64 * reclen))?
         } else {
             records(c, rec, col, "read", |i, b| pread_all(raw, b, perm[i as usize] as u64 * reclen))?
         };
-        if stopped {
-            d.stopped = true;
+        if d.end_pass(col, pass, || fd.finish(o, true))? {
             return Ok(d);
         }
-        let end = fd.finish(o, true)?;
-        d.push(col, secs(start, end));
     }
     Ok(d)
 }
@@ -379,13 +379,8 @@ pub fn backward_read(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
     let fd = Fd(open(c.path, libc::O_RDONLY | dflag(o), "open")?);
     fsync(fd.0)?;
     let (raw, n, reclen) = (fd.0, c.numrecs, c.rec as u64);
-    let (start, stopped) = records(c, rec, BKWD_READ, "read", |i, b| pread_all(raw, b, (n - 1 - i) * reclen))?;
-    if stopped {
-        d.stopped = true;
-        return Ok(d);
-    }
-    let end = fd.finish(o, true)?;
-    d.push(BKWD_READ, secs(start, end));
+    let pass = records(c, rec, BKWD_READ, "read", |i, b| pread_all(raw, b, (n - 1 - i) * reclen))?;
+    d.end_pass(BKWD_READ, pass, || fd.finish(o, true))?;
     Ok(d)
 }
 
@@ -395,13 +390,8 @@ pub fn record_rewrite(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
     let fd = Fd(open(c.path, libc::O_RDWR | libc::O_CREAT | dflag(o), "open")?);
     fsync(fd.0)?;
     let raw = fd.0;
-    let (start, stopped) = records(c, rec, RECORD_REWRITE, "write", |_, b| pwrite_all(raw, b, 0))?;
-    if stopped {
-        d.stopped = true;
-        return Ok(d);
-    }
-    let end = fd.finish(o, true)?;
-    d.push(RECORD_REWRITE, secs(start, end));
+    let pass = records(c, rec, RECORD_REWRITE, "write", |_, b| pwrite_all(raw, b, 0))?;
+    d.end_pass(RECORD_REWRITE, pass, || fd.finish(o, true))?;
     Ok(d)
 }
 
@@ -441,13 +431,8 @@ pub fn stride_read(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
     fsync(fd.0)?;
     let (raw, reclen) = (fd.0, c.rec as u64);
     let mut walk = StrideWalk::new(c.numrecs, o.stride.max(1));
-    let (start, stopped) = records(c, rec, STRIDE_READ, "read", |_, b| pread_all(raw, b, walk.next() * reclen))?;
-    if stopped {
-        d.stopped = true;
-        return Ok(d);
-    }
-    let end = fd.finish(o, true)?;
-    d.push(STRIDE_READ, secs(start, end));
+    let pass = records(c, rec, STRIDE_READ, "read", |_, b| pread_all(raw, b, walk.next() * reclen))?;
+    d.end_pass(STRIDE_READ, pass, || fd.finish(o, true))?;
     Ok(d)
 }
 
@@ -485,36 +470,10 @@ pub fn fwrite_refwrite(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         fsync(fd.0)?;
         let reclen = c.rec;
         let mut s = Stream::new(fd.0, &mut c.stdio[..reclen]);
-        let (start, stopped) = {
-            let purge = c.purge;
-            let buf = &c.buf[..reclen];
-            if c.fetch {
-                fetch(buf);
-            }
-            let st = now_ns();
-            let mut t0 = st;
-            let mut stopped = false;
-            for _ in 0..c.numrecs {
-                if rec.interrupted() {
-                    stopped = true;
-                    break;
-                }
-                if let Some(p) = purge {
-                    p.run(buf.as_ptr(), reclen);
-                }
-                s.write(buf).map_err(|errno| Fail { what: "fwrite", errno })?;
-                let t1 = now_ns();
-                rec.record(col, reclen as u64, t0, t1);
-                t0 = t1;
-            }
-            (st, stopped)
-        };
-        if stopped {
-            d.stopped = true;
+        let pass = record_loop(&mut c.buf[..reclen], c.numrecs, c.purge, c.fetch, rec, col, "fwrite", |_, b| s.write(b))?;
+        if d.end_pass(col, pass, || finish_stream(fd, &mut s, o, true))? {
             return Ok(d);
         }
-        let end = finish_stream(fd, &mut s, o, true)?;
-        d.push(col, secs(start, end));
     }
     Ok(d)
 }
@@ -527,28 +486,10 @@ pub fn fread_refread(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         fsync(fd.0)?;
         let reclen = c.rec;
         let mut s = Stream::new(fd.0, &mut c.stdio[..reclen]);
-        let purge = c.purge;
-        let buf = &mut c.buf[..reclen];
-        if c.fetch {
-            fetch(buf);
+        let pass = record_loop(&mut c.buf[..reclen], c.numrecs, c.purge, c.fetch, rec, col, "fread", |_, b| s.read(b))?;
+        if d.end_pass(col, pass, || finish_stream(fd, &mut s, o, false))? {
+            return Ok(d);
         }
-        let start = now_ns();
-        let mut t0 = start;
-        for _ in 0..c.numrecs {
-            if rec.interrupted() {
-                d.stopped = true;
-                return Ok(d);
-            }
-            if let Some(p) = purge {
-                p.run(buf.as_ptr(), reclen);
-            }
-            s.read(buf).map_err(|errno| Fail { what: "fread", errno })?;
-            let t1 = now_ns();
-            rec.record(col, reclen as u64, t0, t1);
-            t0 = t1;
-        }
-        let end = finish_stream(fd, &mut s, o, false)?;
-        d.push(col, secs(start, end));
     }
     Ok(d)
 }

@@ -1,0 +1,341 @@
+//! The request generator: which entry, read or write, random or sequential, where. Pure (no
+//! system calls), so the sequence for a seed is testable and reproducible.
+
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use super::spec::AccessSpec;
+use crate::backend::IoReq;
+
+/// Lemire's multiply-shift: a uniform integer in [0, n) without division.
+#[inline(always)]
+fn below(x: u64, n: u64) -> u64 {
+    ((x as u128 * n as u128) >> 64) as u64
+}
+
+/// Scales a percentage to a threshold on a 32-bit draw.
+fn pct_threshold(pct: f64) -> u64 {
+    ((pct / 100.0) * (1u64 << 32) as f64).round() as u64
+}
+
+/// One generated request: where it goes, which mix entry it came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GenOp {
+    pub req: IoReq,
+    pub entry: usize,
+    pub random: bool,
+}
+
+/// Generates the request sequence of one thread. Pure: no system calls, so the
+/// sequence for a seed is testable and reproducible.
+pub struct AccessGen {
+    rng: Xoshiro256PlusPlus,
+    cum: Vec<u64>,
+    sizes: Vec<u32>,
+    read_thr: Vec<u64>,
+    rand_thr: Vec<u64>,
+    file_count: u64,
+    file_size: u64,
+    align: u64,
+    /// First file of this thread's random draws (thread_files), and the region offset inside files.
+    file_lo: u64,
+    base: u64,
+    perm: Option<BlockPerm>,
+    seq_lo: u64,
+    seq_hi: u64,
+    seq_pos: u64,
+}
+
+impl AccessGen {
+    pub fn new(spec: &AccessSpec, seed: u64, tid: usize, nthreads: usize) -> Self {
+        Self::with_share_align(spec, seed, tid, nthreads, spec.alignment)
+    }
+
+    /// As `new`, with each thread's sequential share starting at a multiple of
+    /// `share_align` (a multiple of `alignment`; O_DIRECT asks for the filesystem's figure).
+    pub fn with_share_align(spec: &AccessSpec, seed: u64, tid: usize, nthreads: usize, share_align: u64) -> Self {
+        let total_w: f64 = spec.entries.iter().map(|e| e.weight).sum();
+        let mut acc = 0.0;
+        let mut cum: Vec<u64> = spec
+            .entries
+            .iter()
+            .map(|e| {
+                acc += e.weight;
+                pct_threshold(100.0 * acc / total_w)
+            })
+            .collect();
+        *cum.last_mut().unwrap() = 1u64 << 32;
+        let total = spec.file_count as u64 * spec.file_size;
+        let share_align = share_align.max(1);
+        let share = (total / nthreads as u64) / share_align * share_align;
+        let per_thread = spec.file_count as u64 / nthreads as u64;
+        let (lo, hi) = if spec.thread_files {
+            (tid as u64 * per_thread * spec.file_size, (tid as u64 + 1) * per_thread * spec.file_size)
+        } else if share >= spec.max_size() as u64 && share > 0 {
+            let lo = tid as u64 * share;
+            (lo, if tid + 1 == nthreads { total } else { lo + share })
+        } else {
+            (0, total)
+        };
+        // Per-thread streams: the seed mixed with the thread id (SplitMix64 finaliser).
+        let mut z = seed ^ (tid as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        AccessGen {
+            rng: Xoshiro256PlusPlus::seed_from_u64(z ^ (z >> 31)),
+            cum,
+            sizes: spec.entries.iter().map(|e| e.size).collect(),
+            read_thr: spec.entries.iter().map(|e| pct_threshold(e.read_pct)).collect(),
+            rand_thr: spec.entries.iter().map(|e| pct_threshold(e.random_pct)).collect(),
+            file_count: if spec.thread_files { per_thread } else { spec.file_count as u64 },
+            file_size: spec.file_size,
+            align: spec.alignment,
+            file_lo: if spec.thread_files { tid as u64 * per_thread } else { 0 },
+            base: spec.offset,
+            perm: spec.random_map.then(|| {
+                let files = if spec.thread_files { per_thread } else { spec.file_count as u64 };
+                BlockPerm::new(files * (spec.file_size / spec.alignment), z)
+            }),
+            seq_lo: lo,
+            seq_hi: hi,
+            seq_pos: lo,
+        }
+    }
+
+    /// A draw that decides a yes/no with probability thr / 2^32; no draw is
+    /// spent when the answer is fixed (0% or 100%), which keeps the common
+    /// single-entry specs cheap without changing what they generate.
+    #[inline(always)]
+    fn chance(&mut self, thr: u64) -> bool {
+        match thr {
+            0 => false,
+            t if t >= 1 << 32 => true,
+            t => (self.rng.next_u32() as u64) < t,
+        }
+    }
+
+    #[inline]
+    pub fn next_op(&mut self) -> GenOp {
+        let mut entry = 0;
+        if self.cum.len() > 1 {
+            let r = self.rng.next_u32() as u64;
+            while r >= self.cum[entry] {
+                entry += 1;
+            }
+        }
+        let len = self.sizes[entry];
+        let write = !self.chance(self.read_thr[entry]);
+        let random = self.chance(self.rand_thr[entry]);
+        let (file, offset) = if random && self.perm.is_some() {
+            let per_file = self.file_size / self.align;
+            let b = self.perm.as_mut().map_or(0, |p| p.next());
+            (self.file_lo + b / per_file, (b % per_file) * self.align)
+        } else if random {
+            let file = if self.file_count > 1 { below(self.rng.next_u64(), self.file_count) } else { 0 };
+            let slots = (self.file_size - len as u64) / self.align + 1;
+            (self.file_lo + file, below(self.rng.next_u64(), slots) * self.align)
+        } else {
+            self.next_sequential(len as u64)
+        };
+        GenOp { req: IoReq { file: file as u32, offset: offset + self.base, len, write }, entry, random }
+    }
+
+    #[inline]
+    fn next_sequential(&mut self, len: u64) -> (u64, u64) {
+        let fs = self.file_size;
+        for _ in 0..4 {
+            if self.seq_pos + len > self.seq_hi {
+                self.seq_pos = self.seq_lo;
+            }
+            let (file, off) = (self.seq_pos / fs, self.seq_pos % fs);
+            if off + len <= fs {
+                self.seq_pos += len;
+                return (file, off);
+            }
+            self.seq_pos = (file + 1) * fs;
+        }
+        // A share too small for this request size: restart at its first file.
+        let file = (self.seq_lo / fs).min(self.file_lo + self.file_count - 1);
+        self.seq_pos = file * fs + len;
+        (file, 0)
+    }
+}
+
+/// A permutation of [0, n) without memory: a full-period LCG modulo the next power of two (c odd,
+/// a = 1 mod 4: Hull-Dobell), its state scrambled by a bijection of that range (xorshift, odd multiply),
+/// values >= n skipped (cycle walking, < 2 steps on average). Each pass of 2^k steps yields every block
+/// once; the next pass continues the cycle. fio's random map gives the same coverage with a bitmap.
+pub struct BlockPerm {
+    n: u64,
+    mask: u64,
+    shift: u32,
+    state: u64,
+    c: u64,
+    mul: u64,
+}
+
+impl BlockPerm {
+    pub fn new(n: u64, seed: u64) -> Self {
+        let n = n.max(1);
+        let bits = 64 - (n - 1).leading_zeros().min(63);
+        let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
+        BlockPerm { n, mask, shift: (bits / 2).max(1), state: seed & mask, c: (seed >> 17) | 1, mul: (seed >> 7) | 1 }
+    }
+
+    #[inline]
+    pub fn next(&mut self) -> u64 {
+        loop {
+            self.state = self.state.wrapping_mul(0x5851_F42D_4C95_7F2D).wrapping_add(self.c) & self.mask;
+            let mut x = self.state;
+            x ^= x >> self.shift;
+            x = x.wrapping_mul(self.mul) & self.mask;
+            x ^= x >> self.shift;
+            if x < self.n {
+                return x;
+            }
+        }
+    }
+}
+
+pub(super) fn lcm(a: u64, b: u64) -> u64 {
+    let (mut x, mut y) = (a.max(1), b.max(1));
+    while y != 0 {
+        (x, y) = (y, x % y);
+    }
+    a.max(1) / x * b.max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::access::spec::tests::{e, spec};
+
+    #[test]
+    fn random_offsets_stay_inside_and_aligned() {
+        let s = spec(vec![e(4096, 50.0, 50.0, 100.0), e(65536, 50.0, 50.0, 100.0)], 3, 1 << 20);
+        let mut g = AccessGen::new(&s, 7, 0, 1);
+        for _ in 0..200_000 {
+            let op = g.next_op();
+            assert!(op.random);
+            assert!(op.req.file < 3);
+            assert_eq!(op.req.offset % 512, 0, "offset {} not aligned", op.req.offset);
+            assert!(op.req.offset + op.req.len as u64 <= 1 << 20, "{:?} runs past the file", op.req);
+        }
+    }
+
+    #[test]
+    fn same_seed_same_sequence_other_seed_other_sequence() {
+        let s = spec(vec![e(4096, 60.0, 80.0, 50.0), e(512, 40.0, 20.0, 100.0)], 2, 1 << 20);
+        let a: Vec<GenOp> = { let mut g = AccessGen::new(&s, 42, 0, 1); (0..1000).map(|_| g.next_op()).collect() };
+        let b: Vec<GenOp> = { let mut g = AccessGen::new(&s, 42, 0, 1); (0..1000).map(|_| g.next_op()).collect() };
+        let c: Vec<GenOp> = { let mut g = AccessGen::new(&s, 43, 0, 1); (0..1000).map(|_| g.next_op()).collect() };
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn sequential_single_thread_covers_every_byte_once_per_pass() {
+        let s = spec(vec![e(8192, 100.0, 100.0, 0.0)], 2, 64 * 1024);
+        let mut g = AccessGen::new(&s, 1, 0, 1);
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..16 {
+            let op = g.next_op();
+            assert!(!op.req.write && !op.random);
+            assert!(seen.insert((op.req.file, op.req.offset)), "{:?} repeated within one pass", op.req);
+        }
+        assert_eq!(seen.len(), 16);
+        // The 17th request wraps to the start.
+        assert_eq!(g.next_op().req.offset, 0);
+    }
+
+    #[test]
+    fn sequential_threads_get_disjoint_shares() {
+        let s = spec(vec![e(4096, 100.0, 100.0, 0.0)], 1, 1 << 20);
+        let mut a = AccessGen::new(&s, 1, 0, 2);
+        let mut b = AccessGen::new(&s, 1, 1, 2);
+        for _ in 0..128 {
+            assert!(a.next_op().req.offset < 1 << 19);
+            assert!(b.next_op().req.offset >= 1 << 19);
+        }
+    }
+
+    #[test]
+    fn sequential_shares_start_on_the_direct_alignment() {
+        // 3 threads over 3 MiB + 1536 B: a 512-aligned share starts thread 1 at 1 MiB + 512.
+        let s = spec(vec![e(4096, 100.0, 100.0, 0.0)], 1, (3 << 20) + 1536);
+        let plain = AccessGen::new(&s, 1, 1, 3).next_op().req.offset;
+        assert_ne!(plain % 4096, 0);
+        for tid in 0..3 {
+            let mut g = AccessGen::with_share_align(&s, 1, tid, 3, lcm(512, 4096));
+            for _ in 0..1000 {
+                assert_eq!(g.next_op().req.offset % 4096, 0);
+            }
+        }
+        assert_eq!(lcm(512, 4096), 4096);
+        assert_eq!(lcm(3000, 4096), 1_536_000);
+    }
+
+    #[test]
+    fn thread_files_and_offset_keep_each_thread_in_its_own_region() {
+        // fio's per-job files: 2 threads x 2 files each, a 64 KiB region after a 16 KiB offset.
+        let mut s = spec(vec![e(4096, 50.0, 50.0, 50.0)], 4, 64 * 1024);
+        s.thread_files = true;
+        s.offset = 16 * 1024;
+        for tid in 0..2u32 {
+            let mut g = AccessGen::new(&s, 3, tid as usize, 2);
+            for _ in 0..10_000 {
+                let op = g.next_op();
+                assert!(op.req.file / 2 == tid, "thread {tid} touched file {}", op.req.file);
+                assert!(op.req.offset >= 16 * 1024 && op.req.offset + 4096 <= 80 * 1024, "{:?}", op.req);
+            }
+        }
+    }
+
+    #[test]
+    fn random_map_visits_every_block_once_per_pass() {
+        for n in [1u64, 2, 3, 1000, 4096, 5000] {
+            let mut p = BlockPerm::new(n, 0xDEAD_BEEF);
+            for _pass in 0..2 {
+                let mut seen = vec![false; n as usize];
+                for _ in 0..n {
+                    let b = p.next() as usize;
+                    assert!(!seen[b], "block {b} of {n} twice in one pass");
+                    seen[b] = true;
+                }
+            }
+        }
+        // Through the generator: 2 threads x 2 files of 16 blocks each, every block of a thread's files once.
+        let mut s = spec(vec![e(4096, 100.0, 100.0, 100.0)], 4, 64 * 1024);
+        s.alignment = 4096;
+        s.thread_files = true;
+        s.random_map = true;
+        for tid in 0..2usize {
+            let mut g = AccessGen::new(&s, 5, tid, 2);
+            let mut seen = std::collections::HashSet::new();
+            for _ in 0..32 {
+                let op = g.next_op();
+                assert!(seen.insert((op.req.file, op.req.offset)), "{:?} twice", op.req);
+                assert_eq!(op.req.file as usize / 2, tid);
+            }
+        }
+    }
+
+    #[test]
+    fn weights_and_read_fraction_follow_the_spec() {
+        // 3 sigma of a binomial proportion over n = 400k draws is < 0.25%.
+        let s = spec(vec![e(512, 10.0, 80.0, 100.0), e(4096, 60.0, 80.0, 100.0), e(65536, 30.0, 80.0, 100.0)], 1, 1 << 20);
+        let mut g = AccessGen::new(&s, 9, 0, 1);
+        let n = 400_000;
+        let mut counts = [0u64; 3];
+        let mut reads = 0u64;
+        for _ in 0..n {
+            let op = g.next_op();
+            counts[op.entry] += 1;
+            reads += !op.req.write as u64;
+        }
+        for (c, w) in counts.iter().zip([0.10, 0.60, 0.30]) {
+            assert!((*c as f64 / n as f64 - w).abs() < 0.005, "{counts:?}");
+        }
+        assert!((reads as f64 / n as f64 - 0.80).abs() < 0.005);
+    }
+}

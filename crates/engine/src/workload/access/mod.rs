@@ -1,0 +1,18 @@
+//! The access family (pgmeter / Iometer / fio class): a weighted mix of request
+//! sizes, each with its own read and random percentages, over files laid out
+//! before measuring.
+//!
+//! Phases: `prepare` lays the files out (timed, reported as writes), `run`
+//! measures the mix, `cleanup` removes the files.
+//!
+//! Sequential requests of thread t walk its own 1/T share of the data set (the
+//! files seen as one concatenated space), wrapping at the end of the share, so
+//! one thread reading `total_bytes` = the data set reads every byte once.
+
+mod gen;
+mod phases;
+mod spec;
+
+pub use gen::{AccessGen, BlockPerm, GenOp};
+pub use phases::Access;
+pub use spec::{AccessEntry, AccessSpec};

@@ -1,0 +1,465 @@
+//! The access workload: its phases (prepare, run, cleanup), the per-thread I/O loop and its files.
+
+use std::ffi::CString;
+use std::os::fd::RawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use crate::backend::buffer::AlignedBuf;
+use crate::backend::dio::{self, DioAlign};
+use crate::backend::null::NullBackend;
+use crate::backend::psync::PsyncBackend;
+use crate::backend::uring::UringBackend;
+use crate::backend::{BackendKind, FileTable, IoBackend, IoReq};
+use super::gen::{lcm, AccessGen, GenOp};
+use super::spec::AccessSpec;
+use crate::error::{EngineError, Result};
+use crate::job::{secs_to_ns, Job};
+use crate::measure::{now_ns, run_threads, Control, PhaseTiming, Recorder};
+use crate::report::PhaseReport;
+use crate::workload::Workload;
+
+const KINDS: &[&str] = &["read", "write", "fsync"];
+const READ: usize = 0;
+const WRITE: usize = 1;
+const FSYNC: usize = 2;
+/// Op kinds that move no data: counted apart, left out of the headline totals.
+const NOT_DATA: &[&str] = &["fsync"];
+/// Alignment of every request buffer (AlignedBuf): enough for O_DIRECT on any Linux filesystem here.
+const BUF_ALIGN: u64 = 4096;
+/// Layout writes in 1 MiB requests.
+const LAYOUT_CHUNK: u64 = 1 << 20;
+
+pub struct Access {
+    spec: AccessSpec,
+}
+
+/// Per-thread state of the `run` phase, built before the common start.
+struct RunState<B: IoBackend> {
+    backend: B,
+    bufs: Vec<AlignedBuf>,
+    gen: AccessGen,
+    slots: Vec<SlotMeta>,
+    completed: Vec<(usize, i64)>,
+    /// Per mix entry: reads, writes, random, sequential (measured requests only).
+    mix: Vec<[u64; 4]>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct SlotMeta {
+    t0: u64,
+    op: Option<GenOp>,
+}
+
+impl Access {
+    pub fn new(job: &Job, spec: AccessSpec) -> Result<Access> {
+        spec.validate(job)?;
+        Ok(Access { spec })
+    }
+
+    fn path(&self, dir: &Path, i: u32) -> PathBuf {
+        match self.spec.file_names.get(i as usize) {
+            Some(name) => dir.join(name),
+            None => dir.join(format!("{}.{i}", self.spec.file_prefix)),
+        }
+    }
+
+    /// Bytes each file holds: the region plus fio's offset before it.
+    fn file_len(&self) -> u64 {
+        self.spec.offset + self.spec.file_size
+    }
+
+    fn prepare(&self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+        let spec = &self.spec;
+        let nthreads = job.threads.min(spec.file_count as usize).max(1);
+        let chunks_per_file = self.file_len().div_ceil(LAYOUT_CHUNK);
+        let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
+        let (mut report, skipped) = run_threads(
+            "prepare",
+            nthreads,
+            timing,
+            ctl,
+            KINDS,
+            3,
+            chunks_per_file * spec.file_count as u64,
+            |tid| Ok(AlignedBuf::random(LAYOUT_CHUNK as usize, 4096, job.seed ^ tid as u64)),
+            |buf, rec| {
+                let mut skipped = 0u64;
+                for i in (rec.tid as u32..spec.file_count).step_by(nthreads) {
+                    if rec.interrupted() {
+                        break;
+                    }
+                    let path = self.path(&job.dir, i);
+                    if spec.reuse_files && std::fs::metadata(&path).map(|m| m.len() == self.file_len()).unwrap_or(false) {
+                        skipped += 1;
+                        continue;
+                    }
+                    if !spec.file_names.is_empty() {
+                        // fio creates the directories its file names need.
+                        if let Some(parent) = path.parent() {
+                            std::fs::create_dir_all(parent).map_err(|e| EngineError::io(format!("creating {}", parent.display()), e))?;
+                        }
+                    }
+                    let fd = open(&path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)?;
+                    let _close = FdGuard(fd);
+                    let mut off = 0u64;
+                    while off < self.file_len() && !rec.interrupted() {
+                        let len = LAYOUT_CHUNK.min(self.file_len() - off) as usize;
+                        let t0 = now_ns();
+                        // SAFETY: buf holds LAYOUT_CHUNK >= len bytes.
+                        let n = unsafe { libc::pwrite(fd, buf.as_ptr() as *const libc::c_void, len, off as libc::off_t) };
+                        if n < 0 {
+                            return Err(EngineError::last_os(format!("laying out {}", path.display())));
+                        }
+                        rec.record(WRITE, n as u64, t0, now_ns());
+                        off += n as u64;
+                    }
+                    let t0 = now_ns();
+                    // SAFETY: fd is open.
+                    if unsafe { libc::fsync(fd) } != 0 {
+                        return Err(EngineError::last_os(format!("fsync {}", path.display())));
+                    }
+                    rec.record(FSYNC, 0, t0, now_ns());
+                }
+                Ok(skipped)
+            },
+        )?;
+        report.totals_without(NOT_DATA);
+        report.counters.insert("files".into(), spec.file_count as u64);
+        report.counters.insert("files_reused".into(), skipped.iter().sum());
+        Ok(report)
+    }
+
+    fn open_files(&self, job: &Job) -> Result<(FilesGuard, Option<DirectIo>)> {
+        let spec = &self.spec;
+        let mut flags = libc::O_RDWR;
+        if spec.direct {
+            flags |= libc::O_DIRECT;
+        }
+        let mut files = FilesGuard(Vec::with_capacity(spec.file_count as usize));
+        let mut direct = None;
+        for i in 0..spec.file_count {
+            let path = self.path(&job.dir, i);
+            let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            if len < self.file_len() {
+                return Err(EngineError::invalid(
+                    "file_size",
+                    format!("{} holds {len} bytes, fewer than offset + file_size ({}): run the prepare phase first", path.display(), self.file_len()),
+                ));
+            }
+            let fd = open(&path, flags).map_err(|e| match e {
+                EngineError::Io { source, .. } if source.raw_os_error() == Some(libc::EINVAL) && spec.direct => EngineError::invalid(
+                    "direct",
+                    format!("the filesystem under {} does not support O_DIRECT: use direct=false", job.dir.display()),
+                ),
+                e => e,
+            })?;
+            files.0.push(fd);
+            if spec.direct && i == 0 {
+                direct = Some(self.direct_io(fd, &job.dir)?);
+            }
+        }
+        Ok((files, direct))
+    }
+
+    /// The filesystem's O_DIRECT alignment, checked against the spec: refused
+    /// (naming the parameter) unless `allow_unaligned_direct`, then recorded.
+    fn direct_io(&self, fd: RawFd, dir: &Path) -> Result<DirectIo> {
+        let align = dio::dio_align(fd);
+        if align.mem > BUF_ALIGN {
+            return Err(EngineError::invalid(
+                "direct",
+                format!("O_DIRECT under {} needs buffers aligned to {} bytes ({}), more than fsmeter's {BUF_ALIGN}: use direct=false", dir.display(), align.mem, align.source),
+            ));
+        }
+        let unaligned = match self.spec.check_direct_alignment(&align) {
+            Ok(()) => false,
+            Err(_) if self.spec.allow_unaligned_direct => true,
+            Err(e) => return Err(e),
+        };
+        Ok(DirectIo { align, unaligned })
+    }
+
+    /// Pages of the data files in the page cache (None when mincore is unavailable).
+    fn cached_pages(&self, files: &FilesGuard) -> Option<u64> {
+        files.0.iter().map(|&fd| dio::resident_pages(fd, self.file_len()).ok()).sum()
+    }
+
+    fn run(&self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+        let (files, direct) = self.open_files(job)?;
+        let spec = &self.spec;
+        let share_align = match &direct {
+            Some(d) if !d.unaligned => lcm(spec.alignment, d.align.offset),
+            _ => spec.alignment,
+        };
+        let cached_before = direct.as_ref().and_then(|_| self.cached_pages(&files));
+        let mut report = match job.backend {
+            BackendKind::Psync => self.run_with(job, ctl, &files, share_align, |f, _| Ok(PsyncBackend::new(f))),
+            BackendKind::IoUring => self.run_with(job, ctl, &files, share_align, |f, bufs| {
+                let ptrs: Vec<(*mut u8, usize)> = bufs.iter().map(|b| (b.as_ptr(), b.len())).collect();
+                UringBackend::new(f, self.spec.queue_depth as usize, &ptrs)
+            }),
+            BackendKind::Null => self.run_with(job, ctl, &files, share_align, |_, _| Ok(NullBackend::new(self.spec.queue_depth as usize))),
+        }?;
+        report.totals_without(NOT_DATA);
+        report.extra["direct_io"] = match direct {
+            None => serde_json::Value::Null,
+            Some(d) => {
+                // Pages that entered the page cache during the phase: O_DIRECT that
+                // really bypassed it adds none, a buffered fallback (btrfs) does.
+                let added = match (cached_before, self.cached_pages(&files)) {
+                    (Some(b), Some(a)) => Some(a.saturating_sub(b)),
+                    _ => None,
+                };
+                let fallback = d.unaligned || added.is_some_and(|n| n > 0);
+                if fallback {
+                    report.warnings.push(format!(
+                        "O_DIRECT was not entirely direct: {}; the kernel may have served requests through the page cache",
+                        if d.unaligned {
+                            format!("requests are not multiples of the filesystem's {} bytes ({})", d.align.offset, d.align.source)
+                        } else {
+                            format!("{} page(s) of the data files entered the page cache during the phase", added.unwrap_or(0))
+                        }
+                    ));
+                }
+                serde_json::json!({
+                    "offset_align": d.align.offset,
+                    "mem_align": d.align.mem,
+                    "align_source": d.align.source,
+                    "unaligned_requests": d.unaligned,
+                    "page_cache_pages_added": added,
+                    "buffered_fallback_possible": fallback,
+                })
+            }
+        };
+        Ok(report)
+    }
+
+    fn run_with<B, Mk>(&self, job: &Job, ctl: &Control, files: &FilesGuard, share_align: u64, make: Mk) -> Result<PhaseReport>
+    where
+        B: IoBackend,
+        Mk: Fn(FileTable, &[AlignedBuf]) -> Result<B> + Sync,
+    {
+        let spec = &self.spec;
+        let qd = spec.queue_depth as usize;
+        let nthreads = job.threads;
+        let timing = PhaseTiming {
+            warmup_ns: secs_to_ns("warmup_s", spec.warmup_s)?,
+            duration_ns: spec.duration_s.map(|d| (d * 1e9) as u64),
+            interval_ns: job.interval_ns(),
+        };
+        let quota = |tid: usize| {
+            spec.total_bytes.map(|t| {
+                let base = t / nthreads as u64;
+                if tid == 0 {
+                    base + t % nthreads as u64
+                } else {
+                    base
+                }
+            })
+        };
+        let (mut report, mixes) = run_threads(
+            "run",
+            nthreads,
+            timing,
+            ctl,
+            KINDS,
+            3,
+            0,
+            |tid| {
+                let max = spec.max_size();
+                let bufs: Vec<AlignedBuf> =
+                    (0..qd).map(|s| AlignedBuf::random(max, 4096, job.seed ^ ((tid * qd + s) as u64) << 8)).collect();
+                let backend = make(files.0.clone(), &bufs)?;
+                Ok(RunState {
+                    backend,
+                    bufs,
+                    gen: AccessGen::with_share_align(spec, job.seed, tid, nthreads, share_align),
+                    slots: vec![SlotMeta::default(); qd],
+                    completed: Vec::with_capacity(qd),
+                    mix: vec![[0; 4]; spec.entries.len()],
+                })
+            },
+            |st, rec| self.worker(st, rec, quota(rec.tid)),
+        )?;
+        let mut mix = vec![[0u64; 4]; spec.entries.len()];
+        for m in &mixes {
+            for (a, b) in mix.iter_mut().zip(m) {
+                for k in 0..4 {
+                    a[k] += b[k];
+                }
+            }
+        }
+        report.extra = serde_json::json!({
+            "mix": spec.entries.iter().zip(&mix).map(|(e, m)| serde_json::json!({
+                "size": e.size, "weight": e.weight, "read_pct": e.read_pct, "random_pct": e.random_pct,
+                "reads": m[0], "writes": m[1], "random": m[2], "sequential": m[3],
+            })).collect::<Vec<_>>(),
+            "backend": job.backend.name(),
+            "queue_depth": qd,
+            "direct": spec.direct,
+        });
+        Ok(report)
+    }
+
+    /// The hot loop: keep `queue_depth` requests in flight until the deadline,
+    /// the byte quota, or a stop; then drain.
+    fn worker<B: IoBackend>(
+        &self,
+        st: &mut RunState<B>,
+        rec: &mut Recorder,
+        quota: Option<u64>,
+    ) -> Result<Vec<[u64; 4]>> {
+        let spec = &self.spec;
+        let mut issued_bytes = 0u64;
+        let mut inflight = 0usize;
+        let mut writes_since_fsync = 0u64;
+        let mut stopping = false;
+        for slot in 0..st.slots.len() {
+            let op = st.gen.next_op();
+            let t0 = now_ns();
+            if rec.measuring(t0) {
+                issued_bytes += op.req.len as u64;
+            }
+            st.slots[slot] = SlotMeta { t0, op: Some(op) };
+            st.backend.queue(slot, op.req, st.bufs[slot].as_ptr())?;
+            inflight += 1;
+            if quota.is_some_and(|q| issued_bytes >= q) {
+                stopping = true;
+                break;
+            }
+        }
+        while inflight > 0 {
+            st.completed.clear();
+            let completed = &mut st.completed;
+            st.backend.reap(1, |slot, res| completed.push((slot, res)))?;
+            let t1 = now_ns();
+            for i in 0..st.completed.len() {
+                let (slot, res) = st.completed[i];
+                let meta = st.slots[slot];
+                let op = meta.op.expect("completion for an idle slot");
+                if res < 0 {
+                    return Err(io_failure(op.req, -res as i32, spec.direct));
+                }
+                let kind = if op.req.write { WRITE } else { READ };
+                rec.record(kind, res as u64, meta.t0, t1);
+                if meta.t0 >= rec.measure_start_ns {
+                    let m = &mut st.mix[op.entry];
+                    m[if op.req.write { 1 } else { 0 }] += 1;
+                    m[if op.random { 2 } else { 3 }] += 1;
+                }
+                let mut synced = false;
+                if op.req.write && spec.fsync_every > 0 {
+                    writes_since_fsync += 1;
+                    if writes_since_fsync >= spec.fsync_every {
+                        writes_since_fsync = 0;
+                        synced = true;
+                        let t0 = now_ns();
+                        st.backend.fsync(op.req.file)?;
+                        rec.record(FSYNC, 0, t0, now_ns());
+                    }
+                }
+                if !stopping {
+                    stopping = rec.should_stop(t1) || quota.is_some_and(|q| issued_bytes >= q);
+                }
+                if stopping {
+                    st.slots[slot].op = None;
+                    inflight -= 1;
+                    continue;
+                }
+                // The completion time doubles as the next request's issue time: one
+                // clock read less per request; the latency then also covers the few
+                // nanoseconds of bookkeeping in between (never less than the truth).
+                let op = st.gen.next_op();
+                let t0 = if st.completed.len() == 1 && !synced { t1 } else { now_ns() };
+                if rec.measuring(t0) {
+                    issued_bytes += op.req.len as u64;
+                }
+                st.slots[slot] = SlotMeta { t0, op: Some(op) };
+                st.backend.queue(slot, op.req, st.bufs[slot].as_ptr())?;
+            }
+        }
+        if spec.fsync_end && !rec.interrupted() {
+            for f in 0..spec.file_count {
+                let t0 = now_ns();
+                st.backend.fsync(f)?;
+                rec.record(FSYNC, 0, t0, now_ns());
+            }
+        }
+        Ok(std::mem::take(&mut st.mix))
+    }
+
+    fn cleanup(&self, job: &Job) -> Result<PhaseReport> {
+        let mut removed = 0;
+        for i in 0..self.spec.file_count {
+            match std::fs::remove_file(self.path(&job.dir, i)) {
+                Ok(()) => removed += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(EngineError::io(format!("removing {}", self.path(&job.dir, i).display()), e)),
+            }
+        }
+        let mut report = PhaseReport::new("cleanup");
+        report.counters.insert("files_removed".into(), removed);
+        Ok(report)
+    }
+}
+
+impl Workload for Access {
+    fn phases(&self) -> &'static [&'static str] {
+        &["prepare", "run", "cleanup"]
+    }
+
+    fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+        match phase {
+            "prepare" => self.prepare(job, ctl),
+            "run" => self.run(job, ctl),
+            "cleanup" => self.cleanup(job),
+            _ => unreachable!("checked by Session"),
+        }
+    }
+}
+
+fn io_failure(req: IoReq, errno: i32, direct: bool) -> EngineError {
+    let what = if req.write { "write" } else { "read" };
+    let mut ctx = format!("{what} of {} bytes at offset {} of file {}", req.len, req.offset, req.file);
+    if errno == libc::EINVAL && direct {
+        ctx.push_str(" (O_DIRECT: sizes, offsets and alignment must be multiples of the device's logical block size)");
+    }
+    EngineError::io(ctx, std::io::Error::from_raw_os_error(errno))
+}
+
+pub(crate) fn open(path: &Path, flags: i32) -> Result<RawFd> {
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| EngineError::invalid("dir", format!("{} contains a NUL byte", path.display())))?;
+    // SAFETY: c is a valid C string.
+    let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC, 0o644) };
+    if fd < 0 {
+        return Err(EngineError::last_os(format!("open {}", path.display())));
+    }
+    Ok(fd)
+}
+
+/// What was found about O_DIRECT on the files of a `run` phase.
+struct DirectIo {
+    align: DioAlign,
+    /// Some request is not a multiple of `align` (only with allow_unaligned_direct).
+    unaligned: bool,
+}
+
+struct FdGuard(RawFd);
+impl Drop for FdGuard {
+    fn drop(&mut self) {
+        // SAFETY: we own the fd.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+struct FilesGuard(Vec<RawFd>);
+impl Drop for FilesGuard {
+    fn drop(&mut self) {
+        for &fd in &self.0 {
+            // SAFETY: we own the fds.
+            unsafe { libc::close(fd) };
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! The access spec: the request mix, the files, and their checks (O_DIRECT alignment included).
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::dio::DioAlign;
+use crate::backend::BackendKind;
+use crate::error::{EngineError, Result};
+use crate::job::{secs_to_ns, Job};
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessEntry {
+    /// Request size in bytes.
+    pub size: u32,
+    /// Share of requests, in percent (entries are normalised to their sum).
+    pub weight: f64,
+    pub read_pct: f64,
+    pub random_pct: f64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessSpec {
+    pub entries: Vec<AccessEntry>,
+    /// Offsets of requests are multiples of this.
+    #[serde(default = "default_alignment")]
+    pub alignment: u64,
+    #[serde(default = "default_one")]
+    pub file_count: u32,
+    pub file_size: u64,
+    /// Requests in flight per thread (io_uring; psync is 1).
+    #[serde(default = "default_one")]
+    pub queue_depth: u32,
+    /// O_DIRECT: bypass the page cache.
+    #[serde(default)]
+    pub direct: bool,
+    /// fsync the file after every N writes (0: never).
+    #[serde(default)]
+    pub fsync_every: u64,
+    /// fsync every file at the end of the run, inside the measured time.
+    #[serde(default)]
+    pub fsync_end: bool,
+    #[serde(default)]
+    pub warmup_s: f64,
+    /// Stop after this many measured seconds ...
+    #[serde(default)]
+    pub duration_s: Option<f64>,
+    /// ... or after this many measured bytes, whichever comes first.
+    #[serde(default)]
+    pub total_bytes: Option<u64>,
+    #[serde(default = "default_prefix")]
+    pub file_prefix: String,
+    /// Keep files that already exist with the right size instead of rewriting them.
+    #[serde(default)]
+    pub reuse_files: bool,
+    /// fio job files: explicit file names (relative to `dir`), one per file, instead of `<prefix>.<i>`.
+    #[serde(default)]
+    pub file_names: Vec<String>,
+    /// fio's `offset`: every request lands in [offset, offset + file_size) of its file.
+    #[serde(default)]
+    pub offset: u64,
+    /// fio's per-job files: thread t works only on its own file_count / threads files.
+    #[serde(default)]
+    pub thread_files: bool,
+    /// fio's random map: random requests visit each request-sized block of the thread's files once per
+    /// pass (without replacement). One request size only, offsets aligned to it.
+    #[serde(default)]
+    pub random_map: bool,
+    /// With `direct`, run requests the filesystem cannot do directly (not
+    /// multiples of its O_DIRECT alignment) instead of refusing them; the kernel
+    /// may then serve them through the page cache, and the report says so.
+    #[serde(default)]
+    pub allow_unaligned_direct: bool,
+}
+
+fn default_alignment() -> u64 {
+    512
+}
+fn default_one<T: From<u8>>() -> T {
+    T::from(1u8)
+}
+fn default_prefix() -> String {
+    "fsmeter.access".to_string()
+}
+
+impl AccessSpec {
+    pub fn validate(&self, job: &Job) -> Result<()> {
+
+        if self.entries.is_empty() {
+            return Err(EngineError::invalid("entries", "at least one {size, weight, read_pct, random_pct} entry is needed"));
+        }
+        for (i, e) in self.entries.iter().enumerate() {
+            let f = |name: &str| format!("entries[{i}].{name}");
+            if e.size == 0 {
+                return Err(EngineError::invalid(f("size"), "must be > 0 bytes"));
+            }
+            if e.size as u64 > self.file_size {
+                return Err(EngineError::invalid(f("size"), format!("{} bytes is larger than file_size ({} bytes)", e.size, self.file_size)));
+            }
+            if !(e.weight >= 0.0 && e.weight.is_finite()) {
+                return Err(EngineError::invalid(f("weight"), "must be a percentage >= 0"));
+            }
+            for (name, v) in [("read_pct", e.read_pct), ("random_pct", e.random_pct)] {
+                if !(0.0..=100.0).contains(&v) {
+                    return Err(EngineError::invalid(f(name), "must be between 0 and 100"));
+                }
+            }
+        }
+        if self.entries.iter().map(|e| e.weight).sum::<f64>() <= 0.0 {
+            return Err(EngineError::invalid("entries", "the weights must add up to more than 0"));
+        }
+        if self.alignment == 0 {
+            return Err(EngineError::invalid("alignment", "must be >= 1 byte"));
+        }
+        if self.file_count == 0 {
+            return Err(EngineError::invalid("file_count", "must be >= 1"));
+        }
+        if self.queue_depth == 0 || self.queue_depth > 4096 {
+            return Err(EngineError::invalid("queue_depth", "must be between 1 and 4096"));
+        }
+        if self.queue_depth > 1 && job.backend == BackendKind::Psync {
+            return Err(EngineError::invalid("queue_depth", "psync keeps one request in flight per thread; use backend=io_uring for queue_depth > 1"));
+        }
+        secs_to_ns("warmup_s", self.warmup_s)?;
+        if let Some(d) = self.duration_s {
+            if secs_to_ns("duration_s", d)? == 0 {
+                return Err(EngineError::invalid("duration_s", "must be > 0"));
+            }
+        }
+        if self.duration_s.is_none() && self.total_bytes.is_none() {
+            return Err(EngineError::invalid("duration_s", "give duration_s or total_bytes (or both: whichever comes first)"));
+        }
+        if self.total_bytes == Some(0) {
+            return Err(EngineError::invalid("total_bytes", "must be > 0"));
+        }
+        if self.direct && !self.allow_unaligned_direct {
+            // No device does O_DIRECT below 512 bytes; the filesystem's own figure is checked at open.
+            self.check_direct_alignment(&DioAlign { offset: 512, mem: 512, source: "the smallest device sector" })?;
+        }
+        if self.file_prefix.is_empty() || self.file_prefix.contains('/') {
+            return Err(EngineError::invalid("file_prefix", "must be a plain file name prefix without '/'"));
+        }
+        self.validate_fio_layout(job)
+    }
+
+    /// The fields fio job files need: explicit names, a region offset, per-thread files.
+    pub(super) fn validate_fio_layout(&self, job: &Job) -> Result<()> {
+        if !self.file_names.is_empty() {
+            if self.file_names.len() != self.file_count as usize {
+                return Err(EngineError::invalid("file_names", format!("{} names for file_count = {}", self.file_names.len(), self.file_count)));
+            }
+            for n in &self.file_names {
+                if n.is_empty() || n.starts_with('/') || n.split('/').any(|c| c == ".." || c.is_empty()) {
+                    return Err(EngineError::invalid("file_names", format!("{n:?}: give a relative path inside dir, without '..'")));
+                }
+            }
+        }
+        if self.offset % self.alignment != 0 {
+            return Err(EngineError::invalid("offset", format!("{} is not a multiple of alignment ({})", self.offset, self.alignment)));
+        }
+        if self.random_map {
+            let size = self.entries[0].size as u64;
+            if self.entries.iter().any(|e| e.size as u64 != size) || self.alignment != size {
+                return Err(EngineError::invalid("random_map", "needs one request size and alignment equal to it"));
+            }
+        }
+        if self.thread_files && self.file_count as usize % job.threads != 0 {
+            return Err(EngineError::invalid("thread_files", format!("file_count ({}) must be a multiple of threads ({})", self.file_count, job.threads)));
+        }
+        Ok(())
+    }
+
+    /// O_DIRECT is direct only for requests whose length and file offset are
+    /// multiples of the filesystem's alignment: every size, and `alignment` when
+    /// some requests are random (sequential offsets are sums of sizes from a
+    /// share start aligned to the same figure, see `AccessGen::with_share_align`).
+    pub fn check_direct_alignment(&self, a: &DioAlign) -> Result<()> {
+        let al = a.offset;
+        let fix = |what: &str| {
+            format!(
+                "O_DIRECT on this filesystem is direct only for {what} in multiples of {al} bytes ({}); smaller or \
+                 unaligned requests may be served through the page cache: use multiples of {al} (the *-4k workloads), \
+                 direct=false, or allow_unaligned_direct=true to measure them anyway",
+                a.source
+            )
+        };
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.size as u64 % al != 0 {
+                return Err(EngineError::invalid(format!("entries[{i}].size"), format!("{} bytes: {}", e.size, fix("request sizes"))));
+            }
+        }
+        if self.entries.iter().any(|e| e.random_pct > 0.0) && self.alignment % al != 0 {
+            return Err(EngineError::invalid("alignment", format!("{} bytes: {}", self.alignment, fix("random offsets"))));
+        }
+        Ok(())
+    }
+
+    pub(super) fn max_size(&self) -> usize {
+        self.entries.iter().map(|e| e.size as usize).max().unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    pub(in crate::workload::access) fn spec(entries: Vec<AccessEntry>, file_count: u32, file_size: u64) -> AccessSpec {
+        AccessSpec {
+            entries,
+            alignment: 512,
+            file_count,
+            file_size,
+            queue_depth: 1,
+            direct: false,
+            fsync_every: 0,
+            fsync_end: false,
+            warmup_s: 0.0,
+            duration_s: Some(1.0),
+            total_bytes: None,
+            file_prefix: default_prefix(),
+            reuse_files: false,
+            file_names: vec![],
+            offset: 0,
+            thread_files: false,
+            random_map: false,
+            allow_unaligned_direct: false,
+        }
+    }
+
+    pub(in crate::workload::access) fn e(size: u32, weight: f64, read_pct: f64, random_pct: f64) -> AccessEntry {
+        AccessEntry { size, weight, read_pct, random_pct }
+    }
+
+    fn dio(offset: u64) -> DioAlign {
+        DioAlign { offset, mem: offset, source: "test" }
+    }
+
+    #[test]
+    fn direct_alignment_names_the_parameter_that_does_not_fit() {
+        // Iometer's file-server mix: 512 B requests at 512 B offsets.
+        let mut s = spec(vec![e(4096, 60.0, 80.0, 100.0), e(512, 10.0, 80.0, 100.0)], 1, 1 << 20);
+        assert!(s.check_direct_alignment(&dio(512)).is_ok());
+        let err = s.check_direct_alignment(&dio(4096)).unwrap_err().to_string();
+        assert!(err.starts_with("entries[1].size: 512 bytes:"), "{err}");
+        assert!(err.contains("multiples of 4096") && err.contains("test"), "{err}");
+        // Sizes fit but random offsets are 512-aligned: `alignment` is named.
+        s.entries[1].size = 8192;
+        let err = s.check_direct_alignment(&dio(4096)).unwrap_err().to_string();
+        assert!(err.starts_with("alignment: 512 bytes:"), "{err}");
+        s.alignment = 4096;
+        assert!(s.check_direct_alignment(&dio(4096)).is_ok());
+        // Purely sequential requests do not use `alignment`: their offsets are sums of sizes.
+        let seq = spec(vec![e(65536, 100.0, 100.0, 0.0)], 1, 1 << 20);
+        assert!(seq.check_direct_alignment(&dio(4096)).is_ok());
+    }
+}

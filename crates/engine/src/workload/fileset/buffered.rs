@@ -1,0 +1,165 @@
+//! PostMark's block loops (`write_blocks`, `read_file`'s loop) over plain write()/read(),
+//! or through a buffer that does what glibc's stdio does (PostMark's `buffering true`).
+
+use std::os::fd::RawFd;
+
+use super::worker::{Params, Worker};
+
+impl Worker {
+    /// `write_blocks` / `fwrite_blocks`: `size` bytes of the source buffer in
+    /// write-block pieces, then close. Buffered: through the stdio-like buffer.
+    #[inline]
+    pub(super) fn write_blocks(&mut self, p: &Params, fd: RawFd, size: usize) -> std::io::Result<()> {
+        let res: std::io::Result<()> = (|| {
+            let mut off = 0;
+            let mut i = size;
+            while i >= p.wbs {
+                self.out(p, fd, off, p.wbs)?;
+                i -= p.wbs;
+                off += p.wbs;
+            }
+            if i > 0 {
+                self.out(p, fd, off, i)?;
+            }
+            if p.buffering && self.sfill > 0 {
+                let n = self.sfill;
+                self.sfill = 0;
+                write_all(fd, &self.sbuf[..n])?;
+            }
+            Ok(())
+        })();
+        self.sfill = 0;
+        // SAFETY: we own fd.
+        let rc = unsafe { libc::close(fd) };
+        res?;
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// One fwrite()/write() of source[off..off+len]. The buffered path follows
+    /// glibc's `_IO_new_file_xsputn`: fill the buffer; when data is left over,
+    /// flush it, write whole buffer-sized blocks directly, buffer the rest.
+    #[inline]
+    fn out(&mut self, p: &Params, fd: RawFd, off: usize, len: usize) -> std::io::Result<()> {
+        if !p.buffering {
+            return write_all(fd, &self.source[off..off + len]);
+        }
+        let cap = self.sbuf.len();
+        let n = (cap - self.sfill).min(len);
+        self.sbuf[self.sfill..self.sfill + n].copy_from_slice(&self.source[off..off + n]);
+        self.sfill += n;
+        let rest = len - n;
+        if rest > 0 {
+            write_all(fd, &self.sbuf[..self.sfill])?;
+            self.sfill = 0;
+            let direct = rest - rest % cap;
+            let s = off + n;
+            if direct > 0 {
+                write_all(fd, &self.source[s..s + direct])?;
+            }
+            let tail = rest - direct;
+            self.sbuf[..tail].copy_from_slice(&self.source[s + direct..s + direct + tail]);
+            self.sfill = tail;
+        }
+        Ok(())
+    }
+
+    /// `read_file`'s loop: read-block pieces, then the remainder. Buffered: glibc's
+    /// `_IO_file_xsgetn` (refill the buffer with one read of its size; requests of
+    /// a buffer or more go straight to the caller's memory in whole blocks).
+    #[inline]
+    pub(super) fn read_blocks(&mut self, p: &Params, fd: RawFd, size: usize) -> std::io::Result<()> {
+        let mut i = size;
+        if !p.buffering {
+            while i >= p.rbs {
+                read_some(fd, &mut self.read_buf[..p.rbs])?;
+                i -= p.rbs;
+            }
+            if i > 0 {
+                read_some(fd, &mut self.read_buf[..i])?;
+            }
+            return Ok(());
+        }
+        let cap = self.sbuf.len();
+        let (mut pos, mut end) = (0usize, 0usize);
+        let mut fread = |want_total: usize, sbuf: &mut [u8], dst: &mut [u8]| -> std::io::Result<()> {
+            let mut want = want_total;
+            let mut d = 0;
+            while want > 0 {
+                let have = end - pos;
+                if want <= have {
+                    dst[d..d + want].copy_from_slice(&sbuf[pos..pos + want]);
+                    pos += want;
+                    return Ok(());
+                }
+                if have > 0 {
+                    dst[d..d + have].copy_from_slice(&sbuf[pos..end]);
+                    d += have;
+                    want -= have;
+                    pos = end;
+                }
+                if want < cap {
+                    let n = read_some(fd, sbuf)?;
+                    if n == 0 {
+                        return Ok(()); // EOF
+                    }
+                    pos = 0;
+                    end = n;
+                } else {
+                    let count = if cap >= 128 { want - want % cap } else { want };
+                    let n = read_some(fd, &mut dst[d..d + count])?;
+                    if n == 0 {
+                        return Ok(());
+                    }
+                    d += n;
+                    want -= n;
+                }
+            }
+            Ok(())
+        };
+        let rbs = p.rbs;
+        while i >= rbs {
+            fread(rbs, &mut self.sbuf, &mut self.read_buf[..rbs])?;
+            i -= rbs;
+        }
+        if i > 0 {
+            fread(i, &mut self.sbuf, &mut self.read_buf[..i])?;
+        }
+        Ok(())
+    }
+}
+
+fn write_all(fd: RawFd, mut buf: &[u8]) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        // SAFETY: buf is valid for buf.len() bytes.
+        let n = unsafe { libc::write(fd, buf.as_ptr() as *const libc::c_void, buf.len()) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::WriteZero, "write returned 0"));
+        }
+        buf = &buf[n as usize..];
+    }
+    Ok(())
+}
+
+fn read_some(fd: RawFd, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        // SAFETY: buf is valid for buf.len() bytes.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}

@@ -1,0 +1,46 @@
+//! The system calls a client makes that libc does not wrap the way dbench sees them.
+
+use std::os::fd::RawFd;
+
+#[inline]
+pub(super) fn cptr(b: &[u8]) -> *const libc::c_char {
+    debug_assert_eq!(b.last(), Some(&0));
+    b.as_ptr() as *const libc::c_char
+}
+
+#[inline]
+pub(super) fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// glibc's opendir() without its allocation: openat(O_DIRECTORY|O_NONBLOCK) then
+/// fstat (glibc sizes its buffer from st_blksize), so the filesystem sees what
+/// dbench's opendir/readdir make it do.
+pub(super) fn opendir(path: *const libc::c_char) -> RawFd {
+    // SAFETY: path is NUL-terminated.
+    let fd = unsafe { libc::open(path, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NONBLOCK) };
+    if fd >= 0 {
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        unsafe { libc::fstat(fd, &mut st) };
+    }
+    fd
+}
+
+pub(super) fn getdents(fd: RawFd, buf: &mut [u8]) -> isize {
+    // SAFETY: buf is writable for its length.
+    unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) as isize }
+}
+
+/// struct linux_dirent64 { u64 d_ino; i64 d_off; u16 d_reclen; u8 d_type; char d_name[]; }
+#[inline]
+pub(super) fn dirent_reclen(buf: &[u8], off: usize) -> usize {
+    u16::from_ne_bytes([buf[off + 16], buf[off + 17]]) as usize
+}
+
+#[inline]
+pub(super) fn dirent_name(buf: &[u8], off: usize) -> &[u8] {
+    let reclen = dirent_reclen(buf, off);
+    let raw = &buf[off + 19..off + reclen];
+    let end = raw.iter().position(|&c| c == 0).unwrap_or(raw.len());
+    &raw[..end]
+}
