@@ -5,7 +5,8 @@ The peers are built from the public hpc/ior source (a bare git mirror: $IOR_GIT,
 /work/.mirror/hpc+ior/repo): `git archive HEAD` is unpacked in a scratch folder and built with
 `./bootstrap && ./configure && make` against the Debian Open MPI's mpicc.
 
-Same work on both sides (per rank R, in the rank's own directory):
+Same work on both sides (per rank R, in the rank's own directory), each tool on a filesystem of its own
+made fresh for it (so neither measures what the other left: journal, freed inodes, cache):
 - mdtest-style metadata: `mdtest -n N -u -F -w 4096 -C -T -r -i 1 -d DIR`: each rank creates N files of
   4 KiB (open O_CREAT, write 4096 bytes, close) in its unique directory, stats them, removes them.
   fsmeter: the tree family with levels=0, files_per_dir=N, file_blocks=1 (one 4 KiB write per file):
@@ -104,13 +105,15 @@ def _tree(doc: dict, phase: str) -> float:
     return doc["phases"][phase]["total"]["ops_per_s"]
 
 
-def metadata_rows(ctx, mdtest: Path, fs: str, root: Path, ranks: int, n: int) -> list:
-    peer = mdtest_rates(ctx, mdtest, ranks, n, root / "mdtest")
-    shutil.rmtree(root / "mdtest", ignore_errors=True)
-    d = root / "fsm"
-    d.mkdir()
-    doc = fsmeter_mpi(ctx, ranks, "fdtree-quick", d, {"levels": 0, "files_per_dir": n, "file_blocks": 1})
-    shutil.rmtree(d, ignore_errors=True)
+def metadata_rows(ctx, mdtest: Path, fs: str, fresh, ranks: int, n: int) -> list:
+    """`fresh()`: a context manager giving a fresh filesystem: each tool gets its own, so neither
+    runs on what the other just filled and emptied (journal, freed inodes)."""
+    with fresh() as root:
+        peer = mdtest_rates(ctx, mdtest, ranks, n, root / "mdtest")
+    with fresh() as root:
+        d = root / "fsm"
+        d.mkdir()
+        doc = fsmeter_mpi(ctx, ranks, "fdtree-quick", d, {"levels": 0, "files_per_dir": n, "file_blocks": 1})
     rows = []
     for ph in ("create", "stat", "remove"):
         imb = doc["phases"][ph]["mpi"]["imbalance_pct"]
@@ -119,24 +122,24 @@ def metadata_rows(ctx, mdtest: Path, fs: str, root: Path, ranks: int, n: int) ->
     return rows
 
 
-def data_rows(ctx, ior: Path, fs: str, root: Path, ranks: int, block: str, direct: bool) -> list:
-    d = root / "ior"
-    d.mkdir()
-    common = ["-F", "-t", "1m", "-b", block.lower(), "-o", str(d / "f")] + (["--posix.odirect"] if direct else [])
-    ior_rate(ctx, ior, ranks, ["-w", "-k", *common], "write")  # lays the files out, unmeasured
-    drop_caches()
-    w_peer = ior_rate(ctx, ior, ranks, ["-w", "-k", "-E", "-e", *common], "write")
-    drop_caches()
-    r_peer = ior_rate(ctx, ior, ranks, ["-r", "-k", "-E", *common], "read")
-    shutil.rmtree(d, ignore_errors=True)
+def data_rows(ctx, ior: Path, fs: str, fresh, ranks: int, block: str, direct: bool) -> list:
+    with fresh() as root:
+        d = root / "ior"
+        d.mkdir()
+        common = ["-F", "-t", "1m", "-b", block.lower(), "-o", str(d / "f")] + (["--posix.odirect"] if direct else [])
+        ior_rate(ctx, ior, ranks, ["-w", "-k", *common], "write")  # lays the files out, unmeasured
+        drop_caches()
+        w_peer = ior_rate(ctx, ior, ranks, ["-w", "-k", "-E", "-e", *common], "write")
+        drop_caches()
+        r_peer = ior_rate(ctx, ior, ranks, ["-r", "-k", "-E", *common], "read")
     sets = {"file_size": block, "total_bytes": block, "record_size": "1M", "duration_s": "none", "warmup_s": 0,
             "direct": str(direct).lower()}
     out = []
     for wl, peer, extra in (("seq-write", w_peer, {"fsync_end": "true"}), ("seq-read", r_peer, {})):
-        f = root / "fsm"
-        f.mkdir()
-        doc = fsmeter_mpi(ctx, ranks, wl, f, {**sets, **extra})
-        shutil.rmtree(f, ignore_errors=True)
+        with fresh() as root:
+            f = root / "fsm"
+            f.mkdir()
+            doc = fsmeter_mpi(ctx, ranks, wl, f, {**sets, **extra})
         run = doc["phases"]["run"]
         mib = run["total"]["bytes_per_s"] / 2**20
         mode = "O_DIRECT" if direct else "buffered"
@@ -171,14 +174,14 @@ def run(ctx) -> list:
     try:
         ior, mdtest = build_ior(scratch)
         n = 2000 if ctx.quick else 10000
+        tmpfs = lambda: ctx.tmpfs("2G")  # noqa: E731
+        ext4 = lambda: ctx.loopfs("ext4", "1G")  # noqa: E731
         for ranks in (2, 4):
-            with ctx.tmpfs("2G") as t:
-                rows += metadata_rows(ctx, mdtest, "tmpfs", t, ranks, n)
-                rows += data_rows(ctx, ior, "tmpfs", t, ranks, "64M" if ctx.quick else "256M", direct=False)
-            with ctx.loopfs("ext4", "1G") as e:
-                rows += metadata_rows(ctx, mdtest, "ext4", e, ranks, n)
-                for direct in (False, True):
-                    rows += data_rows(ctx, ior, "ext4", e, ranks, "32M" if ctx.quick else "128M", direct=direct)
+            rows += metadata_rows(ctx, mdtest, "tmpfs", tmpfs, ranks, n)
+            rows += data_rows(ctx, ior, "tmpfs", tmpfs, ranks, "64M" if ctx.quick else "256M", direct=False)
+            rows += metadata_rows(ctx, mdtest, "ext4", ext4, ranks, n)
+            for direct in (False, True):
+                rows += data_rows(ctx, ior, "ext4", ext4, ranks, "32M" if ctx.quick else "128M", direct=direct)
         with ctx.tmpfs("2G") as t:
             rows.append(scaling_row(ctx, mdtest, t, n))
     finally:
