@@ -21,17 +21,17 @@ use crate::report::{Interval, OpStats, PhaseReport, Totals};
 /// cannot be started the coordinator still releases the k that were (they then stop
 /// at once) instead of leaving them waiting for ever. Used once per thread per phase,
 /// never on the measured path.
-struct StartGate {
+pub struct StartGate {
     state: Mutex<(usize, bool)>, // (arrived, released)
     cv: Condvar,
 }
 
 impl StartGate {
-    fn new() -> Self {
+    pub fn new() -> Self {
         StartGate { state: Mutex::new((0, false)), cv: Condvar::new() }
     }
 
-    fn arrive_and_wait(&self) {
+    pub fn arrive_and_wait(&self) {
         let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
         g.0 += 1;
         self.cv.notify_all();
@@ -40,7 +40,7 @@ impl StartGate {
         }
     }
 
-    fn release_when_arrived(&self, n: usize) {
+    pub fn release_when_arrived(&self, n: usize) {
         let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
         while g.0 < n {
             g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());

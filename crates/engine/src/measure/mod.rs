@@ -6,4 +6,4 @@ pub mod harness;
 pub mod hist;
 
 pub use clock::now_ns;
-pub use harness::{run_threads, Control, PhaseTiming, Progress, Recorder, RunState};
+pub use harness::{run_threads, Control, PhaseTiming, Progress, Recorder, RunState, StartGate};

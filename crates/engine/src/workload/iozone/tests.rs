@@ -518,42 +518,60 @@ pub fn random_mix(c: &mut Cell, o: &Opts, bufs: &mut [crate::backend::buffer::Al
         d.stopped = true;
         return Ok(d);
     }
-    let barrier = std::sync::Barrier::new(nthreads);
+    // The threads start together at a gate that the coordinator opens once every thread
+    // it could start has arrived: a thread the system refuses fails the cell, and the
+    // ones already started return at once instead of waiting for ever.
+    let gate = crate::measure::StartGate::new();
+    let refused = std::sync::atomic::AtomicBool::new(false);
     let start_cell = std::sync::atomic::AtomicU64::new(0);
     let results: Vec<std::result::Result<u64, Fail>> = std::thread::scope(|s| {
-        let handles: Vec<_> = bufs
-            .iter_mut()
-            .zip(fds.iter())
-            .enumerate()
-            .map(|(t, (buf, fd))| {
-                let (barrier, start_cell) = (&barrier, &start_cell);
-                let raw = fd.0;
-                s.spawn(move || -> std::result::Result<u64, Fail> {
-                    let b = &mut buf.as_mut_slice()[..reclen];
-                    barrier.wait();
-                    if t == 0 {
-                        start_cell.store(now_ns(), std::sync::atomic::Ordering::SeqCst);
+        let mut handles = Vec::with_capacity(nthreads);
+        let mut spawn_err = None;
+        for (t, (buf, fd)) in bufs.iter_mut().zip(fds.iter()).enumerate() {
+            let (gate, refused, start_cell) = (&gate, &refused, &start_cell);
+            let raw = fd.0;
+            let spawned = std::thread::Builder::new().spawn_scoped(s, move || -> std::result::Result<u64, Fail> {
+                let b = &mut buf.as_mut_slice()[..reclen];
+                gate.arrive_and_wait();
+                if refused.load(std::sync::atomic::Ordering::SeqCst) {
+                    return Ok(0);
+                }
+                if t == 0 {
+                    start_cell.store(now_ns(), std::sync::atomic::Ordering::SeqCst);
+                }
+                let shift = (t as u64 * n) / nthreads as u64;
+                for i in 0..n {
+                    let r = perm[((i + shift) % n) as usize] as u64;
+                    if let Some(p) = purge {
+                        p.run(b.as_ptr(), reclen);
                     }
-                    let shift = (t as u64 * n) / nthreads as u64;
-                    for i in 0..n {
-                        let r = perm[((i + shift) % n) as usize] as u64;
-                        if let Some(p) = purge {
-                            p.run(b.as_ptr(), reclen);
-                        }
-                        if t % 2 == 0 {
-                            pread_all(raw, b, r * reclen as u64).map_err(|errno| Fail { what: "read", errno })?;
-                        } else {
-                            pwrite_all(raw, b, r * reclen as u64).map_err(|errno| Fail { what: "write", errno })?;
-                        }
+                    if t % 2 == 0 {
+                        pread_all(raw, b, r * reclen as u64).map_err(|errno| Fail { what: "read", errno })?;
+                    } else {
+                        pwrite_all(raw, b, r * reclen as u64).map_err(|errno| Fail { what: "write", errno })?;
                     }
-                    if o.fsync && t % 2 == 1 {
-                        fsync(raw)?;
-                    }
-                    Ok(now_ns())
-                })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().expect("mix thread panicked")).collect()
+                }
+                if o.fsync && t % 2 == 1 {
+                    fsync(raw)?;
+                }
+                Ok(now_ns())
+            });
+            match spawned {
+                Ok(h) => handles.push(h),
+                Err(e) => {
+                    refused.store(true, std::sync::atomic::Ordering::SeqCst);
+                    spawn_err = Some(Fail { what: "start a thread", errno: e.raw_os_error().unwrap_or(libc::EAGAIN) });
+                    break;
+                }
+            }
+        }
+        gate.release_when_arrived(handles.len());
+        let mut out: Vec<std::result::Result<u64, Fail>> =
+            handles.into_iter().map(|h| h.join().expect("mix thread panicked")).collect();
+        if let Some(f) = spawn_err {
+            out.push(Err(f));
+        }
+        out
     });
     let mut end = 0u64;
     for r in results {
