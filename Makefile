@@ -47,6 +47,8 @@ build: sysdeps pydeps
 	$(PIP) install -q --no-build-isolation --no-deps -e .
 	cargo build --release -q -p fsmeter-engine --bin fsmeter-mix-task
 	install -D -m 755 target/release/fsmeter-mix-task python/fsmeter/_bin/fsmeter-mix-task
+	cargo build --release -q -p fsmeter-blocklog
+	install -D -m 755 target/release/fsmeter-blocklog python/fsmeter/_bin/fsmeter-blocklog
 
 demo: build
 	$(FSMETER) compare

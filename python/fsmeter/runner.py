@@ -234,8 +234,8 @@ def _cell_steps(cell: Cell, row: Any, ctx: RunContext):
             if result["status"] == "interrupted":
                 store.set_cell_status(row["id"], "interrupted", cause=result["cause"])
                 raise KeyboardInterrupt(result["cause"])
-            if result["status"] == "failed":
-                raise _TrialFailed(result["cause"])
+            if result["status"] in ("failed", "corrupt"):
+                raise _TrialFailed(result["cause"] if result["status"] == "failed" else f"corrupt: {result['cause']}")
             if stop:
                 store.set_cell_status(row["id"], "done", stop_reason=reason)
                 ctx.counts["done"] += 1
@@ -284,6 +284,7 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
     it returns status ok | failed | interrupted with whatever was measured."""
     from fsmeter.spec import build_job
     from fsmeter.stats.phase import report_quality
+    from fsmeter.verify import corruption
 
     started = now_iso()
     trial_dir = base / f"trial-{number}"
@@ -346,6 +347,9 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
                         "value": v, "headline": i == 0, "keys": m.keys})
     if status == "ok" and headline is None:
         status, cause = "failed", f"the headline metric {cell.headline} could not be computed from the report"
+    bad_data = corruption((p["key"], p["report"]) for p in phases)
+    if bad_data and status in ("ok", "failed"):
+        status, cause = "corrupt", bad_data  # a finding, never an ok trial
     env = _environment(job, mnt, host, methods)
     if mpi_env is not None:
         env["mpi"] = mpi_env  # hosts and rank layout, in the environment row's extra JSON

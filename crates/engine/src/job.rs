@@ -40,6 +40,7 @@ pub enum WorkloadSpec {
     Mix(crate::workload::mix::MixSpec),
     Bonnie(crate::workload::bonnie::BonnieSpec),
     Macro(crate::workload::macro_tools::MacroSpec),
+    Crash(crate::workload::crash::CrashSpec),
 }
 
 fn one() -> usize {

@@ -10,6 +10,7 @@ pub mod error;
 pub mod job;
 pub mod measure;
 pub mod report;
+pub mod verify;
 pub mod workload;
 
 pub use error::{EngineError, Result};
@@ -36,6 +37,7 @@ impl Session {
             WorkloadSpec::Mix(spec) => Box::new(workload::mix::Mix::new(&job, spec.clone())?),
             WorkloadSpec::Bonnie(spec) => Box::new(workload::bonnie::Bonnie::new(&job, spec.clone())?),
             WorkloadSpec::Macro(spec) => Box::new(workload::macro_tools::MacroTools::new(&job, spec.clone())?),
+            WorkloadSpec::Crash(spec) => Box::new(workload::crash::Crash::new(&job, spec.clone())?),
         };
         Ok(Session { job, workload })
     }

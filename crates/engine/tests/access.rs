@@ -184,5 +184,5 @@ fn unknown_phase_names_the_known_ones() {
         "family": "access", "file_size": 1 << 20, "duration_s": 1,
         "entries": [{"size": 4096, "weight": 100, "read_pct": 100, "random_pct": 100}]}));
     let err = s.run_phase("bogus", &Control::new()).err().unwrap().to_string();
-    assert!(err.contains("prepare, run, cleanup"), "{err}");
+    assert!(err.contains("prepare, run, verify, cleanup"), "{err}");
 }

@@ -104,6 +104,9 @@ def run_job(job, console: Console, show_progress: bool = True, keep_files: bool 
     finally:
         if not keep_files and "cleanup" in engine_phases:
             session.run_phase("cleanup")
+    from fsmeter.verify import corruption
+
+    doc["corrupt"] = corruption(doc["phases"].items())
     for m in job.metrics():
         rep = doc["phases"].get(m.phase)
         if rep is not None:
@@ -203,3 +206,9 @@ def print_result(doc: dict, job, console: Console, json_out: Optional[Path]) -> 
     if doc["interrupted"]:
         console.print("[bold red]interrupted:[/] the figures above cover only what ran before the stop")
         raise typer.Exit(130)
+    if doc.get("corrupt"):
+        console.print(f"[bold red]corrupt:[/] {doc['corrupt']}", highlight=False)
+        raise typer.Exit(1)
+    checked = sum((r.get("counters") or {}).get("verify_blocks_checked", 0) for r in doc["phases"].values())
+    if any("verify_mismatches" in (r.get("counters") or {}) for r in doc["phases"].values()):
+        console.print(f"[green]verified:[/] {checked} block(s) checked, none corrupt", highlight=False)

@@ -19,6 +19,15 @@ class AccessEntry(BaseModel):
     random_pct: float = Field(100.0, ge=0, le=100)
 
 
+class FaultParams(BaseModel):
+    """Testing verification: make chosen writes fail the way broken storage does (psync only)."""
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["torn_write", "short_write", "lost_write", "misdirected_write"]
+    after: int = Field(0, ge=0, description="writes per thread let through before the first fault")
+    count: int = Field(1, ge=1, description="faults per thread")
+    keep_bytes: Size = Field(0, ge=0, description="bytes that reach the file (torn and short writes)")
+
+
 class AccessParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     family: Literal["access"] = "access"
@@ -44,6 +53,13 @@ class AccessParams(BaseModel):
     allow_unaligned_direct: bool = Field(False, description="with direct=true, run requests that are not multiples "
                                          "of the filesystem's O_DIRECT alignment instead of refusing them (the "
                                          "kernel may serve them through the page cache; the phase report says so)")
+    verify: Literal["off", "crc32c", "xxh3", "sha256"] = Field(
+        "off", description="data verification (docs/verify.md): every block written carries a header and a checksum, "
+        "reads check them, a verify phase re-reads everything; off by default")
+    verify_block: Size = Field(0, ge=0, description="bytes per verified block (one header each); 0: the smallest "
+                               "request size")
+    fault: Optional[FaultParams] = Field(None, description="testing verification: torn, short, lost or misdirected "
+                                         "writes injected under the psync backend (docs/verify.md)")
 
     @model_validator(mode="after")
     def _check(self):
@@ -67,25 +83,56 @@ class AccessParams(BaseModel):
                 raise ValueError(f"alignment: {self.alignment} does not fit O_DIRECT (multiples of 512): fix it or use direct=false")
         if self.random_map and (len({e.size for e in self.entries}) > 1 or self.alignment != self.entries[0].size):
             raise ValueError("random_map: needs one request size and alignment equal to it")
+        if self.verify != "off":
+            self._check_verify()
         if self.duration_s is None and self.total_bytes is None:
             raise ValueError("duration_s: give duration_s or total_bytes (or both: whichever comes first)")
         return self
+
+    def _check_verify(self) -> None:
+        block = self.verify_block or min(e.size for e in self.entries)
+        if "alignment" not in self.model_fields_set:
+            self.alignment = block  # like fio, whose random offsets are multiples of the block size
+        if block < 88:
+            raise ValueError(f"verify_block: {block} bytes is too small for the 80-byte header: use >= 88 bytes")
+        for i, e in enumerate(self.entries):
+            if e.size % block:
+                raise ValueError(f"entries[{i}].size: {e.size} bytes: with verify, every request size must be a "
+                                 f"multiple of the verify block ({block} bytes)")
+        for name in ("alignment", "file_size", "offset"):
+            v = getattr(self, name)
+            if v % block:
+                raise ValueError(f"{name}: {v} bytes: with verify, it must be a multiple of the verify block "
+                                 f"({block} bytes)")
+        if self.reuse_files:
+            raise ValueError("reuse_files: cannot be combined with verify (the files must be laid out with headers)")
 
     def check_settings(self, settings) -> None:
         """Checks that need the shared settings too."""
         if self.thread_files and self.file_count % settings.threads:
             raise UserError(f"parameter threads: {settings.threads} threads cannot share {self.file_count} per-thread "
                             "files evenly (a fio job file's numjobs sets threads; change numjobs there)")
+        if self.verify != "off" and settings.backend == "null":
+            raise UserError("parameter verify: the null backend moves no data, so there is nothing to verify: "
+                            "use --set backend=psync or io_uring")
+        if self.fault is not None and settings.backend != "psync":
+            raise UserError("parameter fault: fault injection wraps the psync backend: use --set backend=psync")
         if self.queue_depth > 1 and settings.backend == "psync":
             raise UserError("parameter queue_depth: psync keeps one request in flight per thread; "
                             "use --set backend=io_uring for queue_depth > 1")
 
     def engine_spec(self) -> dict:
-        return self.model_dump(exclude={"record_size"})
+        spec = self.model_dump(exclude={"record_size"})
+        spec["verify"] = None if self.verify == "off" else self.verify
+        return spec
 
 
 def _phases(p: AccessParams) -> list:
-    return [Phase("prepare", measured=False), Phase("run", cold_cache=True)]
+    phases = [Phase("prepare", measured=False), Phase("run", cold_cache=True)]
+    if p.verify != "off":
+        # Re-read everything written, from the storage rather than the page cache when it can be dropped.
+        phases.append(Phase("verify", measured=False, cold_cache=True))
+    return phases
 
 
 def _metrics(p: AccessParams) -> list:

@@ -52,6 +52,9 @@ class BonnieParams(BaseModel):
     file_min_size: Size = Field(0, ge=0, description="bottom of the small-file size range")
     file_dirs: int = Field(1, ge=1, le=99_999, description="directories the small files are spread over")
     file_chunk: Size = Field(8192, gt=0, le=64 << 20, description="write/read size for the small files' data")
+    verify: Literal["off", "crc32c", "xxh3", "sha256"] = Field(
+        "off", description="data verification of the data file (docs/verify.md): every chunk carries a header and a "
+        "checksum, reading phases check them, a verify phase re-reads the file; off by default")
 
     @model_validator(mode="after")
     def _check(self):
@@ -71,6 +74,15 @@ class BonnieParams(BaseModel):
                 raise ValueError(f"char_io_size ({self.char_io_size} bytes) is larger than size ({self.size} bytes)")
             if self.seeks == 0:
                 raise ValueError("seeks: must be >= 1 (Bonnie 4000, bonnie++ 8192)")
+            if self.verify != "off":
+                if self.chunk < 88:
+                    raise ValueError(f"chunk: {self.chunk} bytes is too small for verify's 80-byte header: use >= 88")
+                char = self.size if self.char_io_size is None else self.char_io_size
+                if char % self.chunk:
+                    raise ValueError(f"char_io_size: {char} bytes: with verify, the per-char phases move whole "
+                                     f"chunks: use a multiple of chunk ({self.chunk} bytes)")
+        elif self.verify != "off":
+            raise ValueError("verify: size is 0: there is no data file to verify")
         if self.file_min_size > self.file_max_size:
             raise ValueError(f"file_min_size ({self.file_min_size}) is larger than file_max_size "
                              f"({self.file_max_size})")
@@ -85,13 +97,17 @@ class BonnieParams(BaseModel):
         return self.size > 0 and self.char_io_size != 0
 
     def engine_spec(self) -> dict:
-        return self.model_dump()
+        spec = self.model_dump()
+        spec["verify"] = None if self.verify == "off" else self.verify
+        return spec
 
 
 def _phases(p: BonnieParams) -> list:
     out = []
     if p.size > 0:
         out += [Phase(n) for n in IO_PHASES if p.per_char() or n not in ("putc_write", "getc_read")]
+        if p.verify != "off":
+            out.append(Phase("verify", measured=False, cold_cache=True))
     if p.files > 0:
         out += [Phase(n) for n in FILE_PHASES]
     return out

@@ -68,6 +68,9 @@ class IozoneParams(BaseModel):
     stride: int = Field(17, ge=1, description="stride read distance, in records (-j)")
     mix_threads: int = Field(2, ge=1, le=256, description="threads of test 8 (even read, odd write)")
     file_name: str = Field("iozone.tmp", description="the test file, in --dir (-f)")
+    verify: Literal["off", "crc32c", "xxh3", "sha256"] = Field(
+        "off", description="data verification (docs/verify.md): every record written carries a header and a "
+        "checksum, reads check them, each cell's file is re-read before it is removed; off by default")
 
     @field_validator("tests")
     @classmethod
@@ -116,6 +119,12 @@ class IozoneParams(BaseModel):
                                      "use a multiple of 512, or direct=false")
         if self.purge and (self.cache_size & (self.cache_size - 1) or not 0 < self.cache_line <= self.cache_size):
             raise ValueError("cache_size: the purge needs a power-of-two cache size and a cache line no larger")
+        if self.verify != "off":
+            small = [r for r in (self.record_sizes or [lo]) if r < 88]
+            if small:
+                field = "record_sizes" if self.record_sizes else "min_record_size"
+                raise ValueError(f"{field}: {small[0]} bytes: with verify, each record holds an 80-byte header and "
+                                 "data: use records >= 88 bytes")
         if not self.file_name or "/" in self.file_name:
             raise ValueError("file_name: a plain file name, without '/'")
         if not self.cells():
@@ -144,6 +153,7 @@ class IozoneParams(BaseModel):
                 "fsync": self.fsync, "close": self.close, "direct": self.direct, "purge": self.purge,
                 "cache_size": self.cache_size, "cache_line": self.cache_line, "stride": self.stride,
                 "mix_threads": self.mix_threads, "file_name": self.file_name,
+                "verify": None if self.verify == "off" else self.verify,
                 "params": self.model_dump(mode="json", exclude={"family"})}
 
 

@@ -307,6 +307,10 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
                 except BaseException as exc:
                     world.abort(f"cleanup: {exc}")
     if doc is not None:
+        from fsmeter.verify import corruption
+
+        # verify_mismatches counters are summed over the ranks; the first mismatch shown is rank 0's
+        doc["corrupt"] = corruption(doc["phases"].items())
         for m in job.metrics():
             rep = doc["phases"].get(m.phase)
             if rep is not None:

@@ -153,12 +153,26 @@ def undo_sysfs_entry(state: StateFile, e: dict[str, Any]) -> str | None:
     return release_sysfs(state, e["id"])
 
 
+def undo_fuse(e: dict[str, Any]) -> str | None:
+    """A FUSE daemon's mount (fsmeter-blocklog): unmounting it ends the daemon; then its mount point goes.
+    Comes after the loop devices, which hold the file it serves open."""
+    done = unmount(e["target"], e["source"])
+    try:
+        os.rmdir(e["target"])
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise CommandError(f"{e['target']}: {exc}") from exc
+    return done
+
+
 UNDO: dict[str, Callable[[dict[str, Any]], str | None]] = {
     "sysfs": undo_sysfs,
     "cgroup": undo_cgroup,
     "mount": undo_mount,
     "mountpoint": undo_mountpoint,
     "loop": undo_loop,
+    "fuse": undo_fuse,
     "image": undo_image,
 }
 ORDER = list(UNDO)  # dependants first: settings, cgroups, mounts, then devices, then files

@@ -255,7 +255,8 @@ def _summary_rows(w: WorkloadView) -> list:
         e = head.entry(label)
         c0 = head.config(label)
         rows.append({"rank": e.rank if e else "-", "group": e.group if e else "-", "label": label,
-                     "trials": len(c0.values), "failed": sum(1 for t in c0.trials if t[2] != "ok"),
+                     "trials": len(c0.values), "failed": sum(1 for t in c0.trials if t[2] not in ("ok", "corrupt")),
+                     "corrupt": sum(1 for t in c0.trials if t[2] == "corrupt"),
                      "cells": [{"text": fmt_ci(m.config(label)), "marker": m.marker(label)} for m in w.metrics]})
     return rows
 

@@ -99,8 +99,10 @@ def workload_table(w, level: float = 0.95) -> Table:
         for m in w.metrics:
             c = m.config(label)
             cells.append(f"{fmt_ci(c)} {MARKERS[m.marker(label)]}".rstrip())
-        n_fail = sum(1 for r in c0.trials if r[2] != "ok")
-        trials = f"{len(c0.values)}" + (f" [red](+{n_fail} failed)[/]" if n_fail else "")
+        n_bad = sum(1 for r in c0.trials if r[2] == "corrupt")
+        n_fail = sum(1 for r in c0.trials if r[2] not in ("ok", "corrupt"))
+        trials = f"{len(c0.values)}" + (f" [red](+{n_fail} failed)[/]" if n_fail else "") + \
+            (f" [bold red](+{n_bad} corrupt)[/]" if n_bad else "")
         t.add_row(str(e.rank) if e else "-", str(e.group) if e else "-", label, trials, *cells)
     t.caption = LEGEND
     t.caption_justify = "left"
@@ -144,7 +146,7 @@ def failures_table(view) -> Optional[Table]:
     rows = view.failures()
     if not rows:
         return None
-    t = Table(title="failed or interrupted trials and cells", title_justify="left")
+    t = Table(title="failed, corrupt or interrupted trials and cells", title_justify="left")
     for col in ("workload", "configuration", "trial", "status", "cause"):
         t.add_column(col, overflow="fold")
     for r in rows:

@@ -245,8 +245,19 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
     for version, sql in _migrations():
         if version <= have:
             continue
+        # A step that rebuilds a table others point at says so on its first line: foreign keys are
+        # off around it (they cannot change inside a transaction), then checked.
+        fk_off = sql.startswith("-- fsmeter: foreign_keys off")
+        if fk_off:
+            conn.execute("PRAGMA foreign_keys = OFF")
         # executescript commits first; the version bump is inside the script's own transaction.
-        conn.executescript(f"BEGIN;\n{sql}\nPRAGMA user_version = {version};\nCOMMIT;")
+        try:
+            conn.executescript(f"BEGIN;\n{sql}\nPRAGMA user_version = {version};\nCOMMIT;")
+        finally:
+            if fk_off:
+                conn.execute("PRAGMA foreign_keys = ON")
+        if fk_off and conn.execute("PRAGMA foreign_key_check").fetchone() is not None:
+            raise UserError(f"{path}: migrating to version {version} broke a foreign key: restore a backup", exit_code=1)
 
 
 def open_store(path: Optional[os.PathLike | str] = None, *, create: bool = True) -> Store:

@@ -7,6 +7,7 @@
 
 pub mod buffer;
 pub mod dio;
+pub mod fault;
 pub mod null;
 pub mod psync;
 pub mod uring;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::backend::buffer::AlignedBuf;
 use crate::backend::dio::{self, DioAlign};
+use crate::backend::fault::{FaultBackend, Injected};
 use crate::backend::null::NullBackend;
 use crate::backend::psync::PsyncBackend;
 use crate::backend::uring::UringBackend;
@@ -17,6 +18,7 @@ use crate::error::{EngineError, Result};
 use crate::job::{secs_to_ns, Job};
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming, Recorder};
 use crate::report::PhaseReport;
+use crate::verify::{self, Checker, Ledger};
 use crate::workload::Workload;
 
 const KINDS: &[&str] = &["read", "write", "fsync"];
@@ -32,6 +34,10 @@ const LAYOUT_CHUNK: u64 = 1 << 20;
 
 pub struct Access {
     spec: AccessSpec,
+    /// With verify: which write each block should hold (laid out by `prepare`, updated by `run`).
+    ledger: Option<Ledger>,
+    /// Run phases started so far: the high bits of write numbers, so a rerun writes new ones.
+    runs: u64,
 }
 
 /// Per-thread state of the `run` phase, built before the common start.
@@ -43,18 +49,43 @@ struct RunState<B: IoBackend> {
     completed: Vec<(usize, i64)>,
     /// Per mix entry: reads, writes, random, sequential (measured requests only).
     mix: Vec<[u64; 4]>,
+    verify: Option<Checker>,
+    /// Writes issued by this thread in this phase (with verify: the write numbers).
+    writes: u64,
 }
 
 #[derive(Clone, Copy, Default)]
 struct SlotMeta {
     t0: u64,
     op: Option<GenOp>,
+    /// With verify, the write number of a write in flight.
+    generation: u64,
 }
 
 impl Access {
     pub fn new(job: &Job, spec: AccessSpec) -> Result<Access> {
         spec.validate(job)?;
-        Ok(Access { spec })
+        Ok(Access { spec, ledger: None, runs: 0 })
+    }
+
+    /// Reads can be checked against the write each block should hold only when no
+    /// two writes (or a read and a write) of one block can be in flight at once:
+    /// one request at a time per thread, and threads on their own blocks.
+    fn verify_exact(&self, job: &Job) -> bool {
+        (job.threads == 1 || self.spec.thread_files) && self.spec.queue_depth == 1
+    }
+
+    fn verify_notes(&self, job: &Job) -> serde_json::Value {
+        let exact = self.verify_exact(job);
+        serde_json::json!({
+            "exact": exact,
+            "reads_checked_during_run": exact,
+            "why": if exact {
+                "every block is checked against the write that should be there (a lost write shows as stale)"
+            } else {
+                "several threads (or queue_depth > 1) may write one block at once: reads during the run are not checked (a read may see a write in progress), and the verify phase checks each block's own header and checksum, not which write it holds"
+            },
+        })
     }
 
     fn path(&self, dir: &Path, i: u32) -> PathBuf {
@@ -82,8 +113,11 @@ impl Access {
             KINDS,
             3,
             chunks_per_file * spec.file_count as u64,
-            |tid| Ok(AlignedBuf::random(LAYOUT_CHUNK as usize, 4096, job.seed ^ tid as u64)),
-            |buf, rec| {
+            |tid| {
+                let checker = spec.verify.map(|a| Checker::new(a, spec.verify_block() as usize, job.seed, tid as u32, "prepare"));
+                Ok((AlignedBuf::random(LAYOUT_CHUNK as usize, 4096, job.seed ^ tid as u64), checker))
+            },
+            |(buf, checker), rec| {
                 let mut skipped = 0u64;
                 for i in (rec.tid as u32..spec.file_count).step_by(nthreads) {
                     if rec.interrupted() {
@@ -102,6 +136,10 @@ impl Access {
                     }
                     let fd = open(&path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)?;
                     let _close = FdGuard(fd);
+                    if let Some(ch) = checker.as_mut() {
+                        self.lay_out_verified(fd, i, &path, buf, ch, rec)?;
+                        continue;
+                    }
                     let mut off = 0u64;
                     while off < self.file_len() && !rec.interrupted() {
                         let len = LAYOUT_CHUNK.min(self.file_len() - off) as usize;
@@ -121,13 +159,51 @@ impl Access {
                     }
                     rec.record(FSYNC, 0, t0, now_ns());
                 }
-                Ok(skipped)
+                Ok((skipped, checker.take()))
             },
         )?;
         report.totals_without(NOT_DATA);
         report.counters.insert("files".into(), spec.file_count as u64);
-        report.counters.insert("files_reused".into(), skipped.iter().sum());
+        report.counters.insert("files_reused".into(), skipped.iter().map(|s| s.0).sum());
+        if spec.verify.is_some() {
+            verify::merge_into(&mut report, skipped.iter().filter_map(|s| s.1.as_ref()), |f| self.path(&job.dir, f).display().to_string(), self.verify_notes(job));
+        }
         Ok(report)
+    }
+
+    /// Lay one file out with verified blocks (write number 0), recording them in the ledger.
+    fn lay_out_verified(&self, fd: RawFd, file: u32, path: &Path, buf: &AlignedBuf, ch: &mut Checker, rec: &mut Recorder) -> Result<()> {
+        let b = ch.block as u64;
+        let chunk = (LAYOUT_CHUNK / b).max(1) * b;
+        let buf = if (buf.len() as u64) < chunk { &AlignedBuf::new(chunk as usize, 4096) } else { buf };
+        let mut off = 0u64;
+        while off < self.file_len() && !rec.interrupted() {
+            let len = chunk.min(self.file_len() - off) as usize;
+            let data = &mut buf.as_mut_slice()[..len];
+            ch.fill(data, off, 0);
+            let mut done = 0usize;
+            while done < len {
+                let t0 = now_ns();
+                // SAFETY: data holds len bytes.
+                let n = unsafe { libc::pwrite(fd, data[done..].as_ptr() as *const libc::c_void, len - done, (off + done as u64) as libc::off_t) };
+                if n <= 0 {
+                    return Err(EngineError::last_os(format!("laying out {}", path.display())));
+                }
+                rec.record(WRITE, n as u64, t0, now_ns());
+                done += n as usize;
+            }
+            if let Some(l) = &self.ledger {
+                l.record(file, off, len as u64, ch.thread, 0);
+            }
+            off += len as u64;
+        }
+        let t0 = now_ns();
+        // SAFETY: fd is open.
+        if unsafe { libc::fsync(fd) } != 0 {
+            return Err(EngineError::last_os(format!("fsync {}", path.display())));
+        }
+        rec.record(FSYNC, 0, t0, now_ns());
+        Ok(())
     }
 
     fn open_files(&self, job: &Job) -> Result<(FilesGuard, Option<DirectIo>)> {
@@ -193,7 +269,12 @@ impl Access {
             _ => spec.alignment,
         };
         let cached_before = direct.as_ref().and_then(|_| self.cached_pages(&files));
+        let fault_log = std::sync::Mutex::new(Vec::<Injected>::new());
         let mut report = match job.backend {
+            BackendKind::Psync if spec.fault.is_some() => {
+                let fs = spec.fault.clone().expect("checked");
+                self.run_with(job, ctl, &files, share_align, |f, _| Ok(FaultBackend::new(f, fs.clone(), &fault_log)))
+            }
             BackendKind::Psync => self.run_with(job, ctl, &files, share_align, |f, _| Ok(PsyncBackend::new(f))),
             BackendKind::IoUring => self.run_with(job, ctl, &files, share_align, |f, bufs| {
                 let ptrs: Vec<(*mut u8, usize)> = bufs.iter().map(|b| (b.as_ptr(), b.len())).collect();
@@ -202,6 +283,14 @@ impl Access {
             BackendKind::Null => self.run_with(job, ctl, &files, share_align, |_, _| Ok(NullBackend::new(self.spec.queue_depth as usize))),
         }?;
         report.totals_without(NOT_DATA);
+        if let Some(f) = &spec.fault {
+            let log = fault_log.into_inner().unwrap_or_default();
+            report.counters.insert("faults_injected".into(), log.len() as u64);
+            report.extra["faults_injected"] = serde_json::json!({
+                "kind": format!("{:?}", f.kind),
+                "writes": log.iter().map(|i| serde_json::json!({"file": i.file, "offset": i.offset, "len": i.len})).collect::<Vec<_>>(),
+            });
+        }
         report.extra["direct_io"] = match direct {
             None => serde_json::Value::Null,
             Some(d) => {
@@ -278,10 +367,24 @@ impl Access {
                     slots: vec![SlotMeta::default(); qd],
                     completed: Vec::with_capacity(qd),
                     mix: vec![[0; 4]; spec.entries.len()],
+                    verify: spec.verify.map(|a| Checker::new(a, spec.verify_block() as usize, job.seed, tid as u32, "run")),
+                    writes: 0,
                 })
             },
-            |st, rec| self.worker(st, rec, quota(rec.tid)),
+            // Two copies of the hot loop: without verify it has no verification code at all.
+            |st, rec| {
+                let mix = if st.verify.is_some() {
+                    self.worker::<B, true>(st, rec, quota(rec.tid), job)?
+                } else {
+                    self.worker::<B, false>(st, rec, quota(rec.tid), job)?
+                };
+                Ok((mix, st.verify.take()))
+            },
         )?;
+        if spec.verify.is_some() {
+            verify::merge_into(&mut report, mixes.iter().filter_map(|m| m.1.as_ref()), |f| self.path(&job.dir, f).display().to_string(), self.verify_notes(job));
+        }
+        let mixes: Vec<Vec<[u64; 4]>> = mixes.into_iter().map(|m| m.0).collect();
         let mut mix = vec![[0u64; 4]; spec.entries.len()];
         for m in &mixes {
             for (a, b) in mix.iter_mut().zip(m) {
@@ -290,6 +393,7 @@ impl Access {
                 }
             }
         }
+        let verify_extra = report.extra.get("verify").cloned();
         report.extra = serde_json::json!({
             "mix": spec.entries.iter().zip(&mix).map(|(e, m)| serde_json::json!({
                 "size": e.size, "weight": e.weight, "read_pct": e.read_pct, "random_pct": e.random_pct,
@@ -299,18 +403,24 @@ impl Access {
             "queue_depth": qd,
             "direct": spec.direct,
         });
+        if let Some(v) = verify_extra {
+            report.extra["verify"] = v;
+        }
         Ok(report)
     }
 
     /// The hot loop: keep `queue_depth` requests in flight until the deadline,
     /// the byte quota, or a stop; then drain.
-    fn worker<B: IoBackend>(
+    fn worker<B: IoBackend, const VERIFY: bool>(
         &self,
         st: &mut RunState<B>,
         rec: &mut Recorder,
         quota: Option<u64>,
+        job: &Job,
     ) -> Result<Vec<[u64; 4]>> {
         let spec = &self.spec;
+        let exact = VERIFY && self.verify_exact(job);
+        let gen_base = self.runs << 40;
         let mut issued_bytes = 0u64;
         let mut inflight = 0usize;
         let mut writes_since_fsync = 0u64;
@@ -321,7 +431,8 @@ impl Access {
             if rec.measuring(t0) {
                 issued_bytes += op.req.len as u64;
             }
-            st.slots[slot] = SlotMeta { t0, op: Some(op) };
+            let generation = if VERIFY { self.fill_write(st, slot, op.req, gen_base) } else { 0 };
+            st.slots[slot] = SlotMeta { t0, op: Some(op), generation };
             st.backend.queue(slot, op.req, st.bufs[slot].as_ptr())?;
             inflight += 1;
             if quota.is_some_and(|q| issued_bytes >= q) {
@@ -343,6 +454,9 @@ impl Access {
                 }
                 let kind = if op.req.write { WRITE } else { READ };
                 rec.record(kind, res as u64, meta.t0, t1);
+                if VERIFY {
+                    self.verify_completion(st, slot, op.req, meta.generation, res as usize, exact);
+                }
                 if meta.t0 >= rec.measure_start_ns {
                     let m = &mut st.mix[op.entry];
                     m[if op.req.write { 1 } else { 0 }] += 1;
@@ -375,7 +489,8 @@ impl Access {
                 if rec.measuring(t0) {
                     issued_bytes += op.req.len as u64;
                 }
-                st.slots[slot] = SlotMeta { t0, op: Some(op) };
+                let generation = if VERIFY { self.fill_write(st, slot, op.req, gen_base) } else { 0 };
+                st.slots[slot] = SlotMeta { t0, op: Some(op), generation };
                 st.backend.queue(slot, op.req, st.bufs[slot].as_ptr())?;
             }
         }
@@ -387,6 +502,49 @@ impl Access {
             }
         }
         Ok(std::mem::take(&mut st.mix))
+    }
+
+    /// With verify: before a write is queued, fill its buffer with verified blocks
+    /// under a new write number (returned). Reads need nothing.
+    #[inline]
+    fn fill_write<B: IoBackend>(&self, st: &mut RunState<B>, slot: usize, req: IoReq, gen_base: u64) -> u64 {
+        if !req.write {
+            return 0;
+        }
+        st.writes += 1;
+        let generation = gen_base | st.writes;
+        if let Some(ch) = st.verify.as_mut() {
+            ch.fill(&mut st.bufs[slot].as_mut_slice()[..req.len as usize], req.offset, generation);
+        }
+        generation
+    }
+
+    /// With verify, after a request completes: a write is recorded in the ledger
+    /// (what the blocks should now hold); a read is checked against it when reads
+    /// cannot race writes (`exact`).
+    #[inline]
+    fn verify_completion<B: IoBackend>(&self, st: &mut RunState<B>, slot: usize, req: IoReq, generation: u64, moved: usize, exact: bool) {
+        let Some(ch) = st.verify.as_mut() else { return };
+        if req.write {
+            if let Some(l) = &self.ledger {
+                l.record(req.file, req.offset, req.len as u64, ch.thread, generation);
+            }
+        } else if exact {
+            let data = &st.bufs[slot].as_slice()[..moved.min(req.len as usize)];
+            let ledger = self.ledger.as_ref();
+            ch.check(data, req.file, req.offset, |o| ledger.and_then(|l| l.expected(req.file, o)));
+        }
+    }
+
+    /// The `verify` phase: re-read every block of every file and check it (against
+    /// the write it should hold, when that is known exactly).
+    fn verify_phase(&self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+        let Some(algo) = self.spec.verify else {
+            return Err(EngineError::invalid("verify", "the verify phase needs verify = \"crc32c\", \"xxh3\" or \"sha256\" in the spec"));
+        };
+        let files: Vec<verify::RereadFile> =
+            (0..self.spec.file_count).map(|i| verify::RereadFile { path: self.path(&job.dir, i), len: self.file_len() }).collect();
+        verify::reread(job, ctl, &files, algo, self.spec.verify_block(), self.ledger.as_ref(), self.verify_exact(job), self.verify_notes(job))
     }
 
     fn cleanup(&self, job: &Job) -> Result<PhaseReport> {
@@ -406,13 +564,22 @@ impl Access {
 
 impl Workload for Access {
     fn phases(&self) -> &'static [&'static str] {
-        &["prepare", "run", "cleanup"]
+        &["prepare", "run", "verify", "cleanup"]
     }
 
     fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+        if self.spec.verify.is_some() && (phase == "prepare" || (phase == "run" && self.ledger.is_none())) {
+            // A fresh ledger for a fresh layout (or a run on files laid out elsewhere:
+            // then blocks are checked for their own consistency only, until written).
+            self.ledger = Some(Ledger::new(self.spec.file_count as usize, self.file_len(), self.spec.verify_block()));
+        }
         match phase {
             "prepare" => self.prepare(job, ctl),
-            "run" => self.run(job, ctl),
+            "run" => {
+                self.runs += 1;
+                self.run(job, ctl)
+            }
+            "verify" => self.verify_phase(job, ctl),
             "cleanup" => self.cleanup(job),
             _ => unreachable!("checked by Session"),
         }

@@ -6,6 +6,8 @@ use crate::backend::dio::DioAlign;
 use crate::backend::BackendKind;
 use crate::error::{EngineError, Result};
 use crate::job::{secs_to_ns, Job};
+use crate::backend::fault::FaultSpec;
+use crate::verify::{self, Checksum};
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -71,6 +73,16 @@ pub struct AccessSpec {
     /// may then serve them through the page cache, and the report says so.
     #[serde(default)]
     pub allow_unaligned_direct: bool,
+    /// Verify data (docs/verify.md): every block written carries a header and a
+    /// checksum of this kind, reads check them, the `verify` phase re-reads everything.
+    #[serde(default)]
+    pub verify: Option<Checksum>,
+    /// Bytes per verified block (one header each); 0: the smallest request size.
+    #[serde(default)]
+    pub verify_block: u32,
+    /// Testing verification: make chosen writes torn, short, lost or misdirected (psync only).
+    #[serde(default)]
+    pub fault: Option<FaultSpec>,
 }
 
 fn default_alignment() -> u64 {
@@ -167,6 +179,48 @@ impl AccessSpec {
         if self.thread_files && self.file_count as usize % job.threads != 0 {
             return Err(EngineError::invalid("thread_files", format!("file_count ({}) must be a multiple of threads ({})", self.file_count, job.threads)));
         }
+        if let Some(f) = &self.fault {
+            f.validate()?;
+            if job.backend != BackendKind::Psync {
+                return Err(EngineError::invalid("fault", "fault injection wraps the psync backend: use backend = \"psync\""));
+            }
+        }
+        self.validate_verify(job)
+    }
+
+    /// Bytes per verified block: `verify_block`, or the smallest request size.
+    pub fn verify_block(&self) -> u64 {
+        match self.verify_block {
+            0 => self.entries.iter().map(|e| e.size as u64).min().unwrap_or(4096),
+            b => b as u64,
+        }
+    }
+
+    /// With verify, every request covers whole blocks of a fixed grid (one header each).
+    fn validate_verify(&self, job: &Job) -> Result<()> {
+        if self.verify.is_none() {
+            return Ok(());
+        }
+        let b = self.verify_block();
+        if b < verify::MIN_BLOCK as u64 {
+            return Err(EngineError::invalid("verify_block", format!("{b} bytes: a verified block holds an {}-byte header and data: use >= {} bytes", verify::HEADER_LEN, verify::MIN_BLOCK)));
+        }
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.size as u64 % b != 0 {
+                return Err(EngineError::invalid(format!("entries[{i}].size"), format!("{} bytes: with verify, every request size must be a multiple of the verify block ({b} bytes)", e.size)));
+            }
+        }
+        for (name, v) in [("alignment", self.alignment), ("file_size", self.file_size), ("offset", self.offset)] {
+            if v % b != 0 {
+                return Err(EngineError::invalid(name, format!("{v} bytes: with verify, it must be a multiple of the verify block ({b} bytes) so every request covers whole blocks: set {name} = a multiple of {b}")));
+            }
+        }
+        if job.backend == BackendKind::Null {
+            return Err(EngineError::invalid("verify", "the null backend moves no data, so there is nothing to verify: use backend = psync or io_uring"));
+        }
+        if self.reuse_files {
+            return Err(EngineError::invalid("reuse_files", "cannot be combined with verify: the files must be laid out with verification headers"));
+        }
         Ok(())
     }
 
@@ -224,6 +278,9 @@ pub(super) mod tests {
             thread_files: false,
             random_map: false,
             allow_unaligned_direct: false,
+            verify: None,
+            verify_block: 0,
+            fault: None,
         }
     }
 

@@ -17,6 +17,7 @@ use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
 
 use super::stdio::{self, Reader, Writer};
+use crate::verify::{self, Checker, Checksum, Ledger};
 use super::{cpath, mix64, size_rule_warning, BonnieSpec, CharIo, DATA_FILE, UPDATE_SEEK};
 
 const KINDS: &[&str] = &["putc", "getc", "write", "rewrite", "read", "seek", "close"];
@@ -158,6 +159,70 @@ fn finish(fd: &mut Fd, fsync: bool) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Data verification of the data file: one block per chunk; the ledger says
+/// which write each chunk should hold.
+pub struct Verifier {
+    algo: Checksum,
+    ledger: Ledger,
+    /// The ledger is exact until several seekers wrote back chunks at once.
+    exact: bool,
+    /// Phases run so far: the high bits of write numbers.
+    phases: u64,
+}
+
+impl Verifier {
+    pub fn new(algo: Checksum, spec: &BonnieSpec) -> Verifier {
+        Verifier { algo, ledger: Ledger::new(1, spec.size, spec.chunk), exact: true, phases: 0 }
+    }
+
+    pub fn start_phase(&mut self, phase: &str) {
+        self.phases += 1;
+        if matches!(phase, "putc_write" | "block_write") {
+            // A new file.
+            self.ledger = Ledger::new(1, self.ledger_len(), self.ledger.block());
+            self.exact = true;
+        }
+    }
+
+    fn ledger_len(&self) -> u64 {
+        self.ledger.len_bytes()
+    }
+
+    fn gen_base(&self) -> u64 {
+        self.phases << 40
+    }
+
+    #[inline]
+    fn expect(&self, off: u64) -> Option<(u32, u64)> {
+        if self.exact {
+            self.ledger.expected(0, off)
+        } else {
+            None
+        }
+    }
+
+    fn notes(&self) -> serde_json::Value {
+        serde_json::json!({
+            "exact": self.exact,
+            "why": if self.exact {
+                "every chunk is checked against the write that should be there"
+            } else {
+                "several seekers wrote chunks back at once: chunks are checked for their own header and checksum, not which write they hold"
+            },
+        })
+    }
+
+    /// The `verify` phase: re-read the whole data file.
+    pub fn reread(&self, spec: &BonnieSpec, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+        let files = [verify::RereadFile { path: job.dir.join(DATA_FILE), len: spec.size }];
+        verify::reread(job, ctl, &files, self.algo, spec.chunk, Some(&self.ledger), self.exact, self.notes())
+    }
+}
+
+fn static_phase(phase: &str) -> &'static str {
+    super::PHASES.iter().copied().find(|p| *p == phase).unwrap_or("bonnie")
+}
+
 /// Bonnie's size rule for the report: its warning (when the file is too small) and its details.
 fn size_rule(spec: &BonnieSpec, report: &mut PhaseReport) -> serde_json::Value {
     let (warning, rule) = size_rule_warning(spec.size);
@@ -182,7 +247,7 @@ struct SeqDone {
 }
 
 /// One of the five single-stream phases.
-pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Job, ctl: &Control, v: Option<&Verifier>) -> Result<PhaseReport> {
     let path = job.dir.join(DATA_FILE);
     let chunk = spec.chunk as usize;
     let (total, per_char) = match phase {
@@ -213,6 +278,8 @@ pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Job, ctl: &Control) -> R
             Ok(SeqState { fd, buf: AlignedBuf::new(chunk, ALIGN), writer, reader, stdio_buffer })
         },
         |st, rec| {
+            let mut checker = v.map(|v| Checker::new(v.algo, chunk, job.seed, 0, static_phase(phase)));
+            let mut writes = 0u64;
             let mut done = SeqDone::default();
             let fd = st.fd.0;
             let buf = st.buf.as_mut_slice();
@@ -227,6 +294,16 @@ pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Job, ctl: &Control) -> R
             while left > 0 && !rec.interrupted() {
                 let n = left.min(spec.chunk) as usize;
                 let t0 = now_ns();
+                let off = done.bytes;
+                if let (Some(ch), Some(v)) = (checker.as_mut(), v) {
+                    let kind = verified_seq_op(phase, fd, &mut st.writer, &mut st.reader, &mut buf[..n], off, ch, v, &mut writes, &mut pos)
+                        .map_err(|(what, e)| io(what, e))?;
+                    rec.record(kind, n as u64, t0, now_ns());
+                    left -= n as u64;
+                    done.bytes += n as u64;
+                    done.blocks += 1;
+                    continue;
+                }
                 let kind = match phase {
                     "putc_write" => {
                         match st.writer.as_mut() {
@@ -305,16 +382,23 @@ pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Job, ctl: &Control) -> R
             finish(&mut st.fd, spec.fsync).map_err(|e| io(if spec.fsync { "fsync/close" } else { "close" }, e))?;
             rec.record(CLOSE, 0, t0, now_ns());
             done.checksum = chars.iter().enumerate().map(|(i, &n)| i as u64 * n).sum();
-            Ok((done, st.stdio_buffer))
+            Ok((done, st.stdio_buffer, checker))
         },
     )?;
-    let (d, stdio_buffer) = done.into_iter().next().unwrap_or_default();
+    let (d, stdio_buffer, checker) = done.into_iter().next().unwrap_or_default();
     report.counters.insert("bytes".into(), d.bytes);
     report.counters.insert("blocks".into(), d.blocks);
     if phase == "getc_read" {
         report.counters.insert("byte_sum".into(), d.checksum);
     }
     let rule = size_rule(spec, &mut report);
+    let verify_extra = match (v, checker.as_ref()) {
+        (Some(v), Some(ch)) => {
+            verify::merge_into(&mut report, [ch], |_| path.display().to_string(), v.notes());
+            report.extra.get("verify").cloned()
+        }
+        _ => None,
+    };
     report.extra = serde_json::json!({
         "file": path.display().to_string(),
         "size_bytes": spec.size,
@@ -327,7 +411,107 @@ pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Job, ctl: &Control) -> R
         "direct": direct,
         "size_rule": rule,
     });
+    if let Some(x) = verify_extra {
+        report.extra["verify"] = x;
+    }
     Ok(report)
+}
+
+/// One chunk of a sequential phase with verification: block phases write
+/// verified chunks (instead of dirtying one byte) and check what they read;
+/// the per-char phases move the bytes of verified chunks one at a time.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn verified_seq_op(
+    phase: &str,
+    fd: i32,
+    writer: &mut Option<Writer>,
+    reader: &mut Option<Reader>,
+    buf: &mut [u8],
+    off: u64,
+    ch: &mut Checker,
+    v: &Verifier,
+    writes: &mut u64,
+    pos: &mut u64,
+) -> std::result::Result<usize, (&'static str, std::io::Error)> {
+    let n = buf.len();
+    let mut fill = |buf: &mut [u8], ch: &mut Checker| {
+        *writes += 1;
+        let g = v.gen_base() | *writes;
+        ch.fill(buf, off, g);
+        g
+    };
+    Ok(match phase {
+        "putc_write" => {
+            let g = fill(buf, ch);
+            match writer.as_mut() {
+                Some(w) => {
+                    for &c in buf.iter() {
+                        w.putc(c).map_err(|e| ("putc to", e))?;
+                    }
+                }
+                None => {
+                    for &c in buf.iter() {
+                        // SAFETY: one byte from a local.
+                        let w = unsafe { libc::pwrite(fd, &c as *const u8 as *const libc::c_void, 1, *pos as i64) };
+                        *pos += 1;
+                        if w != 1 {
+                            let e = if w < 0 { std::io::Error::last_os_error() } else { std::io::Error::from_raw_os_error(libc::ENOSPC) };
+                            return Err(("write(1 byte) to", e));
+                        }
+                    }
+                }
+            }
+            v.ledger.record(0, off, n as u64, 0, g);
+            PUTC
+        }
+        "getc_read" => {
+            match reader.as_mut() {
+                Some(r) => {
+                    for c in buf.iter_mut() {
+                        let x = r.getc().map_err(|e| ("getc from", e))?;
+                        if x < 0 {
+                            return Err(("getc from", std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "early end of file: run block_write first")));
+                        }
+                        *c = x as u8;
+                    }
+                }
+                None => {
+                    for c in buf.iter_mut() {
+                        // SAFETY: one byte into the buffer.
+                        let r = unsafe { libc::pread(fd, c as *mut u8 as *mut libc::c_void, 1, *pos as i64) };
+                        *pos += 1;
+                        if r != 1 {
+                            let e = if r < 0 { std::io::Error::last_os_error() } else { std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "early end of file: run block_write first") };
+                            return Err(("read(1 byte) from", e));
+                        }
+                    }
+                }
+            }
+            ch.check(buf, 0, off, |o| v.expect(o));
+            GETC
+        }
+        "block_write" => {
+            let g = fill(buf, ch);
+            write_all(fd, buf).map_err(|e| ("write to", e))?;
+            v.ledger.record(0, off, n as u64, 0, g);
+            WRITE
+        }
+        "rewrite" => {
+            read_all(fd, buf).map_err(|e| ("read from", e))?;
+            ch.check(buf, 0, off, |o| v.expect(o));
+            let g = fill(buf, ch);
+            seek(fd, -(n as i64), libc::SEEK_CUR).map_err(|e| ("lseek back in", e))?;
+            write_all(fd, buf).map_err(|e| ("rewrite to", e))?;
+            v.ledger.record(0, off, n as u64, 0, g);
+            REWRITE
+        }
+        _ => {
+            read_all(fd, buf).map_err(|e| ("read from", e))?;
+            ch.check(buf, 0, off, |o| v.expect(o));
+            READ
+        }
+    })
 }
 
 struct SeekState {
@@ -345,7 +529,10 @@ struct SeekDone {
 /// Bonnie's children reopen the file), take tickets 0..seeks from a shared
 /// counter; ticket t reads the chunk at a pseudo-random chunk offset, and when
 /// t is a multiple of 10 it also dirties one byte and writes the chunk back.
-pub fn seeks(spec: &BonnieSpec, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+pub fn seeks(spec: &BonnieSpec, job: &Job, ctl: &Control, mut verifier: Option<&mut Verifier>) -> Result<PhaseReport> {
+    // Several seekers may read a chunk while another writes it back: their reads are not checked.
+    let v = verifier.as_deref();
+    let check_reads = spec.seek_procs == 1;
     let path = job.dir.join(DATA_FILE);
     let chunk = spec.chunk as usize;
     let nchunks = spec.chunks();
@@ -362,6 +549,7 @@ pub fn seeks(spec: &BonnieSpec, job: &Job, ctl: &Control) -> Result<PhaseReport>
         spec.seeks,
         |_| Ok(SeekState { fd: open(&path, false, spec.direct)?, buf: AlignedBuf::new(chunk, ALIGN) }),
         |st, rec| {
+            let mut checker = v.map(|v| Checker::new(v.algo, chunk, job.seed, rec.tid as u32, "seeks"));
             let mut done = SeekDone::default();
             let fd = st.fd.0;
             let buf = st.buf.as_mut_slice();
@@ -376,11 +564,30 @@ pub fn seeks(spec: &BonnieSpec, job: &Job, ctl: &Control) -> Result<PhaseReport>
                 let t0 = now_ns();
                 seek(fd, off, libc::SEEK_SET).map_err(|e| io("lseek in", e))?;
                 read_all(fd, buf).map_err(|e| io("read from", e))?;
+                if let (Some(ch), Some(v)) = (checker.as_mut(), v) {
+                    if check_reads {
+                        ch.check(buf, 0, off as u64, |o| v.expect(o));
+                    }
+                }
                 if t.is_multiple_of(UPDATE_SEEK) {
-                    let i = (at % spec.chunk) as usize;
-                    buf[i] = buf[i].wrapping_sub(1);
+                    let mut written = None;
+                    match (checker.as_mut(), v) {
+                        (Some(ch), Some(v)) => {
+                            // The write-back carries a new verified chunk instead of one dirtied byte.
+                            let g = v.gen_base() | (t + 1);
+                            ch.fill(buf, off as u64, g);
+                            written = Some((v, g, ch.thread));
+                        }
+                        _ => {
+                            let i = (at % spec.chunk) as usize;
+                            buf[i] = buf[i].wrapping_sub(1);
+                        }
+                    }
                     seek(fd, off, libc::SEEK_SET).map_err(|e| io("lseek in", e))?;
                     write_all(fd, buf).map_err(|e| io("write back to", e))?;
+                    if let Some((v, g, th)) = written {
+                        v.ledger.record(0, off as u64, chunk as u64, th, g);
+                    }
                     // SAFETY: our descriptor.
                     if spec.sync_writes && unsafe { libc::fsync(fd) } != 0 {
                         return Err(io("fsync", std::io::Error::last_os_error()));
@@ -393,11 +600,21 @@ pub fn seeks(spec: &BonnieSpec, job: &Job, ctl: &Control) -> Result<PhaseReport>
             let t0 = now_ns();
             finish(&mut st.fd, spec.fsync).map_err(|e| io(if spec.fsync { "fsync/close" } else { "close" }, e))?;
             rec.record(CLOSE, 0, t0, now_ns());
-            Ok(done)
+            Ok((done, checker))
         },
     )?;
+    let (done, checkers): (Vec<SeekDone>, Vec<Option<Checker>>) = done.into_iter().unzip();
     let seeks: u64 = done.iter().map(|d| d.seeks).sum();
     let writebacks: u64 = done.iter().map(|d| d.writebacks).sum();
+    if let Some(v) = verifier.as_deref_mut() {
+        if spec.seek_procs > 1 && writebacks > 0 {
+            v.exact = false;
+        }
+    }
+    let verify_extra = verifier.as_deref().map(|v| {
+        verify::merge_into(&mut report, checkers.iter().flatten(), |_| path.display().to_string(), v.notes());
+        report.extra["verify"].clone()
+    });
     report.counters.insert("seeks".into(), seeks);
     report.counters.insert("writebacks".into(), writebacks);
     report.counters.insert("bytes_read".into(), seeks * spec.chunk);
@@ -415,5 +632,8 @@ pub fn seeks(spec: &BonnieSpec, job: &Job, ctl: &Control) -> Result<PhaseReport>
         "sync_writes": spec.sync_writes,
         "size_rule": rule,
     });
+    if let Some(x) = verify_extra {
+        report.extra["verify"] = x;
+    }
     Ok(report)
 }

@@ -76,6 +76,9 @@ pub struct BonnieSpec {
     /// write(2)/read(2) size for the small files' contents (bonnie++ -n ...:chunk-size).
     #[serde(default = "default_chunk")]
     pub file_chunk: u64,
+    /// Verify the data file (docs/verify.md): every chunk carries a header and a checksum.
+    #[serde(default)]
+    pub verify: Option<crate::verify::Checksum>,
 }
 
 fn default_size() -> u64 {
@@ -149,6 +152,16 @@ impl BonnieSpec {
             if self.seeks > (1 << 40) {
                 return Err(EngineError::invalid("seeks", "must be <= 2^40"));
             }
+            if self.verify.is_some() {
+                if self.chunk < crate::verify::MIN_BLOCK as u64 {
+                    return Err(EngineError::invalid("chunk", format!("{} bytes: with verify, each chunk holds an {}-byte header and data: use >= {} bytes", self.chunk, crate::verify::HEADER_LEN, crate::verify::MIN_BLOCK)));
+                }
+                if !self.char_bytes().is_multiple_of(self.chunk) {
+                    return Err(EngineError::invalid("char_io_size", format!("{} bytes: with verify, the per-char phases move whole chunks: use a multiple of chunk ({} bytes)", self.char_bytes(), self.chunk)));
+                }
+            }
+        } else if self.verify.is_some() {
+            return Err(EngineError::invalid("verify", "size is 0: there is no data file to verify"));
         }
         if self.files > 0 {
             if self.files > 50_000_000 {
@@ -246,13 +259,15 @@ pub fn size_rule_warning(size: u64) -> (Option<String>, serde_json::Value) {
 pub struct Bonnie {
     spec: BonnieSpec,
     files: files::FileTests,
+    verify: Option<io::Verifier>,
 }
 
 impl Bonnie {
     pub fn new(job: &Job, spec: BonnieSpec) -> Result<Bonnie> {
         spec.validate(job)?;
         let files = files::FileTests::new(&spec, job);
-        Ok(Bonnie { spec, files })
+        let verify = spec.verify.map(|algo| io::Verifier::new(algo, &spec));
+        Ok(Bonnie { spec, files, verify })
     }
 
     pub fn spec(&self) -> &BonnieSpec {
@@ -282,6 +297,7 @@ pub const PHASES: &[&str] = &[
     "getc_read",
     "block_read",
     "seeks",
+    "verify",
     "seq_create",
     "seq_stat",
     "seq_del",
@@ -297,7 +313,7 @@ impl Workload for Bonnie {
     }
 
     fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
-        let needs_io = matches!(phase, "putc_write" | "block_write" | "rewrite" | "getc_read" | "block_read" | "seeks");
+        let needs_io = matches!(phase, "putc_write" | "block_write" | "rewrite" | "getc_read" | "block_read" | "seeks" | "verify");
         if needs_io && self.spec.size == 0 {
             return Err(EngineError::invalid("size", format!("size is 0: there is no data file for phase {phase}")));
         }
@@ -307,10 +323,17 @@ impl Workload for Bonnie {
             }
             return self.files.run(phase, &self.spec, job, ctl);
         }
+        if let Some(v) = self.verify.as_mut() {
+            v.start_phase(phase);
+        }
         match phase {
             "cleanup" => self.cleanup(job),
-            "seeks" => io::seeks(&self.spec, job, ctl),
-            _ => io::sequential(phase, &self.spec, job, ctl),
+            "seeks" => io::seeks(&self.spec, job, ctl, self.verify.as_mut()),
+            "verify" => match &self.verify {
+                Some(v) => v.reread(&self.spec, job, ctl),
+                None => Err(EngineError::invalid("verify", "the verify phase needs verify = \"crc32c\", \"xxh3\" or \"sha256\" in the spec")),
+            },
+            _ => io::sequential(phase, &self.spec, job, ctl, self.verify.as_ref()),
         }
     }
 }

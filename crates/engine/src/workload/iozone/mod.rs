@@ -13,6 +13,7 @@
 
 pub mod stdio;
 pub mod tests;
+pub mod verify;
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -73,6 +74,9 @@ pub struct IozoneSpec {
     /// rebuild iozone's tables.
     #[serde(default)]
     pub params: Option<Value>,
+    /// Data verification (docs/verify.md): one header per record.
+    #[serde(default)]
+    pub verify: Option<crate::verify::Checksum>,
 }
 
 fn default_tests() -> Vec<u8> {
@@ -111,6 +115,9 @@ impl IozoneSpec {
             }
             if rec > u32::MAX as u64 || file / rec > u32::MAX as u64 {
                 return Err(EngineError::invalid(format!("cells[{i}]"), "more than 2^32 records in one file: use larger records"));
+            }
+            if self.verify.is_some() && rec < crate::verify::MIN_BLOCK as u64 {
+                return Err(EngineError::invalid(format!("cells[{i}]"), format!("record size {rec} bytes: with verify, each record holds an {}-byte header and data: use records >= {} bytes", crate::verify::HEADER_LEN, crate::verify::MIN_BLOCK)));
             }
             if self.direct && rec % 512 != 0 {
                 return Err(EngineError::invalid(
@@ -201,6 +208,7 @@ struct State {
     perm: Vec<u32>,
     purge: Option<Purge>,
     mix: Vec<AlignedBuf>,
+    verify: Option<verify::CellVerify>,
 }
 
 impl Workload for Iozone {
@@ -240,6 +248,7 @@ impl Workload for Iozone {
                     } else {
                         Vec::new()
                     },
+                    verify: spec.verify.map(|a| verify::CellVerify::new(a, job.seed)),
                 })
             },
             |st, rec| {
@@ -258,6 +267,9 @@ impl Workload for Iozone {
                         let j = (rng.next_u64() % (i as u64 + 1)) as usize;
                         st.perm.swap(i, j);
                     }
+                    if let Some(v) = st.verify.as_mut() {
+                        v.start_cell(ci as u32, file, reclen);
+                    }
                     let mut cell = Cell {
                         path,
                         rec: reclen as usize,
@@ -267,6 +279,7 @@ impl Workload for Iozone {
                         perm: &st.perm,
                         purge: st.purge.as_ref(),
                         fetch: st.purge.is_none(),
+                        verify: st.verify.as_mut(),
                     };
                     let mut results = Map::new();
                     let mut error: Option<String> = None;
@@ -320,6 +333,12 @@ impl Workload for Iozone {
                             }
                         }
                     }
+                    if let Some(v) = st.verify.as_mut() {
+                        if error.is_none() && !stopped && spec.has(0) {
+                            // Untimed: every record of the file, checked before iozone removes it.
+                            v.reread(path, numrecs, &mut st.buf.as_mut_slice()[..reclen as usize]);
+                        }
+                    }
                     // iozone removes the file at the end of each cell.
                     // SAFETY: NUL-terminated path.
                     unsafe { libc::unlink(path.as_ptr()) };
@@ -335,10 +354,10 @@ impl Workload for Iozone {
                         break;
                     }
                 }
-                Ok((cells_out, failed))
+                Ok((cells_out, failed, st.verify.take()))
             },
         )?;
-        let (cells, failed) = out.into_iter().next().unwrap_or_default();
+        let (cells, failed, verifier) = out.into_iter().next().unwrap_or_default();
         report.counters.insert("cells".into(), cells.len() as u64);
         report.counters.insert("cells_failed".into(), failed);
         if failed > 0 {
@@ -347,8 +366,21 @@ impl Workload for Iozone {
         let mut tests_sorted = spec.tests.clone();
         tests_sorted.sort_unstable();
         let columns: Vec<&str> = tests_sorted.iter().flat_map(|&t| tests::columns(t).iter().map(|&c| KINDS[c])).collect();
+        let verify_extra = verifier.map(|v| {
+            let name = |ci: u32| {
+                let c = spec.cells.get(ci as usize).copied().unwrap_or([0, 0]);
+                format!("{} (cell {ci}: {} KiB file, {} KiB records)", path.to_string_lossy(), c[0] / 1024, c[1] / 1024)
+            };
+            let notes = json!({"reread": "at the end of each cell, before the file is removed", "cells_corrupt": v.cells_corrupt,
+                               "reads_checked": "all but test 8's (its readers may meet a write in progress)"});
+            crate::verify::merge_into(&mut report, [&v.checker], name, notes);
+            report.extra["verify"].clone()
+        });
         report.extra = json!({"tests": tests_sorted, "columns": columns, "cells": cells,
                               "fsync": spec.fsync, "close": spec.close, "direct": spec.direct, "purge": spec.purge});
+        if let Some(x) = verify_extra {
+            report.extra["verify"] = x;
+        }
         Ok(report)
     }
 }

@@ -111,6 +111,8 @@ pub struct Cell<'a> {
     /// iozone -a's "fetch": read every cache line of the record buffer just before a test's
     /// time starts (off with -p, which purges instead).
     pub fetch: bool,
+    /// Data verification (verify = ...): records written carry headers, records read are checked.
+    pub verify: Option<&'a mut super::verify::CellVerify>,
 }
 
 /// Touch every 32-byte line of `buf` (iozone's fetchit, with its default line size).
@@ -257,22 +259,25 @@ fn dflag(o: &Opts) -> i32 {
     }
 }
 
-/// Runs one record loop of the cell: `op(i, record buffer)` does record i; each op
-/// is recorded as `col`. Returns (start, stopped).
+/// Runs one record loop of the cell: record i is at file offset `at(i)` and
+/// `op(offset, record buffer)` moves it; each op is recorded as `col`. Returns (start, stopped).
 #[inline(always)]
 fn records(
     c: &mut Cell,
     rec: &mut Recorder,
     col: usize,
     what: &'static str,
+    at: impl FnMut(u64) -> u64,
     op: impl FnMut(u64, &mut [u8]) -> std::result::Result<(), Errno>,
 ) -> R<(u64, bool)> {
-    record_loop(&mut c.buf[..c.rec], c.numrecs, c.purge, c.fetch, rec, col, what, op)
+    record_loop(&mut c.buf[..c.rec], c.numrecs, c.purge, c.fetch, c.verify.as_deref_mut(), rec, col, what, at, op)
 }
 
 /// The loop itself, on the pieces of a cell, so that a stdio stream may borrow
 /// the cell's stream buffer meanwhile: fetch (iozone -a) before the time starts,
-/// then per record the purge (iozone -p), the op, and its latency.
+/// then per record the purge (iozone -p), the op, and its latency. With verify,
+/// a write's record is filled with its header first and a read's is checked
+/// after (both inside the op's time).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn record_loop(
@@ -280,11 +285,14 @@ fn record_loop(
     numrecs: u64,
     purge: Option<&Purge>,
     fetch_first: bool,
+    mut verify: Option<&mut super::verify::CellVerify>,
     rec: &mut Recorder,
     col: usize,
     what: &'static str,
+    mut at: impl FnMut(u64) -> u64,
     mut op: impl FnMut(u64, &mut [u8]) -> std::result::Result<(), Errno>,
 ) -> R<(u64, bool)> {
+    let write = what == "write" || what == "fwrite";
     let reclen = buf.len();
     if fetch_first {
         fetch(buf);
@@ -298,7 +306,18 @@ fn record_loop(
         if let Some(p) = purge {
             p.run(buf.as_ptr(), reclen);
         }
-        op(i, buf).map_err(|errno| Fail { what, errno })?;
+        let off = at(i);
+        if let Some(v) = verify.as_deref_mut() {
+            if write {
+                v.before_write(buf, off);
+            }
+        }
+        op(off, buf).map_err(|errno| Fail { what, errno })?;
+        if let Some(v) = verify.as_deref_mut() {
+            if !write {
+                v.after_read(buf, off);
+            }
+        }
         let t1 = now_ns();
         rec.record(col, reclen as u64, t0, t1);
         t0 = t1;
@@ -325,7 +344,8 @@ pub fn write_rewrite(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         let fd = Fd(open(c.path, libc::O_RDWR | dflag(o), "open")?);
         fsync(fd.0)?;
         let raw = fd.0;
-        let pass = records(c, rec, col, "write", |_, b| write_all(raw, b))?;
+        let reclen = c.rec as u64;
+        let pass = records(c, rec, col, "write", |i| i * reclen, |_, b| write_all(raw, b))?;
         if d.end_pass(col, pass, || fd.finish(o, true))? {
             return Ok(d);
         }
@@ -344,7 +364,8 @@ pub fn read_reread(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         // SAFETY: our fd.
         unsafe { libc::lseek(fd.0, 0, libc::SEEK_SET) };
         let raw = fd.0;
-        let pass = records(c, rec, col, "read", |_, b| read_all(raw, b))?;
+        let reclen = c.rec as u64;
+        let pass = records(c, rec, col, "read", |i| i * reclen, |_, b| read_all(raw, b))?;
         if d.end_pass(col, pass, || fd.finish(o, true))? {
             return Ok(d);
         }
@@ -362,9 +383,9 @@ pub fn random_rw(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         let raw = fd.0;
         let perm = c.perm;
         let pass = if write {
-            records(c, rec, col, "write", |i, b| pwrite_all(raw, b, perm[i as usize] as u64 * reclen))?
+            records(c, rec, col, "write", |i| perm[i as usize] as u64 * reclen, |off, b| pwrite_all(raw, b, off))?
         } else {
-            records(c, rec, col, "read", |i, b| pread_all(raw, b, perm[i as usize] as u64 * reclen))?
+            records(c, rec, col, "read", |i| perm[i as usize] as u64 * reclen, |off, b| pread_all(raw, b, off))?
         };
         if d.end_pass(col, pass, || fd.finish(o, true))? {
             return Ok(d);
@@ -379,7 +400,7 @@ pub fn backward_read(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
     let fd = Fd(open(c.path, libc::O_RDONLY | dflag(o), "open")?);
     fsync(fd.0)?;
     let (raw, n, reclen) = (fd.0, c.numrecs, c.rec as u64);
-    let pass = records(c, rec, BKWD_READ, "read", |i, b| pread_all(raw, b, (n - 1 - i) * reclen))?;
+    let pass = records(c, rec, BKWD_READ, "read", |i| (n - 1 - i) * reclen, |off, b| pread_all(raw, b, off))?;
     d.end_pass(BKWD_READ, pass, || fd.finish(o, true))?;
     Ok(d)
 }
@@ -390,7 +411,7 @@ pub fn record_rewrite(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
     let fd = Fd(open(c.path, libc::O_RDWR | libc::O_CREAT | dflag(o), "open")?);
     fsync(fd.0)?;
     let raw = fd.0;
-    let pass = records(c, rec, RECORD_REWRITE, "write", |_, b| pwrite_all(raw, b, 0))?;
+    let pass = records(c, rec, RECORD_REWRITE, "write", |_| 0, |off, b| pwrite_all(raw, b, off))?;
     d.end_pass(RECORD_REWRITE, pass, || fd.finish(o, true))?;
     Ok(d)
 }
@@ -431,7 +452,7 @@ pub fn stride_read(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
     fsync(fd.0)?;
     let (raw, reclen) = (fd.0, c.rec as u64);
     let mut walk = StrideWalk::new(c.numrecs, o.stride.max(1));
-    let pass = records(c, rec, STRIDE_READ, "read", |_, b| pread_all(raw, b, walk.next() * reclen))?;
+    let pass = records(c, rec, STRIDE_READ, "read", |_| walk.next() * reclen, |off, b| pread_all(raw, b, off))?;
     d.end_pass(STRIDE_READ, pass, || fd.finish(o, true))?;
     Ok(d)
 }
@@ -470,7 +491,8 @@ pub fn fwrite_refwrite(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         fsync(fd.0)?;
         let reclen = c.rec;
         let mut s = Stream::new(fd.0, &mut c.stdio[..reclen]);
-        let pass = record_loop(&mut c.buf[..reclen], c.numrecs, c.purge, c.fetch, rec, col, "fwrite", |_, b| s.write(b))?;
+        let r = reclen as u64;
+        let pass = record_loop(&mut c.buf[..reclen], c.numrecs, c.purge, c.fetch, c.verify.as_deref_mut(), rec, col, "fwrite", |i| i * r, |_, b| s.write(b))?;
         if d.end_pass(col, pass, || finish_stream(fd, &mut s, o, true))? {
             return Ok(d);
         }
@@ -486,7 +508,8 @@ pub fn fread_refread(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         fsync(fd.0)?;
         let reclen = c.rec;
         let mut s = Stream::new(fd.0, &mut c.stdio[..reclen]);
-        let pass = record_loop(&mut c.buf[..reclen], c.numrecs, c.purge, c.fetch, rec, col, "fread", |_, b| s.read(b))?;
+        let r = reclen as u64;
+        let pass = record_loop(&mut c.buf[..reclen], c.numrecs, c.purge, c.fetch, c.verify.as_deref_mut(), rec, col, "fread", |i| i * r, |_, b| s.read(b))?;
         if d.end_pass(col, pass, || finish_stream(fd, &mut s, o, false))? {
             return Ok(d);
         }
@@ -518,6 +541,12 @@ pub fn random_mix(c: &mut Cell, o: &Opts, bufs: &mut [crate::backend::buffer::Al
         d.stopped = true;
         return Ok(d);
     }
+    // With verify, writers write verified records (as their own thread); reads are not checked
+    // (a reader may meet a write in progress) and the cell's re-read checks records for themselves.
+    let verify = c.verify.as_deref_mut().map(|v| {
+        v.exact = false;
+        (v.algo(), v.seed())
+    });
     // The threads start together at a gate that the coordinator opens once every thread
     // it could start has arrived: a thread the system refuses fails the cell, and the
     // ones already started return at once instead of waiting for ever.
@@ -548,6 +577,9 @@ pub fn random_mix(c: &mut Cell, o: &Opts, bufs: &mut [crate::backend::buffer::Al
                     if t % 2 == 0 {
                         pread_all(raw, b, r * reclen as u64).map_err(|errno| Fail { what: "read", errno })?;
                     } else {
+                        if let Some((algo, seed)) = verify {
+                            crate::verify::fill_block(b, r * reclen as u64, (1 << 40) | (i + 1), t as u32 + 1, seed, algo);
+                        }
                         pwrite_all(raw, b, r * reclen as u64).map_err(|errno| Fail { what: "write", errno })?;
                     }
                 }
