@@ -213,7 +213,8 @@ def test_crash_cycle_on_ext4_keeps_every_fsync_promise(root, scratch, tmp_path):
 
     c, text, _ = load_campaign("crash-quick")
     out = tmp_path / "out"
-    doc = CrashRunner(c, text, str(out), scratch, say=lambda m: None).run()
+    db = tmp_path / "r.sqlite"
+    doc = CrashRunner(c, text, str(out), scratch, say=lambda m: None, db=str(db)).run()
     assert doc["status"] == "done"
     (cell,) = doc["cells"]
     assert cell["status"] == "done", cell.get("cause")
@@ -238,6 +239,17 @@ def test_crash_cycle_on_ext4_keeps_every_fsync_promise(root, scratch, tmp_path):
     text = open(page).read()
     assert "Recovery time" in text and "Data lost beyond what fsync promised" in text
     assert rows(doc)[0]["bytes_lost_beyond_fsync"] == 0
+    # every crash point is also a trial in the results store, its recovery time the headline
+    from fsmeter.store import open_store, tidy
+
+    df = tidy(db, doc["store"]["campaign_id"])
+    assert sorted(set(df["trial"])) == [1, 2] and set(df["status"]) == {"ok"}
+    check_s = df[(df["phase"] == "recovery") & (df["metric"] == "check_s")]["value"].tolist()
+    assert check_s == [p["recovery"]["fsck_s"] for p in cell["points"]]
+    assert set(df[df["metric"] == "bytes_lost_beyond_fsync"]["value"]) == {0.0}
+    assert set(df["filesystem"]) == {"ext4"} and set(df["size"]) == {"256MiB"}
+    with open_store(db, create=False) as st:
+        assert st.campaign(str(doc["store"]["campaign_id"]))["status"] == "done"
     assert StateFile(scratch).entries() == []
     _no_leftovers(scratch)
     assert not [f for f in os.listdir(os.path.join(scratch, "images"))]
@@ -277,10 +289,15 @@ def test_a_disk_cache_that_loses_unflushed_writes_under_nobarrier_is_a_finding_w
         "workload": {"files_per_thread": 4, "file_size": "256K"},
         "filesystem": [{"name": "ext4", "mount_options": "nobarrier"}]})
     out = tmp_path / "out"
-    doc = CrashRunner(c, "", str(out), scratch, say=lambda m: None).run()
+    db = tmp_path / "r.sqlite"
+    doc = CrashRunner(c, "", str(out), scratch, say=lambda m: None, db=str(db)).run()
     (cell,) = doc["cells"]
     assert cell["status"] == "done", cell.get("cause")
     (p,) = cell["points"]
+    from fsmeter.store import tidy
+
+    df = tidy(db, doc["store"]["campaign_id"])
+    assert set(df["status"]) == {"corrupt"}  # a finding is a corrupt trial in the store, never ok
     assert p["cut"]["kept_after_flush"] == 0 and p["cut"]["records_after_flush"] > 0
     lost = p["check"]["counters"]
     assert lost["blocks_lost_beyond_fsync"] + lost["files_lost_beyond_fsync"] + lost["entries_lost_beyond_fsync"] > 0

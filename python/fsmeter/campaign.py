@@ -10,7 +10,8 @@ Factor kinds (see the README (Campaigns)):
 - workload parameters (queue_depth, file_size, ...): a factor applies to the workloads whose
   family has that parameter; for the others it is *not* a dimension (one cell, the factor
   column left empty). A factor that no workload takes is an error;
-- host factors: scheduler, readahead_kb, cpus, page_cache_limit.
+- host factors: scheduler, readahead_kb, cpus, page_cache_limit;
+- ranks: MPI ranks per trial (with the [mpi] section's launcher settings).
 """
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 HOST_FACTORS = {"scheduler", "readahead_kb", "cpus", "page_cache_limit"}
+#: Factors about how a trial is launched rather than what it runs: ranks = MPI processes (mpirun -n).
+LAUNCH_FACTORS = {"ranks"}
 RESERVED = {"filesystem", "workload"}
 Scalar = Union[bool, int, float, str]
 
@@ -142,6 +145,32 @@ class Repetitions(BaseModel):
             raise ValueError(exc.message) from None
 
 
+class MpiModel(BaseModel):
+    """[mpi]: run every trial as `mpirun -n RANKS fsmeter run ...` (fsmeter.mpi.launch)."""
+
+    model_config = ConfigDict(extra="forbid")
+    ranks: int = Field(1, ge=1, le=100000, description="ranks per trial when there is no `ranks` factor")
+    mpirun: str = Field("mpirun", description="the launcher (Open MPI's mpirun)")
+    hostfile: Optional[str] = Field(None, description="mpirun --hostfile: the hosts and their slots")
+    oversubscribe: Optional[bool] = Field(None, description="mpirun --oversubscribe: more ranks than cores; "
+                                          "default: on without a hostfile (one machine), off with one")
+    extra_args: List[str] = Field(default_factory=list, description="more mpirun arguments, passed as they are")
+    timeout_s: float = Field(600.0, gt=0, description="longest wait of a rank for the others at a barrier")
+    stonewall: Optional[str] = Field(None, description="first-done, or seconds: stop every rank's measured "
+                                     "phases when the first finishes / at that time")
+
+    @field_validator("stonewall")
+    @classmethod
+    def _stonewall(cls, v: Optional[str]) -> Optional[str]:
+        from fsmeter.mpi.run import parse_stonewall
+
+        try:
+            parse_stonewall(v)
+        except UserError as exc:
+            raise ValueError(exc.message.replace("--stonewall", "stonewall")) from None
+        return v
+
+
 class CampaignFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1)
@@ -160,6 +189,8 @@ class CampaignFile(BaseModel):
     exclusions: List[Dict[str, Scalar]] = Field(default_factory=list)
     #: Measured phases shorter than this are flagged "too short to trust" (60 s for claims; lower for smoke runs).
     min_phase_s: float = Field(60.0, ge=0)
+    #: Present (or a `ranks` factor): every trial runs under mpirun, one fsmeter per rank.
+    mpi: Optional[MpiModel] = None
 
     @field_validator("workloads", mode="before")
     @classmethod
@@ -176,12 +207,14 @@ class CampaignFile(BaseModel):
                 raise ValueError(f"{k}: give at least one level")
             if len(set(map(repr, levels))) != len(levels):
                 raise ValueError(f"{k}: a level is repeated ({levels})")
+            if k == "ranks" and not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in levels):
+                raise ValueError(f"ranks: levels are numbers of MPI ranks, whole numbers >= 1 (got {levels})")
         return v
 
 
 # -- loading --------------------------------------------------------------------------------
 _SECTION_MODELS = {"target": TargetModel, "filesystems": FsModel, "workloads": WorkloadModel,
-                   "repetitions": Repetitions}
+                   "repetitions": Repetitions, "mpi": MpiModel}
 
 
 def _line_of(text: str, loc: tuple) -> Optional[int]:
@@ -261,6 +294,7 @@ class Cell:
     factors: dict  # everything recorded as a factor: filesystem + applicable factor levels
     headline: Optional[str] = None  # "phase.metric"
     notes: List[str] = field(default_factory=list)
+    ranks: Optional[int] = None  # MPI ranks (mpirun -n) when the campaign runs under MPI, else None
 
     def describe(self) -> str:
         rest = ", ".join(f"{k}={v}" for k, v in self.factors.items() if k != "filesystem")
@@ -341,7 +375,7 @@ def plan(c: CampaignFile) -> list:
     settings = set(JobSettings.model_fields)
     takes = {lab: settings | (set(d.family.params.model_fields) - {"family"}) for lab, d, _ in defs}
     for name in c.factors:
-        if name in HOST_FACTORS or name in settings:
+        if name in HOST_FACTORS or name in settings or name in LAUNCH_FACTORS:
             continue
         if not any(name in t for t in takes.values()):
             allowed = sorted(HOST_FACTORS | set().union(*takes.values()))
@@ -370,7 +404,17 @@ def plan(c: CampaignFile) -> list:
     seen_keys: set = set()
     for fs_label, fs in fss:
         for wlab, d, w in defs:
-            names = [k for k in c.factors if k in HOST_FACTORS or k in takes[wlab]]
+            names = [k for k in c.factors if k in HOST_FACTORS or k in LAUNCH_FACTORS or k in takes[wlab]]
+            if (c.mpi is not None or "ranks" in c.factors) and w.name.endswith(".fio"):
+                raise UserError(f"workloads: {w.name}: fio job files are not run under MPI: use a named workload "
+                                "or a workload .toml")
+            if c.mpi is not None and c.mpi.stonewall:
+                from fsmeter.mpi.run import STONEWALL_PHASES
+
+                if d.family.name not in STONEWALL_PHASES:
+                    raise UserError(f"mpi.stonewall: workload {wlab} ({d.family.name} family) cannot be stopped early "
+                                    f"and go on: stonewall works with the {', '.join(sorted(STONEWALL_PHASES))} "
+                                    "families; leave it out or run this workload in another campaign")
             for combo in itertools.product(*(c.factors[k] for k in names)):
                 levels = dict(zip(names, combo))
                 factors = {"filesystem": fs_label, **levels}
@@ -383,9 +427,12 @@ def plan(c: CampaignFile) -> list:
                 seen_keys.add(key)
                 host: dict = {}
                 overrides = dict(w.params)
+                ranks = (c.mpi.ranks if c.mpi is not None else None) if "ranks" not in levels else levels["ranks"]
                 for k, v in levels.items():
                     if k in HOST_FACTORS:
                         host.update(host_levels[k][c.factors[k].index(v)])
+                    elif k in LAUNCH_FACTORS:
+                        pass
                     else:
                         overrides[k] = v
                 try:
@@ -396,7 +443,8 @@ def plan(c: CampaignFile) -> list:
                 ms = job.metrics()
                 headline = f"{ms[0].phase}.{ms[0].name}" if ms else None
                 cells.append(Cell(index=len(cells), workload=wlab, definition=d, overrides=overrides, fs=fs,
-                                  fs_label=fs_label, host=HostFactors(**host), factors=factors, headline=headline))
+                                  fs_label=fs_label, host=HostFactors(**host), factors=factors, headline=headline,
+                                  ranks=ranks))
     if not cells:
         raise UserError("exclusions: they exclude every cell of the matrix: nothing to run")
     return cells

@@ -34,7 +34,11 @@ def _engine_module():
 class EngineSession:
     """One job in the engine; phases keep the workload's state between them."""
 
-    def __init__(self, job_json: str):
+    def __init__(self, job_json: str, for_merge: bool = False):
+        #: keep what a merge across MPI ranks needs (fsmeter.mpi.merge): each kind's full-precision
+        #: HDR buckets (`lat.hdr`) and the measured window on CLOCK_MONOTONIC (`window_mono_ns`).
+        #: Single-process results drop them (the buckets are large).
+        self.for_merge = for_merge
         eng = _engine_module()
         try:
             self._s = eng.Session(job_json)
@@ -46,6 +50,10 @@ class EngineSession:
 
     def stop(self) -> None:
         self._s.stop()
+
+    def reset_stop(self) -> None:
+        """Clear a stop request so that the next phase runs (a stonewall stop is not a Ctrl-C)."""
+        self._s.reset_stop()
 
     def run_phase(self, name: str, on_progress: Optional[Callable[[dict], None]] = None, tick_s: float = 0.1) -> dict:
         """Run phase `name`; returns the report (dict). Ctrl-C stops it and returns it marked interrupted."""
@@ -85,6 +93,10 @@ class EngineSession:
                 raise EngineFailure(f"phase {name}: {msg}", errno=errno) from None
             raise err
         report = json.loads(box["json"])
+        if not self.for_merge:
+            report.pop("window_mono_ns", None)
+            for op in (report.get("ops") or {}).values():
+                (op.get("lat") or {}).pop("hdr", None)
         if interrupted:
             report["interrupted"] = True
         return report

@@ -294,9 +294,14 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
     phases: list = []
     methods: list = []
     session = None
+    mpi_env = None
     try:
-        session = EngineSession(job.engine_json())
-        for ph in job.phases():
+        if cell.ranks is not None:  # every trial as mpirun -n RANKS fsmeter run ... (fsmeter.mpi.launch)
+            from fsmeter.mpi.launch import trial_phases
+
+            status, cause, phases, methods, mpi_env = trial_phases(cell, job, trial_dir, ctx.campaign)
+        session = EngineSession(job.engine_json()) if cell.ranks is None else None
+        for ph in job.phases() if session is not None else []:
             method = None
             if ph.cold_cache:
                 method = mnt.reset_cache([str(trial_dir)])
@@ -346,6 +351,10 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
     if bad_data and status in ("ok", "failed"):
         status, cause = "corrupt", bad_data  # a finding, never an ok trial
     env = _environment(job, mnt, host, methods)
+    if mpi_env is not None:
+        env["mpi"] = mpi_env  # hosts and rank layout, in the environment row's extra JSON
+        mine = len((mpi_env.get("layout") or {}).get(env["hostname"]) or []) or cell.ranks
+        env["cpus_used"] = min(env["cpus_allowed"], job.settings.threads * mine)  # this host's ranks x threads
     return {"status": status, "cause": cause, "started": started, "ended": now_iso(), "phases": phases,
             "metrics": metrics, "headline": headline, "environment": env}
 

@@ -76,6 +76,9 @@ pub struct PhaseReport {
     /// Workload-specific details (the access mix as executed, ...).
     pub extra: serde_json::Value,
     pub warnings: Vec<String>,
+    /// The measured window on CLOCK_MONOTONIC (ns; 0 when the workload does not use the shared
+    /// harness): MPI ranks place their windows on a common clock with it.
+    pub window_mono_ns: [u64; 2],
 }
 
 impl PhaseReport {

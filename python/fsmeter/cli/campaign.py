@@ -100,8 +100,18 @@ def execute(store, campaign_id: int, campaign, console: Console, quiet: bool = F
         raise typer.Exit(130)
     if show_cells:
         console.print(cells_table(store, campaign_id, f"campaign {campaign_id}: {campaign.name}"))
+        _print_scaling(store.path, campaign_id, console)
     console.print(f"stored in {store.path} (campaign {campaign_id}); "
                   f"{counts['done']} cell(s) done, {counts['failed']} failed, {counts['skipped']} already finished")
+
+
+def _print_scaling(db, campaign_id: int, console: Console) -> None:
+    """Campaigns with a `ranks` factor: the rates against ranks (fsmeter.report.mpi)."""
+    from fsmeter.report.mpi import scaling_table
+
+    t = scaling_table(db, campaign_id)
+    if t is not None:
+        console.print(t)
 
 
 DEVICE_OPT, CONFIRM_OPT, FORCE_OPT = device_options()
@@ -209,5 +219,6 @@ def register(app: typer.Typer) -> None:
             outliers_table = trial_outliers_table(store.path, row["id"])
             if outliers_table is not None:
                 console.print(outliers_table)
+            _print_scaling(store.path, row["id"], console)
             if source:
                 console.print(row["source"], markup=False, highlight=False)

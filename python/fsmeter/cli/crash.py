@@ -55,6 +55,8 @@ def register(app: typer.Typer) -> None:
             out: Path = typer.Option(..., "--out", "-o", help="results folder: results.json, ledgers, evidence"),
             sets: list[str] = typer.Option([], "--set", help="override a field: campaign.crash_points=5"),
             html: Optional[Path] = typer.Option(None, "--html", help="HTML report (default: OUT/report.html)"),
+            db: Optional[Path] = typer.Option(None, "--db", help="results store that also gets every crash point "
+                                                                 "as a trial (default: $FSMETER_DB or ./fsmeter.sqlite)"),
             no_wait: bool = no_wait_option()) -> None:
         """Run a crash campaign: every filesystem x size x dirty set, N power cuts each, recovered and verified."""
         import tomllib
@@ -94,8 +96,10 @@ def register(app: typer.Typer) -> None:
             _, problems = cleanup_leftovers(state)
             for p in problems:
                 console.print(f"[yellow]leftover not removed: {p}[/]")
+            from fsmeter.store import default_db_path
+
             runner = CrashRunner(c, text if not sets else f"{text}\n# --set {' '.join(sets)}", str(out), scratch,
-                                 say=lambda m: console.print(m, highlight=False))
+                                 say=lambda m: console.print(m, highlight=False), db=str(default_db_path(db)))
             try:
                 doc = runner.run()
             finally:
@@ -103,6 +107,9 @@ def register(app: typer.Typer) -> None:
         console.print(terminal_table(doc))
         page = write_html(doc, str(html or out / "report.html"))
         console.print(f"campaign took {doc['elapsed_s']:.0f} s; results {out / 'results.json'}; report {page}")
+        if doc.get("store"):
+            console.print(f"stored in {doc['store']['path']} (campaign {doc['store']['campaign_id']}: "
+                          f"`fsmeter campaign show {doc['store']['campaign_id']} --db {doc['store']['path']}`)")
 
     @cr.command("report")
     def report(folder: Path = typer.Argument(..., help="the results folder of `fsmeter crash run`"),

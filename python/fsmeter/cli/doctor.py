@@ -59,6 +59,19 @@ def io_uring_probe() -> tuple[bool, str]:
     return False, f"io_uring_setup failed: {os.strerror(err)}"
 
 
+def mpi_check() -> Check:
+    """mpirun and mpi4py, for `mpirun -n N fsmeter run` and campaigns with ranks (found, not started)."""
+    import importlib.util
+
+    from fsmeter.mpi.comm import INSTALL_HINT
+
+    mpirun = which("mpirun")
+    has_mpi4py = importlib.util.find_spec("mpi4py") is not None
+    ok = bool(mpirun) and has_mpi4py
+    detail = f"mpirun {mpirun or 'missing'}, mpi4py {'installed' if has_mpi4py else 'missing'}"
+    return Check("MPI (scale-out)", ok, detail, "" if ok else INSTALL_HINT)
+
+
 def checks() -> list[Check]:
     out: list[Check] = []
     root = os.geteuid() == 0
@@ -97,6 +110,7 @@ def checks() -> list[Check]:
                                    "or leave page_cache_limit_bytes out"))
     ok, detail = io_uring_probe()
     out.append(Check("io_uring", ok, detail, "" if ok else "sysctl kernel.io_uring_disabled=0, or use the psync backend"))
+    out.append(mpi_check())
     for tool in ("losetup", "blkid", "mount"):
         path = which(tool)
         out.append(Check(tool, bool(path), path or "missing", "" if path else "apt-get install util-linux mount"))

@@ -131,6 +131,10 @@ def register(app: typer.Typer) -> None:
         cache: str = typer.Option("auto", "--cache", help="before cold-cache phases: auto (drop as root, else "
                                   "fadvise), drop (drop_caches, root), fadvise (files under --dir), keep"),
         no_wait: bool = no_wait_option(),
+        stonewall: Optional[str] = typer.Option(None, "--stonewall", help="under mpirun: stop every rank's measured "
+                                                "phases when the first rank finishes (first-done) or after SECONDS"),
+        mpi_timeout_s: float = typer.Option(600.0, "--mpi-timeout-s", help="under mpirun: the longest a rank waits "
+                                            "for the others at a barrier before aborting every rank"),
     ) -> None:
         """Run one workload once on a directory and print ops/s, MiB/s, latency percentiles and CPU."""
         console = Console(stderr=False)
@@ -142,6 +146,21 @@ def register(app: typer.Typer) -> None:
         if json_out is not None and not json_out.parent.exists():
             raise UserError(f"--json {json_out}: the folder {json_out.parent} does not exist")
         opts = dict(show_progress=not quiet, keep_files=keep_files, cache=cache, min_phase_s=min_phase_s)
+        from fsmeter.mpi.comm import launched_under_mpi
+
+        if stonewall is not None and not launched_under_mpi():
+            raise UserError("--stonewall works under mpirun only (it stops the other ranks): leave it out, or run "
+                            "`mpirun -n N fsmeter run ...`")
+        if launched_under_mpi():  # one rank of mpirun -n N: rank 0 prints and writes the merged result
+            from fsmeter.mpi.run import run_under_mpi
+
+            if not mpi_timeout_s > 0:
+                raise UserError(f"--mpi-timeout-s {mpi_timeout_s:g}: use a number of seconds > 0")
+            doc, job = run_under_mpi(workload, dir, parse_set(set_ or []), console, no_wait=no_wait,
+                                     timeout_s=mpi_timeout_s, stonewall=stonewall, **opts)
+            if doc is not None:
+                print_result(doc, job, console, json_out)
+            return
         if workload.endswith(".fio"):  # every job of a fio job file, in order, all validated first
             from fsmeter.interop.fio_run import plan_jobfile, run_jobfile
 
@@ -156,31 +175,40 @@ def register(app: typer.Typer) -> None:
                 doc = run_jobfile(jobs, workload, console, **opts)
             else:
                 doc = run_job(job, console, **opts)
-        for name, rep in doc["phases"].items():
-            if rep.get("measured", True):
-                console.print(phase_table(f"{doc['workload']} / {name}", rep))
-                dio = (rep.get("extra") or {}).get("direct_io") if isinstance(rep.get("extra"), dict) else None
-                if dio:
-                    console.print(f"  [dim]{name}:[/] {describe_direct_io(dio)}", highlight=False)
-                if isinstance(rep.get("extra"), dict) and "subruns" in rep["extra"]:
-                    from fsmeter.report.mix import subrun_table
+        print_result(doc, job, console, json_out)
 
-                    console.print(subrun_table(rep))
-                if "quality" in rep:
-                    from fsmeter.stats.phase import summarize_quality
 
-                    console.print(f"  [dim]{name}:[/] {summarize_quality(rep['quality'])}", highlight=False)
-        if job.workload.family.run_summary is not None and doc["phases"]:
-            console.print(job.workload.family.run_summary(doc))
-        if json_out is not None:
-            json_out.write_text(json.dumps(doc, indent=1))
-            console.print(f"wrote {json_out}")
-        if doc["interrupted"]:
-            console.print("[bold red]interrupted:[/] the figures above cover only what ran before the stop")
-            raise typer.Exit(130)
-        if doc.get("corrupt"):
-            console.print(f"[bold red]corrupt:[/] {doc['corrupt']}", highlight=False)
-            raise typer.Exit(1)
-        checked = sum((r.get("counters") or {}).get("verify_blocks_checked", 0) for r in doc["phases"].values())
-        if any("verify_mismatches" in (r.get("counters") or {}) for r in doc["phases"].values()):
-            console.print(f"[green]verified:[/] {checked} block(s) checked, none corrupt", highlight=False)
+def print_result(doc: dict, job, console: Console, json_out: Optional[Path]) -> None:
+    """The phase tables, quality lines and summary of a run; writes --json; exit 130 if interrupted."""
+    for name, rep in doc["phases"].items():
+        if rep.get("measured", True):
+            console.print(phase_table(f"{doc['workload']} / {name}", rep))
+            dio = (rep.get("extra") or {}).get("direct_io") if isinstance(rep.get("extra"), dict) else None
+            if dio:
+                console.print(f"  [dim]{name}:[/] {describe_direct_io(dio)}", highlight=False)
+            if isinstance(rep.get("extra"), dict) and "subruns" in rep["extra"]:
+                from fsmeter.report.mix import subrun_table
+
+                console.print(subrun_table(rep))
+            if "quality" in rep:
+                from fsmeter.stats.phase import summarize_quality
+
+                console.print(f"  [dim]{name}:[/] {summarize_quality(rep['quality'])}", highlight=False)
+            if "mpi" in rep:
+                from fsmeter.report.mpi import rank_summary
+
+                console.print(rank_summary(name, rep["mpi"]), highlight=False)
+    if job.workload.family.run_summary is not None and doc["phases"]:
+        console.print(job.workload.family.run_summary(doc))
+    if json_out is not None:
+        json_out.write_text(json.dumps(doc, indent=1))
+        console.print(f"wrote {json_out}")
+    if doc["interrupted"]:
+        console.print("[bold red]interrupted:[/] the figures above cover only what ran before the stop")
+        raise typer.Exit(130)
+    if doc.get("corrupt"):
+        console.print(f"[bold red]corrupt:[/] {doc['corrupt']}", highlight=False)
+        raise typer.Exit(1)
+    checked = sum((r.get("counters") or {}).get("verify_blocks_checked", 0) for r in doc["phases"].values())
+    if any("verify_mismatches" in (r.get("counters") or {}) for r in doc["phases"].values()):
+        console.print(f"[green]verified:[/] {checked} block(s) checked, none corrupt", highlight=False)

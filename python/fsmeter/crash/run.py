@@ -63,8 +63,10 @@ def lost_beyond_fsync(check: dict) -> bool:
 
 class CrashRunner:
     def __init__(self, campaign: CrashCampaign, source: str, out_dir: str, scratch: str,
-                 say: Callable[[str], None] = print):
+                 say: Callable[[str], None] = print, db: str | None = None):
         self.c = campaign
+        self.db = db
+        self.stored = None  # CrashStore, when results also go to the results store
         self.source = source
         self.out = os.path.abspath(out_dir)
         self.scratch = os.path.abspath(scratch)
@@ -86,6 +88,12 @@ class CrashRunner:
                     "finished": None, "status": "running", "cells": []}
         self._save()
         t0 = time.monotonic()
+        if self.db is not None:
+            from fsmeter.crash.store import CrashStore, cell_factors
+
+            self.stored = CrashStore(self.db, self.c.campaign.name, self.source,
+                                     [cell_factors(fs.title, size, dirty) for fs, size, dirty in self.c.cells()])
+            self.doc["store"] = {"path": str(self.stored.path), "campaign_id": self.stored.campaign_id}
         try:
             for fs, size, dirty in self.c.cells():
                 cell = {"filesystem": fs.name, "title": fs.title, "mount_options": fs.mount_options,
@@ -102,7 +110,11 @@ class CrashRunner:
                     self.say(f"{cell['slug']}: failed: {exc}")
                 except BaseException:
                     cell["status"] = "interrupted"
+                    if self.stored is not None:
+                        self.stored.cell_done(len(self.doc["cells"]) - 1, "interrupted")
                     raise
+                if self.stored is not None:
+                    self.stored.cell_done(len(self.doc["cells"]) - 1, cell["status"], cell.get("cause"))
                 self._save()
             self.doc["status"] = "done"
         except BaseException:
@@ -112,6 +124,8 @@ class CrashRunner:
             self.doc["finished"] = datetime.now(timezone.utc).isoformat()
             self.doc["elapsed_s"] = time.monotonic() - t0
             self._save()
+            if self.stored is not None:
+                self.stored.close(self.doc["status"])
         return self.doc
 
     # -- one cell ------------------------------------------------------------------------------
@@ -145,9 +159,13 @@ class CrashRunner:
             cell["log_records"] = len(builder.records)
             cell["log_bytes"] = os.path.getsize(log)
             for k, cut_ns in enumerate(cuts):
+                started = datetime.now(timezone.utc).isoformat()
                 point = self._point(state, fs, builder, cut_ns, k, t_write[0], work, images, ident, ledger,
                                     dirty, cell_out)
                 cell["points"].append(point)
+                if self.stored is not None:
+                    self.stored.record(len(self.doc["cells"]) - 1, self.doc, cell, point, started,
+                                       datetime.now(timezone.utc).isoformat())
                 self._save()
         finally:
             for rid, path in zip(records, (live, base, work_img, log)):

@@ -333,6 +333,10 @@ def build_context(view: CampaignView, baseline: Optional[str] = None) -> dict:
             figs += heatmaps(w, i)
             figs += _grid_figures(view, w, i)
             figs += jpm_figures(w, i, _fig, PALETTE, baseline)
+            if "ranks" in w.varying:  # campaigns across MPI clients
+                from fsmeter.report.mpi import scaling_figures
+
+                figs += scaling_figures(view, w, i, _fig, PALETTE)
             if w.family == "bonnie":
                 from fsmeter.report.bonnie_charts import bonnie_charts
 

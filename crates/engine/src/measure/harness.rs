@@ -481,6 +481,7 @@ where
         report.threads = nthreads;
         report.warmup_s = timing.warmup_ns as f64 / 1e9;
         report.elapsed_s = elapsed_s;
+        report.window_mono_ns = [measure_start, end];
         for (k, name) in kinds.iter().enumerate() {
             if ops[k] == 0 {
                 continue;

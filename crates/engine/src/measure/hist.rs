@@ -136,6 +136,9 @@ impl LatHist {
                 .map(|v| [v.value_iterated_to(), v.count_since_last_iteration()])
                 .filter(|b| b[1] > 0)
                 .collect(),
+            // Every recorded HDR bucket at full precision: what a merge across processes
+            // (MPI ranks) sums so that its percentiles are exactly those of one histogram.
+            hdr: h.iter_recorded().map(|v| [v.value_iterated_to(), v.count_at_value().as_u64()]).collect(),
         }
     }
 }
@@ -154,6 +157,9 @@ pub struct LatSummary {
     pub max_ns: u64,
     /// [upper bound ns, count] of log-spaced buckets; counts add up to `count`.
     pub buckets: Vec<[u64; 2]>,
+    /// [highest equivalent value ns, count] of every non-empty HDR bucket (sigfig precision).
+    /// Python drops it from single-process results; MPI runs merge it across ranks.
+    pub hdr: Vec<[u64; 2]>,
 }
 
 #[cfg(test)]

@@ -1,0 +1,189 @@
+"""Issue 13 benchmark: fsmeter under MPI against IOR and mdtest, both run by the same Open MPI
+(`mpirun --oversubscribe -n R`) with 2 and 4 ranks, on a fresh tmpfs and on a fresh loop ext4.
+
+The peers are built from the public hpc/ior source (a bare git mirror: $IOR_GIT, else
+/work/.mirror/hpc+ior/repo): `git archive HEAD` is unpacked in a scratch folder and built with
+`./bootstrap && ./configure && make` against the Debian Open MPI's mpicc.
+
+Same work on both sides (per rank R, in the rank's own directory), each tool on a filesystem of its own
+made fresh for it (so neither measures what the other left: journal, freed inodes, cache):
+- mdtest-style metadata: `mdtest -n N -u -F -w 4096 -C -T -r -i 1 -d DIR`: each rank creates N files of
+  4 KiB (open O_CREAT, write 4096 bytes, close) in its unique directory, stats them, removes them.
+  fsmeter: the tree family with levels=0, files_per_dir=N, file_blocks=1 (one 4 KiB write per file):
+  phases create, stat, remove in rank-NNNNN/tree-0. Rates on both sides are all ranks' files over the
+  phase's barrier-to-barrier window (mdtest) / latest end minus earliest start (fsmeter).
+- IOR-easy-style data: file per process, 1 MiB transfers, B bytes per rank, buffered and O_DIRECT.
+  IOR: one unmeasured `ior -w -k` lays the files out; caches dropped; the measured write is
+  `ior -w -k -E -e` (rewrite the existing files, fsync at close); caches dropped; the measured read
+  is `ior -r -k -E`. fsmeter: seq-write / seq-read with file_size = total_bytes = B, record_size 1M,
+  duration none, warm-up 0, fsync_end on for the write (its prepare phase lays the file out unmeasured,
+  and it drops caches before the measured phase, as root). IOR's rate is its Max(MiB) of one repetition
+  (aggregate bytes over max close end minus min open start); fsmeter's is the merged run phase's MiB/s.
+- Scaling: cached (tmpfs) tree creates with 1 and 2 ranks; fsmeter's 2-rank/1-rank speedup against
+  mdtest's, target >= 1.8 on the fsmeter side (noted in the row).
+
+Targets (ratio fsmeter/peer): metadata rates >= 1.0; buffered data within 5% (>= 0.95); O_DIRECT >= 1.0.
+Notes give fsmeter's per-rank imbalance (slowest vs fastest rank). The phases are short (quick: well under
+a second on tmpfs), so on a loaded machine start-up skew between ranks moves the ratios a lot.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+DEFAULT_GIT = "/work/.mirror/hpc+ior/repo"
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
+def build_ior(scratch: Path) -> tuple:
+    """(ior, mdtest) binaries built in scratch from the git mirror."""
+    git = os.environ.get("IOR_GIT", DEFAULT_GIT)
+    if not Path(git).exists():
+        raise RuntimeError(f"IOR source not found at {git}: set IOR_GIT to a git directory of hpc/ior")
+    archive = subprocess.run(["git", f"--git-dir={git}", "archive", "HEAD"], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(scratch)], input=archive, check=True)
+    for step in (["./bootstrap"], ["./configure", "MPICC=mpicc"], ["make", "-j2"]):
+        r = subprocess.run(step, cwd=scratch, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"building IOR: {' '.join(step)} failed: {r.stderr[-400:]}")
+    return scratch / "src" / "ior", scratch / "src" / "mdtest"
+
+
+def _env() -> dict:
+    return {**os.environ, **MPI_ENV}
+
+
+def mpirun(ranks: int) -> list:
+    return ["mpirun", "--oversubscribe", "-n", str(ranks)]
+
+
+def drop_caches() -> None:
+    subprocess.run(["sync"], check=True)
+    Path("/proc/sys/vm/drop_caches").write_text("3\n")
+
+
+def fsmeter_mpi(ctx, ranks: int, workload: str, d: Path, sets: dict) -> dict:
+    import json
+
+    out = Path(tempfile.mkstemp(suffix=".json")[1])
+    try:
+        args = mpirun(ranks) + [ctx.python, "-m", "fsmeter", "run", workload, "--dir", d, "-q", "--json", out,
+                                "--cache", "drop", "--min-phase-s", "0"]
+        for k, v in sets.items():
+            args += ["--set", f"{k}={v}"]
+        ctx.cmd(args, env=_env(), timeout=1800)
+        return json.loads(out.read_text())
+    finally:
+        out.unlink()
+
+
+def mdtest_rates(ctx, mdtest: Path, ranks: int, n: int, d: Path) -> dict:
+    res = ctx.cmd(mpirun(ranks) + [mdtest, "-n", n, "-u", "-F", "-w", 4096, "-C", "-T", "-r", "-i", 1, "-d", d],
+                  env=_env(), timeout=1800)
+    out = {}
+    for name, key in (("File creation", "create"), ("File stat", "stat"), ("File removal", "remove")):
+        m = re.search(rf"^\s*{name}\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", res.stdout, re.M)
+        if not m:
+            raise RuntimeError(f"mdtest printed no '{name}' rate: {res.stdout[-400:]}")
+        out[key] = float(m.group(3))  # the mean of one iteration
+    return out
+
+
+def ior_rate(ctx, ior: Path, ranks: int, args: list, what: str) -> float:
+    res = ctx.cmd(mpirun(ranks) + [ior, "-a", "POSIX", *args], env=_env(), timeout=1800)
+    m = re.search(rf"^{what}\s+([\d.]+)\s+", res.stdout.split("Summary of all tests:")[-1], re.M)
+    if not m:
+        raise RuntimeError(f"ior printed no {what} summary: {res.stdout[-400:]}")
+    return float(m.group(1))  # Max(MiB), MiB/s, of one repetition
+
+
+def _tree(doc: dict, phase: str) -> float:
+    return doc["phases"][phase]["total"]["ops_per_s"]
+
+
+def metadata_rows(ctx, mdtest: Path, fs: str, fresh, ranks: int, n: int) -> list:
+    """`fresh()`: a context manager giving a fresh filesystem: each tool gets its own, so neither
+    runs on what the other just filled and emptied (journal, freed inodes)."""
+    with fresh() as root:
+        peer = mdtest_rates(ctx, mdtest, ranks, n, root / "mdtest")
+    with fresh() as root:
+        d = root / "fsm"
+        d.mkdir()
+        doc = fsmeter_mpi(ctx, ranks, "fdtree-quick", d, {"levels": 0, "files_per_dir": n, "file_blocks": 1})
+    rows = []
+    for ph in ("create", "stat", "remove"):
+        imb = doc["phases"][ph]["mpi"]["imbalance_pct"]
+        rows.append(ctx.row(f"{fs} {ranks}r {n} files/rank", f"{ph} files/s", _tree(doc, ph), peer[ph], "mdtest",
+                            target=1.0, notes=f"imbalance {imb:.0f}%"))
+    return rows
+
+
+def data_rows(ctx, ior: Path, fs: str, fresh, ranks: int, block: str, direct: bool) -> list:
+    with fresh() as root:
+        d = root / "ior"
+        d.mkdir()
+        common = ["-F", "-t", "1m", "-b", block.lower(), "-o", str(d / "f")] + (["--posix.odirect"] if direct else [])
+        ior_rate(ctx, ior, ranks, ["-w", "-k", *common], "write")  # lays the files out, unmeasured
+        drop_caches()
+        w_peer = ior_rate(ctx, ior, ranks, ["-w", "-k", "-E", "-e", *common], "write")
+        drop_caches()
+        r_peer = ior_rate(ctx, ior, ranks, ["-r", "-k", "-E", *common], "read")
+    sets = {"file_size": block, "total_bytes": block, "record_size": "1M", "duration_s": "none", "warmup_s": 0,
+            "direct": str(direct).lower()}
+    out = []
+    for wl, peer, extra in (("seq-write", w_peer, {"fsync_end": "true"}), ("seq-read", r_peer, {})):
+        with fresh() as root:
+            f = root / "fsm"
+            f.mkdir()
+            doc = fsmeter_mpi(ctx, ranks, wl, f, {**sets, **extra})
+        run = doc["phases"]["run"]
+        mib = run["total"]["bytes_per_s"] / 2**20
+        mode = "O_DIRECT" if direct else "buffered"
+        target = 1.0 if direct else 0.95
+        out.append(ctx.row(f"{fs} {ranks}r {block}/rank {mode}", f"{wl.split('-')[1]} MiB/s", mib, peer, "ior",
+                           target=target, notes=f"imbalance {run['mpi']['imbalance_pct']:.0f}%"))
+    return out
+
+
+def scaling_row(ctx, mdtest: Path, root: Path, n: int) -> dict:
+    fsm, peer = {}, {}
+    for ranks in (1, 2):
+        d = root / f"s{ranks}"
+        d.mkdir()
+        fsm[ranks] = _tree(fsmeter_mpi(ctx, ranks, "fdtree-quick", d, {"levels": 0, "files_per_dir": n,
+                                                                       "file_blocks": 1}), "create")
+        shutil.rmtree(d, ignore_errors=True)
+        peer[ranks] = mdtest_rates(ctx, mdtest, ranks, n, root / f"m{ranks}")["create"]
+        shutil.rmtree(root / f"m{ranks}", ignore_errors=True)
+    s_fsm, s_peer = fsm[2] / fsm[1], peer[2] / peer[1]
+    return ctx.row(f"tmpfs 1->2 ranks, {n} files/rank", "create speedup", s_fsm, s_peer, "mdtest",
+                   notes=f"{fsm[1]:.0f}->{fsm[2]:.0f} files/s; fsmeter >= 1.8: {'yes' if s_fsm >= 1.8 else 'no'}")
+
+
+def run(ctx) -> list:
+    if os.geteuid() != 0:
+        raise RuntimeError("bench_mpi needs root (tmpfs, loop ext4, drop_caches)")
+    if shutil.which("mpirun") is None:
+        raise RuntimeError("mpirun not found: run `make build` as root (it installs openmpi-bin)")
+    scratch = Path(tempfile.mkdtemp(prefix="fsmeter-bench-ior-"))
+    rows = []
+    try:
+        ior, mdtest = build_ior(scratch)
+        n = 2000 if ctx.quick else 10000
+        tmpfs = lambda: ctx.tmpfs("2G")  # noqa: E731
+        ext4 = lambda: ctx.loopfs("ext4", "1G")  # noqa: E731
+        for ranks in (2, 4):
+            rows += metadata_rows(ctx, mdtest, "tmpfs", tmpfs, ranks, n)
+            rows += data_rows(ctx, ior, "tmpfs", tmpfs, ranks, "64M" if ctx.quick else "256M", direct=False)
+            rows += metadata_rows(ctx, mdtest, "ext4", ext4, ranks, n)
+            for direct in (False, True):
+                rows += data_rows(ctx, ior, "ext4", ext4, ranks, "32M" if ctx.quick else "128M", direct=direct)
+        with ctx.tmpfs("2G") as t:
+            rows.append(scaling_row(ctx, mdtest, t, n))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return rows

@@ -1,0 +1,233 @@
+"""One phase report out of the per-rank reports of an MPI run, aggregated as IOR and mdtest do.
+
+Pure functions on plain dicts (no mpi4py): rank 0 calls :func:`merge_phase` on what it gathered,
+and the tests call it on made-up ranks.
+
+The definitions (README, "Many clients under MPI"):
+
+- **Common clock.** Every rank notes its own CLOCK_MONOTONIC when it leaves the barrier that
+  opens the phase (``barrier_mono_ns``); its measured window (the engine's ``window_mono_ns``) is
+  placed on the common clock as ``window - barrier_mono_ns``. All ranks leave one barrier at
+  the same moment up to the barrier's release skew (microseconds on one host, tens of
+  microseconds over a fast network), so that skew is the clock error; no clock
+  synchronisation between hosts is needed.
+- **Rate** = total operations (or bytes) of all ranks / (latest end - earliest start) on that
+  clock: IOR's ``aggFileSizeForBW / (max close end - min open start)`` and mdtest's barrier-to-
+  barrier rate.
+- **Per rank**: each rank's own rate over its own window; min, mean and max of those, and the
+  first-done / last-done times (when the fastest and the slowest rank finished).
+- **Latency**: the ranks' HDR histograms (every recorded bucket at the engine's precision,
+  ``lat.hdr``) are summed bucket by bucket, and the percentiles are read from the sum with the
+  rule of the hdrhistogram crate (the first bucket whose running count reaches ceil(q x count),
+  at least 1; reported as that bucket's highest equivalent value, capped at the exact maximum).
+  So they are the percentiles of one histogram of every operation, never an average of the
+  ranks' percentiles. min, max and mean are exact; the standard deviation is pooled from the
+  ranks' (count, mean, stdev).
+- **Intervals**: the common time line is cut into ``interval_s`` slices from the earliest start;
+  each rank's interval sample is added to the slice holding its midpoint, so the slices add up
+  exactly to the totals.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable, Optional
+
+#: The percentiles every report carries, as (field, quantile).
+PERCENTILES = (("p50_ns", 0.50), ("p90_ns", 0.90), ("p99_ns", 0.99), ("p999_ns", 0.999), ("p9999_ns", 0.9999))
+
+
+# -- latency histograms ---------------------------------------------------------------------------
+def add_buckets(parts: Iterable[Iterable]) -> list:
+    """Sum [value, count] bucket lists that share one bucket grid; returns them sorted by value."""
+    out: dict = {}
+    for part in parts:
+        for value, count in part or []:
+            out[int(value)] = out.get(int(value), 0) + int(count)
+    return [[v, c] for v, c in sorted(out.items()) if c > 0]
+
+
+def value_at_quantile(hdr: list, quantile: float) -> int:
+    """The hdrhistogram crate's value_at_quantile on [highest equivalent value, count] buckets."""
+    total = sum(c for _, c in hdr)
+    if total == 0:
+        return 0
+    want = max(1, math.ceil(min(quantile, 1.0) * total))
+    running = 0
+    for value, count in hdr:
+        running += count
+        if running >= want:
+            return int(value)
+    return int(hdr[-1][0])
+
+
+def merge_lat(lats: list) -> dict:
+    """One latency summary out of several ranks' summaries of the same operation kind."""
+    lats = [x for x in lats if x and x.get("count")]
+    if not lats:
+        return {"count": 0, "min_ns": 0, "mean_ns": 0.0, "stdev_ns": 0.0, **{k: 0 for k, _ in PERCENTILES},
+                "max_ns": 0, "buckets": [], "hdr": []}
+    count = sum(x["count"] for x in lats)
+    mean = sum(x["mean_ns"] * x["count"] for x in lats) / count
+    # Pooled variance (Chan, Golub and LeVeque 1979): within-rank plus between-rank spread.
+    var = sum(x["count"] * (x["stdev_ns"] ** 2 + (x["mean_ns"] - mean) ** 2) for x in lats) / count
+    hdr = add_buckets(x.get("hdr") for x in lats)
+    if sum(c for _, c in hdr) != count:
+        raise ValueError("latency histograms without their HDR buckets (lat.hdr) cannot be merged exactly")
+    max_ns = max(x["max_ns"] for x in lats)
+    out = {"count": count, "min_ns": min(x["min_ns"] for x in lats), "mean_ns": mean, "stdev_ns": math.sqrt(var)}
+    for key, q in PERCENTILES:
+        out[key] = min(value_at_quantile(hdr, q), max_ns)
+    out["max_ns"] = max_ns
+    out["buckets"] = add_buckets(x.get("buckets") for x in lats)
+    out["hdr"] = hdr
+    return out
+
+
+# -- windows on the common clock ------------------------------------------------------------------
+def rank_window_s(part: dict) -> tuple:
+    """(start, end) of one rank's measured window, in seconds after it left the opening barrier."""
+    rep, b = part["report"], part["barrier_mono_ns"]
+    w = rep.get("window_mono_ns") or [0, 0]
+    if w[1]:
+        return (w[0] - b) / 1e9, (w[1] - b) / 1e9
+    # A workload outside the shared harness: its window ends when run_phase returned.
+    end = (part["returned_mono_ns"] - b) / 1e9
+    return end - rep["elapsed_s"], end
+
+
+def ior_rate(total: float, windows: list) -> float:
+    """IOR's aggregate rate: the total over (latest end - earliest start)."""
+    span = max(e for _, e in windows) - min(s for s, _ in windows)
+    return total / span if span > 0 else 0.0
+
+
+def _stats(xs: list) -> dict:
+    return {"min": min(xs), "mean": sum(xs) / len(xs), "max": max(xs)}
+
+
+def merge_intervals(parts: list, windows: list, start_s: float, end_s: float, interval_s: float) -> list:
+    """The ranks' interval samples summed on common-clock slices of interval_s from start_s."""
+    n = max(1, math.ceil((end_s - start_s) / interval_s - 1e-9))
+    slices = [{"ops": 0, "bytes": 0, "ops_by_kind": {}, "units": None} for _ in range(n)]
+    for part, (ws, _) in zip(parts, windows):
+        for iv in part["report"].get("intervals") or []:
+            mid = ws + iv["t_s"] - iv["dur_s"] / 2 - start_s
+            k = min(n - 1, max(0, int(mid // interval_s)))
+            sl = slices[k]
+            sl["ops"] += iv["ops"]
+            sl["bytes"] += iv["bytes"]
+            for kind, c in (iv.get("ops_by_kind") or {}).items():
+                sl["ops_by_kind"][kind] = sl["ops_by_kind"].get(kind, 0) + c
+            if iv.get("units") is not None:
+                sl["units"] = (sl["units"] or 0) + iv["units"]
+    span = end_s - start_s
+    out = []
+    for k, sl in enumerate(slices):
+        t_end = min(span, (k + 1) * interval_s)
+        out.append({"t_s": t_end, "dur_s": t_end - k * interval_s, **sl})
+    return out
+
+
+# -- one phase ------------------------------------------------------------------------------------
+def merge_phase(parts: list, interval_s: float, stonewall: Optional[dict] = None) -> dict:
+    """One phase report out of every rank's ``{rank, host, barrier_mono_ns, returned_mono_ns, report}``.
+
+    The result has the shape of a single-process report (so the families' metrics read it as
+    they are) plus ``mpi``: the per-rank figures and their spread.
+    """
+    parts = sorted(parts, key=lambda p: p["rank"])
+    reps = [p["report"] for p in parts]
+    windows = [rank_window_s(p) for p in parts]
+    start_s, end_s = min(s for s, _ in windows), max(e for _, e in windows)
+    elapsed = max(0.0, end_s - start_s)
+    per_s = (lambda x: x / elapsed) if elapsed > 0 else (lambda x: 0.0)
+    tops = sum(r["total"]["ops"] for r in reps)
+    tbytes = sum(r["total"]["bytes"] for r in reps)
+    kinds = sorted({k for r in reps for k in (r.get("ops") or {})})
+    ops = {}
+    for k in kinds:
+        mine = [r["ops"][k] for r in reps if k in (r.get("ops") or {})]
+        c, b = sum(o["count"] for o in mine), sum(o["bytes"] for o in mine)
+        ops[k] = {"count": c, "bytes": b, "ops_per_s": per_s(c), "bytes_per_s": per_s(b),
+                  "lat": merge_lat([o["lat"] for o in mine])}
+    counters: dict = {}
+    for r in reps:
+        for k, v in (r.get("counters") or {}).items():
+            counters[k] = counters.get(k, 0) + v
+    cpu_keys = ("user_s", "sys_s", "process_pct")
+    cpu = {k: sum((r.get("cpu") or {}).get(k, 0.0) for r in reps) for k in cpu_keys}
+    for k in {k for r in reps for k in (r.get("cpu") or {})} - set(cpu_keys):  # system-wide: the mean over ranks
+        cpu[k] = sum((r.get("cpu") or {}).get(k, 0.0) for r in reps) / len(reps)
+    per_rank = []
+    for p, r, (s, e) in zip(parts, reps, windows):
+        el = e - s
+        per_rank.append({"rank": p["rank"], "host": p["host"], "start_s": s, "end_s": e, "elapsed_s": el,
+                         "ops": r["total"]["ops"], "bytes": r["total"]["bytes"],
+                         "ops_per_s": r["total"]["ops"] / el if el > 0 else 0.0,
+                         "bytes_per_s": r["total"]["bytes"] / el if el > 0 else 0.0,
+                         "interrupted": bool(r.get("interrupted"))})
+    rates = [x["ops_per_s"] for x in per_rank]
+    mpi = {
+        "ranks": len(parts),
+        "hosts": sorted({p["host"] for p in parts}),
+        "start_s": start_s, "end_s": end_s,
+        "first_done_s": min(e for _, e in windows), "last_done_s": end_s,
+        "ops_per_rank": _stats([x["ops"] for x in per_rank]),
+        "rank_ops_per_s": _stats(rates),
+        "rank_bytes_per_s": _stats([x["bytes_per_s"] for x in per_rank]),
+        # Imbalance: how far the slowest rank is below the fastest, in % of the fastest.
+        "imbalance_pct": (100.0 * (max(rates) - min(rates)) / max(rates)) if max(rates) > 0 else 0.0,
+        "per_rank": per_rank,
+    }
+    if stonewall is not None:
+        mpi["stonewall"] = stonewall
+    warnings = []
+    for p, r in zip(parts, reps):
+        warnings += [f"rank {p['rank']}: {w}" for w in r.get("warnings") or []]
+    return {
+        "phase": reps[0].get("phase"),
+        "interrupted": any(r.get("interrupted") for r in reps),
+        "threads": sum(r.get("threads", 0) for r in reps),
+        "warmup_s": max(r.get("warmup_s", 0.0) for r in reps),
+        "elapsed_s": elapsed,
+        "total": {"ops": tops, "bytes": tbytes, "ops_per_s": per_s(tops), "bytes_per_s": per_s(tbytes)},
+        "ops": ops,
+        "intervals": merge_intervals(parts, windows, start_s, end_s, interval_s) if elapsed > 0 else [],
+        "cpu": cpu,
+        "counters": counters,
+        "extra": reps[0].get("extra"),  # rank 0's details (each rank's own are alike by construction)
+        "warnings": warnings,
+        "mpi": mpi,
+    }
+
+
+def fileset_extra(merged: dict, extras: list) -> dict:
+    """The fileset family's details for a merged phase: its PostMark rates recomputed from the merged
+    operations and counters over the merged window (as the engine computes one rank's), running
+    totals and live files summed over the ranks."""
+    el = merged["elapsed_s"]
+    rate = (lambda x: x / el) if el > 0 else (lambda x: 0.0)
+    op = lambda k: merged["ops"].get(k) or {"count": 0, "bytes": 0}  # noqa: E731
+    out = dict(extras[0] or {})
+    out["rates"] = {
+        "transactions_per_s": rate(merged["counters"].get("transactions_measured", 0)),
+        "files_created_per_s": rate(op("create")["count"]),
+        "files_read_per_s": rate(op("read")["count"]),
+        "files_appended_per_s": rate(op("append")["count"]),
+        "files_deleted_per_s": rate(op("delete")["count"]),
+        "bytes_read_per_s": rate(op("read")["bytes"]),
+        "bytes_written_per_s": rate(op("create")["bytes"] + op("append")["bytes"]),
+    }
+    totals: dict = {}
+    for e in extras:
+        for k, v in ((e or {}).get("run_totals") or {}).items():
+            if isinstance(v, (int, float)):
+                totals[k] = totals.get(k, 0) + v
+    out["run_totals"] = totals
+    out["files_live"] = sum((e or {}).get("files_live") or 0 for e in extras)
+    out["threads"] = sum((e or {}).get("threads") or 0 for e in extras)
+    return out
+
+
+__all__ = ["add_buckets", "fileset_extra", "ior_rate", "merge_intervals", "merge_lat", "merge_phase", "rank_window_s",
+           "value_at_quantile"]

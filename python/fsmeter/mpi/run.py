@@ -1,0 +1,327 @@
+"""`fsmeter run` as one rank of `mpirun -n N fsmeter run ...`: every rank runs the same workload in
+its own subdirectory, phase by phase in lockstep, and rank 0 merges the phase reports.
+
+Per phase: (cold-cache reset) -> timed barrier -> the engine runs the phase in this rank ->
+one gather of the reports on rank 0 -> merge (fsmeter.mpi.merge) -> rank 0 tells every rank
+whether to go on. An error in any rank aborts the whole job (MPI_Abort) with that rank's number,
+host and message; a rank that waits longer than the timeout at a barrier or gather aborts it too.
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import time
+from pathlib import Path
+from typing import Optional
+
+import fsmeter
+from fsmeter.errors import UserError
+from fsmeter.mpi.comm import World
+
+#: Tag of the stonewall notices (a rank that finished first tells rank 0).
+STONEWALL_TAG = 7713
+#: Families some of whose metrics come from the report's `extra` (the iozone grid, AIM7 jobs/min,
+#: cp/tar/rm times): under MPI those stay rank 0's (the merge keeps rank 0's extra). The fileset
+#: family's rates are recomputed from the merge (fsmeter.mpi.merge.fileset_extra).
+EXTRA_METRIC_FAMILIES = {"iozone", "mix", "macro"}
+#: The phases a stonewall may stop early, per family: those after which the workload goes on
+#: correctly with whatever a stopped rank completed. Not the tree family's: its stat, remove and
+#: rmdir need every entry of create (mdtest's answer, IO500's wear-out, needs engine support).
+STONEWALL_PHASES = {"access": {"run"}, "replay": {"run"}, "fileset": {"create", "transactions"}}
+#: Set by a parent that already holds the machine's run lock (a campaign launching mpirun).
+LOCK_HELD_ENV = "FSMETER_RUN_LOCK_HELD"
+
+
+def rank_dir(base: Path, rank: int) -> Path:
+    """Each rank's own folder under --dir (mdtest -u: unique working directories)."""
+    return Path(base) / f"rank-{rank:05d}"
+
+
+def parse_stonewall(value: Optional[str]):
+    """None, "first-done", or a number of seconds (float)."""
+    if value is None or value == "" or value == "none":
+        return None
+    if value == "first-done":
+        return value
+    try:
+        s = float(value)
+    except ValueError:
+        s = -1.0
+    if not s > 0:
+        raise UserError(f"--stonewall {value!r}: use first-done (stop every rank when the first finishes) or a "
+                        "number of seconds > 0")
+    return s
+
+
+def _shared_errors(world: World, err: Optional[UserError], untimed: bool = False) -> None:
+    """Every rank learns every rank's input error, so that all exit alike; rank 0 says it once."""
+    mine = None if err is None else (str(err), err.exit_code)
+    every = world.comm.allgather(mine) if untimed else world.allgather(mine, "checking the input")
+    bad = [(r, e) for r, e in enumerate(every) if e is not None]
+    if not bad:
+        return
+    r, (msg, code) = bad[0]
+    if world.rank == 0:
+        same = all(e == bad[0][1] for _, e in bad)
+        where = "every rank" if same and len(bad) == world.size else f"rank {r}"
+        raise UserError(f"{msg} ({where})", exit_code=code)
+    raise SystemExit(code)
+
+
+class Stonewall:
+    """Stops every rank's phase when the first rank finishes (first-done) or at a time (seconds).
+
+    first-done: a rank that finishes sends one notice to rank 0 (unless it already heard that the
+    phase is over); rank 0, on the first notice or on finishing itself, starts a non-blocking
+    broadcast of the finisher's rank, and every rank stops its engine when that broadcast lands.
+    Each rank's report then counts what it completed; the merged rate is their sum over the
+    common window (the stonewall rule of mdtest and IO500, without IO500's wear-out).
+    """
+
+    def __init__(self, world: World, mode, session, t0_mono_ns: int):
+        import numpy as np
+
+        self.world, self.mode, self.session, self.t0 = world, mode, session, t0_mono_ns
+        self.stopped = False
+        self.sent_notice = False
+        self.received = 0
+        self.buf = np.full(1, -1, dtype=np.int64)
+        self.bcast_req = None
+        self.notice_req = None
+        if mode == "first-done":
+            if world.rank == 0:
+                self.notice_req = world.comm.irecv(source=world.MPI.ANY_SOURCE, tag=STONEWALL_TAG)
+            else:
+                self.bcast_req = world.comm.Ibcast(self.buf, root=0)
+
+    def _start_bcast(self, finisher: int) -> None:
+        self.buf[0] = finisher
+        self.bcast_req = self.world.comm.Ibcast(self.buf, root=0)
+
+    def poll(self) -> None:
+        """Called every progress tick while the engine runs."""
+        if self.stopped:
+            return
+        if self.mode != "first-done":
+            if time.monotonic_ns() - self.t0 >= self.mode * 1e9:
+                self.stopped = True
+                self.session.stop()
+            return
+        w = self.world
+        if w.rank == 0:
+            done, who = self.notice_req.test()
+            if done:
+                self.received += 1
+                self.notice_req = None
+                self._start_bcast(who)
+                self.stopped = True
+                self.session.stop()
+        elif self.bcast_req.Test():
+            self.stopped = True
+            self.session.stop()
+
+    def finished(self) -> None:
+        """This rank's engine returned: tell the others if it was first; wait for the verdict."""
+        if self.mode != "first-done":
+            return
+        w = self.world
+        if w.rank == 0:
+            if self.bcast_req is None:
+                if self.notice_req is not None:
+                    done, who = self.notice_req.test()
+                    if done:
+                        self.received += 1
+                        self.notice_req = None
+                        self._start_bcast(who)
+                if self.bcast_req is None:
+                    self._start_bcast(0)
+        elif not self.bcast_req.Test():
+            w.comm.send(w.rank, dest=0, tag=STONEWALL_TAG)
+            self.sent_notice = True
+        deadline = time.monotonic() + w.timeout_s
+        while not self.bcast_req.Test():
+            if time.monotonic() > deadline:
+                w.abort("stonewall: rank 0 never said the phase was over")
+            time.sleep(0.001)
+
+    def close(self, parts: Optional[list]) -> Optional[dict]:
+        """Rank 0, after the gather: collect the notices still in flight; returns what to record."""
+        if self.mode != "first-done":
+            return {"mode": "time", "stonewall_s": self.mode} if parts is not None else None
+        if parts is None:
+            return None
+        w = self.world
+        sent = sum(1 for p in parts if p.get("sent_notice"))
+        if self.notice_req is not None:  # still posted: it may hold a notice already, else it is withdrawn
+            done, _ = self.notice_req.test()
+            if done:
+                self.received += 1
+            else:
+                self.notice_req.Cancel()
+                self.notice_req.Wait()
+            self.notice_req = None
+        while self.received < sent:
+            w.comm.recv(source=w.MPI.ANY_SOURCE, tag=STONEWALL_TAG)
+            self.received += 1
+        return {"mode": "first-done", "first_rank": int(self.buf[0])}
+
+
+def _reset_cache(world: World, method: str, directory: Path) -> str:
+    """The cold-cache reset of one rank: drop_caches once per host (it is system-wide), else fadvise
+    on this rank's own files."""
+    from fsmeter.cli.run import reset_cache
+
+    if method == "auto":
+        method = "drop" if os.geteuid() == 0 else "fadvise"
+    if method == "drop":
+        if world.local_rank == 0:
+            reset_cache("drop", directory)
+        return "drop_caches"
+    return reset_cache(method, directory)
+
+
+def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_progress: bool = True,
+                  keep_files: bool = False, cache: str = "auto", min_phase_s: float = 60.0,
+                  no_wait: bool = False, timeout_s: float = 600.0, stonewall=None):
+    """Run one workload in every rank; returns (doc, job) on rank 0 and (None, job) on the others."""
+    from fsmeter import runlock
+    from fsmeter.cli.run import RUN_JSON_VERSION, report_quality
+    from fsmeter.engine import EngineSession
+    from fsmeter.hostinfo import host_info
+    from fsmeter.mpi.merge import fileset_extra, merge_phase
+    from fsmeter.progress import PhaseProgress, progress_bar
+    from fsmeter.spec import build_job, load_workload
+
+    world = World(timeout_s)
+    err, job = None, None
+    try:
+        stonewall = parse_stonewall(stonewall)
+        if workload.endswith(".fio") or ".fio:" in workload:
+            raise UserError(f"{workload}: fio job files are not run under mpirun: use a named workload or a "
+                            "workload .toml (fsmeter list)")
+        defn = load_workload(workload)
+        if stonewall is not None and defn.family.name not in STONEWALL_PHASES:
+            raise UserError(f"--stonewall: the {defn.family.name} family cannot be stopped early and go on (its later "
+                            "phases need all the earlier ones did): use it with the "
+                            f"{', '.join(sorted(STONEWALL_PHASES))} families, or leave it out")
+        base = build_job(defn, directory, sets)
+        mine = rank_dir(directory, world.rank)
+        mine.mkdir(exist_ok=True)
+        job = build_job(defn, mine, {**sets, "seed": base.settings.seed + world.rank})
+    except UserError as exc:
+        err = exc
+    except OSError as exc:
+        err = UserError(f"--dir {directory}: cannot create this rank's folder: {exc.strerror}", exit_code=1)
+    _shared_errors(world, err)
+
+    hosts = world.allgather(world.host, "exchanging host names")
+    with contextlib.ExitStack() as stack:
+        err = None
+        if world.local_rank == 0 and not os.environ.get(LOCK_HELD_ENV):
+            try:  # one lock per host, taken by the host's first rank; the others wait for it here
+                stack.enter_context(runlock.measuring(wait=not no_wait))
+            except UserError as exc:
+                err = exc
+        _shared_errors(world, err, untimed=True)
+        session = EngineSession(job.engine_json(), for_merge=True)
+        layout: dict = {}
+        for r, h in enumerate(hosts):
+            layout.setdefault(h, []).append(r)
+        doc = None
+        if world.rank == 0:
+            doc = {
+                "format": "fsmeter-run", "version": RUN_JSON_VERSION, "fsmeter_version": fsmeter.__version__,
+                "workload": job.workload.name, "family": job.workload.family.name, "job": job.engine_dict(),
+                "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                "host": host_info(), "phases": {}, "metrics": {}, "interrupted": False,
+                "mpi": {"ranks": world.size, "hosts": sorted(layout), "layout": layout,
+                        "rank_dirs": f"{directory}/rank-NNNNN", "seeds": f"{base.settings.seed} + rank",
+                        "timeout_s": timeout_s,
+                        "stonewall": stonewall if stonewall is not None else "none",
+                        "clock": "each rank's CLOCK_MONOTONIC from its release of the barrier opening the phase"},
+            }
+        engine_phases = session.phases()
+        try:
+            with progress_bar(console, enabled=show_progress and world.rank == 0) as bar:
+                for ph in job.phases():
+                    method = "none"
+                    if ph.cold_cache:
+                        world.barrier(f"before the cache reset of phase {ph.key}")
+                        method = _reset_cache(world, cache, job.dir)
+                    t0 = world.barrier(f"before phase {ph.key}")
+                    prog = PhaseProgress(bar, f"{ph.key} (rank 0 of {world.size})")
+                    walled = ph.name in STONEWALL_PHASES.get(job.workload.family.name, ())
+                    wall = Stonewall(world, stonewall, session, t0) if stonewall is not None and walled else None
+
+                    def tick(p, prog=prog, wall=wall):
+                        prog(p)
+                        if wall is not None:
+                            wall.poll()
+
+                    report = session.run_phase(ph.name, on_progress=tick)
+                    returned = time.monotonic_ns()
+                    if wall is not None:
+                        wall.finished()
+                        if wall.stopped:  # the engine marks a stop as an interruption; this one is the rule
+                            report["interrupted"] = False
+                            report["stonewalled"] = True
+                            session.reset_stop()
+                    prog.done()
+                    part = {"rank": world.rank, "host": world.host, "barrier_mono_ns": t0,
+                            "returned_mono_ns": returned, "report": report,
+                            "sent_notice": bool(wall and wall.sent_notice)}
+                    parts = world.gather(part, f"after phase {ph.key}")
+                    go_on = True
+                    if world.rank == 0:
+                        info = wall.close(parts) if wall is not None else None
+                        merged = merge_phase(parts, job.settings.interval_s, stonewall=info)
+                        if job.workload.family.name == "fileset" and isinstance(merged.get("extra"), dict):
+                            merged["extra"] = fileset_extra(merged, [p["report"].get("extra") for p in parts])
+                        elif job.workload.family.name in EXTRA_METRIC_FAMILIES and merged.get("extra") is not None:
+                            merged["warnings"].append(
+                                f"the {job.workload.family.name} family's metrics read from its details (extra) are "
+                                "rank 0's own figures, not a merge of the ranks; totals, rates and latencies are merged")
+                        merged["cache_reset"] = method
+                        merged["measured"] = ph.measured and not ph.discard
+                        if merged["measured"] and not merged["interrupted"]:
+                            merged["quality"] = report_quality(merged, min_phase_s=min_phase_s,
+                                                               interval_s=job.settings.interval_s).to_dict()
+                        for op in merged["ops"].values():  # the full buckets served the merge; keep them out
+                            op["lat"].pop("hdr", None)
+                        doc["phases"][ph.key] = merged
+                        if merged["interrupted"]:
+                            doc["interrupted"] = True
+                            go_on = False
+                    if not world.bcast(go_on, f"after phase {ph.key}"):
+                        break
+        except SystemExit:
+            raise
+        except BaseException as exc:  # any failure in this rank ends every rank now, saying who
+            msg = exc.message if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+            world.abort(msg)
+        finally:
+            if not keep_files and "cleanup" in engine_phases:
+                try:
+                    session.run_phase("cleanup")
+                except BaseException as exc:
+                    world.abort(f"cleanup: {exc}")
+    if doc is not None:
+        from fsmeter.verify import corruption
+
+        # verify_mismatches counters are summed over the ranks; the first mismatch shown is rank 0's
+        doc["corrupt"] = corruption(doc["phases"].items())
+        for m in job.metrics():
+            rep = doc["phases"].get(m.phase)
+            if rep is not None:
+                v = m.get(rep)
+                if v is not None:
+                    doc["metrics"][f"{m.phase}.{m.name}"] = {"value": v, "unit": m.unit,
+                                                            "higher_is_better": m.higher_is_better}
+    if not keep_files:
+        with contextlib.suppress(OSError):
+            job.dir.rmdir()  # this rank's folder, when the workload left it empty
+    return doc, job
+
+
+__all__ = ["Stonewall", "parse_stonewall", "rank_dir", "run_under_mpi"]

@@ -1,0 +1,243 @@
+"""`mpirun -n N fsmeter run` and campaigns sweeping ranks, with 2 to 4 real MPI ranks (Open MPI).
+
+Skipped, with the reason, where Open MPI or mpi4py is missing (`make build` as root installs both).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+MPIRUN = shutil.which("mpirun")
+
+
+def _mpi4py() -> bool:
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+pytestmark = pytest.mark.skipif(MPIRUN is None or not _mpi4py(),
+                                reason="needs Open MPI (mpirun) and mpi4py: run `make build` as root")
+
+#: Open MPI refuses root unless told twice; the tests may run as root.
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "COLUMNS": "200",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+
+
+def mpirun(n: int, *args, timeout: int = 180) -> subprocess.CompletedProcess:
+    cmd = [MPIRUN, "--oversubscribe", "-n", str(n), sys.executable, "-m", "fsmeter", *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **MPI_ENV}, timeout=timeout)
+
+
+def fsm(*args, timeout: int = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, **MPI_ENV}, timeout=timeout)
+
+
+SMALL_TREE = ["--set", "levels=1", "--set", "dirs_per_level=4", "--set", "files_per_dir=30"]
+
+
+def test_four_ranks_tree_one_merged_result(tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    out = tmp_path / "out.json"
+    r = mpirun(4, "run", "fdtree-quick", "--dir", d, *SMALL_TREE, "--json", out, "-q", "--min-phase-s", "0")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    files = (1 + 4) * 30  # one tree per rank: 5 directories x 30 files
+    assert doc["mpi"]["ranks"] == 4 and doc["mpi"]["layout"] == {socket.gethostname(): [0, 1, 2, 3]}
+    create = doc["phases"]["create"]
+    assert create["total"]["ops"] == 4 * files
+    assert create["ops"]["create"]["lat"]["count"] == 4 * files
+    assert sum(c for _, c in create["ops"]["create"]["lat"]["buckets"]) == 4 * files
+    assert "hdr" not in create["ops"]["create"]["lat"]  # used for the merge, not kept
+    m = create["mpi"]
+    assert len(m["per_rank"]) == 4 and all(x["ops"] == files for x in m["per_rank"])
+    # the rate is the IOR definition: the total over (latest end - earliest start)
+    span = max(x["end_s"] for x in m["per_rank"]) - min(x["start_s"] for x in m["per_rank"])
+    assert create["elapsed_s"] == pytest.approx(span)
+    assert create["total"]["ops_per_s"] == pytest.approx(4 * files / span)
+    assert sum(iv["ops"] for iv in create["intervals"]) == 4 * files
+    assert doc["metrics"]["create.files_per_s"]["value"] == pytest.approx(create["total"]["ops_per_s"])
+    # one table, printed by rank 0 only, with the per-rank spread under it
+    assert r.stdout.count("fdtree-quick / create") == 1
+    assert "4 ranks on 1 host" in r.stdout and "imbalance" in r.stdout
+    assert os.listdir(d) == []  # every rank removed its files and its folder
+
+
+def test_two_ranks_seq_write_bytes_add_up(tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    out = tmp_path / "out.json"
+    r = mpirun(2, "run", "seq-write", "--dir", d, "--set", "file_size=8M", "--set", "duration_s=0.3",
+               "--set", "warmup_s=0", "--set", "interval_s=0.1", "--json", out, "-q", "--min-phase-s", "0")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    run = doc["phases"]["run"]
+    per = run["mpi"]["per_rank"]
+    assert [x["rank"] for x in per] == [0, 1]
+    assert run["total"]["bytes"] == sum(x["bytes"] for x in per) > 0
+    assert run["total"]["bytes_per_s"] == pytest.approx(run["total"]["bytes"] / run["elapsed_s"])
+    assert doc["job"]["seed"] == 42 and doc["mpi"]["seeds"] == "42 + rank"
+
+
+def test_failing_rank_aborts_every_rank_with_rank_and_host(tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    # rank 1 cannot build its tree: a plain file sits where its tree's root directory goes
+    (d / "rank-00001").mkdir()
+    (d / "rank-00001" / "tree-0").write_text("in the way")
+    r = mpirun(2, "run", "fdtree-quick", "--dir", d, *SMALL_TREE, "-q", timeout=120)
+    assert r.returncode != 0
+    line = next(ln for ln in r.stderr.splitlines() if ln.startswith("fsmeter: error:"))
+    assert f"rank 1 of 2 on {socket.gethostname()}" in line and "aborting all 2 ranks" in line
+    assert "Traceback" not in r.stderr
+
+
+def test_input_error_is_one_line_from_rank_0(tmp_path):
+    r = mpirun(2, "run", "fdtree-quick", "--dir", tmp_path, "--set", "levels=-1", "-q")
+    assert r.returncode == 2
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("fsmeter: error:")]
+    assert len(errors) == 1 and "levels" in errors[0] and "every rank" in errors[0]
+
+
+def test_stonewall_first_done_stops_the_others(tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    out = tmp_path / "out.json"
+    # The same fixed work in every rank (16 MiB of 4 KiB writes): the first to finish stops the other,
+    # each counts what it completed, so the total is at most the full work, and the stop is no interruption.
+    r = mpirun(2, "run", "seq-write", "--dir", d, "--set", "file_size=16M", "--set", "total_bytes=16M",
+               "--set", "duration_s=none", "--set", "warmup_s=0", "--set", "record_size=4K",
+               "--stonewall", "first-done", "--json", out, "-q", "--min-phase-s", "0")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    run = doc["phases"]["run"]
+    assert run["mpi"]["stonewall"]["mode"] == "first-done"
+    assert run["mpi"]["stonewall"]["first_rank"] in (0, 1)
+    assert 0 < run["total"]["bytes"] <= 2 * 16 * 2**20
+    assert not doc["interrupted"] and not run["interrupted"]
+
+
+def test_stonewall_refused_where_later_phases_need_everything(tmp_path):
+    r = mpirun(2, "run", "fdtree-quick", "--dir", tmp_path, "--stonewall", "first-done", "-q")
+    assert r.returncode == 2
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("fsmeter: error:")]
+    assert len(errors) == 1 and "the tree family cannot be stopped early" in errors[0]
+
+
+def test_campaign_sweeps_ranks_and_records_the_layout(tmp_path):
+    work = tmp_path / "w"
+    work.mkdir()
+    f = tmp_path / "c.toml"
+    f.write_text(textwrap.dedent(f"""\
+        name = "scale"
+        min_phase_s = 0
+        [factors]
+        ranks = [1, 2]
+        [[workloads]]
+        name = "fdtree-quick"
+        params = {{ levels = 1, dirs_per_level = 3, files_per_dir = 20 }}
+        [repetitions]
+        policy = "fixed"
+        n = 1
+        [mpi]
+        timeout_s = 120
+        [target]
+        kind = "dir"
+        path = "{work}"
+        """))
+    db = tmp_path / "r.sqlite"
+    r = fsm("campaign", "run", f, "--db", db, "-q")
+    assert r.returncode == 0, r.stdout + r.stderr
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT c.factors, t.status, e.extra FROM cells c JOIN trials t ON t.cell_id = c.id "
+                       "JOIN environment e ON e.trial_id = t.id ORDER BY c.idx").fetchall()
+    assert [json.loads(fa)["ranks"] for fa, _, _ in rows] == [1, 2]
+    assert all(st == "ok" for _, st, _ in rows)
+    layouts = [json.loads(ex)["mpi"] for _, _, ex in rows]
+    assert [x["ranks"] for x in layouts] == [1, 2]
+    assert layouts[1]["layout"] == {socket.gethostname(): [0, 1]} and "--oversubscribe" in layouts[1]["command"]
+    creates = con.execute("SELECT m.value FROM metrics m JOIN trials t ON m.trial_id = t.id JOIN cells c ON "
+                          "t.cell_id = c.id WHERE m.name = 'files_per_s' AND m.phase_key = 'create' ORDER BY c.idx")
+    assert all(v > 0 for (v,) in creates)
+    assert os.listdir(work) == []
+    show = fsm("campaign", "show", "1", "--db", db)
+    assert show.returncode == 0, show.stderr
+    assert "aggregate rate against MPI ranks" in show.stdout and "speedup" in show.stdout
+    rep = fsm("report", "--db", db, "-o", tmp_path / "r.html")
+    assert rep.returncode == 0, rep.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert "per-rank imbalance against MPI ranks" in html and "aggregate rate against MPI ranks" in html
+
+
+def test_a_stuck_rank_is_timed_out_not_waited_for_forever(tmp_path):
+    # rank 1 is "stuck" (sleeps far past the timeout) before a barrier; rank 0 gives up after 1 s,
+    # names itself, where it waited and why, and MPI_Abort ends rank 1 too.
+    script = tmp_path / "stuck.py"
+    script.write_text(textwrap.dedent("""\
+        import time
+        from fsmeter.mpi.comm import World
+        w = World(timeout_s=1.0)
+        if w.rank == 1:
+            time.sleep(120)
+        w.barrier("before phase create")
+        """))
+    cmd = [MPIRUN, "--oversubscribe", "-n", "2", sys.executable, str(script)]
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **MPI_ENV}, timeout=90)
+    assert r.returncode != 0
+    line = next(ln for ln in r.stderr.splitlines() if ln.startswith("fsmeter: error:"))
+    assert "rank 0 of 2" in line and "waited 1 s before phase create" in line and "aborting all 2 ranks" in line
+
+
+@pytest.mark.parametrize("workload,sets,phase", [
+    ("postmark-quick", ["files=200", "transactions=600"], "create"),
+    ("dbench-quick", ["duration_s=1", "warmup_s=0", "threads=1"], "run"),
+])
+def test_other_families_run_in_every_rank(tmp_path, workload, sets, phase):
+    d = tmp_path / "d"
+    d.mkdir()
+    out = tmp_path / "out.json"
+    args = [a for s in sets for a in ("--set", s)]
+    r = mpirun(2, "run", workload, "--dir", d, *args, "--json", out, "-q", "--min-phase-s", "0")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    rep = doc["phases"][phase]
+    per = rep["mpi"]["per_rank"]
+    assert len(per) == 2 and all(x["ops"] > 0 for x in per)
+    assert rep["total"]["ops"] == sum(x["ops"] for x in per)
+    if workload == "postmark-quick":  # every rank creates its own 200 files; rates from the merge
+        assert rep["total"]["ops"] == 400
+        assert rep["extra"]["rates"]["files_created_per_s"] == pytest.approx(400 / rep["elapsed_s"])
+        assert doc["metrics"]["create.files_created_per_s"]["value"] == pytest.approx(400 / rep["elapsed_s"])
+        tx = doc["phases"]["transactions"]
+        assert tx["extra"]["rates"]["transactions_per_s"] == pytest.approx(
+            tx["counters"]["transactions_measured"] / tx["elapsed_s"])
+        assert not any("rank 0's own figures" in w for w in rep["warnings"])
+
+
+def test_stonewall_seconds_stops_every_rank_at_that_time(tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    out = tmp_path / "out.json"
+    # a million PostMark transactions per rank on 200 small files take far longer than 0.5 s: the time
+    # stonewall ends the phase on both ranks, each counting the transactions it completed.
+    r = mpirun(2, "run", "postmark-quick", "--dir", d, "--set", "files=200", "--set", "transactions=1000000",
+               "--stonewall", "0.5", "--json", out, "-q", "--min-phase-s", "0")
+    assert r.returncode == 0, r.stderr
+    tx = json.loads(out.read_text())["phases"]["transactions"]
+    assert tx["mpi"]["stonewall"] == {"mode": "time", "stonewall_s": 0.5}
+    assert 0 < tx["counters"]["transactions_measured"] < 2_000_000
+    assert all(x["ops"] > 0 for x in tx["mpi"]["per_rank"]) and not tx["interrupted"]
+    assert tx["extra"]["rates"]["transactions_per_s"] == pytest.approx(
+        tx["counters"]["transactions_measured"] / tx["elapsed_s"])
