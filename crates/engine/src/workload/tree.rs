@@ -507,7 +507,13 @@ fn create_file(p: &mut PathBuf8, size: u64, zeros: &[u8], fsync: bool) -> Result
         }
         left -= w as u64;
     }
-    // SAFETY: we own fd.
+    finish_file(fd, p, fsync)
+}
+
+/// The end of one fdtree `dd`: fsync if asked, then close, each failure named with the path.
+#[inline]
+fn finish_file(fd: libc::c_int, p: &PathBuf8, fsync: bool) -> Result<()> {
+    // SAFETY: the caller owns fd and hands it over.
     if fsync && unsafe { libc::fsync(fd) } != 0 {
         let err = os_err("fsync", p);
         unsafe { libc::close(fd) };

@@ -56,17 +56,7 @@ impl TreeVerify {
             }
             off += w as u64;
         }
-        // SAFETY: we own fd.
-        if fsync && unsafe { libc::fsync(fd) } != 0 {
-            let err = os_err("fsync", p);
-            unsafe { libc::close(fd) };
-            return Err(err);
-        }
-        // SAFETY: we own fd.
-        if unsafe { libc::close(fd) } != 0 {
-            return Err(os_err("close", p));
-        }
-        Ok(())
+        super::finish_file(fd, p, fsync)
     }
 
     /// Re-read the next file of the walk into `buf` and check every block; returns the bytes read.
