@@ -247,36 +247,48 @@ impl Fileset {
         self.dirs.as_mut().expect("checked").open_fds()?;
         let before = self.totals();
         self.start_verify("verify");
+        let mut report = self.each_slot("verify", job, ctl, |w, p, dirs, i, rec| {
+            if w.table[i].size == 0 {
+                return Ok(());
+            }
+            let t0 = now_ns();
+            let bytes = w.reread(p, dirs, i)?;
+            rec.record(READ, bytes, t0, now_ns());
+            Ok(())
+        })?;
+        self.finish(&mut report, before, job);
+        self.merge_verify(&mut report);
+        Ok(report)
+    }
+
+    /// A fixed-work phase in which every thread visits each slot of its file table once, in
+    /// order, with `visit` (verify and delete), stopping early when asked to.
+    fn each_slot<F>(&self, phase: &'static str, job: &Job, ctl: &Control, visit: F) -> Result<PhaseReport>
+    where
+        F: Fn(&mut Worker, &Params, &Dirs, usize, &mut Recorder) -> Result<()> + Sync,
+    {
         let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
         let p = self.params;
-        let this = &*self;
-        let dirs = this.dirs.as_ref().expect("dirs set up");
-        let (mut report, _) = run_threads(
-            "verify",
+        let dirs = self.dirs.as_ref().expect("dirs set up");
+        let (report, _) = run_threads(
+            phase,
             job.threads,
             timing,
             ctl,
             KINDS,
             3,
-            this.live(),
-            |tid| Ok(this.lock(tid)),
+            self.live(),
+            |tid| Ok(self.lock(tid)),
             |w, rec| {
                 for i in 0..w.table.len() {
                     if rec.interrupted() {
                         break;
                     }
-                    if w.table[i].size == 0 {
-                        continue;
-                    }
-                    let t0 = now_ns();
-                    let bytes = w.reread(&p, dirs, i)?;
-                    rec.record(READ, bytes, t0, now_ns());
+                    visit(w, &p, dirs, i, rec)?;
                 }
                 Ok(())
             },
         )?;
-        self.finish(&mut report, before, job);
-        self.merge_verify(&mut report);
         Ok(report)
     }
 
@@ -317,33 +329,14 @@ impl Fileset {
         }
         self.dirs.as_mut().expect("checked").open_fds()?;
         let before = self.totals();
-        let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
-        let p = self.params;
-        let this = &*self;
-        let dirs = this.dirs.as_ref().expect("dirs set up");
-        let (mut report, _) = run_threads(
-            "delete",
-            job.threads,
-            timing,
-            ctl,
-            KINDS,
-            3,
-            this.live(),
-            |tid| Ok(this.lock(tid)),
-            |w, rec| {
-                for i in 0..w.table.len() {
-                    if rec.interrupted() {
-                        break;
-                    }
-                    let t0 = now_ns();
-                    if w.delete(&p, dirs, i)? {
-                        w.c.deleted_alone += 1;
-                        rec.record(DELETE, 0, t0, now_ns());
-                    }
-                }
-                Ok(())
-            },
-        )?;
+        let mut report = self.each_slot("delete", job, ctl, |w, p, dirs, i, rec| {
+            let t0 = now_ns();
+            if w.delete(p, dirs, i)? {
+                w.c.deleted_alone += 1;
+                rec.record(DELETE, 0, t0, now_ns());
+            }
+            Ok(())
+        })?;
         if !report.interrupted && self.live() == 0 {
             self.created = false;
             self.release_tables();
