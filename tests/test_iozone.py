@@ -66,6 +66,45 @@ def test_run_stores_every_cell_as_a_keyed_metric(tmp_path):
     assert os.listdir(work) == []
 
 
+def test_latency_is_per_record_only_when_asked(tmp_path):
+    """Without latency = true only passes are timed, as iozone: the table says "–" and the store keeps no
+    histogram; with it, every record has a latency."""
+    from fsmeter.store import open_store
+
+    work = tmp_path / "work"
+    work.mkdir()
+    with open_store(tmp_path / "s.sqlite") as st:
+        cid = st.create_campaign("lat", "test", [("iozone-quick", {})])
+        cell = st.cells(cid)[0]["id"]
+        for n, lat in enumerate(("false", "true"), 1):
+            out = tmp_path / f"{lat}.json"
+            r = fsm("run", "iozone-quick", "--dir", work, "-q", "--json", out, "--set", "file_sizes=[65536]",
+                    "--set", "record_sizes=[4096]", "--set", "tests=[0, 1]", "--set", f"latency={lat}")
+            assert r.returncode == 0, r.stderr
+            rep = json.loads(out.read_text())["phases"]["grid"]
+            assert rep["ops"]["read"]["count"] == 16
+            assert rep["ops"]["read"]["lat"]["count"] == (16 if lat == "true" else 0)
+            read_row = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("read "))
+            assert ("–" in read_row) == (lat == "false"), read_row
+            tid = st.record_trial(cell, n, status="ok", started="2026-01-01T00:00:00Z",
+                                  phases=[{"key": "grid", "report": rep}])
+            rows = st.conn.execute("SELECT COUNT(*) FROM histograms h JOIN phases p ON p.id = h.phase_id "
+                                   "WHERE p.trial_id = ? AND h.op = 'read'", (tid,)).fetchone()[0]
+            assert rows == (1 if lat == "true" else 0)
+
+
+def test_numpy_gets_one_blas_thread_unless_the_user_says(tmp_path):
+    """OpenBLAS's spinning threads took CPU from the engine on a 2-core machine."""
+    code = "import fsmeter, os, numpy; print(os.environ['OPENBLAS_NUM_THREADS'])"
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    env["PYTHONPATH"] = str(ROOT / "python")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "1"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**env, "OPENBLAS_NUM_THREADS": "2"})
+    assert out.stdout.strip() == "2"
+
+
 @pytest.mark.parametrize("sets, pattern", [
     (["min_file_size=64K", "min_record_size=128K"], "min_record_size: the record size (128KiB) is larger than the file"),
     (["direct=true", "record_sizes=[1000, 4096]"], "record_sizes[0]: 1000 bytes is not a multiple of 512"),

@@ -89,6 +89,24 @@ fn iozone_grid_moves_exactly_iozones_bytes_and_rejects_bad_cells() {
     assert_eq!(rep["extra"]["columns"], json!(["write", "rewrite", "record_rewrite", "fwrite", "frewrite"]));
     assert_eq!(rep["ops"]["fwrite"]["bytes"], 32768);
     assert!(rep["ops"].get("read").is_none());
+    // By default, as iozone without -Q, only passes are timed: every record counted, no latency.
+    for kind in ["write", "rewrite", "record_rewrite", "fwrite", "frewrite"] {
+        assert_eq!(rep["ops"][kind]["count"], 4, "{kind} count");
+        assert_eq!(rep["ops"][kind]["lat"]["count"], 0, "{kind}: no per-record latency without latency = true");
+    }
+
+    // latency = true (iozone -Q): one latency sample per record, the same pass figures.
+    let w = json!({"family": "iozone", "cells": [[32768, 8192], [65536, 4096]], "tests": [0, 1], "latency": true});
+    let mut s = Session::from_json(&job(dir, w)).unwrap();
+    let rep = serde_json::to_value(s.run_phase("grid", &Control::new()).unwrap()).unwrap();
+    for kind in ["write", "rewrite", "read", "reread"] {
+        assert_eq!(rep["ops"][kind]["count"], 4 + 16, "{kind} count");
+        assert_eq!(rep["ops"][kind]["lat"]["count"], 4 + 16, "{kind}: a latency per record");
+        assert!(rep["ops"][kind]["lat"]["max_ns"].as_u64().unwrap() > 0);
+    }
+    for c in rep["extra"]["cells"].as_array().unwrap() {
+        assert!(c["results"]["read"]["KB_per_s"].as_f64().unwrap() > 0.0);
+    }
 
     // Bad cells and tests name the parameter.
     let e = err_of(dir, json!({"family": "iozone", "cells": [[4096, 8192]]}));

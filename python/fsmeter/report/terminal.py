@@ -48,8 +48,10 @@ def phase_table(title: str, report: dict, width: Optional[int] = None) -> Table:
         t.add_column(col, justify="left" if col == "op" else "right", no_wrap=True)
     for name, op in report["ops"].items():
         lat = op["lat"]
+        # No latency samples (iozone without latency = true times whole passes only): say so, not 0.
+        timed = bool(lat.get("count")) or not op["count"]
         t.add_row(name, _compact(op["count"]), _compact(op["ops_per_s"]), f"{op['bytes_per_s'] / MiB:,.1f}",
-                  *(fmt_us(lat[key]) for _, key in pcts))
+                  *(fmt_us(lat[key]) if timed else "–" for _, key in pcts))
     tot = report["total"]
     t.add_row("[bold]total[/]", _compact(tot["ops"]), f"[bold]{_compact(tot['ops_per_s'])}[/]",
               f"[bold]{tot['bytes_per_s'] / MiB:,.1f}[/]", *([""] * len(pcts)), end_section=True)

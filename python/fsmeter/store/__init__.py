@@ -208,6 +208,8 @@ class Store:
                 hist = []
                 for op, o in (rep.get("ops") or {}).items():
                     lat = o.get("lat") or {}
+                    if o.get("count") and not lat.get("count"):
+                        continue  # counted, not timed one by one: no latency to store
                     hist.append((pid, op, lat.get("count"), lat.get("min_ns"), lat.get("mean_ns"),
                                  lat.get("stdev_ns"), lat.get("p50_ns"), lat.get("p90_ns"), lat.get("p99_ns"),
                                  lat.get("p999_ns"), lat.get("p9999_ns"), lat.get("max_ns"),

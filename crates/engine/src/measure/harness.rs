@@ -216,6 +216,19 @@ impl<'a> Recorder<'a> {
         }
     }
 
+    /// `n` operations of `bytes` in all, moved between `t0` and `t1`, counted without a latency
+    /// each: for a workload that times only whole passes, as iozone does unless asked (-Q). The
+    /// kind's histogram stays empty, so its latency reads as not measured.
+    pub fn record_untimed(&mut self, kind: usize, n: u64, bytes: u64, t0: u64, t1: u64) {
+        if t0 >= self.measure_start_ns && n > 0 {
+            self.ops[kind] += n;
+            self.bytes[kind] += bytes;
+            self.shared.ops[kind].store(self.ops[kind], Relaxed);
+            self.shared.bytes[kind].store(self.bytes[kind], Relaxed);
+            self.last_end_ns = self.last_end_ns.max(t1);
+        }
+    }
+
     /// True once the worker should stop issuing: past the deadline or asked to stop.
     #[inline(always)]
     pub fn should_stop(&self, now: u64) -> bool {

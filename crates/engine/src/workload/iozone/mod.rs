@@ -77,6 +77,9 @@ pub struct IozoneSpec {
     /// Data verification (docs/verify.md): one header per record.
     #[serde(default)]
     pub verify: Option<crate::verify::Checksum>,
+    /// Time every record into the latency histograms (iozone -Q); off, only each pass is timed.
+    #[serde(default)]
+    pub latency: bool,
 }
 
 fn default_tests() -> Vec<u8> {
@@ -280,6 +283,7 @@ impl Workload for Iozone {
                         purge: st.purge.as_ref(),
                         fetch: st.purge.is_none(),
                         verify: st.verify.as_mut(),
+                        latency: spec.latency,
                     };
                     let mut results = Map::new();
                     let mut error: Option<String> = None;
