@@ -156,7 +156,7 @@ impl<'a> Task<'a> {
             DiskRd => self.fill_then(b"tmpf.", n, Access::Seq, Op::Read, false, true, true).map(|_| kib(n, n)),
             DiskBrr => self.fill_then(b"tmpc.", n, Access::Random, Op::Read, false, false, false).map(|_| kib(n, n)),
             DiskBrw => self.fill_then(b"tmpc.", n, Access::Random, Op::Write, false, false, false).map(|_| kib(0, 2 * n)),
-            DiskDioRr => self.fill_then(b"tmpe.", n, Access::Random, Op::Read, true, true, true).map(|_| kib(n, n)),
+            DiskDioRr => self.fill_then(b"tmpe.", n, Access::RandomByte, Op::Read, true, true, true).map(|_| kib(n, n)),
             DiskDioRw => self.fill_then(b"tmpb.", n, Access::Random, Op::Write, true, true, true).map(|_| kib(0, 2 * n)),
             SyncDiskRw => self.sync_random_write(n).map(|_| kib(0, 2 * n)),
             SyncDiskUpdate => self.sync_update(n).map(|_| kib(n / 2, n + n / 2)),
@@ -222,12 +222,12 @@ impl<'a> Task<'a> {
     }
 
     /// `count` block reads or writes at the current offset (Seq) or at a random
-    /// block below `span` (Random: lseek then read/write, as re-aim does).
+    /// block below `span` drawn as re-aim draws it (Random, RandomByte: lseek then read/write).
     fn blocks(&mut self, fd: i32, count: u64, span: u64, access: Access, op: Op) -> JobResult<()> {
         let buf = self.buf.0.as_mut_ptr() as *mut libc::c_void;
         for _ in 0..count {
-            if access == Access::Random {
-                let blk = self.rng.below(span.max(1));
+            if access != Access::Seq {
+                let blk = random_block(self.rng.below(AIM_RAND_SPAN), span, access);
                 cvt(unsafe { libc::lseek(fd, (blk * BLOCK as u64) as libc::off_t, libc::SEEK_SET) } as isize, "lseek")?;
             }
             let r = match op {
@@ -674,7 +674,25 @@ fn loopback() -> libc::sockaddr_in {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Access {
     Seq,
+    /// re-aim's random block: its 15-bit aim_rand() modulo the file's blocks (so only the first
+    /// 32768 blocks are ever drawn).
     Random,
+    /// re-aim's disk_dio_rr: aim_rand() modulo the file's size in bytes, rounded down to a
+    /// block. aim_rand() is below 32768, so with files over 32 KiB only the first 32 blocks
+    /// are read.
+    RandomByte,
+}
+
+/// re-aim's aim_rand(): 15 bits (0..32767).
+const AIM_RAND_SPAN: u64 = 1 << 15;
+
+/// The block a random job seeks to, from a draw `r` of aim_rand()'s range, in a file of `span`
+/// blocks, by re-aim's two formulas (see `Access`).
+fn random_block(r: u64, span: u64, access: Access) -> u64 {
+    match access {
+        Access::RandomByte => (r % (span * BLOCK as u64).max(1)) / BLOCK as u64,
+        _ => r % span.max(1),
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -698,4 +716,28 @@ enum PipeKind {
     Stream,
     Dgram,
     Fifo,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blocks_drawn(span: u64, access: Access) -> std::collections::BTreeSet<u64> {
+        let mut rng = Rng::new(7);
+        (0..20_000).map(|_| random_block(rng.below(AIM_RAND_SPAN), span, access)).collect()
+    }
+
+    #[test]
+    fn random_offsets_follow_reaims_formulas() {
+        // A 1034-block file (FILESIZE 10k + POOLSIZE 1m, one task): block draws cover the file...
+        let b = blocks_drawn(1034, Access::Random);
+        assert_eq!((*b.first().unwrap(), *b.last().unwrap(), b.len()), (0, 1033, 1034));
+        // ...disk_dio_rr's byte draw stays in the first 32 KiB, as re-aim's does.
+        let b = blocks_drawn(1034, Access::RandomByte);
+        assert_eq!((*b.first().unwrap(), *b.last().unwrap(), b.len()), (0, 31, 32));
+        // aim_rand() has 15 bits: a file of 40,000 blocks is drawn only below block 32,768.
+        assert!(*blocks_drawn(40_000, Access::Random).last().unwrap() < 32_768);
+        // A file under 32 KiB: both formulas reach every block.
+        assert_eq!(blocks_drawn(20, Access::RandomByte).len(), 20);
+    }
 }
