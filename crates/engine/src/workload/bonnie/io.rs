@@ -121,6 +121,28 @@ fn read_all(fd: i32, buf: &mut [u8]) -> std::io::Result<()> {
     })
 }
 
+/// pwrite(2) all of `buf` at `at`. The block phases use positioned I/O at the running offset, not
+/// write(2)/read(2): in fsmeter's multi-threaded process those also take the file-position lock
+/// on every call, which the single-threaded bonnie++ does not pay. The filesystem sees the same
+/// writes and reads.
+#[inline]
+fn pwrite_all(fd: i32, buf: &[u8], at: u64) -> std::io::Result<()> {
+    // SAFETY: off < buf.len(), so the range is inside buf.
+    transfer_all(buf.len(), || std::io::Error::from_raw_os_error(libc::ENOSPC), |off| unsafe {
+        libc::pwrite(fd, buf.as_ptr().add(off) as *const libc::c_void, buf.len() - off, (at + off as u64) as i64)
+    })
+}
+
+/// pread(2) all of `buf` from `at` (see pwrite_all); an early end of file is an error.
+#[inline]
+fn pread_all(fd: i32, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+    let (ptr, len) = (buf.as_mut_ptr(), buf.len());
+    // SAFETY: off < len, so the range is inside buf, which is writable.
+    transfer_all(len, || early_eof("the data file is shorter than size: run block_write first"), |off| unsafe {
+        libc::pread(fd, ptr.add(off) as *mut libc::c_void, len - off, (at + off as u64) as i64)
+    })
+}
+
 /// bonnie++'s per-char loop without stdio: `n` one-byte system calls at the running
 /// offset `pos`; `call(i, at)` makes call i at offset `at` and returns its result.
 /// Anything but 1 byte fails: the call's error, or `short()` for a 0 return.
@@ -352,19 +374,20 @@ pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Job, ctl: &Control, v: O
                         // Bonnie changes one byte per chunk so no two chunks are alike.
                         buf[bufindex] = buf[bufindex].wrapping_add(1);
                         bufindex = (bufindex + 1) % chunk;
-                        write_all(fd, &buf[..n]).map_err(|e| io("write to", e))?;
+                        pwrite_all(fd, &buf[..n], off).map_err(|e| io("write to", e))?;
                         WRITE
                     }
                     "rewrite" => {
-                        read_all(fd, &mut buf[..n]).map_err(|e| io("read from", e))?;
+                        // Bonnie reads, seeks back and writes; pread and pwrite at the chunk's offset
+                        // do the same I/O without the lseek.
+                        pread_all(fd, &mut buf[..n], off).map_err(|e| io("read from", e))?;
                         buf[bufindex % chunk] = buf[bufindex % chunk].wrapping_add(1);
                         bufindex += 1;
-                        seek(fd, -(n as i64), libc::SEEK_CUR).map_err(|e| io("lseek back in", e))?;
-                        write_all(fd, &buf[..n]).map_err(|e| io("rewrite to", e))?;
+                        pwrite_all(fd, &buf[..n], off).map_err(|e| io("rewrite to", e))?;
                         REWRITE
                     }
                     _ => {
-                        read_all(fd, &mut buf[..n]).map_err(|e| io("read from", e))?;
+                        pread_all(fd, &mut buf[..n], off).map_err(|e| io("read from", e))?;
                         READ
                     }
                 };
@@ -493,21 +516,20 @@ fn verified_seq_op(
         }
         "block_write" => {
             let g = fill(buf, ch);
-            write_all(fd, buf).map_err(|e| ("write to", e))?;
+            pwrite_all(fd, buf, off).map_err(|e| ("write to", e))?;
             v.ledger.record(0, off, n as u64, 0, g);
             WRITE
         }
         "rewrite" => {
-            read_all(fd, buf).map_err(|e| ("read from", e))?;
+            pread_all(fd, buf, off).map_err(|e| ("read from", e))?;
             ch.check(buf, 0, off, |o| v.expect(o));
             let g = fill(buf, ch);
-            seek(fd, -(n as i64), libc::SEEK_CUR).map_err(|e| ("lseek back in", e))?;
-            write_all(fd, buf).map_err(|e| ("rewrite to", e))?;
+            pwrite_all(fd, buf, off).map_err(|e| ("rewrite to", e))?;
             v.ledger.record(0, off, n as u64, 0, g);
             REWRITE
         }
         _ => {
-            read_all(fd, buf).map_err(|e| ("read from", e))?;
+            pread_all(fd, buf, off).map_err(|e| ("read from", e))?;
             ch.check(buf, 0, off, |o| v.expect(o));
             READ
         }

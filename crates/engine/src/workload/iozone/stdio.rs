@@ -10,6 +10,10 @@ use std::os::fd::RawFd;
 
 pub struct Stream<'a> {
     fd: RawFd,
+    /// The stream's file offset. The stream moves data with pread/pwrite at it, not read/write:
+    /// in a multi-threaded process (fsmeter's) read(2) and write(2) also take the file-position
+    /// lock on every call, which single-threaded iozone does not pay.
+    pos: u64,
     buf: &'a mut [u8],
     /// Write mode: bytes gathered, not yet written.
     pending: usize,
@@ -65,9 +69,26 @@ pub fn read_all(fd: RawFd, out: &mut [u8]) -> Result<(), Errno> {
     transfer_all(len, libc::EIO, |done| unsafe { libc::read(fd, ptr.add(done) as *mut libc::c_void, len - done) })
 }
 
+/// pwrite(2) all of `data` at `off` (a short write continues after what it wrote).
+pub fn pwrite_all(fd: RawFd, data: &[u8], off: u64) -> Result<(), Errno> {
+    // SAFETY: done < data.len(), so the range is inside data.
+    transfer_all(data.len(), libc::ENOSPC, |done| unsafe {
+        libc::pwrite(fd, data.as_ptr().add(done) as *const libc::c_void, data.len() - done, (off + done as u64) as i64)
+    })
+}
+
+/// pread(2) all of `out` from `off`; end of file before that is EIO.
+pub fn pread_all(fd: RawFd, out: &mut [u8], off: u64) -> Result<(), Errno> {
+    let (ptr, len) = (out.as_mut_ptr(), out.len());
+    // SAFETY: done < len, so the range is inside out, which is writable.
+    transfer_all(len, libc::EIO, |done| unsafe {
+        libc::pread(fd, ptr.add(done) as *mut libc::c_void, len - done, (off + done as u64) as i64)
+    })
+}
+
 impl<'a> Stream<'a> {
     pub fn new(fd: RawFd, buf: &'a mut [u8]) -> Self {
-        Stream { fd, buf, pending: 0, rpos: 0, rend: 0 }
+        Stream { fd, pos: 0, buf, pending: 0, rpos: 0, rend: 0 }
     }
 
     /// fwrite: fill the buffer; once it would overflow, flush it, write whole
@@ -88,7 +109,8 @@ impl<'a> Stream<'a> {
         }
         let direct = data.len() - data.len() % cap;
         if direct > 0 {
-            write_all(self.fd, &data[..direct])?;
+            pwrite_all(self.fd, &data[..direct], self.pos)?;
+            self.pos += direct as u64;
         }
         let rest = &data[direct..];
         self.buf[..rest.len()].copy_from_slice(rest);
@@ -101,7 +123,8 @@ impl<'a> Stream<'a> {
         if self.pending > 0 {
             let n = self.pending;
             self.pending = 0;
-            write_all(self.fd, &self.buf[..n])?;
+            pwrite_all(self.fd, &self.buf[..n], self.pos)?;
+            self.pos += n as u64;
         }
         Ok(())
     }
@@ -121,15 +144,17 @@ impl<'a> Stream<'a> {
         let left = out.len() - done;
         let direct = left - left % cap;
         if direct > 0 {
-            read_all(self.fd, &mut out[done..done + direct])?;
+            pread_all(self.fd, &mut out[done..done + direct], self.pos)?;
+            self.pos += direct as u64;
             done += direct;
         }
         if done < out.len() {
             // SAFETY: the buffer is valid and writable.
-            let n = unsafe { libc::read(self.fd, self.buf.as_mut_ptr() as *mut libc::c_void, cap) };
+            let n = unsafe { libc::pread(self.fd, self.buf.as_mut_ptr() as *mut libc::c_void, cap, self.pos as i64) };
             if n < 0 {
                 return Err(errno());
             }
+            self.pos += n as u64;
             self.rpos = 0;
             self.rend = n as usize;
             let need = out.len() - done;
