@@ -11,7 +11,7 @@ How each tool runs. fsmeter: `fsmeter run rand-write-4k --set file_size=256M --s
 seconds of writes, each 4 KiB block filled with its header and payload and checksummed before the
 pwrite, then its verify phase re-reads the file; only the measured writes count here). fio:
 `fio --name=bench --filename=F --size=256M --rw=randwrite --bs=4k --ioengine=psync --iodepth=1
---runtime=S --time_based --norandommap --randrepeat=0 --verify=crc32c --do_verify=0` on the file
+--runtime=S --time_based --norandommap --randrepeat=0 --verify=crc32c --do_verify=0 --verify_state_save=0` on the file
 fsmeter laid out: fio also fills each 4 KiB block with a header and random data and checksums it
 before writing; --do_verify=0 leaves out its read-back pass, which fsmeter does in a separate,
 unmeasured phase. fsmeter draws offsets with replacement, hence --norandommap on fio.
@@ -43,7 +43,8 @@ def fio(ctx, d, seconds: float, verify: str) -> float:
             "--ioengine=psync", "--iodepth=1", f"--runtime={seconds}", "--time_based", "--norandommap",
             "--randrepeat=0", "--output-format=json"]
     if verify != "off":
-        args += [f"--verify={verify}", "--do_verify=0"]
+        # --verify_state_save=0: fio would otherwise leave local-bench-0-verify.state in the caller's folder.
+        args += [f"--verify={verify}", "--do_verify=0", "--verify_state_save=0"]
     res = ctx.cmd(args)
     return json.loads(res.stdout[res.stdout.index("{"):])["jobs"][0]["write"]["iops"]
 
