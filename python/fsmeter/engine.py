@@ -23,6 +23,12 @@ class EngineFailure(UserError):
         self.errno = errno
 
 
+def latency_measured(op: dict) -> bool:
+    """False for an operation kind the engine counted without timing each one (iozone without
+    latency = true times whole passes): its latency summary is empty, not zero."""
+    return bool((op.get("lat") or {}).get("count")) or not op.get("count")
+
+
 def _engine_module():
     try:
         from fsmeter import _engine

@@ -104,6 +104,12 @@ def run_job(job, console: Console, show_progress: bool = True, keep_files: bool 
     finally:
         if not keep_files and "cleanup" in engine_phases:
             session.run_phase("cleanup")
+    return add_results(doc, job)
+
+
+def add_results(doc: dict, job) -> dict:
+    """The run's corruption summary and the family's metrics from its phase reports, into `doc`
+    (a single run's, or the ranks' merged one under MPI)."""
     from fsmeter.verify import corruption
 
     doc["corrupt"] = corruption(doc["phases"].items())

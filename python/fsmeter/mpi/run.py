@@ -186,7 +186,7 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
                   no_wait: bool = False, timeout_s: float = 600.0, stonewall=None):
     """Run one workload in every rank; returns (doc, job) on rank 0 and (None, job) on the others."""
     from fsmeter import runlock
-    from fsmeter.cli.run import RUN_JSON_VERSION, report_quality
+    from fsmeter.cli.run import RUN_JSON_VERSION, add_results, report_quality
     from fsmeter.engine import EngineSession
     from fsmeter.hostinfo import host_info
     from fsmeter.mpi.merge import fileset_extra, merge_phase
@@ -307,17 +307,8 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
                 except BaseException as exc:
                     world.abort(f"cleanup: {exc}")
     if doc is not None:
-        from fsmeter.verify import corruption
-
         # verify_mismatches counters are summed over the ranks; the first mismatch shown is rank 0's
-        doc["corrupt"] = corruption(doc["phases"].items())
-        for m in job.metrics():
-            rep = doc["phases"].get(m.phase)
-            if rep is not None:
-                v = m.get(rep)
-                if v is not None:
-                    doc["metrics"][f"{m.phase}.{m.name}"] = {"value": v, "unit": m.unit,
-                                                            "higher_is_better": m.higher_is_better}
+        add_results(doc, job)
     if not keep_files:
         with contextlib.suppress(OSError):
             job.dir.rmdir()  # this rank's folder, when the workload left it empty

@@ -6,6 +6,8 @@ from typing import Optional
 from rich.console import Console
 from rich.table import Table
 
+from fsmeter.engine import latency_measured
+
 MiB = float(1 << 20)
 
 
@@ -48,8 +50,7 @@ def phase_table(title: str, report: dict, width: Optional[int] = None) -> Table:
         t.add_column(col, justify="left" if col == "op" else "right", no_wrap=True)
     for name, op in report["ops"].items():
         lat = op["lat"]
-        # No latency samples (iozone without latency = true times whole passes only): say so, not 0.
-        timed = bool(lat.get("count")) or not op["count"]
+        timed = latency_measured(op)  # else say "–", not 0
         t.add_row(name, _compact(op["count"]), _compact(op["ops_per_s"]), f"{op['bytes_per_s'] / MiB:,.1f}",
                   *(fmt_us(lat[key]) if timed else "–" for _, key in pcts))
     tot = report["total"]

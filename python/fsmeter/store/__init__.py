@@ -18,6 +18,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
+from fsmeter.engine import latency_measured
 from fsmeter.errors import UserError
 
 HERE = Path(__file__).parent
@@ -207,9 +208,9 @@ class Store:
                     [(pid, iv["t_s"], iv["dur_s"], iv["ops"], iv["bytes"]) for iv in rep.get("intervals") or []])
                 hist = []
                 for op, o in (rep.get("ops") or {}).items():
-                    lat = o.get("lat") or {}
-                    if o.get("count") and not lat.get("count"):
+                    if not latency_measured(o):
                         continue  # counted, not timed one by one: no latency to store
+                    lat = o.get("lat") or {}
                     hist.append((pid, op, lat.get("count"), lat.get("min_ns"), lat.get("mean_ns"),
                                  lat.get("stdev_ns"), lat.get("p50_ns"), lat.get("p90_ns"), lat.get("p99_ns"),
                                  lat.get("p999_ns"), lat.get("p9999_ns"), lat.get("max_ns"),

@@ -54,14 +54,6 @@ pub fn transfer_all(len: usize, at_zero: Errno, mut call: impl FnMut(usize) -> i
     Ok(())
 }
 
-/// write(2) until `data` is all written; a short write is retried with the rest.
-pub fn write_all(fd: RawFd, data: &[u8]) -> Result<(), Errno> {
-    // SAFETY: done < data.len(), so the range is inside data.
-    transfer_all(data.len(), libc::ENOSPC, |done| unsafe {
-        libc::write(fd, data.as_ptr().add(done) as *const libc::c_void, data.len() - done)
-    })
-}
-
 /// read(2) until `out` is full; end of file before that is EIO (iozone exits on it).
 pub fn read_all(fd: RawFd, out: &mut [u8]) -> Result<(), Errno> {
     let (ptr, len) = (out.as_mut_ptr(), out.len());
