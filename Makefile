@@ -44,7 +44,7 @@ pydeps: $(VENV)/.deps-stamp
 # Editable install: maturin builds crates/pyext (release) and drops
 # fsmeter/_engine*.so into python/fsmeter; cargo makes rebuilds incremental.
 build: sysdeps pydeps
-	@cargo --version >/dev/null 2>&1 || { echo "make: no working Rust toolchain (\`cargo --version\` fails): install Rust, e.g. \`rustup default stable\` or \`apt-get install cargo\`, then run make again" >&2; exit 2; }
+	@cargo --version >/dev/null 2>&1 || { echo "make: no working Rust toolchain (\`cargo --version\` fails): install a current stable Rust with rustup (\`rustup default stable\`; Debian's packaged cargo is too old for the engine), then run make again" >&2; exit 2; }
 	$(PIP) install -q --no-build-isolation --no-deps -e .
 	cargo build --release -q -p fsmeter-engine --bin fsmeter-mix-task
 	install -D -m 755 target/release/fsmeter-mix-task python/fsmeter/_bin/fsmeter-mix-task
