@@ -241,3 +241,83 @@ def test_stonewall_seconds_stops_every_rank_at_that_time(tmp_path):
     assert all(x["ops"] > 0 for x in tx["mpi"]["per_rank"]) and not tx["interrupted"]
     assert tx["extra"]["rates"]["transactions_per_s"] == pytest.approx(
         tx["counters"]["transactions_measured"] / tx["elapsed_s"])
+
+
+def _headers(path, offsets):
+    """(offset, write number, seed) of the verification headers at these offsets of a file."""
+    import struct
+
+    data = path.read_bytes()
+    return [struct.unpack_from("<QQQ", data, o + 16) for o in offsets]
+
+
+def test_shared_file_regions_and_reorder_shift(tmp_path):
+    """IOR's shared file: one file, rank r on [r * file_size, + file_size); --reorder-shift 1 (IOR -C)
+    makes each rank's measured phase work on its neighbour's region. The verification headers on disk
+    say which rank wrote each region."""
+    d = tmp_path / "d"
+    d.mkdir()
+    out = tmp_path / "out.json"
+    region = 4 << 20
+    common = ["--set", f"file_size={region}", "--set", f"total_bytes={region}", "--set", "duration_s=none",
+              "--set", "warmup_s=0", "--set", "verify=crc32c", "--json", out, "-q", "--min-phase-s", "0"]
+    r = mpirun(2, "run", "seq-write", "--dir", d, "--shared-file", "--keep-files", *common)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert os.listdir(d) == ["fsmeter.access.0"], "one file in --dir, no rank folders"
+    f = d / "fsmeter.access.0"
+    assert f.stat().st_size == 2 * region
+    assert doc["phases"]["run"]["total"]["bytes"] == 2 * region
+    assert doc["mpi"]["files"]["kind"] == "shared file" and doc["mpi"]["files"]["reorder_shift"] == 0
+    # own regions: rank 0 (seed 42) wrote region 0, rank 1 (seed 43) region 1, both in the run (write number > 0)
+    (o0, g0, s0), (o1, g1, s1) = _headers(f, [65536, region + 65536])
+    assert (o0, s0, o1, s1) == (65536, 42, region + 65536, 43) and g0 > 0 and g1 > 0
+    assert doc["phases"]["verify"]["counters"]["verify_blocks_checked"] == 2 * region // 65536
+    assert "one shared set" in r.stdout
+
+    r = mpirun(2, "run", "seq-write", "--dir", d, "--shared-file", "--reorder-shift", "1", *common)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["mpi"]["files"]["reorder_shift"] == 1
+    assert doc["phases"]["verify"]["counters"]["verify_mismatches"] == 0
+    assert os.listdir(d) == [], "every rank removed the shared file (the last one found it gone)"
+
+    r = mpirun(2, "run", "seq-write", "--dir", d, "--shared-file", "--reorder-shift", "1", "--keep-files", *common)
+    assert r.returncode == 0, r.stderr
+    (_, _, s0), (_, _, s1) = _headers(f, [65536, region + 65536])
+    assert (s0, s1) == (43, 42), "shifted: rank 1 wrote region 0 and rank 0 region 1"
+
+    # on one host, "node" is a whole turn: said, not silently the same as no shift
+    r = mpirun(2, "run", "seq-read", "--dir", d, "--shared-file", "--reorder-shift", "node", "--set",
+               f"file_size={region}", "--set", "duration_s=0.2", "--set", "warmup_s=0", "-q", "--min-phase-s", "0")
+    assert r.returncode == 0, r.stderr
+    assert "whole turn" in r.stdout and "each rank runs on its own region" in r.stdout
+
+
+def test_shared_file_input_errors(tmp_path):
+    r = mpirun(2, "run", "fdtree-quick", "--dir", tmp_path, "--shared-file", "-q")
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("fsmeter: error:")]
+    assert r.returncode == 2 and len(errors) == 1 and "--shared-file" in errors[0] and "access" in errors[0]
+    r = mpirun(2, "run", "seq-write", "--dir", tmp_path, "--reorder-shift", "1", "-q")
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("fsmeter: error:")]
+    assert r.returncode == 2 and "needs --shared-file" in errors[0]
+    r = mpirun(2, "run", "seq-write", "--dir", tmp_path, "--shared-file", "--reorder-shift", "-3", "-q")
+    assert r.returncode == 2 and "--reorder-shift '-3'" in r.stderr
+    r = fsm("run", "seq-write", "--dir", tmp_path, "--shared-file")
+    assert r.returncode == 2 and "under mpirun only" in r.stderr
+    assert os.listdir(tmp_path) == []
+
+
+def test_campaign_mpi_shared_file_settings_and_command(tmp_path):
+    from pydantic import ValidationError
+
+    from fsmeter.campaign import MpiModel
+    from fsmeter.mpi.launch import mpirun_command
+
+    with pytest.raises(ValidationError, match="reorder_shift: needs shared_file"):
+        MpiModel(reorder_shift="1")
+    with pytest.raises(ValidationError, match="reorder_shift"):
+        MpiModel(shared_file=True, reorder_shift="sideways")
+    m = MpiModel(shared_file=True, reorder_shift=1)
+    cmd = mpirun_command(m, 2, "seq-write", tmp_path, {}, tmp_path / "o.json", "fadvise", 0)
+    assert cmd[cmd.index("--reorder-shift") + 1] == "1" and "--shared-file" in cmd

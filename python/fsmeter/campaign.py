@@ -159,6 +159,31 @@ class MpiModel(BaseModel):
     stonewall: Optional[str] = Field(None, description="first-done, or seconds: stop every rank's measured "
                                      "phases when the first finishes / at that time")
 
+    shared_file: bool = Field(False, description="access workloads: every rank on its own region of the same "
+                              "files (IOR without -F), instead of a folder per rank")
+    reorder_shift: Optional[str] = Field(None, description="with shared_file: each rank's measured phase works on "
+                                         "the region of rank r + K (a number), or one host further on (node: IOR -C)")
+
+    @field_validator("reorder_shift", mode="before")
+    @classmethod
+    def _reorder(cls, v):
+        from fsmeter.mpi.run import parse_reorder_shift
+
+        if v is None:
+            return v
+        try:
+            parse_reorder_shift(str(v))
+        except UserError as exc:
+            raise ValueError(exc.message.replace("--reorder-shift", "reorder_shift")) from None
+        return str(v)
+
+    @model_validator(mode="after")
+    def _reorder_needs_shared(self):
+        if self.reorder_shift is not None and not self.shared_file:
+            raise ValueError("reorder_shift: needs shared_file = true (with a folder per rank there is no other "
+                             "rank's region to work on)")
+        return self
+
     @field_validator("stonewall")
     @classmethod
     def _stonewall(cls, v: Optional[str]) -> Optional[str]:
@@ -415,6 +440,10 @@ def plan(c: CampaignFile) -> list:
                     raise UserError(f"mpi.stonewall: workload {wlab} ({d.family.name} family) cannot be stopped early "
                                     f"and go on: stonewall works with the {', '.join(sorted(STONEWALL_PHASES))} "
                                     "families; leave it out or run this workload in another campaign")
+            if c.mpi is not None and c.mpi.shared_file and d.family.name != "access":
+                raise UserError(f"mpi.shared_file: workload {wlab} ({d.family.name} family) keeps a file or tree per "
+                                "rank; a shared file is for the access family's workloads: leave it out or run this "
+                                "workload in another campaign")
             for combo in itertools.product(*(c.factors[k] for k in names)):
                 levels = dict(zip(names, combo))
                 factors = {"filesystem": fs_label, **levels}

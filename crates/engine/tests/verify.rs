@@ -470,3 +470,56 @@ fn tree_verify_catches_a_changed_byte_at_its_offset() {
     let mut s = session(dir.path(), 1, off);
     assert!(s.run_phase("verify", &Control::new()).is_err(), "no verify phase without verify");
 }
+
+/// Two processes sharing one file as IOR does (each its own region), the second run shifted so that
+/// each writes the other's region (IOR -C): prepare keeps the other region, the run and verify
+/// phases work on the shifted one, and the headers on disk say who wrote what.
+#[test]
+fn shared_file_regions_and_the_shifted_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let region = 1u64 << 20;
+    let shared = |me: u64, other: u64, seed: u64| {
+        let w = access("crc32c", 0, json!({"file_count": 1, "shared_file": true, "offset": me * region,
+                                           "run_offset": other * region, "total_bytes": region,
+                                           "entries": [{"size": 4096, "weight": 100, "read_pct": 0, "random_pct": 0}]}));
+        let job = json!({"dir": dir.path(), "threads": 1, "seed": seed, "backend": "psync", "interval_s": 0.05, "workload": w});
+        Session::from_json(&job.to_string()).expect("valid job")
+    };
+    let (mut a, mut b) = (shared(0, 1, 100), shared(1, 0, 101));
+    run(&mut a, "prepare");
+    run(&mut b, "prepare");
+    let f = dir.path().join("fsmeter.access.0");
+    assert_eq!(std::fs::metadata(&f).unwrap().len(), 2 * region, "b's prepare kept a's region and added its own");
+    let seed_at = |off: u64| {
+        let d = std::fs::read(&f).unwrap();
+        let o = off as usize;
+        assert_eq!(&d[o..o + 4], b"FSMV", "a header at {off}");
+        assert_eq!(u64::from_le_bytes(d[o + 16..o + 24].try_into().unwrap()), off);
+        (u64::from_le_bytes(d[o + 32..o + 40].try_into().unwrap()), u64::from_le_bytes(d[o + 24..o + 32].try_into().unwrap()))
+    };
+    assert_eq!(seed_at(4096), (100, 0), "a laid out region 0");
+    assert_eq!(seed_at(region + 4096), (101, 0), "b laid out region 1");
+    let (ra, rb) = (run(&mut a, "run"), run(&mut b, "run"));
+    assert_eq!(ra["ops"]["write"]["bytes"], region);
+    assert_eq!(rb["ops"]["write"]["bytes"], region);
+    assert_eq!(seed_at(region + 4096).0, 100, "a's run wrote b's region");
+    assert!(seed_at(region + 4096).1 >= 1, "with a run's write number");
+    assert_eq!(seed_at(4096).0, 101, "b's run wrote a's region");
+    let (va, vb) = (run(&mut a, "verify"), run(&mut b, "verify"));
+    for v in [&va, &vb] {
+        assert_eq!(mismatches(v), 0, "{}", v["extra"]["verify"]);
+        assert_eq!(v["counters"]["verify_blocks_checked"], region / 4096, "each re-reads the region it ran on, only");
+    }
+    // Damage the region a ran on: a's verify phase finds it, at its offset in the shared file.
+    let file = std::fs::OpenOptions::new().write(true).open(&f).unwrap();
+    file.write_at(&[0xEE], region + 3 * 4096 + 100).unwrap();
+    let va = run(&mut a, "verify");
+    assert_eq!(mismatches(&va), 1);
+    assert_eq!(va["extra"]["verify"]["mismatches"][0]["first_diff_offset"], region + 3 * 4096 + 100, "{}", va["extra"]["verify"]);
+    assert_eq!(mismatches(&run(&mut b, "verify")), 0, "b's region is untouched");
+    // A run offset without a shared file is refused, naming the field.
+    let w = access("crc32c", 0, json!({"run_offset": region}));
+    let job = json!({"dir": dir.path(), "threads": 1, "seed": 1, "backend": "psync", "workload": w});
+    let err = Session::from_json(&job.to_string()).err().expect("refused").to_string();
+    assert!(err.contains("run_offset"), "{err}");
+}

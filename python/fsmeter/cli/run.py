@@ -141,6 +141,11 @@ def register(app: typer.Typer) -> None:
                                                 "phases when the first rank finishes (first-done) or after SECONDS"),
         mpi_timeout_s: float = typer.Option(600.0, "--mpi-timeout-s", help="under mpirun: the longest a rank waits "
                                             "for the others at a barrier before aborting every rank"),
+        shared_file: bool = typer.Option(False, "--shared-file", help="under mpirun, access workloads: every rank "
+                                         "works on its own region of the same files in --dir (IOR without -F)"),
+        reorder_shift: Optional[str] = typer.Option(None, "--reorder-shift", help="with --shared-file: each rank's "
+                                                    "measured phase works on the region of rank (r + K) mod N; node: "
+                                                    "K = the ranks of one host (IOR -C)"),
     ) -> None:
         """Run one workload once on a directory and print ops/s, MiB/s, latency percentiles and CPU."""
         console = Console(stderr=False)
@@ -157,13 +162,18 @@ def register(app: typer.Typer) -> None:
         if stonewall is not None and not launched_under_mpi():
             raise UserError("--stonewall works under mpirun only (it stops the other ranks): leave it out, or run "
                             "`mpirun -n N fsmeter run ...`")
+        for given, name in ((shared_file, "--shared-file"), (reorder_shift is not None, "--reorder-shift")):
+            if given and not launched_under_mpi():
+                raise UserError(f"{name} works under mpirun only (it lays out regions for the other ranks): leave "
+                                "it out, or run `mpirun -n N fsmeter run ...`")
         if launched_under_mpi():  # one rank of mpirun -n N: rank 0 prints and writes the merged result
             from fsmeter.mpi.run import run_under_mpi
 
             if not mpi_timeout_s > 0:
                 raise UserError(f"--mpi-timeout-s {mpi_timeout_s:g}: use a number of seconds > 0")
             doc, job = run_under_mpi(workload, dir, parse_set(set_ or []), console, no_wait=no_wait,
-                                     timeout_s=mpi_timeout_s, stonewall=stonewall, **opts)
+                                     timeout_s=mpi_timeout_s, stonewall=stonewall, shared_file=shared_file,
+                                     reorder_shift=reorder_shift, **opts)
             if doc is not None:
                 print_result(doc, job, console, json_out)
             return
@@ -206,6 +216,12 @@ def print_result(doc: dict, job, console: Console, json_out: Optional[Path]) -> 
                 console.print(rank_summary(name, rep["mpi"]), highlight=False)
     if job.workload.family.run_summary is not None and doc["phases"]:
         console.print(job.workload.family.run_summary(doc))
+    files = (doc.get("mpi") or {}).get("files") or {}
+    if files.get("kind") == "shared file":
+        console.print(f"  [dim]files:[/] one shared set in {files['dir']}, {files['regions']}; {files['run_regions']}",
+                      highlight=False)
+        if files.get("note"):
+            console.print(f"  [yellow]note:[/] {files['note']}", highlight=False)
     if json_out is not None:
         json_out.write_text(json.dumps(doc, indent=1))
         console.print(f"wrote {json_out}")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import List, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from fsmeter.errors import UserError
 from fsmeter.families import (Family, Metric, Phase, bytes_series, kind_series, op_latency_metric, ops_series,
@@ -60,6 +60,15 @@ class AccessParams(BaseModel):
                                "request size")
     fault: Optional[FaultParams] = Field(None, description="testing verification: torn, short, lost or misdirected "
                                          "writes injected under the psync backend (docs/verify.md)")
+
+    # Set by `fsmeter run --shared-file` under mpirun (fsmeter.mpi.run), never from a workload file:
+    # (this rank's region start, the run and verify phases' region start).
+    _shared_region: Optional[tuple] = PrivateAttr(None)
+
+    def share_file(self, region_offset: int, run_offset: int) -> None:
+        """Make this rank one of several sharing each file (IOR's shared file): prepare lays out only
+        [region_offset, + file_size); the run and verify phases work on [run_offset, + file_size)."""
+        self._shared_region = (region_offset, run_offset)
 
     @model_validator(mode="after")
     def _check(self):
@@ -124,6 +133,9 @@ class AccessParams(BaseModel):
     def engine_spec(self) -> dict:
         spec = self.model_dump(exclude={"record_size"})
         spec["verify"] = None if self.verify == "off" else self.verify
+        if self._shared_region is not None:
+            spec["shared_file"] = True
+            spec["offset"], spec["run_offset"] = self._shared_region
         return spec
 
 

@@ -49,6 +49,10 @@ def mpirun_command(mpi, ranks: int, workload: str, trial_dir: Path, overrides: d
             "--mpi-timeout-s", repr(float(mpi.timeout_s))]
     if mpi.stonewall:
         cmd += ["--stonewall", str(mpi.stonewall)]
+    if mpi.shared_file:
+        cmd.append("--shared-file")
+    if mpi.reorder_shift is not None:
+        cmd += ["--reorder-shift", str(mpi.reorder_shift)]
     for k, v in overrides.items():
         cmd += ["--set", f"{k}={_set_value(v)}"]
     return cmd
@@ -85,7 +89,8 @@ def environment(doc: Optional[dict], cmd: list, ranks: int) -> dict:
     """What the environment row's extra JSON records about the MPI launch: hosts and rank layout."""
     m = (doc or {}).get("mpi") or {}
     return {"ranks": ranks, "hosts": m.get("hosts"), "layout": m.get("layout"), "command": cmd,
-            "stonewall": m.get("stonewall"), "timeout_s": m.get("timeout_s"), "seeds": m.get("seeds")}
+            "stonewall": m.get("stonewall"), "timeout_s": m.get("timeout_s"), "seeds": m.get("seeds"),
+            "files": m.get("files")}
 
 
 def trial_phases(cell, job, trial_dir: Path, campaign) -> tuple:

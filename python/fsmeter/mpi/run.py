@@ -1,5 +1,7 @@
 """`fsmeter run` as one rank of `mpirun -n N fsmeter run ...`: every rank runs the same workload in
-its own subdirectory, phase by phase in lockstep, and rank 0 merges the phase reports.
+its own subdirectory (mdtest -u), or, with --shared-file, on its own region of the same files (IOR's
+shared file, with -C's shifted read-back as --reorder-shift), phase by phase in lockstep, and rank 0
+merges the phase reports.
 
 Per phase: (cold-cache reset) -> timed barrier -> the engine runs the phase in this rank ->
 one gather of the reports on rank 0 -> merge (fsmeter.mpi.merge) -> rank 0 tells every rank
@@ -52,6 +54,35 @@ def parse_stonewall(value: Optional[str]):
         raise UserError(f"--stonewall {value!r}: use first-done (stop every rank when the first finishes) or a "
                         "number of seconds > 0")
     return s
+
+
+def parse_reorder_shift(value: Optional[str]):
+    """None, "node" (the ranks of one host: IOR's -C), or a number of ranks >= 0 (int)."""
+    if value is None or value == "":
+        return None
+    if value == "node":
+        return value
+    try:
+        k = int(value)
+    except ValueError:
+        k = -1
+    if k < 0:
+        raise UserError(f"--reorder-shift {value!r}: use node (read the region of the rank one host further on, as "
+                        "IOR's -C does) or a number of ranks >= 0")
+    return k
+
+
+def shared_regions(rank: int, size: int, base_offset: int, file_size: int, shift: int) -> tuple:
+    """IOR's segmented layout with one segment: rank r owns [base + r * file_size, + file_size) of every
+    file; with a shift (IOR -C), its run phase works on the region of rank (r + shift) mod N."""
+    return base_offset + rank * file_size, base_offset + ((rank + shift) % size) * file_size
+
+
+def resolve_shift(shift, hosts: list) -> int:
+    """IOR -C with by-slot placement: one host further on is as many ranks as the first host runs."""
+    if shift == "node":
+        return sum(1 for h in hosts if h == hosts[0])
+    return int(shift or 0)
 
 
 def _shared_errors(world: World, err: Optional[UserError], untimed: bool = False) -> None:
@@ -183,7 +214,8 @@ def _reset_cache(world: World, method: str, directory: Path) -> str:
 
 def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_progress: bool = True,
                   keep_files: bool = False, cache: str = "auto", min_phase_s: float = 60.0,
-                  no_wait: bool = False, timeout_s: float = 600.0, stonewall=None):
+                  no_wait: bool = False, timeout_s: float = 600.0, stonewall=None, shared_file: bool = False,
+                  reorder_shift=None):
     """Run one workload in every rank; returns (doc, job) on rank 0 and (None, job) on the others."""
     from fsmeter import runlock
     from fsmeter.cli.run import RUN_JSON_VERSION, add_results, report_quality
@@ -205,10 +237,20 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
             raise UserError(f"--stonewall: the {defn.family.name} family cannot be stopped early and go on (its later "
                             "phases need all the earlier ones did): use it with the "
                             f"{', '.join(sorted(STONEWALL_PHASES))} families, or leave it out")
+        reorder_shift = parse_reorder_shift(reorder_shift)
+        if reorder_shift is not None and not shared_file:
+            raise UserError("--reorder-shift: needs --shared-file (with a file per rank, there is no other rank's "
+                            "region to read)")
+        if shared_file and defn.family.name != "access":
+            raise UserError(f"--shared-file: the {defn.family.name} family keeps a file (or tree) per rank; one shared "
+                            "file is for the access family's workloads (seq-write, seq-read, rand-read-4k ...)")
         base = build_job(defn, directory, sets)
-        mine = rank_dir(directory, world.rank)
-        mine.mkdir(exist_ok=True)
-        job = build_job(defn, mine, {**sets, "seed": base.settings.seed + world.rank})
+        if shared_file:  # every rank in --dir itself, on its own region of the same files
+            job = build_job(defn, directory, {**sets, "seed": base.settings.seed + world.rank})
+        else:
+            mine = rank_dir(directory, world.rank)
+            mine.mkdir(exist_ok=True)
+            job = build_job(defn, mine, {**sets, "seed": base.settings.seed + world.rank})
     except UserError as exc:
         err = exc
     except OSError as exc:
@@ -224,6 +266,21 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
             except UserError as exc:
                 err = exc
         _shared_errors(world, err, untimed=True)
+        file_layout = {"kind": "file per rank", "rank_dirs": f"{directory}/rank-NNNNN"}
+        if shared_file:
+            shift = resolve_shift(reorder_shift, hosts)
+            p = job.params
+            region, run_at = shared_regions(world.rank, world.size, p.offset, p.file_size, shift)
+            p.share_file(region, run_at)
+            file_layout = {"kind": "shared file", "dir": str(directory), "region_bytes": p.file_size,
+                           "regions": f"rank r: [{p.offset} + r * {p.file_size}, + {p.file_size})",
+                           "reorder_shift": shift,
+                           "run_regions": (f"rank r runs on the region of rank (r + {shift}) mod {world.size}"
+                                           if shift % world.size else "each rank runs on its own region")}
+            if reorder_shift is not None and not shift % world.size:
+                file_layout["note"] = (f"--reorder-shift {reorder_shift} is {shift} ranks, a whole turn of {world.size}: "
+                                       "every rank works on its own region (IOR's -C does the same on one host); "
+                                       "give a number of ranks such as 1 to work on a neighbour's")
         session = EngineSession(job.engine_json(), for_merge=True)
         layout: dict = {}
         for r, h in enumerate(hosts):
@@ -236,7 +293,7 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
                 "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                 "host": host_info(), "phases": {}, "metrics": {}, "interrupted": False,
                 "mpi": {"ranks": world.size, "hosts": sorted(layout), "layout": layout,
-                        "rank_dirs": f"{directory}/rank-NNNNN", "seeds": f"{base.settings.seed} + rank",
+                        "files": file_layout, "seeds": f"{base.settings.seed} + rank",
                         "timeout_s": timeout_s,
                         "stonewall": stonewall if stonewall is not None else "none",
                         "clock": "each rank's CLOCK_MONOTONIC from its release of the barrier opening the phase"},
@@ -309,10 +366,11 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
     if doc is not None:
         # verify_mismatches counters are summed over the ranks; the first mismatch shown is rank 0's
         add_results(doc, job)
-    if not keep_files:
+    if not keep_files and not shared_file:
         with contextlib.suppress(OSError):
-            job.dir.rmdir()  # this rank's folder, when the workload left it empty
+            job.dir.rmdir()  # this rank's folder, when the workload left it empty (never --dir itself)
     return doc, job
 
 
-__all__ = ["Stonewall", "parse_stonewall", "rank_dir", "run_under_mpi"]
+__all__ = ["Stonewall", "parse_reorder_shift", "parse_stonewall", "rank_dir", "resolve_shift", "run_under_mpi",
+           "shared_regions"]

@@ -226,6 +226,9 @@ where
 /// A data file a `reread` checks: its path and how many bytes should be there.
 pub struct RereadFile {
     pub path: std::path::PathBuf,
+    /// The first byte to re-read (0 but for a region of a shared file).
+    pub start: u64,
+    /// The end of what to re-read (bytes from the file's start).
     pub len: u64,
 }
 
@@ -252,7 +255,7 @@ pub fn reread(
     let chunk = ((1u64 << 20) / block).max(1) * block;
     let nthreads = job.threads.min(files.len()).max(1);
     let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
-    let work: u64 = files.iter().map(|f| f.len.div_ceil(chunk)).sum();
+    let work: u64 = files.iter().map(|f| (f.len - f.start).div_ceil(chunk)).sum();
     let (mut report, checkers) = run_threads(
         "verify",
         nthreads,
@@ -266,7 +269,7 @@ pub fn reread(
             for i in (rec.tid..files.len()).step_by(nthreads) {
                 let f = &files[i];
                 let file = std::fs::File::open(&f.path).map_err(|e| EngineError::io(format!("verify: opening {}", f.path.display()), e))?;
-                let mut off = 0u64;
+                let mut off = f.start;
                 while off < f.len && !rec.interrupted() {
                     let len = chunk.min(f.len - off) as usize;
                     let data = &mut buf.as_mut_slice()[..len];

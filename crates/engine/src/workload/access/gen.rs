@@ -91,7 +91,7 @@ impl AccessGen {
             file_size: spec.file_size,
             align: spec.alignment,
             file_lo: if spec.thread_files { tid as u64 * per_thread } else { 0 },
-            base: spec.offset,
+            base: spec.run_base(),
             perm: spec.random_map.then(|| {
                 let files = if spec.thread_files { per_thread } else { spec.file_count as u64 };
                 BlockPerm::new(files * (spec.file_size / spec.alignment), z)
@@ -288,6 +288,20 @@ mod tests {
                 assert!(op.req.file / 2 == tid, "thread {tid} touched file {}", op.req.file);
                 assert!(op.req.offset >= 16 * 1024 && op.req.offset + 4096 <= 80 * 1024, "{:?}", op.req);
             }
+        }
+    }
+
+    #[test]
+    fn a_shared_file_run_works_on_the_run_offset_region() {
+        // IOR -C: laid out at [64 KiB, 128 KiB), run on the neighbour's [128 KiB, 192 KiB).
+        let mut s = spec(vec![e(4096, 50.0, 50.0, 50.0)], 1, 64 * 1024);
+        s.shared_file = true;
+        s.offset = 64 * 1024;
+        s.run_offset = Some(128 * 1024);
+        let mut g = AccessGen::new(&s, 3, 0, 1);
+        for _ in 0..10_000 {
+            let op = g.next_op();
+            assert!(op.req.offset >= 128 * 1024 && op.req.offset + 4096 <= 192 * 1024, "{:?}", op.req);
         }
     }
 

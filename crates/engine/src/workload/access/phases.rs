@@ -95,15 +95,29 @@ impl Access {
         }
     }
 
-    /// Bytes each file holds: the region plus fio's offset before it.
+    /// Bytes each file holds: the region plus fio's offset before it (with a shared file, up to
+    /// the end of the later of this process's two regions; other processes fill the rest).
     fn file_len(&self) -> u64 {
-        self.spec.offset + self.spec.file_size
+        self.spec.offset.max(self.spec.run_base()) + self.spec.file_size
+    }
+
+    /// What prepare writes: the whole file from 0, or only this process's region of a shared file.
+    fn layout_range(&self) -> (u64, u64) {
+        let end = self.spec.offset + self.spec.file_size;
+        if self.spec.shared_file {
+            (self.spec.offset, end)
+        } else {
+            (0, end)
+        }
     }
 
     fn prepare(&self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
         let spec = &self.spec;
         let nthreads = job.threads.min(spec.file_count as usize).max(1);
-        let chunks_per_file = self.file_len().div_ceil(LAYOUT_CHUNK);
+        let (start, end) = self.layout_range();
+        let chunks_per_file = (end - start).div_ceil(LAYOUT_CHUNK);
+        // A shared file is neither truncated nor checked for reuse: other processes write it too.
+        let open_flags = if spec.shared_file { libc::O_WRONLY | libc::O_CREAT } else { libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC };
         let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
         let (mut report, skipped) = run_threads(
             "prepare",
@@ -134,15 +148,15 @@ impl Access {
                             std::fs::create_dir_all(parent).map_err(|e| EngineError::io(format!("creating {}", parent.display()), e))?;
                         }
                     }
-                    let fd = open(&path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)?;
+                    let fd = open(&path, open_flags)?;
                     let _close = FdGuard(fd);
                     if let Some(ch) = checker.as_mut() {
                         self.lay_out_verified(fd, i, &path, buf, ch, rec)?;
                         continue;
                     }
-                    let mut off = 0u64;
-                    while off < self.file_len() && !rec.interrupted() {
-                        let len = LAYOUT_CHUNK.min(self.file_len() - off) as usize;
+                    let mut off = start;
+                    while off < end && !rec.interrupted() {
+                        let len = LAYOUT_CHUNK.min(end - off) as usize;
                         let t0 = now_ns();
                         // SAFETY: buf holds LAYOUT_CHUNK >= len bytes.
                         let n = unsafe { libc::pwrite(fd, buf.as_ptr() as *const libc::c_void, len, off as libc::off_t) };
@@ -176,9 +190,9 @@ impl Access {
         let b = ch.block as u64;
         let chunk = (LAYOUT_CHUNK / b).max(1) * b;
         let buf = if (buf.len() as u64) < chunk { &AlignedBuf::new(chunk as usize, 4096) } else { buf };
-        let mut off = 0u64;
-        while off < self.file_len() && !rec.interrupted() {
-            let len = chunk.min(self.file_len() - off) as usize;
+        let (mut off, end) = self.layout_range();
+        while off < end && !rec.interrupted() {
+            let len = chunk.min(end - off) as usize;
             let data = &mut buf.as_mut_slice()[..len];
             ch.fill(data, off, 0);
             let mut done = 0usize;
@@ -542,8 +556,11 @@ impl Access {
         let Some(algo) = self.spec.verify else {
             return Err(EngineError::invalid("verify", "the verify phase needs verify = \"crc32c\", \"xxh3\" or \"sha256\" in the spec"));
         };
+        // A shared file: only the region this process's run phase worked on (other processes check theirs).
+        let (reread_start, reread_end) =
+            if self.spec.shared_file { (self.spec.run_base(), self.spec.run_base() + self.spec.file_size) } else { (0, self.file_len()) };
         let files: Vec<verify::RereadFile> =
-            (0..self.spec.file_count).map(|i| verify::RereadFile { path: self.path(&job.dir, i), len: self.file_len() }).collect();
+            (0..self.spec.file_count).map(|i| verify::RereadFile { path: self.path(&job.dir, i), start: reread_start, len: reread_end }).collect();
         verify::reread(job, ctl, &files, algo, self.spec.verify_block(), self.ledger.as_ref(), self.verify_exact(job), self.verify_notes(job))
     }
 

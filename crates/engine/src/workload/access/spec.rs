@@ -61,6 +61,16 @@ pub struct AccessSpec {
     /// fio's `offset`: every request lands in [offset, offset + file_size) of its file.
     #[serde(default)]
     pub offset: u64,
+    /// IOR's shared file (under MPI): several processes share each file, each on its own region
+    /// [offset, offset + file_size). prepare opens the file without truncating it and writes only
+    /// that region; cleanup tolerates a file another process already removed.
+    #[serde(default)]
+    pub shared_file: bool,
+    /// With `shared_file`: where the run and verify phases' region starts when it is another
+    /// process's region (IOR's -C: read back what another rank wrote, not this one's cache).
+    /// None: `offset`, the region prepare laid out.
+    #[serde(default)]
+    pub run_offset: Option<u64>,
     /// fio's per-job files: thread t works only on its own file_count / threads files.
     #[serde(default)]
     pub thread_files: bool,
@@ -170,6 +180,17 @@ impl AccessSpec {
         if self.offset % self.alignment != 0 {
             return Err(EngineError::invalid("offset", format!("{} is not a multiple of alignment ({})", self.offset, self.alignment)));
         }
+        if let Some(r) = self.run_offset {
+            if !self.shared_file {
+                return Err(EngineError::invalid("run_offset", "only for a shared file (shared_file = true), whose other regions other processes lay out"));
+            }
+            if r % self.alignment != 0 {
+                return Err(EngineError::invalid("run_offset", format!("{r} is not a multiple of alignment ({})", self.alignment)));
+            }
+        }
+        if self.shared_file && self.reuse_files {
+            return Err(EngineError::invalid("reuse_files", "cannot be combined with shared_file: a shared file's length says nothing about whether this region was laid out"));
+        }
         if self.random_map {
             let size = self.entries[0].size as u64;
             if self.entries.iter().any(|e| e.size as u64 != size) || self.alignment != size {
@@ -186,6 +207,11 @@ impl AccessSpec {
             }
         }
         self.validate_verify(job)
+    }
+
+    /// Where the run and verify phases' region starts (`run_offset`, else `offset`).
+    pub fn run_base(&self) -> u64 {
+        self.run_offset.unwrap_or(self.offset)
     }
 
     /// Bytes per verified block: `verify_block`, or the smallest request size.
@@ -210,7 +236,7 @@ impl AccessSpec {
                 return Err(EngineError::invalid(format!("entries[{i}].size"), format!("{} bytes: with verify, every request size must be a multiple of the verify block ({b} bytes)", e.size)));
             }
         }
-        for (name, v) in [("alignment", self.alignment), ("file_size", self.file_size), ("offset", self.offset)] {
+        for (name, v) in [("alignment", self.alignment), ("file_size", self.file_size), ("offset", self.offset), ("run_offset", self.run_offset.unwrap_or(0))] {
             if v % b != 0 {
                 return Err(EngineError::invalid(name, format!("{v} bytes: with verify, it must be a multiple of the verify block ({b} bytes) so every request covers whole blocks: set {name} = a multiple of {b}")));
             }
@@ -275,6 +301,8 @@ pub(super) mod tests {
             reuse_files: false,
             file_names: vec![],
             offset: 0,
+            shared_file: false,
+            run_offset: None,
             thread_files: false,
             random_map: false,
             allow_unaligned_direct: false,

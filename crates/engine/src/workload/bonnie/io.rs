@@ -236,7 +236,7 @@ impl Verifier {
 
     /// The `verify` phase: re-read the whole data file.
     pub fn reread(&self, spec: &BonnieSpec, job: &Job, ctl: &Control) -> Result<PhaseReport> {
-        let files = [verify::RereadFile { path: job.dir.join(DATA_FILE), len: spec.size }];
+        let files = [verify::RereadFile { path: job.dir.join(DATA_FILE), start: 0, len: spec.size }];
         verify::reread(job, ctl, &files, self.algo, spec.chunk, Some(&self.ledger), self.exact, self.notes())
     }
 }
