@@ -19,6 +19,11 @@ made fresh for it (so neither measures what the other left: journal, freed inode
   duration none, warm-up 0, fsync_end on for the write (its prepare phase lays the file out unmeasured,
   and it drops caches before the measured phase, as root). IOR's rate is its Max(MiB) of one repetition
   (aggregate bytes over max close end minus min open start); fsmeter's is the merged run phase's MiB/s.
+- IOR's shared file (no -F): one file, rank r on block r (`-b B`, one segment); the read with -C.
+  fsmeter: the same seq-write / seq-read with `--shared-file --reorder-shift node` (IOR's -C shift:
+  the ranks of one host; on one host both end on the rank's own block). O_DIRECT on loop ext4.
+- Every case runs `rounds` times (3; 1 with --quick), the two tools alternating which goes first,
+  each time on fresh filesystems; rows give the medians and each side's range.
 - Scaling: cached (tmpfs) tree creates with 1 and 2 ranks; fsmeter's 2-rank/1-rank speedup against
   mdtest's, target >= 1.8 on the fsmeter side (noted in the row).
 
@@ -66,13 +71,13 @@ def drop_caches() -> None:
     Path("/proc/sys/vm/drop_caches").write_text("3\n")
 
 
-def fsmeter_mpi(ctx, ranks: int, workload: str, d: Path, sets: dict) -> dict:
+def fsmeter_mpi(ctx, ranks: int, workload: str, d: Path, sets: dict, extra_args: list = ()) -> dict:
     import json
 
     out = Path(tempfile.mkstemp(suffix=".json")[1])
     try:
         args = mpirun(ranks) + [ctx.python, "-m", "fsmeter", "run", workload, "--dir", d, "-q", "--json", out,
-                                "--cache", "drop", "--min-phase-s", "0"]
+                                "--cache", "drop", "--min-phase-s", "0", *extra_args]
         for k, v in sets.items():
             args += ["--set", f"{k}={v}"]
         ctx.cmd(args, env=_env(), timeout=1800)
@@ -105,47 +110,93 @@ def _tree(doc: dict, phase: str) -> float:
     return doc["phases"][phase]["total"]["ops_per_s"]
 
 
+def _rounds(ctx) -> int:
+    return 1 if ctx.quick else 3
+
+
+def _rounds_of(ctx, sides: dict) -> dict:
+    """Run each side (name -> fn() -> value) once per round, alternating which goes first (the
+    machine's speed drifts); returns name -> list of values."""
+    got = {k: [] for k in sides}
+    names = list(sides)
+    for r in range(_rounds(ctx)):
+        for k in (names if r % 2 == 0 else names[::-1]):
+            got[k].append(sides[k]())
+    return got
+
+
 def metadata_rows(ctx, mdtest: Path, fs: str, fresh, ranks: int, n: int) -> list:
     """`fresh()`: a context manager giving a fresh filesystem: each tool gets its own, so neither
     runs on what the other just filled and emptied (journal, freed inodes)."""
-    with fresh() as root:
-        peer = mdtest_rates(ctx, mdtest, ranks, n, root / "mdtest")
-    with fresh() as root:
-        d = root / "fsm"
-        d.mkdir()
-        doc = fsmeter_mpi(ctx, ranks, "fdtree-quick", d, {"levels": 0, "files_per_dir": n, "file_blocks": 1})
+    from statistics import median
+
+    def peer():
+        with fresh() as root:
+            return mdtest_rates(ctx, mdtest, ranks, n, root / "mdtest")
+
+    def ours():
+        with fresh() as root:
+            d = root / "fsm"
+            d.mkdir()
+            return fsmeter_mpi(ctx, ranks, "fdtree-quick", d, {"levels": 0, "files_per_dir": n, "file_blocks": 1})
+
+    got = _rounds_of(ctx, {"peer": peer, "fsm": ours})
     rows = []
     for ph in ("create", "stat", "remove"):
-        imb = doc["phases"][ph]["mpi"]["imbalance_pct"]
-        rows.append(ctx.row(f"{fs} {ranks}r {n} files/rank", f"{ph} files/s", _tree(doc, ph), peer[ph], "mdtest",
-                            target=1.0, notes=f"imbalance {imb:.0f}%"))
+        mine = [_tree(doc, ph) for doc in got["fsm"]]
+        theirs = [p[ph] for p in got["peer"]]
+        imb = median(doc["phases"][ph]["mpi"]["imbalance_pct"] for doc in got["fsm"])
+        rows.append(ctx.row(f"{fs} {ranks}r {n} files/rank", f"{ph} files/s", median(mine), median(theirs), "mdtest",
+                            target=1.0, notes=f"median of {len(mine)} rounds; fsmeter {min(mine):,.0f}..{max(mine):,.0f}, "
+                                              f"mdtest {min(theirs):,.0f}..{max(theirs):,.0f}; imbalance {imb:.0f}%"))
     return rows
 
 
-def data_rows(ctx, ior: Path, fs: str, fresh, ranks: int, block: str, direct: bool) -> list:
-    with fresh() as root:
-        d = root / "ior"
-        d.mkdir()
-        common = ["-F", "-t", "1m", "-b", block.lower(), "-o", str(d / "f")] + (["--posix.odirect"] if direct else [])
-        ior_rate(ctx, ior, ranks, ["-w", "-k", *common], "write")  # lays the files out, unmeasured
-        drop_caches()
-        w_peer = ior_rate(ctx, ior, ranks, ["-w", "-k", "-E", "-e", *common], "write")
-        drop_caches()
-        r_peer = ior_rate(ctx, ior, ranks, ["-r", "-k", "-E", *common], "read")
+def data_rows(ctx, ior: Path, fs: str, fresh, ranks: int, block: str, direct: bool, shared: bool = False) -> list:
+    """IOR-easy (file per process) or, with `shared`, IOR's shared file (no -F; reads with -C, as
+    fsmeter's --shared-file --reorder-shift node)."""
+    from statistics import median
+
+    def peer():
+        with fresh() as root:
+            d = root / "ior"
+            d.mkdir()
+            common = ["-t", "1m", "-b", block.lower(), "-o", str(d / "f")] + (["--posix.odirect"] if direct else [])
+            if not shared:
+                common = ["-F", *common]
+            ior_rate(ctx, ior, ranks, ["-w", "-k", *common], "write")  # lays the files out, unmeasured
+            drop_caches()
+            w = ior_rate(ctx, ior, ranks, ["-w", "-k", "-E", "-e", *common], "write")
+            drop_caches()
+            r = ior_rate(ctx, ior, ranks, ["-r", "-k", "-E", *(["-C"] if shared else []), *common], "read")
+            return {"seq-write": w, "seq-read": r}
+
     sets = {"file_size": block, "total_bytes": block, "record_size": "1M", "duration_s": "none", "warmup_s": 0,
             "direct": str(direct).lower()}
+    mpi_args = ["--shared-file", "--reorder-shift", "node"] if shared else []
+
+    def ours():
+        docs = {}
+        for wl, extra in (("seq-write", {"fsync_end": "true"}), ("seq-read", {})):
+            with fresh() as root:
+                f = root / "fsm"
+                f.mkdir()
+                docs[wl] = fsmeter_mpi(ctx, ranks, wl, f, {**sets, **extra}, mpi_args)
+        return docs
+
+    got = _rounds_of(ctx, {"peer": peer, "fsm": ours})
     out = []
-    for wl, peer, extra in (("seq-write", w_peer, {"fsync_end": "true"}), ("seq-read", r_peer, {})):
-        with fresh() as root:
-            f = root / "fsm"
-            f.mkdir()
-            doc = fsmeter_mpi(ctx, ranks, wl, f, {**sets, **extra})
-        run = doc["phases"]["run"]
-        mib = run["total"]["bytes_per_s"] / 2**20
+    for wl in ("seq-write", "seq-read"):
+        mine = [doc[wl]["phases"]["run"]["total"]["bytes_per_s"] / 2**20 for doc in got["fsm"]]
+        theirs = [p[wl] for p in got["peer"]]
+        imb = median(doc[wl]["phases"]["run"]["mpi"]["imbalance_pct"] for doc in got["fsm"])
         mode = "O_DIRECT" if direct else "buffered"
         target = 1.0 if direct else 0.95
-        out.append(ctx.row(f"{fs} {ranks}r {block}/rank {mode}", f"{wl.split('-')[1]} MiB/s", mib, peer, "ior",
-                           target=target, notes=f"imbalance {run['mpi']['imbalance_pct']:.0f}%"))
+        layout = "shared file" if shared else "file/rank"
+        out.append(ctx.row(f"{fs} {ranks}r {block}/rank {layout} {mode}", f"{wl.split('-')[1]} MiB/s", median(mine),
+                           median(theirs), "ior", target=target,
+                           notes=f"median of {len(mine)} rounds; fsmeter {min(mine):,.0f}..{max(mine):,.0f}, ior "
+                                 f"{min(theirs):,.0f}..{max(theirs):,.0f}; imbalance {imb:.0f}%"))
     return out
 
 
@@ -182,6 +233,7 @@ def run(ctx) -> list:
             rows += metadata_rows(ctx, mdtest, "ext4", ext4, ranks, n)
             for direct in (False, True):
                 rows += data_rows(ctx, ior, "ext4", ext4, ranks, "32M" if ctx.quick else "128M", direct=direct)
+            rows += data_rows(ctx, ior, "ext4", ext4, ranks, "32M" if ctx.quick else "128M", direct=True, shared=True)
         with ctx.tmpfs("2G") as t:
             rows.append(scaling_row(ctx, mdtest, t, n))
     finally:

@@ -243,3 +243,74 @@ def test_campaign_mpi_section_errors():
         plan(parse_campaign(base + '[mpi]\nstonewall = "first-done"\n[target]\nkind = "dir"\npath = "/tmp"\n'))
     with pytest.raises(UserError, match=r"mpi\.hosts: unknown field; allowed are ranks, mpirun, hostfile"):
         parse_campaign(base + '[mpi]\nhosts = "a"\n', "c.toml")
+
+
+def test_iozone_grid_is_summed_per_cell_as_iozone_t_does():
+    from fsmeter.mpi.merge import iozone_extra
+
+    def grid(kb_write, kb_read, status="ok"):
+        res = {"write": {"KB_per_s": kb_write, "ops_per_s": kb_write / 4, "time_s": 1.0, "ops": 10, "bytes": 40960}}
+        if kb_read is not None:
+            res["read"] = {"KB_per_s": kb_read, "ops_per_s": kb_read / 4, "time_s": 2.0, "ops": 10, "bytes": 40960}
+        return {"columns": ["write", "read"], "cells": [{"file_size": 65536, "record_size": 4096, "status": status,
+                                                       "results": res}]}
+
+    m = iozone_extra([grid(100.0, 300.0), grid(50.0, None, status="interrupted")])
+    cell = m["cells"][0]
+    assert cell["results"]["write"]["KB_per_s"] == 150.0 and cell["results"]["write"]["ops"] == 20
+    assert (cell["results"]["write"]["rank_KB_per_s_min"], cell["results"]["write"]["rank_KB_per_s_max"]) == (50, 100)
+    assert "read" not in cell["results"], "a test one rank did not finish is left out, not half-summed"
+    assert cell["status"] == "interrupted" and m["merge"]["results_left_out"] == 1
+    # the family's metrics read the merged figures
+    from fsmeter.families.iozone import _cell_value
+
+    assert _cell_value("write", 65536, 4096, "KB_per_s")({"extra": m}) == 150.0
+
+
+def test_mix_jobs_per_minute_over_the_common_window():
+    from fsmeter.mpi.merge import mix_extra
+
+    def sub(tasks, rel_start_s, rel_end_s, barrier, jpm):
+        return {"tasks": tasks, "jobs_per_task": 30, "real_time_s": rel_end_s - rel_start_s, "jpm": jpm,
+                "jpm_per_task": jpm / tasks, "task_time_min_s": 1.0, "task_time_max_s": 2.0, "user_s": 1.0,
+                "sys_s": 0.5, "tasks_rss_max_bytes": 10, "tasks_pss_max_bytes": 5, "disk_kib_per_s": 7.0,
+                "interrupted": False, "release_mono_ns": barrier + int(rel_start_s * 1e9),
+                "end_mono_ns": barrier + int(rel_end_s * 1e9),
+                "jobs": {"disk_rr": {"class": "disk", "runs": 3 * tasks, "total_s": 1.5, "mean_ms": 0.0,
+                                     "max_ms": 9.0, "units": 4, "unit": "KiB", "bytes_read": 100, "bytes_written": 0}}}
+
+    # two ranks with unrelated monotonic clocks; rank 1 starts its 2-task subrun later and ends last
+    b0, b1 = 10**12, 5 * 10**12
+    parts = [
+        {"rank": 0, "barrier_mono_ns": b0, "report": {"extra": {"subruns": [sub(1, 0.0, 1.0, b0, 1800.0),
+                                                                            sub(2, 1.0, 3.0, b0, 1800.0)]}}},
+        {"rank": 1, "barrier_mono_ns": b1, "report": {"extra": {"subruns": [sub(1, 0.0, 1.5, b1, 1200.0),
+                                                                            sub(2, 1.5, 4.0, b1, 1440.0),
+                                                                            sub(4, 4.0, 5.0, b1, 7200.0)]}}},
+    ]
+    m = mix_extra(parts, crossover_jpm_per_task=600.0)
+    one, two = m["subruns"]
+    # all ranks' jobs over (latest end - earliest start): 1 task: 2 x 30 jobs over 1.5 s
+    assert one["jpm"] == pytest.approx(60 / 1.5 * 60) and one["real_time_s"] == pytest.approx(1.5)
+    assert two["jpm"] == pytest.approx(120 / 3.0 * 60) and two["tasks_total"] == 4
+    assert two["jpm_per_task"] == pytest.approx(two["jpm"] / 4)
+    assert (two["rank_jpm_min"], two["rank_jpm_max"]) == (1440.0, 1800.0)
+    assert two["jobs"]["disk_rr"]["runs"] == 12 and two["jobs"]["disk_rr"]["mean_ms"] == pytest.approx(1e3 * 3 / 12)
+    # a tie keeps the first, as the engine does; per task of all ranks: 1200 at 1 task, 600 at 2
+    assert m["peak_jpm"] == pytest.approx(2400.0) and m["peak_tasks"] == 1
+    assert m["crossover_tasks"] == 2
+    assert len(m["subruns"]) == 2, "4 tasks: only rank 1 ran it"
+    assert mix_extra(parts, crossover_jpm_per_task=500.0)["crossover_tasks"] is None
+
+
+def test_macro_phase_lasts_as_long_as_the_slowest_rank():
+    from fsmeter.mpi.merge import macro_extra
+
+    def x(real, bytes_):
+        return {"real_s": real, "session_real_s": real + 1, "user_s": 0.5, "sys_s": 1.0, "bytes": bytes_,
+                "files": 1, "MB_per_s": bytes_ / 1e6 / real, "tool": {"argv": ["cp"]}}
+
+    m = macro_extra([x(2.0, 10**8), x(4.0, 10**8)])
+    assert m["real_s"] == 4.0 and m["MB_per_s"] == pytest.approx(2e8 / 1e6 / 4.0)
+    assert (m["user_s"], m["sys_s"], m["files"], m["rank_real_s_min"]) == (1.0, 2.0, 2, 2.0)
+    assert m["session_real_s"] == 5.0 and m["tool"] == {"argv": ["cp"]}

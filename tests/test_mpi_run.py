@@ -321,3 +321,42 @@ def test_campaign_mpi_shared_file_settings_and_command(tmp_path):
     m = MpiModel(shared_file=True, reorder_shift=1)
     cmd = mpirun_command(m, 2, "seq-write", tmp_path, {}, tmp_path / "o.json", "fadvise", 0)
     assert cmd[cmd.index("--reorder-shift") + 1] == "1" and "--shared-file" in cmd
+
+
+@pytest.mark.parametrize("workload,sets", [
+    ("iozone-quick", ["max_file_size=512K"]),
+    ("aim7-quick", []),
+    ("macro-quick", ["cp_size=8M", "tree_files=200", "tree_dirs=10"]),
+])
+def test_family_details_are_merged_not_rank_0s(tmp_path, workload, sets):
+    """The metrics iozone, mix and macro read from their details come from every rank (each family's
+    rule is unit-tested in test_mpi_merge); here: real ranks, and the figures add up."""
+    d = tmp_path / "d"
+    d.mkdir()
+    out = tmp_path / "out.json"
+    args = [a for s in sets for a in ("--set", s)]
+    r = mpirun(2, "run", workload, "--dir", d, *args, "--json", out, "-q", "--min-phase-s", "0")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    for key, rep in doc["phases"].items():
+        assert not any("rank 0's own" in w for w in rep["warnings"])
+        if key == "prepare":
+            continue
+        x = rep["extra"]
+        assert x["merge"]["ranks"] == 2, key
+        if workload == "iozone-quick":
+            c = x["cells"][0]["results"]["write"]
+            assert c["KB_per_s"] == pytest.approx(c["rank_KB_per_s_min"] + c["rank_KB_per_s_max"])
+            assert c["bytes"] == 2 * x["cells"][0]["file_size"]
+            assert doc["metrics"]["grid.write_KB_per_s_gmean"]["value"] > 0
+        elif workload == "aim7-quick":
+            assert [s["tasks_total"] for s in x["subruns"]] == [2, 4]
+            s = x["subruns"][-1]
+            assert s["jpm"] == pytest.approx(2 * 2 * s["jobs_per_task"] / s["real_time_s"] * 60)
+            assert doc["metrics"]["subruns.jpm_at_2"]["value"] == pytest.approx(s["jpm"])
+        else:
+            assert rep["counters"]["bytes"] == x["bytes"]
+            assert x["real_s"] == x["rank_real_s_max"] >= x["rank_real_s_min"]
+            if key == "cp":
+                assert x["bytes"] == 2 * (8 << 20)
+                assert doc["metrics"]["cp.MB_per_s"]["value"] == pytest.approx(x["bytes"] / 1e6 / x["real_s"])

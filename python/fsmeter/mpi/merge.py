@@ -229,5 +229,121 @@ def fileset_extra(merged: dict, extras: list) -> dict:
     return out
 
 
-__all__ = ["add_buckets", "fileset_extra", "ior_rate", "merge_intervals", "merge_lat", "merge_phase", "rank_window_s",
+def iozone_extra(extras: list) -> dict:
+    """The iozone grid of all ranks, cell by cell: iozone's throughput-mode rule ("children see
+    throughput": the sum of each rank's own rate for that test and cell). The ranks run their grids
+    one cell after another without a barrier per cell, so there is no common window per cell to
+    divide by; the sum is what iozone -t itself reports. ops and bytes are summed, time_s is the
+    slowest rank's, and every merged result keeps the per-rank minimum and maximum."""
+    base = dict(extras[0] or {})
+    grids = [{(c["file_size"], c["record_size"]): c for c in (e or {}).get("cells", [])} for e in extras]
+    cells, partial = [], 0
+    for c0 in base.get("cells", []):
+        key = (c0["file_size"], c0["record_size"])
+        mine = [g.get(key) for g in grids]
+        cell = {k: v for k, v in c0.items() if k != "results"}
+        statuses = [c["status"] if c else "missing" for c in mine]
+        cell["status"] = next((st for st in ("failed", "interrupted", "missing") if st in statuses), "ok")
+        errors = [c.get("error") for c in mine if c and c.get("error")]
+        if errors:
+            cell["error"] = errors[0]
+        results = {}
+        for col in c0.get("results", {}):
+            per = [c["results"].get(col) if c else None for c in mine]
+            if any(r is None for r in per):
+                partial += 1
+                continue
+            kb = [r["KB_per_s"] for r in per]
+            results[col] = {"KB_per_s": sum(kb), "ops_per_s": sum(r["ops_per_s"] for r in per),
+                            "time_s": max(r["time_s"] for r in per), "ops": sum(r["ops"] for r in per),
+                            "bytes": sum(r["bytes"] for r in per), "rank_KB_per_s_min": min(kb),
+                            "rank_KB_per_s_max": max(kb)}
+        cell["results"] = results
+        cells.append(cell)
+    base["cells"] = cells
+    base["merge"] = {"rule": "sum of the ranks' rates per cell and test (iozone -t: children see throughput)",
+                     "ranks": len(extras), "results_left_out": partial}
+    return base
+
+
+def mix_extra(parts: list, crossover_jpm_per_task: float) -> dict:
+    """The AIM7 subruns of all ranks: for each task count every rank ran, all ranks' jobs over the
+    common window (earliest release to latest end, each rank's subrun placed on the clock of the
+    barrier opening the phase): IOR's rule, as JPM. `tasks` stays per rank (`tasks_total` is the
+    sum); peak and crossover are found again on the merged subruns with the engine's rule."""
+    parts = sorted(parts, key=lambda p: p["rank"])
+    extras = [p["report"].get("extra") or {} for p in parts]
+    by_rank = [{sr["tasks"]: sr for sr in e.get("subruns", [])} for e in extras]
+    out = dict(extras[0])
+    merged = []
+    for sr0 in extras[0].get("subruns", []):
+        n = sr0["tasks"]
+        mine = [b.get(n) for b in by_rank]
+        if any(m is None for m in mine):
+            continue
+        starts = [(m["release_mono_ns"] - p["barrier_mono_ns"]) / 1e9 for m, p in zip(mine, parts)]
+        ends = [(m["end_mono_ns"] - p["barrier_mono_ns"]) / 1e9 for m, p in zip(mine, parts)]
+        real = max(ends) - min(starts)
+        jobs_total = sum(m["jobs_per_task"] * n for m in mine)
+        tasks_total = n * len(mine)
+        jpm = jobs_total / real * 60.0 if real > 0 else 0.0
+        jobs: dict = {}
+        for m in mine:
+            for name, j in (m.get("jobs") or {}).items():
+                a = jobs.setdefault(name, {**j, "runs": 0, "total_s": 0.0, "units": 0, "bytes_read": 0,
+                                           "bytes_written": 0, "max_ms": 0.0})
+                for k in ("runs", "total_s", "units", "bytes_read", "bytes_written"):
+                    a[k] += j[k]
+                a["max_ms"] = max(a["max_ms"], j["max_ms"])
+        for a in jobs.values():
+            a["mean_ms"] = a["total_s"] * 1e3 / a["runs"] if a["runs"] else 0.0
+        rank_jpm = [m["jpm"] for m in mine]
+        merged.append({
+            **sr0, "real_time_s": real, "jpm": jpm, "jpm_per_task": jpm / tasks_total if tasks_total else 0.0,
+            "tasks_total": tasks_total, "ranks": len(mine), "rank_jpm_min": min(rank_jpm),
+            "rank_jpm_max": max(rank_jpm), "start_s": min(starts), "end_s": max(ends),
+            "task_time_min_s": min(m["task_time_min_s"] for m in mine),
+            "task_time_max_s": max(m["task_time_max_s"] for m in mine),
+            "user_s": sum(m["user_s"] for m in mine), "sys_s": sum(m["sys_s"] for m in mine),
+            "tasks_rss_max_bytes": sum(m["tasks_rss_max_bytes"] for m in mine),
+            "tasks_pss_max_bytes": sum(m["tasks_pss_max_bytes"] for m in mine),
+            "disk_kib_per_s": sum(m["disk_kib_per_s"] for m in mine), "jobs": jobs,
+            "interrupted": any(m["interrupted"] for m in mine),
+        })
+    peak = max(merged, key=lambda r: r["jpm"], default=None)
+    cross = next((r["tasks"] for r in merged if r["jpm_per_task"] <= crossover_jpm_per_task), None)
+    out.update({"subruns": merged, "peak_jpm": peak["jpm"] if peak else 0.0,
+                "peak_tasks": peak["tasks"] if peak else 0, "crossover_tasks": cross,
+                "tasks_rss_max_bytes": max((r["tasks_rss_max_bytes"] for r in merged), default=None),
+                "tasks_pss_max_bytes": max((r["tasks_pss_max_bytes"] for r in merged), default=None),
+                "merge": {"rule": "per task count: all ranks' jobs / (latest end - earliest start) x 60 (IOR's "
+                                  "rule); tasks are per rank, tasks_total all ranks'; the crossover is per task "
+                                  "of all ranks", "ranks": len(parts),
+                          "subruns_left_out": len(extras[0].get("subruns", [])) - len(merged)}})
+    return out
+
+
+def macro_extra(extras: list) -> dict:
+    """cp / untar / rm in every rank at once: the phase takes as long as its slowest rank (all
+    start after one barrier), so real_s is the ranks' maximum; user and sys CPU, bytes and files
+    are summed; cp's MB/s is all ranks' bytes over that time (IOR's rule, up to the barrier's
+    release skew)."""
+    extras = [e or {} for e in extras]
+    out = dict(extras[0])
+    if "real_s" not in out:
+        return out
+    reals = [e.get("real_s", 0.0) for e in extras]
+    real = max(reals)
+    total = sum(e.get("bytes", 0) for e in extras)
+    out.update({"real_s": real, "session_real_s": max(e.get("session_real_s", 0.0) for e in extras),
+                "user_s": sum(e.get("user_s", 0.0) for e in extras), "sys_s": sum(e.get("sys_s", 0.0) for e in extras),
+                "bytes": total, "files": sum(e.get("files", 0) for e in extras),
+                "MB_per_s": total / 1e6 / real if real > 0 else 0.0,
+                "rank_real_s_min": min(reals), "rank_real_s_max": real,
+                "merge": {"rule": "real_s: the slowest rank's; CPU, bytes, files summed; MB/s = all bytes / real_s",
+                          "ranks": len(extras)}})
+    return out
+
+
+__all__ = ["add_buckets", "fileset_extra", "iozone_extra", "macro_extra", "mix_extra", "ior_rate", "merge_intervals", "merge_lat", "merge_phase", "rank_window_s",
            "value_at_quantile"]

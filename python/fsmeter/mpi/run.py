@@ -23,10 +23,6 @@ from fsmeter.mpi.comm import World
 
 #: Tag of the stonewall notices (a rank that finished first tells rank 0).
 STONEWALL_TAG = 7713
-#: Families some of whose metrics come from the report's `extra` (the iozone grid, AIM7 jobs/min,
-#: cp/tar/rm times): under MPI those stay rank 0's (the merge keeps rank 0's extra). The fileset
-#: family's rates are recomputed from the merge (fsmeter.mpi.merge.fileset_extra).
-EXTRA_METRIC_FAMILIES = {"iozone", "mix", "macro"}
 #: The phases a stonewall may stop early, per family: those after which the workload goes on
 #: correctly with whatever a stopped rank completed. Not the tree family's: its stat, remove and
 #: rmdir need every entry of create (mdtest's answer, IO500's wear-out, needs engine support).
@@ -212,6 +208,23 @@ def _reset_cache(world: World, method: str, directory: Path) -> str:
     return reset_cache(method, directory)
 
 
+def merge_extra(job, merged: dict, parts: list) -> dict:
+    """A merged phase's family details (`extra`), for the families whose metrics read them."""
+    from fsmeter.mpi import merge
+
+    family = job.workload.family.name
+    extras = [p["report"].get("extra") for p in sorted(parts, key=lambda p: p["rank"])]
+    if family == "fileset":
+        return merge.fileset_extra(merged, extras)
+    if family == "iozone":
+        return merge.iozone_extra(extras)
+    if family == "mix":
+        return merge.mix_extra(parts, job.params.crossover_jpm_per_task)
+    if family == "macro":
+        return merge.macro_extra(extras)
+    return merged["extra"]
+
+
 def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_progress: bool = True,
                   keep_files: bool = False, cache: str = "auto", min_phase_s: float = 60.0,
                   no_wait: bool = False, timeout_s: float = 600.0, stonewall=None, shared_file: bool = False,
@@ -221,7 +234,7 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
     from fsmeter.cli.run import RUN_JSON_VERSION, add_results, report_quality
     from fsmeter.engine import EngineSession
     from fsmeter.hostinfo import host_info
-    from fsmeter.mpi.merge import fileset_extra, merge_phase
+    from fsmeter.mpi.merge import merge_phase
     from fsmeter.progress import PhaseProgress, progress_bar
     from fsmeter.spec import build_job, load_workload
 
@@ -333,12 +346,8 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
                     if world.rank == 0:
                         info = wall.close(parts) if wall is not None else None
                         merged = merge_phase(parts, job.settings.interval_s, stonewall=info)
-                        if job.workload.family.name == "fileset" and isinstance(merged.get("extra"), dict):
-                            merged["extra"] = fileset_extra(merged, [p["report"].get("extra") for p in parts])
-                        elif job.workload.family.name in EXTRA_METRIC_FAMILIES and merged.get("extra") is not None:
-                            merged["warnings"].append(
-                                f"the {job.workload.family.name} family's metrics read from its details (extra) are "
-                                "rank 0's own figures, not a merge of the ranks; totals, rates and latencies are merged")
+                        if isinstance(merged.get("extra"), dict):
+                            merged["extra"] = merge_extra(job, merged, parts)
                         merged["cache_reset"] = method
                         merged["measured"] = ph.measured and not ph.discard
                         if merged["measured"] and not merged["interrupted"]:

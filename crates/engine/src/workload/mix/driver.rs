@@ -208,6 +208,10 @@ pub struct SubrunResult {
     pub disk_kib_per_s: f64,
     pub jobs: std::collections::BTreeMap<&'static str, JobSummary>,
     pub interrupted: bool,
+    /// CLOCK_MONOTONIC of the barrier's release and of the last task's end: under MPI the
+    /// ranks' subruns are placed on one clock with these (the IOR rule for the merged JPM).
+    pub release_mono_ns: u64,
+    pub end_mono_ns: u64,
 }
 
 fn children_cpu() -> (f64, f64) {
@@ -566,6 +570,8 @@ fn summarise(shared: &Shared, n: usize, orders: &[Vec<JobId>], file_kib: u64, t0
         disk_kib_per_s: if real > 0.0 { disk_units as f64 / real } else { 0.0 },
         jobs,
         interrupted,
+        release_mono_ns: t0,
+        end_mono_ns: end,
     }
 }
 

@@ -197,6 +197,8 @@ mod tests {
             disk_kib_per_s: 0.0,
             jobs: Default::default(),
             interrupted: false,
+            release_mono_ns: 0,
+            end_mono_ns: 0,
         }
     }
 
