@@ -273,3 +273,46 @@ def test_macro_quick_on_a_loop_ext4(tmp_path, loop_disk):
         assert sorted(os.listdir(mnt)) == ["lost+found"]
     finally:
         subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+# -- verification -------------------------------------------------------------------------------
+def test_verify_checks_the_copy_and_the_tree_outside_the_timing(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    out = tmp_path / "out.json"
+    r = fsmeter("run", "macro-quick", "--dir", work, "-q", "--json", out, "--set", f"source_cache={tmp_path / 'c'}",
+                "--set", "verify=sha256", *TINY)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["corrupt"] is None and "verified:" in r.stdout
+    cp = doc["phases"]["cp"]
+    v = cp["extra"]["verify"]
+    assert cp["counters"]["verify_mismatches"] == 0 and cp["counters"]["verify_blocks_checked"] == (2 << 20) // 4096
+    assert v["algo"] == "sha256" and v["notes"]["source_checksum"] == v["notes"]["copy_checksum"]
+    assert len(v["notes"]["source_checksum"]) == 64
+    un = doc["phases"]["untar"]
+    assert un["counters"]["verify_mismatches"] == 0 and un["counters"]["verify_blocks_checked"] == 200
+    assert un["extra"]["verify"]["notes"]["command"][:3] == ["tar", "--compare", "-j"]
+    assert "verify" not in doc["phases"]["rm"]["extra"]
+
+
+def test_verify_catches_a_tool_that_damages_what_it_writes(tmp_path):
+    """A cp that flips a byte and a tar that loses a file, behind the engine's back: both are found,
+    the copy's at its exact offset, and the run is corrupt (exit 1), never ok."""
+    work = tmp_path / "work"
+    work.mkdir()
+    out = tmp_path / "out.json"
+    bad_cp = "sh -c 'cp {src} {dst} && printf Q | dd of={dst} bs=1 seek=70000 conv=notrunc status=none'"
+    bad_tar = "sh -c 'tar xjf {archive} -C {dest} && rm -f \"$(find {dest} -type f | sort | head -n 1)\"'"
+    r = fsmeter("run", "macro-quick", "--dir", work, "-q", "--json", out, "--set", f"source_cache={tmp_path / 'c'}",
+                "--set", "verify=crc32c", "--set", f"cp_tool={bad_cp}", "--set", f"untar_tool={bad_tar}", *TINY)
+    assert r.returncode == 1, r.stdout + r.stderr
+    doc = json.loads(out.read_text())
+    assert "corrupt" in doc["corrupt"]
+    m = doc["phases"]["cp"]["extra"]["verify"]["mismatches"]
+    assert doc["phases"]["cp"]["counters"]["verify_mismatches"] == 1
+    assert m[0]["first_diff_offset"] == 70000 and m[0]["offset"] == 70000 // 4096 * 4096
+    assert m[0]["found_bytes"][(70000 - 70000 // 4096 * 4096 - m[0]["window_start"]) * 2:][:2] == "51"  # "Q"
+    u = doc["phases"]["untar"]["extra"]["verify"]["mismatches"]
+    assert doc["phases"]["untar"]["counters"]["verify_mismatches"] == 1 and u[0]["kind"] == "missing"
+    assert "corrupt" in r.stdout

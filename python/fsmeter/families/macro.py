@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import List, Literal, Optional
@@ -32,6 +33,8 @@ PLACEHOLDERS = {
 }
 #: tar's flag per archive kind, for untar_tool = "auto" (the study ran `tar xjf`).
 TAR_FLAGS = {"tar.bz2": "xjf", "tar.gz": "xzf", "tar": "xf", "tar.xz": "xJf"}
+#: GNU tar's decompression option per archive kind (verify's tar --compare).
+DECOMPRESS = {"tar.bz2": ["-j"], "tar.gz": ["-z"], "tar": [], "tar.xz": ["-J"]}
 USER_SUFFIXES = {".tar.bz2": "tar.bz2", ".tbz2": "tar.bz2", ".tbz": "tar.bz2", ".tar.gz": "tar.gz", ".tgz": "tar.gz",
                  ".tar": "tar", ".tar.xz": "tar.xz", ".txz": "tar.xz"}
 MiB = 1 << 20
@@ -96,6 +99,18 @@ def _probe(field: str, argv: list, cwd: Path) -> None:
                         f"{err or 'no message'}: fix the tool's options")
 
 
+def _gnu_tar() -> bool:
+    """GNU tar on PATH (verify compares the extracted tree with `tar --compare`)."""
+    tar = shutil.which("tar")
+    if tar is None:
+        return False
+    try:
+        out = subprocess.run([tar, "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "GNU tar" in out
+
+
 class MacroParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     family: Literal["macro"] = "macro"
@@ -124,6 +139,10 @@ class MacroParams(BaseModel):
     source_cache: Optional[str] = Field(None, description="cache directory (default ~/.cache/fsmeter/macro)")
     fit: Literal["shrink", "fail"] = Field("shrink", description="data larger than the target: shrink it with a "
                                            "note, or fail")
+    verify: Literal["off", "crc32c", "xxh3", "sha256"] = Field(
+        "off", description="after cp and untar, outside the timing: compare the copy with its source byte for byte "
+        "(reporting both checksums with this algorithm) and the extracted tree with its archive (GNU tar --compare); "
+        "a difference marks the run corrupt")
 
     _dir: Optional[Path] = PrivateAttr(None)
     _spec: Optional[dict] = PrivateAttr(None)
@@ -197,6 +216,9 @@ class MacroParams(BaseModel):
             tools.append(("untar_tool", self.untar_argv()))
         if "rm" in self.phases:
             tools.append(("rm_tool", _argv(self.rm_tool, "rm_tool")))
+        if self.verify != "off" and "untar" in self.phases and not _gnu_tar():
+            raise UserError("parameter verify: checking the extracted tree needs GNU tar (tar --compare) on PATH: "
+                            "install it, or leave untar out of phases, or set verify=off")
         for field, argv in tools:
             if shutil.which(argv[0]) is None:
                 raise UserError(f"parameter {field}: `{argv[0]}` is not found on PATH: install it or name another tool")
@@ -329,7 +351,8 @@ class MacroParams(BaseModel):
                 raise UserError(self._no_fit("tree", need, free))
         tree_need = tree_stats["footprint_bytes"] * TREE_OVERHEAD if tree_stats else 0.0
 
-        spec: dict = {"family": "macro", "source_cache": self.source_read, "notes": notes, "cleanup": []}
+        spec: dict = {"family": "macro", "source_cache": self.source_read, "notes": notes, "cleanup": [],
+                      "verify": None if self.verify == "off" else self.verify}
         target = str(d)
         if "cp" in self.phases:
             room = FREE_USE * free - tree_need
@@ -361,6 +384,9 @@ class MacroParams(BaseModel):
             spec["untar"] = {"argv": _fill(self.untar_argv(), archive=str(archive), dest=str(dest), target=target),
                              "sources": [str(archive)], "bytes": int(tree_stats["bytes"]), "files": files,
                              "check": str(dest), "mkdir": str(dest)}
+            if self.verify != "off":
+                spec["untar"]["compare"] = ["tar", "--compare", *DECOMPRESS[self.untar_kind()], "-f", str(archive),
+                                            "-C", str(dest)]
             if "rm" in self.phases:
                 spec["rm"] = {"argv": _fill(_argv(self.rm_tool, "rm_tool"), tree=str(dest), target=target),
                               "bytes": int(tree_stats["bytes"]), "files": files, "check": str(dest)}

@@ -32,7 +32,8 @@ use crate::error::{EngineError, Result};
 use crate::job::Job;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
-use crate::workload::Workload;
+use crate::verify::Checksum;
+use crate::workload::{macro_verify, Workload};
 
 const KINDS: &[&str] = &["cp", "untar", "rm", "sync"];
 const SYNC: usize = 3;
@@ -74,6 +75,9 @@ pub struct Step {
     /// A directory made (outside the timing) before the tool starts, e.g. where tar extracts.
     #[serde(default)]
     pub mkdir: Option<PathBuf>,
+    /// With verify, untar's content check: `tar --compare` of the archive against the tree.
+    #[serde(default)]
+    pub compare: Vec<String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -102,6 +106,10 @@ pub struct MacroSpec {
     /// How much of a failing tool's stderr to keep.
     #[serde(default = "default_tail")]
     pub stderr_tail_bytes: usize,
+    /// Check what cp and untar wrote against their sources after each phase, outside the
+    /// timing (workload::macro_verify); the algorithm names cp's reported checksums.
+    #[serde(default)]
+    pub verify: Option<Checksum>,
 }
 
 fn default_tail() -> usize {
@@ -128,6 +136,18 @@ impl MacroSpec {
                     if !inside(&job.dir, d) {
                         return Err(EngineError::invalid(format!("{name}.mkdir"), "must be inside the job directory"));
                     }
+                }
+            }
+        }
+        if self.verify.is_some() {
+            if let Some(cp) = &self.cp {
+                if cp.sources.is_empty() || cp.check.is_none() {
+                    return Err(EngineError::invalid("cp", "with verify, cp needs its source (sources) and its copy (check)"));
+                }
+            }
+            if let Some(u) = &self.untar {
+                if u.compare.is_empty() || u.check.is_none() {
+                    return Err(EngineError::invalid("untar.compare", "with verify, untar needs the tar --compare command and its tree (check)"));
                 }
             }
         }
@@ -500,6 +520,16 @@ impl MacroTools {
             "source_cache": format!("{:?}", self.spec.source_cache).to_lowercase(),
             "device": serde_json::Value::Object(device),
         });
+        if let (Some(algo), false) = (self.spec.verify, stopped) {
+            let check = match phase {
+                "cp" => Some(macro_verify::compare_copy(&step.sources[0], step.check.as_ref().expect("validated"), algo)?),
+                "untar" => Some(macro_verify::compare_tree(&step.compare, &job.dir, step.check.as_ref().expect("validated"), algo, step.files)?),
+                _ => None,
+            };
+            if let Some(c) = check {
+                c.merge_into(&mut report);
+            }
+        }
         if !self.notes_given {
             report.warnings.extend(self.spec.notes.iter().cloned());
             self.notes_given = true;

@@ -10,6 +10,7 @@ pub mod iozone;
 pub mod mix;
 pub mod bonnie;
 pub mod macro_tools;
+pub mod macro_verify;
 pub mod crash;
 
 use crate::error::Result;
