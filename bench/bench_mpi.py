@@ -224,16 +224,18 @@ def run(ctx) -> list:
     rows = []
     try:
         ior, mdtest = build_ior(scratch)
-        n = 2000 if ctx.quick else 10000
-        tmpfs = lambda: ctx.tmpfs("2G")  # noqa: E731
-        ext4 = lambda: ctx.loopfs("ext4", "1G")  # noqa: E731
+        # Sizes give phases of about a second here (64 MiB per rank ran 20-40 ms: start-up skew, not I/O).
+        n = 2000 if ctx.quick else 30000
+        tmpfs = lambda: ctx.tmpfs("2G" if ctx.quick else "5G")  # noqa: E731
+        ext4 = lambda: ctx.loopfs("ext4", "1G" if ctx.quick else "3G")  # noqa: E731
+        tmpfs_block, ext4_block = ("64M", "32M") if ctx.quick else ("1G", "512M")
         for ranks in (2, 4):
             rows += metadata_rows(ctx, mdtest, "tmpfs", tmpfs, ranks, n)
-            rows += data_rows(ctx, ior, "tmpfs", tmpfs, ranks, "64M" if ctx.quick else "256M", direct=False)
+            rows += data_rows(ctx, ior, "tmpfs", tmpfs, ranks, tmpfs_block, direct=False)
             rows += metadata_rows(ctx, mdtest, "ext4", ext4, ranks, n)
             for direct in (False, True):
-                rows += data_rows(ctx, ior, "ext4", ext4, ranks, "32M" if ctx.quick else "128M", direct=direct)
-            rows += data_rows(ctx, ior, "ext4", ext4, ranks, "32M" if ctx.quick else "128M", direct=True, shared=True)
+                rows += data_rows(ctx, ior, "ext4", ext4, ranks, ext4_block, direct=direct)
+            rows += data_rows(ctx, ior, "ext4", ext4, ranks, ext4_block, direct=True, shared=True)
         with ctx.tmpfs("2G") as t:
             rows.append(scaling_row(ctx, mdtest, t, n))
     finally:
