@@ -97,3 +97,22 @@ def test_unexpected_unlink_result_fails_the_run_as_in_dbench(tmp_path):
     assert r.returncode == 1, r.stderr
     assert "line 1: client0 Unlink clients/client0/nothere failed, but the load file expects NT_STATUS_OK" in r.stderr
     assert list(work.iterdir()) == []  # cleanup still ran
+
+
+@needs_client_txt
+def test_verify_pattern_on_client_txt(tmp_path):
+    """Debian's client.txt with verify=pattern: every read of written bytes is checked during the
+    run, the verify phase re-reads what the clients kept when the run stopped (mid-pass: a whole
+    pass ends with a Deltree), and nothing is reported corrupt (renames, unlinks, deltrees and
+    truncations are followed)."""
+    out = tmp_path / "out.json"
+    r = fsmeter("run", "dbench-quick", "--dir", str(tmp_path), "--set", "duration_s=3", "--set", "warmup_s=0", "--set", "verify=pattern", "--set", "threads=2", "-q", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["corrupt"] is None and "verified:" in r.stdout
+    run, ver = doc["phases"]["run"], doc["phases"]["verify"]
+    assert run["counters"]["verify_mismatches"] == 0 and run["counters"]["verify_blocks_checked"] > 1000
+    assert ver["counters"]["verify_mismatches"] == 0 and ver["counters"]["files_checked"] > 0
+    assert ver["extra"]["verify"]["algo"] == "pattern"
+    bad = fsmeter("run", "dbench-quick", "--dir", str(tmp_path), "--set", "verify=crc32c")
+    assert bad.returncode == 2 and "verify" in bad.stderr and "pattern" in bad.stderr

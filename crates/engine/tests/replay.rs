@@ -100,7 +100,7 @@ fn small_load_file_replays_with_exact_counts_per_client() {
     let passes = 3u64;
     let clients = 2u64;
     let mut s = session(&work, clients as usize, json!({"family": "replay", "loadfile": lf, "passes": passes}));
-    assert_eq!(s.phases(), ["setup", "run", "cleanup"]);
+    assert_eq!(s.phases(), ["setup", "run", "verify", "cleanup"]);
     run(&mut s, "setup");
     assert!(work.join("clients/client0").is_dir() && work.join("clients/client1").is_dir());
     let r = run(&mut s, "run");
@@ -213,5 +213,46 @@ fn timed_run_loops_and_warmup_defaults_to_a_fifth_in_whole_seconds() {
     let r = run(&mut s, "run");
     assert_eq!(r["warmup_s"], json!(0.0)); // 0.3 s / 5 in whole seconds
     assert!(r["counters"]["passes_completed"].as_u64().unwrap() > 2);
+    run(&mut s, "cleanup");
+}
+
+#[test]
+fn verify_checks_reads_and_rereads_what_each_client_kept() {
+    use std::os::unix::fs::FileExt;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let lf = loadfile(tmp.path(), SMALL);
+    let work = tmp.path().join("w");
+    std::fs::create_dir(&work).unwrap();
+    let mut s = session(&work, 2, json!({"family": "replay", "loadfile": lf, "passes": 3, "verify": true}));
+    run(&mut s, "setup");
+    let r = run(&mut s, "run");
+    assert_eq!(r["counters"]["verify_mismatches"], 0, "{}", r["extra"]["verify"]);
+    // two reads per pass, each meeting one written range: 2 x 3 passes x 2 clients
+    assert_eq!(r["counters"]["verify_blocks_checked"], 12);
+    assert_eq!(r["extra"]["verify"]["algo"], "pattern");
+    assert_eq!(r["counters"]["mismatches"], 0, "{:?}", r["warnings"]);
+    // The data is the pattern, not dbench's zeros, and the rename kept its ranges: b.txt is checked.
+    let b = work.join("clients/client1/dir/b.txt");
+    let data = std::fs::read(&b).unwrap();
+    assert_eq!(data.len(), 66536);
+    assert!(data.iter().filter(|&&x| x == 0).count() < 1000);
+    let v = run(&mut s, "verify");
+    assert_eq!(v["counters"]["verify_mismatches"], 0, "{}", v["extra"]["verify"]);
+    assert_eq!((v["counters"]["files_checked"].as_u64(), v["counters"]["bytes_checked"].as_u64()), (Some(2), Some(2 * 66536)));
+    // A byte damaged behind the engine's back is found at its offset, in that client's file only.
+    let f = std::fs::OpenOptions::new().write(true).open(&b).unwrap();
+    f.write_at(&[data[12345] ^ 0x40], 12345).unwrap();
+    let v = run(&mut s, "verify");
+    assert_eq!(v["counters"]["verify_mismatches"], 1);
+    let m = &v["extra"]["verify"]["mismatches"][0];
+    assert_eq!(m["first_diff_offset"], 12345);
+    assert_eq!(m["kind"], "bad_data");
+    assert!(m["file"].as_str().unwrap().ends_with("clients/client1/dir/b.txt"), "{m}");
+    // Cut short: the missing bytes are reported.
+    f.set_len(50000).unwrap();
+    let v = run(&mut s, "verify");
+    let kinds: Vec<&str> = v["extra"]["verify"]["mismatches"].as_array().unwrap().iter().map(|m| m["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"short"), "{kinds:?}");
     run(&mut s, "cleanup");
 }

@@ -30,6 +30,10 @@ class ReplayParams(BaseModel):
     passes: Optional[int] = Field(None, ge=1, description="stop each client after this many passes of the load file")
     warmup_s: Optional[float] = Field(None, ge=0, description="unmeasured seconds first; default as dbench: duration_s/5 in whole seconds")
     resolve_names: bool = Field(True, description="simulate Samba's case-insensitive lookup when stat fails (false = dbench --no-resolve)")
+    verify: Literal["off", "pattern"] = Field(
+        "off", description="data verification (docs/verify.md): clients write a pattern of (client, offset) instead of "
+        "dbench's zeros, reads check the bytes written since each file was created, and a verify phase re-reads them "
+        "all; dbench's unaligned writes leave no room for block headers, hence no checksum choice")
 
     @model_validator(mode="after")
     def _check(self):
@@ -47,11 +51,16 @@ class ReplayParams(BaseModel):
     def engine_spec(self) -> dict:
         d = self.model_dump()
         d["loadfile"] = str(Path(self.loadfile).resolve())
+        d["verify"] = self.verify == "pattern"
         return d
 
 
 def _phases(p: ReplayParams) -> list:
-    return [Phase("setup", measured=False), Phase("run")]
+    phases = [Phase("setup", measured=False), Phase("run")]
+    if p.verify != "off":
+        # Re-read what the clients wrote, from the storage rather than the page cache when it can be dropped.
+        phases.append(Phase("verify", measured=False, cold_cache=True))
+    return phases
 
 
 def mb_per_s(r: dict) -> Optional[float]:

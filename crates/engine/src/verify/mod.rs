@@ -9,6 +9,7 @@
 //! checks them after reads, counts, and keeps the first mismatches in full).
 //! Nothing here allocates on the normal path; a mismatch is cold and may.
 
+pub mod content;
 pub mod header;
 
 use std::sync::atomic::{AtomicU64, Ordering};

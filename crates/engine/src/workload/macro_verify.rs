@@ -23,50 +23,13 @@ use serde_json::{json, Value};
 use sha2::Digest;
 
 use crate::error::{EngineError, Result};
+use crate::verify::content::{byte_mismatch, ContentCheck};
 use crate::verify::header::hex;
-use crate::verify::{Checksum, KEEP_MISMATCHES};
+use crate::verify::Checksum;
 
 /// Bytes per compared block (the unit mismatches are counted in).
 pub const BLOCK: usize = 4096;
 const CHUNK: usize = 1 << 20;
-/// Bytes shown around a first differing byte.
-const WINDOW: usize = 16;
-
-/// What a content check found, in the shape every family's `extra.verify` has.
-pub struct ContentCheck {
-    pub algo: Checksum,
-    pub checked: u64,
-    pub mismatches: u64,
-    pub kept: Vec<Value>,
-    pub notes: Value,
-}
-
-impl ContentCheck {
-    fn new(algo: Checksum) -> ContentCheck {
-        ContentCheck { algo, checked: 0, mismatches: 0, kept: Vec::new(), notes: json!({}) }
-    }
-
-    fn note(&mut self, m: Value) {
-        self.mismatches += 1;
-        if self.kept.len() < KEEP_MISMATCHES {
-            self.kept.push(m);
-        }
-    }
-
-    /// Into a phase report: counters and `extra.verify`.
-    pub fn merge_into(self, report: &mut crate::report::PhaseReport) {
-        report.counters.insert("verify_blocks_checked".into(), self.checked);
-        report.counters.insert("verify_blocks_written".into(), 0);
-        report.counters.insert("verify_mismatches".into(), self.mismatches);
-        report.extra["verify"] = json!({
-            "algo": self.algo.name(),
-            "blocks_checked": self.checked,
-            "mismatches_total": self.mismatches,
-            "mismatches": self.kept,
-            "notes": self.notes,
-        });
-    }
-}
 
 /// A running checksum of a whole file.
 enum Running {
@@ -116,24 +79,14 @@ fn len_of(f: &std::fs::File, what: &Path) -> Result<u64> {
     f.metadata().map(|m| m.len()).map_err(|e| EngineError::io(format!("verify: stat {}", what.display()), e))
 }
 
-fn mismatch(copy: &Path, block_off: u64, len: usize, kind: &str, diff: Option<(usize, &[u8], &[u8])>) -> Value {
-    let mut m = json!({"file": copy.display().to_string(), "offset": block_off, "len": len, "kind": kind, "phase": "cp"});
-    if let Some((first, exp, found)) = diff {
-        let start = first.saturating_sub(WINDOW / 2);
-        let end = (start + WINDOW).min(exp.len()).min(found.len());
-        m["first_diff"] = json!(first);
-        m["first_diff_offset"] = json!(block_off + first as u64);
-        m["window_start"] = json!(start);
-        m["expected_bytes"] = json!(hex(&exp[start..end.max(start)]));
-        m["found_bytes"] = json!(hex(&found[start..end.max(start)]));
-    }
-    m
+fn short(copy: &Path, offset: u64, len: u64, kind: &str) -> Value {
+    json!({"file": copy.display().to_string(), "offset": offset, "len": len, "kind": kind, "phase": "cp"})
 }
 
 /// cp: compare `copy` with `source` block by block, reading the copy back from storage where
 /// the filesystem allows it (its pages are dropped first: the sync has written them).
 pub fn compare_copy(source: &Path, copy: &Path, algo: Checksum) -> Result<ContentCheck> {
-    let mut chk = ContentCheck::new(algo);
+    let mut chk = ContentCheck::new(Some(algo));
     let mut src = std::fs::File::open(source).map_err(|e| EngineError::io(format!("verify: opening {}", source.display()), e))?;
     let mut dst = std::fs::File::open(copy).map_err(|e| EngineError::io(format!("verify: opening {}", copy.display()), e))?;
     // SAFETY: advisory calls on fds we own.
@@ -151,9 +104,8 @@ pub fn compare_copy(source: &Path, copy: &Path, algo: Checksum) -> Result<Conten
             chk.checked += 1;
             if x != y {
                 let first = x.iter().zip(y).position(|(p, q)| p != q).unwrap_or(0);
-                let zero = y.iter().all(|&v| v == 0);
-                let kind = if zero { "zero_filled" } else if y[first..].iter().all(|&v| v == 0) { "zero_tail" } else { "bad_data" };
-                chk.note(mismatch(copy, off + (i * BLOCK) as u64, x.len(), kind, Some((first, x, y))));
+                let name = copy.display().to_string();
+                chk.note(byte_mismatch(&name, off + (i * BLOCK) as u64, x.len(), "cp", x, y, first));
             }
         }
         if na != nb {
@@ -164,7 +116,7 @@ pub fn compare_copy(source: &Path, copy: &Path, algo: Checksum) -> Result<Conten
             let rest = (longer - end).div_ceil(BLOCK as u64);
             chk.checked += rest;
             chk.mismatches += rest.saturating_sub(1);
-            chk.note(mismatch(copy, end, (longer - end) as usize, what, None));
+            chk.note(short(copy, end, longer - end, what));
             break;
         }
         if na < CHUNK {
@@ -184,7 +136,7 @@ pub fn compare_copy(source: &Path, copy: &Path, algo: Checksum) -> Result<Conten
 /// untar: `compare_argv` is `tar --compare ...` against the extracted tree; every member it
 /// finds different in content, size or type, or missing, is a mismatch.
 pub fn compare_tree(compare_argv: &[String], cwd: &Path, tree: &Path, algo: Checksum, files: u64) -> Result<ContentCheck> {
-    let mut chk = ContentCheck::new(algo);
+    let mut chk = ContentCheck::new(Some(algo));
     evict_tree(tree);
     let out = Command::new(&compare_argv[0])
         .args(&compare_argv[1..])

@@ -5,6 +5,7 @@ use std::os::fd::RawFd;
 use super::ops::*;
 use super::parse::LoadFile;
 use super::sys::*;
+use super::written::{fill, Written};
 use crate::error::{EngineError, Result};
 use crate::measure::{now_ns, Recorder};
 
@@ -15,6 +16,8 @@ pub(super) struct ClientResult {
     pub(super) passes: u64,
     pub(super) handles_reused: u64,
     pub(super) short_reads: u64,
+    /// With verify: what this client wrote where, and what its reads found.
+    pub(super) written: Option<Written>,
 }
 
 /// A recorded mismatch, kept as numbers on the hot path and formatted at the end.
@@ -50,10 +53,14 @@ pub(super) struct Client<'a> {
     pub(super) samples: Vec<Sample>,
     pub(super) handles_reused: u64,
     pub(super) short_reads: u64,
+    /// With verify: the written ranges, and the buffer writes are filled in.
+    pub(super) written: Option<Written>,
+    pub(super) wbuf: Vec<u8>,
 }
 
 impl<'a> Client<'a> {
-    pub(super) fn new(id: usize, base: &[u8], lf: &'a LoadFile, zeros: &'a [u8], resolve: bool) -> Client<'a> {
+    pub(super) fn new(id: usize, base: &[u8], lf: &'a LoadFile, zeros: &'a [u8], resolve: bool, written: Option<Written>) -> Client<'a> {
+        let wbuf = if written.is_some() { vec![0u8; lf.max_io.max(1) as usize] } else { Vec::new() };
         Client {
             id,
             lf,
@@ -73,6 +80,8 @@ impl<'a> Client<'a> {
             samples: Vec::with_capacity(MAX_SAMPLES),
             handles_reused: 0,
             short_reads: 0,
+            written,
+            wbuf,
         }
     }
 
@@ -118,6 +127,7 @@ impl<'a> Client<'a> {
             passes: done,
             handles_reused: self.handles_reused,
             short_reads: self.short_reads,
+            written: self.written.take(),
         })
     }
 
@@ -235,6 +245,11 @@ impl<'a> Client<'a> {
                     unsafe { libc::close(fd) };
                     return Ok(0);
                 }
+                if flags & libc::O_TRUNC != 0 {
+                    if let Some(w) = self.written.as_mut() {
+                        w.forget(op.path);
+                    }
+                }
                 let h = op.handle as usize;
                 if self.fds[h] >= 0 {
                     self.handles_reused += 1;
@@ -260,12 +275,18 @@ impl<'a> Client<'a> {
                 // SAFETY: both NUL-terminated.
                 let r = unsafe { libc::rename(cptr(&self.p1), cptr(&self.p2)) };
                 self.check_fatal(op, r)?;
+                if let (Some(w), 0) = (self.written.as_mut(), r) {
+                    w.rename(op.path, op.path2(), self.lf.path(op.path), self.lf.path(op.path2()));
+                }
                 Ok(0)
             }
             UNLINK => {
                 self.resolve_name(true);
                 let r = unsafe { libc::unlink(cptr(&self.p1)) };
                 self.check_fatal(op, r)?;
+                if let (Some(w), 0) = (self.written.as_mut(), r) {
+                    w.forget(op.path);
+                }
                 Ok(0)
             }
             RMDIR => {
@@ -285,6 +306,9 @@ impl<'a> Client<'a> {
                 let fd = opendir(cptr(&self.p1));
                 if fd >= 0 {
                     self.deltree(fd, 0);
+                    if let Some(w) = self.written.as_mut() {
+                        w.forget_below(self.lf.path(op.path));
+                    }
                 }
                 Ok(0)
             }
@@ -352,10 +376,20 @@ impl<'a> Client<'a> {
             WRITEX => {
                 let fd = self.fd_of(op)?;
                 let size = op.b as usize;
-                // SAFETY: zeros holds max_io >= size bytes.
-                let r = unsafe { libc::pwrite(fd, self.zeros.as_ptr() as *const libc::c_void, size, op.a as libc::off_t) };
+                let src = match self.written.as_ref() {
+                    Some(w) => {
+                        fill(&mut self.wbuf[..size], w.key, op.a as u64);
+                        self.wbuf.as_ptr()
+                    }
+                    None => self.zeros.as_ptr(),
+                };
+                // SAFETY: zeros and wbuf hold max_io >= size bytes.
+                let r = unsafe { libc::pwrite(fd, src as *const libc::c_void, size, op.a as libc::off_t) };
                 if r < 0 {
                     return Err(self.fatal(op, "write failed", std::io::Error::last_os_error()));
+                }
+                if let Some(w) = self.written.as_mut() {
+                    w.record(self.names[op.handle as usize], op.a as u64, op.a as u64 + r as u64);
                 }
                 if r as u64 != op.c as u64 {
                     return Err(self.fatal(
@@ -371,6 +405,10 @@ impl<'a> Client<'a> {
                 let size = op.b as usize;
                 // SAFETY: rbuf holds max_io >= size bytes.
                 let r = unsafe { libc::pread(fd, self.rbuf.as_mut_ptr() as *mut libc::c_void, size, op.a as libc::off_t) };
+                if let (Some(w), true) = (self.written.as_mut(), r > 0) {
+                    let (lf, base, cname, id) = (self.lf, &self.base, &self.cname, self.names[op.handle as usize]);
+                    w.check_read(id, op.a as u64, &self.rbuf[..r as usize], || path_of(base, lf, id, cname), "run");
+                }
                 if r != op.c as isize {
                     // dbench prints "read failed" and goes on.
                     self.short_reads += 1;
@@ -501,6 +539,15 @@ impl<'a> Client<'a> {
         self.dents[depth + 1] = buf;
         unsafe { libc::close(fd) };
     }
+}
+
+/// A client's file as a printable path (for mismatch reports).
+#[cold]
+pub(super) fn path_of(base: &[u8], lf: &LoadFile, id: u32, cname: &[u8]) -> String {
+    let mut b = Vec::new();
+    build(&mut b, base, lf.path(id), cname);
+    b.pop();
+    String::from_utf8_lossy(&b).into_owned()
 }
 
 /// base + path (with CLIENT_MARK -> client name) + NUL, into a reused buffer.

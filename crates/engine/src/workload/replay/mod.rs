@@ -4,7 +4,8 @@
 //!
 //! Phases: `setup` creates `clients/clientN` for every client, `run` replays
 //! the file in a loop (warm-up, then a time- or pass-bounded measured window),
-//! `cleanup` removes what the clients left under `clients/`.
+//! `cleanup` removes what the clients left under `clients/`; with `verify`, a
+//! `verify` phase re-reads every byte the clients wrote (written.rs).
 //!
 //! The load file is parsed once, in `Replay::new`, into a compact table of
 //! operations (paths interned once, handles mapped to dense indices) shared by
@@ -19,6 +20,7 @@ mod parse;
 mod replayer;
 mod spec;
 mod sys;
+mod written;
 
 pub use ops::{Op, KINDS};
 pub use parse::LoadFile;

@@ -4,7 +4,11 @@ use std::path::{Path, PathBuf};
 use std::os::unix::ffi::OsStrExt;
 use std::sync::Arc;
 
-use super::client::Client;
+use std::sync::Mutex;
+
+use super::client::{path_of, Client};
+use super::written::{client_key, PathIds, Written};
+use crate::verify::content::ContentCheck;
 use super::ops::*;
 use super::parse::LoadFile;
 use super::spec::ReplaySpec;
@@ -19,6 +23,9 @@ pub struct Replay {
     load: Arc<LoadFile>,
     /// A zeroed buffer every client writes from (dbench writes calloc'ed buffers).
     zeros: Vec<u8>,
+    /// With verify: path -> id (for renamed directories), and each client's written ranges after a run.
+    path_ids: Option<PathIds>,
+    written: Mutex<Vec<Written>>,
 }
 
 impl Replay {
@@ -32,7 +39,10 @@ impl Replay {
         }
         let load = Arc::new(LoadFile::open(&spec.loadfile)?);
         let zeros = vec![0u8; load.max_io.max(1) as usize];
-        Ok(Replay { spec, load, zeros })
+        let path_ids = spec.verify.then(|| {
+            Arc::new((0..load.path_count() as u32).map(|id| (load.path(id).to_vec(), id)).collect::<std::collections::HashMap<_, _>>())
+        });
+        Ok(Replay { spec, load, zeros, path_ids, written: Mutex::new(Vec::new()) })
     }
 
     pub fn load_file(&self) -> &Arc<LoadFile> {
@@ -76,9 +86,26 @@ impl Replay {
             KINDS,
             2,
             work_total,
-            |tid| Ok(Client::new(tid, &base, lf, &self.zeros, spec.resolve_names)),
+            |tid| {
+                let w = self.path_ids.as_ref().map(|ids| Written::new(client_key(job.seed, tid), lf.path_count(), ids.clone(), lf.max_io as usize));
+                Ok(Client::new(tid, &base, lf, &self.zeros, spec.resolve_names, w))
+            },
             |c, rec| c.replay(rec, spec.passes),
         )?;
+        let mut results = results;
+        let run_check = spec.verify.then(|| {
+            let mut check = ContentCheck::new(None);
+            let mut kept = Vec::new();
+            for r in results.iter_mut() {
+                if let Some(mut w) = r.written.take() {
+                    check.absorb(std::mem::replace(&mut w.check, ContentCheck::new(None)));
+                    kept.push(w);
+                }
+            }
+            check.notes = verify_notes("the run's reads, on the bytes written since each file was created or truncated");
+            *self.written.lock().unwrap_or_else(|p| p.into_inner()) = kept;
+            check
+        });
         let mut mismatches = [0u64; NKINDS];
         let mut samples: Vec<String> = Vec::new();
         let (mut passes, mut reused, mut short) = (0u64, 0u64, 0u64);
@@ -124,6 +151,70 @@ impl Replay {
             "mb_per_s": mb_per_s,
             "resolve_names": self.spec.resolve_names,
         });
+        if let Some(c) = run_check {
+            c.merge_into(&mut report);
+        }
+        Ok(report)
+    }
+
+    /// The `verify` phase: re-read every byte range each client wrote (and did not remove or
+    /// truncate since), from storage where the pages can be dropped, and check it.
+    fn verify_phase(&self, job: &Job) -> Result<PhaseReport> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::FileExt;
+
+        if !self.spec.verify {
+            return Err(EngineError::invalid("verify", "the verify phase needs verify = true in the spec"));
+        }
+        let mut written = self.written.lock().unwrap_or_else(|p| p.into_inner());
+        if written.is_empty() {
+            return Err(EngineError::invalid("verify", "run the run phase first: there is nothing written to check"));
+        }
+        let lf: &LoadFile = &self.load;
+        let base = job.dir.as_os_str().as_bytes().to_vec();
+        let mut total = ContentCheck::new(None);
+        let t0 = crate::measure::now_ns();
+        let (mut files, mut bytes) = (0u64, 0u64);
+        let mut buf = vec![0u8; 1 << 20];
+        for (client, w) in written.iter_mut().enumerate() {
+            let cname = format!("client{client}").into_bytes();
+            w.check = ContentCheck::new(None);
+            for id in 0..w.ranges.len() as u32 {
+                if w.ranges[id as usize].is_empty() {
+                    continue;
+                }
+                let name = path_of(&base, lf, id, &cname);
+                let f = std::fs::File::open(&name).map_err(|e| EngineError::io(format!("verify: opening {name}"), e))?;
+                // SAFETY: advisory call on an fd we own.
+                unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+                files += 1;
+                for (s, e) in w.ranges[id as usize].clone() {
+                    let mut off = s;
+                    while off < e {
+                        let want = ((e - off) as usize).min(buf.len());
+                        let n = f.read_at(&mut buf[..want], off).map_err(|er| EngineError::io(format!("verify: reading {name}"), er))?;
+                        bytes += n as u64;
+                        w.check_read(id, off, &buf[..n], || name.clone(), "verify");
+                        if n < want {
+                            // The file ends inside a written range: the rest is missing.
+                            w.check.note(serde_json::json!({"file": name, "offset": off + n as u64, "len": e - off - n as u64,
+                                                            "kind": "short", "phase": "verify"}));
+                            break;
+                        }
+                        off += n as u64;
+                    }
+                }
+            }
+            total.absorb(std::mem::replace(&mut w.check, ContentCheck::new(None)));
+        }
+        let mut report = PhaseReport::new("verify");
+        report.threads = 1;
+        report.elapsed_s = (crate::measure::now_ns() - t0) as f64 / 1e9;
+        report.counters.insert("files_checked".into(), files);
+        report.counters.insert("bytes_checked".into(), bytes);
+        report.extra = serde_json::json!({});
+        total.notes = verify_notes("every range each client wrote and kept, re-read after the run (pages dropped first)");
+        total.merge_into(&mut report);
         Ok(report)
     }
 
@@ -146,15 +237,24 @@ impl Replay {
     }
 }
 
+fn verify_notes(what: &str) -> serde_json::Value {
+    serde_json::json!({
+        "checked": what,
+        "how": "dbench writes at any offset and size, so there are no block headers: every byte a client writes is a function of the client and the byte's offset, and a check compares bytes; one checked block is one written range met by a read",
+        "not_found": "a lost rewrite (the same bytes at the same offset as before)",
+    })
+}
+
 impl Workload for Replay {
     fn phases(&self) -> &'static [&'static str] {
-        &["setup", "run", "cleanup"]
+        &["setup", "run", "verify", "cleanup"]
     }
 
     fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
         match phase {
             "setup" => self.setup(job),
             "run" => self.run(job, ctl),
+            "verify" => self.verify_phase(job),
             "cleanup" => self.cleanup(job),
             _ => unreachable!("checked by Session"),
         }

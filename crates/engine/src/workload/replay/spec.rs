@@ -30,6 +30,10 @@ pub struct ReplaySpec {
     /// when stat fails, scan the parent directory. false = dbench --no-resolve.
     #[serde(default = "yes")]
     pub resolve_names: bool,
+    /// Verify data (written.rs): clients write a pattern of (client, offset), reads check the
+    /// bytes written since the file was created, and the `verify` phase re-reads them all.
+    #[serde(default)]
+    pub verify: bool,
 }
 
 fn default_loadfile() -> PathBuf {
