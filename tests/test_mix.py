@@ -158,3 +158,19 @@ def test_jpm_charts_against_tasks_and_relative_to_a_baseline():
     assert rel["ext4"] == pytest.approx([100 / 150, 200 / 250])
     # Default baseline: the first configuration.
     assert "relative to ext4" in jpm_figures(w, 0, _fig, PALETTE)[1]["title"]
+
+
+def test_verify_pattern_checks_the_disk_jobs_reads(tmp_path):
+    out = tmp_path / "out.json"
+    r = subprocess.run([sys.executable, "-m", "fsmeter", "run", "aim7-quick", "--dir", str(tmp_path), "-q", "--json",
+                        str(out), "--set", "workfile=disk", "--set", "verify=pattern", "--set", "tasks=1,2"],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    sub = doc["phases"]["subruns"]
+    assert doc["corrupt"] is None and "verified:" in r.stdout
+    assert sub["counters"]["verify_mismatches"] == 0 and sub["counters"]["verify_blocks_checked"] > 100
+    assert sub["extra"]["verify"]["algo"] == "pattern"
+    bad = subprocess.run([sys.executable, "-m", "fsmeter", "run", "aim7-quick", "--dir", str(tmp_path), "--set",
+                          "verify=sha256"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "verify" in bad.stderr and "pattern" in bad.stderr

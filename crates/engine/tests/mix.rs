@@ -166,3 +166,31 @@ fn a_failing_job_fails_the_subrun_with_its_name() {
     s.run_phase("prepare", &ctl).unwrap();
     s.run_phase("subruns", &ctl).unwrap();
 }
+
+#[test]
+fn verify_checks_every_block_read_back_and_finds_a_damaged_one() {
+    let disk = ["disk_rr", "disk_rd", "disk_cp", "disk_brd", "sync_disk_update"];
+    for mode in ["process", "thread"] {
+        let dir = tempfile::tempdir().unwrap();
+        let v = run(&job(dir.path(), weights(&disk), json!({"verify": true, "task_mode": mode})));
+        assert_eq!(v["counters"]["verify_mismatches"], 0, "{mode}: {}", v["extra"]["verify"]);
+        // per task, 16 KiB files in 1 KiB blocks: disk_rr 16 + disk_rd 16 + disk_cp 16 + disk_brd 16 + sync_disk_update 8
+        // (n/2 random reads of a file of n = file/2 blocks... counted from the run, not assumed): at least 64 per task.
+        let checked = v["counters"]["verify_blocks_checked"].as_u64().unwrap();
+        assert!(checked >= 64 * 3, "{mode}: {checked} blocks checked over 1 + 2 tasks");
+        assert_eq!(v["extra"]["verify"]["algo"], "pattern");
+    }
+    // tmpa.common damaged at byte 5000 (block 4, byte 904): disk_cp and disk_brd read it, in every task.
+    let dir = tempfile::tempdir().unwrap();
+    let v = run(&job(dir.path(), weights(&["disk_brd"]), json!({"verify": true, "fault_common_byte": 5000})));
+    let bad = v["counters"]["verify_mismatches"].as_u64().unwrap();
+    let runs: u64 = v["extra"]["subruns"].as_array().unwrap().iter().map(|s| s["jobs"]["disk_brd"]["runs"].as_u64().unwrap()).sum();
+    assert_eq!(bad, runs, "one bad block per disk_brd run (1 task, then 2 tasks): {}", v["extra"]["verify"]);
+    assert_eq!(v["extra"]["verify"]["mismatches"].as_array().unwrap().len(), 3, "each task keeps its first bad block");
+    let m = &v["extra"]["verify"]["mismatches"][0];
+    assert_eq!((m["offset"].as_u64(), m["first_diff_offset"].as_u64()), (Some(4096), Some(5000)), "{m}");
+    assert!(m["file"].as_str().unwrap().contains("tmpa.common") && m["file"].as_str().unwrap().contains("disk_brd"), "{m}");
+    // Without verify the same damage goes unseen, as in re-aim.
+    let v = run(&job(dir.path(), weights(&["disk_brd"]), json!({"fault_common_byte": 5000})));
+    assert!(v["counters"].get("verify_mismatches").is_none());
+}

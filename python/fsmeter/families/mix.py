@@ -65,6 +65,10 @@ class MixParams(BaseModel):
     sync: Literal["shell", "syscall", "none"] = Field(
         "syscall", description="where re-aim runs system(\"sync\") in the disk jobs: shell (as re-aim), "
         "syscall (sync(2)), none (re-aim -y)")
+    verify: Literal["off", "pattern"] = Field(
+        "off", description="data verification (docs/verify.md): every block a disk job reads back is compared with "
+        "the block AIM7 writes everywhere; AIM7's blocks are all alike, so there is no checksum choice and a "
+        "misplaced block is not found")
     task_mode: Literal["process", "fork", "thread"] = Field(
         "process", description="process: each task is a small task program (AIM7's tasks are small processes); "
         "fork: a fork of fsmeter itself; thread: threads of fsmeter")
@@ -142,6 +146,7 @@ class MixParams(BaseModel):
             "sync": self.sync,
             "task_mode": self.task_mode,
             "exec_path": str(Path(self.exec_path).resolve()),
+            "verify": self.verify == "pattern",
         }
         if self.task_mode == "process":
             d["task_program"] = str(task_program())

@@ -50,6 +50,16 @@ pub struct Slot {
     pub err_step: [u8; 32],
     pub err_step_len: usize,
     pub stats: [JobStat; NJOBS],
+    /// With verify: blocks read and compared, those that differed, and the first one
+    /// (job + 1, 0: none; its file offset, file code, first differing byte, 16 bytes from there).
+    pub verify_checked: u64,
+    pub verify_bad: u64,
+    pub verify_first_job: u64,
+    pub verify_first_offset: u64,
+    pub verify_first_file: u64,
+    pub verify_first_byte: u64,
+    pub verify_first_found: [u8; 16],
+    pub verify_first_expected: [u8; 16],
 }
 
 /// The shared mapping: a stop word, then one slot per task.
@@ -128,6 +138,18 @@ fn run_task(task: &mut Task, order: &[JobId], slot: &mut Slot, stop: &AtomicU64)
         let t0 = now_ns();
         let r = task.run(id);
         let t1 = now_ns();
+        if task.verify {
+            slot.verify_checked = task.checks.checked;
+            slot.verify_bad = task.checks.bad;
+            if let (Some(f), 0) = (task.checks.first, slot.verify_first_job) {
+                slot.verify_first_job = id as u64 + 1;
+                slot.verify_first_offset = f.offset;
+                slot.verify_first_file = f.file as u64;
+                slot.verify_first_byte = f.byte as u64;
+                slot.verify_first_found = f.found;
+                slot.verify_first_expected = f.expected;
+            }
+        }
         match r {
             Ok(done) => {
                 let s = &mut slot.stats[id as usize];
@@ -212,6 +234,10 @@ pub struct SubrunResult {
     /// ranks' subruns are placed on one clock with these (the IOR rule for the merged JPM).
     pub release_mono_ns: u64,
     pub end_mono_ns: u64,
+    /// With verify: blocks the disk jobs read and compared, those that differed, the first few.
+    pub verify_blocks_checked: u64,
+    pub verify_mismatches: u64,
+    pub verify_first: Vec<serde_json::Value>,
 }
 
 fn children_cpu() -> (f64, f64) {
@@ -572,7 +598,27 @@ fn summarise(shared: &Shared, n: usize, orders: &[Vec<JobId>], file_kib: u64, t0
         interrupted,
         release_mono_ns: t0,
         end_mono_ns: end,
+        verify_blocks_checked: (0..n).map(|i| shared.slot(i).verify_checked).sum(),
+        verify_mismatches: (0..n).map(|i| shared.slot(i).verify_bad).sum(),
+        verify_first: (0..n).filter_map(|i| first_bad(i, shared.slot(i))).take(crate::verify::KEEP_MISMATCHES).collect(),
     }
+}
+
+/// A task's first bad block as a mismatch report (offsets are within the job's file).
+fn first_bad(task: usize, s: &Slot) -> Option<serde_json::Value> {
+    if s.verify_first_job == 0 {
+        return None;
+    }
+    let job = CATALOG.get(s.verify_first_job as usize - 1).map(|j| j.name).unwrap_or("?");
+    let file = super::jobs::CHECKED_FILES.get(s.verify_first_file as usize).copied().unwrap_or("?");
+    let hex = |b: &[u8]| crate::verify::header::hex(b);
+    let at = (s.verify_first_byte as usize).min(super::jobs::BLOCK - 16);
+    Some(serde_json::json!({
+        "file": format!("task {task}, job {job}: {file}"), "offset": s.verify_first_offset, "len": super::jobs::BLOCK,
+        "kind": if s.verify_first_found.iter().all(|&b| b == 0) { "zero_filled" } else { "bad_data" },
+        "phase": "subruns", "first_diff": s.verify_first_byte, "first_diff_offset": s.verify_first_offset + s.verify_first_byte,
+        "window_start": at, "found_bytes": hex(&s.verify_first_found), "expected_bytes": hex(&s.verify_first_expected),
+    }))
 }
 
 /// What the task program needs besides its index and order.
@@ -588,6 +634,8 @@ pub struct HelperArgs {
     pub seeds: Vec<u64>,
     pub ready_fd: i32,
     pub go_fd: i32,
+    /// Verify the disk jobs' reads (jobs::Task::verify).
+    pub verify: bool,
 }
 
 #[derive(Serialize, serde::Deserialize)]
@@ -604,6 +652,8 @@ struct TaskArgs {
     slots_fd: i32,
     ready_fd: i32,
     go_fd: i32,
+    #[serde(default)]
+    verify: bool,
 }
 
 impl HelperArgs {
@@ -621,6 +671,7 @@ impl HelperArgs {
             slots_fd: memfd,
             ready_fd: self.ready_fd,
             go_fd: self.go_fd,
+            verify: self.verify,
         })
         .unwrap_or_default()
     }
@@ -635,6 +686,7 @@ pub fn helper_main(arg: &str) -> Result<i32> {
     let order: Vec<JobId> = a.order.iter().filter_map(|&k| CATALOG.get(k as usize).map(|j| j.id)).collect();
     use std::os::unix::ffi::OsStrExt;
     let mut task = Task::new(a.index, a.dir.as_os_str().as_bytes(), a.file_kib, a.sync, a.seed, &progs, &fakeh);
+    task.verify = a.verify;
     let slot = shared.slot(a.index) as *mut Slot;
     // SAFETY: this process owns slot `index`; the descriptors were passed by the engine.
     unsafe { child_main(&mut task, &order, &mut *slot, shared.stop(), [-1, a.ready_fd], [a.go_fd, -1]) }

@@ -92,7 +92,47 @@ pub struct Task<'a> {
     dir: CPath,
     buf: Box<Aligned>,
     pub arena: Arena,
+    /// Verify (spec `verify`): reads of file data land in `rbuf` and are compared with the
+    /// block every write puts down (`buf`, re-aim's printable pattern).
+    pub verify: bool,
+    rbuf: Box<Aligned>,
+    pub checks: BlockChecks,
 }
+
+/// What a verifying task's reads found: plain numbers, kept in the task and copied into its
+/// shared slot (no allocation: a task may be a fork of a multi-threaded process).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BlockChecks {
+    pub checked: u64,
+    pub bad: u64,
+    /// The first bad block: its byte offset in the file, the file's name prefix (tmpb., tmpf.,
+    /// tmpa.common) as a code, the index of its first differing byte, and 16 bytes from there.
+    pub first: Option<FirstBad>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct FirstBad {
+    pub offset: u64,
+    pub file: u8,
+    pub byte: u16,
+    pub found: [u8; 16],
+    pub expected: [u8; 16],
+}
+
+/// re-aim's buffer: printable characters, ' ' to '~', repeating.
+fn fill_pattern(b: &mut [u8; 4096]) {
+    for (i, x) in b.iter_mut().enumerate() {
+        *x = b' ' + (i % 95) as u8;
+    }
+}
+
+/// A job that writes or reads file data (the ones verify checks).
+fn n_is_disk(id: JobId) -> bool {
+    super::catalog::info(id).class == super::catalog::Class::Disk
+}
+
+/// The files a disk job reads, by code (FirstBad::file).
+pub const CHECKED_FILES: [&str; 3] = ["tmpb.* (the job's own file)", "tmpf.* (the job's own file)", "tmpa.common (shared input)"];
 
 /// What one run of a job did (re-aim's accounting units and the bytes moved).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -109,9 +149,7 @@ impl<'a> Task<'a> {
         let mut d = CPath::new(dir);
         d.name(b".");
         let mut buf = Box::new(Aligned([0; 4096]));
-        for (i, b) in buf.0.iter_mut().enumerate() {
-            *b = b' ' + (i % 95) as u8;
-        }
+        fill_pattern(&mut buf.0);
         Task {
             index,
             file_kib,
@@ -127,6 +165,29 @@ impl<'a> Task<'a> {
             dir: d,
             buf,
             arena: Arena::new(),
+            verify: false,
+            rbuf: Box::new(Aligned([0; 4096])),
+            checks: BlockChecks::default(),
+        }
+    }
+
+    /// With verify: compare the block just read into `rbuf` (at `offset` of file `file`) with
+    /// the block that was written.
+    #[inline]
+    fn check_block(&mut self, offset: u64, file: u8) {
+        self.checks.checked += 1;
+        if self.rbuf.0[..BLOCK] == self.buf.0[..BLOCK] {
+            return;
+        }
+        self.checks.bad += 1;
+        if self.checks.first.is_none() {
+            let byte = (0..BLOCK).find(|&k| self.rbuf.0[k] != self.buf.0[k]).unwrap_or(0);
+            let at = byte.min(BLOCK - 16);
+            let mut found = [0u8; 16];
+            let mut expected = [0u8; 16];
+            found.copy_from_slice(&self.rbuf.0[at..at + 16]);
+            expected.copy_from_slice(&self.buf.0[at..at + 16]);
+            self.checks.first = Some(FirstBad { offset, file, byte: byte as u16, found, expected });
         }
     }
 
@@ -148,6 +209,11 @@ impl<'a> Task<'a> {
     }
 
     pub fn run(&mut self, id: JobId) -> JobResult<Done> {
+        if self.verify && n_is_disk(id) {
+            // Other jobs (disk_src, the pipes, directory reads) use the same buffer, so re-aim's
+            // writes put down whatever it last held. Verified, every disk job writes the pattern.
+            fill_pattern(&mut self.buf.0);
+        }
         let n = disk_blocks(id, self.file_kib);
         let kib = |r: u64, w: u64| Done { units: n, bytes_read: r * BLOCK as u64, bytes_written: w * BLOCK as u64 };
         match id {
@@ -211,7 +277,8 @@ impl<'a> Task<'a> {
             Op::Write => libc::O_WRONLY,
         };
         let fd = cvt_i(unsafe { libc::open(self.path.ptr(), mode | if direct { libc::O_DIRECT } else { 0 }) }, "open")?;
-        let r = self.blocks(fd, n, n, access, op);
+        let file = if prefix == b"tmpf." { 1 } else { 0 };
+        let r = self.blocks_of(fd, n, n, access, op, file);
         close(fd);
         unsafe { libc::unlink(self.path.ptr()) };
         r?;
@@ -224,19 +291,33 @@ impl<'a> Task<'a> {
     /// `count` block reads or writes at the current offset (Seq) or at a random
     /// block below `span` drawn as re-aim draws it (Random, RandomByte: lseek then read/write).
     fn blocks(&mut self, fd: i32, count: u64, span: u64, access: Access, op: Op) -> JobResult<()> {
+        self.blocks_of(fd, count, span, access, op, 0)
+    }
+
+    /// As `blocks`, naming the file read (for verification reports): a CHECKED_FILES index.
+    fn blocks_of(&mut self, fd: i32, count: u64, span: u64, access: Access, op: Op, file: u8) -> JobResult<()> {
         let buf = self.buf.0.as_mut_ptr() as *mut libc::c_void;
+        let check = self.verify && op == Op::Read;
+        let into = if check { self.rbuf.0.as_mut_ptr() as *mut libc::c_void } else { buf };
+        // Sequential calls start at the file's start (every caller opens the file just before).
+        let mut pos = 0u64;
         for _ in 0..count {
             if access != Access::Seq {
                 let blk = random_block(self.rng.below(AIM_RAND_SPAN), span, access);
-                cvt(unsafe { libc::lseek(fd, (blk * BLOCK as u64) as libc::off_t, libc::SEEK_SET) } as isize, "lseek")?;
+                pos = blk * BLOCK as u64;
+                cvt(unsafe { libc::lseek(fd, pos as libc::off_t, libc::SEEK_SET) } as isize, "lseek")?;
             }
             let r = match op {
-                Op::Read => unsafe { libc::read(fd, buf, BLOCK) },
+                Op::Read => unsafe { libc::read(fd, into, BLOCK) },
                 Op::Write => unsafe { libc::write(fd, buf, BLOCK) },
             };
             if cvt(r, op.step())? as usize != BLOCK {
                 return Err(short(op.step()));
             }
+            if check {
+                self.check_block(pos, file);
+            }
+            pos += BLOCK as u64;
         }
         Ok(())
     }
@@ -306,7 +387,7 @@ impl<'a> Task<'a> {
     /// disk_brd, disk_dio_rd: read n blocks of the shared file from its start.
     fn read_common(&mut self, n: u64, flags: i32, sync_after: bool) -> JobResult<()> {
         let fd = cvt_i(unsafe { libc::open(self.common.ptr(), libc::O_RDONLY | flags) }, "open tmpa.common")?;
-        let r = self.blocks(fd, n, n, Access::Seq, Op::Read);
+        let r = self.blocks_of(fd, n, n, Access::Seq, Op::Read, 2);
         close(fd);
         r?;
         if sync_after {
@@ -332,13 +413,16 @@ impl<'a> Task<'a> {
             }
         };
         let mut r = if syncs { self.do_sync() } else { Ok(()) };
-        let buf = self.buf.0.as_mut_ptr() as *mut libc::c_void;
+        let buf = if self.verify { self.rbuf.0.as_mut_ptr() } else { self.buf.0.as_mut_ptr() } as *mut libc::c_void;
         if r.is_ok() {
-            for _ in 0..n {
+            for i in 0..n {
                 let got = unsafe { libc::read(src, buf, BLOCK) };
                 if got != BLOCK as isize {
                     r = Err(if got < 0 { JobErr { step: "read", errno: errno() } } else { short("read") });
                     break;
+                }
+                if self.verify {
+                    self.check_block(i * BLOCK as u64, 2);
                 }
                 let put = unsafe { libc::write(dst, buf, BLOCK) };
                 if put != BLOCK as isize {

@@ -49,6 +49,14 @@ pub struct Weight {
 pub struct MixSpec {
     /// The workfile's job weights.
     pub weights: Vec<Weight>,
+    /// Verify the disk jobs' reads: every block read back is compared with the block written
+    /// (re-aim's printable pattern; all blocks are alike, so a misplaced block is not found).
+    #[serde(default)]
+    pub verify: bool,
+    /// Testing verification: flip this byte of tmpa.common after writing it (each subrun), as
+    /// storage that damaged it would.
+    #[serde(default)]
+    pub fault_common_byte: Option<u64>,
     /// Jobs per task before rounding (re-aim -j, default 100).
     #[serde(default = "default_jobs")]
     pub jobs_per_task: u32,
@@ -207,10 +215,16 @@ impl Mix {
     fn write_common(&self, kib: u64) -> Result<()> {
         let path = self.root.join("tmpa.common");
         let ctx = |e| EngineError::io(format!("writing {}", path.display()), e);
-        let mut f = std::fs::File::create(&path).map_err(ctx)?;
+        let mut f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).map_err(ctx)?;
         let block: Vec<u8> = (0..jobs::BLOCK).map(|j| b' ' + (j % 95) as u8).collect();
         for _ in 0..kib {
             f.write_all(&block).map_err(ctx)?;
+        }
+        if let Some(at) = self.spec.fault_common_byte.filter(|&at| at < kib * 1024) {
+            use std::os::unix::fs::FileExt;
+            let mut b = [0u8];
+            f.read_exact_at(&mut b, at).map_err(ctx)?;
+            f.write_all_at(&[b[0] ^ 0x20], at).map_err(ctx)?;
         }
         f.sync_all().map_err(ctx)?;
         Ok(())
@@ -227,8 +241,13 @@ impl Mix {
         let seeds: Vec<u64> = (0..n).map(|i| order::task_seed(job.seed ^ 0x5EED, n, i)).collect();
         // A process-mode task builds its own state in the task program; the others run these.
         let local = if self.spec.task_mode == TaskMode::Process { 0 } else { n };
-        let mut tasks: Vec<Task> =
-            (0..local).map(|i| Task::new(i, dir, file_kib, self.spec.sync, seeds[i], &self.progs, fakeh)).collect();
+        let mut tasks: Vec<Task> = (0..local)
+            .map(|i| {
+                let mut t = Task::new(i, dir, file_kib, self.spec.sync, seeds[i], &self.progs, fakeh);
+                t.verify = self.spec.verify;
+                t
+            })
+            .collect();
         let helper = self.spec.task_program.as_ref().map(|p| driver::HelperArgs {
             program: p.clone(),
             dir: self.root.clone(),
@@ -239,6 +258,7 @@ impl Mix {
             seeds,
             ready_fd: -1,
             go_fd: -1,
+            verify: self.spec.verify,
         });
         // re-aim syncs before each subrun, "to clean out the cache".
         unsafe { libc::sync() };
@@ -296,6 +316,21 @@ impl Mix {
             "tasks_pss_max_bytes": results.iter().map(|r| r.tasks_pss_max_bytes).max(),
             "subruns": results,
         });
+        if self.spec.verify {
+            let mut kept: Vec<serde_json::Value> = results.iter().flat_map(|r| r.verify_first.iter().cloned()).collect();
+            kept.truncate(crate::verify::KEEP_MISMATCHES);
+            let bad: u64 = results.iter().map(|r| r.verify_mismatches).sum();
+            let checked: u64 = results.iter().map(|r| r.verify_blocks_checked).sum();
+            rep.counters.insert("verify_blocks_checked".into(), checked);
+            rep.counters.insert("verify_blocks_written".into(), 0);
+            rep.counters.insert("verify_mismatches".into(), bad);
+            rep.extra["verify"] = serde_json::json!({
+                "algo": "pattern", "blocks_checked": checked, "mismatches_total": bad, "mismatches": kept,
+                "notes": {"how": "every 1 KiB block (re-aim's block) a disk job reads back (its own file, or tmpa.common) is compared with the block AIM7 writes everywhere (a printable pattern)",
+                          "not_found": "a block at the wrong offset or a stale block: all blocks are alike",
+                          "first_per_task": "each task reports its first bad block only; all are counted"},
+            });
+        }
         if results.iter().any(|r| r.real_time_s < 1.0) {
             rep.warnings.push("a subrun lasted under 1 s: its JPM is noisy (raise jobs_per_task or file size)".into());
         }

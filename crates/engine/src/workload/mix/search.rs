@@ -199,6 +199,9 @@ mod tests {
             interrupted: false,
             release_mono_ns: 0,
             end_mono_ns: 0,
+            verify_blocks_checked: 0,
+            verify_mismatches: 0,
+            verify_first: Vec::new(),
         }
     }
 
