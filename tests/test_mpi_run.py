@@ -360,3 +360,49 @@ def test_family_details_are_merged_not_rank_0s(tmp_path, workload, sets):
             if key == "cp":
                 assert x["bytes"] == 2 * (8 << 20)
                 assert doc["metrics"]["cp.MB_per_s"]["value"] == pytest.approx(x["bytes"] / 1e6 / x["real_s"])
+
+
+@pytest.mark.parametrize("workload,size", [("rand-write-4k", 4096), ("seq-write", 65536)])
+def test_stonewall_wearout_brings_every_rank_to_the_busiest_count(tmp_path, workload, size):
+    """IO500's rule (IOR -O stoneWallingWearOut=1): after the stonewall every rank goes on until it has
+    done as many requests as the busiest; the merged phase counts all of it, histograms and intervals
+    included, and records the counts at the stonewall."""
+    d = tmp_path / "d"
+    d.mkdir()
+    out = tmp_path / "out.json"
+    r = mpirun(2, "run", workload, "--dir", d, "--stonewall", "0.2", "--stonewall-wearout", "--set",
+               "file_size=64M", "--set", "duration_s=none", "--set", "total_bytes=4G", "--set", "warmup_s=0",
+               "--json", out, "-q", "--min-phase-s", "0")
+    assert r.returncode == 0, r.stderr
+    run = json.loads(out.read_text())["phases"]["run"]
+    wear = run["mpi"]["stonewall"]["wearout"]
+    target = wear["target_ops_per_rank"]
+    assert wear["ops_at_stonewall"]["max"] == target < (4 << 30) // size, "the stonewall stopped the ranks early"
+    assert [x["ops"] for x in run["mpi"]["per_rank"]] == [target, target]
+    assert run["total"]["ops"] == 2 * target == run["ops"]["write"]["lat"]["count"]
+    assert sum(iv["ops"] for iv in run["intervals"]) == 2 * target
+    assert not run["interrupted"]
+
+
+@pytest.mark.parametrize("args,what", [
+    (["seq-write", "--stonewall-wearout"], "needs --stonewall"),
+    (["fdtree-quick", "--stonewall", "first-done", "--stonewall-wearout"], "stopped early"),
+    (["seq-write", "--stonewall", "1", "--stonewall-wearout", "--set", "verify=crc32c"], "not with verify"),
+])
+def test_stonewall_wearout_input_errors(tmp_path, args, what):
+    r = mpirun(2, "run", args[0], "--dir", tmp_path, *args[1:], "-q")
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("fsmeter: error:")]
+    assert r.returncode == 2 and len(errors) == 1 and what in errors[0], r.stderr
+
+
+def test_campaign_mpi_wearout_setting(tmp_path):
+    from pydantic import ValidationError
+
+    from fsmeter.campaign import MpiModel
+    from fsmeter.mpi.launch import mpirun_command
+
+    with pytest.raises(ValidationError, match="stonewall_wearout: needs stonewall"):
+        MpiModel(stonewall_wearout=True)
+    cmd = mpirun_command(MpiModel(stonewall="5", stonewall_wearout=True), 2, "seq-write", tmp_path, {},
+                         tmp_path / "o.json", "fadvise", 0)
+    assert "--stonewall-wearout" in cmd and cmd[cmd.index("--stonewall") + 1] == "5"

@@ -159,6 +159,8 @@ class MpiModel(BaseModel):
     stonewall: Optional[str] = Field(None, description="first-done, or seconds: stop every rank's measured "
                                      "phases when the first finishes / at that time")
 
+    stonewall_wearout: bool = Field(False, description="with stonewall, access workloads: every rank then goes on "
+                                    "to the busiest rank's count of requests (IO500's wear-out)")
     shared_file: bool = Field(False, description="access workloads: every rank on its own region of the same "
                               "files (IOR without -F), instead of a folder per rank")
     reorder_shift: Optional[str] = Field(None, description="with shared_file: each rank's measured phase works on "
@@ -176,6 +178,12 @@ class MpiModel(BaseModel):
         except UserError as exc:
             raise ValueError(exc.message.replace("--reorder-shift", "reorder_shift")) from None
         return str(v)
+
+    @model_validator(mode="after")
+    def _wearout_needs_stonewall(self):
+        if self.stonewall_wearout and not self.stonewall:
+            raise ValueError("stonewall_wearout: needs stonewall (first-done or seconds)")
+        return self
 
     @model_validator(mode="after")
     def _reorder_needs_shared(self):

@@ -141,6 +141,9 @@ def register(app: typer.Typer) -> None:
                                                 "phases when the first rank finishes (first-done) or after SECONDS"),
         mpi_timeout_s: float = typer.Option(600.0, "--mpi-timeout-s", help="under mpirun: the longest a rank waits "
                                             "for the others at a barrier before aborting every rank"),
+        wearout: bool = typer.Option(False, "--stonewall-wearout", help="under mpirun, with --stonewall, access "
+                                     "workloads: after the stonewall every rank goes on until it has done as many "
+                                     "requests as the busiest rank (IO500's rule, IOR -O stoneWallingWearOut=1)"),
         shared_file: bool = typer.Option(False, "--shared-file", help="under mpirun, access workloads: every rank "
                                          "works on its own region of the same files in --dir (IOR without -F)"),
         reorder_shift: Optional[str] = typer.Option(None, "--reorder-shift", help="with --shared-file: each rank's "
@@ -162,7 +165,8 @@ def register(app: typer.Typer) -> None:
         if stonewall is not None and not launched_under_mpi():
             raise UserError("--stonewall works under mpirun only (it stops the other ranks): leave it out, or run "
                             "`mpirun -n N fsmeter run ...`")
-        for given, name in ((shared_file, "--shared-file"), (reorder_shift is not None, "--reorder-shift")):
+        for given, name in ((shared_file, "--shared-file"), (reorder_shift is not None, "--reorder-shift"),
+                            (wearout, "--stonewall-wearout")):
             if given and not launched_under_mpi():
                 raise UserError(f"{name} works under mpirun only (it lays out regions for the other ranks): leave "
                                 "it out, or run `mpirun -n N fsmeter run ...`")
@@ -173,7 +177,7 @@ def register(app: typer.Typer) -> None:
                 raise UserError(f"--mpi-timeout-s {mpi_timeout_s:g}: use a number of seconds > 0")
             doc, job = run_under_mpi(workload, dir, parse_set(set_ or []), console, no_wait=no_wait,
                                      timeout_s=mpi_timeout_s, stonewall=stonewall, shared_file=shared_file,
-                                     reorder_shift=reorder_shift, **opts)
+                                     reorder_shift=reorder_shift, wearout=wearout, **opts)
             if doc is not None:
                 print_result(doc, job, console, json_out)
             return

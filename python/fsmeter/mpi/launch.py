@@ -49,6 +49,8 @@ def mpirun_command(mpi, ranks: int, workload: str, trial_dir: Path, overrides: d
             "--mpi-timeout-s", repr(float(mpi.timeout_s))]
     if mpi.stonewall:
         cmd += ["--stonewall", str(mpi.stonewall)]
+    if mpi.stonewall_wearout:
+        cmd.append("--stonewall-wearout")
     if mpi.shared_file:
         cmd.append("--shared-file")
     if mpi.reorder_shift is not None:

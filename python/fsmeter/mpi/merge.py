@@ -345,5 +345,19 @@ def macro_extra(extras: list) -> dict:
     return out
 
 
-__all__ = ["add_buckets", "fileset_extra", "iozone_extra", "macro_extra", "mix_extra", "ior_rate", "merge_intervals", "merge_lat", "merge_phase", "rank_window_s",
+def join_consecutive(first: dict, then: dict, barrier_mono_ns: int, interval_s: float) -> dict:
+    """One rank's phase report out of two consecutive engine runs (a stonewalled run and its
+    wear-out): operations, bytes and counters summed, latency histograms merged exactly, the
+    window from the first's start to the second's end, interval samples on that window."""
+    parts = [{"rank": i, "host": "", "barrier_mono_ns": barrier_mono_ns, "returned_mono_ns": 0, "report": r}
+             for i, r in enumerate((first, then))]
+    out = merge_phase(parts, interval_s)
+    out.pop("mpi")
+    out["warnings"] = list(first.get("warnings") or []) + list(then.get("warnings") or [])
+    out["window_mono_ns"] = [first["window_mono_ns"][0], then["window_mono_ns"][1]]
+    out["extra"] = first.get("extra")
+    return out
+
+
+__all__ = ["add_buckets", "fileset_extra", "join_consecutive", "iozone_extra", "macro_extra", "mix_extra", "ior_rate", "merge_intervals", "merge_lat", "merge_phase", "rank_window_s",
            "value_at_quantile"]

@@ -194,6 +194,56 @@ class Stonewall:
         return {"mode": "first-done", "first_rank": int(self.buf[0])}
 
 
+def check_wearout(job, stonewall) -> Optional[int]:
+    """The request size a wear-out continues with (IOR's -O stoneWallingWearOut=1), or a clear error."""
+    if stonewall is None:
+        raise UserError("--stonewall-wearout: needs --stonewall (first-done or seconds)")
+    if job.workload.family.name != "access":
+        raise UserError(f"--stonewall-wearout: the {job.workload.family.name} family cannot go on after a stonewall "
+                        "to a count of operations; wear-out is built for the access family's workloads")
+    p = job.params
+    sizes = {e.size for e in p.entries}
+    if len(sizes) != 1:
+        raise UserError("--stonewall-wearout: the workload mixes request sizes; wear-out counts requests of one size "
+                        "(IOR's transfers): use one record_size")
+    if p.verify != "off":
+        raise UserError("--stonewall-wearout: not with verify (the wear-out's writes are made by a second engine run, "
+                        "which the verify phase's record of writes would not know)")
+    return sizes.pop()
+
+
+def wear_out(world: World, job, report: dict, barrier_ns: int, size: int, console_rank0) -> tuple:
+    """IO500's rule after a stonewall: every rank goes on until it has done as many requests as the
+    busiest rank did (IOR -O stoneWallingWearOut=1). Returns (this rank's joined report, info)."""
+    import json
+
+    from fsmeter.engine import EngineSession
+    from fsmeter.mpi.merge import join_consecutive
+
+    mine = int(report["total"]["ops"])
+    counts = world.allgather(mine, "counting requests at the stonewall")
+    target = max(counts)
+    info = {"ops_at_stonewall": {"min": min(counts), "max": target}, "target_ops_per_rank": target}
+    need = target - mine
+    if need <= 0:
+        return report, info
+    d = json.loads(job.engine_json())
+    w = d["workload"]
+    w.update(duration_s=None, warmup_s=0.0, total_bytes=need * size)
+    if all(e["random_pct"] == 0 for e in w["entries"]):
+        # Sequential: go on after the last request done, as IOR's wear-out does (wrapping at the region's end).
+        done = (mine * size) % w["file_size"]
+        if done:
+            base = w.get("run_offset") if w.get("run_offset") is not None else w["offset"]
+            w["file_size"] -= done
+            if w.get("shared_file"):
+                w["run_offset"] = base + done
+            else:
+                w["offset"] = base + done
+    more = EngineSession(json.dumps(d), for_merge=True).run_phase("run")
+    return join_consecutive(report, more, barrier_ns, job.settings.interval_s), info
+
+
 def _reset_cache(world: World, method: str, directory: Path) -> str:
     """The cold-cache reset of one rank: drop_caches once per host (it is system-wide), else fadvise
     on this rank's own files."""
@@ -228,7 +278,7 @@ def merge_extra(job, merged: dict, parts: list) -> dict:
 def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_progress: bool = True,
                   keep_files: bool = False, cache: str = "auto", min_phase_s: float = 60.0,
                   no_wait: bool = False, timeout_s: float = 600.0, stonewall=None, shared_file: bool = False,
-                  reorder_shift=None):
+                  reorder_shift=None, wearout: bool = False):
     """Run one workload in every rank; returns (doc, job) on rank 0 and (None, job) on the others."""
     from fsmeter import runlock
     from fsmeter.cli.run import RUN_JSON_VERSION, add_results, report_quality
@@ -258,6 +308,7 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
             raise UserError(f"--shared-file: the {defn.family.name} family keeps a file (or tree) per rank; one shared "
                             "file is for the access family's workloads (seq-write, seq-read, rand-read-4k ...)")
         base = build_job(defn, directory, sets)
+        wear_size = check_wearout(base, stonewall) if wearout else None
         if shared_file:  # every rank in --dir itself, on its own region of the same files
             job = build_job(defn, directory, {**sets, "seed": base.settings.seed + world.rank})
         else:
@@ -331,12 +382,16 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
 
                     report = session.run_phase(ph.name, on_progress=tick)
                     returned = time.monotonic_ns()
+                    wear = None
                     if wall is not None:
                         wall.finished()
                         if wall.stopped:  # the engine marks a stop as an interruption; this one is the rule
                             report["interrupted"] = False
                             report["stonewalled"] = True
                             session.reset_stop()
+                        if wear_size is not None:
+                            report, wear = wear_out(world, job, report, t0, wear_size, None)
+                            returned = time.monotonic_ns()
                     prog.done()
                     part = {"rank": world.rank, "host": world.host, "barrier_mono_ns": t0,
                             "returned_mono_ns": returned, "report": report,
@@ -345,6 +400,8 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
                     go_on = True
                     if world.rank == 0:
                         info = wall.close(parts) if wall is not None else None
+                        if info is not None and wear is not None:
+                            info["wearout"] = wear
                         merged = merge_phase(parts, job.settings.interval_s, stonewall=info)
                         if isinstance(merged.get("extra"), dict):
                             merged["extra"] = merge_extra(job, merged, parts)
