@@ -59,17 +59,27 @@ impl ContentCheck {
     }
 }
 
+/// The kinds of a content mismatch, by the code `mismatch_kind` returns.
+pub const KINDS: [&str; 3] = ["bad_data", "zero_filled", "zero_tail"];
+
+/// What a block or range `found` whose byte `first` differs looks like: all zeros (1), zeros
+/// from the first difference on (2), or other bytes (0); an index into `KINDS`.
+#[cold]
+pub fn mismatch_kind(found: &[u8], first: usize) -> u8 {
+    if found.iter().all(|&v| v == 0) {
+        1
+    } else if found[first..].iter().all(|&v| v == 0) {
+        2
+    } else {
+        0
+    }
+}
+
 /// One mismatch: `len` bytes at `offset` of `file` (the block or range checked), whose
 /// byte `first` differs: expected `exp`, found `found` (both the whole range).
 #[cold]
 pub fn byte_mismatch(file: &str, offset: u64, len: usize, phase: &str, exp: &[u8], found: &[u8], first: usize) -> Value {
-    let kind = if found.iter().all(|&v| v == 0) {
-        "zero_filled"
-    } else if found[first..].iter().all(|&v| v == 0) {
-        "zero_tail"
-    } else {
-        "bad_data"
-    };
+    let kind = KINDS[mismatch_kind(found, first) as usize];
     let start = first.saturating_sub(WINDOW / 2);
     let end = (start + WINDOW).min(exp.len()).min(found.len()).max(start);
     json!({

@@ -211,7 +211,7 @@ pub fn hex(b: &[u8]) -> String {
 /// Words of the fixed random pattern the payload is drawn from (8 KiB: small enough to stay in the L1 cache).
 const PATTERN_WORDS: usize = 1024;
 
-const fn splitmix(mut z: u64) -> u64 {
+pub(crate) const fn splitmix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
@@ -242,7 +242,7 @@ fn block_key(seed: u64, thread: u32, offset: u64, generation: u64) -> u64 {
 /// blocks do not repeat). Random-looking, different for every block and write,
 /// and as cheap to make as a copy.
 #[inline(always)]
-fn payload_word(key: u64, i: usize) -> u64 {
+pub(crate) fn payload_word(key: u64, i: usize) -> u64 {
     let rot = (key >> 52) as usize;
     let lap = (i / PATTERN_WORDS) as u64;
     PATTERN[(i + rot) % PATTERN_WORDS] ^ key ^ lap.wrapping_mul(0x9E37_79B9_7F4A_7C15)

@@ -51,13 +51,14 @@ pub struct Slot {
     pub err_step_len: usize,
     pub stats: [JobStat; NJOBS],
     /// With verify: blocks read and compared, those that differed, and the first one
-    /// (job + 1, 0: none; its file offset, file code, first differing byte, 16 bytes from there).
+    /// (job + 1, 0: none; its file offset, file code, first differing byte, kind, 16 bytes from there).
     pub verify_checked: u64,
     pub verify_bad: u64,
     pub verify_first_job: u64,
     pub verify_first_offset: u64,
     pub verify_first_file: u64,
     pub verify_first_byte: u64,
+    pub verify_first_kind: u64,
     pub verify_first_found: [u8; 16],
     pub verify_first_expected: [u8; 16],
 }
@@ -146,6 +147,7 @@ fn run_task(task: &mut Task, order: &[JobId], slot: &mut Slot, stop: &AtomicU64)
                 slot.verify_first_offset = f.offset;
                 slot.verify_first_file = f.file as u64;
                 slot.verify_first_byte = f.byte as u64;
+                slot.verify_first_kind = f.kind as u64;
                 slot.verify_first_found = f.found;
                 slot.verify_first_expected = f.expected;
             }
@@ -615,7 +617,7 @@ fn first_bad(task: usize, s: &Slot) -> Option<serde_json::Value> {
     let at = (s.verify_first_byte as usize).min(super::jobs::BLOCK - 16);
     Some(serde_json::json!({
         "file": format!("task {task}, job {job}: {file}"), "offset": s.verify_first_offset, "len": super::jobs::BLOCK,
-        "kind": if s.verify_first_found.iter().all(|&b| b == 0) { "zero_filled" } else { "bad_data" },
+        "kind": crate::verify::content::KINDS.get(s.verify_first_kind as usize).copied().unwrap_or("bad_data"),
         "phase": "subruns", "first_diff": s.verify_first_byte, "first_diff_offset": s.verify_first_offset + s.verify_first_byte,
         "window_start": at, "found_bytes": hex(&s.verify_first_found), "expected_bytes": hex(&s.verify_first_expected),
     }))

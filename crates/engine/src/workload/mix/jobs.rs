@@ -115,6 +115,8 @@ pub struct FirstBad {
     pub offset: u64,
     pub file: u8,
     pub byte: u16,
+    /// `verify::content::KINDS` index, judged on the whole block.
+    pub kind: u8,
     pub found: [u8; 16],
     pub expected: [u8; 16],
 }
@@ -187,7 +189,8 @@ impl<'a> Task<'a> {
             let mut expected = [0u8; 16];
             found.copy_from_slice(&self.rbuf.0[at..at + 16]);
             expected.copy_from_slice(&self.buf.0[at..at + 16]);
-            self.checks.first = Some(FirstBad { offset, file, byte: byte as u16, found, expected });
+            let kind = crate::verify::content::mismatch_kind(&self.rbuf.0[..BLOCK], byte);
+            self.checks.first = Some(FirstBad { offset, file, byte: byte as u16, kind, found, expected });
         }
     }
 

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::verify::content::{byte_mismatch, ContentCheck};
+use crate::verify::header::{payload_word, splitmix};
 
 /// The written ranges of one file: sorted, disjoint, [start, end).
 pub(super) type Ranges = Vec<(u64, u64)>;
@@ -25,36 +26,17 @@ pub(super) type Ranges = Vec<(u64, u64)>;
 /// Path bytes (as interned in the load file) -> path id, for renames of directories.
 pub(super) type PathIds = Arc<HashMap<Vec<u8>, u32>>;
 
-const fn splitmix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// The key of one client's data: its seed and its number.
 pub(super) fn client_key(seed: u64, client: usize) -> u64 {
     splitmix(seed ^ splitmix(client as u64 + 1))
 }
 
-/// 8 KiB of fixed random words (made at compile time): the pattern is a table look-up and two
-/// XORs per word, as cheap as a copy, where a hash per word cost a third of dbench's speed.
-const TABLE_WORDS: usize = 1024;
-static TABLE: [u64; TABLE_WORDS] = {
-    let mut t = [0u64; TABLE_WORDS];
-    let mut i = 0;
-    while i < TABLE_WORDS {
-        t[i] = splitmix(0xDB_E7C4_0000 ^ i as u64);
-        i += 1;
-    }
-    t
-};
-
-/// Word `w` (bytes 8w .. 8w+8 of a file) of the client with `key`: a new XOR value for every
-/// 8 KiB, so the bytes do not repeat along a file.
+/// Word `w` (bytes 8w .. 8w+8 of a file) of the client with `key`: the verified blocks' payload
+/// word (a table look-up and two XORs, as cheap as a copy, where a hash per word cost a third of
+/// dbench's speed), here indexed by the word's place in the file.
 #[inline(always)]
 fn word(key: u64, w: u64) -> u64 {
-    TABLE[(w as usize) % TABLE_WORDS] ^ key ^ (w / TABLE_WORDS as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    payload_word(key, w as usize)
 }
 
 #[inline]
