@@ -359,5 +359,5 @@ def join_consecutive(first: dict, then: dict, barrier_mono_ns: int, interval_s: 
     return out
 
 
-__all__ = ["add_buckets", "fileset_extra", "join_consecutive", "iozone_extra", "macro_extra", "mix_extra", "ior_rate", "merge_intervals", "merge_lat", "merge_phase", "rank_window_s",
-           "value_at_quantile"]
+__all__ = ["add_buckets", "fileset_extra", "ior_rate", "iozone_extra", "join_consecutive", "macro_extra", "merge_intervals",
+           "merge_lat", "merge_phase", "mix_extra", "rank_window_s", "value_at_quantile"]

@@ -212,7 +212,7 @@ def check_wearout(job, stonewall) -> Optional[int]:
     return sizes.pop()
 
 
-def wear_out(world: World, job, report: dict, barrier_ns: int, size: int, console_rank0) -> tuple:
+def wear_out(world: World, job, report: dict, barrier_ns: int, size: int) -> tuple:
     """IO500's rule after a stonewall: every rank goes on until it has done as many requests as the
     busiest rank did (IOR -O stoneWallingWearOut=1). Returns (this rank's joined report, info)."""
     import json
@@ -309,12 +309,10 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
                             "file is for the access family's workloads (seq-write, seq-read, rand-read-4k ...)")
         base = build_job(defn, directory, sets)
         wear_size = check_wearout(base, stonewall) if wearout else None
-        if shared_file:  # every rank in --dir itself, on its own region of the same files
-            job = build_job(defn, directory, {**sets, "seed": base.settings.seed + world.rank})
-        else:
-            mine = rank_dir(directory, world.rank)
-            mine.mkdir(exist_ok=True)
-            job = build_job(defn, mine, {**sets, "seed": base.settings.seed + world.rank})
+        # A shared file: every rank in --dir itself, on its own region of the same files.
+        where = directory if shared_file else rank_dir(directory, world.rank)
+        where.mkdir(exist_ok=True)
+        job = build_job(defn, where, {**sets, "seed": base.settings.seed + world.rank})
     except UserError as exc:
         err = exc
     except OSError as exc:
@@ -390,7 +388,7 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
                             report["stonewalled"] = True
                             session.reset_stop()
                         if wear_size is not None:
-                            report, wear = wear_out(world, job, report, t0, wear_size, None)
+                            report, wear = wear_out(world, job, report, t0, wear_size)
                             returned = time.monotonic_ns()
                     prog.done()
                     part = {"rank": world.rank, "host": world.host, "barrier_mono_ns": t0,
