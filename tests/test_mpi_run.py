@@ -200,18 +200,23 @@ def test_a_stuck_rank_is_timed_out_not_waited_for_forever(tmp_path):
     assert "rank 0 of 2" in line and "waited 1 s before phase create" in line and "aborting all 2 ranks" in line
 
 
-@pytest.mark.parametrize("workload,sets,phase", [
-    ("postmark-quick", ["files=200", "transactions=600"], "create"),
-    ("dbench-quick", ["duration_s=1", "warmup_s=0", "threads=1"], "run"),
-])
-def test_other_families_run_in_every_rank(tmp_path, workload, sets, phase):
+def run_two_ranks(tmp_path, workload: str, sets: list) -> dict:
+    """`mpirun -n 2 fsmeter run WORKLOAD --set ...` in a fresh folder; the merged result."""
     d = tmp_path / "d"
     d.mkdir()
     out = tmp_path / "out.json"
     args = [a for s in sets for a in ("--set", s)]
     r = mpirun(2, "run", workload, "--dir", d, *args, "--json", out, "-q", "--min-phase-s", "0")
     assert r.returncode == 0, r.stderr
-    doc = json.loads(out.read_text())
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("workload,sets,phase", [
+    ("postmark-quick", ["files=200", "transactions=600"], "create"),
+    ("dbench-quick", ["duration_s=1", "warmup_s=0", "threads=1"], "run"),
+])
+def test_other_families_run_in_every_rank(tmp_path, workload, sets, phase):
+    doc = run_two_ranks(tmp_path, workload, sets)
     rep = doc["phases"][phase]
     per = rep["mpi"]["per_rank"]
     assert len(per) == 2 and all(x["ops"] > 0 for x in per)
@@ -331,13 +336,7 @@ def test_campaign_mpi_shared_file_settings_and_command(tmp_path):
 def test_family_details_are_merged_not_rank_0s(tmp_path, workload, sets):
     """The metrics iozone, mix and macro read from their details come from every rank (each family's
     rule is unit-tested in test_mpi_merge); here: real ranks, and the figures add up."""
-    d = tmp_path / "d"
-    d.mkdir()
-    out = tmp_path / "out.json"
-    args = [a for s in sets for a in ("--set", s)]
-    r = mpirun(2, "run", workload, "--dir", d, *args, "--json", out, "-q", "--min-phase-s", "0")
-    assert r.returncode == 0, r.stderr
-    doc = json.loads(out.read_text())
+    doc = run_two_ranks(tmp_path, workload, sets)
     for key, rep in doc["phases"].items():
         assert not any("rank 0's own" in w for w in rep["warnings"])
         if key == "prepare":
