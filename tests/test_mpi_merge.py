@@ -239,8 +239,9 @@ def test_campaign_mpi_section_errors():
         parse_campaign(base + "[factors]\nranks = [0, 2]\n", "c.toml")
     with pytest.raises(UserError, match=r"mpi\.stonewall: stonewall 'soon'"):
         parse_campaign(base + '[mpi]\nstonewall = "soon"\n', "c.toml")
-    with pytest.raises(UserError, match=r"mpi\.stonewall: workload fdtree-quick \(tree family\) cannot be stopped"):
-        plan(parse_campaign(base + '[mpi]\nstonewall = "first-done"\n[target]\nkind = "dir"\npath = "/tmp"\n'))
+    bonnie = base.replace("fdtree-quick", "bonnie-quick")
+    with pytest.raises(UserError, match=r"mpi\.stonewall: workload bonnie-quick \(bonnie family\) cannot be stopped"):
+        plan(parse_campaign(bonnie + '[mpi]\nstonewall = "first-done"\n[target]\nkind = "dir"\npath = "/tmp"\n'))
     with pytest.raises(UserError, match=r"mpi\.hosts: unknown field; allowed are ranks, mpirun, hostfile"):
         parse_campaign(base + '[mpi]\nhosts = "a"\n', "c.toml")
 
@@ -314,3 +315,17 @@ def test_macro_phase_lasts_as_long_as_the_slowest_rank():
     assert m["real_s"] == 4.0 and m["MB_per_s"] == pytest.approx(2e8 / 1e6 / 4.0)
     assert (m["user_s"], m["sys_s"], m["files"], m["rank_real_s_min"]) == (1.0, 2.0, 2, 2.0)
     assert m["session_real_s"] == 5.0 and m["tool"] == {"argv": ["cp"]}
+
+
+def test_tree_extra_lines_up_every_ranks_trees():
+    """Per-tree counts and ranges over all ranks, in rank order; a rank whose trees were whole (it
+    sent no range) counts as visiting all of each of its trees' files."""
+    from fsmeter.mpi.merge import tree_extra
+
+    whole = {"trees": 2, "files_per_tree": 50, "files_by_tree": [50, 50]}
+    part = {"trees": 2, "files_per_tree": 50, "files_by_tree": [20, 31], "file_range": [[0, 20], [0, 31]]}
+    out = tree_extra([whole, part])
+    assert out["trees"] == 4
+    assert out["files_by_tree"] == [50, 50, 20, 31]
+    assert out["file_range"] == [[0, 50], [0, 50], [0, 20], [0, 31]]
+    assert "file_range" not in tree_extra([whole, whole])

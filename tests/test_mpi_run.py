@@ -130,10 +130,57 @@ def test_stonewall_first_done_stops_the_others(tmp_path):
 
 
 def test_stonewall_refused_where_later_phases_need_everything(tmp_path):
-    r = mpirun(2, "run", "fdtree-quick", "--dir", tmp_path, "--stonewall", "first-done", "-q")
+    r = mpirun(2, "run", "bonnie-quick", "--dir", tmp_path, "--stonewall", "first-done", "-q")
     assert r.returncode == 2
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("fsmeter: error:")]
-    assert len(errors) == 1 and "the tree family cannot be stopped early" in errors[0]
+    assert len(errors) == 1 and "the bonnie family cannot be stopped early" in errors[0]
+
+
+def tree_phases(doc: dict) -> dict:
+    """Per phase of a merged tree run: (ops, files per tree, file ranges)."""
+    return {k: (p["total"]["ops"], p["extra"].get("files_by_tree"), p["extra"].get("file_range"))
+            for k, p in doc["phases"].items()}
+
+
+def test_tree_create_stonewall_wearout_is_mdtests(tmp_path):
+    """mdtest -W: after a timed stonewall in create, every tree (2 ranks x 2 threads) goes on to the
+    fullest tree's count of files; stat, verify and remove then visit that many files per tree, and
+    the files the wear-out wrote verify with their own numbers."""
+    doc = run_two_ranks(tmp_path, "fdtree-quick", ["threads=2", "verify=crc32c"],
+                        ["--stonewall", "0.02", "--stonewall-wearout"])
+    create = doc["phases"]["create"]
+    per_tree = create["extra"]["files_per_tree"]
+    wear = create["mpi"]["stonewall"]["wearout"]
+    target = wear["target_files_per_tree"]
+    assert wear["files_at_stonewall"]["max"] == target < per_tree, "the stonewall stopped the trees early"
+    assert wear["files_at_stonewall"]["min"] <= target
+    ph = tree_phases(doc)
+    assert ph["create"] == (4 * target, [target] * 4, None)
+    assert create["ops"]["create"]["lat"]["count"] == 4 * target
+    assert sum(iv["ops"] for iv in create["intervals"]) == 4 * target
+    assert ph["stat"] == ph["remove"] == (4 * target, [target] * 4, [[0, target]] * 4)
+    verify = doc["phases"]["verify"]
+    assert verify["counters"]["files"] == 4 * target and verify["counters"]["verify_mismatches"] == 0
+    assert ph["rmdir"][0] == ph["mkdir"][0]
+    assert not doc["interrupted"] and not create["interrupted"]
+    assert os.listdir(tmp_path / "d") == []
+
+
+def test_tree_create_stonewall_without_wearout_visits_what_each_tree_has(tmp_path):
+    doc = run_two_ranks(tmp_path, "fdtree-quick", ["threads=2"], ["--stonewall", "first-done"])
+    create = doc["phases"]["create"]
+    per_tree = create["extra"]["files_per_tree"]
+    have = create["extra"]["files_by_tree"]
+    files = create["mpi"]["stonewall"]["files"]["files_at_stonewall"]
+    assert len(have) == 4 and max(have) == per_tree and files == {"min": min(have), "max": per_tree, "sum": sum(have)}
+    assert create["total"]["ops"] == sum(have)
+    ph = tree_phases(doc)
+    for phase in ("stat", "remove"):
+        ops, by_tree, ranges = ph[phase]
+        assert ops == sum(have) and by_tree == have, phase
+        if ranges is not None:  # present when a tree stopped early: the files each tree has, from the first
+            assert ranges == [[0, n] for n in have], phase
+    assert os.listdir(tmp_path / "d") == []
 
 
 def test_campaign_sweeps_ranks_and_records_the_layout(tmp_path):
@@ -200,13 +247,13 @@ def test_a_stuck_rank_is_timed_out_not_waited_for_forever(tmp_path):
     assert "rank 0 of 2" in line and "waited 1 s before phase create" in line and "aborting all 2 ranks" in line
 
 
-def run_two_ranks(tmp_path, workload: str, sets: list) -> dict:
-    """`mpirun -n 2 fsmeter run WORKLOAD --set ...` in a fresh folder; the merged result."""
+def run_two_ranks(tmp_path, workload: str, sets: list, more: tuple = ()) -> dict:
+    """`mpirun -n 2 fsmeter run WORKLOAD --set ... MORE` in a fresh folder; the merged result."""
     d = tmp_path / "d"
     d.mkdir()
     out = tmp_path / "out.json"
     args = [a for s in sets for a in ("--set", s)]
-    r = mpirun(2, "run", workload, "--dir", d, *args, "--json", out, "-q", "--min-phase-s", "0")
+    r = mpirun(2, "run", workload, "--dir", d, *args, *more, "--json", out, "-q", "--min-phase-s", "0")
     assert r.returncode == 0, r.stderr
     return json.loads(out.read_text())
 
@@ -385,7 +432,8 @@ def test_stonewall_wearout_brings_every_rank_to_the_busiest_count(tmp_path, work
 
 @pytest.mark.parametrize("args,what", [
     (["seq-write", "--stonewall-wearout"], "needs --stonewall"),
-    (["fdtree-quick", "--stonewall", "first-done", "--stonewall-wearout"], "stopped early"),
+    (["bonnie-quick", "--stonewall", "first-done", "--stonewall-wearout"], "stopped early"),
+    (["postmark-quick", "--stonewall", "first-done", "--stonewall-wearout"], "cannot go on after a stonewall"),
     (["seq-write", "--stonewall", "1", "--stonewall-wearout", "--set", "verify=crc32c"], "not with verify"),
 ])
 def test_stonewall_wearout_input_errors(tmp_path, args, what):

@@ -159,8 +159,9 @@ class MpiModel(BaseModel):
     stonewall: Optional[str] = Field(None, description="first-done, or seconds: stop every rank's measured "
                                      "phases when the first finishes / at that time")
 
-    stonewall_wearout: bool = Field(False, description="with stonewall, access workloads: every rank then goes on "
-                                    "to the busiest rank's count of requests (IO500's wear-out)")
+    stonewall_wearout: bool = Field(False, description="with stonewall: every rank then goes on to the busiest "
+                                    "rank's count of requests (access) or of files per tree (tree create): "
+                                    "IO500's wear-out")
     shared_file: bool = Field(False, description="access workloads: every rank on its own region of the same "
                               "files (IOR without -F), instead of a folder per rank")
     reorder_shift: Optional[str] = Field(None, description="with shared_file: each rank's measured phase works on "

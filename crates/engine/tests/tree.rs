@@ -191,3 +191,70 @@ fn write_size_and_fsync_do_not_change_what_lands_on_disk() {
     assert!(f.iter().all(|&b| b == 0));
     run(&mut s, "cleanup");
 }
+
+/// The phases of one tree spec with `file_range` (what MPI's stonewall and wear-out set).
+fn ranged(range: Value) -> Value {
+    json!({"family": "tree", "levels": 2, "dirs_per_level": 3, "files_per_dir": 2, "file_blocks": 1,
+           "verify": "crc32c", "file_range": range})
+}
+
+fn files_on_disk(root: &Path) -> usize {
+    census(root).1.len()
+}
+
+#[test]
+fn file_range_goes_on_from_a_stopped_create_and_bounds_the_later_phases() {
+    // 13 directories x 2 files = 26 files per tree; two trees.
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = session(dir.path(), 2, ranged(json!([[0, 5], [0, 9]])));
+    run(&mut first, "mkdir");
+    let c1 = run(&mut first, "create");
+    assert_eq!(c1["extra"]["files_by_tree"], json!([5, 9]));
+    assert_eq!(count(&c1, "files"), 14);
+    assert_eq!((files_on_disk(&dir.path().join("tree-0")), files_on_disk(&dir.path().join("tree-1"))), (5, 9));
+
+    // The wear-out: each tree goes on from where it stopped to 12 files.
+    let mut more = session(dir.path(), 2, ranged(json!([[5, 12], [9, 12]])));
+    let c2 = run(&mut more, "create");
+    assert_eq!(c2["extra"]["files_by_tree"], json!([7, 3]));
+    assert_eq!(c2["total"]["ops"], 10);
+    assert_eq!((files_on_disk(&dir.path().join("tree-0")), files_on_disk(&dir.path().join("tree-1"))), (12, 12));
+
+    // The later phases visit those 12 files per tree; the continuation's files carry the right
+    // write numbers (verify finds no mismatch), and the rest of the tree was never made.
+    let mut rest = session(dir.path(), 2, ranged(json!([[0, 12], [0, 12]])));
+    let st = run(&mut rest, "stat");
+    assert_eq!(count(&st, "files"), 24);
+    let v = run(&mut rest, "verify");
+    assert_eq!(count(&v, "files"), 24);
+    assert_eq!(v["counters"]["verify_mismatches"], 0, "{}", v["counters"]);
+    assert_eq!(v["counters"]["verify_blocks_checked"], 24);
+    let rm = run(&mut rest, "remove");
+    assert_eq!(count(&rm, "files"), 24);
+    let rd = run(&mut rest, "rmdir");
+    assert_eq!(count(&rd, "directories"), 26);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "the directory is not empty after rmdir");
+
+    // Files are numbered by their place in the walk, not by the visit: a range from 1 checks the
+    // second and third files as numbers 2 and 3 (numbering from the visit would find 2 mismatches).
+    let mut a = session(dir.path(), 1, ranged(json!([[0, 3]])));
+    run(&mut a, "mkdir");
+    run(&mut a, "create");
+    let mut later = session(dir.path(), 1, ranged(json!([[1, 3]])));
+    let v = run(&mut later, "verify");
+    assert_eq!((count(&v, "files"), v["counters"]["verify_mismatches"].as_u64()), (2, Some(0)), "{}", v["counters"]);
+    run(&mut a, "cleanup");
+}
+
+#[test]
+fn a_bad_file_range_names_the_parameter() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = |threads: usize, r: Value| json!({"dir": dir.path(), "threads": threads, "workload": ranged(r)}).to_string();
+    let err = |threads, r| Session::from_json(&job(threads, r)).err().expect("rejected").to_string();
+    let e = err(2, json!([[0, 3]]));
+    assert!(e.starts_with("file_range:") && e.contains("1 ranges for 2 trees"), "{e}");
+    let e = err(1, json!([[0, 27]]));
+    assert!(e.starts_with("file_range:") && e.contains("26 files"), "{e}");
+    let e = err(1, json!([[4, 3]]));
+    assert!(e.starts_with("file_range:"), "{e}");
+}

@@ -141,9 +141,10 @@ def register(app: typer.Typer) -> None:
                                                 "phases when the first rank finishes (first-done) or after SECONDS"),
         mpi_timeout_s: float = typer.Option(600.0, "--mpi-timeout-s", help="under mpirun: the longest a rank waits "
                                             "for the others at a barrier before aborting every rank"),
-        wearout: bool = typer.Option(False, "--stonewall-wearout", help="under mpirun, with --stonewall, access "
-                                     "workloads: after the stonewall every rank goes on until it has done as many "
-                                     "requests as the busiest rank (IO500's rule, IOR -O stoneWallingWearOut=1)"),
+        wearout: bool = typer.Option(False, "--stonewall-wearout", help="under mpirun, with --stonewall: after the "
+                                     "stonewall every rank goes on until it has done as many requests (access "
+                                     "workloads, IOR -O stoneWallingWearOut=1) or as many files per tree (tree "
+                                     "family's create, mdtest -W) as the busiest rank: IO500's rule"),
         shared_file: bool = typer.Option(False, "--shared-file", help="under mpirun, access workloads: every rank "
                                          "works on its own region of the same files in --dir (IOR without -F)"),
         reorder_shift: Optional[str] = typer.Option(None, "--reorder-shift", help="with --shared-file: each rank's "

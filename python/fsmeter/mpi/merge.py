@@ -229,6 +229,20 @@ def fileset_extra(merged: dict, extras: list) -> dict:
     return out
 
 
+def tree_extra(extras: list) -> dict:
+    """The tree family's details for a merged phase: rank 0's shape of the trees, with the trees and
+    the per-tree file counts (and ranges) of every rank, in rank order."""
+    out = dict(extras[0] or {})
+    extras = [e or {} for e in extras]
+    out["trees"] = sum(e.get("trees") or 0 for e in extras)
+    if any("files_by_tree" in e for e in extras):
+        out["files_by_tree"] = [x for e in extras for x in e.get("files_by_tree") or []]
+    if any("file_range" in e for e in extras):  # a rank without one visited every file of its trees
+        out["file_range"] = [r for e in extras
+                             for r in e.get("file_range") or [[0, e.get("files_per_tree")]] * (e.get("trees") or 0)]
+    return out
+
+
 def iozone_extra(extras: list) -> dict:
     """The iozone grid of all ranks, cell by cell: iozone's throughput-mode rule ("children see
     throughput": the sum of each rank's own rate for that test and cell). The ranks run their grids
@@ -360,4 +374,4 @@ def join_consecutive(first: dict, then: dict, barrier_mono_ns: int, interval_s: 
 
 
 __all__ = ["add_buckets", "fileset_extra", "ior_rate", "iozone_extra", "join_consecutive", "macro_extra", "merge_intervals",
-           "merge_lat", "merge_phase", "mix_extra", "rank_window_s", "value_at_quantile"]
+           "merge_lat", "merge_phase", "mix_extra", "rank_window_s", "tree_extra", "value_at_quantile"]

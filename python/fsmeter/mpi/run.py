@@ -24,9 +24,12 @@ from fsmeter.mpi.comm import World
 #: Tag of the stonewall notices (a rank that finished first tells rank 0).
 STONEWALL_TAG = 7713
 #: The phases a stonewall may stop early, per family: those after which the workload goes on
-#: correctly with whatever a stopped rank completed. Not the tree family's: its stat, remove and
-#: rmdir need every entry of create (mdtest's answer, IO500's wear-out, needs engine support).
-STONEWALL_PHASES = {"access": {"run"}, "replay": {"run"}, "fileset": {"create", "transactions"}}
+#: correctly with whatever a stopped rank completed. The tree family's create is one (mdtest -W):
+#: its later phases then visit only the files each tree has (`file_range`).
+STONEWALL_PHASES = {"access": {"run"}, "replay": {"run"}, "fileset": {"create", "transactions"},
+                    "tree": {"create"}}
+#: The families a wear-out can take on after a stonewall.
+WEAROUT_FAMILIES = ("access", "tree")
 #: Set by a parent that already holds the machine's run lock (a campaign launching mpirun).
 LOCK_HELD_ENV = "FSMETER_RUN_LOCK_HELD"
 
@@ -195,12 +198,16 @@ class Stonewall:
 
 
 def check_wearout(job, stonewall) -> Optional[int]:
-    """The request size a wear-out continues with (IOR's -O stoneWallingWearOut=1), or a clear error."""
+    """The request size an access wear-out continues with (IOR's -O stoneWallingWearOut=1; None for
+    the tree family's, which counts files), or a clear error."""
     if stonewall is None:
         raise UserError("--stonewall-wearout: needs --stonewall (first-done or seconds)")
-    if job.workload.family.name != "access":
+    if job.workload.family.name not in WEAROUT_FAMILIES:
         raise UserError(f"--stonewall-wearout: the {job.workload.family.name} family cannot go on after a stonewall "
-                        "to a count of operations; wear-out is built for the access family's workloads")
+                        "to a count of operations; wear-out is built for the access family's workloads (IOR) and "
+                        "the tree family's create (mdtest)")
+    if job.workload.family.name == "tree":
+        return None
     p = job.params
     sizes = {e.size for e in p.entries}
     if len(sizes) != 1:
@@ -244,6 +251,41 @@ def wear_out(world: World, job, report: dict, barrier_ns: int, size: int) -> tup
     return join_consecutive(report, more, barrier_ns, job.settings.interval_s), info
 
 
+def tree_after_stonewall(world: World, job, report: dict, barrier_ns: int, wearout: bool) -> tuple:
+    """mdtest's rule after a stonewall in the tree family's create (mdtest -W). Each tree stopped
+    after some files (in the walk's order). With wear-out, every tree goes on, in a second engine
+    run, until it has as many files as the fullest tree of any rank; the later phases then visit
+    those files. Without it, each tree's later phases visit the files it has.
+
+    Returns (this rank's report, the engine job for the later phases or None, info for rank 0)."""
+    import json
+
+    from fsmeter.engine import EngineSession
+    from fsmeter.mpi.merge import join_consecutive
+
+    have = [int(n) for n in report["extra"]["files_by_tree"]]
+    everyone = world.allgather(have, "counting files at the stonewall")
+    counts = [n for rank in everyone for n in rank]
+    per_tree = report["extra"]["files_per_tree"]
+    info = {"files_at_stonewall": {"min": min(counts), "max": max(counts), "sum": sum(counts)}}
+    d = json.loads(job.engine_json())
+    if wearout:
+        target = max(counts)
+        info["target_files_per_tree"] = target
+        if any(n < target for n in have):
+            d["workload"]["file_range"] = [[n, target] for n in have]
+            more = EngineSession(json.dumps(d), for_merge=True).run_phase("create")
+            joined = join_consecutive(report, more, barrier_ns, job.settings.interval_s)
+            joined["extra"] = dict(report["extra"], files_by_tree=[target] * len(have))
+            joined["extra"].pop("file_range", None)
+            report = joined
+        have = [target] * len(have)
+    if all(n == per_tree for n in have):  # this rank's trees are whole: its later phases need no range
+        return report, None, info
+    d["workload"]["file_range"] = [[0, n] for n in have]
+    return report, json.dumps(d), info
+
+
 def _reset_cache(world: World, method: str, directory: Path) -> str:
     """The cold-cache reset of one rank: drop_caches once per host (it is system-wide), else fadvise
     on this rank's own files."""
@@ -272,6 +314,8 @@ def merge_extra(job, merged: dict, parts: list) -> dict:
         return merge.mix_extra(parts, job.params.crossover_jpm_per_task)
     if family == "macro":
         return merge.macro_extra(extras)
+    if family == "tree":
+        return merge.tree_extra(extras)
     return merged["extra"]
 
 
@@ -361,6 +405,7 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
                         "clock": "each rank's CLOCK_MONOTONIC from its release of the barrier opening the phase"},
             }
         engine_phases = session.phases()
+        family = job.workload.family.name
         try:
             with progress_bar(console, enabled=show_progress and world.rank == 0) as bar:
                 for ph in job.phases():
@@ -387,7 +432,12 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
                             report["interrupted"] = False
                             report["stonewalled"] = True
                             session.reset_stop()
-                        if wear_size is not None:
+                        if family == "tree":
+                            report, later, wear = tree_after_stonewall(world, job, report, t0, wearout)
+                            returned = time.monotonic_ns()
+                            if later is not None:  # the later phases visit only the files each tree has
+                                session = EngineSession(later, for_merge=True)
+                        elif wear_size is not None:
                             report, wear = wear_out(world, job, report, t0, wear_size)
                             returned = time.monotonic_ns()
                     prog.done()
@@ -399,7 +449,7 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
                     if world.rank == 0:
                         info = wall.close(parts) if wall is not None else None
                         if info is not None and wear is not None:
-                            info["wearout"] = wear
+                            info["wearout" if wearout else "files"] = wear
                         merged = merge_phase(parts, job.settings.interval_s, stonewall=info)
                         if isinstance(merged.get("extra"), dict):
                             merged["extra"] = merge_extra(job, merged, parts)
@@ -437,4 +487,4 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
 
 
 __all__ = ["Stonewall", "parse_reorder_shift", "parse_stonewall", "rank_dir", "resolve_shift", "run_under_mpi",
-           "shared_regions"]
+           "shared_regions", "tree_after_stonewall"]

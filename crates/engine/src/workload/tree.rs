@@ -54,6 +54,13 @@ pub struct TreeSpec {
     /// Data verification (docs/verify.md): every 4 KiB block of every file carries a header.
     #[serde(default)]
     pub verify: Option<crate::verify::Checksum>,
+    /// Per tree (thread), the files the file phases (create, stat, verify,
+    /// remove) visit: numbers `[from, to)` in the walk's order, counted from 0.
+    /// None: every file. Set under MPI after a stonewall: the create phase's
+    /// wear-out goes on from where a tree stopped, and the later phases visit
+    /// only the files that exist (mdtest -W).
+    #[serde(default)]
+    pub file_range: Option<Vec<[u64; 2]>>,
 }
 
 fn default_levels() -> u32 {
@@ -114,6 +121,15 @@ impl TreeSpec {
         if self.verify.is_some() && (self.file_blocks == 0 || self.files_per_dir == 0) {
             return Err(EngineError::invalid("verify", "the files are empty (file_blocks or files_per_dir is 0): there is no data to verify"));
         }
+        if let Some(r) = &self.file_range {
+            let files = dirs * self.files_per_dir as u64;
+            if r.len() != job.threads {
+                return Err(EngineError::invalid("file_range", format!("has {} ranges for {} trees (threads): give one per tree", r.len(), job.threads)));
+            }
+            if let Some([a, b]) = r.iter().find(|[a, b]| a > b || *b > files) {
+                return Err(EngineError::invalid("file_range", format!("[{a}, {b}] is not a range of the tree's {files} files: use 0 <= from <= to <= {files}")));
+            }
+        }
         let longest = self.longest_path(&job.dir, job.threads);
         if longest >= PATH_MAX {
             return Err(EngineError::invalid(
@@ -122,6 +138,19 @@ impl TreeSpec {
             ));
         }
         Ok(())
+    }
+
+    /// The files of tree `tid` that the file phases visit, `[from, to)` in walk order.
+    pub fn files_of(&self, tid: usize) -> (u64, u64) {
+        match &self.file_range {
+            Some(r) => (r[tid][0], r[tid][1]),
+            None => (0, self.files_per_tree().expect("validated")),
+        }
+    }
+
+    /// Files the file phases visit, over all `threads` trees.
+    fn files_visited(&self, threads: usize) -> u64 {
+        (0..threads).map(|t| self.files_of(t)).map(|(a, b)| b - a).sum()
     }
 
     /// An upper bound on the length of a file path (without its NUL); exact
@@ -211,6 +240,27 @@ fn walk(path: &mut PathBuf8, spec: &TreeSpec, files: bool, cb: &mut dyn FnMut(Vi
     Ok(cb(Visit::Mkdir, path)? && walk_below(path, spec, 0, files, cb)? && cb(Visit::Rmdir, path)?)
 }
 
+/// Walks the files numbered `[from, to)` (in the walk's order, from 0) of one
+/// tree, skipping directories and the files before `from` without touching
+/// them. `cb` returns Ok(false) to stop early.
+fn walk_files(path: &mut PathBuf8, spec: &TreeSpec, (from, to): (u64, u64), cb: &mut dyn FnMut(&mut PathBuf8) -> Result<bool>) -> Result<()> {
+    if from >= to {
+        return Ok(());
+    }
+    let mut n = 0u64;
+    walk(path, spec, true, &mut |v, p| {
+        if v != Visit::File {
+            return Ok(true);
+        }
+        n += 1;
+        if n <= from {
+            return Ok(true);
+        }
+        Ok(cb(p)? && n < to)
+    })?;
+    Ok(())
+}
+
 fn walk_below(
     path: &mut PathBuf8,
     spec: &TreeSpec,
@@ -261,6 +311,7 @@ fn os_err(what: &str, path: &PathBuf8) -> EngineError {
 
 /// Per-thread state: the path buffer and a zero buffer for file contents.
 struct TreeState {
+    tid: usize,
     path: PathBuf8,
     zeros: Vec<u8>,
     /// With verify, in the create phase: files are written with verified blocks.
@@ -294,10 +345,8 @@ impl Tree {
         let nthreads = job.threads;
         let dirs = spec.dirs_per_tree().expect("validated");
         let files = spec.files_per_tree().expect("validated");
-        let per_thread = match phase {
-            "mkdir" | "rmdir" => dirs,
-            _ => files,
-        };
+        let with_files = !matches!(phase, "mkdir" | "rmdir");
+        let expected = if with_files { spec.files_visited(nthreads) } else { dirs * nthreads as u64 };
         let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
         let size = spec.file_size();
         let zeros_len = if phase == "create" { spec.write_size.min(size.max(1)) as usize } else { 0 };
@@ -308,11 +357,15 @@ impl Tree {
             ctl,
             KINDS,
             3,
-            per_thread * nthreads as u64,
+            expected,
             |tid| {
-                let v = spec.verify.filter(|_| phase == "create").map(|a| Box::new(verify::TreeVerify::new(a, job.seed, tid, spec.write_size, "create")));
+                let v = spec.verify.filter(|_| phase == "create").map(|a| {
+                    let mut v = Box::new(verify::TreeVerify::new(a, job.seed, tid, spec.write_size, "create"));
+                    v.file = spec.files_of(tid).0; // the write number of a file is its number in the walk
+                    v
+                });
                 let zeros_len = if v.is_some() { 0 } else { zeros_len };
-                Ok(TreeState { path: PathBuf8::new(&job.dir, tid), zeros: vec![0u8; zeros_len], v })
+                Ok(TreeState { tid, path: PathBuf8::new(&job.dir, tid), zeros: vec![0u8; zeros_len], v })
             },
             |st, rec| {
                 let mut done = Done::default();
@@ -389,8 +442,11 @@ impl Tree {
                     }
                     Ok(true)
                 };
-                let with_files = !matches!(phase, "mkdir" | "rmdir");
-                walk(&mut st.path, spec, with_files, &mut cb)?;
+                if with_files {
+                    walk_files(&mut st.path, spec, spec.files_of(st.tid), &mut |p| cb(Visit::File, p))?;
+                } else {
+                    walk(&mut st.path, spec, false, &mut cb)?;
+                }
                 Ok((done, st.v.take()))
             },
         )?;
@@ -419,6 +475,13 @@ impl Tree {
             "directories_per_tree": dirs,
             "files_per_tree": files,
         });
+        if with_files {
+            // Per tree: what an MPI stonewall's wear-out and the later phases go on from.
+            report.extra["files_by_tree"] = done.iter().map(|d| d.files).collect::<Vec<u64>>().into();
+            if let Some(r) = &spec.file_range {
+                report.extra["file_range"] = serde_json::json!(r);
+            }
+        }
         let vs: Vec<&verify::TreeVerify> = vs.iter().flatten().map(|b| &**b).collect();
         if !vs.is_empty() {
             verify::merge(&mut report, &vs);
@@ -548,7 +611,7 @@ mod tests {
     use super::*;
 
     fn spec(levels: u32, d: u32, f: u32) -> TreeSpec {
-        TreeSpec { levels, dirs_per_level: d, files_per_dir: f, file_blocks: 1, write_size: BLOCK, fsync: false, verify: None }
+        TreeSpec { levels, dirs_per_level: d, files_per_dir: f, file_blocks: 1, write_size: BLOCK, fsync: false, verify: None, file_range: None }
     }
 
     #[test]

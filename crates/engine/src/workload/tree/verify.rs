@@ -6,7 +6,7 @@
 //! as write number; `write_size` requests copy the bytes of the blocks they
 //! cover. The `verify` phase walks each tree again and re-reads every file.
 
-use super::{os_err, walk, PathBuf8, TreeSpec, Visit, BLOCK};
+use super::{os_err, walk_files, PathBuf8, TreeSpec, BLOCK};
 use crate::error::Result;
 use crate::job::Job;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
@@ -141,7 +141,6 @@ pub(super) fn merge(report: &mut PhaseReport, vs: &[&TreeVerify]) {
 pub(super) fn verify_phase(spec: &TreeSpec, algo: Checksum, job: &Job, ctl: &Control) -> Result<PhaseReport> {
     const KINDS: &[&str] = &["read"];
     let size = spec.file_size();
-    let files = spec.files_per_tree().expect("validated");
     let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
     let buf_len = (size as usize).clamp(BLOCK as usize, READ_CHUNK);
     let (mut report, out) = run_threads(
@@ -151,24 +150,26 @@ pub(super) fn verify_phase(spec: &TreeSpec, algo: Checksum, job: &Job, ctl: &Con
         ctl,
         KINDS,
         3,
-        files * job.threads as u64,
-        |tid| Ok((PathBuf8::new(&job.dir, tid), vec![0u8; buf_len], TreeVerify::new(algo, job.seed, tid, 0, "verify"))),
+        spec.files_visited(job.threads),
+        |tid| {
+            let mut v = TreeVerify::new(algo, job.seed, tid, 0, "verify");
+            v.file = spec.files_of(tid).0; // numbers continue from the first file visited
+            Ok((PathBuf8::new(&job.dir, tid), vec![0u8; buf_len], v))
+        },
         |(path, buf, v), rec| {
             let mut files_done = 0u64;
-            let mut cb = |vis: Visit, p: &mut PathBuf8| -> Result<bool> {
+            let tid = v.checker.thread as usize;
+            let mut cb = |p: &mut PathBuf8| -> Result<bool> {
                 if rec.interrupted() {
                     return Ok(false);
                 }
-                if vis == Visit::File {
-                    let t0 = now_ns();
-                    let bytes = v.check_file(p, size, buf)?;
-                    rec.record(0, bytes, t0, now_ns());
-                    files_done += 1;
-                }
+                let t0 = now_ns();
+                let bytes = v.check_file(p, size, buf)?;
+                rec.record(0, bytes, t0, now_ns());
+                files_done += 1;
                 Ok(true)
             };
-            walk(path, spec, true, &mut cb)?;
-            let tid = v.checker.thread as usize;
+            walk_files(path, spec, spec.files_of(tid), &mut cb)?;
             Ok((files_done, std::mem::replace(v, TreeVerify::new(algo, job.seed, tid, 0, "verify"))))
         },
     )?;
