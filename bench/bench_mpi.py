@@ -10,7 +10,10 @@ made fresh for it (so neither measures what the other left: journal, freed inode
 - mdtest-style metadata: `mdtest -n N -u -F -w 4096 -C -T -r -i 1 -d DIR`: each rank creates N files of
   4 KiB (open O_CREAT, write 4096 bytes, close) in its unique directory, stats them, removes them.
   fsmeter: the tree family with levels=0, files_per_dir=N, file_blocks=1 (one 4 KiB write per file):
-  phases create, stat, remove in rank-NNNNN/tree-0. Rates on both sides are all ranks' files over the
+  phases create, stat, remove in rank-NNNNN/tree-0. Names of the same length: mdtest's are
+  `file.mdtest.R.I` (15-19 bytes here), fdtree's `L0FN` 11 bytes shorter, so fsmeter runs with
+  file_prefix = "file.mdtest". A name's length sets how many entries share a directory block, and
+  with fdtree's short names ext4 creates ran 10% slower in one directory. Rates on both sides are all ranks' files over the
   phase's barrier-to-barrier window (mdtest) / latest end minus earliest start (fsmeter).
 - IOR-easy-style data: file per process, 1 MiB transfers, B bytes per rank, buffered and O_DIRECT.
   IOR: one unmeasured `ior -w -k` lays the files out; caches dropped; the measured write is
@@ -41,6 +44,9 @@ import tempfile
 from pathlib import Path
 
 DEFAULT_GIT = "/work/.mirror/hpc+ior/repo"
+#: The tree family as mdtest -n N -u -F -w 4096 runs: one directory of 4 KiB files per rank, names
+#: as long as mdtest's (file.mdtest.R.I against file.mdtestL0FN).
+MDTEST_LIKE = {"levels": 0, "file_blocks": 1, "file_prefix": "file.mdtest"}
 MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
@@ -138,7 +144,7 @@ def metadata_rows(ctx, mdtest: Path, fs: str, fresh, ranks: int, n: int) -> list
         with fresh() as root:
             d = root / "fsm"
             d.mkdir()
-            return fsmeter_mpi(ctx, ranks, "fdtree-quick", d, {"levels": 0, "files_per_dir": n, "file_blocks": 1})
+            return fsmeter_mpi(ctx, ranks, "fdtree-quick", d, MDTEST_LIKE | {"files_per_dir": n})
 
     got = _rounds_of(ctx, {"peer": peer, "fsm": ours})
     rows = []
@@ -205,8 +211,7 @@ def scaling_row(ctx, mdtest: Path, root: Path, n: int) -> dict:
     for ranks in (1, 2):
         d = root / f"s{ranks}"
         d.mkdir()
-        fsm[ranks] = _tree(fsmeter_mpi(ctx, ranks, "fdtree-quick", d, {"levels": 0, "files_per_dir": n,
-                                                                       "file_blocks": 1}), "create")
+        fsm[ranks] = _tree(fsmeter_mpi(ctx, ranks, "fdtree-quick", d, MDTEST_LIKE | {"files_per_dir": n}), "create")
         shutil.rmtree(d, ignore_errors=True)
         peer[ranks] = mdtest_rates(ctx, mdtest, ranks, n, root / f"m{ranks}")["create"]
         shutil.rmtree(root / f"m{ranks}", ignore_errors=True)

@@ -55,7 +55,8 @@ def test_stat_false_skips_the_stat_phase(tmp_path):
 
 @pytest.mark.parametrize("setting, name", [("levels=-1", "levels"), ("dirs_per_level=0", "dirs_per_level"),
                                            ("files_per_dir=-3", "files_per_dir"), ("levels=40", "levels"),
-                                           ("fanout=3", "fanout")])
+                                           ("fanout=3", "fanout"), ("file_prefix=a/b", "file_prefix"),
+                                           ("file_prefix=" + "x" * 201, "file_prefix")])
 def test_bad_parameter_is_one_line_naming_it(tmp_path, setting, name):
     r = fsmeter("run", "fdtree-quick", "--dir", str(tmp_path), "-q", "--set", setting)
     assert r.returncode == 2, r.stderr

@@ -171,6 +171,8 @@ fn bad_specs_name_the_parameter() {
     assert!(err(json!({"family": "tree", "levels": 40})).starts_with("levels:"));
     assert!(err(json!({"family": "tree", "levels": 2000, "dirs_per_level": 1})).contains("PATH_MAX"));
     assert!(err(json!({"family": "tree", "write_size": 0})).starts_with("write_size:"));
+    assert!(err(json!({"family": "tree", "file_prefix": "a/b"})).starts_with("file_prefix:"));
+    assert!(err(json!({"family": "tree", "file_prefix": "x".repeat(201)})).starts_with("file_prefix:"));
     let neg = err(json!({"family": "tree", "levels": -1}));
     assert!(neg.contains("invalid value: integer `-1`"), "{neg}");
 }
@@ -257,4 +259,39 @@ fn a_bad_file_range_names_the_parameter() {
     assert!(e.starts_with("file_range:") && e.contains("26 files"), "{e}");
     let e = err(1, json!([[4, 3]]));
     assert!(e.starts_with("file_range:"), "{e}");
+}
+
+#[test]
+fn file_prefix_goes_before_every_file_name_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = json!({"family": "tree", "levels": 1, "dirs_per_level": 2, "files_per_dir": 2, "file_blocks": 1,
+                   "file_prefix": "file.mdtest"});
+    let mut s = session(dir.path(), 1, w);
+    for ph in ["mkdir", "create", "stat"] {
+        run(&mut s, ph);
+    }
+    let mut names: Vec<String> = Vec::new();
+    for e in walkdir(&dir.path().join("tree-0")) {
+        names.push(e.strip_prefix(dir.path().join("tree-0")).unwrap().display().to_string());
+    }
+    names.sort();
+    assert_eq!(names, ["L1D1", "L1D1/file.mdtestL0F1", "L1D1/file.mdtestL0F2", "L1D2", "L1D2/file.mdtestL0F1",
+                       "L1D2/file.mdtestL0F2", "file.mdtestL1F1", "file.mdtestL1F2"]);
+    for ph in ["remove", "rmdir"] {
+        run(&mut s, ph);
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+/// Every path under `root`, directories included.
+fn walkdir(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(root).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walkdir(&p));
+        }
+        out.push(p);
+    }
+    out
 }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fsmeter.families import Family, Metric, Phase, bytes_series, op_latency_metric, ops_series
 from fsmeter.units import Size
@@ -27,10 +27,21 @@ class TreeParams(BaseModel):
     file_blocks: int = Field(10, ge=0, le=1 << 28, description="file size in 4 KiB blocks (fdtree -s)")
     write_size: Size = Field(BLOCK, gt=0, le=64 << 20, description="bytes per write(2) when creating a file (dd bs=4096)")
     fsync: bool = Field(False, description="fsync each file before closing it, inside the create time (fdtree does not)")
+    file_prefix: str = Field("", max_length=200,
+                             description="put before every file's name (fdtree: none); a name's length sets how many "
+                             "directory entries share a block, so match another tool's name length to do its work "
+                             "(mdtest's file.mdtest.R.N: file_prefix = \"file.mdtest\")")
     stat: bool = Field(True, description="run the mdtest-like stat phase (stat every file) between create and remove")
     verify: Literal["off", "crc32c", "xxh3", "sha256"] = Field(
         "off", description="data verification (docs/verify.md): every 4 KiB block of every file carries a header, "
         "a verify phase re-reads every file before remove; off by default (files of zeros, as fdtree)")
+
+    @field_validator("file_prefix")
+    @classmethod
+    def _prefix(cls, v: str) -> str:
+        if "/" in v or "\x00" in v:
+            raise ValueError("must not contain '/' or a NUL byte: it is put before each file's name in its directory")
+        return v
 
     @model_validator(mode="after")
     def _check(self):

@@ -29,6 +29,8 @@ use crate::workload::Workload;
 pub const BLOCK: u64 = 4096;
 /// Linux PATH_MAX, NUL included.
 const PATH_MAX: usize = 4096;
+/// The longest `file_prefix`: a name must stay under NAME_MAX (255) with fdtree's part.
+const MAX_PREFIX: usize = 200;
 /// Phases shorter than this get a warning in the report.
 const SHORT_PHASE_S: f64 = 1.0;
 
@@ -61,6 +63,12 @@ pub struct TreeSpec {
     /// only the files that exist (mdtest -W).
     #[serde(default)]
     pub file_range: Option<Vec<[u64; 2]>>,
+    /// Put before every file's name (fdtree: none). The name's length sets
+    /// the size of its directory entry, so how many entries share a block
+    /// and how far a lookup scans: to match another tool's names (mdtest's
+    /// `file.mdtest.<rank>.<n>`), match their length.
+    #[serde(default)]
+    pub file_prefix: String,
 }
 
 fn default_levels() -> u32 {
@@ -121,6 +129,12 @@ impl TreeSpec {
         if self.verify.is_some() && (self.file_blocks == 0 || self.files_per_dir == 0) {
             return Err(EngineError::invalid("verify", "the files are empty (file_blocks or files_per_dir is 0): there is no data to verify"));
         }
+        if self.file_prefix.len() > MAX_PREFIX || self.file_prefix.bytes().any(|b| b == b'/' || b == 0) {
+            return Err(EngineError::invalid(
+                "file_prefix",
+                format!("must be at most {MAX_PREFIX} bytes without '/' or NUL (it is put before each file's name)"),
+            ));
+        }
         if let Some(r) = &self.file_range {
             let files = dirs * self.files_per_dir as u64;
             if r.len() != job.threads {
@@ -163,6 +177,7 @@ impl TreeSpec {
             + digits(threads.saturating_sub(1) as u64)
             + self.levels as usize * ("/LD".len() + lv + digits(self.dirs_per_level as u64))
             + "/LF".len()
+            + self.file_prefix.len()
             + lv
             + digits((self.files_per_dir as u64).max(1))
     }
@@ -180,10 +195,13 @@ impl PathBuf8 {
         PathBuf8(v)
     }
 
-    /// Appends `/L<level><tag><n>`, fdtree's name for a file (tag F) or directory (tag D).
+    /// Appends `/<prefix>L<level><tag><n>`, fdtree's name for a file (tag F)
+    /// or directory (tag D), after `prefix` (files only; empty as in fdtree).
     #[inline]
-    fn push_name(&mut self, level: u64, tag: u8, n: u64) {
-        self.0.extend_from_slice(b"/L");
+    fn push_name(&mut self, prefix: &[u8], level: u64, tag: u8, n: u64) {
+        self.0.push(b'/');
+        self.0.extend_from_slice(prefix);
+        self.0.push(b'L');
         push_u64(&mut self.0, level);
         self.0.push(tag);
         push_u64(&mut self.0, n);
@@ -272,8 +290,9 @@ fn walk_below(
     let level = (spec.levels - depth) as u64;
     // Visit `L<level><tag><n>` for n = count..=1 with `f`; false stops the walk.
     let each = |path: &mut PathBuf8, tag: u8, count: u64, f: &mut dyn FnMut(&mut PathBuf8) -> Result<bool>| -> Result<bool> {
+        let prefix = if tag == b'F' { spec.file_prefix.as_bytes() } else { b"" };
         for n in (1..=count).rev() {
-            path.push_name(level, tag, n);
+            path.push_name(prefix, level, tag, n);
             let go = f(path)?;
             path.0.truncate(len);
             if !go {
@@ -611,7 +630,7 @@ mod tests {
     use super::*;
 
     fn spec(levels: u32, d: u32, f: u32) -> TreeSpec {
-        TreeSpec { levels, dirs_per_level: d, files_per_dir: f, file_blocks: 1, write_size: BLOCK, fsync: false, verify: None, file_range: None }
+        TreeSpec { levels, dirs_per_level: d, files_per_dir: f, file_blocks: 1, write_size: BLOCK, fsync: false, verify: None, file_range: None, file_prefix: String::new() }
     }
 
     #[test]
@@ -661,5 +680,7 @@ mod tests {
         // The longest names are at the top: L3D12/L2D12/L1D12/L0F100, bounded by L3D12 x 3 + L3F100.
         assert_eq!(s.longest_path(Path::new("/ab"), 1), "/ab/tree-0/L3D12/L3D12/L3D12/L3F100".len());
         assert!(s.longest_path(Path::new("/ab"), 1) >= "/ab/tree-0/L3D12/L2D12/L1D12/L0F100".len());
+        let p = TreeSpec { file_prefix: "file.mdtest".into(), ..s };
+        assert_eq!(p.longest_path(Path::new("/ab"), 1), "/ab/tree-0/L3D12/L3D12/L3D12/file.mdtestL3F100".len());
     }
 }
