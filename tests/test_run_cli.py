@@ -153,3 +153,26 @@ def test_ctrl_c_stops_within_a_second_and_keeps_what_was_measured(tmp_path):
     run = doc["phases"]["run"]
     assert run["interrupted"] is True and run["total"]["ops"] > 0
     assert "interrupted" in stdout
+
+
+def test_run_loads_only_what_it_uses(tmp_path):
+    """Start-up: `fsmeter run` of a short phase loads no other subcommand (campaigns, reports) and no
+    numpy (under 10 interval samples there is nothing to compute on); help still lists every command."""
+    code = ("import sys\nfrom fsmeter.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n"
+            "    assert not e.code, e.code\n"
+            "print(sorted(m for m in sys.modules if m.startswith('fsmeter.cli.') or m == 'numpy'))\n")
+    d = tmp_path / "d"
+    d.mkdir()
+    r = subprocess.run([sys.executable, "-c", code, "run", "seq-read", "--dir", str(d), "--set", "duration_s=0.3",
+                        "--set", "warmup_s=0", "--set", "file_size=1M", "-q"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    loaded = eval(r.stdout.strip().splitlines()[-1])
+    assert "fsmeter.cli.run" in loaded
+    assert not {"numpy", "fsmeter.cli.campaign", "fsmeter.cli.report", "fsmeter.cli.compare"} & set(loaded), loaded
+    helptext = fsmeter("--help", check=True).stdout
+    for cmd in ("analyze", "campaign", "cleanup", "compare-runs", "crash", "doctor", "export", "list", "run", "study"):
+        assert cmd in helptext, cmd
+    r = fsmeter("compare-runs", "--help", check=True)
+    assert "Usage: fsmeter compare-runs" in r.stdout
+    r = fsmeter("frobnicate")
+    assert r.returncode == 2 and "No such command" in r.stderr

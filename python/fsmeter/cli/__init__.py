@@ -1,6 +1,7 @@
 """Command-line entry point: one module per subcommand, each exposing ``register(app)``.
 
-Subcommand modules are discovered, so adding a command is adding a file.
+Subcommand modules are discovered, so adding a command is adding a file. A command line
+loads only the module of the subcommand it names.
 """
 from __future__ import annotations
 
@@ -12,34 +13,61 @@ import typer
 
 from fsmeter.errors import UserError
 
-app = typer.Typer(
-    name="fsmeter",
-    help="Filesystem benchmarking lab: provision filesystems, run classic workloads, "
-    "repeat trials until the confidence interval is tight, store and report every sample.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+def _new_app() -> typer.Typer:
+    app = typer.Typer(
+        name="fsmeter",
+        help="Filesystem benchmarking lab: provision filesystems, run classic workloads, "
+        "repeat trials until the confidence interval is tight, store and report every sample.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+
+    @app.callback()
+    def _root() -> None:
+        # A callback keeps `fsmeter` a command group even while only one subcommand
+        # is registered; otherwise typer runs that command directly and parses its name as an argument.
+        pass
+
+    return app
 
 
-@app.callback()
-def _root() -> None:
-    # A callback keeps `fsmeter` a command group even while only one subcommand
-    # exists; otherwise typer runs that command directly and parses its name as an argument.
-    pass
+def _command_modules() -> list:
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
 
 
-def _register_all() -> None:
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        register = getattr(module, "register", None)
+def _build(modules: list) -> typer.Typer:
+    app = _new_app()
+    for name in modules:
+        register = getattr(importlib.import_module(f"{__name__}.{name}"), "register", None)
         if register is not None:
             register(app)
+    return app
 
 
-_register_all()
+def _modules_for(args: list) -> list:
+    """The modules a command line needs: the one its subcommand names (`compare-runs` is
+    compare_runs.py), so that `fsmeter run` does not load campaigns, reports and provisioning it
+    never uses; every one for help, options first, or a name that is not a module's."""
+    mods = _command_modules()
+    if args and not args[0].startswith("-"):
+        name = args[0].replace("-", "_")
+        if name in mods:
+            return [name]
+    return mods
+
+
+_full_app = None
+
+
+def __getattr__(name: str):
+    # `fsmeter.cli.app`: every subcommand registered, built on first use (tests, docs tools).
+    global _full_app
+    if name == "app":
+        if _full_app is None:
+            _full_app = _build(_command_modules())
+        return _full_app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def die(message: str, exit_code: int = 2) -> "typer.Exit":
@@ -50,8 +78,9 @@ def die(message: str, exit_code: int = 2) -> "typer.Exit":
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry: user errors become one line and an exit code, never a traceback."""
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        app(args=argv, standalone_mode=True)
+        _build(_modules_for(args))(args=args, prog_name="fsmeter", standalone_mode=True)
     except UserError as exc:
         print(f"fsmeter: error: {exc.message}", file=sys.stderr)
         sys.exit(exc.exit_code)

@@ -12,7 +12,7 @@ from fsmeter.units import Size
 
 
 class AccessEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     size: Size = Field(gt=0, description="request size in bytes (4K = 4096)")
     weight: float = Field(ge=0, description="share of requests, percent")
     read_pct: float = Field(ge=0, le=100)
@@ -21,7 +21,7 @@ class AccessEntry(BaseModel):
 
 class FaultParams(BaseModel):
     """Testing verification: make chosen writes fail the way broken storage does (psync only)."""
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     kind: Literal["torn_write", "short_write", "lost_write", "misdirected_write"]
     after: int = Field(0, ge=0, description="writes per thread let through before the first fault")
     count: int = Field(1, ge=1, description="faults per thread")
@@ -29,7 +29,7 @@ class FaultParams(BaseModel):
 
 
 class AccessParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     family: Literal["access"] = "access"
     entries: List[AccessEntry] = Field(min_length=1)
     record_size: Optional[Size] = Field(None, description="sets every entry's request size")

@@ -32,7 +32,7 @@ FILE_COLUMNS = tuple(c for p in FILE_PHASES for c in (f"{p}_per_s", f"{p}_cpu"))
 
 
 class BonnieParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     family: Literal["bonnie"] = "bonnie"
     size: Size = Field(1 << 30, ge=0, description="data file size (Bonnie -s; 0: file tests only)")
     chunk: Size = Field(8192, gt=0, le=64 << 20, description="block size of the block, rewrite and seek phases")

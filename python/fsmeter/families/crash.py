@@ -21,7 +21,7 @@ _seq = itertools.count()
 
 
 class CrashParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     family: Literal["crash"] = "crash"
     runtime_s: float = Field(10.0, gt=0, le=86400, description="how long the write phase runs")
     files_per_thread: int = Field(16, ge=1, le=1_000_000, description="files each thread grows")

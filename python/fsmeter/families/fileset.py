@@ -19,13 +19,13 @@ from fsmeter.units import Size
 
 
 class Location(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     path: str = Field(min_length=1, description="directory: relative to --dir (made when missing) or absolute (must exist)")
     weight: int = Field(1, ge=1, description="share of new files, as PostMark's `set location DIR WEIGHT`")
 
 
 class FilesetParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     family: Literal["fileset"] = "fileset"
     mode: Literal["postmark", "filemark"] = Field(
         "postmark", description="postmark: biases 0..10 (RND(10) < bias); filemark: biases in percent")

@@ -45,7 +45,7 @@ def _kib(field: str, v: Optional[int]) -> None:
 
 
 class IozoneParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     family: Literal["iozone"] = "iozone"
     tests: List[int] = Field(default_factory=lambda: list(range(8)),
                              description="iozone test numbers (-i): 0 write/rewrite, 1 read/reread, 2 random read/write, "

@@ -112,7 +112,7 @@ def _gnu_tar() -> bool:
 
 
 class MacroParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     family: Literal["macro"] = "macro"
     phases: List[Literal["cp", "untar", "rm"]] = Field(default_factory=lambda: list(PHASES),
                                                        description="operations in run order")

@@ -45,7 +45,7 @@ def _parse_tasks(v):
 
 
 class MixParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     family: Literal["mix"] = "mix"
     workfile: str = Field("shared", description="job weights: shared, disk (fsmeter's copies of re-aim's), or a file")
     tasks: Union[list[int], Literal["peak", "crossover"]] = Field(

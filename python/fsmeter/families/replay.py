@@ -23,7 +23,7 @@ KINDS = ["NTCreateX", "Close", "Rename", "Unlink", "Deltree", "Rmdir", "Mkdir", 
 
 
 class ReplayParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     family: Literal["replay"] = "replay"
     loadfile: str = Field(DEFAULT_LOADFILE, description="dbench load file (client.txt format); dbench -c")
     duration_s: Optional[float] = Field(60.0, gt=0, description="measured seconds after the warm-up (dbench -t)")

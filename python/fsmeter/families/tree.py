@@ -19,7 +19,7 @@ PATH_MAX = 4096
 
 
 class TreeParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     family: Literal["tree"] = "tree"
     levels: int = Field(4, ge=0, le=1000, description="depth below the root directory (fdtree -l)")
     dirs_per_level: int = Field(10, ge=1, description="subdirectories of each directory above the last level (fdtree -d)")

@@ -12,11 +12,10 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Sequence
 
-# numpy only: `fsmeter run` judges every phase with this module, and scipy.stats or statsmodels
-# (with pandas) would add over 100 MB to its peak memory for three one-line formulas.
-import numpy as np
-
 from fsmeter.errors import UserError
+# numpy only (on first use): `fsmeter run` judges every phase with this module, and scipy.stats or
+# statsmodels (with pandas) would add over 100 MB to its peak memory for three one-line formulas.
+from fsmeter.stats._numpy import np
 from fsmeter.stats.summary import MeanCI, check_level, mean_ci
 
 #: Below this many seconds a phase result is shown but flagged: start-up effects,

@@ -8,9 +8,9 @@ the campaign runner (stored with the phase report) and the reports.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import median
 from typing import Callable, Optional, Sequence
 
-import numpy as np
 
 from fsmeter.stats.batch import (DEFAULT_MIN_PHASE_S, MIN_BATCHES, BatchMeansResult, SteadyState,
                                  batch_means_ci, is_too_short, steady_state)
@@ -88,7 +88,7 @@ def phase_quality(intervals: Sequence[dict], elapsed_s: float, warmup_s: float =
     quantity of one sample (default: operations); the rates are count / dur_s.
     """
     iv = [i for i in intervals if i.get("dur_s", 0) > 0]
-    nominal = float(interval_s) if interval_s else (float(np.median([i["dur_s"] for i in iv])) if iv else 0.0)
+    nominal = float(interval_s) if interval_s else (float(median([i["dur_s"] for i in iv])) if iv else 0.0)
     # Every interval but the last lasts the sampling interval; keep only those.
     full = [i for i in iv if i["dur_s"] >= 0.99 * nominal]
     counts = [count(i) for i in full]

@@ -11,7 +11,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Iterable, Sequence
 
-import numpy as np
+from fsmeter.stats._numpy import np
 
 from fsmeter.errors import UserError
 
