@@ -10,6 +10,7 @@ pub mod error;
 pub mod job;
 pub mod measure;
 pub mod report;
+pub mod sys;
 pub mod verify;
 pub mod workload;
 

@@ -91,7 +91,7 @@ impl<'a> FaultBackend<'a> {
         let fd = self.files[req.file as usize];
         let pwrite = |len: usize, off: u64| {
             // SAFETY: buf holds req.len >= len bytes.
-            unsafe { libc::pwrite(fd, buf as *const libc::c_void, len, off as libc::off_t) }
+            unsafe { crate::sys::pwrite(fd, buf as *const libc::c_void, len, off as libc::off_t) }
         };
         let keep = (self.spec.keep_bytes as usize).min(req.len as usize);
         let r = match self.spec.kind {

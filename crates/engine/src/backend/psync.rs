@@ -29,9 +29,9 @@ impl IoBackend for PsyncBackend {
         // SAFETY: buf points at a live buffer of at least req.len bytes owned by the caller.
         let r = unsafe {
             if req.write {
-                libc::pwrite(fd, buf as *const libc::c_void, req.len as usize, req.offset as libc::off_t)
+                crate::sys::pwrite(fd, buf as *const libc::c_void, req.len as usize, req.offset as libc::off_t)
             } else {
-                libc::pread(fd, buf as *mut libc::c_void, req.len as usize, req.offset as libc::off_t)
+                crate::sys::pread(fd, buf as *mut libc::c_void, req.len as usize, req.offset as libc::off_t)
             }
         };
         let res = if r < 0 { -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) as i64) } else { r as i64 };
@@ -41,7 +41,7 @@ impl IoBackend for PsyncBackend {
 
     fn fsync(&mut self, file: u32) -> Result<()> {
         // SAFETY: fd is open for the lifetime of the backend.
-        if unsafe { libc::fsync(self.files[file as usize]) } != 0 {
+        if unsafe { crate::sys::fsync(self.files[file as usize]) } != 0 {
             return Err(EngineError::last_os("fsync"));
         }
         Ok(())

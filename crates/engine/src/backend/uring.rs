@@ -95,7 +95,7 @@ impl IoBackend for UringBackend {
 
     fn fsync(&mut self, file: u32) -> Result<()> {
         // SAFETY: fd is open for the lifetime of the backend.
-        if unsafe { libc::fsync(self.files[file as usize]) } != 0 {
+        if unsafe { crate::sys::fsync(self.files[file as usize]) } != 0 {
             return Err(EngineError::last_os("fsync"));
         }
         Ok(())

@@ -248,10 +248,10 @@ impl Drop for WriterState {
     fn drop(&mut self) {
         for f in &self.files {
             // SAFETY: closing fds this state opened.
-            unsafe { libc::close(f.fd) };
+            unsafe { crate::sys::close(f.fd) };
         }
         if self.dir_fd >= 0 {
-            unsafe { libc::close(self.dir_fd) };
+            unsafe { crate::sys::close(self.dir_fd) };
         }
     }
 }
@@ -286,7 +286,7 @@ fn write_phase(spec: &CrashSpec, algo: Checksum, job: &Job, ctl: &Control) -> Re
         fsync_path(&job.dir, "directory")?;
         let cdir = CString::new(dir.as_os_str().as_bytes()).unwrap();
         // SAFETY: open(2) of a directory path we own.
-        let dir_fd = unsafe { libc::open(cdir.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+        let dir_fd = unsafe { crate::sys::open(cdir.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0) };
         if dir_fd < 0 {
             return Err(EngineError::last_os(format!("open {}", dir.display())));
         }
@@ -350,7 +350,7 @@ fn write_phase(spec: &CrashSpec, algo: Checksum, job: &Job, ctl: &Control) -> Re
             let t0 = now_ns();
             // SAFETY: pwrite from our buffer to an fd we own.
             let n = unsafe {
-                libc::pwrite(fd, st.buf.as_ptr().cast(), st.buf.len(), (first * spec.block_size) as libc::off_t)
+                crate::sys::pwrite(fd, st.buf.as_ptr().cast(), st.buf.len(), (first * spec.block_size) as libc::off_t)
             };
             let t1 = now_ns();
             if n != st.buf.len() as isize {
@@ -407,7 +407,7 @@ fn create_file(job: &Job, st: &mut WriterState, rec: &mut crate::measure::Record
     let t0 = now_ns();
     // SAFETY: NUL-terminated path in our buffer.
     let fd = unsafe {
-        libc::open(st.path.as_ptr().cast(), libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC, 0o644)
+        crate::sys::open(st.path.as_ptr().cast(), libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC, 0o644)
     };
     let t1 = now_ns();
     if fd < 0 {
@@ -443,7 +443,7 @@ fn sync_point(spec: &CrashSpec, st: &mut WriterState, rec: &mut crate::measure::
         let fd = st.files[slot].fd;
         let t0 = now_ns();
         // SAFETY: fd is ours.
-        let rc = unsafe { if data_only { libc::fdatasync(fd) } else { libc::fsync(fd) } };
+        let rc = unsafe { if data_only { crate::sys::fdatasync(fd) } else { crate::sys::fsync(fd) } };
         let t1 = now_ns();
         if rc != 0 {
             return Err(EngineError::last_os(format!("{name} {}/{}", st.dir.display(), file_name(st.files[slot].idx))));
@@ -471,7 +471,7 @@ fn sync_point(spec: &CrashSpec, st: &mut WriterState, rec: &mut crate::measure::
     if !st.created_since_dirsync.is_empty() {
         let t0 = now_ns();
         // SAFETY: dir_fd is ours.
-        let rc = unsafe { libc::fsync(st.dir_fd) };
+        let rc = unsafe { crate::sys::fsync(st.dir_fd) };
         let t1 = now_ns();
         if rc != 0 {
             return Err(EngineError::last_os(format!("fsync directory {}", st.dir.display())));

@@ -572,7 +572,7 @@ impl Tree {
 #[inline]
 fn create_file(p: &mut PathBuf8, size: u64, zeros: &[u8], fsync: bool) -> Result<()> {
     // SAFETY: NUL-terminated path.
-    let fd = p.with_c(|c| unsafe { libc::open(c, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC, 0o644) });
+    let fd = p.with_c(|c| unsafe { crate::sys::open(c, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC, 0o644) });
     if fd < 0 {
         return Err(os_err("create", p));
     }
@@ -580,11 +580,11 @@ fn create_file(p: &mut PathBuf8, size: u64, zeros: &[u8], fsync: bool) -> Result
     while left > 0 {
         let n = left.min(zeros.len() as u64) as usize;
         // SAFETY: zeros holds at least n bytes.
-        let w = unsafe { libc::write(fd, zeros.as_ptr() as *const libc::c_void, n) };
+        let w = unsafe { crate::sys::write(fd, zeros.as_ptr() as *const libc::c_void, n) };
         if w <= 0 {
             let err = os_err("write", p);
             // SAFETY: we own fd.
-            unsafe { libc::close(fd) };
+            unsafe { crate::sys::close(fd) };
             return Err(err);
         }
         left -= w as u64;
@@ -596,13 +596,13 @@ fn create_file(p: &mut PathBuf8, size: u64, zeros: &[u8], fsync: bool) -> Result
 #[inline]
 fn finish_file(fd: libc::c_int, p: &PathBuf8, fsync: bool) -> Result<()> {
     // SAFETY: the caller owns fd and hands it over.
-    if fsync && unsafe { libc::fsync(fd) } != 0 {
+    if fsync && unsafe { crate::sys::fsync(fd) } != 0 {
         let err = os_err("fsync", p);
-        unsafe { libc::close(fd) };
+        unsafe { crate::sys::close(fd) };
         return Err(err);
     }
     // SAFETY: we own fd; close reports delayed write errors on some filesystems (NFS).
-    if unsafe { libc::close(fd) } != 0 {
+    if unsafe { crate::sys::close(fd) } != 0 {
         return Err(os_err("close", p));
     }
     Ok(())

@@ -159,7 +159,7 @@ impl Access {
                         let len = LAYOUT_CHUNK.min(end - off) as usize;
                         let t0 = now_ns();
                         // SAFETY: buf holds LAYOUT_CHUNK >= len bytes.
-                        let n = unsafe { libc::pwrite(fd, buf.as_ptr() as *const libc::c_void, len, off as libc::off_t) };
+                        let n = unsafe { crate::sys::pwrite(fd, buf.as_ptr() as *const libc::c_void, len, off as libc::off_t) };
                         if n < 0 {
                             return Err(EngineError::last_os(format!("laying out {}", path.display())));
                         }
@@ -168,7 +168,7 @@ impl Access {
                     }
                     let t0 = now_ns();
                     // SAFETY: fd is open.
-                    if unsafe { libc::fsync(fd) } != 0 {
+                    if unsafe { crate::sys::fsync(fd) } != 0 {
                         return Err(EngineError::last_os(format!("fsync {}", path.display())));
                     }
                     rec.record(FSYNC, 0, t0, now_ns());
@@ -199,7 +199,7 @@ impl Access {
             while done < len {
                 let t0 = now_ns();
                 // SAFETY: data holds len bytes.
-                let n = unsafe { libc::pwrite(fd, data[done..].as_ptr() as *const libc::c_void, len - done, (off + done as u64) as libc::off_t) };
+                let n = unsafe { crate::sys::pwrite(fd, data[done..].as_ptr() as *const libc::c_void, len - done, (off + done as u64) as libc::off_t) };
                 if n <= 0 {
                     return Err(EngineError::last_os(format!("laying out {}", path.display())));
                 }
@@ -213,7 +213,7 @@ impl Access {
         }
         let t0 = now_ns();
         // SAFETY: fd is open.
-        if unsafe { libc::fsync(fd) } != 0 {
+        if unsafe { crate::sys::fsync(fd) } != 0 {
             return Err(EngineError::last_os(format!("fsync {}", path.display())));
         }
         rec.record(FSYNC, 0, t0, now_ns());
@@ -616,7 +616,7 @@ pub(crate) fn open(path: &Path, flags: i32) -> Result<RawFd> {
     let c = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| EngineError::invalid("dir", format!("{} contains a NUL byte", path.display())))?;
     // SAFETY: c is a valid C string.
-    let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC, 0o644) };
+    let fd = unsafe { crate::sys::open(c.as_ptr(), flags | libc::O_CLOEXEC, 0o644) };
     if fd < 0 {
         return Err(EngineError::last_os(format!("open {}", path.display())));
     }
@@ -634,7 +634,7 @@ struct FdGuard(RawFd);
 impl Drop for FdGuard {
     fn drop(&mut self) {
         // SAFETY: we own the fd.
-        unsafe { libc::close(self.0) };
+        unsafe { crate::sys::close(self.0) };
     }
 }
 
@@ -643,7 +643,7 @@ impl Drop for FilesGuard {
     fn drop(&mut self) {
         for &fd in &self.0 {
             // SAFETY: we own the fds.
-            unsafe { libc::close(fd) };
+            unsafe { crate::sys::close(fd) };
         }
     }
 }

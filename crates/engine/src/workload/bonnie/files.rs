@@ -85,7 +85,7 @@ impl FileTests {
     fn close_dirs(&mut self) {
         for fd in self.dir_fds.drain(..) {
             // SAFETY: we own these descriptors.
-            unsafe { libc::close(fd) };
+            unsafe { crate::sys::close(fd) };
         }
     }
 
@@ -164,7 +164,7 @@ impl FileTests {
                 return Err(os_err("mkdir", &d.display().to_string()));
             }
             // SAFETY: NUL-terminated path.
-            let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+            let fd = unsafe { crate::sys::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0) };
             if fd < 0 {
                 return Err(os_err("open directory", &d.display().to_string()));
             }
@@ -197,7 +197,7 @@ impl FileTests {
         // An fd on the measured filesystem, for syncfs.
         let top = cpath(&job.dir);
         // SAFETY: NUL-terminated path.
-        let fs_fd = unsafe { libc::open(top.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+        let fs_fd = unsafe { crate::sys::open(top.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0) };
         if fs_fd < 0 {
             return Err(os_err("open", &job.dir.display().to_string()));
         }
@@ -248,7 +248,7 @@ impl FileTests {
                                     return Err(os_err("unlink", &this.name_str(j)));
                                 }
                                 // SAFETY: our directory descriptor.
-                                if spec.sync_writes && unsafe { libc::fsync(dfd) } != 0 {
+                                if spec.sync_writes && unsafe { crate::sys::fsync(dfd) } != 0 {
                                     return Err(os_err("fsync directory of", &this.name_str(j)));
                                 }
                                 rec.record(DELETE, 0, t0, now_ns());
@@ -287,7 +287,7 @@ impl FileTests {
             },
         );
         // SAFETY: our descriptor.
-        unsafe { libc::close(fs_fd) };
+        unsafe { crate::sys::close(fs_fd) };
         let (mut report, done) = result?;
         if phase.ends_with("_del") && !report.interrupted {
             self.close_dirs();
@@ -316,21 +316,21 @@ impl FileTests {
     fn create_one(&self, i: usize, size: u64, buf: &[u8], sync: bool) -> Result<()> {
         let dfd = self.dir_fds[self.dir_of[i] as usize];
         // SAFETY: NUL-terminated name relative to an open directory.
-        let fd = unsafe { libc::openat(dfd, self.name(i), libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC, 0o600) };
+        let fd = unsafe { crate::sys::openat(dfd, self.name(i), libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC, 0o600) };
         if fd < 0 {
             return Err(os_err("create", &self.name_str(i)));
         }
         let fail = |what: &str| {
             let e = os_err(what, &self.name_str(i));
             // SAFETY: our descriptor.
-            unsafe { libc::close(fd) };
+            unsafe { crate::sys::close(fd) };
             e
         };
         let mut done = 0u64;
         while done < size {
             let n = (size - done).min(buf.len() as u64) as usize;
             // SAFETY: n <= buf.len().
-            let w = unsafe { libc::write(fd, buf.as_ptr() as *const libc::c_void, n) };
+            let w = unsafe { crate::sys::write(fd, buf.as_ptr() as *const libc::c_void, n) };
             if w <= 0 {
                 if w == 0 {
                     // SAFETY: setting errno for os_err.
@@ -342,12 +342,12 @@ impl FileTests {
         }
         if sync {
             // SAFETY: our descriptors.
-            if unsafe { libc::fsync(fd) } != 0 || unsafe { libc::fsync(dfd) } != 0 {
+            if unsafe { crate::sys::fsync(fd) } != 0 || unsafe { crate::sys::fsync(dfd) } != 0 {
                 return Err(fail("fsync"));
             }
         }
         // SAFETY: our descriptor.
-        if unsafe { libc::close(fd) } != 0 {
+        if unsafe { crate::sys::close(fd) } != 0 {
             return Err(os_err("close", &self.name_str(i)));
         }
         Ok(())
@@ -385,7 +385,7 @@ impl FileTests {
                     break Err(os_err("unlink", &cstr(name)));
                 }
                 // SAFETY: our directory descriptor.
-                if sync && unsafe { libc::fsync(dfd) } != 0 {
+                if sync && unsafe { crate::sys::fsync(dfd) } != 0 {
                     break Err(os_err("fsync directory", FILES_DIR));
                 }
                 rec.record(DELETE, 0, t0, now_ns());
@@ -469,7 +469,7 @@ fn stat_file(dfd: i32, name: *const libc::c_char, buf: &mut [u8]) -> std::io::Re
         return Ok(0);
     }
     // SAFETY: as above.
-    let fd = unsafe { libc::openat(dfd, name, libc::O_RDONLY | libc::O_CLOEXEC) };
+    let fd = unsafe { crate::sys::openat(dfd, name, libc::O_RDONLY | libc::O_CLOEXEC, 0) };
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
     }
@@ -477,17 +477,17 @@ fn stat_file(dfd: i32, name: *const libc::c_char, buf: &mut [u8]) -> std::io::Re
     while done < size {
         let want = (size - done).min(buf.len() as u64) as usize;
         // SAFETY: want <= buf.len().
-        let r = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, want) };
+        let r = unsafe { crate::sys::read(fd, buf.as_mut_ptr() as *mut libc::c_void, want) };
         if r <= 0 {
             let e = if r < 0 { std::io::Error::last_os_error() } else { std::io::Error::from(std::io::ErrorKind::UnexpectedEof) };
             // SAFETY: our descriptor.
-            unsafe { libc::close(fd) };
+            unsafe { crate::sys::close(fd) };
             return Err(e);
         }
         done += r as u64;
     }
     // SAFETY: our descriptor.
-    unsafe { libc::close(fd) };
+    unsafe { crate::sys::close(fd) };
     Ok(size)
 }
 

@@ -42,7 +42,7 @@ impl Drop for Fd {
     fn drop(&mut self) {
         if self.0 >= 0 {
             // SAFETY: we own the descriptor.
-            unsafe { libc::close(self.0) };
+            unsafe { crate::sys::close(self.0) };
         }
     }
 }
@@ -70,7 +70,7 @@ fn open(path: &std::path::Path, create: bool, direct: bool) -> Result<Fd> {
         flags |= libc::O_DIRECT;
     }
     // SAFETY: NUL-terminated path.
-    let fd = unsafe { libc::open(c.as_ptr(), flags, 0o600) };
+    let fd = unsafe { crate::sys::open(c.as_ptr(), flags, 0o600) };
     if fd < 0 {
         return Err(os_err(if direct { "open (O_DIRECT)" } else { "open" }, path));
     }
@@ -107,7 +107,7 @@ fn early_eof(what: &str) -> std::io::Error {
 fn write_all(fd: i32, buf: &[u8]) -> std::io::Result<()> {
     // SAFETY: off < buf.len(), so the range is inside buf.
     transfer_all(buf.len(), || std::io::Error::from_raw_os_error(libc::ENOSPC), |off| unsafe {
-        libc::write(fd, buf.as_ptr().add(off) as *const libc::c_void, buf.len() - off)
+        crate::sys::write(fd, buf.as_ptr().add(off) as *const libc::c_void, buf.len() - off)
     })
 }
 
@@ -117,7 +117,7 @@ fn read_all(fd: i32, buf: &mut [u8]) -> std::io::Result<()> {
     let (ptr, len) = (buf.as_mut_ptr(), buf.len());
     // SAFETY: off < len, so the range is inside buf, which is writable.
     transfer_all(len, || early_eof("the data file is shorter than size: run block_write first"), |off| unsafe {
-        libc::read(fd, ptr.add(off) as *mut libc::c_void, len - off)
+        crate::sys::read(fd, ptr.add(off) as *mut libc::c_void, len - off)
     })
 }
 
@@ -129,7 +129,7 @@ fn read_all(fd: i32, buf: &mut [u8]) -> std::io::Result<()> {
 fn pwrite_all(fd: i32, buf: &[u8], at: u64) -> std::io::Result<()> {
     // SAFETY: off < buf.len(), so the range is inside buf.
     transfer_all(buf.len(), || std::io::Error::from_raw_os_error(libc::ENOSPC), |off| unsafe {
-        libc::pwrite(fd, buf.as_ptr().add(off) as *const libc::c_void, buf.len() - off, (at + off as u64) as i64)
+        crate::sys::pwrite(fd, buf.as_ptr().add(off) as *const libc::c_void, buf.len() - off, (at + off as u64) as i64)
     })
 }
 
@@ -139,7 +139,7 @@ fn pread_all(fd: i32, buf: &mut [u8], at: u64) -> std::io::Result<()> {
     let (ptr, len) = (buf.as_mut_ptr(), buf.len());
     // SAFETY: off < len, so the range is inside buf, which is writable.
     transfer_all(len, || early_eof("the data file is shorter than size: run block_write first"), |off| unsafe {
-        libc::pread(fd, ptr.add(off) as *mut libc::c_void, len - off, (at + off as u64) as i64)
+        crate::sys::pread(fd, ptr.add(off) as *mut libc::c_void, len - off, (at + off as u64) as i64)
     })
 }
 
@@ -170,10 +170,10 @@ fn seek(fd: i32, off: i64, whence: i32) -> std::io::Result<()> {
 /// fflush is done by the caller; this is the closing fsync (if asked) and close.
 fn finish(fd: &mut Fd, fsync: bool) -> std::io::Result<()> {
     // SAFETY: we own fd.
-    if fsync && unsafe { libc::fsync(fd.0) } != 0 {
+    if fsync && unsafe { crate::sys::fsync(fd.0) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    let r = unsafe { libc::close(fd.0) };
+    let r = unsafe { crate::sys::close(fd.0) };
     fd.0 = -1;
     if r != 0 {
         return Err(std::io::Error::last_os_error());
@@ -339,7 +339,7 @@ pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Job, ctl: &Control, v: O
                                 byte_calls(n, &mut pos, short, |i, at| {
                                     let c = (i & 0x7f) as u8;
                                     // SAFETY: one byte from a local.
-                                    unsafe { libc::pwrite(fd, &c as *const u8 as *const libc::c_void, 1, at) }
+                                    unsafe { crate::sys::pwrite(fd, &c as *const u8 as *const libc::c_void, 1, at) }
                                 })
                                 .map_err(|e| io("write(1 byte) to", e))?;
                             }
@@ -361,7 +361,7 @@ pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Job, ctl: &Control, v: O
                                 byte_calls(n, &mut pos, || early_eof(EARLY_EOF), |_, at| {
                                     let mut c = 0u8;
                                     // SAFETY: one byte into a local.
-                                    let r = unsafe { libc::pread(fd, &mut c as *mut u8 as *mut libc::c_void, 1, at) };
+                                    let r = unsafe { crate::sys::pread(fd, &mut c as *mut u8 as *mut libc::c_void, 1, at) };
                                     chars[c as usize] += (r == 1) as u64;
                                     r
                                 })
@@ -476,7 +476,7 @@ fn verified_seq_op(
                 None => {
                     for &c in buf.iter() {
                         // SAFETY: one byte from a local.
-                        let w = unsafe { libc::pwrite(fd, &c as *const u8 as *const libc::c_void, 1, *pos as i64) };
+                        let w = unsafe { crate::sys::pwrite(fd, &c as *const u8 as *const libc::c_void, 1, *pos as i64) };
                         *pos += 1;
                         if w != 1 {
                             let e = if w < 0 { std::io::Error::last_os_error() } else { std::io::Error::from_raw_os_error(libc::ENOSPC) };
@@ -502,7 +502,7 @@ fn verified_seq_op(
                 None => {
                     for c in buf.iter_mut() {
                         // SAFETY: one byte into the buffer.
-                        let r = unsafe { libc::pread(fd, c as *mut u8 as *mut libc::c_void, 1, *pos as i64) };
+                        let r = unsafe { crate::sys::pread(fd, c as *mut u8 as *mut libc::c_void, 1, *pos as i64) };
                         *pos += 1;
                         if r != 1 {
                             let e = if r < 0 { std::io::Error::last_os_error() } else { std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "early end of file: run block_write first") };
@@ -611,7 +611,7 @@ pub fn seeks(spec: &BonnieSpec, job: &Job, ctl: &Control, mut verifier: Option<&
                         v.ledger.record(0, off as u64, chunk as u64, th, g);
                     }
                     // SAFETY: our descriptor.
-                    if spec.sync_writes && unsafe { libc::fsync(fd) } != 0 {
+                    if spec.sync_writes && unsafe { crate::sys::fsync(fd) } != 0 {
                         return Err(io("fsync", std::io::Error::last_os_error()));
                     }
                     done.writebacks += 1;

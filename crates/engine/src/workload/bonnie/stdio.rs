@@ -46,7 +46,7 @@ impl Writer {
         let mut off = 0;
         while off < self.pos {
             // SAFETY: the range is inside buf.
-            let n = unsafe { libc::write(self.fd, self.buf.as_ptr().add(off) as *const libc::c_void, self.pos - off) };
+            let n = unsafe { crate::sys::write(self.fd, self.buf.as_ptr().add(off) as *const libc::c_void, self.pos - off) };
             if n <= 0 {
                 return Err(if n == 0 { std::io::Error::from_raw_os_error(libc::EIO) } else { std::io::Error::last_os_error() });
             }
@@ -75,7 +75,7 @@ impl Reader {
     pub fn getc(&mut self) -> std::io::Result<i32> {
         if self.pos == self.len {
             // SAFETY: buf is writable for its length.
-            let n = unsafe { libc::read(self.fd, self.buf.as_mut_ptr() as *mut libc::c_void, self.buf.len()) };
+            let n = unsafe { crate::sys::read(self.fd, self.buf.as_mut_ptr() as *mut libc::c_void, self.buf.len()) };
             if n < 0 {
                 return Err(std::io::Error::last_os_error());
             }

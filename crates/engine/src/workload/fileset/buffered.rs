@@ -32,7 +32,7 @@ impl Worker {
         })();
         self.sfill = 0;
         // SAFETY: we own fd.
-        let rc = unsafe { libc::close(fd) };
+        let rc = unsafe { crate::sys::close(fd) };
         res?;
         if rc != 0 {
             return Err(std::io::Error::last_os_error());
@@ -161,7 +161,7 @@ impl Worker {
 fn write_all(fd: RawFd, mut buf: &[u8]) -> std::io::Result<()> {
     while !buf.is_empty() {
         // SAFETY: buf is valid for buf.len() bytes.
-        let n = unsafe { libc::write(fd, buf.as_ptr() as *const libc::c_void, buf.len()) };
+        let n = unsafe { crate::sys::write(fd, buf.as_ptr() as *const libc::c_void, buf.len()) };
         if n < 0 {
             let e = std::io::Error::last_os_error();
             if e.kind() == std::io::ErrorKind::Interrupted {
@@ -180,7 +180,7 @@ fn write_all(fd: RawFd, mut buf: &[u8]) -> std::io::Result<()> {
 pub(super) fn read_some(fd: RawFd, buf: &mut [u8]) -> std::io::Result<usize> {
     loop {
         // SAFETY: buf is valid for buf.len() bytes.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+        let n = unsafe { crate::sys::read(fd, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
         if n >= 0 {
             return Ok(n as usize);
         }

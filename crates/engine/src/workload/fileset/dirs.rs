@@ -44,7 +44,7 @@ impl Dirs {
     pub(super) fn close_fds(&mut self) {
         for fd in self.fds.drain(..) {
             // SAFETY: we own the fds.
-            unsafe { libc::close(fd) };
+            unsafe { crate::sys::close(fd) };
         }
     }
 }
@@ -62,7 +62,7 @@ pub(super) fn cpath(p: &Path) -> Result<CString> {
 pub(super) fn open_dir(p: &Path) -> Result<RawFd> {
     let c = cpath(p)?;
     // SAFETY: c is a valid C string.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    let fd = unsafe { crate::sys::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0) };
     if fd < 0 {
         return Err(EngineError::last_os(format!("open directory {}", p.display())));
     }

@@ -149,7 +149,7 @@ impl Worker {
             Ok(())
         })();
         // SAFETY: we own fd.
-        unsafe { libc::close(fd) };
+        unsafe { crate::sys::close(fd) };
         res.map_err(|e| self.io_ctx(e, "verify: read", dirs, slot))?;
         self.verify_read(p, dirs, slot, got);
         Ok(got as u64)

@@ -167,7 +167,7 @@ impl Worker {
         self.build_name(p, slot);
         let dfd = dirs.fds[(slot.dir / p.subdirs.max(1)) as usize];
         // SAFETY: path is NUL-terminated; dfd is an open directory.
-        let fd = unsafe { libc::openat(dfd, self.path.as_ptr() as *const libc::c_char, flags | libc::O_CLOEXEC, 0o644) };
+        let fd = unsafe { crate::sys::openat(dfd, self.path.as_ptr() as *const libc::c_char, flags | libc::O_CLOEXEC, 0o644) };
         if fd < 0 {
             return Err(self.os_err("open", dirs, slot));
         }
@@ -235,7 +235,7 @@ impl Worker {
         let fd = self.open_slot(p, dirs, slot, libc::O_RDONLY)?;
         let res = self.read_blocks(p, fd, slot.size as usize);
         // SAFETY: we own fd.
-        unsafe { libc::close(fd) };
+        unsafe { crate::sys::close(fd) };
         let got = res.map_err(|e| self.io_ctx(e, "read", dirs, slot))?;
         if self.v.is_some() {
             self.verify_read(p, dirs, slot, got);

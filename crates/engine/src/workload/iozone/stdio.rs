@@ -58,14 +58,14 @@ pub fn transfer_all(len: usize, at_zero: Errno, mut call: impl FnMut(usize) -> i
 pub fn read_all(fd: RawFd, out: &mut [u8]) -> Result<(), Errno> {
     let (ptr, len) = (out.as_mut_ptr(), out.len());
     // SAFETY: done < len, so the range is inside out, which is writable.
-    transfer_all(len, libc::EIO, |done| unsafe { libc::read(fd, ptr.add(done) as *mut libc::c_void, len - done) })
+    transfer_all(len, libc::EIO, |done| unsafe { crate::sys::read(fd, ptr.add(done) as *mut libc::c_void, len - done) })
 }
 
 /// pwrite(2) all of `data` at `off` (a short write continues after what it wrote).
 pub fn pwrite_all(fd: RawFd, data: &[u8], off: u64) -> Result<(), Errno> {
     // SAFETY: done < data.len(), so the range is inside data.
     transfer_all(data.len(), libc::ENOSPC, |done| unsafe {
-        libc::pwrite(fd, data.as_ptr().add(done) as *const libc::c_void, data.len() - done, (off + done as u64) as i64)
+        crate::sys::pwrite(fd, data.as_ptr().add(done) as *const libc::c_void, data.len() - done, (off + done as u64) as i64)
     })
 }
 
@@ -74,7 +74,7 @@ pub fn pread_all(fd: RawFd, out: &mut [u8], off: u64) -> Result<(), Errno> {
     let (ptr, len) = (out.as_mut_ptr(), out.len());
     // SAFETY: done < len, so the range is inside out, which is writable.
     transfer_all(len, libc::EIO, |done| unsafe {
-        libc::pread(fd, ptr.add(done) as *mut libc::c_void, len - done, (off + done as u64) as i64)
+        crate::sys::pread(fd, ptr.add(done) as *mut libc::c_void, len - done, (off + done as u64) as i64)
     })
 }
 
@@ -142,7 +142,7 @@ impl<'a> Stream<'a> {
         }
         if done < out.len() {
             // SAFETY: the buffer is valid and writable.
-            let n = unsafe { libc::pread(self.fd, self.buf.as_mut_ptr() as *mut libc::c_void, cap, self.pos as i64) };
+            let n = unsafe { crate::sys::pread(self.fd, self.buf.as_mut_ptr() as *mut libc::c_void, cap, self.pos as i64) };
             if n < 0 {
                 return Err(errno());
             }

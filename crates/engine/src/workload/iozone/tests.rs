@@ -183,7 +183,7 @@ fn errno() -> Errno {
 
 fn open(path: &CStr, flags: i32, what: &'static str) -> R<RawFd> {
     // SAFETY: path is NUL-terminated.
-    let fd = unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC, 0o640) };
+    let fd = unsafe { crate::sys::open(path.as_ptr(), flags | libc::O_CLOEXEC, 0o640) };
     if fd < 0 {
         return Err(Fail { what, errno: errno() });
     }
@@ -192,7 +192,7 @@ fn open(path: &CStr, flags: i32, what: &'static str) -> R<RawFd> {
 
 fn fsync(fd: RawFd) -> R<()> {
     // SAFETY: plain syscall on our fd.
-    if unsafe { libc::fsync(fd) } != 0 {
+    if unsafe { crate::sys::fsync(fd) } != 0 {
         return Err(Fail { what: "fsync", errno: errno() });
     }
     Ok(())
@@ -200,7 +200,7 @@ fn fsync(fd: RawFd) -> R<()> {
 
 fn close(fd: RawFd) -> R<()> {
     // SAFETY: we own the fd and never use it after this.
-    if unsafe { libc::close(fd) } != 0 {
+    if unsafe { crate::sys::close(fd) } != 0 {
         return Err(Fail { what: "close", errno: errno() });
     }
     Ok(())
@@ -212,7 +212,7 @@ impl Drop for Fd {
     fn drop(&mut self) {
         if self.0 >= 0 {
             // SAFETY: we own the fd.
-            unsafe { libc::close(self.0) };
+            unsafe { crate::sys::close(self.0) };
         }
     }
 }

@@ -59,14 +59,14 @@ impl CellVerify {
     pub fn reread(&mut self, path: &CStr, numrecs: u64, buf: &mut [u8]) {
         let before = self.checker.mismatches;
         // SAFETY: NUL-terminated path.
-        let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+        let fd = unsafe { crate::sys::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC, 0) };
         let rec = buf.len() as u64;
         for i in 0..numrecs {
             let off = i * rec;
             let mut got = 0usize;
             while fd >= 0 && got < buf.len() {
                 // SAFETY: buf[got..] is valid for writes.
-                let n = unsafe { libc::pread(fd, buf[got..].as_mut_ptr() as *mut libc::c_void, buf.len() - got, (off + got as u64) as i64) };
+                let n = unsafe { crate::sys::pread(fd, buf[got..].as_mut_ptr() as *mut libc::c_void, buf.len() - got, (off + got as u64) as i64) };
                 if n <= 0 {
                     break;
                 }
@@ -78,7 +78,7 @@ impl CellVerify {
         }
         if fd >= 0 {
             // SAFETY: our descriptor.
-            unsafe { libc::close(fd) };
+            unsafe { crate::sys::close(fd) };
         }
         if self.checker.mismatches > before {
             self.cells_corrupt += 1;

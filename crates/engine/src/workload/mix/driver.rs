@@ -91,11 +91,11 @@ impl Shared {
             }
             if libc::ftruncate(fd, len as libc::off_t) != 0 {
                 let e = EngineError::last_os("sizing the task result slots");
-                libc::close(fd);
+                crate::sys::close(fd);
                 return Err(e);
             }
             let s = Shared::map(fd, tasks).inspect_err(|_| {
-                libc::close(fd);
+                crate::sys::close(fd);
             })?;
             Ok((s, fd))
         }
@@ -304,7 +304,7 @@ pub fn subrun(tasks: &mut [Task], n: usize, orders: &[Vec<JobId>], mode: TaskMod
     }
     let (shared, memfd) = Shared::new(n)?;
     let r = subrun_in(&shared, memfd, tasks, n, orders, mode, helper, file_kib, ctl);
-    unsafe { libc::close(memfd) };
+    unsafe { crate::sys::close(memfd) };
     r
 }
 
@@ -335,7 +335,7 @@ fn subrun_in(shared: &Shared, memfd: i32, tasks: &mut [Task], n: usize, orders: 
                         .spawn_scoped(s, move || {
                             barrier.wait();
                             let mut b = [0u8; 1];
-                            while unsafe { libc::read(go_r, b.as_mut_ptr() as *mut libc::c_void, 1) } < 0 && super::sys::errno() == libc::EINTR {}
+                            while unsafe { crate::sys::read(go_r, b.as_mut_ptr() as *mut libc::c_void, 1) } < 0 && super::sys::errno() == libc::EINTR {}
                             if !run_task(task, order, shared.slot(i), shared.stop()) {
                                 failed.fetch_add(1, Relaxed);
                                 shared.stop().store(1, Relaxed);
@@ -346,7 +346,7 @@ fn subrun_in(shared: &Shared, memfd: i32, tasks: &mut [Task], n: usize, orders: 
                 }
                 barrier.wait();
                 start = now_ns();
-                unsafe { libc::close(go[1]) };
+                unsafe { crate::sys::close(go[1]) };
                 // Sample memory and watch for a stop while the tasks run.
                 let (mut r, mut p) = (0, 0);
                 while finished.load(Acquire) < n as u64 {
@@ -362,7 +362,7 @@ fn subrun_in(shared: &Shared, memfd: i32, tasks: &mut [Task], n: usize, orders: 
                 rss_max = r;
                 pss_max = p;
             });
-            unsafe { libc::close(go_r) };
+            unsafe { crate::sys::close(go_r) };
             t0 = start;
             interrupted = ctl.stop_requested();
             for i in 0..n {
@@ -425,20 +425,20 @@ fn subrun_in(shared: &Shared, memfd: i32, tasks: &mut [Task], n: usize, orders: 
                 }
                 pids.push(pid);
             }
-            unsafe { libc::close(ready[1]) };
+            unsafe { crate::sys::close(ready[1]) };
             // Barrier: every task has said it is ready, then closing `go` releases them all.
             let mut got = 0;
             let mut b = [0u8; 64];
             while got < n {
-                let r = unsafe { libc::read(ready[0], b.as_mut_ptr() as *mut libc::c_void, b.len()) };
+                let r = unsafe { crate::sys::read(ready[0], b.as_mut_ptr() as *mut libc::c_void, b.len()) };
                 if r <= 0 {
                     break;
                 }
                 got += r as usize;
             }
-            unsafe { libc::close(ready[0]) };
+            unsafe { crate::sys::close(ready[0]) };
             t0 = now_ns();
-            unsafe { libc::close(go[1]) };
+            unsafe { crate::sys::close(go[1]) };
             let (mut r, mut p) = (0u64, 0u64);
             let mut live: Vec<i32> = pids.clone();
             let mut failed: Option<usize> = None;
@@ -519,14 +519,14 @@ fn kill_all(pids: &[i32]) {
 /// The body of a task process. Never returns.
 unsafe fn child_main(task: &mut Task, order: &[JobId], slot: &mut Slot, stop: &AtomicU64, ready: [i32; 2], go: [i32; 2]) -> ! {
     install_signal_handler();
-    libc::close(ready[0]);
-    libc::close(go[1]);
+    crate::sys::close(ready[0]);
+    crate::sys::close(go[1]);
     let one = [1u8];
-    libc::write(ready[1], one.as_ptr() as *const libc::c_void, 1);
-    libc::close(ready[1]);
+    crate::sys::write(ready[1], one.as_ptr() as *const libc::c_void, 1);
+    crate::sys::close(ready[1]);
     let mut b = [0u8; 1];
-    while libc::read(go[0], b.as_mut_ptr() as *mut libc::c_void, 1) < 0 && super::sys::errno() == libc::EINTR {}
-    libc::close(go[0]);
+    while crate::sys::read(go[0], b.as_mut_ptr() as *mut libc::c_void, 1) < 0 && super::sys::errno() == libc::EINTR {}
+    crate::sys::close(go[0]);
     let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_task(task, order, slot, stop))).unwrap_or(false);
     libc::_exit(if ok { 0 } else { 1 })
 }

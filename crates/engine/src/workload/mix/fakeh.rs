@@ -140,6 +140,6 @@ impl Fakeh {
 impl Drop for Fakeh {
     fn drop(&mut self) {
         // SAFETY: the descriptor is ours, opened in `create`.
-        unsafe { libc::close(self.root_fd) };
+        unsafe { crate::sys::close(self.root_fd) };
     }
 }

@@ -279,7 +279,7 @@ impl<'a> Task<'a> {
             Op::Read => libc::O_RDONLY,
             Op::Write => libc::O_WRONLY,
         };
-        let fd = cvt_i(unsafe { libc::open(self.path.ptr(), mode | if direct { libc::O_DIRECT } else { 0 }) }, "open")?;
+        let fd = cvt_i(unsafe { crate::sys::open(self.path.ptr(), mode | if direct { libc::O_DIRECT } else { 0 }, 0) }, "open")?;
         let file = if prefix == b"tmpf." { 1 } else { 0 };
         let r = self.blocks_of(fd, n, n, access, op, file);
         close(fd);
@@ -311,8 +311,8 @@ impl<'a> Task<'a> {
                 cvt(unsafe { libc::lseek(fd, pos as libc::off_t, libc::SEEK_SET) } as isize, "lseek")?;
             }
             let r = match op {
-                Op::Read => unsafe { libc::read(fd, into, BLOCK) },
-                Op::Write => unsafe { libc::write(fd, buf, BLOCK) },
+                Op::Read => unsafe { crate::sys::read(fd, into, BLOCK) },
+                Op::Write => unsafe { crate::sys::write(fd, buf, BLOCK) },
             };
             if cvt(r, op.step())? as usize != BLOCK {
                 return Err(short(op.step()));
@@ -333,11 +333,11 @@ impl<'a> Task<'a> {
     /// size), reopened O_SYNC, n random block writes.
     fn sync_random_write(&mut self, n: u64) -> JobResult<()> {
         let p = self.temp(b"tmpb.");
-        let fd = cvt_i(unsafe { libc::open(p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, MODE) }, "open")?;
+        let fd = cvt_i(unsafe { crate::sys::open(p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, MODE) }, "open")?;
         let w = self.write_blocks(fd, n);
         close(fd);
         let r = w.and_then(|_| {
-            let fd = cvt_i(unsafe { libc::open(self.path.ptr(), libc::O_WRONLY | libc::O_SYNC) }, "open O_SYNC")?;
+            let fd = cvt_i(unsafe { crate::sys::open(self.path.ptr(), libc::O_WRONLY | libc::O_SYNC, 0) }, "open O_SYNC")?;
             let r = self.blocks(fd, n, n, Access::Random, Op::Write);
             close(fd);
             r
@@ -350,11 +350,11 @@ impl<'a> Task<'a> {
     /// read a random block then write the block after it (the read moved the offset).
     fn sync_update(&mut self, n: u64) -> JobResult<()> {
         let p = self.temp(b"tmpb.");
-        let fd = cvt_i(unsafe { libc::open(p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, MODE) }, "open")?;
+        let fd = cvt_i(unsafe { crate::sys::open(p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, MODE) }, "open")?;
         let w = self.write_blocks(fd, n);
         close(fd);
         let r = w.and_then(|_| {
-            let fd = cvt_i(unsafe { libc::open(self.path.ptr(), libc::O_RDWR | libc::O_SYNC) }, "open O_SYNC")?;
+            let fd = cvt_i(unsafe { crate::sys::open(self.path.ptr(), libc::O_RDWR | libc::O_SYNC, 0) }, "open O_SYNC")?;
             let mut r = Ok(());
             for _ in 0..n / 2 {
                 r = self.blocks(fd, 1, n, Access::Random, Op::Read).and_then(|_| self.blocks(fd, 1, n, Access::Seq, Op::Write));
@@ -373,7 +373,7 @@ impl<'a> Task<'a> {
     /// disk_dio_wrt (O_DIRECT): create and write n blocks, remove.
     fn seq_write(&mut self, n: u64, flags: i32, syncs: bool) -> JobResult<()> {
         let p = self.temp(if flags == libc::O_DIRECT { b"tmpc." } else { b"tmpb." });
-        let fd = cvt_i(unsafe { libc::open(p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | flags, MODE) }, "open")?;
+        let fd = cvt_i(unsafe { crate::sys::open(p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | flags, MODE) }, "open")?;
         let mut r = if syncs { self.do_sync() } else { Ok(()) };
         if r.is_ok() {
             r = self.write_blocks(fd, n);
@@ -389,7 +389,7 @@ impl<'a> Task<'a> {
 
     /// disk_brd, disk_dio_rd: read n blocks of the shared file from its start.
     fn read_common(&mut self, n: u64, flags: i32, sync_after: bool) -> JobResult<()> {
-        let fd = cvt_i(unsafe { libc::open(self.common.ptr(), libc::O_RDONLY | flags) }, "open tmpa.common")?;
+        let fd = cvt_i(unsafe { crate::sys::open(self.common.ptr(), libc::O_RDONLY | flags, 0) }, "open tmpa.common")?;
         let r = self.blocks_of(fd, n, n, Access::Seq, Op::Read, 2);
         close(fd);
         r?;
@@ -405,10 +405,10 @@ impl<'a> Task<'a> {
         if syncs && dst_flags == 0 {
             self.do_sync()?;
         }
-        let src = cvt_i(unsafe { libc::open(self.common.ptr(), libc::O_RDONLY | src_flags) }, "open tmpa.common")?;
+        let src = cvt_i(unsafe { crate::sys::open(self.common.ptr(), libc::O_RDONLY | src_flags, 0) }, "open tmpa.common")?;
         let p = self.temp(b"tmpb.");
         let trunc = if dst_flags == libc::O_DIRECT { 0 } else { libc::O_TRUNC };
-        let dst = match cvt_i(unsafe { libc::open(p, libc::O_WRONLY | libc::O_CREAT | trunc | dst_flags, MODE) }, "open copy") {
+        let dst = match cvt_i(unsafe { crate::sys::open(p, libc::O_WRONLY | libc::O_CREAT | trunc | dst_flags, MODE) }, "open copy") {
             Ok(fd) => fd,
             Err(e) => {
                 close(src);
@@ -419,7 +419,7 @@ impl<'a> Task<'a> {
         let buf = if self.verify { self.rbuf.0.as_mut_ptr() } else { self.buf.0.as_mut_ptr() } as *mut libc::c_void;
         if r.is_ok() {
             for i in 0..n {
-                let got = unsafe { libc::read(src, buf, BLOCK) };
+                let got = unsafe { crate::sys::read(src, buf, BLOCK) };
                 if got != BLOCK as isize {
                     r = Err(if got < 0 { JobErr { step: "read", errno: errno() } } else { short("read") });
                     break;
@@ -427,7 +427,7 @@ impl<'a> Task<'a> {
                 if self.verify {
                     self.check_block(i * BLOCK as u64, 2);
                 }
-                let put = unsafe { libc::write(dst, buf, BLOCK) };
+                let put = unsafe { crate::sys::write(dst, buf, BLOCK) };
                 if put != BLOCK as isize {
                     r = Err(if put < 0 { JobErr { step: "write", errno: errno() } } else { short("write") });
                     break;
@@ -451,10 +451,10 @@ impl<'a> Task<'a> {
         let f = self.fakeh;
         let root = f.root_fd;
         // The list is read on every run, as re-aim reads its dirlist.
-        let lf = cvt_i(unsafe { libc::openat(root, c"dirlist".as_ptr(), libc::O_RDONLY) }, "open dirlist")?;
+        let lf = cvt_i(unsafe { crate::sys::openat(root, c"dirlist".as_ptr(), libc::O_RDONLY, 0) }, "open dirlist")?;
         let buf = self.buf.0.as_mut_ptr() as *mut libc::c_void;
         loop {
-            let r = unsafe { libc::read(lf, buf, 4096) };
+            let r = unsafe { crate::sys::read(lf, buf, 4096) };
             if r <= 0 {
                 break;
             }
@@ -480,7 +480,7 @@ impl<'a> Task<'a> {
             }
             if let Some(k) = slot(creat_slots[i]) {
                 let p = f.creat_name(k, self.index, &mut name);
-                let fd = cvt_i(unsafe { libc::openat(root, p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, MODE) }, "creat")?;
+                let fd = cvt_i(unsafe { crate::sys::openat(root, p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, MODE) }, "creat")?;
                 close(fd);
                 cvt_i(unsafe { libc::unlinkat(root, p, 0) }, "unlink")?;
                 creats += 1;
@@ -538,7 +538,7 @@ impl<'a> Task<'a> {
     /// itself counts as a read, as in re-aim). getdents64 into our buffer
     /// stands in for opendir/readdir, which allocate.
     fn dir_rtns(&mut self) -> JobResult<u64> {
-        let fd = cvt_i(unsafe { libc::open(c"/bin".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY) }, "open /bin")?;
+        let fd = cvt_i(unsafe { crate::sys::open(c"/bin".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY, 0) }, "open /bin")?;
         let buf = self.buf.0.as_mut_ptr();
         let (mut pos, mut len) = (0usize, 0usize);
         let mut r = Ok(10_000);
@@ -597,7 +597,7 @@ impl<'a> Task<'a> {
             self.msg += 1;
             let mut off = 0;
             while off < size {
-                let r = unsafe { libc::write(wr, buf.add(off) as *const libc::c_void, size - off) };
+                let r = unsafe { crate::sys::write(wr, buf.add(off) as *const libc::c_void, size - off) };
                 if r < 0 && errno() == libc::EINTR {
                     continue;
                 }
@@ -605,7 +605,7 @@ impl<'a> Task<'a> {
             }
             off = 0;
             while off < size {
-                let r = unsafe { libc::read(rd, buf.add(off) as *mut libc::c_void, size - off) };
+                let r = unsafe { crate::sys::read(rd, buf.add(off) as *mut libc::c_void, size - off) };
                 if r < 0 && errno() == libc::EINTR {
                     continue;
                 }
@@ -636,8 +636,8 @@ impl<'a> Task<'a> {
                 let p = self.temp(b"fifo.");
                 unsafe { libc::unlink(p) };
                 cvt_i(unsafe { libc::mkfifo(p, 0o666) }, "mkfifo")?;
-                let rd = cvt_i(unsafe { libc::open(p, libc::O_RDONLY | libc::O_NONBLOCK) }, "open fifo")?;
-                let wr = match cvt_i(unsafe { libc::open(p, libc::O_RDWR | libc::O_NONBLOCK) }, "open fifo") {
+                let rd = cvt_i(unsafe { crate::sys::open(p, libc::O_RDONLY | libc::O_NONBLOCK, 0) }, "open fifo")?;
+                let wr = match cvt_i(unsafe { crate::sys::open(p, libc::O_RDWR | libc::O_NONBLOCK, 0) }, "open fifo") {
                     Ok(fd) => fd,
                     Err(e) => {
                         close(rd);

@@ -39,7 +39,7 @@ pub fn short(step: &'static str) -> JobErr {
 
 pub fn close(fd: i32) {
     // SAFETY: fd is one this task opened; a failed close leaves nothing to undo.
-    unsafe { libc::close(fd) };
+    unsafe { crate::sys::close(fd) };
 }
 
 /// A NUL-terminated path in a fixed buffer: a directory prefix plus a name

@@ -135,7 +135,7 @@ impl<'a> Client<'a> {
         for fd in self.fds.iter_mut() {
             if *fd >= 0 {
                 // SAFETY: the client owns its fds.
-                unsafe { libc::close(*fd) };
+                unsafe { crate::sys::close(*fd) };
                 *fd = -1;
             }
         }
@@ -229,9 +229,9 @@ impl<'a> Client<'a> {
                     flags = libc::O_RDONLY | libc::O_DIRECTORY;
                 }
                 // SAFETY: p is NUL-terminated.
-                let mut fd = unsafe { libc::open(p, flags | libc::O_CLOEXEC, 0o600) };
+                let mut fd = unsafe { crate::sys::open(p, flags | libc::O_CLOEXEC, 0o600) };
                 if fd < 0 && errno() == libc::EISDIR {
-                    fd = unsafe { libc::open(p, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0o600) };
+                    fd = unsafe { crate::sys::open(p, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0o600) };
                 }
                 if fd < 0 {
                     if op.expect_ok {
@@ -242,7 +242,7 @@ impl<'a> Client<'a> {
                 }
                 if !op.expect_ok {
                     self.mismatch(op, 0);
-                    unsafe { libc::close(fd) };
+                    unsafe { crate::sys::close(fd) };
                     return Ok(0);
                 }
                 if flags & libc::O_TRUNC != 0 {
@@ -253,7 +253,7 @@ impl<'a> Client<'a> {
                 let h = op.handle as usize;
                 if self.fds[h] >= 0 {
                     self.handles_reused += 1;
-                    unsafe { libc::close(self.fds[h]) };
+                    unsafe { crate::sys::close(self.fds[h]) };
                 }
                 self.fds[h] = fd;
                 self.names[h] = op.path;
@@ -264,7 +264,7 @@ impl<'a> Client<'a> {
             }
             CLOSE => {
                 let fd = self.fd_of(op)?;
-                unsafe { libc::close(fd) };
+                unsafe { crate::sys::close(fd) };
                 self.fds[op.handle as usize] = -1;
                 self.names[op.handle as usize] = NONE;
                 Ok(0)
@@ -370,7 +370,7 @@ impl<'a> Client<'a> {
                         left -= 1;
                     }
                 }
-                unsafe { libc::close(fd) };
+                unsafe { crate::sys::close(fd) };
                 Ok(0)
             }
             WRITEX => {
@@ -384,7 +384,7 @@ impl<'a> Client<'a> {
                     None => self.zeros.as_ptr(),
                 };
                 // SAFETY: zeros and wbuf hold max_io >= size bytes.
-                let r = unsafe { libc::pwrite(fd, src as *const libc::c_void, size, op.a as libc::off_t) };
+                let r = unsafe { crate::sys::pwrite(fd, src as *const libc::c_void, size, op.a as libc::off_t) };
                 if r < 0 {
                     return Err(self.fatal(op, "write failed", std::io::Error::last_os_error()));
                 }
@@ -404,7 +404,7 @@ impl<'a> Client<'a> {
                 let fd = self.fd_of(op)?;
                 let size = op.b as usize;
                 // SAFETY: rbuf holds max_io >= size bytes.
-                let r = unsafe { libc::pread(fd, self.rbuf.as_mut_ptr() as *mut libc::c_void, size, op.a as libc::off_t) };
+                let r = unsafe { crate::sys::pread(fd, self.rbuf.as_mut_ptr() as *mut libc::c_void, size, op.a as libc::off_t) };
                 if let (Some(w), true) = (self.written.as_mut(), r > 0) {
                     let (lf, base, cname, id) = (self.lf, &self.base, &self.cname, self.names[op.handle as usize]);
                     w.check_read(id, op.a as u64, &self.rbuf[..r as usize], || path_of(base, lf, id, cname), "run");
@@ -429,7 +429,7 @@ impl<'a> Client<'a> {
             }
             FLUSH => {
                 let fd = self.fd_of(op)?;
-                unsafe { libc::fsync(fd) };
+                unsafe { crate::sys::fsync(fd) };
                 Ok(0)
             }
             SLEEP => {
@@ -497,7 +497,7 @@ impl<'a> Client<'a> {
                 off += dirent_reclen(dents, off);
             }
         }
-        unsafe { libc::close(fd) };
+        unsafe { crate::sys::close(fd) };
         false
     }
 
@@ -522,7 +522,7 @@ impl<'a> Client<'a> {
                     let mut st: libc::stat = unsafe { std::mem::zeroed() };
                     if unsafe { libc::fstatat(fd, cname, &mut st, 0) } == 0 {
                         if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
-                            let sub = unsafe { libc::openat(fd, cname, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+                            let sub = unsafe { crate::sys::openat(fd, cname, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0) };
                             if sub >= 0 {
                                 let mut st: libc::stat = unsafe { std::mem::zeroed() };
                                 unsafe { libc::fstat(sub, &mut st) }; // as opendir does
@@ -537,7 +537,7 @@ impl<'a> Client<'a> {
             }
         }
         self.dents[depth + 1] = buf;
-        unsafe { libc::close(fd) };
+        unsafe { crate::sys::close(fd) };
     }
 }
 

@@ -18,7 +18,7 @@ pub(super) fn errno() -> i32 {
 /// dbench's opendir/readdir make it do.
 pub(super) fn opendir(path: *const libc::c_char) -> RawFd {
     // SAFETY: path is NUL-terminated.
-    let fd = unsafe { libc::open(path, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NONBLOCK) };
+    let fd = unsafe { crate::sys::open(path, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC | libc::O_NONBLOCK, 0) };
     if fd >= 0 {
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         unsafe { libc::fstat(fd, &mut st) };

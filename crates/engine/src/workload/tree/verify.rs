@@ -35,7 +35,7 @@ impl TreeVerify {
     pub(super) fn create_file(&mut self, p: &mut PathBuf8, size: u64, write_size: u64, fsync: bool) -> Result<()> {
         self.file += 1;
         // SAFETY: NUL-terminated path.
-        let fd = p.with_c(|c| unsafe { libc::open(c, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC, 0o644) });
+        let fd = p.with_c(|c| unsafe { crate::sys::open(c, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC, 0o644) });
         if fd < 0 {
             return Err(os_err("create", p));
         }
@@ -47,11 +47,11 @@ impl TreeVerify {
             self.checker.fill(&mut self.img[..(end - start) as usize], start, self.file);
             let base = (off - start) as usize;
             // SAFETY: img holds base + n bytes.
-            let w = unsafe { libc::write(fd, self.img[base..].as_ptr() as *const libc::c_void, n) };
+            let w = unsafe { crate::sys::write(fd, self.img[base..].as_ptr() as *const libc::c_void, n) };
             if w <= 0 {
                 let err = os_err("write", p);
                 // SAFETY: we own fd.
-                unsafe { libc::close(fd) };
+                unsafe { crate::sys::close(fd) };
                 return Err(err);
             }
             off += w as u64;
@@ -65,7 +65,7 @@ impl TreeVerify {
         let (file, id, thread) = (self.file, self.file as u32, self.checker.thread);
         let kept = self.checker.kept.len();
         // SAFETY: NUL-terminated path.
-        let fd = p.with_c(|c| unsafe { libc::open(c, libc::O_RDONLY | libc::O_CLOEXEC) });
+        let fd = p.with_c(|c| unsafe { crate::sys::open(c, libc::O_RDONLY | libc::O_CLOEXEC, 0) });
         if fd < 0 {
             return Err(os_err("verify: open", p));
         }
@@ -76,11 +76,11 @@ impl TreeVerify {
             let mut got = 0usize;
             while got < len {
                 // SAFETY: buf[got..len] is valid for writes.
-                let n = unsafe { libc::pread(fd, buf[got..].as_mut_ptr() as *mut libc::c_void, len - got, (off + got as u64) as i64) };
+                let n = unsafe { crate::sys::pread(fd, buf[got..].as_mut_ptr() as *mut libc::c_void, len - got, (off + got as u64) as i64) };
                 if n < 0 {
                     let err = os_err("verify: read", p);
                     // SAFETY: we own fd.
-                    unsafe { libc::close(fd) };
+                    unsafe { crate::sys::close(fd) };
                     return Err(err);
                 }
                 if n == 0 {
@@ -102,7 +102,7 @@ impl TreeVerify {
             off += len as u64;
         }
         // SAFETY: we own fd.
-        unsafe { libc::close(fd) };
+        unsafe { crate::sys::close(fd) };
         if self.checker.kept.len() > kept {
             self.paths.push((id, p.display()));
         }
