@@ -40,13 +40,23 @@ impl StartGate {
         }
     }
 
-    pub fn release_when_arrived(&self, n: usize) {
+    /// Waits until `n` threads have arrived (done with their setup), without releasing them.
+    pub fn wait_arrived(&self, n: usize) {
         let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
         while g.0 < n {
             g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
         }
+    }
+
+    pub fn release(&self) {
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
         g.1 = true;
         self.cv.notify_all();
+    }
+
+    pub fn release_when_arrived(&self, n: usize) {
+        self.wait_arrived(n);
+        self.release();
     }
 }
 
@@ -406,10 +416,17 @@ where
         }
         let started = handles.len();
 
-        // Coordinator: release the workers together, then sample.
+        // Coordinator: release the workers together, then sample. With no warm-up the
+        // measurement starts at the release, so the CPU snapshot (getrusage and /proc/stat,
+        // tens of microseconds of work that also stirs the caches) is taken before it, once
+        // every worker has finished its setup: taken after, it ran beside the first
+        // operations and slowed a short phase's start (iozone's first cells ran up to a
+        // third slower than the same cells run later).
+        gate.wait_arrived(started);
+        let cpu_at_release = (timing.warmup_ns == 0).then(cpu::snapshot);
         let start = now_ns();
         start_at.store(start, SeqCst);
-        gate.release_when_arrived(started);
+        gate.release();
         let measure_start = start + timing.warmup_ns;
         let all_done = || finished.load(SeqCst) == started;
         // Poll often enough for a lively progress bar and a prompt stop.
@@ -424,7 +441,7 @@ where
             sleep_until_ns((now_ns() + tick).min(measure_start));
         }
         ctl.set_state(RunState::Measuring);
-        let cpu0 = cpu::snapshot();
+        let cpu0 = cpu_at_release.unwrap_or_else(cpu::snapshot);
         let mut sampler = Sampler::new(kinds, measure_start);
         let mut next = measure_start + timing.interval_ns;
         while !all_done() {
