@@ -120,10 +120,8 @@ def _compare(ctx, binary: Path, path: Path, case: str, max_file: str, direct: bo
         rows.append(ctx.row(case, f"{c}: median cell ratio, iozone as printed", med, 1.0 if med is not None else None,
                             "iozone", notes=f"{len(ratios)} cells; iozone's own figures, one tick short per pass; "
                                             "no target (see the row above)" if ratios else "no common cell"))
-        # iozone times a pass with gettimeofday (1 us ticks) and subtracts one tick from every time
-        # (its time_res), so a pass of a few microseconds reads up to a third faster than it ran. The
-        # same median over the cells iozone timed for at least MIN_TIMED_S, with no target: it shows how
-        # much of the all-cell figure comes from those tiny cells.
+        # The same median, as iozone printed them, over the cells iozone timed for at least
+        # MIN_TIMED_S, where its subtracted tick is at most 1%; no target.
         timed = [a[c][k] / b[c][k] for k in keys if b[c][k] > 0 and k[0] / b[c][k] >= MIN_TIMED_S]
         if timed and len(timed) < len(ratios):
             rows.append(ctx.row(case, f"{c}: median cell ratio, cells >= {MIN_TIMED_S * 1e6:.0f} us",

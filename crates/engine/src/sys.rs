@@ -26,50 +26,49 @@ use std::os::fd::{BorrowedFd, IntoRawFd, RawFd};
 
 use libc::{c_char, c_int, c_void, mode_t, off_t};
 use rustix::fs::{Mode, OFlags};
+use rustix::io::{Errno, Result};
 
 #[cold]
-fn fail(e: rustix::io::Errno) -> isize {
+fn fail(e: Errno) -> isize {
     // SAFETY: errno is this thread's own variable.
     unsafe { *libc::__errno_location() = e.raw_os_error() };
     -1
 }
 
+/// A call's result the way libc returns it: the value, or -1 with errno set.
 #[inline(always)]
-fn ret(r: rustix::io::Result<usize>) -> isize {
+fn libc_ret(r: Result<isize>) -> isize {
     match r {
-        Ok(n) => n as isize,
+        Ok(v) => v,
         Err(e) => fail(e),
     }
 }
 
 #[inline(always)]
-fn ret0(r: rustix::io::Result<()>) -> c_int {
-    match r {
-        Ok(()) => 0,
-        Err(e) => fail(e) as c_int,
-    }
+fn unit(_: ()) -> isize {
+    0
 }
 
+/// An fd the caller owns, lent for one call. A negative fd would be undefined for
+/// `BorrowedFd`, so it is refused with EBADF, as the kernel refuses it.
 #[inline(always)]
-fn ret_fd(r: rustix::io::Result<std::os::fd::OwnedFd>) -> c_int {
-    match r {
-        Ok(fd) => fd.into_raw_fd(),
-        Err(e) => fail(e) as c_int,
-    }
-}
-
-/// An fd the caller owns, lent for one call. A negative fd would be undefined
-/// for `BorrowedFd`; it is passed on as -1 by the caller's bug, so refuse it
-/// the way the kernel would.
-#[inline(always)]
-fn fd_or_ebadf(fd: RawFd) -> Option<BorrowedFd<'static>> {
+fn borrow(fd: RawFd) -> Result<BorrowedFd<'static>> {
     if fd < 0 {
-        // SAFETY: errno is this thread's own variable.
-        unsafe { *libc::__errno_location() = libc::EBADF };
-        return None;
+        return Err(Errno::BADF);
     }
     // SAFETY: fd is open for the duration of the call (the caller owns it).
-    Some(unsafe { BorrowedFd::borrow_raw(fd) })
+    Ok(unsafe { BorrowedFd::borrow_raw(fd) })
+}
+
+/// A file offset, refused with EINVAL when negative, as pread(2) and pwrite(2) refuse it.
+#[inline(always)]
+fn offset(off: off_t) -> Result<u64> {
+    u64::try_from(off).map_err(|_| Errno::INVAL)
+}
+
+#[inline(always)]
+fn raw_fd(fd: std::os::fd::OwnedFd) -> isize {
+    fd.into_raw_fd() as isize
 }
 
 /// read(2).
@@ -78,8 +77,8 @@ fn fd_or_ebadf(fd: RawFd) -> Option<BorrowedFd<'static>> {
 /// `buf` must be valid for writes of `n` bytes.
 #[inline]
 pub unsafe fn read(fd: RawFd, buf: *mut c_void, n: usize) -> isize {
-    let Some(fd) = fd_or_ebadf(fd) else { return -1 };
-    ret(rustix::io::read(fd, std::slice::from_raw_parts_mut(buf as *mut u8, n)))
+    let buf = std::slice::from_raw_parts_mut(buf as *mut u8, n);
+    libc_ret(borrow(fd).and_then(|fd| rustix::io::read(fd, buf)).map(|n| n as isize))
 }
 
 /// write(2).
@@ -88,8 +87,8 @@ pub unsafe fn read(fd: RawFd, buf: *mut c_void, n: usize) -> isize {
 /// `buf` must be valid for reads of `n` bytes.
 #[inline]
 pub unsafe fn write(fd: RawFd, buf: *const c_void, n: usize) -> isize {
-    let Some(fd) = fd_or_ebadf(fd) else { return -1 };
-    ret(rustix::io::write(fd, std::slice::from_raw_parts(buf as *const u8, n)))
+    let buf = std::slice::from_raw_parts(buf as *const u8, n);
+    libc_ret(borrow(fd).and_then(|fd| rustix::io::write(fd, buf)).map(|n| n as isize))
 }
 
 /// pread(2).
@@ -98,11 +97,8 @@ pub unsafe fn write(fd: RawFd, buf: *const c_void, n: usize) -> isize {
 /// `buf` must be valid for writes of `n` bytes.
 #[inline]
 pub unsafe fn pread(fd: RawFd, buf: *mut c_void, n: usize, off: off_t) -> isize {
-    let Some(fd) = fd_or_ebadf(fd) else { return -1 };
-    if off < 0 {
-        return fail(rustix::io::Errno::INVAL);
-    }
-    ret(rustix::io::pread(fd, std::slice::from_raw_parts_mut(buf as *mut u8, n), off as u64))
+    let buf = std::slice::from_raw_parts_mut(buf as *mut u8, n);
+    libc_ret((|| rustix::io::pread(borrow(fd)?, buf, offset(off)?))().map(|n| n as isize))
 }
 
 /// pwrite(2).
@@ -111,11 +107,8 @@ pub unsafe fn pread(fd: RawFd, buf: *mut c_void, n: usize, off: off_t) -> isize 
 /// `buf` must be valid for reads of `n` bytes.
 #[inline]
 pub unsafe fn pwrite(fd: RawFd, buf: *const c_void, n: usize, off: off_t) -> isize {
-    let Some(fd) = fd_or_ebadf(fd) else { return -1 };
-    if off < 0 {
-        return fail(rustix::io::Errno::INVAL);
-    }
-    ret(rustix::io::pwrite(fd, std::slice::from_raw_parts(buf as *const u8, n), off as u64))
+    let buf = std::slice::from_raw_parts(buf as *const u8, n);
+    libc_ret((|| rustix::io::pwrite(borrow(fd)?, buf, offset(off)?))().map(|n| n as isize))
 }
 
 /// open(2) (as openat(AT_FDCWD, ...), which is what glibc makes too).
@@ -124,7 +117,7 @@ pub unsafe fn pwrite(fd: RawFd, buf: *const c_void, n: usize, off: off_t) -> isi
 /// `path` must be a NUL-terminated string.
 #[inline]
 pub unsafe fn open(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
-    ret_fd(rustix::fs::open(CStr::from_ptr(path), OFlags::from_bits_retain(flags as _), Mode::from_bits_retain(mode as _)))
+    openat(libc::AT_FDCWD, path, flags, mode)
 }
 
 /// openat(2).
@@ -133,12 +126,13 @@ pub unsafe fn open(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
 /// `path` must be a NUL-terminated string; `dirfd` an open directory (or AT_FDCWD).
 #[inline]
 pub unsafe fn openat(dirfd: RawFd, path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
-    let (flags, mode) = (OFlags::from_bits_retain(flags as _), Mode::from_bits_retain(mode as _));
-    if dirfd == libc::AT_FDCWD {
-        return ret_fd(rustix::fs::openat(rustix::fs::CWD, CStr::from_ptr(path), flags, mode));
-    }
-    let Some(dir) = fd_or_ebadf(dirfd) else { return -1 };
-    ret_fd(rustix::fs::openat(dir, CStr::from_ptr(path), flags, mode))
+    let (path, flags, mode) = (CStr::from_ptr(path), OFlags::from_bits_retain(flags as _), Mode::from_bits_retain(mode as _));
+    let r = if dirfd == libc::AT_FDCWD {
+        rustix::fs::openat(rustix::fs::CWD, path, flags, mode)
+    } else {
+        borrow(dirfd).and_then(|dir| rustix::fs::openat(dir, path, flags, mode))
+    };
+    libc_ret(r.map(raw_fd)) as c_int
 }
 
 /// close(2), reporting the kernel's error (EIO from a network filesystem, say): the
@@ -148,10 +142,7 @@ pub unsafe fn openat(dirfd: RawFd, path: *const c_char, flags: c_int, mode: mode
 /// The caller owns `fd` and never uses it after this.
 #[inline]
 pub unsafe fn close(fd: RawFd) -> c_int {
-    if fd < 0 {
-        return fail(rustix::io::Errno::BADF) as c_int;
-    }
-    ret0(rustix::io::try_close(fd))
+    libc_ret(borrow(fd).and_then(|_| rustix::io::try_close(fd)).map(unit)) as c_int
 }
 
 /// fsync(2).
@@ -160,8 +151,7 @@ pub unsafe fn close(fd: RawFd) -> c_int {
 /// `fd` must be open (any fd number is memory-safe; this mirrors libc's signature).
 #[inline]
 pub unsafe fn fsync(fd: RawFd) -> c_int {
-    let Some(fd) = fd_or_ebadf(fd) else { return -1 };
-    ret0(rustix::fs::fsync(fd))
+    libc_ret(borrow(fd).and_then(rustix::fs::fsync).map(unit)) as c_int
 }
 
 /// fdatasync(2).
@@ -170,8 +160,7 @@ pub unsafe fn fsync(fd: RawFd) -> c_int {
 /// As [`fsync`].
 #[inline]
 pub unsafe fn fdatasync(fd: RawFd) -> c_int {
-    let Some(fd) = fd_or_ebadf(fd) else { return -1 };
-    ret0(rustix::fs::fdatasync(fd))
+    libc_ret(borrow(fd).and_then(rustix::fs::fdatasync).map(unit)) as c_int
 }
 
 #[cfg(test)]
