@@ -176,3 +176,20 @@ def test_run_loads_only_what_it_uses(tmp_path):
     assert "Usage: fsmeter compare-runs" in r.stdout
     r = fsmeter("frobnicate")
     assert r.returncode == 2 and "No such command" in r.stderr
+
+
+def test_set_takes_comma_separated_lists(tmp_path):
+    """`--set tests=0,1` works as `--set tests=[0,1]` for a list parameter."""
+    defn = load_workload("iozone-auto")
+    plain = build_job(defn, tmp_path, parse_set(["tests=0,1", "file_sizes=64K,128K", "record_sizes=4K"]))
+    as_json = build_job(defn, tmp_path, parse_set(["tests=[0,1]", 'file_sizes=["64K","128K"]', 'record_sizes=["4K"]']))
+    assert plain.params.tests == as_json.params.tests == [0, 1]
+    assert plain.params.file_sizes == as_json.params.file_sizes == [64 << 10, 128 << 10]
+    assert plain.params.record_sizes == [4 << 10]
+    with pytest.raises(Exception) as err:
+        build_job(defn, tmp_path, parse_set(["tests=0,x"]))
+    assert "tests" in str(err.value)
+    # A parameter that takes a list or a word is left to its own parser.
+    aim = load_workload("aim7-shared")
+    assert build_job(aim, tmp_path, parse_set(["tasks=peak"])).params.tasks == "peak"
+    assert build_job(aim, tmp_path, parse_set(["tasks=1,2,4"])).params.tasks == [1, 2, 4]

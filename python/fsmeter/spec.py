@@ -10,7 +10,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Mapping, Optional
+from typing import Any, Literal, Mapping, Optional, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -136,6 +136,26 @@ class Job:
         return self.workload.family.metrics(self.params)
 
 
+def _is_list_field(annotation: Any) -> bool:
+    """A list, or an optional list; not a union that also takes text (such as ``tasks = peak``)."""
+    origin = get_origin(annotation)
+    if origin in (list, tuple, set):
+        return True
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    return origin is not None and len(args) == 1 and _is_list_field(args[0])
+
+
+def _split_lists(model: type, values: dict) -> dict:
+    """A --set value given as plain text for a list parameter, such as ``tests=0,1,2`` or
+    ``file_sizes=4M,8M``, becomes the list of its comma-separated items (JSON lists pass as they are)."""
+    out = dict(values)
+    for key, value in values.items():
+        field = model.model_fields.get(key)
+        if field is not None and isinstance(value, str) and _is_list_field(field.annotation):
+            out[key] = [item.strip() for item in value.split(",") if item.strip()]
+    return out
+
+
 def build_job(defn: WorkloadDef, directory: Path, overrides: Optional[Mapping[str, Any]] = None) -> Job:
     """Merge the workload's params with overrides and validate; errors name the parameter."""
     overrides = dict(overrides or {})
@@ -145,6 +165,7 @@ def build_job(defn: WorkloadDef, directory: Path, overrides: Optional[Mapping[st
     if unknown:
         allowed = ", ".join(sorted(setting_keys | param_keys))
         raise UserError(f"unknown parameter {', '.join(sorted(unknown))} for {defn.name}: allowed are {allowed}")
+    overrides = _split_lists(JobSettings, _split_lists(defn.family.params, overrides))
     settings_in = {**defn.settings, **{k: v for k, v in overrides.items() if k in setting_keys}}
     params_in = {**defn.params, **{k: v for k, v in overrides.items() if k in param_keys}}
     try:
