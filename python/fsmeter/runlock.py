@@ -52,10 +52,17 @@ def boot_id() -> Optional[str]:
 
 
 def process_start(pid: int) -> Optional[str]:
-    """Start time of a live, non-zombie process (clock ticks after boot), or None when it is gone."""
-    from fsmeter.provision.state import _proc_start_time
-
-    return _proc_start_time(pid)
+    """Start time of a live, non-zombie process (field 22 of /proc/PID/stat: clock ticks after boot),
+    or None when it is gone or a zombie (its resources are leftovers)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2:].split()
+    if fields[0] in ("Z", "X"):
+        return None
+    return fields[19]
 
 
 def command_line() -> str:

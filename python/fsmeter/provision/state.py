@@ -16,25 +16,14 @@ import time
 import uuid
 from typing import Any, Iterator
 
+from fsmeter.runlock import process_start as _proc_start_time
+
 STATE_VERSION = 1
 DEFAULT_SCRATCH = "/var/tmp/fsmeter"
 
 
 def default_scratch() -> str:
     return os.environ.get("FSMETER_SCRATCH") or DEFAULT_SCRATCH
-
-
-def _proc_start_time(pid: int) -> str | None:
-    """Start time of a live, non-zombie process (field 22 of /proc/PID/stat), or None."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2:].split()
-    if fields[0] in ("Z", "X"):  # zombie or dead: its resources are leftovers
-        return None
-    return fields[19]
 
 
 def owner_alive(entry: dict[str, Any]) -> bool:

@@ -8,9 +8,11 @@ pub fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-pub fn sleep_until_ns(deadline: u64) {
+/// Sleeps until `deadline` or until another thread unparks this one, whichever comes first
+/// (a wake-up may also be spurious: callers re-check what they wait for).
+pub fn park_until_ns(deadline: u64) {
     let now = now_ns();
     if deadline > now {
-        std::thread::sleep(std::time::Duration::from_nanos(deadline - now));
+        std::thread::park_timeout(std::time::Duration::from_nanos(deadline - now));
     }
 }

@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
 use std::sync::{Condvar, Mutex};
 
-use super::clock::{now_ns, sleep_until_ns};
+use super::clock::{now_ns, park_until_ns};
 use super::cpu;
 use super::hist::LatHist;
 use crate::error::{EngineError, Result};
@@ -363,12 +363,16 @@ where
         work_total,
     );
 
+    // The coordinator sleeps between polls; each worker wakes it when it finishes, so that the
+    // phase returns as soon as the work is done, not at the next poll (up to 50 ms later: a grid
+    // of many short phases, or one short run, paid it in wall time).
+    let coordinator = std::thread::current();
     std::thread::scope(|scope| {
         let mut handles = Vec::with_capacity(nthreads);
         let mut spawn_err: Option<(usize, std::io::Error)> = None;
         for tid in 0..nthreads {
-            let (counters, gate, start_at, finished, work, setup, halt, setup_failed) =
-                (&counters, &gate, &start_at, &finished, &work, &setup, &halt, &setup_failed);
+            let (counters, gate, start_at, finished, work, setup, halt, setup_failed, coordinator) =
+                (&counters, &gate, &start_at, &finished, &work, &setup, &halt, &setup_failed, &coordinator);
             let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
                 let shared = &counters[tid];
                 let hists = (0..nk).map(|_| LatHist::new(sigfig)).collect();
@@ -400,6 +404,7 @@ where
                 }
                 shared.finished.store(true, SeqCst);
                 finished.fetch_add(1, SeqCst);
+                coordinator.unpark();
                 (out, rec.hists, rec.last_end_ns)
             });
             match spawned {
@@ -438,7 +443,7 @@ where
         };
         while !all_done() && now_ns() < measure_start {
             watch_stop();
-            sleep_until_ns((now_ns() + tick).min(measure_start));
+            park_until_ns((now_ns() + tick).min(measure_start));
         }
         ctl.set_state(RunState::Measuring);
         let cpu0 = cpu_at_release.unwrap_or_else(cpu::snapshot);
@@ -458,7 +463,7 @@ where
                 let (ops, bytes) = sum_counters(&counters, nk);
                 ctl.publish(ops.iter().sum(), bytes.iter().sum());
             }
-            sleep_until_ns((now + tick).min(next));
+            park_until_ns((now + tick).min(next));
         }
 
         let mut results = Vec::with_capacity(nthreads);
