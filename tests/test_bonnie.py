@@ -60,6 +60,11 @@ def test_run_does_every_phase_in_bonnies_order_with_exact_counts(tmp_path):
     assert m["block_read.kbs"]["value"] == pytest.approx(ph["block_read"]["total"]["bytes_per_s"] / 1024)
     assert m["seeks.per_s"]["value"] == pytest.approx(250 / ph["seeks"]["elapsed_s"])
     assert m["seeks.cpu"]["value"] == pytest.approx(ph["seeks"]["cpu"]["process_pct"])
+    # %CPU is CPU time over the wall time of the same window: never more CPUs than the phase could use,
+    # however short the phase (these last milliseconds).
+    ncpu = len(os.sched_getaffinity(0))
+    for name, p in ph.items():
+        assert 0 <= p["cpu"]["process_pct"] <= 100 * min(p["threads"], ncpu) * 1.05, (name, p["cpu"])
     assert {f"{k.replace('.', '_')}" for k in m} == set(IO_COLUMNS + FILE_COLUMNS)
     assert list(work.iterdir()) == [], "cleanup removes the data file and the small files"
 

@@ -9,6 +9,8 @@ pub struct CpuSnapshot {
     sys_s: f64,
     /// /proc/stat jiffies: user, nice, system, idle, iowait, irq, softirq, steal
     stat: [u64; 8],
+    /// When it was taken (CLOCK_MONOTONIC ns).
+    at_ns: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -16,7 +18,10 @@ pub struct CpuUsage {
     /// This process, seconds of CPU in the window (all threads).
     pub user_s: f64,
     pub sys_s: f64,
-    /// (user + sys) / elapsed, in percent of one CPU (can exceed 100 with threads).
+    /// (user + sys) / the wall time between the two snapshots, in percent of one CPU (can exceed
+    /// 100 with threads). The snapshots bracket the measured window plus the phase's start and
+    /// end (threads joining, histograms merging): dividing that CPU by the measured window alone
+    /// overstated a phase of a few milliseconds (245% of one CPU on two CPUs).
     pub process_pct: f64,
     /// Shares of all CPUs of the machine over the window, in percent.
     pub sys_user_pct: f64,
@@ -41,10 +46,11 @@ pub fn snapshot() -> CpuSnapshot {
             }
         }
     }
-    CpuSnapshot { user_s: tv_s(ru.ru_utime), sys_s: tv_s(ru.ru_stime), stat }
+    CpuSnapshot { user_s: tv_s(ru.ru_utime), sys_s: tv_s(ru.ru_stime), stat, at_ns: super::clock::now_ns() }
 }
 
-pub fn usage(a: &CpuSnapshot, b: &CpuSnapshot, elapsed_s: f64) -> CpuUsage {
+pub fn usage(a: &CpuSnapshot, b: &CpuSnapshot) -> CpuUsage {
+    let elapsed_s = b.at_ns.saturating_sub(a.at_ns) as f64 / 1e9;
     let d: Vec<f64> = (0..8).map(|i| b.stat[i].saturating_sub(a.stat[i]) as f64).collect();
     let total: f64 = d.iter().sum();
     let pct = |x: f64| if total > 0.0 { 100.0 * x / total } else { 0.0 };
@@ -58,5 +64,26 @@ pub fn usage(a: &CpuSnapshot, b: &CpuSnapshot, elapsed_s: f64) -> CpuUsage {
         sys_system_pct: pct(d[2] + d[5] + d[6]),
         sys_iowait_pct: pct(d[4]),
         sys_idle_pct: pct(d[3]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One busy thread is at most one CPU: the share divides the CPU time by the wall time of the
+    /// same window, not by a shorter one.
+    #[test]
+    fn one_busy_thread_is_at_most_one_cpu() {
+        let a = snapshot();
+        let end = crate::measure::clock::now_ns() + 30_000_000;
+        let mut x = 0u64;
+        while crate::measure::clock::now_ns() < end {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let b = snapshot();
+        let u = usage(&a, &b);
+        assert!(u.user_s + u.sys_s > 0.0);
+        assert!(u.process_pct > 0.0 && u.process_pct <= 105.0, "{}", u.process_pct);
     }
 }

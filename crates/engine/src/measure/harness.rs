@@ -541,7 +541,7 @@ where
                 iv.units = None;
             }
         }
-        report.cpu = cpu::usage(&cpu0, &cpu1, elapsed_s);
+        report.cpu = cpu::usage(&cpu0, &cpu1);
         drop(merged);
         release_freed_memory();
         Ok((report, results))

@@ -296,7 +296,7 @@ impl Mix {
             rep.total.ops_per_s = jobs_done as f64 / rep.elapsed_s;
             rep.total.bytes_per_s = rep.total.bytes as f64 / rep.elapsed_s;
         }
-        rep.cpu = crate::measure::cpu::usage(&cpu0, &cpu1, rep.elapsed_s);
+        rep.cpu = crate::measure::cpu::usage(&cpu0, &cpu1);
         let summary = search::summarise(&results, self.spec.crossover_jpm_per_task);
         rep.counters.insert("subruns".into(), results.len() as u64);
         rep.counters.insert("peak_tasks".into(), summary.peak_tasks as u64);
