@@ -71,19 +71,22 @@ pub fn usage(a: &CpuSnapshot, b: &CpuSnapshot) -> CpuUsage {
 mod tests {
     use super::*;
 
-    /// One busy thread is at most one CPU: the share divides the CPU time by the wall time of the
-    /// same window, not by a shorter one.
+    /// The share divides the CPU time by the wall time between the two snapshots: 0.3 s of CPU
+    /// over 0.4 s is 75%, whatever the measured window inside was. (Synthetic snapshots: a live
+    /// busy loop cannot be checked here, since the test runner's other threads share the
+    /// process's getrusage.)
     #[test]
-    fn one_busy_thread_is_at_most_one_cpu() {
-        let a = snapshot();
-        let end = crate::measure::clock::now_ns() + 30_000_000;
-        let mut x = 0u64;
-        while crate::measure::clock::now_ns() < end {
-            x = std::hint::black_box(x.wrapping_add(1));
-        }
-        let b = snapshot();
+    fn share_is_cpu_over_the_wall_time_between_snapshots() {
+        let a = CpuSnapshot { user_s: 1.0, sys_s: 0.5, stat: [100, 0, 50, 800, 50, 0, 0, 0], at_ns: 1_000_000_000 };
+        let b = CpuSnapshot { user_s: 1.2, sys_s: 0.6, stat: [160, 0, 70, 900, 70, 0, 0, 0], at_ns: 1_400_000_000 };
         let u = usage(&a, &b);
-        assert!(u.user_s + u.sys_s > 0.0);
-        assert!(u.process_pct > 0.0 && u.process_pct <= 105.0, "{}", u.process_pct);
+        assert!((u.user_s - 0.2).abs() < 1e-9 && (u.sys_s - 0.1).abs() < 1e-9);
+        assert!((u.process_pct - 75.0).abs() < 1e-6, "{}", u.process_pct);
+        assert!((u.sys_user_pct - 30.0).abs() < 1e-9);
+        assert!((u.sys_system_pct - 10.0).abs() < 1e-9);
+        assert!((u.sys_iowait_pct - 10.0).abs() < 1e-9);
+        assert!((u.sys_idle_pct - 50.0).abs() < 1e-9);
+        // Snapshots in the wrong order or at the same instant give 0, not a division by zero.
+        assert_eq!(usage(&b, &b).process_pct, 0.0);
     }
 }
