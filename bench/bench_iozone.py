@@ -12,7 +12,8 @@ iozone's figures with that tick put back (file size / (file size / rate + resolu
 iozone printed them, and over the cells iozone timed for at least 100 us, are reported beside them.
 Cases: a tmpfs (cached: the engine must not be the bottleneck, target >= 1.0), a 1 GiB loop
 ext4 buffered (reported, no target: both measure the page cache and the same writeback), and
-the loop ext4 with O_DIRECT (target: within 10%). Then the wall time of the whole grid on tmpfs,
+the loop ext4 with O_DIRECT (target: within 10% either way, 0.9 to 1.1; for the stdio columns,
+which -I leaves buffered in both tools, at least 0.9). Then the wall time of the whole grid on tmpfs,
 and the engine's memory on one grid of 1 GiB files and 16 MiB records (how much the peak RSS of
 `fsmeter run` grows over that of a tiny grid).
 """
@@ -32,6 +33,9 @@ MIN_TIMED_S = 100e-6
 
 COLUMNS = ["write", "rewrite", "read", "reread", "random_read", "random_write", "bkwd_read", "record_rewrite",
            "stride_read", "fwrite", "frewrite", "fread", "freread"]
+#: iozone's stdio tests open with fopen, which -I does not touch: under O_DIRECT they still go through
+#: the page cache, so the upper bound of "within 10%" (same device-bound work) does not apply to them.
+STDIO = {"fwrite", "frewrite", "fread", "freread"}
 
 
 def _iozone_grid(out: str) -> dict:
@@ -81,7 +85,8 @@ def _median_grid(grids: list) -> dict:
     return out
 
 
-def _compare(ctx, binary: Path, path: Path, case: str, max_file: str, direct: bool, rounds: int, target) -> tuple:
+def _compare(ctx, binary: Path, path: Path, case: str, max_file: str, direct: bool, rounds: int, target,
+             target_max=None) -> tuple:
     ioz, ioz_real, fsm, walls = [], [], [], {"iozone": [], "fsmeter": []}
     args = [binary, "-a", "-n", "64k", "-g", max_file.lower(), *[x for t in range(8) for x in ("-i", str(t))]]
     if direct:
@@ -112,6 +117,7 @@ def _compare(ctx, binary: Path, path: Path, case: str, max_file: str, direct: bo
         fmed = statistics.median(fair) if fair else None
         rows.append(ctx.row(case, f"{c}: median cell ratio, iozone's tick restored", fmed,
                             1.0 if fmed is not None else None, "iozone", target=target,
+                            target_max=None if c in STDIO else target_max,
                             notes=f"{len(fair)} cells, {rounds} round(s), median of ratios against iozone's "
                                   "rates with its subtracted clock tick put back (fsmeter "
                                   f"{statistics.median(a[c].values()):,.0f} KB/s vs iozone "
@@ -146,7 +152,7 @@ def run(ctx) -> list:
         with ctx.loopfs("ext4", "1G") as d:
             got, _ = _compare(ctx, binary, d, f"loop ext4 -g {gd}", gd, False, rounds, None)
             rows += got
-            got, _ = _compare(ctx, binary, d, f"loop ext4 O_DIRECT -g {gd}", gd, True, rounds, 0.9)
+            got, _ = _compare(ctx, binary, d, f"loop ext4 O_DIRECT -g {gd}", gd, True, rounds, 0.9, 1.1)
             rows += got
     # Memory: one cell of a 1 GiB file in 16 MiB records, against a tiny grid's footprint.
     with ctx.tmpfs("1200M") as d:

@@ -13,6 +13,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import re
 import platform
 import shutil
 import subprocess
@@ -80,8 +81,18 @@ class Ctx:
             err.seek(0)
             res = CmdResult(p.returncode, out.read(), err.read(), wall, ru.ru_maxrss)
         if check and res.rc != 0:
-            raise BenchError(f"{' '.join(args)} exited {res.rc}: {res.stderr.strip()[-800:]}")
+            self.fail(args, res)
         return res
+
+    @staticmethod
+    def fail(args: list, res: "CmdResult") -> None:
+        """Raise for a failed command; its whole output goes to a file, since a peer's reason can
+        sit anywhere in it."""
+        args = [str(a) for a in args]
+        OUT.mkdir(parents=True, exist_ok=True)
+        log = OUT / f"failed-{time.strftime('%H%M%S')}-{os.getpid()}-{res.rc}.log"
+        log.write_text(f"$ {' '.join(args)}\nexit {res.rc}\n--- stdout\n{res.stdout}\n--- stderr\n{res.stderr}\n")
+        raise BenchError(f"{' '.join(args)} exited {res.rc}: {_why(res)} (whole output: {log})")
 
     def fsmeter(self, workload: str, dir, sets: dict, keep_files: bool = False, cache: str = "auto") -> dict:
         """`fsmeter run` as a subprocess; its JSON document plus _wall_s and _maxrss_kb."""
@@ -137,13 +148,28 @@ class Ctx:
 
     @staticmethod
     def row(case: str, metric: str, fsmeter_value: Optional[float], peer_value: Optional[float], peer_name: str,
-            target: Optional[float] = None, higher_is_better: bool = True, notes: str = "") -> dict:
+            target: Optional[float] = None, higher_is_better: bool = True, notes: str = "",
+            target_max: Optional[float] = None) -> dict:
+        """`target`: the lowest ratio that meets the target; `target_max`, when given, the highest
+        (a two-sided target such as "within 10%": fsmeter much faster than the peer on a
+        device-bound case means the two did not do the same work)."""
         ratio = None
         if fsmeter_value is not None and peer_value:
             ratio = fsmeter_value / peer_value if higher_is_better else peer_value / fsmeter_value
-        met = None if (target is None or ratio is None) else ratio >= target
+        met = None
+        if target is not None and ratio is not None:
+            met = ratio >= target and (target_max is None or ratio <= target_max)
         return {"case": case, "metric": metric, "fsmeter": fsmeter_value, "peer": peer_value,
-                "peer_name": peer_name, "ratio": ratio, "target": target, "met": met, "notes": notes}
+                "peer_name": peer_name, "ratio": ratio, "target": target, "target_max": target_max, "met": met,
+                "notes": notes}
+
+
+def _why(res: "CmdResult") -> str:
+    """What a failed command said: its lines naming an error (an MPI job's own message comes
+    before mpirun's long abort notice, which would fill a plain tail), else stderr's tail."""
+    lines = [ln.strip() for ln in (res.stderr + "\n" + res.stdout).splitlines()]
+    named = [ln for ln in lines if re.search(r"ERROR|[Ee]rror:|errno|[Ff]ailed", ln)]
+    return " | ".join(named[:6])[:800] if named else res.stderr.strip()[-800:]
 
 
 def loop_direct_io(device: Optional[str]) -> bool:
@@ -170,6 +196,12 @@ def _modules(only: Optional[set]) -> list:
         spec.loader.exec_module(mod)
         mods.append((name, mod))
     return mods
+
+
+def _target(r: dict) -> str:
+    if r.get("target_max") is not None:
+        return f"{_fmt(r['target'])}..{_fmt(r['target_max'])}"
+    return _fmt(r["target"])
 
 
 def _fmt(v) -> str:
@@ -215,7 +247,7 @@ def main() -> int:
     for r in rows:
         met = {True: "[green]yes[/]", False: "[red]no[/]", None: "-"}[r["met"]]
         t.add_row(r["bench"], r["case"], r["metric"], _fmt(r["fsmeter"]), f"{_fmt(r['peer'])} ({r['peer_name']})",
-                  _fmt(r["ratio"]), _fmt(r["target"]), met, r["notes"])
+                  _fmt(r["ratio"]), _target(r), met, r["notes"])
     console.print(t)
     OUT.mkdir(parents=True, exist_ok=True)
     doc = {"when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(), "kernel": platform.release(),
