@@ -105,3 +105,38 @@ def test_ext4_does_512_byte_direct_requests_directly(scratch):
             assert "O_DIRECT, truly direct" in r.stdout
         finally:
             prov.destroy(mnt)
+
+
+@pytest.mark.root
+def test_direct_layout_writes_the_files_past_the_page_cache(scratch):
+    """direct_layout: prepare writes O_DIRECT (as IOR's write phase leaves its files), so none of
+    the layout stays in the page cache; the default buffered layout leaves it there (clean, after
+    its fsync) until the cache is reset."""
+    with Provisioner(scratch) as prov:
+        mnt = prov.create(TargetSpec(kind="loop", size_bytes=256 * MiB), FsConfig(name="ext4"))
+        try:
+            layouts = {}
+            for direct_layout in (False, True):
+                job = build_job(load_workload("seq-read"), mnt.path,
+                                parse_set(SMALL + [f"direct_layout={str(direct_layout).lower()}"]))
+                s = EngineSession(job.engine_json())
+                try:
+                    layouts[direct_layout] = s.run_phase("prepare")["counters"]
+                finally:
+                    s.run_phase("cleanup")
+            assert layouts[True]["direct_layout"] == 1 and layouts[True]["layout_cached_pages"] == 0, layouts
+            # 8 MiB of 4 KiB pages: the buffered layout stays cached (all of it, on an idle machine).
+            assert layouts[False]["direct_layout"] == 0 and layouts[False]["layout_cached_pages"] > 1024, layouts
+        finally:
+            prov.destroy(mnt)
+
+
+@pytest.mark.parametrize("sets, field", [
+    (["direct_layout=true", "file_size=1000000"], "file_size: 1000000 bytes: with direct_layout"),
+    (["direct_layout=true", "verify=crc32c"], "direct_layout: cannot be combined with verify"),
+])
+def test_direct_layout_bad_input_names_the_field(tmp_path, sets, field):
+    r = fsmeter("run", "seq-read", "--dir", tmp_path, "-q", *sum((["--set", s] for s in sets), []))
+    assert r.returncode == 2, r.stdout + r.stderr
+    err = r.stderr.strip()
+    assert field in err and "Traceback" not in err and len(err.splitlines()) == 1, err

@@ -44,6 +44,9 @@ class AccessParams(BaseModel):
     duration_s: Optional[float] = Field(10.0, gt=0)
     total_bytes: Optional[Size] = Field(None, gt=0, description="stop after this many measured bytes")
     reuse_files: bool = Field(False, description="keep existing files of the right size instead of rewriting")
+    direct_layout: bool = Field(False, description="prepare writes the files with O_DIRECT, every thread and rank at "
+                                "once, as IOR's write phase leaves them (concurrent writers' blocks interleave on the "
+                                "device); default: buffered writes and an fsync, as fio lays files out")
     # Set by fio job files (fsmeter.interop.fio_map); defaults keep the named workloads as they were.
     file_names: List[str] = Field(default_factory=list, description="file names relative to --dir (fio filename)")
     offset: Size = Field(0, ge=0, description="requests land in [offset, offset + file_size) of each file (fio offset)")
@@ -90,6 +93,15 @@ class AccessParams(BaseModel):
                     )
             if self.alignment % 512:
                 raise ValueError(f"alignment: {self.alignment} does not fit O_DIRECT (multiples of 512): fix it or use direct=false")
+        if self.direct_layout:
+            if self.verify != "off":
+                raise ValueError("direct_layout: cannot be combined with verify (verified blocks are laid out "
+                                 "buffered): use one or the other")
+            for name in ("file_size", "offset"):
+                v = getattr(self, name)
+                if v % 512:
+                    raise ValueError(f"{name}: {v} bytes: with direct_layout it must be a multiple of 512 bytes "
+                                     "(O_DIRECT writes)")
         if self.random_map and (len({e.size for e in self.entries}) > 1 or self.alignment != self.entries[0].size):
             raise ValueError("random_map: needs one request size and alignment equal to it")
         if self.verify != "off":

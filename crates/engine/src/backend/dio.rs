@@ -92,7 +92,13 @@ pub fn dio_align(fd: RawFd) -> DioAlign {
 /// Pages of the first `len` bytes of an open file that are in the page cache
 /// (mincore over a read-only shared mapping; nothing is read).
 pub fn resident_pages(fd: RawFd, len: u64) -> std::io::Result<u64> {
-    if len == 0 {
+    resident_pages_in(fd, 0, len)
+}
+
+/// Pages of [start, end) of the file in the page cache (pages that start inside the range).
+pub fn resident_pages_in(fd: RawFd, start: u64, end: u64) -> std::io::Result<u64> {
+    let len = end;
+    if end <= start {
         return Ok(0);
     }
     // SAFETY: a read-only shared mapping we never touch, unmapped before returning.
@@ -108,7 +114,7 @@ pub fn resident_pages(fd: RawFd, len: u64) -> std::io::Result<u64> {
     if r != 0 {
         return Err(err);
     }
-    Ok(vec.iter().filter(|&&b| b & 1 != 0).count() as u64)
+    Ok(vec[start.div_ceil(page) as usize..].iter().filter(|&&b| b & 1 != 0).count() as u64)
 }
 
 #[cfg(test)]

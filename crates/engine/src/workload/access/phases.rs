@@ -117,7 +117,10 @@ impl Access {
         let (start, end) = self.layout_range();
         let chunks_per_file = (end - start).div_ceil(LAYOUT_CHUNK);
         // A shared file is neither truncated nor checked for reuse: other processes write it too.
-        let open_flags = if spec.shared_file { libc::O_WRONLY | libc::O_CREAT } else { libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC };
+        let mut open_flags = if spec.shared_file { libc::O_WRONLY | libc::O_CREAT } else { libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC };
+        if spec.direct_layout {
+            open_flags |= libc::O_DIRECT;
+        }
         let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
         let (mut report, skipped) = run_threads(
             "prepare",
@@ -133,6 +136,7 @@ impl Access {
             },
             |(buf, checker), rec| {
                 let mut skipped = 0u64;
+                let mut cached = 0u64;
                 for i in (rec.tid as u32..spec.file_count).step_by(nthreads) {
                     if rec.interrupted() {
                         break;
@@ -148,10 +152,30 @@ impl Access {
                             std::fs::create_dir_all(parent).map_err(|e| EngineError::io(format!("creating {}", parent.display()), e))?;
                         }
                     }
-                    let fd = open(&path, open_flags)?;
+                    let fd = open(&path, open_flags).map_err(|e| match e {
+                        EngineError::Io { ref source, .. } if spec.direct_layout && source.raw_os_error() == Some(libc::EINVAL) => EngineError::invalid(
+                            "direct_layout",
+                            format!("the filesystem under {} does not support O_DIRECT: use direct_layout=false", job.dir.display()),
+                        ),
+                        e => e,
+                    })?;
                     let _close = FdGuard(fd);
+                    if spec.direct_layout {
+                        let a = dio::dio_align(fd);
+                        if start % a.offset != 0 || end % a.offset != 0 || a.mem > BUF_ALIGN {
+                            return Err(EngineError::invalid(
+                                "direct_layout",
+                                format!(
+                                    "O_DIRECT writes under {} need offsets and lengths in multiples of {} bytes ({}); the layout covers \
+                                     [{start}, {end}): make file_size and offset multiples of it, or use direct_layout=false",
+                                    job.dir.display(), a.offset, a.source
+                                ),
+                            ));
+                        }
+                    }
                     if let Some(ch) = checker.as_mut() {
                         self.lay_out_verified(fd, i, &path, buf, ch, rec)?;
+                        cached += layout_cached_pages(&path, start, end);
                         continue;
                     }
                     let mut off = start;
@@ -172,13 +196,17 @@ impl Access {
                         return Err(EngineError::last_os(format!("fsync {}", path.display())));
                     }
                     rec.record(FSYNC, 0, t0, now_ns());
+                    // What the layout left in the page cache (none when it was written O_DIRECT).
+                    cached += layout_cached_pages(&path, start, end);
                 }
-                Ok((skipped, checker.take()))
+                Ok((skipped, checker.take(), cached))
             },
         )?;
         report.totals_without(NOT_DATA);
         report.counters.insert("files".into(), spec.file_count as u64);
         report.counters.insert("files_reused".into(), skipped.iter().map(|s| s.0).sum());
+        report.counters.insert("layout_cached_pages".into(), skipped.iter().map(|s| s.2).sum());
+        report.counters.insert("direct_layout".into(), spec.direct_layout as u64);
         if spec.verify.is_some() {
             verify::merge_into(&mut report, skipped.iter().filter_map(|s| s.1.as_ref()), |f| self.path(&job.dir, f).display().to_string(), self.verify_notes(job));
         }
@@ -610,6 +638,19 @@ fn io_failure(req: IoReq, errno: i32, direct: bool) -> EngineError {
         ctx.push_str(" (O_DIRECT: sizes, offsets and alignment must be multiples of the device's logical block size)");
     }
     EngineError::io(ctx, std::io::Error::from_raw_os_error(errno))
+}
+
+/// Pages of the region [start, end) a layout just wrote that are still in the page cache (mincore
+/// needs a mapping, and a mapping a readable descriptor: the layout's is write-only). 0 when it
+/// cannot be told.
+fn layout_cached_pages(path: &Path, start: u64, end: u64) -> u64 {
+    match open(path, libc::O_RDONLY) {
+        Ok(fd) => {
+            let _close = FdGuard(fd);
+            dio::resident_pages_in(fd, start, end).unwrap_or(0)
+        }
+        Err(_) => 0,
+    }
 }
 
 pub(crate) fn open(path: &Path, flags: i32) -> Result<RawFd> {

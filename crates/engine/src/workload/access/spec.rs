@@ -52,6 +52,12 @@ pub struct AccessSpec {
     pub total_bytes: Option<u64>,
     #[serde(default = "default_prefix")]
     pub file_prefix: String,
+    /// prepare writes the files with O_DIRECT (1 MiB requests, every thread and MPI rank at once)
+    /// instead of buffered writes and an fsync: blocks land where concurrent direct writers put
+    /// them, as IOR's write phase leaves its files (several writers' blocks interleave on the
+    /// device). The default, buffered, is how fio lays files out.
+    #[serde(default)]
+    pub direct_layout: bool,
     /// Keep files that already exist with the right size instead of rewriting them.
     #[serde(default)]
     pub reuse_files: bool,
@@ -158,6 +164,16 @@ impl AccessSpec {
         if self.direct && !self.allow_unaligned_direct {
             // No device does O_DIRECT below 512 bytes; the filesystem's own figure is checked at open.
             self.check_direct_alignment(&DioAlign { offset: 512, mem: 512, source: "the smallest device sector" })?;
+        }
+        if self.direct_layout {
+            if self.verify.is_some() {
+                return Err(EngineError::invalid("direct_layout", "cannot be combined with verify (verified blocks are laid out buffered): use one or the other"));
+            }
+            for (name, v) in [("file_size", self.file_size), ("offset", self.offset)] {
+                if v % 512 != 0 {
+                    return Err(EngineError::invalid(name, format!("{v} bytes: with direct_layout it must be a multiple of 512 bytes (O_DIRECT writes)")));
+                }
+            }
         }
         if self.file_prefix.is_empty() || self.file_prefix.contains('/') {
             return Err(EngineError::invalid("file_prefix", "must be a plain file name prefix without '/'"));
@@ -306,6 +322,7 @@ pub(super) mod tests {
             thread_files: false,
             random_map: false,
             allow_unaligned_direct: false,
+            direct_layout: false,
             verify: None,
             verify_block: 0,
             fault: None,
