@@ -127,15 +127,24 @@ class Ctx:
             os.rmdir(d)
 
     @contextlib.contextmanager
-    def loopfs(self, fs: str = "ext4", size: str = "1G") -> Iterator[Path]:
-        """A fresh filesystem on a loop image in a private scratch folder, torn down afterwards."""
-        from fsmeter.provision import FsConfig, Provisioner, TargetSpec
+    def loopfs(self, fs: str = "ext4", size: str = "1G", in_ram: bool = False) -> Iterator[Path]:
+        """A fresh filesystem on a loop image in a private scratch folder, torn down afterwards.
+        `in_ram`: the image lives on a tmpfs of its own (the loop device still does direct I/O on
+        it), so the "device" is memory: a steady one where the virtual disk's speed swings."""
         from fsmeter.units import parse_size
 
-        scratch = tempfile.mkdtemp(prefix="fsmeter-bench-scratch-", dir="/var/tmp")
+        with (self.tmpfs(str(parse_size(size) + (256 << 20))) if in_ram else contextlib.nullcontext()) as ram:
+            with self._loopfs(fs, parse_size(size), ram) as d:
+                yield d
+
+    @contextlib.contextmanager
+    def _loopfs(self, fs: str, size: int, ram: Optional[Path]) -> Iterator[Path]:
+        from fsmeter.provision import FsConfig, Provisioner, TargetSpec
+
+        scratch = tempfile.mkdtemp(prefix="fsmeter-bench-scratch-", dir=ram or "/var/tmp")
         try:
             with Provisioner(scratch=scratch) as prov:
-                mnt = prov.create(TargetSpec(kind="loop", size_bytes=parse_size(size)), FsConfig(name=fs))
+                mnt = prov.create(TargetSpec(kind="loop", size_bytes=size), FsConfig(name=fs))
                 try:
                     # The loop device must do direct I/O on its image (losetup --direct-io=on), else the
                     # host's page cache sits under the "device" and a device-bound case measures memory.
@@ -149,12 +158,13 @@ class Ctx:
     @staticmethod
     def row(case: str, metric: str, fsmeter_value: Optional[float], peer_value: Optional[float], peer_name: str,
             target: Optional[float] = None, higher_is_better: bool = True, notes: str = "",
-            target_max: Optional[float] = None) -> dict:
+            target_max: Optional[float] = None, ratio: Optional[float] = None) -> dict:
         """`target`: the lowest ratio that meets the target; `target_max`, when given, the highest
         (a two-sided target such as "within 10%": fsmeter much faster than the peer on a
-        device-bound case means the two did not do the same work)."""
-        ratio = None
-        if fsmeter_value is not None and peer_value:
+        device-bound case means the two did not do the same work). `ratio`, when given, is the
+        row's ratio instead of fsmeter_value / peer_value: the median of paired ratios, each from
+        two runs made back to back, which the host's drift moves less than a ratio of two medians."""
+        if ratio is None and fsmeter_value is not None and peer_value:
             ratio = fsmeter_value / peer_value if higher_is_better else peer_value / fsmeter_value
         met = None
         if target is not None and ratio is not None:
