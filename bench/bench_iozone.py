@@ -1,10 +1,12 @@
 """iozone -a against fsmeter's iozone family, side by side on the same grid.
 
-The peer is the real iozone, built from source in a scratch directory (bench/iozone_peer.py):
-`iozone -a -n 64k -g G -i 0 .. -i 7 [-I] -f DIR/iozone.tmp`, run in alternating turns with
-`fsmeter run iozone-auto --set max_file_size=G [--set direct=true]` on the same directory.
+The peer is the real iozone, built from source in a scratch directory (bench/iozone_peer.py). The
+grid of `iozone -a -n 64k -g G -i 0 .. -i 7 [-I]` runs one file size S at a time:
+`iozone -a -n S -g S -i 0 .. -i 7 [-I] -f DIR/iozone.tmp` and `fsmeter run iozone-auto --set
+min_file_size=S --set max_file_size=S [--set direct=true]`, back to back on the same directory.
 Per iozone column, the row is the median over the grid's cells of fsmeter's value / iozone's
-value (each cell's value being the median of the rounds): 1.0 means the same throughput.
+value, each cell's ratio being the median over the rounds of paired ratios: the grid runs one file
+size at a time, the two tools back to back on each (see _compare). 1.0 means the same throughput.
 iozone subtracts its clock's resolution (the "Time Resolution" it prints, one gettimeofday tick of
 1 us) from the time of every pass, so its figure for a pass of a few microseconds is up to a fifth
 higher than the bytes over the time the pass took. The rows with a target therefore compare against
@@ -13,8 +15,8 @@ iozone printed them, and over the cells iozone timed for at least 100 us, are re
 Cases: a tmpfs (cached: the engine must not be the bottleneck, target >= 1.0), a 1 GiB loop
 ext4 buffered (reported, no target: both measure the page cache and the same writeback), and
 the loop ext4 with O_DIRECT (target: within 10% either way, 0.9 to 1.1; for the stdio columns,
-which -I leaves buffered in both tools, at least 0.9). Then the wall time of the whole grid on tmpfs,
-and the engine's memory on one grid of 1 GiB files and 16 MiB records (how much the peak RSS of
+which -I leaves buffered in both tools, at least 0.9). Five rounds (three with --quick). Then
+the wall time of the whole grid on tmpfs (whole grids in turns), and the engine's memory on one grid of 1 GiB files and 16 MiB records (how much the peak RSS of
 `fsmeter run` grows over that of a tiny grid).
 """
 from __future__ import annotations
@@ -77,83 +79,113 @@ def _fsmeter_grid(doc: dict) -> dict:
     return grid
 
 
-def _median_grid(grids: list) -> dict:
-    out = {}
-    for c in COLUMNS:
-        keys = set.intersection(*(set(g[c]) for g in grids))
-        out[c] = {k: statistics.median(g[c][k] for g in grids) for k in keys}
+def _sizes(min_kb: int, max_kb: int) -> list:
+    """The file sizes of `iozone -a -n MIN -g MAX`: powers of two from MIN to MAX, in KiB."""
+    out, kb = [], min_kb
+    while kb <= max_kb:
+        out.append(kb)
+        kb *= 2
     return out
 
 
+def _kib(size: str) -> int:
+    return int(size.rstrip("Mm")) * 1024
+
+
+def _tests() -> list:
+    return [x for t in range(8) for x in ("-i", str(t))]
+
+
 def _compare(ctx, binary: Path, path: Path, case: str, max_file: str, direct: bool, rounds: int, target,
-             target_max=None) -> tuple:
-    ioz, ioz_real, fsm, walls = [], [], [], {"iozone": [], "fsmeter": []}
-    args = [binary, "-a", "-n", "64k", "-g", max_file.lower(), *[x for t in range(8) for x in ("-i", str(t))]]
-    if direct:
-        args.append("-I")
-    sets = {"max_file_size": max_file, **({"direct": "true"} if direct else {})}
-    def peer():
-        r = ctx.cmd([*args, "-f", path / "iozone.tmp"], cwd=path, timeout=3600)
-        ioz.append(_iozone_grid(r.stdout))
-        ioz_real.append(_restore_tick(ioz[-1], _time_res(r.stdout)))
-        walls["iozone"].append(r.wall_s)
+             target_max=None) -> list:
+    """Paired: the grid goes file size by file size (`iozone -a -n S -g S` against iozone-auto with
+    min_file_size = max_file_size = S: the same cells, as each cell of -a writes its file afresh), the
+    two tools back to back on each size, alternating which goes first. A cell's ratio is the median
+    over the rounds of fsmeter / iozone within one pair, two runs a few seconds apart; the row is the
+    median over cells. On this host the speed moves by a third within minutes, and whole grids in
+    turns (27 s per tool at -g 32m with O_DIRECT) put a drift of that size between a cell's two
+    figures: the O_DIRECT row read 0.95-1.06 in one run and 1.33-1.55 in another."""
+    # column -> cell -> per round (fsmeter, iozone as printed, iozone with its tick restored)
+    got = {c: {} for c in COLUMNS}
+    for r in range(rounds):
+        for j, kb in enumerate(_sizes(64, _kib(max_file))):
+            one = {}
 
-    def ours():
-        doc = ctx.fsmeter("iozone-auto", path, sets)
-        fsm.append(_fsmeter_grid(doc))
-        walls["fsmeter"].append(doc["_wall_s"])
+            def peer():
+                out = ctx.cmd([binary, "-a", "-n", f"{kb}k", "-g", f"{kb}k", *_tests(), *(["-I"] if direct else []),
+                               "-f", path / "iozone.tmp"], cwd=path, timeout=3600).stdout
+                one["printed"] = _iozone_grid(out)
+                one["real"] = _restore_tick(one["printed"], _time_res(out))
 
-    for i in range(rounds):
-        # Rounds alternate which tool goes first, so neither always meets the other's leftovers.
-        for step in ((peer, ours) if i % 2 == 0 else (ours, peer)):
-            step()
-    a, b, real = _median_grid(fsm), _median_grid(ioz), _median_grid(ioz_real)
+            def ours():
+                one["fsm"] = _fsmeter_grid(ctx.fsmeter("iozone-auto", path, {
+                    "min_file_size": f"{kb}K", "max_file_size": f"{kb}K", **({"direct": "true"} if direct else {})}))
+
+            for step in ((peer, ours) if (r + j) % 2 == 0 else (ours, peer)):
+                step()
+            for c in COLUMNS:
+                for k, v in one["fsm"][c].items():
+                    if one["printed"][c].get(k, 0) > 0:
+                        got[c].setdefault(k, []).append((v, one["printed"][c][k], one["real"][c][k]))
     rows = []
     for c in COLUMNS:
-        keys = sorted(set(a[c]) & set(b[c]))
-        ratios = [a[c][k] / b[c][k] for k in keys if b[c][k] > 0]
-        med = statistics.median(ratios) if ratios else None
-        fair = [a[c][k] / real[c][k] for k in keys if real[c].get(k, 0) > 0]
-        fmed = statistics.median(fair) if fair else None
-        rows.append(ctx.row(case, f"{c}: median cell ratio, iozone's tick restored", fmed,
-                            1.0 if fmed is not None else None, "iozone", target=target,
-                            target_max=None if c in STDIO else target_max,
-                            notes=f"{len(fair)} cells, {rounds} round(s), median of ratios against iozone's "
-                                  "rates with its subtracted clock tick put back (fsmeter "
-                                  f"{statistics.median(a[c].values()):,.0f} KB/s vs iozone "
-                                  f"{statistics.median(real[c].values()):,.0f} KB/s per cell, medians)"
-                            if fair else "no common cell"))
-        rows.append(ctx.row(case, f"{c}: median cell ratio, iozone as printed", med, 1.0 if med is not None else None,
-                            "iozone", notes=f"{len(ratios)} cells; iozone's own figures, one tick short per pass; "
-                                            "no target (see the row above)" if ratios else "no common cell"))
-        # The same median, as iozone printed them, over the cells iozone timed for at least
-        # MIN_TIMED_S, where its subtracted tick is at most 1%; no target.
-        timed = [a[c][k] / b[c][k] for k in keys if b[c][k] > 0 and k[0] / b[c][k] >= MIN_TIMED_S]
-        if timed and len(timed) < len(ratios):
-            rows.append(ctx.row(case, f"{c}: median cell ratio, cells >= {MIN_TIMED_S * 1e6:.0f} us",
-                                statistics.median(timed), 1.0, "iozone",
-                                notes=f"{len(timed)} of {len(ratios)} cells, as iozone printed them; no target"))
-    return rows, walls
+        cells = {k: v for k, v in got[c].items() if len(v) == rounds}
+        med = lambda i, ks=cells: statistics.median(statistics.median(x[0] / x[i] for x in cells[k]) for k in ks)  # noqa: E731
+        if not cells:
+            rows.append(ctx.row(case, f"{c}: median cell ratio, paired", None, None, "iozone", notes="no common cell"))
+            continue
+        fsm_kb = statistics.median(x[0] for v in cells.values() for x in v)
+        ioz_kb = statistics.median(x[2] for v in cells.values() for x in v)
+        rows.append(ctx.row(case, f"{c}: median cell ratio, paired, iozone's tick restored", fsm_kb, ioz_kb, "iozone",
+                            target=target, target_max=None if c in STDIO else target_max, ratio=med(2),
+                            notes=f"{len(cells)} cells x {rounds} rounds; the ratio is the median over cells of each "
+                                  "cell's median paired ratio against iozone's rate with its subtracted clock tick "
+                                  "put back; the values are each tool's median KB/s over all cells and rounds"))
+        rows.append(ctx.row(case, f"{c}: median cell ratio, paired, iozone as printed", None, None, "iozone",
+                            ratio=med(1), notes="iozone's own figures, one tick short per pass; no target"))
+        # Over the cells iozone timed for at least MIN_TIMED_S, where its subtracted tick is at most 1%.
+        timed = [k for k, v in cells.items() if k[0] / statistics.median(x[1] for x in v) >= MIN_TIMED_S]
+        if timed and len(timed) < len(cells):
+            rows.append(ctx.row(case, f"{c}: median cell ratio, paired, cells >= {MIN_TIMED_S * 1e6:.0f} us", None, None,
+                                "iozone", ratio=med(1, timed),
+                                notes=f"{len(timed)} of {len(cells)} cells, as iozone printed them; no target"))
+    return rows
+
+
+def _walls(ctx, binary: Path, path: Path, max_file: str, rounds: int) -> dict:
+    """Process start to exit of the whole -a grid, each tool in turns: tool -> [seconds]."""
+    walls = {"iozone": [], "fsmeter": []}
+
+    def peer():
+        walls["iozone"].append(ctx.cmd([binary, "-a", "-n", "64k", "-g", max_file.lower(), *_tests(),
+                                        "-f", path / "iozone.tmp"], cwd=path, timeout=3600).wall_s)
+
+    def ours():
+        walls["fsmeter"].append(ctx.fsmeter("iozone-auto", path, {"max_file_size": max_file})["_wall_s"])
+
+    for i in range(rounds):
+        for step in ((peer, ours) if i % 2 == 0 else (ours, peer)):
+            step()
+    return walls
 
 
 def run(ctx) -> list:
     rows = []
-    rounds = 1 if ctx.quick else 3
+    rounds = 3 if ctx.quick else 5
     with tempfile.TemporaryDirectory(prefix="fsmeter-iozone-build-") as scratch:
         binary = build_iozone(Path(scratch))
         g = "16M" if ctx.quick else "64M"
         with ctx.tmpfs("1G") as d:
-            got, walls = _compare(ctx, binary, d, f"tmpfs -g {g}", g, False, rounds, 1.0)
-            rows += got
+            rows += _compare(ctx, binary, d, f"tmpfs -g {g}", g, False, rounds, 1.0)
+            walls = _walls(ctx, binary, d, g, rounds)
             rows.append(ctx.row(f"tmpfs -g {g}", "whole -a grid wall time (s)", statistics.median(walls["fsmeter"]),
                                 statistics.median(walls["iozone"]), "iozone", target=1.0, higher_is_better=False,
-                                notes="process start to exit, median of rounds; fsmeter's includes Python start-up"))
+                                notes=f"process start to exit, median of {rounds} turns each; fsmeter's includes "
+                                      "Python start-up"))
         gd = "8M" if ctx.quick else "32M"
         with ctx.loopfs("ext4", "1G") as d:
-            got, _ = _compare(ctx, binary, d, f"loop ext4 -g {gd}", gd, False, rounds, None)
-            rows += got
-            got, _ = _compare(ctx, binary, d, f"loop ext4 O_DIRECT -g {gd}", gd, True, rounds, 0.9, 1.1)
-            rows += got
+            rows += _compare(ctx, binary, d, f"loop ext4 -g {gd}", gd, False, rounds, None)
+            rows += _compare(ctx, binary, d, f"loop ext4 O_DIRECT -g {gd}", gd, True, rounds, 0.9, 1.1)
     # Memory: one cell of a 1 GiB file in 16 MiB records, against a tiny grid's footprint.
     with ctx.tmpfs("1200M") as d:
         small = ctx.fsmeter("iozone-quick", d, {"file_sizes": "[65536]", "record_sizes": "[4096]", "tests": "[0, 1]"})
