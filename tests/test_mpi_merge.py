@@ -329,3 +329,18 @@ def test_tree_extra_lines_up_every_ranks_trees():
     assert out["files_by_tree"] == [50, 50, 20, 31]
     assert out["file_range"] == [[0, 50], [0, 50], [0, 20], [0, 31]]
     assert "file_range" not in tree_extra([whole, whole])
+
+
+def test_ranks_that_did_not_all_hold_at_the_start_are_flagged():
+    def parts(held):
+        return [{"rank": r, "host": "h", "barrier_mono_ns": 0, "returned_mono_ns": 0, "held": h,
+                 "report": _report(10, 10 << 20, 1_000_000, 101_000_000)} for r, h in enumerate(held)]
+
+    both = merge_phase(parts([True, True]), interval_s=1.0)
+    assert [x["held_start"] for x in both["mpi"]["per_rank"]] == [True, True]
+    assert not any("held at the phase's start" in w for w in both["warnings"])
+    neither = merge_phase(parts([False, False]), interval_s=1.0)
+    assert not any("held at the phase's start" in w for w in neither["warnings"])
+    mixed = merge_phase(parts([True, False]), interval_s=1.0)
+    assert [x["held_start"] for x in mixed["mpi"]["per_rank"]] == [True, False]
+    assert any(w.startswith("ranks [0] held at the phase's start") for w in mixed["warnings"])

@@ -61,6 +61,7 @@ def test_four_ranks_tree_one_merged_result(tmp_path):
     assert create["ops"]["create"]["lat"]["count"] == 4 * files
     assert sum(c for _, c in create["ops"]["create"]["lat"]["buckets"]) == 4 * files
     assert "hdr" not in create["ops"]["create"]["lat"]  # used for the merge, not kept
+    assert all(x["held_start"] for x in create["mpi"]["per_rank"])
     m = create["mpi"]
     assert len(m["per_rank"]) == 4 and all(x["ops"] == files for x in m["per_rank"])
     # the rate is the IOR definition: the total over (latest end - earliest start)
@@ -89,6 +90,12 @@ def test_two_ranks_seq_write_bytes_add_up(tmp_path):
     assert run["total"]["bytes"] == sum(x["bytes"] for x in per) > 0
     assert run["total"]["bytes_per_s"] == pytest.approx(run["total"]["bytes"] / run["elapsed_s"])
     assert doc["job"]["seed"] == 42 and doc["mpi"]["seeds"] == "42 + rank"
+    # every rank set its phase up, then met the others at the start barrier: the measured work
+    # began at that release, in every phase the engine's harness measures
+    for ph in ("prepare", "run"):
+        assert all(x["held_start"] for x in doc["phases"][ph]["mpi"]["per_rank"]), ph
+        assert all(x["start_s"] >= 0 for x in doc["phases"][ph]["mpi"]["per_rank"]), ph
+    assert not any("held at the phase's start" in w for w in run["warnings"])
 
 
 def test_failing_rank_aborts_every_rank_with_rank_and_host(tmp_path):

@@ -61,15 +61,23 @@ class EngineSession:
         """Clear a stop request so that the next phase runs (a stonewall stop is not a Ctrl-C)."""
         self._s.reset_stop()
 
-    def run_phase(self, name: str, on_progress: Optional[Callable[[dict], None]] = None, tick_s: float = 0.1) -> dict:
-        """Run phase `name`; returns the report (dict). Ctrl-C stops it and returns it marked interrupted."""
+    def run_phase(self, name: str, on_progress: Optional[Callable[[dict], None]] = None, tick_s: float = 0.1,
+                  at_start: Optional[Callable[[], None]] = None) -> dict:
+        """Run phase `name`; returns the report (dict). Ctrl-C stops it and returns it marked interrupted.
+
+        `at_start`: called once the phase's workers are ready (files open, buffers filled) and before
+        its measured work starts, which waits until it returns (an MPI rank's barrier goes there, so
+        that the ranks' set-up stays out of the common window). A phase that does not use the
+        engine's measuring harness never calls it.
+        """
         eng = _engine_module()
         box: dict = {}
         finished = threading.Event()
+        hold = at_start is not None
 
         def target() -> None:
             try:
-                box["json"] = self._s.run_phase(name)
+                box["json"] = self._s.run_phase(name, hold)
             except BaseException as exc:  # handed to the main thread
                 box["error"] = exc
             finally:
@@ -78,10 +86,23 @@ class EngineSession:
         worker = threading.Thread(target=target, name=f"fsmeter-engine-{name}", daemon=True)
         worker.start()
         interrupted = False
+        waiting = hold  # for the hold: polled often, as the other ranks wait for this one
         # Wait on an Event, not Thread.join: a KeyboardInterrupt landing inside
         # join() can leave the thread looking finished while it still runs.
         while not finished.is_set():
             try:
+                if waiting:
+                    finished.wait(0.0005)
+                    if self._s.holding():
+                        waiting = False
+                        try:
+                            at_start()
+                        except Exception:
+                            self._s.stop()  # the phase must not run on alone
+                            raise
+                        finally:
+                            self._s.release_start()
+                    continue
                 finished.wait(tick_s)
                 if on_progress is not None:
                     on_progress(self._s.progress())

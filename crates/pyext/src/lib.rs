@@ -43,16 +43,33 @@ impl Session {
         self.inner.lock().map(|s| s.phases().to_vec()).unwrap_or_default()
     }
 
-    /// Run one phase with the GIL released; returns the report as JSON.
-    fn run_phase(&self, py: Python<'_>, phase: &str) -> PyResult<String> {
+    /// Run one phase with the GIL released; returns the report as JSON. With `hold_start`, the
+    /// phase waits once its workers are ready, before its measured work starts, until
+    /// `release_start()` (an MPI rank meets the others at a barrier there).
+    #[pyo3(signature = (phase, hold_start=false))]
+    fn run_phase(&self, py: Python<'_>, phase: &str, hold_start: bool) -> PyResult<String> {
         let ctl = Arc::clone(&self.ctl);
+        if hold_start {
+            ctl.arm_start_hold();
+        }
         let out: Result<String, EngineError> = py.detach(|| {
             // A panic in an earlier phase poisons the lock; the session state is
             // still consistent between phases, so carry on with it.
             let mut s = self.inner.lock().unwrap_or_else(|p| p.into_inner());
             s.run_phase(phase, &ctl).map(|r| serde_json::to_string(&r).expect("report serialises"))
         });
+        ctl.disarm_start_hold();
         out.map_err(to_py)
+    }
+
+    /// True while a phase run with `hold_start` waits at its start, its workers ready.
+    fn holding(&self) -> bool {
+        self.ctl.holding()
+    }
+
+    /// Let a held phase start its measured work.
+    fn release_start(&self) {
+        self.ctl.release_start();
     }
 
     /// Ask the running phase to stop (it returns within about a second, marked interrupted).

@@ -165,7 +165,9 @@ def merge_phase(parts: list, interval_s: float, stonewall: Optional[dict] = None
                          "ops": r["total"]["ops"], "bytes": r["total"]["bytes"],
                          "ops_per_s": r["total"]["ops"] / el if el > 0 else 0.0,
                          "bytes_per_s": r["total"]["bytes"] / el if el > 0 else 0.0,
-                         "interrupted": bool(r.get("interrupted"))})
+                         "interrupted": bool(r.get("interrupted")),
+                         # started at the second barrier, set up (run.py's at_start), or not held
+                         "held_start": bool(p.get("held"))})
     rates = [x["ops_per_s"] for x in per_rank]
     mpi = {
         "ranks": len(parts),
@@ -184,6 +186,11 @@ def merge_phase(parts: list, interval_s: float, stonewall: Optional[dict] = None
     warnings = []
     for p, r in zip(parts, reps):
         warnings += [f"rank {p['rank']}: {w}" for w in r.get("warnings") or []]
+    held = [p["rank"] for p in parts if p.get("held")]
+    if held and len(held) < len(parts):
+        # Some ranks waited at the start barrier until the others had run their whole phase.
+        warnings.append(f"ranks {held} held at the phase's start and the others never did: those ranks started "
+                        "after the others had finished, so the phase's rate and imbalance are not a common run")
     return {
         "phase": reps[0].get("phase"),
         "interrupted": any(r.get("interrupted") for r in reps),

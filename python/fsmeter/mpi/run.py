@@ -402,7 +402,9 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
                         "files": file_layout, "seeds": f"{base.settings.seed} + rank",
                         "timeout_s": timeout_s,
                         "stonewall": stonewall if stonewall is not None else "none",
-                        "clock": "each rank's CLOCK_MONOTONIC from its release of the barrier opening the phase"},
+                        "clock": "each rank's CLOCK_MONOTONIC from its release of the barrier opening the phase",
+                        "start": ("a phase measured by the engine's harness waits, its files open and its workers "
+                                  "ready, at a second barrier; its measured work starts at that release")},
             }
         engine_phases = session.phases()
         family = job.workload.family.name
@@ -415,16 +417,34 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
                         method = _reset_cache(world, cache, job.dir)
                     t0 = world.barrier(f"before phase {ph.key}")
                     prog = PhaseProgress(bar, f"{ph.key} (rank 0 of {world.size})")
-                    walled = ph.name in STONEWALL_PHASES.get(job.workload.family.name, ())
-                    wall = Stonewall(world, stonewall, session, t0) if stonewall is not None and walled else None
+                    walled = stonewall is not None and ph.name in STONEWALL_PHASES.get(job.workload.family.name, ())
+                    # A second barrier where the engine holds the phase, its files open and its
+                    # workers ready: each rank's set-up (tens of milliseconds, longer on a cold
+                    # cache) would otherwise stagger the starts and stretch the common window.
+                    # The stonewall posts its non-blocking collectives after that barrier, so
+                    # every rank posts the collectives in the same order.
+                    held: dict = {}
 
-                    def tick(p, prog=prog, wall=wall):
+                    def at_start(key=ph.key, walled=walled):
+                        held["t0"] = world.barrier(f"at the start of phase {key}")
+                        if walled:
+                            held["wall"] = Stonewall(world, stonewall, session, held["t0"])
+
+                    def tick(p, prog=prog):
                         prog(p)
-                        if wall is not None:
-                            wall.poll()
+                        if "wall" in held:
+                            held["wall"].poll()
 
-                    report = session.run_phase(ph.name, on_progress=tick)
+                    report = session.run_phase(ph.name, on_progress=tick, at_start=at_start)
                     returned = time.monotonic_ns()
+                    if "t0" in held:
+                        t0 = held["t0"]
+                    else:  # a phase outside the harness: meet the others' start barrier now, so
+                        # that every rank makes the same collective calls whatever its phase did
+                        world.barrier(f"at the start of phase {ph.key} (this rank's phase never held)")
+                        if walled:
+                            held["wall"] = Stonewall(world, stonewall, session, t0)
+                    wall = held.get("wall")
                     wear = None
                     if wall is not None:
                         wall.finished()
@@ -441,7 +461,7 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
                             report, wear = wear_out(world, job, report, t0, wear_size)
                             returned = time.monotonic_ns()
                     prog.done()
-                    part = {"rank": world.rank, "host": world.host, "barrier_mono_ns": t0,
+                    part = {"rank": world.rank, "host": world.host, "barrier_mono_ns": t0, "held": "t0" in held,
                             "returned_mono_ns": returned, "report": report,
                             "sent_notice": bool(wall and wall.sent_notice)}
                     parts = world.gather(part, f"after phase {ph.key}")

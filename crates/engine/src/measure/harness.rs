@@ -75,6 +75,20 @@ pub struct Control {
     ops: AtomicU64,
     bytes: AtomicU64,
     work_total: AtomicU64,
+    hold: StartHold,
+}
+
+/// A hold at the start of a phase's measured work, for a caller that must line up with others
+/// first (each rank of an MPI job waits at a barrier). Armed before the phase, it stops the
+/// phase's first `run_threads` once every worker is set up (files open, buffers filled) and
+/// before the clock starts, until `release_start`. Opening files and the like then happen before
+/// the barrier, and the ranks start their measured work together when it releases them.
+#[derive(Default)]
+struct StartHold {
+    armed: AtomicBool,
+    holding: AtomicBool,
+    go: Mutex<bool>,
+    cv: Condvar,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,6 +147,39 @@ impl Control {
     pub fn publish(&self, ops: u64, bytes: u64) {
         self.ops.store(ops, Relaxed);
         self.bytes.store(bytes, Relaxed);
+    }
+    /// Arm the start hold for the next phase (see `StartHold`).
+    pub fn arm_start_hold(&self) {
+        *self.hold.go.lock().unwrap_or_else(|p| p.into_inner()) = false;
+        self.hold.armed.store(true, SeqCst);
+    }
+    /// Disarm it: a phase that never reached measured work leaves it armed otherwise.
+    pub fn disarm_start_hold(&self) {
+        self.hold.armed.store(false, SeqCst);
+    }
+    /// True while the phase waits at the start hold, its workers ready.
+    pub fn holding(&self) -> bool {
+        self.hold.holding.load(SeqCst)
+    }
+    /// Let a held phase start (or one about to be held pass straight through).
+    pub fn release_start(&self) {
+        *self.hold.go.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.hold.cv.notify_all();
+    }
+    /// Called by the coordinator once the workers are ready: waits for `release_start` if the
+    /// hold is armed (once: it disarms itself), or for a stop request.
+    fn wait_at_start_hold(&self) {
+        let h = &self.hold;
+        if !h.armed.swap(false, SeqCst) {
+            return;
+        }
+        let mut go = h.go.lock().unwrap_or_else(|p| p.into_inner());
+        h.holding.store(true, SeqCst);
+        while !*go && !self.stop_requested() {
+            go = h.cv.wait_timeout(go, std::time::Duration::from_millis(50)).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        *go = false;
+        h.holding.store(false, SeqCst);
     }
     pub fn progress(&self) -> Progress {
         let state = match self.state.load(Relaxed) {
@@ -428,6 +475,7 @@ where
         // operations and slowed a short phase's start (iozone's first cells ran up to a
         // third slower than the same cells run later).
         gate.wait_arrived(started);
+        ctl.wait_at_start_hold();
         let cpu_at_release = (timing.warmup_ns == 0).then(cpu::snapshot);
         let start = now_ns();
         start_at.store(start, SeqCst);
