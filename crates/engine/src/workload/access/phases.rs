@@ -250,7 +250,9 @@ impl Access {
 
     fn open_files(&self, job: &Job) -> Result<(FilesGuard, Option<DirectIo>)> {
         let spec = &self.spec;
-        let mut flags = libc::O_RDWR;
+        // Read-only for a mix without writes, as fio and IOR open for reading: files on a
+        // read-only mount, or without write permission, can then be read.
+        let mut flags = if spec.entries.iter().all(|e| e.read_pct >= 100.0) { libc::O_RDONLY } else { libc::O_RDWR };
         if spec.direct {
             flags |= libc::O_DIRECT;
         }
