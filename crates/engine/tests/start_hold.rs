@@ -42,6 +42,15 @@ fn phase(ctl: &Control, threads: usize, setups_done: &[AtomicU64], first_op_at: 
     report.window_mono_ns[0]
 }
 
+/// Waits until the phase running on another thread is held, failing after 10 s.
+fn wait_for_hold(ctl: &Control) {
+    let t = Instant::now();
+    while !ctl.holding() {
+        assert!(t.elapsed() < Duration::from_secs(10), "the phase never reached the hold");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 #[test]
 fn an_armed_hold_waits_for_release_after_setup_and_before_the_first_operation() {
     let ctl = Control::new();
@@ -51,11 +60,7 @@ fn an_armed_hold_waits_for_release_after_setup_and_before_the_first_operation() 
     let released_at = AtomicU64::new(0);
     let start = std::thread::scope(|s| {
         let h = s.spawn(|| phase(&ctl, 2, &setups, &first_op));
-        let t = Instant::now();
-        while !ctl.holding() {
-            assert!(t.elapsed() < Duration::from_secs(10), "the phase never reached the hold");
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        wait_for_hold(&ctl);
         // Held: both workers are set up and no operation has run, however long it waits.
         std::thread::sleep(Duration::from_millis(100));
         assert!(setups.iter().all(|t| t.load(SeqCst) > 0), "a worker was not set up at the hold");
@@ -89,11 +94,7 @@ fn a_stop_request_ends_the_hold() {
                 Ok(())
             })
         });
-        let t = Instant::now();
-        while !ctl.holding() {
-            assert!(t.elapsed() < Duration::from_secs(10), "the phase never reached the hold");
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        wait_for_hold(&ctl);
         ctl.request_stop();
         let (report, _) = h.join().unwrap().expect("a stopped phase still reports");
         assert!(report.interrupted);

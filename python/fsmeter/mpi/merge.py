@@ -186,7 +186,7 @@ def merge_phase(parts: list, interval_s: float, stonewall: Optional[dict] = None
     warnings = []
     for p, r in zip(parts, reps):
         warnings += [f"rank {p['rank']}: {w}" for w in r.get("warnings") or []]
-    held = [p["rank"] for p in parts if p.get("held")]
+    held = [x["rank"] for x in per_rank if x["held_start"]]
     if held and len(held) < len(parts):
         # Some ranks waited at the start barrier until the others had run their whole phase.
         warnings.append(f"ranks {held} held at the phase's start and the others never did: those ranks started "

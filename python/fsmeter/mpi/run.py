@@ -4,9 +4,10 @@ shared file, with -C's shifted read-back as --reorder-shift), phase by phase in 
 merges the phase reports.
 
 Per phase: (cold-cache reset) -> timed barrier -> the engine sets the phase up in this rank and
-holds -> a second timed barrier -> the measured work -> one gather of the reports on rank 0 -> merge (fsmeter.mpi.merge) -> rank 0 tells every rank
-whether to go on. An error in any rank aborts the whole job (MPI_Abort) with that rank's number,
-host and message; a rank that waits longer than the timeout at a barrier or gather aborts it too.
+holds -> a second timed barrier -> the measured work -> one gather of the reports on rank 0 ->
+merge (fsmeter.mpi.merge) -> rank 0 tells every rank whether to go on. An error in any rank
+aborts the whole job (MPI_Abort) with that rank's number, host and message; a rank that waits
+longer than the timeout at a barrier or gather aborts it too.
 """
 from __future__ import annotations
 
