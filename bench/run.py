@@ -12,10 +12,12 @@ import argparse
 import contextlib
 import importlib.util
 import json
+import math
 import os
 import re
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -156,22 +158,58 @@ class Ctx:
             shutil.rmtree(scratch, ignore_errors=True)
 
     @staticmethod
+    def ci(values: list) -> Optional[list]:
+        """paired_ci, for the bench modules."""
+        return paired_ci(values)
+
+    @staticmethod
     def row(case: str, metric: str, fsmeter_value: Optional[float], peer_value: Optional[float], peer_name: str,
             target: Optional[float] = None, higher_is_better: bool = True, notes: str = "",
-            target_max: Optional[float] = None, ratio: Optional[float] = None) -> dict:
+            target_max: Optional[float] = None, ratio: Optional[float] = None,
+            pairs: Optional[list] = None) -> dict:
         """`target`: the lowest ratio that meets the target; `target_max`, when given, the highest
         (a two-sided target such as "within 10%": fsmeter much faster than the peer on a
         device-bound case means the two did not do the same work). `ratio`, when given, is the
-        row's ratio instead of fsmeter_value / peer_value: the median of paired ratios, each from
-        two runs made back to back, which the host's drift moves less than a ratio of two medians."""
+        row's ratio instead of fsmeter_value / peer_value. `pairs`, when given, are paired ratios
+        (each round's fsmeter / peer, the two runs made back to back, which the host's drift moves
+        less than a ratio of two medians): the row's ratio is their median, and `ci` a confidence
+        interval for that median (see paired_ci)."""
+        ci = None
+        if pairs:
+            ratio = statistics.median(pairs)
+            ci = paired_ci(pairs)
         if ratio is None and fsmeter_value is not None and peer_value:
             ratio = fsmeter_value / peer_value if higher_is_better else peer_value / fsmeter_value
         met = None
         if target is not None and ratio is not None:
             met = ratio >= target and (target_max is None or ratio <= target_max)
+        # A miss whose interval still reaches the target range: the rounds spread too widely to
+        # tell the median from the target (more rounds, or a steadier machine, would decide it).
+        within = None
+        if met is False and ci is not None:
+            within = ci[1] >= target and (target_max is None or ci[0] <= target_max)
         return {"case": case, "metric": metric, "fsmeter": fsmeter_value, "peer": peer_value,
                 "peer_name": peer_name, "ratio": ratio, "target": target, "target_max": target_max, "met": met,
+                "pairs": pairs, "ci": ci, "ci_level": CI_LEVEL if ci else None, "miss_within_ci": within,
                 "notes": notes}
+
+
+#: Confidence level of a paired row's interval for its median ratio.
+CI_LEVEL = 0.90
+
+
+def paired_ci(pairs: list) -> Optional[list]:
+    """A distribution-free interval for the median of `pairs` at CI_LEVEL or more: the order
+    statistics of the binomial sign test (scipy.stats.quantile_test). It needs no normality, which
+    a handful of noisy rounds cannot show. With 5 rounds it is [min, max] at 93.75% (each round is
+    below the median with probability 1/2, so all 5 fall on one side with probability 2/32); fewer
+    than 5 rounds cannot reach 90%, and give None."""
+    from scipy.stats import quantile_test
+
+    ci = quantile_test(pairs, q=statistics.median(pairs), p=0.5).confidence_interval(CI_LEVEL)
+    if math.isnan(ci.low) or math.isnan(ci.high):
+        return None
+    return [float(ci.low), float(ci.high)]
 
 
 def _why(res: "CmdResult") -> str:
@@ -252,13 +290,20 @@ def main() -> int:
         rows += got
         console.print(f"  {len(got)} row(s) in {time.monotonic() - t0:.0f} s")
     t = Table(title="fsmeter vs peers (ratio > 1: fsmeter better)")
-    for col in ("bench", "case", "metric", "fsmeter", "peer", "ratio", "target", "met", "notes"):
+    for col in ("bench", "case", "metric", "fsmeter", "peer", "ratio", f"{CI_LEVEL:.0%} CI", "target", "met", "notes"):
         t.add_column(col, overflow="fold")
     for r in rows:
         met = {True: "[green]yes[/]", False: "[red]no[/]", None: "-"}[r["met"]]
+        if r.get("miss_within_ci"):
+            met = "[yellow]no, CI reaches it[/]"
+        ci = f"{_fmt(r['ci'][0])}..{_fmt(r['ci'][1])}" if r.get("ci") else "-"
         t.add_row(r["bench"], r["case"], r["metric"], _fmt(r["fsmeter"]), f"{_fmt(r['peer'])} ({r['peer_name']})",
-                  _fmt(r["ratio"]), _target(r), met, r["notes"])
+                  _fmt(r["ratio"]), ci, _target(r), met, r["notes"])
     console.print(t)
+    if any(r.get("ci") for r in rows):
+        console.print(f"CI: a paired row's {CI_LEVEL:.0%} confidence interval for its median ratio, from the "
+                      "rounds' paired ratios (sign-test order statistics; with 5 rounds, their min..max at "
+                      "93.75%). \"no, CI reaches it\": the median missed the target, but the interval reaches it.")
     OUT.mkdir(parents=True, exist_ok=True)
     doc = {"when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(), "kernel": platform.release(),
            "quick": args.quick, "rows": rows}
