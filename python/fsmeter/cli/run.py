@@ -66,6 +66,25 @@ def describe_direct_io(d: dict) -> str:
     return f"O_DIRECT, truly direct: every request a multiple of the {how}{seen}"
 
 
+def describe_buffers(b: dict) -> Optional[str]:
+    """One line on huge-page request buffers (the access family's `extra.buffer_memory`); None for
+    the default heap buffers."""
+    kind = b.get("kind")
+    if kind in (None, "heap"):
+        return None
+    mib = lambda v: f"{(v or 0) / 2**20:,.1f}"  # noqa: E731
+    name = {"thp": "transparent huge pages", "hugetlb": "hugetlb pages"}.get(kind, kind)
+    mapped, huge = b.get("mapped_bytes"), b.get("huge_bytes")
+    if huge is None:
+        return f"request buffers: {mib(b.get('bytes'))} MiB on {name} asked for; how many the kernel gave is unknown"
+    line = (f"request buffers: {mib(b.get('bytes'))} MiB on {name} ({mib(mapped)} MiB mapped in whole huge pages, "
+            f"{mib(huge)} MiB of it huge)")
+    if kind == "thp" and mapped and huge < mapped:
+        line += (" [yellow](the kernel gave 4 KiB pages for the rest: transparent_hugepage off, or no free "
+                 "2 MiB blocks)[/]")
+    return line
+
+
 def run_job(job, console: Console, show_progress: bool = True, keep_files: bool = False,
             cache: str = "auto", min_phase_s: float = DEFAULT_MIN_PHASE_S) -> dict:
     """Run every phase of `job`; returns the result document (see README)."""
@@ -207,6 +226,9 @@ def print_result(doc: dict, job, console: Console, json_out: Optional[Path]) -> 
             dio = (rep.get("extra") or {}).get("direct_io") if isinstance(rep.get("extra"), dict) else None
             if dio:
                 console.print(f"  [dim]{name}:[/] {describe_direct_io(dio)}", highlight=False)
+            bufs = (rep.get("extra") or {}).get("buffer_memory") if isinstance(rep.get("extra"), dict) else None
+            if bufs and describe_buffers(bufs):
+                console.print(f"  [dim]{name}:[/] {describe_buffers(bufs)}", highlight=False)
             if isinstance(rep.get("extra"), dict) and "subruns" in rep["extra"]:
                 from fsmeter.report.mix import subrun_table
 

@@ -1,6 +1,7 @@
 """The access family (pgmeter / Iometer / fio class): a weighted size/read/random mix."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import List, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
@@ -63,6 +64,11 @@ class AccessParams(BaseModel):
                                "request size")
     fault: Optional[FaultParams] = Field(None, description="testing verification: torn, short, lost or misdirected "
                                          "writes injected under the psync backend (docs/verify.md)")
+    buffer_memory: Literal["heap", "thp", "hugetlb"] = Field(
+        "heap", description="where the run phase's request buffers get their pages: heap (4 KiB pages, as malloc "
+        "gives them: fio's default, IOR), thp (transparent huge pages: 2 MiB-aligned memory advised MADV_HUGEPAGE, "
+        "as far as the kernel gives them; the report says how much it did), hugetlb (the huge-page pool reserved "
+        "with vm.nr_hugepages: fio's iomem=mmaphuge)")
 
     # Set by `fsmeter run --shared-file` under mpirun (fsmeter.mpi.run), never from a workload file:
     # (this rank's region start, the run and verify phases' region start).
@@ -141,6 +147,27 @@ class AccessParams(BaseModel):
         if self.queue_depth > 1 and settings.backend == "psync":
             raise UserError("parameter queue_depth: psync keeps one request in flight per thread; "
                             "use --set backend=io_uring for queue_depth > 1")
+        if self.buffer_memory == "hugetlb":
+            self._check_hugetlb_pool(settings.threads)
+
+    def _check_hugetlb_pool(self, threads: int) -> None:
+        """Refuse hugetlb buffers before any file is laid out when this process could not get them
+        (the engine checks again when it maps them: other processes may take pages meanwhile)."""
+        try:
+            info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line)
+            free = int(info["HugePages_Free"].split()[0])
+            page = int(info["Hugepagesize"].split()[0]) * 1024
+        except (OSError, KeyError, ValueError):
+            raise UserError("parameter buffer_memory: hugetlb needs the kernel's huge-page pool, and /proc/meminfo "
+                            "does not show one here: use buffer_memory=thp or heap") from None
+        biggest = max(e.size for e in self.entries)
+        need = threads * self.queue_depth * -(-biggest // page)
+        if free < need:
+            raise UserError(f"parameter buffer_memory: hugetlb buffers need {need} free huge page(s) of "
+                            f"{page >> 20} MiB ({threads} thread(s) x queue_depth {self.queue_depth} x "
+                            f"{-(-biggest // page)} per buffer), and {free} are free: reserve them first "
+                            f"(`sysctl vm.nr_hugepages={need}` as root, more under MPI: every rank on a host draws "
+                            "from one pool), or use buffer_memory=thp or heap")
 
     def engine_spec(self) -> dict:
         spec = self.model_dump(exclude={"record_size"})

@@ -17,7 +17,7 @@ SUPPORTED = {
     "iodepth", "direct", "buffered", "size", "filesize", "nrfiles", "numjobs", "filename", "directory", "runtime",
     "time_based", "ramp_time", "fsync", "end_fsync", "norandommap", "randrepeat", "randseed", "offset",
     "blockalign", "ba", "stonewall", "wait_for_previous", "group_reporting", "thread", "kb_base",
-    "percentage_random", "io_size", "io_limit", "unlink",
+    "percentage_random", "io_size", "io_limit", "unlink", "iomem", "mem",
 }
 #: Options fsmeter means to support later (the error says "planned"); any other is "not planned".
 PLANNED = {
@@ -40,8 +40,6 @@ NEVER = {
     "exec_prerun": "fsmeter does not run commands from job files",
     "exec_postrun": "fsmeter does not run commands from job files",
     "trim_percentage": "trim is not a filesystem data operation fsmeter measures",
-    "mem": "fsmeter allocates its own aligned buffers",
-    "iomem": "fsmeter allocates its own aligned buffers",
     "zonemode": "fsmeter measures filesystems, not zoned devices",
     "cgroup": "use a campaign's page_cache_limit or cpus factor",
 }
@@ -220,6 +218,31 @@ def _bssplit(ctx: _Ctx) -> Optional[tuple]:
     return tuple(x if x is not None else out[0] for x in out)
 
 
+#: fio's iomem (alias mem) -> the access family's buffer_memory.
+_IOMEM = {"malloc": "heap", "mmap": "heap", "mmapshared": "heap", "shm": "heap", "mmaphuge": "hugetlb",
+          "shmhuge": "hugetlb"}
+
+
+def _iomem(ctx: _Ctx, notes: list) -> str:
+    """fio's iomem: where the I/O buffers come from. Plain pages (malloc, mmap, shm) are heap buffers
+    here; huge pages (mmaphuge, shmhuge) are hugetlb buffers, from the same vm.nr_hugepages pool."""
+    opt = ctx.job.get("iomem") or ctx.job.get("mem")
+    if opt is None:
+        return "heap"
+    kind, _, path = (opt.value or "").strip().partition(":")
+    if kind not in _IOMEM:
+        ctx.fail(opt, "GPU memory is not supported by fsmeter (not planned)" if kind.startswith("cuda")
+                 else f"use one of {', '.join(_IOMEM)}")
+    plain = {"mmap": "an anonymous mmap", "mmapshared": "a shared anonymous mmap", "shm": "shmget"}
+    if kind in plain:
+        notes.append(f"{opt.name}={kind}: fio's buffers come from {plain[kind]}: 4 KiB pages, as fsmeter's heap "
+                     "buffers")
+    if path:
+        notes.append(f"{opt.name}={kind}:{path}: fsmeter maps anonymous hugetlb pages (MAP_HUGETLB) from the same "
+                     "pool instead of a file on hugetlbfs")
+    return _IOMEM[kind]
+
+
 def map_job(where: str, job: FioJob, group: int) -> MappedJob:
     """One fio job -> access params and settings, with notes on what differs from fio."""
     check_options(where, job)
@@ -281,6 +304,7 @@ def map_job(where: str, job: FioJob, group: int) -> MappedJob:
     direct = ctx.flag("direct", False)
     if job.get("buffered") is not None:
         direct = not ctx.flag("buffered", True)
+    buffer_memory = _iomem(ctx, notes)
     # -- data set -------------------------------------------------------------------------------------------
     numjobs = ctx.int("numjobs", 1, 1, 4096)
     names_opt = job.get("filename")
@@ -362,7 +386,7 @@ def map_job(where: str, job: FioJob, group: int) -> MappedJob:
         "queue_depth": qd, "direct": direct, "fsync_every": ctx.int("fsync", 0, 0), "fsync_end": ctx.flag("end_fsync"),
         "warmup_s": ramp, "duration_s": runtime if runtime else None,
         "total_bytes": None if time_based else per_job * numjobs, "file_names": file_names, "offset": offset,
-        "thread_files": thread_files, "reuse_files": True,
+        "thread_files": thread_files, "reuse_files": True, "buffer_memory": buffer_memory,
     }
     if random_pct and not ctx.flag("norandommap", False):
         if len(set(sizes)) == 1 and align == sizes[0]:

@@ -208,6 +208,35 @@ def merge_phase(parts: list, interval_s: float, stonewall: Optional[dict] = None
     }
 
 
+def access_extra(extras: list) -> dict:
+    """The access family's details for a merged phase: rank 0's, with what differs by rank added up
+    over the ranks: each mix entry's request counts; the request buffers' bytes, bytes mapped and
+    bytes on huge pages (None when a rank could not tell); and the O_DIRECT checks (unaligned
+    requests, pages that entered the page cache, and a possible buffered fallback on any rank)."""
+    extras = [e if isinstance(e, dict) else {} for e in extras]
+    out = dict(extras[0])
+    bufs = [e.get("buffer_memory") for e in extras]
+    if all(isinstance(b, dict) for b in bufs) and bufs:
+        huge = [b.get("huge_bytes") for b in bufs]
+        out["buffer_memory"] = {**bufs[0], "bytes": sum(b.get("bytes") or 0 for b in bufs),
+                                "mapped_bytes": sum(b.get("mapped_bytes") or 0 for b in bufs),
+                                "huge_bytes": None if any(h is None for h in huge) else sum(huge)}
+    mixes = [e.get("mix") for e in extras]
+    if all(isinstance(m, list) and len(m) == len(mixes[0]) for m in mixes) and mixes:
+        out["mix"] = [{**rows[0], **{k: sum(r.get(k) or 0 for r in rows) for k in ("reads", "writes", "random", "sequential")}}
+                      for rows in zip(*mixes)]
+    dios = [e.get("direct_io") for e in extras]
+    if all(isinstance(d, dict) for d in dios) and dios:
+        def total(key):
+            vals = [d.get(key) for d in dios]
+            return None if any(v is None for v in vals) else sum(vals)
+
+        out["direct_io"] = {**dios[0], "unaligned_requests": total("unaligned_requests"),
+                            "page_cache_pages_added": total("page_cache_pages_added"),
+                            "buffered_fallback_possible": any(d.get("buffered_fallback_possible") for d in dios)}
+    return out
+
+
 def fileset_extra(merged: dict, extras: list) -> dict:
     """The fileset family's details for a merged phase: its PostMark rates recomputed from the merged
     operations and counters over the merged window (as the engine computes one rank's), running

@@ -5,7 +5,9 @@ use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::backend::buffer::AlignedBuf;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use crate::backend::buffer::{AlignedBuf, BufferMemory};
 use crate::backend::dio::{self, DioAlign};
 use crate::backend::fault::{FaultBackend, Injected};
 use crate::backend::null::NullBackend;
@@ -391,6 +393,7 @@ impl Access {
                 }
             })
         };
+        let [buf_bytes, mapped_bytes, huge_bytes, huge_unknown] = [(); 4].map(|_| AtomicU64::new(0));
         let (mut report, mixes) = run_threads(
             "run",
             nthreads,
@@ -401,8 +404,20 @@ impl Access {
             0,
             |tid| {
                 let max = spec.max_size();
-                let bufs: Vec<AlignedBuf> =
-                    (0..qd).map(|s| AlignedBuf::random(max, 4096, job.seed ^ ((tid * qd + s) as u64) << 8)).collect();
+                let bufs = (0..qd)
+                    .map(|s| AlignedBuf::random_with(max, 4096, job.seed ^ ((tid * qd + s) as u64) << 8, spec.buffer_memory))
+                    .collect::<std::io::Result<Vec<AlignedBuf>>>()
+                    .map_err(|e| buffer_error(spec.buffer_memory, max * qd, e))?;
+                for b in &bufs {
+                    buf_bytes.fetch_add(b.len() as u64, Relaxed);
+                    match b.huge_pages() {
+                        Some((huge, mapped)) => {
+                            huge_bytes.fetch_add(huge, Relaxed);
+                            mapped_bytes.fetch_add(mapped, Relaxed);
+                        }
+                        None => huge_unknown.store(1, Relaxed),
+                    }
+                }
                 let backend = make(files.0.clone(), &bufs)?;
                 Ok(RunState {
                     backend,
@@ -446,6 +461,12 @@ impl Access {
             "backend": job.backend.name(),
             "queue_depth": qd,
             "direct": spec.direct,
+            "buffer_memory": {
+                "kind": spec.buffer_memory.name(),
+                "bytes": buf_bytes.load(Relaxed),
+                "mapped_bytes": mapped_bytes.load(Relaxed),
+                "huge_bytes": (huge_unknown.load(Relaxed) == 0).then(|| huge_bytes.load(Relaxed)),
+            },
         });
         if let Some(v) = verify_extra {
             report.extra["verify"] = v;
@@ -689,4 +710,17 @@ impl Drop for FilesGuard {
             unsafe { crate::sys::close(fd) };
         }
     }
+}
+
+/// A huge-page buffer that could not be had, as a parameter error saying what to do.
+fn buffer_error(mem: BufferMemory, per_thread: usize, e: std::io::Error) -> EngineError {
+    let what = match mem {
+        BufferMemory::Hugetlb => format!(
+            "could not map {per_thread} bytes of hugetlb pages per thread ({e}): reserve enough 2 MiB pages first \
+             (`sysctl vm.nr_hugepages=N`; HugePages_Free in /proc/meminfo says how many are free), or use \
+             buffer_memory=thp or heap"
+        ),
+        _ => format!("could not allocate {per_thread} bytes of I/O buffers per thread ({e}); use buffer_memory=heap"),
+    };
+    EngineError::invalid("buffer_memory", what)
 }

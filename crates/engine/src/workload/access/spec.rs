@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::backend::buffer::BufferMemory;
 use crate::backend::dio::DioAlign;
 use crate::backend::BackendKind;
 use crate::error::{EngineError, Result};
@@ -99,6 +100,9 @@ pub struct AccessSpec {
     /// Testing verification: make chosen writes torn, short, lost or misdirected (psync only).
     #[serde(default)]
     pub fault: Option<FaultSpec>,
+    /// Where the run phase's request buffers get their pages (heap, thp, hugetlb).
+    #[serde(default)]
+    pub buffer_memory: BufferMemory,
 }
 
 fn default_alignment() -> u64 {
@@ -326,6 +330,7 @@ pub(super) mod tests {
             verify: None,
             verify_block: 0,
             fault: None,
+            buffer_memory: BufferMemory::Heap,
         }
     }
 
