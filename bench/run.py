@@ -172,8 +172,9 @@ class Ctx:
         device-bound case means the two did not do the same work). `ratio`, when given, is the
         row's ratio instead of fsmeter_value / peer_value. `pairs`, when given, are paired ratios
         (each round's fsmeter / peer, the two runs made back to back, which the host's drift moves
-        less than a ratio of two medians): the row's ratio is their median, and `ci` a confidence
-        interval for that median (see paired_ci)."""
+        less than a ratio of two medians), oriented as the row's ratio (above 1: fsmeter better):
+        the row's ratio is their median, and `ci` a confidence interval for it at `ci_level`
+        (see paired_ci)."""
         ci = None
         if pairs:
             ratio = statistics.median(pairs)
@@ -190,7 +191,8 @@ class Ctx:
             within = ci[1] >= target and (target_max is None or ci[0] <= target_max)
         return {"case": case, "metric": metric, "fsmeter": fsmeter_value, "peer": peer_value,
                 "peer_name": peer_name, "ratio": ratio, "target": target, "target_max": target_max, "met": met,
-                "pairs": pairs, "ci": ci, "ci_level": CI_LEVEL if ci else None, "miss_within_ci": within,
+                "pairs": pairs, "ci": ci[:2] if ci else None, "ci_level": ci[2] if ci else None,
+                "miss_within_ci": within,
                 "notes": notes}
 
 
@@ -199,17 +201,21 @@ CI_LEVEL = 0.90
 
 
 def paired_ci(pairs: list) -> Optional[list]:
-    """A distribution-free interval for the median of `pairs` at CI_LEVEL or more: the order
-    statistics of the binomial sign test (scipy.stats.quantile_test). It needs no normality, which
-    a handful of noisy rounds cannot show. With 5 rounds it is [min, max] at 93.75% (each round is
-    below the median with probability 1/2, so all 5 fall on one side with probability 2/32); fewer
-    than 5 rounds cannot reach 90%, and give None."""
-    from scipy.stats import quantile_test
+    """A distribution-free interval for the median of `pairs` at CI_LEVEL or more, and the level
+    it reaches: the order statistics of the binomial sign test (scipy.stats.quantile_test). It
+    needs no normality, which a handful of noisy rounds cannot show, but it does take the rounds
+    as independent draws of one distribution (the machine's drift between rounds weakens that).
+    With 5 rounds it is [min, max] at 93.75% (each round falls below the median with probability
+    1/2, so all 5 land on one side with probability 2/32); fewer than 5 rounds cannot reach 90%,
+    and give None. Returns [low, high, level]."""
+    from scipy.stats import binom, quantile_test
 
     ci = quantile_test(pairs, q=statistics.median(pairs), p=0.5).confidence_interval(CI_LEVEL)
     if math.isnan(ci.low) or math.isnan(ci.high):
         return None
-    return [float(ci.low), float(ci.high)]
+    k = sorted(pairs).index(ci.low)  # the interval is [x(k+1), x(n-k)]: k rounds left out on each side
+    level = 1.0 - 2.0 * float(binom.cdf(k, len(pairs), 0.5))  # P(more than k rounds on neither side)
+    return [float(ci.low), float(ci.high), level]
 
 
 def _why(res: "CmdResult") -> str:
@@ -290,20 +296,21 @@ def main() -> int:
         rows += got
         console.print(f"  {len(got)} row(s) in {time.monotonic() - t0:.0f} s")
     t = Table(title="fsmeter vs peers (ratio > 1: fsmeter better)")
-    for col in ("bench", "case", "metric", "fsmeter", "peer", "ratio", f"{CI_LEVEL:.0%} CI", "target", "met", "notes"):
+    for col in ("bench", "case", "metric", "fsmeter", "peer", "ratio", "CI (level)", "target", "met", "notes"):
         t.add_column(col, overflow="fold")
     for r in rows:
         met = {True: "[green]yes[/]", False: "[red]no[/]", None: "-"}[r["met"]]
         if r.get("miss_within_ci"):
             met = "[yellow]no, CI reaches it[/]"
-        ci = f"{_fmt(r['ci'][0])}..{_fmt(r['ci'][1])}" if r.get("ci") else "-"
+        ci = f"{_fmt(r['ci'][0])}..{_fmt(r['ci'][1])} ({r['ci_level']:.1%})" if r.get("ci") else "-"
         t.add_row(r["bench"], r["case"], r["metric"], _fmt(r["fsmeter"]), f"{_fmt(r['peer'])} ({r['peer_name']})",
                   _fmt(r["ratio"]), ci, _target(r), met, r["notes"])
     console.print(t)
     if any(r.get("ci") for r in rows):
-        console.print(f"CI: a paired row's {CI_LEVEL:.0%} confidence interval for its median ratio, from the "
-                      "rounds' paired ratios (sign-test order statistics; with 5 rounds, their min..max at "
-                      "93.75%). \"no, CI reaches it\": the median missed the target, but the interval reaches it.")
+        console.print(f"CI: a paired row's confidence interval (at {CI_LEVEL:.0%} or more; its level in brackets) for "
+                      "its median ratio, from the rounds' paired ratios (sign-test order statistics; with 5 rounds, "
+                      "their min..max at 93.75%). \"no, CI reaches it\": the median missed the target, but the "
+                      "interval reaches it.")
     OUT.mkdir(parents=True, exist_ok=True)
     doc = {"when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(), "kernel": platform.release(),
            "quick": args.quick, "rows": rows}

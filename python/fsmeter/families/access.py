@@ -151,23 +151,29 @@ class AccessParams(BaseModel):
             self._check_hugetlb_pool(settings.threads)
 
     def _check_hugetlb_pool(self, threads: int) -> None:
-        """Refuse hugetlb buffers before any file is laid out when this process could not get them
-        (the engine checks again when it maps them: other processes may take pages meanwhile)."""
+        """Refuse hugetlb buffers before any file is laid out when the 2 MiB pool cannot cover this
+        process's threads (each maps queue_depth buffers, every one rounded up to 4 KiB, in whole
+        huge pages). The engine meets the pool again when it maps them: other processes, and the
+        other MPI ranks of a host, draw from the same pool meanwhile."""
+        pool = Path("/sys/kernel/mm/hugepages/hugepages-2048kB")
         try:
-            info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line)
-            free = int(info["HugePages_Free"].split()[0])
-            page = int(info["Hugepagesize"].split()[0]) * 1024
-        except (OSError, KeyError, ValueError):
-            raise UserError("parameter buffer_memory: hugetlb needs the kernel's huge-page pool, and /proc/meminfo "
-                            "does not show one here: use buffer_memory=thp or heap") from None
-        biggest = max(e.size for e in self.entries)
-        need = threads * self.queue_depth * -(-biggest // page)
-        if free < need:
-            raise UserError(f"parameter buffer_memory: hugetlb buffers need {need} free huge page(s) of "
-                            f"{page >> 20} MiB ({threads} thread(s) x queue_depth {self.queue_depth} x "
-                            f"{-(-biggest // page)} per buffer), and {free} are free: reserve them first "
-                            f"(`sysctl vm.nr_hugepages={need}` as root, more under MPI: every rank on a host draws "
-                            "from one pool), or use buffer_memory=thp or heap")
+            n = {k: int((pool / k).read_text()) for k in ("nr_hugepages", "free_hugepages", "resv_hugepages",
+                                                          "nr_overcommit_hugepages", "surplus_hugepages")}
+        except (OSError, ValueError):
+            raise UserError("parameter buffer_memory: hugetlb needs the kernel's pool of 2 MiB huge pages, and this "
+                            f"kernel shows none ({pool}): use buffer_memory=thp or heap") from None
+        # Free pages others have reserved are not ours; surplus pages come on demand up to the overcommit.
+        available = n["free_hugepages"] - n["resv_hugepages"] + max(0, n["nr_overcommit_hugepages"] - n["surplus_hugepages"])
+        page = 2 << 20
+        per_buffer = -(-max(e.size for e in self.entries) // 4096) * 4096
+        per_thread = -(-(self.queue_depth * per_buffer) // page)
+        need = threads * per_thread
+        if available < need:
+            raise UserError(f"parameter buffer_memory: hugetlb buffers need {need} huge page(s) of 2 MiB ({threads} "
+                            f"thread(s) x {per_thread} for queue_depth {self.queue_depth} x {per_buffer} bytes), and "
+                            f"{max(available, 0)} are available: reserve more first (as root: `sysctl "
+                            f"vm.nr_hugepages={n['nr_hugepages'] + need - max(available, 0)}`; under MPI every rank "
+                            "on a host draws from this one pool), or use buffer_memory=thp or heap")
 
     def engine_spec(self) -> dict:
         spec = self.model_dump(exclude={"record_size"})

@@ -224,22 +224,28 @@ _IOMEM = {"malloc": "heap", "mmap": "heap", "mmapshared": "heap", "shm": "heap",
 
 
 def _iomem(ctx: _Ctx, notes: list) -> str:
-    """fio's iomem: where the I/O buffers come from. Plain pages (malloc, mmap, shm) are heap buffers
-    here; huge pages (mmaphuge, shmhuge) are hugetlb buffers, from the same vm.nr_hugepages pool."""
-    opt = ctx.job.get("iomem") or ctx.job.get("mem")
-    if opt is None:
+    """fio's iomem (or mem; the later line wins, as in fio): where the I/O buffers come from. Plain
+    pages (malloc, mmap, mmapshared, shm) are heap buffers here; huge pages (mmaphuge, shmhuge) are
+    hugetlb buffers, from the same vm.nr_hugepages pool."""
+    given = [o for o in (ctx.job.get("iomem"), ctx.job.get("mem")) if o is not None]
+    if not given:
         return "heap"
+    opt = max(given, key=lambda o: o.line)
     kind, _, path = (opt.value or "").strip().partition(":")
     if kind not in _IOMEM:
         ctx.fail(opt, "GPU memory is not supported by fsmeter (not planned)" if kind.startswith("cuda")
                  else f"use one of {', '.join(_IOMEM)}")
-    plain = {"mmap": "an anonymous mmap", "mmapshared": "a shared anonymous mmap", "shm": "shmget"}
-    if kind in plain:
-        notes.append(f"{opt.name}={kind}: fio's buffers come from {plain[kind]}: 4 KiB pages, as fsmeter's heap "
-                     "buffers")
-    if path:
+    if path and kind in ("mmap", "mmapshared"):
+        notes.append(f"{opt.name}={kind}:{path}: fio maps that file for its buffers; fsmeter uses heap buffers "
+                     "(4 KiB pages) and does not touch the file")
+    elif path and kind == "mmaphuge":
         notes.append(f"{opt.name}={kind}:{path}: fsmeter maps anonymous hugetlb pages (MAP_HUGETLB) from the same "
                      "pool instead of a file on hugetlbfs")
+    elif path:
+        ctx.fail(opt, f"{kind} takes no file: remove ':{path}'")
+    elif kind in ("mmap", "mmapshared", "shm"):
+        notes.append(f"{opt.name}={kind}: fio's buffers then come from {'shmget' if kind == 'shm' else 'mmap'}: "
+                     "4 KiB pages, as fsmeter's heap buffers")
     return _IOMEM[kind]
 
 

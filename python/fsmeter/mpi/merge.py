@@ -208,32 +208,36 @@ def merge_phase(parts: list, interval_s: float, stonewall: Optional[dict] = None
     }
 
 
-def access_extra(extras: list) -> dict:
+def access_extra(extras: list, shared_file: bool = False) -> Optional[dict]:
     """The access family's details for a merged phase: rank 0's, with what differs by rank added up
     over the ranks: each mix entry's request counts; the request buffers' bytes, bytes mapped and
-    bytes on huge pages (None when a rank could not tell); and the O_DIRECT checks (unaligned
-    requests, pages that entered the page cache, and a possible buffered fallback on any rank)."""
+    bytes on huge pages (None when a rank could not tell); and the O_DIRECT checks: unaligned
+    requests or a possible buffered fallback on any rank, and the pages that entered the page
+    cache, summed over ranks that each count their own files, or the largest count when the ranks
+    share files (each rank counts the whole shared file, the others' pages too)."""
+    if all(e is None for e in extras):
+        return None
     extras = [e if isinstance(e, dict) else {} for e in extras]
     out = dict(extras[0])
+    mixes = [e.get("mix") for e in extras]
+    if mixes and all(isinstance(m, list) and len(m) == len(mixes[0]) for m in mixes):
+        out["mix"] = [{**rows[0], **{k: sum(r.get(k) or 0 for r in rows) for k in ("reads", "writes", "random", "sequential")}}
+                      for rows in zip(*mixes)]
     bufs = [e.get("buffer_memory") for e in extras]
-    if all(isinstance(b, dict) for b in bufs) and bufs:
+    if bufs and all(isinstance(b, dict) for b in bufs):
         huge = [b.get("huge_bytes") for b in bufs]
         out["buffer_memory"] = {**bufs[0], "bytes": sum(b.get("bytes") or 0 for b in bufs),
                                 "mapped_bytes": sum(b.get("mapped_bytes") or 0 for b in bufs),
                                 "huge_bytes": None if any(h is None for h in huge) else sum(huge)}
-    mixes = [e.get("mix") for e in extras]
-    if all(isinstance(m, list) and len(m) == len(mixes[0]) for m in mixes) and mixes:
-        out["mix"] = [{**rows[0], **{k: sum(r.get(k) or 0 for r in rows) for k in ("reads", "writes", "random", "sequential")}}
-                      for rows in zip(*mixes)]
     dios = [e.get("direct_io") for e in extras]
-    if all(isinstance(d, dict) for d in dios) and dios:
-        def total(key):
-            vals = [d.get(key) for d in dios]
-            return None if any(v is None for v in vals) else sum(vals)
-
-        out["direct_io"] = {**dios[0], "unaligned_requests": total("unaligned_requests"),
-                            "page_cache_pages_added": total("page_cache_pages_added"),
-                            "buffered_fallback_possible": any(d.get("buffered_fallback_possible") for d in dios)}
+    if dios and all(isinstance(d, dict) for d in dios):
+        added = [d.get("page_cache_pages_added") for d in dios]
+        out["direct_io"] = {
+            **dios[0],
+            "unaligned_requests": any(d.get("unaligned_requests") for d in dios),
+            "page_cache_pages_added": None if any(a is None for a in added) else (max(added) if shared_file else sum(added)),
+            "buffered_fallback_possible": any(d.get("buffered_fallback_possible") for d in dios),
+        }
     return out
 
 

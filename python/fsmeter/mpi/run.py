@@ -308,7 +308,7 @@ def merge_extra(job, merged: dict, parts: list) -> dict:
     family = job.workload.family.name
     extras = [p["report"].get("extra") for p in sorted(parts, key=lambda p: p["rank"])]
     if family == "access":
-        return merge.access_extra(extras)
+        return merge.access_extra(extras, shared_file=job.params._shared_region is not None)
     if family == "fileset":
         return merge.fileset_extra(merged, extras)
     if family == "iozone":

@@ -11,6 +11,7 @@
 //! physically contiguous memory does not (fio's `iomem=mmaphuge`).
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -22,7 +23,7 @@ pub enum BufferMemory {
     #[default]
     Heap,
     /// Transparent huge pages: 2 MiB-aligned anonymous memory advised MADV_HUGEPAGE.
-    /// The kernel may still give 4 KiB pages; `huge_pages` says what it gave.
+    /// The kernel may still give 4 KiB pages; `HugeInfo` says what it gave.
     Thp,
     /// hugetlb pages (MAP_HUGETLB) from the reserved pool; fails if the pool is short.
     Hugetlb,
@@ -38,21 +39,60 @@ impl BufferMemory {
     }
 }
 
-/// The size of a huge page here: 2 MiB on x86-64 and arm64 with 4 KiB pages.
-pub const HUGE_PAGE: usize = 2 << 20;
+/// The hugetlb page size fsmeter asks for (MAP_HUGE_2MB): the pool reserved with vm.nr_hugepages on
+/// x86-64, and the one /sys/kernel/mm/hugepages/hugepages-2048kB counts.
+pub const HUGETLB_PAGE: usize = 2 << 20;
 const PAGE: usize = 4096;
+
+/// The size of a transparent huge page (the PMD size): 2 MiB on x86-64.
+fn thp_size() -> usize {
+    std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size")
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .filter(|&n| n.is_power_of_two() && n >= PAGE)
+        .unwrap_or(2 << 20)
+}
+
+/// One anonymous mapping holding a set of buffers, unmapped with the last of them.
+struct Mapping {
+    base: *mut libc::c_void,
+    len: usize,
+    /// The buffers' region: whole huge pages from `start`.
+    start: usize,
+    region: usize,
+    hugetlb: bool,
+}
+
+// SAFETY: plain memory, owned by the Mapping; see AlignedBuf.
+unsafe impl Send for Mapping {}
+unsafe impl Sync for Mapping {}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `AlignedBuf::set`, unmapped once.
+        let rc = unsafe { libc::munmap(self.base, self.len) };
+        debug_assert_eq!(rc, 0, "munmap of an I/O buffer mapping");
+    }
+}
 
 enum Backing {
     Heap(Layout),
-    /// An anonymous mapping of `len` bytes at `base`; the buffer starts at or after it, in a
-    /// region of `region` bytes (whole huge pages).
-    Map { base: *mut libc::c_void, len: usize, region: usize, hugetlb: bool },
+    /// A slice of a mapping shared by a set of buffers.
+    Shared(#[allow(dead_code)] Arc<Mapping>),
 }
 
 pub struct AlignedBuf {
     ptr: *mut u8,
     len: usize,
     backing: Backing,
+}
+
+/// What a set of buffers got: bytes mapped for them, and how many of those are huge pages (None:
+/// /proc/self/smaps could not tell).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HugeInfo {
+    pub mapped: u64,
+    pub huge: Option<u64>,
 }
 
 // SAFETY: the buffer is plain memory owned by one AlignedBuf; moving it to
@@ -70,76 +110,65 @@ impl AlignedBuf {
         AlignedBuf { ptr, len: layout.size(), backing: Backing::Heap(layout) }
     }
 
-    /// A zeroed buffer of `len` bytes from `mem`, aligned to `align` (huge-page buffers are
-    /// aligned to HUGE_PAGE). Heap buffers cannot fail but for out of memory; huge-page ones
-    /// return the mmap or madvise error.
-    pub fn with_memory(len: usize, align: usize, mem: BufferMemory) -> std::io::Result<Self> {
+    /// `count` buffers of `len` bytes from `mem`, each aligned to `align` (at most a page) and
+    /// filled from `seed(i)`. Heap buffers are allocated one by one. Huge-page buffers share one
+    /// mapping, `count` x `len` (each rounded up to `align`) rounded up to whole huge pages, as fio
+    /// maps one area of iodepth x the largest request per job; it is touched here, so no page
+    /// fault lands in a measured request. Errors are mmap's, mprotect's or madvise's.
+    pub fn set(count: usize, len: usize, align: usize, mem: BufferMemory, seed: impl Fn(usize) -> u64) -> std::io::Result<(Vec<AlignedBuf>, HugeInfo)> {
         let len = len.max(1);
-        assert!(align <= HUGE_PAGE, "buffer alignment {align} above a huge page");
-        let rounded = len.div_ceil(HUGE_PAGE) * HUGE_PAGE;
+        if mem == BufferMemory::Heap {
+            let bufs: Vec<AlignedBuf> = (0..count).map(|i| AlignedBuf::new(len, align).filled(seed(i))).collect();
+            return Ok((bufs, HugeInfo { mapped: (count * len) as u64, huge: Some(0) }));
+        }
+        assert!(align <= PAGE, "huge-page buffers are page-aligned; alignment {align} asked");
+        let stride = len.next_multiple_of(PAGE);
+        let huge = if mem == BufferMemory::Thp { thp_size() } else { HUGETLB_PAGE };
+        let region = (stride * count.max(1)).next_multiple_of(huge);
         let (map_len, flags) = match mem {
-            BufferMemory::Heap => return Ok(AlignedBuf::new(len, align)),
-            // Room to start on a 2 MiB boundary with at least one page left on either side: those
-            // pages become PROT_NONE guards, so the kernel cannot merge this mapping with a
-            // neighbouring one, and smaps reports this buffer's huge pages alone.
-            BufferMemory::Thp => (rounded + HUGE_PAGE + PAGE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS),
-            // hugetlb mappings are huge-page aligned by the kernel.
-            BufferMemory::Hugetlb => (rounded, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB),
+            // Room to start on a huge-page boundary with at least one page left on either side:
+            // those pages become PROT_NONE guards, so the kernel cannot merge this mapping with
+            // a neighbouring one, and smaps reports this set's huge pages alone.
+            BufferMemory::Thp => (region + huge + PAGE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS),
+            // hugetlb mappings are aligned to their page size by the kernel.
+            _ => (region, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB | libc::MAP_HUGE_2MB),
         };
         // SAFETY: a fresh anonymous mapping; no existing memory is touched.
         let base = unsafe { libc::mmap(std::ptr::null_mut(), map_len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
         if base == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
-        let start = match mem {
-            BufferMemory::Thp => (base as usize + PAGE).next_multiple_of(HUGE_PAGE),
-            _ => base as usize,
-        };
-        let buf = AlignedBuf { ptr: start as *mut u8, len, backing: Backing::Map { base, len: map_len, region: rounded, hugetlb: mem == BufferMemory::Hugetlb } };
+        let start = if mem == BufferMemory::Thp { (base as usize + PAGE).next_multiple_of(huge) } else { base as usize };
+        let map = Arc::new(Mapping { base, len: map_len, start, region, hugetlb: mem == BufferMemory::Hugetlb });
         if mem == BufferMemory::Thp {
             let head = start - base as usize;
-            let tail = base as usize + map_len - (start + rounded);
+            let tail = base as usize + map_len - (start + region);
             // SAFETY: the ranges lie inside our mapping; nothing has touched them yet.
-            let failed = unsafe {
-                libc::mprotect(base, head, libc::PROT_NONE) != 0
-                    || libc::mprotect((start + rounded) as *mut libc::c_void, tail, libc::PROT_NONE) != 0
-                    || libc::madvise(start as *mut libc::c_void, rounded, libc::MADV_HUGEPAGE) != 0
-            };
-            if failed {
-                return Err(std::io::Error::last_os_error()); // buf's Drop unmaps
+            unsafe {
+                if libc::mprotect(base, head, libc::PROT_NONE) != 0
+                    || libc::mprotect((start + region) as *mut libc::c_void, tail, libc::PROT_NONE) != 0
+                {
+                    return Err(std::io::Error::last_os_error()); // map's Drop unmaps
+                }
+                if libc::madvise(start as *mut libc::c_void, region, libc::MADV_HUGEPAGE) != 0 {
+                    let e = std::io::Error::last_os_error();
+                    return Err(std::io::Error::new(e.kind(), format!("madvise(MADV_HUGEPAGE): {e} (a kernel without transparent huge pages?)")));
+                }
             }
         }
-        // Touch every page now, so that no page fault lands in a measured request (MAP_HUGETLB
-        // reserves its pages at mmap, so a short pool fails above, not here).
-        buf.as_mut_slice().fill(0);
-        Ok(buf)
+        // Touch every page (MAP_HUGETLB reserves its pages at mmap, so a short pool fails above).
+        // SAFETY: [start, start + region) lies inside the mapping.
+        unsafe { std::ptr::write_bytes(start as *mut u8, 0, region) };
+        let bufs = (0..count)
+            .map(|i| AlignedBuf { ptr: (start + i * stride) as *mut u8, len, backing: Backing::Shared(map.clone()) }.filled(seed(i)))
+            .collect();
+        let info = HugeInfo { mapped: region as u64, huge: map.huge_bytes() };
+        Ok((bufs, info))
     }
 
     /// A buffer filled with pseudo-random bytes from `seed` (xorshift64*).
     pub fn random(len: usize, align: usize, seed: u64) -> Self {
         AlignedBuf::new(len, align).filled(seed)
-    }
-
-    /// `random` with pages from `mem`.
-    pub fn random_with(len: usize, align: usize, seed: u64, mem: BufferMemory) -> std::io::Result<Self> {
-        Ok(AlignedBuf::with_memory(len, align, mem)?.filled(seed))
-    }
-
-    /// (bytes on huge pages, bytes mapped) of the memory this buffer was given: a THP buffer's
-    /// mapping is whole huge pages, and /proc/self/smaps says how many of its bytes the kernel
-    /// backs with huge pages (AnonHugePages; guard pages keep the mapping apart from others); a
-    /// hugetlb buffer's is huge throughout. Heap buffers count none (the allocator may sit on a
-    /// huge page by chance, but fsmeter did not ask for one). None if smaps cannot be read.
-    pub fn huge_pages(&self) -> Option<(u64, u64)> {
-        match self.backing {
-            Backing::Heap(_) => Some((0, self.len as u64)),
-            Backing::Map { hugetlb: true, region, .. } => Some((region as u64, region as u64)),
-            Backing::Map { region, .. } => {
-                let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
-                let anon_huge = smaps_field_kib(&smaps, self.ptr as usize, region, "AnonHugePages")?;
-                Some(((anon_huge * 1024).min(region as u64), region as u64))
-            }
-        }
     }
 
     fn filled(self, seed: u64) -> Self {
@@ -177,14 +206,23 @@ impl AlignedBuf {
 
 impl Drop for AlignedBuf {
     fn drop(&mut self) {
-        match self.backing {
+        if let Backing::Heap(layout) = self.backing {
             // SAFETY: allocated with this layout in `new`.
-            Backing::Heap(layout) => unsafe { dealloc(self.ptr, layout) },
-            // SAFETY: the mapping made in `with_memory`, unmapped once.
-            Backing::Map { base, len, .. } => unsafe {
-                libc::munmap(base, len);
-            },
+            unsafe { dealloc(self.ptr, layout) }
+        } // a shared mapping goes with its last buffer
+    }
+}
+
+impl Mapping {
+    /// Bytes of the region on huge pages: hugetlb throughout; for THP what /proc/self/smaps
+    /// says of the region's mapping (AnonHugePages; the guard pages keep it a mapping of its own).
+    fn huge_bytes(&self) -> Option<u64> {
+        if self.hugetlb {
+            return Some(self.region as u64);
         }
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        let kib = smaps_field_kib(&smaps, self.start, self.region, "AnonHugePages")?;
+        Some((kib * 1024).min(self.region as u64))
     }
 }
 
@@ -243,41 +281,50 @@ AnonHugePages:      2048 kB
     }
 
     #[test]
-    fn a_thp_buffer_starts_on_a_huge_page_and_holds_the_seeded_bytes() {
-        let b = AlignedBuf::random_with(3 << 20, 4096, 7, BufferMemory::Thp).expect("an anonymous mapping");
-        assert_eq!(b.as_ptr() as usize % HUGE_PAGE, 0);
-        assert_eq!(b.len(), 3 << 20);
-        assert_eq!(b.as_slice(), AlignedBuf::random(3 << 20, 4096, 7).as_slice());
-        let (huge, mapped) = b.huge_pages().expect("smaps readable");
-        assert_eq!(mapped, 4 << 20, "whole huge pages");
-        assert!(huge <= mapped && huge % HUGE_PAGE as u64 == 0, "{huge}");
-        // The kernel gives huge pages only when THP is not "never" and it has free 2 MiB blocks.
+    fn thp_buffers_share_one_mapping_of_whole_huge_pages_and_hold_the_seeded_bytes() {
+        let (bufs, info) = AlignedBuf::set(3, 1 << 20, 4096, BufferMemory::Thp, |i| 7 + i as u64).expect("an anonymous mapping");
+        let huge = thp_size();
+        assert_eq!(bufs[0].as_ptr() as usize % huge, 0);
+        for (i, b) in bufs.iter().enumerate() {
+            assert_eq!(b.as_ptr() as usize, bufs[0].as_ptr() as usize + (i << 20), "one after the other");
+            assert_eq!(b.len(), 1 << 20);
+            assert_eq!(b.as_slice(), AlignedBuf::random(1 << 20, 4096, 7 + i as u64).as_slice());
+        }
+        assert_eq!(info.mapped, (3u64 << 20).next_multiple_of(huge as u64));
+        let got = info.huge.expect("smaps readable");
+        assert_eq!(got % huge as u64, 0, "whole huge pages: {got}");
         let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
         if thp.contains("[never]") {
-            assert_eq!(huge, 0);
+            assert_eq!(got, 0);
         }
+        drop(bufs); // the mapping goes with the last buffer (a double unmap would trip the debug assert)
     }
 
     #[test]
-    fn a_heap_buffer_counts_no_huge_bytes() {
-        let b = AlignedBuf::with_memory(1 << 20, 4096, BufferMemory::Heap).unwrap();
-        assert_eq!(b.huge_pages(), Some((0, 1 << 20)));
-        assert_eq!(b.as_ptr() as usize % 4096, 0);
+    fn a_buffer_set_outlives_all_but_its_last_buffer() {
+        let (mut bufs, _) = AlignedBuf::set(2, 4096, 4096, BufferMemory::Thp, |_| 1).unwrap();
+        let last = bufs.pop().unwrap();
+        drop(bufs);
+        last.as_mut_slice().fill(3); // still mapped
+        assert!(last.as_slice().iter().all(|&b| b == 3));
     }
 
     #[test]
-    fn hugetlb_without_a_pool_is_an_error_not_a_crash() {
-        let free: u64 = std::fs::read_to_string("/proc/meminfo")
-            .unwrap_or_default()
-            .lines()
-            .find_map(|l| l.strip_prefix("HugePages_Free:").and_then(|v| v.trim().parse().ok()))
-            .unwrap_or(0);
-        match AlignedBuf::with_memory(1 << 20, 4096, BufferMemory::Hugetlb) {
-            Ok(b) => {
-                assert!(free > 0, "a hugetlb buffer with no free huge pages");
-                assert_eq!(b.huge_pages(), Some((2 << 20, 2 << 20)));
+    fn heap_buffers_count_no_huge_pages() {
+        let (bufs, info) = AlignedBuf::set(2, 1 << 20, 4096, BufferMemory::Heap, |i| 2 + 2 * i as u64).unwrap();
+        assert_eq!(info, HugeInfo { mapped: 2 << 20, huge: Some(0) });
+        assert!(bufs.iter().all(|b| b.as_ptr() as usize % 4096 == 0));
+        assert_ne!(bufs[0].as_slice(), bufs[1].as_slice(), "each buffer from its own seed");
+    }
+
+    #[test]
+    fn hugetlb_buffers_are_huge_or_an_enomem_error_not_a_crash() {
+        match AlignedBuf::set(2, 1 << 20, 4096, BufferMemory::Hugetlb, |_| 1) {
+            Ok((bufs, info)) => {
+                assert_eq!(info, HugeInfo { mapped: HUGETLB_PAGE as u64, huge: Some(HUGETLB_PAGE as u64) });
+                assert_eq!(bufs[0].as_ptr() as usize % HUGETLB_PAGE, 0);
             }
-            Err(e) => assert!(free == 0 || e.raw_os_error() == Some(libc::ENOMEM), "{e}"),
+            Err(e) => assert_eq!(e.raw_os_error(), Some(libc::ENOMEM), "{e}"),
         }
     }
 }

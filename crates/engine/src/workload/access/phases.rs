@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use crate::backend::buffer::{AlignedBuf, BufferMemory};
+use crate::backend::buffer::{AlignedBuf, BufferMemory, HUGETLB_PAGE};
 use crate::backend::dio::{self, DioAlign};
 use crate::backend::fault::{FaultBackend, Injected};
 use crate::backend::null::NullBackend;
@@ -404,19 +404,16 @@ impl Access {
             0,
             |tid| {
                 let max = spec.max_size();
-                let bufs = (0..qd)
-                    .map(|s| AlignedBuf::random_with(max, 4096, job.seed ^ ((tid * qd + s) as u64) << 8, spec.buffer_memory))
-                    .collect::<std::io::Result<Vec<AlignedBuf>>>()
-                    .map_err(|e| buffer_error(spec.buffer_memory, max * qd, e))?;
-                for b in &bufs {
-                    buf_bytes.fetch_add(b.len() as u64, Relaxed);
-                    match b.huge_pages() {
-                        Some((huge, mapped)) => {
-                            huge_bytes.fetch_add(huge, Relaxed);
-                            mapped_bytes.fetch_add(mapped, Relaxed);
-                        }
-                        None => huge_unknown.store(1, Relaxed),
+                let seed = |s: usize| job.seed ^ ((tid * qd + s) as u64) << 8;
+                let (bufs, info) = AlignedBuf::set(qd, max, 4096, spec.buffer_memory, seed)
+                    .map_err(|e| buffer_error(spec.buffer_memory, qd, max, e))?;
+                buf_bytes.fetch_add((qd * max) as u64, Relaxed);
+                mapped_bytes.fetch_add(info.mapped, Relaxed);
+                match info.huge {
+                    Some(h) => {
+                        huge_bytes.fetch_add(h, Relaxed);
                     }
+                    None => huge_unknown.store(1, Relaxed),
                 }
                 let backend = make(files.0.clone(), &bufs)?;
                 Ok(RunState {
@@ -712,15 +709,20 @@ impl Drop for FilesGuard {
     }
 }
 
-/// A huge-page buffer that could not be had, as a parameter error saying what to do.
-fn buffer_error(mem: BufferMemory, per_thread: usize, e: std::io::Error) -> EngineError {
+/// A thread's huge-page buffers that could not be had, as a parameter error saying what to do.
+fn buffer_error(mem: BufferMemory, count: usize, len: usize, e: std::io::Error) -> EngineError {
+    let bytes = count * len.next_multiple_of(4096);
     let what = match mem {
-        BufferMemory::Hugetlb => format!(
-            "could not map {per_thread} bytes of hugetlb pages per thread ({e}): reserve enough 2 MiB pages first \
-             (`sysctl vm.nr_hugepages=N`; HugePages_Free in /proc/meminfo says how many are free), or use \
-             buffer_memory=thp or heap"
-        ),
-        _ => format!("could not allocate {per_thread} bytes of I/O buffers per thread ({e}); use buffer_memory=heap"),
+        BufferMemory::Hugetlb => {
+            let pages = bytes.div_ceil(HUGETLB_PAGE);
+            format!(
+                "could not map {pages} hugetlb page(s) of 2 MiB per thread for {count} buffer(s) of {len} bytes ({e}): \
+                 reserve them first (`sysctl vm.nr_hugepages=N`, N counting every thread and process; \
+                 /sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages says how many are free), or use \
+                 buffer_memory=thp or heap"
+            )
+        }
+        _ => format!("could not map {bytes} bytes of transparent-huge-page buffers per thread ({e}); use buffer_memory=heap"),
     };
     EngineError::invalid("buffer_memory", what)
 }
