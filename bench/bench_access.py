@@ -5,6 +5,12 @@
 (c) 1 MiB sequential O_DIRECT read and write on the same: >= 0.98
 (d) fsmeter (a) / bare-pread (../shared/limits/bare-pread.c) on the same file: goal >= 0.95
 (e) scaling: (a) with 2 threads over 1 thread, fsmeter and fio side by side: goal >= 1.8
+(f) 1 MiB sequential O_DIRECT read, psync, of a 1 GiB file on ext4 on a loop device whose image is in
+    memory, with request buffers on hugetlb pages: fsmeter buffer_memory=hugetlb against fio
+    --iomem=mmaphuge (anonymous MAP_HUGETLB, the same 2 MiB pool, which the bench grows by 8 pages
+    and puts back), beside both tools' default 4 KiB-page buffers: >= 0.98 for each pair. The loop
+    device splits a 1 MiB request into scattered 4 KiB pages in two and keeps it whole in a huge
+    page; the notes give the device requests per MiB read (/sys/block/loopN/stat).
 
 Equal work. fsmeter draws random offsets uniformly *with replacement* (no map of blocks
 already visited), so fio runs with --norandommap (else it keeps a random map and visits each
@@ -23,6 +29,7 @@ device, not the host's page cache.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import statistics
@@ -38,11 +45,11 @@ FILE = "fsmeter.access.0"  # the name fsmeter's access family lays files out und
 
 
 def fio_args(filename: Path, rw: str, bs: str, seconds: float, engine: str = "psync", depth: int = 1,
-             direct: bool = False, jobs: int = 1) -> list:
+             direct: bool = False, jobs: int = 1, iomem: str = "malloc") -> list:
     """fio doing what fsmeter does (see the module docstring: equal work)."""
     args = ["fio", "--name=bench", f"--filename={filename}", f"--size={GiB}", f"--rw={rw}", f"--bs={bs}",
             f"--ioengine={engine}", f"--iodepth={depth}", f"--direct={int(direct)}", f"--numjobs={jobs}",
-            f"--runtime={seconds}", "--time_based", "--group_reporting", "--output-format=json"]
+            f"--runtime={seconds}", "--time_based", "--group_reporting", "--output-format=json", f"--iomem={iomem}"]
     if rw.startswith("rand"):
         args += ["--norandommap", "--randrepeat=0"]
     if engine == "io_uring":
@@ -69,18 +76,18 @@ def spread(values: list) -> str:
 
 
 def fio(ctx, filename: Path, rw: str, bs: str, seconds: float, engine: str = "psync", depth: int = 1,
-        direct: bool = False, jobs: int = 1) -> dict:
-    res = ctx.cmd(fio_args(filename, rw, bs, seconds, engine, depth, direct, jobs))
+        direct: bool = False, jobs: int = 1, iomem: str = "malloc") -> dict:
+    res = ctx.cmd(fio_args(filename, rw, bs, seconds, engine, depth, direct, jobs, iomem))
     job = json.loads(res.stdout[res.stdout.index("{"):])["jobs"][0]
     side = job["read"] if rw in ("randread", "read") else job["write"]
-    return {"iops": side["iops"], "MiB_s": side["bw_bytes"] / (1 << 20)}
+    return {"iops": side["iops"], "MiB_s": side["bw_bytes"] / (1 << 20), "bytes": side["io_bytes"]}
 
 
 def fsm(ctx, workload: str, d: Path, seconds: float, **sets) -> dict:
     doc = ctx.fsmeter(workload, d, {"file_size": GiB, "reuse_files": "true", "warmup_s": 0, "seed": 42,
                                     "duration_s": seconds, **sets}, keep_files=True, cache="keep")
     tot = doc["phases"]["run"]["total"]
-    return {"iops": tot["ops_per_s"], "MiB_s": tot["bytes_per_s"] / (1 << 20)}
+    return {"iops": tot["ops_per_s"], "MiB_s": tot["bytes_per_s"] / (1 << 20), "bytes": tot["bytes"]}
 
 
 def bare_exe():
@@ -145,4 +152,64 @@ def run(ctx) -> list:
                                 "fio", 0.98,
                                 notes=f"{note}; fsmeter {spread(got['fsmeter'])}, fio {spread(got['fio'])}, per-round "
                                       f"ratio {min(ratios):.2f}..{max(ratios):.2f}; {dio}"))
+    rows += huge_page_rows(ctx, secs, rounds)
+    return rows
+
+
+@contextlib.contextmanager
+def hugetlb_pages(extra: int):
+    """`extra` more 2 MiB hugetlb pages reserved, the machine's own setting put back afterwards."""
+    knob = Path("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages")
+    before = int(knob.read_text())
+    knob.write_text(str(before + extra))
+    try:
+        if int(knob.read_text()) < before + extra:
+            raise RuntimeError(f"could reserve only {int(knob.read_text()) - before} of {extra} huge pages")
+        yield
+    finally:
+        knob.write_text(str(before))
+
+
+def loop_reads(d: Path) -> int:
+    """Read requests completed so far by the loop device under `d` (/sys/block/loopN/stat)."""
+    dev = subprocess.run(["findmnt", "-n", "-o", "SOURCE", "--target", str(d)], capture_output=True, text=True).stdout.strip()
+    return int((Path("/sys/block") / Path(dev).name / "stat").read_text().split()[0])
+
+
+def huge_page_rows(ctx, secs: float, rounds: int) -> list:
+    """(f): hugetlb request buffers against fio's iomem=mmaphuge, heap buffers against fio's malloc."""
+    med = statistics.median
+    rows = []
+    with ctx.loopfs("ext4", "1400M", in_ram=True) as d, hugetlb_pages(8):
+        dio = f"loop direct I/O {'on' if getattr(ctx, 'loop_dio', None) else 'OFF (host page cache in the way)'}"
+        fsm(ctx, "seq-read", d, 0.2, record_size="1M")
+        per_mib: dict = {}
+
+        def counted(name, fn):
+            """fn's MiB/s; the device's read requests per MiB the run read go to per_mib."""
+            def run(r):
+                before = loop_reads(d)
+                got = fn(r)
+                per_mib.setdefault(name, []).append((loop_reads(d) - before) / max(got["bytes"] / (1 << 20), 1.0))
+                return got["MiB_s"]
+            return run
+
+        sides = {
+            "fsmeter heap": lambda r: fsm(ctx, "seq-read", d, secs, record_size="1M", direct="true"),
+            "fio malloc": lambda r: fio(ctx, d / FILE, "read", "1M", secs, direct=True),
+            "fsmeter hugetlb": lambda r: fsm(ctx, "seq-read", d, secs, record_size="1M", direct="true",
+                                             buffer_memory="hugetlb"),
+            "fio mmaphuge": lambda r: fio(ctx, d / FILE, "read", "1M", secs, direct=True, iomem="mmaphuge"),
+        }
+        got = interleaved(rounds, {k: counted(k, fn) for k, fn in sides.items()})
+        for mine, theirs, what in (("fsmeter hugetlb", "fio mmaphuge", "hugetlb buffers"),
+                                   ("fsmeter heap", "fio malloc", "4 KiB-page buffers")):
+            ratios = [a / b for a, b in zip(got[mine], got[theirs])]
+            rows.append(ctx.row(f"(f) 1M read ext4/in-memory loop O_DIRECT psync, {what}", "MiB/s", med(got[mine]),
+                                med(got[theirs]), "fio", 0.98,
+                                notes=f"median of {rounds} interleaved rounds; fsmeter {spread(got[mine])}, fio "
+                                      f"{spread(got[theirs])}, per-round ratio {min(ratios):.2f}..{max(ratios):.2f}; "
+                                      f"device requests per MiB: fsmeter {med(per_mib[mine]):.2f}, fio "
+                                      f"{med(per_mib[theirs]):.2f}; "
+                                      f"fio --iomem={'mmaphuge' if 'huge' in theirs else 'malloc'}; {dio}"))
     return rows
