@@ -76,12 +76,13 @@ class _FakeCtx:
     def tmpfs(self, size="2G"):
         return self._place("tmpfs")
 
-    def loopfs(self, fs="ext4", size="1G"):
-        return self._place("loop")
+    def loopfs(self, fs="ext4", size="1G", in_ram=False):
+        return self._place("loop-ram" if in_ram else "loop")
 
     def fsmeter(self, workload, d, sets, keep_files=False, cache="auto"):
-        self.log.append(("fsmeter", d.name, workload, sets.get("duration_s"), sets.get("seed")))
-        return {"phases": {"run": {"total": {"ops_per_s": 100.0, "bytes_per_s": 100.0 * (1 << 20)}}}}
+        self.log.append(("fsmeter", d.name, workload, sets.get("duration_s"), sets.get("seed"),
+                         sets.get("buffer_memory", "heap")))
+        return {"phases": {"run": {"total": {"ops_per_s": 100.0, "bytes_per_s": 100.0 * (1 << 20), "bytes": 1 << 30}}}}
 
     def cmd(self, args, **k):
         import json
@@ -89,7 +90,7 @@ class _FakeCtx:
 
         if args[0] == "fio":
             self.log.append(("fio", os.path.basename(os.path.dirname(args[2].split("=", 1)[1])), args))
-            side = {"iops": 100.0, "bw_bytes": 100.0 * (1 << 20)}
+            side = {"iops": 100.0, "bw_bytes": 100.0 * (1 << 20), "io_bytes": 1 << 30}
             return types.SimpleNamespace(stdout=json.dumps({"jobs": [{"read": side, "write": side}]}))
         return types.SimpleNamespace(stdout="100\n")
 
@@ -99,7 +100,11 @@ class _FakeCtx:
 
 
 def test_device_cases_run_interleaved_rounds_in_alternating_order(bench_access, tmp_path, monkeypatch):
+    import contextlib
+
     monkeypatch.setattr(bench_access, "bare_exe", lambda: None)
+    monkeypatch.setattr(bench_access, "hugetlb_pages", lambda n: contextlib.nullcontext())
+    monkeypatch.setattr(bench_access, "loop_reads", lambda d: 0)
     ctx = _FakeCtx(tmp_path)
     rows = bench_access.run(ctx)
     measured = [e for e in ctx.log if e[0] == "fio" or e[3] != 0.2]  # leave out the layout runs
@@ -113,5 +118,12 @@ def test_device_cases_run_interleaved_rounds_in_alternating_order(bench_access, 
     # Random-read rounds give fsmeter a new seed per round, as fio --randrepeat=0 draws anew.
     seeds = [e[4] for e in measured if e[0] == "fsmeter" and e[1] == "tmpfs" and e[2] == "rand-read-4k"]
     assert len(set(seeds)) == len(seeds)
+    # (f): four sides taking turns, the order reversed each round; each fio side with its iomem.
+    on_ram = [e for e in measured if e[1] == "loop-ram"]
+    kinds = [e[5] if e[0] == "fsmeter" else next(a for a in e[2] if a.startswith("--iomem=")) for e in on_ram]
+    first = ["heap", "--iomem=malloc", "hugetlb", "--iomem=mmaphuge"]
+    assert kinds == first + first[::-1]
+    f_rows = [r for r in rows if r["case"].startswith("(f)")]
+    assert len(f_rows) == 2 and all("device requests per MiB" in r["notes"] for r in f_rows)
     fio_random = [e[2] for e in measured if e[0] == "fio" and "--rw=randread" in e[2]]
     assert fio_random and all("--norandommap" in a and "--randrepeat=0" in a for a in fio_random)
