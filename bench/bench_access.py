@@ -202,8 +202,8 @@ def huge_page_rows(ctx, secs: float, rounds: int) -> list:
             "fio mmaphuge": lambda r: fio(ctx, d / FILE, "read", "1M", secs, direct=True, iomem="mmaphuge"),
         }
         got = interleaved(rounds, {k: counted(k, fn) for k, fn in sides.items()})
-        for mine, theirs, what in (("fsmeter hugetlb", "fio mmaphuge", "hugetlb buffers"),
-                                   ("fsmeter heap", "fio malloc", "4 KiB-page buffers")):
+        for mine, theirs, what, iomem in (("fsmeter hugetlb", "fio mmaphuge", "hugetlb buffers", "mmaphuge"),
+                                          ("fsmeter heap", "fio malloc", "4 KiB-page buffers", "malloc")):
             ratios = [a / b for a, b in zip(got[mine], got[theirs])]
             rows.append(ctx.row(f"(f) 1M read ext4/in-memory loop O_DIRECT psync, {what}", "MiB/s", med(got[mine]),
                                 med(got[theirs]), "fio", 0.98,
@@ -211,5 +211,5 @@ def huge_page_rows(ctx, secs: float, rounds: int) -> list:
                                       f"{spread(got[theirs])}, per-round ratio {min(ratios):.2f}..{max(ratios):.2f}; "
                                       f"device requests per MiB: fsmeter {med(per_mib[mine]):.2f}, fio "
                                       f"{med(per_mib[theirs]):.2f}; "
-                                      f"fio --iomem={'mmaphuge' if 'huge' in theirs else 'malloc'}; {dio}"))
+                                      f"fio --iomem={iomem}; {dio}"))
     return rows

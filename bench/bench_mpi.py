@@ -57,6 +57,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from run import paired_ci
+
 DEFAULT_GIT = "/work/.mirror/hpc+ior/repo"
 #: The tree family as mdtest -n N -u -F -w 4096 runs: one directory of 4 KiB files per rank, names
 #: as long as mdtest's (file.mdtest.R.I against file.mdtestL0FN).
@@ -269,7 +271,7 @@ def scaling_row(ctx, mdtest: Path, root: Path, n: int) -> dict:
     s_fsm = [r[2] / r[1] for r in got["fsm"]]
     s_peer = [r[2] / r[1] for r in got["peer"]]
     m = median(s_fsm)
-    ci = ctx.ci(s_fsm)
+    ci = paired_ci(s_fsm)
     ci_note = f" (the median's CI {ci[0]:.2f}..{ci[1]:.2f})" if ci else ""
     return ctx.row(f"tmpfs 1->2 ranks, {n} files/rank", "create speedup", m, median(s_peer), "mdtest",
                    notes=f"median of {len(s_fsm)} rounds; fsmeter {min(s_fsm):.2f}..{max(s_fsm):.2f} "

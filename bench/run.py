@@ -158,11 +158,6 @@ class Ctx:
             shutil.rmtree(scratch, ignore_errors=True)
 
     @staticmethod
-    def ci(values: list) -> Optional[list]:
-        """paired_ci, for the bench modules."""
-        return paired_ci(values)
-
-    @staticmethod
     def row(case: str, metric: str, fsmeter_value: Optional[float], peer_value: Optional[float], peer_name: str,
             target: Optional[float] = None, higher_is_better: bool = True, notes: str = "",
             target_max: Optional[float] = None, ratio: Optional[float] = None,

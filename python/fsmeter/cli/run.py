@@ -223,13 +223,13 @@ def print_result(doc: dict, job, console: Console, json_out: Optional[Path]) -> 
     for name, rep in doc["phases"].items():
         if rep.get("measured", True):
             console.print(phase_table(f"{doc['workload']} / {name}", rep))
-            dio = (rep.get("extra") or {}).get("direct_io") if isinstance(rep.get("extra"), dict) else None
-            if dio:
-                console.print(f"  [dim]{name}:[/] {describe_direct_io(dio)}", highlight=False)
-            bufs = (rep.get("extra") or {}).get("buffer_memory") if isinstance(rep.get("extra"), dict) else None
-            if bufs and describe_buffers(bufs):
-                console.print(f"  [dim]{name}:[/] {describe_buffers(bufs)}", highlight=False)
-            if isinstance(rep.get("extra"), dict) and "subruns" in rep["extra"]:
+            extra = rep.get("extra") if isinstance(rep.get("extra"), dict) else {}
+            if extra.get("direct_io"):
+                console.print(f"  [dim]{name}:[/] {describe_direct_io(extra['direct_io'])}", highlight=False)
+            bufs = describe_buffers(extra["buffer_memory"]) if extra.get("buffer_memory") else None
+            if bufs:
+                console.print(f"  [dim]{name}:[/] {bufs}", highlight=False)
+            if "subruns" in extra:
                 from fsmeter.report.mix import subrun_table
 
                 console.print(subrun_table(rep))

@@ -29,16 +29,6 @@ pub enum BufferMemory {
     Hugetlb,
 }
 
-impl BufferMemory {
-    pub fn name(self) -> &'static str {
-        match self {
-            BufferMemory::Heap => "heap",
-            BufferMemory::Thp => "thp",
-            BufferMemory::Hugetlb => "hugetlb",
-        }
-    }
-}
-
 /// The hugetlb page size fsmeter asks for (MAP_HUGE_2MB): the pool reserved with vm.nr_hugepages on
 /// x86-64, and the one /sys/kernel/mm/hugepages/hugepages-2048kB counts.
 pub const HUGETLB_PAGE: usize = 2 << 20;
@@ -51,6 +41,12 @@ fn thp_size() -> usize {
         .and_then(|s| s.trim().parse::<usize>().ok())
         .filter(|&n| n.is_power_of_two() && n >= PAGE)
         .unwrap_or(2 << 20)
+}
+
+/// Bytes of whole `huge`-byte pages that hold `count` buffers of `len` bytes, each starting on a
+/// 4 KiB page: the region `AlignedBuf::set` maps for them.
+pub fn huge_region(count: usize, len: usize, huge: usize) -> usize {
+    (len.max(1).next_multiple_of(PAGE) * count.max(1)).next_multiple_of(huge)
 }
 
 /// One anonymous mapping holding a set of buffers, unmapped with the last of them.
@@ -124,7 +120,7 @@ impl AlignedBuf {
         assert!(align <= PAGE, "huge-page buffers are page-aligned; alignment {align} asked");
         let stride = len.next_multiple_of(PAGE);
         let huge = if mem == BufferMemory::Thp { thp_size() } else { HUGETLB_PAGE };
-        let region = (stride * count.max(1)).next_multiple_of(huge);
+        let region = huge_region(count, len, huge);
         let (map_len, flags) = match mem {
             // Room to start on a huge-page boundary with at least one page left on either side:
             // those pages become PROT_NONE guards, so the kernel cannot merge this mapping with

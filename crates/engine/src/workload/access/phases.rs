@@ -5,9 +5,9 @@ use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 
-use crate::backend::buffer::{AlignedBuf, BufferMemory, HUGETLB_PAGE};
+use crate::backend::buffer::{huge_region, AlignedBuf, BufferMemory, HUGETLB_PAGE};
 use crate::backend::dio::{self, DioAlign};
 use crate::backend::fault::{FaultBackend, Injected};
 use crate::backend::null::NullBackend;
@@ -393,7 +393,8 @@ impl Access {
                 }
             })
         };
-        let [buf_bytes, mapped_bytes, huge_bytes, huge_unknown] = [(); 4].map(|_| AtomicU64::new(0));
+        let [buf_bytes, mapped_bytes, huge_bytes] = [(); 3].map(|_| AtomicU64::new(0));
+        let huge_unknown = AtomicBool::new(false);
         let (mut report, mixes) = run_threads(
             "run",
             nthreads,
@@ -413,7 +414,7 @@ impl Access {
                     Some(h) => {
                         huge_bytes.fetch_add(h, Relaxed);
                     }
-                    None => huge_unknown.store(1, Relaxed),
+                    None => huge_unknown.store(true, Relaxed),
                 }
                 let backend = make(files.0.clone(), &bufs)?;
                 Ok(RunState {
@@ -459,10 +460,10 @@ impl Access {
             "queue_depth": qd,
             "direct": spec.direct,
             "buffer_memory": {
-                "kind": spec.buffer_memory.name(),
+                "kind": spec.buffer_memory,
                 "bytes": buf_bytes.load(Relaxed),
                 "mapped_bytes": mapped_bytes.load(Relaxed),
-                "huge_bytes": (huge_unknown.load(Relaxed) == 0).then(|| huge_bytes.load(Relaxed)),
+                "huge_bytes": (!huge_unknown.load(Relaxed)).then(|| huge_bytes.load(Relaxed)),
             },
         });
         if let Some(v) = verify_extra {
@@ -711,10 +712,9 @@ impl Drop for FilesGuard {
 
 /// A thread's huge-page buffers that could not be had, as a parameter error saying what to do.
 fn buffer_error(mem: BufferMemory, count: usize, len: usize, e: std::io::Error) -> EngineError {
-    let bytes = count * len.next_multiple_of(4096);
     let what = match mem {
         BufferMemory::Hugetlb => {
-            let pages = bytes.div_ceil(HUGETLB_PAGE);
+            let pages = huge_region(count, len, HUGETLB_PAGE) / HUGETLB_PAGE;
             format!(
                 "could not map {pages} hugetlb page(s) of 2 MiB per thread for {count} buffer(s) of {len} bytes ({e}): \
                  reserve them first (`sysctl vm.nr_hugepages=N`, N counting every thread and process; \
@@ -722,7 +722,10 @@ fn buffer_error(mem: BufferMemory, count: usize, len: usize, e: std::io::Error) 
                  buffer_memory=thp or heap"
             )
         }
-        _ => format!("could not map {bytes} bytes of transparent-huge-page buffers per thread ({e}); use buffer_memory=heap"),
+        _ => format!(
+            "could not map {} bytes of transparent-huge-page buffers per thread ({e}); use buffer_memory=heap",
+            count * len.next_multiple_of(4096)
+        ),
     };
     EngineError::invalid("buffer_memory", what)
 }
