@@ -29,7 +29,6 @@ device, not the host's page cache.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import shutil
 import statistics
@@ -37,7 +36,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from run import SHARED
+from run import SHARED, hugetlb_pages, loop_requests
 
 GiB = 1 << 30
 FILE = "fsmeter.access.0"  # the name fsmeter's access family lays files out under
@@ -156,26 +155,6 @@ def run(ctx) -> list:
     return rows
 
 
-@contextlib.contextmanager
-def hugetlb_pages(extra: int):
-    """`extra` more 2 MiB hugetlb pages reserved, the machine's own setting put back afterwards."""
-    knob = Path("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages")
-    before = int(knob.read_text())
-    knob.write_text(str(before + extra))
-    try:
-        if int(knob.read_text()) < before + extra:
-            raise RuntimeError(f"could reserve only {int(knob.read_text()) - before} of {extra} huge pages")
-        yield
-    finally:
-        knob.write_text(str(before))
-
-
-def loop_reads(d: Path) -> int:
-    """Read requests completed so far by the loop device under `d` (/sys/block/loopN/stat)."""
-    dev = subprocess.run(["findmnt", "-n", "-o", "SOURCE", "--target", str(d)], capture_output=True, text=True).stdout.strip()
-    return int((Path("/sys/block") / Path(dev).name / "stat").read_text().split()[0])
-
-
 def huge_page_rows(ctx, secs: float, rounds: int) -> list:
     """(f): hugetlb request buffers against fio's iomem=mmaphuge, heap buffers against fio's malloc."""
     med = statistics.median
@@ -188,9 +167,9 @@ def huge_page_rows(ctx, secs: float, rounds: int) -> list:
         def counted(name, fn):
             """fn's MiB/s; the device's read requests per MiB the run read go to per_mib."""
             def run(r):
-                before = loop_reads(d)
+                before = loop_requests(d)[0]
                 got = fn(r)
-                per_mib.setdefault(name, []).append((loop_reads(d) - before) / max(got["bytes"] / (1 << 20), 1.0))
+                per_mib.setdefault(name, []).append((loop_requests(d)[0] - before) / max(got["bytes"] / (1 << 20), 1.0))
                 return got["MiB_s"]
             return run
 

@@ -234,6 +234,28 @@ def loop_direct_io(device: Optional[str]) -> bool:
         return False
 
 
+@contextlib.contextmanager
+def hugetlb_pages(extra: int):
+    """`extra` more 2 MiB hugetlb pages reserved, the machine's own setting put back afterwards."""
+    knob = Path("/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages")
+    before = int(knob.read_text())
+    knob.write_text(str(before + extra))
+    try:
+        if int(knob.read_text()) < before + extra:
+            raise RuntimeError(f"could reserve only {int(knob.read_text()) - before} of {extra} huge pages")
+        yield
+    finally:
+        knob.write_text(str(before))
+
+
+def loop_requests(d: Path) -> tuple:
+    """(read, write) requests completed so far by the loop device holding the filesystem at `d`
+    (/sys/block/loopN/stat, fields 1 and 5)."""
+    dev = subprocess.run(["findmnt", "-n", "-o", "SOURCE", "--target", str(d)], capture_output=True, text=True).stdout.strip()
+    f = (Path("/sys/block") / Path(dev).name / "stat").read_text().split()
+    return int(f[0]), int(f[4])
+
+
 def _modules(only: Optional[set]) -> list:
     mods = []
     for path in sorted((REPO / "bench").glob("bench_*.py")):
