@@ -32,7 +32,16 @@ made fresh for it (so neither measures what the other left: journal, freed inode
   image is on a tmpfs ("ext4-in-RAM", 2 GiB per rank), the loop device doing direct I/O on it in
   both. On this virtual machine the disk's speed is bimodal: the same IOR O_DIRECT write-then-read
   sequence, fresh each time, read 929, 1,079, 2,589, 2,663, 2,867 and 2,886 MiB/s in six runs. The
-  in-memory image is a steady device, where the rows compare the work each tool puts on it.
+  in-memory image is a steady device, where the rows compare the work each tool puts on it. There
+  both tools' transfer buffers are on 2 MiB hugetlb pages (fsmeter buffer_memory=hugetlb; IOR's
+  malloc under `mpirun -x GLIBC_TUNABLES=glibc.malloc.hugetlb=2`; the pool grown by 8 pages per
+  rank and put back): with 4 KiB pages, a 1 MiB O_DIRECT request whose buffer has more than 128
+  physically separate pieces (the loop queue's max_segments) goes to the device as two requests,
+  and how scattered a freshly faulted buffer is depends on the host's free memory at that moment,
+  for either tool. Measured with heap buffers on both sides, 4 ranks: 1.50 requests per MiB for
+  IOR against 1.76 for fsmeter in one run, 2.00 against 1.75 in another, and a run at one request
+  per MiB reads about 40% faster. The notes give each side's read requests per MiB (the loop
+  device's counters), which should be 1.00 for both.
 - Every case runs `rounds` times (5; 1 with --quick), the two tools back to back in each round and
   alternating which goes first, each time on fresh filesystems. A row's ratio is the median over
   the rounds of the round's fsmeter / peer (a paired ratio: the two runs a minute apart at most);
@@ -50,6 +59,7 @@ a second on tmpfs), so on a loaded machine start-up skew between ranks moves the
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -57,7 +67,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from run import paired_ci
+from run import hugetlb_pages, loop_requests, paired_ci
 
 DEFAULT_GIT = "/work/.mirror/hpc+ior/repo"
 #: The tree family as mdtest -n N -u -F -w 4096 runs: one directory of 4 KiB files per rank, names
@@ -129,8 +139,9 @@ def mdtest_rates(ctx, mdtest: Path, ranks: int, n: int, d: Path) -> dict:
 TEARDOWN_EXITS: list = []
 
 
-def ior_rate(ctx, ior: Path, ranks: int, args: list, what: str) -> float:
-    argv = mpirun(ranks) + [*LINE_BUFFERED, ior, "-a", "POSIX", *args]
+def ior_rate(ctx, ior: Path, ranks: int, args: list, what: str, mpi_env: tuple = ()) -> float:
+    """`mpi_env`: NAME=value pairs set in the ranks' environment only (mpirun -x), not mpirun's."""
+    argv = mpirun(ranks) + [a for kv in mpi_env for a in ("-x", kv)] + [*LINE_BUFFERED, ior, "-a", "POSIX", *args]
     res = ctx.cmd(argv, env=_env(), timeout=1800, check=False)
     m = re.search(rf"^{what}\s+([\d.]+)\s+", res.stdout.split("Summary of all tests:")[-1], re.M)
     if res.rc != 0:
@@ -194,10 +205,21 @@ def metadata_rows(ctx, mdtest: Path, fs: str, fresh, ranks: int, n: int) -> list
     return rows
 
 
-def data_rows(ctx, ior: Path, fs: str, fresh, ranks: int, block: str, direct: bool, shared: bool = False) -> list:
+def data_rows(ctx, ior: Path, fs: str, fresh, ranks: int, block: str, direct: bool, shared: bool = False,
+              huge: bool = False) -> list:
     """IOR-easy (file per process) or, with `shared`, IOR's shared file (no -F; reads with -C, as
-    fsmeter's --shared-file --reorder-shift node)."""
+    fsmeter's --shared-file --reorder-shift node). `huge`: both tools' transfer buffers on 2 MiB
+    hugetlb pages (fsmeter's buffer_memory=hugetlb; IOR's malloc with glibc.malloc.hugetlb=2), from
+    a pool grown for the case and put back after it."""
     from statistics import median
+
+    from fsmeter.units import parse_size
+
+    def reads(root: Path):
+        """The loop device's read requests so far (None on tmpfs, which has no device)."""
+        return None if fs == "tmpfs" else loop_requests(root)[0]
+
+    env = ("GLIBC_TUNABLES=glibc.malloc.hugetlb=2",) if huge else ()
 
     def peer():
         with fresh() as root:
@@ -206,15 +228,17 @@ def data_rows(ctx, ior: Path, fs: str, fresh, ranks: int, block: str, direct: bo
             common = ["-t", "1m", "-b", block.lower(), "-o", str(d / "f")] + (["--posix.odirect"] if direct else [])
             if not shared:
                 common = ["-F", *common]
-            ior_rate(ctx, ior, ranks, ["-w", "-k", *common], "write")  # lays the files out, unmeasured
+            ior_rate(ctx, ior, ranks, ["-w", "-k", *common], "write", env)  # lays the files out, unmeasured
             drop_caches()
-            w = ior_rate(ctx, ior, ranks, ["-w", "-k", "-E", "-e", *common], "write")
+            w = ior_rate(ctx, ior, ranks, ["-w", "-k", "-E", "-e", *common], "write", env)
             drop_caches()
-            r = ior_rate(ctx, ior, ranks, ["-r", "-k", "-E", *(["-C"] if shared else []), *common], "read")
-            return {"seq-write": w, "seq-read": r}
+            rq = reads(root)
+            r = ior_rate(ctx, ior, ranks, ["-r", "-k", "-E", *(["-C"] if shared else []), *common], "read", env)
+            return {"seq-write": w, "seq-read": r, "read_requests": reads(root) - rq if rq is not None else None}
 
     sets = {"file_size": block, "total_bytes": block, "record_size": "1M", "duration_s": "none", "warmup_s": 0,
-            "direct": str(direct).lower(), "direct_layout": str(direct).lower()}
+            "direct": str(direct).lower(), "direct_layout": str(direct).lower(),
+            **({"buffer_memory": "hugetlb"} if huge else {})}
     mpi_args = ["--shared-file", "--reorder-shift", "node"] if shared else []
 
     def ours():
@@ -227,23 +251,42 @@ def data_rows(ctx, ior: Path, fs: str, fresh, ranks: int, block: str, direct: bo
             f.mkdir()
             docs["seq-write"] = fsmeter_mpi(ctx, ranks, "seq-write", f, {**sets, "fsync_end": "true"},
                                             [*mpi_args, "--keep-files"])
+            rq = reads(root)
             docs["seq-read"] = fsmeter_mpi(ctx, ranks, "seq-read", f, {**sets, **({} if shared else {"reuse_files": "true"})},
                                            mpi_args)
+            docs["read_requests"] = reads(root) - rq if rq is not None else None
         return docs
 
-    got = _rounds_of(ctx, {"peer": peer, "fsm": ours})
+    # Each rank maps one 2 MiB page for its 1 MiB buffer; IOR's other large mallocs may take a
+    # few more. The tools run in turn, so the pool is sized for one of them.
+    with (hugetlb_pages(8 * ranks) if huge else contextlib.nullcontext()):
+        got = _rounds_of(ctx, {"peer": peer, "fsm": ours})
     out = []
     for wl in ("seq-write", "seq-read"):
         mine = [doc[wl]["phases"]["run"]["total"]["bytes_per_s"] / 2**20 for doc in got["fsm"]]
         theirs = [p[wl] for p in got["peer"]]
         imb = median(doc[wl]["phases"]["run"]["mpi"]["imbalance_pct"] for doc in got["fsm"])
-        mode = "O_DIRECT" if direct else "buffered"
+        mode = ("O_DIRECT" if direct else "buffered") + (" hugetlb-buffers" if huge else "")
         target = 1.0 if direct else 0.95
+        per_mib = ""
+        if wl == "seq-read" and fs != "tmpfs":
+            mib = ranks * parse_size(block) / 2**20
+            theirs_per_mib = median(p['read_requests'] for p in got['peer']) / mib
+            per_mib = (f"; device read requests per MiB: fsmeter "
+                       f"{median(doc['read_requests'] for doc in got['fsm']) / mib:.2f}, ior {theirs_per_mib:.2f}")
+        if huge:
+            huge_mib = min(doc[wl]["phases"]["run"]["extra"]["buffer_memory"]["huge_bytes"] for doc in got["fsm"]) / 2**20
+            per_mib += f"; hugetlb buffers: fsmeter {huge_mib:.0f} MiB of huge pages (least of the rounds)"
+            if wl == "seq-read":
+                # glibc falls back to 4 KiB pages without a word when the pool is short; a buffer
+                # of 4 KiB pages splits a 1 MiB request in two here (one request per MiB otherwise).
+                per_mib += (", ior glibc.malloc.hugetlb=2" if theirs_per_mib < 1.1 else
+                            ", ior's buffers NOT all on huge pages (its requests per MiB say so)")
         layout = "shared file" if shared else "file/rank"
         out.append(ctx.row(f"{fs} {ranks}r {block}/rank {layout} {mode}", f"{wl.split('-')[1]} MiB/s", median(mine),
                            median(theirs), "ior", target=target, pairs=_paired(mine, theirs),
                            notes=f"paired ratio, {len(mine)} rounds; fsmeter {min(mine):,.0f}..{max(mine):,.0f}, ior "
-                                 f"{min(theirs):,.0f}..{max(theirs):,.0f}; imbalance {imb:.0f}%"))
+                                 f"{min(theirs):,.0f}..{max(theirs):,.0f}; imbalance {imb:.0f}%{per_mib}"))
     return out
 
 
@@ -319,7 +362,8 @@ def run(ctx) -> list:
             ram = lambda: ctx.loopfs("ext4", f"{ranks * ram_gib + 1}G", in_ram=True)  # noqa: E731
             for shared in (False, True):
                 case(f"ext4-in-RAM {ranks}r O_DIRECT shared={shared}",
-                     lambda: data_rows(ctx, ior, "ext4-in-RAM", ram, ranks, f"{ram_gib}G", direct=True, shared=shared))
+                     lambda: data_rows(ctx, ior, "ext4-in-RAM", ram, ranks, f"{ram_gib}G", direct=True, shared=shared,
+                                       huge=True))
 
         def scaling():
             with ctx.tmpfs("2G") as t:
