@@ -60,7 +60,7 @@ test-rust:
 	cargo test --release -p fsmeter-engine
 
 test-python:
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra --durations=20
 
 bench: build
 	$(PY) bench/run.py
