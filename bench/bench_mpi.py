@@ -34,7 +34,7 @@ made fresh for it (so neither measures what the other left: journal, freed inode
   sequence, fresh each time, read 929, 1,079, 2,589, 2,663, 2,867 and 2,886 MiB/s in six runs. The
   in-memory image is a steady device, where the rows compare the work each tool puts on it. There
   both tools' transfer buffers are on 2 MiB hugetlb pages (fsmeter buffer_memory=hugetlb; IOR's
-  malloc under `mpirun -x GLIBC_TUNABLES=glibc.malloc.hugetlb=2`; the pool grown by 8 pages per
+  malloc under `mpirun -x GLIBC_TUNABLES=glibc.malloc.hugetlb=2`; the pool grown by 16 pages per
   rank and put back): with 4 KiB pages, a 1 MiB O_DIRECT request whose buffer has more than 128
   physically separate pieces (the loop queue's max_segments) goes to the device as two requests,
   and how scattered a freshly faulted buffer is depends on the host's free memory at that moment,
@@ -257,9 +257,13 @@ def data_rows(ctx, ior: Path, fs: str, fresh, ranks: int, block: str, direct: bo
             docs["read_requests"] = reads(root) - rq if rq is not None else None
         return docs
 
-    # Each rank maps one 2 MiB page for its 1 MiB buffer; IOR's other large mallocs may take a
-    # few more. The tools run in turn, so the pool is sized for one of them.
-    with (hugetlb_pages(8 * ranks) if huge else contextlib.nullcontext()):
+    # fsmeter maps one 2 MiB page per rank for its 1 MiB buffer. Under glibc.malloc.hugetlb=2
+    # every malloc glibc serves by mmap gets huge pages, Open MPI's as well as IOR's: measured, 6
+    # mappings and 10 pages per IOR rank, the transfer buffer among the last. When the pool ran
+    # short (8 per rank), some ranks' buffers fell back to 4 KiB pages with no error, and the
+    # read made 1.25-2.00 requests per MiB instead of 1.00. The tools run in turn, so the pool
+    # is sized for one of them.
+    with (hugetlb_pages(16 * ranks) if huge else contextlib.nullcontext()):
         got = _rounds_of(ctx, {"peer": peer, "fsm": ours})
     out = []
     for wl in ("seq-write", "seq-read"):
