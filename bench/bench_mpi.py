@@ -50,6 +50,8 @@ made fresh for it (so neither measures what the other left: journal, freed inode
   The ratio column's CI is a >= 90% interval for that median (sign-test order statistics: with 5
   rounds, the paired ratios' min..max at 93.75%); a miss whose CI still reaches the target is
   marked "no, CI reaches it": the rounds spread too widely to tell the median from the target.
+  To narrow an interval, re-run a few cases with more rounds: FSMETER_BENCH_MPI_ROUNDS=N,
+  FSMETER_BENCH_MPI_CASE=TEXT (only the cases whose name holds TEXT), FSMETER_BENCH_MPI_RANKS=R.
 - Scaling: cached (tmpfs) tree creates with 1 and 2 ranks; fsmeter's 2-rank/1-rank speedup against
   mdtest's, target >= 1.8 on the fsmeter side (noted in the row).
 
@@ -158,7 +160,8 @@ def _tree(doc: dict, phase: str) -> float:
 
 
 def _rounds(ctx) -> int:
-    return 1 if ctx.quick else 5
+    """5 (1 with --quick); FSMETER_BENCH_MPI_ROUNDS=N for a narrower interval on a case re-run."""
+    return int(os.environ.get("FSMETER_BENCH_MPI_ROUNDS") or (1 if ctx.quick else 5))
 
 
 def _paired(mine: list, theirs: list) -> list:
@@ -343,7 +346,12 @@ def run(ctx) -> list:
         tmpfs_block, ext4_block = ("64M", "32M") if ctx.quick else ("1G", "512M")
         # An image in memory reads and writes at about 5 GB/s here: 2 GiB per rank keeps a phase near a second.
         ram_gib = 1 if ctx.quick else 2
+        # FSMETER_BENCH_MPI_CASE=TEXT runs only the cases whose name holds TEXT (a re-run of a few).
+        pick = os.environ.get("FSMETER_BENCH_MPI_CASE", "")
+
         def case(name: str, fn) -> None:
+            if pick not in name:
+                return
             # One case failing (a peer's error, a timeout) is an error row; the others still run.
             try:
                 got = fn()
@@ -351,7 +359,7 @@ def run(ctx) -> list:
                 got = [ctx.row(name, "error", None, None, "-", notes=f"{type(exc).__name__}: {exc}")]
             rows.extend(got if isinstance(got, list) else [got])
 
-        # FSMETER_BENCH_MPI_RANKS=4 re-runs one rank count (the scaling row always runs).
+        # FSMETER_BENCH_MPI_RANKS=4 re-runs one rank count (the scaling row runs unless a CASE leaves it out).
         only = os.environ.get("FSMETER_BENCH_MPI_RANKS")
         for ranks in ((int(only),) if only else (2, 4)):
             case(f"tmpfs {ranks}r metadata", lambda: metadata_rows(ctx, mdtest, "tmpfs", tmpfs, ranks, n))
