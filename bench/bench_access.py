@@ -36,7 +36,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from run import SHARED, hugetlb_pages, loop_requests
+from run import SHARED, hugetlb_pages, loop_reads
 
 GiB = 1 << 30
 FILE = "fsmeter.access.0"  # the name fsmeter's access family lays files out under
@@ -167,9 +167,9 @@ def huge_page_rows(ctx, secs: float, rounds: int) -> list:
         def counted(name, fn):
             """fn's MiB/s; the device's read requests per MiB the run read go to per_mib."""
             def run(r):
-                before = loop_requests(d)[0]
+                before = loop_reads(d)
                 got = fn(r)
-                per_mib.setdefault(name, []).append((loop_requests(d)[0] - before) / max(got["bytes"] / (1 << 20), 1.0))
+                per_mib.setdefault(name, []).append((loop_reads(d) - before) / max(got["bytes"] / (1 << 20), 1.0))
                 return got["MiB_s"]
             return run
 

@@ -69,7 +69,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from run import hugetlb_pages, loop_requests, paired_ci
+from run import hugetlb_pages, loop_reads, paired_ci
 
 DEFAULT_GIT = "/work/.mirror/hpc+ior/repo"
 #: The tree family as mdtest -n N -u -F -w 4096 runs: one directory of 4 KiB files per rank, names
@@ -218,9 +218,13 @@ def data_rows(ctx, ior: Path, fs: str, fresh, ranks: int, block: str, direct: bo
 
     from fsmeter.units import parse_size
 
-    def reads(root: Path):
-        """The loop device's read requests so far (None on tmpfs, which has no device)."""
-        return None if fs == "tmpfs" else loop_requests(root)[0]
+    def counting_reads(root: Path, fn):
+        """fn()'s result and the loop device's read requests made meanwhile (None on tmpfs, which
+        has no device)."""
+        if fs == "tmpfs":
+            return fn(), None
+        before = loop_reads(root)
+        return fn(), loop_reads(root) - before
 
     env = ("GLIBC_TUNABLES=glibc.malloc.hugetlb=2",) if huge else ()
 
@@ -235,9 +239,9 @@ def data_rows(ctx, ior: Path, fs: str, fresh, ranks: int, block: str, direct: bo
             drop_caches()
             w = ior_rate(ctx, ior, ranks, ["-w", "-k", "-E", "-e", *common], "write", env)
             drop_caches()
-            rq = reads(root)
-            r = ior_rate(ctx, ior, ranks, ["-r", "-k", "-E", *(["-C"] if shared else []), *common], "read", env)
-            return {"seq-write": w, "seq-read": r, "read_requests": reads(root) - rq if rq is not None else None}
+            r, rq = counting_reads(root, lambda: ior_rate(ctx, ior, ranks, ["-r", "-k", "-E", *(["-C"] if shared else []),
+                                                                   *common], "read", env))
+            return {"seq-write": w, "seq-read": r, "read_requests": rq}
 
     sets = {"file_size": block, "total_bytes": block, "record_size": "1M", "duration_s": "none", "warmup_s": 0,
             "direct": str(direct).lower(), "direct_layout": str(direct).lower(),
@@ -254,10 +258,8 @@ def data_rows(ctx, ior: Path, fs: str, fresh, ranks: int, block: str, direct: bo
             f.mkdir()
             docs["seq-write"] = fsmeter_mpi(ctx, ranks, "seq-write", f, {**sets, "fsync_end": "true"},
                                             [*mpi_args, "--keep-files"])
-            rq = reads(root)
-            docs["seq-read"] = fsmeter_mpi(ctx, ranks, "seq-read", f, {**sets, **({} if shared else {"reuse_files": "true"})},
-                                           mpi_args)
-            docs["read_requests"] = reads(root) - rq if rq is not None else None
+            docs["seq-read"], docs["read_requests"] = counting_reads(root, lambda: fsmeter_mpi(
+                ctx, ranks, "seq-read", f, {**sets, **({} if shared else {"reuse_files": "true"})}, mpi_args))
         return docs
 
     # fsmeter maps one 2 MiB page per rank for its 1 MiB buffer. Under glibc.malloc.hugetlb=2

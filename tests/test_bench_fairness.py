@@ -104,7 +104,7 @@ def test_device_cases_run_interleaved_rounds_in_alternating_order(bench_access, 
 
     monkeypatch.setattr(bench_access, "bare_exe", lambda: None)
     monkeypatch.setattr(bench_access, "hugetlb_pages", lambda n: contextlib.nullcontext())
-    monkeypatch.setattr(bench_access, "loop_requests", lambda d: (0, 0))
+    monkeypatch.setattr(bench_access, "loop_reads", lambda d: 0)
     ctx = _FakeCtx(tmp_path)
     rows = bench_access.run(ctx)
     measured = [e for e in ctx.log if e[0] == "fio" or e[3] != 0.2]  # leave out the layout runs
