@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -130,7 +131,13 @@ def test_sigkill_mid_cell_then_resume(tmp_path, scratch):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         _wait_for_trials(db, 1, proc)
+        # Between trials the cell's cold-cache step unmounts and mounts the filesystem again: wait
+        # out that gap, so that the kill lands while the filesystem is up.
+        deadline = time.time() + 10
         mounts, loops = ours(scratch)
+        while not (mounts and loops) and time.time() < deadline:
+            time.sleep(0.02)
+            mounts, loops = ours(scratch)
         assert mounts and loops  # killed mid-cell: its filesystem is up
         os.kill(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=30)
