@@ -5,8 +5,9 @@ The peers are built from the public hpc/ior source (a bare git mirror: $IOR_GIT,
 /work/.mirror/hpc+ior/repo): `git archive HEAD` is unpacked in a scratch folder and built with
 `./bootstrap && ./configure && make` against the Debian Open MPI's mpicc.
 
-Same work on both sides (per rank R, in the rank's own directory), each tool on a filesystem of its own
-made fresh for it (so neither measures what the other left: journal, freed inodes, cache):
+Same work on both sides (per rank R, in the rank's own directory). A metadata round gives each tool a
+filesystem of its own made fresh for it (so neither measures what the other filled and emptied:
+journal, freed inodes); a data round makes one fresh filesystem for both tools' files (below).
 - mdtest-style metadata: `mdtest -n N -u -F -w 4096 -C -T -r -i 1 -d DIR`: each rank creates N files of
   4 KiB (open O_CREAT, write 4096 bytes, close) in its unique directory, stats them, removes them.
   fsmeter: the tree family with levels=0, files_per_dir=N, file_blocks=1 (one 4 KiB write per file):
@@ -16,24 +17,27 @@ made fresh for it (so neither measures what the other left: journal, freed inode
   with fdtree's short names ext4 creates ran 10% slower in one directory. Rates on both sides are all ranks' files over the
   phase's barrier-to-barrier window (mdtest) / latest end minus earliest start (fsmeter).
 - IOR-easy-style data: file per process, 1 MiB transfers, B bytes per rank, buffered and O_DIRECT.
-  IOR: one unmeasured `ior -w -k` lays the files out; caches dropped; the measured write is
-  `ior -w -k -E -e` (rewrite the existing files, fsync at close); caches dropped; the measured read
-  is `ior -r -k -E`. fsmeter, in the same order on one filesystem: seq-write (--keep-files) then
-  seq-read (reuse_files=true) with file_size = total_bytes = B, record_size 1M, duration none,
-  warm-up 0, fsync_end on for the write (its prepare phase lays the file out unmeasured, with
-  O_DIRECT writes when IOR's layout is O_DIRECT: direct_layout; fsmeter drops caches before each
-  measured phase, as root). IOR's rate is its Max(MiB) of one repetition
-  (aggregate bytes over max close end minus min open start); fsmeter's is the merged run phase's MiB/s.
+  A round: one fresh filesystem; each tool lays its files out, unmeasured (IOR: `ior -w -k`;
+  fsmeter: seq-write --keep-files with total_bytes 1M, whose prepare phase writes the whole file,
+  with O_DIRECT writes when IOR's are: direct_layout). Then the measured writes, the two tools
+  back to back (IOR: `ior -w -k -E -e`, rewriting the existing files, fsync at close; fsmeter:
+  seq-write with reuse_files=true, fsync_end), then the measured reads back to back (IOR:
+  `ior -r -k -E`; fsmeter: seq-read with reuse_files=true), which tool goes first alternating with
+  the round, caches dropped before each (fsmeter drops them again itself, as root). fsmeter runs with
+  file_size = total_bytes = B, record_size 1M, duration none, warm-up 0. IOR's rate is its Max(MiB)
+  of one repetition (aggregate bytes over max close end minus min open start); fsmeter's is the
+  merged run phase's MiB/s.
 - IOR's shared file (no -F): one file, rank r on block r (`-b B`, one segment); the read with -C.
   fsmeter: the same seq-write / seq-read with `--shared-file --reorder-shift node` (IOR's -C shift:
   the ranks of one host; on one host both end on the rank's own block). O_DIRECT on loop ext4. A
-  shared file cannot be reused, so fsmeter's read lays its region out again (in place) first.
+  shared file cannot be reused, so fsmeter's prepare lays its region out again (in place, unmeasured)
+  before each of its runs.
 - The O_DIRECT cases run twice: on the loop ext4 whose image is on the host's disk, and on one whose
   image is on a tmpfs ("ext4-in-RAM", 2 GiB per rank), the loop device doing direct I/O on it in
   both. On this virtual machine the disk's speed is bimodal: the same IOR O_DIRECT write-then-read
   sequence, fresh each time, read 929, 1,079, 2,589, 2,663, 2,867 and 2,886 MiB/s in six runs. The
-  in-memory image is a steady device, where the rows compare the work each tool puts on it. There
-  both tools' transfer buffers are on 2 MiB hugetlb pages (fsmeter buffer_memory=hugetlb; IOR's
+  in-memory image is a steady device, where the rows compare the work each tool puts on it. In
+  every O_DIRECT case both tools' transfer buffers are on 2 MiB hugetlb pages (fsmeter buffer_memory=hugetlb; IOR's
   malloc under `mpirun -x GLIBC_TUNABLES=glibc.malloc.hugetlb=2`; the pool grown by 16 pages per
   rank and put back): with 4 KiB pages, a 1 MiB O_DIRECT request whose buffer has more than 128
   physically separate pieces (the loop queue's max_segments) goes to the device as two requests,
@@ -43,8 +47,9 @@ made fresh for it (so neither measures what the other left: journal, freed inode
   per MiB reads about 40% faster. The notes give each side's read requests per MiB (the loop
   device's counters), which should be 1.00 for both.
 - Every case runs `rounds` times (5; 1 with --quick), the two tools back to back in each round and
-  alternating which goes first, each time on fresh filesystems. A row's ratio is the median over
-  the rounds of the round's fsmeter / peer (a paired ratio: the two runs a minute apart at most);
+  alternating which goes first, each round on fresh filesystems. A row's ratio is the median over
+  the rounds of the round's fsmeter / peer (a paired ratio: the two runs seconds apart for data, a
+  minute at most for metadata);
   its values are each side's median, and the notes give each side's range. The virtual disk here
   moves by a third within minutes, and a ratio of two medians mixed runs made ten minutes apart.
   The ratio column's CI is a >= 90% interval for that median (sign-test order statistics: with 5
@@ -227,40 +232,50 @@ def data_rows(ctx, ior: Path, fs: str, fresh, ranks: int, block: str, direct: bo
         return fn(), loop_reads(root) - before
 
     env = ("GLIBC_TUNABLES=glibc.malloc.hugetlb=2",) if huge else ()
-
-    def peer():
-        with fresh() as root:
-            d = root / "ior"
-            d.mkdir()
-            common = ["-t", "1m", "-b", block.lower(), "-o", str(d / "f")] + (["--posix.odirect"] if direct else [])
-            if not shared:
-                common = ["-F", *common]
-            ior_rate(ctx, ior, ranks, ["-w", "-k", *common], "write", env)  # lays the files out, unmeasured
-            drop_caches()
-            w = ior_rate(ctx, ior, ranks, ["-w", "-k", "-E", "-e", *common], "write", env)
-            drop_caches()
-            r, rq = counting_reads(root, lambda: ior_rate(ctx, ior, ranks, ["-r", "-k", "-E", *(["-C"] if shared else []),
-                                                                   *common], "read", env))
-            return {"seq-write": w, "seq-read": r, "read_requests": rq}
-
     sets = {"file_size": block, "total_bytes": block, "record_size": "1M", "duration_s": "none", "warmup_s": 0,
             "direct": str(direct).lower(), "direct_layout": str(direct).lower(),
             **({"buffer_memory": "hugetlb"} if huge else {})}
+    # Writes and reads reuse the files laid out (a shared file cannot be reused: fsmeter's prepare
+    # writes this rank's region again, in place, unmeasured).
+    reuse = {} if shared else {"reuse_files": "true"}
     mpi_args = ["--shared-file", "--reorder-shift", "node"] if shared else []
 
-    def ours():
-        # IOR's order on one filesystem: lay out, write (measured), read (measured). The read
-        # reuses the files the write left (a shared file cannot be reused: its prepare writes this
-        # rank's region again, in place).
-        docs = {}
+    def one_round(k: int) -> dict:
+        """One filesystem, made fresh for the round, holds both tools' files. Each tool lays its
+        files out (unmeasured); then the two measured writes run back to back, then the two
+        measured reads, the tool going first alternating with the round. A paired ratio then
+        divides two runs made seconds apart on the same filesystem instance."""
+        order = ("peer", "fsm") if k % 2 == 0 else ("fsm", "peer")
+        got: dict = {"peer": {}, "fsm": {}}
         with fresh() as root:
-            f = root / "fsm"
+            d, f = root / "ior", root / "fsm"
+            d.mkdir()
             f.mkdir()
-            docs["seq-write"] = fsmeter_mpi(ctx, ranks, "seq-write", f, {**sets, "fsync_end": "true"},
-                                            [*mpi_args, "--keep-files"])
-            docs["seq-read"], docs["read_requests"] = counting_reads(root, lambda: fsmeter_mpi(
-                ctx, ranks, "seq-read", f, {**sets, **({} if shared else {"reuse_files": "true"})}, mpi_args))
-        return docs
+            common = ["-t", "1m", "-b", block.lower(), "-o", str(d / "f")] + (["--posix.odirect"] if direct else [])
+            if not shared:
+                common = ["-F", *common]
+            ior_rate(ctx, ior, ranks, ["-w", "-k", *common], "write", env)  # IOR's layout, unmeasured
+            # fsmeter's layout: its prepare phase writes the whole file; a 1 MiB run, discarded.
+            fsmeter_mpi(ctx, ranks, "seq-write", f, {**sets, "total_bytes": "1M"}, [*mpi_args, "--keep-files"])
+            measured = {
+                "seq-write": {
+                    "peer": lambda: ior_rate(ctx, ior, ranks, ["-w", "-k", "-E", "-e", *common], "write", env),
+                    "fsm": lambda: fsmeter_mpi(ctx, ranks, "seq-write", f, {**sets, **reuse, "fsync_end": "true"},
+                                               [*mpi_args, "--keep-files"])},
+                "seq-read": {
+                    "peer": lambda: ior_rate(ctx, ior, ranks, ["-r", "-k", "-E", *(["-C"] if shared else []),
+                                                               *common], "read", env),
+                    "fsm": lambda: fsmeter_mpi(ctx, ranks, "seq-read", f, {**sets, **reuse},
+                                               [*mpi_args, "--keep-files"])},
+            }
+            for wl, sides in measured.items():
+                for side in order:
+                    drop_caches()  # fsmeter drops them again itself before its measured phase (--cache drop)
+                    if wl == "seq-read":
+                        got[side][wl], got[side]["read_requests"] = counting_reads(root, sides[side])
+                    else:
+                        got[side][wl] = sides[side]()
+        return got
 
     # fsmeter maps one 2 MiB page per rank for its 1 MiB buffer. Under glibc.malloc.hugetlb=2
     # every malloc glibc serves by mmap gets huge pages, Open MPI's as well as IOR's: measured, 6
@@ -269,7 +284,8 @@ def data_rows(ctx, ior: Path, fs: str, fresh, ranks: int, block: str, direct: bo
     # read made 1.25-2.00 requests per MiB instead of 1.00. The tools run in turn, so the pool
     # is sized for one of them.
     with (hugetlb_pages(16 * ranks) if huge else contextlib.nullcontext()):
-        got = _rounds_of(ctx, {"peer": peer, "fsm": ours})
+        rounds = [one_round(k) for k in range(_rounds(ctx))]
+    got = {side: [r[side] for r in rounds] for side in ("peer", "fsm")}
     out = []
     for wl in ("seq-write", "seq-read"):
         mine = [doc[wl]["phases"]["run"]["total"]["bytes_per_s"] / 2**20 for doc in got["fsm"]]
@@ -337,6 +353,8 @@ def run(ctx) -> list:
         raise RuntimeError("bench_mpi needs root (tmpfs, loop ext4, drop_caches)")
     if shutil.which("mpirun") is None:
         raise RuntimeError("mpirun not found: run `make build` as root (it installs openmpi-bin)")
+    from fsmeter.units import parse_size
+
     scratch = Path(tempfile.mkdtemp(prefix="fsmeter-bench-ior-"))
     rows = []
     try:
@@ -346,6 +364,8 @@ def run(ctx) -> list:
         tmpfs = lambda: ctx.tmpfs("2G" if ctx.quick else "5G")  # noqa: E731
         ext4 = lambda: ctx.loopfs("ext4", "1G" if ctx.quick else "3G")  # noqa: E731
         tmpfs_block, ext4_block = ("64M", "32M") if ctx.quick else ("1G", "512M")
+        # A data round's filesystem holds both tools' files: 2 x ranks x the block, and 1 GiB spare.
+        both = lambda ranks, block: f"{2 * ranks * parse_size(block) + (1 << 30)}"  # noqa: E731
         # An image in memory reads and writes at about 5 GB/s here: 2 GiB per rank keeps a phase near a second.
         ram_gib = 1 if ctx.quick else 2
         # FSMETER_BENCH_MPI_CASE=TEXT runs only the cases whose name holds TEXT (a re-run of a few).
@@ -365,15 +385,19 @@ def run(ctx) -> list:
         only = os.environ.get("FSMETER_BENCH_MPI_RANKS")
         for ranks in ((int(only),) if only else (2, 4)):
             case(f"tmpfs {ranks}r metadata", lambda: metadata_rows(ctx, mdtest, "tmpfs", tmpfs, ranks, n))
-            case(f"tmpfs {ranks}r data", lambda: data_rows(ctx, ior, "tmpfs", tmpfs, ranks, tmpfs_block, direct=False))
+            data_tmpfs = lambda: ctx.tmpfs(both(ranks, tmpfs_block))  # noqa: E731
+            data_ext4 = lambda: ctx.loopfs("ext4", both(ranks, ext4_block))  # noqa: E731
+            case(f"tmpfs {ranks}r data",
+                 lambda: data_rows(ctx, ior, "tmpfs", data_tmpfs, ranks, tmpfs_block, direct=False))
             case(f"ext4 {ranks}r metadata", lambda: metadata_rows(ctx, mdtest, "ext4", ext4, ranks, n))
             for direct in (False, True):
                 case(f"ext4 {ranks}r data direct={direct}",
-                     lambda: data_rows(ctx, ior, "ext4", ext4, ranks, ext4_block, direct=direct))
+                     lambda: data_rows(ctx, ior, "ext4", data_ext4, ranks, ext4_block, direct=direct, huge=direct))
             case(f"ext4 {ranks}r shared file",
-                 lambda: data_rows(ctx, ior, "ext4", ext4, ranks, ext4_block, direct=True, shared=True))
+                 lambda: data_rows(ctx, ior, "ext4", data_ext4, ranks, ext4_block, direct=True, shared=True,
+                                   huge=True))
             # The same O_DIRECT cases on a loop ext4 whose image is in memory: a steady device.
-            ram = lambda: ctx.loopfs("ext4", f"{ranks * ram_gib + 1}G", in_ram=True)  # noqa: E731
+            ram = lambda: ctx.loopfs("ext4", both(ranks, f"{ram_gib}G"), in_ram=True)  # noqa: E731
             for shared in (False, True):
                 case(f"ext4-in-RAM {ranks}r O_DIRECT shared={shared}",
                      lambda: data_rows(ctx, ior, "ext4-in-RAM", ram, ranks, f"{ram_gib}G", direct=True, shared=shared,
