@@ -175,13 +175,17 @@ def _paired(mine: list, theirs: list) -> list:
     return [a / b for a, b in zip(mine, theirs)]
 
 
+def _in_turn(names: list, r: int) -> list:
+    """The order the sides run in round r: reversed every other round (the machine's speed drifts)."""
+    return names if r % 2 == 0 else names[::-1]
+
+
 def _rounds_of(ctx, sides: dict) -> dict:
-    """Run each side (name -> fn() -> value) once per round, alternating which goes first (the
-    machine's speed drifts); returns name -> list of values."""
+    """Run each side (name -> fn() -> value) once per round, alternating which goes first;
+    returns name -> list of values."""
     got = {k: [] for k in sides}
-    names = list(sides)
     for r in range(_rounds(ctx)):
-        for k in (names if r % 2 == 0 else names[::-1]):
+        for k in _in_turn(list(sides), r):
             got[k].append(sides[k]())
     return got
 
@@ -246,7 +250,7 @@ def data_rows(ctx, ior: Path, fs: str, fresh, ranks: int, block: str, direct: bo
         files out (unmeasured); then the two measured writes run back to back, then the two
         measured reads, the tool going first alternating with the round. A paired ratio then
         divides two runs made seconds apart on the same filesystem instance."""
-        order = ("peer", "fsm") if k % 2 == 0 else ("fsm", "peer")
+        order = _in_turn(["peer", "fsm"], k)
         got: dict = {"peer": {}, "fsm": {}}
         with fresh() as root:
             d, f = root / "ior", root / "fsm"
