@@ -133,9 +133,9 @@ def test_sigkill_mid_cell_then_resume(tmp_path, scratch):
         _wait_for_trials(db, 1, proc)
         # Between trials the cell's cold-cache step unmounts and mounts the filesystem again: wait
         # out that gap, so that the kill lands while the filesystem is up.
-        deadline = time.time() + 10
+        deadline = time.monotonic() + 10
         mounts, loops = ours(scratch)
-        while not (mounts and loops) and time.time() < deadline:
+        while not (mounts and loops) and time.monotonic() < deadline:
             time.sleep(0.02)
             mounts, loops = ours(scratch)
         assert mounts and loops  # killed mid-cell: its filesystem is up
