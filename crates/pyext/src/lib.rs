@@ -101,9 +101,17 @@ impl Session {
     }
 }
 
+/// Read and check a job without starting it: what serde refuses (a count beyond its integer type, a
+/// duration that is not a finite number) is found while the input is validated, not when a cell runs.
+#[pyfunction]
+fn check_job(job_json: &str) -> PyResult<()> {
+    fsmeter_engine::Job::from_json(job_json).map(|_| ()).map_err(to_py)
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Session>()?;
+    m.add_function(wrap_pyfunction!(check_job, m)?)?;
     m.add("JobError", m.py().get_type::<JobError>())?;
     m.add("IoFailure", m.py().get_type::<IoFailure>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

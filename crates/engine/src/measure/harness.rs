@@ -399,8 +399,10 @@ where
     // do not run on to the deadline.
     let halt = AtomicBool::new(false);
     let setup_failed = AtomicBool::new(false);
+    // Saturating: a duration too long to add to the clock means "no deadline", never a deadline that
+    // wrapped round to the past (which measured one operation and called the phase done).
     let deadline_of = |start: u64| match timing.duration_ns {
-        Some(d) => start + timing.warmup_ns + d,
+        Some(d) => start.saturating_add(timing.warmup_ns).saturating_add(d),
         None => u64::MAX,
     };
     ctl.begin(
@@ -431,7 +433,7 @@ where
                 let start = start_at.load(SeqCst);
                 let mut rec = Recorder {
                     tid,
-                    measure_start_ns: start + timing.warmup_ns,
+                    measure_start_ns: start.saturating_add(timing.warmup_ns),
                     deadline_ns: deadline_of(start),
                     stop: halt,
                     shared,
@@ -480,7 +482,7 @@ where
         let start = now_ns();
         start_at.store(start, SeqCst);
         gate.release();
-        let measure_start = start + timing.warmup_ns;
+        let measure_start = start.saturating_add(timing.warmup_ns);
         let all_done = || finished.load(SeqCst) == started;
         // Poll often enough for a lively progress bar and a prompt stop.
         let tick = 50_000_000u64.min(timing.interval_ns.max(1));

@@ -158,8 +158,8 @@ pub fn file_name(idx: u32) -> String {
 impl CrashSpec {
     fn validate(&self, job: &Job) -> Result<Checksum> {
         let algo = parse_checksum(&self.checksum)?;
-        if !(self.runtime_s > 0.0) {
-            return Err(EngineError::invalid("runtime_s", "must be > 0"));
+        if !(self.runtime_s > 0.0) || crate::job::secs_to_ns("runtime_s", self.runtime_s).is_err() {
+            return Err(EngineError::invalid("runtime_s", "must be > 0 and at most 10000000 s (about 116 days)"));
         }
         if self.files_per_thread == 0 {
             return Err(EngineError::invalid("files_per_thread", "must be >= 1"));
