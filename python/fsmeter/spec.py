@@ -7,7 +7,8 @@ mirror these models; Python validates first so errors name the parameter.
 from __future__ import annotations
 
 import json
-import sys
+import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Mapping, Optional, get_args, get_origin
@@ -16,11 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fsmeter.errors import UserError
 from fsmeter.families import FAMILIES, Family
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from fsmeter.textfile import loads_toml, read_text, toml_depth_error
+from fsmeter.units import MAX_COUNT, MAX_DURATION_S, MAX_SIZE_BYTES
 
 WORKLOAD_DIR = Path(__file__).parent / "workloads"
 
@@ -63,13 +61,15 @@ def load_workload(name_or_path: str) -> WorkloadDef:
         if not path.is_file():
             names = ", ".join(sorted(p.stem for p in WORKLOAD_DIR.glob("*.toml")))
             raise UserError(f"unknown workload {name_or_path!r}: use one of {names} (fsmeter list), or a .toml file")
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path}: {exc}: fix the TOML syntax") from None
+    data = loads_toml(read_text(path, "workload file"), str(path))
     fam_name = data.get("family")
-    if fam_name not in FAMILIES:
-        raise UserError(f"{path}: family = {fam_name!r}: use one of {', '.join(sorted(FAMILIES))}")
+    if not isinstance(fam_name, str) or fam_name not in FAMILIES:
+        raise UserError(f"{path}: family = {str(fam_name)[:100]!r}: use one of {', '.join(sorted(FAMILIES))}")
+    for key in ("params", "settings"):
+        if not isinstance(data.get(key, {}), dict):
+            raise UserError(f"{path}: {key} must be a table ([{key}]), not a {type(data[key]).__name__}")
+    if not isinstance(data.get("description", ""), str):
+        raise UserError(f"{path}: description must be a string")
     unknown = set(data) - {"family", "description", "params", "settings"}
     if unknown:
         raise UserError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}: allowed are family, description, params, settings")
@@ -99,9 +99,86 @@ def parse_set(items: list) -> dict:
             try:
                 value = json.loads(raw)
             except json.JSONDecodeError as exc:
-                raise UserError(f"--set {key}: {raw!r} is not valid JSON ({exc.msg})") from None
+                raise UserError(f"--set {key}: {_short(raw)} is not valid JSON ({exc.msg})") from None
+            except RecursionError:
+                value = None  # refused just below, with the same message as a deep but readable value
+            if value is None or toml_depth_error(value, 8):
+                raise UserError(f"--set {key}: lists and tables nested more than 8 deep: flatten the value")
         out[key] = value
     return out
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    """repr(value) cut to ``limit`` characters, so that an error stays one readable line."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
+def _limit_kind(name: str) -> str:
+    """Which limit a parameter's number is held to, from its name (units are in the names)."""
+    if name.endswith("_s"):
+        return "duration"
+    if re.search(r"size|bytes|offset|align|block|chunk", name):
+        return "size"
+    return "count"
+
+
+def check_limits(values: Mapping[str, Any], where: str = "parameter ") -> None:
+    """Every number in ``values`` (nested lists and tables too) finite and within fsmeter's limits: a
+    duration (``*_s``) at most MAX_DURATION_S, a size at most MAX_SIZE_BYTES, any other whole number
+    at most MAX_COUNT (the seed excepted: it is a 64-bit value). UserError naming the parameter."""
+    stack = [(str(k), str(k), v) for k, v in values.items()]
+    while stack:
+        path, name, v = stack.pop()
+        if isinstance(v, dict):
+            stack += [(f"{path}.{k}", str(k), x) for k, x in v.items()]
+            continue
+        if isinstance(v, (list, tuple)):
+            stack += [(f"{path}[{i}]", name, x) for i, x in enumerate(v)]
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or name == "seed":
+            continue
+        if isinstance(v, float) and not math.isfinite(v):
+            raise UserError(f"{where}{path}: {v!r} is not a finite number: give a number")
+        kind = _limit_kind(name)
+        if kind == "duration" and abs(v) > MAX_DURATION_S:
+            raise UserError(f"{where}{path}: {v:g} s is longer than fsmeter's limit of {MAX_DURATION_S:.0f} s "
+                            "(about 116 days): give a shorter duration")
+        if kind == "size" and abs(v) > MAX_SIZE_BYTES:
+            raise UserError(f"{where}{path}: {_short(v)} bytes is larger than fsmeter's limit of "
+                            f"{MAX_SIZE_BYTES} bytes (1 PiB): give a smaller size")
+        if kind == "count" and abs(v) > MAX_COUNT:
+            raise UserError(f"{where}{path}: {_short(v)} is larger than fsmeter's limit of {MAX_COUNT}: give a "
+                            "smaller number")
+
+
+def _engine_check(job: "Job") -> None:
+    """The engine's own reading of the job (its serde types), without starting it: a value Python let
+    through but the engine cannot take is refused now, naming the parameter, not when the job runs."""
+    try:
+        from fsmeter import _engine
+    except ImportError:  # pragma: no cover - only without a build; running the job says so
+        return
+    check = getattr(_engine, "check_job", None)
+    if check is None:  # pragma: no cover - an extension built before check_job
+        return
+    text = json.dumps(job.engine_dict(), indent=1, allow_nan=True)
+    try:
+        check(text)
+    except _engine.JobError as exc:
+        msg = str(exc)
+        # serde says "at line L column C": with one value per line, line L names the parameter.
+        m = re.search(r" at line (\d+) column \d+$", msg)
+        lines = text.splitlines()
+        if m and 0 < int(m.group(1)) <= len(lines):
+            i = int(m.group(1)) - 1
+            while i > 0 and '":' not in lines[i]:
+                i -= 1
+            key = re.search(r'"([^"]*)":', lines[i])
+            reason = msg[:m.start()].split(": ", 1)[-1]
+            if key:
+                raise UserError(f"parameter {key.group(1)}: {reason}: give a value in range") from None
+        raise UserError(f"parameter {msg}") from None
 
 
 def _fmt_validation(exc: ValidationError, where: str) -> str:
@@ -110,7 +187,7 @@ def _fmt_validation(exc: ValidationError, where: str) -> str:
         loc = ".".join(str(x) for x in err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
         got = err.get("input")
-        tail = f" (got {got!r})" if loc and not isinstance(got, (dict, list)) and got is not None else ""
+        tail = f" (got {_short(got)})" if loc and not isinstance(got, (dict, list)) and got is not None else ""
         parts.append(f"{where}{loc}: {msg}{tail}" if loc else f"{where}{msg}")
     return "; ".join(parts)
 
@@ -176,6 +253,8 @@ def build_job(defn: WorkloadDef, directory: Path, overrides: Optional[Mapping[st
         params = defn.family.params(**params_in)
     except ValidationError as exc:
         raise UserError(_fmt_validation(exc, "parameter ")) from None
+    check_limits(settings.model_dump())
+    check_limits(params.model_dump())
     check = getattr(params, "check_settings", None)
     if check is not None:
         check(settings)
@@ -185,4 +264,7 @@ def build_job(defn: WorkloadDef, directory: Path, overrides: Optional[Mapping[st
     bind = getattr(params, "bind_job", None)  # families that size their data to the target (macro)
     if bind is not None:
         bind(directory.resolve(), settings)
-    return Job(workload=defn, settings=settings, params=params, dir=directory.resolve())
+    job = Job(workload=defn, settings=settings, params=params, dir=directory.resolve())
+    if bind is None:  # a bound family sizes its spec against the target, which a campaign's scratch dir is not
+        _engine_check(job)
+    return job
