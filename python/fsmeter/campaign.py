@@ -16,28 +16,41 @@ Factor kinds (see the README (Campaigns)):
 from __future__ import annotations
 
 import itertools
+import math
 import re
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Literal, Optional, Union
+from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator,
+                      model_validator)
 
 from fsmeter.errors import UserError
+from fsmeter.textfile import loads_toml, read_text
 from fsmeter.units import Size
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 HOST_FACTORS = {"scheduler", "readahead_kb", "cpus", "page_cache_limit"}
 #: Factors about how a trial is launched rather than what it runs: ranks = MPI processes (mpirun -n).
 LAUNCH_FACTORS = {"ranks"}
 RESERVED = {"filesystem", "workload"}
 Scalar = Union[bool, int, float, str]
+#: The longest name or label (campaign, filesystem, workload label, factor, level) a campaign may use:
+#: names are printed in headers and tables and stored with every cell.
+MAX_NAME_CHARS = 200
+#: The longest description and the longest path (workload file, target path) a campaign may give.
+MAX_TEXT_CHARS = 10000
+MAX_PATH_CHARS = 4096
+#: The most cells one campaign may expand to (each cell is several trials of at least seconds each).
+MAX_CELLS = 100000
+#: A name is printed on one line: no control characters (newlines, escapes, NUL).
+def _one_line(v: str) -> str:
+    if re.search(r"[\x00-\x1f\x7f]", v):
+        raise ValueError("a control character (newline, tab, escape): write the name on one line")
+    return v
+
+
+Name = Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS), AfterValidator(_one_line)]
 
 
 class TargetModel(BaseModel):
@@ -46,9 +59,10 @@ class TargetModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
     kind: Literal["loop", "dir", "tmpfs", "device"] = "loop"
     size: Size = Field(1 << 30, gt=0, description="image / tmpfs size")
-    path: Optional[str] = Field(None, description="kind=dir: the existing directory to measure")
-    device: Optional[str] = None
-    destroy_data_on: Optional[str] = Field(None, description="kind=device: repeat the device path to confirm")
+    path: Optional[str] = Field(None, max_length=MAX_PATH_CHARS, description="kind=dir: the existing directory to measure")
+    device: Optional[str] = Field(None, max_length=MAX_PATH_CHARS)
+    destroy_data_on: Optional[str] = Field(None, max_length=MAX_PATH_CHARS,
+                                           description="kind=device: repeat the device path to confirm")
     force: bool = False
     journal_size: Size = Field(128 << 20, gt=0, description="external journal image size")
     preallocate: bool = False
@@ -71,8 +85,8 @@ class TargetModel(BaseModel):
 
 class FsModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str
-    label: Optional[str] = Field(None, description="name in results (default: name, or name-N if repeated)")
+    name: str = Field(max_length=MAX_NAME_CHARS)
+    label: Optional[Name] = Field(None, description="name in results (default: name, or name-N if repeated)")
     mkfs_options: Union[str, List[str]] = Field(default_factory=list)
     mount_options: str = ""
     external_journal: bool = False
@@ -95,9 +109,10 @@ class FsModel(BaseModel):
 
 class WorkloadModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(description="a named workload (fsmeter list), a workload .toml file, or a fio job file "
+    name: str = Field(min_length=1, max_length=MAX_PATH_CHARS,
+                      description="a named workload (fsmeter list), a workload .toml file, or a fio job file "
                                   "(.fio: every job; FILE.fio:JOB: one)")
-    label: Optional[str] = Field(None, description="name in results (default: name)")
+    label: Optional[Name] = Field(None, description="name in results (default: name)")
     params: Dict[str, Any] = Field(default_factory=dict, description="parameter and setting overrides")
 
 
@@ -207,11 +222,11 @@ class MpiModel(BaseModel):
 
 class CampaignFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1)
-    description: str = ""
+    name: Name = Field(min_length=1)
+    description: str = Field("", max_length=MAX_TEXT_CHARS)
     target: TargetModel = Field(default_factory=TargetModel)
     filesystems: List[FsModel] = Field(default_factory=list)
-    factors: Dict[str, List[Scalar]] = Field(default_factory=dict)
+    factors: Dict[Name, List[Scalar]] = Field(default_factory=dict)
     workloads: List[WorkloadModel] = Field(min_length=1)
     repetitions: Repetitions = Field(default_factory=Repetitions)
     #: None: as the workload's family asks (per-cell, except macro: per-trial).
@@ -220,7 +235,7 @@ class CampaignFile(BaseModel):
     #: one trial each, in alternating order (ABC CBA ...), so a drift in the machine's load or state spreads
     #: over every configuration instead of landing on whichever ran during it.
     order: Literal["cells", "interleaved"] = "cells"
-    exclusions: List[Dict[str, Scalar]] = Field(default_factory=list)
+    exclusions: List[Dict[Name, Scalar]] = Field(default_factory=list)
     #: Measured phases shorter than this are flagged "too short to trust" (60 s for claims; lower for smoke runs).
     min_phase_s: float = Field(60.0, ge=0)
     #: Present (or a `ranks` factor): every trial runs under mpirun, one fsmeter per rank.
@@ -240,10 +255,23 @@ class CampaignFile(BaseModel):
             if not levels:
                 raise ValueError(f"{k}: give at least one level")
             if len(set(map(repr, levels))) != len(levels):
-                raise ValueError(f"{k}: a level is repeated ({levels})")
+                raise ValueError(f"{k}: a level is repeated ({_short(levels)})")
+            for lv in levels:
+                if isinstance(lv, float) and not math.isfinite(lv):
+                    raise ValueError(f"{k}: level {lv!r} is not a finite number: give a number or a name")
+                if isinstance(lv, str) and len(lv) > MAX_NAME_CHARS:
+                    raise ValueError(f"{k}: a level of {len(lv)} characters: at most {MAX_NAME_CHARS}")
+                if isinstance(lv, str) and re.search(r"[\x00-\x1f\x7f]", lv):
+                    raise ValueError(f"{k}: level {_short(lv)} has a control character: write it on one line")
             if k == "ranks" and not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in levels):
                 raise ValueError(f"ranks: levels are numbers of MPI ranks, whole numbers >= 1 (got {levels})")
         return v
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    """repr(value), cut to ``limit`` characters: an error message stays one readable line."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
 
 
 # -- loading --------------------------------------------------------------------------------
@@ -285,7 +313,9 @@ def _fmt_errors(exc: ValidationError, text: str, where: str) -> str:
             msg = "missing: this field is required"
         got = err.get("input")
         if err["type"] not in ("extra_forbidden", "missing") and not isinstance(got, (dict, list)) and got is not None:
-            msg += f" (got {got!r})"
+            msg += f" (got {_short(got)})"
+        if len(name) > MAX_NAME_CHARS:
+            name = name[:MAX_NAME_CHARS] + "..."
         line = _line_of(text, loc)
         parts.append(f"{where}{f':{line}' if line else ''}: {name}: {msg}")
     return "; ".join(parts)
@@ -293,10 +323,7 @@ def _fmt_errors(exc: ValidationError, text: str, where: str) -> str:
 
 def parse_campaign(text: str, where: str = "campaign") -> CampaignFile:
     """Validate campaign TOML text; a UserError (exit 2) names the field, line and allowed values."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{where}: TOML syntax error: {exc}: fix the file") from None
+    data = loads_toml(text, where)  # syntax errors and absurd nesting: one line each
     try:
         return CampaignFile(**data)
     except ValidationError as exc:
@@ -306,12 +333,8 @@ def parse_campaign(text: str, where: str = "campaign") -> CampaignFile:
 
 
 def load_campaign(path: Union[str, Path]) -> tuple:
-    """(CampaignFile, source text) from a file; errors as parse_campaign."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise UserError(f"campaign file {path}: {exc.strerror}: check the path") from None
+    """(CampaignFile, source text) from a file; errors as parse_campaign (and non-UTF-8 bytes name their line)."""
+    text = read_text(path, "campaign file")
     return parse_campaign(text, str(path)), text
 
 
@@ -331,8 +354,11 @@ class Cell:
     ranks: Optional[int] = None  # MPI ranks (mpirun -n) when the campaign runs under MPI, else None
 
     def describe(self) -> str:
+        """The cell in one line of rich markup (names and levels escaped: a '[' in a label is text)."""
+        from rich.markup import escape
+
         rest = ", ".join(f"{k}={v}" for k, v in self.factors.items() if k != "filesystem")
-        return f"{self.fs_label} / {self.workload}" + (f" ({rest})" if rest else "")
+        return escape(f"{self.fs_label} / {self.workload}" + (f" ({rest})" if rest else ""))
 
 
 def _fs_labels(c: CampaignFile) -> list:
@@ -409,15 +435,19 @@ def plan(c: CampaignFile) -> list:
     settings = set(JobSettings.model_fields)
     takes = {lab: settings | (set(d.family.params.model_fields) - {"family"}) for lab, d, _ in defs}
     for name in c.factors:
+        for lab, d, w in defs:
+            if name in w.params:
+                raise UserError(f"factors.{name}: also set in workload {lab}'s params: set it in one place")
         if name in HOST_FACTORS or name in settings or name in LAUNCH_FACTORS:
             continue
         if not any(name in t for t in takes.values()):
             allowed = sorted(HOST_FACTORS | set().union(*takes.values()))
             raise UserError(f"factors.{name}: no workload in this campaign takes it: use a job setting, a parameter "
                             f"of the workloads ({', '.join(allowed)})")
-        for lab, d, w in defs:
-            if name in w.params:
-                raise UserError(f"factors.{name}: also set in workload {lab}'s params: set it in one place")
+    n_cells = len(fss) * len(defs) * math.prod(len(levels) for levels in c.factors.values())
+    if n_cells > MAX_CELLS:
+        raise UserError(f"factors: the matrix has {n_cells:,} cells (filesystems x workloads x factor levels): at "
+                        f"most {MAX_CELLS:,}; split the campaign or drop levels")
 
     # Exclusions name factors and levels that exist.
     dims = {"filesystem": [lab for lab, _ in fss], "workload": labels, **c.factors}

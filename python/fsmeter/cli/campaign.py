@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from fsmeter.cli._device import device_options, device_target
@@ -60,8 +61,8 @@ def cells_table(store, campaign_id: int, title: str) -> Table:
         else:
             head = "-"
         color = {"done": "green", "failed": "red", "interrupted": "yellow"}.get(c["status"], "white")
-        t.add_row(str(c["idx"] + 1), c["workload"], factors, f"[{color}]{c['status']}[/]", str(s["n_trials"]), head,
-                  c["cause"] or c["stop_reason"] or "")
+        t.add_row(str(c["idx"] + 1), escape(c["workload"]), escape(factors), f"[{color}]{c['status']}[/]",
+                  str(s["n_trials"]), head, escape(c["cause"] or c["stop_reason"] or ""))
     return t
 
 
@@ -99,10 +100,14 @@ def execute(store, campaign_id: int, campaign, console: Console, quiet: bool = F
                       f"{store.path}; continue with `fsmeter campaign resume {campaign_id} --db {store.path}`")
         raise typer.Exit(130)
     if show_cells:
-        console.print(cells_table(store, campaign_id, f"campaign {campaign_id}: {campaign.name}"))
+        console.print(cells_table(store, campaign_id, f"campaign {campaign_id}: {escape(campaign.name)}"))
         _print_scaling(store.path, campaign_id, console)
     console.print(f"stored in {store.path} (campaign {campaign_id}); "
-                  f"{counts['done']} cell(s) done, {counts['failed']} failed, {counts['skipped']} already finished")
+                  f"{counts['done']} cell(s) done, {counts['failed']} failed, {counts['skipped']} already finished",
+                  highlight=False, markup=False)
+    if counts["failed"] and not counts["done"] and not counts["skipped"]:
+        # Nothing was measured: a script or CI job must not read this run as a success.
+        raise UserError(f"campaign {campaign_id}: every cell failed (see the causes above)", exit_code=1)
 
 
 def _print_scaling(db, campaign_id: int, console: Console) -> None:
@@ -144,8 +149,10 @@ def register(app: typer.Typer) -> None:
         console = Console()
         with measuring(wait=not no_wait), open_store(db) as store:
             cid = start_campaign(file, store, console, campaign=campaign, text=text)
+            # Plain text: rich's highlighter takes time growing faster than the line's length.
             console.print(f"campaign {cid} ({campaign.name}): {len(store.cells(cid))} cell(s), "
-                          f"repetitions: {campaign.repetitions.policy}; results in {store.path}")
+                          f"repetitions: {campaign.repetitions.policy}; results in {store.path}",
+                          markup=False, highlight=False)
             execute(store, cid, campaign, console, quiet)
 
     @camp.command("resume")
@@ -181,7 +188,7 @@ def register(app: typer.Typer) -> None:
             else:
                 row = store.campaign(campaign_id)
             campaign = parse_campaign(row["source"], f"campaign {row['id']} (stored source)")
-            console.print(f"resuming campaign {row['id']} ({row['name']})")
+            console.print(f"resuming campaign {row['id']} ({row['name']})", markup=False, highlight=False)
             execute(store, row["id"], campaign, console, quiet, take_over=take_over)
 
     @camp.command("list")
@@ -201,7 +208,7 @@ def register(app: typer.Typer) -> None:
                     status += f" (pid {owner['pid']}{' on ' + owner['host'] if runlock.alive(owner) is None else ''})"
                 elif status == "running":
                     status = "stopped (its run ended without finishing: resume it)"
-                t.add_row(str(r["id"]), r["name"], r["created"][:19], status, f"{r['n_finished']}/{r['n_cells']}",
+                t.add_row(str(r["id"]), escape(r["name"]), r["created"][:19], status, f"{r['n_finished']}/{r['n_cells']}",
                           str(r["n_trials"]))
             Console().print(t)
 
@@ -215,7 +222,7 @@ def register(app: typer.Typer) -> None:
         console = Console()
         with open_store(db, create=False) as store:
             row = store.campaign(campaign_id)
-            console.print(cells_table(store, row["id"], f"campaign {row['id']}: {row['name']} ({row['status']})"))
+            console.print(cells_table(store, row["id"], f"campaign {row['id']}: {escape(row['name'])} ({row['status']})"))
             outliers_table = trial_outliers_table(store.path, row["id"])
             if outliers_table is not None:
                 console.print(outliers_table)
