@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Mapping, Optional
 
 from fsmeter.errors import UserError
+from fsmeter.textfile import read_text
 
 
 @dataclass(frozen=True)
@@ -103,15 +104,15 @@ def parse_jobfile(text: str, where: str, env: Optional[Mapping[str, str]] = None
 
 
 def read_jobfile(path: Path, env: Optional[Mapping[str, str]] = None) -> FioJobFile:
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read the job file ({exc.strerror})") from None
-    return parse_jobfile(text, str(path), env)
+    return parse_jobfile(read_text(path, "job file"), str(path), env)
 
 
 # -- fio's numbers ---------------------------------------------------------------------------------------------
-_NUM = re.compile(r"^(0[xX][0-9a-fA-F]+|\d+)(.*)$")
+# ASCII digits only: Python's \d and int() also take other scripts' digits (full-width １２８), which fio does not.
+_NUM = re.compile(r"^(0[xX][0-9a-fA-F]+|[0-9]+)(.*)$")
+_INT = re.compile(r"^[+-]?(0[xX][0-9a-fA-F]+|[0-9]+)$")
+#: A percentage as fio reads it in bssplit: a plain decimal number (no exponent, nan or inf).
+_PCT = re.compile(r"^[0-9]+(\.[0-9]*)?$|^\.[0-9]+$")
 _POW = {"k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
 
 
@@ -123,7 +124,7 @@ def parse_fio_size(text: str, kb_base: int = 1024) -> int:
     m = _NUM.match(s)
     if not m:
         raise ValueError(f"{text!r} is not a size (a whole number with an optional k, m, g, t or p suffix)")
-    n = int(m.group(1), 0)
+    n = _whole(m.group(1), text)
     suffix = m.group(2).lower()
     if suffix.endswith("%"):
         raise ValueError(f"{text!r}: a percentage")
@@ -142,13 +143,21 @@ def parse_fio_size(text: str, kb_base: int = 1024) -> int:
     return n * base ** _POW[unit]
 
 
+def _whole(digits: str, text: str) -> int:
+    """ASCII decimal (leading zeros allowed, as fio's strtoll in base 10) or 0x hex; at most 20 digits, which
+    is already beyond any 64-bit value (the limits of each option are checked where it is used)."""
+    if len(digits) > 20:
+        raise ValueError(f"{text.strip()[:40]!r}... is too large a number")
+    return int(digits, 16) if digits[:2] in ("0x", "0X") else int(digits, 10)
+
+
 def is_percentage(text: str) -> bool:
     return text.strip().endswith("%")
 
 
 def parse_fio_time_s(text: str, default_unit: str = "s") -> float:
     """fio's time values: a whole number with d, h, m, s, ms/msec, us/usec (default seconds)."""
-    m = re.match(r"^(\d+)\s*([a-zA-Z]*)$", text.strip())
+    m = re.match(r"^([0-9]+)[ \t]*([a-zA-Z]*)$", text.strip())
     if not m:
         raise ValueError(f"{text!r} is not a time (a whole number with s, m, h, d, ms or us)")
     unit = (m.group(2) or default_unit).lower()
@@ -156,7 +165,43 @@ def parse_fio_time_s(text: str, default_unit: str = "s") -> float:
             "usec": 1e-6}.get(unit)
     if mult is None:
         raise ValueError(f"{text!r}: unknown time unit {m.group(2)!r} (use s, m, h, d, ms or us)")
-    return int(m.group(1)) * mult
+    return _whole(m.group(1), text) * mult
+
+
+def parse_fio_int(text: str) -> int:
+    """A whole number as fio reads one: ASCII decimal or 0x hex, optionally signed (no '_', no other digits)."""
+    t = text.strip()
+    if not _INT.match(t):
+        raise ValueError(f"{text!r} is not a whole number")
+    sign = -1 if t[0] == "-" else 1
+    return sign * _whole(t.lstrip("+-"), text)
+
+
+def parse_fio_pct(text: str) -> float:
+    """A percentage of bssplit: a plain decimal number from 0 to 100."""
+    t = text.strip()
+    if not _PCT.match(t) or float(t) > 100:
+        raise ValueError(f"{text!r} is not a percentage from 0 to 100")
+    return float(t)
+
+
+def split_names(text: str) -> list:
+    """fio's filename list: names separated by ':', where '\\:' is a literal colon inside a name."""
+    names, cur, i = [], [], 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and text[i + 1:i + 2] == ":":
+            cur.append(":")
+            i += 2
+            continue
+        if c == ":":
+            names.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+        i += 1
+    names.append("".join(cur))
+    return names
 
 
 def parse_fio_bool(text: Optional[str]) -> bool:

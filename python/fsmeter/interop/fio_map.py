@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Optional
 
 from fsmeter.errors import UserError
-from fsmeter.interop.fio_jobfile import (FioJob, is_percentage, parse_fio_bool, parse_fio_range, parse_fio_size,
-                                         parse_fio_time_s, read_jobfile)
+from fsmeter.interop.fio_jobfile import (FioJob, is_percentage, parse_fio_bool, parse_fio_int, parse_fio_pct,
+                                         parse_fio_range, parse_fio_size, parse_fio_time_s, read_jobfile,
+                                         split_names)
 
 #: Options fsmeter maps (the rest of the module says how).
 SUPPORTED = {
@@ -112,9 +113,9 @@ class _Ctx:
         if opt is None:
             return default
         try:
-            v = int(opt.value or "", 0)
+            v = parse_fio_int(opt.value or "")
         except ValueError:
-            self.fail(opt, "give a whole number")
+            self.fail(opt, "give a whole number (ASCII digits)")
         if v < lo or (hi is not None and v > hi):
             self.fail(opt, f"must be between {lo} and {hi}" if hi is not None else f"must be >= {lo}")
         return v
@@ -198,11 +199,13 @@ def _bssplit(ctx: _Ctx) -> Optional[tuple]:
                 size = parse_fio_size(size_s, ctx.kb_base)
             except ValueError as exc:
                 ctx.fail(opt, str(exc))
+            if size <= 0:
+                ctx.fail(opt, f"{size_s.strip()!r}: a block size must be > 0")
             if sep and pct_s.strip():
-                try:
-                    pct = float(pct_s)
-                except ValueError:
-                    ctx.fail(opt, f"{pct_s!r} is not a percentage")
+                try:  # fio: each percentage 0..100, and together at most 100
+                    pct = parse_fio_pct(pct_s)
+                except ValueError as exc:
+                    ctx.fail(opt, str(exc))
             else:
                 pct, free = None, free + 1
             entries.append([size, pct])
@@ -314,7 +317,7 @@ def map_job(where: str, job: FioJob, group: int) -> MappedJob:
     # -- data set -------------------------------------------------------------------------------------------
     numjobs = ctx.int("numjobs", 1, 1, 4096)
     names_opt = job.get("filename")
-    names = [n for n in (names_opt.value or "").split(":")] if names_opt is not None else []
+    names = split_names(names_opt.value or "") if names_opt is not None else []  # fio: '\\:' is a colon
     if names_opt is not None and (not names or any(not n for n in names)):
         ctx.fail(names_opt, "give one or more file names separated by ':'")
     for n in names:
@@ -338,9 +341,11 @@ def map_job(where: str, job: FioJob, group: int) -> MappedJob:
     io_per_job = ctx.size("io_size") or ctx.size("io_limit") or size
     offset = ctx.size("offset", 0)
     ba_opt = job.get("blockalign") or job.get("ba")
-    align = ctx.size(ba_opt.name) if ba_opt is not None else min(sizes)
     if ba_opt is not None and "," in (ba_opt.value or ""):
         ctx.fail(ba_opt, "one alignment for both directions only (fsmeter: planned)")
+    align = ctx.size(ba_opt.name) if ba_opt is not None else min(sizes)
+    if align <= 0:
+        ctx.fail(ba_opt, "must be > 0 (a number of bytes every offset is a multiple of)")
     if offset % align:
         ctx.fail(job.get("offset"), f"must be a multiple of the alignment ({align} bytes; set blockalign)")
     if max(sizes) > filesize:
