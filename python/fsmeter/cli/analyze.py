@@ -69,6 +69,7 @@ def analyze(
 ) -> None:
     from fsmeter.stats.analyze import (
         analyze_frame,
+        check_cli_level,
         combine_factors,
         load_csv,
         metric_frame,
@@ -76,6 +77,7 @@ def analyze(
         stack_responses,
     )
 
+    check_cli_level(level)
     responses = _split(response)
     if not responses:
         raise UserError("missing --response: name the numeric column (CSV) or metric (store) to analyse")

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 from rich.console import Console
 from rich import box
@@ -87,12 +88,24 @@ def analyze_frame(
     check_level(level)
     factors = list(factors)
     data = validate_design(df, response, factors)
+    big = data[response].abs() > MAX_RESPONSE
+    if big.any():
+        idx = big[big].index[0]
+        where = f"line {idx}" if df.index.name == "line" else f"row {idx}"
+        raise UserError(f"response column {response!r} has {float(data[response][big].iloc[0]):g} at {where}: beyond "
+                        f"±{MAX_RESPONSE:g}, where sums of squares overflow: fix or remove that row, or rescale")
     cells: list[CellSummary] = []
     if factors:
         for key, grp in data.groupby(factors, sort=True):
             key = key if isinstance(key, tuple) else (key,)
             cells.append(CellSummary(dict(zip(factors, map(str, key))), summarize(grp[response], level)))
-        result = factorial_anova(data, response, factors, level=level, alpha=alpha, log=log)
+        try:
+            result = factorial_anova(data, response, factors, level=level, alpha=alpha, log=log)
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+            # validate_design refuses the designs it knows to be unusable; whatever numbers still defeat the
+            # computation (a degenerate fit) are bad input too, said in one line rather than a traceback.
+            raise UserError(f"the ANOVA of {response!r} cannot be computed on these values "
+                            f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}): check the data") from None
         notes = list(result.notes)
     else:
         cells.append(CellSummary({}, summarize(data[response], level)))
@@ -103,16 +116,68 @@ def analyze_frame(
 # ---------------------------------------------------------------- loading
 
 
+#: The confidence levels fsmeter's tables are made for (and Jain's tables list).
+LEVELS = (0.90, 0.95, 0.99)
+#: The largest magnitude a response may have: squares of larger values overflow the ANOVA's sums of squares.
+MAX_RESPONSE = 1e100
+
+
+def check_cli_level(level: float, option: str = "--level") -> float:
+    """A confidence level given on the command line: one of LEVELS."""
+    if not any(abs(level - lv) < 1e-9 for lv in LEVELS):
+        raise UserError(f"{option} {level!r}: use 0.90, 0.95 or 0.99")
+    return float(level)
+
+
 def load_csv(path: str | Path) -> pd.DataFrame:
-    """Read a CSV; the index is the file's line number so errors can point at it."""
+    """Read a CSV; the index is the file's line number so errors can point at it.
+
+    The file is checked before pandas reads it: a header of distinct, non-empty names and every row with
+    exactly as many fields as the header (pandas would otherwise take surplus fields as an index and shift
+    every column, or rename a repeated column 'a.1')."""
+    import csv
+    import io
+
+    from fsmeter.textfile import read_text
+
     p = Path(path)
     if not p.is_file():
         raise UserError(f"no such file: {p}: check the path given to --csv")
+    text = read_text(p, "CSV file")
+    rows, lines = [], []
     try:
-        df = pd.read_csv(p)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+        start = 1
+        for row in reader:
+            if row:  # pandas skips blank lines too
+                rows.append(row)
+                lines.append(start)
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise UserError(f"{p} line {reader.line_num}: not valid CSV ({exc}): check the file") from None
+    if not rows:
+        raise UserError(f"{p}: empty: give a header line and one row per trial")
+    header = [h.strip() for h in rows[0]]
+    for i, h in enumerate(header):
+        if not h:
+            raise UserError(f"{p} line {lines[0]}: column {i + 1} of the header has no name: name every column")
+        if h in header[:i]:
+            raise UserError(f"{p} line {lines[0]}: column {h!r} appears twice in the header: give each column "
+                            "its own name")
+    if len(rows) == 1:
+        raise UserError(f"{p}: a header and no rows: give one row per trial")
+    for row, line in zip(rows[1:], lines[1:]):
+        if len(row) != len(header):
+            raise UserError(f"{p} line {line}: {len(row)} fields, but the header names {len(header)} columns: "
+                            "fix that row (a value with a comma needs quotes)")
+    try:
+        df = pd.read_csv(io.StringIO(text), index_col=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
         raise UserError(f"cannot read {p} as CSV ({str(exc).splitlines()[0]}): check the file") from None
-    df.index = pd.RangeIndex(2, len(df) + 2, name="line")  # line 1 is the header
+    df.columns = header
+    if len(df) != len(lines) - 1:  # pandas and the csv module disagree on the rows: refuse rather than guess
+        raise UserError(f"cannot read {p} as CSV: {len(df)} rows read, {len(lines) - 1} expected: check the quoting")
+    df.index = pd.Index(lines[1:], name="line")
     return df
 
 
@@ -144,6 +209,12 @@ def combine_factors(df: pd.DataFrame, spec: str) -> tuple[pd.DataFrame, str]:
     for p in parts:
         if p not in df.columns:
             raise UserError(f"no column {p!r} in factor {spec!r}: available columns are {avail}")
+    for p in parts:
+        miss = df[p].isna()
+        if miss.any():
+            idx = miss[miss].index[0]
+            where = f"line {idx}" if df.index.name == "line" else f"row {idx}"
+            raise UserError(f"factor column {p!r} is empty at {where}: fill it or drop the row")
     out = df.copy()
     out[spec] = out[parts].astype(str).agg("/".join, axis=1)
     return out, spec
