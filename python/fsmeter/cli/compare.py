@@ -195,6 +195,10 @@ def register(app: typer.Typer) -> None:
             data["target"] = target
         if not data["workloads"]:
             raise UserError("no workload to run: name some with --workloads")
+        if report is not None:  # checked before the suite runs, not after it
+            from fsmeter.textfile import check_output_path
+
+            check_output_path(report, "--report")
         text = dump_toml(data)
         campaign: CampaignFile = parse_campaign(text, "compare")
         for n in notes:

@@ -47,8 +47,9 @@ def register(app: typer.Typer) -> None:
             return
         if out is None:
             raise UserError("-o FILE is needed (or - for standard output; --split DIR for fio-json)")
-        if str(out) != "-" and not out.parent.is_dir():
-            raise UserError(f"-o {out}: the folder {out.parent} does not exist")
+        from fsmeter.textfile import check_output_path
+
+        check_output_path(out, "-o")
         text = do_export(fmt, db, campaign)
         if str(out) == "-":
             sys.stdout.write(text)

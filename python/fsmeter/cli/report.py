@@ -31,6 +31,10 @@ def register(app: typer.Typer) -> None:
         from fsmeter.stats.summary import check_level
 
         check_level(level)
+        if out is not None:
+            from fsmeter.textfile import check_output_path
+
+            check_output_path(out, "--output")
         if not 0 < alpha < 1:
             from fsmeter.errors import UserError
 

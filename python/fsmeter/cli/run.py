@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 from pathlib import Path
 from typing import List, Optional
@@ -177,8 +178,12 @@ def register(app: typer.Typer) -> None:
         if cache == "drop" and os.geteuid() != 0:
             raise UserError("--cache drop needs root (it writes /proc/sys/vm/drop_caches): run as root, "
                             "or use --cache fadvise")
-        if json_out is not None and not json_out.parent.exists():
-            raise UserError(f"--json {json_out}: the folder {json_out.parent} does not exist")
+        if json_out is not None:  # checked now: a path that cannot be written would lose the whole run
+            from fsmeter.textfile import check_output_path
+
+            check_output_path(json_out, "--json")
+        if not (min_phase_s >= 0 and math.isfinite(min_phase_s)):
+            raise UserError(f"--min-phase-s {min_phase_s!r}: give a number of seconds >= 0")
         opts = dict(show_progress=not quiet, keep_files=keep_files, cache=cache, min_phase_s=min_phase_s)
         from fsmeter.mpi.comm import launched_under_mpi
 

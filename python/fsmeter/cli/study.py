@@ -118,6 +118,10 @@ def register(app: typer.Typer) -> None:
 
         console = Console()
         study = load_study(name)
+        if out is not None:
+            from fsmeter.textfile import check_output_path
+
+            check_output_path(out, "--out")
         path = default_db_path(db)
         if not path.exists():
             raise UserError(f"{path}: no results database: run `fsmeter study run {study.slug}` first, or name one "

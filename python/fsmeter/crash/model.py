@@ -135,11 +135,10 @@ def load_campaign(name_or_path: str) -> tuple[CrashCampaign, str, str]:
             raise UserError(f"crash campaign {name_or_path!r}: no such file or named campaign "
                             f"(named: {', '.join(campaign_names())})")
         path = named
-    text = path.read_text()
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path}: not valid TOML: {exc}") from None
+    from fsmeter.textfile import loads_toml, read_text
+
+    text = read_text(path, "crash campaign file")
+    data = loads_toml(text, str(path))
     try:
         return CrashCampaign.model_validate(data), text, os.fspath(path)
     except ValidationError as exc:

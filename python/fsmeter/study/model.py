@@ -205,10 +205,9 @@ def load_study(name: str) -> Study:
     path = paths.get(name) or (Path(name) if name.endswith(".toml") else None)
     if path is None or not path.is_file():
         raise UserError(f"unknown study {name!r}: use one of {', '.join(paths)} (fsmeter study list)")
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path}: TOML syntax error: {exc}") from None
+    from fsmeter.textfile import loads_toml, read_text
+
+    data = loads_toml(read_text(path, "study file"), str(path))  # a user's file: UTF-8, bounded, not too deep
     try:
         return Study.model_validate(data)
     except ValidationError as exc:
