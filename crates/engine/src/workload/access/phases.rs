@@ -5,7 +5,7 @@ use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 
 use crate::backend::buffer::{huge_region, AlignedBuf, BufferMemory, HUGETLB_PAGE};
 use crate::backend::dio::{self, DioAlign};
@@ -40,6 +40,11 @@ pub struct Access {
     ledger: Option<Ledger>,
     /// Run phases started so far: the high bits of write numbers, so a rerun writes new ones.
     runs: u64,
+    /// Whether this session's prepare started, and one past the highest file number it reached: cleanup
+    /// removes only those names (a prepare stopped by ENOSPC at file 256 of 100,000,000 left 256 files,
+    /// and cleanup had tried to unlink every possible name).
+    prepared: AtomicBool,
+    created: AtomicU32,
 }
 
 /// Per-thread state of the `run` phase, built before the common start.
@@ -67,7 +72,7 @@ struct SlotMeta {
 impl Access {
     pub fn new(job: &Job, spec: AccessSpec) -> Result<Access> {
         spec.validate(job)?;
-        Ok(Access { spec, ledger: None, runs: 0 })
+        Ok(Access { spec, ledger: None, runs: 0, prepared: AtomicBool::new(false), created: AtomicU32::new(0) })
     }
 
     /// Reads can be checked against the write each block should hold only when no
@@ -124,6 +129,7 @@ impl Access {
             open_flags |= libc::O_DIRECT;
         }
         let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
+        self.prepared.store(true, Relaxed);
         let (mut report, skipped) = run_threads(
             "prepare",
             nthreads,
@@ -143,6 +149,7 @@ impl Access {
                     if rec.interrupted() {
                         break;
                     }
+                    self.created.fetch_max(i + 1, Relaxed); // per file, not per operation
                     let path = self.path(&job.dir, i);
                     if spec.reuse_files && std::fs::metadata(&path).map(|m| m.len() == self.file_len()).unwrap_or(false) {
                         skipped += 1;
@@ -613,9 +620,19 @@ impl Access {
         verify::reread(job, ctl, &files, algo, self.spec.verify_block(), self.ledger.as_ref(), self.verify_exact(job), self.verify_notes(job))
     }
 
-    fn cleanup(&self, job: &Job) -> Result<PhaseReport> {
+    /// Remove the files this session's prepare made (every name of the spec when this session did not
+    /// prepare: files laid out by an earlier run). A stop requested during cleanup ends it early; one
+    /// already pending when it starts (the run was interrupted) does not, or nothing would be removed.
+    fn cleanup(&self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
         let mut removed = 0;
-        for i in 0..self.spec.file_count {
+        let upto = if self.prepared.load(Relaxed) { self.created.load(Relaxed) } else { self.spec.file_count };
+        let stop_pending = ctl.stop_requested();
+        let mut interrupted = false;
+        for i in 0..upto {
+            if !stop_pending && ctl.stop_requested() {
+                interrupted = true;
+                break;
+            }
             match std::fs::remove_file(self.path(&job.dir, i)) {
                 Ok(()) => removed += 1,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -624,6 +641,7 @@ impl Access {
         }
         let mut report = PhaseReport::new("cleanup");
         report.counters.insert("files_removed".into(), removed);
+        report.interrupted = interrupted;
         Ok(report)
     }
 }
@@ -646,7 +664,7 @@ impl Workload for Access {
                 self.run(job, ctl)
             }
             "verify" => self.verify_phase(job, ctl),
-            "cleanup" => self.cleanup(job),
+            "cleanup" => self.cleanup(job, ctl),
             _ => unreachable!("checked by Session"),
         }
     }
