@@ -519,13 +519,16 @@ def plan(c: CampaignFile) -> list:
 
 
 # -- writing campaign TOML (for campaigns built in code, e.g. `fsmeter compare`) -------------
+_TOML_ESC = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
 def _toml_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):
         return repr(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    if isinstance(v, str):  # a basic string: backslash, quote and every control character escaped
+        return '"' + re.sub(r'[\\"\x00-\x1f\x7f]', lambda m: _TOML_ESC.get(m.group(), f"\\u{ord(m.group()):04x}"), v) + '"'
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     if isinstance(v, dict):
