@@ -87,13 +87,15 @@ def analyze_frame(
     """
     check_level(level)
     factors = list(factors)
+    if response in df.columns:  # before the design checks: the value itself is what to fix
+        num = pd.to_numeric(df[response], errors="coerce")
+        big = (num.abs() > MAX_RESPONSE) & np.isfinite(num)
+        if big.any():
+            idx = big[big].index[0]
+            where = f"line {idx}" if df.index.name == "line" else f"row {idx}"
+            raise UserError(f"response column {response!r} has {float(num[big].iloc[0]):g} at {where}: beyond "
+                            f"±{MAX_RESPONSE:g}, where sums of squares overflow: fix or remove that row, or rescale")
     data = validate_design(df, response, factors)
-    big = data[response].abs() > MAX_RESPONSE
-    if big.any():
-        idx = big[big].index[0]
-        where = f"line {idx}" if df.index.name == "line" else f"row {idx}"
-        raise UserError(f"response column {response!r} has {float(data[response][big].iloc[0]):g} at {where}: beyond "
-                        f"±{MAX_RESPONSE:g}, where sums of squares overflow: fix or remove that row, or rescale")
     cells: list[CellSummary] = []
     if factors:
         for key, grp in data.groupby(factors, sort=True):
@@ -191,6 +193,15 @@ def stack_responses(df: pd.DataFrame, responses: Sequence[str], name: str = STAC
     for col in (name, "value"):
         if col in df.columns:
             raise UserError(f"cannot stack responses: the data already has a column {col!r}; rename it")
+    for r in responses:  # checked here, where the column still has its own name (stacked, it is 'value')
+        num = pd.to_numeric(df[r], errors="coerce")
+        bad = num.isna() | ~np.isfinite(num.fillna(0).astype(float)) | (num.abs() > MAX_RESPONSE)
+        if bad.any():
+            idx, val = bad[bad].index[0], df[r][bad].iloc[0]
+            where = f"line {idx}" if df.index.name == "line" else f"row {idx}"
+            what = "is empty" if pd.isna(val) else f"has {str(val)[:40]!r}, not a finite number within ±{MAX_RESPONSE:g}"
+            raise UserError(f"response column {r!r} {what} at {where}: fix or remove that row, or choose a "
+                            "numeric column")
     parts = []
     for r in responses:
         part = df.drop(columns=[c for c in responses]).copy()

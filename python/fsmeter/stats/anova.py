@@ -61,7 +61,7 @@ def validate_design(df: pd.DataFrame, response: str, factors: Sequence[str]) -> 
     bad = num.isna()
     if bad.any():
         idx = bad[bad].index[0]
-        val = raw.loc[idx]
+        val = raw[bad].iloc[0]  # by position: stacked responses repeat each line number
         what = "is empty" if pd.isna(val) else f"has {val!r}, not a number"
         raise UserError(
             f"response column {response!r} {what} at {_where(df, idx)}: fix or remove that row, "
