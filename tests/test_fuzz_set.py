@@ -92,3 +92,9 @@ def test_an_unusable_json_path_is_refused_before_measuring(tmp_path, capsys, mak
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "--json" in err and err.count("\n") == 1
     assert not list(tmp_path.glob("fsmeter.access.*"))  # refused before any file was laid out
+
+
+def test_a_value_the_engine_cannot_hold_is_refused_before_the_run_naming_it(tmp_path):
+    items = ['entries=[{"size": "8G", "weight": 100, "read_pct": 0, "random_pct": 100}]', "file_size=16G"]
+    _, err = result_or_user_error(set_and_build, "rand-write-4k", items, tmp_path)
+    assert err is not None and err.message.startswith("parameter size:") and "8589934592" in err.message

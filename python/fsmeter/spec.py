@@ -167,17 +167,19 @@ def _engine_check(job: "Job") -> None:
         check(text)
     except _engine.JobError as exc:
         msg = str(exc)
-        # serde says "at line L column C": with one value per line, line L names the parameter.
-        m = re.search(r" at line (\d+) column \d+$", msg)
+        reason = re.sub(r" at line \d+ column \d+$", "", msg).split(": ", 1)[-1]
+        # serde's position is no help inside the workload (its family tag makes serde buffer the whole
+        # table first), but its message quotes the value: the line of the JSON (one value per line)
+        # holding that value names the parameter.
+        value = re.search(r"`([^`]+)`", reason)
         lines = text.splitlines()
-        if m and 0 < int(m.group(1)) <= len(lines):
-            i = int(m.group(1)) - 1
-            while i > 0 and '":' not in lines[i]:
-                i -= 1
-            key = re.search(r'"([^"]*)":', lines[i])
-            reason = msg[:m.start()].split(": ", 1)[-1]
-            if key:
-                raise UserError(f"parameter {key.group(1)}: {reason}: give a value in range") from None
+        for i, line in enumerate(lines):
+            if value and re.search(rf"(^|: )\s*{re.escape(value.group(1))},?$", line.strip()):
+                while i > 0 and '":' not in lines[i]:
+                    i -= 1
+                key = re.search(r'"([^"]*)":', lines[i])
+                if key:
+                    raise UserError(f"parameter {key.group(1)}: {reason}: give a value in range") from None
         raise UserError(f"parameter {msg}") from None
 
 
