@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import io
-import random
 from pathlib import Path
 
 import pytest

@@ -3,7 +3,6 @@
 (non-finite or overflowing values, endless names, nesting, a setting in two places) are refused."""
 from __future__ import annotations
 
-import random
 
 import pytest
 from hypothesis import given, strategies as st
@@ -121,7 +120,8 @@ def test_non_utf8_bytes_name_their_line(tmp_path, junk, at):
 @given(st.integers(33, 100_000), st.sampled_from(["[", "{a="]))
 def test_deep_nesting_is_one_line(depth, opener):
     closer = "]" if opener == "[" else "}"
-    text = 'name = "x"\nworkloads = ["seq-read"]\nv = ' + opener * depth + ("1" if opener != "[" else "") + closer * depth
+    inner = "1" if opener != "[" else ""
+    text = 'name = "x"\nworkloads = ["seq-read"]\nv = ' + opener * depth + inner + closer * depth
     _, err = result_or_user_error(parse_campaign, text, "deep.toml")
     assert err is not None and "deep" in err.message
 

@@ -3,7 +3,6 @@ line, never another exception or a hang; and the values fio itself refuses (perc
 digits of other scripts, a zero alignment, times past every clock) are refused here too."""
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 import pytest

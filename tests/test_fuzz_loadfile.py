@@ -3,7 +3,6 @@ reached as `fsmeter run dbench-quick --set loadfile=F` reaches it, turns any byt
 `fsmeter: error:` line naming the file and line: never a panic, another exception or a hang."""
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 from hypothesis import given, strategies as st

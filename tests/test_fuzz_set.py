@@ -64,7 +64,8 @@ def test_any_item_text_parses_or_fails_in_one_line(item):
 @pytest.mark.parametrize("item, key", [
     ("duration_s=1e30", "duration_s"), ("duration_s=1.85e10", "duration_s"), ("duration_s=inf", "duration_s"),
     ("duration_s=nan", "duration_s"), ("warmup_s=1e300", "warmup_s"), ("file_size=18446744073709551616", "file_size"),
-    ("file_count=5000000000", "file_count"), ("record_size=１２８K", "record_size"), ("queue_depth=１", "queue_depth"),
+    ("file_count=5000000000", "file_count"), ("record_size=１２８K", "record_size"),
+    ("queue_depth=１", "queue_depth"),
     ("interval_s=inf", "interval_s"), ("file_size=" + "9" * 400, "file_size"),
 ])
 def test_values_past_the_limits_are_refused_naming_the_key(tmp_path, item, key):

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator,
-                      model_validator)
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError,
+                      field_validator, model_validator)
 
 from fsmeter.errors import UserError
 from fsmeter.textfile import loads_toml, read_text
@@ -59,7 +59,8 @@ class TargetModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
     kind: Literal["loop", "dir", "tmpfs", "device"] = "loop"
     size: Size = Field(1 << 30, gt=0, description="image / tmpfs size")
-    path: Optional[str] = Field(None, max_length=MAX_PATH_CHARS, description="kind=dir: the existing directory to measure")
+    path: Optional[str] = Field(None, max_length=MAX_PATH_CHARS,
+                                description="kind=dir: the existing directory to measure")
     device: Optional[str] = Field(None, max_length=MAX_PATH_CHARS)
     destroy_data_on: Optional[str] = Field(None, max_length=MAX_PATH_CHARS,
                                            description="kind=device: repeat the device path to confirm")
@@ -528,7 +529,8 @@ def _toml_value(v: Any) -> str:
     if isinstance(v, (int, float)):
         return repr(v)
     if isinstance(v, str):  # a basic string: backslash, quote and every control character escaped
-        return '"' + re.sub(r'[\\"\x00-\x1f\x7f]', lambda m: _TOML_ESC.get(m.group(), f"\\u{ord(m.group()):04x}"), v) + '"'
+        esc = lambda m: _TOML_ESC.get(m.group(), f"\\u{ord(m.group()):04x}")  # noqa: E731
+        return '"' + re.sub(r'[\\"\x00-\x1f\x7f]', esc, v) + '"'
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     if isinstance(v, dict):

@@ -105,4 +105,5 @@ def check_output_path(path: Union[str, Path], option: str) -> Path:
     return p
 
 
-__all__ = ["MAX_TEXT_BYTES", "check_output_path", "MAX_TOML_DEPTH", "decode_text", "loads_toml", "read_text", "toml_depth_error"]
+__all__ = ["MAX_TEXT_BYTES", "MAX_TOML_DEPTH", "check_output_path", "decode_text", "loads_toml", "read_text",
+           "toml_depth_error"]

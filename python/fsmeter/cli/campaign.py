@@ -208,7 +208,8 @@ def register(app: typer.Typer) -> None:
                     status += f" (pid {owner['pid']}{' on ' + owner['host'] if runlock.alive(owner) is None else ''})"
                 elif status == "running":
                     status = "stopped (its run ended without finishing: resume it)"
-                t.add_row(str(r["id"]), escape(r["name"]), r["created"][:19], status, f"{r['n_finished']}/{r['n_cells']}",
+                t.add_row(str(r["id"]), escape(r["name"]), r["created"][:19], status,
+                          f"{r['n_finished']}/{r['n_cells']}",
                           str(r["n_trials"]))
             Console().print(t)
 
@@ -222,7 +223,8 @@ def register(app: typer.Typer) -> None:
         console = Console()
         with open_store(db, create=False) as store:
             row = store.campaign(campaign_id)
-            console.print(cells_table(store, row["id"], f"campaign {row['id']}: {escape(row['name'])} ({row['status']})"))
+            title = f"campaign {row['id']}: {escape(row['name'])} ({row['status']})"
+            console.print(cells_table(store, row["id"], title))
             outliers_table = trial_outliers_table(store.path, row["id"])
             if outliers_table is not None:
                 console.print(outliers_table)

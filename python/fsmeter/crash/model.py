@@ -10,7 +10,6 @@ The matrix is filesystem x size x dirty set; each cell is crashed at ``crash_poi
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
 from typing import Literal, Optional
 

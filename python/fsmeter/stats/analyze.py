@@ -106,8 +106,9 @@ def analyze_frame(
         except (ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
             # validate_design refuses the designs it knows to be unusable; whatever numbers still defeat the
             # computation (a degenerate fit) are bad input too, said in one line rather than a traceback.
-            raise UserError(f"the ANOVA of {response!r} cannot be computed on these values "
-                            f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__}): check the data") from None
+            why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise UserError(f"the ANOVA of {response!r} cannot be computed on these values ({why}): "
+                            "check the data") from None
         notes = list(result.notes)
     else:
         cells.append(CellSummary({}, summarize(data[response], level)))
@@ -199,7 +200,8 @@ def stack_responses(df: pd.DataFrame, responses: Sequence[str], name: str = STAC
         if bad.any():
             idx, val = bad[bad].index[0], df[r][bad].iloc[0]
             where = f"line {idx}" if df.index.name == "line" else f"row {idx}"
-            what = "is empty" if pd.isna(val) else f"has {str(val)[:40]!r}, not a finite number within ±{MAX_RESPONSE:g}"
+            what = ("is empty" if pd.isna(val)
+                    else f"has {str(val)[:40]!r}, not a finite number within ±{MAX_RESPONSE:g}")
             raise UserError(f"response column {r!r} {what} at {where}: fix or remove that row, or choose a "
                             "numeric column")
     parts = []
