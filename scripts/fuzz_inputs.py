@@ -41,9 +41,11 @@ DATA = REPO / "tests" / "data"
 NASTY = ["\x00", "１２８", "٣", "-1", "0", "1e30", "1e308", "inf", "-inf", "nan", "18446744073709551616",
          "9" * 30, "[", "]", "{", "}", "=", '"', "'", "\\", "\\:", ":", ",", "/", "..", "#", ";", "\n", "\t",
          " ", "%", "k", "G", "0x", "_", "[/b]", "x" * 300]
-#: Values that no duration, size or count may take: the oracle expects each to be refused.
-INVALID_NUMBERS = ["1e30", "1.85e10", "inf", "nan", "-1", "18446744073709551616", "１２８", "1e400",
-                   "9" * 40]
+#: Values that no size or count may take: the oracle expects each to be refused. (Never a large but valid
+#: size: 1.85e10 bytes is a legal file_size, and a run would write 18 GB.)
+INVALID_NUMBERS = ["1e30", "inf", "nan", "-1", "18446744073709551616", "１２８", "1e400", "9" * 40]
+#: ... and no duration: 1.85e10 s is where a duration in nanoseconds passes 2^64.
+INVALID_DURATIONS = INVALID_NUMBERS + ["1.85e10", "1e7.5", "10000001"]
 
 CAMPAIGN = """name = "fuzz"
 target = { kind = "dir", path = "{work}/d" }
@@ -96,6 +98,20 @@ def mutate_text(s: str, rnd: random.Random, n: int) -> str:
     return s
 
 
+def heavy(text: str) -> bool:
+    """An edit that asks for a long run or much data (n = 1111 trials, numjobs=4444, size=1111m): a fuzz
+    input should take seconds, so such an edit is drawn again rather than run."""
+    return bool(re.search(r"(?m)^\s*n\s*=\s*\d{2,}|(numjobs|nrfiles|iodepth|loops)\s*=\s*\d{3,}|"
+                          r"(size|filesize|io_size|io_limit)\s*=\s*(\d{2,}\s*[mMgGtTpP]|\d{9,})", text))
+
+
+def edits(seed: str, rnd: random.Random) -> str:
+    while True:
+        text = mutate_text(seed, rnd, rnd.randrange(1, 5))
+        if not heavy(text):
+            return text
+
+
 def with_bad_byte(data: bytes, rnd: random.Random) -> bytes:
     i = rnd.randrange(len(data) + 1)
     return data[:i] + bytes([rnd.choice([0x80, 0xC3, 0xFF, 0xFE, 0xED])]) + data[i:]
@@ -108,10 +124,10 @@ def campaign_cases(rnd: random.Random, n: int) -> list:
         text = CAMPAIGN
         r = rnd.random()
         if r < 0.35:
-            data, how, invalid = mutate_text(text, rnd, rnd.randrange(1, 5)).encode(), "text edits", ""
+            data, how, invalid = edits(text, rnd).encode(), "text edits", ""
         elif r < 0.55:
             field_ = rnd.choice(["duration_s = 0.2", "warmup_s = 0", 'file_size = "1M"'])
-            bad = rnd.choice(INVALID_NUMBERS)
+            bad = rnd.choice(INVALID_DURATIONS if field_.startswith(("duration", "warmup")) else INVALID_NUMBERS)
             value = f'"{bad}"' if not re.fullmatch(r"-?[0-9.e]+|inf|nan|-inf", bad) else bad
             data = text.replace(field_, f"{field_.split(' =')[0]} = {value}").encode()
             how, invalid = f"{field_.split(' =')[0]} = {value}", "a value past fsmeter's limits"
@@ -154,7 +170,7 @@ def fio_cases(rnd: random.Random, n: int) -> list:
         cap = []
         if r < 0.45:
             cap = ["--set", "duration_s=2"]  # an edit may ask for a long run: at most 2 s of it
-            text, how, invalid = mutate_text(seed, rnd, rnd.randrange(1, 5)), "text edits", ""
+            text, how, invalid = edits(seed, rnd), "text edits", ""
             data = text.encode()
         elif r < 0.8:
             opt = rnd.choice(sorted(options))
@@ -236,7 +252,7 @@ def set_cases(rnd: random.Random, n: int) -> list:
         key = rnd.choice(keys)
         r = rnd.random()
         if r < 0.5:
-            value = rnd.choice(INVALID_NUMBERS)
+            value = rnd.choice(INVALID_DURATIONS if key.endswith("_s") else INVALID_NUMBERS)
             invalid = "a value past fsmeter's limits" if key != "seed" or value not in ("0",) else ""
             if key == "entries":
                 invalid = ""  # a bare number for entries is refused for its type, not its size
@@ -251,8 +267,9 @@ def set_cases(rnd: random.Random, n: int) -> list:
             args += ["--set", s]
         out.append(Case("set", f"--set {key}={value!r}", {}, args, invalid))
     if n:
-        out.append(Case("set", "--json naming a directory", {}, ["run", "seq-read", "--dir", "{work}/d", "-q",
-                        "--no-wait", "--set", "duration_s=0.2", "--json", "{work}/d"], "an output path that is a folder"))
+        out.append(Case("set", "--json naming a directory", {},
+                        ["run", "seq-read", "--dir", "{work}/d", "-q", "--no-wait", "--set", "duration_s=0.2",
+                         "--json", "{work}/d"], "an output path that is a folder"))
         out.append(Case("set", "--min-phase-s -1", {}, ["run", "seq-read", "--dir", "{work}/d", "-q", "--no-wait",
                         "--set", "duration_s=0.2", "--min-phase-s", "-1"], "a negative --min-phase-s"))
     return out
@@ -285,7 +302,8 @@ def run_case(case: Case, root: Path, timeout: float, env: dict) -> Case:
             case.outcome = "ran"
         else:
             case.outcome = "traceback"  # no clean message: as bad as one for the user
-        case.detail = (errors[0] if errors else err.strip().splitlines()[-1] if err.strip() else f"exit {p.returncode}")[:300]
+        last = err.strip().splitlines()[-1] if err.strip() else f"exit {p.returncode}"
+        case.detail = (errors[0] if errors else last)[:300]
         return case
     finally:
         shutil.rmtree(work, ignore_errors=True)
