@@ -141,7 +141,8 @@ def campaign_cases(rnd: random.Random, n: int) -> list:
             name = rnd.choice(["x" * rnd.choice([201, 5000, 100_000]), "a[/b]", "tab\there"])
             data = text.replace('name = "fuzz"', f'name = "{name}"').encode()
             how = f"a name of {len(name)} characters" if len(name) > 20 else f"name {name!r}"
-            invalid = "a name too long" if len(name) > 200 else ("a control character" if "\t" in name else "")
+            invalid = ("a name too long" if len(name) > 200 else "a control character" if "\t" in name
+                       else "a '[' in a name" if "[" in name else "")
         else:
             data = (text.replace("[[workloads]]", "[factors]\nthreads = [1, 2]\n[[workloads]]")
                     .replace("warmup_s = 0", "warmup_s = 0, threads = 3")).encode()

@@ -47,6 +47,8 @@ MAX_CELLS = 100000
 def _one_line(v: str) -> str:
     if re.search(r"[\x00-\x1f\x7f]", v):
         raise ValueError("a control character (newline, tab, escape): write the name on one line")
+    if "[" in v:  # rich, which draws every table, reads [x] as a style: 'ext4[dax]' printed as 'ext4'
+        raise ValueError(f"{v[:60]!r} has a '[', which fsmeter's tables would take for formatting: use ( ) instead")
     return v
 
 
@@ -262,8 +264,11 @@ class CampaignFile(BaseModel):
                     raise ValueError(f"{k}: level {lv!r} is not a finite number: give a number or a name")
                 if isinstance(lv, str) and len(lv) > MAX_NAME_CHARS:
                     raise ValueError(f"{k}: a level of {len(lv)} characters: at most {MAX_NAME_CHARS}")
-                if isinstance(lv, str) and re.search(r"[\x00-\x1f\x7f]", lv):
-                    raise ValueError(f"{k}: level {_short(lv)} has a control character: write it on one line")
+                if isinstance(lv, str):
+                    try:
+                        _one_line(lv)
+                    except ValueError as exc:
+                        raise ValueError(f"{k}: level {_short(lv)}: {exc}") from None
             if k == "ranks" and not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in levels):
                 raise ValueError(f"ranks: levels are numbers of MPI ranks, whole numbers >= 1 (got {levels})")
         return v
@@ -430,6 +435,10 @@ def plan(c: CampaignFile) -> list:
             raise UserError(f"workloads[{i}].name: {exc.message}") from None
         defs.append((w.label or d.name, d, w))
     labels = [lab for lab, _, _ in defs]
+    for lab in labels:  # a label taken from a file name, not checked as a field
+        if "[" in lab or len(lab) > MAX_NAME_CHARS:
+            raise UserError(f"workloads: {_short(lab)} as a label: at most {MAX_NAME_CHARS} characters and no '[': "
+                            "give the workload a label")
     if len(set(labels)) != len(labels):
         raise UserError(f"workloads: a workload appears twice ({', '.join(labels)}): give one a label")
 
