@@ -22,6 +22,9 @@ else:  # pragma: no cover
 
 STUDY_DIR = Path(__file__).resolve().parent.parent / "studies"
 Level = Union[int, float, str]
+#: Gates of a study's re-run verdicts (a study file may set its own in [study]).
+DEFAULT_MIN_PHASE_S = 5.0
+DEFAULT_MAX_BUSY_PCT = 10.0
 
 
 class _Strict(BaseModel):
@@ -39,6 +42,10 @@ class StudyInfo(_Strict):
     needs_device: bool = False
     published_hardware: str = ""
     mkfs: Literal["per-cell", "per-trial"] = "per-cell"
+    min_phase_s: float = Field(DEFAULT_MIN_PHASE_S, gt=0, description="gate: a re-run verdict needs every "
+                               "measured phase it rests on to last at least this long")
+    max_busy_pct: float = Field(DEFAULT_MAX_BUSY_PCT, gt=0, description="gate: other processes' CPU during a "
+                                "phase, in % of one core, above which the machine counts as busy")
 
 
 class Scale(_Strict):
@@ -93,26 +100,60 @@ class StudyConfig(_Strict):
     note: str = ""
 
 
+# The run changes a claim can be sensitive to. The plan records each change it makes with the
+# same names (``Change.affects``); a claim whose ``sensitive_to`` meets them is "not comparable here".
+SENSITIVITIES = ("file_size", "cache_residency", "storage_kind", "cpu_count", "cpu_speed", "kernel",
+                 "filesystem_version", "memory", "duration", "thread_count", "elevator", "hardware")
+
+# What ``fsmeter study check`` may say of a claim on its own paper's data (``expect_paper``).
+PAPER_VERDICTS = ("supported", "contradicted", "inconclusive", "no data", "not testable")
+
+# Old kind names, still accepted: ranking -> ordering, ratio -> magnitude, trend -> ordering
+# along a factor (not_up / not_down: non-superiority / non-inferiority with ``margin_pct``).
+KIND_ALIASES = {"ranking": "ordering", "ratio": "magnitude", "trend": "ordering"}
+
+
+class PaperSays(_Strict):
+    """The paper's own data contradict its words: what the data show instead, with the evidence."""
+
+    evidence: str = Field(description="the published numbers and the arithmetic that contradict the words")
+    corrected: str = Field("", description="what the data do support, in a sentence")
+
+
 class Claim(_Strict):
     id: str
-    says: str
-    kind: Literal["ranking", "equivalence", "trend", "ratio", "variation", "untestable"]
+    says: str = Field(description="the claim in one plain sentence")
+    quote: str = Field("", description="the paper's own words, verbatim")
+    source: str = Field("", description="where the words stand in the paper: section, page, table")
+    rests_on: List[str] = Field(default_factory=list,
+                                description="the published rows the claim rests on, e.g. 'Table 2: create.files_per_s'")
+    kind: Literal["magnitude", "equivalence", "ordering", "variation", "untestable",
+                  "ranking", "ratio", "trend"]
     why: str = Field("", description="untestable: the reason")
-    reading: str = Field("", description="how an imprecise claim was made testable")
+    reading: str = Field("", description="how the words became this test (margin, range, cases)")
+    # -- what is compared ---------------------------------------------------------------------
     workloads: List[str] = Field(default_factory=list)
     metrics: List[str] = Field(default_factory=list)
     metric: Optional[str] = None
-    compare: str = Field("filesystem", description="ranking/equivalence: whose levels the tiers hold")
+    compare: str = Field("filesystem", description="whose levels the tiers hold: filesystem, workload, "
+                                                   "metric_key, kernel or a study factor")
     tiers: List[List[Level]] = Field(default_factory=list)
     configurations: List[str] = Field(default_factory=list, description="restrict to these configurations")
     where: Dict[str, Union[Level, List[Level]]] = Field(default_factory=dict)
     except_: List[Dict[str, Level]] = Field(default_factory=list, alias="except")
-    factor: Optional[str] = Field(None, description="trend: the factor that changes")
-    pairs: List[List[Level]] = Field(default_factory=list, description="trend: [from, to] levels")
+    factor: Optional[str] = Field(None, description="ordering along a factor: the factor that changes")
+    pairs: List[List[Level]] = Field(default_factory=list, description="ordering along a factor: [from, to] levels")
     direction: Optional[Literal["up", "down", "not_up", "not_down"]] = None
     numerator: Dict[str, Any] = Field(default_factory=dict)
     denominator: Dict[str, Any] = Field(default_factory=dict)
-    ratio_range: List[float] = Field(default_factory=list)
+    # -- what is claimed ----------------------------------------------------------------------
+    ratio_range: List[float] = Field(default_factory=list,
+                                     description="magnitude: [low, high] of mean(upper tier or numerator) / "
+                                                 "mean(lower tier or denominator), in the metric's own units")
+    margin_pct: Optional[float] = Field(None, gt=0, description="equivalence (and not_up/not_down): the "
+                                        "difference, in % of the reference mean, the words still call 'the same'")
+    effect_pct: Optional[float] = Field(None, gt=0, description="ordering: the size the claim states, in % of "
+                                        "the lower mean (power is computed at it; absent: at 10%)")
     design: List[str] = Field(default_factory=list, description="variation: the ANOVA factors; 'access_mode' "
                                                                 "is the metric itself as a factor")
     larger: List[str] = Field(default_factory=list, description="variation: [a, b]: a explains more than b")
@@ -121,32 +162,72 @@ class Claim(_Strict):
                                                 description="variation: term (or 'explained') -> [low, high] %")
     significant: List[str] = Field(default_factory=list, description="variation: terms significant by the F-test")
     level: float = Field(0.90, description="variation: confidence level of the F-tests")
+    # -- how it is decided --------------------------------------------------------------------
+    decide: Union[Literal["all", "any", "majority"], int] = Field(
+        "all", description="how many of the claim's cases must hold: all, any, majority, or a number")
+    alpha: float = Field(0.05, gt=0, lt=1, description="family-wise error rate inside the claim (Holm)")
+    power: float = Field(0.80, gt=0, lt=1, description="power needed before 'not reproduced' may be said")
+    sensitive_to: List[str] = Field(default_factory=list,
+                                    description="run changes that void the claim (see SENSITIVITIES)")
+    # -- the paper's own data -----------------------------------------------------------------
+    expect_paper: Optional[str] = Field(None, description="the verdict `fsmeter study check` must give on the "
+                                                          "paper's own data (one of PAPER_VERDICTS)")
+    paper_says: Optional[PaperSays] = Field(None, description="set when the paper's data contradict its words")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     @model_validator(mode="after")
     def _check(self) -> "Claim":
-        if self.kind in ("ranking", "equivalence") and not self.tiers:
+        k = self.test
+        if self.kind in ("ranking", "ordering", "equivalence", "magnitude") and not self.tiers \
+                and not (self.kind in ("ordering", "magnitude") and (self.factor or self.numerator)):
             raise ValueError(f"claim {self.id}: tiers: a {self.kind} claim lists tiers of levels")
-        if self.kind == "ranking" and len(self.tiers) < 2:
-            raise ValueError(f"claim {self.id}: tiers: a ranking needs at least two tiers")
-        if self.kind == "trend" and (not self.factor or not self.pairs or not self.direction):
-            raise ValueError(f"claim {self.id}: a trend claim needs factor, pairs and direction")
-        if self.kind == "ratio" and (not self.metric or len(self.ratio_range) != 2):
-            raise ValueError(f"claim {self.id}: a ratio claim needs metric and ratio_range = [low, high]")
-        if self.kind == "variation" and (len(self.design) < 2 or len(self.all_metrics) < 1):
+        if k == "ordering" and not self.factor and len(self.tiers) < 2:
+            raise ValueError(f"claim {self.id}: tiers: an ordering needs at least two tiers")
+        if self.factor and (not self.pairs or not self.direction):
+            raise ValueError(f"claim {self.id}: an ordering along a factor needs factor, pairs and direction")
+        if k == "magnitude" and len(self.ratio_range) != 2:
+            raise ValueError(f"claim {self.id}: ratio_range: a magnitude claim needs [low, high]")
+        if k == "magnitude" and self.numerator and not self.metric and not self.metrics:
+            raise ValueError(f"claim {self.id}: metric: a magnitude claim names its metric")
+        if k == "variation" and (len(self.design) < 2 or len(self.all_metrics) < 1):
             raise ValueError(f"claim {self.id}: a variation claim needs design (two factors) and metrics")
-        if self.kind == "untestable" and not self.why:
+        if k == "untestable" and not self.why:
             raise ValueError(f"claim {self.id}: why: say why the claim cannot be tested")
+        if isinstance(self.decide, int) and self.decide < 1:
+            raise ValueError(f"claim {self.id}: decide: a number of cases is at least 1")
+        bad = [s for s in self.sensitive_to if s not in SENSITIVITIES]
+        if bad:
+            raise ValueError(f"claim {self.id}: sensitive_to: {', '.join(bad)} unknown; use {', '.join(SENSITIVITIES)}")
+        if self.expect_paper is not None and self.expect_paper not in PAPER_VERDICTS:
+            raise ValueError(f"claim {self.id}: expect_paper: use one of {', '.join(PAPER_VERDICTS)}")
         return self
+
+    @property
+    def test(self) -> str:
+        """The test kind, old names mapped to the new ones."""
+        return KIND_ALIASES.get(self.kind, self.kind)
 
     @property
     def all_metrics(self) -> List[str]:
         return self.metrics or ([self.metric] if self.metric else [])
 
 
+class PublishedConfig(_Strict):
+    """A configuration label of the published rows, as the study's configuration and factor levels."""
+
+    configuration: str
+    levels: Dict[str, Level] = Field(default_factory=dict, description="factor -> level, e.g. kernel = '2.4.17'")
+
+
 class Published(_Strict):
     hardware_note: str = ""
+    metrics: Dict[str, str] = Field(default_factory=dict,
+                                    description="published 'phase.metric' -> the run's metric key the claims name")
+    configurations: Dict[str, PublishedConfig] = Field(
+        default_factory=dict, description="published configuration label -> study configuration (+ levels)")
+    lower_is_better: List[str] = Field(default_factory=list,
+                                       description="run metric keys where less is better (default: time units)")
     rows: List[Dict[str, Any]] = Field(default_factory=list)
 
 
