@@ -24,7 +24,8 @@ STUDY_DIR = Path(__file__).resolve().parent.parent / "studies"
 Level = Union[int, float, str]
 #: Gates of a study's re-run verdicts (a study file may set its own in [study]).
 DEFAULT_MIN_PHASE_S = 5.0
-DEFAULT_MAX_BUSY_PCT = 10.0
+DEFAULT_MAX_OTHER_CPU_SHARE = 0.10
+DEFAULT_MAX_CACHE_READ_SHARE = 0.5
 
 
 class _Strict(BaseModel):
@@ -44,8 +45,12 @@ class StudyInfo(_Strict):
     mkfs: Literal["per-cell", "per-trial"] = "per-cell"
     min_phase_s: float = Field(DEFAULT_MIN_PHASE_S, gt=0, description="gate: a re-run verdict needs every "
                                "measured phase it rests on to last at least this long")
-    max_busy_pct: float = Field(DEFAULT_MAX_BUSY_PCT, gt=0, description="gate: other processes' CPU during a "
-                                "phase, in % of one core, above which the machine counts as busy")
+    max_other_cpu_share: float = Field(DEFAULT_MAX_OTHER_CPU_SHARE, gt=0, le=1, description="gate: other "
+                                       "processes' CPU during a phase, as a share of the machine's CPUs (the "
+                                       "store's phases.other_cpu_share), above which the machine counts as busy")
+    max_cache_read_share: float = Field(DEFAULT_MAX_CACHE_READ_SHARE, ge=0, le=1, description="a claim sensitive "
+                                        "to cache_residency is not comparable when a phase it rests on read more "
+                                        "than this share from the page cache (phases.cache_read_share)")
 
 
 class Scale(_Strict):
