@@ -1,0 +1,96 @@
+"""The statistical tests behind study verdicts, checked by hand and against scipy/statsmodels."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from fsmeter.study.stattests import (Sample, beyond_margin_p, diff_interval, holm, one_sided_p, ratio_in_range_p,
+                                     ratio_interval, ratio_outside_p, tost_p, trials_needed, welch, welch_power)
+
+A = Sample(110.0, 10.0, 10)
+B = Sample(100.0, 10.0, 10)
+
+
+def test_welch_one_sided_by_hand():
+    # se = sqrt(100/10 + 100/10) = sqrt(20) = 4.472; t = 10 / 4.472 = 2.236; equal sd and n: df = 2(n-1) = 18.
+    w = welch(A, B)
+    assert w.diff == 10.0 and w.se == pytest.approx(math.sqrt(20)) and w.df == pytest.approx(18.0)
+    p = one_sided_p(A, B)
+    # t table, df 18: t(0.975) = 2.101 < 2.236 < t(0.99) = 2.552, so 0.01 < p < 0.025
+    assert 0.01 < p < 0.025
+    assert p == pytest.approx(sps.ttest_ind_from_stats(110, 10, 10, 100, 10, 10, equal_var=False,
+                                                       alternative="greater").pvalue)
+    # the other direction is the complement
+    assert one_sided_p(A, B, a_larger=False) == pytest.approx(1 - p)
+
+
+def test_welch_from_raw_runs_matches_scipy():
+    rng = np.random.default_rng(7)
+    x, y = rng.normal(10, 1, 8), rng.normal(9, 2, 5)
+    p = one_sided_p(Sample.of(x), Sample.of(y))
+    assert p == pytest.approx(sps.ttest_ind(x, y, equal_var=False, alternative="greater").pvalue)
+    d, lo, hi = diff_interval(Sample.of(x), Sample.of(y), 0.95)
+    ci = sps.ttest_ind(x, y, equal_var=False).confidence_interval(0.95)
+    assert (lo, hi) == pytest.approx((ci.low * 100 / y.mean(), ci.high * 100 / y.mean()))
+
+
+def test_tost_against_statsmodels_and_by_hand():
+    from statsmodels.stats.weightstats import ttost_ind
+
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(101, 3, 10), rng.normal(100, 3, 10)
+    margin = 5.0
+    d = margin / 100 * y.mean()
+    ref = ttost_ind(x, y, -d, d, usevar="unequal")[0]
+    assert tost_p(Sample.of(x), Sample.of(y), margin) == pytest.approx(ref)
+    # by hand: 110 vs 100 (se 4.472, df 18) with a 5% margin: the upper test has t = (10 - 5) / 4.472 = +1.118,
+    # p = P(T18 < 1.118) > 0.5: equivalence at 5% is not shown; with a 20% margin both t are +-2.236: p ~ 0.019
+    assert tost_p(A, B, 5.0) > 0.5
+    assert tost_p(A, B, 20.0) == pytest.approx(one_sided_p(A, B), rel=1e-9)
+    # and the difference is not shown to exceed 5% (t = 1.118, p ~ 0.14), but it is shown above 0%
+    assert 0.1 < beyond_margin_p(A, B, 5.0) < 0.2
+
+
+def test_ratio_interval_by_hand():
+    # CV 10% on both sides, n = 10: var(log mean) = 0.01/10 each, se = sqrt(0.002) = 0.04472, df = 18,
+    # t(0.975, 18) = 2.1009: half-width 0.09396 on the log scale: 1.2 x exp(+-0.09396) = [1.0924, 1.3182]
+    r, lo, hi = ratio_interval(Sample(120.0, 12.0, 10), B, 0.95)
+    assert r == pytest.approx(1.2)
+    assert lo == pytest.approx(1.0924, abs=1e-4) and hi == pytest.approx(1.3182, abs=1e-4)
+    # "about +20%" as [1.1, 1.3]: the 90% interval (two one-sided 5% tests) is 1.2 x exp(+-1.7341 x 0.04472)
+    # = [1.1105, 1.2968], inside [1.1, 1.3], so p < 0.05; a claimed [1.25, 1.5] is not shown (estimate below 1.25)
+    assert ratio_in_range_p(Sample(120.0, 12.0, 10), B, 1.1, 1.3) < 0.05
+    assert ratio_in_range_p(Sample(120.0, 12.0, 10), B, 1.25, 1.5) > 0.5
+    # a 5x claim against a measured 1.2: the ratio is shown below 5 (far outside)
+    assert ratio_outside_p(Sample(120.0, 12.0, 10), B, 4.0, 6.0) < 1e-6
+    assert ratio_outside_p(Sample(120.0, 12.0, 10), B, 1.0, 2.0) == 1.0
+    # an open range: "at least 3x" is [3, inf]
+    assert ratio_in_range_p(Sample(400.0, 40.0, 10), B, 3.0, math.inf) < 0.05
+
+
+def test_holm_by_hand_and_against_statsmodels():
+    from statsmodels.stats.multitest import multipletests
+
+    # sorted 0.01, 0.03, 0.04: 3 x 0.01 = 0.03, 2 x 0.03 = 0.06, 1 x 0.04 = 0.04 -> kept monotone: 0.06
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    ps = [0.001, 0.2, 0.012, 0.049, 0.03, 0.9]
+    assert holm(ps) == pytest.approx(list(multipletests(ps, method="holm")[1]))
+    # one test: unchanged
+    assert holm([0.04]) == [0.04]
+
+
+def test_power_against_statsmodels():
+    from statsmodels.stats.power import TTestIndPower
+
+    # equal n and sd, Welch's df equals the pooled test's 2n - 2, so the two agree
+    for n, d in ((10, 1.0), (5, 0.5), (20, 0.3)):
+        s = Sample(100.0, 10.0, n)
+        ref = TTestIndPower().power(effect_size=d, nobs1=n, alpha=0.05, ratio=1.0, alternative="larger")
+        assert welch_power(s, s, d * 10.0, 0.05) == pytest.approx(ref, rel=1e-6)
+    need = TTestIndPower().solve_power(effect_size=1.0, alpha=0.05, power=0.8, ratio=1.0, alternative="larger")
+    assert trials_needed(B, B, 10.0, 0.05, 0.8) == math.ceil(need)
+    # three trials with a 10% CV cannot see a 5% effect: its power is under 0.2
+    assert welch_power(Sample(100.0, 10.0, 3), Sample(100.0, 10.0, 3), 5.0, 0.05) < 0.2
