@@ -23,11 +23,11 @@ def _minutes(s: float) -> str:
 
 def _change_table(changes: list) -> Table:
     t = Table(title="what this run changes from the study", show_lines=False)
-    for col in ("change", "what", "why"):
+    for col in ("change", "what", "why", "affects"):
         t.add_column(col, overflow="fold")
     for c in changes:
         color = {"skipped": "yellow", "substituted": "cyan", "shrunk": "magenta"}.get(c.kind, "white")
-        t.add_row(f"[{color}]{c.kind}[/]", c.what, c.why)
+        t.add_row(f"[{color}]{c.kind}[/]", c.what, c.why, ", ".join(c.affects))
     return t
 
 
@@ -43,8 +43,8 @@ def register(app: typer.Typer) -> None:
         from fsmeter.study.plan import TRIAL_OVERHEAD_S, plan_study
 
         console = Console()
-        t = Table(title="studies (fsmeter study run NAME --scale quick|paper|FACTOR)")
-        for col in ("study", "what it measured", "needs", "quick", "paper"):
+        t = Table(title="studies (fsmeter study run NAME --scale small|quick|paper|FACTOR)")
+        for col in ("study", "what it measured", "needs", "small", "quick (functional only)", "paper"):
             t.add_column(col, overflow="fold")
         for slug in study_paths():
             s = load_study(slug)
@@ -52,7 +52,7 @@ def register(app: typer.Typer) -> None:
                               (["a device"] if s.study.needs_device else []) +
                               [f"{f} family" for f in s.study.families])
             est = []
-            for scale in ("quick", "paper"):
+            for scale in ("small", "quick", "paper"):
                 try:
                     p = plan_study(s, scale)
                     est.append(f"~{_minutes(p.est_s)} ({p.cells} cells x {p.trials_per_cell})")
@@ -66,7 +66,9 @@ def register(app: typer.Typer) -> None:
 
     @st.command("run")
     def run(name: str = typer.Argument(..., help="a study from `fsmeter study list`"),
-            scale: str = typer.Option("quick", "--scale", help="quick | paper | a factor such as 0.25"),
+            scale: str = typer.Option("small", "--scale", help="small (about 10 min, in the study's regime) | quick "
+                                      "(a functional check only: disk-bound workloads become cache-resident) | "
+                                      "paper | a factor of the paper scale such as 0.25"),
             db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
             quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars"),
             dry_run: bool = typer.Option(False, "--dry-run", help="print the generated campaign and stop"),
@@ -88,6 +90,9 @@ def register(app: typer.Typer) -> None:
         text = plan.text()
         console.print(f"[bold]{study.study.title}[/] ({study.study.citation}), scale {plan.scale}: "
                       f"{plan.cells} cells x {plan.trials_per_cell} trials, about {_minutes(plan.est_s)} here")
+        if plan.scale == "quick":
+            console.print("[yellow]quick scale: a functional check only; its verdicts do not stand for the study "
+                          "(disk-bound workloads run from the page cache): use --scale small[/]")
         if plan.changes:
             console.print(_change_table(plan.changes))
         if dry_run:

@@ -57,6 +57,9 @@ class Scale(_Strict):
     target_size: str
     repetitions: Dict[str, Any]
     note: str = ""
+    page_cache_limit: Optional[str] = Field(None, description="a page-cache limit (memory cgroup) for every cell, "
+                                            "so that disk-bound workloads stay disk-bound (data >= 2x the limit); "
+                                            "a study that varies page_cache_limit itself maps its levels instead")
 
 
 class StudyWorkload(_Strict):
@@ -64,6 +67,11 @@ class StudyWorkload(_Strict):
     base: str = Field(description="the fsmeter named workload it starts from")
     params: Dict[str, Any] = Field(default_factory=dict, description="the study's own parameters (paper scale)")
     quick: Dict[str, Any] = Field(default_factory=dict, description="overrides at the quick scale")
+    small: Dict[str, Any] = Field(default_factory=dict, description="overrides at the small scale")
+    regime: Literal["disk", "cache"] = Field("cache", description="what bound the study's runs: the disk (data "
+                                             "at least twice the memory that could cache it) or the page cache")
+    footprint: Optional[str] = Field(None, description="the parameter holding the workload's data size, so the "
+                                     "plan can check it against the page-cache limit")
     scale_counts: List[str] = Field(default_factory=list, description="counts a numeric scale multiplies")
     scale_sizes: List[str] = Field(default_factory=list, description="sizes a numeric scale multiplies")
     scale_durations: List[str] = Field(default_factory=list, description="durations a numeric scale multiplies")
@@ -82,6 +90,7 @@ class StudyFactor(_Strict):
     map: Dict[str, Level] = Field(default_factory=dict, description="study level -> fsmeter level")
     gaps: Dict[str, str] = Field(default_factory=dict, description="study level -> why it is replaced/skipped")
     quick: Dict[str, Level] = Field(default_factory=dict, description="study level -> fsmeter level at the quick scale")
+    small: Dict[str, Level] = Field(default_factory=dict, description="study level -> fsmeter level at the small scale")
     requires: Optional[str] = Field(None, description="a host capability the factor needs, e.g. cpufreq")
     note: str = ""
 
@@ -89,6 +98,8 @@ class StudyFactor(_Strict):
         """The campaign level for a study level, or None when it is skipped."""
         if scale == "quick" and str(level) in self.quick:
             return self.quick[str(level)]
+        if scale == "small" and str(level) in self.small:
+            return self.small[str(level)]
         if str(level) in self.map:
             return self.map[str(level)]
         return None if str(level) in self.gaps else level
