@@ -20,7 +20,9 @@ from rich.table import Table
 import fsmeter
 from fsmeter.errors import UserError
 from fsmeter.report.html import PALETTE, TEMPLATES, _clean, _fig
-from fsmeter.study.claims import CONFIRMED, INCONCLUSIVE, REFUTED, ClaimChecker, Verdict, study_frame
+from fsmeter.study.claims import ClaimChecker, Verdict, study_frame
+from fsmeter.study.verdict import (INCONCLUSIVE, NOT_COMPARABLE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED,
+                                   REVERSED, RUN_WORDS, counts)
 from fsmeter.study.model import Study
 from fsmeter.study.plan import Change, changes_of
 
@@ -34,6 +36,7 @@ class StudyView:
     data: dict  # fsmeter.store.load() of the study's campaigns
     changes: List[Change]
     verdicts: List[Verdict]
+    paper: Dict[str, Any] = field(default_factory=dict)  # claim id -> PaperResult on the paper's own data
     tables: List[dict] = field(default_factory=list)
     figures: List[dict] = field(default_factory=list)
 
@@ -61,27 +64,53 @@ def build_study_view(study: Study, db: Path, campaign: Optional[str] = None) -> 
         for c in changes_of(src):
             if c not in changes:
                 changes.append(c)
-    frame = study_frame(study, data["metrics"], data["environment"])
-    verdicts = ClaimChecker(study, frame).check_all()
-    view = StudyView(study, Path(db), data["campaigns"], frame, data, changes, verdicts)
+    frame = study_frame(study, data["metrics"], data["environment"], data.get("phases"))
+    verdicts = ClaimChecker(study, frame, changes).check_all()
+    from fsmeter.study.paper import check_paper
+
+    paper = {r.claim.id: r for r in check_paper(study)}
+    view = StudyView(study, Path(db), data["campaigns"], frame, data, changes, verdicts, paper)
     SECTIONS.get(study.slug, _generic_section)(view)
     return view
 
 
 # -- terminal -------------------------------------------------------------------------------------
-STYLE = {CONFIRMED: "green", REFUTED: "red", INCONCLUSIVE: "yellow"}
+STYLE = {REPRODUCED: "green", REVERSED: "red", NOT_REPRODUCED: "red", INCONCLUSIVE: "yellow",
+         NOT_COMPARABLE: "cyan", NOT_TESTABLE: "dim"}
+
+
+def headline(view: StudyView) -> str:
+    """Counts per verdict word, each cause apart, and how many claims the paper's own data contradict."""
+    c = counts(v.outcome for v in view.verdicts)
+    line = ", ".join(f"{n} {w}" for w, n in c.items())
+    contra = [i for i, r in view.paper.items() if r.paper_verdict == "contradicted"]
+    if contra:
+        line += f"; contradicted by the paper's own data: {', '.join(contra)}"
+    return line
+
+
+def run_word(view: StudyView, v: Verdict) -> str:
+    """The re-run word, marked when the paper's own data contradict the claim."""
+    p = view.paper.get(v.claim.id)
+    if p is not None and p.paper_verdict == "contradicted" and v.outcome == REPRODUCED:
+        return f"{v.outcome}, but contradicted by its own data"
+    return v.outcome
 
 
 def verdict_table(view: StudyView) -> Table:
     t = Table(title=f"{view.study.slug}: the study's claims tested on this run "
-                    "(published absolute numbers are not compared: the hardware differs)")
-    for col in ("claim", "the study says", "verdict", "why"):
+                    "(published absolute numbers are not compared: the hardware differs)",
+              caption=headline(view))
+    for col in ("claim", "the study says", "verdict", "on the paper's data", "test and evidence"):
         t.add_column(col, overflow="fold")
     for v in view.verdicts:
-        why = v.reason + ("".join(f"\n- {n}" for n in v.notes) if v.notes else "")
-        if v.outcome == REFUTED:
-            why += "".join(f"\n{s.context}: {s.detail}" for s in v.subs if s.outcome == REFUTED)[:600]
-        t.add_row(v.claim.id, v.claim.says, f"[{STYLE[v.outcome]}]{v.outcome}[/]", why)
+        why = (f"{v.test}: " if v.test else "") + v.reason
+        why += "".join(f"\n- gate: {g}" for g in v.gates)
+        why += "".join(f"\n- {n}" for n in v.notes)
+        why += "".join(f"\n{e}" for e in v.evidence(4))[:700]
+        p = view.paper.get(v.claim.id)
+        t.add_row(v.claim.id, v.claim.says, f"[{STYLE.get(v.outcome, 'white')}]{run_word(view, v)}[/]",
+                  p.paper_verdict if p else "-", why)
     return t
 
 
@@ -448,11 +477,12 @@ def render_study_html(view: StudyView) -> str:
         for col in ("hostname", "kernel", "cpu_model", "mem_bytes", "cpus_online"):
             if col in env_rows.columns:
                 machine[col] = ", ".join(sorted({str(v) for v in env_rows[col].dropna()}))
-    counts = {k: sum(v.outcome == k for v in view.verdicts) for k in (CONFIRMED, REFUTED, INCONCLUSIVE)}
+    word_counts = counts(v.outcome for v in view.verdicts)
     ctx = {
         "study": view.study.study, "db": str(view.db), "machine": machine,
         "campaigns": view.campaigns.to_dict("records"), "changes": view.changes, "verdicts": view.verdicts,
-        "counts": counts, "tables": view.tables, "plotly_js": get_plotlyjs(),
+        "counts": word_counts, "headline": headline(view), "paper": view.paper,
+        "run_words": {v.claim.id: run_word(view, v) for v in view.verdicts}, "tables": view.tables, "plotly_js": get_plotlyjs(),
         "figures_json": json.dumps(_clean(view.figures), separators=(",", ":")).replace("</", "<\\/"),
         "figures": view.figures, "n_figures": len(view.figures),
         "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
