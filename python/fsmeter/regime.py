@@ -21,10 +21,12 @@ Linux) per CPU at each end, and the kernel charges ticks by sampling, so on a 1 
 counts as others'. A process of ours that started and ended within the phase without being
 reaped by a process of ours is counted as others' (fsmeter reaps what it starts).
 
-Cache residency (``cache_read_share``), method: the bytes the workload read (the larger of this
-process's ``rchar`` in /proc/self/io and the bytes of the engine's read operations, since reads
-through io_uring do not count in rchar) against the bytes read from the target's block device
-over the phase (/sys/class/block/DEV/stat, sectors read x 512). fsmeter's loop targets use direct
+Cache residency (``cache_read_share``), method: the bytes the workload read from its files (the
+bytes of the engine's read operations: kinds named like read, and getc) against the bytes read
+from the target's block device over the phase (/sys/class/block/DEV/stat, sectors read x 512).
+This process's ``rchar`` (/proc/self/io, reaped children included) is recorded beside it as
+``process_read_bytes`` but not used: it also counts reads of files outside the target (the macro
+family's warm source file and archive), and misses reads made through io_uring. fsmeter's loop targets use direct
 I/O to their image, so what the loop device reads comes from the disk below it, not from a host
 cache. Share = 1 - device / workload, clamped to [0, 1]: 1 means every byte came from the page
 cache, 0 that the device delivered at least as much as was read (readahead can make it more).
@@ -186,8 +188,8 @@ class PhaseWatch:
         share = out.get("other_cpu_share")
         out["busy"] = None if share is None else share > BUSY_SHARE
         eng_rd, eng_wr = _engine_bytes(report or {})
-        out["read_bytes"] = max(io[0] - self._io[0], eng_rd)
-        out["write_bytes"] = max(io[1] - self._io[1], eng_wr)
+        out["read_bytes"], out["write_bytes"] = eng_rd, eng_wr
+        out["process_read_bytes"], out["process_write_bytes"] = io[0] - self._io[0], io[1] - self._io[1]
         both = dev is not None and self._dev is not None
         out["device_read_bytes"] = dev[0] - self._dev[0] if both else None
         out["device_write_bytes"] = dev[1] - self._dev[1] if both else None
