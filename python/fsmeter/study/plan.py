@@ -125,14 +125,14 @@ def _cache_memory() -> int:
 _FACTOR_AFFECTS = {"scheduler": "elevator", "cpus": "cpu_count", "threads": "thread_count",
                    "page_cache_limit": "memory"}
 _SCALE_WHY = {"quick": "quick scale (a functional check only): small data, short phases",
-              "small": "small scale: counts and durations shrunk to fit about ten minutes, in the study's regime"}
+              "small": "small scale: shrunk to fit about ten minutes, keeping the study's regime"}
 
 
 def _param_affects(w, key: str) -> Tuple[str, ...]:
     """What changing a workload parameter alters, as claims name it: a per-file size, a duration."""
     if key in w.scale_sizes or key in ("file_size", "file_blocks", "size", "max_file_size", "cp_size"):
         return ("file_size",)
-    if key in w.scale_durations or key.endswith("_s"):
+    if key in w.scale_durations or (key.endswith("_s") and key != "interval_s"):
         return ("duration",)
     if key == "threads":
         return ("thread_count",)
@@ -439,7 +439,12 @@ def _check_regime(study: Study, w, params: dict, scale: str, factors: dict, chan
     if w.regime != "disk":
         return
     limit = _limit_of(study, w, scale, factors) or _cache_memory()
-    data = parse_size(params[w.footprint]) if w.footprint and params.get(w.footprint) is not None else None
+    size = params.get(w.footprint) if w.footprint else None
+    if w.footprint and size is None:  # the named workload's own value
+        from fsmeter.spec import load_workload
+
+        size = load_workload(w.base).params.get(w.footprint)
+    data = parse_size(size) if size is not None else None
     if data is not None and data >= DISK_BOUND_RATIO * limit:
         return
     if data is None and scale != "quick":
