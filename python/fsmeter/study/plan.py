@@ -71,8 +71,9 @@ class Change:
         body = line[len(CHANGE_PREFIX):]
         affects: Tuple[str, ...] = ()
         cut = body.rfind(" " + AFFECTS_SEP)
-        if cut >= 0 and " | " not in body[cut:]:
-            affects = tuple(a for a in body[cut + 1 + len(AFFECTS_SEP):].strip().split(",") if a)
+        rest = body[cut + 1 + len(AFFECTS_SEP):] if cut >= 0 else ""
+        if cut >= 0 and " | " not in rest:
+            affects = tuple(a for a in rest.strip().split(",") if a)
             body = body[:cut]
         parts = [p.strip() for p in body.split(" | ", 2)]
         return cls(*parts, affects=affects) if len(parts) == 3 else None
