@@ -94,3 +94,103 @@ def test_power_against_statsmodels():
     assert trials_needed(B, B, 10.0, 0.05, 0.8) == math.ceil(need)
     # three trials with a 10% CV cannot see a 5% effect: its power is under 0.2
     assert welch_power(Sample(100.0, 10.0, 3), Sample(100.0, 10.0, 3), 5.0, 0.05) < 0.2
+
+
+# -- inside a claim: Holm, the decision rule, power, gates ------------------------------------------------
+import pandas as pd  # noqa: E402
+
+from fsmeter.study.claims import ClaimChecker  # noqa: E402
+from fsmeter.study.model import Claim, load_study  # noqa: E402
+from fsmeter.study.plan import Change  # noqa: E402
+
+
+def _study(**claim):
+    s = load_study("gus3-2008")
+    base = {"id": "C", "says": "", "kind": "ordering", "metrics": ["run.x"], "tiers": [["xfs"], ["ext3"]]}
+    return s.model_copy(update={"claims": [Claim.model_validate({**base, **claim})]})
+
+
+def _summary_frame(cells, **extra):
+    """cells: {(filesystem, case): (mean, sd, n)} as published summaries (one row each)."""
+    return pd.DataFrame([dict(workload="w", metric_key="run.x", higher_is_better=True, filesystem=fs, case=c,
+                              value=m, sd=sd, n=n, **extra) for (fs, c), (m, sd, n) in cells.items()])
+
+
+def _runs_frame(cells, n=8, **extra):
+    """cells: {filesystem: mean}; n exact trials at mean -2, -1, 0, +1, +2 ... (sd ~1.5) per filesystem."""
+    offs = [(-1) ** i * (i // 2 + 1) * 0.75 for i in range(n)]
+    return pd.DataFrame([dict(workload="w", metric_key="run.x", higher_is_better=True, filesystem=fs, trial=i,
+                              value=m + offs[i], **extra) for fs, m in cells.items() for i in range(n)])
+
+
+def test_holm_inside_a_claim_turns_a_lone_significant_case_unclear():
+    # Three cases; by hand each one-sided Welch p: case a t = 5/sqrt(2*25/10) = 2.236, df 18, p = 0.0191;
+    # Holm across the three: 3 x 0.0191 = 0.057 > 0.05, so case a alone no longer holds.
+    cells = {("xfs", "a"): (105, 5, 10), ("ext3", "a"): (100, 5, 10),
+             ("xfs", "b"): (100, 5, 10), ("ext3", "b"): (100, 5, 10),
+             ("xfs", "c"): (100, 5, 10), ("ext3", "c"): (100, 5, 10)}
+    # a claimed 3% effect: too little power (~0.4) for silence to count as "not reproduced"
+    v = ClaimChecker(_study(decide="any", effect_pct=3.0), _summary_frame(cells), paper=True).check_all()[0]
+    a = next(t for t in v.tests if t.case.endswith("case=a"))
+    assert a.p_hold == pytest.approx(0.0191, abs=2e-4) and a.adj_p == pytest.approx(3 * a.p_hold)
+    assert a.status == "unclear" and v.outcome == "inconclusive"
+    # the same case alone: unadjusted, it holds
+    one = {k: val for k, val in cells.items() if k[1] == "a"}
+    assert ClaimChecker(_study(), _summary_frame(one), paper=True).check_all()[0].outcome == "reproduced"
+
+
+def test_decision_rule_across_cases():
+    cells = {("xfs", "a"): (150, 5, 10), ("ext3", "a"): (100, 5, 10),
+             ("xfs", "b"): (150, 5, 10), ("ext3", "b"): (100, 5, 10),
+             ("xfs", "c"): (60, 5, 10), ("ext3", "c"): (100, 5, 10)}
+    f = _summary_frame(cells)
+    words = {rule: ClaimChecker(_study(decide=rule), f, paper=True).check_all()[0].outcome
+             for rule in ("all", "majority", "any", 3)}
+    # two cases hold, one is reversed: 'all' (and 3) fail on the reversal, 'majority' and 'any' hold
+    assert words == {"all": "reversed", "majority": "reproduced", "any": "reproduced", 3: "reversed"}
+
+
+def test_not_reproduced_needs_the_power_to_see_the_claimed_effect():
+    # equal means; sd 1 of 100 with n = 10: power at a 10% effect is ~1 -> not reproduced
+    precise = _summary_frame({("xfs", "a"): (100, 1, 10), ("ext3", "a"): (100, 1, 10)})
+    assert ClaimChecker(_study(), precise, paper=True).check_all()[0].outcome == "not reproduced"
+    # sd 20 with n = 3: the power at 10% is small -> inconclusive, not "not reproduced"
+    noisy = _summary_frame({("xfs", "a"): (100, 20, 3), ("ext3", "a"): (100, 20, 3)})
+    v = ClaimChecker(_study(), noisy, paper=True).check_all()[0]
+    assert v.outcome == "inconclusive" and v.tests[0].power < 0.3
+
+
+def test_point_values_are_compared_descriptively():
+    f = _summary_frame({("xfs", "a"): (120, None, None), ("ext3", "a"): (100, None, None)})
+    v = ClaimChecker(_study(), f, paper=True).check_all()[0]
+    assert v.outcome == "reproduced" and v.descriptive
+    assert any("descriptive" in n for n in v.notes)
+
+
+def test_gates_turn_short_or_busy_runs_inconclusive():
+    s = _study()
+    fine = _runs_frame({"xfs": 150, "ext3": 100}, phase_s=30.0, other_cpu_share=0.01)
+    assert ClaimChecker(s, fine).check_all()[0].outcome == "reproduced"
+    short = _runs_frame({"xfs": 150, "ext3": 100}, phase_s=0.4, other_cpu_share=0.01)
+    v = ClaimChecker(s, short).check_all()[0]
+    assert v.outcome == "inconclusive" and v.data_outcome == "reproduced"
+    assert "under the study's minimum of 5 s" in v.gates[0]
+    busy = _runs_frame({"xfs": 150, "ext3": 100}, phase_s=30.0, other_cpu_share=0.45)
+    v = ClaimChecker(s, busy).check_all()[0]
+    assert v.outcome == "inconclusive" and "busy" in v.gates[0]
+    # too few trials for the power wanted at the claimed 10% (sd ~1.5 of 100 needs 2-3 per side; 2 is too few
+    # at a 2% claimed effect)
+    few = _runs_frame({"xfs": 150, "ext3": 100}, n=2, phase_s=30.0)
+    v = ClaimChecker(_study(effect_pct=2.0), few).check_all()[0]
+    assert v.outcome == "inconclusive" and "trials per side" in v.gates[0]
+
+
+def test_a_change_the_claim_is_sensitive_to_makes_it_not_comparable():
+    f = _runs_frame({"xfs": 150, "ext3": 100}, phase_s=30.0)
+    shrunk = [Change("shrunk", "w: size 1G -> 256M", "smaller data", ("file_size",))]
+    assert ClaimChecker(_study(sensitive_to=["file_size"]), f, shrunk).check_all()[0].outcome == "not comparable here"
+    assert ClaimChecker(_study(sensitive_to=["kernel"]), f, shrunk).check_all()[0].outcome == "reproduced"
+    # reads served from the page cache void a claim sensitive to cache residency
+    cached = _runs_frame({"xfs": 150, "ext3": 100}, phase_s=30.0, cache_read_share=0.97)
+    v = ClaimChecker(_study(sensitive_to=["cache_residency"]), cached).check_all()[0]
+    assert v.outcome == "not comparable here" and "97%" in v.gates[0]

@@ -109,6 +109,54 @@ def register(app: typer.Typer) -> None:
             console.print(f"next: `fsmeter study report {study.slug} --db {store.path}` draws the study's tables "
                           "beside the published ones and tests its claims")
 
+    @st.command("check")
+    def check(name: Optional[str] = typer.Argument(None, help="a study from `fsmeter study list`"),
+              all_: bool = typer.Option(False, "--all", help="every shipped study"),
+              json_out: Optional[Path] = typer.Option(None, "--json", help="also write the verdicts to this JSON "
+                                                      "file: a list of {claim, paper_verdict, why, ...}")) -> None:
+        """Test every claim of a study on the paper's own published numbers (no measurement).
+
+        Exit status 1 when a claim's verdict differs from the one its study file expects (expect_paper)."""
+        import json
+
+        from fsmeter.study.model import load_study, study_paths
+        from fsmeter.study.paper import check_paper
+        from fsmeter.study.verdict import PAPER_WORDS, counts
+
+        if all_ == (name is not None):
+            raise UserError("study check: name one study, or give --all (fsmeter study list shows them)")
+        if json_out is not None and not json_out.parent.is_dir():
+            raise UserError(f"--json {json_out}: the folder {json_out.parent} does not exist")
+        slugs = list(study_paths()) if all_ else [name]
+        console = Console()
+        out, misjudged = [], []
+        for slug in slugs:
+            study = load_study(slug)
+            results = check_paper(study)
+            t = Table(title=f"{study.slug}: its claims on its own published numbers", show_lines=True)
+            for col in ("claim", "the study says", "on its own data", "expected", "test and evidence"):
+                t.add_column(col, overflow="fold")
+            for r in results:
+                color = {"supported": "green", "contradicted": "red", "inconclusive": "yellow"}.get(r.paper_verdict,
+                                                                                                   "dim")
+                word = "contradicted by its own data" if r.paper_verdict == "contradicted" else r.paper_verdict
+                exp = r.expected or "-"
+                if r.misjudged:
+                    exp = f"[bold red]{exp} (differs)[/]"
+                    misjudged.append(f"{study.slug} {r.claim.id}")
+                t.add_row(r.claim.id, r.claim.says, f"[{color}]{word}[/]", exp, r.why[:900])
+                out.append({"study": study.slug, **r.as_json()})
+            console.print(t)
+            c = counts((r.paper_verdict for r in results), PAPER_WORDS)
+            console.print(", ".join(f"{n} {w}" for w, n in c.items()))
+        if json_out is not None:
+            json_out.write_text(json.dumps(out, indent=1) + "\n")
+            console.print(f"verdicts: {json_out}")
+        if misjudged:
+            console.print(f"[red]{len(misjudged)} claim(s) judged otherwise than their study file expects: "
+                          f"{', '.join(misjudged)}[/]")
+            raise typer.Exit(1)
+
     @st.command("report")
     def report(name: str = typer.Argument(..., help="a study from `fsmeter study list`"),
                db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),

@@ -360,11 +360,16 @@ class ClaimChecker:
 
         data = df.copy()
         data["access_mode"] = data["metric_key"]
+        if "setup" in claim.design:  # a configuration on its kernel, as a paper that ran ext2 on two kernels had it
+            data["setup"] = data["filesystem"].astype(str)
+            if "kernel" in data.columns:
+                data["setup"] += "-" + data["kernel"].astype(str)
         if "sd" in data.columns and data["sd"].notna().any():
             notes.append("published means with sd only where runs were not printed: the ANOVA needs the runs")
             data = data[data["sd"].isna()]
         subs = []
-        extra = [c for c in ("kernel", "host") if c in data.columns and c not in claim.design]
+        extra = [c for c in ("kernel", "host") if c in data.columns and c not in claim.design
+                 and not (c == "kernel" and "setup" in claim.design)]
         groups = data.groupby(extra, sort=False) if extra else [((), data)]
         for key, part in groups:
             key = key if isinstance(key, tuple) else (key,)
