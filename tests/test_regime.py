@@ -160,3 +160,31 @@ def test_store_keeps_the_regime_columns(tmp_path):
     rows = store.conn.execute("SELECT key, other_cpu_share, cache_read_share FROM phases ORDER BY seq").fetchall()
     assert [tuple(r) for r in rows] == [("run", 0.25, 0.5), ("old", None, None)]
     store.close()
+
+
+def test_report_flags_busy_phases_and_says_how_much_the_cache_served(tmp_path):
+    import random
+
+    from fsmeter.report.data import build_view, verdicts
+    from fsmeter.store import open_store
+    from report_synth import add_trials
+
+    db = tmp_path / "s.sqlite"
+    rng = random.Random(3)
+    store = open_store(db)
+    cid = store.create_campaign("q", "name = 'q'\n", [("seq-read", {"filesystem": fs}) for fs in ("ext4", "xfs")])
+    for c in store.cells(cid):
+        add_trials(store, c["id"], [500.0 * rng.gauss(1, 0.02) for _ in range(3)], "access", "ext4", {}, rng)
+        store.set_cell_status(c["id"], "done", stop_reason="fixed-n")
+    quiet = build_view(db, str(cid))
+    assert not any("busy machine" in n for n in verdicts(quiet)[0]["notes"])  # nothing recorded: no flag
+    with store.conn:  # xfs's three run phases ran while others used 40% of the CPUs; 30% of reads were cached
+        store.conn.execute("UPDATE phases SET other_cpu_share = CASE WHEN trial_id IN (SELECT t.id FROM trials t "
+                           "JOIN cells c ON c.id = t.cell_id WHERE c.factors LIKE '%xfs%') THEN 0.4 ELSE 0.02 END, "
+                           "cache_read_share = 0.3 WHERE key = 'run'")
+    store.close()
+    w = build_view(db, str(cid)).workloads[0]
+    assert (w.phases_busy, w.phases_measured, w.max_other_cpu_share) == (3, 6, 0.4)
+    notes = " ".join(verdicts(build_view(db, str(cid)))[0]["notes"])
+    assert "busy machine: 3 of 6 measured phases" in notes and "up to 40%" in notes
+    assert "page cache: median 30%" in notes
