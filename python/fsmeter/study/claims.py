@@ -71,7 +71,10 @@ class PairTest:
         if self.descriptive is not None:
             return f"{self.a} {self.sa.text()} vs {self.b} {self.sb.text()}: {self.effect} -> {self.status} (point values)"
         pw = f", power {self.power:.2f}" if self.power is not None and self.status in (UNCLEAR, AGAINST) else ""
-        return f"{self.a} vs {self.b}: {self.effect}, p={self.adj_p:.3g} (Holm){pw} -> {self.status}"
+        p = {OPPOSITE: self.adj_p_opposite, AGAINST: min(self.adj_p_against, self.adj_p)}.get(self.status, self.adj_p)
+        which = {OPPOSITE: "the other way", AGAINST: "otherwise"}.get(self.status, "")
+        return (f"{self.a} vs {self.b}: {self.effect}, p={p:.3g} (Holm{', ' + which if which else ''}){pw}"
+                f" -> {self.status}")
 
 
 @dataclass
@@ -102,6 +105,8 @@ class Verdict:
 
     def evidence(self, limit: int = 8) -> List[str]:
         """The comparisons that decided, as lines: failing ones first when the claim did not hold."""
+        if not self.tests:
+            return [f"{s.context}: {s.detail}" for s in self.subs[:limit]]
         rows = sorted(self.tests, key=lambda t: (t.status == HOLDS) == (self.outcome == "reproduced"))
         return [f"{t.case + ': ' if t.case else ''}{t.text()}" for t in rows[:limit]]
 

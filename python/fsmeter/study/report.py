@@ -71,7 +71,48 @@ def build_study_view(study: Study, db: Path, campaign: Optional[str] = None) -> 
     paper = {r.claim.id: r for r in check_paper(study)}
     view = StudyView(study, Path(db), data["campaigns"], frame, data, changes, verdicts, paper)
     SECTIONS.get(study.slug, _generic_section)(view)
+    _relative_section(view)
     return view
+
+
+def _relative_section(view: StudyView) -> None:
+    """The paper's and the run's means side by side, each relative to a reference configuration (the
+    study's first that both have), for every workload and metric a claim names: same units, relative values."""
+    from fsmeter.study.paper import paper_frame
+
+    pf, rf = paper_frame(view.study), view.frame
+    if pf.empty or rf.empty:
+        return
+    keys = []
+    for c in view.study.claims:
+        for m in c.all_metrics:
+            for w in (c.workloads or sorted(set(rf["workload"]))):
+                if (w, m) not in keys:
+                    keys.append((w, m))
+    order = [c.id for c in view.study.configurations]
+    rows = []
+    for w, m in keys:
+        p = pf[(pf["workload"] == w) & (pf["metric_key"] == m)]
+        r = rf[(rf["workload"] == w) & (rf["metric_key"] == m)]
+        if p.empty or r.empty:
+            continue
+        if "kernel" in p.columns and p["kernel"].notna().any():  # the paper's newest kernel, as a re-run has one
+            p = p[p["kernel"] == max(p["kernel"].dropna(), key=lambda v: [int(x) if x.isdigit() else 0
+                                                                           for x in str(v).split(".")])]
+        pm = p.groupby("filesystem")["value"].mean()
+        rm = r.groupby("filesystem")["value"].mean()
+        ref = next((c for c in order if c in pm.index and c in rm.index), None)
+        if ref is None:
+            continue
+        for cfg in [c for c in order if c in pm.index or c in rm.index]:
+            rows.append([w, m, cfg + (" (reference)" if cfg == ref else ""),
+                         f"{pm[cfg] / pm[ref]:.2f}" if cfg in pm.index else "-",
+                         f"{rm[cfg] / rm[ref]:.2f}" if cfg in rm.index else "not run"])
+    if rows:
+        view.tables.append({"title": "the paper and this run side by side, relative to a reference configuration",
+                            "columns": ["workload", "metric", "configuration", "paper (x reference)",
+                                        "this run (x reference)"],
+                            "rows": rows})
 
 
 # -- terminal -------------------------------------------------------------------------------------
