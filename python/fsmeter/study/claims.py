@@ -111,6 +111,12 @@ class Verdict:
         return [f"{t.case + ': ' if t.case else ''}{t.text()}" for t in rows[:limit]]
 
 
+def _ABSENT(note: str) -> bool:
+    """A note saying that something the claim compares did not run here (or was not published)."""
+    return ("not run here" in note or "needs runs on two" in note or "was not varied here" in note
+            or note.startswith("no published numbers for"))
+
+
 def _better_diff(a: Sample, b: Sample, hib: bool) -> float:
     return (a.mean - b.mean) if hib else (b.mean - a.mean)
 
@@ -217,6 +223,10 @@ class ClaimChecker:
         point = sa.point or sb.point
         margin = claim.margin_pct
         t = PairTest(case, a, b, sa, sb, "", regime=regime)
+        if mode == "ratio" and (sa.mean <= 0 or sb.mean <= 0):
+            t.effect = f"means {sa.mean:.4g} and {sb.mean:.4g}: a ratio needs positive means"
+            t.descriptive = UNCLEAR
+            return t
         if mode == "ratio":
             lo, hi = claim.ratio_range
             claim_side = 1 if lo >= 1 else (-1 if hi <= 1 else 0)
@@ -477,8 +487,10 @@ class ClaimChecker:
         else:
             df = _pick_metrics(self._select(claim, notes), claim.all_metrics)
             if df.empty:
-                return Verdict(claim, INCONCLUSIVE, ("no published numbers for this claim" if self.paper else
-                                                     "no results for this claim in the run") +
+                absent = not self.paper and any(_ABSENT(n) for n in notes)
+                return Verdict(claim, NOT_TESTABLE if absent else INCONCLUSIVE,
+                               ("no published numbers for this claim" if self.paper else
+                                "no results for this claim in the run") +
                                (f" ({'; '.join(notes)})" if notes else ""), notes=notes, test=self._describe(claim),
                                no_data=True)
             if claim.test == "variation":
@@ -496,6 +508,10 @@ class ClaimChecker:
         if desc:
             notes.append("descriptive: point values without a published spread were compared as they stand")
         if not subs:
+            absent = [n for n in notes if _ABSENT(n)]
+            if absent:  # what the claim compares is not here: a filesystem, kernel or setting
+                return Verdict(claim, INCONCLUSIVE if self.paper else NOT_TESTABLE, "; ".join(absent),
+                               notes=notes, test=self._describe(claim), no_data=self.paper)
             return Verdict(claim, INCONCLUSIVE, "too little left to compare" +
                            (f" ({'; '.join(n for n in notes if not n.startswith('read as'))})" if notes else ""),
                            notes=notes, test=self._describe(claim))

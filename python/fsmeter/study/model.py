@@ -204,6 +204,8 @@ class Claim(_Strict):
             raise ValueError(f"claim {self.id}: an ordering along a factor needs factor, pairs and direction")
         if k == "magnitude" and len(self.ratio_range) != 2:
             raise ValueError(f"claim {self.id}: ratio_range: a magnitude claim needs [low, high]")
+        if self.ratio_range and not (0 <= self.ratio_range[0] < self.ratio_range[1]):
+            raise ValueError(f"claim {self.id}: ratio_range: write [low, high] with 0 <= low < high (inf for no bound)")
         if k == "magnitude" and self.numerator and not self.metric and not self.metrics:
             raise ValueError(f"claim {self.id}: metric: a magnitude claim names its metric")
         if k == "variation" and (len(self.design) < 2 or len(self.all_metrics) < 1):
