@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from fsmeter.study.model import load_study, study_paths
+from fsmeter.study.model import STUDY_DIR, load_study, study_paths
 from fsmeter.study.paper import check_paper, paper_frame
 
 STUDIES = ["bryant2002", "gus3-2008", "layton2009", "lourdas2009", "wettstein2002"]
@@ -67,3 +67,19 @@ def test_cli_check_all_writes_json(tmp_path):
 def test_cli_check_bad_input_is_one_line(args, tmp_path):
     r = subprocess.run([sys.executable, "-m", "fsmeter", *args], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "fsmeter: error:" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("old,new,says", [
+    ('value = 392.2', 'value = "fast"', "published.rows[5].value: 'fast' is not a number"),
+    ('stddev = 0.75', 'stddev = -0.75', "published.rows[5].stddev: -0.75 is negative"),
+    ('n = 10, source = "Table 1"', 'n = 0, source = "Table 1"', "published.rows[0].n: 0: the number of runs"),
+])
+def test_a_hostile_study_file_gets_one_line_naming_the_row(tmp_path, old, new, says):
+    src = (STUDY_DIR / "layton2009.toml").read_text()
+    assert old in src
+    bad = tmp_path / "bad.toml"
+    bad.write_text(src.replace(old, new, 1))
+    r = subprocess.run([sys.executable, "-m", "fsmeter", "study", "check", str(bad)], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.startswith(f"fsmeter: error: {bad}: {says}") and len(r.stderr.strip().splitlines()) == 1

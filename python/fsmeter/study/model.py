@@ -249,6 +249,24 @@ class Published(_Strict):
     rows: List[Dict[str, Any]] = Field(default_factory=list)
 
 
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_row(i: int, r: Dict[str, Any]) -> None:
+    """A published row's numbers are numbers: value, stddev >= 0, n >= 1 (the paper check reads them)."""
+    for key in ("value", "value_min", "value_max", "stddev", "ci_low", "ci_high"):
+        if key in r and not _number(r[key]):
+            raise ValueError(f"published.rows[{i}].{key}: {r[key]!r} is not a number: write the number "
+                             "as printed, or leave the field out")
+    if _number(r.get("stddev")) and r["stddev"] < 0:
+        raise ValueError(f"published.rows[{i}].stddev: {r['stddev']} is negative: a standard deviation is >= 0")
+    if "n" in r and not (isinstance(r["n"], int) and not isinstance(r["n"], bool) and r["n"] >= 1):
+        raise ValueError(f"published.rows[{i}].n: {r['n']!r}: the number of runs is a whole number >= 1")
+    if "where" in r and not isinstance(r["where"], dict):
+        raise ValueError(f"published.rows[{i}].where: a table of factor = level, e.g. {{ run = 3 }}")
+
+
 class Study(_Strict):
     study: StudyInfo
     scales: Dict[str, Scale]
@@ -272,6 +290,12 @@ class Study(_Strict):
             for k in c.configurations:
                 if k not in cfg:
                     raise ValueError(f"claim {c.id}: configurations: {k!r} is not a configuration of this study")
+        for label, pc in self.published.configurations.items():
+            if pc.configuration not in cfg:
+                raise ValueError(f"published.configurations.{label}: {pc.configuration!r} is not a configuration of "
+                                 f"this study (one of {', '.join(sorted(cfg))})")
+        for i, r in enumerate(self.published.rows):
+            _check_row(i, r)
         return self
 
     @property
@@ -313,4 +337,5 @@ def load_study(name: str) -> Study:
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(x) for x in err["loc"])
-        raise UserError(f"{path}: {where}: {err['msg']}") from None
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        raise UserError(f"{path}: {where + ': ' if where else ''}{msg}") from None
