@@ -73,8 +73,8 @@ class PairTest:
         pw = f", power {self.power:.2f}" if self.power is not None and self.status in (UNCLEAR, AGAINST) else ""
         p = {OPPOSITE: self.adj_p_opposite, AGAINST: min(self.adj_p_against, self.adj_p)}.get(self.status, self.adj_p)
         which = {OPPOSITE: "the other way", AGAINST: "otherwise"}.get(self.status, "")
-        return (f"{self.a} vs {self.b}: {self.effect}, p={p:.3g} (Holm{', ' + which if which else ''}){pw}"
-                f" -> {self.status}")
+        return (f"{self.a} ({self.sa.text()}) vs {self.b} ({self.sb.text()}): {self.effect}, "
+                f"p={p:.3g} (Holm{', ' + which if which else ''}){pw} -> {self.status}")
 
 
 @dataclass
