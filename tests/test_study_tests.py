@@ -194,3 +194,23 @@ def test_a_change_the_claim_is_sensitive_to_makes_it_not_comparable():
     cached = _runs_frame({"xfs": 150, "ext3": 100}, phase_s=30.0, cache_read_share=0.97)
     v = ClaimChecker(_study(sensitive_to=["cache_residency"]), cached).check_all()[0]
     assert v.outcome == "not comparable here" and "97%" in v.gates[0]
+
+
+def test_a_change_to_another_workload_or_configuration_leaves_the_claim_comparable():
+    lay = load_study("layton2009")
+    claim = Claim.model_validate({"id": "C", "says": "", "kind": "ordering", "metrics": ["run.x"],
+                                  "tiers": [["xfs"], ["ext3"]], "workloads": ["fdtree-small-shallow"],
+                                  "sensitive_to": ["file_size"]})
+    s = lay.model_copy(update={"claims": [claim]})
+    f = _runs_frame({"xfs": 150, "ext3": 100}, phase_s=30.0).assign(workload="fdtree-small-shallow")
+    other = [Change("shrunk", "fdtree-medium-shallow: file_size 4M -> 1M", "smaller", ("file_size",))]
+    assert ClaimChecker(s, f, other).check_all()[0].outcome == "reproduced"
+    mine = [Change("shrunk", "fdtree-small-shallow: file_size 4K -> 1K", "smaller", ("file_size",))]
+    assert ClaimChecker(s, f, mine).check_all()[0].outcome == "not comparable here"
+    jfs = [Change("substituted", "configuration jfs -> ext4", "absent", ("file_size",))]
+    assert ClaimChecker(s, f, jfs).check_all()[0].outcome == "reproduced"
+    xfs = [Change("substituted", "configuration xfs -> ext4", "absent", ("file_size",))]
+    assert ClaimChecker(s, f, xfs).check_all()[0].outcome == "not comparable here"
+    # a change to the whole run (no workload or configuration named) touches every claim
+    whole = [Change("approximated", "storage", "a loop device", ("file_size",))]
+    assert ClaimChecker(s, f, whole).check_all()[0].outcome == "not comparable here"

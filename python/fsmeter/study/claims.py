@@ -111,6 +111,25 @@ class Verdict:
         return [f"{t.case + ': ' if t.case else ''}{t.text()}" for t in rows[:limit]]
 
 
+def _concerns(change, claim: Claim, study: Study) -> bool:
+    """Does a run change touch this claim? A change to one workload ("w: size ...") touches only claims on
+    that workload, a change to one configuration only claims that compare or name it; the rest touch all."""
+    head = str(change.what).split(":", 1)[0].strip()
+    workloads = {w.id for w in study.workloads}
+    if head in workloads:
+        mine = set(claim.workloads) | set(claim.numerator.get("workload", [])) | set(claim.denominator.get("workload", []))
+        if claim.compare == "workload" or claim.factor == "workload":
+            mine |= {str(x) for t in claim.tiers for x in t} | {str(x) for p in claim.pairs for x in p}
+        return not mine or head in mine
+    if str(change.what).startswith("configuration "):
+        cid = str(change.what)[len("configuration "):].split(" ", 1)[0]
+        mine = set(claim.configurations)
+        if claim.compare == "filesystem":
+            mine |= {str(x) for t in claim.tiers for x in t}
+        return not mine or cid in mine
+    return True
+
+
 def _ABSENT(note: str) -> bool:
     """A note saying that something the claim compares did not run here (or was not published)."""
     return ("not run here" in note or "needs runs on two" in note or "was not varied here" in note
@@ -135,7 +154,7 @@ class ClaimChecker:
     def __init__(self, study: Study, frame, changes: Sequence = (), paper: bool = False):
         self.study, self.df = study, frame
         self.paper = paper
-        self.affects = sorted({a for c in changes for a in (getattr(c, "affects", None) or ())})
+        self.changes = [c for c in changes if getattr(c, "affects", None)]
         self.factors = [c for c in frame.columns if c not in _NOT_FACTORS]
 
     # -- selection ------------------------------------------------------------------------------
@@ -528,7 +547,8 @@ class ClaimChecker:
     def _gate(self, v: Verdict) -> None:
         """The re-run gates: comparability first, then phase length, busy machine, trials for the power."""
         claim, study = v.claim, self.study.study
-        hit = [a for a in claim.sensitive_to if a in self.affects]
+        affects = {a for c in self.changes if _concerns(c, claim, self.study) for a in c.affects}
+        hit = [a for a in claim.sensitive_to if a in affects]
         cache = max((t.regime.get("cache_read_share", -1) for t in v.tests), default=-1)
         if "cache_residency" in claim.sensitive_to and cache > study.max_cache_read_share:
             hit.append(f"cache_residency (measured: {cache:.0%} of the reads came from the page cache)")
