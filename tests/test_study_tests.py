@@ -214,3 +214,22 @@ def test_a_change_to_another_workload_or_configuration_leaves_the_claim_comparab
     # a change to the whole run (no workload or configuration named) touches every claim
     whole = [Change("approximated", "storage", "a loop device", ("file_size",))]
     assert ClaimChecker(s, f, whole).check_all()[0].outcome == "not comparable here"
+
+
+def test_variation_claims_pass_the_gates_too():
+    rows = []
+    for fs, fe in (("ext2", 5.0), ("ext3", -5.0)):
+        for mode, me in (("block_read.kbs", 20.0), ("block_write.kbs", -20.0)):
+            for t in range(6):
+                rows.append(dict(workload="w", metric_key=mode, higher_is_better=True, trial=t, filesystem=fs,
+                                 value=100 + fe + me + (t - 2.5) * 0.4, phase_s=30.0, other_cpu_share=0.02))
+    f = pd.DataFrame(rows)
+    claim = {"kind": "variation", "metrics": ["block_read.kbs", "block_write.kbs"], "tiers": [],
+             "design": ["filesystem", "access_mode"], "larger": ["access_mode", "filesystem"]}
+    assert ClaimChecker(_study(**claim), f).check_all()[0].outcome == "reproduced"
+    busy = f.assign(other_cpu_share=0.9)
+    v = ClaimChecker(_study(**claim), busy).check_all()[0]
+    assert v.outcome == "inconclusive" and "busy" in v.gates[0]
+    cached = f.assign(cache_read_share=1.0)
+    v = ClaimChecker(_study(sensitive_to=["cache_residency"], **claim), cached).check_all()[0]
+    assert v.outcome == "not comparable here"

@@ -97,6 +97,7 @@ class Verdict:
     data_outcome: str = ""           # the word before the gates
     gates: List[str] = field(default_factory=list)
     no_data: bool = False            # nothing in the frame matched the claim
+    regime: Dict[str, float] = field(default_factory=dict)  # shortest phase, busiest, most cache-served
 
     @property
     def paper_verdict(self) -> str:
@@ -109,6 +110,15 @@ class Verdict:
             return [f"{s.context}: {s.detail}" for s in self.subs[:limit]]
         rows = sorted(self.tests, key=lambda t: (t.status == HOLDS) == (self.outcome == "reproduced"))
         return [f"{t.case + ': ' if t.case else ''}{t.text()}" for t in rows[:limit]]
+
+
+def _merge_regimes(parts) -> Dict[str, float]:
+    """The shortest phase, the busiest machine and the most cache-served reads over several parts."""
+    out: Dict[str, float] = {}
+    for part in parts:
+        for k, v in part.items():
+            out[k] = v if k not in out else (min if k == "phase_s" else max)(out[k], v)
+    return out
 
 
 def _concerns(change, claim: Claim, study: Study) -> bool:
@@ -235,8 +245,7 @@ class ClaimChecker:
         """mode: 'better' (a better than b), 'not_better' / 'not_worse' (within margin_pct),
         'same' (TOST at margin_pct), 'ratio' (mean(a)/mean(b) in ratio_range)."""
         (sa, ra), (sb, rb) = A, B
-        regime = {k: (min if k == "phase_s" else max)(v for v in (ra.get(k), rb.get(k)) if v is not None)
-                  for k in set(ra) | set(rb)}
+        regime = _merge_regimes([ra, rb])
         bd = _better_diff(sa, sb, hib)
         pct = 100.0 * bd / abs(sb.mean) if sb.mean else math.inf
         point = sa.point or sb.point
@@ -501,6 +510,7 @@ class ClaimChecker:
                            test="TOST")
         tests: List[PairTest] = []
         subs: List[SubCheck] = []
+        variation_regime: Dict[str, float] = {}
         if claim.test == "magnitude" and claim.numerator:
             tests = self._ratio_tests(claim, notes)
         else:
@@ -514,6 +524,7 @@ class ClaimChecker:
                                no_data=True)
             if claim.test == "variation":
                 subs = self._variation(claim, df, notes)
+                variation_regime = self._regime(df)
             elif claim.factor:
                 tests = self._factor_tests(claim, df, notes)
             else:
@@ -539,7 +550,8 @@ class ClaimChecker:
         reason = f"holds in {n_hold} of {len(subs)} case(s), {k} needed ({claim.decide})"
         others = {o: sum(s.outcome == o for s in subs) for o in (OPPOSITE, AGAINST, UNCLEAR)}
         reason += "".join(f"; {v} {o}" for o, v in others.items() if v)
-        v = Verdict(claim, word, reason, subs, notes, tests, self._describe(claim), desc, word)
+        v = Verdict(claim, word, reason, subs, notes, tests, self._describe(claim), desc, word,
+                    regime=_merge_regimes([t.regime for t in tests] + [variation_regime]))
         if not self.paper:
             self._gate(v)
         return v
@@ -549,7 +561,7 @@ class ClaimChecker:
         claim, study = v.claim, self.study.study
         affects = {a for c in self.changes if _concerns(c, claim, self.study) for a in c.affects}
         hit = [a for a in claim.sensitive_to if a in affects]
-        cache = max((t.regime.get("cache_read_share", -1) for t in v.tests), default=-1)
+        cache = v.regime.get("cache_read_share", -1)
         if "cache_residency" in claim.sensitive_to and cache > study.max_cache_read_share:
             hit.append(f"cache_residency (measured: {cache:.0%} of the reads came from the page cache)")
         if hit:
@@ -558,8 +570,7 @@ class ClaimChecker:
             return
         if v.outcome == INCONCLUSIVE:
             return
-        shortest = min((t.regime["phase_s"] for t in v.tests if "phase_s" in t.regime), default=None)
-        busiest = max((t.regime["other_cpu_share"] for t in v.tests if "other_cpu_share" in t.regime), default=None)
+        shortest, busiest = v.regime.get("phase_s"), v.regime.get("other_cpu_share")
         trials = min((min(t.sa.n, t.sb.n) for t in v.tests if t.descriptive is None), default=None)
         needs = [t.needed for t in v.tests if t.descriptive is None and t.power is not None]
         needed = max(needs) if needs and None not in needs else None
