@@ -214,6 +214,11 @@ def test_a_change_to_another_workload_or_configuration_leaves_the_claim_comparab
     # a change to the whole run (no workload or configuration named) touches every claim
     whole = [Change("approximated", "storage", "a loop device", ("file_size",))]
     assert ClaimChecker(s, f, whole).check_all()[0].outcome == "not comparable here"
+    # each claim lists the changes touching it, voiding or not
+    kern = [Change("approximated", "kernel", "another kernel", ("kernel",))]
+    v = ClaimChecker(s, f, kern).check_all()[0]
+    assert v.outcome == "reproduced"
+    assert "this run's changes touching it: kernel (none it is sensitive to)" in v.notes
 
 
 def test_variation_claims_pass_the_gates_too():

@@ -561,6 +561,9 @@ class ClaimChecker:
         claim, study = v.claim, self.study.study
         affects = {a for c in self.changes if _concerns(c, claim, self.study) for a in c.affects}
         hit = [a for a in claim.sensitive_to if a in affects]
+        if affects:
+            v.notes.append("this run's changes touching it: " + ", ".join(sorted(affects)) +
+                           (f" (sensitive to {', '.join(hit)})" if hit else " (none it is sensitive to)"))
         cache = v.regime.get("cache_read_share", -1)
         if "cache_residency" in claim.sensitive_to and cache > study.max_cache_read_share:
             hit.append(f"cache_residency (measured: {cache:.0%} of the reads came from the page cache)")
