@@ -550,7 +550,10 @@ class ClaimChecker:
         reason = f"holds in {n_hold} of {len(subs)} case(s), {k} needed ({claim.decide})"
         others = {o: sum(s.outcome == o for s in subs) for o in (OPPOSITE, AGAINST, UNCLEAR)}
         reason += "".join(f"; {v} {o}" for o, v in others.items() if v)
-        v = Verdict(claim, word, reason, subs, notes, tests, self._describe(claim), desc, word,
+        test = self._describe(claim)
+        if tests and all(t.descriptive is not None for t in tests):
+            test = f"descriptive: point values compared as they stand (with spreads it would be: {test})"
+        v = Verdict(claim, word, reason, subs, notes, tests, test, desc, word,
                     regime=_merge_regimes([t.regime for t in tests] + [variation_regime]))
         if not self.paper:
             self._gate(v)
