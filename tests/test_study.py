@@ -501,6 +501,18 @@ def test_wettstein_report_tables(tmp_path, monkeypatch):
     anova = next(t for t in view.tables if t["title"].startswith("two-factor ANOVA"))
     assert [r[0] for r in anova["rows"]][:3] == ["filesystem", "access_mode", "filesystem:access_mode"]
     assert sum(f["title"].startswith("Q-Q") for f in view.figures) == 4
+    # the paper's verdicts beside the run's: W09 and W10 are contradicted by the paper's own runs
+    from fsmeter.study.report import headline, run_word
+
+    assert headline(view).endswith("contradicted by the paper's own data: W09, W10")
+    assert view.paper["W09"].paper_verdict == "contradicted"
+    assert by["W09"].outcome == REPRODUCED  # the synthetic run has no interaction: it "reproduces" the wrong table
+    assert run_word(view, by["W09"]) == "reproduced, but contradicted by its own data"
+    # side by side, relative to ext2: the paper's ext3 reads at 0.95 of ext2 (12.42 / 13.14 MB/s on 2.4.17),
+    # the synthetic run's at about 1.1 (its speeds: ext3 1.1 x ext2)
+    rel = next(t for t in view.tables if t["title"].startswith("the paper and this run side by side"))
+    row = next(r for r in rel["rows"] if r[1] == "block_read.kbs" and r[2] == "ext3")
+    assert row[3] == "0.95" and 1.0 < float(row[4]) < 1.2
 
 
 def test_bryant_report_figures_and_aim7_table(tmp_path, monkeypatch):
