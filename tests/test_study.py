@@ -2,10 +2,8 @@
 and the study report on a store filled through the store's own API."""
 from __future__ import annotations
 
-import json
 import random
 
-import numpy as np
 import pandas as pd
 import pytest
 

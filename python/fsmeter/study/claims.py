@@ -34,8 +34,8 @@ import pandas as pd
 from fsmeter.study import stattests as st
 from fsmeter.study.model import Claim, Study
 from fsmeter.study.stattests import Sample
-from fsmeter.study.verdict import (AGAINST, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTABLE, OPPOSITE,
-                                   PAPER_NOT_TESTABLE, PAPER_OF, UNCLEAR, decide, gate_reasons)
+from fsmeter.study.verdict import (AGAINST, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTABLE, OPPOSITE, PAPER_OF,
+                                   UNCLEAR, decide, gate_reasons)
 
 #: Ordering claims that state no size are powered at this difference (% of the lower mean).
 DEFAULT_EFFECT_PCT = 10.0

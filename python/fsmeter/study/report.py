@@ -22,7 +22,7 @@ from fsmeter.errors import UserError
 from fsmeter.report.html import PALETTE, TEMPLATES, _clean, _fig
 from fsmeter.study.claims import ClaimChecker, Verdict, study_frame
 from fsmeter.study.verdict import (INCONCLUSIVE, NOT_COMPARABLE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED,
-                                   REVERSED, RUN_WORDS, counts)
+                                   REVERSED, counts)
 from fsmeter.study.model import Study
 from fsmeter.study.plan import Change, changes_of
 
