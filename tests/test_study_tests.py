@@ -174,7 +174,7 @@ def test_gates_turn_short_or_busy_runs_inconclusive():
     short = _runs_frame({"xfs": 150, "ext3": 100}, phase_s=0.4, other_cpu_share=0.01)
     v = ClaimChecker(s, short).check_all()[0]
     assert v.outcome == "inconclusive" and v.data_outcome == "reproduced"
-    assert "under the study's minimum of 5 s" in v.gates[0]
+    assert "under the study's minimum of 5 s" in v.gates[0] and "on the numbers alone: reproduced" in v.notes
     busy = _runs_frame({"xfs": 150, "ext3": 100}, phase_s=30.0, other_cpu_share=0.45)
     v = ClaimChecker(s, busy).check_all()[0]
     assert v.outcome == "inconclusive" and "busy" in v.gates[0]

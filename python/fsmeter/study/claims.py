@@ -573,6 +573,7 @@ class ClaimChecker:
         if hit:
             v.gates.append(f"this run changed what the claim is about: {', '.join(hit)}")
             v.outcome = NOT_COMPARABLE
+            v.notes.append(f"on the numbers alone: {v.data_outcome}")
             return
         if v.outcome == INCONCLUSIVE:
             return
@@ -586,6 +587,7 @@ class ClaimChecker:
         if reasons:
             v.gates = reasons
             v.outcome = INCONCLUSIVE
+            v.notes.append(f"on the numbers alone: {v.data_outcome}")
 
     def check_all(self) -> List[Verdict]:
         return [self.check(c) for c in self.study.claims]
