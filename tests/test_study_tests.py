@@ -238,3 +238,11 @@ def test_variation_claims_pass_the_gates_too():
     cached = f.assign(cache_read_share=1.0)
     v = ClaimChecker(_study(sensitive_to=["cache_residency"], **claim), cached).check_all()[0]
     assert v.outcome == "not comparable here"
+
+
+def test_a_re_run_with_one_trial_a_side_is_inconclusive_not_descriptive():
+    one = _runs_frame({"xfs": 150, "ext3": 100}, n=1, phase_s=30.0)
+    v = ClaimChecker(_study(), one).check_all()[0]
+    assert v.outcome == "inconclusive" and "one kept trial" in v.tests[0].effect
+    # the same numbers published as point values are compared descriptively
+    assert ClaimChecker(_study(), one, paper=True).check_all()[0].outcome == "reproduced"

@@ -251,6 +251,10 @@ class ClaimChecker:
         point = sa.point or sb.point
         margin = claim.margin_pct
         t = PairTest(case, a, b, sa, sb, "", regime=regime)
+        if point and not self.paper:  # a re-run with one kept trial on a side: nothing to test with
+            t.effect = f"{pct:+.1f}%, one kept trial on a side: no spread to test with"
+            t.descriptive = UNCLEAR
+            return t
         if mode == "ratio" and (sa.mean <= 0 or sb.mean <= 0):
             t.effect = f"means {sa.mean:.4g} and {sb.mean:.4g}: a ratio needs positive means"
             t.descriptive = UNCLEAR
@@ -534,7 +538,7 @@ class ClaimChecker:
             subs = self._cases(tests)
         if claim.reading:
             notes.append(f"read as: {claim.reading}")
-        desc = any(t.descriptive is not None for t in tests)
+        desc = self.paper and any(t.descriptive is not None for t in tests)
         if desc:
             notes.append("descriptive: point values without a published spread were compared as they stand")
         if not subs:
@@ -551,7 +555,7 @@ class ClaimChecker:
         others = {o: sum(s.outcome == o for s in subs) for o in (OPPOSITE, AGAINST, UNCLEAR)}
         reason += "".join(f"; {v} {o}" for o, v in others.items() if v)
         test = self._describe(claim)
-        if tests and all(t.descriptive is not None for t in tests):
+        if self.paper and tests and all(t.descriptive is not None for t in tests):
             test = f"descriptive: point values compared as they stand (with spreads it would be: {test})"
         v = Verdict(claim, word, reason, subs, notes, tests, test, desc, word,
                     regime=_merge_regimes([t.regime for t in tests] + [variation_regime]))
