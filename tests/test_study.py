@@ -534,3 +534,25 @@ def test_bryant_report_figures_and_aim7_table(tmp_path, monkeypatch):
     # synthetic speeds: xfs 0.5, ext3 1.1 of ext2 (3% noise)
     assert 45 <= int(rel["xfs"].rstrip("%")) <= 55 and 100 <= int(rel["ext3-ordered"].rstrip("%")) <= 120
     assert any("65%" in r[6] for r in aim["rows"] if r[0] == "ext3-ordered")  # the paper's figure beside
+
+
+def test_study_report_json_from_the_cli(tmp_path, monkeypatch):
+    import json
+    import subprocess
+    import sys
+
+    s = load_study("wettstein2002")
+    db = tmp_path / "w.sqlite"
+    _fill_study(s, db, monkeypatch, random.Random(6))
+    out = tmp_path / "v.json"
+    r = subprocess.run([sys.executable, "-m", "fsmeter", "study", "report", "wettstein2002", "--db", str(db),
+                        "-o", str(tmp_path / "r.html"), "--json", str(out)], capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    rows = {x["claim"]: x for x in json.loads(out.read_text())}
+    assert set(rows) == {c.id for c in s.claims}
+    assert rows["W09"]["paper_verdict"] == "contradicted"
+    assert rows["W01"]["verdict"] == NOT_TESTABLE
+    r = subprocess.run([sys.executable, "-m", "fsmeter", "study", "report", "wettstein2002", "--db", str(db),
+                        "--json", str(tmp_path / "no" / "v.json")], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 2 and r.stderr.startswith("fsmeter: error: --json")

@@ -163,7 +163,9 @@ def register(app: typer.Typer) -> None:
                out: Optional[Path] = typer.Option(None, "-o", "--out", help="HTML file (default: <study>-report.html "
                                                   "next to the store)"),
                campaign: Optional[str] = typer.Option(None, "--campaign", help="a campaign id (default: every "
-                                                      "campaign of this study in the store)")) -> None:
+                                                      "campaign of this study in the store)"),
+               json_out: Optional[Path] = typer.Option(None, "--json", help="also write the verdicts to this JSON "
+                                                       "file: a list of {claim, verdict, paper_verdict, ...}")) -> None:
         """The study's tables and figures from the new run beside the published ones, and a verdict per claim."""
         from fsmeter.store import default_db_path
         from fsmeter.study.model import load_study
@@ -175,8 +177,17 @@ def register(app: typer.Typer) -> None:
         if not path.exists():
             raise UserError(f"{path}: no results database: run `fsmeter study run {study.slug}` first, or name one "
                             "with --db")
+        if json_out is not None and not json_out.parent.is_dir():
+            raise UserError(f"--json {json_out}: the folder {json_out.parent} does not exist")
         view = build_study_view(study, path, campaign)
         console.print(verdict_table(view))
+        if json_out is not None:
+            import json
+
+            from fsmeter.study.report import verdicts_json
+
+            json_out.write_text(json.dumps(verdicts_json(view), indent=1) + "\n")
+            console.print(f"verdicts: {json_out}")
         target = out or path.parent / f"{study.slug}-report.html"
         write_study_report(view, target)
         console.print(f"report: {target}")

@@ -138,6 +138,19 @@ def run_word(view: StudyView, v: Verdict) -> str:
     return v.outcome
 
 
+def verdicts_json(view: StudyView) -> list:
+    """One record per claim: the re-run word, the paper's, why, the gates, the notes and the evidence."""
+    out = []
+    for v in view.verdicts:
+        p = view.paper.get(v.claim.id)
+        out.append({"study": view.study.slug, "claim": v.claim.id, "verdict": v.outcome,
+                    "shown_as": run_word(view, v), "numbers_alone": v.data_outcome or v.outcome,
+                    "paper_verdict": p.paper_verdict if p else None, "test": v.test, "why": v.reason,
+                    "gates": v.gates, "notes": v.notes, "evidence": v.evidence(),
+                    "regime": v.regime})
+    return out
+
+
 def verdict_table(view: StudyView) -> Table:
     t = Table(title=f"{view.study.slug}: the study's claims tested on this run "
                     "(published absolute numbers are not compared: the hardware differs)",
