@@ -1,9 +1,10 @@
 """The study file: a published filesystem study's design, printed numbers and claims.
 
-One TOML file per study in ``python/fsmeter/studies/`` (the format is described in the
-README, "Studies"). A study names configurations, workloads and factors as the authors did;
-:mod:`fsmeter.study.plan` turns them into a campaign for this machine, and
-:mod:`fsmeter.study.claims` tests the claims against the results.
+One TOML file per study in ``python/fsmeter/studies/`` (the format is described in
+docs/studies.md). A study names configurations, workloads and factors as the authors did;
+:mod:`fsmeter.study.plan` turns them into a campaign for this machine,
+:mod:`fsmeter.study.claims` tests the claims against the results, and
+:mod:`fsmeter.study.paper` tests them against the study's own published numbers.
 """
 from __future__ import annotations
 
