@@ -34,6 +34,7 @@ from fsmeter.engine import EngineFailure, EngineSession
 from fsmeter.errors import UserError
 from fsmeter.hostinfo import host_info
 from fsmeter.progress import PhaseProgress
+from fsmeter.regime import PhaseWatch
 from fsmeter.store import Store, now_iso
 
 
@@ -307,10 +308,13 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
                 method = mnt.reset_cache([str(trial_dir)])
                 methods.append(method)
             prog = PhaseProgress(ctx.bar, f"  {ph.key}")
+            watch = PhaseWatch(mnt.device)
+            watch.start()
             try:
                 report = session.run_phase(ph.name, on_progress=prog)
             finally:
                 ctx.bar.remove_task(prog._task)
+            report["regime"] = watch.stop(report)  # others' CPU and page-cache reads (fsmeter.regime)
             if ph.measured and not ph.discard:
                 report["quality"] = report_quality(report, level=ctx.campaign.repetitions.level,
                                                    min_phase_s=ctx.campaign.min_phase_s,

@@ -17,6 +17,8 @@ from fsmeter.engine import EngineSession
 from fsmeter.errors import UserError
 from fsmeter.hostinfo import host_info
 from fsmeter.progress import PhaseProgress, progress_bar
+from fsmeter.regime import PhaseWatch, device_of
+from fsmeter.regime import describe as describe_regime
 from fsmeter.report.terminal import phase_table
 from fsmeter.spec import build_job, load_workload, parse_set
 
@@ -105,12 +107,16 @@ def run_job(job, console: Console, show_progress: bool = True, keep_files: bool 
     }
     engine_phases = session.phases()
     plan = job.phases()
+    device = device_of(job.dir)
     try:
         with progress_bar(console, enabled=show_progress) as bar:
             for ph in plan:
                 method = reset_cache(cache, job.dir) if ph.cold_cache else "none"
                 prog = PhaseProgress(bar, ph.key)
+                watch = PhaseWatch(device)
+                watch.start()
                 report = session.run_phase(ph.name, on_progress=prog)
+                report["regime"] = watch.stop(report)
                 report["cache_reset"] = method
                 prog.done()
                 report["measured"] = ph.measured and not ph.discard
@@ -242,6 +248,10 @@ def print_result(doc: dict, job, console: Console, json_out: Optional[Path]) -> 
                 from fsmeter.stats.phase import summarize_quality
 
                 console.print(f"  [dim]{name}:[/] {summarize_quality(rep['quality'])}", highlight=False)
+            regime = describe_regime(rep.get("regime") or {})
+            if regime:
+                style = "yellow" if (rep.get("regime") or {}).get("busy") else "dim"
+                console.print(f"  [{style}]{name}:[/] {regime}", highlight=False)
             if "mpi" in rep:
                 from fsmeter.report.mpi import rank_summary
 

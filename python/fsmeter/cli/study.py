@@ -23,11 +23,11 @@ def _minutes(s: float) -> str:
 
 def _change_table(changes: list) -> Table:
     t = Table(title="what this run changes from the study", show_lines=False)
-    for col in ("change", "what", "why"):
+    for col in ("change", "what", "why", "affects"):
         t.add_column(col, overflow="fold")
     for c in changes:
         color = {"skipped": "yellow", "substituted": "cyan", "shrunk": "magenta"}.get(c.kind, "white")
-        t.add_row(f"[{color}]{c.kind}[/]", c.what, c.why)
+        t.add_row(f"[{color}]{c.kind}[/]", c.what, c.why, ", ".join(c.affects))
     return t
 
 
@@ -43,8 +43,8 @@ def register(app: typer.Typer) -> None:
         from fsmeter.study.plan import TRIAL_OVERHEAD_S, plan_study
 
         console = Console()
-        t = Table(title="studies (fsmeter study run NAME --scale quick|paper|FACTOR)")
-        for col in ("study", "what it measured", "needs", "quick", "paper"):
+        t = Table(title="studies (fsmeter study run NAME --scale small|quick|paper|FACTOR)")
+        for col in ("study", "what it measured", "needs", "small", "quick (functional only)", "paper"):
             t.add_column(col, overflow="fold")
         for slug in study_paths():
             s = load_study(slug)
@@ -52,7 +52,7 @@ def register(app: typer.Typer) -> None:
                               (["a device"] if s.study.needs_device else []) +
                               [f"{f} family" for f in s.study.families])
             est = []
-            for scale in ("quick", "paper"):
+            for scale in ("small", "quick", "paper"):
                 try:
                     p = plan_study(s, scale)
                     est.append(f"~{_minutes(p.est_s)} ({p.cells} cells x {p.trials_per_cell})")
@@ -66,7 +66,9 @@ def register(app: typer.Typer) -> None:
 
     @st.command("run")
     def run(name: str = typer.Argument(..., help="a study from `fsmeter study list`"),
-            scale: str = typer.Option("quick", "--scale", help="quick | paper | a factor such as 0.25"),
+            scale: str = typer.Option("small", "--scale", help="small (about 10 min, in the study's regime) | quick "
+                                      "(a functional check only: disk-bound workloads become cache-resident) | "
+                                      "paper | a factor of the paper scale such as 0.25"),
             db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
             quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars"),
             dry_run: bool = typer.Option(False, "--dry-run", help="print the generated campaign and stop"),
@@ -88,6 +90,9 @@ def register(app: typer.Typer) -> None:
         text = plan.text()
         console.print(f"[bold]{study.study.title}[/] ({study.study.citation}), scale {plan.scale}: "
                       f"{plan.cells} cells x {plan.trials_per_cell} trials, about {_minutes(plan.est_s)} here")
+        if plan.scale == "quick":
+            console.print("[yellow]quick scale: a functional check only; its verdicts do not stand for the study "
+                          "(disk-bound workloads run from the page cache): use --scale small[/]")
         if plan.changes:
             console.print(_change_table(plan.changes))
         if dry_run:
@@ -104,13 +109,63 @@ def register(app: typer.Typer) -> None:
             console.print(f"next: `fsmeter study report {study.slug} --db {store.path}` draws the study's tables "
                           "beside the published ones and tests its claims")
 
+    @st.command("check")
+    def check(name: Optional[str] = typer.Argument(None, help="a study from `fsmeter study list`"),
+              all_: bool = typer.Option(False, "--all", help="every shipped study"),
+              json_out: Optional[Path] = typer.Option(None, "--json", help="also write the verdicts to this JSON "
+                                                      "file: a list of {claim, paper_verdict, why, ...}")) -> None:
+        """Test every claim of a study on the paper's own published numbers (no measurement).
+
+        Exit status 1 when a claim's verdict differs from the one its study file expects (expect_paper)."""
+        import json
+
+        from fsmeter.study.model import load_study, study_paths
+        from fsmeter.study.paper import check_paper
+        from fsmeter.study.verdict import PAPER_WORDS, counts
+
+        if all_ == (name is not None):
+            raise UserError("study check: name one study, or give --all (fsmeter study list shows them)")
+        if json_out is not None and not json_out.parent.is_dir():
+            raise UserError(f"--json {json_out}: the folder {json_out.parent} does not exist")
+        slugs = list(study_paths()) if all_ else [name]
+        console = Console()
+        out, misjudged = [], []
+        for slug in slugs:
+            study = load_study(slug)
+            results = check_paper(study)
+            t = Table(title=f"{study.slug}: its claims on its own published numbers", show_lines=True)
+            for col in ("claim", "the study says", "on its own data", "expected", "test and evidence"):
+                t.add_column(col, overflow="fold")
+            for r in results:
+                color = {"supported": "green", "contradicted": "red", "inconclusive": "yellow"}.get(r.paper_verdict,
+                                                                                                   "dim")
+                word = "contradicted by its own data" if r.paper_verdict == "contradicted" else r.paper_verdict
+                exp = r.expected or "-"
+                if r.misjudged:
+                    exp = f"[bold red]{exp} (differs)[/]"
+                    misjudged.append(f"{study.slug} {r.claim.id}")
+                t.add_row(r.claim.id, r.claim.says, f"[{color}]{word}[/]", exp, r.why[:900])
+                out.append({"study": study.slug, **r.as_json()})
+            console.print(t)
+            c = counts((r.paper_verdict for r in results), PAPER_WORDS)
+            console.print(", ".join(f"{n} {w}" for w, n in c.items()))
+        if json_out is not None:
+            json_out.write_text(json.dumps(out, indent=1) + "\n")
+            console.print(f"verdicts: {json_out}")
+        if misjudged:
+            console.print(f"[red]{len(misjudged)} claim(s) judged otherwise than their study file expects: "
+                          f"{', '.join(misjudged)}[/]")
+            raise typer.Exit(1)
+
     @st.command("report")
     def report(name: str = typer.Argument(..., help="a study from `fsmeter study list`"),
                db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
                out: Optional[Path] = typer.Option(None, "-o", "--out", help="HTML file (default: <study>-report.html "
                                                   "next to the store)"),
                campaign: Optional[str] = typer.Option(None, "--campaign", help="a campaign id (default: every "
-                                                      "campaign of this study in the store)")) -> None:
+                                                      "campaign of this study in the store)"),
+               json_out: Optional[Path] = typer.Option(None, "--json", help="also write the verdicts to this JSON "
+                                                       "file: a list of {claim, verdict, paper_verdict, ...}")) -> None:
         """The study's tables and figures from the new run beside the published ones, and a verdict per claim."""
         from fsmeter.store import default_db_path
         from fsmeter.study.model import load_study
@@ -126,8 +181,17 @@ def register(app: typer.Typer) -> None:
         if not path.exists():
             raise UserError(f"{path}: no results database: run `fsmeter study run {study.slug}` first, or name one "
                             "with --db")
+        if json_out is not None and not json_out.parent.is_dir():
+            raise UserError(f"--json {json_out}: the folder {json_out.parent} does not exist")
         view = build_study_view(study, path, campaign)
         console.print(verdict_table(view))
+        if json_out is not None:
+            import json
+
+            from fsmeter.study.report import verdicts_json
+
+            json_out.write_text(json.dumps(verdicts_json(view), indent=1) + "\n")
+            console.print(f"verdicts: {json_out}")
         target = out or path.parent / f"{study.slug}-report.html"
         write_study_report(view, target)
         console.print(f"report: {target}")

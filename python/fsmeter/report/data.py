@@ -148,6 +148,12 @@ class WorkloadView:
     #: Longest measured phase of the workload's kept trials, and the campaign's minimum for claims.
     longest_phase_s: Optional[float] = None
     min_phase_s: float = 60.0
+    #: Measured phases of the kept trials, those run on a busy machine (fsmeter.regime.BUSY_SHARE),
+    #: the largest share of the CPUs other processes used, and the median page-cache share of reads.
+    phases_measured: int = 0
+    phases_busy: int = 0
+    max_other_cpu_share: Optional[float] = None
+    median_cache_read_share: Optional[float] = None
 
     @property
     def too_short(self) -> bool:
@@ -314,6 +320,7 @@ def _judge_phases(view: WorkloadView, frames: dict, wcells: pd.DataFrame, level:
     ph = ph[ph["cell_id"].isin(wcells["cell_id"]) & (ph["measured"] == 1) & (ph["discarded"] == 0)]
     if len(ph):
         view.longest_phase_s = float(ph["elapsed_s"].max())
+        _judge_regime(view, ph)
     head = view.headline
     fam = FAMILIES.get(view.family) if view.family else None
     quantity = fam.series.get(head.name) if fam is not None else None
@@ -338,6 +345,23 @@ def _judge_phases(view: WorkloadView, frames: dict, wcells: pd.DataFrame, level:
             c.batch_pct = q.batch.ci.half_width_pct
         else:
             c.batch_note = q.notes[0] if q.notes else "too few interval samples"
+
+
+def _judge_regime(view: WorkloadView, ph: pd.DataFrame) -> None:
+    """Count the measured phases that ran on a busy machine and sum up their page-cache reads
+    (store version 5 columns; older stores have none and nothing is flagged)."""
+    from fsmeter.regime import BUSY_SHARE
+
+    view.phases_measured = len(ph)
+    if "other_cpu_share" in ph.columns:
+        share = ph["other_cpu_share"].dropna().astype(float)
+        if len(share):
+            view.phases_busy = int((share > BUSY_SHARE).sum())
+            view.max_other_cpu_share = float(share.max())
+    if "cache_read_share" in ph.columns:
+        cached = ph["cache_read_share"].dropna().astype(float)
+        if len(cached):
+            view.median_cache_read_share = float(cached.median())
 
 
 def _phase_intervals(db: Path, phase_id: int) -> list:
@@ -476,5 +500,14 @@ def verdicts(view: CampaignView) -> list:
             notes.append(f"too short to trust: the longest measured phase lasted {w.longest_phase_s:.1f} s, under "
                          f"the {w.min_phase_s:g} s minimum for claims (min_phase_s); lengthen the phases "
                          "(duration_s) before drawing conclusions")
+        if w.phases_busy:
+            from fsmeter.regime import BUSY_SHARE
+
+            notes.append(f"busy machine: {w.phases_busy} of {w.phases_measured} measured phases ran while other "
+                         f"processes used more than {BUSY_SHARE:.0%} of the CPUs (up to {w.max_other_cpu_share:.0%}); "
+                         "their figures may show contention rather than the filesystem: re-run on a quiet machine")
+        if w.median_cache_read_share is not None:
+            notes.append(f"reads served by the page cache: median {w.median_cache_read_share:.0%} of the bytes read "
+                         "per phase (phases that read at least 1 MiB)")
         out.append({"workload": w.workload, "text": text, "notes": notes})
     return out

@@ -196,12 +196,15 @@ class Store:
             tid = cur.lastrowid
             for seq, ph in enumerate(phases):
                 rep = ph.get("report") or {}
+                reg = rep.get("regime") or {}  # fsmeter.regime: others' CPU, page-cache reads
                 pc = self.conn.execute(
                     "INSERT INTO phases (trial_id, seq, key, engine_phase, measured, discarded, elapsed_s, warmup_s,"
-                    " interrupted, cache_method, report) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " interrupted, cache_method, report, other_cpu_share, cache_read_share)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (tid, seq, ph["key"], ph.get("engine_phase", ph["key"]), int(bool(ph.get("measured", True))),
                      int(bool(ph.get("discarded", False))), rep.get("elapsed_s"), rep.get("warmup_s"),
-                     int(bool(rep.get("interrupted", False))), ph.get("cache_method"), _json(rep)))
+                     int(bool(rep.get("interrupted", False))), ph.get("cache_method"), _json(rep),
+                     reg.get("other_cpu_share"), reg.get("cache_read_share")))
                 pid = pc.lastrowid
                 self.conn.executemany(
                     "INSERT INTO intervals (phase_id, t_s, dur_s, ops, bytes) VALUES (?, ?, ?, ?, ?)",
@@ -359,7 +362,8 @@ def load(path=None, campaign: Any = None) -> dict:
             "metrics": metrics,
             "phases": sel("SELECT c.campaign_id, t.cell_id, t.number AS trial, p.id AS phase_id, p.seq, p.key AS phase,"
                           " p.engine_phase, p.measured, p.discarded, p.elapsed_s, p.warmup_s, p.interrupted,"
-                          " p.cache_method FROM phases p JOIN trials t ON t.id = p.trial_id"
+                          " p.cache_method, p.other_cpu_share, p.cache_read_share"
+                          " FROM phases p JOIN trials t ON t.id = p.trial_id"
                           f" JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id IN ({ph})"),
             "intervals": sel("SELECT c.campaign_id, t.cell_id, t.number AS trial, c.workload, p.key AS phase,"
                              " i.t_s, i.dur_s, i.ops, i.bytes FROM intervals i JOIN phases p ON p.id = i.phase_id"

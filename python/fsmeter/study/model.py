@@ -1,9 +1,10 @@
 """The study file: a published filesystem study's design, printed numbers and claims.
 
-One TOML file per study in ``python/fsmeter/studies/`` (the format is described in the
-README, "Studies"). A study names configurations, workloads and factors as the authors did;
-:mod:`fsmeter.study.plan` turns them into a campaign for this machine, and
-:mod:`fsmeter.study.claims` tests the claims against the results.
+One TOML file per study in ``python/fsmeter/studies/`` (the format is described in
+docs/studies.md). A study names configurations, workloads and factors as the authors did;
+:mod:`fsmeter.study.plan` turns them into a campaign for this machine,
+:mod:`fsmeter.study.claims` tests the claims against the results, and
+:mod:`fsmeter.study.paper` tests them against the study's own published numbers.
 """
 from __future__ import annotations
 
@@ -22,6 +23,10 @@ else:  # pragma: no cover
 
 STUDY_DIR = Path(__file__).resolve().parent.parent / "studies"
 Level = Union[int, float, str]
+#: Gates of a study's re-run verdicts (a study file may set its own in [study]).
+DEFAULT_MIN_PHASE_S = 5.0
+DEFAULT_MAX_OTHER_CPU_SHARE = 0.10
+DEFAULT_MAX_CACHE_READ_SHARE = 0.5
 
 
 class _Strict(BaseModel):
@@ -39,12 +44,23 @@ class StudyInfo(_Strict):
     needs_device: bool = False
     published_hardware: str = ""
     mkfs: Literal["per-cell", "per-trial"] = "per-cell"
+    min_phase_s: float = Field(DEFAULT_MIN_PHASE_S, gt=0, description="gate: a re-run verdict needs every "
+                               "measured phase it rests on to last at least this long")
+    max_other_cpu_share: float = Field(DEFAULT_MAX_OTHER_CPU_SHARE, gt=0, le=1, description="gate: other "
+                                       "processes' CPU during a phase, as a share of the machine's CPUs (the "
+                                       "store's phases.other_cpu_share), above which the machine counts as busy")
+    max_cache_read_share: float = Field(DEFAULT_MAX_CACHE_READ_SHARE, ge=0, le=1, description="a claim sensitive "
+                                        "to cache_residency is not comparable when a phase it rests on read more "
+                                        "than this share from the page cache (phases.cache_read_share)")
 
 
 class Scale(_Strict):
     target_size: str
     repetitions: Dict[str, Any]
     note: str = ""
+    page_cache_limit: Optional[str] = Field(None, description="a page-cache limit (memory cgroup) for every cell, "
+                                            "so that disk-bound workloads stay disk-bound (data >= 2x the limit); "
+                                            "a study that varies page_cache_limit itself maps its levels instead")
 
 
 class StudyWorkload(_Strict):
@@ -52,6 +68,11 @@ class StudyWorkload(_Strict):
     base: str = Field(description="the fsmeter named workload it starts from")
     params: Dict[str, Any] = Field(default_factory=dict, description="the study's own parameters (paper scale)")
     quick: Dict[str, Any] = Field(default_factory=dict, description="overrides at the quick scale")
+    small: Dict[str, Any] = Field(default_factory=dict, description="overrides at the small scale")
+    regime: Literal["disk", "cache"] = Field("cache", description="what bound the study's runs: the disk (data "
+                                             "at least twice the memory that could cache it) or the page cache")
+    footprint: Optional[str] = Field(None, description="the parameter holding the workload's data size, so the "
+                                     "plan can check it against the page-cache limit")
     scale_counts: List[str] = Field(default_factory=list, description="counts a numeric scale multiplies")
     scale_sizes: List[str] = Field(default_factory=list, description="sizes a numeric scale multiplies")
     scale_durations: List[str] = Field(default_factory=list, description="durations a numeric scale multiplies")
@@ -70,6 +91,7 @@ class StudyFactor(_Strict):
     map: Dict[str, Level] = Field(default_factory=dict, description="study level -> fsmeter level")
     gaps: Dict[str, str] = Field(default_factory=dict, description="study level -> why it is replaced/skipped")
     quick: Dict[str, Level] = Field(default_factory=dict, description="study level -> fsmeter level at the quick scale")
+    small: Dict[str, Level] = Field(default_factory=dict, description="study level -> fsmeter level at the small scale")
     requires: Optional[str] = Field(None, description="a host capability the factor needs, e.g. cpufreq")
     note: str = ""
 
@@ -77,6 +99,8 @@ class StudyFactor(_Strict):
         """The campaign level for a study level, or None when it is skipped."""
         if scale == "quick" and str(level) in self.quick:
             return self.quick[str(level)]
+        if scale == "small" and str(level) in self.small:
+            return self.small[str(level)]
         if str(level) in self.map:
             return self.map[str(level)]
         return None if str(level) in self.gaps else level
@@ -93,26 +117,60 @@ class StudyConfig(_Strict):
     note: str = ""
 
 
+# The run changes a claim can be sensitive to. The plan records each change it makes with the
+# same names (``Change.affects``); a claim whose ``sensitive_to`` meets them is "not comparable here".
+SENSITIVITIES = ("file_size", "cache_residency", "storage_kind", "cpu_count", "cpu_speed", "kernel",
+                 "filesystem_version", "memory", "duration", "thread_count", "elevator", "hardware")
+
+# What ``fsmeter study check`` may say of a claim on its own paper's data (``expect_paper``).
+PAPER_VERDICTS = ("supported", "contradicted", "inconclusive", "no data", "not testable")
+
+# Old kind names, still accepted: ranking -> ordering, ratio -> magnitude, trend -> ordering
+# along a factor (not_up / not_down: non-superiority / non-inferiority with ``margin_pct``).
+KIND_ALIASES = {"ranking": "ordering", "ratio": "magnitude", "trend": "ordering"}
+
+
+class PaperSays(_Strict):
+    """The paper's own data contradict its words: what the data show instead, with the evidence."""
+
+    evidence: str = Field(description="the published numbers and the arithmetic that contradict the words")
+    corrected: str = Field("", description="what the data do support, in a sentence")
+
+
 class Claim(_Strict):
     id: str
-    says: str
-    kind: Literal["ranking", "equivalence", "trend", "ratio", "variation", "untestable"]
+    says: str = Field(description="the claim in one plain sentence")
+    quote: str = Field("", description="the paper's own words, verbatim")
+    source: str = Field("", description="where the words stand in the paper: section, page, table")
+    rests_on: List[str] = Field(default_factory=list,
+                                description="the published rows the claim rests on, e.g. 'Table 2: create.files_per_s'")
+    kind: Literal["magnitude", "equivalence", "ordering", "variation", "untestable",
+                  "ranking", "ratio", "trend"]
     why: str = Field("", description="untestable: the reason")
-    reading: str = Field("", description="how an imprecise claim was made testable")
+    reading: str = Field("", description="how the words became this test (margin, range, cases)")
+    # -- what is compared ---------------------------------------------------------------------
     workloads: List[str] = Field(default_factory=list)
     metrics: List[str] = Field(default_factory=list)
     metric: Optional[str] = None
-    compare: str = Field("filesystem", description="ranking/equivalence: whose levels the tiers hold")
+    compare: str = Field("filesystem", description="whose levels the tiers hold: filesystem, workload, "
+                                                   "metric_key, kernel or a study factor")
     tiers: List[List[Level]] = Field(default_factory=list)
     configurations: List[str] = Field(default_factory=list, description="restrict to these configurations")
     where: Dict[str, Union[Level, List[Level]]] = Field(default_factory=dict)
     except_: List[Dict[str, Level]] = Field(default_factory=list, alias="except")
-    factor: Optional[str] = Field(None, description="trend: the factor that changes")
-    pairs: List[List[Level]] = Field(default_factory=list, description="trend: [from, to] levels")
+    factor: Optional[str] = Field(None, description="ordering along a factor: the factor that changes")
+    pairs: List[List[Level]] = Field(default_factory=list, description="ordering along a factor: [from, to] levels")
     direction: Optional[Literal["up", "down", "not_up", "not_down"]] = None
     numerator: Dict[str, Any] = Field(default_factory=dict)
     denominator: Dict[str, Any] = Field(default_factory=dict)
-    ratio_range: List[float] = Field(default_factory=list)
+    # -- what is claimed ----------------------------------------------------------------------
+    ratio_range: List[float] = Field(default_factory=list,
+                                     description="magnitude: [low, high] of mean(upper tier or numerator) / "
+                                                 "mean(lower tier or denominator), in the metric's own units")
+    margin_pct: Optional[float] = Field(None, gt=0, description="equivalence (and not_up/not_down): the "
+                                        "difference, in % of the reference mean, the words still call 'the same'")
+    effect_pct: Optional[float] = Field(None, gt=0, description="ordering: the size the claim states, in % of "
+                                        "the lower mean (power is computed at it; absent: at 10%)")
     design: List[str] = Field(default_factory=list, description="variation: the ANOVA factors; 'access_mode' "
                                                                 "is the metric itself as a factor")
     larger: List[str] = Field(default_factory=list, description="variation: [a, b]: a explains more than b")
@@ -121,33 +179,93 @@ class Claim(_Strict):
                                                 description="variation: term (or 'explained') -> [low, high] %")
     significant: List[str] = Field(default_factory=list, description="variation: terms significant by the F-test")
     level: float = Field(0.90, description="variation: confidence level of the F-tests")
+    # -- how it is decided --------------------------------------------------------------------
+    decide: Union[Literal["all", "any", "majority"], int] = Field(
+        "all", description="how many of the claim's cases must hold: all, any, majority, or a number")
+    alpha: float = Field(0.05, gt=0, lt=1, description="family-wise error rate inside the claim (Holm)")
+    power: float = Field(0.80, gt=0, lt=1, description="power needed before 'not reproduced' may be said")
+    sensitive_to: List[str] = Field(default_factory=list,
+                                    description="run changes that void the claim (see SENSITIVITIES)")
+    # -- the paper's own data -----------------------------------------------------------------
+    expect_paper: Optional[str] = Field(None, description="the verdict `fsmeter study check` must give on the "
+                                                          "paper's own data (one of PAPER_VERDICTS)")
+    paper_says: Optional[PaperSays] = Field(None, description="set when the paper's data contradict its words")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     @model_validator(mode="after")
     def _check(self) -> "Claim":
-        if self.kind in ("ranking", "equivalence") and not self.tiers:
+        k = self.test
+        if self.kind in ("ranking", "ordering", "equivalence", "magnitude") and not self.tiers \
+                and not (self.kind in ("ordering", "magnitude") and (self.factor or self.numerator)):
             raise ValueError(f"claim {self.id}: tiers: a {self.kind} claim lists tiers of levels")
-        if self.kind == "ranking" and len(self.tiers) < 2:
-            raise ValueError(f"claim {self.id}: tiers: a ranking needs at least two tiers")
-        if self.kind == "trend" and (not self.factor or not self.pairs or not self.direction):
-            raise ValueError(f"claim {self.id}: a trend claim needs factor, pairs and direction")
-        if self.kind == "ratio" and (not self.metric or len(self.ratio_range) != 2):
-            raise ValueError(f"claim {self.id}: a ratio claim needs metric and ratio_range = [low, high]")
-        if self.kind == "variation" and (len(self.design) < 2 or len(self.all_metrics) < 1):
+        if k == "ordering" and not self.factor and len(self.tiers) < 2:
+            raise ValueError(f"claim {self.id}: tiers: an ordering needs at least two tiers")
+        if self.factor and (not self.pairs or not self.direction):
+            raise ValueError(f"claim {self.id}: an ordering along a factor needs factor, pairs and direction")
+        if k == "magnitude" and len(self.ratio_range) != 2:
+            raise ValueError(f"claim {self.id}: ratio_range: a magnitude claim needs [low, high]")
+        if self.ratio_range and not (0 <= self.ratio_range[0] < self.ratio_range[1]):
+            raise ValueError(f"claim {self.id}: ratio_range: write [low, high] with 0 <= low < high (inf for no bound)")
+        if k == "magnitude" and self.numerator and not self.metric and not self.metrics:
+            raise ValueError(f"claim {self.id}: metric: a magnitude claim names its metric")
+        if k == "variation" and (len(self.design) < 2 or len(self.all_metrics) < 1):
             raise ValueError(f"claim {self.id}: a variation claim needs design (two factors) and metrics")
-        if self.kind == "untestable" and not self.why:
+        if k == "untestable" and not self.why:
             raise ValueError(f"claim {self.id}: why: say why the claim cannot be tested")
+        if isinstance(self.decide, int) and self.decide < 1:
+            raise ValueError(f"claim {self.id}: decide: a number of cases is at least 1")
+        bad = [s for s in self.sensitive_to if s not in SENSITIVITIES]
+        if bad:
+            raise ValueError(f"claim {self.id}: sensitive_to: {', '.join(bad)} unknown; use {', '.join(SENSITIVITIES)}")
+        if self.expect_paper is not None and self.expect_paper not in PAPER_VERDICTS:
+            raise ValueError(f"claim {self.id}: expect_paper: use one of {', '.join(PAPER_VERDICTS)}")
         return self
+
+    @property
+    def test(self) -> str:
+        """The test kind, old names mapped to the new ones."""
+        return KIND_ALIASES.get(self.kind, self.kind)
 
     @property
     def all_metrics(self) -> List[str]:
         return self.metrics or ([self.metric] if self.metric else [])
 
 
+class PublishedConfig(_Strict):
+    """A configuration label of the published rows, as the study's configuration and factor levels."""
+
+    configuration: str
+    levels: Dict[str, Level] = Field(default_factory=dict, description="factor -> level, e.g. kernel = '2.4.17'")
+
+
 class Published(_Strict):
     hardware_note: str = ""
+    metrics: Dict[str, str] = Field(default_factory=dict,
+                                    description="published 'phase.metric' -> the run's metric key the claims name")
+    configurations: Dict[str, PublishedConfig] = Field(
+        default_factory=dict, description="published configuration label -> study configuration (+ levels)")
+    lower_is_better: List[str] = Field(default_factory=list,
+                                       description="run metric keys where less is better (default: time units)")
     rows: List[Dict[str, Any]] = Field(default_factory=list)
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _check_row(i: int, r: Dict[str, Any]) -> None:
+    """A published row's numbers are numbers: value, stddev >= 0, n >= 1 (the paper check reads them)."""
+    for key in ("value", "value_min", "value_max", "stddev", "ci_low", "ci_high"):
+        if key in r and not _number(r[key]):
+            raise ValueError(f"published.rows[{i}].{key}: {r[key]!r} is not a number: write the number "
+                             "as printed, or leave the field out")
+    if _number(r.get("stddev")) and r["stddev"] < 0:
+        raise ValueError(f"published.rows[{i}].stddev: {r['stddev']} is negative: a standard deviation is >= 0")
+    if "n" in r and not (isinstance(r["n"], int) and not isinstance(r["n"], bool) and r["n"] >= 1):
+        raise ValueError(f"published.rows[{i}].n: {r['n']!r}: the number of runs is a whole number >= 1")
+    if "where" in r and not isinstance(r["where"], dict):
+        raise ValueError(f"published.rows[{i}].where: a table of factor = level, e.g. {{ run = 3 }}")
 
 
 class Study(_Strict):
@@ -173,6 +291,12 @@ class Study(_Strict):
             for k in c.configurations:
                 if k not in cfg:
                     raise ValueError(f"claim {c.id}: configurations: {k!r} is not a configuration of this study")
+        for label, pc in self.published.configurations.items():
+            if pc.configuration not in cfg:
+                raise ValueError(f"published.configurations.{label}: {pc.configuration!r} is not a configuration of "
+                                 f"this study (one of {', '.join(sorted(cfg))})")
+        for i, r in enumerate(self.published.rows):
+            _check_row(i, r)
         return self
 
     @property
@@ -213,4 +337,5 @@ def load_study(name: str) -> Study:
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(x) for x in err["loc"])
-        raise UserError(f"{path}: {where}: {err['msg']}") from None
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        raise UserError(f"{path}: {where + ': ' if where else ''}{msg}") from None

@@ -3,8 +3,14 @@
 Scales:
 - ``paper``: the study's own sizes, durations and repetitions, where this machine can hold
   them; what it cannot hold is shrunk, and each shrink is listed.
-- ``quick``: the same configurations, factors and levels with smaller data, shorter phases
-  and fewer trials (the study file's ``quick`` overrides), about ten minutes here.
+- ``small`` (the default of ``study run``): about ten minutes a study on a 2-CPU machine, in the
+  study's regime: a workload that was disk-bound in the study (``regime = "disk"``) keeps its data
+  at least twice the page cache it may use, through the scale's ``page_cache_limit`` (a memory
+  cgroup), and keeps the file sizes its claims rest on: counts shrink, not sizes (the study
+  file's ``small`` overrides).
+- ``quick``: a functional check only: the same configurations, factors and levels with small
+  data, short phases and few trials (the ``quick`` overrides); disk-bound workloads become
+  cache-resident, and the plan says so for each (``cache_residency``).
 - a number F: the paper scale with counts, sizes and durations multiplied by F.
 
 Configurations and factor levels this kernel cannot run are replaced by the nearest modern
@@ -20,7 +26,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from fsmeter.errors import UserError
 from fsmeter.study.model import Study
@@ -31,25 +37,46 @@ from fsmeter.units import format_size, parse_size
 #: 24 in 32 s, and the compare suite about 2 s per trial including a 1 s phase.
 TRIAL_OVERHEAD_S = 0.5
 CHANGE_PREFIX = "# study-change: "
+AFFECTS_SEP = "| affects="
+#: A factor's quick or small map sends a level here to leave it out at that scale.
+SKIP_LEVEL = "skip"
+#: The scales a study file defines by name (a number is a factor of the paper scale).
+NAMED_SCALES = ("paper", "small", "quick")
+#: A disk-bound workload stays disk-bound when its data is at least this many times the page cache.
+DISK_BOUND_RATIO = 2.0
 
 
 @dataclass(frozen=True)
 class Change:
-    """One way the run departs from the study: substituted, skipped, shrunk or approximated."""
+    """One way the run departs from the study: substituted, skipped, shrunk or approximated.
+
+    ``affects``: what the change alters that a claim can depend on, named as the claims'
+    ``sensitive_to`` (fsmeter.study.model.SENSITIVITIES); a claim sensitive to one of them is not
+    comparable on this run.
+    """
 
     kind: str
     what: str
     why: str
+    affects: Tuple[str, ...] = ()
 
     def line(self) -> str:
-        return f"{CHANGE_PREFIX}{self.kind} | {self.what} | {self.why}"
+        tail = f" {AFFECTS_SEP}{','.join(self.affects)}" if self.affects else ""
+        return f"{CHANGE_PREFIX}{self.kind} | {self.what} | {self.why}{tail}"
 
     @classmethod
     def parse(cls, line: str) -> Optional["Change"]:
         if not line.startswith(CHANGE_PREFIX):
             return None
-        parts = [p.strip() for p in line[len(CHANGE_PREFIX):].split(" | ", 2)]
-        return cls(*parts) if len(parts) == 3 else None
+        body = line[len(CHANGE_PREFIX):]
+        affects: Tuple[str, ...] = ()
+        cut = body.rfind(" " + AFFECTS_SEP)
+        rest = body[cut + 1 + len(AFFECTS_SEP):] if cut >= 0 else ""
+        if cut >= 0 and " | " not in rest:
+            affects = tuple(a for a in rest.strip().split(",") if a)
+            body = body[:cut]
+        parts = [p.strip() for p in body.split(" | ", 2)]
+        return cls(*parts, affects=affects) if len(parts) == 3 else None
 
 
 @dataclass
@@ -74,13 +101,13 @@ class StudyPlan:
 
 
 def parse_scale(scale: str) -> tuple:
-    """('paper' | 'quick' | 'xF', factor or None)."""
-    if scale in ("paper", "quick"):
+    """('paper' | 'small' | 'quick' | 'xF', factor or None)."""
+    if scale in NAMED_SCALES:
         return scale, None
     try:
         f = float(scale)
     except ValueError:
-        raise UserError(f"--scale {scale}: use quick, paper, or a positive number (e.g. 0.25)") from None
+        raise UserError(f"--scale {scale}: use small, quick, paper, or a positive number (e.g. 0.25)") from None
     if not f > 0 or math.isinf(f):
         raise UserError(f"--scale {scale}: a numeric scale must be a positive number (e.g. 0.25)")
     return f"x{f:g}", f
@@ -95,28 +122,54 @@ def _cache_memory() -> int:
     return 0  # pragma: no cover
 
 
+#: Factor (campaign name) -> what a skipped or substituted level of it changes, as claims name it.
+_FACTOR_AFFECTS = {"scheduler": "elevator", "cpus": "cpu_count", "threads": "thread_count",
+                   "page_cache_limit": "memory"}
+_SCALE_WHY = {"quick": "quick scale (a functional check only): small data, short phases",
+              "small": "small scale: shrunk to fit about ten minutes, keeping the study's regime"}
+
+
+def _param_affects(w, key: str) -> Tuple[str, ...]:
+    """What changing a workload parameter alters, as claims name it: a per-file size, a duration."""
+    if key in w.scale_sizes or key in ("file_size", "file_blocks", "size", "max_file_size", "cp_size"):
+        return ("file_size",)
+    if key in w.scale_durations or (key.endswith("_s") and key != "interval_s"):
+        return ("duration",)
+    if key == "threads":
+        return ("thread_count",)
+    return ()
+
+
+def _show(v: Any) -> str:
+    return str(v) if not isinstance(v, list) else "[" + ", ".join(map(str, v)) + "]"
+
+
 def _scaled_params(w, scale: str, factor: Optional[float], changes: list, page_cache_limit: Optional[int]) -> dict:
     params = dict(w.params)
-    if scale == "quick":
-        params.update(w.quick)
-        if w.quick:
-            shown = ", ".join(f"{k} {w.params.get(k, 'default')} -> {v}" for k, v in w.quick.items())
-            changes.append(Change("shrunk", f"{w.id}: {shown}", "quick scale: smaller data, shorter phases"))
-    elif factor is not None and factor != 1.0:
+    overrides = w.quick if scale == "quick" else w.small if scale == "small" else {}
+    params.update(overrides)
+    for k, v in overrides.items():
+        changes.append(Change("shrunk", f"{w.id}: {k} {_show(w.params.get(k, 'default'))} -> {_show(v)}",
+                              _SCALE_WHY[scale], _param_affects(w, k)))
+    if factor is not None and factor != 1.0:
         for k in w.scale_counts:
             if k in params:
                 params[k] = max(1, int(round(params[k] * factor)))
         for k in w.scale_sizes:
             if k in params:
                 params[k] = max(4096, int(parse_size(params[k]) * factor) // 4096 * 4096)
+                changes.append(Change("shrunk", f"{w.id}: {k} {w.params[k]} -> {format_size(params[k])}",
+                                      f"scale {scale}", ("file_size",)))
         for k in w.scale_durations:
             if k in params:
                 params[k] = max(0.5, round(float(params[k]) * factor, 3))
+                changes.append(Change("shrunk", f"{w.id}: {k} {w.params[k]} -> {params[k]}", f"scale {scale}",
+                                      ("duration",)))
     mem = page_cache_limit or _cache_memory()
     for k, mult in w.ram_relative.items():
         want = int(mult * mem)
-        if scale == "quick" and k in w.quick:
-            continue  # the quick scale pairs its own size with its own page_cache_limit
+        if k in overrides:
+            continue  # the quick and small scales pair their own size with their own page_cache_limit
         if factor is not None:
             want = int(want * factor)
         params[k] = want // 4096 * 4096
@@ -168,7 +221,8 @@ def _config_entries(study: Study, changes: list, configs: dict) -> list:
             problem = None  # the study flagged a gap, but this host can run it after all
         if problem:
             if cfg:
-                changes.append(Change("substituted", f"configuration {c.id} -> {cfg.get('filesystem')}", problem))
+                changes.append(Change("substituted", f"configuration {c.id} -> {cfg.get('filesystem')}", problem,
+                                      ("filesystem_version",)))
                 entry = {"name": cfg["filesystem"], "label": c.id}
                 entry.update({k: v for k, v in cfg.items() if k != "filesystem"})
             else:
@@ -183,7 +237,7 @@ def _config_entries(study: Study, changes: list, configs: dict) -> list:
             if c.external_journal:
                 entry["external_journal"] = True
             if c.note:
-                changes.append(Change("approximated", f"configuration {c.id}", c.note))
+                changes.append(Change("approximated", f"configuration {c.id}", c.note, ("filesystem_version",)))
         configs[c.id] = c.id
         out.append(entry)
     return out
@@ -194,14 +248,20 @@ def _factor_levels(study: Study, changes: list, levels: dict, scale: str, factor
     schedulers = _offered_schedulers()
     ncpu = len(os.sched_getaffinity(0))
     for f in study.factors:
+        hit = (_FACTOR_AFFECTS[f.campaign],) if f.campaign in _FACTOR_AFFECTS else ()
         if f.campaign is None:
             why = "; ".join(sorted(set(f.gaps.values()))) or f"needs {f.requires}"
+            gone = ("cpu_speed",) if f.requires == "cpufreq" or "cpu_speed" in f.name else ()
             changes.append(Change("skipped", f"factor {f.name} ({', '.join(map(str, f.levels))})",
-                                  f"not varied: {why}; results stand for this machine's one setting"))
+                                  f"not varied: {why}; results stand for this machine's one setting", gone))
             continue
         mapped: dict = {}
         for lv in f.levels:
             new = f.fsmeter_level(lv, scale)
+            if new == SKIP_LEVEL:  # the scale leaves this level out, to fit its time
+                changes.append(Change("skipped", f"{f.name} = {lv}", _SCALE_WHY.get(scale, f"scale {scale}") +
+                                      ": fewer levels"))
+                continue
             if new is not None and f.campaign == "page_cache_limit" and factor is not None:
                 # A memory limit scales with the data it must not cache, keeping the study's ratio.
                 new = format_size(max(16 << 20, int(parse_size(new) * factor)) // (1 << 20) * (1 << 20))
@@ -220,12 +280,14 @@ def _factor_levels(study: Study, changes: list, levels: dict, scale: str, factor
                 changes.append(Change("skipped", f"{f.name} = {lv}", f"{new} already stands for another level"))
                 continue
             if gap:
-                changes.append(Change("substituted", f"{f.name} = {lv} -> {new}", gap))
+                changes.append(Change("substituted", f"{f.name} = {lv} -> {new}", gap, hit))
             elif str(new) != str(f.map.get(str(lv), lv)):
-                changes.append(Change("shrunk", f"{f.name} = {lv} -> {new}", f"scale {scale}: scaled with the data"))
+                changes.append(Change("shrunk", f"{f.name} = {lv} -> {new}", f"scale {scale}: scaled with the data",
+                                      hit))
             mapped[str(lv)] = new
         if f.note and mapped:
-            changes.append(Change("approximated", f"factor {f.name}", f.note))
+            changes.append(Change("approximated", f"factor {f.name}", f.note, hit if f.campaign != "page_cache_limit"
+                                  else ()))
         levels[f.name] = mapped
         factors[f.campaign] = list(mapped.values())
     return factors
@@ -276,15 +338,27 @@ def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None
     from fsmeter.runner import expected_trials
 
     scale_name, factor = parse_scale(scale)
-    base = study.scales["quick" if scale_name == "quick" else "paper"]
+    if scale_name in NAMED_SCALES and scale_name not in study.scales:
+        raise UserError(f"study {study.slug} defines no {scale_name} scale: use --scale "
+                        f"{' or '.join(k for k in NAMED_SCALES if k in study.scales)}, or a number")
+    base = study.scales[scale_name if scale_name in NAMED_SCALES else "paper"]
     plan = StudyPlan(study, scale_name, {})
     if study.scales["paper"].note and scale_name != "quick":
         plan.changes.append(Change("approximated", "repetitions", study.scales["paper"].note))
+    if base.repetitions != study.scales["paper"].repetitions:
+        plan.changes.append(Change("shrunk", f"repetitions {_reps(study.scales['paper'].repetitions)} -> "
+                                   f"{_reps(base.repetitions)}", _SCALE_WHY.get(scale_name, f"scale {scale_name}")))
+    plan.changes += _always_changes(study)
     filesystems = _config_entries(study, plan.changes, plan.configs)
     if not filesystems:
         raise UserError(f"study {study.slug}: no configuration of the study can run on this kernel "
                         f"({'; '.join(c.why for c in plan.changes if c.kind == 'skipped')})")
     factors = _factor_levels(study, plan.changes, plan.levels, scale_name, factor)
+    if base.page_cache_limit and "page_cache_limit" not in factors:
+        factors["page_cache_limit"] = [base.page_cache_limit]
+        plan.changes.append(Change("approximated", f"page cache limited to {base.page_cache_limit}",
+                                   "a memory cgroup, so that the study's disk-bound workloads keep their data at "
+                                   f"least {DISK_BOUND_RATIO:g}x the page cache they may use", ("memory",)))
     size = parse_size(base.target_size)
     if factor is not None:
         size = max(parse_size(study.scales["quick"].target_size), int(size * factor))
@@ -297,6 +371,7 @@ def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None
             continue
         params = _scaled_params(w, scale_name, factor, plan.changes, None)
         workloads.append({"name": w.base, "label": w.id, "params": params})
+        _check_regime(study, w, params, scale_name, factors, plan.changes)
     if not workloads:
         raise UserError(f"study {study.slug}: none of its workloads can run in this fsmeter "
                         f"({'; '.join(c.why for c in plan.changes if c.what.startswith('workload '))})")
@@ -324,11 +399,61 @@ def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None
     cells = expand(parsed)
     plan.cells = len(cells)
     plan.trials_per_cell = expected_trials(parsed)
-    est_key = "quick" if scale_name == "quick" else "paper"
+    est_key = scale_name if scale_name in ("quick", "small") else "paper"
     per_wl = {w.id: w.est_trial_s.get(est_key, 10.0) * (factor if factor is not None else 1.0)
               for w in study.workloads}
     plan.est_s = sum((per_wl.get(c.workload, 10.0) + TRIAL_OVERHEAD_S) * plan.trials_per_cell for c in cells)
     return plan
+
+
+def _reps(r: dict) -> str:
+    if r.get("policy") == "fixed":
+        return f"{r.get('n')} trials"
+    return ", ".join(f"{k}={v}" for k, v in r.items())
+
+
+def _always_changes(study: Study) -> List[Change]:
+    """What every re-run changes: the storage below the filesystem, and the kernel."""
+    import platform
+
+    hw = study.study.published_hardware or "the study's machine"
+    return [Change("approximated", "storage", f"a loop device (direct I/O) over an image file on this host's "
+                   f"storage, not the study's disk ({hw})", ("storage_kind",)),
+            Change("approximated", "kernel", f"Linux {platform.release()}, not the study's kernel", ("kernel",))]
+
+
+def _limit_of(study: Study, w, scale: str, factors: dict) -> Optional[int]:
+    """The page-cache limit a workload's cells run under (bytes), or None when only RAM bounds it."""
+    lv = w.levels.get("page_cache_limit")
+    f = study.factor("page_cache_limit")
+    if lv is not None and f is not None:
+        new = f.fsmeter_level(lv, scale)
+        return parse_size(new) if new is not None else None
+    levels = factors.get("page_cache_limit") or []
+    return max(parse_size(x) for x in levels) if levels else None
+
+
+def _check_regime(study: Study, w, params: dict, scale: str, factors: dict, changes: list) -> None:
+    """A disk-bound workload of the study whose data no longer exceeds twice the page cache it may use
+    is cache-resident here: say so (``cache_residency``). Without a ``footprint`` parameter the plan
+    cannot tell, and the run's per-phase cache_read_share is the evidence."""
+    if w.regime != "disk":
+        return
+    limit = _limit_of(study, w, scale, factors) or _cache_memory()
+    size = params.get(w.footprint) if w.footprint else None
+    if w.footprint and size is None:  # the named workload's own value
+        from fsmeter.spec import load_workload
+
+        size = load_workload(w.base).params.get(w.footprint)
+    data = parse_size(size) if size is not None else None
+    if data is not None and data >= DISK_BOUND_RATIO * limit:
+        return
+    if data is None and scale != "quick":
+        return
+    shown = f"{format_size(data)} of data" if data is not None else "its data"
+    changes.append(Change("shrunk", f"{w.id}: cache-resident", f"{shown} under {DISK_BOUND_RATIO:g}x the "
+                          f"{format_size(limit)} of page cache it may use: the study's runs were disk-bound",
+                          ("cache_residency",)))
 
 
 def changes_of(source: str) -> List[Change]:

@@ -20,7 +20,9 @@ from rich.table import Table
 import fsmeter
 from fsmeter.errors import UserError
 from fsmeter.report.html import PALETTE, TEMPLATES, _clean, _fig
-from fsmeter.study.claims import CONFIRMED, INCONCLUSIVE, REFUTED, ClaimChecker, Verdict, study_frame
+from fsmeter.study.claims import ClaimChecker, Verdict, study_frame
+from fsmeter.study.verdict import (INCONCLUSIVE, NOT_COMPARABLE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED,
+                                   REVERSED, counts)
 from fsmeter.study.model import Study
 from fsmeter.study.plan import Change, changes_of
 
@@ -34,6 +36,7 @@ class StudyView:
     data: dict  # fsmeter.store.load() of the study's campaigns
     changes: List[Change]
     verdicts: List[Verdict]
+    paper: Dict[str, Any] = field(default_factory=dict)  # claim id -> PaperResult on the paper's own data
     tables: List[dict] = field(default_factory=list)
     figures: List[dict] = field(default_factory=list)
 
@@ -61,27 +64,107 @@ def build_study_view(study: Study, db: Path, campaign: Optional[str] = None) -> 
         for c in changes_of(src):
             if c not in changes:
                 changes.append(c)
-    frame = study_frame(study, data["metrics"], data["environment"])
-    verdicts = ClaimChecker(study, frame).check_all()
-    view = StudyView(study, Path(db), data["campaigns"], frame, data, changes, verdicts)
+    frame = study_frame(study, data["metrics"], data["environment"], data.get("phases"))
+    verdicts = ClaimChecker(study, frame, changes).check_all()
+    from fsmeter.study.paper import check_paper
+
+    paper = {r.claim.id: r for r in check_paper(study)}
+    view = StudyView(study, Path(db), data["campaigns"], frame, data, changes, verdicts, paper)
     SECTIONS.get(study.slug, _generic_section)(view)
+    _relative_section(view)
     return view
 
 
+def _relative_section(view: StudyView) -> None:
+    """The paper's and the run's means side by side, each relative to a reference configuration (the
+    study's first that both have), for every workload and metric a claim names: same units, relative values."""
+    from fsmeter.study.paper import paper_frame
+
+    pf, rf = paper_frame(view.study), view.frame
+    if pf.empty or rf.empty:
+        return
+    keys = []
+    for c in view.study.claims:
+        for m in c.all_metrics:
+            for w in (c.workloads or sorted(set(rf["workload"]))):
+                if (w, m) not in keys:
+                    keys.append((w, m))
+    order = [c.id for c in view.study.configurations]
+    rows = []
+    for w, m in keys:
+        p = pf[(pf["workload"] == w) & (pf["metric_key"] == m)]
+        r = rf[(rf["workload"] == w) & (rf["metric_key"] == m)]
+        if p.empty or r.empty:
+            continue
+        if "kernel" in p.columns and p["kernel"].notna().any():  # the paper's newest kernel, as a re-run has one
+            p = p[p["kernel"] == max(p["kernel"].dropna(), key=lambda v: [int(x) if x.isdigit() else 0
+                                                                           for x in str(v).split(".")])]
+        pm = p.groupby("filesystem")["value"].mean()
+        rm = r.groupby("filesystem")["value"].mean()
+        ref = next((c for c in order if c in pm.index and c in rm.index), None)
+        if ref is None:
+            continue
+        for cfg in [c for c in order if c in pm.index or c in rm.index]:
+            rows.append([w, m, cfg + (" (reference)" if cfg == ref else ""),
+                         f"{pm[cfg] / pm[ref]:.2f}" if cfg in pm.index else "-",
+                         f"{rm[cfg] / rm[ref]:.2f}" if cfg in rm.index else "not run"])
+    if rows:
+        view.tables.append({"title": "the paper and this run side by side, relative to a reference configuration",
+                            "columns": ["workload", "metric", "configuration", "paper (x reference)",
+                                        "this run (x reference)"],
+                            "rows": rows})
+
+
 # -- terminal -------------------------------------------------------------------------------------
-STYLE = {CONFIRMED: "green", REFUTED: "red", INCONCLUSIVE: "yellow"}
+STYLE = {REPRODUCED: "green", REVERSED: "red", NOT_REPRODUCED: "red", INCONCLUSIVE: "yellow",
+         NOT_COMPARABLE: "cyan", NOT_TESTABLE: "dim"}
+
+
+def headline(view: StudyView) -> str:
+    """Counts per verdict word, each cause apart, and how many claims the paper's own data contradict."""
+    c = counts(v.outcome for v in view.verdicts)
+    line = ", ".join(f"{n} {w}" for w, n in c.items())
+    contra = [i for i, r in view.paper.items() if r.paper_verdict == "contradicted"]
+    if contra:
+        line += f"; contradicted by the paper's own data: {', '.join(contra)}"
+    return line
+
+
+def run_word(view: StudyView, v: Verdict) -> str:
+    """The re-run word, marked when the paper's own data contradict the claim."""
+    p = view.paper.get(v.claim.id)
+    if p is not None and p.paper_verdict == "contradicted" and v.outcome == REPRODUCED:
+        return f"{v.outcome}, but contradicted by its own data"
+    return v.outcome
+
+
+def verdicts_json(view: StudyView) -> list:
+    """One record per claim: the re-run word, the paper's, why, the gates, the notes and the evidence."""
+    out = []
+    for v in view.verdicts:
+        p = view.paper.get(v.claim.id)
+        out.append({"study": view.study.slug, "claim": v.claim.id, "verdict": v.outcome,
+                    "shown_as": run_word(view, v), "numbers_alone": v.data_outcome or v.outcome,
+                    "paper_verdict": p.paper_verdict if p else None, "test": v.test, "why": v.reason,
+                    "gates": v.gates, "notes": v.notes, "evidence": v.evidence(),
+                    "regime": v.regime})
+    return out
 
 
 def verdict_table(view: StudyView) -> Table:
     t = Table(title=f"{view.study.slug}: the study's claims tested on this run "
-                    "(published absolute numbers are not compared: the hardware differs)")
-    for col in ("claim", "the study says", "verdict", "why"):
+                    "(published absolute numbers are not compared: the hardware differs)",
+              caption=headline(view))
+    for col in ("claim", "the study says", "verdict", "on the paper's data", "test and evidence"):
         t.add_column(col, overflow="fold")
     for v in view.verdicts:
-        why = v.reason + ("".join(f"\n- {n}" for n in v.notes) if v.notes else "")
-        if v.outcome == REFUTED:
-            why += "".join(f"\n{s.context}: {s.detail}" for s in v.subs if s.outcome == REFUTED)[:600]
-        t.add_row(v.claim.id, v.claim.says, f"[{STYLE[v.outcome]}]{v.outcome}[/]", why)
+        why = (f"{v.test}: " if v.test else "") + v.reason
+        why += "".join(f"\n- gate: {g}" for g in v.gates)
+        why += "".join(f"\n- {n}" for n in v.notes)
+        why += "".join(f"\n{e}" for e in v.evidence(4))[:700]
+        p = view.paper.get(v.claim.id)
+        t.add_row(v.claim.id, v.claim.says, f"[{STYLE.get(v.outcome, 'white')}]{run_word(view, v)}[/]",
+                  p.paper_verdict if p else "-", why)
     return t
 
 
@@ -448,11 +531,12 @@ def render_study_html(view: StudyView) -> str:
         for col in ("hostname", "kernel", "cpu_model", "mem_bytes", "cpus_online"):
             if col in env_rows.columns:
                 machine[col] = ", ".join(sorted({str(v) for v in env_rows[col].dropna()}))
-    counts = {k: sum(v.outcome == k for v in view.verdicts) for k in (CONFIRMED, REFUTED, INCONCLUSIVE)}
+    word_counts = counts(v.outcome for v in view.verdicts)
     ctx = {
         "study": view.study.study, "db": str(view.db), "machine": machine,
         "campaigns": view.campaigns.to_dict("records"), "changes": view.changes, "verdicts": view.verdicts,
-        "counts": counts, "tables": view.tables, "plotly_js": get_plotlyjs(),
+        "counts": word_counts, "headline": headline(view), "paper": view.paper,
+        "run_words": {v.claim.id: run_word(view, v) for v in view.verdicts}, "tables": view.tables, "plotly_js": get_plotlyjs(),
         "figures_json": json.dumps(_clean(view.figures), separators=(",", ":")).replace("</", "<\\/"),
         "figures": view.figures, "n_figures": len(view.figures),
         "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

@@ -1,0 +1,221 @@
+"""The regime a measured phase ran in: how busy the machine was with other work, and how much
+of what the workload read came from the page cache instead of the device.
+
+    watch = PhaseWatch(device="/dev/loop3")   # the target's block device, or None
+    watch.start()
+    report = session.run_phase(...)
+    report["regime"] = watch.stop(report)
+
+Nothing here runs per operation: two snapshots per phase, before and after it.
+
+Machine busyness (``other_cpu_share``), method: the busy clock ticks of every CPU over the phase
+(/proc/stat, first line: user + nice + system + irq + softirq + steal; idle and iowait are not
+busy), minus the ticks of fsmeter's own process tree (utime + stime + reaped children's cutime +
+cstime of this process and every descendant, /proc/PID/stat), minus the ticks of kernel threads
+(a loop device's worker and the block layer's kworkers do the workload's I/O on its behalf; they
+cannot be told apart from kernel work done for others, so all of it counts as ours). What is left
+is the CPU other processes used, divided by the phase's wall time x the online CPUs: 0 is a quiet
+machine, 1 every core busy with others' work. Granularity: one clock tick (1/USER_HZ, 10 ms on
+Linux) per CPU at each end, and the kernel charges ticks by sampling, so on a 1 s phase of a
+2-CPU machine the share is known to about +-0.01; irq and softirq time no process is charged with
+counts as others'. A process of ours that started and ended within the phase without being
+reaped by a process of ours is counted as others' (fsmeter reaps what it starts).
+
+Cache residency (``cache_read_share``), method: the bytes the workload read from its files (the
+bytes of the engine's read operations: kinds named like read, and getc) against the bytes read
+from the target's block device over the phase (/sys/class/block/DEV/stat, sectors read x 512).
+This process's ``rchar`` (/proc/self/io, reaped children included) is recorded beside it as
+``process_read_bytes`` but not used: it also counts reads of files outside the target (the macro
+family's warm source file and archive), and misses reads made through io_uring. fsmeter's loop targets use direct
+I/O to their image, so what the loop device reads comes from the disk below it, not from a host
+cache. Share = 1 - device / workload, clamped to [0, 1]: 1 means every byte came from the page
+cache, 0 that the device delivered at least as much as was read (readahead can make it more).
+Unknown (None) when the phase read under READ_FLOOR_BYTES (metadata phases: the device reads
+inodes and directories, which no read call asks for) or the target has no block device.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Optional
+
+#: A phase is busy when others used more than this share of the machine's CPUs (0.10 on 2 CPUs:
+#: a fifth of one core) on average over the phase.
+BUSY_SHARE = 0.10
+#: Below this many bytes read, the cache share of a phase is not computed.
+READ_FLOOR_BYTES = 1 << 20
+_PF_KTHREAD = 0x00200000
+_TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") or 100)
+
+
+def _busy_ticks(stat_text: str) -> int:
+    """Busy clock ticks of all CPUs from /proc/stat's first line."""
+    f = stat_text.split("\n", 1)[0].split()
+    vals = [int(x) for x in f[1:]] + [0] * 10
+    user, nice, system, _idle, _iowait, irq, softirq, steal = vals[:8]
+    return user + nice + system + irq + softirq + steal
+
+
+def _proc_stat(pid: str) -> Optional[tuple]:
+    """(ppid, flags, utime + stime, cutime + cstime) of a process, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    rest = text[text.rfind(")") + 2:].split()  # after "pid (comm) "
+    try:
+        return int(rest[1]), int(rest[6]), int(rest[11]) + int(rest[12]), int(rest[13]) + int(rest[14])
+    except (IndexError, ValueError):
+        return None
+
+
+def cpu_snapshot() -> dict:
+    """Busy ticks of the machine, of fsmeter's process tree, and of kernel threads, right now."""
+    with open("/proc/stat") as fh:
+        total = _busy_ticks(fh.read())
+    me = os.getpid()
+    procs = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            st = _proc_stat(name)
+            if st is not None:
+                procs[int(name)] = st
+    children: dict = {}
+    for pid, (ppid, _, _, _) in procs.items():
+        children.setdefault(ppid, []).append(pid)
+    own, todo = 0, [me]
+    while todo:
+        pid = todo.pop()
+        st = procs.get(pid)
+        if st is not None:
+            own += st[2] + st[3]
+        todo.extend(children.get(pid, []))
+    kernel = sum(st[2] for pid, st in procs.items() if st[1] & _PF_KTHREAD or pid == 2)
+    return {"total": total, "own": own, "kernel": kernel, "mono": time.monotonic()}
+
+
+def other_cpu(before: dict, after: dict, cpus: int) -> dict:
+    """Others' CPU between two snapshots: seconds and share of the machine (see the module's method)."""
+    wall = max(after["mono"] - before["mono"], 1e-9)
+    d = {k: after[k] - before[k] for k in ("total", "own", "kernel")}
+    other_ticks = max(0, d["total"] - d["own"] - d["kernel"])
+    share = other_ticks * _TICK_S / (wall * max(cpus, 1))
+    return {"wall_s": round(wall, 3), "cpus": cpus, "own_cpu_s": round(d["own"] * _TICK_S, 3),
+            "kernel_cpu_s": round(d["kernel"] * _TICK_S, 3), "other_cpu_s": round(other_ticks * _TICK_S, 3),
+            "other_cpu_share": round(min(share, 1.0), 4)}
+
+
+def _device_bytes(device: Optional[str]) -> Optional[tuple]:
+    """(bytes read, bytes written) by a block device since boot, or None."""
+    if not device:
+        return None
+    try:
+        with open(f"/sys/class/block/{os.path.basename(os.path.realpath(device))}/stat") as fh:
+            f = fh.read().split()
+        return int(f[2]) * 512, int(f[6]) * 512
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def device_of(path) -> Optional[str]:
+    """The block device holding ``path`` (/dev/NAME), or None (tmpfs, btrfs' anonymous devices...)."""
+    try:
+        st = os.stat(path)
+        name = os.path.basename(os.path.realpath(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}"))
+    except OSError:
+        return None
+    return f"/dev/{name}" if os.path.exists(f"/sys/class/block/{name}/stat") else None
+
+
+def _io_chars() -> tuple:
+    """(rchar, wchar) of this process: bytes passed to read and write calls, pipes and /proc included."""
+    try:
+        with open("/proc/self/io") as fh:
+            f = dict(line.split(": ", 1) for line in fh.read().splitlines() if ": " in line)
+        return int(f.get("rchar", 0)), int(f.get("wchar", 0))
+    except (OSError, ValueError):
+        return 0, 0
+
+
+def _engine_bytes(report: dict) -> tuple:
+    """(read, written) bytes of the engine's operations, by kind name."""
+    rd = wr = 0
+    for kind, op in (report.get("ops") or {}).items():
+        name = kind.lower()
+        b = int(op.get("bytes") or 0)
+        if "read" in name or name == "getc":
+            rd += b
+        elif "write" in name or name in ("putc", "append", "rewrite"):
+            wr += b
+    return rd, wr
+
+
+def cache_read_share(read_bytes: int, device_read_bytes: Optional[int]) -> Optional[float]:
+    """Share of ``read_bytes`` not read from the device (see the module's method), or None."""
+    if device_read_bytes is None or read_bytes < READ_FLOOR_BYTES:
+        return None
+    return round(min(1.0, max(0.0, 1.0 - device_read_bytes / read_bytes)), 4)
+
+
+class PhaseWatch:
+    """Snapshots around one phase; ``stop`` returns the phase's regime dict."""
+
+    def __init__(self, device: Optional[str] = None):
+        self.device = device
+        self._cpu: Optional[dict] = None
+        self._dev: Optional[tuple] = None
+        self._io = (0, 0)
+
+    def start(self) -> None:
+        try:
+            self._cpu = cpu_snapshot()
+        except OSError:
+            self._cpu = None
+        self._dev = _device_bytes(self.device)
+        self._io = _io_chars()
+
+    def stop(self, report: Optional[dict] = None) -> dict:
+        io = _io_chars()
+        dev = _device_bytes(self.device)
+        out: dict = {"device": self.device}
+        cpus = os.sysconf("SC_NPROCESSORS_ONLN") or os.cpu_count() or 1
+        if self._cpu is not None:
+            try:
+                out.update(other_cpu(self._cpu, cpu_snapshot(), cpus))
+            except OSError:
+                pass
+        share = out.get("other_cpu_share")
+        out["busy"] = None if share is None else share > BUSY_SHARE
+        eng_rd, eng_wr = _engine_bytes(report or {})
+        out["read_bytes"], out["write_bytes"] = eng_rd, eng_wr
+        out["process_read_bytes"], out["process_write_bytes"] = io[0] - self._io[0], io[1] - self._io[1]
+        both = dev is not None and self._dev is not None
+        out["device_read_bytes"] = dev[0] - self._dev[0] if both else None
+        out["device_write_bytes"] = dev[1] - self._dev[1] if both else None
+        out["cache_read_share"] = cache_read_share(out["read_bytes"], out["device_read_bytes"])
+        return out
+
+
+def describe(reg: dict) -> str:
+    """One line for a terminal: others' CPU (flagged when busy) and the page-cache share of the reads."""
+    parts = []
+    share = reg.get("other_cpu_share")
+    if share is not None:
+        txt = f"others used {share:.0%} of the {reg.get('cpus', '?')} CPUs"
+        parts.append(f"busy machine: {txt} (> {BUSY_SHARE:.0%}): figures may not be the filesystem's"
+                     if reg.get("busy") else txt)
+    cached = reg.get("cache_read_share")
+    if cached is not None:
+        parts.append(f"{cached:.0%} of {reg['read_bytes'] / (1 << 20):.0f} MiB read came from the page cache")
+    return "; ".join(parts)
+
+
+def phase_busy(report: dict) -> Optional[bool]:
+    """Whether a stored phase report ran on a busy machine (None: not recorded)."""
+    reg = report.get("regime") or {}
+    return reg.get("busy")
+
+
+__all__ = ["BUSY_SHARE", "READ_FLOOR_BYTES", "PhaseWatch", "cache_read_share", "cpu_snapshot", "describe", "device_of", "other_cpu",
+           "phase_busy"]

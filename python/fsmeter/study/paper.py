@@ -1,0 +1,110 @@
+"""Test a study's claims on its own published numbers (``fsmeter study check``).
+
+The ``[published] rows`` become the frame :class:`fsmeter.study.claims.ClaimChecker` reads, in the
+claims' names: ``[published] metrics`` maps a published ``phase.metric`` to the run's metric key,
+``[published] configurations`` a published configuration label to the study's configuration and
+factor levels. Per cell (workload, metric, configuration, levels):
+
+- rows with ``where.run`` are raw runs: they are the sample, and summary rows of the same cell are
+  left out (the runs say more, and may be in other units);
+- else a row with ``stddev`` and ``n`` (and ``statistic`` absent or "mean") is a published mean;
+- else a row with a ``value`` is a point value, compared descriptively.
+
+Rows of other statistics (median, min, max, CV...) and ranges (``value_min``/``value_max``) are not
+samples and are left out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional
+
+import pandas as pd
+
+from fsmeter.study.claims import ClaimChecker, Verdict
+from fsmeter.study.model import Claim, Study
+from fsmeter.study.verdict import NO_DATA
+
+TIME_UNITS = {"s", "ms", "us", "min", "seconds", "sec", "h"}
+
+
+def paper_frame(study: Study) -> pd.DataFrame:
+    pub = study.published
+    rows = []
+    for r in pub.rows:
+        if r.get("statistic") not in (None, "mean") or not isinstance(r.get("value"), (int, float)) \
+                or isinstance(r.get("value"), bool):
+            continue
+        key = f"{r['phase']}.{r['metric']}" if r.get("phase") else str(r.get("metric"))
+        key = pub.metrics.get(key, key)
+        label = str(r.get("configuration", ""))
+        mapped = pub.configurations.get(label)
+        where = dict(r.get("where") or {})
+        run = where.pop("run", None)
+        row = {"workload": r.get("workload"), "metric_key": key, "value": float(r["value"]),
+               "filesystem": mapped.configuration if mapped else label, "unit": r.get("unit", ""),
+               "sd": float(r["stddev"]) if isinstance(r.get("stddev"), (int, float)) and run is None else None,
+               "n": int(r["n"]) if isinstance(r.get("n"), int) and run is None else None,
+               "_raw": run is not None}
+        if mapped:
+            row.update({k: str(v) for k, v in mapped.levels.items()})
+        row.update({k: str(v) for k, v in where.items()})
+        lower = key in pub.lower_is_better or (not pub.lower_is_better and str(row["unit"]) in TIME_UNITS)
+        row["higher_is_better"] = not lower
+        rows.append(row)
+    if not rows:
+        return pd.DataFrame(columns=["workload", "metric_key", "value", "higher_is_better", "filesystem", "sd", "n"])
+    df = pd.DataFrame(rows)
+    cell = [c for c in df.columns if c not in ("value", "sd", "n", "_raw", "unit", "higher_is_better")]
+    raw_cells = df[df["_raw"]].groupby(cell, dropna=False).size().reset_index()[cell]
+    if not raw_cells.empty:
+        marked = df.merge(raw_cells.assign(_has_raw=True), on=cell, how="left")
+        df = marked[marked["_raw"] | marked["_has_raw"].isna()].drop(columns=["_has_raw"])
+    return df.drop(columns=["_raw"]).reset_index(drop=True)
+
+
+@dataclass
+class PaperResult:
+    claim: Claim
+    verdict: Verdict
+    paper_verdict: str
+    why: str
+    expected: Optional[str]
+
+    @property
+    def misjudged(self) -> bool:
+        """The check disagrees with the verdict the study file expects (no expectation: not misjudged)."""
+        return self.expected is not None and self.expected != self.paper_verdict
+
+    def as_json(self) -> dict:
+        return {"claim": self.claim.id, "paper_verdict": self.paper_verdict, "why": self.why,
+                "expected": self.expected, "test": self.verdict.test, "descriptive": self.verdict.descriptive,
+                "evidence": self.verdict.evidence(), "paper_says": (self.claim.paper_says.model_dump()
+                                                                   if self.claim.paper_says else None)}
+
+
+def check_paper(study: Study) -> List[PaperResult]:
+    """Every claim of the study on its own published numbers."""
+    frame = paper_frame(study)
+    checker = ClaimChecker(study, frame, paper=True)
+    out = []
+    for claim in study.claims:
+        if frame.empty and claim.test != "untestable":
+            v = Verdict(claim, "inconclusive", "the study file publishes no numbers")
+            word = NO_DATA
+        else:
+            v = checker.check(claim)
+            word = v.paper_verdict
+            if v.no_data:
+                word = NO_DATA
+        why = v.reason
+        if v.test:
+            why = f"{v.test}: {why}"
+        ev = v.evidence(3)
+        if ev and word != "not testable":
+            why += " | " + " | ".join(ev)
+        if v.descriptive:
+            why += " | descriptive: the paper gives point values without a spread"
+        if claim.paper_says and word == "contradicted":
+            why += f" | the paper's data: {claim.paper_says.evidence}"
+        out.append(PaperResult(claim, v, word, why, claim.expect_paper))
+    return out
