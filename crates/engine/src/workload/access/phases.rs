@@ -149,9 +149,9 @@ impl Access {
                     if rec.interrupted() {
                         break;
                     }
-                    self.created.fetch_max(i + 1, Relaxed); // per file, not per operation
                     let path = self.path(&job.dir, i);
                     if spec.reuse_files && std::fs::metadata(&path).map(|m| m.len() == self.file_len()).unwrap_or(false) {
+                        self.created.fetch_max(i + 1, Relaxed); // laid out before, and reused: the workload's
                         skipped += 1;
                         continue;
                     }
@@ -169,6 +169,7 @@ impl Access {
                         e => e,
                     })?;
                     let _close = FdGuard(fd);
+                    self.created.fetch_max(i + 1, Relaxed); // per file, not per operation
                     if spec.direct_layout {
                         let a = dio::dio_align(fd);
                         if start % a.offset != 0 || end % a.offset != 0 || a.mem > BUF_ALIGN {
@@ -636,11 +637,14 @@ impl Access {
             match std::fs::remove_file(self.path(&job.dir, i)) {
                 Ok(()) => removed += 1,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                // A directory under a file's name is not one of the workload's files: left alone.
+                Err(e) if e.raw_os_error() == Some(libc::EISDIR) => {}
                 Err(e) => return Err(EngineError::io(format!("removing {}", self.path(&job.dir, i).display()), e)),
             }
         }
         let mut report = PhaseReport::new("cleanup");
         report.counters.insert("files_removed".into(), removed);
+        report.counters.insert("names_tried".into(), upto as u64);
         report.interrupted = interrupted;
         Ok(report)
     }
