@@ -169,3 +169,24 @@ def loop_backing_identity(device: str) -> tuple[int, int] | None:
     major = (lo_device & 0xFFF00) >> 8
     minor = (lo_device & 0xFF) | ((lo_device >> 12) & 0xFFF00)
     return os.makedev(major, minor), lo_inode
+
+
+#: Kernel interfaces that look like directories but hold no files of their own: benchmarking them
+#: measures nothing and writing there changes the running system.
+PSEUDO_FILESYSTEMS = frozenset({
+    "proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs",
+    "configfs", "pstore", "bpf", "efivarfs", "fusectl", "mqueue", "binfmt_misc", "autofs", "rpc_pipefs",
+    "nsfs", "selinuxfs", "hugetlbfs", "nfsd", "rootfs",
+})
+
+
+def pseudo_filesystem(path: str) -> str | None:
+    """The type of the kernel pseudo-filesystem holding ``path`` (proc, sysfs, cgroup...), or None.
+    Anything under /proc, /sys or /dev counts, whatever is mounted there (a tmpfs for cgroups)."""
+    m = mount_containing(path)
+    if m is not None and m.fstype in PSEUDO_FILESYSTEMS:
+        return m.fstype
+    real = os.path.realpath(path)
+    if any(real == top or real.startswith(top + "/") for top in ("/proc", "/sys", "/dev")):
+        return m.fstype if m is not None else "a kernel interface"
+    return None
