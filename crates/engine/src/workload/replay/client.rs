@@ -71,6 +71,14 @@ impl<'a> Client<'a> {
         if dirfd < 0 {
             return Err(EngineError::io(format!("opening {}", String::from_utf8_lossy(base)), std::io::Error::last_os_error()));
         }
+        // Every name is resolved with openat2 (Linux 5.6): say so once rather than fail every operation.
+        let probe = open_beneath(dirfd, c".".as_ptr(), libc::O_PATH | libc::O_DIRECTORY, 0);
+        if probe < 0 {
+            let e = std::io::Error::last_os_error();
+            unsafe { libc::close(dirfd) };
+            return Err(EngineError::io("replay resolves every name below dir with openat2 (Linux 5.6 or later)", e));
+        }
+        unsafe { libc::close(probe) };
         Ok(Client {
             id,
             lf,
