@@ -214,7 +214,8 @@ SMALL_CHILD = textwrap.dedent("""
 
 
 @pytest.mark.root
-def test_cleanup_leaves_a_users_image_on_the_same_loop_number_and_mount_point_alone(scratch, tmp_path):
+@pytest.mark.parametrize("how", ["fsmeter cleanup", "next start"])
+def test_cleanup_leaves_a_users_image_on_the_same_loop_number_and_mount_point_alone(scratch, tmp_path, how):
     env = {**os.environ, "PYTHONPATH": PYTHON_DIR}
     proc = subprocess.Popen([sys.executable, "-c", SMALL_CHILD, scratch], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
@@ -242,24 +243,58 @@ def test_cleanup_leaves_a_users_image_on_the_same_loop_number_and_mount_point_al
         mounted = True
         with open(os.path.join(mountpoint, "mine.txt"), "w") as f:
             f.write("the user's data")
-        app = typer.Typer()
-        cleanup_cli.register(app)
-        app.command("noop")(lambda: None)  # two commands keep typer in group mode
-        result = CliRunner().invoke(app, ["cleanup", "--scratch", scratch])
-        assert result.exit_code == 0, result.output
+        if how == "fsmeter cleanup":
+            app = typer.Typer()
+            cleanup_cli.register(app)
+            app.command("noop")(lambda: None)  # two commands keep typer in group mode
+            result = CliRunner().invoke(app, ["cleanup", "--scratch", scratch])
+            assert result.exit_code == 0, result.output
+            output = result.output
+        else:  # the automatic cleanup when the next provisioning run starts
+            with Provisioner(scratch) as prov:
+                output = "\n".join(prov.leftovers_removed + prov.leftovers_left_alone)
+                assert prov.leftover_problems == []
         # The user's mount, its directory, the loop device and the image all survive...
         assert [m.source for m in sysinfo.mounts_at(mountpoint)] == [device]
         with open(os.path.join(mountpoint, "mine.txt")) as f:
             assert f.read() == "the user's data"
         assert sysinfo.loop_backing_file(device) == user_img and os.path.exists(user_img)
         # ...each said in one line, its stale record dropped; the killed run's own image is deleted.
-        assert f"mount {mountpoint}: left alone" in result.output
-        assert f"loop {device}: left alone" in result.output
-        assert f"directory {mountpoint}: left alone" in result.output
-        assert f"deleted {info['image']}" in result.output and not os.path.exists(info["image"])
+        assert f"mount {mountpoint}: left alone" in output
+        assert f"loop {device}: left alone" in output
+        assert f"directory {mountpoint}: left alone" in output
+        assert f"deleted {info['image']}" in output and not os.path.exists(info["image"])
         assert StateFile(scratch).entries() == []
     finally:
         if mounted:
             subprocess.run(["umount", mountpoint], capture_output=True)
         if sysinfo.loop_backing_file(device) == user_img:
             subprocess.run(["losetup", "--detach", device], capture_output=True)
+
+
+def test_files_replaced_since_their_record_or_outside_scratch_are_left_alone(scratch, tmp_path):
+    from fsmeter.provision.undo import file_identity
+
+    state = StateFile(scratch)
+    os.makedirs(os.path.join(scratch, "images"))
+    img = os.path.join(scratch, "images", "x.img")
+    open(img, "w").close()
+    _record_as_dead(state, "image", path=img, **file_identity(img))
+    os.rename(img, img + ".aside")  # the recorded file is gone (kept aside, so its inode stays taken)...
+    with open(img, "w") as f:  # ...and someone else's now has its name
+        f.write("someone else's")
+    mnt = os.path.join(scratch, "mnt-x")
+    os.mkdir(mnt)
+    _record_as_dead(state, "mountpoint", path=mnt, **file_identity(mnt))
+    os.rename(mnt, mnt + ".aside")
+    os.mkdir(mnt)
+    os.mkdir(os.path.join(tmp_path, "elsewhere"))
+    outside = os.path.join(tmp_path, "elsewhere", "y.img")
+    open(outside, "w").close()
+    _record_as_dead(state, "image", path=outside)  # no identity recorded, and not in the scratch folder
+    left: list = []
+    done, problems = cleanup_leftovers(state, left)
+    assert done == [] and problems == []
+    assert open(img).read() == "someone else's" and os.path.isdir(mnt) and os.path.exists(outside)
+    assert sorted(x.split(":")[0] for x in left) == sorted([f"image {img}", f"directory {mnt}", f"image {outside}"])
+    assert state.entries() == []  # the stale records are dropped
