@@ -67,7 +67,7 @@ impl<'a> Client<'a> {
         let wbuf = if written.is_some() { vec![0u8; lf.max_io.max(1) as usize] } else { Vec::new() };
         let base_c: Vec<u8> = base.iter().copied().chain([0]).collect();
         // SAFETY: base_c is NUL-terminated.
-        let dirfd = unsafe { libc::open(cptr(&base_c), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+        let dirfd = unsafe { crate::sys::open(cptr(&base_c), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0) };
         if dirfd < 0 {
             return Err(EngineError::io(format!("opening {}", String::from_utf8_lossy(base)), std::io::Error::last_os_error()));
         }
@@ -75,10 +75,10 @@ impl<'a> Client<'a> {
         let probe = open_beneath(dirfd, c".".as_ptr(), libc::O_PATH | libc::O_DIRECTORY, 0);
         if probe < 0 {
             let e = std::io::Error::last_os_error();
-            unsafe { libc::close(dirfd) };
+            unsafe { crate::sys::close(dirfd) };
             return Err(EngineError::io("replay resolves every name below dir with openat2 (Linux 5.6 or later)", e));
         }
-        unsafe { libc::close(probe) };
+        unsafe { crate::sys::close(probe) };
         Ok(Client {
             id,
             lf,
@@ -646,7 +646,7 @@ impl<'a> Client<'a> {
 impl Drop for Client<'_> {
     fn drop(&mut self) {
         // SAFETY: the client owns its directory fd.
-        unsafe { libc::close(self.dirfd) };
+        unsafe { crate::sys::close(self.dirfd) };
     }
 }
 
