@@ -224,7 +224,8 @@ def _wait_for_trials(db, n, proc, timeout=60):
     raise AssertionError(f"no {n} trials within {timeout} s")
 
 
-def test_sigint_then_resume_completes_the_matrix(tmp_path, scratch):
+@pytest.mark.parametrize("signame,status", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_stop_signal_then_resume_completes_the_matrix(tmp_path, scratch, signame, status):
     work = tmp_path / "work"
     work.mkdir()
     f = tmp_path / "c.toml"
@@ -244,12 +245,12 @@ def test_sigint_then_resume_completes_the_matrix(tmp_path, scratch):
     try:
         _wait_for_trials(db, 1, proc)
         time.sleep(0.3)  # inside trial 2
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(getattr(signal, signame))
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, err
+    assert proc.returncode == status, err
     assert "campaign resume 1" in out
     store = open_store(db)
     assert store.campaign(1)["status"] == "interrupted"

@@ -246,3 +246,16 @@ def test_postmark_defaults_and_named_presets():
     for name in ("filemark-small", "filemark-large"):
         w = load_workload(name)
         assert (w.params["bias_read"], w.params["bias_create"], w.params["mode"]) == (75, 50, "filemark")
+
+
+@pytest.mark.parametrize("location", ["../escaped", "sub/../../escaped"])
+def test_a_relative_location_climbing_out_of_dir_is_refused(tmp_path, location):
+    work = tmp_path / "work"
+    work.mkdir()
+    r = subprocess.run([sys.executable, "-m", "fsmeter", "run", "postmark", "--dir", str(work), "-q",
+                        "--set", f'locations=[{{"path": "{location}"}}]', "--set", "files=10",
+                        "--set", "transactions=10"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "climbs out of --dir" in lines[0], r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["work"] and list(work.iterdir()) == []

@@ -114,6 +114,7 @@ def test_numpy_gets_one_blas_thread_unless_the_user_says(tmp_path):
     (["min_file_size=3000"], "min_file_size: 3000 bytes is not a whole number of KiB"),
     (["threads=2"], "setting threads: the iozone grid is one stream"),
     (["min_file_size=1M", "max_file_size=64K"], "min_file_size (1MiB) is larger than max_file_size"),
+    (["file_name=.."], "file_name: a plain file name"),  # the parent of --dir is not a file name
 ])
 def test_bad_input_is_one_line_naming_the_parameter(tmp_path, sets, pattern):
     args = [x for s in sets for x in ("--set", s)]

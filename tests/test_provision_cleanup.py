@@ -200,3 +200,101 @@ def test_busy_leftover_mount_keeps_its_loop_and_image_for_the_next_cleanup(scrat
         holder.close()
     done, problems = cleanup_leftovers(StateFile(scratch))
     assert problems == [] and _leftovers(info) == []
+
+
+# Provisions a small ext4 loop filesystem, prints its info, then waits to be killed.
+SMALL_CHILD = textwrap.dedent("""
+    import json, sys, time
+    from fsmeter.provision import Provisioner, TargetSpec, FsConfig
+    with Provisioner(sys.argv[1]) as prov:
+        mnt = prov.create(TargetSpec(size_bytes=48 << 20), FsConfig(name="ext4"))
+        print(json.dumps(mnt.info()), flush=True)
+        time.sleep(120)
+""")
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("how", ["fsmeter cleanup", "next start"])
+def test_cleanup_leaves_a_users_image_on_the_same_loop_number_and_mount_point_alone(scratch, tmp_path, how):
+    env = {**os.environ, "PYTHONPATH": PYTHON_DIR}
+    proc = subprocess.Popen([sys.executable, "-c", SMALL_CHILD, scratch], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    line = proc.stdout.readline()
+    if not line:
+        proc.wait()
+        pytest.fail(f"child failed: {proc.stderr.read()}")
+    info = json.loads(line)
+    _kill(proc, signal.SIGKILL)
+    device, mountpoint = info["device"], info["path"]
+    # By hand: the killed run's mount and loop device go...
+    subprocess.run(["umount", mountpoint], check=True)
+    subprocess.run(["losetup", "--detach", device], check=True)
+    # ...and the user's own image takes the same loop number and the same mount point.
+    user_img = str(tmp_path / "user.img")
+    with open(user_img, "wb") as f:
+        f.truncate(32 << 20)
+    subprocess.run(["mkfs.ext2", "-q", "-F", user_img], check=True, capture_output=True)
+    attached = subprocess.run(["losetup", device, user_img], capture_output=True, text=True)
+    if attached.returncode != 0:
+        pytest.skip(f"{device} was taken by another process meanwhile: {attached.stderr.strip()}")
+    mounted = False
+    try:
+        subprocess.run(["mount", device, mountpoint], check=True)
+        mounted = True
+        with open(os.path.join(mountpoint, "mine.txt"), "w") as f:
+            f.write("the user's data")
+        if how == "fsmeter cleanup":
+            app = typer.Typer()
+            cleanup_cli.register(app)
+            app.command("noop")(lambda: None)  # two commands keep typer in group mode
+            result = CliRunner().invoke(app, ["cleanup", "--scratch", scratch])
+            assert result.exit_code == 0, result.output
+            output = result.output
+        else:  # the automatic cleanup when the next provisioning run starts
+            with Provisioner(scratch) as prov:
+                output = "\n".join(prov.leftovers_removed + prov.leftovers_left_alone)
+                assert prov.leftover_problems == []
+        # The user's mount, its directory, the loop device and the image all survive...
+        assert [m.source for m in sysinfo.mounts_at(mountpoint)] == [device]
+        with open(os.path.join(mountpoint, "mine.txt")) as f:
+            assert f.read() == "the user's data"
+        assert sysinfo.loop_backing_file(device) == user_img and os.path.exists(user_img)
+        # ...each said in one line, its stale record dropped; the killed run's own image is deleted.
+        assert f"mount {mountpoint}: left alone" in output
+        assert f"loop {device}: left alone" in output
+        assert f"directory {mountpoint}: left alone" in output
+        assert f"deleted {info['image']}" in output and not os.path.exists(info["image"])
+        assert StateFile(scratch).entries() == []
+    finally:
+        if mounted:
+            subprocess.run(["umount", mountpoint], capture_output=True)
+        if sysinfo.loop_backing_file(device) == user_img:
+            subprocess.run(["losetup", "--detach", device], capture_output=True)
+
+
+def test_files_replaced_since_their_record_or_outside_scratch_are_left_alone(scratch, tmp_path):
+    from fsmeter.provision.undo import file_identity
+
+    state = StateFile(scratch)
+    os.makedirs(os.path.join(scratch, "images"))
+    img = os.path.join(scratch, "images", "x.img")
+    open(img, "w").close()
+    _record_as_dead(state, "image", path=img, **file_identity(img))
+    os.rename(img, img + ".aside")  # the recorded file is gone (kept aside, so its inode stays taken)...
+    with open(img, "w") as f:  # ...and someone else's now has its name
+        f.write("someone else's")
+    mnt = os.path.join(scratch, "mnt-x")
+    os.mkdir(mnt)
+    _record_as_dead(state, "mountpoint", path=mnt, **file_identity(mnt))
+    os.rename(mnt, mnt + ".aside")
+    os.mkdir(mnt)
+    os.mkdir(os.path.join(tmp_path, "elsewhere"))
+    outside = os.path.join(tmp_path, "elsewhere", "y.img")
+    open(outside, "w").close()
+    _record_as_dead(state, "image", path=outside)  # no identity recorded, and not in the scratch folder
+    left: list = []
+    done, problems = cleanup_leftovers(state, left)
+    assert done == [] and problems == []
+    assert open(img).read() == "someone else's" and os.path.isdir(mnt) and os.path.exists(outside)
+    assert sorted(x.split(":")[0] for x in left) == sorted([f"image {img}", f"directory {mnt}", f"image {outside}"])
+    assert state.entries() == []  # the stale records are dropped

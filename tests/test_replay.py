@@ -81,6 +81,34 @@ def test_malformed_load_file_exits_2_naming_the_line(tmp_path):
     assert f"{lf} line 3:" in err and '"lots" is not a number' in err, err
 
 
+@pytest.mark.parametrize("line", ['Deltree "\\..\\victim" NT_STATUS_OK',
+                                  'NTCreateX "\\..\\planted.txt" 0x40 0x5 7 NT_STATUS_OK',
+                                  'NTCreateX "/tmp/planted.txt" 0x40 0x5 7 NT_STATUS_OK'],
+                         ids=["deltree-dotdot", "create-dotdot", "create-absolute"])
+def test_load_file_path_leaving_dir_is_refused_with_its_line_and_nothing_outside_touched(tmp_path, line):
+    # --dir and, next to it, what a load file must never reach: a victim tree and a planted file's place.
+    work = tmp_path / "work"
+    work.mkdir()
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("precious")
+    lf = tmp_path / "load.txt"
+    lf.write_text('Deltree "\\clients\\client1" NT_STATUS_OK\n'
+                  'Mkdir "\\clients" NT_STATUS_OK\n'
+                  f"{line}\n")
+    r = fsmeter("run", "dbench-quick", "--dir", str(work), "-q", "--set", f"loadfile={lf}", "--set", "passes=1",
+                "--set", "threads=1")
+    assert r.returncode == 2, r.stderr
+    err = r.stderr.strip()
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"fsmeter: error: load file {lf} line 3: path "), err
+    assert "leaves the client directory" in err, err
+    assert (victim / "keep.txt").read_text() == "precious"
+    assert not (tmp_path / "planted.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["load.txt", "victim", "work"]
+    assert list(work.iterdir()) == []
+
+
 def test_missing_load_file_says_install_dbench(tmp_path):
     r = fsmeter("run", "dbench-quick", "--dir", str(tmp_path), "-q", "--set", f"loadfile={tmp_path / 'none.txt'}")
     assert r.returncode == 2

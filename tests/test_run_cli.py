@@ -155,6 +155,38 @@ def test_ctrl_c_stops_within_a_second_and_keeps_what_was_measured(tmp_path):
     assert "interrupted" in stdout
 
 
+@pytest.mark.parametrize("signame,status", [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_sigterm_and_sighup_stop_like_ctrl_c_and_remove_the_data_files(tmp_path, signame, status):
+    import signal
+    import time
+
+    out = tmp_path / "out.json"
+    d = tmp_path / "d"
+    d.mkdir()
+    p = subprocess.Popen([sys.executable, "-m", "fsmeter", "run", "rand-read-4k", "--dir", str(d), "-q",
+                          "--set", "file_size=1M", "--set", "warmup_s=0", "--set", "duration_s=120",
+                          "--cache", "keep", "--json", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         # as from a terminal, even when the tests themselves run under nohup
+                         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + 60
+        while not any(d.iterdir()):  # the data file is laid out: the run is under way
+            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+            time.sleep(0.05)
+        time.sleep(1.0)  # into the measured phase
+        p.send_signal(getattr(signal, signame))
+        stdout, stderr = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == status, stderr
+    assert "Traceback" not in stderr, stderr
+    doc = json.loads(out.read_text())  # written, with what was measured before the stop
+    assert doc["interrupted"] is True
+    assert list(d.iterdir()) == []  # the data files are gone, as after Ctrl-C
+
+
 def test_run_loads_only_what_it_uses(tmp_path):
     """Start-up: `fsmeter run` of a short phase loads no other subcommand (campaigns, reports) and no
     numpy (under 10 interval samples there is nothing to compute on); help still lists every command."""

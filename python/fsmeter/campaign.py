@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import re
 import tempfile
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError,
-                      field_validator, model_validator)
+                      ValidationInfo, field_validator, model_validator)
 
 from fsmeter.errors import UserError
 from fsmeter.textfile import loads_toml, read_text
@@ -55,6 +56,11 @@ def _one_line(v: str) -> str:
 Name = Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS), AfterValidator(_one_line)]
 
 
+#: The fields each target kind takes besides `kind`; any other is refused, naming it.
+TARGET_FIELDS = {"loop": ("size", "journal_size", "preallocate"), "tmpfs": ("size",), "dir": ("path",),
+                 "device": ("device", "destroy_data_on", "force")}
+
+
 class TargetModel(BaseModel):
     """Where the filesystems go (see fsmeter.provision.TargetSpec)."""
 
@@ -70,12 +76,29 @@ class TargetModel(BaseModel):
     journal_size: Size = Field(128 << 20, gt=0, description="external journal image size")
     preallocate: bool = False
 
+    @field_validator("size", "path", "device", "destroy_data_on", "force", "journal_size", "preallocate")
+    @classmethod
+    def _belongs_to_kind(cls, v: Any, info: ValidationInfo) -> Any:
+        # Only fields given are checked; `kind` comes first, so it is known here.
+        kind = info.data.get("kind")
+        takes = TARGET_FIELDS.get(kind)
+        if takes is not None and info.field_name not in takes:
+            raise ValueError(f"a {kind} target has no {info.field_name}: remove it "
+                             f"(kind = '{kind}' takes {', '.join(takes) or 'no other field'})")
+        return v
+
     @model_validator(mode="after")
     def _check(self) -> "TargetModel":
         if self.kind == "dir" and not self.path:
             raise ValueError("path: kind = 'dir' needs path, the existing directory to measure")
         if self.kind == "device" and not self.device:
             raise ValueError("device: kind = 'device' needs device (and destroy_data_on naming it again)")
+        if self.kind == "device" and not self.destroy_data_on:
+            raise ValueError(f"destroy_data_on: {self.device} would be formatted, destroying its data: confirm "
+                             f"with destroy_data_on = {self.device!r}")
+        if self.kind == "device" and os.path.realpath(self.device) != os.path.realpath(self.destroy_data_on):
+            raise ValueError(f"destroy_data_on: {self.destroy_data_on!r} names another device than "
+                             f"device = {self.device!r}: name the same device twice")
         return self
 
     def spec(self):
@@ -369,7 +392,7 @@ class Cell:
 
 def _fs_labels(c: CampaignFile) -> list:
     """[(label, FsConfig|None)]: labels are unique."""
-    from fsmeter.provision.sysinfo import mount_containing
+    from fsmeter.provision.sysinfo import mount_containing, pseudo_filesystem
 
     if c.target.kind == "dir":
         if c.filesystems:
@@ -379,6 +402,10 @@ def _fs_labels(c: CampaignFile) -> list:
         if not path.is_dir():
             raise UserError(f"target.path: {path} is not an existing directory: create it or name another")
         m = mount_containing(str(path.resolve()))
+        pseudo = pseudo_filesystem(str(path))
+        if pseudo:
+            raise UserError(f"target.path: {path} is a kernel interface ({pseudo}), not a filesystem to "
+                            "measure: name a directory on a real filesystem")
         return [(m.fstype if m else "dir", None)]
     fss = c.filesystems or [FsModel(name="tmpfs" if c.target.kind == "tmpfs" else "ext4")]
     out, seen = [], {}

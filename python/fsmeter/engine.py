@@ -29,6 +29,16 @@ def latency_measured(op: dict) -> bool:
     return bool((op.get("lat") or {}).get("count")) or not op.get("count")
 
 
+def _job_error(exc: Exception) -> str:
+    """The engine's "field: message" as one line; a message that names its own source and line
+    (a load file's "load file F line N: ...") stands alone."""
+    text = str(exc)
+    _field, sep, rest = text.partition(": ")
+    if sep and rest.startswith("load file "):
+        return rest
+    return f"parameter {text}"
+
+
 def _engine_module():
     try:
         from fsmeter import _engine
@@ -49,7 +59,7 @@ class EngineSession:
         try:
             self._s = eng.Session(job_json)
         except eng.JobError as exc:
-            raise UserError(f"parameter {exc}") from None
+            raise UserError(_job_error(exc)) from None
 
     def phases(self) -> list:
         return list(self._s.phases())
@@ -114,7 +124,7 @@ class EngineSession:
         err = box.get("error")
         if err is not None:
             if isinstance(err, eng.JobError):
-                raise UserError(f"parameter {err}") from None
+                raise UserError(_job_error(err)) from None
             if isinstance(err, eng.IoFailure):
                 errno, msg = err.args if len(err.args) == 2 else (0, str(err))
                 raise EngineFailure(f"phase {name}: {msg}", errno=errno) from None

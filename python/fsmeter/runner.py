@@ -111,6 +111,30 @@ def claim_campaign(store: Store, campaign_id: int, take_over: bool = False) -> d
     return me
 
 
+def check_target(c: CampaignFile, fresh: bool = True) -> None:
+    """Refuse the whole campaign before its first cell when its target cannot be used: a device
+    that is not a block device, is mounted or in use, or (on a fresh start, without force) carries
+    data; a directory that is a kernel interface. One line, exit 2: no cell runs."""
+    t = c.target
+    if t.kind == "device":
+        from fsmeter.provision.errors import DeviceRefused
+        from fsmeter.provision.targets.device import check_device
+
+        # On a resume the device holds the filesystem an earlier cell made: its signature is
+        # checked cell by cell, as then (the in-use checks apply regardless of force).
+        try:
+            check_device(t.device, t.destroy_data_on, t.force or not fresh)
+        except DeviceRefused as exc:
+            raise UserError(f"target: {exc.message}: no cell was run") from None
+    elif t.kind == "dir" and t.path:
+        from fsmeter.provision.sysinfo import pseudo_filesystem
+
+        pseudo = pseudo_filesystem(t.path)
+        if pseudo:
+            raise UserError(f"target.path: {t.path} is a kernel interface ({pseudo}), not a filesystem to "
+                            "measure: name a directory on a real filesystem")
+
+
 def run_campaign(c: CampaignFile, store: Store, campaign_id: int, console: Console,
                  show_progress: bool = True, take_over: bool = False, cap_notes: bool = True) -> dict:
     """Run (or resume) every unfinished cell; returns counts of done/failed cells."""
@@ -119,6 +143,7 @@ def run_campaign(c: CampaignFile, store: Store, campaign_id: int, console: Conso
     if [(r["idx"], r["workload"]) for r in rows] != [(x.index, x.workload) for x in cells]:
         raise UserError(f"campaign {campaign_id}: its stored matrix no longer matches its campaign file "
                         "(changed workloads or fsmeter version): start a new campaign with `campaign run`")
+    check_target(c, fresh=all(r["status"] == "pending" for r in rows))
     me = claim_campaign(store, campaign_id, take_over)
     try:
         return _run_cells(c, cells, rows, store, campaign_id, console, show_progress, cap_notes)
@@ -393,8 +418,9 @@ def start_campaign(path: Path, store: Store, console: Console, show_progress: bo
     if campaign is None:
         campaign, text = load_campaign(path)
     cells = plan(campaign)
+    check_target(campaign)  # before anything is stored: a refused target leaves no campaign behind
     return store.create_campaign(campaign.name, text or "", [(x.workload, x.factors) for x in cells],
                                  source_path=str(path) if path else None)
 
 
-__all__ = ["Policy", "RunContext", "claim_campaign", "run_campaign", "run_cell", "run_trial", "start_campaign"]
+__all__ = ["Policy", "RunContext", "check_target", "claim_campaign", "run_campaign", "run_cell", "run_trial", "start_campaign"]

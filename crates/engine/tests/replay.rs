@@ -256,3 +256,41 @@ fn verify_checks_reads_and_rereads_what_each_client_kept() {
     assert!(kinds.contains(&"short"), "{kinds:?}");
     run(&mut s, "cleanup");
 }
+
+#[test]
+fn symbolic_links_planted_in_the_directory_do_not_lead_a_client_out() {
+    // Outside the job's directory: a sentinel tree that a client must never touch.
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir_all(outside.join("sub")).unwrap();
+    std::fs::write(outside.join("keep.txt"), b"precious").unwrap();
+    std::fs::write(outside.join("sub").join("keep2.txt"), b"precious").unwrap();
+    let work = tmp.path().join("w");
+    std::fs::create_dir(&work).unwrap();
+    let lf = loadfile(
+        tmp.path(),
+        r#"Deltree "\clients\client1\tree" NT_STATUS_OK
+Deltree "\clients\client1\link" NT_STATUS_OK
+NTCreateX "\clients\client1\link\planted.txt" 0x40 0x5 7 NT_STATUS_OK
+Mkdir "\clients\client1\link\planted_dir" NT_STATUS_OK
+Unlink "\clients\client1\link\keep.txt" 0x6 NT_STATUS_NO_SUCH_FILE
+Rename "\clients\client1\link\sub" "\clients\client1\stolen" NT_STATUS_OBJECT_PATH_NOT_FOUND
+"#,
+    );
+    let mut s = session(&work, 1, json!({"family": "replay", "loadfile": lf, "passes": 1, "resolve_names": false}));
+    run(&mut s, "setup");
+    let client = work.join("clients").join("client0");
+    // A link straight to the outside, and a tree of the client's own holding one.
+    std::os::unix::fs::symlink(&outside, client.join("link")).unwrap();
+    std::fs::create_dir(client.join("tree")).unwrap();
+    std::os::unix::fs::symlink(&outside, client.join("tree").join("inner")).unwrap();
+    let r = run(&mut s, "run");
+    // Each reach through the link fails inside (the open is counted as a mismatch); Unlink and
+    // Rename expect exactly that failure, so the run goes on to the end.
+    assert_eq!(r["counters"]["passes_completed"], 1, "{r}");
+    assert_eq!(std::fs::read(outside.join("keep.txt")).unwrap(), b"precious");
+    assert_eq!(std::fs::read(outside.join("sub").join("keep2.txt")).unwrap(), b"precious");
+    assert!(!outside.join("planted.txt").exists() && !outside.join("planted_dir").exists());
+    assert!(!client.join("tree").join("inner").exists(), "Deltree removes the link itself");
+    assert!(outside.exists());
+}

@@ -11,6 +11,7 @@ import sys
 
 import typer
 
+from fsmeter import interrupt
 from fsmeter.errors import UserError
 
 def _new_app() -> typer.Typer:
@@ -79,11 +80,19 @@ def die(message: str, exit_code: int = 2) -> "typer.Exit":
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry: user errors become one line and an exit code, never a traceback."""
     args = list(sys.argv[1:] if argv is None else argv)
+    # SIGTERM and SIGHUP stop a command the way Ctrl-C does (fsmeter.interrupt).
+    interrupt.install()
     try:
         _build(_modules_for(args))(args=args, prog_name="fsmeter", standalone_mode=True)
     except UserError as exc:
         print(f"fsmeter: error: {exc.message}", file=sys.stderr)
         sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("fsmeter: interrupted", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(interrupt.exit_status(exc))
+    except SystemExit as exc:
+        # Commands (and typer, for an interrupt they leave) exit 130 when stopped: report the
+        # signal that did stop them, 143 for SIGTERM, 129 for SIGHUP.
+        if exc.code == 130 and interrupt.received():
+            sys.exit(interrupt.exit_status())
+        raise

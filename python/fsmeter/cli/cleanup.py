@@ -22,10 +22,13 @@ def cleanup(scratch: Optional[str] = typer.Option(
         return
     state = StateFile(folder)
     live = [e for e in state.entries() if owner_alive(e)]
-    done, problems = cleanup_leftovers(state)
+    left: list[str] = []
+    done, problems = cleanup_leftovers(state, left)
     for msg in done:
         typer.echo(f"removed: {msg}")
-    if not done and not problems:
+    for msg in left:  # no longer what fsmeter made: not touched, record dropped
+        typer.echo(msg)
+    if not done and not problems and not left:
         typer.echo(f"nothing to clean in {folder}")
     for pid in sorted({e["pid"] for e in live}):
         n = sum(1 for e in live if e["pid"] == pid)

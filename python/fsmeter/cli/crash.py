@@ -66,6 +66,7 @@ def register(app: typer.Typer) -> None:
         from fsmeter.crash.model import CrashCampaign, load_campaign, validation_message
         from fsmeter.crash.report import terminal_table, write_html
         from fsmeter.crash.run import CrashRunner
+        from fsmeter.interrupt import note_signal
         from fsmeter.provision.errors import Interrupted
         from fsmeter.provision.state import default_scratch
         from fsmeter.provision.undo import cleanup_leftovers
@@ -91,10 +92,12 @@ def register(app: typer.Typer) -> None:
             check_output_path(html, "--html")
         console = Console()
         scratch = default_scratch()
-        def _on_term(signum, frame):  # SIGTERM tears down like Ctrl-C: finally blocks unmount and detach
+        def _on_term(signum, frame):  # SIGTERM/SIGHUP tear down like Ctrl-C: finally blocks unmount and detach
+            note_signal(signum)
             raise Interrupted(signum)
 
         old_term = signal.signal(signal.SIGTERM, _on_term)
+        old_hup = signal.signal(signal.SIGHUP, _on_term)
         with measuring(wait=not no_wait):
             state = StateFile(scratch)
             _, problems = cleanup_leftovers(state)
@@ -108,6 +111,7 @@ def register(app: typer.Typer) -> None:
                 doc = runner.run()
             finally:
                 signal.signal(signal.SIGTERM, old_term)
+                signal.signal(signal.SIGHUP, old_hup)
         console.print(terminal_table(doc))
         page = write_html(doc, str(html or out / "report.html"))
         console.print(f"campaign took {doc['elapsed_s']:.0f} s; results {out / 'results.json'}; report {page}")

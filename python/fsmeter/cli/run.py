@@ -127,6 +127,8 @@ def run_job(job, console: Console, show_progress: bool = True, keep_files: bool 
                 if report.get("interrupted"):
                     doc["interrupted"] = True
                     break
+    except KeyboardInterrupt:  # a stop between the engine's phases (a cache reset...): the same outcome
+        doc["interrupted"] = True
     finally:
         if not keep_files and "cleanup" in engine_phases:
             session.run_phase("cleanup")

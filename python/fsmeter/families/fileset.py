@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import List, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from fsmeter.errors import UserError
 from fsmeter.families import Family, Metric, Phase, kind_series, op_latency_metric
@@ -22,6 +22,13 @@ class Location(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     path: str = Field(min_length=1, description="directory: relative to --dir (made when missing) or absolute (must exist)")
     weight: int = Field(1, ge=1, description="share of new files, as PostMark's `set location DIR WEIGHT`")
+
+    @field_validator("path")
+    @classmethod
+    def _below_dir(cls, v: str) -> str:
+        if not v.startswith("/") and ".." in v.split("/"):
+            raise ValueError(f"{v!r} climbs out of --dir with '..': name a directory below --dir, or an absolute one")
+        return v
 
 
 class FilesetParams(BaseModel):

@@ -128,7 +128,7 @@ class IozoneParams(BaseModel):
                 field = "record_sizes" if self.record_sizes else "min_record_size"
                 raise ValueError(f"{field}: {small[0]} bytes: with verify, each record holds an 80-byte header and "
                                  "data: use records >= 88 bytes")
-        if not self.file_name or "/" in self.file_name:
+        if not self.file_name or "/" in self.file_name or self.file_name in (".", ".."):
             raise ValueError("file_name: a plain file name, without '/'")
         if not self.cells():
             raise ValueError("max_record_size: this grid has no cell (every record is larger than every file, "

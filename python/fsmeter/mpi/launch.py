@@ -82,7 +82,7 @@ def run_mpi_trial(cell, job, trial_dir: Path, mpi, min_phase_s: float) -> dict:
         lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("fsmeter: error:")]
         tail = lines[0] if lines else " | ".join(proc.stderr.strip().splitlines()[-3:])
         cause = f"mpirun -n {cell.ranks} exited with {proc.returncode}: {tail.removeprefix('fsmeter: error: ')}"
-        return {"status": "interrupted" if proc.returncode in (130, -2) else "failed", "cause": cause,
+        return {"status": "interrupted" if proc.returncode in (130, 143, 129, -2, -15, -1) else "failed", "cause": cause,
                 "doc": doc, "command": cmd}
     return {"status": "ok", "cause": None, "doc": doc, "command": cmd}
 

@@ -6,6 +6,7 @@ cell's cause, and goes on with the next cell.
 from __future__ import annotations
 
 from fsmeter.errors import UserError
+from fsmeter.interrupt import Interrupted as _Interrupted
 
 
 class ProvisionError(UserError):
@@ -43,12 +44,8 @@ class HostFactorError(ProvisionError):
     """A host change (scheduler, readahead, CPUs, memory cgroup) is unavailable or was refused."""
 
 
-class Interrupted(KeyboardInterrupt):
-    """SIGINT or SIGTERM arrived inside a Provisioner; everything it created has been torn down.
+class Interrupted(_Interrupted):
+    """SIGINT, SIGTERM or SIGHUP arrived inside a Provisioner; everything it created has been torn down.
 
-    A KeyboardInterrupt, so code that already handles Ctrl-C handles SIGTERM the same way.
+    A KeyboardInterrupt, so code that already handles Ctrl-C handles the other signals the same way.
     """
-
-    def __init__(self, signum: int):
-        super().__init__(f"interrupted by signal {signum}")
-        self.signum = signum

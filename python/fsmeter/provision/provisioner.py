@@ -19,7 +19,9 @@ import signal
 import threading
 from typing import Any, Iterator
 
+from fsmeter.interrupt import STOP_SIGNALS, note_signal
 from fsmeter.provision import host as hostmod
+from fsmeter.provision import sysinfo
 from fsmeter.provision._run import run
 from fsmeter.provision.errors import HostFactorError, Interrupted, MkfsError, ProvisionError
 from fsmeter.provision.filesystems import get_filesystem
@@ -28,7 +30,7 @@ from fsmeter.provision.mounted import Mounted
 from fsmeter.provision.specs import FsConfig, HostFactors, TargetSpec
 from fsmeter.provision.state import StateFile, default_scratch
 from fsmeter.provision.targets import DeviceTarget, DirTarget, LoopTarget, Target, TmpfsTarget
-from fsmeter.provision.undo import cleanup_leftovers, undo_mountpoint, unmount
+from fsmeter.provision.undo import cleanup_leftovers, file_identity, loop_identity, undo_mountpoint, unmount
 
 log = logging.getLogger("fsmeter.provision")
 _seq = itertools.count()
@@ -45,6 +47,8 @@ class Provisioner:
         self.mounts: list[Mounted] = []
         self.leftovers_removed: list[str] = []
         self.leftover_problems: list[str] = []
+        #: leftovers no longer what their records say (someone else's now): left alone, records dropped
+        self.leftovers_left_alone: list[str] = []
         self._old_handlers: dict[int, Any] = {}
         self._quiet = 0  # >0 while tearing down: further signals wait for it to finish
         #: Devices this provisioner formatted itself: the filesystem found on them next time is its own,
@@ -55,12 +59,15 @@ class Provisioner:
     def __enter__(self) -> "Provisioner":
         self.state = StateFile(self.scratch)
         if self.clean_leftovers:
-            self.leftovers_removed, self.leftover_problems = cleanup_leftovers(self.state)
+            self.leftovers_removed, self.leftover_problems = cleanup_leftovers(self.state, self.leftovers_left_alone)
+            for msg in self.leftovers_left_alone:
+                log.warning("%s", msg)
             for msg in self.leftover_problems:
                 log.warning("leftover not removed: %s", msg)
         if self.handle_signals and threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                self._old_handlers[signum] = signal.signal(signum, self._on_signal)
+            for signum in STOP_SIGNALS:
+                if signal.getsignal(signum) is not signal.SIG_IGN:
+                    self._old_handlers[signum] = signal.signal(signum, self._on_signal)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -74,6 +81,7 @@ class Provisioner:
             self._old_handlers.clear()
 
     def _on_signal(self, signum: int, frame: object) -> None:
+        note_signal(signum)
         if self._quiet:
             log.warning("signal %d: already cleaning up, please wait", signum)
             return
@@ -154,8 +162,12 @@ class Provisioner:
                           mkfs_argv=mkfs_argv, mkfs_options=options, journal_mkfs_argv=journal_argv)
             mnt.entry_ids.append(state.add("mountpoint", path=path))
             os.mkdir(path, 0o755)
-            mnt.entry_ids.append(state.add("mount", target=path, source=source, fstype=mnt.mount_type))
+            state.update(mnt.entry_ids[-1], **file_identity(path))
+            mount_id = state.add("mount", target=path, source=source, fstype=mnt.mount_type,
+                                 **self._source_identity(source, target))
+            mnt.entry_ids.append(mount_id)
             mnt.mount()
+            state.update(mount_id, dev=sysinfo.dev_text(os.stat(path).st_dev))
         except BaseException:
             with self._shielded():
                 self._rollback(mnt, target)
@@ -163,6 +175,24 @@ class Provisioner:
         self.mounts.append(mnt)
         log.info("provisioned %s on %s (%s)", fsys.name, mnt.path, mnt.device or mnt.source)
         return mnt
+
+    @staticmethod
+    def _source_identity(source: str, target: Target) -> dict[str, Any]:
+        """What proves a mount's source is ours at cleanup time: a block device's number; for a
+        loop device also the image behind it, by path and device/inode."""
+        if not source.startswith("/dev/"):
+            return {}
+        ident: dict[str, Any] = {}
+        if source.startswith("/dev/loop"):
+            ident = {k: v for k, v in loop_identity(source).items() if k != "rdev"}
+            image = getattr(target, "image", None) if getattr(target, "device", None) == source else None
+            if image:
+                ident["image"] = image
+        try:
+            ident["source_rdev"] = sysinfo.dev_text(os.stat(source).st_rdev)
+        except OSError:
+            pass
+        return ident
 
     def _target(self, spec: TargetSpec, fsys: Filesystem, cfg: FsConfig, ident: str, state: StateFile) -> Target:
         if not fsys.needs_device:

@@ -1,7 +1,9 @@
 """Read-only views of the kernel's state: /proc/mounts, /proc/filesystems, block devices in /sys."""
 from __future__ import annotations
 
+import fcntl
 import os
+import struct
 from dataclasses import dataclass
 
 
@@ -116,3 +118,75 @@ def loops_backing(image: str) -> list[str]:
             if backing and os.path.realpath(backing) == image:
                 found.append("/dev/" + name)
     return found
+
+
+@dataclass(frozen=True)
+class MountInfo:
+    """One line of /proc/self/mountinfo: the device number ("major:minor") and source of a mount."""
+    dev: str
+    target: str
+    fstype: str
+    source: str
+
+
+def mountinfo_at(target: str) -> list[MountInfo]:
+    """The mounts at ``target``, bottom first (the last one is what the path shows)."""
+    target = os.path.realpath(target)
+    found = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, sep, right = line.partition(" - ")
+            a, b = left.split(), right.split()
+            if sep and len(a) >= 5 and len(b) >= 2 and _unescape(a[4]) == target:
+                found.append(MountInfo(a[2], target, b[0], _unescape(b[1])))
+    return found
+
+
+def dev_text(dev: int) -> str:
+    """A device number as mountinfo writes it: "major:minor"."""
+    return f"{os.major(dev)}:{os.minor(dev)}"
+
+
+_LOOP_GET_STATUS64 = 0x4C05
+_LOOP_INFO64_SIZE = 232  # struct loop_info64 (linux/loop.h)
+
+
+def loop_backing_identity(device: str) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of the file behind a loop device, as the kernel holds it (it cannot
+    be fooled by a different file put at the same path), or None when it is not attached."""
+    try:
+        fd = os.open(device, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        buf = fcntl.ioctl(fd, _LOOP_GET_STATUS64, bytes(_LOOP_INFO64_SIZE))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    lo_device, lo_inode = struct.unpack_from("=QQ", buf)
+    # The kernel's new_encode_dev(): minor's low byte, major, then minor's high bits.
+    major = (lo_device & 0xFFF00) >> 8
+    minor = (lo_device & 0xFF) | ((lo_device >> 12) & 0xFFF00)
+    return os.makedev(major, minor), lo_inode
+
+
+#: Kernel interfaces that look like directories but hold no files of their own: benchmarking them
+#: measures nothing and writing there changes the running system.
+PSEUDO_FILESYSTEMS = frozenset({
+    "proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs",
+    "configfs", "pstore", "bpf", "efivarfs", "fusectl", "mqueue", "binfmt_misc", "autofs", "rpc_pipefs",
+    "nsfs", "selinuxfs", "hugetlbfs", "nfsd", "rootfs",
+})
+
+
+def pseudo_filesystem(path: str) -> str | None:
+    """The type of the kernel pseudo-filesystem holding ``path`` (proc, sysfs, cgroup...), or None.
+    Anything under /proc, /sys or /dev counts, whatever is mounted there (a tmpfs for cgroups)."""
+    m = mount_containing(path)
+    if m is not None and m.fstype in PSEUDO_FILESYSTEMS:
+        return m.fstype
+    real = os.path.realpath(path)
+    if any(real == top or real.startswith(top + "/") for top in ("/proc", "/sys", "/dev")):
+        return m.fstype if m is not None else "a kernel interface"
+    return None

@@ -22,6 +22,10 @@ class DirTarget(Target):
         if not os.path.isdir(path):
             raise ProvisionError(f"dir target {self.requested}: not an existing directory: create it first",
                                  exit_code=2)
+        pseudo = sysinfo.pseudo_filesystem(path)
+        if pseudo:
+            raise ProvisionError(f"dir target {self.requested} is a kernel interface ({pseudo}), not a filesystem "
+                                 "to measure: name a directory on a real filesystem", exit_code=2)
         if not os.access(path, os.W_OK | os.X_OK):
             raise ProvisionError(f"dir target {self.requested}: not writable by this user: choose a writable "
                                  "directory", exit_code=2)

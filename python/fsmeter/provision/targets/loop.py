@@ -10,7 +10,7 @@ from fsmeter.provision._run import run
 from fsmeter.provision.errors import ProvisionError
 from fsmeter.provision.state import StateFile
 from fsmeter.provision.targets.base import Target
-from fsmeter.provision.undo import undo_image
+from fsmeter.provision.undo import loop_identity, undo_image
 
 
 class LoopTarget(Target):
@@ -50,6 +50,8 @@ class LoopTarget(Target):
         self.images.append(entry)
         fd = os.open(image, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
+            st = os.fstat(fd)  # what proves it is ours at cleanup time
+            self.state.update(image_id, dev=st.st_dev, ino=st.st_ino)
             if self.preallocate:
                 os.posix_fallocate(fd, 0, size_bytes)
             else:
@@ -60,7 +62,7 @@ class LoopTarget(Target):
                   hint="are loop devices available? (fsmeter doctor)")
         device = out.strip().splitlines()[-1]
         entry["device"] = device
-        entry["loop_id"] = self.state.add("loop", device=device, image=image)
+        entry["loop_id"] = self.state.add("loop", device=device, image=image, **loop_identity(device))
         return image, device
 
     def teardown(self) -> None:

@@ -153,6 +153,13 @@ impl FilesetSpec {
             if l.path.is_empty() || l.path.as_bytes().contains(&0) {
                 return Err(EngineError::invalid(format!("locations[{i}].path"), "must be a non-empty directory path"));
             }
+            // A relative location lives below dir: a ".." would climb out of it (absolute ones are named as such).
+            if !l.path.starts_with('/') && l.path.split('/').any(|c| c == "..") {
+                return Err(EngineError::invalid(
+                    format!("locations[{i}].path"),
+                    format!("{:?} climbs out of dir with '..': name a directory below dir, or an absolute path", l.path),
+                ));
+            }
             if l.weight == 0 {
                 return Err(EngineError::invalid(format!("locations[{i}].weight"), "must be >= 1"));
             }

@@ -153,7 +153,7 @@ impl IozoneSpec {
         if self.mix_threads == 0 || self.mix_threads > 256 {
             return Err(EngineError::invalid("mix_threads", "must be between 1 and 256"));
         }
-        if self.file_name.is_empty() || self.file_name.contains('/') {
+        if self.file_name.is_empty() || self.file_name.contains('/') || self.file_name == "." || self.file_name == ".." {
             return Err(EngineError::invalid("file_name", "must be a plain file name without '/'"));
         }
         if job.threads != 1 {

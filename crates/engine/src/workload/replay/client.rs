@@ -38,6 +38,10 @@ pub(super) struct Client<'a> {
     pub(super) resolve: bool,
     pub(super) cname: Vec<u8>,
     pub(super) base: Vec<u8>,
+    /// The job's directory (O_PATH): every name the load file gives is resolved below it
+    /// (openat2 RESOLVE_BENEATH, or the *at call on a parent opened that way), so that
+    /// neither a ".." nor a symbolic link planted in the directory leads a client out of it.
+    pub(super) dirfd: RawFd,
     /// base + NUL, for statvfs.
     pub(super) base_c: Vec<u8>,
     /// Index of the operation being run (for mismatch samples).
@@ -59,16 +63,31 @@ pub(super) struct Client<'a> {
 }
 
 impl<'a> Client<'a> {
-    pub(super) fn new(id: usize, base: &[u8], lf: &'a LoadFile, zeros: &'a [u8], resolve: bool, written: Option<Written>) -> Client<'a> {
+    pub(super) fn new(id: usize, base: &[u8], lf: &'a LoadFile, zeros: &'a [u8], resolve: bool, written: Option<Written>) -> Result<Client<'a>> {
         let wbuf = if written.is_some() { vec![0u8; lf.max_io.max(1) as usize] } else { Vec::new() };
-        Client {
+        let base_c: Vec<u8> = base.iter().copied().chain([0]).collect();
+        // SAFETY: base_c is NUL-terminated.
+        let dirfd = unsafe { crate::sys::open(cptr(&base_c), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0) };
+        if dirfd < 0 {
+            return Err(EngineError::io(format!("opening {}", String::from_utf8_lossy(base)), std::io::Error::last_os_error()));
+        }
+        // Every name is resolved with openat2 (Linux 5.6): say so once rather than fail every operation.
+        let probe = open_beneath(dirfd, c".".as_ptr(), libc::O_PATH | libc::O_DIRECTORY, 0);
+        if probe < 0 {
+            let e = std::io::Error::last_os_error();
+            unsafe { crate::sys::close(dirfd) };
+            return Err(EngineError::io("replay resolves every name below dir with openat2 (Linux 5.6 or later)", e));
+        }
+        unsafe { crate::sys::close(probe) };
+        Ok(Client {
             id,
             lf,
             zeros,
             resolve,
             cname: format!("client{id}").into_bytes(),
             base: base.to_vec(),
-            base_c: base.iter().copied().chain([0]).collect(),
+            base_c,
+            dirfd,
             cur: 0,
             p1: Vec::with_capacity(4096),
             p2: Vec::with_capacity(4096),
@@ -82,6 +101,45 @@ impl<'a> Client<'a> {
             short_reads: 0,
             written,
             wbuf,
+        })
+    }
+
+    /// The part of a built path (base + "/" + name + NUL) below the job's directory.
+    #[inline]
+    pub(super) fn rel(&self, buf: &[u8]) -> *const libc::c_char {
+        debug_assert!(buf.len() > self.base.len() && buf.last() == Some(&0));
+        // SAFETY: build() puts base, then the load file's name (which starts with '/'), then NUL.
+        unsafe { buf.as_ptr().add(self.base.len() + 1) as *const libc::c_char }
+    }
+
+    /// The directory holding a built path's last name, opened (O_PATH) below the job's directory,
+    /// and where that name starts in the buffer. The fd is the job's own one for a name directly
+    /// in it (not to be closed: see `done_with`); negative (errno set) when the directory cannot
+    /// be reached from inside.
+    #[inline]
+    pub(super) fn parent(&mut self, first: bool) -> (RawFd, usize) {
+        let (base_len, dirfd) = (self.base.len(), self.dirfd);
+        let buf = if first { &mut self.p1 } else { &mut self.p2 };
+        let slash = buf.iter().rposition(|&c| c == b'/').unwrap_or(0);
+        if slash <= base_len {
+            return (dirfd, base_len + 1);
+        }
+        // Cut the buffer at the slash for the call (no copy), then restore it.
+        buf[slash] = 0;
+        // SAFETY: base + '/' + the parent's name, NUL-terminated at the slash.
+        let fd = open_beneath(dirfd, unsafe { buf.as_ptr().add(base_len + 1) } as *const libc::c_char, libc::O_PATH | libc::O_DIRECTORY, 0);
+        buf[slash] = b'/';
+        (fd, slash + 1)
+    }
+
+    /// Close a parent from `parent`, keeping errno as the operation left it.
+    #[inline]
+    pub(super) fn done_with(&self, fd: RawFd) {
+        if fd >= 0 && fd != self.dirfd {
+            let e = errno();
+            // SAFETY: fd came from parent() and is ours.
+            unsafe { crate::sys::close(fd) };
+            set_errno(e);
         }
     }
 
@@ -213,7 +271,7 @@ impl<'a> Client<'a> {
         match op.kind {
             NTCREATEX => {
                 // nb_createx
-                let p = cptr(&self.p1);
+                let p = self.rel(&self.p1);
                 self.resolve_name(true);
                 let mut flags = libc::O_RDWR;
                 let disp = op.b;
@@ -224,14 +282,17 @@ impl<'a> Client<'a> {
                     flags |= libc::O_CREAT | libc::O_TRUNC;
                 }
                 if op.a & FILE_DIRECTORY_FILE != 0 {
-                    // SAFETY: p is NUL-terminated.
-                    unsafe { libc::mkdir(p, 0o700) };
+                    let (dir, name) = self.parent(true);
+                    if dir >= 0 {
+                        // SAFETY: the name is NUL-terminated inside p1.
+                        unsafe { libc::mkdirat(dir, self.p1.as_ptr().add(name) as *const libc::c_char, 0o700) };
+                        self.done_with(dir);
+                    }
                     flags = libc::O_RDONLY | libc::O_DIRECTORY;
                 }
-                // SAFETY: p is NUL-terminated.
-                let mut fd = unsafe { crate::sys::open(p, flags | libc::O_CLOEXEC, 0o600) };
+                let mut fd = open_beneath(self.dirfd, p, flags, 0o600);
                 if fd < 0 && errno() == libc::EISDIR {
-                    fd = unsafe { crate::sys::open(p, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0o600) };
+                    fd = open_beneath(self.dirfd, p, libc::O_RDONLY | libc::O_DIRECTORY, 0);
                 }
                 if fd < 0 {
                     if op.expect_ok {
@@ -272,8 +333,16 @@ impl<'a> Client<'a> {
             RENAME => {
                 self.resolve_name(true);
                 self.resolve_name(false);
-                // SAFETY: both NUL-terminated.
-                let r = unsafe { libc::rename(cptr(&self.p1), cptr(&self.p2)) };
+                let (d1, n1) = self.parent(true);
+                let (d2, n2) = if d1 >= 0 { self.parent(false) } else { (-1, 0) };
+                let r = if d2 >= 0 {
+                    // SAFETY: both names are NUL-terminated inside p1 and p2.
+                    unsafe { libc::renameat(d1, self.p1.as_ptr().add(n1) as *const _, d2, self.p2.as_ptr().add(n2) as *const _) }
+                } else {
+                    -1
+                };
+                self.done_with(d2);
+                self.done_with(d1);
                 self.check_fatal(op, r)?;
                 if let (Some(w), 0) = (self.written.as_mut(), r) {
                     w.rename(op.path, op.path2(), self.lf.path(op.path), self.lf.path(op.path2()));
@@ -282,7 +351,7 @@ impl<'a> Client<'a> {
             }
             UNLINK => {
                 self.resolve_name(true);
-                let r = unsafe { libc::unlink(cptr(&self.p1)) };
+                let r = self.at_parent(|dir, name| unsafe { libc::unlinkat(dir, name, 0) });
                 self.check_fatal(op, r)?;
                 if let (Some(w), 0) = (self.written.as_mut(), r) {
                     w.forget(op.path);
@@ -291,19 +360,19 @@ impl<'a> Client<'a> {
             }
             RMDIR => {
                 self.resolve_name(true);
-                let r = unsafe { libc::rmdir(cptr(&self.p1)) };
+                let r = self.at_parent(|dir, name| unsafe { libc::unlinkat(dir, name, libc::AT_REMOVEDIR) });
                 self.check_fatal(op, r)?;
                 Ok(0)
             }
             MKDIR => {
                 // nb_mkdir ignores the result and the expected status.
                 self.resolve_name(true);
-                unsafe { libc::mkdir(cptr(&self.p1), 0o777) };
+                self.at_parent(|dir, name| unsafe { libc::mkdirat(dir, name, 0o777) });
                 Ok(0)
             }
             DELTREE => {
                 // nb_deltree: unlink every non-directory below, recursively; directories stay.
-                let fd = opendir(cptr(&self.p1));
+                let fd = opendir(self.dirfd, self.rel(&self.p1));
                 if fd >= 0 {
                     self.deltree(fd, 0);
                     if let Some(w) = self.written.as_mut() {
@@ -339,8 +408,18 @@ impl<'a> Client<'a> {
                 unsafe { libc::fstat(fd, &mut st) };
                 let name = self.names[op.handle as usize];
                 build(&mut self.p2, &self.base, self.lf.path(name), &self.cname);
-                let tm = libc::utimbuf { actime: st.st_atime - 10, modtime: st.st_mtime - 12 };
-                unsafe { libc::utime(cptr(&self.p2), &tm) };
+                // utime(name, ...) as dbench, on the name's directory opened below the job's one,
+                // without following a symbolic link in the last place either.
+                let tm = [
+                    libc::timespec { tv_sec: st.st_atime - 10, tv_nsec: 0 },
+                    libc::timespec { tv_sec: st.st_mtime - 12, tv_nsec: 0 },
+                ];
+                let (dir, at) = self.parent(false);
+                if dir >= 0 {
+                    // SAFETY: the name is NUL-terminated inside p2; tm holds two timespecs.
+                    unsafe { libc::utimensat(dir, self.p2.as_ptr().add(at) as *const _, tm.as_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
+                    self.done_with(dir);
+                }
                 Ok(0)
             }
             FIND => {
@@ -352,7 +431,7 @@ impl<'a> Client<'a> {
                 }
                 let Some(slash) = self.p1.iter().rposition(|&c| c == b'/') else { return Ok(0) };
                 self.p1[slash] = 0;
-                let fd = opendir(cptr(&self.p1));
+                let fd = if slash > self.base.len() { opendir(self.dirfd, self.rel(&self.p1)) } else { opendir(self.dirfd, c".".as_ptr()) };
                 self.p1[slash] = b'/';
                 if fd < 0 {
                     return Ok(0);
@@ -440,6 +519,20 @@ impl<'a> Client<'a> {
         }
     }
 
+    /// `call(dir, name)` on the directory holding p1's last name (opened below the job's
+    /// directory) and that name; -1 with errno set when the directory cannot be reached.
+    #[inline]
+    pub(super) fn at_parent(&mut self, call: impl FnOnce(RawFd, *const libc::c_char) -> libc::c_int) -> libc::c_int {
+        let (dir, at) = self.parent(true);
+        if dir < 0 {
+            return -1;
+        }
+        // SAFETY: the name is NUL-terminated inside p1.
+        let r = call(dir, unsafe { self.p1.as_ptr().add(at) } as *const libc::c_char);
+        self.done_with(dir);
+        r
+    }
+
     /// dbench: Rename, Unlink and Rmdir whose outcome differs from the expected
     /// status fail the client (`failed()` -> exit(1)), and dbench stops.
     pub(super) fn check_fatal(&mut self, op: &Op, r: libc::c_int) -> Result<()> {
@@ -475,8 +568,14 @@ impl<'a> Client<'a> {
             return false;
         }
         let Some(slash) = buf.iter().rposition(|&c| c == b'/') else { return false };
+        let base_len = self.base.len();
         buf[slash] = 0;
-        let fd = opendir(cptr(buf));
+        let fd = if slash > base_len {
+            // SAFETY: below base + '/', NUL-terminated at the slash.
+            opendir(self.dirfd, unsafe { buf.as_ptr().add(base_len + 1) } as *const libc::c_char)
+        } else {
+            opendir(self.dirfd, c".".as_ptr())
+        };
         buf[slash] = b'/';
         if fd < 0 {
             return false;
@@ -520,9 +619,12 @@ impl<'a> Client<'a> {
                     // The name is NUL-terminated inside the record.
                     let cname = unsafe { buf.as_ptr().add(off + 19) } as *const libc::c_char;
                     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                    if unsafe { libc::fstatat(fd, cname, &mut st, 0) } == 0 {
+                    // Never through a symbolic link: a link is removed, not what it points at.
+                    if unsafe { libc::fstatat(fd, cname, &mut st, libc::AT_SYMLINK_NOFOLLOW) } == 0 {
                         if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
-                            let sub = unsafe { crate::sys::openat(fd, cname, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0) };
+                            let sub = unsafe {
+                                crate::sys::openat(fd, cname, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0)
+                            };
                             if sub >= 0 {
                                 let mut st: libc::stat = unsafe { std::mem::zeroed() };
                                 unsafe { libc::fstat(sub, &mut st) }; // as opendir does
@@ -538,6 +640,13 @@ impl<'a> Client<'a> {
         }
         self.dents[depth + 1] = buf;
         unsafe { crate::sys::close(fd) };
+    }
+}
+
+impl Drop for Client<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the client owns its directory fd.
+        unsafe { crate::sys::close(self.dirfd) };
     }
 }
 

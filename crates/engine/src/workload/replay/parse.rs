@@ -72,7 +72,7 @@ impl LoadFile {
             }
             line_no += 1;
             p.line(&raw, line_no).map_err(|what| {
-                EngineError::invalid("loadfile", format!("{} line {line_no}: {what}", source.display()))
+                EngineError::invalid("loadfile", format!("load file {} line {line_no}: {what}", source.display()))
             })?;
         }
         if p.lf.ops.is_empty() {
@@ -166,6 +166,13 @@ impl Parser {
         if toks.len() < 2 || toks[0].first() == Some(&b'#') {
             return Ok(());
         }
+        // The same fields as written, to tell "\dir" (from the share root, as dbench load
+        // files name paths) from "/dir" (an absolute name) once both read "/dir".
+        let mut raw_toks = Vec::new();
+        tokens(&raw[..end], &mut raw_toks);
+        if raw_toks.len() != toks.len() {
+            return Err("a field holds nothing but a path separator".into());
+        }
         if toks[0].starts_with(b"SMB") {
             return Err("this is a dbench 1 load file (SMB... operations); dbench 4 load files are needed".into());
         }
@@ -173,6 +180,7 @@ impl Parser {
         // fsmeter replays as fast as possible and ignores it.
         if toks[0].first().is_some_and(|c| c.is_ascii_digit()) {
             toks.remove(0);
+            raw_toks.remove(0);
             if toks.len() < 2 {
                 return Err("a timestamp with no operation after it".into());
             }
@@ -229,6 +237,7 @@ impl Parser {
             return Err(format!("{name} needs {nargs} field(s) before the status, found {have}"));
         }
         let args = &toks[1..toks.len() - 1];
+        let raw_args = &raw_toks[1..raw_toks.len() - 1];
         let num = |i: usize, what: &str, max: i64| -> std::result::Result<i64, String> {
             let v = parse_int(&args[i]).ok_or_else(|| format!("{name}: {what} {:?} is not a number", show(&args[i])))?;
             if v < 0 || v > max {
@@ -240,7 +249,7 @@ impl Parser {
         let u32max = u32::MAX as i64;
         match kind {
             NTCREATEX => {
-                op.path = self.path(&args[0], &name)?;
+                op.path = self.path(&args[0], &raw_args[0], &name)?;
                 op.a = num(1, "create options", u32max)? as u32;
                 op.b = num(2, "create disposition", u32max)? as u32;
                 op.handle = self.handle(num(3, "handle", i32::MAX as i64)?);
@@ -251,13 +260,13 @@ impl Parser {
                 op.a = num(1, "level", u32max)? as u32;
             }
             RENAME => {
-                op.path = self.path(&args[0], &name)?;
-                op.c = self.path(&args[1], &name)?;
+                op.path = self.path(&args[0], &raw_args[0], &name)?;
+                op.c = self.path(&args[1], &raw_args[1], &name)?;
             }
-            UNLINK | DELTREE | RMDIR | MKDIR | QPATHINFO => op.path = self.path(&args[0], &name)?,
+            UNLINK | DELTREE | RMDIR | MKDIR | QPATHINFO => op.path = self.path(&args[0], &raw_args[0], &name)?,
             QFSINFO => op.a = num(0, "level", u32max)? as u32,
             FIND => {
-                op.path = self.path(&args[0], &name)?;
+                op.path = self.path(&args[0], &raw_args[0], &name)?;
                 op.a = num(1, "level", u32max)? as u32;
                 op.b = num(2, "maxcnt", u32max)? as u32;
             }
@@ -285,10 +294,11 @@ impl Parser {
         Ok(())
     }
 
-    pub(super) fn path(&mut self, tok: &[u8], name: &str) -> std::result::Result<u32, String> {
+    pub(super) fn path(&mut self, tok: &[u8], raw: &[u8], name: &str) -> std::result::Result<u32, String> {
         if tok.first() != Some(&b'/') {
             return Err(format!("{name}: {:?} is not a quoted path like \"\\clients\\client1\\file\"", show(tok)));
         }
+        confined(raw)?;
         if tok.contains(&0) || tok.contains(&CLIENT_MARK) {
             return Err(format!("{name}: the path holds a control byte"));
         }
@@ -322,6 +332,25 @@ impl Parser {
     }
 }
 
+/// A load file is data from elsewhere: every name it gives must stay inside the client's
+/// directory. dbench names paths from the share root ("\\clients\\client1\\f") and puts them
+/// under its directory; a ".." component would climb out of it, and a name written as an
+/// absolute one ("/etc/f", "\\\\server\\share") means a place outside it.
+/// `raw` is the field as written (quotes dropped, separators not yet turned into '/').
+pub(super) fn confined(raw: &[u8]) -> std::result::Result<(), String> {
+    let leaves = |why: &str| Err(format!("path \"{}\" leaves the client directory: {why}", show(raw)));
+    if raw.first() == Some(&b'/') {
+        return leaves("it is an absolute name; name paths from the share root with backslashes, as \"\\clients\\client1\\file\"");
+    }
+    if raw.starts_with(b"\\\\") {
+        return leaves("it names a network share; name paths from the share root, as \"\\clients\\client1\\file\"");
+    }
+    if raw.split(|&b| b == b'\\' || b == b'/').any(|c| c == b"..") {
+        return leaves("a \"..\" component climbs out of it; remove it");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,6 +365,26 @@ mod tests {
         let op = lf.ops[0];
         assert_eq!(lf.path(op.path), b"/clients/\x01/a b");
         assert_eq!(lf.path(op.path2()), b"/clients/\x01/c");
+    }
+
+    #[test]
+    fn paths_that_leave_the_client_directory_are_refused_with_their_line() {
+        for (text, why) in [
+            ("Close 1 NT_STATUS_OK\nDeltree \"\\..\\victim\" NT_STATUS_OK\n", "a \"..\" component"),
+            ("NTCreateX \"\\clients\\client1\\..\\..\\..\\p.txt\" 0x40 0x5 1 NT_STATUS_OK\n", "a \"..\" component"),
+            ("Rename \"\\a\" \"\\a\\..\" NT_STATUS_OK\n", "a \"..\" component"),
+            ("Mkdir \"/etc/x\" NT_STATUS_OK\n", "absolute name"),
+            ("Unlink \"\\\\server\\share\\f\" 0x6 NT_STATUS_OK\n", "network share"),
+            ("0.5 Unlink \"\"/etc/passwd 0x6 NT_STATUS_OK\n", "absolute name"),
+        ] {
+            let e = parse(text).unwrap_err();
+            let line = if text.starts_with("Close") { 2 } else { 1 };
+            assert!(e.contains(&format!("load file t.txt line {line}: path \"")), "{e}");
+            assert!(e.contains("leaves the client directory") && e.contains(why), "{e}");
+        }
+        // Names that only look odd stay allowed: "..." and "a..b" are ordinary names, "." stays put.
+        let lf = parse("Mkdir \"\\clients\\client1\\...\\a..b\\.\" NT_STATUS_OK\n").unwrap();
+        assert_eq!(lf.path(lf.ops[0].path), b"/clients/\x01/.../a..b/.");
     }
 
     #[test]

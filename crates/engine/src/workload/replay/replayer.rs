@@ -88,7 +88,7 @@ impl Replay {
             work_total,
             |tid| {
                 let w = self.path_ids.as_ref().map(|ids| Written::new(client_key(job.seed, tid), lf.path_count(), ids.clone(), lf.max_io as usize));
-                Ok(Client::new(tid, &base, lf, &self.zeros, spec.resolve_names, w))
+                Client::new(tid, &base, lf, &self.zeros, spec.resolve_names, w)
             },
             |c, rec| c.replay(rec, spec.passes),
         )?;
@@ -221,6 +221,12 @@ impl Replay {
     fn cleanup(&self, job: &Job) -> Result<PhaseReport> {
         let base = Self::clients_dir(job);
         let mut removed = 0u64;
+        if std::fs::symlink_metadata(&base).is_ok_and(|m| !m.is_dir()) {
+            // Not what setup made (a link planted since): removing through it could reach outside.
+            let mut report = PhaseReport::new("cleanup");
+            report.counters.insert("client_dirs_removed".into(), 0);
+            return Ok(report);
+        }
         for id in 0..job.threads {
             let d = base.join(format!("client{id}"));
             match std::fs::remove_dir_all(&d) {
@@ -264,7 +270,8 @@ impl Workload for Replay {
 fn mkdir_ok(p: &Path) -> Result<()> {
     match std::fs::create_dir(p) {
         Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && p.is_dir() => Ok(()),
+        // A real directory only: a symbolic link there could lead the clients out of the job's directory.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()) => Ok(()),
         Err(e) => Err(EngineError::io(format!("creating {}", p.display()), e)),
     }
 }
