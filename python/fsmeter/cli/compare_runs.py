@@ -33,7 +33,13 @@ def register(app: typer.Typer) -> None:
 
         from fsmeter.report.compare_runs import EXIT_REGRESSION, compare_runs, load_side, result_table
 
-        res = compare_runs(load_side(a, db), load_side(b, db_b or db), threshold, alpha, correction)
+        from fsmeter.store.health import guard
+
+        with guard(db):
+            side_a = load_side(a, db)
+        with guard(db_b or db):
+            side_b = load_side(b, db_b or db)
+        res = compare_runs(side_a, side_b, threshold, alpha, correction)
         con = Console(width=None if sys.stdout.isatty() else 160)
         con.print(result_table(res))
         for w, cfg, d in res.mismatches:

@@ -29,6 +29,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Export a stored campaign: tidy CSV, versioned JSON, or fio-compatible JSON (see the README (Reports, exports))."""
         from fsmeter.report.export import export as do_export
+        from fsmeter.store.health import guard
 
         if split is not None:
             if fmt not in ("fio-json", "fio-jsonplus", "fio-json+"):
@@ -39,7 +40,8 @@ def register(app: typer.Typer) -> None:
                 raise UserError(f"--split {split}: the folder {split.parent} does not exist")
             from fsmeter.interop.fio_export import split_export
 
-            index = split_export(split, db, campaign)
+            with guard(db):
+                index = split_export(split, db, campaign)
             for why_w, why in sorted(index["skipped_workloads"].items()):
                 print(f"note: {why_w} left out: {why}", file=sys.stderr)
             print(f"wrote {len(index['files'])} fio JSON files under {split} "
@@ -49,7 +51,8 @@ def register(app: typer.Typer) -> None:
             raise UserError("-o FILE is needed (or - for standard output; --split DIR for fio-json)")
         if str(out) != "-" and not out.parent.is_dir():
             raise UserError(f"-o {out}: the folder {out.parent} does not exist")
-        text = do_export(fmt, db, campaign)
+        with guard(db):
+            text = do_export(fmt, db, campaign)
         if str(out) == "-":
             sys.stdout.write(text)
         else:
