@@ -380,6 +380,16 @@ def _refill_cell_factors(conn: sqlite3.Connection) -> int:
     return n
 
 
+def _user_error_inside(exc: BaseException) -> Optional[UserError]:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, UserError):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 _NOT_DAMAGE = ("click.", "typer.")
 
 
@@ -396,6 +406,9 @@ def guard(db: Optional[os.PathLike | str]):
     except Exception as exc:
         if type(exc).__module__.split(".")[0] + "." in _NOT_DAMAGE:
             raise
+        inner = _user_error_inside(exc)
+        if inner is not None:  # a library wrapped it (pandas re-raises what a cursor raised as its own)
+            raise inner from None
         from fsmeter.store import default_db_path
 
         path = default_db_path(db)
