@@ -33,12 +33,16 @@ def register(app: typer.Typer) -> None:
 
         from fsmeter.report.compare_runs import EXIT_REGRESSION, compare_runs, load_side, result_table
 
+        from contextlib import nullcontext
+
         from fsmeter.store.health import guard
 
-        with guard(db):
-            side_a = load_side(a, db)
-        with guard(db_b or db):
-            side_b = load_side(b, db_b or db)
+        def side(ref: str, store: Optional[Path]):
+            exported = ref.endswith(".json") and Path(ref).is_file()  # not the store: no store damage to explain
+            with nullcontext() if exported else guard(store):
+                return load_side(ref, store)
+
+        side_a, side_b = side(a, db), side(b, db_b or db)
         res = compare_runs(side_a, side_b, threshold, alpha, correction)
         con = Console(width=None if sys.stdout.isatty() else 160)
         con.print(result_table(res))
