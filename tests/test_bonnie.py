@@ -60,11 +60,18 @@ def test_run_does_every_phase_in_bonnies_order_with_exact_counts(tmp_path):
     assert m["block_read.kbs"]["value"] == pytest.approx(ph["block_read"]["total"]["bytes_per_s"] / 1024)
     assert m["seeks.per_s"]["value"] == pytest.approx(250 / ph["seeks"]["elapsed_s"])
     assert m["seeks.cpu"]["value"] == pytest.approx(ph["seeks"]["cpu"]["process_pct"])
-    # %CPU is CPU time over the wall time of the same window: never more CPUs than the phase could use,
-    # however short the phase (these last milliseconds).
+    # %CPU is the process's CPU time over the wall time of the same window. It counts every thread of
+    # the process (the Python side too, not only the phase's workers), so its ceiling is the CPUs the
+    # process may use. Phases of a few milliseconds are left out of that bound: there, the CPU clock
+    # and the wall clock are read tens of microseconds apart and a busy machine stretches that gap
+    # into a sizeable share of the window (1.48 ms of CPU over a 1.4 ms phase has been seen).
     ncpu = len(os.sched_getaffinity(0))
     for name, p in ph.items():
-        assert 0 <= p["cpu"]["process_pct"] <= 100 * min(p["threads"], ncpu) * 1.05, (name, p["cpu"])
+        cpu = p["cpu"]
+        assert cpu["process_pct"] >= 0 and cpu["user_s"] >= 0 and cpu["sys_s"] >= 0, (name, cpu)
+        assert (cpu["process_pct"] > 0) == (cpu["user_s"] + cpu["sys_s"] > 0), (name, cpu)
+        if p["elapsed_s"] >= 0.01:
+            assert cpu["process_pct"] <= 100 * ncpu * 1.05, (name, cpu)
     assert {f"{k.replace('.', '_')}" for k in m} == set(IO_COLUMNS + FILE_COLUMNS)
     assert list(work.iterdir()) == [], "cleanup removes the data file and the small files"
 

@@ -40,7 +40,8 @@ def test_one_second_workload_on_each_filesystem(scratch, name, options, size):
         assert mnt.reset_cache() == ("none" if name == "tmpfs" else "remount")
         rep = s.run_phase("run")
         assert rep["interrupted"] is False
-        assert 1.0 <= rep["elapsed_s"] < 3.0
+        assert rep["elapsed_s"] >= 1.0  # its whole duration; how much longer depends on the load
+        assert sum(i["ops"] for i in rep["intervals"]) == rep["total"]["ops"]
         assert rep["ops"]["read"]["count"] > 0 and rep["ops"]["write"]["count"] > 0
         assert rep["ops"]["fsync"]["count"] == 1
         s.run_phase("cleanup")

@@ -35,7 +35,7 @@ from fsmeter.errors import UserError
 from fsmeter.hostinfo import host_info
 from fsmeter.progress import PhaseProgress
 from fsmeter.regime import PhaseWatch
-from fsmeter.store import Store, now_iso
+from fsmeter.store import Store, StoreError, now_iso
 
 
 @dataclass
@@ -146,9 +146,21 @@ def run_campaign(c: CampaignFile, store: Store, campaign_id: int, console: Conso
     check_target(c, fresh=all(r["status"] == "pending" for r in rows))
     me = claim_campaign(store, campaign_id, take_over)
     try:
-        return _run_cells(c, cells, rows, store, campaign_id, console, show_progress, cap_notes)
-    finally:
-        store.release_campaign(campaign_id, me)
+        out = _run_cells(c, cells, rows, store, campaign_id, console, show_progress, cap_notes)
+    except BaseException:
+        _quietly(store.release_campaign, campaign_id, me)  # never hide why the run stopped
+        raise
+    store.release_campaign(campaign_id, me)
+    return out
+
+
+def _quietly(write, *args, **kwargs) -> None:
+    """A status write on the way out of a run the store stopped (disk full, damage): it may fail
+    too; the store then keeps what its last commit left, which `campaign resume` continues from."""
+    try:
+        write(*args, **kwargs)
+    except StoreError:
+        pass
 
 
 def _run_cells(c: CampaignFile, cells: list, rows: list, store: Store, campaign_id: int, console: Console,
@@ -171,6 +183,9 @@ def _run_cells(c: CampaignFile, cells: list, rows: list, store: Store, campaign_
                     run_cell(cell, row, ctx)
     except KeyboardInterrupt:
         store.set_campaign_status(campaign_id, "interrupted")
+        raise
+    except StoreError:  # the store cannot take results: stopped like an interrupt, resumable
+        _quietly(store.set_campaign_status, campaign_id, "interrupted")
         raise
     store.set_campaign_status(campaign_id, "done")
     return ctx.counts
@@ -278,6 +293,9 @@ def _cell_steps(cell: Cell, row: Any, ctx: RunContext):
             yield
     except (KeyboardInterrupt, GeneratorExit):  # GeneratorExit: interleaved, another cell was interrupted
         store.set_cell_status(row["id"], "interrupted", cause="interrupted (SIGINT/SIGTERM)")
+        raise
+    except StoreError as exc:  # not the cell's failure: it stays to be run by `campaign resume`
+        _quietly(store.set_cell_status, row["id"], "interrupted", cause=f"results store: {exc.kind}")
         raise
     except (_TrialFailed, UserError) as exc:
         # mkfs error, unsupported filesystem, mount error, host factor refused, ENOSPC...

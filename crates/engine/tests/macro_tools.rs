@@ -129,5 +129,7 @@ fn a_stop_request_ends_the_child_and_marks_the_phase_interrupted() {
     let r = s.run_phase("cp", &ctl).unwrap();
     stopper.join().unwrap();
     assert!(r.interrupted);
-    assert!(t0.elapsed().as_secs() < 20, "the child was not stopped");
+    // `sleep 30` left to itself lasts 30 s: ending sooner means it was stopped (how much sooner
+    // after the request depends on the machine's load, so that is not asserted).
+    assert!(t0.elapsed().as_secs_f64() < 30.0, "the child was not stopped");
 }

@@ -42,11 +42,12 @@ fn phase(ctl: &Control, threads: usize, setups_done: &[AtomicU64], first_op_at: 
     report.window_mono_ns[0]
 }
 
-/// Waits until the phase running on another thread is held, failing after 10 s.
+/// Waits until the phase running on another thread is held. The 120 s limit only turns a hang
+/// into a failure; reaching the hold takes milliseconds even on a loaded machine.
 fn wait_for_hold(ctl: &Control) {
     let t = Instant::now();
     while !ctl.holding() {
-        assert!(t.elapsed() < Duration::from_secs(10), "the phase never reached the hold");
+        assert!(t.elapsed() < Duration::from_secs(120), "the phase never reached the hold");
         std::thread::sleep(Duration::from_millis(1));
     }
 }
@@ -73,11 +74,23 @@ fn an_armed_hold_waits_for_release_after_setup_and_before_the_first_operation() 
     let rel = released_at.load(SeqCst);
     assert!(start >= rel, "the measured window began before the release");
     assert!(first_op.load(SeqCst) >= rel);
-    // The hold disarms itself: the next phase runs straight through.
+    // The hold disarms itself: the next phase runs straight through, never entering the hold
+    // (if it did, it is released here so that the test fails instead of hanging).
     first_op.store(0, SeqCst);
-    let t = Instant::now();
-    phase(&ctl, 1, &setups[..1], &first_op);
-    assert!(t.elapsed() < Duration::from_secs(10));
+    let held = std::thread::scope(|s| {
+        let h = s.spawn(|| phase(&ctl, 1, &setups[..1], &first_op));
+        let mut held = false;
+        while !h.is_finished() {
+            if ctl.holding() {
+                held = true;
+                ctl.release_start();
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        h.join().unwrap();
+        held
+    });
+    assert!(!held, "the second phase waited at a hold nobody armed");
     assert!(!ctl.holding());
 }
 

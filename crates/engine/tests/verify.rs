@@ -114,8 +114,10 @@ fn a_byte_changed_between_phases_is_caught_at_its_offset() {
 #[test]
 fn a_byte_changed_during_a_run_is_caught_by_its_reads() {
     let dir = tempfile::tempdir().unwrap();
-    // Reads only, so nothing the run writes can repair the damage; many passes over 512 blocks.
-    let mut s = session(dir.path(), 1, access("crc32c", 100, json!({"total_bytes": 4096u64 * 300_000})));
+    // Reads only, so nothing the run writes can repair the damage. The run has no end of its own:
+    // it is stopped once it has read 20,000 more random blocks after the change (the damaged one of
+    // 512 is among them but for a chance of e^-39), however fast or slow the machine is.
+    let mut s = session(dir.path(), 1, access("crc32c", 100, json!({"total_bytes": 4096u64 << 40})));
     run(&mut s, "prepare");
     let at: u64 = 200 * 4096 + 999;
     let path = dir.path().join("fsmeter.access.0");
@@ -130,6 +132,15 @@ fn a_byte_changed_during_a_run_is_caught_by_its_reads() {
             let mut b = [0u8; 1];
             f.read_exact_at(&mut b, at).unwrap();
             f.write_all_at(&[!b[0]], at).unwrap();
+            let changed_at = ctl.progress().ops;
+            loop {
+                let p = ctl.progress();
+                if p.ops >= changed_at + 20_000 || p.state == "idle" {
+                    break; // idle: the run ended on its own, which the assertions below report
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            ctl.request_stop();
         });
         serde_json::to_value(s.run_phase("run", ctl).unwrap()).unwrap()
     });

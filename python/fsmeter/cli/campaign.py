@@ -91,6 +91,7 @@ def execute(store, campaign_id: int, campaign, console: Console, quiet: bool = F
     """Run/resume with the user-facing messages around it (interrupt -> how to resume, exit 130);
     show_cells: end with the per-cell table."""
     from fsmeter.runner import run_campaign
+    from fsmeter.store import StoreError
 
     try:
         counts = run_campaign(campaign, store, campaign_id, console, show_progress=not quiet, take_over=take_over,
@@ -99,6 +100,11 @@ def execute(store, campaign_id: int, campaign, console: Console, quiet: bool = F
         console.print(f"[bold yellow]campaign {campaign_id} interrupted[/]: finished trials are stored in "
                       f"{store.path}; continue with `fsmeter campaign resume {campaign_id} --db {store.path}`")
         raise typer.Exit(130)
+    except StoreError as exc:
+        if exc.kind == "damaged":
+            raise
+        raise StoreError(f"{exc.message}; the trials finished before are kept: then continue with "
+                         f"`fsmeter campaign resume {campaign_id} --db {store.path}`", exc.kind) from None
     if show_cells:
         console.print(cells_table(store, campaign_id, f"campaign {campaign_id}: {escape(campaign.name)}"))
         _print_scaling(store.path, campaign_id, console)
@@ -172,7 +178,7 @@ def register(app: typer.Typer) -> None:
 
         console = Console()
         # Chosen only once the run lock is ours: a campaign's owner may finish while we wait.
-        with runlock.measuring(wait=not no_wait), open_store(db, create=False) as store:
+        with runlock.measuring(wait=not no_wait), open_store(db, create=False, writable=True) as store:
             if campaign_id is None:
                 rows, busy = [], []
                 for r in store.campaigns():
@@ -220,8 +226,10 @@ def register(app: typer.Typer) -> None:
         """Cells of a campaign: status, trials, headline mean ± CI, why each stopped or failed, outlier trials."""
         from fsmeter.store import open_store
 
+        from fsmeter.store.health import guard
+
         console = Console()
-        with open_store(db, create=False) as store:
+        with guard(db), open_store(db, create=False) as store:
             row = store.campaign(campaign_id)
             title = f"campaign {row['id']}: {escape(row['name'])} ({row['status']})"
             console.print(cells_table(store, row["id"], title))

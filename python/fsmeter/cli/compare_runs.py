@@ -33,7 +33,17 @@ def register(app: typer.Typer) -> None:
 
         from fsmeter.report.compare_runs import EXIT_REGRESSION, compare_runs, load_side, result_table
 
-        res = compare_runs(load_side(a, db), load_side(b, db_b or db), threshold, alpha, correction)
+        from contextlib import nullcontext
+
+        from fsmeter.store.health import guard
+
+        def side(ref: str, store: Optional[Path]):
+            exported = ref.endswith(".json") and Path(ref).is_file()  # not the store: no store damage to explain
+            with nullcontext() if exported else guard(store):
+                return load_side(ref, store)
+
+        side_a, side_b = side(a, db), side(b, db_b or db)
+        res = compare_runs(side_a, side_b, threshold, alpha, correction)
         con = Console(width=None if sys.stdout.isatty() else 160)
         con.print(result_table(res))
         for w, cfg, d in res.mismatches:

@@ -29,6 +29,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Export a stored campaign: tidy CSV, versioned JSON, or fio-compatible JSON (see the README (Reports, exports))."""
         from fsmeter.report.export import export as do_export
+        from fsmeter.store.health import guard
 
         if split is not None:
             if fmt not in ("fio-json", "fio-jsonplus", "fio-json+"):
@@ -39,7 +40,8 @@ def register(app: typer.Typer) -> None:
                 raise UserError(f"--split {split}: the folder {split.parent} does not exist")
             from fsmeter.interop.fio_export import split_export
 
-            index = split_export(split, db, campaign)
+            with guard(db):
+                index = split_export(split, db, campaign)
             for why_w, why in sorted(index["skipped_workloads"].items()):
                 print(f"note: {why_w} left out: {why}", file=sys.stderr)
             print(f"wrote {len(index['files'])} fio JSON files under {split} "
@@ -50,7 +52,8 @@ def register(app: typer.Typer) -> None:
         from fsmeter.textfile import check_output_path
 
         check_output_path(out, "-o")
-        text = do_export(fmt, db, campaign)
+        with guard(db):
+            text = do_export(fmt, db, campaign)
         if str(out) == "-":
             sys.stdout.write(text)
         else:

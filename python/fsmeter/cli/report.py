@@ -41,15 +41,18 @@ def register(app: typer.Typer) -> None:
             raise UserError(f"--alpha {alpha}: must be between 0 and 1 (e.g. 0.05)")
         import sys
 
-        # Not a terminal (pipe, CI log): no reason to squeeze the tables into 80 columns.
-        console = Console(width=None if sys.stdout.isatty() else 160)
-        if out is None:
-            print_campaign(build_view(db, campaign, level, alpha, threshold), console)
-            return
-        from fsmeter.report.html import write_report
+        from fsmeter.store.health import guard
 
-        view = write_report(out, db, campaign, level, alpha, threshold, baseline=baseline)
-        n_fail = len(view.failures())
-        console.print(f"wrote {out} (campaign {view.campaign['id']}: {view.campaign['name']}, "
-                      f"{len(view.workloads)} workload(s)" + (f", {n_fail} failed trial(s)/cell(s) listed" if n_fail
-                                                               else "") + ")")
+        with guard(db):
+            # Not a terminal (pipe, CI log): no reason to squeeze the tables into 80 columns.
+            console = Console(width=None if sys.stdout.isatty() else 160)
+            if out is None:
+                print_campaign(build_view(db, campaign, level, alpha, threshold), console)
+                return
+            from fsmeter.report.html import write_report
+
+            view = write_report(out, db, campaign, level, alpha, threshold, baseline=baseline)
+            n_fail = len(view.failures())
+            console.print(f"wrote {out} (campaign {view.campaign['id']}: {view.campaign['name']}, "
+                          f"{len(view.workloads)} workload(s)" + (f", {n_fail} failed trial(s)/cell(s) listed" if n_fail
+                                                                   else "") + ")")

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from fsmeter.engine import latency_measured
 from fsmeter.errors import UserError
+from fsmeter.store._sqlite import StoreConnection, StoreError, damaged, integrity_summary, is_damage, store_error
 
 HERE = Path(__file__).parent
 DEFAULT_DB = "fsmeter.sqlite"
@@ -266,22 +267,56 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
             raise UserError(f"{path}: migrating to version {version} broke a foreign key: restore a backup", exit_code=1)
 
 
-def open_store(path: Optional[os.PathLike | str] = None, *, create: bool = True) -> Store:
-    """Open (creating or migrating) the results database at ``path`` (default: see default_db_path)."""
+def open_store(path: Optional[os.PathLike | str] = None, *, create: bool = True, writable: Optional[bool] = None) -> Store:
+    """Open (creating or migrating) the results database at ``path`` (default: see default_db_path).
+
+    ``writable`` (default: ``create``): the caller will store results, so a store that cannot take
+    them is refused now, before anything is measured: one that is read-only (or in a read-only
+    folder) or damaged (``PRAGMA integrity_check``). Every SQLite failure later on the connection is
+    a :class:`StoreError` (see ``_sqlite.py``)."""
     path = default_db_path(path)
+    writable = create if writable is None else writable
     if not create and not path.is_file():
         raise UserError(f"no such results database: {path}: give --db or set FSMETER_DB")
     if not path.parent.is_dir():
         raise UserError(f"--db {path}: the folder {path.parent} does not exist")
+    existed = path.is_file() and path.stat().st_size > 0
     try:
-        conn = sqlite3.connect(str(path), timeout=30, isolation_level="DEFERRED")
+        conn = sqlite3.connect(str(path), timeout=30, isolation_level="DEFERRED", factory=StoreConnection)
+    except sqlite3.Error as exc:
+        raise (store_error(path, exc) or UserError(f"{path}: cannot open it ({exc})", exit_code=1)) from None
+    try:
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = FULL")
+        if writable:
+            _check_writable(conn, path, existed)
         _migrate(conn, path)
+    except StoreError:
+        conn.close()
+        raise
     except sqlite3.DatabaseError as exc:
+        conn.close()
         raise UserError(f"{path}: not a usable fsmeter results database ({exc})", exit_code=1) from None
     return Store(conn, path)
+
+
+def _check_writable(conn: sqlite3.Connection, path: Path, existed: bool) -> None:
+    """Refuse a store that cannot take results: damaged, or read-only. The probe rewrites the
+    version number with its own value inside a transaction that is rolled back: SQLite refuses
+    that write on a read-only file or folder (and as root, where permissions do not, on a
+    read-only mount), and it changes nothing otherwise."""
+    if existed:
+        summary = integrity_summary(path)
+        if is_damage(summary):
+            raise damaged(path, f"PRAGMA integrity_check: {summary}")
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(f"PRAGMA user_version = {int(version)}")
+    finally:
+        if conn.in_transaction:
+            conn.rollback()
 
 
 # -- reading for analysis (pandas) ----------------------------------------------------------
@@ -382,4 +417,4 @@ def load(path=None, campaign: Any = None) -> dict:
     return out
 
 
-__all__ = ["DEFAULT_DB", "SCHEMA_VERSION", "Store", "TIDY_COLUMNS", "default_db_path", "load", "open_store", "tidy"]
+__all__ = ["DEFAULT_DB", "SCHEMA_VERSION", "Store", "StoreError", "TIDY_COLUMNS", "default_db_path", "load", "open_store", "tidy"]
