@@ -148,6 +148,8 @@ def test_decision_rule_across_cases():
              for rule in ("all", "majority", "any", 3)}
     # two cases hold, one is reversed: 'all' (and 3) fail on the reversal, 'majority' and 'any' hold
     assert words == {"all": "reversed", "majority": "reproduced", "any": "reproduced", 3: "reversed"}
+    # a claim about four cases cannot be shown on three
+    assert ClaimChecker(_study(decide=4), f, paper=True).check_all()[0].outcome == "inconclusive"
 
 
 def test_not_reproduced_needs_the_power_to_see_the_claimed_effect():
