@@ -248,3 +248,20 @@ def test_a_re_run_with_one_trial_a_side_is_inconclusive_not_descriptive():
     assert v.outcome == "inconclusive" and "one kept trial" in v.tests[0].effect
     # the same numbers published as point values are compared descriptively
     assert ClaimChecker(_study(), one, paper=True).check_all()[0].outcome == "reproduced"
+
+
+def test_not_better_by_more_than_a_margin():
+    """'deep is not faster than shallow' with a 5% margin (a non-superiority test, one-sided Welch)."""
+    base = {"factor": "workload", "pairs": [["shallow", "deep"]], "direction": "not_up", "margin_pct": 5.0,
+            "tiers": [], "metrics": ["run.x"]}
+
+    def frame(deep, shallow):
+        return pd.DataFrame([dict(workload=w, metric_key="run.x", higher_is_better=True, filesystem="ext4",
+                                  value=m, sd=1.0, n=10) for w, m in (("deep", deep), ("shallow", shallow))])
+
+    # deep 2% faster: within the margin -> holds; by hand t = (5 - 2) / sqrt(0.2) = 6.7, p ~ 1e-6
+    assert ClaimChecker(_study(**base), frame(102, 100), paper=True).check_all()[0].outcome == "reproduced"
+    # deep 10% faster: beyond the margin, significantly -> reversed
+    assert ClaimChecker(_study(**base), frame(110, 100), paper=True).check_all()[0].outcome == "reversed"
+    # deep 5.2% faster: on the margin, neither shown -> inconclusive
+    assert ClaimChecker(_study(**base), frame(105.2, 100), paper=True).check_all()[0].outcome == "inconclusive"

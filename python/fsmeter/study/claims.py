@@ -310,11 +310,13 @@ class ClaimChecker:
         m = margin / 100.0 * abs(sb.mean)
         if w.se == 0:
             t.p_hold = 0.0 if (bd < m if mode == "not_better" else bd > -m) else 1.0
-        elif mode == "not_better":   # H1: better-difference < margin
+            t.p_opposite = 0.0 if (bd > m if mode == "not_better" else bd < -m) else 1.0
+        elif mode == "not_better":   # H1: better-difference < margin; the opposite: > margin
             t.p_hold = float(st.sps.t.sf((m - bd) / w.se, w.df))
-        else:                        # H1: better-difference > -margin
+            t.p_opposite = float(st.sps.t.sf((bd - m) / w.se, w.df))
+        else:                        # H1: better-difference > -margin; the opposite: < -margin
             t.p_hold = float(st.sps.t.sf((bd + m) / w.se, w.df))
-        t.p_opposite = st.one_sided_p(sa, sb, a_larger=hib if mode == "not_better" else not hib)
+            t.p_opposite = float(st.sps.t.sf((-m - bd) / w.se, w.df))
         t.effect += f", margin {margin:g}%"
         return t
 
