@@ -581,8 +581,6 @@ class ClaimChecker:
             v.outcome = NOT_COMPARABLE
             v.notes.append(f"on the numbers alone: {v.data_outcome}")
             return
-        if v.outcome == INCONCLUSIVE:
-            return
         shortest, busiest = v.regime.get("phase_s"), v.regime.get("other_cpu_share")
         trials = min((min(t.sa.n, t.sb.n) for t in v.tests if t.descriptive is None), default=None)
         needs = [t.needed for t in v.tests if t.descriptive is None and t.power is not None]
@@ -590,10 +588,11 @@ class ClaimChecker:
         reasons = gate_reasons(study.min_phase_s, shortest, study.max_other_cpu_share, busiest, trials, needed)
         if None in needs:
             reasons.append("the observed spread is too large for the power wanted at any practical number of trials")
-        if reasons:
+        if reasons:  # shown on an inconclusive verdict too: they say why the numbers may be noisy
             v.gates = reasons
-            v.outcome = INCONCLUSIVE
-            v.notes.append(f"on the numbers alone: {v.data_outcome}")
+            if v.outcome != INCONCLUSIVE:
+                v.outcome = INCONCLUSIVE
+                v.notes.append(f"on the numbers alone: {v.data_outcome}")
 
     def check_all(self) -> List[Verdict]:
         return [self.check(c) for c in self.study.claims]
