@@ -511,6 +511,11 @@ def test_wettstein_report_tables(tmp_path, monkeypatch):
     rel = next(t for t in view.tables if t["title"].startswith("the paper and this run side by side"))
     row = next(r for r in rel["rows"] if r[1] == "block_read.kbs" and r[2] == "ext3")
     assert row[3] == "0.95" and 1.0 < float(row[4]) < 1.2
+    # [study] reference picks the divisor: against ext3, the paper's ext2 reads at 13.14 / 12.42 = 1.06
+    s3 = s.model_copy(update={"study": s.study.model_copy(update={"reference": "ext3"})})
+    rel = next(t for t in build_study_view(s3, db).tables if t["title"].startswith("the paper and this run"))
+    row = next(r for r in rel["rows"] if r[1] == "block_read.kbs" and r[2] == "ext2")
+    assert row[3] == "1.06" and any(r[2] == "ext3 (reference)" for r in rel["rows"])
 
 
 def test_bryant_report_figures_and_aim7_table(tmp_path, monkeypatch):
