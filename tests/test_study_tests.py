@@ -265,3 +265,12 @@ def test_not_better_by_more_than_a_margin():
     assert ClaimChecker(_study(**base), frame(110, 100), paper=True).check_all()[0].outcome == "reversed"
     # deep 5.2% faster: on the margin, neither shown -> inconclusive
     assert ClaimChecker(_study(**base), frame(105.2, 100), paper=True).check_all()[0].outcome == "inconclusive"
+
+
+def test_evidence_leads_with_the_cases_that_decided():
+    cells = {("xfs", "a"): (150, 5, 10), ("ext3", "a"): (100, 5, 10),
+             ("xfs", "b"): (60, 5, 10), ("ext3", "b"): (100, 5, 10)}
+    v = ClaimChecker(_study(), _summary_frame(cells), paper=True).check_all()[0]
+    assert v.outcome == "reversed" and v.evidence()[0].startswith("run.x, w, case=b") and "reversed" in v.evidence()[0]
+    v = ClaimChecker(_study(decide="any"), _summary_frame(cells), paper=True).check_all()[0]
+    assert v.outcome == "reproduced" and v.evidence()[0].startswith("run.x, w, case=a")

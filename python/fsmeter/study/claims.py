@@ -108,7 +108,8 @@ class Verdict:
         """The comparisons that decided, as lines: failing ones first when the claim did not hold."""
         if not self.tests:
             return [f"{s.context}: {s.detail}" for s in self.subs[:limit]]
-        rows = sorted(self.tests, key=lambda t: (t.status == HOLDS) == (self.outcome == "reproduced"))
+        held = (self.data_outcome or self.outcome) == "reproduced"
+        rows = sorted(self.tests, key=lambda t: (t.status != HOLDS) if held else (t.status == HOLDS))
         return [f"{t.case + ': ' if t.case else ''}{t.text()}" for t in rows[:limit]]
 
 
