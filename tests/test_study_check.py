@@ -88,3 +88,14 @@ def test_a_hostile_study_file_gets_one_line_naming_the_row(tmp_path, old, new, s
         r = subprocess.run([sys.executable, "-m", "fsmeter", "study", "check", str(bad)], capture_output=True,
                            text=True, timeout=120)
         assert r.returncode == 2 and r.stderr == f"fsmeter: error: {exc.value.message}\n"
+
+
+def test_population_spreads_become_sample_ones():
+    s = load_study("layton2009")
+    pop = s.model_copy(update={"published": s.published.model_copy(update={"stddev": "population"})})
+    a, b = paper_frame(s.model_copy(update={"published": s.published.model_copy(update={"stddev": "sample"})})), \
+        paper_frame(pop)
+    both = a.assign(sd_pop=b["sd"]).dropna(subset=["sd"])
+    both = both[both["sd"] > 0]
+    # n = 10 everywhere in Layton's tables: sd x sqrt(10 / 9) = sd x 1.0541
+    assert (both["sd_pop"] / both["sd"]).round(4).eq(1.0541).all()

@@ -249,6 +249,9 @@ class Published(_Strict):
         default_factory=dict, description="published configuration label -> study configuration (+ levels)")
     lower_is_better: List[str] = Field(default_factory=list,
                                        description="run metric keys where less is better (default: time units)")
+    stddev: Literal["sample", "population"] = Field(
+        "sample", description="what the rows' stddev is: the sample standard deviation (divided by n - 1) or the "
+                              "population one (divided by n), which the check turns into the sample one")
     rows: List[Dict[str, Any]] = Field(default_factory=list)
 
 
