@@ -188,3 +188,45 @@ def test_report_flags_busy_phases_and_says_how_much_the_cache_served(tmp_path):
     notes = " ".join(verdicts(build_view(db, str(cid)))[0]["notes"])
     assert "busy machine: 3 of 6 measured phases" in notes and "up to 40%" in notes
     assert "page cache: median 30%" in notes
+
+
+def test_campaign_and_run_json_carry_each_phase_regime(tmp_path):
+    """A campaign stores every phase's regime (a dir target: busyness, no block device so no cache
+    share); `fsmeter run --json` has it in each phase report."""
+    import json
+    import textwrap
+
+    fast = 'backend = "null", file_size = "4M", warmup_s = 0.05, duration_s = 0.2, interval_s = 0.05'
+    camp = tmp_path / "c.toml"
+    camp.write_text('name = "r"\n' + textwrap.dedent(f"""\
+        [[workloads]]
+        name = "seq-read"
+        params = {{ {fast} }}
+        [repetitions]
+        policy = "fixed"
+        n = 1
+        [target]
+        kind = "dir"
+        path = "{tmp_path}"
+        """))
+    env = {**os.environ, "COLUMNS": "200"}
+    db = tmp_path / "r.sqlite"
+    r = subprocess.run([sys.executable, "-m", "fsmeter", "campaign", "run", str(camp), "--db", str(db), "--quiet"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    from fsmeter.store import open_store
+
+    with open_store(db, create=False) as store:
+        rows = store.conn.execute("SELECT key, other_cpu_share, cache_read_share, report FROM phases").fetchall()
+    run = next(r for r in rows if r["key"] == "run")
+    assert 0.0 <= run["other_cpu_share"] <= 1.0 and run["cache_read_share"] is None
+    assert json.loads(run["report"])["regime"]["other_cpu_share"] == run["other_cpu_share"]
+    out = tmp_path / "o.json"
+    r = subprocess.run([sys.executable, "-m", "fsmeter", "run", "seq-read", "--dir", str(tmp_path), "--json", str(out),
+                        *sum((["--set", kv] for kv in fast.replace(" ", "").replace('"', "").split(",")), [])],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    reg = doc["phases"]["run"]["regime"]
+    assert {"other_cpu_share", "busy", "cache_read_share", "read_bytes", "device_read_bytes"} <= set(reg)
+    assert f"others used {reg['other_cpu_share']:.0%} of the" in r.stdout

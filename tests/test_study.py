@@ -511,6 +511,11 @@ def test_wettstein_report_tables(tmp_path, monkeypatch):
     rel = next(t for t in view.tables if t["title"].startswith("the paper and this run side by side"))
     row = next(r for r in rel["rows"] if r[1] == "block_read.kbs" and r[2] == "ext3")
     assert row[3] == "0.95" and 1.0 < float(row[4]) < 1.2
+    # [study] reference picks the divisor: against ext3, the paper's ext2 reads at 13.14 / 12.42 = 1.06
+    s3 = s.model_copy(update={"study": s.study.model_copy(update={"reference": "ext3"})})
+    rel = next(t for t in build_study_view(s3, db).tables if t["title"].startswith("the paper and this run"))
+    row = next(r for r in rel["rows"] if r[1] == "block_read.kbs" and r[2] == "ext2")
+    assert row[3] == "1.06" and any(r[2] == "ext3 (reference)" for r in rel["rows"])
 
 
 def test_bryant_report_figures_and_aim7_table(tmp_path, monkeypatch):
@@ -556,3 +561,29 @@ def test_study_report_json_from_the_cli(tmp_path, monkeypatch):
     r = subprocess.run([sys.executable, "-m", "fsmeter", "study", "report", "wettstein2002", "--db", str(db),
                         "--json", str(tmp_path / "no" / "v.json")], capture_output=True, text=True, timeout=600)
     assert r.returncode == 2 and r.stderr.startswith("fsmeter: error: --json")
+
+
+@pytest.mark.parametrize("column,value,says", [("other_cpu_share", 0.6, "the machine was busy"),
+                                               ("elapsed_s", 0.05, "under the study's minimum")])
+def test_a_busy_or_short_run_in_the_store_reads_inconclusive(tmp_path, monkeypatch, column, value, says):
+    """The store's per-phase regime reaches the gates: the same synthetic run reproduces W07 when quiet
+    and long enough, and is inconclusive when other processes took the CPUs or the phases were short."""
+    import sqlite3
+
+    from fsmeter.study.report import build_study_view
+
+    s = load_study("wettstein2002")
+    db = tmp_path / "w.sqlite"
+    _fill_study(s, db, monkeypatch, random.Random(6))
+    con = sqlite3.connect(db)
+    con.execute("UPDATE phases SET elapsed_s = 30, other_cpu_share = 0.01")
+    con.commit()
+    quiet = {v.claim.id: v for v in build_study_view(s, db).verdicts}
+    assert quiet["W07"].outcome == REPRODUCED and not quiet["W07"].gates
+    con.execute(f"UPDATE phases SET {column} = ? WHERE key = 'block_read'", (value,))
+    con.commit()
+    con.close()
+    noisy = {v.claim.id: v for v in build_study_view(s, db).verdicts}
+    assert noisy["W07"].outcome == INCONCLUSIVE and says in noisy["W07"].gates[0]
+    assert "on the numbers alone: reproduced" in noisy["W07"].notes
+    assert noisy["W08"].outcome == INCONCLUSIVE  # the variation claims rest on the same phases

@@ -148,6 +148,8 @@ def test_decision_rule_across_cases():
              for rule in ("all", "majority", "any", 3)}
     # two cases hold, one is reversed: 'all' (and 3) fail on the reversal, 'majority' and 'any' hold
     assert words == {"all": "reversed", "majority": "reproduced", "any": "reproduced", 3: "reversed"}
+    # a claim about four cases cannot be shown on three
+    assert ClaimChecker(_study(decide=4), f, paper=True).check_all()[0].outcome == "inconclusive"
 
 
 def test_not_reproduced_needs_the_power_to_see_the_claimed_effect():
@@ -246,3 +248,29 @@ def test_a_re_run_with_one_trial_a_side_is_inconclusive_not_descriptive():
     assert v.outcome == "inconclusive" and "one kept trial" in v.tests[0].effect
     # the same numbers published as point values are compared descriptively
     assert ClaimChecker(_study(), one, paper=True).check_all()[0].outcome == "reproduced"
+
+
+def test_not_better_by_more_than_a_margin():
+    """'deep is not faster than shallow' with a 5% margin (a non-superiority test, one-sided Welch)."""
+    base = {"factor": "workload", "pairs": [["shallow", "deep"]], "direction": "not_up", "margin_pct": 5.0,
+            "tiers": [], "metrics": ["run.x"]}
+
+    def frame(deep, shallow):
+        return pd.DataFrame([dict(workload=w, metric_key="run.x", higher_is_better=True, filesystem="ext4",
+                                  value=m, sd=1.0, n=10) for w, m in (("deep", deep), ("shallow", shallow))])
+
+    # deep 2% faster: within the margin -> holds; by hand t = (5 - 2) / sqrt(0.2) = 6.7, p ~ 1e-6
+    assert ClaimChecker(_study(**base), frame(102, 100), paper=True).check_all()[0].outcome == "reproduced"
+    # deep 10% faster: beyond the margin, significantly -> reversed
+    assert ClaimChecker(_study(**base), frame(110, 100), paper=True).check_all()[0].outcome == "reversed"
+    # deep 5.2% faster: on the margin, neither shown -> inconclusive
+    assert ClaimChecker(_study(**base), frame(105.2, 100), paper=True).check_all()[0].outcome == "inconclusive"
+
+
+def test_evidence_leads_with_the_cases_that_decided():
+    cells = {("xfs", "a"): (150, 5, 10), ("ext3", "a"): (100, 5, 10),
+             ("xfs", "b"): (60, 5, 10), ("ext3", "b"): (100, 5, 10)}
+    v = ClaimChecker(_study(), _summary_frame(cells), paper=True).check_all()[0]
+    assert v.outcome == "reversed" and v.evidence()[0].startswith("run.x, w, case=b") and "reversed" in v.evidence()[0]
+    v = ClaimChecker(_study(decide="any"), _summary_frame(cells), paper=True).check_all()[0]
+    assert v.outcome == "reproduced" and v.evidence()[0].startswith("run.x, w, case=a")

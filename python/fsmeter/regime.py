@@ -31,7 +31,9 @@ I/O to their image, so what the loop device reads comes from the disk below it, 
 cache. Share = 1 - device / workload, clamped to [0, 1]: 1 means every byte came from the page
 cache, 0 that the device delivered at least as much as was read (readahead can make it more).
 Unknown (None) when the phase read under READ_FLOOR_BYTES (metadata phases: the device reads
-inodes and directories, which no read call asks for) or the target has no block device.
+inodes and directories, which no read call asks for), when the target has no block device of its
+own (a directory target, or the system's root disk, whose counters mix every process's reads), or
+with the null backend (no real I/O).
 """
 from __future__ import annotations
 
@@ -128,6 +130,16 @@ def device_of(path) -> Optional[str]:
     return f"/dev/{name}" if os.path.exists(f"/sys/class/block/{name}/stat") else None
 
 
+def own_device(directory, backend: Optional[str] = None) -> Optional[str]:
+    """The block device whose read counters can stand for a job's reads in ``directory``: None with
+    the null backend (no real I/O) or when the directory lies on the system's root filesystem, whose
+    disk every process on the machine shares (its counters would mix their reads with the job's)."""
+    if backend == "null":
+        return None
+    dev = device_of(directory)
+    return dev if dev is not None and dev != device_of("/") else None
+
+
 def _io_chars() -> tuple:
     """(rchar, wchar) of this process: bytes passed to read and write calls, pipes and /proc included."""
     try:
@@ -217,5 +229,5 @@ def phase_busy(report: dict) -> Optional[bool]:
     return reg.get("busy")
 
 
-__all__ = ["BUSY_SHARE", "READ_FLOOR_BYTES", "PhaseWatch", "cache_read_share", "cpu_snapshot", "describe", "device_of", "other_cpu",
-           "phase_busy"]
+__all__ = ["BUSY_SHARE", "READ_FLOOR_BYTES", "PhaseWatch", "cache_read_share", "cpu_snapshot", "describe", "device_of",
+           "other_cpu", "own_device", "phase_busy"]

@@ -345,13 +345,15 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
 
             status, cause, phases, methods, mpi_env = trial_phases(cell, job, trial_dir, ctx.campaign)
         session = EngineSession(job.engine_json()) if cell.ranks is None else None
+        # Read counters of the cell's own block device (fsmeter made it); none with the null backend.
+        device = mnt.device if mnt.owns_mount and job.engine_dict().get("backend") != "null" else None
         for ph in job.phases() if session is not None else []:
             method = None
             if ph.cold_cache:
                 method = mnt.reset_cache([str(trial_dir)])
                 methods.append(method)
             prog = PhaseProgress(ctx.bar, f"  {ph.key}")
-            watch = PhaseWatch(mnt.device)
+            watch = PhaseWatch(device)
             watch.start()
             try:
                 report = session.run_phase(ph.name, on_progress=prog)

@@ -17,7 +17,7 @@ from fsmeter.engine import EngineSession
 from fsmeter.errors import UserError
 from fsmeter.hostinfo import host_info
 from fsmeter.progress import PhaseProgress, progress_bar
-from fsmeter.regime import PhaseWatch, device_of
+from fsmeter.regime import PhaseWatch, own_device
 from fsmeter.regime import describe as describe_regime
 from fsmeter.report.terminal import phase_table
 from fsmeter.spec import build_job, load_workload, parse_set
@@ -107,7 +107,7 @@ def run_job(job, console: Console, show_progress: bool = True, keep_files: bool 
     }
     engine_phases = session.phases()
     plan = job.phases()
-    device = device_of(job.dir)
+    device = own_device(job.dir, job.engine_dict().get("backend"))
     try:
         with progress_bar(console, enabled=show_progress) as bar:
             for ph in plan:

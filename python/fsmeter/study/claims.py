@@ -108,7 +108,8 @@ class Verdict:
         """The comparisons that decided, as lines: failing ones first when the claim did not hold."""
         if not self.tests:
             return [f"{s.context}: {s.detail}" for s in self.subs[:limit]]
-        rows = sorted(self.tests, key=lambda t: (t.status == HOLDS) == (self.outcome == "reproduced"))
+        held = (self.data_outcome or self.outcome) == "reproduced"
+        rows = sorted(self.tests, key=lambda t: (t.status != HOLDS) if held else (t.status == HOLDS))
         return [f"{t.case + ': ' if t.case else ''}{t.text()}" for t in rows[:limit]]
 
 
@@ -310,11 +311,13 @@ class ClaimChecker:
         m = margin / 100.0 * abs(sb.mean)
         if w.se == 0:
             t.p_hold = 0.0 if (bd < m if mode == "not_better" else bd > -m) else 1.0
-        elif mode == "not_better":   # H1: better-difference < margin
+            t.p_opposite = 0.0 if (bd > m if mode == "not_better" else bd < -m) else 1.0
+        elif mode == "not_better":   # H1: better-difference < margin; the opposite: > margin
             t.p_hold = float(st.sps.t.sf((m - bd) / w.se, w.df))
-        else:                        # H1: better-difference > -margin
+            t.p_opposite = float(st.sps.t.sf((bd - m) / w.se, w.df))
+        else:                        # H1: better-difference > -margin; the opposite: < -margin
             t.p_hold = float(st.sps.t.sf((bd + m) / w.se, w.df))
-        t.p_opposite = st.one_sided_p(sa, sb, a_larger=hib if mode == "not_better" else not hib)
+            t.p_opposite = float(st.sps.t.sf((-m - bd) / w.se, w.df))
         t.effect += f", margin {margin:g}%"
         return t
 
@@ -579,8 +582,6 @@ class ClaimChecker:
             v.outcome = NOT_COMPARABLE
             v.notes.append(f"on the numbers alone: {v.data_outcome}")
             return
-        if v.outcome == INCONCLUSIVE:
-            return
         shortest, busiest = v.regime.get("phase_s"), v.regime.get("other_cpu_share")
         trials = min((min(t.sa.n, t.sb.n) for t in v.tests if t.descriptive is None), default=None)
         needs = [t.needed for t in v.tests if t.descriptive is None and t.power is not None]
@@ -588,10 +589,11 @@ class ClaimChecker:
         reasons = gate_reasons(study.min_phase_s, shortest, study.max_other_cpu_share, busiest, trials, needed)
         if None in needs:
             reasons.append("the observed spread is too large for the power wanted at any practical number of trials")
-        if reasons:
+        if reasons:  # shown on an inconclusive verdict too: they say why the numbers may be noisy
             v.gates = reasons
-            v.outcome = INCONCLUSIVE
-            v.notes.append(f"on the numbers alone: {v.data_outcome}")
+            if v.outcome != INCONCLUSIVE:
+                v.outcome = INCONCLUSIVE
+                v.notes.append(f"on the numbers alone: {v.data_outcome}")
 
     def check_all(self) -> List[Verdict]:
         return [self.check(c) for c in self.study.claims]

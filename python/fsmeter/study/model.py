@@ -44,6 +44,8 @@ class StudyInfo(_Strict):
     needs_device: bool = False
     published_hardware: str = ""
     mkfs: Literal["per-cell", "per-trial"] = "per-cell"
+    reference: Optional[str] = Field(None, description="the configuration the report's side-by-side table "
+                                     "divides by (default: the first configuration both the paper and the run have)")
     min_phase_s: float = Field(DEFAULT_MIN_PHASE_S, gt=0, description="gate: a re-run verdict needs every "
                                "measured phase it rests on to last at least this long")
     max_other_cpu_share: float = Field(DEFAULT_MAX_OTHER_CPU_SHARE, gt=0, le=1, description="gate: other "
@@ -247,6 +249,9 @@ class Published(_Strict):
         default_factory=dict, description="published configuration label -> study configuration (+ levels)")
     lower_is_better: List[str] = Field(default_factory=list,
                                        description="run metric keys where less is better (default: time units)")
+    stddev: Literal["sample", "population"] = Field(
+        "sample", description="what the rows' stddev is: the sample standard deviation (divided by n - 1) or the "
+                              "population one (divided by n), which the check turns into the sample one")
     rows: List[Dict[str, Any]] = Field(default_factory=list)
 
 
@@ -291,6 +296,8 @@ class Study(_Strict):
             for k in c.configurations:
                 if k not in cfg:
                     raise ValueError(f"claim {c.id}: configurations: {k!r} is not a configuration of this study")
+        if self.study.reference is not None and self.study.reference not in cfg:
+            raise ValueError(f"study.reference: {self.study.reference!r} is not a configuration of this study")
         for label, pc in self.published.configurations.items():
             if pc.configuration not in cfg:
                 raise ValueError(f"published.configurations.{label}: {pc.configuration!r} is not a configuration of "

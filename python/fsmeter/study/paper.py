@@ -40,11 +40,13 @@ def paper_frame(study: Study) -> pd.DataFrame:
         mapped = pub.configurations.get(label)
         where = dict(r.get("where") or {})
         run = where.pop("run", None)
+        sd = float(r["stddev"]) if isinstance(r.get("stddev"), (int, float)) and run is None else None
+        n = int(r["n"]) if isinstance(r.get("n"), int) and run is None else None
+        if sd is not None and n is not None and n > 1 and pub.stddev == "population":
+            sd *= (n / (n - 1)) ** 0.5  # population sd (divided by n) -> sample sd (divided by n - 1)
         row = {"workload": r.get("workload"), "metric_key": key, "value": float(r["value"]),
                "filesystem": mapped.configuration if mapped else label, "unit": r.get("unit", ""),
-               "sd": float(r["stddev"]) if isinstance(r.get("stddev"), (int, float)) and run is None else None,
-               "n": int(r["n"]) if isinstance(r.get("n"), int) and run is None else None,
-               "_raw": run is not None}
+               "sd": sd, "n": n, "_raw": run is not None}
         if mapped:
             row.update({k: str(v) for k, v in mapped.levels.items()})
         row.update({k: str(v) for k, v in where.items()})

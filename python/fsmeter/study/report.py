@@ -76,8 +76,8 @@ def build_study_view(study: Study, db: Path, campaign: Optional[str] = None) -> 
 
 
 def _relative_section(view: StudyView) -> None:
-    """The paper's and the run's means side by side, each relative to a reference configuration (the
-    study's first that both have), for every workload and metric a claim names: same units, relative values."""
+    """The paper's and the run's means side by side, each relative to a reference configuration ([study]
+    reference, else the study's first that both have), for every workload and metric a claim names."""
     from fsmeter.study.paper import paper_frame
 
     pf, rf = paper_frame(view.study), view.frame
@@ -90,6 +90,9 @@ def _relative_section(view: StudyView) -> None:
                 if (w, m) not in keys:
                     keys.append((w, m))
     order = [c.id for c in view.study.configurations]
+    if view.study.study.reference in order:
+        order.remove(view.study.study.reference)
+        order.insert(0, view.study.study.reference)
     rows = []
     for w, m in keys:
         p = pf[(pf["workload"] == w) & (pf["metric_key"] == m)]

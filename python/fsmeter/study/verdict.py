@@ -44,11 +44,14 @@ def decide(statuses: List[str], rule) -> tuple:
 
     Reproduced when at least k cases hold; otherwise, when more cases fail outright (reversed or shown
     otherwise) than the rule can spare, reversed if reversals are at least half of those failures and
-    not reproduced if not; otherwise inconclusive. Returns (word, k).
+    not reproduced if not; otherwise inconclusive. A number k above the cases there are is inconclusive
+    (the run cannot show k cases). Returns (word, k).
     """
     n = len(statuses)
     k = {"all": n, "any": 1, "majority": n // 2 + 1}.get(rule, rule) if isinstance(rule, str) else int(rule)
-    k = max(1, min(k, n))
+    k = max(1, k)
+    if k > n:  # the rule asks for more cases than this run has
+        return INCONCLUSIVE, k
     holds = statuses.count(HOLDS)
     opp, against = statuses.count(OPPOSITE), statuses.count(AGAINST)
     if holds >= k:
