@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,10 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from fsmeter.errors import UserError
 from fsmeter.units import Size
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+import tomllib
 
 HOST_FACTORS = {"scheduler", "readahead_kb", "cpus", "page_cache_limit"}
 #: Factors about how a trial is launched rather than what it runs: ranks = MPI processes (mpirun -n).

@@ -7,7 +7,6 @@ mirror these models; Python validates first so errors name the parameter.
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Mapping, Optional, get_args, get_origin
@@ -17,10 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from fsmeter.errors import UserError
 from fsmeter.families import FAMILIES, Family
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+import tomllib
 
 WORKLOAD_DIR = Path(__file__).parent / "workloads"
 

@@ -7,7 +7,6 @@ README, "Studies"). A study names configurations, workloads and factors as the a
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any, Dict, List, Literal, Optional, Union
 
@@ -15,10 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from fsmeter.errors import UserError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+import tomllib
 
 STUDY_DIR = Path(__file__).resolve().parent.parent / "studies"
 Level = Union[int, float, str]
