@@ -18,38 +18,38 @@ FSMETER := $(VENV)/bin/fsmeter
 APT_PKGS := e2fsprogs xfsprogs btrfs-progs util-linux fio postmark dbench bonnie++ fsmark chromium bzip2 xz-utils \
     openmpi-bin libopenmpi-dev python3-dev autoconf automake pkg-config
 
-.PHONY: all deps sysdeps pydeps build demo test test-rust test-python bench lint clean toolcheck
+.PHONY: all sysdeps pydeps build demo test test-rust test-python docs bench clean toolcheck
 
 all: build
 
 sysdeps:
 	@bash scripts/install-sysdeps.sh $(APT_PKGS)
 
-# Makefile too: a Python dependency added here (mpi4py) reaches venvs made before it.
+# Every Python dependency comes from pyproject.toml: the build backend from [build-system]
+# requires, the rest from the package's dependencies and its extras (test, docs, and mpi where
+# it can be built). mpi4py compiles against the Debian Open MPI (MPICC=mpicc, from source);
+# without mpicc (no root) it is left out: `fsmeter run` works as before, the MPI tests skip
+# saying why. The editable install also builds the extension (and its helper programs).
+# The MPI compiler wrapper mpi4py is built with (make MPICC=/path/to/mpicc for another MPI).
+MPICC ?= mpicc
 $(VENV)/.deps-stamp: pyproject.toml Makefile
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.5,<2" "pytest>=7" "hypothesis>=6"
-	$(PIP) install -q "fio-plot==1.1.21" "six>=1.16"
-	$(PIP) install -q "pydantic>=2.5" "typer>=0.12" "rich>=13" "numpy>=1.24" "scipy>=1.10" \
-	    "statsmodels>=0.14" "pandas>=2.0" "jinja2>=3.1" "plotly>=5.18"
-	@# mpi4py compiles against the Debian Open MPI (mpicc); without it (no root) it is left out
-	@# and `fsmeter run` works as before, the MPI tests skip saying why.
-	@if command -v mpicc >/dev/null; then MPICC=mpicc $(PIP) install -q --no-binary mpi4py "mpi4py>=3.1"; \
-	else echo "fsmeter: mpicc not found, not installing mpi4py (run 'make sysdeps' as root)" >&2; fi
+	$(PIP) install -q $$($(PY) -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"])')
+	@if command -v $(MPICC) >/dev/null; then \
+	    MPICC=$(MPICC) $(PIP) install -q --no-build-isolation --no-binary mpi4py -e '.[test,docs,mpi]'; \
+	else echo "fsmeter: $(MPICC) not found, not installing mpi4py (run 'make sysdeps' as root)" >&2; \
+	    $(PIP) install -q --no-build-isolation -e '.[test,docs]'; fi
 	@touch $@
 
 pydeps: $(VENV)/.deps-stamp
 
-# Editable install: maturin builds crates/pyext (release) and drops
-# fsmeter/_engine*.so into python/fsmeter; cargo makes rebuilds incremental.
+# Editable install: maturin builds crates/pyext (release) and drops fsmeter/_engine*.so into
+# python/fsmeter; its build script builds the helper programs (fsmeter-mix-task,
+# fsmeter-blocklog) into python/fsmeter/_bin. cargo makes rebuilds incremental.
 build: sysdeps pydeps
 	@cargo --version >/dev/null 2>&1 || { echo "make: no working Rust toolchain (\`cargo --version\` fails): install a current stable Rust with rustup (\`rustup default stable\`; Debian's packaged cargo is too old for the engine), then run make again" >&2; exit 2; }
 	$(PIP) install -q --no-build-isolation --no-deps -e .
-	cargo build --release -q -p fsmeter-engine --bin fsmeter-mix-task
-	install -D -m 755 target/release/fsmeter-mix-task python/fsmeter/_bin/fsmeter-mix-task
-	cargo build --release -q -p fsmeter-blocklog
-	install -D -m 755 target/release/fsmeter-blocklog python/fsmeter/_bin/fsmeter-blocklog
 
 demo: build
 	$(FSMETER) compare
@@ -65,8 +65,13 @@ test-python:
 bench: build
 	$(PY) bench/run.py
 
+# The documentation site (MkDocs, from docs/) into site/; --strict fails on a broken link or
+# anchor. The CLI reference pages are generated from the CLI at every build (scripts/docs_cli.py).
+docs: build
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 clean:
-	rm -rf target $(VENV) python/fsmeter/_engine*.so
+	rm -rf target $(VENV) site python/fsmeter/_engine*.so python/fsmeter/_bin
 
 # Proves the build tools come from the venv: prints where maturin, pytest and
 # fsmeter resolve under make's PATH and fails unless each is inside $(VENV).

@@ -271,3 +271,27 @@ def test_worst_case_every_cell_unresolved_with_an_outlier_still_fits(tmp_path):
         line = next(line for line in lines if line.startswith(r.workload + " "))
         assert line.split()[1:] == [r.unit] + ["unresolved†"] * 5
     assert "nothing resolved: ext2, ext3, ext4, xfs, btrfs" in text
+
+
+def test_html_verdict_speaks_the_matrix_metric_unit_and_judgement(tmp_path):
+    from fsmeter.report.html import build_context, write_report
+
+    db = tmp_path / "v.sqlite"
+    # xfs / seq-read: a mean near the best but an interval far wider than ±25%: unresolved in the matrix,
+    # where a verdict on the ops/s headline would call it "not significantly worse" than the best
+    make_suite_store(db, {("seq-read", "xfs"): [1200, 2900, 1500, 2800]})
+    view = build_view(db)
+    seq_row = {r.workload: r for r in build_matrix(view).rows}["seq-read"]
+    assert seq_row.cells["xfs"].mark == "unresolved"
+    seq = {v["workload"]: v["text"] for v in build_context(view)["verdicts"]}["seq-read"]
+    assert re.match(r"seq-read: best is ext4 at 131\.\d ± [\d.]+ MiB/s on run\.MiB_per_s \(MiB/s, higher is better\)",
+                    seq), seq
+    assert "ops/s" not in seq and "not significantly worse" not in seq
+    tied = seq.split("Tied with the best: ")[1].split(". ")[0]
+    assert {t.split(" (")[0] for t in tied.split(", ")} == {fs for fs in FS if seq_row.cells[fs].mark == "tied"}
+    assert "Significantly worse: btrfs (-45" in seq
+    assert "Unresolved, so not ranked: xfs (" in seq and "wider than the ±25% a ranking needs" in seq
+    write_report(tmp_path / "r.html", db)
+    page = (tmp_path / "r.html").read_text()
+    verdict_section = page.split('id="verdict"')[1].split('id="matrix"')[0]
+    assert "seq-read: best is ext4 at 131." in verdict_section and "not significantly worse" not in verdict_section

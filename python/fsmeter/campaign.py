@@ -556,45 +556,13 @@ def plan(c: CampaignFile) -> list:
 
 
 # -- writing campaign TOML (for campaigns built in code, e.g. `fsmeter compare`) -------------
-_TOML_ESC = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "\r": "\\r"}
-
-
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):  # a basic string: backslash, quote and every control character escaped
-        esc = lambda m: _TOML_ESC.get(m.group(), f"\\u{ord(m.group()):04x}")  # noqa: E731
-        return '"' + re.sub(r'[\\"\x00-\x1f\x7f]', esc, v) + '"'
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
-    raise TypeError(f"cannot write {type(v).__name__} as TOML")
-
-
-def _toml_key(k: str) -> str:
-    return k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else _toml_value(k)
-
-
 def dump_toml(data: dict) -> str:
-    """Campaign dict -> TOML text that parse_campaign reads back (scalars, lists, tables, arrays of tables)."""
-    head, tables, arrays = [], [], []
-    for k, v in data.items():
-        if isinstance(v, dict):
-            tables.append((k, v))
-        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v) and k != "exclusions":
-            arrays.append((k, v))
-        else:
-            head.append(f"{_toml_key(k)} = {_toml_value(v)}")
-    out = head[:]
-    for k, v in tables:
-        out += ["", f"[{_toml_key(k)}]"] + [f"{_toml_key(a)} = {_toml_value(b)}" for a, b in v.items()]
-    for k, items in arrays:
-        for item in items:
-            out += ["", f"[[{_toml_key(k)}]]"] + [f"{_toml_key(a)} = {_toml_value(b)}" for a, b in item.items()]
-    return "\n".join(out) + "\n"
+    """Campaign dict -> TOML text that parse_campaign reads back (scalars, lists, tables, arrays of tables).
+
+    Written by tomli-w, the writing half of the TOML library the parser's tomllib comes from."""
+    import tomli_w
+
+    return tomli_w.dumps(data)
 
 
 __all__ = ["CampaignFile", "Cell", "HOST_FACTORS", "dump_toml", "load_campaign", "parse_campaign", "plan"]

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -15,10 +14,7 @@ from fsmeter.cli._device import device_options, device_target
 from fsmeter.cli._runlock import no_wait_option
 from fsmeter.errors import UserError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+import tomllib
 
 DB_HELP = "results database (default: $FSMETER_DB or ./fsmeter.sqlite)"
 

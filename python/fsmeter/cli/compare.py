@@ -26,10 +26,7 @@ from fsmeter.errors import UserError
 
 STUDY = Path(__file__).resolve().parent.parent / "studies" / "quick-compare.toml"
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+import tomllib
 
 
 def _split(s: Optional[str]) -> list:

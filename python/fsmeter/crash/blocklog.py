@@ -60,7 +60,7 @@ def read_log(path: str) -> Iterator[LogRecord]:
 
 def blocklog_program() -> str:
     if not BLOCKLOG_PROGRAM.exists():
-        raise ProvisionError(f"{BLOCKLOG_PROGRAM} is missing: run `make build`", exit_code=1)
+        raise ProvisionError(f"{BLOCKLOG_PROGRAM} is missing: reinstall fsmeter (`make build` or `pip install .`)", exit_code=1)
     if not os.path.exists("/dev/fuse"):
         raise ProvisionError("crash runs need FUSE (/dev/fuse is missing): load the fuse module (modprobe fuse)",
                              exit_code=1)

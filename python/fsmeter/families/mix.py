@@ -20,12 +20,12 @@ from fsmeter.families import Family, Metric, Phase
 from fsmeter.units import Size
 
 SEARCHES = ("peak", "crossover")
-#: Where `make build` puts the task program (one small process per task).
+#: The task program (one small process per task), built into the package with the extension.
 TASK_PROGRAM = Path(__file__).resolve().parent.parent / "_bin" / "fsmeter-mix-task"
 
 
 def task_program() -> Path:
-    """The task program: $FSMETER_MIX_TASK, else the one `make build` installed."""
+    """The task program: $FSMETER_MIX_TASK, else the one installed with the package."""
     env = os.environ.get("FSMETER_MIX_TASK")
     return Path(env) if env else TASK_PROGRAM
 
@@ -115,7 +115,7 @@ class MixParams(BaseModel):
             raise UserError(f"parameter exec_path: {self.exec_path} does not exist: name a small program")
         self.workfile_data()
         if self.task_mode == "process" and not task_program().is_file():
-            raise UserError(f"the mix task program {task_program()} is missing: run `make build`, or use "
+            raise UserError(f"the mix task program {task_program()} is missing: reinstall fsmeter (`make build` or `pip install .`), or use "
                             "--set task_mode=fork")
 
     def workfile_data(self) -> workfiles.Workfile:

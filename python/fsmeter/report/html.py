@@ -316,11 +316,28 @@ def _grid_figures(view: CampaignView, w: WorkloadView, idx: int) -> list:
     return workload_grid_figures(view.db, int(view.campaign["id"]), w.workload, idx, labels)
 
 
+def _matrix_verdicts(view: CampaignView, mx) -> dict:
+    """workload -> {workload, text, notes}: the verdict sits above the matrix, so it speaks of the matrix's
+    metric in the matrix's unit and judges as the matrix does (unresolved cells are named, never ranked).
+    The notes keep what the headline verdict says about the phases' length; its notes on unranked
+    configurations are the matrix's unresolved cells, named in the text."""
+    headline = {v["workload"]: v for v in verdicts(view)}
+    out = {}
+    for r in mx.rows:
+        notes = [n for n in headline[r.workload]["notes"]
+                 if not n.startswith(("not ranked", "a configuration with a single trial")) and "single trial" not in n]
+        out[r.workload] = {"workload": r.workload, "text": r.sentence, "notes": notes}
+    return out
+
+
 def build_context(view: CampaignView, baseline: Optional[str] = None) -> dict:
     """Everything the template needs, figures as JSON-ready dicts."""
     from fsmeter.report.mix import jpm_figures
+    from fsmeter.report.matrix import build_matrix, legend
+
     figures, sections = [], []
-    verdict_by = {v["workload"]: v for v in verdicts(view)}
+    mx = build_matrix(view)
+    verdict_by = _matrix_verdicts(view, mx)
     for i, w in enumerate(view.workloads):
         figs = []
         if w.headline.configs and any(c.values for c in w.headline.configs):
@@ -376,9 +393,6 @@ def build_context(view: CampaignView, baseline: Optional[str] = None) -> dict:
         })
     host, per_fs = _environment(view.frames)
     c = view.campaign
-    from fsmeter.report.matrix import build_matrix, legend
-
-    mx = build_matrix(view)
     return {
         "matrix": mx.to_dict(), "matrix_legend": legend(mx),
         "campaign": {k: c[k] for k in ("id", "name", "status", "created", "finished", "fsmeter_version")},

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Optional
 
-from fsmeter.report.data import CampaignView, Config, MetricView, WorkloadView
+from fsmeter.report.data import CampaignView, Config, MetricView, WorkloadView, fmt_num
 from fsmeter.stats.compare import rank
 from fsmeter.stats.kept import is_kept
 from fsmeter.stats.outliers import THRESHOLD as OUTLIER_THRESHOLD
@@ -65,6 +65,8 @@ class MatrixRow:
     higher_is_better: bool
     cells: dict  # label -> MatrixCell
     verdict: str
+    #: The verdict in whole sentences, on the same metric, unit and judgement as the row (the HTML report's).
+    sentence: str = ""
 
 
 @dataclass
@@ -90,6 +92,7 @@ class Matrix:
         return {"columns": self.columns, "level": self.level, "alpha": self.alpha,
                 "practical_pct": self.practical_pct, "unresolved_pct": self.unresolved_pct,
                 "rows": [{"workload": r.workload, "metric": r.metric, "unit": r.unit, "verdict": r.verdict,
+                          "sentence": r.sentence,
                           "cells": [cell(r.cells[lab]) if lab in r.cells else None for lab in self.columns]}
                          for r in self.rows],
                 "footnotes": [{"n": n, "text": t} for n, t in self.footnotes], "load_note": self.load_note,
@@ -264,6 +267,44 @@ def _verdict(row_cells: dict, ranking: list, higher_is_better: bool) -> str:
     return text + tail
 
 
+def _sentence(workload: str, m: MetricView, unit: str, cells: dict, ranking: list, view: CampaignView) -> str:
+    """The row's verdict in words: the row's metric and unit, its best and tied cells, its unresolved ones.
+    Same rule as the marks (fsmeter.stats.compare.rank over the resolved cells), so text and matrix agree."""
+    what = f"{m.key} ({unit}, {'higher' if m.higher_is_better else 'lower'} is better)"
+    unresolved = [c for c in cells.values() if c.mark == "unresolved"]
+    tail = ("Unresolved, so not ranked: " + "; ".join(f"{c.label} ({c.reason})" for c in unresolved) + ". "
+            if unresolved else "")
+    if not ranking:
+        return f"{workload}: no configuration is resolved on {what}, so nothing can be claimed. {tail}".rstrip()
+
+    def ci(name: str) -> str:
+        c = m.config(name)
+        return f"{fmt_num(c.ci.mean)} ± {fmt_num(c.ci.half_width)} {unit}" if c.ci is not None else "-"
+
+    best = ranking[0]
+    if len(ranking) == 1:
+        return (f"{workload}: only {best.name} is resolved, at {ci(best.name)} on {what}: nothing to compare it "
+                f"with. {tail}").rstrip()
+
+    def diff(e) -> str:
+        return f"{e.name} ({100.0 * (e.mean - best.mean) / abs(best.mean):+.1f}%)" if best.mean else e.name
+
+    tied = [diff(e) for e in ranking[1:] if e.group == 1]
+    worse = [diff(e) for e in ranking[1:] if e.group != 1]
+    ns = sorted({len(m.config(e.name).values) for e in ranking})
+    trials = f"{ns[0]}" if len(ns) == 1 else f"{ns[0]} to {ns[-1]}"
+    text = f"{workload}: best is {best.name} at {ci(best.name)} on {what}. "
+    if tied:
+        text += "Tied with the best: " + ", ".join(tied) + ". "
+    if worse:
+        text += ("Significantly worse: " if tied else "Every other resolved configuration is significantly worse: ") \
+            + ", ".join(worse) + ". "
+    text += tail
+    return text + (f"Based on {view.level:.0%} confidence intervals, Welch t-tests at alpha = {view.alpha:g} and a "
+                   f"practical threshold of {view.practical_pct:g}% (smaller differences do not count), with "
+                   f"{trials} trials per ranked configuration.")
+
+
 def build_matrix(view: CampaignView, unresolved_pct: float = DEFAULT_UNRESOLVED_PCT) -> Matrix:
     """The matrix of a campaign view (see the module docstring for every rule)."""
     columns: list = []
@@ -319,7 +360,8 @@ def build_matrix(view: CampaignView, unresolved_pct: float = DEFAULT_UNRESOLVED_
                     f"median of {fmt_short(o.median)} over {len(kept)} trials (modified z-score {o.score:+.1f}, "
                     f"|z| > {OUTLIER_THRESHOLD:g}); kept in the mean and CI; {on.explanation}."))
         rows.append(MatrixRow(w.workload, m.key, unit, m.higher_is_better, cells,
-                              _verdict(cells, ranking, m.higher_is_better)))
+                              _verdict(cells, ranking, m.higher_is_better),
+                              _sentence(w.workload, m, unit, cells, ranking, view)))
     mx = Matrix(columns, rows, footnotes, view.level, view.alpha, view.practical_pct, unresolved_pct)
     other, cpus = machine_load(view)
     if other is not None and other >= BUSY_CPUS_NOTABLE:

@@ -8,7 +8,6 @@ docs/studies.md). A study names configurations, workloads and factors as the aut
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any, Dict, List, Literal, Optional, Union
 
@@ -16,10 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from fsmeter.errors import UserError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+import tomllib
 
 STUDY_DIR = Path(__file__).resolve().parent.parent / "studies"
 Level = Union[int, float, str]
