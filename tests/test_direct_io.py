@@ -38,10 +38,8 @@ def test_the_quick_suite_is_direct_on_4k_sectors():
     """Every access workload of `fsmeter compare` uses O_DIRECT with 4 KiB multiples throughout."""
     from fsmeter.cli.compare import STUDY
 
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python < 3.11
-        import tomli as tomllib
+    import tomllib
+
     suite = tomllib.loads(STUDY.read_text())
     for w in suite["workloads"]:
         wl = load_workload(w["name"])

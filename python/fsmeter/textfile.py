@@ -64,12 +64,8 @@ def toml_depth_error(data: Any, limit: int = MAX_TOML_DEPTH) -> str:
 
 def loads_toml(text: str, where: str) -> dict:
     """TOML text -> dict; a syntax error, or nesting deeper than MAX_TOML_DEPTH, is one UserError."""
-    import sys
+    import tomllib
 
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
