@@ -6,7 +6,8 @@ use crate::backend::buffer::BufferMemory;
 use crate::backend::dio::DioAlign;
 use crate::backend::BackendKind;
 use crate::error::{EngineError, Result};
-use crate::job::{secs_to_ns, Job};
+use crate::job::Job;
+use crate::measure::duration::secs_to_ns;
 use crate::backend::fault::FaultSpec;
 use crate::verify::{self, Checksum};
 

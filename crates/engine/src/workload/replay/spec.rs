@@ -6,7 +6,8 @@ use serde::Deserialize;
 
 use crate::backend::BackendKind;
 use crate::error::{EngineError, Result};
-use crate::job::{secs_to_ns, Job};
+use crate::job::Job;
+use crate::measure::duration::secs_to_ns;
 
 pub const DEFAULT_LOADFILE: &str = "/usr/share/dbench/client.txt";
 
