@@ -1,6 +1,9 @@
 //! The job spec, deserialised from the JSON that Python validated first
 //! (python/fsmeter/spec.py mirrors these types). The engine re-checks what it
 //! relies on, so it is safe to drive from Rust alone.
+//!
+//! In JSON the settings every family shares (`crate::settings`) sit beside
+//! `workload`, the family's own spec; `JobFields` is that flat form.
 
 use std::path::PathBuf;
 
@@ -8,11 +11,20 @@ use serde::Deserialize;
 
 use crate::backend::BackendKind;
 use crate::error::{EngineError, Result};
+use crate::settings::Settings;
 use crate::workload::access::AccessSpec;
 
 #[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "JobFields")]
 pub struct Job {
+    pub settings: Settings,
+    pub workload: WorkloadSpec,
+}
+
+/// A job as its JSON spells it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JobFields {
     /// The directory the workload's files live in (must exist).
     pub dir: PathBuf,
     #[serde(default = "one")]
@@ -26,6 +38,13 @@ pub struct Job {
     #[serde(default = "default_interval")]
     pub interval_s: f64,
     pub workload: WorkloadSpec,
+}
+
+impl From<JobFields> for Job {
+    fn from(f: JobFields) -> Job {
+        let JobFields { dir, threads, seed, backend, interval_s, workload } = f;
+        Job { settings: Settings { dir, threads, seed, backend, interval_s }, workload }
+    }
 }
 
 /// One variant per workload family; `family` in JSON selects it.
@@ -64,19 +83,6 @@ impl Job {
     }
 
     pub fn validate(&self) -> Result<()> {
-        if self.threads == 0 || self.threads > 4096 {
-            return Err(EngineError::invalid("threads", "must be between 1 and 4096"));
-        }
-        if !(self.interval_s > 0.0 && self.interval_s <= 3600.0) {
-            return Err(EngineError::invalid("interval_s", "must be > 0 and <= 3600"));
-        }
-        if !self.dir.is_dir() {
-            return Err(EngineError::invalid("dir", format!("{} is not an existing directory", self.dir.display())));
-        }
-        Ok(())
-    }
-
-    pub fn interval_ns(&self) -> u64 {
-        (self.interval_s * 1e9) as u64
+        self.settings.validate()
     }
 }

@@ -240,7 +240,7 @@ pub struct RereadFile {
 /// Reported as reads; counters and mismatches as `merge_into` puts them.
 #[allow(clippy::too_many_arguments)]
 pub fn reread(
-    job: &crate::job::Job,
+    job: &crate::settings::Settings,
     ctl: &crate::measure::Control,
     files: &[RereadFile],
     algo: Checksum,

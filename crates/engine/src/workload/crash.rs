@@ -38,7 +38,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Deserialize;
 
 use crate::error::{EngineError, Result};
-use crate::job::Job;
+use crate::settings::Settings;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
 use crate::verify::{check_block, fill_block, Checksum, HEADER_LEN};
@@ -156,7 +156,7 @@ pub fn file_name(idx: u32) -> String {
 }
 
 impl CrashSpec {
-    fn validate(&self, job: &Job) -> Result<Checksum> {
+    fn validate(&self, job: &Settings) -> Result<Checksum> {
         let algo = parse_checksum(&self.checksum)?;
         if !(self.runtime_s > 0.0) {
             return Err(EngineError::invalid("runtime_s", "must be > 0"));
@@ -195,7 +195,7 @@ pub struct Crash {
 }
 
 impl Crash {
-    pub fn new(job: &Job, spec: CrashSpec) -> Result<Self> {
+    pub fn new(job: &Settings, spec: CrashSpec) -> Result<Self> {
         let algo = spec.validate(job)?;
         Ok(Crash { spec, algo })
     }
@@ -206,7 +206,7 @@ impl Workload for Crash {
         &["write", "check", "cleanup"]
     }
 
-    fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn run_phase(&mut self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         match phase {
             "write" => write_phase(&self.spec, self.algo, job, ctl),
             "check" => check_phase(&self.spec, self.algo, job),
@@ -261,7 +261,7 @@ fn fsync_path(path: &Path, what: &str) -> Result<()> {
     f.sync_all().map_err(|e| EngineError::io(format!("fsync {what} {}", path.display()), e))
 }
 
-fn write_phase(spec: &CrashSpec, algo: Checksum, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+fn write_phase(spec: &CrashSpec, algo: Checksum, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
     let timing = PhaseTiming {
         warmup_ns: 0,
         duration_ns: Some((spec.runtime_s * 1e9) as u64),
@@ -392,7 +392,7 @@ fn write_phase(spec: &CrashSpec, algo: Checksum, job: &Job, ctl: &Control) -> Re
     Ok(report)
 }
 
-fn create_file(job: &Job, st: &mut WriterState, rec: &mut crate::measure::Recorder) -> Result<()> {
+fn create_file(job: &Settings, st: &mut WriterState, rec: &mut crate::measure::Recorder) -> Result<()> {
     let idx = st.files.len() as u32;
     st.path.truncate(st.dir.as_os_str().len());
     st.path.extend_from_slice(b"/f");
@@ -494,7 +494,7 @@ fn sync_point(spec: &CrashSpec, st: &mut WriterState, rec: &mut crate::measure::
 
 /// Removes what the write phase made (the thread directories and their files) and nothing else;
 /// the ledger stays: it is the record of the run.
-fn cleanup_phase(job: &Job) -> Result<PhaseReport> {
+fn cleanup_phase(job: &Settings) -> Result<PhaseReport> {
     let mut removed = 0u64;
     for tid in 0..job.threads as u32 {
         let dir = job.dir.join(thread_dir(tid));
@@ -627,7 +627,7 @@ fn is_zero(buf: &[u8]) -> bool {
     buf.iter().all(|&b| b == 0)
 }
 
-fn check_phase(spec: &CrashSpec, algo: Checksum, job: &Job) -> Result<PhaseReport> {
+fn check_phase(spec: &CrashSpec, algo: Checksum, job: &Settings) -> Result<PhaseReport> {
     let t_start = now_ns();
     let promises = read_ledger(&spec.ledger, spec.cut_ns)?;
     let bs = spec.block_size as usize;

@@ -29,7 +29,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::error::{EngineError, Result};
-use crate::job::Job;
+use crate::settings::Settings;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
 use crate::verify::Checksum;
@@ -126,7 +126,7 @@ impl MacroSpec {
         }
     }
 
-    pub fn validate(&self, job: &Job) -> Result<()> {
+    pub fn validate(&self, job: &Settings) -> Result<()> {
         for (name, step) in [("cp", &self.cp), ("untar", &self.untar), ("rm", &self.rm)] {
             if let Some(s) = step {
                 if s.argv.is_empty() || s.argv[0].is_empty() {
@@ -180,7 +180,7 @@ pub struct MacroTools {
 }
 
 impl MacroTools {
-    pub fn new(job: &Job, spec: MacroSpec) -> Result<Self> {
+    pub fn new(job: &Settings, spec: MacroSpec) -> Result<Self> {
         spec.validate(job)?;
         Ok(MacroTools { spec, session_real_s: 0.0, notes_given: false })
     }
@@ -410,7 +410,7 @@ fn child_json(argv: &[String], r: &ChildRun) -> serde_json::Value {
 }
 
 impl MacroTools {
-    fn run_step(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn run_step(&mut self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         let step = self.spec.step(phase).ok_or_else(|| {
             EngineError::invalid("phases", format!("phase {phase} is not configured in this job"))
         })?;
@@ -537,7 +537,7 @@ impl MacroTools {
         Ok(report)
     }
 
-    fn cleanup(&self, job: &Job) -> Result<PhaseReport> {
+    fn cleanup(&self, job: &Settings) -> Result<PhaseReport> {
         let mut report = PhaseReport::new("cleanup");
         let mut removed = 0u64;
         for p in &self.spec.cleanup {
@@ -581,7 +581,7 @@ impl Workload for MacroTools {
         PHASES
     }
 
-    fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn run_phase(&mut self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         match phase {
             "cleanup" => self.cleanup(job),
             _ => self.run_step(phase, job, ctl),

@@ -14,12 +14,12 @@ pub mod macro_verify;
 pub mod crash;
 
 use crate::error::Result;
-use crate::job::Job;
+use crate::settings::Settings;
 use crate::measure::Control;
 use crate::report::PhaseReport;
 
 pub trait Workload: Send {
     /// The phases in their natural order.
     fn phases(&self) -> &'static [&'static str];
-    fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport>;
+    fn run_phase(&mut self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport>;
 }

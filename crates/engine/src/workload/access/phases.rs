@@ -17,7 +17,7 @@ use crate::backend::{BackendKind, FileTable, IoBackend, IoReq};
 use super::gen::{lcm, AccessGen, GenOp};
 use super::spec::AccessSpec;
 use crate::error::{EngineError, Result};
-use crate::job::Job;
+use crate::settings::Settings;
 use crate::measure::duration::secs_to_ns;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming, Recorder};
 use crate::report::PhaseReport;
@@ -66,7 +66,7 @@ struct SlotMeta {
 }
 
 impl Access {
-    pub fn new(job: &Job, spec: AccessSpec) -> Result<Access> {
+    pub fn new(job: &Settings, spec: AccessSpec) -> Result<Access> {
         spec.validate(job)?;
         Ok(Access { spec, ledger: None, runs: 0 })
     }
@@ -74,11 +74,11 @@ impl Access {
     /// Reads can be checked against the write each block should hold only when no
     /// two writes (or a read and a write) of one block can be in flight at once:
     /// one request at a time per thread, and threads on their own blocks.
-    fn verify_exact(&self, job: &Job) -> bool {
+    fn verify_exact(&self, job: &Settings) -> bool {
         (job.threads == 1 || self.spec.thread_files) && self.spec.queue_depth == 1
     }
 
-    fn verify_notes(&self, job: &Job) -> serde_json::Value {
+    fn verify_notes(&self, job: &Settings) -> serde_json::Value {
         let exact = self.verify_exact(job);
         serde_json::json!({
             "exact": exact,
@@ -114,7 +114,7 @@ impl Access {
         }
     }
 
-    fn prepare(&self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn prepare(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         let spec = &self.spec;
         let nthreads = job.threads.min(spec.file_count as usize).max(1);
         let (start, end) = self.layout_range();
@@ -251,7 +251,7 @@ impl Access {
         Ok(())
     }
 
-    fn open_files(&self, job: &Job) -> Result<(FilesGuard, Option<DirectIo>)> {
+    fn open_files(&self, job: &Settings) -> Result<(FilesGuard, Option<DirectIo>)> {
         let spec = &self.spec;
         // Read-only for a mix without writes, as fio and IOR open for reading: files on a
         // read-only mount, or without write permission, can then be read.
@@ -308,7 +308,7 @@ impl Access {
         files.0.iter().map(|&fd| dio::resident_pages(fd, self.file_len()).ok()).sum()
     }
 
-    fn run(&self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn run(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         let (files, direct) = self.open_files(job)?;
         let spec = &self.spec;
         let share_align = match &direct {
@@ -371,7 +371,7 @@ impl Access {
         Ok(report)
     }
 
-    fn run_with<B, Mk>(&self, job: &Job, ctl: &Control, files: &FilesGuard, share_align: u64, make: Mk) -> Result<PhaseReport>
+    fn run_with<B, Mk>(&self, job: &Settings, ctl: &Control, files: &FilesGuard, share_align: u64, make: Mk) -> Result<PhaseReport>
     where
         B: IoBackend,
         Mk: Fn(FileTable, &[AlignedBuf]) -> Result<B> + Sync,
@@ -480,7 +480,7 @@ impl Access {
         st: &mut RunState<B>,
         rec: &mut Recorder,
         quota: Option<u64>,
-        job: &Job,
+        job: &Settings,
     ) -> Result<Vec<[u64; 4]>> {
         let spec = &self.spec;
         let exact = VERIFY && self.verify_exact(job);
@@ -602,7 +602,7 @@ impl Access {
 
     /// The `verify` phase: re-read every block of every file and check it (against
     /// the write it should hold, when that is known exactly).
-    fn verify_phase(&self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn verify_phase(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         let Some(algo) = self.spec.verify else {
             return Err(EngineError::invalid("verify", "the verify phase needs verify = \"crc32c\", \"xxh3\" or \"sha256\" in the spec"));
         };
@@ -614,7 +614,7 @@ impl Access {
         verify::reread(job, ctl, &files, algo, self.spec.verify_block(), self.ledger.as_ref(), self.verify_exact(job), self.verify_notes(job))
     }
 
-    fn cleanup(&self, job: &Job) -> Result<PhaseReport> {
+    fn cleanup(&self, job: &Settings) -> Result<PhaseReport> {
         let mut removed = 0;
         for i in 0..self.spec.file_count {
             match std::fs::remove_file(self.path(&job.dir, i)) {
@@ -634,7 +634,7 @@ impl Workload for Access {
         &["prepare", "run", "verify", "cleanup"]
     }
 
-    fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn run_phase(&mut self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         if self.spec.verify.is_some() && (phase == "prepare" || (phase == "run" && self.ledger.is_none())) {
             // A fresh ledger for a fresh layout (or a run on files laid out elsewhere:
             // then blocks are checked for their own consistency only, until written).

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::backend::buffer::AlignedBuf;
 use crate::error::{EngineError, Result};
-use crate::job::Job;
+use crate::settings::Settings;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
 
@@ -235,7 +235,7 @@ impl Verifier {
     }
 
     /// The `verify` phase: re-read the whole data file.
-    pub fn reread(&self, spec: &BonnieSpec, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    pub fn reread(&self, spec: &BonnieSpec, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         let files = [verify::RereadFile { path: job.dir.join(DATA_FILE), start: 0, len: spec.size }];
         verify::reread(job, ctl, &files, self.algo, spec.chunk, Some(&self.ledger), self.exact, self.notes())
     }
@@ -269,7 +269,7 @@ struct SeqDone {
 }
 
 /// One of the five single-stream phases.
-pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Job, ctl: &Control, v: Option<&Verifier>) -> Result<PhaseReport> {
+pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Settings, ctl: &Control, v: Option<&Verifier>) -> Result<PhaseReport> {
     let path = job.dir.join(DATA_FILE);
     let chunk = spec.chunk as usize;
     let (total, per_char) = match phase {
@@ -551,7 +551,7 @@ struct SeekDone {
 /// Bonnie's children reopen the file), take tickets 0..seeks from a shared
 /// counter; ticket t reads the chunk at a pseudo-random chunk offset, and when
 /// t is a multiple of 10 it also dirties one byte and writes the chunk back.
-pub fn seeks(spec: &BonnieSpec, job: &Job, ctl: &Control, mut verifier: Option<&mut Verifier>) -> Result<PhaseReport> {
+pub fn seeks(spec: &BonnieSpec, job: &Settings, ctl: &Control, mut verifier: Option<&mut Verifier>) -> Result<PhaseReport> {
     // Several seekers may read a chunk while another writes it back: their reads are not checked.
     let v = verifier.as_deref();
     let check_reads = spec.seek_procs == 1;

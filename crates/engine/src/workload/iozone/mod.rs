@@ -26,7 +26,7 @@ use serde_json::{json, Map, Value};
 use crate::backend::buffer::AlignedBuf;
 use crate::backend::BackendKind;
 use crate::error::{EngineError, Result};
-use crate::job::Job;
+use crate::settings::Settings;
 use crate::measure::{run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
 use crate::workload::Workload;
@@ -102,7 +102,7 @@ fn default_file_name() -> String {
 }
 
 impl IozoneSpec {
-    pub fn validate(&self, job: &Job) -> Result<()> {
+    pub fn validate(&self, job: &Settings) -> Result<()> {
         if self.cells.is_empty() {
             return Err(EngineError::invalid("cells", "no cell to run: give at least one file size and record size"));
         }
@@ -190,7 +190,7 @@ pub struct Iozone {
 }
 
 impl Iozone {
-    pub fn new(job: &Job, spec: IozoneSpec) -> Result<Self> {
+    pub fn new(job: &Settings, spec: IozoneSpec) -> Result<Self> {
         spec.validate(job)?;
         let p = job.dir.join(&spec.file_name);
         let path = CString::new(p.as_os_str().as_bytes()).map_err(|_| EngineError::invalid("dir", "contains a NUL byte"))?;
@@ -219,7 +219,7 @@ impl Workload for Iozone {
         PHASES
     }
 
-    fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn run_phase(&mut self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         if phase == "cleanup" {
             let mut report = PhaseReport::new(phase);
             // SAFETY: NUL-terminated path.
