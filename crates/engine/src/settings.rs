@@ -1,6 +1,6 @@
 //! The settings every workload family runs with: the directory, the worker
-//! threads, the seed, the I/O backend and the sampling interval. The job
-//! (`crate::job`) reads them from JSON beside the workload's own spec; a
+//! threads, the seed, the I/O backend and the sampling interval. The job spec
+//! (job.rs) reads them from JSON beside the workload's own spec; a
 //! family sees only these and its spec.
 
 use std::path::PathBuf;
