@@ -12,7 +12,7 @@ use serde::Deserialize;
 use crate::backend::BackendKind;
 use crate::error::{EngineError, Result};
 use crate::settings::Settings;
-use crate::workload::access::AccessSpec;
+use crate::workload::WorkloadSpec;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(from = "JobFields")]
@@ -45,21 +45,6 @@ impl From<JobFields> for Job {
         let JobFields { dir, threads, seed, backend, interval_s, workload } = f;
         Job { settings: Settings { dir, threads, seed, backend, interval_s }, workload }
     }
-}
-
-/// One variant per workload family; `family` in JSON selects it.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(tag = "family", rename_all = "snake_case")]
-pub enum WorkloadSpec {
-    Access(AccessSpec),
-    Replay(crate::workload::replay::ReplaySpec),
-    Fileset(crate::workload::fileset::FilesetSpec),
-    Tree(crate::workload::tree::TreeSpec),
-    Iozone(crate::workload::iozone::IozoneSpec),
-    Mix(crate::workload::mix::MixSpec),
-    Bonnie(crate::workload::bonnie::BonnieSpec),
-    Macro(crate::workload::macro_tools::MacroSpec),
-    Crash(crate::workload::crash::CrashSpec),
 }
 
 fn one() -> usize {

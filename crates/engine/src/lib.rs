@@ -16,11 +16,12 @@ pub mod verify;
 pub mod workload;
 
 pub use error::{EngineError, Result};
-pub use job::{Job, WorkloadSpec};
+pub use job::Job;
 pub use measure::{Control, Progress};
 pub use report::PhaseReport;
+pub use workload::WorkloadSpec;
 
-use workload::Workload;
+use workload::family::Workload;
 
 pub struct Session {
     job: Job,
@@ -30,17 +31,7 @@ pub struct Session {
 impl Session {
     pub fn new(job: Job) -> Result<Session> {
         job.validate()?;
-        let workload: Box<dyn Workload> = match &job.workload {
-            WorkloadSpec::Access(spec) => Box::new(workload::access::Access::new(&job.settings, spec.clone())?),
-            WorkloadSpec::Replay(spec) => Box::new(workload::replay::Replay::new(&job.settings, spec.clone())?),
-            WorkloadSpec::Fileset(spec) => Box::new(workload::fileset::Fileset::new(&job.settings, spec.clone())?),
-            WorkloadSpec::Tree(spec) => Box::new(workload::tree::Tree::new(&job.settings, spec.clone())?),
-            WorkloadSpec::Iozone(spec) => Box::new(workload::iozone::Iozone::new(&job.settings, spec.clone())?),
-            WorkloadSpec::Mix(spec) => Box::new(workload::mix::Mix::new(&job.settings, spec.clone())?),
-            WorkloadSpec::Bonnie(spec) => Box::new(workload::bonnie::Bonnie::new(&job.settings, spec.clone())?),
-            WorkloadSpec::Macro(spec) => Box::new(workload::macro_tools::MacroTools::new(&job.settings, spec.clone())?),
-            WorkloadSpec::Crash(spec) => Box::new(workload::crash::Crash::new(&job.settings, spec.clone())?),
-        };
+        let workload = job.workload.build(&job.settings)?;
         Ok(Session { job, workload })
     }
 

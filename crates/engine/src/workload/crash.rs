@@ -42,7 +42,7 @@ use crate::settings::Settings;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
 use crate::verify::{check_block, fill_block, Checksum, HEADER_LEN};
-use crate::workload::Workload;
+use crate::workload::family::Workload;
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]

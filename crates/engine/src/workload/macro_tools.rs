@@ -33,7 +33,8 @@ use crate::settings::Settings;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
 use crate::verify::Checksum;
-use crate::workload::{macro_verify, Workload};
+use crate::workload::family::Workload;
+use crate::workload::macro_verify;
 
 const KINDS: &[&str] = &["cp", "untar", "rm", "sync"];
 const SYNC: usize = 3;

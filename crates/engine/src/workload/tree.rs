@@ -23,7 +23,7 @@ use crate::error::{EngineError, Result};
 use crate::settings::Settings;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
-use crate::workload::Workload;
+use crate::workload::family::Workload;
 
 /// fdtree's unit of file size: `dd bs=4096 count=S`.
 pub const BLOCK: u64 = 4096;

@@ -22,7 +22,7 @@ use crate::measure::duration::secs_to_ns;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming, Recorder};
 use crate::report::PhaseReport;
 use crate::verify::{self, Checker, Ledger};
-use crate::workload::Workload;
+use crate::workload::family::Workload;
 
 const KINDS: &[&str] = &["read", "write", "fsync"];
 const READ: usize = 0;

@@ -18,7 +18,7 @@ use crate::error::{EngineError, Result};
 use crate::settings::Settings;
 use crate::measure::Control;
 use crate::report::PhaseReport;
-use crate::workload::Workload;
+use crate::workload::family::Workload;
 
 /// The data file, in `dir`; bonnie++ calls it Bonnie.<pid>.
 pub const DATA_FILE: &str = "Bonnie.data";

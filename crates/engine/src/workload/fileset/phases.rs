@@ -14,7 +14,7 @@ use crate::settings::Settings;
 use crate::measure::duration::secs_to_ns;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming, Recorder};
 use crate::report::PhaseReport;
-use crate::workload::Workload;
+use crate::workload::family::Workload;
 
 pub struct Fileset {
     spec: FilesetSpec,

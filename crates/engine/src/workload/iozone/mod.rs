@@ -29,7 +29,7 @@ use crate::error::{EngineError, Result};
 use crate::settings::Settings;
 use crate::measure::{run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
-use crate::workload::Workload;
+use crate::workload::family::Workload;
 use tests::{Cell, Opts, Purge, KINDS};
 
 /// iozone's largest record (MAXBUFFERSIZE).

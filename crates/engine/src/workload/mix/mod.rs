@@ -29,7 +29,7 @@ use crate::error::{EngineError, Result};
 use crate::settings::Settings;
 use crate::measure::{Control, RunState};
 use crate::report::PhaseReport;
-use crate::workload::Workload;
+use crate::workload::family::Workload;
 
 use catalog::JobId;
 use driver::{SubrunResult, TaskMode};

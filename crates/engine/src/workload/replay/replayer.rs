@@ -16,7 +16,7 @@ use crate::error::{EngineError, Result};
 use crate::settings::Settings;
 use crate::measure::{run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
-use crate::workload::Workload;
+use crate::workload::family::Workload;
 
 pub struct Replay {
     spec: ReplaySpec,
