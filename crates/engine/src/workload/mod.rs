@@ -10,7 +10,6 @@
 //! (`family`, settings, measure, verify, backend, sys).
 
 pub mod family;
-pub mod macro_verify;
 
 use serde::Deserialize;
 

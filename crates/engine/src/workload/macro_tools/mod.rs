@@ -18,6 +18,8 @@
 //! runs exactly what it is given and checks the result (the copy has the
 //! source's size, the tree exists after untar and is gone after rm).
 
+mod verify;
+
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -34,7 +36,6 @@ use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
 use crate::verify::Checksum;
 use crate::workload::family::Workload;
-use crate::workload::macro_verify;
 
 const KINDS: &[&str] = &["cp", "untar", "rm", "sync"];
 const SYNC: usize = 3;
@@ -108,7 +109,7 @@ pub struct MacroSpec {
     #[serde(default = "default_tail")]
     pub stderr_tail_bytes: usize,
     /// Check what cp and untar wrote against their sources after each phase, outside the
-    /// timing (workload::macro_verify); the algorithm names cp's reported checksums.
+    /// timing (macro_tools/verify.rs); the algorithm names cp's reported checksums.
     #[serde(default)]
     pub verify: Option<Checksum>,
 }
@@ -523,8 +524,8 @@ impl MacroTools {
         });
         if let (Some(algo), false) = (self.spec.verify, stopped) {
             let check = match phase {
-                "cp" => Some(macro_verify::compare_copy(&step.sources[0], step.check.as_ref().expect("validated"), algo)?),
-                "untar" => Some(macro_verify::compare_tree(&step.compare, &job.dir, step.check.as_ref().expect("validated"), algo, step.files)?),
+                "cp" => Some(verify::compare_copy(&step.sources[0], step.check.as_ref().expect("validated"), algo)?),
+                "untar" => Some(verify::compare_tree(&step.compare, &job.dir, step.check.as_ref().expect("validated"), algo, step.files)?),
                 _ => None,
             };
             if let Some(c) = check {
