@@ -1,7 +1,9 @@
 //! Data verification: every block a verifying workload writes carries a
 //! header (magic, offset, length, writer thread, seed, write number) and a
-//! checksum of its payload; reads check them. `header` holds the format and
-//! the check; docs/verify.md describes the layout for users.
+//! checksum of its payload; reads check them. `header` holds the format,
+//! `payload` the bytes after the header and the filling of whole blocks,
+//! `check` the check of a block read back and what a mismatch reports;
+//! docs/verify.md describes the layout for users.
 //!
 //! Around it, what a workload needs: a `Ledger` (which write each block of the
 //! data set should hold, one atomic word per block, so any thread can record a
@@ -9,15 +11,16 @@
 //! checks them after reads, counts, and keeps the first mismatches in full).
 //! Nothing here allocates on the normal path; a mismatch is cold and may.
 
+pub mod check;
 pub mod content;
 pub mod header;
+pub mod payload;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub use header::{
-    check_block, check_block_expect, check_prefix, fill_block, fill_block_planned, fill_blocks, Crc32cPlan, BlockHeader, Checksum, Mismatch, MismatchKind, CHECKSUM_LEN,
-    HEADER_LEN, MIN_BLOCK,
-};
+pub use check::{check_block, check_block_expect, check_prefix, Mismatch, MismatchKind};
+pub use header::{BlockHeader, Checksum, CHECKSUM_LEN, HEADER_LEN, MIN_BLOCK};
+pub use payload::{fill_block, fill_block_planned, fill_blocks, Crc32cPlan};
 
 use crate::report::PhaseReport;
 
