@@ -21,7 +21,7 @@ use crate::settings::Settings;
 use crate::measure::duration::secs_to_ns;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming, Recorder};
 use crate::report::PhaseReport;
-use crate::verify::{self, Checker, Ledger};
+use crate::verify::{self, Checker, LastWrites};
 use crate::workload::family::Workload;
 
 const KINDS: &[&str] = &["read", "write", "fsync"];
@@ -38,7 +38,7 @@ const LAYOUT_CHUNK: u64 = 1 << 20;
 pub struct Access {
     spec: AccessSpec,
     /// With verify: which write each block should hold (laid out by `prepare`, updated by `run`).
-    ledger: Option<Ledger>,
+    last_writes: Option<LastWrites>,
     /// Run phases started so far: the high bits of write numbers, so a rerun writes new ones.
     runs: u64,
 }
@@ -68,7 +68,7 @@ struct SlotMeta {
 impl Access {
     pub fn new(job: &Settings, spec: AccessSpec) -> Result<Access> {
         spec.validate(job)?;
-        Ok(Access { spec, ledger: None, runs: 0 })
+        Ok(Access { spec, last_writes: None, runs: 0 })
     }
 
     /// Reads can be checked against the write each block should hold only when no
@@ -216,7 +216,7 @@ impl Access {
         Ok(report)
     }
 
-    /// Lay one file out with verified blocks (write number 0), recording them in the ledger.
+    /// Lay one file out with verified blocks (write number 0), recording them in the last-writes table.
     fn lay_out_verified(&self, fd: RawFd, file: u32, path: &Path, buf: &AlignedBuf, ch: &mut Checker, rec: &mut Recorder) -> Result<()> {
         let b = ch.block as u64;
         let chunk = (LAYOUT_CHUNK / b).max(1) * b;
@@ -237,7 +237,7 @@ impl Access {
                 rec.record(WRITE, n as u64, t0, now_ns());
                 done += n as usize;
             }
-            if let Some(l) = &self.ledger {
+            if let Some(l) = &self.last_writes {
                 l.record(file, off, len as u64, ch.thread, 0);
             }
             off += len as u64;
@@ -583,20 +583,20 @@ impl Access {
         generation
     }
 
-    /// With verify, after a request completes: a write is recorded in the ledger
+    /// With verify, after a request completes: a write is recorded in the last-writes table
     /// (what the blocks should now hold); a read is checked against it when reads
     /// cannot race writes (`exact`).
     #[inline]
     fn verify_completion<B: IoBackend>(&self, st: &mut RunState<B>, slot: usize, req: IoReq, generation: u64, moved: usize, exact: bool) {
         let Some(ch) = st.verify.as_mut() else { return };
         if req.write {
-            if let Some(l) = &self.ledger {
+            if let Some(l) = &self.last_writes {
                 l.record(req.file, req.offset, req.len as u64, ch.thread, generation);
             }
         } else if exact {
             let data = &st.bufs[slot].as_slice()[..moved.min(req.len as usize)];
-            let ledger = self.ledger.as_ref();
-            ch.check(data, req.file, req.offset, |o| ledger.and_then(|l| l.expected(req.file, o)));
+            let last_writes = self.last_writes.as_ref();
+            ch.check(data, req.file, req.offset, |o| last_writes.and_then(|l| l.expected(req.file, o)));
         }
     }
 
@@ -611,7 +611,7 @@ impl Access {
             if self.spec.shared_file { (self.spec.run_base(), self.spec.run_base() + self.spec.file_size) } else { (0, self.file_len()) };
         let files: Vec<verify::RereadFile> =
             (0..self.spec.file_count).map(|i| verify::RereadFile { path: self.path(&job.dir, i), start: reread_start, len: reread_end }).collect();
-        verify::reread(job, ctl, &files, algo, self.spec.verify_block(), self.ledger.as_ref(), self.verify_exact(job), self.verify_notes(job))
+        verify::reread(job, ctl, &files, algo, self.spec.verify_block(), self.last_writes.as_ref(), self.verify_exact(job), self.verify_notes(job))
     }
 
     fn cleanup(&self, job: &Settings) -> Result<PhaseReport> {
@@ -635,10 +635,10 @@ impl Workload for Access {
     }
 
     fn run_phase(&mut self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
-        if self.spec.verify.is_some() && (phase == "prepare" || (phase == "run" && self.ledger.is_none())) {
-            // A fresh ledger for a fresh layout (or a run on files laid out elsewhere:
+        if self.spec.verify.is_some() && (phase == "prepare" || (phase == "run" && self.last_writes.is_none())) {
+            // A fresh last-writes table for a fresh layout (or a run on files laid out elsewhere:
             // then blocks are checked for their own consistency only, until written).
-            self.ledger = Some(Ledger::new(self.spec.file_count as usize, self.file_len(), self.spec.verify_block()));
+            self.last_writes = Some(LastWrites::new(self.spec.file_count as usize, self.file_len(), self.spec.verify_block()));
         }
         match phase {
             "prepare" => self.prepare(job, ctl),
