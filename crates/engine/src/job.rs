@@ -71,3 +71,34 @@ impl Job {
         self.settings.validate()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(extra: &str) -> Result<Job> {
+        let dir = serde_json::to_string(&std::env::temp_dir()).unwrap();
+        Job::from_json(&format!(
+            r#"{{"dir": {dir}, {extra} "workload": {{"family": "tree", "levels": 1, "dirs_per_level": 1, "files_per_dir": 1}}}}"#
+        ))
+    }
+
+    #[test]
+    fn flat_json_fills_the_settings_with_their_defaults() {
+        let j = job("").unwrap();
+        let s = &j.settings;
+        assert_eq!((s.dir.as_path(), s.threads, s.seed, s.backend, s.interval_s), (std::env::temp_dir().as_path(), 1, 42, BackendKind::Psync, 1.0));
+        assert!(matches!(j.workload, WorkloadSpec::Tree(_)));
+        let j = job(r#""threads": 3, "seed": 7, "backend": "null", "interval_s": 0.5,"#).unwrap();
+        let s = &j.settings;
+        assert_eq!((s.threads, s.seed, s.backend, s.interval_s), (3, 7, BackendKind::Null, 0.5));
+    }
+
+    #[test]
+    fn unknown_fields_and_bad_settings_are_refused_by_name() {
+        let e = job(r#""thread": 2,"#).unwrap_err().to_string();
+        assert!(e.contains("unknown field `thread`"), "{e}");
+        let e = job(r#""threads": 0,"#).unwrap_err().to_string();
+        assert!(e.starts_with("threads:"), "{e}");
+    }
+}
