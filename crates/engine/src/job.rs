@@ -1,6 +1,9 @@
 //! The job spec, deserialised from the JSON that Python validated first
 //! (python/fsmeter/spec.py mirrors these types). The engine re-checks what it
 //! relies on, so it is safe to drive from Rust alone.
+//!
+//! In JSON the settings every family shares (`crate::settings`) sit beside
+//! `workload`, the family's own spec; `JobFields` is that flat form.
 
 use std::path::PathBuf;
 
@@ -8,11 +11,20 @@ use serde::Deserialize;
 
 use crate::backend::BackendKind;
 use crate::error::{EngineError, Result};
-use crate::workload::access::AccessSpec;
+use crate::settings::Settings;
+use crate::workload::WorkloadSpec;
 
 #[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "JobFields")]
 pub struct Job {
+    pub settings: Settings,
+    pub workload: WorkloadSpec,
+}
+
+/// A job as its JSON spells it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JobFields {
     /// The directory the workload's files live in (must exist).
     pub dir: PathBuf,
     #[serde(default = "one")]
@@ -28,19 +40,11 @@ pub struct Job {
     pub workload: WorkloadSpec,
 }
 
-/// One variant per workload family; `family` in JSON selects it.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(tag = "family", rename_all = "snake_case")]
-pub enum WorkloadSpec {
-    Access(AccessSpec),
-    Replay(crate::workload::replay::ReplaySpec),
-    Fileset(crate::workload::fileset::FilesetSpec),
-    Tree(crate::workload::tree::TreeSpec),
-    Iozone(crate::workload::iozone::IozoneSpec),
-    Mix(crate::workload::mix::MixSpec),
-    Bonnie(crate::workload::bonnie::BonnieSpec),
-    Macro(crate::workload::macro_tools::MacroSpec),
-    Crash(crate::workload::crash::CrashSpec),
+impl From<JobFields> for Job {
+    fn from(f: JobFields) -> Job {
+        let JobFields { dir, threads, seed, backend, interval_s, workload } = f;
+        Job { settings: Settings { dir, threads, seed, backend, interval_s }, workload }
+    }
 }
 
 fn one() -> usize {
@@ -64,35 +68,37 @@ impl Job {
     }
 
     pub fn validate(&self) -> Result<()> {
-        if self.threads == 0 || self.threads > 4096 {
-            return Err(EngineError::invalid("threads", "must be between 1 and 4096"));
-        }
-        if !(self.interval_s > 0.0 && self.interval_s <= 3600.0) {
-            return Err(EngineError::invalid("interval_s", "must be > 0 and <= 3600"));
-        }
-        if !self.dir.is_dir() {
-            return Err(EngineError::invalid("dir", format!("{} is not an existing directory", self.dir.display())));
-        }
-        Ok(())
-    }
-
-    pub fn interval_ns(&self) -> u64 {
-        (self.interval_s * 1e9) as u64
+        self.settings.validate()
     }
 }
 
-/// The longest duration a spec may give: 10,000,000 s (about 116 days). Python refuses longer ones
-/// first; the engine checks again so that no caller can hand it a time that overflows the clock.
-pub const MAX_DURATION_S: f64 = 1e7;
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Seconds (as the spec gives them) to nanoseconds, rejecting negatives, NaN, infinities and anything
-/// beyond MAX_DURATION_S (an `as u64` of a larger product would saturate, and adding it to a clock wrap).
-pub fn secs_to_ns(field: &str, s: f64) -> Result<u64> {
-    if !(s >= 0.0 && s.is_finite()) {
-        return Err(EngineError::invalid(field, "must be a finite number of seconds >= 0"));
+    fn job(extra: &str) -> Result<Job> {
+        let dir = serde_json::to_string(&std::env::temp_dir()).unwrap();
+        Job::from_json(&format!(
+            r#"{{"dir": {dir}, {extra} "workload": {{"family": "tree", "levels": 1, "dirs_per_level": 1, "files_per_dir": 1}}}}"#
+        ))
     }
-    if s > MAX_DURATION_S {
-        return Err(EngineError::invalid(field, "must be at most 10000000 s (about 116 days)"));
+
+    #[test]
+    fn flat_json_fills_the_settings_with_their_defaults() {
+        let j = job("").unwrap();
+        let s = &j.settings;
+        assert_eq!((s.dir.as_path(), s.threads, s.seed, s.backend, s.interval_s), (std::env::temp_dir().as_path(), 1, 42, BackendKind::Psync, 1.0));
+        assert!(matches!(j.workload, WorkloadSpec::Tree(_)));
+        let j = job(r#""threads": 3, "seed": 7, "backend": "null", "interval_s": 0.5,"#).unwrap();
+        let s = &j.settings;
+        assert_eq!((s.threads, s.seed, s.backend, s.interval_s), (3, 7, BackendKind::Null, 0.5));
     }
-    Ok((s * 1e9) as u64)
+
+    #[test]
+    fn unknown_fields_and_bad_settings_are_refused_by_name() {
+        let e = job(r#""thread": 2,"#).unwrap_err().to_string();
+        assert!(e.contains("unknown field `thread`"), "{e}");
+        let e = job(r#""threads": 0,"#).unwrap_err().to_string();
+        assert!(e.starts_with("threads:"), "{e}");
+    }
 }

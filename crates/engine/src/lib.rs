@@ -10,16 +10,18 @@ pub mod error;
 pub mod job;
 pub mod measure;
 pub mod report;
+pub mod settings;
 pub mod sys;
 pub mod verify;
 pub mod workload;
 
 pub use error::{EngineError, Result};
-pub use job::{Job, WorkloadSpec};
+pub use job::Job;
 pub use measure::{Control, Progress};
 pub use report::PhaseReport;
+pub use workload::WorkloadSpec;
 
-use workload::Workload;
+use workload::family::Workload;
 
 pub struct Session {
     job: Job,
@@ -29,17 +31,7 @@ pub struct Session {
 impl Session {
     pub fn new(job: Job) -> Result<Session> {
         job.validate()?;
-        let workload: Box<dyn Workload> = match &job.workload {
-            WorkloadSpec::Access(spec) => Box::new(workload::access::Access::new(&job, spec.clone())?),
-            WorkloadSpec::Replay(spec) => Box::new(workload::replay::Replay::new(&job, spec.clone())?),
-            WorkloadSpec::Fileset(spec) => Box::new(workload::fileset::Fileset::new(&job, spec.clone())?),
-            WorkloadSpec::Tree(spec) => Box::new(workload::tree::Tree::new(&job, spec.clone())?),
-            WorkloadSpec::Iozone(spec) => Box::new(workload::iozone::Iozone::new(&job, spec.clone())?),
-            WorkloadSpec::Mix(spec) => Box::new(workload::mix::Mix::new(&job, spec.clone())?),
-            WorkloadSpec::Bonnie(spec) => Box::new(workload::bonnie::Bonnie::new(&job, spec.clone())?),
-            WorkloadSpec::Macro(spec) => Box::new(workload::macro_tools::MacroTools::new(&job, spec.clone())?),
-            WorkloadSpec::Crash(spec) => Box::new(workload::crash::Crash::new(&job, spec.clone())?),
-        };
+        let workload = job.workload.build(&job.settings)?;
         Ok(Session { job, workload })
     }
 
@@ -60,7 +52,7 @@ impl Session {
         if !self.phases().contains(&phase) {
             return Err(EngineError::UnknownPhase { phase: phase.to_string(), known: self.phases().to_vec() });
         }
-        let mut report = self.workload.run_phase(phase, &self.job, ctl)?;
+        let mut report = self.workload.run_phase(phase, &self.job.settings, ctl)?;
         report.phase = phase.to_string();
         Ok(report)
     }

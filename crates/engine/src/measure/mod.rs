@@ -1,7 +1,8 @@
-//! Measurement: clock, latency histograms, CPU usage, and the timed multi-thread harness.
+//! Measurement: clock, durations, latency histograms, CPU usage, and the timed multi-thread harness.
 
 pub mod clock;
 pub mod cpu;
+pub mod duration;
 pub mod harness;
 pub mod hist;
 

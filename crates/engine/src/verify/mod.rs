@@ -1,23 +1,26 @@
 //! Data verification: every block a verifying workload writes carries a
 //! header (magic, offset, length, writer thread, seed, write number) and a
-//! checksum of its payload; reads check them. `header` holds the format and
-//! the check; docs/verify.md describes the layout for users.
+//! checksum of its payload; reads check them. `header` holds the format,
+//! `payload` the bytes after the header and the filling of whole blocks,
+//! `check` the check of a block read back and what a mismatch reports;
+//! docs/verify.md describes the layout for users.
 //!
-//! Around it, what a workload needs: a `Ledger` (which write each block of the
+//! Around it, what a workload needs: a `LastWrites` table (which write each block of the
 //! data set should hold, one atomic word per block, so any thread can record a
 //! write without a lock) and a per-thread `Checker` (fills blocks before writes,
 //! checks them after reads, counts, and keeps the first mismatches in full).
 //! Nothing here allocates on the normal path; a mismatch is cold and may.
 
+pub mod check;
 pub mod content;
 pub mod header;
+pub mod payload;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-pub use header::{
-    check_block, check_block_expect, check_prefix, fill_block, fill_block_planned, fill_blocks, Crc32cPlan, BlockHeader, Checksum, Mismatch, MismatchKind, CHECKSUM_LEN,
-    HEADER_LEN, MIN_BLOCK,
-};
+pub use check::{check_block, check_block_expect, check_prefix, Mismatch, MismatchKind};
+pub use header::{BlockHeader, Checksum, CHECKSUM_LEN, HEADER_LEN, MIN_BLOCK};
+pub use payload::{fill_block, fill_block_planned, fill_blocks, Crc32cPlan};
 
 use crate::report::PhaseReport;
 
@@ -26,24 +29,24 @@ pub const KEEP_MISMATCHES: usize = 16;
 
 /// The write each block of a data set should hold: (thread, generation), per
 /// file and block. 8 bytes per block. Entry 0 means "no write recorded".
-pub struct Ledger {
+pub struct LastWrites {
     entries: Vec<AtomicU64>,
     blocks_per_file: u64,
     block: u64,
 }
 
-impl Ledger {
-    pub fn new(files: usize, file_len: u64, block: u64) -> Ledger {
+impl LastWrites {
+    pub fn new(files: usize, file_len: u64, block: u64) -> LastWrites {
         let blocks_per_file = file_len / block;
         let n = files as u64 * blocks_per_file;
-        Ledger { entries: (0..n).map(|_| AtomicU64::new(0)).collect(), blocks_per_file, block }
+        LastWrites { entries: (0..n).map(|_| AtomicU64::new(0)).collect(), blocks_per_file, block }
     }
 
     pub fn block(&self) -> u64 {
         self.block
     }
 
-    /// Bytes per file the ledger covers.
+    /// Bytes per file the table covers.
     pub fn len_bytes(&self) -> u64 {
         self.blocks_per_file * self.block
     }
@@ -234,18 +237,18 @@ pub struct RereadFile {
 }
 
 /// The `verify` phase of any family: re-read every block of `files` (split over
-/// up to `threads` threads by file) and check it, against the write the ledger
+/// up to `threads` threads by file) and check it, against the write the last-writes table
 /// says it should hold when `exact`, else for its own consistency. A file that
 /// is shorter than it should be has every missing block reported (`short`).
 /// Reported as reads; counters and mismatches as `merge_into` puts them.
 #[allow(clippy::too_many_arguments)]
 pub fn reread(
-    job: &crate::job::Job,
+    job: &crate::settings::Settings,
     ctl: &crate::measure::Control,
     files: &[RereadFile],
     algo: Checksum,
     block: u64,
-    ledger: Option<&Ledger>,
+    last_writes: Option<&LastWrites>,
     exact: bool,
     notes: serde_json::Value,
 ) -> crate::error::Result<PhaseReport> {
@@ -286,7 +289,7 @@ pub fn reread(
                         got += n;
                     }
                     let fi = i as u32;
-                    ch.check(&data[..got], fi, off, |o| if exact { ledger.and_then(|l| l.expected(fi, o)) } else { None });
+                    ch.check(&data[..got], fi, off, |o| if exact { last_writes.and_then(|l| l.expected(fi, o)) } else { None });
                     if got < len {
                         let first_missing = off + (got as u64).div_ceil(block) * block;
                         for o in (first_missing..f.len).step_by(block as usize) {
@@ -310,8 +313,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ledger_records_and_answers_per_block() {
-        let l = Ledger::new(2, 16 * 4096, 4096);
+    fn last_writes_records_and_answers_per_block() {
+        let l = LastWrites::new(2, 16 * 4096, 4096);
         assert_eq!(l.expected(1, 4096), None);
         l.record(1, 4096, 3 * 4096, 7, 99);
         assert_eq!(l.expected(1, 4096), Some((7, 99)));

@@ -17,11 +17,12 @@ use crate::backend::{BackendKind, FileTable, IoBackend, IoReq};
 use super::gen::{lcm, AccessGen, GenOp};
 use super::spec::AccessSpec;
 use crate::error::{EngineError, Result};
-use crate::job::{secs_to_ns, Job};
+use crate::settings::Settings;
+use crate::measure::duration::secs_to_ns;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming, Recorder};
 use crate::report::PhaseReport;
-use crate::verify::{self, Checker, Ledger};
-use crate::workload::Workload;
+use crate::verify::{self, Checker, LastWrites};
+use crate::workload::family::Workload;
 
 const KINDS: &[&str] = &["read", "write", "fsync"];
 const READ: usize = 0;
@@ -37,7 +38,7 @@ const LAYOUT_CHUNK: u64 = 1 << 20;
 pub struct Access {
     spec: AccessSpec,
     /// With verify: which write each block should hold (laid out by `prepare`, updated by `run`).
-    ledger: Option<Ledger>,
+    last_writes: Option<LastWrites>,
     /// Run phases started so far: the high bits of write numbers, so a rerun writes new ones.
     runs: u64,
     /// Whether this session's prepare started, and one past the highest file number it reached: cleanup
@@ -70,19 +71,19 @@ struct SlotMeta {
 }
 
 impl Access {
-    pub fn new(job: &Job, spec: AccessSpec) -> Result<Access> {
+    pub fn new(job: &Settings, spec: AccessSpec) -> Result<Access> {
         spec.validate(job)?;
-        Ok(Access { spec, ledger: None, runs: 0, prepared: AtomicBool::new(false), created: AtomicU32::new(0) })
+        Ok(Access { spec, last_writes: None, runs: 0, prepared: AtomicBool::new(false), created: AtomicU32::new(0) })
     }
 
     /// Reads can be checked against the write each block should hold only when no
     /// two writes (or a read and a write) of one block can be in flight at once:
     /// one request at a time per thread, and threads on their own blocks.
-    fn verify_exact(&self, job: &Job) -> bool {
+    fn verify_exact(&self, job: &Settings) -> bool {
         (job.threads == 1 || self.spec.thread_files) && self.spec.queue_depth == 1
     }
 
-    fn verify_notes(&self, job: &Job) -> serde_json::Value {
+    fn verify_notes(&self, job: &Settings) -> serde_json::Value {
         let exact = self.verify_exact(job);
         serde_json::json!({
             "exact": exact,
@@ -118,7 +119,7 @@ impl Access {
         }
     }
 
-    fn prepare(&self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn prepare(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         let spec = &self.spec;
         let nthreads = job.threads.min(spec.file_count as usize).max(1);
         let (start, end) = self.layout_range();
@@ -223,7 +224,7 @@ impl Access {
         Ok(report)
     }
 
-    /// Lay one file out with verified blocks (write number 0), recording them in the ledger.
+    /// Lay one file out with verified blocks (write number 0), recording them in the last-writes table.
     fn lay_out_verified(&self, fd: RawFd, file: u32, path: &Path, buf: &AlignedBuf, ch: &mut Checker, rec: &mut Recorder) -> Result<()> {
         let b = ch.block as u64;
         let chunk = (LAYOUT_CHUNK / b).max(1) * b;
@@ -244,7 +245,7 @@ impl Access {
                 rec.record(WRITE, n as u64, t0, now_ns());
                 done += n as usize;
             }
-            if let Some(l) = &self.ledger {
+            if let Some(l) = &self.last_writes {
                 l.record(file, off, len as u64, ch.thread, 0);
             }
             off += len as u64;
@@ -258,7 +259,7 @@ impl Access {
         Ok(())
     }
 
-    fn open_files(&self, job: &Job) -> Result<(FilesGuard, Option<DirectIo>)> {
+    fn open_files(&self, job: &Settings) -> Result<(FilesGuard, Option<DirectIo>)> {
         let spec = &self.spec;
         // Read-only for a mix without writes, as fio and IOR open for reading: files on a
         // read-only mount, or without write permission, can then be read.
@@ -315,7 +316,7 @@ impl Access {
         files.0.iter().map(|&fd| dio::resident_pages(fd, self.file_len()).ok()).sum()
     }
 
-    fn run(&self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn run(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         let (files, direct) = self.open_files(job)?;
         let spec = &self.spec;
         let share_align = match &direct {
@@ -378,7 +379,7 @@ impl Access {
         Ok(report)
     }
 
-    fn run_with<B, Mk>(&self, job: &Job, ctl: &Control, files: &FilesGuard, share_align: u64, make: Mk) -> Result<PhaseReport>
+    fn run_with<B, Mk>(&self, job: &Settings, ctl: &Control, files: &FilesGuard, share_align: u64, make: Mk) -> Result<PhaseReport>
     where
         B: IoBackend,
         Mk: Fn(FileTable, &[AlignedBuf]) -> Result<B> + Sync,
@@ -487,7 +488,7 @@ impl Access {
         st: &mut RunState<B>,
         rec: &mut Recorder,
         quota: Option<u64>,
-        job: &Job,
+        job: &Settings,
     ) -> Result<Vec<[u64; 4]>> {
         let spec = &self.spec;
         let exact = VERIFY && self.verify_exact(job);
@@ -590,26 +591,26 @@ impl Access {
         generation
     }
 
-    /// With verify, after a request completes: a write is recorded in the ledger
+    /// With verify, after a request completes: a write is recorded in the last-writes table
     /// (what the blocks should now hold); a read is checked against it when reads
     /// cannot race writes (`exact`).
     #[inline]
     fn verify_completion<B: IoBackend>(&self, st: &mut RunState<B>, slot: usize, req: IoReq, generation: u64, moved: usize, exact: bool) {
         let Some(ch) = st.verify.as_mut() else { return };
         if req.write {
-            if let Some(l) = &self.ledger {
+            if let Some(l) = &self.last_writes {
                 l.record(req.file, req.offset, req.len as u64, ch.thread, generation);
             }
         } else if exact {
             let data = &st.bufs[slot].as_slice()[..moved.min(req.len as usize)];
-            let ledger = self.ledger.as_ref();
-            ch.check(data, req.file, req.offset, |o| ledger.and_then(|l| l.expected(req.file, o)));
+            let last_writes = self.last_writes.as_ref();
+            ch.check(data, req.file, req.offset, |o| last_writes.and_then(|l| l.expected(req.file, o)));
         }
     }
 
     /// The `verify` phase: re-read every block of every file and check it (against
     /// the write it should hold, when that is known exactly).
-    fn verify_phase(&self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn verify_phase(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         let Some(algo) = self.spec.verify else {
             return Err(EngineError::invalid("verify", "the verify phase needs verify = \"crc32c\", \"xxh3\" or \"sha256\" in the spec"));
         };
@@ -618,13 +619,13 @@ impl Access {
             if self.spec.shared_file { (self.spec.run_base(), self.spec.run_base() + self.spec.file_size) } else { (0, self.file_len()) };
         let files: Vec<verify::RereadFile> =
             (0..self.spec.file_count).map(|i| verify::RereadFile { path: self.path(&job.dir, i), start: reread_start, len: reread_end }).collect();
-        verify::reread(job, ctl, &files, algo, self.spec.verify_block(), self.ledger.as_ref(), self.verify_exact(job), self.verify_notes(job))
+        verify::reread(job, ctl, &files, algo, self.spec.verify_block(), self.last_writes.as_ref(), self.verify_exact(job), self.verify_notes(job))
     }
 
     /// Remove the files this session's prepare made (every name of the spec when this session did not
     /// prepare: files laid out by an earlier run). A stop requested during cleanup ends it early; one
     /// already pending when it starts (the run was interrupted) does not, or nothing would be removed.
-    fn cleanup(&self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn cleanup(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         let mut removed = 0;
         let upto = if self.prepared.load(Relaxed) { self.created.load(Relaxed) } else { self.spec.file_count };
         let stop_pending = ctl.stop_requested();
@@ -655,11 +656,11 @@ impl Workload for Access {
         &["prepare", "run", "verify", "cleanup"]
     }
 
-    fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
-        if self.spec.verify.is_some() && (phase == "prepare" || (phase == "run" && self.ledger.is_none())) {
-            // A fresh ledger for a fresh layout (or a run on files laid out elsewhere:
+    fn run_phase(&mut self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
+        if self.spec.verify.is_some() && (phase == "prepare" || (phase == "run" && self.last_writes.is_none())) {
+            // A fresh last-writes table for a fresh layout (or a run on files laid out elsewhere:
             // then blocks are checked for their own consistency only, until written).
-            self.ledger = Some(Ledger::new(self.spec.file_count as usize, self.file_len(), self.spec.verify_block()));
+            self.last_writes = Some(LastWrites::new(self.spec.file_count as usize, self.file_len(), self.spec.verify_block()));
         }
         match phase {
             "prepare" => self.prepare(job, ctl),

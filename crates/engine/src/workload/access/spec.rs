@@ -6,7 +6,8 @@ use crate::backend::buffer::BufferMemory;
 use crate::backend::dio::DioAlign;
 use crate::backend::BackendKind;
 use crate::error::{EngineError, Result};
-use crate::job::{secs_to_ns, Job};
+use crate::settings::Settings;
+use crate::measure::duration::secs_to_ns;
 use crate::backend::fault::FaultSpec;
 use crate::verify::{self, Checksum};
 
@@ -116,7 +117,7 @@ fn default_prefix() -> String {
 }
 
 impl AccessSpec {
-    pub fn validate(&self, job: &Job) -> Result<()> {
+    pub fn validate(&self, job: &Settings) -> Result<()> {
 
         if self.entries.is_empty() {
             return Err(EngineError::invalid("entries", "at least one {size, weight, read_pct, random_pct} entry is needed"));
@@ -186,7 +187,7 @@ impl AccessSpec {
     }
 
     /// The fields fio job files need: explicit names, a region offset, per-thread files.
-    pub(super) fn validate_fio_layout(&self, job: &Job) -> Result<()> {
+    pub(super) fn validate_fio_layout(&self, job: &Settings) -> Result<()> {
         if !self.file_names.is_empty() {
             if self.file_names.len() != self.file_count as usize {
                 return Err(EngineError::invalid("file_names", format!("{} names for file_count = {}", self.file_names.len(), self.file_count)));
@@ -243,7 +244,7 @@ impl AccessSpec {
     }
 
     /// With verify, every request covers whole blocks of a fixed grid (one header each).
-    fn validate_verify(&self, job: &Job) -> Result<()> {
+    fn validate_verify(&self, job: &Settings) -> Result<()> {
         if self.verify.is_none() {
             return Ok(());
         }

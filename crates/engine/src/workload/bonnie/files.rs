@@ -20,7 +20,7 @@
 
 use crate::backend::buffer::AlignedBuf;
 use crate::error::{EngineError, Result};
-use crate::job::Job;
+use crate::settings::Settings;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
 
@@ -78,7 +78,7 @@ fn os_err(what: &str, name: &str) -> EngineError {
 }
 
 impl FileTests {
-    pub fn new(_spec: &BonnieSpec, job: &Job) -> FileTests {
+    pub fn new(_spec: &BonnieSpec, job: &Settings) -> FileTests {
         FileTests { names: Vec::new(), dir_of: Vec::new(), sizes: Vec::new(), order: Vec::new(), dir_fds: Vec::new(), seed: job.seed }
     }
 
@@ -147,7 +147,7 @@ impl FileTests {
     }
 
     /// mkdir the test directory (and its subdirectories) and open them.
-    fn make_dirs(&mut self, spec: &BonnieSpec, job: &Job) -> Result<()> {
+    fn make_dirs(&mut self, spec: &BonnieSpec, job: &Settings) -> Result<()> {
         self.close_dirs();
         let top = job.dir.join(FILES_DIR);
         let c = cpath(&top);
@@ -173,7 +173,7 @@ impl FileTests {
         Ok(())
     }
 
-    pub fn run(&mut self, phase: &str, spec: &BonnieSpec, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    pub fn run(&mut self, phase: &str, spec: &BonnieSpec, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         let random = phase.starts_with("ran_");
         let stream = match phase {
             "seq_create" => 1,
@@ -404,7 +404,7 @@ impl FileTests {
     }
 
     /// rmdir the subdirectories and the test directory (their descriptors stay open until after).
-    fn remove_dirs(&self, spec: &BonnieSpec, job: &Job) -> Result<()> {
+    fn remove_dirs(&self, spec: &BonnieSpec, job: &Settings) -> Result<()> {
         let top = job.dir.join(FILES_DIR);
         if spec.file_dirs > 1 {
             for d in 0..spec.file_dirs {
@@ -423,7 +423,7 @@ impl FileTests {
     }
 
     /// Removes the test directory and what is in it (after an interrupted or failed run).
-    pub fn cleanup(&mut self, job: &Job) -> Result<(u64, u64)> {
+    pub fn cleanup(&mut self, job: &Settings) -> Result<(u64, u64)> {
         self.close_dirs();
         let top = job.dir.join(FILES_DIR);
         let (mut files, mut dirs) = (0u64, 0u64);

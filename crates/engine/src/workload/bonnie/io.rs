@@ -12,12 +12,12 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::backend::buffer::AlignedBuf;
 use crate::error::{EngineError, Result};
-use crate::job::Job;
+use crate::settings::Settings;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
 
 use super::stdio::{self, Reader, Writer};
-use crate::verify::{self, Checker, Checksum, Ledger};
+use crate::verify::{self, Checker, Checksum, LastWrites};
 use super::{cpath, mix64, size_rule_warning, BonnieSpec, CharIo, DATA_FILE, UPDATE_SEEK};
 
 const KINDS: &[&str] = &["putc", "getc", "write", "rewrite", "read", "seek", "close"];
@@ -181,12 +181,12 @@ fn finish(fd: &mut Fd, fsync: bool) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Data verification of the data file: one block per chunk; the ledger says
+/// Data verification of the data file: one block per chunk; the last-writes table says
 /// which write each chunk should hold.
 pub struct Verifier {
     algo: Checksum,
-    ledger: Ledger,
-    /// The ledger is exact until several seekers wrote back chunks at once.
+    last_writes: LastWrites,
+    /// The last-writes table is exact until several seekers wrote back chunks at once.
     exact: bool,
     /// Phases run so far: the high bits of write numbers.
     phases: u64,
@@ -194,20 +194,20 @@ pub struct Verifier {
 
 impl Verifier {
     pub fn new(algo: Checksum, spec: &BonnieSpec) -> Verifier {
-        Verifier { algo, ledger: Ledger::new(1, spec.size, spec.chunk), exact: true, phases: 0 }
+        Verifier { algo, last_writes: LastWrites::new(1, spec.size, spec.chunk), exact: true, phases: 0 }
     }
 
     pub fn start_phase(&mut self, phase: &str) {
         self.phases += 1;
         if matches!(phase, "putc_write" | "block_write") {
             // A new file.
-            self.ledger = Ledger::new(1, self.ledger_len(), self.ledger.block());
+            self.last_writes = LastWrites::new(1, self.last_writes_len(), self.last_writes.block());
             self.exact = true;
         }
     }
 
-    fn ledger_len(&self) -> u64 {
-        self.ledger.len_bytes()
+    fn last_writes_len(&self) -> u64 {
+        self.last_writes.len_bytes()
     }
 
     fn gen_base(&self) -> u64 {
@@ -217,7 +217,7 @@ impl Verifier {
     #[inline]
     fn expect(&self, off: u64) -> Option<(u32, u64)> {
         if self.exact {
-            self.ledger.expected(0, off)
+            self.last_writes.expected(0, off)
         } else {
             None
         }
@@ -235,9 +235,9 @@ impl Verifier {
     }
 
     /// The `verify` phase: re-read the whole data file.
-    pub fn reread(&self, spec: &BonnieSpec, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    pub fn reread(&self, spec: &BonnieSpec, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         let files = [verify::RereadFile { path: job.dir.join(DATA_FILE), start: 0, len: spec.size }];
-        verify::reread(job, ctl, &files, self.algo, spec.chunk, Some(&self.ledger), self.exact, self.notes())
+        verify::reread(job, ctl, &files, self.algo, spec.chunk, Some(&self.last_writes), self.exact, self.notes())
     }
 }
 
@@ -269,7 +269,7 @@ struct SeqDone {
 }
 
 /// One of the five single-stream phases.
-pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Job, ctl: &Control, v: Option<&Verifier>) -> Result<PhaseReport> {
+pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Settings, ctl: &Control, v: Option<&Verifier>) -> Result<PhaseReport> {
     let path = job.dir.join(DATA_FILE);
     let chunk = spec.chunk as usize;
     let (total, per_char) = match phase {
@@ -485,7 +485,7 @@ fn verified_seq_op(
                     }
                 }
             }
-            v.ledger.record(0, off, n as u64, 0, g);
+            v.last_writes.record(0, off, n as u64, 0, g);
             PUTC
         }
         "getc_read" => {
@@ -517,7 +517,7 @@ fn verified_seq_op(
         "block_write" => {
             let g = fill(buf, ch);
             pwrite_all(fd, buf, off).map_err(|e| ("write to", e))?;
-            v.ledger.record(0, off, n as u64, 0, g);
+            v.last_writes.record(0, off, n as u64, 0, g);
             WRITE
         }
         "rewrite" => {
@@ -525,7 +525,7 @@ fn verified_seq_op(
             ch.check(buf, 0, off, |o| v.expect(o));
             let g = fill(buf, ch);
             pwrite_all(fd, buf, off).map_err(|e| ("rewrite to", e))?;
-            v.ledger.record(0, off, n as u64, 0, g);
+            v.last_writes.record(0, off, n as u64, 0, g);
             REWRITE
         }
         _ => {
@@ -551,7 +551,7 @@ struct SeekDone {
 /// Bonnie's children reopen the file), take tickets 0..seeks from a shared
 /// counter; ticket t reads the chunk at a pseudo-random chunk offset, and when
 /// t is a multiple of 10 it also dirties one byte and writes the chunk back.
-pub fn seeks(spec: &BonnieSpec, job: &Job, ctl: &Control, mut verifier: Option<&mut Verifier>) -> Result<PhaseReport> {
+pub fn seeks(spec: &BonnieSpec, job: &Settings, ctl: &Control, mut verifier: Option<&mut Verifier>) -> Result<PhaseReport> {
     // Several seekers may read a chunk while another writes it back: their reads are not checked.
     let v = verifier.as_deref();
     let check_reads = spec.seek_procs == 1;
@@ -608,7 +608,7 @@ pub fn seeks(spec: &BonnieSpec, job: &Job, ctl: &Control, mut verifier: Option<&
                     seek(fd, off, libc::SEEK_SET).map_err(|e| io("lseek in", e))?;
                     write_all(fd, buf).map_err(|e| io("write back to", e))?;
                     if let Some((v, g, th)) = written {
-                        v.ledger.record(0, off as u64, chunk as u64, th, g);
+                        v.last_writes.record(0, off as u64, chunk as u64, th, g);
                     }
                     // SAFETY: our descriptor.
                     if spec.sync_writes && unsafe { crate::sys::fsync(fd) } != 0 {

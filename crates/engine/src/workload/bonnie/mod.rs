@@ -15,10 +15,10 @@ mod stdio;
 use serde::Deserialize;
 
 use crate::error::{EngineError, Result};
-use crate::job::Job;
+use crate::settings::Settings;
 use crate::measure::Control;
 use crate::report::PhaseReport;
-use crate::workload::Workload;
+use crate::workload::family::Workload;
 
 /// The data file, in `dir`; bonnie++ calls it Bonnie.<pid>.
 pub const DATA_FILE: &str = "Bonnie.data";
@@ -109,7 +109,7 @@ impl BonnieSpec {
         self.size.checked_div(self.chunk).unwrap_or(0)
     }
 
-    pub fn validate(&self, job: &Job) -> Result<()> {
+    pub fn validate(&self, job: &Settings) -> Result<()> {
         if job.threads != 1 {
             return Err(EngineError::invalid(
                 "threads",
@@ -263,7 +263,7 @@ pub struct Bonnie {
 }
 
 impl Bonnie {
-    pub fn new(job: &Job, spec: BonnieSpec) -> Result<Bonnie> {
+    pub fn new(job: &Settings, spec: BonnieSpec) -> Result<Bonnie> {
         spec.validate(job)?;
         let files = files::FileTests::new(&spec, job);
         let verify = spec.verify.map(|algo| io::Verifier::new(algo, &spec));
@@ -274,7 +274,7 @@ impl Bonnie {
         &self.spec
     }
 
-    fn cleanup(&mut self, job: &Job) -> Result<PhaseReport> {
+    fn cleanup(&mut self, job: &Settings) -> Result<PhaseReport> {
         let mut report = PhaseReport::new("cleanup");
         let data = job.dir.join(DATA_FILE);
         let removed = match std::fs::remove_file(&data) {
@@ -312,7 +312,7 @@ impl Workload for Bonnie {
         PHASES
     }
 
-    fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn run_phase(&mut self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         let needs_io = matches!(phase, "putc_write" | "block_write" | "rewrite" | "getc_read" | "block_read" | "seeks" | "verify");
         if needs_io && self.spec.size == 0 {
             return Err(EngineError::invalid("size", format!("size is 0: there is no data file for phase {phase}")));

@@ -37,6 +37,7 @@
 mod buffered;
 mod counts;
 mod dirs;
+mod io;
 mod phases;
 mod rng;
 mod spec;

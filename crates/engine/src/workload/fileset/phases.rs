@@ -10,10 +10,11 @@ use super::spec::{FilesetMode, FilesetSpec};
 use super::threads::{share_of, thread_seed};
 use super::worker::{Params, Worker};
 use crate::error::{EngineError, Result};
-use crate::job::{secs_to_ns, Job};
+use crate::settings::Settings;
+use crate::measure::duration::secs_to_ns;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming, Recorder};
 use crate::report::PhaseReport;
-use crate::workload::Workload;
+use crate::workload::family::Workload;
 
 pub struct Fileset {
     spec: FilesetSpec,
@@ -25,7 +26,7 @@ pub struct Fileset {
 }
 
 impl Fileset {
-    pub fn new(job: &Job, spec: FilesetSpec) -> Result<Fileset> {
+    pub fn new(job: &Settings, spec: FilesetSpec) -> Result<Fileset> {
         spec.validate(job)?;
         let params = Params {
             low: spec.size_low,
@@ -64,7 +65,7 @@ impl Fileset {
     }
 
     /// Opens (creating where needed) the locations and their subdirectories.
-    fn setup_dirs(&mut self, job: &Job) -> Result<()> {
+    fn setup_dirs(&mut self, job: &Settings) -> Result<()> {
         if let Some(dirs) = self.dirs.as_mut() {
             return dirs.open_fds();
         }
@@ -148,7 +149,7 @@ impl Fileset {
         Ok(())
     }
 
-    fn create(&mut self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn create(&mut self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         if self.live() > 0 {
             return Err(EngineError::invalid("phase", "the fileset exists already: run delete or cleanup before create"));
         }
@@ -192,7 +193,7 @@ impl Fileset {
         Ok(report)
     }
 
-    fn transactions(&mut self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn transactions(&mut self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         if self.dirs.is_none() || !self.created {
             return Err(EngineError::invalid("phase", "no fileset: run the create phase before transactions"));
         }
@@ -237,7 +238,7 @@ impl Fileset {
     }
 
     /// The verify phase: every thread re-reads each of its live files and checks it (docs/verify.md).
-    fn verify(&mut self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn verify(&mut self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         if self.spec.verify.is_none() {
             return Err(EngineError::invalid("verify", "the verify phase needs verify = \"crc32c\", \"xxh3\" or \"sha256\" in the spec"));
         }
@@ -263,7 +264,7 @@ impl Fileset {
 
     /// A fixed-work phase in which every thread visits each slot of its file table once, in
     /// order, with `visit` (verify and delete), stopping early when asked to.
-    fn each_slot<F>(&self, phase: &'static str, job: &Job, ctl: &Control, visit: F) -> Result<PhaseReport>
+    fn each_slot<F>(&self, phase: &'static str, job: &Settings, ctl: &Control, visit: F) -> Result<PhaseReport>
     where
         F: Fn(&mut Worker, &Params, &Dirs, usize, &mut Recorder) -> Result<()> + Sync,
     {
@@ -323,7 +324,7 @@ impl Fileset {
         );
     }
 
-    fn delete(&mut self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn delete(&mut self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         if self.dirs.is_none() {
             return Err(EngineError::invalid("phase", "no fileset: run the create phase before delete"));
         }
@@ -355,7 +356,7 @@ impl Fileset {
     }
 
     /// Removes whatever files are left (no timing), then the directories fsmeter made.
-    fn cleanup(&mut self, _job: &Job) -> Result<PhaseReport> {
+    fn cleanup(&mut self, _job: &Settings) -> Result<PhaseReport> {
         let mut removed = 0u64;
         let mut report = PhaseReport::new("cleanup");
         if let Some(dirs) = self.dirs.as_mut() {
@@ -395,7 +396,7 @@ impl Fileset {
     }
 
     /// Counters (this phase's), rates over the measured window, and the running totals.
-    fn finish(&self, report: &mut PhaseReport, before: Counts, job: &Job) {
+    fn finish(&self, report: &mut PhaseReport, before: Counts, job: &Settings) {
         let total = self.totals();
         let d = total.sub(&before);
         d.put(report);
@@ -481,7 +482,7 @@ impl Workload for Fileset {
         &["create", "transactions", "verify", "delete", "cleanup"]
     }
 
-    fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn run_phase(&mut self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         let out = match phase {
             "create" => self.create(job, ctl),
             "transactions" => self.transactions(job, ctl),

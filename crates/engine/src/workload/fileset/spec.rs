@@ -4,7 +4,8 @@ use serde::Deserialize;
 
 use crate::backend::BackendKind;
 use crate::error::{EngineError, Result};
-use crate::job::{secs_to_ns, Job};
+use crate::settings::Settings;
+use crate::measure::duration::secs_to_ns;
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -114,7 +115,7 @@ impl FilesetSpec {
         if self.verify_block == 0 { self.write_block } else { self.verify_block }
     }
 
-    pub fn validate(&self, job: &Job) -> Result<()> {
+    pub fn validate(&self, job: &Settings) -> Result<()> {
         if self.files == 0 {
             return Err(EngineError::invalid("files", "must be >= 1"));
         }

@@ -16,8 +16,6 @@
 //! Reads check the whole file they read (each thread owns its files, so no
 //! read races a writer); the verify phase re-reads every live file.
 
-use super::dirs::Dirs;
-use super::worker::{Params, Slot, Worker};
 use crate::verify::{check_block, check_prefix, Checker, Checksum};
 
 pub(super) struct FileVerify {
@@ -95,63 +93,5 @@ impl FileVerify {
             }
         }
         bad
-    }
-}
-
-impl Worker {
-    /// The file's number: its PostMark name (unique over the threads); the write number of its blocks.
-    #[inline]
-    pub(super) fn file_number(&self, p: &Params, slot: Slot) -> u64 {
-        (slot.num as u64 - 1) * p.nthreads + self.tid + 1
-    }
-
-    /// Before a write of `n` bytes at `fo` of `slot`: the image to copy from, and where in it.
-    #[inline]
-    pub(super) fn verify_write(&mut self, p: &Params, slot: Slot, fo: u64, n: usize) -> usize {
-        let file = self.file_number(p, slot);
-        match self.v.as_mut() {
-            Some(v) => v.prepare_write(fo, n, file),
-            None => 0,
-        }
-    }
-
-    /// After the whole of `slot` was read (`got` bytes into the verify buffer; its
-    /// name still built in `self.path`): check it, and keep its path if it failed.
-    pub(super) fn verify_read(&mut self, p: &Params, dirs: &Dirs, slot: Slot, got: usize) {
-        let file = self.file_number(p, slot);
-        let Some(v) = self.v.as_mut() else { return };
-        let kept = v.checker.kept.len();
-        v.check_file(got, slot.size as u64, file);
-        if v.checker.kept.len() > kept {
-            let path = self.display_path(dirs, slot);
-            if let Some(v) = self.v.as_mut() {
-                v.paths.push((file as u32, path));
-            }
-        }
-    }
-
-    /// The verify phase's re-read of one live file (plain reads of up to 1 MiB); returns the bytes read.
-    pub(super) fn reread(&mut self, p: &Params, dirs: &Dirs, i: usize) -> crate::error::Result<u64> {
-        let slot = self.table[i];
-        let fd = self.open_slot(p, dirs, slot, libc::O_RDONLY)?;
-        let size = slot.size as usize;
-        let mut got = 0usize;
-        let res: std::io::Result<()> = (|| {
-            let v = self.v.as_mut().expect("verify is on");
-            while got < size {
-                let want = (size - got).min(1 << 20);
-                let n = super::buffered::read_some(fd, &mut v.rimg[got..got + want])?;
-                if n == 0 {
-                    break;
-                }
-                got += n;
-            }
-            Ok(())
-        })();
-        // SAFETY: we own fd.
-        unsafe { crate::sys::close(fd) };
-        res.map_err(|e| self.io_ctx(e, "verify: read", dirs, slot))?;
-        self.verify_read(p, dirs, slot, got);
-        Ok(got as u64)
     }
 }

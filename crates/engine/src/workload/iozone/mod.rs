@@ -12,7 +12,7 @@
 //! on with the next cell.
 
 pub mod stdio;
-pub mod tests;
+pub mod nine_tests;
 pub mod verify;
 
 use std::ffi::CString;
@@ -26,11 +26,11 @@ use serde_json::{json, Map, Value};
 use crate::backend::buffer::AlignedBuf;
 use crate::backend::BackendKind;
 use crate::error::{EngineError, Result};
-use crate::job::Job;
+use crate::settings::Settings;
 use crate::measure::{run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
-use crate::workload::Workload;
-use tests::{Cell, Opts, Purge, KINDS};
+use crate::workload::family::Workload;
+use nine_tests::{Cell, Opts, Purge, KINDS};
 
 /// iozone's largest record (MAXBUFFERSIZE).
 pub const MAX_RECORD: u64 = 16 << 20;
@@ -102,7 +102,7 @@ fn default_file_name() -> String {
 }
 
 impl IozoneSpec {
-    pub fn validate(&self, job: &Job) -> Result<()> {
+    pub fn validate(&self, job: &Settings) -> Result<()> {
         if self.cells.is_empty() {
             return Err(EngineError::invalid("cells", "no cell to run: give at least one file size and record size"));
         }
@@ -179,7 +179,7 @@ impl IozoneSpec {
 
     /// Timed records of all cells (progress), test 8 excluded.
     fn work_total(&self) -> u64 {
-        let passes: u64 = self.tests.iter().filter(|&&t| t != 8).map(|&t| tests::columns(t).len() as u64).sum();
+        let passes: u64 = self.tests.iter().filter(|&&t| t != 8).map(|&t| nine_tests::columns(t).len() as u64).sum();
         self.cells.iter().map(|c| c[0] / c[1] * passes).sum()
     }
 }
@@ -190,7 +190,7 @@ pub struct Iozone {
 }
 
 impl Iozone {
-    pub fn new(job: &Job, spec: IozoneSpec) -> Result<Self> {
+    pub fn new(job: &Settings, spec: IozoneSpec) -> Result<Self> {
         spec.validate(job)?;
         let p = job.dir.join(&spec.file_name);
         let path = CString::new(p.as_os_str().as_bytes()).map_err(|_| EngineError::invalid("dir", "contains a NUL byte"))?;
@@ -219,7 +219,7 @@ impl Workload for Iozone {
         PHASES
     }
 
-    fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn run_phase(&mut self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         if phase == "cleanup" {
             let mut report = PhaseReport::new(phase);
             // SAFETY: NUL-terminated path.
@@ -289,20 +289,20 @@ impl Workload for Iozone {
                     let mut error: Option<String> = None;
                     for &t in &tests_sorted {
                         let done = match t {
-                            0 => tests::write_rewrite(&mut cell, &opts, rec),
-                            1 => tests::read_reread(&mut cell, &opts, rec),
-                            2 => tests::random_rw(&mut cell, &opts, rec),
-                            3 => tests::backward_read(&mut cell, &opts, rec),
-                            4 => tests::record_rewrite(&mut cell, &opts, rec),
-                            5 => tests::stride_read(&mut cell, &opts, rec),
-                            6 => tests::fwrite_refwrite(&mut cell, &opts, rec),
-                            7 => tests::fread_refread(&mut cell, &opts, rec),
-                            _ => tests::random_mix(&mut cell, &opts, &mut st.mix, rec),
+                            0 => nine_tests::write_rewrite(&mut cell, &opts, rec),
+                            1 => nine_tests::read_reread(&mut cell, &opts, rec),
+                            2 => nine_tests::random_rw(&mut cell, &opts, rec),
+                            3 => nine_tests::backward_read(&mut cell, &opts, rec),
+                            4 => nine_tests::record_rewrite(&mut cell, &opts, rec),
+                            5 => nine_tests::stride_read(&mut cell, &opts, rec),
+                            6 => nine_tests::fwrite_refwrite(&mut cell, &opts, rec),
+                            7 => nine_tests::fread_refread(&mut cell, &opts, rec),
+                            _ => nine_tests::random_mix(&mut cell, &opts, &mut st.mix, rec),
                         };
                         match done {
                             Ok(d) => {
                                 for &(col, secs) in &d.passes[..d.n] {
-                                    let streams = if col == tests::MIX { spec.mix_threads as u64 } else { 1 };
+                                    let streams = if col == nine_tests::MIX { spec.mix_threads as u64 } else { 1 };
                                     let (ops, bytes) = (numrecs * streams, numrecs * reclen * streams);
                                     let per_s = |x: u64| if secs > 0.0 { x as f64 / secs } else { 0.0 };
                                     results.insert(
@@ -369,7 +369,7 @@ impl Workload for Iozone {
         }
         let mut tests_sorted = spec.tests.clone();
         tests_sorted.sort_unstable();
-        let columns: Vec<&str> = tests_sorted.iter().flat_map(|&t| tests::columns(t).iter().map(|&c| KINDS[c])).collect();
+        let columns: Vec<&str> = tests_sorted.iter().flat_map(|&t| nine_tests::columns(t).iter().map(|&c| KINDS[c])).collect();
         let verify_extra = verifier.map(|v| {
             let name = |ci: u32| {
                 let c = spec.cells.get(ci as usize).copied().unwrap_or([0, 0]);

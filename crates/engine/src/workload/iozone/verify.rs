@@ -5,15 +5,15 @@
 
 use std::ffi::CStr;
 
-use crate::verify::{Checker, Checksum, Ledger};
+use crate::verify::{Checker, Checksum, LastWrites};
 
 pub struct CellVerify {
     pub checker: Checker,
-    ledger: Ledger,
+    last_writes: LastWrites,
     /// Index of the cell being run (mismatches name it as their "file").
     pub cell: u32,
     writes: u64,
-    /// The ledger is exact until test 8's threads write the file at once.
+    /// The last-writes table is exact until test 8's threads write the file at once.
     pub exact: bool,
     /// Cells whose own re-read found bad records.
     pub cells_corrupt: u64,
@@ -21,14 +21,14 @@ pub struct CellVerify {
 
 impl CellVerify {
     pub fn new(algo: Checksum, seed: u64) -> CellVerify {
-        CellVerify { checker: Checker::new(algo, 4096, seed, 0, "grid"), ledger: Ledger::new(0, 0, 4096), cell: 0, writes: 0, exact: true, cells_corrupt: 0 }
+        CellVerify { checker: Checker::new(algo, 4096, seed, 0, "grid"), last_writes: LastWrites::new(0, 0, 4096), cell: 0, writes: 0, exact: true, cells_corrupt: 0 }
     }
 
     /// A new cell: a new file of `file` bytes in records of `rec` bytes.
     pub fn start_cell(&mut self, cell: u32, file: u64, rec: u64) {
         self.cell = cell;
         self.checker.set_block(rec as usize);
-        self.ledger = Ledger::new(1, file, rec);
+        self.last_writes = LastWrites::new(1, file, rec);
         self.exact = true;
     }
 
@@ -45,13 +45,13 @@ impl CellVerify {
     pub fn before_write(&mut self, buf: &mut [u8], off: u64) {
         self.writes += 1;
         self.checker.fill(buf, off, self.writes);
-        self.ledger.record(0, off, buf.len() as u64, 0, self.writes);
+        self.last_writes.record(0, off, buf.len() as u64, 0, self.writes);
     }
 
     /// After record `buf` was read from `off`: check it.
     #[inline]
     pub fn after_read(&mut self, buf: &[u8], off: u64) {
-        let (l, exact) = (&self.ledger, self.exact);
+        let (l, exact) = (&self.last_writes, self.exact);
         self.checker.check(buf, self.cell, off, |o| if exact { l.expected(0, o) } else { None });
     }
 
@@ -73,7 +73,7 @@ impl CellVerify {
                 got += n as usize;
             }
             let b = &buf[..got];
-            let (l, exact) = (&self.ledger, self.exact);
+            let (l, exact) = (&self.last_writes, self.exact);
             self.checker.check(b, self.cell, off, |o| if exact { l.expected(0, o) } else { None });
         }
         if fd >= 0 {

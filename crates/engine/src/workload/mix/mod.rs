@@ -26,10 +26,10 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use crate::error::{EngineError, Result};
-use crate::job::Job;
+use crate::settings::Settings;
 use crate::measure::{Control, RunState};
 use crate::report::PhaseReport;
-use crate::workload::Workload;
+use crate::workload::family::Workload;
 
 use catalog::JobId;
 use driver::{SubrunResult, TaskMode};
@@ -193,7 +193,7 @@ pub struct Mix {
 }
 
 impl Mix {
-    pub fn new(job: &Job, spec: MixSpec) -> Result<Mix> {
+    pub fn new(job: &Settings, spec: MixSpec) -> Result<Mix> {
         spec.validate()?;
         let root = job.dir.join("mix");
         if !fakeh::Fakeh::path_len_ok(&root) {
@@ -230,7 +230,7 @@ impl Mix {
         Ok(())
     }
 
-    fn one_subrun(&mut self, n: usize, job: &Job, ctl: &Control) -> Result<SubrunResult> {
+    fn one_subrun(&mut self, n: usize, job: &Settings, ctl: &Control) -> Result<SubrunResult> {
         let file_kib = self.spec.file_kib_for(n);
         self.write_common(file_kib)?;
         let fakeh = &fakeh::Fakeh::create(&self.root.join("fakeh"))?;
@@ -265,7 +265,7 @@ impl Mix {
         driver::subrun(&mut tasks, n, &orders, self.spec.task_mode, helper, file_kib, ctl)
     }
 
-    fn subruns(&mut self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn subruns(&mut self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         if !self.prepared {
             self.prepare()?;
         }
@@ -371,7 +371,7 @@ impl Workload for Mix {
         &["prepare", "subruns", "cleanup"]
     }
 
-    fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn run_phase(&mut self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         match phase {
             "prepare" => self.prepare(),
             "subruns" => self.subruns(job, ctl),

@@ -13,10 +13,10 @@ use super::ops::*;
 use super::parse::LoadFile;
 use super::spec::ReplaySpec;
 use crate::error::{EngineError, Result};
-use crate::job::Job;
+use crate::settings::Settings;
 use crate::measure::{run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
-use crate::workload::Workload;
+use crate::workload::family::Workload;
 
 pub struct Replay {
     spec: ReplaySpec,
@@ -29,7 +29,7 @@ pub struct Replay {
 }
 
 impl Replay {
-    pub fn new(job: &Job, spec: ReplaySpec) -> Result<Replay> {
+    pub fn new(job: &Settings, spec: ReplaySpec) -> Result<Replay> {
         spec.validate(job)?;
         if !spec.loadfile.is_file() {
             return Err(EngineError::invalid(
@@ -49,11 +49,11 @@ impl Replay {
         &self.load
     }
 
-    fn clients_dir(job: &Job) -> PathBuf {
+    fn clients_dir(job: &Settings) -> PathBuf {
         job.dir.join("clients")
     }
 
-    fn setup(&self, job: &Job) -> Result<PhaseReport> {
+    fn setup(&self, job: &Settings) -> Result<PhaseReport> {
         let base = Self::clients_dir(job);
         mkdir_ok(&base)?;
         for id in 0..job.threads {
@@ -65,7 +65,7 @@ impl Replay {
         Ok(report)
     }
 
-    fn run(&self, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn run(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         let spec = &self.spec;
         let lf: &LoadFile = &self.load;
         let timing = PhaseTiming {
@@ -159,7 +159,7 @@ impl Replay {
 
     /// The `verify` phase: re-read every byte range each client wrote (and did not remove or
     /// truncate since), from storage where the pages can be dropped, and check it.
-    fn verify_phase(&self, job: &Job) -> Result<PhaseReport> {
+    fn verify_phase(&self, job: &Settings) -> Result<PhaseReport> {
         use std::os::fd::AsRawFd;
         use std::os::unix::fs::FileExt;
 
@@ -218,7 +218,7 @@ impl Replay {
         Ok(report)
     }
 
-    fn cleanup(&self, job: &Job) -> Result<PhaseReport> {
+    fn cleanup(&self, job: &Settings) -> Result<PhaseReport> {
         let base = Self::clients_dir(job);
         let mut removed = 0u64;
         if std::fs::symlink_metadata(&base).is_ok_and(|m| !m.is_dir()) {
@@ -256,7 +256,7 @@ impl Workload for Replay {
         &["setup", "run", "verify", "cleanup"]
     }
 
-    fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn run_phase(&mut self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         match phase {
             "setup" => self.setup(job),
             "run" => self.run(job, ctl),

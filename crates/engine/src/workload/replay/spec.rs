@@ -6,7 +6,8 @@ use serde::Deserialize;
 
 use crate::backend::BackendKind;
 use crate::error::{EngineError, Result};
-use crate::job::{secs_to_ns, Job};
+use crate::settings::Settings;
+use crate::measure::duration::secs_to_ns;
 
 pub const DEFAULT_LOADFILE: &str = "/usr/share/dbench/client.txt";
 
@@ -44,7 +45,7 @@ fn yes() -> bool {
 }
 
 impl ReplaySpec {
-    pub fn validate(&self, job: &Job) -> Result<()> {
+    pub fn validate(&self, job: &Settings) -> Result<()> {
         if job.backend != BackendKind::Psync {
             return Err(EngineError::invalid(
                 "backend",

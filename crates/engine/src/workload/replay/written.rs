@@ -18,7 +18,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::verify::content::{byte_mismatch, ContentCheck};
-use crate::verify::header::{payload_word, splitmix};
+use crate::verify::payload::{payload_word, splitmix};
 
 /// The written ranges of one file: sorted, disjoint, [start, end).
 pub(super) type Ranges = Vec<(u64, u64)>;

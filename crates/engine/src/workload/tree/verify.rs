@@ -8,7 +8,7 @@
 
 use super::{os_err, walk_files, PathBuf8, TreeSpec, BLOCK};
 use crate::error::Result;
-use crate::job::Job;
+use crate::settings::Settings;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
 use crate::verify::{check_block, merge_into, Checker, Checksum};
@@ -138,7 +138,7 @@ pub(super) fn merge(report: &mut PhaseReport, vs: &[&TreeVerify]) {
 }
 
 /// The `verify` phase: each thread walks its tree and re-reads every file (reported as reads).
-pub(super) fn verify_phase(spec: &TreeSpec, algo: Checksum, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+pub(super) fn verify_phase(spec: &TreeSpec, algo: Checksum, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
     const KINDS: &[&str] = &["read"];
     let size = spec.file_size();
     let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };

@@ -18,6 +18,8 @@
 //! runs exactly what it is given and checks the result (the copy has the
 //! source's size, the tree exists after untar and is gone after rm).
 
+mod verify;
+
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -29,11 +31,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::error::{EngineError, Result};
-use crate::job::Job;
+use crate::settings::Settings;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
 use crate::verify::Checksum;
-use crate::workload::{macro_verify, Workload};
+use crate::workload::family::Workload;
 
 const KINDS: &[&str] = &["cp", "untar", "rm", "sync"];
 const SYNC: usize = 3;
@@ -107,7 +109,7 @@ pub struct MacroSpec {
     #[serde(default = "default_tail")]
     pub stderr_tail_bytes: usize,
     /// Check what cp and untar wrote against their sources after each phase, outside the
-    /// timing (workload::macro_verify); the algorithm names cp's reported checksums.
+    /// timing (macro_tools/verify.rs); the algorithm names cp's reported checksums.
     #[serde(default)]
     pub verify: Option<Checksum>,
 }
@@ -126,7 +128,7 @@ impl MacroSpec {
         }
     }
 
-    pub fn validate(&self, job: &Job) -> Result<()> {
+    pub fn validate(&self, job: &Settings) -> Result<()> {
         for (name, step) in [("cp", &self.cp), ("untar", &self.untar), ("rm", &self.rm)] {
             if let Some(s) = step {
                 if s.argv.is_empty() || s.argv[0].is_empty() {
@@ -180,7 +182,7 @@ pub struct MacroTools {
 }
 
 impl MacroTools {
-    pub fn new(job: &Job, spec: MacroSpec) -> Result<Self> {
+    pub fn new(job: &Settings, spec: MacroSpec) -> Result<Self> {
         spec.validate(job)?;
         Ok(MacroTools { spec, session_real_s: 0.0, notes_given: false })
     }
@@ -410,7 +412,7 @@ fn child_json(argv: &[String], r: &ChildRun) -> serde_json::Value {
 }
 
 impl MacroTools {
-    fn run_step(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn run_step(&mut self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         let step = self.spec.step(phase).ok_or_else(|| {
             EngineError::invalid("phases", format!("phase {phase} is not configured in this job"))
         })?;
@@ -522,8 +524,8 @@ impl MacroTools {
         });
         if let (Some(algo), false) = (self.spec.verify, stopped) {
             let check = match phase {
-                "cp" => Some(macro_verify::compare_copy(&step.sources[0], step.check.as_ref().expect("validated"), algo)?),
-                "untar" => Some(macro_verify::compare_tree(&step.compare, &job.dir, step.check.as_ref().expect("validated"), algo, step.files)?),
+                "cp" => Some(verify::compare_copy(&step.sources[0], step.check.as_ref().expect("validated"), algo)?),
+                "untar" => Some(verify::compare_tree(&step.compare, &job.dir, step.check.as_ref().expect("validated"), algo, step.files)?),
                 _ => None,
             };
             if let Some(c) = check {
@@ -537,7 +539,7 @@ impl MacroTools {
         Ok(report)
     }
 
-    fn cleanup(&self, job: &Job) -> Result<PhaseReport> {
+    fn cleanup(&self, job: &Settings) -> Result<PhaseReport> {
         let mut report = PhaseReport::new("cleanup");
         let mut removed = 0u64;
         for p in &self.spec.cleanup {
@@ -581,7 +583,7 @@ impl Workload for MacroTools {
         PHASES
     }
 
-    fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn run_phase(&mut self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         match phase {
             "cleanup" => self.cleanup(job),
             _ => self.run_step(phase, job, ctl),

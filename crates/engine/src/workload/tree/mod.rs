@@ -20,10 +20,10 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::{EngineError, Result};
-use crate::job::Job;
+use crate::settings::Settings;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
-use crate::workload::Workload;
+use crate::workload::family::Workload;
 
 /// fdtree's unit of file size: `dd bs=4096 count=S`.
 pub const BLOCK: u64 = 4096;
@@ -109,7 +109,7 @@ impl TreeSpec {
         self.file_blocks * BLOCK
     }
 
-    pub fn validate(&self, job: &Job) -> Result<()> {
+    pub fn validate(&self, job: &Settings) -> Result<()> {
         if self.dirs_per_level == 0 {
             return Err(EngineError::invalid("dirs_per_level", "must be >= 1"));
         }
@@ -350,7 +350,7 @@ pub struct Tree {
 }
 
 impl Tree {
-    pub fn new(job: &Job, spec: TreeSpec) -> Result<Tree> {
+    pub fn new(job: &Settings, spec: TreeSpec) -> Result<Tree> {
         spec.validate(job)?;
         Ok(Tree { spec })
     }
@@ -359,7 +359,7 @@ impl Tree {
         &self.spec
     }
 
-    fn measured_phase(&self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn measured_phase(&self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         let spec = &self.spec;
         let nthreads = job.threads;
         let dirs = spec.dirs_per_tree().expect("validated");
@@ -517,7 +517,7 @@ impl Tree {
 
     /// Removes what is left of each thread's tree, walking the same names the
     /// phases create; anything else in the directory is left alone.
-    fn cleanup(&self, job: &Job) -> Result<PhaseReport> {
+    fn cleanup(&self, job: &Settings) -> Result<PhaseReport> {
         let spec = &self.spec;
         let mut removed = Done::default();
         let mut leftovers: Vec<String> = Vec::new();
@@ -613,7 +613,7 @@ impl Workload for Tree {
         &["mkdir", "create", "stat", "verify", "remove", "rmdir", "cleanup"]
     }
 
-    fn run_phase(&mut self, phase: &str, job: &Job, ctl: &Control) -> Result<PhaseReport> {
+    fn run_phase(&mut self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         match phase {
             "cleanup" => self.cleanup(job),
             "verify" => match self.spec.verify {

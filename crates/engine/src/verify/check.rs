@@ -1,0 +1,417 @@
+//! The check of a verified block read back, and what is wrong with one that
+//! fails: its kind, the first differing byte and the bytes around it, the
+//! header found and the one expected.
+
+use serde::{Deserialize, Serialize};
+
+use super::header::{hex, BlockHeader, Checksum, HEADER_LEN, MAGIC, MIN_BLOCK, OFF_CHECKSUM, VERSION};
+use super::payload::{block_key, fill_block, fill_payload, payload_byte};
+
+/// What is wrong with a block read back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MismatchKind {
+    /// Fewer bytes came back than a header needs (a short read of a short file).
+    Short,
+    /// The whole block reads as zeros: never written, or lost (a hole, a crash).
+    ZeroFilled,
+    /// The first bytes are not "FSMV": not a block fsmeter wrote.
+    BadMagic,
+    /// The header's own crc32c fails: the header bytes were damaged.
+    BadHeader,
+    /// A header of another format version.
+    BadVersion,
+    /// Written with another checksum algorithm than the one checked for.
+    WrongAlgo,
+    /// The header's length is not the block's.
+    WrongLength,
+    /// A good header for another offset: a misplaced (misdirected) write or read.
+    WrongOffset,
+    /// Header fine, payload checksum fails.
+    BadChecksum,
+    /// As BadChecksum, and everything from the first differing byte to the end is zero (a torn write's lost tail).
+    ZeroTail,
+    /// A consistent block, but an older write than the one expected there (a lost write).
+    Stale,
+}
+
+impl MismatchKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            MismatchKind::Short => "short",
+            MismatchKind::ZeroFilled => "zero_filled",
+            MismatchKind::BadMagic => "bad_magic",
+            MismatchKind::BadHeader => "bad_header",
+            MismatchKind::BadVersion => "bad_version",
+            MismatchKind::WrongAlgo => "wrong_algo",
+            MismatchKind::WrongLength => "wrong_length",
+            MismatchKind::WrongOffset => "wrong_offset",
+            MismatchKind::BadChecksum => "bad_checksum",
+            MismatchKind::ZeroTail => "zero_tail",
+            MismatchKind::Stale => "stale",
+        }
+    }
+}
+
+/// Bytes shown either side of the first differing byte.
+pub const WINDOW: usize = 16;
+
+/// A block that failed its check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mismatch {
+    /// The block's offset in its file (where it was read from).
+    pub offset: u64,
+    /// Bytes checked.
+    pub len: usize,
+    pub kind: MismatchKind,
+    /// The header as found (None when there is none: short or zero-filled).
+    pub found: Option<BlockHeader>,
+    /// The header that should be there, when known: the found header's writer
+    /// and write number with this block's offset, length and algorithm, or the
+    /// expected writer when the caller knew it.
+    pub expected: Option<BlockHeader>,
+    /// Index in the block of the first byte that differs from what was written.
+    pub first_diff: Option<usize>,
+    /// Index in the block of `expected_bytes[0]` / `found_bytes[0]`.
+    pub window_start: usize,
+    /// Bytes from `window_start`: what should be there, and what is.
+    pub expected_bytes: Vec<u8>,
+    pub found_bytes: Vec<u8>,
+}
+
+impl Mismatch {
+    fn new(offset: u64, len: usize, kind: MismatchKind, found: Option<BlockHeader>) -> Mismatch {
+        Mismatch { offset, len, kind, found, expected: None, first_diff: None, window_start: 0, expected_bytes: vec![], found_bytes: vec![] }
+    }
+
+    /// Record the first differing byte and the bytes around it (mismatch path only: may allocate).
+    fn with_diff(mut self, buf: &[u8], expected: &[u8], first: usize) -> Mismatch {
+        let start = first.saturating_sub(WINDOW);
+        let end = (first + WINDOW).min(buf.len()).min(expected.len());
+        self.first_diff = Some(first);
+        self.window_start = start;
+        self.expected_bytes = expected[start..end].to_vec();
+        self.found_bytes = buf[start..end].to_vec();
+        self
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "offset": self.offset,
+            "len": self.len,
+            "kind": self.kind.name(),
+            "found": self.found.map(|h| h.to_json()),
+            "expected": self.expected.map(|h| h.to_json()),
+            "first_diff": self.first_diff,
+            "first_diff_offset": self.first_diff.map(|d| self.offset + d as u64),
+            "window_start": self.window_start,
+            "expected_bytes": hex(&self.expected_bytes),
+            "found_bytes": hex(&self.found_bytes),
+        })
+    }
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} at offset {} ({} bytes)", self.kind.name(), self.offset, self.len)?;
+        if let Some(d) = self.first_diff {
+            write!(f, ", first differing byte at offset {} (block byte {d}): expected {} found {}", self.offset + d as u64, hex(&self.expected_bytes), hex(&self.found_bytes))?;
+        }
+        if let Some(h) = &self.found {
+            write!(f, "; found header: offset {} len {} thread {} generation {}", h.offset, h.len, h.thread, h.generation)?;
+        }
+        Ok(())
+    }
+}
+
+/// Check a block read back from `offset`; Ok(header) or Err(Mismatch) with what
+/// was expected/found and the first differing byte. Allocates nothing unless it fails.
+#[inline]
+pub fn check_block(buf: &[u8], offset: u64, algo: Checksum) -> Result<BlockHeader, Mismatch> {
+    check_block_expect(buf, offset, algo, None)
+}
+
+/// As `check_block`, and when `expect = Some((thread, generation))` the block
+/// must be that write: an older or other consistent write is `Stale`.
+pub fn check_block_expect(buf: &[u8], offset: u64, algo: Checksum, expect: Option<(u32, u64)>) -> Result<BlockHeader, Mismatch> {
+    let len = buf.len();
+    if len < HEADER_LEN {
+        return Err(Mismatch::new(offset, len, MismatchKind::Short, None));
+    }
+    let h = BlockHeader::parse(buf);
+    if h.magic != MAGIC || !BlockHeader::header_crc_ok(buf) || h.version != VERSION || h.algo_code != algo.code() || h.len as usize != len || h.offset != offset {
+        return Err(header_mismatch(buf, offset, algo, h, expect));
+    }
+    let payload = &buf[HEADER_LEN..];
+    if algo.digest(payload) != h.checksum {
+        return Err(payload_mismatch(buf, offset, h));
+    }
+    if let Some((thread, generation)) = expect {
+        if (h.thread, h.generation) != (thread, generation) {
+            let mut exp = BlockHeader::new(offset, len as u32, generation, thread, h.seed, algo);
+            let mut bytes = [0u8; HEADER_LEN];
+            exp.write_to(&mut bytes);
+            let first = (0..HEADER_LEN).find(|&i| bytes[i] != buf[i]).unwrap_or(0);
+            let mut m = Mismatch::new(offset, len, MismatchKind::Stale, Some(h)).with_diff(buf, &bytes, first);
+            m.expected = Some(exp);
+            return Err(m);
+        }
+    }
+    Ok(h)
+}
+
+/// Check the first bytes of a block (a file's tail shorter than its verify block):
+/// `buf` must equal the first `buf.len()` bytes of the block of `block_len` bytes
+/// that write `(thread, generation)` of `seed` puts at `offset` (regenerated into
+/// `scratch`, at least `block_len` long). Byte for byte, so stronger than a
+/// checksum. A failure says where the first byte differs: in the magic
+/// (`bad_magic`), the rest of the header (`bad_header`) or the payload
+/// (`bad_checksum`, or `zero_tail` when everything from there on is zero; all
+/// zero: `zero_filled`). Allocates nothing unless it fails.
+#[allow(clippy::too_many_arguments)]
+pub fn check_prefix(buf: &[u8], offset: u64, block_len: usize, generation: u64, thread: u32, seed: u64, algo: Checksum, scratch: &mut [u8]) -> Result<(), Mismatch> {
+    let exp = &mut scratch[..block_len];
+    fill_block(exp, offset, generation, thread, seed, algo);
+    let n = buf.len().min(block_len);
+    if buf[..n] == exp[..n] {
+        return Ok(());
+    }
+    Err(prefix_mismatch(&buf[..n], offset, exp))
+}
+
+#[cold]
+fn prefix_mismatch(buf: &[u8], offset: u64, exp: &[u8]) -> Mismatch {
+    let found = (buf.len() >= HEADER_LEN).then(|| BlockHeader::parse(buf));
+    if buf.iter().all(|&b| b == 0) {
+        let mut m = Mismatch::new(offset, buf.len(), MismatchKind::ZeroFilled, None).zero_window(buf);
+        m.expected = Some(BlockHeader::parse(exp));
+        return m;
+    }
+    let first = (0..buf.len()).find(|&i| buf[i] != exp[i]).unwrap_or(0);
+    let kind = if buf[first..].iter().all(|&b| b == 0) {
+        MismatchKind::ZeroTail
+    } else if first < 4 {
+        MismatchKind::BadMagic
+    } else if first < HEADER_LEN {
+        MismatchKind::BadHeader
+    } else {
+        MismatchKind::BadChecksum
+    };
+    let mut m = Mismatch::new(offset, buf.len(), kind, found).with_diff(buf, exp, first);
+    m.expected = Some(BlockHeader::parse(exp));
+    m
+}
+
+#[cold]
+fn header_mismatch(buf: &[u8], offset: u64, algo: Checksum, h: BlockHeader, expect: Option<(u32, u64)>) -> Mismatch {
+    let len = buf.len();
+    if buf.iter().all(|&b| b == 0) {
+        return Mismatch::new(offset, len, MismatchKind::ZeroFilled, None).zero_window(buf);
+    }
+    let kind = if h.magic != MAGIC {
+        MismatchKind::BadMagic
+    } else if !BlockHeader::header_crc_ok(buf) {
+        MismatchKind::BadHeader
+    } else if h.version != VERSION {
+        MismatchKind::BadVersion
+    } else if h.algo_code != algo.code() {
+        MismatchKind::WrongAlgo
+    } else if h.len as usize != len {
+        MismatchKind::WrongLength
+    } else {
+        MismatchKind::WrongOffset
+    };
+    // The block that belongs here: this offset, length and algorithm, the writer fields as found
+    // (or as expected, when the caller knows them), the checksum of the payload as it stands; so a
+    // damaged offset, length, algorithm or checksum byte is pointed at exactly, and damage to the
+    // writer fields shows as the header crc (byte 72) disagreeing.
+    let (thread, generation) = expect.unwrap_or((h.thread, h.generation));
+    let mut full = vec![0u8; len];
+    let mut exp = BlockHeader::new(offset, len as u32, generation, thread, h.seed, algo);
+    if len >= MIN_BLOCK {
+        fill_payload(&mut full[HEADER_LEN..], block_key(h.seed, thread, offset, generation));
+        exp.checksum = algo.digest(&buf[HEADER_LEN..]);
+    }
+    exp.write_to(&mut full);
+    let first = (0..len).find(|&i| full[i] != buf[i]).unwrap_or(0);
+    let mut m = Mismatch::new(offset, len, kind, Some(h)).with_diff(buf, &full, first);
+    m.expected = Some(exp);
+    m
+}
+
+impl Mismatch {
+    /// A zero-filled block: show its first bytes (there is no expected content to compare with).
+    fn zero_window(mut self, buf: &[u8]) -> Mismatch {
+        self.first_diff = Some(0);
+        self.window_start = 0;
+        self.expected_bytes = vec![];
+        self.found_bytes = buf[..WINDOW.min(buf.len())].to_vec();
+        self
+    }
+}
+
+#[cold]
+fn payload_mismatch(buf: &[u8], offset: u64, h: BlockHeader) -> Mismatch {
+    let len = buf.len();
+    let key = block_key(h.seed, h.thread, h.offset, h.generation);
+    let payload = &buf[HEADER_LEN..];
+    let first = (0..payload.len()).find(|&j| payload_byte(key, j) != payload[j]);
+    let mut expected = buf.to_vec();
+    fill_payload(&mut expected[HEADER_LEN..], key);
+    let kind = match first {
+        Some(j) if payload[j..].iter().all(|&b| b == 0) => MismatchKind::ZeroTail,
+        _ => MismatchKind::BadChecksum,
+    };
+    // Payload as written but the checksum field disagrees (a damaged checksum that kept the
+    // header crc valid cannot happen by accident): point at the checksum field.
+    let first = first.map(|j| j + HEADER_LEN).unwrap_or(OFF_CHECKSUM);
+    let mut m = Mismatch::new(offset, len, kind, Some(h)).with_diff(buf, &expected, first);
+    m.expected = Some(BlockHeader::parse(&expected));
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use super::super::header::{OFF_GENERATION, OFF_HEADER_CRC, OFF_OFFSET};
+    use super::super::payload::fill_blocks;
+
+    #[test]
+    fn round_trip_every_algorithm_and_size() {
+        for algo in Checksum::ALL {
+            for len in [MIN_BLOCK, 512, 4096, 4096 + 3, 65536, 40_000 * 8 + 5] {
+                let mut b = vec![0u8; len];
+                fill_block(&mut b, 123 * 4096, 7, 3, 42, algo);
+                let h = check_block(&b, 123 * 4096, algo).unwrap_or_else(|m| panic!("{algo:?} {len}: {m}"));
+                assert_eq!((h.offset, h.len as usize, h.generation, h.thread, h.seed, h.algo), (123 * 4096, len, 7, 3, 42, algo));
+                assert_eq!(h.magic, MAGIC);
+                assert_eq!(&b[..4], b"FSMV");
+                assert_eq!(h.checksum, algo.digest(&b[HEADER_LEN..]));
+                // Re-encoding the parsed header gives the same bytes.
+                let mut again = [0u8; HEADER_LEN];
+                let mut h2 = h;
+                h2.write_to(&mut again);
+                assert_eq!(&again[..], &b[..HEADER_LEN]);
+                assert!(check_block_expect(&b, 123 * 4096, algo, Some((3, 7))).is_ok());
+            }
+        }
+    }
+
+    fn block(algo: Checksum) -> Vec<u8> {
+        let mut b = vec![0u8; 4096];
+        fill_block(&mut b, 40960, 9, 2, 77, algo);
+        b
+    }
+
+    #[test]
+    fn a_flipped_payload_byte_is_found_with_its_index() {
+        for algo in Checksum::ALL {
+            for at in [HEADER_LEN, 1000, 4095] {
+                let mut b = block(algo);
+                b[at] ^= 0x01;
+                let m = check_block(&b, 40960, algo).unwrap_err();
+                assert_eq!(m.kind, MismatchKind::BadChecksum, "{algo:?} {at}");
+                assert_eq!(m.first_diff, Some(at));
+                assert_eq!(m.offset, 40960);
+                assert_eq!(m.to_json()["first_diff_offset"], 40960 + at as u64);
+                let k = at - m.window_start;
+                assert_eq!(m.found_bytes[k] ^ m.expected_bytes[k], 0x01);
+                assert_eq!(m.found.unwrap().generation, 9);
+                assert_eq!(m.expected.unwrap().checksum, m.found.unwrap().checksum);
+            }
+        }
+    }
+
+    #[test]
+    fn header_damage_is_classified() {
+        let algo = Checksum::Crc32c;
+        let mut b = block(algo);
+        b[0] = b'X';
+        assert_eq!(check_block(&b, 40960, algo).unwrap_err().kind, MismatchKind::BadMagic);
+        let mut b = block(algo);
+        b[OFF_GENERATION] ^= 4;
+        let m = check_block(&b, 40960, algo).unwrap_err();
+        assert_eq!(m.kind, MismatchKind::BadHeader);
+        assert_eq!(m.first_diff, Some(OFF_HEADER_CRC), "a damaged writer field shows as the header crc");
+        let mut b = block(algo);
+        b[OFF_OFFSET + 2] ^= 0x80;
+        let m = check_block(&b, 40960, algo).unwrap_err();
+        assert_eq!(m.kind, MismatchKind::BadHeader);
+        assert_eq!(m.first_diff, Some(OFF_OFFSET + 2), "a damaged offset byte is pointed at");
+        let mut b = block(algo);
+        b[OFF_CHECKSUM + 1] ^= 0x10;
+        assert_eq!(check_block(&b, 40960, algo).unwrap_err().first_diff, Some(OFF_CHECKSUM + 1));
+        // Right block, wrong place: read back at another offset.
+        let b = block(algo);
+        let m = check_block(&b, 45056, algo).unwrap_err();
+        assert_eq!(m.kind, MismatchKind::WrongOffset);
+        assert_eq!(m.found.unwrap().offset, 40960);
+        assert_eq!(m.expected.unwrap().offset, 45056);
+        assert_eq!(m.first_diff, Some(OFF_OFFSET + 1), "40960 and 45056 differ in the second byte");
+        assert_eq!(check_block(&b, 40960, Checksum::Xxh3).unwrap_err().kind, MismatchKind::WrongAlgo);
+        assert_eq!(check_block(&b[..2048], 40960, algo).unwrap_err().kind, MismatchKind::WrongLength);
+        assert_eq!(check_block(&b[..10], 40960, algo).unwrap_err().kind, MismatchKind::Short);
+    }
+
+    #[test]
+    fn zeros_torn_tails_and_stale_writes() {
+        let algo = Checksum::Sha256;
+        let z = vec![0u8; 4096];
+        let m = check_block(&z, 0, algo).unwrap_err();
+        assert_eq!(m.kind, MismatchKind::ZeroFilled);
+        assert!(m.found.is_none());
+        // A write torn after 1024 bytes over a zero-filled file.
+        let mut b = block(algo);
+        b[1024..].fill(0);
+        let m = check_block(&b, 40960, algo).unwrap_err();
+        assert_eq!(m.kind, MismatchKind::ZeroTail);
+        assert!(m.first_diff.unwrap() >= 1024 && m.first_diff.unwrap() < 1032, "{:?}", m.first_diff);
+        // A write torn over an older write of the same block: new header, old tail.
+        let mut old = vec![0u8; 4096];
+        fill_block(&mut old, 40960, 8, 2, 77, algo);
+        let mut b = block(algo);
+        b[2048..].copy_from_slice(&old[2048..]);
+        let m = check_block(&b, 40960, algo).unwrap_err();
+        assert_eq!(m.kind, MismatchKind::BadChecksum);
+        assert!((2048..2056).contains(&m.first_diff.unwrap()));
+        // The older write whole: consistent, but not the write expected there.
+        let m = check_block_expect(&old, 40960, algo, Some((2, 9))).unwrap_err();
+        assert_eq!(m.kind, MismatchKind::Stale);
+        assert_eq!(m.first_diff, Some(OFF_GENERATION));
+        assert_eq!(m.expected.unwrap().generation, 9);
+        assert_eq!(m.found.unwrap().generation, 8);
+    }
+
+    #[test]
+    fn several_blocks_per_request() {
+        let mut b = vec![0u8; 4 * 4096];
+        fill_blocks(&mut b, 4096, 1 << 20, 3, 1, 9, Checksum::Xxh3);
+        for (i, blk) in b.chunks(4096).enumerate() {
+            let h = check_block(blk, (1 << 20) + i as u64 * 4096, Checksum::Xxh3).unwrap();
+            assert_eq!(h.generation, 3);
+        }
+    }
+
+    #[test]
+    fn prefix_of_a_block_is_checked_byte_for_byte() {
+        let mut scratch = vec![0u8; 512];
+        let mut full = vec![0u8; 512];
+        fill_block(&mut full, 1024, 9, 2, 5, Checksum::Crc32c);
+        for n in [1usize, 40, 80, 300, 512] {
+            assert!(check_prefix(&full[..n], 1024, 512, 9, 2, 5, Checksum::Crc32c, &mut scratch).is_ok(), "{n}");
+        }
+        let mut b = full[..300].to_vec();
+        b[200] ^= 1;
+        let m = check_prefix(&b, 1024, 512, 9, 2, 5, Checksum::Crc32c, &mut scratch).unwrap_err();
+        assert_eq!((m.kind, m.first_diff, m.len), (MismatchKind::BadChecksum, Some(200), 300));
+        b[200] ^= 1;
+        b[10] ^= 1;
+        assert_eq!(check_prefix(&b, 1024, 512, 9, 2, 5, Checksum::Crc32c, &mut scratch).unwrap_err().kind, MismatchKind::BadHeader);
+        let m = check_prefix(&full[..300], 1024, 512, 10, 2, 5, Checksum::Crc32c, &mut scratch).unwrap_err();
+        assert_eq!(m.first_diff, Some(24), "another write: the generation field differs first");
+        let mut z = full[..300].to_vec();
+        z[150..].fill(0);
+        assert_eq!(check_prefix(&z, 1024, 512, 9, 2, 5, Checksum::Crc32c, &mut scratch).unwrap_err().kind, MismatchKind::ZeroTail);
+        assert_eq!(check_prefix(&[0u8; 60], 1024, 512, 9, 2, 5, Checksum::Crc32c, &mut scratch).unwrap_err().kind, MismatchKind::ZeroFilled);
+    }
+}
