@@ -182,6 +182,12 @@ def register(app: typer.Typer) -> None:
         if json_out is not None and not json_out.parent.exists():
             raise UserError(f"--json {json_out}: the folder {json_out.parent} does not exist")
         opts = dict(show_progress=not quiet, keep_files=keep_files, cache=cache, min_phase_s=min_phase_s)
+        from fsmeter.provision.sysinfo import pseudo_filesystem
+
+        pseudo = pseudo_filesystem(str(dir)) if dir.is_dir() else None
+        if pseudo:
+            raise UserError(f"--dir {dir} is a kernel interface ({pseudo}), not a filesystem to measure: name a "
+                            "directory on a real filesystem")
         from fsmeter.mpi.comm import launched_under_mpi
 
         if stonewall is not None and not launched_under_mpi():
