@@ -236,3 +236,13 @@ def test_set_takes_comma_separated_lists(tmp_path):
     aim = load_workload("aim7-shared")
     assert build_job(aim, tmp_path, parse_set(["tasks=peak"])).params.tasks == "peak"
     assert build_job(aim, tmp_path, parse_set(["tasks=1,2,4"])).params.tasks == [1, 2, 4]
+
+
+@pytest.mark.parametrize("where", ["/proc", "/sys/kernel", "/dev"])
+def test_a_kernel_interface_as_dir_is_one_line(where):
+    r = subprocess.run([sys.executable, "-m", "fsmeter", "run", "seq-read", "--dir", where, "-q",
+                        "--set", "duration_s=0.1"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"fsmeter: error: --dir {where} is a kernel interface ("), r.stderr
+    assert lines[0].endswith("not a filesystem to measure: name a directory on a real filesystem"), r.stderr

@@ -2,7 +2,8 @@
 progress bar, turn Ctrl-C into a prompt stop, and map engine errors to messages.
 
 The engine runs in a worker thread with the GIL released; the main thread keeps
-the progress bar alive and receives SIGINT, which it turns into `stop()` — the
+the progress bar alive and receives SIGINT (and SIGTERM, SIGHUP: fsmeter.interrupt
+raises all three as a KeyboardInterrupt), which it turns into `stop()` — the
 engine then returns within about a second with what it measured, marked
 interrupted.
 """

@@ -11,7 +11,7 @@ policy whether the cell is done ("target-met", "trial-cap", "time-cap", or "fixe
 
 A cell that cannot be provisioned or whose workload fails (mkfs error, unsupported
 filesystem, ENOSPC...) is recorded as failed with its cause, and the campaign goes on.
-SIGINT/SIGTERM: the running trial is recorded as interrupted with what it measured, the
+SIGINT/SIGTERM/SIGHUP: the running trial is recorded as interrupted with what it measured, the
 Provisioner unmounts and detaches everything, and the KeyboardInterrupt propagates.
 """
 from __future__ import annotations

@@ -289,3 +289,17 @@ fn transactions_intervals_carry_the_transactions_they_counted() {
     assert!(units > 0 && units < t["counters"]["transactions"].as_u64().unwrap()); // warm-up left out
     run(&mut s, "cleanup");
 }
+
+#[test]
+fn a_relative_location_climbing_out_of_dir_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let work = tmp.path().join("w");
+    std::fs::create_dir(&work).unwrap();
+    for bad in ["../out", "a/../../out"] {
+        let job = json!({"dir": &work, "threads": 1, "interval_s": 0.05,
+                         "workload": postmark(json!({"locations": [{"path": bad, "weight": 1}]}))});
+        let e = Session::from_json(&job.to_string()).err().expect("refused").to_string();
+        assert!(e.starts_with("locations[0].path: ") && e.contains("climbs out of dir"), "{e}");
+    }
+    assert!(!tmp.path().join("out").exists());
+}

@@ -193,6 +193,12 @@ def register(app: typer.Typer) -> None:
         if not (min_phase_s >= 0 and math.isfinite(min_phase_s)):
             raise UserError(f"--min-phase-s {min_phase_s!r}: give a number of seconds >= 0")
         opts = dict(show_progress=not quiet, keep_files=keep_files, cache=cache, min_phase_s=min_phase_s)
+        from fsmeter.provision.sysinfo import pseudo_filesystem
+
+        pseudo = pseudo_filesystem(str(dir)) if dir.is_dir() else None
+        if pseudo:
+            raise UserError(f"--dir {dir} is a kernel interface ({pseudo}), not a filesystem to measure: name a "
+                            "directory on a real filesystem")
         from fsmeter.mpi.comm import launched_under_mpi
 
         if stonewall is not None and not launched_under_mpi():
