@@ -221,7 +221,6 @@ def register(app: typer.Typer) -> None:
              source: bool = typer.Option(False, "--source", help="also print the campaign file")) -> None:
         """Cells of a campaign: status, trials, headline mean ± CI, why each stopped or failed, outlier trials."""
         from fsmeter.store import open_store
-
         from fsmeter.store.health import guard
 
         console = Console()
