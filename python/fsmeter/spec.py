@@ -1,7 +1,7 @@
 """Jobs: a named workload (data in fsmeter/workloads/*.toml) plus settings and
 overrides, validated with pydantic before anything crosses into the engine.
 
-The engine's serde types (crates/engine/src/job.rs and each workload's spec)
+The engine's serde types (crates/engine/src/job.rs, settings.rs and each workload's spec)
 mirror these models; Python validates first so errors name the parameter.
 """
 from __future__ import annotations

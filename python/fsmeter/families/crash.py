@@ -1,6 +1,6 @@
 """The crash family: an fsync-heavy write load with a durability ledger, and the check against it.
 
-Mirrors crates/engine/src/workload/crash.rs (CrashSpec). Run on its own (`fsmeter run crash-fsync`,
+Mirrors crates/engine/src/workload/crash/spec.rs (CrashSpec). Run on its own (`fsmeter run crash-fsync`,
 or in a campaign) it measures write throughput and sync latency under frequent fsync, then checks
 without a crash that every promise holds (a filesystem or device that loses synced data even
 without a power cut shows here). The power cuts themselves are `fsmeter crash run` (fsmeter.crash).

@@ -2,7 +2,7 @@
 
 Phases `cp` (copy a large file from a source filesystem onto the target), `untar` (extract a
 source-tree archive) and `rm` (`rm -rf` the extracted tree). Each runs its tool as a child of
-the engine (crates/engine/src/workload/macro_tools.rs), which times it with wait4's rusage;
+the engine (crates/engine/src/workload/macro_tools/mod.rs), which times it with wait4's rusage;
 this module validates the parameters, readies the source data (fsmeter.macro.cache), sizes the
 run to the target and builds every argv. Metric names follow the study's tables: real, user and
 sys seconds per operation and MB/s (10^6 bytes/s) for cp.

@@ -1,6 +1,6 @@
 """The tree family (fdtree, with an mdtest-like stat phase): metadata rates of a regular directory tree.
 
-Mirrors crates/engine/src/workload/tree.rs (TreeSpec). Directories per tree =
+Mirrors crates/engine/src/workload/tree/mod.rs (TreeSpec). Directories per tree =
 sum over i = 0..levels of dirs_per_level**i (root included); files = directories x
 files_per_dir; each thread builds its own tree (`tree-<tid>` under --dir).
 """
