@@ -79,7 +79,9 @@ def die(message: str, exit_code: int = 2) -> "typer.Exit":
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry: user errors become one line and an exit code, never a traceback."""
-    args = list(sys.argv[1:] if argv is None else argv)
+    # Not list(...): once every command module is imported (fsmeter.cli.app), the `list` command's
+    # module is an attribute of this package and shadows the builtin here.
+    args = [*(sys.argv[1:] if argv is None else argv)]
     # SIGTERM and SIGHUP stop a command the way Ctrl-C does (fsmeter.interrupt).
     interrupt.install()
     try:
