@@ -7,7 +7,9 @@ from fsmeter.campaign import dump_toml, parse_campaign
 
 
 def test_awkward_strings_and_keys_survive_the_round_trip(tmp_path):
-    data = {"name": 'quote " backslash \\ tab \t', "description": "two\nlines, é and ✓",
+    # A name is one line without control characters (campaign names are validated so); the
+    # description may hold a newline and a tab, which the writer must escape.
+    data = {"name": 'quote " backslash \\ é', "description": "two\nlines,\ta tab, é and ✓",
             "target": {"kind": "dir", "path": str(tmp_path / "a b")},
             "factors": {"threads": [1, 2]},
             "workloads": [{"name": "seq-read", "label": "a.b = c",

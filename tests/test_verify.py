@@ -83,14 +83,42 @@ def test_store_keeps_corrupt_trials_apart_from_statistics(tmp_path):
     assert set(df[~kept_mask(df)]["status"]) >= {"corrupt"}
 
 
+def _version_3_copy(path, tmp_path):
+    """A version 3 store holding what _fill writes: filled at today's schema, then each table's
+    version 3 columns copied into a store made by the migrations up to 3 (today's code writes
+    columns that a version 3 store does not have)."""
+    import sqlite3
+
+    import fsmeter.store as st
+
+    current, cid = _fill(tmp_path / "current.sqlite")
+    current.close()
+    conn = sqlite3.connect(path)
+    for version, sql in st._migrations():
+        if version <= 3:
+            conn.executescript(f"BEGIN;\n{sql}\nPRAGMA user_version = {version};\nCOMMIT;")
+    conn.execute("ATTACH DATABASE ? AS cur", (str(tmp_path / "current.sqlite"),))
+    tables = [r[0] for r in conn.execute("SELECT name FROM main.sqlite_master WHERE type = 'table' "
+                                         "AND name NOT LIKE 'sqlite_%'")]
+    with conn:
+        for t in tables:
+            cols = ", ".join(r[1] for r in conn.execute(f"PRAGMA main.table_info({t})"))
+            conn.execute(f"INSERT INTO main.{t} ({cols}) SELECT {cols} FROM cur.{t}")
+    conn.execute("DETACH DATABASE cur")
+    conn.close()
+    return cid
+
+
 def test_a_version_3_store_is_migrated_without_losing_rows(tmp_path, monkeypatch):
     import fsmeter.store as st
 
     path = tmp_path / "r.sqlite"
     full = st._migrations()
+    cid = _version_3_copy(path, tmp_path)
     monkeypatch.setattr(st, "_migrations", lambda: [m for m in full if m[0] <= 3])
     monkeypatch.setattr(st, "SCHEMA_VERSION", 3)
-    store, cid = _fill(path)
+    store = st.open_store(path)
+    assert store.version == 3
     with pytest.raises(Exception, match="CHECK"):
         store.record_trial(store.cells(cid)[0]["id"], 9, status="corrupt", started="t0", phases=[], metrics=[],
                            environment={})
