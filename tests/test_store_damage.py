@@ -154,6 +154,12 @@ def test_flipped_bits_give_one_line_or_a_result_never_a_traceback(real_store, tm
             failed += 1
     if bits == 200:
         assert failed > 0  # 200 flipped bits in a store this small always reach something read
+    # Whatever was hit, check says so and recovery ends with a sound store.
+    assert cli(capsys, "store", "check", db)[0] == 1
+    new = tmp_path / "new.sqlite"
+    code, _, err = cli(capsys, "store", "recover", db, "--to", new)
+    assert code == 0, err
+    assert cli(capsys, "store", "check", new)[0] == 0
 
 
 def test_text_that_is_not_utf8_and_json_that_does_not_parse(real_store, tmp_path, capsys):

@@ -115,8 +115,24 @@ class TableScan:
                                   else " ".join(why.split())[:200])
 
 
+#: A query that runs this many thousand SQLite VM steps is abandoned: a damaged b-tree can send a
+#: lookup round in circles, while reading a batch of sound rows takes a few thousand steps at most.
+_STEP_BUDGET_K = 20_000
+
+
 def _fetch(conn: sqlite3.Connection, q: str, args: tuple) -> list:
-    return conn.execute(q, args).fetchall()
+    """One query, abandoned (as sqlite3.OperationalError) when it exceeds the step budget."""
+    steps = [0]
+
+    def budget() -> int:
+        steps[0] += 1
+        return steps[0] > _STEP_BUDGET_K
+
+    conn.set_progress_handler(budget, 1000)
+    try:
+        return conn.execute(q, args).fetchall()
+    finally:
+        conn.set_progress_handler(None, 0)
 
 
 def scan(conn: sqlite3.Connection, table: str, columns: list, result: TableScan) -> Iterator[tuple]:
@@ -145,17 +161,24 @@ def scan(conn: sqlite3.Connection, table: str, columns: list, result: TableScan)
         else:
             if not rows:
                 return
+            # A damaged b-tree can return rowids out of order: only ever move forward.
+            moved = False
             for row in rows:
+                if row[0] <= last:
+                    break
+                last, moved = row[0], True
                 got = emit(row)
                 if got is not None:
                     yield got
-            last = rows[-1][0]
-            continue
+            if moved and last == rows[-1][0]:
+                continue
         # The batch failed: step row by row.
         try:
             nxt = _fetch(conn, next_q, (last,))
         except sqlite3.DatabaseError:
             nxt = None
+        if nxt and nxt[0][0] <= last:
+            nxt = None  # out of order: treat like a stretch that cannot be walked
         if nxt is None:  # the b-tree cannot be walked past `last`: look further on
             step, found = 1, None
             while step < (1 << 40) and found is None:
@@ -163,6 +186,9 @@ def scan(conn: sqlite3.Connection, table: str, columns: list, result: TableScan)
                     r = _fetch(conn, next_q, (last + step,))
                 except sqlite3.DatabaseError:
                     step *= 2
+                    continue
+                if r and r[0][0] <= last + step:
+                    step *= 2  # out of order: not a way forward
                     continue
                 found = r[0][0] if r else False
             result.skipped_regions += 1
@@ -273,27 +299,33 @@ class RecoverReport:
 
 def _private_copy(src: Path, folder: Path, creates: dict) -> tuple:
     """A copy of ``src`` in ``folder`` whose table definitions are this fsmeter's (see the module
-    docstring); returns (copy path, [tables whose definition differed])."""
+    docstring); returns (copy path, [tables whose definition was replaced]). The schema table is
+    read and changed row by row, so a damaged page of it costs only the entries on that page."""
     fd, tmp = tempfile.mkstemp(prefix=".fsmeter-recover-", suffix=".sqlite", dir=folder)
     os.close(fd)
     shutil.copyfile(src, tmp)
     repaired = []
-    conn = sqlite3.connect(tmp)
+    conn = sqlite3.connect(tmp, isolation_level=None)
     try:
         conn.text_factory = bytes
         conn.execute("PRAGMA writable_schema = ON")
-        try:
-            have = {bytes(r[0]).decode("utf-8", "replace"): r[1]
-                    for r in conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'table'")}
-            for table, sql in creates.items():
-                if table in have and have[table] != sql.encode():
-                    conn.execute("UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?", (sql, table))
-                    repaired.append(table)
-            # Indexes are not needed to read by rowid; a damaged CREATE INDEX would stop the schema loading.
-            conn.execute("DELETE FROM sqlite_master WHERE type IN ('index', 'trigger', 'view') AND sql IS NOT NULL")
-            conn.commit()
-        except sqlite3.DatabaseError:
-            conn.rollback()  # sqlite_master itself is unreadable: read what the copy gives as it is
+        cols = [Column("type", "", False), Column("name", "", False), Column("sql", "", False)]
+        entries = list(scan(conn, "sqlite_master", cols, TableScan("sqlite_master")))
+        for rowid, kind, name, sql in entries:
+            name = bytes(name or b"").decode("utf-8", "replace")
+            if kind == b"table" and name in creates and sql != creates[name].encode():
+                change = ("UPDATE sqlite_master SET sql = ? WHERE rowid = ?", (creates[name], rowid))
+            elif kind in (b"index", b"trigger", b"view") and sql is not None:
+                # Not needed to read by rowid; a damaged CREATE INDEX would stop the schema loading.
+                change = ("DELETE FROM sqlite_master WHERE rowid = ?", (rowid,))
+            else:
+                continue
+            try:
+                conn.execute(*change)
+            except sqlite3.DatabaseError:
+                continue  # on a page that cannot be written: the entry stays as it is
+            if change[0].startswith("UPDATE"):
+                repaired.append(name)
     finally:
         conn.close()
     return Path(tmp), repaired
