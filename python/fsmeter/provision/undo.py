@@ -103,6 +103,19 @@ def _same_source(recorded: str, seen: str) -> bool:
     return False
 
 
+def _umount(target: str) -> None:
+    """umount TARGET, tried five times with a growing pause: a just-exited writer may still hold it."""
+    for attempt in range(5):
+        try:
+            run(["umount", target], what=f"umount {target}",
+                hint="a process may still use it (see `fuser -vm` on it)")
+            return
+        except CommandError:
+            if attempt == 4:
+                raise
+            time.sleep(0.3 * (attempt + 1))
+
+
 def unmount(target: str, source: str) -> str | None:
     """Unmount ``target`` while it still has ``source`` mounted there. Returns what was done."""
     done = None
@@ -110,15 +123,7 @@ def unmount(target: str, source: str) -> str | None:
         ours = [m for m in sysinfo.mounts_at(target) if _same_source(source, m.source)]
         if not ours:
             return done
-        for attempt in range(5):
-            try:
-                run(["umount", target], what=f"umount {target}",
-                    hint="a process may still use it (see `fuser -vm` on it)")
-                break
-            except CommandError:
-                if attempt == 4:
-                    raise
-                time.sleep(0.3 * (attempt + 1))  # a just-exited writer may still hold it
+        _umount(target)
         done = f"unmounted {target} ({source})"
     return done
 
@@ -159,15 +164,7 @@ def undo_mount(e: dict[str, Any]) -> str | None:
             if done:
                 return done
             raise NotOurs(f"mount {e['target']}: left alone, {why}")
-        for attempt in range(5):
-            try:
-                run(["umount", e["target"]], what=f"umount {e['target']}",
-                    hint="a process may still use it (see `fuser -vm` on it)")
-                break
-            except CommandError:
-                if attempt == 4:
-                    raise
-                time.sleep(0.3 * (attempt + 1))  # a just-exited writer may still hold it
+        _umount(e["target"])
         done = f"unmounted {e['target']} ({e['source']})"
     return done
 
