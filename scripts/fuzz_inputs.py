@@ -36,6 +36,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
+sys.path.insert(0, str(REPO / "tests"))
+from fuzz_common import mutate  # noqa: E402  (the tests folder is not a package)
 
 #: Fragments that broke parsers before, or might: bytes and digits of other scripts, numbers past every limit.
 NASTY = ["\x00", "１２８", "٣", "-1", "0", "1e30", "1e308", "inf", "-inf", "nan", "18446744073709551616",
@@ -85,17 +87,8 @@ class Case:
 
 
 def mutate_text(s: str, rnd: random.Random, n: int) -> str:
-    for _ in range(n):
-        i = rnd.randrange(len(s) + 1)
-        j = min(len(s), i + rnd.randrange(1, 12))
-        op = rnd.randrange(4)
-        if op == 0:
-            s = s[:i] + s[j:]
-        elif op == 1:
-            s = s[:i] + s[i:j] * rnd.randrange(2, 5) + s[i:]
-        else:
-            s = s[:i] + rnd.choice(NASTY) + (s[j:] if op == 2 else s[i:])
-    return s
+    """The property tests' edits (tests/fuzz_common.py), with this script's fragments."""
+    return mutate(s, rnd, n, NASTY)
 
 
 def heavy(text: str) -> bool:

@@ -37,8 +37,9 @@ NASTY = ["\x00", "\xff", "１２８", "٣", "-1", "0", "1e30", "1e308", "inf", "
          "%", "k", "K", "G", "p", "0x", "_"]
 
 
-def mutate(seed: str, rnd: random.Random, n: int = 3) -> str:
-    """A few random edits of ``seed``: delete, duplicate or replace a span, or insert a nasty fragment."""
+def mutate(seed: str, rnd: random.Random, n: int = 3, fragments: list = NASTY) -> str:
+    """A few random edits of ``seed``: delete, duplicate or replace a span, or insert one of ``fragments``
+    (scripts/fuzz_inputs.py uses the same edits with fragments of its own)."""
     s = seed
     for _ in range(n):
         i = rnd.randrange(len(s) + 1)
@@ -49,7 +50,7 @@ def mutate(seed: str, rnd: random.Random, n: int = 3) -> str:
         elif op == 1:
             s = s[:i] + s[i:j] * rnd.randrange(2, 5) + s[i:]
         elif op == 2:
-            s = s[:i] + rnd.choice(NASTY) + s[j:]
+            s = s[:i] + rnd.choice(fragments) + s[j:]
         else:
-            s = s[:i] + rnd.choice(NASTY) + s[i:]
+            s = s[:i] + rnd.choice(fragments) + s[i:]
     return s
