@@ -36,10 +36,13 @@ $(VENV)/.deps-stamp: pyproject.toml Makefile
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q $$($(PY) -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"])')
+	@# mpi4py is built in pip's isolated build environment (it needs setuptools and wheel, which
+	@# a fresh venv lacks); the package itself without it, as maturin must come from the venv.
 	@if command -v $(MPICC) >/dev/null; then \
-	    MPICC=$(MPICC) $(PIP) install -q --no-build-isolation --no-binary mpi4py -e '.[test,docs,mpi]'; \
-	else echo "fsmeter: $(MPICC) not found, not installing mpi4py (run 'make sysdeps' as root)" >&2; \
-	    $(PIP) install -q --no-build-isolation -e '.[test,docs]'; fi
+	    MPICC=$(MPICC) $(PIP) install -q --no-binary mpi4py \
+	        $$($(PY) -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["mpi"])'); \
+	else echo "fsmeter: $(MPICC) not found, not installing mpi4py (run 'make sysdeps' as root)" >&2; fi
+	$(PIP) install -q --no-build-isolation -e '.[test,docs]'
 	@touch $@
 
 pydeps: $(VENV)/.deps-stamp
