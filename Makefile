@@ -37,12 +37,19 @@ $(VENV)/.deps-stamp: pyproject.toml Makefile
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q $$($(PY) -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"])')
 	@# mpi4py is built in pip's isolated build environment (it needs setuptools and wheel, which
-	@# a fresh venv lacks); the package itself without it, as maturin must come from the venv.
+	@# a fresh venv lacks).
 	@if command -v $(MPICC) >/dev/null; then \
 	    MPICC=$(MPICC) $(PIP) install -q --no-binary mpi4py \
 	        $$($(PY) -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["mpi"])'); \
 	else echo "fsmeter: $(MPICC) not found, not installing mpi4py (run 'make sysdeps' as root)" >&2; fi
-	$(PIP) install -q --no-build-isolation -e '.[test,docs]'
+	@# The package's dependencies and its test and docs extras, read from pyproject.toml, in pip's
+	@# isolated build environments (some are built from source: fio-plot); then the package itself
+	@# without isolation and without dependencies, so that maturin comes from the venv.
+	$(PY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
+	    print(*p["dependencies"], *p["optional-dependencies"]["test"], *p["optional-dependencies"]["docs"], sep="\n")' \
+	    > $(VENV)/requirements.txt
+	$(PIP) install -q -r $(VENV)/requirements.txt
+	$(PIP) install -q --no-build-isolation --no-deps -e .
 	@touch $@
 
 pydeps: $(VENV)/.deps-stamp
