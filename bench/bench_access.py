@@ -1,9 +1,9 @@
-"""Issue 2 benchmarks: the access family against fio and the bare-loop ceiling.
+"""Benchmark: the access family against fio and the bare-loop ceiling.
 
 (a) 4 KiB random read of a cached 1 GiB file on tmpfs, 1 thread, psync: IOPS ratio, target >= 1.10
 (b) 4 KiB random read, O_DIRECT, queue depth 32, io_uring, 1 GiB file on ext4 on a loop device: >= 1.0
 (c) 1 MiB sequential O_DIRECT read and write on the same: >= 0.98
-(d) fsmeter (a) / bare-pread (../shared/limits/bare-pread.c) on the same file: goal >= 0.95
+(d) fsmeter (a) / bare_pread (bench/bare_pread.c) on the same file: goal >= 0.95
 (e) scaling: (a) with 2 threads over 1 thread, fsmeter and fio side by side: goal >= 1.8
 (f) 1 MiB sequential O_DIRECT read, psync, of a 1 GiB file on ext4 on a loop device whose image is in
     memory, with request buffers on hugetlb pages: fsmeter buffer_memory=hugetlb against fio
@@ -36,7 +36,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from run import SHARED, hugetlb_pages, loop_reads
+from run import hugetlb_pages, loop_reads
 
 GiB = 1 << 30
 FILE = "fsmeter.access.0"  # the name fsmeter's access family lays files out under
@@ -90,8 +90,8 @@ def fsm(ctx, workload: str, d: Path, seconds: float, **sets) -> dict:
 
 
 def bare_exe():
-    """Build ../shared/limits/bare-pread.c (the syscall-bound ceiling), or None where it is missing."""
-    src = SHARED / "limits" / "bare-pread.c"
+    """Build bench/bare_pread.c (the syscall-bound ceiling), or None without gcc."""
+    src = Path(__file__).with_name("bare_pread.c")
     if not src.exists() or not shutil.which("gcc"):
         return None
     exe = Path(tempfile.mkdtemp()) / "bare-pread"
@@ -124,7 +124,7 @@ def run(ctx) -> list:
         rows.append(ctx.row("(a) 4K randread tmpfs psync 1T", "IOPS", med(a_f), med(a_p), "fio", 1.10,
                             notes=f"{note}; fsmeter {spread(a_f)}, fio {spread(a_p)}; fio --norandommap --randrepeat=0"))
         rows.append(ctx.row("(d) (a) vs bare loop", "IOPS", med(a_f), med(bare) if bare else None, "bare-pread", 0.95,
-                            notes=f"{note}; fsmeter keeps latency histograms on" if bare else "bare-pread.c not found"))
+                            notes=f"{note}; fsmeter keeps latency histograms on" if bare else "gcc not found to build bench/bare_pread.c"))
         rows.append(ctx.row("(e) 2T/1T scaling", "x", med(e_f) / med(a_f), 1.0, "ideal 2x=2.0", 1.8,
                             notes=f"{note}; fio 2T/1T = {med(e_p) / med(a_p):.2f}"))
         rows.append(ctx.row("(e) 4K randread tmpfs psync 2T", "IOPS", med(e_f), med(e_p), "fio",

@@ -1,4 +1,4 @@
-"""Issue 10 benchmark, bonnie family: fsmeter's bonnie++ preset against bonnie++ (Debian bonnie++ 2.00a).
+"""Benchmark, bonnie family: fsmeter's bonnie++ preset against bonnie++ (Debian bonnie++ 2.00a).
 
 Both run on the same fresh loop ext4, one after the other, inside one memory cgroup (fsmeter's
 page-cache limit moves this process in; both children inherit it), on the same file size and chunk:

@@ -1,4 +1,4 @@
-"""Issue 4 benchmarks: the fileset family against PostMark 1.53 and fs_mark, and its memory per file.
+"""Benchmark: the fileset family against PostMark 1.53 and fs_mark, and its memory per file.
 
 (a) postmark: 10,000 files of 512..10,000 bytes on tmpfs, one thread: fsmeter tx/s / postmark tx/s, target >= 1.0.
     PostMark times in whole seconds (time()), so the transaction count is raised until postmark's

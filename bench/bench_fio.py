@@ -1,4 +1,4 @@
-"""Issue 15 benchmark: a fio job file must not be a slower path than the named workload it maps to.
+"""Benchmark: a fio job file must not be a slower path than the named workload it maps to.
 
 bench_access's cases written as fio job files, run by `fsmeter run JOB.fio`, against `fsmeter run <named
 workload>` with the same parameters, on the same (kept) file, interleaved rounds, medians; target ratio >= 0.98:

@@ -1,4 +1,4 @@
-"""Issue 11 benchmark, macro family: fsmeter's timing of cp / tar xjf / rm -rf against the study's
+"""Benchmark, macro family: fsmeter's timing of cp / tar xjf / rm -rf against the study's
 own method, bash's `time` around the same command and a sync.
 
 Peer, per operation, on its own fresh loop ext4 (fsmeter gets another), with the very files

@@ -1,7 +1,8 @@
-"""Issue 11 benchmark, mix family: re-aim-7 against fsmeter's mix with the same workfile and N schedule.
+"""Benchmark, mix family: re-aim-7 against fsmeter's mix with the same workfile and N schedule.
 
 re-aim-7 is built from its source at bench time in a scratch directory: the source is
-taken from $REAIM_SRC (a git directory holding osdl-aim-7/, default the mirror below) and
+taken from $REAIM_SRC (a git directory holding osdl-aim-7/, default bench/peers/areaim.git: a bare
+clone of davidlohr/areaim) and
 compiled directly with gcc (`-D_GNU_SOURCE -fcommon`, every src/*.c of its Makefile.am and
 lib/*.c); its 2003 autotools files are not used, so the only prerequisites are gcc and
 make (Debian: build-essential). Then, on a fresh tmpfs and on a fresh loop ext4, for each
@@ -37,7 +38,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-REAIM_SRC = Path(os.environ.get("REAIM_SRC", "/work/.mirror/davidlohr+areaim/repo"))
+from run import PEERS
+
+REAIM_SRC = Path(os.environ.get("REAIM_SRC", str(PEERS / "areaim.git")))
 SCHEDULE = [1, 2, 4, 8]
 WORKFILE_DISK = "data/workfile.disk"
 SOURCES = ["driver.c", "ram.c", "rand.c", "times_ms.c", "add.c", "creat_clo.c", "drv_funcs.c", "div.c",

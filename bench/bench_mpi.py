@@ -1,8 +1,8 @@
-"""Issue 13 benchmark: fsmeter under MPI against IOR and mdtest, both run by the same Open MPI
+"""Benchmark: fsmeter under MPI against IOR and mdtest, both run by the same Open MPI
 (`mpirun --oversubscribe -n R`) with 2 and 4 ranks, on a fresh tmpfs and on a fresh loop ext4.
 
-The peers are built from the public hpc/ior source (a bare git mirror: $IOR_GIT, else
-/work/.mirror/hpc+ior/repo): `git archive HEAD` is unpacked in a scratch folder and built with
+The peers are built from the public hpc/ior source (a bare git clone: $IOR_GIT, else
+bench/peers/ior.git): `git archive HEAD` is unpacked in a scratch folder and built with
 `./bootstrap && ./configure && make` against the Debian Open MPI's mpicc.
 
 Same work on both sides (per rank R, in the rank's own directory). A metadata round gives each tool a
@@ -75,9 +75,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from run import hugetlb_pages, loop_reads, paired_ci
+from run import PEERS, hugetlb_pages, loop_reads, paired_ci
 
-DEFAULT_GIT = "/work/.mirror/hpc+ior/repo"
+DEFAULT_GIT = str(PEERS / "ior.git")
 #: The tree family as mdtest -n N -u -F -w 4096 runs: one directory of 4 KiB files per rank, names
 #: as long as mdtest's (file.mdtest.R.I against file.mdtestL0FN).
 MDTEST_LIKE = {"levels": 0, "file_blocks": 1, "file_prefix": "file.mdtest"}

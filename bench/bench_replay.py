@@ -1,4 +1,4 @@
-"""Issue 4 benchmark, replay family: dbench 4 against fsmeter's replay of the same client.txt.
+"""Benchmark, replay family: dbench 4 against fsmeter's replay of the same client.txt.
 
     dbench -D DIR -t 20 2        (Debian dbench 4.0, default load file /usr/share/dbench/client.txt)
     fsmeter run dbench --set duration_s=20 --set threads=2

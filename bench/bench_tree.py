@@ -1,11 +1,11 @@
-"""Issue 4 benchmark, tree family: fdtree's file-create phase against fs_mark (Debian fsmark).
+"""Benchmark, tree family: fdtree's file-create phase against fs_mark (Debian fsmark).
 
 fdtree itself is not packaged, so the peer is fs_mark creating the same number of
 4 KiB files in the same number of directories, without sync:
     fs_mark -d DIR -n 20000 -s 4096 -S 0 -D 100 -N 200 -L 1
 and fsmeter's tree with 1 level of 99 subdirectories (100 directories, root
 included) and 200 files in each (20,000 files of one 4 KiB block). Target:
-fsmeter create files/s / fs_mark files/s >= 1.0 (issue 4).
+fsmeter create files/s / fs_mark files/s >= 1.0.
 
 fs_mark times neither mkdir (it makes its directories before the clock starts)
 nor removal (3.3 leaves the files), so mkdir has no peer figure, and removal is

@@ -1,4 +1,4 @@
-"""Issue 14 benchmark: what data verification costs.
+"""Benchmark: what data verification costs.
 
 Cached 4 KiB random writes to a 256 MiB file on a fresh tmpfs, 1 thread, psync:
 (a) fsmeter verify=crc32c over fsmeter verify=off (IOPS): goal >= 0.85 (verification costs at most 15%)

@@ -2,7 +2,7 @@
 bench/iozone_cellsets.py (which records iozone's own output as test data).
 
 iozone is not a Debian package. Its source is taken from a git mirror (a bare repository):
-$IOZONE_GIT, else /work/.mirror/klazarsk+iozone-rh/repo; `git archive HEAD src` is unpacked in
+$IOZONE_GIT, else bench/peers/iozone.git (a bare clone of klazarsk/iozone-rh); `git archive HEAD src` is unpacked in
 a temporary directory and built with `make linux-AMD64` (or linux on other machines).
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-DEFAULT_GIT = "/work/.mirror/klazarsk+iozone-rh/repo"
+DEFAULT_GIT = str(Path(__file__).resolve().parent / "peers" / "iozone.git")
 _CELL_LINE = re.compile(r"^\s+(\d+)\s+(\d+)(\s+\d+)*\s*$")
 
 

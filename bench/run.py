@@ -29,7 +29,8 @@ from typing import Iterator, Optional
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "bench" / "out"
-SHARED = REPO.parent / "shared"
+#: Peers that are not Debian packages are built from git directories (bare clones) under here by default.
+PEERS = REPO / "bench" / "peers"
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Issue 3 safety, as a user meets it: a real device only with --device X --destroy-data-on X,
+"""Safety, as a user meets it: a real device only with --device X --destroy-data-on X,
 refused when it carries a filesystem (unless --force) or is mounted (always); a campaign formats
 the device again cell after cell, since what it finds there is its own filesystem."""
 from __future__ import annotations

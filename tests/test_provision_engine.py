@@ -1,4 +1,4 @@
-"""Issue 3: for each filesystem, mkfs on a loop image, mount with options, run a real 1-second
+"""For each filesystem, mkfs on a loop image, mount with options, run a real 1-second
 workload through the engine, remount between phases, then tear down without leftovers."""
 from __future__ import annotations
 
