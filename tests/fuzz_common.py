@@ -54,3 +54,15 @@ def mutate(seed: str, rnd: random.Random, n: int = 3, fragments: list = NASTY) -
         else:
             s = s[:i] + rnd.choice(fragments) + s[i:]
     return s
+
+
+def splice_bytes(raw: bytes, junk: bytes, at: int, encoding: str = "utf-8") -> tuple:
+    """``junk`` inserted into ``raw`` at ``at`` (clamped): (the bytes, the 1-based line of the first
+    byte that does not decode, or None when the whole still decodes)."""
+    at = min(at, len(raw))
+    data = raw[:at] + junk + raw[at:]
+    try:
+        data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        return data, data.count(b"\n", 0, exc.start) + 1
+    return data, None

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from fsmeter.stats.analyze import analyze_frame, check_cli_level, combine_factors, load_csv, stack_responses
-from fuzz_common import SLOW, mutate, result_or_user_error
+from fuzz_common import SLOW, mutate, result_or_user_error, splice_bytes
 
 BONNIE = Path(__file__).parent / "data" / "bonnie-1024mb-10runs.csv"
 ROWS = list(csv.reader(BONNIE.read_text().splitlines()))
@@ -106,15 +106,10 @@ def test_any_small_table_analyses_or_fails_in_one_line(tmp_path, body):
 @SLOW
 @given(st.binary(min_size=1, max_size=40), st.integers(0, 2000))
 def test_non_utf8_bytes_name_their_line(tmp_path, junk, at):
-    raw = BONNIE.read_bytes()
-    at = min(at, len(raw))
-    data = raw[:at] + junk + raw[at:]
+    data, line = splice_bytes(BONNIE.read_bytes(), junk, at, "utf-8-sig")
     p = tmp_path / "b.csv"
     p.write_bytes(data)
-    try:
-        data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
+    if line is not None:
         _, err = result_or_user_error(load_csv, p)
         assert err is not None and f"line {line}" in err.message
     else:

@@ -12,7 +12,7 @@ from fsmeter.interop.fio_jobfile import parse_jobfile, split_names
 from fsmeter.interop.fio_map import SUPPORTED, fio_workloads, map_job
 from fsmeter.spec import build_job
 from fsmeter.units import MAX_DURATION_S, MAX_SIZE_BYTES
-from fuzz_common import FAST, NASTY, SLOW, mutate, result_or_user_error
+from fuzz_common import FAST, NASTY, SLOW, mutate, result_or_user_error, splice_bytes
 
 DATA = Path(__file__).parent / "data" / "fio"
 SEEDS = sorted(p.read_text() for p in DATA.glob("*.fio"))
@@ -110,15 +110,10 @@ def test_an_escaped_colon_is_one_file(tmp_path):
 @FAST
 @given(st.binary(min_size=1, max_size=64), st.integers(0, 200))
 def test_non_utf8_bytes_name_their_line(tmp_path, junk, at):
-    raw = SEEDS[0].encode()
-    at = min(at, len(raw))
-    data = raw[:at] + junk + raw[at:]
+    data, line = splice_bytes(SEEDS[0].encode(), junk, at)
     path = tmp_path / "b.fio"
     path.write_bytes(data)
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
+    if line is not None:
         _, err = result_or_user_error(fio_workloads, str(path))
         assert err is not None and f"line {line}" in err.message and "UTF-8" in err.message
     else:
