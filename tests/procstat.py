@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 
 def busiest_thread_cpu_s(pid: int) -> float:
@@ -22,3 +23,11 @@ def busiest_thread_cpu_s(pid: int) -> float:
             continue
         best = max(best, (int(fields[11]) + int(fields[12])) / tick)  # utime, stime: stat fields 14, 15
     return best
+
+
+def wait_for_worker_cpu(proc, cpu_s: float, poll_s: float = 0.05) -> None:
+    """Wait until a thread of ``proc`` other than its main one has used ``cpu_s`` of CPU (an engine
+    phase is measuring), however slow the machine; fail if the process exits first."""
+    while busiest_thread_cpu_s(proc.pid) < cpu_s:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(poll_s)

@@ -14,7 +14,7 @@ import pytest
 from fsmeter.campaign import dump_toml, parse_campaign, plan
 from fsmeter.errors import UserError
 from fsmeter.store import TIDY_COLUMNS, open_store, tidy
-from procstat import busiest_thread_cpu_s
+from procstat import wait_for_worker_cpu
 
 FAST = 'backend = "null", file_size = "4M", warmup_s = 0.05, duration_s = 0.2, interval_s = 0.05'
 
@@ -246,9 +246,7 @@ def test_stop_signal_then_resume_completes_the_matrix(tmp_path, scratch, signame
     try:
         _wait_for_trials(db, 1, proc)
         # Inside trial 2: its engine workers (trial 1's have exited) have used CPU, however slow the machine.
-        while busiest_thread_cpu_s(proc.pid) < 0.05:
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.01)
+        wait_for_worker_cpu(proc, 0.05, poll_s=0.01)
         proc.send_signal(getattr(signal, signame))
         out, err = proc.communicate(timeout=60)
     finally:

@@ -10,7 +10,7 @@ import pytest
 
 from fsmeter.engine import EngineSession
 from fsmeter.spec import build_job, list_workloads, load_workload, parse_set
-from procstat import busiest_thread_cpu_s
+from procstat import wait_for_worker_cpu
 
 NAMED_ACCESS = {"seq-read", "seq-write", "fileserver", "webserver", "oltp-8k", "workstation", "rand-read-4k",
                 "rand-write-4k"}
@@ -135,7 +135,6 @@ def test_same_seed_same_counts_other_seed_differs(tmp_path):
 
 def test_ctrl_c_stops_the_run_and_keeps_what_was_measured(tmp_path):
     import signal
-    import time
 
     out = tmp_path / "out.json"
     d = tmp_path / "d"
@@ -147,9 +146,7 @@ def test_ctrl_c_stops_the_run_and_keeps_what_was_measured(tmp_path):
     try:
         # The run phase is measuring once a thread other than the main one has used 0.2 s of CPU:
         # prepare (a 1 MiB file, null backend) uses a few milliseconds, imports run on the main thread.
-        while busiest_thread_cpu_s(p.pid) < 0.2:
-            assert p.poll() is None, p.communicate()
-            time.sleep(0.05)
+        wait_for_worker_cpu(p, 0.2)
         p.send_signal(signal.SIGINT)
         # Far less than the 120 s the run would last: only the signal can have stopped it in time.
         stdout, stderr = p.communicate(timeout=60)
@@ -169,7 +166,6 @@ def test_ctrl_c_stops_the_run_and_keeps_what_was_measured(tmp_path):
 @pytest.mark.parametrize("signame,status", [("SIGTERM", 143), ("SIGHUP", 129)])
 def test_sigterm_and_sighup_stop_like_ctrl_c_and_remove_the_data_files(tmp_path, signame, status):
     import signal
-    import time
 
     out = tmp_path / "out.json"
     d = tmp_path / "d"
@@ -181,11 +177,9 @@ def test_sigterm_and_sighup_stop_like_ctrl_c_and_remove_the_data_files(tmp_path,
                          # as from a terminal, even when the tests themselves run under nohup
                          preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
     try:
-        deadline = time.monotonic() + 60
-        while not any(d.iterdir()):  # the data file is laid out: the run is under way
-            assert p.poll() is None and time.monotonic() < deadline, p.communicate()
-            time.sleep(0.05)
-        time.sleep(1.0)  # into the measured phase
+        # Into the measured phase, however slow the machine: a worker has used 0.2 s of CPU (the
+        # 1 MiB file's layout takes milliseconds), not a fixed sleep after the file appeared.
+        wait_for_worker_cpu(p, 0.2)
         p.send_signal(getattr(signal, signame))
         stdout, stderr = p.communicate(timeout=60)
     finally:
