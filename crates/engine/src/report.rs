@@ -79,6 +79,11 @@ pub struct PhaseReport {
     /// The measured window on CLOCK_MONOTONIC (ns; 0 when the workload does not use the shared
     /// harness): MPI ranks place their windows on a common clock with it.
     pub window_mono_ns: [u64; 2],
+    /// A group phase (several jobs measured together, as fio runs the jobs of one group): each
+    /// job's own report by name (`ops`, `total`, ... as a phase has them, and `start_s`/`end_s`);
+    /// absent for a phase of one job.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub jobs: BTreeMap<String, serde_json::Value>,
 }
 
 impl PhaseReport {

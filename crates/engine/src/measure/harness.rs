@@ -388,8 +388,70 @@ where
     Setup: Fn(usize) -> Result<S> + Sync,
     F: Fn(&mut S, &mut Recorder) -> Result<T> + Sync,
 {
+    let one = [GroupMember { threads: nthreads, warmup_ns: timing.warmup_ns, duration_ns: timing.duration_ns }];
+    run_group(phase, &one, timing.interval_ns, ctl, kinds, sigfig, work_total, setup, work).map(|(report, _, results)| (report, results))
+}
+
+/// One member (a job) of a group phase: its worker threads, its own warm-up and its own measured
+/// duration (None: until its workers run out of work).
+#[derive(Clone, Copy, Debug)]
+pub struct GroupMember {
+    pub threads: usize,
+    pub warmup_ns: u64,
+    pub duration_ns: Option<u64>,
+}
+
+/// What one member of a group phase did, from its own threads' counters and histograms: its
+/// report (ops, totals, latencies and interval samples, the samples on the phase's clock), and
+/// when it ran: from the first of its workers starting work (after its warm-up) to the end of its
+/// last measured operation, in seconds from the phase's measured start.
+#[derive(Clone, Debug)]
+pub struct MemberReport {
+    pub report: PhaseReport,
+    pub start_s: f64,
+    pub end_s: f64,
+}
+
+/// Run several heterogeneous members together in one measured phase, as fio runs the jobs of one
+/// group: every thread of every member is set up first, then all are released at once (one start
+/// gate), each member measures on its own warm-up and deadline, and the phase ends when the last
+/// has finished. Thread ids are global: member m owns the `members[m].threads` ids after those of
+/// the members before it. Workers record into their own counters as with `run_threads` (nothing is
+/// shared per operation); each member's report is merged from its threads after the phase. The
+/// phase report covers every member, from the earliest member's measured start. With one member
+/// this is `run_threads`, and no member reports are made.
+#[allow(clippy::too_many_arguments)]
+pub fn run_group<S, T, Setup, F>(
+    phase: &str,
+    members: &[GroupMember],
+    interval_ns: u64,
+    ctl: &Control,
+    kinds: &[&'static str],
+    sigfig: u8,
+    work_total: u64,
+    setup: Setup,
+    work: F,
+) -> Result<(PhaseReport, Vec<MemberReport>, Vec<T>)>
+where
+    T: Send,
+    Setup: Fn(usize) -> Result<S> + Sync,
+    F: Fn(&mut S, &mut Recorder) -> Result<T> + Sync,
+{
     assert!(kinds.len() <= MAX_KINDS, "too many op kinds");
+    assert!(!members.is_empty(), "a phase has at least one member");
     let nk = kinds.len();
+    // Member of each thread, and each member's range of thread ids.
+    let mut member_of = Vec::new();
+    let mut ranges = Vec::with_capacity(members.len());
+    for (m, g) in members.iter().enumerate() {
+        ranges.push(member_of.len()..member_of.len() + g.threads);
+        member_of.extend(std::iter::repeat(m).take(g.threads));
+    }
+    let nthreads = member_of.len();
+    let grouped = members.len() > 1;
+    let warmup_ns = members.iter().map(|g| g.warmup_ns).min().unwrap_or(0);
+    // Progress: the longest duration, or none (fixed work) when some member has a fixed amount.
+    let duration_ns = members.iter().map(|g| g.duration_ns).collect::<Option<Vec<u64>>>().map(|d| d.into_iter().max().unwrap_or(0));
     let counters: Vec<ThreadCounters> = (0..nthreads).map(|_| ThreadCounters::new()).collect();
     let gate = StartGate::new();
     let start_at = AtomicU64::new(0);
@@ -401,16 +463,11 @@ where
     let setup_failed = AtomicBool::new(false);
     // Saturating: a duration too long to add to the clock means "no deadline", never a deadline that
     // wrapped round to the past (which measured one operation and called the phase done).
-    let deadline_of = |start: u64| match timing.duration_ns {
-        Some(d) => start.saturating_add(timing.warmup_ns).saturating_add(d),
+    let deadline_of = |start: u64, g: &GroupMember| match g.duration_ns {
+        Some(d) => start.saturating_add(g.warmup_ns).saturating_add(d),
         None => u64::MAX,
     };
-    ctl.begin(
-        if timing.warmup_ns > 0 { RunState::WarmingUp } else { RunState::Measuring },
-        timing.warmup_ns,
-        timing.duration_ns.unwrap_or(0),
-        work_total,
-    );
+    ctl.begin(if warmup_ns > 0 { RunState::WarmingUp } else { RunState::Measuring }, warmup_ns, duration_ns.unwrap_or(0), work_total);
 
     // The coordinator sleeps between polls; each worker wakes it when it finishes, so that the
     // phase returns as soon as the work is done, not at the next poll (up to 50 ms later: a grid
@@ -420,8 +477,9 @@ where
         let mut handles = Vec::with_capacity(nthreads);
         let mut spawn_err: Option<(usize, std::io::Error)> = None;
         for tid in 0..nthreads {
-            let (counters, gate, start_at, finished, work, setup, halt, setup_failed, coordinator) =
-                (&counters, &gate, &start_at, &finished, &work, &setup, &halt, &setup_failed, &coordinator);
+            let member = &members[member_of[tid]];
+            let (counters, gate, start_at, finished, work, setup, halt, setup_failed, coordinator, deadline_of) =
+                (&counters, &gate, &start_at, &finished, &work, &setup, &halt, &setup_failed, &coordinator, &deadline_of);
             let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
                 let shared = &counters[tid];
                 let hists = (0..nk).map(|_| LatHist::new(sigfig)).collect();
@@ -433,8 +491,8 @@ where
                 let start = start_at.load(SeqCst);
                 let mut rec = Recorder {
                     tid,
-                    measure_start_ns: start.saturating_add(timing.warmup_ns),
-                    deadline_ns: deadline_of(start),
+                    measure_start_ns: start.saturating_add(member.warmup_ns),
+                    deadline_ns: deadline_of(start, member),
                     stop: halt,
                     shared,
                     hists,
@@ -443,18 +501,20 @@ where
                     units: 0,
                     last_end_ns: 0,
                 };
+                let work_start = now_ns();
                 let out: Result<Option<T>> = match state {
                     Ok(mut st) if !setup_failed.load(SeqCst) => work(&mut st, &mut rec).map(Some),
                     Ok(_) => Ok(None),
                     Err(e) => Err(e),
                 };
+                let work_end = now_ns();
                 if out.is_err() {
                     halt.store(true, SeqCst);
                 }
                 shared.finished.store(true, SeqCst);
                 finished.fetch_add(1, SeqCst);
                 coordinator.unpark();
-                (out, rec.hists, rec.last_end_ns)
+                (out, rec.hists, rec.last_end_ns, work_start, work_end)
             });
             match spawned {
                 Ok(h) => handles.push(h),
@@ -478,14 +538,14 @@ where
         // third slower than the same cells run later).
         gate.wait_arrived(started);
         ctl.wait_at_start_hold();
-        let cpu_at_release = (timing.warmup_ns == 0).then(cpu::snapshot);
+        let cpu_at_release = (warmup_ns == 0).then(cpu::snapshot);
         let start = now_ns();
         start_at.store(start, SeqCst);
         gate.release();
-        let measure_start = start.saturating_add(timing.warmup_ns);
+        let measure_start = start.saturating_add(warmup_ns);
         let all_done = || finished.load(SeqCst) == started;
         // Poll often enough for a lively progress bar and a prompt stop.
-        let tick = 50_000_000u64.min(timing.interval_ns.max(1));
+        let tick = 50_000_000u64.min(interval_ns.max(1));
         let watch_stop = || {
             if ctl.stop_requested() {
                 halt.store(true, SeqCst);
@@ -498,18 +558,24 @@ where
         ctl.set_state(RunState::Measuring);
         let cpu0 = cpu_at_release.unwrap_or_else(cpu::snapshot);
         let mut sampler = Sampler::new(kinds, measure_start);
-        let mut next = measure_start + timing.interval_ns;
+        // Each member's own samples, on the phase's clock (group phases only).
+        let mut member_samplers: Vec<Sampler> = if grouped { members.iter().map(|_| Sampler::new(kinds, measure_start)).collect() } else { Vec::new() };
+        let mut next = measure_start + interval_ns;
         while !all_done() {
             watch_stop();
             let now = now_ns();
             if now >= next {
                 let (ops, bytes) = sum_counters(&counters, nk);
                 sampler.push(next, &ops, &bytes, sum_units(&counters));
+                for (ms, r) in member_samplers.iter_mut().zip(&ranges) {
+                    let (ops, bytes) = sum_counters(&counters[r.clone()], nk);
+                    ms.push(next, &ops, &bytes, 0);
+                }
                 ctl.publish(ops.iter().sum(), bytes.iter().sum());
-                next += timing.interval_ns;
+                next += interval_ns;
                 continue;
             }
-            if tick < timing.interval_ns {
+            if tick < interval_ns {
                 let (ops, bytes) = sum_counters(&counters, nk);
                 ctl.publish(ops.iter().sum(), bytes.iter().sum());
             }
@@ -518,13 +584,23 @@ where
 
         let mut results = Vec::with_capacity(nthreads);
         let mut merged: Vec<LatHist> = (0..nk).map(|_| LatHist::new(sigfig)).collect();
+        let mut member_hists: Vec<Vec<LatHist>> = if grouped { members.iter().map(|_| (0..nk).map(|_| LatHist::new(sigfig)).collect()).collect() } else { Vec::new() };
+        // Per member: (first work start, last measured end, last worker end).
+        let mut member_times = vec![(u64::MAX, 0u64, 0u64); members.len()];
         let mut last_end = 0u64;
         let mut first_err: Option<EngineError> = None;
-        for h in handles {
-            let (out, hists, end) = h.join().expect("worker thread panicked");
+        for (tid, h) in handles.into_iter().enumerate() {
+            let (out, hists, end, work_start, work_end) = h.join().expect("worker thread panicked");
             for (m, h) in merged.iter_mut().zip(hists.iter()) {
                 m.merge(h);
             }
+            if grouped {
+                for (m, h) in member_hists[member_of[tid]].iter_mut().zip(hists.iter()) {
+                    m.merge(h);
+                }
+            }
+            let t = &mut member_times[member_of[tid]];
+            *t = (t.0.min(work_start), t.1.max(end), t.2.max(work_end));
             last_end = last_end.max(end);
             match out {
                 Ok(Some(v)) => results.push(v),
@@ -559,32 +635,9 @@ where
         if let Some(e) = first_err {
             return Err(e);
         }
-        let elapsed_s = end.saturating_sub(measure_start) as f64 / 1e9;
-        let per_s = |x: u64| if elapsed_s > 0.0 { x as f64 / elapsed_s } else { 0.0 };
-        let mut report = PhaseReport::new(phase);
+        let mut report = build_report(phase, kinds, nthreads, warmup_ns, measure_start, end, &ops, &bytes, &merged, sampler.intervals);
         report.interrupted = ctl.stop_requested();
-        report.threads = nthreads;
-        report.warmup_s = timing.warmup_ns as f64 / 1e9;
-        report.elapsed_s = elapsed_s;
         report.window_mono_ns = [measure_start, end];
-        for (k, name) in kinds.iter().enumerate() {
-            if ops[k] == 0 {
-                continue;
-            }
-            report.ops.insert(
-                name.to_string(),
-                OpStats {
-                    count: ops[k],
-                    bytes: bytes[k],
-                    ops_per_s: per_s(ops[k]),
-                    bytes_per_s: per_s(bytes[k]),
-                    lat: merged[k].summary(),
-                },
-            );
-        }
-        let (tops, tbytes) = (ops.iter().sum(), bytes.iter().sum());
-        report.total = Totals { ops: tops, bytes: tbytes, ops_per_s: per_s(tops), bytes_per_s: per_s(tbytes) };
-        report.intervals = sampler.intervals;
         if units == 0 {
             // The workload counts no units of its own (or none were measured): no such series.
             for iv in &mut report.intervals {
@@ -592,10 +645,67 @@ where
             }
         }
         report.cpu = cpu::usage(&cpu0, &cpu1);
+        let mut member_reports = Vec::with_capacity(if grouped { members.len() } else { 0 });
+        if grouped {
+            for (m, ((g, r), mut ms)) in members.iter().zip(&ranges).zip(member_samplers).enumerate() {
+                let m_start = start.saturating_add(g.warmup_ns);
+                let (first_work, m_last, m_done) = member_times[m];
+                // Nothing measured (a member stopped before its warm-up ended): its window ends when its workers did.
+                let m_end = if m_last > m_start { m_last } else { m_done.max(m_start) };
+                let (ops, bytes) = sum_counters(&counters[r.clone()], nk);
+                if m_end > ms.prev_t || ops != ms.prev_ops {
+                    ms.push(m_end.max(ms.prev_t), &ops, &bytes, 0);
+                }
+                let mut rep = build_report(phase, kinds, g.threads, g.warmup_ns, m_start, m_end, &ops, &bytes, &member_hists[m], ms.intervals);
+                for iv in &mut rep.intervals {
+                    iv.units = None;
+                }
+                rep.interrupted = report.interrupted;
+                rep.window_mono_ns = [m_start, m_end];
+                let rel = |t: u64| t.saturating_sub(measure_start) as f64 / 1e9;
+                member_reports.push(MemberReport { report: rep, start_s: rel(first_work.max(m_start).min(m_end)), end_s: rel(m_end) });
+            }
+        }
         drop(merged);
+        drop(member_hists);
         release_freed_memory();
-        Ok((report, results))
+        Ok((report, member_reports, results))
     })
+}
+
+/// A phase report from summed counters and merged histograms over the window [measure_start, end].
+#[allow(clippy::too_many_arguments)]
+fn build_report(
+    phase: &str,
+    kinds: &[&'static str],
+    threads: usize,
+    warmup_ns: u64,
+    measure_start: u64,
+    end: u64,
+    ops: &[u64],
+    bytes: &[u64],
+    hists: &[LatHist],
+    intervals: Vec<Interval>,
+) -> PhaseReport {
+    let elapsed_s = end.saturating_sub(measure_start) as f64 / 1e9;
+    let per_s = |x: u64| if elapsed_s > 0.0 { x as f64 / elapsed_s } else { 0.0 };
+    let mut report = PhaseReport::new(phase);
+    report.threads = threads;
+    report.warmup_s = warmup_ns as f64 / 1e9;
+    report.elapsed_s = elapsed_s;
+    for (k, name) in kinds.iter().enumerate() {
+        if ops[k] == 0 {
+            continue;
+        }
+        report.ops.insert(
+            name.to_string(),
+            OpStats { count: ops[k], bytes: bytes[k], ops_per_s: per_s(ops[k]), bytes_per_s: per_s(bytes[k]), lat: hists[k].summary() },
+        );
+    }
+    let (tops, tbytes) = (ops.iter().sum(), bytes.iter().sum());
+    report.total = Totals { ops: tops, bytes: tbytes, ops_per_s: per_s(tops), bytes_per_s: per_s(tbytes) };
+    report.intervals = intervals;
+    report
 }
 
 /// Hands the memory the workers freed (their histograms, buffers and malloc

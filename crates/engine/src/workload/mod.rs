@@ -42,6 +42,7 @@ macro_rules! families {
 // module: JSON family (spec type) => workload type
 families! {
     access: Access(AccessSpec) => Access,
+    access_group: AccessGroup(AccessGroupSpec) => AccessGroup,
     replay: Replay(ReplaySpec) => Replay,
     fileset: Fileset(FilesetSpec) => Fileset,
     tree: Tree(TreeSpec) => Tree,

@@ -2,6 +2,9 @@
 //! sizes, each with its own read and random percentages, over files laid out
 //! before measuring.
 //!
+//! `access_group` (group.rs) runs several access jobs together in one measured phase, as fio
+//! runs the jobs of one group.
+//!
 //! Phases: `prepare` lays the files out (timed, reported as writes), `run`
 //! measures the mix, `cleanup` removes the files.
 //!
@@ -10,9 +13,11 @@
 //! one thread reading `total_bytes` = the data set reads every byte once.
 
 mod gen;
+mod group;
 mod phases;
 mod spec;
 
 pub use gen::{AccessGen, BlockPerm, GenOp};
+pub use group::{AccessGroup, AccessGroupSpec, GroupJob};
 pub use phases::Access;
 pub use spec::{AccessEntry, AccessSpec};

@@ -24,12 +24,12 @@ use crate::report::PhaseReport;
 use crate::verify::{self, Checker, LastWrites};
 use crate::workload::family::Workload;
 
-const KINDS: &[&str] = &["read", "write", "fsync"];
+pub(super) const KINDS: &[&str] = &["read", "write", "fsync"];
 const READ: usize = 0;
 const WRITE: usize = 1;
 const FSYNC: usize = 2;
 /// Op kinds that move no data: counted apart, left out of the headline totals.
-const NOT_DATA: &[&str] = &["fsync"];
+pub(super) const NOT_DATA: &[&str] = &["fsync"];
 /// Alignment of every request buffer (AlignedBuf): enough for O_DIRECT on any Linux filesystem here.
 const BUF_ALIGN: u64 = 4096;
 /// Layout writes in 1 MiB requests.
@@ -49,7 +49,7 @@ pub struct Access {
 }
 
 /// Per-thread state of the `run` phase, built before the common start.
-struct RunState<B: IoBackend> {
+pub(super) struct RunState<B: IoBackend> {
     backend: B,
     bufs: Vec<AlignedBuf>,
     gen: AccessGen,
@@ -316,26 +316,34 @@ impl Access {
         files.0.iter().map(|&fd| dio::resident_pages(fd, self.file_len()).ok()).sum()
     }
 
-    fn run(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
+    /// The run phase's files, opened, with what O_DIRECT on them needs: the alignment of each
+    /// thread's share, and the pages of the files in the page cache before the phase.
+    pub(super) fn open_run(&self, job: &Settings) -> Result<RunFiles> {
         let (files, direct) = self.open_files(job)?;
-        let spec = &self.spec;
         let share_align = match &direct {
-            Some(d) if !d.unaligned => lcm(spec.alignment, d.align.offset),
-            _ => spec.alignment,
+            Some(d) if !d.unaligned => lcm(self.spec.alignment, d.align.offset),
+            _ => self.spec.alignment,
         };
         let cached_before = direct.as_ref().and_then(|_| self.cached_pages(&files));
+        Ok(RunFiles { files, direct, share_align, cached_before })
+    }
+
+    fn run(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
+        let rf = self.open_run(job)?;
+        let (files, share_align) = (&rf.files, rf.share_align);
+        let spec = &self.spec;
         let fault_log = std::sync::Mutex::new(Vec::<Injected>::new());
         let mut report = match job.backend {
             BackendKind::Psync if spec.fault.is_some() => {
                 let fs = spec.fault.clone().expect("checked");
-                self.run_with(job, ctl, &files, share_align, |f, _| Ok(FaultBackend::new(f, fs.clone(), &fault_log)))
+                self.run_with(job, ctl, files, share_align, |f, _| Ok(FaultBackend::new(f, fs.clone(), &fault_log)))
             }
-            BackendKind::Psync => self.run_with(job, ctl, &files, share_align, |f, _| Ok(PsyncBackend::new(f))),
-            BackendKind::IoUring => self.run_with(job, ctl, &files, share_align, |f, bufs| {
+            BackendKind::Psync => self.run_with(job, ctl, files, share_align, |f, _| Ok(PsyncBackend::new(f))),
+            BackendKind::IoUring => self.run_with(job, ctl, files, share_align, |f, bufs| {
                 let ptrs: Vec<(*mut u8, usize)> = bufs.iter().map(|b| (b.as_ptr(), b.len())).collect();
                 UringBackend::new(f, self.spec.queue_depth as usize, &ptrs)
             }),
-            BackendKind::Null => self.run_with(job, ctl, &files, share_align, |_, _| Ok(NullBackend::new(self.spec.queue_depth as usize))),
+            BackendKind::Null => self.run_with(job, ctl, files, share_align, |_, _| Ok(NullBackend::new(self.spec.queue_depth as usize))),
         }?;
         report.totals_without(NOT_DATA);
         if let Some(f) = &spec.fault {
@@ -346,12 +354,18 @@ impl Access {
                 "writes": log.iter().map(|i| serde_json::json!({"file": i.file, "offset": i.offset, "len": i.len})).collect::<Vec<_>>(),
             });
         }
-        report.extra["direct_io"] = match direct {
+        self.finish_direct(&mut report, rf);
+        Ok(report)
+    }
+
+    /// Whether O_DIRECT was really direct, into the report (`extra.direct_io`, and a warning when not).
+    pub(super) fn finish_direct(&self, report: &mut PhaseReport, rf: RunFiles) {
+        report.extra["direct_io"] = match rf.direct {
             None => serde_json::Value::Null,
             Some(d) => {
                 // Pages that entered the page cache during the phase: O_DIRECT that
                 // really bypassed it adds none, a buffered fallback (btrfs) does.
-                let added = match (cached_before, self.cached_pages(&files)) {
+                let added = match (rf.cached_before, self.cached_pages(&rf.files)) {
                     (Some(b), Some(a)) => Some(a.saturating_sub(b)),
                     _ => None,
                 };
@@ -376,7 +390,6 @@ impl Access {
                 })
             }
         };
-        Ok(report)
     }
 
     fn run_with<B, Mk>(&self, job: &Settings, ctl: &Control, files: &FilesGuard, share_align: u64, make: Mk) -> Result<PhaseReport>
@@ -384,71 +397,85 @@ impl Access {
         B: IoBackend,
         Mk: Fn(FileTable, &[AlignedBuf]) -> Result<B> + Sync,
     {
-        let spec = &self.spec;
-        let qd = spec.queue_depth as usize;
-        let nthreads = job.threads;
-        let timing = PhaseTiming {
-            warmup_ns: secs_to_ns("warmup_s", spec.warmup_s)?,
-            duration_ns: spec.duration_s.map(|d| (d * 1e9) as u64),
-            interval_ns: job.interval_ns(),
-        };
-        let quota = |tid: usize| {
-            spec.total_bytes.map(|t| {
-                let base = t / nthreads as u64;
-                if tid == 0 {
-                    base + t % nthreads as u64
-                } else {
-                    base
-                }
-            })
-        };
-        let [buf_bytes, mapped_bytes, huge_bytes] = [(); 3].map(|_| AtomicU64::new(0));
-        let huge_unknown = AtomicBool::new(false);
+        let bufs = BufStats::default();
         let (mut report, mixes) = run_threads(
             "run",
-            nthreads,
-            timing,
+            job.threads,
+            self.run_timing(job)?,
             ctl,
             KINDS,
             3,
             0,
-            |tid| {
-                let max = spec.max_size();
-                let seed = |s: usize| job.seed ^ ((tid * qd + s) as u64) << 8;
-                let (bufs, info) = AlignedBuf::set(qd, max, 4096, spec.buffer_memory, seed)
-                    .map_err(|e| buffer_error(spec.buffer_memory, qd, max, e))?;
-                buf_bytes.fetch_add((qd * max) as u64, Relaxed);
-                mapped_bytes.fetch_add(info.mapped, Relaxed);
-                match info.huge {
-                    Some(h) => {
-                        huge_bytes.fetch_add(h, Relaxed);
-                    }
-                    None => huge_unknown.store(true, Relaxed),
-                }
-                let backend = make(files.0.clone(), &bufs)?;
-                Ok(RunState {
-                    backend,
-                    bufs,
-                    gen: AccessGen::with_share_align(spec, job.seed, tid, nthreads, share_align),
-                    slots: vec![SlotMeta::default(); qd],
-                    completed: Vec::with_capacity(qd),
-                    mix: vec![[0; 4]; spec.entries.len()],
-                    verify: spec.verify.map(|a| Checker::new(a, spec.verify_block() as usize, job.seed, tid as u32, "run")),
-                    writes: 0,
-                })
-            },
+            |tid| self.run_state(job, tid, share_align, files, &make, &bufs),
             // Two copies of the hot loop: without verify it has no verification code at all.
-            |st, rec| {
-                let mix = if st.verify.is_some() {
-                    self.worker::<B, true>(st, rec, quota(rec.tid), job)?
-                } else {
-                    self.worker::<B, false>(st, rec, quota(rec.tid), job)?
-                };
-                Ok((mix, st.verify.take()))
-            },
+            |st, rec| self.run_work(st, rec, self.quota(job, rec.tid), job),
         )?;
+        self.finish_run(job, &mut report, mixes, &bufs);
+        Ok(report)
+    }
+
+    /// When the run phase measures: its warm-up, then its duration (None: until its bytes are done).
+    pub(super) fn run_timing(&self, job: &Settings) -> Result<PhaseTiming> {
+        let spec = &self.spec;
+        Ok(PhaseTiming {
+            warmup_ns: secs_to_ns("warmup_s", spec.warmup_s)?,
+            duration_ns: spec.duration_s.map(|d| (d * 1e9) as u64),
+            interval_ns: job.interval_ns(),
+        })
+    }
+
+    /// The measured bytes thread `tid` (of `job.threads`) does, when the spec has a byte total.
+    pub(super) fn quota(&self, job: &Settings, tid: usize) -> Option<u64> {
+        let nthreads = job.threads as u64;
+        self.spec.total_bytes.map(|t| if tid == 0 { t / nthreads + t % nthreads } else { t / nthreads })
+    }
+
+    /// Thread `tid`'s state for the run phase, made before the common start: its request buffers,
+    /// its backend on the open files, its request generator.
+    pub(super) fn run_state<B, Mk>(&self, job: &Settings, tid: usize, share_align: u64, files: &FilesGuard, make: &Mk, stats: &BufStats) -> Result<RunState<B>>
+    where
+        B: IoBackend,
+        Mk: Fn(FileTable, &[AlignedBuf]) -> Result<B>,
+    {
+        let spec = &self.spec;
+        let qd = spec.queue_depth as usize;
+        let max = spec.max_size();
+        let seed = |s: usize| job.seed ^ ((tid * qd + s) as u64) << 8;
+        let (bufs, info) = AlignedBuf::set(qd, max, 4096, spec.buffer_memory, seed).map_err(|e| buffer_error(spec.buffer_memory, qd, max, e))?;
+        stats.buf_bytes.fetch_add((qd * max) as u64, Relaxed);
+        stats.mapped_bytes.fetch_add(info.mapped, Relaxed);
+        match info.huge {
+            Some(h) => {
+                stats.huge_bytes.fetch_add(h, Relaxed);
+            }
+            None => stats.huge_unknown.store(true, Relaxed),
+        }
+        let backend = make(files.0.clone(), &bufs)?;
+        Ok(RunState {
+            backend,
+            bufs,
+            gen: AccessGen::with_share_align(spec, job.seed, tid, job.threads, share_align),
+            slots: vec![SlotMeta::default(); qd],
+            completed: Vec::with_capacity(qd),
+            mix: vec![[0; 4]; spec.entries.len()],
+            verify: spec.verify.map(|a| Checker::new(a, spec.verify_block() as usize, job.seed, tid as u32, "run")),
+            writes: 0,
+        })
+    }
+
+    /// One thread's run: the hot loop, in one of two copies (without verify it has no verification
+    /// code at all). Returns its mix counts and its checker.
+    pub(super) fn run_work<B: IoBackend>(&self, st: &mut RunState<B>, rec: &mut Recorder, quota: Option<u64>, job: &Settings) -> Result<(Vec<[u64; 4]>, Option<Checker>)> {
+        let mix = if st.verify.is_some() { self.worker::<B, true>(st, rec, quota, job)? } else { self.worker::<B, false>(st, rec, quota, job)? };
+        Ok((mix, st.verify.take()))
+    }
+
+    /// The run report's details from what the threads returned: verification, the mix as executed,
+    /// the backend and the buffers.
+    pub(super) fn finish_run(&self, job: &Settings, report: &mut PhaseReport, mixes: Vec<(Vec<[u64; 4]>, Option<Checker>)>, stats: &BufStats) {
+        let spec = &self.spec;
         if spec.verify.is_some() {
-            verify::merge_into(&mut report, mixes.iter().filter_map(|m| m.1.as_ref()), |f| self.path(&job.dir, f).display().to_string(), self.verify_notes(job));
+            verify::merge_into(report, mixes.iter().filter_map(|m| m.1.as_ref()), |f| self.path(&job.dir, f).display().to_string(), self.verify_notes(job));
         }
         let mixes: Vec<Vec<[u64; 4]>> = mixes.into_iter().map(|m| m.0).collect();
         let mut mix = vec![[0u64; 4]; spec.entries.len()];
@@ -466,19 +493,18 @@ impl Access {
                 "reads": m[0], "writes": m[1], "random": m[2], "sequential": m[3],
             })).collect::<Vec<_>>(),
             "backend": job.backend.name(),
-            "queue_depth": qd,
+            "queue_depth": spec.queue_depth,
             "direct": spec.direct,
             "buffer_memory": {
                 "kind": spec.buffer_memory,
-                "bytes": buf_bytes.load(Relaxed),
-                "mapped_bytes": mapped_bytes.load(Relaxed),
-                "huge_bytes": (!huge_unknown.load(Relaxed)).then(|| huge_bytes.load(Relaxed)),
+                "bytes": stats.buf_bytes.load(Relaxed),
+                "mapped_bytes": stats.mapped_bytes.load(Relaxed),
+                "huge_bytes": (!stats.huge_unknown.load(Relaxed)).then(|| stats.huge_bytes.load(Relaxed)),
             },
         });
         if let Some(v) = verify_extra {
             report.extra["verify"] = v;
         }
-        Ok(report)
     }
 
     /// The hot loop: keep `queue_depth` requests in flight until the deadline,
@@ -610,6 +636,22 @@ impl Access {
 
     /// The `verify` phase: re-read every block of every file and check it (against
     /// the write it should hold, when that is known exactly).
+    /// What a phase needs before it starts: with verify, a fresh last-writes table for a fresh
+    /// layout (or a run on files laid out elsewhere: then blocks are checked for their own
+    /// consistency only, until written); a run counts itself (the high bits of its write numbers).
+    pub(super) fn before_phase(&mut self, phase: &str) {
+        if self.spec.verify.is_some() && (phase == "prepare" || (phase == "run" && self.last_writes.is_none())) {
+            self.last_writes = Some(LastWrites::new(self.spec.file_count as usize, self.file_len(), self.spec.verify_block()));
+        }
+        if phase == "run" {
+            self.runs += 1;
+        }
+    }
+
+    pub(super) fn spec(&self) -> &AccessSpec {
+        &self.spec
+    }
+
     fn verify_phase(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         let Some(algo) = self.spec.verify else {
             return Err(EngineError::invalid("verify", "the verify phase needs verify = \"crc32c\", \"xxh3\" or \"sha256\" in the spec"));
@@ -657,17 +699,10 @@ impl Workload for Access {
     }
 
     fn run_phase(&mut self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
-        if self.spec.verify.is_some() && (phase == "prepare" || (phase == "run" && self.last_writes.is_none())) {
-            // A fresh last-writes table for a fresh layout (or a run on files laid out elsewhere:
-            // then blocks are checked for their own consistency only, until written).
-            self.last_writes = Some(LastWrites::new(self.spec.file_count as usize, self.file_len(), self.spec.verify_block()));
-        }
+        self.before_phase(phase);
         match phase {
             "prepare" => self.prepare(job, ctl),
-            "run" => {
-                self.runs += 1;
-                self.run(job, ctl)
-            }
+            "run" => self.run(job, ctl),
             "verify" => self.verify_phase(job, ctl),
             "cleanup" => self.cleanup(job, ctl),
             _ => unreachable!("checked by Session"),
@@ -708,6 +743,23 @@ pub(crate) fn open(path: &Path, flags: i32) -> Result<RawFd> {
     Ok(fd)
 }
 
+/// The files of a `run` phase, open, and what was found about O_DIRECT on them.
+pub(super) struct RunFiles {
+    pub(super) files: FilesGuard,
+    direct: Option<DirectIo>,
+    pub(super) share_align: u64,
+    cached_before: Option<u64>,
+}
+
+/// What the run phase's threads got for their request buffers (summed at setup, not per operation).
+#[derive(Default)]
+pub(super) struct BufStats {
+    buf_bytes: AtomicU64,
+    mapped_bytes: AtomicU64,
+    huge_bytes: AtomicU64,
+    huge_unknown: AtomicBool,
+}
+
 /// What was found about O_DIRECT on the files of a `run` phase.
 struct DirectIo {
     align: DioAlign,
@@ -723,7 +775,7 @@ impl Drop for FdGuard {
     }
 }
 
-struct FilesGuard(Vec<RawFd>);
+pub(super) struct FilesGuard(pub(super) Vec<RawFd>);
 impl Drop for FilesGuard {
     fn drop(&mut self) {
         for &fd in &self.0 {

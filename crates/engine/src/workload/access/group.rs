@@ -1,0 +1,240 @@
+//! A group of access jobs measured together, as fio runs the jobs of one group (no `stonewall`
+//! between them): every job has its own spec (mix, sizes, files, random map, byte total or
+//! duration), its own threads, seed and backend; all their threads start at one gate and the phase
+//! ends when the last job is done. Each job counts into its own threads' counters, merged after the
+//! phase, so the hot loop is the access family's own, unchanged.
+//!
+//! Phases: `prepare` lays every job's files out (one job after the other, as fio sets its jobs up
+//! before the group starts), `run` measures them together, `verify` re-reads the files of jobs with
+//! `verify`, `cleanup` removes every job's files.
+
+use serde::Deserialize;
+
+use super::phases::{BufStats, RunFiles, RunState, KINDS, NOT_DATA};
+use super::{Access, AccessSpec};
+use crate::backend::null::NullBackend;
+use crate::backend::psync::PsyncBackend;
+use crate::backend::uring::UringBackend;
+use crate::backend::BackendKind;
+use crate::error::{EngineError, Result};
+use crate::measure::{run_group, Control, GroupMember, Recorder};
+use crate::report::{OpStats, PhaseReport};
+use crate::settings::Settings;
+use crate::verify::Checker;
+use crate::workload::family::Workload;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupJob {
+    /// The job's name: its key in the phase report's `jobs`.
+    pub name: String,
+    #[serde(default = "one")]
+    pub threads: usize,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    #[serde(default = "default_backend")]
+    pub backend: BackendKind,
+    pub workload: AccessSpec,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AccessGroupSpec {
+    pub jobs: Vec<GroupJob>,
+}
+
+fn one() -> usize {
+    1
+}
+fn default_seed() -> u64 {
+    42
+}
+fn default_backend() -> BackendKind {
+    BackendKind::Psync
+}
+
+struct Member {
+    name: String,
+    settings: Settings,
+    access: Access,
+}
+
+pub struct AccessGroup {
+    members: Vec<Member>,
+}
+
+/// One thread's run state, whichever backend its job uses.
+enum AnyState {
+    Psync(RunState<PsyncBackend>),
+    Uring(RunState<UringBackend>),
+    Null(RunState<NullBackend>),
+}
+
+impl AccessGroup {
+    /// Each job checked as an access workload of its own, on the group's directory and interval.
+    pub fn new(job: &Settings, spec: AccessGroupSpec) -> Result<AccessGroup> {
+        if spec.jobs.is_empty() {
+            return Err(EngineError::invalid("jobs", "give at least one job"));
+        }
+        let mut members: Vec<Member> = Vec::with_capacity(spec.jobs.len());
+        for (i, j) in spec.jobs.into_iter().enumerate() {
+            let at = |what: &str| format!("jobs[{i}].{what}");
+            if j.name.is_empty() || members.iter().any(|m| m.name == j.name) {
+                return Err(EngineError::invalid(at("name"), format!("{:?}: give every job its own, non-empty name", j.name)));
+            }
+            if j.workload.fault.is_some() {
+                return Err(EngineError::invalid(at("workload.fault"), "fault injection runs one job at a time: use the access family"));
+            }
+            let settings = Settings { dir: job.dir.clone(), threads: j.threads, seed: j.seed, backend: j.backend, interval_s: job.interval_s };
+            settings.validate().map_err(|e| prefixed(e, &at("")))?;
+            let access = Access::new(&settings, j.workload).map_err(|e| prefixed(e, &at("workload.")))?;
+            members.push(Member { name: j.name, settings, access });
+        }
+        Ok(AccessGroup { members })
+    }
+
+    /// Every job's phase in turn (prepare, verify, cleanup), as one report: the sums, and each job's own.
+    fn each(&mut self, phase: &str, ctl: &Control) -> Result<PhaseReport> {
+        let mut report = PhaseReport::new(phase);
+        for m in &mut self.members {
+            if phase == "verify" && m.access.spec().verify.is_none() {
+                continue;
+            }
+            let r = m.access.run_phase(phase, &m.settings, ctl)?;
+            add_into(&mut report, &r);
+            report.jobs.insert(m.name.clone(), serde_json::to_value(&r).unwrap_or_default());
+            if r.interrupted {
+                break;
+            }
+        }
+        Ok(report)
+    }
+
+    fn run(&mut self, ctl: &Control) -> Result<PhaseReport> {
+        for m in &mut self.members {
+            m.access.before_phase("run");
+        }
+        let files: Vec<RunFiles> = self.members.iter().map(|m| m.access.open_run(&m.settings)).collect::<Result<_>>()?;
+        let stats: Vec<BufStats> = self.members.iter().map(|_| BufStats::default()).collect();
+        let mut members = Vec::with_capacity(self.members.len());
+        // Thread id -> (job, its thread number within the job).
+        let mut local = Vec::new();
+        for (j, m) in self.members.iter().enumerate() {
+            let t = m.access.run_timing(&m.settings)?;
+            members.push(GroupMember { threads: m.settings.threads, warmup_ns: t.warmup_ns, duration_ns: t.duration_ns });
+            local.extend((0..m.settings.threads).map(|lt| (j, lt)));
+        }
+        let interval_ns = self.members[0].settings.interval_ns();
+        let this = &self.members;
+        let (files_ref, stats_ref, local_ref) = (&files, &stats, &local);
+        let (mut report, member_reports, results) = run_group(
+            "run",
+            &members,
+            interval_ns,
+            ctl,
+            KINDS,
+            3,
+            0,
+            |tid| {
+                let (j, lt) = local_ref[tid];
+                let (m, rf, bs) = (&this[j], &files_ref[j], &stats_ref[j]);
+                let (a, s, qd) = (&m.access, &m.settings, m.access.spec().queue_depth as usize);
+                let st = match s.backend {
+                    BackendKind::Psync => AnyState::Psync(a.run_state(s, lt, rf.share_align, &rf.files, &|f, _| Ok(PsyncBackend::new(f)), bs)?),
+                    BackendKind::IoUring => AnyState::Uring(a.run_state(
+                        s,
+                        lt,
+                        rf.share_align,
+                        &rf.files,
+                        &|f, bufs| {
+                            let ptrs: Vec<(*mut u8, usize)> = bufs.iter().map(|b| (b.as_ptr(), b.len())).collect();
+                            UringBackend::new(f, qd, &ptrs)
+                        },
+                        bs,
+                    )?),
+                    BackendKind::Null => AnyState::Null(a.run_state(s, lt, rf.share_align, &rf.files, &|_, _| Ok(NullBackend::new(qd)), bs)?),
+                };
+                Ok((j, lt, st))
+            },
+            |(j, lt, st), rec: &mut Recorder| {
+                let m = &this[*j];
+                let quota = m.access.quota(&m.settings, *lt);
+                let out = match st {
+                    AnyState::Psync(st) => m.access.run_work(st, rec, quota, &m.settings),
+                    AnyState::Uring(st) => m.access.run_work(st, rec, quota, &m.settings),
+                    AnyState::Null(st) => m.access.run_work(st, rec, quota, &m.settings),
+                };
+                out.map(|r| (*j, r))
+            },
+        )?;
+        let mut per_job: Vec<Vec<(Vec<[u64; 4]>, Option<Checker>)>> = self.members.iter().map(|_| Vec::new()).collect();
+        for (j, r) in results {
+            per_job[j].push(r);
+        }
+        report.totals_without(NOT_DATA);
+        let mut order = Vec::with_capacity(self.members.len());
+        for ((((m, mr), mixes), bs), rf) in self.members.iter().zip(member_reports).zip(per_job).zip(&stats).zip(files) {
+            let mut r = mr.report;
+            m.access.finish_run(&m.settings, &mut r, mixes, bs);
+            r.totals_without(NOT_DATA);
+            m.access.finish_direct(&mut r, rf);
+            report.warnings.extend(r.warnings.iter().map(|w| format!("{}: {w}", m.name)));
+            for (k, v) in &r.counters {
+                *report.counters.entry(k.clone()).or_insert(0) += v;
+            }
+            let mut v = serde_json::to_value(&r).unwrap_or_default();
+            v["start_s"] = serde_json::json!(mr.start_s);
+            v["end_s"] = serde_json::json!(mr.end_s);
+            v["name"] = serde_json::json!(m.name);
+            report.jobs.insert(m.name.clone(), v);
+            order.push(m.name.clone());
+        }
+        report.extra = serde_json::json!({ "group": order });
+        Ok(report)
+    }
+}
+
+impl Workload for AccessGroup {
+    fn phases(&self) -> &'static [&'static str] {
+        &["prepare", "run", "verify", "cleanup"]
+    }
+
+    fn run_phase(&mut self, phase: &str, _job: &Settings, ctl: &Control) -> Result<PhaseReport> {
+        match phase {
+            "run" => self.run(ctl),
+            "verify" if self.members.iter().all(|m| m.access.spec().verify.is_none()) => {
+                Err(EngineError::invalid("verify", "the verify phase needs a job with verify = \"crc32c\", \"xxh3\" or \"sha256\""))
+            }
+            _ => self.each(phase, ctl),
+        }
+    }
+}
+
+/// A job's error, naming the job's field in the group spec.
+fn prefixed(e: EngineError, at: &str) -> EngineError {
+    match e {
+        EngineError::InvalidJob { field, message } => EngineError::invalid(format!("{at}{field}"), message),
+        e => e,
+    }
+}
+
+/// Sums one job's report of a phase run job after job into the group's: counts, bytes, time.
+fn add_into(total: &mut PhaseReport, r: &PhaseReport) {
+    total.threads = total.threads.max(r.threads);
+    total.elapsed_s += r.elapsed_s;
+    total.interrupted |= r.interrupted;
+    for (k, o) in &r.ops {
+        let t = total.ops.entry(k.clone()).or_insert_with(OpStats::default);
+        t.count += o.count;
+        t.bytes += o.bytes;
+    }
+    for (k, v) in &r.counters {
+        *total.counters.entry(k.clone()).or_insert(0) += v;
+    }
+    total.warnings.extend(r.warnings.iter().cloned());
+    total.total.ops += r.total.ops;
+    total.total.bytes += r.total.bytes;
+    let per_s = |x: u64| if total.elapsed_s > 0.0 { x as f64 / total.elapsed_s } else { 0.0 };
+    total.total.ops_per_s = per_s(total.total.ops);
+    total.total.bytes_per_s = per_s(total.total.bytes);
+}
