@@ -23,7 +23,7 @@ fn count(r: &Value, kind: &str, what: &str) -> u64 {
 }
 
 #[test]
-fn a_reader_and_a_writer_run_at_the_same_time_each_doing_its_own_bytes() {
+fn a_reader_and_a_writer_in_one_phase_each_do_their_own_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let mb = 1u64 << 20;
     let mut s = session(dir.path(), json!([
@@ -49,10 +49,11 @@ fn a_reader_and_a_writer_run_at_the_same_time_each_doing_its_own_bytes() {
     assert_eq!(count(&r, "read", "count") + count(&r, "write", "count"), 128 + 2048);
     assert_eq!(r["threads"], 3);
     assert_eq!(r["extra"]["group"], json!(["reader", "writer"]));
-    // They overlapped in time: each started before the other ended.
-    let span = |j: &Value| (j["start_s"].as_f64().unwrap(), j["end_s"].as_f64().unwrap());
-    let ((rs, re), (ws, we)) = (span(reader), span(writer));
-    assert!(rs < we && ws < re, "reader {rs}..{re}, writer {ws}..{we}");
+    // Each job's window lies within the group's.
+    for j in [reader, writer] {
+        assert!(j["start_s"].as_f64().unwrap() <= j["end_s"].as_f64().unwrap());
+        assert!(j["end_s"].as_f64().unwrap() <= r["elapsed_s"].as_f64().unwrap() + 1e-9);
+    }
     // Each job's latencies are its own: histogram counts equal its operations.
     assert_eq!(reader["ops"]["read"]["lat"]["count"], 128);
     assert_eq!(writer["ops"]["write"]["lat"]["count"], 2048);
@@ -82,9 +83,34 @@ fn a_time_based_job_and_a_fixed_one_each_end_on_their_own() {
     let (t, f) = (&r["jobs"]["timed"], &r["jobs"]["fixed"]);
     assert_eq!(count(f, "write", "bytes"), 1 << 20);
     assert!(t["elapsed_s"].as_f64().unwrap() >= 0.3);
+    assert!(count(t, "read", "count") > 0 && count(t, "write", "count") == 0);
     // The phase lasts as long as its longest job.
     assert!(r["elapsed_s"].as_f64().unwrap() >= t["end_s"].as_f64().unwrap() - 1e-9);
     assert!(r["elapsed_s"].as_f64().unwrap() >= f["end_s"].as_f64().unwrap() - 1e-9);
+    run(&mut s, "cleanup");
+}
+
+#[test]
+fn time_based_jobs_of_a_group_overlap_in_time() {
+    // Both run until the common deadline, so each starts before the other ends whatever the machine's load
+    // (a fixed amount of cached I/O may be over before a second thread is even scheduled).
+    let dir = tempfile::tempdir().unwrap();
+    let timed = |prefix: &str, read_pct: u32| {
+        let mut a = access(prefix, 4096, read_pct, 100, 1 << 20, 1 << 20);
+        a["total_bytes"] = Value::Null;
+        a["duration_s"] = json!(0.3);
+        a
+    };
+    let mut s = session(dir.path(), json!([
+        {"name": "reader", "workload": timed("r", 100)},
+        {"name": "writer", "threads": 2, "workload": timed("w", 0)},
+    ]));
+    run(&mut s, "prepare");
+    let r = run(&mut s, "run");
+    let span = |j: &Value| (j["start_s"].as_f64().unwrap(), j["end_s"].as_f64().unwrap());
+    let ((rs, re), (ws, we)) = (span(&r["jobs"]["reader"]), span(&r["jobs"]["writer"]));
+    assert!(rs < we && ws < re, "reader {rs}..{re}, writer {ws}..{we}");
+    assert!(re >= 0.3 && we >= 0.3, "reader ends {re}, writer {we}");
     run(&mut s, "cleanup");
 }
 
