@@ -132,9 +132,11 @@ class EngineSession:
             raise err
         report = json.loads(box["json"])
         if not self.for_merge:
-            report.pop("window_mono_ns", None)
-            for op in (report.get("ops") or {}).values():
-                (op.get("lat") or {}).pop("hdr", None)
+            # A group phase's jobs (several jobs measured together) are shaped as phases too.
+            for rep in (report, *(report.get("jobs") or {}).values()):
+                rep.pop("window_mono_ns", None)
+                for op in (rep.get("ops") or {}).values():
+                    (op.get("lat") or {}).pop("hdr", None)
         if interrupted:
             report["interrupted"] = True
         return report

@@ -241,7 +241,13 @@ def print_result(doc: dict, job, console: Console, json_out: Optional[Path]) -> 
     """The phase tables, quality lines and summary of a run; writes --json; exit 130 if interrupted."""
     for name, rep in doc["phases"].items():
         if rep.get("measured", True):
-            console.print(phase_table(f"{doc['workload']} / {name}", rep))
+            if "fio_group" in rep:  # the jobs of a fio group, measured together: each job, then the group
+                from fsmeter.interop.fio_run import group_tables
+
+                for t in group_tables(f"{doc['workload']} / {name}", rep):
+                    console.print(t)
+            else:
+                console.print(phase_table(f"{doc['workload']} / {name}", rep))
             extra = rep.get("extra") if isinstance(rep.get("extra"), dict) else {}
             if extra.get("direct_io"):
                 console.print(f"  [dim]{name}:[/] {describe_direct_io(extra['direct_io'])}", highlight=False)

@@ -69,6 +69,22 @@ class MappedJob:
     settings: dict
     notes: list = field(default_factory=list)
     fio_rw: str = "read"
+    group_reporting: bool = False
+
+
+@dataclass
+class MappedGroup:
+    """The jobs of one stonewall group that fio runs at the same time: one access_group workload, measured
+    as one phase. `name` prefixes its phases in results (group<N>, N counting the file's groups from 0)."""
+    name: str
+    line: int
+    group: int
+    jobs: list
+    group_reporting: bool = False
+
+    @property
+    def notes(self) -> list:
+        return [f"{j.name}: {n}" for j in self.jobs for n in j.notes]
 
 
 class _Ctx:
@@ -419,32 +435,56 @@ def map_job(where: str, job: FioJob, group: int) -> MappedJob:
         notes.append("unlink=0: fsmeter run removes its files at the end unless --keep-files")
     settings = {"threads": numjobs, "seed": seed, "backend": ENGINES[engine]}
     return MappedJob(name=name, line=job.line, group=group, params=params, settings=settings, notes=notes,
-                     fio_rw=rw)
+                     fio_rw=rw, group_reporting=ctx.flag("group_reporting"))
 
 
 def map_jobfile(path: Path) -> list:
-    """Every job of a job file, in order, with its stonewall group; refuses jobs that would run concurrently."""
+    """Every job of a job file, in order, with its stonewall group: a job with stonewall (or
+    wait_for_previous) starts a new group, the others run at the same time as the job before them."""
     jf = read_jobfile(path)
     where = str(path)
     out: list = []
     group = -1
-    prev: Optional[MappedJob] = None
     names: set = set()
     for i, job in enumerate(jf.jobs):
         wait = job.get("stonewall") or job.get("wait_for_previous")
-        starts_group = i == 0 or (wait is not None and parse_fio_bool(wait.value))
-        if not starts_group:
-            raise UserError(f"{where} line {job.line}: job {job.name} would run at the same time as job "
-                            f"{prev.name} (no stonewall between them): concurrent jobs are not supported by fsmeter "
-                            "yet (planned): add stonewall to it, or fold the two into one job with rwmixread")
-        group += 1
+        if i == 0 or (wait is not None and _wait_flag(where, wait)):
+            group += 1
         m = map_job(where, job, group)
         if m.name in names:
             raise UserError(f"{where} line {job.line}: a second job named {m.name}: give each job its own name")
         names.add(m.name)
         out.append(m)
-        prev = m
     return out
+
+
+def _wait_flag(where: str, opt) -> bool:
+    try:
+        return parse_fio_bool(opt.value)
+    except ValueError as exc:
+        raise UserError(f"{where} line {opt.line}: {opt.name}={opt.value or ''}: {exc}") from None
+
+
+def group_jobs(jobs: list, taken: set) -> list:
+    """MappedJobs in file order -> one item per stonewall group: the MappedJob itself when it is alone,
+    else a MappedGroup named group<N> (group<N>_ while a job has that name)."""
+    out: list = []
+    for m in jobs:
+        if out and out[-1][0].group == m.group:
+            out[-1].append(m)
+        else:
+            out.append([m])
+    items = []
+    for ms in out:
+        if len(ms) == 1:
+            items.append(ms[0])
+            continue
+        name = f"group{ms[0].group}"
+        while name in taken:
+            name += "_"
+        items.append(MappedGroup(name=name, line=ms[0].line, group=ms[0].group, jobs=ms,
+                                 group_reporting=any(m.group_reporting for m in ms)))
+    return items
 
 
 def split_ref(ref: str) -> tuple:
@@ -460,7 +500,8 @@ def is_fio_ref(ref: str) -> bool:
 
 
 def fio_workloads(ref: str) -> list:
-    """(WorkloadDef, MappedJob) per job of the file (or the one job named after ':'), in run order."""
+    """(WorkloadDef, MappedJob or MappedGroup) per stonewall group of the file (or the one job named after
+    ':', alone), in run order: a group of concurrent jobs is one access_group workload."""
     from fsmeter.families import FAMILIES
     from fsmeter.spec import WorkloadDef
 
@@ -473,16 +514,33 @@ def fio_workloads(ref: str) -> list:
         if not jobs:
             raise UserError(f"{path}: no job named {only}: the jobs are {', '.join(j.name for j in map_jobfile(path))}")
     out = []
-    for j in jobs:
-        d = WorkloadDef(name=f"{path.name}:{j.name}", family=FAMILIES["access"],
-                        description=f"fio job {j.name} of {path} (line {j.line}, rw={j.fio_rw})",
-                        params=dict(j.params), settings=dict(j.settings), source=path)
-        out.append((d, j))
+    for item in group_jobs(jobs, {j.name for j in jobs}):
+        if isinstance(item, MappedGroup):
+            params = {"jobs": [{"name": j.name, **j.settings, "params": dict(j.params)} for j in item.jobs]}
+            d = WorkloadDef(name=f"{path.name}:{item.name}", family=FAMILIES["access_group"],
+                            description=f"fio jobs {', '.join(j.name for j in item.jobs)} of {path} (line "
+                                        f"{item.line}), run at the same time",
+                            params=params, settings={"threads": sum(j.settings["threads"] for j in item.jobs)},
+                            source=path)
+        else:
+            d = access_def(path, item)
+        out.append((d, item))
     return out
 
 
+def access_def(path: Path, m: MappedJob):
+    """One fio job as an access WorkloadDef."""
+    from fsmeter.families import FAMILIES
+    from fsmeter.spec import WorkloadDef
+
+    return WorkloadDef(name=f"{path.name}:{m.name}", family=FAMILIES["access"],
+                       description=f"fio job {m.name} of {path} (line {m.line}, rw={m.fio_rw})",
+                       params=dict(m.params), settings=dict(m.settings), source=path)
+
+
 def load_fio_workload(ref: str):
-    """One job of a fio job file as a WorkloadDef (campaigns: a file with several jobs needs :jobname)."""
+    """One job (or one group of concurrent jobs) of a fio job file as a WorkloadDef (campaigns: a file with
+    several groups needs :jobname)."""
     pairs = fio_workloads(ref)
     if len(pairs) > 1:
         path, _ = split_ref(ref)

@@ -1,18 +1,46 @@
-"""`fsmeter run JOBFILE.fio`: every job of a fio job file, in order (a stonewall group is a job), as access
-workloads on one directory; one result document with each job's phases."""
+"""`fsmeter run JOBFILE.fio`: every stonewall group of a fio job file, in order, as access workloads on one
+directory (a group of concurrent jobs as one access_group workload, its jobs measured together); one result
+document with each group's phases, and each job's own figures under its group's phase (`jobs`)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from rich.console import Console
 
-from fsmeter.interop.fio_map import fio_workloads
+from fsmeter.errors import UserError
+from fsmeter.interop.fio_map import MappedGroup, access_def, fio_workloads, split_ref
 from fsmeter.spec import build_job
 
 
 def plan_jobfile(ref: str, directory: Path, overrides: dict) -> list:
-    """Every job of the file validated (job, MappedJob), before any runs."""
-    return [(build_job(d, directory, overrides), m) for d, m in fio_workloads(ref)]
+    """Every group of the file validated (job, MappedJob or MappedGroup), before any runs. The jobs of a
+    group are each built as an access job with the same overrides (so `--set` reaches every job), then
+    joined into the group's job."""
+    out = []
+    for d, m in fio_workloads(ref):
+        if not isinstance(m, MappedGroup):
+            out.append((build_job(d, directory, overrides), m))
+            continue
+        path, _ = split_ref(ref)
+        built = []
+        for j in m.jobs:
+            try:
+                built.append(build_job(access_def(path, j), directory, overrides))
+            except UserError as exc:
+                raise UserError(f"{path} line {j.line}: job {j.name}: {exc.message}") from None
+        threads = sum(b.settings.threads for b in built)
+        if threads > 4096:
+            raise UserError(f"{path} line {m.line}: the jobs of group {m.group} ({', '.join(j.name for j in m.jobs)}) "
+                            f"run {threads} threads at the same time, more than fsmeter's 4096: lower numjobs")
+        d.params = {"jobs": [{"name": j.name, "threads": b.settings.threads, "seed": b.settings.seed,
+                              "backend": b.settings.backend, "params": b.params.model_dump(exclude={"record_size"})}
+                             for j, b in zip(m.jobs, built)]}
+        d.settings = {"threads": threads}
+        group_overrides = {k: v for k, v in overrides.items() if k == "interval_s"}
+        job = build_job(d, directory, group_overrides)
+        job.members = built  # each job's own engine dict, for the result document
+        out.append((job, m))
+    return out
 
 
 def run_jobfile(jobs: list, ref: str, console: Console, **run_opts) -> dict:
@@ -26,7 +54,21 @@ def run_jobfile(jobs: list, ref: str, console: Console, **run_opts) -> dict:
         one = run_job(job, console, **run_opts)
         if not doc:
             doc = {**one, "workload": Path(str(ref)).name, "phases": {}, "metrics": {}, "jobs": {}}
-        doc["jobs"][m.name] = {"job": one["job"], "fio_line": m.line, "notes": m.notes}
+        if isinstance(m, MappedGroup):
+            for j, b in zip(m.jobs, job.members):
+                doc["jobs"][j.name] = {"job": b.engine_dict(), "fio_line": j.line, "notes": j.notes,
+                                       "group": m.group, "phase": m.name}
+            for rep in one["phases"].values():
+                _order_jobs(rep, m)
+        else:
+            doc["jobs"][m.name] = {"job": one["job"], "fio_line": m.line, "notes": m.notes, "group": m.group,
+                                   "phase": m.name}
+            run = one["phases"].get("run")
+            if run is not None and "jobs" not in run:
+                # A lone job is its group: the same shape as a group's phase, its window the phase's.
+                run["jobs"] = {m.name: {"name": m.name, **{k: run[k] for k in ("threads", "warmup_s", "elapsed_s",
+                                                                                  "total", "ops") if k in run},
+                                        "start_s": 0.0, "end_s": run.get("elapsed_s", 0.0), "fio_line": m.line}}
         for k, v in one["phases"].items():
             doc["phases"][f"{m.name}:{k}"] = v
         for k, v in one["metrics"].items():
@@ -35,3 +77,45 @@ def run_jobfile(jobs: list, ref: str, console: Console, **run_opts) -> dict:
             doc["interrupted"] = True
             break
     return doc
+
+
+def _order_jobs(rep: dict, m: MappedGroup) -> None:
+    """A group phase's `jobs` in job-file order (the engine sorts them by name), each with its line, and how
+    the group is to be reported."""
+    jobs = rep.get("jobs")
+    if not isinstance(jobs, dict):
+        return
+    lines = {j.name: j.line for j in m.jobs}
+    rep["jobs"] = {j.name: {**jobs[j.name], "fio_line": lines[j.name]} for j in m.jobs if j.name in jobs}
+    rep["fio_group"] = {"group": m.group, "group_reporting": m.group_reporting, "jobs": [j.name for j in m.jobs]}
+
+
+def group_tables(title: str, rep: dict) -> list:
+    """What the terminal shows for a group phase, as fio does: each job's table, then one line for the group;
+    with group_reporting, the group's jobs merged into one table."""
+    from rich.text import Text
+
+    from fsmeter.report.terminal import phase_table
+
+    g = rep["fio_group"]
+    if g["group_reporting"]:
+        return [phase_table(f"{title} (group {g['group']}: {', '.join(g['jobs'])}, group_reporting)", rep)]
+    out = [phase_table(f"{title} / {name} (line {jr.get('fio_line', '?')}, {jr['start_s']:.2f}-{jr['end_s']:.2f} s)",
+                       jr) for name, jr in rep["jobs"].items()]
+    out.append(Text(group_line(rep), style="bold"))
+    return out
+
+
+def group_line(rep: dict) -> str:
+    """fio's "Run status group" line: per direction, the group's bandwidth (its bytes over the group's time),
+    its data, and the shortest and longest job's time."""
+    g = rep["fio_group"]
+    times = [jr["elapsed_s"] for jr in rep["jobs"].values()]
+    parts = []
+    for kind, label in (("read", "READ"), ("write", "WRITE")):
+        o = (rep.get("ops") or {}).get(kind)
+        if o:
+            mine = [jr["elapsed_s"] for jr in rep["jobs"].values() if (jr.get("ops") or {}).get(kind)]
+            parts.append(f"{label}: bw={o['bytes_per_s'] / (1 << 20):,.1f} MiB/s, io={o['bytes'] / (1 << 20):,.1f} MiB, "
+                         f"run={min(mine or times):.2f}-{max(mine or times):.2f} s")
+    return f"  group {g['group']} (all jobs): " + "; ".join(parts or ["no data moved"])
