@@ -10,7 +10,7 @@ from hypothesis import assume, given, strategies as st
 
 from fsmeter.interop.fio_jobfile import parse_jobfile, split_names
 from fsmeter.interop.fio_map import SUPPORTED, fio_workloads, map_job
-from fsmeter.spec import build_job
+from fsmeter.interop.fio_run import plan_jobfile
 from fsmeter.units import MAX_DURATION_S, MAX_SIZE_BYTES
 from fuzz_common import FAST, NASTY, SLOW, mutate, result_or_user_error, splice_bytes
 
@@ -22,16 +22,17 @@ def map_and_build(text: str, directory: Path) -> list:
     """Every job of the text, mapped and validated as `fsmeter run FILE.fio` does before it runs."""
     path = directory / "fuzz.fio"
     path.write_text(text, encoding="utf-8", errors="surrogateescape")
-    return [(build_job(d, directory, {}), m) for d, m in fio_workloads(str(path))]
+    return plan_jobfile(str(path), directory, {})
 
 
 def assert_job_sane(job) -> None:
-    p = job.params
-    assert p.alignment > 0 and all(e.size > 0 for e in p.entries)
-    assert all(0 <= e.read_pct <= 100 and 0 <= e.random_pct <= 100 and e.weight >= 0 for e in p.entries)
-    for v in (p.duration_s, p.warmup_s):
-        assert v is None or 0 <= v <= MAX_DURATION_S
-    assert 0 < p.file_size <= MAX_SIZE_BYTES and p.offset % p.alignment == 0
+    # A group of concurrent jobs holds each job's access parameters.
+    for p in [j.params for j in job.params.jobs] if hasattr(job.params, "jobs") else [job.params]:
+        assert p.alignment > 0 and all(e.size > 0 for e in p.entries)
+        assert all(0 <= e.read_pct <= 100 and 0 <= e.random_pct <= 100 and e.weight >= 0 for e in p.entries)
+        for v in (p.duration_s, p.warmup_s):
+            assert v is None or 0 <= v <= MAX_DURATION_S
+        assert 0 < p.file_size <= MAX_SIZE_BYTES and p.offset % p.alignment == 0
 
 
 @FAST
