@@ -82,6 +82,9 @@ def test_reader_and_writer_run_together_each_doing_its_own_work(tmp_path):
     # The terminal shows each job, then the group's line as fio's "Run status group".
     assert "group0:run / reader (line 3" in out and "group0:run / writer (line 6" in out
     assert "group 0 (all jobs): READ: bw=" in out and "WRITE: bw=" in out
+    # CPU is measured for the group (the process), not per job: no job claims a CPU figure of its own.
+    assert "cpu" not in jobs["reader"] and "cpu" in ph
+    assert out.count("CPU: fsmeter") == 1 and "; CPU: fsmeter" in out
     # Nothing left behind.
     assert list((tmp_path / "d").iterdir()) == []
 

@@ -86,7 +86,9 @@ def _order_jobs(rep: dict, m: MappedGroup) -> None:
     if not isinstance(jobs, dict):
         return
     lines = {j.name: j.line for j in m.jobs}
-    rep["jobs"] = {j.name: {**jobs[j.name], "fio_line": lines[j.name]} for j in m.jobs if j.name in jobs}
+    # CPU use is the process's, measured for the group (the phase's `cpu`), not per job.
+    rep["jobs"] = {j.name: {**{k: v for k, v in jobs[j.name].items() if k != "cpu"}, "fio_line": lines[j.name]}
+                   for j in m.jobs if j.name in jobs}
     rep["fio_group"] = {"group": m.group, "group_reporting": m.group_reporting, "jobs": [j.name for j in m.jobs]}
 
 
@@ -118,4 +120,8 @@ def group_line(rep: dict) -> str:
             mine = [jr["elapsed_s"] for jr in rep["jobs"].values() if (jr.get("ops") or {}).get(kind)]
             parts.append(f"{label}: bw={o['bytes_per_s'] / (1 << 20):,.1f} MiB/s, io={o['bytes'] / (1 << 20):,.1f} MiB, "
                          f"run={min(mine or times):.2f}-{max(mine or times):.2f} s")
+    cpu = rep.get("cpu") or {}
+    if cpu:  # measured for the process, so for the group
+        parts.append(f"CPU: fsmeter {cpu['process_pct']:.0f}% of one CPU (user {cpu['user_s']:.2f} s, sys "
+                     f"{cpu['sys_s']:.2f} s)")
     return f"  group {g['group']} (all jobs): " + "; ".join(parts or ["no data moved"])
