@@ -544,6 +544,7 @@ def load_fio_workload(ref: str):
     pairs = fio_workloads(ref)
     if len(pairs) > 1:
         path, _ = split_ref(ref)
-        raise UserError(f"{path} has {len(pairs)} jobs ({', '.join(j.name for _, j in pairs)}): name one as "
+        names = ", ".join(j.name for _, j in pairs)
+        raise UserError(f"{path} has {len(pairs)} jobs or groups of concurrent jobs ({names}): name one job as "
                         f"{path}:JOBNAME (or run them all with fsmeter run {path})")
     return pairs[0][0]
