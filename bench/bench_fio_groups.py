@@ -37,10 +37,11 @@ def fio_group(ctx, jf: Path, cwd: Path) -> tuple:
     ctx.cmd(["fio", "--output-format=json", f"--output={out}", str(jf)], cwd=cwd)
     jobs = json.loads(out.read_text())["jobs"]
     out.unlink()
-    per = {j["jobname"]: (j["read"]["io_bytes"] + j["write"]["io_bytes"]) / (max(j["read"]["runtime"], j["write"]["runtime"]) / 1e3)
-           for j in jobs}
-    total = sum(j["read"]["io_bytes"] + j["write"]["io_bytes"] for j in jobs)
-    longest = max(max(j["read"]["runtime"], j["write"]["runtime"]) for j in jobs) / 1e3
+    moved = {j["jobname"]: j["read"]["io_bytes"] + j["write"]["io_bytes"] for j in jobs}
+    secs = {j["jobname"]: max(j["read"]["runtime"], j["write"]["runtime"]) / 1e3 for j in jobs}
+    per = {n: moved[n] / secs[n] for n in moved}
+    total = sum(moved.values())
+    longest = max(secs.values())
     return total / longest, per
 
 

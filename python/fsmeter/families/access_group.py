@@ -8,7 +8,8 @@ from typing import List, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from fsmeter.families import Family, Metric, Phase, bytes_series, kind_series, op_latency_metric, ops_series, total_metric
+from fsmeter.families import (Family, Metric, Phase, bytes_series, kind_series, op_latency_metric, ops_series,
+                              total_metric)
 from fsmeter.families.access import AccessParams
 
 

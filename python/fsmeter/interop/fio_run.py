@@ -118,7 +118,8 @@ def group_line(rep: dict) -> str:
         o = (rep.get("ops") or {}).get(kind)
         if o:
             mine = [jr["elapsed_s"] for jr in rep["jobs"].values() if (jr.get("ops") or {}).get(kind)]
-            parts.append(f"{label}: bw={o['bytes_per_s'] / (1 << 20):,.1f} MiB/s, io={o['bytes'] / (1 << 20):,.1f} MiB, "
+            mib = 1 << 20
+            parts.append(f"{label}: bw={o['bytes_per_s'] / mib:,.1f} MiB/s, io={o['bytes'] / mib:,.1f} MiB, "
                          f"run={min(mine or times):.2f}-{max(mine or times):.2f} s")
     cpu = rep.get("cpu") or {}
     if cpu:  # measured for the process, so for the group
