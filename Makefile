@@ -17,6 +17,11 @@ FSMETER := $(VENV)/bin/fsmeter
 # to build IOR and mdtest at bench time.
 APT_PKGS := e2fsprogs xfsprogs btrfs-progs util-linux fio postmark dbench bonnie++ fsmark chromium bzip2 xz-utils \
     openmpi-bin libopenmpi-dev python3-dev autoconf automake pkg-config
+# Guest kernels (the `kernel` campaign factor, docs/guests.md): QEMU, the busybox virtme-ng's init
+# uses, the mkfs tools of the filesystems the host kernel may lack, and one Debian kernel to boot
+# (the guest test boots it; GUEST_KERNEL= leaves it out).
+GUEST_KERNEL ?= linux-image-6.1.0-50-amd64
+GUEST_PKGS := qemu-system-x86 busybox-static jfsutils reiserfsprogs nilfs-tools f2fs-tools kmod
 
 .PHONY: all sysdeps pydeps build demo test test-rust test-python docs bench clean toolcheck
 
@@ -24,6 +29,10 @@ all: build
 
 sysdeps:
 	@bash scripts/install-sysdeps.sh $(APT_PKGS)
+	@# Optional: a host where they cannot be installed still builds and tests (the guest test skips).
+	@bash scripts/install-sysdeps.sh $(GUEST_PKGS) || echo "fsmeter: guest packages not installed ($(GUEST_PKGS)): the guest tests will skip" >&2
+	@if [ -n "$(GUEST_KERNEL)" ] && ! ls /boot/vmlinuz-* >/dev/null 2>&1; then bash scripts/install-sysdeps.sh $(GUEST_KERNEL) || \
+	    echo "fsmeter: no kernel for guests ($(GUEST_KERNEL) not installed): the guest tests will skip" >&2; fi
 
 # Every Python dependency comes from pyproject.toml: the build backend from [build-system]
 # requires, the rest from the package's dependencies and its extras (test, docs, and mpi where
@@ -46,7 +55,8 @@ $(VENV)/.deps-stamp: pyproject.toml Makefile
 	@# isolated build environments (some are built from source: fio-plot); then the package itself
 	@# without isolation and without dependencies, so that maturin comes from the venv.
 	$(PY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
-	    print(*p["dependencies"], *p["optional-dependencies"]["test"], *p["optional-dependencies"]["docs"], sep="\n")' \
+	    print(*p["dependencies"], *p["optional-dependencies"]["test"], *p["optional-dependencies"]["docs"], \
+	    *p["optional-dependencies"]["guest"], sep="\n")' \
 	    > $(VENV)/requirements.txt
 	$(PIP) install -q -r $(VENV)/requirements.txt
 	$(PIP) install -q --no-build-isolation --no-deps -e .

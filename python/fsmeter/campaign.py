@@ -11,7 +11,9 @@ Factor kinds (see the README (Campaigns)):
   family has that parameter; for the others it is *not* a dimension (one cell, the factor
   column left empty). A factor that no workload takes is an error;
 - host factors: scheduler, readahead_kb, cpus, page_cache_limit;
-- ranks: MPI ranks per trial (with the [mpi] section's launcher settings).
+- ranks: MPI ranks per trial (with the [mpi] section's launcher settings);
+- kernel: the kernel a trial runs under, each level booted once in a virtual machine (with the
+  [guest] section's settings; fsmeter.guest).
 """
 from __future__ import annotations
 
@@ -34,6 +36,8 @@ from fsmeter.units import Size
 HOST_FACTORS = {"scheduler", "readahead_kb", "cpus", "page_cache_limit"}
 #: Factors about how a trial is launched rather than what it runs: ranks = MPI processes (mpirun -n).
 LAUNCH_FACTORS = {"ranks"}
+#: The guest-kernel factor: each level is a kernel image booted in a virtual machine (fsmeter.guest).
+KERNEL_FACTOR = "kernel"
 RESERVED = {"filesystem", "workload"}
 Scalar = Union[bool, int, float, str]
 #: The longest name or label (campaign, filesystem, workload label, factor, level) a campaign may use:
@@ -246,6 +250,22 @@ class MpiModel(BaseModel):
         return v
 
 
+class GuestModel(BaseModel):
+    """[guest]: the virtual machine each level of the `kernel` factor is booted in (fsmeter.guest)."""
+
+    model_config = ConfigDict(extra="forbid")
+    vcpus: int = Field(1, ge=1, le=256, description="virtual CPUs of the guest")
+    memory: Size = Field(2 << 30, ge=256 << 20, description="the guest's memory (at least 256M)")
+    disk_size: Size = Field(4 << 30, ge=256 << 20, description="the guest's scratch disk (a sparse raw image on the "
+                            "host), where its loop images go")
+    disk_cache: Literal["none", "writethrough", "writeback", "directsync", "unsafe"] = Field(
+        "none", description="QEMU's cache mode for the scratch disk (none: the host's page cache is bypassed)")
+    accelerator: Literal["auto", "kvm", "tcg"] = Field(
+        "auto", description="kvm: hardware virtualisation; tcg: software emulation (functional results only); "
+                            "auto: kvm where it can boot a stock kernel, else tcg")
+    boot_timeout_s: float = Field(600.0, gt=0, description="longest wait for a guest to boot")
+
+
 class CampaignFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name = Field(min_length=1)
@@ -266,6 +286,8 @@ class CampaignFile(BaseModel):
     min_phase_s: float = Field(60.0, ge=0)
     #: Present (or a `ranks` factor): every trial runs under mpirun, one fsmeter per rank.
     mpi: Optional[MpiModel] = None
+    #: Present with a `kernel` factor: the guest's settings (defaults without it).
+    guest: Optional[GuestModel] = None
 
     @field_validator("workloads", mode="before")
     @classmethod
@@ -294,7 +316,25 @@ class CampaignFile(BaseModel):
                         raise ValueError(f"{k}: level {_short(lv)}: {exc}") from None
             if k == "ranks" and not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in levels):
                 raise ValueError(f"ranks: levels are numbers of MPI ranks, whole numbers >= 1 (got {levels})")
+            if k == KERNEL_FACTOR and not all(isinstance(x, str) for x in levels):
+                raise ValueError(f"kernel: levels are kernel versions or image paths, written as strings "
+                                 f"(\"6.1\", not 6.1; got {levels})")
         return v
+
+    @model_validator(mode="after")
+    def _guest(self) -> "CampaignFile":
+        if KERNEL_FACTOR in self.factors:
+            if self.mpi is not None or "ranks" in self.factors:
+                raise ValueError("kernel: trials in a guest are not run under MPI: leave out [mpi] or the kernel factor")
+            if self.target.kind != "loop":
+                raise ValueError(f"kernel: a guest makes its own loop images: use target.kind = 'loop' (got "
+                                 f"{self.target.kind!r})")
+            if self.guest is None:
+                self.guest = GuestModel()
+        elif self.guest is not None:
+            raise ValueError("guest: the [guest] section needs a kernel factor (factors.kernel = [\"6.1\", ...]): "
+                             "add one, or remove [guest]")
+        return self
 
 
 def _short(value: Any, limit: int = 120) -> str:
@@ -305,7 +345,7 @@ def _short(value: Any, limit: int = 120) -> str:
 
 # -- loading --------------------------------------------------------------------------------
 _SECTION_MODELS = {"target": TargetModel, "filesystems": FsModel, "workloads": WorkloadModel,
-                   "repetitions": Repetitions, "mpi": MpiModel}
+                   "repetitions": Repetitions, "mpi": MpiModel, "guest": GuestModel}
 
 
 def _line_of(text: str, loc: tuple) -> Optional[int]:
@@ -381,6 +421,7 @@ class Cell:
     headline: Optional[str] = None  # "phase.metric"
     notes: List[str] = field(default_factory=list)
     ranks: Optional[int] = None  # MPI ranks (mpirun -n) when the campaign runs under MPI, else None
+    kernel: Optional[str] = None  # the kernel level (fsmeter.guest) this cell runs under in a guest, else None
 
     def describe(self) -> str:
         """The cell in one line of rich markup (names and levels escaped: a '[' in a label is text)."""
@@ -475,7 +516,7 @@ def plan(c: CampaignFile) -> list:
         for lab, d, w in defs:
             if name in w.params:
                 raise UserError(f"factors.{name}: also set in workload {lab}'s params: set it in one place")
-        if name in HOST_FACTORS or name in settings or name in LAUNCH_FACTORS:
+        if name in HOST_FACTORS or name in settings or name in LAUNCH_FACTORS or name == KERNEL_FACTOR:
             continue
         if not any(name in t for t in takes.values()):
             allowed = sorted(HOST_FACTORS | set().union(*takes.values()))
@@ -500,12 +541,25 @@ def plan(c: CampaignFile) -> list:
 
     host_levels = {k: [_check_host_level(k, lv, c.target.kind) for lv in levels]
                    for k, levels in c.factors.items() if k in HOST_FACTORS}
+    if KERNEL_FACTOR in c.factors:
+        from fsmeter.guest.kernels import resolve
+
+        from fsmeter.guest.kernels import HOST_LEVEL
+
+        for lv in c.factors[KERNEL_FACTOR]:
+            if lv == HOST_LEVEL:
+                continue
+            try:
+                resolve(lv)
+            except UserError as exc:
+                raise UserError(f"factors.{exc.message}") from None
     scratch = tempfile.gettempdir()
     cells: list = []
     seen_keys: set = set()
     for fs_label, fs in fss:
         for wlab, d, w in defs:
-            names = [k for k in c.factors if k in HOST_FACTORS or k in LAUNCH_FACTORS or k in takes[wlab]]
+            names = [k for k in c.factors
+                     if k in HOST_FACTORS or k in LAUNCH_FACTORS or k == KERNEL_FACTOR or k in takes[wlab]]
             if (c.mpi is not None or "ranks" in c.factors) and w.name.endswith(".fio"):
                 raise UserError(f"workloads: {w.name}: fio job files are not run under MPI: use a named workload "
                                 "or a workload .toml")
@@ -536,7 +590,7 @@ def plan(c: CampaignFile) -> list:
                 for k, v in levels.items():
                     if k in HOST_FACTORS:
                         host.update(host_levels[k][c.factors[k].index(v)])
-                    elif k in LAUNCH_FACTORS:
+                    elif k in LAUNCH_FACTORS or k == KERNEL_FACTOR:
                         pass
                     else:
                         overrides[k] = v
@@ -549,10 +603,15 @@ def plan(c: CampaignFile) -> list:
                 headline = f"{ms[0].phase}.{ms[0].name}" if ms else None
                 cells.append(Cell(index=len(cells), workload=wlab, definition=d, overrides=overrides, fs=fs,
                                   fs_label=fs_label, host=HostFactors(**host), factors=factors, headline=headline,
-                                  ranks=ranks))
+                                  ranks=ranks, kernel=_guest_level(levels.get(KERNEL_FACTOR))))
     if not cells:
         raise UserError("exclusions: they exclude every cell of the matrix: nothing to run")
     return cells
+
+
+def _guest_level(level: Optional[str]) -> Optional[str]:
+    """The kernel level a cell boots a guest for; None for no kernel factor or the level "host"."""
+    return None if level is None or level == "host" else level
 
 
 # -- writing campaign TOML (for campaigns built in code, e.g. `fsmeter compare`) -------------
@@ -565,4 +624,4 @@ def dump_toml(data: dict) -> str:
     return tomli_w.dumps(data)
 
 
-__all__ = ["CampaignFile", "Cell", "HOST_FACTORS", "dump_toml", "load_campaign", "parse_campaign", "plan"]
+__all__ = ["CampaignFile", "Cell", "GuestModel", "HOST_FACTORS", "KERNEL_FACTOR", "dump_toml", "load_campaign", "parse_campaign", "plan"]

@@ -26,6 +26,7 @@ from fsmeter.errors import UserError
 
 LOCK_NAME = "fsmeter-run.lock"
 _held = 0  # nesting depth in this process: a measuring command inside another takes no second lock
+_fd: Optional[int] = None  # the lock's descriptor while held
 
 
 def lock_dir() -> str:
@@ -173,12 +174,20 @@ def measuring(command: Optional[str] = None, wait: bool = True,
             os.ftruncate(fd, 0)
             os.pwrite(fd, me, 0)
         _held = 1
+        global _fd
+        _fd = fd
         try:
             yield path
         finally:
-            _held = 0
+            _held, _fd = 0, None
     finally:
         os.close(fd)  # releases the lock
 
 
-__all__ = ["alive", "describe", "holder", "identity", "lock_path", "measuring"]
+def held_fd() -> Optional[int]:
+    """The run lock's descriptor while this process holds it, else None. A child given it (pass_fds)
+    keeps the lock held as long as it lives: a virtual machine fsmeter starts is covered by it."""
+    return _fd
+
+
+__all__ = ["alive", "describe", "held_fd", "holder", "identity", "lock_path", "measuring"]
