@@ -173,6 +173,9 @@ def register(app: typer.Typer) -> None:
         destroy_data_on: Optional[str] = CONFIRM_OPT,
         force: bool = FORCE_OPT,
         no_wait: bool = no_wait_option(),
+        kernel: Optional[str] = typer.Option(None, "--kernel", help="comma-separated kernels to run in guests "
+                                             "(virtual machines), e.g. 6.1,6.12 or /path/to/bzImage: a kernel factor "
+                                             "(see the guests page of the docs)"),
     ) -> None:
         """Which filesystem is fastest here? Quick suite on fresh filesystems, ranked per workload."""
         from fsmeter.campaign import CampaignFile, dump_toml, parse_campaign
@@ -190,6 +193,15 @@ def register(app: typer.Typer) -> None:
         data, notes = build_campaign(filesystems, workloads, directory, quick_scale, trials, size, root)
         if target is not None:
             data["target"] = target
+        if kernel is not None:
+            if target is not None or directory is not None:
+                raise UserError("--kernel runs the filesystems on loop images inside guests: leave out --device and "
+                                "--dir")
+            levels = _split(kernel)
+            if not levels:
+                raise UserError("--kernel: name at least one kernel, e.g. --kernel 6.1,6.12")
+            data.setdefault("factors", {})["kernel"] = levels
+            data["name"] = data["name"] + "-guest"
         if not data["workloads"]:
             raise UserError("no workload to run: name some with --workloads")
         if report is not None:  # checked before the suite runs, not after it

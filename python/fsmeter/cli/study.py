@@ -73,7 +73,10 @@ def register(app: typer.Typer) -> None:
             quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars"),
             dry_run: bool = typer.Option(False, "--dry-run", help="print the generated campaign and stop"),
             device: Optional[str] = DEVICE_OPT, destroy_data_on: Optional[str] = CONFIRM_OPT,
-            force: bool = FORCE_OPT, no_wait: bool = no_wait_option()) -> None:
+            force: bool = FORCE_OPT, no_wait: bool = no_wait_option(),
+            kernel: Optional[str] = typer.Option(None, "--kernel", help="comma-separated kernels (e.g. 6.1) to run "
+                                                 "the configurations this host's kernel cannot make in guests "
+                                                 "(virtual machines; see the guests page of the docs)")) -> None:
         """Generate the study's campaign for this machine at SCALE and run it into the store."""
         from fsmeter.campaign import parse_campaign
         from fsmeter.cli.campaign import execute
@@ -86,7 +89,10 @@ def register(app: typer.Typer) -> None:
         console = Console()
         study = load_study(name)
         target = device_target(device, destroy_data_on, force)
-        plan = plan_study(study, scale, target)
+        kernels = [k.strip() for k in (kernel or "").split(",") if k.strip()] or None
+        if kernel is not None and not kernels:
+            raise UserError("--kernel: name at least one kernel, e.g. --kernel 6.1")
+        plan = plan_study(study, scale, target, kernels)
         text = plan.text()
         console.print(f"[bold]{study.study.title}[/] ({study.study.citation}), scale {plan.scale}: "
                       f"{plan.cells} cells x {plan.trials_per_cell} trials, about {_minutes(plan.est_s)} here")

@@ -24,6 +24,7 @@ verdict *inconclusive*. Published absolute numbers are never compared with a re-
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
@@ -227,7 +228,8 @@ class ClaimChecker:
     @staticmethod
     def _regime(g) -> Dict[str, float]:
         out = {}
-        for col, how in (("phase_s", "min"), ("other_cpu_share", "max"), ("cache_read_share", "max")):
+        for col, how in (("phase_s", "min"), ("other_cpu_share", "max"), ("cache_read_share", "max"),
+                         ("emulated", "max")):
             if col in g.columns and g[col].notna().any():
                 out[col] = float(getattr(g[col], how)())
         return out
@@ -589,6 +591,11 @@ class ClaimChecker:
         reasons = gate_reasons(study.min_phase_s, shortest, study.max_other_cpu_share, busiest, trials, needed)
         if None in needs:
             reasons.append("the observed spread is too large for the power wanted at any practical number of trials")
+        if v.regime.get("emulated"):  # fsmeter.guest: a guest under TCG measured the emulator
+            from fsmeter.guest.kernels import EMULATED_NOTE
+
+            reasons.append(f"it rests on cells run in a guest under software emulation ({EMULATED_NOTE}): "
+                           "functional results only")
         if reasons:  # shown on an inconclusive verdict too: they say why the numbers may be noisy
             v.gates = reasons
             if v.outcome != INCONCLUSIVE:
@@ -653,6 +660,20 @@ def study_frame(study: Study, tidy_df, environment=None, phases=None):
             back = {str(v): k for k, v in f.map.items()}
             df[f.name] = df[f.campaign].map(lambda v: back.get(str(v), str(v)) if not pd.isna(v) else v)
             keep.append(f.name)
+    if environment is not None and not environment.empty and "extra" in environment.columns:
+        # Cells run in a guest under software emulation (fsmeter.guest): the gates make their claims functional only.
+        def _emulated(extra) -> float:
+            try:
+                g = json.loads(extra).get("guest") if isinstance(extra, str) else None
+            except (ValueError, AttributeError):
+                g = None
+            return 1.0 if isinstance(g, dict) and g.get("emulated") else 0.0
+
+        emu = environment[["cell_id", "extra"]].drop_duplicates("cell_id")
+        emu = emu.assign(emulated=emu["extra"].map(_emulated))[["cell_id", "emulated"]]
+        if emu["emulated"].any():
+            df = df.merge(emu, on="cell_id", how="left")
+            keep.append("emulated")
     if environment is not None and not environment.empty:
         env = environment.drop_duplicates("cell_id")[["cell_id", "kernel", "hostname"]]
         df = df.merge(env, on="cell_id", how="left")

@@ -212,13 +212,24 @@ def _offered_schedulers() -> Optional[set]:
     return None
 
 
-def _config_entries(study: Study, changes: list, configs: dict) -> list:
+def _config_entries(study: Study, changes: list, configs: dict, kernel: Optional[List[str]] = None,
+                   in_guest: Optional[list] = None) -> list:
+    """The campaign's filesystems. With ``kernel`` (study run --kernel), a configuration whose filesystem
+    only this host's kernel lacks runs in a guest of those kernels (its id goes to ``in_guest``)."""
     out = []
     for c in study.configurations:
         cfg = c.substitute if c.substitute else None
         problem = c.gap or _filesystem_problem(c.filesystem)
         if problem and c.gap and not cfg and _filesystem_problem(c.filesystem) is None:
             problem = None  # the study flagged a gap, but this host can run it after all
+        host_lacks = _filesystem_problem(c.filesystem) if kernel and c.filesystem in _guest_filesystems() else None
+        if problem and host_lacks:  # a filesystem this host's kernel lacks and fsmeter can make: in a guest
+            changes.append(Change("approximated", f"configuration {c.id} in a guest (kernel {', '.join(kernel)})",
+                                  f"{host_lacks}: run in a virtual machine, whose I/O path is not the host's",
+                                  ("kernel", "hardware")))
+            problem = None
+            if in_guest is not None:
+                in_guest.append(c.id)
         if problem:
             if cfg:
                 changes.append(Change("substituted", f"configuration {c.id} -> {cfg.get('filesystem')}", problem,
@@ -332,7 +343,14 @@ def _capacity(study: Study, size: int, changes: list) -> int:
     return size
 
 
-def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None) -> StudyPlan:
+def _guest_filesystems() -> set:
+    from fsmeter.provision import FILESYSTEMS
+
+    return set(FILESYSTEMS) - {"tmpfs"}
+
+
+def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None,
+               kernel: Optional[List[str]] = None) -> StudyPlan:
     """The campaign for `study` at `scale` on this machine, with every change from the design listed."""
     from fsmeter.campaign import parse_campaign
     from fsmeter.runner import expected_trials
@@ -349,7 +367,8 @@ def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None
         plan.changes.append(Change("shrunk", f"repetitions {_reps(study.scales['paper'].repetitions)} -> "
                                    f"{_reps(base.repetitions)}", _SCALE_WHY.get(scale_name, f"scale {scale_name}")))
     plan.changes += _always_changes(study)
-    filesystems = _config_entries(study, plan.changes, plan.configs)
+    in_guest: list = []
+    filesystems = _config_entries(study, plan.changes, plan.configs, kernel, in_guest)
     if not filesystems:
         raise UserError(f"study {study.slug}: no configuration of the study can run on this kernel "
                         f"({'; '.join(c.why for c in plan.changes if c.kind == 'skipped')})")
@@ -390,6 +409,16 @@ def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None
     camp["workloads"] = workloads
     camp["repetitions"] = dict(base.repetitions)
     exclusions = _exclusions(study, plan, {w["label"] for w in workloads})
+    if in_guest:  # the host runs what it can (kernel "host"); the guests only what it cannot
+        if target is not None and target.get("kind") != "loop":
+            raise UserError("--kernel: guests make their own loop images: leave out --device")
+        levels = list(dict.fromkeys(kernel))
+        camp.setdefault("factors", {})["kernel"] = ["host", *levels]
+        for f in filesystems:
+            if f["label"] in in_guest:
+                exclusions.append({"filesystem": f["label"], "kernel": "host"})
+            else:
+                exclusions += [{"filesystem": f["label"], "kernel": lv} for lv in levels]
     if exclusions:
         camp["exclusions"] = exclusions
     plan.campaign = camp
