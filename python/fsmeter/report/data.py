@@ -487,7 +487,7 @@ def verdicts(view: CampaignView) -> list:
         ranked = m.ranking
         unranked = [c for c in m.configs if len(c.values) < 2 and c.label not in w.emulated + w.in_guest_apart]
         notes = []
-        if w.emulated:
+        if w.emulated and len(w.emulated) < len(m.configs):
             notes.append(f"{EMULATED_NOTE}: {', '.join(w.emulated)} ran in a guest under software emulation "
                          "(TCG); their figures show that the filesystem works, not how fast: not ranked")
         if w.in_guest_apart:
@@ -498,8 +498,10 @@ def verdicts(view: CampaignView) -> list:
                          ", ".join(f"{c.label} ({c.status}{': ' + c.cause if c.cause else ''})" if not c.values
                                    else f"{c.label} ({len(c.values)} trial)" for c in unranked))
         if not ranked and w.emulated:
-            text = (f"{w.workload}: {EMULATED_NOTE}. Every configuration ran in an emulated guest: functional "
-                    f"results only ({', '.join(c.label + ' ' + c.status for c in m.configs)}).")
+            done = sum(1 for c in m.configs if c.status == "done")
+            text = (f"{w.workload}: {EMULATED_NOTE}. Every configuration ran in a guest under software emulation "
+                    f"(TCG): functional results only, not ranked; {done} of {len(m.configs)} configurations "
+                    "finished.")
         elif not ranked:
             text = f"{w.workload}: no configuration has 2 usable trials on {what}, so nothing can be claimed."
         elif len(ranked) == 1:
