@@ -127,8 +127,10 @@ def checks() -> list[Check]:
             fix = f"a kernel with {name} (CONFIG_{name.upper()}_FS)"
             if fs.mkfs_tool and not tool:
                 fix += f", and apt-get install {fs.debian_package}"
-            out.append(Check(f"fs {name}", False, "not supported by this kernel (not in /proc/filesystems, and no "
-                             "module to load)", fix + "; or run it in a guest: factors.kernel (docs: guests)"))
+            why = ("not in /proc/filesystems, and no module to load" if root else
+                   "not in /proc/filesystems; loading a module needs root")
+            out.append(Check(f"fs {name}", False, f"not supported by this kernel ({why})",
+                             fix + "; or run it in a guest: factors.kernel (docs: guests)"))
         elif fs.mkfs_tool and not tool:
             out.append(Check(f"fs {name}", False, f"kernel yes; {fs.mkfs_tool} missing",
                              f"apt-get install {fs.debian_package}"))
