@@ -110,8 +110,14 @@ def _one_level(c, kernel, accel, todo, store, campaign_id, console, campaign_tex
     fd = runlock.held_fd()
     try:
         boot = vm.run(cmd, g.boot_timeout_s, on_line=on_line, pass_fds=(fd,) if fd is not None else ())
-    finally:
+    except KeyboardInterrupt:  # the guest is stopped; what it finished is stored, the rest is left to resume
         _replay(journal, store, seen, by_id, counts, final=True)
+        for cell, row in todo:
+            if seen.get(row["id"]) not in ("done", "failed"):
+                store.set_cell_status(row["id"], "interrupted", cause="interrupted (SIGINT/SIGTERM): the guest was "
+                                      "stopped")
+        raise
+    _replay(journal, store, seen, by_id, counts, final=True)
     ready = f"booted in {boot.boot_s:.1f} s" if boot.boot_s is not None else "did not boot"
     console.print(f"kernel {kernel.level}: guest {ready}, {boot.wall_s:.0f} s in all")
     left = [(cell, row) for cell, row in todo if seen.get(row["id"]) not in ("done", "failed")]

@@ -37,8 +37,9 @@ def _vkey(version: str) -> tuple:
     return tuple(int(x) if x.isdigit() else x for x in re.split(r"[.+\-~]", version))
 
 
-def installed(boot: str = BOOT) -> list:
-    """The kernel versions with an image in ``boot`` (vmlinuz-VERSION), oldest first."""
+def installed(boot: Optional[str] = None) -> list:
+    """The kernel versions with an image in ``boot`` (default /boot: vmlinuz-VERSION), oldest first."""
+    boot = boot or BOOT
     try:
         names = os.listdir(boot)
     except OSError:
@@ -47,8 +48,9 @@ def installed(boot: str = BOOT) -> list:
     return sorted(out, key=lambda v: [(isinstance(x, str), x) for x in _vkey(v)])
 
 
-def resolve(level, boot: str = BOOT) -> Kernel:
+def resolve(level, boot: Optional[str] = None) -> Kernel:
     """The image a `kernel` level names; UserError (saying what is installed) when there is none."""
+    boot = boot or BOOT
     text = str(level).strip()
     if not text:
         raise UserError("kernel: an empty level: give a path to a vmlinuz, or an installed version such as 6.1")

@@ -1,0 +1,203 @@
+"""Guest kernels: the `kernel` campaign factor, run in a virtual machine (fsmeter.guest).
+
+The first tests need no virtual machine: kernel levels, the [guest] section, the accelerator
+choice and the journal that carries a guest's trials into the store. The last one boots a real
+guest (software emulation, TCG) and runs one trial of a filesystem this host's kernel lacks; it
+skips, saying why, where QEMU, virtme-ng, a kernel image or root is missing.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from fsmeter.campaign import parse_campaign, plan
+from fsmeter.errors import UserError
+from fsmeter.guest import kernels
+
+CAMPAIGN = """
+name = "g"
+min_phase_s = 0
+[target]
+kind = "loop"
+size = "256M"
+[[filesystems]]
+name = "{fs}"
+[factors]
+kernel = [{levels}]
+[[workloads]]
+name = "seq-write"
+params = {{ file_size = "4M", duration_s = 1, warmup_s = 0 }}
+[repetitions]
+policy = "fixed"
+n = 1
+"""
+
+
+def _boot(tmp_path, names):
+    boot = tmp_path / "boot"
+    boot.mkdir()
+    for n in names:
+        (boot / f"vmlinuz-{n}").write_bytes(b"not a kernel")
+    return str(boot)
+
+
+def test_short_level_resolves_to_newest_of_its_series(tmp_path):
+    boot = _boot(tmp_path, ["6.1.0-9-amd64", "6.1.0-50-amd64", "6.12.117+deb12-amd64"])
+    k = kernels.resolve("6.1", boot)
+    assert k.version == "6.1.0-50-amd64"  # 50 > 9 as numbers, not as text
+    assert k.image == os.path.join(boot, "vmlinuz-6.1.0-50-amd64")
+    assert kernels.resolve("6.12", boot).version == "6.12.117+deb12-amd64"  # "6.1" does not take 6.12
+    assert kernels.resolve("6.1.0-9-amd64", boot).version == "6.1.0-9-amd64"
+
+
+def test_absent_kernel_is_refused_naming_what_is_installed(tmp_path):
+    boot = _boot(tmp_path, ["6.1.0-50-amd64"])
+    with pytest.raises(UserError) as exc:
+        kernels.resolve("5.10", boot)
+    assert "'5.10'" in exc.value.message and "6.1.0-50-amd64" in exc.value.message
+    with pytest.raises(UserError, match="no such kernel image"):
+        kernels.resolve(str(tmp_path / "nope" / "bzImage"), boot)
+
+
+def test_kernel_levels_must_be_strings_and_guest_needs_the_factor():
+    with pytest.raises(UserError, match='"6.1", not 6.1'):
+        parse_campaign(CAMPAIGN.format(fs="jfs", levels="6.1"))
+    text = CAMPAIGN.format(fs="jfs", levels='"6.1"').replace("[factors]\nkernel = [\"6.1\"]", "[guest]\nvcpus = 2")
+    with pytest.raises(UserError, match="guest: the \\[guest\\] section needs a kernel factor"):
+        parse_campaign(text)
+
+
+def test_guest_defaults_are_raw_uncached_and_auto():
+    c = parse_campaign(CAMPAIGN.format(fs="jfs", levels='"6.1"'))
+    assert (c.guest.disk_cache, c.guest.accelerator, c.guest.vcpus) == ("none", "auto", 1)
+    with pytest.raises(UserError, match="guest.disk_cache"):
+        parse_campaign(CAMPAIGN.format(fs="jfs", levels='"6.1"') + '[guest]\ndisk_cache = "fast"\n')
+
+
+def test_missing_kernel_level_fails_the_plan_not_the_run(monkeypatch, tmp_path):
+    monkeypatch.setattr(kernels, "BOOT", _boot(tmp_path, ["6.1.0-50-amd64"]))
+    c = parse_campaign(CAMPAIGN.format(fs="jfs", levels='"6.1", "4.19"'))
+    with pytest.raises(UserError, match="factors.kernel: '4.19': no such kernel installed"):
+        plan(c)
+
+
+def test_host_level_runs_on_the_host_and_the_others_in_guests(monkeypatch, tmp_path):
+    monkeypatch.setattr(kernels, "BOOT", _boot(tmp_path, ["6.1.0-50-amd64"]))
+    text = CAMPAIGN.format(fs="ext4", levels='"host", "6.1"').replace(
+        '[[filesystems]]\nname = "ext4"', '[[filesystems]]\nname = "ext4"\n[[filesystems]]\nname = "jfs"')
+    text = text.replace("min_phase_s = 0\n", 'min_phase_s = 0\nexclusions = [{ filesystem = "jfs", kernel = "host" }, '
+                        '{ filesystem = "ext4", kernel = "6.1" }]\n')
+    cells = plan(parse_campaign(text))
+    assert [(x.fs_label, x.factors["kernel"], x.kernel) for x in cells] == [("ext4", "host", None),
+                                                                          ("jfs", "6.1", "6.1")]
+
+
+def test_kvm_is_refused_with_the_reason_where_it_cannot_boot(monkeypatch):
+    monkeypatch.setattr(kernels, "kvm_problem", lambda: "/dev/kvm cannot boot a stock kernel (test)")
+    with pytest.raises(UserError, match="guest.accelerator: 'kvm' cannot be used here"):
+        kernels.choose("kvm")
+    a = kernels.choose("auto")
+    assert a.name == "tcg" and a.emulated and "guests will be emulated" in a.reason
+    monkeypatch.setattr(kernels, "kvm_problem", lambda: None)
+    assert kernels.choose("auto").name == "kvm" and not kernels.choose("auto").emulated
+    assert kernels.choose("tcg").emulated
+
+
+def test_journal_trials_land_in_the_store_with_the_guest_recorded(tmp_path):
+    from fsmeter.guest.host import _replay
+    from fsmeter.guest.inside import JournalStore
+    from fsmeter.store import open_store
+
+    store = open_store(tmp_path / "r.sqlite")
+    cid = store.create_campaign("g", "", [("seq-write", {"filesystem": "jfs", "kernel": "6.1"})])
+    cell = store.cells(cid)[0]["id"]
+    journal = str(tmp_path / "journal.jsonl")
+    guest = {"kernel_level": "6.1", "accelerator": "tcg", "emulated": True}
+    js = JournalStore(journal, {}, guest)
+    js.record_trial(cell, 1, status="ok", started="2026-01-01T00:00:00+00:00", ended="2026-01-01T00:00:05+00:00",
+                    metrics=[{"phase": "run", "name": "write_MBps", "unit": "MB/s", "higher_is_better": True,
+                              "value": 12.5, "headline": True}],
+                    environment={"kernel": "6.1.0-50-amd64", "hostname": "virtme-ng"})
+    with open(journal, "a") as f:
+        f.write('{"op": "cell", "cell_id": %d, "status": "do' % cell)  # torn: the guest is still writing it
+    seen, counts = {"lines": 0}, {"done": 0, "failed": 0, "skipped": 0}
+    by_id = {cell: (None, None)}
+    _replay(journal, store, seen, by_id, counts, final=False)
+    assert [tuple(x) for x in store.headline_values(cell)] == [(1, 12.5)]
+    assert store.cells(cid)[0]["status"] == "pending"  # the torn line is not taken
+    with open(journal, "a") as f:
+        f.write('ne", "cause": null, "stop_reason": "fixed-n"}\n')
+    _replay(journal, store, seen, by_id, counts, final=True)
+    assert store.cells(cid)[0]["status"] == "done" and counts["done"] == 1
+    extra = json.loads(store.conn.execute("SELECT extra FROM environment").fetchone()[0])
+    assert extra["guest"]["emulated"] is True and extra["guest"]["kernel_level"] == "6.1"
+    assert store.conn.execute("SELECT kernel FROM environment").fetchone()[0] == "6.1.0-50-amd64"
+    store.close()
+
+
+# -- a real guest ------------------------------------------------------------------------------------
+def _guest_skip_reason():
+    from fsmeter.guest import vm
+    from fsmeter.provision.sysinfo import kernel_filesystems
+
+    if os.geteuid() != 0 or not os.path.exists("/dev/loop-control"):
+        return "needs root and loop devices"
+    missing = vm.missing_tools()
+    if missing:
+        return "guests cannot run here: missing " + "; ".join(missing)
+    if not kernels.installed():
+        return "no kernel image in /boot to boot a guest (make sysdeps installs one)"
+    lacking = [f for f in ("jfs", "reiserfs", "nilfs2", "f2fs") if f not in kernel_filesystems()]
+    tools = {"jfs": "mkfs.jfs", "reiserfs": "mkfs.reiserfs", "nilfs2": "mkfs.nilfs2", "f2fs": "mkfs.f2fs"}
+    import shutil
+
+    usable = [f for f in lacking if shutil.which(tools[f])]
+    return None if usable else "no filesystem the host lacks has its mkfs tool installed"
+
+
+def _qemu_pids_with(path: str) -> list:
+    out = subprocess.run(["pgrep", "-f", path], capture_output=True, text=True).stdout.split()
+    return [p for p in out if int(p) != os.getpid()]
+
+
+def test_a_guest_runs_one_trial_of_a_filesystem_the_host_lacks(tmp_path, monkeypatch, scratch):
+    reason = _guest_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    from fsmeter.provision.sysinfo import kernel_filesystems
+    from fsmeter.store import open_store
+
+    fs = next(f for f in ("jfs", "reiserfs", "nilfs2", "f2fs") if f not in kernel_filesystems())
+    level = kernels.installed()[0]
+    campaign = tmp_path / "g.toml"
+    campaign.write_text(CAMPAIGN.format(fs=fs, levels=f'"{level}"')
+                        + '[guest]\naccelerator = "tcg"\nmemory = "1G"\ndisk_size = "1G"\nboot_timeout_s = 900\n')
+    db = tmp_path / "r.sqlite"
+    env = {**os.environ, "FSMETER_SCRATCH": scratch}
+    try:
+        r = subprocess.run([os.path.join(os.path.dirname(os.sys.executable), "fsmeter"), "campaign", "run",
+                            str(campaign), "--db", str(db), "--quiet"], env=env, capture_output=True, text=True,
+                           timeout=1800)
+    finally:
+        leftovers = _qemu_pids_with(scratch)
+        for pid in leftovers:  # only processes that name this test's own scratch folder
+            subprocess.run(["kill", "-9", pid], capture_output=True)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert not leftovers, f"QEMU still running after the campaign: {leftovers}"
+    assert not [n for n in os.listdir(scratch) if n.startswith("guest-")], "the guest folder was left behind"
+    with open_store(db, create=False) as store:
+        cid = store.campaign_id()
+        [cell] = store.cells(cid)
+        assert cell["status"] == "done", cell["cause"]
+        [trial] = store.trials(cell["id"])
+        assert trial["status"] == "ok", trial["cause"]
+        row = store.conn.execute("SELECT kernel, fs, extra FROM environment WHERE trial_id = ?",
+                                 (trial["id"],)).fetchone()
+    assert row["kernel"] == level and row["fs"] == fs  # measured under the guest's kernel, on its filesystem
+    guest = json.loads(row["extra"])["guest"]
+    assert guest["accelerator"] == "tcg" and guest["emulated"] is True
+    assert (guest["disk_cache"], guest["disk_format"], guest["kernel_level"]) == ("none", "raw", level)
+    assert "emulated" in r.stdout
