@@ -109,8 +109,11 @@ def ranking_table(store, campaign_id: int) -> Table:
     """Per workload: filesystems ranked on the headline metric, mean ± CI half-width, group, verdict."""
     import json
 
-    from fsmeter.cli.campaign import _fmt, cell_summary
+    from fsmeter.cli.campaign import _fmt, cell_summary, guest_of_cells
+    from fsmeter.guest.kernels import EMULATED_NOTE
     from fsmeter.stats.compare import rank
+
+    emulated = {cid for cid, g in guest_of_cells(store, campaign_id).items() if g.get("emulated")}
 
     t = Table(title="filesystems ranked per workload (same group = not significantly different)")
     for col in ("workload", "metric", "rank", "group", "filesystem", "mean ± 95% CI", "trials", "vs group leader"):
@@ -120,7 +123,7 @@ def ranking_table(store, campaign_id: int) -> Table:
         by_wl.setdefault(s["cell"]["workload"], []).append(s)
     for wl, cells in by_wl.items():
         label = lambda s: ", ".join(str(v) for v in json.loads(s["cell"]["factors"]).values())  # noqa: E731
-        ok = [s for s in cells if len(s["kept"]) >= 2]
+        ok = [s for s in cells if len(s["kept"]) >= 2 and s["cell"]["id"] not in emulated]
         metric = next((s["metric"] for s in cells if s["metric"]), "-")
         unit = next((s["unit"] for s in cells if s["metric"]), "")
         hib = next((s["higher_is_better"] for s in cells if s["metric"]), True)
@@ -138,7 +141,7 @@ def ranking_table(store, campaign_id: int) -> Table:
             if s in ok:
                 continue
             c = s["cell"]
-            why = (f"{c['status']}: {c['cause']}" if c["cause"] else
+            why = (EMULATED_NOTE if c["id"] in emulated else f"{c['status']}: {c['cause']}" if c["cause"] else
                    f"{len(s['kept'])} kept trial(s): no CI" if s["kept"] else c["status"])
             val = _fmt(s["kept"][0]) if s["kept"] else "-"
             t.add_row(wl if first else "", f"{metric} ({unit})" if first else "", "-", "-", label(s), val,
