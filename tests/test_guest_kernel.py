@@ -201,3 +201,63 @@ def test_a_guest_runs_one_trial_of_a_filesystem_the_host_lacks(tmp_path, monkeyp
     assert guest["accelerator"] == "tcg" and guest["emulated"] is True
     assert (guest["disk_cache"], guest["disk_format"], guest["kernel_level"]) == ("none", "raw", level)
     assert "emulated" in r.stdout
+
+
+# -- reports: emulated guests are never ranked, guests never against the host -----------------------
+def _pair(tmp_path, guest_a, guest_b, drop=0.5):
+    """Campaigns A and B of ext4 and xfs; B's figures are ``drop`` times A's. guest_*: the guest record of
+    that side's ext4 trials (None: on the host)."""
+    import random
+
+    import report_synth as rs
+    from fsmeter.store import open_store
+
+    db = tmp_path / "r.sqlite"
+    store = open_store(db)
+    rng = random.Random(3)
+    for name, guest, scale in (("A", guest_a, 1.0), ("B", guest_b, drop)):
+        cid = store.create_campaign(name, "", [("seq-read", {"filesystem": "ext4"}), ("seq-read", {"filesystem": "xfs"})])
+        for c in store.cells(cid):
+            fs = json.loads(c["factors"])["filesystem"]
+            rs.add_trials(store, c["id"], [100.0 * scale * rng.gauss(1, 0.01) for _ in range(4)], "access", fs,
+                          {}, rng)
+            if fs == "ext4" and guest is not None:
+                for row in store.conn.execute("SELECT e.trial_id, e.extra FROM environment e JOIN trials t ON "
+                                              "t.id = e.trial_id WHERE t.cell_id = ?", (c["id"],)).fetchall():
+                    extra = {**json.loads(row["extra"]), "guest": guest}
+                    with store.conn:
+                        store.conn.execute("UPDATE environment SET extra = ? WHERE trial_id = ?",
+                                           (json.dumps(extra), row["trial_id"]))
+    store.close()
+    return db
+
+
+def test_emulated_configurations_are_listed_not_tested_and_not_ranked(tmp_path):
+    from fsmeter.report.compare_runs import compare_runs, load_side
+    from fsmeter.report.data import build_view, verdicts
+
+    tcg = {"kernel_level": "6.1", "accelerator": "tcg", "emulated": True}
+    db = _pair(tmp_path, tcg, tcg)
+    res = compare_runs(load_side("A", db), load_side("B", db))
+    ext4 = {r.verdict for r in res.rows if r.config == "ext4"}
+    assert ext4 == {"not tested (emulated)"}  # halved, yet no regression: the emulator was measured
+    assert {r.config for r in res.regressions} == {"xfs"}
+    view = build_view(db, "A")
+    w = view.workloads[0]
+    assert w.emulated == ["ext4"] and [e.name for e in w.headline.ranking] == ["xfs"]
+    [v] = verdicts(view)
+    assert any(n.startswith("emulated: not a performance measurement: ext4") for n in v["notes"])
+
+
+def test_a_guest_configuration_is_not_compared_or_ranked_against_the_host(tmp_path):
+    from fsmeter.report.compare_runs import compare_runs, load_side
+    from fsmeter.report.data import build_view
+
+    kvm = {"kernel_level": "6.1", "accelerator": "kvm", "emulated": False}
+    db = _pair(tmp_path, None, kvm)
+    res = compare_runs(load_side("A", db), load_side("B", db))
+    assert [(w, c) for w, c, _ in res.mismatches] == [("seq-read", "ext4")]
+    assert "ran in a guest" in res.mismatches[0][2]
+    assert {r.config for r in res.rows} == {"xfs"}
+    w = build_view(db, "B").workloads[0]  # ext4 in a guest, xfs on the host: only the host's is ranked
+    assert w.in_guest_apart == ["ext4"] and [e.name for e in w.headline.ranking] == ["xfs"]
