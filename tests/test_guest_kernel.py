@@ -77,11 +77,11 @@ def test_guest_defaults_are_raw_uncached_and_auto():
         parse_campaign(CAMPAIGN.format(fs="jfs", levels='"6.1"') + '[guest]\ndisk_cache = "fast"\n')
 
 
-def test_missing_kernel_level_fails_the_plan_not_the_run(monkeypatch, tmp_path):
+def test_missing_kernel_level_is_refused_with_the_file_not_when_its_guest_boots(monkeypatch, tmp_path):
     monkeypatch.setattr(kernels, "BOOT", _boot(tmp_path, ["6.1.0-50-amd64"]))
-    c = parse_campaign(CAMPAIGN.format(fs="jfs", levels='"6.1", "4.19"'))
-    with pytest.raises(UserError, match="factors.kernel: '4.19': no such kernel installed"):
-        plan(c)
+    with pytest.raises(UserError, match=r"g.toml:9: factors: kernel: '4.19': no such kernel installed"):
+        parse_campaign(CAMPAIGN.format(fs="jfs", levels='"6.1", "4.19"'), "g.toml")
+    assert [x.kernel for x in plan(parse_campaign(CAMPAIGN.format(fs="jfs", levels='"6.1"')))] == ["6.1"]
 
 
 def test_host_level_runs_on_the_host_and_the_others_in_guests(monkeypatch, tmp_path):

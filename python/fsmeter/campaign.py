@@ -319,6 +319,15 @@ class CampaignFile(BaseModel):
             if k == KERNEL_FACTOR and not all(isinstance(x, str) for x in levels):
                 raise ValueError(f"kernel: levels are kernel versions or image paths, written as strings "
                                  f"(\"6.1\", not 6.1; got {levels})")
+            if k == KERNEL_FACTOR:  # an absent kernel is refused now, not when its guest would boot
+                from fsmeter.guest.kernels import HOST_LEVEL, resolve
+
+                for lv in levels:
+                    if lv != HOST_LEVEL:
+                        try:
+                            resolve(lv)
+                        except UserError as exc:
+                            raise ValueError(exc.message) from None
         return v
 
     @model_validator(mode="after")
