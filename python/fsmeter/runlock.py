@@ -186,7 +186,8 @@ def measuring(command: Optional[str] = None, wait: bool = True,
 
 def held_fd() -> Optional[int]:
     """The run lock's descriptor while this process holds it, else None. A child given it (pass_fds)
-    keeps the lock held as long as it lives: a virtual machine fsmeter starts is covered by it."""
+    keeps the lock held as long as it lives: a virtual machine fsmeter starts (through vng, which waits
+    for its QEMU) is covered by it."""
     return _fd
 
 

@@ -6,8 +6,9 @@ scratch directory holds the guest's scratch disk (a sparse raw image), the run's
 status). The guest runs those cells with the ordinary campaign runner; the host copies each
 journal line into the campaign's store as it would have recorded a trial of its own, with the
 kernel, the guest's settings and the accelerator in the trial's environment. The folder is
-removed afterwards, whatever happened. The run lock the command holds is passed on to the guest's
-QEMU, so that no other measuring fsmeter starts while a guest still runs, even if this process dies.
+removed afterwards, whatever happened. The run lock the command holds is passed on to vng, which
+lives as long as its QEMU, so that no other measuring fsmeter starts while a guest still runs, even if
+this process dies.
 """
 from __future__ import annotations
 
