@@ -261,3 +261,18 @@ def test_a_guest_configuration_is_not_compared_or_ranked_against_the_host(tmp_pa
     assert {r.config for r in res.rows} == {"xfs"}
     w = build_view(db, "B").workloads[0]  # ext4 in a guest, xfs on the host: only the host's is ranked
     assert w.in_guest_apart == ["ext4"] and [e.name for e in w.headline.ranking] == ["xfs"]
+
+
+def test_kvm_asked_where_it_cannot_boot_is_refused_before_any_cell(monkeypatch, tmp_path):
+    from fsmeter import runner
+    from fsmeter.guest import vm
+
+    monkeypatch.setattr(kernels, "BOOT", _boot(tmp_path, ["6.1.0-50-amd64"]))
+    monkeypatch.setattr(kernels, "kvm_problem", lambda: "/dev/kvm cannot boot a stock kernel (test)")
+    monkeypatch.setattr(vm, "missing_tools", lambda: [])
+    c = parse_campaign(CAMPAIGN.format(fs="jfs", levels='"6.1"') + '[guest]\naccelerator = "kvm"\n')
+    with pytest.raises(UserError, match="guest.accelerator: 'kvm' cannot be used here"):
+        runner.check_target(c)
+    monkeypatch.setattr(vm, "missing_tools", lambda: ["vng (pip install virtme-ng, in fsmeter's venv)"])
+    with pytest.raises(UserError, match="guests cannot run here: missing vng"):
+        runner.check_target(parse_campaign(CAMPAIGN.format(fs="jfs", levels='"6.1"')))

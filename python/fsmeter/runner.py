@@ -115,6 +115,16 @@ def check_target(c: CampaignFile, fresh: bool = True) -> None:
     """Refuse the whole campaign before its first cell when its target cannot be used: a device
     that is not a block device, is mounted or in use, or (on a fresh start, without force) carries
     data; a directory that is a kernel interface. One line, exit 2: no cell runs."""
+    from fsmeter.campaign import KERNEL_FACTOR
+
+    if any(lv != "host" for lv in c.factors.get(KERNEL_FACTOR, [])):  # guests: QEMU, vng, an accelerator
+        from fsmeter.guest import kernels, vm
+
+        missing = vm.missing_tools()
+        if missing:
+            raise UserError(f"factors.{KERNEL_FACTOR}: guests cannot run here: missing {'; '.join(missing)}: "
+                            "no cell was run")
+        kernels.choose(c.guest.accelerator)  # accelerator = 'kvm' where it cannot boot: refused, saying why
     t = c.target
     if t.kind == "device":
         from fsmeter.provision.errors import DeviceRefused
