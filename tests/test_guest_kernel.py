@@ -276,3 +276,13 @@ def test_kvm_asked_where_it_cannot_boot_is_refused_before_any_cell(monkeypatch, 
     monkeypatch.setattr(vm, "missing_tools", lambda: ["vng (pip install virtme-ng, in fsmeter's venv)"])
     with pytest.raises(UserError, match="guests cannot run here: missing vng"):
         runner.check_target(parse_campaign(CAMPAIGN.format(fs="jfs", levels='"6.1"')))
+
+
+def test_a_guest_that_cannot_set_up_fails_its_cells_with_the_cause(tmp_path):
+    from fsmeter.guest.host import _replay
+
+    journal = tmp_path / "journal.jsonl"
+    journal.write_text('{"op": "setup-failed", "cause": "no block device with serial fsmeter-scratch"}\n')
+    seen = {"lines": 0}
+    _replay(str(journal), None, seen, {}, {"done": 0, "failed": 0}, final=True)
+    assert seen["setup"] == "the guest could not set up: no block device with serial fsmeter-scratch"

@@ -123,7 +123,8 @@ def _one_level(c, kernel, accel, todo, store, campaign_id, console, campaign_tex
     console.print(f"kernel {kernel.level}: guest {ready}, {boot.wall_s:.0f} s in all")
     left = [(cell, row) for cell, row in todo if seen.get(row["id"]) not in ("done", "failed")]
     if left:
-        why = boot.cause or f"the guest stopped (vng exit status {boot.rc}) before these cells finished"
+        why = (seen.get("setup") or boot.cause
+               or f"the guest stopped (vng exit status {boot.rc}) before these cells finished")
         tail = next((ln for ln in reversed(boot.lines) if ln.strip()), "")
         for cell, row in left:
             store.set_cell_status(row["id"], "failed", cause=f"guest (kernel {kernel.level}): {why}"
@@ -153,6 +154,8 @@ def _replay(journal: str, store, seen: dict, by_id: dict, counts: dict, final: b
         try:
             if op == "trial":
                 store.record_trial(cid, doc.pop("number"), **doc)
+            elif op == "setup-failed":  # modules, scratch disk: no cell could run
+                seen["setup"] = f"the guest could not set up: {doc.get('cause')}"
             elif op == "cell":
                 store.set_cell_status(cid, doc["status"], cause=doc.get("cause"), stop_reason=doc.get("stop_reason"))
                 seen[cid] = doc["status"]
