@@ -286,3 +286,38 @@ def test_a_guest_that_cannot_set_up_fails_its_cells_with_the_cause(tmp_path):
     seen = {"lines": 0}
     _replay(str(journal), None, seen, {}, {"done": 0, "failed": 0}, final=True)
     assert seen["setup"] == "the guest could not set up: no block device with serial fsmeter-scratch"
+
+
+def test_one_boot_per_kernel_and_guest_factor_levels_not_per_cell(monkeypatch, tmp_path):
+    from rich.console import Console
+
+    from fsmeter.guest import host, vm
+    from fsmeter.store import open_store
+
+    monkeypatch.setattr(kernels, "BOOT", _boot(tmp_path, ["6.1.0-50-amd64", "6.12.117+deb12-amd64"]))
+    monkeypatch.setenv("FSMETER_SCRATCH", str(tmp_path / "scratch"))
+    monkeypatch.setattr(vm, "missing_tools", lambda: [])
+    monkeypatch.setattr(vm, "vng_path", lambda: "/bin/true")
+    boots = []
+
+    def fake_run(cmd, boot_timeout_s, on_line=None, pass_fds=(), keep=200):
+        boots.append(cmd)  # no guest: its cells end failed, saying the guest stopped
+        return vm.Boot(rc=0, boot_s=1.0, wall_s=1.0, lines=["bye"])
+
+    monkeypatch.setattr(vm, "run", fake_run)
+    text = CAMPAIGN.format(fs="jfs", levels='"6.1", "6.12"').replace(
+        '[[filesystems]]\nname = "jfs"', '[[filesystems]]\nname = "jfs"\n[[filesystems]]\nname = "f2fs"').replace(
+        "[factors]\n", "[factors]\nguest_vcpus = [1, 2]\n")
+    c = parse_campaign(text)
+    cells = plan(c)
+    assert len(cells) == 8  # 2 filesystems x 2 kernels x 2 vCPU counts
+    store = open_store(tmp_path / "r.sqlite")
+    cid = store.create_campaign("g", text, [(x.workload, x.factors) for x in cells])
+    counts = host.run_guest_levels(c, cells, store.cells(cid), store, cid, Console(file=open(os.devnull, "w")), text)
+    got = {(os.path.basename(cmd[cmd.index("--run") + 1]), cmd[cmd.index("--cpus") + 1]) for cmd in boots}
+    assert len(boots) == 4 and got == {(f"vmlinuz-{v}", n) for v in ("6.1.0-50-amd64", "6.12.117+deb12-amd64")
+                                       for n in ("1", "2")}
+    assert counts["failed"] == 8
+    assert "the guest stopped" in store.cells(cid)[0]["cause"] and "bye" in store.cells(cid)[0]["cause"]
+    assert not os.listdir(tmp_path / "scratch")  # every guest's folder and disk image removed
+    store.close()

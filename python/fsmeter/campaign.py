@@ -13,7 +13,8 @@ Factor kinds (see the README (Campaigns)):
 - host factors: scheduler, readahead_kb, cpus, page_cache_limit;
 - ranks: MPI ranks per trial (with the [mpi] section's launcher settings);
 - kernel: the kernel a trial runs under, each level booted once in a virtual machine (with the
-  [guest] section's settings; fsmeter.guest).
+  [guest] section's settings; fsmeter.guest); guest_vcpus and guest_memory: that machine's CPUs
+  and memory (one boot per combination).
 """
 from __future__ import annotations
 
@@ -38,6 +39,8 @@ HOST_FACTORS = {"scheduler", "readahead_kb", "cpus", "page_cache_limit"}
 LAUNCH_FACTORS = {"ranks"}
 #: The guest-kernel factor: each level is a kernel image booted in a virtual machine (fsmeter.guest).
 KERNEL_FACTOR = "kernel"
+#: With a kernel factor: the guest's own CPUs and memory as factors (one boot per combination of levels).
+GUEST_FACTORS = {"guest_vcpus": "vcpus", "guest_memory": "memory"}
 RESERVED = {"filesystem", "workload"}
 Scalar = Union[bool, int, float, str]
 #: The longest name or label (campaign, filesystem, workload label, factor, level) a campaign may use:
@@ -319,6 +322,19 @@ class CampaignFile(BaseModel):
             if k == KERNEL_FACTOR and not all(isinstance(x, str) for x in levels):
                 raise ValueError(f"kernel: levels are kernel versions or image paths, written as strings "
                                  f"(\"6.1\", not 6.1; got {levels})")
+            if k == "guest_vcpus" and not all(isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 256
+                                              for x in levels):
+                raise ValueError(f"guest_vcpus: levels are the guest's CPU counts, whole numbers 1 to 256 (got {levels})")
+            if k == "guest_memory":
+                from fsmeter.units import parse_size
+
+                for lv in levels:
+                    try:
+                        ok = parse_size(lv) >= 256 << 20
+                    except (ValueError, TypeError):
+                        ok = False
+                    if not ok:
+                        raise ValueError(f"guest_memory: level {lv!r}: give a size of at least 256M, e.g. \"1G\"")
             if k == KERNEL_FACTOR:  # an absent kernel is refused now, not when its guest would boot
                 from fsmeter.guest.kernels import HOST_LEVEL, resolve
 
@@ -340,7 +356,10 @@ class CampaignFile(BaseModel):
                                  f"{self.target.kind!r})")
             if self.guest is None:
                 self.guest = GuestModel()
-        elif self.guest is not None:
+        elif self.guest is not None or any(k in self.factors for k in GUEST_FACTORS):
+            if self.guest is None:
+                raise ValueError("guest_vcpus, guest_memory: guest factors need a kernel factor (factors.kernel = "
+                                 "[\"6.1\", ...]): add one, or remove them")
             raise ValueError("guest: the [guest] section needs a kernel factor (factors.kernel = [\"6.1\", ...]): "
                              "add one, or remove [guest]")
         return self
@@ -431,6 +450,7 @@ class Cell:
     notes: List[str] = field(default_factory=list)
     ranks: Optional[int] = None  # MPI ranks (mpirun -n) when the campaign runs under MPI, else None
     kernel: Optional[str] = None  # the kernel level (fsmeter.guest) this cell runs under in a guest, else None
+    guest: dict = field(default_factory=dict)  # guest factor levels: {"vcpus": 2, "memory": "1G"}
 
     def describe(self) -> str:
         """The cell in one line of rich markup (names and levels escaped: a '[' in a label is text)."""
@@ -525,7 +545,8 @@ def plan(c: CampaignFile) -> list:
         for lab, d, w in defs:
             if name in w.params:
                 raise UserError(f"factors.{name}: also set in workload {lab}'s params: set it in one place")
-        if name in HOST_FACTORS or name in settings or name in LAUNCH_FACTORS or name == KERNEL_FACTOR:
+        if name in HOST_FACTORS or name in settings or name in LAUNCH_FACTORS or name == KERNEL_FACTOR \
+                or name in GUEST_FACTORS:
             continue
         if not any(name in t for t in takes.values()):
             allowed = sorted(HOST_FACTORS | set().union(*takes.values()))
@@ -568,7 +589,8 @@ def plan(c: CampaignFile) -> list:
     for fs_label, fs in fss:
         for wlab, d, w in defs:
             names = [k for k in c.factors
-                     if k in HOST_FACTORS or k in LAUNCH_FACTORS or k == KERNEL_FACTOR or k in takes[wlab]]
+                     if k in HOST_FACTORS or k in LAUNCH_FACTORS or k == KERNEL_FACTOR or k in GUEST_FACTORS
+                     or k in takes[wlab]]
             if (c.mpi is not None or "ranks" in c.factors) and w.name.endswith(".fio"):
                 raise UserError(f"workloads: {w.name}: fio job files are not run under MPI: use a named workload "
                                 "or a workload .toml")
@@ -599,7 +621,7 @@ def plan(c: CampaignFile) -> list:
                 for k, v in levels.items():
                     if k in HOST_FACTORS:
                         host.update(host_levels[k][c.factors[k].index(v)])
-                    elif k in LAUNCH_FACTORS or k == KERNEL_FACTOR:
+                    elif k in LAUNCH_FACTORS or k == KERNEL_FACTOR or k in GUEST_FACTORS:
                         pass
                     else:
                         overrides[k] = v
@@ -612,7 +634,8 @@ def plan(c: CampaignFile) -> list:
                 headline = f"{ms[0].phase}.{ms[0].name}" if ms else None
                 cells.append(Cell(index=len(cells), workload=wlab, definition=d, overrides=overrides, fs=fs,
                                   fs_label=fs_label, host=HostFactors(**host), factors=factors, headline=headline,
-                                  ranks=ranks, kernel=_guest_level(levels.get(KERNEL_FACTOR))))
+                                  ranks=ranks, kernel=_guest_level(levels.get(KERNEL_FACTOR)),
+                                  guest={GUEST_FACTORS[k]: v for k, v in levels.items() if k in GUEST_FACTORS}))
     if not cells:
         raise UserError("exclusions: they exclude every cell of the matrix: nothing to run")
     return cells

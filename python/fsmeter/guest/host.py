@@ -25,10 +25,19 @@ from fsmeter.guest import kernels, vm
 from fsmeter.guest.kernels import EMULATED_NOTE
 
 
-def guest_settings(c: CampaignFile, kernel: kernels.Kernel, accel: kernels.Accel) -> dict:
+def machine(c: CampaignFile, cell) -> tuple:
+    """(vCPUs, memory in bytes) of the guest a cell runs in: the [guest] section, or its guest factor levels."""
+    from fsmeter.units import parse_size
+
+    vcpus = int(cell.guest.get("vcpus", c.guest.vcpus))
+    memory = parse_size(cell.guest["memory"]) if "memory" in cell.guest else c.guest.memory
+    return vcpus, memory
+
+
+def guest_settings(c: CampaignFile, kernel: kernels.Kernel, accel: kernels.Accel, vcpus: int, memory: int) -> dict:
     g = c.guest
     return {"kernel_level": kernel.level, "kernel_image": kernel.image, "kernel_version": kernel.version,
-            "vcpus": g.vcpus, "memory_bytes": g.memory, "disk_size_bytes": g.disk_size,
+            "vcpus": vcpus, "memory_bytes": memory, "disk_size_bytes": g.disk_size,
             "disk_cache": g.disk_cache, "disk_format": "raw", "accelerator": accel.name,
             "accelerator_reason": accel.reason, "emulated": accel.emulated, "launcher": "virtme-ng"}
 
@@ -44,14 +53,14 @@ def run_guest_levels(c: CampaignFile, cells: list, rows: list, store: Any, campa
     accel = kernels.choose(c.guest.accelerator)
     counts = {"done": 0, "failed": 0, "skipped": 0}
     levels: dict = {}
-    for cell, row in zip(cells, rows):
-        levels.setdefault(cell.kernel, []).append((cell, row))
+    for cell, row in zip(cells, rows):  # one boot per kernel level (and guest_vcpus x guest_memory levels)
+        levels.setdefault((cell.kernel, *machine(c, cell)), []).append((cell, row))
     store.set_campaign_status(campaign_id, "running")
     if accel.emulated:
         console.print(f"[yellow]guests run under software emulation (TCG): {accel.reason}; their figures are "
                       f"marked '{EMULATED_NOTE}'[/]")
     try:
-        for level, pairs in levels.items():
+        for (level, vcpus, memory), pairs in levels.items():
             todo = [(cell, row) for cell, row in pairs if row["status"] not in ("done", "failed")]
             counts["skipped"] += len(pairs) - len(todo)
             if not todo:
@@ -61,8 +70,8 @@ def run_guest_levels(c: CampaignFile, cells: list, rows: list, store: Any, campa
             os.makedirs(scratch, exist_ok=True)
             work = tempfile.mkdtemp(prefix="guest-", dir=scratch)
             try:
-                _one_level(c, kernel, accel, todo, store, campaign_id, console, campaign_text, work, counts,
-                           cap_notes)
+                _one_level(c, kernel, accel, vcpus, memory, todo, store, campaign_id, console, campaign_text, work,
+                           counts, cap_notes)
             finally:
                 shutil.rmtree(work, ignore_errors=True)
     except KeyboardInterrupt:
@@ -72,7 +81,8 @@ def run_guest_levels(c: CampaignFile, cells: list, rows: list, store: Any, campa
     return counts
 
 
-def _one_level(c, kernel, accel, todo, store, campaign_id, console, campaign_text, work, counts, cap_notes) -> None:
+def _one_level(c, kernel, accel, vcpus, memory, todo, store, campaign_id, console, campaign_text, work, counts,
+               cap_notes) -> None:
     from fsmeter import runlock
 
     g = c.guest
@@ -85,7 +95,7 @@ def _one_level(c, kernel, accel, todo, store, campaign_id, console, campaign_tex
         rows[str(row["id"])] = {"trials": [{"number": t["number"], "started": t["started"], "ended": t["ended"],
                                             "status": t["status"]} for t in old],
                                 "headline": [list(x) for x in store.headline_values(row["id"])]}
-    settings = guest_settings(c, kernel, accel)
+    settings = guest_settings(c, kernel, accel, vcpus, memory)
     spec = {"journal": journal, "rows": rows, "guest": settings, "campaign_text": campaign_text,
             "campaign_id": campaign_id, "cells": [cell.index for cell, _ in todo],
             "cell_ids": {str(cell.index): row["id"] for cell, row in todo},
@@ -96,9 +106,9 @@ def _one_level(c, kernel, accel, todo, store, campaign_id, console, campaign_tex
     with open(spec_path, "w") as f:
         json.dump(spec, f)
     exec_cmd = f"{sys.executable} -m fsmeter.guest.inside {spec_path}"
-    cmd = vm.command(kernel.image, accel.name, g.vcpus, g.memory, disk, g.disk_cache, work, exec_cmd)
-    console.print(f"kernel {kernel.level} ({kernel.version}): booting a guest ({accel.name}, {g.vcpus} vCPU, "
-                  f"{g.memory >> 20} MiB) for {len(todo)} cell(s)")
+    cmd = vm.command(kernel.image, accel.name, vcpus, memory, disk, g.disk_cache, work, exec_cmd)
+    console.print(f"kernel {kernel.level} ({kernel.version}): booting a guest ({accel.name}, {vcpus} vCPU, "
+                  f"{memory >> 20} MiB) for {len(todo)} cell(s)")
     seen = {"lines": 0}
     by_id = {row["id"]: (cell, row) for cell, row in todo}
 
@@ -165,4 +175,4 @@ def _replay(journal: str, store, seen: dict, by_id: dict, counts: dict, final: b
             print(f"fsmeter: guest journal {journal}: line {seen['lines']} ignored ({exc})", file=sys.stderr)
 
 
-__all__ = ["EMULATED_NOTE", "guest_settings", "run_guest_levels"]
+__all__ = ["EMULATED_NOTE", "guest_settings", "machine", "run_guest_levels"]
