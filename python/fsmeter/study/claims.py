@@ -42,7 +42,7 @@ from fsmeter.study.verdict import (AGAINST, HOLDS, INCONCLUSIVE, NOT_COMPARABLE,
 DEFAULT_EFFECT_PCT = 10.0
 #: Columns of a claim frame that are not factors.
 _NOT_FACTORS = ("workload", "metric_key", "value", "higher_is_better", "trial", "sd", "n", "phase_s",
-                "other_cpu_share", "cache_read_share", "unit")
+                "other_cpu_share", "cache_read_share", "unit", "emulated")
 
 
 @dataclass
@@ -676,6 +676,9 @@ def study_frame(study: Study, tidy_df, environment=None, phases=None):
             keep.append("emulated")
     if environment is not None and not environment.empty:
         env = environment.drop_duplicates("cell_id")[["cell_id", "kernel", "hostname"]]
+        # A campaign's own kernel factor (study run --kernel: "host", "6.1") gives way to the release each
+        # trial ran under, as with merged runs.
+        df = df.drop(columns=[c for c in ("kernel", "hostname") if c in df.columns])
         df = df.merge(env, on="cell_id", how="left")
         for col, name in (("kernel", "kernel"), ("hostname", "host")):
             if df[col].nunique() > 1:
