@@ -321,3 +321,45 @@ def test_one_boot_per_kernel_and_guest_factor_levels_not_per_cell(monkeypatch, t
     assert "the guest stopped" in store.cells(cid)[0]["cause"] and "bye" in store.cells(cid)[0]["cause"]
     assert not os.listdir(tmp_path / "scratch")  # every guest's folder and disk image removed
     store.close()
+
+
+# -- studies --------------------------------------------------------------------------------------
+def test_study_run_kernel_puts_what_the_host_lacks_in_a_guest_and_the_rest_on_the_host(monkeypatch, tmp_path):
+    from fsmeter.study import plan as study_plan
+    from fsmeter.study.model import load_study
+
+    monkeypatch.setattr(kernels, "BOOT", _boot(tmp_path, ["6.1.0-50-amd64"]))
+    lacks = {"jfs", "nilfs2", "reiserfs"}
+    from fsmeter.provision import FILESYSTEMS
+
+    monkeypatch.setattr(study_plan, "_filesystem_problem",  # this host as the study sees it, whatever it runs
+                        lambda name: f"{name}: not supported by this kernel" if name in lacks or name not in
+                        FILESYSTEMS else None)
+    p = study_plan.plan_study(load_study("layton2009"), "quick", None, ["6.1"])
+    camp = p.campaign
+    assert camp["factors"]["kernel"] == ["host", "6.1"]
+    labels = [f["label"] for f in camp["filesystems"]]
+    assert lacks <= set(labels) and "reiser4" not in labels  # never merged into Linux: no guest has it
+    for lab in labels:
+        other = "host" if lab in lacks else "6.1"
+        assert {"filesystem": lab, "kernel": other} in camp["exclusions"]
+    assert any(c.what.startswith("configuration jfs in a guest") and "kernel" in c.affects for c in p.changes)
+
+
+def test_study_frame_takes_the_trials_kernel_over_the_campaigns_kernel_factor():
+    import pandas as pd
+
+    from fsmeter.study.claims import study_frame
+    from fsmeter.study.model import load_study
+
+    rows = [{"workload": "fdtree-small-shallow", "phase": "create", "metric": "files_per_s", "value": v,
+             "higher_is_better": True, "filesystem": fs, "kernel": lv, "trial": t, "cell_id": cid, "status": "ok",
+             "discarded": False} for cid, fs, lv, v in ((1, "xfs", "host", 100.0), (2, "jfs", "6.1", 50.0))
+            for t in (1, 2)]
+    env = pd.DataFrame([{"cell_id": 1, "kernel": "6.18.0", "hostname": "h",
+                         "extra": "{}"},
+                        {"cell_id": 2, "kernel": "6.1.0-50-amd64", "hostname": "virtme-ng",
+                         "extra": json.dumps({"guest": {"emulated": True}})}])
+    df = study_frame(load_study("layton2009"), pd.DataFrame(rows), env)
+    assert sorted(set(df["kernel"])) == ["6.1.0-50-amd64", "6.18.0"]
+    assert dict(zip(df["filesystem"], df["emulated"])) == {"xfs": 0.0, "jfs": 1.0}
