@@ -21,6 +21,7 @@ campaign text the store keeps, so a report made elsewhere shows what this run ch
 """
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import shutil
@@ -314,6 +315,41 @@ def _exclusions(study: Study, plan: "StudyPlan", labels: set) -> list:
     return out
 
 
+def _left_out(study: Study, scale, plan: "StudyPlan", labels: set, factors: dict) -> list:
+    """The scale's ``leave_out`` entries as campaign exclusions, each one a Change that names the claims
+    it costs. Workloads, configurations and levels this machine does not run anyway are passed over."""
+    out = []
+    for lo in scale.leave_out:
+        wls = [w for w in lo.workloads if w in labels] if lo.workloads else [None]
+        cfgs = [c for c in lo.configurations if c in plan.configs] if lo.configurations else [None]
+        dims = []
+        for fname, levels in lo.where.items():
+            f = study.factor(fname)
+            mapped = plan.levels.get(fname, {}) if f is not None and f.campaign in factors else {}
+            dims.append([(f.campaign, mapped[str(lv)]) for lv in levels if str(lv) in mapped])
+        if not wls or not cfgs or any(not d for d in dims):
+            continue
+        n = 0
+        for w in wls:
+            for c in cfgs:
+                for combo in itertools.product(*dims):
+                    ex = dict(combo)
+                    if w is not None:
+                        ex["workload"] = w
+                    if c is not None:
+                        ex["filesystem"] = c
+                    out.append(ex)
+                    n += 1
+        what = ", ".join(x for x in wls if x) or "every workload"
+        if lo.configurations:
+            what += " on " + ", ".join(x for x in cfgs if x)
+        if lo.where:
+            what += " at " + "; ".join(f"{k} = {', '.join(map(str, v))}" for k, v in lo.where.items())
+        plan.changes.append(Change("skipped", what, f"{_SCALE_WHY.get(plan.scale, 'scale ' + plan.scale)}: "
+                                   f"fewer cells; {lo.why}"))
+    return out
+
+
 def _capacity(study: Study, size: int, changes: list) -> int:
     """The loop image size, shrunk (with a Change) to what the scratch folder can hold."""
     from fsmeter.provision import default_scratch
@@ -390,6 +426,7 @@ def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None
     camp["workloads"] = workloads
     camp["repetitions"] = dict(base.repetitions)
     exclusions = _exclusions(study, plan, {w["label"] for w in workloads})
+    exclusions += _left_out(study, base, plan, {w["label"] for w in workloads}, factors)
     if exclusions:
         camp["exclusions"] = exclusions
     plan.campaign = camp
