@@ -101,3 +101,18 @@ def test_a_bad_leave_out_names_the_field(tmp_path, entry, says):
     with pytest.raises(UserError) as exc:
         load_study(str(own))
     assert says in exc.value.message
+
+
+def test_the_dry_run_shows_what_the_estimate_is_made_of():
+    import subprocess
+    import sys
+
+    plan = plan_study(load_study("gus3-2008"), "small")
+    assert sum(t for _, t in plan.est_by_workload.values()) == pytest.approx(plan.est_s)
+    n, secs = plan.est_by_workload["dbench-60s"]
+    assert n == plan.cells and secs == pytest.approx(plan.cells * plan.trials_per_cell * (8.0 + plan_mod.TRIAL_OVERHEAD_S))
+    r = subprocess.run([sys.executable, "-m", "fsmeter", "study", "run", "gus3-2008", "--dry-run"],
+                       capture_output=True, text=True, timeout=300, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    rows = [[x.strip() for x in line.split("│")[1:-1]] for line in r.stdout.splitlines() if "│" in line]
+    assert ["dbench-60s", str(n), str(plan.trials_per_cell), "8.5", f"{secs / 60:.0f} min"] in rows

@@ -93,6 +93,8 @@ class StudyPlan:
     cells: int = 0
     trials_per_cell: int = 0
     est_s: float = 0.0
+    #: workload id -> (cells, estimated seconds): what the estimate is made of, for the dry run
+    est_by_workload: Dict[str, Tuple[int, float]] = field(default_factory=dict)
 
     def text(self) -> str:
         from fsmeter.campaign import dump_toml
@@ -439,7 +441,11 @@ def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None
     est_key = scale_name if scale_name in ("quick", "small") else "paper"
     per_wl = {w.id: w.est_trial_s.get(est_key, 10.0) * (factor if factor is not None else 1.0)
               for w in study.workloads}
-    plan.est_s = sum((per_wl.get(c.workload, 10.0) + TRIAL_OVERHEAD_S) * plan.trials_per_cell for c in cells)
+    for c in cells:
+        n, t = plan.est_by_workload.get(c.workload, (0, 0.0))
+        plan.est_by_workload[c.workload] = (n + 1, t + (per_wl.get(c.workload, 10.0) + TRIAL_OVERHEAD_S) *
+                                            plan.trials_per_cell)
+    plan.est_s = sum(t for _, t in plan.est_by_workload.values())
     return plan
 
 
