@@ -384,8 +384,12 @@ def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None
     if study.scales["paper"].note and scale_name != "quick":
         plan.changes.append(Change("approximated", "repetitions", study.scales["paper"].note))
     if base.repetitions != study.scales["paper"].repetitions:
-        plan.changes.append(Change("shrunk", f"repetitions {_reps(study.scales['paper'].repetitions)} -> "
-                                   f"{_reps(base.repetitions)}", _SCALE_WHY.get(scale_name, f"scale {scale_name}")))
+        more = int(base.repetitions.get("n") or 0) > int(study.scales["paper"].repetitions.get("n") or 0)
+        plan.changes.append(Change("approximated" if more else "shrunk",
+                                   f"repetitions {_reps(study.scales['paper'].repetitions)} -> "
+                                   f"{_reps(base.repetitions)}",
+                                   f"scale {scale_name}: more trials than the paper scale, for the power its claims "
+                                   "need" if more else _SCALE_WHY.get(scale_name, f"scale {scale_name}")))
     plan.changes += _always_changes(study)
     filesystems = _config_entries(study, plan.changes, plan.configs)
     if not filesystems:
