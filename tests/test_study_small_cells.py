@@ -118,3 +118,19 @@ def test_the_dry_run_shows_what_the_estimate_is_made_of():
     assert r.returncode == 0, r.stderr
     rows = [[x.strip() for x in line.split("│")[1:-1]] for line in r.stdout.splitlines() if "│" in line]
     assert ["dbench-60s", str(n), str(plan.trials_per_cell), f"{each:.1f}", f"{secs / 60:.0f} min"] in rows
+
+
+def test_the_headline_counts_every_verdict_word_apart():
+    from types import SimpleNamespace as NS
+
+    from fsmeter.study.report import headline
+    from fsmeter.study.verdict import (INCONCLUSIVE, NOT_COMPARABLE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED,
+                                       REVERSED)
+
+    words = [REPRODUCED, REPRODUCED, REVERSED, INCONCLUSIVE, INCONCLUSIVE, INCONCLUSIVE, NOT_COMPARABLE]
+    view = NS(verdicts=[NS(outcome=w) for w in words],
+              paper={"X1": NS(paper_verdict="contradicted"), "X2": NS(paper_verdict="supported")})
+    line = headline(view)
+    # Every word has its own count, zeros included, so that a reversal never hides among failures.
+    assert line == (f"2 {REPRODUCED}, 1 {REVERSED}, 0 {NOT_REPRODUCED}, 3 {INCONCLUSIVE}, 1 {NOT_COMPARABLE}, "
+                    f"0 {NOT_TESTABLE}; contradicted by the paper's own data: X1")
