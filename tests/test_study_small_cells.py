@@ -134,3 +134,27 @@ def test_the_headline_counts_every_verdict_word_apart():
     # Every word has its own count, zeros included, so that a reversal never hides among failures.
     assert line == (f"2 {REPRODUCED}, 1 {REVERSED}, 0 {NOT_REPRODUCED}, 3 {INCONCLUSIVE}, 1 {NOT_COMPARABLE}, "
                     f"0 {NOT_TESTABLE}; contradicted by the paper's own data: X1")
+
+
+def test_page_cache_reads_void_a_claim_only_on_workloads_the_study_ran_from_disk():
+    """B30 (ext3's two journal modes perform the same) is sensitive to cache residency for pgmeter, which
+    ran from disk; its filemark cases ran from memory in the study too, so their cached reads void nothing."""
+    import pandas as pd
+
+    from fsmeter.study.claims import ClaimChecker
+
+    s = load_study("bryant2002")
+    b30 = next(c for c in s.claims if c.id == "B30")
+    assert "cache_residency" in b30.sensitive_to
+
+    def frame(workload, metric):
+        return pd.DataFrame([dict(workload=workload, metric_key=metric, higher_is_better=True, filesystem=fs,
+                                  trial=t, value=1000.0 + (-1) ** t * (t // 2 + 1) * 2.0, phase_s=5.0,
+                                  other_cpu_share=0.01, cache_read_share=0.85, threads=1)
+                             for fs in ("ext3-ordered", "ext3-writeback") for t in range(8)])
+
+    only = s.model_copy(update={"claims": [b30]})
+    v = ClaimChecker(only, frame("filemark-small-file", "transactions-1.transactions_per_s")).check_all()[0]
+    assert v.outcome == "reproduced", (v.outcome, v.gates)
+    v = ClaimChecker(only, frame("pgmeter-seq-read", "run.ops_per_s")).check_all()[0]
+    assert v.outcome == "not comparable here" and "85%" in v.gates[0]
