@@ -84,7 +84,7 @@ def register(app: typer.Typer) -> None:
         from fsmeter.runner import start_campaign
         from fsmeter.store import open_store
         from fsmeter.study.model import load_study
-        from fsmeter.study.plan import plan_study
+        from fsmeter.study.plan import TRIAL_OVERHEAD_S, plan_study
 
         console = Console()
         study = load_study(name)
@@ -102,6 +102,14 @@ def register(app: typer.Typer) -> None:
         if plan.changes:
             console.print(_change_table(plan.changes))
         if dry_run:
+            est = Table(title="time estimate (one trial's time per workload as measured on a quiet 2-CPU machine "
+                        f"with loop images, plus {TRIAL_OVERHEAD_S:g} s per trial; a busy machine takes longer)")
+            for col in ("workload", "cells", "trials each", "s per trial", "total"):
+                est.add_column(col)
+            for wl, (n, secs) in plan.est_by_workload.items():
+                each = secs / (n * plan.trials_per_cell) if n and plan.trials_per_cell else 0.0
+                est.add_row(wl, str(n), str(plan.trials_per_cell), f"{each:.1f}", _minutes(secs))
+            console.print(est)
             console.print(text, markup=False, highlight=False)
             return
         if study.study.needs_root and target is None and (os.geteuid() != 0 or not os.path.exists("/dev/loop-control")):

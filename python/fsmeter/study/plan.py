@@ -21,6 +21,7 @@ campaign text the store keeps, so a report made elsewhere shows what this run ch
 """
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import shutil
@@ -92,6 +93,8 @@ class StudyPlan:
     cells: int = 0
     trials_per_cell: int = 0
     est_s: float = 0.0
+    #: workload id -> (cells, estimated seconds): what the estimate is made of, for the dry run
+    est_by_workload: Dict[str, Tuple[int, float]] = field(default_factory=dict)
 
     def text(self) -> str:
         from fsmeter.campaign import dump_toml
@@ -325,6 +328,41 @@ def _exclusions(study: Study, plan: "StudyPlan", labels: set) -> list:
     return out
 
 
+def _left_out(study: Study, scale, plan: "StudyPlan", labels: set, factors: dict) -> list:
+    """The scale's ``leave_out`` entries as campaign exclusions, each one a Change that names the claims
+    it costs. Workloads, configurations and levels this machine does not run anyway are passed over."""
+    out = []
+    for lo in scale.leave_out:
+        wls = [w for w in lo.workloads if w in labels] if lo.workloads else [None]
+        cfgs = [c for c in lo.configurations if c in plan.configs] if lo.configurations else [None]
+        dims = []
+        for fname, levels in lo.where.items():
+            f = study.factor(fname)
+            mapped = plan.levels.get(fname, {}) if f is not None and f.campaign in factors else {}
+            dims.append([(f.campaign, mapped[str(lv)]) for lv in levels if str(lv) in mapped])
+        if not wls or not cfgs or any(not d for d in dims):
+            continue
+        n = 0
+        for w in wls:
+            for c in cfgs:
+                for combo in itertools.product(*dims):
+                    ex = dict(combo)
+                    if w is not None:
+                        ex["workload"] = w
+                    if c is not None:
+                        ex["filesystem"] = c
+                    out.append(ex)
+                    n += 1
+        what = ", ".join(x for x in wls if x) or "every workload"
+        if lo.configurations:
+            what += " on " + ", ".join(x for x in cfgs if x)
+        if lo.where:
+            what += " at " + "; ".join(f"{k} = {', '.join(map(str, v))}" for k, v in lo.where.items())
+        plan.changes.append(Change("skipped", what, f"{_SCALE_WHY.get(plan.scale, 'scale ' + plan.scale)}: "
+                                   f"fewer cells; {lo.why}"))
+    return out
+
+
 def _capacity(study: Study, size: int, changes: list) -> int:
     """The loop image size, shrunk (with a Change) to what the scratch folder can hold."""
     from fsmeter.provision import default_scratch
@@ -364,8 +402,12 @@ def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None
     if study.scales["paper"].note and scale_name != "quick":
         plan.changes.append(Change("approximated", "repetitions", study.scales["paper"].note))
     if base.repetitions != study.scales["paper"].repetitions:
-        plan.changes.append(Change("shrunk", f"repetitions {_reps(study.scales['paper'].repetitions)} -> "
-                                   f"{_reps(base.repetitions)}", _SCALE_WHY.get(scale_name, f"scale {scale_name}")))
+        more = int(base.repetitions.get("n") or 0) > int(study.scales["paper"].repetitions.get("n") or 0)
+        plan.changes.append(Change("approximated" if more else "shrunk",
+                                   f"repetitions {_reps(study.scales['paper'].repetitions)} -> "
+                                   f"{_reps(base.repetitions)}",
+                                   f"scale {scale_name}: more trials than the paper scale, for the power its claims "
+                                   "need" if more else _SCALE_WHY.get(scale_name, f"scale {scale_name}")))
     plan.changes += _always_changes(study)
     in_guest: list = []
     filesystems = _config_entries(study, plan.changes, plan.configs, kernel, in_guest)
@@ -419,6 +461,7 @@ def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None
                 exclusions.append({"filesystem": f["label"], "kernel": "host"})
             else:
                 exclusions += [{"filesystem": f["label"], "kernel": lv} for lv in levels]
+    exclusions += _left_out(study, base, plan, {w["label"] for w in workloads}, factors)
     if exclusions:
         camp["exclusions"] = exclusions
     plan.campaign = camp
@@ -431,7 +474,11 @@ def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None
     est_key = scale_name if scale_name in ("quick", "small") else "paper"
     per_wl = {w.id: w.est_trial_s.get(est_key, 10.0) * (factor if factor is not None else 1.0)
               for w in study.workloads}
-    plan.est_s = sum((per_wl.get(c.workload, 10.0) + TRIAL_OVERHEAD_S) * plan.trials_per_cell for c in cells)
+    for c in cells:
+        n, t = plan.est_by_workload.get(c.workload, (0, 0.0))
+        plan.est_by_workload[c.workload] = (n + 1, t + (per_wl.get(c.workload, 10.0) + TRIAL_OVERHEAD_S) *
+                                            plan.trials_per_cell)
+    plan.est_s = sum(t for _, t in plan.est_by_workload.values())
     return plan
 
 
