@@ -137,10 +137,9 @@ def test_sync_engine_caps_the_queue_depth_with_a_note():
                                          r"\(not planned\)"),
     ("[a]\nsize=1m\nioengine=mmap\n", r"^t.fio line 3: ioengine=mmap: ioengine mmap is not supported"),
     ("[a]\nsize=1m\nrw=trim\n", r"line 3: rw=trim: trim is not supported"),
-    ("[a]\nsize=20%\n", r"line 2: size=20%: a percentage of a device is not supported"),
+    ("[a]\nsize=20%\n", r"line 2: size=20%: a percentage of the files' size needs files that exist"),
     ("[a]\nsize=1m\nbs=4k-8k\n", r"line 3: bs=4k-8k: a block size range is not supported by fsmeter \(planned"),
-    ("[a]\nsize=1m\nfilename=/dev/sda\n", r"line 3: filename=/dev/sda: an absolute path is not supported"),
-    ("[a]\nsize=1m\ndirectory=../up\n", r"line 3: directory=../up: '..' would leave --dir"),
+    ("[a]\nsize=1m\ndirectory=../up\n", r"line 3: directory=../up: '..' would leave the job's directory"),
     ("[a]\nrw=read\n", r"line 1: job a: give size="),
     ("[a]\nsize=1m\nbssplit=4k/50:8k/40\n", r"line 3: bssplit=4k/50:8k/40: the percentages add up to 90"),
 ])
