@@ -189,10 +189,20 @@ def test_an_offset_modifier_is_refused_naming_it_unless_it_changes_nothing():
     refused("[a]\nsize=1m\nrw=write:112k\n", r"line 3: rw=write:112k: .*holes between sequential requests")
 
 
+def test_loops_timeout_and_a_bsrange_of_one_size():
+    (m,) = jobs_of("[a]\nrw=randrw\nbs=4k\nsize=256k\nnorandommap\nloops=3\n")
+    assert m.params["total_bytes"] == 3 * (256 << 10)  # fio runs the whole job again, loops times
+    (m,) = jobs_of("[a]\nrw=write\nsize=1m\nbsrange=8k-8k\ntimeout=60\ntime_based\n")
+    assert m.params["entries"][0]["size"] == 8192 and m.params["duration_s"] == 60
+    refused("[a]\nrw=write\nsize=1m\nbsrange=4k-16k\n", r"line 4: bsrange=4k-16k: request sizes drawn from a "
+            r"range are not supported by fsmeter yet \(planned\)")
+
+
 @pytest.mark.parametrize("option,said", [
     ("thread", "always runs a job's clones as threads"), ("threads=1", "always runs a job's clones as threads"),
     ("create_on_open=1", "lays its files out in the prepare phase"), ("io_submit_mode=offload", "inline"),
     ("gtod_reduce=1", "still times every request"), ("disable_slat=1", "from issue to completion"),
+    ("new_group", "reports every job on its own"),
 ])
 def test_options_that_change_nothing_measured_are_accepted_with_a_note(option, said):
     (m,) = jobs_of(f"[a]\nrw=read\nsize=1m\n{option}\n")
@@ -238,7 +248,8 @@ def test_bw_and_iops_logs_in_fios_format(tmp_path):
     # KiB/s = IOPS x 4 KiB requests (each rounded on its own).
     assert all(abs(int(b[1]) - int(i[1]) * 4) <= 4 for b, i in zip(rows["bw"], rows["iops"]))
     # fio writes the same job's logs in the same shape: 5 columns, the same direction, block size and last column,
-    # one line per 200 ms window ending near each multiple of 200 ms.
+    # one line per 200 ms window ending near each multiple of 200 ms (how many windows of the last part of a
+    # second each writes depends on when the job ends: not compared).
     if shutil.which("fio") is None:
         pytest.skip("fio is not installed (Debian package fio)")
     fio_dir = tmp_path / "fio"
@@ -248,8 +259,7 @@ def test_bw_and_iops_logs_in_fios_format(tmp_path):
     for k in rows:
         theirs = [ln.split(", ") for ln in (fio_dir / f"run_{k}.1.log").read_text().splitlines()]
         assert {len(x) for x in theirs} == {5} and {tuple(x[2:]) for x in theirs} == {tuple(x[2:]) for x in rows[k]}
-        assert abs(len(theirs) - len(rows[k])) <= 1
-        assert all(abs(int(a[0]) - int(b[0])) < 150 for a, b in zip(theirs, rows[k]))
+        assert len(theirs) >= 3 and all(abs(int(a[0]) - int(b[0])) < 100 for a, b in zip(theirs, rows[k]))
 
 
 # -- errors in the job file's words ----------------------------------------------------------------------------------

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Optional
 
 from fsmeter.errors import UserError
-from fsmeter.interop.fio_jobfile import (FioJob, is_percentage, parse_fio_bool, parse_fio_int, parse_fio_pct,
-                                         parse_fio_range, parse_fio_size, parse_fio_time_s, read_jobfile,
-                                         split_names)
+from fsmeter.interop.fio_jobfile import (FioJob, FioOption, is_percentage, parse_fio_bool, parse_fio_int,
+                                         parse_fio_pct, parse_fio_range, parse_fio_size, parse_fio_time_s,
+                                         read_jobfile, split_names)
 
 #: Options fsmeter maps (the rest of the module says how).
 SUPPORTED = {
@@ -21,7 +21,8 @@ SUPPORTED = {
     "time_based", "ramp_time", "fsync", "end_fsync", "norandommap", "randrepeat", "randseed", "offset",
     "blockalign", "ba", "stonewall", "wait_for_previous", "group_reporting", "thread", "kb_base",
     "percentage_random", "io_size", "io_limit", "unlink", "iomem", "mem", "threads", "nr_files", "filename_format",
-    "number_ios", "write_bw_log", "write_iops_log", "log_avg_msec", "per_job_logs",
+    "number_ios", "write_bw_log", "write_iops_log", "log_avg_msec", "per_job_logs", "timeout", "loops", "bsrange",
+    "blocksize_range",
 }
 #: Options accepted because they change nothing fsmeter measures (or counts): why, as the note printed.
 ACCEPTED = {
@@ -37,14 +38,15 @@ ACCEPTED = {
     "disable_slat": "fio then reports no submission latency; fsmeter has none to report (it times each request "
                     "from issue to completion)",
     "disable_bw_measurement": "fio then keeps no bandwidth samples; fsmeter still samples every interval",
+    "new_group": "fio then reports the job in a group of its own; fsmeter reports every job on its own anyway",
 }
 _ACCEPTED_VALUES = {"io_submit_mode": ("inline", "offload")}
 #: Options fsmeter means to support later (the error says "planned"); any other is "not planned".
 PLANNED = {
-    "bsrange", "blocksize_range", "rate", "rate_iops", "rate_min", "rate_iops_min", "fdatasync", "sync",
-    "loops", "file_service_type", "random_distribution", "zipf", "pareto", "norandommap_percentage",
+    "rate", "rate_iops", "rate_min", "rate_iops_min", "fdatasync", "sync",
+    "file_service_type", "random_distribution", "zipf", "pareto", "norandommap_percentage",
     "random_generator", "iodepth_batch", "iodepth_batch_submit", "iodepth_batch_complete", "iodepth_low",
-    "startdelay", "new_group", "fallocate", "overwrite", "invalidate", "fsync_on_close",
+    "startdelay", "fallocate", "overwrite", "invalidate", "fsync_on_close",
     "write_barrier", "bs_unaligned", "unified_rw_reporting", "steadystate", "ss", "ss_dur",
     "ss_ramp", "allrandrepeat", "rwmixcycle", "random_distribution", "opendir", "lockfile",
     "cpus_allowed", "cpumask", "nice", "prio", "write_lat_log", "write_hist_log", "percentile_list",
@@ -209,6 +211,24 @@ def _bs_pair(ctx: _Ctx, name: str) -> Optional[tuple]:
     if min(out) <= 0:
         ctx.fail(opt, "must be > 0")
     return tuple(out)
+
+
+def _bsrange(ctx: _Ctx) -> Optional[tuple]:
+    """bsrange (alias blocksize_range) whose ends are equal: one size, as bs (fio draws sizes between the ends;
+    drawing them needs engine support, so a real range is refused)."""
+    opt = ctx.job.get("bsrange") or ctx.job.get("blocksize_range")
+    if opt is None:
+        return None
+    out = []
+    for part in (opt.value or "").split(",")[:2]:
+        lo, hi = ctx._range(FioOption(opt.name, part, opt.line, opt.written))
+        if lo != hi:
+            ctx.fail(opt, "request sizes drawn from a range are not supported by fsmeter yet (planned): give equal "
+                          "ends, or bs= or bssplit=")
+        if lo <= 0:
+            ctx.fail(opt, "must be > 0")
+        out.append(lo)
+    return (out[0], out[-1])
 
 
 def _bssplit(ctx: _Ctx) -> Optional[tuple]:
@@ -518,7 +538,7 @@ _SOURCES = {
     "entries": ("bssplit", "bs", "blocksize", "rw", "readwrite"), "record_size": ("bs", "blocksize"),
     "alignment": ("blockalign", "ba", "bs", "blocksize"), "file_size": ("filesize", "size"),
     "offset": ("offset",), "queue_depth": ("iodepth",), "threads": ("numjobs",), "direct": ("direct", "buffered"),
-    "total_bytes": ("number_ios", "io_size", "io_limit", "size"), "duration_s": ("runtime",),
+    "total_bytes": ("number_ios", "io_size", "io_limit", "size"), "duration_s": ("runtime", "timeout"),
     "warmup_s": ("ramp_time",), "fsync_every": ("fsync",), "file_count": ("nrfiles", "filename"),
     "file_names": ("filename", "filename_format", "directory"), "buffer_memory": ("iomem", "mem"),
     "backend": ("ioengine",), "seed": ("randseed",), "interval_s": ("log_avg_msec",),
@@ -606,7 +626,7 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
         random_pct = ctx.int("percentage_random", 100, 0, 100)
     # -- request sizes: per direction [(size, pct)] ---------------------------------------------------------
     split = _bssplit(ctx)
-    bs = _bs_pair(ctx, "bs") or _bs_pair(ctx, "blocksize") or (4096, 4096)
+    bs = _bsrange(ctx) or _bs_pair(ctx, "bs") or _bs_pair(ctx, "blocksize") or (4096, 4096)
     per_dir = split if split is not None else ([(bs[0], 100.0)], [(bs[1], 100.0)])
     entries = []
     if per_dir[0] == per_dir[1]:
@@ -657,7 +677,7 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
                         f"{filesize}-byte file: make size/filesize larger or bs smaller")
     # -- time, sync, randomness -----------------------------------------------------------------------------
     time_based = ctx.flag("time_based", False)
-    runtime = ctx.time_s("runtime")
+    runtime = ctx.time_s("runtime") if job.get("runtime") is not None else ctx.time_s("timeout")  # fio's alias
     ramp = ctx.time_s("ramp_time") or 0.0
     if time_based and not runtime:
         raise UserError(f"{where} line {job.get('time_based').line}: time_based needs runtime=: give one")
@@ -674,7 +694,8 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
         notes.append("several request sizes without norandommap: fio's random map shortens requests as blocks "
                      "fill up (so it does more, smaller I/Os than bssplit says); fsmeter keeps the sizes asked for, "
                      "as fio does with norandommap")
-    total = None if time_based else per_job * numjobs
+    loops = ctx.int("loops", 1, 1, 1 << 32)
+    total = None if time_based else per_job * numjobs * loops  # fio: the whole job again, `loops` times
     nio = job.get("number_ios")
     if nio is not None and ctx.int("number_ios", 0, 0) > 0:
         # fio: each clone stops after this many I/Os (reads and writes together), if nothing stops it before.
@@ -682,7 +703,7 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
             ctx.fail(nio, "with several request sizes fsmeter cannot stop after a number of I/Os yet (planned): "
                           "remove it, or give one bs")
         cap = ctx.int("number_ios", 0, 0) * sizes[0]
-        total = min(per_job, cap) * numjobs if not time_based else cap * numjobs
+        total = min(per_job * loops, cap) * numjobs if not time_based else cap * numjobs
     layout = filesize
     if real is not None and min(real) - offset > filesize:
         # The files were there before and are longer than the region: fio works inside them and leaves the rest;
