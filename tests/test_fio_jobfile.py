@@ -73,7 +73,7 @@ def test_sections_comments_global_and_env():
 
 
 @pytest.mark.parametrize("text,pattern", [
-    ("[a]\nsize=${NOPE}\n", r"t.fio line 2: \$\{NOPE\} is not set"),
+    ("[${NOPE}]\nsize=1m\n", r"t.fio line 1: \$\{NOPE\} is not set"),
     ("size=1m\n[a]\n", "t.fio line 1: option 'size=1m' outside of a \\[job\\] section"),
     ("[a\n", "line 1: '\\[a' is not a section header"),
     ("# nothing\n", "no job section"),

@@ -285,9 +285,20 @@ def test_a_planning_error_names_the_line(tmp_path):
     assert "entries" not in exc.value.message and "direct=0" in exc.value.message
 
 
+def test_an_unset_variable_is_named_after_the_engine_and_unknown_options():
+    refused("[a]\nsize=1m\nrw=${NOPE}\n", r"^t.fio line 3: \$\{NOPE\} is not set in the environment: export it")
+    refused("[a]\nhttp_s3_key=${S3_KEY}\nioengine=http\n", r"^t.fio line 3: ioengine=http: ioengine http is not "
+            r"supported: a network, object-store")
+
+
 @pytest.mark.parametrize("text,pattern", [
-    ("[a]\nsize=1m\nioengine=rdma\n", r"line 3: ioengine=rdma: ioengine rdma is not supported"),
-    ("[a]\nsize=1m\nioengine=libhdfs\n", r"line 3: ioengine=libhdfs: ioengine libhdfs"),
+    ("[a]\nsize=1m\nioengine=rdma\n", r"line 3: ioengine=rdma: ioengine rdma is not supported: a network"),
+    ("[a]\nport=8765\nioengine=net\n", r"line 3: ioengine=net: ioengine net is not supported: a network"),
+    ("[a]\nsize=1m\nioengine=libhdfs\n", r"line 3: ioengine=libhdfs: ioengine libhdfs is not supported: a "
+                                          "network"),
+    ("[a]\ncmd_type=nvme\nioengine=io_uring_cmd\n", r"line 3: ioengine=io_uring_cmd: .*NVMe or SCSI pass-through"),
+    ("[a]\nsize=1m\nioengine=libcufile\n", r"line 3: ioengine=libcufile: .*GPU I/O"),
+    ("[a]\nsize=1m\nioengine=page_fault\n", r"line 3: ioengine=page_fault: ioengine page_fault is not supported"),
     ("[a]\nsize=1m\nzonemode=zbd\n", r"line 3: option zonemode is not supported .*zoned devices"),
     ("[a]\nsize=1m\nmem=cudamalloc\n", r"line 3: mem=cudamalloc: GPU memory"),
 ])

@@ -24,6 +24,8 @@ class FioOption:
     line: int
     #: The value as the file has it, before ${VAR} and $pagesize-style expansion (for error lines).
     written: Optional[str] = None
+    #: An environment variable the value names that is not set (the option cannot be used).
+    unset: Optional[str] = None
 
     @property
     def as_written(self) -> str:
@@ -147,6 +149,10 @@ def _replace_keywords(value: str, keywords: Mapping[str, str]) -> tuple:
     return value, replaced
 
 
+def unset_message(where: str, line: int, var: str) -> str:
+    return f"{where} line {line}: ${{{var}}} is not set in the environment: export it, or write the value"
+
+
 def parse_jobfile(text: str, where: str, env: Optional[Mapping[str, str]] = None,
                   keywords: Optional[Mapping[str, str]] = None) -> FioJobFile:
     """Sections and options of a job file; errors name `where` and the line."""
@@ -161,14 +167,18 @@ def parse_jobfile(text: str, where: str, env: Optional[Mapping[str, str]] = None
         if not line or line[0] in "#;":
             continue
 
+        unset: list = []
+
         def expand(m: re.Match) -> str:
             if m.group(1) not in env:
-                raise UserError(f"{where} line {n}: ${{{m.group(1)}}} is not set in the environment: export it, "
-                                "or write the value")
+                unset.append(m.group(1))
+                return ""
             return env[m.group(1)]
 
         written = _strip_comment(line).partition("=")
         line = _VAR.sub(expand, line)
+        if unset and (line.startswith("[") or not written[1]):
+            raise UserError(unset_message(where, n, unset[0]))
         if line.startswith("["):
             if not line.endswith("]") or len(line) < 3:
                 raise UserError(f"{where} line {n}: {raw.strip()!r} is not a section header: write [name]")
@@ -194,6 +204,9 @@ def parse_jobfile(text: str, where: str, env: Optional[Mapping[str, str]] = None
         if not key or " " in key:
             raise UserError(f"{where} line {n}: {raw.strip()!r} is not an option: write name=value")
         value = value.strip() if sep else None
+        if unset:  # refused when the job is mapped, after what would say more (the engine, unknown options)
+            current[key] = FioOption(key, "", n, written[2].strip(), unset=unset[0])
+            continue
         if value is not None and "$" in value:
             try:
                 value, _ = _replace_keywords(value, keywords)

@@ -12,7 +12,7 @@ from typing import Optional
 from fsmeter.errors import UserError
 from fsmeter.interop.fio_jobfile import (FioJob, FioOption, is_percentage, parse_fio_bool, parse_fio_int,
                                          parse_fio_pct, parse_fio_range, parse_fio_size, parse_fio_time_s,
-                                         read_jobfile, split_names)
+                                         read_jobfile, split_names, unset_message)
 
 #: Options fsmeter maps (the rest of the module says how).
 SUPPORTED = {
@@ -82,6 +82,28 @@ _RW = {"read": (100, 0), "write": (0, 0), "randread": (100, 100), "randwrite": (
        "readwrite": (None, 0), "randrw": (None, 100)}
 _TRIM = {"trim", "randtrim", "trimwrite", "randtrimwrite"}
 SYNC_ENGINES = {"psync", "sync", "pvsync", "null"}
+#: Why fio's other engines are not a local filesystem's work for fsmeter (or not yet), by engine.
+_ENGINE_WHY = {}
+for _names, _why in (
+    (("net", "netsplice", "rdma", "http", "nbd", "nfs", "rados", "rbd", "gfapi", "gfapi_async", "dfs", "libiscsi",
+      "libhdfs", "ime_psync", "ime_psyncv", "ime_aio", "xnvme", "libblkio", "windowsaio", "splice"),
+     "a network, object-store, cluster or remote-block engine: fsmeter measures a local filesystem, through "
+     "its own system calls (not planned)"),
+    (("io_uring_cmd", "sg", "libzbc", "mtd", "dev-dax", "libpmem", "pmemblk", "spdk"),
+     "it talks to a device (NVMe or SCSI pass-through, zoned, flash, persistent memory) past any filesystem: "
+     "fsmeter measures filesystems (not planned)"),
+    (("libcufile", "libhipfile", "cuda"), "GPU I/O is not supported by fsmeter (not planned)"),
+    (("cpuio", "exec", "cpp_null", "external"), "it does no filesystem I/O (it burns CPU, runs a program or is "
+     "a plugin): fsmeter measures filesystems (not planned)"),
+    (("page_fault", "mmap", "posixaio", "solarisaio", "guasi", "e4defrag", "falloc", "ftruncate"),
+     "fsmeter has no such engine: its I/O is pread/pwrite (psync) or io_uring (not planned); the fileset, "
+     "tree and macro families measure file creation, stat and removal"),
+    (("filecreate", "filestat", "filedelete", "dircreate", "dirstat", "dirdelete"),
+     "file and directory metadata workloads are fsmeter's tree and fileset families (fsmeter run "
+     "fdtree-quick, postmark-quick), not fio job files"),
+):
+    for _n in _names:
+        _ENGINE_WHY[_n] = _why
 
 
 @dataclass
@@ -173,6 +195,13 @@ class _Ctx:
 
 
 def check_options(where: str, job: FioJob) -> None:
+    """Every option of the job is one fsmeter maps, accepts or refuses (one line each). An engine fsmeter does
+    not have is named first: the options that come with it (port=, cmd_type=, ...) say less."""
+    eng = job.get("ioengine")
+    if eng is not None and eng.unset is None and (eng.value or "").strip() not in ENGINES:
+        engine = (eng.value or "").strip()
+        raise UserError(f"{where} line {eng.line}: {eng.as_written}: ioengine {engine} is not supported: "
+                        f"{_ENGINE_WHY.get(engine, 'not planned')}; fsmeter runs {', '.join(ENGINES)}")
     for opt in sorted(job.options.values(), key=lambda o: o.line):
         if opt.name in SUPPORTED or opt.name in ACCEPTED:
             continue
@@ -185,6 +214,9 @@ def check_options(where: str, job: FioJob) -> None:
                             f"(planned){why}: remove it, or run this job with fio")
         raise UserError(f"{where} line {opt.line}: option {opt.name} is not supported by fsmeter (not planned): "
                         "remove it, or run this job with fio")
+    for opt in sorted(job.options.values(), key=lambda o: o.line):
+        if opt.unset is not None:
+            raise UserError(unset_message(where, opt.line, opt.unset))
 
 
 def _bs_pair(ctx: _Ctx, name: str) -> Optional[tuple]:
@@ -643,8 +675,8 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
     eng_opt = job.get("ioengine")
     engine = (eng_opt.value or "").strip() if eng_opt is not None else "psync"
     if engine not in ENGINES:
-        ctx.fail(eng_opt, f"ioengine {engine} is not supported by fsmeter (not planned): use one of "
-                          f"{', '.join(ENGINES)}")
+        ctx.fail(eng_opt, f"ioengine {engine} is not supported: {_ENGINE_WHY.get(engine, 'not planned')}; "
+                          f"fsmeter runs {', '.join(ENGINES)}")
     if engine in ENGINE_NOTES:
         notes.append(ENGINE_NOTES[engine])
     qd = ctx.int("iodepth", 1, 1, 4096)
