@@ -202,7 +202,8 @@ def test_loops_timeout_and_a_bsrange_of_one_size():
     ("thread", "always runs a job's clones as threads"), ("threads=1", "always runs a job's clones as threads"),
     ("create_on_open=1", "lays its files out in the prepare phase"), ("io_submit_mode=offload", "inline"),
     ("gtod_reduce=1", "still times every request"), ("disable_slat=1", "from issue to completion"),
-    ("new_group", "reports every job on its own"),
+    ("new_group", "reports every job on its own"), ("clat_percentiles=1", "its own latency percentiles"),
+    ("percentile_list=50:99", "its own latency percentiles"), ("invalidate=0", "as --cache says"),
 ])
 def test_options_that_change_nothing_measured_are_accepted_with_a_note(option, said):
     (m,) = jobs_of(f"[a]\nrw=read\nsize=1m\n{option}\n")

@@ -39,18 +39,22 @@ ACCEPTED = {
                     "from issue to completion)",
     "disable_bw_measurement": "fio then keeps no bandwidth samples; fsmeter still samples every interval",
     "new_group": "fio then reports the job in a group of its own; fsmeter reports every job on its own anyway",
+    "clat_percentiles": "fsmeter reports its own latency percentiles (50 to 99.99) of every request, always",
+    "lat_percentiles": "fsmeter reports its own latency percentiles (50 to 99.99) of every request, always",
+    "percentile_list": "fsmeter reports its own latency percentiles (50 to 99.99); fio's export of a run carries "
+                       "them under fio's names",
+    "invalidate": "fio drops the job's files from the page cache before it starts (1, its default) or not (0); "
+                  "fsmeter resets caches before each measured phase as --cache says (--cache keep: not at all)",
 }
 _ACCEPTED_VALUES = {"io_submit_mode": ("inline", "offload")}
 #: Options fsmeter means to support later (the error says "planned"); any other is "not planned".
 PLANNED = {
-    "rate", "rate_iops", "rate_min", "rate_iops_min", "fdatasync", "sync",
-    "file_service_type", "random_distribution", "zipf", "pareto", "norandommap_percentage",
-    "random_generator", "iodepth_batch", "iodepth_batch_submit", "iodepth_batch_complete", "iodepth_low",
-    "startdelay", "fallocate", "overwrite", "invalidate", "fsync_on_close",
-    "write_barrier", "bs_unaligned", "unified_rw_reporting", "steadystate", "ss", "ss_dur",
-    "ss_ramp", "allrandrepeat", "rwmixcycle", "random_distribution", "opendir", "lockfile",
-    "cpus_allowed", "cpumask", "nice", "prio", "write_lat_log", "write_hist_log", "percentile_list",
-    "clat_percentiles", "lat_percentiles", "hipri", "fixedbufs", "registerfiles", "sqthread_poll", "exitall",
+    "rate", "rate_iops", "rate_min", "rate_iops_min", "fdatasync", "sync", "file_service_type",
+    "random_distribution", "zipf", "pareto", "norandommap_percentage", "random_generator", "iodepth_batch",
+    "iodepth_batch_submit", "iodepth_batch_complete", "iodepth_low", "startdelay", "fallocate", "overwrite",
+    "fsync_on_close", "write_barrier", "bs_unaligned", "unified_rw_reporting", "steadystate", "ss", "ss_dur",
+    "ss_ramp", "allrandrepeat", "rwmixcycle", "opendir", "lockfile", "cpus_allowed", "cpumask", "nice", "prio",
+    "write_lat_log", "write_hist_log", "hipri", "fixedbufs", "registerfiles", "sqthread_poll", "exitall",
     "exitall_on_error", "continue_on_error", "ioscheduler",
 }
 #: What a planned option waits for, when it is more than the mapping (the error line says it).
@@ -526,6 +530,12 @@ def _accepted_notes(ctx: _Ctx, notes: list) -> None:
                 continue  # fio's default: nothing to say
         elif key == "threads":
             ctx.int("threads", 1, 0)
+        elif key == "percentile_list":
+            pass
+        elif key in ("clat_percentiles", "lat_percentiles"):
+            ctx.flag(key)
+        elif key == "invalidate":
+            ctx.flag(key)
         elif key != "thread" and not ctx.flag(key):
             continue
         notes.append(f"{opt.as_written}: {why}")
