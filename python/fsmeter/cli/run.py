@@ -197,8 +197,8 @@ def register(app: typer.Typer) -> None:
         from fsmeter.provision.sysinfo import pseudo_filesystem
 
         if dir is None and not workload.endswith(".fio"):
-            raise UserError("--dir is required: name a directory on the filesystem to measure (only a fio job file "
-                            "that names absolute directories may leave it out)")
+            raise UserError("--dir is required: name a directory on the filesystem to measure (only `fsmeter run "
+                            "FILE.fio` of a job file that names absolute directories may leave it out)")
         pseudo = pseudo_filesystem(str(dir)) if dir is not None and dir.is_dir() else None
         if pseudo:
             raise UserError(f"--dir {dir} is a kernel interface ({pseudo}), not a filesystem to measure: name a "
