@@ -99,9 +99,10 @@ for _names, _why in (
     (("libcufile", "libhipfile", "cuda"), "GPU I/O is not supported by fsmeter (not planned)"),
     (("cpuio", "exec", "cpp_null", "external"), "it does no filesystem I/O (it burns CPU, runs a program or is "
      "a plugin): fsmeter measures filesystems (not planned)"),
-    (("page_fault", "mmap", "posixaio", "solarisaio", "guasi", "e4defrag", "falloc", "ftruncate"),
-     "fsmeter has no such engine: its I/O is pread/pwrite (psync) or io_uring (not planned); the fileset, "
-     "tree and macro families measure file creation, stat and removal"),
+    (("page_fault", "mmap", "posixaio", "solarisaio", "guasi"),
+     "fsmeter has no such engine: its requests are pread/pwrite (psync) or io_uring (not planned)"),
+    (("e4defrag", "falloc", "ftruncate"),
+     "it issues one filesystem call (defragment, fallocate, ftruncate) fsmeter has no workload for (not planned)"),
     (("filecreate", "filestat", "filedelete", "dircreate", "dirstat", "dirdelete"),
      "file and directory metadata workloads are fsmeter's tree and fileset families (fsmeter run "
      "fdtree-quick, postmark-quick), not fio job files"),
