@@ -73,7 +73,7 @@ def test_sections_comments_global_and_env():
 
 
 @pytest.mark.parametrize("text,pattern", [
-    ("[a]\nsize=${NOPE}\n", r"t.fio line 2: \$\{NOPE\} is not set"),
+    ("[${NOPE}]\nsize=1m\n", r"t.fio line 1: \$\{NOPE\} is not set"),
     ("size=1m\n[a]\n", "t.fio line 1: option 'size=1m' outside of a \\[job\\] section"),
     ("[a\n", "line 1: '\\[a' is not a section header"),
     ("# nothing\n", "no job section"),
@@ -137,10 +137,9 @@ def test_sync_engine_caps_the_queue_depth_with_a_note():
                                          r"\(not planned\)"),
     ("[a]\nsize=1m\nioengine=mmap\n", r"^t.fio line 3: ioengine=mmap: ioengine mmap is not supported"),
     ("[a]\nsize=1m\nrw=trim\n", r"line 3: rw=trim: trim is not supported"),
-    ("[a]\nsize=20%\n", r"line 2: size=20%: a percentage of a device is not supported"),
+    ("[a]\nsize=20%\n", r"line 2: size=20%: a percentage of the files' size needs files that exist"),
     ("[a]\nsize=1m\nbs=4k-8k\n", r"line 3: bs=4k-8k: a block size range is not supported by fsmeter \(planned"),
-    ("[a]\nsize=1m\nfilename=/dev/sda\n", r"line 3: filename=/dev/sda: an absolute path is not supported"),
-    ("[a]\nsize=1m\ndirectory=../up\n", r"line 3: directory=../up: '..' would leave --dir"),
+    ("[a]\nsize=1m\ndirectory=../up\n", r"line 3: directory=../up: '..' would leave the job's directory"),
     ("[a]\nrw=read\n", r"line 1: job a: give size="),
     ("[a]\nsize=1m\nbssplit=4k/50:8k/40\n", r"line 3: bssplit=4k/50:8k/40: the percentages add up to 90"),
 ])

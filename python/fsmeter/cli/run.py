@@ -155,7 +155,8 @@ def register(app: typer.Typer) -> None:
     def run(
         workload: str = typer.Argument(..., help="a named workload (see `fsmeter list`), a workload .toml file, or a "
                                        "fio job file (.fio; FILE.fio:JOB for one job)"),
-        dir: Path = typer.Option(..., "--dir", "-d", help="directory on the filesystem to measure (must exist)"),
+        dir: Optional[Path] = typer.Option(None, "--dir", "-d", help="directory on the filesystem to measure (must "
+                                           "exist; a fio job file's absolute directory= without it)"),
         set_: Optional[List[str]] = typer.Option(None, "--set", "-s", help="override a parameter: key=value (repeatable)"),
         json_out: Optional[Path] = typer.Option(None, "--json", help="also write the full result as JSON to this file"),
         keep_files: bool = typer.Option(False, "--keep-files", help="leave the workload's files in --dir"),
@@ -195,7 +196,10 @@ def register(app: typer.Typer) -> None:
         opts = dict(show_progress=not quiet, keep_files=keep_files, cache=cache, min_phase_s=min_phase_s)
         from fsmeter.provision.sysinfo import pseudo_filesystem
 
-        pseudo = pseudo_filesystem(str(dir)) if dir.is_dir() else None
+        if dir is None and not workload.endswith(".fio"):
+            raise UserError("--dir is required: name a directory on the filesystem to measure (only `fsmeter run "
+                            "FILE.fio` of a job file that names absolute directories may leave it out)")
+        pseudo = pseudo_filesystem(str(dir)) if dir is not None and dir.is_dir() else None
         if pseudo:
             raise UserError(f"--dir {dir} is a kernel interface ({pseudo}), not a filesystem to measure: name a "
                             "directory on a real filesystem")
@@ -210,6 +214,8 @@ def register(app: typer.Typer) -> None:
                 raise UserError(f"{name} works under mpirun only (it lays out regions for the other ranks): leave "
                                 "it out, or run `mpirun -n N fsmeter run ...`")
         if launched_under_mpi():  # one rank of mpirun -n N: rank 0 prints and writes the merged result
+            if dir is None:
+                raise UserError("--dir is required under mpirun: name the directory every rank works in")
             from fsmeter.mpi.run import run_under_mpi
 
             if not mpi_timeout_s > 0:
