@@ -142,3 +142,15 @@ def test_set_random_distribution_on_a_named_workload(tmp_path):
     r = fsm("run", "rand-read-4k", "--dir", tmp_path, "-q", "--set", "random_distribution=zipf:1")
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0
     assert "random_distribution" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_fio_json_export_carries_trims_in_their_own_direction():
+    from fsmeter.interop.fio_export import fio_job
+
+    lat = {"count": 4, "mean_ns": 2000.0, "min_ns": 1000, "max_ns": 3000, "p50_ns": 2000, "p90_ns": 3000,
+           "p99_ns": 3000, "p99_9_ns": 3000, "buckets": [[2048, 2], [4096, 2]]}
+    report = {"elapsed_s": 2.0, "warmup_s": 0.0, "intervals": [],
+              "ops": {"trim": {"count": 4, "bytes": 16384, "ops_per_s": 2.0, "bytes_per_s": 8192.0, "lat": lat}}}
+    job = fio_job("punch", 0, {}, [report], False)
+    assert (job["trim"]["total_ios"], job["trim"]["io_bytes"], job["trim"]["bw_bytes"]) == (4, 16384, 8192)
+    assert job["read"]["total_ios"] == job["write"]["total_ios"] == 0
