@@ -131,12 +131,12 @@ def test_sync_engine_caps_the_queue_depth_with_a_note():
 
 
 @pytest.mark.parametrize("text,pattern", [
-    ("[a]\nsize=1m\nverify=md5\n", r"^t.fio line 3: option verify is not supported and fsmeter will not support it"),
+    ("[a]\nsize=1m\nverify=md5\n", r"^t.fio line 3: verify=md5: fsmeter's verification has crc32c, xxhash .* not md5"),
     ("[a]\nsize=1m\nrate=10m\n", r"^t.fio line 3: option rate is not supported by fsmeter yet \(planned\)"),
     ("[a]\nsize=1m\nflux_capacitor=1\n", r"^t.fio line 3: option flux_capacitor is not supported by fsmeter "
                                          r"\(not planned\)"),
     ("[a]\nsize=1m\nioengine=mmap\n", r"^t.fio line 3: ioengine=mmap: ioengine mmap is not supported"),
-    ("[a]\nsize=1m\nrw=trim\n", r"line 3: rw=trim: trim is not supported"),
+    ("[a]\nsize=1m\nrw=trim\nbssplit=4k/50:8k/50\n", r"line 4: bssplit=.*: with rw=trim, give one trim size"),
     ("[a]\nsize=20%\n", r"line 2: size=20%: a percentage of the files' size needs files that exist"),
     ("[a]\nsize=1m\nbs=4k-8k\n", r"line 3: bs=4k-8k: a block size range is not supported by fsmeter \(planned"),
     ("[a]\nsize=1m\ndirectory=../up\n", r"line 3: directory=../up: '..' would leave the job's directory"),

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Optional
 
 from fsmeter.errors import UserError
+from fsmeter.families.access import check_distribution, parse_buffer_pattern
 from fsmeter.interop.fio_jobfile import (FioJob, FioOption, is_percentage, parse_fio_bool, parse_fio_int,
                                          parse_fio_pct, parse_fio_range, parse_fio_size, parse_fio_time_s,
                                          read_jobfile, split_names, unset_message)
@@ -23,6 +24,7 @@ SUPPORTED = {
     "percentage_random", "io_size", "io_limit", "unlink", "iomem", "mem", "threads", "nr_files", "filename_format",
     "number_ios", "write_bw_log", "write_iops_log", "log_avg_msec", "per_job_logs", "timeout", "loops", "bsrange",
     "blocksize_range",
+    "random_distribution", "buffer_pattern", "verify", "do_verify", "verify_interval",
 }
 #: Options accepted because they change nothing fsmeter measures (or counts): why, as the note printed.
 ACCEPTED = {
@@ -50,7 +52,7 @@ _ACCEPTED_VALUES = {"io_submit_mode": ("inline", "offload")}
 #: Options fsmeter means to support later (the error says "planned"); any other is "not planned".
 PLANNED = {
     "rate", "rate_iops", "rate_min", "rate_iops_min", "fdatasync", "sync", "file_service_type",
-    "random_distribution", "zipf", "pareto", "norandommap_percentage", "random_generator", "iodepth_batch",
+    "zipf", "pareto", "norandommap_percentage", "random_generator", "iodepth_batch",
     "iodepth_batch_submit", "iodepth_batch_complete", "iodepth_low", "startdelay", "fallocate", "overwrite",
     "fsync_on_close", "write_barrier", "bs_unaligned", "unified_rw_reporting", "steadystate", "ss", "ss_dur",
     "ss_ramp", "allrandrepeat", "rwmixcycle", "opendir", "lockfile", "cpus_allowed", "cpumask", "nice", "prio",
@@ -64,9 +66,8 @@ PLANNED_WHY = {
 }
 #: Why some options will never be in fsmeter.
 NEVER = {
-    "verify": "fsmeter measures, it does not check data",
-    "do_verify": "fsmeter measures, it does not check data",
-    "verify_pattern": "fsmeter measures, it does not check data",
+    "verify_pattern": "fsmeter's verification checks its own block headers and checksums (verify=crc32c, xxhash "
+                      "or sha256), not a pattern",
     "exec_prerun": "fsmeter does not run commands from job files",
     "exec_postrun": "fsmeter does not run commands from job files",
     "trim_percentage": "trim is not a filesystem data operation fsmeter measures",
@@ -84,7 +85,10 @@ ENGINE_NOTES = {
 }
 _RW = {"read": (100, 0), "write": (0, 0), "randread": (100, 100), "randwrite": (0, 100), "rw": (None, 0),
        "readwrite": (None, 0), "randrw": (None, 100)}
-_TRIM = {"trim", "randtrim", "trimwrite", "randtrimwrite"}
+#: fio's trim patterns -> (random %, each trim followed by a write of the same range).
+_TRIM = {"trim": (0, False), "randtrim": (100, False), "trimwrite": (0, True), "randtrimwrite": (100, True)}
+#: fio's verify methods fsmeter's verification has (docs/verify.md); the others are refused naming them.
+_VERIFY = {"crc32c": "crc32c", "crc32c-intel": "crc32c", "sha256": "sha256", "xxhash": "xxh3"}
 SYNC_ENGINES = {"psync", "sync", "pvsync", "null"}
 #: Why fio's other engines are not a local filesystem's work for fsmeter (or not yet), by engine.
 _ENGINE_WHY = {}
@@ -651,11 +655,9 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
                 "a backwards walk" if n < 0 else "holes between sequential requests")
             ctx.fail(rw_opt, f"the offset modifier ':{mod.strip()}' ({what}) needs engine support fsmeter does not "
                              f"have yet (planned): write rw={rw} for the plain pattern, or run this job with fio")
-    if rw in _TRIM:
-        ctx.fail(rw_opt, "trim is not supported and fsmeter will not support it (not a filesystem data operation)")
-    if rw not in _RW:
-        ctx.fail(rw_opt, f"use one of {', '.join(_RW)}")
-    read_pct, random_pct = _RW[rw]
+    if rw not in _RW and rw not in _TRIM:
+        ctx.fail(rw_opt, f"use one of {', '.join([*_RW, *_TRIM])}")
+    read_pct, random_pct = _RW.get(rw, (0, _TRIM.get(rw, (0,))[0]))
     if read_pct is None:
         mr, mw = job.get("rwmixread"), job.get("rwmixwrite")
         if mr is not None and mw is not None and ctx.int("rwmixread", 50, 0, 100) + ctx.int("rwmixwrite", 50, 0, 100) != 100:
@@ -681,6 +683,9 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
                 if share > 0:
                     entries.append({"size": size, "weight": share * pct / 100.0, "read_pct": 100.0 if d == 0 else 0.0,
                                     "random_pct": float(random_pct)})
+    trim_then_write = False
+    if rw in _TRIM:
+        entries, trim_then_write = _trim_entries(ctx, rw, random_pct, notes)
     sizes = [e["size"] for e in entries]
     # -- engine and depth -----------------------------------------------------------------------------------
     eng_opt = job.get("ioengine")
@@ -725,13 +730,14 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
     if time_based and not runtime:
         raise UserError(f"{where} line {job.get('time_based').line}: time_based needs runtime=: give one")
     per_job = io_per_job
+    distribution = _distribution(ctx, notes)
     if len(set(sizes)) == 1 and not time_based:
         # fio stops a clone at the end of its files' regions (sequential) or when its random map is full, and
         # never issues a partial request: count whole requests as fio does.
         bsz = sizes[0]
         whole = -(-io_per_job // bsz)
         blocks = nrfiles * (filesize // bsz)
-        capped = not random_pct or not ctx.flag("norandommap", False)
+        capped = not random_pct or not (ctx.flag("norandommap", False) or distribution != "random")
         per_job = (min(whole, blocks) if capped else whole) * bsz
     elif random_pct and not ctx.flag("norandommap", False) and not time_based:
         notes.append("several request sizes without norandommap: fio's random map shortens requests as blocks "
@@ -767,7 +773,14 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
         "total_bytes": total, "file_names": file_names, "offset": offset,
         "thread_files": thread_files, "reuse_files": True, "buffer_memory": buffer_memory,
     }
-    if random_pct and not ctx.flag("norandommap", False):
+    if trim_then_write:
+        params["trim_then_write"] = True
+        if params["total_bytes"] is not None:
+            params["total_bytes"] *= 2  # fio's trimwrite: the trims cover io_size, and so do their writes
+    _fio_access_opts(ctx, params, notes)
+    if distribution != "random":
+        params["random_distribution"] = distribution
+    if random_pct and not ctx.flag("norandommap", False) and distribution == "random":
         if len(set(sizes)) == 1 and align == sizes[0]:
             params["random_map"] = True  # each block once per pass, as fio's random map
         else:
@@ -791,6 +804,96 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
     logs = _logs(ctx, name, numjobs, settings, notes)
     return MappedJob(name=name, line=job.line, group=group, params=params, settings=settings, notes=notes,
                      fio_rw=rw, dir=place.dir, keep_files=real is not None, logs=logs, sources=_sources(job))
+
+
+def _trim_entries(ctx: _Ctx, rw: str, random_pct: int, notes: list) -> tuple:
+    """rw=trim/randtrim/trimwrite/randtrimwrite: hole punches of fio's trim block size (bs's third value, else
+    its write value), each followed by a write of the same range for the *trimwrite kinds."""
+    opt = ctx.job.get("bs") or ctx.job.get("blocksize")
+    parts = [p.strip() for p in (opt.value or "").split(",")] if opt is not None else []
+    size = 4096
+    for p in reversed(parts[:3]):  # fio fills missing values forward: bs=8k,32k trims with 32k
+        if p:
+            try:
+                size = parse_fio_size(p, ctx.kb_base)
+            except ValueError as exc:
+                ctx.fail(opt, str(exc))
+            break
+    if ctx.job.get("bssplit") is not None:
+        ctx.fail(ctx.job.get("bssplit"), f"with rw={rw}, give one trim size with bs= (fsmeter: bssplit for trims "
+                                          "is planned)")
+    if size <= 0:
+        ctx.fail(opt, "must be > 0")
+    then_write = _TRIM[rw][1]
+    if then_write and len(parts) > 1 and parts[1] and parts[1] != parts[-1]:
+        notes.append(f"rw={rw}: each write covers the range just trimmed ({size} bytes), whatever bs says for writes")
+    notes.append(f"rw={rw}: a trim on a file is a hole punched over its range (fallocate PUNCH_HOLE|KEEP_SIZE); "
+                 "fio's own file engines issue a block-device discard there")
+    return [{"size": size, "weight": 100.0, "read_pct": 0.0, "random_pct": float(random_pct),
+             "trim_pct": 100.0}], then_write
+
+
+def _distribution(ctx: _Ctx, notes: list) -> str:
+    """random_distribution=: fio's meanings, checked as the engine checks them (zoned kinds refused)."""
+    opt = ctx.job.get("random_distribution")
+    if opt is None:
+        return "random"
+    value = (opt.value or "").strip()
+    kind = value.split(":")[0].split("=")[0]
+    if kind in ("zoned", "zoned_abs", "sequence"):
+        ctx.fail(opt, f"the {kind} distribution is not supported by fsmeter (planned): use random, zipf, pareto or "
+                      "normal")
+    try:
+        value = check_distribution(value)
+    except ValueError as exc:
+        ctx.fail(opt, str(exc))
+    if value != "random":
+        notes.append(f"random_distribution={value}: fio's definition; the hot blocks are spread over each file by a "
+                     "permutation (fio: a multiplicative hash), and fio's random map is off, as in fio")
+    return value
+
+
+def _fio_access_opts(ctx: _Ctx, params: dict, notes: list) -> None:
+    """buffer_pattern= and verify= (with do_verify, verify_interval) onto the access workload's own."""
+    bp = ctx.job.get("buffer_pattern")
+    if bp is not None:
+        try:
+            parse_buffer_pattern((bp.value or "").strip())
+        except ValueError as exc:
+            ctx.fail(bp, str(exc))
+        params["buffer_pattern"] = (bp.value or "").strip()
+    v = ctx.job.get("verify")
+    if v is None:
+        for name in ("do_verify", "verify_interval"):
+            if ctx.job.get(name) is not None:
+                ctx.fail(ctx.job.get(name), "has no effect without verify=: add verify=crc32c (or xxhash, sha256), "
+                                            "or remove it")
+        return
+    method = (v.value or "").strip()
+    if method in ("null", "0", "none"):
+        notes.append(f"verify={method}: nothing is verified, as in fio")
+        return
+    if method not in _VERIFY:
+        ctx.fail(v, f"fsmeter's verification has crc32c, xxhash (as xxh3) and sha256, not {method} (not planned): "
+                    "use one of those, or run this job with fio")
+    if not ctx.flag("do_verify", True):
+        notes.append(f"verify={method} with do_verify=0: fio writes its headers and checks nothing; fsmeter leaves "
+                     "verification off")
+        return
+    if any(e.get("trim_pct") for e in params["entries"]):
+        ctx.fail(v, "cannot be combined with trims (a trimmed block reads back as zeros): remove one")
+    if bp is not None:
+        ctx.fail(v, "cannot be combined with buffer_pattern (fsmeter's verified blocks carry their own header and "
+                    "data): remove one")
+    params["verify"] = _VERIFY[method]
+    params["reuse_files"] = False  # verified blocks are laid out with their headers
+    block = ctx.size("verify_interval")
+    if block is not None:
+        params["verify_block"] = block
+    if method == "xxhash":
+        notes.append("verify=xxhash: fsmeter checks with XXH3 (64-bit) where fio uses XXH32; both checksum each block")
+    notes.append(f"verify={method}: every block written carries fsmeter's header and checksum, reads check it, "
+                 "and a verify phase re-reads the files (docs/verify.md)")
 
 
 def map_jobfile(path: Path, target: Optional[Path] = None, dir_given: bool = True) -> list:
