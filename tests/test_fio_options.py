@@ -85,6 +85,14 @@ def test_absolute_filenames_keep_their_layout_under_one_directory(tmp_path):
     assert m.dir == tmp_path and m.params["file_names"] == ["a/f1", "b/f2"]
 
 
+def test_an_escaped_colon_stays_in_an_absolute_name_and_dir_takes_the_names_over(tmp_path):
+    (m,) = jobs_of(f"[r]\nrw=write\nsize=1m\nfilename={tmp_path}/disk\\:0\n", dir_given=False)
+    assert m.dir == tmp_path and m.params["file_names"] == ["disk:0"]
+    (m,) = jobs_of(f"[r]\nrw=write\nsize=1m\nfilename={tmp_path}/disk\\:0\n")
+    assert m.dir is None and m.params["file_names"] == ["disk:0"]
+    assert any(n.startswith(f"--dir replaces the job file's filename={tmp_path}/disk\\:0 (line 4)") for n in m.notes)
+
+
 @pytest.mark.parametrize("text,pattern", [
     ("[a]\nrw=read\nsize=1m\ndirectory=/proc/fsmeter\n", r"^t.fio line 4: directory=/proc/fsmeter: /proc/fsmeter "
      r"is a kernel interface \(proc\), not a filesystem to measure"),
