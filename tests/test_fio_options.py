@@ -280,7 +280,7 @@ def test_a_parameter_error_names_the_jobs_option_and_advice_a_job_file_can_follo
                     "allow_unaligned_direct=true to measure them anyway")
     assert msg.startswith("t.fio line 2: bssplit=512/10:4k/90: 512 bytes: O_DIRECT")
     assert "entries" not in msg and "allow_unaligned_direct" not in msg and "*-4k" not in msg
-    assert msg.endswith("use multiples of 4096, direct=0")
+    assert msg.endswith("make the sizes multiples of 4096 bytes, or set direct=0")
 
 
 def test_a_planning_error_names_the_line(tmp_path):

@@ -605,6 +605,7 @@ _ADVICE = [
     (r"--set backend=", "ioengine="), (r"\bdirect=false\b", "direct=0"), (r"\bdirect=true\b", "direct=1"),
     (r"\bentries(\[\d+\]|\.\d+)\.size\b", "bs"), (r"\bfile_size\b", "filesize"), (r"\bqueue_depth\b", "iodepth"),
     (r"\balignment\b", "blockalign"), (r"--set ", ""),
+    (r"use multiples of (\d+), direct=0$", r"make the sizes multiples of \1 bytes, or set direct=0"),
 ]
 
 
