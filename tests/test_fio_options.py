@@ -246,7 +246,8 @@ def test_bw_and_iops_logs_in_fios_format(tmp_path):
     r = fsm("run", job, "--dir", tmp_path, "-q", "--json", tmp_path / "l.json", "--cache", "keep", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     rep = json.loads((tmp_path / "l.json").read_text())["phases"]["w:run"]
-    rows = {k: [ln.split(", ") for ln in (tmp_path / f"run_{k}.1.log").read_text().splitlines()] for k in ("bw", "iops")}
+    rows = {k: [ln.split(", ") for ln in (tmp_path / f"run_{k}.1.log").read_text().splitlines()]
+            for k in ("bw", "iops")}
     assert len(rows["iops"]) == len(rep["intervals"]) >= 3  # one line per 200 ms sample
     for k in rows:
         times = [int(x[0]) for x in rows[k]]

@@ -393,7 +393,8 @@ def _place_files(ctx: _Ctx, name: str, numjobs: int, target: Optional[Path], dir
         fmt = (fmt_opt.value or "").strip() if fmt_opt is not None else "$jobname.$jobnum.$filenum"
         if not fmt:
             ctx.fail(fmt_opt, "give a name pattern, e.g. $jobname.$jobnum.$filenum")
-        nrfiles = ctx.int("nrfiles", 1, 1, 1 << 20) if job.get("nrfiles") is not None else ctx.int("nr_files", 1, 1, 1 << 20)
+        nr_opt = "nrfiles" if job.get("nrfiles") is not None else "nr_files"  # fio's alias
+        nrfiles = ctx.int(nr_opt, 1, 1, 1 << 20)
         per_clone = [[_format_name(ctx, fmt_opt, fmt, name, c, f) for f in range(nrfiles)] for c in range(numjobs)]
         flat = [n for clone in per_clone for n in clone]
         src = fmt_opt or names_opt
@@ -513,7 +514,6 @@ def _sizes(ctx: _Ctx, name: str, nrfiles: int, offset: int, place: _Placement, n
         if size % nrfiles:
             notes.append(f"size {size} is not a multiple of nrfiles={nrfiles}: each file has {filesize} bytes")
     return size, filesize, real
-
 
 
 def _accepted_notes(ctx: _Ctx, notes: list) -> None:
