@@ -209,6 +209,19 @@ def compare(doc: dict, fio: dict) -> tuple:
     return verdict, out
 
 
+def _kind(why: str) -> str:
+    """What a refusal line is about: the engine, concurrent jobs, an unset variable, or the option it names."""
+    rest = re.sub(r"^\S+ line \d+: ", "", why)
+    if rest.startswith("ioengine="):
+        return "its ioengine"
+    if "would run at the same time" in rest:
+        return "concurrent jobs"
+    if "is not set in the environment" in rest:
+        return "an unset variable"
+    m = re.match(r"option (\S+)", rest) or re.match(r"([a-z_]+)=", rest)
+    return m.group(1) if m else rest[:40]
+
+
 def blockers(scaled: str, root: Path) -> list:
     """What stops the file, removing each refused line in turn (at most 40 rounds)."""
     from fsmeter.errors import UserError
@@ -317,6 +330,12 @@ def main() -> int:
     print(f"\n{len(results)} files: " + ", ".join(f"{n} {k}" for k, n in counts.most_common()))
     if work:
         print("against fio: " + ", ".join(f"{n} {k}" for k, n in work.most_common()))
+    first = Counter(_kind(r["why"]) for r in results.values() if r["fsmeter"] == "refused")
+    if first:
+        print("refused first for: " + ", ".join(f"{n} {k}" for k, n in first.most_common()))
+        conc = [k for k, r in results.items() if "concurrent jobs" in r.get("blockers", [])]
+        if args.blockers:
+            print(f"files that also need concurrent jobs (a stonewall group of several jobs): {len(conc)}")
     if args.blockers:
         tally = Counter(b for r in results.values() for b in r.get("blockers", []))
         print("what stops the refused files (files per option):")

@@ -85,6 +85,14 @@ def test_absolute_filenames_keep_their_layout_under_one_directory(tmp_path):
     assert m.dir == tmp_path and m.params["file_names"] == ["a/f1", "b/f2"]
 
 
+def test_an_escaped_colon_stays_in_an_absolute_name_and_dir_takes_the_names_over(tmp_path):
+    (m,) = jobs_of(f"[r]\nrw=write\nsize=1m\nfilename={tmp_path}/disk\\:0\n", dir_given=False)
+    assert m.dir == tmp_path and m.params["file_names"] == ["disk:0"]
+    (m,) = jobs_of(f"[r]\nrw=write\nsize=1m\nfilename={tmp_path}/disk\\:0\n")
+    assert m.dir is None and m.params["file_names"] == ["disk:0"]
+    assert any(n.startswith(f"--dir replaces the job file's filename={tmp_path}/disk\\:0 (line 4)") for n in m.notes)
+
+
 @pytest.mark.parametrize("text,pattern", [
     ("[a]\nrw=read\nsize=1m\ndirectory=/proc/fsmeter\n", r"^t.fio line 4: directory=/proc/fsmeter: /proc/fsmeter "
      r"is a kernel interface \(proc\), not a filesystem to measure"),
@@ -238,7 +246,8 @@ def test_bw_and_iops_logs_in_fios_format(tmp_path):
     r = fsm("run", job, "--dir", tmp_path, "-q", "--json", tmp_path / "l.json", "--cache", "keep", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     rep = json.loads((tmp_path / "l.json").read_text())["phases"]["w:run"]
-    rows = {k: [ln.split(", ") for ln in (tmp_path / f"run_{k}.1.log").read_text().splitlines()] for k in ("bw", "iops")}
+    rows = {k: [ln.split(", ") for ln in (tmp_path / f"run_{k}.1.log").read_text().splitlines()]
+            for k in ("bw", "iops")}
     assert len(rows["iops"]) == len(rep["intervals"]) >= 3  # one line per 200 ms sample
     for k in rows:
         times = [int(x[0]) for x in rows[k]]
@@ -272,7 +281,7 @@ def test_a_parameter_error_names_the_jobs_option_and_advice_a_job_file_can_follo
                     "allow_unaligned_direct=true to measure them anyway")
     assert msg.startswith("t.fio line 2: bssplit=512/10:4k/90: 512 bytes: O_DIRECT")
     assert "entries" not in msg and "allow_unaligned_direct" not in msg and "*-4k" not in msg
-    assert msg.endswith("use multiples of 4096, direct=0")
+    assert msg.endswith("make the sizes multiples of 4096 bytes, or set direct=0")
 
 
 def test_a_planning_error_names_the_line(tmp_path):

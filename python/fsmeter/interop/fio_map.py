@@ -397,7 +397,8 @@ def _place_files(ctx: _Ctx, name: str, numjobs: int, target: Optional[Path], dir
         fmt = (fmt_opt.value or "").strip() if fmt_opt is not None else "$jobname.$jobnum.$filenum"
         if not fmt:
             ctx.fail(fmt_opt, "give a name pattern, e.g. $jobname.$jobnum.$filenum")
-        nrfiles = ctx.int("nrfiles", 1, 1, 1 << 20) if job.get("nrfiles") is not None else ctx.int("nr_files", 1, 1, 1 << 20)
+        nr_opt = "nrfiles" if job.get("nrfiles") is not None else "nr_files"  # fio's alias
+        nrfiles = ctx.int(nr_opt, 1, 1, 1 << 20)
         per_clone = [[_format_name(ctx, fmt_opt, fmt, name, c, f) for f in range(nrfiles)] for c in range(numjobs)]
         flat = [n for clone in per_clone for n in clone]
         src = fmt_opt or names_opt
@@ -519,7 +520,6 @@ def _sizes(ctx: _Ctx, name: str, nrfiles: int, offset: int, place: _Placement, n
     return size, filesize, real
 
 
-
 def _accepted_notes(ctx: _Ctx, notes: list) -> None:
     """A note for each option accepted because it changes nothing fsmeter measures (checked like fio checks it)."""
     for key, why in ACCEPTED.items():
@@ -609,6 +609,7 @@ _ADVICE = [
     (r"--set backend=", "ioengine="), (r"\bdirect=false\b", "direct=0"), (r"\bdirect=true\b", "direct=1"),
     (r"\bentries(\[\d+\]|\.\d+)\.size\b", "bs"), (r"\bfile_size\b", "filesize"), (r"\bqueue_depth\b", "iodepth"),
     (r"\balignment\b", "blockalign"), (r"--set ", ""),
+    (r"use multiples of (\d+), direct=0$", r"make the sizes multiples of \1 bytes, or set direct=0"),
 ]
 
 
