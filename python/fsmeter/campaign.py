@@ -413,6 +413,11 @@ def _fmt_errors(exc: ValidationError, text: str, where: str) -> str:
             msg += f" (got {_short(got)})"
         if len(name) > MAX_NAME_CHARS:
             name = name[:MAX_NAME_CHARS] + "..."
+        if not loc:  # a check across sections: its message starts with the field it is about
+            head = msg.split(":", 1)[0].split(",")[0].strip()
+            line = _line_of(text, (head,)) if re.fullmatch(r"\w+", head) else None
+            parts.append(f"{where}{f':{line}' if line else ''}: {msg}")
+            continue
         line = _line_of(text, loc)
         parts.append(f"{where}{f':{line}' if line else ''}: {name}: {msg}")
     return "; ".join(parts)
@@ -572,9 +577,7 @@ def plan(c: CampaignFile) -> list:
     host_levels = {k: [_check_host_level(k, lv, c.target.kind) for lv in levels]
                    for k, levels in c.factors.items() if k in HOST_FACTORS}
     if KERNEL_FACTOR in c.factors:
-        from fsmeter.guest.kernels import resolve
-
-        from fsmeter.guest.kernels import HOST_LEVEL
+        from fsmeter.guest.kernels import HOST_LEVEL, resolve
 
         for lv in c.factors[KERNEL_FACTOR]:
             if lv == HOST_LEVEL:
