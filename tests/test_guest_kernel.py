@@ -219,7 +219,7 @@ def _pair(tmp_path, guest_a, guest_b, drop=0.5):
     store = open_store(db)
     rng = random.Random(3)
     for name, guest, scale in (("A", guest_a, 1.0), ("B", guest_b, drop)):
-        cid = store.create_campaign(name, "", [("seq-read", {"filesystem": "ext4"}), ("seq-read", {"filesystem": "xfs"})])
+        cid = store.create_campaign(name, "", [("seq-read", {"filesystem": fs}) for fs in ("ext4", "xfs")])
         for c in store.cells(cid):
             fs = json.loads(c["factors"])["filesystem"]
             rs.add_trials(store, c["id"], [100.0 * scale * rng.gauss(1, 0.01) for _ in range(4)], "access", fs,
