@@ -66,8 +66,11 @@ def test_kernel_levels_must_be_strings_and_guest_needs_the_factor():
     with pytest.raises(UserError, match='"6.1", not 6.1'):
         parse_campaign(CAMPAIGN.format(fs="jfs", levels="6.1"))
     text = CAMPAIGN.format(fs="jfs", levels='"6.1"').replace("[factors]\nkernel = [\"6.1\"]", "[guest]\nvcpus = 2")
-    with pytest.raises(UserError, match="guest: the \\[guest\\] section needs a kernel factor"):
-        parse_campaign(text)
+    with pytest.raises(UserError, match="^g.toml:9: guest: the \\[guest\\] section needs a kernel factor"):
+        parse_campaign(text, "g.toml")  # the line of [guest], not a bare ': :'
+    with pytest.raises(UserError, match="^g.toml:10: guest_vcpus, guest_memory: guest factors need a kernel"):
+        parse_campaign(CAMPAIGN.format(fs="jfs", levels='"6.1"').replace("kernel = [", "guest_vcpus = [1, 2]\nx = ["),
+                       "g.toml")
 
 
 def test_guest_defaults_are_raw_uncached_and_auto():
@@ -216,7 +219,7 @@ def _pair(tmp_path, guest_a, guest_b, drop=0.5):
     store = open_store(db)
     rng = random.Random(3)
     for name, guest, scale in (("A", guest_a, 1.0), ("B", guest_b, drop)):
-        cid = store.create_campaign(name, "", [("seq-read", {"filesystem": "ext4"}), ("seq-read", {"filesystem": "xfs"})])
+        cid = store.create_campaign(name, "", [("seq-read", {"filesystem": fs}) for fs in ("ext4", "xfs")])
         for c in store.cells(cid):
             fs = json.loads(c["factors"])["filesystem"]
             rs.add_trials(store, c["id"], [100.0 * scale * rng.gauss(1, 0.01) for _ in range(4)], "access", fs,

@@ -324,7 +324,8 @@ class CampaignFile(BaseModel):
                                  f"(\"6.1\", not 6.1; got {levels})")
             if k == "guest_vcpus" and not all(isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 256
                                               for x in levels):
-                raise ValueError(f"guest_vcpus: levels are the guest's CPU counts, whole numbers 1 to 256 (got {levels})")
+                raise ValueError(f"guest_vcpus: levels are the guest's CPU counts, whole numbers 1 to 256 "
+                                 f"(got {levels})")
             if k == "guest_memory":
                 from fsmeter.units import parse_size
 
@@ -350,7 +351,8 @@ class CampaignFile(BaseModel):
     def _guest(self) -> "CampaignFile":
         if KERNEL_FACTOR in self.factors:
             if self.mpi is not None or "ranks" in self.factors:
-                raise ValueError("kernel: trials in a guest are not run under MPI: leave out [mpi] or the kernel factor")
+                raise ValueError("kernel: trials in a guest are not run under MPI: leave out [mpi] or the kernel "
+                                 "factor")
             if self.target.kind != "loop":
                 raise ValueError(f"kernel: a guest makes its own loop images: use target.kind = 'loop' (got "
                                  f"{self.target.kind!r})")
@@ -413,6 +415,11 @@ def _fmt_errors(exc: ValidationError, text: str, where: str) -> str:
             msg += f" (got {_short(got)})"
         if len(name) > MAX_NAME_CHARS:
             name = name[:MAX_NAME_CHARS] + "..."
+        if not loc:  # a check across sections: its message starts with the field it is about
+            head = msg.split(":", 1)[0].split(",")[0].strip()
+            line = _line_of(text, (head,)) if re.fullmatch(r"\w+", head) else None
+            parts.append(f"{where}{f':{line}' if line else ''}: {msg}")
+            continue
         line = _line_of(text, loc)
         parts.append(f"{where}{f':{line}' if line else ''}: {name}: {msg}")
     return "; ".join(parts)
@@ -572,9 +579,7 @@ def plan(c: CampaignFile) -> list:
     host_levels = {k: [_check_host_level(k, lv, c.target.kind) for lv in levels]
                    for k, levels in c.factors.items() if k in HOST_FACTORS}
     if KERNEL_FACTOR in c.factors:
-        from fsmeter.guest.kernels import resolve
-
-        from fsmeter.guest.kernels import HOST_LEVEL
+        from fsmeter.guest.kernels import HOST_LEVEL, resolve
 
         for lv in c.factors[KERNEL_FACTOR]:
             if lv == HOST_LEVEL:
@@ -656,4 +661,5 @@ def dump_toml(data: dict) -> str:
     return tomli_w.dumps(data)
 
 
-__all__ = ["CampaignFile", "Cell", "GuestModel", "HOST_FACTORS", "KERNEL_FACTOR", "dump_toml", "load_campaign", "parse_campaign", "plan"]
+__all__ = ["CampaignFile", "Cell", "GUEST_FACTORS", "GuestModel", "HOST_FACTORS", "KERNEL_FACTOR", "dump_toml",
+           "load_campaign", "parse_campaign", "plan"]
