@@ -20,13 +20,13 @@ SUPPORTED = {
     "time_based", "ramp_time", "fsync", "end_fsync", "norandommap", "randrepeat", "randseed", "offset",
     "blockalign", "ba", "stonewall", "wait_for_previous", "group_reporting", "thread", "kb_base",
     "percentage_random", "io_size", "io_limit", "unlink", "iomem", "mem",
-    "random_distribution", "buffer_pattern", "verify", "do_verify", "verify_interval",
+    "random_distribution", "buffer_pattern", "verify", "do_verify", "verify_interval", "random_generator",
 }
 #: Options fsmeter means to support later (the error says "planned"); any other is "not planned".
 PLANNED = {
     "bsrange", "blocksize_range", "rate", "rate_iops", "rate_min", "rate_iops_min", "fdatasync", "sync",
     "loops", "file_service_type", "zipf", "pareto", "norandommap_percentage",
-    "random_generator", "iodepth_batch", "iodepth_batch_submit", "iodepth_batch_complete", "iodepth_low",
+    "iodepth_batch", "iodepth_batch_submit", "iodepth_batch_complete", "iodepth_low",
     "startdelay", "new_group", "create_on_open", "fallocate", "overwrite", "invalidate", "fsync_on_close",
     "write_barrier", "number_ios", "bs_unaligned", "unified_rw_reporting", "steadystate", "ss", "ss_dur",
     "ss_ramp", "allrandrepeat", "rwmixcycle", "filename_format", "opendir", "lockfile",
@@ -463,7 +463,15 @@ def _trim_entries(ctx: _Ctx, rw: str, random_pct: int, notes: list) -> tuple:
 
 
 def _distribution(ctx: _Ctx, notes: list) -> str:
-    """random_distribution=: fio's meanings, checked as the engine checks them (zoned kinds refused)."""
+    """random_distribution=: fio's meanings, checked as the engine checks them (zoned kinds refused); and
+    random_generator=, accepted with a note."""
+    gen = ctx.job.get("random_generator")
+    if gen is not None:
+        g = (gen.value or "").strip()
+        if g not in ("tausworthe", "lfsr", "tausworthe64"):
+            ctx.fail(gen, "use tausworthe, lfsr or tausworthe64")
+        notes.append(f"random_generator={g}: fsmeter draws its offsets from xoshiro256++ (the random map, when on, "
+                     "visits each block once per pass, as fio's lfsr does)")
     opt = ctx.job.get("random_distribution")
     if opt is None:
         return "random"
