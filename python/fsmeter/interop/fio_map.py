@@ -158,7 +158,7 @@ def check_options(where: str, job: FioJob) -> None:
 
 
 def _bs_pair(ctx: _Ctx, name: str) -> Optional[tuple]:
-    """bs=R or bs=R,W (a third, trim value is ignored only when equal or absent: trims are refused anyway)."""
+    """bs=R or bs=R,W (a third, trim value is read by _trim_entries for the trim patterns)."""
     opt = ctx.job.get(name)
     if opt is None:
         return None
