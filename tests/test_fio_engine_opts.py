@@ -154,3 +154,10 @@ def test_fio_json_export_carries_trims_in_their_own_direction():
     job = fio_job("punch", 0, {}, [report], False)
     assert (job["trim"]["total_ios"], job["trim"]["io_bytes"], job["trim"]["bw_bytes"]) == (4, 16384, 8192)
     assert job["read"]["total_ios"] == job["write"]["total_ios"] == 0
+
+
+def test_random_generator_is_accepted_with_a_note_and_checked():
+    m = job_of("[a]\nsize=1m\nrw=randread\nrandom_generator=lfsr\n")
+    assert any("random_generator=lfsr" in n for n in m.notes)
+    with pytest.raises(UserError, match=r"^t.fio line 4: random_generator=mt: use tausworthe, lfsr or tausworthe64"):
+        job_of("[a]\nsize=1m\nrw=randread\nrandom_generator=mt\n")

@@ -130,3 +130,22 @@ fn what_cannot_be_combined_is_refused_naming_the_field() {
         assert!(err.contains(field), "{extra}: {err}");
     }
 }
+
+#[test]
+fn trims_between_queued_requests_keep_the_quota_under_io_uring() {
+    // Trims are punched by the worker between the requests it queues: with 8 requests in flight the
+    // phase still ends on its byte quota, every request counted once.
+    let dir = tempfile::tempdir().unwrap();
+    let job = json!({"dir": dir.path(), "threads": 1, "seed": 5, "backend": "io_uring", "interval_s": 0.05, "workload": {
+        "family": "access", "file_size": 4 * MIB, "queue_depth": 8, "alignment": 4096,
+        "entries": [{"size": 4096, "weight": 100, "read_pct": 40, "random_pct": 100, "trim_pct": 30}],
+        "total_bytes": 8 * MIB,
+    }});
+    let mut s = Session::from_json(&job.to_string()).unwrap();
+    run(&mut s, "prepare");
+    let r = run(&mut s, "run");
+    let (rd, wr, tr) = (count(&r, "read"), count(&r, "write"), count(&r, "trim"));
+    // The quota is reached when the 2048th request is issued; the ones already in flight complete too.
+    assert!((2048..2048 + 8).contains(&(rd + wr + tr)), "{rd} + {wr} + {tr}");
+    assert!(tr > 400 && rd > 600 && wr > 400, "{rd} {wr} {tr}");
+}

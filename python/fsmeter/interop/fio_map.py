@@ -24,7 +24,7 @@ SUPPORTED = {
     "percentage_random", "io_size", "io_limit", "unlink", "iomem", "mem", "threads", "nr_files", "filename_format",
     "number_ios", "write_bw_log", "write_iops_log", "log_avg_msec", "per_job_logs", "timeout", "loops", "bsrange",
     "blocksize_range",
-    "random_distribution", "buffer_pattern", "verify", "do_verify", "verify_interval",
+    "random_distribution", "buffer_pattern", "verify", "do_verify", "verify_interval", "random_generator",
 }
 #: Options accepted because they change nothing fsmeter measures (or counts): why, as the note printed.
 ACCEPTED = {
@@ -52,7 +52,7 @@ _ACCEPTED_VALUES = {"io_submit_mode": ("inline", "offload")}
 #: Options fsmeter means to support later (the error says "planned"); any other is "not planned".
 PLANNED = {
     "rate", "rate_iops", "rate_min", "rate_iops_min", "fdatasync", "sync", "file_service_type",
-    "zipf", "pareto", "norandommap_percentage", "random_generator", "iodepth_batch",
+    "zipf", "pareto", "norandommap_percentage", "iodepth_batch",
     "iodepth_batch_submit", "iodepth_batch_complete", "iodepth_low", "startdelay", "fallocate", "overwrite",
     "fsync_on_close", "write_barrier", "bs_unaligned", "unified_rw_reporting", "steadystate", "ss", "ss_dur",
     "ss_ramp", "allrandrepeat", "rwmixcycle", "opendir", "lockfile", "cpus_allowed", "cpumask", "nice", "prio",
@@ -229,7 +229,7 @@ def check_options(where: str, job: FioJob) -> None:
 
 
 def _bs_pair(ctx: _Ctx, name: str) -> Optional[tuple]:
-    """bs=R or bs=R,W (a third, trim value is ignored only when equal or absent: trims are refused anyway)."""
+    """bs=R or bs=R,W (a third, trim value is read by _trim_entries for the trim patterns)."""
     opt = ctx.job.get(name)
     if opt is None:
         return None
@@ -835,7 +835,15 @@ def _trim_entries(ctx: _Ctx, rw: str, random_pct: int, notes: list) -> tuple:
 
 
 def _distribution(ctx: _Ctx, notes: list) -> str:
-    """random_distribution=: fio's meanings, checked as the engine checks them (zoned kinds refused)."""
+    """random_distribution=: fio's meanings, checked as the engine checks them (zoned kinds refused); and
+    random_generator=, accepted with a note."""
+    gen = ctx.job.get("random_generator")
+    if gen is not None:
+        g = (gen.value or "").strip()
+        if g not in ("tausworthe", "lfsr", "tausworthe64"):
+            ctx.fail(gen, "use tausworthe, lfsr or tausworthe64")
+        notes.append(f"random_generator={g}: fsmeter draws its offsets from xoshiro256++ (the random map, when on, "
+                     "visits each block once per pass, as fio's lfsr does)")
     opt = ctx.job.get("random_distribution")
     if opt is None:
         return "random"

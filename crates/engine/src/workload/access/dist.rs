@@ -155,24 +155,23 @@ impl Skew {
     /// thread of a run, so that threads share one hot set, as fio's jobs on one file do).
     pub fn new(dist: Dist, n: u64, scramble: bool, key: u64) -> Option<Skew> {
         let n = n.max(1);
-        let (kind, center) = match dist {
+        let at = |c: f64| ((c * n as f64) as u64).min(n - 1);
+        let (kind, rotate) = match dist {
             Dist::Uniform => return None,
             Dist::Zipf { theta, center } => {
                 let zetan = zeta(n, theta);
                 let zeta2 = 1.0 + 0.5f64.powf(theta);
                 let eta = (1.0 - (2.0 / n as f64).powf(1.0 - theta)) / (1.0 - zeta2 / zetan);
-                (Kind::Zipf { zetan, two: zeta2, alpha: 1.0 / (1.0 - theta), eta }, center)
+                (Kind::Zipf { zetan, two: zeta2, alpha: 1.0 / (1.0 - theta), eta }, center.map(at))
             }
-            Dist::Pareto { h, center } => (Kind::Pareto { pow: h.ln() / (1.0 - h).ln() }, center),
+            Dist::Pareto { h, center } => (Kind::Pareto { pow: h.ln() / (1.0 - h).ln() }, center.map(at)),
             Dist::Normal { dev_pct, center } => {
                 let width = ((n as f64 * dev_pct / 100.0).ceil() as u64).min(n / 2);
                 // The bell is centred on n/2 already: the rotation moves it to center * n.
-                let c = center.unwrap_or(0.5);
-                let to = ((c * n as f64) as u64).min(n - 1);
-                (Kind::Normal { width }, Some(((to + n - n / 2) % n) as f64 / n as f64))
+                let to = at(center.unwrap_or(0.5));
+                (Kind::Normal { width }, Some((to + n - n / 2) % n))
             }
         };
-        let rotate = center.map(|c| ((c * n as f64) as u64).min(n - 1));
         Some(Skew { kind, n, rotate, scramble: scramble.then(|| Scramble::new(n, key)), key })
     }
 
@@ -330,6 +329,7 @@ mod tests {
             c.sort_unstable_by(|a, b| b.cmp(a));
             let pts: Vec<(f64, f64)> = (3..=300).map(|r| ((r as f64).ln(), (c[r - 1] as f64).ln())).collect();
             let s = slope(&pts);
+            eprintln!("zipf theta {theta}: slope {s:.4}, hottest block share {:.5} (1/H = {:.5})", c[0] as f64 / 4e6, 1.0 / zeta(100_000, theta));
             assert!((s + theta).abs() < 0.05, "theta {theta}: slope {s}");
             // The hottest block's share is 1 / H(n, theta).
             let share = c[0] as f64 / 4e6;
@@ -347,6 +347,7 @@ mod tests {
         let mut c = counts(&skew, 2_000_000, 2);
         c.sort_unstable_by(|a, b| b.cmp(a));
         let share = |frac: f64| c[..(frac * 10_000.0) as usize].iter().sum::<u64>() as f64 / 2e6;
+        eprintln!("pareto h 0.2: hottest 20% {:.4} (0.8), hottest 1% {:.4} (0.5278)", share(0.2), share(0.01));
         assert!((share(0.2) - 0.8).abs() < 0.01, "hottest 20%: {}", share(0.2));
         assert!((share(0.01) - 0.5278).abs() < 0.01, "hottest 1%: {}", share(0.01));
     }
@@ -365,6 +366,7 @@ mod tests {
             let xs: Vec<f64> = (0..n).map(|_| skew.block(skew.rank(&mut rng), 0) as f64).collect();
             let mean = xs.iter().sum::<f64>() / n as f64;
             let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64).sqrt();
+            eprintln!("normal dev {dev}%: mean {mean:.1} (5000), sd {sd:.1} ({sd_want})");
             assert!((mean - 5000.0).abs() < 10.0, "dev {dev}: mean {mean}");
             assert!((sd - sd_want).abs() < 0.01 * sd_want, "dev {dev}: sd {sd} vs {sd_want}");
         }
