@@ -196,7 +196,8 @@ class MpiModel(BaseModel):
     oversubscribe: Optional[bool] = Field(None, description="mpirun --oversubscribe: more ranks than cores; "
                                           "default: on without a hostfile (one machine), off with one")
     extra_args: List[str] = Field(default_factory=list, description="more mpirun arguments, passed as they are")
-    timeout_s: float = Field(600.0, gt=0, description="longest wait of a rank for the others at a barrier")
+    timeout_s: float = Field(60.0, gt=0, description="longest wait of a rank for the others at a barrier (or "
+                             "as long as it worked itself since the last one, when that is longer)")
     stonewall: Optional[str] = Field(None, description="first-done, or seconds: stop every rank's measured "
                                      "phases when the first finishes / at that time")
 

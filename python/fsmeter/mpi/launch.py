@@ -1,8 +1,8 @@
 """How a campaign runs one trial under MPI: `mpirun -n RANKS fsmeter run WORKLOAD --dir TRIAL ...`
 (the [mpi] section says how to call mpirun), then the merged result is read back from --json.
 
-The campaign process keeps the machine's run lock (the ranks are told so through the
-environment and take no lock of their own), provisions the filesystem and records the trial;
+The campaign process keeps its host's run lock (the ranks on that host are told so through the
+environment and take no lock of their own; those on other hosts take their host's), provisions the filesystem and records the trial;
 the ranks only measure. On a cluster the trial directory must be on the shared filesystem, at
 the same path on every host.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -71,7 +72,7 @@ def run_mpi_trial(cell, job, trial_dir: Path, mpi, min_phase_s: float) -> dict:
         out = Path(tmp) / "result.json"
         cmd = mpirun_command(mpi, cell.ranks, workload, trial_dir, cell.overrides, out, cache, min_phase_s)
         env = dict(os.environ)
-        env[LOCK_HELD_ENV] = "1"
+        env[LOCK_HELD_ENV] = socket.gethostname()  # the ranks of this host share the campaign's lock
         if os.geteuid() == 0:  # Open MPI refuses root unless told twice
             env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
             env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
