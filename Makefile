@@ -16,7 +16,7 @@ FSMETER := $(VENV)/bin/fsmeter
 # against, with the Python headers) for `mpirun -n N fsmeter run` and the MPI tests; autoconf/automake/pkg-config
 # to build IOR and mdtest at bench time.
 APT_PKGS := e2fsprogs xfsprogs btrfs-progs util-linux fio postmark dbench bonnie++ fsmark chromium bzip2 xz-utils \
-    openmpi-bin libopenmpi-dev python3-dev autoconf automake pkg-config
+    openmpi-bin libopenmpi-dev python3-dev autoconf automake pkg-config iproute2 glusterfs-server glusterfs-client
 
 .PHONY: all sysdeps pydeps build demo test test-rust test-python docs bench clean toolcheck
 

@@ -1,8 +1,9 @@
 """Several "hosts" on one Linux machine, for running fsmeter under MPI across hosts without a cluster.
 
 Each host is a network namespace with one veth on a private /24, its own host name (a UTS
-namespace), its own ``/run/lock`` and its own ``/etc/hosts`` (bind mounts in a mount namespace of
-its own, private to the processes entering it). The hosts' veths meet on a bridge that lives in a
+namespace), its own ``/run`` (so its own ``/run/lock``, and daemons' sockets and pid files) and its
+own ``/etc/hosts`` (bind mounts in a mount namespace of its own, private to the processes entering
+it). The hosts' veths meet on a bridge that lives in a
 further namespace of the harness (the "switch"), so nothing is added to the machine's own network:
 no interface, no address, no route, and no host file entry; traffic can only go from one of the
 harness's hosts to another. Two harnesses coexist (every name carries the creator's pid and a
@@ -62,6 +63,12 @@ def _remove_namespace(ns: str) -> None:
     _ip("netns", "del", ns, check=False)
 
 
+def _mounts_under(folder: str) -> list:
+    with open("/proc/self/mounts") as f:
+        targets = [ln.split()[1].replace("\\040", " ") for ln in f]
+    return [t for t in targets if t == folder or t.startswith(folder.rstrip("/") + "/")]
+
+
 def sweep_stale() -> list:
     """Remove the namespaces (and state folders) of harnesses whose creating process is gone."""
     removed = []
@@ -79,6 +86,8 @@ def sweep_stale() -> list:
         except (OSError, ValueError):
             continue
         if not os.path.exists(f"/proc/{pid}"):
+            for target in reversed(_mounts_under(str(d))):
+                subprocess.run(["umount", "-l", target], capture_output=True)
             shutil.rmtree(d, ignore_errors=True)
     return removed
 
@@ -137,9 +146,10 @@ class NsHosts:
             _ip("-n", ns, "addr", "add", f"{self.addr[h]}/24", "dev", "eth0")
             _ip("-n", ns, "link", "set", "eth0", "up")
             _ip("-n", ns, "link", "set", "lo", "up")
-            hd = self.state / h
-            (hd / "lock").mkdir(parents=True)
-            os.chmod(hd / "lock", 0o1777)
+            run = self.state / h / "run"  # the host's own /run, its lock folder inside
+            (run / "lock").mkdir(parents=True)
+            (run / "netns").mkdir()
+            os.chmod(run / "lock", 0o1777)
             self._write_enter(h)
         agent = self.state / "agent"
         # Open MPI calls AGENT HOST ARGS..., its orted arguments quoted for a shell, as for ssh.
@@ -149,13 +159,16 @@ class NsHosts:
         agent.chmod(0o755)
 
     def _write_enter(self, h: str) -> None:
-        lock = self.state / h / "lock"
+        run = self.state / h / "run"
         script = self.state / f"enter-{h}"
         # ip netns exec gives the command a mount namespace of its own (mounts made there stay
         # there); unshare --uts a host name of its own.
         binds = "".join(f"mount --bind {shlex.quote(str(src))} {shlex.quote(str(dst))} && "
                         for src, dst in self.binds[h])
-        inner = (f"hostname {shlex.quote(h)} && mount --bind {shlex.quote(str(lock))} /run/lock && "
+        # The machine's /run/netns stays visible in the host's own /run: its processes (mpirun's
+        # agent) enter the other hosts by it.
+        inner = (f"hostname {shlex.quote(h)} && mount --rbind /run/netns {shlex.quote(str(run / 'netns'))} && "
+                 f"mount --rbind {shlex.quote(str(run))} /run && "
                  f"mount --bind {shlex.quote(str(self.state / 'hosts'))} /etc/hosts && {binds}exec \"$@\"")
         script.write_text("#!/bin/sh\n"
                           f"exec ip netns exec {shlex.quote(self.ns[h])} unshare --uts sh -c {shlex.quote(inner)} "
@@ -167,6 +180,10 @@ class NsHosts:
             if ns in namespaces():
                 _remove_namespace(ns)
         if self.state is not None:
+            # Anything still mounted in the state folder (a client mount left by its owner) is
+            # detached first: the folder is removed without ever descending into a mount.
+            for target in reversed(_mounts_under(str(self.state))):
+                subprocess.run(["umount", "-l", target], capture_output=True)
             shutil.rmtree(self.state, ignore_errors=True)
             self.state = None
 
@@ -181,7 +198,7 @@ class NsHosts:
 
     def lock_dir(self, host: str) -> str:
         """The folder the host sees as /run/lock."""
-        return str(self.state / host / "lock")
+        return str(self.state / host / "run" / "lock")
 
     def bind(self, host: str, source: str, target: str) -> None:
         """From now on, processes entering HOST see SOURCE at TARGET (an existing folder): e.g. each
