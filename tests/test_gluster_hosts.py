@@ -136,3 +136,74 @@ def test_unknown_host_and_volume_type_are_refused(scratch):
             GlusterVolume(hosts, prov, servers=["h9"], clients=["h1"])
         with pytest.raises(UserError, match="use one of distribute, replicate"):
             GlusterVolume(hosts, prov, servers=["h1"], clients=["h1"], volume_type="stripe")
+
+
+def _fsm(*args, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, **MPI_ENV, "COLUMNS": "200"}, timeout=timeout)
+
+
+CAMPAIGN = """\
+name = "gluster-bricks"
+min_phase_s = 0
+[[filesystems]]
+name = "ext4"
+[[filesystems]]
+name = "xfs"
+[[workloads]]
+name = "seq-write"
+params = {{ file_size = "4M", duration_s = 0.5, warmup_s = 0 }}
+[repetitions]
+policy = "fixed"
+n = 1
+{mpi}
+[target]
+kind = "glusterfs"
+size = "320M"
+hosts = 2
+servers = [{servers}]
+volume_options = {{ "performance.write-behind" = "off" }}
+"""
+
+
+def test_campaign_brick_filesystem_factor_on_a_two_host_volume(scratch, tmp_path):
+    import sqlite3
+
+    from fsmeter.mpi.nshosts import namespaces
+
+    f = tmp_path / "c.toml"
+    f.write_text(CAMPAIGN.format(mpi="[mpi]\nranks = 2", servers='"h2"'))
+    db = tmp_path / "r.sqlite"
+    before, before_ns = _gluster_processes(), set(namespaces())
+    r = _fsm("campaign", "run", f, "--db", db, "-q")
+    assert r.returncode == 0, r.stdout + r.stderr
+    con = sqlite3.connect(db)
+    rows = con.execute("SELECT c.factors, t.status, e.target_kind, e.fs, e.extra FROM cells c JOIN trials t ON "
+                       "t.cell_id = c.id JOIN environment e ON e.trial_id = t.id ORDER BY c.idx").fetchall()
+    assert [(json.loads(fa)["filesystem"], st, kind, fs) for fa, st, kind, fs, _ in rows] == [
+        ("ext4", "ok", "glusterfs", "ext4"), ("xfs", "ok", "glusterfs", "xfs")]
+    for (_, _, _, fs, extra) in rows:
+        ex = json.loads(extra)
+        assert ex["mpi"]["layout"] == {"h1": [0], "h2": [1]}
+        g = ex["mount"]["gluster"]
+        assert g["servers"] == {"h2": "10.199.0.2"} and sorted(g["clients"]) == ["h1", "h2"]
+        assert [b["fs"] for b in g["bricks"]] == [fs] and g["client_version"].startswith("glusterfs ")
+        assert g["volume_options"].get("performance.write-behind") == "off"
+    rates = con.execute("SELECT m.value FROM metrics m JOIN trials t ON m.trial_id = t.id WHERE m.phase_key = 'run' "
+                        "AND m.name = 'ops_per_s'").fetchall()
+    assert len(rates) == 2 and all(v > 0 for (v,) in rates)
+    rep = _fsm("report", "--db", db, "-o", tmp_path / "r.html")
+    assert rep.returncode == 0, rep.stderr
+    assert "xfs" in (tmp_path / "r.html").read_text()
+    assert set(namespaces()) - before_ns == set()  # the campaign's hosts are gone
+    assert _gluster_processes() - before == set()
+
+
+def test_campaign_glusterfs_target_input_errors(tmp_path):
+    f = tmp_path / "c.toml"
+    f.write_text(CAMPAIGN.format(mpi="", servers='"h2"'))
+    r = _fsm("campaign", "run", f, "--db", tmp_path / "r.sqlite", "-q")
+    assert r.returncode == 2 and "add an [mpi] section" in r.stderr, r.stderr
+    f.write_text(CAMPAIGN.format(mpi="[mpi]\nranks = 2", servers='"h5"'))
+    r = _fsm("campaign", "run", f, "--db", tmp_path / "r.sqlite", "-q")
+    assert r.returncode == 2 and "'h5' is not one of the 2 hosts" in r.stderr, r.stderr

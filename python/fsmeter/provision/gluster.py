@@ -244,6 +244,75 @@ class GlusterVolume:
                 "volume_options": opts, "client_version": client_version(), "path": self.path}
 
 
+class GlusterMounted:
+    """The ``glusterfs`` target as the Provisioner hands it out: namespace hosts and a volume on
+    them, shaped like a Mounted (path, info, reset_cache). ``path`` is the volume as every host and
+    this process see it (here, through the first client's mount); ``launch`` turns an mpirun
+    command line into one run on the hosts."""
+
+    owns_mount = False
+    device = None
+    journal_device = None
+
+    def __init__(self, prov, spec, fs: FsConfig):
+        from fsmeter.mpi.nshosts import NsHosts
+
+        self.config = fs
+        self.fs_name = fs.name
+        self.destroyed = False
+        self.hosts = NsHosts(spec.hosts)
+        self.hosts.__enter__()
+        try:
+            servers = list(spec.servers) or [self.hosts.names[-1]]
+            clients = list(spec.clients) or list(self.hosts.names)
+            self.volume = GlusterVolume(self.hosts, prov, servers, clients, brick_fs=fs,
+                                        brick_bytes=spec.size_bytes, bricks_per_server=spec.bricks_per_server,
+                                        volume_type=spec.volume_type, options=dict(spec.volume_options))
+            self.volume.__enter__()
+            self.path = self.volume.path
+            # this process (the campaign) sees the volume at the same path, through the first client
+            _run(["mount", "--bind", self.volume.mounts[clients[0]], self.path], "binding the volume for fsmeter")
+            self._bound = True
+        except BaseException:
+            self.close()
+            raise
+
+    def launch(self, cmd: list) -> list:
+        """mpirun ARGS... as run on the hosts: from the first host, over their network only."""
+        return self.hosts.enter(self.hosts.names[0], [cmd[0], *self.hosts.mpi_args(), *cmd[1:]])
+
+    def reset_cache(self, files=None) -> str:
+        with open("/proc/sys/vm/drop_caches", "w") as f:  # one kernel: every client's cache and the bricks'
+            f.write("3\n")
+        return "drop_caches"
+
+    def cache_reset_method(self) -> str:
+        return "drop_caches"
+
+    def is_mounted(self) -> bool:
+        return not self.destroyed
+
+    def info(self) -> dict[str, Any]:
+        return {"fs": self.fs_name, "path": self.path, "target": "glusterfs", "device": None, "owns_mount": False,
+                "mkfs_options": list(self.config.mkfs_options), "gluster": self.volume.info(),
+                "hosts": {h: self.hosts.addr[h] for h in self.hosts.names},
+                "cache_reset_method": "drop_caches", "kernel": os.uname().release}
+
+    def close(self) -> None:
+        if getattr(self, "_bound", False):
+            subprocess.run(["umount", self.path], capture_output=True)
+            self._bound = False
+        try:
+            if getattr(self, "volume", None) is not None:
+                self.volume.close()
+        finally:
+            self.hosts.close()
+            self.destroyed = True
+
+    def __repr__(self) -> str:
+        return f"GlusterMounted({self.fs_name} bricks, {self.path})"
+
+
 def _state(pid: int) -> Optional[str]:
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -253,4 +322,4 @@ def _state(pid: int) -> Optional[str]:
         return None
 
 
-__all__ = ["GlusterVolume", "VOLUME_TYPES", "client_version"]
+__all__ = ["GlusterMounted", "GlusterVolume", "VOLUME_TYPES", "client_version"]
