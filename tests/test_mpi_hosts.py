@@ -261,3 +261,31 @@ def test_three_hosts_torn_down_after_use(tmp_path):
             names = [*h.ns.values(), h.switch]
             raise RuntimeError("a failing test")
     assert not any(n in namespaces() for n in names)
+
+
+def test_hosts_of_a_killed_test_run_are_removed_by_the_next_harness(tmp_path):
+    """A harness whose process was SIGKILLed (no teardown ran) leaves namespaces and a state folder;
+    the next harness removes them, and leaves another live harness alone."""
+    from fsmeter.mpi.nshosts import NsHosts, namespaces
+
+    code = textwrap.dedent(f"""\
+        import sys, time
+        sys.path.insert(0, {os.path.join(os.path.dirname(os.path.dirname(__file__)), "python")!r})
+        from fsmeter.mpi.nshosts import NsHosts
+        h = NsHosts(2).__enter__()
+        print(h.tag, h.state, flush=True)
+        time.sleep(600)
+        """)
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        tag, state = p.stdout.readline().split()
+    finally:
+        p.kill()
+        p.wait()
+    left = [n for n in namespaces() if n.startswith(tag + "-")]
+    assert len(left) == 3 and os.path.isdir(state)  # two hosts and the switch, never torn down
+    with NsHosts(1) as live:
+        assert not any(n.startswith(tag + "-") for n in namespaces()) and not os.path.exists(state)
+        with NsHosts(1) as other:  # a second harness of a live process: both stay
+            assert live.ns["h1"] in namespaces() and other.ns["h1"] in namespaces()
+            assert live.addr["h1"] == other.addr["h1"]  # each on its own switch: the same addresses coexist

@@ -153,8 +153,9 @@ class NsHosts:
             self._write_enter(h)
         agent = self.state / "agent"
         # Open MPI calls AGENT HOST ARGS..., its orted arguments quoted for a shell, as for ssh.
+        known = "|".join(self.names)
         agent.write_text("#!/bin/sh\nh=\"$1\"; shift\n"
-                         f"case \"$h\" in {'|'.join(self.names)}) ;; *) echo \"agent: unknown host $h\" >&2; exit 2;; esac\n"
+                         f"case \"$h\" in {known}) ;; *) echo \"agent: unknown host $h\" >&2; exit 2;; esac\n"
                          f"exec {shlex.quote(str(self.state))}/enter-\"$h\" sh -c \"$*\"\n")
         agent.chmod(0o755)
 
