@@ -207,3 +207,52 @@ def test_campaign_glusterfs_target_input_errors(tmp_path):
     f.write_text(CAMPAIGN.format(mpi="[mpi]\nranks = 2", servers='"h5"'))
     r = _fsm("campaign", "run", f, "--db", tmp_path / "r.sqlite", "-q")
     assert r.returncode == 2 and "'h5' is not one of the 2 hosts" in r.stderr, r.stderr
+
+
+def test_campaign_interrupted_mid_trial_leaves_no_hosts_volume_or_bricks(scratch, tmp_path):
+    """Ctrl-C (SIGINT) while a glusterfs cell runs: the clients, servers, bricks and hosts are all
+    removed, as for any other target."""
+    import signal
+    import time
+
+    from fsmeter.mpi.nshosts import namespaces
+
+    f = tmp_path / "c.toml"
+    f.write_text(CAMPAIGN.format(mpi="[mpi]\nranks = 2", servers='"h2"').replace("duration_s = 0.5", "duration_s = 60"))
+    import glob
+
+    states = set(glob.glob("/tmp/fsmeter-nshosts-*"))
+    before, before_ns = _gluster_processes(), set(namespaces())
+    p = subprocess.Popen([sys.executable, "-m", "fsmeter", "campaign", "run", f, "--db", tmp_path / "r.sqlite", "-q"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **MPI_ENV})
+    try:
+        deadline = time.monotonic() + 120
+        running = False
+        while time.monotonic() < deadline and p.poll() is None and not running:
+            running = bool(_fsmeter_ranks())  # the trial's ranks run on the hosts
+            time.sleep(0.2)
+        assert running, "the trial never started"
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 130, err
+    assert set(namespaces()) - before_ns == set()
+    assert _gluster_processes() - before == set()
+    assert _mounts_under(os.path.realpath(scratch)) == []
+    assert set(glob.glob("/tmp/fsmeter-nshosts-*")) - states == set()  # nor the harness's folder and mounts
+
+
+def _fsmeter_ranks() -> list:
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            except OSError:
+                continue
+            if argv[1:3] == [b"-m", b"fsmeter"] and b"--mpi-timeout-s" in argv:  # a rank, not mpirun
+                out.append(pid)
+    return out
