@@ -1,4 +1,4 @@
-"""`mpirun fsmeter run` across several hosts: network-namespace hosts on this machine
+"""`mpirun fsmeter run` across several hosts: network-namespace hosts on the machine running the tests
 (fsmeter.mpi.nshosts), each with its own network, host name and /run/lock, Open MPI launching
 through an rsh agent over the hosts' private network.
 
