@@ -120,7 +120,9 @@ def _run_lock_left_free():
     yield
     import fcntl
 
-    path = os.path.join(os.environ.get("FSMETER_LOCK_DIR") or "", "fsmeter-run.lock")
+    from fsmeter.runlock import lock_path
+
+    path = lock_path()
     if not _LOCK_DIR or not os.path.exists(path):
         return
     fd = os.open(path, os.O_RDONLY)

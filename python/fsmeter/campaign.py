@@ -65,14 +65,16 @@ Name = Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS), AfterValidat
 
 #: The fields each target kind takes besides `kind`; any other is refused, naming it.
 TARGET_FIELDS = {"loop": ("size", "journal_size", "preallocate"), "tmpfs": ("size",), "dir": ("path",),
-                 "device": ("device", "destroy_data_on", "force")}
+                 "device": ("device", "destroy_data_on", "force"),
+                 "glusterfs": ("size", "hosts", "servers", "clients", "volume_type", "bricks_per_server",
+                               "volume_options")}
 
 
 class TargetModel(BaseModel):
     """Where the filesystems go (see fsmeter.provision.TargetSpec)."""
 
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["loop", "dir", "tmpfs", "device"] = "loop"
+    kind: Literal["loop", "dir", "tmpfs", "device", "glusterfs"] = "loop"
     size: Size = Field(1 << 30, gt=0, description="image / tmpfs size")
     path: Optional[str] = Field(None, max_length=MAX_PATH_CHARS,
                                 description="kind=dir: the existing directory to measure")
@@ -82,8 +84,18 @@ class TargetModel(BaseModel):
     force: bool = False
     journal_size: Size = Field(128 << 20, gt=0, description="external journal image size")
     preallocate: bool = False
+    hosts: int = Field(2, ge=1, le=16, description="kind=glusterfs: namespace hosts h1..hN on this machine")
+    servers: Optional[List[str]] = Field(None, max_length=16, description="kind=glusterfs: server hosts "
+                                         "(default: the last host)")
+    clients: Optional[List[str]] = Field(None, max_length=16, description="kind=glusterfs: client hosts, each "
+                                         "mounting through its own client (default: every host)")
+    volume_type: Literal["distribute", "replicate"] = "distribute"
+    bricks_per_server: int = Field(1, ge=1, le=8)
+    volume_options: Dict[str, str] = Field(default_factory=dict, description="kind=glusterfs: gluster volume "
+                                           "set OPTION VALUE, before the volume starts")
 
-    @field_validator("size", "path", "device", "destroy_data_on", "force", "journal_size", "preallocate")
+    @field_validator("size", "path", "device", "destroy_data_on", "force", "journal_size", "preallocate",
+                     "hosts", "servers", "clients", "volume_type", "bricks_per_server", "volume_options")
     @classmethod
     def _belongs_to_kind(cls, v: Any, info: ValidationInfo) -> Any:
         # Only fields given are checked; `kind` comes first, so it is known here.
@@ -100,6 +112,11 @@ class TargetModel(BaseModel):
             raise ValueError("path: kind = 'dir' needs path, the existing directory to measure")
         if self.kind == "device" and not self.device:
             raise ValueError("device: kind = 'device' needs device (and destroy_data_on naming it again)")
+        names = [f"h{i + 1}" for i in range(self.hosts)]
+        for field in ("servers", "clients"):
+            bad = [h for h in getattr(self, field) or [] if h not in names]
+            if bad:
+                raise ValueError(f"{field}: {bad[0]!r} is not one of the {self.hosts} hosts ({', '.join(names)})")
         if self.kind == "device" and not self.destroy_data_on:
             raise ValueError(f"destroy_data_on: {self.device} would be formatted, destroying its data: confirm "
                              f"with destroy_data_on = {self.device!r}")
@@ -113,7 +130,10 @@ class TargetModel(BaseModel):
 
         return TargetSpec(kind=self.kind, size_bytes=self.size, path=self.path, device=self.device,
                           destroy_data_on=self.destroy_data_on, force=self.force,
-                          journal_size_bytes=self.journal_size, preallocate=self.preallocate)
+                          journal_size_bytes=self.journal_size, preallocate=self.preallocate,
+                          hosts=self.hosts, servers=tuple(self.servers or ()), clients=tuple(self.clients or ()),
+                          volume_type=self.volume_type, bricks_per_server=self.bricks_per_server,
+                          volume_options=tuple(sorted(self.volume_options.items())))
 
 
 class FsModel(BaseModel):
@@ -203,7 +223,8 @@ class MpiModel(BaseModel):
     oversubscribe: Optional[bool] = Field(None, description="mpirun --oversubscribe: more ranks than cores; "
                                           "default: on without a hostfile (one machine), off with one")
     extra_args: List[str] = Field(default_factory=list, description="more mpirun arguments, passed as they are")
-    timeout_s: float = Field(600.0, gt=0, description="longest wait of a rank for the others at a barrier")
+    timeout_s: float = Field(60.0, gt=0, description="longest wait of a rank for the others at a barrier (or "
+                             "as long as it worked itself since the last one, when that is longer)")
     stonewall: Optional[str] = Field(None, description="first-done, or seconds: stop every rank's measured "
                                      "phases when the first finishes / at that time")
 

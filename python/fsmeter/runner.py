@@ -136,6 +136,9 @@ def check_target(c: CampaignFile, fresh: bool = True) -> None:
             check_device(t.device, t.destroy_data_on, t.force or not fresh)
         except DeviceRefused as exc:
             raise UserError(f"target: {exc.message}: no cell was run") from None
+    elif t.kind == "glusterfs" and c.mpi is None and "ranks" not in c.factors:
+        raise UserError("target: kind = 'glusterfs' runs every trial under MPI on its hosts: add an [mpi] "
+                        "section (ranks = one per client host or more)")
     elif t.kind == "dir" and t.path:
         from fsmeter.provision.sysinfo import pseudo_filesystem
 
@@ -366,7 +369,8 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
         if cell.ranks is not None:  # every trial as mpirun -n RANKS fsmeter run ... (fsmeter.mpi.launch)
             from fsmeter.mpi.launch import trial_phases
 
-            status, cause, phases, methods, mpi_env = trial_phases(cell, job, trial_dir, ctx.campaign)
+            status, cause, phases, methods, mpi_env = trial_phases(cell, job, trial_dir, ctx.campaign,
+                                                                   launch=getattr(mnt, "launch", None))
         session = EngineSession(job.engine_json()) if cell.ranks is None else None
         # Read counters of the cell's own block device (fsmeter made it); none with the null backend.
         device = mnt.device if mnt.owns_mount and job.engine_dict().get("backend") != "null" else None

@@ -168,8 +168,9 @@ def register(app: typer.Typer) -> None:
         no_wait: bool = no_wait_option(),
         stonewall: Optional[str] = typer.Option(None, "--stonewall", help="under mpirun: stop every rank's measured "
                                                 "phases when the first rank finishes (first-done) or after SECONDS"),
-        mpi_timeout_s: float = typer.Option(600.0, "--mpi-timeout-s", help="under mpirun: the longest a rank waits "
-                                            "for the others at a barrier before aborting every rank"),
+        mpi_timeout_s: float = typer.Option(60.0, "--mpi-timeout-s", help="under mpirun: the longest a rank waits "
+                                            "for the others at a barrier before aborting every rank (or as long "
+                                            "as it worked itself since the last barrier, when that is longer)"),
         wearout: bool = typer.Option(False, "--stonewall-wearout", help="under mpirun, with --stonewall: after the "
                                      "stonewall every rank goes on until it has done as many requests (access "
                                      "workloads, IOR -O stoneWallingWearOut=1) or as many files per tree (tree "

@@ -20,7 +20,7 @@ from typing import Optional
 
 import fsmeter
 from fsmeter.errors import UserError
-from fsmeter.mpi.comm import World
+from fsmeter.mpi.comm import LOCK_WAIT_S, World
 
 #: Tag of the stonewall notices (a rank that finished first tells rank 0).
 STONEWALL_TAG = 7713
@@ -31,7 +31,8 @@ STONEWALL_PHASES = {"access": {"run"}, "replay": {"run"}, "fileset": {"create", 
                     "tree": {"create"}}
 #: The families a wear-out can take on after a stonewall.
 WEAROUT_FAMILIES = ("access", "tree")
-#: Set by a parent that already holds the machine's run lock (a campaign launching mpirun).
+#: Set by a parent that already holds its host's run lock (a campaign launching mpirun) to that
+#: host's name: the ranks on that host take no lock of their own, those on other hosts do.
 LOCK_HELD_ENV = "FSMETER_RUN_LOCK_HELD"
 
 
@@ -85,10 +86,10 @@ def resolve_shift(shift, hosts: list) -> int:
     return int(shift or 0)
 
 
-def _shared_errors(world: World, err: Optional[UserError], untimed: bool = False) -> None:
+def _shared_errors(world: World, err: Optional[UserError]) -> None:
     """Every rank learns every rank's input error, so that all exit alike; rank 0 says it once."""
     mine = None if err is None else (str(err), err.exit_code)
-    every = world.comm.allgather(mine) if untimed else world.allgather(mine, "checking the input")
+    every = world.allgather(mine, "checking the input")
     bad = [(r, e) for r, e in enumerate(every) if e is not None]
     if not bad:
         return
@@ -368,13 +369,16 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
 
     hosts = world.allgather(world.host, "exchanging host names")
     with contextlib.ExitStack() as stack:
-        err = None
-        if world.local_rank == 0 and not os.environ.get(LOCK_HELD_ENV):
-            try:  # one lock per host, taken by the host's first rank; the others wait for it here
-                stack.enter_context(runlock.measuring(wait=not no_wait))
+        if world.local_rank == 0 and os.environ.get(LOCK_HELD_ENV) != world.host:
+            # One lock per host, taken by the host's first rank; the others wait for it at the
+            # barrier below. A lock another measurement holds is not waited for long: the other
+            # ranks would spin at that barrier meanwhile. This rank gives up after a short bound
+            # and aborts every rank, saying why.
+            try:
+                stack.enter_context(runlock.measuring(wait=not no_wait, wait_s=min(LOCK_WAIT_S, timeout_s / 2)))
             except UserError as exc:
-                err = exc
-        _shared_errors(world, err, untimed=True)
+                world.abort(exc.message)
+        world.barrier("waiting for the first rank of each host to take its host's run lock")
         file_layout = {"kind": "file per rank", "rank_dirs": f"{directory}/rank-NNNNN"}
         if shared_file:
             shift = resolve_shift(reorder_shift, hosts)
