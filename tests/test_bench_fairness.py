@@ -11,7 +11,9 @@ import sys
 
 import pytest
 
-BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench")
+from repo_paths import ROOT
+
+BENCH = str(ROOT / "bench")
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,8 @@ import pytest
 from fsmeter.families.bonnie import FILE_COLUMNS, IO_COLUMNS, BonnieParams
 from fsmeter.store import open_store
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from repo_paths import ROOT
+
 SEED_CSV = os.path.join(ROOT, "tests", "data", "bonnie-1024mb-10runs.csv")
 SMALL = ["--set", "size=4M", "--set", "char_io_size=256K", "--set", "seeks=250", "--set", "files=64"]
 SMALL_PARAMS = 'size = "4M", char_io_size = "256K", seeks = 250, files = 64'

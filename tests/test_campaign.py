@@ -3,31 +3,17 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
-import textwrap
-import time
 
 import pytest
 
 from fsmeter.campaign import dump_toml, parse_campaign, plan
 from fsmeter.errors import UserError
 from fsmeter.store import TIDY_COLUMNS, open_store, tidy
+
+from campaigns import FAST, dir_campaign, fsm, wait_for_trials
 from procstat import wait_for_worker_cpu
-
-FAST = 'backend = "null", file_size = "4M", warmup_s = 0.05, duration_s = 0.2, interval_s = 0.05'
-
-
-def fsm(*args, env=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200", **(env or {})}, timeout=timeout)
-
-
-def dir_campaign(path, body: str, name: str = "t") -> str:
-    """Top-level keys of ``body`` come first, so the [target] table goes last."""
-    return f'name = "{name}"\n' + textwrap.dedent(body) + f'\n[target]\nkind = "dir"\npath = "{path}"\n'
-
 
 
 # -- the matrix ---------------------------------------------------------------------------
@@ -211,20 +197,6 @@ def test_adaptive_policy_records_its_stop_reason(tmp_path, scratch):
         assert trials[-1]["half_width_pct"] > 0
 
 
-def _wait_for_trials(db, n, proc, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        assert proc.poll() is None, proc.communicate()
-        try:
-            with sqlite3.connect(db) as conn:
-                if conn.execute("SELECT count(*) FROM trials").fetchone()[0] >= n:
-                    return
-        except sqlite3.OperationalError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError(f"no {n} trials within {timeout} s")
-
-
 @pytest.mark.parametrize("signame,status", [("SIGINT", 130), ("SIGTERM", 143)])
 def test_stop_signal_then_resume_completes_the_matrix(tmp_path, scratch, signame, status):
     work = tmp_path / "work"
@@ -244,7 +216,7 @@ def test_stop_signal_then_resume_completes_the_matrix(tmp_path, scratch, signame
     proc = subprocess.Popen([sys.executable, "-m", "fsmeter", "campaign", "run", str(f), "--db", str(db), "-q"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        _wait_for_trials(db, 1, proc)
+        wait_for_trials(db, 1, proc)
         # Inside trial 2: its engine workers (trial 1's have exited) have used CPU, however slow the machine.
         wait_for_worker_cpu(proc, 0.05, poll_s=0.01)
         proc.send_signal(getattr(signal, signame))

@@ -10,8 +10,7 @@ import pytest
 
 from fsmeter.store import open_store
 
-from test_campaign import fsm
-from test_campaign_root import ours
+from campaigns import fsm, ours
 
 pytestmark = pytest.mark.root
 

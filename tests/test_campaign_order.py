@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from fsmeter.store import open_store
 
-from test_campaign import FAST, dir_campaign, fsm
+from campaigns import FAST, dir_campaign, fsm
 
 
 def _run(tmp_path, order_line: str, n: int = 3):

@@ -10,10 +10,9 @@ import time
 
 import pytest
 
-from fsmeter.provision.sysinfo import loop_backing_file, proc_mounts
 from fsmeter.store import open_store, tidy
 
-from test_campaign import _wait_for_trials, fsm
+from campaigns import fsm, ours, wait_for_trials
 
 pytestmark = pytest.mark.root
 
@@ -22,20 +21,6 @@ SHORT = 'file_size = "16M", warmup_s = 0.1, duration_s = 0.5, interval_s = 0.1'
 
 def loop_campaign(body: str, name: str = "loop") -> str:
     return f'name = "{name}"\n' + textwrap.dedent(body) + '\n[target]\nkind = "loop"\nsize = "1G"\n'
-
-
-
-def ours(scratch):
-    """Mounts and loop devices whose mount point / backing image lies in the test's scratch folder."""
-    folder = os.path.realpath(scratch) + "/"
-    mounts = [m.target for m in proc_mounts() if m.target.startswith(folder)]
-    loops = []
-    for name in os.listdir("/sys/block"):
-        if name.startswith("loop"):
-            b = loop_backing_file("/dev/" + name)
-            if b and os.path.realpath(b).startswith(folder):
-                loops.append(name)
-    return mounts, loops
 
 
 def test_two_filesystems_record_proc_mounts_line(tmp_path, scratch):
@@ -130,7 +115,7 @@ def test_sigkill_mid_cell_then_resume(tmp_path, scratch):
     proc = subprocess.Popen([sys.executable, "-m", "fsmeter", "campaign", "run", str(f), "--db", str(db), "-q"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        _wait_for_trials(db, 1, proc)
+        wait_for_trials(db, 1, proc)
         # Between trials the cell's cold-cache step unmounts and mounts the filesystem again: wait
         # out that gap, so that the kill lands while the filesystem is up.
         deadline = time.monotonic() + 10

@@ -14,9 +14,9 @@ import pytest
 
 from fsmeter.store import open_store
 
-from test_campaign import FAST, dir_campaign, fsm
+from campaigns import FAST, dir_campaign, fsm
+from repo_paths import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = ["--set", "backend=null", "--set", "file_size=1M", "--set", "warmup_s=0", "--set", "duration_s=0.05"]
 
 

@@ -12,6 +12,8 @@ from fsmeter.crash.blocklog import FLUSH, RECORD, START, WRITE, ZERO, read_log
 from fsmeter.crash.cut import CutBuilder
 from fsmeter.errors import UserError
 
+from repo_paths import ROOT
+
 
 def _log(path, records):
     """Write a blocklog-format log: (kind, t_ns, offset, data-or-length)."""
@@ -131,7 +133,7 @@ def test_crash_instants_replay_with_the_seed():
 def test_cli_refuses_a_bad_set_in_one_line():
     from fsmeter.cli import main
 
-    r = subprocess.run([os.path.join(os.path.dirname(__file__), "..", ".venv", "bin", "fsmeter"), "crash", "run",
+    r = subprocess.run([os.path.join(ROOT, ".venv", "bin", "fsmeter"), "crash", "run",
                         "crash-quick", "--out", "/nonexistent/x", "--set", "crash_points=2"],
                        capture_output=True, text=True)
     assert r.returncode == 2, r.stderr

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from repo_paths import ROOT
+
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import docs_cli  # noqa: E402

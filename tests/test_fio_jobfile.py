@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -15,7 +14,9 @@ from fsmeter.errors import UserError
 from fsmeter.interop.fio_jobfile import parse_fio_range, parse_fio_size, parse_fio_time_s, parse_jobfile
 from fsmeter.interop.fio_map import map_job, map_jobfile
 
-DATA = Path(__file__).parent / "data" / "fio"
+import repo_paths
+
+DATA = repo_paths.DATA / "fio"
 JOBFILES = sorted(DATA.glob("*.fio"))
 ENV = {"FSM_SIZE": "16m"}
 

@@ -13,8 +13,9 @@ from hypothesis import given, strategies as st
 
 from fsmeter.stats.analyze import analyze_frame, check_cli_level, combine_factors, load_csv, stack_responses
 from fuzz_common import SLOW, mutate, result_or_user_error, splice_bytes
+from repo_paths import DATA
 
-BONNIE = Path(__file__).parent / "data" / "bonnie-1024mb-10runs.csv"
+BONNIE = DATA / "bonnie-1024mb-10runs.csv"
 ROWS = list(csv.reader(BONNIE.read_text().splitlines()))
 
 

@@ -13,8 +13,9 @@ from fsmeter.interop.fio_map import SUPPORTED, fio_workloads, map_job
 from fsmeter.spec import build_job
 from fsmeter.units import MAX_DURATION_S, MAX_SIZE_BYTES
 from fuzz_common import FAST, NASTY, SLOW, mutate, result_or_user_error, splice_bytes
+import repo_paths
 
-DATA = Path(__file__).parent / "data" / "fio"
+DATA = repo_paths.DATA / "fio"
 SEEDS = sorted(p.read_text() for p in DATA.glob("*.fio"))
 
 

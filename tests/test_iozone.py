@@ -16,7 +16,8 @@ import pytest
 from fsmeter.families.iozone import IozoneParams
 from fsmeter.spec import build_job, load_workload
 
-ROOT = Path(__file__).resolve().parents[1]
+from repo_paths import ROOT
+
 sys.path.insert(0, str(ROOT / "bench"))
 from iozone_peer import parse_cells, parse_excel  # noqa: E402
 

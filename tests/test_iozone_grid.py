@@ -13,7 +13,8 @@ import pytest
 from fsmeter.families.iozone import IozoneParams
 from fsmeter.report.iozone import console_table, excel_reports, iozone_text
 
-ROOT = Path(__file__).resolve().parents[1]
+from repo_paths import ROOT
+
 DATA = ROOT / "tests" / "data" / "iozone"
 sys.path.insert(0, str(ROOT / "bench"))
 from iozone_peer import parse_cells, parse_excel  # noqa: E402

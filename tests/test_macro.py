@@ -12,7 +12,8 @@ import pytest
 from fsmeter.macro import cache
 from fsmeter.macro.tree_gen import TreeShape, shape_stats, write_archives
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from repo_paths import ROOT
+
 SMALL = TreeShape(files=300, dirs=30, seed=7)
 
 

@@ -12,7 +12,7 @@ from fsmeter import workfiles
 from fsmeter.errors import UserError
 from fsmeter.families.mix import MixParams, task_program
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from repo_paths import ROOT
 
 
 def fsmeter(*args):

@@ -17,7 +17,9 @@ from fsmeter.cli import cleanup as cleanup_cli
 from fsmeter.provision import Provisioner, StateFile, sysinfo
 from fsmeter.provision.undo import cleanup_leftovers
 
-PYTHON_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
+from repo_paths import ROOT
+
+PYTHON_DIR = str(ROOT / "python")
 
 # Provisions an ext4 loop filesystem with host factors applied, prints its info, then waits to be killed.
 CHILD = textwrap.dedent("""

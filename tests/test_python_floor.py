@@ -4,9 +4,9 @@ from __future__ import annotations
 import ast
 import re
 import tomllib
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from repo_paths import ROOT
+
 PACKAGE = ROOT / "python" / "fsmeter"
 
 

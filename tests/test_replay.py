@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from repo_paths import ROOT
+
 CLIENT_TXT = Path("/usr/share/dbench/client.txt")
 needs_client_txt = pytest.mark.skipif(not CLIENT_TXT.is_file(),
                                       reason=f"{CLIENT_TXT} missing: install Debian package dbench (make test does)")

@@ -8,7 +8,8 @@ import subprocess
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from repo_paths import ROOT
+
 
 # Written in pieces so that this file does not match itself.
 OUTSIDE = [".." + "/shared", "/work" + "/", "DESIGN" + ".md", "WORKLOADS" + ".md", "STYLE" + ".md"]

@@ -1,6 +1,5 @@
 """Full factorial ANOVA (Jain ch. 20-22): the real Bonnie data set, hand-checked small cases, checks."""
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -12,7 +11,9 @@ from fsmeter.stats.analyze import analyze_frame, load_csv, stack_responses
 from fsmeter.stats.anova import factorial_anova
 from fsmeter.stats.summary import summarize
 
-BONNIE = Path(__file__).parent / "data" / "bonnie-1024mb-10runs.csv"
+from repo_paths import DATA
+
+BONNIE = DATA / "bonnie-1024mb-10runs.csv"
 SETUPS = ["ext2/2.3.0", "ext2/2.4.17", "ext3/2.4.17", "reiserfs/2.4.17"]
 MODES = ["block read", "block write"]
 

@@ -2,14 +2,15 @@
 import subprocess
 import sys
 import types
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from fsmeter.cli import main
 
-BONNIE = str(Path(__file__).parent / "data" / "bonnie-1024mb-10runs.csv")
+from repo_paths import DATA, ROOT
+
+BONNIE = str(DATA / "bonnie-1024mb-10runs.csv")
 
 
 def run(capsys, *args):
@@ -123,7 +124,7 @@ def test_store_campaign_path(capsys, fake_store, tmp_path):
 
 
 def test_python_m_fsmeter_subprocess():
-    env_path = str(Path(__file__).parent.parent / "python")
+    env_path = str(ROOT / "python")
     p = subprocess.run([sys.executable, "-m", "fsmeter", "analyze", "--csv", BONNIE, "--response", "bogus",
                         "--factors", "filesystem"], capture_output=True, text=True,
                        env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"})

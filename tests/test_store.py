@@ -11,39 +11,7 @@ import pytest
 from fsmeter.errors import UserError
 from fsmeter.store import HERE, SCHEMA_VERSION, TIDY_COLUMNS, open_store, tidy
 
-REPORT = {
-    "phase": "run", "interrupted": False, "threads": 1, "warmup_s": 0.5, "elapsed_s": 2.0,
-    "total": {"ops": 100, "bytes": 409600, "ops_per_s": 50.0, "bytes_per_s": 204800.0},
-    "ops": {"read": {"count": 100, "bytes": 409600, "lat": {"count": 100, "min_ns": 10, "mean_ns": 20.0,
-                                                           "stdev_ns": 1.0, "p50_ns": 20, "p90_ns": 25, "p99_ns": 30,
-                                                           "p999_ns": 31, "p9999_ns": 31, "max_ns": 31,
-                                                           "buckets": [[31, 100]]}}},
-    "intervals": [{"t_s": 1.0, "dur_s": 1.0, "ops": 40, "bytes": 163840},
-                  {"t_s": 2.0, "dur_s": 1.0, "ops": 60, "bytes": 245760}],
-    "cpu": {"process_pct": 3.0},
-}
-
-
-def _metric(value, name="ops_per_s", headline=True):
-    return {"phase": "run", "name": name, "unit": "ops/s", "higher_is_better": True, "value": value,
-            "headline": headline}
-
-
-def _fill(path):
-    store = open_store(path)
-    cid = store.create_campaign("demo", "name = 'demo'\n", [("seq-read", {"filesystem": "ext4", "threads": 1}),
-                                                            ("seq-read", {"filesystem": "xfs", "threads": 4})])
-    cells = store.cells(cid)
-    for i, cell in enumerate(cells):
-        for n in (1, 2):
-            store.record_trial(cell["id"], n, status="ok", started="t0", discarded=(n == 1),
-                               phases=[{"key": "run", "engine_phase": "run", "report": REPORT,
-                                        "cache_method": "remount"}],
-                               metrics=[_metric(100.0 * (i + 1) + n), _metric(1.5, "cpu_pct", False)],
-                               environment={"kernel": "6.1", "fs": cell["factors"], "seed": 42,
-                                            "proc_mounts_line": "/dev/loop0 /mnt ext4 rw,relatime 0 0",
-                                            "mkfs_options": ["-q"], "something_else": 7})
-    return store, cid
+from store_sample import REPORT, fill
 
 
 def test_schema_version_and_history(tmp_path):
@@ -91,7 +59,7 @@ def test_migration_step_applied(tmp_path, monkeypatch):
 
 
 def test_record_trial_stores_everything(tmp_path):
-    store, cid = _fill(tmp_path / "r.sqlite")
+    store, cid = fill(tmp_path / "r.sqlite")
     q = lambda sql: store.conn.execute(sql).fetchone()[0]  # noqa: E731
     assert q("SELECT count(*) FROM trials") == 4
     assert q("SELECT count(*) FROM phases") == 4
@@ -109,7 +77,7 @@ def test_record_trial_stores_everything(tmp_path):
 
 def test_trial_is_one_transaction(tmp_path):
     """A trial whose data cannot be stored leaves nothing behind (no half trial)."""
-    store, cid = _fill(tmp_path / "r.sqlite")
+    store, cid = fill(tmp_path / "r.sqlite")
     cell = store.cells(cid)[0]
     bad_metric = {"phase": "run", "name": "x", "unit": "u", "higher_is_better": True, "value": "not a number"}
     with pytest.raises(ValueError):
@@ -124,7 +92,7 @@ def test_trial_is_one_transaction(tmp_path):
 
 def test_tidy_columns_and_values(tmp_path):
     path = tmp_path / "r.sqlite"
-    store, cid = _fill(path)
+    store, cid = fill(path)
     store.close()
     df = tidy(path, campaign=cid)
     assert list(df.columns) == TIDY_COLUMNS + ["filesystem", "threads"]
@@ -144,7 +112,7 @@ def test_load_returns_frames(tmp_path):
     import fsmeter
 
     path = tmp_path / "r.sqlite"
-    _fill(path)[0].close()
+    fill(path)[0].close()
     data = fsmeter.load(path)
     assert {"trials", "metrics", "intervals", "environment"} <= set(data)
     assert len(data["trials"]) == 4 and "filesystem" in data["trials"].columns

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import csv
 import re
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from fsmeter.study.model import STUDY_DIR, load_study, study_paths
 
-ROOT = Path(__file__).resolve().parent.parent
+from repo_paths import ROOT
+
 FIVE = ("bryant2002", "wettstein2002", "lourdas2009", "layton2009", "gus3-2008")
 RUNS = STUDY_DIR / "data" / "wettstein2002-bonnie-runs.csv"
 

@@ -9,7 +9,7 @@ import pytest
 from fsmeter.families.tree import TreeParams
 from fsmeter.spec import build_job, load_workload
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from repo_paths import ROOT
 
 
 def fsmeter(*args):

@@ -13,7 +13,7 @@ from fsmeter.families.access import AccessParams
 from fsmeter.stats.kept import is_kept, kept_mask
 from fsmeter.verify import corruption, describe, mismatches
 
-from test_store import REPORT, _fill, _metric
+from store_sample import REPORT, fill, metric
 
 MISMATCH = {"offset": 151552, "len": 4096, "kind": "bad_checksum", "file": "/d/fsmeter.access.1",
             "phase": "verify", "first_diff": 1234, "first_diff_offset": 152786, "window_start": 1218,
@@ -70,11 +70,11 @@ def test_corruption_summary_names_file_offset_and_bytes():
 
 
 def test_store_keeps_corrupt_trials_apart_from_statistics(tmp_path):
-    store, cid = _fill(tmp_path / "r.sqlite")
+    store, cid = fill(tmp_path / "r.sqlite")
     cell = store.cells(cid)[0]
     store.record_trial(cell["id"], 3, status="corrupt", cause="data verification found 1 corrupt block(s)",
                        started="t0", phases=[{"key": "run", "engine_phase": "run", "report": _report(1)}],
-                       metrics=[_metric(999.0)], environment={"seed": 42})
+                       metrics=[metric(999.0)], environment={"seed": 42})
     assert [v for _, v in store.headline_values(cell["id"])] == [101.0, 102.0], "corrupt values never count"
     assert not is_kept("corrupt", False, 1.0)
     from fsmeter.store import tidy
@@ -84,14 +84,14 @@ def test_store_keeps_corrupt_trials_apart_from_statistics(tmp_path):
 
 
 def _version_3_copy(path, tmp_path):
-    """A version 3 store holding what _fill writes: filled at today's schema, then each table's
+    """A version 3 store holding what store_sample.fill writes: filled at today's schema, then each table's
     version 3 columns copied into a store made by the migrations up to 3 (today's code writes
     columns that a version 3 store does not have)."""
     import sqlite3
 
     import fsmeter.store as st
 
-    current, cid = _fill(tmp_path / "current.sqlite")
+    current, cid = fill(tmp_path / "current.sqlite")
     current.close()
     conn = sqlite3.connect(path)
     for version, sql in st._migrations():

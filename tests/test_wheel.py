@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from repo_paths import ROOT
+
 HELPERS = ("fsmeter/_bin/fsmeter-mix-task", "fsmeter/_bin/fsmeter-blocklog")
 
 pytestmark = pytest.mark.slow
