@@ -1,4 +1,4 @@
-"""What every parser's fuzz test checks (tests/test_fuzz_*.py): an input gives a result or one UserError,
+"""What every parser's fuzz test checks (tests/fuzz/): an input gives a result or one UserError,
 one line long, and nothing else; and the hypothesis settings that keep all of them within a minute or two.
 
 The deadline is hypothesis's per-example limit: an example that takes longer fails the test (a hang or a
