@@ -3,7 +3,6 @@ kind, a device not named twice or in use, a directory that is a kernel interface
 exit 2, with no cell run and no campaign stored. Device tests use a loop device of their own."""
 from __future__ import annotations
 
-import os
 import sqlite3
 import subprocess
 import sys

@@ -78,7 +78,7 @@ def test_split_layout_and_fio_plot_compares_filesystems(synth, tmp_path):
     fio_plot(["-i", out / "xfs", "-T", "xfs depth", "-l", "-r", "read", "-d", "1", "-n", "2"], tmp_path)
     # fio's bw/iops logs from the interval samples: fio-plot -g draws them over time.
     log = (out / "ext4" / "read-iodepth-1-numjobs-2_iops.1.log").read_text().splitlines()
-    assert log and all(len(l.split(", ")) == 5 for l in log)
+    assert log and all(len(line.split(", ")) == 5 for line in log)
     fio_plot(["-i", out / "ext4", out / "xfs", "-T", "over time", "-g", "-t", "bw", "iops", "-r", "read",
               "-d", "1", "-n", "2"], tmp_path)
 
@@ -99,7 +99,7 @@ def test_jsonplus_is_read_by_fio_jsonplus_clat2csv(synth, tmp_path):
     lines = (tmp_path / "lat_job0.csv").read_text().splitlines()
     cols = [c.strip() for c in lines[0].split(",")]
     ci = cols.index("read_clat_ns_count")
-    csv_bins = {int(l.split(",")[0]): int(l.split(",")[ci]) for l in lines[1:] if l.split(",")[ci].strip()}
+    csv_bins = {int(row.split(",")[0]): int(row.split(",")[ci]) for row in lines[1:] if row.split(",")[ci].strip()}
     assert csv_bins == {int(k): v for k, v in doc["jobs"][0]["read"]["clat_ns"]["bins"].items()}
     assert sum(csv_bins.values()) == doc["jobs"][0]["read"]["total_ios"]
 

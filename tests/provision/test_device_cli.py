@@ -8,7 +8,6 @@ import sqlite3
 import subprocess
 import sys
 
-import pytest
 
 
 def fsmeter(*args, cwd=None):

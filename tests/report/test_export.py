@@ -1,7 +1,6 @@
 """Exports round-trip: tidy CSV equals store.tidy(), campaign JSON keeps every count, fio-json matches the store."""
 from __future__ import annotations
 
-import io
 import json
 import subprocess
 import sys
@@ -12,7 +11,7 @@ import pytest
 import fsmeter
 import report_synth as rs
 from fsmeter.errors import UserError
-from fsmeter.report.export import (CAMPAIGN_FORMAT, CAMPAIGN_VERSION, FIO_PERCENTILES, campaign_document, export,
+from fsmeter.report.export import (CAMPAIGN_FORMAT, CAMPAIGN_VERSION, FIO_PERCENTILES, export,
                                    fio_document, tidy_from_document)
 from fsmeter.store import open_store, tidy
 

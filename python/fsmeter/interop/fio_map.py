@@ -27,7 +27,7 @@ PLANNED = {
     "random_generator", "iodepth_batch", "iodepth_batch_submit", "iodepth_batch_complete", "iodepth_low",
     "startdelay", "new_group", "create_on_open", "fallocate", "overwrite", "invalidate", "fsync_on_close",
     "write_barrier", "number_ios", "bs_unaligned", "unified_rw_reporting", "steadystate", "ss", "ss_dur",
-    "ss_ramp", "allrandrepeat", "rwmixcycle", "random_distribution", "filename_format", "opendir", "lockfile",
+    "ss_ramp", "allrandrepeat", "rwmixcycle", "filename_format", "opendir", "lockfile",
     "cpus_allowed", "cpumask", "nice", "prio", "write_bw_log", "write_lat_log", "write_iops_log", "log_avg_msec",
     "per_job_logs", "write_hist_log", "percentile_list", "clat_percentiles", "lat_percentiles", "hipri",
     "fixedbufs", "registerfiles", "sqthread_poll", "exitall", "exitall_on_error", "continue_on_error",

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 import subprocess
 
 import pytest

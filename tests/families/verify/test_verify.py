@@ -8,7 +8,6 @@ import sys
 
 import pytest
 
-from fsmeter.errors import UserError
 from fsmeter.families.access import AccessParams
 from fsmeter.stats.kept import is_kept, kept_mask
 from fsmeter.verify import corruption, describe, mismatches
