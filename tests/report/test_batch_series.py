@@ -82,6 +82,7 @@ def test_a_headline_without_an_interval_series_says_no_ci(tmp_path):
     ("filemark-small", {"files": 300, "warmup_s": 0.05, "duration_s": 0.3, "transaction_phases": 2,
                         "subdirectories": 2}),
     ("dbench-quick", {"duration_s": 0.5, "warmup_s": 0.1}),
+    ("bonnie-quick", {"size": "4M", "char_io_size": "256K", "seeks": 250, "files": 64}),
 ])
 def test_every_series_adds_up_to_its_metric(tmp_path, workload, sets):
     """A family's per-interval quantity of a metric, summed over a real run and divided by the

@@ -14,6 +14,8 @@ from fsmeter.study.verdict import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, RE
 from fsmeter.study.model import Claim, load_study, study_paths
 from fsmeter.study.plan import Change, changes_of, plan_study
 
+from chromium import CHROMIUM, load_charts
+
 UNSUPPORTED = {"jfs", "reiserfs", "nilfs2", "f2fs"}
 
 
@@ -587,3 +589,26 @@ def test_a_busy_or_short_run_in_the_store_reads_inconclusive(tmp_path, monkeypat
     assert noisy["W07"].outcome == INCONCLUSIVE and says in noisy["W07"].gates[0]
     assert "on the numbers alone: reproduced" in noisy["W07"].notes
     assert noisy["W08"].outcome == INCONCLUSIVE  # the variation claims rest on the same phases
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed: `make sysdeps` as root installs "
+                                              "Debian's chromium")
+@pytest.mark.parametrize("slug", ["gus3-2008", "layton2009", "wettstein2002", "lourdas2009", "bryant2002"])
+def test_study_report_renders_in_chromium(tmp_path, slug, monkeypatch):
+    """A study report (figures beside the published numbers, verdict table) draws in Chromium too."""
+    import random
+
+    from fsmeter.study.model import load_study
+    from fsmeter.study.report import build_study_view, write_study_report
+
+    study = load_study(slug)
+    db = tmp_path / "s.sqlite"
+    _fill_study(study, db, monkeypatch, random.Random(2))
+    view = build_study_view(study, db)
+    page = tmp_path / "study.html"
+    write_study_report(view, page)
+    p = load_charts(tmp_path, page)
+    assert p.status["data-errors"] == "[]", p.status["data-errors"]
+    assert len(p.svgs) == len(view.figures) > 0 and p.status["data-done"] == "true"
+    assert not [c for c, k in p.svgs.items() if k == 0]
+    assert "confirmed" in page.read_text() or "refuted" in page.read_text()

@@ -13,6 +13,7 @@ import pytest
 from fsmeter.families.bonnie import FILE_COLUMNS, IO_COLUMNS, BonnieParams
 from fsmeter.store import open_store
 
+from chromium import CHROMIUM, load_charts
 from repo_paths import ROOT
 
 SEED_CSV = os.path.join(ROOT, "tests", "data", "bonnie-1024mb-10runs.csv")
@@ -150,10 +151,8 @@ def test_campaign_exports_bonnies_table_that_analyze_reads_like_the_seed_data(tm
     text = html.read_text()
     for title in ("throughput per phase (KiB/s)", "%CPU per phase", "random seeks and small-file rates"):
         assert title in text, title
-    from test_report_chromium import CHROMIUM, _load
-
     if CHROMIUM is not None:  # drawn in a real browser: no script error, every bonnie chart has a plot
-        p = _load(tmp_path, html)
+        p = load_charts(tmp_path, html)
         assert p.status["data-errors"] == "[]", p.status["data-errors"]
         bonnie = {c: k for c, k in p.svgs.items() if "-bonnie-" in c}
         assert sorted(c.split("-bonnie-")[1] for c in bonnie) == ["cpu", "io", "rates"]
@@ -190,10 +189,3 @@ def test_loop_ext4_campaign_enospc_fails_the_cell_and_the_campaign_goes_on(tmp_p
     assert {e["fs"] for e in env} == {"ext4"}
     rows = list(csv.DictReader(io.StringIO(fsm("export", "--db", db, "-o", "-").stdout)))
     assert len(rows) == 1 and rows[0]["size"] == "8M" and float(rows[0]["block_write_kbs"]) > 0
-
-
-def test_every_bonnie_series_adds_up_to_its_metric(tmp_path):
-    """kbs and per_s have per-interval series (a single trial's CI); summed, each gives its metric."""
-    from test_report_batch_series import test_every_series_adds_up_to_its_metric as check
-
-    check(tmp_path, "bonnie-quick", {"size": "4M", "char_io_size": "256K", "seeks": 250, "files": 64})
