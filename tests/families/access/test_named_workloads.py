@@ -25,7 +25,7 @@ def test_list_names_every_access_workload():
 
 
 def test_named_access_workloads_match_the_tables():
-    # The README's access table: fileserver 80% reads, webserver 100%, oltp-8k 67%, workstation 80% reads 80% random.
+    # The table of docs/access.md: fileserver 80% reads, webserver 100%, oltp-8k 67%, workstation 80% reads 80% random.
     expect = {"fileserver": (80, 100, 8), "webserver": (100, 100, 10), "oltp-8k": (67, 100, 1),
               "workstation": (80, 80, 1)}
     for name, (read, rnd, n) in expect.items():
