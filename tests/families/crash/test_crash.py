@@ -383,8 +383,9 @@ def test_sigterm_mid_run_tears_everything_down_and_keeps_the_results(root, scrat
 
     out = tmp_path / "out"
     env = {**os.environ, "FSMETER_SCRATCH": scratch}
+    # in tmp_path: the run's results store (fsmeter.sqlite by default) is made in the working folder
     p = subprocess.Popen([sys.executable, "-m", "fsmeter", "crash", "run", "crash-quick", "--out", str(out)],
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:  # the write phase has begun once the daemon serves the disk
