@@ -570,7 +570,7 @@ def plan(c: CampaignFile) -> list:
     settings = set(JobSettings.model_fields)
     takes = {lab: settings | (set(d.family.params.model_fields) - {"family"}) for lab, d, _ in defs}
     for name in c.factors:
-        for lab, d, w in defs:
+        for lab, _, w in defs:
             if name in w.params:
                 raise UserError(f"factors.{name}: also set in workload {lab}'s params: set it in one place")
         if name in HOST_FACTORS or name in settings or name in LAUNCH_FACTORS or name == KERNEL_FACTOR \

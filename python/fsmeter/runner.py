@@ -16,7 +16,6 @@ Provisioner unmounts and detaches everything, and the KeyboardInterrupt propagat
 """
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
 import shutil

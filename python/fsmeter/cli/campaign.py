@@ -122,7 +122,7 @@ def execute(store, campaign_id: int, campaign, console: Console, quiet: bool = F
     except KeyboardInterrupt:
         console.print(f"[bold yellow]campaign {campaign_id} interrupted[/]: finished trials are stored in "
                       f"{store.path}; continue with `fsmeter campaign resume {campaign_id} --db {store.path}`")
-        raise typer.Exit(130)
+        raise typer.Exit(130) from None
     except StoreError as exc:
         if exc.kind == "damaged":
             raise

@@ -13,6 +13,7 @@ import copy
 import os
 import sys
 import time
+import tomllib
 from pathlib import Path
 from typing import Optional
 
@@ -25,8 +26,6 @@ from fsmeter.cli._runlock import no_wait_option
 from fsmeter.errors import UserError
 
 STUDY = Path(__file__).resolve().parent.parent / "studies" / "quick-compare.toml"
-
-import tomllib
 
 
 def _split(s: Optional[str]) -> list:

@@ -29,7 +29,7 @@ def run_jobfile(jobs: list, ref: str, console: Console, **run_opts) -> dict:
     from fsmeter.cli.run import run_job
 
     doc: dict = {}
-    for job, m in jobs:
+    for _job, m in jobs:
         for note in m.notes:
             console.print(f"[dim]note:[/] {m.name}: {note}", highlight=False)
     for job, m in jobs:

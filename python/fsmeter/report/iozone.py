@@ -177,7 +177,7 @@ def grid_figures(workload: str, idx: int, configs: List[Tuple[str, Grid, int]], 
     cols = [c for c in CONSOLE_ORDER if any(c in g for _, g, _ in configs)]
     for col in cols:
         heat, lines, heat_vis, line_vis = [], [], [], []
-        for ci, (label, grid, n) in enumerate(configs):
+        for ci, (label, grid, _) in enumerate(configs):
             cells = grid.get(col, {})
             files = sorted({f for f, _ in cells})
             recs = sorted({r for _, r in cells})
@@ -203,7 +203,7 @@ def grid_figures(workload: str, idx: int, configs: List[Tuple[str, Grid, int]], 
                 return []
             total = sum(counts)
             buttons, start = [], 0
-            for (label, _, n), k in zip(configs, counts):
+            for (label, _, _), k in zip(configs, counts):
                 vis = [start <= j < start + k for j in range(total)]
                 buttons.append({"label": label, "method": "restyle", "args": ["visible", vis]})
                 start += k

@@ -414,7 +414,7 @@ def print_matrix(mx: Matrix, console) -> None:
         console.print(f"[bold]{r.workload:<{width}}[/]  {r.verdict}", highlight=False)
     if mx.load_note:
         console.print(f"[yellow]note:[/] {mx.load_note}", highlight=False)
-    for n, text in mx.footnotes:
+    for _, text in mx.footnotes:
         console.print(f"{'†' if 'is an outlier' in text else '•'} {text}", highlight=False)
 
 

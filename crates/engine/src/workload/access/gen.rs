@@ -220,6 +220,8 @@ impl BlockPerm {
     }
 
     #[inline]
+    // A permutation's next block, not an Iterator: it never ends, and callers must not pay for Option.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> u64 {
         loop {
             self.state = self.state.wrapping_mul(0x5851_F42D_4C95_7F2D).wrapping_add(self.c) & self.mask;

@@ -227,7 +227,7 @@ impl AccessSpec {
                 }
             }
         }
-        if self.offset % self.alignment != 0 {
+        if !self.offset.is_multiple_of(self.alignment) {
             return Err(EngineError::invalid("offset", format!("{} is not a multiple of alignment ({})", self.offset, self.alignment)));
         }
         if let Some(r) = self.run_offset {
@@ -247,7 +247,7 @@ impl AccessSpec {
                 return Err(EngineError::invalid("random_map", "needs one request size and alignment equal to it"));
             }
         }
-        if self.thread_files && self.file_count as usize % job.threads != 0 {
+        if self.thread_files && !(self.file_count as usize).is_multiple_of(job.threads) {
             return Err(EngineError::invalid("thread_files", format!("file_count ({}) must be a multiple of threads ({})", self.file_count, job.threads)));
         }
         if let Some(f) = &self.fault {
@@ -310,7 +310,7 @@ impl AccessSpec {
             return Err(EngineError::invalid("verify_block", format!("{b} bytes: a verified block holds an {}-byte header and data: use >= {} bytes", verify::HEADER_LEN, verify::MIN_BLOCK)));
         }
         for (i, e) in self.entries.iter().enumerate() {
-            if e.size as u64 % b != 0 {
+            if !(e.size as u64).is_multiple_of(b) {
                 return Err(EngineError::invalid(format!("entries[{i}].size"), format!("{} bytes: with verify, every request size must be a multiple of the verify block ({b} bytes)", e.size)));
             }
         }
@@ -343,11 +343,11 @@ impl AccessSpec {
             )
         };
         for (i, e) in self.entries.iter().enumerate() {
-            if e.size as u64 % al != 0 {
+            if !(e.size as u64).is_multiple_of(al) {
                 return Err(EngineError::invalid(format!("entries[{i}].size"), format!("{} bytes: {}", e.size, fix("request sizes"))));
             }
         }
-        if self.entries.iter().any(|e| e.random_pct > 0.0) && self.alignment % al != 0 {
+        if self.entries.iter().any(|e| e.random_pct > 0.0) && !self.alignment.is_multiple_of(al) {
             return Err(EngineError::invalid("alignment", format!("{} bytes: {}", self.alignment, fix("random offsets"))));
         }
         Ok(())
