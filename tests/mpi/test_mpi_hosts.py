@@ -17,6 +17,8 @@ import time
 
 import pytest
 
+from repo_paths import ROOT
+
 MPIRUN = shutil.which("mpirun")
 
 
@@ -270,7 +272,7 @@ def test_hosts_of_a_killed_test_run_are_removed_by_the_next_harness(tmp_path):
 
     code = textwrap.dedent(f"""\
         import sys, time
-        sys.path.insert(0, {os.path.join(os.path.dirname(os.path.dirname(__file__)), "python")!r})
+        sys.path.insert(0, {str(ROOT / "python")!r})
         from fsmeter.mpi.nshosts import NsHosts
         h = NsHosts(2).__enter__()
         print(h.tag, h.state, flush=True)
