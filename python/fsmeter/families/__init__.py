@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Optional, Type
 
 from pydantic import BaseModel
@@ -66,6 +67,19 @@ class Family:
     default_mkfs: str = "per-cell"
     #: Optional: doc (the `fsmeter run` result) -> a rich renderable printed after the phase tables.
     run_summary: Optional[Callable[[dict], object]] = None
+
+
+@dataclass
+class WorkloadDef:
+    """A workload as defined, before it is bound to a directory (fsmeter.spec.build_job): a named
+    workload's TOML file, a workload file of the user's, or one job of a fio job file."""
+
+    name: str
+    family: Family
+    description: str
+    params: dict
+    settings: dict
+    source: Path
 
 
 def ops_series(iv: dict) -> Optional[float]:

@@ -461,8 +461,7 @@ def is_fio_ref(ref: str) -> bool:
 
 def fio_workloads(ref: str) -> list:
     """(WorkloadDef, MappedJob) per job of the file (or the one job named after ':'), in run order."""
-    from fsmeter.families import FAMILIES
-    from fsmeter.spec import WorkloadDef
+    from fsmeter.families import FAMILIES, WorkloadDef
 
     path, only = split_ref(ref)
     if not path.is_file():
