@@ -113,10 +113,10 @@ class TargetModel(BaseModel):
         if self.kind == "device" and not self.device:
             raise ValueError("device: kind = 'device' needs device (and destroy_data_on naming it again)")
         names = [f"h{i + 1}" for i in range(self.hosts)]
-        for field in ("servers", "clients"):
-            bad = [h for h in getattr(self, field) or [] if h not in names]
+        for side in ("servers", "clients"):
+            bad = [h for h in getattr(self, side) or [] if h not in names]
             if bad:
-                raise ValueError(f"{field}: {bad[0]!r} is not one of the {self.hosts} hosts ({', '.join(names)})")
+                raise ValueError(f"{side}: {bad[0]!r} is not one of the {self.hosts} hosts ({', '.join(names)})")
         if self.kind == "device" and not self.destroy_data_on:
             raise ValueError(f"destroy_data_on: {self.device} would be formatted, destroying its data: confirm "
                              f"with destroy_data_on = {self.device!r}")

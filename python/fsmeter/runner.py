@@ -32,8 +32,6 @@ from fsmeter.campaign import CampaignFile, Cell, plan
 from fsmeter.engine import EngineFailure, EngineSession
 from fsmeter.errors import UserError
 from fsmeter.hostinfo import host_info
-from fsmeter.progress import PhaseProgress
-from fsmeter.regime import PhaseWatch
 from fsmeter.store import Store, StoreError, now_iso
 
 
@@ -351,8 +349,8 @@ def _workdir(mnt) -> Path:
 def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -> dict:
     """Run every phase of the cell's job once; never raises for a failed workload or an interrupt,
     it returns status ok | failed | interrupted with whatever was measured."""
+    from fsmeter.phases import PhaseRun, bar_progress, judge, run_phases
     from fsmeter.spec import build_job
-    from fsmeter.stats.phase import report_quality
     from fsmeter.verify import corruption
 
     started = now_iso()
@@ -362,7 +360,7 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
     status, cause = "ok", None
     phases: list = []
     methods: list = []
-    session = None
+    run = None
     mpi_env = None
     try:
         if cell.ranks is not None:  # every trial as mpirun -n RANKS fsmeter run ... (fsmeter.mpi.launch)
@@ -370,34 +368,17 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
 
             status, cause, phases, methods, mpi_env = trial_phases(cell, job, trial_dir, ctx.campaign,
                                                                    launch=getattr(mnt, "launch", None))
-        session = EngineSession(job.engine_json()) if cell.ranks is None else None
-        # Read counters of the cell's own block device (fsmeter made it); none with the null backend.
-        device = mnt.device if mnt.owns_mount and job.engine_dict().get("backend") != "null" else None
-        for ph in job.phases() if session is not None else []:
-            method = None
-            if ph.cold_cache:
-                method = mnt.reset_cache([str(trial_dir)])
-                methods.append(method)
-            prog = PhaseProgress(ctx.bar, f"  {ph.key}")
-            watch = PhaseWatch(device)
-            watch.start()
-            try:
-                report = session.run_phase(ph.name, on_progress=prog)
-            finally:
-                ctx.bar.remove_task(prog._task)
-            report["regime"] = watch.stop(report)  # others' CPU and page-cache reads (fsmeter.regime)
-            if ph.measured and not ph.discard:
-                report["quality"] = report_quality(report, level=ctx.campaign.repetitions.level,
-                                                   min_phase_s=ctx.campaign.min_phase_s,
-                                                   interval_s=job.settings.interval_s).to_dict()
-            phases.append({"key": ph.key, "engine_phase": ph.name, "measured": ph.measured,
-                           "discarded": ph.discard, "cache_method": method, "report": report})
-            if report.get("interrupted"):
-                status, cause = "interrupted", f"interrupted during phase {ph.key}"
-                break
-        if status == "ok" and session is not None and "cleanup" in session.phases() and \
-                "cleanup" not in [p.name for p in job.phases()]:
-            session.run_phase("cleanup")
+        else:
+            run = PhaseRun(EngineSession(job.engine_json()))
+            # Read counters of the cell's own block device (fsmeter made it); none with the null backend.
+            device = mnt.device if mnt.owns_mount and job.engine_dict().get("backend") != "null" else None
+            run_phases(run, job.phases(), bar_progress(ctx.bar, label=lambda ph: f"  {ph.key}", remove=True),
+                       reset_cache=lambda ph: mnt.reset_cache([str(trial_dir)]), device=device,
+                       quality=judge(level=ctx.campaign.repetitions.level, min_phase_s=ctx.campaign.min_phase_s,
+                                     interval_s=job.settings.interval_s, interrupted=True),
+                       cleanup="if-complete")
+            if run.interrupted:
+                status, cause = "interrupted", f"interrupted during phase {run.phases[-1].phase.key}"
     except EngineFailure as exc:
         status, cause = "failed", f"EngineFailure: {exc.message}"
     except KeyboardInterrupt as exc:
@@ -405,6 +386,11 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
     except UserError as exc:  # e.g. a remount refused
         status, cause = "failed", f"{type(exc).__name__}: {exc.message}"
     finally:
+        if run is not None:  # what was measured, also when a failure or a stop ended the trial
+            phases = [{"key": o.phase.key, "engine_phase": o.phase.name, "measured": o.phase.measured,
+                       "discarded": o.phase.discard, "cache_method": o.cache_method, "report": o.report}
+                      for o in run.phases]
+            methods = list(run.resets)
         if status != "interrupted":
             shutil.rmtree(trial_dir, ignore_errors=True)
     metrics, headline = [], None

@@ -89,7 +89,7 @@ def test_every_series_adds_up_to_its_metric(tmp_path, workload, sets):
     measured time, is exactly the metric: the series is the metric's own."""
     from rich.console import Console
 
-    from fsmeter.cli.run import run_job
+    from fsmeter.phases import run_job
     from fsmeter.spec import build_job, load_workload
 
     job = build_job(load_workload(workload), tmp_path, {**sets, "interval_s": 0.05})

@@ -44,7 +44,7 @@ def test_few_samples_say_why_there_is_no_batch_ci():
 
 
 def test_run_cli_default_matches_the_statistics_default():
-    from fsmeter.cli.run import DEFAULT_MIN_PHASE_S
+    from fsmeter.phases import DEFAULT_MIN_PHASE_S
     from fsmeter.stats.batch import DEFAULT_MIN_PHASE_S as STATS_DEFAULT
 
     assert DEFAULT_MIN_PHASE_S == STATS_DEFAULT

@@ -90,7 +90,7 @@ def _one_level(c, kernel, accel, vcpus, memory, todo, store, campaign_id, consol
     vm.make_disk(disk, g.disk_size)
     journal = os.path.join(work, "journal.jsonl")
     rows = {}
-    for cell, row in todo:
+    for _cell, row in todo:
         old = store.trials(row["id"])
         rows[str(row["id"])] = {"trials": [{"number": t["number"], "started": t["started"], "ended": t["ended"],
                                             "status": t["status"]} for t in old],
@@ -123,7 +123,7 @@ def _one_level(c, kernel, accel, vcpus, memory, todo, store, campaign_id, consol
         boot = vm.run(cmd, g.boot_timeout_s, on_line=on_line, pass_fds=(fd,) if fd is not None else ())
     except KeyboardInterrupt:  # the guest is stopped; what it finished is stored, the rest is left to resume
         _replay(journal, store, seen, by_id, counts, final=True)
-        for cell, row in todo:
+        for _cell, row in todo:
             if seen.get(row["id"]) not in ("done", "failed"):
                 store.set_cell_status(row["id"], "interrupted", cause="interrupted (SIGINT/SIGTERM): the guest was "
                                       "stopped")

@@ -950,8 +950,7 @@ def fio_workloads(ref: str, target: Optional[Path] = None, dir_given: bool = Tru
     """(WorkloadDef, MappedJob) per job of the file (or the one job named after ':'), in run order. Campaigns
     give every job their target's directory (dir_given); `fsmeter run` without --dir runs the jobs in the
     directories the file names."""
-    from fsmeter.families import FAMILIES
-    from fsmeter.spec import WorkloadDef
+    from fsmeter.families import FAMILIES, WorkloadDef
 
     path, only = split_ref(ref)
     if not path.is_file():

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from fsmeter.errors import UserError
 from fsmeter.interop.fio_map import fio_workloads, job_error, split_ref
+from fsmeter.phases import run_job
 from fsmeter.spec import build_job
 
 
@@ -26,8 +27,8 @@ def plan_jobfile(ref: str, directory: Optional[Path], overrides: dict) -> list:
 
 
 def run_jobfile(jobs: list, ref: str, console: Console, **run_opts) -> dict:
-    from fsmeter.cli.run import run_job
-
+    """Each job through fsmeter.phases.run_job, in order, until one is interrupted; one document, its
+    phases and metrics named JOB:KEY. ``run_opts``: run_job's options (progress, cache, --keep-files...)."""
     doc: dict = {}
     for _job, m in jobs:
         for note in m.notes:

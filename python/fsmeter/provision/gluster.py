@@ -118,7 +118,7 @@ class GlusterVolume:
                 src = state / h / f"gluster-{key}"
                 src.mkdir(parents=True, exist_ok=True)
                 self.hosts.bind(h, str(src), dst)
-            for i in range(self.bricks_per_server):
+            for _ in range(self.bricks_per_server):
                 mnt = self.prov.create(TargetSpec(kind="loop", size_bytes=self.brick_bytes), self.brick_fs)
                 brick = os.path.join(mnt.path, "brick")
                 os.makedirs(brick, exist_ok=True)

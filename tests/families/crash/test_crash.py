@@ -364,7 +364,7 @@ def test_crash_write_series_adds_up_to_its_headline(tmp_path):
     """The per-interval MiB of the write phase, over the measured time, is the headline itself."""
     from rich.console import Console
 
-    from fsmeter.cli.run import run_job
+    from fsmeter.phases import run_job
     from fsmeter.spec import build_job, load_workload
 
     job = build_job(load_workload("crash-fsync"), tmp_path,

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from fsmeter.cli.run import run_job
+from fsmeter.phases import run_job
 from fsmeter.errors import UserError
 from fsmeter.families.fileset import FilesetParams
 from fsmeter.spec import build_job, load_workload

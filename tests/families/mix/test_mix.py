@@ -137,7 +137,8 @@ def test_64_tasks_stay_under_300_MB(tmp_path):
 
 
 def test_jpm_charts_against_tasks_and_relative_to_a_baseline():
-    from fsmeter.report.html import PALETTE, _fig
+    from fsmeter.report.figures import PALETTE
+    from fsmeter.report.figures import figure as _fig
     from fsmeter.report.mix import jpm_figures
 
     def cfg(label, v):

@@ -278,7 +278,7 @@ def test_fsmeter_run_postmark_with_a_changed_byte_exits_1_corrupt(tmp_path, monk
     """A byte changed behind the engine's back before the verify phase (in the cache reset that precedes it)."""
     from typer.testing import CliRunner
 
-    import fsmeter.cli.run as run_mod
+    import fsmeter.phases as run_mod
     from fsmeter.cli import app
 
     d = tmp_path / "d"
