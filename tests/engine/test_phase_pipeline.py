@@ -6,12 +6,13 @@ import ast
 from pathlib import Path
 
 import pytest
+from repo_paths import ROOT
 
 from fsmeter.families import FAMILIES, Phase, resolve
 from fsmeter.mpi.merge import merge_regime
 from fsmeter.phases import PhaseRun, judge, run_phases
 
-PACKAGE = Path(__file__).resolve().parent.parent / "python" / "fsmeter"
+PACKAGE = ROOT / "python" / "fsmeter"
 
 
 class FakeSession:
