@@ -3,7 +3,6 @@ ranks' merged regime, and the family hooks the report and `fsmeter run` find thr
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
 from repo_paths import ROOT
