@@ -158,3 +158,24 @@ def test_page_cache_reads_void_a_claim_only_on_workloads_the_study_ran_from_disk
     assert v.outcome == "reproduced", (v.outcome, v.gates)
     v = ClaimChecker(only, frame("pgmeter-seq-read", "run.ops_per_s")).check_all()[0]
     assert v.outcome == "not comparable here" and "85%" in v.gates[0]
+
+
+def test_a_claim_whose_subject_the_run_changed_is_not_comparable_even_without_its_data():
+    """B01 (pgmeter on the study's IDE disk) has no cells at the small scale; it reads 'not comparable
+    here' (the storage changed), not 'inconclusive' as if more data could decide it."""
+    import pandas as pd
+
+    from fsmeter.study.claims import ClaimChecker
+
+    s = load_study("bryant2002")
+    b01 = next(c for c in s.claims if c.id == "B01")
+    frame = pd.DataFrame([dict(workload="filemark-small-file", metric_key="transactions-1.transactions_per_s",
+                               higher_is_better=True, filesystem="ext2", trial=t, value=100.0 + t, phase_s=5.0)
+                          for t in range(4)])
+    only = s.model_copy(update={"claims": [b01]})
+    storage = [c for c in plan_study(s, "small").changes if "storage_kind" in c.affects]
+    v = ClaimChecker(only, frame, storage).check_all()[0]
+    assert v.outcome == "not comparable here" and "storage_kind" in v.gates[0]
+    assert any("no results for this claim" in n for n in v.notes)
+    # without the change it is what the data say: nothing to test
+    assert ClaimChecker(only, frame, []).check_all()[0].outcome == "inconclusive"

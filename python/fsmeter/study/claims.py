@@ -532,11 +532,11 @@ class ClaimChecker:
             df = _pick_metrics(self._select(claim, notes), claim.all_metrics)
             if df.empty:
                 absent = not self.paper and any(_ABSENT(n) for n in notes)
-                return Verdict(claim, NOT_TESTABLE if absent else INCONCLUSIVE,
+                return self._void(Verdict(claim, NOT_TESTABLE if absent else INCONCLUSIVE,
                                ("no published numbers for this claim" if self.paper else
                                 "no results for this claim in the run") +
                                (f" ({'; '.join(notes)})" if notes else ""), notes=notes, test=self._describe(claim),
-                               no_data=True)
+                               no_data=True))
             if claim.test == "variation":
                 subs = self._variation(claim, df, notes)
                 variation_regime = self._regime(df)
@@ -557,9 +557,9 @@ class ClaimChecker:
             if absent:  # what the claim compares is not here: a filesystem, kernel or setting
                 return Verdict(claim, INCONCLUSIVE if self.paper else NOT_TESTABLE, "; ".join(absent),
                                notes=notes, test=self._describe(claim), no_data=self.paper)
-            return Verdict(claim, INCONCLUSIVE, "too little left to compare" +
-                           (f" ({'; '.join(n for n in notes if not n.startswith('read as'))})" if notes else ""),
-                           notes=notes, test=self._describe(claim))
+            return self._void(Verdict(claim, INCONCLUSIVE, "too little left to compare" +
+                                      (f" ({'; '.join(n for n in notes if not n.startswith('read as'))})"
+                                       if notes else ""), notes=notes, test=self._describe(claim)))
         word, k = decide([s.outcome for s in subs], claim.decide)
         n_hold = sum(s.outcome == HOLDS for s in subs)
         reason = f"holds in {n_hold} of {len(subs)} case(s), {k} needed ({claim.decide})"
@@ -574,10 +574,26 @@ class ClaimChecker:
             self._gate(v)
         return v
 
+    def _affects(self, claim: Claim) -> set:
+        """What this run's changes that concern the claim alter (their ``affects``)."""
+        return {a for c in self.changes if _concerns(c, claim, self.study) for a in c.affects}
+
+    def _void(self, v: Verdict) -> Verdict:
+        """A re-run verdict with nothing to test: a claim this run changed the subject of is "not
+        comparable here" whatever data it has (B01's disk is gone whether its workload ran or not)."""
+        if self.paper or v.outcome != INCONCLUSIVE:
+            return v
+        hit = [a for a in v.claim.sensitive_to if a in self._affects(v.claim)]
+        if hit:
+            v.gates.append(f"this run changed what the claim is about: {', '.join(hit)}")
+            v.notes.append(f"on the numbers alone: {v.outcome} ({v.reason})")
+            v.outcome = NOT_COMPARABLE
+        return v
+
     def _gate(self, v: Verdict) -> None:
         """The re-run gates: comparability first, then phase length, busy machine, trials for the power."""
         claim, study = v.claim, self.study.study
-        affects = {a for c in self.changes if _concerns(c, claim, self.study) for a in c.affects}
+        affects = self._affects(claim)
         hit = [a for a in claim.sensitive_to if a in affects]
         if affects:
             v.notes.append("this run's changes touching it: " + ", ".join(sorted(affects)) +
