@@ -16,14 +16,24 @@ FSMETER := $(VENV)/bin/fsmeter
 # against, with the Python headers) for `mpirun -n N fsmeter run` and the MPI tests; autoconf/automake/pkg-config
 # to build IOR and mdtest at bench time.
 APT_PKGS := e2fsprogs xfsprogs btrfs-progs util-linux fio postmark dbench bonnie++ fsmark chromium bzip2 xz-utils \
-    openmpi-bin libopenmpi-dev python3-dev autoconf automake pkg-config
+    openmpi-bin libopenmpi-dev python3-dev autoconf automake pkg-config iproute2 glusterfs-server glusterfs-client
+# Guest kernels (the `kernel` campaign factor, docs/guests.md): QEMU, the busybox virtme-ng's init
+# uses, the mkfs tools of the filesystems the host kernel may lack, and one Debian kernel to boot
+# (the guest test boots it; GUEST_KERNEL= leaves it out).
+GUEST_KERNEL ?= linux-image-6.1.0-50-amd64
+GUEST_PKGS := qemu-system-x86 busybox-static jfsutils reiserfsprogs nilfs-tools f2fs-tools kmod
 
-.PHONY: all sysdeps pydeps build demo test test-rust test-python docs bench clean toolcheck
+.PHONY: all sysdeps pydeps build demo test test-rust test-python lint lint-python lint-clippy lint-rustfmt fmt-rust \
+    docs bench clean toolcheck
 
 all: build
 
 sysdeps:
 	@bash scripts/install-sysdeps.sh $(APT_PKGS)
+	@# Optional: a host where they cannot be installed still builds and tests (the guest test skips).
+	@bash scripts/install-sysdeps.sh $(GUEST_PKGS) || echo "fsmeter: guest packages not installed ($(GUEST_PKGS)): the guest tests will skip" >&2
+	@if [ -n "$(GUEST_KERNEL)" ] && ! ls /boot/vmlinuz-* >/dev/null 2>&1; then bash scripts/install-sysdeps.sh $(GUEST_KERNEL) || \
+	    echo "fsmeter: no kernel for guests ($(GUEST_KERNEL) not installed): the guest tests will skip" >&2; fi
 
 # Every Python dependency comes from pyproject.toml: the build backend from [build-system]
 # requires, the rest from the package's dependencies and its extras (test, docs, and mpi where
@@ -46,7 +56,8 @@ $(VENV)/.deps-stamp: pyproject.toml Makefile
 	@# isolated build environments (some are built from source: fio-plot); then the package itself
 	@# without isolation and without dependencies, so that maturin comes from the venv.
 	$(PY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; \
-	    print(*p["dependencies"], *p["optional-dependencies"]["test"], *p["optional-dependencies"]["docs"], sep="\n")' \
+	    print(*p["dependencies"], *p["optional-dependencies"]["test"], *p["optional-dependencies"]["docs"], \
+	    *p["optional-dependencies"]["guest"], sep="\n")' \
 	    > $(VENV)/requirements.txt
 	$(PIP) install -q -r $(VENV)/requirements.txt
 	$(PIP) install -q --no-build-isolation --no-deps -e .
@@ -71,6 +82,32 @@ test-rust:
 
 test-python:
 	$(PY) -m pytest -q -ra --durations=20
+
+# The checks before a commit, one target each so that a failure says which: ruff (rules in
+# pyproject.toml, version pinned in its test extra), clippy on every crate and target with every
+# warning an error (a lint allowed in the code says why beside it), and rustfmt (rustfmt.toml).
+lint: lint-python lint-clippy lint-rustfmt
+
+lint-python: pydeps
+	$(VENV)/bin/ruff check python tests scripts bench
+
+# The extension's build script would also build the helper programs in release: they are
+# workspace crates, linted here anyway (FSMETER_NO_HELPERS=1).
+lint-clippy:
+	@cargo clippy --version >/dev/null 2>&1 || { echo "make: cargo clippy is missing: rustup component add clippy" >&2; exit 2; }
+	FSMETER_NO_HELPERS=1 cargo clippy --workspace --all-targets --locked -- -D warnings
+
+# The families' modules are declared by the families! macro of workload/mod.rs, which rustfmt
+# does not look into: their folders' mod.rs are named so that every engine file is checked.
+RUST_MACRO_MODULES = $(wildcard crates/engine/src/workload/*/mod.rs)
+
+lint-rustfmt:
+	@cargo fmt --version >/dev/null 2>&1 || { echo "make: cargo fmt is missing: rustup component add rustfmt" >&2; exit 2; }
+	cargo fmt --all --check -- $(RUST_MACRO_MODULES)
+
+# Formats every Rust file the rustfmt check looks at.
+fmt-rust:
+	cargo fmt --all -- $(RUST_MACRO_MODULES)
 
 bench: build
 	$(PY) bench/run.py

@@ -147,7 +147,9 @@ def run_case(ctx, size_mb: int, limit_mb: int, image: str, rounds: int) -> list:
                             notes=f"%CPU fsmeter {cpu:.1f}, bonnie++ {pc}; fsmeter phase {el:.2f} s"))
         if phase in ("putc_write", "getc_read"):
             # CPU per byte is what per-char phases measure; it depends less on the machine's load than KiB/s.
-            ns = (lambda r, c: None if not r or c is None else c / 100 / (r * 1024) * 1e9)
+            def ns(r, c):
+                return None if not r or c is None else c / 100 / (r * 1024) * 1e9
+
             rows.append(ctx.row(case, f"{phase} CPU ns/byte", ns(rate, cpu), ns(prate, pcpu), "bonnie++ 2.00a",
                                 higher_is_better=False, notes="(user + sys) / bytes; bonnie++'s %CPU is an integer"))
             srate, scpu = _fsm_value(stdios[0], phase)

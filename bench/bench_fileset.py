@@ -38,7 +38,8 @@ def fsm_postmark(ctx, d, transactions: int, threads: int, **sets) -> dict:
 def fs_mark(ctx, d) -> float:
     # fs_mark wants a directory name under 40 bytes: give it a relative one.
     res = ctx.cmd(["fs_mark", "-n", "20000", "-s", "4096", "-S", "0", "-d", d.name], cwd=d.parent, timeout=600)
-    rows = [l.split() for l in res.stdout.splitlines() if re.match(r"^\s*\d+\s+\d+\s+\d+\s+[\d.]+\s+\d+\s*$", l)]
+    rows = [line.split() for line in res.stdout.splitlines()
+            if re.match(r"^\s*\d+\s+\d+\s+\d+\s+[\d.]+\s+\d+\s*$", line)]
     if not rows:
         raise RuntimeError(f"no result line in fs_mark's output:\n{res.stdout[-2000:]}")
     return float(rows[-1][3])
@@ -58,11 +59,11 @@ def run(ctx) -> list:
         rows.append(ctx.row(f"(a) postmark {FILES} files, {tx} tx, tmpfs, 1T", "tx/s", f1["tx_s"], pm["tx_s"],
                             "postmark", 1.0, notes=f"postmark {pm['secs']} s (whole seconds), fsmeter {f1['secs']:.2f} s"))
         f2 = fsm_postmark(ctx, d, tx, 2)
-        rows.append(ctx.row(f"(b) same, fsmeter 2T (shared dirs)", "tx/s", f2["tx_s"], pm["tx_s"], "postmark 1T", 1.6,
+        rows.append(ctx.row("(b) same, fsmeter 2T (shared dirs)", "tx/s", f2["tx_s"], pm["tx_s"], "postmark 1T", 1.6,
                             notes=f"fsmeter 2T/1T = {f2['tx_s'] / f1['tx_s']:.2f}"))
         f2d = fsm_postmark(ctx, d, tx, 2, subdirectories=16)
         f1d = fsm_postmark(ctx, d, tx, 1, subdirectories=16)
-        rows.append(ctx.row(f"(b') 2T with 16 subdirectories", "tx/s", f2d["tx_s"], pm["tx_s"], "postmark 1T", 1.6,
+        rows.append(ctx.row("(b') 2T with 16 subdirectories", "tx/s", f2d["tx_s"], pm["tx_s"], "postmark 1T", 1.6,
                             notes=f"fsmeter 2T/1T = {f2d['tx_s'] / f1d['tx_s']:.2f} (16 subdirs both)"))
     with ctx.tmpfs("1G") as d:
         (d / "fm").mkdir()

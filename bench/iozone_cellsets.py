@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run the real iozone for a few auto-mode grids and save its output as test data.
 
-tests/test_iozone_grid.py compares fsmeter's cell set with the cells iozone itself printed, and
+tests/families/iozone/test_grid.py compares fsmeter's cell set with the cells iozone itself printed, and
 fsmeter's -R export layout with iozone's. Re-run after changing the grids here:
 
     python bench/iozone_cellsets.py            # builds iozone from source, writes tests/data/iozone/*.txt

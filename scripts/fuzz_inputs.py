@@ -36,8 +36,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
-sys.path.insert(0, str(REPO / "tests"))
-from fuzz_common import mutate  # noqa: E402  (the tests folder is not a package)
+sys.path.insert(0, str(REPO / "tests" / "helpers"))
+from fuzz_common import mutate  # noqa: E402  (tests/helpers is not a package)
 
 #: Fragments that broke parsers before, or might: bytes and digits of other scripts, numbers past every limit.
 NASTY = ["\x00", "１２８", "٣", "-1", "0", "1e30", "1e308", "inf", "-inf", "nan", "18446744073709551616",
@@ -87,7 +87,7 @@ class Case:
 
 
 def mutate_text(s: str, rnd: random.Random, n: int) -> str:
-    """The property tests' edits (tests/fuzz_common.py), with this script's fragments."""
+    """The property tests' edits (tests/helpers/fuzz_common.py), with this script's fragments."""
     return mutate(s, rnd, n, NASTY)
 
 

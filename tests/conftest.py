@@ -11,6 +11,7 @@ Provisioning fixtures:
 from __future__ import annotations
 
 import os
+import time
 import subprocess
 import sys
 
@@ -120,15 +121,24 @@ def _run_lock_left_free():
     yield
     import fcntl
 
-    path = os.path.join(os.environ.get("FSMETER_LOCK_DIR") or "", "fsmeter-run.lock")
+    from fsmeter.runlock import lock_path
+
+    path = lock_path()
     if not _LOCK_DIR or not os.path.exists(path):
         return
     fd = os.open(path, os.O_RDONLY)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pytest.fail(f"the test left the run lock {path} held (a measuring fsmeter still running?)")
+        # A process the test ended (an MPI rank killed by an abort) may still be exiting when the test
+        # returns: the lock is free once its descriptors are closed. Wait for that, within a bound.
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"the test left the run lock {path} held (a measuring fsmeter still running?)")
+                time.sleep(0.1)
         fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)

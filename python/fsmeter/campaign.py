@@ -11,7 +11,10 @@ Factor kinds (see the README (Campaigns)):
   family has that parameter; for the others it is *not* a dimension (one cell, the factor
   column left empty). A factor that no workload takes is an error;
 - host factors: scheduler, readahead_kb, cpus, page_cache_limit;
-- ranks: MPI ranks per trial (with the [mpi] section's launcher settings).
+- ranks: MPI ranks per trial (with the [mpi] section's launcher settings);
+- kernel: the kernel a trial runs under, each level booted once in a virtual machine (with the
+  [guest] section's settings; fsmeter.guest); guest_vcpus and guest_memory: that machine's CPUs
+  and memory (one boot per combination).
 """
 from __future__ import annotations
 
@@ -34,6 +37,10 @@ from fsmeter.units import Size
 HOST_FACTORS = {"scheduler", "readahead_kb", "cpus", "page_cache_limit"}
 #: Factors about how a trial is launched rather than what it runs: ranks = MPI processes (mpirun -n).
 LAUNCH_FACTORS = {"ranks"}
+#: The guest-kernel factor: each level is a kernel image booted in a virtual machine (fsmeter.guest).
+KERNEL_FACTOR = "kernel"
+#: With a kernel factor: the guest's own CPUs and memory as factors (one boot per combination of levels).
+GUEST_FACTORS = {"guest_vcpus": "vcpus", "guest_memory": "memory"}
 RESERVED = {"filesystem", "workload"}
 Scalar = Union[bool, int, float, str]
 #: The longest name or label (campaign, filesystem, workload label, factor, level) a campaign may use:
@@ -58,14 +65,16 @@ Name = Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS), AfterValidat
 
 #: The fields each target kind takes besides `kind`; any other is refused, naming it.
 TARGET_FIELDS = {"loop": ("size", "journal_size", "preallocate"), "tmpfs": ("size",), "dir": ("path",),
-                 "device": ("device", "destroy_data_on", "force")}
+                 "device": ("device", "destroy_data_on", "force"),
+                 "glusterfs": ("size", "hosts", "servers", "clients", "volume_type", "bricks_per_server",
+                               "volume_options")}
 
 
 class TargetModel(BaseModel):
     """Where the filesystems go (see fsmeter.provision.TargetSpec)."""
 
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["loop", "dir", "tmpfs", "device"] = "loop"
+    kind: Literal["loop", "dir", "tmpfs", "device", "glusterfs"] = "loop"
     size: Size = Field(1 << 30, gt=0, description="image / tmpfs size")
     path: Optional[str] = Field(None, max_length=MAX_PATH_CHARS,
                                 description="kind=dir: the existing directory to measure")
@@ -75,8 +84,18 @@ class TargetModel(BaseModel):
     force: bool = False
     journal_size: Size = Field(128 << 20, gt=0, description="external journal image size")
     preallocate: bool = False
+    hosts: int = Field(2, ge=1, le=16, description="kind=glusterfs: namespace hosts h1..hN on this machine")
+    servers: Optional[List[str]] = Field(None, max_length=16, description="kind=glusterfs: server hosts "
+                                         "(default: the last host)")
+    clients: Optional[List[str]] = Field(None, max_length=16, description="kind=glusterfs: client hosts, each "
+                                         "mounting through its own client (default: every host)")
+    volume_type: Literal["distribute", "replicate"] = "distribute"
+    bricks_per_server: int = Field(1, ge=1, le=8)
+    volume_options: Dict[str, str] = Field(default_factory=dict, description="kind=glusterfs: gluster volume "
+                                           "set OPTION VALUE, before the volume starts")
 
-    @field_validator("size", "path", "device", "destroy_data_on", "force", "journal_size", "preallocate")
+    @field_validator("size", "path", "device", "destroy_data_on", "force", "journal_size", "preallocate",
+                     "hosts", "servers", "clients", "volume_type", "bricks_per_server", "volume_options")
     @classmethod
     def _belongs_to_kind(cls, v: Any, info: ValidationInfo) -> Any:
         # Only fields given are checked; `kind` comes first, so it is known here.
@@ -93,6 +112,11 @@ class TargetModel(BaseModel):
             raise ValueError("path: kind = 'dir' needs path, the existing directory to measure")
         if self.kind == "device" and not self.device:
             raise ValueError("device: kind = 'device' needs device (and destroy_data_on naming it again)")
+        names = [f"h{i + 1}" for i in range(self.hosts)]
+        for side in ("servers", "clients"):
+            bad = [h for h in getattr(self, side) or [] if h not in names]
+            if bad:
+                raise ValueError(f"{side}: {bad[0]!r} is not one of the {self.hosts} hosts ({', '.join(names)})")
         if self.kind == "device" and not self.destroy_data_on:
             raise ValueError(f"destroy_data_on: {self.device} would be formatted, destroying its data: confirm "
                              f"with destroy_data_on = {self.device!r}")
@@ -106,7 +130,10 @@ class TargetModel(BaseModel):
 
         return TargetSpec(kind=self.kind, size_bytes=self.size, path=self.path, device=self.device,
                           destroy_data_on=self.destroy_data_on, force=self.force,
-                          journal_size_bytes=self.journal_size, preallocate=self.preallocate)
+                          journal_size_bytes=self.journal_size, preallocate=self.preallocate,
+                          hosts=self.hosts, servers=tuple(self.servers or ()), clients=tuple(self.clients or ()),
+                          volume_type=self.volume_type, bricks_per_server=self.bricks_per_server,
+                          volume_options=tuple(sorted(self.volume_options.items())))
 
 
 class FsModel(BaseModel):
@@ -196,7 +223,8 @@ class MpiModel(BaseModel):
     oversubscribe: Optional[bool] = Field(None, description="mpirun --oversubscribe: more ranks than cores; "
                                           "default: on without a hostfile (one machine), off with one")
     extra_args: List[str] = Field(default_factory=list, description="more mpirun arguments, passed as they are")
-    timeout_s: float = Field(600.0, gt=0, description="longest wait of a rank for the others at a barrier")
+    timeout_s: float = Field(60.0, gt=0, description="longest wait of a rank for the others at a barrier (or "
+                             "as long as it worked itself since the last one, when that is longer)")
     stonewall: Optional[str] = Field(None, description="first-done, or seconds: stop every rank's measured "
                                      "phases when the first finishes / at that time")
 
@@ -246,6 +274,22 @@ class MpiModel(BaseModel):
         return v
 
 
+class GuestModel(BaseModel):
+    """[guest]: the virtual machine each level of the `kernel` factor is booted in (fsmeter.guest)."""
+
+    model_config = ConfigDict(extra="forbid")
+    vcpus: int = Field(1, ge=1, le=256, description="virtual CPUs of the guest")
+    memory: Size = Field(2 << 30, ge=256 << 20, description="the guest's memory (at least 256M)")
+    disk_size: Size = Field(4 << 30, ge=256 << 20, description="the guest's scratch disk (a sparse raw image on the "
+                            "host), where its loop images go")
+    disk_cache: Literal["none", "writethrough", "writeback", "directsync", "unsafe"] = Field(
+        "none", description="QEMU's cache mode for the scratch disk (none: the host's page cache is bypassed)")
+    accelerator: Literal["auto", "kvm", "tcg"] = Field(
+        "auto", description="kvm: hardware virtualisation; tcg: software emulation (functional results only); "
+                            "auto: kvm where it can boot a stock kernel, else tcg")
+    boot_timeout_s: float = Field(600.0, gt=0, description="longest wait for a guest to boot")
+
+
 class CampaignFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name = Field(min_length=1)
@@ -266,6 +310,8 @@ class CampaignFile(BaseModel):
     min_phase_s: float = Field(60.0, ge=0)
     #: Present (or a `ranks` factor): every trial runs under mpirun, one fsmeter per rank.
     mpi: Optional[MpiModel] = None
+    #: Present with a `kernel` factor: the guest's settings (defaults without it).
+    guest: Optional[GuestModel] = None
 
     @field_validator("workloads", mode="before")
     @classmethod
@@ -294,7 +340,52 @@ class CampaignFile(BaseModel):
                         raise ValueError(f"{k}: level {_short(lv)}: {exc}") from None
             if k == "ranks" and not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in levels):
                 raise ValueError(f"ranks: levels are numbers of MPI ranks, whole numbers >= 1 (got {levels})")
+            if k == KERNEL_FACTOR and not all(isinstance(x, str) for x in levels):
+                raise ValueError(f"kernel: levels are kernel versions or image paths, written as strings "
+                                 f"(\"6.1\", not 6.1; got {levels})")
+            if k == "guest_vcpus" and not all(isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 256
+                                              for x in levels):
+                raise ValueError(f"guest_vcpus: levels are the guest's CPU counts, whole numbers 1 to 256 "
+                                 f"(got {levels})")
+            if k == "guest_memory":
+                from fsmeter.units import parse_size
+
+                for lv in levels:
+                    try:
+                        ok = parse_size(lv) >= 256 << 20
+                    except (ValueError, TypeError):
+                        ok = False
+                    if not ok:
+                        raise ValueError(f"guest_memory: level {lv!r}: give a size of at least 256M, e.g. \"1G\"")
+            if k == KERNEL_FACTOR:  # an absent kernel is refused now, not when its guest would boot
+                from fsmeter.guest.kernels import HOST_LEVEL, resolve
+
+                for lv in levels:
+                    if lv != HOST_LEVEL:
+                        try:
+                            resolve(lv)
+                        except UserError as exc:
+                            raise ValueError(exc.message) from None
         return v
+
+    @model_validator(mode="after")
+    def _guest(self) -> "CampaignFile":
+        if KERNEL_FACTOR in self.factors:
+            if self.mpi is not None or "ranks" in self.factors:
+                raise ValueError("kernel: trials in a guest are not run under MPI: leave out [mpi] or the kernel "
+                                 "factor")
+            if self.target.kind != "loop":
+                raise ValueError(f"kernel: a guest makes its own loop images: use target.kind = 'loop' (got "
+                                 f"{self.target.kind!r})")
+            if self.guest is None:
+                self.guest = GuestModel()
+        elif self.guest is not None or any(k in self.factors for k in GUEST_FACTORS):
+            if self.guest is None:
+                raise ValueError("guest_vcpus, guest_memory: guest factors need a kernel factor (factors.kernel = "
+                                 "[\"6.1\", ...]): add one, or remove them")
+            raise ValueError("guest: the [guest] section needs a kernel factor (factors.kernel = [\"6.1\", ...]): "
+                             "add one, or remove [guest]")
+        return self
 
 
 def _short(value: Any, limit: int = 120) -> str:
@@ -305,7 +396,7 @@ def _short(value: Any, limit: int = 120) -> str:
 
 # -- loading --------------------------------------------------------------------------------
 _SECTION_MODELS = {"target": TargetModel, "filesystems": FsModel, "workloads": WorkloadModel,
-                   "repetitions": Repetitions, "mpi": MpiModel}
+                   "repetitions": Repetitions, "mpi": MpiModel, "guest": GuestModel}
 
 
 def _line_of(text: str, loc: tuple) -> Optional[int]:
@@ -345,6 +436,11 @@ def _fmt_errors(exc: ValidationError, text: str, where: str) -> str:
             msg += f" (got {_short(got)})"
         if len(name) > MAX_NAME_CHARS:
             name = name[:MAX_NAME_CHARS] + "..."
+        if not loc:  # a check across sections: its message starts with the field it is about
+            head = msg.split(":", 1)[0].split(",")[0].strip()
+            line = _line_of(text, (head,)) if re.fullmatch(r"\w+", head) else None
+            parts.append(f"{where}{f':{line}' if line else ''}: {msg}")
+            continue
         line = _line_of(text, loc)
         parts.append(f"{where}{f':{line}' if line else ''}: {name}: {msg}")
     return "; ".join(parts)
@@ -381,6 +477,8 @@ class Cell:
     headline: Optional[str] = None  # "phase.metric"
     notes: List[str] = field(default_factory=list)
     ranks: Optional[int] = None  # MPI ranks (mpirun -n) when the campaign runs under MPI, else None
+    kernel: Optional[str] = None  # the kernel level (fsmeter.guest) this cell runs under in a guest, else None
+    guest: dict = field(default_factory=dict)  # guest factor levels: {"vcpus": 2, "memory": "1G"}
 
     def describe(self) -> str:
         """The cell in one line of rich markup (names and levels escaped: a '[' in a label is text)."""
@@ -472,10 +570,11 @@ def plan(c: CampaignFile) -> list:
     settings = set(JobSettings.model_fields)
     takes = {lab: settings | (set(d.family.params.model_fields) - {"family"}) for lab, d, _ in defs}
     for name in c.factors:
-        for lab, d, w in defs:
+        for lab, _, w in defs:
             if name in w.params:
                 raise UserError(f"factors.{name}: also set in workload {lab}'s params: set it in one place")
-        if name in HOST_FACTORS or name in settings or name in LAUNCH_FACTORS:
+        if name in HOST_FACTORS or name in settings or name in LAUNCH_FACTORS or name == KERNEL_FACTOR \
+                or name in GUEST_FACTORS:
             continue
         if not any(name in t for t in takes.values()):
             allowed = sorted(HOST_FACTORS | set().union(*takes.values()))
@@ -500,12 +599,24 @@ def plan(c: CampaignFile) -> list:
 
     host_levels = {k: [_check_host_level(k, lv, c.target.kind) for lv in levels]
                    for k, levels in c.factors.items() if k in HOST_FACTORS}
+    if KERNEL_FACTOR in c.factors:
+        from fsmeter.guest.kernels import HOST_LEVEL, resolve
+
+        for lv in c.factors[KERNEL_FACTOR]:
+            if lv == HOST_LEVEL:
+                continue
+            try:
+                resolve(lv)
+            except UserError as exc:
+                raise UserError(f"factors.{exc.message}") from None
     scratch = tempfile.gettempdir()
     cells: list = []
     seen_keys: set = set()
     for fs_label, fs in fss:
         for wlab, d, w in defs:
-            names = [k for k in c.factors if k in HOST_FACTORS or k in LAUNCH_FACTORS or k in takes[wlab]]
+            names = [k for k in c.factors
+                     if k in HOST_FACTORS or k in LAUNCH_FACTORS or k == KERNEL_FACTOR or k in GUEST_FACTORS
+                     or k in takes[wlab]]
             if (c.mpi is not None or "ranks" in c.factors) and w.name.endswith(".fio"):
                 raise UserError(f"workloads: {w.name}: fio job files are not run under MPI: use a named workload "
                                 "or a workload .toml")
@@ -536,7 +647,7 @@ def plan(c: CampaignFile) -> list:
                 for k, v in levels.items():
                     if k in HOST_FACTORS:
                         host.update(host_levels[k][c.factors[k].index(v)])
-                    elif k in LAUNCH_FACTORS:
+                    elif k in LAUNCH_FACTORS or k == KERNEL_FACTOR or k in GUEST_FACTORS:
                         pass
                     else:
                         overrides[k] = v
@@ -549,10 +660,16 @@ def plan(c: CampaignFile) -> list:
                 headline = f"{ms[0].phase}.{ms[0].name}" if ms else None
                 cells.append(Cell(index=len(cells), workload=wlab, definition=d, overrides=overrides, fs=fs,
                                   fs_label=fs_label, host=HostFactors(**host), factors=factors, headline=headline,
-                                  ranks=ranks))
+                                  ranks=ranks, kernel=_guest_level(levels.get(KERNEL_FACTOR)),
+                                  guest={GUEST_FACTORS[k]: v for k, v in levels.items() if k in GUEST_FACTORS}))
     if not cells:
         raise UserError("exclusions: they exclude every cell of the matrix: nothing to run")
     return cells
+
+
+def _guest_level(level: Optional[str]) -> Optional[str]:
+    """The kernel level a cell boots a guest for; None for no kernel factor or the level "host"."""
+    return None if level is None or level == "host" else level
 
 
 # -- writing campaign TOML (for campaigns built in code, e.g. `fsmeter compare`) -------------
@@ -565,4 +682,5 @@ def dump_toml(data: dict) -> str:
     return tomli_w.dumps(data)
 
 
-__all__ = ["CampaignFile", "Cell", "HOST_FACTORS", "dump_toml", "load_campaign", "parse_campaign", "plan"]
+__all__ = ["CampaignFile", "Cell", "GUEST_FACTORS", "GuestModel", "HOST_FACTORS", "KERNEL_FACTOR", "dump_toml",
+           "load_campaign", "parse_campaign", "plan"]

@@ -72,8 +72,9 @@ def _proc_stat(pid: str) -> Optional[tuple]:
         return None
 
 
-def cpu_snapshot() -> dict:
-    """Busy ticks of the machine, of fsmeter's process tree, and of kernel threads, right now."""
+def cpu_snapshot(own_pids=None) -> dict:
+    """Busy ticks of the machine, of fsmeter's process tree, and of kernel threads, right now.
+    ``own_pids``: more processes whose trees are fsmeter's (the other MPI ranks on this host)."""
     with open("/proc/stat") as fh:
         total = _busy_ticks(fh.read())
     me = os.getpid()
@@ -86,9 +87,12 @@ def cpu_snapshot() -> dict:
     children: dict = {}
     for pid, (ppid, _, _, _) in procs.items():
         children.setdefault(ppid, []).append(pid)
-    own, todo = 0, [me]
+    own, todo, seen = 0, [me, *(own_pids or ())], set()
     while todo:
         pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
         st = procs.get(pid)
         if st is not None:
             own += st[2] + st[3]
@@ -173,15 +177,17 @@ def cache_read_share(read_bytes: int, device_read_bytes: Optional[int]) -> Optio
 class PhaseWatch:
     """Snapshots around one phase; ``stop`` returns the phase's regime dict."""
 
-    def __init__(self, device: Optional[str] = None):
+    def __init__(self, device: Optional[str] = None, own_pids=None):
         self.device = device
+        #: Processes besides this one whose trees count as fsmeter's own CPU (an MPI rank's siblings).
+        self.own_pids = tuple(own_pids or ())
         self._cpu: Optional[dict] = None
         self._dev: Optional[tuple] = None
         self._io = (0, 0)
 
     def start(self) -> None:
         try:
-            self._cpu = cpu_snapshot()
+            self._cpu = cpu_snapshot(self.own_pids)
         except OSError:
             self._cpu = None
         self._dev = _device_bytes(self.device)
@@ -194,7 +200,7 @@ class PhaseWatch:
         cpus = os.sysconf("SC_NPROCESSORS_ONLN") or os.cpu_count() or 1
         if self._cpu is not None:
             try:
-                out.update(other_cpu(self._cpu, cpu_snapshot(), cpus))
+                out.update(other_cpu(self._cpu, cpu_snapshot(self.own_pids), cpus))
             except OSError:
                 pass
         share = out.get("other_cpu_share")

@@ -7,8 +7,11 @@ runs inside :func:`measuring`, an exclusive ``flock`` on one machine-wide file. 
 the lock when its holder exits, however it dies, so there is nothing to clean up. The holder writes
 its pid, command and start into the file, so that a second process can say whom it waits for.
 
-The file is ``$FSMETER_LOCK_DIR/fsmeter-run.lock`` when that is set, else in ``/run/lock`` (the
-machine's world-writable lock folder), else in ``/tmp``.
+The lock is per host: its file is ``fsmeter-run.HOST.lock`` (HOST: this machine's host name) in
+``$FSMETER_LOCK_DIR`` when that is set, else in ``/run/lock`` (the machine's world-writable lock
+folder), else in ``/tmp``. With the host in its name, a lock folder shared by several hosts (on a
+network filesystem, or the one ``/run/lock`` of hosts simulated on one machine) still gives each host
+a lock of its own: fsmeter ranks on different hosts never queue behind each other.
 """
 from __future__ import annotations
 
@@ -20,12 +23,16 @@ import json
 import os
 import socket
 import sys
+import time
 from typing import Any, Callable, Iterator, Optional
 
 from fsmeter.errors import UserError
 
-LOCK_NAME = "fsmeter-run.lock"
+LOCK_NAME = "fsmeter-run.{host}.lock"
+#: How often a bounded wait (measuring(wait_s=...)) tries the lock again.
+RETRY_S = 0.1
 _held = 0  # nesting depth in this process: a measuring command inside another takes no second lock
+_fd: Optional[int] = None  # the lock's descriptor while held
 
 
 def lock_dir() -> str:
@@ -39,7 +46,8 @@ def lock_dir() -> str:
 
 
 def lock_path() -> str:
-    return os.path.join(lock_dir(), LOCK_NAME)
+    host = socket.gethostname().replace("/", "_") or "localhost"
+    return os.path.join(lock_dir(), LOCK_NAME.format(host=host))
 
 
 # -- who a process is -----------------------------------------------------------------------------
@@ -135,11 +143,13 @@ def holder(path: Optional[str] = None) -> Optional[dict]:
 
 @contextlib.contextmanager
 def measuring(command: Optional[str] = None, wait: bool = True,
-              say: Optional[Callable[[str], Any]] = None) -> Iterator[str]:
+              say: Optional[Callable[[str], Any]] = None, wait_s: Optional[float] = None) -> Iterator[str]:
     """Hold the machine-wide run lock for a measuring command; yields the lock file's path.
 
     Busy: with ``wait`` it says whom it waits for (``say``, default stderr) and blocks until the
-    holder finishes (Ctrl-C gives up); without, it raises UserError (exit code 1) naming the holder.
+    holder finishes (Ctrl-C gives up), or for at most ``wait_s`` seconds when that is given (a rank of
+    an MPI job, whose other ranks wait for it); without ``wait``, or when that bound passes, it raises
+    UserError (exit code 1) naming the holder.
     """
     global _held
     path = lock_path()
@@ -164,21 +174,52 @@ def measuring(command: Optional[str] = None, wait: bool = True,
                 raise UserError(f"another measuring fsmeter is running on this machine: {who}; its figures and "
                                 f"yours would corrupt each other: wait for it to finish, or leave out --no-wait to "
                                 f"queue behind it (run lock {path})", exit_code=1) from None
-            (say or (lambda m: print(m, file=sys.stderr, flush=True)))(
-                f"fsmeter: waiting for the run lock {path}, held by {who}: one measuring fsmeter at a time "
-                "on a machine (Ctrl-C gives up; --no-wait refuses instead of waiting)")
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            if wait_s is not None:
+                _wait_bounded(fd, path, wait_s)
+            else:
+                (say or (lambda m: print(m, file=sys.stderr, flush=True)))(
+                    f"fsmeter: waiting for the run lock {path}, held by {who}: one measuring fsmeter at a time "
+                    "on a machine (Ctrl-C gives up; --no-wait refuses instead of waiting)")
+                fcntl.flock(fd, fcntl.LOCK_EX)
         if writable:
             me = json.dumps(identity(command)).encode()
             os.ftruncate(fd, 0)
             os.pwrite(fd, me, 0)
         _held = 1
+        global _fd
+        _fd = fd
         try:
             yield path
         finally:
-            _held = 0
+            _held, _fd = 0, None
     finally:
         os.close(fd)  # releases the lock
 
 
-__all__ = ["alive", "describe", "holder", "identity", "lock_path", "measuring"]
+def held_fd() -> Optional[int]:
+    """The run lock's descriptor while this process holds it, else None. A child given it (pass_fds)
+    keeps the lock held as long as it lives: a virtual machine fsmeter starts (through vng, which waits
+    for its QEMU) is covered by it."""
+    return _fd
+
+
+
+def _wait_bounded(fd: int, path: str, wait_s: float) -> None:
+    """Try the lock every RETRY_S until it is free or ``wait_s`` has passed (then a UserError)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise
+        if time.monotonic() >= deadline:
+            h = holder(path)
+            who = describe(h) if alive(h) is not False else "another fsmeter (not yet recorded in the lock file)"
+            raise UserError(f"the run lock {path} is still held by {who} after {wait_s:g} s: another measuring "
+                            "fsmeter runs on this host; wait for it to finish and start again", exit_code=1)
+        time.sleep(RETRY_S)
+
+
+__all__ = ["alive", "describe", "held_fd", "holder", "identity", "lock_path", "measuring"]

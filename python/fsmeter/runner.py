@@ -16,7 +16,6 @@ Provisioner unmounts and detaches everything, and the KeyboardInterrupt propagat
 """
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
 import shutil
@@ -33,8 +32,6 @@ from fsmeter.campaign import CampaignFile, Cell, plan
 from fsmeter.engine import EngineFailure, EngineSession
 from fsmeter.errors import UserError
 from fsmeter.hostinfo import host_info
-from fsmeter.progress import PhaseProgress
-from fsmeter.regime import PhaseWatch
 from fsmeter.store import Store, StoreError, now_iso
 
 
@@ -115,6 +112,16 @@ def check_target(c: CampaignFile, fresh: bool = True) -> None:
     """Refuse the whole campaign before its first cell when its target cannot be used: a device
     that is not a block device, is mounted or in use, or (on a fresh start, without force) carries
     data; a directory that is a kernel interface. One line, exit 2: no cell runs."""
+    from fsmeter.campaign import KERNEL_FACTOR
+
+    if any(lv != "host" for lv in c.factors.get(KERNEL_FACTOR, [])):  # guests: QEMU, vng, an accelerator
+        from fsmeter.guest import kernels, vm
+
+        missing = vm.missing_tools()
+        if missing:
+            raise UserError(f"factors.{KERNEL_FACTOR}: guests cannot run here: missing {'; '.join(missing)}: "
+                            "no cell was run")
+        kernels.choose(c.guest.accelerator)  # accelerator = 'kvm' where it cannot boot: refused, saying why
     t = c.target
     if t.kind == "device":
         from fsmeter.provision.errors import DeviceRefused
@@ -126,6 +133,9 @@ def check_target(c: CampaignFile, fresh: bool = True) -> None:
             check_device(t.device, t.destroy_data_on, t.force or not fresh)
         except DeviceRefused as exc:
             raise UserError(f"target: {exc.message}: no cell was run") from None
+    elif t.kind == "glusterfs" and c.mpi is None and "ranks" not in c.factors:
+        raise UserError("target: kind = 'glusterfs' runs every trial under MPI on its hosts: add an [mpi] "
+                        "section (ranks = one per client host or more)")
     elif t.kind == "dir" and t.path:
         from fsmeter.provision.sysinfo import pseudo_filesystem
 
@@ -146,7 +156,20 @@ def run_campaign(c: CampaignFile, store: Store, campaign_id: int, console: Conso
     check_target(c, fresh=all(r["status"] == "pending" for r in rows))
     me = claim_campaign(store, campaign_id, take_over)
     try:
-        out = _run_cells(c, cells, rows, store, campaign_id, console, show_progress, cap_notes)
+        guest = [i for i, cell in enumerate(cells) if cell.kernel is not None]  # a kernel factor: in guests
+        if guest:
+            from fsmeter.guest.host import run_guest_levels
+
+            here = [i for i in range(len(cells)) if i not in set(guest)]  # kernel = "host": on the host
+            out = {"done": 0, "failed": 0, "skipped": 0}
+            if here:
+                out = _run_cells(c, [cells[i] for i in here], [rows[i] for i in here], store, campaign_id, console,
+                                 show_progress, cap_notes)
+            more = run_guest_levels(c, [cells[i] for i in guest], [rows[i] for i in guest], store, campaign_id,
+                                    console, store.campaign(campaign_id)["source"], cap_notes)
+            out = {k: out.get(k, 0) + more.get(k, 0) for k in set(out) | set(more)}
+        else:
+            out = _run_cells(c, cells, rows, store, campaign_id, console, show_progress, cap_notes)
     except BaseException:
         _quietly(store.release_campaign, campaign_id, me)  # never hide why the run stopped
         raise
@@ -326,8 +349,8 @@ def _workdir(mnt) -> Path:
 def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -> dict:
     """Run every phase of the cell's job once; never raises for a failed workload or an interrupt,
     it returns status ok | failed | interrupted with whatever was measured."""
+    from fsmeter.phases import PhaseRun, bar_progress, judge, run_phases
     from fsmeter.spec import build_job
-    from fsmeter.stats.phase import report_quality
     from fsmeter.verify import corruption
 
     started = now_iso()
@@ -337,41 +360,25 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
     status, cause = "ok", None
     phases: list = []
     methods: list = []
-    session = None
+    run = None
     mpi_env = None
     try:
         if cell.ranks is not None:  # every trial as mpirun -n RANKS fsmeter run ... (fsmeter.mpi.launch)
             from fsmeter.mpi.launch import trial_phases
 
-            status, cause, phases, methods, mpi_env = trial_phases(cell, job, trial_dir, ctx.campaign)
-        session = EngineSession(job.engine_json()) if cell.ranks is None else None
-        # Read counters of the cell's own block device (fsmeter made it); none with the null backend.
-        device = mnt.device if mnt.owns_mount and job.engine_dict().get("backend") != "null" else None
-        for ph in job.phases() if session is not None else []:
-            method = None
-            if ph.cold_cache:
-                method = mnt.reset_cache([str(trial_dir)])
-                methods.append(method)
-            prog = PhaseProgress(ctx.bar, f"  {ph.key}")
-            watch = PhaseWatch(device)
-            watch.start()
-            try:
-                report = session.run_phase(ph.name, on_progress=prog)
-            finally:
-                ctx.bar.remove_task(prog._task)
-            report["regime"] = watch.stop(report)  # others' CPU and page-cache reads (fsmeter.regime)
-            if ph.measured and not ph.discard:
-                report["quality"] = report_quality(report, level=ctx.campaign.repetitions.level,
-                                                   min_phase_s=ctx.campaign.min_phase_s,
-                                                   interval_s=job.settings.interval_s).to_dict()
-            phases.append({"key": ph.key, "engine_phase": ph.name, "measured": ph.measured,
-                           "discarded": ph.discard, "cache_method": method, "report": report})
-            if report.get("interrupted"):
-                status, cause = "interrupted", f"interrupted during phase {ph.key}"
-                break
-        if status == "ok" and session is not None and "cleanup" in session.phases() and \
-                "cleanup" not in [p.name for p in job.phases()]:
-            session.run_phase("cleanup")
+            status, cause, phases, methods, mpi_env = trial_phases(cell, job, trial_dir, ctx.campaign,
+                                                                   launch=getattr(mnt, "launch", None))
+        else:
+            run = PhaseRun(EngineSession(job.engine_json()))
+            # Read counters of the cell's own block device (fsmeter made it); none with the null backend.
+            device = mnt.device if mnt.owns_mount and job.engine_dict().get("backend") != "null" else None
+            run_phases(run, job.phases(), bar_progress(ctx.bar, label=lambda ph: f"  {ph.key}", remove=True),
+                       reset_cache=lambda ph: mnt.reset_cache([str(trial_dir)]), device=device,
+                       quality=judge(level=ctx.campaign.repetitions.level, min_phase_s=ctx.campaign.min_phase_s,
+                                     interval_s=job.settings.interval_s, interrupted=True),
+                       cleanup="if-complete")
+            if run.interrupted:
+                status, cause = "interrupted", f"interrupted during phase {run.phases[-1].phase.key}"
     except EngineFailure as exc:
         status, cause = "failed", f"EngineFailure: {exc.message}"
     except KeyboardInterrupt as exc:
@@ -379,6 +386,11 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
     except UserError as exc:  # e.g. a remount refused
         status, cause = "failed", f"{type(exc).__name__}: {exc.message}"
     finally:
+        if run is not None:  # what was measured, also when a failure or a stop ended the trial
+            phases = [{"key": o.phase.key, "engine_phase": o.phase.name, "measured": o.phase.measured,
+                       "discarded": o.phase.discard, "cache_method": o.cache_method, "report": o.report}
+                      for o in run.phases]
+            methods = list(run.resets)
         if status != "interrupted":
             shutil.rmtree(trial_dir, ignore_errors=True)
     metrics, headline = [], None

@@ -16,7 +16,7 @@ from typing import Any, Literal, Mapping, Optional, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fsmeter.errors import UserError
-from fsmeter.families import FAMILIES, Family
+from fsmeter.families import FAMILIES, WorkloadDef
 from fsmeter.textfile import loads_toml, read_text, toml_depth_error
 from fsmeter.units import MAX_COUNT, MAX_DURATION_S, MAX_SIZE_BYTES
 
@@ -31,16 +31,6 @@ class JobSettings(BaseModel):
     seed: int = Field(42, ge=0, lt=1 << 64, description="the same seed gives the same operations")
     backend: Literal["psync", "io_uring", "null"] = Field("psync", description="I/O backend")
     interval_s: float = Field(1.0, gt=0, le=3600, description="throughput sampling interval")
-
-
-@dataclass
-class WorkloadDef:
-    name: str
-    family: Family
-    description: str
-    params: dict
-    settings: dict
-    source: Path
 
 
 def list_workloads() -> list:

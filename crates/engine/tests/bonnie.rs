@@ -80,7 +80,7 @@ fn io_phases_move_the_right_bytes_and_leave_the_file_of_size() {
         assert_eq!(per, 123);
         let seeked = std::fs::read(&data).unwrap();
         let diff = after.iter().zip(&seeked).filter(|(a, b)| a != b).count();
-        assert!(diff >= 1 && diff <= 13, "write-backs dirty one byte each ({diff})");
+        assert!((1..=13).contains(&diff), "write-backs dirty one byte each ({diff})");
         assert_eq!(seeked.len() as u64, size);
 
         let c = run(&mut s, "cleanup");
@@ -142,7 +142,7 @@ fn file_tests_create_stat_delete_every_file() {
         assert_eq!(ops(&c, "sync"), 1, "create ends with a sync inside its time");
         assert_eq!(count_files(&top), 300);
         let bytes = c["counters"]["bytes"].as_u64().unwrap();
-        assert!(bytes >= 300 * 100 && bytes <= 300 * 3000);
+        assert!((300 * 100..=300 * 3000).contains(&bytes));
         if dirs > 1 {
             assert!(top.join("00003").is_dir());
         }

@@ -200,7 +200,7 @@ fn bad_spec_is_refused_with_the_field_name() {
 fn cleanup_removes_the_run_and_a_second_run_needs_an_empty_directory() {
     let (data, _side, ledger, _w) = write_then(2);
     let job = json!({"dir": data.path(), "threads": 2, "workload": spec(&ledger, json!({}))});
-    let err = Session::from_json(&job.to_string()).unwrap().run_phase("write", &Control::new()).err().expect("refused");
+    let err = Session::from_json(&job.to_string()).unwrap().run_phase("write", &Control::new()).expect_err("refused");
     assert!(err.to_string().contains("already holds crash-t0"), "{err}");
     let r = run(data.path(), 2, spec(&ledger, json!({})), "cleanup");
     assert!(c(&r, "files_removed") > 0);

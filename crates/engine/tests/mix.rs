@@ -158,7 +158,7 @@ fn a_failing_job_fails_the_subrun_with_its_name() {
     let mut s = Session::from_json(&text).unwrap();
     let ctl = Control::new();
     s.run_phase("prepare", &ctl).unwrap();
-    let e = s.run_phase("subruns", &ctl).err().expect("exec of a non-program fails").to_string();
+    let e = s.run_phase("subruns", &ctl).expect_err("exec of a non-program fails").to_string();
     assert!(e.contains("mix job exec_test failed in task"), "{e}");
     // A program that runs and exits 1 is fine.
     let text = job(dir.path(), weights(&["exec_test"]), json!({"tasks": [1], "exec_path": "/bin/false"}));

@@ -165,7 +165,7 @@ fn rename_unlink_rmdir_mismatch_fails_the_run_with_its_line() {
         let mut s = session(&work, 1, json!({"family": "replay", "loadfile": lf, "passes": 1}));
         run(&mut s, "setup");
         let line = text.lines().count() + 1;
-        let e = s.run_phase("run", &Control::new()).err().expect("mismatch is fatal").to_string();
+        let e = s.run_phase("run", &Control::new()).expect_err("mismatch is fatal").to_string();
         assert!(e.contains(&format!("load.txt line {line}: client0")), "{e}");
         assert!(e.contains(needle), "{e}");
         run(&mut s, "cleanup");

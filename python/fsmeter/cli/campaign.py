@@ -39,6 +39,21 @@ def cell_summary(store, campaign_id: int) -> list:
     return out
 
 
+def guest_of_cells(store, campaign_id: int) -> dict:
+    """cell id -> the guest its trials ran in (fsmeter.guest: kernel, accelerator, emulated), for cells run in one."""
+    out: dict = {}
+    for r in store.conn.execute(
+            "SELECT t.cell_id, e.extra FROM environment e JOIN trials t ON t.id = e.trial_id JOIN cells c "
+            "ON c.id = t.cell_id WHERE c.campaign_id = ?", (campaign_id,)):
+        try:
+            g = json.loads(r["extra"] or "{}").get("guest")
+        except (ValueError, AttributeError):
+            g = None
+        if isinstance(g, dict):
+            out[r["cell_id"]] = g
+    return out
+
+
 def _fmt(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:,.3g}"
 
@@ -47,9 +62,11 @@ def cells_table(store, campaign_id: int, title: str) -> Table:
     t = Table(title=title)
     for col in ("#", "workload", "factors", "status", "trials", "headline (mean ± 95% CI)", "stop / cause"):
         t.add_column(col, overflow="fold")
+    guests = guest_of_cells(store, campaign_id)
     for s in cell_summary(store, campaign_id):
         c = s["cell"]
         factors = ", ".join(f"{k}={v}" for k, v in json.loads(c["factors"]).items())
+        g = guests.get(c["id"])
         if s["ci"] is not None:
             head = f"{_fmt(s['ci'].mean)} ± {_fmt(s['ci'].half_width)} {s['unit']} ({s['metric']})"
         elif s["kept"]:
@@ -57,8 +74,18 @@ def cells_table(store, campaign_id: int, title: str) -> Table:
         else:
             head = "-"
         color = {"done": "green", "failed": "red", "interrupted": "yellow"}.get(c["status"], "white")
+        if g is not None:  # the guest's kernel release and accelerator; emulated figures said so
+            factors += f" (guest {g.get('kernel_release') or g.get('kernel_version')}, {g.get('accelerator')})"
+            if g.get("emulated") and head != "-":
+                head += " [yellow]emulated[/]"
         t.add_row(str(c["idx"] + 1), escape(c["workload"]), escape(factors), f"[{color}]{c['status']}[/]",
                   str(s["n_trials"]), head, escape(c["cause"] or c["stop_reason"] or ""))
+    if any(g.get("emulated") for g in guests.values()):
+        from fsmeter.guest.kernels import EMULATED_NOTE
+
+        t.caption = (f"{EMULATED_NOTE}: the cells marked emulated ran in a guest under software emulation (TCG): "
+                     "functional results only")
+        t.caption_justify = "left"
     return t
 
 
@@ -95,7 +122,7 @@ def execute(store, campaign_id: int, campaign, console: Console, quiet: bool = F
     except KeyboardInterrupt:
         console.print(f"[bold yellow]campaign {campaign_id} interrupted[/]: finished trials are stored in "
                       f"{store.path}; continue with `fsmeter campaign resume {campaign_id} --db {store.path}`")
-        raise typer.Exit(130)
+        raise typer.Exit(130) from None
     except StoreError as exc:
         if exc.kind == "damaged":
             raise

@@ -13,6 +13,7 @@ import copy
 import os
 import sys
 import time
+import tomllib
 from pathlib import Path
 from typing import Optional
 
@@ -25,8 +26,6 @@ from fsmeter.cli._runlock import no_wait_option
 from fsmeter.errors import UserError
 
 STUDY = Path(__file__).resolve().parent.parent / "studies" / "quick-compare.toml"
-
-import tomllib
 
 
 def _split(s: Optional[str]) -> list:
@@ -109,8 +108,11 @@ def ranking_table(store, campaign_id: int) -> Table:
     """Per workload: filesystems ranked on the headline metric, mean ± CI half-width, group, verdict."""
     import json
 
-    from fsmeter.cli.campaign import _fmt, cell_summary
+    from fsmeter.cli.campaign import _fmt, cell_summary, guest_of_cells
+    from fsmeter.guest.kernels import EMULATED_NOTE
     from fsmeter.stats.compare import rank
+
+    emulated = {cid for cid, g in guest_of_cells(store, campaign_id).items() if g.get("emulated")}
 
     t = Table(title="filesystems ranked per workload (same group = not significantly different)")
     for col in ("workload", "metric", "rank", "group", "filesystem", "mean ± 95% CI", "trials", "vs group leader"):
@@ -120,7 +122,7 @@ def ranking_table(store, campaign_id: int) -> Table:
         by_wl.setdefault(s["cell"]["workload"], []).append(s)
     for wl, cells in by_wl.items():
         label = lambda s: ", ".join(str(v) for v in json.loads(s["cell"]["factors"]).values())  # noqa: E731
-        ok = [s for s in cells if len(s["kept"]) >= 2]
+        ok = [s for s in cells if len(s["kept"]) >= 2 and s["cell"]["id"] not in emulated]
         metric = next((s["metric"] for s in cells if s["metric"]), "-")
         unit = next((s["unit"] for s in cells if s["metric"]), "")
         hib = next((s["higher_is_better"] for s in cells if s["metric"]), True)
@@ -138,7 +140,7 @@ def ranking_table(store, campaign_id: int) -> Table:
             if s in ok:
                 continue
             c = s["cell"]
-            why = (f"{c['status']}: {c['cause']}" if c["cause"] else
+            why = (EMULATED_NOTE if c["id"] in emulated else f"{c['status']}: {c['cause']}" if c["cause"] else
                    f"{len(s['kept'])} kept trial(s): no CI" if s["kept"] else c["status"])
             val = _fmt(s["kept"][0]) if s["kept"] else "-"
             t.add_row(wl if first else "", f"{metric} ({unit})" if first else "", "-", "-", label(s), val,
@@ -173,6 +175,9 @@ def register(app: typer.Typer) -> None:
         destroy_data_on: Optional[str] = CONFIRM_OPT,
         force: bool = FORCE_OPT,
         no_wait: bool = no_wait_option(),
+        kernel: Optional[str] = typer.Option(None, "--kernel", help="comma-separated kernels to run in guests "
+                                             "(virtual machines), e.g. 6.1,6.12 or /path/to/bzImage: a kernel factor "
+                                             "(see the guests page of the docs)"),
     ) -> None:
         """Which filesystem is fastest here? Quick suite on fresh filesystems, ranked per workload."""
         from fsmeter.campaign import CampaignFile, dump_toml, parse_campaign
@@ -190,6 +195,15 @@ def register(app: typer.Typer) -> None:
         data, notes = build_campaign(filesystems, workloads, directory, quick_scale, trials, size, root)
         if target is not None:
             data["target"] = target
+        if kernel is not None:
+            if target is not None or directory is not None:
+                raise UserError("--kernel runs the filesystems on loop images inside guests: leave out --device and "
+                                "--dir")
+            levels = _split(kernel)
+            if not levels:
+                raise UserError("--kernel: name at least one kernel, e.g. --kernel 6.1,6.12")
+            data.setdefault("factors", {})["kernel"] = levels
+            data["name"] = data["name"] + "-guest"
         if not data["workloads"]:
             raise UserError("no workload to run: name some with --workloads")
         if report is not None:  # checked before the suite runs, not after it

@@ -16,7 +16,7 @@ from rich.table import Table
 from fsmeter.provision import FILESYSTEMS, default_scratch
 from fsmeter.provision._run import which
 from fsmeter.provision.host import memory_cgroup_status
-from fsmeter.provision.sysinfo import kernel_filesystems
+from fsmeter.provision.sysinfo import kernel_filesystems, kernel_module_available
 
 # Debian packages of the classic benchmarks fsmeter is cross-checked against: tool -> package.
 BENCH_TOOLS = {"fio": "fio", "postmark": "postmark", "dbench": "dbench", "bonnie++": "bonnie++",
@@ -72,6 +72,42 @@ def mpi_check() -> Check:
     return Check("MPI (scale-out)", ok, detail, "" if ok else INSTALL_HINT)
 
 
+def try_modprobe(name: str) -> bool:
+    """Load the filesystem's module when one ships with this kernel (root only); True when it is now there."""
+    modprobe = which("modprobe")
+    if os.geteuid() != 0 or not modprobe or not kernel_module_available(name):
+        return False
+    import subprocess
+
+    subprocess.run([modprobe, "-q", name], stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    return name in kernel_filesystems()
+
+
+def guest_checks() -> list[Check]:
+    """Can a `kernel` factor boot guests here, and with which accelerator (fsmeter.guest)."""
+    from fsmeter.guest import kernels, vm
+
+    out = []
+    missing = vm.missing_tools()
+    have = kernels.installed()
+    if missing:
+        out.append(Check("guests (kernel factor)", False, "missing " + ", ".join(m.split(" (")[0] for m in missing),
+                         "; ".join(missing)))
+    elif not have:
+        out.append(Check("guests (kernel factor)", False, "no kernel image in /boot",
+                         "apt-get install a kernel (linux-image-6.1.0-...-amd64), or give a vmlinuz path as the level"))
+    else:
+        out.append(Check("guests (kernel factor)", True, "virtme-ng and QEMU; kernels in /boot: " + ", ".join(have)))
+    accel = kernels.choose("auto")
+    if accel.emulated:
+        out.append(Check("guest accelerator", None, f"tcg (software emulation): {accel.reason}",
+                         "a host with hardware virtualisation (vmx/svm and /dev/kvm) for guest figures that measure "
+                         "the filesystem; emulated trials are functional only"))
+    else:
+        out.append(Check("guest accelerator", True, f"kvm: {accel.reason}"))
+    return out
+
+
 def checks() -> list[Check]:
     out: list[Check] = []
     root = os.geteuid() == 0
@@ -85,13 +121,16 @@ def checks() -> list[Check]:
     have = kernel_filesystems()
     for name, cls in FILESYSTEMS.items():
         fs = cls()
-        in_kernel = fs.proc_name in have
+        in_kernel = fs.proc_name in have or try_modprobe(fs.proc_name)
         tool = fs.tool_path() if fs.mkfs_tool else None
         if not in_kernel:
             fix = f"a kernel with {name} (CONFIG_{name.upper()}_FS)"
             if fs.mkfs_tool and not tool:
                 fix += f", and apt-get install {fs.debian_package}"
-            out.append(Check(f"fs {name}", False, "not supported by this kernel (not in /proc/filesystems)", fix))
+            why = ("not in /proc/filesystems, and no module to load" if root else
+                   "not in /proc/filesystems; loading a module needs root")
+            out.append(Check(f"fs {name}", False, f"not supported by this kernel ({why})",
+                             fix + "; or run it in a guest: factors.kernel (docs: guests)"))
         elif fs.mkfs_tool and not tool:
             out.append(Check(f"fs {name}", False, f"kernel yes; {fs.mkfs_tool} missing",
                              f"apt-get install {fs.debian_package}"))
@@ -111,6 +150,7 @@ def checks() -> list[Check]:
     ok, detail = io_uring_probe()
     out.append(Check("io_uring", ok, detail, "" if ok else "sysctl kernel.io_uring_disabled=0, or use the psync backend"))
     out.append(mpi_check())
+    out.extend(guest_checks())
     for tool in ("losetup", "blkid", "mount"):
         path = which(tool)
         out.append(Check(tool, bool(path), path or "missing", "" if path else "apt-get install util-linux mount"))

@@ -1,7 +1,6 @@
 """`fsmeter run WORKLOAD --dir PATH`: one workload, once, on a directory you name."""
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
 import os
@@ -11,52 +10,12 @@ from typing import List, Optional
 import typer
 from rich.console import Console
 
-import fsmeter
 from fsmeter.cli._runlock import no_wait_option
-from fsmeter.engine import EngineSession
 from fsmeter.errors import UserError
-from fsmeter.hostinfo import host_info
-from fsmeter.progress import PhaseProgress, progress_bar
-from fsmeter.regime import PhaseWatch, own_device
+from fsmeter.phases import CACHE_CHOICES, DEFAULT_MIN_PHASE_S, run_job
 from fsmeter.regime import describe as describe_regime
 from fsmeter.report.terminal import phase_table
 from fsmeter.spec import build_job, load_workload, parse_set
-
-#: Phases shorter than this are flagged too short to trust (fsmeter.stats.batch.DEFAULT_MIN_PHASE_S;
-#: not imported from there so that starting the CLI does not load numpy, scipy and pandas).
-DEFAULT_MIN_PHASE_S = 60.0
-
-
-def report_quality(report: dict, min_phase_s: float, interval_s: Optional[float] = None):
-    from fsmeter.stats.phase import report_quality as judge
-
-    return judge(report, min_phase_s=min_phase_s, interval_s=interval_s)
-
-#: Version of the JSON written by `fsmeter run --json` (see README, "Result JSON").
-RUN_JSON_VERSION = 1
-
-
-CACHE_CHOICES = ("auto", "drop", "fadvise", "keep")
-
-
-def reset_cache(method: str, directory: Path) -> str:
-    """Empty the page cache before a cold-cache phase on a directory fsmeter does not own.
-
-    auto: drop_caches as root, else fadvise; drop: /proc/sys/vm/drop_caches (root);
-    fadvise: posix_fadvise(DONTNEED) on every file under the directory; keep: nothing.
-    Returns the method used, recorded with the phase.
-    """
-    from fsmeter.provision.host.caches import drop_caches, fadvise_dontneed
-
-    if method == "keep":
-        return "none"
-    if method == "auto":
-        method = "drop" if os.geteuid() == 0 else "fadvise"
-    if method == "drop":
-        drop_caches()
-        return "drop_caches"
-    fadvise_dontneed([str(directory)])
-    return "fadvise"
 
 
 def describe_direct_io(d: dict) -> str:
@@ -88,74 +47,13 @@ def describe_buffers(b: dict) -> Optional[str]:
     return line
 
 
-def run_job(job, console: Console, show_progress: bool = True, keep_files: bool = False,
-            cache: str = "auto", min_phase_s: float = DEFAULT_MIN_PHASE_S) -> dict:
-    """Run every phase of `job`; returns the result document (see README)."""
-    session = EngineSession(job.engine_json())
-    doc = {
-        "format": "fsmeter-run",
-        "version": RUN_JSON_VERSION,
-        "fsmeter_version": fsmeter.__version__,
-        "workload": job.workload.name,
-        "family": job.workload.family.name,
-        "job": job.engine_dict(),
-        "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "host": host_info(),
-        "phases": {},
-        "metrics": {},
-        "interrupted": False,
-    }
-    engine_phases = session.phases()
-    plan = job.phases()
-    device = own_device(job.dir, job.engine_dict().get("backend"))
-    try:
-        with progress_bar(console, enabled=show_progress) as bar:
-            for ph in plan:
-                method = reset_cache(cache, job.dir) if ph.cold_cache else "none"
-                prog = PhaseProgress(bar, ph.key)
-                watch = PhaseWatch(device)
-                watch.start()
-                report = session.run_phase(ph.name, on_progress=prog)
-                report["regime"] = watch.stop(report)
-                report["cache_reset"] = method
-                prog.done()
-                report["measured"] = ph.measured and not ph.discard
-                if report["measured"] and not report.get("interrupted"):
-                    report["quality"] = report_quality(report, min_phase_s=min_phase_s,
-                                                       interval_s=job.settings.interval_s).to_dict()
-                doc["phases"][ph.key] = report
-                if report.get("interrupted"):
-                    doc["interrupted"] = True
-                    break
-    except KeyboardInterrupt:  # a stop between the engine's phases (a cache reset...): the same outcome
-        doc["interrupted"] = True
-    finally:
-        if not keep_files and "cleanup" in engine_phases:
-            session.run_phase("cleanup")
-    return add_results(doc, job)
-
-
-def add_results(doc: dict, job) -> dict:
-    """The run's corruption summary and the family's metrics from its phase reports, into `doc`
-    (a single run's, or the ranks' merged one under MPI)."""
-    from fsmeter.verify import corruption
-
-    doc["corrupt"] = corruption(doc["phases"].items())
-    for m in job.metrics():
-        rep = doc["phases"].get(m.phase)
-        if rep is not None:
-            v = m.get(rep)
-            if v is not None:
-                doc["metrics"][f"{m.phase}.{m.name}"] = {"value": v, "unit": m.unit, "higher_is_better": m.higher_is_better}
-    return doc
-
-
 def register(app: typer.Typer) -> None:
     @app.command("run")
     def run(
         workload: str = typer.Argument(..., help="a named workload (see `fsmeter list`), a workload .toml file, or a "
                                        "fio job file (.fio; FILE.fio:JOB for one job)"),
-        dir: Path = typer.Option(..., "--dir", "-d", help="directory on the filesystem to measure (must exist)"),
+        dir: Optional[Path] = typer.Option(None, "--dir", "-d", help="directory on the filesystem to measure (must "
+                                           "exist; a fio job file's absolute directory= without it)"),
         set_: Optional[List[str]] = typer.Option(None, "--set", "-s", help="override a parameter: key=value (repeatable)"),
         json_out: Optional[Path] = typer.Option(None, "--json", help="also write the full result as JSON to this file"),
         keep_files: bool = typer.Option(False, "--keep-files", help="leave the workload's files in --dir"),
@@ -167,8 +65,9 @@ def register(app: typer.Typer) -> None:
         no_wait: bool = no_wait_option(),
         stonewall: Optional[str] = typer.Option(None, "--stonewall", help="under mpirun: stop every rank's measured "
                                                 "phases when the first rank finishes (first-done) or after SECONDS"),
-        mpi_timeout_s: float = typer.Option(600.0, "--mpi-timeout-s", help="under mpirun: the longest a rank waits "
-                                            "for the others at a barrier before aborting every rank"),
+        mpi_timeout_s: float = typer.Option(60.0, "--mpi-timeout-s", help="under mpirun: the longest a rank waits "
+                                            "for the others at a barrier before aborting every rank (or as long "
+                                            "as it worked itself since the last barrier, when that is longer)"),
         wearout: bool = typer.Option(False, "--stonewall-wearout", help="under mpirun, with --stonewall: after the "
                                      "stonewall every rank goes on until it has done as many requests (access "
                                      "workloads, IOR -O stoneWallingWearOut=1) or as many files per tree (tree "
@@ -195,7 +94,10 @@ def register(app: typer.Typer) -> None:
         opts = dict(show_progress=not quiet, keep_files=keep_files, cache=cache, min_phase_s=min_phase_s)
         from fsmeter.provision.sysinfo import pseudo_filesystem
 
-        pseudo = pseudo_filesystem(str(dir)) if dir.is_dir() else None
+        if dir is None and not workload.endswith(".fio"):
+            raise UserError("--dir is required: name a directory on the filesystem to measure (only `fsmeter run "
+                            "FILE.fio` of a job file that names absolute directories may leave it out)")
+        pseudo = pseudo_filesystem(str(dir)) if dir is not None and dir.is_dir() else None
         if pseudo:
             raise UserError(f"--dir {dir} is a kernel interface ({pseudo}), not a filesystem to measure: name a "
                             "directory on a real filesystem")
@@ -210,6 +112,8 @@ def register(app: typer.Typer) -> None:
                 raise UserError(f"{name} works under mpirun only (it lays out regions for the other ranks): leave "
                                 "it out, or run `mpirun -n N fsmeter run ...`")
         if launched_under_mpi():  # one rank of mpirun -n N: rank 0 prints and writes the merged result
+            if dir is None:
+                raise UserError("--dir is required under mpirun: name the directory every rank works in")
             from fsmeter.mpi.run import run_under_mpi
 
             if not mpi_timeout_s > 0:
@@ -271,7 +175,7 @@ def print_result(doc: dict, job, console: Console, json_out: Optional[Path]) -> 
 
                 console.print(rank_summary(name, rep["mpi"]), highlight=False)
     if job.workload.family.run_summary is not None and doc["phases"]:
-        console.print(job.workload.family.run_summary(doc))
+        console.print(job.workload.family.summary(doc))
     files = (doc.get("mpi") or {}).get("files") or {}
     if files.get("kind") == "shared file":
         console.print(f"  [dim]files:[/] one shared set in {files['dir']}, {files['regions']}; {files['run_regions']}",

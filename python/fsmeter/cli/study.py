@@ -73,7 +73,10 @@ def register(app: typer.Typer) -> None:
             quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars"),
             dry_run: bool = typer.Option(False, "--dry-run", help="print the generated campaign and stop"),
             device: Optional[str] = DEVICE_OPT, destroy_data_on: Optional[str] = CONFIRM_OPT,
-            force: bool = FORCE_OPT, no_wait: bool = no_wait_option()) -> None:
+            force: bool = FORCE_OPT, no_wait: bool = no_wait_option(),
+            kernel: Optional[str] = typer.Option(None, "--kernel", help="comma-separated kernels (e.g. 6.1) to run "
+                                                 "the configurations this host's kernel cannot make in guests "
+                                                 "(virtual machines; see the guests page of the docs)")) -> None:
         """Generate the study's campaign for this machine at SCALE and run it into the store."""
         from fsmeter.campaign import parse_campaign
         from fsmeter.cli.campaign import execute
@@ -81,12 +84,15 @@ def register(app: typer.Typer) -> None:
         from fsmeter.runner import start_campaign
         from fsmeter.store import open_store
         from fsmeter.study.model import load_study
-        from fsmeter.study.plan import plan_study
+        from fsmeter.study.plan import TRIAL_OVERHEAD_S, plan_study
 
         console = Console()
         study = load_study(name)
         target = device_target(device, destroy_data_on, force)
-        plan = plan_study(study, scale, target)
+        kernels = [k.strip() for k in (kernel or "").split(",") if k.strip()] or None
+        if kernel is not None and not kernels:
+            raise UserError("--kernel: name at least one kernel, e.g. --kernel 6.1")
+        plan = plan_study(study, scale, target, kernels)
         text = plan.text()
         console.print(f"[bold]{study.study.title}[/] ({study.study.citation}), scale {plan.scale}: "
                       f"{plan.cells} cells x {plan.trials_per_cell} trials, about {_minutes(plan.est_s)} here")
@@ -96,6 +102,14 @@ def register(app: typer.Typer) -> None:
         if plan.changes:
             console.print(_change_table(plan.changes))
         if dry_run:
+            est = Table(title="time estimate (one trial's time per workload as measured on a quiet 2-CPU machine "
+                        f"with loop images, plus {TRIAL_OVERHEAD_S:g} s per trial; a busy machine takes longer)")
+            for col in ("workload", "cells", "trials each", "s per trial", "total"):
+                est.add_column(col)
+            for wl, (n, secs) in plan.est_by_workload.items():
+                each = secs / (n * plan.trials_per_cell) if n and plan.trials_per_cell else 0.0
+                est.add_row(wl, str(n), str(plan.trials_per_cell), f"{each:.1f}", _minutes(secs))
+            console.print(est)
             console.print(text, markup=False, highlight=False)
             return
         if study.study.needs_root and target is None and (os.geteuid() != 0 or not os.path.exists("/dev/loop-control")):

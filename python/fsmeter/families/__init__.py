@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Optional, Type
 
 from pydantic import BaseModel
@@ -64,8 +65,49 @@ class Family:
     series: dict = field(default_factory=dict)
     #: Campaigns without an explicit `mkfs` make a fresh filesystem per cell or per trial as the family asks.
     default_mkfs: str = "per-cell"
-    #: Optional: doc (the `fsmeter run` result) -> a rich renderable printed after the phase tables.
-    run_summary: Optional[Callable[[dict], object]] = None
+    #: Optional: doc (the `fsmeter run` result) -> a rich renderable printed after the phase tables;
+    #: a callable, or a hook reference "module:function" (see `resolve`).
+    run_summary: Optional[Callable[[dict], object] | str] = None
+    #: Optional: the family's own charts in the HTML report, a hook reference "module:function" (see
+    #: `resolve`) to ``fn(view, workload_view, idx, baseline) -> [figure dict]`` (fsmeter.report.figures),
+    #: drawn after the heat maps of each of the family's workloads.
+    charts: Optional[str] = None
+    #: The report's per-interval throughput chart says something about this family's phases (False
+    #: for a phase of one long operation).
+    interval_chart: bool = True
+
+    def summary(self, doc: dict):
+        """What `fsmeter run` prints after the phase tables (None: nothing)."""
+        return None if self.run_summary is None else resolve(self.run_summary)(doc)
+
+    def chart_figures(self, view, w, idx: int, baseline: Optional[str] = None) -> list:
+        """The family's own report figures for workload ``w`` (section ``idx``) of a campaign view."""
+        return [] if self.charts is None else list(resolve(self.charts)(view, w, idx, baseline))
+
+
+def resolve(hook):
+    """A family hook: a callable as it is, or a reference "package.module:function", imported when it is
+    first used. The report code a family names stands above the families (a family never imports it):
+    the reference is how a family says where its charts and its run summary live."""
+    if callable(hook):
+        return hook
+    module, sep, name = str(hook).partition(":")
+    if not sep:
+        raise ValueError(f"family hook {hook!r}: write it as package.module:function")
+    return getattr(importlib.import_module(module), name)
+
+
+@dataclass
+class WorkloadDef:
+    """A workload as defined, before it is bound to a directory (fsmeter.spec.build_job): a named
+    workload's TOML file, a workload file of the user's, or one job of a fio job file."""
+
+    name: str
+    family: Family
+    description: str
+    params: dict
+    settings: dict
+    source: Path
 
 
 def ops_series(iv: dict) -> Optional[float]:

@@ -1,6 +1,7 @@
 """The access family (pgmeter / Iometer / fio class): a weighted size/read/random mix."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import List, Literal, Optional
 
@@ -18,6 +19,74 @@ class AccessEntry(BaseModel):
     weight: float = Field(ge=0, description="share of requests, percent")
     read_pct: float = Field(ge=0, le=100)
     random_pct: float = Field(100.0, ge=0, le=100)
+    trim_pct: float = Field(0.0, ge=0, le=100, description="share of requests that are trims (a hole punched over "
+                            "the request's range), percent; read_pct + trim_pct <= 100, the rest are writes")
+
+
+#: fio's random_distribution kinds -> (default parameter, what the parameter is).
+_DISTRIBUTIONS = {"zipf": (1.1, "THETA"), "pareto": (0.2, "H"), "normal": (0.0, "DEV%"), "gauss": (0.0, "DEV%")}
+
+
+def check_distribution(text: str) -> str:
+    """fio's random_distribution (random, zipf:THETA[:CENTER], pareto:H[:CENTER], normal:DEV%[:CENTER], gauss as
+    normal) checked as the engine checks it; ValueError says what is allowed. Returns it stripped."""
+    text = text.strip()
+    kind, *nums = text.split(":")
+    if kind == "random" and not nums:
+        return text
+    if kind not in _DISTRIBUTIONS or len(nums) > 2:
+        raise ValueError(f"{text!r}: use random, zipf:THETA, pareto:H or normal:DEV% (each with an optional "
+                         ":CENTER from 0 to 1)")
+    try:
+        vals = [float(n) for n in nums]
+    except ValueError:
+        raise ValueError(f"{text!r}: the parameters are numbers: {kind}:{_DISTRIBUTIONS[kind][1]}[:CENTER]") from None
+    value = vals[0] if vals else _DISTRIBUTIONS[kind][0]
+    if len(vals) == 2 and not 0 <= vals[1] <= 1:
+        raise ValueError(f"{text!r}: the center must be between 0 and 1 (a fraction of the file)")
+    if kind == "zipf" and (not value > 0 or value == 1):
+        raise ValueError(f"{text!r}: zipf's theta must be > 0 and not 1 (fio's default is 1.1)")
+    if kind == "pareto" and not 0 < value < 1:
+        raise ValueError(f"{text!r}: pareto's h must be between 0 and 1, both excluded (fio's default is 0.2)")
+    if kind in ("normal", "gauss") and not 0 <= value < 100:
+        raise ValueError(f"{text!r}: normal's deviation is a percentage of the file, from 0 to below 100")
+    return text
+
+
+def parse_buffer_pattern(text: str) -> bytes:
+    """fio's buffer_pattern: hex numbers (0xdeadface: those bytes in that order; an odd digit count puts the
+    lone digit first), decimal numbers from -2^31 to 2^31-1 (the 32-bit value's bytes, least significant first,
+    up to its last non-zero byte; 0 is one zero byte) and double-quoted strings, in any order and combination.
+    ValueError says what is wrong."""
+    out = bytearray()
+    pos = 0
+    token = re.compile(r'0[xX](?P<hex>[0-9a-fA-F]+?)(?=0[xX]|[^0-9a-fA-F]|$)|(?P<dec>-?[0-9]+)|"(?P<str>[^"]*)"')
+    while pos < len(text):
+        if text[pos] == "'":
+            raise ValueError("a file's contents ('name') are not supported by fsmeter (not planned): write the bytes "
+                             "as 0x... or \"...\"")
+        m = token.match(text, pos)
+        if m is None:
+            raise ValueError(f"cannot read {text[pos:]!r}: use hex (0xdeadface), a decimal number or a "
+                             "double-quoted string, one after the other")
+        if m.group("hex") is not None:
+            digits = m.group("hex")
+            out += bytes.fromhex(("0" if len(digits) % 2 else "") + digits)
+        elif m.group("dec") is not None:
+            v = int(m.group("dec"))
+            if not -(1 << 31) <= v < (1 << 31):
+                raise ValueError(f"{m.group('dec')}: a decimal number must fit in 32 bits: write it in hex")
+            v &= 0xFFFFFFFF
+            b = v.to_bytes(4, "little").rstrip(b"\0") or b"\0"
+            out += b
+        else:
+            out += m.group("str").encode()
+        pos = m.end()
+    if not out:
+        raise ValueError("the pattern is empty: give at least one byte")
+    if len(out) > 1 << 20:
+        raise ValueError(f"{len(out)} bytes: at most 1 MiB")
+    return bytes(out)
 
 
 class FaultParams(BaseModel):
@@ -69,6 +138,15 @@ class AccessParams(BaseModel):
         "gives them: fio's default, IOR), thp (transparent huge pages: 2 MiB-aligned memory advised MADV_HUGEPAGE, "
         "as far as the kernel gives them; the report says how much it did), hugetlb (the huge-page pool reserved "
         "with vm.nr_hugepages: fio's iomem=mmaphuge)")
+    random_distribution: str = Field(
+        "random", description="where random offsets land, with fio's meanings (docs/access.md): random (uniform), "
+        "zipf:THETA, pareto:H, normal:DEV% (alias gauss), each with an optional :CENTER from 0 to 1")
+    random_scramble: bool = Field(True, description="with a skewed random_distribution, spread the hot blocks over the "
+                                  "file (as fio does); false keeps them side by side from the center")
+    trim_then_write: bool = Field(False, description="every trim is followed by a write of the same range (fio's "
+                                  "trimwrite); needs trim_pct = 100 in every entry")
+    buffer_pattern: str = Field("", description="bytes written requests carry, repeated to fill each buffer, in fio's "
+                                "forms: 0xdeadface, a decimal number, \"text\", combined; empty: pseudo-random bytes")
 
     # Set by `fsmeter run --shared-file` under mpirun (fsmeter.mpi.run), never from a workload file:
     # (this rank's region start, the run and verify phases' region start).
@@ -114,7 +192,36 @@ class AccessParams(BaseModel):
             self._check_verify()
         if self.duration_s is None and self.total_bytes is None:
             raise ValueError("duration_s: give duration_s or total_bytes (or both: whichever comes first)")
+        self._check_fio_access()
         return self
+
+    def _check_fio_access(self) -> None:
+        """random_distribution, trims and buffer_pattern, as the engine checks them."""
+        try:
+            self.random_distribution = check_distribution(self.random_distribution)
+        except ValueError as exc:
+            raise ValueError(f"random_distribution: {exc}") from None
+        if self.random_distribution != "random" and self.random_map:
+            raise ValueError("random_map: cannot be combined with a skewed random_distribution (fio turns its random "
+                             "map off for one): set random_map=false")
+        for i, e in enumerate(self.entries):
+            if e.read_pct + e.trim_pct > 100:
+                raise ValueError(f"entries[{i}].trim_pct: read_pct + trim_pct is {e.read_pct + e.trim_pct:g}: at most "
+                                 "100 (the rest are writes)")
+        if self.trim_then_write and any(e.trim_pct < 100 for e in self.entries):
+            raise ValueError("trim_then_write: every entry must be all trims (trim_pct=100): each trim is followed "
+                             "by its write")
+        if self.verify != "off" and any(e.trim_pct > 0 for e in self.entries):
+            raise ValueError("verify: cannot be combined with trims (a trimmed block reads back as zeros, not as the "
+                             "last write): drop one")
+        if self.buffer_pattern:
+            try:
+                parse_buffer_pattern(self.buffer_pattern)
+            except ValueError as exc:
+                raise ValueError(f"buffer_pattern: {exc}") from None
+            if self.verify != "off":
+                raise ValueError("buffer_pattern: cannot be combined with verify (verified blocks carry their own "
+                                 "header and data): drop one")
 
     def _check_verify(self) -> None:
         block = self.verify_block or min(e.size for e in self.entries)
@@ -178,6 +285,7 @@ class AccessParams(BaseModel):
     def engine_spec(self) -> dict:
         spec = self.model_dump(exclude={"record_size"})
         spec["verify"] = None if self.verify == "off" else self.verify
+        spec["buffer_pattern"] = list(parse_buffer_pattern(self.buffer_pattern)) if self.buffer_pattern else []
         if self._shared_region is not None:
             spec["shared_file"] = True
             spec["offset"], spec["run_offset"] = self._shared_region
@@ -196,8 +304,10 @@ def _metrics(p: AccessParams) -> list:
     ms = [total_metric("run", "ops_per_s", "ops/s"), total_metric("run", "bytes_per_s", "MiB/s")]
     if any(e.read_pct > 0 for e in p.entries):
         ms.append(op_latency_metric("run", "read"))
-    if any(e.read_pct < 100 for e in p.entries):
+    if p.trim_then_write or any(e.read_pct + e.trim_pct < 100 for e in p.entries):
         ms.append(op_latency_metric("run", "write"))
+    if any(e.trim_pct > 0 for e in p.entries):
+        ms.append(op_latency_metric("run", "trim"))
     if p.fsync_end or (p.fsync_every > 0 and any(e.read_pct < 100 for e in p.entries)):
         # fsync is not a data operation: the headline leaves it out (as fio does) and it is measured apart.
         ms.append(Metric("run", "fsync_per_s", "fsync/s", True,

@@ -163,4 +163,5 @@ FAMILY = Family(
     description="Bonnie / bonnie++: per-char and block write, rewrite, per-char and block read, random seeks; "
                 "bonnie++'s small-file create/stat/delete",
     series={"kbs": bytes_series(1024.0), "per_s": _counted_series},
+    charts="fsmeter.report.bonnie_charts:workload_charts",
 )

@@ -71,7 +71,7 @@ class FilesetParams(BaseModel):
             self.transactions = 500  # PostMark's default
         if self.transactions is None and self.duration_s is None:
             raise ValueError("transactions: give transactions or duration_s (or both: whichever ends first)")
-        if sum(l.weight for l in self.locations) > 1_000_000:
+        if sum(loc.weight for loc in self.locations) > 1_000_000:
             raise ValueError("locations: the weights must add up to <= 1000000")
         if self.verify != "off":
             block = self.verify_block or self.write_block
@@ -137,8 +137,9 @@ def _mib(key: str):
 def _metrics(p: FilesetParams) -> list:
     labels = tx_labels(p)
     kept = labels[1:] if p.mode == "filemark" and len(labels) > 1 else labels
-    ms = [Metric(l, "transactions_per_s", "tx/s", True, _rate("transactions_per_s")) for l in kept]
-    ms += [Metric(l, "transactions_per_s", "tx/s", True, _rate("transactions_per_s")) for l in labels if l not in kept]
+    ms = [Metric(label, "transactions_per_s", "tx/s", True, _rate("transactions_per_s")) for label in kept]
+    ms += [Metric(label, "transactions_per_s", "tx/s", True, _rate("transactions_per_s"))
+           for label in labels if label not in kept]
     ms.append(Metric("create", "files_created_per_s", "files/s", True, _rate("files_created_per_s")))
     main = kept[0]
     ms += [

@@ -205,19 +205,6 @@ def _metrics(p: IozoneParams) -> list:
     return ms
 
 
-def _run_summary(doc: dict):
-    """What `fsmeter run` prints after the tables: iozone's per-cell table and the failed cells."""
-    from rich.text import Text
-
-    from fsmeter.report.iozone import params_of_job, run_summary
-
-    p = params_of_job(doc.get("job") or {})
-    rep = (doc.get("phases") or {}).get("grid")
-    if p is None or rep is None:
-        return Text("")
-    return Text(run_summary(p, rep), no_wrap=True, overflow="ignore")
-
-
 FAMILY = Family(
     name="iozone",
     params=IozoneParams,
@@ -225,7 +212,8 @@ FAMILY = Family(
     metrics=_metrics,
     description="iozone -a: write/rewrite, read/reread, random, backward, record rewrite, stride, fwrite, fread, "
                 "mix over a file size x record size grid",
-    run_summary=_run_summary,
+    run_summary="fsmeter.report.iozone:run_summary_of_doc",
+    charts="fsmeter.report.iozone:workload_charts",
 )
 
 __all__ = ["FAMILY", "IozoneParams", "COLUMNS", "REPORT_TITLES", "CROSSOVER_KB", "cell_metric_name"]

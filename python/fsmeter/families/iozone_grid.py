@@ -14,7 +14,7 @@
   than the last one.
 
 tests/data/iozone/ holds the cell sets the real iozone printed for several grids;
-tests/test_iozone_grid.py checks these rules against them.
+tests/families/iozone/test_grid.py checks these rules against them.
 """
 from __future__ import annotations
 

@@ -477,5 +477,7 @@ FAMILY = Family(
     metrics=_metrics,
     default_mkfs="per-trial",
     run_summary=run_summary,
+    charts="fsmeter.report.macro_charts:workload_charts",
+    interval_chart=False,  # one operation per phase: its interval samples say nothing
     description="cp / tar / rm: real tools as child processes, timed with sync (real, user, sys as Lourdas 2009)",
 )

@@ -193,4 +193,5 @@ FAMILY = Family(
     phases=_phases,
     metrics=_metrics,
     description="AIM Suite VII / re-aim: a weighted job mix run by N tasks at once; jobs per minute, peak and crossover",
+    charts="fsmeter.report.mix:workload_charts",
 )

@@ -247,7 +247,7 @@ def latency_distribution(reports: list) -> dict:
     of two from 1 us, so a bucket counts wholly in the fio bin holding its upper bound (approximate)."""
     buckets: dict = {}
     for rep in reports:
-        for d in ("read", "write"):
+        for d in ("read", "write", "trim"):
             o = (rep.get("ops") or {}).get(d) or {}
             for upper, cnt in (o.get("lat") or {}).get("buckets") or []:
                 buckets[int(upper)] = buckets.get(int(upper), 0) + int(cnt)
@@ -275,7 +275,7 @@ def fio_job(name: str, groupid: int, options: dict, reports: list, bins: bool) -
     job = {"jobname": name, "groupid": groupid, "error": 0, "eta": 0, "elapsed": int(math.ceil(elapsed)),
            "job options": options, "job_runtime": int(round(runtime_s * 1000)),
            "read": io_block(reports, "read", bins), "write": io_block(reports, "write", bins),
-           "trim": io_block([], "trim", bins),
+           "trim": io_block(reports, "trim", bins),
            "sync": {"total_ios": sum(int(((r.get("ops") or {}).get("fsync") or {}).get("count") or 0)
                                      for r in reports)},
            "usr_cpu": 100.0 * user / runtime_s if runtime_s else 0.0,

@@ -1,5 +1,6 @@
-"""Reading fio job files as fio reads them: sections, [global] inheritance, comments, ${VAR} expansion, and
-fio's number syntax (size suffixes under kb_base, time suffixes, ranges, percentages).
+"""Reading fio job files as fio reads them: sections, [global] inheritance, comments, ${VAR} expansion, fio's
+built-in variables ($pagesize, $mb_memory, $ncpus, with the arithmetic fio then hands to bc), and fio's number
+syntax (size suffixes under kb_base, time suffixes, ranges, percentages).
 
 This module only parses; fsmeter.interop.fio_map decides what each option means for fsmeter.
 """
@@ -21,6 +22,16 @@ class FioOption:
     #: None for a bare flag (``time_based``), else the text after '='.
     value: Optional[str]
     line: int
+    #: The value as the file has it, before ${VAR} and $pagesize-style expansion (for error lines).
+    written: Optional[str] = None
+    #: An environment variable the value names that is not set (the option cannot be used).
+    unset: Optional[str] = None
+
+    @property
+    def as_written(self) -> str:
+        """name=value as the user wrote it (a bare flag: just the name)."""
+        w = self.written if self.written is not None else self.value
+        return self.name if w is None else f"{self.name}={w}"
 
 
 @dataclass
@@ -54,9 +65,99 @@ def _strip_comment(s: str) -> str:
     return s if cut < 0 else s[:cut]
 
 
-def parse_jobfile(text: str, where: str, env: Optional[Mapping[str, str]] = None) -> FioJobFile:
+def fio_keywords() -> dict:
+    """fio's built-in variables as fio computes them on this machine: the page size, the physical memory in
+    MiB (pages x page size // 2^20) and the configured CPUs."""
+    page = os.sysconf("SC_PAGESIZE")
+    return {"$pagesize": str(page), "$mb_memory": str(os.sysconf("SC_PHYS_PAGES") * page // (1 << 20)),
+            "$ncpus": str(os.sysconf("SC_NPROCESSORS_CONF"))}
+
+
+_ARITH_TOKEN = re.compile(r"\s*(?:([0-9]+)|(.))")
+
+
+def eval_int_arith(text: str) -> int:
+    """A whole-number expression as bc evaluates it by default (scale 0): + - * / % and parentheses, with the
+    usual precedence, and division truncating toward zero. Raises ValueError for anything else."""
+    toks = []
+    for m in _ARITH_TOKEN.finditer(text.strip()):
+        if m.group(1) is not None:
+            toks.append(int(m.group(1)))
+        elif m.group(2) in "+-*/%()":
+            toks.append(m.group(2))
+        elif not m.group(2).isspace():
+            raise ValueError(f"{m.group(2)!r} is not part of a whole-number expression")
+    pos = 0
+
+    def peek():
+        return toks[pos] if pos < len(toks) else None
+
+    def take():
+        nonlocal pos
+        pos += 1
+        return toks[pos - 1]
+
+    def atom() -> int:
+        t = take() if peek() is not None else None
+        if t == "(":
+            v = expr()
+            if peek() != ")":
+                raise ValueError("unbalanced parentheses")
+            take()
+            return v
+        if t == "-":
+            return -atom()
+        if isinstance(t, int):
+            return t
+        raise ValueError("incomplete expression")
+
+    def term() -> int:
+        v = atom()
+        while peek() in ("*", "/", "%"):
+            op, r = take(), atom()
+            if op == "*":
+                v *= r
+            elif r == 0:
+                raise ValueError("division by zero")
+            else:
+                q = abs(v) // abs(r) * (1 if (v >= 0) == (r >= 0) else -1)
+                v = q if op == "/" else v - q * r
+        return v
+
+    def expr() -> int:
+        v = term()
+        while peek() in ("+", "-"):
+            op, r = take(), term()
+            v = v + r if op == "+" else v - r
+        return v
+
+    value = expr()
+    if pos != len(toks):
+        raise ValueError("not a whole-number expression")
+    return value
+
+
+def _replace_keywords(value: str, keywords: Mapping[str, str]) -> tuple:
+    """fio's keyword step: $pagesize, $mb_memory and $ncpus replaced by their values; when one was, a value
+    with + - * or / is computed (fio pipes it through bc). Returns (value, replaced?)."""
+    replaced = False
+    for word, rep in keywords.items():
+        if word in value:
+            value, replaced = value.replace(word, rep), True
+    if replaced and any(c in value for c in "+-*/"):
+        value = str(eval_int_arith(value))
+    return value, replaced
+
+
+def unset_message(where: str, line: int, var: str) -> str:
+    return f"{where} line {line}: ${{{var}}} is not set in the environment: export it, or write the value"
+
+
+def parse_jobfile(text: str, where: str, env: Optional[Mapping[str, str]] = None,
+                  keywords: Optional[Mapping[str, str]] = None) -> FioJobFile:
     """Sections and options of a job file; errors name `where` and the line."""
     env = os.environ if env is None else env
+    keywords = fio_keywords() if keywords is None else keywords
     jobs: list = []
     global_opts: dict = {}
     current: Optional[dict] = None  # options of the section being read
@@ -66,13 +167,18 @@ def parse_jobfile(text: str, where: str, env: Optional[Mapping[str, str]] = None
         if not line or line[0] in "#;":
             continue
 
+        unset: list = []
+
         def expand(m: re.Match) -> str:
             if m.group(1) not in env:
-                raise UserError(f"{where} line {n}: ${{{m.group(1)}}} is not set in the environment: export it, "
-                                "or write the value")
+                unset.append(m.group(1))
+                return ""
             return env[m.group(1)]
 
+        written = _strip_comment(line).partition("=")
         line = _VAR.sub(expand, line)
+        if unset and (line.startswith("[") or not written[1]):
+            raise UserError(unset_message(where, n, unset[0]))
         if line.startswith("["):
             if not line.endswith("]") or len(line) < 3:
                 raise UserError(f"{where} line {n}: {raw.strip()!r} is not a section header: write [name]")
@@ -97,7 +203,17 @@ def parse_jobfile(text: str, where: str, env: Optional[Mapping[str, str]] = None
                             "included file's options in")
         if not key or " " in key:
             raise UserError(f"{where} line {n}: {raw.strip()!r} is not an option: write name=value")
-        current[key] = FioOption(key, value.strip() if sep else None, n)
+        value = value.strip() if sep else None
+        if unset:  # refused when the job is mapped, after what would say more (the engine, unknown options)
+            current[key] = FioOption(key, "", n, written[2].strip(), unset=unset[0])
+            continue
+        if value is not None and "$" in value:
+            try:
+                value, _ = _replace_keywords(value, keywords)
+            except ValueError as exc:
+                raise UserError(f"{where} line {n}: {key}={written[2].strip()}: {exc}: write the value as a "
+                                "number") from None
+        current[key] = FioOption(key, value, n, written[2].strip() if written[1] else None)
     if not jobs:
         raise UserError(f"{where}: no job section: add one, e.g. [seq-read] with rw=read")
     return FioJobFile(path=where, jobs=jobs)

@@ -2,15 +2,18 @@
 naming it, its line and whether fsmeter will support it (docs/fio.md lists the mapping)."""
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 from fsmeter.errors import UserError
-from fsmeter.interop.fio_jobfile import (FioJob, is_percentage, parse_fio_bool, parse_fio_int, parse_fio_pct,
-                                         parse_fio_range, parse_fio_size, parse_fio_time_s, read_jobfile,
-                                         split_names)
+from fsmeter.families.access import check_distribution, parse_buffer_pattern
+from fsmeter.interop.fio_jobfile import (FioJob, FioOption, is_percentage, parse_fio_bool, parse_fio_int,
+                                         parse_fio_pct, parse_fio_range, parse_fio_size, parse_fio_time_s,
+                                         read_jobfile, split_names, unset_message)
 
 #: Options fsmeter maps (the rest of the module says how).
 SUPPORTED = {
@@ -18,26 +21,53 @@ SUPPORTED = {
     "iodepth", "direct", "buffered", "size", "filesize", "nrfiles", "numjobs", "filename", "directory", "runtime",
     "time_based", "ramp_time", "fsync", "end_fsync", "norandommap", "randrepeat", "randseed", "offset",
     "blockalign", "ba", "stonewall", "wait_for_previous", "group_reporting", "thread", "kb_base",
-    "percentage_random", "io_size", "io_limit", "unlink", "iomem", "mem",
+    "percentage_random", "io_size", "io_limit", "unlink", "iomem", "mem", "threads", "nr_files", "filename_format",
+    "number_ios", "write_bw_log", "write_iops_log", "log_avg_msec", "per_job_logs", "timeout", "loops", "bsrange",
+    "blocksize_range",
+    "random_distribution", "buffer_pattern", "verify", "do_verify", "verify_interval", "random_generator",
 }
+#: Options accepted because they change nothing fsmeter measures (or counts): why, as the note printed.
+ACCEPTED = {
+    "thread": "fsmeter always runs a job's clones as threads of one process",
+    "threads": "fsmeter always runs a job's clones as threads of one process",
+    "create_on_open": "fio creates and opens each file when the job first does I/O to it; fsmeter lays its files "
+                      "out in the prepare phase, before the measured one: the same I/Os, file creation not timed",
+    "io_submit_mode": "fio's offload mode submits from a pool of helper threads; fsmeter's threads submit their own "
+                      "requests (inline): the same I/Os",
+    "gtod_reduce": "fio then reads the clock less and reports no latencies; fsmeter still times every request",
+    "disable_lat": "fio then reports no total latency; fsmeter still times every request",
+    "disable_clat": "fio then reports no completion latency; fsmeter still times every request",
+    "disable_slat": "fio then reports no submission latency; fsmeter has none to report (it times each request "
+                    "from issue to completion)",
+    "disable_bw_measurement": "fio then keeps no bandwidth samples; fsmeter still samples every interval",
+    "new_group": "fio then reports the job in a group of its own; fsmeter reports every job on its own anyway",
+    "clat_percentiles": "fsmeter reports its own latency percentiles (50 to 99.99) of every request, always",
+    "lat_percentiles": "fsmeter reports its own latency percentiles (50 to 99.99) of every request, always",
+    "percentile_list": "fsmeter reports its own latency percentiles (50 to 99.99); fio's export of a run carries "
+                       "them under fio's names",
+    "invalidate": "fio drops the job's files from the page cache before it starts (1, its default) or not (0); "
+                  "fsmeter resets caches before each measured phase as --cache says (--cache keep: not at all)",
+}
+_ACCEPTED_VALUES = {"io_submit_mode": ("inline", "offload")}
 #: Options fsmeter means to support later (the error says "planned"); any other is "not planned".
 PLANNED = {
-    "bsrange", "blocksize_range", "rate", "rate_iops", "rate_min", "rate_iops_min", "fdatasync", "sync",
-    "loops", "file_service_type", "random_distribution", "zipf", "pareto", "norandommap_percentage",
-    "random_generator", "iodepth_batch", "iodepth_batch_submit", "iodepth_batch_complete", "iodepth_low",
-    "startdelay", "new_group", "create_on_open", "fallocate", "overwrite", "invalidate", "fsync_on_close",
-    "write_barrier", "number_ios", "bs_unaligned", "unified_rw_reporting", "steadystate", "ss", "ss_dur",
-    "ss_ramp", "allrandrepeat", "rwmixcycle", "random_distribution", "filename_format", "opendir", "lockfile",
-    "cpus_allowed", "cpumask", "nice", "prio", "write_bw_log", "write_lat_log", "write_iops_log", "log_avg_msec",
-    "per_job_logs", "write_hist_log", "percentile_list", "clat_percentiles", "lat_percentiles", "hipri",
-    "fixedbufs", "registerfiles", "sqthread_poll", "exitall", "exitall_on_error", "continue_on_error",
-    "ioscheduler", "disable_lat", "disable_clat", "disable_slat", "disable_bw_measurement", "gtod_reduce",
+    "rate", "rate_iops", "rate_min", "rate_iops_min", "fdatasync", "sync", "file_service_type",
+    "zipf", "pareto", "norandommap_percentage", "iodepth_batch",
+    "iodepth_batch_submit", "iodepth_batch_complete", "iodepth_low", "startdelay", "fallocate", "overwrite",
+    "fsync_on_close", "write_barrier", "bs_unaligned", "unified_rw_reporting", "steadystate", "ss", "ss_dur",
+    "ss_ramp", "allrandrepeat", "rwmixcycle", "opendir", "lockfile", "cpus_allowed", "cpumask", "nice", "prio",
+    "write_lat_log", "write_hist_log", "hipri", "fixedbufs", "registerfiles", "sqthread_poll", "exitall",
+    "exitall_on_error", "continue_on_error", "ioscheduler",
+}
+#: What a planned option waits for, when it is more than the mapping (the error line says it).
+PLANNED_WHY = {
+    "write_lat_log": "the engine keeps no latency per sample interval yet, so there is no latency log to write",
+    "write_hist_log": "the engine keeps no latency histogram per sample interval yet",
 }
 #: Why some options will never be in fsmeter.
 NEVER = {
-    "verify": "fsmeter measures, it does not check data",
-    "do_verify": "fsmeter measures, it does not check data",
-    "verify_pattern": "fsmeter measures, it does not check data",
+    "verify_pattern": "fsmeter's verification checks its own block headers and checksums (verify=crc32c, xxhash "
+                      "or sha256), not a pattern",
     "exec_prerun": "fsmeter does not run commands from job files",
     "exec_postrun": "fsmeter does not run commands from job files",
     "trim_percentage": "trim is not a filesystem data operation fsmeter measures",
@@ -55,8 +85,34 @@ ENGINE_NOTES = {
 }
 _RW = {"read": (100, 0), "write": (0, 0), "randread": (100, 100), "randwrite": (0, 100), "rw": (None, 0),
        "readwrite": (None, 0), "randrw": (None, 100)}
-_TRIM = {"trim", "randtrim", "trimwrite", "randtrimwrite"}
+#: fio's trim patterns -> (random %, each trim followed by a write of the same range).
+_TRIM = {"trim": (0, False), "randtrim": (100, False), "trimwrite": (0, True), "randtrimwrite": (100, True)}
+#: fio's verify methods fsmeter's verification has (docs/verify.md); the others are refused naming them.
+_VERIFY = {"crc32c": "crc32c", "crc32c-intel": "crc32c", "sha256": "sha256", "xxhash": "xxh3"}
 SYNC_ENGINES = {"psync", "sync", "pvsync", "null"}
+#: Why fio's other engines are not a local filesystem's work for fsmeter (or not yet), by engine.
+_ENGINE_WHY = {}
+for _names, _why in (
+    (("net", "netsplice", "rdma", "http", "nbd", "nfs", "rados", "rbd", "gfapi", "gfapi_async", "dfs", "libiscsi",
+      "libhdfs", "ime_psync", "ime_psyncv", "ime_aio", "xnvme", "libblkio", "windowsaio", "splice"),
+     "a network, object-store, cluster or remote-block engine: fsmeter measures a local filesystem, through "
+     "its own system calls (not planned)"),
+    (("io_uring_cmd", "sg", "libzbc", "mtd", "dev-dax", "libpmem", "pmemblk", "spdk"),
+     "it talks to a device (NVMe or SCSI pass-through, zoned, flash, persistent memory) past any filesystem: "
+     "fsmeter measures filesystems (not planned)"),
+    (("libcufile", "libhipfile", "cuda"), "GPU I/O is not supported by fsmeter (not planned)"),
+    (("cpuio", "exec", "cpp_null", "external"), "it does no filesystem I/O (it burns CPU, runs a program or is "
+     "a plugin): fsmeter measures filesystems (not planned)"),
+    (("page_fault", "mmap", "posixaio", "solarisaio", "guasi"),
+     "fsmeter has no such engine: its requests are pread/pwrite (psync) or io_uring (not planned)"),
+    (("e4defrag", "falloc", "ftruncate"),
+     "it issues one filesystem call (defragment, fallocate, ftruncate) fsmeter has no workload for (not planned)"),
+    (("filecreate", "filestat", "filedelete", "dircreate", "dirstat", "dirdelete"),
+     "file and directory metadata workloads are fsmeter's tree and fileset families (fsmeter run "
+     "fdtree-quick, postmark-quick), not fio job files"),
+):
+    for _n in _names:
+        _ENGINE_WHY[_n] = _why
 
 
 @dataclass
@@ -69,6 +125,14 @@ class MappedJob:
     settings: dict
     notes: list = field(default_factory=list)
     fio_rw: str = "read"
+    #: The directory the job file names (absolute directory= or filename=), when no --dir replaces it.
+    dir: Optional[Path] = None
+    #: Leave the files in place after the run (they were there before it: the user's own).
+    keep_files: bool = False
+    #: fio logs to write after the run: (kind "bw" or "iops", file name).
+    logs: list = field(default_factory=list)
+    #: access parameter -> the job file's option it comes from, for errors: (line, name=value as written).
+    sources: dict = field(default_factory=dict)
     group_reporting: bool = False
 
 
@@ -85,6 +149,19 @@ class MappedGroup:
     @property
     def notes(self) -> list:
         return [f"{j.name}: {n}" for j in self.jobs for n in j.notes]
+
+    @property
+    def dir(self) -> Optional[Path]:
+        """The directory the jobs' file names (they share one: fio_workloads checks it)."""
+        return self.jobs[0].dir
+
+    @property
+    def keep_files(self) -> bool:
+        return any(j.keep_files for j in self.jobs)
+
+    @property
+    def logs(self) -> list:
+        return []  # fio_workloads refuses logs in a group of concurrent jobs
 
 
 class _Ctx:
@@ -156,21 +233,32 @@ class _Ctx:
 
 
 def check_options(where: str, job: FioJob) -> None:
+    """Every option of the job is one fsmeter maps, accepts or refuses (one line each). An engine fsmeter does
+    not have is named first: the options that come with it (port=, cmd_type=, ...) say less."""
+    eng = job.get("ioengine")
+    if eng is not None and eng.unset is None and (eng.value or "").strip() not in ENGINES:
+        engine = (eng.value or "").strip()
+        raise UserError(f"{where} line {eng.line}: {eng.as_written}: ioengine {engine} is not supported: "
+                        f"{_ENGINE_WHY.get(engine, 'not planned')}; fsmeter runs {', '.join(ENGINES)}")
     for opt in sorted(job.options.values(), key=lambda o: o.line):
-        if opt.name in SUPPORTED:
+        if opt.name in SUPPORTED or opt.name in ACCEPTED:
             continue
         if opt.name in NEVER:
             raise UserError(f"{where} line {opt.line}: option {opt.name} is not supported and fsmeter will not "
                             f"support it ({NEVER[opt.name]}): remove it, or run this job with fio")
         if opt.name in PLANNED:
+            why = f" ({PLANNED_WHY[opt.name]})" if opt.name in PLANNED_WHY else ""
             raise UserError(f"{where} line {opt.line}: option {opt.name} is not supported by fsmeter yet "
-                            "(planned): remove it, or run this job with fio")
+                            f"(planned){why}: remove it, or run this job with fio")
         raise UserError(f"{where} line {opt.line}: option {opt.name} is not supported by fsmeter (not planned): "
                         "remove it, or run this job with fio")
+    for opt in sorted(job.options.values(), key=lambda o: o.line):
+        if opt.unset is not None:
+            raise UserError(unset_message(where, opt.line, opt.unset))
 
 
 def _bs_pair(ctx: _Ctx, name: str) -> Optional[tuple]:
-    """bs=R or bs=R,W (a third, trim value is ignored only when equal or absent: trims are refused anyway)."""
+    """bs=R or bs=R,W (a third, trim value is read by _trim_entries for the trim patterns)."""
     opt = ctx.job.get(name)
     if opt is None:
         return None
@@ -193,6 +281,24 @@ def _bs_pair(ctx: _Ctx, name: str) -> Optional[tuple]:
     if min(out) <= 0:
         ctx.fail(opt, "must be > 0")
     return tuple(out)
+
+
+def _bsrange(ctx: _Ctx) -> Optional[tuple]:
+    """bsrange (alias blocksize_range) whose ends are equal: one size, as bs (fio draws sizes between the ends;
+    drawing them needs engine support, so a real range is refused)."""
+    opt = ctx.job.get("bsrange") or ctx.job.get("blocksize_range")
+    if opt is None:
+        return None
+    out = []
+    for part in (opt.value or "").split(",")[:2]:
+        lo, hi = ctx._range(FioOption(opt.name, part, opt.line, opt.written))
+        if lo != hi:
+            ctx.fail(opt, "request sizes drawn from a range are not supported by fsmeter yet (planned): give equal "
+                          "ends, or bs= or bssplit=")
+        if lo <= 0:
+            ctx.fail(opt, "must be > 0")
+        out.append(lo)
+    return (out[0], out[-1])
 
 
 def _bssplit(ctx: _Ctx) -> Optional[tuple]:
@@ -268,12 +374,298 @@ def _iomem(ctx: _Ctx, notes: list) -> str:
     return _IOMEM[kind]
 
 
-def map_job(where: str, job: FioJob, group: int) -> MappedJob:
-    """One fio job -> access params and settings, with notes on what differs from fio."""
+@dataclass
+class _Placement:
+    names: list  # file names relative to the job's directory
+    thread_files: bool  # each clone its own files (fio's default names)
+    dir: Optional[Path]  # the job file's own absolute directory, or None: --dir
+    existing: Optional[list]  # sizes of the files when every one exists as a regular file
+    opt: Optional[object]  # the option the files come from, for error lines
+
+
+_FMT_KEY = re.compile(r"\$(jobname|jobnum|filenum|clientuid)", re.I)
+
+
+def _format_name(ctx: _Ctx, opt, fmt: str, job: str, clone: int, filenum: int) -> str:
+    """fio's filename_format keywords (matched in any case, as fio does)."""
+    def sub(m: re.Match) -> str:
+        k = m.group(1).lower()
+        if k == "clientuid":
+            ctx.fail(opt, "$clientuid names fio's client/server mode, which fsmeter does not have: remove it")
+        return {"jobname": job, "jobnum": str(clone), "filenum": str(filenum)}[k]
+    return _FMT_KEY.sub(sub, fmt)
+
+
+def _place_files(ctx: _Ctx, name: str, numjobs: int, target: Optional[Path], dir_given: bool,
+                 notes: list) -> _Placement:
+    """Where the job's files are: filename= (shared by the clones) or fio's generated names (filename_format,
+    default $jobname.$jobnum.$filenum: one set per clone unless the format shares them), under directory=.
+    Absolute paths are the job's target unless --dir is given, which replaces them (a note says so)."""
+    job = ctx.job
+    names_opt = job.get("filename")
+    names = split_names(names_opt.value or "") if names_opt is not None else []  # fio: '\\:' is a colon
+    if names_opt is not None and (not names or any(not n for n in names)):
+        ctx.fail(names_opt, "give one or more file names separated by ':'")
+    d_opt = job.get("directory")
+    directory = ""
+    if d_opt is not None:
+        dirs = split_names(d_opt.value or "")
+        if len(dirs) > 1:
+            ctx.fail(d_opt, "several directories are not supported by fsmeter yet (planned): give one")
+        directory = dirs[0].strip()
+        directory = directory if directory == "/" else directory.rstrip("/")
+        if not directory:
+            ctx.fail(d_opt, "give a directory")
+    if names:
+        src, thread_files = names_opt, False
+        if numjobs > 1:
+            notes.append(f"filename= with numjobs={numjobs}: the {numjobs} threads share the named file(s); "
+                         "sequential threads each walk their own part of it (fio: each clone walks all of it)")
+    else:
+        fmt_opt = job.get("filename_format")
+        fmt = (fmt_opt.value or "").strip() if fmt_opt is not None else "$jobname.$jobnum.$filenum"
+        if not fmt:
+            ctx.fail(fmt_opt, "give a name pattern, e.g. $jobname.$jobnum.$filenum")
+        nr_opt = "nrfiles" if job.get("nrfiles") is not None else "nr_files"  # fio's alias
+        nrfiles = ctx.int(nr_opt, 1, 1, 1 << 20)
+        per_clone = [[_format_name(ctx, fmt_opt, fmt, name, c, f) for f in range(nrfiles)] for c in range(numjobs)]
+        flat = [n for clone in per_clone for n in clone]
+        src = fmt_opt or names_opt
+        if len(set(flat)) == len(flat):
+            names, thread_files = flat, True
+        else:  # the format gives several clones (or files) one name: they share those files, as in fio
+            names, thread_files = list(dict.fromkeys(flat)), False
+            notes.append(f"filename_format={fmt}: {len(flat)} file slots share {len(names)} file name(s); the job's "
+                         "threads share them")
+    full = [n if n.startswith("/") else (f"{directory}/{n}" if directory else n) for n in names]
+    anchor = d_opt if directory.startswith("/") else (src or d_opt)
+    absolute = [p for p in full if p.startswith("/")]
+    job_dir = None
+    if absolute:
+        if len(absolute) != len(full):
+            ctx.fail(anchor, "some of its files are absolute paths and some relative ones: name them all one way")
+        if directory.startswith("/") and all(p.startswith(directory.rstrip("/") + "/") for p in full):
+            base = directory
+        else:
+            base = os.path.commonpath([os.path.dirname(p) for p in full])
+        rel = [os.path.relpath(p, base) for p in full]
+        if dir_given:
+            notes.append(f"--dir replaces the job file's {anchor.as_written} (line {anchor.line}): its files go "
+                         "under --dir")
+            full = rel
+        else:
+            job_dir = Path(base)
+            _check_target(ctx, anchor, job_dir, [job_dir / r for r in rel])
+            full = rel
+    elif not dir_given:
+        raise UserError(f"{ctx.where} line {ctx.job.line}: job {name}: its files are relative (fio: to the current "
+                        "directory): give --dir D, or an absolute directory= in the job file")
+    for p in full:
+        if ".." in p.split("/"):
+            ctx.fail(anchor, "'..' would leave the job's directory: give a name inside it")
+    root = job_dir if job_dir is not None else target
+    existing = None
+    if root is not None:
+        sizes = []
+        for p in full:
+            try:
+                st = os.stat(Path(root) / p)
+            except OSError:
+                break
+            if not stat.S_ISREG(st.st_mode):
+                break
+            sizes.append(st.st_size)
+        else:
+            existing = sizes
+    return _Placement(names=full, thread_files=thread_files, dir=job_dir, existing=existing, opt=anchor)
+
+
+def _check_target(ctx: _Ctx, opt, base: Path, files: list) -> None:
+    """What fsmeter refuses for --dir, it refuses for a job file's own directory: kernel interfaces
+    (/proc, /sys, /dev, cgroup...), devices, and directories that do not exist (fio wants them too)."""
+    from fsmeter.provision.sysinfo import pseudo_filesystem
+
+    for f in files:
+        try:
+            st = os.stat(f)
+        except OSError:
+            continue
+        if stat.S_ISBLK(st.st_mode) or stat.S_ISCHR(st.st_mode):
+            ctx.fail(opt, f"{f} is a device: fsmeter measures filesystems, not raw devices: name a file on the "
+                          "filesystem to measure (or give --dir)")
+    probe = base
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    pseudo = pseudo_filesystem(str(probe))
+    if pseudo:
+        ctx.fail(opt, f"{base} is a kernel interface ({pseudo}), not a filesystem to measure: name a directory on "
+                      "a real filesystem (or give --dir)")
+    if not base.is_dir():
+        ctx.fail(opt, f"{base} is not an existing directory: create it (fio wants it to exist too), or give --dir")
+
+
+def _sizes(ctx: _Ctx, name: str, nrfiles: int, offset: int, place: _Placement, notes: list) -> tuple:
+    """(size per job, region per file, sizes of the files already there or None). As fio: without size= (or
+    with size=N%) the size comes from the existing files, less the offset."""
+    job = ctx.job
+    size_opt = job.get("size")
+    pct = None
+    if size_opt is not None and is_percentage(size_opt.value or ""):
+        try:
+            pct = parse_fio_pct((size_opt.value or "").strip()[:-1])
+        except ValueError:
+            pct = None
+        if pct is None or pct < 1:
+            ctx.fail(size_opt, "give a percentage from 1 to 100 (of the files' size), or a size")
+    size = None if pct is not None else ctx.size("size")
+    filesize = ctx.size("filesize")
+    real = place.existing
+    if (size is None and filesize is None) or pct is not None:
+        if real is None:
+            if pct is not None:
+                ctx.fail(size_opt, "a percentage of the files' size needs files that exist: create them (as fio "
+                                   "would need them), or give a size")
+            raise UserError(f"{ctx.where} line {job.line}: job {name}: give size= (or filesize=): its files do "
+                            "not exist yet, so there is no size to take from them (fio needs one too)")
+        smallest = min(real)
+        if len(set(real)) > 1:
+            notes.append(f"the files have different sizes ({min(real)} to {max(real)} bytes): fsmeter uses the "
+                         "smallest for each")
+        region = smallest - offset
+        if pct is not None:
+            region = min(region, smallest * int(pct * 1000) // 100_000)
+        if region <= 0:
+            raise UserError(f"{ctx.where} line {job.line}: job {name}: its files ({smallest} bytes) leave nothing "
+                            f"after offset {offset}: give size=")
+        notes.append(f"size from the existing files: {region} bytes per file"
+                     + (f" ({size_opt.as_written})" if pct is not None else ""))
+        return region * nrfiles, region, real
+    if size is None:
+        size = filesize * nrfiles
+    if filesize is None:
+        filesize = size // nrfiles
+        if size % nrfiles:
+            notes.append(f"size {size} is not a multiple of nrfiles={nrfiles}: each file has {filesize} bytes")
+    return size, filesize, real
+
+
+def _accepted_notes(ctx: _Ctx, notes: list) -> None:
+    """A note for each option accepted because it changes nothing fsmeter measures (checked like fio checks it)."""
+    for key, why in ACCEPTED.items():
+        opt = ctx.job.get(key)
+        if opt is None:
+            continue
+        allowed = _ACCEPTED_VALUES.get(key)
+        if allowed is not None:
+            v = (opt.value or "").strip()
+            if v not in allowed:
+                ctx.fail(opt, f"use one of {', '.join(allowed)}")
+            if v == allowed[0]:
+                continue  # fio's default: nothing to say
+        elif key == "threads":
+            ctx.int("threads", 1, 0)
+        elif key == "percentile_list":
+            pass
+        elif key in ("clat_percentiles", "lat_percentiles"):
+            ctx.flag(key)
+        elif key == "invalidate":
+            ctx.flag(key)
+        elif key != "thread" and not ctx.flag(key):
+            continue
+        notes.append(f"{opt.as_written}: {why}")
+
+
+def _logs(ctx: _Ctx, name: str, numjobs: int, settings: dict, notes: list) -> list:
+    """write_bw_log / write_iops_log: fio's log files (named as fio names them, the job's number filled in by
+    map_jobfile), one line per sample interval, as fio writes them with log_avg_msec (which sets the interval)."""
+    from fsmeter.textfile import check_output_path
+
+    out = []
+    per_job = ctx.flag("per_job_logs", True)
+    for key, kind in (("write_bw_log", "bw"), ("write_iops_log", "iops")):
+        opt = ctx.job.get(key)
+        if opt is None:
+            continue
+        stem = (opt.value or "").strip() or name
+        if any(c in stem for c in "\n\0"):
+            ctx.fail(opt, "give a file name prefix")
+        out.append((kind, stem + f"_{kind}" + (".{n}.log" if per_job else ".log")))
+        try:
+            check_output_path(Path(stem + f"_{kind}.log"), f"{ctx.where} line {opt.line}: {key}")
+        except UserError as exc:
+            raise UserError(f"{exc.message}") from None
+    if not out:
+        return out
+    avg = ctx.job.get("log_avg_msec")
+    ms = ctx.int("log_avg_msec", 0, 0, 3_600_000) if avg is not None else 0
+    if ms:
+        settings["interval_s"] = ms / 1000.0
+    else:
+        notes.append("write_bw_log/write_iops_log: fio logs every I/O unless log_avg_msec is set; fsmeter writes one "
+                     "line per sample interval (1 s; log_avg_msec=N sets it): the interval's average, as fio's "
+                     "log_avg_msec lines")
+    if numjobs > 1:
+        notes.append(f"the logs cover the job's {numjobs} threads together (fio: one log per clone)")
+    return out
+
+
+#: access parameter (or setting) -> the fio options it comes from, most specific first.
+_SOURCES = {
+    "entries": ("bssplit", "bs", "blocksize", "rw", "readwrite"), "record_size": ("bs", "blocksize"),
+    "alignment": ("blockalign", "ba", "bs", "blocksize"), "file_size": ("filesize", "size"),
+    "offset": ("offset",), "queue_depth": ("iodepth",), "threads": ("numjobs",), "direct": ("direct", "buffered"),
+    "total_bytes": ("number_ios", "io_size", "io_limit", "size"), "duration_s": ("runtime", "timeout"),
+    "warmup_s": ("ramp_time",), "fsync_every": ("fsync",), "file_count": ("nrfiles", "filename"),
+    "file_names": ("filename", "filename_format", "directory"), "buffer_memory": ("iomem", "mem"),
+    "backend": ("ioengine",), "seed": ("randseed",), "interval_s": ("log_avg_msec",),
+}
+
+
+def _sources(job: FioJob) -> dict:
+    out = {}
+    for param, names in _SOURCES.items():
+        for n in names:
+            o = job.get(n)
+            if o is not None:
+                out[param] = (o.line, o.as_written)
+                break
+    return out
+
+
+#: fsmeter's words in a parameter error -> what a job file says instead.
+_ADVICE = [
+    (r"\s*\(the \*-4k workloads\)", ""), (r",? or allow_unaligned_direct=true to measure them anyway", ""),
+    (r"--set backend=", "ioengine="), (r"\bdirect=false\b", "direct=0"), (r"\bdirect=true\b", "direct=1"),
+    (r"\bentries(\[\d+\]|\.\d+)\.size\b", "bs"), (r"\bfile_size\b", "filesize"), (r"\bqueue_depth\b", "iodepth"),
+    (r"\balignment\b", "blockalign"), (r"--set ", ""),
+    (r"use multiples of (\d+), direct=0$", r"make the sizes multiples of \1 bytes, or set direct=0"),
+]
+
+
+def job_error(where: str, m: MappedJob, message: str) -> str:
+    """An error about the access parameters a job maps to, told in the job file's terms: the line and option
+    the parameter comes from (as the user wrote it), and advice in options a job file can set."""
+    mm = re.match(r"parameter ([A-Za-z_]+)(?:\[\d+\]|\.\d+)?(?:\.[A-Za-z_]+)?: (.*)$", message, re.S)
+    if not mm:
+        return message if message.startswith(where) else f"{where} line {m.line}: job {m.name}: {message}"
+    rest = mm.group(2)
+    for pat, rep in _ADVICE:
+        rest = re.sub(pat, rep, rest)
+    src = m.sources.get(mm.group(1))
+    head = f"{where} line {src[0]}: {src[1]}" if src else f"{where} line {m.line}: job {m.name}"
+    return f"{head}: {rest}"
+
+
+def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, dir_given: bool = True) -> MappedJob:
+    """One fio job -> access params and settings, with notes on what differs from fio. `target` is the
+    directory the job runs in when known (--dir: for the size of files already there); `dir_given` says
+    whether one is given at all: then it replaces the job file's absolute directory= and filename= paths
+    (with a note), else those paths are the job's target and every other file needs one."""
     check_options(where, job)
     ctx = _Ctx(where, job)
     notes: list = []
     name = job.name
+    _accepted_notes(ctx, notes)
     if not re.fullmatch(r"[A-Za-z0-9._+-]+", name):
         o = job.get("name")
         raise UserError(f"{where} line {o.line if o else job.line}: job name {name!r}: fsmeter names files after "
@@ -282,12 +674,20 @@ def map_job(where: str, job: FioJob, group: int) -> MappedJob:
     rw_opt = job.get("rw") or job.get("readwrite")
     rw = "read" if rw_opt is None else (rw_opt.value or "").strip()
     if ":" in rw:
-        ctx.fail(rw_opt, "an offset modifier (rw=...:N) is not supported by fsmeter (planned)")
-    if rw in _TRIM:
-        ctx.fail(rw_opt, "trim is not supported and fsmeter will not support it (not a filesystem data operation)")
-    if rw not in _RW:
-        ctx.fail(rw_opt, f"use one of {', '.join(_RW)}")
-    read_pct, random_pct = _RW[rw]
+        rw, _, mod = rw.partition(":")
+        rw = rw.strip()
+        try:  # fio: the I/Os before a new random offset, or the bytes added to each sequential one
+            n = parse_fio_size(mod.strip().lstrip("+"), ctx.kb_base) if not mod.strip().startswith("-") else -1
+        except ValueError:
+            ctx.fail(rw_opt, f"{mod!r} after ':' is not a number: write rw={rw}:N")
+        if not (n == 0 or (n == 1 and rw.startswith("rand"))):
+            what = "a new random offset every N I/Os" if rw.startswith("rand") else (
+                "a backwards walk" if n < 0 else "holes between sequential requests")
+            ctx.fail(rw_opt, f"the offset modifier ':{mod.strip()}' ({what}) needs engine support fsmeter does not "
+                             f"have yet (planned): write rw={rw} for the plain pattern, or run this job with fio")
+    if rw not in _RW and rw not in _TRIM:
+        ctx.fail(rw_opt, f"use one of {', '.join([*_RW, *_TRIM])}")
+    read_pct, random_pct = _RW.get(rw, (0, _TRIM.get(rw, (0,))[0]))
     if read_pct is None:
         mr, mw = job.get("rwmixread"), job.get("rwmixwrite")
         if mr is not None and mw is not None and ctx.int("rwmixread", 50, 0, 100) + ctx.int("rwmixwrite", 50, 0, 100) != 100:
@@ -301,7 +701,7 @@ def map_job(where: str, job: FioJob, group: int) -> MappedJob:
         random_pct = ctx.int("percentage_random", 100, 0, 100)
     # -- request sizes: per direction [(size, pct)] ---------------------------------------------------------
     split = _bssplit(ctx)
-    bs = _bs_pair(ctx, "bs") or _bs_pair(ctx, "blocksize") or (4096, 4096)
+    bs = _bsrange(ctx) or _bs_pair(ctx, "bs") or _bs_pair(ctx, "blocksize") or (4096, 4096)
     per_dir = split if split is not None else ([(bs[0], 100.0)], [(bs[1], 100.0)])
     entries = []
     if per_dir[0] == per_dir[1]:
@@ -313,13 +713,16 @@ def map_job(where: str, job: FioJob, group: int) -> MappedJob:
                 if share > 0:
                     entries.append({"size": size, "weight": share * pct / 100.0, "read_pct": 100.0 if d == 0 else 0.0,
                                     "random_pct": float(random_pct)})
+    trim_then_write = False
+    if rw in _TRIM:
+        entries, trim_then_write = _trim_entries(ctx, rw, random_pct, notes)
     sizes = [e["size"] for e in entries]
     # -- engine and depth -----------------------------------------------------------------------------------
     eng_opt = job.get("ioengine")
     engine = (eng_opt.value or "").strip() if eng_opt is not None else "psync"
     if engine not in ENGINES:
-        ctx.fail(eng_opt, f"ioengine {engine} is not supported by fsmeter (not planned): use one of "
-                          f"{', '.join(ENGINES)}")
+        ctx.fail(eng_opt, f"ioengine {engine} is not supported: {_ENGINE_WHY.get(engine, 'not planned')}; "
+                          f"fsmeter runs {', '.join(ENGINES)}")
     if engine in ENGINE_NOTES:
         notes.append(ENGINE_NOTES[engine])
     qd = ctx.int("iodepth", 1, 1, 4096)
@@ -332,30 +735,13 @@ def map_job(where: str, job: FioJob, group: int) -> MappedJob:
     buffer_memory = _iomem(ctx, notes)
     # -- data set -------------------------------------------------------------------------------------------
     numjobs = ctx.int("numjobs", 1, 1, 4096)
-    names_opt = job.get("filename")
-    names = split_names(names_opt.value or "") if names_opt is not None else []  # fio: '\\:' is a colon
-    if names_opt is not None and (not names or any(not n for n in names)):
-        ctx.fail(names_opt, "give one or more file names separated by ':'")
-    for n in names:
-        if n.startswith("/"):
-            ctx.fail(names_opt, "an absolute path is not supported by fsmeter (not planned): it measures the "
-                                "filesystem under --dir; give a name relative to it")
-        if ".." in n.split("/"):
-            ctx.fail(names_opt, "'..' would leave --dir: give a name inside it")
-    nrfiles = len(names) if names else ctx.int("nrfiles", 1, 1, 1 << 20)
-    size = ctx.size("size")
-    filesize = ctx.size("filesize")
-    if size is None and filesize is None:
-        raise UserError(f"{where} line {job.line}: job {name}: give size= (or filesize=): fsmeter lays out its own "
-                        "files and needs their size")
-    if size is None:
-        size = filesize * nrfiles
-    if filesize is None:
-        filesize = size // nrfiles
-        if size % nrfiles:
-            notes.append(f"size {size} is not a multiple of nrfiles={nrfiles}: each file has {filesize} bytes")
-    io_per_job = ctx.size("io_size") or ctx.size("io_limit") or size
     offset = ctx.size("offset", 0)
+    place = _place_files(ctx, name, numjobs, target, dir_given, notes)
+    file_names, thread_files, nrfiles = place.names, place.thread_files, len(place.names)
+    if place.thread_files:
+        nrfiles //= numjobs
+    size, filesize, real = _sizes(ctx, name, nrfiles, offset, place, notes)
+    io_per_job = ctx.size("io_size") or ctx.size("io_limit") or size
     ba_opt = job.get("blockalign") or job.get("ba")
     if ba_opt is not None and "," in (ba_opt.value or ""):
         ctx.fail(ba_opt, "one alignment for both directions only (fsmeter: planned)")
@@ -367,55 +753,64 @@ def map_job(where: str, job: FioJob, group: int) -> MappedJob:
     if max(sizes) > filesize:
         raise UserError(f"{where} line {job.line}: job {name}: a {max(sizes)}-byte request does not fit in a "
                         f"{filesize}-byte file: make size/filesize larger or bs smaller")
-    directory = ""
-    d_opt = job.get("directory")
-    if d_opt is not None:
-        directory = (d_opt.value or "").strip().rstrip("/")
-        if ":" in directory:
-            ctx.fail(d_opt, "several directories are not supported by fsmeter (planned)")
-        if directory.startswith("/"):
-            ctx.fail(d_opt, "an absolute directory is not supported by fsmeter (not planned): it measures the "
-                            "filesystem under --dir; give a directory relative to it")
-        if ".." in directory.split("/"):
-            ctx.fail(d_opt, "'..' would leave --dir: give a directory inside it")
-    prefix = f"{directory}/" if directory else ""
-    if names:
-        file_names = [prefix + n for n in names]
-        thread_files = False
-        if numjobs > 1:
-            notes.append(f"filename= with numjobs={numjobs}: the {numjobs} threads share the named file(s); "
-                         "sequential threads each walk their own part of it (fio: each clone walks all of it)")
-    else:
-        # fio's default names: <job name>.<clone>.<file number>, one set per clone.
-        file_names = [f"{prefix}{name}.{c}.{f}" for c in range(numjobs) for f in range(nrfiles)]
-        thread_files = True
     # -- time, sync, randomness -----------------------------------------------------------------------------
     time_based = ctx.flag("time_based", False)
-    runtime = ctx.time_s("runtime")
+    runtime = ctx.time_s("runtime") if job.get("runtime") is not None else ctx.time_s("timeout")  # fio's alias
     ramp = ctx.time_s("ramp_time") or 0.0
     if time_based and not runtime:
         raise UserError(f"{where} line {job.get('time_based').line}: time_based needs runtime=: give one")
     per_job = io_per_job
+    distribution = _distribution(ctx, notes)
     if len(set(sizes)) == 1 and not time_based:
         # fio stops a clone at the end of its files' regions (sequential) or when its random map is full, and
         # never issues a partial request: count whole requests as fio does.
         bsz = sizes[0]
         whole = -(-io_per_job // bsz)
         blocks = nrfiles * (filesize // bsz)
-        capped = not random_pct or not ctx.flag("norandommap", False)
+        capped = not random_pct or not (ctx.flag("norandommap", False) or distribution != "random")
         per_job = (min(whole, blocks) if capped else whole) * bsz
     elif random_pct and not ctx.flag("norandommap", False) and not time_based:
         notes.append("several request sizes without norandommap: fio's random map shortens requests as blocks "
                      "fill up (so it does more, smaller I/Os than bssplit says); fsmeter keeps the sizes asked for, "
                      "as fio does with norandommap")
+    loops = ctx.int("loops", 1, 1, 1 << 32)
+    total = None if time_based else per_job * numjobs * loops  # fio: the whole job again, `loops` times
+    nio = job.get("number_ios")
+    if nio is not None and ctx.int("number_ios", 0, 0) > 0:
+        # fio: each clone stops after this many I/Os (reads and writes together), if nothing stops it before.
+        if len(set(sizes)) > 1:
+            ctx.fail(nio, "with several request sizes fsmeter cannot stop after a number of I/Os yet (planned): "
+                          "remove it, or give one bs")
+        cap = ctx.int("number_ios", 0, 0) * sizes[0]
+        total = min(per_job * loops, cap) * numjobs if not time_based else cap * numjobs
+    layout = filesize
+    if real is not None and min(real) - offset > filesize:
+        # The files were there before and are longer than the region: fio works inside them and leaves the rest;
+        # fsmeter would lay out (truncate) a file of another length, so it keeps their length and stops after
+        # the region's bytes instead.
+        layout = min(real) - offset
+        if total is None:
+            ctx.fail(job.get("size"), "a region smaller than the existing files with time_based: fsmeter would "
+                                      "spread the requests over the whole files; give size= equal to the files' size")
+        if random_pct:
+            notes.append(f"the existing files are longer than the region ({filesize} bytes): fsmeter keeps them "
+                         f"whole and draws random offsets over {layout} bytes (fio: inside the region); the bytes "
+                         "and I/O counts are the same")
     params = {
-        "entries": entries, "alignment": align, "file_count": len(file_names), "file_size": filesize,
+        "entries": entries, "alignment": align, "file_count": len(file_names), "file_size": layout,
         "queue_depth": qd, "direct": direct, "fsync_every": ctx.int("fsync", 0, 0), "fsync_end": ctx.flag("end_fsync"),
         "warmup_s": ramp, "duration_s": runtime if runtime else None,
-        "total_bytes": None if time_based else per_job * numjobs, "file_names": file_names, "offset": offset,
+        "total_bytes": total, "file_names": file_names, "offset": offset,
         "thread_files": thread_files, "reuse_files": True, "buffer_memory": buffer_memory,
     }
-    if random_pct and not ctx.flag("norandommap", False):
+    if trim_then_write:
+        params["trim_then_write"] = True
+        if params["total_bytes"] is not None:
+            params["total_bytes"] *= 2  # fio's trimwrite: the trims cover io_size, and so do their writes
+    _fio_access_opts(ctx, params, notes)
+    if distribution != "random":
+        params["random_distribution"] = distribution
+    if random_pct and not ctx.flag("norandommap", False) and distribution == "random":
         if len(set(sizes)) == 1 and align == sizes[0]:
             params["random_map"] = True  # each block once per pass, as fio's random map
         else:
@@ -433,27 +828,133 @@ def map_job(where: str, job: FioJob, group: int) -> MappedJob:
         notes.append("sequential mix: reads and writes share one position per thread (fio keeps one per direction)")
     if ctx.flag("unlink", False) is False and job.get("unlink") is not None:
         notes.append("unlink=0: fsmeter run removes its files at the end unless --keep-files")
+    if real is not None:
+        notes.append("its files were there before the run: fsmeter uses them as they are and leaves them in place")
     settings = {"threads": numjobs, "seed": seed, "backend": ENGINES[engine]}
+    logs = _logs(ctx, name, numjobs, settings, notes)
     return MappedJob(name=name, line=job.line, group=group, params=params, settings=settings, notes=notes,
-                     fio_rw=rw, group_reporting=ctx.flag("group_reporting"))
+                     fio_rw=rw, dir=place.dir, keep_files=real is not None, logs=logs, sources=_sources(job),
+                     group_reporting=ctx.flag("group_reporting"))
 
 
-def map_jobfile(path: Path) -> list:
+def _trim_entries(ctx: _Ctx, rw: str, random_pct: int, notes: list) -> tuple:
+    """rw=trim/randtrim/trimwrite/randtrimwrite: hole punches of fio's trim block size (bs's third value, else
+    its write value), each followed by a write of the same range for the *trimwrite kinds."""
+    opt = ctx.job.get("bs") or ctx.job.get("blocksize")
+    parts = [p.strip() for p in (opt.value or "").split(",")] if opt is not None else []
+    size = 4096
+    for p in reversed(parts[:3]):  # fio fills missing values forward: bs=8k,32k trims with 32k
+        if p:
+            try:
+                size = parse_fio_size(p, ctx.kb_base)
+            except ValueError as exc:
+                ctx.fail(opt, str(exc))
+            break
+    if ctx.job.get("bssplit") is not None:
+        ctx.fail(ctx.job.get("bssplit"), f"with rw={rw}, give one trim size with bs= (fsmeter: bssplit for trims "
+                                          "is planned)")
+    if size <= 0:
+        ctx.fail(opt, "must be > 0")
+    then_write = _TRIM[rw][1]
+    if then_write and len(parts) > 1 and parts[1] and parts[1] != parts[-1]:
+        notes.append(f"rw={rw}: each write covers the range just trimmed ({size} bytes), whatever bs says for writes")
+    notes.append(f"rw={rw}: a trim on a file is a hole punched over its range (fallocate PUNCH_HOLE|KEEP_SIZE); "
+                 "fio's own file engines issue a block-device discard there")
+    return [{"size": size, "weight": 100.0, "read_pct": 0.0, "random_pct": float(random_pct),
+             "trim_pct": 100.0}], then_write
+
+
+def _distribution(ctx: _Ctx, notes: list) -> str:
+    """random_distribution=: fio's meanings, checked as the engine checks them (zoned kinds refused); and
+    random_generator=, accepted with a note."""
+    gen = ctx.job.get("random_generator")
+    if gen is not None:
+        g = (gen.value or "").strip()
+        if g not in ("tausworthe", "lfsr", "tausworthe64"):
+            ctx.fail(gen, "use tausworthe, lfsr or tausworthe64")
+        notes.append(f"random_generator={g}: fsmeter draws its offsets from xoshiro256++ (the random map, when on, "
+                     "visits each block once per pass, as fio's lfsr does)")
+    opt = ctx.job.get("random_distribution")
+    if opt is None:
+        return "random"
+    value = (opt.value or "").strip()
+    kind = value.split(":")[0].split("=")[0]
+    if kind in ("zoned", "zoned_abs", "sequence"):
+        ctx.fail(opt, f"the {kind} distribution is not supported by fsmeter (planned): use random, zipf, pareto or "
+                      "normal")
+    try:
+        value = check_distribution(value)
+    except ValueError as exc:
+        ctx.fail(opt, str(exc))
+    if value != "random":
+        notes.append(f"random_distribution={value}: fio's definition; the hot blocks are spread over each file by a "
+                     "permutation (fio: a multiplicative hash), and fio's random map is off, as in fio")
+    return value
+
+
+def _fio_access_opts(ctx: _Ctx, params: dict, notes: list) -> None:
+    """buffer_pattern= and verify= (with do_verify, verify_interval) onto the access workload's own."""
+    bp = ctx.job.get("buffer_pattern")
+    if bp is not None:
+        try:
+            parse_buffer_pattern((bp.value or "").strip())
+        except ValueError as exc:
+            ctx.fail(bp, str(exc))
+        params["buffer_pattern"] = (bp.value or "").strip()
+    v = ctx.job.get("verify")
+    if v is None:
+        for name in ("do_verify", "verify_interval"):
+            if ctx.job.get(name) is not None:
+                ctx.fail(ctx.job.get(name), "has no effect without verify=: add verify=crc32c (or xxhash, sha256), "
+                                            "or remove it")
+        return
+    method = (v.value or "").strip()
+    if method in ("null", "0", "none"):
+        notes.append(f"verify={method}: nothing is verified, as in fio")
+        return
+    if method not in _VERIFY:
+        ctx.fail(v, f"fsmeter's verification has crc32c, xxhash (as xxh3) and sha256, not {method} (not planned): "
+                    "use one of those, or run this job with fio")
+    if not ctx.flag("do_verify", True):
+        notes.append(f"verify={method} with do_verify=0: fio writes its headers and checks nothing; fsmeter leaves "
+                     "verification off")
+        return
+    if any(e.get("trim_pct") for e in params["entries"]):
+        ctx.fail(v, "cannot be combined with trims (a trimmed block reads back as zeros): remove one")
+    if bp is not None:
+        ctx.fail(v, "cannot be combined with buffer_pattern (fsmeter's verified blocks carry their own header and "
+                    "data): remove one")
+    params["verify"] = _VERIFY[method]
+    params["reuse_files"] = False  # verified blocks are laid out with their headers
+    block = ctx.size("verify_interval")
+    if block is not None:
+        params["verify_block"] = block
+    if method == "xxhash":
+        notes.append("verify=xxhash: fsmeter checks with XXH3 (64-bit) where fio uses XXH32; both checksum each block")
+    notes.append(f"verify={method}: every block written carries fsmeter's header and checksum, reads check it, "
+                 "and a verify phase re-reads the files (docs/verify.md)")
+
+
+def map_jobfile(path: Path, target: Optional[Path] = None, dir_given: bool = True) -> list:
     """Every job of a job file, in order, with its stonewall group: a job with stonewall (or
-    wait_for_previous) starts a new group, the others run at the same time as the job before them."""
+    wait_for_previous) starts a new group, the others run at the same time as the job before them.
+    `target` and `dir_given` as for map_job."""
     jf = read_jobfile(path)
     where = str(path)
     out: list = []
     group = -1
     names: set = set()
+    thread_no = 1
     for i, job in enumerate(jf.jobs):
         wait = job.get("stonewall") or job.get("wait_for_previous")
         if i == 0 or (wait is not None and _wait_flag(where, wait)):
             group += 1
-        m = map_job(where, job, group)
+        m = map_job(where, job, group, target, dir_given)
         if m.name in names:
             raise UserError(f"{where} line {job.line}: a second job named {m.name}: give each job its own name")
         names.add(m.name)
+        m.logs = [(k, f.replace("{n}", str(thread_no))) for k, f in m.logs]  # fio numbers logs by thread, from 1
+        thread_no += int(m.settings["threads"])
         out.append(m)
     return out
 
@@ -499,16 +1000,15 @@ def is_fio_ref(ref: str) -> bool:
     return bool(re.match(r"^.*\.fio(:[^/]+)?$", str(ref)))
 
 
-def fio_workloads(ref: str) -> list:
+def fio_workloads(ref: str, target: Optional[Path] = None, dir_given: bool = True) -> list:
     """(WorkloadDef, MappedJob or MappedGroup) per stonewall group of the file (or the one job named after
     ':', alone), in run order: a group of concurrent jobs is one access_group workload."""
-    from fsmeter.families import FAMILIES
-    from fsmeter.spec import WorkloadDef
+    from fsmeter.families import FAMILIES, WorkloadDef
 
     path, only = split_ref(ref)
     if not path.is_file():
         raise UserError(f"{path}: no such fio job file")
-    jobs = map_jobfile(path)
+    jobs = map_jobfile(path, target, dir_given)
     if only is not None:
         jobs = [j for j in jobs if j.name == only]
         if not jobs:
@@ -516,6 +1016,16 @@ def fio_workloads(ref: str) -> list:
     out = []
     for item in group_jobs(jobs, {j.name for j in jobs}):
         if isinstance(item, MappedGroup):
+            for j in item.jobs:
+                if j.dir != item.jobs[0].dir:
+                    raise UserError(f"{path} line {j.line}: job {j.name} runs in {j.dir or 'the --dir folder'} but "
+                                    f"job {item.jobs[0].name} of its group, at the same time, in "
+                                    f"{item.jobs[0].dir or 'the --dir folder'}: fsmeter runs the jobs of one group in "
+                                    "one directory (planned): give them one directory=, or put stonewall between them")
+                if j.logs:
+                    raise UserError(f"{path} line {j.line}: job {j.name}: fio logs (write_bw_log, write_iops_log) of a "
+                                    "job that runs at the same time as others are not supported by fsmeter yet "
+                                    "(planned): put stonewall before it, or remove the log option")
             params = {"jobs": [{"name": j.name, **j.settings, "params": dict(j.params)} for j in item.jobs]}
             d = WorkloadDef(name=f"{path.name}:{item.name}", family=FAMILIES["access_group"],
                             description=f"fio jobs {', '.join(j.name for j in item.jobs)} of {path} (line "
@@ -530,8 +1040,7 @@ def fio_workloads(ref: str) -> list:
 
 def access_def(path: Path, m: MappedJob):
     """One fio job as an access WorkloadDef."""
-    from fsmeter.families import FAMILIES
-    from fsmeter.spec import WorkloadDef
+    from fsmeter.families import FAMILIES, WorkloadDef
 
     return WorkloadDef(name=f"{path.name}:{m.name}", family=FAMILIES["access"],
                        description=f"fio job {m.name} of {path} (line {m.line}, rw={m.fio_rw})",

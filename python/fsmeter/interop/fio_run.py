@@ -4,30 +4,38 @@ document with each group's phases, and each job's own figures under its group's 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 from rich.console import Console
 
 from fsmeter.errors import UserError
-from fsmeter.interop.fio_map import MappedGroup, access_def, fio_workloads, split_ref
+from fsmeter.interop.fio_map import MappedGroup, access_def, fio_workloads, job_error, split_ref
+from fsmeter.phases import run_job
 from fsmeter.spec import build_job
 
 
-def plan_jobfile(ref: str, directory: Path, overrides: dict) -> list:
-    """Every group of the file validated (job, MappedJob or MappedGroup), before any runs. The jobs of a
-    group are each built as an access job with the same overrides (so `--set` reaches every job), then
-    joined into the group's job."""
+def plan_jobfile(ref: str, directory: Optional[Path], overrides: dict) -> list:
+    """Every group of the file validated (job, MappedJob or MappedGroup), before any runs. Without `directory`
+    (--dir), each job runs in the absolute directory its file names; with it, there (replacing the file's
+    absolute paths). The jobs of a group are each built as an access job with the same overrides (so `--set`
+    reaches every job), then joined into the group's job."""
     out = []
-    for d, m in fio_workloads(ref):
+    path, _ = split_ref(ref)
+    where = str(path)
+    for d, m in fio_workloads(ref, directory, dir_given=directory is not None):
+        place = m.dir if m.dir is not None else directory
         if not isinstance(m, MappedGroup):
-            out.append((build_job(d, directory, overrides), m))
+            try:
+                out.append((build_job(d, place, overrides), m))
+            except UserError as exc:
+                raise UserError(job_error(where, m, exc.message), exit_code=exc.exit_code) from None
             continue
-        path, _ = split_ref(ref)
         built = []
         for j in m.jobs:
             try:
-                built.append(build_job(access_def(path, j), directory, overrides))
+                built.append(build_job(access_def(path, j), place, overrides))
             except UserError as exc:
-                raise UserError(f"{path} line {j.line}: job {j.name}: {exc.message}") from None
+                raise UserError(job_error(where, j, exc.message), exit_code=exc.exit_code) from None
         threads = sum(b.settings.threads for b in built)
         if threads > 4096:
             raise UserError(f"{path} line {m.line}: the jobs of group {m.group} ({', '.join(j.name for j in m.jobs)}) "
@@ -37,21 +45,26 @@ def plan_jobfile(ref: str, directory: Path, overrides: dict) -> list:
                              for j, b in zip(m.jobs, built)]}
         d.settings = {"threads": threads}
         group_overrides = {k: v for k, v in overrides.items() if k == "interval_s"}
-        job = build_job(d, directory, group_overrides)
+        job = build_job(d, place, group_overrides)
         job.members = built  # each job's own engine dict, for the result document
         out.append((job, m))
     return out
 
 
 def run_jobfile(jobs: list, ref: str, console: Console, **run_opts) -> dict:
-    from fsmeter.cli.run import run_job
-
+    """Each job through fsmeter.phases.run_job, in order, until one is interrupted; one document, its
+    phases and metrics named JOB:KEY. ``run_opts``: run_job's options (progress, cache, --keep-files...)."""
     doc: dict = {}
-    for job, m in jobs:
+    for _job, m in jobs:
         for note in m.notes:
             console.print(f"[dim]note:[/] {m.name}: {note}", highlight=False)
     for job, m in jobs:
-        one = run_job(job, console, **run_opts)
+        try:
+            one = run_job(job, console, **{**run_opts, "keep_files": run_opts.get("keep_files") or m.keep_files})
+        except UserError as exc:
+            if not exc.message.startswith("parameter "):
+                raise
+            raise UserError(job_error(str(split_ref(str(ref))[0]), m, exc.message), exit_code=exc.exit_code) from None
         if not doc:
             doc = {**one, "workload": Path(str(ref)).name, "phases": {}, "metrics": {}, "jobs": {}}
         if isinstance(m, MappedGroup):
@@ -64,6 +77,10 @@ def run_jobfile(jobs: list, ref: str, console: Console, **run_opts) -> dict:
             doc["jobs"][m.name] = {"job": one["job"], "fio_line": m.line, "notes": m.notes, "group": m.group,
                                    "phase": m.name}
             run = one["phases"].get("run")
+            if m.logs and run is not None:
+                for kind, fname in m.logs:
+                    write_fio_log(Path(fname), run, kind)
+                    console.print(f"wrote {fname}", highlight=False)
             if run is not None and "jobs" not in run:
                 # A lone job is its group: the same shape as a group's phase, its window the phase's.
                 run["jobs"] = {m.name: {"name": m.name, **{k: run[k] for k in ("threads", "warmup_s", "elapsed_s",
@@ -126,3 +143,35 @@ def group_line(rep: dict) -> str:
         parts.append(f"CPU: fsmeter {cpu['process_pct']:.0f}% of one CPU (user {cpu['user_s']:.2f} s, sys "
                      f"{cpu['sys_s']:.2f} s)")
     return f"  group {g['group']} (all jobs): " + "; ".join(parts or ["no data moved"])
+
+
+def fio_log_lines(report: dict, kind: str) -> list:
+    """fio's bandwidth (KiB/s) or IOPS log of one measured phase, as fio writes it with log_avg_msec: per
+    sample interval and direction that did I/O, 'time ms, value, direction, 0, 0' (time: the interval's end
+    since the phase started; direction 0 read, 1 write; block size and priority 0, as in fio 3's averaged
+    lines).
+    Bandwidth is the interval's bytes of that direction: the interval's I/Os of it times the direction's mean
+    request size over the phase (exact for one request size)."""
+    ops = report.get("ops") or {}
+    lines = []
+    for iv in report.get("intervals") or []:
+        dur = float(iv.get("dur_s") or 0)
+        if dur <= 0:
+            continue
+        end_ms = int(round(float(iv.get("t_s") or 0) * 1000))  # t_s: the interval's end
+        by_kind = iv.get("ops_by_kind") or {}
+        for ddir, name in ((0, "read"), (1, "write")):
+            o = ops.get(name) or {}
+            n = by_kind.get(name, 0)
+            if not o.get("count") or not n:
+                continue
+            if kind == "iops":
+                value = n / dur
+            else:
+                value = n * (o.get("bytes") or 0) / o["count"] / dur / 1024
+            lines.append(f"{end_ms}, {int(value + 0.5)}, {ddir}, 0, 0")
+    return lines
+
+
+def write_fio_log(path: Path, report: dict, kind: str) -> None:
+    path.write_text("".join(line + "\n" for line in fio_log_lines(report, kind)), encoding="utf-8")

@@ -77,7 +77,7 @@ def _install(tmp: Path, final: Path) -> None:
 def _entry_ok(d: Path, m: Optional[dict], note: Note) -> bool:
     if m is None:
         return False
-    for ext, a in m["archives"].items():
+    for a in m["archives"].values():
         if not verify(d / a["file"], a["sha256"], a["bytes"]):
             note(f"source cache: {d / a['file']} does not match its checksum: making it again")
             return False

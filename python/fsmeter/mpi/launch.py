@@ -1,8 +1,8 @@
 """How a campaign runs one trial under MPI: `mpirun -n RANKS fsmeter run WORKLOAD --dir TRIAL ...`
 (the [mpi] section says how to call mpirun), then the merged result is read back from --json.
 
-The campaign process keeps the machine's run lock (the ranks are told so through the
-environment and take no lock of their own), provisions the filesystem and records the trial;
+The campaign process keeps its host's run lock (the ranks on that host are told so through the
+environment and take no lock of their own; those on other hosts take their host's), provisions the filesystem and records the trial;
 the ranks only measure. On a cluster the trial directory must be on the shared filesystem, at
 the same path on every host.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -60,7 +61,7 @@ def mpirun_command(mpi, ranks: int, workload: str, trial_dir: Path, overrides: d
     return cmd
 
 
-def run_mpi_trial(cell, job, trial_dir: Path, mpi, min_phase_s: float) -> dict:
+def run_mpi_trial(cell, job, trial_dir: Path, mpi, min_phase_s: float, launch=None) -> dict:
     """One trial as mpirun; returns {status, cause, doc, command}. Never raises for a failed run."""
     if mpi.hostfile and not Path(mpi.hostfile).is_file():
         raise UserError(f"mpi.hostfile: {mpi.hostfile} does not exist: name the hostfile mpirun should read")
@@ -70,8 +71,10 @@ def run_mpi_trial(cell, job, trial_dir: Path, mpi, min_phase_s: float) -> dict:
     with tempfile.TemporaryDirectory(prefix="fsmeter-mpi-") as tmp:
         out = Path(tmp) / "result.json"
         cmd = mpirun_command(mpi, cell.ranks, workload, trial_dir, cell.overrides, out, cache, min_phase_s)
+        if launch is not None:  # a target whose hosts mpirun must run on (glusterfs on namespace hosts)
+            cmd = launch(cmd)
         env = dict(os.environ)
-        env[LOCK_HELD_ENV] = "1"
+        env[LOCK_HELD_ENV] = socket.gethostname()  # the ranks of this host share the campaign's lock
         if os.geteuid() == 0:  # Open MPI refuses root unless told twice
             env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
             env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -95,13 +98,13 @@ def environment(doc: Optional[dict], cmd: list, ranks: int) -> dict:
             "files": m.get("files")}
 
 
-def trial_phases(cell, job, trial_dir: Path, campaign) -> tuple:
+def trial_phases(cell, job, trial_dir: Path, campaign, launch=None) -> tuple:
     """The runner's view of one MPI trial: (status, cause, phases, cache methods, environment extra)."""
     from fsmeter.campaign import MpiModel
     from fsmeter.stats.phase import report_quality
 
     mpi = campaign.mpi or MpiModel()
-    res = run_mpi_trial(cell, job, trial_dir, mpi, campaign.min_phase_s)
+    res = run_mpi_trial(cell, job, trial_dir, mpi, campaign.min_phase_s, launch=launch)
     doc = res["doc"] or {}
     phases, methods = [], []
     for ph in job.phases():

@@ -399,6 +399,55 @@ def macro_extra(extras: list) -> dict:
     return out
 
 
+def merge_regime(parts: list) -> dict:
+    """The regime of a merged phase (fsmeter.regime) out of each rank's ``report["regime"]``.
+
+    Every rank of a host watched the same machine, its host's other ranks counted as its own
+    (run.py hands their process ids to the watch), and the same block device. So, per host: others'
+    CPU share and own CPU time are the largest its ranks saw (the widest window), and the device's bytes are the
+    largest delta its ranks saw (each rank's snapshots cover every rank's reads on that device).
+    Over the hosts: others' share is the busiest host's, busy when any host is; the engine's
+    bytes read and written are summed over the ranks, the device's over the hosts (unknown when
+    any host's is), and the cache share is recomputed from those sums by the single-process rule.
+    """
+    from fsmeter.regime import cache_read_share
+
+    regs = [(p["host"], (p["report"].get("regime") or {})) for p in sorted(parts, key=lambda p: p["rank"])]
+    by_host: dict = {}
+    for host, reg in regs:
+        by_host.setdefault(host, []).append(reg)
+    hosts: dict = {}
+    for host, rs in by_host.items():
+        shares = [r["other_cpu_share"] for r in rs if r.get("other_cpu_share") is not None]
+        dev_rd = [r.get("device_read_bytes") for r in rs]
+        dev_wr = [r.get("device_write_bytes") for r in rs]
+        own = [float(r["own_cpu_s"]) for r in rs if r.get("own_cpu_s") is not None]
+        hosts[host] = {"device": rs[0].get("device"), "cpus": rs[0].get("cpus"), "own_cpu_s": max(own) if own else None,
+                       "other_cpu_share": max(shares) if shares else None,
+                       "busy": any(r.get("busy") for r in rs) if any(r.get("busy") is not None for r in rs) else None,
+                       "device_read_bytes": None if None in dev_rd else max(dev_rd),
+                       "device_write_bytes": None if None in dev_wr else max(dev_wr)}
+    first = regs[0][1] if regs else {}
+    shares = [h["other_cpu_share"] for h in hosts.values() if h["other_cpu_share"] is not None]
+    busy = [h["busy"] for h in hosts.values() if h["busy"] is not None]
+    total = lambda key: sum(int(r.get(key) or 0) for _, r in regs)  # noqa: E731
+    dev_rd = [h["device_read_bytes"] for h in hosts.values()]
+    dev_wr = [h["device_write_bytes"] for h in hosts.values()]
+    out = {"device": first.get("device"),
+           "wall_s": max((r["wall_s"] for _, r in regs if r.get("wall_s") is not None), default=None),
+           "cpus": first.get("cpus"),
+           "own_cpu_s": round(sum(h["own_cpu_s"] or 0.0 for h in hosts.values()), 3),
+           "other_cpu_share": max(shares) if shares else None,
+           "busy": any(busy) if busy else None,
+           "read_bytes": total("read_bytes"), "write_bytes": total("write_bytes"),
+           "process_read_bytes": total("process_read_bytes"), "process_write_bytes": total("process_write_bytes"),
+           "device_read_bytes": None if not hosts or None in dev_rd else sum(dev_rd),
+           "device_write_bytes": None if not hosts or None in dev_wr else sum(dev_wr)}
+    out["cache_read_share"] = cache_read_share(out["read_bytes"], out["device_read_bytes"])
+    out["hosts"] = hosts
+    return out
+
+
 def join_consecutive(first: dict, then: dict, barrier_mono_ns: int, interval_s: float) -> dict:
     """One rank's phase report out of two consecutive engine runs (a stonewalled run and its
     wear-out): operations, bytes and counters summed, latency histograms merged exactly, the
@@ -414,4 +463,4 @@ def join_consecutive(first: dict, then: dict, barrier_mono_ns: int, interval_s: 
 
 
 __all__ = ["add_buckets", "fileset_extra", "ior_rate", "iozone_extra", "join_consecutive", "macro_extra", "merge_intervals",
-           "merge_lat", "merge_phase", "mix_extra", "rank_window_s", "tree_extra", "value_at_quantile"]
+           "merge_lat", "merge_phase", "merge_regime", "mix_extra", "rank_window_s", "tree_extra", "value_at_quantile"]

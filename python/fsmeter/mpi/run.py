@@ -12,15 +12,14 @@ longer than the timeout at a barrier or gather aborts it too.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import os
 import time
 from pathlib import Path
 from typing import Optional
 
-import fsmeter
 from fsmeter.errors import UserError
-from fsmeter.mpi.comm import World
+from fsmeter.mpi.comm import LOCK_WAIT_S, World
+from fsmeter.phases import PhaseSteps
 
 #: Tag of the stonewall notices (a rank that finished first tells rank 0).
 STONEWALL_TAG = 7713
@@ -31,7 +30,8 @@ STONEWALL_PHASES = {"access": {"run"}, "replay": {"run"}, "fileset": {"create", 
                     "tree": {"create"}}
 #: The families a wear-out can take on after a stonewall.
 WEAROUT_FAMILIES = ("access", "tree")
-#: Set by a parent that already holds the machine's run lock (a campaign launching mpirun).
+#: Set by a parent that already holds its host's run lock (a campaign launching mpirun) to that
+#: host's name: the ranks on that host take no lock of their own, those on other hosts do.
 LOCK_HELD_ENV = "FSMETER_RUN_LOCK_HELD"
 
 
@@ -85,10 +85,10 @@ def resolve_shift(shift, hosts: list) -> int:
     return int(shift or 0)
 
 
-def _shared_errors(world: World, err: Optional[UserError], untimed: bool = False) -> None:
+def _shared_errors(world: World, err: Optional[UserError]) -> None:
     """Every rank learns every rank's input error, so that all exit alike; rank 0 says it once."""
     mine = None if err is None else (str(err), err.exit_code)
-    every = world.comm.allgather(mine) if untimed else world.allgather(mine, "checking the input")
+    every = world.allgather(mine, "checking the input")
     bad = [(r, e) for r, e in enumerate(every) if e is not None]
     if not bad:
         return
@@ -290,7 +290,7 @@ def tree_after_stonewall(world: World, job, report: dict, barrier_ns: int, wearo
 def _reset_cache(world: World, method: str, directory: Path) -> str:
     """The cold-cache reset of one rank: drop_caches once per host (it is system-wide), else fadvise
     on this rank's own files."""
-    from fsmeter.cli.run import reset_cache
+    from fsmeter.phases import reset_cache
 
     if method == "auto":
         method = "drop" if os.geteuid() == 0 else "fadvise"
@@ -322,17 +322,113 @@ def merge_extra(job, merged: dict, parts: list) -> dict:
     return merged["extra"]
 
 
+class RankSteps(PhaseSteps):
+    """One MPI rank's way through each phase (fsmeter.phases.run_phases): a barrier before the phase,
+    a second one where the engine holds it set up (``at_start``), the stonewall while it runs and the
+    wear-out after it, then one gather of the reports and their merge on rank 0, which alone keeps a
+    report and tells every rank whether to go on."""
+
+    def __init__(self, world: World, job, stonewall, wearout: bool, wear_size: Optional[int]):
+        self.world, self.job, self.stonewall, self.wearout, self.wear_size = world, job, stonewall, wearout, wear_size
+        self.family = job.workload.family.name
+        self.t0 = 0
+        self.part: dict = {}
+
+    def before(self, run, ph) -> None:
+        self.t0 = self.world.barrier(f"before phase {ph.key}")
+
+    def run(self, run, ph, on_progress) -> dict:
+        world, stonewall = self.world, self.stonewall
+        t0 = self.t0
+        walled = stonewall is not None and ph.name in STONEWALL_PHASES.get(self.family, ())
+        # A second barrier where the engine holds the phase, its files open and its workers
+        # ready: each rank's set-up (tens of milliseconds, longer on a cold cache) would
+        # otherwise stagger the starts and stretch the common window. The stonewall posts its
+        # non-blocking collectives after that barrier, so every rank posts the collectives in
+        # the same order.
+        held: dict = {}
+
+        def at_start():
+            held["t0"] = world.barrier(f"at the start of phase {ph.key}")
+            if walled:
+                held["wall"] = Stonewall(world, stonewall, run.session, held["t0"])
+
+        def tick(p):
+            on_progress(p)
+            if "wall" in held:
+                held["wall"].poll()
+
+        report = run.session.run_phase(ph.name, on_progress=tick, at_start=at_start)
+        returned = time.monotonic_ns()
+        if "t0" in held:
+            t0 = held["t0"]
+        else:  # a phase outside the harness: meet the others' start barrier now, so
+            # that every rank makes the same collective calls whatever its phase did
+            world.barrier(f"at the start of phase {ph.key} (this rank's phase never held)")
+            if walled:
+                held["wall"] = Stonewall(world, stonewall, run.session, t0)
+        wall = held.get("wall")
+        wear = None
+        if wall is not None:
+            wall.finished()
+            if wall.stopped:  # the engine marks a stop as an interruption; this one is the rule
+                report["interrupted"] = False
+                report["stonewalled"] = True
+                run.session.reset_stop()
+            if self.family == "tree":
+                report, later, wear = tree_after_stonewall(world, self.job, report, t0, self.wearout)
+                returned = time.monotonic_ns()
+                if later is not None:  # the later phases visit only the files each tree has
+                    from fsmeter.engine import EngineSession
+
+                    run.session = EngineSession(later, for_merge=True)
+            elif self.wear_size is not None:
+                report, wear = wear_out(world, self.job, report, t0, self.wear_size)
+                returned = time.monotonic_ns()
+        self.part = {"rank": world.rank, "host": world.host, "barrier_mono_ns": t0, "held": "t0" in held,
+                     "returned_mono_ns": returned, "sent_notice": bool(wall and wall.sent_notice),
+                     "wall": wall, "wear": wear}
+        return report
+
+    def after(self, run, ph, report: dict) -> Optional[dict]:
+        from fsmeter.mpi.merge import merge_phase, merge_regime
+
+        wall, wear = self.part.pop("wall"), self.part.pop("wear")
+        part = dict(self.part, report=report)
+        parts = self.world.gather(part, f"after phase {ph.key}")
+        if self.world.rank != 0:
+            return None
+        info = wall.close(parts) if wall is not None else None
+        if info is not None and wear is not None:
+            info["wearout" if self.wearout else "files"] = wear
+        merged = merge_phase(parts, self.job.settings.interval_s, stonewall=info)
+        if isinstance(merged.get("extra"), dict):
+            merged["extra"] = merge_extra(self.job, merged, parts)
+        merged["regime"] = merge_regime(parts)
+        for op in merged["ops"].values():  # the full buckets served the merge; keep them out
+            op["lat"].pop("hdr", None)
+        return merged
+
+    def go_on(self, run, ph, report: Optional[dict]) -> bool:
+        return self.world.bcast(report is None or not report["interrupted"], f"after phase {ph.key}")
+
+    def cleanup(self, run) -> None:
+        try:
+            run.session.run_phase("cleanup")
+        except BaseException as exc:
+            self.world.abort(f"cleanup: {exc}")
+
+
 def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_progress: bool = True,
                   keep_files: bool = False, cache: str = "auto", min_phase_s: float = 60.0,
                   no_wait: bool = False, timeout_s: float = 600.0, stonewall=None, shared_file: bool = False,
                   reorder_shift=None, wearout: bool = False):
     """Run one workload in every rank; returns (doc, job) on rank 0 and (None, job) on the others."""
     from fsmeter import runlock
-    from fsmeter.cli.run import RUN_JSON_VERSION, add_results, report_quality
     from fsmeter.engine import EngineSession
-    from fsmeter.hostinfo import host_info
-    from fsmeter.mpi.merge import merge_phase
-    from fsmeter.progress import PhaseProgress, progress_bar
+    from fsmeter.phases import PhaseRun, add_results, bar_progress, judge, run_doc, run_phases
+    from fsmeter.progress import progress_bar
+    from fsmeter.regime import own_device
     from fsmeter.spec import build_job, load_workload
 
     world = World(timeout_s)
@@ -366,15 +462,22 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
         err = UserError(f"--dir {directory}: cannot create this rank's folder: {exc.strerror}", exit_code=1)
     _shared_errors(world, err)
 
-    hosts = world.allgather(world.host, "exchanging host names")
+    # Host names, and the process ids of this host's ranks: their CPU is the run's own, not others'
+    # (fsmeter.regime), as a single process's worker threads are.
+    pids = world.allgather((world.host, os.getpid()), "exchanging host names")
+    hosts = [h for h, _ in pids]
+    siblings = [pid for h, pid in pids if h == world.host and pid != os.getpid()]
     with contextlib.ExitStack() as stack:
-        err = None
-        if world.local_rank == 0 and not os.environ.get(LOCK_HELD_ENV):
-            try:  # one lock per host, taken by the host's first rank; the others wait for it here
-                stack.enter_context(runlock.measuring(wait=not no_wait))
+        if world.local_rank == 0 and os.environ.get(LOCK_HELD_ENV) != world.host:
+            # One lock per host, taken by the host's first rank; the others wait for it at the
+            # barrier below. A lock another measurement holds is not waited for long: the other
+            # ranks would spin at that barrier meanwhile. This rank gives up after a short bound
+            # and aborts every rank, saying why.
+            try:
+                stack.enter_context(runlock.measuring(wait=not no_wait, wait_s=min(LOCK_WAIT_S, timeout_s / 2)))
             except UserError as exc:
-                err = exc
-        _shared_errors(world, err, untimed=True)
+                world.abort(exc.message)
+        world.barrier("waiting for the first rank of each host to take its host's run lock")
         file_layout = {"kind": "file per rank", "rank_dirs": f"{directory}/rank-NNNNN"}
         if shared_file:
             shift = resolve_shift(reorder_shift, hosts)
@@ -390,116 +493,40 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
                 file_layout["note"] = (f"--reorder-shift {reorder_shift} is {shift} ranks, a whole turn of {world.size}: "
                                        "every rank works on its own region (IOR's -C does the same on one host); "
                                        "give a number of ranks such as 1 to work on a neighbour's")
-        session = EngineSession(job.engine_json(), for_merge=True)
         layout: dict = {}
         for r, h in enumerate(hosts):
             layout.setdefault(h, []).append(r)
         doc = None
         if world.rank == 0:
-            doc = {
-                "format": "fsmeter-run", "version": RUN_JSON_VERSION, "fsmeter_version": fsmeter.__version__,
-                "workload": job.workload.name, "family": job.workload.family.name, "job": job.engine_dict(),
-                "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                "host": host_info(), "phases": {}, "metrics": {}, "interrupted": False,
-                "mpi": {"ranks": world.size, "hosts": sorted(layout), "layout": layout,
-                        "files": file_layout, "seeds": f"{base.settings.seed} + rank",
-                        "timeout_s": timeout_s,
-                        "stonewall": stonewall if stonewall is not None else "none",
-                        "clock": "each rank's CLOCK_MONOTONIC from its release of the barrier opening the phase",
-                        "start": ("a phase measured by the engine's harness waits, its files open and its workers "
-                                  "ready, at a second barrier; its measured work starts at that release")},
-            }
-        engine_phases = session.phases()
-        family = job.workload.family.name
+            doc = run_doc(job, mpi={
+                "ranks": world.size, "hosts": sorted(layout), "layout": layout,
+                "files": file_layout, "seeds": f"{base.settings.seed} + rank",
+                "timeout_s": timeout_s,
+                "stonewall": stonewall if stonewall is not None else "none",
+                "clock": "each rank's CLOCK_MONOTONIC from its release of the barrier opening the phase",
+                "start": ("a phase measured by the engine's harness waits, its files open and its workers "
+                          "ready, at a second barrier; its measured work starts at that release")})
+        run = PhaseRun(EngineSession(job.engine_json(), for_merge=True))
+        steps = RankSteps(world, job, stonewall, wearout, wear_size)
+
+        def reset(ph) -> str:
+            world.barrier(f"before the cache reset of phase {ph.key}")
+            return _reset_cache(world, cache, job.dir)
+
         try:
             with progress_bar(console, enabled=show_progress and world.rank == 0) as bar:
-                for ph in job.phases():
-                    method = "none"
-                    if ph.cold_cache:
-                        world.barrier(f"before the cache reset of phase {ph.key}")
-                        method = _reset_cache(world, cache, job.dir)
-                    t0 = world.barrier(f"before phase {ph.key}")
-                    prog = PhaseProgress(bar, f"{ph.key} (rank 0 of {world.size})")
-                    walled = stonewall is not None and ph.name in STONEWALL_PHASES.get(job.workload.family.name, ())
-                    # A second barrier where the engine holds the phase, its files open and its
-                    # workers ready: each rank's set-up (tens of milliseconds, longer on a cold
-                    # cache) would otherwise stagger the starts and stretch the common window.
-                    # The stonewall posts its non-blocking collectives after that barrier, so
-                    # every rank posts the collectives in the same order.
-                    held: dict = {}
-
-                    def at_start(key=ph.key, walled=walled):
-                        held["t0"] = world.barrier(f"at the start of phase {key}")
-                        if walled:
-                            held["wall"] = Stonewall(world, stonewall, session, held["t0"])
-
-                    def tick(p, prog=prog):
-                        prog(p)
-                        if "wall" in held:
-                            held["wall"].poll()
-
-                    report = session.run_phase(ph.name, on_progress=tick, at_start=at_start)
-                    returned = time.monotonic_ns()
-                    if "t0" in held:
-                        t0 = held["t0"]
-                    else:  # a phase outside the harness: meet the others' start barrier now, so
-                        # that every rank makes the same collective calls whatever its phase did
-                        world.barrier(f"at the start of phase {ph.key} (this rank's phase never held)")
-                        if walled:
-                            held["wall"] = Stonewall(world, stonewall, session, t0)
-                    wall = held.get("wall")
-                    wear = None
-                    if wall is not None:
-                        wall.finished()
-                        if wall.stopped:  # the engine marks a stop as an interruption; this one is the rule
-                            report["interrupted"] = False
-                            report["stonewalled"] = True
-                            session.reset_stop()
-                        if family == "tree":
-                            report, later, wear = tree_after_stonewall(world, job, report, t0, wearout)
-                            returned = time.monotonic_ns()
-                            if later is not None:  # the later phases visit only the files each tree has
-                                session = EngineSession(later, for_merge=True)
-                        elif wear_size is not None:
-                            report, wear = wear_out(world, job, report, t0, wear_size)
-                            returned = time.monotonic_ns()
-                    prog.done()
-                    part = {"rank": world.rank, "host": world.host, "barrier_mono_ns": t0, "held": "t0" in held,
-                            "returned_mono_ns": returned, "report": report,
-                            "sent_notice": bool(wall and wall.sent_notice)}
-                    parts = world.gather(part, f"after phase {ph.key}")
-                    go_on = True
-                    if world.rank == 0:
-                        info = wall.close(parts) if wall is not None else None
-                        if info is not None and wear is not None:
-                            info["wearout" if wearout else "files"] = wear
-                        merged = merge_phase(parts, job.settings.interval_s, stonewall=info)
-                        if isinstance(merged.get("extra"), dict):
-                            merged["extra"] = merge_extra(job, merged, parts)
-                        merged["cache_reset"] = method
-                        merged["measured"] = ph.measured and not ph.discard
-                        if merged["measured"] and not merged["interrupted"]:
-                            merged["quality"] = report_quality(merged, min_phase_s=min_phase_s,
-                                                               interval_s=job.settings.interval_s).to_dict()
-                        for op in merged["ops"].values():  # the full buckets served the merge; keep them out
-                            op["lat"].pop("hdr", None)
-                        doc["phases"][ph.key] = merged
-                        if merged["interrupted"]:
-                            doc["interrupted"] = True
-                            go_on = False
-                    if not world.bcast(go_on, f"after phase {ph.key}"):
-                        break
+                run_phases(run, job.phases(), bar_progress(bar, label=lambda ph: f"{ph.key} (rank 0 of {world.size})"),
+                           reset_cache=reset, device=own_device(job.dir, job.engine_dict().get("backend")),
+                           own_pids=siblings, quality=judge(min_phase_s=min_phase_s, interval_s=job.settings.interval_s),
+                           annotate=True, cleanup="never" if keep_files else "unless-raised", steps=steps)
         except SystemExit:
             raise
         except BaseException as exc:  # any failure in this rank ends every rank now, saying who
             msg = exc.message if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
             world.abort(msg)
-        finally:
-            if not keep_files and "cleanup" in engine_phases:
-                try:
-                    session.run_phase("cleanup")
-                except BaseException as exc:
-                    world.abort(f"cleanup: {exc}")
+        if doc is not None:
+            doc["phases"] = run.reports()
+            doc["interrupted"] = run.interrupted
     if doc is not None:
         # verify_mismatches counters are summed over the ranks; the first mismatch shown is rank 0's
         add_results(doc, job)
@@ -509,5 +536,5 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
     return doc, job
 
 
-__all__ = ["Stonewall", "parse_reorder_shift", "parse_stonewall", "rank_dir", "resolve_shift", "run_under_mpi",
+__all__ = ["RankSteps", "Stonewall", "parse_reorder_shift", "parse_stonewall", "rank_dir", "resolve_shift", "run_under_mpi",
            "shared_regions", "tree_after_stonewall"]

@@ -136,6 +136,13 @@ class Provisioner:
             return mnt
         if cfg is None:
             cfg = FsConfig(name="tmpfs" if spec.kind == "tmpfs" else "ext4")
+        if spec.kind == "glusterfs":  # hosts, servers, a volume on bricks of this configuration
+            from fsmeter.provision.gluster import GlusterMounted
+
+            get_filesystem(cfg.name).validate(cfg)
+            gm = GlusterMounted(self, spec, cfg)
+            self.mounts.append(gm)  # type: ignore[arg-type]
+            return gm  # type: ignore[return-value]
         fsys = get_filesystem(cfg.name)
         fsys.validate(cfg)
         if spec.kind == "loop" and fsys.needs_device and spec.size_bytes < fsys.min_size_bytes:
@@ -241,6 +248,12 @@ class Provisioner:
     def destroy(self, mnt: Mounted) -> None:
         """Unmount, detach and delete what ``create`` made for ``mnt`` (nothing for a dir target)."""
         if mnt.destroyed:
+            return
+        if not isinstance(mnt, Mounted):  # a glusterfs target: its hosts, volume and bricks
+            with self._shielded():
+                mnt.close()
+                if mnt in self.mounts:
+                    self.mounts.remove(mnt)
             return
         state = self._require_state()
         with self._shielded():

@@ -22,11 +22,15 @@ class TargetSpec(BaseModel):
       table unless ``force``.
     - ``dir``: an existing directory ``path``; no mkfs, works without root.
     - ``tmpfs``: a tmpfs of ``size_bytes``.
+    - ``glusterfs``: a GlusterFS volume on ``hosts`` namespace hosts of this machine (root): bricks
+      of ``size_bytes`` on fsmeter's own loop filesystems (the filesystem configuration is the
+      bricks'), ``bricks_per_server`` on each of ``servers``, mounted by each of ``clients`` through
+      its own client (fsmeter.provision.gluster); runs under [mpi] only.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["loop", "device", "dir", "tmpfs"] = "loop"
+    kind: Literal["loop", "device", "dir", "tmpfs", "glusterfs"] = "loop"
     size_bytes: int = Field(default=GiB, gt=0)
     device: Optional[str] = None
     destroy_data_on: Optional[str] = None
@@ -34,6 +38,12 @@ class TargetSpec(BaseModel):
     path: Optional[str] = None
     journal_size_bytes: int = Field(default=128 * MiB, gt=0)
     preallocate: bool = False  # fallocate the image instead of leaving it sparse
+    hosts: int = Field(default=2, ge=1, le=16)       # glusterfs: namespace hosts h1..hN
+    servers: tuple = ()                              # glusterfs: server hosts (default: the last host)
+    clients: tuple = ()                              # glusterfs: client hosts (default: every host)
+    volume_type: Literal["distribute", "replicate"] = "distribute"
+    bricks_per_server: int = Field(default=1, ge=1, le=8)
+    volume_options: tuple = ()                       # glusterfs: (option, value) pairs for `volume set`
 
     @model_validator(mode="after")
     def _check_kind_fields(self) -> "TargetSpec":

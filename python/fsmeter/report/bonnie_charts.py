@@ -6,11 +6,12 @@ CI of the mean over kept trials (as in the headline bar chart).
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from fsmeter.families.bonnie import FILE_PHASES, IO_PHASES
 from fsmeter.report.data import WorkloadView
+from fsmeter.report.figures import PALETTE, figure
 
-PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-           "#17becf"]
 
 
 def _grouped(w: WorkloadView, pick, level: float) -> list:
@@ -33,8 +34,13 @@ def _grouped(w: WorkloadView, pick, level: float) -> list:
     return data
 
 
+def workload_charts(view, w: WorkloadView, idx: int, baseline: Optional[str] = None) -> list:
+    """The bonnie family's report charts (its ``Family.charts``)."""
+    return bonnie_charts(w, idx, view.level, figure)
+
+
 def bonnie_charts(w: WorkloadView, idx: int, level: float, fig) -> list:
-    """`fig` is report.html._fig (id, title, caption, data, layout) -> figure dict."""
+    """`fig` is fsmeter.report.figures.figure (id, title, caption, data, layout) -> figure dict."""
     out = []
     ci = f"{level:.0%} CI whiskers (Student t) over the kept trials"
     specs = [

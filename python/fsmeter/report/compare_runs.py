@@ -38,6 +38,8 @@ class Side:
     label: str
     tidy: Any  # pandas DataFrame (store.tidy shape)
     jobs: dict  # (workload, config key) -> job dict
+    #: (workload, config key) -> the guest it ran in (fsmeter.guest), for configurations run in a guest.
+    guests: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -56,7 +58,7 @@ class Row:
     hw_b: float
     change_pct: float
     p: float
-    verdict: str  # regression | improvement | no significant change | not tested
+    verdict: str  # regression | improvement | no significant change | not tested | not tested (emulated)
     p_adj: float = math.nan  # p after the family-wise correction (equal to p without one)
 
     @property
@@ -105,6 +107,20 @@ def _jobs_from(rows: list) -> dict:
     return out
 
 
+def _guests_from(rows: list) -> dict:
+    """rows as for _jobs_from -> the guest record (kernel, accelerator, emulated) per configuration run in one."""
+    out: dict = {}
+    for workload, factors, extra in rows:
+        try:
+            ex = json.loads(extra) if isinstance(extra, str) else (extra or {})
+        except ValueError:
+            continue
+        g = ex.get("guest") if isinstance(ex, dict) else None
+        if isinstance(g, dict):
+            out.setdefault((workload, _config_key(factors, list(factors))), g)
+    return out
+
+
 def _relative_to_dir(value: Any, d: Optional[str]) -> Any:
     """The job with its own directory written as "{dir}" (paths under the mount differ from run to run)."""
     if not d:
@@ -140,14 +156,16 @@ def load_side(ref: str, db: Any) -> Side:
         trials = {t["id"]: t for t in doc["trials"]}
         rows = [(cells[trials[e["trial_id"]]["cell_id"]]["workload"], cells[trials[e["trial_id"]]["cell_id"]]["factors"],
                  e.get("extra")) for e in doc.get("environment", [])]
-        return Side(f"{p.name} ({doc['campaign']['name']})", tidy_from_document(doc), _jobs_from(rows))
+        return Side(f"{p.name} ({doc['campaign']['name']})", tidy_from_document(doc), _jobs_from(rows),
+                    _guests_from(rows))
     path = default_db_path(db)
     with open_store(path, create=False) as store:
         camp = store.campaign(ref)
         rows = [(r["workload"], json.loads(r["factors"]), r["extra"]) for r in store.conn.execute(
             "SELECT c.workload, c.factors, e.extra FROM environment e JOIN trials t ON t.id = e.trial_id "
             "JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id = ? ORDER BY c.idx, t.number", (camp["id"],))]
-    return Side(f"campaign {camp['id']} ({camp['name']})", tidy(path, camp["id"]), _jobs_from(rows))
+    return Side(f"campaign {camp['id']} ({camp['name']})", tidy(path, camp["id"]), _jobs_from(rows),
+                _guests_from(rows))
 
 
 def _samples(side: Side) -> dict:
@@ -182,7 +200,7 @@ CORRECTIONS = ("holm", "none")
 
 def _correct(rows: list, alpha: float, method: str) -> None:
     """Adjust the p-values of the tested rows for the family of tests; demote verdicts that no longer hold."""
-    tested = [r for r in rows if r.verdict != "not tested" and not math.isnan(r.p)]
+    tested = [r for r in rows if not r.verdict.startswith("not tested") and not math.isnan(r.p)]
     if method == "none" or not tested:
         for r in tested:
             r.p_adj = r.p
@@ -212,6 +230,15 @@ def compare_runs(a: Side, b: Side, threshold_pct: float = 10.0, alpha: float = 0
         if d:
             bad_configs.add(key)
             res.mismatches.append((key[0], _config_label(key[1]), "; ".join(d)))
+    # A configuration run in a guest is never compared with one run on the host (another I/O path), and
+    # figures from an emulated guest (TCG) measure the emulator: listed, not tested.
+    for key in sorted(set(a.jobs) | set(b.jobs)):
+        ga, gb = a.guests.get(key), b.guests.get(key)
+        if key in a.jobs and key in b.jobs and (ga is None) != (gb is None):
+            bad_configs.add(key)
+            res.mismatches.append((key[0], _config_label(key[1]), "one side ran in a guest (virtual machine), the "
+                                   "other on the host: not comparable"))
+    emulated = {k for side in (a, b) for k, g in side.guests.items() if g.get("emulated")}
     name = lambda k: f"{k[0]} / {_config_label(k[1])} / {k[2]}.{k[3]}"  # noqa: E731
     res.only_a = [name(k) for k in sa if k not in sb]
     res.only_b = [name(k) for k in sb if k not in sa]
@@ -220,12 +247,13 @@ def compare_runs(a: Side, b: Side, threshold_pct: float = 10.0, alpha: float = 0
             continue
         (va, unit, hib), (vb, _, _) = sa[key], sb[key]
         nan = math.nan
-        if len(va) < 2 or len(vb) < 2:
+        if len(va) < 2 or len(vb) < 2 or (key[0], key[1]) in emulated:
             ma = sum(va) / len(va) if va else nan
             mb = sum(vb) / len(vb) if vb else nan
             ch = 100.0 * (mb - ma) / abs(ma) if va and vb and ma else nan
+            verdict = "not tested (emulated)" if (key[0], key[1]) in emulated else "not tested"
             res.rows.append(Row(key[0], _config_label(key[1]), key[2], key[3], unit, hib, len(va), len(vb), ma, mb,
-                                nan, nan, ch, nan, "not tested"))
+                                nan, nan, ch, nan, verdict))
             continue
         c = compare(vb, va, hib, alpha, threshold_pct)  # B against the baseline A
         verdict = {"slower": "regression", "faster": "improvement"}.get(c.verdict, "no significant change")
@@ -254,7 +282,8 @@ def result_table(res: Result):
         if col == "p" and res.correction != "holm":
             continue
         t.add_column(col, justify="right" if col in ("change", "p", padj) else "left", overflow="fold")
-    style = {"regression": "bold red", "improvement": "green", "no significant change": "", "not tested": "yellow"}
+    style = {"regression": "bold red", "improvement": "green", "no significant change": "", "not tested": "yellow",
+             "not tested (emulated)": "yellow"}
     for r in res.rows:
         arrow = "↑" if r.higher_is_better else "↓"
         ci = lambda m, h, n: f"{fmt_num(m)} ± {fmt_num(h)} (n={n})"  # noqa: E731

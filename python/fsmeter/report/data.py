@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from fsmeter.errors import UserError
+from fsmeter.guest.kernels import EMULATED_NOTE
 from fsmeter.stats.compare import DEFAULT_ALPHA, DEFAULT_PRACTICAL_PCT, RankEntry, rank
 from fsmeter.stats.kept import is_kept, kept as kept_rows
 from fsmeter.stats.summary import MeanCI, mean_ci
@@ -148,6 +149,12 @@ class WorkloadView:
     phases_busy: int = 0
     max_other_cpu_share: Optional[float] = None
     median_cache_read_share: Optional[float] = None
+    #: Configurations run in a guest under software emulation (fsmeter.guest): functional results only,
+    #: never ranked; and each guest configuration's kernel and accelerator ("6.1.0-50-amd64, tcg").
+    emulated: list = field(default_factory=list)
+    guests: dict = field(default_factory=dict)
+    #: Configurations run in a (hardware-accelerated) guest beside configurations run on the host: not ranked.
+    in_guest_apart: list = field(default_factory=list)
 
     @property
     def too_short(self) -> bool:
@@ -206,6 +213,22 @@ def _family_of(workload: str, env: pd.DataFrame) -> Optional[str]:
         return None
 
 
+def _guest_cells(env: pd.DataFrame) -> dict:
+    """cell id -> the guest record of its trials (fsmeter.guest: kernel, settings, accelerator), for
+    cells run in a virtual machine."""
+    out: dict = {}
+    if not len(env) or "extra" not in env.columns:
+        return out
+    for _, r in env.iterrows():
+        try:
+            g = json.loads(r["extra"]).get("guest") if isinstance(r["extra"], str) else None
+        except (ValueError, AttributeError):
+            g = None
+        if isinstance(g, dict):
+            out[int(r["cell_id"])] = g
+    return out
+
+
 def _label(levels: dict, varying: list) -> str:
     if not levels:
         return "(single configuration)"
@@ -259,6 +282,13 @@ def build_view(db: Any = None, campaign: Optional[str] = None, level: float = 0.
             keys.insert(0, head)
         wenv = env[env["cell_id"].isin(wcells["cell_id"])] if len(env) else env
         family = _family_of(workload, wenv)
+        guests = _guest_cells(wenv)
+        emulated_ids = {cid_ for cid_, g in guests.items() if g.get("emulated")}
+        # A guest's I/O path (virtio disk, the host's page cache or not) is not the host's: where a workload has
+        # configurations of both, only the host's are ranked; the guest's are listed beside them.
+        unranked_ids = set(emulated_ids)
+        if guests and len(guests) < len(wcells):
+            unranked_ids |= set(guests)
         metrics = []
         for phase, name in keys:
             mt = wt[(wt["phase"] == phase) & (wt["metric"] == name)]
@@ -278,14 +308,20 @@ def build_view(db: Any = None, campaign: Optional[str] = None, level: float = 0.
                                       kept, rows, mean_ci(kept, level) if len(kept) >= 2 else None))
             unit = str(mt["unit"].iloc[0]) if len(mt) else ""
             hib = bool(mt["higher_is_better"].iloc[0]) if len(mt) else True
-            ranking = rank({c.label: c.values for c in configs if len(c.values) >= 2}, hib, alpha, practical_pct)
+            # Emulated guests measure the emulator: their figures are functional only, never ranked.
+            ranking = rank({c.label: c.values for c in configs if len(c.values) >= 2 and c.cell_id not in unranked_ids},
+                           hib, alpha, practical_pct)
             metrics.append(MetricView(phase, name, unit, hib, (phase, name) == head, configs, ranking))
         if not metrics:  # every trial failed: keep the workload visible with its failures
             configs = [Config(int(c["cell_id"]), labels[int(c["cell_id"])], cell_levels[int(c["cell_id"])],
                               c["status"], c["cause"], [], [], None) for _, c in wcells.iterrows()]
             metrics.append(MetricView("-", "-", "", True, True, configs, []))
         view = WorkloadView(workload, family, varying, fixed, metrics,
-                            labels=[labels[int(i)] for i in wcells["cell_id"]], min_phase_s=min_phase_s)
+                            labels=[labels[int(i)] for i in wcells["cell_id"]], min_phase_s=min_phase_s,
+                            emulated=[labels[i] for i in labels if i in emulated_ids],
+                            in_guest_apart=[labels[i] for i in labels if i in unranked_ids and i not in emulated_ids],
+                            guests={labels[i]: f"{g.get('kernel_release') or g.get('kernel_version')}, "
+                                               f"{g.get('accelerator')}" for i, g in guests.items() if i in labels})
         _judge_phases(view, frames, wcells, level, path)
         view.per_op = _per_op(view, frames, alpha, practical_pct)
         views.append(view)
@@ -449,13 +485,24 @@ def verdicts(view: CampaignView) -> list:
         direction = "higher is better" if m.higher_is_better else "lower is better"
         what = f"{m.key} ({m.unit}, {direction})"
         ranked = m.ranking
-        unranked = [c for c in m.configs if len(c.values) < 2]
+        unranked = [c for c in m.configs if len(c.values) < 2 and c.label not in w.emulated + w.in_guest_apart]
         notes = []
+        if w.emulated and len(w.emulated) < len(m.configs):
+            notes.append(f"{EMULATED_NOTE}: {', '.join(w.emulated)} ran in a guest under software emulation "
+                         "(TCG); their figures show that the filesystem works, not how fast: not ranked")
+        if w.in_guest_apart:
+            notes.append(f"ran in a guest (virtual machine), not ranked against the configurations run on the host "
+                         f"(another I/O path): {', '.join(w.in_guest_apart)}")
         if unranked:
             notes.append("not ranked (fewer than 2 usable trials): " +
                          ", ".join(f"{c.label} ({c.status}{': ' + c.cause if c.cause else ''})" if not c.values
                                    else f"{c.label} ({len(c.values)} trial)" for c in unranked))
-        if not ranked:
+        if not ranked and w.emulated:
+            done = sum(1 for c in m.configs if c.status == "done")
+            text = (f"{w.workload}: {EMULATED_NOTE}. Every configuration ran in a guest under software emulation "
+                    f"(TCG): functional results only, not ranked; {done} of {len(m.configs)} configurations "
+                    "finished.")
+        elif not ranked:
             text = f"{w.workload}: no configuration has 2 usable trials on {what}, so nothing can be claimed."
         elif len(ranked) == 1:
             c = m.config(ranked[0].name)

@@ -16,6 +16,7 @@ import pandas as pd
 
 import fsmeter
 from fsmeter.errors import UserError
+from fsmeter.report.figures import COLORS, PALETTE, clean, figure
 # Steady-state criteria: one definition, shared with `fsmeter run` and the campaign runner.
 from fsmeter.stats.phase import STEADY_DEVIATION_PCT, STEADY_SLOPE_PCT
 from fsmeter.report.data import (CampaignView, MetricView, WorkloadView, build_view, fmt_ci, fmt_num, level_str,
@@ -26,31 +27,6 @@ TEMPLATES = Path(__file__).parent / "templates"
 #: Factor names read as iozone's two axes (file size down, record size across).
 FILE_SIZE_FACTORS = ("file_size", "filesize", "size_kb", "file_size_kb")
 RECORD_SIZE_FACTORS = ("record_size", "reclen", "record_size_kb", "block_size", "bs")
-
-COLORS = {"best": "#2e7d32", "same": "#81c784", "worse": "#9e9e9e", "": "#bdbdbd"}
-PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-           "#17becf"]
-
-
-def _fig(fig_id: str, title: str, caption: str, data: list, layout: dict) -> dict:
-    base = {"title": {"text": title, "font": {"size": 15}}, "margin": {"t": 50, "l": 70, "r": 20, "b": 80},
-            "height": 420, "template": "plotly_white"}
-    base.update(layout)
-    return {"id": fig_id, "title": title, "caption": caption, "data": data, "layout": base}
-
-
-def _clean(v: Any) -> Any:
-    """JSON-safe: NaN/inf -> None, numpy -> Python (plotly treats null as a gap)."""
-    if isinstance(v, dict):
-        return {k: _clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_clean(x) for x in v]
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
-        return None
-    return v
-
 
 def _order(m: MetricView) -> list:
     """Configurations best first (ranked), then the unranked in matrix order."""
@@ -65,7 +41,7 @@ def bar_chart(w: WorkloadView, idx: int, level: float) -> dict:
              "error_y": {"type": "data", "array": [c.ci.half_width if c.ci else None for c in cs], "visible": True},
              "marker": {"color": [COLORS[m.marker(x)] for x in labels]},
              "hovertemplate": "%{x}<br>%{y:.4g} ± %{error_y.array:.3g} " + m.unit + "<extra></extra>"}]
-    return _fig(f"w{idx}-bar", f"{w.workload}: {m.key} ({m.unit})",
+    return figure(f"w{idx}-bar", f"{w.workload}: {m.key} ({m.unit})",
                 f"Mean per configuration with {level:.0%} CI whiskers (Student t), best first. Dark green: best; "
                 "light green: not significantly worse than the best; grey: significantly worse.",
                 data, {"xaxis": {"type": "category", "automargin": True}, "yaxis": {"title": m.unit}})
@@ -98,7 +74,7 @@ def line_charts(w: WorkloadView, idx: int, level: float) -> list:
                                      "visible": True},
                          "line": {"color": PALETTE[i % len(PALETTE)]}})
         log = max(nums.values()) / max(min(nums.values()), 1e-12) >= 16
-        out.append(_fig(f"w{idx}-line-{f}", f"{w.workload}: {m.key} against {f}",
+        out.append(figure(f"w{idx}-line-{f}", f"{w.workload}: {m.key} against {f}",
                         f"Mean {m.key} ({m.unit}) at each level of {f}, one line per "
                         f"{' x '.join(others) or 'configuration'}, with {level:.0%} CI whiskers.",
                         data, {"xaxis": {"title": f, "type": "log" if log else "linear"},
@@ -131,7 +107,7 @@ def heatmaps(w: WorkloadView, idx: int) -> list:
         data = [{"type": "heatmap", "x": xs, "y": ys, "z": z, "colorscale": "Viridis",
                  "colorbar": {"title": {"text": m.unit}},
                  "hovertemplate": f"{fsz}=%{{y}}<br>{rsz}=%{{x}}<br>%{{z:.4g}} {m.unit}<extra></extra>"}]
-        out.append(_fig(f"w{idx}-heat-{j}", f"{w.workload}: {m.key} by {fsz} x {rsz} ({key})",
+        out.append(figure(f"w{idx}-heat-{j}", f"{w.workload}: {m.key} by {fsz} x {rsz} ({key})",
                         f"Mean {m.key} ({m.unit}) for each {fsz} (rows) and {rsz} (columns), as iozone -a draws it.",
                         data, {"xaxis": {"title": rsz, "type": "category"}, "yaxis": {"title": fsz, "type": "category"},
                                "height": 380}))
@@ -186,7 +162,7 @@ def interval_chart(w: WorkloadView, idx: int, frames: dict) -> Optional[dict]:
            f"mean with a slope under {STEADY_SLOPE_PCT:g}% per sample, after fio's steadystate check).")
     if steady_notes:
         cap += " No steady state found for: " + ", ".join(steady_notes) + "."
-    return _fig(f"w{idx}-intervals", f"{w.workload}: interval throughput ({m.phase})", cap, data,
+    return figure(f"w{idx}-intervals", f"{w.workload}: interval throughput ({m.phase})", cap, data,
                 {"shapes": shapes, "xaxis": {"title": "seconds"}, "yaxis": {"title": unit}})
 
 
@@ -207,7 +183,7 @@ def scatter_chart(w: WorkloadView, idx: int) -> Optional[dict]:
             for name, (xs, ys, tx) in groups.items() if xs]
     if not data:
         return None
-    return _fig(f"w{idx}-trials", f"{w.workload}: every trial ({m.key})",
+    return figure(f"w{idx}-trials", f"{w.workload}: every trial ({m.key})",
                 "One point per trial. Discarded trials (the warm-up trial of the run rules) are grey and excluded "
                 "from the statistics.", data,
                 {"xaxis": {"type": "category", "categoryorder": "array", "categoryarray": w.labels,
@@ -225,7 +201,7 @@ def qq_chart(w: WorkloadView, idx: int, anova: dict) -> Optional[dict]:
     if slope is not None and not math.isnan(slope):
         data.append({"type": "scatter", "mode": "lines", "name": "normal fit", "x": [xs[0], xs[-1]],
                      "y": [icpt + slope * xs[0], icpt + slope * xs[-1]], "line": {"color": "#d62728", "dash": "dash"}})
-    return _fig(f"w{idx}-qq", f"{w.workload}: normal Q-Q plot of ANOVA residuals",
+    return figure(f"w{idx}-qq", f"{w.workload}: normal Q-Q plot of ANOVA residuals",
                 "Ordered residuals of the factorial model against normal quantiles (scipy probplot). Points far off "
                 "the line mean the errors are not normal and the F tests and CIs are approximate.",
                 data, {"xaxis": {"title": "theoretical quantile"}, "yaxis": {"title": "residual"}, "height": 380})
@@ -308,14 +284,6 @@ def _environment(frames: dict) -> tuple:
     return host, per_fs.to_dict("records")
 
 
-def _grid_figures(view: CampaignView, w: WorkloadView, idx: int) -> list:
-    """Charts of keyed grid metrics (iozone: heatmaps and value against file size per record size)."""
-    from fsmeter.report.iozone import workload_grid_figures
-
-    labels = {c.cell_id: c.label for c in w.headline.configs}
-    return workload_grid_figures(view.db, int(view.campaign["id"]), w.workload, idx, labels)
-
-
 def _matrix_verdicts(view: CampaignView, mx) -> dict:
     """workload -> {workload, text, notes}: the verdict sits above the matrix, so it speaks of the matrix's
     metric in the matrix's unit and judges as the matrix does (unresolved cells are named, never ranked).
@@ -332,7 +300,7 @@ def _matrix_verdicts(view: CampaignView, mx) -> dict:
 
 def build_context(view: CampaignView, baseline: Optional[str] = None) -> dict:
     """Everything the template needs, figures as JSON-ready dicts."""
-    from fsmeter.report.mix import jpm_figures
+    from fsmeter.families import FAMILIES
     from fsmeter.report.matrix import build_matrix, legend
 
     figures, sections = [], []
@@ -341,24 +309,17 @@ def build_context(view: CampaignView, baseline: Optional[str] = None) -> dict:
     for i, w in enumerate(view.workloads):
         figs = []
         if w.headline.configs and any(c.values for c in w.headline.configs):
+            family = FAMILIES.get(w.family)
             figs.append(bar_chart(w, i, view.level))
-            if w.family == "macro":  # the study's bar charts (Lourdas 2009)
-                from fsmeter.report.macro_charts import study_charts
-
-                figs += study_charts(w, i, view.level)
             figs += line_charts(w, i, view.level)
             figs += heatmaps(w, i)
-            figs += _grid_figures(view, w, i)
-            figs += jpm_figures(w, i, _fig, PALETTE, baseline)
+            if family is not None:  # the family's own charts (Family.charts: iozone's grids, mix's JPM...)
+                figs += family.chart_figures(view, w, i, baseline)
             if "ranks" in w.varying:  # campaigns across MPI clients
                 from fsmeter.report.mpi import scaling_figures
 
-                figs += scaling_figures(view, w, i, _fig, PALETTE)
-            if w.family == "bonnie":
-                from fsmeter.report.bonnie_charts import bonnie_charts
-
-                figs += bonnie_charts(w, i, view.level, _fig)
-            ic = interval_chart(w, i, view.frames) if w.family != "macro" else None  # one op per phase
+                figs += scaling_figures(view, w, i, figure, PALETTE)
+            ic = interval_chart(w, i, view.frames) if family is None or family.interval_chart else None
             if ic:
                 figs.append(ic)
             sc = scatter_chart(w, i)
@@ -401,7 +362,7 @@ def build_context(view: CampaignView, baseline: Optional[str] = None) -> dict:
         "level": view.level, "alpha": view.alpha, "practical_pct": view.practical_pct,
         "sections": sections, "host": host, "per_fs": per_fs, "failures": view.failures(),
         "verdicts": [verdict_by[w.workload] for w in view.workloads],
-        "figures_json": json.dumps(_clean(figures), separators=(",", ":")).replace("</", "<\\/"),
+        "figures_json": json.dumps(clean(figures), separators=(",", ":")).replace("</", "<\\/"),
         "n_figures": len(figures), "fmt_num": fmt_num,
     }
 

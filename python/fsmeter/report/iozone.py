@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from fsmeter.families.iozone import COLUMNS, REPORT_TITLES, IozoneParams
 from fsmeter.families.iozone_grid import CROSSOVER_KB, LARGE_RECORD
+from fsmeter.report.figures import figure
 
 KiB = 1024
 Grid = Dict[str, Dict[Tuple[int, int], Optional[float]]]
@@ -171,13 +172,11 @@ def grid_figures(workload: str, idx: int, configs: List[Tuple[str, Grid, int]], 
     """Per iozone column: a heatmap (file size down, record size across) and the studies' chart
     (value against file size, one line per record size, log axes), each with a menu to switch
     between configurations. ``configs``: [(label, grid, kept trials)]."""
-    from fsmeter.report.html import _fig
-
     figs = []
     cols = [c for c in CONSOLE_ORDER if any(c in g for _, g, _ in configs)]
     for col in cols:
         heat, lines, heat_vis, line_vis = [], [], [], []
-        for ci, (label, grid, n) in enumerate(configs):
+        for ci, (label, grid, _) in enumerate(configs):
             cells = grid.get(col, {})
             files = sorted({f for f, _ in cells})
             recs = sorted({r for _, r in cells})
@@ -203,7 +202,7 @@ def grid_figures(workload: str, idx: int, configs: List[Tuple[str, Grid, int]], 
                 return []
             total = sum(counts)
             buttons, start = [], 0
-            for (label, _, n), k in zip(configs, counts):
+            for (label, _, _), k in zip(configs, counts):
                 vis = [start <= j < start + k for j in range(total)]
                 buttons.append({"label": label, "method": "restyle", "args": ["visible", vis]})
                 start += k
@@ -213,18 +212,24 @@ def grid_figures(workload: str, idx: int, configs: List[Tuple[str, Grid, int]], 
         first = configs[0][0]
         cap_cfg = (" Use the menu to switch configurations." if len(configs) > 1 else "")
         trials = ", ".join(f"{label}: {n} trial(s)" for label, _, n in configs)
-        figs.append(_fig(f"w{idx}-ioz-heat-{col}", f"{workload}: {col} ({unit}) by file size x record size",
+        figs.append(figure(f"w{idx}-ioz-heat-{col}", f"{workload}: {col} ({unit}) by file size x record size",
                          f"Mean over kept trials per cell ({trials}); iozone's surface seen from above. Showing "
                          f"{first} first.{cap_cfg}",
                          heat, {"xaxis": {"title": "record size", "type": "category"},
                                 "yaxis": {"title": "file size", "type": "category"},
                                 "updatemenus": menu(heat_vis)}))
-        figs.append(_fig(f"w{idx}-ioz-lines-{col}", f"{workload}: {col} ({unit}) against file size",
+        figs.append(figure(f"w{idx}-ioz-lines-{col}", f"{workload}: {col} ({unit}) against file size",
                          f"One line per record size, as the iozone studies chart it; log axes. Mean over kept "
                          f"trials ({trials}). Showing {first} first.{cap_cfg}",
                          lines, {"xaxis": {"title": "file size (KiB)", "type": "log"},
                                  "yaxis": {"title": unit, "type": "log"}, "updatemenus": menu(line_vis)}))
     return figs
+
+
+def workload_charts(view, w, idx: int, baseline: Optional[str] = None) -> list:
+    """The iozone family's report charts (its ``Family.charts``): the grid charts of workload ``w``."""
+    labels = {c.cell_id: c.label for c in w.headline.configs}
+    return workload_grid_figures(view.db, int(view.campaign["id"]), w.workload, idx, labels)
 
 
 def workload_grid_figures(db_path: Any, campaign_id: int, workload: str, idx: int, labels: Dict[int, str]) -> list:
@@ -276,3 +281,15 @@ def run_summary(p: IozoneParams, report: dict) -> str:
         text += f"cell {c['file_kb']} KiB x {c['record_kb']} KiB failed: {c.get('error')}\n"
     unit = "operations per second" if p.ops else "KB/s (KiB per second)"
     return f"iozone grid, {unit}:\n" + text
+
+
+def run_summary_of_doc(doc: dict):
+    """What `fsmeter run` prints after the tables (the iozone family's ``Family.run_summary``):
+    iozone's per-cell table and the failed cells."""
+    from rich.text import Text
+
+    p = params_of_job(doc.get("job") or {})
+    rep = (doc.get("phases") or {}).get("grid")
+    if p is None or rep is None:
+        return Text("")
+    return Text(run_summary(p, rep), no_wrap=True, overflow="ignore")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Optional
 
+from fsmeter.report.figures import PALETTE, figure
+
 TIMES = (("real_s", "real", "#1f77b4"), ("user_s", "user", "#ff7f0e"), ("sys_s", "sys", "#2ca02c"))
 OPS = ("cp", "untar", "rm")
-PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-           "#17becf"]
 
 
 def _metric(w, key: str):
@@ -21,10 +21,13 @@ def _bars(m, labels: list) -> tuple:
     return ys, err
 
 
-def study_charts(w, idx: int, level: float) -> list:
-    """Figures for one macro workload (fsmeter.report.html._fig dicts)."""
-    from fsmeter.report.html import _fig
+def workload_charts(view, w, idx: int, baseline: Optional[str] = None) -> list:
+    """The macro family's report charts (its ``Family.charts``): the study's bar charts (Lourdas 2009)."""
+    return study_charts(w, idx, view.level)
 
+
+def study_charts(w, idx: int, level: float) -> list:
+    """Figures for one macro workload (fsmeter.report.figures dicts)."""
     labels = list(w.labels) or [c.label for c in w.headline.configs]
     ops = [op for op in OPS if _metric(w, f"{op}.real_s") is not None]
     figs: list = []
@@ -41,7 +44,7 @@ def study_charts(w, idx: int, level: float) -> list:
                      "error_y": {"type": "data", "array": err, "visible": True},
                      "hovertemplate": lab + " %{x}: %{y:.3f} s<extra></extra>"})
     if ops:
-        figs.append(_fig(f"w{idx}-macro-real", f"{w.workload}: real time per operation (s, sync included)",
+        figs.append(figure(f"w{idx}-macro-real", f"{w.workload}: real time per operation (s, sync included)",
                          "Wall-clock seconds of each tool run and the sync after it (as `time (cmd; sync)`), one "
                          f"bar per configuration; mean with {whisk}. Lower is better.",
                          data, {"barmode": "group", "xaxis": {"title": "operation", "type": "category"},
@@ -57,7 +60,7 @@ def study_charts(w, idx: int, level: float) -> list:
             data.append({"type": "bar", "name": name, "x": labels, "y": ys, "marker": {"color": color},
                          "error_y": {"type": "data", "array": err, "visible": True},
                          "hovertemplate": name + " %{x}: %{y:.3f} s<extra></extra>"})
-        figs.append(_fig(f"w{idx}-macro-{op}", f"{w.workload}: {op} — real, user, sys (s)",
+        figs.append(figure(f"w{idx}-macro-{op}", f"{w.workload}: {op} — real, user, sys (s)",
                          f"{op}: real (wall clock, sync included), user and sys CPU seconds of the tool and sync "
                          f"children (wait4 rusage, their own children included, e.g. bzip2 under tar xjf); mean with "
                          f"{whisk}.", data, {"barmode": "group", "xaxis": {"type": "category", "automargin": True},
@@ -66,7 +69,7 @@ def study_charts(w, idx: int, level: float) -> list:
     m: Optional[object] = _metric(w, "cp.MB_per_s")
     if m is not None:
         ys, err = _bars(m, labels)
-        figs.append(_fig(f"w{idx}-macro-cpmb", f"{w.workload}: cp throughput (MB/s)",
+        figs.append(figure(f"w{idx}-macro-cpmb", f"{w.workload}: cp throughput (MB/s)",
                          f"Bytes copied / real time of cp and sync, in 10^6 bytes per second; mean with {whisk}. "
                          "Higher is better.",
                          [{"type": "bar", "x": labels, "y": ys, "marker": {"color": "#1f77b4"},

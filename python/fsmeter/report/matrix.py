@@ -329,7 +329,11 @@ def build_matrix(view: CampaignView, unresolved_pct: float = DEFAULT_UNRESOLVED_
             if cells_frame is not None and c.cell_id in cells_frame.index:
                 stop = cells_frame.loc[c.cell_id, "stop_reason"]
             how = STOP_TEXT.get(stop or "", "")
-            if c.status == "failed" or (not c.values and c.cause):
+            if c.label in w.emulated:  # fsmeter.guest: software emulation measures the emulator
+                from fsmeter.guest.kernels import EMULATED_NOTE
+
+                mc.mark, mc.reason = "unresolved", f"{EMULATED_NOTE} (a guest under software emulation, TCG)"
+            elif c.status == "failed" or (not c.values and c.cause):
                 mc.mark, mc.reason = "unresolved", f"{c.status}: {c.cause or 'no cause recorded'}"
             elif len(c.values) < 2:
                 mc.mark = "unresolved"
@@ -410,7 +414,7 @@ def print_matrix(mx: Matrix, console) -> None:
         console.print(f"[bold]{r.workload:<{width}}[/]  {r.verdict}", highlight=False)
     if mx.load_note:
         console.print(f"[yellow]note:[/] {mx.load_note}", highlight=False)
-    for n, text in mx.footnotes:
+    for _, text in mx.footnotes:
         console.print(f"{'†' if 'is an outlier' in text else '•'} {text}", highlight=False)
 
 

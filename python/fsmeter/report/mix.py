@@ -42,6 +42,14 @@ def _series(w) -> dict:
     return dict(sorted(out.items()))
 
 
+def workload_charts(view, w, idx: int, baseline: Optional[str] = None) -> list:
+    """The mix family's report charts (its ``Family.charts``): JPM against the task count, and relative
+    to ``baseline``."""
+    from fsmeter.report.figures import PALETTE, figure
+
+    return jpm_figures(w, idx, figure, PALETTE, baseline)
+
+
 def jpm_figures(w, idx: int, fig, palette: list, baseline: Optional[str] = None) -> list:
     """JPM against N, one line per configuration; then JPM relative to `baseline`
     (a configuration label; default the first configuration in matrix order)."""

@@ -106,8 +106,14 @@ def workload_table(w, level: float = 0.95) -> Table:
         n_fail = sum(1 for r in c0.trials if r[2] not in ("ok", "corrupt"))
         trials = f"{len(c0.values)}" + (f" [red](+{n_fail} failed)[/]" if n_fail else "") + \
             (f" [bold red](+{n_bad} corrupt)[/]" if n_bad else "")
-        t.add_row(str(e.rank) if e else "-", str(e.group) if e else "-", label, trials, *cells)
+        shown = f"{label} [yellow](emulated)[/]" if label in w.emulated else label
+        t.add_row(str(e.rank) if e else "-", str(e.group) if e else "-", shown, trials, *cells)
     t.caption = LEGEND
+    if w.emulated:
+        from fsmeter.guest.kernels import EMULATED_NOTE
+
+        t.caption += (f"\n(emulated): {EMULATED_NOTE}; the configuration ran in a guest under software emulation "
+                      "(TCG) and is not ranked")
     t.caption_justify = "left"
     return t
 

@@ -24,6 +24,7 @@ verdict *inconclusive*. Published absolute numbers are never compared with a re-
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence
@@ -41,7 +42,7 @@ from fsmeter.study.verdict import (AGAINST, HOLDS, INCONCLUSIVE, NOT_COMPARABLE,
 DEFAULT_EFFECT_PCT = 10.0
 #: Columns of a claim frame that are not factors.
 _NOT_FACTORS = ("workload", "metric_key", "value", "higher_is_better", "trial", "sd", "n", "phase_s",
-                "other_cpu_share", "cache_read_share", "unit")
+                "other_cpu_share", "cache_read_share", "unit", "emulated")
 
 
 @dataclass
@@ -224,12 +225,19 @@ class ClaimChecker:
                 return Sample(vals[0], float(g["sd"].iloc[0]), n)
         return Sample.of(vals)
 
-    @staticmethod
-    def _regime(g) -> Dict[str, float]:
+    def _regime(self, g) -> Dict[str, float]:
+        """The shortest phase, the busiest machine and the most cache-served reads of these rows. Reads
+        from the page cache count only for workloads the study did not run from memory itself (its
+        ``regime = "cache"`` ones did: cache residency is their regime, not a change)."""
         out = {}
-        for col, how in (("phase_s", "min"), ("other_cpu_share", "max"), ("cache_read_share", "max")):
-            if col in g.columns and g[col].notna().any():
-                out[col] = float(getattr(g[col], how)())
+        cached = {w.id for w in self.study.workloads if w.regime == "cache"}
+        for col, how in (("phase_s", "min"), ("other_cpu_share", "max"), ("cache_read_share", "max"),
+                         ("emulated", "max")):
+            vals = g[col] if col in g.columns else None
+            if vals is not None and col == "cache_read_share" and "workload" in g.columns:
+                vals = vals[~g["workload"].astype(str).isin(cached)]
+            if vals is not None and vals.notna().any():
+                out[col] = float(getattr(vals, how)())
         return out
 
     def _samples(self, part, col: str) -> Dict[str, tuple]:
@@ -524,11 +532,11 @@ class ClaimChecker:
             df = _pick_metrics(self._select(claim, notes), claim.all_metrics)
             if df.empty:
                 absent = not self.paper and any(_ABSENT(n) for n in notes)
-                return Verdict(claim, NOT_TESTABLE if absent else INCONCLUSIVE,
+                return self._void(Verdict(claim, NOT_TESTABLE if absent else INCONCLUSIVE,
                                ("no published numbers for this claim" if self.paper else
                                 "no results for this claim in the run") +
                                (f" ({'; '.join(notes)})" if notes else ""), notes=notes, test=self._describe(claim),
-                               no_data=True)
+                               no_data=True))
             if claim.test == "variation":
                 subs = self._variation(claim, df, notes)
                 variation_regime = self._regime(df)
@@ -549,9 +557,9 @@ class ClaimChecker:
             if absent:  # what the claim compares is not here: a filesystem, kernel or setting
                 return Verdict(claim, INCONCLUSIVE if self.paper else NOT_TESTABLE, "; ".join(absent),
                                notes=notes, test=self._describe(claim), no_data=self.paper)
-            return Verdict(claim, INCONCLUSIVE, "too little left to compare" +
-                           (f" ({'; '.join(n for n in notes if not n.startswith('read as'))})" if notes else ""),
-                           notes=notes, test=self._describe(claim))
+            return self._void(Verdict(claim, INCONCLUSIVE, "too little left to compare" +
+                                      (f" ({'; '.join(n for n in notes if not n.startswith('read as'))})"
+                                       if notes else ""), notes=notes, test=self._describe(claim)))
         word, k = decide([s.outcome for s in subs], claim.decide)
         n_hold = sum(s.outcome == HOLDS for s in subs)
         reason = f"holds in {n_hold} of {len(subs)} case(s), {k} needed ({claim.decide})"
@@ -566,10 +574,26 @@ class ClaimChecker:
             self._gate(v)
         return v
 
+    def _affects(self, claim: Claim) -> set:
+        """What this run's changes that concern the claim alter (their ``affects``)."""
+        return {a for c in self.changes if _concerns(c, claim, self.study) for a in c.affects}
+
+    def _void(self, v: Verdict) -> Verdict:
+        """A re-run verdict with nothing to test: a claim this run changed the subject of is "not
+        comparable here" whatever data it has (B01's disk is gone whether its workload ran or not)."""
+        if self.paper or v.outcome != INCONCLUSIVE:
+            return v
+        hit = [a for a in v.claim.sensitive_to if a in self._affects(v.claim)]
+        if hit:
+            v.gates.append(f"this run changed what the claim is about: {', '.join(hit)}")
+            v.notes.append(f"on the numbers alone: {v.outcome} ({v.reason})")
+            v.outcome = NOT_COMPARABLE
+        return v
+
     def _gate(self, v: Verdict) -> None:
         """The re-run gates: comparability first, then phase length, busy machine, trials for the power."""
         claim, study = v.claim, self.study.study
-        affects = {a for c in self.changes if _concerns(c, claim, self.study) for a in c.affects}
+        affects = self._affects(claim)
         hit = [a for a in claim.sensitive_to if a in affects]
         if affects:
             v.notes.append("this run's changes touching it: " + ", ".join(sorted(affects)) +
@@ -589,6 +613,11 @@ class ClaimChecker:
         reasons = gate_reasons(study.min_phase_s, shortest, study.max_other_cpu_share, busiest, trials, needed)
         if None in needs:
             reasons.append("the observed spread is too large for the power wanted at any practical number of trials")
+        if v.regime.get("emulated"):  # fsmeter.guest: a guest under TCG measured the emulator
+            from fsmeter.guest.kernels import EMULATED_NOTE
+
+            reasons.append(f"it rests on cells run in a guest under software emulation ({EMULATED_NOTE}): "
+                           "functional results only")
         if reasons:  # shown on an inconclusive verdict too: they say why the numbers may be noisy
             v.gates = reasons
             if v.outcome != INCONCLUSIVE:
@@ -653,8 +682,25 @@ def study_frame(study: Study, tidy_df, environment=None, phases=None):
             back = {str(v): k for k, v in f.map.items()}
             df[f.name] = df[f.campaign].map(lambda v: back.get(str(v), str(v)) if not pd.isna(v) else v)
             keep.append(f.name)
+    if environment is not None and not environment.empty and "extra" in environment.columns:
+        # Cells run in a guest under software emulation (fsmeter.guest): the gates make their claims functional only.
+        def _emulated(extra) -> float:
+            try:
+                g = json.loads(extra).get("guest") if isinstance(extra, str) else None
+            except (ValueError, AttributeError):
+                g = None
+            return 1.0 if isinstance(g, dict) and g.get("emulated") else 0.0
+
+        emu = environment[["cell_id", "extra"]].drop_duplicates("cell_id")
+        emu = emu.assign(emulated=emu["extra"].map(_emulated))[["cell_id", "emulated"]]
+        if emu["emulated"].any():
+            df = df.merge(emu, on="cell_id", how="left")
+            keep.append("emulated")
     if environment is not None and not environment.empty:
         env = environment.drop_duplicates("cell_id")[["cell_id", "kernel", "hostname"]]
+        # A campaign's own kernel factor (study run --kernel: "host", "6.1") gives way to the release each
+        # trial ran under, as with merged runs.
+        df = df.drop(columns=[c for c in ("kernel", "hostname") if c in df.columns])
         df = df.merge(env, on="cell_id", how="left")
         for col, name in (("kernel", "kernel"), ("hostname", "host")):
             if df[col].nunique() > 1:

@@ -52,6 +52,17 @@ class StudyInfo(_Strict):
                                         "than this share from the page cache (phases.cache_read_share)")
 
 
+class LeaveOut(_Strict):
+    """Cells a scale leaves out to fit its time: every cell of these workloads on these configurations at
+    these factor levels (an empty list: all of them). ``why`` names the claims that lose them, or says
+    that none does."""
+
+    workloads: List[str] = Field(default_factory=list, description="study workload ids (empty: every workload)")
+    configurations: List[str] = Field(default_factory=list, description="configuration ids (empty: every one)")
+    where: Dict[str, List[Level]] = Field(default_factory=dict, description="study factor -> its study levels")
+    why: str = Field(min_length=1, description="which claims lose these cells, or why none does")
+
+
 class Scale(_Strict):
     target_size: str
     repetitions: Dict[str, Any]
@@ -59,6 +70,8 @@ class Scale(_Strict):
     page_cache_limit: Optional[str] = Field(None, description="a page-cache limit (memory cgroup) for every cell, "
                                             "so that disk-bound workloads stay disk-bound (data >= 2x the limit); "
                                             "a study that varies page_cache_limit itself maps its levels instead")
+    leave_out: List[LeaveOut] = Field(default_factory=list, description="cells this scale does not run, to fit "
+                                      "its time, each with the claims it costs")
 
 
 class StudyWorkload(_Strict):
@@ -292,6 +305,25 @@ class Study(_Strict):
             for k in c.configurations:
                 if k not in cfg:
                     raise ValueError(f"claim {c.id}: configurations: {k!r} is not a configuration of this study")
+        fac = {f.name: {str(lv) for lv in f.levels} for f in self.factors}
+        for sname, sc in self.scales.items():
+            for i, lo in enumerate(sc.leave_out):
+                where = f"scales.{sname}.leave_out[{i}]"
+                for w in lo.workloads:
+                    if w not in wl:
+                        raise ValueError(f"{where}.workloads: {w!r} is not a workload of this study")
+                for k in lo.configurations:
+                    if k not in cfg:
+                        raise ValueError(f"{where}.configurations: {k!r} is not a configuration of this study")
+                for name, levels in lo.where.items():
+                    if name not in fac:
+                        raise ValueError(f"{where}.where: {name!r} is not a factor of this study")
+                    if not levels:
+                        raise ValueError(f"{where}.where.{name}: an empty list: name the levels to leave out")
+                    bad = [lv for lv in levels if str(lv) not in fac[name]]
+                    if bad:
+                        raise ValueError(f"{where}.where.{name}: {bad[0]!r} is not a level of {name} "
+                                         f"(levels: {', '.join(sorted(fac[name]))})")
         if self.study.reference is not None and self.study.reference not in cfg:
             raise ValueError(f"study.reference: {self.study.reference!r} is not a configuration of this study")
         for label, pc in self.published.configurations.items():

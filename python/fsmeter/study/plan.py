@@ -21,6 +21,7 @@ campaign text the store keeps, so a report made elsewhere shows what this run ch
 """
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import shutil
@@ -92,6 +93,8 @@ class StudyPlan:
     cells: int = 0
     trials_per_cell: int = 0
     est_s: float = 0.0
+    #: workload id -> (cells, estimated seconds): what the estimate is made of, for the dry run
+    est_by_workload: Dict[str, Tuple[int, float]] = field(default_factory=dict)
 
     def text(self) -> str:
         from fsmeter.campaign import dump_toml
@@ -212,13 +215,24 @@ def _offered_schedulers() -> Optional[set]:
     return None
 
 
-def _config_entries(study: Study, changes: list, configs: dict) -> list:
+def _config_entries(study: Study, changes: list, configs: dict, kernel: Optional[List[str]] = None,
+                   in_guest: Optional[list] = None) -> list:
+    """The campaign's filesystems. With ``kernel`` (study run --kernel), a configuration whose filesystem
+    only this host's kernel lacks runs in a guest of those kernels (its id goes to ``in_guest``)."""
     out = []
     for c in study.configurations:
         cfg = c.substitute if c.substitute else None
         problem = c.gap or _filesystem_problem(c.filesystem)
         if problem and c.gap and not cfg and _filesystem_problem(c.filesystem) is None:
             problem = None  # the study flagged a gap, but this host can run it after all
+        host_lacks = _filesystem_problem(c.filesystem) if kernel and c.filesystem in _guest_filesystems() else None
+        if problem and host_lacks:  # a filesystem this host's kernel lacks and fsmeter can make: in a guest
+            changes.append(Change("approximated", f"configuration {c.id} in a guest (kernel {', '.join(kernel)})",
+                                  f"{host_lacks}: run in a virtual machine, whose I/O path is not the host's",
+                                  ("kernel", "hardware")))
+            problem = None
+            if in_guest is not None:
+                in_guest.append(c.id)
         if problem:
             if cfg:
                 changes.append(Change("substituted", f"configuration {c.id} -> {cfg.get('filesystem')}", problem,
@@ -314,6 +328,41 @@ def _exclusions(study: Study, plan: "StudyPlan", labels: set) -> list:
     return out
 
 
+def _left_out(study: Study, scale, plan: "StudyPlan", labels: set, factors: dict) -> list:
+    """The scale's ``leave_out`` entries as campaign exclusions, each one a Change that names the claims
+    it costs. Workloads, configurations and levels this machine does not run anyway are passed over."""
+    out = []
+    for lo in scale.leave_out:
+        wls = [w for w in lo.workloads if w in labels] if lo.workloads else [None]
+        cfgs = [c for c in lo.configurations if c in plan.configs] if lo.configurations else [None]
+        dims = []
+        for fname, levels in lo.where.items():
+            f = study.factor(fname)
+            mapped = plan.levels.get(fname, {}) if f is not None and f.campaign in factors else {}
+            dims.append([(f.campaign, mapped[str(lv)]) for lv in levels if str(lv) in mapped])
+        if not wls or not cfgs or any(not d for d in dims):
+            continue
+        n = 0
+        for w in wls:
+            for c in cfgs:
+                for combo in itertools.product(*dims):
+                    ex = dict(combo)
+                    if w is not None:
+                        ex["workload"] = w
+                    if c is not None:
+                        ex["filesystem"] = c
+                    out.append(ex)
+                    n += 1
+        what = ", ".join(x for x in wls if x) or "every workload"
+        if lo.configurations:
+            what += " on " + ", ".join(x for x in cfgs if x)
+        if lo.where:
+            what += " at " + "; ".join(f"{k} = {', '.join(map(str, v))}" for k, v in lo.where.items())
+        plan.changes.append(Change("skipped", what, f"{_SCALE_WHY.get(plan.scale, 'scale ' + plan.scale)}: "
+                                   f"fewer cells; {lo.why}"))
+    return out
+
+
 def _capacity(study: Study, size: int, changes: list) -> int:
     """The loop image size, shrunk (with a Change) to what the scratch folder can hold."""
     from fsmeter.provision import default_scratch
@@ -332,7 +381,14 @@ def _capacity(study: Study, size: int, changes: list) -> int:
     return size
 
 
-def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None) -> StudyPlan:
+def _guest_filesystems() -> set:
+    from fsmeter.provision import FILESYSTEMS
+
+    return set(FILESYSTEMS) - {"tmpfs"}
+
+
+def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None,
+               kernel: Optional[List[str]] = None) -> StudyPlan:
     """The campaign for `study` at `scale` on this machine, with every change from the design listed."""
     from fsmeter.campaign import parse_campaign
     from fsmeter.runner import expected_trials
@@ -346,10 +402,15 @@ def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None
     if study.scales["paper"].note and scale_name != "quick":
         plan.changes.append(Change("approximated", "repetitions", study.scales["paper"].note))
     if base.repetitions != study.scales["paper"].repetitions:
-        plan.changes.append(Change("shrunk", f"repetitions {_reps(study.scales['paper'].repetitions)} -> "
-                                   f"{_reps(base.repetitions)}", _SCALE_WHY.get(scale_name, f"scale {scale_name}")))
+        more = int(base.repetitions.get("n") or 0) > int(study.scales["paper"].repetitions.get("n") or 0)
+        plan.changes.append(Change("approximated" if more else "shrunk",
+                                   f"repetitions {_reps(study.scales['paper'].repetitions)} -> "
+                                   f"{_reps(base.repetitions)}",
+                                   f"scale {scale_name}: more trials than the paper scale, for the power its claims "
+                                   "need" if more else _SCALE_WHY.get(scale_name, f"scale {scale_name}")))
     plan.changes += _always_changes(study)
-    filesystems = _config_entries(study, plan.changes, plan.configs)
+    in_guest: list = []
+    filesystems = _config_entries(study, plan.changes, plan.configs, kernel, in_guest)
     if not filesystems:
         raise UserError(f"study {study.slug}: no configuration of the study can run on this kernel "
                         f"({'; '.join(c.why for c in plan.changes if c.kind == 'skipped')})")
@@ -390,6 +451,17 @@ def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None
     camp["workloads"] = workloads
     camp["repetitions"] = dict(base.repetitions)
     exclusions = _exclusions(study, plan, {w["label"] for w in workloads})
+    if in_guest:  # the host runs what it can (kernel "host"); the guests only what it cannot
+        if target is not None and target.get("kind") != "loop":
+            raise UserError("--kernel: guests make their own loop images: leave out --device")
+        levels = list(dict.fromkeys(kernel))
+        camp.setdefault("factors", {})["kernel"] = ["host", *levels]
+        for f in filesystems:
+            if f["label"] in in_guest:
+                exclusions.append({"filesystem": f["label"], "kernel": "host"})
+            else:
+                exclusions += [{"filesystem": f["label"], "kernel": lv} for lv in levels]
+    exclusions += _left_out(study, base, plan, {w["label"] for w in workloads}, factors)
     if exclusions:
         camp["exclusions"] = exclusions
     plan.campaign = camp
@@ -402,7 +474,11 @@ def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None
     est_key = scale_name if scale_name in ("quick", "small") else "paper"
     per_wl = {w.id: w.est_trial_s.get(est_key, 10.0) * (factor if factor is not None else 1.0)
               for w in study.workloads}
-    plan.est_s = sum((per_wl.get(c.workload, 10.0) + TRIAL_OVERHEAD_S) * plan.trials_per_cell for c in cells)
+    for c in cells:
+        n, t = plan.est_by_workload.get(c.workload, (0, 0.0))
+        plan.est_by_workload[c.workload] = (n + 1, t + (per_wl.get(c.workload, 10.0) + TRIAL_OVERHEAD_S) *
+                                            plan.trials_per_cell)
+    plan.est_s = sum(t for _, t in plan.est_by_workload.values())
     return plan
 
 

@@ -19,7 +19,10 @@ from rich.table import Table
 
 import fsmeter
 from fsmeter.errors import UserError
-from fsmeter.report.html import PALETTE, TEMPLATES, _clean, _fig
+from fsmeter.report.figures import PALETTE
+from fsmeter.report.figures import clean as _clean
+from fsmeter.report.figures import figure as _fig
+from fsmeter.report.html import TEMPLATES
 from fsmeter.study.claims import ClaimChecker, Verdict, study_frame
 from fsmeter.study.verdict import (INCONCLUSIVE, NOT_COMPARABLE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED,
                                    REVERSED, counts)

@@ -309,7 +309,7 @@ AnonHugePages:      2048 kB
     fn heap_buffers_count_no_huge_pages() {
         let (bufs, info) = AlignedBuf::set(2, 1 << 20, 4096, BufferMemory::Heap, |i| 2 + 2 * i as u64).unwrap();
         assert_eq!(info, HugeInfo { mapped: 2 << 20, huge: Some(0) });
-        assert!(bufs.iter().all(|b| b.as_ptr() as usize % 4096 == 0));
+        assert!(bufs.iter().all(|b| (b.as_ptr() as usize).is_multiple_of(4096)));
         assert_ne!(bufs[0].as_slice(), bufs[1].as_slice(), "each buffer from its own seed");
     }
 

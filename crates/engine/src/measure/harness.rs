@@ -26,6 +26,12 @@ pub struct StartGate {
     cv: Condvar,
 }
 
+impl Default for StartGate {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl StartGate {
     pub fn new() -> Self {
         StartGate { state: Mutex::new((0, false)), cv: Condvar::new() }

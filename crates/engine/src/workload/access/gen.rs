@@ -4,6 +4,7 @@
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+use super::dist::{mix64, Skew};
 use super::spec::AccessSpec;
 use crate::backend::IoReq;
 
@@ -24,6 +25,8 @@ pub struct GenOp {
     pub req: IoReq,
     pub entry: usize,
     pub random: bool,
+    /// A trim: a hole punched over the request's range (`req.write` is false).
+    pub trim: bool,
 }
 
 /// Generates the request sequence of one thread. Pure: no system calls, so the
@@ -34,6 +37,13 @@ pub struct AccessGen {
     sizes: Vec<u32>,
     read_thr: Vec<u64>,
     rand_thr: Vec<u64>,
+    /// Per entry: the chance that a request which is not a read is a trim.
+    trim_thr: Vec<u64>,
+    /// fio's trimwrite: the write that follows the last trim.
+    then_write: Option<GenOp>,
+    trim_then_write: bool,
+    /// A skewed random distribution (None: uniform).
+    skew: Option<Skew>,
     file_count: u64,
     file_size: u64,
     align: u64,
@@ -87,6 +97,15 @@ impl AccessGen {
             sizes: spec.entries.iter().map(|e| e.size).collect(),
             read_thr: spec.entries.iter().map(|e| pct_threshold(e.read_pct)).collect(),
             rand_thr: spec.entries.iter().map(|e| pct_threshold(e.random_pct)).collect(),
+            trim_thr: spec
+                .entries
+                .iter()
+                .map(|e| if e.trim_pct <= 0.0 { 0 } else { pct_threshold(100.0 * e.trim_pct / (100.0 - e.read_pct)) })
+                .collect(),
+            then_write: None,
+            trim_then_write: spec.trim_then_write,
+            // One key for every thread: threads share the hot set, as fio's jobs on one file do.
+            skew: spec.distribution().ok().and_then(|d| Skew::new(d, spec.file_size / spec.alignment, spec.random_scramble, mix64(seed ^ 0x5EED))),
             file_count: if spec.thread_files { per_thread } else { spec.file_count as u64 },
             file_size: spec.file_size,
             align: spec.alignment,
@@ -116,6 +135,9 @@ impl AccessGen {
 
     #[inline]
     pub fn next_op(&mut self) -> GenOp {
+        if let Some(w) = self.then_write.take() {
+            return w;
+        }
         let mut entry = 0;
         if self.cum.len() > 1 {
             let r = self.rng.next_u32() as u64;
@@ -125,8 +147,19 @@ impl AccessGen {
         }
         let len = self.sizes[entry];
         let write = !self.chance(self.read_thr[entry]);
+        let trim = write && self.chance(self.trim_thr[entry]);
         let random = self.chance(self.rand_thr[entry]);
-        let (file, offset) = if random && self.perm.is_some() {
+        let (file, offset) = if random && self.skew.is_some() {
+            let file = if self.file_count > 1 { below(self.rng.next_u64(), self.file_count) } else { 0 };
+            let skew = self.skew.as_ref().expect("checked");
+            let mut b = skew.block(skew.rank(&mut self.rng), self.file_lo + file);
+            // A block too near the end for this request size folds back inside the file.
+            let slots = (self.file_size - len as u64) / self.align + 1;
+            while b >= slots {
+                b -= slots;
+            }
+            (self.file_lo + file, b * self.align)
+        } else if random && self.perm.is_some() {
             let per_file = self.file_size / self.align;
             let b = self.perm.as_mut().map_or(0, |p| p.next());
             (self.file_lo + b / per_file, (b % per_file) * self.align)
@@ -137,7 +170,11 @@ impl AccessGen {
         } else {
             self.next_sequential(len as u64)
         };
-        GenOp { req: IoReq { file: file as u32, offset: offset + self.base, len, write }, entry, random }
+        let op = GenOp { req: IoReq { file: file as u32, offset: offset + self.base, len, write: write && !trim }, entry, random, trim };
+        if trim && self.trim_then_write {
+            self.then_write = Some(GenOp { req: IoReq { write: true, ..op.req }, trim: false, ..op });
+        }
+        op
     }
 
     #[inline]
@@ -183,6 +220,8 @@ impl BlockPerm {
     }
 
     #[inline]
+    // A permutation's next block, not an Iterator: it never ends, and callers must not pay for Option.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> u64 {
         loop {
             self.state = self.state.wrapping_mul(0x5851_F42D_4C95_7F2D).wrapping_add(self.c) & self.mask;

@@ -167,7 +167,7 @@ impl AccessGroup {
                 out.map(|r| (*j, r))
             },
         )?;
-        let mut per_job: Vec<Vec<(Vec<[u64; 4]>, Option<Checker>)>> = self.members.iter().map(|_| Vec::new()).collect();
+        let mut per_job: Vec<Vec<(Vec<[u64; 5]>, Option<Checker>)>> = self.members.iter().map(|_| Vec::new()).collect();
         for (j, r) in results {
             per_job[j].push(r);
         }

@@ -12,11 +12,13 @@
 //! files seen as one concatenated space), wrapping at the end of the share, so
 //! one thread reading `total_bytes` = the data set reads every byte once.
 
+mod dist;
 mod gen;
 mod group;
 mod phases;
 mod spec;
 
+pub use dist::{zeta, Dist, Skew};
 pub use gen::{AccessGen, BlockPerm, GenOp};
 pub use group::{AccessGroup, AccessGroupSpec, GroupJob};
 pub use phases::Access;

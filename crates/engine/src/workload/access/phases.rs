@@ -24,10 +24,12 @@ use crate::report::PhaseReport;
 use crate::verify::{self, Checker, LastWrites};
 use crate::workload::family::Workload;
 
-pub(super) const KINDS: &[&str] = &["read", "write", "fsync"];
+pub(super) const KINDS: &[&str] = &["read", "write", "fsync", "trim"];
 const READ: usize = 0;
 const WRITE: usize = 1;
 const FSYNC: usize = 2;
+/// A hole punched over a request's range (fallocate PUNCH_HOLE | KEEP_SIZE): fio's trim on a file.
+const TRIM: usize = 3;
 /// Op kinds that move no data: counted apart, left out of the headline totals.
 pub(super) const NOT_DATA: &[&str] = &["fsync"];
 /// Alignment of every request buffer (AlignedBuf): enough for O_DIRECT on any Linux filesystem here.
@@ -55,8 +57,12 @@ pub(super) struct RunState<B: IoBackend> {
     gen: AccessGen,
     slots: Vec<SlotMeta>,
     completed: Vec<(usize, i64)>,
-    /// Per mix entry: reads, writes, random, sequential (measured requests only).
-    mix: Vec<[u64; 4]>,
+    /// Per mix entry: reads, writes, random, sequential, trims (measured requests only).
+    mix: Vec<[u64; 5]>,
+    /// The files, for trims (done here, not through the backend); None: the null backend.
+    trim_fds: Option<FileTable>,
+    /// With a buffer pattern: slots whose buffer a read overwrote (refilled before their next write).
+    refill: Vec<bool>,
     verify: Option<Checker>,
     /// Writes issued by this thread in this phase (with verify: the write numbers).
     writes: u64,
@@ -141,7 +147,9 @@ impl Access {
             chunks_per_file * spec.file_count as u64,
             |tid| {
                 let checker = spec.verify.map(|a| Checker::new(a, spec.verify_block() as usize, job.seed, tid as u32, "prepare"));
-                Ok((AlignedBuf::random(LAYOUT_CHUNK as usize, 4096, job.seed ^ tid as u64), checker))
+                let buf = AlignedBuf::random(LAYOUT_CHUNK as usize, 4096, job.seed ^ tid as u64);
+                fill_pattern(buf.as_mut_slice(), &spec.buffer_pattern);
+                Ok((buf, checker))
             },
             |(buf, checker), rec| {
                 let mut skipped = 0u64;
@@ -450,6 +458,9 @@ impl Access {
             }
             None => stats.huge_unknown.store(true, Relaxed),
         }
+        for b in &bufs {
+            fill_pattern(b.as_mut_slice(), &spec.buffer_pattern);
+        }
         let backend = make(files.0.clone(), &bufs)?;
         Ok(RunState {
             backend,
@@ -457,7 +468,9 @@ impl Access {
             gen: AccessGen::with_share_align(spec, job.seed, tid, job.threads, share_align),
             slots: vec![SlotMeta::default(); qd],
             completed: Vec::with_capacity(qd),
-            mix: vec![[0; 4]; spec.entries.len()],
+            mix: vec![[0; 5]; spec.entries.len()],
+            trim_fds: (job.backend != BackendKind::Null).then(|| files.0.clone()),
+            refill: vec![false; qd],
             verify: spec.verify.map(|a| Checker::new(a, spec.verify_block() as usize, job.seed, tid as u32, "run")),
             writes: 0,
         })
@@ -465,23 +478,23 @@ impl Access {
 
     /// One thread's run: the hot loop, in one of two copies (without verify it has no verification
     /// code at all). Returns its mix counts and its checker.
-    pub(super) fn run_work<B: IoBackend>(&self, st: &mut RunState<B>, rec: &mut Recorder, quota: Option<u64>, job: &Settings) -> Result<(Vec<[u64; 4]>, Option<Checker>)> {
+    pub(super) fn run_work<B: IoBackend>(&self, st: &mut RunState<B>, rec: &mut Recorder, quota: Option<u64>, job: &Settings) -> Result<(Vec<[u64; 5]>, Option<Checker>)> {
         let mix = if st.verify.is_some() { self.worker::<B, true>(st, rec, quota, job)? } else { self.worker::<B, false>(st, rec, quota, job)? };
         Ok((mix, st.verify.take()))
     }
 
     /// The run report's details from what the threads returned: verification, the mix as executed,
     /// the backend and the buffers.
-    pub(super) fn finish_run(&self, job: &Settings, report: &mut PhaseReport, mixes: Vec<(Vec<[u64; 4]>, Option<Checker>)>, stats: &BufStats) {
+    pub(super) fn finish_run(&self, job: &Settings, report: &mut PhaseReport, mixes: Vec<(Vec<[u64; 5]>, Option<Checker>)>, stats: &BufStats) {
         let spec = &self.spec;
         if spec.verify.is_some() {
             verify::merge_into(report, mixes.iter().filter_map(|m| m.1.as_ref()), |f| self.path(&job.dir, f).display().to_string(), self.verify_notes(job));
         }
-        let mixes: Vec<Vec<[u64; 4]>> = mixes.into_iter().map(|m| m.0).collect();
-        let mut mix = vec![[0u64; 4]; spec.entries.len()];
+        let mixes: Vec<Vec<[u64; 5]>> = mixes.into_iter().map(|m| m.0).collect();
+        let mut mix = vec![[0u64; 5]; spec.entries.len()];
         for m in &mixes {
             for (a, b) in mix.iter_mut().zip(m) {
-                for k in 0..4 {
+                for k in 0..5 {
                     a[k] += b[k];
                 }
             }
@@ -489,9 +502,13 @@ impl Access {
         let verify_extra = report.extra.get("verify").cloned();
         report.extra = serde_json::json!({
             "mix": spec.entries.iter().zip(&mix).map(|(e, m)| serde_json::json!({
-                "size": e.size, "weight": e.weight, "read_pct": e.read_pct, "random_pct": e.random_pct,
-                "reads": m[0], "writes": m[1], "random": m[2], "sequential": m[3],
+                "size": e.size, "weight": e.weight, "read_pct": e.read_pct, "random_pct": e.random_pct, "trim_pct": e.trim_pct,
+                "reads": m[0], "writes": m[1], "random": m[2], "sequential": m[3], "trims": m[4],
             })).collect::<Vec<_>>(),
+            "random_distribution": spec.random_distribution,
+            "random_scramble": spec.random_scramble,
+            "trim_then_write": spec.trim_then_write,
+            "buffer_pattern_bytes": spec.buffer_pattern.len(),
             "backend": job.backend.name(),
             "queue_depth": spec.queue_depth,
             "direct": spec.direct,
@@ -515,7 +532,7 @@ impl Access {
         rec: &mut Recorder,
         quota: Option<u64>,
         job: &Settings,
-    ) -> Result<Vec<[u64; 4]>> {
+    ) -> Result<Vec<[u64; 5]>> {
         let spec = &self.spec;
         let exact = VERIFY && self.verify_exact(job);
         let gen_base = self.runs << 40;
@@ -524,13 +541,17 @@ impl Access {
         let mut writes_since_fsync = 0u64;
         let mut stopping = false;
         for slot in 0..st.slots.len() {
-            let op = st.gen.next_op();
+            let Some((op, _)) = self.next_io(st, rec, quota, &mut issued_bytes, job)? else {
+                stopping = true;
+                break;
+            };
             let t0 = now_ns();
             if rec.measuring(t0) {
                 issued_bytes += op.req.len as u64;
             }
             let generation = if VERIFY { self.fill_write(st, slot, op.req, gen_base) } else { 0 };
             st.slots[slot] = SlotMeta { t0, op: Some(op), generation };
+            self.refill_pattern(st, slot, op.req.write);
             st.backend.queue(slot, op.req, st.bufs[slot].as_ptr())?;
             inflight += 1;
             if quota.is_some_and(|q| issued_bytes >= q) {
@@ -554,6 +575,9 @@ impl Access {
                 rec.record(kind, res as u64, meta.t0, t1);
                 if VERIFY {
                     self.verify_completion(st, slot, op.req, meta.generation, res as usize, exact);
+                }
+                if !op.req.write && !spec.buffer_pattern.is_empty() {
+                    st.refill[slot] = true;
                 }
                 if meta.t0 >= rec.measure_start_ns {
                     let m = &mut st.mix[op.entry];
@@ -582,13 +606,19 @@ impl Access {
                 // The completion time doubles as the next request's issue time: one
                 // clock read less per request; the latency then also covers the few
                 // nanoseconds of bookkeeping in between (never less than the truth).
-                let op = st.gen.next_op();
-                let t0 = if st.completed.len() == 1 && !synced { t1 } else { now_ns() };
+                let Some((op, trimmed)) = self.next_io(st, rec, quota, &mut issued_bytes, job)? else {
+                    stopping = true;
+                    st.slots[slot].op = None;
+                    inflight -= 1;
+                    continue;
+                };
+                let t0 = if st.completed.len() == 1 && !synced && !trimmed { t1 } else { now_ns() };
                 if rec.measuring(t0) {
                     issued_bytes += op.req.len as u64;
                 }
                 let generation = if VERIFY { self.fill_write(st, slot, op.req, gen_base) } else { 0 };
                 st.slots[slot] = SlotMeta { t0, op: Some(op), generation };
+                self.refill_pattern(st, slot, op.req.write);
                 st.backend.queue(slot, op.req, st.bufs[slot].as_ptr())?;
             }
         }
@@ -600,6 +630,56 @@ impl Access {
             }
         }
         Ok(std::mem::take(&mut st.mix))
+    }
+
+    /// The next request for the backend (and whether trims came first). Trims are done here, one
+    /// fallocate each, timed and counted as their own kind: a hole punch moves no data through a
+    /// buffer, and keeping it out of the backends keeps their contract (read, write, fsync) as it is.
+    /// With queue_depth > 1 a trim therefore waits for nothing and nothing waits for it but this
+    /// thread. None: the phase ended (deadline, byte quota or stop) during trims.
+    #[inline]
+    fn next_io<B: IoBackend>(
+        &self,
+        st: &mut RunState<B>,
+        rec: &mut Recorder,
+        quota: Option<u64>,
+        issued: &mut u64,
+        job: &Settings,
+    ) -> Result<Option<(GenOp, bool)>> {
+        let mut trimmed = false;
+        loop {
+            let op = st.gen.next_op();
+            if !op.trim {
+                return Ok(Some((op, trimmed)));
+            }
+            trimmed = true;
+            let t0 = now_ns();
+            if rec.measuring(t0) {
+                *issued += op.req.len as u64;
+            }
+            if let Some(fds) = &st.trim_fds {
+                punch_hole(fds[op.req.file as usize], op.req.offset, op.req.len as u64).map_err(|e| trim_failure(op.req, e, job))?;
+            }
+            let t1 = now_ns();
+            rec.record(TRIM, op.req.len as u64, t0, t1);
+            if t0 >= rec.measure_start_ns {
+                let m = &mut st.mix[op.entry];
+                m[4] += 1;
+                m[if op.random { 2 } else { 3 }] += 1;
+            }
+            if rec.should_stop(t1) || quota.is_some_and(|q| *issued >= q) {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// With a buffer pattern: a write on a slot whose buffer a read overwrote gets the pattern back.
+    #[inline]
+    fn refill_pattern<B: IoBackend>(&self, st: &mut RunState<B>, slot: usize, write: bool) {
+        if write && st.refill[slot] {
+            st.refill[slot] = false;
+            fill_pattern(st.bufs[slot].as_mut_slice(), &self.spec.buffer_pattern);
+        }
     }
 
     /// With verify: before a write is queued, fill its buffer with verified blocks
@@ -717,6 +797,40 @@ fn io_failure(req: IoReq, errno: i32, direct: bool) -> EngineError {
         ctx.push_str(" (O_DIRECT: sizes, offsets and alignment must be multiples of the device's logical block size)");
     }
     EngineError::io(ctx, std::io::Error::from_raw_os_error(errno))
+}
+
+/// fio's buffer_pattern: the pattern repeated from the start of the buffer (nothing when empty).
+fn fill_pattern(buf: &mut [u8], pattern: &[u8]) {
+    if pattern.is_empty() {
+        return;
+    }
+    for chunk in buf.chunks_mut(pattern.len()) {
+        chunk.copy_from_slice(&pattern[..chunk.len()]);
+    }
+}
+
+/// A trim on a file: punch a hole over [offset, offset + len), keeping the file's size.
+#[inline]
+fn punch_hole(fd: RawFd, offset: u64, len: u64) -> std::io::Result<()> {
+    use rustix::fs::{fallocate, FallocateFlags};
+    // SAFETY: fd is open for the whole phase (FilesGuard).
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    fallocate(fd, FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE, offset, len).map_err(std::io::Error::from)
+}
+
+#[cold]
+fn trim_failure(req: IoReq, e: std::io::Error, job: &Settings) -> EngineError {
+    if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
+        return EngineError::invalid(
+            "trim_pct",
+            format!(
+                "the filesystem under {} cannot punch holes (fallocate PUNCH_HOLE), which is how fsmeter trims a file: \
+                 use a filesystem that can (ext4, xfs, btrfs, tmpfs), or no trims",
+                job.dir.display()
+            ),
+        );
+    }
+    EngineError::io(format!("trim (hole punch) of {} bytes at offset {} of file {}", req.len, req.offset, req.file), e)
 }
 
 /// Pages of the region [start, end) a layout just wrote that are still in the page cache (mincore

@@ -20,6 +20,10 @@ pub struct AccessEntry {
     pub weight: f64,
     pub read_pct: f64,
     pub random_pct: f64,
+    /// Share of requests that are trims (a hole punched over the request's range), in percent;
+    /// read_pct + trim_pct <= 100, the rest are writes.
+    #[serde(default)]
+    pub trim_pct: f64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -104,6 +108,28 @@ pub struct AccessSpec {
     /// Where the run phase's request buffers get their pages (heap, thp, hugetlb).
     #[serde(default)]
     pub buffer_memory: BufferMemory,
+    /// Where random offsets land: fio's `random_distribution` (`random`, `zipf:THETA[:CENTER]`,
+    /// `pareto:H[:CENTER]`, `normal:DEV%[:CENTER]`); see `dist.rs`.
+    #[serde(default = "default_distribution")]
+    pub random_distribution: String,
+    /// With a skewed distribution, spread the hot blocks over the file (fio does); false keeps
+    /// them side by side from the centre.
+    #[serde(default = "default_true")]
+    pub random_scramble: bool,
+    /// fio's trimwrite: every trim is followed by a write of the same range.
+    #[serde(default)]
+    pub trim_then_write: bool,
+    /// Bytes written requests carry, repeated to fill each buffer (fio's buffer_pattern); empty:
+    /// pseudo-random bytes.
+    #[serde(default)]
+    pub buffer_pattern: Vec<u8>,
+}
+
+fn default_distribution() -> String {
+    "random".to_string()
+}
+fn default_true() -> bool {
+    true
 }
 
 fn default_alignment() -> u64 {
@@ -133,10 +159,13 @@ impl AccessSpec {
             if !(e.weight >= 0.0 && e.weight.is_finite()) {
                 return Err(EngineError::invalid(f("weight"), "must be a percentage >= 0"));
             }
-            for (name, v) in [("read_pct", e.read_pct), ("random_pct", e.random_pct)] {
+            for (name, v) in [("read_pct", e.read_pct), ("random_pct", e.random_pct), ("trim_pct", e.trim_pct)] {
                 if !(0.0..=100.0).contains(&v) {
                     return Err(EngineError::invalid(f(name), "must be between 0 and 100"));
                 }
+            }
+            if e.read_pct + e.trim_pct > 100.0 {
+                return Err(EngineError::invalid(f("trim_pct"), format!("read_pct + trim_pct is {}: at most 100 (the rest are writes)", e.read_pct + e.trim_pct)));
             }
         }
         if self.entries.iter().map(|e| e.weight).sum::<f64>() <= 0.0 {
@@ -198,7 +227,7 @@ impl AccessSpec {
                 }
             }
         }
-        if self.offset % self.alignment != 0 {
+        if !self.offset.is_multiple_of(self.alignment) {
             return Err(EngineError::invalid("offset", format!("{} is not a multiple of alignment ({})", self.offset, self.alignment)));
         }
         if let Some(r) = self.run_offset {
@@ -218,7 +247,7 @@ impl AccessSpec {
                 return Err(EngineError::invalid("random_map", "needs one request size and alignment equal to it"));
             }
         }
-        if self.thread_files && self.file_count as usize % job.threads != 0 {
+        if self.thread_files && !(self.file_count as usize).is_multiple_of(job.threads) {
             return Err(EngineError::invalid("thread_files", format!("file_count ({}) must be a multiple of threads ({})", self.file_count, job.threads)));
         }
         if let Some(f) = &self.fault {
@@ -227,7 +256,35 @@ impl AccessSpec {
                 return Err(EngineError::invalid("fault", "fault injection wraps the psync backend: use backend = \"psync\""));
             }
         }
+        self.validate_fio_access()?;
         self.validate_verify(job)
+    }
+
+    /// The fio options of the run phase itself: distribution, trims, buffer pattern.
+    fn validate_fio_access(&self) -> Result<()> {
+        let dist = self.distribution()?;
+        if !dist.is_uniform() && self.random_map {
+            return Err(EngineError::invalid("random_map", format!("cannot be combined with random_distribution = {:?} (fio turns its random map off for a skewed distribution): set random_map = false", self.random_distribution)));
+        }
+        let trims = self.entries.iter().any(|e| e.trim_pct > 0.0);
+        if trims && self.verify.is_some() {
+            return Err(EngineError::invalid("verify", "cannot be combined with trims (a trimmed block reads back as zeros, not as the last write): drop one"));
+        }
+        if self.trim_then_write && self.entries.iter().any(|e| e.trim_pct < 100.0) {
+            return Err(EngineError::invalid("trim_then_write", "every request must be a trim (trim_pct = 100): each is followed by its write"));
+        }
+        if !self.buffer_pattern.is_empty() && self.verify.is_some() {
+            return Err(EngineError::invalid("buffer_pattern", "cannot be combined with verify (verified blocks carry their own header and data): drop one"));
+        }
+        if self.buffer_pattern.len() > 1 << 20 {
+            return Err(EngineError::invalid("buffer_pattern", "at most 1 MiB"));
+        }
+        Ok(())
+    }
+
+    /// `random_distribution`, parsed.
+    pub fn distribution(&self) -> Result<crate::workload::access::Dist> {
+        crate::workload::access::Dist::parse(&self.random_distribution).map_err(|m| EngineError::invalid("random_distribution", m))
     }
 
     /// Where the run and verify phases' region starts (`run_offset`, else `offset`).
@@ -253,7 +310,7 @@ impl AccessSpec {
             return Err(EngineError::invalid("verify_block", format!("{b} bytes: a verified block holds an {}-byte header and data: use >= {} bytes", verify::HEADER_LEN, verify::MIN_BLOCK)));
         }
         for (i, e) in self.entries.iter().enumerate() {
-            if e.size as u64 % b != 0 {
+            if !(e.size as u64).is_multiple_of(b) {
                 return Err(EngineError::invalid(format!("entries[{i}].size"), format!("{} bytes: with verify, every request size must be a multiple of the verify block ({b} bytes)", e.size)));
             }
         }
@@ -286,11 +343,11 @@ impl AccessSpec {
             )
         };
         for (i, e) in self.entries.iter().enumerate() {
-            if e.size as u64 % al != 0 {
+            if !(e.size as u64).is_multiple_of(al) {
                 return Err(EngineError::invalid(format!("entries[{i}].size"), format!("{} bytes: {}", e.size, fix("request sizes"))));
             }
         }
-        if self.entries.iter().any(|e| e.random_pct > 0.0) && self.alignment % al != 0 {
+        if self.entries.iter().any(|e| e.random_pct > 0.0) && !self.alignment.is_multiple_of(al) {
             return Err(EngineError::invalid("alignment", format!("{} bytes: {}", self.alignment, fix("random offsets"))));
         }
         Ok(())
@@ -332,11 +389,15 @@ pub(super) mod tests {
             verify_block: 0,
             fault: None,
             buffer_memory: BufferMemory::Heap,
+            random_distribution: default_distribution(),
+            random_scramble: true,
+            trim_then_write: false,
+            buffer_pattern: vec![],
         }
     }
 
     pub(in crate::workload::access) fn e(size: u32, weight: f64, read_pct: f64, random_pct: f64) -> AccessEntry {
-        AccessEntry { size, weight, read_pct, random_pct }
+        AccessEntry { size, weight, read_pct, random_pct, trim_pct: 0.0 }
     }
 
     fn dio(offset: u64) -> DioAlign {

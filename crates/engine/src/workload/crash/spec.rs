@@ -116,19 +116,21 @@ pub fn file_name(idx: u32) -> String {
 impl CrashSpec {
     pub(super) fn validate(&self, job: &Settings) -> Result<Checksum> {
         let algo = parse_checksum(&self.checksum)?;
+        // `!(x > 0.0)` and not `x <= 0.0`: NaN is refused too.
+        #[allow(clippy::neg_cmp_op_on_partial_ord)]
         if !(self.runtime_s > 0.0) || crate::measure::duration::secs_to_ns("runtime_s", self.runtime_s).is_err() {
             return Err(EngineError::invalid("runtime_s", "must be > 0 and at most 10000000 s (about 116 days)"));
         }
         if self.files_per_thread == 0 {
             return Err(EngineError::invalid("files_per_thread", "must be >= 1"));
         }
-        if self.block_size < HEADER_LEN as u64 * 2 || self.block_size % 512 != 0 {
+        if self.block_size < HEADER_LEN as u64 * 2 || !self.block_size.is_multiple_of(512) {
             return Err(EngineError::invalid(
                 "block_size",
                 format!("must be a multiple of 512 and at least {} bytes", HEADER_LEN * 2),
             ));
         }
-        if self.write_size == 0 || self.write_size % self.block_size != 0 {
+        if self.write_size == 0 || !self.write_size.is_multiple_of(self.block_size) {
             return Err(EngineError::invalid("write_size", "must be a multiple of block_size"));
         }
         if self.file_size < self.write_size {

@@ -133,7 +133,7 @@ pub(super) fn write_phase(spec: &CrashSpec, algo: Checksum, job: &Settings, ctl:
             // Grow the file set while there is room: a new file every so often, not all at once,
             // so creates (and their directory entries) are spread over the run.
             let growing = st.files.iter().filter(|f| f.blocks + wblocks <= max_blocks).count();
-            if (st.files.len() as u32) < spec.files_per_thread && (growing == 0 || st.rng.next_u32() % 8 == 0) {
+            if (st.files.len() as u32) < spec.files_per_thread && (growing == 0 || st.rng.next_u32().is_multiple_of(8)) {
                 create_file(job, st, rec)?;
                 continue;
             }

@@ -90,7 +90,7 @@ impl Fileset {
         }
         if self.spec.locations.len() > 1 {
             for (i, l) in self.spec.locations.iter().enumerate() {
-                dirs.index.extend(std::iter::repeat(i as u16).take(l.weight as usize));
+                dirs.index.extend(std::iter::repeat_n(i as u16, l.weight as usize));
             }
         }
         dirs.open_fds()?;

@@ -372,13 +372,9 @@ mod tests {
                 *allocated += 1;
                 return Some(*allocated - 1);
             }
-            for i in 0..table.len() {
-                if table[i] == 0 {
-                    *allocated = i + 1;
-                    return Some(i);
-                }
-            }
-            None
+            let i = table.iter().position(|&t| t == 0)?;
+            *allocated = i + 1;
+            Some(i)
         }
         let mut w = Worker::empty(0);
         w.table = vec![Slot::default(); 64];

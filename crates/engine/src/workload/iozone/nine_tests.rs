@@ -432,6 +432,8 @@ impl StrideWalk {
     }
     /// The record to read now; advances to the next.
     #[inline]
+    // Not an Iterator: the walk wraps around and never ends, and callers must not pay for Option.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> u64 {
         let here = self.pos;
         let after = here + 1;

@@ -105,8 +105,8 @@ macro_rules! div_loop {
     ($t:ty, $n:expr) => {{
         let (mut a, b): ($t, $t) = (black_box(<$t>::MAX), black_box(1 as $t));
         for _ in 0..$n {
-            a = a / b; a = a / b; a = a / b; a = a / b; a = a / b; a = a / b;
-            a = a / b; a = a / b; a = a / b; a = a / b; a = a / b; a = black_box(a / b);
+            a /= b; a /= b; a /= b; a /= b; a /= b; a /= b;
+            a /= b; a /= b; a /= b; a /= b; a /= b; a = black_box(a / b);
         }
         black_box(a);
     }};
@@ -143,6 +143,8 @@ fn call15(a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, g: u32, h: u32, i: u32
 
 /// Descend `depth` frames and come back out from the bottom (jmp_test's shape).
 #[inline(never)]
+// `+ 0`: work after the call, so that the recursion is not written as a tail call.
+#[allow(clippy::identity_op)]
 fn descend(depth: u32) -> u32 {
     if black_box(depth) == 0 {
         return 1;
@@ -294,6 +296,8 @@ pub fn run(id: JobId, a: &mut Arena, rng: &mut Rng, msg: &mut usize) -> u64 {
                     }
                 }
                 for k in 0..N {
+                    // Row r minus a multiple of row k of the same matrix: indices, not iterators.
+                    #[allow(clippy::needless_range_loop)]
                     for r in k + 1..N {
                         let f = mat[r][k] / mat[k][k];
                         for c in k..=N {

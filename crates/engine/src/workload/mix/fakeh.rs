@@ -98,11 +98,11 @@ impl Fakeh {
         let dir = fs::File::open(root).map_err(|e| EngineError::io(format!("opening {}", root.display()), e))?;
         let mut stat_slots = [u8::MAX; MFILES];
         let mut creat_slots = [u8::MAX; MFILES];
-        for i in 0..STATS {
-            stat_slots[i] = i as u8;
+        for (i, slot) in stat_slots.iter_mut().enumerate().take(STATS) {
+            *slot = i as u8;
         }
-        for i in 0..CREATES {
-            creat_slots[i] = i as u8;
+        for (i, slot) in creat_slots.iter_mut().enumerate().take(CREATES) {
+            *slot = i as u8;
         }
         Ok(Fakeh {
             root: root.to_path_buf(),

@@ -207,7 +207,10 @@ impl<'a> Task<'a> {
                 unsafe { libc::sync() };
                 Ok(())
             }
-            SyncMode::Shell => spawn_wait(self.progs.sync_argv.as_ptr(), self.progs.envp.as_ptr(), std::ptr::null()),
+            // SAFETY: Programs keeps the strings its argv/envp arrays point to, NULL-terminated.
+            SyncMode::Shell => unsafe {
+                spawn_wait(self.progs.sync_argv.as_ptr(), self.progs.envp.as_ptr(), std::ptr::null())
+            },
         }
     }
 
@@ -246,7 +249,9 @@ impl<'a> Task<'a> {
             ForkTest => self.fork_test(100).map(|u| Done { units: u, ..Done::default() }),
             ExecTest => self.exec_test(5).map(|u| Done { units: u, ..Done::default() }),
             ShellRtns1 | ShellRtns2 | ShellRtns3 => {
-                spawn_wait(self.progs.shell_argv.as_ptr(), self.progs.envp.as_ptr(), self.dir.ptr()).map(|_| Done { units: 1, ..Done::default() })
+                // SAFETY: as in do_sync(); the job's directory is a CPath, NUL-terminated.
+                unsafe { spawn_wait(self.progs.shell_argv.as_ptr(), self.progs.envp.as_ptr(), self.dir.ptr()) }
+                    .map(|_| Done { units: 1, ..Done::default() })
             }
             PipeCpy => self.pipe_job(PipeKind::Pipe),
             StreamPipe => self.pipe_job(PipeKind::Stream),
@@ -582,7 +587,8 @@ impl<'a> Task<'a> {
     /// exec_test: fork + exec the small program, wait; `n` times.
     fn exec_test(&mut self, n: u64) -> JobResult<u64> {
         for _ in 0..n {
-            spawn_wait(self.progs.exec_argv.as_ptr(), self.progs.envp.as_ptr(), std::ptr::null())?;
+            // SAFETY: as in do_sync().
+            unsafe { spawn_wait(self.progs.exec_argv.as_ptr(), self.progs.envp.as_ptr(), std::ptr::null()) }?;
         }
         Ok(n)
     }

@@ -105,8 +105,11 @@ impl CPath {
 /// Fork, run `argv` (argv[0] is the full path) in `cwd`, wait (see `wait_ran`):
 /// the helper of the exec, shell and sync jobs. The child only calls chdir, execve and
 /// _exit, all async-signal-safe, so this is sound from any process.
-pub fn spawn_wait(argv: *const *const c_char, envp: *const *const c_char, cwd: *const c_char) -> JobResult<()> {
-    // SAFETY: argv/envp are NULL-terminated arrays of C strings prepared before the subrun.
+///
+/// # Safety
+/// `argv` and `envp` point to NULL-terminated arrays of NUL-terminated strings and `cwd` is null or
+/// a NUL-terminated string, all alive for the call (the child reads them after the fork).
+pub unsafe fn spawn_wait(argv: *const *const c_char, envp: *const *const c_char, cwd: *const c_char) -> JobResult<()> {
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(JobErr { step: "fork", errno: errno() });

@@ -110,8 +110,8 @@ impl Replay {
         let mut samples: Vec<String> = Vec::new();
         let (mut passes, mut reused, mut short) = (0u64, 0u64, 0u64);
         for r in &results {
-            for k in 0..NKINDS {
-                mismatches[k] += r.mismatches[k];
+            for (m, n) in mismatches.iter_mut().zip(&r.mismatches) {
+                *m += n;
             }
             passes += r.passes;
             reused += r.handles_reused;

@@ -58,8 +58,8 @@ pub(super) fn fill(buf: &mut [u8], key: u64, offset: u64) {
         w.copy_from_slice(&word(key, first + k as u64).to_le_bytes());
     }
     let done = head + words * 8;
-    for k in done..buf.len() {
-        buf[k] = pattern_byte(key, offset + k as u64);
+    for (k, b) in buf.iter_mut().enumerate().skip(done) {
+        *b = pattern_byte(key, offset + k as u64);
     }
 }
 

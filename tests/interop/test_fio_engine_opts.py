@@ -1,0 +1,163 @@
+"""fio options the access engine carries out: trims (hole punches), random_distribution, buffer_pattern and
+verify, as job-file options and as the access workload's own parameters."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from fsmeter.errors import UserError
+from fsmeter.families.access import AccessParams, parse_buffer_pattern
+from fsmeter.interop.fio_jobfile import parse_jobfile
+from fsmeter.interop.fio_map import map_job
+
+
+def fsm(*args, cwd=None, timeout=300):
+    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "200"}, cwd=cwd, timeout=timeout)
+
+
+def job_of(text: str):
+    (j,) = parse_jobfile(text, "t.fio", {}).jobs
+    return map_job("t.fio", j, 0)
+
+
+# -- the mapping ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("rw,random_pct,then_write,total", [
+    ("trim", 0, False, 1 << 20), ("randtrim", 100, False, 1 << 20),
+    ("trimwrite", 0, True, 2 << 20), ("randtrimwrite", 100, True, 2 << 20),
+])
+def test_trim_patterns_map_to_hole_punches_with_fios_byte_counts(rw, random_pct, then_write, total):
+    # fio (ioengine=null, size=1m, bs=4k) issues 256 trims for trim/randtrim, and 256 trims plus 256 writes
+    # of the same ranges for trimwrite/randtrimwrite.
+    m = job_of(f"[a]\nsize=1m\nbs=4k\nrw={rw}\n")
+    (e,) = m.params["entries"]
+    assert (e["size"], e["read_pct"], e["trim_pct"], e["random_pct"]) == (4096, 0.0, 100.0, random_pct)
+    assert bool(m.params.get("trim_then_write")) is then_write
+    assert m.params["total_bytes"] == total
+    assert any("hole punched" in n for n in m.notes)
+
+
+def test_trims_take_fios_trim_block_size():
+    # bs=R,W,T; a missing value is filled forward (bs=8k,32k trims with 32k).
+    assert job_of("[a]\nsize=1m\nbs=8k,16k,64k\nrw=trim\n").params["entries"][0]["size"] == 64 << 10
+    assert job_of("[a]\nsize=1m\nbs=8k,32k\nrw=trim\n").params["entries"][0]["size"] == 32 << 10
+
+
+@pytest.mark.parametrize("value,want", [
+    ("zipf:1.2", "zipf:1.2"), ("pareto:0.3:0.5", "pareto:0.3:0.5"), ("normal:5", "normal:5"), ("gauss:2:0.1", "gauss:2:0.1"),
+])
+def test_random_distribution_maps_and_turns_the_random_map_off(value, want):
+    m = job_of(f"[a]\nsize=1m\nbs=4k\nrw=randread\nrandom_distribution={value}\n")
+    assert m.params["random_distribution"] == want
+    assert not m.params.get("random_map")
+    # fio draws with replacement here, so it does the whole io_size (256 requests), not one pass of a map.
+    assert m.params["total_bytes"] == 1 << 20
+
+
+@pytest.mark.parametrize("text,pattern", [
+    ("random_distribution=zipf:1\n", r"^t.fio line 5: random_distribution=zipf:1: .*theta must be > 0 and not 1"),
+    ("random_distribution=pareto:1.5\n", r"^t.fio line 5: random_distribution=pareto:1.5: .*between 0 and 1"),
+    ("random_distribution=normal:5:2\n", r"^t.fio line 5: .*center must be between 0 and 1"),
+    ("random_distribution=zoned:60/10:40/90\n", r"^t.fio line 5: .*zoned distribution is not supported by fsmeter"),
+    ("verify=md5\n", r"^t.fio line 5: verify=md5: fsmeter's verification has crc32c, xxhash \(as xxh3\) and sha256"),
+    ("verify=pattern\n", r"^t.fio line 5: verify=pattern: .*not pattern"),
+    ("verify=meta\n", r"^t.fio line 5: verify=meta: "),
+    ("verify_pattern=0xff\n", r"^t.fio line 5: option verify_pattern is not supported"),
+    ("buffer_pattern='file'\n", r"^t.fio line 5: buffer_pattern='file': a file's contents"),
+    ("buffer_pattern=zz\n", r"^t.fio line 5: buffer_pattern=zz: cannot read 'zz'"),
+    ("do_verify=1\n", r"^t.fio line 5: do_verify=1: has no effect without verify="),
+])
+def test_bad_values_name_the_job_file_line_and_option(text, pattern):
+    with pytest.raises(UserError, match=pattern) as exc:
+        job_of("[a]\nsize=1m\nbs=4k\nrw=randwrite\n" + text)
+    assert "\n" not in exc.value.message
+
+
+@pytest.mark.parametrize("method,want", [("crc32c", "crc32c"), ("crc32c-intel", "crc32c"), ("xxhash", "xxh3"),
+                                         ("sha256", "sha256")])
+def test_verify_maps_onto_fsmeters_own_checksums(method, want):
+    m = job_of(f"[a]\nsize=1m\nbs=4k\nrw=randwrite\nverify={method}\nverify_interval=1k\n")
+    assert m.params["verify"] == want and m.params["verify_block"] == 1024
+    assert m.params["reuse_files"] is False
+    AccessParams(**m.params)  # the access workload takes it as mapped
+    assert "verify" not in job_of(f"[a]\nsize=1m\nrw=write\nverify={method}\ndo_verify=0\n").params
+
+
+def test_buffer_pattern_is_read_in_fios_forms():
+    # Hand-checked: hex bytes in written order (an odd digit count puts the lone digit first), decimals as their
+    # 32-bit value's bytes, least significant first, up to the last non-zero one (-12 = 0xfffffff4), strings as is.
+    assert parse_buffer_pattern("0xdeadface") == bytes([0xde, 0xad, 0xfa, 0xce])
+    assert parse_buffer_pattern("0xabc") == bytes([0x0a, 0xbc])
+    assert parse_buffer_pattern("-12") == bytes([0xf4, 0xff, 0xff, 0xff])
+    assert parse_buffer_pattern("258") == bytes([0x02, 0x01])
+    assert parse_buffer_pattern("0") == b"\0"
+    assert parse_buffer_pattern('0xff0x14"ab"-12') == bytes([0xff, 0x14]) + b"ab" + bytes([0xf4, 0xff, 0xff, 0xff])
+    m = job_of('[a]\nsize=1m\nrw=write\nbuffer_pattern="xy"\n')
+    assert AccessParams(**m.params).engine_spec()["buffer_pattern"] == [ord("x"), ord("y")]
+
+
+def test_access_parameters_refuse_what_the_engine_would():
+    base = {"entries": [{"size": 4096, "weight": 100, "read_pct": 50}]}
+    for extra, field in [({"random_distribution": "zipf:0"}, "random_distribution"),
+                         ({"random_distribution": "zipf:1.2", "random_map": True, "alignment": 4096}, "random_map"),
+                         ({"entries": [{"size": 4096, "weight": 100, "read_pct": 80, "trim_pct": 30}]}, "trim_pct"),
+                         ({"trim_then_write": True}, "trim_then_write"),
+                         ({"buffer_pattern": "0xgg"}, "buffer_pattern")]:
+        with pytest.raises(ValueError, match=field):
+            AccessParams(**{**base, **extra})
+
+
+# -- end to end ----------------------------------------------------------------------------------------------------
+def test_a_trim_job_punches_the_file_and_reports_trims_apart(tmp_path):
+    work = tmp_path / "w"
+    work.mkdir()
+    f = tmp_path / "t.fio"
+    f.write_text("[global]\nsize=1m\nbs=4k\n[punch]\nfilename=data\nrw=trim\n"
+                 "[tw]\nstonewall\nfilename=data2\nrw=randtrimwrite\nbuffer_pattern=0x5aa5\n")
+    out = tmp_path / "r.json"
+    r = fsm("run", f, "--dir", work, "--json", out, "--keep-files", "-q")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    ops = doc["phases"]["punch:run"]["ops"]
+    assert set(ops) == {"trim"} and ops["trim"]["count"] == 256 and ops["trim"]["bytes"] == 1 << 20
+    st = os.stat(work / "data")
+    assert st.st_size == 1 << 20 and st.st_blocks == 0
+    assert (work / "data").read_bytes() == bytes(1 << 20)
+    ops = doc["phases"]["tw:run"]["ops"]
+    assert ops["trim"]["count"] == ops["write"]["count"] == 256
+    assert (work / "data2").read_bytes() == bytes([0x5a, 0xa5]) * (1 << 19)
+
+
+def test_set_random_distribution_on_a_named_workload(tmp_path):
+    out = tmp_path / "r.json"
+    r = fsm("run", "rand-read-4k", "--dir", tmp_path, "--json", out, "-q", "--set", "random_distribution=zipf:1.2",
+            "--set", "file_size=8M", "--set", "duration_s=0.3", "--set", "warmup_s=0")
+    assert r.returncode == 0, r.stderr
+    run = json.loads(out.read_text())["phases"]["run"]
+    assert run["extra"]["random_distribution"] == "zipf:1.2" and run["ops"]["read"]["count"] > 0
+    r = fsm("run", "rand-read-4k", "--dir", tmp_path, "-q", "--set", "random_distribution=zipf:1")
+    assert r.returncode == 2 and r.stderr.strip().count("\n") == 0
+    assert "random_distribution" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_fio_json_export_carries_trims_in_their_own_direction():
+    from fsmeter.interop.fio_export import fio_job
+
+    lat = {"count": 4, "mean_ns": 2000.0, "min_ns": 1000, "max_ns": 3000, "p50_ns": 2000, "p90_ns": 3000,
+           "p99_ns": 3000, "p99_9_ns": 3000, "buckets": [[2048, 2], [4096, 2]]}
+    report = {"elapsed_s": 2.0, "warmup_s": 0.0, "intervals": [],
+              "ops": {"trim": {"count": 4, "bytes": 16384, "ops_per_s": 2.0, "bytes_per_s": 8192.0, "lat": lat}}}
+    job = fio_job("punch", 0, {}, [report], False)
+    assert (job["trim"]["total_ios"], job["trim"]["io_bytes"], job["trim"]["bw_bytes"]) == (4, 16384, 8192)
+    assert job["read"]["total_ios"] == job["write"]["total_ios"] == 0
+
+
+def test_random_generator_is_accepted_with_a_note_and_checked():
+    m = job_of("[a]\nsize=1m\nrw=randread\nrandom_generator=lfsr\n")
+    assert any("random_generator=lfsr" in n for n in m.notes)
+    with pytest.raises(UserError, match=r"^t.fio line 4: random_generator=mt: use tausworthe, lfsr or tausworthe64"):
+        job_of("[a]\nsize=1m\nrw=randread\nrandom_generator=mt\n")
