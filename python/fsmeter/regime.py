@@ -13,7 +13,8 @@ Machine busyness (``other_cpu_share``), method: the busy clock ticks of every CP
 busy), minus the ticks of fsmeter's own process tree (utime + stime + reaped children's cutime +
 cstime of this process and every descendant, /proc/PID/stat), minus the ticks of kernel threads
 (a loop device's worker and the block layer's kworkers do the workload's I/O on its behalf; they
-cannot be told apart from kernel work done for others, so all of it counts as ours). What is left
+cannot be told apart from kernel work done for others, so all of it counts as ours), summed per
+thread so that a kernel thread exiting during the phase takes only its own last ticks with it. What is left
 is the CPU other processes used, divided by the phase's wall time x the online CPUs: 0 is a quiet
 machine, 1 every core busy with others' work. Granularity: one clock tick (1/USER_HZ, 10 ms on
 Linux) per CPU at each end, and the kernel charges ticks by sampling, so on a 1 s phase of a
@@ -97,14 +98,27 @@ def cpu_snapshot(own_pids=None) -> dict:
         if st is not None:
             own += st[2] + st[3]
         todo.extend(children.get(pid, []))
-    kernel = sum(st[2] for pid, st in procs.items() if st[1] & _PF_KTHREAD or pid == 2)
+    # Per kernel thread, so that one which exits during the phase (a kworker retiring with minutes of
+    # CPU behind it) does not make the kernel's delta negative and others' CPU look huge.
+    kernel = {pid: st[2] for pid, st in procs.items() if st[1] & _PF_KTHREAD or pid == 2}
     return {"total": total, "own": own, "kernel": kernel, "mono": time.monotonic()}
+
+
+def _kernel_ticks(before, after) -> int:
+    """Kernel threads' ticks between two snapshots: per thread alive at the end, what it added (all of
+    it for a thread started during the phase). A thread that exited during the phase is left out: its
+    last ticks count as others' (a few at most), never the whole life it had before the phase."""
+    if isinstance(after, dict):
+        before = before if isinstance(before, dict) else {}
+        return sum(max(0, t - before.get(pid, 0)) for pid, t in after.items())
+    return after - before
 
 
 def other_cpu(before: dict, after: dict, cpus: int) -> dict:
     """Others' CPU between two snapshots: seconds and share of the machine (see the module's method)."""
     wall = max(after["mono"] - before["mono"], 1e-9)
-    d = {k: after[k] - before[k] for k in ("total", "own", "kernel")}
+    d = {k: after[k] - before[k] for k in ("total", "own")}
+    d["kernel"] = _kernel_ticks(before["kernel"], after["kernel"])
     other_ticks = max(0, d["total"] - d["own"] - d["kernel"])
     share = other_ticks * _TICK_S / (wall * max(cpus, 1))
     return {"wall_s": round(wall, 3), "cpus": cpus, "own_cpu_s": round(d["own"] * _TICK_S, 3),

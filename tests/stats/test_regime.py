@@ -41,6 +41,19 @@ def test_other_cpu_never_negative_nor_above_one():
     assert r["other_cpu_share"] == 1.0
 
 
+def test_a_kernel_thread_that_exits_during_the_phase_does_not_make_others_busy():
+    # Found on a quiet run: a kworker with 35 s of CPU behind it exited during a 9 s phase; summed over
+    # all kernel threads, the kernel's delta came out at -35 s and others' CPU at 100% of the machine.
+    tick = regime._TICK_S
+    before = {"total": 10_000, "own": 0, "kernel": {2: 0, 41: round(35 / tick), 42: 100}, "mono": 0.0}
+    after = {"total": 10_000 + round(11 / tick), "own": round(10.5 / tick),
+             "kernel": {2: 0, 42: 100 + round(0.5 / tick), 77: round(0.01 / tick)}, "mono": 9.0}
+    r = other_cpu(before, after, cpus=2)
+    assert r["kernel_cpu_s"] == pytest.approx(0.51)  # 42's 0.5 s and the new thread 77's 0.01 s
+    assert r["other_cpu_s"] == pytest.approx(0.0, abs=0.02)
+    assert r["other_cpu_share"] < 0.01
+
+
 def test_cache_read_share_hand_checked():
     mib = 1 << 20
     assert cache_read_share(100 * mib, 25 * mib) == pytest.approx(0.75)  # a quarter from the device

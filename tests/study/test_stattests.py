@@ -187,6 +187,17 @@ def test_gates_turn_short_or_busy_runs_inconclusive():
     assert v.outcome == "inconclusive" and "trials per side" in v.gates[0]
 
 
+def test_two_trials_a_side_are_never_a_verdict():
+    # +50% with a spread of about 1.5%: on 2 trials a side the test and the power both pass, but the
+    # spreads behind them come from two numbers each (Welch: about one degree of freedom). Inconclusive.
+    few = _runs_frame({"xfs": 150, "ext3": 100}, n=2, phase_s=30.0)
+    v = ClaimChecker(_study(), few).check_all()[0]
+    assert v.outcome == "inconclusive" and v.data_outcome == "reproduced"
+    assert v.gates == ["2 trials per side: a verdict needs at least 3"]
+    three = _runs_frame({"xfs": 150, "ext3": 100}, n=3, phase_s=30.0)
+    assert ClaimChecker(_study(), three).check_all()[0].outcome == "reproduced"
+
+
 def test_a_change_the_claim_is_sensitive_to_makes_it_not_comparable():
     f = _runs_frame({"xfs": 150, "ext3": 100}, phase_s=30.0)
     shrunk = [Change("shrunk", "w: size 1G -> 256M", "smaller data", ("file_size",))]

@@ -61,16 +61,26 @@ def decide(statuses: List[str], rule) -> tuple:
     return INCONCLUSIVE, k
 
 
+#: The fewest trials per side a re-run verdict rests on. With 2, Welch's test has about one degree of
+#: freedom: its p-value hangs on two spreads each estimated from two numbers (a 90% interval is then
+#: some six standard errors wide), and a power computed from those spreads is no better. 3 is the
+#: floor, not a target: the power gate usually asks for more.
+MIN_TRIALS = 3
+
+
 def gate_reasons(min_phase_s: Optional[float], shortest_s: Optional[float], max_other: Optional[float],
                  busiest: Optional[float], trials: Optional[int], needed: Optional[int]) -> List[str]:
-    """Why a re-run verdict cannot stand: phases too short, machine busy, too few trials for the power."""
+    """Why a re-run verdict cannot stand: phases too short, machine busy, too few trials (under
+    MIN_TRIALS, or under what the power wants)."""
     out = []
+    if trials is not None and trials < MIN_TRIALS:
+        out.append(f"{trials} trial{'s' if trials != 1 else ''} per side: a verdict needs at least {MIN_TRIALS}")
     if shortest_s is not None and min_phase_s is not None and shortest_s < min_phase_s:
         out.append(f"a phase it rests on lasted {shortest_s:.3g} s, under the study's minimum of {min_phase_s:g} s")
     if busiest is not None and max_other is not None and busiest > max_other:
         out.append(f"the machine was busy: other processes used {busiest:.0%} of its CPUs during a phase it rests "
                    f"on (the bound is {max_other:.0%})")
-    if needed is not None and trials is not None and trials < needed:
+    if needed is not None and trials is not None and MIN_TRIALS <= trials < needed:
         out.append(f"{trials} trials per side, the power wanted needs {needed}")
     return out
 
