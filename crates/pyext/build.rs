@@ -26,8 +26,13 @@ fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let root = manifest.join("..").join("..");
     let bin_dir = root.join("python").join("fsmeter").join("_bin");
-    for watched in ["crates/engine/src", "crates/engine/Cargo.toml", "crates/blocklog/src", "crates/blocklog/Cargo.toml",
-                    "Cargo.lock"] {
+    for watched in [
+        "crates/engine/src",
+        "crates/engine/Cargo.toml",
+        "crates/blocklog/src",
+        "crates/blocklog/Cargo.toml",
+        "Cargo.lock",
+    ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     for (_, bin) in HELPERS {
@@ -42,13 +47,20 @@ fn main() {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     // OUT_DIR = <target>/[<triple>/]<profile>/build/fsmeter-pyext-<hash>/out: keep the helpers' build next to
     // the profile's, shared by every build of this crate, so that it stays incremental.
-    let target_dir = out_dir.ancestors().nth(3).map(|p| p.join("fsmeter-helpers")).unwrap_or_else(|| out_dir.join("helpers"));
+    let target_dir =
+        out_dir.ancestors().nth(3).map(|p| p.join("fsmeter-helpers")).unwrap_or_else(|| out_dir.join("helpers"));
     let triple = env::var("TARGET").expect("cargo sets TARGET");
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
 
     let mut cmd = Command::new(cargo);
-    cmd.arg("build").arg("--release").arg("--manifest-path").arg(root.join("Cargo.toml"))
-        .arg("--target").arg(&triple).arg("--target-dir").arg(&target_dir);
+    cmd.arg("build")
+        .arg("--release")
+        .arg("--manifest-path")
+        .arg(root.join("Cargo.toml"))
+        .arg("--target")
+        .arg(&triple)
+        .arg("--target-dir")
+        .arg(&target_dir);
     for (package, bin) in HELPERS {
         cmd.arg("-p").arg(package).arg("--bin").arg(bin);
     }

@@ -29,8 +29,8 @@ use std::os::unix::io::AsRawFd;
 use std::time::{Duration, SystemTime};
 
 use fuser::{
-    FileAttr, FileType, Filesystem, KernelConfig, MountOption, ReplyAttr, ReplyData, ReplyDirectory,
-    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite, Request, TimeOrNow,
+    FileAttr, FileType, Filesystem, KernelConfig, MountOption, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty,
+    ReplyEntry, ReplyOpen, ReplyWrite, Request, TimeOrNow,
 };
 
 const ROOT: u64 = 1;
@@ -156,7 +156,11 @@ impl Filesystem for BlockLog {
     }
 
     fn open(&mut self, _req: &Request<'_>, ino: u64, _flags: i32, reply: ReplyOpen) {
-        if ino == DISK { reply.opened(0, 0) } else { reply.error(libc::EISDIR) }
+        if ino == DISK {
+            reply.opened(0, 0)
+        } else {
+            reply.error(libc::EISDIR)
+        }
     }
 
     fn read(
@@ -260,14 +264,19 @@ impl Filesystem for BlockLog {
     }
 
     fn opendir(&mut self, _req: &Request<'_>, ino: u64, _flags: i32, reply: ReplyOpen) {
-        if ino == ROOT { reply.opened(0, 0) } else { reply.error(libc::ENOTDIR) }
+        if ino == ROOT {
+            reply.opened(0, 0)
+        } else {
+            reply.error(libc::ENOTDIR)
+        }
     }
 
     fn readdir(&mut self, _req: &Request<'_>, ino: u64, _fh: u64, offset: i64, mut reply: ReplyDirectory) {
         if ino != ROOT {
             return reply.error(libc::ENOTDIR);
         }
-        let entries = [(ROOT, FileType::Directory, "."), (ROOT, FileType::Directory, ".."), (DISK, FileType::RegularFile, NAME)];
+        let entries =
+            [(ROOT, FileType::Directory, "."), (ROOT, FileType::Directory, ".."), (DISK, FileType::RegularFile, NAME)];
         for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
             if reply.add(*ino, (i + 1) as i64, *kind, name) {
                 break;
@@ -303,7 +312,8 @@ fn main() {
         eprintln!("fsmeter-blocklog: write log: {e}");
         std::process::exit(1);
     }
-    let opts = [MountOption::FSName("fsmeter-blocklog".into()), MountOption::AllowOther, MountOption::DefaultPermissions];
+    let opts =
+        [MountOption::FSName("fsmeter-blocklog".into()), MountOption::AllowOther, MountOption::DefaultPermissions];
     let session = fuser::Session::new(fs, std::path::Path::new(&args[3]), &opts);
     let mut session = match session {
         Ok(s) => s,

@@ -87,7 +87,10 @@ mod tests {
     fn flat_json_fills_the_settings_with_their_defaults() {
         let j = job("").unwrap();
         let s = &j.settings;
-        assert_eq!((s.dir.as_path(), s.threads, s.seed, s.backend, s.interval_s), (std::env::temp_dir().as_path(), 1, 42, BackendKind::Psync, 1.0));
+        assert_eq!(
+            (s.dir.as_path(), s.threads, s.seed, s.backend, s.interval_s),
+            (std::env::temp_dir().as_path(), 1, 42, BackendKind::Psync, 1.0)
+        );
         assert!(matches!(j.workload, WorkloadSpec::Tree(_)));
         let j = job(r#""threads": 3, "seed": 7, "backend": "null", "interval_s": 0.5,"#).unwrap();
         let s = &j.settings;

@@ -47,12 +47,7 @@ impl Interval {
             dur_s,
             ops: ops.iter().sum(),
             bytes: bytes.iter().sum(),
-            ops_by_kind: kinds
-                .iter()
-                .zip(ops)
-                .filter(|(_, &n)| n > 0)
-                .map(|(k, &n)| (k.to_string(), n))
-                .collect(),
+            ops_by_kind: kinds.iter().zip(ops).filter(|(_, &n)| n > 0).map(|(k, &n)| (k.to_string(), n)).collect(),
             units: None,
         }
     }

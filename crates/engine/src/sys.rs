@@ -126,7 +126,8 @@ pub unsafe fn open(path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
 /// `path` must be a NUL-terminated string; `dirfd` an open directory (or AT_FDCWD).
 #[inline]
 pub unsafe fn openat(dirfd: RawFd, path: *const c_char, flags: c_int, mode: mode_t) -> c_int {
-    let (path, flags, mode) = (CStr::from_ptr(path), OFlags::from_bits_retain(flags as _), Mode::from_bits_retain(mode as _));
+    let (path, flags, mode) =
+        (CStr::from_ptr(path), OFlags::from_bits_retain(flags as _), Mode::from_bits_retain(mode as _));
     let r = if dirfd == libc::AT_FDCWD {
         rustix::fs::openat(rustix::fs::CWD, path, flags, mode)
     } else {
@@ -183,7 +184,9 @@ mod tests {
                     stack.push(path);
                     continue;
                 }
-                if path.extension().and_then(|e| e.to_str()) != Some("rs") || path.ends_with("sys.rs") && path.parent() == Some(root.as_path()) {
+                if path.extension().and_then(|e| e.to_str()) != Some("rs")
+                    || path.ends_with("sys.rs") && path.parent() == Some(root.as_path())
+                {
                     continue;
                 }
                 files += 1;

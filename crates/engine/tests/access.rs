@@ -16,11 +16,16 @@ fn run(s: &mut Session, phase: &str) -> Value {
 fn sequential_read_pass_reads_exactly_the_files_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let size = 4 << 20;
-    let mut s = session(dir.path(), "psync", 1, json!({
-        "family": "access", "file_count": 2, "file_size": size,
-        "entries": [{"size": 65536, "weight": 100, "read_pct": 100, "random_pct": 0}],
-        "total_bytes": 2 * size,
-    }));
+    let mut s = session(
+        dir.path(),
+        "psync",
+        1,
+        json!({
+            "family": "access", "file_count": 2, "file_size": size,
+            "entries": [{"size": 65536, "weight": 100, "read_pct": 100, "random_pct": 0}],
+            "total_bytes": 2 * size,
+        }),
+    );
     let prep = run(&mut s, "prepare");
     assert_eq!(prep["ops"]["write"]["bytes"], 2 * size);
     let r = run(&mut s, "run");
@@ -34,12 +39,17 @@ fn sequential_read_pass_reads_exactly_the_files_bytes() {
 #[test]
 fn intervals_add_up_to_totals_and_histograms_to_counts() {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = session(dir.path(), "psync", 2, json!({
-        "family": "access", "file_count": 2, "file_size": 1 << 20,
-        "entries": [{"size": 4096, "weight": 70, "read_pct": 70, "random_pct": 100},
-                    {"size": 512, "weight": 30, "read_pct": 50, "random_pct": 0}],
-        "warmup_s": 0.1, "duration_s": 0.4, "fsync_every": 64,
-    }));
+    let mut s = session(
+        dir.path(),
+        "psync",
+        2,
+        json!({
+            "family": "access", "file_count": 2, "file_size": 1 << 20,
+            "entries": [{"size": 4096, "weight": 70, "read_pct": 70, "random_pct": 100},
+                        {"size": 512, "weight": 30, "read_pct": 50, "random_pct": 0}],
+            "warmup_s": 0.1, "duration_s": 0.4, "fsync_every": 64,
+        }),
+    );
     run(&mut s, "prepare");
     let r = run(&mut s, "run");
     let intervals = r["intervals"].as_array().unwrap();
@@ -64,8 +74,12 @@ fn intervals_add_up_to_totals_and_histograms_to_counts() {
     let el = r["elapsed_s"].as_f64().unwrap();
     assert!(el >= 0.4, "elapsed {el}");
     // The mix as executed: counted reads + writes equal the measured data ops.
-    let mixed: u64 = r["extra"]["mix"].as_array().unwrap().iter()
-        .map(|m| m["reads"].as_u64().unwrap() + m["writes"].as_u64().unwrap()).sum();
+    let mixed: u64 = r["extra"]["mix"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["reads"].as_u64().unwrap() + m["writes"].as_u64().unwrap())
+        .sum();
     assert_eq!(mixed, r["ops"]["read"]["count"].as_u64().unwrap() + r["ops"]["write"]["count"].as_u64().unwrap());
 }
 
@@ -74,11 +88,16 @@ fn intervals_add_up_to_totals_and_histograms_to_counts() {
 #[test]
 fn fsync_is_counted_apart_from_data_operations() {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = session(dir.path(), "psync", 1, json!({
-        "family": "access", "file_size": 1 << 20, "fsync_every": 1,
-        "entries": [{"size": 4096, "weight": 100, "read_pct": 50, "random_pct": 100}],
-        "total_bytes": 1 << 20,
-    }));
+    let mut s = session(
+        dir.path(),
+        "psync",
+        1,
+        json!({
+            "family": "access", "file_size": 1 << 20, "fsync_every": 1,
+            "entries": [{"size": 4096, "weight": 100, "read_pct": 50, "random_pct": 100}],
+            "total_bytes": 1 << 20,
+        }),
+    );
     run(&mut s, "prepare");
     let r = run(&mut s, "run");
     let count = |k: &str| r["ops"][k]["count"].as_u64().unwrap();
@@ -102,11 +121,13 @@ fn fsync_is_counted_apart_from_data_operations() {
 #[test]
 fn direct_run_records_its_alignment_and_no_fallback() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = |direct: bool| json!({
-        "family": "access", "file_size": 1 << 20, "direct": direct, "alignment": 4096,
-        "entries": [{"size": 4096, "weight": 100, "read_pct": 100, "random_pct": 100}],
-        "total_bytes": 256 << 10,
-    });
+    let spec = |direct: bool| {
+        json!({
+            "family": "access", "file_size": 1 << 20, "direct": direct, "alignment": 4096,
+            "entries": [{"size": 4096, "weight": 100, "read_pct": 100, "random_pct": 100}],
+            "total_bytes": 256 << 10,
+        })
+    };
     let mut s = session(dir.path(), "psync", 1, spec(true));
     run(&mut s, "prepare");
     let r = match s.run_phase("run", &Control::new()) {
@@ -147,11 +168,16 @@ fn psync_refuses_queue_depth() {
 #[test]
 fn io_uring_with_queue_depth_moves_the_quota() {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = session(dir.path(), "io_uring", 1, json!({
-        "family": "access", "file_size": 2 << 20, "queue_depth": 16,
-        "entries": [{"size": 4096, "weight": 100, "read_pct": 50, "random_pct": 100}],
-        "total_bytes": 4 << 20,
-    }));
+    let mut s = session(
+        dir.path(),
+        "io_uring",
+        1,
+        json!({
+            "family": "access", "file_size": 2 << 20, "queue_depth": 16,
+            "entries": [{"size": 4096, "weight": 100, "read_pct": 50, "random_pct": 100}],
+            "total_bytes": 4 << 20,
+        }),
+    );
     run(&mut s, "prepare");
     let r = run(&mut s, "run");
     // Up to queue_depth - 1 requests may already be in flight when the quota is reached.
@@ -162,14 +188,22 @@ fn io_uring_with_queue_depth_moves_the_quota() {
 #[test]
 fn stop_request_ends_a_long_run_before_its_deadline_marked_interrupted() {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = session(dir.path(), "null", 2, json!({
-        "family": "access", "file_size": 1 << 20, "queue_depth": 4, "duration_s": 60,
-        "entries": [{"size": 4096, "weight": 100, "read_pct": 100, "random_pct": 100}],
-    }));
+    let mut s = session(
+        dir.path(),
+        "null",
+        2,
+        json!({
+            "family": "access", "file_size": 1 << 20, "queue_depth": 4, "duration_s": 60,
+            "entries": [{"size": 4096, "weight": 100, "read_pct": 100, "random_pct": 100}],
+        }),
+    );
     run(&mut s, "prepare");
     let ctl = std::sync::Arc::new(Control::new());
     let c2 = ctl.clone();
-    let t = std::thread::spawn(move || { std::thread::sleep(std::time::Duration::from_millis(300)); c2.request_stop(); });
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        c2.request_stop();
+    });
     let r = s.run_phase("run", &ctl).unwrap();
     t.join().unwrap();
     assert!(r.interrupted);
@@ -181,9 +215,14 @@ fn stop_request_ends_a_long_run_before_its_deadline_marked_interrupted() {
 #[test]
 fn unknown_phase_names_the_known_ones() {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = session(dir.path(), "null", 1, json!({
+    let mut s = session(
+        dir.path(),
+        "null",
+        1,
+        json!({
         "family": "access", "file_size": 1 << 20, "duration_s": 1,
-        "entries": [{"size": 4096, "weight": 100, "read_pct": 100, "random_pct": 100}]}));
+        "entries": [{"size": 4096, "weight": 100, "read_pct": 100, "random_pct": 100}]}),
+    );
     let err = s.run_phase("bogus", &Control::new()).err().unwrap().to_string();
     assert!(err.contains("prepare, run, verify, cleanup"), "{err}");
 }

@@ -7,7 +7,8 @@ use fsmeter_engine::{Control, Session};
 use serde_json::{json, Value};
 
 fn session(dir: &std::path::Path, workload: Value) -> Result<Session, String> {
-    let job = json!({"dir": dir, "threads": 1, "seed": 5, "backend": "psync", "interval_s": 0.05, "workload": workload});
+    let job =
+        json!({"dir": dir, "threads": 1, "seed": 5, "backend": "psync", "interval_s": 0.05, "workload": workload});
     Session::from_json(&job.to_string()).map_err(|e| e.to_string())
 }
 
@@ -24,11 +25,15 @@ const MIB: u64 = 1 << 20;
 #[test]
 fn sequential_trims_punch_holes_over_the_whole_file() {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = session(dir.path(), json!({
-        "family": "access", "file_size": MIB, "file_names": ["t"],
-        "entries": [{"size": 4096, "weight": 100, "read_pct": 0, "random_pct": 0, "trim_pct": 100}],
-        "total_bytes": MIB,
-    })).unwrap();
+    let mut s = session(
+        dir.path(),
+        json!({
+            "family": "access", "file_size": MIB, "file_names": ["t"],
+            "entries": [{"size": 4096, "weight": 100, "read_pct": 0, "random_pct": 0, "trim_pct": 100}],
+            "total_bytes": MIB,
+        }),
+    )
+    .unwrap();
     run(&mut s, "prepare");
     let path = dir.path().join("t");
     let before = std::fs::metadata(&path).unwrap();
@@ -48,12 +53,16 @@ fn sequential_trims_punch_holes_over_the_whole_file() {
 #[test]
 fn trim_then_write_writes_each_trimmed_range_with_the_buffer_pattern() {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = session(dir.path(), json!({
-        "family": "access", "file_size": MIB, "file_names": ["tw"], "trim_then_write": true,
-        "buffer_pattern": [0xde, 0xad, 0xbe, 0xef],
-        "entries": [{"size": 8192, "weight": 100, "read_pct": 0, "random_pct": 100, "trim_pct": 100}],
-        "total_bytes": 2 * MIB,
-    })).unwrap();
+    let mut s = session(
+        dir.path(),
+        json!({
+            "family": "access", "file_size": MIB, "file_names": ["tw"], "trim_then_write": true,
+            "buffer_pattern": [0xde, 0xad, 0xbe, 0xef],
+            "entries": [{"size": 8192, "weight": 100, "read_pct": 0, "random_pct": 100, "trim_pct": 100}],
+            "total_bytes": 2 * MIB,
+        }),
+    )
+    .unwrap();
     run(&mut s, "prepare");
     let r = run(&mut s, "run");
     // fio's trimwrite: as many writes as trims, each on the range just trimmed.
@@ -73,11 +82,15 @@ fn trim_then_write_writes_each_trimmed_range_with_the_buffer_pattern() {
 #[test]
 fn a_mix_counts_reads_writes_and_trims_apart() {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = session(dir.path(), json!({
-        "family": "access", "file_size": 4 * MIB,
-        "entries": [{"size": 4096, "weight": 100, "read_pct": 50, "random_pct": 100, "trim_pct": 25}],
-        "total_bytes": 8 * MIB,
-    })).unwrap();
+    let mut s = session(
+        dir.path(),
+        json!({
+            "family": "access", "file_size": 4 * MIB,
+            "entries": [{"size": 4096, "weight": 100, "read_pct": 50, "random_pct": 100, "trim_pct": 25}],
+            "total_bytes": 8 * MIB,
+        }),
+    )
+    .unwrap();
     run(&mut s, "prepare");
     let r = run(&mut s, "run");
     let (rd, wr, tr) = (count(&r, "read"), count(&r, "write"), count(&r, "trim"));
@@ -93,11 +106,15 @@ fn a_mix_counts_reads_writes_and_trims_apart() {
 fn a_skewed_distribution_runs_and_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     for dist in ["zipf:1.2", "pareto:0.2", "normal:5:0.3"] {
-        let mut s = session(dir.path(), json!({
-            "family": "access", "file_size": 4 * MIB, "alignment": 4096, "random_distribution": dist,
-            "entries": [{"size": 4096, "weight": 100, "read_pct": 100, "random_pct": 100}],
-            "total_bytes": 4 * MIB,
-        })).unwrap();
+        let mut s = session(
+            dir.path(),
+            json!({
+                "family": "access", "file_size": 4 * MIB, "alignment": 4096, "random_distribution": dist,
+                "entries": [{"size": 4096, "weight": 100, "read_pct": 100, "random_pct": 100}],
+                "total_bytes": 4 * MIB,
+            }),
+        )
+        .unwrap();
         run(&mut s, "prepare");
         let r = run(&mut s, "run");
         assert_eq!(count(&r, "read"), 1024, "{dist}");
@@ -121,8 +138,14 @@ fn what_cannot_be_combined_is_refused_naming_the_field() {
         (json!({"random_distribution": "zipf:1"}), "random_distribution:"),
         (json!({"random_distribution": "zoned:60/10:40/90"}), "random_distribution:"),
         (json!({"random_distribution": "zipf:1.2", "random_map": true, "alignment": 4096}), "random_map:"),
-        (json!({"entries": [{"size": 4096, "weight": 100, "read_pct": 80, "random_pct": 0, "trim_pct": 30}]}), "entries[0].trim_pct:"),
-        (json!({"verify": "crc32c", "entries": [{"size": 4096, "weight": 100, "read_pct": 0, "random_pct": 0, "trim_pct": 50}]}), "verify:"),
+        (
+            json!({"entries": [{"size": 4096, "weight": 100, "read_pct": 80, "random_pct": 0, "trim_pct": 30}]}),
+            "entries[0].trim_pct:",
+        ),
+        (
+            json!({"verify": "crc32c", "entries": [{"size": 4096, "weight": 100, "read_pct": 0, "random_pct": 0, "trim_pct": 50}]}),
+            "verify:",
+        ),
         (json!({"trim_then_write": true}), "trim_then_write:"),
     ];
     for (extra, field) in cases {

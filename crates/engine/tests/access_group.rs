@@ -26,20 +26,29 @@ fn count(r: &Value, kind: &str, what: &str) -> u64 {
 fn a_reader_and_a_writer_in_one_phase_each_do_their_own_bytes() {
     let dir = tempfile::tempdir().unwrap();
     let mb = 1u64 << 20;
-    let mut s = session(dir.path(), json!([
-        {"name": "reader", "threads": 1, "workload": access("r", 65536, 100, 0, 8 * mb, 8 * mb)},
-        {"name": "writer", "threads": 2, "backend": "io_uring", "workload": {
-            "file_prefix": "w", "file_size": 4 * mb, "total_bytes": 8 * mb, "alignment": 4096, "queue_depth": 4,
-            "file_count": 2, "thread_files": true,
-            "entries": [{"size": 4096, "weight": 100, "read_pct": 0, "random_pct": 100}]}},
-    ]));
+    let mut s = session(
+        dir.path(),
+        json!([
+            {"name": "reader", "threads": 1, "workload": access("r", 65536, 100, 0, 8 * mb, 8 * mb)},
+            {"name": "writer", "threads": 2, "backend": "io_uring", "workload": {
+                "file_prefix": "w", "file_size": 4 * mb, "total_bytes": 8 * mb, "alignment": 4096, "queue_depth": 4,
+                "file_count": 2, "thread_files": true,
+                "entries": [{"size": 4096, "weight": 100, "read_pct": 0, "random_pct": 100}]}},
+        ]),
+    );
     let prep = run(&mut s, "prepare");
     assert_eq!(prep["total"]["bytes"], 16 * mb, "both jobs' files are laid out");
     let r = run(&mut s, "run");
     let (reader, writer) = (&r["jobs"]["reader"], &r["jobs"]["writer"]);
     // Each job did exactly what it asked for, in its own direction, with its own request size.
-    assert_eq!((count(reader, "read", "bytes"), count(reader, "read", "count"), count(reader, "write", "count")), (8 * mb, 128, 0));
-    assert_eq!((count(writer, "write", "bytes"), count(writer, "write", "count"), count(writer, "read", "count")), (8 * mb, 2048, 0));
+    assert_eq!(
+        (count(reader, "read", "bytes"), count(reader, "read", "count"), count(reader, "write", "count")),
+        (8 * mb, 128, 0)
+    );
+    assert_eq!(
+        (count(writer, "write", "bytes"), count(writer, "write", "count"), count(writer, "read", "count")),
+        (8 * mb, 2048, 0)
+    );
     assert_eq!(reader["threads"], 1);
     assert_eq!(writer["threads"], 2);
     assert_eq!(writer["extra"]["backend"], "io_uring");
@@ -74,10 +83,13 @@ fn a_time_based_job_and_a_fixed_one_each_end_on_their_own() {
     let mut timed = access("t", 4096, 100, 100, 1 << 20, 1 << 20);
     timed["total_bytes"] = Value::Null;
     timed["duration_s"] = json!(0.3);
-    let mut s = session(dir.path(), json!([
-        {"name": "timed", "workload": timed},
-        {"name": "fixed", "workload": access("f", 4096, 0, 0, 1 << 20, 1 << 20)},
-    ]));
+    let mut s = session(
+        dir.path(),
+        json!([
+            {"name": "timed", "workload": timed},
+            {"name": "fixed", "workload": access("f", 4096, 0, 0, 1 << 20, 1 << 20)},
+        ]),
+    );
     run(&mut s, "prepare");
     let r = run(&mut s, "run");
     let (t, f) = (&r["jobs"]["timed"], &r["jobs"]["fixed"]);
@@ -101,10 +113,13 @@ fn time_based_jobs_of_a_group_overlap_in_time() {
         a["duration_s"] = json!(0.3);
         a
     };
-    let mut s = session(dir.path(), json!([
-        {"name": "reader", "workload": timed("r", 100)},
-        {"name": "writer", "threads": 2, "workload": timed("w", 0)},
-    ]));
+    let mut s = session(
+        dir.path(),
+        json!([
+            {"name": "reader", "workload": timed("r", 100)},
+            {"name": "writer", "threads": 2, "workload": timed("w", 0)},
+        ]),
+    );
     run(&mut s, "prepare");
     let r = run(&mut s, "run");
     let span = |j: &Value| (j["start_s"].as_f64().unwrap(), j["end_s"].as_f64().unwrap());

@@ -42,7 +42,10 @@ fn io_phases_move_the_right_bytes_and_leave_the_file_of_size() {
         assert_eq!(ops(&p, "close"), 1, "the flush/fsync/close is inside the phase");
         assert_eq!(std::fs::metadata(&data).unwrap().len(), char_size);
         let bytes = std::fs::read(&data).unwrap();
-        assert!(bytes.chunks(CHUNK as usize).all(|c| c.iter().enumerate().all(|(i, &b)| b == (i & 0x7f) as u8)), "Bonnie writes i & 0x7f");
+        assert!(
+            bytes.chunks(CHUNK as usize).all(|c| c.iter().enumerate().all(|(i, &b)| b == (i & 0x7f) as u8)),
+            "Bonnie writes i & 0x7f"
+        );
         assert!(p["cpu"]["process_pct"].as_f64().unwrap() >= 0.0);
         if char_io == "stdio" {
             assert!(p["extra"]["stdio_buffer_bytes"].as_u64().unwrap() >= 512);
@@ -123,7 +126,9 @@ fn phases_out_of_order_say_what_to_run_first() {
 }
 
 fn count_files(p: &Path) -> usize {
-    std::fs::read_dir(p).map(|d| d.map(|e| e.unwrap()).map(|e| if e.path().is_dir() { count_files(&e.path()) } else { 1 }).sum()).unwrap_or(0)
+    std::fs::read_dir(p)
+        .map(|d| d.map(|e| e.unwrap()).map(|e| if e.path().is_dir() { count_files(&e.path()) } else { 1 }).sum())
+        .unwrap_or(0)
 }
 
 #[test]
@@ -183,6 +188,10 @@ fn bad_input_names_the_parameter() {
     assert!(bad(json!({"family": "bonnie", "size": 0, "files": 0})).starts_with("size:"));
     assert!(bad(json!({"family": "bonnie", "size": 8192, "seek_procs": 0})).starts_with("seek_procs:"));
     assert!(bad(json!({"family": "bonnie", "size": 8192, "char_io_size": 16384})).starts_with("char_io_size:"));
-    assert!(bad(json!({"family": "bonnie", "size": 0, "files": 5, "file_min_size": 9, "file_max_size": 1})).starts_with("file_min_size:"));
-    assert!(bad(json!({"family": "bonnie", "size": 8192, "char_io": "fancy"})).contains("stdio"), "serde lists the allowed values");
+    assert!(bad(json!({"family": "bonnie", "size": 0, "files": 5, "file_min_size": 9, "file_max_size": 1}))
+        .starts_with("file_min_size:"));
+    assert!(
+        bad(json!({"family": "bonnie", "size": 8192, "char_io": "fancy"})).contains("stdio"),
+        "serde lists the allowed values"
+    );
 }

@@ -88,11 +88,20 @@ fn ledger_records_each_sync_with_its_writes_in_time_order() {
         .filter(|l| l["op"] == "dirsync" && l["dir"] != "")
         .flat_map(|l| {
             let dir = l["dir"].as_str().unwrap().to_string();
-            l["names"].as_array().unwrap().iter().map(move |n| format!("{dir}/{}", n.as_str().unwrap())).collect::<Vec<_>>()
+            l["names"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |n| format!("{dir}/{}", n.as_str().unwrap()))
+                .collect::<Vec<_>>()
         })
         .collect();
     for f in files.keys() {
-        let synced_blocks: u64 = syncs.iter().filter(|l| l["file"] == f.as_str()).map(|l| l["writes"].as_array().unwrap().len() as u64).sum();
+        let synced_blocks: u64 = syncs
+            .iter()
+            .filter(|l| l["file"] == f.as_str())
+            .map(|l| l["writes"].as_array().unwrap().len() as u64)
+            .sum();
         if synced_blocks > 0 {
             assert!(dirsynced.contains(f), "{f} has synced data but its name was never dirsynced");
         }
@@ -165,13 +174,24 @@ fn a_cut_before_a_sync_returned_does_not_hold_its_data_to_the_promise() {
     let at = run(data.path(), 1, spec(&ledger, json!({"cut_ns": t})), "check");
     let after = run(data.path(), 1, spec(&ledger, json!({"cut_ns": t + 1})), "check");
     assert_eq!(c(&at, "blocks_promised"), 0);
-    let blocks: std::collections::BTreeSet<u64> = first["writes"].as_array().unwrap().iter()
-        .flat_map(|w| { let (b, n) = (w[0].as_u64().unwrap(), w[1].as_u64().unwrap()); b..b + n })
+    let blocks: std::collections::BTreeSet<u64> = first["writes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|w| {
+            let (b, n) = (w[0].as_u64().unwrap(), w[1].as_u64().unwrap());
+            b..b + n
+        })
         .collect();
     assert_eq!(c(&after, "blocks_promised"), blocks.len() as u64); // an overwrite promises its block once
-    // throw all the data away: no finding for a cut before the first sync, a finding after it
+                                                                   // throw all the data away: no finding for a cut before the first sync, a finding after it
     for l in lines.iter().filter(|l| l["op"] == "create") {
-        std::fs::OpenOptions::new().write(true).open(data.path().join(l["file"].as_str().unwrap())).unwrap().set_len(0).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(data.path().join(l["file"].as_str().unwrap()))
+            .unwrap()
+            .set_len(0)
+            .unwrap();
     }
     let at = run(data.path(), 1, spec(&ledger, json!({"cut_ns": t})), "check");
     let after = run(data.path(), 1, spec(&ledger, json!({"cut_ns": t + 1})), "check");

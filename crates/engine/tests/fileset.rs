@@ -16,7 +16,13 @@ fn run(s: &mut Session, phase: &str) -> Value {
 }
 
 fn counters(r: &Value) -> BTreeMap<String, u64> {
-    r["counters"].as_object().unwrap().iter().filter(|(k, _)| k.as_str() != "elapsed_us").map(|(k, v)| (k.clone(), v.as_u64().unwrap())).collect()
+    r["counters"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| k.as_str() != "elapsed_us")
+        .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+        .collect()
 }
 
 /// Every regular file under `dir`, recursively.
@@ -93,7 +99,8 @@ fn files_are_really_created_and_deleted_and_counts_add_up() {
         assert_eq!(bytes_under(dir.path()), c["counters"]["bytes_written"].as_u64().unwrap());
         assert_eq!(c["ops"]["create"]["count"], 300);
         // The files sit in s0..s6 only.
-        let subdirs: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        let subdirs: Vec<String> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         assert_eq!(subdirs.len(), 7);
         assert!(subdirs.iter().all(|n| n.starts_with('s')));
 
@@ -124,7 +131,8 @@ fn files_are_really_created_and_deleted_and_counts_add_up() {
 
 #[test]
 fn one_thread_same_seed_same_counters_other_seed_other_counters() {
-    let w = postmark(json!({"files": 200, "transactions": 3000, "subdirectories": 3, "bias_read": 3, "bias_create": 6}));
+    let w =
+        postmark(json!({"files": 200, "transactions": 3000, "subdirectories": 3, "bias_read": 3, "bias_create": 6}));
     let a = full_run(tempfile::tempdir().unwrap().path(), 1, 77, w.clone()).0;
     let b = full_run(tempfile::tempdir().unwrap().path(), 1, 77, w.clone()).0;
     let c = full_run(tempfile::tempdir().unwrap().path(), 1, 78, w).0;
@@ -207,7 +215,10 @@ fn two_threads_split_the_work_and_names_do_not_collide() {
     let (c, reps) = full_run(dir.path(), 2, 5, postmark(json!({"files": 501, "transactions": 1001})));
     assert_eq!(c["files_created_alone"], 501);
     assert_eq!(c["transactions"], 1001);
-    assert_eq!(c["files_created_alone"] + c["files_created_mixed"], c["files_deleted_alone"] + c["files_deleted_mixed"]);
+    assert_eq!(
+        c["files_created_alone"] + c["files_created_mixed"],
+        c["files_deleted_alone"] + c["files_deleted_mixed"]
+    );
     assert_eq!(reps[2]["extra"]["files_live"], 0);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
@@ -243,7 +254,8 @@ fn nothing_stays_open_between_phases_so_the_filesystem_can_be_remounted() {
     // A campaign unmounts and mounts the filesystem before every cold-cache transactions phase:
     // an fd left open into it (a location directory) makes the unmount fail with EBUSY.
     let dir = tempfile::tempdir().unwrap();
-    let w = postmark(json!({"subdirectories": 3, "locations": [{"path": "a", "weight": 1}, {"path": "b", "weight": 1}]}));
+    let w =
+        postmark(json!({"subdirectories": 3, "locations": [{"path": "a", "weight": 1}, {"path": "b", "weight": 1}]}));
     let mut s = session(dir.path(), 2, 42, w);
     for phase in ["create", "transactions", "transactions", "delete"] {
         run(&mut s, phase);
@@ -253,7 +265,8 @@ fn nothing_stays_open_between_phases_so_the_filesystem_can_be_remounted() {
     assert_eq!(files_under(dir.path()), 0);
     // Across a stand-in for a remount: the location directory is replaced by a new one under the same
     // name, holding the same files. The next phase must work in the new one.
-    let mut s = session(dir.path(), 1, 7, postmark(json!({"subdirectories": 2, "locations": [{"path": "a", "weight": 1}]})));
+    let mut s =
+        session(dir.path(), 1, 7, postmark(json!({"subdirectories": 2, "locations": [{"path": "a", "weight": 1}]})));
     run(&mut s, "create");
     let (old, new) = (dir.path().join("a"), dir.path().join("a.new"));
     std::fs::create_dir(&new).unwrap();

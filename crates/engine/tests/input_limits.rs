@@ -5,7 +5,8 @@ use fsmeter_engine::{Control, Session};
 use serde_json::{json, Value};
 
 fn job(dir: &std::path::Path, workload: Value) -> String {
-    json!({"dir": dir, "threads": 1, "seed": 5, "backend": "psync", "interval_s": 0.05, "workload": workload}).to_string()
+    json!({"dir": dir, "threads": 1, "seed": 5, "backend": "psync", "interval_s": 0.05, "workload": workload})
+        .to_string()
 }
 
 fn access(extra: Value) -> Value {
@@ -64,18 +65,28 @@ fn a_deadline_past_the_clock_saturates_instead_of_wrapping() {
     // start + warm-up + duration overflows u64: wrapped, the deadline lay in the past and the phase
     // stopped after its first operation. Saturated, the worker runs until it stops on its own.
     let timing = PhaseTiming { warmup_ns: u64::MAX / 2, duration_ns: Some(u64::MAX / 2), interval_ns: 50_000_000 };
-    let (_report, done) = run_threads("run", 1, timing, &Control::new(), &["op"], 2, 0, |_| Ok(()), |_, rec| {
-        let mut n = 0u64;
-        while n < 1000 {
-            let t0 = now_ns();
-            if rec.should_stop(t0) {
-                break;
+    let (_report, done) = run_threads(
+        "run",
+        1,
+        timing,
+        &Control::new(),
+        &["op"],
+        2,
+        0,
+        |_| Ok(()),
+        |_, rec| {
+            let mut n = 0u64;
+            while n < 1000 {
+                let t0 = now_ns();
+                if rec.should_stop(t0) {
+                    break;
+                }
+                rec.record(0, 0, t0, now_ns());
+                n += 1;
             }
-            rec.record(0, 0, t0, now_ns());
-            n += 1;
-        }
-        Ok(n)
-    })
+            Ok(n)
+        },
+    )
     .expect("phase runs");
     assert_eq!(done, vec![1000]);
 }

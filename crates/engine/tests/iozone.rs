@@ -43,8 +43,21 @@ fn iozone_grid_moves_exactly_iozones_bytes_and_rejects_bad_cells() {
     let recs: u64 = cells.iter().map(|c| c[0] / c[1]).sum();
     let reclens: u64 = cells.iter().map(|c| c[1]).sum();
     let ops = &rep["ops"];
-    for kind in ["write", "rewrite", "read", "reread", "random_read", "random_write", "bkwd_read", "record_rewrite",
-                 "stride_read", "fwrite", "frewrite", "fread", "freread"] {
+    for kind in [
+        "write",
+        "rewrite",
+        "read",
+        "reread",
+        "random_read",
+        "random_write",
+        "bkwd_read",
+        "record_rewrite",
+        "stride_read",
+        "fwrite",
+        "frewrite",
+        "fread",
+        "freread",
+    ] {
         assert_eq!(ops[kind]["count"], recs, "{kind} count");
         assert_eq!(ops[kind]["bytes"], file_bytes, "{kind} bytes");
     }

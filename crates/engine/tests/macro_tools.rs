@@ -42,8 +42,12 @@ fn wait4_counts_the_childs_cpu_and_its_descendants() {
 fn a_failing_tool_fails_the_phase_with_its_stderr_tail() {
     let dir = tempfile::tempdir().unwrap();
     let script = "head -c 5000 /dev/zero | tr '\\0' x >&2; echo >&2; echo the-last-words >&2; exit 3";
-    let mut s = session(dir.path(), json!({"family": "macro", "stderr_tail_bytes": 200,
-        "cp": {"argv": ["sh", "-c", script], "bytes": 1}})).unwrap();
+    let mut s = session(
+        dir.path(),
+        json!({"family": "macro", "stderr_tail_bytes": 200,
+        "cp": {"argv": ["sh", "-c", script], "bytes": 1}}),
+    )
+    .unwrap();
     let err = s.run_phase("cp", &Control::new()).unwrap_err().to_string();
     assert!(err.contains("exit status 3"), "{err}");
     assert!(err.contains("the-last-words"), "{err}");
@@ -93,14 +97,22 @@ fn phases_report_real_user_sys_and_check_their_results() {
     assert!(src.exists(), "cleanup never touches the source");
 
     // A "cp" that writes a short copy is caught.
-    let mut s = session(dir.path(), json!({"family": "macro",
+    let mut s = session(
+        dir.path(),
+        json!({"family": "macro",
         "cp": {"argv": ["sh", "-c", format!("head -c 100 {} > {}", src.display(), dst.display())],
-               "sources": [src], "check": dst}})).unwrap();
+               "sources": [src], "check": dst}}),
+    )
+    .unwrap();
     let err = s.run_phase("cp", &Control::new()).unwrap_err().to_string();
     assert!(err.contains("has 100 bytes"), "{err}");
     // untar that extracts nothing is caught too.
-    let mut s = session(dir.path(), json!({"family": "macro",
-        "untar": {"argv": ["true"], "check": dir.path().join("nothing")}})).unwrap();
+    let mut s = session(
+        dir.path(),
+        json!({"family": "macro",
+        "untar": {"argv": ["true"], "check": dir.path().join("nothing")}}),
+    )
+    .unwrap();
     assert!(s.run_phase("untar", &Control::new()).unwrap_err().to_string().contains("missing"));
 }
 

@@ -36,10 +36,39 @@ fn weights(names: &[&str]) -> Value {
 }
 
 const ALL_FS: &[&str] = &[
-    "disk_rr", "disk_rw", "disk_rd", "disk_wrt", "disk_cp", "sync_disk_rw", "sync_disk_wrt", "sync_disk_cp",
-    "sync_disk_update", "disk_brr", "disk_brw", "disk_brd", "disk_bwrt", "disk_bcp", "disk_src", "creat_clo",
-    "link_test", "dir_rtns_1", "fork_test", "exec_test", "shell_rtns_1", "pipe_cpy", "stream_pipe", "dgram_pipe",
-    "fifo_test", "tcp_test", "udp_test", "signal_test", "shared_memory", "add_int", "sieve", "page_test", "brk_test",
+    "disk_rr",
+    "disk_rw",
+    "disk_rd",
+    "disk_wrt",
+    "disk_cp",
+    "sync_disk_rw",
+    "sync_disk_wrt",
+    "sync_disk_cp",
+    "sync_disk_update",
+    "disk_brr",
+    "disk_brw",
+    "disk_brd",
+    "disk_bwrt",
+    "disk_bcp",
+    "disk_src",
+    "creat_clo",
+    "link_test",
+    "dir_rtns_1",
+    "fork_test",
+    "exec_test",
+    "shell_rtns_1",
+    "pipe_cpy",
+    "stream_pipe",
+    "dgram_pipe",
+    "fifo_test",
+    "tcp_test",
+    "udp_test",
+    "signal_test",
+    "shared_memory",
+    "add_int",
+    "sieve",
+    "page_test",
+    "brk_test",
 ];
 
 #[test]
@@ -59,7 +88,10 @@ fn accounting_follows_reaim_units_and_bytes() {
         let kib = 16u64 * 1024;
         let per = |name: &str, field: &str| jobs[name][field].as_u64().unwrap() / tasks;
         // Random read: fill the file then read it: n KiB written, n KiB read, n units.
-        assert_eq!((per("disk_rr", "bytes_written"), per("disk_rr", "bytes_read"), per("disk_rr", "units")), (kib, kib, 16));
+        assert_eq!(
+            (per("disk_rr", "bytes_written"), per("disk_rr", "bytes_read"), per("disk_rr", "units")),
+            (kib, kib, 16)
+        );
         assert_eq!((per("disk_rw", "bytes_written"), per("disk_rw", "bytes_read")), (2 * kib, 0));
         assert_eq!((per("disk_cp", "bytes_read"), per("disk_cp", "bytes_written")), (kib, kib));
         // The O_SYNC write and copy jobs halve the block count; the update job does not.
@@ -95,7 +127,11 @@ fn accounting_follows_reaim_units_and_bytes() {
 fn no_task_starts_before_the_barrier_and_the_subrun_waits_for_the_last() {
     for mode in ["process", "fork", "thread"] {
         let dir = tempfile::tempdir().unwrap();
-        let v = run(&job(dir.path(), weights(&["creat_clo", "disk_rr", "fork_test"]), json!({"tasks": [4], "task_mode": mode})));
+        let v = run(&job(
+            dir.path(),
+            weights(&["creat_clo", "disk_rr", "fork_test"]),
+            json!({"tasks": [4], "task_mode": mode}),
+        ));
         let s = &v["extra"]["subruns"][0];
         assert!(s["task_start_min_s"].as_f64().unwrap() >= 0.0, "{mode}: a task started before the release");
         // The subrun's time is the slowest task's.
@@ -119,9 +155,17 @@ fn each_task_has_its_own_order_and_a_seed_repeats_it() {
 fn the_modes_do_the_same_jobs() {
     let runs = |mode: &str| {
         let dir = tempfile::tempdir().unwrap();
-        let v = run(&job(dir.path(), weights(&["disk_rr", "creat_clo", "pipe_cpy", "add_int"]), json!({"tasks": [2], "task_mode": mode})));
+        let v = run(&job(
+            dir.path(),
+            weights(&["disk_rr", "creat_clo", "pipe_cpy", "add_int"]),
+            json!({"tasks": [2], "task_mode": mode}),
+        ));
         let jobs = v["extra"]["subruns"][0]["jobs"].clone();
-        jobs.as_object().unwrap().iter().map(|(k, j)| (k.clone(), j["runs"].clone(), j["units"].clone(), j["bytes_read"].clone())).collect::<Vec<_>>()
+        jobs.as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, j)| (k.clone(), j["runs"].clone(), j["units"].clone(), j["bytes_read"].clone()))
+            .collect::<Vec<_>>()
     };
     assert_eq!(runs("process"), runs("fork"));
     assert_eq!(runs("process"), runs("thread"));
@@ -130,10 +174,14 @@ fn the_modes_do_the_same_jobs() {
 #[test]
 fn a_missing_task_program_is_named() {
     let dir = tempfile::tempdir().unwrap();
-    let e = Session::from_json(&job(dir.path(), weights(&["disk_rr"]), json!({"task_program": "/nonexistent/fsmeter-mix-task"})))
-        .err()
-        .expect("rejected")
-        .to_string();
+    let e = Session::from_json(&job(
+        dir.path(),
+        weights(&["disk_rr"]),
+        json!({"task_program": "/nonexistent/fsmeter-mix-task"}),
+    ))
+    .err()
+    .expect("rejected")
+    .to_string();
     assert!(e.contains("task_program") && e.contains("does not exist"), "{e}");
 }
 
@@ -184,12 +232,16 @@ fn verify_checks_every_block_read_back_and_finds_a_damaged_one() {
     let dir = tempfile::tempdir().unwrap();
     let v = run(&job(dir.path(), weights(&["disk_brd"]), json!({"verify": true, "fault_common_byte": 5000})));
     let bad = v["counters"]["verify_mismatches"].as_u64().unwrap();
-    let runs: u64 = v["extra"]["subruns"].as_array().unwrap().iter().map(|s| s["jobs"]["disk_brd"]["runs"].as_u64().unwrap()).sum();
+    let runs: u64 =
+        v["extra"]["subruns"].as_array().unwrap().iter().map(|s| s["jobs"]["disk_brd"]["runs"].as_u64().unwrap()).sum();
     assert_eq!(bad, runs, "one bad block per disk_brd run (1 task, then 2 tasks): {}", v["extra"]["verify"]);
     assert_eq!(v["extra"]["verify"]["mismatches"].as_array().unwrap().len(), 3, "each task keeps its first bad block");
     let m = &v["extra"]["verify"]["mismatches"][0];
     assert_eq!((m["offset"].as_u64(), m["first_diff_offset"].as_u64()), (Some(4096), Some(5000)), "{m}");
-    assert!(m["file"].as_str().unwrap().contains("tmpa.common") && m["file"].as_str().unwrap().contains("disk_brd"), "{m}");
+    assert!(
+        m["file"].as_str().unwrap().contains("tmpa.common") && m["file"].as_str().unwrap().contains("disk_brd"),
+        "{m}"
+    );
     // Without verify the same damage goes unseen, as in re-aim.
     let v = run(&job(dir.path(), weights(&["disk_brd"]), json!({"fault_common_byte": 5000})));
     assert!(v["counters"].get("verify_mismatches").is_none());

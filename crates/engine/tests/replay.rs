@@ -56,10 +56,14 @@ fn malformed_lines_are_errors_naming_the_file_and_line() {
 #[test]
 fn missing_loadfile_says_what_to_do() {
     let tmp = tempfile::tempdir().unwrap();
-    let e = Session::from_json(&job(tmp.path(), 1, json!({"family": "replay", "loadfile": "/nonexistent/client.txt", "passes": 1})))
-        .err()
-        .unwrap()
-        .to_string();
+    let e = Session::from_json(&job(
+        tmp.path(),
+        1,
+        json!({"family": "replay", "loadfile": "/nonexistent/client.txt", "passes": 1}),
+    ))
+    .err()
+    .unwrap()
+    .to_string();
     assert!(e.contains("install Debian package dbench or give loadfile=PATH"), "{e}");
 }
 
@@ -107,9 +111,22 @@ fn small_load_file_replays_with_exact_counts_per_client() {
     let n = passes * clients;
     let count = |k: &str| r["ops"][k]["count"].as_u64().unwrap_or(0);
     for (k, per_pass) in [
-        ("Deltree", 1), ("Mkdir", 1), ("NTCreateX", 5), ("Close", 4), ("WriteX", 2), ("ReadX", 2), ("Qfileinfo", 1),
-        ("Sfileinfo", 1), ("LockX", 1), ("UnlockX", 1), ("Flush", 1), ("Qpathinfo", 2), ("Qfsinfo", 1), ("Find", 1),
-        ("Rename", 1), ("Unlink", 1),
+        ("Deltree", 1),
+        ("Mkdir", 1),
+        ("NTCreateX", 5),
+        ("Close", 4),
+        ("WriteX", 2),
+        ("ReadX", 2),
+        ("Qfileinfo", 1),
+        ("Sfileinfo", 1),
+        ("LockX", 1),
+        ("UnlockX", 1),
+        ("Flush", 1),
+        ("Qpathinfo", 2),
+        ("Qfsinfo", 1),
+        ("Find", 1),
+        ("Rename", 1),
+        ("Unlink", 1),
     ] {
         assert_eq!(count(k), per_pass * n, "{k}");
     }
@@ -188,7 +205,11 @@ fn open_mismatch_is_counted_and_reported_not_fatal() {
     assert_eq!(r["counters"]["mismatch.NTCreateX"], json!(2));
     assert_eq!(r["counters"]["mismatch.Qpathinfo"], json!(2));
     let w = r["warnings"].as_array().unwrap();
-    assert!(w.iter().any(|w| w.as_str().unwrap().contains("NTCreateX: 2 result(s)") && w.as_str().unwrap().contains("line 1")), "{w:?}");
+    assert!(
+        w.iter()
+            .any(|w| w.as_str().unwrap().contains("NTCreateX: 2 result(s)") && w.as_str().unwrap().contains("line 1")),
+        "{w:?}"
+    );
 }
 
 #[test]
@@ -239,7 +260,10 @@ fn verify_checks_reads_and_rereads_what_each_client_kept() {
     assert!(data.iter().filter(|&&x| x == 0).count() < 1000);
     let v = run(&mut s, "verify");
     assert_eq!(v["counters"]["verify_mismatches"], 0, "{}", v["extra"]["verify"]);
-    assert_eq!((v["counters"]["files_checked"].as_u64(), v["counters"]["bytes_checked"].as_u64()), (Some(2), Some(2 * 66536)));
+    assert_eq!(
+        (v["counters"]["files_checked"].as_u64(), v["counters"]["bytes_checked"].as_u64()),
+        (Some(2), Some(2 * 66536))
+    );
     // A byte damaged behind the engine's back is found at its offset, in that client's file only.
     let f = std::fs::OpenOptions::new().write(true).open(&b).unwrap();
     f.write_at(&[data[12345] ^ 0x40], 12345).unwrap();
@@ -252,7 +276,8 @@ fn verify_checks_reads_and_rereads_what_each_client_kept() {
     // Cut short: the missing bytes are reported.
     f.set_len(50000).unwrap();
     let v = run(&mut s, "verify");
-    let kinds: Vec<&str> = v["extra"]["verify"]["mismatches"].as_array().unwrap().iter().map(|m| m["kind"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> =
+        v["extra"]["verify"]["mismatches"].as_array().unwrap().iter().map(|m| m["kind"].as_str().unwrap()).collect();
     assert!(kinds.contains(&"short"), "{kinds:?}");
     run(&mut s, "cleanup");
 }

@@ -100,12 +100,22 @@ fn a_stop_request_ends_the_hold() {
     ctl.arm_start_hold();
     std::thread::scope(|s| {
         let h = s.spawn(|| {
-            run_threads("run", 1, timing(), &ctl, KINDS, 3, 0, |_| Ok(()), |_st: &mut (), rec| {
-                while !rec.should_stop(now_ns()) {
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                Ok(())
-            })
+            run_threads(
+                "run",
+                1,
+                timing(),
+                &ctl,
+                KINDS,
+                3,
+                0,
+                |_| Ok(()),
+                |_st: &mut (), rec| {
+                    while !rec.should_stop(now_ns()) {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    Ok(())
+                },
+            )
         });
         wait_for_hold(&ctl);
         ctl.request_stop();

@@ -102,7 +102,8 @@ fn threads_each_build_their_own_subtree() {
     assert_eq!(mk["threads"], threads);
     let cr = run(&mut s, "create");
     assert_eq!(count(&cr, "files"), dirs * 2 * threads as u64);
-    let mut names: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     names.sort();
     assert_eq!(names, ["tree-0", "tree-1", "tree-2"]);
     for n in &names {
@@ -140,7 +141,8 @@ fn cleanup_removes_an_interrupted_tree_and_nothing_else() {
     std::fs::write(dir.path().join("tree-1/L2D3/not-ours"), b"x").unwrap();
     let c = run(&mut s, "cleanup");
     assert_eq!(count(&c, "files"), 2 * 13 * 3 - 1);
-    let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    let mut left: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     left.sort();
     // tree-1 stays (with L2D3) because of the foreign file; tree-0 is gone.
     assert_eq!(left, ["keep.txt", "tree-1"]);
@@ -251,7 +253,8 @@ fn file_range_goes_on_from_a_stopped_create_and_bounds_the_later_phases() {
 #[test]
 fn a_bad_file_range_names_the_parameter() {
     let dir = tempfile::tempdir().unwrap();
-    let job = |threads: usize, r: Value| json!({"dir": dir.path(), "threads": threads, "workload": ranged(r)}).to_string();
+    let job =
+        |threads: usize, r: Value| json!({"dir": dir.path(), "threads": threads, "workload": ranged(r)}).to_string();
     let err = |threads, r| Session::from_json(&job(threads, r)).err().expect("rejected").to_string();
     let e = err(2, json!([[0, 3]]));
     assert!(e.starts_with("file_range:") && e.contains("1 ranges for 2 trees"), "{e}");
@@ -275,8 +278,19 @@ fn file_prefix_goes_before_every_file_name_and_nothing_else() {
         names.push(e.strip_prefix(dir.path().join("tree-0")).unwrap().display().to_string());
     }
     names.sort();
-    assert_eq!(names, ["L1D1", "L1D1/file.mdtestL0F1", "L1D1/file.mdtestL0F2", "L1D2", "L1D2/file.mdtestL0F1",
-                       "L1D2/file.mdtestL0F2", "file.mdtestL1F1", "file.mdtestL1F2"]);
+    assert_eq!(
+        names,
+        [
+            "L1D1",
+            "L1D1/file.mdtestL0F1",
+            "L1D1/file.mdtestL0F2",
+            "L1D2",
+            "L1D2/file.mdtestL0F1",
+            "L1D2/file.mdtestL0F2",
+            "file.mdtestL1F1",
+            "file.mdtestL1F2"
+        ]
+    );
     for ph in ["remove", "rmdir"] {
         run(&mut s, ph);
     }

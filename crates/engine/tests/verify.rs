@@ -157,10 +157,18 @@ fn a_byte_changed_during_a_run_is_caught_by_its_reads() {
 /// 20 random writes to distinct blocks (random_map), the 11th faulty.
 fn faulty(kind: &str, keep: u32) -> (tempfile::TempDir, Value, Value) {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = session(dir.path(), 1, access("xxh3", 0, json!({
-        "file_count": 1, "random_map": true, "total_bytes": 20 * 4096,
-        "fault": {"kind": kind, "after": 10, "count": 1, "keep_bytes": keep},
-    })));
+    let mut s = session(
+        dir.path(),
+        1,
+        access(
+            "xxh3",
+            0,
+            json!({
+                "file_count": 1, "random_map": true, "total_bytes": 20 * 4096,
+                "fault": {"kind": kind, "after": 10, "count": 1, "keep_bytes": keep},
+            }),
+        ),
+    );
     run(&mut s, "prepare");
     let r = run(&mut s, "run");
     assert_eq!(r["counters"]["faults_injected"], 1);
@@ -239,10 +247,14 @@ fn verify_settings_are_checked() {
 }
 
 fn bonnie(dir: &std::path::Path, seek_procs: usize, char_io: &str) -> Session {
-    session(dir, 1, json!({
-        "family": "bonnie", "size": 1 << 20, "chunk": 8192, "char_io": char_io, "char_io_size": 64 * 1024,
-        "seeks": 400, "seek_procs": seek_procs, "verify": "crc32c",
-    }))
+    session(
+        dir,
+        1,
+        json!({
+            "family": "bonnie", "size": 1 << 20, "chunk": 8192, "char_io": char_io, "char_io_size": 64 * 1024,
+            "seeks": 400, "seek_procs": seek_procs, "verify": "crc32c",
+        }),
+    )
 }
 
 const BONNIE_IO: &[&str] = &["putc_write", "block_write", "rewrite", "getc_read", "block_read", "seeks", "verify"];
@@ -259,7 +271,10 @@ fn bonnie_verifies_every_io_phase() {
             match *phase {
                 "putc_write" => assert_eq!(c["verify_blocks_written"], 8),
                 "block_write" => assert_eq!(c["verify_blocks_written"], 128),
-                "rewrite" => assert_eq!((c["verify_blocks_checked"].as_u64(), c["verify_blocks_written"].as_u64()), (Some(128), Some(128))),
+                "rewrite" => assert_eq!(
+                    (c["verify_blocks_checked"].as_u64(), c["verify_blocks_written"].as_u64()),
+                    (Some(128), Some(128))
+                ),
                 "getc_read" => assert_eq!(c["verify_blocks_checked"], 8),
                 "block_read" | "verify" => assert_eq!(c["verify_blocks_checked"], 128),
                 "seeks" => {
@@ -303,10 +318,14 @@ fn bonnie_catches_a_changed_byte_in_the_next_reading_phase() {
 #[test]
 fn iozone_grid_writes_headers_and_checks_every_read_and_each_cell_at_its_end() {
     let dir = tempfile::tempdir().unwrap();
-    let mut s = session(dir.path(), 1, json!({
-        "family": "iozone", "cells": [[65536, 4096], [131072, 8192]], "tests": [0, 1, 2, 3, 4, 5, 6, 7, 8],
-        "verify": "xxh3",
-    }));
+    let mut s = session(
+        dir.path(),
+        1,
+        json!({
+            "family": "iozone", "cells": [[65536, 4096], [131072, 8192]], "tests": [0, 1, 2, 3, 4, 5, 6, 7, 8],
+            "verify": "xxh3",
+        }),
+    );
     let r = run(&mut s, "grid");
     assert_eq!(mismatches(&r), 0, "{}", r["extra"]["verify"]);
     // Per cell of n records: writes 0: 2n, 2: n, 4: n, 6: 2n (test 8's writers fill their own);
@@ -315,8 +334,13 @@ fn iozone_grid_writes_headers_and_checks_every_read_and_each_cell_at_its_end() {
     assert_eq!(r["counters"]["verify_blocks_written"], 6 * n);
     assert_eq!(r["counters"]["verify_blocks_checked"], 8 * n);
     assert!(r["extra"]["verify"]["notes"]["cells_corrupt"] == 0);
-    let e = Session::from_json(&json!({"dir": dir.path(), "workload": {"family": "iozone", "cells": [[4096, 64]], "verify": "crc32c"}}).to_string())
-        .err().unwrap().to_string();
+    let e = Session::from_json(
+        &json!({"dir": dir.path(), "workload": {"family": "iozone", "cells": [[4096, 64]], "verify": "crc32c"}})
+            .to_string(),
+    )
+    .err()
+    .unwrap()
+    .to_string();
     assert!(e.contains("record size 64 bytes: with verify"), "{e}");
 }
 
@@ -357,7 +381,10 @@ fn fileset_verifies_creates_appends_and_reads_clean() {
         let (blocks, bytes) = fileset_blocks(dir.path(), 512);
         let v = run(&mut s, "verify");
         assert_eq!(mismatches(&v), 0, "{algo}: {}", v["extra"]["verify"]);
-        assert_eq!(v["counters"]["verify_blocks_checked"], blocks, "the verify phase checks every block of every live file");
+        assert_eq!(
+            v["counters"]["verify_blocks_checked"], blocks,
+            "the verify phase checks every block of every live file"
+        );
         assert_eq!(v["ops"]["read"]["bytes"], bytes);
         assert_eq!(v["extra"]["verify"]["algo"], algo);
         // File n was made by thread (n - 1) % threads: its blocks carry that thread and n as write number.
@@ -377,7 +404,11 @@ fn fileset_verifies_creates_appends_and_reads_clean() {
 fn fileset_catches_changed_bytes_at_their_offsets_in_reads_and_the_verify_phase() {
     let dir = tempfile::tempdir().unwrap();
     // Reads only (no appends, creates or deletes): the files stay as created.
-    let w = fileset("crc32c", true, json!({"files": 6, "transactions": 60, "size_low": 1500, "bias_read": 10, "bias_create": -1}));
+    let w = fileset(
+        "crc32c",
+        true,
+        json!({"files": 6, "transactions": 60, "size_low": 1500, "bias_read": 10, "bias_create": -1}),
+    );
     let mut s = session(dir.path(), 1, w);
     run(&mut s, "create");
     let poke = |name: &str, off: u64| {
@@ -399,7 +430,14 @@ fn fileset_catches_changed_bytes_at_their_offsets_in_reads_and_the_verify_phase(
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| (m["file"].as_str().unwrap().rsplit('/').next().unwrap().to_string(), m["kind"].as_str().unwrap().to_string(), m["offset"].as_u64().unwrap(), m["first_diff_offset"].clone()))
+        .map(|m| {
+            (
+                m["file"].as_str().unwrap().rsplit('/').next().unwrap().to_string(),
+                m["kind"].as_str().unwrap().to_string(),
+                m["offset"].as_u64().unwrap(),
+                m["first_diff_offset"].clone(),
+            )
+        })
         .collect();
     assert_eq!(found[0], ("1".into(), "bad_checksum".into(), 512, json!(700)), "{found:?}");
     assert_eq!(found[1], ("2".into(), "bad_checksum".into(), len2 / 512 * 512, json!(len2 - 1)), "{found:?}");
@@ -407,7 +445,8 @@ fn fileset_catches_changed_bytes_at_their_offsets_in_reads_and_the_verify_phase(
     assert!(mismatches(&v) >= 3);
     assert!(v["warnings"][0].as_str().unwrap().contains("corrupt block"), "{}", v["warnings"]);
     // The reads of the transactions phase saw the same damage, where it is.
-    let offs: Vec<Value> = t["extra"]["verify"]["mismatches"].as_array().unwrap().iter().map(|m| m["first_diff_offset"].clone()).collect();
+    let offs: Vec<Value> =
+        t["extra"]["verify"]["mismatches"].as_array().unwrap().iter().map(|m| m["first_diff_offset"].clone()).collect();
     assert!(offs.contains(&json!(700)) && offs.contains(&json!(len2 - 1)), "{offs:?}");
 }
 
@@ -418,11 +457,18 @@ fn fileset_verify_settings_are_checked() {
                      "workload": fileset("crc32c", true, json!({"write_block": 64}))});
     let e = Session::from_json(&job.to_string()).err().expect("a 64-byte verify block is refused").to_string();
     assert!(e.contains("write_block") && e.contains("88"), "{e}");
-    let mut s = session(dir.path(), 1, fileset("off", true, json!({})).as_object().map(|o| {
-        let mut o = o.clone();
-        o.remove("verify");
-        Value::Object(o)
-    }).unwrap());
+    let mut s = session(
+        dir.path(),
+        1,
+        fileset("off", true, json!({}))
+            .as_object()
+            .map(|o| {
+                let mut o = o.clone();
+                o.remove("verify");
+                Value::Object(o)
+            })
+            .unwrap(),
+    );
     run(&mut s, "create");
     assert!(s.run_phase("verify", &Control::new()).is_err(), "no verify phase without verify");
     run(&mut s, "cleanup");
@@ -443,14 +489,22 @@ fn tree_files_carry_verified_blocks_and_the_verify_phase_checks_them() {
         assert_eq!(mismatches(&c), 0);
         // 3 directories x 2 files x 3 blocks per tree; a 3000-byte request refills the blocks it touches.
         let per_tree = 3 * 2 * 3;
-        assert!(c["counters"]["verify_blocks_written"].as_u64().unwrap() >= per_tree * threads as u64, "{}", c["counters"]);
+        assert!(
+            c["counters"]["verify_blocks_written"].as_u64().unwrap() >= per_tree * threads as u64,
+            "{}",
+            c["counters"]
+        );
         let v = run(&mut s, "verify");
         assert_eq!(mismatches(&v), 0, "{algo} {ws}: {}", v["extra"]["verify"]);
         assert_eq!(v["counters"]["verify_blocks_checked"], per_tree * threads as u64);
         assert_eq!(v["ops"]["read"]["bytes"], per_tree * threads as u64 * 4096);
         let f = std::fs::read(dir.path().join("tree-0/L1F2")).unwrap();
         assert_eq!(&f[4096..4100], b"FSMV");
-        assert_eq!(u64::from_le_bytes(f[4096 + 24..4096 + 32].try_into().unwrap()), 1, "the first file of the walk is number 1");
+        assert_eq!(
+            u64::from_le_bytes(f[4096 + 24..4096 + 32].try_into().unwrap()),
+            1,
+            "the first file of the walk is number 1"
+        );
         run(&mut s, "remove");
         run(&mut s, "rmdir");
     }
@@ -469,12 +523,20 @@ fn tree_verify_catches_a_changed_byte_at_its_offset() {
     assert_eq!(mismatches(&v), 1, "{}", v["extra"]["verify"]);
     let m = &v["extra"]["verify"]["mismatches"][0];
     assert_eq!(m["file"], path.display().to_string());
-    assert_eq!((m["kind"].as_str(), m["offset"].as_u64(), m["first_diff_offset"].as_u64()), (Some("bad_checksum"), Some(8192), Some(8192 + 999)));
+    assert_eq!(
+        (m["kind"].as_str(), m["offset"].as_u64(), m["first_diff_offset"].as_u64()),
+        (Some("bad_checksum"), Some(8192), Some(8192 + 999))
+    );
     assert!(v["warnings"][0].as_str().unwrap().contains("L0F1"), "{}", v["warnings"]);
     // A truncated file: its missing blocks are short.
     f.set_len(4096).unwrap();
     let v = run(&mut s, "verify");
-    let kinds: Vec<(&str, u64)> = v["extra"]["verify"]["mismatches"].as_array().unwrap().iter().map(|m| (m["kind"].as_str().unwrap(), m["offset"].as_u64().unwrap())).collect();
+    let kinds: Vec<(&str, u64)> = v["extra"]["verify"]["mismatches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["kind"].as_str().unwrap(), m["offset"].as_u64().unwrap()))
+        .collect();
     assert_eq!(kinds, [("short", 4096), ("short", 8192)]);
     run(&mut s, "cleanup");
     let off = json!({"family": "tree", "levels": 1, "dirs_per_level": 2, "files_per_dir": 2, "file_blocks": 3});
@@ -490,9 +552,13 @@ fn shared_file_regions_and_the_shifted_run() {
     let dir = tempfile::tempdir().unwrap();
     let region = 1u64 << 20;
     let shared = |me: u64, other: u64, seed: u64| {
-        let w = access("crc32c", 0, json!({"file_count": 1, "shared_file": true, "offset": me * region,
+        let w = access(
+            "crc32c",
+            0,
+            json!({"file_count": 1, "shared_file": true, "offset": me * region,
                                            "run_offset": other * region, "total_bytes": region,
-                                           "entries": [{"size": 4096, "weight": 100, "read_pct": 0, "random_pct": 0}]}));
+                                           "entries": [{"size": 4096, "weight": 100, "read_pct": 0, "random_pct": 0}]}),
+        );
         let job = json!({"dir": dir.path(), "threads": 1, "seed": seed, "backend": "psync", "interval_s": 0.05, "workload": w});
         Session::from_json(&job.to_string()).expect("valid job")
     };
@@ -506,7 +572,10 @@ fn shared_file_regions_and_the_shifted_run() {
         let o = off as usize;
         assert_eq!(&d[o..o + 4], b"FSMV", "a header at {off}");
         assert_eq!(u64::from_le_bytes(d[o + 16..o + 24].try_into().unwrap()), off);
-        (u64::from_le_bytes(d[o + 32..o + 40].try_into().unwrap()), u64::from_le_bytes(d[o + 24..o + 32].try_into().unwrap()))
+        (
+            u64::from_le_bytes(d[o + 32..o + 40].try_into().unwrap()),
+            u64::from_le_bytes(d[o + 24..o + 32].try_into().unwrap()),
+        )
     };
     assert_eq!(seed_at(4096), (100, 0), "a laid out region 0");
     assert_eq!(seed_at(region + 4096), (101, 0), "b laid out region 1");
@@ -526,7 +595,12 @@ fn shared_file_regions_and_the_shifted_run() {
     file.write_at(&[0xEE], region + 3 * 4096 + 100).unwrap();
     let va = run(&mut a, "verify");
     assert_eq!(mismatches(&va), 1);
-    assert_eq!(va["extra"]["verify"]["mismatches"][0]["first_diff_offset"], region + 3 * 4096 + 100, "{}", va["extra"]["verify"]);
+    assert_eq!(
+        va["extra"]["verify"]["mismatches"][0]["first_diff_offset"],
+        region + 3 * 4096 + 100,
+        "{}",
+        va["extra"]["verify"]
+    );
     assert_eq!(mismatches(&run(&mut b, "verify")), 0, "b's region is untouched");
     // A run offset without a shared file is refused, naming the field.
     let w = access("crc32c", 0, json!({"run_offset": region}));

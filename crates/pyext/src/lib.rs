@@ -16,9 +16,7 @@ create_exception!(_engine, IoFailure, PyOSError, "A system call failed while run
 fn to_py(e: EngineError) -> PyErr {
     match e {
         EngineError::InvalidJob { .. } | EngineError::UnknownPhase { .. } => JobError::new_err(e.to_string()),
-        EngineError::Io { ref source, .. } => {
-            IoFailure::new_err((source.raw_os_error().unwrap_or(0), e.to_string()))
-        }
+        EngineError::Io { ref source, .. } => IoFailure::new_err((source.raw_os_error().unwrap_or(0), e.to_string())),
     }
 }
 

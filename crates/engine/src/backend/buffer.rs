@@ -111,7 +111,13 @@ impl AlignedBuf {
     /// mapping, `count` x `len` (each rounded up to `align`) rounded up to whole huge pages, as fio
     /// maps one area of iodepth x the largest request per job; it is touched here, so no page
     /// fault lands in a measured request. Errors are mmap's, mprotect's or madvise's.
-    pub fn set(count: usize, len: usize, align: usize, mem: BufferMemory, seed: impl Fn(usize) -> u64) -> std::io::Result<(Vec<AlignedBuf>, HugeInfo)> {
+    pub fn set(
+        count: usize,
+        len: usize,
+        align: usize,
+        mem: BufferMemory,
+        seed: impl Fn(usize) -> u64,
+    ) -> std::io::Result<(Vec<AlignedBuf>, HugeInfo)> {
         let len = len.max(1);
         if mem == BufferMemory::Heap {
             let bufs: Vec<AlignedBuf> = (0..count).map(|i| AlignedBuf::new(len, align).filled(seed(i))).collect();
@@ -130,11 +136,13 @@ impl AlignedBuf {
             _ => (region, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB | libc::MAP_HUGE_2MB),
         };
         // SAFETY: a fresh anonymous mapping; no existing memory is touched.
-        let base = unsafe { libc::mmap(std::ptr::null_mut(), map_len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
+        let base =
+            unsafe { libc::mmap(std::ptr::null_mut(), map_len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
         if base == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
-        let start = if mem == BufferMemory::Thp { (base as usize + PAGE).next_multiple_of(huge) } else { base as usize };
+        let start =
+            if mem == BufferMemory::Thp { (base as usize + PAGE).next_multiple_of(huge) } else { base as usize };
         let map = Arc::new(Mapping { base, len: map_len, start, region, hugetlb: mem == BufferMemory::Hugetlb });
         if mem == BufferMemory::Thp {
             let head = start - base as usize;
@@ -148,7 +156,10 @@ impl AlignedBuf {
                 }
                 if libc::madvise(start as *mut libc::c_void, region, libc::MADV_HUGEPAGE) != 0 {
                     let e = std::io::Error::last_os_error();
-                    return Err(std::io::Error::new(e.kind(), format!("madvise(MADV_HUGEPAGE): {e} (a kernel without transparent huge pages?)")));
+                    return Err(std::io::Error::new(
+                        e.kind(),
+                        format!("madvise(MADV_HUGEPAGE): {e} (a kernel without transparent huge pages?)"),
+                    ));
                 }
             }
         }
@@ -156,7 +167,10 @@ impl AlignedBuf {
         // SAFETY: [start, start + region) lies inside the mapping.
         unsafe { std::ptr::write_bytes(start as *mut u8, 0, region) };
         let bufs = (0..count)
-            .map(|i| AlignedBuf { ptr: (start + i * stride) as *mut u8, len, backing: Backing::Shared(map.clone()) }.filled(seed(i)))
+            .map(|i| {
+                AlignedBuf { ptr: (start + i * stride) as *mut u8, len, backing: Backing::Shared(map.clone()) }
+                    .filled(seed(i))
+            })
             .collect();
         let info = HugeInfo { mapped: region as u64, huge: map.huge_bytes() };
         Ok((bufs, info))
@@ -231,7 +245,9 @@ fn smaps_field_kib(smaps: &str, start: usize, len: usize, field: &str) -> Option
     let mut sum = 0u64;
     for line in smaps.lines() {
         let first = line.split_whitespace().next().unwrap_or("");
-        if let Some((a, b)) = first.split_once('-').filter(|(a, _)| a.chars().all(|c| c.is_ascii_hexdigit()) && !a.is_empty()) {
+        if let Some((a, b)) =
+            first.split_once('-').filter(|(a, _)| a.chars().all(|c| c.is_ascii_hexdigit()) && !a.is_empty())
+        {
             let (Ok(a), Ok(b)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) else {
                 inside = false;
                 continue;
@@ -278,7 +294,8 @@ AnonHugePages:      2048 kB
 
     #[test]
     fn thp_buffers_share_one_mapping_of_whole_huge_pages_and_hold_the_seeded_bytes() {
-        let (bufs, info) = AlignedBuf::set(3, 1 << 20, 4096, BufferMemory::Thp, |i| 7 + i as u64).expect("an anonymous mapping");
+        let (bufs, info) =
+            AlignedBuf::set(3, 1 << 20, 4096, BufferMemory::Thp, |i| 7 + i as u64).expect("an anonymous mapping");
         let huge = thp_size();
         assert_eq!(bufs[0].as_ptr() as usize % huge, 0);
         for (i, b) in bufs.iter().enumerate() {

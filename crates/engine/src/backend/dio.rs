@@ -123,7 +123,8 @@ mod tests {
 
     #[test]
     fn the_kernel_figure_wins_when_reported() {
-        let f = FsFacts { statx: Some((512, 4)), fs_magic: BTRFS_SUPER_MAGIC, block_size: 4096, device_block: Some(4096) };
+        let f =
+            FsFacts { statx: Some((512, 4)), fs_magic: BTRFS_SUPER_MAGIC, block_size: 4096, device_block: Some(4096) };
         assert_eq!(choose(&f), DioAlign { offset: 512, mem: 4, source: "statx STATX_DIOALIGN" });
     }
 

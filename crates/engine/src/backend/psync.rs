@@ -34,7 +34,11 @@ impl IoBackend for PsyncBackend {
                 crate::sys::pread(fd, buf as *mut libc::c_void, req.len as usize, req.offset as libc::off_t)
             }
         };
-        let res = if r < 0 { -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) as i64) } else { r as i64 };
+        let res = if r < 0 {
+            -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) as i64)
+        } else {
+            r as i64
+        };
         done(slot, res);
         Ok(1)
     }

@@ -20,13 +20,17 @@ impl UringBackend {
     /// `bufs[i]` is the buffer of slot i (address, length); slots and buffers match.
     pub fn new(files: FileTable, depth: usize, bufs: &[(*mut u8, usize)]) -> Result<Self> {
         let ring = IoUring::new(depth.next_power_of_two().max(2) as u32).map_err(|e| {
-            EngineError::io("io_uring setup (is io_uring disabled? see /proc/sys/kernel/io_uring_disabled, or use backend=psync)", e)
+            EngineError::io(
+                "io_uring setup (is io_uring disabled? see /proc/sys/kernel/io_uring_disabled, or use backend=psync)",
+                e,
+            )
         })?;
         let fixed_files = ring.submitter().register_files(&files).is_ok();
         let iovecs: Vec<libc::iovec> =
             bufs.iter().map(|&(p, l)| libc::iovec { iov_base: p as *mut libc::c_void, iov_len: l }).collect();
         // SAFETY: the buffers outlive the ring (the worker owns both and drops the ring first).
-        let fixed_bufs = bufs.len() <= u16::MAX as usize && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
+        let fixed_bufs =
+            bufs.len() <= u16::MAX as usize && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
         Ok(UringBackend { ring, files, fixed_files, fixed_bufs, unsubmitted: 0 })
     }
 
@@ -42,7 +46,11 @@ impl UringBackend {
                 }
             };
         }
-        let e = if self.fixed_files { build!(types::Fixed(req.file)) } else { build!(types::Fd(self.files[req.file as usize])) };
+        let e = if self.fixed_files {
+            build!(types::Fixed(req.file))
+        } else {
+            build!(types::Fd(self.files[req.file as usize]))
+        };
         e.user_data(slot as u64)
     }
 

@@ -329,7 +329,15 @@ struct Sampler<'k> {
 impl<'k> Sampler<'k> {
     fn new(kinds: &'k [&'static str], measure_start: u64) -> Self {
         let nk = kinds.len();
-        Sampler { kinds, measure_start, prev_t: measure_start, prev_ops: vec![0; nk], prev_bytes: vec![0; nk], prev_units: 0, intervals: Vec::new() }
+        Sampler {
+            kinds,
+            measure_start,
+            prev_t: measure_start,
+            prev_ops: vec![0; nk],
+            prev_bytes: vec![0; nk],
+            prev_units: 0,
+            intervals: Vec::new(),
+        }
     }
 
     fn push(&mut self, t: u64, ops: &[u64], bytes: &[u64], units: u64) {
@@ -395,7 +403,8 @@ where
     F: Fn(&mut S, &mut Recorder) -> Result<T> + Sync,
 {
     let one = [GroupMember { threads: nthreads, warmup_ns: timing.warmup_ns, duration_ns: timing.duration_ns }];
-    run_group(phase, &one, timing.interval_ns, ctl, kinds, sigfig, work_total, setup, work).map(|(report, _, results)| (report, results))
+    run_group(phase, &one, timing.interval_ns, ctl, kinds, sigfig, work_total, setup, work)
+        .map(|(report, _, results)| (report, results))
 }
 
 /// One member (a job) of a group phase: its worker threads, its own warm-up and its own measured
@@ -457,7 +466,8 @@ where
     let grouped = members.len() > 1;
     let warmup_ns = members.iter().map(|g| g.warmup_ns).min().unwrap_or(0);
     // Progress: the longest duration, or none (fixed work) when some member has a fixed amount.
-    let duration_ns = members.iter().map(|g| g.duration_ns).collect::<Option<Vec<u64>>>().map(|d| d.into_iter().max().unwrap_or(0));
+    let duration_ns =
+        members.iter().map(|g| g.duration_ns).collect::<Option<Vec<u64>>>().map(|d| d.into_iter().max().unwrap_or(0));
     let counters: Vec<ThreadCounters> = (0..nthreads).map(|_| ThreadCounters::new()).collect();
     let gate = StartGate::new();
     let start_at = AtomicU64::new(0);
@@ -473,7 +483,12 @@ where
         Some(d) => start.saturating_add(g.warmup_ns).saturating_add(d),
         None => u64::MAX,
     };
-    ctl.begin(if warmup_ns > 0 { RunState::WarmingUp } else { RunState::Measuring }, warmup_ns, duration_ns.unwrap_or(0), work_total);
+    ctl.begin(
+        if warmup_ns > 0 { RunState::WarmingUp } else { RunState::Measuring },
+        warmup_ns,
+        duration_ns.unwrap_or(0),
+        work_total,
+    );
 
     // The coordinator sleeps between polls; each worker wakes it when it finishes, so that the
     // phase returns as soon as the work is done, not at the next poll (up to 50 ms later: a grid
@@ -484,8 +499,18 @@ where
         let mut spawn_err: Option<(usize, std::io::Error)> = None;
         for tid in 0..nthreads {
             let member = &members[member_of[tid]];
-            let (counters, gate, start_at, finished, work, setup, halt, setup_failed, coordinator, deadline_of) =
-                (&counters, &gate, &start_at, &finished, &work, &setup, &halt, &setup_failed, &coordinator, &deadline_of);
+            let (counters, gate, start_at, finished, work, setup, halt, setup_failed, coordinator, deadline_of) = (
+                &counters,
+                &gate,
+                &start_at,
+                &finished,
+                &work,
+                &setup,
+                &halt,
+                &setup_failed,
+                &coordinator,
+                &deadline_of,
+            );
             let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
                 let shared = &counters[tid];
                 let hists = (0..nk).map(|_| LatHist::new(sigfig)).collect();
@@ -565,7 +590,8 @@ where
         let cpu0 = cpu_at_release.unwrap_or_else(cpu::snapshot);
         let mut sampler = Sampler::new(kinds, measure_start);
         // Each member's own samples, on the phase's clock (group phases only).
-        let mut member_samplers: Vec<Sampler> = if grouped { members.iter().map(|_| Sampler::new(kinds, measure_start)).collect() } else { Vec::new() };
+        let mut member_samplers: Vec<Sampler> =
+            if grouped { members.iter().map(|_| Sampler::new(kinds, measure_start)).collect() } else { Vec::new() };
         let mut next = measure_start + interval_ns;
         while !all_done() {
             watch_stop();
@@ -590,7 +616,11 @@ where
 
         let mut results = Vec::with_capacity(nthreads);
         let mut merged: Vec<LatHist> = (0..nk).map(|_| LatHist::new(sigfig)).collect();
-        let mut member_hists: Vec<Vec<LatHist>> = if grouped { members.iter().map(|_| (0..nk).map(|_| LatHist::new(sigfig)).collect()).collect() } else { Vec::new() };
+        let mut member_hists: Vec<Vec<LatHist>> = if grouped {
+            members.iter().map(|_| (0..nk).map(|_| LatHist::new(sigfig)).collect()).collect()
+        } else {
+            Vec::new()
+        };
         // Per member: (first work start, last measured end, last worker end).
         let mut member_times = vec![(u64::MAX, 0u64, 0u64); members.len()];
         let mut last_end = 0u64;
@@ -641,7 +671,18 @@ where
         if let Some(e) = first_err {
             return Err(e);
         }
-        let mut report = build_report(phase, kinds, nthreads, warmup_ns, measure_start, end, &ops, &bytes, &merged, sampler.intervals);
+        let mut report = build_report(
+            phase,
+            kinds,
+            nthreads,
+            warmup_ns,
+            measure_start,
+            end,
+            &ops,
+            &bytes,
+            &merged,
+            sampler.intervals,
+        );
         report.interrupted = ctl.stop_requested();
         report.window_mono_ns = [measure_start, end];
         if units == 0 {
@@ -662,14 +703,29 @@ where
                 if m_end > ms.prev_t || ops != ms.prev_ops {
                     ms.push(m_end.max(ms.prev_t), &ops, &bytes, 0);
                 }
-                let mut rep = build_report(phase, kinds, g.threads, g.warmup_ns, m_start, m_end, &ops, &bytes, &member_hists[m], ms.intervals);
+                let mut rep = build_report(
+                    phase,
+                    kinds,
+                    g.threads,
+                    g.warmup_ns,
+                    m_start,
+                    m_end,
+                    &ops,
+                    &bytes,
+                    &member_hists[m],
+                    ms.intervals,
+                );
                 for iv in &mut rep.intervals {
                     iv.units = None;
                 }
                 rep.interrupted = report.interrupted;
                 rep.window_mono_ns = [m_start, m_end];
                 let rel = |t: u64| t.saturating_sub(measure_start) as f64 / 1e9;
-                member_reports.push(MemberReport { report: rep, start_s: rel(first_work.max(m_start).min(m_end)), end_s: rel(m_end) });
+                member_reports.push(MemberReport {
+                    report: rep,
+                    start_s: rel(first_work.max(m_start).min(m_end)),
+                    end_s: rel(m_end),
+                });
             }
         }
         drop(merged);
@@ -705,7 +761,13 @@ fn build_report(
         }
         report.ops.insert(
             name.to_string(),
-            OpStats { count: ops[k], bytes: bytes[k], ops_per_s: per_s(ops[k]), bytes_per_s: per_s(bytes[k]), lat: hists[k].summary() },
+            OpStats {
+                count: ops[k],
+                bytes: bytes[k],
+                ops_per_s: per_s(ops[k]),
+                bytes_per_s: per_s(bytes[k]),
+                lat: hists[k].summary(),
+            },
         );
     }
     let (tops, tbytes) = (ops.iter().sum(), bytes.iter().sum());

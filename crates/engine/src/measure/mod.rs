@@ -7,4 +7,6 @@ pub mod harness;
 pub mod hist;
 
 pub use clock::now_ns;
-pub use harness::{run_group, run_threads, Control, GroupMember, MemberReport, PhaseTiming, Progress, Recorder, RunState, StartGate};
+pub use harness::{
+    run_group, run_threads, Control, GroupMember, MemberReport, PhaseTiming, Progress, Recorder, RunState, StartGate,
+};

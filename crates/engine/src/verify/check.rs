@@ -85,7 +85,17 @@ pub struct Mismatch {
 
 impl Mismatch {
     fn new(offset: u64, len: usize, kind: MismatchKind, found: Option<BlockHeader>) -> Mismatch {
-        Mismatch { offset, len, kind, found, expected: None, first_diff: None, window_start: 0, expected_bytes: vec![], found_bytes: vec![] }
+        Mismatch {
+            offset,
+            len,
+            kind,
+            found,
+            expected: None,
+            first_diff: None,
+            window_start: 0,
+            expected_bytes: vec![],
+            found_bytes: vec![],
+        }
     }
 
     /// Record the first differing byte and the bytes around it (mismatch path only: may allocate).
@@ -119,10 +129,20 @@ impl std::fmt::Display for Mismatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} at offset {} ({} bytes)", self.kind.name(), self.offset, self.len)?;
         if let Some(d) = self.first_diff {
-            write!(f, ", first differing byte at offset {} (block byte {d}): expected {} found {}", self.offset + d as u64, hex(&self.expected_bytes), hex(&self.found_bytes))?;
+            write!(
+                f,
+                ", first differing byte at offset {} (block byte {d}): expected {} found {}",
+                self.offset + d as u64,
+                hex(&self.expected_bytes),
+                hex(&self.found_bytes)
+            )?;
         }
         if let Some(h) = &self.found {
-            write!(f, "; found header: offset {} len {} thread {} generation {}", h.offset, h.len, h.thread, h.generation)?;
+            write!(
+                f,
+                "; found header: offset {} len {} thread {} generation {}",
+                h.offset, h.len, h.thread, h.generation
+            )?;
         }
         Ok(())
     }
@@ -137,13 +157,24 @@ pub fn check_block(buf: &[u8], offset: u64, algo: Checksum) -> Result<BlockHeade
 
 /// As `check_block`, and when `expect = Some((thread, generation))` the block
 /// must be that write: an older or other consistent write is `Stale`.
-pub fn check_block_expect(buf: &[u8], offset: u64, algo: Checksum, expect: Option<(u32, u64)>) -> Result<BlockHeader, Mismatch> {
+pub fn check_block_expect(
+    buf: &[u8],
+    offset: u64,
+    algo: Checksum,
+    expect: Option<(u32, u64)>,
+) -> Result<BlockHeader, Mismatch> {
     let len = buf.len();
     if len < HEADER_LEN {
         return Err(Mismatch::new(offset, len, MismatchKind::Short, None));
     }
     let h = BlockHeader::parse(buf);
-    if h.magic != MAGIC || !BlockHeader::header_crc_ok(buf) || h.version != VERSION || h.algo_code != algo.code() || h.len as usize != len || h.offset != offset {
+    if h.magic != MAGIC
+        || !BlockHeader::header_crc_ok(buf)
+        || h.version != VERSION
+        || h.algo_code != algo.code()
+        || h.len as usize != len
+        || h.offset != offset
+    {
         return Err(header_mismatch(buf, offset, algo, h, expect));
     }
     let payload = &buf[HEADER_LEN..];
@@ -173,7 +204,16 @@ pub fn check_block_expect(buf: &[u8], offset: u64, algo: Checksum, expect: Optio
 /// (`bad_checksum`, or `zero_tail` when everything from there on is zero; all
 /// zero: `zero_filled`). Allocates nothing unless it fails.
 #[allow(clippy::too_many_arguments)]
-pub fn check_prefix(buf: &[u8], offset: u64, block_len: usize, generation: u64, thread: u32, seed: u64, algo: Checksum, scratch: &mut [u8]) -> Result<(), Mismatch> {
+pub fn check_prefix(
+    buf: &[u8],
+    offset: u64,
+    block_len: usize,
+    generation: u64,
+    thread: u32,
+    seed: u64,
+    algo: Checksum,
+    scratch: &mut [u8],
+) -> Result<(), Mismatch> {
     let exp = &mut scratch[..block_len];
     fill_block(exp, offset, generation, thread, seed, algo);
     let n = buf.len().min(block_len);
@@ -276,9 +316,9 @@ fn payload_mismatch(buf: &[u8], offset: u64, h: BlockHeader) -> Mismatch {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::super::header::{OFF_GENERATION, OFF_HEADER_CRC, OFF_OFFSET};
     use super::super::payload::fill_blocks;
+    use super::*;
 
     #[test]
     fn round_trip_every_algorithm_and_size() {
@@ -287,7 +327,10 @@ mod tests {
                 let mut b = vec![0u8; len];
                 fill_block(&mut b, 123 * 4096, 7, 3, 42, algo);
                 let h = check_block(&b, 123 * 4096, algo).unwrap_or_else(|m| panic!("{algo:?} {len}: {m}"));
-                assert_eq!((h.offset, h.len as usize, h.generation, h.thread, h.seed, h.algo), (123 * 4096, len, 7, 3, 42, algo));
+                assert_eq!(
+                    (h.offset, h.len as usize, h.generation, h.thread, h.seed, h.algo),
+                    (123 * 4096, len, 7, 3, 42, algo)
+                );
                 assert_eq!(h.magic, MAGIC);
                 assert_eq!(&b[..4], b"FSMV");
                 assert_eq!(h.checksum, algo.digest(&b[HEADER_LEN..]));
@@ -410,12 +453,21 @@ mod tests {
         assert_eq!((m.kind, m.first_diff, m.len), (MismatchKind::BadChecksum, Some(200), 300));
         b[200] ^= 1;
         b[10] ^= 1;
-        assert_eq!(check_prefix(&b, 1024, 512, 9, 2, 5, Checksum::Crc32c, &mut scratch).unwrap_err().kind, MismatchKind::BadHeader);
+        assert_eq!(
+            check_prefix(&b, 1024, 512, 9, 2, 5, Checksum::Crc32c, &mut scratch).unwrap_err().kind,
+            MismatchKind::BadHeader
+        );
         let m = check_prefix(&full[..300], 1024, 512, 10, 2, 5, Checksum::Crc32c, &mut scratch).unwrap_err();
         assert_eq!(m.first_diff, Some(24), "another write: the generation field differs first");
         let mut z = full[..300].to_vec();
         z[150..].fill(0);
-        assert_eq!(check_prefix(&z, 1024, 512, 9, 2, 5, Checksum::Crc32c, &mut scratch).unwrap_err().kind, MismatchKind::ZeroTail);
-        assert_eq!(check_prefix(&[0u8; 60], 1024, 512, 9, 2, 5, Checksum::Crc32c, &mut scratch).unwrap_err().kind, MismatchKind::ZeroFilled);
+        assert_eq!(
+            check_prefix(&z, 1024, 512, 9, 2, 5, Checksum::Crc32c, &mut scratch).unwrap_err().kind,
+            MismatchKind::ZeroTail
+        );
+        assert_eq!(
+            check_prefix(&[0u8; 60], 1024, 512, 9, 2, 5, Checksum::Crc32c, &mut scratch).unwrap_err().kind,
+            MismatchKind::ZeroFilled
+        );
     }
 }

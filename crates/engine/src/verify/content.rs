@@ -78,7 +78,15 @@ pub fn mismatch_kind(found: &[u8], first: usize) -> u8 {
 /// One mismatch: `len` bytes at `offset` of `file` (the block or range checked), whose
 /// byte `first` differs: expected `exp`, found `found` (both the whole range).
 #[cold]
-pub fn byte_mismatch(file: &str, offset: u64, len: usize, phase: &str, exp: &[u8], found: &[u8], first: usize) -> Value {
+pub fn byte_mismatch(
+    file: &str,
+    offset: u64,
+    len: usize,
+    phase: &str,
+    exp: &[u8],
+    found: &[u8],
+    first: usize,
+) -> Value {
     let kind = KINDS[mismatch_kind(found, first) as usize];
     let start = first.saturating_sub(WINDOW / 2);
     let end = (start + WINDOW).min(exp.len()).min(found.len()).max(start);

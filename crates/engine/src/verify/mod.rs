@@ -205,7 +205,11 @@ where
     report.counters.insert("verify_blocks_checked".into(), c);
     report.counters.insert("verify_mismatches".into(), m);
     if let Some(first) = kept.first() {
-        report.warnings.push(format!("verify: {m} corrupt block(s); first in {}: {}", path(first.file), first.mismatch));
+        report.warnings.push(format!(
+            "verify: {m} corrupt block(s); first in {}: {}",
+            path(first.file),
+            first.mismatch
+        ));
     }
     if !report.extra.is_object() {
         report.extra = serde_json::json!({});
@@ -268,11 +272,17 @@ pub fn reread(
         KINDS,
         3,
         work,
-        |tid| Ok((AlignedBuf::new(chunk as usize, 4096), Checker::new(algo, block as usize, job.seed, tid as u32, "verify"))),
+        |tid| {
+            Ok((
+                AlignedBuf::new(chunk as usize, 4096),
+                Checker::new(algo, block as usize, job.seed, tid as u32, "verify"),
+            ))
+        },
         |(buf, ch), rec| {
             for i in (rec.tid..files.len()).step_by(nthreads) {
                 let f = &files[i];
-                let file = std::fs::File::open(&f.path).map_err(|e| EngineError::io(format!("verify: opening {}", f.path.display()), e))?;
+                let file = std::fs::File::open(&f.path)
+                    .map_err(|e| EngineError::io(format!("verify: opening {}", f.path.display()), e))?;
                 let mut off = f.start;
                 while off < f.len && !rec.interrupted() {
                     let len = chunk.min(f.len - off) as usize;
@@ -289,7 +299,13 @@ pub fn reread(
                         got += n;
                     }
                     let fi = i as u32;
-                    ch.check(&data[..got], fi, off, |o| if exact { last_writes.and_then(|l| l.expected(fi, o)) } else { None });
+                    ch.check(&data[..got], fi, off, |o| {
+                        if exact {
+                            last_writes.and_then(|l| l.expected(fi, o))
+                        } else {
+                            None
+                        }
+                    });
                     if got < len {
                         let first_missing = off + (got as u64).div_ceil(block) * block;
                         for o in (first_missing..f.len).step_by(block as usize) {

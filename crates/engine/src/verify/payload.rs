@@ -111,7 +111,11 @@ pub(super) fn payload_byte(key: u64, j: usize) -> u8 {
 /// check block sizes when they validate their spec.
 #[inline]
 pub fn fill_block(buf: &mut [u8], offset: u64, generation: u64, thread: u32, seed: u64, algo: Checksum) {
-    assert!(buf.len() >= MIN_BLOCK && buf.len() <= u32::MAX as usize, "a verified block holds {MIN_BLOCK}..4 GiB bytes, not {}", buf.len());
+    assert!(
+        buf.len() >= MIN_BLOCK && buf.len() <= u32::MAX as usize,
+        "a verified block holds {MIN_BLOCK}..4 GiB bytes, not {}",
+        buf.len()
+    );
     let (head, payload) = buf.split_at_mut(HEADER_LEN);
     fill_payload(payload, block_key(seed, thread, offset, generation));
     let mut h = BlockHeader::new(offset, payload.len() as u32 + HEADER_LEN as u32, generation, thread, seed, algo);

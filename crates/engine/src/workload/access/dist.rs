@@ -25,13 +25,22 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 pub enum Dist {
     Uniform,
     /// Zipf with exponent theta (> 0, != 1): the rank-r block is hit in proportion to r^-theta.
-    Zipf { theta: f64, center: Option<f64> },
+    Zipf {
+        theta: f64,
+        center: Option<f64>,
+    },
     /// fio's Pareto with power h (0 < h < 1): the hottest fraction x of blocks gets x^(ln(1-h)/ln h) of
     /// the hits (h = 0.2: 80% of the hits on the hottest 20% of blocks).
-    Pareto { h: f64, center: Option<f64> },
+    Pareto {
+        h: f64,
+        center: Option<f64>,
+    },
     /// fio's normal: the mean of 12 uniform draws over [0, n] (standard deviation n/12), plus a
     /// uniform jitter of width dev% of n (at most n/2), folded back inside the file.
-    Normal { dev_pct: f64, center: Option<f64> },
+    Normal {
+        dev_pct: f64,
+        center: Option<f64>,
+    },
 }
 
 impl Dist {
@@ -51,7 +60,9 @@ impl Dist {
             "zipf" => (1.1, "zipf:THETA[:CENTER]"),
             "pareto" => (0.2, "pareto:H[:CENTER]"),
             "normal" | "gauss" => (0.0, "normal:DEV%[:CENTER]"),
-            _ => return Err(format!("{s:?}: use random, zipf:THETA, pareto:H or normal:DEV% (each with an optional :CENTER from 0 to 1)")),
+            _ => return Err(format!(
+                "{s:?}: use random, zipf:THETA, pareto:H or normal:DEV% (each with an optional :CENTER from 0 to 1)"
+            )),
         };
         if nums.len() > 2 {
             return Err(format!("{s:?}: too many parameters: {what}"));
@@ -59,7 +70,12 @@ impl Dist {
         let num = |i: usize| -> Result<Option<f64>, String> {
             match nums.get(i).map(|t| t.trim()) {
                 None => Ok(None),
-                Some(t) => t.parse::<f64>().ok().filter(|v| v.is_finite()).map(Some).ok_or_else(|| format!("{s:?}: {t:?} is not a number: {what}")),
+                Some(t) => t
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|v| v.is_finite())
+                    .map(Some)
+                    .ok_or_else(|| format!("{s:?}: {t:?} is not a number: {what}")),
             }
         };
         let value = num(0)?.unwrap_or(default);
@@ -70,11 +86,17 @@ impl Dist {
             }
         }
         match kind {
-            "zipf" if !(value > 0.0) || value == 1.0 => Err(format!("{s:?}: zipf's theta must be > 0 and not 1 (fio's default is 1.1)")),
+            "zipf" if !(value > 0.0) || value == 1.0 => {
+                Err(format!("{s:?}: zipf's theta must be > 0 and not 1 (fio's default is 1.1)"))
+            }
             "zipf" => Ok(Dist::Zipf { theta: value, center }),
-            "pareto" if !(value > 0.0 && value < 1.0) => Err(format!("{s:?}: pareto's h must be between 0 and 1, both excluded (fio's default is 0.2)")),
+            "pareto" if !(value > 0.0 && value < 1.0) => {
+                Err(format!("{s:?}: pareto's h must be between 0 and 1, both excluded (fio's default is 0.2)"))
+            }
             "pareto" => Ok(Dist::Pareto { h: value, center }),
-            _ if !(0.0..100.0).contains(&value) => Err(format!("{s:?}: normal's deviation is a percentage of the file, from 0 to below 100")),
+            _ if !(0.0..100.0).contains(&value) => {
+                Err(format!("{s:?}: normal's deviation is a percentage of the file, from 0 to below 100"))
+            }
             _ => Ok(Dist::Normal { dev_pct: value, center }),
         }
     }
@@ -247,7 +269,13 @@ impl Scramble {
     fn new(n: u64, key: u64) -> Scramble {
         let bits = 64 - (n.max(2) - 1).leading_zeros();
         let mask = if bits >= 64 { u64::MAX } else { (1u64 << bits) - 1 };
-        Scramble { n, mask, shift: (bits / 2).max(1), mul: [mix64(key) | 1, mix64(key ^ 0x5555) | 1], add: mix64(key ^ 0xAAAA) }
+        Scramble {
+            n,
+            mask,
+            shift: (bits / 2).max(1),
+            mul: [mix64(key) | 1, mix64(key ^ 0x5555) | 1],
+            add: mix64(key ^ 0xAAAA),
+        }
     }
 
     #[inline]
@@ -301,7 +329,18 @@ mod tests {
         assert_eq!(Dist::parse("pareto:0.3"), Ok(Dist::Pareto { h: 0.3, center: None }));
         assert_eq!(Dist::parse("gauss:5"), Ok(Dist::Normal { dev_pct: 5.0, center: None }));
         assert_eq!(Dist::parse("normal:5:0.1"), Ok(Dist::Normal { dev_pct: 5.0, center: Some(0.1) }));
-        for bad in ["zipf:1", "zipf:0", "zipf:x", "pareto:1", "pareto:0", "normal:100", "zipf:1.2:1.5", "zoned:60/10:40/90", "random:3", "zipf:1:2:3"] {
+        for bad in [
+            "zipf:1",
+            "zipf:0",
+            "zipf:x",
+            "pareto:1",
+            "pareto:0",
+            "normal:100",
+            "zipf:1.2:1.5",
+            "zoned:60/10:40/90",
+            "random:3",
+            "zipf:1:2:3",
+        ] {
             assert!(Dist::parse(bad).is_err(), "{bad} accepted");
         }
     }
@@ -329,7 +368,11 @@ mod tests {
             c.sort_unstable_by(|a, b| b.cmp(a));
             let pts: Vec<(f64, f64)> = (3..=300).map(|r| ((r as f64).ln(), (c[r - 1] as f64).ln())).collect();
             let s = slope(&pts);
-            eprintln!("zipf theta {theta}: slope {s:.4}, hottest block share {:.5} (1/H = {:.5})", c[0] as f64 / 4e6, 1.0 / zeta(100_000, theta));
+            eprintln!(
+                "zipf theta {theta}: slope {s:.4}, hottest block share {:.5} (1/H = {:.5})",
+                c[0] as f64 / 4e6,
+                1.0 / zeta(100_000, theta)
+            );
             assert!((s + theta).abs() < 0.05, "theta {theta}: slope {s}");
             // The hottest block's share is 1 / H(n, theta).
             let share = c[0] as f64 / 4e6;

@@ -105,7 +105,9 @@ impl AccessGen {
             then_write: None,
             trim_then_write: spec.trim_then_write,
             // One key for every thread: threads share the hot set, as fio's jobs on one file do.
-            skew: spec.distribution().ok().and_then(|d| Skew::new(d, spec.file_size / spec.alignment, spec.random_scramble, mix64(seed ^ 0x5EED))),
+            skew: spec.distribution().ok().and_then(|d| {
+                Skew::new(d, spec.file_size / spec.alignment, spec.random_scramble, mix64(seed ^ 0x5EED))
+            }),
             file_count: if spec.thread_files { per_thread } else { spec.file_count as u64 },
             file_size: spec.file_size,
             align: spec.alignment,
@@ -170,7 +172,12 @@ impl AccessGen {
         } else {
             self.next_sequential(len as u64)
         };
-        let op = GenOp { req: IoReq { file: file as u32, offset: offset + self.base, len, write: write && !trim }, entry, random, trim };
+        let op = GenOp {
+            req: IoReq { file: file as u32, offset: offset + self.base, len, write: write && !trim },
+            entry,
+            random,
+            trim,
+        };
         if trim && self.trim_then_write {
             self.then_write = Some(GenOp { req: IoReq { write: true, ..op.req }, trim: false, ..op });
         }
@@ -265,9 +272,18 @@ mod tests {
     #[test]
     fn same_seed_same_sequence_other_seed_other_sequence() {
         let s = spec(vec![e(4096, 60.0, 80.0, 50.0), e(512, 40.0, 20.0, 100.0)], 2, 1 << 20);
-        let a: Vec<GenOp> = { let mut g = AccessGen::new(&s, 42, 0, 1); (0..1000).map(|_| g.next_op()).collect() };
-        let b: Vec<GenOp> = { let mut g = AccessGen::new(&s, 42, 0, 1); (0..1000).map(|_| g.next_op()).collect() };
-        let c: Vec<GenOp> = { let mut g = AccessGen::new(&s, 43, 0, 1); (0..1000).map(|_| g.next_op()).collect() };
+        let a: Vec<GenOp> = {
+            let mut g = AccessGen::new(&s, 42, 0, 1);
+            (0..1000).map(|_| g.next_op()).collect()
+        };
+        let b: Vec<GenOp> = {
+            let mut g = AccessGen::new(&s, 42, 0, 1);
+            (0..1000).map(|_| g.next_op()).collect()
+        };
+        let c: Vec<GenOp> = {
+            let mut g = AccessGen::new(&s, 43, 0, 1);
+            (0..1000).map(|_| g.next_op()).collect()
+        };
         assert_eq!(a, b);
         assert_ne!(a, c);
     }
@@ -376,7 +392,8 @@ mod tests {
     #[test]
     fn weights_and_read_fraction_follow_the_spec() {
         // 3 sigma of a binomial proportion over n = 400k draws is < 0.25%.
-        let s = spec(vec![e(512, 10.0, 80.0, 100.0), e(4096, 60.0, 80.0, 100.0), e(65536, 30.0, 80.0, 100.0)], 1, 1 << 20);
+        let s =
+            spec(vec![e(512, 10.0, 80.0, 100.0), e(4096, 60.0, 80.0, 100.0), e(65536, 30.0, 80.0, 100.0)], 1, 1 << 20);
         let mut g = AccessGen::new(&s, 9, 0, 1);
         let n = 400_000;
         let mut counts = [0u64; 3];

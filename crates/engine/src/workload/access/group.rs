@@ -80,12 +80,24 @@ impl AccessGroup {
         for (i, j) in spec.jobs.into_iter().enumerate() {
             let at = |what: &str| format!("jobs[{i}].{what}");
             if j.name.is_empty() || members.iter().any(|m| m.name == j.name) {
-                return Err(EngineError::invalid(at("name"), format!("{:?}: give every job its own, non-empty name", j.name)));
+                return Err(EngineError::invalid(
+                    at("name"),
+                    format!("{:?}: give every job its own, non-empty name", j.name),
+                ));
             }
             if j.workload.fault.is_some() {
-                return Err(EngineError::invalid(at("workload.fault"), "fault injection runs one job at a time: use the access family"));
+                return Err(EngineError::invalid(
+                    at("workload.fault"),
+                    "fault injection runs one job at a time: use the access family",
+                ));
             }
-            let settings = Settings { dir: job.dir.clone(), threads: j.threads, seed: j.seed, backend: j.backend, interval_s: job.interval_s };
+            let settings = Settings {
+                dir: job.dir.clone(),
+                threads: j.threads,
+                seed: j.seed,
+                backend: j.backend,
+                interval_s: job.interval_s,
+            };
             settings.validate().map_err(|e| prefixed(e, &at("")))?;
             let access = Access::new(&settings, j.workload).map_err(|e| prefixed(e, &at("workload.")))?;
             members.push(Member { name: j.name, settings, access });
@@ -114,14 +126,19 @@ impl AccessGroup {
         for m in &mut self.members {
             m.access.before_phase("run");
         }
-        let files: Vec<RunFiles> = self.members.iter().map(|m| m.access.open_run(&m.settings)).collect::<Result<_>>()?;
+        let files: Vec<RunFiles> =
+            self.members.iter().map(|m| m.access.open_run(&m.settings)).collect::<Result<_>>()?;
         let stats: Vec<BufStats> = self.members.iter().map(|_| BufStats::default()).collect();
         let mut members = Vec::with_capacity(self.members.len());
         // Thread id -> (job, its thread number within the job).
         let mut local = Vec::new();
         for (j, m) in self.members.iter().enumerate() {
             let t = m.access.run_timing(&m.settings)?;
-            members.push(GroupMember { threads: m.settings.threads, warmup_ns: t.warmup_ns, duration_ns: t.duration_ns });
+            members.push(GroupMember {
+                threads: m.settings.threads,
+                warmup_ns: t.warmup_ns,
+                duration_ns: t.duration_ns,
+            });
             local.extend((0..m.settings.threads).map(|lt| (j, lt)));
         }
         let interval_ns = self.members[0].settings.interval_ns();
@@ -140,7 +157,14 @@ impl AccessGroup {
                 let (m, rf, bs) = (&this[j], &files_ref[j], &stats_ref[j]);
                 let (a, s, qd) = (&m.access, &m.settings, m.access.spec().queue_depth as usize);
                 let st = match s.backend {
-                    BackendKind::Psync => AnyState::Psync(a.run_state(s, lt, rf.share_align, &rf.files, &|f, _| Ok(PsyncBackend::new(f)), bs)?),
+                    BackendKind::Psync => AnyState::Psync(a.run_state(
+                        s,
+                        lt,
+                        rf.share_align,
+                        &rf.files,
+                        &|f, _| Ok(PsyncBackend::new(f)),
+                        bs,
+                    )?),
                     BackendKind::IoUring => AnyState::Uring(a.run_state(
                         s,
                         lt,
@@ -152,7 +176,14 @@ impl AccessGroup {
                         },
                         bs,
                     )?),
-                    BackendKind::Null => AnyState::Null(a.run_state(s, lt, rf.share_align, &rf.files, &|_, _| Ok(NullBackend::new(qd)), bs)?),
+                    BackendKind::Null => AnyState::Null(a.run_state(
+                        s,
+                        lt,
+                        rf.share_align,
+                        &rf.files,
+                        &|_, _| Ok(NullBackend::new(qd)),
+                        bs,
+                    )?),
                 };
                 Ok((j, lt, st))
             },
@@ -173,7 +204,8 @@ impl AccessGroup {
         }
         report.totals_without(NOT_DATA);
         let mut order = Vec::with_capacity(self.members.len());
-        for ((((m, mr), mixes), bs), rf) in self.members.iter().zip(member_reports).zip(per_job).zip(&stats).zip(files) {
+        for ((((m, mr), mixes), bs), rf) in self.members.iter().zip(member_reports).zip(per_job).zip(&stats).zip(files)
+        {
             let mut r = mr.report;
             m.access.finish_run(&m.settings, &mut r, mixes, bs);
             r.totals_without(NOT_DATA);
@@ -202,9 +234,10 @@ impl Workload for AccessGroup {
     fn run_phase(&mut self, phase: &str, _job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         match phase {
             "run" => self.run(ctl),
-            "verify" if self.members.iter().all(|m| m.access.spec().verify.is_none()) => {
-                Err(EngineError::invalid("verify", "the verify phase needs a job with verify = \"crc32c\", \"xxh3\" or \"sha256\""))
-            }
+            "verify" if self.members.iter().all(|m| m.access.spec().verify.is_none()) => Err(EngineError::invalid(
+                "verify",
+                "the verify phase needs a job with verify = \"crc32c\", \"xxh3\" or \"sha256\"",
+            )),
             _ => self.each(phase, ctl),
         }
     }

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 
+use super::gen::{lcm, AccessGen, GenOp};
+use super::spec::AccessSpec;
 use crate::backend::buffer::{huge_region, AlignedBuf, BufferMemory, HUGETLB_PAGE};
 use crate::backend::dio::{self, DioAlign};
 use crate::backend::fault::{FaultBackend, Injected};
@@ -14,13 +16,11 @@ use crate::backend::null::NullBackend;
 use crate::backend::psync::PsyncBackend;
 use crate::backend::uring::UringBackend;
 use crate::backend::{BackendKind, FileTable, IoBackend, IoReq};
-use super::gen::{lcm, AccessGen, GenOp};
-use super::spec::AccessSpec;
 use crate::error::{EngineError, Result};
-use crate::settings::Settings;
 use crate::measure::duration::secs_to_ns;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming, Recorder};
 use crate::report::PhaseReport;
+use crate::settings::Settings;
 use crate::verify::{self, Checker, LastWrites};
 use crate::workload::family::Workload;
 
@@ -131,7 +131,11 @@ impl Access {
         let (start, end) = self.layout_range();
         let chunks_per_file = (end - start).div_ceil(LAYOUT_CHUNK);
         // A shared file is neither truncated nor checked for reuse: other processes write it too.
-        let mut open_flags = if spec.shared_file { libc::O_WRONLY | libc::O_CREAT } else { libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC };
+        let mut open_flags = if spec.shared_file {
+            libc::O_WRONLY | libc::O_CREAT
+        } else {
+            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC
+        };
         if spec.direct_layout {
             open_flags |= libc::O_DIRECT;
         }
@@ -146,7 +150,8 @@ impl Access {
             3,
             chunks_per_file * spec.file_count as u64,
             |tid| {
-                let checker = spec.verify.map(|a| Checker::new(a, spec.verify_block() as usize, job.seed, tid as u32, "prepare"));
+                let checker =
+                    spec.verify.map(|a| Checker::new(a, spec.verify_block() as usize, job.seed, tid as u32, "prepare"));
                 let buf = AlignedBuf::random(LAYOUT_CHUNK as usize, 4096, job.seed ^ tid as u64);
                 fill_pattern(buf.as_mut_slice(), &spec.buffer_pattern);
                 Ok((buf, checker))
@@ -159,7 +164,8 @@ impl Access {
                         break;
                     }
                     let path = self.path(&job.dir, i);
-                    if spec.reuse_files && std::fs::metadata(&path).map(|m| m.len() == self.file_len()).unwrap_or(false) {
+                    if spec.reuse_files && std::fs::metadata(&path).map(|m| m.len() == self.file_len()).unwrap_or(false)
+                    {
                         self.created.fetch_max(i + 1, Relaxed); // laid out before, and reused: the workload's
                         skipped += 1;
                         continue;
@@ -167,14 +173,22 @@ impl Access {
                     if !spec.file_names.is_empty() {
                         // fio creates the directories its file names need.
                         if let Some(parent) = path.parent() {
-                            std::fs::create_dir_all(parent).map_err(|e| EngineError::io(format!("creating {}", parent.display()), e))?;
+                            std::fs::create_dir_all(parent)
+                                .map_err(|e| EngineError::io(format!("creating {}", parent.display()), e))?;
                         }
                     }
                     let fd = open(&path, open_flags).map_err(|e| match e {
-                        EngineError::Io { ref source, .. } if spec.direct_layout && source.raw_os_error() == Some(libc::EINVAL) => EngineError::invalid(
-                            "direct_layout",
-                            format!("the filesystem under {} does not support O_DIRECT: use direct_layout=false", job.dir.display()),
-                        ),
+                        EngineError::Io { ref source, .. }
+                            if spec.direct_layout && source.raw_os_error() == Some(libc::EINVAL) =>
+                        {
+                            EngineError::invalid(
+                                "direct_layout",
+                                format!(
+                                    "the filesystem under {} does not support O_DIRECT: use direct_layout=false",
+                                    job.dir.display()
+                                ),
+                            )
+                        }
                         e => e,
                     })?;
                     let _close = FdGuard(fd);
@@ -202,7 +216,9 @@ impl Access {
                         let len = LAYOUT_CHUNK.min(end - off) as usize;
                         let t0 = now_ns();
                         // SAFETY: buf holds LAYOUT_CHUNK >= len bytes.
-                        let n = unsafe { crate::sys::pwrite(fd, buf.as_ptr() as *const libc::c_void, len, off as libc::off_t) };
+                        let n = unsafe {
+                            crate::sys::pwrite(fd, buf.as_ptr() as *const libc::c_void, len, off as libc::off_t)
+                        };
                         if n < 0 {
                             return Err(EngineError::last_os(format!("laying out {}", path.display())));
                         }
@@ -227,13 +243,26 @@ impl Access {
         report.counters.insert("layout_cached_pages".into(), skipped.iter().map(|s| s.2).sum());
         report.counters.insert("direct_layout".into(), spec.direct_layout as u64);
         if spec.verify.is_some() {
-            verify::merge_into(&mut report, skipped.iter().filter_map(|s| s.1.as_ref()), |f| self.path(&job.dir, f).display().to_string(), self.verify_notes(job));
+            verify::merge_into(
+                &mut report,
+                skipped.iter().filter_map(|s| s.1.as_ref()),
+                |f| self.path(&job.dir, f).display().to_string(),
+                self.verify_notes(job),
+            );
         }
         Ok(report)
     }
 
     /// Lay one file out with verified blocks (write number 0), recording them in the last-writes table.
-    fn lay_out_verified(&self, fd: RawFd, file: u32, path: &Path, buf: &AlignedBuf, ch: &mut Checker, rec: &mut Recorder) -> Result<()> {
+    fn lay_out_verified(
+        &self,
+        fd: RawFd,
+        file: u32,
+        path: &Path,
+        buf: &AlignedBuf,
+        ch: &mut Checker,
+        rec: &mut Recorder,
+    ) -> Result<()> {
         let b = ch.block as u64;
         let chunk = (LAYOUT_CHUNK / b).max(1) * b;
         let buf = if (buf.len() as u64) < chunk { &AlignedBuf::new(chunk as usize, 4096) } else { buf };
@@ -246,7 +275,14 @@ impl Access {
             while done < len {
                 let t0 = now_ns();
                 // SAFETY: data holds len bytes.
-                let n = unsafe { crate::sys::pwrite(fd, data[done..].as_ptr() as *const libc::c_void, len - done, (off + done as u64) as libc::off_t) };
+                let n = unsafe {
+                    crate::sys::pwrite(
+                        fd,
+                        data[done..].as_ptr() as *const libc::c_void,
+                        len - done,
+                        (off + done as u64) as libc::off_t,
+                    )
+                };
                 if n <= 0 {
                     return Err(EngineError::last_os(format!("laying out {}", path.display())));
                 }
@@ -283,14 +319,23 @@ impl Access {
             if len < self.file_len() {
                 return Err(EngineError::invalid(
                     "file_size",
-                    format!("{} holds {len} bytes, fewer than offset + file_size ({}): run the prepare phase first", path.display(), self.file_len()),
+                    format!(
+                        "{} holds {len} bytes, fewer than offset + file_size ({}): run the prepare phase first",
+                        path.display(),
+                        self.file_len()
+                    ),
                 ));
             }
             let fd = open(&path, flags).map_err(|e| match e {
-                EngineError::Io { source, .. } if source.raw_os_error() == Some(libc::EINVAL) && spec.direct => EngineError::invalid(
-                    "direct",
-                    format!("the filesystem under {} does not support O_DIRECT: use direct=false", job.dir.display()),
-                ),
+                EngineError::Io { source, .. } if source.raw_os_error() == Some(libc::EINVAL) && spec.direct => {
+                    EngineError::invalid(
+                        "direct",
+                        format!(
+                            "the filesystem under {} does not support O_DIRECT: use direct=false",
+                            job.dir.display()
+                        ),
+                    )
+                }
                 e => e,
             })?;
             files.0.push(fd);
@@ -351,7 +396,9 @@ impl Access {
                 let ptrs: Vec<(*mut u8, usize)> = bufs.iter().map(|b| (b.as_ptr(), b.len())).collect();
                 UringBackend::new(f, self.spec.queue_depth as usize, &ptrs)
             }),
-            BackendKind::Null => self.run_with(job, ctl, files, share_align, |_, _| Ok(NullBackend::new(self.spec.queue_depth as usize))),
+            BackendKind::Null => {
+                self.run_with(job, ctl, files, share_align, |_, _| Ok(NullBackend::new(self.spec.queue_depth as usize)))
+            }
         }?;
         report.totals_without(NOT_DATA);
         if let Some(f) = &spec.fault {
@@ -400,7 +447,14 @@ impl Access {
         };
     }
 
-    fn run_with<B, Mk>(&self, job: &Settings, ctl: &Control, files: &FilesGuard, share_align: u64, make: Mk) -> Result<PhaseReport>
+    fn run_with<B, Mk>(
+        &self,
+        job: &Settings,
+        ctl: &Control,
+        files: &FilesGuard,
+        share_align: u64,
+        make: Mk,
+    ) -> Result<PhaseReport>
     where
         B: IoBackend,
         Mk: Fn(FileTable, &[AlignedBuf]) -> Result<B> + Sync,
@@ -440,7 +494,15 @@ impl Access {
 
     /// Thread `tid`'s state for the run phase, made before the common start: its request buffers,
     /// its backend on the open files, its request generator.
-    pub(super) fn run_state<B, Mk>(&self, job: &Settings, tid: usize, share_align: u64, files: &FilesGuard, make: &Mk, stats: &BufStats) -> Result<RunState<B>>
+    pub(super) fn run_state<B, Mk>(
+        &self,
+        job: &Settings,
+        tid: usize,
+        share_align: u64,
+        files: &FilesGuard,
+        make: &Mk,
+        stats: &BufStats,
+    ) -> Result<RunState<B>>
     where
         B: IoBackend,
         Mk: Fn(FileTable, &[AlignedBuf]) -> Result<B>,
@@ -449,7 +511,8 @@ impl Access {
         let qd = spec.queue_depth as usize;
         let max = spec.max_size();
         let seed = |s: usize| job.seed ^ ((tid * qd + s) as u64) << 8;
-        let (bufs, info) = AlignedBuf::set(qd, max, 4096, spec.buffer_memory, seed).map_err(|e| buffer_error(spec.buffer_memory, qd, max, e))?;
+        let (bufs, info) = AlignedBuf::set(qd, max, 4096, spec.buffer_memory, seed)
+            .map_err(|e| buffer_error(spec.buffer_memory, qd, max, e))?;
         stats.buf_bytes.fetch_add((qd * max) as u64, Relaxed);
         stats.mapped_bytes.fetch_add(info.mapped, Relaxed);
         match info.huge {
@@ -478,17 +541,38 @@ impl Access {
 
     /// One thread's run: the hot loop, in one of two copies (without verify it has no verification
     /// code at all). Returns its mix counts and its checker.
-    pub(super) fn run_work<B: IoBackend>(&self, st: &mut RunState<B>, rec: &mut Recorder, quota: Option<u64>, job: &Settings) -> Result<(Vec<[u64; 5]>, Option<Checker>)> {
-        let mix = if st.verify.is_some() { self.worker::<B, true>(st, rec, quota, job)? } else { self.worker::<B, false>(st, rec, quota, job)? };
+    pub(super) fn run_work<B: IoBackend>(
+        &self,
+        st: &mut RunState<B>,
+        rec: &mut Recorder,
+        quota: Option<u64>,
+        job: &Settings,
+    ) -> Result<(Vec<[u64; 5]>, Option<Checker>)> {
+        let mix = if st.verify.is_some() {
+            self.worker::<B, true>(st, rec, quota, job)?
+        } else {
+            self.worker::<B, false>(st, rec, quota, job)?
+        };
         Ok((mix, st.verify.take()))
     }
 
     /// The run report's details from what the threads returned: verification, the mix as executed,
     /// the backend and the buffers.
-    pub(super) fn finish_run(&self, job: &Settings, report: &mut PhaseReport, mixes: Vec<(Vec<[u64; 5]>, Option<Checker>)>, stats: &BufStats) {
+    pub(super) fn finish_run(
+        &self,
+        job: &Settings,
+        report: &mut PhaseReport,
+        mixes: Vec<(Vec<[u64; 5]>, Option<Checker>)>,
+        stats: &BufStats,
+    ) {
         let spec = &self.spec;
         if spec.verify.is_some() {
-            verify::merge_into(report, mixes.iter().filter_map(|m| m.1.as_ref()), |f| self.path(&job.dir, f).display().to_string(), self.verify_notes(job));
+            verify::merge_into(
+                report,
+                mixes.iter().filter_map(|m| m.1.as_ref()),
+                |f| self.path(&job.dir, f).display().to_string(),
+                self.verify_notes(job),
+            );
         }
         let mixes: Vec<Vec<[u64; 5]>> = mixes.into_iter().map(|m| m.0).collect();
         let mut mix = vec![[0u64; 5]; spec.entries.len()];
@@ -658,7 +742,8 @@ impl Access {
                 *issued += op.req.len as u64;
             }
             if let Some(fds) = &st.trim_fds {
-                punch_hole(fds[op.req.file as usize], op.req.offset, op.req.len as u64).map_err(|e| trim_failure(op.req, e, job))?;
+                punch_hole(fds[op.req.file as usize], op.req.offset, op.req.len as u64)
+                    .map_err(|e| trim_failure(op.req, e, job))?;
             }
             let t1 = now_ns();
             rec.record(TRIM, op.req.len as u64, t0, t1);
@@ -701,7 +786,15 @@ impl Access {
     /// (what the blocks should now hold); a read is checked against it when reads
     /// cannot race writes (`exact`).
     #[inline]
-    fn verify_completion<B: IoBackend>(&self, st: &mut RunState<B>, slot: usize, req: IoReq, generation: u64, moved: usize, exact: bool) {
+    fn verify_completion<B: IoBackend>(
+        &self,
+        st: &mut RunState<B>,
+        slot: usize,
+        req: IoReq,
+        generation: u64,
+        moved: usize,
+        exact: bool,
+    ) {
         let Some(ch) = st.verify.as_mut() else { return };
         if req.write {
             if let Some(l) = &self.last_writes {
@@ -721,7 +814,8 @@ impl Access {
     /// consistency only, until written); a run counts itself (the high bits of its write numbers).
     pub(super) fn before_phase(&mut self, phase: &str) {
         if self.spec.verify.is_some() && (phase == "prepare" || (phase == "run" && self.last_writes.is_none())) {
-            self.last_writes = Some(LastWrites::new(self.spec.file_count as usize, self.file_len(), self.spec.verify_block()));
+            self.last_writes =
+                Some(LastWrites::new(self.spec.file_count as usize, self.file_len(), self.spec.verify_block()));
         }
         if phase == "run" {
             self.runs += 1;
@@ -734,14 +828,30 @@ impl Access {
 
     fn verify_phase(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         let Some(algo) = self.spec.verify else {
-            return Err(EngineError::invalid("verify", "the verify phase needs verify = \"crc32c\", \"xxh3\" or \"sha256\" in the spec"));
+            return Err(EngineError::invalid(
+                "verify",
+                "the verify phase needs verify = \"crc32c\", \"xxh3\" or \"sha256\" in the spec",
+            ));
         };
         // A shared file: only the region this process's run phase worked on (other processes check theirs).
-        let (reread_start, reread_end) =
-            if self.spec.shared_file { (self.spec.run_base(), self.spec.run_base() + self.spec.file_size) } else { (0, self.file_len()) };
-        let files: Vec<verify::RereadFile> =
-            (0..self.spec.file_count).map(|i| verify::RereadFile { path: self.path(&job.dir, i), start: reread_start, len: reread_end }).collect();
-        verify::reread(job, ctl, &files, algo, self.spec.verify_block(), self.last_writes.as_ref(), self.verify_exact(job), self.verify_notes(job))
+        let (reread_start, reread_end) = if self.spec.shared_file {
+            (self.spec.run_base(), self.spec.run_base() + self.spec.file_size)
+        } else {
+            (0, self.file_len())
+        };
+        let files: Vec<verify::RereadFile> = (0..self.spec.file_count)
+            .map(|i| verify::RereadFile { path: self.path(&job.dir, i), start: reread_start, len: reread_end })
+            .collect();
+        verify::reread(
+            job,
+            ctl,
+            &files,
+            algo,
+            self.spec.verify_block(),
+            self.last_writes.as_ref(),
+            self.verify_exact(job),
+            self.verify_notes(job),
+        )
     }
 
     /// Remove the files this session's prepare made (every name of the spec when this session did not

@@ -4,11 +4,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::buffer::BufferMemory;
 use crate::backend::dio::DioAlign;
+use crate::backend::fault::FaultSpec;
 use crate::backend::BackendKind;
 use crate::error::{EngineError, Result};
-use crate::settings::Settings;
 use crate::measure::duration::secs_to_ns;
-use crate::backend::fault::FaultSpec;
+use crate::settings::Settings;
 use crate::verify::{self, Checksum};
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -144,9 +144,11 @@ fn default_prefix() -> String {
 
 impl AccessSpec {
     pub fn validate(&self, job: &Settings) -> Result<()> {
-
         if self.entries.is_empty() {
-            return Err(EngineError::invalid("entries", "at least one {size, weight, read_pct, random_pct} entry is needed"));
+            return Err(EngineError::invalid(
+                "entries",
+                "at least one {size, weight, read_pct, random_pct} entry is needed",
+            ));
         }
         for (i, e) in self.entries.iter().enumerate() {
             let f = |name: &str| format!("entries[{i}].{name}");
@@ -154,7 +156,10 @@ impl AccessSpec {
                 return Err(EngineError::invalid(f("size"), "must be > 0 bytes"));
             }
             if e.size as u64 > self.file_size {
-                return Err(EngineError::invalid(f("size"), format!("{} bytes is larger than file_size ({} bytes)", e.size, self.file_size)));
+                return Err(EngineError::invalid(
+                    f("size"),
+                    format!("{} bytes is larger than file_size ({} bytes)", e.size, self.file_size),
+                ));
             }
             if !(e.weight >= 0.0 && e.weight.is_finite()) {
                 return Err(EngineError::invalid(f("weight"), "must be a percentage >= 0"));
@@ -165,7 +170,10 @@ impl AccessSpec {
                 }
             }
             if e.read_pct + e.trim_pct > 100.0 {
-                return Err(EngineError::invalid(f("trim_pct"), format!("read_pct + trim_pct is {}: at most 100 (the rest are writes)", e.read_pct + e.trim_pct)));
+                return Err(EngineError::invalid(
+                    f("trim_pct"),
+                    format!("read_pct + trim_pct is {}: at most 100 (the rest are writes)", e.read_pct + e.trim_pct),
+                ));
             }
         }
         if self.entries.iter().map(|e| e.weight).sum::<f64>() <= 0.0 {
@@ -181,7 +189,10 @@ impl AccessSpec {
             return Err(EngineError::invalid("queue_depth", "must be between 1 and 4096"));
         }
         if self.queue_depth > 1 && job.backend == BackendKind::Psync {
-            return Err(EngineError::invalid("queue_depth", "psync keeps one request in flight per thread; use backend=io_uring for queue_depth > 1"));
+            return Err(EngineError::invalid(
+                "queue_depth",
+                "psync keeps one request in flight per thread; use backend=io_uring for queue_depth > 1",
+            ));
         }
         secs_to_ns("warmup_s", self.warmup_s)?;
         if let Some(d) = self.duration_s {
@@ -190,7 +201,10 @@ impl AccessSpec {
             }
         }
         if self.duration_s.is_none() && self.total_bytes.is_none() {
-            return Err(EngineError::invalid("duration_s", "give duration_s or total_bytes (or both: whichever comes first)"));
+            return Err(EngineError::invalid(
+                "duration_s",
+                "give duration_s or total_bytes (or both: whichever comes first)",
+            ));
         }
         if self.total_bytes == Some(0) {
             return Err(EngineError::invalid("total_bytes", "must be > 0"));
@@ -201,11 +215,17 @@ impl AccessSpec {
         }
         if self.direct_layout {
             if self.verify.is_some() {
-                return Err(EngineError::invalid("direct_layout", "cannot be combined with verify (verified blocks are laid out buffered): use one or the other"));
+                return Err(EngineError::invalid(
+                    "direct_layout",
+                    "cannot be combined with verify (verified blocks are laid out buffered): use one or the other",
+                ));
             }
             for (name, v) in [("file_size", self.file_size), ("offset", self.offset)] {
                 if v % 512 != 0 {
-                    return Err(EngineError::invalid(name, format!("{v} bytes: with direct_layout it must be a multiple of 512 bytes (O_DIRECT writes)")));
+                    return Err(EngineError::invalid(
+                        name,
+                        format!("{v} bytes: with direct_layout it must be a multiple of 512 bytes (O_DIRECT writes)"),
+                    ));
                 }
             }
         }
@@ -219,23 +239,38 @@ impl AccessSpec {
     pub(super) fn validate_fio_layout(&self, job: &Settings) -> Result<()> {
         if !self.file_names.is_empty() {
             if self.file_names.len() != self.file_count as usize {
-                return Err(EngineError::invalid("file_names", format!("{} names for file_count = {}", self.file_names.len(), self.file_count)));
+                return Err(EngineError::invalid(
+                    "file_names",
+                    format!("{} names for file_count = {}", self.file_names.len(), self.file_count),
+                ));
             }
             for n in &self.file_names {
                 if n.is_empty() || n.starts_with('/') || n.split('/').any(|c| c == ".." || c.is_empty()) {
-                    return Err(EngineError::invalid("file_names", format!("{n:?}: give a relative path inside dir, without '..'")));
+                    return Err(EngineError::invalid(
+                        "file_names",
+                        format!("{n:?}: give a relative path inside dir, without '..'"),
+                    ));
                 }
             }
         }
         if !self.offset.is_multiple_of(self.alignment) {
-            return Err(EngineError::invalid("offset", format!("{} is not a multiple of alignment ({})", self.offset, self.alignment)));
+            return Err(EngineError::invalid(
+                "offset",
+                format!("{} is not a multiple of alignment ({})", self.offset, self.alignment),
+            ));
         }
         if let Some(r) = self.run_offset {
             if !self.shared_file {
-                return Err(EngineError::invalid("run_offset", "only for a shared file (shared_file = true), whose other regions other processes lay out"));
+                return Err(EngineError::invalid(
+                    "run_offset",
+                    "only for a shared file (shared_file = true), whose other regions other processes lay out",
+                ));
             }
             if r % self.alignment != 0 {
-                return Err(EngineError::invalid("run_offset", format!("{r} is not a multiple of alignment ({})", self.alignment)));
+                return Err(EngineError::invalid(
+                    "run_offset",
+                    format!("{r} is not a multiple of alignment ({})", self.alignment),
+                ));
             }
         }
         if self.shared_file && self.reuse_files {
@@ -248,12 +283,18 @@ impl AccessSpec {
             }
         }
         if self.thread_files && !(self.file_count as usize).is_multiple_of(job.threads) {
-            return Err(EngineError::invalid("thread_files", format!("file_count ({}) must be a multiple of threads ({})", self.file_count, job.threads)));
+            return Err(EngineError::invalid(
+                "thread_files",
+                format!("file_count ({}) must be a multiple of threads ({})", self.file_count, job.threads),
+            ));
         }
         if let Some(f) = &self.fault {
             f.validate()?;
             if job.backend != BackendKind::Psync {
-                return Err(EngineError::invalid("fault", "fault injection wraps the psync backend: use backend = \"psync\""));
+                return Err(EngineError::invalid(
+                    "fault",
+                    "fault injection wraps the psync backend: use backend = \"psync\"",
+                ));
             }
         }
         self.validate_fio_access()?;
@@ -268,13 +309,22 @@ impl AccessSpec {
         }
         let trims = self.entries.iter().any(|e| e.trim_pct > 0.0);
         if trims && self.verify.is_some() {
-            return Err(EngineError::invalid("verify", "cannot be combined with trims (a trimmed block reads back as zeros, not as the last write): drop one"));
+            return Err(EngineError::invalid(
+                "verify",
+                "cannot be combined with trims (a trimmed block reads back as zeros, not as the last write): drop one",
+            ));
         }
         if self.trim_then_write && self.entries.iter().any(|e| e.trim_pct < 100.0) {
-            return Err(EngineError::invalid("trim_then_write", "every request must be a trim (trim_pct = 100): each is followed by its write"));
+            return Err(EngineError::invalid(
+                "trim_then_write",
+                "every request must be a trim (trim_pct = 100): each is followed by its write",
+            ));
         }
         if !self.buffer_pattern.is_empty() && self.verify.is_some() {
-            return Err(EngineError::invalid("buffer_pattern", "cannot be combined with verify (verified blocks carry their own header and data): drop one"));
+            return Err(EngineError::invalid(
+                "buffer_pattern",
+                "cannot be combined with verify (verified blocks carry their own header and data): drop one",
+            ));
         }
         if self.buffer_pattern.len() > 1 << 20 {
             return Err(EngineError::invalid("buffer_pattern", "at most 1 MiB"));
@@ -284,7 +334,8 @@ impl AccessSpec {
 
     /// `random_distribution`, parsed.
     pub fn distribution(&self) -> Result<crate::workload::access::Dist> {
-        crate::workload::access::Dist::parse(&self.random_distribution).map_err(|m| EngineError::invalid("random_distribution", m))
+        crate::workload::access::Dist::parse(&self.random_distribution)
+            .map_err(|m| EngineError::invalid("random_distribution", m))
     }
 
     /// Where the run and verify phases' region starts (`run_offset`, else `offset`).
@@ -307,23 +358,47 @@ impl AccessSpec {
         }
         let b = self.verify_block();
         if b < verify::MIN_BLOCK as u64 {
-            return Err(EngineError::invalid("verify_block", format!("{b} bytes: a verified block holds an {}-byte header and data: use >= {} bytes", verify::HEADER_LEN, verify::MIN_BLOCK)));
+            return Err(EngineError::invalid(
+                "verify_block",
+                format!(
+                    "{b} bytes: a verified block holds an {}-byte header and data: use >= {} bytes",
+                    verify::HEADER_LEN,
+                    verify::MIN_BLOCK
+                ),
+            ));
         }
         for (i, e) in self.entries.iter().enumerate() {
             if !(e.size as u64).is_multiple_of(b) {
-                return Err(EngineError::invalid(format!("entries[{i}].size"), format!("{} bytes: with verify, every request size must be a multiple of the verify block ({b} bytes)", e.size)));
+                return Err(EngineError::invalid(
+                    format!("entries[{i}].size"),
+                    format!(
+                        "{} bytes: with verify, every request size must be a multiple of the verify block ({b} bytes)",
+                        e.size
+                    ),
+                ));
             }
         }
-        for (name, v) in [("alignment", self.alignment), ("file_size", self.file_size), ("offset", self.offset), ("run_offset", self.run_offset.unwrap_or(0))] {
+        for (name, v) in [
+            ("alignment", self.alignment),
+            ("file_size", self.file_size),
+            ("offset", self.offset),
+            ("run_offset", self.run_offset.unwrap_or(0)),
+        ] {
             if v % b != 0 {
                 return Err(EngineError::invalid(name, format!("{v} bytes: with verify, it must be a multiple of the verify block ({b} bytes) so every request covers whole blocks: set {name} = a multiple of {b}")));
             }
         }
         if job.backend == BackendKind::Null {
-            return Err(EngineError::invalid("verify", "the null backend moves no data, so there is nothing to verify: use backend = psync or io_uring"));
+            return Err(EngineError::invalid(
+                "verify",
+                "the null backend moves no data, so there is nothing to verify: use backend = psync or io_uring",
+            ));
         }
         if self.reuse_files {
-            return Err(EngineError::invalid("reuse_files", "cannot be combined with verify: the files must be laid out with verification headers"));
+            return Err(EngineError::invalid(
+                "reuse_files",
+                "cannot be combined with verify: the files must be laid out with verification headers",
+            ));
         }
         Ok(())
     }
@@ -344,11 +419,17 @@ impl AccessSpec {
         };
         for (i, e) in self.entries.iter().enumerate() {
             if !(e.size as u64).is_multiple_of(al) {
-                return Err(EngineError::invalid(format!("entries[{i}].size"), format!("{} bytes: {}", e.size, fix("request sizes"))));
+                return Err(EngineError::invalid(
+                    format!("entries[{i}].size"),
+                    format!("{} bytes: {}", e.size, fix("request sizes")),
+                ));
             }
         }
         if self.entries.iter().any(|e| e.random_pct > 0.0) && !self.alignment.is_multiple_of(al) {
-            return Err(EngineError::invalid("alignment", format!("{} bytes: {}", self.alignment, fix("random offsets"))));
+            return Err(EngineError::invalid(
+                "alignment",
+                format!("{} bytes: {}", self.alignment, fix("random offsets")),
+            ));
         }
         Ok(())
     }

@@ -20,9 +20,9 @@
 
 use crate::backend::buffer::AlignedBuf;
 use crate::error::{EngineError, Result};
-use crate::settings::Settings;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
+use crate::settings::Settings;
 
 use super::{cpath, mix64, BonnieSpec, FILES_DIR};
 
@@ -79,7 +79,14 @@ fn os_err(what: &str, name: &str) -> EngineError {
 
 impl FileTests {
     pub fn new(_spec: &BonnieSpec, job: &Settings) -> FileTests {
-        FileTests { names: Vec::new(), dir_of: Vec::new(), sizes: Vec::new(), order: Vec::new(), dir_fds: Vec::new(), seed: job.seed }
+        FileTests {
+            names: Vec::new(),
+            dir_of: Vec::new(),
+            sizes: Vec::new(),
+            order: Vec::new(),
+            dir_fds: Vec::new(),
+            seed: job.seed,
+        }
     }
 
     fn close_dirs(&mut self) {
@@ -115,7 +122,8 @@ impl FileTests {
             }
             let hex = format!("{i:010x}");
             let slot = &mut self.names[i * STRIDE..(i + 1) * STRIDE];
-            let (first, second): (&[u8], &[u8]) = if random { (&extra[..len], hex.as_bytes()) } else { (hex.as_bytes(), &extra[..len]) };
+            let (first, second): (&[u8], &[u8]) =
+                if random { (&extra[..len], hex.as_bytes()) } else { (hex.as_bytes(), &extra[..len]) };
             slot[..first.len()].copy_from_slice(first);
             slot[first.len()..first.len() + second.len()].copy_from_slice(second);
             self.dir_of[i] = dir.min(spec.file_dirs - 1);
@@ -155,8 +163,11 @@ impl FileTests {
         if unsafe { libc::mkdir(c.as_ptr(), 0o700) } != 0 {
             return Err(os_err("mkdir", &top.display().to_string()));
         }
-        let dirs: Vec<std::path::PathBuf> =
-            if spec.file_dirs > 1 { (0..spec.file_dirs).map(|d| top.join(format!("{d:05}"))).collect() } else { vec![top.clone()] };
+        let dirs: Vec<std::path::PathBuf> = if spec.file_dirs > 1 {
+            (0..spec.file_dirs).map(|d| top.join(format!("{d:05}"))).collect()
+        } else {
+            vec![top.clone()]
+        };
         for d in &dirs {
             let c = cpath(d);
             // SAFETY: NUL-terminated path.
@@ -190,7 +201,10 @@ impl FileTests {
             self.make_dirs(spec, job)?;
         } else if self.dir_fds.is_empty() {
             let before = if random { "ran_create" } else { "seq_create" };
-            return Err(EngineError::invalid("phase", format!("{phase} needs the files of {before}: run {before} first")));
+            return Err(EngineError::invalid(
+                "phase",
+                format!("{phase} needs the files of {before}: run {before} first"),
+            ));
         } else if random {
             self.shuffle(&mut rng);
         }
@@ -240,7 +254,8 @@ impl FileTests {
                             let dfd = this.dir_fds[this.dir_of[j] as usize];
                             let t0 = now_ns();
                             if phase == "ran_stat" {
-                                bytes += stat_file(dfd, this.name(j), buf).map_err(|e| EngineError::io(format!("stat {}", this.name_str(j)), e))?;
+                                bytes += stat_file(dfd, this.name(j), buf)
+                                    .map_err(|e| EngineError::io(format!("stat {}", this.name_str(j)), e))?;
                                 rec.record(STAT, 0, t0, now_ns());
                             } else {
                                 // SAFETY: NUL-terminated name relative to an open directory.
@@ -316,7 +331,14 @@ impl FileTests {
     fn create_one(&self, i: usize, size: u64, buf: &[u8], sync: bool) -> Result<()> {
         let dfd = self.dir_fds[self.dir_of[i] as usize];
         // SAFETY: NUL-terminated name relative to an open directory.
-        let fd = unsafe { crate::sys::openat(dfd, self.name(i), libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC, 0o600) };
+        let fd = unsafe {
+            crate::sys::openat(
+                dfd,
+                self.name(i),
+                libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
+                0o600,
+            )
+        };
         if fd < 0 {
             return Err(os_err("create", &self.name_str(i)));
         }
@@ -354,7 +376,14 @@ impl FileTests {
     }
 
     /// readdir one directory; stat (and read) or unlink every entry not starting with '.'.
-    fn walk_dir(&self, dfd: i32, delete: bool, sync: bool, buf: &mut [u8], rec: &mut crate::measure::Recorder) -> Result<(u64, u64)> {
+    fn walk_dir(
+        &self,
+        dfd: i32,
+        delete: bool,
+        sync: bool,
+        buf: &mut [u8],
+        rec: &mut crate::measure::Recorder,
+    ) -> Result<(u64, u64)> {
         // SAFETY: dup of our descriptor, handed to fdopendir which owns it.
         let d = unsafe { libc::fdopendir(libc::dup(dfd)) };
         if d.is_null() {
@@ -479,7 +508,11 @@ fn stat_file(dfd: i32, name: *const libc::c_char, buf: &mut [u8]) -> std::io::Re
         // SAFETY: want <= buf.len().
         let r = unsafe { crate::sys::read(fd, buf.as_mut_ptr() as *mut libc::c_void, want) };
         if r <= 0 {
-            let e = if r < 0 { std::io::Error::last_os_error() } else { std::io::Error::from(std::io::ErrorKind::UnexpectedEof) };
+            let e = if r < 0 {
+                std::io::Error::last_os_error()
+            } else {
+                std::io::Error::from(std::io::ErrorKind::UnexpectedEof)
+            };
             // SAFETY: our descriptor.
             unsafe { crate::sys::close(fd) };
             return Err(e);
@@ -500,7 +533,14 @@ mod tests {
     }
 
     fn tests() -> FileTests {
-        FileTests { names: Vec::new(), dir_of: Vec::new(), sizes: Vec::new(), order: Vec::new(), dir_fds: Vec::new(), seed: 1 }
+        FileTests {
+            names: Vec::new(),
+            dir_of: Vec::new(),
+            sizes: Vec::new(),
+            order: Vec::new(),
+            dir_fds: Vec::new(),
+            seed: 1,
+        }
     }
 
     #[test]

@@ -12,13 +12,13 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::backend::buffer::AlignedBuf;
 use crate::error::{EngineError, Result};
-use crate::settings::Settings;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
+use crate::settings::Settings;
 
 use super::stdio::{self, Reader, Writer};
-use crate::verify::{self, Checker, Checksum, LastWrites};
 use super::{cpath, mix64, size_rule_warning, BonnieSpec, CharIo, DATA_FILE, UPDATE_SEEK};
+use crate::verify::{self, Checker, Checksum, LastWrites};
 
 const KINDS: &[&str] = &["putc", "getc", "write", "rewrite", "read", "seek", "close"];
 const PUTC: usize = 0;
@@ -53,7 +53,9 @@ fn os_err(what: &str, path: &std::path::Path) -> EngineError {
     if e.raw_os_error() == Some(libc::ENOENT) {
         ctx.push_str(" (run the phases in Bonnie's order: block_write makes the file the later phases use)");
     } else if e.raw_os_error() == Some(libc::EINVAL) && what.contains("O_DIRECT") {
-        ctx.push_str(" (this filesystem refuses O_DIRECT, or chunk is not a multiple of its block size: use direct=false)");
+        ctx.push_str(
+            " (this filesystem refuses O_DIRECT, or chunk is not a multiple of its block size: use direct=false)",
+        );
     }
     EngineError::io(ctx, e)
 }
@@ -82,7 +84,11 @@ fn open(path: &std::path::Path, create: bool, direct: bool) -> Result<Fd> {
 /// the call's error, a return of 0 is `at_zero()`. Inlined, so each caller compiles
 /// to the loop it would have written out.
 #[inline(always)]
-fn transfer_all(len: usize, at_zero: impl FnOnce() -> std::io::Error, mut call: impl FnMut(usize) -> isize) -> std::io::Result<()> {
+fn transfer_all(
+    len: usize,
+    at_zero: impl FnOnce() -> std::io::Error,
+    mut call: impl FnMut(usize) -> isize,
+) -> std::io::Result<()> {
     let mut off = 0;
     while off < len {
         let n = call(off);
@@ -106,9 +112,11 @@ fn early_eof(what: &str) -> std::io::Error {
 #[inline]
 fn write_all(fd: i32, buf: &[u8]) -> std::io::Result<()> {
     // SAFETY: off < buf.len(), so the range is inside buf.
-    transfer_all(buf.len(), || std::io::Error::from_raw_os_error(libc::ENOSPC), |off| unsafe {
-        crate::sys::write(fd, buf.as_ptr().add(off) as *const libc::c_void, buf.len() - off)
-    })
+    transfer_all(
+        buf.len(),
+        || std::io::Error::from_raw_os_error(libc::ENOSPC),
+        |off| unsafe { crate::sys::write(fd, buf.as_ptr().add(off) as *const libc::c_void, buf.len() - off) },
+    )
 }
 
 /// read(2) all of `buf`; an early end of file is an error (the file is shorter than `size`).
@@ -116,9 +124,11 @@ fn write_all(fd: i32, buf: &[u8]) -> std::io::Result<()> {
 fn read_all(fd: i32, buf: &mut [u8]) -> std::io::Result<()> {
     let (ptr, len) = (buf.as_mut_ptr(), buf.len());
     // SAFETY: off < len, so the range is inside buf, which is writable.
-    transfer_all(len, || early_eof("the data file is shorter than size: run block_write first"), |off| unsafe {
-        crate::sys::read(fd, ptr.add(off) as *mut libc::c_void, len - off)
-    })
+    transfer_all(
+        len,
+        || early_eof("the data file is shorter than size: run block_write first"),
+        |off| unsafe { crate::sys::read(fd, ptr.add(off) as *mut libc::c_void, len - off) },
+    )
 }
 
 /// pwrite(2) all of `buf` at `at`. The block phases use positioned I/O at the running offset, not
@@ -128,9 +138,18 @@ fn read_all(fd: i32, buf: &mut [u8]) -> std::io::Result<()> {
 #[inline]
 fn pwrite_all(fd: i32, buf: &[u8], at: u64) -> std::io::Result<()> {
     // SAFETY: off < buf.len(), so the range is inside buf.
-    transfer_all(buf.len(), || std::io::Error::from_raw_os_error(libc::ENOSPC), |off| unsafe {
-        crate::sys::pwrite(fd, buf.as_ptr().add(off) as *const libc::c_void, buf.len() - off, (at + off as u64) as i64)
-    })
+    transfer_all(
+        buf.len(),
+        || std::io::Error::from_raw_os_error(libc::ENOSPC),
+        |off| unsafe {
+            crate::sys::pwrite(
+                fd,
+                buf.as_ptr().add(off) as *const libc::c_void,
+                buf.len() - off,
+                (at + off as u64) as i64,
+            )
+        },
+    )
 }
 
 /// pread(2) all of `buf` from `at` (see pwrite_all); an early end of file is an error.
@@ -138,16 +157,23 @@ fn pwrite_all(fd: i32, buf: &[u8], at: u64) -> std::io::Result<()> {
 fn pread_all(fd: i32, buf: &mut [u8], at: u64) -> std::io::Result<()> {
     let (ptr, len) = (buf.as_mut_ptr(), buf.len());
     // SAFETY: off < len, so the range is inside buf, which is writable.
-    transfer_all(len, || early_eof("the data file is shorter than size: run block_write first"), |off| unsafe {
-        crate::sys::pread(fd, ptr.add(off) as *mut libc::c_void, len - off, (at + off as u64) as i64)
-    })
+    transfer_all(
+        len,
+        || early_eof("the data file is shorter than size: run block_write first"),
+        |off| unsafe { crate::sys::pread(fd, ptr.add(off) as *mut libc::c_void, len - off, (at + off as u64) as i64) },
+    )
 }
 
 /// bonnie++'s per-char loop without stdio: `n` one-byte system calls at the running
 /// offset `pos`; `call(i, at)` makes call i at offset `at` and returns its result.
 /// Anything but 1 byte fails: the call's error, or `short()` for a 0 return.
 #[inline(always)]
-fn byte_calls(n: usize, pos: &mut u64, short: impl FnOnce() -> std::io::Error, mut call: impl FnMut(usize, i64) -> isize) -> std::io::Result<()> {
+fn byte_calls(
+    n: usize,
+    pos: &mut u64,
+    short: impl FnOnce() -> std::io::Error,
+    mut call: impl FnMut(usize, i64) -> isize,
+) -> std::io::Result<()> {
     for i in 0..n {
         let r = call(i, *pos as i64);
         *pos += 1;
@@ -269,7 +295,13 @@ struct SeqDone {
 }
 
 /// One of the five single-stream phases.
-pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Settings, ctl: &Control, v: Option<&Verifier>) -> Result<PhaseReport> {
+pub fn sequential(
+    phase: &str,
+    spec: &BonnieSpec,
+    job: &Settings,
+    ctl: &Control,
+    v: Option<&Verifier>,
+) -> Result<PhaseReport> {
     let path = job.dir.join(DATA_FILE);
     let chunk = spec.chunk as usize;
     let (total, per_char) = match phase {
@@ -318,8 +350,19 @@ pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Settings, ctl: &Control,
                 let t0 = now_ns();
                 let off = done.bytes;
                 if let (Some(ch), Some(v)) = (checker.as_mut(), v) {
-                    let kind = verified_seq_op(phase, fd, &mut st.writer, &mut st.reader, &mut buf[..n], off, ch, v, &mut writes, &mut pos)
-                        .map_err(|(what, e)| io(what, e))?;
+                    let kind = verified_seq_op(
+                        phase,
+                        fd,
+                        &mut st.writer,
+                        &mut st.reader,
+                        &mut buf[..n],
+                        off,
+                        ch,
+                        v,
+                        &mut writes,
+                        &mut pos,
+                    )
+                    .map_err(|(what, e)| io(what, e))?;
                     rec.record(kind, n as u64, t0, now_ns());
                     left -= n as u64;
                     done.bytes += n as u64;
@@ -358,13 +401,20 @@ pub fn sequential(phase: &str, spec: &BonnieSpec, job: &Settings, ctl: &Control,
                                 }
                             }
                             None => {
-                                byte_calls(n, &mut pos, || early_eof(EARLY_EOF), |_, at| {
-                                    let mut c = 0u8;
-                                    // SAFETY: one byte into a local.
-                                    let r = unsafe { crate::sys::pread(fd, &mut c as *mut u8 as *mut libc::c_void, 1, at) };
-                                    chars[c as usize] += (r == 1) as u64;
-                                    r
-                                })
+                                byte_calls(
+                                    n,
+                                    &mut pos,
+                                    || early_eof(EARLY_EOF),
+                                    |_, at| {
+                                        let mut c = 0u8;
+                                        // SAFETY: one byte into a local.
+                                        let r = unsafe {
+                                            crate::sys::pread(fd, &mut c as *mut u8 as *mut libc::c_void, 1, at)
+                                        };
+                                        chars[c as usize] += (r == 1) as u64;
+                                        r
+                                    },
+                                )
                                 .map_err(|e| io("read(1 byte) from", e))?;
                             }
                         }
@@ -476,10 +526,15 @@ fn verified_seq_op(
                 None => {
                     for &c in buf.iter() {
                         // SAFETY: one byte from a local.
-                        let w = unsafe { crate::sys::pwrite(fd, &c as *const u8 as *const libc::c_void, 1, *pos as i64) };
+                        let w =
+                            unsafe { crate::sys::pwrite(fd, &c as *const u8 as *const libc::c_void, 1, *pos as i64) };
                         *pos += 1;
                         if w != 1 {
-                            let e = if w < 0 { std::io::Error::last_os_error() } else { std::io::Error::from_raw_os_error(libc::ENOSPC) };
+                            let e = if w < 0 {
+                                std::io::Error::last_os_error()
+                            } else {
+                                std::io::Error::from_raw_os_error(libc::ENOSPC)
+                            };
                             return Err(("write(1 byte) to", e));
                         }
                     }
@@ -494,7 +549,13 @@ fn verified_seq_op(
                     for c in buf.iter_mut() {
                         let x = r.getc().map_err(|e| ("getc from", e))?;
                         if x < 0 {
-                            return Err(("getc from", std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "early end of file: run block_write first")));
+                            return Err((
+                                "getc from",
+                                std::io::Error::new(
+                                    std::io::ErrorKind::UnexpectedEof,
+                                    "early end of file: run block_write first",
+                                ),
+                            ));
                         }
                         *c = x as u8;
                     }
@@ -505,7 +566,14 @@ fn verified_seq_op(
                         let r = unsafe { crate::sys::pread(fd, c as *mut u8 as *mut libc::c_void, 1, *pos as i64) };
                         *pos += 1;
                         if r != 1 {
-                            let e = if r < 0 { std::io::Error::last_os_error() } else { std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "early end of file: run block_write first") };
+                            let e = if r < 0 {
+                                std::io::Error::last_os_error()
+                            } else {
+                                std::io::Error::new(
+                                    std::io::ErrorKind::UnexpectedEof,
+                                    "early end of file: run block_write first",
+                                )
+                            };
                             return Err(("read(1 byte) from", e));
                         }
                     }
@@ -551,7 +619,12 @@ struct SeekDone {
 /// Bonnie's children reopen the file), take tickets 0..seeks from a shared
 /// counter; ticket t reads the chunk at a pseudo-random chunk offset, and when
 /// t is a multiple of 10 it also dirties one byte and writes the chunk back.
-pub fn seeks(spec: &BonnieSpec, job: &Settings, ctl: &Control, mut verifier: Option<&mut Verifier>) -> Result<PhaseReport> {
+pub fn seeks(
+    spec: &BonnieSpec,
+    job: &Settings,
+    ctl: &Control,
+    mut verifier: Option<&mut Verifier>,
+) -> Result<PhaseReport> {
     // Several seekers may read a chunk while another writes it back: their reads are not checked.
     let v = verifier.as_deref();
     let check_reads = spec.seek_procs == 1;

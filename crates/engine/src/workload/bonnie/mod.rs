@@ -15,9 +15,9 @@ mod stdio;
 use serde::Deserialize;
 
 use crate::error::{EngineError, Result};
-use crate::settings::Settings;
 use crate::measure::Control;
 use crate::report::PhaseReport;
+use crate::settings::Settings;
 use crate::workload::family::Workload;
 
 /// The data file, in `dir`; bonnie++ calls it Bonnie.<pid>.
@@ -126,7 +126,10 @@ impl BonnieSpec {
             if self.size < self.chunk {
                 return Err(EngineError::invalid(
                     "size",
-                    format!("{} bytes is smaller than chunk ({} bytes): use a larger size or a smaller chunk", self.size, self.chunk),
+                    format!(
+                        "{} bytes is smaller than chunk ({} bytes): use a larger size or a smaller chunk",
+                        self.size, self.chunk
+                    ),
                 ));
             }
             if !self.size.is_multiple_of(self.chunk) {
@@ -143,7 +146,10 @@ impl BonnieSpec {
             }
             if let Some(c) = self.char_io_size {
                 if c > self.size {
-                    return Err(EngineError::invalid("char_io_size", "must be <= size (the per-char phases stay in the file)"));
+                    return Err(EngineError::invalid(
+                        "char_io_size",
+                        "must be <= size (the per-char phases stay in the file)",
+                    ));
                 }
             }
             if self.seek_procs == 0 || self.seek_procs > 1024 {
@@ -154,7 +160,15 @@ impl BonnieSpec {
             }
             if self.verify.is_some() {
                 if self.chunk < crate::verify::MIN_BLOCK as u64 {
-                    return Err(EngineError::invalid("chunk", format!("{} bytes: with verify, each chunk holds an {}-byte header and data: use >= {} bytes", self.chunk, crate::verify::HEADER_LEN, crate::verify::MIN_BLOCK)));
+                    return Err(EngineError::invalid(
+                        "chunk",
+                        format!(
+                            "{} bytes: with verify, each chunk holds an {}-byte header and data: use >= {} bytes",
+                            self.chunk,
+                            crate::verify::HEADER_LEN,
+                            crate::verify::MIN_BLOCK
+                        ),
+                    ));
                 }
                 if !self.char_bytes().is_multiple_of(self.chunk) {
                     return Err(EngineError::invalid("char_io_size", format!("{} bytes: with verify, the per-char phases move whole chunks: use a multiple of chunk ({} bytes)", self.char_bytes(), self.chunk)));
@@ -165,7 +179,10 @@ impl BonnieSpec {
         }
         if self.files > 0 {
             if self.files > 50_000_000 {
-                return Err(EngineError::invalid("files", "must be <= 50,000,000 (the names are kept in memory, as bonnie++ does)"));
+                return Err(EngineError::invalid(
+                    "files",
+                    "must be <= 50,000,000 (the names are kept in memory, as bonnie++ does)",
+                ));
             }
             if self.file_min_size > self.file_max_size {
                 return Err(EngineError::invalid("file_min_size", "must be <= file_max_size"));
@@ -193,7 +210,13 @@ pub fn cacheable_memory() -> (u64, String) {
             if let Ok(v) = text.trim().parse::<u64>() {
                 // cgroup v1 reports "no limit" as a huge page-rounded number.
                 if v < best.0 && v < (1u64 << 60) {
-                    best = (v, format!("memory cgroup limit ({file} of {})", path.parent().map(|p| p.display().to_string()).unwrap_or_default()));
+                    best = (
+                        v,
+                        format!(
+                            "memory cgroup limit ({file} of {})",
+                            path.parent().map(|p| p.display().to_string()).unwrap_or_default()
+                        ),
+                    );
                 }
             }
         }
@@ -313,13 +336,17 @@ impl Workload for Bonnie {
     }
 
     fn run_phase(&mut self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
-        let needs_io = matches!(phase, "putc_write" | "block_write" | "rewrite" | "getc_read" | "block_read" | "seeks" | "verify");
+        let needs_io =
+            matches!(phase, "putc_write" | "block_write" | "rewrite" | "getc_read" | "block_read" | "seeks" | "verify");
         if needs_io && self.spec.size == 0 {
             return Err(EngineError::invalid("size", format!("size is 0: there is no data file for phase {phase}")));
         }
         if phase.starts_with("seq_") || phase.starts_with("ran_") {
             if self.spec.files == 0 {
-                return Err(EngineError::invalid("files", format!("files is 0: there are no small files for phase {phase}")));
+                return Err(EngineError::invalid(
+                    "files",
+                    format!("files is 0: there are no small files for phase {phase}"),
+                ));
             }
             return self.files.run(phase, &self.spec, job, ctl);
         }
@@ -331,7 +358,10 @@ impl Workload for Bonnie {
             "seeks" => io::seeks(&self.spec, job, ctl, self.verify.as_mut()),
             "verify" => match &self.verify {
                 Some(v) => v.reread(&self.spec, job, ctl),
-                None => Err(EngineError::invalid("verify", "the verify phase needs verify = \"crc32c\", \"xxh3\" or \"sha256\" in the spec")),
+                None => Err(EngineError::invalid(
+                    "verify",
+                    "the verify phase needs verify = \"crc32c\", \"xxh3\" or \"sha256\" in the spec",
+                )),
             },
             _ => io::sequential(phase, &self.spec, job, ctl, self.verify.as_ref()),
         }

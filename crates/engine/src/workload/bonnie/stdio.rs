@@ -46,9 +46,15 @@ impl Writer {
         let mut off = 0;
         while off < self.pos {
             // SAFETY: the range is inside buf.
-            let n = unsafe { crate::sys::write(self.fd, self.buf.as_ptr().add(off) as *const libc::c_void, self.pos - off) };
+            let n = unsafe {
+                crate::sys::write(self.fd, self.buf.as_ptr().add(off) as *const libc::c_void, self.pos - off)
+            };
             if n <= 0 {
-                return Err(if n == 0 { std::io::Error::from_raw_os_error(libc::EIO) } else { std::io::Error::last_os_error() });
+                return Err(if n == 0 {
+                    std::io::Error::from_raw_os_error(libc::EIO)
+                } else {
+                    std::io::Error::last_os_error()
+                });
             }
             off += n as usize;
         }

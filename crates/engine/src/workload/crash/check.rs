@@ -249,7 +249,11 @@ pub(super) fn check_phase(spec: &CrashSpec, algo: Checksum, job: &Settings) -> R
                         t.add("bytes_lost_beyond_fsync", spec.block_size);
                         if t.findings.len() < spec.max_findings {
                             let (why, found, mismatch) = match &verdict {
-                                Ok(h) => (if good { "stale generation" } else { "another file's block" }, Some(h.to_json()), None),
+                                Ok(h) => (
+                                    if good { "stale generation" } else { "another file's block" },
+                                    Some(h.to_json()),
+                                    None,
+                                ),
                                 Err(Some(m)) => ("header mismatch", None, Some(m.to_json())),
                                 Err(None) => (if in_file { "zeros" } else { "beyond end of file" }, None, None),
                             };

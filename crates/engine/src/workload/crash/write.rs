@@ -81,7 +81,11 @@ pub(super) fn write_phase(spec: &CrashSpec, algo: Checksum, job: &Settings, ctl:
             // The ledger must describe every file there: a leftover of an earlier run would not be in it.
             return Err(EngineError::invalid(
                 "dir",
-                format!("{} already holds {} from an earlier run: remove it or use an empty directory", job.dir.display(), thread_dir(tid)),
+                format!(
+                    "{} already holds {} from an earlier run: remove it or use an empty directory",
+                    job.dir.display(),
+                    thread_dir(tid)
+                ),
             ));
         }
         std::fs::create_dir(&dir).map_err(|e| EngineError::io(format!("mkdir {}", dir.display()), e))?;
@@ -91,7 +95,8 @@ pub(super) fn write_phase(spec: &CrashSpec, algo: Checksum, job: &Settings, ctl:
         fsync_path(&job.dir, "directory")?;
         let cdir = CString::new(dir.as_os_str().as_bytes()).unwrap();
         // SAFETY: open(2) of a directory path we own.
-        let dir_fd = unsafe { crate::sys::open(cdir.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0) };
+        let dir_fd =
+            unsafe { crate::sys::open(cdir.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0) };
         if dir_fd < 0 {
             return Err(EngineError::last_os(format!("open {}", dir.display())));
         }
@@ -133,7 +138,8 @@ pub(super) fn write_phase(spec: &CrashSpec, algo: Checksum, job: &Settings, ctl:
             // Grow the file set while there is room: a new file every so often, not all at once,
             // so creates (and their directory entries) are spread over the run.
             let growing = st.files.iter().filter(|f| f.blocks + wblocks <= max_blocks).count();
-            if (st.files.len() as u32) < spec.files_per_thread && (growing == 0 || st.rng.next_u32().is_multiple_of(8)) {
+            if (st.files.len() as u32) < spec.files_per_thread && (growing == 0 || st.rng.next_u32().is_multiple_of(8))
+            {
                 create_file(job, st, rec)?;
                 continue;
             }
@@ -160,7 +166,10 @@ pub(super) fn write_phase(spec: &CrashSpec, algo: Checksum, job: &Settings, ctl:
             let t1 = now_ns();
             if n != st.buf.len() as isize {
                 let err = if n < 0 { std::io::Error::last_os_error() } else { std::io::Error::other("short write") };
-                return Err(EngineError::io(format!("pwrite {}/{}", st.dir.display(), file_name(st.files[slot].idx)), err));
+                return Err(EngineError::io(
+                    format!("pwrite {}/{}", st.dir.display(), file_name(st.files[slot].idx)),
+                    err,
+                ));
             }
             rec.record(K_WRITE, spec.write_size, t0, t1);
             st.gen += wblocks;
@@ -212,7 +221,11 @@ fn create_file(job: &Settings, st: &mut WriterState, rec: &mut crate::measure::R
     let t0 = now_ns();
     // SAFETY: NUL-terminated path in our buffer.
     let fd = unsafe {
-        crate::sys::open(st.path.as_ptr().cast(), libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC, 0o644)
+        crate::sys::open(
+            st.path.as_ptr().cast(),
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+            0o644,
+        )
     };
     let t1 = now_ns();
     if fd < 0 {
@@ -248,7 +261,13 @@ fn sync_point(spec: &CrashSpec, st: &mut WriterState, rec: &mut crate::measure::
         let fd = st.files[slot].fd;
         let t0 = now_ns();
         // SAFETY: fd is ours.
-        let rc = unsafe { if data_only { crate::sys::fdatasync(fd) } else { crate::sys::fsync(fd) } };
+        let rc = unsafe {
+            if data_only {
+                crate::sys::fdatasync(fd)
+            } else {
+                crate::sys::fsync(fd)
+            }
+        };
         let t1 = now_ns();
         if rc != 0 {
             return Err(EngineError::last_os(format!("{name} {}/{}", st.dir.display(), file_name(st.files[slot].idx))));
@@ -311,13 +330,17 @@ pub(super) fn cleanup_phase(job: &Settings) -> Result<PhaseReport> {
         for e in entries {
             let e = e.map_err(|e| EngineError::io(format!("read {}", dir.display()), e))?;
             let name = e.file_name();
-            let ours = name.to_str().is_some_and(|n| n.len() == 7 && n.starts_with('f') && n[1..].bytes().all(|b| b.is_ascii_digit()));
+            let ours = name
+                .to_str()
+                .is_some_and(|n| n.len() == 7 && n.starts_with('f') && n[1..].bytes().all(|b| b.is_ascii_digit()));
             if ours {
-                std::fs::remove_file(e.path()).map_err(|err| EngineError::io(format!("remove {}", e.path().display()), err))?;
+                std::fs::remove_file(e.path())
+                    .map_err(|err| EngineError::io(format!("remove {}", e.path().display()), err))?;
                 removed += 1;
             }
         }
-        std::fs::remove_dir(&dir).map_err(|e| EngineError::io(format!("rmdir {} (not ours left in it?)", dir.display()), e))?;
+        std::fs::remove_dir(&dir)
+            .map_err(|e| EngineError::io(format!("rmdir {} (not ours left in it?)", dir.display()), e))?;
     }
     let mut report = PhaseReport::new("cleanup");
     report.counters.insert("files_removed".into(), removed);

@@ -56,7 +56,8 @@ impl Drop for Dirs {
 }
 
 pub(super) fn cpath(p: &Path) -> Result<CString> {
-    CString::new(p.as_os_str().as_bytes()).map_err(|_| EngineError::invalid("dir", format!("{} contains a NUL byte", p.display())))
+    CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| EngineError::invalid("dir", format!("{} contains a NUL byte", p.display())))
 }
 
 pub(super) fn open_dir(p: &Path) -> Result<RawFd> {

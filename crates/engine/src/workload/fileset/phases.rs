@@ -4,16 +4,16 @@ use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-use super::counts::{Counts, CREATE, DELETE, KINDS, READ, APPEND};
+use super::counts::{Counts, APPEND, CREATE, DELETE, KINDS, READ};
 use super::dirs::Dirs;
 use super::spec::{FilesetMode, FilesetSpec};
 use super::threads::{share_of, thread_seed};
 use super::worker::{Params, Worker};
 use crate::error::{EngineError, Result};
-use crate::settings::Settings;
 use crate::measure::duration::secs_to_ns;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming, Recorder};
 use crate::report::PhaseReport;
+use crate::settings::Settings;
 use crate::workload::family::Workload;
 
 pub struct Fileset {
@@ -69,7 +69,13 @@ impl Fileset {
         if let Some(dirs) = self.dirs.as_mut() {
             return dirs.open_fds();
         }
-        let mut dirs = Dirs { fds: Vec::new(), paths: Vec::new(), made: Vec::new(), index: Vec::new(), subdirs: self.spec.subdirectories };
+        let mut dirs = Dirs {
+            fds: Vec::new(),
+            paths: Vec::new(),
+            made: Vec::new(),
+            index: Vec::new(),
+            subdirs: self.spec.subdirectories,
+        };
         if self.spec.locations.is_empty() {
             dirs.paths.push(job.dir.clone());
             dirs.made.push(false);
@@ -80,7 +86,10 @@ impl Fileset {
             let made = if full.is_dir() {
                 false
             } else if p.is_absolute() {
-                return Err(EngineError::invalid("locations", format!("{} is not an existing directory", full.display())));
+                return Err(EngineError::invalid(
+                    "locations",
+                    format!("{} is not an existing directory", full.display()),
+                ));
             } else {
                 std::fs::create_dir_all(&full).map_err(|e| EngineError::io(format!("mkdir {}", full.display()), e))?;
                 true
@@ -141,7 +150,8 @@ impl Fileset {
                 }
             }
         }
-        let made: Vec<PathBuf> = dirs.paths.iter().zip(&dirs.made).filter(|(_, &m)| m).map(|(p, _)| p.clone()).collect();
+        let made: Vec<PathBuf> =
+            dirs.paths.iter().zip(&dirs.made).filter(|(_, &m)| m).map(|(p, _)| p.clone()).collect();
         drop(dirs);
         for p in made {
             let _ = std::fs::remove_dir(&p);
@@ -151,7 +161,10 @@ impl Fileset {
 
     fn create(&mut self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         if self.live() > 0 {
-            return Err(EngineError::invalid("phase", "the fileset exists already: run delete or cleanup before create"));
+            return Err(EngineError::invalid(
+                "phase",
+                "the fileset exists already: run delete or cleanup before create",
+            ));
         }
         self.setup_dirs(job)?;
         self.make_subdirs()?;
@@ -240,7 +253,10 @@ impl Fileset {
     /// The verify phase: every thread re-reads each of its live files and checks it (docs/verify.md).
     fn verify(&mut self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         if self.spec.verify.is_none() {
-            return Err(EngineError::invalid("verify", "the verify phase needs verify = \"crc32c\", \"xxh3\" or \"sha256\" in the spec"));
+            return Err(EngineError::invalid(
+                "verify",
+                "the verify phase needs verify = \"crc32c\", \"xxh3\" or \"sha256\" in the spec",
+            ));
         }
         if self.dirs.is_none() || !self.created {
             return Err(EngineError::invalid("phase", "no fileset: run the create phase before verify"));
@@ -308,8 +324,11 @@ impl Fileset {
             return;
         }
         let guards: Vec<_> = (0..self.workers.len()).map(|t| self.lock(t)).collect();
-        let paths: std::collections::HashMap<u32, &str> =
-            guards.iter().filter_map(|w| w.v.as_ref()).flat_map(|v| v.paths.iter().map(|(f, p)| (*f, p.as_str()))).collect();
+        let paths: std::collections::HashMap<u32, &str> = guards
+            .iter()
+            .filter_map(|w| w.v.as_ref())
+            .flat_map(|v| v.paths.iter().map(|(f, p)| (*f, p.as_str())))
+            .collect();
         let notes = serde_json::json!({
             "exact": true,
             "block_bytes": self.params.vblock,

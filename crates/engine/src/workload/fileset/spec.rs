@@ -4,8 +4,8 @@ use serde::Deserialize;
 
 use crate::backend::BackendKind;
 use crate::error::{EngineError, Result};
-use crate::settings::Settings;
 use crate::measure::duration::secs_to_ns;
+use crate::settings::Settings;
 
 #[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
@@ -112,7 +112,11 @@ impl FilesetSpec {
 
     /// The verify block: `verify_block`, or `write_block` when it is 0.
     pub fn verify_block_bytes(&self) -> u32 {
-        if self.verify_block == 0 { self.write_block } else { self.verify_block }
+        if self.verify_block == 0 {
+            self.write_block
+        } else {
+            self.verify_block
+        }
     }
 
     pub fn validate(&self, job: &Settings) -> Result<()> {
@@ -120,10 +124,16 @@ impl FilesetSpec {
             return Err(EngineError::invalid("files", "must be >= 1"));
         }
         if self.files < job.threads as u64 {
-            return Err(EngineError::invalid("files", format!("{} files cannot be shared by {} threads: use files >= threads", self.files, job.threads)));
+            return Err(EngineError::invalid(
+                "files",
+                format!("{} files cannot be shared by {} threads: use files >= threads", self.files, job.threads),
+            ));
         }
         if self.files / job.threads as u64 >= MAX_FILES_PER_THREAD {
-            return Err(EngineError::invalid("files", format!("at most {} files per thread", MAX_FILES_PER_THREAD - 1)));
+            return Err(EngineError::invalid(
+                "files",
+                format!("at most {} files per thread", MAX_FILES_PER_THREAD - 1),
+            ));
         }
         if self.size_low == 0 {
             return Err(EngineError::invalid("size_low", "must be >= 1 byte"));
@@ -143,7 +153,10 @@ impl FilesetSpec {
         let scale = self.bias_scale();
         for (name, v) in [("bias_read", self.bias_read), ("bias_create", self.bias_create)] {
             if v < -1 || v > scale {
-                return Err(EngineError::invalid(name, format!("must be -1 (disabled) or 0..{scale} in {:?} mode", self.mode).to_lowercase()));
+                return Err(EngineError::invalid(
+                    name,
+                    format!("must be -1 (disabled) or 0..{scale} in {:?} mode", self.mode).to_lowercase(),
+                ));
             }
         }
         if self.subdirectories > 1_000_000 {
@@ -158,7 +171,10 @@ impl FilesetSpec {
             if !l.path.starts_with('/') && l.path.split('/').any(|c| c == "..") {
                 return Err(EngineError::invalid(
                     format!("locations[{i}].path"),
-                    format!("{:?} climbs out of dir with '..': name a directory below dir, or an absolute path", l.path),
+                    format!(
+                        "{:?} climbs out of dir with '..': name a directory below dir, or an absolute path",
+                        l.path
+                    ),
                 ));
             }
             if l.weight == 0 {
@@ -182,7 +198,10 @@ impl FilesetSpec {
             }
         }
         if self.transactions.is_none() && self.duration_s.is_none() {
-            return Err(EngineError::invalid("transactions", "give transactions or duration_s (or both: whichever ends first)"));
+            return Err(EngineError::invalid(
+                "transactions",
+                "give transactions or duration_s (or both: whichever ends first)",
+            ));
         }
         if self.verify.is_some() {
             let b = self.verify_block_bytes();
@@ -195,7 +214,10 @@ impl FilesetSpec {
             }
         }
         if job.backend != BackendKind::Psync {
-            return Err(EngineError::invalid("backend", "the fileset family issues plain system calls (open, read, write, unlink): use backend=psync"));
+            return Err(EngineError::invalid(
+                "backend",
+                "the fileset family issues plain system calls (open, read, write, unlink): use backend=psync",
+            ));
         }
         Ok(())
     }

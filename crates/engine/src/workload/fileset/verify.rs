@@ -79,7 +79,16 @@ impl FileVerify {
             if size > full {
                 self.checker.blocks_checked += 1;
                 let (seed, algo) = (self.checker.seed, self.checker.algo);
-                if let Err(m) = check_prefix(&self.rimg[full as usize..size as usize], full, self.block, file, thread, seed, algo, &mut self.scratch) {
+                if let Err(m) = check_prefix(
+                    &self.rimg[full as usize..size as usize],
+                    full,
+                    self.block,
+                    file,
+                    thread,
+                    seed,
+                    algo,
+                    &mut self.scratch,
+                ) {
                     bad += 1;
                     self.checker.note(id, m);
                 }

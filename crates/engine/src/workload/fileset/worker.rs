@@ -3,9 +3,9 @@
 
 use std::os::fd::RawFd;
 
+use super::counts::Counts;
 use super::dirs::Dirs;
 use super::io::read_some;
-use super::counts::Counts;
 use super::rng::Mt1999;
 use super::verify::FileVerify;
 use crate::error::{EngineError, Result};
@@ -106,7 +106,8 @@ impl Worker {
         self.live = 0;
         self.num = 0;
         self.c = Counts::default();
-        self.v = p.verify.map(|algo| Box::new(FileVerify::new(algo, p.vblock, p.seed, self.tid as u32, p.high as usize)));
+        self.v =
+            p.verify.map(|algo| Box::new(FileVerify::new(algo, p.vblock, p.seed, self.tid as u32, p.high as usize)));
     }
 
     /// PostMark's `find_free_file`, with a scan that starts at the first slot that
@@ -170,7 +171,9 @@ impl Worker {
         self.build_name(p, slot);
         let dfd = dirs.fds[(slot.dir / p.subdirs.max(1)) as usize];
         // SAFETY: path is NUL-terminated; dfd is an open directory.
-        let fd = unsafe { crate::sys::openat(dfd, self.path.as_ptr() as *const libc::c_char, flags | libc::O_CLOEXEC, 0o644) };
+        let fd = unsafe {
+            crate::sys::openat(dfd, self.path.as_ptr() as *const libc::c_char, flags | libc::O_CLOEXEC, 0o644)
+        };
         if fd < 0 {
             return Err(self.os_err("open", dirs, slot));
         }
@@ -195,14 +198,19 @@ impl Worker {
     #[inline]
     pub(super) fn create(&mut self, p: &Params, dirs: &Dirs) -> Result<Option<u64>> {
         let Some(i) = self.find_free() else { return Ok(None) };
-        let loc = if dirs.index.len() > 1 { dirs.index[self.rng.rnd(dirs.index.len() as u32) as usize] as u32 } else { 0 };
+        let loc =
+            if dirs.index.len() > 1 { dirs.index[self.rng.rnd(dirs.index.len() as u32) as usize] as u32 } else { 0 };
         let sub = if p.subdirs > 1 { self.rng.rnd(p.subdirs) } else { 0 };
-        self.num = self.num.checked_add(1).ok_or_else(|| EngineError::invalid("files", "more than 2^32 creates in one thread"))?;
+        self.num = self
+            .num
+            .checked_add(1)
+            .ok_or_else(|| EngineError::invalid("files", "more than 2^32 creates in one thread"))?;
         let size = p.low + self.rng.rnd(p.high - p.low);
         let slot = Slot { size, num: self.num, dir: loc * p.subdirs.max(1) + sub };
         self.table[i] = slot;
         self.live += 1;
-        let flags = if p.buffering { libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC } else { libc::O_RDWR | libc::O_CREAT };
+        let flags =
+            if p.buffering { libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC } else { libc::O_RDWR | libc::O_CREAT };
         let fd = self.open_slot(p, dirs, slot, flags)?;
         let base = if self.v.is_some() { self.verify_write(p, slot, 0, size as usize) } else { 0 };
         self.write_blocks(p, fd, size as usize, base).map_err(|e| self.io_ctx(e, "write", dirs, slot))?;
@@ -255,7 +263,8 @@ impl Worker {
         if slot.size >= p.high {
             return Ok(None);
         }
-        let flags = if p.buffering { libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND } else { libc::O_RDWR | libc::O_APPEND };
+        let flags =
+            if p.buffering { libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND } else { libc::O_RDWR | libc::O_APPEND };
         let fd = self.open_slot(p, dirs, slot, flags)?;
         let block = self.rng.rnd(p.high - slot.size) + 1;
         let base = if self.v.is_some() { self.verify_write(p, slot, slot.size as u64, block as usize) } else { 0 };
@@ -269,7 +278,6 @@ impl Worker {
     pub(super) fn io_ctx(&self, e: std::io::Error, what: &str, dirs: &Dirs, slot: Slot) -> EngineError {
         EngineError::io(format!("{what} {}", self.display_path(dirs, slot)), e)
     }
-
 }
 
 // ---- data verification (verify.rs has the file image and its check) ----------------------

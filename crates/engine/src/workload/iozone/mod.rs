@@ -11,8 +11,8 @@
 //! up (ENOSPC, EDQUOT, EFBIG) is marked failed in the report and the grid goes
 //! on with the next cell.
 
-pub mod stdio;
 pub mod nine_tests;
+pub mod stdio;
 pub mod verify;
 
 use std::ffi::CString;
@@ -26,9 +26,9 @@ use serde_json::{json, Map, Value};
 use crate::backend::buffer::AlignedBuf;
 use crate::backend::BackendKind;
 use crate::error::{EngineError, Result};
-use crate::settings::Settings;
 use crate::measure::{run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
+use crate::settings::Settings;
 use crate::workload::family::Workload;
 use nine_tests::{Cell, Opts, Purge, KINDS};
 
@@ -108,7 +108,10 @@ impl IozoneSpec {
         }
         for (i, &[file, rec]) in self.cells.iter().enumerate() {
             if rec == 0 || rec > MAX_RECORD {
-                return Err(EngineError::invalid(format!("cells[{i}]"), format!("record size {rec} bytes: must be between 1 byte and 16 MiB (iozone's largest)")));
+                return Err(EngineError::invalid(
+                    format!("cells[{i}]"),
+                    format!("record size {rec} bytes: must be between 1 byte and 16 MiB (iozone's largest)"),
+                ));
             }
             if rec > file {
                 return Err(EngineError::invalid(
@@ -117,7 +120,10 @@ impl IozoneSpec {
                 ));
             }
             if rec > u32::MAX as u64 || file / rec > u32::MAX as u64 {
-                return Err(EngineError::invalid(format!("cells[{i}]"), "more than 2^32 records in one file: use larger records"));
+                return Err(EngineError::invalid(
+                    format!("cells[{i}]"),
+                    "more than 2^32 records in one file: use larger records",
+                ));
             }
             if self.verify.is_some() && rec < crate::verify::MIN_BLOCK as u64 {
                 return Err(EngineError::invalid(format!("cells[{i}]"), format!("record size {rec} bytes: with verify, each record holds an {}-byte header and data: use records >= {} bytes", crate::verify::HEADER_LEN, crate::verify::MIN_BLOCK)));
@@ -142,9 +148,17 @@ impl IozoneSpec {
             return Err(EngineError::invalid("tests", "no test selected: give iozone test numbers 0..8"));
         }
         if !seen[0] && [1, 2, 3, 5, 7, 8].iter().any(|&t| seen[t]) {
-            return Err(EngineError::invalid("tests", "tests 1, 2, 3, 5, 7 and 8 read the file test 0 (write) makes: include test 0"));
+            return Err(EngineError::invalid(
+                "tests",
+                "tests 1, 2, 3, 5, 7 and 8 read the file test 0 (write) makes: include test 0",
+            ));
         }
-        if self.purge && (!self.cache_size.is_power_of_two() || self.cache_line == 0 || self.cache_line > self.cache_size || self.cache_size > (1 << 30)) {
+        if self.purge
+            && (!self.cache_size.is_power_of_two()
+                || self.cache_line == 0
+                || self.cache_line > self.cache_size
+                || self.cache_size > (1 << 30))
+        {
             return Err(EngineError::invalid("cache_size", "the purge needs a power-of-two cache size up to 1 GiB and a cache line between 1 byte and the cache size"));
         }
         if self.stride == 0 {
@@ -153,14 +167,21 @@ impl IozoneSpec {
         if self.mix_threads == 0 || self.mix_threads > 256 {
             return Err(EngineError::invalid("mix_threads", "must be between 1 and 256"));
         }
-        if self.file_name.is_empty() || self.file_name.contains('/') || self.file_name == "." || self.file_name == ".." {
+        if self.file_name.is_empty() || self.file_name.contains('/') || self.file_name == "." || self.file_name == ".."
+        {
             return Err(EngineError::invalid("file_name", "must be a plain file name without '/'"));
         }
         if job.threads != 1 {
-            return Err(EngineError::invalid("threads", "the iozone grid runs one stream (test 8 has its own mix_threads): use threads=1"));
+            return Err(EngineError::invalid(
+                "threads",
+                "the iozone grid runs one stream (test 8 has its own mix_threads): use threads=1",
+            ));
         }
         if job.backend != BackendKind::Psync {
-            return Err(EngineError::invalid("backend", "the iozone family makes its own system calls: use backend=psync"));
+            return Err(EngineError::invalid(
+                "backend",
+                "the iozone family makes its own system calls: use backend=psync",
+            ));
         }
         Ok(())
     }
@@ -193,7 +214,8 @@ impl Iozone {
     pub fn new(job: &Settings, spec: IozoneSpec) -> Result<Self> {
         spec.validate(job)?;
         let p = job.dir.join(&spec.file_name);
-        let path = CString::new(p.as_os_str().as_bytes()).map_err(|_| EngineError::invalid("dir", "contains a NUL byte"))?;
+        let path =
+            CString::new(p.as_os_str().as_bytes()).map_err(|_| EngineError::invalid("dir", "contains a NUL byte"))?;
         Ok(Iozone { spec, path })
     }
 }
@@ -247,7 +269,9 @@ impl Workload for Iozone {
                     perm: Vec::with_capacity(maxn),
                     purge: spec.purge.then(|| Purge::new(spec.cache_size as usize, spec.cache_line as usize)),
                     mix: if spec.has(8) {
-                        (0..spec.mix_threads).map(|t| AlignedBuf::random(maxrec, 4096, job.seed ^ (t as u64 + 1))).collect()
+                        (0..spec.mix_threads)
+                            .map(|t| AlignedBuf::random(maxrec, 4096, job.seed ^ (t as u64 + 1)))
+                            .collect()
                     } else {
                         Vec::new()
                     },
@@ -365,11 +389,14 @@ impl Workload for Iozone {
         report.counters.insert("cells".into(), cells.len() as u64);
         report.counters.insert("cells_failed".into(), failed);
         if failed > 0 {
-            report.warnings.push(format!("{failed} cell(s) failed (the filesystem filled up); their results are missing, the other cells ran"));
+            report.warnings.push(format!(
+                "{failed} cell(s) failed (the filesystem filled up); their results are missing, the other cells ran"
+            ));
         }
         let mut tests_sorted = spec.tests.clone();
         tests_sorted.sort_unstable();
-        let columns: Vec<&str> = tests_sorted.iter().flat_map(|&t| nine_tests::columns(t).iter().map(|&c| KINDS[c])).collect();
+        let columns: Vec<&str> =
+            tests_sorted.iter().flat_map(|&t| nine_tests::columns(t).iter().map(|&c| KINDS[c])).collect();
         let verify_extra = verifier.map(|v| {
             let name = |ci: u32| {
                 let c = spec.cells.get(ci as usize).copied().unwrap_or([0, 0]);

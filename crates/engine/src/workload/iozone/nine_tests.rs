@@ -257,7 +257,19 @@ fn records(
     at: impl FnMut(u64) -> u64,
     op: impl FnMut(u64, &mut [u8]) -> std::result::Result<(), Errno>,
 ) -> R<(u64, bool)> {
-    record_loop(&mut c.buf[..c.rec], c.numrecs, c.purge, c.fetch, c.latency, c.verify.as_deref_mut(), rec, col, what, at, op)
+    record_loop(
+        &mut c.buf[..c.rec],
+        c.numrecs,
+        c.purge,
+        c.fetch,
+        c.latency,
+        c.verify.as_deref_mut(),
+        rec,
+        col,
+        what,
+        at,
+        op,
+    )
 }
 
 /// The loop itself, on the pieces of a cell, so that a stdio stream may borrow
@@ -494,7 +506,19 @@ pub fn fwrite_refwrite(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         let reclen = c.rec;
         let mut s = Stream::new(fd.0, &mut c.stdio[..reclen]);
         let r = reclen as u64;
-        let pass = record_loop(&mut c.buf[..reclen], c.numrecs, c.purge, c.fetch, c.latency, c.verify.as_deref_mut(), rec, col, "fwrite", |i| i * r, |_, b| s.write(b))?;
+        let pass = record_loop(
+            &mut c.buf[..reclen],
+            c.numrecs,
+            c.purge,
+            c.fetch,
+            c.latency,
+            c.verify.as_deref_mut(),
+            rec,
+            col,
+            "fwrite",
+            |i| i * r,
+            |_, b| s.write(b),
+        )?;
         if d.end_pass(col, pass, || finish_stream(fd, &mut s, o, true))? {
             return Ok(d);
         }
@@ -511,7 +535,19 @@ pub fn fread_refread(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         let reclen = c.rec;
         let mut s = Stream::new(fd.0, &mut c.stdio[..reclen]);
         let r = reclen as u64;
-        let pass = record_loop(&mut c.buf[..reclen], c.numrecs, c.purge, c.fetch, c.latency, c.verify.as_deref_mut(), rec, col, "fread", |i| i * r, |_, b| s.read(b))?;
+        let pass = record_loop(
+            &mut c.buf[..reclen],
+            c.numrecs,
+            c.purge,
+            c.fetch,
+            c.latency,
+            c.verify.as_deref_mut(),
+            rec,
+            col,
+            "fread",
+            |i| i * r,
+            |_, b| s.read(b),
+        )?;
         if d.end_pass(col, pass, || finish_stream(fd, &mut s, o, false))? {
             return Ok(d);
         }
@@ -526,7 +562,12 @@ pub fn fread_refread(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
 /// from the common start to the last thread's end. Its operations are not in
 /// the phase's per-operation tables and intervals (the threads are not the
 /// harness's); the cell's result carries its ops, bytes and time.
-pub fn random_mix(c: &mut Cell, o: &Opts, bufs: &mut [crate::backend::buffer::AlignedBuf], rec: &mut Recorder) -> R<Done> {
+pub fn random_mix(
+    c: &mut Cell,
+    o: &Opts,
+    bufs: &mut [crate::backend::buffer::AlignedBuf],
+    rec: &mut Recorder,
+) -> R<Done> {
     let mut d = Done::default();
     let nthreads = bufs.len();
     let reclen = c.rec;
@@ -580,7 +621,14 @@ pub fn random_mix(c: &mut Cell, o: &Opts, bufs: &mut [crate::backend::buffer::Al
                         pread_all(raw, b, r * reclen as u64).map_err(|errno| Fail { what: "read", errno })?;
                     } else {
                         if let Some((algo, seed)) = verify {
-                            crate::verify::fill_block(b, r * reclen as u64, (1 << 40) | (i + 1), t as u32 + 1, seed, algo);
+                            crate::verify::fill_block(
+                                b,
+                                r * reclen as u64,
+                                (1 << 40) | (i + 1),
+                                t as u32 + 1,
+                                seed,
+                                algo,
+                            );
                         }
                         pwrite_all(raw, b, r * reclen as u64).map_err(|errno| Fail { what: "write", errno })?;
                     }

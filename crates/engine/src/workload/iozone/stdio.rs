@@ -65,7 +65,12 @@ pub fn read_all(fd: RawFd, out: &mut [u8]) -> Result<(), Errno> {
 pub fn pwrite_all(fd: RawFd, data: &[u8], off: u64) -> Result<(), Errno> {
     // SAFETY: done < data.len(), so the range is inside data.
     transfer_all(data.len(), libc::ENOSPC, |done| unsafe {
-        crate::sys::pwrite(fd, data.as_ptr().add(done) as *const libc::c_void, data.len() - done, (off + done as u64) as i64)
+        crate::sys::pwrite(
+            fd,
+            data.as_ptr().add(done) as *const libc::c_void,
+            data.len() - done,
+            (off + done as u64) as i64,
+        )
     })
 }
 
@@ -142,7 +147,8 @@ impl<'a> Stream<'a> {
         }
         if done < out.len() {
             // SAFETY: the buffer is valid and writable.
-            let n = unsafe { crate::sys::pread(self.fd, self.buf.as_mut_ptr() as *mut libc::c_void, cap, self.pos as i64) };
+            let n =
+                unsafe { crate::sys::pread(self.fd, self.buf.as_mut_ptr() as *mut libc::c_void, cap, self.pos as i64) };
             if n < 0 {
                 return Err(errno());
             }

@@ -21,7 +21,14 @@ pub struct CellVerify {
 
 impl CellVerify {
     pub fn new(algo: Checksum, seed: u64) -> CellVerify {
-        CellVerify { checker: Checker::new(algo, 4096, seed, 0, "grid"), last_writes: LastWrites::new(0, 0, 4096), cell: 0, writes: 0, exact: true, cells_corrupt: 0 }
+        CellVerify {
+            checker: Checker::new(algo, 4096, seed, 0, "grid"),
+            last_writes: LastWrites::new(0, 0, 4096),
+            cell: 0,
+            writes: 0,
+            exact: true,
+            cells_corrupt: 0,
+        }
     }
 
     /// A new cell: a new file of `file` bytes in records of `rec` bytes.
@@ -66,7 +73,14 @@ impl CellVerify {
             let mut got = 0usize;
             while fd >= 0 && got < buf.len() {
                 // SAFETY: buf[got..] is valid for writes.
-                let n = unsafe { crate::sys::pread(fd, buf[got..].as_mut_ptr() as *mut libc::c_void, buf.len() - got, (off + got as u64) as i64) };
+                let n = unsafe {
+                    crate::sys::pread(
+                        fd,
+                        buf[got..].as_mut_ptr() as *mut libc::c_void,
+                        buf.len() - got,
+                        (off + got as u64) as i64,
+                    )
+                };
                 if n <= 0 {
                     break;
                 }

@@ -31,9 +31,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::error::{EngineError, Result};
-use crate::settings::Settings;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
+use crate::settings::Settings;
 use crate::verify::Checksum;
 use crate::workload::family::Workload;
 
@@ -144,12 +144,18 @@ impl MacroSpec {
         if self.verify.is_some() {
             if let Some(cp) = &self.cp {
                 if cp.sources.is_empty() || cp.check.is_none() {
-                    return Err(EngineError::invalid("cp", "with verify, cp needs its source (sources) and its copy (check)"));
+                    return Err(EngineError::invalid(
+                        "cp",
+                        "with verify, cp needs its source (sources) and its copy (check)",
+                    ));
                 }
             }
             if let Some(u) = &self.untar {
                 if u.compare.is_empty() || u.check.is_none() {
-                    return Err(EngineError::invalid("untar.compare", "with verify, untar needs the tar --compare command and its tree (check)"));
+                    return Err(EngineError::invalid(
+                        "untar.compare",
+                        "with verify, untar needs the tar --compare command and its tree (check)",
+                    ));
                 }
             }
         }
@@ -413,9 +419,10 @@ fn child_json(argv: &[String], r: &ChildRun) -> serde_json::Value {
 
 impl MacroTools {
     fn run_step(&mut self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
-        let step = self.spec.step(phase).ok_or_else(|| {
-            EngineError::invalid("phases", format!("phase {phase} is not configured in this job"))
-        })?;
+        let step = self
+            .spec
+            .step(phase)
+            .ok_or_else(|| EngineError::invalid("phases", format!("phase {phase} is not configured in this job")))?;
         let kind = KINDS.iter().position(|k| *k == phase).expect("phase is a kind");
         let tail = self.spec.stderr_tail_bytes;
         let stat_before: Mutex<Option<Vec<u64>>> = Mutex::new(None);
@@ -431,7 +438,10 @@ impl MacroTools {
             |_| {
                 if let Some(d) = &step.mkdir {
                     std::fs::create_dir(d).map_err(|e| {
-                        EngineError::io(format!("mkdir {} (left by an earlier run? run the cleanup phase)", d.display()), e)
+                        EngineError::io(
+                            format!("mkdir {} (left by an earlier run? run the cleanup phase)", d.display()),
+                            e,
+                        )
                     })?;
                 }
                 prepare_sources(&step.sources, self.spec.source_cache)
@@ -501,7 +511,10 @@ impl MacroTools {
         }
         if !stopped {
             if let Err(msg) = check_result(phase, step) {
-                return Err(EngineError::io(format!("phase {phase}: `{}`", show(&step.argv)), std::io::Error::other(msg)));
+                return Err(EngineError::io(
+                    format!("phase {phase}: `{}`", show(&step.argv)),
+                    std::io::Error::other(msg),
+                ));
             }
         }
         if !stopped {
@@ -525,7 +538,13 @@ impl MacroTools {
         if let (Some(algo), false) = (self.spec.verify, stopped) {
             let check = match phase {
                 "cp" => Some(verify::compare_copy(&step.sources[0], step.check.as_ref().expect("validated"), algo)?),
-                "untar" => Some(verify::compare_tree(&step.compare, &job.dir, step.check.as_ref().expect("validated"), algo, step.files)?),
+                "untar" => Some(verify::compare_tree(
+                    &step.compare,
+                    &job.dir,
+                    step.check.as_ref().expect("validated"),
+                    algo,
+                    step.files,
+                )?),
                 _ => None,
             };
             if let Some(c) = check {

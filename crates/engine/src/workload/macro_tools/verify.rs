@@ -87,8 +87,10 @@ fn short(copy: &Path, offset: u64, len: u64, kind: &str) -> Value {
 /// the filesystem allows it (its pages are dropped first: the sync has written them).
 pub fn compare_copy(source: &Path, copy: &Path, algo: Checksum) -> Result<ContentCheck> {
     let mut chk = ContentCheck::new(Some(algo));
-    let mut src = std::fs::File::open(source).map_err(|e| EngineError::io(format!("verify: opening {}", source.display()), e))?;
-    let mut dst = std::fs::File::open(copy).map_err(|e| EngineError::io(format!("verify: opening {}", copy.display()), e))?;
+    let mut src =
+        std::fs::File::open(source).map_err(|e| EngineError::io(format!("verify: opening {}", source.display()), e))?;
+    let mut dst =
+        std::fs::File::open(copy).map_err(|e| EngineError::io(format!("verify: opening {}", copy.display()), e))?;
     // SAFETY: advisory calls on fds we own.
     unsafe { libc::posix_fadvise(dst.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
     let (mut a, mut b) = (vec![0u8; CHUNK], vec![0u8; CHUNK]);
@@ -135,7 +137,13 @@ pub fn compare_copy(source: &Path, copy: &Path, algo: Checksum) -> Result<Conten
 
 /// untar: `compare_argv` is `tar --compare ...` against the extracted tree; every member it
 /// finds different in content, size or type, or missing, is a mismatch.
-pub fn compare_tree(compare_argv: &[String], cwd: &Path, tree: &Path, algo: Checksum, files: u64) -> Result<ContentCheck> {
+pub fn compare_tree(
+    compare_argv: &[String],
+    cwd: &Path,
+    tree: &Path,
+    algo: Checksum,
+    files: u64,
+) -> Result<ContentCheck> {
     let mut chk = ContentCheck::new(Some(algo));
     evict_tree(tree);
     let out = Command::new(&compare_argv[0])
@@ -162,7 +170,11 @@ pub fn compare_tree(compare_argv: &[String], cwd: &Path, tree: &Path, algo: Chec
             "wrong_link"
         } else if what.contains("Cannot stat") || what.contains("No such file") {
             "missing"
-        } else if what.contains("time differs") || what.contains("Mode differs") || what.contains("Uid differs") || what.contains("Gid differs") {
+        } else if what.contains("time differs")
+            || what.contains("Mode differs")
+            || what.contains("Uid differs")
+            || what.contains("Gid differs")
+        {
             metadata_only += 1;
             continue;
         } else {
@@ -249,7 +261,12 @@ mod tests {
 
     #[test]
     fn tar_compare_finds_changed_and_missing_members() {
-        if Command::new("tar").arg("--version").output().map(|o| !String::from_utf8_lossy(&o.stdout).contains("GNU tar")).unwrap_or(true) {
+        if Command::new("tar")
+            .arg("--version")
+            .output()
+            .map(|o| !String::from_utf8_lossy(&o.stdout).contains("GNU tar"))
+            .unwrap_or(true)
+        {
             eprintln!("skipped: needs GNU tar");
             return;
         }
@@ -260,18 +277,33 @@ mod tests {
             std::fs::write(src.join(n), body).unwrap();
         }
         let archive = d.path().join("t.tar");
-        assert!(Command::new("tar").args(["cf", archive.to_str().unwrap(), "-C", d.path().join("src").to_str().unwrap(), "t"]).status().unwrap().success());
+        assert!(Command::new("tar")
+            .args(["cf", archive.to_str().unwrap(), "-C", d.path().join("src").to_str().unwrap(), "t"])
+            .status()
+            .unwrap()
+            .success());
         let dest = d.path().join("x");
         std::fs::create_dir(&dest).unwrap();
-        assert!(Command::new("tar").args(["xf", archive.to_str().unwrap(), "-C", dest.to_str().unwrap()]).status().unwrap().success());
-        let argv: Vec<String> = ["tar", "--compare", "-f", archive.to_str().unwrap(), "-C", dest.to_str().unwrap()].iter().map(|s| s.to_string()).collect();
+        assert!(Command::new("tar")
+            .args(["xf", archive.to_str().unwrap(), "-C", dest.to_str().unwrap()])
+            .status()
+            .unwrap()
+            .success());
+        let argv: Vec<String> = ["tar", "--compare", "-f", archive.to_str().unwrap(), "-C", dest.to_str().unwrap()]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         let c = compare_tree(&argv, d.path(), &dest, Checksum::Sha256, 3).unwrap();
         assert_eq!((c.mismatches, c.checked), (0, 3));
         std::fs::write(dest.join("t/sub/b"), "BETA").unwrap();
         std::fs::remove_file(dest.join("t/a")).unwrap();
         let c = compare_tree(&argv, d.path(), &dest, Checksum::Sha256, 3).unwrap();
         assert_eq!(c.mismatches, 2);
-        let kinds: Vec<_> = c.kept.iter().map(|m| (m["member"].as_str().unwrap().to_string(), m["kind"].as_str().unwrap().to_string())).collect();
+        let kinds: Vec<_> = c
+            .kept
+            .iter()
+            .map(|m| (m["member"].as_str().unwrap().to_string(), m["kind"].as_str().unwrap().to_string()))
+            .collect();
         assert!(kinds.contains(&("t/sub/b".into(), "bad_data".into())), "{kinds:?}");
         assert!(kinds.contains(&("t/a".into(), "missing".into())), "{kinds:?}");
     }

@@ -29,7 +29,14 @@ impl Arena {
     pub fn new() -> Arena {
         // SAFETY: a private anonymous mapping we own; checked below.
         let map = unsafe {
-            libc::mmap(std::ptr::null_mut(), MAP_BYTES, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
+            libc::mmap(
+                std::ptr::null_mut(),
+                MAP_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
         };
         Arena {
             bytes: vec![0u8; ARENA_BYTES],
@@ -58,10 +65,18 @@ macro_rules! add_loop {
     ($t:ty, $a:expr, $b:expr, $n:expr) => {{
         let (mut i, mut i1, mut i2): ($t, $t, $t) = (0 as $t, black_box($a), black_box($b));
         for _ in 0..$n {
-            i = i.wrapping_add(i1); i1 = i1.wrapping_add(i2); i1 = i1.wrapping_add(i2);
-            i2 = i2.wrapping_add(i); i2 = i2.wrapping_add(i); i = i.wrapping_add(i1);
-            i = i.wrapping_add(i1); i1 = i1.wrapping_add(i2); i1 = i1.wrapping_add(i2);
-            i2 = i2.wrapping_add(i); i2 = i2.wrapping_add(i); i = i.wrapping_add(i1);
+            i = i.wrapping_add(i1);
+            i1 = i1.wrapping_add(i2);
+            i1 = i1.wrapping_add(i2);
+            i2 = i2.wrapping_add(i);
+            i2 = i2.wrapping_add(i);
+            i = i.wrapping_add(i1);
+            i = i.wrapping_add(i1);
+            i1 = i1.wrapping_add(i2);
+            i1 = i1.wrapping_add(i2);
+            i2 = i2.wrapping_add(i);
+            i2 = i2.wrapping_add(i);
+            i = i.wrapping_add(i1);
         }
         black_box((i, i1, i2));
     }};
@@ -71,8 +86,18 @@ macro_rules! fadd_loop {
     ($t:ty, $a:expr, $n:expr) => {{
         let (mut i, mut i1, mut i2): ($t, $t, $t) = (0.0, black_box($a), black_box(-$a));
         for _ in 0..$n {
-            i += i1; i1 += i2; i1 += i2; i2 += i; i2 += i; i += i1;
-            i += i1; i1 += i2; i1 += i2; i2 += i; i2 += i; i += i1;
+            i += i1;
+            i1 += i2;
+            i1 += i2;
+            i2 += i;
+            i2 += i;
+            i += i1;
+            i += i1;
+            i1 += i2;
+            i1 += i2;
+            i2 += i;
+            i2 += i;
+            i += i1;
         }
         black_box((i, i1, i2));
     }};
@@ -82,9 +107,18 @@ macro_rules! mul_loop {
     ($t:ty, $n:expr) => {{
         let (mut a, b): ($t, $t) = (black_box(1 as $t), black_box(1 as $t));
         for _ in 0..$n {
-            a = a.wrapping_mul(b); a = a.wrapping_mul(b); a = a.wrapping_mul(b); a = a.wrapping_mul(b);
-            a = a.wrapping_mul(b); a = a.wrapping_mul(b); a = a.wrapping_mul(b); a = a.wrapping_mul(b);
-            a = a.wrapping_mul(b); a = a.wrapping_mul(b); a = a.wrapping_mul(b); a = black_box(a.wrapping_mul(b));
+            a = a.wrapping_mul(b);
+            a = a.wrapping_mul(b);
+            a = a.wrapping_mul(b);
+            a = a.wrapping_mul(b);
+            a = a.wrapping_mul(b);
+            a = a.wrapping_mul(b);
+            a = a.wrapping_mul(b);
+            a = a.wrapping_mul(b);
+            a = a.wrapping_mul(b);
+            a = a.wrapping_mul(b);
+            a = a.wrapping_mul(b);
+            a = black_box(a.wrapping_mul(b));
         }
         black_box(a);
     }};
@@ -94,8 +128,18 @@ macro_rules! fmul_loop {
     ($t:ty, $n:expr) => {{
         let (mut a, b, c): ($t, $t, $t) = (black_box(1.0), black_box(1.000001), black_box(0.999999));
         for _ in 0..$n {
-            a *= b; a *= c; a *= b; a *= c; a *= b; a *= c;
-            a *= b; a *= c; a *= b; a *= c; a *= b; a *= c;
+            a *= b;
+            a *= c;
+            a *= b;
+            a *= c;
+            a *= b;
+            a *= c;
+            a *= b;
+            a *= c;
+            a *= b;
+            a *= c;
+            a *= b;
+            a *= c;
         }
         black_box(a);
     }};
@@ -105,8 +149,18 @@ macro_rules! div_loop {
     ($t:ty, $n:expr) => {{
         let (mut a, b): ($t, $t) = (black_box(<$t>::MAX), black_box(1 as $t));
         for _ in 0..$n {
-            a /= b; a /= b; a /= b; a /= b; a /= b; a /= b;
-            a /= b; a /= b; a /= b; a /= b; a /= b; a = black_box(a / b);
+            a /= b;
+            a /= b;
+            a /= b;
+            a /= b;
+            a /= b;
+            a /= b;
+            a /= b;
+            a /= b;
+            a /= b;
+            a /= b;
+            a /= b;
+            a = black_box(a / b);
         }
         black_box(a);
     }};
@@ -116,8 +170,18 @@ macro_rules! fdiv_loop {
     ($t:ty, $n:expr) => {{
         let (mut a, b, c): ($t, $t, $t) = (black_box(1.0), black_box(1.000001), black_box(0.999999));
         for _ in 0..$n {
-            a /= b; a /= c; a /= b; a /= c; a /= b; a /= c;
-            a /= b; a /= c; a /= b; a /= c; a /= b; a /= c;
+            a /= b;
+            a /= c;
+            a /= b;
+            a /= c;
+            a /= b;
+            a /= c;
+            a /= b;
+            a /= c;
+            a /= b;
+            a /= c;
+            a /= b;
+            a /= c;
         }
         black_box(a);
     }};
@@ -137,7 +201,23 @@ fn call2(a: u32, b: u32) -> u32 {
 }
 #[inline(never)]
 #[allow(clippy::too_many_arguments)]
-fn call15(a: u32, b: u32, c: u32, d: u32, e: u32, f: u32, g: u32, h: u32, i: u32, j: u32, k: u32, l: u32, m: u32, n: u32, o: u32) -> u32 {
+fn call15(
+    a: u32,
+    b: u32,
+    c: u32,
+    d: u32,
+    e: u32,
+    f: u32,
+    g: u32,
+    h: u32,
+    i: u32,
+    j: u32,
+    k: u32,
+    l: u32,
+    m: u32,
+    n: u32,
+    o: u32,
+) -> u32 {
     black_box(a ^ b ^ c ^ d ^ e ^ f ^ g ^ h ^ i ^ j ^ k ^ l ^ m ^ n ^ o)
 }
 
@@ -274,7 +354,8 @@ pub fn run(id: JobId, a: &mut Arena, rng: &mut Rng, msg: &mut usize) -> u64 {
         }
         MatrixRtns => {
             // 4x4 transforms of 100 points, `units` times.
-            let m = black_box([[1.0f64, 0.1, 0.0, 2.0], [0.0, 1.0, 0.2, 1.0], [0.3, 0.0, 1.0, 0.5], [0.0, 0.0, 0.0, 1.0]]);
+            let m =
+                black_box([[1.0f64, 0.1, 0.0, 2.0], [0.0, 1.0, 0.2, 1.0], [0.3, 0.0, 1.0, 0.5], [0.0, 0.0, 0.0, 1.0]]);
             let mut p = [1.0f64, 2.0, 3.0, 1.0];
             for _ in 0..n * 100 {
                 let mut q = [0.0; 4];
@@ -401,8 +482,8 @@ pub fn run(id: JobId, a: &mut Arena, rng: &mut Rng, msg: &mut usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::mix::catalog::CATALOG;
     use crate::workload::mix::catalog::Class;
+    use crate::workload::mix::catalog::CATALOG;
 
     #[test]
     fn every_compute_job_runs_and_reports_its_factor() {

@@ -104,7 +104,9 @@ impl Shared {
     fn map(fd: i32, tasks: usize) -> Result<Shared> {
         let len = shared_len(tasks);
         // SAFETY: mapping a memfd of at least `len` bytes.
-        let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) };
+        let p = unsafe {
+            libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
+        };
         if p == libc::MAP_FAILED {
             return Err(EngineError::last_os("mapping the task result slots"));
         }
@@ -289,7 +291,9 @@ fn job_error(slot: &Slot, task: usize) -> EngineError {
     let step = String::from_utf8_lossy(&slot.err_step[..slot.err_step_len.min(32)]).into_owned();
     let mut msg = format!("mix job {job} failed in task {task} at {step}");
     if job.starts_with("disk_dio") && slot.err_errno == libc::EINVAL as i64 {
-        msg.push_str(" (this filesystem refuses 1 KiB O_DIRECT transfers: leave the disk_dio_* jobs out of the workfile)");
+        msg.push_str(
+            " (this filesystem refuses 1 KiB O_DIRECT transfers: leave the disk_dio_* jobs out of the workfile)",
+        );
     }
     EngineError::io(msg, std::io::Error::from_raw_os_error(slot.err_errno as i32))
 }
@@ -298,7 +302,15 @@ fn job_error(slot: &Slot, task: usize) -> EngineError {
 /// Run one subrun of `n` tasks with the given orders. `tasks` holds the
 /// tasks' state for the fork and thread modes (the task program builds its own).
 #[allow(clippy::too_many_arguments)]
-pub fn subrun(tasks: &mut [Task], n: usize, orders: &[Vec<JobId>], mode: TaskMode, helper: Option<HelperArgs>, file_kib: u64, ctl: &Control) -> Result<SubrunResult> {
+pub fn subrun(
+    tasks: &mut [Task],
+    n: usize,
+    orders: &[Vec<JobId>],
+    mode: TaskMode,
+    helper: Option<HelperArgs>,
+    file_kib: u64,
+    ctl: &Control,
+) -> Result<SubrunResult> {
     if mode != TaskMode::Process && tasks.len() != n {
         return Err(EngineError::invalid("tasks", "internal: one task state per task"));
     }
@@ -309,7 +321,17 @@ pub fn subrun(tasks: &mut [Task], n: usize, orders: &[Vec<JobId>], mode: TaskMod
 }
 
 #[allow(clippy::too_many_arguments)]
-fn subrun_in(shared: &Shared, memfd: i32, tasks: &mut [Task], n: usize, orders: &[Vec<JobId>], mode: TaskMode, helper: Option<HelperArgs>, file_kib: u64, ctl: &Control) -> Result<SubrunResult> {
+fn subrun_in(
+    shared: &Shared,
+    memfd: i32,
+    tasks: &mut [Task],
+    n: usize,
+    orders: &[Vec<JobId>],
+    mode: TaskMode,
+    helper: Option<HelperArgs>,
+    file_kib: u64,
+    ctl: &Control,
+) -> Result<SubrunResult> {
     let (cpu0, t0, interrupted);
     let (mut rss_max, mut pss_max) = (0u64, 0u64);
     match mode {
@@ -335,7 +357,9 @@ fn subrun_in(shared: &Shared, memfd: i32, tasks: &mut [Task], n: usize, orders: 
                         .spawn_scoped(s, move || {
                             barrier.wait();
                             let mut b = [0u8; 1];
-                            while unsafe { crate::sys::read(go_r, b.as_mut_ptr() as *mut libc::c_void, 1) } < 0 && super::sys::errno() == libc::EINTR {}
+                            while unsafe { crate::sys::read(go_r, b.as_mut_ptr() as *mut libc::c_void, 1) } < 0
+                                && super::sys::errno() == libc::EINTR
+                            {}
                             if !run_task(task, order, shared.slot(i), shared.stop()) {
                                 failed.fetch_add(1, Relaxed);
                                 shared.stop().store(1, Relaxed);
@@ -375,7 +399,9 @@ fn subrun_in(shared: &Shared, memfd: i32, tasks: &mut [Task], n: usize, orders: 
             let mut ready = [0i32; 2];
             let mut go = [0i32; 2];
             unsafe {
-                if libc::pipe2(ready.as_mut_ptr(), libc::O_CLOEXEC) != 0 || libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
+                if libc::pipe2(ready.as_mut_ptr(), libc::O_CLOEXEC) != 0
+                    || libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) != 0
+                {
                     return Err(EngineError::last_os("creating the subrun barrier pipes"));
                 }
             }
@@ -389,15 +415,22 @@ fn subrun_in(shared: &Shared, memfd: i32, tasks: &mut [Task], n: usize, orders: 
                 (TaskMode::Process, Some(h)) => (0..n)
                     .map(|i| {
                         let json = h.task_json(i, n, &orders[i], memfd);
-                        (std::ffi::CString::new(h.program.as_str()).unwrap_or_default(), std::ffi::CString::new(json).unwrap_or_default())
+                        (
+                            std::ffi::CString::new(h.program.as_str()).unwrap_or_default(),
+                            std::ffi::CString::new(json).unwrap_or_default(),
+                        )
                     })
                     .collect(),
-                (TaskMode::Process, None) => return Err(EngineError::invalid("task_program", "task_mode process needs the task program")),
+                (TaskMode::Process, None) => {
+                    return Err(EngineError::invalid("task_program", "task_mode process needs the task program"))
+                }
                 _ => Vec::new(),
             };
-            let env: Vec<std::ffi::CString> = ["PATH=/usr/bin:/bin", "LC_ALL=C"].iter().map(|s| std::ffi::CString::new(*s).unwrap()).collect();
+            let env: Vec<std::ffi::CString> =
+                ["PATH=/usr/bin:/bin", "LC_ALL=C"].iter().map(|s| std::ffi::CString::new(*s).unwrap()).collect();
             let envp = [env[0].as_ptr(), env[1].as_ptr(), std::ptr::null()];
-            let argv_ptrs: Vec<[*const std::os::raw::c_char; 3]> = argvs.iter().map(|(p, j)| [p.as_ptr(), j.as_ptr(), std::ptr::null()]).collect();
+            let argv_ptrs: Vec<[*const std::os::raw::c_char; 3]> =
+                argvs.iter().map(|(p, j)| [p.as_ptr(), j.as_ptr(), std::ptr::null()]).collect();
             cpu0 = children_cpu();
             let mut pids = Vec::with_capacity(n);
             for i in 0..n {
@@ -494,7 +527,10 @@ fn subrun_in(shared: &Shared, memfd: i32, tasks: &mut [Task], n: usize, orders: 
                     return Err(job_error(slot, i));
                 }
                 let what = if mode == TaskMode::Process && got < n {
-                    format!("mix task {i}: the task program {} did not start", helper.as_ref().map(|h| h.program.as_str()).unwrap_or("?"))
+                    format!(
+                        "mix task {i}: the task program {} did not start",
+                        helper.as_ref().map(|h| h.program.as_str()).unwrap_or("?")
+                    )
                 } else {
                     format!("mix task {i} died before finishing its jobs")
                 };
@@ -517,7 +553,14 @@ fn kill_all(pids: &[i32]) {
 }
 
 /// The body of a task process. Never returns.
-unsafe fn child_main(task: &mut Task, order: &[JobId], slot: &mut Slot, stop: &AtomicU64, ready: [i32; 2], go: [i32; 2]) -> ! {
+unsafe fn child_main(
+    task: &mut Task,
+    order: &[JobId],
+    slot: &mut Slot,
+    stop: &AtomicU64,
+    ready: [i32; 2],
+    go: [i32; 2],
+) -> ! {
     install_signal_handler();
     crate::sys::close(ready[0]);
     crate::sys::close(go[1]);
@@ -527,12 +570,24 @@ unsafe fn child_main(task: &mut Task, order: &[JobId], slot: &mut Slot, stop: &A
     let mut b = [0u8; 1];
     while crate::sys::read(go[0], b.as_mut_ptr() as *mut libc::c_void, 1) < 0 && super::sys::errno() == libc::EINTR {}
     crate::sys::close(go[0]);
-    let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_task(task, order, slot, stop))).unwrap_or(false);
+    let ok =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_task(task, order, slot, stop))).unwrap_or(false);
     libc::_exit(if ok { 0 } else { 1 })
 }
 
 #[allow(clippy::too_many_arguments)]
-fn summarise(shared: &Shared, n: usize, orders: &[Vec<JobId>], file_kib: u64, t0: u64, user_s: f64, sys_s: f64, rss: u64, pss: u64, interrupted: bool) -> SubrunResult {
+fn summarise(
+    shared: &Shared,
+    n: usize,
+    orders: &[Vec<JobId>],
+    file_kib: u64,
+    t0: u64,
+    user_s: f64,
+    sys_s: f64,
+    rss: u64,
+    pss: u64,
+    interrupted: bool,
+) -> SubrunResult {
     let mut times = Vec::with_capacity(n);
     let starts: Vec<f64> = (0..n).map(|i| (shared.slot(i).start_ns as f64 - t0 as f64) / 1e9).collect();
     let mut end = t0;
@@ -585,7 +640,13 @@ fn summarise(shared: &Shared, n: usize, orders: &[Vec<JobId>], file_kib: u64, t0
         real_time_s: real,
         jpm: per_task * n as f64,
         jpm_per_task: per_task,
-        jti: if n == 1 { 100.0 } else if cov > 1.0 { 0.0 } else { (1.0 - cov) * 100.0 },
+        jti: if n == 1 {
+            100.0
+        } else if cov > 1.0 {
+            0.0
+        } else {
+            (1.0 - cov) * 100.0
+        },
         task_time_min_s: times.iter().cloned().fold(f64::INFINITY, f64::min),
         task_time_max_s: times.iter().cloned().fold(0.0, f64::max),
         task_time_stddev_s: sd,
@@ -602,7 +663,10 @@ fn summarise(shared: &Shared, n: usize, orders: &[Vec<JobId>], file_kib: u64, t0
         end_mono_ns: end,
         verify_blocks_checked: (0..n).map(|i| shared.slot(i).verify_checked).sum(),
         verify_mismatches: (0..n).map(|i| shared.slot(i).verify_bad).sum(),
-        verify_first: (0..n).filter_map(|i| first_bad(i, shared.slot(i))).take(crate::verify::KEEP_MISMATCHES).collect(),
+        verify_first: (0..n)
+            .filter_map(|i| first_bad(i, shared.slot(i)))
+            .take(crate::verify::KEEP_MISMATCHES)
+            .collect(),
     }
 }
 

@@ -50,7 +50,8 @@ pub fn lists() -> (Vec<String>, Vec<String>) {
     let mut stats = Vec::new();
     let mut creates = Vec::new();
     // Upper directories and the first file: 8 stats.
-    for s in ["fake00", "bin", "usr", "usr/spool", "usr/src/cmd", "usr/proj/tools", "usr/doc/man", "usr/local/lib/term"] {
+    for s in ["fake00", "bin", "usr", "usr/spool", "usr/src/cmd", "usr/proj/tools", "usr/doc/man", "usr/local/lib/term"]
+    {
         stats.push(s.to_string());
     }
     for (d, dir) in LEAF_DIRS.iter().enumerate() {

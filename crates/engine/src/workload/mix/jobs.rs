@@ -60,10 +60,11 @@ unsafe impl Sync for Programs {}
 
 impl Programs {
     pub fn new(exec_path: &str) -> Programs {
-        let s: Vec<std::ffi::CString> = [exec_path, "/bin/sh", "-c", "ls -l > /dev/null 2>&1", "sync", "PATH=/usr/bin:/bin", "LC_ALL=C"]
-            .iter()
-            .map(|x| std::ffi::CString::new(*x).expect("no NUL in program strings"))
-            .collect();
+        let s: Vec<std::ffi::CString> =
+            [exec_path, "/bin/sh", "-c", "ls -l > /dev/null 2>&1", "sync", "PATH=/usr/bin:/bin", "LC_ALL=C"]
+                .iter()
+                .map(|x| std::ffi::CString::new(*x).expect("no NUL in program strings"))
+                .collect();
         let p = |i: usize| s[i].as_ptr();
         let nul = std::ptr::null();
         Programs {
@@ -134,7 +135,8 @@ fn n_is_disk(id: JobId) -> bool {
 }
 
 /// The files a disk job reads, by code (FirstBad::file).
-pub const CHECKED_FILES: [&str; 3] = ["tmpb.* (the job's own file)", "tmpf.* (the job's own file)", "tmpa.common (shared input)"];
+pub const CHECKED_FILES: [&str; 3] =
+    ["tmpb.* (the job's own file)", "tmpf.* (the job's own file)", "tmpa.common (shared input)"];
 
 /// What one run of a job did (re-aim's accounting units and the bytes moved).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -145,7 +147,15 @@ pub struct Done {
 }
 
 impl<'a> Task<'a> {
-    pub fn new(index: usize, dir: &[u8], file_kib: u64, sync: SyncMode, seed: u64, progs: &'a Programs, fakeh: &'a Fakeh) -> Task<'a> {
+    pub fn new(
+        index: usize,
+        dir: &[u8],
+        file_kib: u64,
+        sync: SyncMode,
+        seed: u64,
+        progs: &'a Programs,
+        fakeh: &'a Fakeh,
+    ) -> Task<'a> {
         let mut common = CPath::new(dir);
         common.name(b"tmpa.common");
         let mut d = CPath::new(dir);
@@ -227,9 +237,13 @@ impl<'a> Task<'a> {
             DiskRw => self.fill_then(b"tmpb.", n, Access::Random, Op::Write, false, true, true).map(|_| kib(0, 2 * n)),
             DiskRd => self.fill_then(b"tmpf.", n, Access::Seq, Op::Read, false, true, true).map(|_| kib(n, n)),
             DiskBrr => self.fill_then(b"tmpc.", n, Access::Random, Op::Read, false, false, false).map(|_| kib(n, n)),
-            DiskBrw => self.fill_then(b"tmpc.", n, Access::Random, Op::Write, false, false, false).map(|_| kib(0, 2 * n)),
+            DiskBrw => {
+                self.fill_then(b"tmpc.", n, Access::Random, Op::Write, false, false, false).map(|_| kib(0, 2 * n))
+            }
             DiskDioRr => self.fill_then(b"tmpe.", n, Access::RandomByte, Op::Read, true, true, true).map(|_| kib(n, n)),
-            DiskDioRw => self.fill_then(b"tmpb.", n, Access::Random, Op::Write, true, true, true).map(|_| kib(0, 2 * n)),
+            DiskDioRw => {
+                self.fill_then(b"tmpb.", n, Access::Random, Op::Write, true, true, true).map(|_| kib(0, 2 * n))
+            }
             SyncDiskRw => self.sync_random_write(n).map(|_| kib(0, 2 * n)),
             SyncDiskUpdate => self.sync_update(n).map(|_| kib(n / 2, n + n / 2)),
             DiskWrt => self.seq_write(n, 0, true).map(|_| kib(0, n)),
@@ -268,7 +282,16 @@ impl<'a> Task<'a> {
     /// `direct`) and do `n` reads or writes of a block, then remove it:
     /// disk_rr, disk_rw, disk_rd, disk_brr, disk_brw, disk_dio_rr, disk_dio_rw.
     #[allow(clippy::too_many_arguments)]
-    fn fill_then(&mut self, prefix: &[u8], n: u64, access: Access, op: Op, direct: bool, sync_between: bool, sync_after: bool) -> JobResult<()> {
+    fn fill_then(
+        &mut self,
+        prefix: &[u8],
+        n: u64,
+        access: Access,
+        op: Op,
+        direct: bool,
+        sync_between: bool,
+        sync_after: bool,
+    ) -> JobResult<()> {
         let p = self.temp(prefix);
         let fd = cvt_i(unsafe { libc::creat(p, MODE) }, "creat")?;
         let w = self.write_blocks(fd, n);
@@ -284,7 +307,10 @@ impl<'a> Task<'a> {
             Op::Read => libc::O_RDONLY,
             Op::Write => libc::O_WRONLY,
         };
-        let fd = cvt_i(unsafe { crate::sys::open(self.path.ptr(), mode | if direct { libc::O_DIRECT } else { 0 }, 0) }, "open")?;
+        let fd = cvt_i(
+            unsafe { crate::sys::open(self.path.ptr(), mode | if direct { libc::O_DIRECT } else { 0 }, 0) },
+            "open",
+        )?;
         let file = if prefix == b"tmpf." { 1 } else { 0 };
         let r = self.blocks_of(fd, n, n, access, op, file);
         close(fd);
@@ -342,7 +368,8 @@ impl<'a> Task<'a> {
         let w = self.write_blocks(fd, n);
         close(fd);
         let r = w.and_then(|_| {
-            let fd = cvt_i(unsafe { crate::sys::open(self.path.ptr(), libc::O_WRONLY | libc::O_SYNC, 0) }, "open O_SYNC")?;
+            let fd =
+                cvt_i(unsafe { crate::sys::open(self.path.ptr(), libc::O_WRONLY | libc::O_SYNC, 0) }, "open O_SYNC")?;
             let r = self.blocks(fd, n, n, Access::Random, Op::Write);
             close(fd);
             r
@@ -359,10 +386,13 @@ impl<'a> Task<'a> {
         let w = self.write_blocks(fd, n);
         close(fd);
         let r = w.and_then(|_| {
-            let fd = cvt_i(unsafe { crate::sys::open(self.path.ptr(), libc::O_RDWR | libc::O_SYNC, 0) }, "open O_SYNC")?;
+            let fd =
+                cvt_i(unsafe { crate::sys::open(self.path.ptr(), libc::O_RDWR | libc::O_SYNC, 0) }, "open O_SYNC")?;
             let mut r = Ok(());
             for _ in 0..n / 2 {
-                r = self.blocks(fd, 1, n, Access::Random, Op::Read).and_then(|_| self.blocks(fd, 1, n, Access::Seq, Op::Write));
+                r = self
+                    .blocks(fd, 1, n, Access::Random, Op::Read)
+                    .and_then(|_| self.blocks(fd, 1, n, Access::Seq, Op::Write));
                 if r.is_err() {
                     break;
                 }
@@ -378,7 +408,10 @@ impl<'a> Task<'a> {
     /// disk_dio_wrt (O_DIRECT): create and write n blocks, remove.
     fn seq_write(&mut self, n: u64, flags: i32, syncs: bool) -> JobResult<()> {
         let p = self.temp(if flags == libc::O_DIRECT { b"tmpc." } else { b"tmpb." });
-        let fd = cvt_i(unsafe { crate::sys::open(p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | flags, MODE) }, "open")?;
+        let fd = cvt_i(
+            unsafe { crate::sys::open(p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | flags, MODE) },
+            "open",
+        )?;
         let mut r = if syncs { self.do_sync() } else { Ok(()) };
         if r.is_ok() {
             r = self.write_blocks(fd, n);
@@ -410,10 +443,14 @@ impl<'a> Task<'a> {
         if syncs && dst_flags == 0 {
             self.do_sync()?;
         }
-        let src = cvt_i(unsafe { crate::sys::open(self.common.ptr(), libc::O_RDONLY | src_flags, 0) }, "open tmpa.common")?;
+        let src =
+            cvt_i(unsafe { crate::sys::open(self.common.ptr(), libc::O_RDONLY | src_flags, 0) }, "open tmpa.common")?;
         let p = self.temp(b"tmpb.");
         let trunc = if dst_flags == libc::O_DIRECT { 0 } else { libc::O_TRUNC };
-        let dst = match cvt_i(unsafe { crate::sys::open(p, libc::O_WRONLY | libc::O_CREAT | trunc | dst_flags, MODE) }, "open copy") {
+        let dst = match cvt_i(
+            unsafe { crate::sys::open(p, libc::O_WRONLY | libc::O_CREAT | trunc | dst_flags, MODE) },
+            "open copy",
+        ) {
             Ok(fd) => fd,
             Err(e) => {
                 close(src);
@@ -485,7 +522,10 @@ impl<'a> Task<'a> {
             }
             if let Some(k) = slot(creat_slots[i]) {
                 let p = f.creat_name(k, self.index, &mut name);
-                let fd = cvt_i(unsafe { crate::sys::openat(root, p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, MODE) }, "creat")?;
+                let fd = cvt_i(
+                    unsafe { crate::sys::openat(root, p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, MODE) },
+                    "creat",
+                )?;
                 close(fd);
                 cvt_i(unsafe { libc::unlinkat(root, p, 0) }, "unlink")?;
                 creats += 1;
@@ -543,7 +583,8 @@ impl<'a> Task<'a> {
     /// itself counts as a read, as in re-aim). getdents64 into our buffer
     /// stands in for opendir/readdir, which allocate.
     fn dir_rtns(&mut self) -> JobResult<u64> {
-        let fd = cvt_i(unsafe { crate::sys::open(c"/bin".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY, 0) }, "open /bin")?;
+        let fd =
+            cvt_i(unsafe { crate::sys::open(c"/bin".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY, 0) }, "open /bin")?;
         let buf = self.buf.0.as_mut_ptr();
         let (mut pos, mut len) = (0usize, 0usize);
         let mut r = Ok(10_000);
@@ -674,7 +715,16 @@ impl<'a> Task<'a> {
             let setup = (|| -> JobResult<(i32, i32)> {
                 cvt_i(libc::bind(lst, sa, len), "bind")?;
                 cvt_i(libc::getsockname(lst, sa, &mut len), "getsockname")?;
-                cvt_i(libc::setsockopt(lst, libc::IPPROTO_TCP, libc::TCP_NODELAY, &one as *const _ as *const libc::c_void, 4), "setsockopt")?;
+                cvt_i(
+                    libc::setsockopt(
+                        lst,
+                        libc::IPPROTO_TCP,
+                        libc::TCP_NODELAY,
+                        &one as *const _ as *const libc::c_void,
+                        4,
+                    ),
+                    "setsockopt",
+                )?;
                 cvt_i(libc::listen(lst, 5), "listen")?;
                 let c = cvt_i(libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0), "socket")?;
                 if let Err(e) = cvt_i(libc::connect(c, sa, len), "connect") {

@@ -26,9 +26,9 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use crate::error::{EngineError, Result};
-use crate::settings::Settings;
 use crate::measure::{Control, RunState};
 use crate::report::PhaseReport;
+use crate::settings::Settings;
 use crate::workload::family::Workload;
 
 use catalog::JobId;
@@ -138,10 +138,14 @@ impl MixSpec {
             .map(|w| match catalog::lookup(&w.job) {
                 Some(id) if w.hits > 0 => Ok((id, w.hits)),
                 Some(_) => Err(EngineError::invalid("weights", format!("job {}: hits must be > 0", w.job))),
-                None if catalog::NOT_IMPLEMENTED.contains(&w.job.as_str()) => {
-                    Err(EngineError::invalid("weights", format!("job {} (libaio) is not implemented by fsmeter: remove it", w.job)))
-                }
-                None => Err(EngineError::invalid("weights", format!("unknown job {:?}: see the mix family's job list", w.job))),
+                None if catalog::NOT_IMPLEMENTED.contains(&w.job.as_str()) => Err(EngineError::invalid(
+                    "weights",
+                    format!("job {} (libaio) is not implemented by fsmeter: remove it", w.job),
+                )),
+                None => Err(EngineError::invalid(
+                    "weights",
+                    format!("unknown job {:?}: see the mix family's job list", w.job),
+                )),
             })
             .collect()
     }
@@ -161,13 +165,26 @@ impl MixSpec {
             return Err(EngineError::invalid("tasks", "give a list of task counts or a search (peak, crossover)"));
         }
         if self.start_tasks == 0 || self.increment == 0 || self.max_tasks < self.start_tasks || self.max_tasks > 4096 {
-            return Err(EngineError::invalid("max_tasks", "need 1 <= start_tasks <= max_tasks <= 4096 and increment >= 1"));
+            return Err(EngineError::invalid(
+                "max_tasks",
+                "need 1 <= start_tasks <= max_tasks <= 4096 and increment >= 1",
+            ));
         }
         if self.task_mode == TaskMode::Process {
             match &self.task_program {
                 Some(p) if std::path::Path::new(p).is_file() => {}
-                Some(p) => return Err(EngineError::invalid("task_program", format!("{p} does not exist: build it (make build) or use task_mode fork or thread"))),
-                None => return Err(EngineError::invalid("task_program", "task_mode process needs the path of fsmeter-mix-task")),
+                Some(p) => {
+                    return Err(EngineError::invalid(
+                        "task_program",
+                        format!("{p} does not exist: build it (make build) or use task_mode fork or thread"),
+                    ))
+                }
+                None => {
+                    return Err(EngineError::invalid(
+                        "task_program",
+                        "task_mode process needs the path of fsmeter-mix-task",
+                    ))
+                }
             }
         }
         if !std::path::Path::new(&self.exec_path).is_file() {
@@ -203,7 +220,8 @@ impl Mix {
     }
 
     fn prepare(&mut self) -> Result<PhaseReport> {
-        std::fs::create_dir_all(&self.root).map_err(|e| EngineError::io(format!("creating {}", self.root.display()), e))?;
+        std::fs::create_dir_all(&self.root)
+            .map_err(|e| EngineError::io(format!("creating {}", self.root.display()), e))?;
         fakeh::Fakeh::create(&self.root.join("fakeh"))?;
         self.prepared = true;
         let mut r = PhaseReport::new("prepare");
@@ -215,7 +233,8 @@ impl Mix {
     fn write_common(&self, kib: u64) -> Result<()> {
         let path = self.root.join("tmpa.common");
         let ctx = |e| EngineError::io(format!("writing {}", path.display()), e);
-        let mut f = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).map_err(ctx)?;
+        let mut f =
+            std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).map_err(ctx)?;
         let block: Vec<u8> = (0..jobs::BLOCK).map(|j| b' ' + (j % 95) as u8).collect();
         for _ in 0..kib {
             f.write_all(&block).map_err(ctx)?;
@@ -235,8 +254,9 @@ impl Mix {
         self.write_common(file_kib)?;
         let fakeh = &fakeh::Fakeh::create(&self.root.join("fakeh"))?;
         let counts = order::per_task_counts(&self.weights, self.spec.jobs_per_task);
-        let orders: Vec<Vec<JobId>> =
-            (0..n).map(|i| order::task_order(&counts, &mut order::Rng::new(order::task_seed(job.seed, n, i)))).collect();
+        let orders: Vec<Vec<JobId>> = (0..n)
+            .map(|i| order::task_order(&counts, &mut order::Rng::new(order::task_seed(job.seed, n, i))))
+            .collect();
         let dir = self.root.as_os_str().as_bytes();
         let seeds: Vec<u64> = (0..n).map(|i| order::task_seed(job.seed ^ 0x5EED, n, i)).collect();
         // A process-mode task builds its own state in the task program; the others run these.
@@ -317,7 +337,8 @@ impl Mix {
             "subruns": results,
         });
         if self.spec.verify {
-            let mut kept: Vec<serde_json::Value> = results.iter().flat_map(|r| r.verify_first.iter().cloned()).collect();
+            let mut kept: Vec<serde_json::Value> =
+                results.iter().flat_map(|r| r.verify_first.iter().cloned()).collect();
             kept.truncate(crate::verify::KEEP_MISMATCHES);
             let bad: u64 = results.iter().map(|r| r.verify_mismatches).sum();
             let checked: u64 = results.iter().map(|r| r.verify_blocks_checked).sum();
@@ -340,7 +361,8 @@ impl Mix {
     fn cleanup(&mut self) -> Result<PhaseReport> {
         self.prepared = false;
         if self.root.exists() {
-            std::fs::remove_dir_all(&self.root).map_err(|e| EngineError::io(format!("removing {}", self.root.display()), e))?;
+            std::fs::remove_dir_all(&self.root)
+                .map_err(|e| EngineError::io(format!("removing {}", self.root.display()), e))?;
         }
         Ok(PhaseReport::new("cleanup"))
     }

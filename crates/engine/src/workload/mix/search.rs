@@ -216,7 +216,10 @@ mod tests {
 
     #[test]
     fn peak_search_stops_when_the_rate_drops() {
-        let spec: MixSpec = serde_json::from_str(r#"{"weights":[{"job":"disk_rr","hits":1}],"search":"peak","adaptive_increment":false}"#).unwrap();
+        let spec: MixSpec = serde_json::from_str(
+            r#"{"weights":[{"job":"disk_rr","hits":1}],"search":"peak","adaptive_increment":false}"#,
+        )
+        .unwrap();
         let mut s = Schedule::new(&spec);
         let jpm = [100.0, 190.0, 260.0, 300.0, 310.0, 290.0, 250.0];
         let mut seen = vec![];

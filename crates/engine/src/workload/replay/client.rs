@@ -63,13 +63,23 @@ pub(super) struct Client<'a> {
 }
 
 impl<'a> Client<'a> {
-    pub(super) fn new(id: usize, base: &[u8], lf: &'a LoadFile, zeros: &'a [u8], resolve: bool, written: Option<Written>) -> Result<Client<'a>> {
+    pub(super) fn new(
+        id: usize,
+        base: &[u8],
+        lf: &'a LoadFile,
+        zeros: &'a [u8],
+        resolve: bool,
+        written: Option<Written>,
+    ) -> Result<Client<'a>> {
         let wbuf = if written.is_some() { vec![0u8; lf.max_io.max(1) as usize] } else { Vec::new() };
         let base_c: Vec<u8> = base.iter().copied().chain([0]).collect();
         // SAFETY: base_c is NUL-terminated.
         let dirfd = unsafe { crate::sys::open(cptr(&base_c), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC, 0) };
         if dirfd < 0 {
-            return Err(EngineError::io(format!("opening {}", String::from_utf8_lossy(base)), std::io::Error::last_os_error()));
+            return Err(EngineError::io(
+                format!("opening {}", String::from_utf8_lossy(base)),
+                std::io::Error::last_os_error(),
+            ));
         }
         // Every name is resolved with openat2 (Linux 5.6): say so once rather than fail every operation.
         let probe = open_beneath(dirfd, c".".as_ptr(), libc::O_PATH | libc::O_DIRECTORY, 0);
@@ -127,7 +137,12 @@ impl<'a> Client<'a> {
         // Cut the buffer at the slash for the call (no copy), then restore it.
         buf[slash] = 0;
         // SAFETY: base + '/' + the parent's name, NUL-terminated at the slash.
-        let fd = open_beneath(dirfd, unsafe { buf.as_ptr().add(base_len + 1) } as *const libc::c_char, libc::O_PATH | libc::O_DIRECTORY, 0);
+        let fd = open_beneath(
+            dirfd,
+            unsafe { buf.as_ptr().add(base_len + 1) } as *const libc::c_char,
+            libc::O_PATH | libc::O_DIRECTORY,
+            0,
+        );
         buf[slash] = b'/';
         (fd, slash + 1)
     }
@@ -238,7 +253,8 @@ impl<'a> Client<'a> {
     pub(super) fn fatal(&self, op: &Op, what: &str, err: std::io::Error) -> EngineError {
         // Paths relative to the job's directory, as the load file names them.
         let p = |b: &[u8]| String::from_utf8_lossy(&b[self.base.len() + 1..b.len().saturating_sub(1)]).into_owned();
-        let mut ctx = format!("{} line {}: client{} {} ", self.lf.source.display(), op.line, self.id, KINDS[op.kind as usize]);
+        let mut ctx =
+            format!("{} line {}: client{} {} ", self.lf.source.display(), op.line, self.id, KINDS[op.kind as usize]);
         if op.path != NONE {
             ctx.push_str(&p(&self.p1));
             ctx.push(' ');
@@ -257,7 +273,10 @@ impl<'a> Client<'a> {
             // dbench's find_handle(): "handle %d was not found" and exit(1).
             return Err(self.fatal(
                 op,
-                &format!("uses handle {}, which is not open (its NTCreateX failed or never ran)", self.lf.handles[op.handle as usize]),
+                &format!(
+                    "uses handle {}, which is not open (its NTCreateX failed or never ran)",
+                    self.lf.handles[op.handle as usize]
+                ),
                 std::io::Error::from_raw_os_error(libc::EBADF),
             ));
         }
@@ -337,7 +356,14 @@ impl<'a> Client<'a> {
                 let (d2, n2) = if d1 >= 0 { self.parent(false) } else { (-1, 0) };
                 let r = if d2 >= 0 {
                     // SAFETY: both names are NUL-terminated inside p1 and p2.
-                    unsafe { libc::renameat(d1, self.p1.as_ptr().add(n1) as *const _, d2, self.p2.as_ptr().add(n2) as *const _) }
+                    unsafe {
+                        libc::renameat(
+                            d1,
+                            self.p1.as_ptr().add(n1) as *const _,
+                            d2,
+                            self.p2.as_ptr().add(n2) as *const _,
+                        )
+                    }
                 } else {
                     -1
                 };
@@ -417,7 +443,14 @@ impl<'a> Client<'a> {
                 let (dir, at) = self.parent(false);
                 if dir >= 0 {
                     // SAFETY: the name is NUL-terminated inside p2; tm holds two timespecs.
-                    unsafe { libc::utimensat(dir, self.p2.as_ptr().add(at) as *const _, tm.as_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
+                    unsafe {
+                        libc::utimensat(
+                            dir,
+                            self.p2.as_ptr().add(at) as *const _,
+                            tm.as_ptr(),
+                            libc::AT_SYMLINK_NOFOLLOW,
+                        )
+                    };
                     self.done_with(dir);
                 }
                 Ok(0)
@@ -431,7 +464,11 @@ impl<'a> Client<'a> {
                 }
                 let Some(slash) = self.p1.iter().rposition(|&c| c == b'/') else { return Ok(0) };
                 self.p1[slash] = 0;
-                let fd = if slash > self.base.len() { opendir(self.dirfd, self.rel(&self.p1)) } else { opendir(self.dirfd, c".".as_ptr()) };
+                let fd = if slash > self.base.len() {
+                    opendir(self.dirfd, self.rel(&self.p1))
+                } else {
+                    opendir(self.dirfd, c".".as_ptr())
+                };
                 self.p1[slash] = b'/';
                 if fd < 0 {
                     return Ok(0);
@@ -483,7 +520,9 @@ impl<'a> Client<'a> {
                 let fd = self.fd_of(op)?;
                 let size = op.b as usize;
                 // SAFETY: rbuf holds max_io >= size bytes.
-                let r = unsafe { crate::sys::pread(fd, self.rbuf.as_mut_ptr() as *mut libc::c_void, size, op.a as libc::off_t) };
+                let r = unsafe {
+                    crate::sys::pread(fd, self.rbuf.as_mut_ptr() as *mut libc::c_void, size, op.a as libc::off_t)
+                };
                 if let (Some(w), true) = (self.written.as_mut(), r > 0) {
                     let (lf, base, cname, id) = (self.lf, &self.base, &self.cname, self.names[op.handle as usize]);
                     w.check_read(id, op.a as u64, &self.rbuf[..r as usize], || path_of(base, lf, id, cname), "run");
@@ -623,7 +662,12 @@ impl<'a> Client<'a> {
                     if unsafe { libc::fstatat(fd, cname, &mut st, libc::AT_SYMLINK_NOFOLLOW) } == 0 {
                         if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
                             let sub = unsafe {
-                                crate::sys::openat(fd, cname, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0)
+                                crate::sys::openat(
+                                    fd,
+                                    cname,
+                                    libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                                    0,
+                                )
                             };
                             if sub >= 0 {
                                 let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -681,7 +725,11 @@ mod tests {
 
     #[test]
     fn every_client1_is_marked_and_rebuilt() {
-        let lf = LoadFile::parse(std::path::Path::new("t.txt"), "Unlink \"\\clients\\client1\\client1.txt\" 0x6 NT_STATUS_OK\n".as_bytes()).unwrap();
+        let lf = LoadFile::parse(
+            std::path::Path::new("t.txt"),
+            "Unlink \"\\clients\\client1\\client1.txt\" 0x6 NT_STATUS_OK\n".as_bytes(),
+        )
+        .unwrap();
         let mut b = Vec::new();
         build(&mut b, b"/d", lf.path(lf.ops[0].path), b"client7");
         assert_eq!(b, b"/d/clients/client7/client7.txt\0");

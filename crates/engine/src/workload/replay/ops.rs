@@ -2,8 +2,23 @@
 
 /// Operation kinds, named and ordered as dbench's latency table (dbench.c op_names).
 pub const KINDS: &[&str] = &[
-    "NTCreateX", "Close", "Rename", "Unlink", "Deltree", "Rmdir", "Mkdir", "Qpathinfo", "Qfileinfo", "Qfsinfo",
-    "Sfileinfo", "Find", "WriteX", "ReadX", "LockX", "UnlockX", "Flush",
+    "NTCreateX",
+    "Close",
+    "Rename",
+    "Unlink",
+    "Deltree",
+    "Rmdir",
+    "Mkdir",
+    "Qpathinfo",
+    "Qfileinfo",
+    "Qfsinfo",
+    "Sfileinfo",
+    "Find",
+    "WriteX",
+    "ReadX",
+    "LockX",
+    "UnlockX",
+    "Flush",
 ];
 pub(super) const NTCREATEX: u8 = 0;
 pub(super) const CLOSE: u8 = 1;

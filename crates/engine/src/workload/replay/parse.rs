@@ -39,9 +39,8 @@ impl LoadFile {
     /// would skip or misread (unknown operation, missing or non-numeric field,
     /// bad status) is an error naming the file and line.
     pub fn open(path: &Path) -> Result<LoadFile> {
-        let f = std::fs::File::open(path).map_err(|e| {
-            EngineError::invalid("loadfile", format!("cannot open {}: {e}", path.display()))
-        })?;
+        let f = std::fs::File::open(path)
+            .map_err(|e| EngineError::invalid("loadfile", format!("cannot open {}: {e}", path.display())))?;
         Self::parse(path, BufReader::with_capacity(1 << 16, f))
     }
 
@@ -66,7 +65,9 @@ impl LoadFile {
         let mut line_no = 0u32;
         loop {
             raw.clear();
-            let n = r.read_until(b'\n', &mut raw).map_err(|e| EngineError::io(format!("reading {}", source.display()), e))?;
+            let n = r
+                .read_until(b'\n', &mut raw)
+                .map_err(|e| EngineError::io(format!("reading {}", source.display()), e))?;
             if n == 0 {
                 break;
             }
@@ -239,7 +240,8 @@ impl Parser {
         let args = &toks[1..toks.len() - 1];
         let raw_args = &raw_toks[1..raw_toks.len() - 1];
         let num = |i: usize, what: &str, max: i64| -> std::result::Result<i64, String> {
-            let v = parse_int(&args[i]).ok_or_else(|| format!("{name}: {what} {:?} is not a number", show(&args[i])))?;
+            let v =
+                parse_int(&args[i]).ok_or_else(|| format!("{name}: {what} {:?} is not a number", show(&args[i])))?;
             if v < 0 || v > max {
                 return Err(format!("{name}: {what} {v} is out of range (0..={max})"));
             }
@@ -340,7 +342,9 @@ impl Parser {
 pub(super) fn confined(raw: &[u8]) -> std::result::Result<(), String> {
     let leaves = |why: &str| Err(format!("path \"{}\" leaves the client directory: {why}", show(raw)));
     if raw.first() == Some(&b'/') {
-        return leaves("it is an absolute name; name paths from the share root with backslashes, as \"\\clients\\client1\\file\"");
+        return leaves(
+            "it is an absolute name; name paths from the share root with backslashes, as \"\\clients\\client1\\file\"",
+        );
     }
     if raw.starts_with(b"\\\\") {
         return leaves("it names a network share; name paths from the share root, as \"\\clients\\client1\\file\"");
@@ -406,7 +410,10 @@ mod tests {
 
     #[test]
     fn expected_status_decides_ok() {
-        let lf = parse("Close 1 NT_STATUS_OK\nClose 1 0x0\nClose 1 0xc0000034\nClose 1 NT_STATUS_NO_SUCH_FILE\nClose 1 SUCCESS\n").unwrap();
+        let lf = parse(
+            "Close 1 NT_STATUS_OK\nClose 1 0x0\nClose 1 0xc0000034\nClose 1 NT_STATUS_NO_SUCH_FILE\nClose 1 SUCCESS\n",
+        )
+        .unwrap();
         let ok: Vec<bool> = lf.ops.iter().map(|o| o.expect_ok).collect();
         assert_eq!(ok, [true, true, false, false, true]);
     }

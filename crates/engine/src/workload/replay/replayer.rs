@@ -1,21 +1,21 @@
 //! The replay workload: its phases (setup, run, cleanup) and their reports.
 
-use std::path::{Path, PathBuf};
 use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use std::sync::Mutex;
 
 use super::client::{path_of, Client};
-use super::written::{client_key, PathIds, Written};
-use crate::verify::content::ContentCheck;
 use super::ops::*;
 use super::parse::LoadFile;
 use super::spec::ReplaySpec;
+use super::written::{client_key, PathIds, Written};
 use crate::error::{EngineError, Result};
-use crate::settings::Settings;
 use crate::measure::{run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
+use crate::settings::Settings;
+use crate::verify::content::ContentCheck;
 use crate::workload::family::Workload;
 
 pub struct Replay {
@@ -34,13 +34,20 @@ impl Replay {
         if !spec.loadfile.is_file() {
             return Err(EngineError::invalid(
                 "loadfile",
-                format!("{} does not exist: install Debian package dbench or give loadfile=PATH", spec.loadfile.display()),
+                format!(
+                    "{} does not exist: install Debian package dbench or give loadfile=PATH",
+                    spec.loadfile.display()
+                ),
             ));
         }
         let load = Arc::new(LoadFile::open(&spec.loadfile)?);
         let zeros = vec![0u8; load.max_io.max(1) as usize];
         let path_ids = spec.verify.then(|| {
-            Arc::new((0..load.path_count() as u32).map(|id| (load.path(id).to_vec(), id)).collect::<std::collections::HashMap<_, _>>())
+            Arc::new(
+                (0..load.path_count() as u32)
+                    .map(|id| (load.path(id).to_vec(), id))
+                    .collect::<std::collections::HashMap<_, _>>(),
+            )
         });
         Ok(Replay { spec, load, zeros, path_ids, written: Mutex::new(Vec::new()) })
     }
@@ -87,7 +94,9 @@ impl Replay {
             2,
             work_total,
             |tid| {
-                let w = self.path_ids.as_ref().map(|ids| Written::new(client_key(job.seed, tid), lf.path_count(), ids.clone(), lf.max_io as usize));
+                let w = self.path_ids.as_ref().map(|ids| {
+                    Written::new(client_key(job.seed, tid), lf.path_count(), ids.clone(), lf.max_io as usize)
+                });
                 Client::new(tid, &base, lf, &self.zeros, spec.resolve_names, w)
             },
             |c, rec| c.replay(rec, spec.passes),
@@ -102,7 +111,8 @@ impl Replay {
                     kept.push(w);
                 }
             }
-            check.notes = verify_notes("the run's reads, on the bytes written since each file was created or truncated");
+            check.notes =
+                verify_notes("the run's reads, on the bytes written since each file was created or truncated");
             *self.written.lock().unwrap_or_else(|p| p.into_inner()) = kept;
             check
         });
@@ -121,7 +131,8 @@ impl Replay {
         for (k, &n) in mismatches.iter().enumerate() {
             if n > 0 {
                 report.counters.insert(format!("mismatch.{}", KINDS[k]), n);
-                let first: Vec<&String> = samples.iter().filter(|s| s.starts_with(&format!("{} ", KINDS[k]))).take(3).collect();
+                let first: Vec<&String> =
+                    samples.iter().filter(|s| s.starts_with(&format!("{} ", KINDS[k]))).take(3).collect();
                 report.warnings.push(format!(
                     "{}: {n} result(s) differed from the status the load file expects (first: {})",
                     KINDS[k],
@@ -137,7 +148,9 @@ impl Replay {
         }
         if reused > 0 {
             report.counters.insert("handles_reopened".into(), reused);
-            report.warnings.push(format!("{reused} NTCreateX reused a handle that was still open; the old file was closed"));
+            report
+                .warnings
+                .push(format!("{reused} NTCreateX reused a handle that was still open; the old file was closed"));
         }
         // dbench's figure: requested ReadX + WriteX bytes / time, in 10^6 bytes/s.
         let mb_per_s = if report.elapsed_s > 0.0 { report.total.bytes as f64 / report.elapsed_s / 1e6 } else { 0.0 };
@@ -184,7 +197,8 @@ impl Replay {
                     continue;
                 }
                 let name = path_of(&base, lf, id, &cname);
-                let f = std::fs::File::open(&name).map_err(|e| EngineError::io(format!("verify: opening {name}"), e))?;
+                let f =
+                    std::fs::File::open(&name).map_err(|e| EngineError::io(format!("verify: opening {name}"), e))?;
                 // SAFETY: advisory call on an fd we own.
                 unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
                 files += 1;
@@ -192,13 +206,17 @@ impl Replay {
                     let mut off = s;
                     while off < e {
                         let want = ((e - off) as usize).min(buf.len());
-                        let n = f.read_at(&mut buf[..want], off).map_err(|er| EngineError::io(format!("verify: reading {name}"), er))?;
+                        let n = f
+                            .read_at(&mut buf[..want], off)
+                            .map_err(|er| EngineError::io(format!("verify: reading {name}"), er))?;
                         bytes += n as u64;
                         w.check_read(id, off, &buf[..n], || name.clone(), "verify");
                         if n < want {
                             // The file ends inside a written range: the rest is missing.
-                            w.check.note(serde_json::json!({"file": name, "offset": off + n as u64, "len": e - off - n as u64,
-                                                            "kind": "short", "phase": "verify"}));
+                            w.check.note(
+                                serde_json::json!({"file": name, "offset": off + n as u64, "len": e - off - n as u64,
+                                                            "kind": "short", "phase": "verify"}),
+                            );
                             break;
                         }
                         off += n as u64;
@@ -213,7 +231,8 @@ impl Replay {
         report.counters.insert("files_checked".into(), files);
         report.counters.insert("bytes_checked".into(), bytes);
         report.extra = serde_json::json!({});
-        total.notes = verify_notes("every range each client wrote and kept, re-read after the run (pages dropped first)");
+        total.notes =
+            verify_notes("every range each client wrote and kept, re-read after the run (pages dropped first)");
         total.merge_into(&mut report);
         Ok(report)
     }
@@ -271,7 +290,12 @@ fn mkdir_ok(p: &Path) -> Result<()> {
     match std::fs::create_dir(p) {
         Ok(()) => Ok(()),
         // A real directory only: a symbolic link there could lead the clients out of the job's directory.
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()) => Ok(()),
+        Err(e)
+            if e.kind() == std::io::ErrorKind::AlreadyExists
+                && std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir()) =>
+        {
+            Ok(())
+        }
         Err(e) => Err(EngineError::io(format!("creating {}", p.display()), e)),
     }
 }

@@ -6,8 +6,8 @@ use serde::Deserialize;
 
 use crate::backend::BackendKind;
 use crate::error::{EngineError, Result};
-use crate::settings::Settings;
 use crate::measure::duration::secs_to_ns;
+use crate::settings::Settings;
 
 pub const DEFAULT_LOADFILE: &str = "/usr/share/dbench/client.txt";
 
@@ -61,7 +61,10 @@ impl ReplaySpec {
             return Err(EngineError::invalid("passes", "must be >= 1"));
         }
         if self.duration_s.is_none() && self.passes.is_none() {
-            return Err(EngineError::invalid("duration_s", "give duration_s or passes (or both: whichever comes first)"));
+            return Err(EngineError::invalid(
+                "duration_s",
+                "give duration_s or passes (or both: whichever comes first)",
+            ));
         }
         if let Some(w) = self.warmup_s {
             secs_to_ns("warmup_s", w)?;

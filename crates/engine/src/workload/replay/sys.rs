@@ -56,7 +56,15 @@ pub(super) fn open_beneath(dirfd: RawFd, path: *const libc::c_char, flags: libc:
     how.mode = if flags & libc::O_CREAT != 0 { mode as u64 } else { 0 };
     how.resolve = libc::RESOLVE_BENEATH;
     // SAFETY: path is NUL-terminated, how lives across the call.
-    unsafe { libc::syscall(libc::SYS_openat2, dirfd, path, &how as *const libc::open_how, std::mem::size_of::<libc::open_how>()) as RawFd }
+    unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            dirfd,
+            path,
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        ) as RawFd
+    }
 }
 
 /// Set errno (so that a caller reading it after cleanup calls sees the failure it reports).

@@ -75,7 +75,13 @@ pub(super) struct Written {
 
 impl Written {
     pub(super) fn new(key: u64, paths: usize, ids: PathIds, max_io: usize) -> Written {
-        Written { key, ranges: vec![Vec::new(); paths], ids, check: ContentCheck::new(None), scratch: vec![0u8; max_io.max(4096)] }
+        Written {
+            key,
+            ranges: vec![Vec::new(); paths],
+            ids,
+            check: ContentCheck::new(None),
+            scratch: vec![0u8; max_io.max(4096)],
+        }
     }
 
     /// Record [start, end) of `id` as written (merging with neighbours).
@@ -141,7 +147,14 @@ impl Written {
 
     /// Check `data`, read from `offset` of path `id` (its name for messages), on the written bytes.
     #[inline]
-    pub(super) fn check_read(&mut self, id: u32, offset: u64, data: &[u8], name: impl Fn() -> String, phase: &'static str) {
+    pub(super) fn check_read(
+        &mut self,
+        id: u32,
+        offset: u64,
+        data: &[u8],
+        name: impl Fn() -> String,
+        phase: &'static str,
+    ) {
         let end = offset + data.len() as u64;
         let mut i = self.ranges[id as usize].partition_point(|&(_, e)| e <= offset);
         while let Some(&(rs, re)) = self.ranges[id as usize].get(i).filter(|r| r.0 < end) {

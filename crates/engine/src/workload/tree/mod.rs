@@ -20,9 +20,9 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::{EngineError, Result};
-use crate::settings::Settings;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
+use crate::settings::Settings;
 use crate::workload::family::Workload;
 
 /// fdtree's unit of file size: `dd bs=4096 count=S`.
@@ -115,7 +115,10 @@ impl TreeSpec {
         }
         // A billion directories is beyond any run that could finish; overflow is nonsense.
         let dirs = self.dirs_per_tree().filter(|&n| n <= 1_000_000_000).ok_or_else(|| {
-            EngineError::invalid("levels", "the tree would have over a billion directories: use fewer levels or dirs_per_level")
+            EngineError::invalid(
+                "levels",
+                "the tree would have over a billion directories: use fewer levels or dirs_per_level",
+            )
         })?;
         if dirs.checked_mul(self.files_per_dir as u64).is_none_or(|n| n > 10_000_000_000) {
             return Err(EngineError::invalid("files_per_dir", "the tree would have over ten billion files: use fewer"));
@@ -127,7 +130,10 @@ impl TreeSpec {
             return Err(EngineError::invalid("write_size", "must be between 1 byte and 64 MiB"));
         }
         if self.verify.is_some() && (self.file_blocks == 0 || self.files_per_dir == 0) {
-            return Err(EngineError::invalid("verify", "the files are empty (file_blocks or files_per_dir is 0): there is no data to verify"));
+            return Err(EngineError::invalid(
+                "verify",
+                "the files are empty (file_blocks or files_per_dir is 0): there is no data to verify",
+            ));
         }
         if self.file_prefix.len() > MAX_PREFIX || self.file_prefix.bytes().any(|b| b == b'/' || b == 0) {
             return Err(EngineError::invalid(
@@ -138,10 +144,16 @@ impl TreeSpec {
         if let Some(r) = &self.file_range {
             let files = dirs * self.files_per_dir as u64;
             if r.len() != job.threads {
-                return Err(EngineError::invalid("file_range", format!("has {} ranges for {} trees (threads): give one per tree", r.len(), job.threads)));
+                return Err(EngineError::invalid(
+                    "file_range",
+                    format!("has {} ranges for {} trees (threads): give one per tree", r.len(), job.threads),
+                ));
             }
             if let Some([a, b]) = r.iter().find(|[a, b]| a > b || *b > files) {
-                return Err(EngineError::invalid("file_range", format!("[{a}, {b}] is not a range of the tree's {files} files: use 0 <= from <= to <= {files}")));
+                return Err(EngineError::invalid(
+                    "file_range",
+                    format!("[{a}, {b}] is not a range of the tree's {files} files: use 0 <= from <= to <= {files}"),
+                ));
             }
         }
         let longest = self.longest_path(&job.dir, job.threads);
@@ -254,14 +266,24 @@ enum Visit {
 /// subtrees, the root last. Names are fdtree's, counting down: at level
 /// l = levels - depth, files `L<l>F<n>` and subdirectories `L<l>D<n>`, n from
 /// the count down to 1. `files` false skips file visits entirely.
-fn walk(path: &mut PathBuf8, spec: &TreeSpec, files: bool, cb: &mut dyn FnMut(Visit, &mut PathBuf8) -> Result<bool>) -> Result<bool> {
+fn walk(
+    path: &mut PathBuf8,
+    spec: &TreeSpec,
+    files: bool,
+    cb: &mut dyn FnMut(Visit, &mut PathBuf8) -> Result<bool>,
+) -> Result<bool> {
     Ok(cb(Visit::Mkdir, path)? && walk_below(path, spec, 0, files, cb)? && cb(Visit::Rmdir, path)?)
 }
 
 /// Walks the files numbered `[from, to)` (in the walk's order, from 0) of one
 /// tree, skipping directories and the files before `from` without touching
 /// them. `cb` returns Ok(false) to stop early.
-fn walk_files(path: &mut PathBuf8, spec: &TreeSpec, (from, to): (u64, u64), cb: &mut dyn FnMut(&mut PathBuf8) -> Result<bool>) -> Result<()> {
+fn walk_files(
+    path: &mut PathBuf8,
+    spec: &TreeSpec,
+    (from, to): (u64, u64),
+    cb: &mut dyn FnMut(&mut PathBuf8) -> Result<bool>,
+) -> Result<()> {
     if from >= to {
         return Ok(());
     }
@@ -289,18 +311,19 @@ fn walk_below(
     let len = path.0.len();
     let level = (spec.levels - depth) as u64;
     // Visit `L<level><tag><n>` for n = count..=1 with `f`; false stops the walk.
-    let each = |path: &mut PathBuf8, tag: u8, count: u64, f: &mut dyn FnMut(&mut PathBuf8) -> Result<bool>| -> Result<bool> {
-        let prefix = if tag == b'F' { spec.file_prefix.as_bytes() } else { b"" };
-        for n in (1..=count).rev() {
-            path.push_name(prefix, level, tag, n);
-            let go = f(path)?;
-            path.0.truncate(len);
-            if !go {
-                return Ok(false);
+    let each =
+        |path: &mut PathBuf8, tag: u8, count: u64, f: &mut dyn FnMut(&mut PathBuf8) -> Result<bool>| -> Result<bool> {
+            let prefix = if tag == b'F' { spec.file_prefix.as_bytes() } else { b"" };
+            for n in (1..=count).rev() {
+                path.push_name(prefix, level, tag, n);
+                let go = f(path)?;
+                path.0.truncate(len);
+                if !go {
+                    return Ok(false);
+                }
             }
-        }
-        Ok(true)
-    };
+            Ok(true)
+        };
     if files && !each(path, b'F', spec.files_per_dir as u64, &mut |p| cb(Visit::File, p))? {
         return Ok(false);
     }
@@ -572,7 +595,9 @@ impl Tree {
 #[inline]
 fn create_file(p: &mut PathBuf8, size: u64, zeros: &[u8], fsync: bool) -> Result<()> {
     // SAFETY: NUL-terminated path.
-    let fd = p.with_c(|c| unsafe { crate::sys::open(c, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC, 0o644) });
+    let fd = p.with_c(|c| unsafe {
+        crate::sys::open(c, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC, 0o644)
+    });
     if fd < 0 {
         return Err(os_err("create", p));
     }
@@ -618,7 +643,10 @@ impl Workload for Tree {
             "cleanup" => self.cleanup(job),
             "verify" => match self.spec.verify {
                 Some(algo) => verify::verify_phase(&self.spec, algo, job, ctl),
-                None => Err(EngineError::invalid("verify", "the verify phase needs verify = \"crc32c\", \"xxh3\" or \"sha256\" in the spec")),
+                None => Err(EngineError::invalid(
+                    "verify",
+                    "the verify phase needs verify = \"crc32c\", \"xxh3\" or \"sha256\" in the spec",
+                )),
             },
             _ => self.measured_phase(phase, job, ctl),
         }
@@ -630,7 +658,17 @@ mod tests {
     use super::*;
 
     fn spec(levels: u32, d: u32, f: u32) -> TreeSpec {
-        TreeSpec { levels, dirs_per_level: d, files_per_dir: f, file_blocks: 1, write_size: BLOCK, fsync: false, verify: None, file_range: None, file_prefix: String::new() }
+        TreeSpec {
+            levels,
+            dirs_per_level: d,
+            files_per_dir: f,
+            file_blocks: 1,
+            write_size: BLOCK,
+            fsync: false,
+            verify: None,
+            file_range: None,
+            file_prefix: String::new(),
+        }
     }
 
     #[test]
@@ -653,11 +691,23 @@ mod tests {
             Ok(true)
         })
         .unwrap();
-        let of = |kind: Visit| -> Vec<&str> { seen.iter().filter(|(v, _)| *v == kind).map(|(_, p)| p.as_str()).collect() };
+        let of =
+            |kind: Visit| -> Vec<&str> { seen.iter().filter(|(v, _)| *v == kind).map(|(_, p)| p.as_str()).collect() };
         // Siblings are made together before the walk descends, and removed together after.
         assert_eq!(of(Visit::Mkdir), ["", "/L2D2", "/L2D1", "/L2D2/L1D2", "/L2D2/L1D1", "/L2D1/L1D2", "/L2D1/L1D1"]);
         assert_eq!(of(Visit::Rmdir), ["/L2D2/L1D2", "/L2D2/L1D1", "/L2D1/L1D2", "/L2D1/L1D1", "/L2D2", "/L2D1", ""]);
-        assert_eq!(of(Visit::File), ["/L2F1", "/L2D2/L1F1", "/L2D2/L1D2/L0F1", "/L2D2/L1D1/L0F1", "/L2D1/L1F1", "/L2D1/L1D2/L0F1", "/L2D1/L1D1/L0F1"]);
+        assert_eq!(
+            of(Visit::File),
+            [
+                "/L2F1",
+                "/L2D2/L1F1",
+                "/L2D2/L1D2/L0F1",
+                "/L2D2/L1D1/L0F1",
+                "/L2D1/L1F1",
+                "/L2D1/L1D2/L0F1",
+                "/L2D1/L1D1/L0F1"
+            ]
+        );
     }
 
     #[test]

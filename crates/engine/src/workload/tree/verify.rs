@@ -8,9 +8,9 @@
 
 use super::{os_err, walk_files, PathBuf8, TreeSpec, BLOCK};
 use crate::error::Result;
-use crate::settings::Settings;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
+use crate::settings::Settings;
 use crate::verify::{check_block, merge_into, Checker, Checksum};
 
 /// Bytes the verify phase reads per request.
@@ -28,14 +28,21 @@ pub(super) struct TreeVerify {
 
 impl TreeVerify {
     pub(super) fn new(algo: Checksum, seed: u64, tid: usize, write_size: u64, phase: &'static str) -> TreeVerify {
-        TreeVerify { checker: Checker::new(algo, BLOCK as usize, seed, tid as u32, phase), img: vec![0u8; write_size as usize + 2 * BLOCK as usize], file: 0, paths: Vec::new() }
+        TreeVerify {
+            checker: Checker::new(algo, BLOCK as usize, seed, tid as u32, phase),
+            img: vec![0u8; write_size as usize + 2 * BLOCK as usize],
+            file: 0,
+            paths: Vec::new(),
+        }
     }
 
     /// One fdtree `dd` with verified blocks: open, `size` bytes in `write_size` requests (+ fsync), close.
     pub(super) fn create_file(&mut self, p: &mut PathBuf8, size: u64, write_size: u64, fsync: bool) -> Result<()> {
         self.file += 1;
         // SAFETY: NUL-terminated path.
-        let fd = p.with_c(|c| unsafe { crate::sys::open(c, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC, 0o644) });
+        let fd = p.with_c(|c| unsafe {
+            crate::sys::open(c, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC, 0o644)
+        });
         if fd < 0 {
             return Err(os_err("create", p));
         }
@@ -76,7 +83,14 @@ impl TreeVerify {
             let mut got = 0usize;
             while got < len {
                 // SAFETY: buf[got..len] is valid for writes.
-                let n = unsafe { crate::sys::pread(fd, buf[got..].as_mut_ptr() as *mut libc::c_void, len - got, (off + got as u64) as i64) };
+                let n = unsafe {
+                    crate::sys::pread(
+                        fd,
+                        buf[got..].as_mut_ptr() as *mut libc::c_void,
+                        len - got,
+                        (off + got as u64) as i64,
+                    )
+                };
                 if n < 0 {
                     let err = os_err("verify: read", p);
                     // SAFETY: we own fd.
@@ -117,7 +131,8 @@ pub(super) fn merge(report: &mut PhaseReport, vs: &[&TreeVerify]) {
     // File numbers restart in each tree: a kept mismatch is named by the path its thread recorded.
     let mut per_thread: Vec<(u32, &Checker)> = vs.iter().map(|v| (v.checker.thread, &v.checker)).collect();
     per_thread.sort_by_key(|(t, _)| *t);
-    let notes = serde_json::json!({"exact": true, "block_bytes": BLOCK, "file_index": "the file's number in its tree's walk"});
+    let notes =
+        serde_json::json!({"exact": true, "block_bytes": BLOCK, "file_index": "the file's number in its tree's walk"});
     // Every tree numbers its files from 1: kept mismatches get one index over all trees, naming its path.
     let mut renumbered: Vec<Checker> = Vec::new();
     let mut names: Vec<String> = Vec::new();
@@ -128,7 +143,9 @@ pub(super) fn merge(report: &mut PhaseReport, vs: &[&TreeVerify]) {
         copy.mismatches = c.mismatches;
         for k in &c.kept {
             let mut k = k.clone();
-            names.push(paths.get(&(t, k.file)).map(|s| s.to_string()).unwrap_or_else(|| format!("tree-{t} file {}", k.file)));
+            names.push(
+                paths.get(&(t, k.file)).map(|s| s.to_string()).unwrap_or_else(|| format!("tree-{t} file {}", k.file)),
+            );
             k.file = names.len() as u32 - 1;
             copy.kept.push(k);
         }
