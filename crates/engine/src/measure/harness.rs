@@ -460,7 +460,7 @@ where
     let mut ranges = Vec::with_capacity(members.len());
     for (m, g) in members.iter().enumerate() {
         ranges.push(member_of.len()..member_of.len() + g.threads);
-        member_of.extend(std::iter::repeat(m).take(g.threads));
+        member_of.extend(std::iter::repeat_n(m, g.threads));
     }
     let nthreads = member_of.len();
     let grouped = members.len() > 1;

@@ -60,9 +60,11 @@ impl Dist {
             "zipf" => (1.1, "zipf:THETA[:CENTER]"),
             "pareto" => (0.2, "pareto:H[:CENTER]"),
             "normal" | "gauss" => (0.0, "normal:DEV%[:CENTER]"),
-            _ => return Err(format!(
+            _ => {
+                return Err(format!(
                 "{s:?}: use random, zipf:THETA, pareto:H or normal:DEV% (each with an optional :CENTER from 0 to 1)"
-            )),
+            ))
+            }
         };
         if nums.len() > 2 {
             return Err(format!("{s:?}: too many parameters: {what}"));
@@ -86,7 +88,7 @@ impl Dist {
             }
         }
         match kind {
-            "zipf" if !(value > 0.0) || value == 1.0 => {
+            "zipf" if value.is_nan() || value <= 0.0 || value == 1.0 => {
                 Err(format!("{s:?}: zipf's theta must be > 0 and not 1 (fio's default is 1.1)"))
             }
             "zipf" => Ok(Dist::Zipf { theta: value, center }),

@@ -153,6 +153,8 @@ impl AccessGen {
         let random = self.chance(self.rand_thr[entry]);
         let (file, offset) = if random && self.skew.is_some() {
             let file = if self.file_count > 1 { below(self.rng.next_u64(), self.file_count) } else { 0 };
+            // `if let` would hold the borrow of self.skew across the draws from self.rng below.
+            #[allow(clippy::unnecessary_unwrap)]
             let skew = self.skew.as_ref().expect("checked");
             let mut b = skew.block(skew.rank(&mut self.rng), self.file_lo + file);
             // A block too near the end for this request size folds back inside the file.
