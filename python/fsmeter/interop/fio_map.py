@@ -461,6 +461,8 @@ def _place_files(ctx: _Ctx, name: str, numjobs: int, target: Optional[Path], dir
         raise UserError(f"{ctx.where} line {ctx.job.line}: job {name}: its files are relative (fio: to the current "
                         "directory): give --dir D, or an absolute directory= in the job file")
     for p in full:
+        if "\0" in p:
+            ctx.fail(anchor, "a file name cannot hold a NUL byte: remove it")
         if ".." in p.split("/"):
             ctx.fail(anchor, "'..' would leave the job's directory: give a name inside it")
     root = job_dir if job_dir is not None else target
