@@ -186,7 +186,9 @@ def compare(doc: dict, fio: dict) -> tuple:
             out.append(f"{name}: not in fio's output")
             ok = False
             continue
-        ops = doc["phases"].get(f"{name}:run", {}).get("ops", {})
+        # A job of a group of concurrent jobs is measured in its group's phase, under jobs[NAME].
+        phase = doc["phases"].get(f"{info.get('phase') or name}:run", {})
+        ops = ((phase.get("jobs") or {}).get(name) or phase).get("ops", {})
         got = {d: [ops.get(d, {}).get("bytes", 0), ops.get(d, {}).get("count", 0)] for d in ("read", "write")}
         mix = got["read"][1] and got["write"][1] and any(e.get("random_pct") for e in params.get("entries", []))
         compared += 1
