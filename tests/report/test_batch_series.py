@@ -101,7 +101,13 @@ def test_every_series_adds_up_to_its_metric(tmp_path, workload, sets):
         if name not in series:
             continue
         rep = doc["phases"][phase]
-        total = sum(series[name](iv) for iv in rep["intervals"])
+        vals = [series[name](iv) for iv in rep["intervals"]]
+        if all(v is None for v in vals):
+            # No series in this phase: the engine drops `units` when none finished (a busy machine can
+            # finish no transaction in a 0.3 s phase), and the metric is then zero.
+            assert m["value"] == 0, key
+            continue
+        total = sum(vals)
         assert total / rep["elapsed_s"] == pytest.approx(m["value"], rel=1e-9), key
         checked += 1
     assert checked >= 1
