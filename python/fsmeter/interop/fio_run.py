@@ -25,17 +25,9 @@ def plan_jobfile(ref: str, directory: Optional[Path], overrides: dict) -> list:
     for d, m in fio_workloads(ref, directory, dir_given=directory is not None):
         place = m.dir if m.dir is not None else directory
         if not isinstance(m, MappedGroup):
-            try:
-                out.append((build_job(d, place, overrides), m))
-            except UserError as exc:
-                raise UserError(job_error(where, m, exc.message), exit_code=exc.exit_code) from None
+            out.append((_build(where, m, d, place, overrides), m))
             continue
-        built = []
-        for j in m.jobs:
-            try:
-                built.append(build_job(access_def(path, j), place, overrides))
-            except UserError as exc:
-                raise UserError(job_error(where, j, exc.message), exit_code=exc.exit_code) from None
+        built = [_build(where, j, access_def(path, j), place, overrides) for j in m.jobs]
         threads = sum(b.settings.threads for b in built)
         if threads > 4096:
             raise UserError(f"{path} line {m.line}: the jobs of group {m.group} ({', '.join(j.name for j in m.jobs)}) "
@@ -49,6 +41,14 @@ def plan_jobfile(ref: str, directory: Optional[Path], overrides: dict) -> list:
         job.members = built  # each job's own engine dict, for the result document
         out.append((job, m))
     return out
+
+
+def _build(where: str, m, d, place: Optional[Path], overrides: dict):
+    """build_job for one fio job, its errors told in the job file's terms (job_error)."""
+    try:
+        return build_job(d, place, overrides)
+    except UserError as exc:
+        raise UserError(job_error(where, m, exc.message), exit_code=exc.exit_code) from None
 
 
 def run_jobfile(jobs: list, ref: str, console: Console, **run_opts) -> dict:
