@@ -162,6 +162,45 @@ def test_a_configuration_not_run_here_is_named_and_the_claim_not_testable_here()
     assert v.outcome == NOT_TESTABLE and any("jfs" in n for n in v.notes)
 
 
+def test_a_claim_whose_workload_or_whole_tier_did_not_run_is_not_testable_here_not_inconclusive():
+    # a scale that leaves the claim's workload out, or a kernel without the one filesystem a tier holds,
+    # leaves nothing to test: "not testable here", naming what is absent ("inconclusive" means too little data)
+    s = _study_with({"id": "C", "says": "", "kind": "ordering", "metrics": ["run.x"], "workloads": ["deep"],
+                     "tiers": [["xfs"], ["ext3"]]})
+    v = ClaimChecker(s, _frame({"xfs": 200, "ext3": 100})).check_all()[0]
+    assert v.outcome == NOT_TESTABLE and any("not run here: deep" in n for n in v.notes)
+    s = _study_with({"id": "C", "says": "", "kind": "ordering", "metrics": ["run.x"], "workloads": ["w"],
+                     "tiers": [["xfs", "ext3"], ["reiserfs"]]})
+    v = ClaimChecker(s, _frame({"xfs": 200, "ext3": 100})).check_all()[0]
+    assert v.outcome == NOT_TESTABLE and any("reiserfs" in n for n in v.notes)
+    # with both present it is tested as before
+    v = ClaimChecker(s, _frame({"xfs": 200, "ext3": 100, "reiserfs": 50})).check_all()[0]
+    assert v.outcome == REPRODUCED
+
+
+def test_phases_a_star_name_pools_count_once_per_trial():
+    # two transaction phases per trial, back to back on one filesystem: the trial is the unit, so three
+    # trials a side are n=3 (their phases' mean), not n=6
+    from fsmeter.study.claims import _pick_metrics
+
+    rows = []
+    for fs, base in (("xfs", 200.0), ("ext3", 100.0)):
+        for t in range(3):
+            for ph, f in (("transactions-1", 1.0), ("transactions-2", 1.1)):
+                rows.append({"workload": "w", "metric_key": f"{ph}.tps", "higher_is_better": True, "trial": t,
+                             "filesystem": fs, "value": base * f + t, "phase_s": 5.0 + (ph == "transactions-2"),
+                             "other_cpu_share": 0.01 * (t + 1)})
+    df = _pick_metrics(pd.DataFrame(rows), ["transactions-*.tps"])
+    assert len(df) == 6 and set(df["metric_key"]) == {"transactions-*.tps"}
+    one = df[(df["filesystem"] == "xfs") & (df["trial"] == 1)].iloc[0]
+    assert one["value"] == pytest.approx((200.0 + 1 + 220.0 + 1) / 2)
+    assert one["phase_s"] == 5.0 and one["other_cpu_share"] == pytest.approx(0.02)   # shortest, busiest
+    s = _study_with({"id": "C", "says": "", "kind": "ordering", "metrics": ["transactions-*.tps"],
+                     "tiers": [["xfs"], ["ext3"]]})
+    v = ClaimChecker(s, pd.DataFrame(rows)).check_all()[0]
+    assert "n=3" in v.evidence()[0] and "n=6" not in v.evidence()[0]
+
+
 def test_equivalence():
     c = {"id": "E", "says": "", "kind": "equivalence", "metrics": ["run.x"], "tiers": [["xfs", "ext3"]],
          "margin_pct": 5}
@@ -475,13 +514,18 @@ def test_workload_levels_become_exclusions(this_kernel):
     assert len(pg) == 4 * 4 and {c.factors["threads"] for c in pg} == {1}  # 4 filesystems x 4 queue depths
 
 
-def test_pooled_phases_are_samples():
+def test_pooled_phases_are_one_sample_per_trial():
     c = {"id": "P", "says": "", "kind": "ranking", "metrics": ["transactions-*.tps"], "tiers": [["ext2"], ["xfs"]]}
     s = _study_with(c)
-    rows = [dict(workload="w", metric_key=f"transactions-{k}.tps", higher_is_better=True, trial=1,
-                 filesystem=fs, value=v * (1 + 0.01 * k)) for fs, v in (("ext2", 200), ("xfs", 100)) for k in (2, 3, 4)]
-    v = ClaimChecker(s, pd.DataFrame(rows)).check_all()[0]
+
+    def rows(trials):
+        return [dict(workload="w", metric_key=f"transactions-{k}.tps", higher_is_better=True, trial=t,
+                     filesystem=fs, value=v * (1 + 0.01 * k + 0.005 * t))
+                for fs, v in (("ext2", 200), ("xfs", 100)) for k in (2, 3, 4) for t in trials]
+    v = ClaimChecker(s, pd.DataFrame(rows(range(4)))).check_all()[0]
     assert v.outcome == REPRODUCED and v.subs[0].context.startswith("transactions-*.tps")
+    # three phases of one trial are one observation, not three: nothing to decide on
+    assert ClaimChecker(s, pd.DataFrame(rows([1]))).check_all()[0].outcome == INCONCLUSIVE
 
 
 def test_wettstein_report_tables(tmp_path, monkeypatch):

@@ -173,6 +173,9 @@ class ClaimChecker:
     def _select(self, claim: Claim, notes: list, workloads: bool = True):
         df = self.df
         if claim.workloads and workloads:
+            gone = [w for w in claim.workloads if w not in set(df["workload"])]
+            if gone and len(gone) == len(claim.workloads):
+                notes.append(f"{'no published numbers for' if self.paper else 'not run here'}: {', '.join(gone)}")
             df = df[df["workload"].isin(claim.workloads)]
         if claim.configurations:
             missing = [c for c in claim.configurations if c not in set(df["filesystem"])]
@@ -531,12 +534,25 @@ class ClaimChecker:
         else:
             df = _pick_metrics(self._select(claim, notes), claim.all_metrics)
             if df.empty:
-                absent = not self.paper and any(_ABSENT(n) for n in notes)
-                return self._void(Verdict(claim, NOT_TESTABLE if absent else INCONCLUSIVE,
-                               ("no published numbers for this claim" if self.paper else
-                                "no results for this claim in the run") +
-                               (f" ({'; '.join(notes)})" if notes else ""), notes=notes, test=self._describe(claim),
-                               no_data=True))
+                if not self.paper and claim.compare in self.df.columns:
+                    # a whole tier absent from the run (a filesystem this kernel lacks) leaves nothing to order
+                    ran = set(self.df[claim.compare].astype(str))
+                    gone = [str(x) for t in claim.tiers if not any(str(y) in ran for y in t) for x in t
+                            if str(x) not in ("newest", "oldest")]
+                    if gone:
+                        notes.append(f"not run here: {', '.join(gone)}")
+                # a filesystem or level absent: not testable here, whatever else the run changed; only the
+                # claim's workloads absent (a scale that leaves them out): not testable here too, unless the
+                # run changed what the claim is about (then "not comparable here", by _void)
+                wl_only = [n for n in notes if n.startswith("not run here: ")
+                           and set(n[len("not run here: "):].split(", ")) <= set(claim.workloads)]
+                levels = not self.paper and any(_ABSENT(n) for n in notes if n not in wl_only)
+                v = Verdict(claim, NOT_TESTABLE if (levels or (wl_only and not self.paper)) else INCONCLUSIVE,
+                            ("no published numbers for this claim" if self.paper else
+                             "no results for this claim in the run") +
+                            (f" ({'; '.join(notes)})" if notes else ""), notes=notes, test=self._describe(claim),
+                            no_data=True)
+                return v if levels else self._void(v)
             if claim.test == "variation":
                 subs = self._variation(claim, df, notes)
                 variation_regime = self._regime(df)
@@ -581,7 +597,7 @@ class ClaimChecker:
     def _void(self, v: Verdict) -> Verdict:
         """A re-run verdict with nothing to test: a claim this run changed the subject of is "not
         comparable here" whatever data it has (B01's disk is gone whether its workload ran or not)."""
-        if self.paper or v.outcome != INCONCLUSIVE:
+        if self.paper or v.outcome not in (INCONCLUSIVE, NOT_TESTABLE):
             return v
         hit = [a for a in v.claim.sensitive_to if a in self._affects(v.claim)]
         if hit:
@@ -640,10 +656,29 @@ def _pick_metrics(df, metrics: Sequence[str]):
         if "*" in m:
             sel = df[df["metric_key"].map(lambda k, m=m: fnmatch.fnmatchcase(k, m))].copy()
             sel["metric_key"] = m
+            sel = _one_per_trial(sel)
         else:
             sel = df[df["metric_key"] == m]
         parts.append(sel)
     return pd.concat(parts) if parts else df.iloc[0:0]
+
+
+def _one_per_trial(sel):
+    """The phases a '*' name matches within one re-run trial, as one observation: their mean value.
+
+    The phases of one trial ran back to back on one filesystem, so they are not independent samples;
+    counting each as one (the study's own method, on a single run per cell) would inflate n and the
+    tests' degrees of freedom. The trial is the unit: the gates see its shortest phase and its
+    busiest regime. Rows without a trial (published means or runs) are left as they are."""
+    if sel.empty or "trial" not in sel.columns or sel["trial"].isna().all():
+        return sel
+    runs, rest = sel[sel["trial"].notna()], sel[sel["trial"].isna()]
+    agg = {"value": "mean"}
+    agg.update({c: f for c, f in (("phase_s", "min"), ("other_cpu_share", "max"), ("cache_read_share", "max"))
+                if c in runs.columns})
+    keys = [c for c in runs.columns if c not in agg]
+    one = runs.groupby(keys, dropna=False, sort=False).agg(agg).reset_index()[list(sel.columns)]
+    return pd.concat([one, rest]) if not rest.empty else one
 
 
 def _by_version(levels) -> list:
