@@ -6,6 +6,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -255,13 +256,15 @@ def _launch(console, cfg, dir, ranks, target, fs, mkfs_options, size, hosts, jso
         launch = getattr(mnt, "launch", None)
         if launch is not None:  # a volume on namespace hosts: mpirun from the first host, over their network
             cmd = launch(cmd)
-        env = dict(os.environ, **{LOCK_HELD_ENV: socket.gethostname()})
+        # Open MPI may hand rank 0 a terminal: plain text, so that its phase lines can be passed on.
+        env = dict(os.environ, **{LOCK_HELD_ENV: socket.gethostname(), "NO_COLOR": "1"})
         if os.geteuid() == 0:  # Open MPI refuses root unless told twice
             env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
             env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         proc = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
         for line in proc.stdout.splitlines():
+            line = re.sub(r"\x1b\[[0-9;]*m", "", line)
             if line.startswith("[phase]"):
                 console.print(line, highlight=False, markup=False)
         doc = json.loads(out.read_text()) if out.is_file() else None
