@@ -109,3 +109,13 @@ def test_leftover_data_folder_is_refused_in_one_line(tmp_path):
     assert len(lines) == 1 and "io500-data is already there" in lines[0], r.stderr
     assert "Traceback" not in r.stderr
     assert os.listdir(d) == ["io500-data"]  # left alone
+
+
+def test_bounds_that_could_fill_the_filesystem_are_refused_before_any_write(tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    r = mpirun(2, "io500", "--dir", d, "--ior-easy-block", "1024T", "--no-store")
+    assert r.returncode == 2
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("fsmeter: error:")]
+    assert len(lines) == 1 and "more than the" in lines[0] and "GiB free under --dir" in lines[0], r.stderr
+    assert os.listdir(d) == []  # refused before making anything

@@ -196,6 +196,7 @@ class Suite:
                     if p.exists() or p.is_symlink():
                         raise UserError(f"--dir {self.base}: {p.name} is already there (left by an earlier run?): "
                                         "remove it, or use another --dir")
+                self.check_space()
                 self.data.mkdir()
                 for sub in ("ior-easy", "ior-hard", "mdtest-easy", "mdtest-hard", "mdtest-hard/tree-0"):
                     (self.data / sub).mkdir()
@@ -214,6 +215,22 @@ class Suite:
         except OSError as exc:
             w.abort(f"--dir {self.base}: cannot make this rank's mdtest-easy folder: {exc.strerror}")
         w.barrier("after making each rank's folder")
+
+    def check_space(self) -> None:
+        """Refuse bounds that could fill --dir: the ior phases write up to ranks x (ior-easy's block +
+        ior-hard's segments x 47008) bytes. IO500's own defaults (9.9 TB a rank) count on the
+        stonewall to end the writes first; on a filesystem smaller than that, a fast one fills up, the
+        ranks abort and leave their files."""
+        c = self.cfg
+        most = self.n * (c.ior_easy_block + c.ior_hard_segments * IOR_HARD_TRANSFER)
+        st = os.statvfs(self.base)
+        free = st.f_bavail * st.f_frsize
+        if most > free:
+            raise UserError(f"--ior-easy-block, --ior-hard-segments: the ior phases may write up to {most / GiB:,.1f} "
+                            f"GiB ({self.n} ranks x ({c.ior_easy_block / GiB:,.1f} GiB + {c.ior_hard_segments:,} x "
+                            f"{IOR_HARD_TRANSFER} B)), more than the {free / GiB:,.1f} GiB free under --dir "
+                            f"{self.base}: lower them so that the writes fit (IO500's defaults count on a "
+                            "filesystem larger than the stonewall can fill)")
 
     def run(self, show=None) -> None:
         for name, _, _ in PHASES:
