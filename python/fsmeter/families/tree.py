@@ -25,6 +25,8 @@ class TreeParams(BaseModel):
     dirs_per_level: int = Field(10, ge=1, description="subdirectories of each directory above the last level (fdtree -d)")
     files_per_dir: int = Field(10, ge=0, description="files in every directory, root included (fdtree -f)")
     file_blocks: int = Field(10, ge=0, le=1 << 28, description="file size in 4 KiB blocks (fdtree -s)")
+    file_bytes: Optional[Size] = Field(None, ge=0, le=1 << 40, description="file size in bytes, instead of "
+                                       "file_blocks (mdtest -w; IO500's mdtest-hard: 3901)")
     write_size: Size = Field(BLOCK, gt=0, le=64 << 20, description="bytes per write(2) when creating a file (dd bs=4096)")
     fsync: bool = Field(False, description="fsync each file before closing it, inside the create time (fdtree does not)")
     file_prefix: str = Field("", max_length=200,
@@ -32,6 +34,8 @@ class TreeParams(BaseModel):
                              "directory entries share a block, so match another tool's name length to do its work "
                              "(mdtest's file.mdtest.R.N: file_prefix = \"file.mdtest\")")
     stat: bool = Field(True, description="run the mdtest-like stat phase (stat every file) between create and remove")
+    read: bool = Field(False, description="run a read phase after stat: open, read the whole file, close, file by "
+                       "file (mdtest -e)")
     verify: Literal["off", "crc32c", "xxh3", "sha256"] = Field(
         "off", description="data verification (docs/verify.md): every 4 KiB block of every file carries a header, "
         "a verify phase re-reads every file before remove; off by default (files of zeros, as fdtree)")
@@ -50,6 +54,8 @@ class TreeParams(BaseModel):
             raise ValueError(f"levels: the tree would have {dirs:.3g} directories (over a billion): use fewer levels or dirs_per_level")
         if dirs * self.files_per_dir > 10_000_000_000:
             raise ValueError("files_per_dir: the tree would have over ten billion files: use fewer")
+        if self.verify != "off" and self.file_bytes is not None:
+            raise ValueError("file_bytes: not with verify (verified files are whole 4 KiB blocks): use file_blocks")
         if self.verify != "off" and (self.file_blocks == 0 or self.files_per_dir == 0):
             raise ValueError("verify: the files are empty (file_blocks or files_per_dir is 0): there is no data to verify")
         return self
@@ -64,17 +70,17 @@ class TreeParams(BaseModel):
         return self.directories() * self.files_per_dir
 
     def file_size(self) -> int:
-        return self.file_blocks * BLOCK
+        return self.file_blocks * BLOCK if self.file_bytes is None else int(self.file_bytes)
 
     def engine_spec(self) -> dict:
         # `stat` only chooses the phases Python runs; the engine always has a stat phase.
-        spec = self.model_dump(exclude={"stat"})
+        spec = self.model_dump(exclude={"stat", "read"})
         spec["verify"] = None if self.verify == "off" else self.verify
         return spec
 
 
 def _phases(p: TreeParams) -> list:
-    names = ["mkdir", "create"] + (["stat"] if p.stat else [])
+    names = ["mkdir", "create"] + (["stat"] if p.stat else []) + (["read"] if p.read else [])
     phases = [Phase(n) for n in names]
     if p.verify != "off":
         # Unmeasured, after a cache reset: every file is read back from the filesystem.
@@ -91,17 +97,19 @@ def _metrics(p: TreeParams) -> list:
         Metric("create", "files_per_s", "files/s", True, lambda r: r["total"]["ops_per_s"]),
         Metric("mkdir", "dirs_per_s", "dirs/s", True, lambda r: r["total"]["ops_per_s"]),
     ]
-    if p.file_blocks > 0:
+    if p.file_size() > 0:
         ms.append(Metric("create", "KiB_per_s", "KiB/s", True, _kib_per_s))
     if p.stat and p.files_per_dir > 0:
         ms.append(Metric("stat", "files_per_s", "files/s", True, lambda r: r["total"]["ops_per_s"]))
+    if p.read and p.files_per_dir > 0:
+        ms.append(Metric("read", "files_per_s", "files/s", True, lambda r: r["total"]["ops_per_s"]))
     ms += [
         Metric("remove", "files_per_s", "files/s", True, lambda r: r["total"]["ops_per_s"]),
         Metric("rmdir", "dirs_per_s", "dirs/s", True, lambda r: r["total"]["ops_per_s"]),
         op_latency_metric("create", "create"),
     ]
     if p.files_per_dir == 0:
-        ms = [m for m in ms if m.phase not in ("create", "remove")]
+        ms = [m for m in ms if m.phase not in ("create", "remove", "read")]
     return ms
 
 

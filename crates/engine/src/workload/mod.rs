@@ -53,4 +53,5 @@ families! {
     bonnie: Bonnie(BonnieSpec) => Bonnie,
     macro_tools: Macro(MacroSpec) => MacroTools,
     crash: Crash(CrashSpec) => Crash,
+    io500: Io500(Io500Spec) => Io500,
 }

@@ -47,6 +47,10 @@ pub struct TreeSpec {
     /// File size in 4 KiB blocks.
     #[serde(default = "default_ten")]
     pub file_blocks: u64,
+    /// File size in bytes, instead of `file_blocks` (mdtest -w: IO500's
+    /// mdtest-hard writes 3901 bytes a file).
+    #[serde(default)]
+    pub file_bytes: Option<u64>,
     /// Bytes per write(2) call when creating a file (fdtree's dd: bs=4096).
     #[serde(default = "default_write_size")]
     pub write_size: u64,
@@ -81,12 +85,13 @@ fn default_write_size() -> u64 {
     BLOCK
 }
 
-const KINDS: &[&str] = &["mkdir", "create", "stat", "unlink", "rmdir"];
+const KINDS: &[&str] = &["mkdir", "create", "stat", "unlink", "rmdir", "read"];
 const MKDIR: usize = 0;
 const CREATE: usize = 1;
 const STAT: usize = 2;
 const UNLINK: usize = 3;
 const RMDIR: usize = 4;
+const READ: usize = 5;
 
 impl TreeSpec {
     /// Directories in one tree, root included; None on overflow.
@@ -106,7 +111,7 @@ impl TreeSpec {
     }
 
     pub fn file_size(&self) -> u64 {
-        self.file_blocks * BLOCK
+        self.file_bytes.unwrap_or(self.file_blocks * BLOCK)
     }
 
     pub fn validate(&self, job: &Settings) -> Result<()> {
@@ -126,10 +131,19 @@ impl TreeSpec {
         if self.file_blocks > (1 << 28) {
             return Err(EngineError::invalid("file_blocks", "must be <= 268435456 (1 TiB files)"));
         }
+        if self.file_bytes.is_some_and(|b| b > (1 << 40)) {
+            return Err(EngineError::invalid("file_bytes", "must be <= 1099511627776 (1 TiB files)"));
+        }
+        if self.file_bytes.is_some() && self.verify.is_some() {
+            return Err(EngineError::invalid(
+                "file_bytes",
+                "not with verify (verified files are whole 4 KiB blocks): use file_blocks",
+            ));
+        }
         if self.write_size == 0 || self.write_size > (64 << 20) {
             return Err(EngineError::invalid("write_size", "must be between 1 byte and 64 MiB"));
         }
-        if self.verify.is_some() && (self.file_blocks == 0 || self.files_per_dir == 0) {
+        if self.verify.is_some() && (self.file_size() == 0 || self.files_per_dir == 0) {
             return Err(EngineError::invalid(
                 "verify",
                 "the files are empty (file_blocks or files_per_dir is 0): there is no data to verify",
@@ -391,7 +405,7 @@ impl Tree {
         let expected = if with_files { spec.files_visited(nthreads) } else { dirs * nthreads as u64 };
         let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
         let size = spec.file_size();
-        let zeros_len = if phase == "create" { spec.write_size.min(size.max(1)) as usize } else { 0 };
+        let zeros_len = if matches!(phase, "create" | "read") { spec.write_size.min(size.max(1)) as usize } else { 0 };
         let (mut report, done) = run_threads(
             phase,
             nthreads,
@@ -411,7 +425,7 @@ impl Tree {
             },
             |st, rec| {
                 let mut done = Done::default();
-                let zeros = &st.zeros;
+                let zeros = &mut st.zeros;
                 let mut tv = st.v.as_deref_mut();
                 let mut cb = |v: Visit, p: &mut PathBuf8| -> Result<bool> {
                     if rec.interrupted() {
@@ -444,7 +458,7 @@ impl Tree {
                             let t0 = now_ns();
                             match tv.as_deref_mut() {
                                 Some(v) => v.create_file(p, size, spec.write_size, spec.fsync)?,
-                                None => create_file(p, size, zeros, spec.fsync)?,
+                                None => create_file(p, size, zeros.as_slice(), spec.fsync)?,
                             }
                             rec.record(CREATE, size, t0, now_ns());
                             done.files += 1;
@@ -468,6 +482,13 @@ impl Tree {
                                 ));
                             }
                             done.files += 1;
+                        }
+                        ("read", Visit::File) => {
+                            let t0 = now_ns();
+                            read_file(p, size, zeros.as_mut_slice())?;
+                            rec.record(READ, size, t0, now_ns());
+                            done.files += 1;
+                            done.bytes += size;
                         }
                         ("remove", Visit::File) => {
                             let t0 = now_ns();
@@ -500,7 +521,7 @@ impl Tree {
             "mkdir" | "rmdir" => {
                 report.counters.insert("directories".into(), dirs_done);
             }
-            "create" => {
+            "create" | "read" => {
                 report.counters.insert("files".into(), files_done);
                 report.counters.insert("bytes".into(), bytes_done);
             }
@@ -617,6 +638,42 @@ fn create_file(p: &mut PathBuf8, size: u64, zeros: &[u8], fsync: bool) -> Result
     finish_file(fd, p, fsync)
 }
 
+/// open + read `size` bytes in `buf.len()` chunks + close (mdtest -e); a file shorter than
+/// `size` is an error.
+#[inline]
+fn read_file(p: &mut PathBuf8, size: u64, buf: &mut [u8]) -> Result<()> {
+    // SAFETY: NUL-terminated path.
+    let fd = p.with_c(|c| unsafe { crate::sys::open(c, libc::O_RDONLY | libc::O_CLOEXEC, 0) });
+    if fd < 0 {
+        return Err(os_err("open", p));
+    }
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(buf.len() as u64) as usize;
+        // SAFETY: buf holds at least n bytes.
+        let r = unsafe { crate::sys::read(fd, buf.as_mut_ptr() as *mut libc::c_void, n) };
+        if r <= 0 {
+            let err = if r == 0 {
+                EngineError::io(
+                    format!("read {}: {} bytes short of the {size} create wrote", p.display(), left),
+                    std::io::Error::from_raw_os_error(libc::EIO),
+                )
+            } else {
+                os_err("read", p)
+            };
+            // SAFETY: we own fd.
+            unsafe { crate::sys::close(fd) };
+            return Err(err);
+        }
+        left -= r as u64;
+    }
+    // SAFETY: we own fd.
+    if unsafe { crate::sys::close(fd) } != 0 {
+        return Err(os_err("close", p));
+    }
+    Ok(())
+}
+
 /// The end of one fdtree `dd`: fsync if asked, then close, each failure named with the path.
 #[inline]
 fn finish_file(fd: libc::c_int, p: &PathBuf8, fsync: bool) -> Result<()> {
@@ -635,7 +692,7 @@ fn finish_file(fd: libc::c_int, p: &PathBuf8, fsync: bool) -> Result<()> {
 
 impl Workload for Tree {
     fn phases(&self) -> &'static [&'static str] {
-        &["mkdir", "create", "stat", "verify", "remove", "rmdir", "cleanup"]
+        &["mkdir", "create", "stat", "read", "verify", "remove", "rmdir", "cleanup"]
     }
 
     fn run_phase(&mut self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
@@ -663,6 +720,7 @@ mod tests {
             dirs_per_level: d,
             files_per_dir: f,
             file_blocks: 1,
+            file_bytes: None,
             write_size: BLOCK,
             fsync: false,
             verify: None,
