@@ -62,11 +62,13 @@ def test_random_distribution_maps_and_turns_the_random_map_off(value, want):
     ("random_distribution=zipf:1\n", r"^t.fio line 5: random_distribution=zipf:1: .*theta must be > 0 and not 1"),
     ("random_distribution=pareto:1.5\n", r"^t.fio line 5: random_distribution=pareto:1.5: .*between 0 and 1"),
     ("random_distribution=normal:5:2\n", r"^t.fio line 5: .*center must be between 0 and 1"),
-    ("random_distribution=zoned:60/10:40/90\n", r"^t.fio line 5: .*zoned distribution is not supported by fsmeter"),
+    ("random_distribution=zoned:60/10:30/90\n", r"^t.fio line 5: random_distribution=zoned:60/10:30/90: .*add up to "
+                                                 "90, not 100"),
     ("verify=md5\n", r"^t.fio line 5: verify=md5: fsmeter's verification has crc32c, xxhash \(as xxh3\) and sha256"),
     ("verify=pattern\n", r"^t.fio line 5: verify=pattern: .*not pattern"),
     ("verify=meta\n", r"^t.fio line 5: verify=meta: "),
-    ("verify_pattern=0xff\n", r"^t.fio line 5: option verify_pattern is not supported"),
+    ("verify_pattern=0xff\nverify=md5\n", r"^t.fio line 5: verify_pattern=0xff: with verify=md5 .*not supported by "
+                                        "fsmeter yet"),
     ("buffer_pattern='file'\n", r"^t.fio line 5: buffer_pattern='file': a file's contents"),
     ("buffer_pattern=zz\n", r"^t.fio line 5: buffer_pattern=zz: cannot read 'zz'"),
     ("do_verify=1\n", r"^t.fio line 5: do_verify=1: has no effect without verify="),

@@ -162,7 +162,7 @@ def test_cli_refusal_is_one_line_exit_2(tmp_path):
     r = fsm("run", f, "--dir", tmp_path, "-q")
     assert r.returncode == 2, r.stderr
     assert r.stderr.strip().count("\n") == 0 and "Traceback" not in r.stderr
-    assert "line 4: option zonemode is not supported and fsmeter will not support it" in r.stderr
+    assert "line 4: zonemode=zbd: zoned block devices are not supported and fsmeter will not support them" in r.stderr
 
 
 # -- against real fio ----------------------------------------------------------------------------------------------

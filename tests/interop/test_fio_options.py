@@ -185,15 +185,19 @@ def test_filename_format_names_the_files_as_fio_does():
             r"\$clientuid names fio's client/server mode")
 
 
-def test_an_offset_modifier_is_refused_naming_it_unless_it_changes_nothing():
+def test_an_offset_modifier_maps_or_is_refused_naming_it():
     (m,) = jobs_of("[a]\nrw=read:0\nsize=1m\n")
-    assert m.fio_rw == "read"
+    assert m.fio_rw == "read" and "seq_add" not in m.params
     (m,) = jobs_of("[a]\nrw=randread:1\nsize=1m\n")
     assert m.params["entries"][0]["random_pct"] == 100
-    msg = refused("[a]\nsize=1m\nrw=read:-8k\n", r"^t.fio line 3: rw=read:-8k: the offset modifier ':-8k' "
-                  r"\(a backwards walk\) needs engine support")
-    assert "write rw=read" in msg
-    refused("[a]\nsize=1m\nrw=write:112k\n", r"line 3: rw=write:112k: .*holes between sequential requests")
+    (m,) = jobs_of("[a]\nsize=1m\nrw=read:-8k\n")
+    assert m.params["seq_add"] == -8192
+    (m,) = jobs_of("[a]\nsize=1m\nrw=write:112k\nbs=16k\n")
+    assert m.params["seq_add"] == 112 << 10
+    msg = refused("[a]\nsize=1m\nrw=randread:8\n", r"^t.fio line 3: rw=randread:8: the modifier ':8' \(a new random "
+                  r"offset every N I/Os")
+    assert "write rw=randread" in msg
+    refused("[a]\nsize=1m\nrw=rw:4k\n", r"line 3: rw=rw:4k: the offset modifier ':4k' on a mix of directions")
 
 
 def test_loops_timeout_and_a_bsrange_of_one_size():
@@ -308,7 +312,8 @@ def test_an_unset_variable_is_named_after_the_engine_and_unknown_options():
     ("[a]\ncmd_type=nvme\nioengine=io_uring_cmd\n", r"line 3: ioengine=io_uring_cmd: .*NVMe or SCSI pass-through"),
     ("[a]\nsize=1m\nioengine=libcufile\n", r"line 3: ioengine=libcufile: .*GPU I/O"),
     ("[a]\nsize=1m\nioengine=page_fault\n", r"line 3: ioengine=page_fault: ioengine page_fault is not supported"),
-    ("[a]\nsize=1m\nzonemode=zbd\n", r"line 3: option zonemode is not supported .*zoned devices"),
+    ("[a]\nsize=1m\nzonemode=zbd\n", r"line 3: zonemode=zbd: zoned block devices are not supported .*not zoned "
+                                       "devices"),
     ("[a]\nsize=1m\nmem=cudamalloc\n", r"line 3: mem=cudamalloc: GPU memory"),
 ])
 def test_what_is_not_a_local_filesystems_work_stays_refused_by_name(text, pattern):

@@ -29,14 +29,21 @@ _DISTRIBUTIONS = {"zipf": (1.1, "THETA"), "pareto": (0.2, "H"), "normal": (0.0, 
 
 def check_distribution(text: str) -> str:
     """fio's random_distribution (random, zipf:THETA[:CENTER], pareto:H[:CENTER], normal:DEV%[:CENTER], gauss as
-    normal) checked as the engine checks it; ValueError says what is allowed. Returns it stripped."""
+    normal, zoned:ACCESS%/SIZE%:..., zoned_abs:ACCESS%/BYTES:..., sequence:B0,B1,...) checked as the engine checks
+    it; ValueError says what is allowed. Returns it stripped (zoned_abs sizes in bytes)."""
     text = text.strip()
     kind, *nums = text.split(":")
     if kind == "random" and not nums:
         return text
+    if kind in ("zoned", "zoned_abs"):
+        return format_zoned(*parse_zoned(text))
+    if kind == "sequence":
+        parse_sequence(text)
+        return text
     if kind not in _DISTRIBUTIONS or len(nums) > 2:
         raise ValueError(f"{text!r}: use random, zipf:THETA, pareto:H or normal:DEV% (each with an optional "
-                         ":CENTER from 0 to 1)")
+                         ":CENTER from 0 to 1), zoned:ACCESS%/SIZE%:..., zoned_abs:ACCESS%/SIZE:... or "
+                         "sequence:B0,B1,...")
     try:
         vals = [float(n) for n in nums]
     except ValueError:
@@ -51,6 +58,83 @@ def check_distribution(text: str) -> str:
     if kind in ("normal", "gauss") and not 0 <= value < 100:
         raise ValueError(f"{text!r}: normal's deviation is a percentage of the file, from 0 to below 100")
     return text
+
+
+def parse_zoned(text: str, size=None) -> tuple:
+    """fio's zoned (ACCESS%/SIZE% entries) and zoned_abs (ACCESS%/SIZE) distributions -> (absolute, [zones of
+    reads, writes, trims]), each zone [access %, size % or bytes]. As fio: one list serves every direction,
+    READS,WRITES gives trims the writes' list; an empty entry ends a list; a zoned size missing (or 0) gets an
+    equal share of what the others leave of 100 (whole percents); the access shares of a list add up to 100.
+    `size` reads a zoned_abs size (default: whole bytes or a size like 10G). ValueError says what is wrong."""
+    text = text.strip()
+    kind, sep, body = text.partition(":")
+    if kind not in ("zoned", "zoned_abs") or not sep:
+        raise ValueError(f"{text!r}: write zoned:ACCESS%/SIZE%:... or zoned_abs:ACCESS%/SIZE:...")
+    absolute = kind == "zoned_abs"
+    if size is None:
+        from fsmeter.units import parse_size as size
+    lists = body.split(",")
+    if len(lists) > 3:
+        raise ValueError(f"{text!r}: at most three lists (reads, writes, trims) separated by ','")
+    dirs = []
+    for d in range(3):
+        zones = []
+        for item in lists[min(d, len(lists) - 1)].split(":"):
+            item = item.strip()
+            if not item:
+                break
+            a, slash, z = item.partition("/")
+            a, z = a.strip(), z.strip()
+            if not (a.isascii() and a.isdigit()) or int(a) > 100:
+                raise ValueError(f"{text!r}: {a!r} is not a whole percentage (0 to 100) of the accesses")
+            if absolute:
+                if not z:
+                    raise ValueError(f"{text!r}: zoned_abs gives every zone a size: ACCESS%/SIZE")
+                try:
+                    zsize = int(size(z))
+                except (ValueError, TypeError):
+                    raise ValueError(f"{text!r}: {z!r} is not a size") from None
+            elif z:
+                if not (z.isascii() and z.isdigit()):
+                    raise ValueError(f"{text!r}: {z!r} is not a whole percentage of the file")
+                zsize = min(int(z), 100) or None  # fio reads 0 as not given
+            else:
+                zsize = None
+            zones.append([int(a), zsize])
+        if zones:
+            access = sum(z[0] for z in zones)
+            if access != 100:
+                raise ValueError(f"{text!r}: the access percentages of a list add up to {access}, not 100")
+            given = sum(z[1] for z in zones if z[1] is not None)
+            missing = sum(1 for z in zones if z[1] is None)
+            if not absolute and given > 100:
+                raise ValueError(f"{text!r}: the size percentages of a list add up to {given}, more than 100")
+            for z in zones:
+                if z[1] is None:
+                    z[1] = (100 - given) // missing
+        dirs.append(zones)
+    if not any(dirs):
+        raise ValueError(f"{text!r}: give at least one zone, ACCESS%/SIZE")
+    return absolute, dirs
+
+
+def format_zoned(absolute: bool, dirs: list) -> str:
+    """parse_zoned's result in the engine's form: three lists, sizes in whole percents or bytes."""
+    return ("zoned_abs:" if absolute else "zoned:") + ",".join(":".join(f"{a}/{z}" for a, z in d) for d in dirs)
+
+
+def parse_sequence(text: str) -> list:
+    """fio's sequence distribution, sequence:B0,B1,...: the block numbers random requests visit in turn."""
+    body = text.strip().partition(":")[2]
+    out = []
+    for t in body.split(","):
+        t = t.strip()
+        if not (t.isascii() and t.isdigit()):
+            raise ValueError(f"{text.strip()!r}: {t!r} is not a block number (0, 1, 2 ...)")
+        out.append(int(t))
+    if len(out) > 65536:
+        raise ValueError(f"{text.strip()!r}: at most 65536 blocks")
+    return out
 
 
 def parse_buffer_pattern(text: str) -> bytes:
@@ -140,13 +224,26 @@ class AccessParams(BaseModel):
         "with vm.nr_hugepages: fio's iomem=mmaphuge)")
     random_distribution: str = Field(
         "random", description="where random offsets land, with fio's meanings (docs/access.md): random (uniform), "
-        "zipf:THETA, pareto:H, normal:DEV% (alias gauss), each with an optional :CENTER from 0 to 1")
+        "zipf:THETA, pareto:H, normal:DEV% (alias gauss), each with an optional :CENTER from 0 to 1; fio's zones, "
+        "zoned:ACCESS/SIZE%:... and zoned_abs:ACCESS/BYTES:... (one list per direction after commas); "
+        "sequence:B0,B1,... (blocks visited in turn)")
     random_scramble: bool = Field(True, description="with a skewed random_distribution, spread the hot blocks over the "
                                   "file (as fio does); false keeps them side by side from the center")
     trim_then_write: bool = Field(False, description="every trim is followed by a write of the same range (fio's "
                                   "trimwrite); needs trim_pct = 100 in every entry")
     buffer_pattern: str = Field("", description="bytes written requests carry, repeated to fill each buffer, in fio's "
                                 "forms: 0xdeadface, a decimal number, \"text\", combined; empty: pseudo-random bytes")
+    random_sequence_stride: bool = Field(False, description="with random_distribution=sequence:...: after each pass "
+                                         "over the sequence the next starts that many blocks further (fio's option)")
+    seq_add: int = Field(0, description="bytes added to each sequential offset after the request before it, negative "
+                         "to walk backwards (fio's rw=read:N); each thread walks one whole file")
+    zone_size: Size = Field(0, ge=0, description="strided zones (fio's zonemode=strided): bytes transferred in a zone "
+                            "before the next; 0: no zones; each thread walks one whole file")
+    zone_range: Size = Field(0, ge=0, description="bytes of a strided zone (0: zone_size)")
+    zone_skip: Size = Field(0, ge=0, description="bytes skipped between strided zones")
+    verify_pattern: str = Field("", description="fio's verify_pattern, in buffer_pattern's forms: the layout and "
+                                "every write carry it, every read and a verify phase check each byte against it; its "
+                                "length divides the request sizes, the alignment and 1 MiB")
 
     # Set by `fsmeter run --shared-file` under mpirun (fsmeter.mpi.run), never from a workload file:
     # (this rank's region start, the run and verify phases' region start).
@@ -201,6 +298,14 @@ class AccessParams(BaseModel):
             self.random_distribution = check_distribution(self.random_distribution)
         except ValueError as exc:
             raise ValueError(f"random_distribution: {exc}") from None
+        if self.random_sequence_stride and not self.random_distribution.startswith("sequence"):
+            raise ValueError("random_sequence_stride: only with random_distribution=sequence:...")
+        if not self.zone_size and (self.zone_range or self.zone_skip):
+            raise ValueError("zone_size: give it (bytes per zone) with zone_range or zone_skip")
+        if self.seq_add and any(e.random_pct > 0 for e in self.entries):
+            raise ValueError("seq_add: moves sequential requests only: every entry needs random_pct=0")
+        if self.seq_add and self.zone_size:
+            raise ValueError("seq_add: cannot be combined with zone_size: use one or the other")
         if self.random_distribution != "random" and self.random_map:
             raise ValueError("random_map: cannot be combined with a skewed random_distribution (fio turns its random "
                              "map off for one): set random_map=false")
@@ -214,6 +319,20 @@ class AccessParams(BaseModel):
         if self.verify != "off" and any(e.trim_pct > 0 for e in self.entries):
             raise ValueError("verify: cannot be combined with trims (a trimmed block reads back as zeros, not as the "
                              "last write): drop one")
+        if self.verify_pattern:
+            try:
+                n = len(parse_buffer_pattern(self.verify_pattern))
+            except ValueError as exc:
+                raise ValueError(f"verify_pattern: {exc}") from None
+            if self.verify != "off" or self.buffer_pattern or any(e.trim_pct > 0 for e in self.entries):
+                raise ValueError("verify_pattern: cannot be combined with verify, buffer_pattern or trims (the pattern "
+                                 "is what is written and checked): drop one")
+            for name, v in [("alignment", self.alignment), ("offset", self.offset), ("seq_add", abs(self.seq_add)),
+                            *((f"entries[{i}].size", e.size) for i, e in enumerate(self.entries)),
+                            ("1 MiB (the layout's writes)", 1 << 20)]:
+                if v % n:
+                    raise ValueError(f"verify_pattern: its {n} bytes must divide {name} ({v} bytes) so that every "
+                                     "byte has one place in the pattern: use a pattern of 1, 2, 4, 8 ... bytes")
         if self.buffer_pattern:
             try:
                 parse_buffer_pattern(self.buffer_pattern)
@@ -249,6 +368,9 @@ class AccessParams(BaseModel):
         if self.verify != "off" and settings.backend == "null":
             raise UserError("parameter verify: the null backend moves no data, so there is nothing to verify: "
                             "use --set backend=psync or io_uring")
+        if self.verify_pattern and settings.backend == "null":
+            raise UserError("parameter verify_pattern: the null backend moves no data, so there is nothing to "
+                            "verify: use --set backend=psync or io_uring")
         if self.fault is not None and settings.backend != "psync":
             raise UserError("parameter fault: fault injection wraps the psync backend: use --set backend=psync")
         if self.queue_depth > 1 and settings.backend == "psync":
@@ -286,6 +408,7 @@ class AccessParams(BaseModel):
         spec = self.model_dump(exclude={"record_size"})
         spec["verify"] = None if self.verify == "off" else self.verify
         spec["buffer_pattern"] = list(parse_buffer_pattern(self.buffer_pattern)) if self.buffer_pattern else []
+        spec["verify_pattern"] = list(parse_buffer_pattern(self.verify_pattern)) if self.verify_pattern else []
         if self._shared_region is not None:
             spec["shared_file"] = True
             spec["offset"], spec["run_offset"] = self._shared_region
@@ -294,7 +417,7 @@ class AccessParams(BaseModel):
 
 def _phases(p: AccessParams) -> list:
     phases = [Phase("prepare", measured=False), Phase("run", cold_cache=True)]
-    if p.verify != "off":
+    if p.verify != "off" or p.verify_pattern:
         # Re-read everything written, from the storage rather than the page cache when it can be dropped.
         phases.append(Phase("verify", measured=False, cold_cache=True))
     return phases

@@ -25,6 +25,7 @@ SUPPORTED = {
     "number_ios", "write_bw_log", "write_iops_log", "log_avg_msec", "per_job_logs", "timeout", "loops", "bsrange",
     "blocksize_range",
     "random_distribution", "buffer_pattern", "verify", "do_verify", "verify_interval", "random_generator",
+    "zonemode", "zonesize", "zonerange", "zoneskip", "random_sequence_stride", "verify_pattern",
 }
 #: Options accepted because they change nothing fsmeter measures (or counts): why, as the note printed.
 ACCEPTED = {
@@ -63,17 +64,34 @@ PLANNED = {
 PLANNED_WHY = {
     "write_lat_log": "the engine keeps no latency per sample interval yet, so there is no latency log to write",
     "write_hist_log": "the engine keeps no latency histogram per sample interval yet",
+    "verify_backlog": "fio re-reads and checks every N written blocks while the job writes; fsmeter's reads check "
+                      "the blocks they meet and a verify phase re-reads every block after the run, not during it",
+    "atomic": "fio then writes with RWF_ATOMIC (untorn writes, Linux 6.11 and a filesystem and device with atomic "
+              "write units); fsmeter does not issue them",
+    "dedupe_percentage": "fio makes that share of the written blocks copies of earlier ones; fsmeter's write buffers "
+                         "are pseudo-random (or buffer_pattern) and never repeat by design",
+    "buffer_compress_percentage": "fio makes write buffers compressible to that share; fsmeter's are pseudo-random "
+                                  "(or buffer_pattern)",
 }
+for _o in ("dedupe_mode", "dedupe_working_set_percentage", "dedupe_global"):
+    PLANNED_WHY[_o] = PLANNED_WHY["dedupe_percentage"]
+PLANNED_WHY["buffer_compress_chunk"] = PLANNED_WHY["buffer_compress_percentage"]
+PLANNED |= set(PLANNED_WHY)
 #: Why some options will never be in fsmeter.
 NEVER = {
-    "verify_pattern": "fsmeter's verification checks its own block headers and checksums (verify=crc32c, xxhash "
-                      "or sha256), not a pattern",
     "exec_prerun": "fsmeter does not run commands from job files",
     "exec_postrun": "fsmeter does not run commands from job files",
     "trim_percentage": "trim is not a filesystem data operation fsmeter measures",
-    "zonemode": "fsmeter measures filesystems, not zoned devices",
+    "sprandom": "SanDisk's SSD preconditioning orders writes over a device's blocks for its flash translation "
+                "layer and over-provisioning (spr_op): a device's matter, not a filesystem's",
     "cgroup": "use a campaign's page_cache_limit or cpus factor",
 }
+for _o in ("spr_op", "spr_num_regions"):
+    NEVER[_o] = NEVER["sprandom"]
+#: Options of fio's zoned block devices (zonemode=zbd).
+for _o in ("zonecapacity", "max_open_zones", "job_max_open_zones", "zone_reset_threshold", "zone_reset_frequency",
+           "read_beyond_wp", "ignore_zone_limits", "write_zone_remainder", "recover_zbd_write_error"):
+    NEVER[_o] = "an option of zoned block devices (zonemode=zbd): fsmeter measures filesystems, not zoned devices"
 ENGINES = {"psync": "psync", "sync": "psync", "pvsync": "psync", "io_uring": "io_uring", "libaio": "io_uring",
            "null": "null"}
 ENGINE_NOTES = {
@@ -240,6 +258,11 @@ def check_options(where: str, job: FioJob) -> None:
         engine = (eng.value or "").strip()
         raise UserError(f"{where} line {eng.line}: {eng.as_written}: ioengine {engine} is not supported: "
                         f"{_ENGINE_WHY.get(engine, 'not planned')}; fsmeter runs {', '.join(ENGINES)}")
+    zm = job.get("zonemode")
+    if zm is not None and (zm.value or "").strip() == "zbd":
+        raise UserError(f"{where} line {zm.line}: {zm.as_written}: zoned block devices are not supported and fsmeter "
+                        "will not support them (fsmeter measures filesystems, not zoned devices): use "
+                        "zonemode=strided for zones of a file, or run this job with fio")
     for opt in sorted(job.options.values(), key=lambda o: o.line):
         if opt.name in SUPPORTED or opt.name in ACCEPTED:
             continue
@@ -620,6 +643,9 @@ _SOURCES = {
     "warmup_s": ("ramp_time",), "fsync_every": ("fsync",), "file_count": ("nrfiles", "filename"),
     "file_names": ("filename", "filename_format", "directory"), "buffer_memory": ("iomem", "mem"),
     "backend": ("ioengine",), "seed": ("randseed",), "interval_s": ("log_avg_msec",),
+    "random_distribution": ("random_distribution",), "seq_add": ("rw", "readwrite"),
+    "zone_size": ("zonesize", "zonemode"), "zone_range": ("zonerange", "zonesize"), "zone_skip": ("zoneskip",),
+    "random_sequence_stride": ("random_sequence_stride",),
 }
 
 
@@ -675,18 +701,25 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
     # -- pattern --------------------------------------------------------------------------------------------
     rw_opt = job.get("rw") or job.get("readwrite")
     rw = "read" if rw_opt is None else (rw_opt.value or "").strip()
+    seq_add = 0
     if ":" in rw:
         rw, _, mod = rw.partition(":")
-        rw = rw.strip()
+        rw, mod = rw.strip(), mod.strip()
         try:  # fio: the I/Os before a new random offset, or the bytes added to each sequential one
-            n = parse_fio_size(mod.strip().lstrip("+"), ctx.kb_base) if not mod.strip().startswith("-") else -1
+            n = parse_fio_size(mod.lstrip("+-"), ctx.kb_base)
         except ValueError:
             ctx.fail(rw_opt, f"{mod!r} after ':' is not a number: write rw={rw}:N")
-        if not (n == 0 or (n == 1 and rw.startswith("rand"))):
-            what = "a new random offset every N I/Os" if rw.startswith("rand") else (
-                "a backwards walk" if n < 0 else "holes between sequential requests")
-            ctx.fail(rw_opt, f"the offset modifier ':{mod.strip()}' ({what}) needs engine support fsmeter does not "
-                             f"have yet (planned): write rw={rw} for the plain pattern, or run this job with fio")
+        if rw.startswith("rand"):
+            if n > 1 or mod.startswith("-"):
+                ctx.fail(rw_opt, f"the modifier ':{mod}' (a new random offset every N I/Os, sequential ones between) "
+                                 f"is not supported by fsmeter yet (planned): write rw={rw} for the plain pattern, or "
+                                 "run this job with fio")
+        elif n and rw not in ("read", "write", "trim"):
+            ctx.fail(rw_opt, f"the offset modifier ':{mod}' on a mix of directions (fio keeps one position per "
+                             "direction) is not supported by fsmeter yet (planned): use it with read, write or trim, "
+                             "or run this job with fio")
+        elif n:
+            seq_add = -n if mod.startswith("-") else n
     if rw not in _RW and rw not in _TRIM:
         ctx.fail(rw_opt, f"use one of {', '.join([*_RW, *_TRIM])}")
     read_pct, random_pct = _RW.get(rw, (0, _TRIM.get(rw, (0,))[0]))
@@ -763,7 +796,13 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
         raise UserError(f"{where} line {job.get('time_based').line}: time_based needs runtime=: give one")
     per_job = io_per_job
     distribution = _distribution(ctx, notes)
-    if len(set(sizes)) == 1 and not time_based:
+    shape = _shape(ctx, rw, seq_add, sizes, filesize, nrfiles, offset, random_pct, distribution, notes)
+    if len(set(sizes)) == 1 and not time_based and shape.get("cap", 0) != 0:
+        # An offset modifier, strided zones or a strided sequence: fio stops where the shape says (cap I/Os),
+        # or goes on wrapping (cap None) until the job's bytes are done.
+        whole = -(-io_per_job // sizes[0])
+        per_job = (whole if shape["cap"] is None else min(whole, shape["cap"])) * sizes[0]
+    elif len(set(sizes)) == 1 and not time_based:
         # fio stops a clone at the end of its files' regions (sequential) or when its random map is full, and
         # never issues a partial request: count whole requests as fio does.
         bsz = sizes[0]
@@ -809,6 +848,7 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
         params["trim_then_write"] = True
         if params["total_bytes"] is not None:
             params["total_bytes"] *= 2  # fio's trimwrite: the trims cover io_size, and so do their writes
+    params.update(shape.get("params", {}))
     _fio_access_opts(ctx, params, notes)
     if distribution != "random":
         params["random_distribution"] = distribution
@@ -880,18 +920,145 @@ def _distribution(ctx: _Ctx, notes: list) -> str:
     if opt is None:
         return "random"
     value = (opt.value or "").strip()
-    kind = value.split(":")[0].split("=")[0]
-    if kind in ("zoned", "zoned_abs", "sequence"):
-        ctx.fail(opt, f"the {kind} distribution is not supported by fsmeter (planned): use random, zipf, pareto or "
-                      "normal")
+    kind = re.split(r"[:=]", value, maxsplit=1)[0].strip()
+    if kind in ("zoned", "zoned_abs", "sequence") and value[len(kind):].startswith("="):
+        value = kind + ":" + value[len(kind) + 1:]  # fio's documentation also writes zoned_abs=...
     try:
-        value = check_distribution(value)
+        if kind in ("zoned", "zoned_abs"):
+            from fsmeter.families.access import format_zoned, parse_zoned
+
+            value = format_zoned(*parse_zoned(value, lambda z: parse_fio_size(z, ctx.kb_base)))
+        else:
+            value = check_distribution(value)
     except ValueError as exc:
         ctx.fail(opt, str(exc))
-    if value != "random":
+    if kind in ("zoned", "zoned_abs"):
+        notes.append(f"random_distribution={(opt.value or '').strip()}: fio's zones: each random request picks a zone "
+                     "by its share of the accesses (per direction), then a block uniformly inside it; fio's random "
+                     "map is off, as in fio")
+    elif kind == "sequence":
+        notes.append(f"random_distribution={value}: random requests visit these blocks in turn, as fio's sequence "
+                     "distribution (counted per direction and per thread)")
+    elif value != "random":
         notes.append(f"random_distribution={value}: fio's definition; the hot blocks are spread over each file by a "
                      "permutation (fio: a multiplicative hash), and fio's random map is off, as in fio")
     return value
+
+
+def _shape(ctx: _Ctx, rw: str, seq_add: int, sizes: list, filesize: int, nrfiles: int, offset: int,
+           random_pct: int, distribution: str, notes: list) -> dict:
+    """rw=...:N, strided zones (zonemode=strided) and the sequence distribution's stride: {"params": access
+    parameters, "cap": I/Os per clone fio does before the shape stops it, None when it never does} ({} without a
+    shape: the plain pattern's count holds)."""
+    job = ctx.job
+    rw_opt = job.get("rw") or job.get("readwrite")
+    out: dict = {}
+    if seq_add:
+        if nrfiles > 1:
+            ctx.fail(rw_opt, f"the offset modifier with {nrfiles} files per job is not supported by fsmeter yet "
+                             "(planned): give the job one file, or run this job with fio")
+        if len(set(sizes)) > 1:
+            ctx.fail(rw_opt, "the offset modifier with several request sizes is not supported by fsmeter yet "
+                             "(planned): give one bs, or run this job with fio")
+        if seq_add < 0 and offset:
+            ctx.fail(rw_opt, "a backwards walk after offset= is not supported by fsmeter yet (planned): remove "
+                             "offset=, or run this job with fio")
+        if abs(seq_add) >= filesize:
+            ctx.fail(rw_opt, f"the modifier moves {abs(seq_add)} bytes, not less than the {filesize}-byte file")
+        # fio starts again at the file's start when a request would not fit, until the job's bytes are done.
+        out = {"params": {"seq_add": seq_add}, "cap": None}
+        notes.append(f"rw={rw}:{seq_add}: each request starts {abs(seq_add)} bytes "
+                     f"{'after' if seq_add > 0 else 'before'} the end of the one before it (fio's offset modifier), "
+                     "starting again at the beginning of the file where a request would not fit, as fio does; each "
+                     "thread walks its whole file, as each fio clone does")
+    zones = _zones(ctx, sizes, filesize, nrfiles, random_pct, notes)
+    if zones is not None:
+        if seq_add:
+            ctx.fail(rw_opt, "the offset modifier with strided zones is not supported by fsmeter yet (planned): "
+                             "use one or the other, or run this job with fio")
+        out = {"params": dict(zip(("zone_size", "zone_range", "zone_skip"), zones)), "cap": None}
+    stride = job.get("random_sequence_stride")
+    if stride is not None:
+        on = ctx.flag("random_sequence_stride")
+        if not distribution.startswith("sequence"):
+            ctx.fail(stride, "only with random_distribution=sequence:...: add one, or remove it")
+        if on:
+            out = {"params": {"random_sequence_stride": True}, "cap": None}
+    if distribution.startswith("zoned_abs"):
+        from fsmeter.families.access import parse_zoned
+
+        covered = max(sum(z for _, z in d) for d in parse_zoned(distribution)[1])
+        if covered > filesize:
+            ctx.fail(job.get("random_distribution"), f"the zones cover {covered} bytes, more than the {filesize}-byte "
+                                                     "file (fio stops: zoned_abs sizes exceed file size): make them "
+                                                     "smaller")
+    if distribution.startswith("sequence"):
+        dist_opt = job.get("random_distribution")
+        if nrfiles > 1:
+            ctx.fail(dist_opt, f"the sequence distribution with {nrfiles} files per job is not supported by fsmeter "
+                               "yet (planned): give the job one file, or run this job with fio")
+        if random_pct < 100:
+            ctx.fail(dist_opt, "the sequence distribution with sequential requests in the mix (percentage_random) is "
+                               "not supported by fsmeter yet (planned): remove percentage_random")
+        from fsmeter.families.access import parse_sequence
+
+        seq = parse_sequence(distribution)
+        blocks = filesize // min(sizes)
+        beyond = [b for b in seq if b >= blocks]
+        if beyond:
+            ctx.fail(dist_opt, f"block {beyond[0]} is beyond the file's {blocks} blocks of {min(sizes)} bytes (fio "
+                               "stops with an error): give block numbers below that")
+        if out.get("params", {}).get("random_sequence_stride"):
+            if rw == "randrw":
+                ctx.fail(stride, "a strided sequence over reads and writes together is not supported by fsmeter yet "
+                                 "(planned): use randread or randwrite")
+            # fio's request i goes to block (i // n) * n + seq[i % n] and stops at the first past the file.
+            n = len(seq)
+            g = max(0, (blocks - max(seq)) // n - 1)
+            while True:
+                hit = next((j for j in range(n) if g * n + seq[j] >= blocks), None)
+                if hit is not None:
+                    out["cap"] = g * n + hit
+                    break
+                g += 1
+    return out
+
+
+def _zones(ctx: _Ctx, sizes: list, filesize: int, nrfiles: int, random_pct: int, notes: list) -> Optional[tuple]:
+    """zonemode=strided (or zonesize= alone, as fio reads it) -> (zone_size, zone_range, zone_skip) bytes, or None.
+    zonemode=zbd (zoned block devices) is refused."""
+    job = ctx.job
+    zm = job.get("zonemode")
+    mode = (zm.value or "").strip() if zm is not None else None
+    if mode not in (None, "none", "strided", "zbd"):
+        ctx.fail(zm, "use none or strided (zbd is for zoned block devices)")
+    if mode == "zbd":
+        ctx.fail(zm, "zoned block devices are not supported and fsmeter will not support them (fsmeter measures "
+                     "filesystems, not zoned devices): use zonemode=strided for zones of a file, or run this job "
+                     "with fio")
+    zsize, zrange, zskip = ctx.size("zonesize", 0), ctx.size("zonerange", 0), ctx.size("zoneskip", 0)
+    if mode is None and zsize:
+        mode = "strided"  # fio: a zone size without a zone mode means strided zones
+    if mode != "strided":
+        return None
+    anchor = zm or job.get("zonesize")
+    if not zsize:
+        ctx.fail(anchor, "strided zones need zonesize= (bytes transferred per zone): add it")
+    if nrfiles > 1:
+        notes.append(f"{anchor.as_written} with {nrfiles} files per job: fio turns strided zones off for a job with "
+                     "several files, and so does fsmeter")
+        return None
+    zrange = zrange or zsize
+    if random_pct and not ctx.flag("norandommap", False):
+        ctx.fail(anchor, "random requests in strided zones with fio's random map (reset at every zone) are not "
+                         "supported by fsmeter yet (planned): add norandommap, or run this job with fio")
+    if random_pct and zrange > filesize:
+        ctx.fail(anchor, f"random requests in a zone of {zrange} bytes, larger than the {filesize}-byte file, are "
+                         "not supported by fsmeter: make zonerange smaller")
+    notes.append(f"zonemode=strided: {zsize} bytes in each zone of {zrange} bytes, then {zskip} bytes skipped, back "
+                 "to the first zone after the end of the file or where a request would not fit (fio's strided "
+                 "zones); each thread walks its whole file, as each fio clone does")
+    return zsize, zrange, zskip
 
 
 def _fio_access_opts(ctx: _Ctx, params: dict, notes: list) -> None:
@@ -904,6 +1071,9 @@ def _fio_access_opts(ctx: _Ctx, params: dict, notes: list) -> None:
             ctx.fail(bp, str(exc))
         params["buffer_pattern"] = (bp.value or "").strip()
     v = ctx.job.get("verify")
+    if ctx.job.get("verify_pattern") is not None:
+        _verify_pattern(ctx, params, notes)
+        return
     if v is None:
         for name in ("do_verify", "verify_interval"):
             if ctx.job.get(name) is not None:
@@ -935,6 +1105,42 @@ def _fio_access_opts(ctx: _Ctx, params: dict, notes: list) -> None:
         notes.append("verify=xxhash: fsmeter checks with XXH3 (64-bit) where fio uses XXH32; both checksum each block")
     notes.append(f"verify={method}: every block written carries fsmeter's header and checksum, reads check it, "
                  "and a verify phase re-reads the files (docs/verify.md)")
+
+
+def _verify_pattern(ctx: _Ctx, params: dict, notes: list) -> None:
+    """verify_pattern (with verify=pattern, or no verify=, which fio then sets to pattern): the layout and every
+    write carry the pattern, every read and a verify phase check it. do_verify=0 writes it unchecked."""
+    vp, v = ctx.job.get("verify_pattern"), ctx.job.get("verify")
+    method = (v.value or "").strip() if v is not None else "pattern"
+    if method != "pattern":
+        ctx.fail(vp, f"with verify={method} (fio: {method}'s header and the pattern in each block) is not supported by "
+                     "fsmeter yet (planned): use verify=pattern (or no verify=) for the pattern alone, or run this job "
+                     "with fio")
+    text = (vp.value or "").strip()
+    try:
+        n = len(parse_buffer_pattern(text))
+    except ValueError as exc:
+        ctx.fail(vp, str(exc))
+    if ctx.job.get("buffer_pattern") is not None:
+        ctx.fail(vp, "cannot be combined with buffer_pattern (the verify pattern is what fio writes): remove one")
+    if any(e.get("trim_pct") for e in params["entries"]):
+        ctx.fail(vp, "cannot be combined with trims (a trimmed range reads back as zeros): remove one")
+    block = ctx.size("verify_interval")
+    for name, val in [("a request size", e["size"]) for e in params["entries"]] + [
+            ("blockalign", params["alignment"]), ("offset", params["offset"]), ("verify_interval", block or 0),
+            ("rw's offset modifier", abs(params.get("seq_add", 0))), ("1 MiB (fsmeter's layout writes)", 1 << 20)]:
+        if val % n:
+            ctx.fail(vp, f"its {n} bytes do not divide {name} ({val} bytes): fsmeter checks each byte against its "
+                         "place in the pattern by file offset, so use a pattern of 1, 2, 4, 8 ... bytes")
+    if not ctx.flag("do_verify", True):
+        params["buffer_pattern"] = text
+        notes.append(f"verify_pattern={text} with do_verify=0: fio writes the pattern and checks nothing here; so "
+                     "does fsmeter (written as buffer_pattern)")
+        return
+    params["verify_pattern"] = text
+    notes.append(f"verify_pattern={text}: the layout and every write carry the pattern; every read and a verify "
+                 "phase after the run check each byte against it (fio's verify=pattern); files already there are "
+                 "read as they are, as fio reads them")
 
 
 def map_jobfile(path: Path, target: Optional[Path] = None, dir_given: bool = True) -> list:

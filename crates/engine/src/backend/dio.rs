@@ -7,14 +7,17 @@
 //! read. The alignment is therefore taken from the kernel where it says
 //! (statx STATX_DIOALIGN, Linux 6.1+; ext4, xfs, f2fs and block devices report
 //! it), else from what the filesystem is known to need: btrfs its sector size
-//! (statfs f_bsize), others the logical block size of the device under them,
-//! and without a device the filesystem's block size.
+//! (statfs f_bsize), tmpfs 512 bytes (its O_DIRECT, Linux 6.6+, is its page
+//! cache itself: it takes any size and offset, and there is no device to
+//! bypass the cache for), others the logical block size of the device under
+//! them, and without a device the filesystem's block size.
 
 use std::os::fd::RawFd;
 
 /// statx mask bit for stx_dio_mem_align / stx_dio_offset_align.
 const STATX_DIOALIGN: u32 = 0x2000;
 const BTRFS_SUPER_MAGIC: i64 = 0x9123_683E;
+const TMPFS_MAGIC: i64 = 0x0102_1994;
 
 /// The alignment O_DIRECT needs on a file, and where that figure came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +51,10 @@ pub fn choose(f: &FsFacts) -> DioAlign {
     let bs = f.block_size.max(512);
     if f.fs_magic == BTRFS_SUPER_MAGIC {
         return DioAlign { offset: bs, mem: bs, source: "btrfs sector size" };
+    }
+    if f.fs_magic == TMPFS_MAGIC {
+        // 512: the smallest figure any device has, which the access family's checks start from.
+        return DioAlign { offset: 512, mem: 512, source: "tmpfs: its O_DIRECT is its page cache, any size fits" };
     }
     match f.device_block {
         Some(b) if b >= 512 => DioAlign { offset: b, mem: b, source: "device logical block size" },
@@ -133,6 +140,12 @@ mod tests {
         let f = FsFacts { statx: None, fs_magic: BTRFS_SUPER_MAGIC, block_size: 4096, device_block: Some(512) };
         assert_eq!(choose(&f).offset, 4096);
         assert_eq!(choose(&f).source, "btrfs sector size");
+    }
+
+    #[test]
+    fn tmpfs_takes_512_byte_requests_directly() {
+        let f = FsFacts { statx: None, fs_magic: TMPFS_MAGIC, block_size: 4096, device_block: None };
+        assert_eq!(choose(&f).offset, 512);
     }
 
     #[test]

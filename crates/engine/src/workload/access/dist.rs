@@ -41,6 +41,10 @@ pub enum Dist {
         dev_pct: f64,
         center: Option<f64>,
     },
+    /// fio's `zoned:` and `zoned_abs:` (the zones themselves: `shape::ZoneSplit`).
+    Zoned,
+    /// fio's `sequence:B0,B1,...` (the blocks: `shape::parse_sequence`).
+    Sequence,
 }
 
 impl Dist {
@@ -50,6 +54,12 @@ impl Dist {
         let mut parts = s.split(':');
         let kind = parts.next().unwrap_or("").trim();
         let nums: Vec<&str> = parts.collect();
+        if kind == "zoned" || kind == "zoned_abs" {
+            return super::shape::ZoneSplit::parse(s).map(|_| Dist::Zoned);
+        }
+        if kind == "sequence" {
+            return super::shape::parse_sequence(s).map(|_| Dist::Sequence);
+        }
         if kind == "random" {
             if !nums.is_empty() {
                 return Err(format!("{s:?}: random (uniform) takes no parameter"));
@@ -62,7 +72,8 @@ impl Dist {
             "normal" | "gauss" => (0.0, "normal:DEV%[:CENTER]"),
             _ => {
                 return Err(format!(
-                "{s:?}: use random, zipf:THETA, pareto:H or normal:DEV% (each with an optional :CENTER from 0 to 1)"
+                "{s:?}: use random, zipf:THETA, pareto:H or normal:DEV% (each with an optional :CENTER from 0 to 1), \
+                 zoned:ACCESS%/SIZE%:..., zoned_abs:ACCESS%/BYTES:... or sequence:B0,B1,..."
             ))
             }
         };
@@ -181,7 +192,7 @@ impl Skew {
         let n = n.max(1);
         let at = |c: f64| ((c * n as f64) as u64).min(n - 1);
         let (kind, rotate) = match dist {
-            Dist::Uniform => return None,
+            Dist::Uniform | Dist::Zoned | Dist::Sequence => return None,
             Dist::Zipf { theta, center } => {
                 let zetan = zeta(n, theta);
                 let zeta2 = 1.0 + 0.5f64.powf(theta);
@@ -339,7 +350,7 @@ mod tests {
             "pareto:0",
             "normal:100",
             "zipf:1.2:1.5",
-            "zoned:60/10:40/90",
+            "zoned:60/10:30/90",
             "random:3",
             "zipf:1:2:3",
         ] {

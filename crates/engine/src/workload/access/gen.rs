@@ -4,7 +4,8 @@
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::dist::{mix64, Skew};
+use super::dist::{mix64, Dist, Skew};
+use super::shape::{parse_sequence, SequenceWalk, Walk, ZoneIndex, ZoneSplit};
 use super::spec::AccessSpec;
 use crate::backend::IoReq;
 
@@ -44,6 +45,12 @@ pub struct AccessGen {
     trim_then_write: bool,
     /// A skewed random distribution (None: uniform).
     skew: Option<Skew>,
+    /// fio's zoned distributions: where a random request of each direction lands.
+    zones: Option<ZoneIndex>,
+    /// fio's sequence distribution: the blocks random requests visit, in order.
+    sequence: Option<SequenceWalk>,
+    /// Strided zones or an offset modifier: the thread's walk through its one file.
+    walk: Option<Walk>,
     file_count: u64,
     file_size: u64,
     align: u64,
@@ -108,6 +115,27 @@ impl AccessGen {
             skew: spec.distribution().ok().and_then(|d| {
                 Skew::new(d, spec.file_size / spec.alignment, spec.random_scramble, mix64(seed ^ 0x5EED))
             }),
+            zones: match spec.distribution() {
+                Ok(Dist::Zoned) => ZoneSplit::parse(&spec.random_distribution).ok().map(|z| {
+                    // fio's last_block: the file less what the smallest request needs beyond one alignment unit.
+                    let min = spec.entries.iter().map(|e| e.size as u64).min().unwrap_or(0);
+                    let lastb =
+                        (spec.file_size - min.saturating_sub(spec.alignment).min(spec.file_size)) / spec.alignment;
+                    ZoneIndex::new(&z, lastb, spec.alignment)
+                }),
+                _ => None,
+            },
+            sequence: match spec.distribution() {
+                Ok(Dist::Sequence) => parse_sequence(&spec.random_distribution)
+                    .ok()
+                    .map(|b| SequenceWalk::new(b, spec.random_sequence_stride)),
+                _ => None,
+            },
+            walk: spec.walks_one_file().then(|| {
+                let zones = (spec.zone_size > 0).then(|| (spec.zone_size, spec.zone_range(), spec.zone_skip));
+                let min = spec.entries.iter().map(|e| e.size as u64).min().unwrap_or(0);
+                Walk::new(spec.file_size, spec.seq_add, zones, spec.alignment, min)
+            }),
             file_count: if spec.thread_files { per_thread } else { spec.file_count as u64 },
             file_size: spec.file_size,
             align: spec.alignment,
@@ -151,7 +179,19 @@ impl AccessGen {
         let write = !self.chance(self.read_thr[entry]);
         let trim = write && self.chance(self.trim_thr[entry]);
         let random = self.chance(self.rand_thr[entry]);
-        let (file, offset) = if random && self.skew.is_some() {
+        let dir = if trim { 2 } else { write as usize };
+        let (file, offset) = if let Some(w) = self.walk.as_mut() {
+            // One file per thread (checked): fio's strided zones and offset modifier.
+            let off = if random { w.next_rand(len as u64, &mut self.rng) } else { None };
+            (self.file_lo, off.unwrap_or_else(|| w.next_seq(len as u64)))
+        } else if let (true, Some(z)) = (random, self.zones.as_ref()) {
+            let file = if self.file_count > 1 { below(self.rng.next_u64(), self.file_count) } else { 0 };
+            let slots = (self.file_size - len as u64) / self.align + 1;
+            (self.file_lo + file, z.block(dir, &mut self.rng).min(slots - 1) * self.align)
+        } else if let (true, Some(q)) = (random, self.sequence.as_mut()) {
+            let slots = (self.file_size - len as u64) / self.align + 1;
+            (self.file_lo, q.next(dir, slots) * self.align)
+        } else if random && self.skew.is_some() {
             let file = if self.file_count > 1 { below(self.rng.next_u64(), self.file_count) } else { 0 };
             // `if let` would hold the borrow of self.skew across the draws from self.rng below.
             #[allow(clippy::unnecessary_unwrap)]

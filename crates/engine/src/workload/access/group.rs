@@ -114,7 +114,7 @@ impl AccessGroup {
     fn each(&mut self, phase: &str, ctl: &Control) -> Result<PhaseReport> {
         let mut report = PhaseReport::new(phase);
         for m in &mut self.members {
-            if phase == "verify" && m.access.spec().verify.is_none() {
+            if phase == "verify" && !m.access.spec().verifies() {
                 continue;
             }
             let r = m.access.run_phase(phase, &m.settings, ctl)?;
@@ -239,7 +239,7 @@ impl Workload for AccessGroup {
     fn run_phase(&mut self, phase: &str, _job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         match phase {
             "run" => self.run(ctl),
-            "verify" if self.members.iter().all(|m| m.access.spec().verify.is_none()) => Err(EngineError::invalid(
+            "verify" if self.members.iter().all(|m| !m.access.spec().verifies()) => Err(EngineError::invalid(
                 "verify",
                 "the verify phase needs a job with verify = \"crc32c\", \"xxh3\" or \"sha256\"",
             )),

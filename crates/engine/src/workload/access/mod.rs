@@ -16,10 +16,12 @@ mod dist;
 mod gen;
 mod group;
 mod phases;
+mod shape;
 mod spec;
 
 pub use dist::{zeta, Dist, Skew};
 pub use gen::{AccessGen, BlockPerm, GenOp};
 pub use group::{AccessGroup, AccessGroupSpec, GroupJob};
 pub use phases::Access;
+pub use shape::{parse_sequence, SequenceWalk, Walk, Zone, ZoneIndex, ZoneSplit};
 pub use spec::{AccessEntry, AccessSpec};

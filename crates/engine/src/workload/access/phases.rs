@@ -6,6 +6,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
 
 use super::gen::{lcm, AccessGen, GenOp};
 use super::spec::AccessSpec;
@@ -21,6 +22,7 @@ use crate::measure::duration::secs_to_ns;
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming, Recorder};
 use crate::report::PhaseReport;
 use crate::settings::Settings;
+use crate::verify::content::{byte_mismatch, ContentCheck};
 use crate::verify::{self, Checker, LastWrites};
 use crate::workload::family::Workload;
 
@@ -48,6 +50,10 @@ pub struct Access {
     /// and cleanup had tried to unlink every possible name).
     prepared: AtomicBool,
     created: AtomicU32,
+    /// With verify_pattern: the pattern repeated to at least 4 KiB (whole patterns), compared with
+    /// reads, and what the run phase's threads found (each adds its own once, at its end).
+    pattern_tile: Vec<u8>,
+    pattern_found: Mutex<Option<ContentCheck>>,
 }
 
 /// Per-thread state of the `run` phase, built before the common start.
@@ -64,6 +70,8 @@ pub(super) struct RunState<B: IoBackend> {
     /// With a buffer pattern: slots whose buffer a read overwrote (refilled before their next write).
     refill: Vec<bool>,
     verify: Option<Checker>,
+    /// With verify_pattern: the reads checked and the mismatches found.
+    pattern_check: ContentCheck,
     /// Writes issued by this thread in this phase (with verify: the write numbers).
     writes: u64,
 }
@@ -79,7 +87,17 @@ struct SlotMeta {
 impl Access {
     pub fn new(job: &Settings, spec: AccessSpec) -> Result<Access> {
         spec.validate(job)?;
-        Ok(Access { spec, last_writes: None, runs: 0, prepared: AtomicBool::new(false), created: AtomicU32::new(0) })
+        let p = &spec.verify_pattern;
+        let pattern_tile = if p.is_empty() { vec![] } else { p.repeat(4096usize.div_ceil(p.len())) };
+        Ok(Access {
+            spec,
+            last_writes: None,
+            runs: 0,
+            prepared: AtomicBool::new(false),
+            created: AtomicU32::new(0),
+            pattern_tile,
+            pattern_found: Mutex::new(None),
+        })
     }
 
     /// Reads can be checked against the write each block should hold only when no
@@ -153,7 +171,7 @@ impl Access {
                 let checker =
                     spec.verify.map(|a| Checker::new(a, spec.verify_block() as usize, job.seed, tid as u32, "prepare"));
                 let buf = AlignedBuf::random(LAYOUT_CHUNK as usize, 4096, job.seed ^ tid as u64);
-                fill_pattern(buf.as_mut_slice(), &spec.buffer_pattern);
+                fill_pattern(buf.as_mut_slice(), spec.write_pattern());
                 Ok((buf, checker))
             },
             |(buf, checker), rec| {
@@ -522,7 +540,7 @@ impl Access {
             None => stats.huge_unknown.store(true, Relaxed),
         }
         for b in &bufs {
-            fill_pattern(b.as_mut_slice(), &spec.buffer_pattern);
+            fill_pattern(b.as_mut_slice(), spec.write_pattern());
         }
         let backend = make(files.0.clone(), &bufs)?;
         Ok(RunState {
@@ -535,6 +553,7 @@ impl Access {
             trim_fds: (job.backend != BackendKind::Null).then(|| files.0.clone()),
             refill: vec![false; qd],
             verify: spec.verify.map(|a| Checker::new(a, spec.verify_block() as usize, job.seed, tid as u32, "run")),
+            pattern_check: ContentCheck::new(None),
             writes: 0,
         })
     }
@@ -553,6 +572,15 @@ impl Access {
         } else {
             self.worker::<B, false>(st, rec, quota, job)?
         };
+        if !self.spec.verify_pattern.is_empty() {
+            // Once per thread and phase, not per request.
+            let found = std::mem::replace(&mut st.pattern_check, ContentCheck::new(None));
+            let mut all = self.pattern_found.lock().unwrap_or_else(|e| e.into_inner());
+            match all.as_mut() {
+                Some(a) => a.absorb(found),
+                None => *all = Some(found),
+            }
+        }
         Ok((mix, st.verify.take()))
     }
 
@@ -583,6 +611,12 @@ impl Access {
                 }
             }
         }
+        if !spec.verify_pattern.is_empty() {
+            let found = self.pattern_found.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let mut found = found.unwrap_or_else(|| ContentCheck::new(None));
+            found.notes = self.pattern_notes("reads of the run phase");
+            found.merge_into(report);
+        }
         let verify_extra = report.extra.get("verify").cloned();
         report.extra = serde_json::json!({
             "mix": spec.entries.iter().zip(&mix).map(|(e, m)| serde_json::json!({
@@ -593,6 +627,7 @@ impl Access {
             "random_scramble": spec.random_scramble,
             "trim_then_write": spec.trim_then_write,
             "buffer_pattern_bytes": spec.buffer_pattern.len(),
+            "verify_pattern_bytes": spec.verify_pattern.len(),
             "backend": job.backend.name(),
             "queue_depth": spec.queue_depth,
             "direct": spec.direct,
@@ -660,7 +695,10 @@ impl Access {
                 if VERIFY {
                     self.verify_completion(st, slot, op.req, meta.generation, res as usize, exact);
                 }
-                if !op.req.write && !spec.buffer_pattern.is_empty() {
+                if !op.req.write && !spec.verify_pattern.is_empty() {
+                    self.check_pattern(st, slot, op.req, res as usize, job, "run");
+                }
+                if !op.req.write && !spec.write_pattern().is_empty() {
                     st.refill[slot] = true;
                 }
                 if meta.t0 >= rec.measure_start_ns {
@@ -763,8 +801,101 @@ impl Access {
     fn refill_pattern<B: IoBackend>(&self, st: &mut RunState<B>, slot: usize, write: bool) {
         if write && st.refill[slot] {
             st.refill[slot] = false;
-            fill_pattern(st.bufs[slot].as_mut_slice(), &self.spec.buffer_pattern);
+            fill_pattern(st.bufs[slot].as_mut_slice(), self.spec.write_pattern());
         }
+    }
+
+    /// With verify_pattern, after a read: its bytes against the pattern (one request counted as checked).
+    #[inline]
+    fn check_pattern<B: IoBackend>(
+        &self,
+        st: &mut RunState<B>,
+        slot: usize,
+        req: IoReq,
+        moved: usize,
+        job: &Settings,
+        phase: &str,
+    ) {
+        let data = &st.bufs[slot].as_slice()[..moved.min(req.len as usize)];
+        st.pattern_check.checked += 1;
+        if let Some(first) = pattern_mismatch(data, &self.pattern_tile, self.spec.verify_pattern.len(), req.offset) {
+            let path = self.path(&job.dir, req.file);
+            note_pattern(&mut st.pattern_check, &path, req.offset, data, &self.spec.verify_pattern, first, phase);
+        }
+    }
+
+    fn pattern_notes(&self, what: &str) -> serde_json::Value {
+        serde_json::json!({
+            "pattern_bytes": self.spec.verify_pattern.len(),
+            "checked": what,
+            "why": "every byte read must be the verify_pattern byte for its offset (fio's verify=pattern); \
+                    blocks_checked counts the requests (or 1 MiB reads) compared",
+        })
+    }
+
+    /// The verify phase with verify_pattern: re-read every file and compare each byte with the pattern.
+    fn verify_pattern_phase(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
+        const CHUNK: u64 = 1 << 20;
+        let (start, end) = if self.spec.shared_file {
+            (self.spec.run_base(), self.spec.run_base() + self.spec.file_size)
+        } else {
+            (0, self.file_len())
+        };
+        let nfiles = self.spec.file_count as usize;
+        let nthreads = job.threads.min(nfiles).max(1);
+        let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
+        let work = (end - start).div_ceil(CHUNK) * nfiles as u64;
+        let (mut report, found) = run_threads(
+            "verify",
+            nthreads,
+            timing,
+            ctl,
+            &["read"],
+            3,
+            work,
+            |_| Ok((AlignedBuf::new(CHUNK as usize, 4096), ContentCheck::new(None))),
+            |(buf, found), rec| {
+                for i in (rec.tid..nfiles).step_by(nthreads) {
+                    let path = self.path(&job.dir, i as u32);
+                    let file = std::fs::File::open(&path)
+                        .map_err(|e| EngineError::io(format!("verify: opening {}", path.display()), e))?;
+                    let mut off = start;
+                    while off < end && !rec.interrupted() {
+                        let len = CHUNK.min(end - off) as usize;
+                        let data = &mut buf.as_mut_slice()[..len];
+                        let mut got = 0usize;
+                        while got < len {
+                            let t0 = now_ns();
+                            let n = std::os::unix::fs::FileExt::read_at(&file, &mut data[got..], off + got as u64)
+                                .map_err(|e| EngineError::io(format!("verify: reading {}", path.display()), e))?;
+                            rec.record(0, n as u64, t0, now_ns());
+                            if n == 0 {
+                                break;
+                            }
+                            got += n;
+                        }
+                        found.checked += 1;
+                        let n = self.spec.verify_pattern.len();
+                        // A short file: the bytes it lacks count as zeros.
+                        let mismatch = pattern_mismatch(&data[..got], &self.pattern_tile, n, off)
+                            .or_else(|| (got < len).then_some(got));
+                        if let Some(first) = mismatch {
+                            data[got..].fill(0);
+                            note_pattern(found, &path, off, data, &self.spec.verify_pattern, first, "verify");
+                        }
+                        off += len as u64;
+                    }
+                }
+                Ok(std::mem::replace(found, ContentCheck::new(None)))
+            },
+        )?;
+        let mut all = ContentCheck::new(None);
+        for f in found {
+            all.absorb(f);
+        }
+        all.notes = self.pattern_notes("every byte of the files, re-read after the run");
+        all.merge_into(&mut report);
+        Ok(report)
     }
 
     /// With verify: before a write is queued, fill its buffer with verified blocks
@@ -819,6 +950,7 @@ impl Access {
         }
         if phase == "run" {
             self.runs += 1;
+            *self.pattern_found.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
         }
     }
 
@@ -827,6 +959,9 @@ impl Access {
     }
 
     fn verify_phase(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
+        if !self.spec.verify_pattern.is_empty() {
+            return self.verify_pattern_phase(job, ctl);
+        }
         let Some(algo) = self.spec.verify else {
             return Err(EngineError::invalid(
                 "verify",
@@ -907,6 +1042,40 @@ fn io_failure(req: IoReq, errno: i32, direct: bool) -> EngineError {
         ctx.push_str(" (O_DIRECT: sizes, offsets and alignment must be multiples of the device's logical block size)");
     }
     EngineError::io(ctx, std::io::Error::from_raw_os_error(errno))
+}
+
+/// Where `data`, read at file offset `offset`, first differs from the pattern of `n` bytes whose
+/// repetition `tile` is (a whole number of patterns): byte `o` of a file holds `pattern[o % n]`.
+/// Compared a tile at a time (memcmp), the differing byte found only when there is one.
+#[inline]
+fn pattern_mismatch(data: &[u8], tile: &[u8], n: usize, offset: u64) -> Option<usize> {
+    let mut phase = (offset % n as u64) as usize;
+    let mut i = 0;
+    while i < data.len() {
+        let take = (tile.len() - phase).min(data.len() - i);
+        if data[i..i + take] != tile[phase..phase + take] {
+            return (0..take).find(|&k| data[i + k] != tile[phase + k]).map(|k| i + k);
+        }
+        i += take;
+        phase = 0;
+    }
+    None
+}
+
+/// One pattern mismatch into `found`, described by its bytes (cold: a corrupt read).
+#[cold]
+fn note_pattern(
+    found: &mut ContentCheck,
+    path: &Path,
+    offset: u64,
+    data: &[u8],
+    pattern: &[u8],
+    first: usize,
+    phase: &str,
+) {
+    let n = pattern.len();
+    let expected: Vec<u8> = (0..data.len()).map(|k| pattern[((offset + k as u64) % n as u64) as usize]).collect();
+    found.note(byte_mismatch(&path.display().to_string(), offset, data.len(), phase, &expected, data, first));
 }
 
 /// fio's buffer_pattern: the pattern repeated from the start of the buffer (nothing when empty).

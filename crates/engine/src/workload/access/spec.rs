@@ -123,6 +123,28 @@ pub struct AccessSpec {
     /// pseudo-random bytes.
     #[serde(default)]
     pub buffer_pattern: Vec<u8>,
+    /// fio's `random_sequence_stride` with `random_distribution = "sequence:..."`: after each pass
+    /// over the sequence, the next one is that many blocks further on.
+    #[serde(default)]
+    pub random_sequence_stride: bool,
+    /// fio's `rw=read:N` / `rw=write:N` (shape.rs): bytes added to each sequential offset after the
+    /// request before it (negative: a backwards walk); 0: none. Each thread walks one whole file.
+    #[serde(default)]
+    pub seq_add: i64,
+    /// fio's `zonemode=strided` (shape.rs): bytes transferred in each zone (0: no zones) ...
+    #[serde(default)]
+    pub zone_size: u64,
+    /// ... of this many bytes (0: zone_size) ...
+    #[serde(default)]
+    pub zone_range: u64,
+    /// ... before the next zone, this many bytes after the zone's end. Each thread walks one whole file.
+    #[serde(default)]
+    pub zone_skip: u64,
+    /// fio's verify_pattern (verify=pattern): the layout and every write carry these bytes, repeated
+    /// (as buffer_pattern); every read of the run and the verify phase checks them. Its length divides
+    /// the request sizes, offsets and 1 MiB, so byte `o` of a file holds `pattern[o % len]`.
+    #[serde(default)]
+    pub verify_pattern: Vec<u8>,
 }
 
 fn default_distribution() -> String {
@@ -297,6 +319,30 @@ impl AccessSpec {
                 ));
             }
         }
+        let sequence = self.random_distribution.trim().starts_with("sequence");
+        if (self.walks_one_file() || sequence)
+            && !(self.file_count == 1 || (self.thread_files && self.file_count as usize == job.threads))
+        {
+            return Err(EngineError::invalid(
+                if self.zone_size > 0 {
+                    "zone_size"
+                } else if sequence {
+                    "random_distribution"
+                } else {
+                    "seq_add"
+                },
+                format!(
+                    "each thread walks one file: use file_count = 1, or thread_files with file_count = threads ({})",
+                    job.threads
+                ),
+            ));
+        }
+        if !self.verify_pattern.is_empty() && job.backend == BackendKind::Null {
+            return Err(EngineError::invalid(
+                "verify_pattern",
+                "the null backend moves no data, so there is nothing to verify: use backend = psync or io_uring",
+            ));
+        }
         self.validate_fio_access()?;
         self.validate_verify(job)
     }
@@ -329,7 +375,148 @@ impl AccessSpec {
         if self.buffer_pattern.len() > 1 << 20 {
             return Err(EngineError::invalid("buffer_pattern", "at most 1 MiB"));
         }
+        self.validate_verify_pattern()?;
+        self.validate_shape(dist)
+    }
+
+    /// Zoned and sequence distributions, strided zones and the sequential offset modifier.
+    fn validate_shape(&self, dist: crate::workload::access::Dist) -> Result<()> {
+        use crate::workload::access::{parse_sequence, Dist, ZoneSplit};
+        let min = self.entries.iter().map(|e| e.size as u64).min().unwrap_or(1);
+        let bad = |m: String| EngineError::invalid("random_distribution", m);
+        match dist {
+            Dist::Zoned => {
+                let z = ZoneSplit::parse(&self.random_distribution).map_err(bad)?;
+                if z.abs_bytes() > self.file_size {
+                    return Err(bad(format!(
+                        "the zones of {:?} add up to {} bytes, more than the file's {} bytes (fio stops: zoned_abs \
+                         sizes exceed file size): make them smaller or the file larger",
+                        self.random_distribution,
+                        z.abs_bytes(),
+                        self.file_size
+                    )));
+                }
+            }
+            Dist::Sequence => {
+                let seq = parse_sequence(&self.random_distribution).map_err(bad)?;
+                let blocks = (self.file_size - min) / self.alignment + 1;
+                if let Some(b) = seq.iter().find(|b| **b >= blocks) {
+                    return Err(bad(format!(
+                        "block {b} is beyond the file's {blocks} blocks of {} bytes: give blocks below {blocks}",
+                        self.alignment
+                    )));
+                }
+            }
+            _ if self.random_sequence_stride => {
+                return Err(EngineError::invalid(
+                    "random_sequence_stride",
+                    "only with random_distribution = \"sequence:...\"",
+                ));
+            }
+            _ => {}
+        }
+        if self.zone_size == 0 && (self.zone_range != 0 || self.zone_skip != 0) {
+            return Err(EngineError::invalid(
+                "zone_size",
+                "give zone_size (bytes per zone) with zone_range or zone_skip",
+            ));
+        }
+        if self.zone_size > 0 {
+            let range = self.zone_range();
+            if range < min {
+                return Err(EngineError::invalid(
+                    "zone_range",
+                    format!("{range} bytes: a zone must hold the smallest request ({min} bytes)"),
+                ));
+            }
+            if self.seq_add != 0 {
+                return Err(EngineError::invalid("seq_add", "cannot be combined with zone_size: use one or the other"));
+            }
+            if !dist.is_uniform() {
+                return Err(EngineError::invalid(
+                    "zone_size",
+                    "strided zones draw random offsets uniformly inside the zone: use random_distribution = random",
+                ));
+            }
+        }
+        if self.seq_add != 0 && self.entries.iter().any(|e| e.random_pct > 0.0) {
+            return Err(EngineError::invalid(
+                "seq_add",
+                "moves sequential requests only: every entry needs random_pct = 0 (fio's rw=randread:N is another option)",
+            ));
+        }
+        if self.seq_add.unsigned_abs() >= self.file_size {
+            return Err(EngineError::invalid(
+                "seq_add",
+                format!("{} bytes: must be smaller than file_size ({} bytes)", self.seq_add, self.file_size),
+            ));
+        }
         Ok(())
+    }
+
+    /// The bytes written requests carry: `verify_pattern`, else `buffer_pattern` (empty: pseudo-random).
+    pub fn write_pattern(&self) -> &[u8] {
+        if self.verify_pattern.is_empty() {
+            &self.buffer_pattern
+        } else {
+            &self.verify_pattern
+        }
+    }
+
+    /// Whether there is a verify phase: block headers (`verify`) or a pattern (`verify_pattern`).
+    pub fn verifies(&self) -> bool {
+        self.verify.is_some() || !self.verify_pattern.is_empty()
+    }
+
+    /// `verify_pattern`: alone (no headers, no other pattern, no trims), and its length divides every
+    /// place a request or a layout write can start, so each byte's place in the pattern is fixed.
+    fn validate_verify_pattern(&self) -> Result<()> {
+        let n = self.verify_pattern.len() as u64;
+        if n == 0 {
+            return Ok(());
+        }
+        let why = |m: String| Err(EngineError::invalid("verify_pattern", m));
+        if self.verify.is_some() || !self.buffer_pattern.is_empty() {
+            return why(
+                "cannot be combined with verify or buffer_pattern (the pattern is what is written and checked): \
+                        drop one"
+                    .into(),
+            );
+        }
+        if self.entries.iter().any(|e| e.trim_pct > 0.0) {
+            return why("cannot be combined with trims (a trimmed range reads back as zeros): drop one".into());
+        }
+        let mut places: Vec<(String, u64)> = vec![
+            ("alignment".into(), self.alignment),
+            ("offset".into(), self.offset),
+            ("run_offset".into(), self.run_offset.unwrap_or(0)),
+            ("seq_add".into(), self.seq_add.unsigned_abs()),
+            ("zone_range".into(), self.zone_range()),
+            ("zone_skip".into(), self.zone_skip),
+            ("1 MiB (the layout's writes)".into(), 1 << 20),
+        ];
+        places.extend(self.entries.iter().enumerate().map(|(i, e)| (format!("entries[{i}].size"), e.size as u64)));
+        if let Some((name, v)) = places.iter().find(|(_, v)| v % n != 0) {
+            return why(format!(
+                "its {n} bytes must divide {name} ({v} bytes) so that every byte has one place in the pattern: use a \
+                 pattern of 1, 2, 4, 8 ... bytes"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Strided zones' range: `zone_range`, else `zone_size` (fio's default).
+    pub fn zone_range(&self) -> u64 {
+        if self.zone_range == 0 {
+            self.zone_size
+        } else {
+            self.zone_range
+        }
+    }
+
+    /// Each thread walks one whole file (zones, an offset modifier) instead of its share of the data set.
+    pub fn walks_one_file(&self) -> bool {
+        self.zone_size > 0 || self.seq_add != 0
     }
 
     /// `random_distribution`, parsed.
@@ -474,6 +661,12 @@ pub(super) mod tests {
             random_scramble: true,
             trim_then_write: false,
             buffer_pattern: vec![],
+            random_sequence_stride: false,
+            seq_add: 0,
+            zone_size: 0,
+            zone_range: 0,
+            zone_skip: 0,
+            verify_pattern: vec![],
         }
     }
 
