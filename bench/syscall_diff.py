@@ -268,7 +268,9 @@ def result_counts(doc: dict) -> dict:
         tot = rep.get("total") or {}
         out[key] = {"ops": tot.get("ops"), "bytes": tot.get("bytes"),
                     "kinds": {k: (v or {}).get("count") for k, v in (rep.get("ops") or {}).items()},
-                    "counters": {k: v for k, v in (rep.get("counters") or {}).items() if isinstance(v, int)}}
+                    # times (elapsed_us...) differ from run to run: only counts are compared
+                    "counters": {k: v for k, v in (rep.get("counters") or {}).items()
+                                 if isinstance(v, int) and not k.endswith(("_us", "_ns", "_ms", "_s"))}}
     return out
 
 
@@ -325,15 +327,19 @@ def report(case: Case, res: dict) -> str:
     phases = b["count"]["labels"] + ["main"]
     tb, ta = b["count"]["target"], a["count"]["target"]
     rows = diff_rows(tb, ta, False, phases)
-    same = all(r[4] == 0 for r in rows)
+    same = all(r[4] == 0 for r in rows if r[0] != "main")
+    same_main = all(r[4] == 0 for r in rows if r[0] == "main")
     head = ["phase", "syscall on the target", "before", "after", "diff"]
     if case.timed:
         for r in rows:
             ob, oa = (rb.get(r[0]) or {}).get("ops"), (ra.get(r[0]) or {}).get("ops")
             r += [f"{r[2] / ob:.3f}" if ob else "-", f"{r[3] / oa:.3f}" if oa else "-"]
         head += ["per op before", "per op after"]
-    out.append(f"  the workload's calls (on the target): {'IDENTICAL' if same else 'DIFFER'} "
-               f"({sum(tb.values()):,} before, {sum(ta.values()):,} after)")
+    eng_b = sum(v for k, v in tb.items() if k[0] != "main")
+    eng_a = sum(v for k, v in ta.items() if k[0] != "main")
+    out.append(f"  the workload's calls (on the target): engine phases {'IDENTICAL' if same else 'DIFFER'} "
+               f"({eng_b:,} before, {eng_a:,} after); main thread {'the same' if same_main else 'differs'} "
+               f"({sum(tb.values()) - eng_b:,} before, {sum(ta.values()) - eng_a:,} after)")
     out.append(table(rows, head))
     ob, oa = b["count"]["other"], a["count"]["other"]
     ph_b = collections.Counter({k: v for k, v in ob.items() if k[0] != "main"})
@@ -392,7 +398,7 @@ def main(argv=None) -> int:
     summary = {}
     for case in cases:
         res = {"sets": case.settings(args.full, out)}
-        for side, exe in (("before", args.before), ("after", args.after)):
+        for side, exe in (("before", os.path.abspath(args.before)), ("after", os.path.abspath(args.after))):
             r = run_one(exe, case, side, out, args)
             try:
                 doc = json.loads(Path(r["json"]).read_text())
