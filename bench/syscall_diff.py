@@ -33,6 +33,14 @@ the n-th such thread is the result's n-th phase (the engine's cleanup, last, is 
 result). Cases whose work is bounded by time rather than count (``timed``) differ in counts by
 design; for them the per-operation rate (calls / the phase's ops) is printed as well.
 
+Counts that differ between two runs of the same install, so not between installs either:
+
+* mix (aim7-quick): a statx or two in ``subruns``: two tasks run at once, and the programs a job
+  starts list the directory the other task is writing its temporary files into;
+* macro on ext4: the ``rm`` phase's calls by a few (rm -rf walks the tree in readdir order, which
+  ext4 takes from a hash seeded anew by each mkfs); on tmpfs they are exact;
+* crash (timed): every count of its ``write`` phase; the calls per write stay the same.
+
 The workloads are the named quick ones, made smaller where a full run under strace would take
 minutes (``--full`` runs them as named). Everything is written under OUT (default
 bench/out/syscall-diff): each run's trace, result JSON and output, and ``summary.json``.
