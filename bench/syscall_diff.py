@@ -8,7 +8,8 @@ filesystem of its own (tmpfs, or a 1 GiB ext4 loop image with ``--fs ext4``) mou
 path, with the same seed and the same ``--set`` overrides, and the two traces are counted side by
 side.
 
-Usage (root: it mounts its own filesystems under OUT; strace must be installed)::
+Usage (root: it mounts its own filesystems under OUT, in a mount namespace of its own; strace must
+be installed)::
 
     python bench/syscall_diff.py --before OLD/.venv/bin/fsmeter --after .venv/bin/fsmeter
     python bench/syscall_diff.py --before ... --after ... --only access,verify --fs ext4 --out /tmp/sd
@@ -141,7 +142,10 @@ class Target:
                 break
             time.sleep(0.2)
         if self.loop:
-            subprocess.run(["losetup", "-d", self.loop], capture_output=True)
+            for _ in range(50):  # busy for a moment after the unmount
+                if subprocess.run(["losetup", "-d", self.loop], capture_output=True).returncode == 0:
+                    break
+                time.sleep(0.2)
         if self.kind != "tmpfs":
             self.image.unlink(missing_ok=True)
 
@@ -394,6 +398,13 @@ def main(argv=None) -> int:
     if not shutil.which("strace"):
         print("syscall_diff: strace is not installed (apt-get install strace)", file=sys.stderr)
         return 2
+    if os.environ.get("FSMETER_SYSCALL_DIFF_NS") != "1" and shutil.which("unshare"):
+        # Again in a mount namespace of its own: the filesystems it mounts are seen by no other
+        # process (a namespace someone makes meanwhile would keep a copy, and with it the loop
+        # device), and go away with it however it ends.
+        env = dict(os.environ, FSMETER_SYSCALL_DIFF_NS="1")
+        cmd = ["unshare", "--mount", "--propagation", "private", sys.executable, os.path.abspath(__file__)]
+        return subprocess.run(cmd + (sys.argv[1:] if argv is None else list(argv)), env=env).returncode
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     if DBENCH_LOADFILE.is_file():
