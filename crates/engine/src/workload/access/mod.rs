@@ -22,4 +22,4 @@ pub use dist::{zeta, Dist, Skew};
 pub use gen::{AccessGen, BlockPerm, GenOp};
 pub use group::{AccessGroup, AccessGroupSpec, GroupJob};
 pub use phases::Access;
-pub use spec::{AccessEntry, AccessSpec};
+pub use spec::{AccessEntry, AccessSpec, FioEngine, StatType};
