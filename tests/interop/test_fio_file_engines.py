@@ -45,14 +45,19 @@ def job_ops(doc: dict, name: str) -> dict:
     return ((phase.get("jobs") or {}).get(name) or phase)["ops"]
 
 
-def fio_calls(tmp_path, text: str) -> dict:
+def fio_calls(tmp_path, text: str):
     """fio's own run of the job file under tmp_path/fio: per job, its latency samples (one per create, stat or
-    removal for the file and directory engines)."""
+    removal for the file and directory engines). None when fio is missing or has not the engine (the
+    directory engines came after fio 3.33)."""
+    if not shutil.which("fio"):
+        return None
     d = tmp_path / "fio"
     d.mkdir()
     f = tmp_path / "fio.fio"
     f.write_text(text)
     r = subprocess.run(["fio", "--output-format=json", str(f)], capture_output=True, text=True, cwd=d, timeout=300)
+    if "not loadable" in r.stderr:
+        return None
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout[r.stdout.index("{"):])
     out: dict = {}
@@ -133,8 +138,7 @@ def test_create_engines_create_every_name_of_every_job_and_cleanup_removes_them(
         assert job_ops(doc, job)[kind]["count"] == 40, f"{job}: one {kind} per file name"
         assert "read" not in job_ops(doc, job) and "write" not in job_ops(doc, job)
     assert os.listdir(tmp_path / "d") == [], "every file or directory removed at the end"
-    if shutil.which("fio"):
-        assert fio_calls(tmp_path, CREATE.format(e=engine)) == {"t0": 40, "t1": 40}, "fio's count of creates"
+    assert fio_calls(tmp_path, CREATE.format(e=engine)) in (None, {"t0": 40, "t1": 40}), "fio's count of creates"
 
 
 def test_create_engines_leave_what_they_created_with_keep_files(tmp_path):
@@ -153,8 +157,7 @@ def test_stat_engines_stat_every_name_of_every_clone(tmp_path, engine, st):
     for job in ("t0", "t1"):
         assert job_ops(doc, job)["stat"]["count"] == 15, "3 clones x 5 names"
     assert os.listdir(tmp_path / "d") == []
-    if shutil.which("fio"):
-        assert fio_calls(tmp_path, STAT.format(e=engine, st=st)) == {"t0": 15, "t1": 15}
+    assert fio_calls(tmp_path, STAT.format(e=engine, st=st)) in (None, {"t0": 15, "t1": 15})
 
 
 DELETE = "[global]\nioengine={e}\nfilesize=4k\nnrfiles=25\nunlink=0\n\n[t0]\n[t1]\n[t2]\n"
@@ -166,8 +169,7 @@ def test_delete_engines_remove_every_name_in_the_run(tmp_path, engine):
     for job in ("t0", "t1", "t2"):
         assert job_ops(doc, job)["delete"]["count"] == 25
     assert os.listdir(tmp_path / "d") == [], "the run removed them all (nothing for cleanup, even kept)"
-    if shutil.which("fio"):
-        assert fio_calls(tmp_path, DELETE.format(e=engine)) == {"t0": 25, "t1": 25, "t2": 25}
+    assert fio_calls(tmp_path, DELETE.format(e=engine)) in (None, {"t0": 25, "t1": 25, "t2": 25})
 
 
 def test_falloc_punches_holes_that_seek_hole_finds_and_counts_as_fio(tmp_path):
