@@ -195,7 +195,7 @@ fn e4defrag_needs_a_donor_and_fails_in_one_line_where_the_ioctl_is_missing() {
     w["donor_name"] = json!("f.def");
     let mut s = session_t(dir.path(), 1, w).unwrap();
     run(&mut s, "prepare");
-    let e = s.run_phase("run", &Control::new()).err().expect("tmpfs has no EXT4_IOC_MOVE_EXT").to_string();
+    let e = s.run_phase("run", &Control::new()).expect_err("tmpfs has no EXT4_IOC_MOVE_EXT").to_string();
     assert!(e.contains("fio_engine") && e.contains("EXT4_IOC_MOVE_EXT") && !e.contains('\n'), "{e}");
     assert!(dir.path().join("f.def").exists(), "the donor is created, as fio creates it");
     run(&mut s, "cleanup");
