@@ -244,6 +244,16 @@ class AccessParams(BaseModel):
     verify_pattern: str = Field("", description="fio's verify_pattern, in buffer_pattern's forms: the layout and "
                                 "every write carry it, every read and a verify phase check each byte against it; its "
                                 "length divides the request sizes, the alignment and 1 MiB")
+    fio_engine: Literal["data", "filecreate", "filestat", "filedelete", "dircreate", "dirstat", "dirdelete", "falloc",
+                        "ftruncate", "e4defrag"] = Field(
+        "data", description="what one request of the run is (docs/fio.md): data (read/write), or one of fio's engines "
+        "that make one call per I/O: filecreate/filestat/filedelete and dircreate/dirstat/dirdelete (one create, stat "
+        "or removal per file name), falloc (fallocate the range), ftruncate (truncate to the offset), e4defrag "
+        "(EXT4_IOC_MOVE_EXT of the range to donor_name)")
+    stat_type: Literal["stat", "lstat", "statx"] = Field("stat", description="the call of filestat and dirstat")
+    donor_name: str = Field("", description="e4defrag's donor file, relative to the directory")
+    donor_inplace: bool = Field(False, description="e4defrag: allocate the donor's blocks per request and truncate "
+                                "it after (fio's inplace=1), instead of allocating its region before the run")
 
     # Set by `fsmeter run --shared-file` under mpirun (fsmeter.mpi.run), never from a workload file:
     # (this rank's region start, the run and verify phases' region start).
@@ -378,6 +388,9 @@ class AccessParams(BaseModel):
                             "use --set backend=io_uring for queue_depth > 1")
         if self.buffer_memory == "hugetlb":
             self._check_hugetlb_pool(settings.threads)
+        if self.fio_engine != "data" and settings.backend != "psync":
+            raise UserError(f"parameter fio_engine: {self.fio_engine} issues one system call per request itself: use "
+                            "--set backend=psync")
 
     def _check_hugetlb_pool(self, threads: int) -> None:
         """Refuse hugetlb buffers before any file is laid out when the 2 MiB pool cannot cover this
@@ -431,6 +444,10 @@ def _metrics(p: AccessParams) -> list:
         ms.append(op_latency_metric("run", "write"))
     if any(e.trim_pct > 0 for e in p.entries):
         ms.append(op_latency_metric("run", "trim"))
+    for kind, engines in (("create", ("filecreate", "dircreate")), ("stat", ("filestat", "dirstat")),
+                          ("delete", ("filedelete", "dirdelete"))):
+        if p.fio_engine in engines:
+            ms.append(op_latency_metric("run", kind))
     if p.fsync_end or (p.fsync_every > 0 and any(e.read_pct < 100 for e in p.entries)):
         # fsync is not a data operation: the headline leaves it out (as fio does) and it is measured apart.
         ms.append(Metric("run", "fsync_per_s", "fsync/s", True,

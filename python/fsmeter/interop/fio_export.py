@@ -56,6 +56,10 @@ def fio_options(params: dict, settings: dict) -> tuple:
     entries = params.get("entries") or []
     if not entries:
         return None, "no access entries recorded"
+    engine = params.get("fio_engine", "data")
+    if engine in ("filecreate", "filestat", "filedelete", "dircreate", "dirstat", "dirdelete"):
+        return None, (f"it runs fio's {engine} engine: its creates, stats or removals have no read or write "
+                      "figures in fio's JSON")
     reads = {float(e["read_pct"]) for e in entries}
     rands = {float(e.get("random_pct", 100.0)) for e in entries}
     if len(reads) > 1:
@@ -89,7 +93,7 @@ def fio_options(params: dict, settings: dict) -> tuple:
         opts["percentage_random"] = f"{rand_pct:g}"
     qd = int(params.get("queue_depth", 1))
     backend = settings.get("backend", "psync")
-    opts["ioengine"] = {"io_uring": "io_uring", "null": "null"}.get(backend, "psync")
+    opts["ioengine"] = engine if engine != "data" else {"io_uring": "io_uring", "null": "null"}.get(backend, "psync")
     opts["iodepth"] = str(qd)
     opts["numjobs"] = str(int(settings.get("threads", 1)))
     opts["direct"] = "1" if params.get("direct") else "0"

@@ -26,6 +26,7 @@ SUPPORTED = {
     "blocksize_range",
     "random_distribution", "buffer_pattern", "verify", "do_verify", "verify_interval", "random_generator",
     "zonemode", "zonesize", "zonerange", "zoneskip", "random_sequence_stride", "verify_pattern",
+    "stat_type", "donorname", "inplace",
 }
 #: Options accepted because they change nothing fsmeter measures (or counts): why, as the note printed.
 ACCEPTED = {
@@ -93,13 +94,28 @@ for _o in ("zonecapacity", "max_open_zones", "job_max_open_zones", "zone_reset_t
            "read_beyond_wp", "ignore_zone_limits", "write_zone_remainder", "recover_zbd_write_error"):
     NEVER[_o] = "an option of zoned block devices (zonemode=zbd): fsmeter measures filesystems, not zoned devices"
 ENGINES = {"psync": "psync", "sync": "psync", "pvsync": "psync", "io_uring": "io_uring", "libaio": "io_uring",
-           "null": "null"}
+           "null": "null", "cpp_null": "null",
+           "filecreate": "psync", "filestat": "psync", "filedelete": "psync", "dircreate": "psync",
+           "dirstat": "psync", "dirdelete": "psync", "falloc": "psync", "ftruncate": "psync", "e4defrag": "psync"}
+#: fio's engines that do one filesystem call per I/O instead of moving data (the engine's fio_engine): the
+#: file and directory engines (one call per file name) and the one-call engines (one per request).
+NAME_ENGINES = ("filecreate", "filestat", "filedelete", "dircreate", "dirstat", "dirdelete")
+CALL_ENGINES = ("falloc", "ftruncate", "e4defrag")
+#: Engine options fio takes only with these engines.
+_ENGINE_OPTS = {"stat_type": ("filestat", "dirstat"), "donorname": ("e4defrag",), "inplace": ("e4defrag",)}
+#: Options that change nothing for a file or directory engine (no data is laid out or moved): why, as the note.
+_NAME_ENGINE_ACCEPTED = {
+    "fallocate": "the file and directory engines lay out no data: fio's preallocation has nothing to do",
+    "openfiles": "each file is opened (or stat'ed, removed) and closed in turn: at most one is open at a time",
+}
 ENGINE_NOTES = {
     "sync": "ioengine=sync: fsmeter issues pread/pwrite (fio: lseek + read/write): the same data, one system call "
             "less per I/O",
     "pvsync": "ioengine=pvsync: fsmeter issues pread/pwrite (fio: preadv/pwritev with one vector): the same data",
     "libaio": "ioengine=libaio runs on io_uring (fsmeter has no libaio backend): the same queue depth and O_DIRECT "
               "semantics, another kernel interface",
+    "cpp_null": "ioengine=cpp_null is fio's null engine built as a C++ plugin: fsmeter runs its own null engine, "
+                "which does the same (no I/O; every request completes at once)",
 }
 _RW = {"read": (100, 0), "write": (0, 0), "randread": (100, 100), "randwrite": (0, 100), "rw": (None, 0),
        "readwrite": (None, 0), "randrw": (None, 100)}
@@ -107,7 +123,7 @@ _RW = {"read": (100, 0), "write": (0, 0), "randread": (100, 100), "randwrite": (
 _TRIM = {"trim": (0, False), "randtrim": (100, False), "trimwrite": (0, True), "randtrimwrite": (100, True)}
 #: fio's verify methods fsmeter's verification has (docs/verify.md); the others are refused naming them.
 _VERIFY = {"crc32c": "crc32c", "crc32c-intel": "crc32c", "sha256": "sha256", "xxhash": "xxh3"}
-SYNC_ENGINES = {"psync", "sync", "pvsync", "null"}
+SYNC_ENGINES = {"psync", "sync", "pvsync", "null", "cpp_null", *NAME_ENGINES, *CALL_ENGINES}
 #: Why fio's other engines are not a local filesystem's work for fsmeter (or not yet), by engine.
 _ENGINE_WHY = {}
 for _names, _why in (
@@ -119,15 +135,10 @@ for _names, _why in (
      "it talks to a device (NVMe or SCSI pass-through, zoned, flash, persistent memory) past any filesystem: "
      "fsmeter measures filesystems (not planned)"),
     (("libcufile", "libhipfile", "cuda"), "GPU I/O is not supported by fsmeter (not planned)"),
-    (("cpuio", "exec", "cpp_null", "external"), "it does no filesystem I/O (it burns CPU, runs a program or is "
+    (("cpuio", "exec", "external"), "it does no filesystem I/O (it burns CPU, runs a program or is "
      "a plugin): fsmeter measures filesystems (not planned)"),
     (("page_fault", "mmap", "posixaio", "solarisaio", "guasi"),
      "fsmeter has no such engine: its requests are pread/pwrite (psync) or io_uring (not planned)"),
-    (("e4defrag", "falloc", "ftruncate"),
-     "it issues one filesystem call (defragment, fallocate, ftruncate) fsmeter has no workload for (not planned)"),
-    (("filecreate", "filestat", "filedelete", "dircreate", "dirstat", "dirdelete"),
-     "file and directory metadata workloads are fsmeter's tree and fileset families (fsmeter run "
-     "fdtree-quick, postmark-quick), not fio job files"),
 ):
     for _n in _names:
         _ENGINE_WHY[_n] = _why
@@ -263,8 +274,16 @@ def check_options(where: str, job: FioJob) -> None:
         raise UserError(f"{where} line {zm.line}: {zm.as_written}: zoned block devices are not supported and fsmeter "
                         "will not support them (fsmeter measures filesystems, not zoned devices): use "
                         "zonemode=strided for zones of a file, or run this job with fio")
+    engine = (eng.value or "").strip() if eng is not None else "psync"
     for opt in sorted(job.options.values(), key=lambda o: o.line):
+        if opt.name in _ENGINE_OPTS and engine not in _ENGINE_OPTS[opt.name]:
+            if opt.line < job.line:
+                continue  # from a [global] for another job's engine: fio leaves it to the jobs of that engine
+            raise UserError(f"{where} line {opt.line}: option {opt.name} belongs to ioengine="
+                            f"{' and '.join(_ENGINE_OPTS[opt.name])} (fio refuses it with ioengine={engine}): remove it")
         if opt.name in SUPPORTED or opt.name in ACCEPTED:
+            continue
+        if opt.name in _NAME_ENGINE_ACCEPTED and engine in NAME_ENGINES:
             continue
         if opt.name in NEVER:
             raise UserError(f"{where} line {opt.line}: option {opt.name} is not supported and fsmeter will not "
@@ -646,6 +665,7 @@ _SOURCES = {
     "random_distribution": ("random_distribution",), "seq_add": ("rw", "readwrite"),
     "zone_size": ("zonesize", "zonemode"), "zone_range": ("zonerange", "zonesize"), "zone_skip": ("zoneskip",),
     "random_sequence_stride": ("random_sequence_stride",),
+    "fio_engine": ("ioengine",), "donor_name": ("donorname",), "stat_type": ("stat_type",),
 }
 
 
@@ -793,7 +813,10 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
     runtime = ctx.time_s("runtime") if job.get("runtime") is not None else ctx.time_s("timeout")  # fio's alias
     ramp = ctx.time_s("ramp_time") or 0.0
     if time_based and not runtime:
-        raise UserError(f"{where} line {job.get('time_based').line}: time_based needs runtime=: give one")
+        # fio: "time_based requires a runtime/timeout setting", and it runs the job without time_based.
+        notes.append(f"time_based without runtime (line {job.get('time_based').line}): fio turns time_based off, and "
+                     "so does fsmeter: the job ends after its bytes")
+        time_based = False
     per_job = io_per_job
     distribution = _distribution(ctx, notes)
     shape = _shape(ctx, rw, seq_add, sizes, filesize, nrfiles, offset, random_pct, distribution, notes)
@@ -872,11 +895,79 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
         notes.append("unlink=0: fsmeter run removes its files at the end unless --keep-files")
     if real is not None:
         notes.append("its files were there before the run: fsmeter uses them as they are and leaves them in place")
+    if engine in NAME_ENGINES or engine in CALL_ENGINES:
+        _fio_engine(ctx, engine, rw, rw_opt, params, notes, numjobs, time_based, loops, ramp, place)
     settings = {"threads": numjobs, "seed": seed, "backend": ENGINES[engine]}
     logs = _logs(ctx, name, numjobs, settings, notes)
     return MappedJob(name=name, line=job.line, group=group, params=params, settings=settings, notes=notes,
                      fio_rw=rw, dir=place.dir, keep_files=real is not None, logs=logs, sources=_sources(job),
                      group_reporting=ctx.flag("group_reporting"))
+
+
+def _fio_engine(ctx: _Ctx, engine: str, rw: str, rw_opt, params: dict, notes: list, numjobs: int, time_based: bool,
+                loops: int, ramp: float, place: _Placement) -> None:
+    """ioengine=filecreate ... dirdelete, falloc, ftruncate, e4defrag: the engine's fio_engine, with fio's
+    meaning of each (docs/fio.md), and their own options (stat_type, donorname, inplace)."""
+    eng = ctx.job.get("ioengine")
+    params["fio_engine"] = engine
+    if params.get("verify"):
+        ctx.fail(ctx.job.get("verify"), f"ioengine={engine} moves no data, so there is nothing to verify: remove it")
+    if params["direct"]:
+        notes.append(f"direct=1 with ioengine={engine}: no data moves through the page cache, so O_DIRECT changes "
+                     "nothing; fsmeter opens the files without it")
+        params["direct"] = False
+    if engine in NAME_ENGINES:
+        once = engine not in ("filestat", "dirstat")
+        kind = "create" if "create" in engine else "stat" if "stat" in engine else "delete"
+        what = {"create": "creates", "stat": "stats", "delete": "removes"}[kind]
+        if once:
+            for name, bad in (("time_based", time_based), ("loops", loops > 1), ("ramp_time", ramp > 0)):
+                if bad:
+                    ctx.fail(ctx.job.get(name), f"ioengine={engine} {what} each file name once (a second pass "
+                                                "would find the names already made or gone): remove it")
+            if numjobs > 1 and not place.thread_files:
+                ctx.fail(place.opt or eng, f"with numjobs={numjobs}, the clones of ioengine={engine} would share these "
+                                           f"names and each one {what[:-1]} them all: give each clone its own names "
+                                           "(no filename=, or $jobnum in filename_format)")
+        params["random_map"] = False
+        notes[:] = [n for n in notes if not n.startswith("create_on_open")]  # the creation is what is timed here
+        for key, why in _NAME_ENGINE_ACCEPTED.items():
+            if ctx.job.get(key) is not None:
+                notes.append(f"{ctx.job.get(key).as_written}: {why}")
+        notes.append(f"ioengine={engine}: one {kind} call per {'directory' if engine.startswith('dir') else 'file'} "
+                     f"name, timed and counted as fio times its {'opens' if kind == 'create' else kind + 's'} (the "
+                     f"run's '{kind}' operations); fio also counts filesize/bs I/Os of bs bytes per name that do "
+                     "nothing")
+        st = ctx.job.get("stat_type")
+        if st is not None:
+            v = (st.value or "").strip()
+            if v not in ("stat", "lstat", "statx"):
+                ctx.fail(st, "use stat, lstat or statx")
+            params["stat_type"] = v
+        return
+    if engine in ("ftruncate", "e4defrag") and rw not in ("write", "randwrite"):
+        ctx.fail(rw_opt or eng, f"ioengine={engine} acts on writes only (fio fails its reads and trims with EINVAL): "
+                                "use rw=write or rw=randwrite")
+    if engine == "falloc":
+        notes.append("ioengine=falloc: each request is a fallocate over its range, as in fio: reads with KEEP_SIZE, "
+                     "writes with mode 0, trims punch a hole; no data moves")
+    elif engine == "ftruncate":
+        notes.append("ioengine=ftruncate: each write truncates its file to the write's offset, as in fio (bs only "
+                     "sets how far offsets move)")
+    else:
+        donor = ctx.job.get("donorname")
+        if donor is None or not (donor.value or "").strip():
+            raise UserError(f"{ctx.where} line {(donor or eng).line}: ioengine=e4defrag needs donorname= (the donor "
+                            "file whose blocks each write's range is moved to): add donorname=NAME")
+        name = (donor.value or "").strip()
+        if name.startswith("/") or ".." in name.split("/") or "\0" in name:
+            ctx.fail(donor, "give a file name inside the job's directory (fio puts it under directory=)")
+        d_opt = ctx.job.get("directory")
+        directory = (d_opt.value or "").strip().rstrip("/") if d_opt is not None else ""
+        params["donor_name"] = f"{directory}/{name}" if directory and not directory.startswith("/") else name
+        params["donor_inplace"] = ctx.flag("inplace", False)
+        notes.append("ioengine=e4defrag: each write moves its range to the donor file's blocks (EXT4_IOC_MOVE_EXT), as "
+                     "in fio; it needs ext4, and stops in one line elsewhere")
 
 
 def _trim_entries(ctx: _Ctx, rw: str, random_pct: int, notes: list) -> tuple:

@@ -10,7 +10,7 @@
 
 use serde::Deserialize;
 
-use super::phases::{BufStats, RunFiles, RunState, KINDS, NOT_DATA};
+use super::phases::{BufStats, NameState, RunFiles, RunState, KINDS, NOT_DATA};
 use super::{Access, AccessSpec};
 use crate::backend::null::NullBackend;
 use crate::backend::psync::PsyncBackend;
@@ -73,6 +73,8 @@ enum AnyState {
     Psync(RunState<PsyncBackend>),
     Uring(RunState<UringBackend>),
     Null(RunState<NullBackend>),
+    /// fio's file and directory engines: names, no backend.
+    Names(NameState),
 }
 
 impl AccessGroup {
@@ -161,6 +163,9 @@ impl AccessGroup {
                 let (j, lt) = local_ref[tid];
                 let (m, rf, bs) = (&this[j], &files_ref[j], &stats_ref[j]);
                 let (a, s, qd) = (&m.access, &m.settings, m.access.spec().queue_depth as usize);
+                if a.spec().fio_engine.per_name() {
+                    return Ok((j, lt, AnyState::Names(a.name_state(s, lt)?)));
+                }
                 let st = match s.backend {
                     BackendKind::Psync => AnyState::Psync(a.run_state(
                         s,
@@ -199,6 +204,7 @@ impl AccessGroup {
                     AnyState::Psync(st) => m.access.run_work(st, rec, quota, &m.settings),
                     AnyState::Uring(st) => m.access.run_work(st, rec, quota, &m.settings),
                     AnyState::Null(st) => m.access.run_work(st, rec, quota, &m.settings),
+                    AnyState::Names(st) => m.access.name_work(st, rec, &m.settings),
                 };
                 out.map(|r| (*j, r))
             },

@@ -24,4 +24,4 @@ pub use gen::{AccessGen, BlockPerm, GenOp};
 pub use group::{AccessGroup, AccessGroupSpec, GroupJob};
 pub use phases::Access;
 pub use shape::{parse_sequence, SequenceWalk, Walk, Zone, ZoneIndex, ZoneSplit};
-pub use spec::{AccessEntry, AccessSpec};
+pub use spec::{AccessEntry, AccessSpec, FioEngine, StatType};

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
 use super::gen::{lcm, AccessGen, GenOp};
-use super::spec::AccessSpec;
+use super::spec::{AccessSpec, FioEngine};
 use crate::backend::buffer::{huge_region, AlignedBuf, BufferMemory, HUGETLB_PAGE};
 use crate::backend::dio::{self, DioAlign};
 use crate::backend::fault::{FaultBackend, Injected};
@@ -26,12 +26,21 @@ use crate::verify::content::{byte_mismatch, ContentCheck};
 use crate::verify::{self, Checker, LastWrites};
 use crate::workload::family::Workload;
 
-pub(super) const KINDS: &[&str] = &["read", "write", "fsync", "trim"];
+#[path = "fileops.rs"]
+mod fileops;
+pub(super) use fileops::NameState;
+use fileops::{one_call_failure, Donor};
+
+pub(super) const KINDS: &[&str] = &["read", "write", "fsync", "trim", "create", "stat", "delete"];
 const READ: usize = 0;
 const WRITE: usize = 1;
 const FSYNC: usize = 2;
 /// A hole punched over a request's range (fallocate PUNCH_HOLE | KEEP_SIZE): fio's trim on a file.
 const TRIM: usize = 3;
+/// fio's file and directory engines (fileops.rs): a file or directory created, stat'ed, removed.
+const CREATE: usize = 4;
+const STAT: usize = 5;
+const DELETE: usize = 6;
 /// Op kinds that move no data: counted apart, left out of the headline totals.
 pub(super) const NOT_DATA: &[&str] = &["fsync"];
 /// Alignment of every request buffer (AlignedBuf): enough for O_DIRECT on any Linux filesystem here.
@@ -54,6 +63,8 @@ pub struct Access {
     /// reads, and what the run phase's threads found (each adds its own once, at its end).
     pattern_tile: Vec<u8>,
     pattern_found: Mutex<Option<ContentCheck>>,
+    /// The e4defrag engine created its donor file (cleanup removes it then).
+    donor_made: AtomicBool,
 }
 
 /// Per-thread state of the `run` phase, built before the common start.
@@ -74,6 +85,8 @@ pub(super) struct RunState<B: IoBackend> {
     pattern_check: ContentCheck,
     /// Writes issued by this thread in this phase (with verify: the write numbers).
     writes: u64,
+    /// The e4defrag engine's donor file.
+    donor: Option<Donor>,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -97,6 +110,7 @@ impl Access {
             created: AtomicU32::new(0),
             pattern_tile,
             pattern_found: Mutex::new(None),
+            donor_made: AtomicBool::new(false),
         })
     }
 
@@ -145,6 +159,9 @@ impl Access {
 
     fn prepare(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         let spec = &self.spec;
+        if spec.fio_engine.per_name() && (spec.fio_engine.dirs() || !spec.fio_engine.needs_layout()) {
+            return self.prepare_names(job);
+        }
         let nthreads = job.threads.min(spec.file_count as usize).max(1);
         let (start, end) = self.layout_range();
         let chunks_per_file = (end - start).div_ceil(LAYOUT_CHUNK);
@@ -325,7 +342,9 @@ impl Access {
         let spec = &self.spec;
         // Read-only for a mix without writes, as fio and IOR open for reading: files on a
         // read-only mount, or without write permission, can then be read.
-        let mut flags = if spec.entries.iter().all(|e| e.read_pct >= 100.0) { libc::O_RDONLY } else { libc::O_RDWR };
+        // (fio's one-call engines change the file on reads too: falloc's reads are fallocate KEEP_SIZE.)
+        let read_only = spec.entries.iter().all(|e| e.read_pct >= 100.0) && !spec.fio_engine.one_call();
+        let mut flags = if read_only { libc::O_RDONLY } else { libc::O_RDWR };
         if spec.direct {
             flags |= libc::O_DIRECT;
         }
@@ -390,6 +409,11 @@ impl Access {
     /// The run phase's files, opened, with what O_DIRECT on them needs: the alignment of each
     /// thread's share, and the pages of the files in the page cache before the phase.
     pub(super) fn open_run(&self, job: &Settings) -> Result<RunFiles> {
+        if self.spec.fio_engine.per_name() {
+            // The file and directory engines work on names, not open files.
+            let files = FilesGuard(Vec::new());
+            return Ok(RunFiles { files, direct: None, share_align: self.spec.alignment, cached_before: None });
+        }
         let (files, direct) = self.open_files(job)?;
         let share_align = match &direct {
             Some(d) if !d.unaligned => lcm(self.spec.alignment, d.align.offset),
@@ -400,6 +424,9 @@ impl Access {
     }
 
     fn run(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
+        if self.spec.fio_engine.per_name() {
+            return self.run_names(job, ctl);
+        }
         let rf = self.open_run(job)?;
         let (files, share_align) = (&rf.files, rf.share_align);
         let spec = &self.spec;
@@ -555,6 +582,10 @@ impl Access {
             verify: spec.verify.map(|a| Checker::new(a, spec.verify_block() as usize, job.seed, tid as u32, "run")),
             pattern_check: ContentCheck::new(None),
             writes: 0,
+            donor: match spec.fio_engine {
+                FioEngine::E4defrag if job.backend != BackendKind::Null => Some(self.open_donor(job)?),
+                _ => None,
+            },
         })
     }
 
@@ -628,6 +659,8 @@ impl Access {
             "trim_then_write": spec.trim_then_write,
             "buffer_pattern_bytes": spec.buffer_pattern.len(),
             "verify_pattern_bytes": spec.verify_pattern.len(),
+            "fio_engine": spec.fio_engine.name(),
+            "stat_type": spec.stat_type,
             "backend": job.backend.name(),
             "queue_depth": spec.queue_depth,
             "direct": spec.direct,
@@ -769,9 +802,11 @@ impl Access {
         job: &Settings,
     ) -> Result<Option<(GenOp, bool)>> {
         let mut trimmed = false;
+        // fio's one-call engines (falloc, ftruncate, e4defrag: fileops.rs) do every request here.
+        let one_call = self.spec.fio_engine.one_call();
         loop {
             let op = st.gen.next_op();
-            if !op.trim {
+            if !op.trim && !one_call {
                 return Ok(Some((op, trimmed)));
             }
             trimmed = true;
@@ -779,15 +814,33 @@ impl Access {
             if rec.measuring(t0) {
                 *issued += op.req.len as u64;
             }
+            let kind = if op.trim {
+                TRIM
+            } else if op.req.write {
+                WRITE
+            } else {
+                READ
+            };
+            let mut bytes = op.req.len as u64;
             if let Some(fds) = &st.trim_fds {
-                punch_hole(fds[op.req.file as usize], op.req.offset, op.req.len as u64)
-                    .map_err(|e| trim_failure(op.req, e, job))?;
+                let fd = fds[op.req.file as usize];
+                if one_call {
+                    bytes = self
+                        .one_call(fd, &op, kind, st.donor.as_ref())
+                        .map_err(|e| one_call_failure(self.spec.fio_engine, &op, e, job))?;
+                } else {
+                    punch_hole(fd, op.req.offset, op.req.len as u64).map_err(|e| trim_failure(op.req, e, job))?;
+                }
             }
             let t1 = now_ns();
-            rec.record(TRIM, op.req.len as u64, t0, t1);
+            rec.record(kind, bytes, t0, t1);
             if t0 >= rec.measure_start_ns {
                 let m = &mut st.mix[op.entry];
-                m[4] += 1;
+                m[match kind {
+                    READ => 0,
+                    WRITE => 1,
+                    _ => 4,
+                }] += 1;
                 m[if op.random { 2 } else { 3 }] += 1;
             }
             if rec.should_stop(t1) || quota.is_some_and(|q| *issued >= q) {
@@ -1002,14 +1055,20 @@ impl Access {
                 interrupted = true;
                 break;
             }
-            match std::fs::remove_file(self.path(&job.dir, i)) {
+            let path = self.path(&job.dir, i);
+            let gone =
+                if self.spec.fio_engine.dirs() { std::fs::remove_dir(&path) } else { std::fs::remove_file(&path) };
+            match gone {
                 Ok(()) => removed += 1,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                // A directory that holds something is not only the workload's: left alone.
+                Err(e) if e.raw_os_error() == Some(libc::ENOTEMPTY) => {}
                 // A directory under a file's name is not one of the workload's files: left alone.
                 Err(e) if e.raw_os_error() == Some(libc::EISDIR) => {}
                 Err(e) => return Err(EngineError::io(format!("removing {}", self.path(&job.dir, i).display()), e)),
             }
         }
+        self.remove_donor(job)?;
         let mut report = PhaseReport::new("cleanup");
         report.counters.insert("files_removed".into(), removed);
         report.counters.insert("names_tried".into(), upto as u64);

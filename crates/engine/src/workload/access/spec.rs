@@ -145,6 +145,102 @@ pub struct AccessSpec {
     /// the request sizes, offsets and 1 MiB, so byte `o` of a file holds `pattern[o % len]`.
     #[serde(default)]
     pub verify_pattern: Vec<u8>,
+    /// What one request of the run phase is: data (`data`, the default), or one of fio's file and
+    /// directory engines or one-call engines (docs/fio.md, `fileops.rs`).
+    #[serde(default)]
+    pub fio_engine: FioEngine,
+    /// fio's `stat_type` of the filestat and dirstat engines.
+    #[serde(default)]
+    pub stat_type: StatType,
+    /// fio's `donorname` of the e4defrag engine: the donor file, relative to `dir`.
+    #[serde(default)]
+    pub donor_name: String,
+    /// fio's `inplace` of the e4defrag engine: allocate the donor's blocks for each request and
+    /// truncate it after, instead of allocating the whole donor region before the run.
+    #[serde(default)]
+    pub donor_inplace: bool,
+}
+
+/// fio's ioengines that are not data transfer, run in the engine as fio runs them (one system call
+/// per I/O, timed as the I/O): `filecreate` opens each file with O_CREAT, `filestat` stats it,
+/// `filedelete` unlinks it, `dircreate`/`dirstat`/`dirdelete` do the same on directories (each file
+/// name once per pass); `falloc` fallocates the request's range (reads: KEEP_SIZE, writes: mode 0,
+/// trims: PUNCH_HOLE), `ftruncate` truncates the file to the write's offset, `e4defrag` moves the
+/// write's range to a donor file's blocks (EXT4_IOC_MOVE_EXT).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FioEngine {
+    #[default]
+    Data,
+    Filecreate,
+    Filestat,
+    Filedelete,
+    Dircreate,
+    Dirstat,
+    Dirdelete,
+    Falloc,
+    Ftruncate,
+    E4defrag,
+}
+
+impl FioEngine {
+    /// One operation per file name (no data, no offsets): the file and directory engines.
+    pub fn per_name(self) -> bool {
+        matches!(
+            self,
+            FioEngine::Filecreate
+                | FioEngine::Filestat
+                | FioEngine::Filedelete
+                | FioEngine::Dircreate
+                | FioEngine::Dirstat
+                | FioEngine::Dirdelete
+        )
+    }
+
+    /// The names are directories.
+    pub fn dirs(self) -> bool {
+        matches!(self, FioEngine::Dircreate | FioEngine::Dirstat | FioEngine::Dirdelete)
+    }
+
+    /// Each name can be done once only (it is created or removed).
+    pub fn once(self) -> bool {
+        matches!(self, FioEngine::Filecreate | FioEngine::Filedelete | FioEngine::Dircreate | FioEngine::Dirdelete)
+    }
+
+    /// The names exist before the run (laid out by prepare).
+    pub fn needs_layout(self) -> bool {
+        !matches!(self, FioEngine::Filecreate | FioEngine::Dircreate)
+    }
+
+    /// One system call per request, issued by the thread itself (not through a backend).
+    pub fn one_call(self) -> bool {
+        matches!(self, FioEngine::Falloc | FioEngine::Ftruncate | FioEngine::E4defrag)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FioEngine::Data => "data",
+            FioEngine::Filecreate => "filecreate",
+            FioEngine::Filestat => "filestat",
+            FioEngine::Filedelete => "filedelete",
+            FioEngine::Dircreate => "dircreate",
+            FioEngine::Dirstat => "dirstat",
+            FioEngine::Dirdelete => "dirdelete",
+            FioEngine::Falloc => "falloc",
+            FioEngine::Ftruncate => "ftruncate",
+            FioEngine::E4defrag => "e4defrag",
+        }
+    }
+}
+
+/// fio's `stat_type`: the call filestat and dirstat time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StatType {
+    #[default]
+    Stat,
+    Lstat,
+    Statx,
 }
 
 fn default_distribution() -> String {
@@ -344,7 +440,73 @@ impl AccessSpec {
             ));
         }
         self.validate_fio_access()?;
+        self.validate_fio_engine(job)?;
         self.validate_verify(job)
+    }
+
+    /// fio's file, directory and one-call engines: each issues its own system call per request, one at a
+    /// time, and moves no data.
+    fn validate_fio_engine(&self, job: &Settings) -> Result<()> {
+        let e = self.fio_engine;
+        if e != FioEngine::E4defrag && (!self.donor_name.is_empty() || self.donor_inplace) {
+            return Err(EngineError::invalid("donor_name", "only for fio_engine = \"e4defrag\""));
+        }
+        if e == FioEngine::Data {
+            return Ok(());
+        }
+        let name = e.name();
+        if job.backend != BackendKind::Psync || self.queue_depth != 1 {
+            return Err(EngineError::invalid(
+                "fio_engine",
+                format!("{name} issues one system call per request, as fio's engine does: use backend = psync and queue_depth = 1"),
+            ));
+        }
+        if self.verify.is_some() || self.fault.is_some() || self.shared_file {
+            return Err(EngineError::invalid(
+                "fio_engine",
+                format!("{name} moves no data: it cannot be combined with verify, fault or a shared file"),
+            ));
+        }
+        if e.per_name() {
+            if e.once() && self.duration_s.is_some() {
+                return Err(EngineError::invalid(
+                    "duration_s",
+                    format!("{name} does each file name once (it is then created or gone): give total_bytes, not a duration"),
+                ));
+            }
+            if e.once() && self.warmup_s > 0.0 {
+                return Err(EngineError::invalid(
+                    "warmup_s",
+                    format!(
+                        "{name} does each file name once: a warm-up would use names up unmeasured; set warmup_s = 0"
+                    ),
+                ));
+            }
+            if e.once() && job.threads > 1 && !self.thread_files {
+                return Err(EngineError::invalid(
+                    "thread_files",
+                    format!("{name} with {} threads on one set of names would do each name several times: give each thread its own names (thread_files = true)", job.threads),
+                ));
+            }
+            return Ok(());
+        }
+        let writes_only = self.entries.iter().all(|x| x.read_pct == 0.0 && x.trim_pct == 0.0);
+        if matches!(e, FioEngine::Ftruncate | FioEngine::E4defrag) && !writes_only {
+            return Err(EngineError::invalid(
+                "entries",
+                format!("{name} acts on writes only (fio fails its reads and trims with EINVAL): make every entry a write (read_pct = 0, trim_pct = 0)"),
+            ));
+        }
+        if e == FioEngine::E4defrag {
+            let d = &self.donor_name;
+            if d.is_empty() || d.starts_with('/') || d.split('/').any(|c| c == ".." || c.is_empty()) {
+                return Err(EngineError::invalid(
+                    "donor_name",
+                    format!("{d:?}: e4defrag needs a donor file: give a relative path inside dir, without '..'"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The fio options of the run phase itself: distribution, trims, buffer pattern.
@@ -667,6 +829,10 @@ pub(super) mod tests {
             zone_range: 0,
             zone_skip: 0,
             verify_pattern: vec![],
+            fio_engine: FioEngine::Data,
+            stat_type: StatType::Stat,
+            donor_name: String::new(),
+            donor_inplace: false,
         }
     }
 
