@@ -276,7 +276,9 @@ def _cell_steps(cell: Cell, row: Any, ctx: RunContext):
                     mnt = None
                 mnt = ctx.prov.create(ctx.campaign.target.spec(), cell.fs)
                 on_this_mkfs = 0
-                if base is None or mnt.owns_mount:
+                # A fresh mount needs its work folder again; so does a glusterfs target made anew
+                # for the trial (a new volume at a new path, not a mount fsmeter may remount).
+                if base is None or mnt.owns_mount or not base.is_dir():
                     base = _workdir(mnt)
             on_this_mkfs += 1
             with ctx.prov.host(cell.host, mnt) as host:

@@ -15,7 +15,7 @@ import sys
 import time
 import tomllib
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 from rich.console import Console
@@ -104,6 +104,44 @@ def build_campaign(filesystems: Optional[str], workloads: Optional[str], directo
     return data, notes
 
 
+#: The brick filesystems `compare --target glusterfs` compares when --filesystems does not say:
+#: the two filesystems Gluster's documentation names for bricks (xfs recommended, ext4 supported).
+GLUSTER_FILESYSTEMS = ("xfs", "ext4")
+#: Its workloads when --workloads does not say: the quick suite's data workloads. Each trial makes
+#: the hosts, bricks and volume anew (mkfs per trial), and a FUSE client's metadata operations cost
+#: a round trip each to the brick's server: fdtree-quick with 2 ranks ran 154 s there, against 5 s
+#: on a local ext4 (name such workloads with --workloads).
+GLUSTER_WORKLOADS = ("seq-read", "seq-write")
+#: Options that belong to --target glusterfs alone.
+GLUSTER_ONLY = ("--hosts", "--ranks", "--volume-type", "--volume-option")
+
+
+def gluster_target(hosts: Optional[int], ranks: Optional[int], volume_type: Optional[str],
+                   volume_options: Optional[list], size: Optional[str]) -> tuple:
+    """(the campaign's [target], its [mpi]) for --target glusterfs, every option checked first."""
+    import shutil
+
+    if os.geteuid() != 0:
+        raise UserError("--target glusterfs makes namespace hosts, loop bricks and mounts: run as root")
+    for tool, hint in (("glusterd", "install the Debian packages glusterfs-server and glusterfs-client"),
+                       ("glusterfs", "install the Debian package glusterfs-client"),
+                       ("mpirun", "run `make build` as root (it installs Open MPI and mpi4py)")):
+        if shutil.which(tool) is None:
+            raise UserError(f"--target glusterfs: {tool} not found: {hint}")
+    n = hosts or 2
+    opts = {}
+    for item in volume_options or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise UserError(f"--volume-option {item!r}: write KEY=VALUE, e.g. performance.write-behind=off")
+        opts[key.strip()] = value.strip()
+    vt = volume_type or "distribute"
+    if vt not in ("distribute", "replicate"):
+        raise UserError(f"--volume-type {vt}: use distribute or replicate")
+    target = {"kind": "glusterfs", "size": size or "1G", "hosts": n, "volume_type": vt, "volume_options": opts}
+    return target, {"ranks": ranks or n}
+
+
 def ranking_table(store, campaign_id: int) -> Table:
     """Per workload: filesystems ranked on the headline metric, mean ± CI half-width, group, verdict."""
     import json
@@ -178,6 +216,20 @@ def register(app: typer.Typer) -> None:
         kernel: Optional[str] = typer.Option(None, "--kernel", help="comma-separated kernels to run in guests "
                                              "(virtual machines), e.g. 6.1,6.12 or /path/to/bzImage: a kernel factor "
                                              "(see the guests page of the docs)"),
+        target_kind: Optional[str] = typer.Option(None, "--target", help="glusterfs: the filesystems are the bricks' "
+                                                  "of a GlusterFS volume on namespace hosts of this machine, measured "
+                                                  "by MPI ranks on every host (root; default filesystems xfs,ext4, "
+                                                  "workloads seq-read,seq-write; see the many-hosts page)"),
+        hosts: Optional[int] = typer.Option(None, "--hosts", min=1, max=16, help="--target glusterfs: namespace "
+                                            "hosts h1..hN (default 2); the last serves the brick, all mount the "
+                                            "volume"),
+        ranks: Optional[int] = typer.Option(None, "--ranks", min=1, max=64, help="--target glusterfs: MPI ranks "
+                                            "per trial (default: one per host)"),
+        volume_type: Optional[str] = typer.Option(None, "--volume-type", help="--target glusterfs: distribute "
+                                                  "(default) or replicate"),
+        volume_option: Optional[List[str]] = typer.Option(None, "--volume-option", help="--target glusterfs: "
+                                                          "KEY=VALUE set on the volume before it starts (gluster "
+                                                          "volume set); repeat for several"),
     ) -> None:
         """Which filesystem is fastest here? Quick suite on fresh filesystems, ranked per workload."""
         from fsmeter.campaign import CampaignFile, dump_toml, parse_campaign
@@ -192,9 +244,29 @@ def register(app: typer.Typer) -> None:
         target = device_target(device, destroy_data_on, force)
         if target is not None and directory is not None:
             raise UserError("--device and --dir exclude each other: name one target")
+        given = [name for name, v in zip(GLUSTER_ONLY, (hosts, ranks, volume_type, volume_option)) if v]
+        if target_kind not in (None, "loop", "glusterfs"):
+            raise UserError(f"--target {target_kind}: use glusterfs (a volume on namespace hosts) or loop (the "
+                            "default); --dir and --device name the other targets")
+        gluster = target_kind == "glusterfs"
+        if given and not gluster:
+            raise UserError(f"{given[0]} applies to --target glusterfs only: add --target glusterfs or leave it out")
+        if gluster and (target is not None or directory is not None or kernel is not None):
+            other = "--device" if target is not None else "--dir" if directory is not None else "--kernel"
+            raise UserError(f"--target glusterfs and {other} exclude each other: the bricks are fsmeter's own loop "
+                            "filesystems on this machine")
+        if gluster:
+            gtarget, gmpi = gluster_target(hosts, ranks, volume_type, volume_option, size)
+            filesystems = filesystems or ",".join(GLUSTER_FILESYSTEMS)
+            workloads = workloads or ",".join(GLUSTER_WORKLOADS)
         data, notes = build_campaign(filesystems, workloads, directory, quick_scale, trials, size, root)
         if target is not None:
             data["target"] = target
+        if gluster:
+            data["target"], data["mpi"] = gtarget, gmpi
+            data["name"] = data["name"] + "-glusterfs"
+            data["description"] = (f"brick filesystems of a {gtarget['volume_type']} GlusterFS volume on "
+                                   f"{gtarget['hosts']} namespace hosts, {gmpi['ranks']} MPI rank(s)")
         if kernel is not None:
             if target is not None or directory is not None:
                 raise UserError("--kernel runs the filesystems on loop images inside guests: leave out --device and "

@@ -182,6 +182,8 @@ def print_result(doc: dict, job, console: Console, json_out: Optional[Path]) -> 
                       highlight=False)
         if files.get("note"):
             console.print(f"  [yellow]note:[/] {files['note']}", highlight=False)
+    if (doc.get("mpi") or {}).get("mounts_note"):
+        console.print(f"  [yellow]note:[/] {doc['mpi']['mounts_note']}", highlight=False)
     if json_out is not None:
         json_out.write_text(json.dumps(doc, indent=1))
         console.print(f"wrote {json_out}")

@@ -95,7 +95,7 @@ def environment(doc: Optional[dict], cmd: list, ranks: int) -> dict:
     m = (doc or {}).get("mpi") or {}
     return {"ranks": ranks, "hosts": m.get("hosts"), "layout": m.get("layout"), "command": cmd,
             "stonewall": m.get("stonewall"), "timeout_s": m.get("timeout_s"), "seeds": m.get("seeds"),
-            "files": m.get("files")}
+            "files": m.get("files"), "mounts": m.get("mounts"), "mounts_note": m.get("mounts_note")}
 
 
 def trial_phases(cell, job, trial_dir: Path, campaign, launch=None) -> tuple:

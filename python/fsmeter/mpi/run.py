@@ -287,6 +287,26 @@ def tree_after_stonewall(world: World, job, report: dict, barrier_ns: int, wearo
     return report, json.dumps(d), info
 
 
+def mount_of(directory: Path) -> dict:
+    """The mount holding ``directory`` as this host sees it: filesystem type, source (the server
+    and export of a network filesystem, the device of a local one) and mount point."""
+    from fsmeter.provision.sysinfo import mount_containing
+
+    m = mount_containing(str(directory))
+    return {"fstype": m.fstype, "source": m.source, "mount_point": m.target} if m is not None else {}
+
+
+def mounts_note(mounts: dict) -> dict:
+    """{"mounts_note": ...} when the hosts see --dir on different filesystems (type or source),
+    else {}: the ranks then do not measure one shared filesystem."""
+    seen = {(m.get("fstype"), m.get("source")) for m in mounts.values()}
+    if len(seen) < 2:
+        return {}
+    each = "; ".join(f"{h}: {m.get('fstype')} {m.get('source')}" for h, m in sorted(mounts.items()))
+    return {"mounts_note": f"the hosts see --dir on different filesystems ({each}): the ranks do not all measure "
+                           "one shared filesystem; mount the same one at the same path on every host"}
+
+
 def _reset_cache(world: World, method: str, directory: Path) -> str:
     """The cold-cache reset of one rank: drop_caches once per host (it is system-wide), else fadvise
     on this rank's own files."""
@@ -464,9 +484,12 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
 
     # Host names, and the process ids of this host's ranks: their CPU is the run's own, not others'
     # (fsmeter.regime), as a single process's worker threads are.
-    pids = world.allgather((world.host, os.getpid()), "exchanging host names")
-    hosts = [h for h, _ in pids]
-    siblings = [pid for h, pid in pids if h == world.host and pid != os.getpid()]
+    # And the mount each host sees --dir on: on a cluster every host must see the same shared
+    # filesystem there, and a host whose mount is missing would measure its local disk unnoticed.
+    pids = world.allgather((world.host, os.getpid(), mount_of(directory)), "exchanging host names")
+    hosts = [h for h, _, _ in pids]
+    siblings = [pid for h, pid, _ in pids if h == world.host and pid != os.getpid()]
+    mounts = {h: m for h, _, m in pids}
     with contextlib.ExitStack() as stack:
         if world.local_rank == 0 and os.environ.get(LOCK_HELD_ENV) != world.host:
             # One lock per host, taken by the host's first rank; the others wait for it at the
@@ -501,6 +524,7 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
             doc = run_doc(job, mpi={
                 "ranks": world.size, "hosts": sorted(layout), "layout": layout,
                 "files": file_layout, "seeds": f"{base.settings.seed} + rank",
+                "mounts": mounts, **mounts_note(mounts),
                 "timeout_s": timeout_s,
                 "stonewall": stonewall if stonewall is not None else "none",
                 "clock": "each rank's CLOCK_MONOTONIC from its release of the barrier opening the phase",
@@ -536,5 +560,5 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
     return doc, job
 
 
-__all__ = ["RankSteps", "Stonewall", "parse_reorder_shift", "parse_stonewall", "rank_dir", "resolve_shift", "run_under_mpi",
-           "shared_regions", "tree_after_stonewall"]
+__all__ = ["RankSteps", "Stonewall", "mount_of", "mounts_note", "parse_reorder_shift", "parse_stonewall", "rank_dir",
+           "resolve_shift", "run_under_mpi", "shared_regions", "tree_after_stonewall"]

@@ -34,4 +34,9 @@ class DirTarget(Target):
         self.mount = sysinfo.mount_containing(path)
 
     def info(self) -> dict[str, Any]:
-        return {**super().info(), "path": self.path}
+        """The directory and the mount it is on, as this process sees it: its type, source (a
+        network filesystem's server and export, a local one's device) and mount point. fsmeter
+        neither made nor will unmount it."""
+        m = self.mount
+        return {**super().info(), "path": self.path, "mount_type": m.fstype if m else None,
+                "mount_source": m.source if m else None, "mount_point": m.target if m else None}
