@@ -10,6 +10,7 @@ use crate::error::{EngineError, Result};
 use crate::measure::duration::secs_to_ns;
 use crate::settings::Settings;
 use crate::verify::{self, Checksum};
+use crate::workload::access::pace::{PaceSpec, PlaceSpec, SteadySpec};
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -123,6 +124,17 @@ pub struct AccessSpec {
     /// pseudo-random bytes.
     #[serde(default)]
     pub buffer_pattern: Vec<u8>,
+    /// How fast each thread may issue (fio's rate, rate_iops, rate_process, rate_min, thinktime);
+    /// see `pace.rs`. The default: as fast as it can.
+    #[serde(default)]
+    pub pace: PaceSpec,
+    /// Stop when the rate is steady (fio's steadystate); see `pace.rs`.
+    #[serde(default)]
+    pub steadystate: Option<SteadySpec>,
+    /// Where the run phase's threads run and their buffers' memory comes from (fio's
+    /// cpus_allowed, numa_cpu_nodes, numa_mem_policy); see `pace.rs`.
+    #[serde(default)]
+    pub place: PlaceSpec,
 }
 
 fn default_distribution() -> String {
@@ -329,7 +341,32 @@ impl AccessSpec {
         if self.buffer_pattern.len() > 1 << 20 {
             return Err(EngineError::invalid("buffer_pattern", "at most 1 MiB"));
         }
-        Ok(())
+        if self.pace.is_active() && trims {
+            return Err(EngineError::invalid(
+                "pace",
+                "pacing (a rate, thinktime) is not supported with trims: drop one",
+            ));
+        }
+        if let Some(ss) = &self.steadystate {
+            ss.to_steady(0)?;
+        }
+        self.place.validate()?;
+        self.pace.validate(self.min_sizes())
+    }
+
+    /// The smallest request size of each direction ([read, write]; 0: no request of it).
+    pub(super) fn min_sizes(&self) -> [u64; 2] {
+        let mut out = [0u64; 2];
+        for e in &self.entries {
+            let size = e.size as u64;
+            let shares = [e.read_pct > 0.0, e.read_pct + e.trim_pct < 100.0];
+            for (o, &share) in out.iter_mut().zip(&shares) {
+                if share && e.weight > 0.0 && (*o == 0 || size < *o) {
+                    *o = size;
+                }
+            }
+        }
+        out
     }
 
     /// `random_distribution`, parsed.
@@ -474,6 +511,9 @@ pub(super) mod tests {
             random_scramble: true,
             trim_then_write: false,
             buffer_pattern: vec![],
+            pace: PaceSpec::default(),
+            steadystate: None,
+            place: PlaceSpec::default(),
         }
     }
 
