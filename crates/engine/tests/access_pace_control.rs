@@ -66,6 +66,27 @@ fn an_iops_rate_never_runs_ahead_of_its_schedule() {
     assert_eq!(r["extra"]["pace"]["rate_iops"], json!([200, 0]));
 }
 
+/// With several requests in flight, requests drawn before the byte quota was reached and waiting
+/// for their time still go: the work is exactly what was asked for (fio's fixed-rate example).
+#[test]
+fn a_paced_queue_does_all_its_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = lone(
+        dir.path(),
+        "null",
+        1,
+        reads(
+            "qd",
+            json!({"total_bytes": 20 * KIB4, "duration_s": null, "warmup_s": 0.0, "queue_depth": 8,
+                           "pace": {"rate_iops": [1000, 0]}}),
+        ),
+    );
+    run(&mut s, "prepare");
+    let r = run(&mut s, "run");
+    assert_eq!(count(&r, "read"), 20);
+    assert!(r["elapsed_s"].as_f64().unwrap() >= 0.019);
+}
+
 /// A byte rate, time-based: in 0.5 s at 400 KiB/s of 4 KiB requests (100 IOPS) the schedule holds
 /// requests at 0, 10, ..., 490 ms: at most 50 (one more would be due at the deadline). Every thread
 /// keeps the rate on its own (fio: every clone), so two threads do at most 100.

@@ -739,7 +739,10 @@ impl Access {
                 let meta = st.slots[slot];
                 st.slots[slot].op = None;
                 let op = meta.op.expect("a deferred slot holds its request");
-                let ready = !stopping
+                // Requests drawn before a byte quota was reached still go (their bytes are counted);
+                // a stop, the deadline or a missed minimum rate drops them.
+                let halted = rec.should_stop(now_ns()) || st.pacer.as_ref().is_some_and(|p| p.missed.is_some());
+                let ready = !halted
                     && match wait {
                         Wait::Due => sleep_until(meta.t0, rec),
                         Wait::Think => st.pacer.as_ref().is_some_and(|p| p.think(rec)) && sleep_until(meta.t0, rec),
