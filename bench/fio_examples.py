@@ -138,6 +138,8 @@ def scale(text: str, root: Path) -> tuple:
                 if p.startswith("/"):
                     p = _moved(p, root)
                     dirs.add(p)
+                elif p and ".." not in p.split("/"):
+                    dirs.add(str(root / p))  # fio wants a relative directory to exist too (fsmeter makes it)
                 new.append(p)
             value = ":".join(new)
         elif key == "filename_format" and value.startswith("/"):
