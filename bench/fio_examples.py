@@ -4,7 +4,8 @@
 
 FIO_CHECKOUT is a clone of axboe/fio, bare or not (default: $FIO_GIT, else bench/peers/fio.git); its
 `examples/*.fio` are read from it, never copied into this project. Each file is scaled down before it runs:
-sizes above 64 MiB become 64m, runtime at most 2 s, ramp_time and startdelay at most 1 s, loops at most 2
+sizes above 64 MiB become 64m (in a file with rate= or rate_iops=, at most what the slowest rate moves in 2 s,
+and at least 64 KiB: a 64 MiB job at 50 IOPS would run for minutes), runtime at most 2 s, ramp_time and startdelay at most 1 s, loops at most 2
 (fsx.fio asks for 500,000), ${FIO_DIR} is the scratch folder, and every absolute
 path (a device, a mount point) moves into a scratch folder (a tmpfs as root), where each named file is created
 at 64 MiB first, as a device of that size would be. Then the file runs under `fsmeter run` and, when fio is
@@ -77,9 +78,35 @@ def _moved(path: str, root: Path) -> str:
     return str(root / ("x" + path.replace("/", "_")))
 
 
+RATED_S = 2
+
+
+def _rate_cap(text: str) -> int:
+    """The most bytes a job of a rated file may move: what its slowest rate (rate=, or rate_iops= times the file's
+    first bs, default 4 KiB) moves in RATED_S seconds, at least 64 KiB; SCALE_BYTES in a file without a rate."""
+    bs, rates = 4096, []
+    for raw in text.splitlines():
+        key, sep, value = raw.strip().partition("=")
+        value = value.split("#")[0].split(";")[0].strip()
+        first = next((p for p in value.split(",") if p.strip()), "")
+        if not sep or not first:
+            continue
+        if key.strip() in ("bs", "blocksize") and _bytes(first) and bs == 4096:
+            bs = _bytes(first)
+        elif key.strip() == "rate" and _bytes(first):
+            rates.append(_bytes(first))
+        elif key.strip() == "rate_iops" and first.strip().isdigit() and int(first):
+            rates.append(("iops", int(first)))
+    if not rates:
+        return SCALE_BYTES
+    per_s = min(r[1] * bs if isinstance(r, tuple) else r for r in rates)
+    return min(SCALE_BYTES, max(64 << 10, per_s * RATED_S // (64 << 10) * (64 << 10)))
+
+
 def scale(text: str, root: Path) -> tuple:
     """(scaled text, files to create at 64 MiB, directories to create)."""
     out, files, dirs = [], set(), set()
+    cap = _rate_cap(text)
     for raw in text.splitlines():
         line = raw.strip()
         key, sep, value = line.partition("=")
@@ -89,8 +116,9 @@ def scale(text: str, root: Path) -> tuple:
             continue
         if key in SIZE_OPTS:
             b = _bytes(value)
-            if b is not None and b > SCALE_BYTES:
-                value = "64m"
+            limit = cap if key not in ("offset", "offset_increment") else SCALE_BYTES
+            if b is not None and b > limit:
+                value = str(limit)
         elif key in ("runtime", "timeout"):
             s = _secs(value)
             value = "2s" if s is None or s > 2 else value
@@ -114,6 +142,8 @@ def scale(text: str, root: Path) -> tuple:
                 if p.startswith("/"):
                     p = _moved(p, root)
                     dirs.add(p)
+                elif p and ".." not in p.split("/"):
+                    dirs.add(str(root / p))  # fio wants a relative directory to exist too (fsmeter makes it)
                 new.append(p)
             value = ":".join(new)
         elif key == "filename_format" and value.startswith("/"):

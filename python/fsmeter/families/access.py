@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import List, Literal, Optional
+from typing import List, Literal, Optional, Tuple
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -182,6 +182,74 @@ class FaultParams(BaseModel):
     keep_bytes: Size = Field(0, ge=0, description="bytes that reach the file (torn and short writes)")
 
 
+class PaceParams(BaseModel):
+    """How fast each thread may issue its requests (fio's rate options and thinktime; engine: access/pace.rs).
+    Pairs are [read, write]; 0 is no limit."""
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    rate_bytes_per_s: Tuple[int, int] = Field((0, 0), description="bytes per second per thread (fio rate)")
+    rate_iops: Tuple[int, int] = Field((0, 0), description="requests per second per thread (fio rate_iops); a byte "
+                                       "rate of the same direction wins")
+    rate_process: Literal["linear", "poisson"] = Field("linear", description="linear: request k due at its share of "
+                                                       "the rate; poisson: exponential gaps of mean 1/IOPS")
+    rate_min_bytes_per_s: Tuple[int, int] = Field((0, 0), description="a thread below this over a rate cycle "
+                                                  "stops (fio rate_min)")
+    rate_min_iops: Tuple[int, int] = Field((0, 0), description="the same in requests per second (fio rate_iops_min)")
+    rate_cycle_ms: int = Field(1000, ge=1, description="the window of the minimum rates (fio rate_cycle)")
+    thinktime_us: int = Field(0, ge=0, description="stall after every thinktime_blocks requests, once they complete")
+    thinktime_spin_us: int = Field(0, ge=0, description="the first part of the stall spent spinning")
+    thinktime_blocks: int = Field(1, ge=1)
+    flow: int = Field(0, ge=0, le=1000, description="weight among the jobs of a group sharing flow_id: their "
+                      "request counts are kept in the ratio of their weights (fio flow); 0: none")
+    flow_id: int = Field(0, ge=0)
+    flow_sleep_us: int = Field(0, ge=0, description="the stall of a thread ahead of its flow share (fio flow_sleep)")
+
+    @model_validator(mode="after")
+    def _check(self):
+        for name in ("rate_bytes_per_s", "rate_iops", "rate_min_bytes_per_s", "rate_min_iops"):
+            if min(getattr(self, name)) < 0:
+                raise ValueError(f"pace.{name}: must be >= 0")
+        if self.thinktime_spin_us > self.thinktime_us:
+            raise ValueError("pace.thinktime_spin_us: more than thinktime_us")
+        paced = any(any(getattr(self, n)) for n in ("rate_bytes_per_s", "rate_iops", "rate_min_bytes_per_s",
+                                                     "rate_min_iops")) or self.thinktime_us
+        if self.flow and paced:
+            raise ValueError("pace.flow: a flow weight cannot be combined with a rate or thinktime in one job")
+        return self
+
+
+class SteadyParams(BaseModel):
+    """Stop a job once its rate is steady (fio's steadystate; engine: access/pace.rs, measure::Steady)."""
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    criterion: Literal["iops", "iops_slope", "bw", "bw_slope"]
+    limit: float = Field(ge=0, description="the criterion's bound (an absolute value, or a % of the mean with pct)")
+    pct: bool = False
+    dur_s: float = Field(gt=0, description="the rolling window judged")
+    ramp_s: float = Field(0.0, ge=0, description="time before the samples are kept")
+    interval_s: float = Field(1.0, gt=0, description="one sample per interval")
+    group: bool = Field(False, description="judge the threads of the reporting group together (group_reporting)")
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.dur_s / self.interval_s < 2:
+            raise ValueError("steadystate.dur_s: make it at least twice interval_s (two samples)")
+        return self
+
+
+class MemPolicyParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    mode: Literal["default", "prefer", "bind", "interleave", "local"]
+    nodes: List[int] = Field(default_factory=list)
+
+
+class PlaceParams(BaseModel):
+    """Where the run phase's threads run and their buffers' memory comes from (fio's cpus_allowed / cpumask /
+    numa_cpu_nodes with cpus_allowed_policy, and numa_mem_policy)."""
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    cpus: List[int] = Field(default_factory=list, description="the CPUs the threads may run on (empty: any)")
+    split: bool = Field(False, description="each thread on one CPU of the set, round robin (cpus_allowed_policy=split)")
+    mem_policy: Optional[MemPolicyParams] = None
+
+
 class AccessParams(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     family: Literal["access"] = "access"
@@ -254,6 +322,12 @@ class AccessParams(BaseModel):
     donor_name: str = Field("", description="e4defrag's donor file, relative to the directory")
     donor_inplace: bool = Field(False, description="e4defrag: allocate the donor's blocks per request and truncate "
                                 "it after (fio's inplace=1), instead of allocating its region before the run")
+    pace: PaceParams = Field(default_factory=PaceParams, description="how fast each thread may issue (fio's rate, "
+                             "rate_iops, rate_process, rate_min, thinktime)")
+    steadystate: Optional[SteadyParams] = Field(None, description="stop once the rate is steady (fio's "
+                                                "steadystate)")
+    place: PlaceParams = Field(default_factory=PlaceParams, description="where the run phase's threads run and "
+                               "their memory comes from (fio's cpus_allowed, numa_cpu_nodes, numa_mem_policy)")
 
     # Set by `fsmeter run --shared-file` under mpirun (fsmeter.mpi.run), never from a workload file:
     # (this rank's region start, the run and verify phases' region start).

@@ -4,7 +4,7 @@ fio job files (fsmeter.interop.fio_map); the engine's spec is `access_group` (ac
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import List, Literal
+from typing import List, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -20,6 +20,14 @@ class GroupJob(BaseModel):
     seed: int = Field(42, ge=0, lt=1 << 64)
     backend: Literal["psync", "io_uring", "null"] = "psync"
     params: AccessParams
+    start_delay_s: float = Field(0.0, ge=0, description="seconds after the group starts before this job does (fio "
+                                 "startdelay)")
+    wait_for: Optional[str] = Field(None, description="an earlier job of the group: this one starts when every "
+                                    "thread of that one is done (fio wait_for)")
+    exit: Literal["none", "group", "stonewall", "all"] = Field(
+        "none", description="what the end of each of its threads stops (fio exitall with exit_what): nothing, its "
+        "reporting group, every job that has started, every job")
+    report_group: int = Field(0, ge=0, description="its reporting group (fio new_group), for exit = group")
 
 
 class AccessGroupParams(BaseModel):
@@ -33,6 +41,9 @@ class AccessGroupParams(BaseModel):
         for n in names:
             if names.count(n) > 1:
                 raise ValueError(f"jobs: two jobs named {n}: give each job its own name")
+        for i, j in enumerate(self.jobs):
+            if j.wait_for is not None and j.wait_for not in names[:i]:
+                raise ValueError(f"jobs: {j.name} waits for {j.wait_for}, which is not an earlier job of the group")
         return self
 
     def check_settings(self, settings) -> None:
@@ -45,7 +56,9 @@ class AccessGroupParams(BaseModel):
         for j in self.jobs:
             spec = j.params.engine_spec()
             spec.pop("family", None)
-            jobs.append({"name": j.name, "threads": j.threads, "seed": j.seed, "backend": j.backend, "workload": spec})
+            jobs.append({"name": j.name, "threads": j.threads, "seed": j.seed, "backend": j.backend, "workload": spec,
+                         "start_delay_s": j.start_delay_s, "wait_for": j.wait_for, "exit": j.exit,
+                         "report_group": j.report_group})
         return {"family": "access_group", "jobs": jobs}
 
 

@@ -14,6 +14,7 @@ from fsmeter.families.access import check_distribution, parse_buffer_pattern
 from fsmeter.interop.fio_jobfile import (FioJob, FioOption, is_percentage, parse_fio_bool, parse_fio_int,
                                          parse_fio_pct, parse_fio_range, parse_fio_size, parse_fio_time_s,
                                          read_jobfile, split_names, unset_message)
+from fsmeter.units import MAX_DURATION_S
 
 #: Options fsmeter maps (the rest of the module says how).
 SUPPORTED = {
@@ -27,6 +28,12 @@ SUPPORTED = {
     "random_distribution", "buffer_pattern", "verify", "do_verify", "verify_interval", "random_generator",
     "zonemode", "zonesize", "zonerange", "zoneskip", "random_sequence_stride", "verify_pattern",
     "stat_type", "donorname", "inplace",
+    # How fast and how long (_pace, map_job, map_jobfile).
+    "rate", "rate_iops", "rate_min", "ratemin", "rate_iops_min", "rate_process", "rate_cycle", "ratecycle",
+    "thinktime", "thinktime_spin", "thinktime_blocks", "startdelay", "wait_for", "exitall", "exit_what",
+    "flow", "flow_id", "flow_sleep", "steadystate", "ss", "steadystate_duration", "ss_dur", "steadystate_ramp_time",
+    "ss_ramp", "steadystate_check_interval", "ss_interval", "cpus_allowed", "cpumask", "cpus_allowed_policy",
+    "numa_cpu_nodes", "numa_mem_policy",
 }
 #: Options accepted because they change nothing fsmeter measures (or counts): why, as the note printed.
 ACCEPTED = {
@@ -49,20 +56,28 @@ ACCEPTED = {
                        "them under fio's names",
     "invalidate": "fio drops the job's files from the page cache before it starts (1, its default) or not (0); "
                   "fsmeter resets caches before each measured phase as --cache says (--cache keep: not at all)",
+    "flow_watermark": "fio ignores it (deprecated): nothing to do",
+    "exitall_on_error": "fio then stops the other jobs when this one fails; in fsmeter an error in any job stops "
+                        "every job and fails the run, always",
 }
 _ACCEPTED_VALUES = {"io_submit_mode": ("inline", "offload")}
 #: Options fsmeter means to support later (the error says "planned"); any other is "not planned".
 PLANNED = {
-    "rate", "rate_iops", "rate_min", "rate_iops_min", "fdatasync", "sync", "file_service_type",
+    "fdatasync", "sync", "file_service_type",
     "zipf", "pareto", "norandommap_percentage", "iodepth_batch",
-    "iodepth_batch_submit", "iodepth_batch_complete", "iodepth_low", "startdelay", "fallocate", "overwrite",
-    "fsync_on_close", "write_barrier", "bs_unaligned", "unified_rw_reporting", "steadystate", "ss", "ss_dur",
-    "ss_ramp", "allrandrepeat", "rwmixcycle", "opendir", "lockfile", "cpus_allowed", "cpumask", "nice", "prio",
-    "write_lat_log", "write_hist_log", "hipri", "fixedbufs", "registerfiles", "sqthread_poll", "exitall",
-    "exitall_on_error", "continue_on_error", "ioscheduler",
+    "iodepth_batch_submit", "iodepth_batch_complete", "iodepth_low", "fallocate", "overwrite",
+    "fsync_on_close", "write_barrier", "bs_unaligned", "unified_rw_reporting", "allrandrepeat", "rwmixcycle", "opendir", "lockfile", "nice", "prio",
+    "write_lat_log", "write_hist_log", "hipri", "fixedbufs", "registerfiles", "sqthread_poll",
+    "continue_on_error", "ioscheduler", "rate_ignore_thinktime", "prioclass", "priohint", "cmdprio_percentage",
+    "cmdprio_class", "cmdprio", "cmdprio_hint", "cmdprio_bssplit", "log_prio",
 }
 #: What a planned option waits for, when it is more than the mapping (the error line says it).
+_IOPRIO_WHY = ("fsmeter sets no I/O priority yet (a thread's ioprio_set, or io_uring's per-request ioprio): the "
+               "requests would all run at the default priority")
 PLANNED_WHY = {
+    **{k: _IOPRIO_WHY for k in ("prio", "prioclass", "priohint", "cmdprio_percentage", "cmdprio_class", "cmdprio",
+                                "cmdprio_hint", "cmdprio_bssplit")},
+    "log_prio": "fsmeter's logs carry no I/O priority (it sets none yet)",
     "write_lat_log": "the engine keeps no latency per sample interval yet, so there is no latency log to write",
     "write_hist_log": "the engine keeps no latency histogram per sample interval yet",
     "verify_backlog": "fio re-reads and checks every N written blocks while the job writes; fsmeter's reads check "
@@ -163,6 +178,16 @@ class MappedJob:
     #: access parameter -> the job file's option it comes from, for errors: (line, name=value as written).
     sources: dict = field(default_factory=dict)
     group_reporting: bool = False
+    #: Run control in a group of concurrent jobs (fio startdelay, wait_for, exitall/exit_what, new_group).
+    start_delay_s: float = 0.0
+    wait_for: Optional[str] = None
+    exit_what: str = "none"
+    report_group: int = 0
+
+    def group_entry(self) -> dict:
+        """This job's run control as a member of an access_group workload."""
+        return {"start_delay_s": self.start_delay_s, "wait_for": self.wait_for, "exit": self.exit_what,
+                "report_group": self.report_group}
 
 
 @dataclass
@@ -190,7 +215,13 @@ class MappedGroup:
 
     @property
     def logs(self) -> list:
-        return []  # fio_workloads refuses logs in a group of concurrent jobs
+        """(job name, kind, file name) of every job's fio logs, written from the job's own samples."""
+        return [(j.name, k, f) for j in self.jobs for k, f in j.logs]
+
+    @property
+    def exit_what(self) -> str:
+        """"all" when a job of the group ends everything (fio exitall with exit_what=all)."""
+        return "all" if any(j.exit_what == "all" for j in self.jobs) else "group"
 
 
 class _Ctx:
@@ -608,7 +639,7 @@ def _accepted_notes(ctx: _Ctx, notes: list) -> None:
                 continue  # fio's default: nothing to say
         elif key == "threads":
             ctx.int("threads", 1, 0)
-        elif key == "percentile_list":
+        elif key in ("percentile_list", "flow_watermark"):
             pass
         elif key in ("clat_percentiles", "lat_percentiles"):
             ctx.flag(key)
@@ -860,6 +891,7 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
             notes.append(f"the existing files are longer than the region ({filesize} bytes): fsmeter keeps them "
                          f"whole and draws random offsets over {layout} bytes (fio: inside the region); the bytes "
                          "and I/O counts are the same")
+    pace = _pace(ctx, entries, notes)
     params = {
         "entries": entries, "alignment": align, "file_count": len(file_names), "file_size": layout,
         "queue_depth": qd, "direct": direct, "fsync_every": ctx.int("fsync", 0, 0), "fsync_end": ctx.flag("end_fsync"),
@@ -867,6 +899,14 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
         "total_bytes": total, "file_names": file_names, "offset": offset,
         "thread_files": thread_files, "reuse_files": True, "buffer_memory": buffer_memory,
     }
+    if pace:
+        params["pace"] = pace
+    steady = _steadystate(ctx, notes)
+    if steady:
+        params["steadystate"] = steady
+    pinning = _place(ctx, notes)
+    if pinning:
+        params["place"] = pinning
     if trim_then_write:
         params["trim_then_write"] = True
         if params["total_bytes"] is not None:
@@ -899,9 +939,24 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
         _fio_engine(ctx, engine, rw, rw_opt, params, notes, numjobs, time_based, loops, ramp, place)
     settings = {"threads": numjobs, "seed": seed, "backend": ENGINES[engine]}
     logs = _logs(ctx, name, numjobs, settings, notes)
+    delay = ctx.job.get("startdelay")
+    start_delay = 0.0
+    if delay is not None:
+        if "-" in (delay.value or "") or ":" in (delay.value or ""):
+            ctx.fail(delay, "a random start delay (a range) is not supported by fsmeter (planned): give one time")
+        start_delay = ctx.time_s("startdelay") or 0.0
+        if start_delay > MAX_DURATION_S:
+            ctx.fail(delay, f"at most {MAX_DURATION_S:.0f} s")
+    exit_what = "group"  # fio's default; map_jobfile turns it off when no job of the file has exitall
+    ew = job.get("exit_what")
+    if ew is not None:
+        exit_what = (ew.value or "").strip()
+        if exit_what not in ("group", "stonewall", "all"):
+            ctx.fail(ew, "use group, stonewall or all")
+    ctx.flag("exitall")
     return MappedJob(name=name, line=job.line, group=group, params=params, settings=settings, notes=notes,
                      fio_rw=rw, dir=place.dir, keep_files=real is not None, logs=logs, sources=_sources(job),
-                     group_reporting=ctx.flag("group_reporting"))
+                     group_reporting=ctx.flag("group_reporting"), start_delay_s=start_delay, exit_what=exit_what)
 
 
 def _fio_engine(ctx: _Ctx, engine: str, rw: str, rw_opt, params: dict, notes: list, numjobs: int, time_based: bool,
@@ -995,6 +1050,289 @@ def _trim_entries(ctx: _Ctx, rw: str, random_pct: int, notes: list) -> tuple:
                  "fio's own file engines issue a block-device discard there")
     return [{"size": size, "weight": 100.0, "read_pct": 0.0, "random_pct": float(random_pct),
              "trim_pct": 100.0}], then_write
+
+
+def _per_dir(ctx: _Ctx, name: str, size: bool) -> Optional[tuple]:
+    """fio's READ[,WRITE[,TRIM]] values (bs's rules): one value for every direction; 'R,' or ',W' leaves the
+    other unlimited. Sizes with fio's suffixes (size=True) or whole numbers. -> (read, write, trim)."""
+    opt = ctx.job.get(name)
+    if opt is None:
+        return None
+    parts = [p.strip() for p in (opt.value or "").split(",")]
+    if len(parts) > 3 or not any(parts):
+        ctx.fail(opt, "give one value, or READ,WRITE (each may be empty: no limit for that direction)")
+    vals = []
+    for p in parts:
+        if not p:
+            vals.append(0)
+            continue
+        try:
+            v = parse_fio_size(p, ctx.kb_base) if size else parse_fio_int(p)
+        except ValueError as exc:
+            ctx.fail(opt, str(exc))
+        if v < 0 or v >= 1 << 62:
+            ctx.fail(opt, "must be >= 0 and less than 2^62")
+        vals.append(v)
+    if len(vals) == 1:
+        vals = vals * 3
+    while len(vals) < 3:
+        vals.append(0)
+    return tuple(vals)
+
+
+def _time_us(ctx: _Ctx, name: str) -> int:
+    """A time option whose plain number is microseconds (fio's thinktime)."""
+    opt = ctx.job.get(name)
+    if opt is None:
+        return 0
+    try:
+        us = int(round(parse_fio_time_s(opt.value or "", default_unit="us") * 1e6))
+    except ValueError as exc:
+        ctx.fail(opt, str(exc))
+    if us > 10 ** 13:
+        ctx.fail(opt, "at most 10^13 microseconds (about four months)")
+    return us
+
+
+def _pace(ctx: _Ctx, entries: list, notes: list) -> Optional[dict]:
+    """fio's rate, rate_iops, rate_min (ratemin), rate_iops_min, rate_process, rate_cycle (ratecycle) and
+    thinktime, thinktime_spin, thinktime_blocks -> the access workload's pace (per thread: fio paces every clone
+    of a job on its own)."""
+    out: dict = {}
+    trims = any(e.get("trim_pct") for e in entries)
+    for keys, param, size in ((("rate",), "rate_bytes_per_s", True), (("rate_iops",), "rate_iops", False),
+                              (("rate_min", "ratemin"), "rate_min_bytes_per_s", True),
+                              (("rate_iops_min",), "rate_min_iops", False)):
+        given = [k for k in keys if ctx.job.get(k) is not None]
+        if not given:
+            continue
+        key = max(given, key=lambda k: ctx.job.get(k).line)  # an alias: the later line wins, as in fio
+        vals = _per_dir(ctx, key, size)
+        if trims:
+            ctx.fail(ctx.job.get(key), "pacing trims is not supported by fsmeter (planned): remove it, or run this "
+                                       "job with fio")
+        if any(vals[:2]):
+            out[param] = [vals[0], vals[1]]
+    proc = ctx.job.get("rate_process")
+    if proc is not None:
+        p = (proc.value or "").strip()
+        if p not in ("linear", "poisson"):
+            ctx.fail(proc, "use linear or poisson")
+        if p == "poisson":
+            if not (out.get("rate_bytes_per_s") or out.get("rate_iops")):
+                ctx.fail(proc, "poisson paces a rate: give rate= or rate_iops= too")
+            out["rate_process"] = p
+    cyc = [k for k in ("rate_cycle", "ratecycle") if ctx.job.get(k) is not None]
+    if cyc:
+        key = max(cyc, key=lambda k: ctx.job.get(k).line)
+        out["rate_cycle_ms"] = ctx.int(key, 1000, 1, 1 << 31)
+    think = _time_us(ctx, "thinktime")
+    if think:
+        out["thinktime_us"] = think
+        spin = _time_us(ctx, "thinktime_spin")
+        if spin > think:
+            ctx.fail(ctx.job.get("thinktime_spin"), f"more than thinktime ({think} us): make it at most thinktime")
+        if spin:
+            out["thinktime_spin_us"] = spin
+        blocks = ctx.int("thinktime_blocks", 1, 1, 1 << 31)
+        if blocks > 1:
+            out["thinktime_blocks"] = blocks
+        if trims:
+            ctx.fail(ctx.job.get("thinktime"), "thinktime with trims is not supported by fsmeter (planned): remove "
+                                               "it, or run this job with fio")
+    flow = ctx.int("flow", 0, 0, 1000)
+    if flow:
+        if out:
+            ctx.fail(ctx.job.get("flow"), "flow with a rate or thinktime in one job is not supported by fsmeter "
+                                          "(planned): remove one, or run this job with fio")
+        if trims:
+            ctx.fail(ctx.job.get("flow"), "flow with trims is not supported by fsmeter (planned): remove it, or run "
+                                          "this job with fio")
+        out["flow"] = flow
+        if ctx.job.get("flow_id") is not None:
+            out["flow_id"] = ctx.int("flow_id", 0, 0, 1 << 31)
+        if ctx.job.get("flow_sleep") is not None:
+            out["flow_sleep_us"] = ctx.int("flow_sleep", 0, 0, 1 << 40)
+        notes.append("flow: the jobs of this group with the same flow_id keep their request counts in the ratio of "
+                     "their weights (each thread counts on its own, as fio's clones do); a job alone in its group "
+                     "has no one to keep pace with")
+        return out
+    if not out:
+        return None
+    for d in (0, 1):
+        r = out.get("rate_bytes_per_s", [0, 0])[d]
+        if out.get("rate_process") == "poisson" and r:
+            small = min((e["size"] for e in entries if (e["read_pct"] > 0) == (d == 0) or 0 < e["read_pct"] < 100),
+                        default=0)
+            if small and r < small:
+                ctx.fail(ctx.job.get("rate"), f"{r} B/s is less than one {small}-byte request per second: a Poisson "
+                                              "process needs at least 1 IOPS (fio's too)")
+    if out.get("rate_bytes_per_s") or out.get("rate_iops"):
+        notes.append("rate: each thread paces its own requests (fio: each clone of the job) on the monotonic clock; "
+                     "a request not yet due waits once nothing is in flight (fio's inline submission), and the "
+                     "direction is the mix's draw (fio may switch to the other direction when that one is due first)")
+    if out.get("rate_min_bytes_per_s") or out.get("rate_min_iops"):
+        notes.append("rate_min: a thread below the minimum over a rate cycle (after 2 s) stops and the phase report "
+                     "warns (fio ends the job with an error)")
+    return out
+
+
+def _id_list(ctx: _Ctx, opt, text: str, what: str, limit: int) -> list:
+    """fio's CPU and node lists: 'all', or numbers and A-B ranges separated by commas."""
+    if text.strip() == "all":
+        return list(range(limit))
+    out = []
+    for part in text.split(","):
+        lo, sep, hi = part.strip().partition("-")
+        try:
+            a = parse_fio_int(lo)
+            b = parse_fio_int(hi) if sep else a
+        except ValueError:
+            ctx.fail(opt, f"{part.strip()!r}: give {what} numbers and A-B ranges separated by commas, or all")
+        if a < 0 or b < a:
+            ctx.fail(opt, f"{part.strip()!r}: a range runs from a lower to a higher {what} number")
+        out.extend(range(a, b + 1))
+    return sorted(set(out))
+
+
+def _numa_nodes() -> dict:
+    """This machine's NUMA nodes -> their CPUs (Linux sysfs); one node 0 with every CPU when there is no NUMA."""
+    base = Path("/sys/devices/system/node")
+    nodes = {}
+    for d in sorted(base.glob("node[0-9]*")) if base.is_dir() else []:
+        try:
+            text = (d / "cpulist").read_text().strip()
+        except OSError:
+            continue
+        cpus = []
+        for part in filter(None, text.split(",")):
+            lo, _, hi = part.partition("-")
+            cpus.extend(range(int(lo), int(hi or lo) + 1))
+        nodes[int(d.name[4:])] = cpus
+    return nodes or {0: sorted(os.sched_getaffinity(0))}
+
+
+def _place(ctx: _Ctx, notes: list) -> Optional[dict]:
+    """cpus_allowed / cpumask / numa_cpu_nodes (with cpus_allowed_policy) and numa_mem_policy -> where the job's
+    threads run (sched_setaffinity) and where their buffers' memory comes from (set_mempolicy)."""
+    out: dict = {}
+    allowed = sorted(os.sched_getaffinity(0))
+    given = [k for k in ("cpus_allowed", "cpumask", "numa_cpu_nodes") if ctx.job.get(k) is not None]
+    if len(given) > 1:
+        ctx.fail(ctx.job.get(given[1]), f"give one of {', '.join(given)}: fsmeter does not combine them (fio lets the "
+                                        "later one win in a way that depends on its build)")
+    if given:
+        key = given[0]
+        opt = ctx.job.get(key)
+        value = (opt.value or "").strip()
+        if key == "cpus_allowed":
+            cpus = _id_list(ctx, opt, value, "CPU", os.cpu_count() or 1)
+        elif key == "cpumask":
+            try:
+                mask = parse_fio_int(value)
+            except ValueError:
+                ctx.fail(opt, "give a bit mask of CPUs (a decimal or 0x number)")
+            cpus = [c for c in range(mask.bit_length()) if mask >> c & 1]
+        else:
+            nodes = _numa_nodes()
+            want = _id_list(ctx, opt, value, "node", max(nodes) + 1)
+            missing = [n for n in want if n not in nodes]
+            if missing:
+                ctx.fail(opt, f"NUMA node {missing[0]} does not exist on this machine (its nodes: "
+                              f"{', '.join(map(str, sorted(nodes)))}): name nodes it has")
+            cpus = sorted({c for n in want for c in nodes[n]})
+        outside = [c for c in cpus if c not in allowed]
+        if not cpus or outside:
+            ctx.fail(opt, f"CPU {outside[0] if outside else '(none)'} is not one this process may run on (CPUs "
+                          f"{', '.join(map(str, allowed))}): name CPUs among them")
+        out["cpus"] = cpus
+        pol = ctx.job.get("cpus_allowed_policy")
+        if pol is not None:
+            p = (pol.value or "").strip()
+            if p not in ("shared", "split"):
+                ctx.fail(pol, "use shared or split")
+            if p == "split":
+                out["split"] = True
+        notes.append(f"{opt.as_written}: the job's threads run on CPUs {cpus}"
+                     + (" (one each, round robin)" if out.get("split") else "") + " (sched_setaffinity)")
+    mp = ctx.job.get("numa_mem_policy")
+    if mp is not None:
+        mode, _, nodelist = (mp.value or "").strip().partition(":")
+        mode = mode.strip()
+        if mode not in ("default", "prefer", "bind", "interleave", "local"):
+            ctx.fail(mp, "use default, prefer:N, bind:NODES, interleave:NODES or local")
+        nodes = _numa_nodes()
+        want = _id_list(ctx, mp, nodelist, "node", max(nodes) + 1) if nodelist.strip() else []
+        if mode in ("default", "local") and want:
+            ctx.fail(mp, f"{mode} takes no nodes: write numa_mem_policy={mode}")
+        if mode in ("prefer", "bind", "interleave") and not want:
+            ctx.fail(mp, f"{mode} needs nodes: write numa_mem_policy={mode}:0")
+        if mode == "prefer" and len(want) != 1:
+            ctx.fail(mp, "prefer takes one node")
+        missing = [n for n in want if n not in nodes]
+        if missing:
+            ctx.fail(mp, f"NUMA node {missing[0]} does not exist on this machine (its nodes: "
+                         f"{', '.join(map(str, sorted(nodes)))}): the policy cannot be honoured; name nodes it has")
+        out["mem_policy"] = {"mode": mode, "nodes": want}
+        notes.append(f"{mp.as_written}: each thread's buffers are allocated under this policy (set_mempolicy)")
+    return out or None
+
+
+def _alias(ctx: _Ctx, names: tuple):
+    """The option among fio's aliases that the job sets (the later line wins, as in fio), or None."""
+    given = [n for n in names if ctx.job.get(n) is not None]
+    return max(given, key=lambda n: ctx.job.get(n).line) if given else None
+
+
+def _steadystate(ctx: _Ctx, notes: list) -> Optional[dict]:
+    """fio's steadystate (ss) = CRITERION:LIMIT[%], steadystate_duration (ss_dur), steadystate_ramp_time (ss_ramp),
+    steadystate_check_interval (ss_interval); times in seconds unless a unit is given. Without a duration fio
+    does not judge steady state (its default is 0)."""
+    dur_key = _alias(ctx, ("steadystate_duration", "ss_dur"))
+    crit_key = _alias(ctx, ("steadystate", "ss"))
+    dur = 0.0
+    if dur_key is not None:
+        dur = ctx.time_s(dur_key) or 0.0
+    if not dur:
+        if crit_key is not None:
+            notes.append(f"{ctx.job.get(crit_key).as_written}: without steadystate_duration (ss_dur) fio judges no "
+                         "steady state; nor does fsmeter")
+        return None
+    crit_opt = ctx.job.get(crit_key) if crit_key else None
+    text = (crit_opt.value or "").strip() if crit_opt is not None else "iops_slope:0.01%"
+    kind, sep, lim = text.partition(":")
+    kind = kind.strip()
+    if kind in ("lat", "lat_slope"):
+        ctx.fail(crit_opt, "a latency criterion is not supported by fsmeter yet (planned: the engine keeps no latency "
+                           "per sample interval): use iops, iops_slope, bw or bw_slope, or run this job with fio")
+    if kind not in ("iops", "iops_slope", "bw", "bw_slope") or not sep:
+        ctx.fail(crit_opt, "write CRITERION:LIMIT, CRITERION one of iops, iops_slope, bw, bw_slope (e.g. iops:10%)")
+    lim = lim.strip()
+    pct = lim.endswith("%")
+    try:
+        limit = float(lim[:-1] if pct else lim)
+    except ValueError:
+        ctx.fail(crit_opt, f"{lim!r} is not a number: write e.g. {kind}:10% or {kind}:2")
+    if not (limit >= 0) or limit == float("inf"):
+        ctx.fail(crit_opt, "the limit must be a number >= 0")
+    ramp_key = _alias(ctx, ("steadystate_ramp_time", "ss_ramp"))
+    iv_key = _alias(ctx, ("steadystate_check_interval", "ss_interval"))
+    interval = (ctx.time_s(iv_key) if iv_key else None) or 1.0
+    if dur / interval > 100_000:
+        ctx.fail(ctx.job.get(iv_key) or ctx.job.get(dur_key), "more than 100,000 samples in the window: make the check "
+                                                              "interval longer")
+    if dur / interval < 2:
+        ctx.fail(ctx.job.get(dur_key), f"the window holds fewer than two samples of {interval:g} s: make it at least "
+                                       "twice the check interval")
+    out = {"criterion": kind, "limit": limit, "pct": pct, "dur_s": dur, "interval_s": interval,
+           "ramp_s": (ctx.time_s(ramp_key) if ramp_key else None) or 0.0, "group": ctx.flag("group_reporting")}
+    for key, v in ((dur_key, dur), (ramp_key, out["ramp_s"]), (iv_key, interval)):
+        if v > MAX_DURATION_S:
+            ctx.fail(ctx.job.get(key), f"at most {MAX_DURATION_S:.0f} s")
+    notes.append(f"steadystate={kind}:{lim}: every {interval:g} s the {'bandwidth' if kind.startswith('bw') else 'IOPS'} "
+                 f"of {'the reporting group' if out['group'] else 'each thread'} is sampled; once {dur:g} s of samples "
+                 "(after the ramp) meet the criterion, it stops, as fio's does")
+    return out
 
 
 def _distribution(ctx: _Ctx, notes: list) -> str:
@@ -1244,18 +1582,54 @@ def map_jobfile(path: Path, target: Optional[Path] = None, dir_given: bool = Tru
     group = -1
     names: set = set()
     thread_no = 1
+    report_group, exitall = 0, False
     for i, job in enumerate(jf.jobs):
         wait = job.get("stonewall") or job.get("wait_for_previous")
-        if i == 0 or (wait is not None and _wait_flag(where, wait)):
+        stonewall = wait is not None and _wait_flag(where, wait)
+        if i == 0 or stonewall:
             group += 1
+        new = job.get("new_group")
+        if i > 0 and (stonewall or (new is not None and _wait_flag(where, new))):
+            report_group += 1  # fio's groupid: a new one at each stonewall or new_group
         m = map_job(where, job, group, target, dir_given)
         if m.name in names:
             raise UserError(f"{where} line {job.line}: a second job named {m.name}: give each job its own name")
         names.add(m.name)
         m.logs = [(k, f.replace("{n}", str(thread_no))) for k, f in m.logs]  # fio numbers logs by thread, from 1
         thread_no += int(m.settings["threads"])
+        m.report_group = report_group
+        ea = job.get("exitall")
+        exitall = exitall or (ea is not None and _wait_flag(where, ea))
+        _wait_for(where, job, m, out)
         out.append(m)
+    for m in out:
+        if not exitall:
+            m.exit_what = "none"  # fio: exit_what only acts with exitall (set by any job, for every job)
+        elif m.exit_what == "all":
+            m.notes.append("exitall with exit_what=all: when one of its threads ends, every job stops, and the "
+                           "groups after this one do not run")
     return out
+
+
+def _wait_for(where: str, job, m: MappedJob, before: list) -> None:
+    """fio's wait_for=NAME: the job starts once every clone of the earlier job NAME is done. In the same stonewall
+    group that is the engine's wait; a job of an earlier group is done before this group starts anyway."""
+    opt = job.get("wait_for")
+    if opt is None:
+        return
+    name = (opt.value or "").strip()
+    waitee = [b for b in before if b.name == name]
+    if not waitee:
+        raise UserError(f"{where} line {opt.line}: wait_for={name}: no job named {name} before this one (fio, too, "
+                        "waits only for a job defined earlier in the file): name an earlier job")
+    if waitee[0].group == m.group:
+        m.wait_for = name
+        if m.start_delay_s:
+            m.notes.append(f"wait_for={name} with startdelay: the job starts when {name} is done, and not before its "
+                           "start delay")
+    else:
+        m.notes.append(f"wait_for={name}: {name} runs in an earlier group (a stonewall between them), so it is done "
+                       "before this job starts")
 
 
 def _wait_flag(where: str, opt) -> bool:
@@ -1276,8 +1650,14 @@ def group_jobs(jobs: list, taken: set) -> list:
             out.append([m])
     items = []
     for ms in out:
-        if len(ms) == 1:
-            items.append(ms[0])
+        # A job alone in its group is an access workload, unless exitall makes the end of one of its clones stop
+        # the others (fio: the same reporting group), which only a group's harness does.
+        if len(ms) == 1 and not (ms[0].exit_what != "none" and int(ms[0].settings["threads"]) > 1):
+            m = ms[0]
+            if m.start_delay_s:
+                m.notes.append(f"startdelay: fio starts the job {m.start_delay_s:g} s late; nothing runs beside it (a "
+                               "group of its own), so fsmeter starts it at once: the same work")
+            items.append(m)
             continue
         name = f"group{ms[0].group}"
         while name in taken:
@@ -1321,11 +1701,8 @@ def fio_workloads(ref: str, target: Optional[Path] = None, dir_given: bool = Tru
                                     f"job {item.jobs[0].name} of its group, at the same time, in "
                                     f"{item.jobs[0].dir or 'the --dir folder'}: fsmeter runs the jobs of one group in "
                                     "one directory (planned): give them one directory=, or put stonewall between them")
-                if j.logs:
-                    raise UserError(f"{path} line {j.line}: job {j.name}: fio logs (write_bw_log, write_iops_log) of a "
-                                    "job that runs at the same time as others are not supported by fsmeter yet "
-                                    "(planned): put stonewall before it, or remove the log option")
-            params = {"jobs": [{"name": j.name, **j.settings, "params": dict(j.params)} for j in item.jobs]}
+            params = {"jobs": [{"name": j.name, **{k: j.settings[k] for k in ("threads", "seed", "backend")},
+                                "params": dict(j.params), **j.group_entry()} for j in item.jobs]}
             d = WorkloadDef(name=f"{path.name}:{item.name}", family=FAMILIES["access_group"],
                             description=f"fio jobs {', '.join(j.name for j in item.jobs)} of {path} (line "
                                         f"{item.line}), run at the same time",

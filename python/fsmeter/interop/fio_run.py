@@ -33,9 +33,18 @@ def plan_jobfile(ref: str, directory: Optional[Path], overrides: dict) -> list:
             raise UserError(f"{path} line {m.line}: the jobs of group {m.group} ({', '.join(j.name for j in m.jobs)}) "
                             f"run {threads} threads at the same time, more than fsmeter's 4096: lower numjobs")
         d.params = {"jobs": [{"name": j.name, "threads": b.settings.threads, "seed": b.settings.seed,
-                              "backend": b.settings.backend, "params": b.params.model_dump(exclude={"record_size"})}
+                              "backend": b.settings.backend, "params": b.params.model_dump(exclude={"record_size"}),
+                              **j.group_entry()}
                              for j, b in zip(m.jobs, built)]}
         d.settings = {"threads": threads}
+        # log_avg_msec sets the sample interval, which is the group's (one sampler for the phase).
+        intervals = {j.settings["interval_s"] for j in m.jobs if "interval_s" in j.settings}
+        if len(intervals) > 1:
+            raise UserError(f"{path} line {m.line}: the jobs of group {m.group} ({', '.join(j.name for j in m.jobs)}) "
+                            "give different log_avg_msec values, and fsmeter samples a group's jobs together: give "
+                            "them one log_avg_msec")
+        if intervals:
+            d.settings["interval_s"] = intervals.pop()
         group_overrides = {k: v for k, v in overrides.items() if k == "interval_s"}
         job = build_job(d, place, group_overrides)
         job.members = built  # each job's own engine dict, for the result document
@@ -58,7 +67,7 @@ def run_jobfile(jobs: list, ref: str, console: Console, **run_opts) -> dict:
     for _job, m in jobs:
         for note in m.notes:
             console.print(f"[dim]note:[/] {m.name}: {note}", highlight=False)
-    for job, m in jobs:
+    for idx, (job, m) in enumerate(jobs):
         try:
             one = run_job(job, console, **{**run_opts, "keep_files": run_opts.get("keep_files") or m.keep_files})
         except UserError as exc:
@@ -73,6 +82,12 @@ def run_jobfile(jobs: list, ref: str, console: Console, **run_opts) -> dict:
                                        "group": m.group, "phase": m.name}
             for rep in one["phases"].values():
                 _order_jobs(rep, m)
+            run = one["phases"].get("run")
+            for name, kind, fname in m.logs:
+                jr = ((run or {}).get("jobs") or {}).get(name)
+                if jr is not None:
+                    write_fio_log(Path(fname), jr, kind, since_s=float(jr.get("start_s") or 0.0))
+                    console.print(f"wrote {fname}", highlight=False)
         else:
             doc["jobs"][m.name] = {"job": one["job"], "fio_line": m.line, "notes": m.notes, "group": m.group,
                                    "phase": m.name}
@@ -92,6 +107,14 @@ def run_jobfile(jobs: list, ref: str, console: Console, **run_opts) -> dict:
             doc["metrics"][f"{m.name}:{k}"] = v
         if one["interrupted"]:
             doc["interrupted"] = True
+            break
+        if m.exit_what == "all":
+            # fio's exitall with exit_what=all: the job's end stopped every job, those of later groups too.
+            later = [x.name for _, x in jobs[idx + 1:]]
+            if later:
+                console.print(f"[dim]note:[/] {m.name}: exit_what=all: {', '.join(later)} not run, as in fio",
+                              highlight=False)
+                doc["exit_all"] = {"after": m.name, "not_run": later}
             break
     return doc
 
@@ -145,11 +168,12 @@ def group_line(rep: dict) -> str:
     return f"  group {g['group']} (all jobs): " + "; ".join(parts or ["no data moved"])
 
 
-def fio_log_lines(report: dict, kind: str) -> list:
+def fio_log_lines(report: dict, kind: str, since_s: float = 0.0) -> list:
     """fio's bandwidth (KiB/s) or IOPS log of one measured phase, as fio writes it with log_avg_msec: per
     sample interval and direction that did I/O, 'time ms, value, direction, 0, 0' (time: the interval's end
     since the phase started; direction 0 read, 1 write; block size and priority 0, as in fio 3's averaged
-    lines).
+    lines). `since_s`: when the job started in its phase (a job of a group that starts late): its log's times
+    count from its own start, as fio's do, and intervals before it are left out.
     Bandwidth is the interval's bytes of that direction: the interval's I/Os of it times the direction's mean
     request size over the phase (exact for one request size)."""
     ops = report.get("ops") or {}
@@ -158,7 +182,10 @@ def fio_log_lines(report: dict, kind: str) -> list:
         dur = float(iv.get("dur_s") or 0)
         if dur <= 0:
             continue
-        end_ms = int(round(float(iv.get("t_s") or 0) * 1000))  # t_s: the interval's end
+        t_end = float(iv.get("t_s") or 0) - since_s
+        if t_end <= 0:
+            continue  # before the job started
+        end_ms = int(round(t_end * 1000))  # t_s: the interval's end
         by_kind = iv.get("ops_by_kind") or {}
         for ddir, name in ((0, "read"), (1, "write")):
             o = ops.get(name) or {}
@@ -173,5 +200,5 @@ def fio_log_lines(report: dict, kind: str) -> list:
     return lines
 
 
-def write_fio_log(path: Path, report: dict, kind: str) -> None:
-    path.write_text("".join(line + "\n" for line in fio_log_lines(report, kind)), encoding="utf-8")
+def write_fio_log(path: Path, report: dict, kind: str, since_s: float = 0.0) -> None:
+    path.write_text("".join(line + "\n" for line in fio_log_lines(report, kind, since_s)), encoding="utf-8")

@@ -402,7 +402,7 @@ where
     Setup: Fn(usize) -> Result<S> + Sync,
     F: Fn(&mut S, &mut Recorder) -> Result<T> + Sync,
 {
-    let one = [GroupMember { threads: nthreads, warmup_ns: timing.warmup_ns, duration_ns: timing.duration_ns }];
+    let one = [GroupMember::new(nthreads, timing.warmup_ns, timing.duration_ns)];
     run_group(phase, &one, timing.interval_ns, ctl, kinds, sigfig, work_total, setup, work)
         .map(|(report, _, results)| (report, results))
 }
@@ -414,6 +414,162 @@ pub struct GroupMember {
     pub threads: usize,
     pub warmup_ns: u64,
     pub duration_ns: Option<u64>,
+    /// Its workers start this long after the phase's start (fio's startdelay) ...
+    pub start_delay_ns: u64,
+    /// ... and not before every worker of this member (an index) is done (fio's wait_for).
+    pub wait_for: Option<usize>,
+    /// Whom the end of each of its workers stops (fio's exitall with exit_what).
+    pub exit: Exit,
+    /// Its reporting group (fio's groupid: a new one at each stonewall or new_group), for Exit::Group.
+    pub report_group: u32,
+    /// Stop when its rate is steady (fio's steadystate), judged per worker or per reporting group.
+    pub steady: Option<Steady>,
+}
+
+impl GroupMember {
+    /// A member that starts with the phase and stops no one.
+    pub fn new(threads: usize, warmup_ns: u64, duration_ns: Option<u64>) -> GroupMember {
+        GroupMember {
+            threads,
+            warmup_ns,
+            duration_ns,
+            start_delay_ns: 0,
+            wait_for: None,
+            exit: Exit::None,
+            report_group: 0,
+            steady: None,
+        }
+    }
+}
+
+/// fio's steady-state detection (steadystate.c): every `interval_ns` the coordinator takes the
+/// I/O rate (operations or bytes per second of the kinds in `kinds_mask`) of a unit since the last
+/// check; after `ramp_ns` (and one interval more) it keeps the last `dur_ns / interval_ns` of them.
+/// Once the window is full, each check computes the criterion over it: the least-squares slope of
+/// the values against their index (`slope`), or the largest distance of a value from their mean;
+/// with `pct`, as a percentage of the mean. Below `limit` (the slope's absolute value), the unit is
+/// steady and its workers stop. A unit is one worker (fio: one clone), or with `group` every worker
+/// of the members of the reporting group (fio's group_reporting).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Steady {
+    pub bw: bool,
+    pub slope: bool,
+    pub pct: bool,
+    pub limit: f64,
+    pub dur_ns: u64,
+    pub ramp_ns: u64,
+    pub interval_ns: u64,
+    pub group: bool,
+    pub kinds_mask: u32,
+}
+
+/// One unit's steady-state bookkeeping, kept by the coordinator (never on a worker's path).
+struct SteadyUnit {
+    spec: Steady,
+    threads: Vec<usize>,
+    members: Vec<usize>,
+    next: u64,
+    prev: Option<(u64, u64)>,
+    ramp_end: Option<u64>,
+    window: std::collections::VecDeque<f64>,
+    attained: bool,
+}
+
+impl SteadyUnit {
+    fn new(spec: Steady, threads: Vec<usize>, members: Vec<usize>) -> SteadyUnit {
+        let n = (spec.dur_ns / spec.interval_ns.max(1)) as usize;
+        SteadyUnit {
+            spec,
+            threads,
+            members,
+            next: 0,
+            prev: None,
+            ramp_end: None,
+            window: std::collections::VecDeque::with_capacity(n),
+            attained: false,
+        }
+    }
+
+    /// One check, when its time has come: true when the unit has just become steady.
+    fn check(&mut self, now: u64, counters: &[ThreadCounters], started_at: &[AtomicU64], nk: usize) -> bool {
+        // The unit's clock starts when its first member starts (fio: the job's epoch).
+        let start = self.members.iter().map(|&m| started_at[m].load(SeqCst)).filter(|&t| t != 0).min();
+        let Some(start) = start else { return false };
+        if self.next == 0 {
+            // fio begins recording one check interval after the ramp time (at once without one).
+            let extra = if self.spec.ramp_ns > 0 { self.spec.interval_ns } else { 0 };
+            self.next = start + self.spec.interval_ns;
+            self.ramp_end = Some(start + self.spec.ramp_ns + extra);
+        }
+        if now < self.next {
+            return false;
+        }
+        self.next = now + self.spec.interval_ns;
+        let (mut ops, mut bytes) = (0u64, 0u64);
+        for &t in &self.threads {
+            for k in 0..nk {
+                if self.spec.kinds_mask & (1 << k) != 0 {
+                    ops += counters[t].ops[k].load(Relaxed);
+                    bytes += counters[t].bytes[k].load(Relaxed);
+                }
+            }
+        }
+        let value = if self.spec.bw { bytes } else { ops };
+        let prev = self.prev.replace((now, value));
+        let Some((t0, v0)) = prev else { return false };
+        if now < self.ramp_end.unwrap_or(0) || now <= t0 {
+            return false;
+        }
+        let n = (self.spec.dur_ns / self.spec.interval_ns.max(1)) as usize;
+        if self.window.len() == n {
+            self.window.pop_front();
+        }
+        // Per second (fio scales by the check's actual length the same way).
+        self.window.push_back((value - v0) as f64 * 1e9 / (now - t0) as f64);
+        if self.window.len() < n || n < 2 {
+            return false;
+        }
+        if self.criterion() < self.spec.limit {
+            self.attained = true;
+            return true;
+        }
+        false
+    }
+
+    /// The criterion over a full window (fio's steadystate_slope / steadystate_deviation).
+    fn criterion(&self) -> f64 {
+        let n = self.window.len() as f64;
+        let mean = self.window.iter().sum::<f64>() / n;
+        let value = if self.spec.slope {
+            let sum_x = n * (n - 1.0) / 2.0;
+            let sum_x_sq = (n - 1.0) * n * (2.0 * n - 1.0) / 6.0;
+            let sum_y: f64 = self.window.iter().sum();
+            let sum_xy: f64 = self.window.iter().enumerate().map(|(i, y)| i as f64 * y).sum();
+            ((sum_xy - sum_x * sum_y / n) / (sum_x_sq - sum_x * sum_x / n)).abs()
+        } else {
+            self.window.iter().map(|y| (y - mean).abs()).fold(0.0, f64::max)
+        };
+        if self.spec.pct {
+            if mean > 0.0 {
+                100.0 * value / mean
+            } else {
+                f64::INFINITY
+            }
+        } else {
+            value
+        }
+    }
+}
+
+/// What the end of a member's worker stops in its phase, as fio's exitall does when a job (a
+/// clone) of it ends: nothing; the members of its reporting group; every member that has started
+/// (exit_what=stonewall); or every member, started or not (exit_what=all).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit {
+    None,
+    Group,
+    Stonewall,
+    All,
 }
 
 /// What one member of a group phase did, from its own threads' counters and histograms: its
@@ -472,10 +628,39 @@ where
     let gate = StartGate::new();
     let start_at = AtomicU64::new(0);
     let finished = AtomicUsize::new(0);
-    // Workers watch `halt`, not the caller's flag: the coordinator copies a
-    // requested stop into it, and a worker that fails sets it so the others
-    // do not run on to the deadline.
-    let halt = AtomicBool::new(false);
+    // Workers watch their own `halts` flag, not the caller's flag: the coordinator copies a
+    // requested stop into every one, a worker that fails sets every one so the others do not run
+    // on to the deadline, and a member's exit (fio's exitall) sets those it stops.
+    let halts: Vec<AtomicBool> = (0..nthreads).map(|_| AtomicBool::new(false)).collect();
+    let halt_all = |halts: &[AtomicBool]| {
+        for h in halts {
+            h.store(true, SeqCst);
+        }
+    };
+    // Per member: workers done, the latest end of their work, whether it has started, when (its
+    // own start: the phase's, later by its start delay or the end of the member it waits for).
+    let done_threads: Vec<AtomicUsize> = members.iter().map(|_| AtomicUsize::new(0)).collect();
+    let done_at: Vec<AtomicU64> = members.iter().map(|_| AtomicU64::new(0)).collect();
+    let started_at: Vec<AtomicU64> = members.iter().map(|_| AtomicU64::new(0)).collect();
+    let mut steady_units: Vec<SteadyUnit> = Vec::new();
+    for (m, g) in members.iter().enumerate() {
+        let Some(spec) = g.steady else { continue };
+        if spec.group {
+            if let Some(u) = steady_units
+                .iter_mut()
+                .find(|u| u.spec.group && u.members.iter().any(|&o| members[o].report_group == g.report_group))
+            {
+                u.threads.extend(ranges[m].clone());
+                u.members.push(m);
+                continue;
+            }
+            steady_units.push(SteadyUnit::new(spec, ranges[m].clone().collect(), vec![m]));
+        } else {
+            for t in ranges[m].clone() {
+                steady_units.push(SteadyUnit::new(spec, vec![t], vec![m]));
+            }
+        }
+    }
     let setup_failed = AtomicBool::new(false);
     // Saturating: a duration too long to add to the clock means "no deadline", never a deadline that
     // wrapped round to the past (which measured one operation and called the phase done).
@@ -498,19 +683,22 @@ where
         let mut handles = Vec::with_capacity(nthreads);
         let mut spawn_err: Option<(usize, std::io::Error)> = None;
         for tid in 0..nthreads {
-            let member = &members[member_of[tid]];
-            let (counters, gate, start_at, finished, work, setup, halt, setup_failed, coordinator, deadline_of) = (
+            let mi = member_of[tid];
+            let member = &members[mi];
+            let (counters, gate, start_at, finished, work, setup, halts, setup_failed, coordinator, deadline_of) = (
                 &counters,
                 &gate,
                 &start_at,
                 &finished,
                 &work,
                 &setup,
-                &halt,
+                &halts[..],
                 &setup_failed,
                 &coordinator,
                 &deadline_of,
             );
+            let (done_threads, done_at, started_at, halt_all, ranges) =
+                (&done_threads, &done_at, &started_at, &halt_all, &ranges);
             let spawned = std::thread::Builder::new().spawn_scoped(scope, move || {
                 let shared = &counters[tid];
                 let hists = (0..nk).map(|_| LatHist::new(sigfig)).collect();
@@ -519,7 +707,13 @@ where
                     setup_failed.store(true, SeqCst);
                 }
                 gate.arrive_and_wait();
-                let start = start_at.load(SeqCst);
+                let halt = &halts[tid];
+                let start = member_start(start_at.load(SeqCst), member, members, halt, done_threads, done_at);
+                if let Some(t) = start {
+                    started_at[mi].store(t, SeqCst);
+                }
+                let begun = start.is_some();
+                let start = start.unwrap_or(0);
                 let mut rec = Recorder {
                     tid,
                     measure_start_ns: start.saturating_add(member.warmup_ns),
@@ -534,13 +728,32 @@ where
                 };
                 let work_start = now_ns();
                 let out: Result<Option<T>> = match state {
+                    // Stopped before it started (a stop, another member's exit): no work.
+                    Ok(_) if !begun => Ok(None),
                     Ok(mut st) if !setup_failed.load(SeqCst) => work(&mut st, &mut rec).map(Some),
                     Ok(_) => Ok(None),
                     Err(e) => Err(e),
                 };
                 let work_end = now_ns();
                 if out.is_err() {
-                    halt.store(true, SeqCst);
+                    halt_all(halts);
+                }
+                done_at[mi].fetch_max(work_end, SeqCst);
+                done_threads[mi].fetch_add(1, SeqCst);
+                // fio's exitall: the end of this worker (a clone of the job) stops others; a worker
+                // stopped before it started never ran, so it stops no one.
+                for (k, g) in members.iter().enumerate().filter(|_| begun) {
+                    let stop = match member.exit {
+                        Exit::None => false,
+                        Exit::Group => g.report_group == member.report_group,
+                        Exit::Stonewall => started_at[k].load(SeqCst) != 0,
+                        Exit::All => true,
+                    };
+                    if stop {
+                        for h in &halts[ranges[k].clone()] {
+                            h.store(true, SeqCst);
+                        }
+                    }
                 }
                 shared.finished.store(true, SeqCst);
                 finished.fetch_add(1, SeqCst);
@@ -553,7 +766,7 @@ where
                     // The system refused a thread: the ones started skip their work and the
                     // phase fails with the reason, rather than panicking or waiting for ever.
                     setup_failed.store(true, SeqCst);
-                    halt.store(true, SeqCst);
+                    halt_all(halts);
                     spawn_err = Some((tid, e));
                     break;
                 }
@@ -579,7 +792,7 @@ where
         let tick = 50_000_000u64.min(interval_ns.max(1));
         let watch_stop = || {
             if ctl.stop_requested() {
-                halt.store(true, SeqCst);
+                halt_all(&halts[..]);
             }
         };
         while !all_done() && now_ns() < measure_start {
@@ -596,6 +809,13 @@ where
         while !all_done() {
             watch_stop();
             let now = now_ns();
+            for u in steady_units.iter_mut().filter(|u| !u.attained) {
+                if u.check(now, &counters, &started_at, nk) {
+                    for &t in &u.threads {
+                        halts[t].store(true, SeqCst);
+                    }
+                }
+            }
             if now >= next {
                 let (ops, bytes) = sum_counters(&counters, nk);
                 sampler.push(next, &ops, &bytes, sum_units(&counters));
@@ -692,11 +912,22 @@ where
             }
         }
         report.cpu = cpu::usage(&cpu0, &cpu1);
+        let steady_members = |m: usize| steady_units.iter().filter(|u| u.members.contains(&m)).collect::<Vec<_>>();
+        if !steady_units.is_empty() {
+            report
+                .counters
+                .insert("steadystate_attained".into(), steady_units.iter().filter(|u| u.attained).count() as u64);
+            report.counters.insert("steadystate_units".into(), steady_units.len() as u64);
+        }
         let mut member_reports = Vec::with_capacity(if grouped { members.len() } else { 0 });
         if grouped {
             for (m, ((g, r), mut ms)) in members.iter().zip(&ranges).zip(member_samplers).enumerate() {
-                let m_start = start.saturating_add(g.warmup_ns);
                 let (first_work, m_last, m_done) = member_times[m];
+                // Its own start (a member stopped before it started: an empty window at its end).
+                let m_start = match started_at[m].load(SeqCst) {
+                    0 => m_done.max(measure_start),
+                    t => t.saturating_add(g.warmup_ns),
+                };
                 // Nothing measured (a member stopped before its warm-up ended): its window ends when its workers did.
                 let m_end = if m_last > m_start { m_last } else { m_done.max(m_start) };
                 let (ops, bytes) = sum_counters(&counters[r.clone()], nk);
@@ -720,6 +951,12 @@ where
                 }
                 rep.interrupted = report.interrupted;
                 rep.window_mono_ns = [m_start, m_end];
+                let units = steady_members(m);
+                if !units.is_empty() {
+                    rep.counters
+                        .insert("steadystate_attained".into(), units.iter().filter(|u| u.attained).count() as u64);
+                    rep.counters.insert("steadystate_units".into(), units.len() as u64);
+                }
                 let rel = |t: u64| t.saturating_sub(measure_start) as f64 / 1e9;
                 member_reports.push(MemberReport {
                     report: rep,
@@ -733,6 +970,42 @@ where
         release_freed_memory();
         Ok((report, member_reports, results))
     })
+}
+
+/// When a member's worker starts its work: the phase's start, later by the member's start delay,
+/// and not before every worker of the member it waits for is done (then at the latest end of
+/// theirs). None: the member was stopped before it started. Polls every millisecond: once per
+/// worker per phase, never on the measured path.
+fn member_start(
+    phase_start: u64,
+    member: &GroupMember,
+    members: &[GroupMember],
+    halt: &AtomicBool,
+    done_threads: &[AtomicUsize],
+    done_at: &[AtomicU64],
+) -> Option<u64> {
+    let mut at = phase_start.saturating_add(member.start_delay_ns);
+    if member.start_delay_ns == 0 && member.wait_for.is_none() {
+        return Some(phase_start);
+    }
+    loop {
+        if halt.load(SeqCst) {
+            return None;
+        }
+        let waited = match member.wait_for {
+            Some(w) if done_threads[w].load(SeqCst) < members[w].threads => false,
+            Some(w) => {
+                at = at.max(done_at[w].load(SeqCst));
+                true
+            }
+            None => true,
+        };
+        let now = now_ns();
+        if waited && now >= at {
+            return Some(at);
+        }
+        park_until_ns(if waited { at.min(now + 1_000_000) } else { now + 1_000_000 });
+    }
 }
 
 /// A phase report from summed counters and merged histograms over the window [measure_start, end].
@@ -785,5 +1058,39 @@ fn release_freed_memory() {
     // SAFETY: malloc_trim only releases free memory; 0 = keep no extra pad.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+#[cfg(test)]
+mod steady_tests {
+    use super::*;
+
+    fn unit(slope: bool, pct: bool, values: &[f64]) -> SteadyUnit {
+        let spec = Steady {
+            bw: false,
+            slope,
+            pct,
+            limit: 0.0,
+            dur_ns: values.len() as u64,
+            ramp_ns: 0,
+            interval_ns: 1,
+            group: false,
+            kinds_mask: 1,
+        };
+        let mut u = SteadyUnit::new(spec, vec![0], vec![0]);
+        u.window.extend(values.iter().copied());
+        u
+    }
+
+    /// Hand-checked: [100, 102, 98, 100] has mean 100 and largest distance 2 (2 %); the
+    /// least-squares slope of [1, 2, 3, 4] over x = 0..3 is 1, which is 40 % of their mean 2.5.
+    #[test]
+    fn steady_criteria_are_fios() {
+        assert_eq!(unit(false, false, &[100.0, 102.0, 98.0, 100.0]).criterion(), 2.0);
+        assert_eq!(unit(false, true, &[100.0, 102.0, 98.0, 100.0]).criterion(), 2.0);
+        assert!((unit(true, false, &[1.0, 2.0, 3.0, 4.0]).criterion() - 1.0).abs() < 1e-12);
+        assert!((unit(true, true, &[1.0, 2.0, 3.0, 4.0]).criterion() - 40.0).abs() < 1e-9);
+        // A falling series: the slope's absolute value (fio compares |slope|).
+        assert!((unit(true, false, &[8.0, 6.0, 4.0, 2.0]).criterion() - 2.0).abs() < 1e-12);
     }
 }

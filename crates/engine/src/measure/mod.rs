@@ -8,5 +8,6 @@ pub mod hist;
 
 pub use clock::now_ns;
 pub use harness::{
-    run_group, run_threads, Control, GroupMember, MemberReport, PhaseTiming, Progress, Recorder, RunState, StartGate,
+    run_group, run_threads, Control, Exit, GroupMember, MemberReport, PhaseTiming, Progress, Recorder, RunState,
+    StartGate, Steady,
 };

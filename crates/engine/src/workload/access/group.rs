@@ -4,12 +4,18 @@
 //! ends when the last job is done. Each job counts into its own threads' counters, merged after the
 //! phase, so the hot loop is the access family's own, unchanged.
 //!
+//! Run control, as fio's: a job may start late (`start_delay_s`, fio's startdelay) or when every
+//! thread of an earlier job is done (`wait_for`), and the end of each of its threads may stop the
+//! jobs of its reporting group, every started job, or every job (`exit`: fio's exitall with
+//! exit_what). Jobs with a flow weight of one flow id share its counter (fio's flow).
+//!
 //! Phases: `prepare` lays every job's files out (one job after the other, as fio sets its jobs up
 //! before the group starts), `run` measures them together, `verify` re-reads the files of jobs with
 //! `verify`, `cleanup` removes every job's files.
 
 use serde::Deserialize;
 
+use super::pace::FlowShared;
 use super::phases::{BufStats, NameState, RunFiles, RunState, KINDS, NOT_DATA};
 use super::{Access, AccessSpec};
 use crate::backend::null::NullBackend;
@@ -17,7 +23,8 @@ use crate::backend::psync::PsyncBackend;
 use crate::backend::uring::UringBackend;
 use crate::backend::BackendKind;
 use crate::error::{EngineError, Result};
-use crate::measure::{run_group, Control, GroupMember, Recorder};
+use crate::measure::duration::secs_to_ns;
+use crate::measure::{run_group, Control, Exit, GroupMember, Recorder};
 use crate::report::PhaseReport;
 use crate::settings::Settings;
 use crate::verify::Checker;
@@ -35,6 +42,31 @@ pub struct GroupJob {
     #[serde(default = "default_backend")]
     pub backend: BackendKind,
     pub workload: AccessSpec,
+    /// Seconds after the group's start before the job starts (fio's startdelay).
+    #[serde(default)]
+    pub start_delay_s: f64,
+    /// The name of an earlier job of the group: this one starts when every thread of that one is
+    /// done (fio's wait_for).
+    #[serde(default)]
+    pub wait_for: Option<String>,
+    /// What the end of each of the job's threads stops (fio's exitall and exit_what).
+    #[serde(default)]
+    pub exit: ExitWhat,
+    /// The job's reporting group (fio's new_group): the jobs exit = "group" stops.
+    #[serde(default)]
+    pub report_group: u32,
+}
+
+/// fio's exitall with its exit_what: when a thread of the job ends, stop nothing (no exitall),
+/// the jobs of its reporting group, every job that has started, or every job.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitWhat {
+    #[default]
+    None,
+    Group,
+    Stonewall,
+    All,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -57,6 +89,10 @@ struct Member {
     name: String,
     settings: Settings,
     access: Access,
+    start_delay_ns: u64,
+    wait_for: Option<usize>,
+    exit: Exit,
+    report_group: u32,
 }
 
 /// What one thread returns: its mix counts per entry, and its verification checker.
@@ -106,8 +142,32 @@ impl AccessGroup {
                 interval_s: job.interval_s,
             };
             settings.validate().map_err(|e| prefixed(e, &at("")))?;
+            let start_delay_ns = secs_to_ns(&at("start_delay_s"), j.start_delay_s)?;
+            let wait_for = match &j.wait_for {
+                None => None,
+                Some(w) => Some(members.iter().position(|m| &m.name == w).ok_or_else(|| {
+                    EngineError::invalid(
+                        at("wait_for"),
+                        format!("{w:?} is not an earlier job of the group: name a job before this one"),
+                    )
+                })?),
+            };
+            let exit = match j.exit {
+                ExitWhat::None => Exit::None,
+                ExitWhat::Group => Exit::Group,
+                ExitWhat::Stonewall => Exit::Stonewall,
+                ExitWhat::All => Exit::All,
+            };
             let access = Access::new(&settings, j.workload).map_err(|e| prefixed(e, &at("workload.")))?;
-            members.push(Member { name: j.name, settings, access });
+            members.push(Member {
+                name: j.name,
+                settings,
+                access,
+                start_delay_ns,
+                wait_for,
+                exit,
+                report_group: j.report_group,
+            });
         }
         Ok(AccessGroup { members })
     }
@@ -130,8 +190,15 @@ impl AccessGroup {
     }
 
     fn run(&mut self, ctl: &Control) -> Result<PhaseReport> {
+        // fio's flow: the jobs naming one flow id share one counter, fresh for each run.
+        let mut flows: std::collections::HashMap<u32, std::sync::Arc<FlowShared>> = Default::default();
         for m in &mut self.members {
             m.access.before_phase("run");
+            let pace = &m.access.spec().pace;
+            if pace.flow > 0 {
+                let shared = flows.entry(pace.flow_id).or_default().clone();
+                m.access.set_flow(shared);
+            }
         }
         let files: Vec<RunFiles> =
             self.members.iter().map(|m| m.access.open_run(&m.settings)).collect::<Result<_>>()?;
@@ -145,6 +212,11 @@ impl AccessGroup {
                 threads: m.settings.threads,
                 warmup_ns: t.warmup_ns,
                 duration_ns: t.duration_ns,
+                start_delay_ns: m.start_delay_ns,
+                wait_for: m.wait_for,
+                exit: m.exit,
+                report_group: m.report_group,
+                steady: m.access.steady()?,
             });
             local.extend((0..m.settings.threads).map(|lt| (j, lt)));
         }

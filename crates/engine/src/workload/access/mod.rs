@@ -15,13 +15,15 @@
 mod dist;
 mod gen;
 mod group;
+mod pace;
 mod phases;
 mod shape;
 mod spec;
 
 pub use dist::{zeta, Dist, Skew};
 pub use gen::{AccessGen, BlockPerm, GenOp};
-pub use group::{AccessGroup, AccessGroupSpec, GroupJob};
+pub use group::{AccessGroup, AccessGroupSpec, ExitWhat, GroupJob};
+pub use pace::{Go, MemMode, MemPolicy, PaceSpec, Pacer, PlaceSpec, RateProcess, SteadyKind, SteadySpec};
 pub use phases::Access;
 pub use shape::{parse_sequence, SequenceWalk, Walk, Zone, ZoneIndex, ZoneSplit};
 pub use spec::{AccessEntry, AccessSpec, FioEngine, StatType};

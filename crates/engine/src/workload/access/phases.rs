@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
 use super::gen::{lcm, AccessGen, GenOp};
+use super::pace::{sleep_until, FlowShared, FlowState, Go, Pacer};
 use super::spec::{AccessSpec, FioEngine};
 use crate::backend::buffer::{huge_region, AlignedBuf, BufferMemory, HUGETLB_PAGE};
 use crate::backend::dio::{self, DioAlign};
@@ -19,7 +20,7 @@ use crate::backend::uring::UringBackend;
 use crate::backend::{BackendKind, FileTable, IoBackend, IoReq};
 use crate::error::{EngineError, Result};
 use crate::measure::duration::secs_to_ns;
-use crate::measure::{now_ns, run_threads, Control, PhaseTiming, Recorder};
+use crate::measure::{now_ns, run_group, run_threads, Control, GroupMember, PhaseTiming, Recorder};
 use crate::report::PhaseReport;
 use crate::settings::Settings;
 use crate::verify::content::{byte_mismatch, ContentCheck};
@@ -65,6 +66,11 @@ pub struct Access {
     pattern_found: Mutex<Option<ContentCheck>>,
     /// The e4defrag engine created its donor file (cleanup removes it then).
     donor_made: AtomicBool,
+    /// Threads of the last run that stopped because a minimum rate was missed (rate_min): what
+    /// each saw, pushed once per thread when it ends, never per request.
+    rate_missed: std::sync::Mutex<Vec<String>>,
+    /// fio's flow: the counter this job's threads share with the jobs of its flow id (a group sets it).
+    flow: std::sync::Arc<FlowShared>,
 }
 
 /// Per-thread state of the `run` phase, built before the common start.
@@ -87,6 +93,33 @@ pub(super) struct RunState<B: IoBackend> {
     writes: u64,
     /// The e4defrag engine's donor file.
     donor: Option<Donor>,
+    /// With a rate or thinktime: the schedule, and the slots whose request waits for its time
+    /// (slot, quiesce first), in the order drawn; capacity queue_depth, made before the start.
+    pacer: Option<Pacer>,
+    deferred: std::collections::VecDeque<(usize, Wait)>,
+    /// With fio's flow: this thread's place in its flow.
+    flow: Option<FlowState>,
+}
+
+/// What a deferred request waits for once nothing is in flight.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// Its due time.
+    Due,
+    /// A thinktime stall, then its due time.
+    Think,
+    /// Its turn in the flow.
+    Flow,
+}
+
+/// What pacing made of a request just drawn.
+enum Paced {
+    /// Issue it, at this time.
+    Go(u64),
+    /// It waits in `RunState::deferred` for its time.
+    Deferred,
+    /// The thread is to stop (a stop was asked for, or the request would start after the deadline).
+    Stop,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -111,6 +144,8 @@ impl Access {
             pattern_tile,
             pattern_found: Mutex::new(None),
             donor_made: AtomicBool::new(false),
+            rate_missed: std::sync::Mutex::new(Vec::new()),
+            flow: std::sync::Arc::new(FlowShared::default()),
         })
     }
 
@@ -505,10 +540,13 @@ impl Access {
         Mk: Fn(FileTable, &[AlignedBuf]) -> Result<B> + Sync,
     {
         let bufs = BufStats::default();
-        let (mut report, mixes) = run_threads(
+        let t = self.run_timing(job)?;
+        let mut member = GroupMember::new(job.threads, t.warmup_ns, t.duration_ns);
+        member.steady = self.steady()?;
+        let (mut report, _, mixes) = run_group(
             "run",
-            job.threads,
-            self.run_timing(job)?,
+            &[member],
+            t.interval_ns,
             ctl,
             KINDS,
             3,
@@ -553,6 +591,10 @@ impl Access {
         Mk: Fn(FileTable, &[AlignedBuf]) -> Result<B>,
     {
         let spec = &self.spec;
+        // Pinned, and the memory policy set, before the buffers are allocated (fio does it as its job starts).
+        if spec.place.is_set() {
+            spec.place.apply(tid)?;
+        }
         let qd = spec.queue_depth as usize;
         let max = spec.max_size();
         let seed = |s: usize| job.seed ^ ((tid * qd + s) as u64) << 8;
@@ -586,6 +628,15 @@ impl Access {
                 FioEngine::E4defrag if job.backend != BackendKind::Null => Some(self.open_donor(job)?),
                 _ => None,
             },
+            pacer: spec.pace.paces().then(|| Pacer::new(&spec.pace, spec.min_sizes(), seed(qd))),
+            deferred: std::collections::VecDeque::with_capacity(qd),
+            // Its weight joins the flow in the setup, before any thread of the group starts (fio adds a
+            // job's weight when it sets the job up).
+            flow: (spec.pace.flow > 0).then(|| {
+                let mut f = FlowState::new(self.flow.clone(), spec.pace.flow, spec.pace.flow_sleep_us);
+                f.join();
+                f
+            }),
         })
     }
 
@@ -674,11 +725,40 @@ impl Access {
         if let Some(v) = verify_extra {
             report.extra["verify"] = v;
         }
+        if spec.place.is_set() {
+            report.extra["place"] = serde_json::to_value(&spec.place).unwrap_or_default();
+        }
+        if spec.pace.is_active() {
+            report.extra["pace"] = serde_json::to_value(&spec.pace).unwrap_or_default();
+            let missed = std::mem::take(&mut *self.rate_missed.lock().unwrap_or_else(|e| e.into_inner()));
+            if !missed.is_empty() {
+                report.counters.insert("rate_min_missed".into(), missed.len() as u64);
+                report.warnings.extend(missed);
+            }
+        }
     }
 
     /// The hot loop: keep `queue_depth` requests in flight until the deadline,
     /// the byte quota, or a stop; then drain.
     fn worker<B: IoBackend, const VERIFY: bool>(
+        &self,
+        st: &mut RunState<B>,
+        rec: &mut Recorder,
+        quota: Option<u64>,
+        job: &Settings,
+    ) -> Result<Vec<[u64; 5]>> {
+        if let Some(p) = st.pacer.as_mut() {
+            p.start(now_ns());
+        }
+        let out = self.worker_loop::<B, VERIFY>(st, rec, quota, job);
+        if let Some(f) = st.flow.as_mut() {
+            f.leave();
+        }
+        out
+    }
+
+    /// The worker's loop proper (the thread leaves its flow after it).
+    fn worker_loop<B: IoBackend, const VERIFY: bool>(
         &self,
         st: &mut RunState<B>,
         rec: &mut Recorder,
@@ -698,25 +778,55 @@ impl Access {
                 break;
             };
             let t0 = now_ns();
-            if rec.measuring(t0) {
-                issued_bytes += op.req.len as u64;
+            match self.pace(st, slot, op, t0, inflight, rec, &mut issued_bytes) {
+                Paced::Go(t0) => {
+                    self.launch::<B, VERIFY>(st, slot, op, t0, rec, Some(&mut issued_bytes), gen_base)?;
+                    inflight += 1;
+                }
+                Paced::Deferred => {}
+                Paced::Stop => {
+                    stopping = true;
+                    break;
+                }
             }
-            let generation = if VERIFY { self.fill_write(st, slot, op.req, gen_base) } else { 0 };
-            st.slots[slot] = SlotMeta { t0, op: Some(op), generation };
-            self.refill_pattern(st, slot, op.req.write);
-            st.backend.queue(slot, op.req, st.bufs[slot].as_ptr())?;
-            inflight += 1;
             if quota.is_some_and(|q| issued_bytes >= q) {
                 stopping = true;
                 break;
             }
         }
-        while inflight > 0 {
+        while inflight > 0 || !st.deferred.is_empty() {
+            if inflight == 0 {
+                // Only paced requests are left, each waiting for its time with nothing in flight.
+                let Some((slot, wait)) = st.deferred.pop_front() else { break };
+                let meta = st.slots[slot];
+                st.slots[slot].op = None;
+                let op = meta.op.expect("a deferred slot holds its request");
+                // Requests drawn before a byte quota was reached still go (their bytes are counted);
+                // a stop, the deadline or a missed minimum rate drops them.
+                let halted = rec.should_stop(now_ns()) || st.pacer.as_ref().is_some_and(|p| p.missed.is_some());
+                let ready = !halted
+                    && match wait {
+                        Wait::Due => sleep_until(meta.t0, rec),
+                        Wait::Think => st.pacer.as_ref().is_some_and(|p| p.think(rec)) && sleep_until(meta.t0, rec),
+                        Wait::Flow => st.flow.as_mut().is_some_and(|f| f.wait_and_pass(rec)),
+                    };
+                if !ready {
+                    stopping = true;
+                    for (s, _) in st.deferred.drain(..) {
+                        st.slots[s].op = None;
+                    }
+                    continue;
+                }
+                self.launch::<B, VERIFY>(st, slot, op, now_ns(), rec, None, gen_base)?;
+                inflight += 1;
+                continue;
+            }
             st.completed.clear();
             let completed = &mut st.completed;
             st.backend.reap(1, |slot, res| completed.push((slot, res)))?;
             let t1 = now_ns();
-            for i in 0..st.completed.len() {
+            let batch = st.completed.len();
+            for i in 0..batch {
                 let (slot, res) = st.completed[i];
                 let meta = st.slots[slot];
                 let op = meta.op.expect("completion for an idle slot");
@@ -738,6 +848,11 @@ impl Access {
                     let m = &mut st.mix[op.entry];
                     m[if op.req.write { 1 } else { 0 }] += 1;
                     m[if op.random { 2 } else { 3 }] += 1;
+                }
+                if let Some(p) = st.pacer.as_mut() {
+                    if p.completed(op.req.write as usize, res as u64, t1) {
+                        stopping = true;
+                    }
                 }
                 let mut synced = false;
                 if op.req.write && spec.fsync_every > 0 {
@@ -768,14 +883,28 @@ impl Access {
                     continue;
                 };
                 let t0 = if st.completed.len() == 1 && !synced && !trimmed { t1 } else { now_ns() };
-                if rec.measuring(t0) {
-                    issued_bytes += op.req.len as u64;
+                // In the kernel besides this slot: the in-flight slots less this batch's unprocessed ones.
+                let others = inflight - (batch - i);
+                match self.pace(st, slot, op, t0, others, rec, &mut issued_bytes) {
+                    Paced::Go(t0) => {
+                        self.launch::<B, VERIFY>(st, slot, op, t0, rec, Some(&mut issued_bytes), gen_base)?
+                    }
+                    Paced::Deferred => inflight -= 1,
+                    Paced::Stop => {
+                        stopping = true;
+                        st.slots[slot].op = None;
+                        inflight -= 1;
+                    }
                 }
-                let generation = if VERIFY { self.fill_write(st, slot, op.req, gen_base) } else { 0 };
-                st.slots[slot] = SlotMeta { t0, op: Some(op), generation };
-                self.refill_pattern(st, slot, op.req.write);
-                st.backend.queue(slot, op.req, st.bufs[slot].as_ptr())?;
             }
+        }
+        if let Some((d, got, min, bytes)) = st.pacer.as_ref().and_then(|p| p.missed) {
+            let (unit, opt) = if bytes { ("B/s", "rate_min") } else { ("IOPS", "rate_iops_min") };
+            let dir = if d == 0 { "read" } else { "write" };
+            self.rate_missed.lock().unwrap_or_else(|e| e.into_inner()).push(format!(
+                "thread {}: {opt} not met for {dir}s: {got} {unit} over a rate cycle, the minimum is {min} {unit}; the thread stopped (fio ends the job with an error)",
+                rec.tid
+            ));
         }
         if spec.fsync_end && !rec.interrupted() {
             for f in 0..spec.file_count {
@@ -785,6 +914,83 @@ impl Access {
             }
         }
         Ok(std::mem::take(&mut st.mix))
+    }
+
+    /// With pacing: may the request just drawn for `slot` go now? `others`: requests in the kernel
+    /// besides this slot. A request not yet due waits asleep when nothing else is in flight (its
+    /// issue time is then the wake-up), else it is deferred until everything in flight is done, as
+    /// fio's inline submission quiesces before it sleeps; thinktime always quiesces first.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn pace<B: IoBackend>(
+        &self,
+        st: &mut RunState<B>,
+        slot: usize,
+        op: GenOp,
+        t0: u64,
+        others: usize,
+        rec: &Recorder,
+        issued_bytes: &mut u64,
+    ) -> Paced {
+        if let Some(f) = st.flow.as_mut() {
+            // fio's flow (never with a rate or thinktime: the spec refuses them together).
+            if !f.ahead() {
+                f.pass();
+                return Paced::Go(t0);
+            }
+            if others == 0 && st.deferred.is_empty() {
+                return if f.wait_and_pass(rec) { Paced::Go(now_ns()) } else { Paced::Stop };
+            }
+            st.slots[slot] = SlotMeta { t0: 0, op: Some(op), generation: 0 };
+            st.deferred.push_back((slot, Wait::Flow));
+            if rec.measuring(t0) {
+                *issued_bytes += op.req.len as u64;
+            }
+            return Paced::Deferred;
+        }
+        let Some(p) = st.pacer.as_mut() else { return Paced::Go(t0) };
+        let (due, quiesce) = match p.book(op.req.write as usize, op.req.len as u64, t0) {
+            Go::Now => return Paced::Go(t0),
+            Go::At { due, quiesce } => (due, quiesce),
+        };
+        if others > 0 || !st.deferred.is_empty() {
+            st.slots[slot] = SlotMeta { t0: due, op: Some(op), generation: 0 };
+            st.deferred.push_back((slot, if quiesce { Wait::Think } else { Wait::Due }));
+            // Counted now, so a byte quota stops the drawing of requests it would not issue.
+            if rec.measuring(t0) {
+                *issued_bytes += op.req.len as u64;
+            }
+            return Paced::Deferred;
+        }
+        if (quiesce && !p.think(rec)) || !sleep_until(due, rec) {
+            return Paced::Stop;
+        }
+        Paced::Go(now_ns())
+    }
+
+    /// Queue `op` on `slot`, issued at `t0`; its bytes counted into `issued_bytes` (None: counted
+    /// when it was deferred).
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn launch<B: IoBackend, const VERIFY: bool>(
+        &self,
+        st: &mut RunState<B>,
+        slot: usize,
+        op: GenOp,
+        t0: u64,
+        rec: &Recorder,
+        issued_bytes: Option<&mut u64>,
+        gen_base: u64,
+    ) -> Result<()> {
+        if let Some(n) = issued_bytes {
+            if rec.measuring(t0) {
+                *n += op.req.len as u64;
+            }
+        }
+        let generation = if VERIFY { self.fill_write(st, slot, op.req, gen_base) } else { 0 };
+        st.slots[slot] = SlotMeta { t0, op: Some(op), generation };
+        self.refill_pattern(st, slot, op.req.write);
+        st.backend.queue(slot, op.req, st.bufs[slot].as_ptr())
     }
 
     /// The next request for the backend (and whether trims came first). Trims are done here, one
@@ -1009,6 +1215,17 @@ impl Access {
 
     pub(super) fn spec(&self) -> &AccessSpec {
         &self.spec
+    }
+
+    /// fio's steadystate for the harness: the data kinds count (read, write, trim; not fsync).
+    pub(super) fn steady(&self) -> Result<Option<crate::measure::Steady>> {
+        let mask = (1 << READ) | (1 << WRITE) | (1 << TRIM);
+        self.spec.steadystate.as_ref().map(|s| s.to_steady(mask)).transpose()
+    }
+
+    /// A group's jobs of one flow id share one flow counter (fio's flow).
+    pub(super) fn set_flow(&mut self, shared: std::sync::Arc<FlowShared>) {
+        self.flow = shared;
     }
 
     fn verify_phase(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {

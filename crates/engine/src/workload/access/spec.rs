@@ -10,6 +10,7 @@ use crate::error::{EngineError, Result};
 use crate::measure::duration::secs_to_ns;
 use crate::settings::Settings;
 use crate::verify::{self, Checksum};
+use crate::workload::access::pace::{PaceSpec, PlaceSpec, SteadySpec};
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -159,6 +160,17 @@ pub struct AccessSpec {
     /// truncate it after, instead of allocating the whole donor region before the run.
     #[serde(default)]
     pub donor_inplace: bool,
+    /// How fast each thread may issue (fio's rate, rate_iops, rate_process, rate_min, thinktime);
+    /// see `pace.rs`. The default: as fast as it can.
+    #[serde(default)]
+    pub pace: PaceSpec,
+    /// Stop when the rate is steady (fio's steadystate); see `pace.rs`.
+    #[serde(default)]
+    pub steadystate: Option<SteadySpec>,
+    /// Where the run phase's threads run and their buffers' memory comes from (fio's
+    /// cpus_allowed, numa_cpu_nodes, numa_mem_policy); see `pace.rs`.
+    #[serde(default)]
+    pub place: PlaceSpec,
 }
 
 /// fio's ioengines that are not data transfer, run in the engine as fio runs them (one system call
@@ -538,6 +550,17 @@ impl AccessSpec {
             return Err(EngineError::invalid("buffer_pattern", "at most 1 MiB"));
         }
         self.validate_verify_pattern()?;
+        if self.pace.is_active() && trims {
+            return Err(EngineError::invalid(
+                "pace",
+                "pacing (a rate, thinktime) is not supported with trims: drop one",
+            ));
+        }
+        if let Some(ss) = &self.steadystate {
+            ss.to_steady(0)?;
+        }
+        self.place.validate()?;
+        self.pace.validate(self.min_sizes())?;
         self.validate_shape(dist)
     }
 
@@ -614,6 +637,21 @@ impl AccessSpec {
             ));
         }
         Ok(())
+    }
+
+    /// The smallest request size of each direction ([read, write]; 0: no request of it).
+    pub(super) fn min_sizes(&self) -> [u64; 2] {
+        let mut out = [0u64; 2];
+        for e in &self.entries {
+            let size = e.size as u64;
+            let shares = [e.read_pct > 0.0, e.read_pct + e.trim_pct < 100.0];
+            for (o, &share) in out.iter_mut().zip(&shares) {
+                if share && e.weight > 0.0 && (*o == 0 || size < *o) {
+                    *o = size;
+                }
+            }
+        }
+        out
     }
 
     /// The bytes written requests carry: `verify_pattern`, else `buffer_pattern` (empty: pseudo-random).
@@ -833,6 +871,9 @@ pub(super) mod tests {
             stat_type: StatType::Stat,
             donor_name: String::new(),
             donor_inplace: false,
+            pace: PaceSpec::default(),
+            steadystate: None,
+            place: PlaceSpec::default(),
         }
     }
 
