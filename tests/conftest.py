@@ -17,6 +17,15 @@ import sys
 
 import pytest
 
+import signal
+
+# A suite started in the background by a shell without job control (`make test &` in a script, nohup)
+# inherits SIGINT ignored, and every fsmeter process a test starts would too (an ignored signal stays
+# ignored across exec, and Python then installs no Ctrl-C handler). The tests that stop a run as a
+# user's Ctrl-C does need it delivered: a handler here is reset to the default in each child.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
