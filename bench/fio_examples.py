@@ -168,6 +168,23 @@ def fsmeter_cmd() -> list:
     return [str(venv)] if venv.exists() else [sys.executable, "-m", "fsmeter"]
 
 
+def _run(cmd: list, timeout: int, **kw) -> subprocess.CompletedProcess:
+    """subprocess.run in a session of its own: on a timeout the whole process group is killed, so the
+    job processes fio forks (which outlive their parent when it alone is killed) do not stay behind,
+    holding the scratch mount busy."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, **kw)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, 9)
+        except ProcessLookupError:
+            pass
+        p.communicate()
+        raise
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)
+
+
 def run_fsmeter(job: Path, root: Path, out: Path, timeout: int) -> dict:
     text = job.read_text()
     absolute = re.search(r"^(directory|filename)=/", text, re.M) is not None
@@ -175,8 +192,7 @@ def run_fsmeter(job: Path, root: Path, out: Path, timeout: int) -> dict:
     if not absolute:
         cmd += ["--dir", str(root)]
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=root,
-                           env={**os.environ, **ENV, "FIO_DIR": str(root), "COLUMNS": "200"})
+        r = _run(cmd, timeout, cwd=root, env={**os.environ, **ENV, "FIO_DIR": str(root), "COLUMNS": "200"})
     except subprocess.TimeoutExpired:
         return {"status": "crashed", "why": f"no answer in {timeout} s"}
     err = r.stderr.strip()
@@ -189,8 +205,8 @@ def run_fsmeter(job: Path, root: Path, out: Path, timeout: int) -> dict:
 
 def run_fio(job: Path, root: Path, out: Path, timeout: int) -> dict:
     try:
-        r = subprocess.run(["fio", "--output-format=json", f"--output={out}", str(job)], capture_output=True,
-                           text=True, timeout=timeout, cwd=root, env={**os.environ, **ENV, "FIO_DIR": str(root)})
+        r = _run(["fio", "--output-format=json", f"--output={out}", str(job)], timeout, cwd=root,
+                 env={**os.environ, **ENV, "FIO_DIR": str(root)})
     except subprocess.TimeoutExpired:
         return {"status": "failed", "why": f"no answer in {timeout} s"}
     try:
