@@ -14,8 +14,7 @@ import subprocess
 import sys
 
 import pytest
-
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "COLUMNS": "200"}
+from mpi_env import MPI_ENV
 
 
 def _mpi4py() -> bool:

@@ -12,27 +12,16 @@ import subprocess
 import sys
 
 import pytest
-
-MPIRUN = shutil.which("mpirun")
-
-
-def _mpi4py() -> bool:
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
+from mpi_env import have_mpi4py, MPI_ENV, MPIRUN
 
 pytestmark = [
     pytest.mark.root,
-    pytest.mark.skipif(MPIRUN is None or not _mpi4py(),
+    pytest.mark.skipif(MPIRUN is None or not have_mpi4py(),
                        reason="needs Open MPI (mpirun) and mpi4py: run `make build` as root"),
     pytest.mark.skipif(shutil.which("glusterd") is None or shutil.which("glusterfs") is None,
                        reason="needs GlusterFS: Debian packages glusterfs-server and glusterfs-client"),
 ]
 
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "COLUMNS": "200"}
 QUICK = ["-q", "--min-phase-s", "0"]
 
 

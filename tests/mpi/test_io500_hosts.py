@@ -15,27 +15,16 @@ import sys
 import pytest
 
 from fsmeter.mpi.io500 import PHASES, expected_find
-
-MPIRUN = shutil.which("mpirun")
-
-
-def _mpi4py() -> bool:
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
+from mpi_env import have_mpi4py, MPI_ENV, MPIRUN
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="namespace hosts need root"),
-    pytest.mark.skipif(MPIRUN is None or not _mpi4py(),
+    pytest.mark.skipif(MPIRUN is None or not have_mpi4py(),
                        reason="needs Open MPI (mpirun) and mpi4py: run `make build` as root"),
     pytest.mark.skipif(shutil.which("ip") is None or shutil.which("unshare") is None,
                        reason="needs iproute2 (ip) and util-linux (unshare)"),
 ]
 
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "COLUMNS": "200"}
 SMALL = ["--stonewall-s", "0.5", "--ior-easy-transfer", "256K", "--ior-easy-block", "8M", "--ior-hard-segments",
          "200", "--mdtest-easy-files", "200", "--mdtest-hard-files", "1010"]
 #: mdtest-hard's files are made from L0F1010 down: L0F1010 and L0F1001 hold "01", so find has matches even

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -15,23 +14,13 @@ import sys
 import pytest
 
 from fsmeter.mpi.io500 import PHASES, expected_find
+from mpi_env import have_mpi4py, MPI_ENV as ROOT_MPI_ENV, MPIRUN
 
-MPIRUN = shutil.which("mpirun")
-
-
-def _mpi4py() -> bool:
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-pytestmark = pytest.mark.skipif(MPIRUN is None or not _mpi4py(),
+pytestmark = pytest.mark.skipif(MPIRUN is None or not have_mpi4py(),
                                 reason="needs Open MPI (mpirun) and mpi4py: run `make build` as root")
 
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "COLUMNS": "200",
-           "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+#: as root, and more ranks than CPUs
+MPI_ENV = {**ROOT_MPI_ENV, "OMPI_MCA_rmaps_base_oversubscribe": "1"}
 #: A suite that fits seconds: the stonewall may or may not cut the write phases; the counts add up either way.
 #: mdtest-hard makes L0F1010 first, whose name holds "01": find has a match however early the stonewall falls.
 SMALL = ["--stonewall-s", "0.5", "--ior-easy-transfer", "256K", "--ior-easy-block", "8M", "--ior-hard-segments",

@@ -18,27 +18,16 @@ import time
 import pytest
 
 from repo_paths import ROOT
-
-MPIRUN = shutil.which("mpirun")
-
-
-def _mpi4py() -> bool:
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
+from mpi_env import have_mpi4py, MPI_ENV, MPIRUN
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="namespace hosts need root"),
-    pytest.mark.skipif(MPIRUN is None or not _mpi4py(),
+    pytest.mark.skipif(MPIRUN is None or not have_mpi4py(),
                        reason="needs Open MPI (mpirun) and mpi4py: run `make build` as root"),
     pytest.mark.skipif(shutil.which("ip") is None or shutil.which("unshare") is None,
                        reason="needs iproute2 (ip) and util-linux (unshare)"),
 ]
 
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "COLUMNS": "200"}
 QUICK = ["-q", "--min-phase-s", "0"]
 SMALL_TREE = ["--set", "levels=1", "--set", "dirs_per_level=3", "--set", "files_per_dir=20"]
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import sqlite3
 import subprocess
@@ -14,24 +13,13 @@ import sys
 import textwrap
 
 import pytest
+from mpi_env import have_mpi4py, MPI_ENV as ROOT_MPI_ENV, MPIRUN
 
-MPIRUN = shutil.which("mpirun")
-
-
-def _mpi4py() -> bool:
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-pytestmark = pytest.mark.skipif(MPIRUN is None or not _mpi4py(),
+pytestmark = pytest.mark.skipif(MPIRUN is None or not have_mpi4py(),
                                 reason="needs Open MPI (mpirun) and mpi4py: run `make build` as root")
 
-#: Open MPI refuses root unless told twice; the tests may run as root.
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "COLUMNS": "200",
-           "OMPI_MCA_rmaps_base_oversubscribe": "1"}
+#: as root, and more ranks than CPUs
+MPI_ENV = {**ROOT_MPI_ENV, "OMPI_MCA_rmaps_base_oversubscribe": "1"}
 
 
 def mpirun(n: int, *args, timeout: int = 180) -> subprocess.CompletedProcess:

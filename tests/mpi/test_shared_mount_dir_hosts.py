@@ -17,24 +17,13 @@ import subprocess
 import sys
 
 import pytest
+from mpi_env import have_mpi4py, MPI_ENV, MPIRUN
 
-MPIRUN = shutil.which("mpirun")
-
-
-def _mpi4py() -> bool:
-    try:
-        import mpi4py  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-needs_mpi = pytest.mark.skipif(MPIRUN is None or not _mpi4py(),
+needs_mpi = pytest.mark.skipif(MPIRUN is None or not have_mpi4py(),
                                reason="needs Open MPI (mpirun) and mpi4py: run `make build` as root")
 needs_gluster = pytest.mark.skipif(shutil.which("glusterd") is None or shutil.which("glusterfs") is None,
                                    reason="needs GlusterFS: Debian packages glusterfs-server and glusterfs-client")
 
-MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "COLUMNS": "200"}
 FILES = (1 + 3) * 20  # fdtree-quick below: the root folder and 3 sub-folders of 20 files each, per rank
 
 CAMPAIGN = """\
