@@ -544,10 +544,11 @@ class ClaimChecker:
                 # a filesystem or level absent: not testable here, whatever else the run changed; only the
                 # claim's workloads absent (a scale that leaves them out): not testable here too, unless the
                 # run changed what the claim is about (then "not comparable here", by _void)
-                wl_only = [n for n in notes if n.startswith("not run here: ")
-                           and set(n[len("not run here: "):].split(", ")) <= set(claim.workloads)]
-                levels = not self.paper and any(_ABSENT(n) for n in notes if n not in wl_only)
-                v = Verdict(claim, NOT_TESTABLE if (levels or (wl_only and not self.paper)) else INCONCLUSIVE,
+                ran = set(self.df["workload"])
+                wl_gone = bool(claim.workloads) and not any(w in ran for w in claim.workloads)
+                wl_note = f"not run here: {', '.join(claim.workloads)}"   # what _select noted for them
+                levels = not self.paper and any(_ABSENT(n) for n in notes if n != wl_note)
+                v = Verdict(claim, NOT_TESTABLE if (levels or (wl_gone and not self.paper)) else INCONCLUSIVE,
                             ("no published numbers for this claim" if self.paper else
                              "no results for this claim in the run") +
                             (f" ({'; '.join(notes)})" if notes else ""), notes=notes, test=self._describe(claim),
