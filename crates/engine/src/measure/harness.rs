@@ -785,6 +785,14 @@ where
         let cpu_at_release = (warmup_ns == 0).then(cpu::snapshot);
         let start = now_ns();
         start_at.store(start, SeqCst);
+        // A member with no start delay and nothing to wait for starts with the phase: it counts as
+        // started (fio's exit_what=stonewall stops it) from the release, not from the moment its
+        // thread first runs, which on a busy machine can come after a short member has finished.
+        for (m, g) in members.iter().enumerate() {
+            if g.start_delay_ns == 0 && g.wait_for.is_none() {
+                started_at[m].store(start, SeqCst);
+            }
+        }
         gate.release();
         let measure_start = start.saturating_add(warmup_ns);
         let all_done = || finished.load(SeqCst) == started;
