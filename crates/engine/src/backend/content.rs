@@ -17,6 +17,9 @@
 //!   (or, with `global`, of the threads of the file in turn, `max(entries / threads, 1)` entries each,
 //!   starting with this one). With p = 100 every chunk of every write has the stream's first seed.
 //!   A unique write advances the stream and saves its end as `prev`.
+//! - Before the run, a job that writes fills each of its `iodepth` buffers once (the largest request
+//!   each) through the same draws: the run's first unique write is not at the stream's start, and the
+//!   working set's first entries are never written as unique writes (fio's init-time fill).
 //!
 //! A seed stream is counter-based: the seed at position n of thread g is a mix of (content seed, g, n),
 //! so a copy's or working-set entry's bytes are regenerated from two numbers: nothing is kept per write,
@@ -181,15 +184,24 @@ pub struct ContentGen {
 
 impl ContentGen {
     /// Thread `tid` of a job with `threads` threads and seed `job_seed`, whose smallest write is
-    /// `min_write` bytes; `pattern` fills the compressible part (empty: zeros).
-    pub fn new(spec: &ContentSpec, job_seed: u64, tid: usize, threads: usize, min_write: u32, pattern: &[u8]) -> Self {
+    /// `min_write` bytes; `pattern` fills the compressible part (empty: zeros). `primed` is (buffers,
+    /// bytes each) of fio's fill before the run: (iodepth, largest request) for a job that writes.
+    pub fn new(
+        spec: &ContentSpec,
+        job_seed: u64,
+        tid: usize,
+        threads: usize,
+        min_write: u32,
+        pattern: &[u8],
+        primed: (usize, usize),
+    ) -> Self {
         let seed = spec.seed.unwrap_or(job_seed);
         let total = if spec.threads_total == 0 { threads as u64 } else { spec.threads_total as u64 };
         let me = spec.thread_base as u64 + tid as u64;
         let min_write = min_write.max(1) as u64;
         let chunk = if spec.compress_chunk == 0 { min_write } else { min_write.min(spec.compress_chunk as u64) };
         let key = stream_key(seed, me);
-        ContentGen {
+        let mut g = ContentGen {
             spec: spec.clone(),
             min_write: min_write as usize,
             key,
@@ -204,7 +216,9 @@ impl ContentGen {
             advance: min_write / chunk,
             per_thread: (spec.working_set / total.max(1)).max(1),
             pattern: pattern.to_vec(),
-        }
+        };
+        g.prime(primed.0, primed.1);
+        g
     }
 
     /// A uniform draw in [0, n) from stream `s` (multiply-high).
@@ -244,7 +258,25 @@ impl ContentGen {
         }
     }
 
+    /// fio fills each of a job's `iodepth` buffers once before the run (a write job's), through the same
+    /// draws and streams: the first unique write of the run is not the stream's first. Only the state
+    /// moves here; no byte is made.
+    fn prime(&mut self, buffers: usize, len: usize) {
+        for _ in 0..buffers {
+            if self.spec.chunked() {
+                self.chunks(len, None);
+            } else if self.spec.refill && self.pattern.is_empty() {
+                self.cur += 1;
+            }
+        }
+    }
+
     fn fill_chunks(&mut self, buf: &mut [u8]) {
+        self.chunks(buf.len(), Some(buf));
+    }
+
+    /// The chunks of one buffer of `len` bytes, written into `buf` when given.
+    fn chunks(&mut self, len: usize, mut buf: Option<&mut [u8]>) {
         let pct = self.spec.dedupe_pct;
         let mut src = Source::Own;
         if pct == 100 {
@@ -262,8 +294,8 @@ impl ContentGen {
         let chunk = self.spec.compress_chunk as usize;
         let mut min_write = self.min_write;
         let mut pos = 0;
-        while pos < buf.len() {
-            let left = buf.len() - pos;
+        while pos < len {
+            let left = len - pos;
             min_write = min_write.min(left);
             let this = if chunk == 0 { min_write } else { min_write.min(chunk) };
             let seed = match &mut src {
@@ -276,7 +308,9 @@ impl ContentGen {
                     seed_at(*k, *n - 1)
                 }
             };
-            fill_chunk(&mut buf[pos..pos + this], seed, self.spec.compress_pct, &self.pattern);
+            if let Some(b) = buf.as_deref_mut() {
+                fill_chunk(&mut b[pos..pos + this], seed, self.spec.compress_pct, &self.pattern);
+            }
             pos += this;
             if pct == 100 {
                 self.cur = self.prev;
@@ -340,7 +374,7 @@ mod tests {
         // 20,000 writes at p = 0.3: distinct = unique writes (+1 for a copy after the last one):
         // binomial sd sqrt(n p (1 - p)) = 65; 5 sd.
         let s = ContentSpec { dedupe_pct: 30, ..spec() };
-        let mut g = ContentGen::new(&s, 7, 0, 1, 4096, &[]);
+        let mut g = ContentGen::new(&s, 7, 0, 1, 4096, &[], (0, 0));
         let b = blocks(&mut g, 20_000, 4096);
         let distinct = b.iter().collect::<HashSet<_>>().len() as f64;
         assert!((distinct - 14_000.0).abs() < 5.0 * 65.0, "{distinct}");
@@ -354,9 +388,20 @@ mod tests {
     }
 
     #[test]
+    fn the_fill_before_the_run_moves_the_streams_as_fio_does() {
+        // Without copies, 3 buffers of 8 KiB in 512-byte chunks use 48 seeds before the first write.
+        let s = ContentSpec { compress_pct: 50, ..spec() };
+        let mut primed = ContentGen::new(&s, 7, 0, 1, 4096, &[], (3, 8192));
+        let mut fresh = ContentGen::new(&s, 7, 0, 1, 4096, &[], (0, 0));
+        assert_eq!(primed.cur, 48);
+        let _ = blocks(&mut fresh, 12, 4096);
+        assert_eq!(blocks(&mut primed, 1, 4096), blocks(&mut fresh, 1, 4096));
+    }
+
+    #[test]
     fn hundred_percent_writes_one_block_over_and_over() {
         let s = ContentSpec { dedupe_pct: 100, ..spec() };
-        let mut g = ContentGen::new(&s, 7, 0, 1, 4096, &[]);
+        let mut g = ContentGen::new(&s, 7, 0, 1, 4096, &[], (0, 0));
         let b = blocks(&mut g, 50, 8192);
         assert!(b.iter().all(|x| x == &b[0]));
         assert_eq!(b[0][..512], b[0][512..1024], "every chunk from the stream's first seed");
@@ -366,7 +411,7 @@ mod tests {
     fn working_set_copies_come_from_the_first_unique_writes() {
         // 100 entries; 4,000 writes at p = 0.5: every copy equals one of the first 100 unique writes.
         let s = ContentSpec { dedupe_pct: 50, dedupe_mode: DedupeMode::WorkingSet, working_set: 100, ..spec() };
-        let mut g = ContentGen::new(&s, 9, 0, 1, 4096, &[]);
+        let mut g = ContentGen::new(&s, 9, 0, 1, 4096, &[], (0, 0));
         let b = blocks(&mut g, 4000, 4096);
         let mut seen: Vec<&Vec<u8>> = vec![];
         let mut firsts = HashSet::new();
@@ -397,8 +442,8 @@ mod tests {
             threads_total: 2,
             ..spec()
         };
-        let a = ContentGen::new(&s, 1, 0, 2, 4096, &[]);
-        let b = ContentGen::new(&s, 1, 1, 2, 4096, &[]);
+        let a = ContentGen::new(&s, 1, 0, 2, 4096, &[], (0, 0));
+        let b = ContentGen::new(&s, 1, 1, 2, 4096, &[], (0, 0));
         assert_eq!(a.entry(0), (a.key, 0));
         assert_eq!(a.entry(10), (b.key, 0));
         assert_eq!(b.entry(10), (a.key, 0));
@@ -408,14 +453,14 @@ mod tests {
     #[test]
     fn compressible_chunks_are_random_then_zeros() {
         let s = ContentSpec { compress_pct: 75, ..spec() };
-        let mut g = ContentGen::new(&s, 5, 0, 1, 4096, &[]);
+        let mut g = ContentGen::new(&s, 5, 0, 1, 4096, &[], (0, 0));
         let b = &blocks(&mut g, 1, 4096)[0];
         for c in b.chunks(512) {
             assert!(c[128..].iter().all(|&x| x == 0));
             assert!(c[..128].iter().filter(|&&x| x == 0).count() < 8);
         }
         let p = ContentSpec { compress_pct: 50, compress_chunk: 0, ..spec() };
-        let mut g = ContentGen::new(&p, 5, 0, 1, 4096, b"ab");
+        let mut g = ContentGen::new(&p, 5, 0, 1, 4096, b"ab", (0, 0));
         let b = &blocks(&mut g, 1, 4096)[0];
         assert_eq!(&b[2048..2052], b"abab", "one chunk of the smallest write, the pattern from its fixed part");
     }

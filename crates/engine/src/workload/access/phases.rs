@@ -682,7 +682,9 @@ impl Access {
             content: spec.content.as_ref().map(|c| {
                 let [_, w] = spec.min_sizes();
                 let min_write = if w == 0 { spec.entries.iter().map(|e| e.size).min().unwrap_or(1) } else { w as u32 };
-                ContentGen::new(c, job.seed, tid, job.threads, min_write, spec.write_pattern())
+                // fio fills its iodepth buffers (the largest request each) before a writing job starts.
+                let primed = if w == 0 && !spec.trim_then_write { (0, 0) } else { (qd, max) };
+                ContentGen::new(c, job.seed, tid, job.threads, min_write, spec.write_pattern(), primed)
             }),
         })
     }
