@@ -103,7 +103,8 @@ const STATX_WRITE_ATOMIC: u32 = 0x1_0000;
 /// bytes, from statx STATX_WRITE_ATOMIC; (0, 0) when the kernel or the filesystem reports none.
 /// The struct is read by offset (0xa8, 0xac: the kernel's uapi layout), as the C library's may predate it.
 pub fn atomic_unit(fd: RawFd) -> (u32, u32) {
-    let mut b = [0u64; 32]; // 256 bytes: struct statx
+    // 256 bytes: struct statx.
+    let mut b = [0u64; 32];
     // SAFETY: statx fills at most sizeof(struct statx) = 256 bytes of `b`; AT_EMPTY_PATH stats fd itself.
     let r = unsafe {
         libc::syscall(libc::SYS_statx, fd, c"".as_ptr(), libc::AT_EMPTY_PATH, STATX_WRITE_ATOMIC, b.as_mut_ptr())

@@ -62,7 +62,10 @@ pub trait IoBackend {
         if flags == 0 {
             return Ok(());
         }
-        Err(crate::error::EngineError::invalid("atomic", "this backend cannot issue untorn writes: use psync or io_uring"))
+        Err(crate::error::EngineError::invalid(
+            "atomic",
+            "this backend cannot issue untorn writes: use psync or io_uring",
+        ))
     }
 }
 

@@ -446,7 +446,10 @@ impl Access {
             let w = e.size as u64;
             let why = if !w.is_power_of_two() || w < lo as u64 || w > hi as u64 {
                 format!("the atomic write unit of {} ({fs}) is {lo} to {hi} bytes, powers of two", path.display())
-            } else if spec.offset % w != 0 || spec.seq_add % w as i64 != 0 || (e.random_pct > 0.0 && spec.alignment % w != 0) {
+            } else if !spec.offset.is_multiple_of(w)
+                || spec.seq_add % w as i64 != 0
+                || (e.random_pct > 0.0 && !spec.alignment.is_multiple_of(w))
+            {
                 "an untorn write must start at a multiple of its size: make offset and blockalign multiples of it"
                     .to_string()
             } else {
