@@ -87,8 +87,9 @@ fn refill_makes_every_block_new_and_zero_makes_them_zero() {
 #[test]
 fn content_with_verification_or_atomic_without_direct_is_refused_naming_the_field() {
     let dir = tempfile::tempdir().unwrap();
-    let job =
-        |w: Value| json!({"dir": dir.path(), "threads": 1, "seed": 1, "backend": "io_uring", "workload": w}).to_string();
+    let job = |w: Value| {
+        json!({"dir": dir.path(), "threads": 1, "seed": 1, "backend": "io_uring", "workload": w}).to_string()
+    };
     let err = Session::from_json(&job(writes(json!({"content": {"dedupe_pct": 5}, "verify": "crc32c"}))))
         .err()
         .expect("refused")
