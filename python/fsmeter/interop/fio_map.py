@@ -98,8 +98,10 @@ NEVER = {
     "exec_prerun": "fsmeter does not run commands from job files",
     "exec_postrun": "fsmeter does not run commands from job files",
     "trim_percentage": "trim is not a filesystem data operation fsmeter measures",
-    "sprandom": "SanDisk's SSD preconditioning orders writes over a device's blocks for its flash translation "
-                "layer and over-provisioning (spr_op): a device's matter, not a filesystem's",
+    "sprandom": "SanDisk's SSD preconditioning: fio writes the file or device once in its lfsr order plus, region "
+                "by region, the rewrites its model of a flash translation layer at steady state asks for (spr_op, "
+                "spr_num_regions); fsmeter does not reproduce that order, and it prepares a device for the jobs after "
+                "it rather than measuring a filesystem",
     "cgroup": "use a campaign's page_cache_limit or cpus factor",
 }
 for _o in ("spr_op", "spr_num_regions"):
