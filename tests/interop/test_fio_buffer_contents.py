@@ -177,6 +177,8 @@ def map_jobfile_text(text: str) -> list:
      r"working_set: .*size=.*add size="),
     ("[w]\nrw=write\nsize=1m\ndedupe_percentage=60\ndedupe_mode=working_set\ndedupe_working_set_percentage=50\n",
      r"line 6: dedupe_working_set_percentage=50: .*more than 100"),
+    ("[w]\nrw=write\nsize=100t\nbs=512\ndedupe_percentage=10\ndedupe_mode=working_set\n"
+     "dedupe_working_set_percentage=90\n", r"line 7: dedupe_working_set_percentage=90: a working set of \d+ blocks"),
     ("[w]\nrw=write\nsize=1m\ndedupe_percentage=10\ndedupe_mode=lots\n", r"line 5: dedupe_mode=lots: use repeat or "
      r"working_set"),
     ("[w]\nrw=write\nsize=1m\ndedupe_percentage=101\n", r"line 4: dedupe_percentage=101: must be between 0 and 100"),

@@ -1632,6 +1632,9 @@ def _dedupe(ctx: _Ctx, params: dict, dp: int, size: int, nrfiles: int) -> dict:
         if n < 1:
             ctx.fail(wsp_opt or mode_opt, f"the working set of {wsp}% of {size} bytes holds no {min_write}-byte block: "
                                           "raise dedupe_working_set_percentage or size")
+        if n > 1 << 32:
+            ctx.fail(wsp_opt or mode_opt, f"a working set of {n} blocks: fsmeter keeps at most 2^32: lower "
+                                          "dedupe_working_set_percentage, or raise bs")
         out["working_set"] = n
     if ctx.flag("dedupe_global", False):
         out["global"] = True
