@@ -1589,6 +1589,8 @@ def _content(ctx: _Ctx, params: dict, notes: list, size: int, nrfiles: int) -> N
                          "pattern; so does fsmeter")
         if dp:
             content.update(_dedupe(ctx, params, dp, size, nrfiles))
+        notes.append("write contents: the compressible share, the chunks and which writes repeat which follow fio's "
+                     "definitions; the random bytes are fsmeter's own, so no block matches one fio writes")
     elif verified:
         pass  # verified writes carry their own bytes
     elif zero and not pattern:
