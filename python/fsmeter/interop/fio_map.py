@@ -1549,9 +1549,9 @@ def _content(ctx: _Ctx, params: dict, notes: list, size: int, nrfiles: int) -> N
     cp = ctx.int("buffer_compress_percentage", 0, 0, 100)
     dp = ctx.int("dedupe_percentage", 0, 0, 100)
     for name in ("dedupe_mode", "dedupe_working_set_percentage", "dedupe_global"):
-        if job.get(name) is not None and not dp:
+        if job.get(name) is not None and dp_opt is None:
             ctx.fail(job.get(name), "has no effect without dedupe_percentage: add dedupe_percentage=N, or remove it")
-    if job.get("buffer_compress_chunk") is not None and not cp:
+    if job.get("buffer_compress_chunk") is not None and cp_opt is None:
         ctx.fail(job.get("buffer_compress_chunk"), "has no effect without buffer_compress_percentage: add "
                                                    "buffer_compress_percentage=N, or remove it")
     chunk = ctx.size("buffer_compress_chunk", 512)
