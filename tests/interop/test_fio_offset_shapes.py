@@ -1,7 +1,7 @@
 """Where fio job files send their I/O: zoned and zoned_abs distributions, strided zones (zonemode=strided),
 offset modifiers (rw=read:-8k, rw=write:112k) and the sequence distribution, mapped with fio's meanings and
 byte counts; and the one-line refusals of what fsmeter does not do (zoned devices, sprandom, verify_pattern,
-verify_backlog, atomic writes, dedupe buffers). The offsets themselves are checked against fio's definitions in
+verify_backlog, atomic writes on a synchronous engine, dedupe options without dedupe_percentage). The offsets themselves are checked against fio's definitions in
 the engine (crates/engine/tests/access_shapes.rs); here a zoned trim job's holes show the shape on disk."""
 from __future__ import annotations
 
@@ -209,11 +209,8 @@ def test_verify_pattern_is_written_checked_and_a_corrupted_byte_is_caught(tmp_pa
                                                  r"header and the pattern"),
     ("verify_pattern=\"abc\"\n", r"line 5: verify_pattern=\"abc\": its 3 bytes do not divide a request size"),
     ("verify_backlog=1\n", r"line 5: option verify_backlog is not supported by fsmeter yet \(planned\) \(fio re-reads"),
-    ("atomic=1\n", r"line 5: option atomic is not supported by fsmeter yet \(planned\) \(fio then writes with "
-                   r"RWF_ATOMIC"),
-    ("dedupe_mode=working_set\n", r"line 5: option dedupe_mode is not supported by fsmeter yet \(planned\) \(fio "
-                                  r"makes that share"),
-    ("dedupe_percentage=50\n", r"line 5: option dedupe_percentage .*copies of earlier ones"),
+    ("atomic=1\n", r"line 5: atomic=1: ioengine=psync issues no untorn writes \(fio refuses it too\)"),
+    ("dedupe_mode=working_set\n", r"line 5: dedupe_mode=working_set: has no effect without dedupe_percentage"),
 ])
 def test_what_fsmeter_does_not_do_is_refused_saying_why(text, pattern):
     refused("[a]\nsize=1m\nbs=4k\nrw=write\n" + text, pattern)

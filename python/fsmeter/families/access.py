@@ -250,6 +250,40 @@ class PlaceParams(BaseModel):
     mem_policy: Optional[MemPolicyParams] = None
 
 
+class ContentParams(BaseModel):
+    """What writes carry, as fio makes its buffers (engine: backend/content.rs; docs/fio.md)."""
+    model_config = ConfigDict(extra="forbid", defer_build=True, populate_by_name=True)
+    refill: bool = Field(False, description="new random bytes for every write (fio refill_buffers)")
+    scramble: bool = Field(False, description="stamp each 512-byte sector of a write with its offset and the time "
+                           "(fio scramble_buffers)")
+    zero: bool = Field(False, description="every write all zeros (fio buffer_compress_percentage=100)")
+    compress_pct: int = Field(0, ge=0, le=99, description="percent of each chunk that is zeros (or buffer_pattern): "
+                              "fio buffer_compress_percentage")
+    compress_chunk: int = Field(512, ge=0, le=1 << 30, description="bytes per random-then-fixed chunk; 0: the "
+                                "smallest write (fio buffer_compress_chunk)")
+    dedupe_pct: int = Field(0, ge=0, le=100, description="percent of writes that repeat earlier bytes (fio "
+                            "dedupe_percentage)")
+    dedupe_mode: Literal["repeat", "working_set"] = "repeat"
+    working_set: int = Field(0, ge=0, le=1 << 32, description="working_set mode: the entries copies are drawn from")
+    global_: bool = Field(False, alias="global", description="the working set spans every job's threads of the "
+                          "file (fio dedupe_global)")
+    seed: Optional[int] = Field(None, ge=0, lt=1 << 64, description="the streams' seed (None: the job's)")
+    thread_base: int = Field(0, ge=0, le=1 << 20)
+    threads_total: int = Field(0, ge=0, le=1 << 20)
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.dedupe_pct and self.dedupe_mode == "working_set" and not self.working_set:
+            raise ValueError("content.working_set: give the working set's entries (>= 1) for dedupe_mode=working_set")
+        if self.zero and (self.compress_pct or self.dedupe_pct or self.scramble):
+            raise ValueError("content.zero: cannot be combined with compress_pct, dedupe_pct or scramble")
+        return self
+
+    def engine_dict(self) -> dict:
+        d = self.model_dump(by_alias=True)
+        return d
+
+
 class AccessParams(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     family: Literal["access"] = "access"
@@ -328,6 +362,10 @@ class AccessParams(BaseModel):
                                                 "steadystate)")
     place: PlaceParams = Field(default_factory=PlaceParams, description="where the run phase's threads run and "
                                "their memory comes from (fio's cpus_allowed, numa_cpu_nodes, numa_mem_policy)")
+    content: Optional[ContentParams] = Field(None, description="what writes carry, as fio makes its buffers: "
+                                             "compressible, deduplicable, refilled, zero or scrambled (docs/fio.md)")
+    atomic: bool = Field(False, description="untorn writes (RWF_ATOMIC, fio atomic=1): needs direct and a filesystem "
+                         "with an atomic write unit that holds every write size")
 
     # Set by `fsmeter run --shared-file` under mpirun (fsmeter.mpi.run), never from a workload file:
     # (this rank's region start, the run and verify phases' region start).
@@ -417,6 +455,11 @@ class AccessParams(BaseModel):
                 if v % n:
                     raise ValueError(f"verify_pattern: its {n} bytes must divide {name} ({v} bytes) so that every "
                                      "byte has one place in the pattern: use a pattern of 1, 2, 4, 8 ... bytes")
+        if self.content is not None and (self.verify != "off" or self.verify_pattern):
+            raise ValueError("content: cannot be combined with verify or verify_pattern (verified writes carry their "
+                             "own bytes): drop one")
+        if self.atomic and not self.direct:
+            raise ValueError("atomic: untorn writes (RWF_ATOMIC) need direct=true (O_DIRECT)")
         if self.buffer_pattern:
             try:
                 parse_buffer_pattern(self.buffer_pattern)
@@ -496,6 +539,7 @@ class AccessParams(BaseModel):
         spec["verify"] = None if self.verify == "off" else self.verify
         spec["buffer_pattern"] = list(parse_buffer_pattern(self.buffer_pattern)) if self.buffer_pattern else []
         spec["verify_pattern"] = list(parse_buffer_pattern(self.verify_pattern)) if self.verify_pattern else []
+        spec["content"] = self.content.engine_dict() if self.content is not None else None
         if self._shared_region is not None:
             spec["shared_file"] = True
             spec["offset"], spec["run_offset"] = self._shared_region

@@ -34,6 +34,10 @@ SUPPORTED = {
     "flow", "flow_id", "flow_sleep", "steadystate", "ss", "steadystate_duration", "ss_dur", "steadystate_ramp_time",
     "ss_ramp", "steadystate_check_interval", "ss_interval", "cpus_allowed", "cpumask", "cpus_allowed_policy",
     "numa_cpu_nodes", "numa_mem_policy",
+    # What writes carry, and untorn writes (_content, _atomic).
+    *("dedupe_percentage", "dedupe_mode", "dedupe_working_set_percentage", "dedupe_global",
+      "buffer_compress_percentage", "buffer_compress_chunk", "scramble_buffers", "refill_buffers", "zero_buffers",
+      "atomic"),
 }
 #: Options accepted because they change nothing fsmeter measures (or counts): why, as the note printed.
 ACCEPTED = {
@@ -82,24 +86,22 @@ PLANNED_WHY = {
     "write_hist_log": "the engine keeps no latency histogram per sample interval yet",
     "verify_backlog": "fio re-reads and checks every N written blocks while the job writes; fsmeter's reads check "
                       "the blocks they meet and a verify phase re-reads every block after the run, not during it",
-    "atomic": "fio then writes with RWF_ATOMIC (untorn writes, Linux 6.11 and a filesystem and device with atomic "
-              "write units); fsmeter does not issue them",
-    "dedupe_percentage": "fio makes that share of the written blocks copies of earlier ones; fsmeter's write buffers "
-                         "are pseudo-random (or buffer_pattern) and never repeat by design",
-    "buffer_compress_percentage": "fio makes write buffers compressible to that share; fsmeter's are pseudo-random "
-                                  "(or buffer_pattern)",
 }
-for _o in ("dedupe_mode", "dedupe_working_set_percentage", "dedupe_global"):
-    PLANNED_WHY[_o] = PLANNED_WHY["dedupe_percentage"]
-PLANNED_WHY["buffer_compress_chunk"] = PLANNED_WHY["buffer_compress_percentage"]
+for _o in ("latency_target", "latency_window", "latency_percentile", "latency_run"):
+    PLANNED_WHY[_o] = ("fio then probes for the deepest queue depth whose latency_percentile stays under "
+                       "latency_target per latency_window (ramping the depth up, backing off on a miss); fsmeter's "
+                       "engine keeps a fixed iodepth: run the job at several iodepth values and compare their latency "
+                       "percentiles")
 PLANNED |= set(PLANNED_WHY)
 #: Why some options will never be in fsmeter.
 NEVER = {
     "exec_prerun": "fsmeter does not run commands from job files",
     "exec_postrun": "fsmeter does not run commands from job files",
     "trim_percentage": "trim is not a filesystem data operation fsmeter measures",
-    "sprandom": "SanDisk's SSD preconditioning orders writes over a device's blocks for its flash translation "
-                "layer and over-provisioning (spr_op): a device's matter, not a filesystem's",
+    "sprandom": "SanDisk's SSD preconditioning: fio writes the file or device once in its lfsr order plus, region "
+                "by region, the rewrites its model of a flash translation layer at steady state asks for (spr_op, "
+                "spr_num_regions); fsmeter does not reproduce that order, and it prepares a device for the jobs after "
+                "it rather than measuring a filesystem",
     "cgroup": "use a campaign's page_cache_limit or cpus factor",
 }
 for _o in ("spr_op", "spr_num_regions"):
@@ -913,6 +915,8 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
             params["total_bytes"] *= 2  # fio's trimwrite: the trims cover io_size, and so do their writes
     params.update(shape.get("params", {}))
     _fio_access_opts(ctx, params, notes)
+    _content(ctx, params, notes, size, nrfiles)
+    _atomic(ctx, params, notes, engine)
     if distribution != "random":
         params["random_distribution"] = distribution
     if random_pct and not ctx.flag("norandommap", False) and distribution == "random":
@@ -1536,6 +1540,129 @@ def _fio_access_opts(ctx: _Ctx, params: dict, notes: list) -> None:
                  "and a verify phase re-reads the files (docs/verify.md)")
 
 
+def _content(ctx: _Ctx, params: dict, notes: list, size: int, nrfiles: int) -> None:
+    """fio's buffer contents (its init-time fixups and fill_io_buffer): buffer_compress_percentage and
+    buffer_compress_chunk, dedupe_percentage with dedupe_mode, dedupe_working_set_percentage and dedupe_global,
+    refill_buffers, zero_buffers and scramble_buffers, onto the access workload's `content`."""
+    job = ctx.job
+    cp_opt, dp_opt = job.get("buffer_compress_percentage"), job.get("dedupe_percentage")
+    cp = ctx.int("buffer_compress_percentage", 0, 0, 100)
+    dp = ctx.int("dedupe_percentage", 0, 0, 100)
+    for name in ("dedupe_mode", "dedupe_working_set_percentage", "dedupe_global"):
+        if job.get(name) is not None and dp_opt is None:
+            ctx.fail(job.get(name), "has no effect without dedupe_percentage: add dedupe_percentage=N, or remove it")
+    if job.get("buffer_compress_chunk") is not None and cp_opt is None:
+        ctx.fail(job.get("buffer_compress_chunk"), "has no effect without buffer_compress_percentage: add "
+                                                   "buffer_compress_percentage=N, or remove it")
+    chunk = ctx.size("buffer_compress_chunk", 512)
+    if chunk > 1 << 30:
+        ctx.fail(job.get("buffer_compress_chunk"), "at most 1 GiB")
+    pattern = bool(params.get("buffer_pattern"))
+    zero = ctx.flag("zero_buffers", False)
+    refill_opt = job.get("refill_buffers")
+    refill = ctx.flag("refill_buffers", False)
+    verified = bool(params.get("verify") or params.get("verify_pattern"))
+    # fio: a compress or dedupe option given turns its own scramble off (TD_F_COMPRESS); 100% compressible is
+    # zero_buffers; another share, or any dedupe, refills every write unless refill_buffers says otherwise.
+    compress_flag = cp_opt is not None or dp_opt is not None
+    if cp == 100:
+        zero, cp = True, 0
+    elif cp and refill_opt is None:
+        refill = True
+    if dp:
+        refill = True
+    if (cp or dp) and verified:
+        ctx.fail(cp_opt if cp else dp_opt, "cannot be combined with verify (fsmeter's verified blocks carry their own "
+                                           "header and data): remove one")
+    if cp and not refill:
+        ctx.fail(refill_opt, "refill_buffers=0 with buffer_compress_percentage (fio then fills each buffer once and "
+                             "writes it again and again) is not supported by fsmeter (planned): remove refill_buffers=0")
+    content: Optional[dict] = None
+    if cp or dp:
+        content = {"compress_pct": cp, "compress_chunk": chunk, "dedupe_pct": dp}
+        if zero and dp:
+            notes.append(f"buffer_compress_percentage=100 with dedupe_percentage (line {cp_opt.line}): fio turns the "
+                         "100 into zero_buffers, which its dedupe fill does not use, so the blocks are random, not zero; "
+                         "fsmeter writes what fio writes")
+        if pattern and dp and not cp:
+            notes.append("buffer_pattern with dedupe_percentage alone: fio's dedupe fill writes random blocks, not the "
+                         "pattern; so does fsmeter")
+        if dp:
+            content.update(_dedupe(ctx, params, dp, size, nrfiles))
+        notes.append("write contents: the compressible share, the chunks and which writes repeat which follow fio's "
+                     "definitions; the random bytes are fsmeter's own, so no block matches one fio writes")
+    elif verified:
+        pass  # verified writes carry their own bytes
+    elif zero and not pattern:
+        content = {"zero": True}
+    elif refill and not pattern:
+        content = {"refill": True}
+    elif job.get("scramble_buffers") is not None and ctx.flag("scramble_buffers", True) and not compress_flag:
+        content = {"scramble": True}
+    if content is not None:
+        params["content"] = content
+        if any(e.get("trim_pct") for e in params["entries"]) and not params.get("trim_then_write"):
+            ctx.fail(cp_opt or dp_opt or job.get("zero_buffers") or refill_opt or job.get("scramble_buffers"),
+                     "trims write no data: remove it")
+
+
+def _dedupe(ctx: _Ctx, params: dict, dp: int, size: int, nrfiles: int) -> dict:
+    """dedupe_mode, dedupe_working_set_percentage and dedupe_global, checked as fio checks them."""
+    job = ctx.job
+    mode_opt = job.get("dedupe_mode")
+    mode = (mode_opt.value or "").strip() if mode_opt is not None else "repeat"
+    if mode not in ("repeat", "working_set"):
+        ctx.fail(mode_opt, "use repeat or working_set")
+    out: dict = {"dedupe_mode": mode}
+    if mode == "working_set":
+        wsp_opt = job.get("dedupe_working_set_percentage")
+        wsp = ctx.int("dedupe_working_set_percentage", 5, 0, 100)
+        if job.get("size") is None:
+            ctx.fail(mode_opt, "the working set is a share of size=, which the job does not set (fio refuses this too): "
+                               "add size=")
+        if nrfiles != 1:
+            ctx.fail(mode_opt, f"the working set needs one file per job, and this job has {nrfiles} (fio refuses this "
+                               "too): use nrfiles=1")
+        if wsp + dp > 100:
+            ctx.fail(wsp_opt or mode_opt, f"dedupe_working_set_percentage {wsp} + dedupe_percentage {dp} is more than "
+                                          "100: the working set's blocks are unique, so that share cannot be copies "
+                                          "(fio refuses this too)")
+        writes = [e["size"] for e in params["entries"] if e.get("read_pct", 0) + e.get("trim_pct", 0) < 100
+                  or params.get("trim_then_write")]
+        min_write = min(writes) if writes else min(e["size"] for e in params["entries"])
+        n = size * wsp // 100 // min_write
+        if n < 1:
+            ctx.fail(wsp_opt or mode_opt, f"the working set of {wsp}% of {size} bytes holds no {min_write}-byte block: "
+                                          "raise dedupe_working_set_percentage or size")
+        if n > 1 << 32:
+            ctx.fail(wsp_opt or mode_opt, f"a working set of {n} blocks: fsmeter keeps at most 2^32: lower "
+                                          "dedupe_working_set_percentage, or raise bs")
+        out["working_set"] = n
+    if ctx.flag("dedupe_global", False):
+        out["global"] = True
+    return out
+
+
+def _atomic(ctx: _Ctx, params: dict, notes: list, engine: str) -> None:
+    """fio's atomic=1: every write with RWF_ATOMIC (its pvsync2, libaio and io_uring engines), which the kernel takes
+    with O_DIRECT only; the engine checks the file's untorn-write unit when it opens the files."""
+    opt = ctx.job.get("atomic")
+    if opt is None or not ctx.flag("atomic", False):
+        return
+    writes = params.get("trim_then_write") or any(e.get("read_pct", 0) + e.get("trim_pct", 0) < 100
+                                                  for e in params["entries"])
+    if not writes:
+        notes.append(f"atomic=1 (line {opt.line}) on a job without writes: fio turns it off, and so does fsmeter")
+        return
+    if engine not in ("io_uring", "libaio"):
+        ctx.fail(opt, f"ioengine={engine} issues no untorn writes (fio refuses it too): use ioengine=io_uring or libaio")
+    if not params.get("direct"):
+        ctx.fail(opt, "the kernel takes untorn writes (RWF_ATOMIC) with O_DIRECT only: add direct=1")
+    params["atomic"] = True
+    notes.append("atomic=1: every write carries RWF_ATOMIC; the run stops at the start if the filesystem's atomic "
+                 "write unit (statx STATX_WRITE_ATOMIC) does not hold the write size")
+
+
 def _verify_pattern(ctx: _Ctx, params: dict, notes: list) -> None:
     """verify_pattern (with verify=pattern, or no verify=, which fio then sets to pattern): the layout and every
     write carry the pattern, every read and a verify phase check it. do_verify=0 writes it unchecked."""
@@ -1602,6 +1729,7 @@ def map_jobfile(path: Path, target: Optional[Path] = None, dir_given: bool = Tru
         exitall = exitall or (ea is not None and _wait_flag(where, ea))
         _wait_for(where, job, m, out)
         out.append(m)
+    _content_threads(out, thread_no - 1)
     for m in out:
         if not exitall:
             m.exit_what = "none"  # fio: exit_what only acts with exitall (set by any job, for every job)
@@ -1609,6 +1737,25 @@ def map_jobfile(path: Path, target: Optional[Path] = None, dir_given: bool = Tru
             m.notes.append("exitall with exit_what=all: when one of its threads ends, every job stops, and the "
                            "groups after this one do not run")
     return out
+
+
+def _content_threads(jobs: list, total: int) -> None:
+    """fio numbers every thread of the file; dedupe_global's working set rotates over all of them, each entry the
+    bytes of that thread's stream. Each job's content gets its first thread's number and the count, and the jobs
+    sharing a working set one seed (the first such job's), so that their streams are the same everywhere."""
+    base, shared = 0, None
+    for m in jobs:
+        c = m.params.get("content")
+        if c is not None:
+            c["thread_base"], c["threads_total"] = base, total
+            if c.get("global"):
+                shared = m.settings["seed"] if shared is None else shared
+                c["seed"] = shared
+        base += int(m.settings["threads"])
+    if shared is not None:
+        for m in jobs:  # the streams the working sets name are those of every job's threads
+            if m.params.get("content") is not None:
+                m.params["content"]["seed"] = shared
 
 
 def _wait_for(where: str, job, m: MappedJob, before: list) -> None:

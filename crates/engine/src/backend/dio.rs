@@ -96,6 +96,45 @@ pub fn dio_align(fd: RawFd) -> DioAlign {
     choose(&facts(fd))
 }
 
+/// statx mask bit for the atomic write unit (Linux 6.11+).
+const STATX_WRITE_ATOMIC: u32 = 0x1_0000;
+
+/// The untorn-write unit of an open file: (stx_atomic_write_unit_min, stx_atomic_write_unit_max) in
+/// bytes, from statx STATX_WRITE_ATOMIC; (0, 0) when the kernel or the filesystem reports none.
+/// The struct is read by offset (0xa8, 0xac: the kernel's uapi layout), as the C library's may predate it.
+pub fn atomic_unit(fd: RawFd) -> (u32, u32) {
+    // 256 bytes: struct statx.
+    let mut b = [0u64; 32];
+    // SAFETY: statx fills at most sizeof(struct statx) = 256 bytes of `b`; AT_EMPTY_PATH stats fd itself.
+    let r = unsafe {
+        libc::syscall(libc::SYS_statx, fd, c"".as_ptr(), libc::AT_EMPTY_PATH, STATX_WRITE_ATOMIC, b.as_mut_ptr())
+    };
+    let mask = b[0] as u32;
+    if r != 0 || mask & STATX_WRITE_ATOMIC == 0 {
+        return (0, 0);
+    }
+    let w = b[0xa8 / 8];
+    (w as u32, (w >> 32) as u32)
+}
+
+/// A filesystem's usual name, from its statfs magic (hex when unknown).
+pub fn fs_name(fd: RawFd) -> String {
+    let mut sfs: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: fstatfs fills the struct we pass.
+    if unsafe { libc::fstatfs(fd, &mut sfs) } != 0 {
+        return "an unknown filesystem".into();
+    }
+    match sfs.f_type as i64 {
+        TMPFS_MAGIC => "tmpfs".into(),
+        BTRFS_SUPER_MAGIC => "btrfs".into(),
+        0xEF53 => "ext4".into(),
+        0x5846_5342 => "xfs".into(),
+        0xF2F5_2010 => "f2fs".into(),
+        0x6969 => "nfs".into(),
+        m => format!("the filesystem of type {m:#x}"),
+    }
+}
+
 /// Pages of the first `len` bytes of an open file that are in the page cache
 /// (mincore over a read-only shared mapping; nothing is read).
 pub fn resident_pages(fd: RawFd, len: u64) -> std::io::Result<u64> {

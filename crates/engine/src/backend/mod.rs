@@ -6,6 +6,7 @@
 //! many slots it can have in flight (1 for the synchronous ones).
 
 pub mod buffer;
+pub mod content;
 pub mod dio;
 pub mod fault;
 pub mod null;
@@ -56,6 +57,16 @@ pub trait IoBackend {
     fn reap<F: FnMut(usize, i64)>(&mut self, min: usize, done: F) -> Result<usize>;
     /// Flush file `file` to stable storage (fsync).
     fn fsync(&mut self, file: u32) -> Result<()>;
+    /// Issue every write with these RWF_* flags (RWF_ATOMIC); backends that cannot refuse.
+    fn set_write_flags(&mut self, flags: i32) -> Result<()> {
+        if flags == 0 {
+            return Ok(());
+        }
+        Err(crate::error::EngineError::invalid(
+            "atomic",
+            "this backend cannot issue untorn writes: use psync or io_uring",
+        ))
+    }
 }
 
 /// The file descriptors a backend works on, indexed by `IoReq::file`.

@@ -35,4 +35,7 @@ impl IoBackend for NullBackend {
     fn fsync(&mut self, _file: u32) -> Result<()> {
         Ok(())
     }
+    fn set_write_flags(&mut self, _flags: i32) -> Result<()> {
+        Ok(()) // no I/O: nothing to tear
+    }
 }

@@ -6,11 +6,13 @@ use crate::error::{EngineError, Result};
 pub struct PsyncBackend {
     files: FileTable,
     pending: Option<(usize, IoReq, *mut u8)>,
+    /// RWF_* flags of every write (then pwritev2 instead of pwrite).
+    write_flags: i32,
 }
 
 impl PsyncBackend {
     pub fn new(files: FileTable) -> Self {
-        PsyncBackend { files, pending: None }
+        PsyncBackend { files, pending: None, write_flags: 0 }
     }
 }
 
@@ -28,7 +30,19 @@ impl IoBackend for PsyncBackend {
         let fd = self.files[req.file as usize];
         // SAFETY: buf points at a live buffer of at least req.len bytes owned by the caller.
         let r = unsafe {
-            if req.write {
+            if req.write && self.write_flags != 0 {
+                let iov = libc::iovec { iov_base: buf as *mut libc::c_void, iov_len: req.len as usize };
+                // The raw system call: the offset as (low, high) halves, as the kernel takes it.
+                libc::syscall(
+                    libc::SYS_pwritev2,
+                    fd,
+                    &iov as *const libc::iovec,
+                    1,
+                    req.offset as libc::c_long,
+                    0 as libc::c_long,
+                    self.write_flags,
+                ) as isize
+            } else if req.write {
                 crate::sys::pwrite(fd, buf as *const libc::c_void, req.len as usize, req.offset as libc::off_t)
             } else {
                 crate::sys::pread(fd, buf as *mut libc::c_void, req.len as usize, req.offset as libc::off_t)
@@ -41,6 +55,11 @@ impl IoBackend for PsyncBackend {
         };
         done(slot, res);
         Ok(1)
+    }
+
+    fn set_write_flags(&mut self, flags: i32) -> Result<()> {
+        self.write_flags = flags;
+        Ok(())
     }
 
     fn fsync(&mut self, file: u32) -> Result<()> {

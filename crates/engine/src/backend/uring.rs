@@ -14,6 +14,8 @@ pub struct UringBackend {
     fixed_files: bool,
     fixed_bufs: bool,
     unsubmitted: usize,
+    /// RWF_* flags of every write.
+    write_flags: i32,
 }
 
 impl UringBackend {
@@ -31,7 +33,7 @@ impl UringBackend {
         // SAFETY: the buffers outlive the ring (the worker owns both and drops the ring first).
         let fixed_bufs =
             bufs.len() <= u16::MAX as usize && unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
-        Ok(UringBackend { ring, files, fixed_files, fixed_bufs, unsubmitted: 0 })
+        Ok(UringBackend { ring, files, fixed_files, fixed_bufs, unsubmitted: 0, write_flags: 0 })
     }
 
     #[inline(always)]
@@ -40,9 +42,14 @@ impl UringBackend {
             ($fd:expr) => {
                 match (req.write, self.fixed_bufs) {
                     (false, true) => opcode::ReadFixed::new($fd, buf, req.len, slot as u16).offset(req.offset).build(),
-                    (true, true) => opcode::WriteFixed::new($fd, buf, req.len, slot as u16).offset(req.offset).build(),
+                    (true, true) => opcode::WriteFixed::new($fd, buf, req.len, slot as u16)
+                        .offset(req.offset)
+                        .rw_flags(self.write_flags)
+                        .build(),
                     (false, false) => opcode::Read::new($fd, buf, req.len).offset(req.offset).build(),
-                    (true, false) => opcode::Write::new($fd, buf, req.len).offset(req.offset).build(),
+                    (true, false) => {
+                        opcode::Write::new($fd, buf, req.len).offset(req.offset).rw_flags(self.write_flags).build()
+                    }
                 }
             };
         }
@@ -99,6 +106,16 @@ impl IoBackend for UringBackend {
             }
             want = min - n;
         }
+    }
+
+    fn set_write_flags(&mut self, flags: i32) -> Result<()> {
+        self.write_flags = flags;
+        if flags & libc::RWF_ATOMIC != 0 {
+            // A registered buffer reaches the kernel as one segment per page; an untorn write must be one
+            // segment (stx_atomic_write_segments_max is 1 on files), which a plain write's buffer is.
+            self.fixed_bufs = false;
+        }
+        Ok(())
     }
 
     fn fsync(&mut self, file: u32) -> Result<()> {

@@ -12,6 +12,7 @@ use super::gen::{lcm, AccessGen, GenOp};
 use super::pace::{sleep_until, FlowShared, FlowState, Go, Pacer};
 use super::spec::{AccessSpec, FioEngine};
 use crate::backend::buffer::{huge_region, AlignedBuf, BufferMemory, HUGETLB_PAGE};
+use crate::backend::content::ContentGen;
 use crate::backend::dio::{self, DioAlign};
 use crate::backend::fault::{FaultBackend, Injected};
 use crate::backend::null::NullBackend;
@@ -99,6 +100,8 @@ pub(super) struct RunState<B: IoBackend> {
     deferred: std::collections::VecDeque<(usize, Wait)>,
     /// With fio's flow: this thread's place in its flow.
     flow: Option<FlowState>,
+    /// With fio's buffer contents: what each write carries (filled before the write is timed).
+    content: Option<ContentGen>,
 }
 
 /// What a deferred request waits for once nothing is in flight.
@@ -411,11 +414,50 @@ impl Access {
                 e => e,
             })?;
             files.0.push(fd);
+            if spec.atomic && job.backend != BackendKind::Null {
+                self.check_atomic(fd, &path)?;
+            }
             if spec.direct && i == 0 {
                 direct = Some(self.direct_io(fd, &job.dir)?);
             }
         }
         Ok((files, direct))
+    }
+
+    /// fio's atomic=1 on one file: the filesystem must report an untorn-write unit (statx
+    /// STATX_WRITE_ATOMIC), every write size must be a power of two inside it, and every write offset a
+    /// multiple of its size, as RWF_ATOMIC requires.
+    fn check_atomic(&self, fd: RawFd, path: &Path) -> Result<()> {
+        let spec = &self.spec;
+        let (lo, hi) = dio::atomic_unit(fd);
+        let fs = dio::fs_name(fd);
+        if hi == 0 {
+            return Err(EngineError::invalid(
+                "atomic",
+                format!(
+                    "{} is on {fs}, which reports no atomic write unit (statx STATX_WRITE_ATOMIC: unit 0 bytes): \
+                     untorn writes (RWF_ATOMIC) need a filesystem that has one (xfs on Linux 6.16+, or a device \
+                     with atomic writes): run on one, or drop atomic",
+                    path.display()
+                ),
+            ));
+        }
+        for e in spec.entries.iter().filter(|e| e.read_pct + e.trim_pct < 100.0 || spec.trim_then_write) {
+            let w = e.size as u64;
+            let why = if !w.is_power_of_two() || w < lo as u64 || w > hi as u64 {
+                format!("the atomic write unit of {} ({fs}) is {lo} to {hi} bytes, powers of two", path.display())
+            } else if !spec.offset.is_multiple_of(w)
+                || spec.seq_add % w as i64 != 0
+                || (e.random_pct > 0.0 && !spec.alignment.is_multiple_of(w))
+            {
+                "an untorn write must start at a multiple of its size: make offset and blockalign multiples of it"
+                    .to_string()
+            } else {
+                continue;
+            };
+            return Err(EngineError::invalid("atomic", format!("{w}-byte writes: {why}")));
+        }
+        Ok(())
     }
 
     /// The filesystem's O_DIRECT alignment, checked against the spec: refused
@@ -611,7 +653,10 @@ impl Access {
         for b in &bufs {
             fill_pattern(b.as_mut_slice(), spec.write_pattern());
         }
-        let backend = make(files.0.clone(), &bufs)?;
+        let mut backend = make(files.0.clone(), &bufs)?;
+        if spec.atomic {
+            backend.set_write_flags(libc::RWF_ATOMIC)?;
+        }
         Ok(RunState {
             backend,
             bufs,
@@ -636,6 +681,13 @@ impl Access {
                 let mut f = FlowState::new(self.flow.clone(), spec.pace.flow, spec.pace.flow_sleep_us);
                 f.join();
                 f
+            }),
+            content: spec.content.as_ref().map(|c| {
+                let [_, w] = spec.min_sizes();
+                let min_write = if w == 0 { spec.entries.iter().map(|e| e.size).min().unwrap_or(1) } else { w as u32 };
+                // fio fills its iodepth buffers (the largest request each) before a writing job starts.
+                let primed = if w == 0 && !spec.trim_then_write { (0, 0) } else { (qd, max) };
+                ContentGen::new(c, job.seed, tid, job.threads, min_write, spec.write_pattern(), primed)
             }),
         })
     }
@@ -707,6 +759,8 @@ impl Access {
             })).collect::<Vec<_>>(),
             "random_distribution": spec.random_distribution,
             "random_scramble": spec.random_scramble,
+            "content": spec.content,
+            "atomic": spec.atomic,
             "trim_then_write": spec.trim_then_write,
             "buffer_pattern_bytes": spec.buffer_pattern.len(),
             "verify_pattern_bytes": spec.verify_pattern.len(),
@@ -988,8 +1042,16 @@ impl Access {
             }
         }
         let generation = if VERIFY { self.fill_write(st, slot, op.req, gen_base) } else { 0 };
-        st.slots[slot] = SlotMeta { t0, op: Some(op), generation };
         self.refill_pattern(st, slot, op.req.write);
+        let mut t0 = t0;
+        if op.req.write {
+            if let Some(c) = st.content.as_mut() {
+                // fio fills a write's buffer before it issues it: the fill is not in the request's time.
+                c.fill(&mut st.bufs[slot].as_mut_slice()[..op.req.len as usize], op.req.offset, t0);
+                t0 = t0.max(now_ns());
+            }
+        }
+        st.slots[slot] = SlotMeta { t0, op: Some(op), generation };
         st.backend.queue(slot, op.req, st.bufs[slot].as_ptr())
     }
 

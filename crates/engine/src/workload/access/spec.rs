@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::backend::buffer::BufferMemory;
+use crate::backend::content::ContentSpec;
 use crate::backend::dio::DioAlign;
 use crate::backend::fault::FaultSpec;
 use crate::backend::BackendKind;
@@ -171,6 +172,14 @@ pub struct AccessSpec {
     /// cpus_allowed, numa_cpu_nodes, numa_mem_policy); see `pace.rs`.
     #[serde(default)]
     pub place: PlaceSpec,
+    /// fio's buffer contents (compressible, deduplicable, refilled, zero or scrambled writes); see
+    /// `backend/content.rs`. None: every slot's buffer as filled before the start (or the pattern).
+    #[serde(default)]
+    pub content: Option<ContentSpec>,
+    /// fio's atomic=1: every write is issued untorn (pwritev2 / io_uring with RWF_ATOMIC), with
+    /// O_DIRECT, each request inside the file's atomic write unit (statx STATX_WRITE_ATOMIC).
+    #[serde(default)]
+    pub atomic: bool,
 }
 
 /// fio's ioengines that are not data transfer, run in the engine as fio runs them (one system call
@@ -550,6 +559,18 @@ impl AccessSpec {
             return Err(EngineError::invalid("buffer_pattern", "at most 1 MiB"));
         }
         self.validate_verify_pattern()?;
+        if let Some(c) = &self.content {
+            c.check().map_err(|m| EngineError::invalid("content", m))?;
+            if self.verify.is_some() || !self.verify_pattern.is_empty() {
+                return Err(EngineError::invalid(
+                    "content",
+                    "cannot be combined with verify or verify_pattern (verified writes carry their own bytes): drop one",
+                ));
+            }
+        }
+        if self.atomic && !self.direct {
+            return Err(EngineError::invalid("atomic", "untorn writes (RWF_ATOMIC) need direct = true (O_DIRECT)"));
+        }
         if self.pace.is_active() && trims {
             return Err(EngineError::invalid(
                 "pace",
@@ -874,6 +895,8 @@ pub(super) mod tests {
             pace: PaceSpec::default(),
             steadystate: None,
             place: PlaceSpec::default(),
+            content: None,
+            atomic: false,
         }
     }
 
