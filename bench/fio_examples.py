@@ -207,9 +207,12 @@ def run_fsmeter(job: Path, root: Path, out: Path, timeout: int) -> dict:
 FIO_FIXED_OFFLOAD = (3, 42)  # fio's io_submit_mode=offload hangs at start-up before 3.42 (a race in its workqueue)
 
 
-def fio_binary() -> str:
-    """The fio to compare with: $FIO, else the one on PATH."""
-    return os.environ.get("FIO") or shutil.which("fio") or "fio"
+def fio_binaries(given: Optional[list]) -> list:
+    """The fios to compare with, in order: --fio (repeatable), else $FIO (colon-separated), else fio on PATH.
+    A file whose engine one fio lacks runs under the next (Debian's fio has no dircreate; a fio built from
+    source without libaio-dev has no libaio)."""
+    names = given or [x for x in os.environ.get("FIO", "").split(":") if x] or [shutil.which("fio") or "fio"]
+    return [shutil.which(n) or n for n in names]
 
 
 def fio_version(fio: str) -> tuple:
@@ -529,7 +532,9 @@ def main() -> int:
     ap.add_argument("checkout", nargs="?", default=os.environ.get("FIO_GIT", str(HERE / "peers" / "fio.git")))
     ap.add_argument("--only", nargs="*", default=None, help="example file names to run")
     ap.add_argument("--no-fio", action="store_true", help="do not run fio")
-    ap.add_argument("--fio", default=None, help="the fio to compare with (default: $FIO, else fio on PATH)")
+    ap.add_argument("--fio", action="append", default=None,
+                    help="a fio to compare with; repeat it: a file whose engine one lacks runs under the next "
+                         "(default: $FIO, colon-separated, else fio on PATH)")
     ap.add_argument("--blockers", action="store_true", help="count what stops the refused files")
     ap.add_argument("--json", default=None, help="write every file's outcome here")
     ap.add_argument("--timeout", type=int, default=120, help="seconds for each run of a file fsmeter runs")
@@ -544,11 +549,10 @@ def main() -> int:
     os.environ.update(ENV)  # for --blockers, which plans in this process
     if args.only:
         files = {k: v for k, v in files.items() if k in args.only or k.removesuffix(".fio") in args.only}
-    fio = args.fio or fio_binary()
-    version = () if args.no_fio else fio_version(fio)
-    have_fio = bool(version)
-    if have_fio:
-        print(f"fio: {fio} ({'.'.join(map(str, version))})", flush=True)
+    fios = [] if args.no_fio else [(f, v) for f in fio_binaries(args.fio) if (v := fio_version(f))]
+    have_fio = bool(fios)
+    for f, v in fios:
+        print(f"fio: {f} ({'.'.join(map(str, v))})", flush=True)
     scratch = Path(tempfile.mkdtemp(prefix="fsmeter-fio-examples-"))
     mounted = False
     if os.geteuid() == 0:
@@ -580,21 +584,26 @@ def main() -> int:
                 fscaled, fmade, fdirs = scale(text, fio_root)
                 prepare_root(fio_root, fmade, fdirs)
                 fjob = jobs / ("fio-" + name)
-                ftext, notes = fio_copy(fscaled, version)
-                fjob.write_text(ftext)
-                remote = REMOTE.search(ftext)
-                if remote:
-                    f = {"status": "not run", "why": f"it sends to {remote.group(1)}, beyond this machine"}
-                else:
-                    limit = args.timeout if r["status"] == "ran" else args.fio_timeout
-                    (scratch / "fio.json").unlink(missing_ok=True)
-                    f = run_fio(fio, fjob, fio_root, scratch / "fio.json", limit)
-                res["fio_here"] = {"status": fio_outcome(f["status"], f.get("why", "")), "why": f.get("why", "")}
-                if notes:
-                    res["fio_here"]["notes"] = notes
+                for i, (fio, version) in enumerate(fios):
+                    ftext, notes = fio_copy(fscaled, version)
+                    fjob.write_text(ftext)
+                    remote = REMOTE.search(ftext)
+                    if remote:
+                        f = {"status": "not run", "why": f"it sends to {remote.group(1)}, beyond this machine"}
+                    else:
+                        limit = args.timeout if r["status"] == "ran" else args.fio_timeout
+                        (scratch / "fio.json").unlink(missing_ok=True)
+                        f = run_fio(fio, fjob, fio_root, scratch / "fio.json", limit)
+                    res["fio_here"] = {"status": fio_outcome(f["status"], f.get("why", "")), "why": f.get("why", ""),
+                                       "fio": f"{fio} ({'.'.join(map(str, version))})"}
+                    if notes:
+                        res["fio_here"]["notes"] = notes
+                    if not res["fio_here"]["status"].startswith("lacks") or i + 1 == len(fios):
+                        break
+                    prepare_root(fio_root, fmade, fdirs)
                 if r["status"] == "ran":
                     if f.get("entries") is None:
-                        res["fio"] = f"fio {res['fio_here']['status']}: {f['why'][:200]}"
+                        res["fio"] = f"fio here {res['fio_here']['status']}"  # not fsmeter's failure
                     else:
                         res["fio"], res["compare"] = compare(r["doc"], f, groups)
                 shutil.rmtree(fio_root, ignore_errors=True)
