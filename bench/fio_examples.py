@@ -1,19 +1,28 @@
 """fio's own example job files under `fsmeter run`, scaled down, compared with fio job by job.
 
-    python bench/fio_examples.py [FIO_CHECKOUT] [--only NAME ...] [--no-fio] [--blockers] [--json OUT]
+    python bench/fio_examples.py [FIO_CHECKOUT] [--only NAME ...] [--no-fio] [--fio PATH ...] [--blockers]
+                                 [--json OUT] [--timeout S] [--fio-timeout S]
 
 FIO_CHECKOUT is a clone of axboe/fio, bare or not (default: $FIO_GIT, else bench/peers/fio.git); its
 `examples/*.fio` are read from it, never copied into this project. Each file is scaled down before it runs:
 sizes above 64 MiB become 64m (in a file with rate= or rate_iops=, at most what the slowest rate moves in 2 s,
-and at least 64 KiB: a 64 MiB job at 50 IOPS would run for minutes), runtime at most 2 s, ramp_time and startdelay at most 1 s, loops at most 2
-(fsx.fio asks for 500,000), ${FIO_DIR} is the scratch folder, and every absolute
-path (a device, a mount point) moves into a scratch folder (a tmpfs as root), where each named file is created
-at 64 MiB first, as a device of that size would be. Then the file runs under `fsmeter run` and, when fio is
-installed, under fio in a scratch folder of its own (cpp_null.fio's plugin engine, fio's null engine built
-as C++, runs there as fio's built-in null engine). Per file the report says: ran, refused (the error line),
-or crashed (any other exit, a traceback, a timeout); and, for runs that are not time-based, whether the bytes
-and I/O counts of each job and direction are fio's (random read/write mixes: the total within 2%, and each
-direction within 5% of the total or three binomial standard deviations, whichever is larger).
+and at least 64 KiB: a 64 MiB job at 50 IOPS would run for minutes), runtime at most 2 s, ramp_time and
+startdelay at most 1 s, loops at most 2 (fsx.fio asks for 500,000), nrfiles at most 4096, ${FIO_DIR} is the
+scratch folder, and every absolute path (a device, a mount point) moves into a scratch folder (a tmpfs as
+root), where each named file is created at 64 MiB first, as a device of that size would be.
+
+Then the file runs under `fsmeter run`, and under fio in a scratch folder of its own: every file, also those
+fsmeter refuses, so the summary can say which refusals are fsmeter's gaps and which files fio itself cannot
+run here (it lacks the engine, fails, hangs). --fio (repeatable) or $FIO (colon-separated) names the fios: a
+file whose engine one lacks runs under the next. cpp_null.fio's plugin engine (fio's null engine built as C++)
+runs as fio's built-in null engine, and a fio older than 3.42 runs io_submit_mode=offload inline (it hangs).
+
+Per file the report says: ran, refused (the error line), or crashed (any other exit, a traceback, a timeout);
+fio's outcome; and for a file both ran, whether the bytes and I/O counts of each job (or, with
+group_reporting, each reporting group, as fio merges it) and direction are fio's. Random read/write mixes:
+the total within 2%, each direction within 5% of the total or three binomial standard deviations; several
+request sizes: the count within 2% or three standard deviations of two renewal counts (count_slack). A file
+of time-based jobs is "time-based: compared rates not work", with the bandwidth ratio per job.
 
 --blockers also counts what stops the refused files: it removes each refused line in turn (a job header the
 concurrency refusal names counts as "concurrent jobs") until the file plans, and counts each option once per
@@ -37,6 +46,7 @@ from typing import Optional
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SCALE_BYTES = 64 << 20
+MAX_FILES = 4096
 SIZE_OPTS = ("size", "filesize", "io_size", "io_limit", "offset", "offset_increment")
 ENV = {"FIO_BS": "4k", "FIO_IODEPTH": "1", "FIO_RW": "randread"}
 #: fio's file and directory engines -> the operation fsmeter counts for each of their I/Os.
@@ -125,6 +135,8 @@ def scale(text: str, root: Path) -> tuple:
             value = "2s" if s is None or s > 2 else value
         elif key == "loops" and value.isdigit() and int(value) > 2:
             value = "2"
+        elif key in ("nrfiles", "nr_files") and value.isdigit() and int(value) > MAX_FILES:
+            value = str(MAX_FILES)  # filecreate-ioengine.fio: 16 jobs of 31,250 files, minutes on a busy machine
         elif key in ("ramp_time", "startdelay"):
             s = _secs(value)
             value = "1s" if s is None or s > 1 else value
