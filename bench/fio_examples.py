@@ -566,6 +566,9 @@ def main() -> int:
     for f, v in fios:
         print(f"fio: {f} ({'.'.join(map(str, v))})", flush=True)
     scratch = Path(tempfile.mkdtemp(prefix="fsmeter-fio-examples-"))
+    # The results go beside the scratch tmpfs, not on it: a job that fills its filesystem (fill_device) would
+    # leave no room for them.
+    outs = Path(tempfile.mkdtemp(prefix="fsmeter-fio-examples-out-"))
     mounted = False
     if os.geteuid() == 0:
         mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3g", "fsmeter-fio-examples", str(scratch)],
@@ -580,7 +583,7 @@ def main() -> int:
             prepare_root(fs_root, made, dirs)
             job = jobs / name
             job.write_text(scaled)
-            r = run_fsmeter(job, fs_root, scratch / "fsm.json", args.timeout)
+            r = run_fsmeter(job, fs_root, outs / "fsm.json", args.timeout)
             res["fsmeter"] = r["status"]
             res["why"] = r.get("why", "")
             if r["status"] == "refused" and args.blockers:
@@ -604,8 +607,8 @@ def main() -> int:
                         f = {"status": "not run", "why": f"it sends to {remote.group(1)}, beyond this machine"}
                     else:
                         limit = args.timeout if r["status"] == "ran" else args.fio_timeout
-                        (scratch / "fio.json").unlink(missing_ok=True)
-                        f = run_fio(fio, fjob, fio_root, scratch / "fio.json", limit)
+                        (outs / "fio.json").unlink(missing_ok=True)
+                        f = run_fio(fio, fjob, fio_root, outs / "fio.json", limit)
                     res["fio_here"] = {"status": fio_outcome(f["status"], f.get("why", "")), "why": f.get("why", ""),
                                        "fio": f"{fio} ({'.'.join(map(str, version))})"}
                     if notes:
@@ -634,6 +637,7 @@ def main() -> int:
         if mounted:
             subprocess.run(["umount", str(scratch)], capture_output=True)
         shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(outs, ignore_errors=True)
     print()
     for line in summary(results):
         print(line)

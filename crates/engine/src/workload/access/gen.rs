@@ -192,7 +192,7 @@ impl AccessGen {
         if map.full() {
             map.reset();
         }
-        let mut b = below(self.rng.next_u64(), map.len());
+        let mut b = below(self.rng.next_u64(), map.blocks());
         if map.is_set(b) {
             b = map.next_free(b).unwrap_or(b);
         }
@@ -330,7 +330,7 @@ impl BlockMap {
         let mut len = self.n;
         for level in self.levels.iter_mut() {
             level.fill(0);
-            if len % 64 != 0 {
+            if !len.is_multiple_of(64) {
                 *level.last_mut().expect("a word") = !0u64 << (len % 64);
             }
             len = len.div_ceil(64);
@@ -338,12 +338,9 @@ impl BlockMap {
         self.free = self.n;
     }
 
-    pub fn len(&self) -> u64 {
+    /// How many blocks the map covers.
+    pub fn blocks(&self) -> u64 {
         self.n
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.free == self.n
     }
 
     pub fn full(&self) -> bool {
@@ -609,7 +606,7 @@ mod tests {
         assert!(m.full());
         assert_eq!(m.next_free(0), None);
         m.reset();
-        assert!(m.is_empty() && !m.is_set(4999) && m.next_free(4998) == Some(4999));
+        assert!(!m.full() && !m.is_set(4999) && m.next_free(4998) == Some(4999) && m.blocks() == 5000);
     }
 
     #[test]
