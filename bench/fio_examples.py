@@ -599,7 +599,8 @@ def main() -> int:
                 fscaled, fmade, fdirs = scale(text, fio_root)
                 prepare_root(fio_root, fmade, fdirs)
                 fjob = jobs / ("fio-" + name)
-                for i, (fio, version) in enumerate(fios):
+                tried = []
+                for fio, version in fios:
                     ftext, notes = fio_copy(fscaled, version)
                     fjob.write_text(ftext)
                     remote = REMOTE.search(ftext)
@@ -609,13 +610,22 @@ def main() -> int:
                         limit = args.timeout if r["status"] == "ran" else args.fio_timeout
                         (outs / "fio.json").unlink(missing_ok=True)
                         f = run_fio(fio, fjob, fio_root, outs / "fio.json", limit)
-                    res["fio_here"] = {"status": fio_outcome(f["status"], f.get("why", "")), "why": f.get("why", ""),
-                                       "fio": f"{fio} ({'.'.join(map(str, version))})"}
+                    here = {"status": fio_outcome(f["status"], f.get("why", "")), "why": f.get("why", ""),
+                            "fio": f"{fio} ({'.'.join(map(str, version))})"}
                     if notes:
-                        res["fio_here"]["notes"] = notes
-                    if not res["fio_here"]["status"].startswith("lacks") or i + 1 == len(fios):
+                        here["notes"] = notes
+                    tried.append((f, here))
+                    # The next fio may have the engine, or parse an option this one does not know; a hang is
+                    # not tried again (it costs the timeout).
+                    if here["status"] in ("runs", "hangs", "not run"):
                         break
                     prepare_root(fio_root, fmade, fdirs)
+                # The fio that runs the file, else the first that has its engine, else the first.
+                f, res["fio_here"] = next((t for t in tried if t[1]["status"] == "runs"), None) or \
+                    next((t for t in tried if not t[1]["status"].startswith("lacks")), tried[0])
+                others = [h for _, h in tried if h is not res["fio_here"]]
+                if others:
+                    res["fio_here"]["others"] = [f"{h['fio']}: {h['status']}: {h['why'][:150]}" for h in others]
                 if r["status"] == "ran":
                     if f.get("entries") is None:
                         res["fio"] = f"fio here {res['fio_here']['status']}"  # not fsmeter's failure
