@@ -181,10 +181,28 @@ def fsmeter_cmd() -> list:
     return [str(venv)] if venv.exists() else [sys.executable, "-m", "fsmeter"]
 
 
-def _run(cmd: list, timeout: int, **kw) -> subprocess.CompletedProcess:
+def _kill_escaped(marker: str) -> None:
+    """Kill what a timed-out run left outside its session: fio's job processes may start sessions of their own
+    (fio 3.42's vsock jobs did), so the group kill misses them and they keep the output pipes open. They are
+    found by the job file in their command line, a path inside this run's own scratch folder."""
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            args = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if marker.encode() in args:
+            try:
+                os.kill(int(d.name), 9)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def _run(cmd: list, timeout: int, marker: str, **kw) -> subprocess.CompletedProcess:
     """subprocess.run in a session of its own: on a timeout the whole process group is killed, so the
     job processes fio forks (which outlive their parent when it alone is killed) do not stay behind,
-    holding the scratch mount busy."""
+    holding the scratch mount busy; then those that left the group (`marker`: the job file they run)."""
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, **kw)
     try:
         out, err = p.communicate(timeout=timeout)
@@ -193,7 +211,14 @@ def _run(cmd: list, timeout: int, **kw) -> subprocess.CompletedProcess:
             os.killpg(p.pid, 9)
         except ProcessLookupError:
             pass
-        p.communicate()
+        _kill_escaped(marker)
+        try:
+            p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            for pipe in (p.stdout, p.stderr):
+                pipe.close()
+            p.wait()
         raise
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
@@ -205,7 +230,7 @@ def run_fsmeter(job: Path, root: Path, out: Path, timeout: int) -> dict:
     if not absolute:
         cmd += ["--dir", str(root)]
     try:
-        r = _run(cmd, timeout, cwd=root, env={**os.environ, **ENV, "FIO_DIR": str(root), "COLUMNS": "200"})
+        r = _run(cmd, timeout, str(job), cwd=root, env={**os.environ, **ENV, "FIO_DIR": str(root), "COLUMNS": "200"})
     except subprocess.TimeoutExpired:
         return {"status": "crashed", "why": f"no answer in {timeout} s"}
     err = r.stderr.strip()
@@ -311,7 +336,7 @@ def fio_entries(doc: dict) -> list:
 
 def run_fio(fio: str, job: Path, root: Path, out: Path, timeout: int) -> dict:
     try:
-        r = _run([fio, "--output-format=json", f"--output={out}", str(job)], timeout, cwd=root,
+        r = _run([fio, "--output-format=json", f"--output={out}", str(job)], timeout, str(job), cwd=root,
                  env={**os.environ, **ENV, "FIO_DIR": str(root)})
     except subprocess.TimeoutExpired:
         return {"status": "hangs", "why": f"no answer in {timeout} s"}

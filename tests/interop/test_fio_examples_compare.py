@@ -166,3 +166,20 @@ def test_summary_separates_fsmeter_gaps_from_files_fio_cannot_run_here(fe):
     assert lines[2] == "  b.fio: refused: b.fio line 3: ioengine=net: not supported"
     assert "1 fails" in lines[3] and "1 lacks the engine" in lines[3]
     assert lines[4] == "fsmeter runs, fio here does not: d.fio (lacks the engine dircreate)"
+
+
+def test_a_timed_out_run_also_kills_what_left_its_session(fe, tmp_path):
+    # fio 3.42's vsock jobs start sessions of their own: the group kill misses them and they hold the pipes.
+    marker = str(tmp_path / "job.fio")
+    script = f"setsid {fe.sys.executable} -c 'import time; time.sleep(300)' {marker} & sleep 300"
+    with pytest.raises(fe.subprocess.TimeoutExpired):
+        fe._run(["sh", "-c", script], 1, marker)
+    left = [d for d in Path("/proc").iterdir() if d.name.isdigit() and _runs(d, marker)]
+    assert left == [], "the escaped process was killed"
+
+
+def _runs(d: Path, marker: str) -> bool:
+    try:
+        return marker.encode() in (d / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
