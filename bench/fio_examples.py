@@ -1,19 +1,28 @@
 """fio's own example job files under `fsmeter run`, scaled down, compared with fio job by job.
 
-    python bench/fio_examples.py [FIO_CHECKOUT] [--only NAME ...] [--no-fio] [--blockers] [--json OUT]
+    python bench/fio_examples.py [FIO_CHECKOUT] [--only NAME ...] [--no-fio] [--fio PATH ...] [--blockers]
+                                 [--json OUT] [--timeout S] [--fio-timeout S]
 
 FIO_CHECKOUT is a clone of axboe/fio, bare or not (default: $FIO_GIT, else bench/peers/fio.git); its
 `examples/*.fio` are read from it, never copied into this project. Each file is scaled down before it runs:
 sizes above 64 MiB become 64m (in a file with rate= or rate_iops=, at most what the slowest rate moves in 2 s,
-and at least 64 KiB: a 64 MiB job at 50 IOPS would run for minutes), runtime at most 2 s, ramp_time and startdelay at most 1 s, loops at most 2
-(fsx.fio asks for 500,000), ${FIO_DIR} is the scratch folder, and every absolute
-path (a device, a mount point) moves into a scratch folder (a tmpfs as root), where each named file is created
-at 64 MiB first, as a device of that size would be. Then the file runs under `fsmeter run` and, when fio is
-installed, under fio in a scratch folder of its own (cpp_null.fio's plugin engine, fio's null engine built
-as C++, runs there as fio's built-in null engine). Per file the report says: ran, refused (the error line),
-or crashed (any other exit, a traceback, a timeout); and, for runs that are not time-based, whether the bytes
-and I/O counts of each job and direction are fio's (random read/write mixes: the total within 2%, and each
-direction within 5% of the total or three binomial standard deviations, whichever is larger).
+and at least 64 KiB: a 64 MiB job at 50 IOPS would run for minutes), runtime at most 2 s, ramp_time and
+startdelay at most 1 s, loops at most 2 (fsx.fio asks for 500,000), nrfiles at most 4096, ${FIO_DIR} is the
+scratch folder, and every absolute path (a device, a mount point) moves into a scratch folder (a tmpfs as
+root), where each named file is created at 64 MiB first, as a device of that size would be.
+
+Then the file runs under `fsmeter run`, and under fio in a scratch folder of its own: every file, also those
+fsmeter refuses, so the summary can say which refusals are fsmeter's gaps and which files fio itself cannot
+run here (it lacks the engine, fails, hangs). --fio (repeatable) or $FIO (colon-separated) names the fios: a
+file whose engine one lacks runs under the next. cpp_null.fio's plugin engine (fio's null engine built as C++)
+runs as fio's built-in null engine, and a fio older than 3.42 runs io_submit_mode=offload inline (it hangs).
+
+Per file the report says: ran, refused (the error line), or crashed (any other exit, a traceback, a timeout);
+fio's outcome; and for a file both ran, whether the bytes and I/O counts of each job (or, with
+group_reporting, each reporting group, as fio merges it) and direction are fio's. Random read/write mixes:
+the total within 2%, each direction within 5% of the total or three binomial standard deviations; several
+request sizes: the count within 2% or three standard deviations of two renewal counts (count_slack). A file
+of time-based jobs is "time-based: compared rates not work", with the bandwidth ratio per job.
 
 --blockers also counts what stops the refused files: it removes each refused line in turn (a job header the
 concurrency refusal names counts as "concurrent jobs") until the file plans, and counts each option once per
@@ -32,10 +41,12 @@ import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
+from typing import Optional
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SCALE_BYTES = 64 << 20
+MAX_FILES = 4096
 SIZE_OPTS = ("size", "filesize", "io_size", "io_limit", "offset", "offset_increment")
 ENV = {"FIO_BS": "4k", "FIO_IODEPTH": "1", "FIO_RW": "randread"}
 #: fio's file and directory engines -> the operation fsmeter counts for each of their I/Os.
@@ -124,6 +135,8 @@ def scale(text: str, root: Path) -> tuple:
             value = "2s" if s is None or s > 2 else value
         elif key == "loops" and value.isdigit() and int(value) > 2:
             value = "2"
+        elif key in ("nrfiles", "nr_files") and value.isdigit() and int(value) > MAX_FILES:
+            value = str(MAX_FILES)  # filecreate-ioengine.fio: 16 jobs of 31,250 files, minutes on a busy machine
         elif key in ("ramp_time", "startdelay"):
             s = _secs(value)
             value = "1s" if s is None or s > 1 else value
@@ -168,10 +181,28 @@ def fsmeter_cmd() -> list:
     return [str(venv)] if venv.exists() else [sys.executable, "-m", "fsmeter"]
 
 
-def _run(cmd: list, timeout: int, **kw) -> subprocess.CompletedProcess:
+def _kill_escaped(marker: str) -> None:
+    """Kill what a timed-out run left outside its session: fio's job processes may start sessions of their own
+    (fio 3.42's vsock jobs did), so the group kill misses them and they keep the output pipes open. They are
+    found by the job file in their command line, a path inside this run's own scratch folder."""
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            args = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if marker.encode() in args:
+            try:
+                os.kill(int(d.name), 9)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def _run(cmd: list, timeout: int, marker: str, **kw) -> subprocess.CompletedProcess:
     """subprocess.run in a session of its own: on a timeout the whole process group is killed, so the
     job processes fio forks (which outlive their parent when it alone is killed) do not stay behind,
-    holding the scratch mount busy."""
+    holding the scratch mount busy; then those that left the group (`marker`: the job file they run)."""
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, **kw)
     try:
         out, err = p.communicate(timeout=timeout)
@@ -180,7 +211,14 @@ def _run(cmd: list, timeout: int, **kw) -> subprocess.CompletedProcess:
             os.killpg(p.pid, 9)
         except ProcessLookupError:
             pass
-        p.communicate()
+        _kill_escaped(marker)
+        try:
+            p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            for pipe in (p.stdout, p.stderr):
+                pipe.close()
+            p.wait()
         raise
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
@@ -192,7 +230,7 @@ def run_fsmeter(job: Path, root: Path, out: Path, timeout: int) -> dict:
     if not absolute:
         cmd += ["--dir", str(root)]
     try:
-        r = _run(cmd, timeout, cwd=root, env={**os.environ, **ENV, "FIO_DIR": str(root), "COLUMNS": "200"})
+        r = _run(cmd, timeout, str(job), cwd=root, env={**os.environ, **ENV, "FIO_DIR": str(root), "COLUMNS": "200"})
     except subprocess.TimeoutExpired:
         return {"status": "crashed", "why": f"no answer in {timeout} s"}
     err = r.stderr.strip()
@@ -203,75 +241,246 @@ def run_fsmeter(job: Path, root: Path, out: Path, timeout: int) -> dict:
     return {"status": "crashed", "why": f"exit {r.returncode}: {err[-400:]}"}
 
 
-def run_fio(job: Path, root: Path, out: Path, timeout: int) -> dict:
+FIO_FIXED_OFFLOAD = (3, 42)  # fio's io_submit_mode=offload hangs at start-up before 3.42 (a race in its workqueue)
+
+
+def fio_binaries(given: Optional[list]) -> list:
+    """The fios to compare with, in order: --fio (repeatable), else $FIO (colon-separated), else fio on PATH.
+    A file whose engine one fio lacks runs under the next (Debian's fio has no dircreate; a fio built from
+    source without libaio-dev has no libaio)."""
+    names = given or [x for x in os.environ.get("FIO", "").split(":") if x] or [shutil.which("fio") or "fio"]
+    return [shutil.which(n) or n for n in names]
+
+
+def fio_version(fio: str) -> tuple:
+    """(3, 33) from `fio --version` ("fio-3.33"), () when it does not answer."""
     try:
-        r = _run(["fio", "--output-format=json", f"--output={out}", str(job)], timeout, cwd=root,
+        out = subprocess.run([fio, "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    m = re.search(r"fio-(\d+)\.(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else ()
+
+
+def fio_copy(scaled: str, version: tuple) -> tuple:
+    """(the job file fio runs, notes on what differs from fsmeter's copy). cpp_null is fio's null engine built
+    as a C++ plugin, which a stock fio cannot load: fio runs the same engine built in (ioengine=null), as fsmeter
+    does. A fio older than 3.42 hangs at the start of a job with io_submit_mode=offload (its submit workers can
+    miss their start signal): that fio runs the job inline, the same I/Os submitted by the job itself."""
+    notes = []
+    text = re.sub(r"(?m)^ioengine=cpp_null\s*$", "ioengine=null", scaled)
+    if version and version < FIO_FIXED_OFFLOAD and re.search(r"(?m)^io_submit_mode=offload\s*$", text):
+        text = re.sub(r"(?m)^io_submit_mode=offload\s*$", "io_submit_mode=inline", text)
+        notes.append(f"fio {version[0]}.{version[1]} hangs with io_submit_mode=offload (fixed in fio 3.42): "
+                     "fio ran it inline")
+    return text, notes
+
+
+#: Where a scaled file would send packets beyond this machine (a multicast group): fio is not run on it.
+REMOTE = re.compile(r"(?m)^hostname=((22[4-9]|23\d)\.\S*)\s*$")
+
+
+def fio_error(stderr: str, doc: Optional[dict]) -> str:
+    """fio's own error, in one line: its last error line, else the first job's errno."""
+    lines = [x.strip() for x in stderr.splitlines() if x.strip()]
+    bad = [x for x in lines if x.startswith("fio:") or "error" in x.lower() or "fail" in x.lower()]
+    if bad:
+        return "; ".join(dict.fromkeys(bad[-3:]))[:300]
+    for j in (doc or {}).get("jobs", []):
+        if j.get("error"):
+            return f"job {j.get('jobname')}: error {j['error']} ({os.strerror(j['error'])})"
+    return lines[-1][:300] if lines else "no output"
+
+
+def fio_outcome(status: str, why: str) -> str:
+    """What fio does with the file here: runs, lacks the engine, hangs, fails, not run."""
+    if status == "ran":
+        return "runs"
+    m = re.search(r"engine (\S+) not loadable", why)
+    if m:
+        return f"lacks the engine {m.group(1)}"
+    return status
+
+
+def read_fio_json(path: Path) -> Optional[dict]:
+    try:
+        text = path.read_text()
+        return json.loads(text[text.find("{"):])  # fio may log a warning ahead of its JSON in the same file
+    except (OSError, ValueError):
+        return None
+
+
+def fio_entries(doc: dict) -> list:
+    """fio's JSON -> one entry per job name and reporting group, in fio's order: clones of a job without
+    group_reporting (entries of the same name and groupid) are added up; with group_reporting fio has already
+    merged a reporting group into one entry, named after its first job."""
+    out: list = []
+    index: dict = {}
+    for j in doc.get("jobs", []):
+        key = (j["jobname"], j.get("groupid", 0))
+        if key not in index:
+            index[key] = len(out)
+            out.append({"name": key[0], "groupid": key[1], "dirs": {d: [0, 0] for d in ("read", "write", "trim")},
+                        "calls": 0, "bw": 0.0, "error": 0})
+        e = out[index[key]]
+        for d in ("read", "write", "trim"):
+            r = j.get(d) or {}
+            e["dirs"][d][0] += r.get("io_bytes", 0)
+            e["dirs"][d][1] += r.get("total_ios", 0)
+            # The file and directory engines time their create/stat/delete as the I/O's latency: one sample each.
+            e["calls"] += (r.get("clat_ns") or {}).get("N") or 0
+            e["bw"] += r.get("bw_bytes", 0) or 0
+        e["error"] = e["error"] or j.get("error", 0)
+    return out
+
+
+def run_fio(fio: str, job: Path, root: Path, out: Path, timeout: int) -> dict:
+    try:
+        r = _run([fio, "--output-format=json", f"--output={out}", str(job)], timeout, str(job), cwd=root,
                  env={**os.environ, **ENV, "FIO_DIR": str(root)})
     except subprocess.TimeoutExpired:
-        return {"status": "failed", "why": f"no answer in {timeout} s"}
-    try:
-        text = out.read_text()
-        doc = json.loads(text[text.find("{"):])  # fio may log a warning ahead of its JSON in the same file
-    except (OSError, ValueError):
-        return {"status": "failed", "why": f"exit {r.returncode}: {r.stderr.strip()[-300:]}"}
-    per: dict = {}
-    calls: dict = {}
-    for j in doc.get("jobs", []):  # clones without group_reporting are jobs of their own
-        acc = per.setdefault(j["jobname"], {"read": [0, 0], "write": [0, 0]})
-        for d in ("read", "write"):
-            acc[d][0] += j[d]["io_bytes"]
-            acc[d][1] += j[d]["total_ios"]
-            # The file and directory engines time their create/stat/delete as the I/O's latency: one sample each.
-            calls[j["jobname"]] = calls.get(j["jobname"], 0) + ((j[d].get("clat_ns") or {}).get("N") or 0)
-    return {"status": "ran" if r.returncode == 0 else "failed", "jobs": per, "calls": calls,
-            "why": r.stderr.strip()[-300:] if r.returncode else ""}
+        return {"status": "hangs", "why": f"no answer in {timeout} s"}
+    doc = read_fio_json(out)
+    if doc is None:
+        return {"status": "fails", "why": f"exit {r.returncode}: {fio_error(r.stderr, None)}"}
+    return {"status": "ran" if r.returncode == 0 else "fails", "entries": fio_entries(doc),
+            "why": f"exit {r.returncode}: {fio_error(r.stderr, doc)}" if r.returncode else ""}
 
 
-def compare(doc: dict, fio: dict) -> tuple:
-    """(verdict, details) of fsmeter's work against fio's, per job and direction."""
-    out, ok, compared = [], True, 0
-    for name, info in doc.get("jobs", {}).items():
-        params = (info.get("job") or {}).get("workload") or {}
-        if params.get("total_bytes") is None:
-            out.append(f"{name}: time-based")
+def size_cv(entries: list) -> float:
+    """The coefficient of variation (sd / mean) of one request's size, drawn from the mix's weighted entries."""
+    w = sum(e["weight"] for e in entries) or 1.0
+    mean = sum(e["weight"] * e["size"] for e in entries) / w
+    var = sum(e["weight"] * (e["size"] - mean) ** 2 for e in entries) / w
+    return math.sqrt(var) / mean if mean else 0.0
+
+
+def count_slack(n: int, cv: float) -> float:
+    """How far two runs' I/O counts for the same bytes may differ when each request's size is drawn (bssplit).
+    The number of requests that fill B bytes is a renewal count: for large n its mean is B/mu and its standard
+    deviation n * cv / sqrt(n) (the renewal central limit theorem, Feller vol. II, XI.5); the difference of two
+    independent runs has sqrt(2) times that. Allowed: three of those, or 2% of n, whichever is larger."""
+    return max(0.02 * n, 3 * math.sqrt(2) * cv * math.sqrt(max(n, 0)))
+
+
+def _units(doc: dict, fio: dict, groups: dict) -> list:
+    """(label, fsmeter job names, fio entry or None) per compared unit: a job, or with group_reporting the
+    reporting group fio merged into one entry (its fsmeter jobs added up)."""
+    entries = fio.get("entries", [])
+    by_name = {}
+    for e in entries:
+        by_name.setdefault(e["name"], e)
+    units, done = [], set()
+    for name in doc.get("jobs", {}):
+        if name in done:
             continue
-        want = fio["jobs"].get(name)
+        rg, merged = groups.get(name, (None, False))
+        members = [n for n in doc["jobs"] if groups.get(n, (None, False))[0] == rg] if merged and rg is not None \
+            else [name]
+        done.update(members)
+        if len(members) > 1:
+            e = next((x for x in entries if x["groupid"] == rg), None)
+            units.append((f"{name} (group_reporting: {', '.join(members)})", members, e))
+        else:
+            units.append((name, members, by_name.get(name)))
+    # A job fio names otherwise (fio takes the section's name over name= in [global]): matched by position
+    # when fio has one entry per unit and that entry's name is nobody else's.
+    if len(units) == len(entries):
+        names = {n for _, ms, _ in units for n in ms}
+        for i, (label, members, e) in enumerate(units):
+            if e is None and entries[i]["name"] not in names:
+                units[i] = (f"{label} (fio names it {entries[i]['name']})", members, entries[i])
+    return units
+
+
+def _job_ops(doc: dict, name: str) -> dict:
+    """A job's `ops`: under its group phase's jobs[NAME], or its own phase."""
+    info = doc["jobs"][name]
+    phase = doc.get("phases", {}).get(f"{info.get('phase') or name}:run", {})
+    return ((phase.get("jobs") or {}).get(name) or phase).get("ops", {})
+
+
+def _job_rate(doc: dict, name: str) -> Optional[float]:
+    """fsmeter's bytes per second for a job: its bytes over its own measured time."""
+    info = doc["jobs"][name]
+    phase = doc.get("phases", {}).get(f"{info.get('phase') or name}:run", {})
+    jr = (phase.get("jobs") or {}).get(name) or phase
+    el = jr.get("elapsed_s") or 0
+    return (jr.get("total") or {}).get("bytes", 0) / el if el else None
+
+
+def compare(doc: dict, fio: dict, groups: Optional[dict] = None) -> tuple:
+    """(verdict, details) of fsmeter's work against fio's, per job (or per group_reporting group) and direction.
+    `groups`: job name -> (fio's groupid, whether fio merges that group: group_reporting)."""
+    out, ok, compared, timed = [], True, 0, 0
+    for label, members, want in _units(doc, fio, groups or {}):
+        params = [((doc["jobs"][n].get("job") or {}).get("workload") or {}) for n in members]
+        if any(p.get("total_bytes") is None for p in params):
+            timed += 1
+            rate = sum(_job_rate(doc, n) or 0 for n in members)
+            if want is not None and want["bw"] > 0 and rate:
+                out.append(f"{label}: time-based, fsmeter/fio bandwidth {rate / want['bw']:.2f} "
+                           f"({rate / 2**20:.1f} vs {want['bw'] / 2**20:.1f} MiB/s)")
+            else:
+                out.append(f"{label}: time-based")
+            continue
         if want is None:
-            out.append(f"{name}: not in fio's output")
+            out.append(f"{label}: not in fio's output")
             ok = False
             continue
-        # A job of a group of concurrent jobs is measured in its group's phase, under jobs[NAME].
-        phase = doc["phases"].get(f"{info.get('phase') or name}:run", {})
-        ops = ((phase.get("jobs") or {}).get(name) or phase).get("ops", {})
-        if params.get("fio_engine") in NAME_ENGINES:
+        ops = [_job_ops(doc, n) for n in members]
+        engine = params[0].get("fio_engine")
+        compared += 1
+        if engine in NAME_ENGINES:
             # fio's file and directory engines: one create, stat or removal per name, each timed (a latency sample);
             # fsmeter counts them as its create, stat and delete operations.
-            kind = NAME_ENGINES[params["fio_engine"]]
-            n, fn = ops.get(kind, {}).get("count", 0), fio.get("calls", {}).get(name)
-            compared += 1
+            kind = NAME_ENGINES[engine]
+            n, fn = sum(o.get(kind, {}).get("count", 0) for o in ops), want["calls"]
             ok &= n == fn
-            out.append(f"{name}: {'same' if n == fn else 'DIFFERENT'} fsmeter {n} {kind} fio {fn}")
+            out.append(f"{label}: {'same' if n == fn else 'DIFFERENT'} fsmeter {n} {kind} fio {fn}")
             continue
-        got = {d: [ops.get(d, {}).get("bytes", 0), ops.get(d, {}).get("count", 0)] for d in ("read", "write")}
-        mix = got["read"][1] and got["write"][1] and any(e.get("random_pct") for e in params.get("entries", []))
-        compared += 1
-        if mix:
-            tot = [sum(got[d][i] for d in got) for i in (0, 1)]
-            tw = [sum(want[d][i] for d in want) for i in (0, 1)]
+        dirs = ("read", "write") + (("trim",) if any(o.get("trim") for o in ops) or want["dirs"]["trim"][1] else ())
+        got = {d: [sum(o.get(d, {}).get(k, 0) for o in ops) for k in ("bytes", "count")] for d in dirs}
+        fw = {d: want["dirs"][d] for d in dirs}
+        entries = [e for p in params for e in p.get("entries", [])]
+        mix = sum(1 for d in dirs if got[d][1]) > 1 and any(e.get("random_pct") for e in entries)
+        sized = len({e["size"] for e in entries}) > 1
+        if mix or sized:
+            tot = [sum(got[d][i] for d in dirs) for i in (0, 1)]
+            tw = [sum(fw[d][i] for d in dirs) for i in (0, 1)]
             # Each request's direction is a draw (fsmeter) or a run of draws (fio): the split of n requests with
             # read share p varies by sqrt(n p (1 - p)) on each side; allowed: 5% of n or three of those,
             # whichever is larger (a file with 128 I/Os may differ by 17, one with 100,000 by 5,000).
-            es = params.get("entries", [])
-            p = sum(e["weight"] * e["read_pct"] for e in es) / max(sum(e["weight"] for e in es), 1e-9) / 100
+            w = sum(e["weight"] for e in entries) or 1e-9
+            p = sum(e["weight"] * e["read_pct"] for e in entries) / w / 100
             slack = max(0.05 * tw[1], 3 * math.sqrt(tw[1] * p * (1 - p)))
-            good = all(abs(tot[i] - tw[i]) <= 0.02 * max(tw[i], 1) for i in (0, 1)) and all(
-                abs(got[d][1] - want[d][1]) <= slack for d in got)
+            good = abs(tot[0] - tw[0]) <= 0.02 * max(tw[0], 1) and \
+                abs(tot[1] - tw[1]) <= count_slack(tw[1], size_cv(entries) if sized else 0.0) and \
+                (not mix or all(abs(got[d][1] - fw[d][1]) <= slack for d in dirs))
         else:
-            good = got == want
+            good = got == fw
         ok &= good
-        out.append(f"{name}: {'same' if good else 'DIFFERENT'} fsmeter {got} fio {want}")
-    verdict = "no comparable job" if not compared else ("same work" if ok else "different work")
+        out.append(f"{label}: {'same' if good else 'DIFFERENT'} fsmeter {got} fio {fw}")
+    if not compared:
+        verdict = "time-based: compared rates not work" if timed else "no comparable job"
+    else:
+        verdict = "same work" if ok else "different work"
     return verdict, out
+
+
+def report_groups(job: Path, root: Path) -> dict:
+    """job name -> (fio's reporting group, group_reporting), as fsmeter mapped the file (fio's groupid: a new one
+    at each stonewall or new_group)."""
+    from fsmeter.errors import UserError
+    from fsmeter.interop.fio_map import map_jobfile
+
+    text = job.read_text()
+    absolute = re.search(r"^(directory|filename)=/", text, re.M) is not None
+    try:
+        ms = map_jobfile(job, None if absolute else root, not absolute)
+    except (UserError, OSError, ValueError):
+        return {}
+    return {m.name: (m.report_group, bool(m.group_reporting)) for m in ms}
 
 
 def _kind(why: str) -> str:
@@ -326,14 +535,48 @@ def blockers(scaled: str, root: Path) -> list:
     return found
 
 
+def summary(results: dict) -> list:
+    """The report's closing lines: N files; fio runs F here; fsmeter runs R; of the F, fsmeter refuses X (each
+    with its line), and what fio does with the files it does not run."""
+    n = len(results)
+    counts = Counter(r["fsmeter"] for r in results.values())
+    lines = [f"{n} files: " + ", ".join(f"{k} {c}" for k, c in counts.most_common())]
+    here = {k: r["fio_here"] for k, r in results.items() if "fio_here" in r}
+    if here:
+        runs = [k for k, h in here.items() if h["status"] == "runs"]
+        gaps = [k for k in runs if results[k]["fsmeter"] != "ran"]
+        both = [k for k in runs if results[k]["fsmeter"] == "ran"]
+        lines.append(f"{n} files; fio runs {len(runs)} here; fsmeter runs {counts.get('ran', 0)}; of the "
+                     f"{len(runs)}, fsmeter runs {len(both)} and refuses {len(gaps)}" + (":" if gaps else ""))
+        lines += [f"  {k}: {results[k]['fsmeter']}: {results[k]['why'][:160]}" for k in gaps]
+        other = Counter(re.sub(r" \S+$", "", h["status"]) if h["status"].startswith("lacks") else h["status"]
+                        for h in here.values() if h["status"] != "runs")
+        if other:
+            lines.append("fio here does not run the other " + str(sum(other.values())) + ": " +
+                         ", ".join(f"{c} {k}" for k, c in other.most_common()))
+        ran_not_fio = [k for k in here if results[k]["fsmeter"] == "ran" and k not in runs]
+        if ran_not_fio:
+            lines.append("fsmeter runs, fio here does not: " + ", ".join(
+                f"{k} ({here[k]['status']})" for k in ran_not_fio))
+    work = Counter(r["fio"] for r in results.values() if "fio" in r)
+    if work:
+        lines.append("against fio: " + ", ".join(f"{c} {k}" for k, c in work.most_common()))
+    return lines
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("checkout", nargs="?", default=os.environ.get("FIO_GIT", str(HERE / "peers" / "fio.git")))
     ap.add_argument("--only", nargs="*", default=None, help="example file names to run")
     ap.add_argument("--no-fio", action="store_true", help="do not run fio")
+    ap.add_argument("--fio", action="append", default=None,
+                    help="a fio to compare with; repeat it: a file whose engine one lacks runs under the next "
+                         "(default: $FIO, colon-separated, else fio on PATH)")
     ap.add_argument("--blockers", action="store_true", help="count what stops the refused files")
     ap.add_argument("--json", default=None, help="write every file's outcome here")
-    ap.add_argument("--timeout", type=int, default=120)
+    ap.add_argument("--timeout", type=int, default=120, help="seconds for each run of a file fsmeter runs")
+    ap.add_argument("--fio-timeout", type=int, default=60,
+                    help="seconds for fio on a file fsmeter does not run (a server job waits for its client)")
     args = ap.parse_args()
     checkout = Path(args.checkout)
     if not checkout.exists():
@@ -343,8 +586,14 @@ def main() -> int:
     os.environ.update(ENV)  # for --blockers, which plans in this process
     if args.only:
         files = {k: v for k, v in files.items() if k in args.only or k.removesuffix(".fio") in args.only}
-    have_fio = shutil.which("fio") is not None and not args.no_fio
+    fios = [] if args.no_fio else [(f, v) for f in fio_binaries(args.fio) if (v := fio_version(f))]
+    have_fio = bool(fios)
+    for f, v in fios:
+        print(f"fio: {f} ({'.'.join(map(str, v))})", flush=True)
     scratch = Path(tempfile.mkdtemp(prefix="fsmeter-fio-examples-"))
+    # The results go beside the scratch tmpfs, not on it: a job that fills its filesystem (fill_device) would
+    # leave no room for them.
+    outs = Path(tempfile.mkdtemp(prefix="fsmeter-fio-examples-out-"))
     mounted = False
     if os.geteuid() == 0:
         mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3g", "fsmeter-fio-examples", str(scratch)],
@@ -359,44 +608,74 @@ def main() -> int:
             prepare_root(fs_root, made, dirs)
             job = jobs / name
             job.write_text(scaled)
-            r = run_fsmeter(job, fs_root, scratch / "fsm.json", args.timeout)
+            r = run_fsmeter(job, fs_root, outs / "fsm.json", args.timeout)
             res["fsmeter"] = r["status"]
             res["why"] = r.get("why", "")
             if r["status"] == "refused" and args.blockers:
                 os.environ["FIO_DIR"] = str(fs_root)
                 res["blockers"] = blockers(scaled, scratch / "plan")
+            groups = report_groups(job, fs_root) if r["status"] == "ran" else {}
             if r["status"] == "ran":
                 res["jobs"] = sorted(r["doc"].get("jobs", {}))
-                if have_fio:
-                    fscaled, fmade, fdirs = scale(text, fio_root)
-                    prepare_root(fio_root, fmade, fdirs)
-                    fjob = jobs / ("fio-" + name)
-                    # cpp_null is fio's null engine built as a C++ plugin, which a stock fio cannot load: fio runs
-                    # the same engine built in (ioengine=null), as fsmeter does.
-                    fjob.write_text(re.sub(r"(?m)^ioengine=cpp_null\s*$", "ioengine=null", fscaled))
-                    f = run_fio(fjob, fio_root, scratch / "fio.json", args.timeout)
-                    if f["status"] != "ran" and not f.get("jobs"):
-                        res["fio"] = f"fio failed: {f['why']}"
-                    else:
-                        res["fio"], res["compare"] = compare(r["doc"], f)
-                    shutil.rmtree(fio_root, ignore_errors=True)
             shutil.rmtree(fs_root, ignore_errors=True)
+            if have_fio:
+                # fio runs every file, those fsmeter refuses too: which refusals are fsmeter's gaps, and which
+                # files no local run can do.
+                fscaled, fmade, fdirs = scale(text, fio_root)
+                prepare_root(fio_root, fmade, fdirs)
+                fjob = jobs / ("fio-" + name)
+                tried = []
+                for fio, version in fios:
+                    ftext, notes = fio_copy(fscaled, version)
+                    fjob.write_text(ftext)
+                    remote = REMOTE.search(ftext)
+                    if remote:
+                        f = {"status": "not run", "why": f"it sends to {remote.group(1)}, beyond this machine"}
+                    else:
+                        limit = args.timeout if r["status"] == "ran" else args.fio_timeout
+                        (outs / "fio.json").unlink(missing_ok=True)
+                        f = run_fio(fio, fjob, fio_root, outs / "fio.json", limit)
+                    here = {"status": fio_outcome(f["status"], f.get("why", "")), "why": f.get("why", ""),
+                            "fio": f"{fio} ({'.'.join(map(str, version))})"}
+                    if notes:
+                        here["notes"] = notes
+                    tried.append((f, here))
+                    # The next fio may have the engine, or parse an option this one does not know; a hang is
+                    # not tried again (it costs the timeout).
+                    if here["status"] in ("runs", "hangs", "not run"):
+                        break
+                    prepare_root(fio_root, fmade, fdirs)
+                # The fio that runs the file, else the first that has its engine, else the first.
+                f, res["fio_here"] = next((t for t in tried if t[1]["status"] == "runs"), None) or \
+                    next((t for t in tried if not t[1]["status"].startswith("lacks")), tried[0])
+                others = [h for _, h in tried if h is not res["fio_here"]]
+                if others:
+                    res["fio_here"]["others"] = [f"{h['fio']}: {h['status']}: {h['why'][:150]}" for h in others]
+                if r["status"] == "ran":
+                    if f.get("entries") is None:
+                        res["fio"] = f"fio here {res['fio_here']['status']}"  # not fsmeter's failure
+                    else:
+                        res["fio"], res["compare"] = compare(r["doc"], f, groups)
+                shutil.rmtree(fio_root, ignore_errors=True)
             results[name] = res
             line = f"{name:40s} {res['fsmeter']:8s} {res.get('fio', '')}"
             if res["fsmeter"] != "ran":
                 line += f" {res['why'][:150]}"
+            if "fio_here" in res and res["fsmeter"] != "ran":
+                h = res["fio_here"]
+                line += f"\n    fio here: {h['status']}" + (f": {h['why'][:150]}" if h["status"] != "runs" else "")
             print(line, flush=True)
-            for c in res.get("compare", []) if res.get("fio") == "different work" else []:
+            shown = res.get("fio") == "different work" or res.get("fio", "").startswith("time-based")
+            for c in res.get("compare", []) if shown else []:
                 print(f"    {c}", flush=True)
     finally:
         if mounted:
             subprocess.run(["umount", str(scratch)], capture_output=True)
         shutil.rmtree(scratch, ignore_errors=True)
-    counts = Counter(r["fsmeter"] for r in results.values())
-    work = Counter(r["fio"] for r in results.values() if "fio" in r)
-    print(f"\n{len(results)} files: " + ", ".join(f"{n} {k}" for k, n in counts.most_common()))
-    if work:
-        print("against fio: " + ", ".join(f"{n} {k}" for k, n in work.most_common()))
+        shutil.rmtree(outs, ignore_errors=True)
+    print()
+    for line in summary(results):
+        print(line)
     first = Counter(_kind(r["why"]) for r in results.values() if r["fsmeter"] == "refused")
     if first:
         print("refused first for: " + ", ".join(f"{n} {k}" for k, n in first.most_common()))

@@ -308,7 +308,7 @@ class AccessParams(BaseModel):
     offset: Size = Field(0, ge=0, description="requests land in [offset, offset + file_size) of each file (fio offset)")
     thread_files: bool = Field(False, description="each thread works on its own file_count/threads files (fio numjobs)")
     random_map: bool = Field(False, description="random requests visit each block once per pass (fio's random map; "
-                             "one request size, alignment equal to it)")
+                             "sizes multiples of the smallest, alignment equal to it)")
     allow_unaligned_direct: bool = Field(False, description="with direct=true, run requests that are not multiples "
                                          "of the filesystem's O_DIRECT alignment instead of refusing them (the "
                                          "kernel may serve them through the page cache; the phase report says so)")
@@ -405,8 +405,12 @@ class AccessParams(BaseModel):
                 if v % 512:
                     raise ValueError(f"{name}: {v} bytes: with direct_layout it must be a multiple of 512 bytes "
                                      "(O_DIRECT writes)")
-        if self.random_map and (len({e.size for e in self.entries}) > 1 or self.alignment != self.entries[0].size):
-            raise ValueError("random_map: needs one request size and alignment equal to it")
+        small = min(e.size for e in self.entries)
+        if self.random_map and (any(e.size % small for e in self.entries) or self.alignment != small):
+            raise ValueError("random_map: needs request sizes that are multiples of the smallest, and alignment equal "
+                             "to it")
+        if self.random_map and len({e.size for e in self.entries}) > 1 and any(e.random_pct < 100 for e in self.entries):
+            raise ValueError("random_map: with several request sizes, needs every request random (random_pct=100)")
         if self.verify != "off":
             self._check_verify()
         if self.duration_s is None and self.total_bytes is None:

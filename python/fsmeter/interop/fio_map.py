@@ -866,6 +866,10 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
         blocks = nrfiles * (filesize // bsz)
         capped = not random_pct or not (ctx.flag("norandommap", False) or distribution != "random")
         per_job = (min(whole, blocks) if capped else whole) * bsz
+    elif _sized_map(sizes, align, random_pct, distribution, ctx) and not time_based:
+        # fio's random map of smallest blocks: requests are shortened at blocks already done, so each pass moves
+        # the files' bytes exactly, and an io_size beyond them starts another pass, as fio does.
+        per_job = io_per_job
     elif random_pct and not ctx.flag("norandommap", False) and not time_based:
         notes.append("several request sizes without norandommap: fio's random map shortens requests as blocks "
                      "fill up (so it does more, smaller I/Os than bssplit says); fsmeter keeps the sizes asked for, "
@@ -920,7 +924,7 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
     if distribution != "random":
         params["random_distribution"] = distribution
     if random_pct and not ctx.flag("norandommap", False) and distribution == "random":
-        if len(set(sizes)) == 1 and align == sizes[0]:
+        if (len(set(sizes)) == 1 and align == sizes[0]) or _sized_map(sizes, align, random_pct, distribution, ctx):
             params["random_map"] = True  # each block once per pass, as fio's random map
         else:
             notes.append("random offsets are drawn with replacement (fio's norandommap): fsmeter keeps a random "
@@ -1697,6 +1701,14 @@ def _verify_pattern(ctx: _Ctx, params: dict, notes: list) -> None:
     notes.append(f"verify_pattern={text}: the layout and every write carry the pattern; every read and a verify "
                  "phase after the run check each byte against it (fio's verify=pattern); files already there are "
                  "read as they are, as fio reads them")
+
+
+def _sized_map(sizes: list, align: int, random_pct: float, distribution: str, ctx) -> bool:
+    """fio's random map over several request sizes, which the engine keeps as fio does (a map of the smallest
+    blocks; a request ends at the first block already done): every request random, the sizes multiples of the
+    smallest, offsets aligned to it (fio's default blockalign)."""
+    return (len(set(sizes)) > 1 and random_pct == 100 and distribution == "random" and align == min(sizes)
+            and all(s % align == 0 for s in sizes) and not ctx.flag("norandommap", False))
 
 
 def map_jobfile(path: Path, target: Optional[Path] = None, dir_given: bool = True) -> list:

@@ -116,7 +116,29 @@ def run_jobfile(jobs: list, ref: str, console: Console, **run_opts) -> dict:
                               highlight=False)
                 doc["exit_all"] = {"after": m.name, "not_run": later}
             break
+    for part in (doc.get("job"), doc.get("jobs")):
+        cap_file_names(part)
     return doc
+
+
+#: How many of a job's file names its result keeps (fio's file engines name hundreds of thousands of files).
+NAMES_KEPT = 64
+
+
+def cap_file_names(obj) -> None:
+    """Every `file_names` list longer than NAMES_KEPT inside a result's job -> its first NAMES_KEPT names, and
+    `file_names_total` the job's count: a filecreate job of 500,000 names would carry each name twice (20 MB)."""
+    if isinstance(obj, dict):
+        names = obj.get("file_names")
+        if isinstance(names, list) and len(names) > NAMES_KEPT:
+            obj["file_names_total"] = len(names)
+            obj["file_names"] = names[:NAMES_KEPT]
+        for v in obj.values():
+            cap_file_names(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            if isinstance(v, (dict, list)):
+                cap_file_names(v)
 
 
 def _order_jobs(rep: dict, m: MappedGroup) -> None:

@@ -89,7 +89,8 @@ pub struct AccessSpec {
     #[serde(default)]
     pub thread_files: bool,
     /// fio's random map: random requests visit each request-sized block of the thread's files once per
-    /// pass (without replacement). One request size only, offsets aligned to it.
+    /// pass (without replacement). With several request sizes (each a multiple of the smallest, which is the
+    /// alignment), fio's map of smallest blocks: a request ends at the first block already done.
     #[serde(default)]
     pub random_map: bool,
     /// With `direct`, run requests the filesystem cannot do directly (not
@@ -416,9 +417,25 @@ impl AccessSpec {
             return Err(EngineError::invalid("reuse_files", "cannot be combined with shared_file: a shared file's length says nothing about whether this region was laid out"));
         }
         if self.random_map {
-            let size = self.entries[0].size as u64;
-            if self.entries.iter().any(|e| e.size as u64 != size) || self.alignment != size {
-                return Err(EngineError::invalid("random_map", "needs one request size and alignment equal to it"));
+            let size = self.entries.iter().map(|e| e.size as u64).min().unwrap_or(0);
+            if self.entries.iter().any(|e| !(e.size as u64).is_multiple_of(size)) || self.alignment != size {
+                return Err(EngineError::invalid(
+                    "random_map",
+                    "needs request sizes that are multiples of the smallest, and alignment equal to it",
+                ));
+            }
+            if self.sized_map() && self.entries.iter().any(|e| e.random_pct < 100.0) {
+                return Err(EngineError::invalid(
+                    "random_map",
+                    "with several request sizes, needs every request random (random_pct = 100)",
+                ));
+            }
+            let files = self.file_count as u64;
+            if self.sized_map() && files * (self.file_size / size) > 1 << 30 {
+                return Err(EngineError::invalid(
+                    "random_map",
+                    "with several request sizes, at most 2^30 blocks (a map of 128 MiB per thread): set random_map = false",
+                ));
             }
         }
         if self.thread_files && !(self.file_count as usize).is_multiple_of(job.threads) {
@@ -840,6 +857,12 @@ impl AccessSpec {
             ));
         }
         Ok(())
+    }
+
+    /// fio's random map over requests of several sizes (a bitmap of blocks, shortened requests); one size is a
+    /// permutation of the blocks.
+    pub(super) fn sized_map(&self) -> bool {
+        self.entries.iter().any(|e| e.size != self.entries[0].size)
     }
 
     pub(super) fn max_size(&self) -> usize {
