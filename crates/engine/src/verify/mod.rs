@@ -99,6 +99,8 @@ pub struct Checker {
     pub blocks_written: u64,
     pub blocks_checked: u64,
     pub mismatches: u64,
+    /// Reads of written blocks made during the run to check them (fio's verify_backlog).
+    pub backlog_reads: u64,
     pub kept: Vec<FileMismatch>,
 }
 
@@ -114,6 +116,7 @@ impl Checker {
             blocks_written: 0,
             blocks_checked: 0,
             mismatches: 0,
+            backlog_reads: 0,
             kept: Vec::with_capacity(KEEP_MISMATCHES),
         }
     }
@@ -187,7 +190,7 @@ where
     I: IntoIterator<Item = &'a Checker>,
     P: Fn(u32) -> String,
 {
-    let (mut w, mut c, mut m) = (0, 0, 0);
+    let (mut w, mut c, mut m, mut backlog) = (0, 0, 0, 0);
     let mut kept: Vec<&FileMismatch> = vec![];
     let mut algo = None;
     let mut block = 0;
@@ -195,6 +198,7 @@ where
         w += ch.blocks_written;
         c += ch.blocks_checked;
         m += ch.mismatches;
+        backlog += ch.backlog_reads;
         kept.extend(ch.kept.iter());
         algo = Some(ch.algo);
         block = ch.block;
@@ -204,6 +208,9 @@ where
     report.counters.insert("verify_blocks_written".into(), w);
     report.counters.insert("verify_blocks_checked".into(), c);
     report.counters.insert("verify_mismatches".into(), m);
+    if backlog > 0 {
+        report.counters.insert("verify_backlog_reads".into(), backlog);
+    }
     if let Some(first) = kept.first() {
         report.warnings.push(format!(
             "verify: {m} corrupt block(s); first in {}: {}",

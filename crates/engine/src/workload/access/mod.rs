@@ -12,6 +12,7 @@
 //! files seen as one concatenated space), wrapping at the end of the share, so
 //! one thread reading `total_bytes` = the data set reads every byte once.
 
+mod backlog;
 mod dist;
 mod gen;
 mod group;
@@ -26,4 +27,5 @@ pub use group::{AccessGroup, AccessGroupSpec, ExitWhat, GroupJob};
 pub use pace::{Go, MemMode, MemPolicy, PaceSpec, Pacer, PlaceSpec, RateProcess, SteadyKind, SteadySpec};
 pub use phases::Access;
 pub use shape::{parse_sequence, SequenceWalk, Walk, Zone, ZoneIndex, ZoneSplit};
-pub use spec::{AccessEntry, AccessSpec, FioEngine, StatType};
+pub use backlog::{Backlog, Piece};
+pub use spec::{AccessEntry, AccessSpec, FioEngine, StatType, MAX_BACKLOG};
