@@ -131,3 +131,22 @@ fn backlog_settings_are_checked() {
     let e = Session::from_json(&job(writer(json!({"verify_backlog": (1u64 << 20) + 1})))).err().unwrap().to_string();
     assert!(e.starts_with("verify_backlog: at most"), "{e}");
 }
+
+#[test]
+fn verify_dump_writes_the_corrupt_block_as_read_and_as_expected_beside_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(dir.path(), 1, torn(json!({"verify_backlog": 4, "verify_dump": true})));
+    run(&mut s, "prepare");
+    let r = run(&mut s, "run");
+    let at = r["extra"]["faults_injected"]["writes"][0]["offset"].as_u64().unwrap();
+    let (d,) = (&r["extra"]["verify"]["dumps"][0],);
+    assert_eq!(d["offset"], at);
+    let received = std::fs::read(d["received"].as_str().unwrap()).unwrap();
+    let expected = std::fs::read(d["expected"].as_str().unwrap()).unwrap();
+    let data = std::fs::read(dir.path().join("fsmeter.access.0")).unwrap();
+    assert!(d["received"].as_str().unwrap().ends_with(&format!("fsmeter.access.0.{at}.received")));
+    assert_eq!(received, data[at as usize..at as usize + 4096], "the block as it was read");
+    assert_eq!(received[..1000], expected[..1000], "the torn write kept its first 1000 bytes");
+    assert_ne!(received[1000..], expected[1000..]);
+    assert_eq!(&expected[..4], b"FSMV");
+}

@@ -628,7 +628,11 @@ impl Access {
             mix: vec![[0; 5]; spec.entries.len()],
             trim_fds: (job.backend != BackendKind::Null).then(|| files.0.clone()),
             refill: vec![false; qd],
-            verify: spec.verify.map(|a| Checker::new(a, spec.verify_block() as usize, job.seed, tid as u32, "run")),
+            verify: spec.verify.map(|a| {
+                let mut c = Checker::new(a, spec.verify_block() as usize, job.seed, tid as u32, "run");
+                c.dump = spec.verify_dump;
+                c
+            }),
             backlog: (spec.verify.is_some() && spec.verify_backlog > 0)
                 .then(|| Backlog::new(spec.verify_backlog, spec.verify_backlog_batch, qd)),
             pattern_check: ContentCheck::new(None),

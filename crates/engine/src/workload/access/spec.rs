@@ -111,6 +111,10 @@ pub struct AccessSpec {
     pub verify_backlog: u32,
     #[serde(default)]
     pub verify_backlog_batch: u32,
+    /// fio's verify_dump: the first corrupt blocks the run's reads find are written beside their
+    /// file as `<file>.<offset>.received` and `.expected`.
+    #[serde(default)]
+    pub verify_dump: bool,
     /// fio's verify_fatal: a thread stops at its first corrupt block (no read-back after it).
     #[serde(default)]
     pub verify_fatal: bool,
@@ -887,6 +891,7 @@ pub(super) mod tests {
             verify_block: 0,
             verify_backlog: 0,
             verify_backlog_batch: 0,
+            verify_dump: false,
             verify_fatal: false,
             verify_write_sequence: true,
             fault: None,
