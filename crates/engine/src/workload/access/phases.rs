@@ -90,6 +90,9 @@ pub(super) struct RunState<B: IoBackend> {
     verify: Option<Checker>,
     /// With verify_backlog: the written requests not yet read back.
     backlog: Option<Backlog>,
+    /// Another request may write a block while a backlog read reads it (several threads on shared
+    /// blocks, or queue_depth > 1): a backlog read that fails its check is read again before it counts.
+    racy: bool,
     /// With verify_pattern: the reads checked and the mismatches found.
     pattern_check: ContentCheck,
     /// Writes issued by this thread in this phase (with verify: the write numbers).
@@ -635,6 +638,7 @@ impl Access {
             }),
             backlog: (spec.verify.is_some() && spec.verify_backlog > 0)
                 .then(|| Backlog::new(spec.verify_backlog, spec.verify_backlog_batch, qd)),
+            racy: !((job.threads == 1 || spec.thread_files) && qd == 1),
             pattern_check: ContentCheck::new(None),
             writes: 0,
             donor: match spec.fio_engine {
@@ -1274,8 +1278,26 @@ impl Access {
             // Always checked, as fio checks its backlog reads: against the write the block should
             // hold when no other write can race it, else for the block's own consistency.
             ch.backlog_reads += 1;
-            let data = &st.bufs[slot].as_slice()[..moved.min(req.len as usize)];
+            let n = moved.min(req.len as usize);
             let last_writes = self.last_writes.as_ref().filter(|_| exact);
+            if st.racy {
+                let algo = ch.algo;
+                let clean = st.bufs[slot].as_slice()[..n]
+                    .chunks(ch.block)
+                    .enumerate()
+                    .all(|(i, b)| verify::check_block(b, req.offset + (i * b.len()) as u64, algo).is_ok());
+                if !clean {
+                    // A write of another request may have been under way: read the range again (not
+                    // timed, not counted) and judge by that.
+                    if let Some(fds) = &st.trim_fds {
+                        let buf = st.bufs[slot].as_mut_slice()[..n].as_mut_ptr();
+                        // SAFETY: the slot's buffer holds at least n bytes and no request is in flight on it.
+                        // A short or failed re-read leaves the first read's bytes, which are then judged.
+                        let _ = unsafe { crate::sys::pread(fds[req.file as usize], buf.cast(), n, req.offset as i64) };
+                    }
+                }
+            }
+            let data = &st.bufs[slot].as_slice()[..n];
             ch.check(data, req.file, req.offset, |o| last_writes.and_then(|l| l.expected(req.file, o)));
             if moved < req.len as usize {
                 let b = ch.block as u64;
