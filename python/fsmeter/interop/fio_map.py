@@ -1635,6 +1635,11 @@ def _verify_options(ctx: _Ctx, params: dict, notes: list) -> None:
         params["verify_write_sequence"] = False
         notes.append("verify_write_sequence=0: write numbers are not compared (a block is checked for its own "
                      "header and checksum only), as fio then skips its sequence number")
+    if ctx.int("numjobs", 1, 1, 4096) > 1 and not params.get("thread_files"):
+        notes.append("verify with clones sharing files: fio warns that they may overwrite each other's blocks and "
+                     "its check then fails (a block holds another clone's seed) and stops the clone; fsmeter checks "
+                     "such a block for its own header and checksum, so it reads every write back and reports no "
+                     "corruption for them")
     if ctx.job.get("verify_async") is not None and ctx.int("verify_async", 0, 0, 1 << 16):
         notes.append(f"{ctx.job.get('verify_async').as_written}: fio checks completed reads in helper threads; "
                      "fsmeter checks them in the thread that read them, inside the read's measured time: the same "

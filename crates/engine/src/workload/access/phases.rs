@@ -1281,18 +1281,26 @@ impl Access {
             let n = moved.min(req.len as usize);
             let last_writes = self.last_writes.as_ref().filter(|_| exact);
             if st.racy {
-                let algo = ch.algo;
-                let clean = st.bufs[slot].as_slice()[..n]
-                    .chunks(ch.block)
-                    .enumerate()
-                    .all(|(i, b)| verify::check_block(b, req.offset + (i * b.len()) as u64, algo).is_ok());
-                if !clean {
-                    // A write of another request may have been under way: read the range again (not
-                    // timed, not counted) and judge by that.
-                    if let Some(fds) = &st.trim_fds {
+                // A write of another request may have been under way: read the range again (not timed,
+                // not counted) while it fails, waiting a little longer each time (50 us doubling, about
+                // 6 ms in all: a writer may be off its CPU mid-copy), and judge by the last read. Once the
+                // thread has kept its share of real mismatches it does not wait for more.
+                let (algo, block) = (ch.algo, ch.block);
+                let clean = |d: &[u8]| {
+                    d.chunks(block)
+                        .enumerate()
+                        .all(|(i, b)| verify::check_block(b, req.offset + (i * block) as u64, algo).is_ok())
+                };
+                let tries = if ch.mismatches < verify::KEEP_MISMATCHES as u64 { 7 } else { 0 };
+                if let Some(fds) = &st.trim_fds {
+                    for t in 0..tries {
+                        if clean(&st.bufs[slot].as_slice()[..n]) {
+                            break;
+                        }
+                        std::thread::sleep(std::time::Duration::from_micros(50 << t));
                         let buf = st.bufs[slot].as_mut_slice()[..n].as_mut_ptr();
                         // SAFETY: the slot's buffer holds at least n bytes and no request is in flight on it.
-                        // A short or failed re-read leaves the first read's bytes, which are then judged.
+                        // A short or failed re-read leaves the earlier bytes, which are then judged.
                         let _ = unsafe { crate::sys::pread(fds[req.file as usize], buf.cast(), n, req.offset as i64) };
                     }
                 }
