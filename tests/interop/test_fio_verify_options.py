@@ -60,6 +60,19 @@ def test_the_read_back_of_a_write_job_is_in_the_run_as_fio_counts_it():
     assert "verify" not in job_of("[a]\nsize=1m\nrw=write\nverify=crc32c\ndo_verify=0\nverify_backlog=4\n").params
 
 
+def test_the_read_back_of_long_and_time_based_jobs():
+    # time_based: fio writes size= then reads it back, again and again: one pass is size/bs writes.
+    m = job_of("[a]\nsize=1m\nbs=4k\nrw=randwrite\nverify=crc32c\ntime_based\nruntime=1\n")
+    assert m.params["verify_backlog"] == 256 and m.params["total_bytes"] is None
+    # 16 GiB of 4 KiB writes per clone: each keeps at most 2^22 / numjobs requests, read back in rounds.
+    m = job_of("[a]\nsize=16g\nbs=4k\nrw=write\nverify=crc32c\nnumjobs=8\n")
+    assert m.params["verify_backlog"] == 1 << 19
+    assert any("reads back every 524288 writes" in n for n in m.notes)
+    # Clones sharing a file: what fio does with them is said.
+    m = job_of("[a]\nfilename=f\nsize=1m\nrw=randwrite\nverify=crc32c\nnumjobs=2\n")
+    assert any("fio warns that they may overwrite each other's blocks" in n for n in m.notes)
+
+
 def test_verify_backlog_batch_fatal_sequence_and_async_map():
     m = job_of("[a]\nsize=1m\nbs=4k\nrw=write\nverify=crc32c-intel\nverify_backlog=1024\nverify_backlog_batch=16\n"
                "verify_fatal=1\nverify_write_sequence=0\nverify_async=4\nverify_dump=1\n")

@@ -1658,9 +1658,11 @@ def _verify_readback(ctx: _Ctx, params: dict, notes: list, per_job: int, time_ba
     if params.get("verify_backlog"):
         return
     pass_writes = -(-per_job // min(sizes))
-    if pass_writes > 1 << 20:
-        pass_writes = 1 << 20
-        notes.append("verify: more than 1048576 writes per thread to read back: fsmeter reads back every 1048576 "
+    # Each thread keeps up to this many written requests (24 bytes each): about 100 MiB for the whole job.
+    cap = min(1 << 20, max(1 << 12, (1 << 22) // ctx.int("numjobs", 1, 1, 4096)))
+    if pass_writes > cap:
+        pass_writes = cap
+        notes.append(f"verify: more than {cap} writes per thread to read back: fsmeter reads back every {cap} "
                      "writes instead of after all of them (the same reads, earlier)")
     elif (time_based or loops > 1) and not writes_only:
         notes.append("verify with a read/write mix: fio reads back after each pass of size= bytes; fsmeter after as "
