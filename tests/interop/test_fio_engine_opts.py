@@ -64,9 +64,9 @@ def test_random_distribution_maps_and_turns_the_random_map_off(value, want):
     ("random_distribution=normal:5:2\n", r"^t.fio line 5: .*center must be between 0 and 1"),
     ("random_distribution=zoned:60/10:30/90\n", r"^t.fio line 5: random_distribution=zoned:60/10:30/90: .*add up to "
                                                  "90, not 100"),
-    ("verify=md5\n", r"^t.fio line 5: verify=md5: fsmeter's verification has crc32c, xxhash \(as xxh3\) and sha256"),
+    ("verify=sha512\n", r"^t.fio line 5: verify=sha512: a 64-byte digest does not fit the 32-byte checksum field"),
+    ("verify=sha3-512\n", r"^t.fio line 5: verify=sha3-512: a 64-byte digest"),
     ("verify=pattern\n", r"^t.fio line 5: verify=pattern: .*not pattern"),
-    ("verify=meta\n", r"^t.fio line 5: verify=meta: "),
     ("verify_pattern=0xff\nverify=md5\n", r"^t.fio line 5: verify_pattern=0xff: with verify=md5 .*not supported by "
                                         "fsmeter yet"),
     ("buffer_pattern='file'\n", r"^t.fio line 5: buffer_pattern='file': a file's contents"),
@@ -80,7 +80,7 @@ def test_bad_values_name_the_job_file_line_and_option(text, pattern):
 
 
 @pytest.mark.parametrize("method,want", [("crc32c", "crc32c"), ("crc32c-intel", "crc32c"), ("xxhash", "xxh3"),
-                                         ("sha256", "sha256")])
+                                         ("sha256", "sha256"), ("md5", "md5"), ("crc64", "crc64"), ("meta", "crc32c")])
 def test_verify_maps_onto_fsmeters_own_checksums(method, want):
     m = job_of(f"[a]\nsize=1m\nbs=4k\nrw=randwrite\nverify={method}\nverify_interval=1k\n")
     assert m.params["verify"] == want and m.params["verify_block"] == 1024

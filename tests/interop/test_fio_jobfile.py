@@ -137,7 +137,7 @@ def test_sync_engine_caps_the_queue_depth_with_a_note():
 
 
 @pytest.mark.parametrize("text,pattern", [
-    ("[a]\nsize=1m\nverify=md5\n", r"^t.fio line 3: verify=md5: fsmeter's verification has crc32c, xxhash .* not md5"),
+    ("[a]\nsize=1m\nverify=sha3-384\n", r"^t.fio line 3: verify=sha3-384: a 48-byte digest does not fit"),
     ("[a]\nsize=1m\nfdatasync=8\n", r"^t.fio line 3: option fdatasync is not supported by fsmeter yet \(planned\)"),
     ("[a]\nsize=1m\nflux_capacitor=1\n", r"^t.fio line 3: option flux_capacitor is not supported by fsmeter "
                                          r"\(not planned\)"),

@@ -1,7 +1,8 @@
 """Where fio job files send their I/O: zoned and zoned_abs distributions, strided zones (zonemode=strided),
 offset modifiers (rw=read:-8k, rw=write:112k) and the sequence distribution, mapped with fio's meanings and
 byte counts; and the one-line refusals of what fsmeter does not do (zoned devices, sprandom, verify_pattern,
-verify_backlog, atomic writes on a synchronous engine, dedupe options without dedupe_percentage). The offsets themselves are checked against fio's definitions in
+verify_backlog without verify, atomic writes on a synchronous engine, dedupe options without
+dedupe_percentage). The offsets themselves are checked against fio's definitions in
 the engine (crates/engine/tests/access_shapes.rs); here a zoned trim job's holes show the shape on disk."""
 from __future__ import annotations
 
@@ -208,7 +209,7 @@ def test_verify_pattern_is_written_checked_and_a_corrupted_byte_is_caught(tmp_pa
     ("verify=meta\nverify_pattern=0xaa555aa5\n", r"line 6: verify_pattern=0xaa555aa5: with verify=meta \(fio: meta's "
                                                  r"header and the pattern"),
     ("verify_pattern=\"abc\"\n", r"line 5: verify_pattern=\"abc\": its 3 bytes do not divide a request size"),
-    ("verify_backlog=1\n", r"line 5: option verify_backlog is not supported by fsmeter yet \(planned\) \(fio re-reads"),
+    ("verify_backlog=1\n", r"line 5: verify_backlog=1: has no effect without verify="),
     ("atomic=1\n", r"line 5: atomic=1: ioengine=psync issues no untorn writes \(fio refuses it too\)"),
     ("dedupe_mode=working_set\n", r"line 5: dedupe_mode=working_set: has no effect without dedupe_percentage"),
 ])

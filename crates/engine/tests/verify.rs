@@ -237,9 +237,9 @@ fn verify_settings_are_checked() {
     w["alignment"] = json!(512);
     let e = Session::from_json(&job(w)).err().unwrap().to_string();
     assert!(e.starts_with("alignment: 512 bytes: with verify"), "{e}");
-    let mut w = access("md5", 50, json!({}));
+    let mut w = access("sha512", 50, json!({}));
     let e = Session::from_json(&job(w.clone())).err().unwrap().to_string();
-    assert!(e.contains("md5"), "{e}");
+    assert!(e.contains("sha512"), "{e}");
     w["verify"] = Value::Null;
     let mut s = Session::from_json(&job(w)).unwrap();
     let e = s.run_phase("verify", &Control::new()).err().unwrap().to_string();

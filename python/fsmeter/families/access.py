@@ -312,9 +312,26 @@ class AccessParams(BaseModel):
     allow_unaligned_direct: bool = Field(False, description="with direct=true, run requests that are not multiples "
                                          "of the filesystem's O_DIRECT alignment instead of refusing them (the "
                                          "kernel may serve them through the page cache; the phase report says so)")
-    verify: Literal["off", "crc32c", "xxh3", "sha256"] = Field(
+    verify: Literal["off", "crc32c", "xxh3", "sha256", "md5", "sha1", "crc32", "crc16", "crc7", "crc64", "sha3_224",
+                    "sha3_256"] = Field(
         "off", description="data verification (docs/verify.md): every block written carries a header and a checksum, "
         "reads check them, a verify phase re-reads everything; off by default")
+    verify_backlog: int = Field(0, ge=0, le=1 << 20, description="with verify: each thread re-reads and checks its "
+                                "written requests during the run, the oldest ones whenever this many are waiting "
+                                "(fio's verify_backlog), and those left at the end of its writes; 0: off")
+    verify_backlog_batch: int = Field(0, ge=0, le=1 << 20, description="reads per verify_backlog round (0: "
+                                      "verify_backlog; fio's verify_backlog_batch)")
+    verify_dump: bool = Field(False, description="with verify: the first corrupt blocks the run's reads find are "
+                              "written beside their file as <file>.<offset>.received and .expected (fio's "
+                              "verify_dump)")
+    verify_fatal: bool = Field(False, description="with verify: a thread stops at its first corrupt block (fio's "
+                               "verify_fatal)")
+    verify_write_sequence: bool = Field(True, description="with verify: compare the write number a block holds with "
+                                        "the one expected when no two writes can race (a lost write is then stale); "
+                                        "false checks each block's own header and checksum only (fio's "
+                                        "verify_write_sequence=0)")
+    verify_phase: bool = Field(True, description="with verify: re-read every file in a verify phase after the run; "
+                               "false when the run's own read-back (verify_backlog) is the whole check, as in fio")
     verify_block: Size = Field(0, ge=0, description="bytes per verified block (one header each); 0: the smallest "
                                "request size")
     fault: Optional[FaultParams] = Field(None, description="testing verification: torn, short, lost or misdirected "
@@ -413,6 +430,8 @@ class AccessParams(BaseModel):
             raise ValueError("random_map: with several request sizes, needs every request random (random_pct=100)")
         if self.verify != "off":
             self._check_verify()
+        elif self.verify_backlog or self.verify_backlog_batch:
+            raise ValueError("verify_backlog: needs verify (block headers to check): set verify")
         if self.duration_s is None and self.total_bytes is None:
             raise ValueError("duration_s: give duration_s or total_bytes (or both: whichever comes first)")
         self._check_fio_access()
@@ -490,6 +509,8 @@ class AccessParams(BaseModel):
                                  f"({block} bytes)")
         if self.reuse_files:
             raise ValueError("reuse_files: cannot be combined with verify (the files must be laid out with headers)")
+        if self.verify_backlog_batch and not self.verify_backlog:
+            raise ValueError("verify_backlog_batch: needs verify_backlog (the reads it batches)")
 
     def check_settings(self, settings) -> None:
         """Checks that need the shared settings too."""
@@ -539,7 +560,7 @@ class AccessParams(BaseModel):
                             "on a host draws from this one pool), or use buffer_memory=thp or heap")
 
     def engine_spec(self) -> dict:
-        spec = self.model_dump(exclude={"record_size"})
+        spec = self.model_dump(exclude={"record_size", "verify_phase"})
         spec["verify"] = None if self.verify == "off" else self.verify
         spec["buffer_pattern"] = list(parse_buffer_pattern(self.buffer_pattern)) if self.buffer_pattern else []
         spec["verify_pattern"] = list(parse_buffer_pattern(self.verify_pattern)) if self.verify_pattern else []
@@ -552,7 +573,7 @@ class AccessParams(BaseModel):
 
 def _phases(p: AccessParams) -> list:
     phases = [Phase("prepare", measured=False), Phase("run", cold_cache=True)]
-    if p.verify != "off" or p.verify_pattern:
+    if (p.verify != "off" and p.verify_phase) or p.verify_pattern:
         # Re-read everything written, from the storage rather than the page cache when it can be dropped.
         phases.append(Phase("verify", measured=False, cold_cache=True))
     return phases

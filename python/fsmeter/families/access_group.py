@@ -64,7 +64,7 @@ class AccessGroupParams(BaseModel):
 
 def _phases(p: AccessGroupParams) -> list:
     phases = [Phase("prepare", measured=False), Phase("run", cold_cache=True)]
-    if any(j.params.verify != "off" or j.params.verify_pattern for j in p.jobs):
+    if any((j.params.verify != "off" and j.params.verify_phase) or j.params.verify_pattern for j in p.jobs):
         phases.append(Phase("verify", measured=False, cold_cache=True))
     return phases
 

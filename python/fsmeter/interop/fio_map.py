@@ -28,6 +28,9 @@ SUPPORTED = {
     "random_distribution", "buffer_pattern", "verify", "do_verify", "verify_interval", "random_generator",
     "zonemode", "zonesize", "zonerange", "zoneskip", "random_sequence_stride", "verify_pattern",
     "stat_type", "donorname", "inplace",
+    # fio's verification options (_fio_access_opts, _verify_readback).
+    "verify_backlog", "verify_backlog_batch", "verify_fatal", "verify_write_sequence", "verify_async",
+    "verify_dump",
     # How fast and how long (_pace, map_job, map_jobfile).
     "rate", "rate_iops", "rate_min", "ratemin", "rate_iops_min", "rate_process", "rate_cycle", "ratecycle",
     "thinktime", "thinktime_spin", "thinktime_blocks", "startdelay", "wait_for", "exitall", "exit_what",
@@ -84,8 +87,16 @@ PLANNED_WHY = {
     "log_prio": "fsmeter's logs carry no I/O priority (it sets none yet)",
     "write_lat_log": "the engine keeps no latency per sample interval yet, so there is no latency log to write",
     "write_hist_log": "the engine keeps no latency histogram per sample interval yet",
-    "verify_backlog": "fio re-reads and checks every N written blocks while the job writes; fsmeter's reads check "
-                      "the blocks they meet and a verify phase re-reads every block after the run, not during it",
+    "verify_only": "fio then only reads back what an earlier run of the job wrote, without writing; fsmeter lays "
+                   "its verified files out anew in each run",
+    "verify_state_save": "fio then saves how far each job wrote, for a later verify_state_load run; fsmeter keeps no "
+                         "state between runs",
+    "verify_state_load": "fio then verifies only what a saved state says was written; fsmeter keeps no state "
+                         "between runs",
+    "verify_offset": "fio then swaps its header with data elsewhere in the block; fsmeter's header is always at the "
+                     "block's start",
+    "verify_async_cpus": "fsmeter checks blocks in the thread that read them (verify_async is accepted: the same "
+                         "I/Os), so there are no verify threads to pin",
 }
 for _o in ("latency_target", "latency_window", "latency_percentile", "latency_run"):
     PLANNED_WHY[_o] = ("fio then probes for the deepest queue depth whose latency_percentile stays under "
@@ -139,7 +150,14 @@ _RW = {"read": (100, 0), "write": (0, 0), "randread": (100, 100), "randwrite": (
 #: fio's trim patterns -> (random %, each trim followed by a write of the same range).
 _TRIM = {"trim": (0, False), "randtrim": (100, False), "trimwrite": (0, True), "randtrimwrite": (100, True)}
 #: fio's verify methods fsmeter's verification has (docs/verify.md); the others are refused naming them.
-_VERIFY = {"crc32c": "crc32c", "crc32c-intel": "crc32c", "sha256": "sha256", "xxhash": "xxh3"}
+_VERIFY = {"crc32c": "crc32c", "crc32c-intel": "crc32c", "sha256": "sha256", "xxhash": "xxh3", "md5": "md5",
+           "sha1": "sha1", "crc32": "crc32", "crc16": "crc16", "crc7": "crc7", "crc64": "crc64",
+           "sha3-224": "sha3_224", "sha3-256": "sha3_256", "meta": "crc32c"}
+#: fio's options that go with a verify method (_verify_options).
+_VERIFY_OPTS = ("verify_backlog", "verify_backlog_batch", "verify_fatal", "verify_async", "verify_write_sequence",
+                "verify_dump")
+#: fio's methods whose digest does not fit fsmeter's 32-byte checksum field.
+_VERIFY_LONG = {"sha512": 64, "sha3-384": 48, "sha3-512": 64}
 SYNC_ENGINES = {"psync", "sync", "pvsync", "null", "cpp_null", *NAME_ENGINES, *CALL_ENGINES}
 #: Why fio's other engines are not a local filesystem's work for fsmeter (or not yet), by engine.
 _ENGINE_WHY = {}
@@ -921,6 +939,8 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
     _fio_access_opts(ctx, params, notes)
     _content(ctx, params, notes, size, nrfiles)
     _atomic(ctx, params, notes, engine)
+    if ctx.flag("do_verify", True):
+        _verify_readback(ctx, params, notes, per_job, time_based, loops)
     if distribution != "random":
         params["random_distribution"] = distribution
     if random_pct and not ctx.flag("norandommap", False) and distribution == "random":
@@ -1510,9 +1530,16 @@ def _fio_access_opts(ctx: _Ctx, params: dict, notes: list) -> None:
     v = ctx.job.get("verify")
     if ctx.job.get("verify_pattern") is not None:
         _verify_pattern(ctx, params, notes)
+        for name in _VERIFY_OPTS:
+            if name != "verify_async" and ctx.job.get(name) is not None:
+                ctx.fail(ctx.job.get(name), "with verify=pattern is not supported by fsmeter yet (planned): use it with "
+                                            "a checksum method (verify=crc32c ...), or run this job with fio")
+        if ctx.job.get("verify_async") is not None:
+            notes.append(f"{ctx.job.get('verify_async').as_written}: fsmeter compares the pattern in the thread that "
+                         "read it: the same I/Os")
         return
     if v is None:
-        for name in ("do_verify", "verify_interval"):
+        for name in ("do_verify", "verify_interval", *_VERIFY_OPTS):
             if ctx.job.get(name) is not None:
                 ctx.fail(ctx.job.get(name), "has no effect without verify=: add verify=crc32c (or xxhash, sha256), "
                                             "or remove it")
@@ -1520,13 +1547,22 @@ def _fio_access_opts(ctx: _Ctx, params: dict, notes: list) -> None:
     method = (v.value or "").strip()
     if method in ("null", "0", "none"):
         notes.append(f"verify={method}: nothing is verified, as in fio")
+        for name in _VERIFY_OPTS:
+            if ctx.job.get(name) is not None:
+                notes.append(f"{ctx.job.get(name).as_written}: nothing to do without a verify method, as in fio")
         return
+    if method in _VERIFY_LONG:
+        ctx.fail(v, f"a {_VERIFY_LONG[method]}-byte digest does not fit the 32-byte checksum field of fsmeter's block "
+                    "header (planned, with a new header version): use sha256 or sha3-256, or run this job with fio")
     if method not in _VERIFY:
-        ctx.fail(v, f"fsmeter's verification has crc32c, xxhash (as xxh3) and sha256, not {method} (not planned): "
+        ctx.fail(v, f"fsmeter's verification has {', '.join(sorted(_VERIFY))}, not {method} (not planned): "
                     "use one of those, or run this job with fio")
     if not ctx.flag("do_verify", True):
         notes.append(f"verify={method} with do_verify=0: fio writes its headers and checks nothing; fsmeter leaves "
                      "verification off")
+        for name in _VERIFY_OPTS:
+            if ctx.job.get(name) is not None:
+                notes.append(f"{ctx.job.get(name).as_written}: nothing is checked with do_verify=0, as in fio")
         return
     if any(e.get("trim_pct") for e in params["entries"]):
         ctx.fail(v, "cannot be combined with trims (a trimmed block reads back as zeros): remove one")
@@ -1540,8 +1576,12 @@ def _fio_access_opts(ctx: _Ctx, params: dict, notes: list) -> None:
         params["verify_block"] = block
     if method == "xxhash":
         notes.append("verify=xxhash: fsmeter checks with XXH3 (64-bit) where fio uses XXH32; both checksum each block")
-    notes.append(f"verify={method}: every block written carries fsmeter's header and checksum, reads check it, "
-                 "and a verify phase re-reads the files (docs/verify.md)")
+    if method == "meta":
+        notes.append("verify=meta: fio checks its block header only; fsmeter checks its header and a crc32c of the "
+                     "data after it (the same I/Os)")
+    _verify_options(ctx, params, notes)
+    notes.append(f"verify={method}: every block written carries fsmeter's header and checksum, and reads check it "
+                 "(docs/verify.md)")
 
 
 def _content(ctx: _Ctx, params: dict, notes: list, size: int, nrfiles: int) -> None:
@@ -1709,6 +1749,67 @@ def _sized_map(sizes: list, align: int, random_pct: float, distribution: str, ct
     smallest, offsets aligned to it (fio's default blockalign)."""
     return (len(set(sizes)) > 1 and random_pct == 100 and distribution == "random" and align == min(sizes)
             and all(s % align == 0 for s in sizes) and not ctx.flag("norandommap", False))
+
+
+def _verify_options(ctx: _Ctx, params: dict, notes: list) -> None:
+    """verify_backlog (and _batch), verify_fatal, verify_write_sequence and verify_async beside a verify method."""
+    backlog = ctx.int("verify_backlog", 0, 0, 1 << 20)
+    batch = ctx.int("verify_backlog_batch", 0, 0, 1 << 20)
+    if batch and not backlog:
+        ctx.fail(ctx.job.get("verify_backlog_batch"), "has no effect without verify_backlog: add verify_backlog=N, or "
+                                                      "remove it")
+    if backlog:
+        params["verify_backlog"], params["verify_backlog_batch"] = backlog, batch
+        notes.append(f"verify_backlog={backlog}: each thread reads back and checks its oldest written requests "
+                     f"whenever {backlog} wait, {batch or backlog} at a time, during the run (as fio does: counted as "
+                     "the job's reads), and those left once its writes are done")
+    if ctx.flag("verify_dump", False):
+        params["verify_dump"] = True
+        notes.append("verify_dump=1: the first 16 corrupt blocks each thread reads are written as "
+                     "<file>.<offset>.received and .expected beside the job's file (fio: in its working directory)")
+    if ctx.flag("verify_fatal", False):
+        params["verify_fatal"] = True
+        notes.append("verify_fatal=1: a thread stops at its first corrupt block, as fio's job does")
+    if not ctx.flag("verify_write_sequence", True):
+        params["verify_write_sequence"] = False
+        notes.append("verify_write_sequence=0: write numbers are not compared (a block is checked for its own "
+                     "header and checksum only), as fio then skips its sequence number")
+    if ctx.int("numjobs", 1, 1, 4096) > 1 and not params.get("thread_files"):
+        notes.append("verify with clones sharing files: fio warns that they may overwrite each other's blocks and "
+                     "its check then fails (a block holds another clone's seed) and stops the clone; fsmeter checks "
+                     "such a block for its own header and checksum, so it reads every write back and reports no "
+                     "corruption for them")
+    if ctx.job.get("verify_async") is not None and ctx.int("verify_async", 0, 0, 1 << 16):
+        notes.append(f"{ctx.job.get('verify_async').as_written}: fio checks completed reads in helper threads; "
+                     "fsmeter checks them in the thread that read them, inside the read's measured time: the same "
+                     "I/Os")
+
+
+def _verify_readback(ctx: _Ctx, params: dict, notes: list, per_job: int, time_based: bool, loops: int) -> None:
+    """fio reads back what a job wrote once its writes are done (after each loop, and with time_based after each
+    size= of I/O): each thread here reads back its own written requests in the run, counted as its reads, through
+    the verify_backlog machinery with N = the writes of one pass; the verify phase of the whole files is dropped."""
+    if not params.get("verify") or not any(e["read_pct"] < 100 for e in params["entries"]):
+        return
+    sizes = [e["size"] for e in params["entries"] if e["read_pct"] < 100]
+    writes_only = all(e["read_pct"] == 0 for e in params["entries"])
+    params["verify_phase"] = False
+    if params.get("verify_backlog"):
+        return
+    pass_writes = -(-per_job // min(sizes))
+    # Each thread keeps up to this many written requests (24 bytes each): about 100 MiB for the whole job.
+    cap = min(1 << 20, max(1 << 12, (1 << 22) // ctx.int("numjobs", 1, 1, 4096)))
+    if pass_writes > cap:
+        pass_writes = cap
+        notes.append(f"verify: more than {cap} writes per thread to read back: fsmeter reads back every {cap} "
+                     "writes instead of after all of them (the same reads, earlier)")
+    elif (time_based or loops > 1) and not writes_only:
+        notes.append("verify with a read/write mix: fio reads back after each pass of size= bytes; fsmeter after as "
+                     "many writes as a pass could hold (the same reads, at other moments)")
+    params["verify_backlog"] = pass_writes
+    notes.append("verify: as fio, each thread reads back every request it wrote once its writes are done"
+                 + (" (after each pass)" if time_based or loops > 1 else "")
+                 + ", as reads of the job; no separate verify phase")
 
 
 def map_jobfile(path: Path, target: Optional[Path] = None, dir_given: bool = True) -> list:

@@ -55,7 +55,9 @@ def test_verify_settings_that_cannot_work_name_their_field():
     with pytest.raises(ValueError, match="reuse_files"):
         _params(verify="sha256", reuse_files=True)
     with pytest.raises(ValueError):
-        _params(verify="md5")
+        _params(verify="sha512")
+    with pytest.raises(ValueError, match="verify_backlog: needs verify"):
+        _params(verify_backlog=8)
 
 
 def test_corruption_summary_names_file_offset_and_bytes():

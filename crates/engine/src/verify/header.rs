@@ -9,42 +9,95 @@
 //! ```text
 //! byte  0  magic        "FSMV"
 //!       4  version      u8 (1)
-//!       5  algo         u8 (1 crc32c, 2 xxh3, 3 sha256)
+//!       5  algo         u8 (1 crc32c, 2 xxh3, 3 sha256, 4 md5, 5 sha1, 6 crc32, 7 crc16,
+//!                       8 crc7, 9 crc64, 10 sha3-224, 11 sha3-256)
 //!       6  reserved     2 bytes, zero
 //!       8  len          u32: the whole block, header included
 //!      12  thread       u32: the writing thread
 //!      16  offset       u64: the block's offset in its file
 //!      24  generation   u64: the writer's write number (0 = laid out before the run)
 //!      32  seed         u64: the job's seed
-//!      40  checksum     32 bytes: the payload's checksum (crc32c: 4, xxh3: 8, sha256: 32; rest zero)
+//!      40  checksum     32 bytes: the payload's checksum (`digest_len` bytes, the rest zero)
 //!      72  header_crc   u32: crc32c of bytes 0..72
 //!      76  reserved     4 bytes, zero
 //!      80  payload      len - 80 bytes
 //! ```
-//! All integers are little-endian. The payload is a pure function of
+//! All integers are little-endian (a CRC's value too; a hash's digest is its byte string).
+//! Algorithm codes 4 to 11 were added without a version change: the layout is the same, and
+//! a reader that does not know a code reports the block as written with another algorithm. The payload is a pure function of
 //! (seed, thread, offset, generation), so a check can say which byte differs
 //! from what was written, not only that the checksum fails.
 
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
-/// The payload checksum a verified block carries.
+/// The payload checksum a verified block carries. The CRCs beyond crc32c are fio's (its
+/// `verify=` names; parameters from fio's crc/ sources): crc32 is CRC-32 over 0x04C11DB7 taken
+/// MSB first with init 0 and no final XOR (the POSIX cksum register before its length and
+/// complement), crc16 is CRC-16/ARC, crc7 is CRC-7/MMC, crc64 is the Jones CRC-64 (CRC-64/REDIS:
+/// reflected, init 0, no final XOR).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Checksum {
     Crc32c,
     Xxh3,
     Sha256,
+    Md5,
+    Sha1,
+    Crc32,
+    Crc16,
+    Crc7,
+    Crc64,
+    #[serde(rename = "sha3_224")]
+    Sha3_224,
+    #[serde(rename = "sha3_256")]
+    Sha3_256,
 }
 
+/// fio's crc32 (crc/crc32.c): CRC-32 polynomial, not reflected, init 0, no final XOR.
+const CRC32_FIO: crc::Algorithm<u32> = crc::Algorithm {
+    width: 32,
+    poly: 0x04C1_1DB7,
+    init: 0,
+    refin: false,
+    refout: false,
+    xorout: 0,
+    check: 0x89A1_897F,
+    residue: 0,
+};
+pub(crate) static CRC32: crc::Crc<u32> = crc::Crc::<u32>::new(&CRC32_FIO);
+pub(crate) static CRC16: crc::Crc<u16> = crc::Crc::<u16>::new(&crc::CRC_16_ARC);
+pub(crate) static CRC7: crc::Crc<u8> = crc::Crc::<u8>::new(&crc::CRC_7_MMC);
+pub(crate) static CRC64: crc::Crc<u64> = crc::Crc::<u64>::new(&crc::CRC_64_REDIS);
+
 impl Checksum {
-    pub const ALL: [Checksum; 3] = [Checksum::Crc32c, Checksum::Xxh3, Checksum::Sha256];
+    pub const ALL: [Checksum; 11] = [
+        Checksum::Crc32c,
+        Checksum::Xxh3,
+        Checksum::Sha256,
+        Checksum::Md5,
+        Checksum::Sha1,
+        Checksum::Crc32,
+        Checksum::Crc16,
+        Checksum::Crc7,
+        Checksum::Crc64,
+        Checksum::Sha3_224,
+        Checksum::Sha3_256,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Checksum::Crc32c => "crc32c",
             Checksum::Xxh3 => "xxh3",
             Checksum::Sha256 => "sha256",
+            Checksum::Md5 => "md5",
+            Checksum::Sha1 => "sha1",
+            Checksum::Crc32 => "crc32",
+            Checksum::Crc16 => "crc16",
+            Checksum::Crc7 => "crc7",
+            Checksum::Crc64 => "crc64",
+            Checksum::Sha3_224 => "sha3_224",
+            Checksum::Sha3_256 => "sha3_256",
         }
     }
 
@@ -54,6 +107,14 @@ impl Checksum {
             Checksum::Crc32c => 1,
             Checksum::Xxh3 => 2,
             Checksum::Sha256 => 3,
+            Checksum::Md5 => 4,
+            Checksum::Sha1 => 5,
+            Checksum::Crc32 => 6,
+            Checksum::Crc16 => 7,
+            Checksum::Crc7 => 8,
+            Checksum::Crc64 => 9,
+            Checksum::Sha3_224 => 10,
+            Checksum::Sha3_256 => 11,
         }
     }
 
@@ -64,9 +125,14 @@ impl Checksum {
     /// Bytes of the checksum field this algorithm uses.
     pub fn digest_len(self) -> usize {
         match self {
-            Checksum::Crc32c => 4,
-            Checksum::Xxh3 => 8,
-            Checksum::Sha256 => 32,
+            Checksum::Crc32c | Checksum::Crc32 => 4,
+            Checksum::Xxh3 | Checksum::Crc64 => 8,
+            Checksum::Sha256 | Checksum::Sha3_256 => 32,
+            Checksum::Md5 => 16,
+            Checksum::Sha1 => 20,
+            Checksum::Crc16 => 2,
+            Checksum::Crc7 => 1,
+            Checksum::Sha3_224 => 28,
         }
     }
 
@@ -78,6 +144,14 @@ impl Checksum {
             Checksum::Crc32c => out[..4].copy_from_slice(&crc32c::crc32c(data).to_le_bytes()),
             Checksum::Xxh3 => out[..8].copy_from_slice(&xxhash_rust::xxh3::xxh3_64(data).to_le_bytes()),
             Checksum::Sha256 => out.copy_from_slice(&sha2::Sha256::digest(data)),
+            Checksum::Md5 => out[..16].copy_from_slice(&md5::Md5::digest(data)),
+            Checksum::Sha1 => out[..20].copy_from_slice(&sha1::Sha1::digest(data)),
+            Checksum::Crc32 => out[..4].copy_from_slice(&CRC32.checksum(data).to_le_bytes()),
+            Checksum::Crc16 => out[..2].copy_from_slice(&CRC16.checksum(data).to_le_bytes()),
+            Checksum::Crc7 => out[0] = CRC7.checksum(data),
+            Checksum::Crc64 => out[..8].copy_from_slice(&CRC64.checksum(data).to_le_bytes()),
+            Checksum::Sha3_224 => out[..28].copy_from_slice(&sha3::Sha3_224::digest(data)),
+            Checksum::Sha3_256 => out.copy_from_slice(&sha3::Sha3_256::digest(data)),
         }
         out
     }
@@ -219,6 +293,40 @@ mod tests {
             assert_eq!(serde_json::from_str::<Checksum>(&s).unwrap(), algo);
             assert_eq!(Checksum::from_code(algo.code()), Some(algo));
         }
-        assert!(serde_json::from_str::<Checksum>("\"md5\"").is_err());
+        assert!(serde_json::from_str::<Checksum>("\"sha512\"").is_err());
+    }
+
+    fn hexd(a: Checksum, data: &[u8]) -> String {
+        hex(&a.digest(data)[..a.digest_len()])
+    }
+
+    #[test]
+    fn digests_match_published_test_vectors() {
+        // RFC 1321, FIPS 180-2 and FIPS 202 examples for "abc".
+        assert_eq!(hexd(Checksum::Md5, b"abc"), "900150983cd24fb0d6963f7d28e17f72");
+        assert_eq!(hexd(Checksum::Sha1, b"abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
+        assert_eq!(hexd(Checksum::Sha256, b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(hexd(Checksum::Sha3_224, b"abc"), "e642824c3f8cf24ad09234ee7d3c766fc9a3a5168d0c94ad73b46fdf");
+        assert_eq!(
+            hexd(Checksum::Sha3_256, b"abc"),
+            "3a985da74fe225b2045c172d6bd390bd855f086e3e9d525b46bfe24511431532"
+        );
+        // The CRC catalogue's check values (the CRC of "123456789"), stored little-endian.
+        let crc = |a: Checksum| {
+            let d = a.digest(b"123456789");
+            let mut v = [0u8; 8];
+            v[..a.digest_len()].copy_from_slice(&d[..a.digest_len()]);
+            u64::from_le_bytes(v)
+        };
+        assert_eq!(crc(Checksum::Crc32c), 0xE306_9283);
+        assert_eq!(crc(Checksum::Crc16), 0xBB3D, "CRC-16/ARC");
+        assert_eq!(crc(Checksum::Crc7), 0x75, "CRC-7/MMC");
+        assert_eq!(crc(Checksum::Crc64), 0xE9C6_D914_C4B8_D9CA, "CRC-64/REDIS (Jones)");
+        // fio's crc32 is the POSIX cksum register without the length and the final complement.
+        assert_eq!(crc(Checksum::Crc32), !0x765E_7680u32 as u64);
+        for a in Checksum::ALL {
+            let d = a.digest(b"abc");
+            assert!(d[a.digest_len()..].iter().all(|&b| b == 0), "{a:?}: the unused bytes stay zero");
+        }
     }
 }

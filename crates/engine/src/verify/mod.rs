@@ -99,7 +99,13 @@ pub struct Checker {
     pub blocks_written: u64,
     pub blocks_checked: u64,
     pub mismatches: u64,
+    /// Reads of written blocks made during the run to check them (fio's verify_backlog).
+    pub backlog_reads: u64,
     pub kept: Vec<FileMismatch>,
+    /// Keep the bytes of the first corrupt blocks, for `merge_into` to write out (fio's verify_dump).
+    pub dump: bool,
+    /// (file, offset, the block as read) of the first corrupt blocks, with `dump`.
+    pub dumped: Vec<(u32, u64, Vec<u8>, Option<BlockHeader>)>,
 }
 
 impl Checker {
@@ -114,7 +120,10 @@ impl Checker {
             blocks_written: 0,
             blocks_checked: 0,
             mismatches: 0,
+            backlog_reads: 0,
             kept: Vec::with_capacity(KEEP_MISMATCHES),
+            dump: false,
+            dumped: Vec::new(),
         }
     }
 
@@ -164,6 +173,9 @@ impl Checker {
             self.blocks_checked += 1;
             if let Err(m) = check_block_expect(b, off, self.algo, expect(off)) {
                 bad += 1;
+                if self.dump && self.dumped.len() < KEEP_MISMATCHES {
+                    self.dumped.push((file, off, b.to_vec(), m.expected));
+                }
                 self.note(file, m);
             }
         }
@@ -187,14 +199,19 @@ where
     I: IntoIterator<Item = &'a Checker>,
     P: Fn(u32) -> String,
 {
-    let (mut w, mut c, mut m) = (0, 0, 0);
+    let (mut w, mut c, mut m, mut backlog) = (0, 0, 0, 0);
     let mut kept: Vec<&FileMismatch> = vec![];
+    let mut dumps: Vec<serde_json::Value> = vec![];
     let mut algo = None;
     let mut block = 0;
     for ch in checkers {
         w += ch.blocks_written;
         c += ch.blocks_checked;
         m += ch.mismatches;
+        backlog += ch.backlog_reads;
+        for (file, offset, found, expected) in &ch.dumped {
+            dumps.push(dump_block(&path(*file), *offset, found, expected.as_ref()));
+        }
         kept.extend(ch.kept.iter());
         algo = Some(ch.algo);
         block = ch.block;
@@ -204,6 +221,9 @@ where
     report.counters.insert("verify_blocks_written".into(), w);
     report.counters.insert("verify_blocks_checked".into(), c);
     report.counters.insert("verify_mismatches".into(), m);
+    if backlog > 0 {
+        report.counters.insert("verify_backlog_reads".into(), backlog);
+    }
     if let Some(first) = kept.first() {
         report.warnings.push(format!(
             "verify: {m} corrupt block(s); first in {}: {}",
@@ -229,6 +249,32 @@ where
         }).collect::<Vec<_>>(),
         "notes": notes,
     });
+    if !dumps.is_empty() {
+        report.extra["verify"]["dumps"] = serde_json::Value::Array(dumps);
+    }
+}
+
+/// fio's verify_dump: a corrupt block as read, and as it should be when the header expected is
+/// known, written beside its data file as `<file>.<offset>.received` and `<file>.<offset>.expected`
+/// (fio writes them to its working directory). Returns what was written, or why not.
+#[cold]
+fn dump_block(path: &str, offset: u64, found: &[u8], expected: Option<&BlockHeader>) -> serde_json::Value {
+    let received = format!("{path}.{offset}.received");
+    let mut out = serde_json::json!({"offset": offset, "file": path});
+    out["received"] = match std::fs::write(&received, found) {
+        Ok(()) => serde_json::json!(received),
+        Err(e) => serde_json::json!(format!("not written: {received}: {e}")),
+    };
+    if let Some(h) = expected.filter(|_| found.len() >= MIN_BLOCK) {
+        let mut exp = vec![0u8; found.len()];
+        fill_block(&mut exp, offset, h.generation, h.thread, h.seed, h.algo);
+        let name = format!("{path}.{offset}.expected");
+        out["expected"] = match std::fs::write(&name, &exp) {
+            Ok(()) => serde_json::json!(name),
+            Err(e) => serde_json::json!(format!("not written: {name}: {e}")),
+        };
+    }
+    out
 }
 
 /// A data file a `reread` checks: its path and how many bytes should be there.

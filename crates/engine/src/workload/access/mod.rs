@@ -12,6 +12,7 @@
 //! files seen as one concatenated space), wrapping at the end of the share, so
 //! one thread reading `total_bytes` = the data set reads every byte once.
 
+mod backlog;
 mod dist;
 mod gen;
 mod group;
@@ -20,10 +21,11 @@ mod phases;
 mod shape;
 mod spec;
 
+pub use backlog::{Backlog, Piece};
 pub use dist::{zeta, Dist, Skew};
 pub use gen::{AccessGen, BlockPerm, GenOp};
 pub use group::{AccessGroup, AccessGroupSpec, ExitWhat, GroupJob};
 pub use pace::{Go, MemMode, MemPolicy, PaceSpec, Pacer, PlaceSpec, RateProcess, SteadyKind, SteadySpec};
 pub use phases::Access;
 pub use shape::{parse_sequence, SequenceWalk, Walk, Zone, ZoneIndex, ZoneSplit};
-pub use spec::{AccessEntry, AccessSpec, FioEngine, StatType};
+pub use spec::{AccessEntry, AccessSpec, FioEngine, StatType, MAX_BACKLOG};

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
+use super::backlog::{Backlog, Piece};
 use super::gen::{lcm, AccessGen, GenOp};
 use super::pace::{sleep_until, FlowShared, FlowState, Go, Pacer};
 use super::spec::{AccessSpec, FioEngine};
@@ -88,6 +89,11 @@ pub(super) struct RunState<B: IoBackend> {
     /// With a buffer pattern: slots whose buffer a read overwrote (refilled before their next write).
     refill: Vec<bool>,
     verify: Option<Checker>,
+    /// With verify_backlog: the written requests not yet read back.
+    backlog: Option<Backlog>,
+    /// Another request may write a block while a backlog read reads it (several threads on shared
+    /// blocks, or queue_depth > 1): a backlog read that fails its check is read again before it counts.
+    racy: bool,
     /// With verify_pattern: the reads checked and the mismatches found.
     pattern_check: ContentCheck,
     /// Writes issued by this thread in this phase (with verify: the write numbers).
@@ -129,8 +135,10 @@ enum Paced {
 struct SlotMeta {
     t0: u64,
     op: Option<GenOp>,
-    /// With verify, the write number of a write in flight.
+    /// With verify, the write number of a write in flight (of the write a backlog read checks).
     generation: u64,
+    /// A read of verify_backlog (not the mix's: not counted in it, always checked).
+    backlog: bool,
 }
 
 impl Access {
@@ -156,7 +164,7 @@ impl Access {
     /// two writes (or a read and a write) of one block can be in flight at once:
     /// one request at a time per thread, and threads on their own blocks.
     fn verify_exact(&self, job: &Settings) -> bool {
-        (job.threads == 1 || self.spec.thread_files) && self.spec.queue_depth == 1
+        (job.threads == 1 || self.spec.thread_files) && self.spec.queue_depth == 1 && self.spec.verify_write_sequence
     }
 
     fn verify_notes(&self, job: &Settings) -> serde_json::Value {
@@ -166,6 +174,8 @@ impl Access {
             "reads_checked_during_run": exact,
             "why": if exact {
                 "every block is checked against the write that should be there (a lost write shows as stale)"
+            } else if !self.spec.verify_write_sequence {
+                "verify_write_sequence is off: each block is checked for its own header and checksum, not for which write it holds; reads during the run are checked only when they re-read written requests (verify_backlog)"
             } else {
                 "several threads (or queue_depth > 1) may write one block at once: reads during the run are not checked (a read may see a write in progress), and the verify phase checks each block's own header and checksum, not which write it holds"
             },
@@ -666,7 +676,14 @@ impl Access {
             mix: vec![[0; 5]; spec.entries.len()],
             trim_fds: (job.backend != BackendKind::Null).then(|| files.0.clone()),
             refill: vec![false; qd],
-            verify: spec.verify.map(|a| Checker::new(a, spec.verify_block() as usize, job.seed, tid as u32, "run")),
+            verify: spec.verify.map(|a| {
+                let mut c = Checker::new(a, spec.verify_block() as usize, job.seed, tid as u32, "run");
+                c.dump = spec.verify_dump;
+                c
+            }),
+            backlog: (spec.verify.is_some() && spec.verify_backlog > 0)
+                .then(|| Backlog::new(spec.verify_backlog, spec.verify_backlog_batch, qd)),
+            racy: !((job.threads == 1 || spec.thread_files) && qd == 1),
             pattern_check: ContentCheck::new(None),
             writes: 0,
             donor: match spec.fio_engine {
@@ -890,7 +907,10 @@ impl Access {
                 let kind = if op.req.write { WRITE } else { READ };
                 rec.record(kind, res as u64, meta.t0, t1);
                 if VERIFY {
-                    self.verify_completion(st, slot, op.req, meta.generation, res as usize, exact);
+                    self.verify_completion(st, slot, op.req, meta, res as usize, exact);
+                    if spec.verify_fatal && st.verify.as_ref().is_some_and(|c| c.mismatches > 0) {
+                        stopping = true;
+                    }
                 }
                 if !op.req.write && !spec.verify_pattern.is_empty() {
                     self.check_pattern(st, slot, op.req, res as usize, job, "run");
@@ -898,12 +918,12 @@ impl Access {
                 if !op.req.write && !spec.write_pattern().is_empty() {
                     st.refill[slot] = true;
                 }
-                if meta.t0 >= rec.measure_start_ns {
+                if meta.t0 >= rec.measure_start_ns && !meta.backlog {
                     let m = &mut st.mix[op.entry];
                     m[if op.req.write { 1 } else { 0 }] += 1;
                     m[if op.random { 2 } else { 3 }] += 1;
                 }
-                if let Some(p) = st.pacer.as_mut() {
+                if let Some(p) = st.pacer.as_mut().filter(|_| !meta.backlog) {
                     if p.completed(op.req.write as usize, res as u64, t1) {
                         stopping = true;
                     }
@@ -926,6 +946,14 @@ impl Access {
                     st.slots[slot].op = None;
                     inflight -= 1;
                     continue;
+                }
+                if VERIFY {
+                    // fio's verify_backlog: a due read of a logged write goes before the mix's next request.
+                    if let Some(p) = st.backlog.as_mut().and_then(Backlog::next_read) {
+                        let t0 = if st.completed.len() == 1 && !synced { t1 } else { now_ns() };
+                        self.launch_backlog(st, slot, p, t0)?;
+                        continue;
+                    }
                 }
                 // The completion time doubles as the next request's issue time: one
                 // clock read less per request; the latency then also covers the few
@@ -967,6 +995,10 @@ impl Access {
                 rec.record(FSYNC, 0, t0, now_ns());
             }
         }
+        let fatal = spec.verify_fatal && st.verify.as_ref().is_some_and(|c| c.mismatches > 0);
+        if VERIFY && st.backlog.is_some() && !fatal {
+            self.backlog_rest(st, rec, exact)?;
+        }
         Ok(std::mem::take(&mut st.mix))
     }
 
@@ -995,7 +1027,7 @@ impl Access {
             if others == 0 && st.deferred.is_empty() {
                 return if f.wait_and_pass(rec) { Paced::Go(now_ns()) } else { Paced::Stop };
             }
-            st.slots[slot] = SlotMeta { t0: 0, op: Some(op), generation: 0 };
+            st.slots[slot] = SlotMeta { t0: 0, op: Some(op), generation: 0, backlog: false };
             st.deferred.push_back((slot, Wait::Flow));
             if rec.measuring(t0) {
                 *issued_bytes += op.req.len as u64;
@@ -1008,7 +1040,7 @@ impl Access {
             Go::At { due, quiesce } => (due, quiesce),
         };
         if others > 0 || !st.deferred.is_empty() {
-            st.slots[slot] = SlotMeta { t0: due, op: Some(op), generation: 0 };
+            st.slots[slot] = SlotMeta { t0: due, op: Some(op), generation: 0, backlog: false };
             st.deferred.push_back((slot, if quiesce { Wait::Think } else { Wait::Due }));
             // Counted now, so a byte quota stops the drawing of requests it would not issue.
             if rec.measuring(t0) {
@@ -1051,8 +1083,57 @@ impl Access {
                 t0 = t0.max(now_ns());
             }
         }
-        st.slots[slot] = SlotMeta { t0, op: Some(op), generation };
+        st.slots[slot] = SlotMeta { t0, op: Some(op), generation, backlog: false };
         st.backend.queue(slot, op.req, st.bufs[slot].as_ptr())
+    }
+
+    /// Queue a verify_backlog read of the written request `p` on `slot`, issued at `t0` (not
+    /// counted against the byte quota, which counts the mix's requests).
+    #[inline]
+    fn launch_backlog<B: IoBackend>(&self, st: &mut RunState<B>, slot: usize, p: Piece, t0: u64) -> Result<()> {
+        let req = IoReq { file: p.file, offset: p.offset, len: p.len, write: false };
+        let op = GenOp { req, entry: 0, random: false, trim: false };
+        st.slots[slot] = SlotMeta { t0, op: Some(op), generation: p.generation, backlog: true };
+        st.backend.queue(slot, req, st.bufs[slot].as_ptr())
+    }
+
+    /// At the end of a thread's writes, fio reads back the logged writes no batch has read yet
+    /// (its final verify pass); after a deadline or a stop it does not, and neither is done here.
+    #[cold]
+    fn backlog_rest<B: IoBackend>(&self, st: &mut RunState<B>, rec: &mut Recorder, exact: bool) -> Result<()> {
+        let spec = &self.spec;
+        let qd = st.slots.len();
+        let mut inflight = 0usize;
+        loop {
+            while inflight < qd && !rec.should_stop(now_ns()) {
+                let Some(p) = st.backlog.as_mut().and_then(Backlog::take_left) else { break };
+                let slot = (0..qd).find(|&s| st.slots[s].op.is_none()).expect("a free slot");
+                self.launch_backlog(st, slot, p, now_ns())?;
+                inflight += 1;
+            }
+            if inflight == 0 {
+                return Ok(());
+            }
+            st.completed.clear();
+            let completed = &mut st.completed;
+            st.backend.reap(1, |slot, res| completed.push((slot, res)))?;
+            let t1 = now_ns();
+            for i in 0..st.completed.len() {
+                let (slot, res) = st.completed[i];
+                let meta = st.slots[slot];
+                let op = meta.op.expect("completion for an idle slot");
+                if res < 0 {
+                    return Err(io_failure(op.req, -res as i32, spec.direct));
+                }
+                rec.record(READ, res as u64, meta.t0, t1);
+                self.verify_completion(st, slot, op.req, meta, res as usize, exact);
+                st.slots[slot].op = None;
+                inflight -= 1;
+                if spec.verify_fatal && st.verify.as_ref().is_some_and(|c| c.mismatches > 0) {
+                    st.backlog = None; // the rest is not read back
+                }
+            }
+        }
     }
 
     /// The next request for the backend (and whether trims came first). Trims are done here, one
@@ -1243,14 +1324,58 @@ impl Access {
         st: &mut RunState<B>,
         slot: usize,
         req: IoReq,
-        generation: u64,
+        meta: SlotMeta,
         moved: usize,
         exact: bool,
     ) {
         let Some(ch) = st.verify.as_mut() else { return };
         if req.write {
             if let Some(l) = &self.last_writes {
-                l.record(req.file, req.offset, req.len as u64, ch.thread, generation);
+                l.record(req.file, req.offset, req.len as u64, ch.thread, meta.generation);
+            }
+            if let Some(b) = st.backlog.as_mut() {
+                b.written(Piece { file: req.file, offset: req.offset, len: req.len, generation: meta.generation });
+            }
+        } else if meta.backlog {
+            // Always checked, as fio checks its backlog reads: against the write the block should
+            // hold when no other write can race it, else for the block's own consistency.
+            ch.backlog_reads += 1;
+            let n = moved.min(req.len as usize);
+            let last_writes = self.last_writes.as_ref().filter(|_| exact);
+            if st.racy {
+                // A write of another request may have been under way: read the range again (not timed,
+                // not counted) while it fails, waiting a little longer each time (50 us doubling, about
+                // 6 ms in all: a writer may be off its CPU mid-copy), and judge by the last read. Once the
+                // thread has kept its share of real mismatches it does not wait for more.
+                let (algo, block) = (ch.algo, ch.block);
+                let clean = |d: &[u8]| {
+                    d.chunks(block)
+                        .enumerate()
+                        .all(|(i, b)| verify::check_block(b, req.offset + (i * block) as u64, algo).is_ok())
+                };
+                let tries = if ch.mismatches < verify::KEEP_MISMATCHES as u64 { 7 } else { 0 };
+                if let Some(fds) = &st.trim_fds {
+                    for t in 0..tries {
+                        if clean(&st.bufs[slot].as_slice()[..n]) {
+                            break;
+                        }
+                        std::thread::sleep(std::time::Duration::from_micros(50 << t));
+                        let buf = st.bufs[slot].as_mut_slice()[..n].as_mut_ptr();
+                        // SAFETY: the slot's buffer holds at least n bytes and no request is in flight on it.
+                        // A short or failed re-read leaves the earlier bytes, which are then judged.
+                        let _ = unsafe { crate::sys::pread(fds[req.file as usize], buf.cast(), n, req.offset as i64) };
+                    }
+                }
+            }
+            let data = &st.bufs[slot].as_slice()[..n];
+            ch.check(data, req.file, req.offset, |o| last_writes.and_then(|l| l.expected(req.file, o)));
+            if moved < req.len as usize {
+                let b = ch.block as u64;
+                let first_missing = req.offset + (moved as u64).div_ceil(b) * b;
+                for o in (first_missing..req.offset + req.len as u64).step_by(b as usize) {
+                    ch.blocks_checked += 1;
+                    ch.note(req.file, verify::check_block(&[], o, ch.algo).expect_err("an empty block fails"));
+                }
             }
         } else if exact {
             let data = &st.bufs[slot].as_slice()[..moved.min(req.len as usize)];

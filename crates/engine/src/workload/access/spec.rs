@@ -105,6 +105,25 @@ pub struct AccessSpec {
     /// Bytes per verified block (one header each); 0: the smallest request size.
     #[serde(default)]
     pub verify_block: u32,
+    /// fio's verify_backlog: with verify, each thread re-reads and checks its written requests
+    /// during the run: once N of them are unchecked, the next `verify_backlog_batch` (default N)
+    /// requests it issues are reads of the oldest ones; at the end of its writes (not at a
+    /// deadline or a stop) it reads back those left. 0: off. Reads counted as the run's reads.
+    #[serde(default)]
+    pub verify_backlog: u32,
+    #[serde(default)]
+    pub verify_backlog_batch: u32,
+    /// fio's verify_dump: the first corrupt blocks the run's reads find are written beside their
+    /// file as `<file>.<offset>.received` and `.expected`.
+    #[serde(default)]
+    pub verify_dump: bool,
+    /// fio's verify_fatal: a thread stops at its first corrupt block (no read-back after it).
+    #[serde(default)]
+    pub verify_fatal: bool,
+    /// Compare the write number a block holds with the one expected when no two writes can race
+    /// (default); false: each block's own header and checksum only (fio's verify_write_sequence=0).
+    #[serde(default = "default_true")]
+    pub verify_write_sequence: bool,
     /// Testing verification: make chosen writes torn, short, lost or misdirected (psync only).
     #[serde(default)]
     pub fault: Option<FaultSpec>,
@@ -281,6 +300,9 @@ fn default_one<T: From<u8>>() -> T {
 fn default_prefix() -> String {
     "fsmeter.access".to_string()
 }
+
+/// The most written requests a thread keeps for `verify_backlog` (24 bytes each).
+pub const MAX_BACKLOG: u32 = 1 << 20;
 
 impl AccessSpec {
     pub fn validate(&self, job: &Settings) -> Result<()> {
@@ -779,7 +801,19 @@ impl AccessSpec {
     /// With verify, every request covers whole blocks of a fixed grid (one header each).
     fn validate_verify(&self, job: &Settings) -> Result<()> {
         if self.verify.is_none() {
+            if self.verify_backlog > 0 {
+                return Err(EngineError::invalid(
+                    "verify_backlog",
+                    "needs verify (block headers to check): set verify",
+                ));
+            }
             return Ok(());
+        }
+        if self.verify_backlog > MAX_BACKLOG || self.verify_backlog_batch > MAX_BACKLOG {
+            return Err(EngineError::invalid(
+                "verify_backlog",
+                format!("at most {MAX_BACKLOG} requests (each thread keeps that many written requests to re-read)"),
+            ));
         }
         let b = self.verify_block();
         if b < verify::MIN_BLOCK as u64 {
@@ -899,6 +933,11 @@ pub(super) mod tests {
             direct_layout: false,
             verify: None,
             verify_block: 0,
+            verify_backlog: 0,
+            verify_backlog_batch: 0,
+            verify_dump: false,
+            verify_fatal: false,
+            verify_write_sequence: true,
             fault: None,
             buffer_memory: BufferMemory::Heap,
             random_distribution: default_distribution(),

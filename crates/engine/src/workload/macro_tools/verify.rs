@@ -24,7 +24,7 @@ use sha2::Digest;
 
 use crate::error::{EngineError, Result};
 use crate::verify::content::{byte_mismatch, ContentCheck};
-use crate::verify::header::hex;
+use crate::verify::header::{self, hex};
 use crate::verify::Checksum;
 
 /// Bytes per compared block (the unit mismatches are counted in).
@@ -36,6 +36,14 @@ enum Running {
     Crc32c(u32),
     Xxh3(Box<xxhash_rust::xxh3::Xxh3>),
     Sha256(sha2::Sha256),
+    Md5(md5::Md5),
+    Sha1(sha1::Sha1),
+    Sha3_224(sha3::Sha3_224),
+    Sha3_256(sha3::Sha3_256),
+    Crc32(crc::Digest<'static, u32>),
+    Crc16(crc::Digest<'static, u16>),
+    Crc7(crc::Digest<'static, u8>),
+    Crc64(crc::Digest<'static, u64>),
 }
 
 impl Running {
@@ -44,6 +52,14 @@ impl Running {
             Checksum::Crc32c => Running::Crc32c(0),
             Checksum::Xxh3 => Running::Xxh3(Box::default()),
             Checksum::Sha256 => Running::Sha256(sha2::Sha256::new()),
+            Checksum::Md5 => Running::Md5(md5::Md5::new()),
+            Checksum::Sha1 => Running::Sha1(sha1::Sha1::new()),
+            Checksum::Sha3_224 => Running::Sha3_224(sha3::Sha3_224::new()),
+            Checksum::Sha3_256 => Running::Sha3_256(sha3::Sha3_256::new()),
+            Checksum::Crc32 => Running::Crc32(header::CRC32.digest()),
+            Checksum::Crc16 => Running::Crc16(header::CRC16.digest()),
+            Checksum::Crc7 => Running::Crc7(header::CRC7.digest()),
+            Checksum::Crc64 => Running::Crc64(header::CRC64.digest()),
         }
     }
     fn update(&mut self, data: &[u8]) {
@@ -51,6 +67,14 @@ impl Running {
             Running::Crc32c(c) => *c = crc32c::crc32c_append(*c, data),
             Running::Xxh3(h) => h.update(data),
             Running::Sha256(h) => h.update(data),
+            Running::Md5(h) => h.update(data),
+            Running::Sha1(h) => h.update(data),
+            Running::Sha3_224(h) => h.update(data),
+            Running::Sha3_256(h) => h.update(data),
+            Running::Crc32(d) => d.update(data),
+            Running::Crc16(d) => d.update(data),
+            Running::Crc7(d) => d.update(data),
+            Running::Crc64(d) => d.update(data),
         }
     }
     fn finish(self) -> String {
@@ -58,6 +82,14 @@ impl Running {
             Running::Crc32c(c) => format!("{c:08x}"),
             Running::Xxh3(h) => format!("{:016x}", h.digest()),
             Running::Sha256(h) => hex(&h.finalize()),
+            Running::Md5(h) => hex(&h.finalize()),
+            Running::Sha1(h) => hex(&h.finalize()),
+            Running::Sha3_224(h) => hex(&h.finalize()),
+            Running::Sha3_256(h) => hex(&h.finalize()),
+            Running::Crc32(d) => format!("{:08x}", d.finalize()),
+            Running::Crc16(d) => format!("{:04x}", d.finalize()),
+            Running::Crc7(d) => format!("{:02x}", d.finalize()),
+            Running::Crc64(d) => format!("{:016x}", d.finalize()),
         }
     }
 }
