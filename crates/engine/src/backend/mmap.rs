@@ -89,7 +89,17 @@ impl MmapBackend {
             // SAFETY: a fresh shared mapping of an open file; unmapped in Drop.
             let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
             if ptr == libc::MAP_FAILED {
-                return Err(EngineError::last_os(format!("mmap of file {i} ({len} bytes)")));
+                let e = std::io::Error::last_os_error();
+                let hint = if e.raw_os_error() == Some(libc::ENOMEM) {
+                    format!(
+                        " (each thread maps every file: {} files here; the kernel allows vm.max_map_count \
+                         mappings per process: use fewer files or threads, or another backend)",
+                        files.len()
+                    )
+                } else {
+                    String::new()
+                };
+                return Err(EngineError::io(format!("mmap of file {i} ({len} bytes){hint}"), e));
             }
             backend.maps.push(Mapping { ptr: ptr as *mut u8, len });
             let advice = if opts.random { libc::MADV_RANDOM } else { libc::MADV_SEQUENTIAL };

@@ -550,7 +550,8 @@ impl Access {
         if job.backend == BackendKind::Libpmem && !dax {
             report.warnings.push(format!(
                 "libpmem: the files under {} are not on DAX persistent memory (statx reports no STATX_ATTR_DAX): \
-                 each write is made durable with msync, as libpmem advises for such files",
+                 fio's libpmem engine stops there; fsmeter runs the job and makes each write durable with msync, \
+                 as libpmem advises for such files",
                 job.dir.display()
             ));
         }
