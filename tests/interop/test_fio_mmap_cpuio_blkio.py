@@ -202,3 +202,14 @@ def test_other_libblkio_drivers_and_exec_are_refused_in_one_line():
     with pytest.raises(UserError, match=r"line 2: ioengine=exec: .*does not run programs a job file names.*run "
                                         r"the program yourself beside `fsmeter run`"):
         job_of("[a]\nioengine=exec\nprogram=/bin/sh\narguments=-c true\n")
+
+
+def test_the_mapping_backends_keep_one_request_in_flight(tmp_path):
+    m = job_of("[w]\nioengine=mmap\nrw=randwrite\nbs=4k\nsize=1m\niodepth=16\niodepth_batch=8\n")
+    assert m.settings["backend"] == "mmap" and m.params["queue_depth"] == 1
+    assert any("capped at 1" in n for n in m.notes)
+    assert any("iodepth_batch=8: ioengine=mmap does one I/O at a time" in n for n in m.notes)
+    # Outside job files: --set backend=mmap with a queue depth is refused, naming the parameter.
+    r = fsm("run", "rand-read-4k", "--dir", tmp_path, "--set", "backend=mmap", "--set", "queue_depth=8", "-q")
+    assert r.returncode == 2
+    assert r.stderr.startswith("fsmeter: error: parameter queue_depth: the mmap backend copies one request at a time")
