@@ -213,3 +213,12 @@ def test_the_mapping_backends_keep_one_request_in_flight(tmp_path):
     r = fsm("run", "rand-read-4k", "--dir", tmp_path, "--set", "backend=mmap", "--set", "queue_depth=8", "-q")
     assert r.returncode == 2
     assert r.stderr.startswith("fsmeter: error: parameter queue_depth: the mmap backend copies one request at a time")
+
+
+def test_a_file_of_cpuio_jobs_alone_asks_for_a_directory(tmp_path):
+    f = tmp_path / "burn.fio"
+    f.write_text("[b]\nioengine=cpuio\ncpuload=5\ntime_based\nruntime=1\n")
+    r = fsm("run", f, "-q", "--cache", "keep")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip() == (f"fsmeter: error: {f} line 1: job b: ioengine=cpuio works on no files, but fsmeter "
+                                "runs every job in a directory (the run records its filesystem): give --dir D")

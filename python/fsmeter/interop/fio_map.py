@@ -1723,6 +1723,10 @@ def fio_workloads(ref: str, target: Optional[Path] = None, dir_given: bool = Tru
             raise UserError(f"{path}: no job named {only}: the jobs are {', '.join(j.name for j in map_jobfile(path))}")
     out = []
     for item in group_jobs(jobs, {j.name for j in jobs}):
+        if not dir_given and item.dir is None:  # only jobs without files (cpuio) get here without a directory
+            raise UserError(f"{path} line {item.line}: job {item.jobs[0].name if isinstance(item, MappedGroup) else item.name}"
+                            ": ioengine=cpuio works on no files, but fsmeter runs every job in a directory (the run "
+                            "records its filesystem): give --dir D")
         if isinstance(item, MappedGroup):
             for j in item.jobs:
                 if j.dir != item.dir and not _no_files(j):
