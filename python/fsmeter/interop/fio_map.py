@@ -1854,6 +1854,13 @@ def _no_files(m: MappedJob) -> bool:
     return m.params.get("fio_engine") == "cpuio"
 
 
+#: The options a cpuio job uses (the others of SUPPORTED describe I/O it does not do).
+_CPUIO_OPTS = {"name", "description", "ioengine", "cpuload", "cpuchunks", "cpumode", "exit_on_io_done", "numjobs",
+               "runtime", "timeout", "time_based", "ramp_time", "startdelay", "exit_what", "exitall", "group_reporting",
+               "stonewall", "wait_for_previous", "wait_for", "thread", "threads", "cpus_allowed", "cpumask",
+               "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "kb_base"}
+
+
 def _cpuio_job(ctx: _Ctx, group: int, notes: list) -> MappedJob:
     """ioengine=cpuio: no I/O and no files; each clone burns cpuload percent of one CPU for the runtime, in bursts
     of cpuchunks microseconds of spinning (cpumode=noop) or a round of sorts (qsort), each followed by a sleep, as
@@ -1889,6 +1896,10 @@ def _cpuio_job(ctx: _Ctx, group: int, notes: list) -> MappedJob:
     pinning = _place(ctx, notes)
     if pinning:
         params["place"] = pinning
+    idle = [o.as_written for o in sorted(job.options.values(), key=lambda o: o.line)
+            if o.name in SUPPORTED and o.name not in _CPUIO_OPTS]
+    if idle:
+        notes.append(f"ioengine=cpuio does no I/O: {', '.join(idle)} change nothing for it (in fio too)")
     burst = f"{chunk} us of spinning" if mode == "noop" else "a round of sorts of 256 Ki integers"
     notes.append(f"ioengine=cpuio: no I/O; each of the job's {numjobs} thread(s) burns {load}% of one CPU: {burst}, "
                  f"then a sleep {100 - load}/{load} as long, for {runtime:g} s, as fio's engine does; the run reports "

@@ -57,9 +57,10 @@ fn thread_cpu_ns() -> u64 {
 }
 
 impl Access {
-    pub(in crate::workload::access) fn cpu_state(&self, job: &Settings, tid: usize) -> CpuState {
+    pub(in crate::workload::access) fn cpu_state(&self, job: &Settings, tid: usize) -> Result<CpuState> {
+        // Pinned (fio's cpus_allowed and friends) before the thread's data is made, as the I/O jobs' threads.
         if self.spec.place.is_set() {
-            let _ = self.spec.place.apply(tid);
+            self.spec.place.apply(tid)?;
         }
         let data = if self.spec.cpu_mode == CpuMode::Qsort {
             // Pseudo-random integers (xorshift), filled once: the sorts reorder them each burst.
@@ -75,7 +76,7 @@ impl Access {
         } else {
             Vec::new()
         };
-        CpuState { data }
+        Ok(CpuState { data })
     }
 
     /// One burst of work; returns when it ended.
@@ -155,7 +156,7 @@ impl Access {
             KINDS,
             3,
             0,
-            |tid| Ok(self.cpu_state(job, tid)),
+            |tid| self.cpu_state(job, tid),
             |st, rec| self.cpu_work(st, rec, None),
         )?;
         report.totals_without(NOT_DATA);

@@ -249,7 +249,7 @@ impl AccessGroup {
                     return Ok((j, lt, AnyState::Names(a.name_state(s, lt)?)));
                 }
                 if a.spec().fio_engine == FioEngine::Cpuio {
-                    return Ok((j, lt, AnyState::Cpu(a.cpu_state(s, lt))));
+                    return Ok((j, lt, AnyState::Cpu(a.cpu_state(s, lt)?)));
                 }
                 let st = match s.backend {
                     BackendKind::Psync => AnyState::Psync(a.run_state(
