@@ -222,3 +222,17 @@ def test_a_file_of_cpuio_jobs_alone_asks_for_a_directory(tmp_path):
     assert r.returncode == 2, r.stderr
     assert r.stderr.strip() == (f"fsmeter: error: {f} line 1: job b: ioengine=cpuio works on no files, but fsmeter "
                                 "runs every job in a directory (the run records its filesystem): give --dir D")
+
+
+def test_options_these_engines_make_moot_are_noted_not_dropped_silently():
+    m = job_of("[b]\nioengine=cpuio\ncpuload=5\ntime_based\nruntime=1\nrw=randread\nbs=8k\n")
+    assert any(n.startswith("ioengine=cpuio does no I/O: rw=randread, bs=8k change nothing") for n in m.notes)
+    m = job_of("[p]\nioengine=libpmem\nrw=write\nsize=1m\ndirect=1\nsync=1\n")
+    assert m.params["direct"] is False and m.settings["backend"] == "libpmem"
+    assert any("non-temporal stores" in n for n in m.notes) and any(n.startswith("sync=1: each write") for n in m.notes)
+    m = job_of("[p]\nioengine=libpmem\nrw=write\nsize=1m\n")
+    assert any(n.startswith("libpmem without sync=1") for n in m.notes)
+    m = job_of("[m]\nioengine=mmap\nrw=write\nsize=1m\nsync=1\n")
+    assert any("stores to a mapping do not go through" in n for n in m.notes)
+    with pytest.raises(UserError, match=r"line 2: option sync is not supported by fsmeter yet"):
+        job_of("[m]\nsync=1\nrw=write\nsize=1m\n")
