@@ -140,7 +140,7 @@ def scale(text: str, root: Path) -> tuple:
         elif key in ("ramp_time", "startdelay"):
             s = _secs(value)
             value = "1s" if s is None or s > 1 else value
-        elif key == "filename":
+        elif key in ("filename", "libblkio_path"):  # libblkio's file (its io_uring driver's target)
             parts = re.split(r"(?<!\\):", value)
             new = []
             for p in parts:
@@ -225,7 +225,7 @@ def _run(cmd: list, timeout: int, marker: str, **kw) -> subprocess.CompletedProc
 
 def run_fsmeter(job: Path, root: Path, out: Path, timeout: int) -> dict:
     text = job.read_text()
-    absolute = re.search(r"^(directory|filename)=/", text, re.M) is not None
+    absolute = re.search(r"^(directory|filename|libblkio_path)=/", text, re.M) is not None
     cmd = [*fsmeter_cmd(), "run", str(job), "-q", "--json", str(out), "--cache", "keep"]
     if not absolute:
         cmd += ["--dir", str(root)]

@@ -364,13 +364,22 @@ class AccessParams(BaseModel):
                                 "every write carry it, every read and a verify phase check each byte against it; its "
                                 "length divides the request sizes, the alignment and 1 MiB")
     fio_engine: Literal["data", "filecreate", "filestat", "filedelete", "dircreate", "dirstat", "dirdelete", "falloc",
-                        "ftruncate", "e4defrag"] = Field(
+                        "ftruncate", "e4defrag", "cpuio"] = Field(
         "data", description="what one request of the run is (docs/fio.md): data (read/write), or one of fio's engines "
         "that make one call per I/O: filecreate/filestat/filedelete and dircreate/dirstat/dirdelete (one create, stat "
         "or removal per file name), falloc (fallocate the range), ftruncate (truncate to the offset), e4defrag "
-        "(EXT4_IOC_MOVE_EXT of the range to donor_name)")
+        "(EXT4_IOC_MOVE_EXT of the range to donor_name); or cpuio (no I/O: each thread burns cpu_load percent of one "
+        "CPU for duration_s)")
     stat_type: Literal["stat", "lstat", "statx"] = Field("stat", description="the call of filestat and dirstat")
     donor_name: str = Field("", description="e4defrag's donor file, relative to the directory")
+    cpu_load: int = Field(0, ge=0, le=100, description="cpuio: the percent of one CPU each thread burns (fio's "
+                          "cpuload)")
+    cpu_chunk_us: int = Field(50_000, ge=1, le=3_600_000_000, description="cpuio: microseconds of each burst of "
+                              "spinning (fio's cpuchunks)")
+    cpu_mode: Literal["noop", "qsort"] = Field("noop", description="cpuio: a burst spins on the clock (noop) or "
+                                               "sorts 256 Ki integers four ways (qsort), as fio's cpumode")
+    cpu_exit_on_io_done: bool = Field(False, description="cpuio: stop once the I/O jobs of its group are done (fio's "
+                                      "exit_on_io_done)")
     donor_inplace: bool = Field(False, description="e4defrag: allocate the donor's blocks per request and truncate "
                                 "it after (fio's inplace=1), instead of allocating its region before the run")
     pace: PaceParams = Field(default_factory=PaceParams, description="how fast each thread may issue (fio's rate, "
@@ -525,6 +534,9 @@ class AccessParams(BaseModel):
                             "verify: use --set backend=psync or io_uring")
         if self.fault is not None and settings.backend != "psync":
             raise UserError("parameter fault: fault injection wraps the psync backend: use --set backend=psync")
+        if self.queue_depth > 1 and settings.backend in ("mmap", "libpmem"):
+            raise UserError(f"parameter queue_depth: the {settings.backend} backend copies one request at a time per "
+                            "thread (a memcpy); use queue_depth=1, or --set backend=io_uring")
         if self.queue_depth > 1 and settings.backend == "psync":
             raise UserError("parameter queue_depth: psync keeps one request in flight per thread; "
                             "use --set backend=io_uring for queue_depth > 1")

@@ -93,7 +93,8 @@ def fio_options(params: dict, settings: dict) -> tuple:
         opts["percentage_random"] = f"{rand_pct:g}"
     qd = int(params.get("queue_depth", 1))
     backend = settings.get("backend", "psync")
-    opts["ioengine"] = engine if engine != "data" else {"io_uring": "io_uring", "null": "null"}.get(backend, "psync")
+    opts["ioengine"] = engine if engine != "data" else {"io_uring": "io_uring", "null": "null", "mmap": "mmap",
+                                                           "libpmem": "libpmem"}.get(backend, "psync")
     opts["iodepth"] = str(qd)
     opts["numjobs"] = str(int(settings.get("threads", 1)))
     opts["direct"] = "1" if params.get("direct") else "0"

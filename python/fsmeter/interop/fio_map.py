@@ -41,6 +41,8 @@ SUPPORTED = {
     *("dedupe_percentage", "dedupe_mode", "dedupe_working_set_percentage", "dedupe_global",
       "buffer_compress_percentage", "buffer_compress_chunk", "scramble_buffers", "refill_buffers", "zero_buffers",
       "atomic"),
+    # The mmap, libpmem, cpuio and libblkio engines (_engine_setup, _cpuio_job).
+    "cpuload", "cpuchunks", "cpumode", "exit_on_io_done", "libblkio_driver", "libblkio_path",
 }
 #: Options accepted because they change nothing fsmeter measures (or counts): why, as the note printed.
 ACCEPTED = {
@@ -124,13 +126,16 @@ for _o in ("zonecapacity", "max_open_zones", "job_max_open_zones", "zone_reset_t
 ENGINES = {"psync": "psync", "sync": "psync", "pvsync": "psync", "io_uring": "io_uring", "libaio": "io_uring",
            "null": "null", "cpp_null": "null",
            "filecreate": "psync", "filestat": "psync", "filedelete": "psync", "dircreate": "psync",
-           "dirstat": "psync", "dirdelete": "psync", "falloc": "psync", "ftruncate": "psync", "e4defrag": "psync"}
+           "dirstat": "psync", "dirdelete": "psync", "falloc": "psync", "ftruncate": "psync", "e4defrag": "psync",
+           "mmap": "mmap", "libpmem": "libpmem", "cpuio": "psync", "libblkio": "io_uring"}
 #: fio's engines that do one filesystem call per I/O instead of moving data (the engine's fio_engine): the
 #: file and directory engines (one call per file name) and the one-call engines (one per request).
 NAME_ENGINES = ("filecreate", "filestat", "filedelete", "dircreate", "dirstat", "dirdelete")
 CALL_ENGINES = ("falloc", "ftruncate", "e4defrag")
 #: Engine options fio takes only with these engines.
-_ENGINE_OPTS = {"stat_type": ("filestat", "dirstat"), "donorname": ("e4defrag",), "inplace": ("e4defrag",)}
+_ENGINE_OPTS = {"stat_type": ("filestat", "dirstat"), "donorname": ("e4defrag",), "inplace": ("e4defrag",),
+                **{k: ("cpuio",) for k in ("cpuload", "cpuchunks", "cpumode", "exit_on_io_done")},
+                **{k: ("libblkio",) for k in ("libblkio_driver", "libblkio_path")}}
 #: Options that change nothing for a file or directory engine (no data is laid out or moved): why, as the note.
 _NAME_ENGINE_ACCEPTED = {
     "fallocate": "the file and directory engines lay out no data: fio's preallocation has nothing to do",
@@ -144,6 +149,15 @@ ENGINE_NOTES = {
               "semantics, another kernel interface",
     "cpp_null": "ioengine=cpp_null is fio's null engine built as a C++ plugin: fsmeter runs its own null engine, "
                 "which does the same (no I/O; every request completes at once)",
+    "mmap": "ioengine=mmap: each file is mapped whole (MAP_SHARED) once per thread before the run and every I/O is "
+            "a memcpy to or from the mapping, as fio's engine does on a 64-bit machine; fsync and end_fsync are an "
+            "msync of the mapping, direct=1 msyncs each I/O's pages and drops them (MADV_DONTNEED), as in fio",
+    "libpmem": "ioengine=libpmem runs on fsmeter's mmap backend with each write made durable before it completes, as "
+               "fio's libpmem does (pmem_memcpy): CPU cache flushes on DAX persistent memory, msync on any other "
+               "file (libpmem's advice there); the run warns when the files are not on DAX (where fio's libpmem "
+               "stops the job)",
+    "libblkio": "ioengine=libblkio with libblkio_driver=io_uring runs on fsmeter's io_uring backend: the same "
+                "io_uring reads and writes to libblkio_path, issued by fsmeter, not through the libblkio library",
 }
 _RW = {"read": (100, 0), "write": (0, 0), "randread": (100, 100), "randwrite": (0, 100), "rw": (None, 0),
        "readwrite": (None, 0), "randrw": (None, 100)}
@@ -158,22 +172,27 @@ _VERIFY_OPTS = ("verify_backlog", "verify_backlog_batch", "verify_fatal", "verif
                 "verify_dump")
 #: fio's methods whose digest does not fit fsmeter's 32-byte checksum field.
 _VERIFY_LONG = {"sha512": 64, "sha3-384": 48, "sha3-512": 64}
-SYNC_ENGINES = {"psync", "sync", "pvsync", "null", "cpp_null", *NAME_ENGINES, *CALL_ENGINES}
+SYNC_ENGINES = {"psync", "sync", "pvsync", "null", "cpp_null", "mmap", "libpmem", "cpuio", *NAME_ENGINES,
+                *CALL_ENGINES}
 #: Why fio's other engines are not a local filesystem's work for fsmeter (or not yet), by engine.
 _ENGINE_WHY = {}
 for _names, _why in (
     (("net", "netsplice", "rdma", "http", "nbd", "nfs", "rados", "rbd", "gfapi", "gfapi_async", "dfs", "libiscsi",
-      "libhdfs", "ime_psync", "ime_psyncv", "ime_aio", "xnvme", "libblkio", "windowsaio", "splice"),
+      "libhdfs", "ime_psync", "ime_psyncv", "ime_aio", "xnvme", "windowsaio", "splice"),
      "a network, object-store, cluster or remote-block engine: fsmeter measures a local filesystem, through "
      "its own system calls (not planned)"),
-    (("io_uring_cmd", "sg", "libzbc", "mtd", "dev-dax", "libpmem", "pmemblk", "spdk"),
+    (("io_uring_cmd", "sg", "libzbc", "mtd", "dev-dax", "pmemblk", "spdk"),
      "it talks to a device (NVMe or SCSI pass-through, zoned, flash, persistent memory) past any filesystem: "
      "fsmeter measures filesystems (not planned)"),
     (("libcufile", "libhipfile", "cuda"), "GPU I/O is not supported by fsmeter (not planned)"),
-    (("cpuio", "exec", "external"), "it does no filesystem I/O (it burns CPU, runs a program or is "
-     "a plugin): fsmeter measures filesystems (not planned)"),
-    (("page_fault", "mmap", "posixaio", "solarisaio", "guasi"),
-     "fsmeter has no such engine: its requests are pread/pwrite (psync) or io_uring (not planned)"),
+    (("external",), "it is a plugin fsmeter cannot load: fsmeter measures filesystems through its own engines "
+     "(not planned)"),
+    (("exec",), "fsmeter does not run programs a job file names (a job file is input: running its program= unasked "
+     "would let any job file run anything): run the program yourself beside `fsmeter run`, and remove the job "
+     "(not planned)"),
+    (("page_fault", "posixaio", "solarisaio", "guasi"),
+     "fsmeter has no such engine: its requests are pread/pwrite (psync), io_uring, or copies to and from a "
+     "mapping (mmap) (not planned)"),
 ):
     for _n in _names:
         _ENGINE_WHY[_n] = _why
@@ -226,8 +245,9 @@ class MappedGroup:
 
     @property
     def dir(self) -> Optional[Path]:
-        """The directory the jobs' file names (they share one: fio_workloads checks it)."""
-        return self.jobs[0].dir
+        """The directory the jobs' file names (they share one: fio_workloads checks it; a job without files,
+        cpuio, has none of its own)."""
+        return next((j.dir for j in self.jobs if not _no_files(j)), self.jobs[0].dir)
 
     @property
     def keep_files(self) -> bool:
@@ -335,6 +355,8 @@ def check_options(where: str, job: FioJob) -> None:
         if opt.name in SUPPORTED or opt.name in ACCEPTED:
             continue
         if opt.name in _NAME_ENGINE_ACCEPTED and engine in NAME_ENGINES:
+            continue
+        if _engine_accepts(opt.name, engine):
             continue
         if opt.name in NEVER:
             raise UserError(f"{where} line {opt.line}: option {opt.name} is not supported and fsmeter will not "
@@ -736,7 +758,7 @@ _ADVICE = [
     (r"\s*\(the \*-4k workloads\)", ""), (r",? or allow_unaligned_direct=true to measure them anyway", ""),
     (r"--set backend=", "ioengine="), (r"\bdirect=false\b", "direct=0"), (r"\bdirect=true\b", "direct=1"),
     (r"\bentries(\[\d+\]|\.\d+)\.size\b", "bs"), (r"\bfile_size\b", "filesize"), (r"\bqueue_depth\b", "iodepth"),
-    (r"\balignment\b", "blockalign"), (r"--set ", ""),
+    (r"\balignment\b", "blockalign"), (r"--set ", ""), (r"\bfsync_every\b", "fsync"),
     (r"use multiples of (\d+), direct=0$", r"make the sizes multiples of \1 bytes, or set direct=0"),
 ]
 
@@ -769,6 +791,11 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
         o = job.get("name")
         raise UserError(f"{where} line {o.line if o else job.line}: job name {name!r}: fsmeter names files after "
                         "the job, so use letters, digits and . _ + -")
+    first_engine = (job.get("ioengine").value or "").strip() if job.get("ioengine") is not None else "psync"
+    if first_engine == "cpuio":
+        return _cpuio_job(ctx, group, notes)
+    if first_engine == "libblkio":
+        job = ctx.job = _libblkio_job(ctx, notes)
     # -- pattern --------------------------------------------------------------------------------------------
     rw_opt = job.get("rw") or job.get("readwrite")
     rw = "read" if rw_opt is None else (rw_opt.value or "").strip()
@@ -965,6 +992,7 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
         notes.append("its files were there before the run: fsmeter uses them as they are and leaves them in place")
     if engine in NAME_ENGINES or engine in CALL_ENGINES:
         _fio_engine(ctx, engine, rw, rw_opt, params, notes, numjobs, time_based, loops, ramp, place)
+    _engine_setup(ctx, engine, params, notes)
     settings = {"threads": numjobs, "seed": seed, "backend": ENGINES[engine]}
     logs = _logs(ctx, name, numjobs, settings, notes)
     delay = ctx.job.get("startdelay")
@@ -1843,6 +1871,7 @@ def map_jobfile(path: Path, target: Optional[Path] = None, dir_given: bool = Tru
         _wait_for(where, job, m, out)
         out.append(m)
     _content_threads(out, thread_no - 1)
+    _check_exit_on_io_done(where, out)
     for m in out:
         if not exitall:
             m.exit_what = "none"  # fio: exit_what only acts with exitall (set by any job, for every job)
@@ -1954,12 +1983,17 @@ def fio_workloads(ref: str, target: Optional[Path] = None, dir_given: bool = Tru
             raise UserError(f"{path}: no job named {only}: the jobs are {', '.join(j.name for j in map_jobfile(path))}")
     out = []
     for item in group_jobs(jobs, {j.name for j in jobs}):
+        if not dir_given and item.dir is None:  # only jobs without files (cpuio) get here without a directory
+            raise UserError(f"{path} line {item.line}: job {item.jobs[0].name if isinstance(item, MappedGroup) else item.name}"
+                            ": ioengine=cpuio works on no files, but fsmeter runs every job in a directory (the run "
+                            "records its filesystem): give --dir D")
         if isinstance(item, MappedGroup):
             for j in item.jobs:
-                if j.dir != item.jobs[0].dir:
+                if j.dir != item.dir and not _no_files(j):
+                    first = next(f for f in item.jobs if not _no_files(f))
                     raise UserError(f"{path} line {j.line}: job {j.name} runs in {j.dir or 'the --dir folder'} but "
-                                    f"job {item.jobs[0].name} of its group, at the same time, in "
-                                    f"{item.jobs[0].dir or 'the --dir folder'}: fsmeter runs the jobs of one group in "
+                                    f"job {first.name} of its group, at the same time, in "
+                                    f"{first.dir or 'the --dir folder'}: fsmeter runs the jobs of one group in "
                                     "one directory (planned): give them one directory=, or put stonewall between them")
             params = {"jobs": [{"name": j.name, **{k: j.settings[k] for k in ("threads", "seed", "backend")},
                                 "params": dict(j.params), **j.group_entry()} for j in item.jobs]}
@@ -1993,3 +2027,168 @@ def load_fio_workload(ref: str):
         raise UserError(f"{path} has {len(pairs)} jobs or groups of concurrent jobs ({names}): name one job as "
                         f"{path}:JOBNAME (or run them all with fsmeter run {path})")
     return pairs[0][0]
+
+
+# -- the mmap, libpmem, cpuio, libblkio and exec engines ---------------------------------------------------------
+
+#: fio's options that change nothing with these engines (the note is _engine_setup's).
+_BATCH_OPTS = ("iodepth_batch", "iodepth_batch_submit", "iodepth_batch_complete", "iodepth_batch_complete_min",
+               "iodepth_batch_complete_max")
+
+
+def _engine_accepts(name: str, engine: str) -> bool:
+    """A planned option that changes nothing with this engine: batching with a synchronous engine (one I/O at a
+    time, nothing to batch), sync with the mapping engines (see _engine_setup)."""
+    return (name in _BATCH_OPTS and engine in SYNC_ENGINES) or (name == "sync" and engine in ("mmap", "libpmem"))
+
+
+def _sync_mode(ctx: _Ctx) -> Optional[str]:
+    """fio's sync=: none (0), sync (1) or dsync; None when not set."""
+    opt = ctx.job.get("sync")
+    if opt is None:
+        return None
+    v = (opt.value if opt.value is not None else "1").strip().lower()
+    modes = {"0": "none", "none": "none", "false": "none", "1": "sync", "sync": "sync", "true": "sync",
+             "dsync": "dsync"}
+    if v not in modes:
+        ctx.fail(opt, "use 0, 1, none, sync or dsync")
+    return modes[v]
+
+
+def _engine_setup(ctx: _Ctx, engine: str, params: dict, notes: list) -> None:
+    """What the mmap and libpmem engines make of direct=, sync= and fio's batching options, as fio does."""
+    for name in _BATCH_OPTS:
+        opt = ctx.job.get(name)
+        if opt is not None and engine in SYNC_ENGINES:
+            notes.append(f"{opt.as_written}: ioengine={engine} does one I/O at a time, so there is nothing to batch "
+                         "(fio's too)")
+    sync = _sync_mode(ctx)
+    if engine == "mmap" and sync not in (None, "none"):
+        notes.append(f"{ctx.job.get('sync').as_written}: fio opens the files O_SYNC, which stores to a mapping do "
+                     "not go through: nothing changes for ioengine=mmap, in fio or fsmeter (fsync= is what msyncs)")
+    if engine != "libpmem":
+        return
+    if params.get("direct"):
+        notes.append("direct=1 with ioengine=libpmem: fio copies with non-temporal stores (PMEM_F_MEM_NONTEMPORAL); "
+                     "fsmeter copies with memcpy and makes each write durable as above, without O_DIRECT")
+        params["direct"] = False
+    if sync in (None, "none"):
+        notes.append("libpmem without sync=1: fio flushes each write but does not wait for it to drain; fsmeter "
+                     "makes each write durable before it completes, as fio's sync=1 does")
+    else:
+        notes.append(f"{ctx.job.get('sync').as_written}: each write is durable before it completes (fio: "
+                     "pmem_drain after each write), as fsmeter's libpmem does for every write")
+
+
+def _libblkio_job(ctx: _Ctx, notes: list) -> FioJob:
+    """ioengine=libblkio: with libblkio_driver=io_uring, the job's file is libblkio_path (fio gives libblkio that
+    path and ignores filename= and directory=); other drivers reach a device past any filesystem and are refused."""
+    job = ctx.job
+    drv = job.get("libblkio_driver")
+    driver = (drv.value or "").strip() if drv is not None else ""
+    if not driver:
+        eng = job.get("ioengine")
+        raise UserError(f"{ctx.where} line {eng.line}: {eng.as_written}: needs libblkio_driver= (fio refuses the job "
+                        "without it): add libblkio_driver=io_uring and libblkio_path=FILE")
+    if driver != "io_uring":
+        ctx.fail(drv, f"the libblkio driver {driver} reaches a device past any filesystem (vfio, vhost-user, "
+                      "virtio-blk or NVMe pass-through): fsmeter measures filesystems and runs only "
+                      "libblkio_driver=io_uring, on a file (not planned); run this job with fio")
+    path = job.get("libblkio_path")
+    if path is None or not (path.value or "").strip():
+        raise UserError(f"{ctx.where} line {(path or drv).line}: libblkio_driver=io_uring needs libblkio_path= (the "
+                        "file to read and write): add libblkio_path=FILE")
+    for name in ("filename", "directory", "filename_format", "nrfiles", "nr_files"):
+        if job.get(name) is not None:
+            notes.append(f"{job.get(name).as_written}: fio's libblkio engine works on libblkio_path only and ignores "
+                         "it, and so does fsmeter")
+    options = {k: v for k, v in job.options.items()
+               if k not in ("filename", "directory", "filename_format", "nrfiles", "nr_files")}
+    value = (path.value or "").strip().replace(":", "\\:")  # one name: a colon in it is not a separator
+    options["filename"] = FioOption("filename", value, path.line, path.written)
+    return FioJob(section=job.section, line=job.line, options=options)
+
+
+def _no_files(m: MappedJob) -> bool:
+    """A job that works on no files (cpuio)."""
+    return m.params.get("fio_engine") == "cpuio"
+
+
+#: The options a cpuio job uses (the others of SUPPORTED describe I/O it does not do).
+_CPUIO_OPTS = {"name", "description", "ioengine", "cpuload", "cpuchunks", "cpumode", "exit_on_io_done", "numjobs",
+               "runtime", "timeout", "time_based", "ramp_time", "startdelay", "exit_what", "exitall", "group_reporting",
+               "stonewall", "wait_for_previous", "wait_for", "thread", "threads", "cpus_allowed", "cpumask",
+               "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "kb_base"}
+
+
+def _cpuio_job(ctx: _Ctx, group: int, notes: list) -> MappedJob:
+    """ioengine=cpuio: no I/O and no files; each clone burns cpuload percent of one CPU for the runtime, in bursts
+    of cpuchunks microseconds of spinning (cpumode=noop) or a round of sorts (qsort), each followed by a sleep, as
+    fio's engine does (the engine's fio_engine=cpuio)."""
+    job, name = ctx.job, ctx.job.name
+    load_opt = job.get("cpuload")
+    if load_opt is None:
+        raise UserError(f"{ctx.where} line {job.line}: job {name}: ioengine=cpuio needs cpuload= (the percent of one "
+                        "CPU to burn; fio refuses the job without it): add cpuload=N")
+    load = ctx.int("cpuload", 0, 0)
+    if load == 0:
+        ctx.fail(load_opt, "give the percent of one CPU to burn, 1 to 100 (fio refuses 0)")
+    if load > 100:
+        notes.append(f"{load_opt.as_written}: fio caps it at 100, and so does fsmeter")
+        load = 100
+    chunk = ctx.int("cpuchunks", 50_000, 1, 3_600_000_000)
+    mode_opt = job.get("cpumode")
+    mode = (mode_opt.value or "").strip() if mode_opt is not None else "noop"
+    if mode not in ("noop", "qsort"):
+        ctx.fail(mode_opt, "use noop or qsort")
+    if mode == "qsort" and job.get("cpuchunks") is not None:
+        notes.append(f"{job.get('cpuchunks').as_written} with cpumode=qsort: a burst is one round of sorts, however "
+                     "long it takes (fio sets the chunk to it too)")
+    runtime = ctx.time_s("runtime") if job.get("runtime") is not None else ctx.time_s("timeout")
+    if not runtime or not ctx.flag("time_based", False):
+        raise UserError(f"{ctx.where} line {job.line}: job {name}: ioengine=cpuio burns CPU for the job's runtime: "
+                        "give runtime= and time_based")
+    numjobs = ctx.int("numjobs", 1, 1, 4096)
+    params = {"entries": [{"size": 4096, "weight": 100.0, "read_pct": 100.0, "random_pct": 0.0}],
+              "file_size": 4096, "alignment": 4096, "fio_engine": "cpuio", "cpu_load": load, "cpu_chunk_us": chunk,
+              "cpu_mode": mode, "cpu_exit_on_io_done": ctx.flag("exit_on_io_done"), "duration_s": runtime,
+              "warmup_s": ctx.time_s("ramp_time") or 0.0, "total_bytes": None}
+    pinning = _place(ctx, notes)
+    if pinning:
+        params["place"] = pinning
+    idle = [o.as_written for o in sorted(job.options.values(), key=lambda o: o.line)
+            if o.name in SUPPORTED and o.name not in _CPUIO_OPTS]
+    if idle:
+        notes.append(f"ioengine=cpuio does no I/O: {', '.join(idle)} change nothing for it (in fio too)")
+    burst = f"{chunk} us of spinning" if mode == "noop" else "a round of sorts of 256 Ki integers"
+    notes.append(f"ioengine=cpuio: no I/O; each of the job's {numjobs} thread(s) burns {load}% of one CPU: {burst}, "
+                 f"then a sleep {100 - load}/{load} as long, for {runtime:g} s, as fio's engine does; the run reports "
+                 "the share of the time spent in bursts and the CPU each thread got (extra.cpuio)")
+    delay = job.get("startdelay")
+    start_delay = 0.0
+    if delay is not None:
+        if "-" in (delay.value or "") or ":" in (delay.value or ""):
+            ctx.fail(delay, "a random start delay (a range) is not supported by fsmeter (planned): give one time")
+        start_delay = ctx.time_s("startdelay") or 0.0
+    exit_what = "group"
+    ew = job.get("exit_what")
+    if ew is not None:
+        exit_what = (ew.value or "").strip()
+        if exit_what not in ("group", "stonewall", "all"):
+            ctx.fail(ew, "use group, stonewall or all")
+    for key in ("write_bw_log", "write_iops_log", "write_lat_log"):
+        if job.get(key) is not None:
+            ctx.fail(job.get(key), "ioengine=cpuio does no I/O, so there is nothing to log: remove it")
+    return MappedJob(name=name, line=job.line, group=group, params=params,
+                     settings={"threads": numjobs, "seed": 42, "backend": "psync"}, notes=notes, fio_rw="cpuio",
+                     sources=_sources(job), group_reporting=ctx.flag("group_reporting"), start_delay_s=start_delay,
+                     exit_what=exit_what)
+
+
+def _check_exit_on_io_done(where: str, jobs: list) -> None:
+    """fsmeter stops a cpuio job with exit_on_io_done when the I/O jobs of its group are done: it needs some."""
+    for m in jobs:
+        if m.params.get("cpu_exit_on_io_done") and not any(o.group == m.group and not _no_files(o) for o in jobs):
+            raise UserError(f"{where} line {m.line}: job {m.name}: exit_on_io_done with no I/O job running beside it "
+                            "(fsmeter stops it when the I/O jobs of its group are done): put it in the group of the "
+                            "I/O jobs it is to run beside (no stonewall between them), or remove exit_on_io_done")

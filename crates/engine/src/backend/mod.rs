@@ -9,6 +9,7 @@ pub mod buffer;
 pub mod content;
 pub mod dio;
 pub mod fault;
+pub mod mmap;
 pub mod null;
 pub mod psync;
 pub mod uring;
@@ -28,6 +29,10 @@ pub enum BackendKind {
     IoUring,
     /// No system call at all: completes every request at once. For testing the harness.
     Null,
+    /// Each file mapped once per thread; a request is a memcpy to or from the mapping (fio's mmap).
+    Mmap,
+    /// The mmap backend with every write made durable before it completes (fio's libpmem).
+    Libpmem,
 }
 
 impl BackendKind {
@@ -36,7 +41,14 @@ impl BackendKind {
             BackendKind::Psync => "psync",
             BackendKind::IoUring => "io_uring",
             BackendKind::Null => "null",
+            BackendKind::Mmap => "mmap",
+            BackendKind::Libpmem => "libpmem",
         }
+    }
+
+    /// The backends that map the files (mmap.rs): one request at a time, O_DIRECT means msync.
+    pub fn maps(self) -> bool {
+        matches!(self, BackendKind::Mmap | BackendKind::Libpmem)
     }
 }
 

@@ -13,11 +13,14 @@
 //! before the group starts), `run` measures them together, `verify` re-reads the files of jobs with
 //! `verify`, `cleanup` removes every job's files.
 
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
 use serde::Deserialize;
 
 use super::pace::FlowShared;
-use super::phases::{BufStats, NameState, RunFiles, RunState, KINDS, NOT_DATA};
-use super::{Access, AccessSpec};
+use super::phases::{BufStats, CpuState, NameState, RunFiles, RunState, KINDS, NOT_DATA};
+use super::{Access, AccessSpec, FioEngine};
+use crate::backend::mmap::MmapBackend;
 use crate::backend::null::NullBackend;
 use crate::backend::psync::PsyncBackend;
 use crate::backend::uring::UringBackend;
@@ -109,8 +112,11 @@ enum AnyState {
     Psync(RunState<PsyncBackend>),
     Uring(RunState<UringBackend>),
     Null(RunState<NullBackend>),
+    Mmap(RunState<MmapBackend>),
     /// fio's file and directory engines: names, no backend.
     Names(NameState),
+    /// fio's cpuio engine: no files.
+    Cpu(CpuState),
 }
 
 impl AccessGroup {
@@ -221,6 +227,10 @@ impl AccessGroup {
             local.extend((0..m.settings.threads).map(|lt| (j, lt)));
         }
         let interval_ns = self.members[0].settings.interval_ns();
+        // fio's exit_on_io_done: the threads of the group's I/O jobs still running (each counts itself out at its end).
+        let is_cpu = |m: &Member| m.access.spec().fio_engine == FioEngine::Cpuio;
+        let io_left = AtomicUsize::new(self.members.iter().filter(|m| !is_cpu(m)).map(|m| m.settings.threads).sum());
+        let io_left = &io_left;
         let this = &self.members;
         let (files_ref, stats_ref, local_ref) = (&files, &stats, &local);
         let (mut report, member_reports, results) = run_group(
@@ -237,6 +247,9 @@ impl AccessGroup {
                 let (a, s, qd) = (&m.access, &m.settings, m.access.spec().queue_depth as usize);
                 if a.spec().fio_engine.per_name() {
                     return Ok((j, lt, AnyState::Names(a.name_state(s, lt)?)));
+                }
+                if a.spec().fio_engine == FioEngine::Cpuio {
+                    return Ok((j, lt, AnyState::Cpu(a.cpu_state(s, lt)?)));
                 }
                 let st = match s.backend {
                     BackendKind::Psync => AnyState::Psync(a.run_state(
@@ -266,6 +279,17 @@ impl AccessGroup {
                         &|_, _| Ok(NullBackend::new(qd)),
                         bs,
                     )?),
+                    BackendKind::Mmap | BackendKind::Libpmem => {
+                        let opts = a.mmap_options(s, &rf.files);
+                        AnyState::Mmap(a.run_state(
+                            s,
+                            lt,
+                            rf.share_align,
+                            &rf.files,
+                            &|f, _| MmapBackend::new(f, opts),
+                            bs,
+                        )?)
+                    }
                 };
                 Ok((j, lt, st))
             },
@@ -276,8 +300,13 @@ impl AccessGroup {
                     AnyState::Psync(st) => m.access.run_work(st, rec, quota, &m.settings),
                     AnyState::Uring(st) => m.access.run_work(st, rec, quota, &m.settings),
                     AnyState::Null(st) => m.access.run_work(st, rec, quota, &m.settings),
+                    AnyState::Mmap(st) => m.access.run_work(st, rec, quota, &m.settings),
                     AnyState::Names(st) => m.access.name_work(st, rec, &m.settings),
+                    AnyState::Cpu(st) => m.access.cpu_work(st, rec, Some(io_left)).map(|()| (Vec::new(), None)),
                 };
+                if !matches!(st, AnyState::Cpu(_)) {
+                    io_left.fetch_sub(1, Relaxed);
+                }
                 out.map(|r| (*j, r))
             },
         )?;
@@ -290,8 +319,14 @@ impl AccessGroup {
         for ((((m, mr), mixes), bs), rf) in self.members.iter().zip(member_reports).zip(per_job).zip(&stats).zip(files)
         {
             let mut r = mr.report;
-            m.access.finish_run(&m.settings, &mut r, mixes, bs);
-            r.totals_without(NOT_DATA);
+            if m.access.spec().fio_engine == FioEngine::Cpuio {
+                r.totals_without(NOT_DATA);
+                m.access.finish_cpu(&mut r);
+            } else {
+                m.access.finish_run(&m.settings, &mut r, mixes, bs);
+                r.totals_without(NOT_DATA);
+            }
+            m.access.note_mmap(&m.settings, &mut r, &rf.files);
             m.access.finish_direct(&mut r, rf);
             report.warnings.extend(r.warnings.iter().map(|w| format!("{}: {w}", m.name)));
             for (k, v) in &r.counters {

@@ -26,6 +26,6 @@ pub use dist::{zeta, Dist, Skew};
 pub use gen::{AccessGen, BlockPerm, GenOp};
 pub use group::{AccessGroup, AccessGroupSpec, ExitWhat, GroupJob};
 pub use pace::{Go, MemMode, MemPolicy, PaceSpec, Pacer, PlaceSpec, RateProcess, SteadyKind, SteadySpec};
-pub use phases::Access;
+pub use phases::{Access, CpuMode};
 pub use shape::{parse_sequence, SequenceWalk, Walk, Zone, ZoneIndex, ZoneSplit};
 pub use spec::{AccessEntry, AccessSpec, FioEngine, StatType, MAX_BACKLOG};

@@ -16,6 +16,7 @@ use crate::backend::buffer::{huge_region, AlignedBuf, BufferMemory, HUGETLB_PAGE
 use crate::backend::content::ContentGen;
 use crate::backend::dio::{self, DioAlign};
 use crate::backend::fault::{FaultBackend, Injected};
+use crate::backend::mmap::{self, MmapBackend, MmapOptions, Persist};
 use crate::backend::null::NullBackend;
 use crate::backend::psync::PsyncBackend;
 use crate::backend::uring::UringBackend;
@@ -29,12 +30,17 @@ use crate::verify::content::{byte_mismatch, ContentCheck};
 use crate::verify::{self, Checker, LastWrites};
 use crate::workload::family::Workload;
 
+#[path = "cpuio.rs"]
+mod cpuio;
 #[path = "fileops.rs"]
 mod fileops;
+pub use cpuio::CpuMode;
+pub(super) use cpuio::CpuState;
+use cpuio::CpuUsed;
 pub(super) use fileops::NameState;
 use fileops::{one_call_failure, Donor};
 
-pub(super) const KINDS: &[&str] = &["read", "write", "fsync", "trim", "create", "stat", "delete"];
+pub(super) const KINDS: &[&str] = &["read", "write", "fsync", "trim", "create", "stat", "delete", "cpu"];
 const READ: usize = 0;
 const WRITE: usize = 1;
 const FSYNC: usize = 2;
@@ -44,8 +50,10 @@ const TRIM: usize = 3;
 const CREATE: usize = 4;
 const STAT: usize = 5;
 const DELETE: usize = 6;
+/// fio's cpuio engine (cpuio.rs): one burst of CPU work.
+const CPU: usize = 7;
 /// Op kinds that move no data: counted apart, left out of the headline totals.
-pub(super) const NOT_DATA: &[&str] = &["fsync"];
+pub(super) const NOT_DATA: &[&str] = &["fsync", "cpu"];
 /// Alignment of every request buffer (AlignedBuf): enough for O_DIRECT on any Linux filesystem here.
 const BUF_ALIGN: u64 = 4096;
 /// Layout writes in 1 MiB requests.
@@ -73,6 +81,8 @@ pub struct Access {
     rate_missed: std::sync::Mutex<Vec<String>>,
     /// fio's flow: the counter this job's threads share with the jobs of its flow id (a group sets it).
     flow: std::sync::Arc<FlowShared>,
+    /// fio's cpuio engine: CPU nanoseconds, bursts and threads of the last run, added once per thread at its end.
+    cpu_used: Mutex<CpuUsed>,
 }
 
 /// Per-thread state of the `run` phase, built before the common start.
@@ -157,6 +167,7 @@ impl Access {
             donor_made: AtomicBool::new(false),
             rate_missed: std::sync::Mutex::new(Vec::new()),
             flow: std::sync::Arc::new(FlowShared::default()),
+            cpu_used: Mutex::new(CpuUsed::default()),
         })
     }
 
@@ -207,6 +218,9 @@ impl Access {
 
     fn prepare(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         let spec = &self.spec;
+        if spec.fio_engine == FioEngine::Cpuio {
+            return Ok(PhaseReport::new("prepare")); // no files
+        }
         if spec.fio_engine.per_name() && (spec.fio_engine.dirs() || !spec.fio_engine.needs_layout()) {
             return self.prepare_names(job);
         }
@@ -393,7 +407,8 @@ impl Access {
         // (fio's one-call engines change the file on reads too: falloc's reads are fallocate KEEP_SIZE.)
         let read_only = spec.entries.iter().all(|e| e.read_pct >= 100.0) && !spec.fio_engine.one_call();
         let mut flags = if read_only { libc::O_RDONLY } else { libc::O_RDWR };
-        if spec.direct {
+        // The mmap backends' direct is an msync and a page drop per request, not O_DIRECT.
+        if spec.direct && !job.backend.maps() {
             flags |= libc::O_DIRECT;
         }
         let mut files = FilesGuard(Vec::with_capacity(spec.file_count as usize));
@@ -427,7 +442,7 @@ impl Access {
             if spec.atomic && job.backend != BackendKind::Null {
                 self.check_atomic(fd, &path)?;
             }
-            if spec.direct && i == 0 {
+            if spec.direct && !job.backend.maps() && i == 0 {
                 direct = Some(self.direct_io(fd, &job.dir)?);
             }
         }
@@ -496,8 +511,8 @@ impl Access {
     /// The run phase's files, opened, with what O_DIRECT on them needs: the alignment of each
     /// thread's share, and the pages of the files in the page cache before the phase.
     pub(super) fn open_run(&self, job: &Settings) -> Result<RunFiles> {
-        if self.spec.fio_engine.per_name() {
-            // The file and directory engines work on names, not open files.
+        if self.spec.fio_engine.per_name() || self.spec.fio_engine == FioEngine::Cpuio {
+            // The file and directory engines work on names, not open files; cpuio on none.
             let files = FilesGuard(Vec::new());
             return Ok(RunFiles { files, direct: None, share_align: self.spec.alignment, cached_before: None });
         }
@@ -513,6 +528,9 @@ impl Access {
     fn run(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         if self.spec.fio_engine.per_name() {
             return self.run_names(job, ctl);
+        }
+        if self.spec.fio_engine == FioEngine::Cpuio {
+            return self.run_cpu(job, ctl);
         }
         let rf = self.open_run(job)?;
         let (files, share_align) = (&rf.files, rf.share_align);
@@ -531,8 +549,13 @@ impl Access {
             BackendKind::Null => {
                 self.run_with(job, ctl, files, share_align, |_, _| Ok(NullBackend::new(self.spec.queue_depth as usize)))
             }
+            BackendKind::Mmap | BackendKind::Libpmem => {
+                let opts = self.mmap_options(job, files);
+                self.run_with(job, ctl, files, share_align, |f, _| MmapBackend::new(f, opts))
+            }
         }?;
         report.totals_without(NOT_DATA);
+        self.note_mmap(job, &mut report, files);
         if let Some(f) = &spec.fault {
             let log = fault_log.into_inner().unwrap_or_default();
             report.counters.insert("faults_injected".into(), log.len() as u64);
@@ -543,6 +566,56 @@ impl Access {
         }
         self.finish_direct(&mut report, rf);
         Ok(report)
+    }
+
+    /// How the mmap backends map this job's files (backend/mmap.rs): writable unless the mix only reads,
+    /// advised random or sequential as the mix is, fio's direct, and libpmem's persistence (cache flushes
+    /// on DAX persistent memory, else msync).
+    pub(super) fn mmap_options(&self, job: &Settings, files: &FilesGuard) -> MmapOptions {
+        let spec = &self.spec;
+        let dax = files.0.first().is_some_and(|&fd| mmap::is_dax(fd));
+        MmapOptions {
+            writable: !spec.entries.iter().all(|e| e.read_pct >= 100.0) || spec.fio_engine.one_call(),
+            random: spec.entries.iter().any(|e| e.random_pct > 0.0),
+            direct: spec.direct,
+            persist: match job.backend {
+                BackendKind::Libpmem if dax => Persist::CacheFlush,
+                BackendKind::Libpmem => Persist::Msync,
+                _ => Persist::No,
+            },
+        }
+    }
+
+    /// With an mmap backend: how the files were mapped and writes made durable (`extra.mmap`), and for
+    /// libpmem on a file not on persistent memory, a warning saying so.
+    pub(super) fn note_mmap(&self, job: &Settings, report: &mut PhaseReport, files: &FilesGuard) {
+        if !job.backend.maps() {
+            return;
+        }
+        let o = self.mmap_options(job, files);
+        let dax = files.0.first().is_some_and(|&fd| mmap::is_dax(fd));
+        let persist = match o.persist {
+            Persist::No => "none: the page cache writes the mapped pages back",
+            Persist::Msync => "msync(MS_SYNC) of each write's pages before it completes",
+            Persist::CacheFlush => "each write's CPU cache lines flushed and fenced before it completes",
+        };
+        if job.backend == BackendKind::Libpmem && !dax {
+            report.warnings.push(format!(
+                "libpmem: the files under {} are not on DAX persistent memory (statx reports no STATX_ATTR_DAX): \
+                 fio's libpmem engine stops there; fsmeter runs the job and makes each write durable with msync, \
+                 as libpmem advises for such files",
+                job.dir.display()
+            ));
+        }
+        report.extra["mmap"] = serde_json::json!({
+            "backend": job.backend.name(),
+            "mapped": "each file whole, MAP_SHARED, once per thread before the phase",
+            "advice": if o.random { "MADV_RANDOM" } else { "MADV_SEQUENTIAL" },
+            "writable": o.writable,
+            "dax": dax,
+            "persist": persist,
+            "direct": if o.direct { "msync(MS_SYNC) and MADV_DONTNEED of each request's pages" } else { "no" },
+        });
     }
 
     /// Whether O_DIRECT was really direct, into the report (`extra.direct_io`, and a warning when not).
@@ -1450,6 +1523,9 @@ impl Access {
     /// prepare: files laid out by an earlier run). A stop requested during cleanup ends it early; one
     /// already pending when it starts (the run was interrupted) does not, or nothing would be removed.
     fn cleanup(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
+        if self.spec.fio_engine == FioEngine::Cpuio {
+            return Ok(PhaseReport::new("cleanup")); // no files
+        }
         let mut removed = 0;
         let upto = if self.prepared.load(Relaxed) { self.created.load(Relaxed) } else { self.spec.file_count };
         let stop_pending = ctl.stop_requested();

@@ -12,6 +12,7 @@ use crate::measure::duration::secs_to_ns;
 use crate::settings::Settings;
 use crate::verify::{self, Checksum};
 use crate::workload::access::pace::{PaceSpec, PlaceSpec, SteadySpec};
+use crate::workload::access::CpuMode;
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -177,6 +178,18 @@ pub struct AccessSpec {
     /// fio's `donorname` of the e4defrag engine: the donor file, relative to `dir`.
     #[serde(default)]
     pub donor_name: String,
+    /// fio's cpuio engine (`fio_engine = "cpuio"`, cpuio.rs): the percent of one CPU each thread burns (fio's cpuload) ...
+    #[serde(default)]
+    pub cpu_load: u32,
+    /// ... in bursts of this many microseconds (fio's cpuchunks; noop mode) ...
+    #[serde(default = "default_cpu_chunk")]
+    pub cpu_chunk_us: u64,
+    /// ... of spinning (noop) or sorting (qsort) (fio's cpumode) ...
+    #[serde(default)]
+    pub cpu_mode: CpuMode,
+    /// ... until the I/O jobs of its group are done, if that comes first (fio's exit_on_io_done).
+    #[serde(default)]
+    pub cpu_exit_on_io_done: bool,
     /// fio's `inplace` of the e4defrag engine: allocate the donor's blocks for each request and
     /// truncate it after, instead of allocating the whole donor region before the run.
     #[serde(default)]
@@ -222,6 +235,8 @@ pub enum FioEngine {
     Falloc,
     Ftruncate,
     E4defrag,
+    /// No I/O: CPU burnt in bursts (cpuio.rs).
+    Cpuio,
 }
 
 impl FioEngine {
@@ -270,6 +285,7 @@ impl FioEngine {
             FioEngine::Falloc => "falloc",
             FioEngine::Ftruncate => "ftruncate",
             FioEngine::E4defrag => "e4defrag",
+            FioEngine::Cpuio => "cpuio",
         }
     }
 }
@@ -284,6 +300,9 @@ pub enum StatType {
     Statx,
 }
 
+fn default_cpu_chunk() -> u64 {
+    50_000
+}
 fn default_distribution() -> String {
     "random".to_string()
 }
@@ -355,6 +374,9 @@ impl AccessSpec {
                 "queue_depth",
                 "psync keeps one request in flight per thread; use backend=io_uring for queue_depth > 1",
             ));
+        }
+        if job.backend.maps() {
+            self.validate_mmap(job)?;
         }
         secs_to_ns("warmup_s", self.warmup_s)?;
         if let Some(d) = self.duration_s {
@@ -504,6 +526,32 @@ impl AccessSpec {
         self.validate_verify(job)
     }
 
+    /// The mmap backends (backend/mmap.rs): one request at a time; with `direct` (msync and drop
+    /// each request's pages) or fsyncs (msync), requests of whole pages, as fio's mmap engine asks.
+    fn validate_mmap(&self, job: &Settings) -> Result<()> {
+        let name = job.backend.name();
+        if self.queue_depth > 1 {
+            return Err(EngineError::invalid(
+                "queue_depth",
+                format!("the {name} backend copies one request at a time per thread (a memcpy); use queue_depth = 1"),
+            ));
+        }
+        const PAGE: u64 = 4096;
+        if self.direct || self.fsync_every > 0 {
+            if let Some((i, e)) = self.entries.iter().enumerate().find(|(_, e)| !(e.size as u64).is_multiple_of(PAGE)) {
+                return Err(EngineError::invalid(
+                    format!("entries[{i}].size"),
+                    format!(
+                        "{} bytes: with direct or fsync_every the {name} backend msyncs whole pages, so request sizes \
+                         must be multiples of {PAGE} bytes (fio's mmap engines ask the same)",
+                        e.size
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// fio's file, directory and one-call engines: each issues its own system call per request, one at a
     /// time, and moves no data.
     fn validate_fio_engine(&self, job: &Settings) -> Result<()> {
@@ -511,10 +559,24 @@ impl AccessSpec {
         if e != FioEngine::E4defrag && (!self.donor_name.is_empty() || self.donor_inplace) {
             return Err(EngineError::invalid("donor_name", "only for fio_engine = \"e4defrag\""));
         }
+        if e != FioEngine::Cpuio && (self.cpu_load != 0 || self.cpu_exit_on_io_done) {
+            return Err(EngineError::invalid("cpu_load", "only for fio_engine = \"cpuio\""));
+        }
         if e == FioEngine::Data {
             return Ok(());
         }
         let name = e.name();
+        if e == FioEngine::Cpuio {
+            if !(1..=100).contains(&self.cpu_load) {
+                return Err(EngineError::invalid("cpu_load", "the percent of one CPU to burn: between 1 and 100"));
+            }
+            if self.cpu_chunk_us == 0 || self.cpu_chunk_us > 3_600_000_000 {
+                return Err(EngineError::invalid("cpu_chunk_us", "between 1 microsecond and an hour"));
+            }
+            if self.duration_s.is_none() {
+                return Err(EngineError::invalid("duration_s", "a cpuio job burns CPU for a time: give duration_s"));
+            }
+        }
         if job.backend != BackendKind::Psync || self.queue_depth != 1 {
             return Err(EngineError::invalid(
                 "fio_engine",
@@ -954,6 +1016,10 @@ pub(super) mod tests {
             stat_type: StatType::Stat,
             donor_name: String::new(),
             donor_inplace: false,
+            cpu_load: 0,
+            cpu_chunk_us: default_cpu_chunk(),
+            cpu_mode: CpuMode::Noop,
+            cpu_exit_on_io_done: false,
             pace: PaceSpec::default(),
             steadystate: None,
             place: PlaceSpec::default(),
