@@ -80,29 +80,19 @@ def test_mmap_direct_needs_whole_pages_as_fio_asks(tmp_path):
     assert line.count("\n") == 0 and "line 4: bs=512" in line and "4096" in line and "direct or fsync " in line, line
 
 
-def test_libpmem_on_a_file_not_on_persistent_memory_runs_and_says_so(tmp_path):
-    doc, out = run_jobfile(tmp_path, f"""
-[global]
-ioengine=libpmem
-bs=4k
-size=1m
-iodepth=1
-iodepth_batch=1
-direct=1
-sync=1
-
-[p]
-rw=write
-buffer_pattern={PATTERN}
-""", "--keep-files")
-    r = run_phase(doc, "p")
-    assert r["ops"]["write"]["bytes"] == 1 << 20
-    assert r["extra"]["mmap"]["backend"] == "libpmem"
-    assert r["extra"]["mmap"]["dax"] is False
-    assert r["extra"]["mmap"]["persist"].startswith("msync")
-    assert any("not on DAX persistent memory" in w for w in r["warnings"]), r["warnings"]
-    data = (tmp_path / "d" / "p.0.0").read_bytes()
-    assert data == bytes.fromhex("deadbeef") * (len(data) // 4)
+def test_libpmem_on_a_file_not_on_persistent_memory_is_refused_as_fio_refuses_it(tmp_path):
+    """fio's libpmem engine stops on a file that is not on DAX persistent memory; so does fsmeter, in one line
+    naming the file and what to run instead, and nothing is written."""
+    d = tmp_path / "d"
+    d.mkdir()
+    f = tmp_path / "j.fio"
+    f.write_text("[global]\nioengine=libpmem\nbs=4k\nsize=1m\niodepth=1\ndirect=1\nsync=1\n\n[p]\nrw=write\n")
+    r = fsm("run", f, "--dir", d, "-q", "--cache", "keep", "--json", tmp_path / "r.json")
+    assert r.returncode == 2, r.stderr
+    line = r.stderr.strip()
+    assert line.count("\n") == 0 and "not on DAX persistent memory" in line and "ioengine=mmap" in line, line
+    assert "Traceback" not in r.stderr
+    assert not any(p.is_file() and p.stat().st_size for p in d.rglob("*")), "a refused job wrote data"
 
 
 def test_cpuio_burns_about_its_share_of_a_cpu_and_does_no_io(tmp_path):

@@ -153,9 +153,8 @@ ENGINE_NOTES = {
             "a memcpy to or from the mapping, as fio's engine does on a 64-bit machine; fsync and end_fsync are an "
             "msync of the mapping, direct=1 msyncs each I/O's pages and drops them (MADV_DONTNEED), as in fio",
     "libpmem": "ioengine=libpmem runs on fsmeter's mmap backend with each write made durable before it completes, as "
-               "fio's libpmem does (pmem_memcpy): CPU cache flushes on DAX persistent memory, msync on any other "
-               "file (libpmem's advice there); the run warns when the files are not on DAX (where fio's libpmem "
-               "stops the job)",
+               "fio's libpmem does (pmem_memcpy): CPU cache flushes and a fence; as fio, it stops when the files "
+               "are not on DAX persistent memory",
     "libblkio": "ioengine=libblkio with libblkio_driver=io_uring runs on fsmeter's io_uring backend: the same "
                 "io_uring reads and writes to libblkio_path, issued by fsmeter, not through the libblkio library",
 }

@@ -28,7 +28,7 @@ const STATX_ATTR_DAX: u64 = 0x0020_0000;
 pub enum Persist {
     /// Not at all (fio's mmap engine): the page cache writes them back.
     No,
-    /// msync(MS_SYNC) of the write's pages (fio's libpmem engine on a file not on DAX).
+    /// msync(MS_SYNC) of the write's pages (a durable write on a file not on DAX; the libpmem backend refuses such files).
     Msync,
     /// CPU cache lines flushed and fenced (fio's libpmem engine on DAX persistent memory).
     CacheFlush,

@@ -442,6 +442,18 @@ impl Access {
             if spec.atomic && job.backend != BackendKind::Null {
                 self.check_atomic(fd, &path)?;
             }
+            if job.backend == BackendKind::Libpmem && !mmap::is_dax(fd) {
+                // fio's libpmem engine stops here too ("does not point to persistent memory").
+                return Err(EngineError::invalid(
+                    "backend",
+                    format!(
+                        "libpmem: {} is not on DAX persistent memory (statx reports no STATX_ATTR_DAX), and \
+                         fio's libpmem engine refuses such a file too: put the files on a filesystem mounted \
+                         with dax, or use ioengine=mmap (with fsync= for durable writes)",
+                        path.display()
+                    ),
+                ));
+            }
             if spec.direct && !job.backend.maps() && i == 0 {
                 direct = Some(self.direct_io(fd, &job.dir)?);
             }
@@ -599,14 +611,6 @@ impl Access {
             Persist::Msync => "msync(MS_SYNC) of each write's pages before it completes",
             Persist::CacheFlush => "each write's CPU cache lines flushed and fenced before it completes",
         };
-        if job.backend == BackendKind::Libpmem && !dax {
-            report.warnings.push(format!(
-                "libpmem: the files under {} are not on DAX persistent memory (statx reports no STATX_ATTR_DAX): \
-                 fio's libpmem engine stops there; fsmeter runs the job and makes each write durable with msync, \
-                 as libpmem advises for such files",
-                job.dir.display()
-            ));
-        }
         report.extra["mmap"] = serde_json::json!({
             "backend": job.backend.name(),
             "mapped": "each file whole, MAP_SHARED, once per thread before the phase",
