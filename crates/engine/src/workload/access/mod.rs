@@ -17,6 +17,7 @@ mod gen;
 mod group;
 mod pace;
 mod phases;
+mod prio;
 mod shape;
 mod spec;
 
@@ -25,5 +26,6 @@ pub use gen::{AccessGen, BlockPerm, GenOp};
 pub use group::{AccessGroup, AccessGroupSpec, ExitWhat, GroupJob};
 pub use pace::{Go, MemMode, MemPolicy, PaceSpec, Pacer, PlaceSpec, RateProcess, SteadyKind, SteadySpec};
 pub use phases::Access;
+pub use prio::{CmdPrio, PrioSpec};
 pub use shape::{parse_sequence, SequenceWalk, Walk, Zone, ZoneIndex, ZoneSplit};
 pub use spec::{AccessEntry, AccessSpec, FioEngine, StatType};

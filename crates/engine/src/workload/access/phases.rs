@@ -10,6 +10,7 @@ use std::sync::Mutex;
 
 use super::gen::{lcm, AccessGen, GenOp};
 use super::pace::{sleep_until, FlowShared, FlowState, Go, Pacer};
+use super::prio::{set_thread_ioprio, CmdPrioState};
 use super::spec::{AccessSpec, FioEngine};
 use crate::backend::buffer::{huge_region, AlignedBuf, BufferMemory, HUGETLB_PAGE};
 use crate::backend::dio::{self, DioAlign};
@@ -64,6 +65,9 @@ pub struct Access {
     /// reads, and what the run phase's threads found (each adds its own once, at its end).
     pattern_tile: Vec<u8>,
     pattern_found: Mutex<Option<ContentCheck>>,
+    /// Measured requests of the last run that got a priority of their own (cmdprio): each thread
+    /// adds its count once, at its end.
+    cmdprio_chosen: AtomicU64,
     /// The e4defrag engine created its donor file (cleanup removes it then).
     donor_made: AtomicBool,
     /// Threads of the last run that stopped because a minimum rate was missed (rate_min): what
@@ -99,6 +103,8 @@ pub(super) struct RunState<B: IoBackend> {
     deferred: std::collections::VecDeque<(usize, Wait)>,
     /// With fio's flow: this thread's place in its flow.
     flow: Option<FlowState>,
+    /// With per-request priorities (cmdprio): the rules, their draws and the count.
+    cmdprio: Option<CmdPrioState>,
 }
 
 /// What a deferred request waits for once nothing is in flight.
@@ -143,6 +149,7 @@ impl Access {
             created: AtomicU32::new(0),
             pattern_tile,
             pattern_found: Mutex::new(None),
+            cmdprio_chosen: AtomicU64::new(0),
             donor_made: AtomicBool::new(false),
             rate_missed: std::sync::Mutex::new(Vec::new()),
             flow: std::sync::Arc::new(FlowShared::default()),
@@ -543,6 +550,7 @@ impl Access {
         let t = self.run_timing(job)?;
         let mut member = GroupMember::new(job.threads, t.warmup_ns, t.duration_ns);
         member.steady = self.steady()?;
+        member.interval_lat = self.spec.interval_lat;
         let (mut report, _, mixes) = run_group(
             "run",
             &[member],
@@ -611,6 +619,17 @@ impl Access {
         for b in &bufs {
             fill_pattern(b.as_mut_slice(), spec.write_pattern());
         }
+        if spec.ioprio.has_cmd() && job.backend == BackendKind::Psync {
+            return Err(EngineError::invalid(
+                "ioprio.cmd",
+                "per-request priorities need backend io_uring (psync's pread and pwrite carry none): use \
+                 ioprio.thread, or backend=io_uring",
+            ));
+        }
+        // The thread's own priority, before the start (fio sets it as its job starts).
+        if spec.ioprio.thread != 0 && job.backend != BackendKind::Null {
+            set_thread_ioprio(spec.ioprio.thread)?;
+        }
         let backend = make(files.0.clone(), &bufs)?;
         Ok(RunState {
             backend,
@@ -637,6 +656,7 @@ impl Access {
                 f.join();
                 f
             }),
+            cmdprio: spec.ioprio.has_cmd().then(|| CmdPrioState::new(&spec.ioprio, seed(qd + 1) ^ 0x70_72_69_6f)),
         })
     }
 
@@ -654,6 +674,9 @@ impl Access {
         } else {
             self.worker::<B, false>(st, rec, quota, job)?
         };
+        if let Some(c) = &st.cmdprio {
+            self.cmdprio_chosen.fetch_add(c.chosen, Relaxed);
+        }
         if !self.spec.verify_pattern.is_empty() {
             // Once per thread and phase, not per request.
             let found = std::mem::replace(&mut st.pattern_check, ContentCheck::new(None));
@@ -727,6 +750,12 @@ impl Access {
         }
         if spec.place.is_set() {
             report.extra["place"] = serde_json::to_value(&spec.place).unwrap_or_default();
+        }
+        if spec.ioprio != Default::default() {
+            report.extra["ioprio"] = serde_json::to_value(&spec.ioprio).unwrap_or_default();
+        }
+        if spec.ioprio.has_cmd() {
+            report.counters.insert("cmdprio_ios".into(), self.cmdprio_chosen.swap(0, Relaxed));
         }
         if spec.pace.is_active() {
             report.extra["pace"] = serde_json::to_value(&spec.pace).unwrap_or_default();
@@ -985,6 +1014,13 @@ impl Access {
         if let Some(n) = issued_bytes {
             if rec.measuring(t0) {
                 *n += op.req.len as u64;
+            }
+        }
+        let mut op = op;
+        if let Some(c) = st.cmdprio.as_mut() {
+            op.req.ioprio = c.pick(op.req.write, op.req.len);
+            if op.req.ioprio != 0 && rec.measuring(t0) {
+                c.chosen += 1;
             }
         }
         let generation = if VERIFY { self.fill_write(st, slot, op.req, gen_base) } else { 0 };

@@ -167,6 +167,13 @@ pub struct AccessSpec {
     /// Stop when the rate is steady (fio's steadystate); see `pace.rs`.
     #[serde(default)]
     pub steadystate: Option<SteadySpec>,
+    /// Keep the latency of the run phase's requests per sample interval (each interval's `lat`:
+    /// count, mean, min and max per kind), for fio's latency logs (`write_lat_log`).
+    #[serde(default)]
+    pub interval_lat: bool,
+    /// I/O priorities (fio's prio/prioclass per thread, cmdprio per request); see `prio.rs`.
+    #[serde(default)]
+    pub ioprio: super::prio::PrioSpec,
     /// Where the run phase's threads run and their buffers' memory comes from (fio's
     /// cpus_allowed, numa_cpu_nodes, numa_mem_policy); see `pace.rs`.
     #[serde(default)]
@@ -559,6 +566,7 @@ impl AccessSpec {
         if let Some(ss) = &self.steadystate {
             ss.to_steady(0)?;
         }
+        self.ioprio.validate()?;
         self.place.validate()?;
         self.pace.validate(self.min_sizes())?;
         self.validate_shape(dist)
@@ -873,6 +881,8 @@ pub(super) mod tests {
             donor_inplace: false,
             pace: PaceSpec::default(),
             steadystate: None,
+            interval_lat: false,
+            ioprio: Default::default(),
             place: PlaceSpec::default(),
         }
     }
