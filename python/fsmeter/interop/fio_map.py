@@ -1305,6 +1305,11 @@ def _log_format(ctx: _Ctx, logs: list, params: dict, notes: list) -> dict:
             ctx.fail(opt, "use avg, max or both (or 0 and 1, fio's old avg and max)")
         fmt["window"] = window
     kinds = {k for k, _ in logs}
+    per_io = [k for k in ("offset", "prio") if fmt[k]]
+    if logs and per_io:
+        notes.append(f"log_{'/log_'.join(per_io)}: fio's per-I/O lines (without log_avg_msec) carry each request's "
+                     f"{' and '.join(per_io)}; its averaged lines, as fsmeter writes them, carry 0 there"
+                     + ("; the requests given a priority are counted in counters.cmdprio_ios" if fmt["prio"] else ""))
     if kinds & {"lat", "clat", "slat"}:
         params["interval_lat"] = True
         backend = (ctx.job.get("ioengine").value or "").strip() if ctx.job.get("ioengine") is not None else "psync"
