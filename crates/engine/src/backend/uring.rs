@@ -47,8 +47,12 @@ impl UringBackend {
                         .offset(req.offset)
                         .ioprio(req.ioprio)
                         .build(),
-                    (false, false) => opcode::Read::new($fd, buf, req.len).offset(req.offset).ioprio(req.ioprio).build(),
-                    (true, false) => opcode::Write::new($fd, buf, req.len).offset(req.offset).ioprio(req.ioprio).build(),
+                    (false, false) => {
+                        opcode::Read::new($fd, buf, req.len).offset(req.offset).ioprio(req.ioprio).build()
+                    }
+                    (true, false) => {
+                        opcode::Write::new($fd, buf, req.len).offset(req.offset).ioprio(req.ioprio).build()
+                    }
                 }
             };
         }

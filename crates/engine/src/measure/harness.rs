@@ -549,7 +549,7 @@ impl SteadyUnit {
         if self.spec.lat {
             // fio: the clat sum over the samples since the last check, over their count (0 without any).
             let n_ops = value - v0;
-            self.window.push_back(if n_ops > 0 { (lat.wrapping_sub(l0) / n_ops) as f64 } else { 0.0 });
+            self.window.push_back(lat.wrapping_sub(l0).checked_div(n_ops).map_or(0.0, |m| m as f64));
         } else {
             // Per second (fio scales by the check's actual length the same way).
             self.window.push_back((value - v0) as f64 * 1e9 / (now - t0) as f64);
@@ -744,11 +744,7 @@ where
                 let start = start.unwrap_or(0);
                 let interval_lat = member.interval_lat.then(|| {
                     let expected = duration_ns.map_or(64, |d| (d / interval_ns.max(1)) as usize + 2);
-                    IntervalLatRecorder::new(
-                        start_at.load(SeqCst).saturating_add(warmup_ns),
-                        interval_ns,
-                        expected,
-                    )
+                    IntervalLatRecorder::new(start_at.load(SeqCst).saturating_add(warmup_ns), interval_ns, expected)
                 });
                 let mut rec = Recorder {
                     tid,

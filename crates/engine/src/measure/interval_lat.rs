@@ -136,7 +136,8 @@ mod tests {
         r.add(0, 10, 119);
         r.add(0, 1, 135);
         let cells = r.finish();
-        let c = |interval, kind, count, sum_ns, min_ns, max_ns| LatCell { interval, kind, count, sum_ns, min_ns, max_ns };
+        let c =
+            |interval, kind, count, sum_ns, min_ns, max_ns| LatCell { interval, kind, count, sum_ns, min_ns, max_ns };
         assert_eq!(cells, vec![c(0, 0, 2, 12, 5, 7), c(0, 1, 1, 3, 3, 3), c(1, 0, 2, 30, 10, 20), c(3, 0, 1, 1, 1, 1)]);
         let kinds = ["read", "write"];
         let mut ivs: Vec<Interval> = (0..3).map(|_| Interval::new(0.0, 0.0, &kinds, &[0, 0], &[0, 0])).collect();

@@ -61,7 +61,7 @@ impl PrioSpec {
             for (i, r) in rules.iter().enumerate() {
                 check_value(&format!("ioprio.cmd[{d}][{i}].ioprio"), r.ioprio)?;
                 if r.pct > 100 {
-                    return Err(EngineError::invalid(&format!("ioprio.cmd[{d}][{i}].pct"), "at most 100"));
+                    return Err(EngineError::invalid(format!("ioprio.cmd[{d}][{i}].pct"), "at most 100"));
                 }
             }
             let mut sizes: Vec<u32> = rules.iter().map(|r| r.size).collect();
@@ -71,7 +71,7 @@ impl PrioSpec {
                 let total: u32 = rules.iter().filter(|r| r.size == s).map(|r| r.pct).sum();
                 if total > 100 {
                     return Err(EngineError::invalid(
-                        &format!("ioprio.cmd[{d}]"),
+                        format!("ioprio.cmd[{d}]"),
                         format!("the percentages for size {s} add up to {total}: at most 100"),
                     ));
                 }
@@ -86,7 +86,8 @@ impl PrioSpec {
 pub fn set_thread_ioprio(value: u16) -> Result<()> {
     const IOPRIO_WHO_PROCESS: libc::c_long = 1;
     // SAFETY: a plain system call on integers.
-    let r = unsafe { libc::syscall(libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0 as libc::c_long, value as libc::c_long) };
+    let r =
+        unsafe { libc::syscall(libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0 as libc::c_long, value as libc::c_long) };
     if r != 0 {
         return Err(EngineError::io(
             format!(
@@ -123,7 +124,7 @@ impl CmdPrioState {
             return 0;
         }
         // A whole percent in 0..100; the bias of the modulo is 2^-25 (fio draws it the same way).
-        let r = (self.rng.next_u32() % 100) as u32;
+        let r = self.rng.next_u32() % 100;
         if r >= total {
             return 0;
         }
