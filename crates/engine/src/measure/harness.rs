@@ -255,7 +255,7 @@ pub struct Recorder<'a> {
     units: u64,
     last_end_ns: u64,
     /// Latency per sample interval, when the member asked for it (GroupMember::interval_lat).
-    interval_lat: Option<IntervalLatRecorder>,
+    interval_lat: Option<IntervalLatRecorder<MAX_KINDS>>,
 }
 
 impl<'a> Recorder<'a> {
@@ -792,7 +792,7 @@ where
                 shared.finished.store(true, SeqCst);
                 finished.fetch_add(1, SeqCst);
                 coordinator.unpark();
-                let cells = rec.interval_lat.take().map(IntervalLatRecorder::finish).unwrap_or_default();
+                let cells = rec.interval_lat.take().map(IntervalLatRecorder::<MAX_KINDS>::finish).unwrap_or_default();
                 (out, rec.hists, rec.last_end_ns, work_start, work_end, cells)
             });
             match spawned {

@@ -11,7 +11,6 @@
 
 use std::collections::BTreeMap;
 
-use super::harness::MAX_KINDS;
 use crate::report::{Interval, IntervalLat};
 
 #[derive(Clone, Copy, Debug)]
@@ -35,27 +34,32 @@ pub struct LatCell {
     pub max_ns: u64,
 }
 
-pub struct IntervalLatRecorder {
+/// `N`: the most operation kinds (the harness's MAX_KINDS).
+pub struct IntervalLatRecorder<const N: usize> {
     origin: u64,
     len: u64,
     cur: u64,
     cur_end: u64,
-    acc: [Acc; MAX_KINDS],
+    acc: [Acc; N],
     touched: u32,
     cells: Vec<LatCell>,
 }
 
-impl IntervalLatRecorder {
+impl<const N: usize> IntervalLatRecorder<N> {
+    /// The kinds touched in a bucket are bits of a u32.
+    const FITS: () = assert!(N <= 32, "at most 32 operation kinds");
+
     /// `origin`: the phase's measured start (ns, monotonic); `len`: the interval's length;
     /// `expected`: how many intervals the phase is expected to have (for the preallocation).
     pub fn new(origin: u64, len: u64, expected: usize) -> Self {
+        let () = Self::FITS;
         let len = len.max(1);
         IntervalLatRecorder {
             origin,
             len,
             cur: 0,
             cur_end: origin.saturating_add(len),
-            acc: [EMPTY; MAX_KINDS],
+            acc: [EMPTY; N],
             touched: 0,
             cells: Vec::with_capacity(expected.clamp(4, 1 << 16) * 2),
         }
@@ -128,7 +132,7 @@ mod tests {
     /// interval 0, 110 and 119 interval 1, 135 interval 3 (interval 2 is empty and left out).
     #[test]
     fn cells_follow_completion_time_on_the_grid() {
-        let mut r = IntervalLatRecorder::new(100, 10, 4);
+        let mut r = IntervalLatRecorder::<2>::new(100, 10, 4);
         r.add(0, 5, 100);
         r.add(0, 7, 105);
         r.add(1, 3, 109);
