@@ -117,6 +117,38 @@ def test_log_offset_and_log_prio_columns_are_fios(tmp_path):
         assert {len(x) for x in theirs} == {6} and {tuple(x[2:]) for x in theirs} == {tuple(x[2:]) for x in lines}
 
 
+def test_without_log_avg_msec_every_request_is_logged_as_fio_logs_it(tmp_path):
+    """fio's default: one line per request, 'time ms, latency ns, direction, block size, offset, priority'
+    (log_offset, log_prio): as many lines as requests, their mean the phase's mean latency, the offsets those of
+    the job's blocks, and (io_uring, cmdprio_percentage) the requests given a priority marked in the last column."""
+    io_uring_or_skip(tmp_path)
+    text = ("[p]\nioengine=io_uring\niodepth=4\nrw=randread\nbs=4k\nsize=4m\ncmdprio_percentage=20\n"
+            "cmdprio_class=2\nwrite_lat_log=pl\nlog_offset=1\nlog_prio=1\n")
+    doc = run_file(tmp_path, text)
+    run = doc["phases"]["p:run"]
+    lines = rows(tmp_path / "pl_lat.1.log")
+    assert lines == rows(tmp_path / "pl_clat.1.log") and len(lines) == run["ops"]["read"]["count"] == 1024
+    assert run["counters"]["io_log_lines"] == 1024
+    assert all(len(x) == 6 and x[2:4] == ["0", "4096"] for x in lines)
+    assert sum(int(x[1]) for x in lines) / len(lines) == pytest.approx(run["ops"]["read"]["lat"]["mean_ns"])
+    # A random map over 1024 blocks: every block once.
+    assert sorted(int(x[4]) for x in lines) == [i * 4096 for i in range(1024)]
+    assert sum(x[5] == f"0x{2 << 13:04x}" for x in lines) == run["counters"]["cmdprio_ios"]
+    assert {x[5] for x in lines} == {"0x0000", "0x4000"}
+    times = [int(x[0]) for x in lines]
+    assert times == sorted(times)
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed (Debian package fio)")
+    fio_dir = tmp_path / "fio"
+    fio_dir.mkdir()
+    (fio_dir / "p.fio").write_text(text.replace("[p]\n", f"[p]\ndirectory={fio_dir}\n"))
+    r = subprocess.run(["fio", "p.fio"], cwd=fio_dir, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    theirs = rows(fio_dir / "pl_lat.1.log")
+    assert len(theirs) == 1024 and {len(x) for x in theirs} == {6}
+    assert {x[5] for x in theirs} == {"0x0000", "0x4000"} and {tuple(x[2:4]) for x in theirs} == {("0", "4096")}
+
+
 def test_log_max_value_logs_each_intervals_largest_latency(tmp_path):
     doc = run_file(tmp_path, "[w]\nrw=write\nbs=4k\nsize=4m\ntime_based\nruntime=1\nwrite_lat_log=w\n"
                              "log_avg_msec=250\nlog_max_value=1\ndisable_slat=1\n")
@@ -142,10 +174,16 @@ def test_each_job_of_a_group_logs_its_own_latency(tmp_path):
 
 
 def test_latency_log_options_map_and_refuse_as_fio(tmp_path):
-    m = one("[a]\nrw=read\nsize=1m\nwrite_lat_log=p\nlog_window_value=both\nlog_offset=1\ndisable_lat=1\n")
-    assert m.params["interval_lat"] is True
+    m = one("[a]\nrw=read\nsize=1m\nwrite_lat_log=p\nlog_window_value=both\nlog_offset=1\ndisable_lat=1\n"
+            "log_avg_msec=500\n")
+    assert m.params["interval_lat"] is True and "io_log" not in m.params
     assert m.logs == [("slat", "p_slat.{n}.log"), ("clat", "p_clat.{n}.log")]
     assert m.log_format == {"offset": True, "prio": False, "window": "both"}
+    # Without log_avg_msec fio logs every request: so does the engine, its buffer sized for the job's 256 requests.
+    m = one("[a]\nrw=read\nsize=1m\nwrite_lat_log=p\nlog_prio=1\n")
+    assert m.params["io_log"] == {"paths": [os.path.abspath("p_lat.{n}.log"), os.path.abspath("p_clat.{n}.log")],
+                                  "offset": False, "prio_hex": True, "max_records": 256 + 16}
+    assert not m.params["interval_lat"] and m.log_format["per_io"]
     refused("[a]\nrw=read\nsize=1m\nwrite_lat_log\nlog_max_value=median\n", r"^t.fio line 5: log_max_value=median: "
             r"use avg, max or both")
     assert "interval_lat" not in one("[a]\nrw=read\nsize=1m\nwrite_bw_log\n").params

@@ -251,6 +251,15 @@ class IoprioParams(BaseModel):
                                          description="per-request rules for reads, then writes")
 
 
+class IoLogParams(BaseModel):
+    """fio's per-I/O latency log, written by the engine after the run phase (engine: access/iolog.rs)."""
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    paths: list[str] = Field(min_length=1, description="the files to write, each with every line")
+    offset: bool = Field(False, description="an offset column (fio's log_offset)")
+    prio_hex: bool = Field(False, description="the priority as 16-bit hex (fio's log_prio)")
+    max_records: int = Field(1 << 20, ge=1, le=1 << 28, description="requests each thread logs at most")
+
+
 class MemPolicyParams(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     mode: Literal["default", "prefer", "bind", "interleave", "local"]
@@ -346,6 +355,8 @@ class AccessParams(BaseModel):
                                "interval's lat: count, mean, min, max per kind), for fio's latency logs")
     ioprio: IoprioParams = Field(default_factory=IoprioParams, description="I/O priorities of the run phase's "
                                  "threads and requests")
+    io_log: Optional[IoLogParams] = Field(None, description="log every measured request of the run phase in fio's "
+                                          "per-I/O latency log format")
     place: PlaceParams = Field(default_factory=PlaceParams, description="where the run phase's threads run and "
                                "their memory comes from (fio's cpus_allowed, numa_cpu_nodes, numa_mem_policy)")
 

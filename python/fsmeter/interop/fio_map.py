@@ -684,10 +684,10 @@ def _logs(ctx: _Ctx, name: str, numjobs: int, settings: dict, notes: list) -> li
     ms = ctx.int("log_avg_msec", 0, 0, 3_600_000) if avg is not None else 0
     if ms:
         settings["interval_s"] = ms / 1000.0
-    else:
-        notes.append("write_bw_log/write_iops_log/write_lat_log: fio logs every I/O unless log_avg_msec is set; "
-                     "fsmeter writes one line per sample interval (1 s; log_avg_msec=N sets it): the interval's "
-                     "average, as fio's log_avg_msec lines")
+    elif {k for k, _ in out} & {"bw", "iops"}:
+        notes.append("write_bw_log/write_iops_log: fio logs every I/O unless log_avg_msec is set; fsmeter writes one "
+                     "line per sample interval (1 s; log_avg_msec=N sets it): the interval's average, as fio's "
+                     "log_avg_msec lines")
     if numjobs > 1:
         notes.append(f"the logs cover the job's {numjobs} threads together (fio: one log per clone)")
     return out
@@ -948,7 +948,7 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
         _fio_engine(ctx, engine, rw, rw_opt, params, notes, numjobs, time_based, loops, ramp, place)
     settings = {"threads": numjobs, "seed": seed, "backend": ENGINES[engine]}
     logs = _logs(ctx, name, numjobs, settings, notes)
-    log_format = _log_format(ctx, logs, params, notes)
+    log_format = _log_format(ctx, logs, params, numjobs, notes)
     _ioprio(ctx, engine, params, notes)
     delay = ctx.job.get("startdelay")
     start_delay = 0.0
@@ -1290,11 +1290,23 @@ def _place(ctx: _Ctx, notes: list) -> Optional[dict]:
     return out or None
 
 
-def _log_format(ctx: _Ctx, logs: list, params: dict, notes: list) -> dict:
+def _io_log_records(params: dict, threads: int) -> int:
+    """Requests each thread's per-I/O log keeps (32 bytes each, allocated before the start): what a job with a
+    byte total does (its smallest request size), else 2^22 records shared by its threads (128 MiB), at least
+    2^16 and at most 2^20 each."""
+    cap = max(1 << 16, min(1 << 20, (1 << 22) // max(threads, 1)))
+    total, sizes = params.get("total_bytes"), [e["size"] for e in params.get("entries") or []]
+    if total and sizes:
+        return max(16, min(cap, total // min(sizes) // max(threads, 1) + 16))
+    return cap
+
+
+def _log_format(ctx: _Ctx, logs: list, params: dict, threads: int, notes: list) -> dict:
     """How the job's log lines are written, as fio's flush_samples writes them: log_offset (an offset column),
     log_prio (the priority column as fio's 16-bit class and level in hex instead of 0/1), log_max_value /
-    log_window_value (avg, max or both: the latency logs' value per window). write_lat_log also has the engine
-    keep each sample interval's latency (interval_lat)."""
+    log_window_value (avg, max or both: the latency logs' value per window). write_lat_log has the engine keep
+    each sample interval's latency (interval_lat) with log_avg_msec, and without it log every measured request
+    (io_log: the engine writes the _lat and _clat files, fio's per-I/O lines)."""
     fmt = {"offset": ctx.flag("log_offset"), "prio": ctx.flag("log_prio"), "window": "avg"}
     key = _alias(ctx, ("log_max_value", "log_window_value"))
     if key is not None:
@@ -1305,13 +1317,23 @@ def _log_format(ctx: _Ctx, logs: list, params: dict, notes: list) -> dict:
             ctx.fail(opt, "use avg, max or both (or 0 and 1, fio's old avg and max)")
         fmt["window"] = window
     kinds = {k for k, _ in logs}
+    averaged = ctx.job.get("log_avg_msec") is not None and ctx.int("log_avg_msec", 0, 0, 3_600_000) > 0
     per_io = [k for k in ("offset", "prio") if fmt[k]]
-    if logs and per_io:
+    if per_io and ({"bw", "iops"} & kinds or (averaged and kinds)):
         notes.append(f"log_{'/log_'.join(per_io)}: fio's per-I/O lines (without log_avg_msec) carry each request's "
                      f"{' and '.join(per_io)}; its averaged lines, as fsmeter writes them, carry 0 there"
                      + ("; the requests given a priority are counted in counters.cmdprio_ios" if fmt["prio"] else ""))
+    lat_files = [f for k, f in logs if k in ("lat", "clat")]
+    if lat_files and not averaged:
+        # fio's default: one line per request, written by the engine after the phase.
+        fmt["per_io"] = True
+        params["io_log"] = {"paths": [os.path.abspath(f) for f in lat_files], "offset": fmt["offset"],
+                            "prio_hex": fmt["prio"], "max_records": _io_log_records(params, threads)}
+        if fmt["window"] != "avg":
+            notes.append(f"{ctx.job.get(key).as_written}: fio uses it only with log_avg_msec; without it every "
+                         "request is logged, as in fio")
     if kinds & {"lat", "clat", "slat"}:
-        params["interval_lat"] = True
+        params["interval_lat"] = averaged
         backend = (ctx.job.get("ioengine").value or "").strip() if ctx.job.get("ioengine") is not None else "psync"
         if "slat" in kinds and backend in ("io_uring", "libaio"):
             notes.append("write_lat_log: fsmeter times each request from its submission to its completion, with no "
@@ -1752,6 +1774,8 @@ def map_jobfile(path: Path, target: Optional[Path] = None, dir_given: bool = Tru
             raise UserError(f"{where} line {job.line}: a second job named {m.name}: give each job its own name")
         names.add(m.name)
         m.logs = [(k, f.replace("{n}", str(thread_no))) for k, f in m.logs]  # fio numbers logs by thread, from 1
+        if "io_log" in m.params:
+            m.params["io_log"]["paths"] = [f.replace("{n}", str(thread_no)) for f in m.params["io_log"]["paths"]]
         thread_no += int(m.settings["threads"])
         m.report_group = report_group
         ea = job.get("exitall")

@@ -87,7 +87,8 @@ def run_jobfile(jobs: list, ref: str, console: Console, **run_opts) -> dict:
             for name, kind, fname in m.logs:
                 jr = ((run or {}).get("jobs") or {}).get(name)
                 if jr is not None:
-                    write_fio_log(Path(fname), jr, kind, since_s=float(jr.get("start_s") or 0.0), fmt=fmts[name])
+                    if not (fmts[name].get("per_io") and kind in ("lat", "clat")):  # else the engine wrote it
+                        write_fio_log(Path(fname), jr, kind, since_s=float(jr.get("start_s") or 0.0), fmt=fmts[name])
                     console.print(f"wrote {fname}", highlight=False)
         else:
             doc["jobs"][m.name] = {"job": one["job"], "fio_line": m.line, "notes": m.notes, "group": m.group,
@@ -95,7 +96,8 @@ def run_jobfile(jobs: list, ref: str, console: Console, **run_opts) -> dict:
             run = one["phases"].get("run")
             if m.logs and run is not None:
                 for kind, fname in m.logs:
-                    write_fio_log(Path(fname), run, kind, fmt=m.log_format)
+                    if not (m.log_format.get("per_io") and kind in ("lat", "clat")):  # else the engine wrote it
+                        write_fio_log(Path(fname), run, kind, fmt=m.log_format)
                     console.print(f"wrote {fname}", highlight=False)
             if run is not None and "jobs" not in run:
                 # A lone job is its group: the same shape as a group's phase, its window the phase's.

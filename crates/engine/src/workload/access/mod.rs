@@ -15,6 +15,7 @@
 mod dist;
 mod gen;
 mod group;
+mod iolog;
 mod pace;
 mod phases;
 mod prio;
@@ -24,6 +25,7 @@ mod spec;
 pub use dist::{zeta, Dist, Skew};
 pub use gen::{AccessGen, BlockPerm, GenOp};
 pub use group::{AccessGroup, AccessGroupSpec, ExitWhat, GroupJob};
+pub use iolog::{IoLogSpec, IoRecord};
 pub use pace::{Go, MemMode, MemPolicy, PaceSpec, Pacer, PlaceSpec, RateProcess, SteadyKind, SteadySpec};
 pub use phases::Access;
 pub use prio::{CmdPrio, PrioSpec};

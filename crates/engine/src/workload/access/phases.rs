@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
 use super::gen::{lcm, AccessGen, GenOp};
+use super::iolog::{write_logs, IoLogBuf, IoRecord};
 use super::pace::{sleep_until, FlowShared, FlowState, Go, Pacer};
 use super::prio::{set_thread_ioprio, CmdPrioState};
 use super::spec::{AccessSpec, FioEngine};
@@ -68,6 +69,9 @@ pub struct Access {
     /// Measured requests of the last run that got a priority of their own (cmdprio): each thread
     /// adds its count once, at its end.
     cmdprio_chosen: AtomicU64,
+    /// With a per-I/O log: each thread's records (handed over once, at its end) and those dropped.
+    io_logged: Mutex<Vec<Vec<IoRecord>>>,
+    io_log_dropped: AtomicU64,
     /// The e4defrag engine created its donor file (cleanup removes it then).
     donor_made: AtomicBool,
     /// Threads of the last run that stopped because a minimum rate was missed (rate_min): what
@@ -105,6 +109,25 @@ pub(super) struct RunState<B: IoBackend> {
     flow: Option<FlowState>,
     /// With per-request priorities (cmdprio): the rules, their draws and the count.
     cmdprio: Option<CmdPrioState>,
+    /// With a per-I/O log: this thread's records, allocated before the start.
+    io_log: Option<IoLogBuf>,
+}
+
+/// A measured request's per-I/O log record (fio's direction: 0 read, 1 write, 2 trim).
+#[inline(always)]
+fn io_record(op: &GenOp, kind: usize, t0: u64, t1: u64, measure_start: u64) -> IoRecord {
+    IoRecord {
+        t_ns: t1.saturating_sub(measure_start),
+        lat_ns: t1.saturating_sub(t0),
+        offset: op.req.offset,
+        len: op.req.len,
+        ddir: match kind {
+            READ => 0,
+            WRITE => 1,
+            _ => 2,
+        },
+        ioprio: op.req.ioprio,
+    }
 }
 
 /// What a deferred request waits for once nothing is in flight.
@@ -150,6 +173,8 @@ impl Access {
             pattern_tile,
             pattern_found: Mutex::new(None),
             cmdprio_chosen: AtomicU64::new(0),
+            io_logged: Mutex::new(Vec::new()),
+            io_log_dropped: AtomicU64::new(0),
             donor_made: AtomicBool::new(false),
             rate_missed: std::sync::Mutex::new(Vec::new()),
             flow: std::sync::Arc::new(FlowShared::default()),
@@ -657,6 +682,7 @@ impl Access {
                 f
             }),
             cmdprio: spec.ioprio.has_cmd().then(|| CmdPrioState::new(&spec.ioprio, seed(qd + 1) ^ 0x70_72_69_6f)),
+            io_log: spec.io_log.as_ref().map(|l| IoLogBuf::new(l.max_records)),
         })
     }
 
@@ -676,6 +702,10 @@ impl Access {
         };
         if let Some(c) = &st.cmdprio {
             self.cmdprio_chosen.fetch_add(c.chosen, Relaxed);
+        }
+        if let Some(l) = st.io_log.as_mut() {
+            self.io_log_dropped.fetch_add(l.dropped, Relaxed);
+            self.io_logged.lock().unwrap_or_else(|e| e.into_inner()).push(l.take());
         }
         if !self.spec.verify_pattern.is_empty() {
             // Once per thread and phase, not per request.
@@ -756,6 +786,25 @@ impl Access {
         }
         if spec.ioprio.has_cmd() {
             report.counters.insert("cmdprio_ios".into(), self.cmdprio_chosen.swap(0, Relaxed));
+        }
+        if let Some(l) = &spec.io_log {
+            // After the phase: merged and written off the measured window.
+            let recs = std::mem::take(&mut *self.io_logged.lock().unwrap_or_else(|e| e.into_inner()));
+            match write_logs(l, recs) {
+                Ok(n) => {
+                    report.counters.insert("io_log_lines".into(), n);
+                }
+                Err(e) => report.warnings.push(format!("the per-I/O log was not written: {e}")),
+            }
+            let dropped = self.io_log_dropped.swap(0, Relaxed);
+            if dropped > 0 {
+                report.counters.insert("io_log_dropped".into(), dropped);
+                report.warnings.push(format!(
+                    "the per-I/O log holds {} requests per thread at most: {dropped} were not logged (set \
+                     log_avg_msec for one averaged line per interval instead)",
+                    l.max_records
+                ));
+            }
         }
         if spec.pace.is_active() {
             report.extra["pace"] = serde_json::to_value(&spec.pace).unwrap_or_default();
@@ -864,6 +913,9 @@ impl Access {
                 }
                 let kind = if op.req.write { WRITE } else { READ };
                 rec.record(kind, res as u64, meta.t0, t1);
+                if let Some(l) = st.io_log.as_mut().filter(|_| meta.t0 >= rec.measure_start_ns) {
+                    l.push(io_record(&op, kind, meta.t0, t1, rec.measure_start_ns));
+                }
                 if VERIFY {
                     self.verify_completion(st, slot, op.req, meta.generation, res as usize, exact);
                 }
@@ -1076,6 +1128,9 @@ impl Access {
             }
             let t1 = now_ns();
             rec.record(kind, bytes, t0, t1);
+            if let Some(l) = st.io_log.as_mut().filter(|_| t0 >= rec.measure_start_ns) {
+                l.push(io_record(&op, kind, t0, t1, rec.measure_start_ns));
+            }
             if t0 >= rec.measure_start_ns {
                 let m = &mut st.mix[op.entry];
                 m[match kind {

@@ -174,6 +174,9 @@ pub struct AccessSpec {
     /// I/O priorities (fio's prio/prioclass per thread, cmdprio per request); see `prio.rs`.
     #[serde(default)]
     pub ioprio: super::prio::PrioSpec,
+    /// Log every measured request of the run phase in fio's per-I/O log format; see `iolog.rs`.
+    #[serde(default)]
+    pub io_log: Option<super::iolog::IoLogSpec>,
     /// Where the run phase's threads run and their buffers' memory comes from (fio's
     /// cpus_allowed, numa_cpu_nodes, numa_mem_policy); see `pace.rs`.
     #[serde(default)]
@@ -567,6 +570,9 @@ impl AccessSpec {
             ss.to_steady(0)?;
         }
         self.ioprio.validate()?;
+        if let Some(l) = &self.io_log {
+            l.validate()?;
+        }
         self.place.validate()?;
         self.pace.validate(self.min_sizes())?;
         self.validate_shape(dist)
@@ -883,6 +889,7 @@ pub(super) mod tests {
             steadystate: None,
             interval_lat: false,
             ioprio: Default::default(),
+            io_log: None,
             place: PlaceSpec::default(),
         }
     }
