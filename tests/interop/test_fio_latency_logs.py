@@ -120,10 +120,11 @@ def test_log_offset_and_log_prio_columns_are_fios(tmp_path):
 def test_without_log_avg_msec_every_request_is_logged_as_fio_logs_it(tmp_path):
     """fio's default: one line per request, 'time ms, latency ns, direction, block size, offset, priority'
     (log_offset, log_prio): as many lines as requests, their mean the phase's mean latency, the offsets those of
-    the job's blocks, and (io_uring, cmdprio_percentage) the requests given a priority marked in the last column."""
+    the job's blocks, and (io_uring, cmdprio_percentage) the requests given a priority marked in the last column,
+    the others with the job's own (prioclass=3: idle)."""
     io_uring_or_skip(tmp_path)
     text = ("[p]\nioengine=io_uring\niodepth=4\nrw=randread\nbs=4k\nsize=4m\ncmdprio_percentage=20\n"
-            "cmdprio_class=2\nwrite_lat_log=pl\nlog_offset=1\nlog_prio=1\n")
+            "cmdprio_class=2\nprioclass=3\nwrite_lat_log=pl\nlog_offset=1\nlog_prio=1\n")
     doc = run_file(tmp_path, text)
     run = doc["phases"]["p:run"]
     lines = rows(tmp_path / "pl_lat.1.log")
@@ -134,7 +135,7 @@ def test_without_log_avg_msec_every_request_is_logged_as_fio_logs_it(tmp_path):
     # A random map over 1024 blocks: every block once.
     assert sorted(int(x[4]) for x in lines) == [i * 4096 for i in range(1024)]
     assert sum(x[5] == f"0x{2 << 13:04x}" for x in lines) == run["counters"]["cmdprio_ios"]
-    assert {x[5] for x in lines} == {"0x0000", "0x4000"}
+    assert {x[5] for x in lines} == {"0x6000", "0x4000"}
     times = [int(x[0]) for x in lines]
     assert times == sorted(times)
     if shutil.which("fio") is None:
@@ -146,7 +147,7 @@ def test_without_log_avg_msec_every_request_is_logged_as_fio_logs_it(tmp_path):
     assert r.returncode == 0, r.stderr
     theirs = rows(fio_dir / "pl_lat.1.log")
     assert len(theirs) == 1024 and {len(x) for x in theirs} == {6}
-    assert {x[5] for x in theirs} == {"0x0000", "0x4000"} and {tuple(x[2:4]) for x in theirs} == {("0", "4096")}
+    assert {x[5] for x in theirs} == {"0x6000", "0x4000"} and {tuple(x[2:4]) for x in theirs} == {("0", "4096")}
 
 
 def test_log_max_value_logs_each_intervals_largest_latency(tmp_path):

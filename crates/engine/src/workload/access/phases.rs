@@ -1069,10 +1069,15 @@ impl Access {
             }
         }
         let mut op = op;
+        // Every request carries the thread's priority (fio sets it on each io_uring request), unless
+        // a cmdprio rule gives it its own.
+        op.req.ioprio = self.spec.ioprio.thread;
         if let Some(c) = st.cmdprio.as_mut() {
-            op.req.ioprio = c.pick(op.req.write, op.req.len);
-            if op.req.ioprio != 0 && rec.measuring(t0) {
-                c.chosen += 1;
+            if let Some(p) = c.pick(op.req.write, op.req.len) {
+                op.req.ioprio = p;
+                if rec.measuring(t0) {
+                    c.chosen += 1;
+                }
             }
         }
         let generation = if VERIFY { self.fill_write(st, slot, op.req, gen_base) } else { 0 };

@@ -9,7 +9,8 @@
 //!   cmdprio_bssplit: the rules for the request's size (`size` 0: any size) share a draw of a
 //!   whole percent r in 0..100 (fio's rand_between(0, 99)); the first rule whose running sum of
 //!   percentages exceeds r gives the request its priority (io_uring's `sqe.ioprio`). With r at or
-//!   above their total, the request keeps the thread's priority. The draws come from a generator of
+//!   above their total, the request keeps the thread's priority, which every request carries
+//!   otherwise (on io_uring too, as fio sets it on every request). The draws come from a generator of
 //!   their own, so the offsets and sizes drawn are those of the same job without priorities.
 
 use rand_core::{RngCore, SeedableRng};
@@ -115,27 +116,27 @@ impl CmdPrioState {
         CmdPrioState { rules: spec.cmd.clone(), rng: Xoshiro256PlusPlus::seed_from_u64(seed), chosen: 0 }
     }
 
-    /// The priority of a request of `len` bytes (0: the thread's own).
+    /// The priority of a request of `len` bytes, when a rule gives it one (None: the thread's).
     #[inline]
-    pub fn pick(&mut self, write: bool, len: u32) -> u16 {
+    pub fn pick(&mut self, write: bool, len: u32) -> Option<u16> {
         let rules = &self.rules[write as usize];
         let total: u32 = rules.iter().filter(|r| r.size == 0 || r.size == len).map(|r| r.pct).sum();
         if total == 0 {
-            return 0;
+            return None;
         }
         // A whole percent in 0..100; the bias of the modulo is 2^-25 (fio draws it the same way).
         let r = self.rng.next_u32() % 100;
         if r >= total {
-            return 0;
+            return None;
         }
         let mut sum = 0;
         for rule in rules.iter().filter(|r| r.size == 0 || r.size == len) {
             sum += rule.pct;
             if r < sum {
-                return rule.ioprio;
+                return Some(rule.ioprio);
             }
         }
-        0
+        None
     }
 }
 
@@ -162,12 +163,12 @@ mod tests {
         let (mut rt, mut idle) = (0, 0);
         for _ in 0..n {
             match st.pick(false, 65536) {
-                v if v == (1 << 13 | 1) => rt += 1,
-                v if v == (3 << 13 | 2) => idle += 1,
-                v => panic!("unexpected {v:#x}"),
+                Some(v) if v == (1 << 13 | 1) => rt += 1,
+                Some(v) if v == (3 << 13 | 2) => idle += 1,
+                v => panic!("unexpected {v:?}"),
             }
-            assert_eq!(st.pick(false, 1 << 20), 0);
-            assert_eq!(st.pick(true, 1 << 20), 0);
+            assert_eq!(st.pick(false, 1 << 20), None);
+            assert_eq!(st.pick(true, 1 << 20), None);
         }
         let share = rt as f64 / n as f64;
         assert!((share - 0.25).abs() < 4.0 * (0.25f64 * 0.75 / n as f64).sqrt(), "{share}");
