@@ -460,7 +460,8 @@ impl GroupMember {
 
 /// fio's steady-state detection (steadystate.c): every `interval_ns` the coordinator takes the
 /// I/O rate (operations or bytes per second of the kinds in `kinds_mask`) of a unit since the last
-/// check (with `lat`, their mean latency: the latency summed over those operations over their count); after `ramp_ns` (and one interval more) it keeps the last `dur_ns / interval_ns` of them.
+/// check (with `lat`, their mean latency: the latency summed over those operations over their
+/// count); after `ramp_ns` (and one interval more) it keeps the last `dur_ns / interval_ns` of them.
 /// Once the window is full, each check computes the criterion over it: the least-squares slope of
 /// the values against their index (`slope`), or the largest distance of a value from their mean;
 /// with `pct`, as a percentage of the mean. Below `limit` (the slope's absolute value), the unit is
@@ -820,6 +821,14 @@ where
         let cpu_at_release = (warmup_ns == 0).then(cpu::snapshot);
         let start = now_ns();
         start_at.store(start, SeqCst);
+        // A member with no start delay and no job to wait for starts with the phase: it counts as
+        // started from the release on (exit_what=stonewall stops it), not from whenever its first
+        // thread is next scheduled, which on a busy machine may be after another member has ended.
+        for (m, g) in members.iter().enumerate() {
+            if g.start_delay_ns == 0 && g.wait_for.is_none() {
+                started_at[m].store(start, SeqCst);
+            }
+        }
         gate.release();
         let measure_start = start.saturating_add(warmup_ns);
         let all_done = || finished.load(SeqCst) == started;
