@@ -228,9 +228,9 @@ def test_their_defaults_say_nothing_and_bad_values_are_refused():
             "inline, offload")
 
 
-def test_a_latency_log_is_refused_with_the_reason():
-    refused("[a]\nrw=read\nsize=1m\nwrite_lat_log=lat\n", r"line 4: option write_lat_log is not supported by "
-            r"fsmeter yet \(planned\) \(the engine keeps no latency per sample interval")
+def test_a_latency_histogram_log_is_refused_with_the_reason():
+    refused("[a]\nrw=read\nsize=1m\nwrite_hist_log=lat\n", r"line 4: option write_hist_log is not supported by "
+            r"fsmeter yet \(planned\) \(the engine keeps no latency histogram per sample interval")
 
 
 def test_logs_are_named_as_fio_names_them(tmp_path):

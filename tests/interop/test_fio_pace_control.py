@@ -243,8 +243,7 @@ def test_steadystate_options_map_as_fio_reads_them():
     assert one("[a]\nrw=read\nsize=1m\nss_dur=5\n").params["steadystate"]["criterion"] == "iops_slope"
     m = one("[a]\nrw=read\nsize=1m\nss=iops:10%\n")
     assert "steadystate" not in m.params and any("without steadystate_duration" in n for n in m.notes)
-    refused("[a]\nrw=read\nsize=1m\nss=lat:5%\nss_dur=10\n", r"line 4: ss=lat:5%: a latency criterion is not "
-            r"supported by fsmeter yet")
+    assert one("[a]\nrw=read\nsize=1m\nss=lat_slope:0.1%\nss_dur=10\n").params["steadystate"]["criterion"] == "lat_slope"
     refused("[a]\nrw=read\nsize=1m\nss=iops\nss_dur=10\n", r"line 4: ss=iops: write CRITERION:LIMIT")
     refused("[a]\nrw=read\nsize=1m\nss=iops:5%\nss_dur=1\n", r"line 5: ss_dur=1: the window holds fewer than two")
 

@@ -38,6 +38,38 @@ pub struct Interval {
     /// absent for workloads whose rates are rates of operations.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub units: Option<u64>,
+    /// Latency of the operations that completed in this interval, per kind (only when the phase
+    /// was asked to keep it: fio's latency logs). Counted by completion time on the interval grid,
+    /// so `lat[k].count` may differ by a few from `ops_by_kind[k]` (counted when sampled); over the
+    /// phase both add up to the kind's count.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub lat: BTreeMap<String, IntervalLat>,
+}
+
+/// Latency of one kind's operations in one interval: count, sum, mean, smallest and largest (ns).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct IntervalLat {
+    pub count: u64,
+    pub sum_ns: u64,
+    pub mean_ns: f64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+}
+
+impl IntervalLat {
+    pub fn add(&mut self, count: u64, sum_ns: u64, min_ns: u64, max_ns: u64) {
+        if count == 0 {
+            return;
+        }
+        if self.count == 0 {
+            self.min_ns = min_ns;
+        }
+        self.count += count;
+        self.sum_ns = self.sum_ns.saturating_add(sum_ns);
+        self.min_ns = self.min_ns.min(min_ns);
+        self.max_ns = self.max_ns.max(max_ns);
+        self.mean_ns = self.sum_ns as f64 / self.count as f64;
+    }
 }
 
 impl Interval {
@@ -49,6 +81,7 @@ impl Interval {
             bytes: bytes.iter().sum(),
             ops_by_kind: kinds.iter().zip(ops).filter(|(_, &n)| n > 0).map(|(k, &n)| (k.to_string(), n)).collect(),
             units: None,
+            lat: BTreeMap::new(),
         }
     }
 }

@@ -220,7 +220,7 @@ class PaceParams(BaseModel):
 class SteadyParams(BaseModel):
     """Stop a job once its rate is steady (fio's steadystate; engine: access/pace.rs, measure::Steady)."""
     model_config = ConfigDict(extra="forbid", defer_build=True)
-    criterion: Literal["iops", "iops_slope", "bw", "bw_slope"]
+    criterion: Literal["iops", "iops_slope", "bw", "bw_slope", "lat", "lat_slope"]
     limit: float = Field(ge=0, description="the criterion's bound (an absolute value, or a % of the mean with pct)")
     pct: bool = False
     dur_s: float = Field(gt=0, description="the rolling window judged")
@@ -233,6 +233,31 @@ class SteadyParams(BaseModel):
         if self.dur_s / self.interval_s < 2:
             raise ValueError("steadystate.dur_s: make it at least twice interval_s (two samples)")
         return self
+
+
+class CmdPrioRule(BaseModel):
+    """pct percent of the requests of `size` bytes (0: any size) get the ioprio `ioprio` (engine: access/prio.rs)."""
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    size: int = Field(0, ge=0, lt=1 << 32)
+    pct: int = Field(ge=0, le=100)
+    ioprio: int = Field(ge=0, le=0xFFFF, description="class << 13 | hint << 3 | level")
+
+
+class IoprioParams(BaseModel):
+    """I/O priorities (fio's prio/prioclass per thread, cmdprio per request on io_uring)."""
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    thread: int = Field(0, ge=0, le=0xFFFF, description="each run thread's ioprio (0: left as it is)")
+    cmd: list[list[CmdPrioRule]] = Field(default_factory=lambda: [[], []], min_length=2, max_length=2,
+                                         description="per-request rules for reads, then writes")
+
+
+class IoLogParams(BaseModel):
+    """fio's per-I/O latency log, written by the engine after the run phase (engine: access/iolog.rs)."""
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    paths: list[str] = Field(min_length=1, description="the files to write, each with every line")
+    offset: bool = Field(False, description="an offset column (fio's log_offset)")
+    prio_hex: bool = Field(False, description="the priority as 16-bit hex (fio's log_prio)")
+    max_records: int = Field(1 << 20, ge=1, le=1 << 28, description="requests each thread logs at most")
 
 
 class MemPolicyParams(BaseModel):
@@ -386,6 +411,12 @@ class AccessParams(BaseModel):
                              "rate_iops, rate_process, rate_min, thinktime)")
     steadystate: Optional[SteadyParams] = Field(None, description="stop once the rate is steady (fio's "
                                                 "steadystate)")
+    interval_lat: bool = Field(False, description="keep the run phase's latency per sample interval (each "
+                               "interval's lat: count, mean, min, max per kind), for fio's latency logs")
+    ioprio: IoprioParams = Field(default_factory=IoprioParams, description="I/O priorities of the run phase's "
+                                 "threads and requests")
+    io_log: Optional[IoLogParams] = Field(None, description="log every measured request of the run phase in fio's "
+                                          "per-I/O latency log format")
     place: PlaceParams = Field(default_factory=PlaceParams, description="where the run phase's threads run and "
                                "their memory comes from (fio's cpus_allowed, numa_cpu_nodes, numa_mem_policy)")
     content: Optional[ContentParams] = Field(None, description="what writes carry, as fio makes its buffers: "

@@ -43,6 +43,11 @@ SUPPORTED = {
       "atomic"),
     # The mmap, libpmem, cpuio and libblkio engines (_engine_setup, _cpuio_job).
     "cpuload", "cpuchunks", "cpumode", "exit_on_io_done", "libblkio_driver", "libblkio_path",
+    # fio's logs (_logs, _log_format).
+    "write_lat_log", "log_offset", "log_max_value", "log_window_value", "log_prio",
+    # I/O priorities (_ioprio).
+    "prio", "prioclass", "priohint", "cmdprio_percentage", "cmdprio_class", "cmdprio", "cmdprio_hint",
+    "cmdprio_bssplit",
 }
 #: Options accepted because they change nothing fsmeter measures (or counts): why, as the note printed.
 ACCEPTED = {
@@ -75,19 +80,12 @@ PLANNED = {
     "fdatasync", "sync", "file_service_type",
     "zipf", "pareto", "norandommap_percentage", "iodepth_batch",
     "iodepth_batch_submit", "iodepth_batch_complete", "iodepth_low", "fallocate", "overwrite",
-    "fsync_on_close", "write_barrier", "bs_unaligned", "unified_rw_reporting", "allrandrepeat", "rwmixcycle", "opendir", "lockfile", "nice", "prio",
-    "write_lat_log", "write_hist_log", "hipri", "fixedbufs", "registerfiles", "sqthread_poll",
-    "continue_on_error", "ioscheduler", "rate_ignore_thinktime", "prioclass", "priohint", "cmdprio_percentage",
-    "cmdprio_class", "cmdprio", "cmdprio_hint", "cmdprio_bssplit", "log_prio",
+    "fsync_on_close", "write_barrier", "bs_unaligned", "unified_rw_reporting", "allrandrepeat", "rwmixcycle", "opendir", "lockfile", "nice",
+    "write_hist_log", "hipri", "fixedbufs", "registerfiles", "sqthread_poll",
+    "continue_on_error", "ioscheduler", "rate_ignore_thinktime",
 }
 #: What a planned option waits for, when it is more than the mapping (the error line says it).
-_IOPRIO_WHY = ("fsmeter sets no I/O priority yet (a thread's ioprio_set, or io_uring's per-request ioprio): the "
-               "requests would all run at the default priority")
 PLANNED_WHY = {
-    **{k: _IOPRIO_WHY for k in ("prio", "prioclass", "priohint", "cmdprio_percentage", "cmdprio_class", "cmdprio",
-                                "cmdprio_hint", "cmdprio_bssplit")},
-    "log_prio": "fsmeter's logs carry no I/O priority (it sets none yet)",
-    "write_lat_log": "the engine keeps no latency per sample interval yet, so there is no latency log to write",
     "write_hist_log": "the engine keeps no latency histogram per sample interval yet",
     "verify_only": "fio then only reads back what an earlier run of the job wrote, without writing; fsmeter lays "
                    "its verified files out anew in each run",
@@ -211,8 +209,10 @@ class MappedJob:
     dir: Optional[Path] = None
     #: Leave the files in place after the run (they were there before it: the user's own).
     keep_files: bool = False
-    #: fio logs to write after the run: (kind "bw" or "iops", file name).
+    #: fio logs to write after the run: (kind "bw", "iops", "lat", "clat" or "slat", file name).
     logs: list = field(default_factory=list)
+    #: How the log lines are written (_log_format): offset and priority columns, average/max/both.
+    log_format: dict = field(default_factory=dict)
     #: access parameter -> the job file's option it comes from, for errors: (line, name=value as written).
     sources: dict = field(default_factory=dict)
     group_reporting: bool = False
@@ -691,32 +691,41 @@ def _accepted_notes(ctx: _Ctx, notes: list) -> None:
         notes.append(f"{opt.as_written}: {why}")
 
 
+#: fio's log options -> the logs each writes (write_lat_log: total, submission and completion latency, in
+#: fio's order; disable_lat/disable_slat/disable_clat leave one out, as in fio).
+_LOG_KINDS = (("write_bw_log", ("bw",)), ("write_iops_log", ("iops",)), ("write_lat_log", ("lat", "slat", "clat")))
+
+
 def _logs(ctx: _Ctx, name: str, numjobs: int, settings: dict, notes: list) -> list:
-    """write_bw_log / write_iops_log: fio's log files (named as fio names them, the job's number filled in by
-    map_jobfile), one line per sample interval, as fio writes them with log_avg_msec (which sets the interval)."""
+    """write_bw_log / write_iops_log / write_lat_log: fio's log files (named as fio names them, the job's number
+    filled in by map_jobfile), one line per sample interval, as fio writes them with log_avg_msec (which sets the
+    interval)."""
     from fsmeter.textfile import check_output_path
 
     out = []
     per_job = ctx.flag("per_job_logs", True)
-    for key, kind in (("write_bw_log", "bw"), ("write_iops_log", "iops")):
+    for key, kinds in _LOG_KINDS:
         opt = ctx.job.get(key)
         if opt is None:
             continue
         stem = (opt.value or "").strip() or name
         if any(c in stem for c in "\n\0"):
             ctx.fail(opt, "give a file name prefix")
-        out.append((kind, stem + f"_{kind}" + (".{n}.log" if per_job else ".log")))
-        try:
-            check_output_path(Path(stem + f"_{kind}.log"), f"{ctx.where} line {opt.line}: {key}")
-        except UserError as exc:
-            raise UserError(f"{exc.message}") from None
+        for kind in kinds:
+            if kind != "bw" and kind != "iops" and ctx.flag(f"disable_{kind}"):
+                continue
+            out.append((kind, stem + f"_{kind}" + (".{n}.log" if per_job else ".log")))
+            try:
+                check_output_path(Path(stem + f"_{kind}.log"), f"{ctx.where} line {opt.line}: {key}")
+            except UserError as exc:
+                raise UserError(f"{exc.message}") from None
     if not out:
         return out
     avg = ctx.job.get("log_avg_msec")
     ms = ctx.int("log_avg_msec", 0, 0, 3_600_000) if avg is not None else 0
     if ms:
         settings["interval_s"] = ms / 1000.0
-    else:
+    elif {k for k, _ in out} & {"bw", "iops"}:
         notes.append("write_bw_log/write_iops_log: fio logs every I/O unless log_avg_msec is set; fsmeter writes one "
                      "line per sample interval (1 s; log_avg_msec=N sets it): the interval's average, as fio's "
                      "log_avg_msec lines")
@@ -994,6 +1003,8 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
     _engine_setup(ctx, engine, params, notes)
     settings = {"threads": numjobs, "seed": seed, "backend": ENGINES[engine]}
     logs = _logs(ctx, name, numjobs, settings, notes)
+    log_format = _log_format(ctx, logs, params, numjobs, notes)
+    _ioprio(ctx, engine, params, notes)
     delay = ctx.job.get("startdelay")
     start_delay = 0.0
     if delay is not None:
@@ -1010,7 +1021,8 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
             ctx.fail(ew, "use group, stonewall or all")
     ctx.flag("exitall")
     return MappedJob(name=name, line=job.line, group=group, params=params, settings=settings, notes=notes,
-                     fio_rw=rw, dir=place.dir, keep_files=real is not None, logs=logs, sources=_sources(job),
+                     fio_rw=rw, dir=place.dir, keep_files=real is not None, logs=logs, log_format=log_format,
+                     sources=_sources(job),
                      group_reporting=ctx.flag("group_reporting"), start_delay_s=start_delay, exit_what=exit_what)
 
 
@@ -1333,6 +1345,173 @@ def _place(ctx: _Ctx, notes: list) -> Optional[dict]:
     return out or None
 
 
+def _io_log_records(params: dict, threads: int) -> int:
+    """Requests each thread's per-I/O log keeps (32 bytes each, allocated before the start): what a job with a
+    byte total does (its smallest request size), else 2^22 records shared by its threads (128 MiB), at least
+    2^16 and at most 2^20 each."""
+    cap = max(1 << 16, min(1 << 20, (1 << 22) // max(threads, 1)))
+    total, sizes = params.get("total_bytes"), [e["size"] for e in params.get("entries") or []]
+    if total and sizes:
+        return max(16, min(cap, total // min(sizes) // max(threads, 1) + 16))
+    return cap
+
+
+def _log_format(ctx: _Ctx, logs: list, params: dict, threads: int, notes: list) -> dict:
+    """How the job's log lines are written, as fio's flush_samples writes them: log_offset (an offset column),
+    log_prio (the priority column as fio's 16-bit class and level in hex instead of 0/1), log_max_value /
+    log_window_value (avg, max or both: the latency logs' value per window). write_lat_log has the engine keep
+    each sample interval's latency (interval_lat) with log_avg_msec, and without it log every measured request
+    (io_log: the engine writes the _lat and _clat files, fio's per-I/O lines)."""
+    fmt = {"offset": ctx.flag("log_offset"), "prio": ctx.flag("log_prio"), "window": "avg"}
+    key = _alias(ctx, ("log_max_value", "log_window_value"))
+    if key is not None:
+        opt = ctx.job.get(key)
+        v = (opt.value or "").strip().lower()
+        window = {"0": "avg", "avg": "avg", "1": "max", "max": "max", "both": "both"}.get(v)
+        if window is None:
+            ctx.fail(opt, "use avg, max or both (or 0 and 1, fio's old avg and max)")
+        fmt["window"] = window
+    kinds = {k for k, _ in logs}
+    averaged = ctx.job.get("log_avg_msec") is not None and ctx.int("log_avg_msec", 0, 0, 3_600_000) > 0
+    per_io = [k for k in ("offset", "prio") if fmt[k]]
+    if per_io and ({"bw", "iops"} & kinds or (averaged and kinds)):
+        notes.append(f"log_{'/log_'.join(per_io)}: fio's per-I/O lines (without log_avg_msec) carry each request's "
+                     f"{' and '.join(per_io)}; its averaged lines, as fsmeter writes them, carry 0 there"
+                     + ("; the requests given a priority are counted in counters.cmdprio_ios" if fmt["prio"] else ""))
+    lat_files = [f for k, f in logs if k in ("lat", "clat")]
+    if lat_files and not averaged:
+        # fio's default: one line per request, written by the engine after the phase.
+        fmt["per_io"] = True
+        params["io_log"] = {"paths": [os.path.abspath(f) for f in lat_files], "offset": fmt["offset"],
+                            "prio_hex": fmt["prio"], "max_records": _io_log_records(params, threads)}
+        if fmt["window"] != "avg":
+            notes.append(f"{ctx.job.get(key).as_written}: fio uses it only with log_avg_msec; without it every "
+                         "request is logged, as in fio")
+    if kinds & {"lat", "clat", "slat"}:
+        params["interval_lat"] = averaged
+        backend = (ctx.job.get("ioengine").value or "").strip() if ctx.job.get("ioengine") is not None else "psync"
+        if "slat" in kinds and backend in ("io_uring", "libaio"):
+            notes.append("write_lat_log: fsmeter times each request from its submission to its completion, with no "
+                         "separate submission time: the _lat and _clat logs carry that latency and the _slat log is "
+                         "empty (fio's _slat: the time to submit; with a synchronous engine fio's is empty too)")
+    return fmt
+
+
+#: fio's option -> (lowest, highest) of each value (prio levels 0-7, classes 1 real-time, 2 best-effort, 3 idle,
+#: hints 0-1023: the kernel's ioprio fields).
+_PRIO_RANGES = {"prio": (0, 7), "prioclass": (0, 3), "priohint": (0, 1023), "cmdprio_percentage": (0, 100),
+                "cmdprio_class": (1, 3), "cmdprio": (0, 7), "cmdprio_hint": (0, 1023)}
+_CMDPRIO_OPTS = ("cmdprio_percentage", "cmdprio_class", "cmdprio", "cmdprio_hint", "cmdprio_bssplit")
+
+
+def _ioprio_value(cls: int, level: int, hint: int) -> int:
+    """The kernel's 16-bit ioprio: class in bits 13-15 (no class: best-effort, as fio's ioprio_value), hint in
+    bits 3-12, level in bits 0-2."""
+    return ((cls or 2) << 13) | (hint << 3) | level
+
+
+def _prio_pair(ctx: _Ctx, name: str, default: int) -> list:
+    """An int[,int] option of fio's cmdprio: one value for reads and writes, or READ,WRITE (an empty side keeps
+    the default)."""
+    opt = ctx.job.get(name)
+    if opt is None:
+        return [default, default]
+    lo, hi = _PRIO_RANGES[name]
+    parts = [p.strip() for p in (opt.value or "").split(",")]
+    if len(parts) == 1:
+        parts = parts * 2
+    if len(parts) != 2 or not any(parts):
+        ctx.fail(opt, f"give a whole number from {lo} to {hi}, or READ,WRITE")
+    out = []
+    for p in parts:
+        if p == "":
+            out.append(default)
+            continue
+        try:
+            v = parse_fio_int(p)
+        except ValueError:
+            v = -1
+        if not lo <= v <= hi:
+            ctx.fail(opt, f"{p!r}: give a whole number from {lo} to {hi}")
+        out.append(v)
+    return out
+
+
+def _cmdprio_bssplit(ctx: _Ctx, cls: list, level: list, hint: list) -> list:
+    """cmdprio_bssplit=BS/PCT[/CLASS/LEVEL[/HINT]]:...[,WRITE LIST] -> per direction, the engine's rules. An entry
+    without its own class and level takes cmdprio_class, cmdprio and cmdprio_hint; one list covers both
+    directions, as in fio."""
+    opt = ctx.job.get("cmdprio_bssplit")
+    lists = [x.strip() for x in (opt.value or "").split(",")]
+    if len(lists) == 1:
+        lists = lists * 2
+    if len(lists) > 3 or not any(lists):
+        ctx.fail(opt, "write BS/PCT[/CLASS/LEVEL[/HINT]]:... for reads, then ,LIST for writes")
+    out = [[], []]
+    for d in (0, 1):
+        for ent in filter(None, (e.strip() for e in lists[d].split(":"))):
+            f = [x.strip() for x in ent.split("/")]
+            if len(f) not in (2, 4, 5):
+                ctx.fail(opt, f"{ent!r}: write BS/PCT, BS/PCT/CLASS/LEVEL or BS/PCT/CLASS/LEVEL/HINT")
+            try:
+                size = parse_fio_size(f[0], ctx.kb_base)
+                nums = [parse_fio_int(x) for x in f[1:]]
+            except ValueError:
+                ctx.fail(opt, f"{ent!r}: a size, then whole numbers")
+            for v, (lo, hi), what in zip(nums, ((0, 100), (0, 3), (0, 7), (0, 1023)),
+                                         ("percentage", "class", "level", "hint")):
+                if not lo <= v <= hi:
+                    ctx.fail(opt, f"{ent!r}: the {what} must be from {lo} to {hi}")
+            if not 0 < size < 1 << 32:
+                ctx.fail(opt, f"{ent!r}: the block size must be above 0 and below 4 GiB")
+            if len(nums) == 1:
+                value = _ioprio_value(cls[d], level[d], hint[d])
+            else:
+                value = _ioprio_value(nums[1], nums[2], nums[3] if len(nums) == 4 else 0)
+            out[d].append({"size": size, "pct": nums[0], "ioprio": value})
+        for s in {r["size"] for r in out[d]}:
+            total = sum(r["pct"] for r in out[d] if r["size"] == s)
+            if total > 100:
+                ctx.fail(opt, f"the percentages for block size {s} add up to {total}: at most 100")
+    return out
+
+
+def _ioprio(ctx: _Ctx, engine: str, params: dict, notes: list) -> None:
+    """fio's I/O priorities. prio/prioclass/priohint: the priority of each thread of the job (ioprio_set, as fio
+    sets it on each job). cmdprio_percentage or cmdprio_bssplit (with cmdprio_class, default real-time, cmdprio
+    and cmdprio_hint): a per-request priority on that share of the requests, as fio's io_uring and libaio engines
+    set it (engines/cmdprio.c); fio has these options only with those engines."""
+    given = [k for k in ("prio", "prioclass", "priohint") if ctx.job.get(k) is not None]
+    spec: dict = {}
+    if given:
+        v = {k: ctx.int(k, 0, *_PRIO_RANGES[k]) for k in ("prio", "prioclass", "priohint")}
+        spec["thread"] = _ioprio_value(v["prioclass"], v["prio"], v["priohint"])
+    cmd = [k for k in _CMDPRIO_OPTS if ctx.job.get(k) is not None]
+    if cmd:
+        opt = ctx.job.get(cmd[0])
+        if engine not in ("io_uring", "libaio"):
+            ctx.fail(opt, f"an option of fio's io_uring and libaio engines (fio refuses it with ioengine={engine}): "
+                          "use ioengine=io_uring, or prio/prioclass for every request of the job")
+        pct, cls = _prio_pair(ctx, "cmdprio_percentage", 0), _prio_pair(ctx, "cmdprio_class", 1)
+        level, hint = _prio_pair(ctx, "cmdprio", 0), _prio_pair(ctx, "cmdprio_hint", 0)
+        if ctx.job.get("cmdprio_bssplit") is not None:
+            if ctx.job.get("cmdprio_percentage") is not None:
+                ctx.fail(ctx.job.get("cmdprio_percentage"), "cmdprio_percentage and cmdprio_bssplit exclude each other "
+                                                             "(as in fio): keep one")
+            rules = _cmdprio_bssplit(ctx, cls, level, hint)
+        else:
+            rules = [[{"size": 0, "pct": pct[d], "ioprio": _ioprio_value(cls[d], level[d], hint[d])}] if pct[d] else []
+                     for d in (0, 1)]
+        if any(r["pct"] for d in rules for r in d):
+            spec["cmd"] = rules
+            notes.append("cmdprio: each request's priority is drawn as fio draws it and set on its io_uring request "
+                         "(sqe.ioprio); counters.cmdprio_ios counts the measured requests that got one")
+    if spec:
+        params["ioprio"] = spec
+        notes.append("I/O priorities take effect where the I/O scheduler or the device honours them (a tmpfs or "
+                     "page-cache hit has none to honour)")
+
+
 def _alias(ctx: _Ctx, names: tuple):
     """The option among fio's aliases that the job sets (the later line wins, as in fio), or None."""
     given = [n for n in names if ctx.job.get(n) is not None]
@@ -1357,11 +1536,9 @@ def _steadystate(ctx: _Ctx, notes: list) -> Optional[dict]:
     text = (crit_opt.value or "").strip() if crit_opt is not None else "iops_slope:0.01%"
     kind, sep, lim = text.partition(":")
     kind = kind.strip()
-    if kind in ("lat", "lat_slope"):
-        ctx.fail(crit_opt, "a latency criterion is not supported by fsmeter yet (planned: the engine keeps no latency "
-                           "per sample interval): use iops, iops_slope, bw or bw_slope, or run this job with fio")
-    if kind not in ("iops", "iops_slope", "bw", "bw_slope") or not sep:
-        ctx.fail(crit_opt, "write CRITERION:LIMIT, CRITERION one of iops, iops_slope, bw, bw_slope (e.g. iops:10%)")
+    if kind not in ("iops", "iops_slope", "bw", "bw_slope", "lat", "lat_slope") or not sep:
+        ctx.fail(crit_opt, "write CRITERION:LIMIT, CRITERION one of iops, iops_slope, bw, bw_slope, lat, lat_slope "
+                           "(e.g. iops:10%)")
     lim = lim.strip()
     pct = lim.endswith("%")
     try:
@@ -1384,7 +1561,8 @@ def _steadystate(ctx: _Ctx, notes: list) -> Optional[dict]:
     for key, v in ((dur_key, dur), (ramp_key, out["ramp_s"]), (iv_key, interval)):
         if v > MAX_DURATION_S:
             ctx.fail(ctx.job.get(key), f"at most {MAX_DURATION_S:.0f} s")
-    notes.append(f"steadystate={kind}:{lim}: every {interval:g} s the {'bandwidth' if kind.startswith('bw') else 'IOPS'} "
+    what = {"bw": "bandwidth", "la": "mean completion latency (ns)"}.get(kind[:2], "IOPS")
+    notes.append(f"steadystate={kind}:{lim}: every {interval:g} s the {what} "
                  f"of {'the reporting group' if out['group'] else 'each thread'} is sampled; once {dur:g} s of samples "
                  "(after the ramp) meet the criterion, it stops, as fio's does")
     return out
@@ -1863,6 +2041,8 @@ def map_jobfile(path: Path, target: Optional[Path] = None, dir_given: bool = Tru
             raise UserError(f"{where} line {job.line}: a second job named {m.name}: give each job its own name")
         names.add(m.name)
         m.logs = [(k, f.replace("{n}", str(thread_no))) for k, f in m.logs]  # fio numbers logs by thread, from 1
+        if "io_log" in m.params:
+            m.params["io_log"]["paths"] = [f.replace("{n}", str(thread_no)) for f in m.params["io_log"]["paths"]]
         thread_no += int(m.settings["threads"])
         m.report_group = report_group
         ea = job.get("exitall")

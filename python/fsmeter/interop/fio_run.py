@@ -83,10 +83,12 @@ def run_jobfile(jobs: list, ref: str, console: Console, **run_opts) -> dict:
             for rep in one["phases"].values():
                 _order_jobs(rep, m)
             run = one["phases"].get("run")
+            fmts = {j.name: j.log_format for j in m.jobs}
             for name, kind, fname in m.logs:
                 jr = ((run or {}).get("jobs") or {}).get(name)
                 if jr is not None:
-                    write_fio_log(Path(fname), jr, kind, since_s=float(jr.get("start_s") or 0.0))
+                    if not (fmts[name].get("per_io") and kind in ("lat", "clat")):  # else the engine wrote it
+                        write_fio_log(Path(fname), jr, kind, since_s=float(jr.get("start_s") or 0.0), fmt=fmts[name])
                     console.print(f"wrote {fname}", highlight=False)
         else:
             doc["jobs"][m.name] = {"job": one["job"], "fio_line": m.line, "notes": m.notes, "group": m.group,
@@ -94,7 +96,8 @@ def run_jobfile(jobs: list, ref: str, console: Console, **run_opts) -> dict:
             run = one["phases"].get("run")
             if m.logs and run is not None:
                 for kind, fname in m.logs:
-                    write_fio_log(Path(fname), run, kind)
+                    if not (m.log_format.get("per_io") and kind in ("lat", "clat")):  # else the engine wrote it
+                        write_fio_log(Path(fname), run, kind, fmt=m.log_format)
                     console.print(f"wrote {fname}", highlight=False)
             if run is not None and "jobs" not in run:
                 # A lone job is its group: the same shape as a group's phase, its window the phase's.
@@ -190,14 +193,23 @@ def group_line(rep: dict) -> str:
     return f"  group {g['group']} (all jobs): " + "; ".join(parts or ["no data moved"])
 
 
-def fio_log_lines(report: dict, kind: str, since_s: float = 0.0) -> list:
-    """fio's bandwidth (KiB/s) or IOPS log of one measured phase, as fio writes it with log_avg_msec: per
-    sample interval and direction that did I/O, 'time ms, value, direction, 0, 0' (time: the interval's end
-    since the phase started; direction 0 read, 1 write; block size and priority 0, as in fio 3's averaged
-    lines). `since_s`: when the job started in its phase (a job of a group that starts late): its log's times
-    count from its own start, as fio's do, and intervals before it are left out.
+def fio_log_lines(report: dict, kind: str, since_s: float = 0.0, fmt: Optional[dict] = None) -> list:
+    """fio's bandwidth (KiB/s), IOPS or latency (ns) log of one measured phase, as fio writes it with
+    log_avg_msec: per sample interval and direction that did I/O, 'time ms, value, direction, 0, 0' (time: the
+    interval's end since the phase started; direction 0 read, 1 write, 2 trim (latency logs); block size and
+    priority 0, as in fio 3's averaged lines). `since_s`: when the job started in its phase (a job of a group
+    that starts late): its log's times count from its own start, as fio's do, and intervals before it are left
+    out. `fmt` (fio_map's log_format): `offset` adds fio's offset column (0 in averaged lines, as fio's),
+    `prio` writes the priority column in hex (0x0000), `window` max or both logs the latency window's largest
+    value instead of (or after) its mean.
     Bandwidth is the interval's bytes of that direction: the interval's I/Os of it times the direction's mean
-    request size over the phase (exact for one request size)."""
+    request size over the phase (exact for one request size). Latency is the mean (fio: rounded to the nearest
+    ns) of the requests that completed in the interval, from issue to completion; the _slat log is empty
+    (fsmeter has no separate submission time)."""
+    fmt = fmt or {}
+    tail = (", 0" if fmt.get("offset") else "") + (", 0x0000" if fmt.get("prio") else ", 0")
+    if kind in ("lat", "clat", "slat"):
+        return [] if kind == "slat" else _lat_log_lines(report, since_s, fmt.get("window", "avg"), tail)
     ops = report.get("ops") or {}
     lines = []
     for iv in report.get("intervals") or []:
@@ -218,9 +230,27 @@ def fio_log_lines(report: dict, kind: str, since_s: float = 0.0) -> list:
                 value = n / dur
             else:
                 value = n * (o.get("bytes") or 0) / o["count"] / dur / 1024
-            lines.append(f"{end_ms}, {int(value + 0.5)}, {ddir}, 0, 0")
+            lines.append(f"{end_ms}, {int(value + 0.5)}, {ddir}, 0{tail}")
     return lines
 
 
-def write_fio_log(path: Path, report: dict, kind: str, since_s: float = 0.0) -> None:
-    path.write_text("".join(line + "\n" for line in fio_log_lines(report, kind, since_s)), encoding="utf-8")
+def _lat_log_lines(report: dict, since_s: float, window: str, tail: str) -> list:
+    lines = []
+    for iv in report.get("intervals") or []:
+        t_end = float(iv.get("t_s") or 0) - since_s
+        if t_end <= 0:
+            continue
+        end_ms = int(round(t_end * 1000))
+        lat = iv.get("lat") or {}
+        for ddir, name in ((0, "read"), (1, "write"), (2, "trim")):
+            one = lat.get(name)
+            if not one or not one.get("count"):
+                continue
+            mean = int(one["sum_ns"] / one["count"] + 0.5)
+            value = {"avg": f"{mean}", "max": f"{one['max_ns']}", "both": f"{mean}, {one['max_ns']}"}[window]
+            lines.append(f"{end_ms}, {value}, {ddir}, 0{tail}")
+    return lines
+
+
+def write_fio_log(path: Path, report: dict, kind: str, since_s: float = 0.0, fmt: Optional[dict] = None) -> None:
+    path.write_text("".join(line + "\n" for line in fio_log_lines(report, kind, since_s, fmt)), encoding="utf-8")

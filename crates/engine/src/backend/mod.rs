@@ -59,6 +59,9 @@ pub struct IoReq {
     pub offset: u64,
     pub len: u32,
     pub write: bool,
+    /// The request's own I/O priority (io_uring's sqe.ioprio; 0: the thread's). Only io_uring
+    /// carries it: the synchronous backends have no per-request priority.
+    pub ioprio: u16,
 }
 
 pub trait IoBackend {

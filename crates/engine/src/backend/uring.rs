@@ -41,15 +41,23 @@ impl UringBackend {
         macro_rules! build {
             ($fd:expr) => {
                 match (req.write, self.fixed_bufs) {
-                    (false, true) => opcode::ReadFixed::new($fd, buf, req.len, slot as u16).offset(req.offset).build(),
+                    (false, true) => opcode::ReadFixed::new($fd, buf, req.len, slot as u16)
+                        .offset(req.offset)
+                        .ioprio(req.ioprio)
+                        .build(),
                     (true, true) => opcode::WriteFixed::new($fd, buf, req.len, slot as u16)
                         .offset(req.offset)
+                        .ioprio(req.ioprio)
                         .rw_flags(self.write_flags)
                         .build(),
-                    (false, false) => opcode::Read::new($fd, buf, req.len).offset(req.offset).build(),
-                    (true, false) => {
-                        opcode::Write::new($fd, buf, req.len).offset(req.offset).rw_flags(self.write_flags).build()
+                    (false, false) => {
+                        opcode::Read::new($fd, buf, req.len).offset(req.offset).ioprio(req.ioprio).build()
                     }
+                    (true, false) => opcode::Write::new($fd, buf, req.len)
+                        .offset(req.offset)
+                        .ioprio(req.ioprio)
+                        .rw_flags(self.write_flags)
+                        .build(),
                 }
             };
         }

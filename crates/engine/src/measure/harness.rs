@@ -13,6 +13,7 @@ use std::sync::{Condvar, Mutex};
 use super::clock::{now_ns, park_until_ns};
 use super::cpu;
 use super::hist::LatHist;
+use super::interval_lat::{attach, IntervalLatRecorder, LatCell};
 use crate::error::{EngineError, Result};
 use crate::report::{Interval, OpStats, PhaseReport, Totals};
 
@@ -220,6 +221,8 @@ pub struct PhaseTiming {
 struct ThreadCounters {
     ops: [AtomicU64; MAX_KINDS],
     bytes: [AtomicU64; MAX_KINDS],
+    /// Summed latency (ns) of the operations counted in `ops`, per kind (steady state on latency).
+    lat_ns: [AtomicU64; MAX_KINDS],
     /// Units of work counted with `Recorder::count_unit` (fileset: transactions).
     units: AtomicU64,
     finished: AtomicBool,
@@ -230,6 +233,7 @@ impl ThreadCounters {
         ThreadCounters {
             ops: std::array::from_fn(|_| AtomicU64::new(0)),
             bytes: std::array::from_fn(|_| AtomicU64::new(0)),
+            lat_ns: std::array::from_fn(|_| AtomicU64::new(0)),
             units: AtomicU64::new(0),
             finished: AtomicBool::new(false),
         }
@@ -247,8 +251,11 @@ pub struct Recorder<'a> {
     hists: Vec<LatHist>,
     ops: [u64; MAX_KINDS],
     bytes: [u64; MAX_KINDS],
+    lat_ns: [u64; MAX_KINDS],
     units: u64,
     last_end_ns: u64,
+    /// Latency per sample interval, when the member asked for it (GroupMember::interval_lat).
+    interval_lat: Option<IntervalLatRecorder<MAX_KINDS>>,
 }
 
 impl<'a> Recorder<'a> {
@@ -269,12 +276,18 @@ impl<'a> Recorder<'a> {
     #[inline(always)]
     pub fn record(&mut self, kind: usize, bytes: u64, t0: u64, t1: u64) {
         if t0 >= self.measure_start_ns {
-            self.hists[kind].record(t1.saturating_sub(t0));
+            let lat = t1.saturating_sub(t0);
+            self.hists[kind].record(lat);
             self.ops[kind] += 1;
             self.bytes[kind] += bytes;
+            self.lat_ns[kind] = self.lat_ns[kind].wrapping_add(lat);
             // Single writer: a relaxed store is a plain move, no locked instruction.
             self.shared.ops[kind].store(self.ops[kind], Relaxed);
             self.shared.bytes[kind].store(self.bytes[kind], Relaxed);
+            self.shared.lat_ns[kind].store(self.lat_ns[kind], Relaxed);
+            if let Some(il) = &mut self.interval_lat {
+                il.add(kind, lat, t1);
+            }
             self.last_end_ns = t1;
         }
     }
@@ -424,6 +437,8 @@ pub struct GroupMember {
     pub report_group: u32,
     /// Stop when its rate is steady (fio's steadystate), judged per worker or per reporting group.
     pub steady: Option<Steady>,
+    /// Keep the latency of its operations per sample interval (`Interval::lat`: fio's latency logs).
+    pub interval_lat: bool,
 }
 
 impl GroupMember {
@@ -438,13 +453,15 @@ impl GroupMember {
             exit: Exit::None,
             report_group: 0,
             steady: None,
+            interval_lat: false,
         }
     }
 }
 
 /// fio's steady-state detection (steadystate.c): every `interval_ns` the coordinator takes the
 /// I/O rate (operations or bytes per second of the kinds in `kinds_mask`) of a unit since the last
-/// check; after `ramp_ns` (and one interval more) it keeps the last `dur_ns / interval_ns` of them.
+/// check (with `lat`, their mean latency: the latency summed over those operations over their
+/// count); after `ramp_ns` (and one interval more) it keeps the last `dur_ns / interval_ns` of them.
 /// Once the window is full, each check computes the criterion over it: the least-squares slope of
 /// the values against their index (`slope`), or the largest distance of a value from their mean;
 /// with `pct`, as a percentage of the mean. Below `limit` (the slope's absolute value), the unit is
@@ -453,6 +470,9 @@ impl GroupMember {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Steady {
     pub bw: bool,
+    /// Judge the mean latency of the operations completed since the last check (fio's `lat` and
+    /// `lat_slope`: the clat mean over the check interval, in ns) instead of a rate.
+    pub lat: bool,
     pub slope: bool,
     pub pct: bool,
     pub limit: f64,
@@ -469,7 +489,7 @@ struct SteadyUnit {
     threads: Vec<usize>,
     members: Vec<usize>,
     next: u64,
-    prev: Option<(u64, u64)>,
+    prev: Option<(u64, u64, u64)>,
     ramp_end: Option<u64>,
     window: std::collections::VecDeque<f64>,
     attained: bool,
@@ -505,18 +525,21 @@ impl SteadyUnit {
             return false;
         }
         self.next = now + self.spec.interval_ns;
-        let (mut ops, mut bytes) = (0u64, 0u64);
+        let (mut ops, mut bytes, mut lat) = (0u64, 0u64, 0u64);
         for &t in &self.threads {
             for k in 0..nk {
                 if self.spec.kinds_mask & (1 << k) != 0 {
+                    // Read without a lock: an operation being recorded right now may count in
+                    // this check's count and the next check's sum (one operation in thousands).
+                    lat = lat.wrapping_add(counters[t].lat_ns[k].load(Relaxed));
                     ops += counters[t].ops[k].load(Relaxed);
                     bytes += counters[t].bytes[k].load(Relaxed);
                 }
             }
         }
         let value = if self.spec.bw { bytes } else { ops };
-        let prev = self.prev.replace((now, value));
-        let Some((t0, v0)) = prev else { return false };
+        let prev = self.prev.replace((now, value, lat));
+        let Some((t0, v0, l0)) = prev else { return false };
         if now < self.ramp_end.unwrap_or(0) || now <= t0 {
             return false;
         }
@@ -524,8 +547,14 @@ impl SteadyUnit {
         if self.window.len() == n {
             self.window.pop_front();
         }
-        // Per second (fio scales by the check's actual length the same way).
-        self.window.push_back((value - v0) as f64 * 1e9 / (now - t0) as f64);
+        if self.spec.lat {
+            // fio: the clat sum over the samples since the last check, over their count (0 without any).
+            let n_ops = value - v0;
+            self.window.push_back(lat.wrapping_sub(l0).checked_div(n_ops).map_or(0.0, |m| m as f64));
+        } else {
+            // Per second (fio scales by the check's actual length the same way).
+            self.window.push_back((value - v0) as f64 * 1e9 / (now - t0) as f64);
+        }
         if self.window.len() < n || n < 2 {
             return false;
         }
@@ -714,6 +743,10 @@ where
                 }
                 let begun = start.is_some();
                 let start = start.unwrap_or(0);
+                let interval_lat = member.interval_lat.then(|| {
+                    let expected = duration_ns.map_or(64, |d| (d / interval_ns.max(1)) as usize + 2);
+                    IntervalLatRecorder::new(start_at.load(SeqCst).saturating_add(warmup_ns), interval_ns, expected)
+                });
                 let mut rec = Recorder {
                     tid,
                     measure_start_ns: start.saturating_add(member.warmup_ns),
@@ -723,8 +756,10 @@ where
                     hists,
                     ops: [0; MAX_KINDS],
                     bytes: [0; MAX_KINDS],
+                    lat_ns: [0; MAX_KINDS],
                     units: 0,
                     last_end_ns: 0,
+                    interval_lat,
                 };
                 let work_start = now_ns();
                 let out: Result<Option<T>> = match state {
@@ -758,7 +793,8 @@ where
                 shared.finished.store(true, SeqCst);
                 finished.fetch_add(1, SeqCst);
                 coordinator.unpark();
-                (out, rec.hists, rec.last_end_ns, work_start, work_end)
+                let cells = rec.interval_lat.take().map(IntervalLatRecorder::<MAX_KINDS>::finish).unwrap_or_default();
+                (out, rec.hists, rec.last_end_ns, work_start, work_end, cells)
             });
             match spawned {
                 Ok(h) => handles.push(h),
@@ -853,8 +889,15 @@ where
         let mut member_times = vec![(u64::MAX, 0u64, 0u64); members.len()];
         let mut last_end = 0u64;
         let mut first_err: Option<EngineError> = None;
+        // Latency per interval: every worker's cells, and each member's own (group phases).
+        let mut cells: Vec<LatCell> = Vec::new();
+        let mut member_cells: Vec<Vec<LatCell>> = members.iter().map(|_| Vec::new()).collect();
         for (tid, h) in handles.into_iter().enumerate() {
-            let (out, hists, end, work_start, work_end) = h.join().expect("worker thread panicked");
+            let (out, hists, end, work_start, work_end, worker_cells) = h.join().expect("worker thread panicked");
+            if grouped {
+                member_cells[member_of[tid]].extend_from_slice(&worker_cells);
+            }
+            cells.extend(worker_cells);
             for (m, h) in merged.iter_mut().zip(hists.iter()) {
                 m.merge(h);
             }
@@ -911,6 +954,7 @@ where
             &merged,
             sampler.intervals,
         );
+        attach(&mut report.intervals, kinds, &cells);
         report.interrupted = ctl.stop_requested();
         report.window_mono_ns = [measure_start, end];
         if units == 0 {
@@ -957,6 +1001,7 @@ where
                 for iv in &mut rep.intervals {
                     iv.units = None;
                 }
+                attach(&mut rep.intervals, kinds, &member_cells[m]);
                 rep.interrupted = report.interrupted;
                 rep.window_mono_ns = [m_start, m_end];
                 let units = steady_members(m);
@@ -1076,6 +1121,7 @@ mod steady_tests {
     fn unit(slope: bool, pct: bool, values: &[f64]) -> SteadyUnit {
         let spec = Steady {
             bw: false,
+            lat: false,
             slope,
             pct,
             limit: 0.0,

@@ -5,6 +5,7 @@ pub mod cpu;
 pub mod duration;
 pub mod harness;
 pub mod hist;
+pub mod interval_lat;
 
 pub use clock::now_ns;
 pub use harness::{

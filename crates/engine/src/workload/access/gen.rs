@@ -266,7 +266,7 @@ impl AccessGen {
             self.next_sequential(len as u64)
         };
         let op = GenOp {
-            req: IoReq { file: file as u32, offset: offset + self.base, len, write: write && !trim },
+            req: IoReq { file: file as u32, offset: offset + self.base, len, write: write && !trim, ioprio: 0 },
             entry,
             random,
             trim,

@@ -223,6 +223,7 @@ impl AccessGroup {
                 exit: m.exit,
                 report_group: m.report_group,
                 steady: m.access.steady()?,
+                interval_lat: m.access.spec().interval_lat,
             });
             local.extend((0..m.settings.threads).map(|lt| (j, lt)));
         }

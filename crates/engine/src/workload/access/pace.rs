@@ -344,7 +344,8 @@ pub fn sleep_until(due: u64, rec: &Recorder) -> bool {
     }
 }
 
-/// What fio's steadystate judges: IOPS or bandwidth, their spread or their slope.
+/// What fio's steadystate judges: IOPS, bandwidth or the mean completion latency (ns), their
+/// spread or their slope.
 #[derive(Clone, Copy, Debug, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum SteadyKind {
@@ -352,6 +353,8 @@ pub enum SteadyKind {
     IopsSlope,
     Bw,
     BwSlope,
+    Lat,
+    LatSlope,
 }
 
 /// fio's steadystate (ss), ss_dur, ss_ramp and ss_interval: stop the job (each thread, or with
@@ -406,7 +409,8 @@ impl SteadySpec {
         }
         Ok(crate::measure::Steady {
             bw: matches!(self.criterion, SteadyKind::Bw | SteadyKind::BwSlope),
-            slope: matches!(self.criterion, SteadyKind::IopsSlope | SteadyKind::BwSlope),
+            lat: matches!(self.criterion, SteadyKind::Lat | SteadyKind::LatSlope),
+            slope: matches!(self.criterion, SteadyKind::IopsSlope | SteadyKind::BwSlope | SteadyKind::LatSlope),
             pct: self.pct,
             limit: self.limit,
             dur_ns,

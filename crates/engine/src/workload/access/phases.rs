@@ -10,7 +10,9 @@ use std::sync::Mutex;
 
 use super::backlog::{Backlog, Piece};
 use super::gen::{lcm, AccessGen, GenOp};
+use super::iolog::{write_logs, IoLogBuf, IoRecord};
 use super::pace::{sleep_until, FlowShared, FlowState, Go, Pacer};
+use super::prio::{set_thread_ioprio, CmdPrioState};
 use super::spec::{AccessSpec, FioEngine};
 use crate::backend::buffer::{huge_region, AlignedBuf, BufferMemory, HUGETLB_PAGE};
 use crate::backend::content::ContentGen;
@@ -74,6 +76,12 @@ pub struct Access {
     /// reads, and what the run phase's threads found (each adds its own once, at its end).
     pattern_tile: Vec<u8>,
     pattern_found: Mutex<Option<ContentCheck>>,
+    /// Measured requests of the last run that got a priority of their own (cmdprio): each thread
+    /// adds its count once, at its end.
+    cmdprio_chosen: AtomicU64,
+    /// With a per-I/O log: each thread's records (handed over once, at its end) and those dropped.
+    io_logged: Mutex<Vec<Vec<IoRecord>>>,
+    io_log_dropped: AtomicU64,
     /// The e4defrag engine created its donor file (cleanup removes it then).
     donor_made: AtomicBool,
     /// Threads of the last run that stopped because a minimum rate was missed (rate_min): what
@@ -118,6 +126,27 @@ pub(super) struct RunState<B: IoBackend> {
     flow: Option<FlowState>,
     /// With fio's buffer contents: what each write carries (filled before the write is timed).
     content: Option<ContentGen>,
+    /// With per-request priorities (cmdprio): the rules, their draws and the count.
+    cmdprio: Option<CmdPrioState>,
+    /// With a per-I/O log: this thread's records, allocated before the start.
+    io_log: Option<IoLogBuf>,
+}
+
+/// A measured request's per-I/O log record (fio's direction: 0 read, 1 write, 2 trim).
+#[inline(always)]
+fn io_record(op: &GenOp, kind: usize, t0: u64, t1: u64, measure_start: u64) -> IoRecord {
+    IoRecord {
+        t_ns: t1.saturating_sub(measure_start),
+        lat_ns: t1.saturating_sub(t0),
+        offset: op.req.offset,
+        len: op.req.len,
+        ddir: match kind {
+            READ => 0,
+            WRITE => 1,
+            _ => 2,
+        },
+        ioprio: op.req.ioprio,
+    }
 }
 
 /// What a deferred request waits for once nothing is in flight.
@@ -164,6 +193,9 @@ impl Access {
             created: AtomicU32::new(0),
             pattern_tile,
             pattern_found: Mutex::new(None),
+            cmdprio_chosen: AtomicU64::new(0),
+            io_logged: Mutex::new(Vec::new()),
+            io_log_dropped: AtomicU64::new(0),
             donor_made: AtomicBool::new(false),
             rate_missed: std::sync::Mutex::new(Vec::new()),
             flow: std::sync::Arc::new(FlowShared::default()),
@@ -672,6 +704,7 @@ impl Access {
         let t = self.run_timing(job)?;
         let mut member = GroupMember::new(job.threads, t.warmup_ns, t.duration_ns);
         member.steady = self.steady()?;
+        member.interval_lat = self.spec.interval_lat;
         let (mut report, _, mixes) = run_group(
             "run",
             &[member],
@@ -740,6 +773,17 @@ impl Access {
         for b in &bufs {
             fill_pattern(b.as_mut_slice(), spec.write_pattern());
         }
+        if spec.ioprio.has_cmd() && matches!(job.backend, BackendKind::Psync | BackendKind::Mmap | BackendKind::Libpmem) {
+            return Err(EngineError::invalid(
+                "ioprio.cmd",
+                "per-request priorities need backend io_uring (psync's pread and pwrite, and copies to a \
+                 mapping, carry none): use ioprio.thread, or backend=io_uring",
+            ));
+        }
+        // The thread's own priority, before the start (fio sets it as its job starts).
+        if spec.ioprio.thread != 0 && job.backend != BackendKind::Null {
+            set_thread_ioprio(spec.ioprio.thread)?;
+        }
         let mut backend = make(files.0.clone(), &bufs)?;
         if spec.atomic {
             backend.set_write_flags(libc::RWF_ATOMIC)?;
@@ -783,6 +827,8 @@ impl Access {
                 let primed = if w == 0 && !spec.trim_then_write { (0, 0) } else { (qd, max) };
                 ContentGen::new(c, job.seed, tid, job.threads, min_write, spec.write_pattern(), primed)
             }),
+            cmdprio: spec.ioprio.has_cmd().then(|| CmdPrioState::new(&spec.ioprio, seed(qd + 1) ^ 0x70_72_69_6f)),
+            io_log: spec.io_log.as_ref().map(|l| IoLogBuf::new(l.max_records)),
         })
     }
 
@@ -800,6 +846,13 @@ impl Access {
         } else {
             self.worker::<B, false>(st, rec, quota, job)?
         };
+        if let Some(c) = &st.cmdprio {
+            self.cmdprio_chosen.fetch_add(c.chosen, Relaxed);
+        }
+        if let Some(l) = st.io_log.as_mut() {
+            self.io_log_dropped.fetch_add(l.dropped, Relaxed);
+            self.io_logged.lock().unwrap_or_else(|e| e.into_inner()).push(l.take());
+        }
         if !self.spec.verify_pattern.is_empty() {
             // Once per thread and phase, not per request.
             let found = std::mem::replace(&mut st.pattern_check, ContentCheck::new(None));
@@ -875,6 +928,31 @@ impl Access {
         }
         if spec.place.is_set() {
             report.extra["place"] = serde_json::to_value(&spec.place).unwrap_or_default();
+        }
+        if spec.ioprio != Default::default() {
+            report.extra["ioprio"] = serde_json::to_value(&spec.ioprio).unwrap_or_default();
+        }
+        if spec.ioprio.has_cmd() {
+            report.counters.insert("cmdprio_ios".into(), self.cmdprio_chosen.swap(0, Relaxed));
+        }
+        if let Some(l) = &spec.io_log {
+            // After the phase: merged and written off the measured window.
+            let recs = std::mem::take(&mut *self.io_logged.lock().unwrap_or_else(|e| e.into_inner()));
+            match write_logs(l, recs) {
+                Ok(n) => {
+                    report.counters.insert("io_log_lines".into(), n);
+                }
+                Err(e) => report.warnings.push(format!("the per-I/O log was not written: {e}")),
+            }
+            let dropped = self.io_log_dropped.swap(0, Relaxed);
+            if dropped > 0 {
+                report.counters.insert("io_log_dropped".into(), dropped);
+                report.warnings.push(format!(
+                    "the per-I/O log holds {} requests per thread at most: {dropped} were not logged (set \
+                     log_avg_msec for one averaged line per interval instead)",
+                    l.max_records
+                ));
+            }
         }
         if spec.pace.is_active() {
             report.extra["pace"] = serde_json::to_value(&spec.pace).unwrap_or_default();
@@ -983,6 +1061,9 @@ impl Access {
                 }
                 let kind = if op.req.write { WRITE } else { READ };
                 rec.record(kind, res as u64, meta.t0, t1);
+                if let Some(l) = st.io_log.as_mut().filter(|_| meta.t0 >= rec.measure_start_ns) {
+                    l.push(io_record(&op, kind, meta.t0, t1, rec.measure_start_ns));
+                }
                 if VERIFY {
                     self.verify_completion(st, slot, op.req, meta, res as usize, exact);
                     if spec.verify_fatal && st.verify.as_ref().is_some_and(|c| c.mismatches > 0) {
@@ -1150,6 +1231,18 @@ impl Access {
                 *n += op.req.len as u64;
             }
         }
+        let mut op = op;
+        // Every request carries the thread's priority (fio sets it on each io_uring request), unless
+        // a cmdprio rule gives it its own.
+        op.req.ioprio = self.spec.ioprio.thread;
+        if let Some(c) = st.cmdprio.as_mut() {
+            if let Some(p) = c.pick(op.req.write, op.req.len) {
+                op.req.ioprio = p;
+                if rec.measuring(t0) {
+                    c.chosen += 1;
+                }
+            }
+        }
         let generation = if VERIFY { self.fill_write(st, slot, op.req, gen_base) } else { 0 };
         self.refill_pattern(st, slot, op.req.write);
         let mut t0 = t0;
@@ -1168,7 +1261,7 @@ impl Access {
     /// counted against the byte quota, which counts the mix's requests).
     #[inline]
     fn launch_backlog<B: IoBackend>(&self, st: &mut RunState<B>, slot: usize, p: Piece, t0: u64) -> Result<()> {
-        let req = IoReq { file: p.file, offset: p.offset, len: p.len, write: false };
+        let req = IoReq { file: p.file, offset: p.offset, len: p.len, write: false, ioprio: self.spec.ioprio.thread };
         let op = GenOp { req, entry: 0, random: false, trim: false };
         st.slots[slot] = SlotMeta { t0, op: Some(op), generation: p.generation, backlog: true };
         st.backend.queue(slot, req, st.bufs[slot].as_ptr())
@@ -1260,6 +1353,9 @@ impl Access {
             }
             let t1 = now_ns();
             rec.record(kind, bytes, t0, t1);
+            if let Some(l) = st.io_log.as_mut().filter(|_| t0 >= rec.measure_start_ns) {
+                l.push(io_record(&op, kind, t0, t1, rec.measure_start_ns));
+            }
             if t0 >= rec.measure_start_ns {
                 let m = &mut st.mix[op.entry];
                 m[match kind {

@@ -201,6 +201,16 @@ pub struct AccessSpec {
     /// Stop when the rate is steady (fio's steadystate); see `pace.rs`.
     #[serde(default)]
     pub steadystate: Option<SteadySpec>,
+    /// Keep the latency of the run phase's requests per sample interval (each interval's `lat`:
+    /// count, mean, min and max per kind), for fio's latency logs (`write_lat_log`).
+    #[serde(default)]
+    pub interval_lat: bool,
+    /// I/O priorities (fio's prio/prioclass per thread, cmdprio per request); see `prio.rs`.
+    #[serde(default)]
+    pub ioprio: super::prio::PrioSpec,
+    /// Log every measured request of the run phase in fio's per-I/O log format; see `iolog.rs`.
+    #[serde(default)]
+    pub io_log: Option<super::iolog::IoLogSpec>,
     /// Where the run phase's threads run and their buffers' memory comes from (fio's
     /// cpus_allowed, numa_cpu_nodes, numa_mem_policy); see `pace.rs`.
     #[serde(default)]
@@ -681,6 +691,10 @@ impl AccessSpec {
         if let Some(ss) = &self.steadystate {
             ss.to_steady(0)?;
         }
+        self.ioprio.validate()?;
+        if let Some(l) = &self.io_log {
+            l.validate()?;
+        }
         self.place.validate()?;
         self.pace.validate(self.min_sizes())?;
         self.validate_shape(dist)
@@ -1022,6 +1036,9 @@ pub(super) mod tests {
             cpu_exit_on_io_done: false,
             pace: PaceSpec::default(),
             steadystate: None,
+            interval_lat: false,
+            ioprio: Default::default(),
+            io_log: None,
             place: PlaceSpec::default(),
             content: None,
             atomic: false,
