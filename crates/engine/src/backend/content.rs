@@ -394,7 +394,7 @@ mod tests {
         let mut primed = ContentGen::new(&s, 7, 0, 1, 4096, &[], (3, 8192));
         let mut fresh = ContentGen::new(&s, 7, 0, 1, 4096, &[], (0, 0));
         assert_eq!(primed.cur, 48);
-        let _ = blocks(&mut fresh, 12, 4096);
+        let _ = blocks(&mut fresh, 6, 4096); // 6 x 4 KiB = 48 chunks of 512 bytes
         assert_eq!(blocks(&mut primed, 1, 4096), blocks(&mut fresh, 1, 4096));
     }
 
