@@ -278,7 +278,7 @@ impl AccessGroup {
                     AnyState::Null(st) => m.access.run_work(st, rec, quota, &m.settings),
                     AnyState::Names(st) => m.access.name_work(st, rec, &m.settings),
                 };
-                out.map(|r| (*j, r))
+                out.map(|r| (*j, r)).map_err(|e| in_job(e, &m.name))
             },
         )?;
         let mut per_job: Vec<Vec<ThreadMix>> = self.members.iter().map(|_| Vec::new()).collect();
@@ -323,6 +323,15 @@ impl Workload for AccessGroup {
             )),
             _ => self.each(phase, ctl),
         }
+    }
+}
+
+/// A job's failed system call, naming the job (the phase runs several).
+#[cold]
+fn in_job(e: EngineError, name: &str) -> EngineError {
+    match e {
+        EngineError::Io { context, source } => EngineError::io(format!("job {name}: {context}"), source),
+        e => e,
     }
 }
 

@@ -13,6 +13,7 @@
 //! one thread reading `total_bytes` = the data set reads every byte once.
 
 mod dist;
+mod errors;
 mod gen;
 mod group;
 mod pace;
@@ -21,6 +22,7 @@ mod shape;
 mod spec;
 
 pub use dist::{zeta, Dist, Skew};
+pub use errors::{ContinueOn, ErrorCounts, OnError};
 pub use gen::{AccessGen, BlockPerm, GenOp};
 pub use group::{AccessGroup, AccessGroupSpec, ExitWhat, GroupJob};
 pub use pace::{Go, MemMode, MemPolicy, PaceSpec, Pacer, PlaceSpec, RateProcess, SteadyKind, SteadySpec};
