@@ -765,6 +765,9 @@ def job_file_name(where: str, job: FioJob, notes: Optional[list] = None) -> str:
             or "\0" in name:
         raise UserError(f"{where} line {line}: job name {name!r} would name files outside the job's directory: "
                         "give the job a name without '/' at its start and without '..'")
+    if any(ord(c) < 32 or ord(c) == 127 for c in name) or len(name) > 256:
+        raise UserError(f"{where} line {line}: job name {name[:60]!r}: fsmeter takes a name of at most 256 "
+                        "characters without control characters: rename the job")
     safe = _UNSAFE_NAME.sub("_", name)
     if safe != name and notes is not None and not job.get("filename"):
         notes.append(f"job name {name!r}: its files are named {safe!r} (fio's $jobname); results keep the name")
