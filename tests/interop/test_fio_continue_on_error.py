@@ -185,3 +185,14 @@ def test_a_job_name_that_would_leave_the_directory_is_refused_in_one_line(tmp_pa
     assert r.returncode == 2
     assert r.stderr.count("\n") == 1 and "jobs.fio line 2: job name '../escape' would name files outside" in r.stderr
     assert list(d.iterdir()) == [] and not (tmp_path / "escape.0.0").exists()
+
+
+def test_fallocate_is_accepted_with_what_it_changes_and_refused_when_fio_would():
+    m = job_of("[j]\nsize=1m\nfilename=f\ndirectory=/tmp\nrw=randwrite\nfallocate=none\n")
+    assert any(n.startswith("fallocate=none: fsmeter writes every file in full") and "fill holes" in n
+               for n in m.notes)
+    m = job_of("[j]\nsize=1m\nfilename=f\ndirectory=/tmp\nrw=randwrite\nfallocate=keep\n")
+    assert any("preallocated, unwritten extents" in n for n in m.notes)
+    with pytest.raises(UserError) as e:
+        job_of("[j]\nsize=1m\nfilename=f\ndirectory=/tmp\nfallocate=sometimes\n")
+    assert e.value.message.startswith("t.fio line 5: fallocate=sometimes: use one of none, native, posix")
