@@ -211,6 +211,7 @@ def run_fio(job: Path, root: Path, out: Path, timeout: int) -> dict:
         return {"status": "failed", "why": f"no answer in {timeout} s"}
     try:
         text = out.read_text()
+        text = _without_error_log(text)
         doc = json.loads(text[text.find("{"):])  # fio may log a warning ahead of its JSON in the same file
     except (OSError, ValueError):
         return {"status": "failed", "why": f"exit {r.returncode}: {r.stderr.strip()[-300:]}"}
@@ -252,7 +253,9 @@ def compare(doc: dict, fio: dict) -> tuple:
             ok &= n == fn
             out.append(f"{name}: {'same' if n == fn else 'DIFFERENT'} fsmeter {n} {kind} fio {fn}")
             continue
-        got = {d: [ops.get(d, {}).get("bytes", 0), ops.get(d, {}).get("count", 0)] for d in ("read", "write")}
+        job_rep = (phase.get("jobs") or {}).get(name) or phase
+        got = {d: [ops.get(d, {}).get("bytes", 0), ops.get(d, {}).get("count", 0) + _failed_ios(job_rep, d)]
+               for d in ("read", "write")}
         mix = got["read"][1] and got["write"][1] and any(e.get("random_pct") for e in params.get("entries", []))
         compared += 1
         if mix:
@@ -272,6 +275,20 @@ def compare(doc: dict, fio: dict) -> tuple:
         out.append(f"{name}: {'same' if good else 'DIFFERENT'} fsmeter {got} fio {want}")
     verdict = "no comparable job" if not compared else ("same work" if ok else "different work")
     return verdict, out
+
+
+def _without_error_log(text: str) -> str:
+    """fio's JSON output file without the error lines fio writes into it while it runs (a failed request: "fio:
+    io_u error on file ..."), which can land inside the JSON, mid-line (fill_device's ENOSPC does)."""
+    return re.sub(r"fio: (io_u error|pid=\d+, err=)[^\n]*\n", "", text)
+
+
+def _failed_ios(job_rep: dict, direction: str) -> int:
+    """Requests of a direction that failed and that fio counts in its total_ios: those gone on after
+    (continue_on_error, fsmeter's `errors`) and, for writes, the one that met ENOSPC in a fill_device job."""
+    errs = (job_rep.get("extra") or {}).get("errors") or {}
+    n = sum((errs.get("by_errno") or {}).get(direction, {}).values())
+    return n + (errs.get("filled", 0) if direction == "write" else 0)
 
 
 def _kind(why: str) -> str:

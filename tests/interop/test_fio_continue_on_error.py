@@ -196,3 +196,15 @@ def test_fallocate_is_accepted_with_what_it_changes_and_refused_when_fio_would()
     with pytest.raises(UserError) as e:
         job_of("[j]\nsize=1m\nfilename=f\ndirectory=/tmp\nfallocate=sometimes\n")
     assert e.value.message.startswith("t.fio line 5: fallocate=sometimes: use one of none, native, posix")
+
+
+def test_a_job_sized_by_a_fill_device_job_is_refused_in_a_campaign(tmp_path):
+    from fsmeter.interop.fio_map import load_fio_workload
+
+    f = tmp_path / "fill.fio"
+    f.write_text(FILL)
+    with pytest.raises(UserError) as e:
+        load_fio_workload(f"{f}:verify-phase")
+    assert e.value.message == (f"{f} line 8: job verify-phase takes its size from what the fill_device job write-phase "
+                               f"writes, which only fsmeter run {f} runs before it: give it size= to use it in a "
+                               "campaign")

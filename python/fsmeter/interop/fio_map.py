@@ -14,7 +14,7 @@ from fsmeter.families.access import check_distribution, parse_buffer_pattern
 from fsmeter.interop.fio_jobfile import (FioJob, FioOption, is_percentage, parse_fio_bool, parse_fio_int,
                                          parse_fio_pct, parse_fio_range, parse_fio_size, parse_fio_time_s,
                                          read_jobfile, split_names, unset_message)
-from fsmeter.units import MAX_DURATION_S
+from fsmeter.units import MAX_DURATION_S, MAX_SIZE_BYTES
 
 #: Options fsmeter maps (the rest of the module says how).
 SUPPORTED = {
@@ -816,7 +816,7 @@ def _fill_sizes(ctx: _Ctx, rw: str, numjobs: int, nrfiles: int, offset: int, siz
             cap = cap or 2 * st.f_blocks * st.f_frsize
         except OSError:
             pass
-    cap = -(-(cap or 1 << 50) // bs) * bs
+    cap = min(-(-(cap or MAX_SIZE_BYTES) // bs) * bs, MAX_SIZE_BYTES // bs * bs)
     where_to = str(root) if root is not None else "the directory"
     notes.append(f"{opt.as_written}: writes {place.names[0]} under {where_to} until the filesystem is full (ENOSPC or "
                  f"EDQUOT ends the job, as in fio)" + (f", {free} bytes free now" if free is not None else "")
@@ -1952,4 +1952,15 @@ def load_fio_workload(ref: str):
         names = ", ".join(j.name for _, j in pairs)
         raise UserError(f"{path} has {len(pairs)} jobs or groups of concurrent jobs ({names}): name one job as "
                         f"{path}:JOBNAME (or run them all with fsmeter run {path})")
+    campaign_ready(ref, pairs[0][1])
     return pairs[0][0]
+
+
+def campaign_ready(ref: str, item) -> None:
+    """A campaign runs each group of a job file as a workload of its own, on fresh filesystems: a job sized by what
+    a fill_device job of an earlier group wrote cannot be (fsmeter run runs the groups in turn)."""
+    for j in item.jobs if isinstance(item, MappedGroup) else [item]:
+        if j.after_fill:
+            raise UserError(f"{split_ref(ref)[0]} line {j.line}: job {j.name} takes its size from what the "
+                            f"fill_device job {j.after_fill} writes, which only fsmeter run {split_ref(ref)[0]} runs "
+                            "before it: give it size= to use it in a campaign")
