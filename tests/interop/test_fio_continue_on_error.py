@@ -79,6 +79,7 @@ def test_enospc_of_a_class_the_job_goes_on_after_is_counted_and_the_job_goes_on(
     assert phase["ops"]["write"]["count"] == 64 and phase["ops"]["write"]["bytes"] == 4 * MiB
     assert errs["total_err"] == 64 and errs["first_error"] == errno.ENOSPC and errs["first_error_name"] == "ENOSPC"
     assert errs["by_errno"] == {"write": {"ENOSPC": 64}}
+    assert phase["jobs"]["my writer"]["errors"] == errs  # the job's own entry, as in a group
     assert errs["first"]["offset"] == 4 * MiB and errs["first"]["file"].endswith("sparse")
     assert len(errs["dumped"]) == 16 and errs["not_dumped"] == 48  # error_dump: the first 16 of the thread
     assert "64 failed request(s) counted and gone on after (write: 64 ENOSPC)" in " ".join(r.stdout.split())

@@ -173,7 +173,8 @@ def _run_items(jobs: list, ref: str, console: Console, doc: dict, run_opts: dict
             if run is not None and "jobs" not in run:
                 # A lone job is its group: the same shape as a group's phase, its window the phase's.
                 run["jobs"] = {m.name: {"name": m.name, **{k: run[k] for k in ("threads", "warmup_s", "elapsed_s",
-                                                                                  "total", "ops") if k in run},
+                                                                                  "total", "ops", "errors", "fill")
+                                                  if k in run},
                                         "start_s": 0.0, "end_s": run.get("elapsed_s", 0.0), "fio_line": m.line}}
         for k, v in one["phases"].items():
             doc["phases"][f"{m.name}:{k}"] = v
