@@ -117,7 +117,7 @@ impl ErrorCounts {
             return OnError::Go;
         }
         if fill && dir == 1 && (errno == libc::ENOSPC || errno == libc::EDQUOT) {
-            self.full += 1;
+            self.full = 1; // one thread (each counts into its own): the requests still in flight may meet it too
             return OnError::Full;
         }
         OnError::Fatal
