@@ -304,7 +304,7 @@ def fio_outcome(status: str, why: str) -> str:
 
 def read_fio_json(path: Path) -> Optional[dict]:
     try:
-        text = path.read_text()
+        text = _without_error_log(path.read_text())
         return json.loads(text[text.find("{"):])  # fio may log a warning ahead of its JSON in the same file
     except (OSError, ValueError):
         return None
@@ -393,11 +393,16 @@ def _units(doc: dict, fio: dict, groups: dict) -> list:
     return units
 
 
-def _job_ops(doc: dict, name: str) -> dict:
-    """A job's `ops`: under its group phase's jobs[NAME], or its own phase."""
+def _job_rep(doc: dict, name: str) -> dict:
+    """A job's run report: its group phase's jobs[NAME], or its own phase."""
     info = doc["jobs"][name]
     phase = doc.get("phases", {}).get(f"{info.get('phase') or name}:run", {})
-    return ((phase.get("jobs") or {}).get(name) or phase).get("ops", {})
+    return (phase.get("jobs") or {}).get(name) or phase
+
+
+def _job_ops(doc: dict, name: str) -> dict:
+    """A job's `ops`: under its group phase's jobs[NAME], or its own phase."""
+    return _job_rep(doc, name).get("ops", {})
 
 
 def _job_rate(doc: dict, name: str) -> Optional[float]:
@@ -441,6 +446,8 @@ def compare(doc: dict, fio: dict, groups: Optional[dict] = None) -> tuple:
             continue
         dirs = ("read", "write") + (("trim",) if any(o.get("trim") for o in ops) or want["dirs"]["trim"][1] else ())
         got = {d: [sum(o.get(d, {}).get(k, 0) for o in ops) for k in ("bytes", "count")] for d in dirs}
+        for d in dirs:  # fio counts failed requests (continue_on_error, a fill's ENOSPC) in total_ios
+            got[d][1] += sum(_failed_ios(_job_rep(doc, n), d) for n in members)
         fw = {d: want["dirs"][d] for d in dirs}
         entries = [e for p in params for e in p.get("entries", [])]
         mix = sum(1 for d in dirs if got[d][1]) > 1 and any(e.get("random_pct") for e in entries)
@@ -481,6 +488,20 @@ def report_groups(job: Path, root: Path) -> dict:
     except (UserError, OSError, ValueError):
         return {}
     return {m.name: (m.report_group, bool(m.group_reporting)) for m in ms}
+
+
+def _without_error_log(text: str) -> str:
+    """fio's JSON output file without the error lines fio writes into it while it runs (a failed request: "fio:
+    io_u error on file ..."), which can land inside the JSON, mid-line (fill_device's ENOSPC does)."""
+    return re.sub(r"fio: (io_u error|pid=\d+, err=)[^\n]*\n", "", text)
+
+
+def _failed_ios(job_rep: dict, direction: str) -> int:
+    """Requests of a direction that failed and that fio counts in its total_ios: those gone on after
+    (continue_on_error, fsmeter's `errors`) and, for writes, the one that met ENOSPC in a fill_device job."""
+    errs = (job_rep.get("extra") or {}).get("errors") or {}
+    n = sum((errs.get("by_errno") or {}).get(direction, {}).values())
+    return n + (errs.get("filled", 0) if direction == "write" else 0)
 
 
 def _kind(why: str) -> str:

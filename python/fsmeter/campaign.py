@@ -550,9 +550,10 @@ def plan(c: CampaignFile) -> list:
     for i, w in enumerate(c.workloads):
         try:
             if w.name.endswith(".fio"):  # every job of a fio job file, one workload each, in file order
-                from fsmeter.interop.fio_map import fio_workloads
+                from fsmeter.interop.fio_map import campaign_ready, fio_workloads
 
                 for d, job in fio_workloads(w.name):
+                    campaign_ready(w.name, job)
                     defs.append((f"{w.label}:{job.name}" if w.label else d.name, d, w))
                 continue
             d = load_workload(w.name)

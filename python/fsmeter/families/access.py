@@ -182,6 +182,18 @@ class FaultParams(BaseModel):
     keep_bytes: Size = Field(0, ge=0, description="bytes that reach the file (torn and short writes)")
 
 
+class ContinueOnParams(BaseModel):
+    """fio's continue_on_error, ignore_error and error_dump: per class, the errnos after which a thread counts the
+    failed request and goes on with its next one (EILSEQ is a verify error, a read's error a read error, every
+    other a write error, as in fio)."""
+    model_config = ConfigDict(extra="forbid")
+    read: List[int] = Field(default_factory=list, description="errnos of failed reads gone on after")
+    write: List[int] = Field(default_factory=list, description="errnos of failed writes and trims gone on after")
+    verify: List[int] = Field(default_factory=list, description="errnos of verify errors gone on after (EILSEQ)")
+    dump: bool = Field(False, description="keep the details of the failed requests gone on after (up to 16 per "
+                       "thread; fio's error_dump)")
+
+
 class PaceParams(BaseModel):
     """How fast each thread may issue its requests (fio's rate options and thinktime; engine: access/pace.rs).
     Pairs are [read, write]; 0 is no limit."""
@@ -423,6 +435,12 @@ class AccessParams(BaseModel):
                                              "compressible, deduplicable, refilled, zero or scrambled (docs/fio.md)")
     atomic: bool = Field(False, description="untorn writes (RWF_ATOMIC, fio atomic=1): needs direct and a filesystem "
                          "with an atomic write unit that holds every write size")
+    continue_on: ContinueOnParams = Field(default_factory=ContinueOnParams, description="the errors after which a "
+                                          "thread counts the failed request and goes on (fio's continue_on_error "
+                                          "with ignore_error); by default every error stops the run")
+    fill: bool = Field(False, description="fio's fill_device: one thread writes its one file sequentially until the "
+                       "filesystem is full (ENOSPC or EDQUOT ends the run phase, not as an error); file_size and "
+                       "total_bytes only bound it")
 
     # Set by `fsmeter run --shared-file` under mpirun (fsmeter.mpi.run), never from a workload file:
     # (this rank's region start, the run and verify phases' region start).

@@ -15,7 +15,9 @@ from fsmeter.families.access import AccessParams
 
 class GroupJob(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
-    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._+-]+$", description="the job's name in the results")
+    name: str = Field(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$",
+                      description="the job's name in the results: any text without control characters, as fio's "
+                      "job names (it names no file)")
     threads: int = Field(1, ge=1, le=4096)
     seed: int = Field(42, ge=0, lt=1 << 64)
     backend: Literal["psync", "io_uring", "null", "mmap", "libpmem"] = "psync"

@@ -14,7 +14,7 @@ from fsmeter.families.access import check_distribution, parse_buffer_pattern
 from fsmeter.interop.fio_jobfile import (FioJob, FioOption, is_percentage, parse_fio_bool, parse_fio_int,
                                          parse_fio_pct, parse_fio_range, parse_fio_size, parse_fio_time_s,
                                          read_jobfile, split_names, unset_message)
-from fsmeter.units import MAX_DURATION_S
+from fsmeter.units import MAX_DURATION_S, MAX_SIZE_BYTES
 
 #: Options fsmeter maps (the rest of the module says how).
 SUPPORTED = {
@@ -48,6 +48,8 @@ SUPPORTED = {
     # I/O priorities (_ioprio).
     "prio", "prioclass", "priohint", "cmdprio_percentage", "cmdprio_class", "cmdprio", "cmdprio_hint",
     "cmdprio_bssplit",
+    # Errors and filling (_on_error, _fill, _fallocate).
+    "continue_on_error", "ignore_error", "error_dump", "fill_device", "fill_fs", "fallocate",
 }
 #: Options accepted because they change nothing fsmeter measures (or counts): why, as the note printed.
 ACCEPTED = {
@@ -71,6 +73,9 @@ ACCEPTED = {
     "invalidate": "fio drops the job's files from the page cache before it starts (1, its default) or not (0); "
                   "fsmeter resets caches before each measured phase as --cache says (--cache keep: not at all)",
     "flow_watermark": "fio ignores it (deprecated): nothing to do",
+    "create_serialize": "fio then lays out each job's files in the job itself as it starts, not all of them before "
+                        "the first job; fsmeter lays out each group's files before the group starts: the same files (a "
+                        "job sized by what a fill_device job of an earlier group wrote needs it, as in fio)",
     "exitall_on_error": "fio then stops the other jobs when this one fails; in fsmeter an error in any job stops "
                         "every job and fails the run, always",
 }
@@ -79,10 +84,10 @@ _ACCEPTED_VALUES = {"io_submit_mode": ("inline", "offload")}
 PLANNED = {
     "fdatasync", "sync", "file_service_type",
     "zipf", "pareto", "norandommap_percentage", "iodepth_batch",
-    "iodepth_batch_submit", "iodepth_batch_complete", "iodepth_low", "fallocate", "overwrite",
+    "iodepth_batch_submit", "iodepth_batch_complete", "iodepth_low", "overwrite",
     "fsync_on_close", "write_barrier", "bs_unaligned", "unified_rw_reporting", "allrandrepeat", "rwmixcycle", "opendir", "lockfile", "nice",
     "write_hist_log", "hipri", "fixedbufs", "registerfiles", "sqthread_poll",
-    "continue_on_error", "ioscheduler", "rate_ignore_thinktime",
+    "ioscheduler", "rate_ignore_thinktime",
 }
 #: What a planned option waits for, when it is more than the mapping (the error line says it).
 PLANNED_WHY = {
@@ -221,6 +226,12 @@ class MappedJob:
     wait_for: Optional[str] = None
     exit_what: str = "none"
     report_group: int = 0
+    #: fio's fill_device: the job writes its file until the filesystem is full.
+    fill: bool = False
+    #: The fill_device job of an earlier group whose file this job works on (its size is what that job wrote).
+    after_fill: Optional[str] = None
+    #: The job file's section, to map the job again once the fill_device job before it has run.
+    fio_job: Optional[FioJob] = None
 
     def group_entry(self) -> dict:
         """This job's run control as a member of an access_group workload."""
@@ -511,11 +522,12 @@ def _format_name(ctx: _Ctx, opt, fmt: str, job: str, clone: int, filenum: int) -
 
 
 def _place_files(ctx: _Ctx, name: str, numjobs: int, target: Optional[Path], dir_given: bool,
-                 notes: list) -> _Placement:
+                 notes: list, file_name: Optional[str] = None) -> _Placement:
     """Where the job's files are: filename= (shared by the clones) or fio's generated names (filename_format,
     default $jobname.$jobnum.$filenum: one set per clone unless the format shares them), under directory=.
     Absolute paths are the job's target unless --dir is given, which replaces them (a note says so)."""
     job = ctx.job
+    file_name = file_name or name
     names_opt = job.get("filename")
     names = split_names(names_opt.value or "") if names_opt is not None else []  # fio: '\\:' is a colon
     if names_opt is not None and (not names or any(not n for n in names)):
@@ -542,7 +554,7 @@ def _place_files(ctx: _Ctx, name: str, numjobs: int, target: Optional[Path], dir
             ctx.fail(fmt_opt, "give a name pattern, e.g. $jobname.$jobnum.$filenum")
         nr_opt = "nrfiles" if job.get("nrfiles") is not None else "nr_files"  # fio's alias
         nrfiles = ctx.int(nr_opt, 1, 1, 1 << 20)
-        per_clone = [[_format_name(ctx, fmt_opt, fmt, name, c, f) for f in range(nrfiles)] for c in range(numjobs)]
+        per_clone = [[_format_name(ctx, fmt_opt, fmt, file_name, c, f) for f in range(nrfiles)] for c in range(numjobs)]
         flat = [n for clone in per_clone for n in clone]
         src = fmt_opt or names_opt
         if len(set(flat)) == len(flat):
@@ -684,6 +696,9 @@ def _accepted_notes(ctx: _Ctx, notes: list) -> None:
             pass
         elif key in ("clat_percentiles", "lat_percentiles"):
             ctx.flag(key)
+        elif key == "create_serialize":
+            if ctx.flag(key, True):
+                continue  # fio's default: nothing to say
         elif key == "invalidate":
             ctx.flag(key)
         elif key != "thread" and not ctx.flag(key):
@@ -785,7 +800,190 @@ def job_error(where: str, m: MappedJob, message: str) -> str:
     return f"{head}: {rest}"
 
 
-def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, dir_given: bool = True) -> MappedJob:
+#: What a job's name becomes in the file names fio derives from it ($jobname): characters that are not letters,
+#: digits or . _ + - become '_' ('/' too: a name is never a path).
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._+-]")
+
+
+def job_file_name(where: str, job: FioJob, notes: Optional[list] = None) -> str:
+    """The job's name as it appears in file names (fio's $jobname), safe as one file name. fio takes any name; a
+    name that would leave the directory ('..', '/' at its start, '.') or is empty is refused."""
+    name = job.name
+    o = job.get("name")
+    line = o.line if o else job.line
+    if not name.strip() or name.strip() in (".", "..") or name.startswith("/") or ".." in name.split("/") \
+            or "\0" in name:
+        raise UserError(f"{where} line {line}: job name {name!r} would name files outside the job's directory: "
+                        "give the job a name without '/' at its start and without '..'")
+    if any(ord(c) < 32 or ord(c) == 127 for c in name) or len(name) > 256:
+        raise UserError(f"{where} line {line}: job name {name[:60]!r}: fsmeter takes a name of at most 256 "
+                        "characters without control characters: rename the job")
+    safe = _UNSAFE_NAME.sub("_", name)
+    if safe != name and notes is not None and not job.get("filename"):
+        notes.append(f"job name {name!r}: its files are named {safe!r} (fio's $jobname); results keep the name")
+    return safe
+
+
+def _filled_by(ctx: _Ctx, place: _Placement, fill_outputs: Optional[dict]) -> Optional[tuple]:
+    """(fill_device job, size, known?) when every file of this job, which gives no size, is the file of a
+    fill_device job of an earlier group: fio then takes the size that job wrote. The files stand as existing ones."""
+    if not fill_outputs or ctx.job.get("size") or ctx.job.get("filesize"):
+        return None
+    if ctx.flag("create_serialize", True):
+        return None  # fio sets the file up before the fill has run, and asks for size= (as fsmeter then does)
+    got = [fill_outputs.get((str(place.dir), n)) for n in place.names]
+    if not got or any(g is None for g in got) or len({g[0] for g in got}) > 1:
+        return None
+    if place.existing is not None and not got[0][2]:
+        return None  # there before the run (the fill_device job refuses to write over it)
+    place.existing = [g[1] for g in got]
+    return got[0][:3]
+
+
+def _fill_sizes(ctx: _Ctx, rw: str, numjobs: int, nrfiles: int, offset: int, sizes: list, place: _Placement,
+                target: Optional[Path], notes: list) -> tuple:
+    """fio's fill_device (fill_fs): write until the filesystem is full (ENOSPC or EDQUOT), which ends the job as its
+    end, not an error; size= bounds it (fio: else no bound). -> (size, region per file, None)."""
+    opt = ctx.job.get("fill_device") or ctx.job.get("fill_fs")
+    if rw != "write":
+        ctx.fail(opt, f"with rw={rw} is not supported by fsmeter yet (planned; fio: it makes sense with sequential "
+                      "writes only): use rw=write, or run this job with fio")
+    if numjobs > 1 or nrfiles > 1 or offset:
+        ctx.fail(opt, "fsmeter fills with one thread writing one file from its start (planned: more): use numjobs=1, "
+                      "one file and no offset, or run this job with fio")
+    if place.existing is not None:
+        ctx.fail(opt, f"{place.names[0]} exists already: filling would write over it; remove it, or name another "
+                      "file")
+    root = place.dir if place.dir is not None else target
+    bs = max(sizes)
+    cap = ctx.size("size") or ctx.size("filesize")
+    free = None
+    if root is not None:
+        try:
+            st = os.statvfs(root)
+            free = st.f_bavail * st.f_frsize
+            # Twice the filesystem: a file cannot grow that far, so the filesystem is full before (a bound all the same).
+            cap = cap or 2 * st.f_blocks * st.f_frsize
+        except OSError:
+            pass
+    cap = min(-(-(cap or MAX_SIZE_BYTES) // bs) * bs, MAX_SIZE_BYTES // bs * bs)
+    where_to = str(root) if root is not None else "the directory"
+    notes.append(f"{opt.as_written}: writes {place.names[0]} under {where_to} until the filesystem is full (ENOSPC or "
+                 f"EDQUOT ends the job, as in fio)" + (f", {free} bytes free now" if free is not None else "")
+                 + f", at most {cap} bytes; the run says how many it wrote, and the file is removed at the end "
+                 "unless --keep-files")
+    return cap, cap, None
+
+
+#: fio's error classes (continue_on_error) -> the access workload's continue_on lists.
+_ERROR_CLASSES = {"none": (), "read": ("read",), "write": ("write",), "io": ("read", "write"),
+                  "verify": ("verify",), "all": ("read", "write", "verify"), "0": (), "1": ("read", "write", "verify")}
+#: fio's errno names (its str2error), resolved on this machine; EWOULDBLOCK and EDEADLOCK are aliases.
+_FIO_ERRNOS = (
+    "EPERM ENOENT ESRCH EINTR EIO ENXIO E2BIG ENOEXEC EBADF ECHILD EAGAIN ENOMEM EACCES EFAULT ENOTBLK EBUSY EEXIST "
+    "EXDEV ENODEV ENOTDIR EISDIR EINVAL ENFILE EMFILE ENOTTY ETXTBSY EFBIG ENOSPC ESPIPE EROFS EMLINK EPIPE EDOM "
+    "ERANGE EDEADLK ENAMETOOLONG ENOLCK ENOSYS ENOTEMPTY ELOOP EWOULDBLOCK ENOMSG EIDRM ECHRNG EL2NSYNC EL3HLT "
+    "EL3RST ELNRNG EUNATCH ENOCSI EL2HLT EBADE EBADR EXFULL ENOANO EBADRQC EBADSLT EDEADLOCK EBFONT ENOSTR ENODATA "
+    "ETIME ENOSR ENONET ENOPKG EREMOTE ENOLINK EADV ESRMNT ECOMM EPROTO EMULTIHOP EDOTDOT EBADMSG EOVERFLOW ENOTUNIQ "
+    "EBADFD EREMCHG ELIBACC ELIBBAD ELIBSCN ELIBMAX ELIBEXEC EILSEQ ERESTART ESTRPIPE EUSERS ENOTSOCK EDESTADDRREQ "
+    "EMSGSIZE EPROTOTYPE ENOPROTOOPT EPROTONOSUPPORT ESOCKTNOSUPPORT EOPNOTSUPP EPFNOSUPPORT EAFNOSUPPORT EADDRINUSE "
+    "EADDRNOTAVAIL ENETDOWN ENETUNREACH ENETRESET ECONNABORTED ECONNRESET ENOBUFS EISCONN ENOTCONN ESHUTDOWN "
+    "ETOOMANYREFS ETIMEDOUT ECONNREFUSED EHOSTDOWN EHOSTUNREACH EALREADY EINPROGRESS ESTALE EUCLEAN ENOTNAM ENAVAIL "
+    "EISNAM EREMOTEIO EDQUOT ENOMEDIUM EMEDIUMTYPE ECANCELED ENOKEY EKEYEXPIRED EKEYREVOKED EKEYREJECTED EOWNERDEAD "
+    "ENOTRECOVERABLE ERFKILL EHWPOISON").split()
+
+
+def _errno_list(ctx: _Ctx, opt, text: str) -> list:
+    """One class's list of ignore_error: errno names (fio's) or numbers (decimal or 0x), separated by ':'."""
+    import errno as _errno
+
+    out = []
+    for item in text.split(":"):
+        item = item.strip()
+        if not item:
+            break  # fio stops at an empty name
+        if item.startswith("E"):
+            n = getattr(_errno, item, None) if item in _FIO_ERRNOS else None
+            if not isinstance(n, int):
+                ctx.fail(opt, f"{item} is not an error name fio knows: give its number")
+        else:
+            try:
+                n = abs(int(item, 16) if item[:2].lower() == "0x" else int(item, 10))
+            except ValueError:
+                n = 0
+            if not n:
+                ctx.fail(opt, f"{item!r} is not an error: give a name such as ENOSPC or a number")
+        out.append(n)
+    return out
+
+
+def _on_error(ctx: _Ctx, params: dict, notes: list) -> None:
+    """fio's continue_on_error (which classes of errors a job goes on after: read, write, verify), ignore_error
+    (READ,WRITE,VERIFY lists of errnos, each replacing the class's default EIO and EILSEQ, and turning the class
+    on) and error_dump -> the access workload's continue_on."""
+    import errno as _errno
+
+    coe, ign = ctx.job.get("continue_on_error"), ctx.job.get("ignore_error")
+    classes: set = set()
+    if coe is not None:
+        v = (coe.value or "").strip().lower()
+        if v not in _ERROR_CLASSES:
+            ctx.fail(coe, f"use one of {', '.join(_ERROR_CLASSES)}")
+        classes = set(_ERROR_CLASSES[v])
+    lists = {}
+    if ign is not None:
+        parts = (ign.value or "").split(",")
+        if len(parts) > 3:
+            ctx.fail(ign, "give READ_ERRORS,WRITE_ERRORS,VERIFY_ERRORS (each a ':' list)")
+        for cls, text in zip(("read", "write", "verify"), parts):
+            got = _errno_list(ctx, ign, text)
+            if got:
+                lists[cls] = got
+        if coe is None or coe.line < ign.line:
+            classes |= set(lists)  # fio: a list turns its class on (a later continue_on_error sets them anew)
+    dump = ctx.flag("error_dump", True)
+    if ctx.job.get("error_dump") is not None and not classes:
+        notes.append(f"{ctx.job.get('error_dump').as_written}: without continue_on_error every error stops the job, "
+                     "and is always reported")
+    if not classes:
+        return
+    default = [_errno.EIO, _errno.EILSEQ]
+    params["continue_on"] = {c: lists.get(c, default) for c in sorted(classes)}
+    params["continue_on"]["dump"] = dump
+    names = "; ".join(f"{c}: {', '.join(_errno.errorcode.get(n, str(n)) for n in params['continue_on'][c])}"
+                      for c in ("read", "write", "verify") if c in classes)
+    notes.append(f"errors the job counts and goes on after ({names}), as fio's continue_on_error: the failed request "
+                 "is not measured, counts in the job's bytes, and the run reports the errors per direction and errno "
+                 "(fio's total_err, first_error)" + (" and the first 16 of each thread (error_dump)" if dump else ""))
+    if "verify" in classes and not params.get("verify"):
+        notes.append("continue_on_error for verify errors: the job verifies nothing (no verify=), so none can occur")
+    elif "verify" in classes:
+        notes.append("continue_on_error for verify errors: fsmeter's verification counts every corrupt block and "
+                     "never stops the job on one")
+
+
+#: fio's fallocate modes (0 and 1 are its old names for none and posix).
+_FALLOCATE = ("none", "native", "posix", "keep", "truncate", "0", "1")
+
+
+def _fallocate(ctx: _Ctx, engine: str, notes: list) -> None:
+    """fio's fallocate: how fio preallocates a file it lays out. fsmeter writes every byte of every file in its
+    prepare phase, which allocates every block whatever the mode: the note says what differs."""
+    opt = ctx.job.get("fallocate")
+    if opt is None or engine in NAME_ENGINES:
+        return  # the file and directory engines say it in their own note
+    v = (opt.value or "").strip().lower()
+    if v not in _FALLOCATE:
+        ctx.fail(opt, f"use one of {', '.join(_FALLOCATE)}")
+    notes.append(f"{opt.as_written}: fsmeter writes every file in full before measuring, so its blocks are allocated "
+                 "whatever the mode (as fio's own layout for jobs that read); for a job that only writes, fio lays "
+                 "out no data and its first writes fill " + ("holes" if v in ("none", "0", "truncate") else
+                                                             "preallocated, unwritten extents")
+                 + " where fsmeter's overwrite written blocks")
+
+
+def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, dir_given: bool = True,
+            fill_outputs: Optional[dict] = None) -> MappedJob:
     """One fio job -> access params and settings, with notes on what differs from fio. `target` is the
     directory the job runs in when known (--dir: for the size of files already there); `dir_given` says
     whether one is given at all: then it replaces the job file's absolute directory= and filename= paths
@@ -795,10 +993,7 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
     notes: list = []
     name = job.name
     _accepted_notes(ctx, notes)
-    if not re.fullmatch(r"[A-Za-z0-9._+-]+", name):
-        o = job.get("name")
-        raise UserError(f"{where} line {o.line if o else job.line}: job name {name!r}: fsmeter names files after "
-                        "the job, so use letters, digits and . _ + -")
+    file_name = job_file_name(where, job, notes)
     first_engine = (job.get("ioengine").value or "").strip() if job.get("ioengine") is not None else "psync"
     if first_engine == "cpuio":
         return _cpuio_job(ctx, group, notes)
@@ -877,11 +1072,17 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
     # -- data set -------------------------------------------------------------------------------------------
     numjobs = ctx.int("numjobs", 1, 1, 4096)
     offset = ctx.size("offset", 0)
-    place = _place_files(ctx, name, numjobs, target, dir_given, notes)
+    place = _place_files(ctx, name, numjobs, target, dir_given, notes, file_name)
     file_names, thread_files, nrfiles = place.names, place.thread_files, len(place.names)
     if place.thread_files:
         nrfiles //= numjobs
-    size, filesize, real = _sizes(ctx, name, nrfiles, offset, place, notes)
+    fill = ctx.flag(_alias(ctx, ("fill_device", "fill_fs")) or "fill_device")
+    from_fill = None
+    if fill:
+        size, filesize, real = _fill_sizes(ctx, rw, numjobs, nrfiles, offset, sizes, place, target, notes)
+    else:
+        from_fill = _filled_by(ctx, place, fill_outputs)
+        size, filesize, real = _sizes(ctx, name, nrfiles, offset, place, notes)
     io_per_job = ctx.size("io_size") or ctx.size("io_limit") or size
     ba_opt = job.get("blockalign") or job.get("ba")
     if ba_opt is not None and "," in (ba_opt.value or ""):
@@ -996,13 +1197,21 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
         notes.append("sequential mix: reads and writes share one position per thread (fio keeps one per direction)")
     if ctx.flag("unlink", False) is False and job.get("unlink") is not None:
         notes.append("unlink=0: fsmeter run removes its files at the end unless --keep-files")
-    if real is not None:
+    if fill:
+        params["fill"] = True
+    _on_error(ctx, params, notes)
+    _fallocate(ctx, engine, notes)
+    if from_fill is not None:
+        notes[:] = [n for n in notes if not n.startswith("size from the existing files")]
+        notes.append(f"size from what job {from_fill[0]} writes (fill_device): " + (
+            f"{from_fill[1]} bytes" if from_fill[2] else "taken when that job has run"))
+    elif real is not None:
         notes.append("its files were there before the run: fsmeter uses them as they are and leaves them in place")
     if engine in NAME_ENGINES or engine in CALL_ENGINES:
         _fio_engine(ctx, engine, rw, rw_opt, params, notes, numjobs, time_based, loops, ramp, place)
     _engine_setup(ctx, engine, params, notes)
     settings = {"threads": numjobs, "seed": seed, "backend": ENGINES[engine]}
-    logs = _logs(ctx, name, numjobs, settings, notes)
+    logs = _logs(ctx, file_name, numjobs, settings, notes)
     log_format = _log_format(ctx, logs, params, numjobs, notes)
     _ioprio(ctx, engine, params, notes)
     delay = ctx.job.get("startdelay")
@@ -1021,9 +1230,10 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
             ctx.fail(ew, "use group, stonewall or all")
     ctx.flag("exitall")
     return MappedJob(name=name, line=job.line, group=group, params=params, settings=settings, notes=notes,
-                     fio_rw=rw, dir=place.dir, keep_files=real is not None, logs=logs, log_format=log_format,
-                     sources=_sources(job),
-                     group_reporting=ctx.flag("group_reporting"), start_delay_s=start_delay, exit_what=exit_what)
+                     fio_rw=rw, dir=place.dir, keep_files=real is not None and from_fill is None, logs=logs,
+                     log_format=log_format, sources=_sources(job),
+                     group_reporting=ctx.flag("group_reporting"), start_delay_s=start_delay, exit_what=exit_what,
+                     fill=fill, after_fill=from_fill[0] if from_fill is not None else None, fio_job=job)
 
 
 def _fio_engine(ctx: _Ctx, engine: str, rw: str, rw_opt, params: dict, notes: list, numjobs: int, time_based: bool,
@@ -2028,6 +2238,7 @@ def map_jobfile(path: Path, target: Optional[Path] = None, dir_given: bool = Tru
     names: set = set()
     thread_no = 1
     report_group, exitall = 0, False
+    fill_outputs: dict = {}  # (directory, file name) -> (fill_device job, size, known?, group)
     for i, job in enumerate(jf.jobs):
         wait = job.get("stonewall") or job.get("wait_for_previous")
         stonewall = wait is not None and _wait_flag(where, wait)
@@ -2036,7 +2247,11 @@ def map_jobfile(path: Path, target: Optional[Path] = None, dir_given: bool = Tru
         new = job.get("new_group")
         if i > 0 and (stonewall or (new is not None and _wait_flag(where, new))):
             report_group += 1  # fio's groupid: a new one at each stonewall or new_group
-        m = map_job(where, job, group, target, dir_given)
+        m = map_job(where, job, group, target, dir_given,
+                    {k: v for k, v in fill_outputs.items() if v[3] < group})
+        if m.fill:
+            for n in m.params["file_names"]:
+                fill_outputs[(str(m.dir), n)] = (m.name, m.params["file_size"], False, group)
         if m.name in names:
             raise UserError(f"{where} line {job.line}: a second job named {m.name}: give each job its own name")
         names.add(m.name)
@@ -2150,8 +2365,6 @@ def is_fio_ref(ref: str) -> bool:
 def fio_workloads(ref: str, target: Optional[Path] = None, dir_given: bool = True) -> list:
     """(WorkloadDef, MappedJob or MappedGroup) per stonewall group of the file (or the one job named after
     ':', alone), in run order: a group of concurrent jobs is one access_group workload."""
-    from fsmeter.families import FAMILIES, WorkloadDef
-
     path, only = split_ref(ref)
     if not path.is_file():
         raise UserError(f"{path}: no such fio job file")
@@ -2174,17 +2387,24 @@ def fio_workloads(ref: str, target: Optional[Path] = None, dir_given: bool = Tru
                                     f"job {first.name} of its group, at the same time, in "
                                     f"{first.dir or 'the --dir folder'}: fsmeter runs the jobs of one group in "
                                     "one directory (planned): give them one directory=, or put stonewall between them")
-            params = {"jobs": [{"name": j.name, **{k: j.settings[k] for k in ("threads", "seed", "backend")},
-                                "params": dict(j.params), **j.group_entry()} for j in item.jobs]}
-            d = WorkloadDef(name=f"{path.name}:{item.name}", family=FAMILIES["access_group"],
-                            description=f"fio jobs {', '.join(j.name for j in item.jobs)} of {path} (line "
-                                        f"{item.line}), run at the same time",
-                            params=params, settings={"threads": sum(j.settings["threads"] for j in item.jobs)},
-                            source=path)
+            d = group_def(path, item)
         else:
             d = access_def(path, item)
         out.append((d, item))
     return out
+
+
+def group_def(path: Path, item: MappedGroup):
+    """A group of concurrent fio jobs as one access_group WorkloadDef."""
+    from fsmeter.families import FAMILIES, WorkloadDef
+
+    params = {"jobs": [{"name": j.name, **{k: j.settings[k] for k in ("threads", "seed", "backend")},
+                        "params": dict(j.params), **j.group_entry()} for j in item.jobs]}
+    return WorkloadDef(name=f"{path.name}:{item.name}", family=FAMILIES["access_group"],
+                       description=f"fio jobs {', '.join(j.name for j in item.jobs)} of {path} (line "
+                                   f"{item.line}), run at the same time",
+                       params=params, settings={"threads": sum(j.settings["threads"] for j in item.jobs)},
+                       source=path)
 
 
 def access_def(path: Path, m: MappedJob):
@@ -2205,6 +2425,7 @@ def load_fio_workload(ref: str):
         names = ", ".join(j.name for _, j in pairs)
         raise UserError(f"{path} has {len(pairs)} jobs or groups of concurrent jobs ({names}): name one job as "
                         f"{path}:JOBNAME (or run them all with fsmeter run {path})")
+    campaign_ready(ref, pairs[0][1])
     return pairs[0][0]
 
 
@@ -2371,3 +2592,13 @@ def _check_exit_on_io_done(where: str, jobs: list) -> None:
             raise UserError(f"{where} line {m.line}: job {m.name}: exit_on_io_done with no I/O job running beside it "
                             "(fsmeter stops it when the I/O jobs of its group are done): put it in the group of the "
                             "I/O jobs it is to run beside (no stonewall between them), or remove exit_on_io_done")
+
+
+def campaign_ready(ref: str, item) -> None:
+    """A campaign runs each group of a job file as a workload of its own, on fresh filesystems: a job sized by what
+    a fill_device job of an earlier group wrote cannot be (fsmeter run runs the groups in turn)."""
+    for j in item.jobs if isinstance(item, MappedGroup) else [item]:
+        if j.after_fill:
+            raise UserError(f"{split_ref(ref)[0]} line {j.line}: job {j.name} takes its size from what the "
+                            f"fill_device job {j.after_fill} writes, which only fsmeter run {split_ref(ref)[0]} runs "
+                            "before it: give it size= to use it in a campaign")

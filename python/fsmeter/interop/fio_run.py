@@ -9,7 +9,9 @@ from typing import Optional
 from rich.console import Console
 
 from fsmeter.errors import UserError
-from fsmeter.interop.fio_map import MappedGroup, access_def, fio_workloads, job_error, split_ref
+from fsmeter.engine import EngineFailure
+from fsmeter.interop.fio_map import (MappedGroup, access_def, fio_workloads, group_def, job_error, map_job,
+                                     split_ref)
 from fsmeter.phases import run_job
 from fsmeter.spec import build_job
 
@@ -19,37 +21,89 @@ def plan_jobfile(ref: str, directory: Optional[Path], overrides: dict) -> list:
     (--dir), each job runs in the absolute directory its file names; with it, there (replacing the file's
     absolute paths). The jobs of a group are each built as an access job with the same overrides (so `--set`
     reaches every job), then joined into the group's job."""
-    out = []
     path, _ = split_ref(ref)
-    where = str(path)
-    for d, m in fio_workloads(ref, directory, dir_given=directory is not None):
-        place = m.dir if m.dir is not None else directory
-        if not isinstance(m, MappedGroup):
-            out.append((_build(where, m, d, place, overrides), m))
-            continue
-        built = [_build(where, j, access_def(path, j), place, overrides) for j in m.jobs]
-        threads = sum(b.settings.threads for b in built)
-        if threads > 4096:
-            raise UserError(f"{path} line {m.line}: the jobs of group {m.group} ({', '.join(j.name for j in m.jobs)}) "
-                            f"run {threads} threads at the same time, more than fsmeter's 4096: lower numjobs")
-        d.params = {"jobs": [{"name": j.name, "threads": b.settings.threads, "seed": b.settings.seed,
-                              "backend": b.settings.backend, "params": b.params.model_dump(exclude={"record_size"}),
-                              **j.group_entry()}
-                             for j, b in zip(m.jobs, built)]}
-        d.settings = {"threads": threads}
-        # log_avg_msec sets the sample interval, which is the group's (one sampler for the phase).
-        intervals = {j.settings["interval_s"] for j in m.jobs if "interval_s" in j.settings}
-        if len(intervals) > 1:
-            raise UserError(f"{path} line {m.line}: the jobs of group {m.group} ({', '.join(j.name for j in m.jobs)}) "
-                            "give different log_avg_msec values, and fsmeter samples a group's jobs together: give "
-                            "them one log_avg_msec")
-        if intervals:
-            d.settings["interval_s"] = intervals.pop()
-        group_overrides = {k: v for k, v in overrides.items() if k == "interval_s"}
-        job = build_job(d, place, group_overrides)
-        job.members = built  # each job's own engine dict, for the result document
-        out.append((job, m))
+    out = [_plan_item(path, d, m, directory, overrides)
+           for d, m in fio_workloads(ref, directory, dir_given=directory is not None)]
+    _link_fills(path, out, directory, overrides)
     return out
+
+
+def _members(m) -> list:
+    return m.jobs if isinstance(m, MappedGroup) else [m]
+
+
+def _link_fills(path: Path, items: list, directory: Optional[Path], overrides: dict) -> None:
+    """fio's fill_device: a job of a later group that works on the file a fill_device job wrote takes its size from
+    what was written. The filling item keeps its file (`keeps_fill`, removed at the end of the run unless
+    --keep-files: `fill_paths`), and the later one is planned again once it has run (`replan`)."""
+    fills = {j.name: m for _, m in items for j in _members(m) if j.fill}
+    for _job, m in items:
+        for j in _members(m):
+            if j.fill:
+                place = j.dir if j.dir is not None else directory
+                j.fill_paths = [Path(place) / n for n in j.params["file_names"]] if place is not None else []
+        waits = [j.after_fill for j in _members(m) if j.after_fill]
+        for name in waits:
+            fills[name].keeps_fill = True
+        if waits:
+            m.replan = (lambda m=m, fill_jobs=[fills[w] for w in waits]:
+                        _replan(path, m, fill_jobs, directory, overrides))
+
+
+def _replan(path: Path, m, fill_items: list, directory: Optional[Path], overrides: dict) -> tuple:
+    """The item again, its jobs that work on a fill_device job's file sized by what that job wrote."""
+    where = str(path)
+    written = {}
+    for f in fill_items:
+        for fj in _members(f):
+            for rel, p in zip(fj.params["file_names"], getattr(fj, "fill_paths", [])):
+                try:
+                    size = p.stat().st_size
+                except OSError:
+                    size = 0
+                written[(str(fj.dir), rel)] = (fj.name, size, True, fj.group)
+    for j in _members(m):
+        if not j.after_fill:
+            continue
+        if not any(v[1] for v in written.values()):
+            raise UserError(f"{where} line {j.line}: job {j.name}: the fill_device job before it wrote nothing, so "
+                            "there is nothing to size it by: give size=")
+        new = map_job(where, j.fio_job, j.group, directory, directory is not None, written)
+        j.params = new.params
+        j.notes = [n for n in j.notes if not n.startswith("size from what job")] + \
+            [n for n in new.notes if n.startswith("size from what job")]
+    d = group_def(path, m) if isinstance(m, MappedGroup) else access_def(path, m)
+    return _plan_item(path, d, m, directory, overrides)
+
+
+def _plan_item(path: Path, d, m, directory: Optional[Path], overrides: dict) -> tuple:
+    """(job, MappedJob or MappedGroup): the engine job of one item of the file, checked."""
+    where = str(path)
+    place = m.dir if m.dir is not None else directory
+    if not isinstance(m, MappedGroup):
+        return (_build(where, m, d, place, overrides), m)
+    built = [_build(where, j, access_def(path, j), place, overrides) for j in m.jobs]
+    threads = sum(b.settings.threads for b in built)
+    if threads > 4096:
+        raise UserError(f"{path} line {m.line}: the jobs of group {m.group} ({', '.join(j.name for j in m.jobs)}) "
+                        f"run {threads} threads at the same time, more than fsmeter's 4096: lower numjobs")
+    d.params = {"jobs": [{"name": j.name, "threads": b.settings.threads, "seed": b.settings.seed,
+                          "backend": b.settings.backend, "params": b.params.model_dump(exclude={"record_size"}),
+                          **j.group_entry()}
+                         for j, b in zip(m.jobs, built)]}
+    d.settings = {"threads": threads}
+    # log_avg_msec sets the sample interval, which is the group's (one sampler for the phase).
+    intervals = {j.settings["interval_s"] for j in m.jobs if "interval_s" in j.settings}
+    if len(intervals) > 1:
+        raise UserError(f"{path} line {m.line}: the jobs of group {m.group} ({', '.join(j.name for j in m.jobs)}) "
+                        "give different log_avg_msec values, and fsmeter samples a group's jobs together: give "
+                        "them one log_avg_msec")
+    if intervals:
+        d.settings["interval_s"] = intervals.pop()
+    group_overrides = {k: v for k, v in overrides.items() if k == "interval_s"}
+    job = build_job(d, place, group_overrides)
+    job.members = built  # each job's own engine dict, for the result document
+    return (job, m)
 
 
 def _build(where: str, m, d, place: Optional[Path], overrides: dict):
@@ -67,13 +121,33 @@ def run_jobfile(jobs: list, ref: str, console: Console, **run_opts) -> dict:
     for _job, m in jobs:
         for note in m.notes:
             console.print(f"[dim]note:[/] {m.name}: {note}", highlight=False)
+    try:
+        return _run_items(jobs, ref, console, doc, run_opts)
+    finally:
+        # fill_device files kept for a later group: removed at the end whatever happened (unless --keep-files).
+        for _job, m in jobs:
+            for j in _members(m) if getattr(m, "keeps_fill", False) and not run_opts.get("keep_files") else []:
+                for p in getattr(j, "fill_paths", []):
+                    p.unlink(missing_ok=True)
+
+
+def _run_items(jobs: list, ref: str, console: Console, doc: dict, run_opts: dict) -> dict:
+    where = str(split_ref(str(ref))[0])
     for idx, (job, m) in enumerate(jobs):
+        if getattr(m, "replan", None) is not None:
+            job, m = m.replan()  # sized by what the fill_device job before it wrote
+            for n in (n for j in _members(m) for n in j.notes if n.startswith("size from what job")):
+                console.print(f"[dim]note:[/] {m.name}: {n}", highlight=False)
+        keep = run_opts.get("keep_files") or m.keep_files or getattr(m, "keeps_fill", False)
         try:
-            one = run_job(job, console, **{**run_opts, "keep_files": run_opts.get("keep_files") or m.keep_files})
+            one = run_job(job, console, **{**run_opts, "keep_files": keep})
+        except EngineFailure as exc:
+            raise EngineFailure(_failure(where, m, exc), errno=exc.errno) from None
         except UserError as exc:
             if not exc.message.startswith("parameter "):
                 raise
-            raise UserError(job_error(str(split_ref(str(ref))[0]), m, exc.message), exit_code=exc.exit_code) from None
+            raise UserError(job_error(where, m, exc.message), exit_code=exc.exit_code) from None
+        _fill_notes(one, m, console)
         if not doc:
             doc = {**one, "workload": Path(str(ref)).name, "phases": {}, "metrics": {}, "jobs": {}}
         if isinstance(m, MappedGroup):
@@ -102,7 +176,8 @@ def run_jobfile(jobs: list, ref: str, console: Console, **run_opts) -> dict:
             if run is not None and "jobs" not in run:
                 # A lone job is its group: the same shape as a group's phase, its window the phase's.
                 run["jobs"] = {m.name: {"name": m.name, **{k: run[k] for k in ("threads", "warmup_s", "elapsed_s",
-                                                                                  "total", "ops") if k in run},
+                                                                                  "total", "ops", "errors", "fill")
+                                                  if k in run},
                                         "start_s": 0.0, "end_s": run.get("elapsed_s", 0.0), "fio_line": m.line}}
         for k, v in one["phases"].items():
             doc["phases"][f"{m.name}:{k}"] = v
@@ -142,6 +217,84 @@ def cap_file_names(obj) -> None:
         for v in obj:
             if isinstance(v, (dict, list)):
                 cap_file_names(v)
+def _failure(where: str, m, exc: EngineFailure) -> str:
+    """A failed request that stopped the run, told in the job file's terms: the job and its line, the request (its
+    direction, length, offset and file) and the errno by name."""
+    import errno as _errno
+
+    in_run = exc.message.startswith("phase run: ")
+    msg = exc.message.removeprefix("phase run: ").removeprefix("phase prepare: ")
+    job = None
+    for j in _members(m):
+        if msg.startswith(f"job {j.name}: "):
+            job, msg = j, msg[len(f"job {j.name}: "):]
+    job = job or (m if not isinstance(m, MappedGroup) else None)
+    name = _errno.errorcode.get(exc.errno)
+    tail = f" [{name}]" if name else ""
+    hint = ""
+    if name and in_run and job is not None and job.fio_job is not None:
+        given = job.fio_job.get("continue_on_error") or job.fio_job.get("ignore_error")
+        hint = (f"; to count {name} and go on, as fio does, list it in ignore_error= (continue_on_error alone goes on "
+                "after EIO and EILSEQ)" if given else
+                f"; to count such errors and go on, as fio does, add continue_on_error=io and ignore_error={name},{name}")
+    if job is None:
+        return f"{where} line {m.line}: {msg}{tail}{hint}"
+    return f"{where} line {job.line}: job {job.name}: {msg}{tail}{hint}"
+
+
+def error_summary(extra_errors: dict) -> dict:
+    """The engine's `errors` of a job's run in fio's words: total_err and first_error (fio's JSON), and the counts
+    per direction and errno name."""
+    import errno as _errno
+
+    by = {d: {_errno.errorcode.get(int(e), e): n for e, n in c.items()}
+          for d, c in (extra_errors.get("by_errno") or {}).items()}
+    first = extra_errors.get("first_error") or 0
+    return {"total_err": extra_errors.get("total", 0), "first_error": first,
+            "first_error_name": _errno.errorcode.get(first, "") if first else "", "by_errno": by,
+            "first": extra_errors.get("first"), "dumped": extra_errors.get("dumped") or [],
+            "not_dumped": extra_errors.get("not_dumped", 0)}
+
+
+def _fill_notes(one: dict, m, console: Console) -> None:
+    """Each job's errors gone on after (fio's total_err, first_error) into its run entry, and said; what a
+    fill_device job wrote, said."""
+    import errno as _errno
+
+    run = one["phases"].get("run") or {}
+    for j in _members(m):
+        jr = (run.get("jobs") or {}).get(j.name) if isinstance(m, MappedGroup) else run
+        if not jr:
+            continue
+        found = (jr.get("extra") or {}).get("errors")
+        if found is None:
+            continue
+        summ = error_summary(found)
+        jr["errors"] = summ
+        if summ["total_err"]:
+            counts = "; ".join(f"{d}: " + ", ".join(f"{n} {e}" for e, n in c.items()) for d, c in summ["by_errno"].items())
+            console.print(f"[dim]note:[/] {j.name}: {summ['total_err']} failed request(s) counted and gone on after "
+                          f"({counts}); first error {summ['first_error']} ({summ['first_error_name']})",
+                          highlight=False)
+            for f in summ["dumped"]:
+                console.print(f"[dim]note:[/] {j.name}: {f['dir']} error {_errno.errorcode.get(f['errno'], f['errno'])} "
+                              f"on {f['file']}: offset {f['offset']}, {f['len']} bytes", highlight=False)
+            if summ["not_dumped"]:
+                console.print(f"[dim]note:[/] {j.name}: {summ['not_dumped']} more not listed", highlight=False)
+        if j.fill:
+            written = ((jr.get("ops") or {}).get("write") or {}).get("bytes", 0)
+            sizes = []
+            for p in getattr(j, "fill_paths", []):
+                try:
+                    sizes.append(p.stat().st_size)
+                except OSError:
+                    pass
+            full = bool(found.get("filled"))
+            jr["fill"] = {"bytes_written": written, "file_bytes": sum(sizes), "filesystem_full": full}
+            console.print(f"[dim]note:[/] {j.name}: fill_device: {written} bytes written"
+                          + (f", the file holds {sum(sizes)}" if sizes else "")
+                          + ("; the filesystem is full (ENOSPC)" if full else "; it ended before the filesystem "
+                             "was full (size= or runtime)"), highlight=False)
 
 
 def _order_jobs(rep: dict, m: MappedGroup) -> None:

@@ -308,7 +308,7 @@ impl AccessGroup {
                 if !matches!(st, AnyState::Cpu(_)) {
                     io_left.fetch_sub(1, Relaxed);
                 }
-                out.map(|r| (*j, r))
+                out.map(|r| (*j, r)).map_err(|e| in_job(e, &m.name))
             },
         )?;
         let mut per_job: Vec<Vec<ThreadMix>> = self.members.iter().map(|_| Vec::new()).collect();
@@ -359,6 +359,15 @@ impl Workload for AccessGroup {
             )),
             _ => self.each(phase, ctl),
         }
+    }
+}
+
+/// A job's failed system call, naming the job (the phase runs several).
+#[cold]
+fn in_job(e: EngineError, name: &str) -> EngineError {
+    match e {
+        EngineError::Io { context, source } => EngineError::io(format!("job {name}: {context}"), source),
+        e => e,
     }
 }
 

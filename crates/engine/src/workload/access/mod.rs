@@ -14,6 +14,7 @@
 
 mod backlog;
 mod dist;
+mod errors;
 mod gen;
 mod group;
 mod iolog;
@@ -25,6 +26,7 @@ mod spec;
 
 pub use backlog::{Backlog, Piece};
 pub use dist::{zeta, Dist, Skew};
+pub use errors::{ContinueOn, ErrorCounts, OnError};
 pub use gen::{AccessGen, BlockPerm, GenOp};
 pub use group::{AccessGroup, AccessGroupSpec, ExitWhat, GroupJob};
 pub use iolog::{IoLogSpec, IoRecord};

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
 use super::backlog::{Backlog, Piece};
+use super::errors::{ErrorCounts, OnError};
 use super::gen::{lcm, AccessGen, GenOp};
 use super::iolog::{write_logs, IoLogBuf, IoRecord};
 use super::pace::{sleep_until, FlowShared, FlowState, Go, Pacer};
@@ -91,6 +92,9 @@ pub struct Access {
     flow: std::sync::Arc<FlowShared>,
     /// fio's cpuio engine: CPU nanoseconds, bursts and threads of the last run, added once per thread at its end.
     cpu_used: Mutex<CpuUsed>,
+    /// The failed requests the run's threads went on after (continue_on) or ended at (fill): each
+    /// thread adds its own once, at its end.
+    errors_found: Mutex<ErrorCounts>,
 }
 
 /// Per-thread state of the `run` phase, built before the common start.
@@ -124,6 +128,8 @@ pub(super) struct RunState<B: IoBackend> {
     deferred: std::collections::VecDeque<(usize, Wait)>,
     /// With fio's flow: this thread's place in its flow.
     flow: Option<FlowState>,
+    /// Failed requests gone on after (continue_on) or ended at (fill): counted here, made before the start.
+    errors: ErrorCounts,
     /// With fio's buffer contents: what each write carries (filled before the write is timed).
     content: Option<ContentGen>,
     /// With per-request priorities (cmdprio): the rules, their draws and the count.
@@ -200,6 +206,7 @@ impl Access {
             rate_missed: std::sync::Mutex::new(Vec::new()),
             flow: std::sync::Arc::new(FlowShared::default()),
             cpu_used: Mutex::new(CpuUsed::default()),
+            errors_found: Mutex::new(ErrorCounts::default()),
         })
     }
 
@@ -255,6 +262,9 @@ impl Access {
         }
         if spec.fio_engine.per_name() && (spec.fio_engine.dirs() || !spec.fio_engine.needs_layout()) {
             return self.prepare_names(job);
+        }
+        if spec.fill {
+            return self.prepare_fill(job);
         }
         let nthreads = job.threads.min(spec.file_count as usize).max(1);
         let (start, end) = self.layout_range();
@@ -382,6 +392,24 @@ impl Access {
         Ok(report)
     }
 
+    /// fio's fill_device: the files are created empty (the run writes them until the filesystem is full).
+    fn prepare_fill(&self, job: &Settings) -> Result<PhaseReport> {
+        self.prepared.store(true, Relaxed);
+        for i in 0..self.spec.file_count {
+            let path = self.path(&job.dir, i);
+            if let Some(parent) = path.parent().filter(|_| !self.spec.file_names.is_empty()) {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| EngineError::io(format!("creating {}", parent.display()), e))?;
+            }
+            let fd = open(&path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)?;
+            drop(FdGuard(fd));
+            self.created.fetch_max(i + 1, Relaxed);
+        }
+        let mut report = PhaseReport::new("prepare");
+        report.counters.insert("files".into(), self.spec.file_count as u64);
+        Ok(report)
+    }
+
     /// Lay one file out with verified blocks (write number 0), recording them in the last-writes table.
     fn lay_out_verified(
         &self,
@@ -448,7 +476,7 @@ impl Access {
         for i in 0..spec.file_count {
             let path = self.path(&job.dir, i);
             let len = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-            if len < self.file_len() {
+            if len < self.file_len() && !spec.fill {
                 return Err(EngineError::invalid(
                     "file_size",
                     format!(
@@ -549,7 +577,15 @@ impl Access {
 
     /// Pages of the data files in the page cache (None when mincore is unavailable).
     fn cached_pages(&self, files: &FilesGuard) -> Option<u64> {
-        files.0.iter().map(|&fd| dio::resident_pages(fd, self.file_len()).ok()).sum()
+        files
+            .0
+            .iter()
+            .map(|&fd| {
+                // A file being filled is as long as what was written so far.
+                let len = if self.spec.fill { fd_len(fd)? } else { self.file_len() };
+                dio::resident_pages(fd, len).ok()
+            })
+            .sum()
     }
 
     /// The run phase's files, opened, with what O_DIRECT on them needs: the alignment of each
@@ -811,6 +847,7 @@ impl Access {
                 FioEngine::E4defrag if job.backend != BackendKind::Null => Some(self.open_donor(job)?),
                 _ => None,
             },
+            errors: ErrorCounts::default(),
             pacer: spec.pace.paces().then(|| Pacer::new(&spec.pace, spec.min_sizes(), seed(qd))),
             deferred: std::collections::VecDeque::with_capacity(qd),
             // Its weight joins the flow in the setup, before any thread of the group starts (fio adds a
@@ -852,6 +889,10 @@ impl Access {
         if let Some(l) = st.io_log.as_mut() {
             self.io_log_dropped.fetch_add(l.dropped, Relaxed);
             self.io_logged.lock().unwrap_or_else(|e| e.into_inner()).push(l.take());
+        }
+        if st.errors.total > 0 || st.errors.full > 0 {
+            // Once per thread and phase, not per request.
+            self.errors_found.lock().unwrap_or_else(|e| e.into_inner()).absorb(&st.errors);
         }
         if !self.spec.verify_pattern.is_empty() {
             // Once per thread and phase, not per request.
@@ -925,6 +966,14 @@ impl Access {
         });
         if let Some(v) = verify_extra {
             report.extra["verify"] = v;
+        }
+        if spec.continue_on.is_set() || spec.fill {
+            let found = std::mem::take(&mut *self.errors_found.lock().unwrap_or_else(|e| e.into_inner()));
+            report.counters.insert("errors".into(), found.total);
+            report.extra["errors"] = found.to_json(|f| self.path(&job.dir, f).display().to_string());
+            if spec.fill {
+                report.counters.insert("filled".into(), found.full);
+            }
         }
         if spec.place.is_set() {
             report.extra["place"] = serde_json::to_value(&spec.place).unwrap_or_default();
@@ -1056,46 +1105,33 @@ impl Access {
                 let (slot, res) = st.completed[i];
                 let meta = st.slots[slot];
                 let op = meta.op.expect("completion for an idle slot");
-                if res < 0 {
-                    return Err(io_failure(op.req, -res as i32, spec.direct));
-                }
-                let kind = if op.req.write { WRITE } else { READ };
-                rec.record(kind, res as u64, meta.t0, t1);
-                if let Some(l) = st.io_log.as_mut().filter(|_| meta.t0 >= rec.measure_start_ns) {
-                    l.push(io_record(&op, kind, meta.t0, t1, rec.measure_start_ns));
-                }
-                if VERIFY {
-                    self.verify_completion(st, slot, op.req, meta, res as usize, exact);
-                    if spec.verify_fatal && st.verify.as_ref().is_some_and(|c| c.mismatches > 0) {
-                        stopping = true;
-                    }
-                }
-                if !op.req.write && !spec.verify_pattern.is_empty() {
-                    self.check_pattern(st, slot, op.req, res as usize, job, "run");
-                }
-                if !op.req.write && !spec.write_pattern().is_empty() {
-                    st.refill[slot] = true;
-                }
-                if meta.t0 >= rec.measure_start_ns && !meta.backlog {
-                    let m = &mut st.mix[op.entry];
-                    m[if op.req.write { 1 } else { 0 }] += 1;
-                    m[if op.random { 2 } else { 3 }] += 1;
-                }
-                if let Some(p) = st.pacer.as_mut().filter(|_| !meta.backlog) {
-                    if p.completed(op.req.write as usize, res as u64, t1) {
-                        stopping = true;
-                    }
-                }
                 let mut synced = false;
-                if op.req.write && spec.fsync_every > 0 {
-                    writes_since_fsync += 1;
-                    if writes_since_fsync >= spec.fsync_every {
-                        writes_since_fsync = 0;
-                        synced = true;
-                        let t0 = now_ns();
-                        st.backend.fsync(op.req.file)?;
-                        rec.record(FSYNC, 0, t0, now_ns());
+                let short_fill = spec.fill && res >= 0 && (res as u64) < op.req.len as u64;
+                if res < 0 || short_fill {
+                    // A failed request: gone on after (counted, not measured), the end of a fill, or the end
+                    // of the run. A short write while filling: fio writes its rest, which then fails.
+                    let errno = if res < 0 { -res as i32 } else { libc::ENOSPC };
+                    let dir = op.req.write as usize;
+                    match st.errors.note(&spec.continue_on, spec.fill, dir, errno, &op.req) {
+                        OnError::Go => {}
+                        OnError::Full => stopping = true,
+                        OnError::Fatal => return Err(self.io_failure(op.req, errno, job)),
                     }
+                } else {
+                    self.completed_ok::<B, VERIFY>(
+                        st,
+                        slot,
+                        op,
+                        meta,
+                        res,
+                        t1,
+                        rec,
+                        exact,
+                        job,
+                        &mut stopping,
+                        &mut synced,
+                        &mut writes_since_fsync,
+                    )?;
                 }
                 if !stopping {
                     stopping = rec.should_stop(t1) || quota.is_some_and(|q| issued_bytes >= q);
@@ -1138,6 +1174,78 @@ impl Access {
                 }
             }
         }
+        self.worker_end::<B, VERIFY>(st, rec, exact, job)
+    }
+
+    /// A request that completed: measured, verified, counted in the mix and the pace, and the fsync
+    /// fio's `fsync` asks for after it.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn completed_ok<B: IoBackend, const VERIFY: bool>(
+        &self,
+        st: &mut RunState<B>,
+        slot: usize,
+        op: GenOp,
+        meta: SlotMeta,
+        res: i64,
+        t1: u64,
+        rec: &mut Recorder,
+        exact: bool,
+        job: &Settings,
+        stopping: &mut bool,
+        synced: &mut bool,
+        writes_since_fsync: &mut u64,
+    ) -> Result<()> {
+        let spec = &self.spec;
+        let kind = if op.req.write { WRITE } else { READ };
+        rec.record(kind, res as u64, meta.t0, t1);
+        if let Some(l) = st.io_log.as_mut().filter(|_| meta.t0 >= rec.measure_start_ns) {
+            l.push(io_record(&op, kind, meta.t0, t1, rec.measure_start_ns));
+        }
+        if VERIFY {
+            self.verify_completion(st, slot, op.req, meta, res as usize, exact);
+            if spec.verify_fatal && st.verify.as_ref().is_some_and(|c| c.mismatches > 0) {
+                *stopping = true;
+            }
+        }
+        if !op.req.write && !spec.verify_pattern.is_empty() {
+            self.check_pattern(st, slot, op.req, res as usize, job, "run");
+        }
+        if !op.req.write && !spec.write_pattern().is_empty() {
+            st.refill[slot] = true;
+        }
+        if meta.t0 >= rec.measure_start_ns && !meta.backlog {
+            let m = &mut st.mix[op.entry];
+            m[if op.req.write { 1 } else { 0 }] += 1;
+            m[if op.random { 2 } else { 3 }] += 1;
+        }
+        if let Some(p) = st.pacer.as_mut().filter(|_| !meta.backlog) {
+            if p.completed(op.req.write as usize, res as u64, t1) {
+                *stopping = true;
+            }
+        }
+        if op.req.write && spec.fsync_every > 0 {
+            *writes_since_fsync += 1;
+            if *writes_since_fsync >= spec.fsync_every {
+                *writes_since_fsync = 0;
+                *synced = true;
+                let t0 = now_ns();
+                st.backend.fsync(op.req.file)?;
+                rec.record(FSYNC, 0, t0, now_ns());
+            }
+        }
+        Ok(())
+    }
+
+    /// The end of a thread's loop: a missed minimum rate reported, fio's end_fsync.
+    fn worker_end<B: IoBackend, const VERIFY: bool>(
+        &self,
+        st: &mut RunState<B>,
+        rec: &mut Recorder,
+        exact: bool,
+        job: &Settings,
+    ) -> Result<Vec<[u64; 5]>> {
+        let spec = &self.spec;
         if let Some((d, got, min, bytes)) = st.pacer.as_ref().and_then(|p| p.missed) {
             let (unit, opt) = if bytes { ("B/s", "rate_min") } else { ("IOPS", "rate_iops_min") };
             let dir = if d == 0 { "read" } else { "write" };
@@ -1155,7 +1263,7 @@ impl Access {
         }
         let fatal = spec.verify_fatal && st.verify.as_ref().is_some_and(|c| c.mismatches > 0);
         if VERIFY && st.backlog.is_some() && !fatal {
-            self.backlog_rest(st, rec, exact)?;
+            self.backlog_rest(st, rec, exact, job)?;
         }
         Ok(std::mem::take(&mut st.mix))
     }
@@ -1270,7 +1378,13 @@ impl Access {
     /// At the end of a thread's writes, fio reads back the logged writes no batch has read yet
     /// (its final verify pass); after a deadline or a stop it does not, and neither is done here.
     #[cold]
-    fn backlog_rest<B: IoBackend>(&self, st: &mut RunState<B>, rec: &mut Recorder, exact: bool) -> Result<()> {
+    fn backlog_rest<B: IoBackend>(
+        &self,
+        st: &mut RunState<B>,
+        rec: &mut Recorder,
+        exact: bool,
+        job: &Settings,
+    ) -> Result<()> {
         let spec = &self.spec;
         let qd = st.slots.len();
         let mut inflight = 0usize;
@@ -1293,7 +1407,7 @@ impl Access {
                 let meta = st.slots[slot];
                 let op = meta.op.expect("completion for an idle slot");
                 if res < 0 {
-                    return Err(io_failure(op.req, -res as i32, spec.direct));
+                    return Err(self.io_failure(op.req, -res as i32, job));
                 }
                 rec.record(READ, res as u64, meta.t0, t1);
                 self.verify_completion(st, slot, op.req, meta, res as usize, exact);
@@ -1341,17 +1455,38 @@ impl Access {
                 READ
             };
             let mut bytes = op.req.len as u64;
+            let mut failed = false;
             if let Some(fds) = &st.trim_fds {
                 let fd = fds[op.req.file as usize];
-                if one_call {
-                    bytes = self
-                        .one_call(fd, &op, kind, st.donor.as_ref())
-                        .map_err(|e| one_call_failure(self.spec.fio_engine, &op, e, job))?;
+                let done = if one_call {
+                    self.one_call(fd, &op, kind, st.donor.as_ref()).map(|n| bytes = n)
                 } else {
-                    punch_hole(fd, op.req.offset, op.req.len as u64).map_err(|e| trim_failure(op.req, e, job))?;
+                    punch_hole(fd, op.req.offset, op.req.len as u64)
+                };
+                if let Err(e) = done {
+                    // fio's continue_on_error: a trim's error is a write error, as in fio.
+                    let dir = match kind {
+                        READ => 0,
+                        WRITE => 1,
+                        _ => 2,
+                    };
+                    let errno = e.raw_os_error().unwrap_or(libc::EIO);
+                    match st.errors.note(&self.spec.continue_on, self.spec.fill, dir, errno, &op.req) {
+                        OnError::Go => failed = true,
+                        OnError::Full => return Ok(None),
+                        OnError::Fatal if one_call => return Err(one_call_failure(self.spec.fio_engine, &op, e, job)),
+                        OnError::Fatal => return Err(trim_failure(op.req, e, job)),
+                    }
                 }
             }
             let t1 = now_ns();
+            if failed {
+                // Counted, not measured; the thread goes on with its next request.
+                if rec.should_stop(t1) || quota.is_some_and(|q| *issued >= q) {
+                    return Ok(None);
+                }
+                continue;
+            }
             rec.record(kind, bytes, t0, t1);
             if let Some(l) = st.io_log.as_mut().filter(|_| t0 >= rec.measure_start_ns) {
                 l.push(io_record(&op, kind, t0, t1, rec.measure_start_ns));
@@ -1568,6 +1703,7 @@ impl Access {
                 Some(LastWrites::new(self.spec.file_count as usize, self.file_len(), self.spec.verify_block()));
         }
         if phase == "run" {
+            self.errors_found.get_mut().unwrap_or_else(|e| e.into_inner()).clear();
             self.runs += 1;
             *self.pattern_found.get_mut().unwrap_or_else(|e| e.into_inner()) = None;
         }
@@ -1674,9 +1810,25 @@ impl Workload for Access {
     }
 }
 
-fn io_failure(req: IoReq, errno: i32, direct: bool) -> EngineError {
+/// The length of an open file (fstat), None when it cannot be told.
+fn fd_len(fd: RawFd) -> Option<u64> {
+    // SAFETY: fstat on an open fd into a zeroed struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some(st.st_size as u64)
+}
+
+impl Access {
+    /// A request's error that stops the run: its direction, length, offset and file, and the errno.
+    #[cold]
+    fn io_failure(&self, req: IoReq, errno: i32, job: &Settings) -> EngineError {
+        io_failure(req, errno, self.spec.direct, &self.path(&job.dir, req.file))
+    }
+}
+
+#[cold]
+fn io_failure(req: IoReq, errno: i32, direct: bool, path: &Path) -> EngineError {
     let what = if req.write { "write" } else { "read" };
-    let mut ctx = format!("{what} of {} bytes at offset {} of file {}", req.len, req.offset, req.file);
+    let mut ctx = format!("{what} of {} bytes at offset {} of {}", req.len, req.offset, path.display());
     if errno == libc::EINVAL && direct {
         ctx.push_str(" (O_DIRECT: sizes, offsets and alignment must be multiples of the device's logical block size)");
     }

@@ -11,6 +11,7 @@ use crate::error::{EngineError, Result};
 use crate::measure::duration::secs_to_ns;
 use crate::settings::Settings;
 use crate::verify::{self, Checksum};
+use crate::workload::access::errors::ContinueOn;
 use crate::workload::access::pace::{PaceSpec, PlaceSpec, SteadySpec};
 use crate::workload::access::CpuMode;
 
@@ -223,6 +224,16 @@ pub struct AccessSpec {
     /// O_DIRECT, each request inside the file's atomic write unit (statx STATX_WRITE_ATOMIC).
     #[serde(default)]
     pub atomic: bool,
+    /// fio's continue_on_error with ignore_error and error_dump: the errors a thread counts and goes
+    /// on after (errors.rs). The default: every error stops the run.
+    #[serde(default)]
+    pub continue_on: ContinueOn,
+    /// fio's fill_device: sequential writes until the filesystem is full. prepare creates the files
+    /// empty; ENOSPC or EDQUOT on a write ends the thread's work (not counted as an error, as in fio),
+    /// and a short write then too (fio would write its rest, which fails); file_size and total_bytes
+    /// only bound it.
+    #[serde(default)]
+    pub fill: bool,
 }
 
 /// fio's ioengines that are not data transfer, run in the engine as fio runs them (one system call
@@ -533,6 +544,7 @@ impl AccessSpec {
         }
         self.validate_fio_access()?;
         self.validate_fio_engine(job)?;
+        self.validate_fill(job)?;
         self.validate_verify(job)
     }
 
@@ -558,6 +570,36 @@ impl AccessSpec {
                     ),
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// fio's fill_device: one thread writing its one file sequentially from the start, nothing else.
+    fn validate_fill(&self, job: &Settings) -> Result<()> {
+        if !self.fill {
+            return Ok(());
+        }
+        let seq_writes = self.entries.iter().all(|e| e.read_pct == 0.0 && e.trim_pct == 0.0 && e.random_pct == 0.0);
+        if !seq_writes || self.fio_engine != FioEngine::Data {
+            return Err(EngineError::invalid(
+                "fill",
+                "fills with sequential writes only: make every entry a write with random_pct = 0",
+            ));
+        }
+        if job.threads != 1 || self.file_count != 1 || self.offset != 0 {
+            return Err(EngineError::invalid(
+                "fill",
+                "one thread fills one file from its start: use threads = 1, file_count = 1 and offset = 0",
+            ));
+        }
+        if self.verify.is_some() || !self.verify_pattern.is_empty() || self.fault.is_some() || self.shared_file {
+            return Err(EngineError::invalid(
+                "fill",
+                "cannot be combined with verify, verify_pattern, fault or a shared file",
+            ));
+        }
+        if self.seq_add != 0 || self.zone_size != 0 {
+            return Err(EngineError::invalid("fill", "fills from the start to the end: remove seq_add and zones"));
         }
         Ok(())
     }
@@ -1042,6 +1084,8 @@ pub(super) mod tests {
             place: PlaceSpec::default(),
             content: None,
             atomic: false,
+            continue_on: Default::default(),
+            fill: false,
         }
     }
 
