@@ -194,7 +194,7 @@ mod tests {
     }
 
     fn req(offset: u64) -> IoReq {
-        IoReq { file: 0, offset, len: 4096, write: true }
+        IoReq { file: 0, offset, len: 4096, write: true, ioprio: 0 }
     }
 
     #[test]
