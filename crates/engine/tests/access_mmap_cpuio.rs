@@ -97,7 +97,7 @@ fn direct_msyncs_each_write_and_libpmem_refuses_a_file_not_on_dax() {
     // does fsmeter's, naming the file, before any write.
     let before = std::fs::read(dir.path().join("m")).unwrap();
     let mut s = session(dir.path(), "libpmem", 1, writer(json!({"direct": true}))).unwrap();
-    let e = s.run_phase("run", &Control::new()).err().expect("refused").to_string();
+    let e = s.run_phase("run", &Control::new()).expect_err("refused").to_string();
     assert!(e.contains("not on DAX persistent memory") && e.contains("ioengine=mmap"), "{e}");
     assert_eq!(std::fs::read(dir.path().join("m")).unwrap(), before);
 }

@@ -809,7 +809,8 @@ impl Access {
         for b in &bufs {
             fill_pattern(b.as_mut_slice(), spec.write_pattern());
         }
-        if spec.ioprio.has_cmd() && matches!(job.backend, BackendKind::Psync | BackendKind::Mmap | BackendKind::Libpmem) {
+        if spec.ioprio.has_cmd() && matches!(job.backend, BackendKind::Psync | BackendKind::Mmap | BackendKind::Libpmem)
+        {
             return Err(EngineError::invalid(
                 "ioprio.cmd",
                 "per-request priorities need backend io_uring (psync's pread and pwrite, and copies to a \
