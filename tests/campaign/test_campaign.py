@@ -96,7 +96,7 @@ def test_bad_campaign_file_errors(body, pattern):
     ('[factors]\nthreads = [1, 0]\n[[workloads]]\nname = "seq-read"\n',
      r"workload seq-read with factors\.threads = 0: parameter threads: Input should be greater than or equal to 1"),
     ('[factors]\nbackend = ["psync", "spdk"]\n[[workloads]]\nname = "seq-read"\n',
-     r"factors\.backend = 'spdk': parameter backend: Input should be 'psync', 'io_uring' or 'null'"),
+     r"factors\.backend = 'spdk': parameter backend: Input should be 'psync', 'io_uring', 'null', 'mmap' or 'libpmem'"),
     ('[factors]\nscheduler = ["none"]\n[[workloads]]\nname = "seq-read"\n',
      r"factors\.scheduler: level 'none': a dir target has no block device"),
     ('exclusions = [{ threads = 3 }]\n[factors]\nthreads = [1, 2]\n[[workloads]]\nname = "seq-read"\n',
