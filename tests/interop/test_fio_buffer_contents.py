@@ -8,19 +8,13 @@ import hashlib
 import math
 import os
 import subprocess
-import sys
 import zlib
 
 import pytest
-
 from fsmeter.errors import UserError
 from fsmeter.interop.fio_jobfile import parse_jobfile
 from fsmeter.interop.fio_map import map_job, map_jobfile
-
-
-def fsm(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200"}, timeout=timeout)
+from fsmeter_cli import fsm
 
 
 def jobs_of(text: str):

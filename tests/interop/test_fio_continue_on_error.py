@@ -10,25 +10,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
-
 from fsmeter.errors import UserError
-from fsmeter.interop.fio_jobfile import parse_jobfile
-from fsmeter.interop.fio_map import map_job
+from fsmeter_cli import fsm, job_of
 
 MiB = 1 << 20
-
-
-def fsm(*args, cwd=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200"}, cwd=cwd, timeout=timeout)
-
-
-def job_of(text: str):
-    (j,) = parse_jobfile(text, "t.fio", {}).jobs
-    return map_job("t.fio", j, 0)
 
 
 @pytest.fixture

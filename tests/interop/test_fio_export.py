@@ -12,18 +12,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 import report_synth as rs
 from fsmeter.interop.fio_export import fio_options
 from fsmeter.store import open_store
+from fsmeter_cli import fsm
 
 FIO_PLOT = Path(sys.executable).parent / "fio-plot"
 CLAT2CSV = shutil.which("fio_jsonplus_clat2csv")
-
-
-def fsm(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200"}, timeout=timeout)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from fsmeter.errors import UserError
 from fsmeter.interop.fio_map import MappedGroup, fio_workloads, map_jobfile
 

@@ -7,14 +7,12 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
+import repo_paths
 from fsmeter.errors import UserError
 from fsmeter.interop.fio_jobfile import parse_fio_range, parse_fio_size, parse_fio_time_s, parse_jobfile
 from fsmeter.interop.fio_map import map_job, map_jobfile
-
-import repo_paths
+from hypothesis import given
+from hypothesis import strategies as st
 
 DATA = repo_paths.DATA / "fio"
 JOBFILES = sorted(DATA.glob("*.fio"))

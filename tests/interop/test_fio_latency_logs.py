@@ -9,21 +9,15 @@ import math
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
 from fsmeter.errors import UserError
 from fsmeter.interop.fio_jobfile import parse_jobfile
 from fsmeter.interop.fio_map import map_job
+from fsmeter_cli import fsm
 
 FIO2GNUPLOT = shutil.which("fio2gnuplot")
-
-
-def fsm(*args, cwd=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200"}, cwd=cwd, timeout=timeout)
 
 
 def one(text: str):

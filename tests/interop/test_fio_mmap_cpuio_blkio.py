@@ -6,24 +6,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
-
 from fsmeter.errors import UserError
-from fsmeter.interop.fio_jobfile import parse_jobfile
-from fsmeter.interop.fio_map import map_job, map_jobfile
-
-
-def fsm(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200"}, timeout=timeout)
-
-
-def job_of(text: str):
-    (j,) = parse_jobfile(text, "t.fio", {}).jobs
-    return map_job("t.fio", j, 0)
+from fsmeter.interop.fio_map import map_jobfile
+from fsmeter_cli import fsm, job_of
 
 
 def run_jobfile(tmp_path, text: str, *extra):

@@ -8,20 +8,14 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
-
 from fsmeter.errors import UserError
 from fsmeter.interop.fio_jobfile import eval_int_arith, parse_jobfile
 from fsmeter.interop.fio_map import job_error, map_job, map_jobfile
+from fsmeter_cli import fsm
 
 KEYWORDS = {"$pagesize": "4096", "$mb_memory": "2048", "$ncpus": "3"}
-
-
-def fsm(*args, cwd=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200"}, cwd=cwd, timeout=timeout)
 
 
 def jobs_of(text: str, target=None, dir_given=True):

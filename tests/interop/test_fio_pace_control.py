@@ -6,20 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
 from fsmeter.errors import UserError
 from fsmeter.interop.fio_jobfile import parse_jobfile
 from fsmeter.interop.fio_map import MappedGroup, fio_workloads, map_job, map_jobfile
-
-
-def fsm(*args, cwd=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200"}, cwd=cwd, timeout=timeout)
+from fsmeter_cli import fsm
 
 
 def one(text: str):

@@ -7,26 +7,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
-import sys
 
 import pytest
-
 from fsmeter.errors import UserError
 from fsmeter.families.access import AccessParams
-from fsmeter.interop.fio_jobfile import parse_jobfile
-from fsmeter.interop.fio_map import map_job
-
-
-def fsm(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200"}, timeout=timeout)
-
-
-def job_of(text: str):
-    (j,) = parse_jobfile(text, "t.fio", {}).jobs
-    return map_job("t.fio", j, 0)
+from fsmeter_cli import fsm, job_of
 
 
 def refused(text: str, pattern: str) -> None:
