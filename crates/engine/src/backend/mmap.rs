@@ -6,10 +6,10 @@
 //!   pages and madvise(MADV_DONTNEED) over them, as fio does ("not really direct, but should
 //!   drop the pages from the cache");
 //! - `fsync`: msync(MS_SYNC) of the file's whole mapping (fio's sync of a mapped file);
-//! - `persist` (fio's libpmem engine): every write is made durable before it completes. On a
-//!   file on DAX persistent memory (statx STATX_ATTR_DAX) the written CPU cache lines are
-//!   flushed and fenced (what libpmem does there); on any other file, libpmem's advice is
-//!   msync, so the write's pages are msync'ed.
+//! - `persist` (fio's libpmem engine): every write is made durable before it completes: the
+//!   written CPU cache lines are flushed and fenced, what libpmem does on DAX persistent memory
+//!   (statx STATX_ATTR_DAX); the access family refuses a libpmem file that is not on DAX, as fio
+//!   does.
 //!
 //! Mappings are advised as fio advises them when it maps a file: MADV_RANDOM for a random
 //! pattern, MADV_SEQUENTIAL for a sequential one, then MADV_DONTNEED over the whole mapping
@@ -28,8 +28,6 @@ const STATX_ATTR_DAX: u64 = 0x0020_0000;
 pub enum Persist {
     /// Not at all (fio's mmap engine): the page cache writes them back.
     No,
-    /// msync(MS_SYNC) of the write's pages (a durable write on a file not on DAX; the libpmem backend refuses such files).
-    Msync,
     /// CPU cache lines flushed and fenced (fio's libpmem engine on DAX persistent memory).
     CacheFlush,
 }
@@ -155,12 +153,6 @@ impl MmapBackend {
         if req.write {
             match self.opts.persist {
                 Persist::No => {}
-                Persist::Msync => {
-                    let r = self.msync(m, off, len);
-                    if r < 0 {
-                        return r;
-                    }
-                }
                 // SAFETY: the range was just written, inside the mapping.
                 Persist::CacheFlush => unsafe { flush_lines(m.ptr.add(off), len) },
             }

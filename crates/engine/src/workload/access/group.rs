@@ -281,7 +281,7 @@ impl AccessGroup {
                         bs,
                     )?),
                     BackendKind::Mmap | BackendKind::Libpmem => {
-                        let opts = a.mmap_options(s, &rf.files);
+                        let opts = a.mmap_options(s);
                         AnyState::Mmap(a.run_state(
                             s,
                             lt,

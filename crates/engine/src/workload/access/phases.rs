@@ -630,7 +630,7 @@ impl Access {
                 self.run_with(job, ctl, files, share_align, |_, _| Ok(NullBackend::new(self.spec.queue_depth as usize)))
             }
             BackendKind::Mmap | BackendKind::Libpmem => {
-                let opts = self.mmap_options(job, files);
+                let opts = self.mmap_options(job);
                 self.run_with(job, ctl, files, share_align, |f, _| MmapBackend::new(f, opts))
             }
         }?;
@@ -649,18 +649,16 @@ impl Access {
     }
 
     /// How the mmap backends map this job's files (backend/mmap.rs): writable unless the mix only reads,
-    /// advised random or sequential as the mix is, fio's direct, and libpmem's persistence (cache flushes
-    /// on DAX persistent memory, else msync).
-    pub(super) fn mmap_options(&self, job: &Settings, files: &FilesGuard) -> MmapOptions {
+    /// advised random or sequential as the mix is, fio's direct, and libpmem's persistence (cache flushes;
+    /// its files were proven on DAX persistent memory when they were opened).
+    pub(super) fn mmap_options(&self, job: &Settings) -> MmapOptions {
         let spec = &self.spec;
-        let dax = files.0.first().is_some_and(|&fd| mmap::is_dax(fd));
         MmapOptions {
             writable: !spec.entries.iter().all(|e| e.read_pct >= 100.0) || spec.fio_engine.one_call(),
             random: spec.entries.iter().any(|e| e.random_pct > 0.0),
             direct: spec.direct,
             persist: match job.backend {
-                BackendKind::Libpmem if dax => Persist::CacheFlush,
-                BackendKind::Libpmem => Persist::Msync,
+                BackendKind::Libpmem => Persist::CacheFlush,
                 _ => Persist::No,
             },
         }
@@ -672,11 +670,10 @@ impl Access {
         if !job.backend.maps() {
             return;
         }
-        let o = self.mmap_options(job, files);
+        let o = self.mmap_options(job);
         let dax = files.0.first().is_some_and(|&fd| mmap::is_dax(fd));
         let persist = match o.persist {
             Persist::No => "none: the page cache writes the mapped pages back",
-            Persist::Msync => "msync(MS_SYNC) of each write's pages before it completes",
             Persist::CacheFlush => "each write's CPU cache lines flushed and fenced before it completes",
         };
         report.extra["mmap"] = serde_json::json!({
