@@ -31,6 +31,7 @@ file, as the totals of a to-do list.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -41,7 +42,7 @@ import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -174,6 +175,51 @@ def prepare_root(root: Path, files: set, dirs: set) -> None:
     for f in files:
         with open(f, "wb") as fh:  # sparse, as an unwritten device of that size
             fh.truncate(SCALE_BYTES)
+
+
+#: What a tmpfs cannot do and the filesystem that can: a file with such a line runs, under fsmeter and under fio,
+#: on that filesystem made on a loop image in the scratch folder (root), else on the tmpfs, as the report says.
+REAL_FS = (
+    (re.compile(r"(?m)^\s*ioengine\s*=\s*e4defrag\s*$"), "ext4",
+     "ioengine=e4defrag needs ext4's EXT4_IOC_MOVE_EXT"),
+    (re.compile(r"(?m)^\s*atomic\s*=\s*(1|true|on)\s*$"), "xfs",
+     "atomic=1 needs an atomic write unit (statx STATX_WRITE_ATOMIC), which xfs has and tmpfs has not"),
+)
+REAL_FS_BYTES = 1 << 30
+
+
+def real_fs(text: str) -> Optional[tuple]:
+    """(filesystem, why) for a file a tmpfs cannot run, else None."""
+    return next(((fs, why) for pattern, fs, why in REAL_FS if pattern.search(text)), None)
+
+
+@contextlib.contextmanager
+def file_home(text: str, scratch: Path, res: dict) -> Iterator[Path]:
+    """The folder a file's runs (fsmeter's and fio's) go under: the scratch tmpfs, or for a file that needs a
+    real filesystem (REAL_FS) a fresh one on a loop image of REAL_FS_BYTES in the scratch folder, made, mounted
+    and torn down (also on failure or an interrupt) by fsmeter's own provisioning. Not root, or no loop
+    device: the tmpfs, and res["where"] says so."""
+    need = real_fs(text)
+    if need is None:
+        yield scratch
+        return
+    fs, why = need
+    if os.geteuid() != 0:
+        res["where"] = f"tmpfs: {why}, and a {fs} loop image needs root"
+        yield scratch
+        return
+    from fsmeter.provision import FsConfig, Provisioner, TargetSpec
+    from fsmeter.provision.errors import ProvisionError
+
+    with Provisioner(scratch=str(scratch / "provision")) as prov:
+        try:
+            mnt = prov.create(TargetSpec(kind="loop", size_bytes=REAL_FS_BYTES), FsConfig(name=fs))
+        except ProvisionError as exc:
+            res["where"] = f"tmpfs: {why}, and no {fs} loop image here ({exc.message})"
+            yield scratch
+            return
+        res["where"] = f"{fs} on a {REAL_FS_BYTES >> 20} MiB loop image: {why}"
+        yield Path(mnt.path)
 
 
 def fsmeter_cmd() -> list:
@@ -620,11 +666,13 @@ def main() -> int:
         mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3g", "fsmeter-fio-examples", str(scratch)],
                                  capture_output=True).returncode == 0
     results: dict = {}
+    homes = contextlib.ExitStack()  # the filesystem a file runs on when the tmpfs cannot run it
     try:
         for name, text in files.items():
-            fs_root, fio_root, jobs = scratch / "fsm", scratch / "fio", scratch / "jobs"
-            jobs.mkdir(exist_ok=True)
             res: dict = {}
+            home = homes.enter_context(file_home(text, scratch, res))
+            fs_root, fio_root, jobs = home / "fsm", home / "fio", scratch / "jobs"
+            jobs.mkdir(exist_ok=True)
             scaled, made, dirs = scale(text, fs_root)
             prepare_root(fs_root, made, dirs)
             job = jobs / name
@@ -678,8 +726,11 @@ def main() -> int:
                     else:
                         res["fio"], res["compare"] = compare(r["doc"], f, groups)
                 shutil.rmtree(fio_root, ignore_errors=True)
+            homes.close()
             results[name] = res
             line = f"{name:40s} {res['fsmeter']:8s} {res.get('fio', '')}"
+            if "where" in res:
+                line += f"\n    runs on {res['where']}"
             if res["fsmeter"] != "ran":
                 line += f" {res['why'][:150]}"
             if "fio_here" in res and res["fsmeter"] != "ran":
@@ -690,6 +741,7 @@ def main() -> int:
             for c in res.get("compare", []) if shown else []:
                 print(f"    {c}", flush=True)
     finally:
+        homes.close()
         if mounted:
             subprocess.run(["umount", str(scratch)], capture_output=True)
         shutil.rmtree(scratch, ignore_errors=True)
