@@ -57,6 +57,8 @@ def register(app: typer.Typer) -> None:
         set_: Optional[List[str]] = typer.Option(None, "--set", "-s", help="override a parameter: key=value (repeatable)"),
         json_out: Optional[Path] = typer.Option(None, "--json", help="also write the full result as JSON to this file"),
         keep_files: bool = typer.Option(False, "--keep-files", help="leave the workload's files in --dir"),
+        allow_exec: bool = typer.Option(False, "--allow-exec", help="a fio job file: run the program= of its "
+                                        "ioengine=exec jobs (refused without it: trust the file first)"),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
         min_phase_s: float = typer.Option(DEFAULT_MIN_PHASE_S, "--min-phase-s", help="phases shorter than "
                                           "this are flagged too short to trust (60 s for claims)"),
@@ -127,15 +129,15 @@ def register(app: typer.Typer) -> None:
         if workload.endswith(".fio"):  # every job of a fio job file, in order, all validated first
             from fsmeter.interop.fio_run import plan_jobfile, run_jobfile
 
-            jobs = plan_jobfile(workload, dir, parse_set(set_ or []))
-            job = jobs[0][0]  # every job of a fio file is an access workload (family hooks below)
+            jobs = plan_jobfile(workload, dir, parse_set(set_ or []), allow_exec=allow_exec)
+            job = next(j for j, _ in jobs if j is not None)  # an access workload (family hooks below)
         else:
             job = build_job(load_workload(workload), dir, parse_set(set_ or []))
         from fsmeter.runlock import measuring
 
         with measuring(wait=not no_wait):
             if workload.endswith(".fio"):
-                doc = run_jobfile(jobs, workload, console, **opts)
+                doc = run_jobfile(jobs, workload, console, place=dir, **opts)
             else:
                 doc = run_job(job, console, **opts)
         print_result(doc, job, console, json_out)

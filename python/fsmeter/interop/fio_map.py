@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Optional
 
 from fsmeter.errors import UserError
+from fsmeter.interop import fio_exec
 from fsmeter.families.access import check_distribution, parse_buffer_pattern
 from fsmeter.interop.fio_jobfile import (FioJob, FioOption, is_percentage, parse_fio_bool, parse_fio_int,
                                          parse_fio_pct, parse_fio_range, parse_fio_size, parse_fio_time_s,
@@ -189,9 +190,7 @@ for _names, _why in (
     (("libcufile", "libhipfile", "cuda"), "GPU I/O is not supported by fsmeter (not planned)"),
     (("external",), "it is a plugin fsmeter cannot load: fsmeter measures filesystems through its own engines "
      "(not planned)"),
-    (("exec",), "fsmeter does not run programs a job file names (a job file is input: running its program= unasked "
-     "would let any job file run anything): run the program yourself beside `fsmeter run`, and remove the job "
-     "(not planned)"),
+    (("exec",), fio_exec.REFUSAL),
     (("page_fault", "posixaio", "solarisaio", "guasi"),
      "fsmeter has no such engine: its requests are pread/pwrite (psync), io_uring, or copies to and from a "
      "mapping (mmap) (not planned)"),
@@ -988,6 +987,8 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
     directory the job runs in when known (--dir: for the size of files already there); `dir_given` says
     whether one is given at all: then it replaces the job file's absolute directory= and filename= paths
     (with a note), else those paths are the job's target and every other file needs one."""
+    if job.get("ioengine") is not None and (job.get("ioengine").value or "").strip() == "exec":
+        return _exec_job(_Ctx(where, job), group, target if dir_given else None)
     check_options(where, job)
     ctx = _Ctx(where, job)
     notes: list = []
@@ -2374,7 +2375,11 @@ def fio_workloads(ref: str, target: Optional[Path] = None, dir_given: bool = Tru
         if not jobs:
             raise UserError(f"{path}: no job named {only}: the jobs are {', '.join(j.name for j in map_jobfile(path))}")
     out = []
-    for item in group_jobs(jobs, {j.name for j in jobs}):
+    io_jobs = [j for j in jobs if j.params.get("fio_engine") != "exec"]
+    for item in _split_execs(jobs, group_jobs(io_jobs, {j.name for j in jobs}), path):
+        if isinstance(item, fio_exec.ExecGroup):
+            out.append((None, item))
+            continue
         if not dir_given and item.dir is None:  # only jobs without files (cpuio) get here without a directory
             raise UserError(f"{path} line {item.line}: job {item.jobs[0].name if isinstance(item, MappedGroup) else item.name}"
                             ": ioengine=cpuio works on no files, but fsmeter runs every job in a directory (the run "
@@ -2511,7 +2516,7 @@ def _libblkio_job(ctx: _Ctx, notes: list) -> FioJob:
 
 def _no_files(m: MappedJob) -> bool:
     """A job that works on no files (cpuio)."""
-    return m.params.get("fio_engine") == "cpuio"
+    return m.params.get("fio_engine") in ("cpuio", "exec")
 
 
 #: The options a cpuio job uses (the others of SUPPORTED describe I/O it does not do).
@@ -2519,6 +2524,37 @@ _CPUIO_OPTS = {"name", "description", "ioengine", "cpuload", "cpuchunks", "cpumo
                "runtime", "timeout", "time_based", "ramp_time", "startdelay", "exit_what", "exitall", "group_reporting",
                "stonewall", "wait_for_previous", "wait_for", "thread", "threads", "cpus_allowed", "cpumask",
                "cpus_allowed_policy", "numa_cpu_nodes", "numa_mem_policy", "kb_base"}
+
+
+def _exec_job(ctx: _Ctx, group: int, target: Optional[Path]) -> MappedJob:
+    """ioengine=exec (with --allow-exec): a job that runs a program beside its group (fio_exec); it has no engine
+    job, its spec rides in params["exec"] until fio_workloads takes it out of the group."""
+    runtime = ctx.time_s("runtime") if ctx.job.get("runtime") is not None else ctx.time_s("timeout")
+    spec = fio_exec.exec_spec(ctx.where, ctx.job, group, runtime or 0.0, ctx.flag("time_based", False))
+    d = ctx.job.get("directory")
+    if target is None and d is not None and (d.value or "").startswith("/"):
+        spec.dir = Path((d.value or "").strip())
+    return MappedJob(name=ctx.job.name, line=ctx.job.line, group=group, params={"fio_engine": "exec", "exec": spec},
+                     settings={"threads": 1, "seed": 0, "backend": "psync"}, notes=spec.notes, fio_job=ctx.job)
+
+
+def _split_execs(jobs: list, items: list, path: Path) -> list:
+    """The items of the file with its exec jobs attached to their group's item (`execs`), or an ExecGroup for a
+    group of exec jobs only, in file order."""
+    execs = [j.params["exec"] for j in jobs if j.params.get("fio_engine") == "exec"]
+    if execs and len(execs) == len(jobs):
+        raise UserError(f"{path} line {execs[0].line}: every job of the file is ioengine=exec: fsmeter measures "
+                        "filesystems, and these jobs do no I/O: add a job to measure, or run the programs yourself")
+    for item in items:
+        item.execs = [e for e in execs if e.group == item.group]
+    alone = {}
+    for e in execs:
+        if not any(item.group == e.group for item in items):
+            alone.setdefault(e.group, []).append(e)
+    for g, es in alone.items():
+        items.append(fio_exec.ExecGroup(name=f"group{g}", line=es[0].line, group=g, execs=es,
+                                        dir=es[0].dir))
+    return sorted(items, key=lambda it: it.group)
 
 
 def _cpuio_job(ctx: _Ctx, group: int, notes: list) -> MappedJob:

@@ -10,20 +10,25 @@ from rich.console import Console
 
 from fsmeter.errors import UserError
 from fsmeter.engine import EngineFailure
+from fsmeter.interop import fio_exec
 from fsmeter.interop.fio_map import (MappedGroup, access_def, fio_workloads, group_def, job_error, map_job,
                                      split_ref)
 from fsmeter.phases import run_job
 from fsmeter.spec import build_job
 
 
-def plan_jobfile(ref: str, directory: Optional[Path], overrides: dict) -> list:
+def plan_jobfile(ref: str, directory: Optional[Path], overrides: dict, allow_exec: bool = False) -> list:
     """Every group of the file validated (job, MappedJob or MappedGroup), before any runs. Without `directory`
     (--dir), each job runs in the absolute directory its file names; with it, there (replacing the file's
     absolute paths). The jobs of a group are each built as an access job with the same overrides (so `--set`
     reaches every job), then joined into the group's job."""
     path, _ = split_ref(ref)
-    out = [_plan_item(path, d, m, directory, overrides)
-           for d, m in fio_workloads(ref, directory, dir_given=directory is not None)]
+    token = fio_exec.ALLOW_EXEC.set(allow_exec)  # ioengine=exec jobs only with --allow-exec
+    try:
+        out = [_plan_item(path, d, m, directory, overrides) if d is not None else (None, m)
+               for d, m in fio_workloads(ref, directory, dir_given=directory is not None)]
+    finally:
+        fio_exec.ALLOW_EXEC.reset(token)
     _link_fills(path, out, directory, overrides)
     return out
 
@@ -131,22 +136,62 @@ def run_jobfile(jobs: list, ref: str, console: Console, **run_opts) -> dict:
                     p.unlink(missing_ok=True)
 
 
+def _exec_records(running: list, interrupted: bool, console: Console, out: list) -> None:
+    """Stop what the exec jobs started (at once when the run was interrupted), one line each, their records."""
+    for r in running:
+        rec = r.finish(interrupted)
+        out.append(rec)
+        console.print(fio_exec.line(rec), highlight=False, markup=False)
+
+
+def _exec_alone(m, place: Optional[Path], console: Console, out: list) -> bool:
+    """A group of exec jobs only: their programs run for their runtime. True when the run was interrupted."""
+    running = fio_exec.start_all(m.execs, m.dir if m.dir is not None else place)
+    interrupted = True
+    try:
+        for r in running:
+            r.wait_runtime()
+        interrupted = False
+    finally:
+        _exec_records(running, interrupted, console, out)
+    return interrupted
+
+
 def _run_items(jobs: list, ref: str, console: Console, doc: dict, run_opts: dict) -> dict:
     where = str(split_ref(str(ref))[0])
+    execs_run: list = []
+    doc = _run_groups(jobs, ref, console, doc, run_opts, where, execs_run)
+    if execs_run:
+        doc["exec"] = execs_run  # which programs ran (argv), how each ended
+    return doc
+
+
+def _run_groups(jobs: list, ref: str, console: Console, doc: dict, run_opts: dict, where: str,
+                execs_run: list) -> dict:
     for idx, (job, m) in enumerate(jobs):
         if getattr(m, "replan", None) is not None:
             job, m = m.replan()  # sized by what the fill_device job before it wrote
             for n in (n for j in _members(m) for n in j.notes if n.startswith("size from what job")):
                 console.print(f"[dim]note:[/] {m.name}: {n}", highlight=False)
         keep = run_opts.get("keep_files") or m.keep_files or getattr(m, "keeps_fill", False)
+        if isinstance(m, fio_exec.ExecGroup):
+            if _exec_alone(m, run_opts.get("place"), console, execs_run):
+                doc["interrupted"] = True
+                break
+            continue
+        running = fio_exec.start_all(getattr(m, "execs", []), m.dir if m.dir is not None else run_opts.get("place"))
+        interrupted = True
         try:
-            one = run_job(job, console, **{**run_opts, "keep_files": keep})
+            one = run_job(job, console, **{k: v for k, v in {**run_opts, "keep_files": keep}.items() if k != "place"})
+            interrupted = bool(one.get("interrupted"))
         except EngineFailure as exc:
             raise EngineFailure(_failure(where, m, exc), errno=exc.errno) from None
         except UserError as exc:
             if not exc.message.startswith("parameter "):
                 raise
             raise UserError(job_error(where, m, exc.message), exit_code=exc.exit_code) from None
+        finally:
+            _exec_records(running, interrupted, console, execs_run)
         _fill_notes(one, m, console)
         if not doc:
             doc = {**one, "workload": Path(str(ref)).name, "phases": {}, "metrics": {}, "jobs": {}}
