@@ -279,6 +279,8 @@ def run_fsmeter(job: Path, root: Path, out: Path, timeout: int) -> dict:
     cmd = [*fsmeter_cmd(), "run", str(job), "-q", "--json", str(out), "--cache", "keep"]
     if not absolute:
         cmd += ["--dir", str(root)]
+    if re.search(r"(?m)^\s*ioengine\s*=\s*exec\s*$", text):
+        cmd.append("--allow-exec")  # fio's own examples: their programs (turbostat, sleep) are trusted
     try:
         r = _run(cmd, timeout, str(job), cwd=root, env={**os.environ, **ENV, "FIO_DIR": str(root), "COLUMNS": "200"})
     except subprocess.TimeoutExpired:

@@ -176,8 +176,8 @@ def test_other_libblkio_drivers_and_exec_are_refused_in_one_line():
     with pytest.raises(UserError, match=r"line 3: libblkio_driver=virtio-blk-vfio-pci: the libblkio driver "
                                         r"virtio-blk-vfio-pci reaches a device past any filesystem"):
         job_of("[a]\nioengine=libblkio\nlibblkio_driver=virtio-blk-vfio-pci\nlibblkio_path=/dev/vfio/1\n")
-    with pytest.raises(UserError, match=r"line 2: ioengine=exec: .*does not run programs a job file names.*run "
-                                        r"the program yourself beside `fsmeter run`"):
+    with pytest.raises(UserError, match=r"line 2: ioengine=exec: fsmeter runs the program a job file names only "
+                                        r"when told to.*add --allow-exec to `fsmeter run` if you trust this file"):
         job_of("[a]\nioengine=exec\nprogram=/bin/sh\narguments=-c true\n")
 
 
