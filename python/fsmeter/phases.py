@@ -243,9 +243,9 @@ def run_doc(job, **extra) -> dict:
 
 
 def run_job(job, console, show_progress: bool = True, keep_files: bool = False, cache: str = "auto",
-            min_phase_s: float = DEFAULT_MIN_PHASE_S) -> dict:
+            min_phase_s: float = DEFAULT_MIN_PHASE_S, steps: Optional[PhaseSteps] = None) -> dict:
     """Run every phase of ``job`` once on its directory (`fsmeter run`); returns the result document.
-    A stop signal ends the run with what was measured, marked interrupted."""
+    A stop signal ends the run with what was measured, marked interrupted. ``steps``: as for run_phases."""
     doc = run_doc(job)
     run = PhaseRun(EngineSession(job.engine_json()))
     try:
@@ -254,7 +254,7 @@ def run_job(job, console, show_progress: bool = True, keep_files: bool = False, 
                        reset_cache=lambda ph: reset_cache(cache, job.dir),
                        device=own_device(job.dir, job.engine_dict().get("backend")),
                        quality=judge(min_phase_s=min_phase_s, interval_s=job.settings.interval_s),
-                       annotate=True, cleanup="never" if keep_files else "always")
+                       annotate=True, cleanup="never" if keep_files else "always", steps=steps)
     except KeyboardInterrupt:  # a stop between the engine's phases (a cache reset...): the same outcome
         pass
     doc["phases"] = run.reports()

@@ -60,11 +60,11 @@ def test_program_ending_early_reports_its_exit_status_without_redirect(tmp_path)
 
 
 def test_a_group_of_exec_jobs_only_lasts_its_runtime(tmp_path):
-    r, doc = _run(tmp_path, "[sl]\nioengine=exec\nprogram=sleep\narguments=%r\ntime_based\nruntime=1\ngrace_time=0\n"
+    r, doc = _run(tmp_path, "[sl]\nioengine=exec\nprogram=true\narguments=%r\ntime_based\nruntime=1\ngrace_time=0\n"
                   "[rd]\nstonewall\nioengine=psync\nrw=read\nsize=256k\nbs=4k\n", "--allow-exec")
     assert r.returncode == 0, r.stderr
     (rec,) = doc["exec"]
-    assert rec["argv"] == ["sleep", "1"] and rec["exit_status"] == 0
+    assert rec["argv"] == ["true", "1"] and rec["exit_status"] == 0 and "stopped_by" not in rec
     assert list(doc["jobs"]) == ["rd"]
 
 
@@ -125,3 +125,17 @@ def _cmdline(pid: str) -> str:
             return f.read()
     except OSError:
         return ""
+
+
+def test_the_program_runs_beside_its_group_until_its_runtime_after_the_io_jobs_end(tmp_path):
+    # The reader is sized (256 KiB, done at once); the program still runs to the exec job's runtime, and it was
+    # started before the reader's files were removed (it sees the reader's file while it runs).
+    script = tmp_path / "look.sh"
+    script.write_text("#!/bin/sh\nls\nexec sleep 30\n")
+    script.chmod(0o755)
+    r, doc = _run(tmp_path, f"[mon]\nioengine=exec\nprogram={script}\ntime_based\nruntime=1\ngrace_time=0\n"
+                  "[rd]\nioengine=psync\nrw=read\nsize=256k\nbs=4k\nfilename=seen.dat\n", "--allow-exec")
+    assert r.returncode == 0, r.stderr
+    (rec,) = doc["exec"]
+    assert rec["stopped_by"] == "runtime"
+    assert "seen.dat" in (tmp_path / "d" / "mon.stdout").read_text().split()

@@ -4,8 +4,9 @@ job's runtime. A job file is input, so this runs only when the user says it may 
 As fio's engine does: the argument line gets `%r` (the runtime in whole seconds) and `%n` (the job's name)
 replaced, `program arguments` is split at spaces (no shell, no quoting), the program is looked up on PATH
 (execvp), it starts with its group and at the job's runtime gets SIGTERM, then SIGKILL `grace_time` seconds
-later if it is still there. With `std_redirect=1` (the default) its output goes to `<job>.stdout` and
-`<job>.stderr` in the job's directory (fio writes them into its current directory). A program that cannot be
+later if it is still there. It runs in the job's directory, and with `std_redirect=1` (the default) its output
+goes to `<job>.stdout` and `<job>.stderr` there (fio's program runs in fio's current directory, where fio
+writes those files). A program that cannot be
 started is reported in one line and its job still takes its runtime, as fio's does.
 """
 from __future__ import annotations
@@ -125,7 +126,7 @@ class Running:
             if self.spec.std_redirect:
                 out, err = (open(p, "wb") for p in paths)
             self.proc = subprocess.Popen(self.spec.argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                         start_new_session=True, preexec_fn=_die_with_parent)
+                                         cwd=self.place, start_new_session=True, preexec_fn=_die_with_parent)
         except OSError as exc:
             why = exc.strerror or str(exc)
             self.record.update(status="not started", error=f"cannot run {self.spec.argv[0]}: {why}")
@@ -174,7 +175,6 @@ class Running:
             _signal_group(p.pid, signal.SIGKILL)
             self.record["status"] = "exited" if code >= 0 else "killed by signal"
             self.record["exit_status" if code >= 0 else "signal"] = code if code >= 0 else signal.Signals(-code).name
-            self.record["elapsed_s"] = round(time.monotonic() - self._t0, 3)
         return self.record
 
     def wait_runtime(self, stop_event: Optional[threading.Event] = None) -> None:

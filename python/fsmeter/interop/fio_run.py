@@ -13,7 +13,7 @@ from fsmeter.engine import EngineFailure
 from fsmeter.interop import fio_exec
 from fsmeter.interop.fio_map import (MappedGroup, access_def, fio_workloads, group_def, job_error, map_job,
                                      split_ref)
-from fsmeter.phases import run_job
+from fsmeter.phases import PhaseSteps, run_job
 from fsmeter.spec import build_job
 
 
@@ -136,6 +136,33 @@ def run_jobfile(jobs: list, ref: str, console: Console, **run_opts) -> dict:
                     p.unlink(missing_ok=True)
 
 
+class _ExecSteps(PhaseSteps):
+    """The group's exec jobs start right before its measured phase (after its files are laid out) and are
+    stopped at their runtime; the phase's end waits for that, as fio's group waits for its exec jobs."""
+
+    def __init__(self, execs: list, place: Optional[Path], console: Console, out: list):
+        self.execs, self.place, self.console, self.out = execs, place, console, out
+        self.running: Optional[list] = None
+
+    def before(self, run, phase) -> None:
+        if self.execs and self.running is None and phase.measured:
+            self.running = fio_exec.start_all(self.execs, self.place)
+
+    def after(self, run, phase, report: dict) -> Optional[dict]:
+        if phase.measured:
+            stopped = bool((report or {}).get("interrupted"))
+            if not stopped:
+                for r in self.running or []:  # fio's group lasts until its exec jobs' runtime too
+                    r.wait_runtime()
+            self.finish(interrupted=stopped)
+        return report
+
+    def finish(self, interrupted: bool) -> None:
+        if self.running:
+            running, self.running = self.running, []
+            _exec_records(running, interrupted, self.console, self.out)
+
+
 def _exec_records(running: list, interrupted: bool, console: Console, out: list) -> None:
     """Stop what the exec jobs started (at once when the run was interrupted), one line each, their records."""
     for r in running:
@@ -179,11 +206,11 @@ def _run_groups(jobs: list, ref: str, console: Console, doc: dict, run_opts: dic
                 doc["interrupted"] = True
                 break
             continue
-        running = fio_exec.start_all(getattr(m, "execs", []), m.dir if m.dir is not None else run_opts.get("place"))
-        interrupted = True
+        steps = _ExecSteps(getattr(m, "execs", []), m.dir if m.dir is not None else run_opts.get("place"), console,
+                           execs_run)
         try:
-            one = run_job(job, console, **{k: v for k, v in {**run_opts, "keep_files": keep}.items() if k != "place"})
-            interrupted = bool(one.get("interrupted"))
+            one = run_job(job, console, steps=steps,
+                          **{k: v for k, v in {**run_opts, "keep_files": keep}.items() if k != "place"})
         except EngineFailure as exc:
             raise EngineFailure(_failure(where, m, exc), errno=exc.errno) from None
         except UserError as exc:
@@ -191,7 +218,7 @@ def _run_groups(jobs: list, ref: str, console: Console, doc: dict, run_opts: dic
                 raise
             raise UserError(job_error(where, m, exc.message), exit_code=exc.exit_code) from None
         finally:
-            _exec_records(running, interrupted, console, execs_run)
+            steps.finish(interrupted=True)  # a program still running here: the run stopped early
         _fill_notes(one, m, console)
         if not doc:
             doc = {**one, "workload": Path(str(ref)).name, "phases": {}, "metrics": {}, "jobs": {}}
