@@ -209,7 +209,7 @@ def file_home(text: str, scratch: Path, res: dict) -> Iterator[Path]:
         return
     fs, why = need
     if os.geteuid() != 0:
-        res["where"] = f"tmpfs: {why}, and a {fs} loop image needs root"
+        res["where"] = f"the scratch folder (no tmpfs either): {why}, and a {fs} loop image needs root"
         yield scratch
         return
     from fsmeter.provision import FsConfig, Provisioner, TargetSpec
@@ -735,10 +735,10 @@ def main() -> int:
             homes.close()
             results[name] = res
             line = f"{name:40s} {res['fsmeter']:8s} {res.get('fio', '')}"
-            if "where" in res:
-                line += f"\n    runs on {res['where']}"
             if res["fsmeter"] != "ran":
                 line += f" {res['why'][:150]}"
+            if "where" in res:
+                line += f"\n    runs on {res['where']}"
             if "fio_here" in res and res["fsmeter"] != "ran":
                 h = res["fio_here"]
                 line += f"\n    fio here: {h['status']}" + (f": {h['why'][:150]}" if h["status"] != "runs" else "")

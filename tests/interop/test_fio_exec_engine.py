@@ -139,3 +139,9 @@ def test_the_program_runs_beside_its_group_until_its_runtime_after_the_io_jobs_e
     (rec,) = doc["exec"]
     assert rec["stopped_by"] == "runtime"
     assert "seen.dat" in (tmp_path / "d" / "mon.stdout").read_text().split()
+
+
+def test_an_option_no_fio_job_has_is_refused_in_an_exec_job(tmp_path):
+    r, _ = _run(tmp_path, "[m]\nioengine=exec\nprogram=true\ntime_based\nruntime=1\nprogam=x\n" + READER,
+                "--allow-exec")
+    assert r.returncode == 2 and "line 6" in r.stderr and "progam" in r.stderr and "\n" not in r.stderr.strip()

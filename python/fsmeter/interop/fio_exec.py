@@ -59,11 +59,15 @@ def split_argv(program: str, arguments: Optional[str], runtime_s: float, name: s
     return [p for p in line.split(" ") if p]
 
 
-def exec_spec(where: str, job, group: int, runtime_s: float, time_based: bool) -> ExecSpec:
-    """An exec job's spec from its fio options, or one line saying why not."""
+def exec_spec(where: str, job, group: int, runtime_s: float, time_based: bool,
+              check_only: bool = False) -> Optional[ExecSpec]:
+    """An exec job's spec from its fio options, or one line saying why not (`check_only`: only whether exec jobs
+    may run at all)."""
     eng = job.get("ioengine")
     if not ALLOW_EXEC.get():
         raise UserError(f"{where} line {eng.line}: {eng.as_written}: {REFUSAL}")
+    if check_only:
+        return None
     prog = job.get("program")
     program = (prog.value or "").strip() if prog is not None else ""
     if not program:

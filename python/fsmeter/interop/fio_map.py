@@ -2529,6 +2529,12 @@ _CPUIO_OPTS = {"name", "description", "ioengine", "cpuload", "cpuchunks", "cpumo
 def _exec_job(ctx: _Ctx, group: int, target: Optional[Path]) -> MappedJob:
     """ioengine=exec (with --allow-exec): a job that runs a program beside its group (fio_exec); it has no engine
     job, its spec rides in params["exec"] until fio_workloads takes it out of the group."""
+    spec = fio_exec.exec_spec(ctx.where, ctx.job, group, 0.0, False, check_only=True)  # refused without the flag
+    # The job's other options as any job's: one a fio job cannot have, or fsmeter refuses, is told in one line.
+    check_options(ctx.where, FioJob(section=ctx.job.section, line=ctx.job.line,
+                                    options={k: v for k, v in ctx.job.options.items()
+                                             if k not in ("ioengine", "program", "arguments", "grace_time",
+                                                          "std_redirect")}))
     runtime = ctx.time_s("runtime") if ctx.job.get("runtime") is not None else ctx.time_s("timeout")
     spec = fio_exec.exec_spec(ctx.where, ctx.job, group, runtime or 0.0, ctx.flag("time_based", False))
     d = ctx.job.get("directory")
