@@ -21,7 +21,8 @@ run here (it lacks the engine, fails, hangs). --fio (repeatable) or $FIO (colon-
 file whose engine one lacks runs under the next. cpp_null.fio's plugin engine (fio's null engine built as C++)
 runs as fio's built-in null engine, and a fio older than 3.42 runs io_submit_mode=offload inline (it hangs).
 
-Per file the report says: ran, refused (the error line), or crashed (any other exit, a traceback, a timeout);
+Per file the report says: ran, refused (the error line), fails (the run stopped at an error of the filesystem's,
+told in one line, exit 1), or crashed (any other exit, a traceback, a timeout);
 fio's outcome; and for a file both ran, whether the bytes and I/O counts of each job (or, with
 group_reporting, each reporting group, as fio merges it) and direction are fio's. Random read/write mixes:
 the total within 2%, each direction within 5% of the total or three binomial standard deviations; several
@@ -290,6 +291,11 @@ def run_fsmeter(job: Path, root: Path, out: Path, timeout: int) -> dict:
         return {"status": "ran", "doc": json.loads(out.read_text())}
     if r.returncode == 2 and err.startswith("fsmeter: error:") and "\n" not in err:
         return {"status": "refused", "why": err[len("fsmeter: error: "):].replace(str(job), job.name)}
+    last = err.splitlines()[-1] if err else ""
+    if r.returncode == 1 and last.startswith("fsmeter: error:"):
+        # The run started and stopped at an error of the filesystem's (ENOSPC, EBUSY ...), told in one line: it
+        # fails as fio fails on such an error, not a crash.
+        return {"status": "fails", "why": last[len("fsmeter: error: "):].replace(str(job), job.name)}
     return {"status": "crashed", "why": f"exit {r.returncode}: {err[-400:]}"}
 
 
