@@ -149,6 +149,17 @@ def test_fio_outcome_and_error_lines(fe):
     assert fe.fio_error("starting\nfio: pid=1, err=2/file:filesetup.c:1, func=open, error=No such file\n", None) == \
         "fio: pid=1, err=2/file:filesetup.c:1, func=open, error=No such file"
     assert fe.fio_error("", {"jobs": [{"jobname": "x", "error": 5}]}).startswith("job x: error 5")
+    # A warning fio prints is not why a job failed: the failed job's errno comes first.
+    assert fe.fio_error("fio: time_based requires a runtime/timeout setting\n",
+                        {"jobs": [{"jobname": "a", "error": 0}, {"jobname": "b", "error": 16}]}) == \
+        "job b: error 16 (Device or resource busy); fio: time_based requires a runtime/timeout setting"
+
+
+def test_files_a_tmpfs_cannot_run_are_given_the_filesystem_that_can(fe):
+    assert fe.real_fs("[a]\nioengine=e4defrag\ndonorname=d\n")[0] == "ext4"
+    assert fe.real_fs("[a]\nrw=randwrite\natomic=1\ndirect=1\n")[0] == "xfs"
+    assert fe.real_fs("[a]\nioengine=psync\natomic=0\n") is None
+    assert fe.real_fs("# ioengine=e4defrag in a comment\n[a]\nrw=read\n") is None
     assert fe.REMOTE.search("[r]\nhostname=239.0.0.0\n") and not fe.REMOTE.search("hostname=localhost\n")
 
 
