@@ -42,6 +42,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -270,6 +271,16 @@ def _run(cmd: list, timeout: int, marker: str, **kw) -> subprocess.CompletedProc
             for pipe in (p.stdout, p.stderr):
                 pipe.close()
             p.wait()
+        raise
+    except BaseException:
+        # The bench itself was stopped (Ctrl-C, SIGTERM): the run goes too, before the scratch filesystems it works
+        # on are unmounted (a run still in them keeps them busy).
+        try:
+            os.killpg(p.pid, 9)
+        except ProcessLookupError:
+            pass
+        _kill_escaped(marker)
+        p.wait()
         raise
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
@@ -657,6 +668,11 @@ def main() -> int:
     ap.add_argument("--fio-timeout", type=int, default=60,
                     help="seconds for fio on a file fsmeter does not run (a server job waits for its client)")
     args = ap.parse_args()
+    from fsmeter.interrupt import STOP_SIGNALS, raise_interrupted
+
+    for signum in STOP_SIGNALS:  # SIGTERM and SIGHUP too unwind through the finally blocks that unmount
+        if signal.getsignal(signum) is not signal.SIG_IGN:
+            signal.signal(signum, raise_interrupted)
     checkout = Path(args.checkout)
     if not checkout.exists():
         print(f"no fio checkout at {checkout}: clone axboe/fio there or set FIO_GIT", file=sys.stderr)
@@ -779,4 +795,8 @@ def main() -> int:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT / "python"))
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt as exc:  # fsmeter.interrupt.Interrupted too: everything the bench made is gone
+        print(f"fio_examples: {exc or 'interrupted'}: scratch folders and filesystems removed", file=sys.stderr)
+        sys.exit(128 + getattr(exc, "signum", signal.SIGINT))
