@@ -159,7 +159,7 @@ class Running:
                 p.wait(timeout=self.spec.grace_s)
             except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired: still there after grace_time
                 _signal_group(p.pid, signal.SIGKILL)
-                self.record["killed"] = True
+                self.record["sigkill_sent"] = True
                 p.wait()
 
     def finish(self, interrupted: bool = False) -> dict:
@@ -171,7 +171,7 @@ class Running:
             if interrupted and p.poll() is None:
                 with self._lock:
                     _signal_group(p.pid, signal.SIGKILL)
-                    self.record.update(stopped_by="interrupt", killed=True)
+                    self.record.update(stopped_by="interrupt", sigkill_sent=True)
                     p.wait()
             self.stop()
             code = p.wait()
