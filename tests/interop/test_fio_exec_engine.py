@@ -145,3 +145,16 @@ def test_an_option_no_fio_job_has_is_refused_in_an_exec_job(tmp_path):
     r, _ = _run(tmp_path, "[m]\nioengine=exec\nprogram=true\ntime_based\nruntime=1\nprogam=x\n" + READER,
                 "--allow-exec")
     assert r.returncode == 2 and "line 6" in r.stderr and "progam" in r.stderr and "\n" not in r.stderr.strip()
+
+
+def test_output_files_stay_in_the_jobs_directory(tmp_path):
+    r, _ = _run(tmp_path, "[../escape]\nioengine=exec\nprogram=true\ntime_based\nruntime=1\n" + READER, "--allow-exec")
+    assert r.returncode == 2 and "line 1" in r.stderr and "std_redirect=0" in r.stderr
+    assert not (tmp_path / "escape.stdout").exists()
+    # a group of exec jobs only, with no directory named anywhere: refused, not run in the current directory
+    job = tmp_path / "nodir.fio"
+    job.write_text("[m]\nioengine=exec\nprogram=true\ntime_based\nruntime=1\n[rd]\nstonewall\nrw=read\n"
+                   f"size=64k\nfilename={tmp_path}/f\n")
+    r = fsm("run", job, "-q", "--allow-exec", cwd=tmp_path)
+    assert r.returncode == 2 and "give --dir D or an absolute directory=" in r.stderr
+    assert not (tmp_path / "m.stdout").exists()

@@ -91,6 +91,10 @@ def exec_spec(where: str, job, group: int, runtime_s: float, time_based: bool,
         if v not in ("0", "1", "true", "false", "on", "off", "yes", "no"):
             raise UserError(f"{where} line {opt.line}: {opt.as_written}: use 0 or 1")
         redirect = v in ("1", "true", "on", "yes")
+    if redirect and ("/" in job.name or job.name in (".", "..") or "\0" in job.name):
+        raise UserError(f"{where} line {job.line}: job {job.name}: with std_redirect=1 its output goes to "
+                        f"{job.name}.stdout and .stderr, which would not be files of the job's directory: give the "
+                        "job a name without '/', or std_redirect=0")
     notes = [f"{o.as_written}: moot for ioengine=exec, which moves no data (fio's too)"
              for o in sorted(job.options.values(), key=lambda o: o.line) if o.name not in EXEC_OPTS]
     argv = split_argv(program, args.value if args is not None else None, runtime_s, job.name)

@@ -2378,6 +2378,10 @@ def fio_workloads(ref: str, target: Optional[Path] = None, dir_given: bool = Tru
     io_jobs = [j for j in jobs if j.params.get("fio_engine") != "exec"]
     for item in _split_execs(jobs, group_jobs(io_jobs, {j.name for j in jobs}), path):
         if isinstance(item, fio_exec.ExecGroup):
+            if not dir_given and item.dir is None:
+                raise UserError(f"{path} line {item.line}: job {item.execs[0].name}: ioengine=exec runs its program "
+                                "in the job's directory, and this one names none: give --dir D or an absolute "
+                                "directory=")
             out.append((None, item))
             continue
         if not dir_given and item.dir is None:  # only jobs without files (cpuio) get here without a directory
@@ -2539,7 +2543,7 @@ def _exec_job(ctx: _Ctx, group: int, target: Optional[Path]) -> MappedJob:
     spec = fio_exec.exec_spec(ctx.where, ctx.job, group, runtime or 0.0, ctx.flag("time_based", False))
     d = ctx.job.get("directory")
     if target is None and d is not None and (d.value or "").startswith("/"):
-        spec.dir = Path((d.value or "").strip())
+        spec.dir = Path(re.split(r"(?<!\\):", (d.value or "").strip())[0])  # fio's first directory
     return MappedJob(name=ctx.job.name, line=ctx.job.line, group=group, params={"fio_engine": "exec", "exec": spec},
                      settings={"threads": 1, "seed": 0, "backend": "psync"}, notes=spec.notes, fio_job=ctx.job)
 
