@@ -158,3 +158,9 @@ def test_output_files_stay_in_the_jobs_directory(tmp_path):
     r = fsm("run", job, "-q", "--allow-exec", cwd=tmp_path)
     assert r.returncode == 2 and "give --dir D or an absolute directory=" in r.stderr
     assert not (tmp_path / "m.stdout").exists()
+
+
+def test_allow_exec_is_refused_where_there_is_no_exec_job_to_run(tmp_path):
+    (tmp_path / "d").mkdir()
+    r = fsm("run", "seq-read", "--dir", tmp_path / "d", "--allow-exec")
+    assert r.returncode == 2 and "--allow-exec runs the programs of a fio job file" in r.stderr

@@ -113,6 +113,9 @@ def register(app: typer.Typer) -> None:
             if given and not launched_under_mpi():
                 raise UserError(f"{name} works under mpirun only (it lays out regions for the other ranks): leave "
                                 "it out, or run `mpirun -n N fsmeter run ...`")
+        if allow_exec and (not workload.endswith(".fio") or launched_under_mpi()):
+            raise UserError("--allow-exec runs the programs of a fio job file's ioengine=exec jobs, under `fsmeter "
+                            "run FILE.fio` without mpirun only: leave it out")
         if launched_under_mpi():  # one rank of mpirun -n N: rank 0 prints and writes the merged result
             if dir is None:
                 raise UserError("--dir is required under mpirun: name the directory every rank works in")
