@@ -12,6 +12,7 @@ What each field is and where it comes from is in docs/fio.md; the rules that mat
 """
 from __future__ import annotations
 
+import errno
 import json
 import math
 import re
@@ -294,6 +295,8 @@ def fio_job(name: str, groupid: int, options: dict, reports: list, bins: bool) -
         job.update({"latency_depth": lt["depth"], "latency_target": lt["target_ns"],
                     "latency_target_ns": lt["target_ns"], "latency_percentile": float(lt["percentile"]),
                     "latency_window": lt["window_ns"] // 1000, "latency_window_us": lt["window_ns"] // 1000})
+        if lt.get("ended_over_target_ns"):
+            job["error"] = errno.ETIMEDOUT  # fio's lat_fatal: a late request at depth 1 with percentile 100
     return job
 
 

@@ -2332,6 +2332,7 @@ def map_jobfile(path: Path, target: Optional[Path] = None, dir_given: bool = Tru
         out.append(m)
     _content_threads(out, thread_no - 1)
     _check_exit_on_io_done(where, out)
+    _check_latency_alone(where, out)
     for m in out:
         if not exitall:
             m.exit_what = "none"  # fio: exit_what only acts with exitall (set by any job, for every job)
@@ -2658,6 +2659,15 @@ def _check_exit_on_io_done(where: str, jobs: list) -> None:
             raise UserError(f"{where} line {m.line}: job {m.name}: exit_on_io_done with no I/O job running beside it "
                             "(fsmeter stops it when the I/O jobs of its group are done): put it in the group of the "
                             "I/O jobs it is to run beside (no stonewall between them), or remove exit_on_io_done")
+
+
+def _check_latency_alone(where: str, jobs: list) -> None:
+    """A latency_target job runs alone in its group: its final window resets the statistics of its phase."""
+    for m in jobs:
+        if m.params.get("latency_target") and any(o is not m and o.group == m.group for o in jobs):
+            raise UserError(f"{where} line {m.line}: job {m.name}: latency_target in a job that runs at the same time "
+                            "as others is not supported by fsmeter (planned): its final window resets the statistics "
+                            "of the phase; put stonewall (or new_group) between it and the jobs beside it")
 
 
 def campaign_ready(ref: str, item) -> None:

@@ -996,7 +996,8 @@ impl Access {
                 });
                 if p.fatal_ns > 0 {
                     report.warnings.push(format!(
-                        "a request took {} ns at queue depth 1, over latency_target ({} ns) with latency_percentile                          100: the job ended there, as fio ends it (ETIMEDOUT, max latency exceeded)",
+                        "a request took {} ns at queue depth 1, over latency_target ({} ns) with latency_percentile 100: the job \
+                         ended there, as fio ends it (ETIMEDOUT, max latency exceeded)",
                         p.fatal_ns, l.target_ns
                     ));
                 }
