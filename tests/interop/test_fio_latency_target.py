@@ -131,3 +131,48 @@ def test_a_latency_target_job_beside_others_is_refused_naming_its_line(tmp_path)
     assert "stonewall" in e.value.message
     f.write_text("[global]\nrw=randread\nsize=1m\n[a]\nlatency_target=1000\n[b]\nstonewall\n")
     assert len(map_jobfile(f, tmp_path)) == 2
+
+
+# -- the examples bench's verdict ----------------------------------------------------------------------------------
+def _bench():
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("fio_examples_lat", root / "bench" / "fio_examples.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _docs(depth: int, reset: bool, fio_depth: int, fio_reads: int) -> tuple:
+    doc = {"jobs": {"device": {"job": {"workload": {"entries": [{"size": 4096, "weight": 100, "read_pct": 100,
+                                                                   "random_pct": 100}],
+                                                     "total_bytes": 1 << 26}}, "phase": "device"}},
+           "phases": {"device:run": {"ops": {"read": {"bytes": 4096 * 300, "count": 300}},
+                                     "extra": {"latency_target": {"depth": depth, "stats_reset": reset}}}}}
+    fio = {"jobs": [{"jobname": "device", "groupid": 0, "error": 0, "latency_target": 500000000,
+                     "latency_depth": fio_depth,
+                     "read": {"io_bytes": 4096 * fio_reads, "total_ios": fio_reads, "bw_bytes": 1},
+                     "write": {"io_bytes": 0, "total_ios": 0}, "trim": {"io_bytes": 0, "total_ios": 0}}]}
+    return doc, fio
+
+
+def test_the_bench_compares_the_depth_found_when_both_report_a_final_window_only():
+    fe = _bench()
+    doc, fio = _docs(8, True, 8, 500)
+    verdict, lines = fe.compare(doc, {"entries": fe.fio_entries(fio)}, {})
+    assert verdict == "same work", lines
+    assert "depth same fsmeter 8 fio 8" in lines[0]
+    doc, fio = _docs(8, True, 4, 500)
+    assert fe.compare(doc, {"entries": fe.fio_entries(fio)}, {})[0] == "different work"
+
+
+def test_the_bench_compares_the_work_and_the_depth_when_the_size_ended_the_search():
+    fe = _bench()
+    doc, fio = _docs(1, False, 1, 300)
+    doc["jobs"]["device"]["job"]["workload"]["total_bytes"] = 4096 * 300
+    verdict, lines = fe.compare(doc, {"entries": fe.fio_entries(fio)}, {})
+    assert verdict == "same work" and "(latency_depth fsmeter 1 fio 1)" in lines[0], lines
+    doc, fio = _docs(1, False, 2, 300)
+    doc["jobs"]["device"]["job"]["workload"]["total_bytes"] = 4096 * 300
+    assert fe.compare(doc, {"entries": fe.fio_entries(fio)}, {})[0] == "different work"
