@@ -104,8 +104,10 @@ fn a_latency_target_needs_one_thread_and_no_rate() {
     };
     let err = Session::from_json(&base(2, json!({}))).err().expect("refused").to_string();
     assert!(err.contains("latency_target") && err.contains("threads"), "{err}");
-    let err = Session::from_json(&base(1, json!({"pace": {"rate_iops": [100, 0]}}))).err().expect("refused").to_string();
+    let err =
+        Session::from_json(&base(1, json!({"pace": {"rate_iops": [100, 0]}}))).err().expect("refused").to_string();
     assert!(err.contains("latency_target") && err.contains("rate"), "{err}");
-    let err = Session::from_json(&base(1, json!({"latency_target": {"target_ns": 0}}))).err().expect("refused").to_string();
+    let err =
+        Session::from_json(&base(1, json!({"latency_target": {"target_ns": 0}}))).err().expect("refused").to_string();
     assert!(err.contains("target_ns"), "{err}");
 }

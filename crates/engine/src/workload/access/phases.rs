@@ -1231,8 +1231,16 @@ impl Access {
                 }
             }
             if st.lat.is_some() && !stopping {
-                stopping =
-                    self.lat_step::<B, VERIFY>(st, rec, quota, &mut issued_bytes, &mut inflight, &mut ramp_pending, job, gen_base)?;
+                stopping = self.lat_step::<B, VERIFY>(
+                    st,
+                    rec,
+                    quota,
+                    &mut issued_bytes,
+                    &mut inflight,
+                    &mut ramp_pending,
+                    job,
+                    gen_base,
+                )?;
             }
         }
         self.worker_end::<B, VERIFY>(st, rec, exact, job)
