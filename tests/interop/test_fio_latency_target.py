@@ -48,6 +48,7 @@ def test_window_without_a_target_does_nothing_and_says_so():
     ("latency_target=1000\nlatency_percentile=x\n", 8, r"latency_percentile=x: give a percentage"),
     ("latency_target=1000\nnumjobs=2\n", 8, r"numjobs=2: numjobs=2 with latency_target is not supported"),
     ("latency_target=1000\nrate_iops=100\n", 8, r"rate_iops=100: with latency_target is not supported"),
+    ("latency_target=1000\nloops=2\n", 8, r"loops=2: with latency_target is not supported .*each loop"),
     ("latency_target=soon\n", 7, r"latency_target=soon: 'soon' is not a time"),
 ])
 def test_what_cannot_be_honoured_is_refused_naming_the_line(extra, line, pattern):

@@ -1492,7 +1492,11 @@ def _latency_target(ctx: _Ctx, params: dict, notes: list, numjobs: int) -> None:
         out["percentile"] = v
     out["run"] = ctx.flag("latency_run")
     clash = None
-    if numjobs > 1:
+    if ctx.int("loops", 1, 1) > 1:
+        clash = (ctx.job.get("loops"), "with latency_target is not supported by fsmeter (planned): fio starts the "
+                 "search again at depth 1 on each loop, and fsmeter runs the loops as one pass; use loops=1 (or a "
+                 "larger size)")
+    elif numjobs > 1:
         clash = (ctx.job.get("numjobs"), f"numjobs={numjobs} with latency_target is not supported by fsmeter "
                  "(planned): each clone searches its own depth and resets its own statistics; use numjobs=1")
     else:
