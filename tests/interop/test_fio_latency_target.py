@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from fsmeter.errors import UserError
+from fsmeter.interop.fio_export import fio_job
 from fsmeter.interop.fio_jobfile import parse_jobfile
 from fsmeter.interop.fio_map import map_job
 from fsmeter_cli import fsm
@@ -99,6 +100,12 @@ def test_a_target_every_request_meets_finds_the_iodepth_as_fio_does(tmp_path):
     # Both report the final window only: far fewer reads than 30 s at this depth would do, and fsmeter's
     # measured time is that window, not the run.
     assert f["read"]["runtime"] < 30_000 and r["elapsed_s"] < 30
+    # fsmeter's fio-format export carries fio's fields for it.
+    j = fio_job("lt", 0, {}, [r], False)
+    assert (j["latency_depth"], j["latency_target"], j["latency_target_ns"], j["latency_window"],
+            j["latency_window_us"], j["latency_percentile"], j["error"]) == (8, 10 ** 10, 10 ** 10, 20_000, 20_000,
+                                                                              99.0, 0)
+    assert (f["latency_target"], f["latency_window"]) == (10 ** 10, 20_000)
 
 
 @pytest.mark.skipif(not FIOS, reason="fio is not installed")
@@ -120,6 +127,7 @@ def test_percentile_100_ends_at_the_first_late_request_as_fio_does(tmp_path):
     assert f["read"]["total_ios"] == 1 == r["ops"]["read"]["count"]
     assert r["extra"]["latency_target"]["ended_over_target_ns"] > 1000
     assert any("over latency_target" in w for w in r["warnings"])
+    assert fio_job("lt", 0, {}, [r], False)["error"] == 110
 
 
 def test_a_latency_target_job_beside_others_is_refused_naming_its_line(tmp_path):
