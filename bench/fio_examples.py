@@ -400,6 +400,8 @@ def fio_entries(doc: dict) -> list:
             e["calls"] += (r.get("clat_ns") or {}).get("N") or 0
             e["bw"] += r.get("bw_bytes", 0) or 0
         e["error"] = e["error"] or j.get("error", 0)
+        if j.get("latency_target"):
+            e["latency_depth"] = j.get("latency_depth")  # fio prints it for every job; it means something with a target
     return out
 
 
@@ -483,6 +485,26 @@ def _job_rate(doc: dict, name: str) -> Optional[float]:
     return (jr.get("total") or {}).get("bytes", 0) / el if el else None
 
 
+def _latency_target(doc: dict, members: list, want: dict, params: list) -> Optional[tuple]:
+    """A job with a latency target (fio's latency_target): (depths agree, line, note) when both reset their statistics
+    for a final window (then each reports that window only, and its bytes are not the job's work: the depth found is
+    compared instead); (depths agree, "", note) when the job's size ended the search first (its work is compared as
+    any job's, the note gives the depths). None: no latency target."""
+    # A latency-target job runs alone in its phase: the phase's own report carries the search.
+    phases = [doc.get("phases", {}).get(f"{doc['jobs'][n].get('phase') or n}:run", {}) for n in members]
+    lts = [(p.get("extra") or {}).get("latency_target") for p in phases]
+    if not any(lts):
+        return None
+    depth, fd = lts[0]["depth"], want.get("latency_depth")
+    same = depth == fd
+    fio_bytes = sum(v[0] for v in want["dirs"].values())
+    size = sum(p.get("total_bytes") or 0 for p in params)
+    if lts[0].get("stats_reset") or fio_bytes < size:
+        return same, (f"latency target: depth {'same' if same else 'DIFFERENT'} fsmeter {depth} fio {fd}; the "
+                      "statistics were reset for a final window at that depth, so its bytes are not the job's work"), ""
+    return same, "", f" (latency_depth fsmeter {depth} fio {fd})"
+
+
 def compare(doc: dict, fio: dict, groups: Optional[dict] = None) -> tuple:
     """(verdict, details) of fsmeter's work against fio's, per job (or per group_reporting group) and direction.
     `groups`: job name -> (fio's groupid, whether fio merges that group: group_reporting)."""
@@ -505,6 +527,13 @@ def compare(doc: dict, fio: dict, groups: Optional[dict] = None) -> tuple:
         ops = [_job_ops(doc, n) for n in members]
         engine = params[0].get("fio_engine")
         compared += 1
+        lat = _latency_target(doc, members, want, params)
+        if lat is not None:
+            good, line, _ = lat
+            ok &= good
+            if line:
+                out.append(f"{label}: {line}")
+                continue
         if engine in NAME_ENGINES:
             # fio's file and directory engines: one create, stat or removal per name, each timed (a latency sample);
             # fsmeter counts them as its create, stat and delete operations.
@@ -536,7 +565,8 @@ def compare(doc: dict, fio: dict, groups: Optional[dict] = None) -> tuple:
         else:
             good = got == fw
         ok &= good
-        out.append(f"{label}: {'same' if good else 'DIFFERENT'} fsmeter {got} fio {fw}")
+        depth = lat[2] if lat is not None else ""
+        out.append(f"{label}: {'same' if good else 'DIFFERENT'} fsmeter {got} fio {fw}{depth}")
     if not compared:
         verdict = "time-based: compared rates not work" if timed else "no comparable job"
     else:

@@ -108,6 +108,8 @@ def _limit_kind(name: str) -> str:
     """Which limit a parameter's number is held to, from its name (units are in the names)."""
     if name.endswith("_s"):
         return "duration"
+    if name.endswith("_ns"):
+        return "duration_ns"
     if re.search(r"size|bytes|offset|align|block|chunk", name):
         return "size"
     return "count"
@@ -115,7 +117,7 @@ def _limit_kind(name: str) -> str:
 
 def check_limits(values: Mapping[str, Any], where: str = "parameter ") -> None:
     """Every number in ``values`` (nested lists and tables too) finite and within fsmeter's limits: a
-    duration (``*_s``) at most MAX_DURATION_S, a size at most MAX_SIZE_BYTES, any other whole number
+    duration (``*_s``, or ``*_ns`` in nanoseconds) at most MAX_DURATION_S, a size at most MAX_SIZE_BYTES, any other whole number
     at most MAX_COUNT (the seed excepted: it is a 64-bit value). UserError naming the parameter."""
     stack = [(str(k), str(k), v) for k, v in values.items()]
     while stack:
@@ -133,6 +135,9 @@ def check_limits(values: Mapping[str, Any], where: str = "parameter ") -> None:
         kind = _limit_kind(name)
         if kind == "duration" and abs(v) > MAX_DURATION_S:
             raise UserError(f"{where}{path}: {v:g} s is longer than fsmeter's limit of {MAX_DURATION_S:.0f} s "
+                            "(about 116 days): give a shorter duration")
+        if kind == "duration_ns" and abs(v) > MAX_DURATION_S * 1e9:
+            raise UserError(f"{where}{path}: {v:g} ns is longer than fsmeter's limit of {MAX_DURATION_S:.0f} s "
                             "(about 116 days): give a shorter duration")
         if kind == "size" and abs(v) > MAX_SIZE_BYTES:
             raise UserError(f"{where}{path}: {_short(v)} bytes is larger than fsmeter's limit of "

@@ -184,7 +184,7 @@ def map_jobfile_text(text: str) -> list:
     ("[w]\nrw=write\nsize=1m\natomic=1\nioengine=psync\ndirect=1\n", r"line 4: atomic=1: ioengine=psync issues no "
      r"untorn writes .*io_uring or libaio"),
     ("[w]\nrw=write\nsize=1m\natomic=1\nioengine=io_uring\n", r"line 4: atomic=1: .*O_DIRECT only: add direct=1"),
-    ("[w]\nrw=randread\nsize=1m\nlatency_target=500\n", r"line 4: .*latency_target.*iodepth values"),
+    ("[w]\nrw=randread\nsize=1m\nlatency_target=500\nnumjobs=2\n", r"line 5: numjobs=2: .*latency_target"),
 ])
 def test_refusals_name_the_line_and_the_option(text, pattern):
     refused(text, pattern)

@@ -247,6 +247,18 @@ class SteadyParams(BaseModel):
         return self
 
 
+class LatTargetParams(BaseModel):
+    """fio's latency_target, latency_window, latency_percentile and latency_run: the queue depth is searched for,
+    up to queue_depth, as fio searches it (engine: access/lattarget.rs; docs/fio.md)."""
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    target_ns: int = Field(gt=0, lt=1 << 63, description="a request's total latency above this is late")
+    window_ns: int = Field(0, ge=0, lt=1 << 63, description="how long each depth is tried before it is judged")
+    percentile: float = Field(100.0, ge=0, le=100, description="the share of a window's requests (%) that must be "
+                              "within the target")
+    run: bool = Field(False, description="keep adjusting the depth until the job's size or runtime ends, instead "
+                      "of ending the job after a final window at the depth found")
+
+
 class CmdPrioRule(BaseModel):
     """pct percent of the requests of `size` bytes (0: any size) get the ioprio `ioprio` (engine: access/prio.rs)."""
     model_config = ConfigDict(extra="forbid", defer_build=True)
@@ -441,6 +453,9 @@ class AccessParams(BaseModel):
     fill: bool = Field(False, description="fio's fill_device: one thread writes its one file sequentially until the "
                        "filesystem is full (ENOSPC or EDQUOT ends the run phase, not as an error); file_size and "
                        "total_bytes only bound it")
+    latency_target: Optional[LatTargetParams] = Field(None, description="search the deepest queue depth (up to "
+                                                      "queue_depth) whose latency stays within a target (fio's "
+                                                      "latency_target); one thread only")
 
     # Set by `fsmeter run --shared-file` under mpirun (fsmeter.mpi.run), never from a workload file:
     # (this rank's region start, the run and verify phases' region start).
@@ -581,6 +596,9 @@ class AccessParams(BaseModel):
         if self.verify_pattern and settings.backend == "null":
             raise UserError("parameter verify_pattern: the null backend moves no data, so there is nothing to "
                             "verify: use --set backend=psync or io_uring")
+        if self.latency_target is not None and settings.threads > 1:
+            raise UserError(f"parameter latency_target: it searches one thread's queue depth, and threads is "
+                            f"{settings.threads}: use threads=1 (a fio job file: numjobs=1)")
         if self.fault is not None and settings.backend != "psync":
             raise UserError("parameter fault: fault injection wraps the psync backend: use --set backend=psync")
         if self.queue_depth > 1 and settings.backend in ("mmap", "libpmem"):

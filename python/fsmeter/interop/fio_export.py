@@ -12,6 +12,7 @@ What each field is and where it comes from is in docs/fio.md; the rules that mat
 """
 from __future__ import annotations
 
+import errno
 import json
 import math
 import re
@@ -287,6 +288,15 @@ def fio_job(name: str, groupid: int, options: dict, reports: list, bins: bool) -
            "sys_cpu": 100.0 * sys_ / runtime_s if runtime_s else 0.0,
            "ctx": 0, "majf": 0, "minf": 0}
     job.update(latency_distribution(reports))
+    lts = [(r.get("extra") or {}).get("latency_target") for r in reports]
+    if lts and lts[-1]:
+        # fio's stat.c: the depth found, the target in ns (twice), the window in us (twice), the percentile.
+        lt = lts[-1]
+        job.update({"latency_depth": lt["depth"], "latency_target": lt["target_ns"],
+                    "latency_target_ns": lt["target_ns"], "latency_percentile": float(lt["percentile"]),
+                    "latency_window": lt["window_ns"] // 1000, "latency_window_us": lt["window_ns"] // 1000})
+        if lt.get("ended_over_target_ns"):
+            job["error"] = errno.ETIMEDOUT  # fio's lat_fatal: a late request at depth 1 with percentile 100
     return job
 
 

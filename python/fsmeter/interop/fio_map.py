@@ -51,6 +51,8 @@ SUPPORTED = {
     "cmdprio_bssplit",
     # Errors and filling (_on_error, _fill, _fallocate).
     "continue_on_error", "ignore_error", "error_dump", "fill_device", "fill_fs", "fallocate",
+    # The search for a queue depth within a latency target (_latency_target).
+    "latency_target", "latency_window", "latency_percentile", "latency_run",
 }
 #: Options accepted because they change nothing fsmeter measures (or counts): why, as the note printed.
 ACCEPTED = {
@@ -104,11 +106,6 @@ PLANNED_WHY = {
     "verify_async_cpus": "fsmeter checks blocks in the thread that read them (verify_async is accepted: the same "
                          "I/Os), so there are no verify threads to pin",
 }
-for _o in ("latency_target", "latency_window", "latency_percentile", "latency_run"):
-    PLANNED_WHY[_o] = ("fio then probes for the deepest queue depth whose latency_percentile stays under "
-                       "latency_target per latency_window (ramping the depth up, backing off on a miss); fsmeter's "
-                       "engine keeps a fixed iodepth: run the job at several iodepth values and compare their latency "
-                       "percentiles")
 PLANNED |= set(PLANNED_WHY)
 #: Why some options will never be in fsmeter.
 NEVER = {
@@ -1214,6 +1211,7 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
     settings = {"threads": numjobs, "seed": seed, "backend": ENGINES[engine]}
     logs = _logs(ctx, file_name, numjobs, settings, notes)
     log_format = _log_format(ctx, logs, params, numjobs, notes)
+    _latency_target(ctx, params, notes, numjobs)
     _ioprio(ctx, engine, params, notes)
     delay = ctx.job.get("startdelay")
     start_delay = 0.0
@@ -1453,6 +1451,78 @@ def _pace(ctx: _Ctx, entries: list, notes: list) -> Optional[dict]:
         notes.append("rate_min: a thread below the minimum over a rate cycle (after 2 s) stops and the phase report "
                      "warns (fio ends the job with an error)")
     return out
+
+
+_LAT_OPTS = ("latency_target", "latency_window", "latency_percentile", "latency_run")
+
+
+def _latency_target(ctx: _Ctx, params: dict, notes: list, numjobs: int) -> None:
+    """fio's latency_target (a time, microseconds without a unit), latency_window (the same), latency_percentile
+    (0-100, default 100) and latency_run -> the access workload's latency_target (engine: access/lattarget.rs)."""
+    opt = ctx.job.get("latency_target")
+    target_ns = 0
+    if opt is not None:
+        try:
+            target_ns = int(round(parse_fio_time_s(opt.value or "", default_unit="us") * 1e9))
+        except ValueError as exc:
+            ctx.fail(opt, str(exc))
+        if target_ns >= 1 << 62:
+            ctx.fail(opt, "at most 2^62 nanoseconds")
+    if not target_ns:
+        given = [ctx.job.get(o).as_written for o in _LAT_OPTS[1:] if ctx.job.get(o) is not None]
+        if given:
+            notes.append(f"{', '.join(given)}: without a latency_target fio searches no queue depth; nor does fsmeter")
+        return
+    out: dict = {"target_ns": target_ns}
+    win = ctx.job.get("latency_window")
+    if win is not None:
+        try:
+            out["window_ns"] = int(round(parse_fio_time_s(win.value or "", default_unit="us") * 1e9))
+        except ValueError as exc:
+            ctx.fail(win, str(exc))
+        if out["window_ns"] >= 1 << 62:
+            ctx.fail(win, "at most 2^62 nanoseconds")
+    pct = ctx.job.get("latency_percentile")
+    if pct is not None:
+        try:
+            v = float((pct.value or "").strip())
+        except ValueError:
+            ctx.fail(pct, "give a percentage between 0 and 100 (e.g. 99.9)")
+        if not 0.0 <= v <= 100.0:
+            ctx.fail(pct, "give a percentage between 0 and 100 (e.g. 99.9)")
+        out["percentile"] = v
+    out["run"] = ctx.flag("latency_run")
+    clash = None
+    if ctx.int("loops", 1, 1) > 1:
+        clash = (ctx.job.get("loops"), "with latency_target is not supported by fsmeter (planned): fio starts the "
+                 "search again at depth 1 on each loop, and fsmeter runs the loops as one pass; use loops=1 (or a "
+                 "larger size)")
+    elif numjobs > 1:
+        clash = (ctx.job.get("numjobs"), f"numjobs={numjobs} with latency_target is not supported by fsmeter "
+                 "(planned): each clone searches its own depth and resets its own statistics; use numjobs=1")
+    else:
+        for o in ("rate", "rate_iops", "rate_min", "ratemin", "rate_iops_min", "thinktime", "flow"):
+            if ctx.job.get(o) is not None and params.get("pace"):
+                clash = (ctx.job.get(o), "with latency_target is not supported by fsmeter (planned): remove one")
+                break
+        else:
+            if params.get("steadystate"):
+                clash = (ctx.job.get(_alias(ctx, ("steadystate_duration", "ss_dur"))),
+                         "with latency_target is not supported by fsmeter (planned): remove one")
+            elif params.get("interval_lat") or params.get("io_log"):
+                clash = (opt, "with write_lat_log is not supported by fsmeter (planned): the final window restarts "
+                              "the statistics mid-run; remove write_lat_log")
+    if clash is not None:
+        ctx.fail(*clash)
+    params["latency_target"] = out
+    pct_v = out.get("percentile", 100.0)
+    notes.append(f"latency_target: the queue depth is searched for between 1 and iodepth={params['queue_depth']} as "
+                 f"fio searches it (a window of {out.get('window_ns', 0) / 1e9:g} s judged by the share of requests "
+                 f"within {target_ns / 1e3:g} us, {pct_v:g}% needed; doubling, then bisecting, draining on a miss)" +
+                 ("; latency_run: it goes on adjusting until the job's size or runtime ends, and everything is "
+                  "reported" if out["run"] else
+                  "; once the depth stops changing the statistics are reset and one more window runs at it: only "
+                  "that window is reported, as fio reports it (unless the job's size or runtime ends first)"))
 
 
 def _id_list(ctx: _Ctx, opt, text: str, what: str, limit: int) -> list:
@@ -2267,6 +2337,7 @@ def map_jobfile(path: Path, target: Optional[Path] = None, dir_given: bool = Tru
         out.append(m)
     _content_threads(out, thread_no - 1)
     _check_exit_on_io_done(where, out)
+    _check_latency_alone(where, out)
     for m in out:
         if not exitall:
             m.exit_what = "none"  # fio: exit_what only acts with exitall (set by any job, for every job)
@@ -2638,6 +2709,15 @@ def _check_exit_on_io_done(where: str, jobs: list) -> None:
             raise UserError(f"{where} line {m.line}: job {m.name}: exit_on_io_done with no I/O job running beside it "
                             "(fsmeter stops it when the I/O jobs of its group are done): put it in the group of the "
                             "I/O jobs it is to run beside (no stonewall between them), or remove exit_on_io_done")
+
+
+def _check_latency_alone(where: str, jobs: list) -> None:
+    """A latency_target job runs alone in its group: its final window resets the statistics of its phase."""
+    for m in jobs:
+        if m.params.get("latency_target") and any(o is not m and o.group == m.group for o in jobs):
+            raise UserError(f"{where} line {m.line}: job {m.name}: latency_target in a job that runs at the same time "
+                            "as others is not supported by fsmeter (planned): its final window resets the statistics "
+                            "of the phase; put stonewall (or new_group) between it and the jobs beside it")
 
 
 def campaign_ready(ref: str, item) -> None:

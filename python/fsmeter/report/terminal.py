@@ -66,9 +66,23 @@ def phase_table(title: str, report: dict, width: Optional[int] = None) -> Table:
     if counters:
         extra = ", ".join(f"{k} {v:,}" for k, v in counters.items())
         t.caption = (t.caption + "\n" if t.caption else "") + extra
+    lt = (report.get("extra") or {}).get("latency_target")
+    if lt:
+        t.caption = (t.caption + "\n" if t.caption else "") + latency_target_line(lt)
     for w in report.get("warnings") or []:
         t.caption = (t.caption + "\n" if t.caption else "") + f"[yellow]warning:[/] {w}"
     return t
+
+
+def latency_target_line(lt: dict) -> str:
+    """The depth a latency target found, in fio's words (its 'latency : target=..., depth=N' line), and what the
+    figures above cover."""
+    covers = ("the final window at that depth only (the statistics were reset before it, as fio does)"
+              if lt.get("stats_reset") else "the whole run (the statistics were never reset: "
+              + ("latency_run" if lt.get("run") else "the job's size or runtime ended before a final window") + ")")
+    return (f"latency: target={lt['target_ns'] / 1e3:,.2f} us, window={lt['window_ns'] / 1e3:,.2f} us, "
+            f"percentile={lt['percentile']:.2f}%, depth={lt['depth']} (of iodepth {lt.get('iodepth', '?')}); "
+            f"figures above: {covers}")
 
 
 # -- campaigns: configurations ranked per workload ----------------------------------------------------------

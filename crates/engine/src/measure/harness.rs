@@ -226,6 +226,8 @@ struct ThreadCounters {
     /// Units of work counted with `Recorder::count_unit` (fileset: transactions).
     units: AtomicU64,
     finished: AtomicBool,
+    /// When the worker restarted its measurement (Recorder::restart_measure; 0: never).
+    restart_ns: AtomicU64,
 }
 
 impl ThreadCounters {
@@ -236,6 +238,7 @@ impl ThreadCounters {
             lat_ns: std::array::from_fn(|_| AtomicU64::new(0)),
             units: AtomicU64::new(0),
             finished: AtomicBool::new(false),
+            restart_ns: AtomicU64::new(0),
         }
     }
 }
@@ -320,6 +323,30 @@ impl<'a> Recorder<'a> {
     #[inline(always)]
     pub fn measuring(&self, now: u64) -> bool {
         now >= self.measure_start_ns
+    }
+
+    /// fio's reset_all_stats in the middle of a run (latency_target's final window): everything this
+    /// worker measured so far is forgotten and its measurement starts again at `now`; the phase's
+    /// window, samples and CPU use then start there too. Only for a phase of one worker (the phase
+    /// has one window); never per operation (the histograms are made anew).
+    #[cold]
+    pub fn restart_measure(&mut self, now: u64) {
+        for h in &mut self.hists {
+            h.clear();
+        }
+        self.ops = [0; MAX_KINDS];
+        self.bytes = [0; MAX_KINDS];
+        self.lat_ns = [0; MAX_KINDS];
+        self.units = 0;
+        self.last_end_ns = 0;
+        for k in 0..MAX_KINDS {
+            self.shared.ops[k].store(0, Relaxed);
+            self.shared.bytes[k].store(0, Relaxed);
+            self.shared.lat_ns[k].store(0, Relaxed);
+        }
+        self.shared.units.store(0, Relaxed);
+        self.measure_start_ns = now;
+        self.shared.restart_ns.store(now, SeqCst);
     }
 
     /// Bytes this worker has measured so far, all kinds.
@@ -830,7 +857,9 @@ where
             }
         }
         gate.release();
-        let measure_start = start.saturating_add(warmup_ns);
+        let mut measure_start = start.saturating_add(warmup_ns);
+        // A worker that restarted its measurement (Recorder::restart_measure): the latest restart.
+        let restarted = || counters.iter().map(|c| c.restart_ns.load(SeqCst)).max().unwrap_or(0);
         let all_done = || finished.load(SeqCst) == started;
         // Poll often enough for a lively progress bar and a prompt stop.
         let tick = 50_000_000u64.min(interval_ns.max(1));
@@ -844,7 +873,7 @@ where
             park_until_ns((now_ns() + tick).min(measure_start));
         }
         ctl.set_state(RunState::Measuring);
-        let cpu0 = cpu_at_release.unwrap_or_else(cpu::snapshot);
+        let mut cpu0 = cpu_at_release.unwrap_or_else(cpu::snapshot);
         let mut sampler = Sampler::new(kinds, measure_start);
         // Each member's own samples, on the phase's clock (group phases only).
         let mut member_samplers: Vec<Sampler> =
@@ -852,6 +881,17 @@ where
         let mut next = measure_start + interval_ns;
         while !all_done() {
             watch_stop();
+            let r = restarted();
+            if r > measure_start {
+                // The phase's window starts again where the worker restarted its measurement.
+                measure_start = r;
+                cpu0 = cpu::snapshot();
+                sampler = Sampler::new(kinds, r);
+                for ms in member_samplers.iter_mut() {
+                    *ms = Sampler::new(kinds, r);
+                }
+                next = r + interval_ns;
+            }
             let now = now_ns();
             for u in steady_units.iter_mut().filter(|u| !u.attained) {
                 if u.check(now, &counters, &started_at, nk) {
@@ -918,6 +958,12 @@ where
                     }
                 }
             }
+        }
+        let r = restarted();
+        if r > measure_start {
+            // Restarted after the last poll: its samples so far are of the forgotten measurement.
+            measure_start = r;
+            sampler = Sampler::new(kinds, r);
         }
         let end = if last_end > measure_start { last_end } else { now_ns().max(measure_start) };
         let cpu1 = cpu::snapshot();

@@ -60,6 +60,11 @@ impl LatHist {
         }
     }
 
+    /// Forget every recorded value (a statistics reset mid-phase; allocates, so never per operation).
+    pub fn clear(&mut self) {
+        *self = LatHist::new(self.sigfig);
+    }
+
     /// Bytes of bucket counts one (unmerged) histogram holds: what a worker pays per op kind.
     pub fn counts_bytes(&self) -> usize {
         self.small.distinct_values() * std::mem::size_of::<u32>()

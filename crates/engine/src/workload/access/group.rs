@@ -126,8 +126,15 @@ impl AccessGroup {
             return Err(EngineError::invalid("jobs", "give at least one job"));
         }
         let mut members: Vec<Member> = Vec::with_capacity(spec.jobs.len());
+        let njobs = spec.jobs.len();
         for (i, j) in spec.jobs.into_iter().enumerate() {
             let at = |what: &str| format!("jobs[{i}].{what}");
+            if j.workload.latency_target.is_some() && njobs > 1 {
+                return Err(EngineError::invalid(
+                    at("workload.latency_target"),
+                    "a latency target runs one job alone (its final window restarts the measurement): put the job in a group of its own",
+                ));
+            }
             if j.name.is_empty() || members.iter().any(|m| m.name == j.name) {
                 return Err(EngineError::invalid(
                     at("name"),

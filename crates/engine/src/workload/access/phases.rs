@@ -12,6 +12,7 @@ use super::backlog::{Backlog, Piece};
 use super::errors::{ErrorCounts, OnError};
 use super::gen::{lcm, AccessGen, GenOp};
 use super::iolog::{write_logs, IoLogBuf, IoRecord};
+use super::lattarget::{LatProbe, Step};
 use super::pace::{sleep_until, FlowShared, FlowState, Go, Pacer};
 use super::prio::{set_thread_ioprio, CmdPrioState};
 use super::spec::{AccessSpec, FioEngine};
@@ -95,6 +96,8 @@ pub struct Access {
     /// The failed requests the run's threads went on after (continue_on) or ended at (fill): each
     /// thread adds its own once, at its end.
     errors_found: Mutex<ErrorCounts>,
+    /// With a latency target: each thread's search as it ended (pushed once, at its end).
+    lat_found: Mutex<Vec<LatProbe>>,
 }
 
 /// Per-thread state of the `run` phase, built before the common start.
@@ -136,6 +139,8 @@ pub(super) struct RunState<B: IoBackend> {
     cmdprio: Option<CmdPrioState>,
     /// With a per-I/O log: this thread's records, allocated before the start.
     io_log: Option<IoLogBuf>,
+    /// With fio's latency_target: the search for the queue depth (lattarget.rs).
+    lat: Option<LatProbe>,
 }
 
 /// A measured request's per-I/O log record (fio's direction: 0 read, 1 write, 2 trim).
@@ -207,6 +212,7 @@ impl Access {
             flow: std::sync::Arc::new(FlowShared::default()),
             cpu_used: Mutex::new(CpuUsed::default()),
             errors_found: Mutex::new(ErrorCounts::default()),
+            lat_found: Mutex::new(Vec::new()),
         })
     }
 
@@ -864,6 +870,7 @@ impl Access {
             }),
             cmdprio: spec.ioprio.has_cmd().then(|| CmdPrioState::new(&spec.ioprio, seed(qd + 1) ^ 0x70_72_69_6f)),
             io_log: spec.io_log.as_ref().map(|l| IoLogBuf::new(l.max_records)),
+            lat: spec.latency_target.as_ref().map(|l| LatProbe::new(l, qd as u32, 0)),
         })
     }
 
@@ -887,6 +894,10 @@ impl Access {
         if let Some(l) = st.io_log.as_mut() {
             self.io_log_dropped.fetch_add(l.dropped, Relaxed);
             self.io_logged.lock().unwrap_or_else(|e| e.into_inner()).push(l.take());
+        }
+        if let Some(p) = st.lat.take() {
+            // Once per thread and phase, not per request.
+            self.lat_found.lock().unwrap_or_else(|e| e.into_inner()).push(p);
         }
         if st.errors.total > 0 || st.errors.full > 0 {
             // Once per thread and phase, not per request.
@@ -964,6 +975,33 @@ impl Access {
         });
         if let Some(v) = verify_extra {
             report.extra["verify"] = v;
+        }
+        if let Some(l) = &spec.latency_target {
+            let found = std::mem::take(&mut *self.lat_found.lock().unwrap_or_else(|e| e.into_inner()));
+            if let Some(p) = found.first() {
+                report.counters.insert("latency_depth".into(), p.depth as u64);
+                report.extra["latency_target"] = serde_json::json!({
+                    "target_ns": l.target_ns,
+                    "window_ns": l.window_ns,
+                    "percentile": l.percentile,
+                    "run": l.run,
+                    "depth": p.depth,
+                    "iodepth": spec.queue_depth,
+                    "windows_judged": p.windows,
+                    "late_requests": p.late,
+                    "final_window": p.end_run,
+                    "stats_reset": p.reset_at > 0,
+                    "search_ended_job": p.done,
+                    "ended_over_target_ns": (p.fatal_ns > 0).then_some(p.fatal_ns),
+                });
+                if p.fatal_ns > 0 {
+                    report.warnings.push(format!(
+                        "a request took {} ns at queue depth 1, over latency_target ({} ns) with latency_percentile 100: the job \
+                         ended there, as fio ends it (ETIMEDOUT, max latency exceeded)",
+                        p.fatal_ns, l.target_ns
+                    ));
+                }
+            }
         }
         if spec.continue_on.is_set() || spec.fill {
             let found = std::mem::take(&mut *self.errors_found.lock().unwrap_or_else(|e| e.into_inner()));
@@ -1045,7 +1083,19 @@ impl Access {
         let mut inflight = 0usize;
         let mut writes_since_fsync = 0u64;
         let mut stopping = false;
-        for slot in 0..st.slots.len() {
+        // With a latency target the depth starts at 1 (fio's lat_target_init at the job's start) and
+        // moves between windows; during a warm-up nothing is judged, and its end starts the search again.
+        let mut ramp_pending = false;
+        let first = match st.lat.as_mut() {
+            Some(p) => {
+                let now = now_ns();
+                p.init(now);
+                ramp_pending = !rec.measuring(now);
+                p.depth as usize
+            }
+            None => st.slots.len(),
+        };
+        for slot in 0..first {
             let Some((op, _)) = self.next_io(st, rec, quota, &mut issued_bytes, job)? else {
                 stopping = true;
                 break;
@@ -1139,6 +1189,15 @@ impl Access {
                     inflight -= 1;
                     continue;
                 }
+                if let Some(p) = &st.lat {
+                    // The depth in force caps the requests in flight (this slot's still counted);
+                    // a quiesce issues nothing until all are back.
+                    if p.holding() || inflight > p.depth as usize {
+                        st.slots[slot].op = None;
+                        inflight -= 1;
+                        continue;
+                    }
+                }
                 if VERIFY {
                     // fio's verify_backlog: a due read of a logged write goes before the mix's next request.
                     if let Some(p) = st.backlog.as_mut().and_then(Backlog::next_read) {
@@ -1171,6 +1230,18 @@ impl Access {
                     }
                 }
             }
+            if st.lat.is_some() && !stopping {
+                stopping = self.lat_step::<B, VERIFY>(
+                    st,
+                    rec,
+                    quota,
+                    &mut issued_bytes,
+                    &mut inflight,
+                    &mut ramp_pending,
+                    job,
+                    gen_base,
+                )?;
+            }
         }
         self.worker_end::<B, VERIFY>(st, rec, exact, job)
     }
@@ -1197,6 +1268,12 @@ impl Access {
         let spec = &self.spec;
         let kind = if op.req.write { WRITE } else { READ };
         rec.record(kind, res as u64, meta.t0, t1);
+        if let Some(p) = st.lat.as_mut() {
+            // fio's account_io_completion: each completion over the target counts against the window.
+            if p.completed(t1.saturating_sub(meta.t0), t1) == Step::Fatal {
+                *stopping = true;
+            }
+        }
         if let Some(l) = st.io_log.as_mut().filter(|_| meta.t0 >= rec.measure_start_ns) {
             l.push(io_record(&op, kind, meta.t0, t1, rec.measure_start_ns));
         }
@@ -1233,6 +1310,62 @@ impl Access {
             }
         }
         Ok(())
+    }
+
+    /// With a latency target, after each completion batch (one clock read): the warm-up's end, a
+    /// quiesce finished (and the statistics reset before the final window), the window judged, and
+    /// requests issued up to the depth in force. True: the thread is to stop issuing (the search
+    /// ended, or the byte quota or deadline was reached).
+    #[allow(clippy::too_many_arguments)]
+    fn lat_step<B: IoBackend, const VERIFY: bool>(
+        &self,
+        st: &mut RunState<B>,
+        rec: &mut Recorder,
+        quota: Option<u64>,
+        issued_bytes: &mut u64,
+        inflight: &mut usize,
+        ramp_pending: &mut bool,
+        job: &Settings,
+        gen_base: u64,
+    ) -> Result<bool> {
+        let p = st.lat.as_mut().expect("a latency target");
+        let now = now_ns();
+        if *ramp_pending {
+            if !rec.measuring(now) {
+                // fio judges no window during its ramp.
+                return Ok(false);
+            }
+            *ramp_pending = false;
+            p.ramp_done(now);
+        }
+        if !p.holding() && p.started() {
+            match p.check(now) {
+                Step::Go | Step::Quiesce | Step::Fatal => {}
+                Step::Done => return Ok(true),
+            }
+        }
+        if p.holding() {
+            if *inflight > 0 {
+                return Ok(false);
+            }
+            if p.quiesced(now) {
+                rec.restart_measure(now);
+            }
+        }
+        let depth = p.depth as usize;
+        while *inflight < depth {
+            if rec.should_stop(now_ns()) {
+                return Ok(true);
+            }
+            let Some(slot) = st.slots.iter().position(|m| m.op.is_none()) else { break };
+            let Some((op, _)) = self.next_io(st, rec, quota, issued_bytes, job)? else { return Ok(true) };
+            self.launch::<B, VERIFY>(st, slot, op, now_ns(), rec, Some(issued_bytes), gen_base)?;
+            *inflight += 1;
+            if quota.is_some_and(|q| *issued_bytes >= q) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// The end of a thread's loop: a missed minimum rate reported, fio's end_fsync.

@@ -234,6 +234,10 @@ pub struct AccessSpec {
     /// only bound it.
     #[serde(default)]
     pub fill: bool,
+    /// fio's latency_target, latency_window, latency_percentile and latency_run (lattarget.rs): the
+    /// queue depth is searched for, up to queue_depth, instead of fixed.
+    #[serde(default)]
+    pub latency_target: Option<super::LatTargetSpec>,
 }
 
 /// fio's ioengines that are not data transfer, run in the engine as fio runs them (one system call
@@ -437,7 +441,32 @@ impl AccessSpec {
         if self.file_prefix.is_empty() || self.file_prefix.contains('/') {
             return Err(EngineError::invalid("file_prefix", "must be a plain file name prefix without '/'"));
         }
+        self.validate_latency_target(job)?;
         self.validate_fio_layout(job)
+    }
+
+    /// fio's latency target: one thread per job (fio searches each clone's depth on its own, and the
+    /// statistics reset of the final window is the thread's own), and nothing else that holds requests back.
+    fn validate_latency_target(&self, job: &Settings) -> Result<()> {
+        let Some(l) = &self.latency_target else { return Ok(()) };
+        l.validate()?;
+        let clash = if job.threads > 1 {
+            Some("threads > 1 (each thread would search its own depth and reset its own statistics): use one thread")
+        } else if self.pace.is_active() {
+            Some("a rate, thinktime or flow (they hold requests back while the depth is judged by latency)")
+        } else if self.steadystate.is_some() {
+            Some("steadystate (both would end the run)")
+        } else if self.interval_lat || self.io_log.is_some() {
+            Some("per-interval latency or a per-I/O log (the final window's statistics restart mid-run)")
+        } else if self.fio_engine != FioEngine::Data {
+            Some("an engine that is not data transfer")
+        } else {
+            None
+        };
+        match clash {
+            Some(what) => Err(EngineError::invalid("latency_target", format!("cannot be combined with {what}"))),
+            None => Ok(()),
+        }
     }
 
     /// The fields fio job files need: explicit names, a region offset, per-thread files.
@@ -1086,6 +1115,7 @@ pub(super) mod tests {
             atomic: false,
             continue_on: Default::default(),
             fill: false,
+            latency_target: None,
         }
     }
 
