@@ -63,6 +63,9 @@ pub struct AccessGen {
     seq_lo: u64,
     seq_hi: u64,
     seq_pos: u64,
+    /// fio's offset_increment: sequential requests per pass (0: none) and those done in this one.
+    pass_ios: u64,
+    pass_done: u64,
 }
 
 impl AccessGen {
@@ -73,6 +76,15 @@ impl AccessGen {
     /// As `new`, with each thread's sequential share starting at a multiple of
     /// `share_align` (a multiple of `alignment`; O_DIRECT asks for the filesystem's figure).
     pub fn with_share_align(spec: &AccessSpec, seed: u64, tid: usize, nthreads: usize, share_align: u64) -> Self {
+        // fio's offset_increment: the thread walks its own whole region of the shared file (regions.rs).
+        let own;
+        let (spec, whole, pass_ios) = match spec.thread_regions.get(tid) {
+            Some(r) => {
+                own = r.own_spec(spec);
+                (&own, true, r.pass_ios)
+            }
+            None => (spec, false, 0),
+        };
         let total_w: f64 = spec.entries.iter().map(|e| e.weight).sum();
         let mut acc = 0.0;
         let mut cum: Vec<u64> = spec
@@ -88,7 +100,9 @@ impl AccessGen {
         let share_align = share_align.max(1);
         let share = (total / nthreads as u64) / share_align * share_align;
         let per_thread = spec.file_count as u64 / nthreads as u64;
-        let (lo, hi) = if spec.thread_files {
+        let (lo, hi) = if whole {
+            (0, total)
+        } else if spec.thread_files {
             (tid as u64 * per_thread * spec.file_size, (tid as u64 + 1) * per_thread * spec.file_size)
         } else if share >= spec.max_size() as u64 && share > 0 {
             let lo = tid as u64 * share;
@@ -154,6 +168,8 @@ impl AccessGen {
             seq_lo: lo,
             seq_hi: hi,
             seq_pos: lo,
+            pass_ios,
+            pass_done: 0,
         }
     }
 
@@ -227,6 +243,17 @@ impl AccessGen {
         let trim = write && self.chance(self.trim_thr[entry]);
         let random = self.chance(self.rand_thr[entry]);
         let dir = if trim { 2 } else { write as usize };
+        if self.pass_ios > 0 && !random {
+            // fio's next loop starts the region again from its start.
+            if self.pass_done == self.pass_ios {
+                self.pass_done = 0;
+                self.seq_pos = self.seq_lo;
+                if let Some(w) = self.walk.as_mut() {
+                    w.restart();
+                }
+            }
+            self.pass_done += 1;
+        }
         let (file, offset) = if let Some(w) = self.walk.as_mut() {
             // One file per thread (checked): fio's strided zones and offset modifier.
             let off = if random { w.next_rand(len as u64, &mut self.rng) } else { None };

@@ -21,6 +21,7 @@ mod iolog;
 mod pace;
 mod phases;
 mod prio;
+mod regions;
 mod shape;
 mod spec;
 
@@ -33,5 +34,6 @@ pub use iolog::{IoLogSpec, IoRecord};
 pub use pace::{Go, MemMode, MemPolicy, PaceSpec, Pacer, PlaceSpec, RateProcess, SteadyKind, SteadySpec};
 pub use phases::{Access, CpuMode};
 pub use prio::{CmdPrio, PrioSpec};
+pub use regions::ThreadRegion;
 pub use shape::{parse_sequence, SequenceWalk, Walk, Zone, ZoneIndex, ZoneSplit};
 pub use spec::{AccessEntry, AccessSpec, FioEngine, StatType, MAX_BACKLOG};

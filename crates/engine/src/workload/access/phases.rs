@@ -767,6 +767,9 @@ impl Access {
     /// The measured bytes thread `tid` (of `job.threads`) does, when the spec has a byte total.
     pub(super) fn quota(&self, job: &Settings, tid: usize) -> Option<u64> {
         let nthreads = job.threads as u64;
+        if let Some(r) = self.spec.thread_regions.get(tid) {
+            return self.spec.total_bytes.map(|_| r.bytes); // fio's offset_increment: each clone its own bytes
+        }
         self.spec.total_bytes.map(|t| if tid == 0 { t / nthreads + t % nthreads } else { t / nthreads })
     }
 

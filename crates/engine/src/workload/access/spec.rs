@@ -234,6 +234,10 @@ pub struct AccessSpec {
     /// only bound it.
     #[serde(default)]
     pub fill: bool,
+    /// fio's offset_increment: thread t works on its own region of the one shared file, with its own
+    /// bytes (regions.rs). Empty: the threads share the data set as usual.
+    #[serde(default)]
+    pub thread_regions: Vec<super::regions::ThreadRegion>,
 }
 
 /// fio's ioengines that are not data transfer, run in the engine as fio runs them (one system call
@@ -437,7 +441,8 @@ impl AccessSpec {
         if self.file_prefix.is_empty() || self.file_prefix.contains('/') {
             return Err(EngineError::invalid("file_prefix", "must be a plain file name prefix without '/'"));
         }
-        self.validate_fio_layout(job)
+        self.validate_fio_layout(job)?;
+        super::regions::validate(self, job)
     }
 
     /// The fields fio job files need: explicit names, a region offset, per-thread files.
@@ -1008,7 +1013,7 @@ impl AccessSpec {
                 format!("{} bytes: {}", self.alignment, fix("random offsets")),
             ));
         }
-        Ok(())
+        super::regions::check_direct(self, a)
     }
 
     /// fio's random map over requests of several sizes (a bitmap of blocks, shortened requests); one size is a
@@ -1086,6 +1091,7 @@ pub(super) mod tests {
             atomic: false,
             continue_on: Default::default(),
             fill: false,
+            thread_regions: vec![],
         }
     }
 
