@@ -1726,6 +1726,7 @@ impl Access {
     }
 
     fn verify_phase(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
+        super::regions::check_verify_phase(&self.spec)?;
         if !self.spec.verify_pattern.is_empty() {
             return self.verify_pattern_phase(job, ctl);
         }

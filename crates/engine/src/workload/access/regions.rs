@@ -69,7 +69,7 @@ pub fn validate(spec: &AccessSpec, job: &Settings) -> Result<()> {
         if r.len < max {
             return bad(format!("thread {t}: {} bytes, less than the largest request ({max} bytes)", r.len));
         }
-        if !r.start.is_multiple_of(spec.alignment) {
+        if !r.start.is_multiple_of(spec.alignment) && !sequential(spec) {
             return bad(format!("thread {t}: start {} is not a multiple of alignment ({})", r.start, spec.alignment));
         }
         if r.bytes == 0 && spec.duration_s.is_none() {
@@ -84,6 +84,35 @@ pub fn validate(spec: &AccessSpec, job: &Settings) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Thread regions of purely sequential requests: random offsets (and so `alignment`) play no part, and the
+/// regions may start anywhere (fio's offset=120k with 16 KiB requests).
+pub fn sequential(spec: &AccessSpec) -> bool {
+    !spec.thread_regions.is_empty() && spec.entries.iter().all(|e| e.random_pct == 0.0)
+}
+
+/// With verify, thread regions off the verify block grid: allowed when every request is a sequential write
+/// and reads only re-read written requests (verify_backlog), which carry their own headers; the layout's
+/// blocks they cut across are never read (the verify phase refuses to run, `check_verify_phase`).
+pub fn off_grid(spec: &AccessSpec) -> bool {
+    sequential(spec) && spec.verify_backlog > 0 && spec.entries.iter().all(|e| e.read_pct == 0.0 && e.trim_pct == 0.0)
+}
+
+/// The verify phase re-reads every block of the grid from the file's start: thread regions off that grid would
+/// have cut the laid-out blocks, so it does not run on them.
+pub fn check_verify_phase(spec: &AccessSpec) -> Result<()> {
+    let b = spec.verify_block();
+    match spec.thread_regions.iter().find(|r| !r.start.is_multiple_of(b)) {
+        Some(r) => Err(EngineError::invalid(
+            "thread_regions",
+            format!(
+                "a region starts at {} bytes, off the {b}-byte verify blocks the verify phase re-reads: make every                  start a multiple of {b}, or drop the verify phase (verify_backlog re-reads the written requests)",
+                r.start
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// O_DIRECT: every region starts at a multiple of the filesystem's alignment.

@@ -463,7 +463,7 @@ impl AccessSpec {
                 }
             }
         }
-        if !self.offset.is_multiple_of(self.alignment) {
+        if !self.offset.is_multiple_of(self.alignment) && !super::regions::sequential(self) {
             return Err(EngineError::invalid(
                 "offset",
                 format!("{} is not a multiple of alignment ({})", self.offset, self.alignment),
@@ -966,7 +966,7 @@ impl AccessSpec {
             ("offset", self.offset),
             ("run_offset", self.run_offset.unwrap_or(0)),
         ] {
-            if v % b != 0 {
+            if v % b != 0 && !(matches!(name, "offset" | "file_size") && super::regions::off_grid(self)) {
                 return Err(EngineError::invalid(name, format!("{v} bytes: with verify, it must be a multiple of the verify block ({b} bytes) so every request covers whole blocks: set {name} = a multiple of {b}")));
             }
         }
