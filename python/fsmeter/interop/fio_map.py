@@ -1653,6 +1653,8 @@ def _io_log_records(params: dict, threads: int) -> int:
     2^16 and at most 2^20 each."""
     cap = max(1 << 16, min(1 << 20, (1 << 22) // max(threads, 1)))
     total, sizes = params.get("total_bytes"), [e["size"] for e in params.get("entries") or []]
+    if total and sizes and params.get("thread_regions"):  # offset_increment: each thread its own bytes
+        return max(16, min(cap, max(r["bytes"] for r in params["thread_regions"]) // min(sizes) + 16))
     if total and sizes:
         return max(16, min(cap, total // min(sizes) // max(threads, 1) + 16))
     return cap
