@@ -9,7 +9,10 @@ sizes above 64 MiB become 64m (in a file with rate= or rate_iops=, at most what 
 and at least 64 KiB: a 64 MiB job at 50 IOPS would run for minutes), runtime at most 2 s, ramp_time and
 startdelay at most 1 s, loops at most 2 (fsx.fio asks for 500,000), nrfiles at most 4096, ${FIO_DIR} is the
 scratch folder, and every absolute path (a device, a mount point) moves into a scratch folder (a tmpfs as
-root), where each named file is created at 64 MiB first, as a device of that size would be.
+root), where each named file is created at 64 MiB first, as a device of that size would be. A file striped across
+its clones with offset_increment (cross-stripe-verify.fio: 30 clones 124g apart) keeps its shape: the increment
+becomes the stripe 30 clones fit in 64 MiB (2 MiB) and its sizes shrink in the same proportion (io_size=120g:
+1920 KiB).
 
 Then the file runs under `fsmeter run`, and under fio in a scratch folder of its own: every file, also those
 fsmeter refuses, so the summary can say which refusals are fsmeter's gaps and which files fio itself cannot
