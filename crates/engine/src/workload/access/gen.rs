@@ -80,7 +80,10 @@ impl AccessGen {
         let own;
         let (spec, whole, pass_ios) = match spec.thread_regions.get(tid) {
             Some(r) => {
-                own = r.own_spec(spec);
+                let mut s = spec.clone();
+                s.thread_regions = Vec::new();
+                (s.offset, s.run_offset, s.file_size) = (r.start, None, r.len);
+                own = s;
                 (&own, true, r.pass_ios)
             }
             None => (spec, false, 0),
@@ -480,6 +483,32 @@ pub(super) fn lcm(a: u64, b: u64) -> u64 {
 mod tests {
     use super::*;
     use crate::workload::access::spec::tests::{e, spec};
+    use crate::workload::access::ThreadRegion;
+
+    /// fio's offset_increment: three threads on one 1 MiB file, 16 KiB writes every 128 KiB (rw=write:112k) from
+    /// 120 KiB + t * 256 KiB: each thread stays in its region, starts it again after `pass_ios` writes (fio's
+    /// next loop), and where a write would run past the region's end (fio's pass ends there).
+    #[test]
+    fn each_thread_walks_its_own_region() {
+        let mut s = spec(vec![e(16384, 100.0, 0.0, 0.0)], 1, 1 << 20);
+        s.seq_add = 112 << 10;
+        s.thread_regions = (0..3u64)
+            .map(|t| {
+                let start = (120 << 10) + t * (256 << 10);
+                ThreadRegion { start, len: (1 << 20) - start, bytes: 0, pass_ios: if t == 0 { 3 } else { 0 } }
+            })
+            .collect();
+        let offs = |tid: usize, n: usize| {
+            let mut g = AccessGen::new(&s, 1, tid, 3);
+            (0..n).map(|_| g.next_op().req.offset >> 10).collect::<Vec<_>>()
+        };
+        // Thread 0: its pass of 3 writes, then the same 3 again.
+        assert_eq!(offs(0, 6), vec![120, 248, 376, 120, 248, 376]);
+        // Thread 2 (from 632 KiB, 392 KiB long): 3 writes fit (the 4th would end past 1024 KiB), then its start again.
+        assert_eq!(offs(2, 5), vec![632, 760, 888, 632, 760]);
+        // Thread 1 (from 376 KiB): 5 writes fit before the file's end.
+        assert_eq!(offs(1, 6), vec![376, 504, 632, 760, 888, 376]);
+    }
 
     #[test]
     fn random_offsets_stay_inside_and_aligned() {

@@ -1726,7 +1726,7 @@ impl Access {
     }
 
     fn verify_phase(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
-        super::regions::check_verify_phase(&self.spec)?;
+        super::regions::check_verify_grid(&self.spec.thread_regions, self.spec.verify_block())?;
         if !self.spec.verify_pattern.is_empty() {
             return self.verify_pattern_phase(job, ctl);
         }
