@@ -115,3 +115,40 @@ pub fn check_direct(regions: &[ThreadRegion], a: &DioAlign) -> Result<()> {
         None => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check() -> RegionCheck {
+        RegionCheck {
+            threads: 2,
+            one_file: true,
+            plain: true,
+            end: 1 << 20,
+            max_size: 4096,
+            alignment: 4096,
+            sequential: false,
+            needs_bytes: true,
+            total_bytes: Some(8192),
+        }
+    }
+
+    fn r(start: u64, len: u64, bytes: u64) -> ThreadRegion {
+        ThreadRegion { start, len, bytes, pass_ios: 0 }
+    }
+
+    #[test]
+    fn regions_that_do_not_fit_the_spec_are_refused_by_name() {
+        let ok = [r(0, 4096, 4096), r(4096, 4096, 4096)];
+        validate(&ok, &check()).unwrap();
+        let err = |regions: &[ThreadRegion], c: &RegionCheck| validate(regions, c).unwrap_err().to_string();
+        assert!(err(&ok[..1], &check()).contains("1 regions for 2 threads"));
+        assert!(err(&[r(0, 4096, 4096), r((1 << 20) - 2048, 4096, 4096)], &check()).contains("runs past the file"));
+        assert!(err(&[r(0, 4096, 4096), r(2048, 4096, 4096)], &check()).contains("not a multiple of alignment"));
+        // Sequential requests: a start off the alignment is fio's offset=120k with 16 KiB requests.
+        validate(&[r(0, 4096, 4096), r(2048, 4096, 4096)], &RegionCheck { sequential: true, ..check() }).unwrap();
+        assert!(err(&[r(0, 4096, 4096), r(4096, 4096, 8192)], &check()).contains("add up to 12288"));
+        assert!(err(&ok, &RegionCheck { one_file: false, ..check() }).contains("share one file"));
+    }
+}
