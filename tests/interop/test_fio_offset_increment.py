@@ -125,6 +125,35 @@ def test_offset_increment_as_a_percentage_runs_each_clone_to_the_files_end_as_fi
     assert sorted(fio) == sorted(expect), "fio's clones: the same regions, passes and offsets"
 
 
+#: io_size twice each clone's region: fio starts the region again until io_size is done (keep_running).
+IO_SIZE_JOB = """[global]
+bs=4k
+rw=write
+filename=striped
+size=64k
+io_size=128k
+offset_increment=64k
+numjobs=2
+write_lat_log=lg
+log_offset=1
+[twice]
+"""
+
+
+def test_io_size_beyond_the_region_walks_each_clones_region_again_as_fio(tmp_path):
+    m = job_of(IO_SIZE_JOB)
+    assert [(r["start"], r["bytes"], r["pass_ios"]) for r in m.params["thread_regions"]] == [
+        (0, 131072, 16), (65536, 131072, 16)]
+    count, offsets = _run_fsmeter(tmp_path, IO_SIZE_JOB)
+    expect = [[s + k * 4096 for k in range(16)] * 2 for s in (0, 65536)]
+    assert count == 64
+    assert Counter(offsets) == Counter(o for c in expect for o in c)
+    fio = _run_fio(tmp_path, IO_SIZE_JOB, 2)
+    if fio is None:
+        pytest.skip("fio is not installed: checked against the passes fio's source gives")
+    assert sorted(fio) == sorted(expect)
+
+
 @pytest.mark.parametrize("text, match", [
     ("[a]\nsize=64k\nnumjobs=2\noffset_increment=64k\n",
      r"^t.fio line 4: offset_increment=64k: offset_increment with each clone on its own files \(no filename=\): "
