@@ -14,6 +14,10 @@ run goes, under both programs, on a filesystem that can do its work, made for th
 the scratch folder by fsmeter's own provisioning and torn down after it (REAL_FS): ioengine=e4defrag on ext4
 (EXT4_IOC_MOVE_EXT), atomic=1 on xfs (an atomic write unit); not root, or no loop device: the tmpfs, and the
 file's line says so.
+root), where each named file is created at 64 MiB first, as a device of that size would be. A file striped across
+its clones with offset_increment (cross-stripe-verify.fio: 30 clones 124g apart) keeps its shape: the increment
+becomes the stripe 30 clones fit in 64 MiB (2 MiB) and its sizes shrink in the same proportion (io_size=120g:
+1920 KiB).
 
 Then the file runs under `fsmeter run`, and under fio in a scratch folder of its own: every file, also those
 fsmeter refuses, so the summary can say which refusals are fsmeter's gaps and which files fio itself cannot
@@ -121,10 +125,39 @@ def _rate_cap(text: str) -> int:
     return min(SCALE_BYTES, max(64 << 10, per_s * RATED_S // (64 << 10) * (64 << 10)))
 
 
+def _values(text: str, key: str) -> list:
+    """The values of every `key=` line of a job file (comments cut off)."""
+    out = []
+    for raw in text.splitlines():
+        k, sep, v = raw.strip().partition("=")
+        if sep and k.strip() == key:
+            out.append(v.split("#")[0].split(";")[0].strip())
+    return out
+
+
+def _stripe_ratio(text: str):
+    """A file whose clones each start offset_increment further on (one file striped across numjobs clones) and
+    whose stripes do not fit in SCALE_BYTES: (the stripe that fits, the file's stripe). Its offset_increment
+    becomes that stripe (a multiple of 1 MiB, or of 64 KiB when smaller), and its sizes shrink in the same
+    proportion, so that the clones' stripes keep their shape in the 64 MiB file. None: not such a file."""
+    incs = [b for b in map(_bytes, _values(text, "offset_increment")) if b]
+    jobs = [int(v) for v in _values(text, "numjobs") if v.isdigit()]
+    if not incs or not jobs or max(jobs) < 2:
+        return None
+    inc, n = max(incs), max(jobs)
+    offset = max([b for b in map(_bytes, _values(text, "offset")) if b is not None] or [0])
+    if offset + n * inc <= SCALE_BYTES:
+        return None
+    stripe = SCALE_BYTES // n
+    grain = 1 << 20 if stripe >= 1 << 20 else 64 << 10
+    return max(grain, stripe // grain * grain), inc
+
+
 def scale(text: str, root: Path) -> tuple:
     """(scaled text, files to create at 64 MiB, directories to create)."""
     out, files, dirs = [], set(), set()
     cap = _rate_cap(text)
+    stripes = _stripe_ratio(text)
     for raw in text.splitlines():
         line = raw.strip()
         key, sep, value = line.partition("=")
@@ -132,7 +165,11 @@ def scale(text: str, root: Path) -> tuple:
         if not sep or line[:1] in "#;[":
             out.append(raw)
             continue
-        if key in SIZE_OPTS:
+        if key in SIZE_OPTS and stripes is not None and _bytes(value) is not None and key != "offset":
+            b = _bytes(value)  # a striped file (cross-stripe-verify.fio): offset_increment and sizes in proportion
+            value = str(stripes[0] if key == "offset_increment" else
+                        max(64 << 10, b * stripes[0] // stripes[1] // (64 << 10) * (64 << 10)))
+        elif key in SIZE_OPTS:
             b = _bytes(value)
             limit = cap if key not in ("offset", "offset_increment") else SCALE_BYTES
             if b is not None and b > limit:

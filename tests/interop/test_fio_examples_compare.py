@@ -194,3 +194,18 @@ def _runs(d: Path, marker: str) -> bool:
         return marker.encode() in (d / "cmdline").read_bytes().split(b"\0")
     except OSError:
         return False
+
+
+def test_a_file_striped_across_its_clones_keeps_its_shape_when_scaled(fe, tmp_path):
+    # cross-stripe-verify.fio's stripes: 30 clones 124g apart, 120g each, after 120k. A 64 MiB increment would put
+    # clone 29 past the 64 MiB file (fio: "you need to specify valid offset="); the stripes shrink in proportion.
+    text = "[global]\nbs=16k\noffset_increment=124g\nio_size=120g\noffset=120k\n[w]\nnumjobs=30\n"
+    scaled, _, _ = fe.scale(text, tmp_path)
+    opts = dict(line.split("=", 1) for line in scaled.splitlines() if "=" in line)
+    inc, io = int(opts["offset_increment"]), int(opts["io_size"])
+    assert inc == 2 << 20 and 120 * 1024 + 29 * inc < fe.SCALE_BYTES, "30 stripes fit in the file"
+    assert io == 1920 << 10 and 0 <= inc * 120 // 124 - io < 64 << 10, "io_size in proportion, down to 64 KiB"
+    assert opts["offset"] == "120k"
+    # A file whose clones already fit is left as it is.
+    small = "[global]\nbs=4k\noffset_increment=1m\nsize=1m\n[w]\nnumjobs=4\n"
+    assert fe.scale(small, tmp_path)[0] == small

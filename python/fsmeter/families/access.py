@@ -333,6 +333,16 @@ class ContentParams(BaseModel):
         return d
 
 
+class ThreadRegionParams(BaseModel):
+    """One thread's own region of the one shared file (fio's offset_increment: clone t from offset + t * increment)."""
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    start: int = Field(ge=0, description="where the thread's region starts, in bytes")
+    len: int = Field(gt=0, description="the region's length in bytes: every request of the thread lands inside it")
+    bytes: int = Field(0, ge=0, description="the measured bytes the thread does (instead of its share of total_bytes)")
+    pass_ios: int = Field(0, ge=0, description="sequential requests per pass: then the walk starts the region again "
+                          "(fio's next loop); 0: only where a request would not fit before its end")
+
+
 class AccessParams(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     family: Literal["access"] = "access"
@@ -456,6 +466,9 @@ class AccessParams(BaseModel):
     latency_target: Optional[LatTargetParams] = Field(None, description="search the deepest queue depth (up to "
                                                       "queue_depth) whose latency stays within a target (fio's "
                                                       "latency_target); one thread only")
+    thread_regions: list[ThreadRegionParams] = Field(default_factory=list, description="fio's offset_increment: "
+                                                     "one region of the one shared file per thread, with its own "
+                                                     "bytes; empty: the threads share the data set")
 
     # Set by `fsmeter run --shared-file` under mpirun (fsmeter.mpi.run), never from a workload file:
     # (this rank's region start, the run and verify phases' region start).
@@ -575,9 +588,13 @@ class AccessParams(BaseModel):
             if e.size % block:
                 raise ValueError(f"entries[{i}].size: {e.size} bytes: with verify, every request size must be a "
                                  f"multiple of the verify block ({block} bytes)")
+        # Thread regions (fio's offset_increment) of sequential writes whose reads re-read the written requests
+        # only: those carry their own headers, and the layout's blocks they cut across are never read.
+        off_grid = (self.thread_regions and not self.verify_phase and self.verify_backlog > 0
+                    and all(e.random_pct == 0 and e.read_pct == 0 and e.trim_pct == 0 for e in self.entries))
         for name in ("alignment", "file_size", "offset"):
             v = getattr(self, name)
-            if v % block:
+            if v % block and not (off_grid and name != "alignment"):
                 raise ValueError(f"{name}: {v} bytes: with verify, it must be a multiple of the verify block "
                                  f"({block} bytes)")
         if self.reuse_files:

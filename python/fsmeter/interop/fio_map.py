@@ -22,6 +22,7 @@ SUPPORTED = {
     "name", "description", "rw", "readwrite", "bs", "blocksize", "bssplit", "rwmixread", "rwmixwrite", "ioengine",
     "iodepth", "direct", "buffered", "size", "filesize", "nrfiles", "numjobs", "filename", "directory", "runtime",
     "time_based", "ramp_time", "fsync", "end_fsync", "norandommap", "randrepeat", "randseed", "offset",
+    "offset_increment",
     "blockalign", "ba", "stonewall", "wait_for_previous", "group_reporting", "thread", "kb_base",
     "percentage_random", "io_size", "io_limit", "unlink", "iomem", "mem", "threads", "nr_files", "filename_format",
     "number_ios", "write_bw_log", "write_iops_log", "log_avg_msec", "per_job_logs", "timeout", "loops", "bsrange",
@@ -1088,7 +1089,7 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
     align = ctx.size(ba_opt.name) if ba_opt is not None else min(sizes)
     if align <= 0:
         ctx.fail(ba_opt, "must be > 0 (a number of bytes every offset is a multiple of)")
-    if offset % align:
+    if offset % align and (random_pct or job.get("offset_increment") is None):  # fio: ba aligns random offsets
         ctx.fail(job.get("offset"), f"must be a multiple of the alignment ({align} bytes; set blockalign)")
     if max(sizes) > filesize:
         raise UserError(f"{where} line {job.line}: job {name}: a {max(sizes)}-byte request does not fit in a "
@@ -1157,6 +1158,10 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
         "total_bytes": total, "file_names": file_names, "offset": offset,
         "thread_files": thread_files, "reuse_files": True, "buffer_memory": buffer_memory,
     }
+    if job.get("offset_increment") is not None:
+        per_job = _offset_increment(ctx, params, notes, numjobs=numjobs, offset=offset, place=place, rw=rw,
+                                    sizes=sizes, seq_add=seq_add, random_pct=random_pct, time_based=time_based,
+                                    loops=loops, distribution=distribution, shape=shape) or per_job
     if pace:
         params["pace"] = pace
     steady = _steadystate(ctx, notes)
@@ -1233,6 +1238,109 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
                      log_format=log_format, sources=_sources(job),
                      group_reporting=ctx.flag("group_reporting"), start_delay_s=start_delay, exit_what=exit_what,
                      fill=fill, after_fill=from_fill[0] if from_fill is not None else None, fio_job=job)
+
+
+def _offset_increment(ctx: _Ctx, params: dict, notes: list, *, numjobs: int, offset: int, place: _Placement, rw: str,
+                      sizes: list, seq_add: int, random_pct: int, time_based: bool, loops: int, distribution: str,
+                      shape: dict) -> Optional[int]:
+    """fio's offset_increment: the clones share the named file and clone t (from 0) works on its own region,
+    from offset + t * increment (filesetup.c get_start_offset; N% is N% of the file's size, and the start is then
+    aligned up to the request size), for size= bytes, or without size= to the end of the file. Each clone does
+    io_size (else its region's size) per pass, and a pass ends early at its region's end (io_u.c: an offset past
+    the region ends it), then `loops` passes. -> the largest clone's bytes per pass (None: time-based)."""
+    job = ctx.job
+    opt = job.get("offset_increment")
+    value = (opt.value or "").strip()
+    if numjobs == 1:
+        ctx.fail(opt, "moves the clones of a job (numjobs) apart, and this job has one: remove it, or set numjobs")
+    why = None
+    if place.thread_files:
+        why = "with each clone on its own files (no filename=): name the one file the clones share with filename="
+    elif len(place.names) > 1:
+        why = "with several files: give one filename="
+    elif len(set(sizes)) > 1:
+        why = "with several request sizes: give one bs"
+    elif rw not in ("read", "write", "randread", "randwrite", "randrw") or random_pct not in (0, 100):
+        why = "with a sequential mix, trims or percentage_random: use read, write, randread, randwrite or randrw"
+    elif seq_add < 0:
+        why = "with a backwards walk (rw=...:-N)"
+    elif distribution != "random" or shape.get("params", {}).get("zone_size"):
+        why = "with zones or a random_distribution other than random"
+    elif job.get("size") is not None and is_percentage(job.get("size").value or ""):
+        why = "with size=N%: give a size"
+    elif job.get("number_ios") is not None:
+        why = "with number_ios"
+    if why:
+        ctx.fail(opt, f"offset_increment {why} is not supported by fsmeter yet (planned); or run this job with fio")
+    bs = sizes[0]
+    real = min(place.existing) if place.existing else None
+    sized = job.get("size") is not None or job.get("filesize") is not None
+    if is_percentage(value):
+        pct = value[:-1].strip()
+        if not pct.isdigit() or int(pct) > 100:
+            ctx.fail(opt, "give a whole percentage from 0 to 100 (of the file's size), or a size")
+        if real is None:
+            ctx.fail(opt, "a percentage of the file's size needs the file there before the run (fio takes its "
+                          "size): create it, or give a size")
+        step, align = int(pct) * real // 100, bs  # fio: aligned up to the smallest block size
+    else:
+        step, align = ctx.size("offset_increment", 0), 1
+    starts = [-(-(offset + t * step) // align) * align for t in range(numjobs)]
+    if random_pct and any(s % params["alignment"] for s in starts):
+        ctx.fail(opt, f"clone 1 would start at {starts[1]} bytes, not a multiple of the alignment "
+                      f"({params['alignment']} bytes): make offset_increment a multiple of it")
+    region = params["file_size"] if sized else None
+    lens = []
+    for t, start in enumerate(starts):
+        n = region if region is not None else (real - start)
+        if n < bs:
+            ctx.fail(opt, f"clone {t} would start at {start} bytes, leaving {max(n, 0)} of the file's {real} bytes "
+                          f"for {bs}-byte requests (fio: 'you need to specify valid offset='): give a smaller "
+                          "offset_increment or fewer clones")
+        lens.append(n)
+    io = ctx.size("io_size") or ctx.size("io_limit")
+    v_opt = job.get("verify")
+    verifying = ((v_opt is not None and (v_opt.value or "").strip() not in ("", "0", "none"))
+                 or job.get("verify_pattern") is not None) and ctx.flag("do_verify", True)
+    # fio counts a verifying writer's read-back in the bytes its io_size is compared with (td->io_bytes).
+    rw_per_io = 2 if verifying and rw in ("write", "randwrite") else 1
+    if verifying and rw == "randrw" and io:
+        ctx.fail(opt, "offset_increment with io_size on a verified randrw job is not supported by fsmeter yet "
+                      "(planned): remove io_size, or run this job with fio")
+    per_pass, passes = [], []
+    for n in lens:
+        whole = -(-(io or n) // bs)
+        if random_pct and ctx.flag("norandommap", False):
+            cap = whole
+        elif random_pct:
+            cap = n // params["alignment"]  # fio's random map: each block once, then the pass ends
+        elif seq_add:
+            cap = (n - bs) // (bs + seq_add) + 1  # holes: a request every bs + N bytes while one fits
+        else:
+            cap = n // bs
+        k = min(whole, cap)
+        # fio's thread_main: `loops` passes, then more while io_size is not done (keep_running: the clone's
+        # reads and writes below io_size by at least a request). Each pass stops at io_size * its number
+        # (io_bytes_exceeded) or at the region's end, so every pass does k requests.
+        p = loops
+        while io and not time_based and io - p * k * bs * rw_per_io >= bs:
+            p += 1
+        per_pass.append(k)
+        passes.append(p)
+    end = max(s + n for s, n in zip(starts, lens))
+    params["offset"] = starts[0]
+    params["file_size"] = max(end, real or 0) - starts[0]
+    params["thread_regions"] = [
+        {"start": s, "len": n, "bytes": 0 if time_based else k * bs * p, "pass_ios": 0 if time_based else k}
+        for s, n, k, p in zip(starts, lens, per_pass, passes)]
+    if not time_based:
+        params["total_bytes"] = sum(r["bytes"] for r in params["thread_regions"])
+    notes[:] = [n for n in notes if not n.startswith("filename= with numjobs")]
+    notes.append(f"{opt.as_written}: the {numjobs} threads share the file, thread t from {starts[0]} + t * {step} "
+                 f"bytes{' (aligned up to ' + str(align) + ')' if align > 1 else ''}, each on "
+                 + (f"{region} bytes" if region is not None else "the rest of the file")
+                 + ", as fio's clones")
+    return None if time_based else max(per_pass) * bs
 
 
 def _fio_engine(ctx: _Ctx, engine: str, rw: str, rw_opt, params: dict, notes: list, numjobs: int, time_based: bool,
@@ -1632,6 +1740,8 @@ def _io_log_records(params: dict, threads: int) -> int:
     2^16 and at most 2^20 each."""
     cap = max(1 << 16, min(1 << 20, (1 << 22) // max(threads, 1)))
     total, sizes = params.get("total_bytes"), [e["size"] for e in params.get("entries") or []]
+    if total and sizes and params.get("thread_regions"):  # offset_increment: each thread its own bytes
+        return max(16, min(cap, max(r["bytes"] for r in params["thread_regions"]) // min(sizes) + 16))
     if total and sizes:
         return max(16, min(cap, total // min(sizes) // max(threads, 1) + 16))
     return cap

@@ -63,6 +63,9 @@ pub struct AccessGen {
     seq_lo: u64,
     seq_hi: u64,
     seq_pos: u64,
+    /// fio's offset_increment: sequential requests per pass (0: none) and those done in this one.
+    pass_ios: u64,
+    pass_done: u64,
 }
 
 impl AccessGen {
@@ -73,6 +76,18 @@ impl AccessGen {
     /// As `new`, with each thread's sequential share starting at a multiple of
     /// `share_align` (a multiple of `alignment`; O_DIRECT asks for the filesystem's figure).
     pub fn with_share_align(spec: &AccessSpec, seed: u64, tid: usize, nthreads: usize, share_align: u64) -> Self {
+        // fio's offset_increment: the thread walks its own whole region of the shared file (regions.rs).
+        let own;
+        let (spec, whole, pass_ios) = match spec.thread_regions.get(tid) {
+            Some(r) => {
+                let mut s = spec.clone();
+                s.thread_regions = Vec::new();
+                (s.offset, s.run_offset, s.file_size) = (r.start, None, r.len);
+                own = s;
+                (&own, true, r.pass_ios)
+            }
+            None => (spec, false, 0),
+        };
         let total_w: f64 = spec.entries.iter().map(|e| e.weight).sum();
         let mut acc = 0.0;
         let mut cum: Vec<u64> = spec
@@ -88,7 +103,9 @@ impl AccessGen {
         let share_align = share_align.max(1);
         let share = (total / nthreads as u64) / share_align * share_align;
         let per_thread = spec.file_count as u64 / nthreads as u64;
-        let (lo, hi) = if spec.thread_files {
+        let (lo, hi) = if whole {
+            (0, total)
+        } else if spec.thread_files {
             (tid as u64 * per_thread * spec.file_size, (tid as u64 + 1) * per_thread * spec.file_size)
         } else if share >= spec.max_size() as u64 && share > 0 {
             let lo = tid as u64 * share;
@@ -154,6 +171,8 @@ impl AccessGen {
             seq_lo: lo,
             seq_hi: hi,
             seq_pos: lo,
+            pass_ios,
+            pass_done: 0,
         }
     }
 
@@ -227,6 +246,17 @@ impl AccessGen {
         let trim = write && self.chance(self.trim_thr[entry]);
         let random = self.chance(self.rand_thr[entry]);
         let dir = if trim { 2 } else { write as usize };
+        if self.pass_ios > 0 && !random {
+            // fio's next loop starts the region again from its start.
+            if self.pass_done == self.pass_ios {
+                self.pass_done = 0;
+                self.seq_pos = self.seq_lo;
+                if let Some(w) = self.walk.as_mut() {
+                    w.restart();
+                }
+            }
+            self.pass_done += 1;
+        }
         let (file, offset) = if let Some(w) = self.walk.as_mut() {
             // One file per thread (checked): fio's strided zones and offset modifier.
             let off = if random { w.next_rand(len as u64, &mut self.rng) } else { None };
@@ -453,6 +483,32 @@ pub(super) fn lcm(a: u64, b: u64) -> u64 {
 mod tests {
     use super::*;
     use crate::workload::access::spec::tests::{e, spec};
+    use crate::workload::access::ThreadRegion;
+
+    /// fio's offset_increment: three threads on one 1 MiB file, 16 KiB writes every 128 KiB (rw=write:112k) from
+    /// 120 KiB + t * 256 KiB: each thread stays in its region, starts it again after `pass_ios` writes (fio's
+    /// next loop), and where a write would run past the region's end (fio's pass ends there).
+    #[test]
+    fn each_thread_walks_its_own_region() {
+        let mut s = spec(vec![e(16384, 100.0, 0.0, 0.0)], 1, 1 << 20);
+        s.seq_add = 112 << 10;
+        s.thread_regions = (0..3u64)
+            .map(|t| {
+                let start = (120 << 10) + t * (256 << 10);
+                ThreadRegion { start, len: (1 << 20) - start, bytes: 0, pass_ios: if t == 0 { 3 } else { 0 } }
+            })
+            .collect();
+        let offs = |tid: usize, n: usize| {
+            let mut g = AccessGen::new(&s, 1, tid, 3);
+            (0..n).map(|_| g.next_op().req.offset >> 10).collect::<Vec<_>>()
+        };
+        // Thread 0: its pass of 3 writes, then the same 3 again.
+        assert_eq!(offs(0, 6), vec![120, 248, 376, 120, 248, 376]);
+        // Thread 2 (from 632 KiB, 392 KiB long): 3 writes fit (the 4th would end past 1024 KiB), then its start again.
+        assert_eq!(offs(2, 5), vec![632, 760, 888, 632, 760]);
+        // Thread 1 (from 376 KiB): 5 writes fit before the file's end.
+        assert_eq!(offs(1, 6), vec![376, 504, 632, 760, 888, 376]);
+    }
 
     #[test]
     fn random_offsets_stay_inside_and_aligned() {

@@ -22,6 +22,7 @@ mod lattarget;
 mod pace;
 mod phases;
 mod prio;
+mod regions;
 mod shape;
 mod spec;
 
@@ -35,5 +36,6 @@ pub use lattarget::LatTargetSpec;
 pub use pace::{Go, MemMode, MemPolicy, PaceSpec, Pacer, PlaceSpec, RateProcess, SteadyKind, SteadySpec};
 pub use phases::{Access, CpuMode};
 pub use prio::{CmdPrio, PrioSpec};
+pub use regions::ThreadRegion;
 pub use shape::{parse_sequence, SequenceWalk, Walk, Zone, ZoneIndex, ZoneSplit};
 pub use spec::{AccessEntry, AccessSpec, FioEngine, StatType, MAX_BACKLOG};

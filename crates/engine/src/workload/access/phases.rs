@@ -773,6 +773,9 @@ impl Access {
     /// The measured bytes thread `tid` (of `job.threads`) does, when the spec has a byte total.
     pub(super) fn quota(&self, job: &Settings, tid: usize) -> Option<u64> {
         let nthreads = job.threads as u64;
+        if let Some(r) = self.spec.thread_regions.get(tid) {
+            return self.spec.total_bytes.map(|_| r.bytes); // fio's offset_increment: each clone its own bytes
+        }
         self.spec.total_bytes.map(|t| if tid == 0 { t / nthreads + t % nthreads } else { t / nthreads })
     }
 
@@ -1856,6 +1859,7 @@ impl Access {
     }
 
     fn verify_phase(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
+        super::regions::check_verify_grid(&self.spec.thread_regions, self.spec.verify_block())?;
         if !self.spec.verify_pattern.is_empty() {
             return self.verify_pattern_phase(job, ctl);
         }

@@ -262,6 +262,13 @@ impl Walk {
         }
     }
 
+    /// Back to the start of the file (its first zone), as a new pass of fio's.
+    pub fn restart(&mut self) {
+        self.zone_start = 0;
+        self.zone_bytes = 0;
+        self.last_end = 0;
+    }
+
     /// The offset of the next sequential request of `len` bytes.
     #[inline]
     pub fn next_seq(&mut self, len: u64) -> u64 {

@@ -238,6 +238,10 @@ pub struct AccessSpec {
     /// queue depth is searched for, up to queue_depth, instead of fixed.
     #[serde(default)]
     pub latency_target: Option<super::LatTargetSpec>,
+    /// fio's offset_increment: thread t works on its own region of the one shared file, with its own
+    /// bytes (regions.rs). Empty: the threads share the data set as usual.
+    #[serde(default)]
+    pub thread_regions: Vec<super::regions::ThreadRegion>,
 }
 
 /// fio's ioengines that are not data transfer, run in the engine as fio runs them (one system call
@@ -442,7 +446,19 @@ impl AccessSpec {
             return Err(EngineError::invalid("file_prefix", "must be a plain file name prefix without '/'"));
         }
         self.validate_latency_target(job)?;
-        self.validate_fio_layout(job)
+        self.validate_fio_layout(job)?;
+        let check = super::regions::RegionCheck {
+            threads: job.threads,
+            one_file: self.file_count == 1 && !self.thread_files && !self.shared_file && self.run_offset.is_none(),
+            plain: self.zone_size == 0 && self.random_distribution.trim() == "random",
+            end: self.offset + self.file_size,
+            max_size: self.max_size() as u64,
+            alignment: self.alignment,
+            sequential: self.regions_sequential(),
+            needs_bytes: self.duration_s.is_none(),
+            total_bytes: self.total_bytes,
+        };
+        super::regions::validate(&self.thread_regions, &check)
     }
 
     /// fio's latency target: one thread per job (fio searches each clone's depth on its own, and the
@@ -487,7 +503,7 @@ impl AccessSpec {
                 }
             }
         }
-        if !self.offset.is_multiple_of(self.alignment) {
+        if !self.offset.is_multiple_of(self.alignment) && !self.regions_sequential() {
             return Err(EngineError::invalid(
                 "offset",
                 format!("{} is not a multiple of alignment ({})", self.offset, self.alignment),
@@ -990,7 +1006,7 @@ impl AccessSpec {
             ("offset", self.offset),
             ("run_offset", self.run_offset.unwrap_or(0)),
         ] {
-            if v % b != 0 {
+            if v % b != 0 && !(matches!(name, "offset" | "file_size") && self.regions_off_grid()) {
                 return Err(EngineError::invalid(name, format!("{v} bytes: with verify, it must be a multiple of the verify block ({b} bytes) so every request covers whole blocks: set {name} = a multiple of {b}")));
             }
         }
@@ -1037,7 +1053,22 @@ impl AccessSpec {
                 format!("{} bytes: {}", self.alignment, fix("random offsets")),
             ));
         }
-        Ok(())
+        super::regions::check_direct(&self.thread_regions, a)
+    }
+
+    /// Thread regions (fio's offset_increment) of purely sequential requests: random offsets (and so
+    /// `alignment`) play no part, and the regions may start anywhere (fio's offset=120k with 16 KiB requests).
+    pub fn regions_sequential(&self) -> bool {
+        !self.thread_regions.is_empty() && self.entries.iter().all(|e| e.random_pct == 0.0)
+    }
+
+    /// With verify, thread regions off the verify block grid: allowed when every request is a sequential
+    /// write and reads only re-read written requests (verify_backlog), which carry their own headers; the
+    /// layout's blocks they cut across are never read (the verify phase refuses to run on them).
+    pub fn regions_off_grid(&self) -> bool {
+        self.regions_sequential()
+            && self.verify_backlog > 0
+            && self.entries.iter().all(|e| e.read_pct == 0.0 && e.trim_pct == 0.0)
     }
 
     /// fio's random map over requests of several sizes (a bitmap of blocks, shortened requests); one size is a
@@ -1116,6 +1147,7 @@ pub(super) mod tests {
             continue_on: Default::default(),
             fill: false,
             latency_target: None,
+            thread_regions: vec![],
         }
     }
 
