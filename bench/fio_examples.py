@@ -13,8 +13,7 @@ root), where each named file is created at 64 MiB first, as a device of that siz
 run goes, under both programs, on a filesystem that can do its work, made for that file on a 1 GiB loop image in
 the scratch folder by fsmeter's own provisioning and torn down after it (REAL_FS): ioengine=e4defrag on ext4
 (EXT4_IOC_MOVE_EXT), atomic=1 on xfs (an atomic write unit); not root, or no loop device: the tmpfs, and the
-file's line says so.
-root), where each named file is created at 64 MiB first, as a device of that size would be. A file striped across
+file's line says so. A file striped across
 its clones with offset_increment (cross-stripe-verify.fio: 30 clones 124g apart) keeps its shape: the increment
 becomes the stripe 30 clones fit in 64 MiB (2 MiB) and its sizes shrink in the same proportion (io_size=120g:
 1920 KiB).
