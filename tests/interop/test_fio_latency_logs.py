@@ -150,8 +150,11 @@ def test_log_max_value_logs_each_intervals_largest_latency(tmp_path):
     rep = doc["phases"]["w:run"]
     assert not (tmp_path / "w_slat.1.log").exists()  # disable_slat: no _slat log, as in fio
     lines = rows(tmp_path / "w_lat.1.log")
-    by_ms = {int(round(iv["t_s"] * 1000)): iv for iv in rep["intervals"]}
-    assert lines and [int(x[1]) for x in lines] == [by_ms[int(x[0])]["lat"]["write"]["max_ns"] for x in lines]
+    # One line per interval that completed writes, in order (a short last interval on a busy machine may share
+    # its rounded millisecond with the one before, so the lines are matched in order, not by time).
+    done = [iv for iv in rep["intervals"] if (iv.get("lat") or {}).get("write", {}).get("count")]
+    assert lines and [int(x[0]) for x in lines] == [int(round(iv["t_s"] * 1000)) for iv in done]
+    assert [int(x[1]) for x in lines] == [iv["lat"]["write"]["max_ns"] for iv in done]
     assert max(int(x[1]) for x in lines) == rep["ops"]["write"]["lat"]["max_ns"]
 
 
