@@ -18,7 +18,17 @@
 
 use rand_core::RngCore;
 
-use super::gen::BlockMap;
+/// What the draw needs of the map (gen.rs's BlockMap, a bitmap with summary levels as fio's axmap).
+pub trait MapBits {
+    fn full(&self) -> bool;
+    /// Every block free again.
+    fn reset(&mut self);
+    fn is_set(&self, i: u64) -> bool;
+    /// The first free block after b, wrapping to the start (fio's axmap_next_free); None when full.
+    fn next_free(&self, b: u64) -> Option<u64>;
+    /// Marks up to nr blocks from b, stopping at the first one already set (fio's axmap_set_nr): how many.
+    fn set_run(&mut self, b: u64, nr: u64) -> u64;
+}
 
 /// Lemire's multiply-shift: a uniform integer in [0, n) without division.
 #[inline(always)]
@@ -85,9 +95,9 @@ impl DirMap {
     /// The next request of direction `write` whose entry was drawn as `entry`: (offset in the file, length,
     /// entry), or None when the stop rule ends the thread (then `ended()`).
     #[inline]
-    pub fn draw<R: RngCore>(
+    pub fn draw<M: MapBits, R: RngCore>(
         &mut self,
-        map: &mut BlockMap,
+        map: &mut M,
         rng: &mut R,
         mut entry: usize,
         write: bool,
@@ -156,6 +166,7 @@ impl DirMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::access::gen::BlockMap;
     use rand_core::SeedableRng;
     use rand_xoshiro::Xoshiro256PlusPlus;
 

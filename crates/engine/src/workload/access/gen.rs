@@ -4,7 +4,7 @@
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::dirmap::DirMap;
+use super::dirmap::{DirMap, MapBits};
 use super::dist::{mix64, Dist, Skew};
 use super::shape::{parse_sequence, SequenceWalk, Walk, ZoneIndex, ZoneSplit};
 use super::spec::AccessSpec;
@@ -429,6 +429,28 @@ impl BlockMap {
             done += 1;
         }
         done
+    }
+}
+
+impl MapBits for BlockMap {
+    #[inline(always)]
+    fn full(&self) -> bool {
+        BlockMap::full(self)
+    }
+    fn reset(&mut self) {
+        BlockMap::reset(self)
+    }
+    #[inline(always)]
+    fn is_set(&self, i: u64) -> bool {
+        BlockMap::is_set(self, i)
+    }
+    #[inline(always)]
+    fn next_free(&self, b: u64) -> Option<u64> {
+        BlockMap::next_free(self, b)
+    }
+    #[inline(always)]
+    fn set_run(&mut self, b: u64, nr: u64) -> u64 {
+        BlockMap::set_run(self, b, nr)
     }
 }
 
