@@ -31,7 +31,7 @@ SD = {"total": 1.91 * MiB, "reads": 2.37, "writes": 1.60, "early": math.sqrt(0.3
 
 def _job_file(fio: bool) -> str:
     text = "[global]\n" + JOB + ("randrepeat=0\nfilename=data\n" if fio else "")
-    # fio 3.x with randrepeat=1 (its default) seeds its offsets by the job's number alone, whatever randseed says;
+    # fio up to 3.34 with randrepeat=1 (its default) seeds its offsets by the job's number alone, whatever randseed says;
     # randrepeat=0 with randseed=N seeds every draw from N.
     return text + "".join(f"[s{i}]\nstonewall\nrandseed={i + 1}\n" for i in range(SEEDS))
 

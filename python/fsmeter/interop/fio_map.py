@@ -2236,7 +2236,7 @@ def _dir_map_block(ctx: _Ctx, per_dir: tuple, mins: tuple, read_pct: int, random
                  "request of that size takes one block of the map; the job ends the first time a draw's next free "
                  "block lies past the file, at a point that depends on the draws. fsmeter keeps the same map and "
                  "the same stop, so its bytes and I/O counts vary with the seed as fio's do: compare them over "
-                 "seeds, not run by run (fio with randrepeat=1, its default, draws the same offsets whatever "
+                 "seeds, not run by run (up to fio 3.34, randrepeat=1, its default, draws the same offsets whatever "
                  "randseed says; randrepeat=0 with randseed=N varies them)")
     return block
 
