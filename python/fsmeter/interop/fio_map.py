@@ -1109,7 +1109,7 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
     dir_block = 0
     if rw not in _TRIM:
         dir_block = _dir_map_block(ctx, per_dir, _dir_min_bs(ctx, split, bs), read_pct, random_pct, distribution,
-                                   nrfiles, notes)
+                                   nrfiles, time_based, notes)
     if dir_block:
         entries = _dir_entries(per_dir, read_pct, random_pct)
         sizes, align = [e["size"] for e in entries], dir_block
@@ -2195,7 +2195,7 @@ def _dir_min_bs(ctx: _Ctx, split: Optional[tuple], bs: tuple) -> tuple:
 
 
 def _dir_map_block(ctx: _Ctx, per_dir: tuple, mins: tuple, read_pct: int, random_pct: int, distribution: str,
-                   nrfiles: int, notes: list) -> int:
+                   nrfiles: int, time_based: bool, notes: list) -> int:
     """fio's random map when a direction's smallest block is not the job's (rw_min_bs, over reads, writes and
     trims): fio keeps one map of rw_min_bs blocks, each direction draws and marks blocks in units of its own
     smallest size (io_u.c: last_block, __get_next_rand_offset, mark_random_map), and the job ends the first time a
@@ -2230,6 +2230,11 @@ def _dir_map_block(ctx: _Ctx, per_dir: tuple, mins: tuple, read_pct: int, random
         ctx.fail(loops, "loops with per-direction block sizes under fio's random map is not supported by fsmeter "
                         "(fio ends each loop where its draws say, and starts the next one afresh): remove loops, or "
                         "add norandommap")
+    if time_based and ctx.flag("randrepeat", True):
+        ctx.fail(job.get("time_based"), "time_based with per-direction block sizes under fio's random map: fio ends "
+                                        "each pass where its draws say and, with randrepeat=1 (its default), seeds "
+                                        "its random numbers again and repeats the same pass; fsmeter runs this only "
+                                        "with randrepeat=0 (each pass drawn afresh): add randrepeat=0, or norandommap")
     units = ", ".join(f"{('reads', 'writes')[d]} {mins[d]}" for d in used)
     notes.append(f"per-direction block sizes under fio's random map: fio keeps one map of {block}-byte blocks and "
                  f"each direction draws and marks blocks in units of its own smallest size ({units} bytes), so a "

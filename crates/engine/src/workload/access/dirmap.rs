@@ -93,7 +93,8 @@ impl DirMap {
     }
 
     /// The next request of direction `write` whose entry was drawn as `entry`: (offset in the file, length,
-    /// entry), or None when the stop rule ends the thread (then `ended()`).
+    /// entry), or None when the stop rule ends the thread (then `ended()`) or, in a time-based run, the pass
+    /// (the map is then empty: draw the next request afresh).
     #[inline]
     pub fn draw<M: MapBits, R: RngCore>(
         &mut self,
@@ -106,34 +107,24 @@ impl DirMap {
     ) -> Option<(u64, u32, usize)> {
         let d = write as usize;
         let unit = self.unit[d];
-        // At most two rounds: a time-based run starts a new pass once and then always finds a block.
-        let mut b = u64::MAX;
-        for _ in 0..2 {
-            if map.full() {
-                if self.ends {
-                    self.ended = true;
-                    return None;
-                }
-                map.reset();
-            }
-            b = below(rng.next_u64(), self.lastb[d]);
-            if map.is_set(b) {
-                b = map.next_free(b).expect("a map that is not full has a free bit");
-            }
-            // fio: an offset at or past the file's end fails get_next_offset, and one whose smallest size
-            // does not fit fails get_next_buflen; either ends the job.
-            if b * unit + unit <= file_size {
-                break;
-            }
+        if map.full() {
+            // fio: no free bit ends the job; a time-based one empties the map and draws again (get_next_rand_block).
             if self.ends {
                 self.ended = true;
                 return None;
             }
             map.reset();
-            b = u64::MAX;
         }
-        if b == u64::MAX {
-            self.ended = true;
+        let mut b = below(rng.next_u64(), self.lastb[d]);
+        if map.is_set(b) {
+            b = map.next_free(b).expect("a map that is not full has a free bit");
+        }
+        // fio: an offset at or past the file's end fails get_next_offset, and one whose smallest size does not fit
+        // fails get_next_buflen; either ends the job. A time-based job then runs again with an empty map: this
+        // request is dropped (None without ended()) and the next one is drawn afresh, direction included.
+        if b * unit + unit > file_size {
+            self.ended = self.ends;
+            map.reset();
             return None;
         }
         let off = b * unit;
@@ -229,14 +220,20 @@ mod tests {
     }
 
     #[test]
-    fn a_time_based_run_starts_a_new_pass_instead_of_ending() {
+    fn a_time_based_run_drops_the_draw_and_starts_a_new_pass_instead_of_ending() {
         let (mut m, mut map, sizes) = fixture(false);
         map.set_run(0, 63);
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
-        let (off, len, _) = m.draw(&mut map, &mut rng, 2, true, &sizes, 4 * M1).expect("a new pass");
-        assert_eq!((off % M1, len as u64), (0, M1));
+        assert_eq!(m.draw(&mut map, &mut rng, 2, true, &sizes, 4 * M1), None, "fio drops the write that failed");
         assert!(!m.ended());
-        assert_eq!((0..64).filter(|&i| map.is_set(i)).count(), 1, "the map was emptied first");
+        assert!((0..64).all(|i| !map.is_set(i)), "the next pass starts with an empty map");
+        let (off, len, _) = m.draw(&mut map, &mut rng, 2, true, &sizes, 4 * M1).expect("a write of the new pass");
+        assert_eq!((off % M1, len as u64), (0, M1));
+        // A full map instead empties itself and the request goes on in the same direction.
+        map.set_run(0, 64);
+        let (_, len, _) = m.draw(&mut map, &mut rng, 0, false, &sizes, 4 * M1).expect("a read of the new pass");
+        assert_eq!(len as u64, K64);
+        assert!(!m.ended());
     }
 
     #[test]

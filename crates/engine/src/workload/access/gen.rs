@@ -274,10 +274,13 @@ impl AccessGen {
                     (self.file_lo, off)
                 }
                 // The stop rule ended the thread (ended()): the caller issues nothing more.
-                None => {
+                None if dm.ended() => {
                     len = 0;
                     (self.file_lo, 0)
                 }
+                // A time-based run's pass ended: fio drops this request and draws the next one afresh (once:
+                // the map is empty now, so the next draw always lands).
+                None => return self.next_op(),
             }
         } else if random && self.sized.is_some() {
             let (file, off, l, e) = self.map_draw(entry);
