@@ -30,7 +30,11 @@ fio's outcome; and for a file both ran, whether the bytes and I/O counts of each
 group_reporting, each reporting group, as fio merges it) and direction are fio's. Random read/write mixes:
 the total within 2%, each direction within 5% of the total or three binomial standard deviations; several
 request sizes: the count within 2% or three standard deviations of two renewal counts (count_slack). A file
-of time-based jobs is "time-based: compared rates not work", with the bandwidth ratio per job.
+of time-based jobs is "time-based: compared rates not work", with the bandwidth ratio per job. A job that fio's
+random map ends where its draws say (per-direction block sizes: fsmeter's random_map_block) is one draw per run:
+both sides run again over --seeds seeds (randseed=1..N, fio with randrepeat=0) and its mean bytes and I/Os per
+direction are compared ("random-map stop: fsmeter mean X (sd), fio mean Y (sd)", alike within three standard
+errors of the difference); such a file that matches is "same work (random-map stop over seeds)".
 
 --blockers also counts what stops the refused files: it removes each refused line in turn (a job header the
 concurrency refusal names counts as "concurrent jobs") until the file plans, and counts each option once per
@@ -610,6 +614,73 @@ def compare(doc: dict, fio: dict, groups: Optional[dict] = None) -> tuple:
     return verdict, out
 
 
+def dir_map_jobs(doc: dict) -> list:
+    """The jobs fsmeter ran under fio's random map with per-direction block sizes (random_map_block): fio ends
+    them where its draws say, so one run of each side is one draw, and they are compared over seeds."""
+    return [n for n, j in doc.get("jobs", {}).items()
+            if ((j.get("job") or {}).get("workload") or {}).get("random_map_block")]
+
+
+def with_seed(text: str, seed: int, fio: bool) -> str:
+    """The job file with randseed=SEED in its [global] section (one made first when it has none); fio's copy
+    also gets randrepeat=0, without which fio up to 3.34 seeds its offsets by the job's number alone."""
+    extra = f"randseed={seed}\n" + ("randrepeat=0\n" if fio else "")
+    m = re.search(r"(?m)^\[global\][ \t]*$", text)
+    if m is None:
+        return "[global]\n" + extra + text
+    head = text[:m.end()] + "\n"
+    return head + extra + text[m.end():].lstrip("\n")
+
+
+def _mean_sd(xs: list) -> tuple:
+    n = len(xs)
+    m = sum(xs) / n if n else 0.0
+    return m, (math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0)
+
+
+def stop_compare(fs: dict, fio: dict) -> tuple:
+    """(all alike, lines) for jobs run over seeds on each side: {job: [(read bytes, read I/Os, write bytes,
+    write I/Os) per seed]}. Per job, the mean bytes and the mean I/Os of each direction are alike when their
+    difference is at most three standard errors of a difference of two means, sqrt(s1^2/n1 + s2^2/n2) (Welch's
+    two-sample statistic; about 0.3% of comparisons of one law fail it, normal approximation)."""
+    ok, out = True, []
+    for job, a in fs.items():
+        b = fio.get(job) or []
+        if not a or not b:
+            out.append(f"{job}: random-map stop: no runs to compare (fsmeter {len(a)}, fio {len(b)})")
+            ok = False
+            continue
+        parts, good = [], True
+        for label, f, scale in (("bytes", lambda r: r[0] + r[2], 2 ** 20), ("read I/Os", lambda r: r[1], 1),
+                                ("write I/Os", lambda r: r[3], 1)):
+            (ma, sa), (mb, sb) = _mean_sd([f(r) for r in a]), _mean_sd([f(r) for r in b])
+            tol = 3 * math.sqrt(sa ** 2 / len(a) + sb ** 2 / len(b))
+            alike = abs(ma - mb) <= tol
+            good &= alike
+            unit = " MiB" if scale > 1 else ""
+            parts.append(f"{label} fsmeter mean {ma / scale:.2f}{unit} ({sa / scale:.2f}), fio mean {mb / scale:.2f}"
+                         f"{unit} ({sb / scale:.2f}){'' if alike else ' DIFFERENT'}")
+        ok &= good
+        out.append(f"{job}: random-map stop over {len(a)}/{len(b)} seeds: {'same' if good else 'DIFFERENT'} "
+                   "distribution: " + "; ".join(parts))
+    return ok, out
+
+
+def seed_rows(doc: dict, names: list) -> dict:
+    """fsmeter's (read bytes, read I/Os, write bytes, write I/Os) per job of one run."""
+    out = {}
+    for n in names:
+        o = _job_ops(doc, n)
+        rd, wr = o.get("read", {}), o.get("write", {})
+        out[n] = (rd.get("bytes", 0), rd.get("count", 0), wr.get("bytes", 0), wr.get("count", 0))
+    return out
+
+
+def fio_seed_rows(entries: list, names: list) -> dict:
+    by = {e["name"]: e for e in entries}
+    return {n: (*by[n]["dirs"]["read"], *by[n]["dirs"]["write"]) for n in names if n in by}
+
+
 def report_groups(job: Path, root: Path) -> dict:
     """job name -> (fio's reporting group, group_reporting), as fsmeter mapped the file (fio's groupid: a new one
     at each stonewall or new_group)."""
@@ -720,6 +791,38 @@ def summary(results: dict) -> list:
     return lines
 
 
+def _over_seeds(text: str, name: str, stopped: list, lines: list, fio: str, fs_root: Path, fio_root: Path,
+                jobs: Path, outs: Path, args) -> tuple:
+    """Jobs that fio's random map ends where its draws say: both sides again over args.seeds seeds (randseed=1..N;
+    fio with randrepeat=0), compared by their means (stop_compare). -> (verdict, compare lines with those jobs'
+    lines replaced, the seed rows)."""
+    fs_rows: dict = {n: [] for n in stopped}
+    fio_rows: dict = {n: [] for n in stopped}
+    for seed in range(1, args.seeds + 1):
+        for fio_side, rows in ((False, fs_rows), (True, fio_rows)):
+            root = fio_root if fio_side else fs_root
+            scaled, made, dirs = scale(with_seed(text, seed, fio_side), root)
+            prepare_root(root, made, dirs)
+            job = jobs / (("fio-seed-" if fio_side else "seed-") + name)
+            job.write_text(scaled)
+            out = outs / ("fio-seed.json" if fio_side else "fsm-seed.json")
+            out.unlink(missing_ok=True)
+            if fio_side:
+                f = run_fio(fio, job, root, out, args.timeout)
+                got = fio_seed_rows(f.get("entries") or [], stopped) if f["status"] == "ran" else {}
+            else:
+                r = run_fsmeter(job, root, out, args.timeout)
+                got = seed_rows(r["doc"], stopped) if r["status"] == "ran" else {}
+            for n, row in got.items():
+                rows[n].append(row)
+            shutil.rmtree(root, ignore_errors=True)
+    alike, stop_lines = stop_compare(fs_rows, fio_rows)
+    kept = [x for x in lines if not any(x.startswith(f"{n}:") for n in stopped)]
+    others_same = all(": same " in x or ": time-based" in x for x in kept)
+    verdict = "same work (random-map stop over seeds)" if alike and others_same else "different work"
+    return verdict, kept + stop_lines, {"fsmeter": fs_rows, "fio": fio_rows}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("checkout", nargs="?", default=os.environ.get("FIO_GIT", str(HERE / "peers" / "fio.git")))
@@ -731,6 +834,9 @@ def main() -> int:
     ap.add_argument("--blockers", action="store_true", help="count what stops the refused files")
     ap.add_argument("--json", default=None, help="write every file's outcome here")
     ap.add_argument("--timeout", type=int, default=120, help="seconds for each run of a file fsmeter runs")
+    ap.add_argument("--seeds", type=int, default=20,
+                    help="runs of each side, one seed each, for jobs fio's random map ends where its draws say "
+                         "(per-direction block sizes)")
     ap.add_argument("--fio-timeout", type=int, default=60,
                     help="seconds for fio on a file fsmeter does not run (a server job waits for its client)")
     args = ap.parse_args()
@@ -819,6 +925,11 @@ def main() -> int:
                         res["fio"] = f"fio here {res['fio_here']['status']}"  # not fsmeter's failure
                     else:
                         res["fio"], res["compare"] = compare(r["doc"], f, groups)
+                        stopped = dir_map_jobs(r["doc"])
+                        if stopped and args.seeds > 1:
+                            fio_bin = next(b for b, v in fios if res["fio_here"]["fio"].startswith(b))
+                            res["fio"], res["compare"], res["stop"] = _over_seeds(
+                                text, name, stopped, res["compare"], fio_bin, fs_root, fio_root, jobs, outs, args)
                 shutil.rmtree(fio_root, ignore_errors=True)
             homes.close()
             results[name] = res
@@ -831,7 +942,7 @@ def main() -> int:
                 h = res["fio_here"]
                 line += f"\n    fio here: {h['status']}" + (f": {h['why'][:150]}" if h["status"] != "runs" else "")
             print(line, flush=True)
-            shown = res.get("fio") == "different work" or res.get("fio", "").startswith("time-based")
+            shown = res.get("fio") == "different work" or res.get("fio", "").startswith("time-based") or "stop" in res
             for c in res.get("compare", []) if shown else []:
                 print(f"    {c}", flush=True)
     finally:

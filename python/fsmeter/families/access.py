@@ -368,6 +368,10 @@ class AccessParams(BaseModel):
     thread_files: bool = Field(False, description="each thread works on its own file_count/threads files (fio numjobs)")
     random_map: bool = Field(False, description="random requests visit each block once per pass (fio's random map; "
                              "sizes multiples of the smallest, alignment equal to it)")
+    random_map_block: Size = Field(0, ge=0, description="fio's random map with per-direction block sizes: one map of "
+                                   "blocks of this size (the alignment), each direction drawing and marking blocks in "
+                                   "units of its own smallest size, the run ending when a draw moves past the file "
+                                   "(fio's stop); every entry reads or writes, all random, one file per thread. 0: off")
     allow_unaligned_direct: bool = Field(False, description="with direct=true, run requests that are not multiples "
                                          "of the filesystem's O_DIRECT alignment instead of refusing them (the "
                                          "kernel may serve them through the page cache; the phase report says so)")
@@ -509,7 +513,10 @@ class AccessParams(BaseModel):
                     raise ValueError(f"{name}: {v} bytes: with direct_layout it must be a multiple of 512 bytes "
                                      "(O_DIRECT writes)")
         small = min(e.size for e in self.entries)
-        if self.random_map and (any(e.size % small for e in self.entries) or self.alignment != small):
+        if self.random_map_block and (not self.random_map or self.alignment != self.random_map_block):
+            raise ValueError("random_map_block: needs random_map=true and alignment equal to it")
+        if self.random_map and not self.random_map_block and (any(e.size % small for e in self.entries)
+                                                              or self.alignment != small):
             raise ValueError("random_map: needs request sizes that are multiples of the smallest, and alignment equal "
                              "to it")
         if self.random_map and len({e.size for e in self.entries}) > 1 and any(e.random_pct < 100 for e in self.entries):

@@ -1105,8 +1105,18 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
         time_based = False
     per_job = io_per_job
     distribution = _distribution(ctx, notes)
+    dir_block = 0
+    if rw not in _TRIM:
+        dir_block = _dir_map_block(ctx, per_dir, _dir_min_bs(ctx, split, bs), read_pct, random_pct, distribution,
+                                   nrfiles, time_based, notes)
+    if dir_block:
+        entries = _dir_entries(per_dir, read_pct, random_pct)
+        sizes, align = [e["size"] for e in entries], dir_block
     shape = _shape(ctx, rw, seq_add, sizes, filesize, nrfiles, offset, random_pct, distribution, notes)
-    if len(set(sizes)) == 1 and not time_based and shape.get("cap", 0) != 0:
+    if dir_block and not time_based:
+        # fio's random map with per-direction block sizes: the job's bytes, unless its stop rule ends it first.
+        per_job = io_per_job
+    elif len(set(sizes)) == 1 and not time_based and shape.get("cap", 0) != 0:
         # An offset modifier, strided zones or a strided sequence: fio stops where the shape says (cap I/Os),
         # or goes on wrapping (cap None) until the job's bytes are done.
         whole = -(-io_per_job // sizes[0])
@@ -1182,7 +1192,9 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
         _verify_readback(ctx, params, notes, per_job, time_based, loops)
     if distribution != "random":
         params["random_distribution"] = distribution
-    if random_pct and not ctx.flag("norandommap", False) and distribution == "random":
+    if dir_block:
+        params["random_map"], params["random_map_block"] = True, dir_block
+    elif random_pct and not ctx.flag("norandommap", False) and distribution == "random":
         if (len(set(sizes)) == 1 and align == sizes[0]) or _sized_map(sizes, align, random_pct, distribution, ctx):
             params["random_map"] = True  # each block once per pass, as fio's random map
         else:
@@ -2337,6 +2349,94 @@ def _verify_pattern(ctx: _Ctx, params: dict, notes: list) -> None:
     notes.append(f"verify_pattern={text}: the layout and every write carry the pattern; every read and a verify "
                  "phase after the run check each byte against it (fio's verify=pattern); files already there are "
                  "read as they are, as fio reads them")
+
+
+def _dir_min_bs(ctx: _Ctx, split: Optional[tuple], bs: tuple) -> tuple:
+    """fio's smallest block size per direction (read, write, trim): from bssplit (a list for each direction given;
+    trims take the write list when two lists are given), else from bs/blocksize (a value not ended by a comma
+    applies to the directions after it; an empty one is fio's 4 KiB)."""
+    if split is not None:
+        lists = (ctx.job.get("bssplit").value or "").split(",")
+        trim = min(s for s, _ in split[1])
+        if len(lists) > 2 and lists[2].strip():
+            try:
+                trim = min(parse_fio_size(item.partition("/")[0], ctx.kb_base) for item in lists[2].split(":"))
+            except ValueError as exc:
+                ctx.fail(ctx.job.get("bssplit"), str(exc))
+        return min(s for s, _ in split[0]), min(s for s, _ in split[1]), trim
+    opt = ctx.job.get("bs") or ctx.job.get("blocksize")
+    parts = [p.strip() for p in (opt.value or "").split(",")] if opt is not None else []
+    trim = bs[1]
+    if len(parts) > 2:
+        try:
+            trim = parse_fio_size(parts[2], ctx.kb_base) if parts[2] else 4096
+        except ValueError as exc:
+            ctx.fail(opt, str(exc))
+    return bs[0], bs[1], trim
+
+
+def _dir_map_block(ctx: _Ctx, per_dir: tuple, mins: tuple, read_pct: int, random_pct: int, distribution: str,
+                   nrfiles: int, time_based: bool, notes: list) -> int:
+    """fio's random map when a direction's smallest block is not the job's (rw_min_bs, over reads, writes and
+    trims): fio keeps one map of rw_min_bs blocks, each direction draws and marks blocks in units of its own
+    smallest size (io_u.c: last_block, __get_next_rand_offset, mark_random_map), and the job ends the first time a
+    draw's next free block lies past the file (get_next_offset fails). The engine keeps that map and that stop
+    (random_map_block). -> rw_min_bs when it applies, else 0 (with a note when fio's map would differ)."""
+    job = ctx.job
+    used = [d for d, on in ((0, read_pct > 0), (1, read_pct < 100)) if on]
+    block = min(mins)
+    if not random_pct or ctx.flag("norandommap", False) or distribution != "random" or \
+            all(mins[d] == block for d in used):
+        return 0
+    gen = job.get("random_generator")
+    why = None
+    if job.get("blockalign") is not None or job.get("ba") is not None:
+        return 0  # fio: any blockalign turns its random map off
+    if gen is not None and (gen.value or "").strip() == "lfsr":
+        why = "random_generator=lfsr (fio then keeps no map but an LFSR over the same blocks)"
+    elif random_pct != 100:
+        why = f"percentage_random={random_pct}"
+    elif nrfiles != 1:
+        why = f"{nrfiles} files per job"
+    elif any(s % mins[d] or mins[d] % block for d in used for s, _ in per_dir[d]):
+        why = "sizes that are not multiples of their direction's smallest"
+    if why is not None:
+        notes.append(f"per-direction block sizes under fio's random map with {why}: fio keeps one map of {block}-byte "
+                     "blocks that each direction indexes in units of its own smallest size, and may end the job "
+                     f"before its bytes are done; fsmeter keeps a map of {block}-byte blocks for every direction "
+                     "alike and moves the job's bytes")
+        return 0
+    loops = job.get("loops")
+    if loops is not None and ctx.int("loops", 1, 1, 1 << 32) > 1:
+        ctx.fail(loops, "loops with per-direction block sizes under fio's random map is not supported by fsmeter "
+                        "(fio ends each loop where its draws say, and starts the next one afresh): remove loops, or "
+                        "add norandommap")
+    if time_based and ctx.flag("randrepeat", True):
+        ctx.fail(job.get("time_based"), "time_based with per-direction block sizes under fio's random map: fio ends "
+                                        "each pass where its draws say and, with randrepeat=1 (its default), seeds "
+                                        "its random numbers again and repeats the same pass; fsmeter runs this only "
+                                        "with randrepeat=0 (each pass drawn afresh): add randrepeat=0, or norandommap")
+    units = ", ".join(f"{('reads', 'writes')[d]} {mins[d]}" for d in used)
+    notes.append(f"per-direction block sizes under fio's random map: fio keeps one map of {block}-byte blocks and "
+                 f"each direction draws and marks blocks in units of its own smallest size ({units} bytes), so a "
+                 "request of that size takes one block of the map; the job ends the first time a draw's next free "
+                 "block lies past the file, at a point that depends on the draws. fsmeter keeps the same map and "
+                 "the same stop, so its bytes and I/O counts vary with the seed as fio's do: compare them over "
+                 "seeds, not run by run (up to fio 3.34, randrepeat=1, its default, draws the same offsets whatever "
+                 "randseed says; randrepeat=0 with randseed=N varies them)")
+    return block
+
+
+def _dir_entries(per_dir: tuple, read_pct: int, random_pct: int) -> list:
+    """Each direction's sizes as entries of their own (read_pct 100 or 0), in fio's order: its bssplit sorted by
+    percentage (options.c: bs_cmp), which decides the size taken when the drawn one does not fit."""
+    entries = []
+    for d, share in ((0, read_pct), (1, 100 - read_pct)):
+        for size, pct in sorted(per_dir[d], key=lambda x: x[1]):
+            if share > 0:
+                entries.append({"size": size, "weight": share * pct / 100.0, "read_pct": 100.0 if d == 0 else 0.0,
+                                "random_pct": float(random_pct)})
+    return entries
 
 
 def _sized_map(sizes: list, align: int, random_pct: float, distribution: str, ctx) -> bool:

@@ -4,6 +4,7 @@
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+use super::dirmap::{DirMap, MapBits};
 use super::dist::{mix64, Dist, Skew};
 use super::shape::{parse_sequence, SequenceWalk, Walk, ZoneIndex, ZoneSplit};
 use super::spec::AccessSpec;
@@ -60,6 +61,8 @@ pub struct AccessGen {
     perm: Option<BlockPerm>,
     /// fio's random map with several request sizes: the blocks (of `align` bytes) already done this pass.
     sized: Option<BlockMap>,
+    /// fio's random map with per-direction block sizes (random_map_block): each direction's units, the stop rule.
+    dir_map: Option<DirMap>,
     seq_lo: u64,
     seq_hi: u64,
     seq_pos: u64,
@@ -160,13 +163,19 @@ impl AccessGen {
             align: spec.alignment,
             file_lo: if spec.thread_files { tid as u64 * per_thread } else { 0 },
             base: spec.run_base(),
-            perm: (spec.random_map && !spec.sized_map()).then(|| {
+            perm: (spec.random_map && !spec.sized_map() && spec.random_map_block == 0).then(|| {
                 let files = if spec.thread_files { per_thread } else { spec.file_count as u64 };
                 BlockPerm::new(files * (spec.file_size / spec.alignment), z)
             }),
-            sized: (spec.random_map && spec.sized_map()).then(|| {
+            sized: (spec.random_map && (spec.sized_map() || spec.random_map_block > 0)).then(|| {
                 let files = if spec.thread_files { per_thread } else { spec.file_count as u64 };
                 BlockMap::new(files * (spec.file_size / spec.alignment))
+            }),
+            dir_map: (spec.random_map && spec.random_map_block > 0).then(|| {
+                let dirs: Vec<bool> = spec.entries.iter().map(|e| e.read_pct == 0.0).collect();
+                let weights: Vec<f64> = spec.entries.iter().map(|e| e.weight).collect();
+                let sizes: Vec<u32> = spec.entries.iter().map(|e| e.size).collect();
+                DirMap::new(&dirs, &weights, &sizes, spec.file_size, spec.total_bytes.is_some())
             }),
             seq_lo: lo,
             seq_hi: hi,
@@ -235,6 +244,13 @@ impl AccessGen {
         (b / per_file, (b % per_file) * self.align, (len.min(done * self.align)) as u32, entry)
     }
 
+    /// fio's random map with per-direction block sizes has ended the thread (its stop rule, dirmap.rs): the
+    /// last `next_op` is not a request.
+    #[inline(always)]
+    pub fn ended(&self) -> bool {
+        self.dir_map.as_ref().is_some_and(DirMap::ended)
+    }
+
     #[inline]
     pub fn next_op(&mut self) -> GenOp {
         if let Some(w) = self.then_write.take() {
@@ -280,6 +296,22 @@ impl AccessGen {
                 b -= slots;
             }
             (self.file_lo + file, b * self.align)
+        } else if let (true, Some(dm)) = (random, self.dir_map.as_mut()) {
+            let map = self.sized.as_mut().expect("a dir map has a block map");
+            match dm.draw(map, &mut self.rng, entry, write, &self.sizes, self.file_size) {
+                Some((off, l, e)) => {
+                    (len, entry) = (l, e);
+                    (self.file_lo, off)
+                }
+                // The stop rule ended the thread (ended()): the caller issues nothing more.
+                None if dm.ended() => {
+                    len = 0;
+                    (self.file_lo, 0)
+                }
+                // A time-based run's pass ended: fio drops this request and draws the next one afresh (once:
+                // the map is empty now, so the next draw always lands).
+                None => return self.next_op(),
+            }
         } else if random && self.sized.is_some() {
             let (file, off, l, e) = self.map_draw(entry);
             (len, entry) = (l, e);
@@ -430,6 +462,28 @@ impl BlockMap {
             done += 1;
         }
         done
+    }
+}
+
+impl MapBits for BlockMap {
+    #[inline(always)]
+    fn full(&self) -> bool {
+        BlockMap::full(self)
+    }
+    fn reset(&mut self) {
+        BlockMap::reset(self)
+    }
+    #[inline(always)]
+    fn is_set(&self, i: u64) -> bool {
+        BlockMap::is_set(self, i)
+    }
+    #[inline(always)]
+    fn next_free(&self, b: u64) -> Option<u64> {
+        BlockMap::next_free(self, b)
+    }
+    #[inline(always)]
+    fn set_run(&mut self, b: u64, nr: u64) -> u64 {
+        BlockMap::set_run(self, b, nr)
     }
 }
 

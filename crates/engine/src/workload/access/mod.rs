@@ -13,6 +13,7 @@
 //! one thread reading `total_bytes` = the data set reads every byte once.
 
 mod backlog;
+mod dirmap;
 mod dist;
 mod errors;
 mod gen;

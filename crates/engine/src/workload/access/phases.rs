@@ -1573,6 +1573,9 @@ impl Access {
         let one_call = self.spec.fio_engine.one_call();
         loop {
             let op = st.gen.next_op();
+            if st.gen.ended() {
+                return Ok(None);
+            }
             if !op.trim && !one_call {
                 return Ok(Some((op, trimmed)));
             }

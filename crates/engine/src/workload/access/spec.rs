@@ -95,6 +95,14 @@ pub struct AccessSpec {
     /// alignment), fio's map of smallest blocks: a request ends at the first block already done.
     #[serde(default)]
     pub random_map: bool,
+    /// fio's random map when a direction's smallest request size is not the job's smallest block (fio's
+    /// rw_min_bs over reads, writes and trims; bs= or bssplit= with a READ,WRITE pair): the map has one bit
+    /// per `random_map_block` bytes (the alignment), each direction draws blocks in units of its own smallest
+    /// request size and marks one bit per such unit, as fio indexes its map, and a draw that moves past the
+    /// file ends the thread (dirmap.rs). Every entry reads or writes (read_pct 100 or 0), every request is
+    /// random, one file per thread. 0: off.
+    #[serde(default)]
+    pub random_map_block: u64,
     /// With `direct`, run requests the filesystem cannot do directly (not
     /// multiples of its O_DIRECT alignment) instead of refusing them; the kernel
     /// may then serve them through the page cache, and the report says so.
@@ -526,7 +534,9 @@ impl AccessSpec {
         if self.shared_file && self.reuse_files {
             return Err(EngineError::invalid("reuse_files", "cannot be combined with shared_file: a shared file's length says nothing about whether this region was laid out"));
         }
-        if self.random_map {
+        if self.random_map_block > 0 {
+            self.check_dir_map(job)?;
+        } else if self.random_map {
             let size = self.entries.iter().map(|e| e.size as u64).min().unwrap_or(0);
             if self.entries.iter().any(|e| !(e.size as u64).is_multiple_of(size)) || self.alignment != size {
                 return Err(EngineError::invalid(
@@ -1077,6 +1087,46 @@ impl AccessSpec {
         self.entries.iter().any(|e| e.size != self.entries[0].size)
     }
 
+    /// `random_map_block`: what fio's map with per-direction block sizes needs (dirmap.rs).
+    fn check_dir_map(&self, job: &Settings) -> Result<()> {
+        let block = self.random_map_block;
+        let bad = |why: String| Err(EngineError::invalid("random_map_block", why));
+        if !self.random_map {
+            return bad("needs random_map = true".into());
+        }
+        if self.alignment != block {
+            return bad(format!("must equal alignment ({})", self.alignment));
+        }
+        if self.entries.iter().any(|e| !(e.read_pct == 0.0 || e.read_pct == 100.0) || e.trim_pct > 0.0) {
+            return bad("needs every entry to read or to write (read_pct 100 or 0, no trims)".into());
+        }
+        if self.entries.iter().any(|e| e.random_pct < 100.0) || self.walks_one_file() {
+            return bad("needs every request random (random_pct = 100), with no zones or offset modifier".into());
+        }
+        let files =
+            if self.thread_files { self.file_count as usize / job.threads.max(1) } else { self.file_count as usize };
+        if files != 1 {
+            return bad(format!("needs one file per thread, not {files}"));
+        }
+        for write in [false, true] {
+            let sizes: Vec<u64> =
+                self.entries.iter().filter(|e| (e.read_pct == 0.0) == write).map(|e| e.size as u64).collect();
+            let Some(&unit) = sizes.iter().min() else { continue };
+            if !unit.is_multiple_of(block) || sizes.iter().any(|s| !s.is_multiple_of(unit)) {
+                return bad(format!(
+                    "each direction's sizes must be multiples of its smallest, and that a multiple of {block}"
+                ));
+            }
+            if unit > self.file_size {
+                return bad(format!("a {unit}-byte request does not fit in the {}-byte file", self.file_size));
+            }
+        }
+        if self.file_size / block > 1 << 30 {
+            return bad("at most 2^30 blocks (a map of 128 MiB per thread): set random_map = false".into());
+        }
+        Ok(())
+    }
+
     pub(super) fn max_size(&self) -> usize {
         self.entries.iter().map(|e| e.size as usize).max().unwrap_or(0)
     }
@@ -1107,6 +1157,7 @@ pub(super) mod tests {
             run_offset: None,
             thread_files: false,
             random_map: false,
+            random_map_block: 0,
             allow_unaligned_direct: false,
             direct_layout: false,
             verify: None,
