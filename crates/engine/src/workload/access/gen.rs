@@ -63,6 +63,9 @@ pub struct AccessGen {
     seq_lo: u64,
     seq_hi: u64,
     seq_pos: u64,
+    /// fio's sprandom: the offsets come from its plan, and the sequence can end.
+    spr: Option<Box<super::sprandom::Sprandom>>,
+    ended: bool,
 }
 
 impl AccessGen {
@@ -154,6 +157,10 @@ impl AccessGen {
             seq_lo: lo,
             seq_hi: hi,
             seq_pos: lo,
+            spr: spec.sprandom.as_ref().map(|s| {
+                Box::new(super::sprandom::Sprandom::new(s, spec.file_size, spec.alignment, mix64(z ^ 0x5350)))
+            }),
+            ended: false,
         }
     }
 
@@ -216,10 +223,44 @@ impl AccessGen {
         (b / per_file, (b % per_file) * self.align, (len.min(done * self.align)) as u32, entry)
     }
 
+    /// The offsets have run out (fio's sprandom ended): the thread's work is done.
+    #[inline]
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// fio's sprandom per-region counts, when the job has it.
+    pub fn sprandom(&self) -> Option<&super::sprandom::Sprandom> {
+        self.spr.as_deref()
+    }
+
+    #[inline]
+    fn next_sprandom(&mut self) -> GenOp {
+        let len = self.sizes[0];
+        let spr = self.spr.as_mut().expect("checked");
+        let b = spr.next();
+        self.ended = b.is_none();
+        GenOp {
+            req: IoReq {
+                file: self.file_lo as u32,
+                offset: b.unwrap_or(0) * self.align + self.base,
+                len,
+                write: true,
+                ioprio: 0,
+            },
+            entry: 0,
+            random: true,
+            trim: false,
+        }
+    }
+
     #[inline]
     pub fn next_op(&mut self) -> GenOp {
         if let Some(w) = self.then_write.take() {
             return w;
+        }
+        if self.spr.is_some() {
+            return self.next_sprandom();
         }
         let mut entry = self.draw_entry();
         let mut len = self.sizes[entry];

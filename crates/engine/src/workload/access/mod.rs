@@ -23,6 +23,7 @@ mod phases;
 mod prio;
 mod shape;
 mod spec;
+mod sprandom;
 
 pub use backlog::{Backlog, Piece};
 pub use dist::{zeta, Dist, Skew};
@@ -35,3 +36,4 @@ pub use phases::{Access, CpuMode};
 pub use prio::{CmdPrio, PrioSpec};
 pub use shape::{parse_sequence, SequenceWalk, Walk, Zone, ZoneIndex, ZoneSplit};
 pub use spec::{AccessEntry, AccessSpec, FioEngine, StatType, MAX_BACKLOG};
+pub use sprandom::{physical_size as sprandom_physical_size, Plan as SprandomPlan, SprStats, Sprandom, SprandomSpec};

@@ -1437,6 +1437,9 @@ impl Access {
         let one_call = self.spec.fio_engine.one_call();
         loop {
             let op = st.gen.next_op();
+            if st.gen.ended() {
+                return Ok(None); // fio's sprandom: the plan's writes are all done
+            }
             if !op.trim && !one_call {
                 return Ok(Some((op, trimmed)));
             }
