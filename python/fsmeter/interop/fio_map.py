@@ -1256,10 +1256,10 @@ def _sprandom(ctx: _Ctx, rw: str, sizes: list, align: int, numjobs: int, nfiles:
         ctx.fail(nrm, "fio: sprandom requires norandommap=1: write norandommap=1 or remove it")
     if nrm is None:
         notes.append("sprandom sets norandommap=1, as fio does")
-    if nfiles != 1:
-        ctx.fail(opt, f"fio's sprandom supports only one file ({nfiles} here): give one filename and nrfiles=1")
     if numjobs != 1:
         ctx.fail(ctx.job.get("numjobs"), "sprandom preconditions with one job: write numjobs=1")
+    if nfiles != 1:
+        ctx.fail(opt, f"fio's sprandom supports only one file ({nfiles} here): give one filename and nrfiles=1")
     if len(set(sizes)) != 1 or align != sizes[0]:
         ctx.fail(opt, "sprandom writes blocks of one size aligned to itself: give one bs and blockalign equal to it")
     if distribution != "random":
