@@ -64,7 +64,7 @@ pub struct AccessGen {
     seq_hi: u64,
     seq_pos: u64,
     /// fio's sprandom: the offsets come from its plan, and the sequence can end.
-    spr: Option<Box<super::sprandom::Sprandom>>,
+    spr: Option<Box<(super::sprandom::Sprandom, BlockPerm)>>,
     ended: bool,
 }
 
@@ -158,7 +158,9 @@ impl AccessGen {
             seq_hi: hi,
             seq_pos: lo,
             spr: spec.sprandom.as_ref().map(|s| {
-                Box::new(super::sprandom::Sprandom::new(s, spec.file_size, spec.alignment, mix64(z ^ 0x5350)))
+                let seed = mix64(z ^ 0x5350);
+                let spr = super::sprandom::Sprandom::new(s, spec.file_size, spec.alignment, seed);
+                Box::new((spr, BlockPerm::new(spec.file_size / spec.alignment, seed)))
             }),
             ended: false,
         }
@@ -231,14 +233,14 @@ impl AccessGen {
 
     /// fio's sprandom per-region counts, when the job has it.
     pub fn sprandom(&self) -> Option<&super::sprandom::Sprandom> {
-        self.spr.as_deref()
+        self.spr.as_deref().map(|(s, _)| s)
     }
 
     #[inline]
     fn next_sprandom(&mut self) -> GenOp {
         let len = self.sizes[0];
-        let spr = self.spr.as_mut().expect("checked");
-        let b = spr.next();
+        let (spr, perm) = &mut **self.spr.as_mut().expect("checked");
+        let b = spr.next(|| perm.next());
         self.ended = b.is_none();
         GenOp {
             req: IoReq {

@@ -17,7 +17,7 @@
 //! the kept offsets of region r are written again first (invalidating them), then fresh offsets
 //! fill the region up to `region_writes`. With a cache size (fio's spr_cs) the replay of region r
 //! comes at the end of region r + 1 instead. Fresh offsets are each block of the file once, in a
-//! pseudo-random order (fio: its lfsr; here `BlockPerm`); the run ends after the region past the
+//! pseudo-random order (fio: its lfsr; here the access generator's `BlockPerm`); the run ends after the region past the
 //! last, when the blocks are all used, or at the byte count, whichever comes first.
 //!
 //! Every table (validities, per-region shares, the ring) is built before the measured phase;
@@ -27,7 +27,6 @@ use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 
-use super::gen::BlockPerm;
 use crate::error::{EngineError, Result};
 
 /// fio's PCT_PRECISION: invalidation shares in 1/10000.
@@ -220,7 +219,6 @@ pub struct Sprandom {
     plan: Plan,
     regions: u32,
     cache: bool,
-    perm: BlockPerm,
     blocks: u64,
     drawn: u64,
     rng: Xoshiro256PlusPlus,
@@ -233,7 +231,8 @@ pub struct Sprandom {
 }
 
 impl Sprandom {
-    /// `blocks`: the file's blocks (file size / block size), each written once as a fresh offset.
+    /// The file's blocks (file size / block size) are each written once as a fresh offset, in the
+    /// order the caller's permutation gives (`next`).
     pub fn new(spec: &SprandomSpec, file_size: u64, block: u64, seed: u64) -> Sprandom {
         let plan = Plan::new(spec, file_size, block);
         let regions = spec.regions.max(1);
@@ -242,7 +241,6 @@ impl Sprandom {
         Sprandom {
             regions,
             cache: spec.cache_size > 0,
-            perm: BlockPerm::new(blocks, seed),
             blocks,
             drawn: 0,
             rng: Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x5350_5241_4E44_4F4D),
@@ -293,11 +291,13 @@ impl Sprandom {
         Some(block)
     }
 
-    /// The next block to write, or None when the sequence has ended.
+    /// The next block to write, or None when the sequence has ended. `fresh` gives the next block of a
+    /// permutation of the file's blocks (the access generator's `BlockPerm`); it is called at most once
+    /// per block.
     #[inline]
     // Not an Iterator: the hot path wants no adapter machinery, and the sequence is consumed once.
     #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Option<u64> {
+    pub fn next(&mut self, fresh: impl FnOnce() -> u64) -> Option<u64> {
         if !self.cache {
             if let Some(b) = self.ring.pop() {
                 return self.replay(b, true);
@@ -327,7 +327,7 @@ impl Sprandom {
             }
             return None;
         }
-        let b = self.perm.next();
+        let b = fresh();
         self.drawn += 1;
         self.writes_remaining = self.writes_remaining.saturating_sub(1);
         self.keep(b, self.phase ^ 1);
@@ -339,6 +339,25 @@ impl Sprandom {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A permutation of the file's blocks for the tests (Fisher-Yates with xoshiro).
+    struct Shuffled(Vec<u64>, usize);
+
+    impl Shuffled {
+        fn new(n: u64, seed: u64) -> Self {
+            let mut v: Vec<u64> = (0..n).collect();
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+            for i in (1..v.len()).rev() {
+                v.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+            }
+            Shuffled(v, 0)
+        }
+
+        fn next(&mut self) -> u64 {
+            self.1 += 1;
+            self.0[self.1 - 1]
+        }
+    }
 
     fn spec(op: f64, regions: u32) -> SprandomSpec {
         SprandomSpec { over_provisioning: op, regions, cache_size: 0, logical_size: 0 }
@@ -381,11 +400,12 @@ mod tests {
         let s = spec(0.15, 100);
         let (file, bs) = (64u64 << 20, 4096u64);
         let mut g = Sprandom::new(&s, file, bs, 7);
+        let mut perm = Shuffled::new(file / bs, 7);
         let limit = g.plan().physical / bs;
         let mut n = 0u64;
         let mut seen = vec![false; (file / bs) as usize];
         while n < limit {
-            let Some(b) = g.next() else { break };
+            let Some(b) = g.next(|| perm.next()) else { break };
             assert!(b < file / bs, "block {b} outside the file");
             seen[b as usize] = true;
             n += 1;
@@ -435,20 +455,22 @@ mod tests {
         // A file large enough that the blocks outlast the regions: 4 regions, then the one past them.
         let s = spec(0.15, 4);
         let mut g = Sprandom::new(&s, 1 << 20, 4096, 1);
-        let n = std::iter::from_fn(|| g.next()).count() as u64;
+        let mut perm = Shuffled::new(256, 1);
+        let n = std::iter::from_fn(|| g.next(|| perm.next())).count() as u64;
         let p = g.plan().clone();
         let fresh: u64 = (0..=4).map(|r| g.stats().writes[r] - g.stats().replays[r]).sum();
         // It ends either when every block had its fresh write or after region 4 is full.
         assert!(fresh == 256 || n == 5 * p.region_writes, "{n} writes, {fresh} fresh");
-        assert!(g.next().is_none());
+        assert!(g.next(|| perm.next()).is_none());
     }
 
     #[test]
     fn a_cache_delays_replays_to_the_end_of_the_next_region() {
         let s = SprandomSpec { over_provisioning: 0.15, regions: 10, cache_size: 4096, logical_size: 0 };
         let mut g = Sprandom::new(&s, 4 << 20, 4096, 3);
+        let mut perm = Shuffled::new(1024, 3);
         let mut order = Vec::new();
-        while let Some(b) = g.next() {
+        while let Some(b) = g.next(|| perm.next()) {
             order.push(b);
         }
         let st = g.stats();
