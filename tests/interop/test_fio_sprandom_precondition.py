@@ -68,6 +68,7 @@ def test_a_smaller_io_size_is_the_logical_size():
     ("random_distribution=zipf:1.2\n", 13, r"random_distribution=zipf:1.2: fio ignores it with sprandom"),
     ("spr_cs=1m\n", 13, r"spr_cs=1m: spr_cs must be smaller than the region size \(964608 bytes\), which means at "
                         r"most 9 regions"),
+    ("verify=crc32c\n", 13, r"verify=crc32c: verifying sprandom's rewritten blocks is not supported by fsmeter yet"),
     ("spr_op=1.5\n", 13, r"spr_op=1.5: give the over-provisioning ratio as a number in \(0, 1\)"),
 ])
 def test_what_sprandom_cannot_take_is_refused_on_its_line(extra, line, pattern):
