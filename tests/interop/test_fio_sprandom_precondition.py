@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import subprocess
 
@@ -92,14 +93,34 @@ def _fsmeter_writes(tmp_path, text: str) -> tuple:
     r = fsm("run", job, "--dir", d, "--json", out, "--cache", "keep")
     assert r.returncode == 0, r.stderr + r.stdout
     ph = json.loads(out.read_text())["phases"]["preconditioning:run"]
-    return ph["ops"]["write"]["count"], ph["ops"]["write"]["bytes"]
+    return ph["ops"]["write"]["count"], ph["ops"]["write"]["bytes"], ph["extra"]["sprandom"]
+
+
+def _region_shares_hold(spr: dict) -> None:
+    """Each region but the last two is written region_writes times; region r + 1 rewrites what region r kept; and
+    what each ten regions keep is within 4 binomial sds of the model's share (fio keeps a write when a draw in
+    [0, 10000] is <= the share in 1/10000)."""
+    rw, kept, writes, rewrites = spr["region_writes"], spr["kept"], spr["writes"], spr["rewrites"]
+    for r in range(spr["regions"] - 1):
+        assert writes[r] == rw, r
+        assert rewrites[r + 1] == kept[r], r
+    for lo in range(0, spr["regions"], 10):
+        ps = [(round(x * 10000) + 1) / 10001 for x in spr["invalid_share"][lo:lo + 10]]
+        want = sum(rw * p for p in ps)
+        sd = math.sqrt(sum(rw * p * (1 - p) for p in ps))
+        assert abs(sum(kept[lo:lo + 10]) - want) <= 4 * sd + 1, (lo, kept[lo:lo + 10], want)
 
 
 # spr_op=0.9: fresh blocks outlast the physical size by about 4% of the file (sprandom.rs), so the run ends at the
 # physical size, for fio and fsmeter alike, whatever their random draws.
 def test_a_run_writes_the_physical_size(tmp_path):
-    n, b = _fsmeter_writes(tmp_path, EXAMPLE.format(size="64m", op="0.9", regions=100))
+    n, b, spr = _fsmeter_writes(tmp_path, EXAMPLE.format(size="64m", op="0.9", regions=100))
     assert b == physical(64 << 20, 0.9) and n == b // 4096
+    assert sum(spr["writes"]) == n and spr["physical_bytes"] == b and not spr["ended"]
+    assert spr["fresh_writes"] < spr["file_blocks"] == 16384
+    _region_shares_hold(spr)
+    # The model's shares (sprandom.c): WA = 0.5 / 0.9 + 0.7, the least valid region's share 1 / WA, the last's 0.
+    assert spr["invalid_share"][0] == round(1 / (0.5 / 0.9 + 0.7), 4) and spr["invalid_share"][-1] == 0
 
 
 def _fio_with_sprandom():
@@ -115,10 +136,23 @@ def test_the_same_work_as_fio(tmp_path):
     if fio is None:
         pytest.skip("the fio on PATH has no sprandom (fio 3.41 or later has)")
     text = EXAMPLE.format(size="64m", op="0.9", regions=100)
-    n, b = _fsmeter_writes(tmp_path, text)
+    n, b, spr = _fsmeter_writes(tmp_path, text)
     fjob = tmp_path / "fio.fio"
     fjob.write_text(text.replace("[global]\n", f"[global]\nfilename={tmp_path / 'fio.dat'}\n"))
-    r = subprocess.run([fio, "--output-format=json", str(fjob)], capture_output=True, text=True, timeout=300)
+    out = tmp_path / "fio.json"
+    r = subprocess.run([fio, "--output-format=json", f"--output={out}", "--debug=sprandom", str(fjob)],
+                       capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    w = json.loads(r.stdout[r.stdout.index("{"):])["jobs"][0]["write"]
+    log = out.read_text() + r.stdout  # fio 3.42 writes its debug lines before the JSON
+    start = 0 if log.startswith("{") else log.index("\n{") + 1
+    w = json.JSONDecoder().raw_decode(log[start:])[0]["jobs"][0]["write"]
     assert (w["io_bytes"], w["total_ios"]) == (b, n)
+    # fio's debug line "Invalidation[r] <region writes> <kept> ..." gives what region r - 1 kept.
+    fio_kept = {int(m[1]) - 1: int(m[3]) for m in re.finditer(r"Invalidation\[(\d+)\] (\d+) (\d+)", log)}
+    assert all(int(m[2]) == spr["region_writes"] for m in re.finditer(r"Invalidation\[(\d+)\] (\d+)", log))
+    rw = spr["region_writes"]
+    for lo in range(0, 90, 10):
+        ps = [(round(x * 10000) + 1) / 10001 for x in spr["invalid_share"][lo:lo + 10]]
+        sd = math.sqrt(2 * sum(rw * p * (1 - p) for p in ps))
+        ours, theirs = sum(spr["kept"][lo:lo + 10]), sum(fio_kept[r] for r in range(lo, lo + 10))
+        assert abs(ours - theirs) <= 4 * sd + 1, (lo, ours, theirs)

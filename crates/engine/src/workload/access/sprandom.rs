@@ -228,6 +228,7 @@ pub struct Sprandom {
     phase: usize,
     writes_remaining: u64,
     stats: SprStats,
+    ended: bool,
 }
 
 impl Sprandom {
@@ -250,6 +251,7 @@ impl Sprandom {
             phase: 0,
             writes_remaining: plan.region_writes,
             stats: SprStats { writes: vec![0; slots], replays: vec![0; slots], kept: vec![0; slots], dropped: 0 },
+            ended: false,
             plan,
         }
     }
@@ -260,6 +262,29 @@ impl Sprandom {
 
     pub fn stats(&self) -> &SprStats {
         &self.stats
+    }
+
+    /// What the plan did, for the phase's report (built when the thread ends, not per request):
+    /// the plan's sizes, and per region its model share of invalidated writes, its writes, its
+    /// rewrites of the region before, and its writes kept to be rewritten; `ended` when the plan
+    /// itself ended the run (not the byte count or the clock).
+    pub fn summary(&self) -> serde_json::Value {
+        let st = &self.stats;
+        let fresh: u64 = st.writes.iter().zip(&st.replays).map(|(w, r)| w - r).sum();
+        serde_json::json!({
+            "physical_bytes": self.plan.physical,
+            "regions": self.regions,
+            "region_bytes": self.plan.region_size,
+            "region_writes": self.plan.region_writes,
+            "invalid_share": self.plan.invalid_pct.iter().map(|&p| p as f64 / PCT_PRECISION as f64).collect::<Vec<_>>(),
+            "writes": st.writes,
+            "rewrites": st.replays,
+            "kept": st.kept,
+            "fresh_writes": fresh,
+            "file_blocks": self.blocks,
+            "dropped": st.dropped,
+            "ended": self.ended,
+        })
     }
 
     /// Keeps `block` for a later rewrite with the current region's chance: a draw uniform in
@@ -310,6 +335,7 @@ impl Sprandom {
                 }
             }
             if self.region >= self.regions {
+                self.ended = true;
                 return None;
             }
             self.invalid_count[self.phase] = 0;
@@ -325,6 +351,7 @@ impl Sprandom {
                     return self.replay(b, false);
                 }
             }
+            self.ended = true;
             return None;
         }
         let b = fresh();
