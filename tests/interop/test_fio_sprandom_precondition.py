@@ -156,3 +156,20 @@ def test_the_same_work_as_fio(tmp_path):
         sd = math.sqrt(2 * sum(rw * p * (1 - p) for p in ps))
         ours, theirs = sum(spr["kept"][lo:lo + 10]), sum(fio_kept[r] for r in range(lo, lo + 10))
         assert abs(ours - theirs) <= 4 * sd + 1, (lo, ours, theirs)
+
+
+def test_the_fio_export_of_a_sprandom_job_is_a_sprandom_job():
+    from fsmeter.interop.fio_export import fio_options
+    from fsmeter.interop.fio_jobfile import parse_jobfile
+    from fsmeter.interop.fio_map import map_job
+
+    m = job_of(EXAMPLE.format(size="8m", op="0.2", regions=10) + "spr_cs=64k\n")
+    opts, _ = fio_options(m.params, m.settings)
+    assert (opts["sprandom"], opts["spr_op"], opts["spr_num_regions"], opts["spr_cs"]) == ("1", "0.2", "10", "65536")
+    assert opts["norandommap"] == "1" and "io_size" not in opts
+    # Mapped back, the exported job is the same plan with the same byte count.
+    text = "[x]\n" + "".join(f"{k}={v}\n" for k, v in opts.items() if k not in ("name",))
+    (j,) = parse_jobfile(text, "x.fio", {}).jobs
+    again = map_job("x.fio", j, 0)
+    assert again.params["sprandom"] == m.params["sprandom"]
+    assert again.params["total_bytes"] == m.params["total_bytes"] == physical(8 << 20, 0.2)
