@@ -68,6 +68,19 @@ NAME_ENGINES = {"filecreate": "create", "filestat": "stat", "filedelete": "delet
                 "dirstat": "stat", "dirdelete": "delete"}
 
 
+#: Examples whose usage comment names the target on fio's command line (--filename=DEVICE) rather than in the
+#: file: the bench writes that filename into [global], and scale() then puts a 64 MiB sparse file in its place.
+CMDLINE_TARGET = {"sprandom.fio": "/dev/nvme0n1"}
+
+
+def with_target(name: str, text: str) -> str:
+    """The example with its command-line target (CMDLINE_TARGET) as filename= in [global]."""
+    target = CMDLINE_TARGET.get(name)
+    if target is None or re.search(r"^\s*filename\s*=", text, re.M):
+        return text
+    return re.sub(r"^\[global\]\s*$", f"[global]\nfilename={target}", text, count=1, flags=re.M)
+
+
 def examples(checkout: Path) -> dict:
     """name -> text of examples/*.fio, from a bare clone (git show) or a work tree."""
     if (checkout / "examples").is_dir():
@@ -869,6 +882,7 @@ def main() -> int:
     homes = contextlib.ExitStack()  # the filesystem a file runs on when the tmpfs cannot run it
     try:
         for name, text in files.items():
+            text = with_target(name, text)
             res: dict = {}
             home = homes.enter_context(file_home(text, scratch, res))
             fs_root, fio_root, jobs = home / "fsm", home / "fio", scratch / "jobs"

@@ -1,6 +1,6 @@
 """Where fio job files send their I/O: zoned and zoned_abs distributions, strided zones (zonemode=strided),
 offset modifiers (rw=read:-8k, rw=write:112k) and the sequence distribution, mapped with fio's meanings and
-byte counts; and the one-line refusals of what fsmeter does not do (zoned devices, sprandom, verify_pattern,
+byte counts; and the one-line refusals of what fsmeter does not do (zoned devices, sprandom on sequential writes, verify_pattern,
 verify_backlog without verify, atomic writes on a synchronous engine, dedupe options without
 dedupe_percentage). The offsets themselves are checked against fio's definitions in
 the engine (crates/engine/tests/access_shapes.rs); here a zoned trim job's holes show the shape on disk."""
@@ -189,8 +189,7 @@ def test_verify_pattern_is_written_checked_and_a_corrupted_byte_is_caught(tmp_pa
 
 # -- refused, one line each ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("text,pattern", [
-    ("sprandom=1\n", r"line 5: option sprandom is not supported and fsmeter will not support it \(SanDisk's SSD "
-                     r"preconditioning"),
+    ("sprandom=1\n", r"line 5: sprandom=1: fio's sprandom needs random writes only: write rw=randwrite"),
     ("verify=meta\nverify_pattern=0xaa555aa5\n", r"line 6: verify_pattern=0xaa555aa5: with verify=meta \(fio: meta's "
                                                  r"header and the pattern"),
     ("verify_pattern=\"abc\"\n", r"line 5: verify_pattern=\"abc\": its 3 bytes do not divide a request size"),

@@ -284,6 +284,16 @@ class IoLogParams(BaseModel):
     max_records: int = Field(1 << 20, ge=1, le=1 << 28, description="requests each thread logs at most")
 
 
+class SprandomParams(BaseModel):
+    """fio's sprandom: SanDisk's preconditioning of a flash device (engine: access/sprandom.rs)."""
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    over_provisioning: float = Field(0.15, gt=0.0, lt=1.0, description="the over-provisioning ratio (fio spr_op)")
+    regions: int = Field(100, ge=1, le=1 << 24, description="the regions (fio spr_num_regions)")
+    cache_size: int = Field(0, ge=0, description="the device cache in bytes; with one, a region's invalidations "
+                            "wait until the next region is written (fio spr_cs)")
+    logical_size: int = Field(0, ge=0, description="the logical size the plan is made for (0: the file size)")
+
+
 class MemPolicyParams(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     mode: Literal["default", "prefer", "bind", "interleave", "local"]
@@ -473,6 +483,8 @@ class AccessParams(BaseModel):
     thread_regions: list[ThreadRegionParams] = Field(default_factory=list, description="fio's offset_increment: "
                                                      "one region of the one shared file per thread, with its own "
                                                      "bytes; empty: the threads share the data set")
+    sprandom: Optional[SprandomParams] = Field(None, description="fio's sprandom: one thread's random writes to its "
+                                               "one file follow SanDisk's preconditioning plan and end with it")
 
     # Set by `fsmeter run --shared-file` under mpirun (fsmeter.mpi.run), never from a workload file:
     # (this rank's region start, the run and verify phases' region start).

@@ -125,6 +125,16 @@ def fio_options(params: dict, settings: dict) -> tuple:
         opts["end_fsync"] = "1"
     if random and not params.get("random_map"):
         opts["norandommap"] = "1"  # fsmeter drew random offsets with replacement
+    spr = params.get("sprandom")
+    if spr:  # fio's sprandom: fio sets io_size to the physical size of min(file, io_size) itself
+        opts["sprandom"] = "1"
+        opts["spr_op"] = f"{float(spr.get('over_provisioning', 0.15)):g}"
+        opts["spr_num_regions"] = str(int(spr.get("regions", 100)))
+        if int(spr.get("cache_size") or 0):
+            opts["spr_cs"] = str(int(spr["cache_size"]))
+        opts.pop("io_size", None)
+        if int(spr.get("logical_size") or 0):
+            opts["io_size"] = fio_size(int(spr["logical_size"]))
     if "seed" in settings:
         opts["randseed"] = str(settings["seed"])
     return opts, None

@@ -2,6 +2,7 @@
 naming it, its line and whether fsmeter will support it (docs/fio.md lists the mapping)."""
 from __future__ import annotations
 
+import math
 import os
 import re
 import stat
@@ -30,6 +31,8 @@ SUPPORTED = {
     "random_distribution", "buffer_pattern", "verify", "do_verify", "verify_interval", "random_generator",
     "zonemode", "zonesize", "zonerange", "zoneskip", "random_sequence_stride", "verify_pattern",
     "stat_type", "donorname", "inplace",
+    # fio's SanDisk preconditioning (_sprandom).
+    "sprandom", "spr_op", "spr_num_regions", "spr_cs",
     # fio's verification options (_fio_access_opts, _verify_readback).
     "verify_backlog", "verify_backlog_batch", "verify_fatal", "verify_write_sequence", "verify_async",
     "verify_dump",
@@ -113,14 +116,8 @@ NEVER = {
     "exec_prerun": "fsmeter does not run commands from job files",
     "exec_postrun": "fsmeter does not run commands from job files",
     "trim_percentage": "trim is not a filesystem data operation fsmeter measures",
-    "sprandom": "SanDisk's SSD preconditioning: fio writes the file or device once in its lfsr order plus, region "
-                "by region, the rewrites its model of a flash translation layer at steady state asks for (spr_op, "
-                "spr_num_regions); fsmeter does not reproduce that order, and it prepares a device for the jobs after "
-                "it rather than measuring a filesystem",
     "cgroup": "use a campaign's page_cache_limit or cpus factor",
 }
-for _o in ("spr_op", "spr_num_regions"):
-    NEVER[_o] = NEVER["sprandom"]
 #: Options of fio's zoned block devices (zonemode=zbd).
 for _o in ("zonecapacity", "max_open_zones", "job_max_open_zones", "zone_reset_threshold", "zone_reset_frequency",
            "read_beyond_wp", "ignore_zone_limits", "write_zone_remainder", "recover_zbd_write_error"):
@@ -1200,6 +1197,8 @@ def map_job(where: str, job: FioJob, group: int, target: Optional[Path] = None, 
         else:
             notes.append("random offsets are drawn with replacement (fio's norandommap): fsmeter keeps a random "
                          "map only for one request size aligned to itself")
+    _sprandom(ctx, rw, sizes, align, numjobs, len(file_names), min(filesize, io_per_job), filesize, random_pct,
+              distribution, time_based, loops, params, notes)
     seed = 42
     if job.get("randseed") is not None:
         seed = ctx.int("randseed", 42, 0)
@@ -1353,6 +1352,79 @@ def _offset_increment(ctx: _Ctx, params: dict, notes: list, *, numjobs: int, off
                  + (f"{region} bytes" if region is not None else "the rest of the file")
                  + ", as fio's clones")
     return None if time_based else max(per_pass) * bs
+def _sprandom(ctx: _Ctx, rw: str, sizes: list, align: int, numjobs: int, nfiles: int, logical: int, filesize: int,
+              random_pct: int, distribution: str, time_based: bool, loops: int, params: dict, notes: list) -> None:
+    """fio's sprandom (SanDisk's preconditioning): one job writing one file at random, norandommap and the lfsr
+    generator, as fio's init.c and filesetup.c ask; the job writes the file's physical size (logical + op),
+    region by region, rewriting the share of each region its steady-state model asks for (the engine's
+    sprandom.rs). Refused where fio refuses it, or where fsmeter cannot do what fio does."""
+    opt = ctx.job.get("sprandom")
+    if opt is None or not ctx.flag("sprandom", False):
+        return
+    if rw != "randwrite" or random_pct != 100:
+        ctx.fail(opt, "fio's sprandom needs random writes only: write rw=randwrite (and no percentage_random)")
+    gen = ctx.job.get("random_generator")
+    if gen is not None and (gen.value or "").strip() != "lfsr":
+        ctx.fail(gen, "fio: sprandom requires random_generator=lfsr: write random_generator=lfsr or remove it")
+    if gen is None:
+        notes.append("sprandom sets random_generator=lfsr, as fio does")
+    nrm = ctx.job.get("norandommap")
+    if nrm is not None and not ctx.flag("norandommap", False):
+        ctx.fail(nrm, "fio: sprandom requires norandommap=1: write norandommap=1 or remove it")
+    if nrm is None:
+        notes.append("sprandom sets norandommap=1, as fio does")
+    if numjobs != 1:
+        ctx.fail(ctx.job.get("numjobs"), "sprandom preconditions with one job: write numjobs=1")
+    if nfiles != 1:
+        ctx.fail(opt, f"fio's sprandom supports only one file ({nfiles} here): give one filename and nrfiles=1")
+    if len(set(sizes)) != 1 or align != sizes[0]:
+        ctx.fail(opt, "sprandom writes blocks of one size aligned to itself: give one bs and blockalign equal to it")
+    if distribution != "random":
+        ctx.fail(ctx.job.get("random_distribution"), "fio ignores it with sprandom, which picks its own offsets: "
+                                                     "remove it")
+    if time_based:
+        ctx.fail(ctx.job.get("time_based"), "sprandom ends when its plan is written: remove time_based")
+    if loops > 1:
+        ctx.fail(ctx.job.get("loops"), "sprandom ends when its plan is written: remove loops")
+    for name in ("zonesize", "zonerange", "zoneskip", "offset_increment"):
+        if ctx.job.get(name) is not None:
+            ctx.fail(ctx.job.get(name), "sprandom picks its own offsets over the whole file: remove it")
+    ver = ctx.job.get("verify")
+    if ver is not None and (ver.value or "").strip() not in ("", "0", "none"):
+        ctx.fail(ver, "verifying sprandom's rewritten blocks is not supported by fsmeter yet (planned): remove "
+                      "verify, or run this job with fio")
+    op_opt = ctx.job.get("spr_op")
+    op = 0.15
+    if op_opt is not None:
+        try:
+            op = float((op_opt.value or "").strip())
+        except ValueError:
+            ctx.fail(op_opt, "give the over-provisioning ratio as a number in (0, 1), e.g. spr_op=0.15")
+        if not 0.0 < op < 1.0:
+            ctx.fail(op_opt, "give the over-provisioning ratio as a number in (0, 1), e.g. spr_op=0.15")
+    regions = ctx.int("spr_num_regions", 100, 1, 1 << 24)
+    cache = ctx.size("spr_cs", 0) or 0
+    bs = sizes[0]
+    physical = logical + math.ceil(logical * op)
+    physical -= physical % bs
+    region = physical // regions
+    if region < bs:
+        ctx.fail(ctx.job.get("spr_num_regions") or opt,
+                 f"{regions} regions leave less than one {bs}-byte block per region of the {physical}-byte "
+                 "physical size: use fewer regions")
+    if cache > region:
+        ctx.fail(ctx.job.get("spr_cs"), f"spr_cs must be smaller than the region size ({region} bytes), which "
+                                        f"means at most {physical // cache} regions")
+    params.pop("random_map", None)
+    params["sprandom"] = {"over_provisioning": op, "regions": regions, "cache_size": cache,
+                          "logical_size": logical if logical < filesize else 0}
+    nio = ctx.job.get("number_ios")
+    cap = ctx.int("number_ios", 0, 0) * bs if nio is not None and ctx.int("number_ios", 0, 0) > 0 else None
+    params["total_bytes"] = min(physical, cap) if cap else physical
+    notes.append(f"sprandom: {physical} bytes ({physical // bs} writes) over {regions} regions of {region // bs} "
+                 "writes; fio draws its fresh offsets from its lfsr and its keep/skip choices from its own "
+                 "generator, fsmeter from its own: the counts and each region's share are the same, the offsets "
+                 "are not fio's")
 
 
 def _fio_engine(ctx: _Ctx, engine: str, rw: str, rw_opt, params: dict, notes: list, numjobs: int, time_based: bool,

@@ -69,6 +69,9 @@ pub struct AccessGen {
     /// fio's offset_increment: sequential requests per pass (0: none) and those done in this one.
     pass_ios: u64,
     pass_done: u64,
+    /// fio's sprandom: the offsets come from its plan, and the sequence can end.
+    spr: Option<Box<(super::sprandom::Sprandom, BlockPerm)>>,
+    ended: bool,
 }
 
 impl AccessGen {
@@ -182,6 +185,12 @@ impl AccessGen {
             seq_pos: lo,
             pass_ios,
             pass_done: 0,
+            spr: spec.sprandom.as_ref().map(|s| {
+                let seed = mix64(z ^ 0x5350);
+                let spr = super::sprandom::Sprandom::new(s, spec.file_size, spec.alignment, seed);
+                Box::new((spr, BlockPerm::new(spec.file_size / spec.alignment, seed)))
+            }),
+            ended: false,
         }
     }
 
@@ -244,17 +253,45 @@ impl AccessGen {
         (b / per_file, (b % per_file) * self.align, (len.min(done * self.align)) as u32, entry)
     }
 
-    /// fio's random map with per-direction block sizes has ended the thread (its stop rule, dirmap.rs): the
-    /// last `next_op` is not a request.
+    /// The thread's offsets have ended, and the last `next_op` is not a request: fio's random map with
+    /// per-direction block sizes hit its stop rule (dirmap.rs), or fio's sprandom plan ran out (sprandom.rs).
     #[inline(always)]
     pub fn ended(&self) -> bool {
-        self.dir_map.as_ref().is_some_and(DirMap::ended)
+        self.ended || self.dir_map.as_ref().is_some_and(DirMap::ended)
+    }
+
+    /// fio's sprandom per-region counts, when the job has it.
+    pub fn sprandom(&self) -> Option<&super::sprandom::Sprandom> {
+        self.spr.as_deref().map(|(s, _)| s)
+    }
+
+    #[inline]
+    fn next_sprandom(&mut self) -> GenOp {
+        let len = self.sizes[0];
+        let (spr, perm) = &mut **self.spr.as_mut().expect("checked");
+        let b = spr.next(|| perm.next());
+        self.ended = b.is_none();
+        GenOp {
+            req: IoReq {
+                file: self.file_lo as u32,
+                offset: b.unwrap_or(0) * self.align + self.base,
+                len,
+                write: true,
+                ioprio: 0,
+            },
+            entry: 0,
+            random: true,
+            trim: false,
+        }
     }
 
     #[inline]
     pub fn next_op(&mut self) -> GenOp {
         if let Some(w) = self.then_write.take() {
             return w;
+        }
+        if self.spr.is_some() {
+            return self.next_sprandom();
         }
         let mut entry = self.draw_entry();
         let mut len = self.sizes[entry];

@@ -26,6 +26,7 @@ mod prio;
 mod regions;
 mod shape;
 mod spec;
+mod sprandom;
 
 pub use backlog::{Backlog, Piece};
 pub use dist::{zeta, Dist, Skew};
@@ -40,3 +41,4 @@ pub use prio::{CmdPrio, PrioSpec};
 pub use regions::ThreadRegion;
 pub use shape::{parse_sequence, SequenceWalk, Walk, Zone, ZoneIndex, ZoneSplit};
 pub use spec::{AccessEntry, AccessSpec, FioEngine, StatType, MAX_BACKLOG};
+pub use sprandom::{physical_size as sprandom_physical_size, Plan as SprandomPlan, SprStats, Sprandom, SprandomSpec};

@@ -89,6 +89,8 @@ pub struct Access {
     /// Threads of the last run that stopped because a minimum rate was missed (rate_min): what
     /// each saw, pushed once per thread when it ends, never per request.
     rate_missed: std::sync::Mutex<Vec<String>>,
+    /// fio's sprandom: what the plan did (sprandom.rs), set once per thread when it ends.
+    spr_found: std::sync::Mutex<Option<serde_json::Value>>,
     /// fio's flow: the counter this job's threads share with the jobs of its flow id (a group sets it).
     flow: std::sync::Arc<FlowShared>,
     /// fio's cpuio engine: CPU nanoseconds, bursts and threads of the last run, added once per thread at its end.
@@ -209,6 +211,7 @@ impl Access {
             io_log_dropped: AtomicU64::new(0),
             donor_made: AtomicBool::new(false),
             rate_missed: std::sync::Mutex::new(Vec::new()),
+            spr_found: std::sync::Mutex::new(None),
             flow: std::sync::Arc::new(FlowShared::default()),
             cpu_used: Mutex::new(CpuUsed::default()),
             errors_found: Mutex::new(ErrorCounts::default()),
@@ -902,6 +905,10 @@ impl Access {
             // Once per thread and phase, not per request.
             self.lat_found.lock().unwrap_or_else(|e| e.into_inner()).push(p);
         }
+        if let Some(spr) = st.gen.sprandom() {
+            // Once per thread and phase, not per request.
+            *self.spr_found.lock().unwrap_or_else(|e| e.into_inner()) = Some(spr.summary());
+        }
         if st.errors.total > 0 || st.errors.full > 0 {
             // Once per thread and phase, not per request.
             self.errors_found.lock().unwrap_or_else(|e| e.into_inner()).absorb(&st.errors);
@@ -1041,6 +1048,9 @@ impl Access {
                     l.max_records
                 ));
             }
+        }
+        if let Some(spr) = self.spr_found.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            report.extra["sprandom"] = spr;
         }
         if spec.pace.is_active() {
             report.extra["pace"] = serde_json::to_value(&spec.pace).unwrap_or_default();
@@ -1574,7 +1584,7 @@ impl Access {
         loop {
             let op = st.gen.next_op();
             if st.gen.ended() {
-                return Ok(None);
+                return Ok(None); // fio's per-direction random map stopped, or sprandom's plan is done
             }
             if !op.trim && !one_call {
                 return Ok(Some((op, trimmed)));

@@ -250,6 +250,10 @@ pub struct AccessSpec {
     /// bytes (regions.rs). Empty: the threads share the data set as usual.
     #[serde(default)]
     pub thread_regions: Vec<super::regions::ThreadRegion>,
+    /// fio's sprandom (sprandom.rs): one file, random writes of one size; the offsets follow the
+    /// preconditioning plan and the run ends where it ends (or at total_bytes / duration_s first).
+    #[serde(default)]
+    pub sprandom: Option<crate::workload::access::SprandomSpec>,
 }
 
 /// fio's ioengines that are not data transfer, run in the engine as fio runs them (one system call
@@ -429,6 +433,9 @@ impl AccessSpec {
         }
         if self.total_bytes == Some(0) {
             return Err(EngineError::invalid("total_bytes", "must be > 0"));
+        }
+        if let Some(spr) = &self.sprandom {
+            self.validate_sprandom(spr)?;
         }
         if self.direct && !self.allow_unaligned_direct {
             // No device does O_DIRECT below 512 bytes; the filesystem's own figure is checked at open.
@@ -1039,6 +1046,32 @@ impl AccessSpec {
     /// multiples of the filesystem's alignment: every size, and `alignment` when
     /// some requests are random (sequential offsets are sums of sizes from a
     /// share start aligned to the same figure, see `AccessGen::with_share_align`).
+    /// fio's sprandom asks for one file, random writes only, of one size the offsets align to, and no
+    /// random map or skewed distribution (fio: norandommap and its lfsr).
+    fn validate_sprandom(&self, spr: &crate::workload::access::SprandomSpec) -> Result<()> {
+        let e = &self.entries;
+        if e.len() != 1 || e[0].read_pct != 0.0 || e[0].random_pct != 100.0 || e[0].trim_pct != 0.0 {
+            return Err(EngineError::invalid("sprandom", "needs one entry of random writes only (fio: rw=randwrite)"));
+        }
+        if self.file_count != 1 {
+            return Err(EngineError::invalid("sprandom", "needs exactly one file"));
+        }
+        if self.alignment != e[0].size as u64 {
+            return Err(EngineError::invalid("sprandom", "needs alignment equal to the request size"));
+        }
+        if self.random_map
+            || self.random_distribution != "random"
+            || self.fio_engine != FioEngine::Data
+            || self.walks_one_file()
+        {
+            return Err(EngineError::invalid(
+                "sprandom",
+                "takes its own offsets: no random_map, random_distribution, zones, offset modifier or fio engine with it",
+            ));
+        }
+        spr.validate(self.file_size, self.alignment)
+    }
+
     pub fn check_direct_alignment(&self, a: &DioAlign) -> Result<()> {
         let al = a.offset;
         let fix = |what: &str| {
@@ -1199,6 +1232,7 @@ pub(super) mod tests {
             fill: false,
             latency_target: None,
             thread_regions: vec![],
+            sprandom: None,
         }
     }
 
