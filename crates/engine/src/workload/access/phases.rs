@@ -30,6 +30,7 @@ use crate::measure::{now_ns, run_group, run_threads, Control, GroupMember, Phase
 use crate::report::PhaseReport;
 use crate::settings::Settings;
 use crate::verify::content::{byte_mismatch, ContentCheck};
+use crate::verify::meta_pattern::{MetaFault, MetaPattern};
 use crate::verify::{self, Checker, LastWrites};
 use crate::workload::family::Workload;
 
@@ -76,6 +77,8 @@ pub struct Access {
     /// With verify_pattern: the pattern repeated to at least 4 KiB (whole patterns), compared with
     /// reads, and what the run phase's threads found (each adds its own once, at its end).
     pattern_tile: Vec<u8>,
+    /// With verify_pattern_meta: the header every block starts with, and its check.
+    meta: Option<MetaPattern>,
     pattern_found: Mutex<Option<ContentCheck>>,
     /// Measured requests of the last run that got a priority of their own (cmdprio): each thread
     /// adds its count once, at its end.
@@ -191,6 +194,7 @@ impl Access {
         spec.validate(job)?;
         let p = &spec.verify_pattern;
         let pattern_tile = if p.is_empty() { vec![] } else { p.repeat(4096usize.div_ceil(p.len())) };
+        let meta = spec.verify_pattern_meta.then(|| MetaPattern::new(spec.verify_block() as usize, p, job.seed));
         Ok(Access {
             spec,
             last_writes: None,
@@ -198,6 +202,7 @@ impl Access {
             prepared: AtomicBool::new(false),
             created: AtomicU32::new(0),
             pattern_tile,
+            meta,
             pattern_found: Mutex::new(None),
             cmdprio_chosen: AtomicU64::new(0),
             io_logged: Mutex::new(Vec::new()),
@@ -353,6 +358,9 @@ impl Access {
                     let mut off = start;
                     while off < end && !rec.interrupted() {
                         let len = LAYOUT_CHUNK.min(end - off) as usize;
+                        if let Some(m) = &self.meta {
+                            m.stamp(&mut buf.as_mut_slice()[..len], off, 0, rec.tid as u32);
+                        }
                         let t0 = now_ns();
                         // SAFETY: buf holds LAYOUT_CHUNK >= len bytes.
                         let n = unsafe {
@@ -1206,7 +1214,7 @@ impl Access {
                 *stopping = true;
             }
         }
-        if !op.req.write && !spec.verify_pattern.is_empty() {
+        if !op.req.write && !spec.verify_pattern.is_empty() && spec.verify_pattern_check {
             self.check_pattern(st, slot, op.req, res as usize, job, "run");
         }
         if !op.req.write && !spec.write_pattern().is_empty() {
@@ -1351,6 +1359,12 @@ impl Access {
         }
         let generation = if VERIFY { self.fill_write(st, slot, op.req, gen_base) } else { 0 };
         self.refill_pattern(st, slot, op.req.write);
+        if let Some(m) = self.meta.as_ref().filter(|_| op.req.write) {
+            if !VERIFY {
+                st.writes += 1;
+            }
+            m.stamp(&mut st.bufs[slot].as_mut_slice()[..op.req.len as usize], op.req.offset, st.writes, rec.tid as u32);
+        }
         let mut t0 = t0;
         if op.req.write {
             if let Some(c) = st.content.as_mut() {
@@ -1526,6 +1540,13 @@ impl Access {
     ) {
         let data = &st.bufs[slot].as_slice()[..moved.min(req.len as usize)];
         st.pattern_check.checked += 1;
+        if let Some(m) = &self.meta {
+            if let Some(f) = m.check(data, req.offset) {
+                let path = self.path(&job.dir, req.file);
+                note_meta(&mut st.pattern_check, m, &path, req.offset, data, &f, phase);
+            }
+            return;
+        }
         if let Some(first) = pattern_mismatch(data, &self.pattern_tile, self.spec.verify_pattern.len(), req.offset) {
             let path = self.path(&job.dir, req.file);
             note_pattern(&mut st.pattern_check, &path, req.offset, data, &self.spec.verify_pattern, first, phase);
@@ -1583,6 +1604,20 @@ impl Access {
                             got += n;
                         }
                         found.checked += 1;
+                        if let Some(m) = &self.meta {
+                            // A file that ends early: its first missing block counts as a block of zeros.
+                            let missing = (got < len && got % m.block() == 0).then(|| MetaFault {
+                                block_offset: off + got as u64,
+                                first: 0,
+                                field: "magic (the file ends before this block)",
+                            });
+                            if let Some(f) = m.check(&data[..got], off).or(missing) {
+                                data[got..].fill(0);
+                                note_meta(found, m, &path, off, data, &f, "verify");
+                            }
+                            off += len as u64;
+                            continue;
+                        }
                         let n = self.spec.verify_pattern.len();
                         // A short file: the bytes it lacks count as zeros.
                         let mismatch = pattern_mismatch(&data[..got], &self.pattern_tile, n, off)
@@ -1865,6 +1900,22 @@ fn note_pattern(
     let n = pattern.len();
     let expected: Vec<u8> = (0..data.len()).map(|k| pattern[((offset + k as u64) % n as u64) as usize]).collect();
     found.note(byte_mismatch(&path.display().to_string(), offset, data.len(), phase, &expected, data, first));
+}
+
+/// A block failing verify_pattern_meta's check into `found` (cold: a corrupt read).
+#[cold]
+fn note_meta(
+    found: &mut ContentCheck,
+    m: &MetaPattern,
+    path: &Path,
+    offset: u64,
+    data: &[u8],
+    f: &MetaFault,
+    phase: &str,
+) {
+    let at = (f.block_offset - offset) as usize;
+    let block = &data[at..(at + m.block()).min(data.len())];
+    found.note(m.describe(&path.display().to_string(), block, f, phase));
 }
 
 /// fio's buffer_pattern: the pattern repeated from the start of the buffer (nothing when empty).
