@@ -91,6 +91,18 @@ impl MetaPattern {
         None
     }
 
+    /// Every bad block of `data` (after `check` found one: cold).
+    #[cold]
+    pub fn faults(&self, data: &[u8], offset: u64) -> Vec<MetaFault> {
+        data.chunks(self.block)
+            .enumerate()
+            .filter_map(|(i, b)| {
+                let off = offset + (i * self.block) as u64;
+                self.check_block(b, off).map(|(first, field)| MetaFault { block_offset: off, first, field })
+            })
+            .collect()
+    }
+
     #[inline]
     fn check_block(&self, b: &[u8], off: u64) -> Option<(usize, &'static str)> {
         if b.len() < HEADER_LEN {
@@ -176,6 +188,9 @@ mod tests {
         // Checked at another offset, the first block's header names the wrong offset instead.
         assert_eq!(f, Some((1 << 20, 16, "offset")));
         assert_eq!(m.check(&b, 0), Some(MetaFault { block_offset: 3 * 512, first: 300, field: "pattern" }));
+        b[6 * 512 + 20] ^= 0x01;
+        let all: Vec<(u64, usize, &str)> = m.faults(&b, 0).iter().map(|f| (f.block_offset, f.first, f.field)).collect();
+        assert_eq!(all, vec![(3 * 512, 300, "pattern"), (6 * 512, 16, "offset")]);
         let v = m.describe("f", &b[3 * 512..4 * 512], &m.check(&b, 0).unwrap(), "verify");
         assert_eq!(v["first_diff_offset"], 3 * 512 + 300);
         assert_eq!(v["found_bytes"].as_str().unwrap().len(), v["expected_bytes"].as_str().unwrap().len());

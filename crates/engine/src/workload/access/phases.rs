@@ -1120,7 +1120,12 @@ impl Access {
                     let dir = op.req.write as usize;
                     match st.errors.note(&spec.continue_on, spec.fill, dir, errno, &op.req) {
                         OnError::Go => {}
-                        OnError::Full => stopping = true,
+                        OnError::Full => {
+                            stopping = true;
+                            if short_fill {
+                                st.errors.full_short = 1;
+                            }
+                        }
                         OnError::Fatal => return Err(self.io_failure(op.req, errno, job)),
                     }
                 } else {
@@ -1539,14 +1544,15 @@ impl Access {
         phase: &str,
     ) {
         let data = &st.bufs[slot].as_slice()[..moved.min(req.len as usize)];
-        st.pattern_check.checked += 1;
         if let Some(m) = &self.meta {
-            if let Some(f) = m.check(data, req.offset) {
+            st.pattern_check.checked += data.len().div_ceil(m.block()) as u64;
+            if m.check(data, req.offset).is_some() {
                 let path = self.path(&job.dir, req.file);
-                note_meta(&mut st.pattern_check, m, &path, req.offset, data, &f, phase);
+                note_meta(&mut st.pattern_check, m, &path, req.offset, data, None, phase);
             }
             return;
         }
+        st.pattern_check.checked += 1;
         if let Some(first) = pattern_mismatch(data, &self.pattern_tile, self.spec.verify_pattern.len(), req.offset) {
             let path = self.path(&job.dir, req.file);
             note_pattern(&mut st.pattern_check, &path, req.offset, data, &self.spec.verify_pattern, first, phase);
@@ -1557,8 +1563,14 @@ impl Access {
         serde_json::json!({
             "pattern_bytes": self.spec.verify_pattern.len(),
             "checked": what,
-            "why": "every byte read must be the verify_pattern byte for its offset (fio's verify=pattern); \
-                    blocks_checked counts the requests (or 1 MiB reads) compared",
+            "why": if self.meta.is_some() {
+                "every block of verify_block bytes must start with its header (magic, length, its offset, the \
+                 header's crc32c) and hold the verify_pattern byte for its offset after it (fio's verify=meta \
+                 with verify_pattern); blocks_checked counts those blocks"
+            } else {
+                "every byte read must be the verify_pattern byte for its offset (fio's verify=pattern); \
+                 blocks_checked counts the requests (or 1 MiB reads) compared"
+            },
         })
     }
 
@@ -1603,21 +1615,21 @@ impl Access {
                             }
                             got += n;
                         }
-                        found.checked += 1;
                         if let Some(m) = &self.meta {
+                            found.checked += len.div_ceil(m.block()) as u64;
                             // A file that ends early: its first missing block counts as a block of zeros.
                             let missing = (got < len && got % m.block() == 0).then(|| MetaFault {
                                 block_offset: off + got as u64,
                                 first: 0,
                                 field: "magic (the file ends before this block)",
                             });
-                            if let Some(f) = m.check(&data[..got], off).or(missing) {
-                                data[got..].fill(0);
-                                note_meta(found, m, &path, off, data, &f, "verify");
+                            if m.check(&data[..got], off).is_some() || missing.is_some() {
+                                note_meta(found, m, &path, off, &data[..got], missing, "verify");
                             }
                             off += len as u64;
                             continue;
                         }
+                        found.checked += 1;
                         let n = self.spec.verify_pattern.len();
                         // A short file: the bytes it lacks count as zeros.
                         let mismatch = pattern_mismatch(&data[..got], &self.pattern_tile, n, off)
@@ -1902,7 +1914,8 @@ fn note_pattern(
     found.note(byte_mismatch(&path.display().to_string(), offset, data.len(), phase, &expected, data, first));
 }
 
-/// A block failing verify_pattern_meta's check into `found` (cold: a corrupt read).
+/// The blocks of `data` (read at `offset`) failing verify_pattern_meta's check into `found`, and
+/// `missing`: the first block of a file that ends early (cold: a corrupt read).
 #[cold]
 fn note_meta(
     found: &mut ContentCheck,
@@ -1910,12 +1923,15 @@ fn note_meta(
     path: &Path,
     offset: u64,
     data: &[u8],
-    f: &MetaFault,
+    missing: Option<MetaFault>,
     phase: &str,
 ) {
-    let at = (f.block_offset - offset) as usize;
-    let block = &data[at..(at + m.block()).min(data.len())];
-    found.note(m.describe(&path.display().to_string(), block, f, phase));
+    let name = path.display().to_string();
+    for f in m.faults(data, offset).into_iter().chain(missing) {
+        let at = ((f.block_offset - offset) as usize).min(data.len());
+        let block = &data[at..(at + m.block()).min(data.len())];
+        found.note(m.describe(&name, block, &f, phase));
+    }
 }
 
 /// fio's buffer_pattern: the pattern repeated from the start of the buffer (nothing when empty).

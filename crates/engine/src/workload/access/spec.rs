@@ -601,10 +601,12 @@ impl AccessSpec {
                 "one thread fills one file from its start: use threads = 1, file_count = 1 and offset = 0",
             ));
         }
-        if self.verify.is_some() || !self.verify_pattern.is_empty() || self.fault.is_some() || self.shared_file {
+        // A pattern written unchecked (verify_pattern_check = false) is only what the writes carry.
+        let checked_pattern = !self.verify_pattern.is_empty() && self.verify_pattern_check;
+        if self.verify.is_some() || checked_pattern || self.fault.is_some() || self.shared_file {
             return Err(EngineError::invalid(
                 "fill",
-                "cannot be combined with verify, verify_pattern, fault or a shared file",
+                "cannot be combined with verify, a checked verify_pattern, fault or a shared file",
             ));
         }
         if self.seq_add != 0 || self.zone_size != 0 {
