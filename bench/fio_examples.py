@@ -502,7 +502,11 @@ def _failed_ios(job_rep: dict, direction: str) -> int:
     that was a short write: fio counts the short write, and then the write of its rest, which fails)."""
     errs = (job_rep.get("extra") or {}).get("errors") or {}
     n = sum((errs.get("by_errno") or {}).get(direction, {}).values())
-    return n + (errs.get("filled", 0) + errs.get("filled_short_write", 0) if direction == "write" else 0)
+    if direction != "write":
+        return n
+    if errs:
+        return n + errs.get("filled", 0) + errs.get("filled_short_write", 0)
+    return n + (job_rep.get("fill") or {}).get("failed_writes", 0)  # a job of a group: its run entry has no extra
 
 
 def _kind(why: str) -> str:
