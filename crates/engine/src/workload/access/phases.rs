@@ -1771,6 +1771,12 @@ impl Access {
 
     fn verify_phase(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         if !self.spec.verify_pattern.is_empty() {
+            if !self.spec.verify_pattern_check {
+                return Err(EngineError::invalid(
+                    "verify_pattern_check",
+                    "is false: the pattern is written unchecked, so there is no verify phase",
+                ));
+            }
             return self.verify_pattern_phase(job, ctl);
         }
         let Some(algo) = self.spec.verify else {
