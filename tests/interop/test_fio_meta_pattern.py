@@ -96,7 +96,7 @@ def test_the_pattern_is_where_fio_puts_it(tmp_path):
     job = tmp_path / "fio-w.fio"
     job.write_text(WRITE)
     r = subprocess.run([fio, "--directory", str(tmp_path / "f"), str(job)], capture_output=True, text=True,
-                       timeout=120)
+                       timeout=120, cwd=tmp_path)  # fio leaves its verify state file in its working directory
     assert r.returncode == 0, r.stderr
     theirs = (tmp_path / "f" / "datafile.tmp").read_bytes()
     _run(tmp_path, WRITE, "w")
@@ -109,5 +109,5 @@ def test_the_pattern_is_where_fio_puts_it(tmp_path):
     # fio's own check of its file passes (its read job with do_verify=1), so the layout compared is fio's.
     job.write_text(READ)
     r = subprocess.run([fio, "--directory", str(tmp_path / "f"), str(job)], capture_output=True, text=True,
-                       timeout=120)
+                       timeout=120, cwd=tmp_path)  # fio leaves its verify state file in its working directory
     assert r.returncode == 0 and "verify:" not in r.stderr, r.stderr
