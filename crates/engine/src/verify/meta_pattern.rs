@@ -36,7 +36,7 @@ pub struct MetaFault {
 impl MetaPattern {
     /// `block` bytes per header (fio's verify_interval); `pattern` divides it. Callers validate both.
     pub fn new(block: usize, pattern: &[u8], seed: u64) -> MetaPattern {
-        assert!(block >= MIN_BLOCK && !pattern.is_empty() && block % pattern.len() == 0);
+        assert!(block >= MIN_BLOCK && !pattern.is_empty() && block.is_multiple_of(pattern.len()));
         let payload: Vec<u8> = (HEADER_LEN..block).map(|i| pattern[i % pattern.len()]).collect();
         let payload_sum = Checksum::Crc32c.digest(&payload);
         MetaPattern { block, pattern: pattern.to_vec(), payload, payload_sum, seed }

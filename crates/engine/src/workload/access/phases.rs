@@ -1618,7 +1618,7 @@ impl Access {
                         if let Some(m) = &self.meta {
                             found.checked += len.div_ceil(m.block()) as u64;
                             // A file that ends early: its first missing block counts as a block of zeros.
-                            let missing = (got < len && got % m.block() == 0).then(|| MetaFault {
+                            let missing = (got < len && got.is_multiple_of(m.block())).then(|| MetaFault {
                                 block_offset: off + got as u64,
                                 first: 0,
                                 field: "magic (the file ends before this block)",

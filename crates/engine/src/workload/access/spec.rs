@@ -915,7 +915,7 @@ impl AccessSpec {
                 verify::HEADER_LEN
             ));
         }
-        if b % n != 0 {
+        if !b.is_multiple_of(n) {
             return why(format!("{b} bytes is not a multiple of the {n}-byte verify_pattern: use a block that is"));
         }
         let mut places: Vec<(String, u64)> = vec![
