@@ -717,10 +717,15 @@ def _without_error_log(text: str) -> str:
 
 def _failed_ios(job_rep: dict, direction: str) -> int:
     """Requests of a direction that failed and that fio counts in its total_ios: those gone on after
-    (continue_on_error, fsmeter's `errors`) and, for writes, the one that met ENOSPC in a fill_device job."""
+    (continue_on_error, fsmeter's `errors`) and, for writes, the one that met ENOSPC in a fill_device job (two when
+    that was a short write: fio counts the short write, and then the write of its rest, which fails)."""
     errs = (job_rep.get("extra") or {}).get("errors") or {}
     n = sum((errs.get("by_errno") or {}).get(direction, {}).values())
-    return n + (errs.get("filled", 0) if direction == "write" else 0)
+    if direction != "write":
+        return n
+    if errs:
+        return n + errs.get("filled", 0) + errs.get("filled_short_write", 0)
+    return n + (job_rep.get("fill") or {}).get("failed_writes", 0)  # a job of a group: its run entry has no extra
 
 
 def _kind(why: str) -> str:

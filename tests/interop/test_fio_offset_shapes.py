@@ -190,7 +190,7 @@ def test_verify_pattern_is_written_checked_and_a_corrupted_byte_is_caught(tmp_pa
 # -- refused, one line each ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("text,pattern", [
     ("sprandom=1\n", r"line 5: sprandom=1: fio's sprandom needs random writes only: write rw=randwrite"),
-    ("verify=meta\nverify_pattern=0xaa555aa5\n", r"line 6: verify_pattern=0xaa555aa5: with verify=meta \(fio: meta's "
+    ("verify=sha1\nverify_pattern=0xaa555aa5\n", r"line 6: verify_pattern=0xaa555aa5: with verify=sha1 \(fio: sha1's "
                                                  r"header and the pattern"),
     ("verify_pattern=\"abc\"\n", r"line 5: verify_pattern=\"abc\": its 3 bytes do not divide a request size"),
     ("verify_backlog=1\n", r"line 5: verify_backlog=1: has no effect without verify="),

@@ -436,6 +436,11 @@ class AccessParams(BaseModel):
     verify_pattern: str = Field("", description="fio's verify_pattern, in buffer_pattern's forms: the layout and "
                                 "every write carry it, every read and a verify phase check each byte against it; its "
                                 "length divides the request sizes, the alignment and 1 MiB")
+    verify_pattern_meta: bool = Field(False, description="with verify_pattern, fio's verify=meta: each verify_block "
+                                      "starts with fsmeter's 80-byte header and holds the pattern in the rest; reads "
+                                      "and the verify phase check the header's fields and every pattern byte")
+    verify_pattern_check: bool = Field(True, description="with verify_pattern: false writes it (and its headers) and "
+                                       "checks nothing, with no verify phase (fio's do_verify=0)")
     fio_engine: Literal["data", "filecreate", "filestat", "filedelete", "dircreate", "dirstat", "dirdelete", "falloc",
                         "ftruncate", "e4defrag", "cpuio"] = Field(
         "data", description="what one request of the run is (docs/fio.md): data (read/write), or one of fio's engines "
@@ -583,6 +588,21 @@ class AccessParams(BaseModel):
                 if v % n:
                     raise ValueError(f"verify_pattern: its {n} bytes must divide {name} ({v} bytes) so that every "
                                      "byte has one place in the pattern: use a pattern of 1, 2, 4, 8 ... bytes")
+        if (self.verify_pattern_meta or not self.verify_pattern_check) and not self.verify_pattern:
+            raise ValueError("verify_pattern_meta, verify_pattern_check: need verify_pattern: set it, or drop them")
+        if self.verify_pattern_meta:
+            block = self.verify_block or min(e.size for e in self.entries)
+            if block < 88:
+                raise ValueError(f"verify_block: {block} bytes is too small for the 80-byte header: use >= 88 bytes")
+            for name, v in [("alignment", self.alignment), ("offset", self.offset), ("seq_add", abs(self.seq_add)),
+                            *((f"entries[{i}].size", e.size) for i, e in enumerate(self.entries)),
+                            ("1 MiB (the layout's writes)", 1 << 20)]:
+                if v % block:
+                    raise ValueError(f"verify_block: {block} bytes must divide {name} ({v} bytes): with "
+                                     "verify_pattern_meta every request covers whole blocks, one header each")
+            if block % n:
+                raise ValueError(f"verify_block: {block} bytes is not a multiple of verify_pattern's {n} bytes: use "
+                                 "a block that is")
         if self.content is not None and (self.verify != "off" or self.verify_pattern):
             raise ValueError("content: cannot be combined with verify or verify_pattern (verified writes carry their "
                              "own bytes): drop one")
@@ -688,7 +708,7 @@ class AccessParams(BaseModel):
 
 def _phases(p: AccessParams) -> list:
     phases = [Phase("prepare", measured=False), Phase("run", cold_cache=True)]
-    if (p.verify != "off" and p.verify_phase) or p.verify_pattern:
+    if (p.verify != "off" and p.verify_phase) or (p.verify_pattern and p.verify_pattern_check):
         # Re-read everything written, from the storage rather than the page cache when it can be dropped.
         phases.append(Phase("verify", measured=False, cold_cache=True))
     return phases

@@ -2392,10 +2392,11 @@ def _verify_pattern(ctx: _Ctx, params: dict, notes: list) -> None:
     write carry the pattern, every read and a verify phase check it. do_verify=0 writes it unchecked."""
     vp, v = ctx.job.get("verify_pattern"), ctx.job.get("verify")
     method = (v.value or "").strip() if v is not None else "pattern"
-    if method != "pattern":
+    meta = method == "meta"
+    if method not in ("pattern", "meta"):
         ctx.fail(vp, f"with verify={method} (fio: {method}'s header and the pattern in each block) is not supported by "
-                     "fsmeter yet (planned): use verify=pattern (or no verify=) for the pattern alone, or run this job "
-                     "with fio")
+                     "fsmeter yet (planned): use verify=pattern (or no verify=) for the pattern alone, verify=meta for "
+                     "a header and the pattern, or run this job with fio")
     text = (vp.value or "").strip()
     try:
         n = len(parse_buffer_pattern(text))
@@ -2412,6 +2413,9 @@ def _verify_pattern(ctx: _Ctx, params: dict, notes: list) -> None:
         if val % n:
             ctx.fail(vp, f"its {n} bytes do not divide {name} ({val} bytes): fsmeter checks each byte against its "
                          "place in the pattern by file offset, so use a pattern of 1, 2, 4, 8 ... bytes")
+    if meta:
+        _meta_pattern(ctx, params, notes, text, n, block)
+        return
     if not ctx.flag("do_verify", True):
         params["buffer_pattern"] = text
         notes.append(f"verify_pattern={text} with do_verify=0: fio writes the pattern and checks nothing here; so "
@@ -2423,6 +2427,7 @@ def _verify_pattern(ctx: _Ctx, params: dict, notes: list) -> None:
                  "read as they are, as fio reads them")
 
 
+<<<<<<< HEAD
 def _dir_min_bs(ctx: _Ctx, split: Optional[tuple], bs: tuple) -> tuple:
     """fio's smallest block size per direction (read, write, trim): from bssplit (a list for each direction given;
     trims take the write list when two lists are given), else from bs/blocksize (a value not ended by a comma
@@ -2509,6 +2514,41 @@ def _dir_entries(per_dir: tuple, read_pct: int, random_pct: int) -> list:
                 entries.append({"size": size, "weight": share * pct / 100.0, "read_pct": 100.0 if d == 0 else 0.0,
                                 "random_pct": float(random_pct)})
     return entries
+=======
+def _meta_pattern(ctx: _Ctx, params: dict, notes: list, text: str, n: int, block: Optional[int]) -> None:
+    """verify=meta with verify_pattern (fio's surface-scan): fio fills each verify_interval block with the pattern and
+    writes its header over the block's start; a read checks the header's fields and each pattern byte after it. fsmeter
+    writes its own header there (verify_pattern_meta)."""
+    sizes = [e["size"] for e in params["entries"]]
+    blk = block or min(sizes)
+    opt = ctx.job.get("verify_interval") or ctx.job.get("verify")
+    if blk < 88:
+        ctx.fail(opt, f"{blk} bytes per header is too small for fsmeter's 80-byte header and a payload: use a "
+                      "verify_interval of at least 88 bytes (fio's own header is 48 bytes)")
+    for name, val in [("a request size", s) for s in sizes] + [("blockalign", params["alignment"]),
+                                                                 ("offset", params["offset"])]:
+        if val % blk:
+            ctx.fail(opt, f"{blk} bytes per header does not divide {name} ({val} bytes): fsmeter puts one header at "
+                          "the start of each block of a fixed grid: use a verify_interval that divides it")
+    if (1 << 20) % blk:
+        ctx.fail(opt, f"{blk} bytes per header does not divide 1 MiB (fsmeter's layout writes): use a power of two")
+    if blk % n:
+        ctx.fail(opt, f"{blk} bytes per header is not a multiple of the {n}-byte verify_pattern: use one that is")
+    params["verify_pattern"] = text
+    params["verify_pattern_meta"] = True
+    if block is not None:
+        params["verify_block"] = block
+    where = f"each {blk}-byte block (verify_interval) starts with fsmeter's 80-byte header (offset, length, writer, "
+    where += "crc32c of the header) and holds the pattern in the rest, in the place fio puts it"
+    if not ctx.flag("do_verify", True):
+        params["verify_pattern_check"] = False
+        notes.append(f"verify=meta, verify_pattern={text}, do_verify=0: {where}; nothing is checked here, as in fio")
+        return
+    notes.append(f"verify=meta, verify_pattern={text}: {where}; every read and a verify phase after the run check each "
+                 "header (magic, length, the block's offset, its crc32c) and every pattern byte, as fio checks its "
+                 "header and the pattern; fio's header is 48 bytes, so the two tools' files differ in bytes 48-79 of a "
+                 "block")
+>>>>>>> fio-meta
 
 
 def _sized_map(sizes: list, align: int, random_pct: float, distribution: str, ctx) -> bool:

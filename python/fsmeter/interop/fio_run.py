@@ -362,7 +362,11 @@ def _fill_notes(one: dict, m, console: Console) -> None:
                 except OSError:
                     pass
             full = bool(found.get("filled"))
-            jr["fill"] = {"bytes_written": written, "file_bytes": sum(sizes), "filesystem_full": full}
+            # The writes that met the full filesystem as fio counts them in total_ios: the one that failed, and
+            # before it the short write whose rest it was, if the fill ended so.
+            failed = int(found.get("filled", 0)) + int(found.get("filled_short_write", 0))
+            jr["fill"] = {"bytes_written": written, "file_bytes": sum(sizes), "filesystem_full": full,
+                          "failed_writes": failed}
             console.print(f"[dim]note:[/] {j.name}: fill_device: {written} bytes written"
                           + (f", the file holds {sum(sizes)}" if sizes else "")
                           + ("; the filesystem is full (ENOSPC)" if full else "; it ended before the filesystem "

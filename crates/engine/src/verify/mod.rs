@@ -14,6 +14,7 @@
 pub mod check;
 pub mod content;
 pub mod header;
+pub mod meta_pattern;
 pub mod payload;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -83,6 +83,9 @@ pub struct ErrorCounts {
     pub not_dumped: u64,
     /// Threads that ended because the filesystem was full (fill_device).
     pub full: u64,
+    /// Of those, the ones whose fill ended with a short write (fio counts it as an I/O, and then the
+    /// write of its rest, which fails: two I/Os where a write that fails whole is one).
+    pub full_short: u64,
 }
 
 impl Default for ErrorCounts {
@@ -94,6 +97,7 @@ impl Default for ErrorCounts {
             dumped: Vec::with_capacity(DUMP_MAX),
             not_dumped: 0,
             full: 0,
+            full_short: 0,
         }
     }
 }
@@ -144,6 +148,7 @@ impl ErrorCounts {
         }
         self.not_dumped += o.not_dumped;
         self.full += o.full;
+        self.full_short += o.full_short;
     }
 
     /// Empty the counts for another phase.
@@ -175,6 +180,7 @@ impl ErrorCounts {
             "dumped": self.dumped.iter().map(failed).collect::<Vec<_>>(),
             "not_dumped": self.not_dumped,
             "filled": self.full,
+            "filled_short_write": self.full_short,
         })
     }
 }

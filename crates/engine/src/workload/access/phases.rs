@@ -31,6 +31,7 @@ use crate::measure::{now_ns, run_group, run_threads, Control, GroupMember, Phase
 use crate::report::PhaseReport;
 use crate::settings::Settings;
 use crate::verify::content::{byte_mismatch, ContentCheck};
+use crate::verify::meta_pattern::{MetaFault, MetaPattern};
 use crate::verify::{self, Checker, LastWrites};
 use crate::workload::family::Workload;
 
@@ -77,6 +78,8 @@ pub struct Access {
     /// With verify_pattern: the pattern repeated to at least 4 KiB (whole patterns), compared with
     /// reads, and what the run phase's threads found (each adds its own once, at its end).
     pattern_tile: Vec<u8>,
+    /// With verify_pattern_meta: the header every block starts with, and its check.
+    meta: Option<MetaPattern>,
     pattern_found: Mutex<Option<ContentCheck>>,
     /// Measured requests of the last run that got a priority of their own (cmdprio): each thread
     /// adds its count once, at its end.
@@ -198,6 +201,7 @@ impl Access {
         spec.validate(job)?;
         let p = &spec.verify_pattern;
         let pattern_tile = if p.is_empty() { vec![] } else { p.repeat(4096usize.div_ceil(p.len())) };
+        let meta = spec.verify_pattern_meta.then(|| MetaPattern::new(spec.verify_block() as usize, p, job.seed));
         Ok(Access {
             spec,
             last_writes: None,
@@ -205,6 +209,7 @@ impl Access {
             prepared: AtomicBool::new(false),
             created: AtomicU32::new(0),
             pattern_tile,
+            meta,
             pattern_found: Mutex::new(None),
             cmdprio_chosen: AtomicU64::new(0),
             io_logged: Mutex::new(Vec::new()),
@@ -362,6 +367,9 @@ impl Access {
                     let mut off = start;
                     while off < end && !rec.interrupted() {
                         let len = LAYOUT_CHUNK.min(end - off) as usize;
+                        if let Some(m) = &self.meta {
+                            m.stamp(&mut buf.as_mut_slice()[..len], off, 0, rec.tid as u32);
+                        }
                         let t0 = now_ns();
                         // SAFETY: buf holds LAYOUT_CHUNK >= len bytes.
                         let n = unsafe {
@@ -1175,7 +1183,12 @@ impl Access {
                     let dir = op.req.write as usize;
                     match st.errors.note(&spec.continue_on, spec.fill, dir, errno, &op.req) {
                         OnError::Go => {}
-                        OnError::Full => stopping = true,
+                        OnError::Full => {
+                            stopping = true;
+                            if short_fill {
+                                st.errors.full_short = 1;
+                            }
+                        }
                         OnError::Fatal => return Err(self.io_failure(op.req, errno, job)),
                     }
                 } else {
@@ -1296,7 +1309,7 @@ impl Access {
                 *stopping = true;
             }
         }
-        if !op.req.write && !spec.verify_pattern.is_empty() {
+        if !op.req.write && !spec.verify_pattern.is_empty() && spec.verify_pattern_check {
             self.check_pattern(st, slot, op.req, res as usize, job, "run");
         }
         if !op.req.write && !spec.write_pattern().is_empty() {
@@ -1497,6 +1510,12 @@ impl Access {
         }
         let generation = if VERIFY { self.fill_write(st, slot, op.req, gen_base) } else { 0 };
         self.refill_pattern(st, slot, op.req.write);
+        if let Some(m) = self.meta.as_ref().filter(|_| op.req.write) {
+            if !VERIFY {
+                st.writes += 1;
+            }
+            m.stamp(&mut st.bufs[slot].as_mut_slice()[..op.req.len as usize], op.req.offset, st.writes, rec.tid as u32);
+        }
         let mut t0 = t0;
         if op.req.write {
             if let Some(c) = st.content.as_mut() {
@@ -1674,6 +1693,14 @@ impl Access {
         phase: &str,
     ) {
         let data = &st.bufs[slot].as_slice()[..moved.min(req.len as usize)];
+        if let Some(m) = &self.meta {
+            st.pattern_check.checked += data.len().div_ceil(m.block()) as u64;
+            if m.check(data, req.offset).is_some() {
+                let path = self.path(&job.dir, req.file);
+                note_meta(&mut st.pattern_check, m, &path, req.offset, data, None, phase);
+            }
+            return;
+        }
         st.pattern_check.checked += 1;
         if let Some(first) = pattern_mismatch(data, &self.pattern_tile, self.spec.verify_pattern.len(), req.offset) {
             let path = self.path(&job.dir, req.file);
@@ -1685,8 +1712,14 @@ impl Access {
         serde_json::json!({
             "pattern_bytes": self.spec.verify_pattern.len(),
             "checked": what,
-            "why": "every byte read must be the verify_pattern byte for its offset (fio's verify=pattern); \
-                    blocks_checked counts the requests (or 1 MiB reads) compared",
+            "why": if self.meta.is_some() {
+                "every block of verify_block bytes must start with its header (magic, length, its offset, the \
+                 header's crc32c) and hold the verify_pattern byte for its offset after it (fio's verify=meta \
+                 with verify_pattern); blocks_checked counts those blocks"
+            } else {
+                "every byte read must be the verify_pattern byte for its offset (fio's verify=pattern); \
+                 blocks_checked counts the requests (or 1 MiB reads) compared"
+            },
         })
     }
 
@@ -1730,6 +1763,20 @@ impl Access {
                                 break;
                             }
                             got += n;
+                        }
+                        if let Some(m) = &self.meta {
+                            found.checked += len.div_ceil(m.block()) as u64;
+                            // A file that ends early: its first missing block counts as a block of zeros.
+                            let missing = (got < len && got.is_multiple_of(m.block())).then(|| MetaFault {
+                                block_offset: off + got as u64,
+                                first: 0,
+                                field: "magic (the file ends before this block)",
+                            });
+                            if m.check(&data[..got], off).is_some() || missing.is_some() {
+                                note_meta(found, m, &path, off, &data[..got], missing, "verify");
+                            }
+                            off += len as u64;
+                            continue;
                         }
                         found.checked += 1;
                         let n = self.spec.verify_pattern.len();
@@ -1874,6 +1921,12 @@ impl Access {
     fn verify_phase(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         super::regions::check_verify_grid(&self.spec.thread_regions, self.spec.verify_block())?;
         if !self.spec.verify_pattern.is_empty() {
+            if !self.spec.verify_pattern_check {
+                return Err(EngineError::invalid(
+                    "verify_pattern_check",
+                    "is false: the pattern is written unchecked, so there is no verify phase",
+                ));
+            }
             return self.verify_pattern_phase(job, ctl);
         }
         let Some(algo) = self.spec.verify else {
@@ -2015,6 +2068,26 @@ fn note_pattern(
     let n = pattern.len();
     let expected: Vec<u8> = (0..data.len()).map(|k| pattern[((offset + k as u64) % n as u64) as usize]).collect();
     found.note(byte_mismatch(&path.display().to_string(), offset, data.len(), phase, &expected, data, first));
+}
+
+/// The blocks of `data` (read at `offset`) failing verify_pattern_meta's check into `found`, and
+/// `missing`: the first block of a file that ends early (cold: a corrupt read).
+#[cold]
+fn note_meta(
+    found: &mut ContentCheck,
+    m: &MetaPattern,
+    path: &Path,
+    offset: u64,
+    data: &[u8],
+    missing: Option<MetaFault>,
+    phase: &str,
+) {
+    let name = path.display().to_string();
+    for f in m.faults(data, offset).into_iter().chain(missing) {
+        let at = ((f.block_offset - offset) as usize).min(data.len());
+        let block = &data[at..(at + m.block()).min(data.len())];
+        found.note(m.describe(&name, block, &f, phase));
+    }
 }
 
 /// fio's buffer_pattern: the pattern repeated from the start of the buffer (nothing when empty).

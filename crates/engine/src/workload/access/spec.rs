@@ -177,6 +177,15 @@ pub struct AccessSpec {
     /// the request sizes, offsets and 1 MiB, so byte `o` of a file holds `pattern[o % len]`.
     #[serde(default)]
     pub verify_pattern: Vec<u8>,
+    /// fio's `verify=meta` with `verify_pattern` (verify/meta_pattern.rs): each block of
+    /// `verify_block` bytes starts with fsmeter's header and holds the pattern in the rest; reads
+    /// and the verify phase check the header's fields and the pattern.
+    #[serde(default)]
+    pub verify_pattern_meta: bool,
+    /// With `verify_pattern`: false writes it (and its headers) but checks nothing, and there is no
+    /// verify phase (fio's do_verify=0).
+    #[serde(default = "default_true")]
+    pub verify_pattern_check: bool,
     /// What one request of the run phase is: data (`data`, the default), or one of fio's file and
     /// directory engines or one-call engines (docs/fio.md, `fileops.rs`).
     #[serde(default)]
@@ -654,10 +663,12 @@ impl AccessSpec {
                 "one thread fills one file from its start: use threads = 1, file_count = 1 and offset = 0",
             ));
         }
-        if self.verify.is_some() || !self.verify_pattern.is_empty() || self.fault.is_some() || self.shared_file {
+        // A pattern written unchecked (verify_pattern_check = false) is only what the writes carry.
+        let checked_pattern = !self.verify_pattern.is_empty() && self.verify_pattern_check;
+        if self.verify.is_some() || checked_pattern || self.fault.is_some() || self.shared_file {
             return Err(EngineError::invalid(
                 "fill",
-                "cannot be combined with verify, verify_pattern, fault or a shared file",
+                "cannot be combined with verify, a checked verify_pattern, fault or a shared file",
             ));
         }
         if self.seq_add != 0 || self.zone_size != 0 {
@@ -905,7 +916,7 @@ impl AccessSpec {
 
     /// Whether there is a verify phase: block headers (`verify`) or a pattern (`verify_pattern`).
     pub fn verifies(&self) -> bool {
-        self.verify.is_some() || !self.verify_pattern.is_empty()
+        self.verify.is_some() || (!self.verify_pattern.is_empty() && self.verify_pattern_check)
     }
 
     /// `verify_pattern`: alone (no headers, no other pattern, no trims), and its length divides every
@@ -913,9 +924,18 @@ impl AccessSpec {
     fn validate_verify_pattern(&self) -> Result<()> {
         let n = self.verify_pattern.len() as u64;
         if n == 0 {
+            if self.verify_pattern_meta || !self.verify_pattern_check {
+                return Err(EngineError::invalid(
+                    if self.verify_pattern_meta { "verify_pattern_meta" } else { "verify_pattern_check" },
+                    "needs verify_pattern: set it, or drop this",
+                ));
+            }
             return Ok(());
         }
         let why = |m: String| Err(EngineError::invalid("verify_pattern", m));
+        if self.verify_pattern_meta {
+            self.validate_meta_blocks(n)?;
+        }
         if self.verify.is_some() || !self.buffer_pattern.is_empty() {
             return why(
                 "cannot be combined with verify or buffer_pattern (the pattern is what is written and checked): \
@@ -940,6 +960,40 @@ impl AccessSpec {
             return why(format!(
                 "its {n} bytes must divide {name} ({v} bytes) so that every byte has one place in the pattern: use a \
                  pattern of 1, 2, 4, 8 ... bytes"
+            ));
+        }
+        Ok(())
+    }
+
+    /// `verify_pattern_meta`: a block holds a header and a payload, the pattern divides it, and every
+    /// request and place a request starts covers whole blocks (one header each, at a fixed grid).
+    fn validate_meta_blocks(&self, n: u64) -> Result<()> {
+        let b = self.verify_block();
+        let why = |m: String| Err(EngineError::invalid("verify_block", m));
+        if b < verify::MIN_BLOCK as u64 || b > u32::MAX as u64 {
+            return why(format!(
+                "{b} bytes: a block with a header holds at least {} bytes (the {}-byte header and a payload)",
+                verify::MIN_BLOCK,
+                verify::HEADER_LEN
+            ));
+        }
+        if !b.is_multiple_of(n) {
+            return why(format!("{b} bytes is not a multiple of the {n}-byte verify_pattern: use a block that is"));
+        }
+        let mut places: Vec<(String, u64)> = vec![
+            ("alignment".into(), self.alignment),
+            ("offset".into(), self.offset),
+            ("run_offset".into(), self.run_offset.unwrap_or(0)),
+            ("seq_add".into(), self.seq_add.unsigned_abs()),
+            ("zone_range".into(), self.zone_range()),
+            ("zone_skip".into(), self.zone_skip),
+            ("1 MiB (the layout's writes)".into(), 1 << 20),
+        ];
+        places.extend(self.entries.iter().enumerate().map(|(i, e)| (format!("entries[{i}].size"), e.size as u64)));
+        if let Some((name, v)) = places.iter().find(|(_, v)| v % b != 0) {
+            return why(format!(
+                "{b} bytes must divide {name} ({v} bytes) so that every request covers whole blocks, each with its \
+                 header: use a verify_block that does"
             ));
         }
         Ok(())
@@ -1212,6 +1266,8 @@ pub(super) mod tests {
             zone_range: 0,
             zone_skip: 0,
             verify_pattern: vec![],
+            verify_pattern_meta: false,
+            verify_pattern_check: true,
             fio_engine: FioEngine::Data,
             stat_type: StatType::Stat,
             donor_name: String::new(),
