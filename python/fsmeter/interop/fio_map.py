@@ -2427,7 +2427,6 @@ def _verify_pattern(ctx: _Ctx, params: dict, notes: list) -> None:
                  "read as they are, as fio reads them")
 
 
-<<<<<<< HEAD
 def _dir_min_bs(ctx: _Ctx, split: Optional[tuple], bs: tuple) -> tuple:
     """fio's smallest block size per direction (read, write, trim): from bssplit (a list for each direction given;
     trims take the write list when two lists are given), else from bs/blocksize (a value not ended by a comma
@@ -2514,7 +2513,8 @@ def _dir_entries(per_dir: tuple, read_pct: int, random_pct: int) -> list:
                 entries.append({"size": size, "weight": share * pct / 100.0, "read_pct": 100.0 if d == 0 else 0.0,
                                 "random_pct": float(random_pct)})
     return entries
-=======
+
+
 def _meta_pattern(ctx: _Ctx, params: dict, notes: list, text: str, n: int, block: Optional[int]) -> None:
     """verify=meta with verify_pattern (fio's surface-scan): fio fills each verify_interval block with the pattern and
     writes its header over the block's start; a read checks the header's fields and each pattern byte after it. fsmeter
@@ -2548,7 +2548,6 @@ def _meta_pattern(ctx: _Ctx, params: dict, notes: list, text: str, n: int, block
                  "header (magic, length, the block's offset, its crc32c) and every pattern byte, as fio checks its "
                  "header and the pattern; fio's header is 48 bytes, so the two tools' files differ in bytes 48-79 of a "
                  "block")
->>>>>>> fio-meta
 
 
 def _sized_map(sizes: list, align: int, random_pct: float, distribution: str, ctx) -> bool:
