@@ -946,23 +946,33 @@ impl AccessSpec {
         if self.entries.iter().any(|e| e.trim_pct > 0.0) {
             return why("cannot be combined with trims (a trimmed range reads back as zeros): drop one".into());
         }
-        let mut places: Vec<(String, u64)> = vec![
-            ("alignment".into(), self.alignment),
-            ("offset".into(), self.offset),
-            ("run_offset".into(), self.run_offset.unwrap_or(0)),
-            ("seq_add".into(), self.seq_add.unsigned_abs()),
-            ("zone_range".into(), self.zone_range()),
-            ("zone_skip".into(), self.zone_skip),
-            ("1 MiB (the layout's writes)".into(), 1 << 20),
-        ];
-        places.extend(self.entries.iter().enumerate().map(|(i, e)| (format!("entries[{i}].size"), e.size as u64)));
-        if let Some((name, v)) = places.iter().find(|(_, v)| v % n != 0) {
+        if let Some((name, v)) = self.grid_place_not_divided_by(n) {
             return why(format!(
                 "its {n} bytes must divide {name} ({v} bytes) so that every byte has one place in the pattern: use a \
                  pattern of 1, 2, 4, 8 ... bytes"
             ));
         }
         Ok(())
+    }
+
+    /// The first place a request can start or end (alignment, offsets, strides, zones, the layout's 1 MiB
+    /// writes, each request size) that `unit` does not divide, named as in the spec: a pattern or a block of
+    /// `unit` bytes repeats on a fixed grid only when it divides them all.
+    fn grid_place_not_divided_by(&self, unit: u64) -> Option<(String, u64)> {
+        let fixed = [
+            ("alignment", self.alignment),
+            ("offset", self.offset),
+            ("run_offset", self.run_offset.unwrap_or(0)),
+            ("seq_add", self.seq_add.unsigned_abs()),
+            ("zone_range", self.zone_range()),
+            ("zone_skip", self.zone_skip),
+            ("1 MiB (the layout's writes)", 1 << 20),
+        ];
+        if let Some((name, v)) = fixed.iter().find(|(_, v)| !v.is_multiple_of(unit)) {
+            return Some((name.to_string(), *v));
+        }
+        let (i, e) = self.entries.iter().enumerate().find(|(_, e)| !(e.size as u64).is_multiple_of(unit))?;
+        Some((format!("entries[{i}].size"), e.size as u64))
     }
 
     /// `verify_pattern_meta`: a block holds a header and a payload, the pattern divides it, and every
@@ -980,17 +990,7 @@ impl AccessSpec {
         if !b.is_multiple_of(n) {
             return why(format!("{b} bytes is not a multiple of the {n}-byte verify_pattern: use a block that is"));
         }
-        let mut places: Vec<(String, u64)> = vec![
-            ("alignment".into(), self.alignment),
-            ("offset".into(), self.offset),
-            ("run_offset".into(), self.run_offset.unwrap_or(0)),
-            ("seq_add".into(), self.seq_add.unsigned_abs()),
-            ("zone_range".into(), self.zone_range()),
-            ("zone_skip".into(), self.zone_skip),
-            ("1 MiB (the layout's writes)".into(), 1 << 20),
-        ];
-        places.extend(self.entries.iter().enumerate().map(|(i, e)| (format!("entries[{i}].size"), e.size as u64)));
-        if let Some((name, v)) = places.iter().find(|(_, v)| v % b != 0) {
+        if let Some((name, v)) = self.grid_place_not_divided_by(b) {
             return why(format!(
                 "{b} bytes must divide {name} ({v} bytes) so that every request covers whole blocks, each with its \
                  header: use a verify_block that does"
