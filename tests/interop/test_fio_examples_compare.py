@@ -2,21 +2,18 @@
 direction split and bssplit count tolerances, time-based rates, fio's own outcome per file, the summary."""
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
 import pytest
+from bench_module import load_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def fe():
-    spec = importlib.util.spec_from_file_location("fio_examples_bench", ROOT / "bench" / "fio_examples.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("fio_examples.py", "fio_examples_bench")
 
 
 def entry(size=4096, weight=100.0, read_pct=100.0, random_pct=0.0):

@@ -2,21 +2,18 @@
 (atomic=1) loop image made for the file, and nothing of it left afterwards, also when the file's runs fail."""
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 
 import pytest
+from bench_module import load_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def fe():
-    spec = importlib.util.spec_from_file_location("fio_examples_realfs_bench", ROOT / "bench" / "fio_examples.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("fio_examples.py", "fio_examples_realfs_bench")
 
 
 def _fstype(path: Path) -> str:

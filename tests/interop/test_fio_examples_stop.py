@@ -2,10 +2,10 @@
 compared over seeds by their means, on canned rows; the seed put into a job file."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+from bench_module import load_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 MiB = 1 << 20
@@ -13,10 +13,7 @@ MiB = 1 << 20
 
 @pytest.fixture(scope="module")
 def fe():
-    spec = importlib.util.spec_from_file_location("fio_examples_bench_stop", ROOT / "bench" / "fio_examples.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("fio_examples.py", "fio_examples_bench_stop")
 
 
 def rows(totals_mib: list, reads: list, writes: list) -> list:

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from bench_module import load_bench
 from fsmeter.errors import UserError
 from fsmeter.interop.fio_export import fio_job
 from fsmeter.interop.fio_jobfile import parse_jobfile
@@ -144,13 +145,7 @@ def test_a_latency_target_job_beside_others_is_refused_naming_its_line(tmp_path)
 
 # -- the examples bench's verdict ----------------------------------------------------------------------------------
 def _bench():
-    import importlib.util
-
-    root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("fio_examples_lat", root / "bench" / "fio_examples.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("fio_examples.py", "fio_examples_lat")
 
 
 def _docs(depth: int, reset: bool, fio_depth: int, fio_reads: int) -> tuple:
