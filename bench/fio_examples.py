@@ -402,12 +402,20 @@ def fio_copy(scaled: str, version: tuple) -> tuple:
 REMOTE = re.compile(r"(?m)^hostname=((22[4-9]|23\d)\.\S*)\s*$")
 
 
+def errno_text(n) -> str:
+    """What an errno in fio's JSON means; fio also reports values that are no errno (large unsigned ones)."""
+    try:
+        return os.strerror(int(n))
+    except (ValueError, OverflowError, TypeError):
+        return "not an errno"
+
+
 def fio_error(stderr: str, doc: Optional[dict]) -> str:
     """fio's own error, in one line: the first failed job's errno (a warning fio prints, such as "time_based
     requires a runtime/timeout setting", is not why it failed), then its last error lines."""
     lines = [x.strip() for x in stderr.splitlines() if x.strip()]
     bad = [x for x in lines if x.startswith("fio:") or "error" in x.lower() or "fail" in x.lower()]
-    failed = next((f"job {j.get('jobname')}: error {j['error']} ({os.strerror(j['error'])})"
+    failed = next((f"job {j.get('jobname')}: error {j['error']} ({errno_text(j['error'])})"
                    for j in (doc or {}).get("jobs", []) if j.get("error")), None)
     if failed or bad:
         return "; ".join(dict.fromkeys(([failed] if failed else []) + bad[-3:]))[:300]
