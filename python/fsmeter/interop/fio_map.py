@@ -1310,6 +1310,9 @@ def _offset_increment(ctx: _Ctx, params: dict, notes: list, *, numjobs: int, off
                           "offset_increment or fewer clones")
         lens.append(n)
     io = ctx.size("io_size") or ctx.size("io_limit")
+    if io and io > MAX_SIZE_BYTES:
+        ctx.fail(job.get("io_size") or job.get("io_limit"),
+                 f"more than fsmeter's limit of {MAX_SIZE_BYTES} bytes (1 PiB): give a smaller size")
     v_opt = job.get("verify")
     verifying = ((v_opt is not None and (v_opt.value or "").strip() not in ("", "0", "none"))
                  or job.get("verify_pattern") is not None) and ctx.flag("do_verify", True)
@@ -1333,9 +1336,11 @@ def _offset_increment(ctx: _Ctx, params: dict, notes: list, *, numjobs: int, off
         # fio's thread_main: `loops` passes, then more while io_size is not done (keep_running: the clone's
         # reads and writes below io_size by at least a request). Each pass stops at io_size * its number
         # (io_bytes_exceeded) or at the region's end, so every pass does k requests.
-        p = loops
-        while io and not time_based and io - p * k * bs * rw_per_io >= bs:
-            p += 1
+        # The smallest p >= loops with io - p * k * bs * rw_per_io < bs, computed (a loop of passes would take
+        # io_size / (k * bs) steps: 2^46 for an io_size of 2^64).
+        p, per = loops, k * bs * rw_per_io
+        if io and not time_based and per > 0 and io >= bs:
+            p = max(loops, (io - bs) // per + 1)
         per_pass.append(k)
         passes.append(p)
     end = max(s + n for s, n in zip(starts, lens))

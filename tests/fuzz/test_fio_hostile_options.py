@@ -1,0 +1,55 @@
+"""fio job files that broke fsmeter before, with the options added lately (offset_increment, latency_target,
+sprandom, verify=meta patterns, exec, logs, pacing): each gives a planned job with the values fio means, or one
+`fsmeter: error:` line naming the job file's line and option, never another exception or a hang."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from fsmeter.errors import UserError
+from fsmeter.interop.fio_run import plan_jobfile
+from fsmeter.units import MAX_SIZE_BYTES
+from fuzz_common import result_or_user_error
+
+
+def plan(text: str, directory: Path) -> list:
+    path = directory / "hostile.fio"
+    path.write_text(text, encoding="utf-8", errors="surrogateescape")
+    return plan_jobfile(str(path), directory, {})
+
+
+def refusal(text: str, directory: Path) -> UserError:
+    jobs, err = result_or_user_error(plan, text, directory)
+    assert err is not None, f"accepted: {text!r}"
+    return err
+
+
+STRIPES = "[j]\nrw=randwrite\nfilesize=256k\noffset_increment=64k\nnumjobs=4\nfilename=s\nio_size={io}\n"
+
+
+def test_an_io_size_past_every_limit_with_offset_increment_is_refused_on_its_line(tmp_path):
+    # Counting the passes one by one took io_size / (request size * requests per pass) steps: 2^46 here.
+    err = refusal(STRIPES.format(io="18446744073709551615"), tmp_path)
+    assert "line 7: io_size=18446744073709551615" in err.message and "limit" in err.message
+
+
+def test_offset_increment_passes_for_a_large_io_size_are_counted_as_fio_counts_them(tmp_path):
+    # 4 clones 64 KiB apart, each on filesize=256k (64 random 4 KiB writes per pass); io_size=1 GiB: fio goes on
+    # while the clone is at least one request short of io_size, so 1 GiB / 256 KiB = 4096 passes.
+    (job, _m), = plan(STRIPES.format(io="1g"), tmp_path)
+    regions = job.params.thread_regions
+    assert [r.start for r in regions] == [0, 65536, 131072, 196608]
+    assert all(r.len == 262144 and r.pass_ios == 64 and r.bytes == 4096 * 64 * 4096 for r in regions)
+
+
+def test_offset_increment_with_io_size_just_under_a_pass_adds_no_pass(tmp_path):
+    # io_size = one pass (256 KiB) + 4095 bytes: less than a request left after the first pass, so one pass;
+    # a byte more leaves a whole request, so a second pass.
+    (job, _m), = plan(STRIPES.format(io=str(262144 + 4095)), tmp_path)
+    assert all(r.bytes == 262144 for r in job.params.thread_regions)
+    (job, _m), = plan(STRIPES.format(io=str(262144 + 4096)), tmp_path)
+    assert all(r.bytes == 2 * 262144 for r in job.params.thread_regions)
+
+
+def test_an_io_size_of_the_limit_with_offset_increment_plans_at_once(tmp_path):
+    _jobs, err = result_or_user_error(plan, STRIPES.format(io=str(MAX_SIZE_BYTES)), tmp_path)
+    assert err is None or "line" in err.message
