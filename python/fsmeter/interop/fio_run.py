@@ -164,9 +164,17 @@ class _ExecSteps(PhaseSteps):
 
 
 def _exec_records(running: list, interrupted: bool, console: Console, out: list) -> None:
-    """Stop what the exec jobs started (at once when the run was interrupted), one line each, their records."""
-    for r in running:
-        rec = r.finish(interrupted)
+    """Stop what the exec jobs started (at once when the run was interrupted), one line each, their records. A stop
+    signal while a program has its grace time kills it and every one after it at once, then goes on as the
+    interrupt it is."""
+    for i, r in enumerate(running):
+        try:
+            rec = r.finish(interrupted)
+        except KeyboardInterrupt:
+            for rest in running[i:]:
+                out.append(rest.finish(interrupted=True))
+                console.print(fio_exec.line(out[-1]), highlight=False, markup=False)
+            raise
         out.append(rec)
         console.print(fio_exec.line(rec), highlight=False, markup=False)
 
