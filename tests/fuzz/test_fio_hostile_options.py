@@ -53,3 +53,11 @@ def test_offset_increment_with_io_size_just_under_a_pass_adds_no_pass(tmp_path):
 def test_an_io_size_of_the_limit_with_offset_increment_plans_at_once(tmp_path):
     _jobs, err = result_or_user_error(plan, STRIPES.format(io=str(MAX_SIZE_BYTES)), tmp_path)
     assert err is None or "line" in err.message
+
+
+def test_an_offset_increment_percentage_in_other_digits_is_one_line(tmp_path):
+    # str.isdigit() takes '²' and '١', which int() refuses or fio does not read.
+    (tmp_path / "s").write_bytes(b"\0" * 262144)
+    for pct in ("²", "١٠", "１０"):
+        err = refusal(f"[j]\nrw=read\noffset_increment={pct}%\nnumjobs=2\nfilename=s\n", tmp_path)
+        assert f"line 3: offset_increment={pct}%" in err.message

@@ -1288,7 +1288,7 @@ def _offset_increment(ctx: _Ctx, params: dict, notes: list, *, numjobs: int, off
     sized = job.get("size") is not None or job.get("filesize") is not None
     if is_percentage(value):
         pct = value[:-1].strip()
-        if not pct.isdigit() or int(pct) > 100:
+        if not (pct.isascii() and pct.isdigit()) or int(pct) > 100:  # str.isdigit() takes '²', int() does not
             ctx.fail(opt, "give a whole percentage from 0 to 100 (of the file's size), or a size")
         if real is None:
             ctx.fail(opt, "a percentage of the file's size needs the file there before the run (fio takes its "
