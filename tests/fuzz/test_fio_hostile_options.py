@@ -61,3 +61,18 @@ def test_an_offset_increment_percentage_in_other_digits_is_one_line(tmp_path):
     for pct in ("²", "١٠", "１０"):
         err = refusal(f"[j]\nrw=read\noffset_increment={pct}%\nnumjobs=2\nfilename=s\n", tmp_path)
         assert f"line 3: offset_increment={pct}%" in err.message
+
+
+def test_a_rate_above_ten_million_bytes_per_second_is_a_rate_not_a_duration(tmp_path):
+    # rate_bytes_per_s ends in _s, and was held to the 10^7 s limit of durations: rate=100m was refused as
+    # "1.04858e+08 s is longer than fsmeter's limit".
+    (job, _m), = plan("[j]\nrw=randrw\nsize=256k\nrate=100m,20m\nrate_min=20m\n", tmp_path)
+    assert list(job.params.pace.rate_bytes_per_s) == [100 << 20, 20 << 20]
+    assert list(job.params.pace.rate_min_bytes_per_s) == [20 << 20, 20 << 20]
+
+
+def test_a_rate_past_the_limits_is_refused_on_its_line(tmp_path):
+    err = refusal("[j]\nrw=read\nsize=256k\nrate=2p\n", tmp_path)
+    assert "line 4: rate=2p: must be >= 0 and at most 1125899906842624" in err.message
+    err = refusal("[j]\nrw=read\nsize=256k\nrate_iops=1,4294967296\n", tmp_path)
+    assert "line 4: rate_iops=1,4294967296: must be >= 0 and at most 4294967295" in err.message

@@ -16,7 +16,7 @@ from fsmeter.families.access import check_distribution, parse_buffer_pattern
 from fsmeter.interop.fio_jobfile import (FioJob, FioOption, is_percentage, parse_fio_bool, parse_fio_int,
                                          parse_fio_pct, parse_fio_range, parse_fio_size, parse_fio_time_s,
                                          read_jobfile, split_names, unset_message)
-from fsmeter.units import MAX_DURATION_S, MAX_SIZE_BYTES
+from fsmeter.units import MAX_COUNT, MAX_DURATION_S, MAX_SIZE_BYTES
 
 #: Options fsmeter maps (the rest of the module says how).
 SUPPORTED = {
@@ -1543,8 +1543,9 @@ def _per_dir(ctx: _Ctx, name: str, size: bool) -> Optional[tuple]:
             v = parse_fio_size(p, ctx.kb_base) if size else parse_fio_int(p)
         except ValueError as exc:
             ctx.fail(opt, str(exc))
-        if v < 0 or v >= 1 << 62:
-            ctx.fail(opt, "must be >= 0 and less than 2^62")
+        top = MAX_SIZE_BYTES if size else MAX_COUNT  # the limits the job's parameters are held to
+        if v < 0 or v > top:
+            ctx.fail(opt, f"must be >= 0 and at most {top}")
         vals.append(v)
     if len(vals) == 1:
         vals = vals * 3
