@@ -76,3 +76,11 @@ def test_a_rate_past_the_limits_is_refused_on_its_line(tmp_path):
     assert "line 4: rate=2p: must be >= 0 and at most 1125899906842624" in err.message
     err = refusal("[j]\nrw=read\nsize=256k\nrate_iops=1,4294967296\n", tmp_path)
     assert "line 4: rate_iops=1,4294967296: must be >= 0 and at most 4294967295" in err.message
+
+
+def test_a_directory_that_climbs_out_is_refused_on_the_directory_line(tmp_path):
+    for d in ("..", "a/../..", "../x"):
+        err = refusal(f"[j]\nrw=write\nsize=256k\ndirectory={d}\nfilename=x\n", tmp_path)
+        assert f"line 4: directory={d}: '..' would leave" in err.message
+    err = refusal("[j]\nrw=write\nsize=256k\ndirectory=sub\nfilename_format=../$jobname\n", tmp_path)
+    assert "line 5: filename_format=../$jobname: '..' would leave" in err.message

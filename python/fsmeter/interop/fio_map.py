@@ -583,8 +583,9 @@ def _place_files(ctx: _Ctx, name: str, numjobs: int, target: Optional[Path], dir
     for p in full:
         if "\0" in p:
             ctx.fail(anchor, "a file name cannot hold a NUL byte: remove it")
-        if ".." in p.split("/"):
-            ctx.fail(anchor, "'..' would leave the job's directory: give a name inside it")
+        if ".." in p.split("/"):  # named where the '..' is written: directory= or the file names
+            ctx.fail(d_opt if d_opt is not None and ".." in directory.split("/") else anchor,
+                     "'..' would leave the job's directory: give a name inside it")
     root = job_dir if job_dir is not None else target
     existing = None
     if root is not None:
