@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import given, strategies as st
+
 from fsmeter.errors import UserError
 from fsmeter.interop.fio_run import plan_jobfile
 from fsmeter.units import MAX_SIZE_BYTES
-from fuzz_common import result_or_user_error
+from fuzz_common import FAST, result_or_user_error
 
 
 def plan(text: str, directory: Path) -> list:
@@ -84,3 +86,42 @@ def test_a_directory_that_climbs_out_is_refused_on_the_directory_line(tmp_path):
         assert f"line 4: directory={d}: '..' would leave" in err.message
     err = refusal("[j]\nrw=write\nsize=256k\ndirectory=sub\nfilename_format=../$jobname\n", tmp_path)
     assert "line 5: filename_format=../$jobname: '..' would leave" in err.message
+
+
+# -- the options added lately, with values and neighbours drawn at random ----------------------------------------
+#: option -> the options it needs beside it to be read at all (else the job is refused before the value matters).
+RECENT = {
+    "latency_target": [], "latency_window": ["latency_target=10ms"], "latency_percentile": ["latency_target=10ms"],
+    "latency_run": ["latency_target=10ms"], "offset_increment": ["numjobs=2", "filename=s"],
+    "bssplit": ["norandommap=0"], "sprandom": ["rw=randwrite"], "spr_num_regions": ["rw=randwrite", "sprandom=1"],
+    "spr_op": ["rw=randwrite", "sprandom=1"], "spr_cs": ["rw=randwrite", "sprandom=1"],
+    "verify_pattern": ["verify=meta", "rw=write"], "verify": ["rw=randwrite"], "random_distribution": [],
+    "filename_format": ["nrfiles=2", "numjobs=2"], "rw": [], "number_ios": [], "rate": [], "rate_iops": [],
+    "rate_min": [], "rate_process": ["rate_iops=100"], "flow": [], "thinktime": [], "thinktime_spin": ["thinktime=9"],
+    "thinktime_blocks": ["thinktime=9"], "steadystate": ["ss_dur=2", "time_based", "runtime=1"],
+    "steadystate_duration": ["steadystate=iops:5%", "time_based", "runtime=1"], "write_lat_log": [],
+    "log_avg_msec": ["write_bw_log=b"], "log_max_value": ["write_lat_log=l"], "log_offset": ["write_lat_log=l"],
+    "buffer_pattern": ["rw=write"], "io_submit_mode": [], "cmdprio_percentage": ["ioengine=io_uring"],
+    "cmdprio_bssplit": ["ioengine=io_uring"], "cmdprio_class": ["ioengine=io_uring", "cmdprio_percentage=5"],
+}
+#: Pieces the values are made of: numbers past every limit, units and separators in the wrong places, bytes and
+#: digits of other scripts, fio's pattern syntax.
+PIECES = ["0", "1", "-1", "4k", "64k", "1g", "18446744073709551616", "1e400", "nan", "inf", "100", "101", "50%",
+          "100%", "1000000%", "%", ":", "::", ",", ",,", "/", "//", "\x00", "１２", "²", "٣", "0x", "0xff", '"ab"', '"',
+          "%o", "ms", "us", "s", "zipf", "pareto", "zoned", "zoned_abs", "normal", "iops", "bw", "_slope", ".", "e",
+          "read", "randwrite", "1.5", " ", "$jobnum", "$filenum", "..", "${X}"]
+
+
+@FAST
+@given(st.sampled_from(sorted(RECENT)), st.lists(st.sampled_from(PIECES), min_size=0, max_size=5),
+       st.sampled_from(["randread", "randwrite", "randrw", "write", "read"]))
+def test_recent_options_with_any_value_plan_or_fail_in_one_line(tmp_path, option, pieces, rw):
+    value = "".join(pieces)
+    text = "\n".join(["[j]", f"rw={rw}", "size=256k", *RECENT[option], f"{option}={value}"]) + "\n"
+    jobs, err = result_or_user_error(plan, text, tmp_path)
+    if err is not None:
+        # One line, naming the job file's line: the option's own, a neighbour's, or the job's header.
+        assert " line " in err.message, err.message
+    for job, _m in jobs or []:
+        p = job.params
+        assert 0 < p.file_size <= MAX_SIZE_BYTES and all(e.size > 0 for e in p.entries)
