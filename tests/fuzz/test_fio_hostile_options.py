@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, strategies as st
 
 from fsmeter.errors import UserError
@@ -125,3 +126,18 @@ def test_recent_options_with_any_value_plan_or_fail_in_one_line(tmp_path, option
     for job, _m in jobs or []:
         p = job.params
         assert 0 < p.file_size <= MAX_SIZE_BYTES and all(e.size > 0 for e in p.entries)
+
+
+def test_a_log_in_a_kernel_interface_is_refused_before_the_run(tmp_path):
+    # /proc/x failed with a traceback after the run; /dev/null made /dev/null_bw.1.log in /dev (as root).
+    for key, stem in (("write_bw_log", "/proc/x"), ("write_lat_log", "/dev/null"), ("write_iops_log", "/sys/x")):
+        err = refusal(f"[j]\nrw=randread\nsize=256k\n{key}={stem}\n", tmp_path)
+        assert f"line 4: {key}={stem}:" in err.message and "kernel interface" in err.message
+
+
+def test_a_log_that_cannot_be_written_after_the_run_is_one_line(tmp_path):
+    from fsmeter.interop.fio_run import write_fio_log
+
+    with pytest.raises(UserError) as exc:
+        write_fio_log(tmp_path / "gone" / "x_bw.1.log", {"intervals": []}, "bw")
+    assert exc.value.exit_code == 1 and "x_bw.1.log" in exc.value.message and "\n" not in exc.value.message

@@ -729,6 +729,7 @@ def _logs(ctx: _Ctx, name: str, numjobs: int, settings: dict, notes: list) -> li
                 check_output_path(Path(stem + f"_{kind}.log"), f"{ctx.where} line {opt.line}: {key}")
             except UserError as exc:
                 raise UserError(f"{exc.message}") from None
+        _check_log_folder(ctx, opt, Path(stem + "_x.log").parent)
     if not out:
         return out
     avg = ctx.job.get("log_avg_msec")
@@ -742,6 +743,17 @@ def _logs(ctx: _Ctx, name: str, numjobs: int, settings: dict, notes: list) -> li
     if numjobs > 1:
         notes.append(f"the logs cover the job's {numjobs} threads together (fio: one log per clone)")
     return out
+
+
+def _check_log_folder(ctx: _Ctx, opt, folder: Path) -> None:
+    """A log goes to a folder of a filesystem: not into /proc, /sys or /dev (root may write there, and a log
+    named /proc/x failed only after the run, or /dev/null made /dev/null_bw.1.log)."""
+    from fsmeter.provision.sysinfo import pseudo_filesystem
+
+    pseudo = pseudo_filesystem(str(folder.resolve()))
+    if pseudo:
+        ctx.fail(opt, f"{folder} is a kernel interface ({pseudo}), not a folder for logs: name a file on a "
+                      "filesystem")
 
 
 #: access parameter (or setting) -> the fio options it comes from, most specific first.

@@ -490,4 +490,11 @@ def _lat_log_lines(report: dict, since_s: float, window: str, tail: str) -> list
 
 
 def write_fio_log(path: Path, report: dict, kind: str, since_s: float = 0.0, fmt: Optional[dict] = None) -> None:
-    path.write_text("".join(line + "\n" for line in fio_log_lines(report, kind, since_s, fmt)), encoding="utf-8")
+    """One log file; a file that cannot be written (its folder gone or full since the job was planned) is one line,
+    exit 1, not a traceback (the run's figures are printed before)."""
+    text = "".join(line + "\n" for line in fio_log_lines(report, kind, since_s, fmt))
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot write the {kind} log {path}: {exc.strerror or exc}: free the folder or name "
+                        "another file", exit_code=1) from None
