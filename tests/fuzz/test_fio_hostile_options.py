@@ -141,3 +141,17 @@ def test_a_log_that_cannot_be_written_after_the_run_is_one_line(tmp_path):
     with pytest.raises(UserError) as exc:
         write_fio_log(tmp_path / "gone" / "x_bw.1.log", {"intervals": []}, "bw")
     assert exc.value.exit_code == 1 and "x_bw.1.log" in exc.value.message and "\n" not in exc.value.message
+
+
+@pytest.mark.parametrize("option", ["filename_format=.", "filename_format=/", "filename=.", "filename=a/",
+                                    "filename_format=sub/$jobname/.", "filename=" + "x" * 256,
+                                    "filename_format=" + "é" * 128 + "$jobnum"])
+def test_a_name_no_request_can_open_is_refused_on_its_line(tmp_path, option):
+    # These ran and failed in the engine (EISDIR, ENAMETOOLONG) with exit 1 and no job-file line.
+    err = refusal(f"[j]\nrw=randread\nsize=256k\n{option}\n", tmp_path)
+    assert f"line 4: {option}:" in err.message
+
+
+def test_a_file_name_of_255_bytes_is_taken(tmp_path):
+    (job, _m), = plan("[j]\nrw=randread\nsize=256k\nfilename=" + "é" * 127 + "x\n", tmp_path)
+    assert job.params.file_names == ["é" * 127 + "x"]

@@ -583,6 +583,12 @@ def _place_files(ctx: _Ctx, name: str, numjobs: int, target: Optional[Path], dir
     for p in full:
         if "\0" in p:
             ctx.fail(anchor, "a file name cannot hold a NUL byte: remove it")
+        parts = p.split("/")
+        if parts[-1] in ("", "."):  # '.', '/', 'a/': the job's directory or a folder, which no request can open
+            ctx.fail(src or anchor, f"{p!r} names a directory, not a file: give a file name")
+        if any(len(c.encode("utf-8", "surrogateescape")) > 255 for c in parts):
+            ctx.fail(src or anchor, "a part of a file name is longer than 255 bytes (the longest name a Linux filesystem "
+                             "takes): give a shorter name")
         if ".." in p.split("/"):  # named where the '..' is written: directory= or the file names
             ctx.fail(d_opt if d_opt is not None and ".." in directory.split("/") else anchor,
                      "'..' would leave the job's directory: give a name inside it")
