@@ -155,3 +155,16 @@ def test_a_name_no_request_can_open_is_refused_on_its_line(tmp_path, option):
 def test_a_file_name_of_255_bytes_is_taken(tmp_path):
     (job, _m), = plan("[j]\nrw=randread\nsize=256k\nfilename=" + "é" * 127 + "x\n", tmp_path)
     assert job.params.file_names == ["é" * 127 + "x"]
+
+
+@pytest.mark.parametrize("opts, line", [("numjobs=4096\nnrfiles=4096", 5), ("nrfiles=1048576\nnumjobs=2", 4)])
+def test_more_files_than_the_limit_are_refused_before_their_names_are_made(tmp_path, opts, line):
+    # 4096 clones of 4096 files: the 16.7 million names were made one by one before anything was checked.
+    err = refusal(f"[j]\nrw=randread\nsize=256k\n{opts}\n", tmp_path)
+    assert f"line {line}: nrfiles=" in err.message and "limit of 1048576" in err.message
+
+
+def test_filename_format_keywords_in_any_case_fill_each_clone_and_file(tmp_path):
+    (job, _m), = plan("[j]\nrw=read\nfilesize=8k\nnumjobs=2\nnrfiles=2\nfilename_format=$JOBname.$jobNUM/$$filenum\n",
+                      tmp_path)
+    assert job.params.file_names == ["j.0/$0", "j.0/$1", "j.1/$0", "j.1/$1"]

@@ -502,17 +502,29 @@ class _Placement:
     opt: Optional[object]  # the option the files come from, for error lines
 
 
+#: The most files one job may have (nrfiles x numjobs, or the names of filename=).
+MAX_FILES = 1 << 20
+
 _FMT_KEY = re.compile(r"\$(jobname|jobnum|filenum|clientuid)", re.I)
 
 
-def _format_name(ctx: _Ctx, opt, fmt: str, job: str, clone: int, filenum: int) -> str:
-    """fio's filename_format keywords (matched in any case, as fio does)."""
-    def sub(m: re.Match) -> str:
-        k = m.group(1).lower()
-        if k == "clientuid":
-            ctx.fail(opt, "$clientuid names fio's client/server mode, which fsmeter does not have: remove it")
-        return {"jobname": job, "jobnum": str(clone), "filenum": str(filenum)}[k]
-    return _FMT_KEY.sub(sub, fmt)
+def _format_names(ctx: _Ctx, opt, fmt: str, job: str, numjobs: int, nrfiles: int) -> list:
+    """fio's filename_format keywords (matched in any case, as fio does) -> each clone's file names. The format is
+    split at its keywords once, not searched again for every one of up to 2^20 names."""
+    pieces = _FMT_KEY.split(fmt)  # literal, keyword, literal, ...
+    keys = [k.lower() for k in pieces[1::2]]
+    if "clientuid" in keys:
+        ctx.fail(opt, "$clientuid names fio's client/server mode, which fsmeter does not have: remove it")
+    out = []
+    for clone in range(numjobs):
+        per = []
+        for filenum in range(nrfiles):
+            value = {"jobname": job, "jobnum": str(clone), "filenum": str(filenum)}
+            parts = pieces[:]
+            parts[1::2] = [value[k] for k in keys]
+            per.append("".join(parts))
+        out.append(per)
+    return out
 
 
 def _place_files(ctx: _Ctx, name: str, numjobs: int, target: Optional[Path], dir_given: bool,
@@ -526,6 +538,8 @@ def _place_files(ctx: _Ctx, name: str, numjobs: int, target: Optional[Path], dir
     names = split_names(names_opt.value or "") if names_opt is not None else []  # fio: '\\:' is a colon
     if names_opt is not None and (not names or any(not n for n in names)):
         ctx.fail(names_opt, "give one or more file names separated by ':'")
+    if len(names) > MAX_FILES:
+        ctx.fail(names_opt, f"{len(names)} file names, more than fsmeter's limit of {MAX_FILES} in a job: name fewer")
     d_opt = job.get("directory")
     directory = ""
     if d_opt is not None:
@@ -547,8 +561,12 @@ def _place_files(ctx: _Ctx, name: str, numjobs: int, target: Optional[Path], dir
         if not fmt:
             ctx.fail(fmt_opt, "give a name pattern, e.g. $jobname.$jobnum.$filenum")
         nr_opt = "nrfiles" if job.get("nrfiles") is not None else "nr_files"  # fio's alias
-        nrfiles = ctx.int(nr_opt, 1, 1, 1 << 20)
-        per_clone = [[_format_name(ctx, fmt_opt, fmt, file_name, c, f) for f in range(nrfiles)] for c in range(numjobs)]
+        nrfiles = ctx.int(nr_opt, 1, 1, MAX_FILES)
+        if nrfiles * numjobs > MAX_FILES:  # before making the names: 4096 clones of 2^20 files never ended
+            ctx.fail(job.get(nr_opt) or job.get("numjobs"), f"{numjobs} clones of {nrfiles} files each make "
+                     f"{nrfiles * numjobs} files, more than fsmeter's limit of {MAX_FILES} in a job: use fewer files "
+                     "or clones")
+        per_clone = _format_names(ctx, fmt_opt, fmt, file_name, numjobs, nrfiles)
         flat = [n for clone in per_clone for n in clone]
         src = fmt_opt or names_opt
         if len(set(flat)) == len(flat):
