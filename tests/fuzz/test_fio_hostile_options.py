@@ -149,7 +149,7 @@ def test_a_log_that_cannot_be_written_after_the_run_is_one_line(tmp_path):
 def test_a_name_no_request_can_open_is_refused_on_its_line(tmp_path, option):
     # These ran and failed in the engine (EISDIR, ENAMETOOLONG) with exit 1 and no job-file line.
     err = refusal(f"[j]\nrw=randread\nsize=256k\n{option}\n", tmp_path)
-    assert f"line 4: {option}:" in err.message
+    assert f"line 4: {option[:60]}" in err.message  # a long value is shortened in the line
 
 
 def test_a_file_name_of_255_bytes_is_taken(tmp_path):
@@ -168,3 +168,18 @@ def test_filename_format_keywords_in_any_case_fill_each_clone_and_file(tmp_path)
     (job, _m), = plan("[j]\nrw=read\nfilesize=8k\nnumjobs=2\nnrfiles=2\nfilename_format=$JOBname.$jobNUM/$$filenum\n",
                       tmp_path)
     assert job.params.file_names == ["j.0/$0", "j.0/$1", "j.1/$0", "j.1/$1"]
+
+
+def test_a_long_value_is_shortened_in_its_error_line(tmp_path):
+    # An 8 MiB verify_pattern was repeated in full in the one line that refused it.
+    err = refusal("[j]\nrw=write\nsize=256k\nverify=meta\nverify_pattern=0x" + "ab" * (1 << 20) + "\n", tmp_path)
+    assert err.message.startswith(f"{tmp_path / 'hostile.fio'} line 5: verify_pattern=0xabab")
+    assert "... (2097154 characters)" in err.message and len(err.message) < 400
+
+
+def test_a_group_of_more_jobs_than_threads_is_refused_with_a_short_line(tmp_path):
+    # 20000 jobs without stonewall were each built before the group's 4096 threads were counted, and the line
+    # named all 20000.
+    err = refusal("".join(f"[j{i}]\nrw=read\nsize=4k\n" for i in range(5000)), tmp_path)
+    assert "line 1: the jobs of group 0 (j0, j1, j2, j3, j4, j5, ... (5000 jobs))" in err.message
+    assert len(err.message) < 400

@@ -78,3 +78,12 @@ def test_grace_time_up_to_the_longest_time_is_taken(tmp_path):
     job.write_text(f"[x]\nioengine=exec\nprogram=true\ntime_based\nruntime=1\ngrace_time=10000000\n{READER}")
     jobs, err = result_or_user_error(plan_jobfile, str(job), tmp_path, {}, allow_exec=True)
     assert err is None
+
+
+@pytest.mark.parametrize("runtime", ["99999999999", "10000001", "1000000000d"])
+def test_an_exec_runtime_past_the_longest_time_is_one_line(tmp_path, runtime):
+    # Its timer overflowed in its thread (a traceback) and the run never ended.
+    job = tmp_path / "r.fio"
+    job.write_text(f"[x]\nioengine=exec\nprogram=true\ntime_based\nruntime={runtime}\n{READER}")
+    _jobs, err = result_or_user_error(plan_jobfile, str(job), tmp_path, {}, allow_exec=True)
+    assert err is not None and f"line 5: runtime={runtime}: longer than" in err.message

@@ -268,6 +268,11 @@ class MappedGroup:
         return "all" if any(j.exit_what == "all" for j in self.jobs) else "group"
 
 
+def _shown(value: str, most: int = 80) -> str:
+    """A value as an error line shows it: an 8 MiB verify_pattern is not repeated in full."""
+    return value if len(value) <= most else f"{value[:most]}... ({len(value)} characters)"
+
+
 class _Ctx:
     def __init__(self, where: str, job: FioJob):
         self.where, self.job = where, job
@@ -279,7 +284,7 @@ class _Ctx:
             self.kb_base = int(kb.value)
 
     def fail(self, opt, what: str):
-        raise UserError(f"{self.where} line {opt.line}: {opt.name}={opt.value or ''}: {what}")
+        raise UserError(f"{self.where} line {opt.line}: {opt.name}={_shown(opt.value or '')}: {what}")
 
     def size(self, name: str, default: Optional[int] = None, allow_range: bool = False) -> Optional[int]:
         opt = self.job.get(name)
@@ -2974,7 +2979,11 @@ def _exec_job(ctx: _Ctx, group: int, target: Optional[Path]) -> MappedJob:
                                     options={k: v for k, v in ctx.job.options.items()
                                              if k not in ("ioengine", "program", "arguments", "grace_time",
                                                           "std_redirect")}))
-    runtime = ctx.time_s("runtime") if ctx.job.get("runtime") is not None else ctx.time_s("timeout")
+    key = "runtime" if ctx.job.get("runtime") is not None else "timeout"
+    runtime = ctx.time_s(key)
+    if runtime and runtime > MAX_DURATION_S:  # a timer that long overflows (and no run lasts it)
+        ctx.fail(ctx.job.get(key), f"longer than fsmeter's limit of {MAX_DURATION_S:.0f} s (about 116 days): give "
+                                   "a shorter runtime")
     spec = fio_exec.exec_spec(ctx.where, ctx.job, group, runtime or 0.0, ctx.flag("time_based", False))
     d = ctx.job.get("directory")
     if target is None and d is not None and (d.value or "").startswith("/"):
