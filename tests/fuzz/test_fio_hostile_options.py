@@ -183,3 +183,15 @@ def test_a_group_of_more_jobs_than_threads_is_refused_with_a_short_line(tmp_path
     err = refusal("".join(f"[j{i}]\nrw=read\nsize=4k\n" for i in range(5000)), tmp_path)
     assert "line 1: the jobs of group 0 (j0, j1, j2, j3, j4, j5, ... (5000 jobs))" in err.message
     assert len(err.message) < 400
+
+
+@pytest.mark.parametrize("pattern", ["%o", '0xff%o"abcd"-12', "%o%o"])
+def test_fios_offset_in_a_verify_pattern_is_refused_as_not_supported(tmp_path, pattern):
+    # It was refused as unreadable ("cannot read '%o'"), as if fio had no %o.
+    err = refusal(f"[j]\nrw=write\nsize=256k\nverify=meta\nverify_pattern={pattern}\n", tmp_path)
+    assert f"line 5: verify_pattern={pattern}: %o" in err.message and "not supported by fsmeter yet" in err.message
+
+
+def test_a_percent_o_inside_a_quoted_string_is_text(tmp_path):
+    (job, _m), = plan('[j]\nrw=write\nsize=256k\nverify=meta\nverify_pattern="a%ob"\n', tmp_path)
+    assert job.params.verify is not None

@@ -2449,6 +2449,9 @@ def _verify_pattern(ctx: _Ctx, params: dict, notes: list) -> None:
     try:
         n = len(parse_buffer_pattern(text))
     except ValueError as exc:
+        if "%o" in text and not re.search(r'"[^"]*%o[^"]*"', text):  # fio's, not a malformed pattern
+            ctx.fail(vp, "%o (fio writes each block's offset into the pattern) is not supported by fsmeter yet "
+                         "(planned): write the pattern without it, or run this job with fio")
         ctx.fail(vp, str(exc))
     if ctx.job.get("buffer_pattern") is not None:
         ctx.fail(vp, "cannot be combined with buffer_pattern (the verify pattern is what fio writes): remove one")
