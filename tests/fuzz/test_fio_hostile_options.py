@@ -195,3 +195,21 @@ def test_fios_offset_in_a_verify_pattern_is_refused_as_not_supported(tmp_path, p
 def test_a_percent_o_inside_a_quoted_string_is_text(tmp_path):
     (job, _m), = plan('[j]\nrw=write\nsize=256k\nverify=meta\nverify_pattern="a%ob"\n', tmp_path)
     assert job.params.verify is not None
+
+
+@pytest.mark.parametrize("opts, line, option", [
+    ("rw=randwrite\nsprandom=1\nspr_op=٠.٥", 6, "spr_op"),
+    ("latency_target=10ms\nlatency_percentile=９９", 5, "latency_percentile"),
+    ("random_distribution=zipf:١.٢", 4, "random_distribution"),
+    ("steadystate=iops:５%\nss_dur=2\ntime_based\nruntime=1", 4, "steadystate"),
+    ("latency_target=10ms\nlatency_percentile=9_9", 5, "latency_percentile"),
+])
+def test_decimal_numbers_take_ascii_digits_only(tmp_path, opts, line, option):
+    # Python's float() reads other scripts' digits and '_' (fio's strtod does not): these were taken.
+    err = refusal(f"[j]\nrw=randread\nsize=1m\n{opts}\n", tmp_path)
+    assert f"line {line}: {option}=" in err.message
+
+
+def test_decimal_numbers_in_ascii_are_taken(tmp_path):
+    (job, _m), = plan("[j]\nrw=randread\nsize=1m\nlatency_target=10ms\nlatency_percentile=99.5\n", tmp_path)
+    assert job.params.latency_target.percentile == 99.5

@@ -268,6 +268,18 @@ class MappedGroup:
         return "all" if any(j.exit_what == "all" for j in self.jobs) else "group"
 
 
+_FLOAT = re.compile(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$")
+
+
+def _fio_float(text: str) -> float:
+    """A decimal number as fio's strtod reads one in these options: ASCII digits only (Python's float() also
+    takes '٠.٥', '９９' and '1_0'). ValueError otherwise."""
+    t = text.strip()
+    if not _FLOAT.match(t):
+        raise ValueError(f"{text!r} is not a number")
+    return float(t)
+
+
 def _shown(value: str, most: int = 80) -> str:
     """A value as an error line shows it: an 8 MiB verify_pattern is not repeated in full."""
     return value if len(value) <= most else f"{value[:most]}... ({len(value)} characters)"
@@ -1444,7 +1456,7 @@ def _sprandom(ctx: _Ctx, rw: str, sizes: list, align: int, numjobs: int, nfiles:
     op = 0.15
     if op_opt is not None:
         try:
-            op = float((op_opt.value or "").strip())
+            op = _fio_float(op_opt.value or "")
         except ValueError:
             ctx.fail(op_opt, "give the over-provisioning ratio as a number in (0, 1), e.g. spr_op=0.15")
         if not 0.0 < op < 1.0:
@@ -1725,7 +1737,7 @@ def _latency_target(ctx: _Ctx, params: dict, notes: list, numjobs: int) -> None:
     pct = ctx.job.get("latency_percentile")
     if pct is not None:
         try:
-            v = float((pct.value or "").strip())
+            v = _fio_float(pct.value or "")
         except ValueError:
             ctx.fail(pct, "give a percentage between 0 and 100 (e.g. 99.9)")
         if not 0.0 <= v <= 100.0:
@@ -2065,7 +2077,7 @@ def _steadystate(ctx: _Ctx, notes: list) -> Optional[dict]:
     lim = lim.strip()
     pct = lim.endswith("%")
     try:
-        limit = float(lim[:-1] if pct else lim)
+        limit = _fio_float(lim[:-1] if pct else lim)
     except ValueError:
         ctx.fail(crit_opt, f"{lim!r} is not a number: write e.g. {kind}:10% or {kind}:2")
     if not (limit >= 0) or limit == float("inf"):
@@ -2108,6 +2120,8 @@ def _distribution(ctx: _Ctx, notes: list) -> str:
     kind = re.split(r"[:=]", value, maxsplit=1)[0].strip()
     if kind in ("zoned", "zoned_abs", "sequence") and value[len(kind):].startswith("="):
         value = kind + ":" + value[len(kind) + 1:]  # fio's documentation also writes zoned_abs=...
+    if not value.isascii():  # float() reads other scripts' digits (zipf:١.٢), fio's strtod does not
+        ctx.fail(opt, "write its numbers in ASCII digits")
     try:
         if kind in ("zoned", "zoned_abs"):
             from fsmeter.families.access import format_zoned, parse_zoned
