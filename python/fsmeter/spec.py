@@ -106,6 +106,8 @@ def _short(value: Any, limit: int = 120) -> str:
 
 def _limit_kind(name: str) -> str:
     """Which limit a parameter's number is held to, from its name (units are in the names)."""
+    if name.endswith("_per_s"):  # a rate (rate_bytes_per_s, ...), not a duration: held to the size or count limit
+        return "size" if re.search(r"bytes|kib", name) else "count"
     if name.endswith("_s"):
         return "duration"
     if name.endswith("_ns"):

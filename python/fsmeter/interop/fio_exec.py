@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Optional
 
 from fsmeter.errors import UserError
+from fsmeter.units import MAX_DURATION_S
 
 #: Whether this planning may map exec jobs (fsmeter run --allow-exec); refused otherwise.
 ALLOW_EXEC: contextvars.ContextVar = contextvars.ContextVar("fsmeter_allow_exec", default=False)
@@ -81,8 +82,11 @@ def exec_spec(where: str, job, group: int, runtime_s: float, time_based: bool,
     opt = job.get("grace_time")
     if opt is not None:
         text = (opt.value or "").strip()
-        if not text.isdigit():
-            raise UserError(f"{where} line {opt.line}: {opt.as_written}: give whole seconds, 0 or more")
+        # ASCII digits only: str.isdigit() also takes '²' and other scripts' digits, which int() refuses or fio does
+        # not read; and no more than any other time fsmeter takes.
+        if not (text.isascii() and text.isdigit()) or len(text) > 20 or int(text) > MAX_DURATION_S:
+            raise UserError(f"{where} line {opt.line}: {opt.as_written}: give whole seconds, from 0 to "
+                            f"{int(MAX_DURATION_S)}")
         grace = int(text)
     redirect = True
     opt = job.get("std_redirect")
@@ -119,7 +123,8 @@ class Running:
         self.proc = None
         self.record: dict = {"job": spec.name, "line": spec.line, "argv": spec.argv, "status": "not started"}
         self._timer: Optional[threading.Timer] = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # held only to signal and record, never while waiting
+        self._killed = threading.Event()  # set once SIGKILL is sent: a stop() in its grace time ends its wait
         self._t0 = 0.0
 
     def start(self) -> None:
@@ -151,20 +156,32 @@ class Running:
         self._timer.start()
 
     def stop(self, why: str = "end of its group") -> None:
-        """SIGTERM to the program's process group, SIGKILL grace_time seconds later if it is still there."""
+        """SIGTERM to the program's process group, SIGKILL grace_time seconds later if it is still there. The wait
+        holds no lock, so an interrupt (finish(interrupted=True), from another thread or from a signal handler's
+        exception in this one) kills the program at once instead of waiting out the grace time behind it."""
         with self._lock:
             p = self.proc
             if p is None or p.poll() is not None:
                 return
-            self.record["stopped_by"] = why
-            self.record["stopped_at_s"] = round(time.monotonic() - self._t0, 3)
-            _signal_group(p.pid, signal.SIGTERM)
-            try:
-                p.wait(timeout=self.spec.grace_s)
-            except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired: still there after grace_time
-                _signal_group(p.pid, signal.SIGKILL)
-                self.record["sigkill_sent"] = True
-                p.wait()
+            if "stopped_by" not in self.record:
+                self.record["stopped_by"] = why
+                self.record["stopped_at_s"] = round(time.monotonic() - self._t0, 3)
+                _signal_group(p.pid, signal.SIGTERM)
+        end = time.monotonic() + self.spec.grace_s
+        while p.poll() is None and not self._killed.is_set():
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            self._killed.wait(min(0.1, left))
+        if p.poll() is None:  # still there after grace_time
+            self._kill("sigkill_sent")
+        p.wait()
+
+    def _kill(self, *flags: str, **record) -> None:
+        self._killed.set()
+        with self._lock:
+            _signal_group(self.proc.pid, signal.SIGKILL)
+            self.record.update({f: True for f in flags}, **record)
 
     def finish(self, interrupted: bool = False) -> dict:
         """Stop the program if it still runs (at once with SIGKILL when the run was interrupted), its record."""
@@ -173,10 +190,8 @@ class Running:
         p = self.proc
         if p is not None:
             if interrupted and p.poll() is None:
-                with self._lock:
-                    _signal_group(p.pid, signal.SIGKILL)
-                    self.record.update(stopped_by="interrupt", sigkill_sent=True)
-                    p.wait()
+                self._kill("sigkill_sent", stopped_by="interrupt")
+                p.wait()
             self.stop()
             code = p.wait()
             # Its own process group may still hold children it started: gone with it, as fio's job ends.

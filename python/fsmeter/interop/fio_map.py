@@ -16,7 +16,7 @@ from fsmeter.families.access import check_distribution, parse_buffer_pattern
 from fsmeter.interop.fio_jobfile import (FioJob, FioOption, is_percentage, parse_fio_bool, parse_fio_int,
                                          parse_fio_pct, parse_fio_range, parse_fio_size, parse_fio_time_s,
                                          read_jobfile, split_names, unset_message)
-from fsmeter.units import MAX_DURATION_S, MAX_SIZE_BYTES
+from fsmeter.units import MAX_COUNT, MAX_DURATION_S, MAX_SIZE_BYTES
 
 #: Options fsmeter maps (the rest of the module says how).
 SUPPORTED = {
@@ -268,6 +268,23 @@ class MappedGroup:
         return "all" if any(j.exit_what == "all" for j in self.jobs) else "group"
 
 
+_FLOAT = re.compile(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$")
+
+
+def _fio_float(text: str) -> float:
+    """A decimal number as fio's strtod reads one in these options: ASCII digits only (Python's float() also
+    takes '٠.٥', '９９' and '1_0'). ValueError otherwise."""
+    t = text.strip()
+    if not _FLOAT.match(t):
+        raise ValueError(f"{text!r} is not a number")
+    return float(t)
+
+
+def _shown(value: str, most: int = 80) -> str:
+    """A value as an error line shows it: an 8 MiB verify_pattern is not repeated in full."""
+    return value if len(value) <= most else f"{value[:most]}... ({len(value)} characters)"
+
+
 class _Ctx:
     def __init__(self, where: str, job: FioJob):
         self.where, self.job = where, job
@@ -279,7 +296,7 @@ class _Ctx:
             self.kb_base = int(kb.value)
 
     def fail(self, opt, what: str):
-        raise UserError(f"{self.where} line {opt.line}: {opt.name}={opt.value or ''}: {what}")
+        raise UserError(f"{self.where} line {opt.line}: {opt.name}={_shown(opt.value or '')}: {what}")
 
     def size(self, name: str, default: Optional[int] = None, allow_range: bool = False) -> Optional[int]:
         opt = self.job.get(name)
@@ -502,17 +519,29 @@ class _Placement:
     opt: Optional[object]  # the option the files come from, for error lines
 
 
+#: The most files one job may have (nrfiles x numjobs, or the names of filename=).
+MAX_FILES = 1 << 20
+
 _FMT_KEY = re.compile(r"\$(jobname|jobnum|filenum|clientuid)", re.I)
 
 
-def _format_name(ctx: _Ctx, opt, fmt: str, job: str, clone: int, filenum: int) -> str:
-    """fio's filename_format keywords (matched in any case, as fio does)."""
-    def sub(m: re.Match) -> str:
-        k = m.group(1).lower()
-        if k == "clientuid":
-            ctx.fail(opt, "$clientuid names fio's client/server mode, which fsmeter does not have: remove it")
-        return {"jobname": job, "jobnum": str(clone), "filenum": str(filenum)}[k]
-    return _FMT_KEY.sub(sub, fmt)
+def _format_names(ctx: _Ctx, opt, fmt: str, job: str, numjobs: int, nrfiles: int) -> list:
+    """fio's filename_format keywords (matched in any case, as fio does) -> each clone's file names. The format is
+    split at its keywords once, not searched again for every one of up to 2^20 names."""
+    pieces = _FMT_KEY.split(fmt)  # literal, keyword, literal, ...
+    keys = [k.lower() for k in pieces[1::2]]
+    if "clientuid" in keys:
+        ctx.fail(opt, "$clientuid names fio's client/server mode, which fsmeter does not have: remove it")
+    out = []
+    for clone in range(numjobs):
+        per = []
+        for filenum in range(nrfiles):
+            value = {"jobname": job, "jobnum": str(clone), "filenum": str(filenum)}
+            parts = pieces[:]
+            parts[1::2] = [value[k] for k in keys]
+            per.append("".join(parts))
+        out.append(per)
+    return out
 
 
 def _place_files(ctx: _Ctx, name: str, numjobs: int, target: Optional[Path], dir_given: bool,
@@ -526,6 +555,8 @@ def _place_files(ctx: _Ctx, name: str, numjobs: int, target: Optional[Path], dir
     names = split_names(names_opt.value or "") if names_opt is not None else []  # fio: '\\:' is a colon
     if names_opt is not None and (not names or any(not n for n in names)):
         ctx.fail(names_opt, "give one or more file names separated by ':'")
+    if len(names) > MAX_FILES:
+        ctx.fail(names_opt, f"{len(names)} file names, more than fsmeter's limit of {MAX_FILES} in a job: name fewer")
     d_opt = job.get("directory")
     directory = ""
     if d_opt is not None:
@@ -547,8 +578,12 @@ def _place_files(ctx: _Ctx, name: str, numjobs: int, target: Optional[Path], dir
         if not fmt:
             ctx.fail(fmt_opt, "give a name pattern, e.g. $jobname.$jobnum.$filenum")
         nr_opt = "nrfiles" if job.get("nrfiles") is not None else "nr_files"  # fio's alias
-        nrfiles = ctx.int(nr_opt, 1, 1, 1 << 20)
-        per_clone = [[_format_name(ctx, fmt_opt, fmt, file_name, c, f) for f in range(nrfiles)] for c in range(numjobs)]
+        nrfiles = ctx.int(nr_opt, 1, 1, MAX_FILES)
+        if nrfiles * numjobs > MAX_FILES:  # before making the names: 4096 clones of 2^20 files never ended
+            ctx.fail(job.get(nr_opt) or job.get("numjobs"), f"{numjobs} clones of {nrfiles} files each make "
+                     f"{nrfiles * numjobs} files, more than fsmeter's limit of {MAX_FILES} in a job: use fewer files "
+                     "or clones")
+        per_clone = _format_names(ctx, fmt_opt, fmt, file_name, numjobs, nrfiles)
         flat = [n for clone in per_clone for n in clone]
         src = fmt_opt or names_opt
         if len(set(flat)) == len(flat):
@@ -583,8 +618,15 @@ def _place_files(ctx: _Ctx, name: str, numjobs: int, target: Optional[Path], dir
     for p in full:
         if "\0" in p:
             ctx.fail(anchor, "a file name cannot hold a NUL byte: remove it")
-        if ".." in p.split("/"):
-            ctx.fail(anchor, "'..' would leave the job's directory: give a name inside it")
+        parts = p.split("/")
+        if parts[-1] in ("", "."):  # '.', '/', 'a/': the job's directory or a folder, which no request can open
+            ctx.fail(src or anchor, f"{p!r} names a directory, not a file: give a file name")
+        if any(len(c.encode("utf-8", "surrogateescape")) > 255 for c in parts):
+            ctx.fail(src or anchor, "a part of a file name is longer than 255 bytes (the longest name a Linux filesystem "
+                             "takes): give a shorter name")
+        if ".." in p.split("/"):  # named where the '..' is written: directory= or the file names
+            ctx.fail(d_opt if d_opt is not None and ".." in directory.split("/") else anchor,
+                     "'..' would leave the job's directory: give a name inside it")
     root = job_dir if job_dir is not None else target
     existing = None
     if root is not None:
@@ -728,6 +770,7 @@ def _logs(ctx: _Ctx, name: str, numjobs: int, settings: dict, notes: list) -> li
                 check_output_path(Path(stem + f"_{kind}.log"), f"{ctx.where} line {opt.line}: {key}")
             except UserError as exc:
                 raise UserError(f"{exc.message}") from None
+        _check_log_folder(ctx, opt, Path(stem + "_x.log").parent)
     if not out:
         return out
     avg = ctx.job.get("log_avg_msec")
@@ -741,6 +784,17 @@ def _logs(ctx: _Ctx, name: str, numjobs: int, settings: dict, notes: list) -> li
     if numjobs > 1:
         notes.append(f"the logs cover the job's {numjobs} threads together (fio: one log per clone)")
     return out
+
+
+def _check_log_folder(ctx: _Ctx, opt, folder: Path) -> None:
+    """A log goes to a folder of a filesystem: not into /proc, /sys or /dev (root may write there, and a log
+    named /proc/x failed only after the run, or /dev/null made /dev/null_bw.1.log)."""
+    from fsmeter.provision.sysinfo import pseudo_filesystem
+
+    pseudo = pseudo_filesystem(str(folder.resolve()))
+    if pseudo:
+        ctx.fail(opt, f"{folder} is a kernel interface ({pseudo}), not a folder for logs: name a file on a "
+                      "filesystem")
 
 
 #: access parameter (or setting) -> the fio options it comes from, most specific first.
@@ -1288,7 +1342,7 @@ def _offset_increment(ctx: _Ctx, params: dict, notes: list, *, numjobs: int, off
     sized = job.get("size") is not None or job.get("filesize") is not None
     if is_percentage(value):
         pct = value[:-1].strip()
-        if not pct.isdigit() or int(pct) > 100:
+        if not (pct.isascii() and pct.isdigit()) or int(pct) > 100:  # str.isdigit() takes '²', int() does not
             ctx.fail(opt, "give a whole percentage from 0 to 100 (of the file's size), or a size")
         if real is None:
             ctx.fail(opt, "a percentage of the file's size needs the file there before the run (fio takes its "
@@ -1310,6 +1364,9 @@ def _offset_increment(ctx: _Ctx, params: dict, notes: list, *, numjobs: int, off
                           "offset_increment or fewer clones")
         lens.append(n)
     io = ctx.size("io_size") or ctx.size("io_limit")
+    if io and io > MAX_SIZE_BYTES:
+        ctx.fail(job.get("io_size") or job.get("io_limit"),
+                 f"more than fsmeter's limit of {MAX_SIZE_BYTES} bytes (1 PiB): give a smaller size")
     v_opt = job.get("verify")
     verifying = ((v_opt is not None and (v_opt.value or "").strip() not in ("", "0", "none"))
                  or job.get("verify_pattern") is not None) and ctx.flag("do_verify", True)
@@ -1333,9 +1390,11 @@ def _offset_increment(ctx: _Ctx, params: dict, notes: list, *, numjobs: int, off
         # fio's thread_main: `loops` passes, then more while io_size is not done (keep_running: the clone's
         # reads and writes below io_size by at least a request). Each pass stops at io_size * its number
         # (io_bytes_exceeded) or at the region's end, so every pass does k requests.
-        p = loops
-        while io and not time_based and io - p * k * bs * rw_per_io >= bs:
-            p += 1
+        # The smallest p >= loops with io - p * k * bs * rw_per_io < bs, computed (a loop of passes would take
+        # io_size / (k * bs) steps: 2^46 for an io_size of 2^64).
+        p, per = loops, k * bs * rw_per_io
+        if io and not time_based and per > 0 and io >= bs:
+            p = max(loops, (io - bs) // per + 1)
         per_pass.append(k)
         passes.append(p)
     end = max(s + n for s, n in zip(starts, lens))
@@ -1397,7 +1456,7 @@ def _sprandom(ctx: _Ctx, rw: str, sizes: list, align: int, numjobs: int, nfiles:
     op = 0.15
     if op_opt is not None:
         try:
-            op = float((op_opt.value or "").strip())
+            op = _fio_float(op_opt.value or "")
         except ValueError:
             ctx.fail(op_opt, "give the over-provisioning ratio as a number in (0, 1), e.g. spr_op=0.15")
         if not 0.0 < op < 1.0:
@@ -1538,8 +1597,9 @@ def _per_dir(ctx: _Ctx, name: str, size: bool) -> Optional[tuple]:
             v = parse_fio_size(p, ctx.kb_base) if size else parse_fio_int(p)
         except ValueError as exc:
             ctx.fail(opt, str(exc))
-        if v < 0 or v >= 1 << 62:
-            ctx.fail(opt, "must be >= 0 and less than 2^62")
+        top = MAX_SIZE_BYTES if size else MAX_COUNT  # the limits the job's parameters are held to
+        if v < 0 or v > top:
+            ctx.fail(opt, f"must be >= 0 and at most {top}")
         vals.append(v)
     if len(vals) == 1:
         vals = vals * 3
@@ -1677,7 +1737,7 @@ def _latency_target(ctx: _Ctx, params: dict, notes: list, numjobs: int) -> None:
     pct = ctx.job.get("latency_percentile")
     if pct is not None:
         try:
-            v = float((pct.value or "").strip())
+            v = _fio_float(pct.value or "")
         except ValueError:
             ctx.fail(pct, "give a percentage between 0 and 100 (e.g. 99.9)")
         if not 0.0 <= v <= 100.0:
@@ -2017,7 +2077,7 @@ def _steadystate(ctx: _Ctx, notes: list) -> Optional[dict]:
     lim = lim.strip()
     pct = lim.endswith("%")
     try:
-        limit = float(lim[:-1] if pct else lim)
+        limit = _fio_float(lim[:-1] if pct else lim)
     except ValueError:
         ctx.fail(crit_opt, f"{lim!r} is not a number: write e.g. {kind}:10% or {kind}:2")
     if not (limit >= 0) or limit == float("inf"):
@@ -2060,6 +2120,8 @@ def _distribution(ctx: _Ctx, notes: list) -> str:
     kind = re.split(r"[:=]", value, maxsplit=1)[0].strip()
     if kind in ("zoned", "zoned_abs", "sequence") and value[len(kind):].startswith("="):
         value = kind + ":" + value[len(kind) + 1:]  # fio's documentation also writes zoned_abs=...
+    if not value.isascii():  # float() reads other scripts' digits (zipf:١.٢), fio's strtod does not
+        ctx.fail(opt, "write its numbers in ASCII digits")
     try:
         if kind in ("zoned", "zoned_abs"):
             from fsmeter.families.access import format_zoned, parse_zoned
@@ -2401,6 +2463,9 @@ def _verify_pattern(ctx: _Ctx, params: dict, notes: list) -> None:
     try:
         n = len(parse_buffer_pattern(text))
     except ValueError as exc:
+        if "%o" in text and not re.search(r'"[^"]*%o[^"]*"', text):  # fio's, not a malformed pattern
+            ctx.fail(vp, "%o (fio writes each block's offset into the pattern) is not supported by fsmeter yet "
+                         "(planned): write the pattern without it, or run this job with fio")
         ctx.fail(vp, str(exc))
     if ctx.job.get("buffer_pattern") is not None:
         ctx.fail(vp, "cannot be combined with buffer_pattern (the verify pattern is what fio writes): remove one")
@@ -2931,7 +2996,11 @@ def _exec_job(ctx: _Ctx, group: int, target: Optional[Path]) -> MappedJob:
                                     options={k: v for k, v in ctx.job.options.items()
                                              if k not in ("ioengine", "program", "arguments", "grace_time",
                                                           "std_redirect")}))
-    runtime = ctx.time_s("runtime") if ctx.job.get("runtime") is not None else ctx.time_s("timeout")
+    key = "runtime" if ctx.job.get("runtime") is not None else "timeout"
+    runtime = ctx.time_s(key)
+    if runtime and runtime > MAX_DURATION_S:  # a timer that long overflows (and no run lasts it)
+        ctx.fail(ctx.job.get(key), f"longer than fsmeter's limit of {MAX_DURATION_S:.0f} s (about 116 days): give "
+                                   "a shorter runtime")
     spec = fio_exec.exec_spec(ctx.where, ctx.job, group, runtime or 0.0, ctx.flag("time_based", False))
     d = ctx.job.get("directory")
     if target is None and d is not None and (d.value or "").startswith("/"):

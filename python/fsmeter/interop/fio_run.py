@@ -81,16 +81,26 @@ def _replan(path: Path, m, fill_items: list, directory: Optional[Path], override
     return _plan_item(path, d, m, directory, overrides)
 
 
+def _job_names(m, most: int = 6) -> str:
+    """The names of a group's jobs for an error line: the first few and how many there are."""
+    names = [j.name for j in m.jobs]
+    return ", ".join(names) if len(names) <= most else f"{', '.join(names[:most])}, ... ({len(names)} jobs)"
+
+
 def _plan_item(path: Path, d, m, directory: Optional[Path], overrides: dict) -> tuple:
     """(job, MappedJob or MappedGroup): the engine job of one item of the file, checked."""
     where = str(path)
     place = m.dir if m.dir is not None else directory
     if not isinstance(m, MappedGroup):
         return (_build(where, m, d, place, overrides), m)
+    if len(m.jobs) > 4096:  # each job is a thread at least: refused before building 20000 jobs one by one
+        raise UserError(f"{path} line {m.line}: the jobs of group {m.group} ({_job_names(m)}) run at least "
+                        f"{len(m.jobs)} threads at the same time, more than fsmeter's 4096: put stonewall between "
+                        "them, or fewer jobs")
     built = [_build(where, j, access_def(path, j), place, overrides) for j in m.jobs]
     threads = sum(b.settings.threads for b in built)
     if threads > 4096:
-        raise UserError(f"{path} line {m.line}: the jobs of group {m.group} ({', '.join(j.name for j in m.jobs)}) "
+        raise UserError(f"{path} line {m.line}: the jobs of group {m.group} ({_job_names(m)}) "
                         f"run {threads} threads at the same time, more than fsmeter's 4096: lower numjobs")
     d.params = {"jobs": [{"name": j.name, "threads": b.settings.threads, "seed": b.settings.seed,
                           "backend": b.settings.backend, "params": b.params.model_dump(exclude={"record_size"}),
@@ -100,7 +110,7 @@ def _plan_item(path: Path, d, m, directory: Optional[Path], overrides: dict) -> 
     # log_avg_msec sets the sample interval, which is the group's (one sampler for the phase).
     intervals = {j.settings["interval_s"] for j in m.jobs if "interval_s" in j.settings}
     if len(intervals) > 1:
-        raise UserError(f"{path} line {m.line}: the jobs of group {m.group} ({', '.join(j.name for j in m.jobs)}) "
+        raise UserError(f"{path} line {m.line}: the jobs of group {m.group} ({_job_names(m)}) "
                         "give different log_avg_msec values, and fsmeter samples a group's jobs together: give "
                         "them one log_avg_msec")
     if intervals:
@@ -164,9 +174,17 @@ class _ExecSteps(PhaseSteps):
 
 
 def _exec_records(running: list, interrupted: bool, console: Console, out: list) -> None:
-    """Stop what the exec jobs started (at once when the run was interrupted), one line each, their records."""
-    for r in running:
-        rec = r.finish(interrupted)
+    """Stop what the exec jobs started (at once when the run was interrupted), one line each, their records. A stop
+    signal while a program has its grace time kills it and every one after it at once, then goes on as the
+    interrupt it is."""
+    for i, r in enumerate(running):
+        try:
+            rec = r.finish(interrupted)
+        except KeyboardInterrupt:
+            for rest in running[i:]:
+                out.append(rest.finish(interrupted=True))
+                console.print(fio_exec.line(out[-1]), highlight=False, markup=False)
+            raise
         out.append(rec)
         console.print(fio_exec.line(rec), highlight=False, markup=False)
 
@@ -482,4 +500,11 @@ def _lat_log_lines(report: dict, since_s: float, window: str, tail: str) -> list
 
 
 def write_fio_log(path: Path, report: dict, kind: str, since_s: float = 0.0, fmt: Optional[dict] = None) -> None:
-    path.write_text("".join(line + "\n" for line in fio_log_lines(report, kind, since_s, fmt)), encoding="utf-8")
+    """One log file; a file that cannot be written (its folder gone or full since the job was planned) is one line,
+    exit 1, not a traceback (the run's figures are printed before)."""
+    text = "".join(line + "\n" for line in fio_log_lines(report, kind, since_s, fmt))
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot write the {kind} log {path}: {exc.strerror or exc}: free the folder or name "
+                        "another file", exit_code=1) from None
