@@ -5,7 +5,7 @@ policy; :func:`plan` expands it into cells: filesystems x factor levels x worklo
 the exclusions. Everything is validated here, before anything is provisioned, and errors
 name the field (and its line in the file where it can be found) and the allowed values.
 
-Factor kinds (see the README (Campaigns)):
+Factor kinds (see docs/campaign-file.md):
 - job settings every workload takes: threads, seed, backend, interval_s;
 - workload parameters (queue_depth, file_size, ...): a factor applies to the workloads whose
   family has that parameter; for the others it is *not* a dimension (one cell, the factor

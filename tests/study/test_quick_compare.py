@@ -1,4 +1,4 @@
-"""The default comparison's study keeps the choices the README explains (fresh filesystem per trial, turns, >= 3 trials)."""
+"""The default comparison's study keeps the choices docs/compare.md explains (fresh filesystem per trial, turns, >= 3 trials)."""
 from __future__ import annotations
 
 import pytest

@@ -157,7 +157,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(camp, name="campaign")
 
     @camp.command("run")
-    def run(file: Path = typer.Argument(..., help="campaign file (TOML); see the README (Campaigns)"),
+    def run(file: Path = typer.Argument(..., help="campaign file (TOML); see docs/campaign-file.md"),
             db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
             quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars"),
             device: Optional[str] = DEVICE_OPT, destroy_data_on: Optional[str] = CONFIRM_OPT,

@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
         db: Optional[Path] = typer.Option(None, "--db", help="results database (default: $FSMETER_DB or "
                                                              "./fsmeter.sqlite)"),
     ) -> None:
-        """Export a stored campaign: tidy CSV, versioned JSON, or fio-compatible JSON (see the README (Reports, exports))."""
+        """Export a stored campaign: tidy CSV, versioned JSON, or fio-compatible JSON (see docs/reports.md, Exports)."""
         from fsmeter.report.export import export as do_export
         from fsmeter.store.health import guard
 

@@ -3,7 +3,7 @@
 Mirrors crates/engine/src/workload/bonnie/mod.rs (BonnieSpec). Every phase stores two metrics named so
 that ``<phase>_<metric>`` is Bonnie's column: putc_write_kbs, putc_write_cpu, ..., seeks_per_s, seeks_cpu
 (and bonnie++'s seq_create_per_s, seq_create_cpu, ...). :data:`IO_COLUMNS` and :data:`FILE_COLUMNS` are
-that column set, in Bonnie's order; the CSV export of a bonnie campaign writes them (see the README).
+that column set, in Bonnie's order; the CSV export of a bonnie campaign writes them (see docs/bonnie.md).
 """
 from __future__ import annotations
 

@@ -54,7 +54,7 @@ BLOCK = 4096
 
 @dataclass(frozen=True)
 class TreeShape:
-    """The generator's parameters (published in the README)."""
+    """The generator's parameters (published in docs/macro.md)."""
 
     files: int = 30786
     dirs: int = 1657
@@ -415,7 +415,7 @@ def write_archives(shape: TreeShape, out_dir: Path, progress: Optional[Callable[
 
 
 def scan_tree_source(path: Path) -> ShapeStats:
-    """Shape of a user's directory or tarball (streamed), for sizing and the README's statistics."""
+    """Shape of a user's directory or tarball (streamed), for sizing and the statistics docs/macro.md gives."""
     st = ShapeStats()
     if path.is_dir():
         base = path.name

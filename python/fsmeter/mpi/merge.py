@@ -3,7 +3,7 @@
 Pure functions on plain dicts (no mpi4py): rank 0 calls :func:`merge_phase` on what it gathered,
 and the tests call it on made-up ranks.
 
-The definitions (README, "Many clients under MPI"):
+The definitions (docs/mpi.md):
 
 - **Common clock.** Every rank notes its own CLOCK_MONOTONIC when it leaves the barrier that
   opens the phase (``barrier_mono_ns``); its measured window (the engine's ``window_mono_ns``) is

@@ -2,7 +2,7 @@
 written by fsmeter.interop.fio_export).
 
 One function per format, all registered in :data:`EXPORTERS` (name -> fn(db, campaign) -> text).
-The JSON shapes are versioned; the README (Reports, exports) describes every field, including the subset of
+The JSON shapes are versioned; docs/reports.md (Exports) describes every field, including the subset of
 fio's ``--output-format=json`` that ``fio-json`` writes.
 """
 from __future__ import annotations
@@ -53,7 +53,7 @@ def _rows(conn: sqlite3.Connection, q: str, args: tuple) -> list:
 
 
 def campaign_document(db: Any = None, campaign: Optional[str] = None) -> dict:
-    """The whole campaign as one JSON-ready dict (format fsmeter-campaign, see the README (Reports, exports))."""
+    """The whole campaign as one JSON-ready dict (format fsmeter-campaign, see docs/reports.md, Exports)."""
     path = default_db_path(db)
     with open_store(path, create=False) as store:
         cid = store.campaign_id(campaign)

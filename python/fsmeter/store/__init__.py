@@ -371,7 +371,7 @@ def tidy(db_path, campaign: Any = None):
 
 
 def load(path=None, campaign: Any = None) -> dict:
-    """Every table as pandas DataFrames, joined for convenience; see the README (Campaigns).
+    """Every table as pandas DataFrames, joined for convenience; see docs/store.md.
 
     Keys: campaigns, cells (with factor columns), trials (with cell factors), metrics (= tidy()),
     phases (without the report JSON), intervals (with trial/phase/cell ids), histograms, environment.

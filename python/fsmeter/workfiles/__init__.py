@@ -64,7 +64,7 @@ def parse(text: str, source: str = "workfile") -> Workfile:
             if job in NOT_IMPLEMENTED:
                 raise UserError(f"{where}: job {job!r} (libaio) is not implemented by fsmeter: remove the line")
             if job not in JOBS:
-                raise UserError(f"{where}: unknown job {job!r}: see the mix family's job list in the README")
+                raise UserError(f"{where}: unknown job {job!r}: see the mix family's job list in docs/mix.md (Jobs)")
             if hits == 0:
                 raise UserError(f"{where}: job {job!r} has 0 hits: give it a weight >= 1 or remove the line")
             if job in seen:

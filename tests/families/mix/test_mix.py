@@ -119,7 +119,7 @@ def test_unknown_job_in_a_user_workfile_is_one_line(tmp_path):
     wf.write_text("10 disk_rr\n10 disk_rrr\n")
     r = fsmeter("run", "aim7-quick", "--dir", str(tmp_path), "-q", "--set", f"workfile={wf}")
     assert r.returncode == 2
-    assert r.stderr.strip() == f"fsmeter: error: {wf} line 2: unknown job 'disk_rrr': see the mix family's job list in the README"
+    assert r.stderr.strip() == f"fsmeter: error: {wf} line 2: unknown job 'disk_rrr': see the mix family's job list in docs/mix.md (Jobs)"
 
 
 @pytest.mark.skipif(not task_program().is_file(), reason="task program not built (make build)")
