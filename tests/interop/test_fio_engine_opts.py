@@ -50,8 +50,9 @@ def test_random_distribution_maps_and_turns_the_random_map_off(value, want):
     ("random_distribution=normal:5:2\n", r"^t.fio line 5: .*center must be between 0 and 1"),
     ("random_distribution=zoned:60/10:30/90\n", r"^t.fio line 5: random_distribution=zoned:60/10:30/90: .*add up to "
                                                  "90, not 100"),
-    ("verify=sha512\n", r"^t.fio line 5: verify=sha512: a 64-byte digest does not fit the 32-byte checksum field"),
-    ("verify=sha3-512\n", r"^t.fio line 5: verify=sha3-512: a 64-byte digest"),
+    ("verify=sha512\nverify_interval=64\n", r"^t.fio line 6: verify_interval=64: with verify=sha512, each 64-byte "
+                                            r"block must hold fsmeter's 112-byte header and data"),
+    ("verify=sha384\n", r"^t.fio line 5: verify=sha384: fsmeter's verification has .*not sha384"),
     ("verify=pattern\n", r"^t.fio line 5: verify=pattern: .*not pattern"),
     ("verify_pattern=0xff\nverify=md5\n", r"^t.fio line 5: verify_pattern=0xff: with verify=md5 .*not supported by "
                                         "fsmeter yet"),

@@ -135,7 +135,8 @@ def test_sync_engine_caps_the_queue_depth_with_a_note():
 
 
 @pytest.mark.parametrize("text,pattern", [
-    ("[a]\nsize=1m\nverify=sha3-384\n", r"^t.fio line 3: verify=sha3-384: a 48-byte digest does not fit"),
+    ("[a]\nsize=1m\nbs=100\nverify=sha3-384\n", r"^t.fio line 3: bs=100: with verify=sha3-384, each 100-byte block "
+                                              r"must hold fsmeter's 96-byte header and data"),
     ("[a]\nsize=1m\nfdatasync=8\n", r"^t.fio line 3: option fdatasync is not supported by fsmeter yet \(planned\)"),
     ("[a]\nsize=1m\nflux_capacitor=1\n", r"^t.fio line 3: option flux_capacitor is not supported by fsmeter "
                                          r"\(not planned\)"),

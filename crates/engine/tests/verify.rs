@@ -237,9 +237,16 @@ fn verify_settings_are_checked() {
     w["alignment"] = json!(512);
     let e = Session::from_json(&job(w)).err().unwrap().to_string();
     assert!(e.starts_with("alignment: 512 bytes: with verify"), "{e}");
+    // sha512's header is 112 bytes: a 100-byte block (room for an 80-byte header) is too small for it.
     let mut w = access("sha512", 50, json!({}));
+    w["verify_block"] = json!(100);
     let e = Session::from_json(&job(w.clone())).err().unwrap().to_string();
-    assert!(e.contains("sha512"), "{e}");
+    assert!(
+        e.starts_with(
+            "verify_block: 100 bytes: a block verified with sha512 holds a 112-byte header and data: use >= 120"
+        ),
+        "{e}"
+    );
     w["verify"] = Value::Null;
     let mut s = Session::from_json(&job(w)).unwrap();
     let e = s.run_phase("verify", &Control::new()).err().unwrap().to_string();

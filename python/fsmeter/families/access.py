@@ -23,6 +23,16 @@ class AccessEntry(BaseModel):
                             "the request's range), percent; read_pct + trim_pct <= 100, the rest are writes")
 
 
+#: Bytes of the block header the engine writes for a checksum (crates/engine/src/verify/header.rs): 80 (version 1)
+#: for every digest of up to 32 bytes, a version-2 header sized to the digest for the longer ones.
+_VERIFY_HEADER_LONG = {"sha3_384": 96, "sha512": 112, "sha3_512": 112}
+
+
+def verify_header_len(algo: str) -> int:
+    """Bytes of the header in front of each block verified with `algo` (each block needs 8 more)."""
+    return _VERIFY_HEADER_LONG.get(algo, 80)
+
+
 #: fio's random_distribution kinds -> (default parameter, what the parameter is).
 _DISTRIBUTIONS = {"zipf": (1.1, "THETA"), "pareto": (0.2, "H"), "normal": (0.0, "DEV%"), "gauss": (0.0, "DEV%")}
 
@@ -386,7 +396,7 @@ class AccessParams(BaseModel):
                                          "of the filesystem's O_DIRECT alignment instead of refusing them (the "
                                          "kernel may serve them through the page cache; the phase report says so)")
     verify: Literal["off", "crc32c", "xxh3", "sha256", "md5", "sha1", "crc32", "crc16", "crc7", "crc64", "sha3_224",
-                    "sha3_256"] = Field(
+                    "sha3_256", "sha512", "sha3_384", "sha3_512"] = Field(
         "off", description="data verification (docs/verify.md): every block written carries a header and a checksum, "
         "reads check them, a verify phase re-reads everything; off by default")
     verify_backlog: int = Field(0, ge=0, le=1 << 20, description="with verify: each thread re-reads and checks its "
@@ -621,8 +631,10 @@ class AccessParams(BaseModel):
         block = self.verify_block or min(e.size for e in self.entries)
         if "alignment" not in self.model_fields_set:
             self.alignment = block  # like fio, whose random offsets are multiples of the block size
-        if block < 88:
-            raise ValueError(f"verify_block: {block} bytes is too small for the 80-byte header: use >= 88 bytes")
+        header = verify_header_len(self.verify)
+        if block < header + 8:
+            raise ValueError(f"verify_block: {block} bytes is too small for verify={self.verify}'s {header}-byte header "
+                             f"and data: use >= {header + 8} bytes")
         for i, e in enumerate(self.entries):
             if e.size % block:
                 raise ValueError(f"entries[{i}].size: {e.size} bytes: with verify, every request size must be a "

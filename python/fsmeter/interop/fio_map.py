@@ -12,7 +12,7 @@ from typing import Optional
 
 from fsmeter.errors import UserError
 from fsmeter.interop import fio_exec
-from fsmeter.families.access import check_distribution, parse_buffer_pattern
+from fsmeter.families.access import check_distribution, parse_buffer_pattern, verify_header_len
 from fsmeter.interop.fio_jobfile import (FioJob, FioOption, is_percentage, parse_fio_bool, parse_fio_int,
                                          parse_fio_pct, parse_fio_range, parse_fio_size, parse_fio_time_s,
                                          read_jobfile, split_names, unset_message)
@@ -164,12 +164,11 @@ _TRIM = {"trim": (0, False), "randtrim": (100, False), "trimwrite": (0, True), "
 #: fio's verify methods fsmeter's verification has (docs/verify.md); the others are refused naming them.
 _VERIFY = {"crc32c": "crc32c", "crc32c-intel": "crc32c", "sha256": "sha256", "xxhash": "xxh3", "md5": "md5",
            "sha1": "sha1", "crc32": "crc32", "crc16": "crc16", "crc7": "crc7", "crc64": "crc64",
-           "sha3-224": "sha3_224", "sha3-256": "sha3_256", "meta": "crc32c"}
+           "sha3-224": "sha3_224", "sha3-256": "sha3_256", "sha512": "sha512", "sha3-384": "sha3_384",
+           "sha3-512": "sha3_512", "meta": "crc32c"}
 #: fio's options that go with a verify method (_verify_options).
 _VERIFY_OPTS = ("verify_backlog", "verify_backlog_batch", "verify_fatal", "verify_async", "verify_write_sequence",
                 "verify_dump")
-#: fio's methods whose digest does not fit fsmeter's 32-byte checksum field.
-_VERIFY_LONG = {"sha512": 64, "sha3-384": 48, "sha3-512": 64}
 SYNC_ENGINES = {"psync", "sync", "pvsync", "null", "cpp_null", "mmap", "libpmem", "cpuio", *NAME_ENGINES,
                 *CALL_ENGINES}
 #: Why fio's other engines are not a local filesystem's work for fsmeter (or not yet), by engine.
@@ -2293,9 +2292,6 @@ def _fio_access_opts(ctx: _Ctx, params: dict, notes: list) -> None:
             if ctx.job.get(name) is not None:
                 notes.append(f"{ctx.job.get(name).as_written}: nothing to do without a verify method, as in fio")
         return
-    if method in _VERIFY_LONG:
-        ctx.fail(v, f"a {_VERIFY_LONG[method]}-byte digest does not fit the 32-byte checksum field of fsmeter's block "
-                    "header (planned, with a new header version): use sha256 or sha3-256, or run this job with fio")
     if method not in _VERIFY:
         ctx.fail(v, f"fsmeter's verification has {', '.join(sorted(_VERIFY))}, not {method} (not planned): "
                     "use one of those, or run this job with fio")
@@ -2316,6 +2312,13 @@ def _fio_access_opts(ctx: _Ctx, params: dict, notes: list) -> None:
     block = ctx.size("verify_interval")
     if block is not None:
         params["verify_block"] = block
+    header = verify_header_len(params["verify"])
+    smallest = block if block is not None else min(e["size"] for e in params["entries"])
+    if smallest < header + 8:
+        src = next((ctx.job.get(n) for n in ("verify_interval", "bssplit", "bs", "blocksize") if ctx.job.get(n)), v)
+        ctx.fail(src, f"with verify={method}, each {smallest}-byte block must hold fsmeter's {header}-byte header and "
+                      f"data: use {'verify_interval' if block is not None else 'bs'} >= {header + 8} bytes"
+                      + ("" if header == 80 else " (or a checksum of at most 32 bytes, whose header is 80 bytes)"))
     if method == "xxhash":
         notes.append("verify=xxhash: fsmeter checks with XXH3 (64-bit) where fio uses XXH32; both checksum each block")
     if method == "meta":

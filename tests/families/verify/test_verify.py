@@ -55,7 +55,9 @@ def test_verify_settings_that_cannot_work_name_their_field():
     with pytest.raises(ValueError, match="reuse_files"):
         _params(verify="sha256", reuse_files=True)
     with pytest.raises(ValueError):
-        _params(verify="sha512")
+        _params(verify="sha384")
+    with pytest.raises(ValueError, match=r"verify_block: 64 bytes is too small for verify=sha512's 112-byte header"):
+        _params(verify="sha512", entries=[{"size": 64, "weight": 100, "read_pct": 50}])
     with pytest.raises(ValueError, match="verify_backlog: needs verify"):
         _params(verify_backlog=8)
 

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::header::{hex, BlockHeader, Checksum, HEADER_LEN, MAGIC, MIN_BLOCK, OFF_CHECKSUM, VERSION};
+use super::header::{hex, BlockHeader, Checksum, MAGIC, MAX_HEADER_LEN, OFF_CHECKSUM, VERSION, VERSION_LONG};
 use super::payload::{block_key, fill_block, fill_payload, payload_byte};
 
 /// What is wrong with a block read back.
@@ -164,29 +164,31 @@ pub fn check_block_expect(
     expect: Option<(u32, u64)>,
 ) -> Result<BlockHeader, Mismatch> {
     let len = buf.len();
-    if len < HEADER_LEN {
+    let hl = algo.header_len();
+    if len < hl {
         return Err(Mismatch::new(offset, len, MismatchKind::Short, None));
     }
     let h = BlockHeader::parse(buf);
     if h.magic != MAGIC
         || !BlockHeader::header_crc_ok(buf)
-        || h.version != VERSION
+        || h.version != algo.version()
         || h.algo_code != algo.code()
+        || h.header_len as usize != hl
         || h.len as usize != len
         || h.offset != offset
     {
         return Err(header_mismatch(buf, offset, algo, h, expect));
     }
-    let payload = &buf[HEADER_LEN..];
+    let payload = &buf[hl..];
     if algo.digest(payload) != h.checksum {
         return Err(payload_mismatch(buf, offset, h));
     }
     if let Some((thread, generation)) = expect {
         if (h.thread, h.generation) != (thread, generation) {
             let mut exp = BlockHeader::new(offset, len as u32, generation, thread, h.seed, algo);
-            let mut bytes = [0u8; HEADER_LEN];
+            let mut bytes = [0u8; MAX_HEADER_LEN];
             exp.write_to(&mut bytes);
-            let first = (0..HEADER_LEN).find(|&i| bytes[i] != buf[i]).unwrap_or(0);
+            let first = (0..hl).find(|&i| bytes[i] != buf[i]).unwrap_or(0);
             let mut m = Mismatch::new(offset, len, MismatchKind::Stale, Some(h)).with_diff(buf, &bytes, first);
             m.expected = Some(exp);
             return Err(m);
@@ -200,7 +202,7 @@ pub fn check_block_expect(
 /// that write `(thread, generation)` of `seed` puts at `offset` (regenerated into
 /// `scratch`, at least `block_len` long). Byte for byte, so stronger than a
 /// checksum. A failure says where the first byte differs: in the magic
-/// (`bad_magic`), the rest of the header (`bad_header`) or the payload
+/// (`bad_magic`), the rest of the header (`bad_header`; `algo.header_len()` bytes) or the payload
 /// (`bad_checksum`, or `zero_tail` when everything from there on is zero; all
 /// zero: `zero_filled`). Allocates nothing unless it fails.
 #[allow(clippy::too_many_arguments)]
@@ -220,12 +222,12 @@ pub fn check_prefix(
     if buf[..n] == exp[..n] {
         return Ok(());
     }
-    Err(prefix_mismatch(&buf[..n], offset, exp))
+    Err(prefix_mismatch(&buf[..n], offset, exp, algo.header_len()))
 }
 
 #[cold]
-fn prefix_mismatch(buf: &[u8], offset: u64, exp: &[u8]) -> Mismatch {
-    let found = (buf.len() >= HEADER_LEN).then(|| BlockHeader::parse(buf));
+fn prefix_mismatch(buf: &[u8], offset: u64, exp: &[u8], header_len: usize) -> Mismatch {
+    let found = (buf.len() >= header_len).then(|| BlockHeader::parse(buf));
     if buf.iter().all(|&b| b == 0) {
         let mut m = Mismatch::new(offset, buf.len(), MismatchKind::ZeroFilled, None).zero_window(buf);
         m.expected = Some(BlockHeader::parse(exp));
@@ -236,7 +238,7 @@ fn prefix_mismatch(buf: &[u8], offset: u64, exp: &[u8]) -> Mismatch {
         MismatchKind::ZeroTail
     } else if first < 4 {
         MismatchKind::BadMagic
-    } else if first < HEADER_LEN {
+    } else if first < header_len {
         MismatchKind::BadHeader
     } else {
         MismatchKind::BadChecksum
@@ -256,10 +258,13 @@ fn header_mismatch(buf: &[u8], offset: u64, algo: Checksum, h: BlockHeader, expe
         MismatchKind::BadMagic
     } else if !BlockHeader::header_crc_ok(buf) {
         MismatchKind::BadHeader
-    } else if h.version != VERSION {
+    } else if h.version != VERSION && h.version != VERSION_LONG {
         MismatchKind::BadVersion
     } else if h.algo_code != algo.code() {
         MismatchKind::WrongAlgo
+    } else if h.version != algo.version() || h.header_len as usize != algo.header_len() {
+        // A sound header of this algorithm in another version's layout: not one fsmeter writes.
+        MismatchKind::BadVersion
     } else if h.len as usize != len {
         MismatchKind::WrongLength
     } else {
@@ -268,15 +273,18 @@ fn header_mismatch(buf: &[u8], offset: u64, algo: Checksum, h: BlockHeader, expe
     // The block that belongs here: this offset, length and algorithm, the writer fields as found
     // (or as expected, when the caller knows them), the checksum of the payload as it stands; so a
     // damaged offset, length, algorithm or checksum byte is pointed at exactly, and damage to the
-    // writer fields shows as the header crc (byte 72) disagreeing.
+    // writer fields shows as the header crc (byte header_len - 8) disagreeing, a damaged header
+    // length (version 2) as byte 6 or 7.
     let (thread, generation) = expect.unwrap_or((h.thread, h.generation));
-    let mut full = vec![0u8; len];
+    let hl = algo.header_len();
+    let mut full = vec![0u8; len.max(hl)];
     let mut exp = BlockHeader::new(offset, len as u32, generation, thread, h.seed, algo);
-    if len >= MIN_BLOCK {
-        fill_payload(&mut full[HEADER_LEN..], block_key(h.seed, thread, offset, generation));
-        exp.checksum = algo.digest(&buf[HEADER_LEN..]);
+    if len >= algo.min_block() {
+        fill_payload(&mut full[hl..], block_key(h.seed, thread, offset, generation));
+        exp.checksum = algo.digest(&buf[hl..]);
     }
     exp.write_to(&mut full);
+    full.truncate(len);
     let first = (0..len).find(|&i| full[i] != buf[i]).unwrap_or(0);
     let mut m = Mismatch::new(offset, len, kind, Some(h)).with_diff(buf, &full, first);
     m.expected = Some(exp);
@@ -298,17 +306,18 @@ impl Mismatch {
 fn payload_mismatch(buf: &[u8], offset: u64, h: BlockHeader) -> Mismatch {
     let len = buf.len();
     let key = block_key(h.seed, h.thread, h.offset, h.generation);
-    let payload = &buf[HEADER_LEN..];
+    let hl = h.algo.header_len();
+    let payload = &buf[hl..];
     let first = (0..payload.len()).find(|&j| payload_byte(key, j) != payload[j]);
     let mut expected = buf.to_vec();
-    fill_payload(&mut expected[HEADER_LEN..], key);
+    fill_payload(&mut expected[hl..], key);
     let kind = match first {
         Some(j) if payload[j..].iter().all(|&b| b == 0) => MismatchKind::ZeroTail,
         _ => MismatchKind::BadChecksum,
     };
     // Payload as written but the checksum field disagrees (a damaged checksum that kept the
     // header crc valid cannot happen by accident): point at the checksum field.
-    let first = first.map(|j| j + HEADER_LEN).unwrap_or(OFF_CHECKSUM);
+    let first = first.map(|j| j + hl).unwrap_or(OFF_CHECKSUM);
     let mut m = Mismatch::new(offset, len, kind, Some(h)).with_diff(buf, &expected, first);
     m.expected = Some(BlockHeader::parse(&expected));
     m
@@ -316,14 +325,14 @@ fn payload_mismatch(buf: &[u8], offset: u64, h: BlockHeader) -> Mismatch {
 
 #[cfg(test)]
 mod tests {
-    use super::super::header::{OFF_GENERATION, OFF_HEADER_CRC, OFF_OFFSET};
+    use super::super::header::{OFF_GENERATION, OFF_HEADER_CRC, OFF_HEADER_LEN, OFF_OFFSET};
     use super::super::payload::fill_blocks;
     use super::*;
 
     #[test]
     fn round_trip_every_algorithm_and_size() {
         for algo in Checksum::ALL {
-            for len in [MIN_BLOCK, 512, 4096, 4096 + 3, 65536, 40_000 * 8 + 5] {
+            for len in [algo.min_block(), 512, 4096, 4096 + 3, 65536, 40_000 * 8 + 5] {
                 let mut b = vec![0u8; len];
                 fill_block(&mut b, 123 * 4096, 7, 3, 42, algo);
                 let h = check_block(&b, 123 * 4096, algo).unwrap_or_else(|m| panic!("{algo:?} {len}: {m}"));
@@ -333,12 +342,13 @@ mod tests {
                 );
                 assert_eq!(h.magic, MAGIC);
                 assert_eq!(&b[..4], b"FSMV");
-                assert_eq!(h.checksum, algo.digest(&b[HEADER_LEN..]));
+                assert_eq!(h.checksum, algo.digest(&b[algo.header_len()..]));
+                assert_eq!(h.header_len as usize, algo.header_len());
                 // Re-encoding the parsed header gives the same bytes.
-                let mut again = [0u8; HEADER_LEN];
+                let mut again = [0u8; MAX_HEADER_LEN];
                 let mut h2 = h;
                 h2.write_to(&mut again);
-                assert_eq!(&again[..], &b[..HEADER_LEN]);
+                assert_eq!(&again[..algo.header_len()], &b[..algo.header_len()]);
                 assert!(check_block_expect(&b, 123 * 4096, algo, Some((3, 7))).is_ok());
             }
         }
@@ -353,7 +363,7 @@ mod tests {
     #[test]
     fn a_flipped_payload_byte_is_found_with_its_index() {
         for algo in Checksum::ALL {
-            for at in [HEADER_LEN, 1000, 4095] {
+            for at in [algo.header_len(), 1000, 4095] {
                 let mut b = block(algo);
                 b[at] ^= 0x01;
                 let m = check_block(&b, 40960, algo).unwrap_err();
@@ -469,5 +479,109 @@ mod tests {
             check_prefix(&[0u8; 60], 1024, 512, 9, 2, 5, Checksum::Crc32c, &mut scratch).unwrap_err().kind,
             MismatchKind::ZeroFilled
         );
+    }
+
+    const LONG: [Checksum; 3] = [Checksum::Sha512, Checksum::Sha3_384, Checksum::Sha3_512];
+
+    /// The mismatch of `b` (a 4096-byte block written at 40960) and the file offset of its first differing byte.
+    fn damage(b: &[u8], algo: Checksum) -> (MismatchKind, usize, u64) {
+        let m = check_block(b, 40960, algo).expect_err("damage is found");
+        let first = m.first_diff.expect("a first differing byte");
+        assert_eq!(m.to_json()["first_diff_offset"], 40960 + first as u64);
+        (m.kind, first, 40960 + first as u64)
+    }
+
+    #[test]
+    fn long_digests_find_a_damaged_digest_data_or_header_length_byte() {
+        for algo in LONG {
+            let hl = algo.header_len();
+            let clean = block(algo);
+            assert_eq!(clean[4], 2, "{algo:?}: a version-2 header");
+            assert_eq!(u16::from_le_bytes([clean[6], clean[7]]) as usize, hl);
+            assert_eq!(&clean[40..40 + algo.digest_len()], &algo.digest(&clean[hl..])[..algo.digest_len()]);
+            let flip = |at: usize, bit: u8| {
+                let mut b = clean.clone();
+                b[at] ^= bit;
+                b
+            };
+            // The digest's last byte (past version 1's 32-byte field): the header crc covers it, the report points at it.
+            let last = OFF_CHECKSUM + algo.digest_len() - 1;
+            assert_eq!(
+                damage(&flip(last, 0x01), algo),
+                (MismatchKind::BadHeader, last, 40960 + last as u64),
+                "{algo:?}"
+            );
+            assert_eq!(damage(&flip(OFF_CHECKSUM, 0x80), algo).1, OFF_CHECKSUM);
+            // The data: its first byte, one inside, the last.
+            for at in [hl, 2000, 4095] {
+                assert_eq!(
+                    damage(&flip(at, 0x04), algo),
+                    (MismatchKind::BadChecksum, at, 40960 + at as u64),
+                    "{algo:?} {at}"
+                );
+            }
+            // The header length: to another length a version-2 header can have (96 <-> 112), to one it cannot
+            // (not a multiple of 8, longer than any header), and its high byte.
+            for (at, bit) in
+                [(OFF_HEADER_LEN, 0x10), (OFF_HEADER_LEN, 0x01), (OFF_HEADER_LEN, 0x80), (OFF_HEADER_LEN + 1, 0x01)]
+            {
+                let (kind, first, _) = damage(&flip(at, bit), algo);
+                assert_eq!((kind, first), (MismatchKind::BadHeader, at), "{algo:?}: byte {at} ^ {bit:#x}");
+            }
+            // The header crc itself, and a writer field it covers.
+            assert_eq!(damage(&flip(hl - 8, 0x01), algo).1, hl - 8);
+            assert_eq!(damage(&flip(OFF_GENERATION, 0x01), algo).1, hl - 8, "a writer field shows as the header crc");
+            // Found and expected headers in the report carry the whole digest.
+            let m = check_block(&flip(2000, 1), 40960, algo).unwrap_err();
+            assert_eq!(m.to_json()["found"]["checksum"].as_str().unwrap().len(), 2 * algo.digest_len());
+            assert_eq!(m.to_json()["found"]["header_len"], hl);
+        }
+    }
+
+    #[test]
+    fn long_and_short_headers_are_not_taken_for_each_other() {
+        let long = block(Checksum::Sha512);
+        assert_eq!(check_block(&long, 40960, Checksum::Sha3_512).unwrap_err().kind, MismatchKind::WrongAlgo);
+        assert_eq!(check_block(&long, 40960, Checksum::Sha256).unwrap_err().kind, MismatchKind::WrongAlgo);
+        let short = block(Checksum::Sha256);
+        assert_eq!(check_block(&short, 40960, Checksum::Sha512).unwrap_err().kind, MismatchKind::WrongAlgo);
+        // A sound header (its crc recomputed) that claims another length than its algorithm's: not fsmeter's layout.
+        let mut b = long.clone();
+        b[OFF_HEADER_LEN] = 96;
+        let crc = crc32c::crc32c(&b[..88]);
+        b[88..92].copy_from_slice(&crc.to_le_bytes());
+        assert!(BlockHeader::header_crc_ok(&b));
+        assert_eq!(check_block(&b, 40960, Checksum::Sha512).unwrap_err().kind, MismatchKind::BadVersion);
+        // Too short for the header: a block of 100 bytes holds a version-1 header, not a version-2 one.
+        assert_eq!(check_block(&long[..100], 40960, Checksum::Sha512).unwrap_err().kind, MismatchKind::Short);
+        // The smallest blocks: header and one payload word.
+        for algo in LONG {
+            let mut b = vec![0u8; algo.min_block()];
+            fill_block(&mut b, 0, 1, 0, 3, algo);
+            assert!(check_block(&b, 0, algo).is_ok(), "{algo:?}");
+            b[algo.header_len()] ^= 1;
+            assert_eq!(check_block(&b, 0, algo).unwrap_err().first_diff, Some(algo.header_len()));
+        }
+    }
+
+    #[test]
+    fn a_long_digest_blocks_prefix_is_checked_with_its_header_length() {
+        let algo = Checksum::Sha512;
+        let mut scratch = vec![0u8; 512];
+        let mut full = vec![0u8; 512];
+        fill_block(&mut full, 1024, 9, 2, 5, algo);
+        for n in [1usize, 90, 112, 300, 512] {
+            assert!(check_prefix(&full[..n], 1024, 512, 9, 2, 5, algo, &mut scratch).is_ok(), "{n}");
+        }
+        // Byte 100 lies in the digest of a 112-byte header (it would be payload after version 1's 80).
+        let mut b = full[..300].to_vec();
+        b[100] ^= 1;
+        let m = check_prefix(&b, 1024, 512, 9, 2, 5, algo, &mut scratch).unwrap_err();
+        assert_eq!((m.kind, m.first_diff), (MismatchKind::BadHeader, Some(100)));
+        b[100] ^= 1;
+        b[200] ^= 1;
+        let m = check_prefix(&b, 1024, 512, 9, 2, 5, algo, &mut scratch).unwrap_err();
+        assert_eq!((m.kind, m.first_diff), (MismatchKind::BadChecksum, Some(200)));
+        assert_eq!(m.found.unwrap().header_len, 112);
     }
 }

@@ -20,7 +20,7 @@ pub mod payload;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use check::{check_block, check_block_expect, check_prefix, Mismatch, MismatchKind};
-pub use header::{BlockHeader, Checksum, CHECKSUM_LEN, HEADER_LEN, MIN_BLOCK};
+pub use header::{BlockHeader, Checksum, CHECKSUM_LEN, HEADER_LEN, MAX_HEADER_LEN, MIN_BLOCK};
 pub use payload::{fill_block, fill_block_planned, fill_blocks, Crc32cPlan};
 
 use crate::report::PhaseReport;
@@ -266,7 +266,7 @@ fn dump_block(path: &str, offset: u64, found: &[u8], expected: Option<&BlockHead
         Ok(()) => serde_json::json!(received),
         Err(e) => serde_json::json!(format!("not written: {received}: {e}")),
     };
-    if let Some(h) = expected.filter(|_| found.len() >= MIN_BLOCK) {
+    if let Some(h) = expected.filter(|h| found.len() >= h.algo.min_block()) {
         let mut exp = vec![0u8; found.len()];
         fill_block(&mut exp, offset, h.generation, h.thread, h.seed, h.algo);
         let name = format!("{path}.{offset}.expected");

@@ -107,25 +107,28 @@ pub(super) fn payload_byte(key: u64, j: usize) -> u8 {
 /// Fill a whole block: header + payload derived deterministically from
 /// (seed, thread, offset, generation) + checksum of the payload. No allocation.
 ///
-/// Panics if `buf` is shorter than `MIN_BLOCK` or longer than 4 GiB: callers
+/// Panics if `buf` is shorter than `algo.min_block()` or longer than 4 GiB: callers
 /// check block sizes when they validate their spec.
 #[inline]
 pub fn fill_block(buf: &mut [u8], offset: u64, generation: u64, thread: u32, seed: u64, algo: Checksum) {
     assert!(
-        buf.len() >= MIN_BLOCK && buf.len() <= u32::MAX as usize,
-        "a verified block holds {MIN_BLOCK}..4 GiB bytes, not {}",
+        buf.len() >= algo.min_block() && buf.len() <= u32::MAX as usize,
+        "a block verified with {} holds {}..4 GiB bytes, not {}",
+        algo.name(),
+        algo.min_block(),
         buf.len()
     );
-    let (head, payload) = buf.split_at_mut(HEADER_LEN);
+    let len = buf.len() as u32;
+    let (head, payload) = buf.split_at_mut(algo.header_len());
     fill_payload(payload, block_key(seed, thread, offset, generation));
-    let mut h = BlockHeader::new(offset, payload.len() as u32 + HEADER_LEN as u32, generation, thread, seed, algo);
+    let mut h = BlockHeader::new(offset, len, generation, thread, seed, algo);
     h.checksum = algo.digest(payload);
     h.write_to(head);
 }
 
 /// Fill `buf` with consecutive verified blocks of `block` bytes each, the first at
 /// file offset `offset` (a request of several blocks, like fio's `verify_interval`).
-/// A last partial block shorter than `MIN_BLOCK` is not possible: callers make
+/// A last partial block shorter than `algo.min_block()` is not possible: callers make
 /// requests multiples of `block`.
 #[inline]
 pub fn fill_blocks(buf: &mut [u8], block: usize, offset: u64, generation: u64, thread: u32, seed: u64, algo: Checksum) {

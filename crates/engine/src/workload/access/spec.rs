@@ -1050,13 +1050,15 @@ impl AccessSpec {
             ));
         }
         let b = self.verify_block();
-        if b < verify::MIN_BLOCK as u64 {
+        let algo = self.verify.unwrap_or(Checksum::Crc32c);
+        if b < algo.min_block() as u64 {
             return Err(EngineError::invalid(
                 "verify_block",
                 format!(
-                    "{b} bytes: a verified block holds an {}-byte header and data: use >= {} bytes",
-                    verify::HEADER_LEN,
-                    verify::MIN_BLOCK
+                    "{b} bytes: a block verified with {} holds a {}-byte header and data: use >= {} bytes",
+                    algo.name(),
+                    algo.header_len(),
+                    algo.min_block()
                 ),
             ));
         }

@@ -158,15 +158,15 @@ impl BonnieSpec {
             if self.seeks > (1 << 40) {
                 return Err(EngineError::invalid("seeks", "must be <= 2^40"));
             }
-            if self.verify.is_some() {
-                if self.chunk < crate::verify::MIN_BLOCK as u64 {
+            if let Some(algo) = self.verify {
+                if self.chunk < algo.min_block() as u64 {
                     return Err(EngineError::invalid(
                         "chunk",
                         format!(
-                            "{} bytes: with verify, each chunk holds an {}-byte header and data: use >= {} bytes",
+                            "{} bytes: with verify, each chunk holds a {}-byte header and data: use >= {} bytes",
                             self.chunk,
-                            crate::verify::HEADER_LEN,
-                            crate::verify::MIN_BLOCK
+                            algo.header_len(),
+                            algo.min_block()
                         ),
                     ));
                 }

@@ -203,13 +203,13 @@ impl FilesetSpec {
                 "give transactions or duration_s (or both: whichever ends first)",
             ));
         }
-        if self.verify.is_some() {
+        if let Some(algo) = self.verify {
             let b = self.verify_block_bytes();
-            if (b as usize) < crate::verify::MIN_BLOCK || b > 1 << 30 {
+            if (b as usize) < algo.min_block() || b > 1 << 30 {
                 let field = if self.verify_block == 0 { "write_block" } else { "verify_block" };
                 return Err(EngineError::invalid(
                     field,
-                    format!("{b} bytes: with verify, each block holds an {}-byte header and data: use verify_block >= {} bytes (and <= 1 GiB)", crate::verify::HEADER_LEN, crate::verify::MIN_BLOCK),
+                    format!("{b} bytes: with verify, each block holds a {}-byte header and data: use verify_block >= {} bytes (and <= 1 GiB)", algo.header_len(), algo.min_block()),
                 ));
             }
         }

@@ -125,8 +125,8 @@ impl IozoneSpec {
                     "more than 2^32 records in one file: use larger records",
                 ));
             }
-            if self.verify.is_some() && rec < crate::verify::MIN_BLOCK as u64 {
-                return Err(EngineError::invalid(format!("cells[{i}]"), format!("record size {rec} bytes: with verify, each record holds an {}-byte header and data: use records >= {} bytes", crate::verify::HEADER_LEN, crate::verify::MIN_BLOCK)));
+            if let Some(algo) = self.verify.filter(|a| rec < a.min_block() as u64) {
+                return Err(EngineError::invalid(format!("cells[{i}]"), format!("record size {rec} bytes: with verify, each record holds a {}-byte header and data: use records >= {} bytes", algo.header_len(), algo.min_block())));
             }
             if self.direct && rec % 512 != 0 {
                 return Err(EngineError::invalid(
