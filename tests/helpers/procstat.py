@@ -31,3 +31,24 @@ def wait_for_worker_cpu(proc, cpu_s: float, poll_s: float = 0.05) -> None:
     while busiest_thread_cpu_s(proc.pid) < cpu_s:
         assert proc.poll() is None, proc.communicate()
         time.sleep(poll_s)
+
+
+def is_gone(pid: int) -> bool:
+    """True when ``pid`` has exited: no longer in /proc, or a zombie waiting for its parent to reap it."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return True
+
+
+def wait_until_gone(pid: int, limit_s: float = 120.0, poll_s: float = 0.05) -> bool:
+    """Wait until ``pid`` has exited (see ``is_gone``); False if it is still there after ``limit_s``.
+    A process that was sent a signal may take a while to die on a busy machine (a handler runs, the
+    scheduler is late): the limit only bounds a hang, the caller asserts that the process went."""
+    end = time.monotonic() + limit_s
+    while not is_gone(pid):
+        if time.monotonic() >= end:
+            return False
+        time.sleep(poll_s)
+    return True

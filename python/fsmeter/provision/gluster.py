@@ -209,13 +209,16 @@ class GlusterVolume:
                         pids.append(int(pid))
             except OSError:
                 continue
-        for sig in (signal.SIGTERM, signal.SIGKILL):
+        # SIGTERM, 5 s of grace, then SIGKILL. A killed process still has to exit (close its bricks' files,
+        # drop its FUSE and network connections) before a brick can be unmounted, and on a busy machine that
+        # can take well over 5 s: wait for it up to a minute, which only bounds a process stuck in the kernel.
+        for sig, grace_s in ((signal.SIGTERM, 5), (signal.SIGKILL, 60)):
             for pid in pids:
                 try:
                     os.kill(pid, sig)
                 except ProcessLookupError:
                     pass
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + grace_s
             while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}/comm") and
                                                       _state(p) not in ("Z", None) for p in pids):
                 time.sleep(0.05)

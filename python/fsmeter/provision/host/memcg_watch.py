@@ -4,7 +4,8 @@ cgroup's limit at ``page cache limit + other memory in use + slack``.
 Run by path (``python memcg_watch.py CGROUP VERSION LIMIT SLACK INTERVAL PEAK_FILE``), standard library only,
 started before fsmeter moves itself into the cgroup, so it is never charged there and never stalls
 with the run. It keeps the largest "other" use it has seen in PEAK_FILE, and stops when its stdin reaches end of file:
-when fsmeter reverts the limit, or when fsmeter dies.
+when fsmeter reverts the limit, or when fsmeter dies. It removes PEAK_FILE when it stops, so that a
+fsmeter killed with SIGKILL (no revert runs) leaves no file behind in the temporary directory.
 
 Other memory is the cgroup's usage minus its page cache (cgroup v1: memory.usage_in_bytes and the
 ``cache`` field of memory.stat; v2: memory.current and ``file``): anonymous memory and kernel
@@ -55,6 +56,10 @@ def run(argv: list) -> int:
     try:
         return main(argv)
     finally:
+        try:
+            os.unlink(argv[5])
+        except OSError:
+            pass
         if int(argv[1]) == 1:  # never leave a cgroup whose tasks would wait for a raise that cannot come
             try:
                 with open(os.path.join(argv[0], "memory.oom_control"), "w") as f:
