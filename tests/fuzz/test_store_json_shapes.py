@@ -83,3 +83,10 @@ def test_merge_of_a_sound_store_still_copies_it(sample, tmp_path):
     r = fsm("merge", sample, "-o", out, timeout=120)
     assert r.returncode == 0, r.stderr
     assert sqlite3.connect(out).execute("SELECT count(*) FROM trials").fetchone()[0] == 4
+
+
+@pytest.mark.parametrize("value", ["x", "[]"])
+def test_analyze_of_a_store_with_a_metric_value_that_is_text(sample, value):
+    set_first(sample, "metrics", "value", value)
+    r = fsm("analyze", "--campaign", "1", "--response", "ops_per_s", "--factors", "filesystem", sample, timeout=120)
+    one_damaged_line(r, "metrics.value is not a number")
