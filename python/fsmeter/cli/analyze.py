@@ -33,7 +33,16 @@ def _store_frame(db: Path, campaign: str | None):
         ) from None
     if not db.is_file():
         raise UserError(f"no such results database: {db}: check the path")
-    df = tidy(db, campaign=campaign)
+    try:
+        from fsmeter.store.health import guard
+    except ImportError:  # a store without the damage check (a stand-in): its errors pass as they are
+        from contextlib import nullcontext
+
+        def guard(_db):
+            return nullcontext()
+
+    with guard(db):  # a damaged store: one line naming what is damaged and how to recover it
+        df = tidy(db, campaign=campaign)
     if df is None or len(df) == 0:
         what = f"campaign {campaign!r}" if campaign else "any campaign"
         raise UserError(f"no trials for {what} in {db}: list campaigns with `fsmeter` report commands")

@@ -74,6 +74,8 @@ def campaign_document(db: Any = None, campaign: Optional[str] = None) -> dict:
     factors: list = []
     for c in cells:
         c["factors"] = json.loads(c["factors"])
+        if not isinstance(c["factors"], dict):  # damaged: the store guard names the column
+            raise TypeError(f"cell {c['id']}: factors is not a JSON object")
         factors += [k for k in c["factors"] if k not in factors]
     for t in trials:
         t["discarded"] = bool(t["discarded"])

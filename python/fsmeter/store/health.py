@@ -41,6 +41,11 @@ TABLES = [("campaigns", None, None), ("cells", "campaign_id", "campaigns"), ("ce
 JSON_COLUMNS = {"cells": ("factors",), "cell_factors": ("value",), "phases": ("report",),
                 "histograms": ("buckets",), "environment": ("extra",), "metrics": ("keys",), "campaigns": ("owner",)}
 
+#: The JSON type each of those documents has when fsmeter wrote it (a column not named here may hold any).
+JSON_SHAPES = {("cells", "factors"): dict, ("phases", "report"): dict, ("histograms", "buckets"): list,
+               ("environment", "extra"): dict, ("metrics", "keys"): dict, ("campaigns", "owner"): dict}
+_SHAPE_NAMES = {dict: "a JSON object", list: "a JSON list"}
+
 _BATCH = 256
 
 
@@ -87,9 +92,12 @@ def row_problem(table: str, columns: list, row: tuple) -> Optional[str]:
                 return f"{table}.{col.name} is not text"
             if col.name in json_cols:
                 try:
-                    json.loads(v)
+                    doc = json.loads(v)
                 except ValueError:
                     return f"{table}.{col.name} is not valid JSON"
+                shape = JSON_SHAPES.get((table, col.name))
+                if shape is not None and not isinstance(doc, shape):
+                    return f"{table}.{col.name} is not {_SHAPE_NAMES[shape]}"
     return None
 
 
