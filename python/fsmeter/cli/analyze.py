@@ -33,13 +33,7 @@ def _store_frame(db: Path, campaign: str | None):
         ) from None
     if not db.is_file():
         raise UserError(f"no such results database: {db}: check the path")
-    try:
-        from fsmeter.store.health import guard
-    except ImportError:  # a store without the damage check (a stand-in): its errors pass as they are
-        from contextlib import nullcontext
-
-        def guard(_db):
-            return nullcontext()
+    from fsmeter.store.health import guard
 
     with guard(db):  # a damaged store: one line naming what is damaged and how to recover it
         df = tidy(db, campaign=campaign)
