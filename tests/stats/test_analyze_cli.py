@@ -1,4 +1,5 @@
 """`fsmeter analyze`: CSV and store paths, and one-line errors with exit code 2 for bad input."""
+import contextlib
 import subprocess
 import sys
 import types
@@ -102,6 +103,9 @@ def fake_store(monkeypatch):
     mod = types.ModuleType("fsmeter.store")
     mod.tidy = tidy
     monkeypatch.setitem(sys.modules, "fsmeter.store", mod)
+    health = types.ModuleType("fsmeter.store.health")  # the stand-in store is never damaged
+    health.guard = lambda _db: contextlib.nullcontext()
+    monkeypatch.setitem(sys.modules, "fsmeter.store.health", health)
     return seen
 
 
