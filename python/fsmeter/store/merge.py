@@ -63,23 +63,22 @@ def merge_stores(inputs: Sequence[Path], out: Path) -> dict:
         store = open_store(out)
         conn = store.conn
         try:
-            tables = _tables_in_order(conn)
-            for src_path, copy in zip(inputs, copies):
-                conn.execute("ATTACH DATABASE ? AS src", (str(copy),))
-                try:
-                    with conn:
-                        _copy_one(conn, tables, src_path, counts)
-                except sqlite3.IntegrityError as exc:
-                    # A row the store's own rules forbid (a NULL where a value must be, a status
-                    # fsmeter never writes): the input is damaged. The output, made here, goes.
-                    store.close()
-                    out.unlink(missing_ok=True)
-                    raise _damaged_input(Path(src_path), exc) from None
-                finally:
-                    with _ignore_closed():
+            try:
+                tables = _tables_in_order(conn)
+                for src_path, copy in zip(inputs, copies):
+                    conn.execute("ATTACH DATABASE ? AS src", (str(copy),))
+                    try:
+                        with conn:
+                            _copy_one(conn, tables, src_path, counts)
+                    finally:
                         conn.execute("DETACH DATABASE src")
-        finally:
-            store.close()
+            finally:
+                store.close()
+        except sqlite3.IntegrityError as exc:
+            # A row the store's own rules forbid (a NULL where a value must be, a status fsmeter
+            # never writes): the input being copied is damaged. The output, made here, goes.
+            out.unlink(missing_ok=True)
+            raise _damaged_input(Path(src_path), exc) from None
     return counts
 
 
@@ -89,16 +88,6 @@ def _damaged_input(src: Path, exc: sqlite3.IntegrityError) -> UserError:
     return UserError(f"{src}: a row breaks the store's rules ({' '.join(str(exc).split())}): the input is damaged; "
                      f"run `fsmeter store recover {src} --to {recovered_name(src)}` and merge the recovered copy "
                      "(nothing was written)")
-
-
-class _ignore_closed:
-    """Detaching after the connection was closed for a damaged input is a no-op."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, typ, exc, tb):
-        return typ is not None and issubclass(typ, sqlite3.ProgrammingError)
 
 
 def _copy_one(conn: sqlite3.Connection, tables: List[str], src_path: Path, counts: dict) -> None:
