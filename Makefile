@@ -83,13 +83,14 @@ test-rust:
 test-python:
 	$(PY) -m pytest -q -ra --durations=20
 
-# The checks before a commit, one target each so that a failure says which: ruff (rules in
-# pyproject.toml, version pinned in its test extra), clippy on every crate and target with every
+# The checks before a commit, one target each so that a failure says which: ruff's lint and its
+# formatter (rules in pyproject.toml, version pinned in its test extra), clippy on every crate and target with every
 # warning an error (a lint allowed in the code says why beside it), and rustfmt (rustfmt.toml).
 lint: lint-python lint-clippy lint-rustfmt
 
 lint-python: pydeps
 	$(VENV)/bin/ruff check python tests scripts bench
+	$(VENV)/bin/ruff format --check python tests scripts bench
 
 # The extension's build script would also build the helper programs in release: they are
 # workspace crates, linted here anyway (FSMETER_NO_HELPERS=1).

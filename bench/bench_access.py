@@ -27,6 +27,7 @@ spread (min..max) of each side; the loop device is attached with direct I/O
 (losetup --direct-io=on, checked in /sys/block/loopN/loop/dio) so that device-bound means the
 device, not the host's page cache.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,12 +44,35 @@ FILE = "fsmeter.access.0"  # the name fsmeter's access family lays files out und
 # fio runs straight after on the same file with whatever is cached, so fsmeter keeps the cache too (--cache keep).
 
 
-def fio_args(filename: Path, rw: str, bs: str, seconds: float, engine: str = "psync", depth: int = 1,
-             direct: bool = False, jobs: int = 1, iomem: str = "malloc") -> list:
+def fio_args(
+    filename: Path,
+    rw: str,
+    bs: str,
+    seconds: float,
+    engine: str = "psync",
+    depth: int = 1,
+    direct: bool = False,
+    jobs: int = 1,
+    iomem: str = "malloc",
+) -> list:
     """fio doing what fsmeter does (see the module docstring: equal work)."""
-    args = ["fio", "--name=bench", f"--filename={filename}", f"--size={GiB}", f"--rw={rw}", f"--bs={bs}",
-            f"--ioengine={engine}", f"--iodepth={depth}", f"--direct={int(direct)}", f"--numjobs={jobs}",
-            f"--runtime={seconds}", "--time_based", "--group_reporting", "--output-format=json", f"--iomem={iomem}"]
+    args = [
+        "fio",
+        "--name=bench",
+        f"--filename={filename}",
+        f"--size={GiB}",
+        f"--rw={rw}",
+        f"--bs={bs}",
+        f"--ioengine={engine}",
+        f"--iodepth={depth}",
+        f"--direct={int(direct)}",
+        f"--numjobs={jobs}",
+        f"--runtime={seconds}",
+        "--time_based",
+        "--group_reporting",
+        "--output-format=json",
+        f"--iomem={iomem}",
+    ]
     if rw.startswith("rand"):
         args += ["--norandommap", "--randrepeat=0"]
     if engine == "io_uring":
@@ -74,17 +98,32 @@ def spread(values: list) -> str:
     return f"{min(values):,.0f}..{max(values):,.0f}"
 
 
-def fio(ctx, filename: Path, rw: str, bs: str, seconds: float, engine: str = "psync", depth: int = 1,
-        direct: bool = False, jobs: int = 1, iomem: str = "malloc") -> dict:
+def fio(
+    ctx,
+    filename: Path,
+    rw: str,
+    bs: str,
+    seconds: float,
+    engine: str = "psync",
+    depth: int = 1,
+    direct: bool = False,
+    jobs: int = 1,
+    iomem: str = "malloc",
+) -> dict:
     res = ctx.cmd(fio_args(filename, rw, bs, seconds, engine, depth, direct, jobs, iomem))
-    job = json.loads(res.stdout[res.stdout.index("{"):])["jobs"][0]
+    job = json.loads(res.stdout[res.stdout.index("{") :])["jobs"][0]
     side = job["read"] if rw in ("randread", "read") else job["write"]
     return {"iops": side["iops"], "MiB_s": side["bw_bytes"] / (1 << 20), "bytes": side["io_bytes"]}
 
 
 def fsm(ctx, workload: str, d: Path, seconds: float, **sets) -> dict:
-    doc = ctx.fsmeter(workload, d, {"file_size": GiB, "reuse_files": "true", "warmup_s": 0, "seed": 42,
-                                    "duration_s": seconds, **sets}, keep_files=True, cache="keep")
+    doc = ctx.fsmeter(
+        workload,
+        d,
+        {"file_size": GiB, "reuse_files": "true", "warmup_s": 0, "seed": 42, "duration_s": seconds, **sets},
+        keep_files=True,
+        cache="keep",
+    )
     tot = doc["phases"]["run"]["total"]
     return {"iops": tot["ops_per_s"], "MiB_s": tot["bytes_per_s"] / (1 << 20), "bytes": tot["bytes"]}
 
@@ -121,36 +160,98 @@ def run(ctx) -> list:
         got = interleaved(rounds, runners)
         a_f, a_p, e_f, e_p = got["fsmeter"], got["fio"], got["fsmeter-2T"], got["fio-2T"]
         bare = got.get("bare", [])
-        rows.append(ctx.row("(a) 4K randread tmpfs psync 1T", "IOPS", med(a_f), med(a_p), "fio", 1.10,
-                            notes=f"{note}; fsmeter {spread(a_f)}, fio {spread(a_p)}; fio --norandommap --randrepeat=0"))
-        rows.append(ctx.row("(d) (a) vs bare loop", "IOPS", med(a_f), med(bare) if bare else None, "bare-pread", 0.95,
-                            notes=f"{note}; fsmeter keeps latency histograms on" if bare else "gcc not found to build bench/bare_pread.c"))
-        rows.append(ctx.row("(e) 2T/1T scaling", "x", med(e_f) / med(a_f), 1.0, "ideal 2x=2.0", 1.8,
-                            notes=f"{note}; fio 2T/1T = {med(e_p) / med(a_p):.2f}"))
-        rows.append(ctx.row("(e) 4K randread tmpfs psync 2T", "IOPS", med(e_f), med(e_p), "fio",
-                            notes=f"{note}; fsmeter {spread(e_f)}, fio {spread(e_p)}"))
+        rows.append(
+            ctx.row(
+                "(a) 4K randread tmpfs psync 1T",
+                "IOPS",
+                med(a_f),
+                med(a_p),
+                "fio",
+                1.10,
+                notes=f"{note}; fsmeter {spread(a_f)}, fio {spread(a_p)}; fio --norandommap --randrepeat=0",
+            )
+        )
+        rows.append(
+            ctx.row(
+                "(d) (a) vs bare loop",
+                "IOPS",
+                med(a_f),
+                med(bare) if bare else None,
+                "bare-pread",
+                0.95,
+                notes=f"{note}; fsmeter keeps latency histograms on"
+                if bare
+                else "gcc not found to build bench/bare_pread.c",
+            )
+        )
+        rows.append(
+            ctx.row(
+                "(e) 2T/1T scaling",
+                "x",
+                med(e_f) / med(a_f),
+                1.0,
+                "ideal 2x=2.0",
+                1.8,
+                notes=f"{note}; fio 2T/1T = {med(e_p) / med(a_p):.2f}",
+            )
+        )
+        rows.append(
+            ctx.row(
+                "(e) 4K randread tmpfs psync 2T",
+                "IOPS",
+                med(e_f),
+                med(e_p),
+                "fio",
+                notes=f"{note}; fsmeter {spread(e_f)}, fio {spread(e_p)}",
+            )
+        )
     with ctx.loopfs("ext4", "1400M") as d:
         dio = f"loop direct I/O {'on' if getattr(ctx, 'loop_dio', None) else 'OFF (host page cache in the way)'}"
         fsm(ctx, "rand-read-4k", d, 0.2)
-        got = interleaved(rounds, {
-            "fsmeter": lambda r: fsm(ctx, "rand-read-4k", d, secs, backend="io_uring", queue_depth=32, direct="true",
-                                     seed=3000 + r)["iops"],
-            "fio": lambda r: fio(ctx, d / FILE, "randread", "4k", secs, engine="io_uring", depth=32, direct=True)["iops"],
-        })
-        rows.append(ctx.row("(b) 4K randread ext4/loop O_DIRECT io_uring qd32", "IOPS", med(got["fsmeter"]),
-                            med(got["fio"]), "fio", 1.0,
-                            notes=f"{note}; fsmeter {spread(got['fsmeter'])}, fio {spread(got['fio'])}; {dio}; "
-                                  "fio --norandommap --randrepeat=0 --registerfiles --fixedbufs"))
+        got = interleaved(
+            rounds,
+            {
+                "fsmeter": lambda r: fsm(
+                    ctx, "rand-read-4k", d, secs, backend="io_uring", queue_depth=32, direct="true", seed=3000 + r
+                )["iops"],
+                "fio": lambda r: fio(ctx, d / FILE, "randread", "4k", secs, engine="io_uring", depth=32, direct=True)[
+                    "iops"
+                ],
+            },
+        )
+        rows.append(
+            ctx.row(
+                "(b) 4K randread ext4/loop O_DIRECT io_uring qd32",
+                "IOPS",
+                med(got["fsmeter"]),
+                med(got["fio"]),
+                "fio",
+                1.0,
+                notes=f"{note}; fsmeter {spread(got['fsmeter'])}, fio {spread(got['fio'])}; {dio}; "
+                "fio --norandommap --randrepeat=0 --registerfiles --fixedbufs",
+            )
+        )
         for wl, rw in (("seq-read", "read"), ("seq-write", "write")):
-            got = interleaved(rounds, {
-                "fsmeter": lambda r: fsm(ctx, wl, d, secs, record_size="1M", direct="true")["MiB_s"],
-                "fio": lambda r: fio(ctx, d / FILE, rw, "1M", secs, direct=True)["MiB_s"],
-            })
+            got = interleaved(
+                rounds,
+                {
+                    "fsmeter": lambda r: fsm(ctx, wl, d, secs, record_size="1M", direct="true")["MiB_s"],
+                    "fio": lambda r: fio(ctx, d / FILE, rw, "1M", secs, direct=True)["MiB_s"],
+                },
+            )
             ratios = [a / b for a, b in zip(got["fsmeter"], got["fio"])]
-            rows.append(ctx.row(f"(c) 1M {rw} ext4/loop O_DIRECT psync", "MiB/s", med(got["fsmeter"]), med(got["fio"]),
-                                "fio", 0.98,
-                                notes=f"{note}; fsmeter {spread(got['fsmeter'])}, fio {spread(got['fio'])}, per-round "
-                                      f"ratio {min(ratios):.2f}..{max(ratios):.2f}; {dio}"))
+            rows.append(
+                ctx.row(
+                    f"(c) 1M {rw} ext4/loop O_DIRECT psync",
+                    "MiB/s",
+                    med(got["fsmeter"]),
+                    med(got["fio"]),
+                    "fio",
+                    0.98,
+                    notes=f"{note}; fsmeter {spread(got['fsmeter'])}, fio {spread(got['fio'])}, per-round "
+                    f"ratio {min(ratios):.2f}..{max(ratios):.2f}; {dio}",
+                )
+            )
     rows += huge_page_rows(ctx, secs, rounds)
     return rows
 
@@ -166,29 +267,42 @@ def huge_page_rows(ctx, secs: float, rounds: int) -> list:
 
         def counted(name, fn):
             """fn's MiB/s; the device's read requests per MiB the run read go to per_mib."""
+
             def run(r):
                 before = loop_reads(d)
                 got = fn(r)
                 per_mib.setdefault(name, []).append((loop_reads(d) - before) / max(got["bytes"] / (1 << 20), 1.0))
                 return got["MiB_s"]
+
             return run
 
         sides = {
             "fsmeter heap": lambda r: fsm(ctx, "seq-read", d, secs, record_size="1M", direct="true"),
             "fio malloc": lambda r: fio(ctx, d / FILE, "read", "1M", secs, direct=True),
-            "fsmeter hugetlb": lambda r: fsm(ctx, "seq-read", d, secs, record_size="1M", direct="true",
-                                             buffer_memory="hugetlb"),
+            "fsmeter hugetlb": lambda r: fsm(
+                ctx, "seq-read", d, secs, record_size="1M", direct="true", buffer_memory="hugetlb"
+            ),
             "fio mmaphuge": lambda r: fio(ctx, d / FILE, "read", "1M", secs, direct=True, iomem="mmaphuge"),
         }
         got = interleaved(rounds, {k: counted(k, fn) for k, fn in sides.items()})
-        for mine, theirs, what, iomem in (("fsmeter hugetlb", "fio mmaphuge", "hugetlb buffers", "mmaphuge"),
-                                          ("fsmeter heap", "fio malloc", "4 KiB-page buffers", "malloc")):
+        for mine, theirs, what, iomem in (
+            ("fsmeter hugetlb", "fio mmaphuge", "hugetlb buffers", "mmaphuge"),
+            ("fsmeter heap", "fio malloc", "4 KiB-page buffers", "malloc"),
+        ):
             ratios = [a / b for a, b in zip(got[mine], got[theirs])]
-            rows.append(ctx.row(f"(f) 1M read ext4/in-memory loop O_DIRECT psync, {what}", "MiB/s", med(got[mine]),
-                                med(got[theirs]), "fio", 0.98,
-                                notes=f"median of {rounds} interleaved rounds; fsmeter {spread(got[mine])}, fio "
-                                      f"{spread(got[theirs])}, per-round ratio {min(ratios):.2f}..{max(ratios):.2f}; "
-                                      f"device requests per MiB: fsmeter {med(per_mib[mine]):.2f}, fio "
-                                      f"{med(per_mib[theirs]):.2f}; "
-                                      f"fio --iomem={iomem}; {dio}"))
+            rows.append(
+                ctx.row(
+                    f"(f) 1M read ext4/in-memory loop O_DIRECT psync, {what}",
+                    "MiB/s",
+                    med(got[mine]),
+                    med(got[theirs]),
+                    "fio",
+                    0.98,
+                    notes=f"median of {rounds} interleaved rounds; fsmeter {spread(got[mine])}, fio "
+                    f"{spread(got[theirs])}, per-round ratio {min(ratios):.2f}..{max(ratios):.2f}; "
+                    f"device requests per MiB: fsmeter {med(per_mib[mine]):.2f}, fio "
+                    f"{med(per_mib[theirs]):.2f}; "
+                    f"fio --iomem={iomem}; {dio}",
+                )
+            )
     return rows

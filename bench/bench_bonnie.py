@@ -15,6 +15,7 @@ Per phase: ratio of rates fsmeter / bonnie++ (target 0.9 for block phases, 0.75 
 issue's "within 10% / 25%"), and both %CPU in the notes. Whole set: bonnie++'s wall time / fsmeter's
 (>= 1.0: fsmeter no slower). bonnie++ prints "+++++" for phases under 0.5 s; those have no ratio.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,11 +25,29 @@ import statistics
 import tempfile
 from pathlib import Path
 
-COLS = ["putc", "putc_cpu", "put_block", "put_block_cpu", "rewrite", "rewrite_cpu", "getc", "getc_cpu",
-        "get_block", "get_block_cpu", "seeks", "seeks_cpu"]
+COLS = [
+    "putc",
+    "putc_cpu",
+    "put_block",
+    "put_block_cpu",
+    "rewrite",
+    "rewrite_cpu",
+    "getc",
+    "getc_cpu",
+    "get_block",
+    "get_block_cpu",
+    "seeks",
+    "seeks_cpu",
+]
 #: bonnie++ CSV column -> fsmeter phase, target ratio.
-PHASES = {"putc": ("putc_write", 0.75), "put_block": ("block_write", 0.9), "rewrite": ("rewrite", 0.9),
-          "getc": ("getc_read", 0.75), "get_block": ("block_read", 0.9), "seeks": ("seeks", None)}
+PHASES = {
+    "putc": ("putc_write", 0.75),
+    "put_block": ("block_write", 0.9),
+    "rewrite": ("rewrite", 0.9),
+    "getc": ("getc_read", 0.75),
+    "get_block": ("block_read", 0.9),
+    "seeks": ("seeks", None),
+}
 
 
 def _num(s: str):
@@ -51,14 +70,16 @@ fsmeter.cli.main(sys.argv[2:])
 
 def bonnie_pp(ctx, d, size_mb: int, limit_mb: int, cgroup: str) -> tuple:
     """One bonnie++ run inside the cgroup; its CSV fields by name, and its wall time."""
-    cmd = (f'echo $$ > {cgroup}/cgroup.procs && exec bonnie++ -d {d} -s {size_mb}:8192 -r {limit_mb} -n 0 -x 1 '
-           '-q -u root -z 1')
+    cmd = (
+        f"echo $$ > {cgroup}/cgroup.procs && exec bonnie++ -d {d} -s {size_mb}:8192 -r {limit_mb} -n 0 -x 1 "
+        "-q -u root -z 1"
+    )
     res = ctx.cmd(["sh", "-c", cmd], timeout=3600)
     line = next(ln for ln in res.stdout.splitlines() if ln.count(",") > 20)
     f = line.split(",")
     # 2.00a writes format_version, bonnie_version, name, concurrency, seed, file_size, io_chunk_size (empty at
     # the default), seeks, seek_procs, then COLS (its header line names only some of these).
-    return dict(zip(COLS, f[9:9 + len(COLS)])), res.wall_s
+    return dict(zip(COLS, f[9 : 9 + len(COLS)])), res.wall_s
 
 
 def fsmeter_run(ctx, d, sets: dict, cgroup: str) -> dict:
@@ -119,7 +140,7 @@ def run_case(ctx, size_mb: int, limit_mb: int, image: str, rounds: int) -> list:
             base = {"size": f"{size_mb}M", "chunk": "8K", "files": 0}
             # Interleaved rounds, alternating who goes first: the machine's load drifts.
             for i in range(rounds):
-                for who in (("peer", "fsmeter") if i % 2 == 0 else ("fsmeter", "peer")):
+                for who in ("peer", "fsmeter") if i % 2 == 0 else ("fsmeter", "peer"):
                     d = mnt / f"{who}-{i}"
                     d.mkdir()
                     if who == "peer":
@@ -132,8 +153,9 @@ def run_case(ctx, size_mb: int, limit_mb: int, image: str, rounds: int) -> list:
             stdios.append(fsmeter_run(ctx, d, {**base, "char_io": "stdio"}, cg))
     finally:
         limit.revert()
-    case = (f"loop ext4, {size_mb} MiB file, 8 KiB chunk, memory cgroup {limit_mb} MiB; "
-            f"median of {rounds} interleaved runs")
+    case = (
+        f"loop ext4, {size_mb} MiB file, 8 KiB chunk, memory cgroup {limit_mb} MiB; median of {rounds} interleaved runs"
+    )
     rows = []
     for col, (phase, target) in PHASES.items():
         fs = [_fsm_value(doc, phase) for doc in docs]
@@ -143,22 +165,53 @@ def run_case(ctx, size_mb: int, limit_mb: int, image: str, rounds: int) -> list:
         unit = "seeks/s" if phase == "seeks" else "KiB/s"
         el = _median([doc["phases"][phase]["elapsed_s"] for doc in docs])
         pc = "+++ (too fast to time)" if pcpu is None else f"{pcpu:.0f}"
-        rows.append(ctx.row(case, f"{phase} {unit}", rate, prate, "bonnie++ 2.00a", target=target,
-                            notes=f"%CPU fsmeter {cpu:.1f}, bonnie++ {pc}; fsmeter phase {el:.2f} s"))
+        rows.append(
+            ctx.row(
+                case,
+                f"{phase} {unit}",
+                rate,
+                prate,
+                "bonnie++ 2.00a",
+                target=target,
+                notes=f"%CPU fsmeter {cpu:.1f}, bonnie++ {pc}; fsmeter phase {el:.2f} s",
+            )
+        )
         if phase in ("putc_write", "getc_read"):
             # CPU per byte is what per-char phases measure; it depends less on the machine's load than KiB/s.
             def ns(r, c):
                 return None if not r or c is None else c / 100 / (r * 1024) * 1e9
 
-            rows.append(ctx.row(case, f"{phase} CPU ns/byte", ns(rate, cpu), ns(prate, pcpu), "bonnie++ 2.00a",
-                                higher_is_better=False, notes="(user + sys) / bytes; bonnie++'s %CPU is an integer"))
+            rows.append(
+                ctx.row(
+                    case,
+                    f"{phase} CPU ns/byte",
+                    ns(rate, cpu),
+                    ns(prate, pcpu),
+                    "bonnie++ 2.00a",
+                    higher_is_better=False,
+                    notes="(user + sys) / bytes; bonnie++'s %CPU is an integer",
+                )
+            )
             srate, scpu = _fsm_value(stdios[0], phase)
-            rows.append(ctx.row(case, f"{phase} {unit} (stdio, Bonnie 1.x)", srate, prate, "bonnie++ 2.00a",
-                                notes=f"fsmeter putc/getc through a st_blksize buffer vs bonnie++'s 1-byte "
-                                      f"syscalls: not the same work; %CPU fsmeter {scpu:.1f}"))
+            rows.append(
+                ctx.row(
+                    case,
+                    f"{phase} {unit} (stdio, Bonnie 1.x)",
+                    srate,
+                    prate,
+                    "bonnie++ 2.00a",
+                    notes=f"fsmeter putc/getc through a st_blksize buffer vs bonnie++'s 1-byte "
+                    f"syscalls: not the same work; %CPU fsmeter {scpu:.1f}",
+                )
+            )
     # The engine's share: the six measured phases, fsmeter's elapsed against bonnie++'s (bytes / its rate).
-    work = {"putc": 3 << 20, "put_block": size_mb << 20, "rewrite": size_mb << 20, "getc": 3 << 20,
-            "get_block": size_mb << 20}
+    work = {
+        "putc": 3 << 20,
+        "put_block": size_mb << 20,
+        "rewrite": size_mb << 20,
+        "getc": 3 << 20,
+        "get_block": size_mb << 20,
+    }
 
     def peer_phases_s(p):
         rates = {c: _num(p[c]) for c in PHASES}
@@ -166,12 +219,29 @@ def run_case(ctx, size_mb: int, limit_mb: int, image: str, rounds: int) -> list:
             return None  # a "+++++" phase: too fast for bonnie++ to time
         return sum(work[c] / (rates[c] * 1024) for c in work) + 8192 / rates["seeks"]
 
-    rows.append(ctx.row(case, "six phases s (bonnie++/fsmeter)",
-                        _median([sum(d["phases"][ph]["elapsed_s"] for ph, _ in PHASES.values()) for d in docs]),
-                        _median([peer_phases_s(p) for p, _ in peers]), "bonnie++ 2.00a", target=1.0,
-                        higher_is_better=False, notes="sum of the measured phases; bonnie++'s from its rates"))
-    rows.append(ctx.row(case, "whole set wall s (bonnie++/fsmeter)", _median([d["_wall_s"] for d in docs]),
-                        _median([w for _, w in peers]), "bonnie++ 2.00a", target=1.0, higher_is_better=False,
-                        notes="fsmeter: process start to exit incl. Python start-up and cleanup; bonnie++ sleeps 3 s "
-                              "before its seekers"))
+    rows.append(
+        ctx.row(
+            case,
+            "six phases s (bonnie++/fsmeter)",
+            _median([sum(d["phases"][ph]["elapsed_s"] for ph, _ in PHASES.values()) for d in docs]),
+            _median([peer_phases_s(p) for p, _ in peers]),
+            "bonnie++ 2.00a",
+            target=1.0,
+            higher_is_better=False,
+            notes="sum of the measured phases; bonnie++'s from its rates",
+        )
+    )
+    rows.append(
+        ctx.row(
+            case,
+            "whole set wall s (bonnie++/fsmeter)",
+            _median([d["_wall_s"] for d in docs]),
+            _median([w for _, w in peers]),
+            "bonnie++ 2.00a",
+            target=1.0,
+            higher_is_better=False,
+            notes="fsmeter: process start to exit incl. Python start-up and cleanup; bonnie++ sleeps 3 s "
+            "before its seekers",
+        )
+    )
     return rows

@@ -12,6 +12,7 @@ The same by hand, as the README shows:
     sudo fsmeter compare --db ab.sqlite && sudo fsmeter compare --db ab.sqlite
     fsmeter compare-runs 1 2 --db ab.sqlite
 """
+
 from __future__ import annotations
 
 import os
@@ -39,10 +40,27 @@ def run(ctx) -> list:
             mx = build_matrix(build_view(db, str(i)))
             cells = [c for r in mx.rows for c in r.cells.values()]
             resolved.append((sum(c.mark != "unresolved" for c in cells), len(cells)))
-            rows.append(ctx.row("compare twice", f"run {i} wall time (s)", res.wall_s, None, "-",
-                                higher_is_better=False, notes="goal: about 300 s on a 2-core machine"))
-            rows.append(ctx.row("compare twice", f"run {i} cells resolved (CI within ±25%)", resolved[-1][0], None,
-                                "-", notes=f"of {resolved[-1][1]}; outlier trials: {len(mx.outliers)}"))
+            rows.append(
+                ctx.row(
+                    "compare twice",
+                    f"run {i} wall time (s)",
+                    res.wall_s,
+                    None,
+                    "-",
+                    higher_is_better=False,
+                    notes="goal: about 300 s on a 2-core machine",
+                )
+            )
+            rows.append(
+                ctx.row(
+                    "compare twice",
+                    f"run {i} cells resolved (CI within ±25%)",
+                    resolved[-1][0],
+                    None,
+                    "-",
+                    notes=f"of {resolved[-1][1]}; outlier trials: {len(mx.outliers)}",
+                )
+            )
         res = compare_runs(load_side("1", db), load_side("2", db), 10.0, 0.05)
         raw = compare_runs(load_side("1", db), load_side("2", db), 10.0, 0.05, correction="none")
         raw_changed = [r for r in raw.rows if r.verdict in ("regression", "improvement")]
@@ -52,12 +70,28 @@ def run(ctx) -> list:
         head_rows = [r for r in tested if (r.workload, r.key) in heads]
         changed = [r for r in head_rows if r.verdict in ("regression", "improvement")]
         all_changed = [r for r in tested if r.verdict in ("regression", "improvement")]
-        rows.append(ctx.row("compare twice", "headline metrics changed (run 2 vs 1)", len(changed), None, "run 1",
-                            higher_is_better=False,
-                            notes=f"of {len(head_rows)} tested (goal 0): " + "; ".join(
-                                f"{r.workload}/{r.config} {r.change_pct:+.0f}%" for r in changed[:6])))
-        rows.append(ctx.row("compare twice", "all metrics changed (compare-runs)", len(all_changed), None, "run 1",
-                            higher_is_better=False,
-                            notes=f"of {len(tested)} tested, Holm-corrected (goal 0); per-metric tests without "
-                                  f"correction would flag {len(raw_changed)}"))
+        rows.append(
+            ctx.row(
+                "compare twice",
+                "headline metrics changed (run 2 vs 1)",
+                len(changed),
+                None,
+                "run 1",
+                higher_is_better=False,
+                notes=f"of {len(head_rows)} tested (goal 0): "
+                + "; ".join(f"{r.workload}/{r.config} {r.change_pct:+.0f}%" for r in changed[:6]),
+            )
+        )
+        rows.append(
+            ctx.row(
+                "compare twice",
+                "all metrics changed (compare-runs)",
+                len(all_changed),
+                None,
+                "run 1",
+                higher_is_better=False,
+                notes=f"of {len(tested)} tested, Holm-corrected (goal 0); per-metric tests without "
+                f"correction would flag {len(raw_changed)}",
+            )
+        )
     return rows

@@ -9,6 +9,7 @@ workload>` with the same parameters, on the same (kept) file, interleaved rounds
 
 The job files name the named workload's file (filename=fsmeter.access.0), so both read the same cached data.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -20,10 +21,13 @@ FILE = "fsmeter.access.0"
 
 CASES = [
     # (case, named workload, its --set, the job file's body)
-    ("(a) 4K randread tmpfs psync 1T", "rand-read-4k", {},
-     "rw=randread\nbs=4k\nioengine=psync\nnorandommap\n"),
-    ("(e) 4K randread tmpfs psync 2T", "rand-read-4k", {"threads": 2},
-     "rw=randread\nbs=4k\nioengine=psync\nnorandommap\nnumjobs=2\n"),
+    ("(a) 4K randread tmpfs psync 1T", "rand-read-4k", {}, "rw=randread\nbs=4k\nioengine=psync\nnorandommap\n"),
+    (
+        "(e) 4K randread tmpfs psync 2T",
+        "rand-read-4k",
+        {"threads": 2},
+        "rw=randread\nbs=4k\nioengine=psync\nnorandommap\nnumjobs=2\n",
+    ),
     ("(c) 1M read tmpfs psync", "seq-read", {"record_size": "1M"}, "rw=read\nbs=1m\nioengine=psync\n"),
     ("(c) 1M write tmpfs psync", "seq-write", {"record_size": "1M"}, "rw=write\nbs=1m\nioengine=psync\n"),
 ]
@@ -52,7 +56,15 @@ def run(ctx) -> list:
                 doc = ctx.fsmeter(str(jf), d, {}, keep_files=True, cache="keep")
                 job_v.append(doc["phases"]["bench:run"]["total"]["bytes_per_s"])
             med = statistics.median
-            rows.append(ctx.row(case, "MiB/s", med(job_v) / (1 << 20), med(named_v) / (1 << 20),
-                                f"fsmeter run {named}", 0.98,
-                                notes=f"job file / named workload; median of {rounds} interleaved rounds"))
+            rows.append(
+                ctx.row(
+                    case,
+                    "MiB/s",
+                    med(job_v) / (1 << 20),
+                    med(named_v) / (1 << 20),
+                    f"fsmeter run {named}",
+                    0.98,
+                    notes=f"job file / named workload; median of {rounds} interleaved rounds",
+                )
+            )
     return rows

@@ -7,6 +7,7 @@ interleaved with the order alternating, medians and the per-round ratios. Target
 draw costs fsmeter no more than fio: one powf for zipf and pareto, no allocation). Both read mostly the
 same few hot pages, so the figures are far above the uniform case's.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,16 +20,41 @@ DISTS = ["zipf:1.2", "pareto:0.2"]
 
 
 def fio(ctx, filename: Path, dist: str, seconds: float) -> float:
-    res = ctx.cmd(["fio", "--name=bench", f"--filename={filename}", f"--size={GiB}", "--rw=randread", "--bs=4k",
-                   "--ioengine=psync", f"--random_distribution={dist}", "--norandommap", "--randrepeat=0",
-                   f"--runtime={seconds}", "--time_based", "--output-format=json"])
-    return json.loads(res.stdout[res.stdout.index("{"):])["jobs"][0]["read"]["iops"]
+    res = ctx.cmd(
+        [
+            "fio",
+            "--name=bench",
+            f"--filename={filename}",
+            f"--size={GiB}",
+            "--rw=randread",
+            "--bs=4k",
+            "--ioengine=psync",
+            f"--random_distribution={dist}",
+            "--norandommap",
+            "--randrepeat=0",
+            f"--runtime={seconds}",
+            "--time_based",
+            "--output-format=json",
+        ]
+    )
+    return json.loads(res.stdout[res.stdout.index("{") :])["jobs"][0]["read"]["iops"]
 
 
 def fsm(ctx, d: Path, dist: str, seconds: float, seed: int) -> float:
-    doc = ctx.fsmeter("rand-read-4k", d, {"file_size": GiB, "reuse_files": "true", "warmup_s": 0, "seed": seed,
-                                          "duration_s": seconds, "random_distribution": dist},
-                      keep_files=True, cache="keep")
+    doc = ctx.fsmeter(
+        "rand-read-4k",
+        d,
+        {
+            "file_size": GiB,
+            "reuse_files": "true",
+            "warmup_s": 0,
+            "seed": seed,
+            "duration_s": seconds,
+            "random_distribution": dist,
+        },
+        keep_files=True,
+        cache="keep",
+    )
     return doc["phases"]["run"]["total"]["ops_per_s"]
 
 
@@ -49,7 +75,16 @@ def run(ctx) -> list:
                     else:
                         theirs.append(fio(ctx, d / FILE, dist, secs))
             pairs = [a / b for a, b in zip(ours, theirs)]
-            rows.append(ctx.row(f"4K randread {dist} tmpfs psync 1T", "IOPS", med(ours), med(theirs), "fio", 1.0,
-                                pairs=pairs,
-                                notes=f"median of {rounds} interleaved rounds; fio --norandommap --randrepeat=0"))
+            rows.append(
+                ctx.row(
+                    f"4K randread {dist} tmpfs psync 1T",
+                    "IOPS",
+                    med(ours),
+                    med(theirs),
+                    "fio",
+                    1.0,
+                    pairs=pairs,
+                    notes=f"median of {rounds} interleaved rounds; fio --norandommap --randrepeat=0",
+                )
+            )
     return rows

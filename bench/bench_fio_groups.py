@@ -9,6 +9,7 @@ Each side lays its files out once in a folder of its own on one tmpfs and keeps 
 which side runs first, and each row's ratio is the median of the rounds' paired ratios (fsmeter / fio, run
 back to back). Each job's own throughput is given in the notes.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,15 +19,20 @@ from pathlib import Path
 
 CASES = [
     ("(g1) 1M read + 1M write tmpfs psync", "rw=read\nbs=1m\n", "rw=write\nbs=1m\n"),
-    ("(g2) 4K randread + 4K randwrite tmpfs psync", "rw=randread\nbs=4k\nnorandommap\n",
-     "rw=randwrite\nbs=4k\nnorandommap\n"),
+    (
+        "(g2) 4K randread + 4K randwrite tmpfs psync",
+        "rw=randread\nbs=4k\nnorandommap\n",
+        "rw=randwrite\nbs=4k\nnorandommap\n",
+    ),
 ]
 
 
 def job_file(folder: Path, name: str, reader: str, writer: str, seconds: float) -> Path:
     p = folder / f"{name}.fio"
-    p.write_text(f"[global]\nioengine=psync\nsize=256m\ntime_based\nruntime={int(seconds * 1000)}ms\n"
-                 f"randrepeat=0\n[reader]\n{reader}[writer]\n{writer}")
+    p.write_text(
+        f"[global]\nioengine=psync\nsize=256m\ntime_based\nruntime={int(seconds * 1000)}ms\n"
+        f"randrepeat=0\n[reader]\n{reader}[writer]\n{writer}"
+    )
     return p
 
 
@@ -55,8 +61,10 @@ def run(ctx) -> list:
     import shutil
 
     if shutil.which("fio") is None:
-        return [ctx.row(case, "MiB/s", None, None, "fio", 1.0, notes="fio is not installed (make sysdeps)")
-                for case, _, _ in CASES]
+        return [
+            ctx.row(case, "MiB/s", None, None, "fio", 1.0, notes="fio is not installed (make sysdeps)")
+            for case, _, _ in CASES
+        ]
     rows = []
     secs = ctx.seconds(10, 3)
     rounds = 2 if ctx.quick else 5
@@ -81,11 +89,23 @@ def run(ctx) -> list:
                 p_jobs.append(pj)
             med = statistics.median
             mib = 1 << 20
-            each = ", ".join(f"{n} {med([j[n] for j in f_jobs]) / mib:,.0f} vs {med([j[n] for j in p_jobs]) / mib:,.0f}"
-                             for n in ("reader", "writer"))
-            rows.append(ctx.row(case, "MiB/s", med(f_v) / mib, med(p_v) / mib, "fio", 1.0, pairs=pairs,
-                                notes=f"group total; per job MiB/s fsmeter vs fio: {each}; median of {rounds} "
-                                      "paired rounds, order alternating"))
+            each = ", ".join(
+                f"{n} {med([j[n] for j in f_jobs]) / mib:,.0f} vs {med([j[n] for j in p_jobs]) / mib:,.0f}"
+                for n in ("reader", "writer")
+            )
+            rows.append(
+                ctx.row(
+                    case,
+                    "MiB/s",
+                    med(f_v) / mib,
+                    med(p_v) / mib,
+                    "fio",
+                    1.0,
+                    pairs=pairs,
+                    notes=f"group total; per job MiB/s fsmeter vs fio: {each}; median of {rounds} "
+                    "paired rounds, order alternating",
+                )
+            )
             shutil.rmtree(fsm_dir)
             shutil.rmtree(fio_dir)
     shutil.rmtree(jobs_dir, ignore_errors=True)

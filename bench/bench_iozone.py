@@ -19,6 +19,7 @@ which -I leaves buffered in both tools, at least 0.9). Five rounds (three with -
 the wall time of the whole grid on tmpfs (whole grids in turns), and the engine's memory on one grid of 1 GiB files and 16 MiB records (how much the peak RSS of
 `fsmeter run` grows over that of a tiny grid).
 """
+
 from __future__ import annotations
 
 import re
@@ -33,8 +34,21 @@ from iozone_peer import build_iozone, parse_cells  # noqa: E402
 #: Cells shorter than this (as iozone timed them) are dominated by iozone's clock tick.
 MIN_TIMED_S = 100e-6
 
-COLUMNS = ["write", "rewrite", "read", "reread", "random_read", "random_write", "bkwd_read", "record_rewrite",
-           "stride_read", "fwrite", "frewrite", "fread", "freread"]
+COLUMNS = [
+    "write",
+    "rewrite",
+    "read",
+    "reread",
+    "random_read",
+    "random_write",
+    "bkwd_read",
+    "record_rewrite",
+    "stride_read",
+    "fwrite",
+    "frewrite",
+    "fread",
+    "freread",
+]
 #: iozone's stdio tests open with fopen, which -I does not touch: under O_DIRECT they still go through
 #: the page cache, so the upper bound of "within 10%" (same device-bound work) does not apply to them.
 STDIO = {"fwrite", "frewrite", "fread", "freread"}
@@ -96,8 +110,9 @@ def _tests() -> list:
     return [x for t in range(8) for x in ("-i", str(t))]
 
 
-def _compare(ctx, binary: Path, path: Path, case: str, max_file: str, direct: bool, rounds: int, target,
-             target_max=None) -> list:
+def _compare(
+    ctx, binary: Path, path: Path, case: str, max_file: str, direct: bool, rounds: int, target, target_max=None
+) -> list:
     """Paired: the grid goes file size by file size (`iozone -a -n S -g S` against iozone-auto with
     min_file_size = max_file_size = S: the same cells, as each cell of -a writes its file afresh), the
     two tools back to back on each size, alternating which goes first. A cell's ratio is the median
@@ -112,16 +127,39 @@ def _compare(ctx, binary: Path, path: Path, case: str, max_file: str, direct: bo
             one = {}
 
             def peer():
-                out = ctx.cmd([binary, "-a", "-n", f"{kb}k", "-g", f"{kb}k", *_tests(), *(["-I"] if direct else []),
-                               "-f", path / "iozone.tmp"], cwd=path, timeout=3600).stdout
+                out = ctx.cmd(
+                    [
+                        binary,
+                        "-a",
+                        "-n",
+                        f"{kb}k",
+                        "-g",
+                        f"{kb}k",
+                        *_tests(),
+                        *(["-I"] if direct else []),
+                        "-f",
+                        path / "iozone.tmp",
+                    ],
+                    cwd=path,
+                    timeout=3600,
+                ).stdout
                 one["printed"] = _iozone_grid(out)
                 one["real"] = _restore_tick(one["printed"], _time_res(out))
 
             def ours():
-                one["fsm"] = _fsmeter_grid(ctx.fsmeter("iozone-auto", path, {
-                    "min_file_size": f"{kb}K", "max_file_size": f"{kb}K", **({"direct": "true"} if direct else {})}))
+                one["fsm"] = _fsmeter_grid(
+                    ctx.fsmeter(
+                        "iozone-auto",
+                        path,
+                        {
+                            "min_file_size": f"{kb}K",
+                            "max_file_size": f"{kb}K",
+                            **({"direct": "true"} if direct else {}),
+                        },
+                    )
+                )
 
-            for step in ((peer, ours) if (r + j) % 2 == 0 else (ours, peer)):
+            for step in (peer, ours) if (r + j) % 2 == 0 else (ours, peer):
                 step()
             for c in COLUMNS:
                 for k, v in one["fsm"][c].items():
@@ -136,19 +174,46 @@ def _compare(ctx, binary: Path, path: Path, case: str, max_file: str, direct: bo
             continue
         fsm_kb = statistics.median(x[0] for v in cells.values() for x in v)
         ioz_kb = statistics.median(x[2] for v in cells.values() for x in v)
-        rows.append(ctx.row(case, f"{c}: median cell ratio, paired, iozone's tick restored", fsm_kb, ioz_kb, "iozone",
-                            target=target, target_max=None if c in STDIO else target_max, ratio=med(2),
-                            notes=f"{len(cells)} cells x {rounds} rounds; the ratio is the median over cells of each "
-                                  "cell's median paired ratio against iozone's rate with its subtracted clock tick "
-                                  "put back; the values are each tool's median KB/s over all cells and rounds"))
-        rows.append(ctx.row(case, f"{c}: median cell ratio, paired, iozone as printed", None, None, "iozone",
-                            ratio=med(1), notes="iozone's own figures, one tick short per pass; no target"))
+        rows.append(
+            ctx.row(
+                case,
+                f"{c}: median cell ratio, paired, iozone's tick restored",
+                fsm_kb,
+                ioz_kb,
+                "iozone",
+                target=target,
+                target_max=None if c in STDIO else target_max,
+                ratio=med(2),
+                notes=f"{len(cells)} cells x {rounds} rounds; the ratio is the median over cells of each "
+                "cell's median paired ratio against iozone's rate with its subtracted clock tick "
+                "put back; the values are each tool's median KB/s over all cells and rounds",
+            )
+        )
+        rows.append(
+            ctx.row(
+                case,
+                f"{c}: median cell ratio, paired, iozone as printed",
+                None,
+                None,
+                "iozone",
+                ratio=med(1),
+                notes="iozone's own figures, one tick short per pass; no target",
+            )
+        )
         # Over the cells iozone timed for at least MIN_TIMED_S, where its subtracted tick is at most 1%.
         timed = [k for k, v in cells.items() if k[0] / statistics.median(x[1] for x in v) >= MIN_TIMED_S]
         if timed and len(timed) < len(cells):
-            rows.append(ctx.row(case, f"{c}: median cell ratio, paired, cells >= {MIN_TIMED_S * 1e6:.0f} us", None, None,
-                                "iozone", ratio=med(1, timed),
-                                notes=f"{len(timed)} of {len(cells)} cells, as iozone printed them; no target"))
+            rows.append(
+                ctx.row(
+                    case,
+                    f"{c}: median cell ratio, paired, cells >= {MIN_TIMED_S * 1e6:.0f} us",
+                    None,
+                    None,
+                    "iozone",
+                    ratio=med(1, timed),
+                    notes=f"{len(timed)} of {len(cells)} cells, as iozone printed them; no target",
+                )
+            )
     return rows
 
 
@@ -157,14 +222,19 @@ def _walls(ctx, binary: Path, path: Path, max_file: str, rounds: int) -> dict:
     walls = {"iozone": [], "fsmeter": []}
 
     def peer():
-        walls["iozone"].append(ctx.cmd([binary, "-a", "-n", "64k", "-g", max_file.lower(), *_tests(),
-                                        "-f", path / "iozone.tmp"], cwd=path, timeout=3600).wall_s)
+        walls["iozone"].append(
+            ctx.cmd(
+                [binary, "-a", "-n", "64k", "-g", max_file.lower(), *_tests(), "-f", path / "iozone.tmp"],
+                cwd=path,
+                timeout=3600,
+            ).wall_s
+        )
 
     def ours():
         walls["fsmeter"].append(ctx.fsmeter("iozone-auto", path, {"max_file_size": max_file})["_wall_s"])
 
     for i in range(rounds):
-        for step in ((peer, ours) if i % 2 == 0 else (ours, peer)):
+        for step in (peer, ours) if i % 2 == 0 else (ours, peer):
             step()
     return walls
 
@@ -178,10 +248,18 @@ def run(ctx) -> list:
         with ctx.tmpfs("1G") as d:
             rows += _compare(ctx, binary, d, f"tmpfs -g {g}", g, False, rounds, 1.0)
             walls = _walls(ctx, binary, d, g, rounds)
-            rows.append(ctx.row(f"tmpfs -g {g}", "whole -a grid wall time (s)", statistics.median(walls["fsmeter"]),
-                                statistics.median(walls["iozone"]), "iozone", target=1.0, higher_is_better=False,
-                                notes=f"process start to exit, median of {rounds} turns each; fsmeter's includes "
-                                      "Python start-up"))
+            rows.append(
+                ctx.row(
+                    f"tmpfs -g {g}",
+                    "whole -a grid wall time (s)",
+                    statistics.median(walls["fsmeter"]),
+                    statistics.median(walls["iozone"]),
+                    "iozone",
+                    target=1.0,
+                    higher_is_better=False,
+                    notes=f"process start to exit, median of {rounds} turns each; fsmeter's includes Python start-up",
+                )
+            )
         gd = "8M" if ctx.quick else "32M"
         with ctx.loopfs("ext4", "1G") as d:
             rows += _compare(ctx, binary, d, f"loop ext4 -g {gd}", gd, False, rounds, None)
@@ -189,11 +267,20 @@ def run(ctx) -> list:
     # Memory: one cell of a 1 GiB file in 16 MiB records, against a tiny grid's footprint.
     with ctx.tmpfs("1200M") as d:
         small = ctx.fsmeter("iozone-quick", d, {"file_sizes": "[65536]", "record_sizes": "[4096]", "tests": "[0, 1]"})
-        big = ctx.fsmeter("iozone-quick", d, {"file_sizes": "[\"1G\"]", "record_sizes": "[\"16M\"]", "tests": "[0, 1]"})
+        big = ctx.fsmeter("iozone-quick", d, {"file_sizes": '["1G"]', "record_sizes": '["16M"]', "tests": "[0, 1]"})
         growth_mb = (big["_maxrss_kb"] - small["_maxrss_kb"]) / 1024
-        rows.append(ctx.row("tmpfs 1G file x 16M records", "peak RSS growth over a 64K grid (MiB)",
-                            growth_mb, 64.0 + 32.0, "limit", target=1.0, higher_is_better=False,
-                            notes=f"peak RSS {big['_maxrss_kb'] // 1024} MiB vs {small['_maxrss_kb'] // 1024} MiB; "
-                                  "the limit is 64 MiB beyond the 32 MiB of record and stdio buffers "
-                                  "(the stdio one stays untouched, so unmapped, without tests 6 and 7)"))
+        rows.append(
+            ctx.row(
+                "tmpfs 1G file x 16M records",
+                "peak RSS growth over a 64K grid (MiB)",
+                growth_mb,
+                64.0 + 32.0,
+                "limit",
+                target=1.0,
+                higher_is_better=False,
+                notes=f"peak RSS {big['_maxrss_kb'] // 1024} MiB vs {small['_maxrss_kb'] // 1024} MiB; "
+                "the limit is 64 MiB beyond the 32 MiB of record and stdio buffers "
+                "(the stdio one stays untouched, so unmapped, without tests 6 and 7)",
+            )
+        )
     return rows

@@ -12,6 +12,7 @@ which is what fsmeter takes from wait4. The rows compare real, user and sys seco
 peer / fsmeter: 1.0 = the same figure; lower is better for both). No target: the two measure the
 same thing, so the ratio shows how far one run differs from the next on this machine.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -31,8 +32,11 @@ def _warm(path: str) -> None:
 
 
 def run(ctx) -> list:
-    sets = {"tree_files": 2000, "tree_dirs": 110, "cp_size": "64M"} if ctx.quick else \
-        {"tree_files": 30786, "tree_dirs": 1657, "cp_size": "256M"}
+    sets = (
+        {"tree_files": 2000, "tree_dirs": 110, "cp_size": "64M"}
+        if ctx.quick
+        else {"tree_files": 30786, "tree_dirs": 1657, "cp_size": "256M"}
+    )
     runs = 1 if ctx.quick else 3
     ours: dict = {op: [] for op in ("cp", "untar", "rm")}
     peer: dict = {op: [] for op in ("cp", "untar", "rm")}
@@ -62,7 +66,7 @@ def run(ctx) -> list:
     # Each side gets its own fresh filesystem every round; who goes first alternates (round 0:
     # fsmeter, which also makes the cached files both sides use).
     for i in range(runs):
-        for side in ((fsmeter_side, peer_side) if i % 2 == 0 else (peer_side, fsmeter_side)):
+        for side in (fsmeter_side, peer_side) if i % 2 == 0 else (peer_side, fsmeter_side):
             side()
     med = statistics.median
     n = f"median of {runs}" if runs > 1 else "1 run"
@@ -74,9 +78,24 @@ def run(ctx) -> list:
             case = f"{op} on loop ext4 1G ({size}, cp {sets['cp_size']})"
             notes = f"{n}; same files, warm source; each side on its own fresh fs, order alternating"
             if mine > 0:
-                rows.append(ctx.row(case, f"{name} s", mine, theirs, "bash time (cmd; sync -f)",
-                                    higher_is_better=False, notes=notes))
+                rows.append(
+                    ctx.row(
+                        case, f"{name} s", mine, theirs, "bash time (cmd; sync -f)", higher_is_better=False, notes=notes
+                    )
+                )
             else:  # 0 s of CPU (cp's user time): no ratio
-                rows.append({**ctx.row(case, f"{name} s", mine, None, "bash time (cmd; sync -f)",
-                                       higher_is_better=False, notes=notes + "; 0 s: no ratio"), "peer": theirs})
+                rows.append(
+                    {
+                        **ctx.row(
+                            case,
+                            f"{name} s",
+                            mine,
+                            None,
+                            "bash time (cmd; sync -f)",
+                            higher_is_better=False,
+                            notes=notes + "; 0 s: no ratio",
+                        ),
+                        "peer": theirs,
+                    }
+                )
     return rows

@@ -28,6 +28,7 @@ is the disk-job throughput. Targets: at the peak, fsmeter JPM / re-aim JPM >= 0.
 
 Memory: summed RSS of 64 fsmeter tasks (workfile.disk, 20 jobs per task); target 300 MB.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,9 +44,25 @@ from run import PEERS
 REAIM_SRC = Path(os.environ.get("REAIM_SRC", str(PEERS / "areaim.git")))
 SCHEDULE = [1, 2, 4, 8]
 WORKFILE_DISK = "data/workfile.disk"
-SOURCES = ["driver.c", "ram.c", "rand.c", "times_ms.c", "add.c", "creat_clo.c", "drv_funcs.c", "div.c",
-           "disk_funcs.c", "pipe_test.c", "mul.c", "num_fcns.c", "int_fcns.c", "disk1.c", "disk_src.c", "fun.c",
-           "funcal.c"]
+SOURCES = [
+    "driver.c",
+    "ram.c",
+    "rand.c",
+    "times_ms.c",
+    "add.c",
+    "creat_clo.c",
+    "drv_funcs.c",
+    "div.c",
+    "disk_funcs.c",
+    "pipe_test.c",
+    "mul.c",
+    "num_fcns.c",
+    "int_fcns.c",
+    "disk1.c",
+    "disk_src.c",
+    "fun.c",
+    "funcal.c",
+]
 LINE = re.compile(r"^\s*(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", re.M)
 
 
@@ -53,13 +70,17 @@ def build_reaim(ctx, scratch: Path) -> Path:
     """Extract osdl-aim-7 from the git directory and compile `reaim`; returns its source folder."""
     if not (REAIM_SRC / "HEAD").exists():
         raise RuntimeError(f"re-aim source not found at {REAIM_SRC} (set REAIM_SRC to a git directory of re-aim)")
-    tar = subprocess.run(["git", "--git-dir", str(REAIM_SRC), "archive", "HEAD", "osdl-aim-7"], check=True,
-                         capture_output=True).stdout
+    tar = subprocess.run(
+        ["git", "--git-dir", str(REAIM_SRC), "archive", "HEAD", "osdl-aim-7"], check=True, capture_output=True
+    ).stdout
     subprocess.run(["tar", "x", "-C", str(scratch)], input=tar, check=True)
     src = scratch / "osdl-aim-7"
     files = [f"src/{f}" for f in SOURCES] + sorted(str(p.relative_to(src)) for p in (src / "lib").glob("*.c"))
-    ctx.cmd(["gcc", "-O2", "-w", "-D_GNU_SOURCE", "-fcommon", "-I.", "-Iinclude", "-Isrc", "-o", "reaim", *files,
-             "-lm"], cwd=src, timeout=600)
+    ctx.cmd(
+        ["gcc", "-O2", "-w", "-D_GNU_SOURCE", "-fcommon", "-I.", "-Iinclude", "-Isrc", "-o", "reaim", *files, "-lm"],
+        cwd=src,
+        timeout=600,
+    )
     return src
 
 
@@ -77,8 +98,11 @@ def reaim_jpm(ctx, src: Path, target: Path, n: int, jobs: int, workfile: str) ->
 def _reaim_jpm(ctx, src: Path, target: Path, n: int, jobs: int, workfile: str) -> float:
     conf = src / "bench.config"
     conf.write_text(f"FILESIZE 10k\nPOOLSIZE 1m\nDISKDIR {target}\n")
-    res = ctx.cmd(["./reaim", "-c", str(conf), "-f", workfile, "-s", str(n), "-e", str(n),
-                   "-j", str(jobs), "-y"], cwd=src, timeout=1800)
+    res = ctx.cmd(
+        ["./reaim", "-c", str(conf), "-f", workfile, "-s", str(n), "-e", str(n), "-j", str(jobs), "-y"],
+        cwd=src,
+        timeout=1800,
+    )
     # Its JPM uses N, not the children that exited normally: a crashed child would inflate it.
     if "uncaught signal" in res.stdout + res.stderr:
         raise RuntimeError(f"a re-aim child crashed: {(res.stdout + res.stderr)[-400:]}")
@@ -114,10 +138,15 @@ def rows_for(ctx, where: str, ours: dict, theirs: dict, jobs: int, rounds: int, 
     curve = "; ".join(f"N={n}: {ours[n]:,.0f} vs {theirs[n]:,.0f}" for n in SCHEDULE)
     note = f"median of {rounds} interleaved rounds, {jobs} jobs/task, no syncs (-y); JPM fsmeter vs re-aim: {curve}"
     return [
-        ctx.row(f"{where}, peak", "peak JPM", ours[peak_o], theirs[peak_t], "re-aim-7", target=target,
-                notes=note),
-        ctx.row(where, "peak N", float(peak_o), float(peak_t), "re-aim-7",
-                notes=f"same peak N within one step of 1,2,4,8: {'yes' if step <= 1 else 'NO'} ({step} step(s))"),
+        ctx.row(f"{where}, peak", "peak JPM", ours[peak_o], theirs[peak_t], "re-aim-7", target=target, notes=note),
+        ctx.row(
+            where,
+            "peak N",
+            float(peak_o),
+            float(peak_t),
+            "re-aim-7",
+            notes=f"same peak N within one step of 1,2,4,8: {'yes' if step <= 1 else 'NO'} ({step} step(s))",
+        ),
     ]
 
 
@@ -126,8 +155,11 @@ def same_work_workfile(src: Path) -> str:
     overwrite their block count with local_pma()'s return value (0 on success) before the loop, so
     they create, close and unlink a file and report disk_iteration_count KiB they never moved.
     fsmeter moves the blocks. Written under re-aim's data/ so both tools read the same file."""
-    lines = [ln for ln in (src / WORKFILE_DISK).read_text().splitlines()
-             if ln.split()[-1:] not in (["disk_dio_wrt"], ["disk_dio_cp"])]
+    lines = [
+        ln
+        for ln in (src / WORKFILE_DISK).read_text().splitlines()
+        if ln.split()[-1:] not in (["disk_dio_wrt"], ["disk_dio_cp"])
+    ]
     path = src / "data" / "workfile.disk-same-work"
     path.write_text("\n".join(lines) + "\n")
     return str(path)
@@ -143,24 +175,44 @@ def run(ctx) -> list:
         src = build_reaim(ctx, scratch)
         same = same_work_workfile(src)
         with ctx.tmpfs("2G") as base:
-            out += rows_for(ctx, "tmpfs, workfile.disk", *compare(ctx, src, base, jobs, rounds, WORKFILE_DISK),
-                            jobs, rounds)
+            out += rows_for(
+                ctx, "tmpfs, workfile.disk", *compare(ctx, src, base, jobs, rounds, WORKFILE_DISK), jobs, rounds
+            )
             m = base / "mem"
             m.mkdir()
             doc = ctx.fsmeter("aim7-disk", m, {"tasks": 64, "jobs_per_task": 20, "sync": "none"})
             s = doc["phases"]["subruns"]["extra"]["subruns"][0]
-            out.append(ctx.row("tmpfs, 64 tasks, workfile.disk", "tasks' summed RSS MB",
-                               s["tasks_rss_max_bytes"] / 2**20, 300.0, "target 300 MB", target=1.0,
-                               higher_is_better=False,
-                               notes=f"peak of 200 ms samples of the 64 task processes; summed PSS "
-                                     f"{s['tasks_pss_max_bytes'] / 2**20:.0f} MB; fsmeter's own process "
-                                     f"{doc['_maxrss_kb'] / 1024:.0f} MB max RSS"))
+            out.append(
+                ctx.row(
+                    "tmpfs, 64 tasks, workfile.disk",
+                    "tasks' summed RSS MB",
+                    s["tasks_rss_max_bytes"] / 2**20,
+                    300.0,
+                    "target 300 MB",
+                    target=1.0,
+                    higher_is_better=False,
+                    notes=f"peak of 200 ms samples of the 64 task processes; summed PSS "
+                    f"{s['tasks_pss_max_bytes'] / 2**20:.0f} MB; fsmeter's own process "
+                    f"{doc['_maxrss_kb'] / 1024:.0f} MB max RSS",
+                )
+            )
         with ctx.loopfs("ext4", "1G") as mnt:
             # On a device the two jobs re-aim skips cost real I/O: the target is on the same work.
-            out += rows_for(ctx, "loop ext4 1G, workfile.disk less disk_dio_wrt/cp (same work)",
-                            *compare(ctx, src, mnt, jobs_ext4, rounds, same), jobs_ext4, rounds)
-            out += rows_for(ctx, "loop ext4 1G, workfile.disk (re-aim skips 2 of 20 jobs' I/O)",
-                            *compare(ctx, src, mnt, jobs_ext4, rounds, WORKFILE_DISK), jobs_ext4, rounds, target=None)
+            out += rows_for(
+                ctx,
+                "loop ext4 1G, workfile.disk less disk_dio_wrt/cp (same work)",
+                *compare(ctx, src, mnt, jobs_ext4, rounds, same),
+                jobs_ext4,
+                rounds,
+            )
+            out += rows_for(
+                ctx,
+                "loop ext4 1G, workfile.disk (re-aim skips 2 of 20 jobs' I/O)",
+                *compare(ctx, src, mnt, jobs_ext4, rounds, WORKFILE_DISK),
+                jobs_ext4,
+                rounds,
+                target=None,
+            )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return out

@@ -65,6 +65,7 @@ Targets (ratio fsmeter/peer): metadata rates >= 1.0; buffered data within 5% (>=
 Notes give fsmeter's per-rank imbalance (slowest vs fastest rank). The phases are short (quick: well under
 a second on tmpfs), so on a loaded machine start-up skew between ranks moves the ratios a lot.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -119,8 +120,23 @@ def fsmeter_mpi(ctx, ranks: int, workload: str, d: Path, sets: dict, extra_args:
 
     out = Path(tempfile.mkstemp(suffix=".json")[1])
     try:
-        args = mpirun(ranks) + [ctx.python, "-m", "fsmeter", "run", workload, "--dir", d, "-q", "--json", out,
-                                "--cache", "drop", "--min-phase-s", "0", *extra_args]
+        args = mpirun(ranks) + [
+            ctx.python,
+            "-m",
+            "fsmeter",
+            "run",
+            workload,
+            "--dir",
+            d,
+            "-q",
+            "--json",
+            out,
+            "--cache",
+            "drop",
+            "--min-phase-s",
+            "0",
+            *extra_args,
+        ]
         for k, v in sets.items():
             args += ["--set", f"{k}={v}"]
         ctx.cmd(args, env=_env(), timeout=1800)
@@ -130,8 +146,11 @@ def fsmeter_mpi(ctx, ranks: int, workload: str, d: Path, sets: dict, extra_args:
 
 
 def mdtest_rates(ctx, mdtest: Path, ranks: int, n: int, d: Path) -> dict:
-    res = ctx.cmd(mpirun(ranks) + [*LINE_BUFFERED, mdtest, "-n", n, "-u", "-F", "-w", 4096, "-C", "-T", "-r", "-i", 1, "-d", d],
-                  env=_env(), timeout=1800)
+    res = ctx.cmd(
+        mpirun(ranks) + [*LINE_BUFFERED, mdtest, "-n", n, "-u", "-F", "-w", 4096, "-C", "-T", "-r", "-i", 1, "-d", d],
+        env=_env(),
+        timeout=1800,
+    )
     out = {}
     for name, key in (("File creation", "create"), ("File stat", "stat"), ("File removal", "remove")):
         m = re.search(rf"^\s*{name}\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", res.stdout, re.M)
@@ -211,15 +230,25 @@ def metadata_rows(ctx, mdtest: Path, fs: str, fresh, ranks: int, n: int) -> list
         mine = [_tree(doc, ph) for doc in got["fsm"]]
         theirs = [p[ph] for p in got["peer"]]
         imb = median(doc["phases"][ph]["mpi"]["imbalance_pct"] for doc in got["fsm"])
-        rows.append(ctx.row(f"{fs} {ranks}r {n} files/rank", f"{ph} files/s", median(mine), median(theirs), "mdtest",
-                            target=1.0, pairs=_paired(mine, theirs),
-                            notes=f"paired ratio, {len(mine)} rounds; fsmeter {min(mine):,.0f}..{max(mine):,.0f}, "
-                                              f"mdtest {min(theirs):,.0f}..{max(theirs):,.0f}; imbalance {imb:.0f}%"))
+        rows.append(
+            ctx.row(
+                f"{fs} {ranks}r {n} files/rank",
+                f"{ph} files/s",
+                median(mine),
+                median(theirs),
+                "mdtest",
+                target=1.0,
+                pairs=_paired(mine, theirs),
+                notes=f"paired ratio, {len(mine)} rounds; fsmeter {min(mine):,.0f}..{max(mine):,.0f}, "
+                f"mdtest {min(theirs):,.0f}..{max(theirs):,.0f}; imbalance {imb:.0f}%",
+            )
+        )
     return rows
 
 
-def data_rows(ctx, ior: Path, fs: str, fresh, ranks: int, block: str, direct: bool, shared: bool = False,
-              huge: bool = False) -> list:
+def data_rows(
+    ctx, ior: Path, fs: str, fresh, ranks: int, block: str, direct: bool, shared: bool = False, huge: bool = False
+) -> list:
     """IOR-easy (file per process) or, with `shared`, IOR's shared file (no -F; reads with -C, as
     fsmeter's --shared-file --reorder-shift node). `huge`: both tools' transfer buffers on 2 MiB
     hugetlb pages (fsmeter's buffer_memory=hugetlb; IOR's malloc with glibc.malloc.hugetlb=2), from
@@ -237,9 +266,16 @@ def data_rows(ctx, ior: Path, fs: str, fresh, ranks: int, block: str, direct: bo
         return fn(), loop_reads(root) - before
 
     env = ("GLIBC_TUNABLES=glibc.malloc.hugetlb=2",) if huge else ()
-    sets = {"file_size": block, "total_bytes": block, "record_size": "1M", "duration_s": "none", "warmup_s": 0,
-            "direct": str(direct).lower(), "direct_layout": str(direct).lower(),
-            **({"buffer_memory": "hugetlb"} if huge else {})}
+    sets = {
+        "file_size": block,
+        "total_bytes": block,
+        "record_size": "1M",
+        "duration_s": "none",
+        "warmup_s": 0,
+        "direct": str(direct).lower(),
+        "direct_layout": str(direct).lower(),
+        **({"buffer_memory": "hugetlb"} if huge else {}),
+    }
     # Writes and reads reuse the files laid out (a shared file cannot be reused: fsmeter's prepare
     # writes this rank's region again, in place, unmeasured).
     reuse = {} if shared else {"reuse_files": "true"}
@@ -265,13 +301,18 @@ def data_rows(ctx, ior: Path, fs: str, fresh, ranks: int, block: str, direct: bo
             measured = {
                 "seq-write": {
                     "peer": lambda: ior_rate(ctx, ior, ranks, ["-w", "-k", "-E", "-e", *common], "write", env),
-                    "fsm": lambda: fsmeter_mpi(ctx, ranks, "seq-write", f, {**sets, **reuse, "fsync_end": "true"},
-                                               [*mpi_args, "--keep-files"])},
+                    "fsm": lambda: fsmeter_mpi(
+                        ctx, ranks, "seq-write", f, {**sets, **reuse, "fsync_end": "true"}, [*mpi_args, "--keep-files"]
+                    ),
+                },
                 "seq-read": {
-                    "peer": lambda: ior_rate(ctx, ior, ranks, ["-r", "-k", "-E", *(["-C"] if shared else []),
-                                                               *common], "read", env),
-                    "fsm": lambda: fsmeter_mpi(ctx, ranks, "seq-read", f, {**sets, **reuse},
-                                               [*mpi_args, "--keep-files"])},
+                    "peer": lambda: ior_rate(
+                        ctx, ior, ranks, ["-r", "-k", "-E", *(["-C"] if shared else []), *common], "read", env
+                    ),
+                    "fsm": lambda: fsmeter_mpi(
+                        ctx, ranks, "seq-read", f, {**sets, **reuse}, [*mpi_args, "--keep-files"]
+                    ),
+                },
             }
             for wl, sides in measured.items():
                 for side in order:
@@ -288,7 +329,7 @@ def data_rows(ctx, ior: Path, fs: str, fresh, ranks: int, block: str, direct: bo
     # short (8 per rank), some ranks' buffers fell back to 4 KiB pages with no error, and the
     # read made 1.25-2.00 requests per MiB instead of 1.00. The tools run in turn, so the pool
     # is sized for one of them.
-    with (hugetlb_pages(16 * ranks) if huge else contextlib.nullcontext()):
+    with hugetlb_pages(16 * ranks) if huge else contextlib.nullcontext():
         rounds = [one_round(k) for k in range(_rounds(ctx))]
     got = {side: [r[side] for r in rounds] for side in ("peer", "fsm")}
     out = []
@@ -301,22 +342,38 @@ def data_rows(ctx, ior: Path, fs: str, fresh, ranks: int, block: str, direct: bo
         per_mib = ""
         if wl == "seq-read" and fs != "tmpfs":
             mib = ranks * parse_size(block) / 2**20
-            theirs_per_mib = median(p['read_requests'] for p in got['peer']) / mib
-            per_mib = (f"; device read requests per MiB: fsmeter "
-                       f"{median(doc['read_requests'] for doc in got['fsm']) / mib:.2f}, ior {theirs_per_mib:.2f}")
+            theirs_per_mib = median(p["read_requests"] for p in got["peer"]) / mib
+            per_mib = (
+                f"; device read requests per MiB: fsmeter "
+                f"{median(doc['read_requests'] for doc in got['fsm']) / mib:.2f}, ior {theirs_per_mib:.2f}"
+            )
         if huge:
-            huge_mib = min(doc[wl]["phases"]["run"]["extra"]["buffer_memory"]["huge_bytes"] for doc in got["fsm"]) / 2**20
+            huge_mib = (
+                min(doc[wl]["phases"]["run"]["extra"]["buffer_memory"]["huge_bytes"] for doc in got["fsm"]) / 2**20
+            )
             per_mib += f"; hugetlb buffers: fsmeter {huge_mib:.0f} MiB of huge pages (least of the rounds)"
             if wl == "seq-read":
                 # glibc falls back to 4 KiB pages without a word when the pool is short; a buffer
                 # of 4 KiB pages splits a 1 MiB request in two here (one request per MiB otherwise).
-                per_mib += (", ior glibc.malloc.hugetlb=2" if theirs_per_mib < 1.1 else
-                            ", ior's buffers NOT all on huge pages (its requests per MiB say so)")
+                per_mib += (
+                    ", ior glibc.malloc.hugetlb=2"
+                    if theirs_per_mib < 1.1
+                    else ", ior's buffers NOT all on huge pages (its requests per MiB say so)"
+                )
         layout = "shared file" if shared else "file/rank"
-        out.append(ctx.row(f"{fs} {ranks}r {block}/rank {layout} {mode}", f"{wl.split('-')[1]} MiB/s", median(mine),
-                           median(theirs), "ior", target=target, pairs=_paired(mine, theirs),
-                           notes=f"paired ratio, {len(mine)} rounds; fsmeter {min(mine):,.0f}..{max(mine):,.0f}, ior "
-                                 f"{min(theirs):,.0f}..{max(theirs):,.0f}; imbalance {imb:.0f}%{per_mib}"))
+        out.append(
+            ctx.row(
+                f"{fs} {ranks}r {block}/rank {layout} {mode}",
+                f"{wl.split('-')[1]} MiB/s",
+                median(mine),
+                median(theirs),
+                "ior",
+                target=target,
+                pairs=_paired(mine, theirs),
+                notes=f"paired ratio, {len(mine)} rounds; fsmeter {min(mine):,.0f}..{max(mine):,.0f}, ior "
+                f"{min(theirs):,.0f}..{max(theirs):,.0f}; imbalance {imb:.0f}%{per_mib}",
+            )
+        )
     return out
 
 
@@ -333,8 +390,9 @@ def scaling_row(ctx, mdtest: Path, root: Path, n: int) -> dict:
             d = root / f"{tool}{ranks}"
             if tool == "fsm":
                 d.mkdir()
-                rates[ranks] = _tree(fsmeter_mpi(ctx, ranks, "fdtree-quick", d, MDTEST_LIKE | {"files_per_dir": n}),
-                                     "create")
+                rates[ranks] = _tree(
+                    fsmeter_mpi(ctx, ranks, "fdtree-quick", d, MDTEST_LIKE | {"files_per_dir": n}), "create"
+                )
             else:
                 rates[ranks] = mdtest_rates(ctx, mdtest, ranks, n, d)["create"]
             shutil.rmtree(d, ignore_errors=True)
@@ -346,11 +404,17 @@ def scaling_row(ctx, mdtest: Path, root: Path, n: int) -> dict:
     m = median(s_fsm)
     ci = paired_ci(s_fsm)
     ci_note = f" (the median's CI {ci[0]:.2f}..{ci[1]:.2f})" if ci else ""
-    return ctx.row(f"tmpfs 1->2 ranks, {n} files/rank", "create speedup", m, median(s_peer), "mdtest",
-                   notes=f"median of {len(s_fsm)} rounds; fsmeter {min(s_fsm):.2f}..{max(s_fsm):.2f} "
-                         f"({median(r[1] for r in got['fsm']):,.0f} -> {median(r[2] for r in got['fsm']):,.0f} files/s), "
-                         f"mdtest {min(s_peer):.2f}..{max(s_peer):.2f}; fsmeter >= 1.8: {'yes' if m >= 1.8 else 'no'}"
-                         f"{ci_note}")
+    return ctx.row(
+        f"tmpfs 1->2 ranks, {n} files/rank",
+        "create speedup",
+        m,
+        median(s_peer),
+        "mdtest",
+        notes=f"median of {len(s_fsm)} rounds; fsmeter {min(s_fsm):.2f}..{max(s_fsm):.2f} "
+        f"({median(r[1] for r in got['fsm']):,.0f} -> {median(r[2] for r in got['fsm']):,.0f} files/s), "
+        f"mdtest {min(s_peer):.2f}..{max(s_peer):.2f}; fsmeter >= 1.8: {'yes' if m >= 1.8 else 'no'}"
+        f"{ci_note}",
+    )
 
 
 def run(ctx) -> list:
@@ -388,25 +452,33 @@ def run(ctx) -> list:
 
         # FSMETER_BENCH_MPI_RANKS=4 re-runs one rank count (the scaling row runs unless a CASE leaves it out).
         only = os.environ.get("FSMETER_BENCH_MPI_RANKS")
-        for ranks in ((int(only),) if only else (2, 4)):
+        for ranks in (int(only),) if only else (2, 4):
             case(f"tmpfs {ranks}r metadata", lambda: metadata_rows(ctx, mdtest, "tmpfs", tmpfs, ranks, n))
             data_tmpfs = lambda: ctx.tmpfs(both(ranks, tmpfs_block))  # noqa: E731
             data_ext4 = lambda: ctx.loopfs("ext4", both(ranks, ext4_block))  # noqa: E731
-            case(f"tmpfs {ranks}r data",
-                 lambda: data_rows(ctx, ior, "tmpfs", data_tmpfs, ranks, tmpfs_block, direct=False))
+            case(
+                f"tmpfs {ranks}r data",
+                lambda: data_rows(ctx, ior, "tmpfs", data_tmpfs, ranks, tmpfs_block, direct=False),
+            )
             case(f"ext4 {ranks}r metadata", lambda: metadata_rows(ctx, mdtest, "ext4", ext4, ranks, n))
             for direct in (False, True):
-                case(f"ext4 {ranks}r data direct={direct}",
-                     lambda: data_rows(ctx, ior, "ext4", data_ext4, ranks, ext4_block, direct=direct, huge=direct))
-            case(f"ext4 {ranks}r shared file",
-                 lambda: data_rows(ctx, ior, "ext4", data_ext4, ranks, ext4_block, direct=True, shared=True,
-                                   huge=True))
+                case(
+                    f"ext4 {ranks}r data direct={direct}",
+                    lambda: data_rows(ctx, ior, "ext4", data_ext4, ranks, ext4_block, direct=direct, huge=direct),
+                )
+            case(
+                f"ext4 {ranks}r shared file",
+                lambda: data_rows(ctx, ior, "ext4", data_ext4, ranks, ext4_block, direct=True, shared=True, huge=True),
+            )
             # The same O_DIRECT cases on a loop ext4 whose image is in memory: a steady device.
             ram = lambda: ctx.loopfs("ext4", both(ranks, f"{ram_gib}G"), in_ram=True)  # noqa: E731
             for shared in (False, True):
-                case(f"ext4-in-RAM {ranks}r O_DIRECT shared={shared}",
-                     lambda: data_rows(ctx, ior, "ext4-in-RAM", ram, ranks, f"{ram_gib}G", direct=True, shared=shared,
-                                       huge=True))
+                case(
+                    f"ext4-in-RAM {ranks}r O_DIRECT shared={shared}",
+                    lambda: data_rows(
+                        ctx, ior, "ext4-in-RAM", ram, ranks, f"{ram_gib}G", direct=True, shared=shared, huge=True
+                    ),
+                )
 
         # Scaling runs create phases of about 1.3 s (150,000 files per rank). With 30,000 (0.26 s),
         # a rank slowed for a moment by the host (a vCPU running slower throughout, not preempted:
@@ -415,10 +487,19 @@ def run(ctx) -> list:
         def scaling():
             with ctx.tmpfs("2G" if ctx.quick else "6G") as t:
                 return scaling_row(ctx, mdtest, t, 2000 if ctx.quick else 150000)
+
         case("tmpfs 1->2 ranks", scaling)
         if TEARDOWN_EXITS:
-            rows.append(ctx.row("ior", "runs whose rank exited improperly after the result", float(len(TEARDOWN_EXITS)),
-                                None, "-", notes="figures kept (IOR printed Finished); " + "; ".join(TEARDOWN_EXITS[:4])))
+            rows.append(
+                ctx.row(
+                    "ior",
+                    "runs whose rank exited improperly after the result",
+                    float(len(TEARDOWN_EXITS)),
+                    None,
+                    "-",
+                    notes="figures kept (IOR printed Finished); " + "; ".join(TEARDOWN_EXITS[:4]),
+                )
+            )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return rows

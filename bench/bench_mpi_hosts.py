@@ -53,6 +53,7 @@ Namespace hosts share one kernel, one page cache and the CPUs, and their network
 these rows compare what the two tools make a FUSE client, glusterd's bricks and the loop device do
 on this machine, not how a cluster performs (docs: hosts.md).
 """
+
 from __future__ import annotations
 
 import json
@@ -80,8 +81,9 @@ def peers() -> tuple:
     git = os.environ.get("IOR_GIT", DEFAULT_GIT)
     if not Path(git).exists():
         raise BenchError(f"IOR source not found at {git}: set IOR_GIT to a git directory of hpc/ior")
-    head = subprocess.run(["git", f"--git-dir={git}", "rev-parse", "HEAD"], check=True, capture_output=True,
-                          text=True).stdout.strip()
+    head = subprocess.run(
+        ["git", f"--git-dir={git}", "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
     kept = OUT / f"ior-{head[:12]}"
     ior, mdtest = kept / "src" / "ior", kept / "src" / "mdtest"
     if not (ior.is_file() and mdtest.is_file()):
@@ -122,8 +124,23 @@ class Cluster:
 def fsmeter_mpi(cl: Cluster, per_host: int, workload: str, d: Path, sets: dict, extra: list = ()) -> dict:
     out = Path(tempfile.mkstemp(suffix=".json")[1])
     try:
-        argv = [cl.ctx.python, "-m", "fsmeter", "run", workload, "--dir", d, "-q", "--json", out, "--cache", "drop",
-                "--min-phase-s", "0", *extra]
+        argv = [
+            cl.ctx.python,
+            "-m",
+            "fsmeter",
+            "run",
+            workload,
+            "--dir",
+            d,
+            "-q",
+            "--json",
+            out,
+            "--cache",
+            "drop",
+            "--min-phase-s",
+            "0",
+            *extra,
+        ]
         for k, v in sets.items():
             argv += ["--set", f"{k}={v}"]
         cl.run(per_host, argv)
@@ -142,7 +159,9 @@ def _nodes(out: str, pattern: str) -> int:
 
 
 def mdtest_rates(cl: Cluster, mdtest: Path, per_host: int, n: int, d: Path) -> dict:
-    res = cl.run(per_host, [*LINE_BUFFERED, mdtest, "-n", n, "-u", "-F", "-w", 4096, "-C", "-T", "-r", "-i", 1, "-d", d])
+    res = cl.run(
+        per_host, [*LINE_BUFFERED, mdtest, "-n", n, "-u", "-F", "-w", 4096, "-C", "-T", "-r", "-i", 1, "-d", d]
+    )
     out = {"nodes": _nodes(res.stdout, r"launched with \d+ total task\(s\) on (\d+) node")}
     for name, key in (("File creation", "create"), ("File stat", "stat"), ("File removal", "remove")):
         m = re.search(rf"^\s*{name}\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", res.stdout, re.M)
@@ -208,13 +227,20 @@ def metadata_rows(cl: Cluster, mdtest: Path, per_host: int, n: int, brick: str) 
         mine = [doc["phases"][ph]["total"]["ops_per_s"] for doc in got["fsm"]]
         theirs = [p[ph] for p in got["peer"]]
         imb = median(doc["phases"][ph]["mpi"]["imbalance_pct"] for doc in got["fsm"])
-        rows.append(ctx.row(f"gluster {brick} brick, 2 hosts x {per_host}r, {n} files/rank", f"{ph} files/s",
-                            median(mine), median(theirs), "mdtest", target=1.0,
-                            pairs=[a / b for a, b in zip(mine, theirs)],
-                            notes=f"paired ratio, {len(mine)} rounds, {ranks} ranks; fsmeter "
-                                  f"{min(mine):,.0f}..{max(mine):,.0f}, mdtest {min(theirs):,.0f}..{max(theirs):,.0f}; "
-                                  f"imbalance {imb:.0f}%; "
-                                  + _hosts_note(got["fsm"], [p["nodes"] for p in got["peer"]], "mdtest")))
+        rows.append(
+            ctx.row(
+                f"gluster {brick} brick, 2 hosts x {per_host}r, {n} files/rank",
+                f"{ph} files/s",
+                median(mine),
+                median(theirs),
+                "mdtest",
+                target=1.0,
+                pairs=[a / b for a, b in zip(mine, theirs)],
+                notes=f"paired ratio, {len(mine)} rounds, {ranks} ranks; fsmeter "
+                f"{min(mine):,.0f}..{max(mine):,.0f}, mdtest {min(theirs):,.0f}..{max(theirs):,.0f}; "
+                f"imbalance {imb:.0f}%; " + _hosts_note(got["fsm"], [p["nodes"] for p in got["peer"]], "mdtest"),
+            )
+        )
     return rows
 
 
@@ -223,8 +249,15 @@ def data_rows(cl: Cluster, ior: Path, per_host: int, block: str, shared: bool, b
     from statistics import median
 
     ctx = cl.ctx
-    sets = {"file_size": block, "total_bytes": block, "record_size": "1M", "duration_s": "none", "warmup_s": 0,
-            "direct": "false", "direct_layout": "false"}
+    sets = {
+        "file_size": block,
+        "total_bytes": block,
+        "record_size": "1M",
+        "duration_s": "none",
+        "warmup_s": 0,
+        "direct": "false",
+        "direct_layout": "false",
+    }
     reuse = {} if shared else {"reuse_files": "true"}
     mpi_args = ["--shared-file", "--reorder-shift", "node"] if shared else []
 
@@ -245,13 +278,23 @@ def data_rows(cl: Cluster, ior: Path, per_host: int, block: str, shared: bool, b
             measured = {
                 "seq-write": {
                     "peer": lambda: ior_rate(cl, ior, per_host, ["-w", "-k", "-E", "-e", *common], "write"),
-                    "fsm": lambda: fsmeter_mpi(cl, per_host, "seq-write", f, {**sets, **reuse, "fsync_end": "true"},
-                                               [*mpi_args, "--keep-files"])},
+                    "fsm": lambda: fsmeter_mpi(
+                        cl,
+                        per_host,
+                        "seq-write",
+                        f,
+                        {**sets, **reuse, "fsync_end": "true"},
+                        [*mpi_args, "--keep-files"],
+                    ),
+                },
                 "seq-read": {
-                    "peer": lambda: ior_rate(cl, ior, per_host, ["-r", "-k", "-E", *(["-C"] if shared else []),
-                                                                 *common], "read"),
-                    "fsm": lambda: fsmeter_mpi(cl, per_host, "seq-read", f, {**sets, **reuse},
-                                               [*mpi_args, "--keep-files"])},
+                    "peer": lambda: ior_rate(
+                        cl, ior, per_host, ["-r", "-k", "-E", *(["-C"] if shared else []), *common], "read"
+                    ),
+                    "fsm": lambda: fsmeter_mpi(
+                        cl, per_host, "seq-read", f, {**sets, **reuse}, [*mpi_args, "--keep-files"]
+                    ),
+                },
             }
             for wl, sides in measured.items():
                 for side in order:
@@ -272,22 +315,31 @@ def data_rows(cl: Cluster, ior: Path, per_host: int, block: str, shared: bool, b
         shift = ""
         if shared:
             shift = f"; fsmeter reorder_shift {got['fsm'][0][wl]['mpi']['files']['reorder_shift']}"
-        out.append(ctx.row(f"gluster {brick} brick, 2 hosts x {per_host}r, {block}/rank {layout} buffered",
-                           f"{wl.split('-')[1]} MiB/s", median(mine), median(theirs), "ior", target=0.95,
-                           pairs=[a / b for a, b in zip(mine, theirs)],
-                           notes=f"paired ratio, {len(mine)} rounds, {2 * per_host} ranks; fsmeter "
-                                 f"{min(mine):,.0f}..{max(mine):,.0f}, ior {min(theirs):,.0f}..{max(theirs):,.0f}; "
-                                 f"imbalance {imb:.0f}%{shift}; "
-                                 + _hosts_note([d[wl] for d in got["fsm"]], [p[wl]["nodes"] for p in got["peer"]],
-                                               "ior")))
+        out.append(
+            ctx.row(
+                f"gluster {brick} brick, 2 hosts x {per_host}r, {block}/rank {layout} buffered",
+                f"{wl.split('-')[1]} MiB/s",
+                median(mine),
+                median(theirs),
+                "ior",
+                target=0.95,
+                pairs=[a / b for a, b in zip(mine, theirs)],
+                notes=f"paired ratio, {len(mine)} rounds, {2 * per_host} ranks; fsmeter "
+                f"{min(mine):,.0f}..{max(mine):,.0f}, ior {min(theirs):,.0f}..{max(theirs):,.0f}; "
+                f"imbalance {imb:.0f}%{shift}; "
+                + _hosts_note([d[wl] for d in got["fsm"]], [p[wl]["nodes"] for p in got["peer"]], "ior"),
+            )
+        )
     return out
 
 
 def run(ctx) -> list:
     if os.geteuid() != 0:
         raise BenchError("bench_mpi_hosts needs root (namespace hosts, loop bricks, drop_caches)")
-    for tool, why in (("mpirun", "run `make build` as root (it installs openmpi-bin)"),
-                      ("glusterd", "install the Debian packages glusterfs-server and glusterfs-client")):
+    for tool, why in (
+        ("mpirun", "run `make build` as root (it installs openmpi-bin)"),
+        ("glusterd", "install the Debian packages glusterfs-server and glusterfs-client"),
+    ):
         if shutil.which(tool) is None:
             raise BenchError(f"{tool} not found: {why}")
     from fsmeter.mpi.nshosts import NsHosts
@@ -306,8 +358,14 @@ def run(ctx) -> list:
     rows: list = []
     with ctx.tmpfs(str(brick_bytes + (256 << 20))) as ram:
         with Provisioner(scratch=str(ram)) as prov, NsHosts(2, slots=2) as hosts:
-            with GlusterVolume(hosts, prov, servers=["h2"], clients=["h1", "h2"], brick_fs=FsConfig(name=brick_fs),
-                               brick_bytes=brick_bytes) as vol:
+            with GlusterVolume(
+                hosts,
+                prov,
+                servers=["h2"],
+                clients=["h1", "h2"],
+                brick_fs=FsConfig(name=brick_fs),
+                brick_bytes=brick_bytes,
+            ) as vol:
                 cl = Cluster(ctx, hosts, vol)
                 info = vol.info()
 
@@ -321,15 +379,35 @@ def run(ctx) -> list:
 
                 for per_host in (1, 2):
                     case(f"{per_host}r/host metadata", lambda: metadata_rows(cl, mdtest, per_host, n, brick_fs))
-                    case(f"{per_host}r/host file per rank",
-                         lambda: data_rows(cl, ior, per_host, block, shared=False, brick=brick_fs))
-                    case(f"{per_host}r/host shared file",
-                         lambda: data_rows(cl, ior, per_host, block, shared=True, brick=brick_fs))
-                rows.append(ctx.row("volume", "info", None, None, "-",
-                                    notes=f"{info['volume_type']} volume, brick {brick_fs} on a loop image in RAM "
-                                          f"({brick_bytes >> 20} MiB) on h2, clients on h1 and h2; "
-                                          f"{info['client_version']}"))
+                    case(
+                        f"{per_host}r/host file per rank",
+                        lambda: data_rows(cl, ior, per_host, block, shared=False, brick=brick_fs),
+                    )
+                    case(
+                        f"{per_host}r/host shared file",
+                        lambda: data_rows(cl, ior, per_host, block, shared=True, brick=brick_fs),
+                    )
+                rows.append(
+                    ctx.row(
+                        "volume",
+                        "info",
+                        None,
+                        None,
+                        "-",
+                        notes=f"{info['volume_type']} volume, brick {brick_fs} on a loop image in RAM "
+                        f"({brick_bytes >> 20} MiB) on h2, clients on h1 and h2; "
+                        f"{info['client_version']}",
+                    )
+                )
     if TEARDOWN_EXITS:
-        rows.append(ctx.row("ior", "runs whose rank exited improperly after the result", float(len(TEARDOWN_EXITS)),
-                            None, "-", notes="figures kept (IOR printed Finished); " + "; ".join(TEARDOWN_EXITS[:4])))
+        rows.append(
+            ctx.row(
+                "ior",
+                "runs whose rank exited improperly after the result",
+                float(len(TEARDOWN_EXITS)),
+                None,
+                "-",
+                notes="figures kept (IOR printed Finished); " + "; ".join(TEARDOWN_EXITS[:4]),
+            )
+        )
     return rows

@@ -12,6 +12,7 @@ Memory: peak RSS of the whole `fsmeter run` process (Python included, from wait4
 replaying client.txt with 128 clients, at two run lengths (5 s and 15 s; quick: 3 s
 and 9 s) so that any growth with run time shows; target <= 150 MB at both.
 """
+
 from __future__ import annotations
 
 import re
@@ -19,8 +20,10 @@ import statistics
 from pathlib import Path
 
 CLIENT_TXT = Path("/usr/share/dbench/client.txt")
-NOTE = ("both: 2 clients, warm-up t/5, requested ReadX+WriteX bytes / s; dbench forks a process per client and "
-        "samples its figure at 1 s ticks, fsmeter runs threads and divides by the exact measured time")
+NOTE = (
+    "both: 2 clients, warm-up t/5, requested ReadX+WriteX bytes / s; dbench forks a process per client and "
+    "samples its figure at 1 s ticks, fsmeter runs threads and divides by the exact measured time"
+)
 
 
 def dbench(ctx, d: Path, seconds: int, clients: int) -> float:
@@ -40,7 +43,11 @@ def fsmeter_mb_s(ctx, d: Path, seconds: int, clients: int) -> tuple:
 
 def run(ctx) -> list:
     if not CLIENT_TXT.is_file():
-        return [ctx.row("dbench client.txt", "MB/s", None, None, "dbench", notes=f"{CLIENT_TXT} missing: apt-get install dbench")]
+        return [
+            ctx.row(
+                "dbench client.txt", "MB/s", None, None, "dbench", notes=f"{CLIENT_TXT} missing: apt-get install dbench"
+            )
+        ]
     seconds = int(ctx.seconds(20, 10))
     runs = 1 if ctx.quick else 3
     ours, theirs = [], []
@@ -64,14 +71,29 @@ def run(ctx) -> list:
     med = statistics.median
     n = f"median of {runs}" if runs > 1 else "1 run"
     rows = [
-        ctx.row(f"tmpfs, 2 clients, {seconds} s, client.txt", "MB/s", med(ours), med(theirs), "dbench 4.0", target=1.0,
-                notes=f"{n}; {NOTE}"),
+        ctx.row(
+            f"tmpfs, 2 clients, {seconds} s, client.txt",
+            "MB/s",
+            med(ours),
+            med(theirs),
+            "dbench 4.0",
+            target=1.0,
+            notes=f"{n}; {NOTE}",
+        ),
     ]
     (s0, _, r0) = mem[0]
     for secs, mb, rss in mem:
         growth = "" if secs == s0 else f"; {rss - r0:+.0f} MB against the {s0} s run"
-        rows.append(ctx.row(f"tmpfs, 128 clients, {secs} s (+{secs // 5} s warm-up), client.txt", "peak RSS MB", rss,
-                            150.0, "target 150 MB", target=1.0, higher_is_better=False,
-                            notes=f"whole fsmeter run process (Python included); load file parsed once; "
-                                  f"{mb:,.0f} MB/s{growth}"))
+        rows.append(
+            ctx.row(
+                f"tmpfs, 128 clients, {secs} s (+{secs // 5} s warm-up), client.txt",
+                "peak RSS MB",
+                rss,
+                150.0,
+                "target 150 MB",
+                target=1.0,
+                higher_is_better=False,
+                notes=f"whole fsmeter run process (Python included); load file parsed once; {mb:,.0f} MB/s{growth}",
+            )
+        )
     return rows

@@ -12,6 +12,7 @@ nor removal (3.3 leaves the files), so mkdir has no peer figure, and removal is
 compared with `rm -r` of fs_mark's tree (entries/s over rm's wall time,
 process start included) against fsmeter's remove + rmdir phases.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -22,17 +23,20 @@ FILES = 20_000
 DIRS = 100
 PER_DIR = FILES // DIRS
 
-FSM_NOTE = ("fs_mark pre-creates its directories untimed, fills them round-robin in blocks of -N, names files with "
-            "40 bytes (time stamp + random) and counts name generation and its gettimeofday calls in files/s; "
-            "fsmeter times open+write+close per file with short names (f<k>), depth-first like fdtree")
+FSM_NOTE = (
+    "fs_mark pre-creates its directories untimed, fills them round-robin in blocks of -N, names files with "
+    "40 bytes (time stamp + random) and counts name generation and its gettimeofday calls in files/s; "
+    "fsmeter times open+write+close per file with short names (f<k>), depth-first like fdtree"
+)
 
 
 def fs_mark(ctx, d: Path) -> float:
     """One fs_mark run in a fresh folder: its Files/sec."""
     d.mkdir()
     # fs_mark refuses directory names of 40 bytes or more: name it relative to its parent.
-    res = ctx.cmd(["fs_mark", "-d", d.name, "-n", FILES, "-s", 4096, "-S", 0, "-D", DIRS, "-N", PER_DIR, "-L", 1],
-                  cwd=d.parent)
+    res = ctx.cmd(
+        ["fs_mark", "-d", d.name, "-n", FILES, "-s", 4096, "-S", 0, "-D", DIRS, "-N", PER_DIR, "-L", 1], cwd=d.parent
+    )
     # The result line follows the "FSUse%  Count  Size  Files/sec  App Overhead" header.
     lines = res.stdout.splitlines()
     hdr = next(i for i, ln in enumerate(lines) if ln.strip().startswith("FSUse%"))
@@ -50,8 +54,11 @@ def rm_r(ctx, d: Path) -> float:
 
 
 def fsmeter_tree(ctx, d: Path) -> dict:
-    doc = ctx.fsmeter("fdtree-quick", d, {"levels": 1, "dirs_per_level": DIRS - 1, "files_per_dir": PER_DIR,
-                                          "file_blocks": 1, "stat": "false"})
+    doc = ctx.fsmeter(
+        "fdtree-quick",
+        d,
+        {"levels": 1, "dirs_per_level": DIRS - 1, "files_per_dir": PER_DIR, "file_blocks": 1, "stat": "false"},
+    )
     ph = doc["phases"]
     assert ph["create"]["counters"]["files"] == FILES, ph["create"]["counters"]
     rm_entries = ph["remove"]["counters"]["files"] + ph["rmdir"]["counters"]["directories"]
@@ -77,14 +84,33 @@ def compare(ctx, case: str, base: Path, runs: int) -> list:
     med = statistics.median
     n = f"median of {runs}" if runs > 1 else "1 run"
     return [
-        ctx.row(f"{case} create {FILES} x 4K in {DIRS} dirs", "files/s", med(o["create"] for o in ours), med(fsm_create),
-                "fs_mark", 1.0, notes=f"{n}; {FSM_NOTE}"),
-        ctx.row(f"{case} mkdir {DIRS} dirs", "dirs/s", med(o["mkdir"] for o in ours), None, "fs_mark",
-                notes="no peer figure: fs_mark makes its directories before timing"),
-        ctx.row(f"{case} remove files + dirs", "entries/s", med(o["remove"] for o in ours), med(fsm_rm), "rm -r",
-                notes=f"{n}; fs_mark 3.3 does not remove its files, so the peer is rm -r of its tree "
-                      f"(fts + unlinkat, process start in the time); fsmeter unlink alone "
-                      f"{med(o['unlink'] for o in ours):,.0f} files/s"),
+        ctx.row(
+            f"{case} create {FILES} x 4K in {DIRS} dirs",
+            "files/s",
+            med(o["create"] for o in ours),
+            med(fsm_create),
+            "fs_mark",
+            1.0,
+            notes=f"{n}; {FSM_NOTE}",
+        ),
+        ctx.row(
+            f"{case} mkdir {DIRS} dirs",
+            "dirs/s",
+            med(o["mkdir"] for o in ours),
+            None,
+            "fs_mark",
+            notes="no peer figure: fs_mark makes its directories before timing",
+        ),
+        ctx.row(
+            f"{case} remove files + dirs",
+            "entries/s",
+            med(o["remove"] for o in ours),
+            med(fsm_rm),
+            "rm -r",
+            notes=f"{n}; fs_mark 3.3 does not remove its files, so the peer is rm -r of its tree "
+            f"(fts + unlinkat, process start in the time); fsmeter unlink alone "
+            f"{med(o['unlink'] for o in ours):,.0f} files/s",
+        ),
     ]
 
 

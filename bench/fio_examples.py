@@ -40,6 +40,7 @@ errors of the difference); such a file that matches is "same work (random-map st
 concurrency refusal names counts as "concurrent jobs") until the file plans, and counts each option once per
 file, as the totals of a to-do list.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,8 +55,8 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Optional
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -64,8 +65,14 @@ MAX_FILES = 4096
 SIZE_OPTS = ("size", "filesize", "io_size", "io_limit", "offset", "offset_increment")
 ENV = {"FIO_BS": "4k", "FIO_IODEPTH": "1", "FIO_RW": "randread"}
 #: fio's file and directory engines -> the operation fsmeter counts for each of their I/Os.
-NAME_ENGINES = {"filecreate": "create", "filestat": "stat", "filedelete": "delete", "dircreate": "create",
-                "dirstat": "stat", "dirdelete": "delete"}
+NAME_ENGINES = {
+    "filecreate": "create",
+    "filestat": "stat",
+    "filedelete": "delete",
+    "dircreate": "create",
+    "dirstat": "stat",
+    "dirdelete": "delete",
+}
 
 
 #: Examples whose usage comment names the target on fio's command line (--filename=DEVICE) rather than in the
@@ -86,11 +93,16 @@ def examples(checkout: Path) -> dict:
     if (checkout / "examples").is_dir():
         return {p.name: p.read_text(errors="replace") for p in sorted((checkout / "examples").glob("*.fio"))}
     git = ["git", "--git-dir", str(checkout)]
-    names = subprocess.run([*git, "ls-tree", "--name-only", "HEAD", "examples/"], capture_output=True, text=True,
-                           check=True).stdout.split()
-    return {Path(n).name: subprocess.run([*git, "show", f"HEAD:{n}"], capture_output=True, text=True,
-                                         errors="replace", check=True).stdout
-            for n in names if n.endswith(".fio")}
+    names = subprocess.run(
+        [*git, "ls-tree", "--name-only", "HEAD", "examples/"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    return {
+        Path(n).name: subprocess.run(
+            [*git, "show", f"HEAD:{n}"], capture_output=True, text=True, errors="replace", check=True
+        ).stdout
+        for n in names
+        if n.endswith(".fio")
+    }
 
 
 def _bytes(v: str):
@@ -183,8 +195,11 @@ def scale(text: str, root: Path) -> tuple:
             continue
         if key in SIZE_OPTS and stripes is not None and _bytes(value) is not None and key != "offset":
             b = _bytes(value)  # a striped file (cross-stripe-verify.fio): offset_increment and sizes in proportion
-            value = str(stripes[0] if key == "offset_increment" else
-                        max(64 << 10, b * stripes[0] // stripes[1] // (64 << 10) * (64 << 10)))
+            value = str(
+                stripes[0]
+                if key == "offset_increment"
+                else max(64 << 10, b * stripes[0] // stripes[1] // (64 << 10) * (64 << 10))
+            )
         elif key in SIZE_OPTS:
             b = _bytes(value)
             limit = cap if key not in ("offset", "offset_increment") else SCALE_BYTES
@@ -239,15 +254,17 @@ def prepare_root(root: Path, files: set, dirs: set) -> None:
 #: What a tmpfs cannot do and the filesystem that can: a file with such a line runs, under fsmeter and under fio,
 #: on that filesystem made on a loop image in the scratch folder (root), else on the tmpfs, as the report says.
 REAL_FS = (
-    (re.compile(r"(?m)^\s*ioengine\s*=\s*e4defrag\s*$"), "ext4",
-     "ioengine=e4defrag needs ext4's EXT4_IOC_MOVE_EXT"),
-    (re.compile(r"(?m)^\s*atomic\s*=\s*(1|true|on)\s*$"), "xfs",
-     "atomic=1 needs an atomic write unit (statx STATX_WRITE_ATOMIC), which xfs has and tmpfs has not"),
+    (re.compile(r"(?m)^\s*ioengine\s*=\s*e4defrag\s*$"), "ext4", "ioengine=e4defrag needs ext4's EXT4_IOC_MOVE_EXT"),
+    (
+        re.compile(r"(?m)^\s*atomic\s*=\s*(1|true|on)\s*$"),
+        "xfs",
+        "atomic=1 needs an atomic write unit (statx STATX_WRITE_ATOMIC), which xfs has and tmpfs has not",
+    ),
 )
 REAL_FS_BYTES = 1 << 30
 
 
-def real_fs(text: str) -> Optional[tuple]:
+def real_fs(text: str) -> tuple | None:
     """(filesystem, why) for a file a tmpfs cannot run, else None."""
     return next(((fs, why) for pattern, fs, why in REAL_FS if pattern.search(text)), None)
 
@@ -354,19 +371,19 @@ def run_fsmeter(job: Path, root: Path, out: Path, timeout: int) -> dict:
     if r.returncode == 0:
         return {"status": "ran", "doc": json.loads(out.read_text())}
     if r.returncode == 2 and err.startswith("fsmeter: error:") and "\n" not in err:
-        return {"status": "refused", "why": err[len("fsmeter: error: "):].replace(str(job), job.name)}
+        return {"status": "refused", "why": err[len("fsmeter: error: ") :].replace(str(job), job.name)}
     last = err.splitlines()[-1] if err else ""
     if r.returncode == 1 and last.startswith("fsmeter: error:"):
         # The run started and stopped at an error of the filesystem's (ENOSPC, EBUSY ...), told in one line: it
         # fails as fio fails on such an error, not a crash.
-        return {"status": "fails", "why": last[len("fsmeter: error: "):].replace(str(job), job.name)}
+        return {"status": "fails", "why": last[len("fsmeter: error: ") :].replace(str(job), job.name)}
     return {"status": "crashed", "why": f"exit {r.returncode}: {err[-400:]}"}
 
 
 FIO_FIXED_OFFLOAD = (3, 42)  # fio's io_submit_mode=offload hangs at start-up before 3.42 (a race in its workqueue)
 
 
-def fio_binaries(given: Optional[list]) -> list:
+def fio_binaries(given: list | None) -> list:
     """The fios to compare with, in order: --fio (repeatable), else $FIO (colon-separated), else fio on PATH.
     A file whose engine one fio lacks runs under the next (Debian's fio has no dircreate; a fio built from
     source without libaio-dev has no libaio)."""
@@ -393,8 +410,9 @@ def fio_copy(scaled: str, version: tuple) -> tuple:
     text = re.sub(r"(?m)^ioengine=cpp_null\s*$", "ioengine=null", scaled)
     if version and version < FIO_FIXED_OFFLOAD and re.search(r"(?m)^io_submit_mode=offload\s*$", text):
         text = re.sub(r"(?m)^io_submit_mode=offload\s*$", "io_submit_mode=inline", text)
-        notes.append(f"fio {version[0]}.{version[1]} hangs with io_submit_mode=offload (fixed in fio 3.42): "
-                     "fio ran it inline")
+        notes.append(
+            f"fio {version[0]}.{version[1]} hangs with io_submit_mode=offload (fixed in fio 3.42): fio ran it inline"
+        )
     return text, notes
 
 
@@ -410,13 +428,19 @@ def errno_text(n) -> str:
         return "not an errno"
 
 
-def fio_error(stderr: str, doc: Optional[dict]) -> str:
+def fio_error(stderr: str, doc: dict | None) -> str:
     """fio's own error, in one line: the first failed job's errno (a warning fio prints, such as "time_based
     requires a runtime/timeout setting", is not why it failed), then its last error lines."""
     lines = [x.strip() for x in stderr.splitlines() if x.strip()]
     bad = [x for x in lines if x.startswith("fio:") or "error" in x.lower() or "fail" in x.lower()]
-    failed = next((f"job {j.get('jobname')}: error {j['error']} ({errno_text(j['error'])})"
-                   for j in (doc or {}).get("jobs", []) if j.get("error")), None)
+    failed = next(
+        (
+            f"job {j.get('jobname')}: error {j['error']} ({errno_text(j['error'])})"
+            for j in (doc or {}).get("jobs", [])
+            if j.get("error")
+        ),
+        None,
+    )
     if failed or bad:
         return "; ".join(dict.fromkeys(([failed] if failed else []) + bad[-3:]))[:300]
     return lines[-1][:300] if lines else "no output"
@@ -432,10 +456,10 @@ def fio_outcome(status: str, why: str) -> str:
     return status
 
 
-def read_fio_json(path: Path) -> Optional[dict]:
+def read_fio_json(path: Path) -> dict | None:
     try:
         text = _without_error_log(path.read_text())
-        return json.loads(text[text.find("{"):])  # fio may log a warning ahead of its JSON in the same file
+        return json.loads(text[text.find("{") :])  # fio may log a warning ahead of its JSON in the same file
     except (OSError, ValueError):
         return None
 
@@ -450,8 +474,16 @@ def fio_entries(doc: dict) -> list:
         key = (j["jobname"], j.get("groupid", 0))
         if key not in index:
             index[key] = len(out)
-            out.append({"name": key[0], "groupid": key[1], "dirs": {d: [0, 0] for d in ("read", "write", "trim")},
-                        "calls": 0, "bw": 0.0, "error": 0})
+            out.append(
+                {
+                    "name": key[0],
+                    "groupid": key[1],
+                    "dirs": {d: [0, 0] for d in ("read", "write", "trim")},
+                    "calls": 0,
+                    "bw": 0.0,
+                    "error": 0,
+                }
+            )
         e = out[index[key]]
         for d in ("read", "write", "trim"):
             r = j.get(d) or {}
@@ -468,15 +500,23 @@ def fio_entries(doc: dict) -> list:
 
 def run_fio(fio: str, job: Path, root: Path, out: Path, timeout: int) -> dict:
     try:
-        r = _run([fio, "--output-format=json", f"--output={out}", str(job)], timeout, str(job), cwd=root,
-                 env={**os.environ, **ENV, "FIO_DIR": str(root)})
+        r = _run(
+            [fio, "--output-format=json", f"--output={out}", str(job)],
+            timeout,
+            str(job),
+            cwd=root,
+            env={**os.environ, **ENV, "FIO_DIR": str(root)},
+        )
     except subprocess.TimeoutExpired:
         return {"status": "hangs", "why": f"no answer in {timeout} s"}
     doc = read_fio_json(out)
     if doc is None:
         return {"status": "fails", "why": f"exit {r.returncode}: {fio_error(r.stderr, None)}"}
-    return {"status": "ran" if r.returncode == 0 else "fails", "entries": fio_entries(doc),
-            "why": f"exit {r.returncode}: {fio_error(r.stderr, doc)}" if r.returncode else ""}
+    return {
+        "status": "ran" if r.returncode == 0 else "fails",
+        "entries": fio_entries(doc),
+        "why": f"exit {r.returncode}: {fio_error(r.stderr, doc)}" if r.returncode else "",
+    }
 
 
 def size_cv(entries: list) -> float:
@@ -507,8 +547,9 @@ def _units(doc: dict, fio: dict, groups: dict) -> list:
         if name in done:
             continue
         rg, merged = groups.get(name, (None, False))
-        members = [n for n in doc["jobs"] if groups.get(n, (None, False))[0] == rg] if merged and rg is not None \
-            else [name]
+        members = (
+            [n for n in doc["jobs"] if groups.get(n, (None, False))[0] == rg] if merged and rg is not None else [name]
+        )
         done.update(members)
         if len(members) > 1:
             e = next((x for x in entries if x["groupid"] == rg), None)
@@ -537,7 +578,7 @@ def _job_ops(doc: dict, name: str) -> dict:
     return _job_rep(doc, name).get("ops", {})
 
 
-def _job_rate(doc: dict, name: str) -> Optional[float]:
+def _job_rate(doc: dict, name: str) -> float | None:
     """fsmeter's bytes per second for a job: its bytes over its own measured time."""
     info = doc["jobs"][name]
     phase = doc.get("phases", {}).get(f"{info.get('phase') or name}:run", {})
@@ -546,7 +587,7 @@ def _job_rate(doc: dict, name: str) -> Optional[float]:
     return (jr.get("total") or {}).get("bytes", 0) / el if el else None
 
 
-def _latency_target(doc: dict, members: list, want: dict, params: list) -> Optional[tuple]:
+def _latency_target(doc: dict, members: list, want: dict, params: list) -> tuple | None:
     """A job with a latency target (fio's latency_target): (depths agree, line, note) when both reset their statistics
     for a final window (then each reports that window only, and its bytes are not the job's work: the depth found is
     compared instead); (depths agree, "", note) when the job's size ended the search first (its work is compared as
@@ -561,12 +602,18 @@ def _latency_target(doc: dict, members: list, want: dict, params: list) -> Optio
     fio_bytes = sum(v[0] for v in want["dirs"].values())
     size = sum(p.get("total_bytes") or 0 for p in params)
     if lts[0].get("stats_reset") or fio_bytes < size:
-        return same, (f"latency target: depth {'same' if same else 'DIFFERENT'} fsmeter {depth} fio {fd}; the "
-                      "statistics were reset for a final window at that depth, so its bytes are not the job's work"), ""
+        return (
+            same,
+            (
+                f"latency target: depth {'same' if same else 'DIFFERENT'} fsmeter {depth} fio {fd}; the "
+                "statistics were reset for a final window at that depth, so its bytes are not the job's work"
+            ),
+            "",
+        )
     return same, "", f" (latency_depth fsmeter {depth} fio {fd})"
 
 
-def compare(doc: dict, fio: dict, groups: Optional[dict] = None) -> tuple:
+def compare(doc: dict, fio: dict, groups: dict | None = None) -> tuple:
     """(verdict, details) of fsmeter's work against fio's, per job (or per group_reporting group) and direction.
     `groups`: job name -> (fio's groupid, whether fio merges that group: group_reporting)."""
     out, ok, compared, timed = [], True, 0, 0
@@ -576,8 +623,10 @@ def compare(doc: dict, fio: dict, groups: Optional[dict] = None) -> tuple:
             timed += 1
             rate = sum(_job_rate(doc, n) or 0 for n in members)
             if want is not None and want["bw"] > 0 and rate:
-                out.append(f"{label}: time-based, fsmeter/fio bandwidth {rate / want['bw']:.2f} "
-                           f"({rate / 2**20:.1f} vs {want['bw'] / 2**20:.1f} MiB/s)")
+                out.append(
+                    f"{label}: time-based, fsmeter/fio bandwidth {rate / want['bw']:.2f} "
+                    f"({rate / 2**20:.1f} vs {want['bw'] / 2**20:.1f} MiB/s)"
+                )
             else:
                 out.append(f"{label}: time-based")
             continue
@@ -620,9 +669,11 @@ def compare(doc: dict, fio: dict, groups: Optional[dict] = None) -> tuple:
             w = sum(e["weight"] for e in entries) or 1e-9
             p = sum(e["weight"] * e["read_pct"] for e in entries) / w / 100
             slack = max(0.05 * tw[1], 3 * math.sqrt(tw[1] * p * (1 - p)))
-            good = abs(tot[0] - tw[0]) <= 0.02 * max(tw[0], 1) and \
-                abs(tot[1] - tw[1]) <= count_slack(tw[1], size_cv(entries) if sized else 0.0) and \
-                (not mix or all(abs(got[d][1] - fw[d][1]) <= slack for d in dirs))
+            good = (
+                abs(tot[0] - tw[0]) <= 0.02 * max(tw[0], 1)
+                and abs(tot[1] - tw[1]) <= count_slack(tw[1], size_cv(entries) if sized else 0.0)
+                and (not mix or all(abs(got[d][1] - fw[d][1]) <= slack for d in dirs))
+            )
         else:
             good = got == fw
         ok &= good
@@ -638,8 +689,11 @@ def compare(doc: dict, fio: dict, groups: Optional[dict] = None) -> tuple:
 def dir_map_jobs(doc: dict) -> list:
     """The jobs fsmeter ran under fio's random map with per-direction block sizes (random_map_block): fio ends
     them where its draws say, so one run of each side is one draw, and they are compared over seeds."""
-    return [n for n, j in doc.get("jobs", {}).items()
-            if ((j.get("job") or {}).get("workload") or {}).get("random_map_block")]
+    return [
+        n
+        for n, j in doc.get("jobs", {}).items()
+        if ((j.get("job") or {}).get("workload") or {}).get("random_map_block")
+    ]
 
 
 def with_seed(text: str, seed: int, fio: bool) -> str:
@@ -649,8 +703,8 @@ def with_seed(text: str, seed: int, fio: bool) -> str:
     m = re.search(r"(?m)^\[global\][ \t]*$", text)
     if m is None:
         return "[global]\n" + extra + text
-    head = text[:m.end()] + "\n"
-    return head + extra + text[m.end():].lstrip("\n")
+    head = text[: m.end()] + "\n"
+    return head + extra + text[m.end() :].lstrip("\n")
 
 
 def _mean_sd(xs: list) -> tuple:
@@ -672,18 +726,25 @@ def stop_compare(fs: dict, fio: dict) -> tuple:
             ok = False
             continue
         parts, good = [], True
-        for label, f, scale in (("bytes", lambda r: r[0] + r[2], 2 ** 20), ("read I/Os", lambda r: r[1], 1),
-                                ("write I/Os", lambda r: r[3], 1)):
+        for label, f, scale in (
+            ("bytes", lambda r: r[0] + r[2], 2**20),
+            ("read I/Os", lambda r: r[1], 1),
+            ("write I/Os", lambda r: r[3], 1),
+        ):
             (ma, sa), (mb, sb) = _mean_sd([f(r) for r in a]), _mean_sd([f(r) for r in b])
-            tol = 3 * math.sqrt(sa ** 2 / len(a) + sb ** 2 / len(b))
+            tol = 3 * math.sqrt(sa**2 / len(a) + sb**2 / len(b))
             alike = abs(ma - mb) <= tol
             good &= alike
             unit = " MiB" if scale > 1 else ""
-            parts.append(f"{label} fsmeter mean {ma / scale:.2f}{unit} ({sa / scale:.2f}), fio mean {mb / scale:.2f}"
-                         f"{unit} ({sb / scale:.2f}){'' if alike else ' DIFFERENT'}")
+            parts.append(
+                f"{label} fsmeter mean {ma / scale:.2f}{unit} ({sa / scale:.2f}), fio mean {mb / scale:.2f}"
+                f"{unit} ({sb / scale:.2f}){'' if alike else ' DIFFERENT'}"
+            )
         ok &= good
-        out.append(f"{job}: random-map stop over {len(a)}/{len(b)} seeds: {'same' if good else 'DIFFERENT'} "
-                   "distribution: " + "; ".join(parts))
+        out.append(
+            f"{job}: random-map stop over {len(a)}/{len(b)} seeds: {'same' if good else 'DIFFERENT'} "
+            "distribution: " + "; ".join(parts)
+        )
     return ok, out
 
 
@@ -799,26 +860,46 @@ def summary(results: dict) -> list:
         runs = [k for k, h in here.items() if h["status"] == "runs"]
         gaps = [k for k in runs if results[k]["fsmeter"] != "ran"]
         both = [k for k in runs if results[k]["fsmeter"] == "ran"]
-        lines.append(f"{n} files; fio runs {len(runs)} here; fsmeter runs {counts.get('ran', 0)}; of the "
-                     f"{len(runs)}, fsmeter runs {len(both)} and refuses {len(gaps)}" + (":" if gaps else ""))
+        lines.append(
+            f"{n} files; fio runs {len(runs)} here; fsmeter runs {counts.get('ran', 0)}; of the "
+            f"{len(runs)}, fsmeter runs {len(both)} and refuses {len(gaps)}" + (":" if gaps else "")
+        )
         lines += [f"  {k}: {results[k]['fsmeter']}: {results[k]['why'][:160]}" for k in gaps]
-        other = Counter(re.sub(r" \S+$", "", h["status"]) if h["status"].startswith("lacks") else h["status"]
-                        for h in here.values() if h["status"] != "runs")
+        other = Counter(
+            re.sub(r" \S+$", "", h["status"]) if h["status"].startswith("lacks") else h["status"]
+            for h in here.values()
+            if h["status"] != "runs"
+        )
         if other:
-            lines.append("fio here does not run the other " + str(sum(other.values())) + ": " +
-                         ", ".join(f"{c} {k}" for k, c in other.most_common()))
+            lines.append(
+                "fio here does not run the other "
+                + str(sum(other.values()))
+                + ": "
+                + ", ".join(f"{c} {k}" for k, c in other.most_common())
+            )
         ran_not_fio = [k for k in here if results[k]["fsmeter"] == "ran" and k not in runs]
         if ran_not_fio:
-            lines.append("fsmeter runs, fio here does not: " + ", ".join(
-                f"{k} ({here[k]['status']})" for k in ran_not_fio))
+            lines.append(
+                "fsmeter runs, fio here does not: " + ", ".join(f"{k} ({here[k]['status']})" for k in ran_not_fio)
+            )
     work = Counter(r["fio"] for r in results.values() if "fio" in r)
     if work:
         lines.append("against fio: " + ", ".join(f"{c} {k}" for k, c in work.most_common()))
     return lines
 
 
-def _over_seeds(text: str, name: str, stopped: list, lines: list, fio: str, fs_root: Path, fio_root: Path,
-                jobs: Path, outs: Path, args) -> tuple:
+def _over_seeds(
+    text: str,
+    name: str,
+    stopped: list,
+    lines: list,
+    fio: str,
+    fs_root: Path,
+    fio_root: Path,
+    jobs: Path,
+    outs: Path,
+    args,
+) -> tuple:
     """Jobs that fio's random map ends where its draws say: both sides again over args.seeds seeds (randseed=1..N;
     fio with randrepeat=0), compared by their means (stop_compare). -> (verdict, compare lines with those jobs'
     lines replaced, the seed rows)."""
@@ -854,17 +935,29 @@ def main() -> int:
     ap.add_argument("checkout", nargs="?", default=os.environ.get("FIO_GIT", str(HERE / "peers" / "fio.git")))
     ap.add_argument("--only", nargs="*", default=None, help="example file names to run")
     ap.add_argument("--no-fio", action="store_true", help="do not run fio")
-    ap.add_argument("--fio", action="append", default=None,
-                    help="a fio to compare with; repeat it: a file whose engine one lacks runs under the next "
-                         "(default: $FIO, colon-separated, else fio on PATH)")
+    ap.add_argument(
+        "--fio",
+        action="append",
+        default=None,
+        help="a fio to compare with; repeat it: a file whose engine one lacks runs under the next "
+        "(default: $FIO, colon-separated, else fio on PATH)",
+    )
     ap.add_argument("--blockers", action="store_true", help="count what stops the refused files")
     ap.add_argument("--json", default=None, help="write every file's outcome here")
     ap.add_argument("--timeout", type=int, default=120, help="seconds for each run of a file fsmeter runs")
-    ap.add_argument("--seeds", type=int, default=20,
-                    help="runs of each side, one seed each, for jobs fio's random map ends where its draws say "
-                         "(per-direction block sizes)")
-    ap.add_argument("--fio-timeout", type=int, default=60,
-                    help="seconds for fio on a file fsmeter does not run (a server job waits for its client)")
+    ap.add_argument(
+        "--seeds",
+        type=int,
+        default=20,
+        help="runs of each side, one seed each, for jobs fio's random map ends where its draws say "
+        "(per-direction block sizes)",
+    )
+    ap.add_argument(
+        "--fio-timeout",
+        type=int,
+        default=60,
+        help="seconds for fio on a file fsmeter does not run (a server job waits for its client)",
+    )
     args = ap.parse_args()
     from fsmeter.interrupt import STOP_SIGNALS, raise_interrupted
 
@@ -889,8 +982,12 @@ def main() -> int:
     outs = Path(tempfile.mkdtemp(prefix="fsmeter-fio-examples-out-"))
     mounted = False
     if os.geteuid() == 0:
-        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3g", "fsmeter-fio-examples", str(scratch)],
-                                 capture_output=True).returncode == 0
+        mounted = (
+            subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", "size=3g", "fsmeter-fio-examples", str(scratch)], capture_output=True
+            ).returncode
+            == 0
+        )
     results: dict = {}
     homes = contextlib.ExitStack()  # the filesystem a file runs on when the tmpfs cannot run it
     try:
@@ -931,8 +1028,11 @@ def main() -> int:
                         limit = args.timeout if r["status"] == "ran" else args.fio_timeout
                         (outs / "fio.json").unlink(missing_ok=True)
                         f = run_fio(fio, fjob, fio_root, outs / "fio.json", limit)
-                    here = {"status": fio_outcome(f["status"], f.get("why", "")), "why": f.get("why", ""),
-                            "fio": f"{fio} ({'.'.join(map(str, version))})"}
+                    here = {
+                        "status": fio_outcome(f["status"], f.get("why", "")),
+                        "why": f.get("why", ""),
+                        "fio": f"{fio} ({'.'.join(map(str, version))})",
+                    }
                     if notes:
                         here["notes"] = notes
                     tried.append((f, here))
@@ -942,8 +1042,9 @@ def main() -> int:
                         break
                     prepare_root(fio_root, fmade, fdirs)
                 # The fio that runs the file, else the first that has its engine, else the first.
-                f, res["fio_here"] = next((t for t in tried if t[1]["status"] == "runs"), None) or \
-                    next((t for t in tried if not t[1]["status"].startswith("lacks")), tried[0])
+                f, res["fio_here"] = next((t for t in tried if t[1]["status"] == "runs"), None) or next(
+                    (t for t in tried if not t[1]["status"].startswith("lacks")), tried[0]
+                )
                 others = [h for _, h in tried if h is not res["fio_here"]]
                 if others:
                     res["fio_here"]["others"] = [f"{h['fio']}: {h['status']}: {h['why'][:150]}" for h in others]
@@ -956,7 +1057,8 @@ def main() -> int:
                         if stopped and args.seeds > 1:
                             fio_bin = next(b for b, v in fios if res["fio_here"]["fio"].startswith(b))
                             res["fio"], res["compare"], res["stop"] = _over_seeds(
-                                text, name, stopped, res["compare"], fio_bin, fs_root, fio_root, jobs, outs, args)
+                                text, name, stopped, res["compare"], fio_bin, fs_root, fio_root, jobs, outs, args
+                            )
                 shutil.rmtree(fio_root, ignore_errors=True)
             homes.close()
             results[name] = res

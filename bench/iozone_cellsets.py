@@ -9,6 +9,7 @@ fsmeter's -R export layout with iozone's. Re-run after changing the grids here:
 The grids write only (-i 0) to stay fast, except `lourdas`, the seed study's whole command line.
 They run in a temporary directory on /dev/shm when it exists (tmpfs), else under /tmp.
 """
+
 from __future__ import annotations
 
 import shlex

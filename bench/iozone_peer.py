@@ -5,6 +5,7 @@ iozone is not a Debian package. Its source is taken from a git mirror (a bare re
 $IOZONE_GIT, else bench/peers/iozone.git (a bare clone of klazarsk/iozone-rh); `git archive HEAD src` is unpacked in
 a temporary directory and built with `make linux-AMD64` (or linux on other machines).
 """
+
 from __future__ import annotations
 
 import os
@@ -13,20 +14,20 @@ import re
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import List, Optional, Tuple
 
 DEFAULT_GIT = str(Path(__file__).resolve().parent / "peers" / "iozone.git")
 _CELL_LINE = re.compile(r"^\s+(\d+)\s+(\d+)(\s+\d+)*\s*$")
 
 
-def build_iozone(scratch: Optional[Path] = None) -> Path:
+def build_iozone(scratch: Path | None = None) -> Path:
     """Build iozone in ``scratch`` (a new temporary directory by default); returns the binary."""
     git = os.environ.get("IOZONE_GIT", DEFAULT_GIT)
     if not Path(git).exists():
         raise RuntimeError(f"iozone source not found at {git}: set IOZONE_GIT to a git directory of iozone")
     scratch = Path(scratch or tempfile.mkdtemp(prefix="fsmeter-iozone-"))
-    archive = subprocess.run(["git", f"--git-dir={git}", "archive", "HEAD", "src"], check=True,
-                             capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", f"--git-dir={git}", "archive", "HEAD", "src"], check=True, capture_output=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(scratch)], input=archive, check=True)
     target = "linux-AMD64" if platform.machine() == "x86_64" else "linux"
     subprocess.run(["make", target], cwd=scratch / "src", check=True, capture_output=True)
@@ -36,7 +37,7 @@ def build_iozone(scratch: Optional[Path] = None) -> Path:
     return binary
 
 
-def parse_cells(output: str) -> List[Tuple[int, int]]:
+def parse_cells(output: str) -> list[tuple[int, int]]:
     """The (file KiB, record KiB) of each line of iozone's per-cell table, in order."""
     cells = []
     in_table = False

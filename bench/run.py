@@ -6,6 +6,7 @@ nothing here fails a build; it prints the figures and writes bench/out/results.j
 Each bench/bench_*.py defines run(ctx) -> list of rows (ctx.row(...)).
 Usage: python bench/run.py [--quick] [--only NAME[,NAME]]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,8 +15,8 @@ import importlib.util
 import json
 import math
 import os
-import re
 import platform
+import re
 import shutil
 import statistics
 import subprocess
@@ -23,9 +24,9 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional
 
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "bench" / "out"
@@ -52,17 +53,21 @@ class Ctx:
         self.quick = quick
         self.python = sys.executable
         #: Whether the last loopfs() device does direct I/O on its image (None before any).
-        self.loop_dio: Optional[bool] = None
+        self.loop_dio: bool | None = None
 
     def seconds(self, full: float, quick: float) -> float:
         return quick if self.quick else full
 
-    def cmd(self, args: list, cwd=None, timeout: Optional[float] = None, env=None, check: bool = True,
-            stdin: Optional[str] = None) -> CmdResult:
+    def cmd(
+        self, args: list, cwd=None, timeout: float | None = None, env=None, check: bool = True, stdin: str | None = None
+    ) -> CmdResult:
         """Run a command; its peak RSS comes from wait4 (per child, unlike RUSAGE_CHILDREN)."""
         args = [str(a) for a in args]
-        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err, \
-                tempfile.TemporaryFile("w+") as inp:
+        with (
+            tempfile.TemporaryFile("w+") as out,
+            tempfile.TemporaryFile("w+") as err,
+            tempfile.TemporaryFile("w+") as inp,
+        ):
             if stdin is not None:
                 inp.write(stdin)
                 inp.seek(0)
@@ -88,7 +93,7 @@ class Ctx:
         return res
 
     @staticmethod
-    def fail(args: list, res: "CmdResult") -> None:
+    def fail(args: list, res: CmdResult) -> None:
         """Raise for a failed command; its whole output goes to a file, since a peer's reason can
         sit anywhere in it."""
         args = [str(a) for a in args]
@@ -102,8 +107,20 @@ class Ctx:
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
             out = f.name
         try:
-            args = [self.python, "-m", "fsmeter", "run", workload, "--dir", str(dir), "-q", "--json", out,
-                    "--cache", cache]
+            args = [
+                self.python,
+                "-m",
+                "fsmeter",
+                "run",
+                workload,
+                "--dir",
+                str(dir),
+                "-q",
+                "--json",
+                out,
+                "--cache",
+                cache,
+            ]
             for k, v in sets.items():
                 args += ["--set", f"{k}={v}"]
             if keep_files:
@@ -136,12 +153,12 @@ class Ctx:
         it), so the "device" is memory: a steady one where the virtual disk's speed swings."""
         from fsmeter.units import parse_size
 
-        with (self.tmpfs(str(parse_size(size) + (256 << 20))) if in_ram else contextlib.nullcontext()) as ram:
+        with self.tmpfs(str(parse_size(size) + (256 << 20))) if in_ram else contextlib.nullcontext() as ram:
             with self._loopfs(fs, parse_size(size), ram) as d:
                 yield d
 
     @contextlib.contextmanager
-    def _loopfs(self, fs: str, size: int, ram: Optional[Path]) -> Iterator[Path]:
+    def _loopfs(self, fs: str, size: int, ram: Path | None) -> Iterator[Path]:
         from fsmeter.provision import FsConfig, Provisioner, TargetSpec
 
         scratch = tempfile.mkdtemp(prefix="fsmeter-bench-scratch-", dir=ram or "/var/tmp")
@@ -159,10 +176,19 @@ class Ctx:
             shutil.rmtree(scratch, ignore_errors=True)
 
     @staticmethod
-    def row(case: str, metric: str, fsmeter_value: Optional[float], peer_value: Optional[float], peer_name: str,
-            target: Optional[float] = None, higher_is_better: bool = True, notes: str = "",
-            target_max: Optional[float] = None, ratio: Optional[float] = None,
-            pairs: Optional[list] = None) -> dict:
+    def row(
+        case: str,
+        metric: str,
+        fsmeter_value: float | None,
+        peer_value: float | None,
+        peer_name: str,
+        target: float | None = None,
+        higher_is_better: bool = True,
+        notes: str = "",
+        target_max: float | None = None,
+        ratio: float | None = None,
+        pairs: list | None = None,
+    ) -> dict:
         """`target`: the lowest ratio that meets the target; `target_max`, when given, the highest
         (a two-sided target such as "within 10%": fsmeter much faster than the peer on a
         device-bound case means the two did not do the same work). `ratio`, when given, is the
@@ -185,18 +211,29 @@ class Ctx:
         within = None
         if met is False and ci is not None:
             within = ci[1] >= target and (target_max is None or ci[0] <= target_max)
-        return {"case": case, "metric": metric, "fsmeter": fsmeter_value, "peer": peer_value,
-                "peer_name": peer_name, "ratio": ratio, "target": target, "target_max": target_max, "met": met,
-                "pairs": pairs, "ci": ci[:2] if ci else None, "ci_level": ci[2] if ci else None,
-                "miss_within_ci": within,
-                "notes": notes}
+        return {
+            "case": case,
+            "metric": metric,
+            "fsmeter": fsmeter_value,
+            "peer": peer_value,
+            "peer_name": peer_name,
+            "ratio": ratio,
+            "target": target,
+            "target_max": target_max,
+            "met": met,
+            "pairs": pairs,
+            "ci": ci[:2] if ci else None,
+            "ci_level": ci[2] if ci else None,
+            "miss_within_ci": within,
+            "notes": notes,
+        }
 
 
 #: Confidence level of a paired row's interval for its median ratio.
 CI_LEVEL = 0.90
 
 
-def paired_ci(pairs: list) -> Optional[list]:
+def paired_ci(pairs: list) -> list | None:
     """A distribution-free interval for the median of `pairs` at CI_LEVEL or more, and the level
     it reaches: the order statistics of the binomial sign test (scipy.stats.quantile_test). It
     needs no normality, which a handful of noisy rounds cannot show, but it does take the rounds
@@ -214,7 +251,7 @@ def paired_ci(pairs: list) -> Optional[list]:
     return [float(ci.low), float(ci.high), level]
 
 
-def _why(res: "CmdResult") -> str:
+def _why(res: CmdResult) -> str:
     """What a failed command said: its lines naming an error (an MPI job's own message comes
     before mpirun's long abort notice, which would fill a plain tail), else stderr's tail."""
     lines = [ln.strip() for ln in (res.stderr + "\n" + res.stdout).splitlines()]
@@ -222,7 +259,7 @@ def _why(res: "CmdResult") -> str:
     return " | ".join(named[:6])[:800] if named else res.stderr.strip()[-800:]
 
 
-def loop_direct_io(device: Optional[str]) -> bool:
+def loop_direct_io(device: str | None) -> bool:
     """True when the loop device does direct I/O on its backing file; switches it on if it does not."""
     if not device:
         return False
@@ -252,14 +289,16 @@ def hugetlb_pages(extra: int):
 def loop_reads(d: Path) -> int:
     """Read requests completed so far by the loop device holding the filesystem at `d`
     (/sys/block/loopN/stat, first field)."""
-    dev = subprocess.run(["findmnt", "-n", "-o", "SOURCE", "--target", str(d)], capture_output=True, text=True).stdout.strip()
+    dev = subprocess.run(
+        ["findmnt", "-n", "-o", "SOURCE", "--target", str(d)], capture_output=True, text=True
+    ).stdout.strip()
     return int((Path("/sys/block") / Path(dev).name / "stat").read_text().split()[0])
 
 
-def _modules(only: Optional[set]) -> list:
+def _modules(only: set | None) -> list:
     mods = []
     for path in sorted((REPO / "bench").glob("bench_*.py")):
-        name = path.stem[len("bench_"):]
+        name = path.stem[len("bench_") :]
         if only and name not in only:
             continue
         spec = importlib.util.spec_from_file_location(f"fsmeter_bench_{name}", path)
@@ -295,8 +334,11 @@ def main() -> int:
     # Timed start-ups are a user's second run: the package's bytecode written. A shell with
     # PYTHONDONTWRITEBYTECODE (or a fresh editable install) would otherwise compile every changed
     # module from source in each timed fsmeter process.
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(__file__).resolve().parent.parent / "python" / "fsmeter")],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(Path(__file__).resolve().parent.parent / "python" / "fsmeter")],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     ctx = Ctx(quick=args.quick)
     only = {s.strip() for s in args.only.split(",") if s.strip()} or None
     rows = []
@@ -320,17 +362,34 @@ def main() -> int:
         if r.get("miss_within_ci"):
             met = "[yellow]no, CI reaches it[/]"
         ci = f"{_fmt(r['ci'][0])}..{_fmt(r['ci'][1])} ({r['ci_level']:.1%})" if r.get("ci") else "-"
-        t.add_row(r["bench"], r["case"], r["metric"], _fmt(r["fsmeter"]), f"{_fmt(r['peer'])} ({r['peer_name']})",
-                  _fmt(r["ratio"]), ci, _target(r), met, r["notes"])
+        t.add_row(
+            r["bench"],
+            r["case"],
+            r["metric"],
+            _fmt(r["fsmeter"]),
+            f"{_fmt(r['peer'])} ({r['peer_name']})",
+            _fmt(r["ratio"]),
+            ci,
+            _target(r),
+            met,
+            r["notes"],
+        )
     console.print(t)
     if any(r.get("ci") for r in rows):
-        console.print(f"CI: a paired row's confidence interval (at {CI_LEVEL:.0%} or more; its level in brackets) for "
-                      "its median ratio, from the rounds' paired ratios (sign-test order statistics; with 5 rounds, "
-                      "their min..max at 93.75%). \"no, CI reaches it\": the median missed the target, but the "
-                      "interval reaches it.")
+        console.print(
+            f"CI: a paired row's confidence interval (at {CI_LEVEL:.0%} or more; its level in brackets) for "
+            "its median ratio, from the rounds' paired ratios (sign-test order statistics; with 5 rounds, "
+            'their min..max at 93.75%). "no, CI reaches it": the median missed the target, but the '
+            "interval reaches it."
+        )
     OUT.mkdir(parents=True, exist_ok=True)
-    doc = {"when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(), "kernel": platform.release(),
-           "quick": args.quick, "rows": rows}
+    doc = {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "host": platform.node(),
+        "kernel": platform.release(),
+        "quick": args.quick,
+        "rows": rows,
+    }
     (OUT / "results.json").write_text(json.dumps(doc, indent=1))
     console.print(f"wrote {OUT / 'results.json'}")
     return 0

@@ -46,6 +46,7 @@ The workloads are the named quick ones, made smaller where a full run under stra
 minutes (``--full`` runs them as named). Everything is written under OUT (default
 bench/out/syscall-diff): each run's trace, result JSON and output, and ``summary.json``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,8 +71,9 @@ ACCESS_RANDOM = ["file_size=16M", "total_bytes=4M", "duration_s=none", "warmup_s
 
 
 class Case:
-    def __init__(self, family: str, workload: str, sets=(), small=(), timed: bool = False, prime: bool = False,
-                 note: str = ""):
+    def __init__(
+        self, family: str, workload: str, sets=(), small=(), timed: bool = False, prime: bool = False, note: str = ""
+    ):
         self.family, self.workload = family, workload
         self.sets, self.small = list(sets), list(small)
         self.timed, self.prime, self.note = timed, prime, note
@@ -93,13 +95,23 @@ CASES = [
     Case("access", "fileserver", ACCESS_RANDOM),
     Case("fileset", "postmark-quick", small=["files=1000", "transactions=5000"]),
     Case("tree", "fdtree-quick", small=["files_per_dir=5"]),
-    Case("replay", "dbench-quick", ["loadfile={out}/client-head.txt", "passes=1", "duration_s=none", "warmup_s=0"],
-         note=f"the first {DBENCH_LINES:,} lines of client.txt, once per client"),
+    Case(
+        "replay",
+        "dbench-quick",
+        ["loadfile={out}/client-head.txt", "passes=1", "duration_s=none", "warmup_s=0"],
+        note=f"the first {DBENCH_LINES:,} lines of client.txt, once per client",
+    ),
     Case("bonnie", "bonnie-quick"),
     Case("iozone", "iozone-quick"),
     Case("mix", "aim7-quick"),
-    Case("macro", "macro-quick", ["source_cache={out}/macro-cache"], small=["cp_size=16M", "tree_files=500"],
-         prime=True, note="the source cache is made by an untimed run first, so both read it"),
+    Case(
+        "macro",
+        "macro-quick",
+        ["source_cache={out}/macro-cache"],
+        small=["cp_size=16M", "tree_files=500"],
+        prime=True,
+        note="the source cache is made by an untimed run first, so both read it",
+    ),
     Case("crash", "crash-fsync", small=["runtime_s=2"], timed=True),
     Case("verify", "seq-write", ACCESS_FIXED + ["verify=crc32c"]),
     Case("verify", "rand-write-4k", ACCESS_RANDOM + ["verify=xxh3"]),
@@ -137,8 +149,9 @@ class Target:
 
     def __exit__(self, *exc) -> None:
         for _ in range(50):
-            if subprocess.run(["umount", str(self.mnt)], capture_output=True).returncode == 0 or \
-                    not os.path.ismount(self.mnt):
+            if subprocess.run(["umount", str(self.mnt)], capture_output=True).returncode == 0 or not os.path.ismount(
+                self.mnt
+            ):
                 break
             time.sleep(0.2)
         if self.loop:
@@ -160,8 +173,15 @@ def run_one(fsmeter: str, case: Case, side: str, out: Path, args) -> dict:
     cmd = [fsmeter, "run", case.workload, "--dir", str(out / "mnt"), "-q", "--cache", "fadvise", "--json", str(res)]
     for s in case.settings(args.full, out):
         cmd += ["--set", s]
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
-               FSMETER_LOCK_DIR=str(out / "lock"), TMPDIR=str(out / "tmp"), PYTHONHASHSEED="0")
+    env = dict(
+        os.environ,
+        OPENBLAS_NUM_THREADS="1",
+        OMP_NUM_THREADS="1",
+        MKL_NUM_THREADS="1",
+        FSMETER_LOCK_DIR=str(out / "lock"),
+        TMPDIR=str(out / "tmp"),
+        PYTHONHASHSEED="0",
+    )
     for k in ("lock", "tmp"):
         (out / k).mkdir(exist_ok=True)
     if case.prime and side == "before":  # an untraced run on a filesystem of its own fills a cache both read
@@ -257,9 +277,14 @@ def count(path: str, mnt: str, phase_keys: list) -> dict:
     target, other = collections.Counter(), collections.Counter()
     for tid, key, on_target in calls:
         (target if on_target else other)[(label(tid), key)] += 1
-    rel = sorted(p[len(mnt):] or "/" for p in paths)
-    return {"target": target, "other": other, "phase_threads": len(order), "labels": [labels[t] for t in order],
-            "paths": rel}
+    rel = sorted(p[len(mnt) :] or "/" for p in paths)
+    return {
+        "target": target,
+        "other": other,
+        "phase_threads": len(order),
+        "labels": [labels[t] for t in order],
+        "paths": rel,
+    }
 
 
 def labels_for(order: list, phase_keys: list) -> dict:
@@ -278,11 +303,17 @@ def result_counts(doc: dict) -> dict:
     out = {}
     for key, rep in (doc.get("phases") or {}).items():
         tot = rep.get("total") or {}
-        out[key] = {"ops": tot.get("ops"), "bytes": tot.get("bytes"),
-                    "kinds": {k: (v or {}).get("count") for k, v in (rep.get("ops") or {}).items()},
-                    # times (elapsed_us...) differ from run to run: only counts are compared
-                    "counters": {k: v for k, v in (rep.get("counters") or {}).items()
-                                 if isinstance(v, int) and not k.endswith(("_us", "_ns", "_ms", "_s"))}}
+        out[key] = {
+            "ops": tot.get("ops"),
+            "bytes": tot.get("bytes"),
+            "kinds": {k: (v or {}).get("count") for k, v in (rep.get("ops") or {}).items()},
+            # times (elapsed_us...) differ from run to run: only counts are compared
+            "counters": {
+                k: v
+                for k, v in (rep.get("counters") or {}).items()
+                if isinstance(v, int) and not k.endswith(("_us", "_ns", "_ms", "_s"))
+            },
+        }
     return out
 
 
@@ -317,16 +348,32 @@ def report(case: Case, res: dict) -> str:
     out = [f"== {case.family}: {case.workload}  ({' '.join(res['sets']) or 'as named'})"]
     if case.note:
         out.append(f"   {case.note}")
-    out.append(f"   exit status before {b['rc']}, after {a['rc']}; traced run {b['seconds']} s / {a['seconds']} s; "
-               f"phase threads {b['count']['labels']} / {a['count']['labels']}")
+    out.append(
+        f"   exit status before {b['rc']}, after {a['rc']}; traced run {b['seconds']} s / {a['seconds']} s; "
+        f"phase threads {b['count']['labels']} / {a['count']['labels']}"
+    )
     rb, ra = b["result"], a["result"]
     rows = []
     for ph in list(dict.fromkeys(list(rb) + list(ra))):
         x, y = rb.get(ph, {}), ra.get(ph, {})
-        rows.append([ph, "ops", x.get("ops"), y.get("ops"), None if None in (x.get("ops"), y.get("ops"))
-                     else y["ops"] - x["ops"]])
-        rows.append([ph, "bytes", x.get("bytes"), y.get("bytes"), None if None in (x.get("bytes"), y.get("bytes"))
-                     else y["bytes"] - x["bytes"]])
+        rows.append(
+            [
+                ph,
+                "ops",
+                x.get("ops"),
+                y.get("ops"),
+                None if None in (x.get("ops"), y.get("ops")) else y["ops"] - x["ops"],
+            ]
+        )
+        rows.append(
+            [
+                ph,
+                "bytes",
+                x.get("bytes"),
+                y.get("bytes"),
+                None if None in (x.get("bytes"), y.get("bytes")) else y["bytes"] - x["bytes"],
+            ]
+        )
         for kind in sorted(set(x.get("kinds", {})) | set(y.get("kinds", {}))):
             p, q = x.get("kinds", {}).get(kind), y.get("kinds", {}).get(kind)
             rows.append([ph, f"  {kind}", p, q, None if None in (p, q) else q - p])
@@ -349,37 +396,51 @@ def report(case: Case, res: dict) -> str:
         head += ["per op before", "per op after"]
     eng_b = sum(v for k, v in tb.items() if k[0] != "main")
     eng_a = sum(v for k, v in ta.items() if k[0] != "main")
-    out.append(f"  the workload's calls (on the target): engine phases {'IDENTICAL' if same else 'DIFFER'} "
-               f"({eng_b:,} before, {eng_a:,} after); main thread {'the same' if same_main else 'differs'} "
-               f"({sum(tb.values()) - eng_b:,} before, {sum(ta.values()) - eng_a:,} after)")
+    out.append(
+        f"  the workload's calls (on the target): engine phases {'IDENTICAL' if same else 'DIFFER'} "
+        f"({eng_b:,} before, {eng_a:,} after); main thread {'the same' if same_main else 'differs'} "
+        f"({sum(tb.values()) - eng_b:,} before, {sum(ta.values()) - eng_a:,} after)"
+    )
     out.append(table(rows, head))
     ob, oa = b["count"]["other"], a["count"]["other"]
     ph_b = collections.Counter({k: v for k, v in ob.items() if k[0] != "main"})
     ph_a = collections.Counter({k: v for k, v in oa.items() if k[0] != "main"})
     rows = diff_rows(ph_b, ph_a, True, phases)
-    out.append(f"  the phase threads' other calls: {sum(ph_b.values()):,} before, {sum(ph_a.values()):,} after; "
-               f"{'same counts' if not rows else 'where they differ:'}")
+    out.append(
+        f"  the phase threads' other calls: {sum(ph_b.values()):,} before, {sum(ph_a.values()):,} after; "
+        f"{'same counts' if not rows else 'where they differ:'}"
+    )
     if rows:
         out.append(table(rows, ["phase", "syscall (not on the target)", "before", "after", "diff"]))
     mb = collections.Counter({k: v for k, v in ob.items() if k[0] == "main"})
     ma = collections.Counter({k: v for k, v in oa.items() if k[0] == "main"})
     rows = sorted(diff_rows(mb, ma, True, phases), key=lambda r: -abs(r[4]))
-    out.append(f"  the main thread's other calls (start-up, imports, /proc): {sum(mb.values()):,} before, "
-               f"{sum(ma.values()):,} after; the largest differences:")
+    out.append(
+        f"  the main thread's other calls (start-up, imports, /proc): {sum(mb.values()):,} before, "
+        f"{sum(ma.values()):,} after; the largest differences:"
+    )
     if rows:
         out.append(table(rows[:12], ["", "syscall", "before", "after", "diff"]))
     pb, pa = set(b["count"]["paths"]), set(a["count"]["paths"])
-    out.append(f"  files: {len(pb):,} target paths named before, {len(pa):,} after"
-               + ("; the same" if pb == pa else
-                  f"; only before: {sorted(pb - pa)[:5]} ({len(pb - pa)}), only after: {sorted(pa - pb)[:5]} "
-                  f"({len(pa - pb)})"))
+    out.append(
+        f"  files: {len(pb):,} target paths named before, {len(pa):,} after"
+        + (
+            "; the same"
+            if pb == pa
+            else f"; only before: {sorted(pb - pa)[:5]} ({len(pb - pa)}), only after: {sorted(pa - pb)[:5]} "
+            f"({len(pa - pb)})"
+        )
+    )
     return "\n".join(out)
 
 
 def serial(c: dict) -> dict:
-    return {"target": [[*k, v] for k, v in sorted(c["target"].items())],
-            "other": [[*k, v] for k, v in sorted(c["other"].items())],
-            "labels": c["labels"], "paths": len(c["paths"])}
+    return {
+        "target": [[*k, v] for k, v in sorted(c["target"].items())],
+        "other": [[*k, v] for k, v in sorted(c["other"].items())],
+        "labels": c["labels"],
+        "paths": len(c["paths"]),
+    }
 
 
 def main(argv=None) -> int:
@@ -431,8 +492,10 @@ def main(argv=None) -> int:
         text = report(case, res)
         print(text + "\n", flush=True)
         (out / case.name / "report.txt").write_text(text + "\n")
-        summary[case.name] = {s: {"rc": res[s]["rc"], "result": res[s]["result"], "count": serial(res[s]["count"])}
-                              for s in ("before", "after")}
+        summary[case.name] = {
+            s: {"rc": res[s]["rc"], "result": res[s]["result"], "count": serial(res[s]["count"])}
+            for s in ("before", "after")
+        }
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
     return 0
 

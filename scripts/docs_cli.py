@@ -9,18 +9,18 @@ Nothing is copied by hand, so the pages cannot drift from `fsmeter ... --help`.
 The pages are generated into the site only (`cli/...`), never into docs/; mkdocs.yml names
 `cli/index.md` under "CLI reference" and this hook puts every command page under it in the nav.
 """
+
 from __future__ import annotations
 
 import inspect
-from typing import Iterator
+from collections.abc import Iterator
 
 SECTION = "CLI reference"
 
 
 def _root():
-    import typer
-
     import fsmeter.cli  # a docs tool: the one kind of code that may import the CLI
+    import typer
 
     return typer.main.get_command(fsmeter.cli.app)
 
@@ -79,7 +79,9 @@ def _page(path: list, cmd) -> str:
             out += ["## Commands", "", "| command | what it does |", "|---|---|"]
             for n, c in subs:
                 rel = _uri(path + [n]).split("/", 1)[1]
-                out.append(f"| [`{name} {n}`]({rel}) | {_cell(inspect.cleandoc(c.help or c.short_help or '').split(chr(10) * 2)[0])} |")
+                out.append(
+                    f"| [`{name} {n}`]({rel}) | {_cell(inspect.cleandoc(c.help or c.short_help or '').split(chr(10) * 2)[0])} |"
+                )
             out.append("")
     args = [p for p in cmd.params if p.param_type_name == "argument"]
     opts = [p for p in cmd.params if _is_option(p) and not p.hidden]

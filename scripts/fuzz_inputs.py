@@ -17,6 +17,7 @@ Usage: scripts/fuzz_inputs.py [--count N] [--seed S] [--jobs J] [--timeout T] [-
 Runs use a directory target under a temporary folder and a lock folder of their own; a run is a fraction
 of a second of I/O. Every input that is not `error` or `ran` is saved under --keep to reproduce it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,9 +41,45 @@ sys.path.insert(0, str(REPO / "tests" / "helpers"))
 from fuzz_common import mutate  # noqa: E402  (tests/helpers is not a package)
 
 #: Fragments that broke parsers before, or might: bytes and digits of other scripts, numbers past every limit.
-NASTY = ["\x00", "１２８", "٣", "-1", "0", "1e30", "1e308", "inf", "-inf", "nan", "18446744073709551616",
-         "9" * 30, "[", "]", "{", "}", "=", '"', "'", "\\", "\\:", ":", ",", "/", "..", "#", ";", "\n", "\t",
-         " ", "%", "k", "G", "0x", "_", "[/b]", "x" * 300]
+NASTY = [
+    "\x00",
+    "１２８",
+    "٣",
+    "-1",
+    "0",
+    "1e30",
+    "1e308",
+    "inf",
+    "-inf",
+    "nan",
+    "18446744073709551616",
+    "9" * 30,
+    "[",
+    "]",
+    "{",
+    "}",
+    "=",
+    '"',
+    "'",
+    "\\",
+    "\\:",
+    ":",
+    ",",
+    "/",
+    "..",
+    "#",
+    ";",
+    "\n",
+    "\t",
+    " ",
+    "%",
+    "k",
+    "G",
+    "0x",
+    "_",
+    "[/b]",
+    "x" * 300,
+]
 #: Values that no size or count may take: the oracle expects each to be refused. (Never a large but valid
 #: size: 1.85e10 bytes is a legal file_size, and a run would write 18 GB.)
 INVALID_NUMBERS = ["1e30", "inf", "nan", "-1", "18446744073709551616", "１２８", "1e400", "9" * 40]
@@ -69,9 +106,26 @@ ReadX 9938 0 65536 65536 NT_STATUS_OK
 Close 9938 NT_STATUS_OK
 Unlink "\\clients\\client1\\filler.000" 0x6 NT_STATUS_OK
 """
-LOADFILE_ARGS = ["run", "dbench-quick", "--dir", "{work}/d", "-q", "--no-wait", "--set", "loadfile={work}/load.txt",
-                 "--set", "passes=1", "--set", "threads=1", "--set", "duration_s=2", "--set", "warmup_s=0",
-                 "--min-phase-s", "0"]
+LOADFILE_ARGS = [
+    "run",
+    "dbench-quick",
+    "--dir",
+    "{work}/d",
+    "-q",
+    "--no-wait",
+    "--set",
+    "loadfile={work}/load.txt",
+    "--set",
+    "passes=1",
+    "--set",
+    "threads=1",
+    "--set",
+    "duration_s=2",
+    "--set",
+    "warmup_s=0",
+    "--min-phase-s",
+    "0",
+]
 FIO_SEED = "[j]\nrw=randrw\nbs=4k\nsize=1m\nruntime=1\nrwmixread=70\n"
 
 
@@ -94,8 +148,13 @@ def mutate_text(s: str, rnd: random.Random, n: int) -> str:
 def heavy(text: str) -> bool:
     """An edit that asks for a long run or much data (n = 1111 trials, numjobs=4444, size=1111m): a fuzz
     input should take seconds, so such an edit is drawn again rather than run."""
-    return bool(re.search(r"(?m)^\s*n\s*=\s*\d{2,}|(numjobs|nrfiles|iodepth|loops)\s*=\s*\d{3,}|"
-                          r"(size|filesize|io_size|io_limit)\s*=\s*(\d{2,}\s*[mMgGtTpP]|\d{9,})", text))
+    return bool(
+        re.search(
+            r"(?m)^\s*n\s*=\s*\d{2,}|(numjobs|nrfiles|iodepth|loops)\s*=\s*\d{3,}|"
+            r"(size|filesize|io_size|io_limit)\s*=\s*(\d{2,}\s*[mMgGtTpP]|\d{9,})",
+            text,
+        )
+    )
 
 
 def edits(seed: str, rnd: random.Random) -> str:
@@ -111,8 +170,14 @@ def with_bad_byte(data: bytes, rnd: random.Random) -> bytes:
 
 
 def campaign_cases(rnd: random.Random, n: int) -> list:
-    out = [Case("campaign", "the seed itself", {"c.toml": CAMPAIGN.encode()},
-                ["campaign", "run", "{work}/c.toml", "--db", "{work}/s.sqlite", "-q", "--no-wait"])]
+    out = [
+        Case(
+            "campaign",
+            "the seed itself",
+            {"c.toml": CAMPAIGN.encode()},
+            ["campaign", "run", "{work}/c.toml", "--db", "{work}/s.sqlite", "-q", "--no-wait"],
+        )
+    ]
     for _ in range(n - 1):
         text = CAMPAIGN
         r = rnd.random()
@@ -134,14 +199,31 @@ def campaign_cases(rnd: random.Random, n: int) -> list:
             name = rnd.choice(["x" * rnd.choice([201, 5000, 100_000]), "a[/b]", "tab\there"])
             data = text.replace('name = "fuzz"', f'name = "{name}"').encode()
             how = f"a name of {len(name)} characters" if len(name) > 20 else f"name {name!r}"
-            invalid = ("a name too long" if len(name) > 200 else "a control character" if "\t" in name
-                       else "a '[' in a name" if "[" in name else "")
+            invalid = (
+                "a name too long"
+                if len(name) > 200
+                else "a control character"
+                if "\t" in name
+                else "a '[' in a name"
+                if "[" in name
+                else ""
+            )
         else:
-            data = (text.replace("[[workloads]]", "[factors]\nthreads = [1, 2]\n[[workloads]]")
-                    .replace("warmup_s = 0", "warmup_s = 0, threads = 3")).encode()
+            data = (
+                text.replace("[[workloads]]", "[factors]\nthreads = [1, 2]\n[[workloads]]").replace(
+                    "warmup_s = 0", "warmup_s = 0, threads = 3"
+                )
+            ).encode()
             how, invalid = "threads as a factor and in params", "a setting in two places"
-        out.append(Case("campaign", how, {"c.toml": data},
-                        ["campaign", "run", "{work}/c.toml", "--db", "{work}/s.sqlite", "-q", "--no-wait"], invalid))
+        out.append(
+            Case(
+                "campaign",
+                how,
+                {"c.toml": data},
+                ["campaign", "run", "{work}/c.toml", "--db", "{work}/s.sqlite", "-q", "--no-wait"],
+                invalid,
+            )
+        )
     return out
 
 
@@ -178,9 +260,27 @@ def fio_cases(rnd: random.Random, n: int) -> list:
         else:
             data, how, invalid = (FIO_SEED + "filename=a\\:b\n").encode(), "filename=a\\:b", ""
         # Capped at a second per job: a mutated seed may ask for minutes of I/O.
-        out.append(Case("fio", how, {"j.fio": data},
-                        ["run", "{work}/j.fio", "--dir", "{work}/d", "-q", "--no-wait", "--json", "{work}/o.json",
-                         "--min-phase-s", "0", *cap], invalid))
+        out.append(
+            Case(
+                "fio",
+                how,
+                {"j.fio": data},
+                [
+                    "run",
+                    "{work}/j.fio",
+                    "--dir",
+                    "{work}/d",
+                    "-q",
+                    "--no-wait",
+                    "--json",
+                    "{work}/o.json",
+                    "--min-phase-s",
+                    "0",
+                    *cap,
+                ],
+                invalid,
+            )
+        )
     return out
 
 
@@ -239,8 +339,19 @@ def csv_cases(rnd: random.Random, n: int) -> list:
 
 
 def set_cases(rnd: random.Random, n: int) -> list:
-    keys = ["duration_s", "warmup_s", "file_size", "file_count", "queue_depth", "record_size", "interval_s",
-            "threads", "seed", "entries", "alignment"]
+    keys = [
+        "duration_s",
+        "warmup_s",
+        "file_size",
+        "file_count",
+        "queue_depth",
+        "record_size",
+        "interval_s",
+        "threads",
+        "seed",
+        "entries",
+        "alignment",
+    ]
     out = []
     for _ in range(n):
         key = rnd.choice(keys)
@@ -251,8 +362,35 @@ def set_cases(rnd: random.Random, n: int) -> list:
             if key == "entries":
                 invalid = ""  # a bare number for entries is refused for its type, not its size
         else:  # odd but possibly valid: never a value that could mean a long run or a full disk
-            value = rnd.choice(["0", "1", "3", "0.5", "1K", "4K ", " 2", "none", "[1, 2]", "[]", "{}", "1_0", "0x10",
-                                "+1", "1.0", "true", "psync", "null", "64K", "1M", "4KiB", "1.5K", "", "=", "[{}]"])
+            value = rnd.choice(
+                [
+                    "0",
+                    "1",
+                    "3",
+                    "0.5",
+                    "1K",
+                    "4K ",
+                    " 2",
+                    "none",
+                    "[1, 2]",
+                    "[]",
+                    "{}",
+                    "1_0",
+                    "0x10",
+                    "+1",
+                    "1.0",
+                    "true",
+                    "psync",
+                    "null",
+                    "64K",
+                    "1M",
+                    "4KiB",
+                    "1.5K",
+                    "",
+                    "=",
+                    "[{}]",
+                ]
+            )
             invalid = ""
         sets = ["duration_s=0.2", "warmup_s=0", "file_size=1M"]
         sets = [s for s in sets if not s.startswith(key + "=")] + [f"{key}={value}"]
@@ -261,11 +399,46 @@ def set_cases(rnd: random.Random, n: int) -> list:
             args += ["--set", s]
         out.append(Case("set", f"--set {key}={value!r}", {}, args, invalid))
     if n:
-        out.append(Case("set", "--json naming a directory", {},
-                        ["run", "seq-read", "--dir", "{work}/d", "-q", "--no-wait", "--set", "duration_s=0.2",
-                         "--json", "{work}/d"], "an output path that is a folder"))
-        out.append(Case("set", "--min-phase-s -1", {}, ["run", "seq-read", "--dir", "{work}/d", "-q", "--no-wait",
-                        "--set", "duration_s=0.2", "--min-phase-s", "-1"], "a negative --min-phase-s"))
+        out.append(
+            Case(
+                "set",
+                "--json naming a directory",
+                {},
+                [
+                    "run",
+                    "seq-read",
+                    "--dir",
+                    "{work}/d",
+                    "-q",
+                    "--no-wait",
+                    "--set",
+                    "duration_s=0.2",
+                    "--json",
+                    "{work}/d",
+                ],
+                "an output path that is a folder",
+            )
+        )
+        out.append(
+            Case(
+                "set",
+                "--min-phase-s -1",
+                {},
+                [
+                    "run",
+                    "seq-read",
+                    "--dir",
+                    "{work}/d",
+                    "-q",
+                    "--no-wait",
+                    "--set",
+                    "duration_s=0.2",
+                    "--min-phase-s",
+                    "-1",
+                ],
+                "a negative --min-phase-s",
+            )
+        )
     return out
 
 
@@ -277,8 +450,14 @@ def run_case(case: Case, root: Path, timeout: float, env: dict) -> Case:
             (work / name).write_bytes(data.replace(b"{work}", str(work).encode()))
         args = [a.replace("{work}", str(work)) for a in case.args]
         try:
-            p = subprocess.run([sys.executable, "-m", "fsmeter", *args], capture_output=True, timeout=timeout,
-                               env=env, cwd=work, stdin=subprocess.DEVNULL)
+            p = subprocess.run(
+                [sys.executable, "-m", "fsmeter", *args],
+                capture_output=True,
+                timeout=timeout,
+                env=env,
+                cwd=work,
+                stdin=subprocess.DEVNULL,
+            )
         except subprocess.TimeoutExpired:
             case.outcome, case.detail = "hang", f"no exit in {timeout:g} s"
             return case
@@ -314,13 +493,22 @@ def main() -> int:
     ap.add_argument("-v", "--verbose", action="store_true", help="print every input's outcome")
     a = ap.parse_args()
     rnd = random.Random(a.seed)
-    makers = {"campaign": campaign_cases, "fio": fio_cases, "loadfile": loadfile_cases, "csv": csv_cases,
-              "set": set_cases}
+    makers = {
+        "campaign": campaign_cases,
+        "fio": fio_cases,
+        "loadfile": loadfile_cases,
+        "csv": csv_cases,
+        "set": set_cases,
+    }
     kinds = [k for k in a.kinds.split(",") if k in makers]
     cases = [c for k in kinds for c in makers[k](rnd, a.count // len(kinds))]
     root = Path(tempfile.mkdtemp(prefix="fsmeter-fuzz-"))
-    env = {**os.environ, "FSMETER_LOCK_DIR": str(root / "lock"), "FSMETER_DB": str(root / "default.sqlite"),
-           "PYTHONPATH": str(REPO / "python") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {
+        **os.environ,
+        "FSMETER_LOCK_DIR": str(root / "lock"),
+        "FSMETER_DB": str(root / "default.sqlite"),
+        "PYTHONPATH": str(REPO / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
     (root / "lock").mkdir()
     counts: dict = {}
     bad = []
@@ -348,8 +536,12 @@ def main() -> int:
             d.mkdir(exist_ok=True)
             for name, data in c.files.items():
                 (d / name).write_bytes(data)
-            (d / "case.json").write_text(json.dumps({"args": c.args, "how": c.how, "invalid": c.invalid,
-                                                     "outcome": c.outcome, "detail": c.detail}, indent=1))
+            (d / "case.json").write_text(
+                json.dumps(
+                    {"args": c.args, "how": c.how, "invalid": c.invalid, "outcome": c.outcome, "detail": c.detail},
+                    indent=1,
+                )
+            )
             print(f"  {c.outcome}: {c.kind}: {c.how[:80]}: {c.detail[:160]}")
         print(f"inputs saved under {a.keep}/ (case.json: the command line, with {{work}} = that folder)")
     return 1 if bad else 0

@@ -8,16 +8,16 @@ Provisioning fixtures:
   image under it, and undoes every record of its state file.
 - ``loop_disk``: a blank 300 MiB loop device over an image in ``scratch``: a stand-in for a disk.
 """
+
 from __future__ import annotations
 
 import os
-import time
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
-
-import signal
 
 # A suite started in the background by a shell without job control (`make test &` in a script, nohup)
 # inherits SIGINT ignored, and every fsmeter process a test starts would too (an ignored signal stays
@@ -94,8 +94,9 @@ def loop_disk(root, scratch):
     image = os.path.join(scratch, "disk.img")
     with open(image, "wb") as f:
         f.truncate(300 << 20)
-    dev = subprocess.run(["losetup", "--find", "--show", image], check=True, capture_output=True,
-                         text=True).stdout.strip()
+    dev = subprocess.run(
+        ["losetup", "--find", "--show", image], check=True, capture_output=True, text=True
+    ).stdout.strip()
     try:
         yield dev
     finally:

@@ -1,4 +1,5 @@
 """`python -m fsmeter` runs the CLI."""
+
 from fsmeter.cli import main
 
 main()

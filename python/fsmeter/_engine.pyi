@@ -1,4 +1,5 @@
 """Type stubs for the Rust extension (crates/pyext). Private: use fsmeter.engine.EngineSession."""
+
 from typing import TypedDict
 
 __version__: str

@@ -16,6 +16,7 @@ Factor kinds (see docs/campaign-file.md):
   [guest] section's settings; fsmeter.guest); guest_vcpus and guest_memory: that machine's CPUs
   and memory (one boot per combination).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -25,10 +26,19 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Dict, List, Literal, Optional, Union
+from typing import Annotated, Any, Literal
 
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError,
-                      ValidationInfo, field_validator, model_validator)
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from fsmeter.errors import UserError
 from fsmeter.textfile import loads_toml, read_text
@@ -42,7 +52,7 @@ KERNEL_FACTOR = "kernel"
 #: With a kernel factor: the guest's own CPUs and memory as factors (one boot per combination of levels).
 GUEST_FACTORS = {"guest_vcpus": "vcpus", "guest_memory": "memory"}
 RESERVED = {"filesystem", "workload"}
-Scalar = Union[bool, int, float, str]
+Scalar = bool | int | float | str
 #: The longest name or label (campaign, filesystem, workload label, factor, level) a campaign may use:
 #: names are printed in headers and tables and stored with every cell.
 MAX_NAME_CHARS = 200
@@ -51,6 +61,8 @@ MAX_TEXT_CHARS = 10000
 MAX_PATH_CHARS = 4096
 #: The most cells one campaign may expand to (each cell is several trials of at least seconds each).
 MAX_CELLS = 100000
+
+
 #: A name is printed on one line: no control characters (newlines, escapes, NUL).
 def _one_line(v: str) -> str:
     if re.search(r"[\x00-\x1f\x7f]", v):
@@ -64,10 +76,13 @@ Name = Annotated[str, StringConstraints(max_length=MAX_NAME_CHARS), AfterValidat
 
 
 #: The fields each target kind takes besides `kind`; any other is refused, naming it.
-TARGET_FIELDS = {"loop": ("size", "journal_size", "preallocate"), "tmpfs": ("size",), "dir": ("path",),
-                 "device": ("device", "destroy_data_on", "force"),
-                 "glusterfs": ("size", "hosts", "servers", "clients", "volume_type", "bricks_per_server",
-                               "volume_options")}
+TARGET_FIELDS = {
+    "loop": ("size", "journal_size", "preallocate"),
+    "tmpfs": ("size",),
+    "dir": ("path",),
+    "device": ("device", "destroy_data_on", "force"),
+    "glusterfs": ("size", "hosts", "servers", "clients", "volume_type", "bricks_per_server", "volume_options"),
+}
 
 
 class TargetModel(BaseModel):
@@ -76,38 +91,58 @@ class TargetModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
     kind: Literal["loop", "dir", "tmpfs", "device", "glusterfs"] = "loop"
     size: Size = Field(1 << 30, gt=0, description="image / tmpfs size")
-    path: Optional[str] = Field(None, max_length=MAX_PATH_CHARS,
-                                description="kind=dir: the existing directory to measure")
-    device: Optional[str] = Field(None, max_length=MAX_PATH_CHARS)
-    destroy_data_on: Optional[str] = Field(None, max_length=MAX_PATH_CHARS,
-                                           description="kind=device: repeat the device path to confirm")
+    path: str | None = Field(None, max_length=MAX_PATH_CHARS, description="kind=dir: the existing directory to measure")
+    device: str | None = Field(None, max_length=MAX_PATH_CHARS)
+    destroy_data_on: str | None = Field(
+        None, max_length=MAX_PATH_CHARS, description="kind=device: repeat the device path to confirm"
+    )
     force: bool = False
     journal_size: Size = Field(128 << 20, gt=0, description="external journal image size")
     preallocate: bool = False
     hosts: int = Field(2, ge=1, le=16, description="kind=glusterfs: namespace hosts h1..hN on this machine")
-    servers: Optional[List[str]] = Field(None, max_length=16, description="kind=glusterfs: server hosts "
-                                         "(default: the last host)")
-    clients: Optional[List[str]] = Field(None, max_length=16, description="kind=glusterfs: client hosts, each "
-                                         "mounting through its own client (default: every host)")
+    servers: list[str] | None = Field(
+        None, max_length=16, description="kind=glusterfs: server hosts (default: the last host)"
+    )
+    clients: list[str] | None = Field(
+        None,
+        max_length=16,
+        description="kind=glusterfs: client hosts, each mounting through its own client (default: every host)",
+    )
     volume_type: Literal["distribute", "replicate"] = "distribute"
     bricks_per_server: int = Field(1, ge=1, le=8)
-    volume_options: Dict[str, str] = Field(default_factory=dict, description="kind=glusterfs: gluster volume "
-                                           "set OPTION VALUE, before the volume starts")
+    volume_options: dict[str, str] = Field(
+        default_factory=dict, description="kind=glusterfs: gluster volume set OPTION VALUE, before the volume starts"
+    )
 
-    @field_validator("size", "path", "device", "destroy_data_on", "force", "journal_size", "preallocate",
-                     "hosts", "servers", "clients", "volume_type", "bricks_per_server", "volume_options")
+    @field_validator(
+        "size",
+        "path",
+        "device",
+        "destroy_data_on",
+        "force",
+        "journal_size",
+        "preallocate",
+        "hosts",
+        "servers",
+        "clients",
+        "volume_type",
+        "bricks_per_server",
+        "volume_options",
+    )
     @classmethod
     def _belongs_to_kind(cls, v: Any, info: ValidationInfo) -> Any:
         # Only fields given are checked; `kind` comes first, so it is known here.
         kind = info.data.get("kind")
         takes = TARGET_FIELDS.get(kind)
         if takes is not None and info.field_name not in takes:
-            raise ValueError(f"a {kind} target has no {info.field_name}: remove it "
-                             f"(kind = '{kind}' takes {', '.join(takes) or 'no other field'})")
+            raise ValueError(
+                f"a {kind} target has no {info.field_name}: remove it "
+                f"(kind = '{kind}' takes {', '.join(takes) or 'no other field'})"
+            )
         return v
 
     @model_validator(mode="after")
-    def _check(self) -> "TargetModel":
+    def _check(self) -> TargetModel:
         if self.kind == "dir" and not self.path:
             raise ValueError("path: kind = 'dir' needs path, the existing directory to measure")
         if self.kind == "device" and not self.device:
@@ -118,29 +153,43 @@ class TargetModel(BaseModel):
             if bad:
                 raise ValueError(f"{side}: {bad[0]!r} is not one of the {self.hosts} hosts ({', '.join(names)})")
         if self.kind == "device" and not self.destroy_data_on:
-            raise ValueError(f"destroy_data_on: {self.device} would be formatted, destroying its data: confirm "
-                             f"with destroy_data_on = {self.device!r}")
+            raise ValueError(
+                f"destroy_data_on: {self.device} would be formatted, destroying its data: confirm "
+                f"with destroy_data_on = {self.device!r}"
+            )
         if self.kind == "device" and os.path.realpath(self.device) != os.path.realpath(self.destroy_data_on):
-            raise ValueError(f"destroy_data_on: {self.destroy_data_on!r} names another device than "
-                             f"device = {self.device!r}: name the same device twice")
+            raise ValueError(
+                f"destroy_data_on: {self.destroy_data_on!r} names another device than "
+                f"device = {self.device!r}: name the same device twice"
+            )
         return self
 
     def spec(self):
         from fsmeter.provision import TargetSpec
 
-        return TargetSpec(kind=self.kind, size_bytes=self.size, path=self.path, device=self.device,
-                          destroy_data_on=self.destroy_data_on, force=self.force,
-                          journal_size_bytes=self.journal_size, preallocate=self.preallocate,
-                          hosts=self.hosts, servers=tuple(self.servers or ()), clients=tuple(self.clients or ()),
-                          volume_type=self.volume_type, bricks_per_server=self.bricks_per_server,
-                          volume_options=tuple(sorted(self.volume_options.items())))
+        return TargetSpec(
+            kind=self.kind,
+            size_bytes=self.size,
+            path=self.path,
+            device=self.device,
+            destroy_data_on=self.destroy_data_on,
+            force=self.force,
+            journal_size_bytes=self.journal_size,
+            preallocate=self.preallocate,
+            hosts=self.hosts,
+            servers=tuple(self.servers or ()),
+            clients=tuple(self.clients or ()),
+            volume_type=self.volume_type,
+            bricks_per_server=self.bricks_per_server,
+            volume_options=tuple(sorted(self.volume_options.items())),
+        )
 
 
 class FsModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(max_length=MAX_NAME_CHARS)
-    label: Optional[Name] = Field(None, description="name in results (default: name, or name-N if repeated)")
-    mkfs_options: Union[str, List[str]] = Field(default_factory=list)
+    label: Name | None = Field(None, description="name in results (default: name, or name-N if repeated)")
+    mkfs_options: str | list[str] = Field(default_factory=list)
     mount_options: str = ""
     external_journal: bool = False
 
@@ -156,17 +205,24 @@ class FsModel(BaseModel):
     def config(self):
         from fsmeter.provision import FsConfig
 
-        return FsConfig(name=self.name, mkfs_options=self.mkfs_options, mount_options=self.mount_options,
-                        external_journal=self.external_journal)
+        return FsConfig(
+            name=self.name,
+            mkfs_options=self.mkfs_options,
+            mount_options=self.mount_options,
+            external_journal=self.external_journal,
+        )
 
 
 class WorkloadModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    name: str = Field(min_length=1, max_length=MAX_PATH_CHARS,
-                      description="a named workload (fsmeter list), a workload .toml file, or a fio job file "
-                                  "(.fio: every job; FILE.fio:JOB: one)")
-    label: Optional[Name] = Field(None, description="name in results (default: name)")
-    params: Dict[str, Any] = Field(default_factory=dict, description="parameter and setting overrides")
+    name: str = Field(
+        min_length=1,
+        max_length=MAX_PATH_CHARS,
+        description="a named workload (fsmeter list), a workload .toml file, or a fio job file "
+        "(.fio: every job; FILE.fio:JOB: one)",
+    )
+    label: Name | None = Field(None, description="name in results (default: name)")
+    params: dict[str, Any] = Field(default_factory=dict, description="parameter and setting overrides")
 
 
 class Repetitions(BaseModel):
@@ -178,10 +234,10 @@ class Repetitions(BaseModel):
     n: int = Field(3, ge=1, le=10000, description="fixed: trials per cell")
     target_pct: float = Field(10.0, gt=0)
     level: float = Field(0.95, description="confidence level: 0.90, 0.95 or 0.99")
-    discard_first: Optional[int] = Field(None, ge=0, description="default 1 (adaptive), 0 (fixed)")
+    discard_first: int | None = Field(None, ge=0, description="default 1 (adaptive), 0 (fixed)")
     min_trials: int = Field(3, ge=2)
     max_trials: int = Field(10, ge=1)
-    max_time_s: Optional[float] = Field(None, gt=0)
+    max_time_s: float | None = Field(None, gt=0)
 
     @field_validator("level")
     @classmethod
@@ -195,10 +251,12 @@ class Repetitions(BaseModel):
         return self.discard_first if self.discard_first is not None else (1 if self.policy == "adaptive" else 0)
 
     @model_validator(mode="after")
-    def _check(self) -> "Repetitions":
+    def _check(self) -> Repetitions:
         if self.policy == "fixed" and self.discard >= self.n:
-            raise ValueError(f"discard_first: {self.discard} discarded of n = {self.n} trials leaves none: "
-                             "lower discard_first or raise n")
+            raise ValueError(
+                f"discard_first: {self.discard} discarded of n = {self.n} trials leaves none: "
+                "lower discard_first or raise n"
+            )
         if self.policy == "adaptive":
             self.rule()  # raises UserError with the field
         return self
@@ -207,8 +265,14 @@ class Repetitions(BaseModel):
         from fsmeter.stats.adaptive import AdaptiveRule
 
         try:
-            return AdaptiveRule(target_pct=self.target_pct, level=self.level, discard_first=self.discard,
-                                min_trials=self.min_trials, max_trials=self.max_trials, max_time_s=self.max_time_s)
+            return AdaptiveRule(
+                target_pct=self.target_pct,
+                level=self.level,
+                discard_first=self.discard,
+                min_trials=self.min_trials,
+                max_trials=self.max_trials,
+                max_time_s=self.max_time_s,
+            )
         except UserError as exc:
             raise ValueError(exc.message) from None
 
@@ -219,22 +283,40 @@ class MpiModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
     ranks: int = Field(1, ge=1, le=100000, description="ranks per trial when there is no `ranks` factor")
     mpirun: str = Field("mpirun", description="the launcher (Open MPI's mpirun)")
-    hostfile: Optional[str] = Field(None, description="mpirun --hostfile: the hosts and their slots")
-    oversubscribe: Optional[bool] = Field(None, description="mpirun --oversubscribe: more ranks than cores; "
-                                          "default: on without a hostfile (one machine), off with one")
-    extra_args: List[str] = Field(default_factory=list, description="more mpirun arguments, passed as they are")
-    timeout_s: float = Field(60.0, gt=0, description="longest wait of a rank for the others at a barrier (or "
-                             "as long as it worked itself since the last one, when that is longer)")
-    stonewall: Optional[str] = Field(None, description="first-done, or seconds: stop every rank's measured "
-                                     "phases when the first finishes / at that time")
+    hostfile: str | None = Field(None, description="mpirun --hostfile: the hosts and their slots")
+    oversubscribe: bool | None = Field(
+        None,
+        description="mpirun --oversubscribe: more ranks than cores; "
+        "default: on without a hostfile (one machine), off with one",
+    )
+    extra_args: list[str] = Field(default_factory=list, description="more mpirun arguments, passed as they are")
+    timeout_s: float = Field(
+        60.0,
+        gt=0,
+        description="longest wait of a rank for the others at a barrier (or "
+        "as long as it worked itself since the last one, when that is longer)",
+    )
+    stonewall: str | None = Field(
+        None,
+        description="first-done, or seconds: stop every rank's measured phases when the first finishes / at that time",
+    )
 
-    stonewall_wearout: bool = Field(False, description="with stonewall: every rank then goes on to the busiest "
-                                    "rank's count of requests (access) or of files per tree (tree create): "
-                                    "IO500's wear-out")
-    shared_file: bool = Field(False, description="access workloads: every rank on its own region of the same "
-                              "files (IOR without -F), instead of a folder per rank")
-    reorder_shift: Optional[str] = Field(None, description="with shared_file: each rank's measured phase works on "
-                                         "the region of rank r + K (a number), or one host further on (node: IOR -C)")
+    stonewall_wearout: bool = Field(
+        False,
+        description="with stonewall: every rank then goes on to the busiest "
+        "rank's count of requests (access) or of files per tree (tree create): "
+        "IO500's wear-out",
+    )
+    shared_file: bool = Field(
+        False,
+        description="access workloads: every rank on its own region of the same "
+        "files (IOR without -F), instead of a folder per rank",
+    )
+    reorder_shift: str | None = Field(
+        None,
+        description="with shared_file: each rank's measured phase works on "
+        "the region of rank r + K (a number), or one host further on (node: IOR -C)",
+    )
 
     @field_validator("reorder_shift", mode="before")
     @classmethod
@@ -258,13 +340,15 @@ class MpiModel(BaseModel):
     @model_validator(mode="after")
     def _reorder_needs_shared(self):
         if self.reorder_shift is not None and not self.shared_file:
-            raise ValueError("reorder_shift: needs shared_file = true (with a folder per rank there is no other "
-                             "rank's region to work on)")
+            raise ValueError(
+                "reorder_shift: needs shared_file = true (with a folder per rank there is no other "
+                "rank's region to work on)"
+            )
         return self
 
     @field_validator("stonewall")
     @classmethod
-    def _stonewall(cls, v: Optional[str]) -> Optional[str]:
+    def _stonewall(cls, v: str | None) -> str | None:
         from fsmeter.mpi.run import parse_stonewall
 
         try:
@@ -280,13 +364,19 @@ class GuestModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
     vcpus: int = Field(1, ge=1, le=256, description="virtual CPUs of the guest")
     memory: Size = Field(2 << 30, ge=256 << 20, description="the guest's memory (at least 256M)")
-    disk_size: Size = Field(4 << 30, ge=256 << 20, description="the guest's scratch disk (a sparse raw image on the "
-                            "host), where its loop images go")
+    disk_size: Size = Field(
+        4 << 30,
+        ge=256 << 20,
+        description="the guest's scratch disk (a sparse raw image on the host), where its loop images go",
+    )
     disk_cache: Literal["none", "writethrough", "writeback", "directsync", "unsafe"] = Field(
-        "none", description="QEMU's cache mode for the scratch disk (none: the host's page cache is bypassed)")
+        "none", description="QEMU's cache mode for the scratch disk (none: the host's page cache is bypassed)"
+    )
     accelerator: Literal["auto", "kvm", "tcg"] = Field(
-        "auto", description="kvm: hardware virtualisation; tcg: software emulation (functional results only); "
-                            "auto: kvm where it can boot a stock kernel, else tcg")
+        "auto",
+        description="kvm: hardware virtualisation; tcg: software emulation (functional results only); "
+        "auto: kvm where it can boot a stock kernel, else tcg",
+    )
     boot_timeout_s: float = Field(600.0, gt=0, description="longest wait for a guest to boot")
 
 
@@ -295,23 +385,23 @@ class CampaignFile(BaseModel):
     name: Name = Field(min_length=1)
     description: str = Field("", max_length=MAX_TEXT_CHARS)
     target: TargetModel = Field(default_factory=TargetModel)
-    filesystems: List[FsModel] = Field(default_factory=list)
-    factors: Dict[Name, List[Scalar]] = Field(default_factory=dict)
-    workloads: List[WorkloadModel] = Field(min_length=1)
+    filesystems: list[FsModel] = Field(default_factory=list)
+    factors: dict[Name, list[Scalar]] = Field(default_factory=dict)
+    workloads: list[WorkloadModel] = Field(min_length=1)
     repetitions: Repetitions = Field(default_factory=Repetitions)
     #: None: as the workload's family asks (per-cell, except macro: per-trial).
-    mkfs: Optional[Literal["per-cell", "per-trial"]] = None
+    mkfs: Literal["per-cell", "per-trial"] | None = None
     #: cells: every trial of a cell, then the next cell. interleaved: the cells of one workload take turns,
     #: one trial each, in alternating order (ABC CBA ...), so a drift in the machine's load or state spreads
     #: over every configuration instead of landing on whichever ran during it.
     order: Literal["cells", "interleaved"] = "cells"
-    exclusions: List[Dict[Name, Scalar]] = Field(default_factory=list)
+    exclusions: list[dict[Name, Scalar]] = Field(default_factory=list)
     #: Measured phases shorter than this are flagged "too short to trust" (60 s for claims; lower for smoke runs).
     min_phase_s: float = Field(60.0, ge=0)
     #: Present (or a `ranks` factor): every trial runs under mpirun, one fsmeter per rank.
-    mpi: Optional[MpiModel] = None
+    mpi: MpiModel | None = None
     #: Present with a `kernel` factor: the guest's settings (defaults without it).
-    guest: Optional[GuestModel] = None
+    guest: GuestModel | None = None
 
     @field_validator("workloads", mode="before")
     @classmethod
@@ -341,12 +431,16 @@ class CampaignFile(BaseModel):
             if k == "ranks" and not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in levels):
                 raise ValueError(f"ranks: levels are numbers of MPI ranks, whole numbers >= 1 (got {levels})")
             if k == KERNEL_FACTOR and not all(isinstance(x, str) for x in levels):
-                raise ValueError(f"kernel: levels are kernel versions or image paths, written as strings "
-                                 f"(\"6.1\", not 6.1; got {levels})")
-            if k == "guest_vcpus" and not all(isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 256
-                                              for x in levels):
-                raise ValueError(f"guest_vcpus: levels are the guest's CPU counts, whole numbers 1 to 256 "
-                                 f"(got {levels})")
+                raise ValueError(
+                    f"kernel: levels are kernel versions or image paths, written as strings "
+                    f'("6.1", not 6.1; got {levels})'
+                )
+            if k == "guest_vcpus" and not all(
+                isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 256 for x in levels
+            ):
+                raise ValueError(
+                    f"guest_vcpus: levels are the guest's CPU counts, whole numbers 1 to 256 (got {levels})"
+                )
             if k == "guest_memory":
                 from fsmeter.units import parse_size
 
@@ -356,7 +450,7 @@ class CampaignFile(BaseModel):
                     except (ValueError, TypeError):
                         ok = False
                     if not ok:
-                        raise ValueError(f"guest_memory: level {lv!r}: give a size of at least 256M, e.g. \"1G\"")
+                        raise ValueError(f'guest_memory: level {lv!r}: give a size of at least 256M, e.g. "1G"')
             if k == KERNEL_FACTOR:  # an absent kernel is refused now, not when its guest would boot
                 from fsmeter.guest.kernels import HOST_LEVEL, resolve
 
@@ -369,22 +463,28 @@ class CampaignFile(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _guest(self) -> "CampaignFile":
+    def _guest(self) -> CampaignFile:
         if KERNEL_FACTOR in self.factors:
             if self.mpi is not None or "ranks" in self.factors:
-                raise ValueError("kernel: trials in a guest are not run under MPI: leave out [mpi] or the kernel "
-                                 "factor")
+                raise ValueError(
+                    "kernel: trials in a guest are not run under MPI: leave out [mpi] or the kernel factor"
+                )
             if self.target.kind != "loop":
-                raise ValueError(f"kernel: a guest makes its own loop images: use target.kind = 'loop' (got "
-                                 f"{self.target.kind!r})")
+                raise ValueError(
+                    f"kernel: a guest makes its own loop images: use target.kind = 'loop' (got {self.target.kind!r})"
+                )
             if self.guest is None:
                 self.guest = GuestModel()
         elif self.guest is not None or any(k in self.factors for k in GUEST_FACTORS):
             if self.guest is None:
-                raise ValueError("guest_vcpus, guest_memory: guest factors need a kernel factor (factors.kernel = "
-                                 "[\"6.1\", ...]): add one, or remove them")
-            raise ValueError("guest: the [guest] section needs a kernel factor (factors.kernel = [\"6.1\", ...]): "
-                             "add one, or remove [guest]")
+                raise ValueError(
+                    "guest_vcpus, guest_memory: guest factors need a kernel factor (factors.kernel = "
+                    '["6.1", ...]): add one, or remove them'
+                )
+            raise ValueError(
+                'guest: the [guest] section needs a kernel factor (factors.kernel = ["6.1", ...]): '
+                "add one, or remove [guest]"
+            )
         return self
 
 
@@ -395,11 +495,17 @@ def _short(value: Any, limit: int = 120) -> str:
 
 
 # -- loading --------------------------------------------------------------------------------
-_SECTION_MODELS = {"target": TargetModel, "filesystems": FsModel, "workloads": WorkloadModel,
-                   "repetitions": Repetitions, "mpi": MpiModel, "guest": GuestModel}
+_SECTION_MODELS = {
+    "target": TargetModel,
+    "filesystems": FsModel,
+    "workloads": WorkloadModel,
+    "repetitions": Repetitions,
+    "mpi": MpiModel,
+    "guest": GuestModel,
+}
 
 
-def _line_of(text: str, loc: tuple) -> Optional[int]:
+def _line_of(text: str, loc: tuple) -> int | None:
     """Best-effort line of the field at ``loc`` in the TOML text (1-based), for error messages."""
     lines = text.splitlines()
     keys = [k for k in loc if isinstance(k, str)]
@@ -457,7 +563,7 @@ def parse_campaign(text: str, where: str = "campaign") -> CampaignFile:
         raise UserError(f"{where}: {exc.message}") from None
 
 
-def load_campaign(path: Union[str, Path]) -> tuple:
+def load_campaign(path: str | Path) -> tuple:
     """(CampaignFile, source text) from a file; errors as parse_campaign (and non-UTF-8 bytes name their line)."""
     text = read_text(path, "campaign file")
     return parse_campaign(text, str(path)), text
@@ -474,10 +580,10 @@ class Cell:
     fs_label: str
     host: Any  # HostFactors
     factors: dict  # everything recorded as a factor: filesystem + applicable factor levels
-    headline: Optional[str] = None  # "phase.metric"
-    notes: List[str] = field(default_factory=list)
-    ranks: Optional[int] = None  # MPI ranks (mpirun -n) when the campaign runs under MPI, else None
-    kernel: Optional[str] = None  # the kernel level (fsmeter.guest) this cell runs under in a guest, else None
+    headline: str | None = None  # "phase.metric"
+    notes: list[str] = field(default_factory=list)
+    ranks: int | None = None  # MPI ranks (mpirun -n) when the campaign runs under MPI, else None
+    kernel: str | None = None  # the kernel level (fsmeter.guest) this cell runs under in a guest, else None
     guest: dict = field(default_factory=dict)  # guest factor levels: {"vcpus": 2, "memory": "1G"}
 
     def describe(self) -> str:
@@ -494,16 +600,20 @@ def _fs_labels(c: CampaignFile) -> list:
 
     if c.target.kind == "dir":
         if c.filesystems:
-            raise UserError("filesystems: a dir target measures the directory's own filesystem (no mkfs): "
-                            "remove [[filesystems]], or use target.kind = 'loop'")
+            raise UserError(
+                "filesystems: a dir target measures the directory's own filesystem (no mkfs): "
+                "remove [[filesystems]], or use target.kind = 'loop'"
+            )
         path = Path(c.target.path or ".")
         if not path.is_dir():
             raise UserError(f"target.path: {path} is not an existing directory: create it or name another")
         m = mount_containing(str(path.resolve()))
         pseudo = pseudo_filesystem(str(path))
         if pseudo:
-            raise UserError(f"target.path: {path} is a kernel interface ({pseudo}), not a filesystem to "
-                            "measure: name a directory on a real filesystem")
+            raise UserError(
+                f"target.path: {path} is a kernel interface ({pseudo}), not a filesystem to "
+                "measure: name a directory on a real filesystem"
+            )
         return [(m.fstype if m else "dir", None)]
     fss = c.filesystems or [FsModel(name="tmpfs" if c.target.kind == "tmpfs" else "ext4")]
     out, seen = [], {}
@@ -530,8 +640,9 @@ def _check_host_level(name: str, level: Any, target_kind: str) -> dict:
             HostFactors(page_cache_limit_bytes=parse_size(level))
             return {"page_cache_limit_bytes": parse_size(level)}
         if name in ("scheduler", "readahead_kb") and target_kind in ("dir", "tmpfs"):
-            raise ValueError(f"a {target_kind} target has no block device of fsmeter's own: "
-                             "use target.kind = 'loop' or 'device'")
+            raise ValueError(
+                f"a {target_kind} target has no block device of fsmeter's own: use target.kind = 'loop' or 'device'"
+            )
         HostFactors(**{name: level})
         return {name: level}
     except (ValidationError, ValueError) as exc:
@@ -563,8 +674,10 @@ def plan(c: CampaignFile) -> list:
     labels = [lab for lab, _, _ in defs]
     for lab in labels:  # a label taken from a file name, not checked as a field
         if "[" in lab or len(lab) > MAX_NAME_CHARS:
-            raise UserError(f"workloads: {_short(lab)} as a label: at most {MAX_NAME_CHARS} characters and no '[': "
-                            "give the workload a label")
+            raise UserError(
+                f"workloads: {_short(lab)} as a label: at most {MAX_NAME_CHARS} characters and no '[': "
+                "give the workload a label"
+            )
     if len(set(labels)) != len(labels):
         raise UserError(f"workloads: a workload appears twice ({', '.join(labels)}): give one a label")
 
@@ -574,17 +687,26 @@ def plan(c: CampaignFile) -> list:
         for lab, _, w in defs:
             if name in w.params:
                 raise UserError(f"factors.{name}: also set in workload {lab}'s params: set it in one place")
-        if name in HOST_FACTORS or name in settings or name in LAUNCH_FACTORS or name == KERNEL_FACTOR \
-                or name in GUEST_FACTORS:
+        if (
+            name in HOST_FACTORS
+            or name in settings
+            or name in LAUNCH_FACTORS
+            or name == KERNEL_FACTOR
+            or name in GUEST_FACTORS
+        ):
             continue
         if not any(name in t for t in takes.values()):
             allowed = sorted(HOST_FACTORS | set().union(*takes.values()))
-            raise UserError(f"factors.{name}: no workload in this campaign takes it: use a job setting, a parameter "
-                            f"of the workloads ({', '.join(allowed)})")
+            raise UserError(
+                f"factors.{name}: no workload in this campaign takes it: use a job setting, a parameter "
+                f"of the workloads ({', '.join(allowed)})"
+            )
     n_cells = len(fss) * len(defs) * math.prod(len(levels) for levels in c.factors.values())
     if n_cells > MAX_CELLS:
-        raise UserError(f"factors: the matrix has {n_cells:,} cells (filesystems x workloads x factor levels): at "
-                        f"most {MAX_CELLS:,}; split the campaign or drop levels")
+        raise UserError(
+            f"factors: the matrix has {n_cells:,} cells (filesystems x workloads x factor levels): at "
+            f"most {MAX_CELLS:,}; split the campaign or drop levels"
+        )
 
     # Exclusions name factors and levels that exist.
     dims = {"filesystem": [lab for lab, _ in fss], "workload": labels, **c.factors}
@@ -595,11 +717,15 @@ def plan(c: CampaignFile) -> list:
             if k not in dims:
                 raise UserError(f"exclusions[{i}].{k}: not a factor: use one of {', '.join(dims)}")
             if not any(v == lv for lv in dims[k]):
-                raise UserError(f"exclusions[{i}].{k} = {v!r}: not a level of {k}: "
-                                f"levels are {', '.join(map(repr, dims[k]))}")
+                raise UserError(
+                    f"exclusions[{i}].{k} = {v!r}: not a level of {k}: levels are {', '.join(map(repr, dims[k]))}"
+                )
 
-    host_levels = {k: [_check_host_level(k, lv, c.target.kind) for lv in levels]
-                   for k, levels in c.factors.items() if k in HOST_FACTORS}
+    host_levels = {
+        k: [_check_host_level(k, lv, c.target.kind) for lv in levels]
+        for k, levels in c.factors.items()
+        if k in HOST_FACTORS
+    }
     if KERNEL_FACTOR in c.factors:
         from fsmeter.guest.kernels import HOST_LEVEL, resolve
 
@@ -615,23 +741,35 @@ def plan(c: CampaignFile) -> list:
     seen_keys: set = set()
     for fs_label, fs in fss:
         for wlab, d, w in defs:
-            names = [k for k in c.factors
-                     if k in HOST_FACTORS or k in LAUNCH_FACTORS or k == KERNEL_FACTOR or k in GUEST_FACTORS
-                     or k in takes[wlab]]
+            names = [
+                k
+                for k in c.factors
+                if k in HOST_FACTORS
+                or k in LAUNCH_FACTORS
+                or k == KERNEL_FACTOR
+                or k in GUEST_FACTORS
+                or k in takes[wlab]
+            ]
             if (c.mpi is not None or "ranks" in c.factors) and w.name.endswith(".fio"):
-                raise UserError(f"workloads: {w.name}: fio job files are not run under MPI: use a named workload "
-                                "or a workload .toml")
+                raise UserError(
+                    f"workloads: {w.name}: fio job files are not run under MPI: use a named workload "
+                    "or a workload .toml"
+                )
             if c.mpi is not None and c.mpi.stonewall:
                 from fsmeter.mpi.run import STONEWALL_PHASES
 
                 if d.family.name not in STONEWALL_PHASES:
-                    raise UserError(f"mpi.stonewall: workload {wlab} ({d.family.name} family) cannot be stopped early "
-                                    f"and go on: stonewall works with the {', '.join(sorted(STONEWALL_PHASES))} "
-                                    "families; leave it out or run this workload in another campaign")
+                    raise UserError(
+                        f"mpi.stonewall: workload {wlab} ({d.family.name} family) cannot be stopped early "
+                        f"and go on: stonewall works with the {', '.join(sorted(STONEWALL_PHASES))} "
+                        "families; leave it out or run this workload in another campaign"
+                    )
             if c.mpi is not None and c.mpi.shared_file and d.family.name != "access":
-                raise UserError(f"mpi.shared_file: workload {wlab} ({d.family.name} family) keeps a file or tree per "
-                                "rank; a shared file is for the access family's workloads: leave it out or run this "
-                                "workload in another campaign")
+                raise UserError(
+                    f"mpi.shared_file: workload {wlab} ({d.family.name} family) keeps a file or tree per "
+                    "rank; a shared file is for the access family's workloads: leave it out or run this "
+                    "workload in another campaign"
+                )
             for combo in itertools.product(*(c.factors[k] for k in names)):
                 levels = dict(zip(names, combo))
                 factors = {"filesystem": fs_label, **levels}
@@ -659,16 +797,28 @@ def plan(c: CampaignFile) -> list:
                     raise UserError(f"workload {wlab}{' with ' + where if where else ''}: {exc.message}") from None
                 ms = job.metrics()
                 headline = f"{ms[0].phase}.{ms[0].name}" if ms else None
-                cells.append(Cell(index=len(cells), workload=wlab, definition=d, overrides=overrides, fs=fs,
-                                  fs_label=fs_label, host=HostFactors(**host), factors=factors, headline=headline,
-                                  ranks=ranks, kernel=_guest_level(levels.get(KERNEL_FACTOR)),
-                                  guest={GUEST_FACTORS[k]: v for k, v in levels.items() if k in GUEST_FACTORS}))
+                cells.append(
+                    Cell(
+                        index=len(cells),
+                        workload=wlab,
+                        definition=d,
+                        overrides=overrides,
+                        fs=fs,
+                        fs_label=fs_label,
+                        host=HostFactors(**host),
+                        factors=factors,
+                        headline=headline,
+                        ranks=ranks,
+                        kernel=_guest_level(levels.get(KERNEL_FACTOR)),
+                        guest={GUEST_FACTORS[k]: v for k, v in levels.items() if k in GUEST_FACTORS},
+                    )
+                )
     if not cells:
         raise UserError("exclusions: they exclude every cell of the matrix: nothing to run")
     return cells
 
 
-def _guest_level(level: Optional[str]) -> Optional[str]:
+def _guest_level(level: str | None) -> str | None:
     """The kernel level a cell boots a guest for; None for no kernel factor or the level "host"."""
     return None if level is None or level == "host" else level
 
@@ -683,5 +833,15 @@ def dump_toml(data: dict) -> str:
     return tomli_w.dumps(data)
 
 
-__all__ = ["CampaignFile", "Cell", "GUEST_FACTORS", "GuestModel", "HOST_FACTORS", "KERNEL_FACTOR", "dump_toml",
-           "load_campaign", "parse_campaign", "plan"]
+__all__ = [
+    "CampaignFile",
+    "Cell",
+    "GUEST_FACTORS",
+    "GuestModel",
+    "HOST_FACTORS",
+    "KERNEL_FACTOR",
+    "dump_toml",
+    "load_campaign",
+    "parse_campaign",
+    "plan",
+]

@@ -7,11 +7,12 @@ raises all three as a KeyboardInterrupt), which it turns into `stop()` — the
 engine then returns within about a second with what it measured, marked
 interrupted.
 """
+
 from __future__ import annotations
 
 import json
 import threading
-from typing import Callable, Optional
+from collections.abc import Callable
 
 from fsmeter.errors import UserError
 
@@ -72,8 +73,13 @@ class EngineSession:
         """Clear a stop request so that the next phase runs (a stonewall stop is not a Ctrl-C)."""
         self._s.reset_stop()
 
-    def run_phase(self, name: str, on_progress: Optional[Callable[[dict], None]] = None, tick_s: float = 0.1,
-                  at_start: Optional[Callable[[], None]] = None) -> dict:
+    def run_phase(
+        self,
+        name: str,
+        on_progress: Callable[[dict], None] | None = None,
+        tick_s: float = 0.1,
+        at_start: Callable[[], None] | None = None,
+    ) -> dict:
         """Run phase `name`; returns the report (dict). Ctrl-C stops it and returns it marked interrupted.
 
         `at_start`: called once the phase's workers are ready (files open, buffers filled) and before

@@ -1,4 +1,5 @@
 """Facts about the machine a result was measured on."""
+
 from __future__ import annotations
 
 import os

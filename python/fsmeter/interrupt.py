@@ -7,6 +7,7 @@ stay stored, a campaign is marked interrupted (resumable), provisioned filesyste
 and the run lock is released. The process then exits with 128 + the signal's number (130 for
 SIGINT, 143 for SIGTERM, 129 for SIGHUP), as a shell reports a process the signal ended.
 """
+
 from __future__ import annotations
 
 import signal

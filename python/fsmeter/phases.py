@@ -31,14 +31,15 @@ Differences between callers are parameters (progress, cache reset, device, quali
 the few methods of `PhaseSteps`; a new way of running a phase (several job specs at once, another
 launcher) overrides `PhaseSteps.run` rather than copying this loop.
 """
+
 from __future__ import annotations
 
 import datetime as dt
 import os
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, ContextManager, Iterator, List, Optional, Sequence
 
 import fsmeter
 from fsmeter.engine import EngineSession
@@ -77,13 +78,17 @@ def reset_cache(method: str, directory: Path) -> str:
     return "fadvise"
 
 
-def judge(level: float = 0.95, min_phase_s: float = DEFAULT_MIN_PHASE_S, interval_s: Optional[float] = None,
-          interrupted: bool = False) -> Callable[[dict], Optional[dict]]:
+def judge(
+    level: float = 0.95,
+    min_phase_s: float = DEFAULT_MIN_PHASE_S,
+    interval_s: float | None = None,
+    interrupted: bool = False,
+) -> Callable[[dict], dict | None]:
     """The quality judgement of a measured phase's report (fsmeter.stats.phase.report_quality: too
     short, batch-means CI, steady state), as a dict; ``interrupted``: judge an interrupted phase's
     report too (a campaign stores it with the trial), else it gets none."""
 
-    def quality(report: dict) -> Optional[dict]:
+    def quality(report: dict) -> dict | None:
         if report.get("interrupted") and not interrupted:
             return None
         from fsmeter.stats.phase import report_quality  # lazily: numpy only for phases that need it
@@ -106,8 +111,9 @@ def _bar_phase(bar, label: str, remove: bool) -> Iterator[PhaseProgress]:
         prog.done()
 
 
-def bar_progress(bar, label: Callable = lambda ph: ph.key,
-                 remove: bool = False) -> Callable[[object], ContextManager[PhaseProgress]]:
+def bar_progress(
+    bar, label: Callable = lambda ph: ph.key, remove: bool = False
+) -> Callable[[object], AbstractContextManager[PhaseProgress]]:
     """Progress of each phase as a task of ``bar`` (a rich Progress), named ``label(phase)``: marked
     done when the phase returns, or (``remove``) taken off the bar however the phase ends."""
     return lambda ph: _bar_phase(bar, label(ph), remove)
@@ -118,9 +124,9 @@ class PhaseOutcome:
     #: The plan's entry (fsmeter.families.Phase): key, engine phase name, measured, discard, cold_cache.
     phase: object
     #: The phase report kept (None on an MPI rank other than 0).
-    report: Optional[dict]
+    report: dict | None
     #: How the cache was reset before the phase; None when it is not a cold-cache phase.
-    cache_method: Optional[str] = None
+    cache_method: str | None = None
 
 
 @dataclass
@@ -128,13 +134,13 @@ class PhaseRun:
     """One job's engine session and what its phases gave so far (kept when an error ends the run)."""
 
     session: EngineSession
-    phases: List[PhaseOutcome] = field(default_factory=list)
+    phases: list[PhaseOutcome] = field(default_factory=list)
     #: A phase came back interrupted, or a stop signal ended the loop.
     interrupted: bool = False
     #: The engine's cleanup phase ran.
     cleaned: bool = False
     #: How the cache was reset, each time, in order (also before a phase that then failed).
-    resets: List[str] = field(default_factory=list)
+    resets: list[str] = field(default_factory=list)
 
     def reports(self) -> dict:
         """Phase key -> report, for the phases whose report was kept."""
@@ -151,11 +157,11 @@ class PhaseSteps:
         """The engine's run of the phase; returns its report."""
         return run.session.run_phase(phase.name, on_progress=on_progress)
 
-    def after(self, run: PhaseRun, phase, report: dict) -> Optional[dict]:
+    def after(self, run: PhaseRun, phase, report: dict) -> dict | None:
         """The report to keep for the phase (its regime recorded); None keeps none."""
         return report
 
-    def go_on(self, run: PhaseRun, phase, report: Optional[dict]) -> bool:
+    def go_on(self, run: PhaseRun, phase, report: dict | None) -> bool:
         """Whether the next phase runs."""
         return not (report or {}).get("interrupted")
 
@@ -164,10 +170,19 @@ class PhaseSteps:
         run.session.run_phase("cleanup")
 
 
-def run_phases(run: PhaseRun, plan: Sequence, progress: Callable[[object], ContextManager[Callable]], *,
-               reset_cache: Optional[Callable[[object], str]] = None, device: Optional[str] = None,
-               own_pids: Optional[Sequence[int]] = None, quality: Optional[Callable[[dict], Optional[dict]]] = None,
-               annotate: bool = False, cleanup: str = "always", steps: Optional[PhaseSteps] = None) -> PhaseRun:
+def run_phases(
+    run: PhaseRun,
+    plan: Sequence,
+    progress: Callable[[object], AbstractContextManager[Callable]],
+    *,
+    reset_cache: Callable[[object], str] | None = None,
+    device: str | None = None,
+    own_pids: Sequence[int] | None = None,
+    quality: Callable[[dict], dict | None] | None = None,
+    annotate: bool = False,
+    cleanup: str = "always",
+    steps: PhaseSteps | None = None,
+) -> PhaseRun:
     """Run every phase of ``plan`` (the job's fsmeter.families.Phase list) in ``run.session``, as
     the module's docstring says; returns ``run``, its ``phases`` filled in.
 
@@ -215,8 +230,12 @@ def run_phases(run: PhaseRun, plan: Sequence, progress: Callable[[object], Conte
         run.interrupted = True
         raise
     finally:
-        wanted = {"always": True, "unless-raised": not raised, "if-complete": not raised and not run.interrupted,
-                  "never": False}[cleanup]
+        wanted = {
+            "always": True,
+            "unless-raised": not raised,
+            "if-complete": not raised and not run.interrupted,
+            "never": False,
+        }[cleanup]
         if wanted and "cleanup" in run.session.phases() and "cleanup" not in [p.name for p in plan]:
             steps.cleanup(run)
             run.cleaned = True
@@ -232,7 +251,7 @@ def run_doc(job, **extra) -> dict:
         "workload": job.workload.name,
         "family": job.workload.family.name,
         "job": job.engine_dict(),
-        "started_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "host": host_info(),
         "phases": {},
         "metrics": {},
@@ -242,19 +261,32 @@ def run_doc(job, **extra) -> dict:
     return doc
 
 
-def run_job(job, console, show_progress: bool = True, keep_files: bool = False, cache: str = "auto",
-            min_phase_s: float = DEFAULT_MIN_PHASE_S, steps: Optional[PhaseSteps] = None) -> dict:
+def run_job(
+    job,
+    console,
+    show_progress: bool = True,
+    keep_files: bool = False,
+    cache: str = "auto",
+    min_phase_s: float = DEFAULT_MIN_PHASE_S,
+    steps: PhaseSteps | None = None,
+) -> dict:
     """Run every phase of ``job`` once on its directory (`fsmeter run`); returns the result document.
     A stop signal ends the run with what was measured, marked interrupted. ``steps``: as for run_phases."""
     doc = run_doc(job)
     run = PhaseRun(EngineSession(job.engine_json()))
     try:
         with progress_bar(console, enabled=show_progress) as bar:
-            run_phases(run, job.phases(), bar_progress(bar),
-                       reset_cache=lambda ph: reset_cache(cache, job.dir),
-                       device=own_device(job.dir, job.engine_dict().get("backend")),
-                       quality=judge(min_phase_s=min_phase_s, interval_s=job.settings.interval_s),
-                       annotate=True, cleanup="never" if keep_files else "always", steps=steps)
+            run_phases(
+                run,
+                job.phases(),
+                bar_progress(bar),
+                reset_cache=lambda ph: reset_cache(cache, job.dir),
+                device=own_device(job.dir, job.engine_dict().get("backend")),
+                quality=judge(min_phase_s=min_phase_s, interval_s=job.settings.interval_s),
+                annotate=True,
+                cleanup="never" if keep_files else "always",
+                steps=steps,
+            )
     except KeyboardInterrupt:  # a stop between the engine's phases (a cache reset...): the same outcome
         pass
     doc["phases"] = run.reports()
@@ -273,9 +305,27 @@ def add_results(doc: dict, job) -> dict:
         if rep is not None:
             v = m.get(rep)
             if v is not None:
-                doc["metrics"][f"{m.phase}.{m.name}"] = {"value": v, "unit": m.unit, "higher_is_better": m.higher_is_better}
+                doc["metrics"][f"{m.phase}.{m.name}"] = {
+                    "value": v,
+                    "unit": m.unit,
+                    "higher_is_better": m.higher_is_better,
+                }
     return doc
 
 
-__all__ = ["CACHE_CHOICES", "CLEANUP_CHOICES", "DEFAULT_MIN_PHASE_S", "RUN_JSON_VERSION", "PhaseOutcome", "PhaseRun",
-           "PhaseSteps", "add_results", "bar_progress", "judge", "reset_cache", "run_doc", "run_job", "run_phases"]
+__all__ = [
+    "CACHE_CHOICES",
+    "CLEANUP_CHOICES",
+    "DEFAULT_MIN_PHASE_S",
+    "RUN_JSON_VERSION",
+    "PhaseOutcome",
+    "PhaseRun",
+    "PhaseSteps",
+    "add_results",
+    "bar_progress",
+    "judge",
+    "reset_cache",
+    "run_doc",
+    "run_job",
+    "run_phases",
+]

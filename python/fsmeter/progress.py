@@ -1,9 +1,10 @@
 """A progress bar for engine phases: time-based phases show warm-up then
 measurement against the clock; fixed-work phases show operations done."""
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -23,8 +24,12 @@ class PhaseProgress:
         if state == "measuring" and p["ops"]:
             desc += f" {rate:,.0f} ops/s"
         if timed:
-            self._p.update(self._task, description=desc, total=p["warmup_s"] + p["duration_s"],
-                           completed=min(p["elapsed_s"], p["warmup_s"] + p["duration_s"]))
+            self._p.update(
+                self._task,
+                description=desc,
+                total=p["warmup_s"] + p["duration_s"],
+                completed=min(p["elapsed_s"], p["warmup_s"] + p["duration_s"]),
+            )
         elif p["work_total"]:
             self._p.update(self._task, description=desc, total=p["work_total"], completed=p["ops"])
         else:
@@ -32,14 +37,22 @@ class PhaseProgress:
 
     def done(self) -> None:
         t = self._p.tasks[self._task]
-        self._p.update(self._task, description=f"{self._label}: done",
-                       completed=t.total if t.total else 1, total=t.total or 1)
+        self._p.update(
+            self._task, description=f"{self._label}: done", completed=t.total if t.total else 1, total=t.total or 1
+        )
 
 
 @contextmanager
 def progress_bar(console: Console, enabled: bool = True) -> Iterator[Progress]:
-    p = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                 TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=False,
-                 disable=not enabled)
+    p = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+        disable=not enabled,
+    )
     with p:
         yield p

@@ -36,11 +36,11 @@ inodes and directories, which no read call asks for), when the target has no blo
 own (a directory target, or the system's root disk, whose counters mix every process's reads), or
 with the null backend (no real I/O).
 """
+
 from __future__ import annotations
 
 import os
 import time
-from typing import Optional
 
 #: A phase is busy when others used more than this share of the machine's CPUs (0.10 on 2 CPUs:
 #: a fifth of one core) on average over the phase.
@@ -59,14 +59,14 @@ def _busy_ticks(stat_text: str) -> int:
     return user + nice + system + irq + softirq + steal
 
 
-def _proc_stat(pid: str) -> Optional[tuple]:
+def _proc_stat(pid: str) -> tuple | None:
     """(ppid, flags, utime + stime, cutime + cstime) of a process, or None when it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as fh:
             text = fh.read()
     except OSError:
         return None
-    rest = text[text.rfind(")") + 2:].split()  # after "pid (comm) "
+    rest = text[text.rfind(")") + 2 :].split()  # after "pid (comm) "
     try:
         return int(rest[1]), int(rest[6]), int(rest[11]) + int(rest[12]), int(rest[13]) + int(rest[14])
     except (IndexError, ValueError):
@@ -121,12 +121,17 @@ def other_cpu(before: dict, after: dict, cpus: int) -> dict:
     d["kernel"] = _kernel_ticks(before["kernel"], after["kernel"])
     other_ticks = max(0, d["total"] - d["own"] - d["kernel"])
     share = other_ticks * _TICK_S / (wall * max(cpus, 1))
-    return {"wall_s": round(wall, 3), "cpus": cpus, "own_cpu_s": round(d["own"] * _TICK_S, 3),
-            "kernel_cpu_s": round(d["kernel"] * _TICK_S, 3), "other_cpu_s": round(other_ticks * _TICK_S, 3),
-            "other_cpu_share": round(min(share, 1.0), 4)}
+    return {
+        "wall_s": round(wall, 3),
+        "cpus": cpus,
+        "own_cpu_s": round(d["own"] * _TICK_S, 3),
+        "kernel_cpu_s": round(d["kernel"] * _TICK_S, 3),
+        "other_cpu_s": round(other_ticks * _TICK_S, 3),
+        "other_cpu_share": round(min(share, 1.0), 4),
+    }
 
 
-def _device_bytes(device: Optional[str]) -> Optional[tuple]:
+def _device_bytes(device: str | None) -> tuple | None:
     """(bytes read, bytes written) by a block device since boot, or None."""
     if not device:
         return None
@@ -138,7 +143,7 @@ def _device_bytes(device: Optional[str]) -> Optional[tuple]:
         return None
 
 
-def device_of(path) -> Optional[str]:
+def device_of(path) -> str | None:
     """The block device holding ``path`` (/dev/NAME), or None (tmpfs, btrfs' anonymous devices...)."""
     try:
         st = os.stat(path)
@@ -148,7 +153,7 @@ def device_of(path) -> Optional[str]:
     return f"/dev/{name}" if os.path.exists(f"/sys/class/block/{name}/stat") else None
 
 
-def own_device(directory, backend: Optional[str] = None) -> Optional[str]:
+def own_device(directory, backend: str | None = None) -> str | None:
     """The block device whose read counters can stand for a job's reads in ``directory``: None with
     the null backend (no real I/O) or when the directory lies on the system's root filesystem, whose
     disk every process on the machine shares (its counters would mix their reads with the job's)."""
@@ -181,7 +186,7 @@ def _engine_bytes(report: dict) -> tuple:
     return rd, wr
 
 
-def cache_read_share(read_bytes: int, device_read_bytes: Optional[int]) -> Optional[float]:
+def cache_read_share(read_bytes: int, device_read_bytes: int | None) -> float | None:
     """Share of ``read_bytes`` not read from the device (see the module's method), or None."""
     if device_read_bytes is None or read_bytes < READ_FLOOR_BYTES:
         return None
@@ -191,12 +196,12 @@ def cache_read_share(read_bytes: int, device_read_bytes: Optional[int]) -> Optio
 class PhaseWatch:
     """Snapshots around one phase; ``stop`` returns the phase's regime dict."""
 
-    def __init__(self, device: Optional[str] = None, own_pids=None):
+    def __init__(self, device: str | None = None, own_pids=None):
         self.device = device
         #: Processes besides this one whose trees count as fsmeter's own CPU (an MPI rank's siblings).
         self.own_pids = tuple(own_pids or ())
-        self._cpu: Optional[dict] = None
-        self._dev: Optional[tuple] = None
+        self._cpu: dict | None = None
+        self._dev: tuple | None = None
         self._io = (0, 0)
 
     def start(self) -> None:
@@ -207,7 +212,7 @@ class PhaseWatch:
         self._dev = _device_bytes(self.device)
         self._io = _io_chars()
 
-    def stop(self, report: Optional[dict] = None) -> dict:
+    def stop(self, report: dict | None = None) -> dict:
         io = _io_chars()
         dev = _device_bytes(self.device)
         out: dict = {"device": self.device}
@@ -235,19 +240,30 @@ def describe(reg: dict) -> str:
     share = reg.get("other_cpu_share")
     if share is not None:
         txt = f"others used {share:.0%} of the {reg.get('cpus', '?')} CPUs"
-        parts.append(f"busy machine: {txt} (> {BUSY_SHARE:.0%}): figures may not be the filesystem's"
-                     if reg.get("busy") else txt)
+        parts.append(
+            f"busy machine: {txt} (> {BUSY_SHARE:.0%}): figures may not be the filesystem's" if reg.get("busy") else txt
+        )
     cached = reg.get("cache_read_share")
     if cached is not None:
         parts.append(f"{cached:.0%} of {reg['read_bytes'] / (1 << 20):.0f} MiB read came from the page cache")
     return "; ".join(parts)
 
 
-def phase_busy(report: dict) -> Optional[bool]:
+def phase_busy(report: dict) -> bool | None:
     """Whether a stored phase report ran on a busy machine (None: not recorded)."""
     reg = report.get("regime") or {}
     return reg.get("busy")
 
 
-__all__ = ["BUSY_SHARE", "READ_FLOOR_BYTES", "PhaseWatch", "cache_read_share", "cpu_snapshot", "describe", "device_of",
-           "other_cpu", "own_device", "phase_busy"]
+__all__ = [
+    "BUSY_SHARE",
+    "READ_FLOOR_BYTES",
+    "PhaseWatch",
+    "cache_read_share",
+    "cpu_snapshot",
+    "describe",
+    "device_of",
+    "other_cpu",
+    "own_device",
+    "phase_busy",
+]

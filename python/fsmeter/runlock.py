@@ -13,6 +13,7 @@ folder), else in ``/tmp``. With the host in its name, a lock folder shared by se
 network filesystem, or the one ``/run/lock`` of hosts simulated on one machine) still gives each host
 a lock of its own: fsmeter ranks on different hosts never queue behind each other.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -24,7 +25,8 @@ import os
 import socket
 import sys
 import time
-from typing import Any, Callable, Iterator, Optional
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from fsmeter.errors import UserError
 
@@ -32,7 +34,7 @@ LOCK_NAME = "fsmeter-run.{host}.lock"
 #: How often a bounded wait (measuring(wait_s=...)) tries the lock again.
 RETRY_S = 0.1
 _held = 0  # nesting depth in this process: a measuring command inside another takes no second lock
-_fd: Optional[int] = None  # the lock's descriptor while held
+_fd: int | None = None  # the lock's descriptor while held
 
 
 def lock_dir() -> str:
@@ -51,7 +53,7 @@ def lock_path() -> str:
 
 
 # -- who a process is -----------------------------------------------------------------------------
-def boot_id() -> Optional[str]:
+def boot_id() -> str | None:
     try:
         with open("/proc/sys/kernel/random/boot_id") as f:
             return f.read().strip()
@@ -59,7 +61,7 @@ def boot_id() -> Optional[str]:
         return None
 
 
-def process_start(pid: int) -> Optional[str]:
+def process_start(pid: int) -> str | None:
     """Start time of a live, non-zombie process (field 22 of /proc/PID/stat: clock ticks after boot),
     or None when it is gone or a zombie (its resources are leftovers)."""
     try:
@@ -67,7 +69,7 @@ def process_start(pid: int) -> Optional[str]:
             stat = f.read()
     except OSError:
         return None
-    fields = stat[stat.rindex(")") + 2:].split()
+    fields = stat[stat.rindex(")") + 2 :].split()
     if fields[0] in ("Z", "X"):
         return None
     return fields[19]
@@ -77,15 +79,20 @@ def command_line() -> str:
     return " ".join(["fsmeter", *sys.argv[1:]])[:300]
 
 
-def identity(command: Optional[str] = None) -> dict:
+def identity(command: str | None = None) -> dict:
     """This process, in a form another process can check for liveness (pid reuse and reboots included)."""
     pid = os.getpid()
-    return {"pid": pid, "start": process_start(pid), "boot_id": boot_id(), "host": socket.gethostname(),
-            "command": command or command_line(),
-            "since": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
+    return {
+        "pid": pid,
+        "start": process_start(pid),
+        "boot_id": boot_id(),
+        "host": socket.gethostname(),
+        "command": command or command_line(),
+        "since": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
 
 
-def alive(ident: Optional[dict]) -> Optional[bool]:
+def alive(ident: dict | None) -> bool | None:
     """True while the process ``ident`` describes still runs, False once it is gone (exited, its pid
     reused by another process, or the machine rebooted since), None when it ran on another host."""
     if not ident or not ident.get("pid"):
@@ -98,7 +105,7 @@ def alive(ident: Optional[dict]) -> Optional[bool]:
     return start is not None and start == ident.get("start")
 
 
-def describe(ident: Optional[dict]) -> str:
+def describe(ident: dict | None) -> str:
     if not ident:
         return "an unknown process"
     where = f" on {ident['host']}" if ident.get("host") and ident["host"] != socket.gethostname() else ""
@@ -132,7 +139,7 @@ def _open(path: str) -> tuple[int, bool]:
     raise UserError(f"run lock {path}: cannot open it: {hint}")
 
 
-def holder(path: Optional[str] = None) -> Optional[dict]:
+def holder(path: str | None = None) -> dict | None:
     """What the current holder wrote into the lock file (may be stale when nobody holds it)."""
     try:
         with open(path or lock_path()) as f:
@@ -142,8 +149,9 @@ def holder(path: Optional[str] = None) -> Optional[dict]:
 
 
 @contextlib.contextmanager
-def measuring(command: Optional[str] = None, wait: bool = True,
-              say: Optional[Callable[[str], Any]] = None, wait_s: Optional[float] = None) -> Iterator[str]:
+def measuring(
+    command: str | None = None, wait: bool = True, say: Callable[[str], Any] | None = None, wait_s: float | None = None
+) -> Iterator[str]:
     """Hold the machine-wide run lock for a measuring command; yields the lock file's path.
 
     Busy: with ``wait`` it says whom it waits for (``say``, default stderr) and blocks until the
@@ -171,15 +179,19 @@ def measuring(command: Optional[str] = None, wait: bool = True,
             # Between taking the lock and writing itself in, the holder's record is its predecessor's.
             who = describe(h) if alive(h) is not False else "another fsmeter (not yet recorded in the lock file)"
             if not wait:
-                raise UserError(f"another measuring fsmeter is running on this machine: {who}; its figures and "
-                                f"yours would corrupt each other: wait for it to finish, or leave out --no-wait to "
-                                f"queue behind it (run lock {path})", exit_code=1) from None
+                raise UserError(
+                    f"another measuring fsmeter is running on this machine: {who}; its figures and "
+                    f"yours would corrupt each other: wait for it to finish, or leave out --no-wait to "
+                    f"queue behind it (run lock {path})",
+                    exit_code=1,
+                ) from None
             if wait_s is not None:
                 _wait_bounded(fd, path, wait_s)
             else:
                 (say or (lambda m: print(m, file=sys.stderr, flush=True)))(
                     f"fsmeter: waiting for the run lock {path}, held by {who}: one measuring fsmeter at a time "
-                    "on a machine (Ctrl-C gives up; --no-wait refuses instead of waiting)")
+                    "on a machine (Ctrl-C gives up; --no-wait refuses instead of waiting)"
+                )
                 fcntl.flock(fd, fcntl.LOCK_EX)
         if writable:
             me = json.dumps(identity(command)).encode()
@@ -196,12 +208,11 @@ def measuring(command: Optional[str] = None, wait: bool = True,
         os.close(fd)  # releases the lock
 
 
-def held_fd() -> Optional[int]:
+def held_fd() -> int | None:
     """The run lock's descriptor while this process holds it, else None. A child given it (pass_fds)
     keeps the lock held as long as it lives: a virtual machine fsmeter starts (through vng, which waits
     for its QEMU) is covered by it."""
     return _fd
-
 
 
 def _wait_bounded(fd: int, path: str, wait_s: float) -> None:
@@ -217,8 +228,11 @@ def _wait_bounded(fd: int, path: str, wait_s: float) -> None:
         if time.monotonic() >= deadline:
             h = holder(path)
             who = describe(h) if alive(h) is not False else "another fsmeter (not yet recorded in the lock file)"
-            raise UserError(f"the run lock {path} is still held by {who} after {wait_s:g} s: another measuring "
-                            "fsmeter runs on this host; wait for it to finish and start again", exit_code=1)
+            raise UserError(
+                f"the run lock {path} is still held by {who} after {wait_s:g} s: another measuring "
+                "fsmeter runs on this host; wait for it to finish and start again",
+                exit_code=1,
+            )
         time.sleep(RETRY_S)
 
 

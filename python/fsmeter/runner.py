@@ -14,6 +14,7 @@ filesystem, ENOSPC...) is recorded as failed with its cause, and the campaign go
 SIGINT/SIGTERM/SIGHUP: the running trial is recorded as interrupted with what it measured, the
 Provisioner unmounts and detaches everything, and the KeyboardInterrupt propagates.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -22,7 +23,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -70,12 +71,12 @@ class Policy:
             return d.stop, d.reason, d.half_width_pct
         from fsmeter.stats.summary import mean_ci
 
-        kept = values[self.r.discard:]
+        kept = values[self.r.discard :]
         hw = mean_ci(kept, self.r.level).half_width_pct if len(kept) >= 2 else float("nan")
         return len(values) >= self.r.n, "fixed-n", hw
 
 
-def _nan_none(x: Optional[float]) -> Optional[float]:
+def _nan_none(x: float | None) -> float | None:
     return None if x is None or x != x else float(x)
 
 
@@ -97,14 +98,22 @@ def claim_campaign(store: Store, campaign_id: int, take_over: bool = False) -> d
     if owner is not None and (owner.get("pid"), owner.get("start")) != (me["pid"], me["start"]):
         state = runlock.alive(owner)
         if state is True:
-            raise UserError(f"campaign {campaign_id} is being run by {runlock.describe(owner)}: let it finish, or "
-                            f"stop it (Ctrl-C, or kill {owner['pid']}) and resume it then", exit_code=1)
+            raise UserError(
+                f"campaign {campaign_id} is being run by {runlock.describe(owner)}: let it finish, or "
+                f"stop it (Ctrl-C, or kill {owner['pid']}) and resume it then",
+                exit_code=1,
+            )
         if state is None and not take_over:
-            raise UserError(f"campaign {campaign_id} is owned by {runlock.describe(owner)}, which cannot be checked "
-                            "from this host: if that run has stopped, resume with --take-over", exit_code=1)
+            raise UserError(
+                f"campaign {campaign_id} is owned by {runlock.describe(owner)}, which cannot be checked "
+                "from this host: if that run has stopped, resume with --take-over",
+                exit_code=1,
+            )
     if not store.claim_campaign(campaign_id, me, owner):
-        raise UserError(f"campaign {campaign_id}: another fsmeter claimed it at the same moment: see "
-                        "`fsmeter campaign list`", exit_code=1)
+        raise UserError(
+            f"campaign {campaign_id}: another fsmeter claimed it at the same moment: see `fsmeter campaign list`",
+            exit_code=1,
+        )
     return me
 
 
@@ -119,8 +128,9 @@ def check_target(c: CampaignFile, fresh: bool = True) -> None:
 
         missing = vm.missing_tools()
         if missing:
-            raise UserError(f"factors.{KERNEL_FACTOR}: guests cannot run here: missing {'; '.join(missing)}: "
-                            "no cell was run")
+            raise UserError(
+                f"factors.{KERNEL_FACTOR}: guests cannot run here: missing {'; '.join(missing)}: no cell was run"
+            )
         kernels.choose(c.guest.accelerator)  # accelerator = 'kvm' where it cannot boot: refused, saying why
     t = c.target
     if t.kind == "device":
@@ -134,25 +144,38 @@ def check_target(c: CampaignFile, fresh: bool = True) -> None:
         except DeviceRefused as exc:
             raise UserError(f"target: {exc.message}: no cell was run") from None
     elif t.kind == "glusterfs" and c.mpi is None and "ranks" not in c.factors:
-        raise UserError("target: kind = 'glusterfs' runs every trial under MPI on its hosts: add an [mpi] "
-                        "section (ranks = one per client host or more)")
+        raise UserError(
+            "target: kind = 'glusterfs' runs every trial under MPI on its hosts: add an [mpi] "
+            "section (ranks = one per client host or more)"
+        )
     elif t.kind == "dir" and t.path:
         from fsmeter.provision.sysinfo import pseudo_filesystem
 
         pseudo = pseudo_filesystem(t.path)
         if pseudo:
-            raise UserError(f"target.path: {t.path} is a kernel interface ({pseudo}), not a filesystem to "
-                            "measure: name a directory on a real filesystem")
+            raise UserError(
+                f"target.path: {t.path} is a kernel interface ({pseudo}), not a filesystem to "
+                "measure: name a directory on a real filesystem"
+            )
 
 
-def run_campaign(c: CampaignFile, store: Store, campaign_id: int, console: Console,
-                 show_progress: bool = True, take_over: bool = False, cap_notes: bool = True) -> dict:
+def run_campaign(
+    c: CampaignFile,
+    store: Store,
+    campaign_id: int,
+    console: Console,
+    show_progress: bool = True,
+    take_over: bool = False,
+    cap_notes: bool = True,
+) -> dict:
     """Run (or resume) every unfinished cell; returns counts of done/failed cells."""
     cells = plan(c)
     rows = store.cells(campaign_id)
     if [(r["idx"], r["workload"]) for r in rows] != [(x.index, x.workload) for x in cells]:
-        raise UserError(f"campaign {campaign_id}: its stored matrix no longer matches its campaign file "
-                        "(changed workloads or fsmeter version): start a new campaign with `campaign run`")
+        raise UserError(
+            f"campaign {campaign_id}: its stored matrix no longer matches its campaign file "
+            "(changed workloads or fsmeter version): start a new campaign with `campaign run`"
+        )
     check_target(c, fresh=all(r["status"] == "pending" for r in rows))
     me = claim_campaign(store, campaign_id, take_over)
     try:
@@ -163,10 +186,26 @@ def run_campaign(c: CampaignFile, store: Store, campaign_id: int, console: Conso
             here = [i for i in range(len(cells)) if i not in set(guest)]  # kernel = "host": on the host
             out = {"done": 0, "failed": 0, "skipped": 0}
             if here:
-                out = _run_cells(c, [cells[i] for i in here], [rows[i] for i in here], store, campaign_id, console,
-                                 show_progress, cap_notes)
-            more = run_guest_levels(c, [cells[i] for i in guest], [rows[i] for i in guest], store, campaign_id,
-                                    console, store.campaign(campaign_id)["source"], cap_notes)
+                out = _run_cells(
+                    c,
+                    [cells[i] for i in here],
+                    [rows[i] for i in here],
+                    store,
+                    campaign_id,
+                    console,
+                    show_progress,
+                    cap_notes,
+                )
+            more = run_guest_levels(
+                c,
+                [cells[i] for i in guest],
+                [rows[i] for i in guest],
+                store,
+                campaign_id,
+                console,
+                store.campaign(campaign_id)["source"],
+                cap_notes,
+            )
             out = {k: out.get(k, 0) + more.get(k, 0) for k in set(out) | set(more)}
         else:
             out = _run_cells(c, cells, rows, store, campaign_id, console, show_progress, cap_notes)
@@ -186,14 +225,29 @@ def _quietly(write, *args, **kwargs) -> None:
         pass
 
 
-def _run_cells(c: CampaignFile, cells: list, rows: list, store: Store, campaign_id: int, console: Console,
-               show_progress: bool, cap_notes: bool = True) -> dict:
+def _run_cells(
+    c: CampaignFile,
+    cells: list,
+    rows: list,
+    store: Store,
+    campaign_id: int,
+    console: Console,
+    show_progress: bool,
+    cap_notes: bool = True,
+) -> dict:
     from fsmeter.provision import Provisioner
 
     store.set_campaign_status(campaign_id, "running")
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console,
-                   disable=not show_progress)
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+        disable=not show_progress,
+    )
     try:
         with Provisioner() as prov, bar:
             ctx = RunContext(c, campaign_id, store, prov, console, bar, cap_notes=cap_notes)
@@ -265,7 +319,7 @@ def _cell_steps(cell: Cell, row: Any, ctx: RunContext):
     ctx.bar.advance(task, len(values))
     store.set_cell_status(row["id"], "running")
     mnt = None
-    base: Optional[Path] = None
+    base: Path | None = None
     on_this_mkfs = 0  # trials run on the current filesystem
     try:
         while True:
@@ -289,11 +343,20 @@ def _cell_steps(cell: Cell, row: Any, ctx: RunContext):
             stop, reason, hw = policy.decide(values, elapsed) if result["status"] == "ok" else (True, None, None)
             discarded = result["status"] == "ok" and len(values) <= policy.r.discard
             with ctx.prov._shielded():  # a second Ctrl-C must not tear this trial's commit in half
-                store.record_trial(row["id"], number, status=result["status"], cause=result["cause"],
-                                   started=result["started"], ended=result["ended"], discarded=discarded,
-                                   stop_reason=reason if stop else None, half_width_pct=_nan_none(hw),
-                                   phases=result["phases"], metrics=result["metrics"],
-                                   environment=result["environment"])
+                store.record_trial(
+                    row["id"],
+                    number,
+                    status=result["status"],
+                    cause=result["cause"],
+                    started=result["started"],
+                    ended=result["ended"],
+                    discarded=discarded,
+                    stop_reason=reason if stop else None,
+                    half_width_pct=_nan_none(hw),
+                    phases=result["phases"],
+                    metrics=result["metrics"],
+                    environment=result["environment"],
+                )
             ctx.bar.advance(task)
             ctx.bar.advance(ctx.overall)
             number += 1
@@ -307,8 +370,10 @@ def _cell_steps(cell: Cell, row: Any, ctx: RunContext):
                 ctx.counts["done"] += 1
                 if reason in ("trial-cap", "time-cap") and ctx.cap_notes:
                     hw_txt = f"{hw:.1f}%" if hw == hw else "unknown"
-                    ctx.console.print(f"[yellow]cell {cell.index + 1} ({cell.describe()}): stopped by {reason} "
-                                      f"before the CI target; half-width {hw_txt} of the mean[/]")
+                    ctx.console.print(
+                        f"[yellow]cell {cell.index + 1} ({cell.describe()}): stopped by {reason} "
+                        f"before the CI target; half-width {hw_txt} of the mean[/]"
+                    )
                 return
             if number - 1 >= cell_total:  # the adaptive rule wants more trials than expected: grow the ETA
                 cell_total += 1
@@ -368,17 +433,27 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
         if cell.ranks is not None:  # every trial as mpirun -n RANKS fsmeter run ... (fsmeter.mpi.launch)
             from fsmeter.mpi.launch import trial_phases
 
-            status, cause, phases, methods, mpi_env = trial_phases(cell, job, trial_dir, ctx.campaign,
-                                                                   launch=getattr(mnt, "launch", None))
+            status, cause, phases, methods, mpi_env = trial_phases(
+                cell, job, trial_dir, ctx.campaign, launch=getattr(mnt, "launch", None)
+            )
         else:
             run = PhaseRun(EngineSession(job.engine_json()))
             # Read counters of the cell's own block device (fsmeter made it); none with the null backend.
             device = mnt.device if mnt.owns_mount and job.engine_dict().get("backend") != "null" else None
-            run_phases(run, job.phases(), bar_progress(ctx.bar, label=lambda ph: f"  {ph.key}", remove=True),
-                       reset_cache=lambda ph: mnt.reset_cache([str(trial_dir)]), device=device,
-                       quality=judge(level=ctx.campaign.repetitions.level, min_phase_s=ctx.campaign.min_phase_s,
-                                     interval_s=job.settings.interval_s, interrupted=True),
-                       cleanup="if-complete")
+            run_phases(
+                run,
+                job.phases(),
+                bar_progress(ctx.bar, label=lambda ph: f"  {ph.key}", remove=True),
+                reset_cache=lambda ph: mnt.reset_cache([str(trial_dir)]),
+                device=device,
+                quality=judge(
+                    level=ctx.campaign.repetitions.level,
+                    min_phase_s=ctx.campaign.min_phase_s,
+                    interval_s=job.settings.interval_s,
+                    interrupted=True,
+                ),
+                cleanup="if-complete",
+            )
             if run.interrupted:
                 status, cause = "interrupted", f"interrupted during phase {run.phases[-1].phase.key}"
     except EngineFailure as exc:
@@ -389,9 +464,17 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
         status, cause = "failed", f"{type(exc).__name__}: {exc.message}"
     finally:
         if run is not None:  # what was measured, also when a failure or a stop ended the trial
-            phases = [{"key": o.phase.key, "engine_phase": o.phase.name, "measured": o.phase.measured,
-                       "discarded": o.phase.discard, "cache_method": o.cache_method, "report": o.report}
-                      for o in run.phases]
+            phases = [
+                {
+                    "key": o.phase.key,
+                    "engine_phase": o.phase.name,
+                    "measured": o.phase.measured,
+                    "discarded": o.phase.discard,
+                    "cache_method": o.cache_method,
+                    "report": o.report,
+                }
+                for o in run.phases
+            ]
             methods = list(run.resets)
         if status != "interrupted":
             shutil.rmtree(trial_dir, ignore_errors=True)
@@ -406,8 +489,17 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
             v = None
         if i == 0:
             headline = v
-        metrics.append({"phase": m.phase, "name": m.name, "unit": m.unit, "higher_is_better": m.higher_is_better,
-                        "value": v, "headline": i == 0, "keys": m.keys})
+        metrics.append(
+            {
+                "phase": m.phase,
+                "name": m.name,
+                "unit": m.unit,
+                "higher_is_better": m.higher_is_better,
+                "value": v,
+                "headline": i == 0,
+                "keys": m.keys,
+            }
+        )
     if status == "ok" and headline is None:
         status, cause = "failed", f"the headline metric {cell.headline} could not be computed from the report"
     bad_data = corruption((p["key"], p["report"]) for p in phases)
@@ -418,8 +510,16 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
         env["mpi"] = mpi_env  # hosts and rank layout, in the environment row's extra JSON
         mine = len((mpi_env.get("layout") or {}).get(env["hostname"]) or []) or cell.ranks
         env["cpus_used"] = min(env["cpus_allowed"], job.settings.threads * mine)  # this host's ranks x threads
-    return {"status": status, "cause": cause, "started": started, "ended": now_iso(), "phases": phases,
-            "metrics": metrics, "headline": headline, "environment": env}
+    return {
+        "status": status,
+        "cause": cause,
+        "started": started,
+        "ended": now_iso(),
+        "phases": phases,
+        "metrics": metrics,
+        "headline": headline,
+        "environment": env,
+    }
 
 
 def _environment(job, mnt, host, methods: list) -> dict:
@@ -427,25 +527,44 @@ def _environment(job, mnt, host, methods: list) -> dict:
     mi = mnt.info()
     hinfo = host.info() if host is not None else {}
     env = {
-        "hostname": hi["hostname"], "kernel": hi["kernel"], "cpu_model": hi["cpu_model"],
-        "mem_bytes": hi["mem_bytes"], "cpus_online": hi["cpus_online"],
+        "hostname": hi["hostname"],
+        "kernel": hi["kernel"],
+        "cpu_model": hi["cpu_model"],
+        "mem_bytes": hi["mem_bytes"],
+        "cpus_online": hi["cpus_online"],
         "cpus_used": min(len(os.sched_getaffinity(0)), job.settings.threads) if job is not None else None,
-        "target_kind": mi.get("target"), "device": mi.get("device"), "fs": mi.get("fs"),
-        "mkfs_command": mi.get("mkfs_command"), "mkfs_options": mi.get("mkfs_options"),
-        "mkfs_tool": mi.get("mkfs_tool"), "mkfs_tool_version": mi.get("mkfs_tool_version"),
-        "mount_options": mi.get("mount_options"), "proc_mounts_line": mi.get("proc_mounts_line"),
-        "scheduler": mi.get("scheduler"), "readahead_kb": mi.get("readahead_kb"),
+        "target_kind": mi.get("target"),
+        "device": mi.get("device"),
+        "fs": mi.get("fs"),
+        "mkfs_command": mi.get("mkfs_command"),
+        "mkfs_options": mi.get("mkfs_options"),
+        "mkfs_tool": mi.get("mkfs_tool"),
+        "mkfs_tool_version": mi.get("mkfs_tool_version"),
+        "mount_options": mi.get("mount_options"),
+        "proc_mounts_line": mi.get("proc_mounts_line"),
+        "scheduler": mi.get("scheduler"),
+        "readahead_kb": mi.get("readahead_kb"),
         "cache_method": ",".join(sorted(set(methods))) if methods else "none (no cold-cache phase)",
-        "seed": job.settings.seed if job is not None else None, "fsmeter_version": fsmeter.__version__,
-        "cpus_allowed": len(os.sched_getaffinity(0)), "host_factors": hinfo,
+        "seed": job.settings.seed if job is not None else None,
+        "fsmeter_version": fsmeter.__version__,
+        "cpus_allowed": len(os.sched_getaffinity(0)),
+        "host_factors": hinfo,
         "mount": {k: v for k, v in mi.items() if k not in ("fs", "device", "proc_mounts_line")},
-        "job": job.engine_dict() if job is not None else None, "python": hi["python"], "os": hi["os"],
+        "job": job.engine_dict() if job is not None else None,
+        "python": hi["python"],
+        "os": hi["os"],
     }
     return env
 
 
-def start_campaign(path: Path, store: Store, console: Console, show_progress: bool = True,
-                   campaign: Optional[CampaignFile] = None, text: Optional[str] = None) -> int:
+def start_campaign(
+    path: Path,
+    store: Store,
+    console: Console,
+    show_progress: bool = True,
+    campaign: CampaignFile | None = None,
+    text: str | None = None,
+) -> int:
     """Validate, plan and register a campaign file; returns its id (run it with run_campaign)."""
     from fsmeter.campaign import load_campaign
 
@@ -453,8 +572,18 @@ def start_campaign(path: Path, store: Store, console: Console, show_progress: bo
         campaign, text = load_campaign(path)
     cells = plan(campaign)
     check_target(campaign)  # before anything is stored: a refused target leaves no campaign behind
-    return store.create_campaign(campaign.name, text or "", [(x.workload, x.factors) for x in cells],
-                                 source_path=str(path) if path else None)
+    return store.create_campaign(
+        campaign.name, text or "", [(x.workload, x.factors) for x in cells], source_path=str(path) if path else None
+    )
 
 
-__all__ = ["Policy", "RunContext", "check_target", "claim_campaign", "run_campaign", "run_cell", "run_trial", "start_campaign"]
+__all__ = [
+    "Policy",
+    "RunContext",
+    "check_target",
+    "claim_campaign",
+    "run_campaign",
+    "run_cell",
+    "run_trial",
+    "start_campaign",
+]

@@ -4,14 +4,16 @@ overrides, validated with pydantic before anything crosses into the engine.
 The engine's serde types (crates/engine/src/job.rs, settings.rs and each workload's spec)
 mirror these models; Python validates first so errors name the parameter.
 """
+
 from __future__ import annotations
 
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Mapping, Optional, get_args, get_origin
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -62,7 +64,9 @@ def load_workload(name_or_path: str) -> WorkloadDef:
         raise UserError(f"{path}: description must be a string")
     unknown = set(data) - {"family", "description", "params", "settings"}
     if unknown:
-        raise UserError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}: allowed are family, description, params, settings")
+        raise UserError(
+            f"{path}: unknown key(s) {', '.join(sorted(unknown))}: allowed are family, description, params, settings"
+        )
     return WorkloadDef(
         name=path.stem,
         family=FAMILIES[fam_name],
@@ -136,20 +140,27 @@ def check_limits(values: Mapping[str, Any], where: str = "parameter ") -> None:
             raise UserError(f"{where}{path}: {v!r} is not a finite number: give a number")
         kind = _limit_kind(name)
         if kind == "duration" and abs(v) > MAX_DURATION_S:
-            raise UserError(f"{where}{path}: {v:g} s is longer than fsmeter's limit of {MAX_DURATION_S:.0f} s "
-                            "(about 116 days): give a shorter duration")
+            raise UserError(
+                f"{where}{path}: {v:g} s is longer than fsmeter's limit of {MAX_DURATION_S:.0f} s "
+                "(about 116 days): give a shorter duration"
+            )
         if kind == "duration_ns" and abs(v) > MAX_DURATION_S * 1e9:
-            raise UserError(f"{where}{path}: {v:g} ns is longer than fsmeter's limit of {MAX_DURATION_S:.0f} s "
-                            "(about 116 days): give a shorter duration")
+            raise UserError(
+                f"{where}{path}: {v:g} ns is longer than fsmeter's limit of {MAX_DURATION_S:.0f} s "
+                "(about 116 days): give a shorter duration"
+            )
         if kind == "size" and abs(v) > MAX_SIZE_BYTES:
-            raise UserError(f"{where}{path}: {_short(v)} bytes is larger than fsmeter's limit of "
-                            f"{MAX_SIZE_BYTES} bytes (1 PiB): give a smaller size")
+            raise UserError(
+                f"{where}{path}: {_short(v)} bytes is larger than fsmeter's limit of "
+                f"{MAX_SIZE_BYTES} bytes (1 PiB): give a smaller size"
+            )
         if kind == "count" and abs(v) > MAX_COUNT:
-            raise UserError(f"{where}{path}: {_short(v)} is larger than fsmeter's limit of {MAX_COUNT}: give a "
-                            "smaller number")
+            raise UserError(
+                f"{where}{path}: {_short(v)} is larger than fsmeter's limit of {MAX_COUNT}: give a smaller number"
+            )
 
 
-def _engine_check(job: "Job") -> None:
+def _engine_check(job: Job) -> None:
     """The engine's own reading of the job (its serde types), without starting it: a value Python let
     through but the engine cannot take is refused now, naming the parameter, not when the job runs."""
     try:
@@ -232,7 +243,7 @@ def _split_lists(model: type, values: dict) -> dict:
     return out
 
 
-def build_job(defn: WorkloadDef, directory: Path, overrides: Optional[Mapping[str, Any]] = None) -> Job:
+def build_job(defn: WorkloadDef, directory: Path, overrides: Mapping[str, Any] | None = None) -> Job:
     """Merge the workload's params with overrides and validate; errors name the parameter."""
     overrides = dict(overrides or {})
     setting_keys = set(JobSettings.model_fields)

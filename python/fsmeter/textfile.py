@@ -5,10 +5,11 @@ bad byte); an output file is checked writable before the work that fills it star
 Also the nesting bound for the TOML such a file holds: a table nested thousands deep is refused with one
 line instead of reaching Python's recursion limit.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from fsmeter.errors import UserError
 
@@ -24,11 +25,12 @@ def decode_text(data: bytes, where: str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise UserError(f"{where} line {line}: byte 0x{data[exc.start]:02x} is not UTF-8 text: save the file "
-                        "as UTF-8") from None
+        raise UserError(
+            f"{where} line {line}: byte 0x{data[exc.start]:02x} is not UTF-8 text: save the file as UTF-8"
+        ) from None
 
 
-def read_text(path: Union[str, Path], what: str, max_bytes: int = MAX_TEXT_BYTES) -> str:
+def read_text(path: str | Path, what: str, max_bytes: int = MAX_TEXT_BYTES) -> str:
     """The UTF-8 text of the file at ``path`` (``what`` names it in errors: "campaign file", "job file")."""
     p = Path(path)
     try:
@@ -44,7 +46,7 @@ def read_text(path: Union[str, Path], what: str, max_bytes: int = MAX_TEXT_BYTES
 
 
 def toml_depth_error(data: Any, limit: int = MAX_TOML_DEPTH) -> str:
-    """"" when ``data`` (parsed TOML) nests at most ``limit`` tables/arrays deep, else the dotted path where
+    """ "" when ``data`` (parsed TOML) nests at most ``limit`` tables/arrays deep, else the dotted path where
     it goes deeper. Iterative, so that it is safe on any depth."""
     stack = [(data, 0, "")]
     while stack:
@@ -71,15 +73,16 @@ def loads_toml(text: str, where: str) -> dict:
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{where}: TOML syntax error: {exc}: fix the file") from None
     except RecursionError:
-        raise UserError(f"{where}: tables or arrays nested too deeply to read: at most {MAX_TOML_DEPTH} "
-                        "levels") from None
+        raise UserError(
+            f"{where}: tables or arrays nested too deeply to read: at most {MAX_TOML_DEPTH} levels"
+        ) from None
     deep = toml_depth_error(data)
     if deep:
         raise UserError(f"{where}: {deep[:200]}: nested more than {MAX_TOML_DEPTH} levels deep: flatten it")
     return data
 
 
-def check_output_path(path: Union[str, Path], option: str) -> Path:
+def check_output_path(path: str | Path, option: str) -> Path:
     """Refuse, before anything is measured, an output file that could not be written afterwards: a
     directory, a missing folder, a path under a file, a place this user may not write. ``-`` (standard
     output) passes. ``option`` names the command-line option in the message (``--json``)."""
@@ -101,5 +104,12 @@ def check_output_path(path: Union[str, Path], option: str) -> Path:
     return p
 
 
-__all__ = ["MAX_TEXT_BYTES", "MAX_TOML_DEPTH", "check_output_path", "decode_text", "loads_toml", "read_text",
-           "toml_depth_error"]
+__all__ = [
+    "MAX_TEXT_BYTES",
+    "MAX_TOML_DEPTH",
+    "check_output_path",
+    "decode_text",
+    "loads_toml",
+    "read_text",
+    "toml_depth_error",
+]

@@ -2,11 +2,12 @@
 
 Size suffixes are binary, as in fio with its default kb_base=1024: K = KiB = KB = 1024.
 """
+
 from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Union
+from typing import Annotated
 
 from pydantic import BeforeValidator
 
@@ -14,7 +15,7 @@ _SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgtp]?)(i?b)?\s*$", re.IG
 _MULT = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50}
 
 
-def parse_size(value: Union[str, int, float]) -> int:
+def parse_size(value: str | int | float) -> int:
     """'4K' -> 4096, '1.5M' -> 1572864, 512 -> 512. Raises ValueError with the accepted forms."""
     if isinstance(value, bool):
         raise ValueError("a size, not a boolean")

@@ -5,9 +5,10 @@ the first ones in full in ``extra.verify.mismatches`` (file, offset, kind, expec
 and found header, first differing bytes; see docs/verify.md). A run or trial with
 any is ``corrupt``, never ``ok``.
 """
+
 from __future__ import annotations
 
-from typing import Iterable, Optional, Tuple
+from collections.abc import Iterable
 
 #: Values of the ``verify`` parameter ("off": no headers, no checks).
 CHOICES = ("off", "crc32c", "xxh3", "sha256")
@@ -23,20 +24,24 @@ def describe(m: dict) -> str:
     where = f"{m.get('file', '?')} offset {m.get('offset')}"
     text = f"{m.get('kind')} at {where} ({m.get('len')} bytes, phase {m.get('phase')})"
     if m.get("first_diff_offset") is not None:
-        text += (f"; first differing byte at file offset {m['first_diff_offset']}: expected "
-                 f"{m.get('expected_bytes') or '-'} found {m.get('found_bytes') or '-'} (from block byte "
-                 f"{m.get('window_start')})")
+        text += (
+            f"; first differing byte at file offset {m['first_diff_offset']}: expected "
+            f"{m.get('expected_bytes') or '-'} found {m.get('found_bytes') or '-'} (from block byte "
+            f"{m.get('window_start')})"
+        )
     found = m.get("found")
     if found:
-        text += (f"; found header: offset {found.get('offset')} len {found.get('len')} thread {found.get('thread')} "
-                 f"generation {found.get('generation')}")
+        text += (
+            f"; found header: offset {found.get('offset')} len {found.get('len')} thread {found.get('thread')} "
+            f"generation {found.get('generation')}"
+        )
     exp = m.get("expected")
     if exp and found and (exp.get("generation"), exp.get("thread")) != (found.get("generation"), found.get("thread")):
         text += f"; expected thread {exp.get('thread')} generation {exp.get('generation')}"
     return text
 
 
-def corruption(reports: Iterable[Tuple[str, dict]]) -> Optional[str]:
+def corruption(reports: Iterable[tuple[str, dict]]) -> str | None:
     """None when no phase found a corrupt block, else one line: how many, where, the first one in full."""
     total, first, phases = 0, None, []
     for key, rep in reports:
@@ -44,7 +49,7 @@ def corruption(reports: Iterable[Tuple[str, dict]]) -> Optional[str]:
         if n:
             total += n
             phases.append(f"{key}: {n}")
-            kept = (((rep.get("extra") or {}).get("verify") or {}).get("mismatches") or [])
+            kept = ((rep.get("extra") or {}).get("verify") or {}).get("mismatches") or []
             if first is None and kept:
                 first = kept[0]
     if not total:

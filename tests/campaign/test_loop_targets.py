@@ -1,4 +1,5 @@
 """Campaigns on loop images (root): /proc/mounts recorded, failing cells, SIGKILL + resume, compare."""
+
 from __future__ import annotations
 
 import os
@@ -9,10 +10,8 @@ import textwrap
 import time
 
 import pytest
-
-from fsmeter.store import open_store, tidy
-
 from campaigns import fsm, ours, wait_for_trials
+from fsmeter.store import open_store, tidy
 
 pytestmark = pytest.mark.root
 
@@ -25,7 +24,8 @@ def loop_campaign(body: str, name: str = "loop") -> str:
 
 def test_two_filesystems_record_proc_mounts_line(tmp_path, scratch):
     f = tmp_path / "c.toml"
-    f.write_text(loop_campaign(f"""\
+    f.write_text(
+        loop_campaign(f"""\
         [[filesystems]]
         name = "ext4"
         mount_options = "noatime"
@@ -37,13 +37,16 @@ def test_two_filesystems_record_proc_mounts_line(tmp_path, scratch):
         [repetitions]
         policy = "fixed"
         n = 2
-        """))
+        """)
+    )
     db = tmp_path / "r.sqlite"
     r = fsm("campaign", "run", f, "--db", db, "-q")
     assert r.returncode == 0, r.stderr
     store = open_store(db)
-    env = store.conn.execute("SELECT fs, proc_mounts_line, mount_options, cache_method, mkfs_command, device, "
-                             "mkfs_tool_version FROM environment ORDER BY trial_id").fetchall()
+    env = store.conn.execute(
+        "SELECT fs, proc_mounts_line, mount_options, cache_method, mkfs_command, device, "
+        "mkfs_tool_version FROM environment ORDER BY trial_id"
+    ).fetchall()
     assert [e["fs"] for e in env] == ["ext4", "ext4", "xfs", "xfs"]
     for e in env:
         fields = e["proc_mounts_line"].split()
@@ -68,7 +71,8 @@ def test_failing_cells_are_recorded_and_the_campaign_goes_on(tmp_path, scratch):
     except FilesystemUnsupported:
         pass
     f = tmp_path / "c.toml"
-    f.write_text(loop_campaign(f"""\
+    f.write_text(
+        loop_campaign(f"""\
         [[filesystems]]
         name = "jfs"
         [[filesystems]]
@@ -83,7 +87,8 @@ def test_failing_cells_are_recorded_and_the_campaign_goes_on(tmp_path, scratch):
         [repetitions]
         policy = "fixed"
         n = 1
-        """))
+        """)
+    )
     db = tmp_path / "r.sqlite"
     r = fsm("campaign", "run", f, "--db", db, "-q")
     assert r.returncode == 0, r.stderr
@@ -99,21 +104,27 @@ def test_failing_cells_are_recorded_and_the_campaign_goes_on(tmp_path, scratch):
 
 def test_sigkill_mid_cell_then_resume(tmp_path, scratch):
     f = tmp_path / "c.toml"
-    f.write_text(loop_campaign(f"""\
+    f.write_text(
+        loop_campaign(f"""\
         [[filesystems]]
         name = "ext4"
         [[filesystems]]
         name = "xfs"
         [[workloads]]
         name = "seq-write"
-        params = {{ {SHORT.replace('duration_s = 0.5', 'duration_s = 1.0')} }}
+        params = {{ {SHORT.replace("duration_s = 0.5", "duration_s = 1.0")} }}
         [repetitions]
         policy = "fixed"
         n = 3
-        """))
+        """)
+    )
     db = tmp_path / "r.sqlite"
-    proc = subprocess.Popen([sys.executable, "-m", "fsmeter", "campaign", "run", str(f), "--db", str(db), "-q"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fsmeter", "campaign", "run", str(f), "--db", str(db), "-q"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_for_trials(db, 1, proc)
         # Between trials the cell's cold-cache step unmounts and mounts the filesystem again: wait
@@ -139,7 +150,7 @@ def test_sigkill_mid_cell_then_resume(tmp_path, scratch):
     assert ours(scratch) == ([], [])  # the killed run's leftovers and the resumed run's are gone
     store = open_store(db)
     after = [tuple(r) for r in store.conn.execute("SELECT id, cell_id, number, status, started FROM trials")]
-    assert after[:len(before)] == before  # finished trials intact
+    assert after[: len(before)] == before  # finished trials intact
     assert store.campaign(1)["status"] == "done"
     for cell in store.cells(1):
         assert cell["status"] == "done"
@@ -148,8 +159,20 @@ def test_sigkill_mid_cell_then_resume(tmp_path, scratch):
 
 def test_compare_smoke(tmp_path, scratch):
     db = tmp_path / "r.sqlite"
-    r = fsm("compare", "--filesystems", "ext4", "--workloads", "seq-read", "--quick-scale", "0.2", "--trials", "2",
-            "--db", db, "-q")
+    r = fsm(
+        "compare",
+        "--filesystems",
+        "ext4",
+        "--workloads",
+        "seq-read",
+        "--quick-scale",
+        "0.2",
+        "--trials",
+        "2",
+        "--db",
+        db,
+        "-q",
+    )
     assert r.returncode == 0, r.stderr
     assert "which filesystem is fastest here" in r.stdout and "ext4" in r.stdout
     report = tmp_path / "r-report.html"

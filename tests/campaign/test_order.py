@@ -1,16 +1,19 @@
 """order = "interleaved": the cells of a workload take turns trial by trial, in alternating order (null backend)."""
+
 from __future__ import annotations
 
-from fsmeter.store import open_store
-
 from campaigns import FAST, dir_campaign, fsm
+from fsmeter.store import open_store
 
 
 def _run(tmp_path, order_line: str, n: int = 3):
     work = tmp_path / "work"
     work.mkdir()
     f = tmp_path / "c.toml"
-    f.write_text(dir_campaign(work, f"""\
+    f.write_text(
+        dir_campaign(
+            work,
+            f"""\
         {order_line}
         [factors]
         threads = [1, 2, 3]
@@ -23,13 +26,16 @@ def _run(tmp_path, order_line: str, n: int = 3):
         [repetitions]
         policy = "fixed"
         n = {n}
-        """))
+        """,
+        )
+    )
     db = tmp_path / "r.sqlite"
     r = fsm("campaign", "run", f, "--db", db, "-q")
     assert r.returncode == 0, r.stderr
     store = open_store(db)
-    rows = store.conn.execute("SELECT c.workload, c.factors, t.number, c.status FROM trials t JOIN cells c "
-                              "ON c.id = t.cell_id ORDER BY t.id").fetchall()
+    rows = store.conn.execute(
+        "SELECT c.workload, c.factors, t.number, c.status FROM trials t JOIN cells c ON c.id = t.cell_id ORDER BY t.id"
+    ).fetchall()
     return [(r[0], int(r[1].split(":")[-1].strip(" }")), r[2]) for r in rows], {r[3] for r in rows}
 
 

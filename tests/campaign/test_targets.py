@@ -1,6 +1,7 @@
 """A campaign's target is checked as a whole before its first cell: a field that belongs to another
 kind, a device not named twice or in use, a directory that is a kernel interface are one line and
 exit 2, with no cell run and no campaign stored. Device tests use a loop device of their own."""
+
 from __future__ import annotations
 
 import sqlite3
@@ -8,13 +9,14 @@ import subprocess
 import sys
 
 import pytest
-
 from fsmeter.campaign import parse_campaign
 from fsmeter.errors import UserError
 from fsmeter.provision import sysinfo
 
-WORKLOAD = ('[[workloads]]\nname = "seq-read"\nparams = { backend = "null", file_size = "1M", warmup_s = 0, '
-            'duration_s = 0.1 }\n[repetitions]\npolicy = "fixed"\nn = 1\n')
+WORKLOAD = (
+    '[[workloads]]\nname = "seq-read"\nparams = { backend = "null", file_size = "1M", warmup_s = 0, '
+    'duration_s = 0.1 }\n[repetitions]\npolicy = "fixed"\nn = 1\n'
+)
 
 
 def campaign(target: str) -> str:
@@ -25,8 +27,12 @@ def run_campaign(tmp_path, target: str):
     f = tmp_path / "c.toml"
     f.write_text(campaign(target))
     db = tmp_path / "r.sqlite"
-    r = subprocess.run([sys.executable, "-m", "fsmeter", "campaign", "run", str(f), "--db", str(db), "-q"],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "fsmeter", "campaign", "run", str(f), "--db", str(db), "-q"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return r, db
 
 
@@ -45,14 +51,20 @@ def one_line(r) -> str:
     return err
 
 
-@pytest.mark.parametrize("target,field,kind", [
-    ('kind = "tmpfs"\nsize = "64M"\npath = "/tmp"', "target.path", "tmpfs"),
-    ('kind = "loop"\ndevice = "/dev/loop0"', "target.device", "loop"),
-    ('kind = "dir"\npath = "/tmp"\nsize = "1G"', "target.size", "dir"),
-    ('kind = "device"\ndevice = "/dev/x"\ndestroy_data_on = "/dev/x"\npreallocate = true', "target.preallocate",
-     "device"),
-    ('size = "1G"\ndestroy_data_on = "/dev/sda"', "target.destroy_data_on", "loop"),  # kind defaults to loop
-])
+@pytest.mark.parametrize(
+    "target,field,kind",
+    [
+        ('kind = "tmpfs"\nsize = "64M"\npath = "/tmp"', "target.path", "tmpfs"),
+        ('kind = "loop"\ndevice = "/dev/loop0"', "target.device", "loop"),
+        ('kind = "dir"\npath = "/tmp"\nsize = "1G"', "target.size", "dir"),
+        (
+            'kind = "device"\ndevice = "/dev/x"\ndestroy_data_on = "/dev/x"\npreallocate = true',
+            "target.preallocate",
+            "device",
+        ),
+        ('size = "1G"\ndestroy_data_on = "/dev/sda"', "target.destroy_data_on", "loop"),  # kind defaults to loop
+    ],
+)
 def test_a_field_of_another_target_kind_is_refused_by_name(target, field, kind):
     with pytest.raises(UserError) as e:
         parse_campaign(campaign(target))
@@ -61,8 +73,11 @@ def test_a_field_of_another_target_kind_is_refused_by_name(target, field, kind):
 
 
 def test_fields_of_the_kind_itself_are_accepted():
-    for target in ('kind = "loop"\nsize = "1G"\njournal_size = "64M"\npreallocate = true', 'kind = "tmpfs"\nsize = "1G"',
-                   'kind = "device"\ndevice = "/dev/x"\ndestroy_data_on = "/dev/x"\nforce = false'):
+    for target in (
+        'kind = "loop"\nsize = "1G"\njournal_size = "64M"\npreallocate = true',
+        'kind = "tmpfs"\nsize = "1G"',
+        'kind = "device"\ndevice = "/dev/x"\ndestroy_data_on = "/dev/x"\nforce = false',
+    ):
         assert parse_campaign(campaign(target)).target is not None
 
 
@@ -74,8 +89,13 @@ def test_a_kernel_interface_as_dir_target_is_one_line_and_no_campaign(tmp_path, 
     assert stored_campaigns(db) == 0
 
 
-@pytest.mark.parametrize("confirm,what", [(None, "destroy_data_on: /dev/fsmeter-no-such-disk would be formatted"),
-                                          ("/dev/fsmeter-other-disk", "names another device")])
+@pytest.mark.parametrize(
+    "confirm,what",
+    [
+        (None, "destroy_data_on: /dev/fsmeter-no-such-disk would be formatted"),
+        ("/dev/fsmeter-other-disk", "names another device"),
+    ],
+)
 def test_device_not_named_twice_refuses_the_whole_campaign(tmp_path, confirm, what):
     target = 'kind = "device"\ndevice = "/dev/fsmeter-no-such-disk"'
     if confirm:

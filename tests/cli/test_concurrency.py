@@ -1,6 +1,7 @@
 """Two fsmeter processes on one machine: the run lock (the second waits, or refuses with --no-wait),
 campaign ownership (resume never takes a campaign a live process runs) and host-factor reverts of
 the same sysfs file. Processes are coordinated by lines on pipes, never by sleeping."""
+
 from __future__ import annotations
 
 import json
@@ -11,10 +12,8 @@ import sys
 import textwrap
 
 import pytest
-
-from fsmeter.store import open_store
-
 from campaigns import FAST, dir_campaign, fsm
+from fsmeter.store import open_store
 from repo_paths import ROOT
 
 TINY = ["--set", "backend=null", "--set", "file_size=1M", "--set", "warmup_s=0", "--set", "duration_s=0.05"]
@@ -25,8 +24,14 @@ class Child:
 
     def __init__(self, code: str, *args: str):
         env = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "python")}
-        self.p = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code), *args], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        self.p = subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(code), *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
 
     def expect(self, word: str) -> str:
         line = self.p.stdout.readline()
@@ -65,19 +70,27 @@ def holder():
 
 
 # -- the run lock -------------------------------------------------------------------------------------
-@pytest.mark.parametrize("command", [
-    ["run", "seq-read", "--dir", "{tmp}", *TINY],
-    ["campaign", "run", "{campaign}"],
-    ["compare", "--dir", "{tmp}", "--workloads", "seq-read", "--trials", "1", "--db", "{tmp}/c.sqlite"],
-    ["campaign", "resume", "--db", "{tmp}/none.sqlite"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["run", "seq-read", "--dir", "{tmp}", *TINY],
+        ["campaign", "run", "{campaign}"],
+        ["compare", "--dir", "{tmp}", "--workloads", "seq-read", "--trials", "1", "--db", "{tmp}/c.sqlite"],
+        ["campaign", "resume", "--db", "{tmp}/none.sqlite"],
+    ],
+)
 def test_no_wait_refuses_naming_the_holder(tmp_path, holder, command):
     campaign = tmp_path / "c.toml"
-    campaign.write_text(dir_campaign(tmp_path, f"""\
+    campaign.write_text(
+        dir_campaign(
+            tmp_path,
+            f"""\
         [[workloads]]
         name = "seq-read"
         params = {{ {FAST} }}
-        """))
+        """,
+        )
+    )
     args = [a.format(tmp=tmp_path, campaign=campaign) for a in command]
     r = fsm(*args, "--no-wait")
     assert r.returncode == 1, r.stdout + r.stderr
@@ -89,8 +102,12 @@ def test_no_wait_refuses_naming_the_holder(tmp_path, holder, command):
 
 def test_the_second_waits_for_the_first_then_runs(tmp_path, holder):
     out = tmp_path / "r.json"
-    p = subprocess.Popen([sys.executable, "-m", "fsmeter", "run", "seq-read", "--dir", str(tmp_path), *TINY,
-                          "-q", "--json", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "fsmeter", "run", "seq-read", "--dir", str(tmp_path), *TINY, "-q", "--json", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         first = p.stderr.readline()  # the waiting message: it is waiting now
         assert first.startswith("fsmeter: waiting for the run lock") and f"pid {holder.p.pid}" in first
@@ -114,7 +131,8 @@ def test_a_killed_holder_releases_the_lock(tmp_path, holder):
 
 
 def test_the_lock_nests_within_one_process():
-    from fsmeter.runlock import holder as who, measuring
+    from fsmeter.runlock import holder as who
+    from fsmeter.runlock import measuring
 
     with measuring("outer") as path:
         with measuring("inner", wait=False):
@@ -137,14 +155,19 @@ OWNER = """
 
 def _campaigns(tmp_path, n: int):
     f = tmp_path / "c.toml"
-    f.write_text(dir_campaign(tmp_path, f"""\
+    f.write_text(
+        dir_campaign(
+            tmp_path,
+            f"""\
         [[workloads]]
         name = "seq-read"
         params = {{ {FAST} }}
         [repetitions]
         policy = "fixed"
         n = 1
-        """))
+        """,
+        )
+    )
     db = tmp_path / "r.sqlite"
     from fsmeter.campaign import load_campaign
     from fsmeter.runner import start_campaign

@@ -1,4 +1,5 @@
 """`fsmeter run` as a user runs it: the result JSON, bad input in one line, Ctrl-C and other signals."""
+
 from __future__ import annotations
 
 import json
@@ -6,26 +7,50 @@ import subprocess
 import sys
 
 import pytest
-
 from fsmeter.spec import build_job, load_workload, parse_set
 from procstat import wait_for_worker_cpu
 
 
 def fsmeter(*args, check=False):
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
-                          check=check)
+    return subprocess.run(
+        [sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True, check=check
+    )
 
 
 def test_run_fileserver_writes_documented_json(tmp_path):
     out = tmp_path / "out.json"
     d = tmp_path / "d"
     d.mkdir()
-    r = fsmeter("run", "fileserver", "--dir", d, "--set", "duration_s=1", "--set", "warmup_s=0.2",
-                "--set", "file_size=16M", "--json", out, "-q")
+    r = fsmeter(
+        "run",
+        "fileserver",
+        "--dir",
+        d,
+        "--set",
+        "duration_s=1",
+        "--set",
+        "warmup_s=0.2",
+        "--set",
+        "file_size=16M",
+        "--json",
+        out,
+        "-q",
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
-    for key in ("format", "version", "fsmeter_version", "workload", "family", "job", "started_at", "host",
-                "phases", "metrics", "interrupted"):
+    for key in (
+        "format",
+        "version",
+        "fsmeter_version",
+        "workload",
+        "family",
+        "job",
+        "started_at",
+        "host",
+        "phases",
+        "metrics",
+        "interrupted",
+    ):
         assert key in doc, key
     assert doc["workload"] == "fileserver" and doc["interrupted"] is False
     assert doc["phases"]["run"]["cache_reset"] in ("drop_caches", "fadvise")
@@ -47,13 +72,16 @@ def test_run_fileserver_writes_documented_json(tmp_path):
     assert "fileserver / run" in r.stdout and "ops/s" in r.stdout
 
 
-@pytest.mark.parametrize("setting, fragment", [
-    ("queue_depth=0", "queue_depth"),
-    ("bogus=1", "unknown parameter bogus"),
-    ("file_size=12Q", "file_size"),
-    ("queue_depth=8", "io_uring"),
-    ("set", "key=value"),
-])
+@pytest.mark.parametrize(
+    "setting, fragment",
+    [
+        ("queue_depth=0", "queue_depth"),
+        ("bogus=1", "unknown parameter bogus"),
+        ("file_size=12Q", "file_size"),
+        ("queue_depth=8", "io_uring"),
+        ("set", "key=value"),
+    ],
+)
 def test_bad_set_exits_2_with_one_line(tmp_path, setting, fragment):
     r = fsmeter("run", "fileserver", "--dir", tmp_path, "--set", setting)
     assert r.returncode == 2, r.stderr
@@ -83,10 +111,31 @@ def test_ctrl_c_stops_the_run_and_keeps_what_was_measured(tmp_path):
     out = tmp_path / "out.json"
     d = tmp_path / "d"
     d.mkdir()
-    p = subprocess.Popen([sys.executable, "-m", "fsmeter", "run", "rand-read-4k", "--dir", str(d), "-q",
-                          "--set", "backend=null", "--set", "file_size=1M", "--set", "warmup_s=0",
-                          "--set", "duration_s=120", "--json", str(out)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fsmeter",
+            "run",
+            "rand-read-4k",
+            "--dir",
+            str(d),
+            "-q",
+            "--set",
+            "backend=null",
+            "--set",
+            "file_size=1M",
+            "--set",
+            "warmup_s=0",
+            "--set",
+            "duration_s=120",
+            "--json",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         # The run phase is measuring once a thread other than the main one has used 0.2 s of CPU:
         # prepare (a 1 MiB file, null backend) uses a few milliseconds, imports run on the main thread.
@@ -114,12 +163,33 @@ def test_sigterm_and_sighup_stop_like_ctrl_c_and_remove_the_data_files(tmp_path,
     out = tmp_path / "out.json"
     d = tmp_path / "d"
     d.mkdir()
-    p = subprocess.Popen([sys.executable, "-m", "fsmeter", "run", "rand-read-4k", "--dir", str(d), "-q",
-                          "--set", "file_size=1M", "--set", "warmup_s=0", "--set", "duration_s=120",
-                          "--cache", "keep", "--json", str(out)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         # as from a terminal, even when the tests themselves run under nohup
-                         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fsmeter",
+            "run",
+            "rand-read-4k",
+            "--dir",
+            str(d),
+            "-q",
+            "--set",
+            "file_size=1M",
+            "--set",
+            "warmup_s=0",
+            "--set",
+            "duration_s=120",
+            "--cache",
+            "keep",
+            "--json",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # as from a terminal, even when the tests themselves run under nohup
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),
+    )
     try:
         # Into the measured phase, however slow the machine: a worker has used 0.2 s of CPU (the
         # 1 MiB file's layout takes milliseconds), not a fixed sleep after the file appeared.
@@ -139,13 +209,33 @@ def test_sigterm_and_sighup_stop_like_ctrl_c_and_remove_the_data_files(tmp_path,
 def test_run_loads_only_what_it_uses(tmp_path):
     """Start-up: `fsmeter run` of a short phase loads no other subcommand (campaigns, reports) and no
     numpy (under 10 interval samples there is nothing to compute on); help still lists every command."""
-    code = ("import sys\nfrom fsmeter.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n"
-            "    assert not e.code, e.code\n"
-            "print(sorted(m for m in sys.modules if m.startswith('fsmeter.cli.') or m == 'numpy'))\n")
+    code = (
+        "import sys\nfrom fsmeter.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n"
+        "    assert not e.code, e.code\n"
+        "print(sorted(m for m in sys.modules if m.startswith('fsmeter.cli.') or m == 'numpy'))\n"
+    )
     d = tmp_path / "d"
     d.mkdir()
-    r = subprocess.run([sys.executable, "-c", code, "run", "seq-read", "--dir", str(d), "--set", "duration_s=0.3",
-                        "--set", "warmup_s=0", "--set", "file_size=1M", "-q"], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "run",
+            "seq-read",
+            "--dir",
+            str(d),
+            "--set",
+            "duration_s=0.3",
+            "--set",
+            "warmup_s=0",
+            "--set",
+            "file_size=1M",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     loaded = eval(r.stdout.strip().splitlines()[-1])
     assert "fsmeter.cli.run" in loaded
@@ -178,8 +268,12 @@ def test_set_takes_comma_separated_lists(tmp_path):
 
 @pytest.mark.parametrize("where", ["/proc", "/sys/kernel", "/dev"])
 def test_a_kernel_interface_as_dir_is_one_line(where):
-    r = subprocess.run([sys.executable, "-m", "fsmeter", "run", "seq-read", "--dir", where, "-q",
-                        "--set", "duration_s=0.1"], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "fsmeter", "run", "seq-read", "--dir", where, "-q", "--set", "duration_s=0.1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"fsmeter: error: --dir {where} is a kernel interface ("), r.stderr

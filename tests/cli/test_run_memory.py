@@ -5,6 +5,7 @@ measures it). scipy.stats, statsmodels and pandas alone cost over 100 MB residen
 phase (batch-means CI, steady state) must not load them; the formulas that replace scipy's and
 statsmodels' here are checked against them.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,33 +14,54 @@ import sys
 
 import numpy as np
 import pytest
-
 from fsmeter.stats.batch import _window_criteria, lag1_autocorrelation, r1_limit
 from fsmeter.stats.summary import mean_ci, t_critical
 
 HEAVY = ("scipy.stats", "statsmodels", "pandas", "plotly", "jinja2")
 
-PROBE = """
+PROBE = f"""
 import json, sys
 from fsmeter.cli import main
 try:
     main(sys.argv[1:])
 except SystemExit as e:
     code = e.code
-heavy = sorted({m for m in sys.modules for h in %r if m == h or m.startswith(h + ".")})
-print("MODULES " + json.dumps({"code": code, "heavy": heavy}))
-""" % (HEAVY,)
+heavy = sorted({{m for m in sys.modules for h in {HEAVY!r} if m == h or m.startswith(h + ".")}})
+print("MODULES " + json.dumps({{"code": code, "heavy": heavy}}))
+"""
 
 
 def test_fsmeter_run_judges_the_phase_without_heavy_modules(tmp_path):
     out = tmp_path / "out.json"
-    r = subprocess.run([sys.executable, "-c", PROBE, "run", "seq-read", "--dir", str(tmp_path), "-q",
-                        "--set", "backend=null", "--set", "file_size=1M", "--set", "warmup_s=0",
-                        "--set", "duration_s=0.6", "--set", "interval_s=0.05", "--json", str(out)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            PROBE,
+            "run",
+            "seq-read",
+            "--dir",
+            str(tmp_path),
+            "-q",
+            "--set",
+            "backend=null",
+            "--set",
+            "file_size=1M",
+            "--set",
+            "warmup_s=0",
+            "--set",
+            "duration_s=0.6",
+            "--set",
+            "interval_s=0.05",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
     line = [ln for ln in r.stdout.splitlines() if ln.startswith("MODULES ")]
     assert line, r.stdout + r.stderr
-    got = json.loads(line[-1][len("MODULES "):])
+    got = json.loads(line[-1][len("MODULES ") :])
     assert got["code"] in (0, None), r.stderr
     # The phase was judged (a batch-means CI needs >= 10 intervals: 0.6 s / 0.05 s) ...
     q = json.loads(out.read_text())["phases"]["run"]["quality"]

@@ -1,15 +1,15 @@
 """The one phase loop (fsmeter.phases.run_phases) every way of running a job goes through, the MPI
 ranks' merged regime, and the family hooks the report and `fsmeter run` find through `Family`."""
+
 from __future__ import annotations
 
 import ast
 
 import pytest
-from repo_paths import ROOT
-
 from fsmeter.families import FAMILIES, Phase, resolve
 from fsmeter.mpi.merge import merge_regime
 from fsmeter.phases import PhaseRun, judge, run_phases
+from repo_paths import ROOT
 
 PACKAGE = ROOT / "python" / "fsmeter"
 
@@ -45,8 +45,9 @@ PLAN = [Phase("prepare", measured=False), Phase("run", cold_cache=True), Phase("
 def test_phases_run_in_order_with_cache_reset_and_cleanup():
     s = FakeSession({}, ("prepare", "run", "verify", "cleanup"))
     resets = []
-    run = run_phases(PhaseRun(s), PLAN, no_progress, reset_cache=lambda ph: resets.append(ph.key) or "fadvise",
-                     annotate=True)
+    run = run_phases(
+        PhaseRun(s), PLAN, no_progress, reset_cache=lambda ph: resets.append(ph.key) or "fadvise", annotate=True
+    )
     assert s.calls == ["prepare", "run", "verify", "cleanup"]
     assert resets == ["run"] and run.resets == ["fadvise"]
     reps = run.reports()
@@ -87,8 +88,9 @@ def test_quality_only_for_measured_phases_and_interrupted_ones_only_when_asked()
     reports = {"run": {"interrupted": True, "intervals": [], "elapsed_s": 2.0, "warmup_s": 0.0}}
     run = run_phases(PhaseRun(FakeSession(reports)), PLAN[:2], no_progress, quality=judge(min_phase_s=1))
     assert "quality" not in run.reports()["prepare"] and "quality" not in run.reports()["run"]
-    run = run_phases(PhaseRun(FakeSession(reports)), PLAN[:2], no_progress,
-                     quality=judge(min_phase_s=1, interrupted=True))
+    run = run_phases(
+        PhaseRun(FakeSession(reports)), PLAN[:2], no_progress, quality=judge(min_phase_s=1, interrupted=True)
+    )
     assert run.reports()["run"]["quality"]["too_short"] is False
 
 
@@ -99,18 +101,42 @@ def test_merged_regime_of_ranks_on_two_hosts():
     mib = 1 << 20
 
     def part(rank, host, share, dev):
-        return {"rank": rank, "host": host, "report": {"regime": {
-            "device": "/dev/loop9", "cpus": 2, "other_cpu_share": share, "busy": share > 0.1, "own_cpu_s": 1.0,
-            "read_bytes": 50 * mib, "write_bytes": 0, "process_read_bytes": 0, "process_write_bytes": 0,
-            "device_read_bytes": dev * mib, "device_write_bytes": 0, "wall_s": 2.0}}}
+        return {
+            "rank": rank,
+            "host": host,
+            "report": {
+                "regime": {
+                    "device": "/dev/loop9",
+                    "cpus": 2,
+                    "other_cpu_share": share,
+                    "busy": share > 0.1,
+                    "own_cpu_s": 1.0,
+                    "read_bytes": 50 * mib,
+                    "write_bytes": 0,
+                    "process_read_bytes": 0,
+                    "process_write_bytes": 0,
+                    "device_read_bytes": dev * mib,
+                    "device_write_bytes": 0,
+                    "wall_s": 2.0,
+                }
+            },
+        }
 
     reg = merge_regime([part(0, "a", 0.02, 40), part(1, "a", 0.05, 60), part(2, "b", 0.30, 20)])
     assert reg["read_bytes"] == 150 * mib and reg["device_read_bytes"] == 80 * mib
     assert reg["cache_read_share"] == pytest.approx(0.4667, abs=1e-4)
     assert reg["other_cpu_share"] == 0.30 and reg["busy"] is True
     assert reg["hosts"]["a"]["other_cpu_share"] == 0.05 and reg["own_cpu_s"] == 2.0
-    reg = merge_regime([part(0, "a", 0.02, 40), {"rank": 1, "host": "b", "report": {"regime": {
-        "device": None, "read_bytes": 50 * mib, "device_read_bytes": None}}}])
+    reg = merge_regime(
+        [
+            part(0, "a", 0.02, 40),
+            {
+                "rank": 1,
+                "host": "b",
+                "report": {"regime": {"device": None, "read_bytes": 50 * mib, "device_read_bytes": None}},
+            },
+        ]
+    )
     assert reg["device_read_bytes"] is None and reg["cache_read_share"] is None  # one host unknown: unknown
 
 
@@ -128,7 +154,12 @@ def test_nothing_below_the_cli_imports_it():
         if rel.parts[0] == "cli" or rel.name == "__main__.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             offenders += [f"{rel}: {n}" for n in names if n == "fsmeter.cli" or n.startswith("fsmeter.cli.")]
     assert not offenders, offenders

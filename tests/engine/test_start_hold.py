@@ -1,11 +1,11 @@
 """EngineSession.run_phase(at_start=...): the hold an MPI rank's start barrier goes into. The
 callback runs once the phase is set up and before its measured work, which waits for it."""
+
 from __future__ import annotations
 
 import time
 
 import pytest
-
 from fsmeter.engine import EngineSession
 from fsmeter.spec import build_job, load_workload, parse_set
 

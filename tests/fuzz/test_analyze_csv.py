@@ -2,6 +2,7 @@
 never another exception or a hang; and the files that once gave silently wrong figures (a row with more
 fields than the header, a repeated column) or tracebacks (empty factor cells, nan, 1e308, a header alone)
 are refused naming the line or column."""
+
 from __future__ import annotations
 
 import csv
@@ -9,10 +10,10 @@ import io
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
-
 from fsmeter.stats.analyze import analyze_frame, check_cli_level, combine_factors, load_csv, stack_responses
 from fuzz_common import SLOW, mutate, result_or_user_error, splice_bytes
+from hypothesis import given
+from hypothesis import strategies as st
 from repo_paths import DATA
 
 BONNIE = DATA / "bonnie-1024mb-10runs.csv"
@@ -54,15 +55,18 @@ def test_a_row_with_an_extra_field_is_refused_naming_its_line(tmp_path):
     assert err is not None and "line 6" in err.message and "fields" in err.message
 
 
-@pytest.mark.parametrize("edit, words", [
-    (lambda r: r[0].__setitem__(2, "filesystem"), ["filesystem", "twice"]),
-    (lambda r: r[3].__setitem__(0, ""), ["filesystem", "line 4"]),
-    (lambda r: r[3].__setitem__(0, "nan"), ["filesystem", "line 4"]),
-    (lambda r: r[3].__setitem__(12, "nan"), ["block_read_kbs", "line 4"]),
-    (lambda r: r[3].__setitem__(12, "1e308"), ["line 4"]),
-    (lambda r: r[3].__setitem__(12, "inf"), ["line 4"]),
-    (lambda r: r.__delitem__(slice(1, None)), ["no rows"]),
-])
+@pytest.mark.parametrize(
+    "edit, words",
+    [
+        (lambda r: r[0].__setitem__(2, "filesystem"), ["filesystem", "twice"]),
+        (lambda r: r[3].__setitem__(0, ""), ["filesystem", "line 4"]),
+        (lambda r: r[3].__setitem__(0, "nan"), ["filesystem", "line 4"]),
+        (lambda r: r[3].__setitem__(12, "nan"), ["block_read_kbs", "line 4"]),
+        (lambda r: r[3].__setitem__(12, "1e308"), ["line 4"]),
+        (lambda r: r[3].__setitem__(12, "inf"), ["line 4"]),
+        (lambda r: r.__delitem__(slice(1, None)), ["no rows"]),
+    ],
+)
 def test_known_bad_files_are_refused_naming_the_place(tmp_path, edit, words):
     rows = [r[:] for r in ROWS]
     edit(rows)
@@ -79,9 +83,12 @@ def test_only_the_three_levels_are_taken(level):
 
 
 @SLOW
-@given(st.randoms(use_true_random=False), st.integers(1, 6),
-       st.sampled_from(["block_read_kbs", "seeks_per_s", "block_read_kbs,block_write_kbs", "filesystem"]),
-       st.sampled_from([["filesystem"], ["kernel"], ["filesystem", "kernel"], ["filesystem+kernel"], []]))
+@given(
+    st.randoms(use_true_random=False),
+    st.integers(1, 6),
+    st.sampled_from(["block_read_kbs", "seeks_per_s", "block_read_kbs,block_write_kbs", "filesystem"]),
+    st.sampled_from([["filesystem"], ["kernel"], ["filesystem", "kernel"], ["filesystem+kernel"], []]),
+)
 def test_mutated_csv_analyses_or_fails_in_one_line(tmp_path, rnd, edits, response, factors):
     text = mutate(BONNIE.read_text(), rnd, edits)
     p = tmp_path / "m.csv"
@@ -89,9 +96,11 @@ def test_mutated_csv_analyses_or_fails_in_one_line(tmp_path, rnd, edits, respons
     result_or_user_error(analyze_file, p, response, factors)
 
 
-_cell = st.one_of(st.sampled_from(["", "nan", "NA", "inf", "-inf", "1e308", "-1e308", "0", "1", "2", "a", "b",
-                                   '"', ",", "１２"]),
-                  st.floats(allow_nan=True, allow_infinity=True).map(repr), st.integers().map(str))
+_cell = st.one_of(
+    st.sampled_from(["", "nan", "NA", "inf", "-inf", "1e308", "-1e308", "0", "1", "2", "a", "b", '"', ",", "１２"]),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.integers().map(str),
+)
 
 
 @SLOW

@@ -1,15 +1,15 @@
 """Campaign files as hostile input: any text, bytes or structure gives a planned campaign or one
 `fsmeter: error:` line, never another exception or a hang; and the invalid inputs that once passed
 (non-finite or overflowing values, endless names, nesting, a setting in two places) are refused."""
+
 from __future__ import annotations
 
-
 import pytest
-from hypothesis import given, strategies as st
-
 from fsmeter.campaign import MAX_NAME_CHARS, dump_toml, load_campaign, parse_campaign, plan
 from fsmeter.units import MAX_DURATION_S, MAX_SIZE_BYTES
 from fuzz_common import FAST, SLOW, mutate, result_or_user_error, splice_bytes
+from hypothesis import given
+from hypothesis import strategies as st
 
 SEED = """name = "fuzz"
 description = "seed campaign"
@@ -61,16 +61,25 @@ def test_mutated_campaigns_plan_or_fail_in_one_line(tmp_path, rnd, edits):
 
 
 _hostile_number = st.one_of(
-    st.floats(allow_nan=True, allow_infinity=True), st.integers(-(1 << 70), 1 << 70),
-    st.sampled_from([1e30, 1.85e10, 18446744073709551616, -1, 0]))
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-(1 << 70), 1 << 70),
+    st.sampled_from([1e30, 1.85e10, 18446744073709551616, -1, 0]),
+)
 
 
 @SLOW
-@given(st.sampled_from(["duration_s", "warmup_s", "file_size", "file_count", "queue_depth", "threads",
-                        "interval_s", "record_size"]), _hostile_number)
+@given(
+    st.sampled_from(
+        ["duration_s", "warmup_s", "file_size", "file_count", "queue_depth", "threads", "interval_s", "record_size"]
+    ),
+    _hostile_number,
+)
 def test_hostile_workload_values_are_refused_up_front_or_within_limits(tmp_path, key, value):
-    data = {"name": "x", "target": {"kind": "dir", "path": str(tmp_path)},
-            "workloads": [{"name": "seq-read", "params": {key: value}}]}
+    data = {
+        "name": "x",
+        "target": {"kind": "dir", "path": str(tmp_path)},
+        "workloads": [{"name": "seq-read", "params": {key: value}}],
+    }
     cells, err = result_or_user_error(parse_and_plan, dump_toml(data))
     if cells is not None:
         assert_cells_sane(cells)
@@ -83,8 +92,9 @@ def test_hostile_workload_values_are_refused_up_front_or_within_limits(tmp_path,
         assert err is not None and "duration_s" in err.message
 
 
-@pytest.mark.parametrize("value, word", [("inf", "finite"), ("nan", "duration_s"), ("1e30", "limit"),
-                                         ("1.85e10", "limit")])
+@pytest.mark.parametrize(
+    "value, word", [("inf", "finite"), ("nan", "duration_s"), ("1e30", "limit"), ("1.85e10", "limit")]
+)
 def test_a_duration_beyond_the_limit_names_the_field(tmp_path, value, word):
     text = SEED.format(dir=tmp_path).replace("duration_s = 1,", f"duration_s = {value},")
     _, err = result_or_user_error(parse_and_plan, text)
@@ -129,16 +139,23 @@ def test_long_names_are_refused(name):
 @pytest.mark.parametrize("setting", ["threads", "seed", "backend"])
 def test_a_setting_as_factor_and_in_params_is_refused(tmp_path, setting):
     level = {"threads": [1, 2], "seed": [1, 2], "backend": ["psync", "null"]}[setting]
-    data = {"name": "x", "target": {"kind": "dir", "path": str(tmp_path)}, "factors": {setting: level},
-            "workloads": [{"name": "seq-read", "params": {setting: level[0]}}]}
+    data = {
+        "name": "x",
+        "target": {"kind": "dir", "path": str(tmp_path)},
+        "factors": {setting: level},
+        "workloads": [{"name": "seq-read", "params": {setting: level[0]}}],
+    }
     _, err = result_or_user_error(parse_and_plan, dump_toml(data))
     assert err is not None and f"factors.{setting}" in err.message and "params" in err.message
 
 
 def test_a_matrix_too_large_to_run_is_refused_before_expanding(tmp_path):
-    data = {"name": "x", "target": {"kind": "dir", "path": str(tmp_path)},
-            "factors": {"queue_depth": list(range(1, 101)), "seed": list(range(100)), "threads": list(range(1, 101))},
-            "workloads": ["seq-read"]}
+    data = {
+        "name": "x",
+        "target": {"kind": "dir", "path": str(tmp_path)},
+        "factors": {"queue_depth": list(range(1, 101)), "seed": list(range(100)), "threads": list(range(1, 101))},
+        "workloads": ["seq-read"],
+    }
     _, err = result_or_user_error(parse_and_plan, dump_toml(data))
     assert err is not None and "1,000,000 cells" in err.message
 
@@ -146,9 +163,12 @@ def test_a_matrix_too_large_to_run_is_refused_before_expanding(tmp_path):
 @pytest.mark.parametrize("where", ["name", "label", "level"])
 def test_a_bracket_in_a_name_is_refused(tmp_path, where):
     """rich draws every table and reads [x] as a style: 'ext4[dax]' printed as 'ext4', '[/b]' raised."""
-    data = {"name": "a[/b]" if where == "name" else "a", "target": {"kind": "dir", "path": str(tmp_path)},
-            "workloads": [{"name": "seq-read", **({"label": "w[dax]"} if where == "label" else {})}],
-            "factors": {"seed": [1, 2]} if where != "level" else {"backend": ["psync[x]", "null"]}}
+    data = {
+        "name": "a[/b]" if where == "name" else "a",
+        "target": {"kind": "dir", "path": str(tmp_path)},
+        "workloads": [{"name": "seq-read", **({"label": "w[dax]"} if where == "label" else {})}],
+        "factors": {"seed": [1, 2]} if where != "level" else {"backend": ["psync[x]", "null"]},
+    }
     _, err = result_or_user_error(parse_and_plan, dump_toml(data))
     assert err is not None and "'['" in err.message
 

@@ -1,17 +1,18 @@
 """fio job files that broke fsmeter before, with the options added lately (offset_increment, latency_target,
 sprandom, verify=meta patterns, exec, logs, pacing): each gives a planned job with the values fio means, or one
 `fsmeter: error:` line naming the job file's line and option, never another exception or a hang."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
-
 from fsmeter.errors import UserError
 from fsmeter.interop.fio_run import plan_jobfile
 from fsmeter.units import MAX_SIZE_BYTES
 from fuzz_common import FAST, result_or_user_error
+from hypothesis import given
+from hypothesis import strategies as st
 
 
 def plan(text: str, directory: Path) -> list:
@@ -38,7 +39,7 @@ def test_an_io_size_past_every_limit_with_offset_increment_is_refused_on_its_lin
 def test_offset_increment_passes_for_a_large_io_size_are_counted_as_fio_counts_them(tmp_path):
     # 4 clones 64 KiB apart, each on filesize=256k (64 random 4 KiB writes per pass); io_size=1 GiB: fio goes on
     # while the clone is at least one request short of io_size, so 1 GiB / 256 KiB = 4096 passes.
-    (job, _m), = plan(STRIPES.format(io="1g"), tmp_path)
+    ((job, _m),) = plan(STRIPES.format(io="1g"), tmp_path)
     regions = job.params.thread_regions
     assert [r.start for r in regions] == [0, 65536, 131072, 196608]
     assert all(r.len == 262144 and r.pass_ios == 64 and r.bytes == 4096 * 64 * 4096 for r in regions)
@@ -47,9 +48,9 @@ def test_offset_increment_passes_for_a_large_io_size_are_counted_as_fio_counts_t
 def test_offset_increment_with_io_size_just_under_a_pass_adds_no_pass(tmp_path):
     # io_size = one pass (256 KiB) + 4095 bytes: less than a request left after the first pass, so one pass;
     # a byte more leaves a whole request, so a second pass.
-    (job, _m), = plan(STRIPES.format(io=str(262144 + 4095)), tmp_path)
+    ((job, _m),) = plan(STRIPES.format(io=str(262144 + 4095)), tmp_path)
     assert all(r.bytes == 262144 for r in job.params.thread_regions)
-    (job, _m), = plan(STRIPES.format(io=str(262144 + 4096)), tmp_path)
+    ((job, _m),) = plan(STRIPES.format(io=str(262144 + 4096)), tmp_path)
     assert all(r.bytes == 2 * 262144 for r in job.params.thread_regions)
 
 
@@ -69,7 +70,7 @@ def test_an_offset_increment_percentage_in_other_digits_is_one_line(tmp_path):
 def test_a_rate_above_ten_million_bytes_per_second_is_a_rate_not_a_duration(tmp_path):
     # rate_bytes_per_s ends in _s, and was held to the 10^7 s limit of durations: rate=100m was refused as
     # "1.04858e+08 s is longer than fsmeter's limit".
-    (job, _m), = plan("[j]\nrw=randrw\nsize=256k\nrate=100m,20m\nrate_min=20m\n", tmp_path)
+    ((job, _m),) = plan("[j]\nrw=randrw\nsize=256k\nrate=100m,20m\nrate_min=20m\n", tmp_path)
     assert list(job.params.pace.rate_bytes_per_s) == [100 << 20, 20 << 20]
     assert list(job.params.pace.rate_min_bytes_per_s) == [20 << 20, 20 << 20]
 
@@ -92,30 +93,106 @@ def test_a_directory_that_climbs_out_is_refused_on_the_directory_line(tmp_path):
 # -- the options added lately, with values and neighbours drawn at random ----------------------------------------
 #: option -> the options it needs beside it to be read at all (else the job is refused before the value matters).
 RECENT = {
-    "latency_target": [], "latency_window": ["latency_target=10ms"], "latency_percentile": ["latency_target=10ms"],
-    "latency_run": ["latency_target=10ms"], "offset_increment": ["numjobs=2", "filename=s"],
-    "bssplit": ["norandommap=0"], "sprandom": ["rw=randwrite"], "spr_num_regions": ["rw=randwrite", "sprandom=1"],
-    "spr_op": ["rw=randwrite", "sprandom=1"], "spr_cs": ["rw=randwrite", "sprandom=1"],
-    "verify_pattern": ["verify=meta", "rw=write"], "verify": ["rw=randwrite"], "random_distribution": [],
-    "filename_format": ["nrfiles=2", "numjobs=2"], "rw": [], "number_ios": [], "rate": [], "rate_iops": [],
-    "rate_min": [], "rate_process": ["rate_iops=100"], "flow": [], "thinktime": [], "thinktime_spin": ["thinktime=9"],
-    "thinktime_blocks": ["thinktime=9"], "steadystate": ["ss_dur=2", "time_based", "runtime=1"],
-    "steadystate_duration": ["steadystate=iops:5%", "time_based", "runtime=1"], "write_lat_log": [],
-    "log_avg_msec": ["write_bw_log=b"], "log_max_value": ["write_lat_log=l"], "log_offset": ["write_lat_log=l"],
-    "buffer_pattern": ["rw=write"], "io_submit_mode": [], "cmdprio_percentage": ["ioengine=io_uring"],
-    "cmdprio_bssplit": ["ioengine=io_uring"], "cmdprio_class": ["ioengine=io_uring", "cmdprio_percentage=5"],
+    "latency_target": [],
+    "latency_window": ["latency_target=10ms"],
+    "latency_percentile": ["latency_target=10ms"],
+    "latency_run": ["latency_target=10ms"],
+    "offset_increment": ["numjobs=2", "filename=s"],
+    "bssplit": ["norandommap=0"],
+    "sprandom": ["rw=randwrite"],
+    "spr_num_regions": ["rw=randwrite", "sprandom=1"],
+    "spr_op": ["rw=randwrite", "sprandom=1"],
+    "spr_cs": ["rw=randwrite", "sprandom=1"],
+    "verify_pattern": ["verify=meta", "rw=write"],
+    "verify": ["rw=randwrite"],
+    "random_distribution": [],
+    "filename_format": ["nrfiles=2", "numjobs=2"],
+    "rw": [],
+    "number_ios": [],
+    "rate": [],
+    "rate_iops": [],
+    "rate_min": [],
+    "rate_process": ["rate_iops=100"],
+    "flow": [],
+    "thinktime": [],
+    "thinktime_spin": ["thinktime=9"],
+    "thinktime_blocks": ["thinktime=9"],
+    "steadystate": ["ss_dur=2", "time_based", "runtime=1"],
+    "steadystate_duration": ["steadystate=iops:5%", "time_based", "runtime=1"],
+    "write_lat_log": [],
+    "log_avg_msec": ["write_bw_log=b"],
+    "log_max_value": ["write_lat_log=l"],
+    "log_offset": ["write_lat_log=l"],
+    "buffer_pattern": ["rw=write"],
+    "io_submit_mode": [],
+    "cmdprio_percentage": ["ioengine=io_uring"],
+    "cmdprio_bssplit": ["ioengine=io_uring"],
+    "cmdprio_class": ["ioengine=io_uring", "cmdprio_percentage=5"],
 }
 #: Pieces the values are made of: numbers past every limit, units and separators in the wrong places, bytes and
 #: digits of other scripts, fio's pattern syntax.
-PIECES = ["0", "1", "-1", "4k", "64k", "1g", "18446744073709551616", "1e400", "nan", "inf", "100", "101", "50%",
-          "100%", "1000000%", "%", ":", "::", ",", ",,", "/", "//", "\x00", "１２", "²", "٣", "0x", "0xff", '"ab"', '"',
-          "%o", "ms", "us", "s", "zipf", "pareto", "zoned", "zoned_abs", "normal", "iops", "bw", "_slope", ".", "e",
-          "read", "randwrite", "1.5", " ", "$jobnum", "$filenum", "..", "${X}"]
+PIECES = [
+    "0",
+    "1",
+    "-1",
+    "4k",
+    "64k",
+    "1g",
+    "18446744073709551616",
+    "1e400",
+    "nan",
+    "inf",
+    "100",
+    "101",
+    "50%",
+    "100%",
+    "1000000%",
+    "%",
+    ":",
+    "::",
+    ",",
+    ",,",
+    "/",
+    "//",
+    "\x00",
+    "１２",
+    "²",
+    "٣",
+    "0x",
+    "0xff",
+    '"ab"',
+    '"',
+    "%o",
+    "ms",
+    "us",
+    "s",
+    "zipf",
+    "pareto",
+    "zoned",
+    "zoned_abs",
+    "normal",
+    "iops",
+    "bw",
+    "_slope",
+    ".",
+    "e",
+    "read",
+    "randwrite",
+    "1.5",
+    " ",
+    "$jobnum",
+    "$filenum",
+    "..",
+    "${X}",
+]
 
 
 @FAST
-@given(st.sampled_from(sorted(RECENT)), st.lists(st.sampled_from(PIECES), min_size=0, max_size=5),
-       st.sampled_from(["randread", "randwrite", "randrw", "write", "read"]))
+@given(
+    st.sampled_from(sorted(RECENT)),
+    st.lists(st.sampled_from(PIECES), min_size=0, max_size=5),
+    st.sampled_from(["randread", "randwrite", "randrw", "write", "read"]),
+)
 def test_recent_options_with_any_value_plan_or_fail_in_one_line(tmp_path, option, pieces, rw):
     value = "".join(pieces)
     text = "\n".join(["[j]", f"rw={rw}", "size=256k", *RECENT[option], f"{option}={value}"]) + "\n"
@@ -143,9 +220,18 @@ def test_a_log_that_cannot_be_written_after_the_run_is_one_line(tmp_path):
     assert exc.value.exit_code == 1 and "x_bw.1.log" in exc.value.message and "\n" not in exc.value.message
 
 
-@pytest.mark.parametrize("option", ["filename_format=.", "filename_format=/", "filename=.", "filename=a/",
-                                    "filename_format=sub/$jobname/.", "filename=" + "x" * 256,
-                                    "filename_format=" + "é" * 128 + "$jobnum"])
+@pytest.mark.parametrize(
+    "option",
+    [
+        "filename_format=.",
+        "filename_format=/",
+        "filename=.",
+        "filename=a/",
+        "filename_format=sub/$jobname/.",
+        "filename=" + "x" * 256,
+        "filename_format=" + "é" * 128 + "$jobnum",
+    ],
+)
 def test_a_name_no_request_can_open_is_refused_on_its_line(tmp_path, option):
     # These ran and failed in the engine (EISDIR, ENAMETOOLONG) with exit 1 and no job-file line.
     err = refusal(f"[j]\nrw=randread\nsize=256k\n{option}\n", tmp_path)
@@ -153,7 +239,7 @@ def test_a_name_no_request_can_open_is_refused_on_its_line(tmp_path, option):
 
 
 def test_a_file_name_of_255_bytes_is_taken(tmp_path):
-    (job, _m), = plan("[j]\nrw=randread\nsize=256k\nfilename=" + "é" * 127 + "x\n", tmp_path)
+    ((job, _m),) = plan("[j]\nrw=randread\nsize=256k\nfilename=" + "é" * 127 + "x\n", tmp_path)
     assert job.params.file_names == ["é" * 127 + "x"]
 
 
@@ -165,8 +251,9 @@ def test_more_files_than_the_limit_are_refused_before_their_names_are_made(tmp_p
 
 
 def test_filename_format_keywords_in_any_case_fill_each_clone_and_file(tmp_path):
-    (job, _m), = plan("[j]\nrw=read\nfilesize=8k\nnumjobs=2\nnrfiles=2\nfilename_format=$JOBname.$jobNUM/$$filenum\n",
-                      tmp_path)
+    ((job, _m),) = plan(
+        "[j]\nrw=read\nfilesize=8k\nnumjobs=2\nnrfiles=2\nfilename_format=$JOBname.$jobNUM/$$filenum\n", tmp_path
+    )
     assert job.params.file_names == ["j.0/$0", "j.0/$1", "j.1/$0", "j.1/$1"]
 
 
@@ -193,17 +280,20 @@ def test_fios_offset_in_a_verify_pattern_is_refused_as_not_supported(tmp_path, p
 
 
 def test_a_percent_o_inside_a_quoted_string_is_text(tmp_path):
-    (job, _m), = plan('[j]\nrw=write\nsize=256k\nverify=meta\nverify_pattern="a%ob"\n', tmp_path)
+    ((job, _m),) = plan('[j]\nrw=write\nsize=256k\nverify=meta\nverify_pattern="a%ob"\n', tmp_path)
     assert job.params.verify is not None
 
 
-@pytest.mark.parametrize("opts, line, option", [
-    ("rw=randwrite\nsprandom=1\nspr_op=٠.٥", 6, "spr_op"),
-    ("latency_target=10ms\nlatency_percentile=９９", 5, "latency_percentile"),
-    ("random_distribution=zipf:١.٢", 4, "random_distribution"),
-    ("steadystate=iops:５%\nss_dur=2\ntime_based\nruntime=1", 4, "steadystate"),
-    ("latency_target=10ms\nlatency_percentile=9_9", 5, "latency_percentile"),
-])
+@pytest.mark.parametrize(
+    "opts, line, option",
+    [
+        ("rw=randwrite\nsprandom=1\nspr_op=٠.٥", 6, "spr_op"),
+        ("latency_target=10ms\nlatency_percentile=９９", 5, "latency_percentile"),
+        ("random_distribution=zipf:١.٢", 4, "random_distribution"),
+        ("steadystate=iops:５%\nss_dur=2\ntime_based\nruntime=1", 4, "steadystate"),
+        ("latency_target=10ms\nlatency_percentile=9_9", 5, "latency_percentile"),
+    ],
+)
 def test_decimal_numbers_take_ascii_digits_only(tmp_path, opts, line, option):
     # Python's float() reads other scripts' digits and '_' (fio's strtod does not): these were taken.
     err = refusal(f"[j]\nrw=randread\nsize=1m\n{opts}\n", tmp_path)
@@ -211,5 +301,5 @@ def test_decimal_numbers_take_ascii_digits_only(tmp_path, opts, line, option):
 
 
 def test_decimal_numbers_in_ascii_are_taken(tmp_path):
-    (job, _m), = plan("[j]\nrw=randread\nsize=1m\nlatency_target=10ms\nlatency_percentile=99.5\n", tmp_path)
+    ((job, _m),) = plan("[j]\nrw=randread\nsize=1m\nlatency_target=10ms\nlatency_percentile=99.5\n", tmp_path)
     assert job.params.latency_target.percentile == 99.5

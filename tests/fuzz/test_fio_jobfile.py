@@ -1,19 +1,20 @@
 """fio job files as hostile input: any text or bytes gives mapped, validated jobs or one `fsmeter: error:`
 line, never another exception or a hang; and the values fio itself refuses (percentages outside 0..100,
 digits of other scripts, a zero alignment, times past every clock) are refused here too."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from hypothesis import assume, given, strategies as st
-
+import repo_paths
 from fsmeter.interop.fio_jobfile import parse_jobfile, split_names
 from fsmeter.interop.fio_map import SUPPORTED, fio_workloads, map_job
 from fsmeter.interop.fio_run import plan_jobfile
 from fsmeter.units import MAX_DURATION_S, MAX_SIZE_BYTES
 from fuzz_common import FAST, NASTY, SLOW, mutate, result_or_user_error, splice_bytes
-import repo_paths
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 DATA = repo_paths.DATA / "fio"
 SEEDS = sorted(p.read_text() for p in DATA.glob("*.fio"))
@@ -53,8 +54,11 @@ def test_mutated_job_files_map_or_fail_in_one_line(tmp_path, seed, rnd, edits):
         assert_job_sane(job)
 
 
-_value = st.one_of(st.sampled_from(NASTY), st.text(max_size=12),
-                   st.builds(lambda a, b: f"{a}{b}", st.sampled_from(NASTY), st.sampled_from(NASTY)))
+_value = st.one_of(
+    st.sampled_from(NASTY),
+    st.text(max_size=12),
+    st.builds(lambda a, b: f"{a}{b}", st.sampled_from(NASTY), st.sampled_from(NASTY)),
+)
 
 
 @SLOW
@@ -105,7 +109,7 @@ def test_escaped_colons_stay_in_file_names(names):
 
 
 def test_an_escaped_colon_is_one_file(tmp_path):
-    (job, _m), = map_and_build("[j]\nrw=read\nsize=1m\nfilename=a\\:b\n", tmp_path)
+    ((job, _m),) = map_and_build("[j]\nrw=read\nsize=1m\nfilename=a\\:b\n", tmp_path)
     assert job.params.file_names == ["a:b"] and job.params.file_count == 1
 
 

@@ -1,15 +1,16 @@
 """dbench load files as hostile input: the engine's parser (crates/engine/src/workload/replay/parse.rs),
 reached as `fsmeter run dbench-quick --set loadfile=F` reaches it, turns any bytes into a load file or one
 `fsmeter: error:` line naming the file and line: never a panic, another exception or a hang."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given, strategies as st
-
 from fsmeter.engine import EngineSession
 from fsmeter.spec import build_job, load_workload
 from fuzz_common import FAST, SLOW, mutate, result_or_user_error
+from hypothesis import given
+from hypothesis import strategies as st
 
 SEED = """Deltree "\\clients\\client1" NT_STATUS_OK
 Mkdir "\\clients" NT_STATUS_OK
@@ -57,10 +58,35 @@ def test_any_bytes_load_or_fail_in_one_line(tmp_path, data):
     result_or_user_error(open_load_file, tmp_path, data)
 
 
-_token = st.one_of(st.sampled_from(["NTCreateX", "Close", "ReadX", "WriteX", "Rename", "Unlink", "Deltree",
-                                    "LockX", "Find", "NT_STATUS_OK", "ERROR", "SUCCESS", "0x0", "0xffffffffffffffff1",
-                                    "-1", "18446744073709551616", "99999999999999999999", '"\\a"', '"', "\\", "#"]),
-                   st.integers(-(1 << 70), 1 << 70).map(str), st.text(max_size=6))
+_token = st.one_of(
+    st.sampled_from(
+        [
+            "NTCreateX",
+            "Close",
+            "ReadX",
+            "WriteX",
+            "Rename",
+            "Unlink",
+            "Deltree",
+            "LockX",
+            "Find",
+            "NT_STATUS_OK",
+            "ERROR",
+            "SUCCESS",
+            "0x0",
+            "0xffffffffffffffff1",
+            "-1",
+            "18446744073709551616",
+            "99999999999999999999",
+            '"\\a"',
+            '"',
+            "\\",
+            "#",
+        ]
+    ),
+    st.integers(-(1 << 70), 1 << 70).map(str),
+    st.text(max_size=6),
+)
 
 
 @FAST

@@ -1,18 +1,28 @@
 """`fsmeter run --set key=value` as hostile input: any items give a validated job or one `fsmeter: error:`
 line, never another exception or a hang; durations, sizes and counts past fsmeter's limits (which once
 wrapped the engine's clock: 1e30 s measured one operation and exited 0) are refused naming the key."""
+
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, strategies as st
-
 from fsmeter.cli import main
 from fsmeter.spec import build_job, load_workload, parse_set
 from fsmeter.units import MAX_COUNT, MAX_DURATION_S, MAX_SIZE_BYTES
 from fuzz_common import FAST, NASTY, SLOW, result_or_user_error
+from hypothesis import given
+from hypothesis import strategies as st
 
-WORKLOADS = ["seq-read", "rand-write-4k", "fileserver", "postmark-quick", "fdtree-quick", "bonnie-quick",
-             "iozone-quick", "dbench-quick", "aim7-quick"]
+WORKLOADS = [
+    "seq-read",
+    "rand-write-4k",
+    "fileserver",
+    "postmark-quick",
+    "fdtree-quick",
+    "bonnie-quick",
+    "iozone-quick",
+    "dbench-quick",
+    "aim7-quick",
+]
 
 
 def set_and_build(workload: str, items: list, directory):
@@ -40,11 +50,35 @@ def assert_within_limits(job) -> None:
             assert abs(v) <= max(MAX_SIZE_BYTES, MAX_COUNT), (name, v)
 
 
-_key = st.one_of(st.sampled_from(["duration_s", "warmup_s", "file_size", "file_count", "queue_depth", "threads",
-                                  "record_size", "entries", "seed", "interval_s", "passes", "size", "files",
-                                  "backend", "tasks", "loadfile"]), st.text(max_size=8))
-_raw = st.one_of(st.sampled_from(NASTY + ["none", "[1,2]", "{}", "[" * 50_000, "[{\"size\": \"4K\"}]", "4K",
-                                          "0.5", "4096", "2", "1.85e10", "1e-300"]), st.text(max_size=16))
+_key = st.one_of(
+    st.sampled_from(
+        [
+            "duration_s",
+            "warmup_s",
+            "file_size",
+            "file_count",
+            "queue_depth",
+            "threads",
+            "record_size",
+            "entries",
+            "seed",
+            "interval_s",
+            "passes",
+            "size",
+            "files",
+            "backend",
+            "tasks",
+            "loadfile",
+        ]
+    ),
+    st.text(max_size=8),
+)
+_raw = st.one_of(
+    st.sampled_from(
+        NASTY + ["none", "[1,2]", "{}", "[" * 50_000, '[{"size": "4K"}]', "4K", "0.5", "4096", "2", "1.85e10", "1e-300"]
+    ),
+    st.text(max_size=16),
+)
 
 
 @SLOW
@@ -61,13 +95,22 @@ def test_any_item_text_parses_or_fails_in_one_line(item):
     result_or_user_error(parse_set, [item])
 
 
-@pytest.mark.parametrize("item, key", [
-    ("duration_s=1e30", "duration_s"), ("duration_s=1.85e10", "duration_s"), ("duration_s=inf", "duration_s"),
-    ("duration_s=nan", "duration_s"), ("warmup_s=1e300", "warmup_s"), ("file_size=18446744073709551616", "file_size"),
-    ("file_count=5000000000", "file_count"), ("record_size=１２８K", "record_size"),
-    ("queue_depth=１", "queue_depth"),
-    ("interval_s=inf", "interval_s"), ("file_size=" + "9" * 400, "file_size"),
-])
+@pytest.mark.parametrize(
+    "item, key",
+    [
+        ("duration_s=1e30", "duration_s"),
+        ("duration_s=1.85e10", "duration_s"),
+        ("duration_s=inf", "duration_s"),
+        ("duration_s=nan", "duration_s"),
+        ("warmup_s=1e300", "warmup_s"),
+        ("file_size=18446744073709551616", "file_size"),
+        ("file_count=5000000000", "file_count"),
+        ("record_size=１２８K", "record_size"),
+        ("queue_depth=１", "queue_depth"),
+        ("interval_s=inf", "interval_s"),
+        ("file_size=" + "9" * 400, "file_size"),
+    ],
+)
 def test_values_past_the_limits_are_refused_naming_the_key(tmp_path, item, key):
     _, err = result_or_user_error(set_and_build, "seq-read", [item], tmp_path)
     assert err is not None and key in err.message

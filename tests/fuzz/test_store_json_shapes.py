@@ -2,12 +2,12 @@
 cell's factors object belongs, a list for a phase report), and an input to `fsmeter merge` with a NULL
 where the schema forbids one: each command that reads them says in one line that the store is damaged
 and how to recover it (exit 1 or 2), never a traceback; merge leaves no half-written output."""
+
 from __future__ import annotations
 
 import sqlite3
 
 import pytest
-
 from fsmeter_cli import fsm
 from store_sample import fill
 
@@ -42,10 +42,17 @@ def one_damaged_line(r, needle):
     assert needle in lines[0] and "store recover" in lines[0], lines[0]
 
 
-@pytest.mark.parametrize("value,command", [
-    *[(v, c) for v in ("-1", "1e400", '"ext4"')
-      for c in (["export", "-f", "json"], ["export", "-f", "fio-json"], ["compare-runs", "1"])],
-    ("[]", ["export", "-f", "fio-json"])])
+@pytest.mark.parametrize(
+    "value,command",
+    [
+        *[
+            (v, c)
+            for v in ("-1", "1e400", '"ext4"')
+            for c in (["export", "-f", "json"], ["export", "-f", "fio-json"], ["compare-runs", "1"])
+        ],
+        ("[]", ["export", "-f", "fio-json"]),
+    ],
+)
 def test_cell_factors_that_are_not_an_object(sample, tmp_path, value, command):
     set_first(sample, "cells", "factors", value)
     extra = ["-o", tmp_path / "out"] if command[0] == "export" else []

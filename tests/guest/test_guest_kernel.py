@@ -5,6 +5,7 @@ choice and the journal that carries a guest's trials into the store. The last on
 guest (software emulation, TCG) and runs one trial of a filesystem this host's kernel lacks; it
 skips, saying why, where QEMU, virtme-ng, a kernel image or root is missing.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,6 @@ import os
 import subprocess
 
 import pytest
-
 from fsmeter.campaign import parse_campaign, plan
 from fsmeter.errors import UserError
 from fsmeter.guest import kernels
@@ -65,12 +65,13 @@ def test_absent_kernel_is_refused_naming_what_is_installed(tmp_path):
 def test_kernel_levels_must_be_strings_and_guest_needs_the_factor():
     with pytest.raises(UserError, match='"6.1", not 6.1'):
         parse_campaign(CAMPAIGN.format(fs="jfs", levels="6.1"))
-    text = CAMPAIGN.format(fs="jfs", levels='"6.1"').replace("[factors]\nkernel = [\"6.1\"]", "[guest]\nvcpus = 2")
+    text = CAMPAIGN.format(fs="jfs", levels='"6.1"').replace('[factors]\nkernel = ["6.1"]', "[guest]\nvcpus = 2")
     with pytest.raises(UserError, match="^g.toml:9: guest: the \\[guest\\] section needs a kernel factor"):
         parse_campaign(text, "g.toml")  # the line of [guest], not a bare ': :'
     with pytest.raises(UserError, match="^g.toml:10: guest_vcpus, guest_memory: guest factors need a kernel"):
-        parse_campaign(CAMPAIGN.format(fs="jfs", levels='"6.1"').replace("kernel = [", "guest_vcpus = [1, 2]\nx = ["),
-                       "g.toml")
+        parse_campaign(
+            CAMPAIGN.format(fs="jfs", levels='"6.1"').replace("kernel = [", "guest_vcpus = [1, 2]\nx = ["), "g.toml"
+        )
 
 
 def test_guest_defaults_are_raw_uncached_and_auto():
@@ -90,12 +91,18 @@ def test_missing_kernel_level_is_refused_with_the_file_not_when_its_guest_boots(
 def test_host_level_runs_on_the_host_and_the_others_in_guests(monkeypatch, tmp_path):
     monkeypatch.setattr(kernels, "BOOT", _boot(tmp_path, ["6.1.0-50-amd64"]))
     text = CAMPAIGN.format(fs="ext4", levels='"host", "6.1"').replace(
-        '[[filesystems]]\nname = "ext4"', '[[filesystems]]\nname = "ext4"\n[[filesystems]]\nname = "jfs"')
-    text = text.replace("min_phase_s = 0\n", 'min_phase_s = 0\nexclusions = [{ filesystem = "jfs", kernel = "host" }, '
-                        '{ filesystem = "ext4", kernel = "6.1" }]\n')
+        '[[filesystems]]\nname = "ext4"', '[[filesystems]]\nname = "ext4"\n[[filesystems]]\nname = "jfs"'
+    )
+    text = text.replace(
+        "min_phase_s = 0\n",
+        'min_phase_s = 0\nexclusions = [{ filesystem = "jfs", kernel = "host" }, '
+        '{ filesystem = "ext4", kernel = "6.1" }]\n',
+    )
     cells = plan(parse_campaign(text))
-    assert [(x.fs_label, x.factors["kernel"], x.kernel) for x in cells] == [("ext4", "host", None),
-                                                                          ("jfs", "6.1", "6.1")]
+    assert [(x.fs_label, x.factors["kernel"], x.kernel) for x in cells] == [
+        ("ext4", "host", None),
+        ("jfs", "6.1", "6.1"),
+    ]
 
 
 def test_kvm_is_refused_with_the_reason_where_it_cannot_boot(monkeypatch):
@@ -120,12 +127,26 @@ def test_journal_trials_land_in_the_store_with_the_guest_recorded(tmp_path):
     journal = str(tmp_path / "journal.jsonl")
     guest = {"kernel_level": "6.1", "accelerator": "tcg", "emulated": True}
     js = JournalStore(journal, {}, guest)
-    js.record_trial(cell, 1, status="ok", started="2026-01-01T00:00:00+00:00", ended="2026-01-01T00:00:05+00:00",
-                    metrics=[{"phase": "run", "name": "write_MBps", "unit": "MB/s", "higher_is_better": True,
-                              "value": 12.5, "headline": True}],
-                    environment={"kernel": "6.1.0-50-amd64", "hostname": "virtme-ng"})
+    js.record_trial(
+        cell,
+        1,
+        status="ok",
+        started="2026-01-01T00:00:00+00:00",
+        ended="2026-01-01T00:00:05+00:00",
+        metrics=[
+            {
+                "phase": "run",
+                "name": "write_MBps",
+                "unit": "MB/s",
+                "higher_is_better": True,
+                "value": 12.5,
+                "headline": True,
+            }
+        ],
+        environment={"kernel": "6.1.0-50-amd64", "hostname": "virtme-ng"},
+    )
     with open(journal, "a") as f:
-        f.write('{"op": "cell", "cell_id": %d, "status": "do' % cell)  # torn: the guest is still writing it
+        f.write('{"op": "cell", "cell_id": ' + str(cell) + ', "status": "do')  # torn: the guest is still writing it
     seen, counts = {"lines": 0}, {"done": 0, "failed": 0, "skipped": 0}
     by_id = {cell: (None, None)}
     _replay(journal, store, seen, by_id, counts, final=False)
@@ -176,14 +197,28 @@ def test_a_guest_runs_one_trial_of_a_filesystem_the_host_lacks(tmp_path, monkeyp
     fs = next(f for f in ("jfs", "reiserfs", "nilfs2", "f2fs") if f not in kernel_filesystems())
     level = kernels.installed()[0]
     campaign = tmp_path / "g.toml"
-    campaign.write_text(CAMPAIGN.format(fs=fs, levels=f'"{level}"')
-                        + '[guest]\naccelerator = "tcg"\nmemory = "1G"\ndisk_size = "1G"\nboot_timeout_s = 900\n')
+    campaign.write_text(
+        CAMPAIGN.format(fs=fs, levels=f'"{level}"')
+        + '[guest]\naccelerator = "tcg"\nmemory = "1G"\ndisk_size = "1G"\nboot_timeout_s = 900\n'
+    )
     db = tmp_path / "r.sqlite"
     env = {**os.environ, "FSMETER_SCRATCH": scratch}
     try:
-        r = subprocess.run([os.path.join(os.path.dirname(os.sys.executable), "fsmeter"), "campaign", "run",
-                            str(campaign), "--db", str(db), "--quiet"], env=env, capture_output=True, text=True,
-                           timeout=1800)
+        r = subprocess.run(
+            [
+                os.path.join(os.path.dirname(os.sys.executable), "fsmeter"),
+                "campaign",
+                "run",
+                str(campaign),
+                "--db",
+                str(db),
+                "--quiet",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
     finally:
         leftovers = _qemu_pids_with(scratch)
         for pid in leftovers:  # only processes that name this test's own scratch folder
@@ -197,8 +232,9 @@ def test_a_guest_runs_one_trial_of_a_filesystem_the_host_lacks(tmp_path, monkeyp
         assert cell["status"] == "done", cell["cause"]
         [trial] = store.trials(cell["id"])
         assert trial["status"] == "ok", trial["cause"]
-        row = store.conn.execute("SELECT kernel, fs, extra FROM environment WHERE trial_id = ?",
-                                 (trial["id"],)).fetchone()
+        row = store.conn.execute(
+            "SELECT kernel, fs, extra FROM environment WHERE trial_id = ?", (trial["id"],)
+        ).fetchone()
     assert row["kernel"] == level and row["fs"] == fs  # measured under the guest's kernel, on its filesystem
     guest = json.loads(row["extra"])["guest"]
     assert guest["accelerator"] == "tcg" and guest["emulated"] is True
@@ -222,15 +258,18 @@ def _pair(tmp_path, guest_a, guest_b, drop=0.5):
         cid = store.create_campaign(name, "", [("seq-read", {"filesystem": fs}) for fs in ("ext4", "xfs")])
         for c in store.cells(cid):
             fs = json.loads(c["factors"])["filesystem"]
-            rs.add_trials(store, c["id"], [100.0 * scale * rng.gauss(1, 0.01) for _ in range(4)], "access", fs,
-                          {}, rng)
+            rs.add_trials(store, c["id"], [100.0 * scale * rng.gauss(1, 0.01) for _ in range(4)], "access", fs, {}, rng)
             if fs == "ext4" and guest is not None:
-                for row in store.conn.execute("SELECT e.trial_id, e.extra FROM environment e JOIN trials t ON "
-                                              "t.id = e.trial_id WHERE t.cell_id = ?", (c["id"],)).fetchall():
+                for row in store.conn.execute(
+                    "SELECT e.trial_id, e.extra FROM environment e JOIN trials t ON "
+                    "t.id = e.trial_id WHERE t.cell_id = ?",
+                    (c["id"],),
+                ).fetchall():
                     extra = {**json.loads(row["extra"]), "guest": guest}
                     with store.conn:
-                        store.conn.execute("UPDATE environment SET extra = ? WHERE trial_id = ?",
-                                           (json.dumps(extra), row["trial_id"]))
+                        store.conn.execute(
+                            "UPDATE environment SET extra = ? WHERE trial_id = ?", (json.dumps(extra), row["trial_id"])
+                        )
     store.close()
     return db
 
@@ -292,10 +331,9 @@ def test_a_guest_that_cannot_set_up_fails_its_cells_with_the_cause(tmp_path):
 
 
 def test_one_boot_per_kernel_and_guest_factor_levels_not_per_cell(monkeypatch, tmp_path):
-    from rich.console import Console
-
     from fsmeter.guest import host, vm
     from fsmeter.store import open_store
+    from rich.console import Console
 
     monkeypatch.setattr(kernels, "BOOT", _boot(tmp_path, ["6.1.0-50-amd64", "6.12.117+deb12-amd64"]))
     monkeypatch.setenv("FSMETER_SCRATCH", str(tmp_path / "scratch"))
@@ -308,9 +346,11 @@ def test_one_boot_per_kernel_and_guest_factor_levels_not_per_cell(monkeypatch, t
         return vm.Boot(rc=0, boot_s=1.0, wall_s=1.0, lines=["bye"])
 
     monkeypatch.setattr(vm, "run", fake_run)
-    text = CAMPAIGN.format(fs="jfs", levels='"6.1", "6.12"').replace(
-        '[[filesystems]]\nname = "jfs"', '[[filesystems]]\nname = "jfs"\n[[filesystems]]\nname = "f2fs"').replace(
-        "[factors]\n", "[factors]\nguest_vcpus = [1, 2]\n")
+    text = (
+        CAMPAIGN.format(fs="jfs", levels='"6.1", "6.12"')
+        .replace('[[filesystems]]\nname = "jfs"', '[[filesystems]]\nname = "jfs"\n[[filesystems]]\nname = "f2fs"')
+        .replace("[factors]\n", "[factors]\nguest_vcpus = [1, 2]\n")
+    )
     c = parse_campaign(text)
     cells = plan(c)
     assert len(cells) == 8  # 2 filesystems x 2 kernels x 2 vCPU counts
@@ -318,8 +358,9 @@ def test_one_boot_per_kernel_and_guest_factor_levels_not_per_cell(monkeypatch, t
     cid = store.create_campaign("g", text, [(x.workload, x.factors) for x in cells])
     counts = host.run_guest_levels(c, cells, store.cells(cid), store, cid, Console(file=open(os.devnull, "w")), text)
     got = {(os.path.basename(cmd[cmd.index("--run") + 1]), cmd[cmd.index("--cpus") + 1]) for cmd in boots}
-    assert len(boots) == 4 and got == {(f"vmlinuz-{v}", n) for v in ("6.1.0-50-amd64", "6.12.117+deb12-amd64")
-                                       for n in ("1", "2")}
+    assert len(boots) == 4 and got == {
+        (f"vmlinuz-{v}", n) for v in ("6.1.0-50-amd64", "6.12.117+deb12-amd64") for n in ("1", "2")
+    }
     assert counts["failed"] == 8
     assert "the guest stopped" in store.cells(cid)[0]["cause"] and "bye" in store.cells(cid)[0]["cause"]
     assert not os.listdir(tmp_path / "scratch")  # every guest's folder and disk image removed
@@ -335,9 +376,11 @@ def test_study_run_kernel_puts_what_the_host_lacks_in_a_guest_and_the_rest_on_th
     lacks = {"jfs", "nilfs2", "reiserfs"}
     from fsmeter.provision import FILESYSTEMS
 
-    monkeypatch.setattr(study_plan, "_filesystem_problem",  # this host as the study sees it, whatever it runs
-                        lambda name: f"{name}: not supported by this kernel" if name in lacks or name not in
-                        FILESYSTEMS else None)
+    monkeypatch.setattr(
+        study_plan,
+        "_filesystem_problem",  # this host as the study sees it, whatever it runs
+        lambda name: f"{name}: not supported by this kernel" if name in lacks or name not in FILESYSTEMS else None,
+    )
     p = study_plan.plan_study(load_study("layton2009"), "quick", None, ["6.1"])
     camp = p.campaign
     assert camp["factors"]["kernel"] == ["host", "6.1"]
@@ -351,18 +394,37 @@ def test_study_run_kernel_puts_what_the_host_lacks_in_a_guest_and_the_rest_on_th
 
 def test_study_frame_takes_the_trials_kernel_over_the_campaigns_kernel_factor():
     import pandas as pd
-
     from fsmeter.study.claims import study_frame
     from fsmeter.study.model import load_study
 
-    rows = [{"workload": "fdtree-small-shallow", "phase": "create", "metric": "files_per_s", "value": v,
-             "higher_is_better": True, "filesystem": fs, "kernel": lv, "trial": t, "cell_id": cid, "status": "ok",
-             "discarded": False} for cid, fs, lv, v in ((1, "xfs", "host", 100.0), (2, "jfs", "6.1", 50.0))
-            for t in (1, 2)]
-    env = pd.DataFrame([{"cell_id": 1, "kernel": "6.18.0", "hostname": "h",
-                         "extra": "{}"},
-                        {"cell_id": 2, "kernel": "6.1.0-50-amd64", "hostname": "virtme-ng",
-                         "extra": json.dumps({"guest": {"emulated": True}})}])
+    rows = [
+        {
+            "workload": "fdtree-small-shallow",
+            "phase": "create",
+            "metric": "files_per_s",
+            "value": v,
+            "higher_is_better": True,
+            "filesystem": fs,
+            "kernel": lv,
+            "trial": t,
+            "cell_id": cid,
+            "status": "ok",
+            "discarded": False,
+        }
+        for cid, fs, lv, v in ((1, "xfs", "host", 100.0), (2, "jfs", "6.1", 50.0))
+        for t in (1, 2)
+    ]
+    env = pd.DataFrame(
+        [
+            {"cell_id": 1, "kernel": "6.18.0", "hostname": "h", "extra": "{}"},
+            {
+                "cell_id": 2,
+                "kernel": "6.1.0-50-amd64",
+                "hostname": "virtme-ng",
+                "extra": json.dumps({"guest": {"emulated": True}}),
+            },
+        ]
+    )
     df = study_frame(load_study("layton2009"), pd.DataFrame(rows), env)
     assert sorted(set(df["kernel"])) == ["6.1.0-50-amd64", "6.18.0"]
     assert dict(zip(df["filesystem"], df["emulated"])) == {"xfs": 0.0, "jfs": 1.0}

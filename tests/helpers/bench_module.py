@@ -1,4 +1,5 @@
 """A script of bench/ loaded as a module, so that tests can call its functions (it is not a package)."""
+
 from __future__ import annotations
 
 import importlib.util

@@ -1,6 +1,7 @@
 """Campaign files and the fsmeter command for the campaign tests: a campaign on a directory target,
 the null-backend parameters that keep its trials short, waiting for trials to be stored, and the
 mounts and loop devices a test left in its scratch folder."""
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,13 @@ FAST = 'backend = "null", file_size = "4M", warmup_s = 0.05, duration_s = 0.2, i
 
 
 def fsm(*args, env=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200", **(env or {})}, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "fsmeter", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
+        timeout=timeout,
+    )
 
 
 def dir_campaign(path, body: str, name: str = "t") -> str:

@@ -1,5 +1,6 @@
 """The HTML report in headless Chromium: load a page offline and count, per chart, the plots drawn, with
 the report's status element (script errors, charts expected and rendered)."""
+
 from __future__ import annotations
 
 import shutil
@@ -13,10 +14,24 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shuti
 
 def run_chromium(tmp: Path, url: str, *extra: str) -> subprocess.CompletedProcess:
     """Headless, no network services, a private profile; virtual time lets every chart finish drawing."""
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-           "--disable-dev-shm-usage", f"--user-data-dir={tmp / 'profile'}", "--enable-logging=stderr", "--v=0",
-           "--virtual-time-budget=10000", *extra, url]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={tmp / 'profile'}",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--virtual-time-budget=10000",
+        *extra,
+        url,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
 

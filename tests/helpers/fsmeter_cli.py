@@ -1,5 +1,6 @@
 """`fsmeter` run as a user runs it (a child process of this interpreter, wide output for one-line errors), and a
 one-job fio job file mapped as `fsmeter run` maps it: shared by the tests of fio job files."""
+
 from __future__ import annotations
 
 import os
@@ -9,8 +10,14 @@ import sys
 
 def fsm(*args, cwd=None, timeout=300) -> subprocess.CompletedProcess:
     """`python -m fsmeter ARGS...` with its output captured (200 columns, so an error stays on one line)."""
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200"}, cwd=cwd, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "fsmeter", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        cwd=cwd,
+        timeout=timeout,
+    )
 
 
 def job_of(text: str):

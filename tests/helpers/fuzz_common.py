@@ -4,20 +4,28 @@ one line long, and nothing else; and the hypothesis settings that keep all of th
 The deadline is hypothesis's per-example limit: an example that takes longer fails the test (a hang or a
 time that grows faster than the input), so it is far above what any example needs, not a speed target.
 """
+
 from __future__ import annotations
 
 import random
 
-from hypothesis import HealthCheck, settings
-
 from fsmeter.errors import UserError
+from hypothesis import HealthCheck, settings
 
 #: Per-example deadline (ms): only a runaway example reaches it.
 DEADLINE_MS = 5000
-FAST = settings(max_examples=300, deadline=DEADLINE_MS, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-SLOW = settings(max_examples=100, deadline=DEADLINE_MS * 4, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FAST = settings(
+    max_examples=300,
+    deadline=DEADLINE_MS,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+SLOW = settings(
+    max_examples=100,
+    deadline=DEADLINE_MS * 4,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 
 def result_or_user_error(fn, *args, **kwargs):
@@ -32,9 +40,46 @@ def result_or_user_error(fn, *args, **kwargs):
 
 
 #: Fragments that broke parsers before: bytes and characters of other scripts, numbers past every limit.
-NASTY = ["\x00", "\xff", "１２８", "٣", "-1", "0", "1e30", "1e308", "inf", "-inf", "nan", "18446744073709551616",
-         "9" * 30, "[", "]", "{", "}", "=", '"', "'", "\\", "\\:", ":", ",", "/", "..", "#", ";", "\n", "\t", " ",
-         "%", "k", "K", "G", "p", "0x", "_"]
+NASTY = [
+    "\x00",
+    "\xff",
+    "１２８",
+    "٣",
+    "-1",
+    "0",
+    "1e30",
+    "1e308",
+    "inf",
+    "-inf",
+    "nan",
+    "18446744073709551616",
+    "9" * 30,
+    "[",
+    "]",
+    "{",
+    "}",
+    "=",
+    '"',
+    "'",
+    "\\",
+    "\\:",
+    ":",
+    ",",
+    "/",
+    "..",
+    "#",
+    ";",
+    "\n",
+    "\t",
+    " ",
+    "%",
+    "k",
+    "K",
+    "G",
+    "p",
+    "0x",
+    "_",
+]
 
 
 def mutate(seed: str, rnd: random.Random, n: int = 3, fragments: list = NASTY) -> str:

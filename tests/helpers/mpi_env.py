@@ -1,5 +1,6 @@
 """What the MPI tests share: where mpirun is, whether mpi4py imports, and the environment Open MPI
 needs to run as root."""
+
 from __future__ import annotations
 
 import shutil

@@ -1,4 +1,5 @@
 """What a test process can see of another process without timing it: CPU used by its threads."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Where the repository and the tests' data files are, wherever under tests/ a test file sits."""
+
 from __future__ import annotations
 
 from pathlib import Path

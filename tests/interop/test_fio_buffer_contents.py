@@ -2,6 +2,7 @@
 buffer_compress_percentage and buffer_compress_chunk, refill_buffers, zero_buffers and scramble_buffers read back
 from the files written; atomic=1 refused where the filesystem has no atomic write unit and run on a loop-mounted
 XFS where it has one; and the one-line refusals of this part, in the job file's words."""
+
 from __future__ import annotations
 
 import hashlib
@@ -42,7 +43,7 @@ def run_keep(tmp_path, text: str, name: str = "j.fio"):
 
 def blocks(path, bs=4096) -> list:
     data = path.read_bytes()
-    return [hashlib.sha1(data[i:i + bs]).digest() for i in range(0, len(data), bs)]
+    return [hashlib.sha1(data[i : i + bs]).digest() for i in range(0, len(data), bs)]
 
 
 def within(observed: float, n: int, p: float, sds: float = 5.0) -> bool:
@@ -76,8 +77,10 @@ def test_working_set_copies_come_from_the_set_and_converge_to_the_share(tmp_path
     # fio's dedupe-global.fio, smaller: two jobs, 50% copies drawn from a working set of 50% of each file,
     # shared by both jobs. Unique writes are ~50% of each file; copies repeat working-set blocks (the first unique
     # blocks of either job), so across both files the distinct blocks are ~50% too.
-    text = ("[global]\nioengine=libaio\niodepth=8\nsize=4m\ndedupe_mode=working_set\ndedupe_global=1\n"
-            "dedupe_percentage=50\nblocksize=4k\nrw=write\ndedupe_working_set_percentage=50\n[a]\n[b]\n")
+    text = (
+        "[global]\nioengine=libaio\niodepth=8\nsize=4m\ndedupe_mode=working_set\ndedupe_global=1\n"
+        "dedupe_percentage=50\nblocksize=4k\nrw=write\ndedupe_working_set_percentage=50\n[a]\n[b]\n"
+    )
     d, r = run_keep(tmp_path, text)
     a, b = blocks(d / "a.0.0"), blocks(d / "b.0.0")
     assert len(a) == len(b) == 1024
@@ -89,8 +92,10 @@ def test_working_set_copies_come_from_the_set_and_converge_to_the_share(tmp_path
 
 
 def test_working_set_without_global_stays_inside_each_job(tmp_path):
-    text = ("[global]\nsize=2m\ndedupe_mode=working_set\ndedupe_percentage=60\nbs=4k\nrw=write\n"
-            "dedupe_working_set_percentage=20\n[a]\n[b]\n")
+    text = (
+        "[global]\nsize=2m\ndedupe_mode=working_set\ndedupe_percentage=60\nbs=4k\nrw=write\n"
+        "dedupe_working_set_percentage=20\n[a]\n[b]\n"
+    )
     d, _ = run_keep(tmp_path, text)
     a, b = blocks(d / "a.0.0"), blocks(d / "b.0.0")
     assert not set(a) & set(b)
@@ -113,13 +118,14 @@ def test_compressibility_follows_buffer_compress_percentage(tmp_path, pct, chunk
     step = 16384 if chunk == "0" else 1024 if chunk == "1k" else 512
     zeros = step * pct // 100
     for off in range(0, 64 * step, step):
-        assert data[off + step - zeros:off + step] == bytes(zeros)  # each chunk ends in its fixed part
-        assert data[off:off + 8] != bytes(8)
+        assert data[off + step - zeros : off + step] == bytes(zeros)  # each chunk ends in its fixed part
+        assert data[off : off + 8] != bytes(8)
 
 
 def test_compress_with_a_pattern_fills_the_fixed_part_with_it(tmp_path):
-    d, _ = run_keep(tmp_path, '[w]\nrw=write\nbs=4k\nsize=1m\nbuffer_compress_percentage=50\nbuffer_pattern="ab"\n'
-                              "filename=f\n")
+    d, _ = run_keep(
+        tmp_path, '[w]\nrw=write\nbs=4k\nsize=1m\nbuffer_compress_percentage=50\nbuffer_pattern="ab"\nfilename=f\n'
+    )
     data = (d / "f").read_bytes()
     assert data[256:512] == b"ab" * 128
 
@@ -129,24 +135,32 @@ def test_scramble_buffers_stamps_each_sector_with_its_offset(tmp_path):
     data = (d / "f").read_bytes()
     for off in range(0, 1 << 20, 512 * 37):
         off -= off % 512
-        sector = data[off:off + 512]
-        stamps = [int.from_bytes(sector[k * 64:k * 64 + 8], "little") for k in range(8)]
+        sector = data[off : off + 512]
+        stamps = [int.from_bytes(sector[k * 64 : k * 64 + 8], "little") for k in range(8)]
         assert off in stamps, (off, stamps)
 
 
 # -- the mapping and its refusals -------------------------------------------------------------------------------
 def test_mapping_of_the_content_options():
-    (m,) = jobs_of("[w]\nrw=randwrite\nbs=4k\nsize=1m\ndedupe_percentage=30\nbuffer_compress_percentage=40\n"
-                   "buffer_compress_chunk=1k\n")
-    assert m.params["content"] == {"compress_pct": 40, "compress_chunk": 1024, "dedupe_pct": 30,
-                                   "dedupe_mode": "repeat"}
+    (m,) = jobs_of(
+        "[w]\nrw=randwrite\nbs=4k\nsize=1m\ndedupe_percentage=30\nbuffer_compress_percentage=40\n"
+        "buffer_compress_chunk=1k\n"
+    )
+    assert m.params["content"] == {
+        "compress_pct": 40,
+        "compress_chunk": 1024,
+        "dedupe_pct": 30,
+        "dedupe_mode": "repeat",
+    }
     (m,) = jobs_of("[w]\nrw=write\nsize=1m\nscramble_buffers=0\n")
     assert "content" not in m.params
     # fio: a compress or dedupe option turns its scramble off; verify too.
     (m,) = jobs_of("[w]\nrw=write\nsize=1m\nscramble_buffers=1\nbuffer_compress_percentage=0\n")
     assert "content" not in m.params
-    jobs = map_jobfile_text("[global]\nrw=write\nsize=1m\n[a]\nnumjobs=2\ndedupe_percentage=10\ndedupe_global=1\n"
-                            "dedupe_mode=working_set\n[b]\nrefill_buffers\n")
+    jobs = map_jobfile_text(
+        "[global]\nrw=write\nsize=1m\n[a]\nnumjobs=2\ndedupe_percentage=10\ndedupe_global=1\n"
+        "dedupe_mode=working_set\n[b]\nrefill_buffers\n"
+    )
     a, b = jobs
     assert (a.params["content"]["thread_base"], a.params["content"]["threads_total"]) == (0, 3)
     assert (b.params["content"]["thread_base"], b.params["content"]["threads_total"]) == (2, 3)
@@ -164,28 +178,57 @@ def map_jobfile_text(text: str) -> list:
         return map_jobfile(p, Path(t), True)
 
 
-@pytest.mark.parametrize("text, pattern", [
-    ("[w]\nrw=write\nsize=1m\ndedupe_mode=working_set\n", r"^t.fio line 4: dedupe_mode=working_set: has no effect "
-     r"without dedupe_percentage"),
-    ("[w]\nrw=write\nfilesize=1m\ndedupe_percentage=10\ndedupe_mode=working_set\n", r"line 5: dedupe_mode="
-     r"working_set: .*size=.*add size="),
-    ("[w]\nrw=write\nsize=1m\ndedupe_percentage=60\ndedupe_mode=working_set\ndedupe_working_set_percentage=50\n",
-     r"line 6: dedupe_working_set_percentage=50: .*more than 100"),
-    ("[w]\nrw=write\nsize=100t\nbs=512\ndedupe_percentage=10\ndedupe_mode=working_set\n"
-     "dedupe_working_set_percentage=90\n", r"line 7: dedupe_working_set_percentage=90: a working set of \d+ blocks"),
-    ("[w]\nrw=write\nsize=1m\ndedupe_percentage=10\ndedupe_mode=lots\n", r"line 5: dedupe_mode=lots: use repeat or "
-     r"working_set"),
-    ("[w]\nrw=write\nsize=1m\ndedupe_percentage=101\n", r"line 4: dedupe_percentage=101: must be between 0 and 100"),
-    ("[w]\nrw=write\nsize=1m\nverify=crc32c\ndedupe_percentage=10\n", r"line 5: dedupe_percentage=10: cannot be "
-     r"combined with verify"),
-    ("[w]\nrw=write\nsize=1m\nbuffer_compress_chunk=1k\n", r"line 4: buffer_compress_chunk=1k: has no effect"),
-    ("[w]\nrw=write\nsize=1m\nbuffer_compress_percentage=50\nrefill_buffers=0\n", r"line 5: refill_buffers=0: .*"
-     r"planned"),
-    ("[w]\nrw=write\nsize=1m\natomic=1\nioengine=psync\ndirect=1\n", r"line 4: atomic=1: ioengine=psync issues no "
-     r"untorn writes .*io_uring or libaio"),
-    ("[w]\nrw=write\nsize=1m\natomic=1\nioengine=io_uring\n", r"line 4: atomic=1: .*O_DIRECT only: add direct=1"),
-    ("[w]\nrw=randread\nsize=1m\nlatency_target=500\nnumjobs=2\n", r"line 5: numjobs=2: .*latency_target"),
-])
+@pytest.mark.parametrize(
+    "text, pattern",
+    [
+        (
+            "[w]\nrw=write\nsize=1m\ndedupe_mode=working_set\n",
+            r"^t.fio line 4: dedupe_mode=working_set: has no effect "
+            r"without dedupe_percentage",
+        ),
+        (
+            "[w]\nrw=write\nfilesize=1m\ndedupe_percentage=10\ndedupe_mode=working_set\n",
+            r"line 5: dedupe_mode="
+            r"working_set: .*size=.*add size=",
+        ),
+        (
+            "[w]\nrw=write\nsize=1m\ndedupe_percentage=60\ndedupe_mode=working_set\ndedupe_working_set_percentage=50\n",
+            r"line 6: dedupe_working_set_percentage=50: .*more than 100",
+        ),
+        (
+            "[w]\nrw=write\nsize=100t\nbs=512\ndedupe_percentage=10\ndedupe_mode=working_set\n"
+            "dedupe_working_set_percentage=90\n",
+            r"line 7: dedupe_working_set_percentage=90: a working set of \d+ blocks",
+        ),
+        (
+            "[w]\nrw=write\nsize=1m\ndedupe_percentage=10\ndedupe_mode=lots\n",
+            r"line 5: dedupe_mode=lots: use repeat or "
+            r"working_set",
+        ),
+        (
+            "[w]\nrw=write\nsize=1m\ndedupe_percentage=101\n",
+            r"line 4: dedupe_percentage=101: must be between 0 and 100",
+        ),
+        (
+            "[w]\nrw=write\nsize=1m\nverify=crc32c\ndedupe_percentage=10\n",
+            r"line 5: dedupe_percentage=10: cannot be "
+            r"combined with verify",
+        ),
+        ("[w]\nrw=write\nsize=1m\nbuffer_compress_chunk=1k\n", r"line 4: buffer_compress_chunk=1k: has no effect"),
+        (
+            "[w]\nrw=write\nsize=1m\nbuffer_compress_percentage=50\nrefill_buffers=0\n",
+            r"line 5: refill_buffers=0: .*"
+            r"planned",
+        ),
+        (
+            "[w]\nrw=write\nsize=1m\natomic=1\nioengine=psync\ndirect=1\n",
+            r"line 4: atomic=1: ioengine=psync issues no "
+            r"untorn writes .*io_uring or libaio",
+        ),
+        ("[w]\nrw=write\nsize=1m\natomic=1\nioengine=io_uring\n", r"line 4: atomic=1: .*O_DIRECT only: add direct=1"),
+        ("[w]\nrw=randread\nsize=1m\nlatency_target=500\nnumjobs=2\n", r"line 5: numjobs=2: .*latency_target"),
+    ],
+)
 def test_refusals_name_the_line_and_the_option(text, pattern):
     refused(text, pattern)
 
@@ -211,8 +254,9 @@ def test_atomic_is_refused_in_one_line_on_a_filesystem_without_a_unit(tmp_path, 
         r = fsm("run", job, "--dir", mnt)
         assert r.returncode != 0
         err = [x for x in r.stderr.splitlines() if x.startswith("fsmeter: error:")]
-        assert len(err) == 1 and "tmpfs" in err[0] and "atomic write unit" in err[0] and "unit 0 bytes" in err[0], \
+        assert len(err) == 1 and "tmpfs" in err[0] and "atomic write unit" in err[0] and "unit 0 bytes" in err[0], (
             r.stderr
+        )
         assert "Traceback" not in r.stderr
     finally:
         subprocess.run(["umount", str(mnt)], capture_output=True)
@@ -267,4 +311,4 @@ def atomic_unit(path) -> tuple:
     mask = int.from_bytes(raw[0:4], "little")
     if r != 0 or not mask & 0x10000:
         return (0, 0)
-    return (int.from_bytes(raw[0xa8:0xac], "little"), int.from_bytes(raw[0xac:0xb0], "little"))
+    return (int.from_bytes(raw[0xA8:0xAC], "little"), int.from_bytes(raw[0xAC:0xB0], "little"))

@@ -3,6 +3,7 @@ on after is counted per direction and errno, and the job goes on), the one-line 
 on after, fill_device (write until the filesystem is full, then the next group reads what was written), and job
 names fio allows but no file could carry (a space). ENOSPC comes from a small tmpfs mounted for the test;
 fio's own figures are compared when fio is installed."""
+
 from __future__ import annotations
 
 import errno
@@ -23,8 +24,13 @@ def small_tmpfs(tmp_path):
     """A 4 MiB tmpfs under tmp_path (a filesystem that is full after 4 MiB), unmounted afterwards."""
     mnt = tmp_path / "small"
     mnt.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "fsmeter-test-enospc", str(mnt)],
-                                           capture_output=True).returncode != 0:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=4m", "fsmeter-test-enospc", str(mnt)], capture_output=True
+        ).returncode
+        != 0
+    ):
         pytest.skip("needs root to mount a small tmpfs (ENOSPC on purpose)")
     try:
         yield mnt
@@ -47,7 +53,7 @@ def fio_jobs(tmp_path, d, text: str):
     f = tmp_path / "fio.fio"
     f.write_text(text)
     r = subprocess.run(["fio", "--output-format=json", str(f)], capture_output=True, text=True, cwd=d, timeout=300)
-    return {j["jobname"]: j for j in json.loads(r.stdout[r.stdout.find("{"):])["jobs"]}
+    return {j["jobname"]: j for j in json.loads(r.stdout[r.stdout.find("{") :])["jobs"]}
 
 
 # A sparse 8 MiB file on a 4 MiB tmpfs: fsmeter and fio use a file that is there as it is (no layout), so the
@@ -100,22 +106,31 @@ def test_continue_on_error_and_ignore_error_are_fio_s_classes_and_lists():
     # Without a list, a class goes on after fio's default EIO and EILSEQ; 1 is all three classes.
     m = job_of("[j]\nsize=1m\nfilename=f\ndirectory=/tmp\ncontinue_on_error=1\nerror_dump=0\n")
     assert m.params["continue_on"] == {c: [errno.EIO, errno.EILSEQ] for c in ("read", "verify", "write")} | {
-        "dump": False}
+        "dump": False
+    }
     # A list turns its class on; a later continue_on_error sets the classes anew.
     assert job_of("[j]\nsize=1m\nfilename=f\ndirectory=/tmp\nignore_error=,0x1c\n").params["continue_on"] == {
-        "write": [errno.ENOSPC], "dump": True}
-    assert "continue_on" not in job_of("[j]\nsize=1m\nfilename=f\ndirectory=/tmp\nignore_error=,ENOSPC\n"
-                                       "continue_on_error=none\n").params
-    for bad, words in (("continue_on_error=sometimes", "use one of none, read"),
-                       ("ignore_error=,ENOTANERROR", "ENOTANERROR is not an error name fio knows"),
-                       ("ignore_error=,x12", "is not an error")):
+        "write": [errno.ENOSPC],
+        "dump": True,
+    }
+    assert (
+        "continue_on"
+        not in job_of("[j]\nsize=1m\nfilename=f\ndirectory=/tmp\nignore_error=,ENOSPC\ncontinue_on_error=none\n").params
+    )
+    for bad, words in (
+        ("continue_on_error=sometimes", "use one of none, read"),
+        ("ignore_error=,ENOTANERROR", "ENOTANERROR is not an error name fio knows"),
+        ("ignore_error=,x12", "is not an error"),
+    ):
         with pytest.raises(UserError) as e:
             job_of(f"[j]\nsize=1m\nfilename=f\ndirectory=/tmp\n{bad}\n")
         assert e.value.message.startswith("t.fio line 5: ") and words in e.value.message
 
 
-FILL = ("[global]\nbs=64k\nioengine=sync\n[write-phase]\nfilename=datafile.tmp\nrw=write\nfill_device=1\n"
-        "[verify-phase]\nstonewall\ncreate_serialize=0\nfilename=datafile.tmp\nrw=read\n")
+FILL = (
+    "[global]\nbs=64k\nioengine=sync\n[write-phase]\nfilename=datafile.tmp\nrw=write\nfill_device=1\n"
+    "[verify-phase]\nstonewall\ncreate_serialize=0\nfilename=datafile.tmp\nrw=read\n"
+)
 
 
 def test_fill_device_stops_at_enospc_and_the_next_group_reads_what_was_written(tmp_path, small_tmpfs):
@@ -140,11 +155,12 @@ def test_fill_device_stops_at_enospc_and_the_next_group_reads_what_was_written(t
 def test_fill_device_refusals_name_the_line(tmp_path, small_tmpfs):
     (small_tmpfs / "mine").write_bytes(b"x" * 4096)
     for text, words in (
-            ("[f]\nbs=64k\nrw=read\nfill_device=1\nfilename=new\n", "with rw=read is not supported by fsmeter yet"),
-            ("[f]\nbs=64k\nrw=write\nfill_device=1\nnumjobs=2\n", "one thread writing one file"),
-            ("[f]\nbs=64k\nrw=write\nfill_device=1\nfilename=mine\n", "mine exists already"),
-            # Without create_serialize=0 fio sets the file up before the fill has run, and asks for a size.
-            (FILL.replace("create_serialize=0\n", ""), "job verify-phase: give size=")):
+        ("[f]\nbs=64k\nrw=read\nfill_device=1\nfilename=new\n", "with rw=read is not supported by fsmeter yet"),
+        ("[f]\nbs=64k\nrw=write\nfill_device=1\nnumjobs=2\n", "one thread writing one file"),
+        ("[f]\nbs=64k\nrw=write\nfill_device=1\nfilename=mine\n", "mine exists already"),
+        # Without create_serialize=0 fio sets the file up before the fill has run, and asks for a size.
+        (FILL.replace("create_serialize=0\n", ""), "job verify-phase: give size="),
+    ):
         r, _ = run(tmp_path, small_tmpfs, text)
         assert r.returncode == 2, r.stdout
         assert r.stderr.count("\n") == 1 and words in r.stderr and "jobs.fio line " in r.stderr
@@ -154,8 +170,10 @@ def test_fill_device_refusals_name_the_line(tmp_path, small_tmpfs):
 def test_a_job_name_with_a_space_runs_and_the_results_keep_it(tmp_path):
     d = tmp_path / "d"
     d.mkdir()
-    text = ("[global]\nsize=256k\nbs=4k\n[punch hole-fuzzer]\nrw=randtrim\nnorandommap\n"
-            "[sequential buffered read]\nrw=read\n")
+    text = (
+        "[global]\nsize=256k\nbs=4k\n[punch hole-fuzzer]\nrw=randtrim\nnorandommap\n"
+        "[sequential buffered read]\nrw=read\n"
+    )
     r, doc = run(tmp_path, d, text, "--keep-files")
     assert r.returncode == 0, r.stderr
     assert list(doc["jobs"]) == ["punch hole-fuzzer", "sequential buffered read"]
@@ -177,8 +195,7 @@ def test_a_job_name_that_would_leave_the_directory_is_refused_in_one_line(tmp_pa
 
 def test_fallocate_is_accepted_with_what_it_changes_and_refused_when_fio_would():
     m = job_of("[j]\nsize=1m\nfilename=f\ndirectory=/tmp\nrw=randwrite\nfallocate=none\n")
-    assert any(n.startswith("fallocate=none: fsmeter writes every file in full") and "fill holes" in n
-               for n in m.notes)
+    assert any(n.startswith("fallocate=none: fsmeter writes every file in full") and "fill holes" in n for n in m.notes)
     m = job_of("[j]\nsize=1m\nfilename=f\ndirectory=/tmp\nrw=randwrite\nfallocate=keep\n")
     assert any("preallocated, unwritten extents" in n for n in m.notes)
     with pytest.raises(UserError) as e:
@@ -193,6 +210,8 @@ def test_a_job_sized_by_a_fill_device_job_is_refused_in_a_campaign(tmp_path):
     f.write_text(FILL)
     with pytest.raises(UserError) as e:
         load_fio_workload(f"{f}:verify-phase")
-    assert e.value.message == (f"{f} line 8: job verify-phase takes its size from what the fill_device job write-phase "
-                               f"writes, which only fsmeter run {f} runs before it: give it size= to use it in a "
-                               "campaign")
+    assert e.value.message == (
+        f"{f} line 8: job verify-phase takes its size from what the fill_device job write-phase "
+        f"writes, which only fsmeter run {f} runs before it: give it size= to use it in a "
+        "campaign"
+    )

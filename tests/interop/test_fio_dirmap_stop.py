@@ -3,6 +3,7 @@ keeps one map of the job's smallest blocks, each direction draws and marks block
 and the job ends the first time a draw's next free block lies past the file. So a 1 MiB write takes one block of a
 64 KiB map, is never shortened, and the job often ends before its bytes are done, at a point that depends on the
 draws. fsmeter keeps the same map and stop: compared here with fio itself over seeds, not run by run."""
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,6 @@ from pathlib import Path
 import pytest
 from fsmeter.interop.fio_jobfile import parse_jobfile
 from fsmeter.interop.fio_map import map_job
-
 from fsmeter_cli import fsm
 
 MiB = 1 << 20
@@ -38,8 +38,12 @@ def _job_file(fio: bool) -> str:
 
 def _stats(rows: list) -> dict:
     n = len(rows)
-    return {"total": sum(r[0] + r[2] for r in rows) / n, "reads": sum(r[1] for r in rows) / n,
-            "writes": sum(r[3] for r in rows) / n, "early": sum(r[0] + r[2] < FILE for r in rows) / n}
+    return {
+        "total": sum(r[0] + r[2] for r in rows) / n,
+        "reads": sum(r[1] for r in rows) / n,
+        "writes": sum(r[3] for r in rows) / n,
+        "early": sum(r[0] + r[2] < FILE for r in rows) / n,
+    }
 
 
 def _fsmeter_rows(tmp_path: Path) -> list:
@@ -66,9 +70,11 @@ def _fio_rows(tmp_path: Path) -> list:
     d.mkdir()
     r = subprocess.run(["fio", "--output-format=json", str(f)], capture_output=True, text=True, cwd=d, timeout=600)
     assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout[r.stdout.find("{"):])
-    return [(j["read"]["io_bytes"], j["read"]["total_ios"], j["write"]["io_bytes"], j["write"]["total_ios"])
-            for j in doc["jobs"]]
+    doc = json.loads(r.stdout[r.stdout.find("{") :])
+    return [
+        (j["read"]["io_bytes"], j["read"]["total_ios"], j["write"]["io_bytes"], j["write"]["total_ios"])
+        for j in doc["jobs"]
+    ]
 
 
 def test_the_job_maps_onto_fios_map_with_a_note():

@@ -1,5 +1,6 @@
 """fio options the access engine carries out: trims (hole punches), random_distribution, buffer_pattern and
 verify, as job-file options and as the access workload's own parameters."""
+
 from __future__ import annotations
 
 import json
@@ -12,10 +13,15 @@ from fsmeter_cli import fsm, job_of
 
 
 # -- the mapping ---------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("rw,random_pct,then_write,total", [
-    ("trim", 0, False, 1 << 20), ("randtrim", 100, False, 1 << 20),
-    ("trimwrite", 0, True, 2 << 20), ("randtrimwrite", 100, True, 2 << 20),
-])
+@pytest.mark.parametrize(
+    "rw,random_pct,then_write,total",
+    [
+        ("trim", 0, False, 1 << 20),
+        ("randtrim", 100, False, 1 << 20),
+        ("trimwrite", 0, True, 2 << 20),
+        ("randtrimwrite", 100, True, 2 << 20),
+    ],
+)
 def test_trim_patterns_map_to_hole_punches_with_fios_byte_counts(rw, random_pct, then_write, total):
     # fio (ioengine=null, size=1m, bs=4k) issues 256 trims for trim/randtrim, and 256 trims plus 256 writes
     # of the same ranges for trimwrite/randtrimwrite.
@@ -33,9 +39,15 @@ def test_trims_take_fios_trim_block_size():
     assert job_of("[a]\nsize=1m\nbs=8k,32k\nrw=trim\n").params["entries"][0]["size"] == 32 << 10
 
 
-@pytest.mark.parametrize("value,want", [
-    ("zipf:1.2", "zipf:1.2"), ("pareto:0.3:0.5", "pareto:0.3:0.5"), ("normal:5", "normal:5"), ("gauss:2:0.1", "gauss:2:0.1"),
-])
+@pytest.mark.parametrize(
+    "value,want",
+    [
+        ("zipf:1.2", "zipf:1.2"),
+        ("pareto:0.3:0.5", "pareto:0.3:0.5"),
+        ("normal:5", "normal:5"),
+        ("gauss:2:0.1", "gauss:2:0.1"),
+    ],
+)
 def test_random_distribution_maps_and_turns_the_random_map_off(value, want):
     m = job_of(f"[a]\nsize=1m\nbs=4k\nrw=randread\nrandom_distribution={value}\n")
     assert m.params["random_distribution"] == want
@@ -44,30 +56,52 @@ def test_random_distribution_maps_and_turns_the_random_map_off(value, want):
     assert m.params["total_bytes"] == 1 << 20
 
 
-@pytest.mark.parametrize("text,pattern", [
-    ("random_distribution=zipf:1\n", r"^t.fio line 5: random_distribution=zipf:1: .*theta must be > 0 and not 1"),
-    ("random_distribution=pareto:1.5\n", r"^t.fio line 5: random_distribution=pareto:1.5: .*between 0 and 1"),
-    ("random_distribution=normal:5:2\n", r"^t.fio line 5: .*center must be between 0 and 1"),
-    ("random_distribution=zoned:60/10:30/90\n", r"^t.fio line 5: random_distribution=zoned:60/10:30/90: .*add up to "
-                                                 "90, not 100"),
-    ("verify=sha512\nverify_interval=64\n", r"^t.fio line 6: verify_interval=64: with verify=sha512, each 64-byte "
-                                            r"block must hold fsmeter's 112-byte header and data"),
-    ("verify=sha384\n", r"^t.fio line 5: verify=sha384: fsmeter's verification has .*not sha384"),
-    ("verify=pattern\n", r"^t.fio line 5: verify=pattern: .*not pattern"),
-    ("verify_pattern=0xff\nverify=md5\n", r"^t.fio line 5: verify_pattern=0xff: with verify=md5 .*not supported by "
-                                        "fsmeter yet"),
-    ("buffer_pattern='file'\n", r"^t.fio line 5: buffer_pattern='file': a file's contents"),
-    ("buffer_pattern=zz\n", r"^t.fio line 5: buffer_pattern=zz: cannot read 'zz'"),
-    ("do_verify=1\n", r"^t.fio line 5: do_verify=1: has no effect without verify="),
-])
+@pytest.mark.parametrize(
+    "text,pattern",
+    [
+        ("random_distribution=zipf:1\n", r"^t.fio line 5: random_distribution=zipf:1: .*theta must be > 0 and not 1"),
+        ("random_distribution=pareto:1.5\n", r"^t.fio line 5: random_distribution=pareto:1.5: .*between 0 and 1"),
+        ("random_distribution=normal:5:2\n", r"^t.fio line 5: .*center must be between 0 and 1"),
+        (
+            "random_distribution=zoned:60/10:30/90\n",
+            r"^t.fio line 5: random_distribution=zoned:60/10:30/90: .*add up to "
+            "90, not 100",
+        ),
+        (
+            "verify=sha512\nverify_interval=64\n",
+            r"^t.fio line 6: verify_interval=64: with verify=sha512, each 64-byte "
+            r"block must hold fsmeter's 112-byte header and data",
+        ),
+        ("verify=sha384\n", r"^t.fio line 5: verify=sha384: fsmeter's verification has .*not sha384"),
+        ("verify=pattern\n", r"^t.fio line 5: verify=pattern: .*not pattern"),
+        (
+            "verify_pattern=0xff\nverify=md5\n",
+            r"^t.fio line 5: verify_pattern=0xff: with verify=md5 .*not supported by "
+            "fsmeter yet",
+        ),
+        ("buffer_pattern='file'\n", r"^t.fio line 5: buffer_pattern='file': a file's contents"),
+        ("buffer_pattern=zz\n", r"^t.fio line 5: buffer_pattern=zz: cannot read 'zz'"),
+        ("do_verify=1\n", r"^t.fio line 5: do_verify=1: has no effect without verify="),
+    ],
+)
 def test_bad_values_name_the_job_file_line_and_option(text, pattern):
     with pytest.raises(UserError, match=pattern) as exc:
         job_of("[a]\nsize=1m\nbs=4k\nrw=randwrite\n" + text)
     assert "\n" not in exc.value.message
 
 
-@pytest.mark.parametrize("method,want", [("crc32c", "crc32c"), ("crc32c-intel", "crc32c"), ("xxhash", "xxh3"),
-                                         ("sha256", "sha256"), ("md5", "md5"), ("crc64", "crc64"), ("meta", "crc32c")])
+@pytest.mark.parametrize(
+    "method,want",
+    [
+        ("crc32c", "crc32c"),
+        ("crc32c-intel", "crc32c"),
+        ("xxhash", "xxh3"),
+        ("sha256", "sha256"),
+        ("md5", "md5"),
+        ("crc64", "crc64"),
+        ("meta", "crc32c"),
+    ],
+)
 def test_verify_maps_onto_fsmeters_own_checksums(method, want):
     m = job_of(f"[a]\nsize=1m\nbs=4k\nrw=randwrite\nverify={method}\nverify_interval=1k\n")
     assert m.params["verify"] == want and m.params["verify_block"] == 1024
@@ -79,23 +113,25 @@ def test_verify_maps_onto_fsmeters_own_checksums(method, want):
 def test_buffer_pattern_is_read_in_fios_forms():
     # Hand-checked: hex bytes in written order (an odd digit count puts the lone digit first), decimals as their
     # 32-bit value's bytes, least significant first, up to the last non-zero one (-12 = 0xfffffff4), strings as is.
-    assert parse_buffer_pattern("0xdeadface") == bytes([0xde, 0xad, 0xfa, 0xce])
-    assert parse_buffer_pattern("0xabc") == bytes([0x0a, 0xbc])
-    assert parse_buffer_pattern("-12") == bytes([0xf4, 0xff, 0xff, 0xff])
+    assert parse_buffer_pattern("0xdeadface") == bytes([0xDE, 0xAD, 0xFA, 0xCE])
+    assert parse_buffer_pattern("0xabc") == bytes([0x0A, 0xBC])
+    assert parse_buffer_pattern("-12") == bytes([0xF4, 0xFF, 0xFF, 0xFF])
     assert parse_buffer_pattern("258") == bytes([0x02, 0x01])
     assert parse_buffer_pattern("0") == b"\0"
-    assert parse_buffer_pattern('0xff0x14"ab"-12') == bytes([0xff, 0x14]) + b"ab" + bytes([0xf4, 0xff, 0xff, 0xff])
+    assert parse_buffer_pattern('0xff0x14"ab"-12') == bytes([0xFF, 0x14]) + b"ab" + bytes([0xF4, 0xFF, 0xFF, 0xFF])
     m = job_of('[a]\nsize=1m\nrw=write\nbuffer_pattern="xy"\n')
     assert AccessParams(**m.params).engine_spec()["buffer_pattern"] == [ord("x"), ord("y")]
 
 
 def test_access_parameters_refuse_what_the_engine_would():
     base = {"entries": [{"size": 4096, "weight": 100, "read_pct": 50}]}
-    for extra, field in [({"random_distribution": "zipf:0"}, "random_distribution"),
-                         ({"random_distribution": "zipf:1.2", "random_map": True, "alignment": 4096}, "random_map"),
-                         ({"entries": [{"size": 4096, "weight": 100, "read_pct": 80, "trim_pct": 30}]}, "trim_pct"),
-                         ({"trim_then_write": True}, "trim_then_write"),
-                         ({"buffer_pattern": "0xgg"}, "buffer_pattern")]:
+    for extra, field in [
+        ({"random_distribution": "zipf:0"}, "random_distribution"),
+        ({"random_distribution": "zipf:1.2", "random_map": True, "alignment": 4096}, "random_map"),
+        ({"entries": [{"size": 4096, "weight": 100, "read_pct": 80, "trim_pct": 30}]}, "trim_pct"),
+        ({"trim_then_write": True}, "trim_then_write"),
+        ({"buffer_pattern": "0xgg"}, "buffer_pattern"),
+    ]:
         with pytest.raises(ValueError, match=field):
             AccessParams(**{**base, **extra})
 
@@ -105,8 +141,10 @@ def test_a_trim_job_punches_the_file_and_reports_trims_apart(tmp_path):
     work = tmp_path / "w"
     work.mkdir()
     f = tmp_path / "t.fio"
-    f.write_text("[global]\nsize=1m\nbs=4k\n[punch]\nfilename=data\nrw=trim\n"
-                 "[tw]\nstonewall\nfilename=data2\nrw=randtrimwrite\nbuffer_pattern=0x5aa5\n")
+    f.write_text(
+        "[global]\nsize=1m\nbs=4k\n[punch]\nfilename=data\nrw=trim\n"
+        "[tw]\nstonewall\nfilename=data2\nrw=randtrimwrite\nbuffer_pattern=0x5aa5\n"
+    )
     out = tmp_path / "r.json"
     r = fsm("run", f, "--dir", work, "--json", out, "--keep-files", "-q")
     assert r.returncode == 0, r.stderr
@@ -118,13 +156,28 @@ def test_a_trim_job_punches_the_file_and_reports_trims_apart(tmp_path):
     assert (work / "data").read_bytes() == bytes(1 << 20)
     ops = doc["phases"]["tw:run"]["ops"]
     assert ops["trim"]["count"] == ops["write"]["count"] == 256
-    assert (work / "data2").read_bytes() == bytes([0x5a, 0xa5]) * (1 << 19)
+    assert (work / "data2").read_bytes() == bytes([0x5A, 0xA5]) * (1 << 19)
 
 
 def test_set_random_distribution_on_a_named_workload(tmp_path):
     out = tmp_path / "r.json"
-    r = fsm("run", "rand-read-4k", "--dir", tmp_path, "--json", out, "-q", "--set", "random_distribution=zipf:1.2",
-            "--set", "file_size=8M", "--set", "duration_s=0.3", "--set", "warmup_s=0")
+    r = fsm(
+        "run",
+        "rand-read-4k",
+        "--dir",
+        tmp_path,
+        "--json",
+        out,
+        "-q",
+        "--set",
+        "random_distribution=zipf:1.2",
+        "--set",
+        "file_size=8M",
+        "--set",
+        "duration_s=0.3",
+        "--set",
+        "warmup_s=0",
+    )
     assert r.returncode == 0, r.stderr
     run = json.loads(out.read_text())["phases"]["run"]
     assert run["extra"]["random_distribution"] == "zipf:1.2" and run["ops"]["read"]["count"] > 0
@@ -136,10 +189,23 @@ def test_set_random_distribution_on_a_named_workload(tmp_path):
 def test_fio_json_export_carries_trims_in_their_own_direction():
     from fsmeter.interop.fio_export import fio_job
 
-    lat = {"count": 4, "mean_ns": 2000.0, "min_ns": 1000, "max_ns": 3000, "p50_ns": 2000, "p90_ns": 3000,
-           "p99_ns": 3000, "p99_9_ns": 3000, "buckets": [[2048, 2], [4096, 2]]}
-    report = {"elapsed_s": 2.0, "warmup_s": 0.0, "intervals": [],
-              "ops": {"trim": {"count": 4, "bytes": 16384, "ops_per_s": 2.0, "bytes_per_s": 8192.0, "lat": lat}}}
+    lat = {
+        "count": 4,
+        "mean_ns": 2000.0,
+        "min_ns": 1000,
+        "max_ns": 3000,
+        "p50_ns": 2000,
+        "p90_ns": 3000,
+        "p99_ns": 3000,
+        "p99_9_ns": 3000,
+        "buckets": [[2048, 2], [4096, 2]],
+    }
+    report = {
+        "elapsed_s": 2.0,
+        "warmup_s": 0.0,
+        "intervals": [],
+        "ops": {"trim": {"count": 4, "bytes": 16384, "ops_per_s": 2.0, "bytes_per_s": 8192.0, "lat": lat}},
+    }
     job = fio_job("punch", 0, {}, [report], False)
     assert (job["trim"]["total_ios"], job["trim"]["io_bytes"], job["trim"]["bw_bytes"]) == (4, 16384, 8192)
     assert job["read"]["total_ios"] == job["write"]["total_ios"] == 0

@@ -1,5 +1,6 @@
 """bench/fio_examples.py's verdicts on canned fio and fsmeter results: group_reporting merges, clones, the
 direction split and bssplit count tolerances, time-based rates, fio's own outcome per file, the summary."""
+
 from __future__ import annotations
 
 import math
@@ -24,33 +25,46 @@ def fsm_doc(jobs: dict, phase="group0", timed=()) -> dict:
     """An fsmeter result: jobs {name: (entries, {"read": (bytes, count), ...})} measured in one group phase."""
     doc = {"jobs": {}, "phases": {f"{phase}:run": {"jobs": {}}}}
     for name, (entries, ops) in jobs.items():
-        doc["jobs"][name] = {"job": {"workload": {"entries": entries,
-                                                  "total_bytes": None if name in timed else 1}},
-                             "phase": phase}
+        doc["jobs"][name] = {
+            "job": {"workload": {"entries": entries, "total_bytes": None if name in timed else 1}},
+            "phase": phase,
+        }
         doc["phases"][f"{phase}:run"]["jobs"][name] = {
             "ops": {d: {"bytes": b, "count": n} for d, (b, n) in ops.items()},
-            "total": {"bytes": sum(b for b, _ in ops.values())}, "elapsed_s": 2.0}
+            "total": {"bytes": sum(b for b, _ in ops.values())},
+            "elapsed_s": 2.0,
+        }
     return doc
 
 
 def fio_job(name, groupid, read=(0, 0), write=(0, 0), bw=0):
-    return {"jobname": name, "groupid": groupid, "error": 0,
-            "read": {"io_bytes": read[0], "total_ios": read[1], "bw_bytes": bw},
-            "write": {"io_bytes": write[0], "total_ios": write[1], "bw_bytes": 0},
-            "trim": {"io_bytes": 0, "total_ios": 0}}
+    return {
+        "jobname": name,
+        "groupid": groupid,
+        "error": 0,
+        "read": {"io_bytes": read[0], "total_ios": read[1], "bw_bytes": bw},
+        "write": {"io_bytes": write[0], "total_ios": write[1], "bw_bytes": 0},
+        "trim": {"io_bytes": 0, "total_ios": 0},
+    }
 
 
 def test_group_reporting_compares_the_group_fio_merged(fe):
     # exitwhat.fio's second group: three concurrent jobs, group_reporting: fio has one entry, named slow2.
-    doc = fsm_doc({"slow2": ([entry(read_pct=0)], {"write": (65536, 16)}),
-                   "fast2": ([entry(read_pct=50, random_pct=100)], {"read": (12288, 3), "write": (12288, 3)}),
-                   "runsnever": ([entry(read_pct=50, random_pct=100)], {"read": (12288, 3), "write": (12288, 3)})})
+    doc = fsm_doc(
+        {
+            "slow2": ([entry(read_pct=0)], {"write": (65536, 16)}),
+            "fast2": ([entry(read_pct=50, random_pct=100)], {"read": (12288, 3), "write": (12288, 3)}),
+            "runsnever": ([entry(read_pct=50, random_pct=100)], {"read": (12288, 3), "write": (12288, 3)}),
+        }
+    )
     fio = {"entries": fe.fio_entries({"jobs": [fio_job("slow2", 2, read=(24576, 6), write=(90112, 22))]})}
     groups = {"slow2": (2, True), "fast2": (2, True), "runsnever": (2, True)}
     verdict, lines = fe.compare(doc, fio, groups)
     assert verdict == "same work", lines
-    assert lines == ["slow2 (group_reporting: slow2, fast2, runsnever): same fsmeter {'read': [24576, 6], "
-                     "'write': [90112, 22]} fio {'read': [24576, 6], 'write': [90112, 22]}"]
+    assert lines == [
+        "slow2 (group_reporting: slow2, fast2, runsnever): same fsmeter {'read': [24576, 6], "
+        "'write': [90112, 22]} fio {'read': [24576, 6], 'write': [90112, 22]}"
+    ]
     # Job by job, two of the jobs are missing from fio's output and the third has the group's figures.
     verdict, lines = fe.compare(doc, fio, {})
     assert verdict == "different work"
@@ -91,12 +105,25 @@ def test_count_slack_of_drawn_sizes_by_hand(fe):
 def test_bssplit_counts_of_the_same_bytes_differ_within_their_spread(fe):
     # jesd219.fio scaled: 256 MiB in 12 sizes, rwmixread 40: fio 13,540 + 20,477 I/Os, fsmeter 13,903 + 20,891
     # (2.3% more, inside three standard deviations of the difference of two runs: 3.4%).
-    sizes = [(512, 4), (1024, 1), (1536, 1), (2048, 1), (2560, 1), (3072, 1), (3584, 1), (4096, 67), (8192, 10),
-             (16384, 7), (32768, 3), (65536, 3)]
+    sizes = [
+        (512, 4),
+        (1024, 1),
+        (1536, 1),
+        (2048, 1),
+        (2560, 1),
+        (3072, 1),
+        (3584, 1),
+        (4096, 67),
+        (8192, 10),
+        (16384, 7),
+        (32768, 3),
+        (65536, 3),
+    ]
     es = [entry(s, w, read_pct=40.0, random_pct=100.0) for s, w in sizes]
     doc = fsm_doc({"JESD219": (es, {"read": (106774528, 13903), "write": (161768448, 20891)})})
-    fio = {"entries": fe.fio_entries({"jobs": [fio_job("JESD219", 0, read=(105550848, 13540),
-                                                       write=(162924544, 20477))]})}
+    fio = {
+        "entries": fe.fio_entries({"jobs": [fio_job("JESD219", 0, read=(105550848, 13540), write=(162924544, 20477))]})
+    }
     assert fe.compare(doc, fio)[0] == "same work"
     # The same totals with every request one size: then the counts must match.
     one = [entry(8192, read_pct=40.0, random_pct=100.0)]
@@ -143,13 +170,19 @@ def test_fio_outcome_and_error_lines(fe):
     assert fe.fio_outcome("fails", why) == "lacks the engine dircreate"
     assert fe.fio_outcome("ran", "") == "runs"
     assert fe.fio_outcome("hangs", "no answer in 60 s") == "hangs"
-    assert fe.fio_error("starting\nfio: pid=1, err=2/file:filesetup.c:1, func=open, error=No such file\n", None) == \
-        "fio: pid=1, err=2/file:filesetup.c:1, func=open, error=No such file"
+    assert (
+        fe.fio_error("starting\nfio: pid=1, err=2/file:filesetup.c:1, func=open, error=No such file\n", None)
+        == "fio: pid=1, err=2/file:filesetup.c:1, func=open, error=No such file"
+    )
     assert fe.fio_error("", {"jobs": [{"jobname": "x", "error": 5}]}).startswith("job x: error 5")
     # A warning fio prints is not why a job failed: the failed job's errno comes first.
-    assert fe.fio_error("fio: time_based requires a runtime/timeout setting\n",
-                        {"jobs": [{"jobname": "a", "error": 0}, {"jobname": "b", "error": 16}]}) == \
-        "job b: error 16 (Device or resource busy); fio: time_based requires a runtime/timeout setting"
+    assert (
+        fe.fio_error(
+            "fio: time_based requires a runtime/timeout setting\n",
+            {"jobs": [{"jobname": "a", "error": 0}, {"jobname": "b", "error": 16}]},
+        )
+        == "job b: error 16 (Device or resource busy); fio: time_based requires a runtime/timeout setting"
+    )
 
 
 def test_files_a_tmpfs_cannot_run_are_given_the_filesystem_that_can(fe):
@@ -163,11 +196,18 @@ def test_files_a_tmpfs_cannot_run_are_given_the_filesystem_that_can(fe):
 def test_summary_separates_fsmeter_gaps_from_files_fio_cannot_run_here(fe):
     results = {
         "a.fio": {"fsmeter": "ran", "why": "", "fio_here": {"status": "runs"}, "fio": "same work"},
-        "b.fio": {"fsmeter": "refused", "why": "b.fio line 3: ioengine=net: not supported",
-                  "fio_here": {"status": "runs"}},
+        "b.fio": {
+            "fsmeter": "refused",
+            "why": "b.fio line 3: ioengine=net: not supported",
+            "fio_here": {"status": "runs"},
+        },
         "c.fio": {"fsmeter": "refused", "why": "c.fio line 2: ioengine=rbd", "fio_here": {"status": "fails"}},
-        "d.fio": {"fsmeter": "ran", "why": "", "fio_here": {"status": "lacks the engine dircreate"},
-                  "fio": "fio here lacks the engine dircreate"},
+        "d.fio": {
+            "fsmeter": "ran",
+            "why": "",
+            "fio_here": {"status": "lacks the engine dircreate"},
+            "fio": "fio here lacks the engine dircreate",
+        },
     }
     lines = fe.summary(results)
     assert lines[1] == "4 files; fio runs 2 here; fsmeter runs 2; of the 2, fsmeter runs 1 and refuses 1:"

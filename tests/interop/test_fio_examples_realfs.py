@@ -1,5 +1,6 @@
 """bench/fio_examples.py's filesystems for the files a tmpfs cannot run: an ext4 (ioengine=e4defrag) or xfs
 (atomic=1) loop image made for the file, and nothing of it left afterwards, also when the file's runs fail."""
+
 from __future__ import annotations
 
 import os

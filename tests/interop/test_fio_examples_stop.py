@@ -1,5 +1,6 @@
 """bench/fio_examples.py on jobs that fio's random map ends where its draws say (per-direction block sizes):
 compared over seeds by their means, on canned rows; the seed put into a job file."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -26,18 +27,23 @@ def test_means_within_three_standard_errors_are_the_same_distribution(fe):
     # difference is sqrt(2/2 + 2/2) = 1.414 MiB, three of them 4.24 MiB > 1 MiB apart.
     ok, lines = fe.stop_compare({"j": rows([4, 6], [2, 3], [2, 3])}, {"j": rows([5, 7], [3, 3], [2, 4])})
     assert ok
-    assert lines[0].startswith("j: random-map stop over 2/2 seeds: same distribution: bytes fsmeter mean 5.00 MiB "
-                               "(1.41), fio mean 6.00 MiB (1.41)")
+    assert lines[0].startswith(
+        "j: random-map stop over 2/2 seeds: same distribution: bytes fsmeter mean 5.00 MiB "
+        "(1.41), fio mean 6.00 MiB (1.41)"
+    )
 
 
 def test_a_side_that_always_moves_the_whole_file_is_a_different_distribution(fe):
     # fsmeter 8 MiB every time (sd 0) against fio 4, 6, 4, 6 (mean 5, sd 1.155): three standard errors are
     # 3 * 1.155 / 2 = 1.73 MiB, and the means are 3 MiB apart.
-    ok, lines = fe.stop_compare({"j": rows([8] * 4, [4] * 4, [4] * 4)},
-                                {"j": rows([4, 6, 4, 6], [2, 3, 2, 3], [2, 3, 2, 3])})
+    ok, lines = fe.stop_compare(
+        {"j": rows([8] * 4, [4] * 4, [4] * 4)}, {"j": rows([4, 6, 4, 6], [2, 3, 2, 3], [2, 3, 2, 3])}
+    )
     assert not ok
-    assert "DIFFERENT distribution" in lines[0] and "bytes fsmeter mean 8.00 MiB (0.00), fio mean 5.00 MiB (1.15) " \
-        "DIFFERENT" in lines[0]
+    assert (
+        "DIFFERENT distribution" in lines[0]
+        and "bytes fsmeter mean 8.00 MiB (0.00), fio mean 5.00 MiB (1.15) DIFFERENT" in lines[0]
+    )
 
 
 def test_a_job_without_runs_on_one_side_is_not_alike(fe):
@@ -54,6 +60,10 @@ def test_the_seed_goes_into_the_global_section(fe):
 
 
 def test_only_jobs_with_the_per_direction_map_are_run_over_seeds(fe):
-    doc = {"jobs": {"a": {"job": {"workload": {"random_map_block": 65536}}},
-                    "b": {"job": {"workload": {"random_map": True}}}}}
+    doc = {
+        "jobs": {
+            "a": {"job": {"workload": {"random_map_block": 65536}}},
+            "b": {"job": {"workload": {"random_map": True}}},
+        }
+    }
     assert fe.dir_map_jobs(doc) == ["a"]

@@ -1,6 +1,7 @@
 """fio's exec engine under `fsmeter run --allow-exec`: the program runs beside its group, is stopped at the job's
 runtime, gets %r and %n substituted, writes <job>.stdout/.stderr with std_redirect; without the flag, and with a
 program that cannot run, one line."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,9 @@ def _run(tmp_path, text: str, *flags):
 
 def test_exec_is_refused_without_allow_exec_and_nothing_runs(tmp_path):
     marker = tmp_path / "ran"
-    r, _ = _run(tmp_path, f"[x]\nioengine=exec\nprogram=/bin/touch\narguments={marker}\ntime_based\nruntime=1\n"
-                + READER)
+    r, _ = _run(
+        tmp_path, f"[x]\nioengine=exec\nprogram=/bin/touch\narguments={marker}\ntime_based\nruntime=1\n" + READER
+    )
     assert r.returncode == 2
     err = r.stderr.strip()
     assert "\n" not in err and "Traceback" not in err
@@ -34,10 +36,14 @@ def test_exec_is_refused_without_allow_exec_and_nothing_runs(tmp_path):
 def test_runtime_stops_the_program_and_r_n_are_substituted(tmp_path):
     # sleep would take 30 s: runtime=1 stops it with SIGTERM; the script echoes its arguments first.
     script = tmp_path / "prog.sh"
-    script.write_text("#!/bin/sh\necho \"args:$1:$2\"\necho oops >&2\nexec sleep 30\n")
+    script.write_text('#!/bin/sh\necho "args:$1:$2"\necho oops >&2\nexec sleep 30\n')
     script.chmod(0o755)
-    r, doc = _run(tmp_path, f"[global]\ntime_based\nruntime=1\n[mon]\nioengine=exec\nprogram={script}\n"
-                  "arguments=%r  %n\ngrace_time=1\n" + READER, "--allow-exec")
+    r, doc = _run(
+        tmp_path,
+        f"[global]\ntime_based\nruntime=1\n[mon]\nioengine=exec\nprogram={script}\n"
+        "arguments=%r  %n\ngrace_time=1\n" + READER,
+        "--allow-exec",
+    )
     assert r.returncode == 0, r.stderr
     (rec,) = doc["exec"]
     assert rec["argv"] == [str(script), "1", "mon"]  # fio splits at spaces, empty pieces dropped
@@ -50,8 +56,12 @@ def test_runtime_stops_the_program_and_r_n_are_substituted(tmp_path):
 
 
 def test_program_ending_early_reports_its_exit_status_without_redirect(tmp_path):
-    r, doc = _run(tmp_path, "[global]\ntime_based\nruntime=1\n[sl]\nioengine=exec\nprogram=/bin/sh\n"
-                  "arguments=-c exit_3\nstd_redirect=0\n" + READER, "--allow-exec")
+    r, doc = _run(
+        tmp_path,
+        "[global]\ntime_based\nruntime=1\n[sl]\nioengine=exec\nprogram=/bin/sh\n"
+        "arguments=-c exit_3\nstd_redirect=0\n" + READER,
+        "--allow-exec",
+    )
     assert r.returncode == 0, r.stderr
     (rec,) = doc["exec"]
     assert rec["status"] == "exited" and rec["exit_status"] == 127  # sh: "exit_3" is no command
@@ -60,8 +70,12 @@ def test_program_ending_early_reports_its_exit_status_without_redirect(tmp_path)
 
 
 def test_a_group_of_exec_jobs_only_lasts_its_runtime(tmp_path):
-    r, doc = _run(tmp_path, "[sl]\nioengine=exec\nprogram=true\narguments=%r\ntime_based\nruntime=1\ngrace_time=0\n"
-                  "[rd]\nstonewall\nioengine=psync\nrw=read\nsize=256k\nbs=4k\n", "--allow-exec")
+    r, doc = _run(
+        tmp_path,
+        "[sl]\nioengine=exec\nprogram=true\narguments=%r\ntime_based\nruntime=1\ngrace_time=0\n"
+        "[rd]\nstonewall\nioengine=psync\nrw=read\nsize=256k\nbs=4k\n",
+        "--allow-exec",
+    )
     assert r.returncode == 0, r.stderr
     (rec,) = doc["exec"]
     assert rec["argv"] == ["true", "1"] and rec["exit_status"] == 0 and "stopped_by" not in rec
@@ -69,8 +83,11 @@ def test_a_group_of_exec_jobs_only_lasts_its_runtime(tmp_path):
 
 
 def test_a_missing_program_is_one_line_and_the_run_goes_on(tmp_path):
-    r, doc = _run(tmp_path, "[global]\ntime_based\nruntime=1\n[m]\nioengine=exec\nprogram=/nonexistent/prog\n"
-                  + READER, "--allow-exec")
+    r, doc = _run(
+        tmp_path,
+        "[global]\ntime_based\nruntime=1\n[m]\nioengine=exec\nprogram=/nonexistent/prog\n" + READER,
+        "--allow-exec",
+    )
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr + r.stdout
     (rec,) = doc["exec"]
@@ -99,9 +116,24 @@ def test_an_interrupted_run_leaves_no_program_behind(tmp_path):
     script.chmod(0o755)
     job = tmp_path / "e.fio"
     job.write_text(f"[global]\ntime_based\nruntime=20\n[lng]\nioengine=exec\nprogram={script}\n{READER}")
-    p = subprocess.Popen([sys.executable, "-m", "fsmeter", "run", str(job), "--dir", str(tmp_path / "d"), "-q",
-                          "--cache", "keep", "--allow-exec"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fsmeter",
+            "run",
+            str(job),
+            "--dir",
+            str(tmp_path / "d"),
+            "-q",
+            "--cache",
+            "keep",
+            "--allow-exec",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     out = tmp_path / "d" / "lng.stdout"
     try:
         for _ in range(600):  # until the program has started (not a timing bound: it waits for the file)
@@ -139,8 +171,12 @@ def test_the_program_runs_beside_its_group_until_its_runtime_after_the_io_jobs_e
     script = tmp_path / "look.sh"
     script.write_text("#!/bin/sh\nls\nexec sleep 30\n")
     script.chmod(0o755)
-    r, doc = _run(tmp_path, f"[mon]\nioengine=exec\nprogram={script}\ntime_based\nruntime=1\ngrace_time=0\n"
-                  "[rd]\nioengine=psync\nrw=read\nsize=256k\nbs=4k\nfilename=seen.dat\n", "--allow-exec")
+    r, doc = _run(
+        tmp_path,
+        f"[mon]\nioengine=exec\nprogram={script}\ntime_based\nruntime=1\ngrace_time=0\n"
+        "[rd]\nioengine=psync\nrw=read\nsize=256k\nbs=4k\nfilename=seen.dat\n",
+        "--allow-exec",
+    )
     assert r.returncode == 0, r.stderr
     (rec,) = doc["exec"]
     assert rec["stopped_by"] == "runtime"
@@ -148,8 +184,9 @@ def test_the_program_runs_beside_its_group_until_its_runtime_after_the_io_jobs_e
 
 
 def test_an_option_no_fio_job_has_is_refused_in_an_exec_job(tmp_path):
-    r, _ = _run(tmp_path, "[m]\nioengine=exec\nprogram=true\ntime_based\nruntime=1\nprogam=x\n" + READER,
-                "--allow-exec")
+    r, _ = _run(
+        tmp_path, "[m]\nioengine=exec\nprogram=true\ntime_based\nruntime=1\nprogam=x\n" + READER, "--allow-exec"
+    )
     assert r.returncode == 2 and "line 6" in r.stderr and "progam" in r.stderr and "\n" not in r.stderr.strip()
 
 
@@ -159,8 +196,10 @@ def test_output_files_stay_in_the_jobs_directory(tmp_path):
     assert not (tmp_path / "escape.stdout").exists()
     # a group of exec jobs only, with no directory named anywhere: refused, not run in the current directory
     job = tmp_path / "nodir.fio"
-    job.write_text("[m]\nioengine=exec\nprogram=true\ntime_based\nruntime=1\n[rd]\nstonewall\nrw=read\n"
-                   f"size=64k\nfilename={tmp_path}/f\n")
+    job.write_text(
+        "[m]\nioengine=exec\nprogram=true\ntime_based\nruntime=1\n[rd]\nstonewall\nrw=read\n"
+        f"size=64k\nfilename={tmp_path}/f\n"
+    )
     r = fsm("run", job, "-q", "--allow-exec", cwd=tmp_path)
     assert r.returncode == 2 and "give --dir D or an absolute directory=" in r.stderr
     assert not (tmp_path / "m.stdout").exists()

@@ -1,6 +1,7 @@
 """ioengine=exec's grace_time as hostile input: a program that ignores SIGTERM, with a grace time of hours, does not
 keep an interrupted run waiting (the stop kills it at once); and grace_time takes ASCII whole seconds up to
 fsmeter's longest time, refused in one line otherwise."""
+
 from __future__ import annotations
 
 import os
@@ -33,14 +34,32 @@ def test_a_stop_signal_during_the_grace_time_kills_the_program_at_once(tmp_path)
     script = tmp_path / "deaf.sh"
     # Says when SIGTERM came (fsmeter is then in the grace time) and goes on waiting for its sleep, which ignores
     # SIGTERM too (fsmeter signals the program's whole process group).
-    script.write_text("#!/bin/sh\ntrap 'echo term' TERM\necho started\nsh -c \"trap '' TERM; exec sleep 317\" &\n"
-                      "wait\nwait\n")
+    script.write_text(
+        "#!/bin/sh\ntrap 'echo term' TERM\necho started\nsh -c \"trap '' TERM; exec sleep 317\" &\nwait\nwait\n"
+    )
     script.chmod(0o755)
     job = tmp_path / "e.fio"
     job.write_text(f"[deaf]\nioengine=exec\nprogram={script}\ntime_based\nruntime=1\ngrace_time=100000\n{READER}")
-    p = subprocess.Popen([sys.executable, "-m", "fsmeter", "run", str(job), "--dir", str(tmp_path / "d"), "-q",
-                          "--cache", "keep", "--min-phase-s", "0", "--allow-exec"], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fsmeter",
+            "run",
+            str(job),
+            "--dir",
+            str(tmp_path / "d"),
+            "-q",
+            "--cache",
+            "keep",
+            "--min-phase-s",
+            "0",
+            "--allow-exec",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     out = tmp_path / "d" / "deaf.stdout"
     try:
         for _ in range(1200):  # until the program got its SIGTERM (not a timing bound: it waits for the line)

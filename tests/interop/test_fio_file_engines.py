@@ -2,6 +2,7 @@
 one-call engines (falloc, ftruncate, e4defrag) and cpp_null, from job files: mapped with fio's meaning, run
 in the engine, counted as fio counts them (checked against fio itself when it is installed), and refused in
 one line naming the job file's line where fio's meaning cannot be kept."""
+
 from __future__ import annotations
 
 import json
@@ -46,7 +47,7 @@ def fio_calls(tmp_path, text: str):
     if "not loadable" in r.stderr:
         return None
     assert r.returncode == 0, r.stderr
-    doc = json.loads(r.stdout[r.stdout.index("{"):])
+    doc = json.loads(r.stdout[r.stdout.index("{") :])
     out: dict = {}
     for j in doc["jobs"]:
         out[j["jobname"]] = out.get(j["jobname"], 0) + sum(j[k]["clat_ns"]["N"] for k in ("read", "write"))
@@ -81,19 +82,34 @@ def test_fios_example_options_of_the_create_engines_are_accepted_with_a_note():
         job_of("[a]\nsize=1m\nopenfiles=1\n")
 
 
-@pytest.mark.parametrize("text,pattern", [
-    ("ioengine=filecreate\nfilesize=4k\ntime_based\nruntime=2\n", r"^t.fio line 4: time_based=?: ioengine=filecreate "
-                                                                  r"creates each file name once"),
-    ("ioengine=dirdelete\nfilesize=4k\nloops=2\n", r"^t.fio line 4: loops=2: ioengine=dirdelete removes each"),
-    ("ioengine=filedelete\nfilesize=4k\nfilename=a:b\nnumjobs=2\n", r"^t.fio line 4: filename=a:b: with numjobs=2, "
-                                                                   r"the clones of ioengine=filedelete would share"),
-    ("ioengine=ftruncate\nsize=1m\nrw=randrw\n", r"^t.fio line 4: rw=randrw: ioengine=ftruncate acts on writes only"),
-    ("ioengine=e4defrag\nsize=1m\nrw=write\n", r"^t.fio line 2: ioengine=e4defrag needs donorname="),
-    ("ioengine=e4defrag\nsize=1m\nrw=write\ndonorname=../x\n", r"^t.fio line 5: donorname=../x: give a file name"),
-    ("ioengine=falloc\nsize=1m\nrw=write\nverify=crc32c\n", r"^t.fio line 5: verify=crc32c: ioengine=falloc moves "
-                                                            r"no data"),
-    ("size=1m\ninplace=1\n", r"^t.fio line 3: option inplace belongs to ioengine=e4defrag"),
-])
+@pytest.mark.parametrize(
+    "text,pattern",
+    [
+        (
+            "ioengine=filecreate\nfilesize=4k\ntime_based\nruntime=2\n",
+            r"^t.fio line 4: time_based=?: ioengine=filecreate "
+            r"creates each file name once",
+        ),
+        ("ioengine=dirdelete\nfilesize=4k\nloops=2\n", r"^t.fio line 4: loops=2: ioengine=dirdelete removes each"),
+        (
+            "ioengine=filedelete\nfilesize=4k\nfilename=a:b\nnumjobs=2\n",
+            r"^t.fio line 4: filename=a:b: with numjobs=2, "
+            r"the clones of ioengine=filedelete would share",
+        ),
+        (
+            "ioengine=ftruncate\nsize=1m\nrw=randrw\n",
+            r"^t.fio line 4: rw=randrw: ioengine=ftruncate acts on writes only",
+        ),
+        ("ioengine=e4defrag\nsize=1m\nrw=write\n", r"^t.fio line 2: ioengine=e4defrag needs donorname="),
+        ("ioengine=e4defrag\nsize=1m\nrw=write\ndonorname=../x\n", r"^t.fio line 5: donorname=../x: give a file name"),
+        (
+            "ioengine=falloc\nsize=1m\nrw=write\nverify=crc32c\n",
+            r"^t.fio line 5: verify=crc32c: ioengine=falloc moves "
+            r"no data",
+        ),
+        ("size=1m\ninplace=1\n", r"^t.fio line 3: option inplace belongs to ioengine=e4defrag"),
+    ],
+)
 def test_what_cannot_keep_fios_meaning_is_refused_naming_the_line(text, pattern):
     with pytest.raises(UserError, match=pattern) as exc:
         job_of("[a]\n" + text)
@@ -115,7 +131,9 @@ def test_e4defrag_puts_its_donor_under_the_jobs_directory_as_fio_does():
 
 
 # -- runs ----------------------------------------------------------------------------------------------------------
-CREATE = "[global]\ncreate_on_open=1\nnrfiles=40\nioengine={e}\nfallocate=none\nfilesize=4k\nopenfiles=1\n\n[t0]\n[t1]\n"
+CREATE = (
+    "[global]\ncreate_on_open=1\nnrfiles=40\nioengine={e}\nfallocate=none\nfilesize=4k\nopenfiles=1\n\n[t0]\n[t1]\n"
+)
 
 
 @pytest.mark.parametrize("engine,kind", [("filecreate", "create"), ("dircreate", "create")])
@@ -176,8 +194,9 @@ def test_falloc_writes_allocate_without_writing(tmp_path):
 
 
 def test_ftruncate_leaves_the_file_at_the_last_writes_offset(tmp_path):
-    doc = run_jobfile(tmp_path, "[g]\nioengine=ftruncate\nfilename=truncate\nsize=1m\nbs=64k\nrw=write\n",
-                      "--keep-files")
+    doc = run_jobfile(
+        tmp_path, "[g]\nioengine=ftruncate\nfilename=truncate\nsize=1m\nbs=64k\nrw=write\n", "--keep-files"
+    )
     assert job_ops(doc, "g")["write"]["count"] == 16, "one truncate per 64 KiB step, counted as fio's writes"
     assert os.stat(tmp_path / "d" / "truncate").st_size == (1 << 20) - (64 << 10)
 
@@ -187,8 +206,13 @@ def tmpfs_dir(tmp_path):
     """A tmpfs (a filesystem without EXT4_IOC_MOVE_EXT) mounted under tmp_path, unmounted afterwards."""
     mnt = tmp_path / "tmpfs"
     mnt.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "fsmeter-test", str(mnt)],
-                                           capture_output=True).returncode != 0:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64m", "fsmeter-test", str(mnt)], capture_output=True
+        ).returncode
+        != 0
+    ):
         pytest.skip("needs root to mount a tmpfs (the temporary directory may be ext4, where e4defrag would run)")
     try:
         yield mnt
@@ -231,7 +255,9 @@ def test_e4defrag_moves_each_writes_range_to_the_donor_on_ext4(loop_disk, tmp_pa
 
 
 def test_cpp_null_runs_the_null_engine_with_fios_counts(tmp_path):
-    text = "[global]\nbs=4k\ngtod_reduce=1\n\n[null]\nioengine=cpp_null\nsize=4m\nrw=randread\nnorandommap\ntime_based\n"
+    text = (
+        "[global]\nbs=4k\ngtod_reduce=1\n\n[null]\nioengine=cpp_null\nsize=4m\nrw=randread\nnorandommap\ntime_based\n"
+    )
     doc = run_jobfile(tmp_path, text)
     ops = job_ops(doc, "null")
     assert (ops["read"]["count"], ops["read"]["bytes"]) == (1024, 4 << 20), "fio's null engine: 1024 reads of 4 KiB"

@@ -1,6 +1,7 @@
 """fio job files whose jobs run at the same time (no stonewall between them): one measured phase per group,
 each job's own figures under it, reported as fio reports its groups. The same work as fio is checked for the
 group job files in tests/data/fio by tests/test_fio_jobfile.py."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,13 @@ MiB = 1 << 20
 
 
 def fsm(*args, env=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200", **(env or {})}, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "fsmeter", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
+        timeout=timeout,
+    )
 
 
 def run_file(tmp_path: Path, text: str, *extra) -> tuple:
@@ -51,15 +57,22 @@ numjobs=2
 
 def test_jobs_without_stonewall_form_one_group(tmp_path):
     f = tmp_path / "g.fio"
-    f.write_text(READER_WRITER + "[after]\nstonewall\nrw=read\nsize=1m\n[beside]\nrw=write\nsize=1m\n[last]\n"
-                 "wait_for_previous\nrw=read\nsize=1m\n")
-    assert [(j.name, j.group) for j in map_jobfile(f)] == [("reader", 0), ("writer", 0), ("after", 1), ("beside", 1),
-                                                          ("last", 2)]
+    f.write_text(
+        READER_WRITER + "[after]\nstonewall\nrw=read\nsize=1m\n[beside]\nrw=write\nsize=1m\n[last]\n"
+        "wait_for_previous\nrw=read\nsize=1m\n"
+    )
+    assert [(j.name, j.group) for j in map_jobfile(f)] == [
+        ("reader", 0),
+        ("writer", 0),
+        ("after", 1),
+        ("beside", 1),
+        ("last", 2),
+    ]
     items = [m for _, m in fio_workloads(str(f))]
     assert [type(m).__name__ for m in items] == ["MappedGroup", "MappedGroup", "MappedJob"]
     assert [j.name for j in items[0].jobs] == ["reader", "writer"] and items[0].name == "group0"
     # One job picked out of a group runs alone.
-    (d, m), = fio_workloads(f"{f}:writer")
+    ((d, m),) = fio_workloads(f"{f}:writer")
     assert not isinstance(m, MappedGroup) and d.family.name == "access"
 
 
@@ -91,8 +104,10 @@ def test_reader_and_writer_run_together_each_doing_its_own_work(tmp_path):
 def test_jobs_of_a_group_overlap_in_time(tmp_path):
     # Time-based: both run until the group's common deadline, however fast the machine (a 4 MiB cached read
     # may be over before a second thread is even scheduled).
-    doc, _ = run_file(tmp_path, "[global]\nsize=1m\ntime_based\nruntime=300ms\n[reader]\nrw=randread\n"
-                                "[writer]\nrw=randwrite\nnumjobs=2\n")
+    doc, _ = run_file(
+        tmp_path,
+        "[global]\nsize=1m\ntime_based\nruntime=300ms\n[reader]\nrw=randread\n[writer]\nrw=randwrite\nnumjobs=2\n",
+    )
     jobs = doc["phases"]["group0:run"]["jobs"]
     r, w = jobs["reader"], jobs["writer"]
     assert r["start_s"] < w["end_s"] and w["start_s"] < r["end_s"], (r["start_s"], r["end_s"], w["start_s"], w["end_s"])
@@ -111,8 +126,7 @@ def test_group_reporting_merges_the_jobs_of_a_group_into_one_table(tmp_path):
 
 
 def test_a_stonewall_between_groups_still_serialises_them(tmp_path):
-    text = ("[global]\nsize=2m\nbs=64k\n[w1]\nrw=write\n[r1]\nrw=read\n"
-            "[w2]\nstonewall\nrw=write\n[r2]\nrw=randread\n")
+    text = "[global]\nsize=2m\nbs=64k\n[w1]\nrw=write\n[r1]\nrw=read\n[w2]\nstonewall\nrw=write\n[r2]\nrw=randread\n"
     doc, _ = run_file(tmp_path, text)
     assert [k for k in doc["phases"] if k.endswith(":run")] == ["group0:run", "group1:run"]
     g0, g1 = doc["phases"]["group0:run"], doc["phases"]["group1:run"]

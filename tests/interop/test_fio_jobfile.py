@@ -1,5 +1,6 @@
 """fio job files in: parsing as fio parses (checked against fio --parse-only and real fio runs), the option
 mapping, and the one-line refusal of everything else."""
+
 from __future__ import annotations
 
 import os
@@ -20,8 +21,14 @@ ENV = {"FSM_SIZE": "16m"}
 
 
 def fsm(*args, env=None, cwd=None, timeout=300):
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200", **(env or {})}, cwd=cwd, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "fsmeter", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
+        cwd=cwd,
+        timeout=timeout,
+    )
 
 
 def jobs_of(text: str, env=None):
@@ -29,12 +36,24 @@ def jobs_of(text: str, env=None):
 
 
 # -- fio's number syntax -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("text,want", [
-    ("4096", 4096), ("4k", 4096), ("4K", 4096), ("4kb", 4096), ("4kB", 4096), ("4ki", 4096), ("1m", 1 << 20),
-    ("1g", 1 << 30), ("0x1000", 4096), ("4b", 4),
-    # kb_base=1024 is fio's compatibility mode: the IEC spellings are powers of 1000 (checked with fio 3.33).
-    ("4KiB", 4000), ("1mib", 1_000_000),
-])
+@pytest.mark.parametrize(
+    "text,want",
+    [
+        ("4096", 4096),
+        ("4k", 4096),
+        ("4K", 4096),
+        ("4kb", 4096),
+        ("4kB", 4096),
+        ("4ki", 4096),
+        ("1m", 1 << 20),
+        ("1g", 1 << 30),
+        ("0x1000", 4096),
+        ("4b", 4),
+        # kb_base=1024 is fio's compatibility mode: the IEC spellings are powers of 1000 (checked with fio 3.33).
+        ("4KiB", 4000),
+        ("1mib", 1_000_000),
+    ],
+)
 def test_sizes_read_as_fio_reads_them(text, want):
     assert parse_fio_size(text) == want
 
@@ -62,8 +81,12 @@ def test_times_and_ranges():
 
 # -- the file format -----------------------------------------------------------------------------------------------
 def test_sections_comments_global_and_env():
-    jf = parse_jobfile("; top\n# also\n[global]\nbs = 8k   # inline\nsize=${S}\n[a]\nrw=read\n"
-                       "[global]\nbs=16k\n[b]\nname=bee\nrw=write;x\nstonewall\n", "t.fio", {"S": "1m"})
+    jf = parse_jobfile(
+        "; top\n# also\n[global]\nbs = 8k   # inline\nsize=${S}\n[a]\nrw=read\n"
+        "[global]\nbs=16k\n[b]\nname=bee\nrw=write;x\nstonewall\n",
+        "t.fio",
+        {"S": "1m"},
+    )
     a, b = jf.jobs
     assert (a.name, a.get("bs").value, a.get("size").value, a.get("rw").value) == ("a", "8k", "1m", "read")
     # A later [global] changes the defaults of the jobs after it only; name= renames the job.
@@ -71,12 +94,15 @@ def test_sections_comments_global_and_env():
     assert a.get("bs").line == 4 and b.get("rw").line == 12
 
 
-@pytest.mark.parametrize("text,pattern", [
-    ("[${NOPE}]\nsize=1m\n", r"t.fio line 1: \$\{NOPE\} is not set"),
-    ("size=1m\n[a]\n", "t.fio line 1: option 'size=1m' outside of a \\[job\\] section"),
-    ("[a\n", "line 1: '\\[a' is not a section header"),
-    ("# nothing\n", "no job section"),
-])
+@pytest.mark.parametrize(
+    "text,pattern",
+    [
+        ("[${NOPE}]\nsize=1m\n", r"t.fio line 1: \$\{NOPE\} is not set"),
+        ("size=1m\n[a]\n", "t.fio line 1: option 'size=1m' outside of a \\[job\\] section"),
+        ("[a\n", "line 1: '\\[a' is not a section header"),
+        ("# nothing\n", "no job section"),
+    ],
+)
 def test_format_errors_name_the_line(text, pattern):
     with pytest.raises(UserError, match=pattern):
         parse_jobfile(text, "t.fio", {})
@@ -84,13 +110,18 @@ def test_format_errors_name_the_line(text, pattern):
 
 # -- the mapping ---------------------------------------------------------------------------------------------------
 def test_mapping_of_a_mixed_job():
-    (m,) = jobs_of("[global]\nioengine=libaio\niodepth=16\ndirect=1\n[db]\nrw=randrw\nrwmixwrite=30\n"
-                   "bssplit=4k/50:8k/:16k/\nsize=64m\nnumjobs=2\nfsync=8\nend_fsync=1\nramp_time=2\n"
-                   "randseed=7\nnorandommap\noffset=1m\n")
+    (m,) = jobs_of(
+        "[global]\nioengine=libaio\niodepth=16\ndirect=1\n[db]\nrw=randrw\nrwmixwrite=30\n"
+        "bssplit=4k/50:8k/:16k/\nsize=64m\nnumjobs=2\nfsync=8\nend_fsync=1\nramp_time=2\n"
+        "randseed=7\nnorandommap\noffset=1m\n"
+    )
     p, s = m.params, m.settings
     assert s == {"threads": 2, "seed": 7, "backend": "io_uring"}
     assert [(e["size"], e["weight"], e["read_pct"], e["random_pct"]) for e in p["entries"]] == [
-        (4096, 50.0, 70.0, 100.0), (8192, 25.0, 70.0, 100.0), (16384, 25.0, 70.0, 100.0)]
+        (4096, 50.0, 70.0, 100.0),
+        (8192, 25.0, 70.0, 100.0),
+        (16384, 25.0, 70.0, 100.0),
+    ]
     assert p["queue_depth"] == 16 and p["direct"] and p["fsync_every"] == 8 and p["fsync_end"]
     assert p["warmup_s"] == 2 and p["offset"] == 1 << 20 and p["alignment"] == 4096
     assert p["file_names"] == ["db.0.0", "db.1.0"] and p["thread_files"] and p["file_size"] == 64 << 20
@@ -99,11 +130,15 @@ def test_mapping_of_a_mixed_job():
 
 
 def test_mapping_of_per_direction_sizes_time_based_and_shared_files():
-    (m,) = jobs_of("[seq]\nrw=rw\nrwmixread=60\nbs=16k,32k\nfilename=a:b\ndirectory=sub\nsize=8m\n"
-                   "time_based\nruntime=1m\nnumjobs=2\n")
+    (m,) = jobs_of(
+        "[seq]\nrw=rw\nrwmixread=60\nbs=16k,32k\nfilename=a:b\ndirectory=sub\nsize=8m\n"
+        "time_based\nruntime=1m\nnumjobs=2\n"
+    )
     p = m.params
     assert [(e["size"], e["weight"], e["read_pct"], e["random_pct"]) for e in p["entries"]] == [
-        (16384, 60.0, 100.0, 0.0), (32768, 40.0, 0.0, 0.0)]
+        (16384, 60.0, 100.0, 0.0),
+        (32768, 40.0, 0.0, 0.0),
+    ]
     assert p["file_names"] == ["sub/a", "sub/b"] and not p["thread_files"] and p["file_size"] == 4 << 20
     assert p["duration_s"] == 60 and p["total_bytes"] is None
 
@@ -134,20 +169,29 @@ def test_sync_engine_caps_the_queue_depth_with_a_note():
     assert any("capped at 1" in n for n in m.notes)
 
 
-@pytest.mark.parametrize("text,pattern", [
-    ("[a]\nsize=1m\nbs=100\nverify=sha3-384\n", r"^t.fio line 3: bs=100: with verify=sha3-384, each 100-byte block "
-                                              r"must hold fsmeter's 96-byte header and data"),
-    ("[a]\nsize=1m\nfdatasync=8\n", r"^t.fio line 3: option fdatasync is not supported by fsmeter yet \(planned\)"),
-    ("[a]\nsize=1m\nflux_capacitor=1\n", r"^t.fio line 3: option flux_capacitor is not supported by fsmeter "
-                                         r"\(not planned\)"),
-    ("[a]\nsize=1m\nioengine=posixaio\n", r"^t.fio line 3: ioengine=posixaio: ioengine posixaio is not supported"),
-    ("[a]\nsize=1m\nrw=trim\nbssplit=4k/50:8k/50\n", r"line 4: bssplit=.*: with rw=trim, give one trim size"),
-    ("[a]\nsize=20%\n", r"line 2: size=20%: a percentage of the files' size needs files that exist"),
-    ("[a]\nsize=1m\nbs=4k-8k\n", r"line 3: bs=4k-8k: a block size range is not supported by fsmeter \(planned"),
-    ("[a]\nsize=1m\ndirectory=../up\n", r"line 3: directory=../up: '..' would leave the job's directory"),
-    ("[a]\nrw=read\n", r"line 1: job a: give size="),
-    ("[a]\nsize=1m\nbssplit=4k/50:8k/40\n", r"line 3: bssplit=4k/50:8k/40: the percentages add up to 90"),
-])
+@pytest.mark.parametrize(
+    "text,pattern",
+    [
+        (
+            "[a]\nsize=1m\nbs=100\nverify=sha3-384\n",
+            r"^t.fio line 3: bs=100: with verify=sha3-384, each 100-byte block "
+            r"must hold fsmeter's 96-byte header and data",
+        ),
+        ("[a]\nsize=1m\nfdatasync=8\n", r"^t.fio line 3: option fdatasync is not supported by fsmeter yet \(planned\)"),
+        (
+            "[a]\nsize=1m\nflux_capacitor=1\n",
+            r"^t.fio line 3: option flux_capacitor is not supported by fsmeter "
+            r"\(not planned\)",
+        ),
+        ("[a]\nsize=1m\nioengine=posixaio\n", r"^t.fio line 3: ioengine=posixaio: ioengine posixaio is not supported"),
+        ("[a]\nsize=1m\nrw=trim\nbssplit=4k/50:8k/50\n", r"line 4: bssplit=.*: with rw=trim, give one trim size"),
+        ("[a]\nsize=20%\n", r"line 2: size=20%: a percentage of the files' size needs files that exist"),
+        ("[a]\nsize=1m\nbs=4k-8k\n", r"line 3: bs=4k-8k: a block size range is not supported by fsmeter \(planned"),
+        ("[a]\nsize=1m\ndirectory=../up\n", r"line 3: directory=../up: '..' would leave the job's directory"),
+        ("[a]\nrw=read\n", r"line 1: job a: give size="),
+        ("[a]\nsize=1m\nbssplit=4k/50:8k/40\n", r"line 3: bssplit=4k/50:8k/40: the percentages add up to 90"),
+    ],
+)
 def test_unsupported_or_bad_options_stop_with_one_line(text, pattern):
     with pytest.raises(UserError, match=pattern) as exc:
         jobs_of(text)
@@ -172,8 +216,7 @@ def test_cli_refusal_is_one_line_exit_2(tmp_path):
 # -- against real fio ----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("path", JOBFILES, ids=[p.name for p in JOBFILES])
 def test_every_test_job_file_is_valid_fio(path):
-    r = subprocess.run(["fio", "--parse-only", str(path)], capture_output=True, text=True,
-                       env={**os.environ, **ENV})
+    r = subprocess.run(["fio", "--parse-only", str(path)], capture_output=True, text=True, env={**os.environ, **ENV})
     assert r.returncode == 0, r.stderr
 
 
@@ -185,8 +228,12 @@ def fast_dir(tmp_path_factory):
     mnt.mkdir()
     mounted = False
     if os.geteuid() == 0:
-        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1200m", "fsmeter-test", str(mnt)],
-                                 capture_output=True).returncode == 0
+        mounted = (
+            subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", "size=1200m", "fsmeter-test", str(mnt)], capture_output=True
+            ).returncode
+            == 0
+        )
     try:
         yield mnt
     finally:
@@ -209,8 +256,14 @@ def test_same_work_as_fio(path, fast_dir, tmp_path):
         d.mkdir()
     (fast_dir / "fio" / "data").mkdir()  # fio wants directory= to exist; fsmeter creates it
     out = tmp_path / "fio.json"
-    r = subprocess.run(["fio", "--output-format=json", f"--output={out}", str(path)], cwd=fast_dir / "fio",
-                       capture_output=True, text=True, env={**os.environ, **ENV}, timeout=300)
+    r = subprocess.run(
+        ["fio", "--output-format=json", f"--output={out}", str(path)],
+        cwd=fast_dir / "fio",
+        capture_output=True,
+        text=True,
+        env={**os.environ, **ENV},
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     fio: dict = {}
     for j in json.loads(out.read_text())["jobs"]:  # clones without group_reporting are separate jobs
@@ -235,8 +288,9 @@ def test_same_work_as_fio(path, fast_dir, tmp_path):
             for d in ("read", "write"):
                 for i in (0, 1):
                     assert got[d][i] == pytest.approx(want[d][i], rel=0.02), (name, d, got, want)
-            assert tot_got[0] == pytest.approx(tot_want[0], rel=0.02) and \
-                tot_got[1] == pytest.approx(tot_want[1], rel=0.02), (name, got, want)
+            assert tot_got[0] == pytest.approx(tot_want[0], rel=0.02) and tot_got[1] == pytest.approx(
+                tot_want[1], rel=0.02
+            ), (name, got, want)
         else:
             assert got == want, (name, got, want)
     shutil.rmtree(fast_dir / "fsm")

@@ -2,6 +2,7 @@
 on latency, and I/O priorities (prio/prioclass per thread, cmdprio_percentage and cmdprio_bssplit per io_uring
 request): the log lines read back by fio's own tools and checked against the run's JSON, the share of requests
 given a priority against what the job file asks."""
+
 from __future__ import annotations
 
 import json
@@ -59,8 +60,9 @@ def weighted_mean(lines: list, intervals: list, since_s: float, kind: str, ddir:
 
 
 def test_lat_and_clat_logs_carry_each_intervals_mean_latency(tmp_path):
-    doc = run_file(tmp_path, "[m]\nrw=randrw\nbs=4k\nsize=4m\ntime_based\nruntime=1\nwrite_lat_log=run\n"
-                             "log_avg_msec=200\n")
+    doc = run_file(
+        tmp_path, "[m]\nrw=randrw\nbs=4k\nsize=4m\ntime_based\nruntime=1\nwrite_lat_log=run\nlog_avg_msec=200\n"
+    )
     rep = doc["phases"]["m:run"]
     lat, clat = rows(tmp_path / "run_lat.1.log"), rows(tmp_path / "run_clat.1.log")
     # A synchronous engine: no submission latency, an empty _slat log (fio's is empty too); total = completion.
@@ -78,15 +80,21 @@ def test_lat_and_clat_logs_carry_each_intervals_mean_latency(tmp_path):
         assert got == pytest.approx(rep["ops"][kind]["lat"]["mean_ns"], abs=1.0)
     # The intervals' latency counts add up to the phase's requests of each kind.
     for kind in ("read", "write"):
-        assert sum(iv["lat"][kind]["count"] for iv in rep["intervals"] if kind in iv["lat"]) == \
-            rep["ops"][kind]["count"]
+        assert (
+            sum(iv["lat"][kind]["count"] for iv in rep["intervals"] if kind in iv["lat"]) == rep["ops"][kind]["count"]
+        )
     # fio's own plotting tool reads the log: as many values as lines, and the same smallest and largest.
     if FIO2GNUPLOT is None:
         pytest.skip("fio2gnuplot is not installed (Debian package fio)")
     out = tmp_path / "g"
     out.mkdir()
-    r = subprocess.run([FIO2GNUPLOT, "-p", "run_clat.1.log", "-d", f"{out}/", "-t", "clat"], cwd=tmp_path,
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [FIO2GNUPLOT, "-p", "run_clat.1.log", "-d", f"{out}/", "-t", "clat"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     stats = dict(ln.split("=") for ln in (out / "run_clat.1.global").read_text().splitlines())
     values = [int(x[1]) for x in clat]
@@ -97,8 +105,10 @@ def test_lat_and_clat_logs_carry_each_intervals_mean_latency(tmp_path):
 def test_log_offset_and_log_prio_columns_are_fios(tmp_path):
     """fio 3's flush_samples: time, value, direction, block size, [offset,] priority (log_prio: as hex); in
     averaged lines block size, offset and priority are 0, in fio and in fsmeter."""
-    text = ("[z]\nrw=read\nbs=64k\nsize=4m\ntime_based\nruntime=1\nwrite_bw_log=z\nwrite_lat_log=z\nlog_offset=1\n"
-            "log_prio=1\nlog_avg_msec=250\n")
+    text = (
+        "[z]\nrw=read\nbs=64k\nsize=4m\ntime_based\nruntime=1\nwrite_bw_log=z\nwrite_lat_log=z\nlog_offset=1\n"
+        "log_prio=1\nlog_avg_msec=250\n"
+    )
     run_file(tmp_path, text)
     mine = {k: rows(tmp_path / f"z_{k}.1.log") for k in ("bw", "lat", "clat")}
     for k, lines in mine.items():
@@ -121,8 +131,10 @@ def test_without_log_avg_msec_every_request_is_logged_as_fio_logs_it(tmp_path):
     the job's blocks, and (io_uring, cmdprio_percentage) the requests given a priority marked in the last column,
     the others with the job's own (prioclass=3: idle)."""
     io_uring_or_skip(tmp_path)
-    text = ("[p]\nioengine=io_uring\niodepth=4\nrw=randread\nbs=4k\nsize=4m\ncmdprio_percentage=20\n"
-            "cmdprio_class=2\nprioclass=3\nwrite_lat_log=pl\nlog_offset=1\nlog_prio=1\n")
+    text = (
+        "[p]\nioengine=io_uring\niodepth=4\nrw=randread\nbs=4k\nsize=4m\ncmdprio_percentage=20\n"
+        "cmdprio_class=2\nprioclass=3\nwrite_lat_log=pl\nlog_offset=1\nlog_prio=1\n"
+    )
     doc = run_file(tmp_path, text)
     run = doc["phases"]["p:run"]
     lines = rows(tmp_path / "pl_lat.1.log")
@@ -149,8 +161,11 @@ def test_without_log_avg_msec_every_request_is_logged_as_fio_logs_it(tmp_path):
 
 
 def test_log_max_value_logs_each_intervals_largest_latency(tmp_path):
-    doc = run_file(tmp_path, "[w]\nrw=write\nbs=4k\nsize=4m\ntime_based\nruntime=1\nwrite_lat_log=w\n"
-                             "log_avg_msec=250\nlog_max_value=1\ndisable_slat=1\n")
+    doc = run_file(
+        tmp_path,
+        "[w]\nrw=write\nbs=4k\nsize=4m\ntime_based\nruntime=1\nwrite_lat_log=w\n"
+        "log_avg_msec=250\nlog_max_value=1\ndisable_slat=1\n",
+    )
     rep = doc["phases"]["w:run"]
     assert not (tmp_path / "w_slat.1.log").exists()  # disable_slat: no _slat log, as in fio
     lines = rows(tmp_path / "w_lat.1.log")
@@ -163,31 +178,43 @@ def test_log_max_value_logs_each_intervals_largest_latency(tmp_path):
 
 
 def test_each_job_of_a_group_logs_its_own_latency(tmp_path):
-    doc = run_file(tmp_path, "[global]\nbs=4k\nsize=2m\nlog_avg_msec=100\nwrite_lat_log\n[r]\nrw=randread\n"
-                             "time_based\nruntime=1\n[w]\nrw=write\nloops=4\n")
+    doc = run_file(
+        tmp_path,
+        "[global]\nbs=4k\nsize=2m\nlog_avg_msec=100\nwrite_lat_log\n[r]\nrw=randread\n"
+        "time_based\nruntime=1\n[w]\nrw=write\nloops=4\n",
+    )
     jobs = doc["phases"]["group0:run"]["jobs"]
     for name, kind, ddir in (("r", "read", "0"), ("w", "write", "1")):
         lines = rows(tmp_path / f"{name}_lat.{1 if name == 'r' else 2}.log")
         assert {x[2] for x in lines} == {ddir}
         jr = jobs[name]
-        got = weighted_mean(lines, [iv for iv in jr["intervals"] if iv["t_s"] > jr["start_s"]], jr["start_s"],
-                            kind, ddir)
+        got = weighted_mean(
+            lines, [iv for iv in jr["intervals"] if iv["t_s"] > jr["start_s"]], jr["start_s"], kind, ddir
+        )
         assert got == pytest.approx(jr["ops"][kind]["lat"]["mean_ns"], abs=1.0)
 
 
 def test_latency_log_options_map_and_refuse_as_fio(tmp_path):
-    m = one("[a]\nrw=read\nsize=1m\nwrite_lat_log=p\nlog_window_value=both\nlog_offset=1\ndisable_lat=1\n"
-            "log_avg_msec=500\n")
+    m = one(
+        "[a]\nrw=read\nsize=1m\nwrite_lat_log=p\nlog_window_value=both\nlog_offset=1\ndisable_lat=1\nlog_avg_msec=500\n"
+    )
     assert m.params["interval_lat"] is True and "io_log" not in m.params
     assert m.logs == [("slat", "p_slat.{n}.log"), ("clat", "p_clat.{n}.log")]
     assert m.log_format == {"offset": True, "prio": False, "window": "both"}
     # Without log_avg_msec fio logs every request: so does the engine, its buffer sized for the job's 256 requests.
     m = one("[a]\nrw=read\nsize=1m\nwrite_lat_log=p\nlog_prio=1\n")
-    assert m.params["io_log"] == {"paths": [os.path.abspath("p_lat.{n}.log"), os.path.abspath("p_clat.{n}.log")],
-                                  "offset": False, "prio_hex": True, "max_records": 256 + 16}
+    assert m.params["io_log"] == {
+        "paths": [os.path.abspath("p_lat.{n}.log"), os.path.abspath("p_clat.{n}.log")],
+        "offset": False,
+        "prio_hex": True,
+        "max_records": 256 + 16,
+    }
     assert not m.params["interval_lat"] and m.log_format["per_io"]
-    refused("[a]\nrw=read\nsize=1m\nwrite_lat_log\nlog_max_value=median\n", r"^t.fio line 5: log_max_value=median: "
-            r"use avg, max or both")
+    refused(
+        "[a]\nrw=read\nsize=1m\nwrite_lat_log\nlog_max_value=median\n",
+        r"^t.fio line 5: log_max_value=median: "
+        r"use avg, max or both",
+    )
     assert "interval_lat" not in one("[a]\nrw=read\nsize=1m\nwrite_bw_log\n").params
 
 
@@ -195,8 +222,11 @@ def test_a_latency_steady_state_stops_the_job(tmp_path):
     """Paced at 2000 IOPS on the null engine, each 100 ms check's mean latency is within 1 ms of the window's mean
     at once: steady as soon as 0.5 s of checks are in, long before the 30 s runtime."""
     assert one("[a]\nrw=read\nsize=1m\nss=lat:5%\nss_dur=300\n").params["steadystate"]["criterion"] == "lat"
-    doc = run_file(tmp_path, "[s]\nioengine=null\nrw=randread\nsize=1m\ntime_based\nruntime=30\nrate_iops=2000\n"
-                             "ss=lat:1000000\nss_dur=500ms\nss_interval=100ms\n")
+    doc = run_file(
+        tmp_path,
+        "[s]\nioengine=null\nrw=randread\nsize=1m\ntime_based\nruntime=30\nrate_iops=2000\n"
+        "ss=lat:1000000\nss_dur=500ms\nss_interval=100ms\n",
+    )
     run = doc["phases"]["s:run"]
     assert run["counters"]["steadystate_attained"] == 1
     assert run["elapsed_s"] < 30
@@ -208,32 +238,65 @@ def test_priority_options_map_to_the_kernels_ioprio_values():
     assert one("[a]\nrw=read\nsize=1m\nprioclass=2\nprio=7\n").params["ioprio"] == {"thread": 2 << 13 | 7}
     assert one("[a]\nrw=read\nsize=1m\nprio=3\n").params["ioprio"] == {"thread": 2 << 13 | 3}
     m = one("[a]\nrw=randread\nsize=1m\nioengine=libaio\nprioclass=3\ncmdprio_percentage=20\ncmdprio_class=1\n")
-    assert m.params["ioprio"] == {"thread": 3 << 13, "cmd": [[{"size": 0, "pct": 20, "ioprio": 1 << 13}],
-                                                             [{"size": 0, "pct": 20, "ioprio": 1 << 13}]]}
+    assert m.params["ioprio"] == {
+        "thread": 3 << 13,
+        "cmd": [[{"size": 0, "pct": 20, "ioprio": 1 << 13}], [{"size": 0, "pct": 20, "ioprio": 1 << 13}]],
+    }
     # fio's cmdprio-bssplit.fio: entries with their own class/level (and hint), and entries taking cmdprio_class.
-    m = one("[a]\nrw=randrw\nsize=4m\nioengine=io_uring\nbssplit=64k/40:1024k/60,1024k/100\n"
-            "cmdprio_bssplit=64k/25/1/1:64k/75/3/2:1024k/0,1024k/0\n")
+    m = one(
+        "[a]\nrw=randrw\nsize=4m\nioengine=io_uring\nbssplit=64k/40:1024k/60,1024k/100\n"
+        "cmdprio_bssplit=64k/25/1/1:64k/75/3/2:1024k/0,1024k/0\n"
+    )
     assert m.params["ioprio"]["cmd"] == [
-        [{"size": 65536, "pct": 25, "ioprio": 1 << 13 | 1}, {"size": 65536, "pct": 75, "ioprio": 3 << 13 | 2},
-         {"size": 1 << 20, "pct": 0, "ioprio": 1 << 13}], [{"size": 1 << 20, "pct": 0, "ioprio": 1 << 13}]]
-    m = one("[a]\nrw=randread\nsize=4m\nioengine=io_uring\nbssplit=1M/40:2M/60\n"
-            "cmdprio_bssplit=1M/10/2/0/1:1M/90/2/0/0\ncmdprio_class=2\ncmdprio=5\n")
-    assert m.params["ioprio"]["cmd"][0] == [{"size": 1 << 20, "pct": 10, "ioprio": 2 << 13 | 1 << 3},
-                                            {"size": 1 << 20, "pct": 90, "ioprio": 2 << 13}]
-    refused("[a]\nrw=read\nsize=1m\ncmdprio_percentage=10\n", r"^t.fio line 4: cmdprio_percentage=10: an option of "
-            r"fio's io_uring and libaio engines \(fio refuses it with ioengine=psync\): use ioengine=io_uring")
-    refused("[a]\nrw=read\nsize=1m\nioengine=io_uring\ncmdprio_percentage=10\ncmdprio_bssplit=4k/10\n",
-            r"line 5: cmdprio_percentage=10: cmdprio_percentage and cmdprio_bssplit exclude each other")
+        [
+            {"size": 65536, "pct": 25, "ioprio": 1 << 13 | 1},
+            {"size": 65536, "pct": 75, "ioprio": 3 << 13 | 2},
+            {"size": 1 << 20, "pct": 0, "ioprio": 1 << 13},
+        ],
+        [{"size": 1 << 20, "pct": 0, "ioprio": 1 << 13}],
+    ]
+    m = one(
+        "[a]\nrw=randread\nsize=4m\nioengine=io_uring\nbssplit=1M/40:2M/60\n"
+        "cmdprio_bssplit=1M/10/2/0/1:1M/90/2/0/0\ncmdprio_class=2\ncmdprio=5\n"
+    )
+    assert m.params["ioprio"]["cmd"][0] == [
+        {"size": 1 << 20, "pct": 10, "ioprio": 2 << 13 | 1 << 3},
+        {"size": 1 << 20, "pct": 90, "ioprio": 2 << 13},
+    ]
+    refused(
+        "[a]\nrw=read\nsize=1m\ncmdprio_percentage=10\n",
+        r"^t.fio line 4: cmdprio_percentage=10: an option of "
+        r"fio's io_uring and libaio engines \(fio refuses it with ioengine=psync\): use ioengine=io_uring",
+    )
+    refused(
+        "[a]\nrw=read\nsize=1m\nioengine=io_uring\ncmdprio_percentage=10\ncmdprio_bssplit=4k/10\n",
+        r"line 5: cmdprio_percentage=10: cmdprio_percentage and cmdprio_bssplit exclude each other",
+    )
     refused("[a]\nrw=read\nsize=1m\nprio=8\n", r"line 4: prio=8: must be between 0 and 7")
-    refused("[a]\nrw=read\nsize=1m\nioengine=io_uring\ncmdprio_bssplit=4k/60/1/0:4k/50/2/0\n",
-            r"line 5: cmdprio_bssplit=.*add up to 110: at most 100")
+    refused(
+        "[a]\nrw=read\nsize=1m\nioengine=io_uring\ncmdprio_bssplit=4k/60/1/0:4k/50/2/0\n",
+        r"line 5: cmdprio_bssplit=.*add up to 110: at most 100",
+    )
 
 
 def io_uring_or_skip(tmp_path):
     doc_dir = tmp_path / "probe"
     doc_dir.mkdir()
-    r = fsm("run", "seq-read", "--dir", doc_dir, "-q", "--set", "backend=io_uring", "--set", "file_size=64k",
-            "--set", "total_bytes=64k", "--cache", "keep")
+    r = fsm(
+        "run",
+        "seq-read",
+        "--dir",
+        doc_dir,
+        "-q",
+        "--set",
+        "backend=io_uring",
+        "--set",
+        "file_size=64k",
+        "--set",
+        "total_bytes=64k",
+        "--cache",
+        "keep",
+    )
     if r.returncode != 0 and "io_uring" in r.stderr:
         pytest.skip(f"io_uring unavailable here: {r.stderr.strip()}")
 
@@ -242,23 +305,31 @@ def test_cmdprio_percentage_gives_that_share_of_the_requests_a_priority(tmp_path
     """1024 random 4 KiB reads, 20% with best-effort level 0 (a class any user may set): the count of requests
     given the priority is within 4 binomial standard deviations of 20% (sd 12.8 requests)."""
     io_uring_or_skip(tmp_path)
-    doc = run_file(tmp_path, "[p]\nioengine=io_uring\niodepth=4\nrw=randread\nbs=4k\nsize=4m\n"
-                             "cmdprio_percentage=20\ncmdprio_class=2\nprioclass=2\nprio=7\n")
+    doc = run_file(
+        tmp_path,
+        "[p]\nioengine=io_uring\niodepth=4\nrw=randread\nbs=4k\nsize=4m\n"
+        "cmdprio_percentage=20\ncmdprio_class=2\nprioclass=2\nprio=7\n",
+    )
     run = doc["phases"]["p:run"]
     n = run["ops"]["read"]["count"]
     assert n == 1024
     sd = math.sqrt(n * 0.2 * 0.8)
     assert abs(run["counters"]["cmdprio_ios"] - 0.2 * n) < 4 * sd
-    assert run["extra"]["ioprio"] == {"thread": 2 << 13 | 7, "cmd": [[{"size": 0, "pct": 20, "ioprio": 2 << 13}],
-                                                                      [{"size": 0, "pct": 20, "ioprio": 2 << 13}]]}
+    assert run["extra"]["ioprio"] == {
+        "thread": 2 << 13 | 7,
+        "cmd": [[{"size": 0, "pct": 20, "ioprio": 2 << 13}], [{"size": 0, "pct": 20, "ioprio": 2 << 13}]],
+    }
 
 
 def test_cmdprio_bssplit_gives_a_priority_to_the_sizes_it_names(tmp_path):
     """Reads of 4 KiB and 8 KiB, half each; every 4 KiB read gets a priority and no 8 KiB one: the count of
     requests with a priority is exactly the count of 4 KiB reads."""
     io_uring_or_skip(tmp_path)
-    doc = run_file(tmp_path, "[b]\nioengine=io_uring\niodepth=2\nrw=randread\nbssplit=4k/50:8k/50\nsize=4m\n"
-                             "norandommap\ncmdprio_bssplit=4k/100:8k/0\ncmdprio_class=2\n")
+    doc = run_file(
+        tmp_path,
+        "[b]\nioengine=io_uring\niodepth=2\nrw=randread\nbssplit=4k/50:8k/50\nsize=4m\n"
+        "norandommap\ncmdprio_bssplit=4k/100:8k/0\ncmdprio_class=2\n",
+    )
     run = doc["phases"]["b:run"]
     mix = {e["size"]: e["reads"] for e in run["extra"]["mix"]}
     assert mix[4096] > 0 and mix[8192] > 0

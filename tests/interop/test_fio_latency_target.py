@@ -1,6 +1,7 @@
 """fio's latency_target, latency_window, latency_percentile and latency_run in job files: how they map onto the
 access workload's depth search, what is refused, and the depth found against fio's own at the extremes where it
 does not depend on the machine (a target no request meets: depth 1; one every request meets: the iodepth)."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,12 @@ BASE = "[j]\nrw=randread\nbs=4k\nioengine=io_uring\niodepth=16\nsize=1m\n"
 
 def test_the_example_maps_target_and_window_in_microseconds():
     m = one(BASE + "latency_target=500000\nlatency_window=5000000\nlatency_percentile=99.9\n")
-    assert m.params["latency_target"] == {"target_ns": 500_000_000, "window_ns": 5_000_000_000, "percentile": 99.9,
-                                          "run": False}
+    assert m.params["latency_target"] == {
+        "target_ns": 500_000_000,
+        "window_ns": 5_000_000_000,
+        "percentile": 99.9,
+        "run": False,
+    }
     assert m.params["queue_depth"] == 16
     assert any("only that window is reported" in n for n in m.notes)
 
@@ -45,14 +50,17 @@ def test_window_without_a_target_does_nothing_and_says_so():
     assert any("without a latency_target" in n for n in m.notes)
 
 
-@pytest.mark.parametrize("extra,line,pattern", [
-    ("latency_target=1000\nlatency_percentile=101\n", 8, r"latency_percentile=101: give a percentage"),
-    ("latency_target=1000\nlatency_percentile=x\n", 8, r"latency_percentile=x: give a percentage"),
-    ("latency_target=1000\nnumjobs=2\n", 8, r"numjobs=2: numjobs=2 with latency_target is not supported"),
-    ("latency_target=1000\nrate_iops=100\n", 8, r"rate_iops=100: with latency_target is not supported"),
-    ("latency_target=1000\nloops=2\n", 8, r"loops=2: with latency_target is not supported .*each loop"),
-    ("latency_target=soon\n", 7, r"latency_target=soon: 'soon' is not a time"),
-])
+@pytest.mark.parametrize(
+    "extra,line,pattern",
+    [
+        ("latency_target=1000\nlatency_percentile=101\n", 8, r"latency_percentile=101: give a percentage"),
+        ("latency_target=1000\nlatency_percentile=x\n", 8, r"latency_percentile=x: give a percentage"),
+        ("latency_target=1000\nnumjobs=2\n", 8, r"numjobs=2: numjobs=2 with latency_target is not supported"),
+        ("latency_target=1000\nrate_iops=100\n", 8, r"rate_iops=100: with latency_target is not supported"),
+        ("latency_target=1000\nloops=2\n", 8, r"loops=2: with latency_target is not supported .*each loop"),
+        ("latency_target=soon\n", 7, r"latency_target=soon: 'soon' is not a time"),
+    ],
+)
 def test_what_cannot_be_honoured_is_refused_naming_the_line(extra, line, pattern):
     with pytest.raises(UserError, match=pattern) as exc:
         one(BASE + extra)
@@ -64,18 +72,19 @@ FIOS = [f for f in ("/usr/bin/fio", "/tmp/fiobench-fio/fio", shutil.which("fio")
 
 
 def _job(target: str, pct: str, size: str, extra: str = "") -> str:
-    return (f"[lt]\nrw=randread\nbs=4k\ndirect=1\nioengine=io_uring\niodepth=8\nsize={size}\nfilename=lt.dat\n"
-            f"latency_target={target}\nlatency_window=20ms\nlatency_percentile={pct}\n{extra}")
+    return (
+        f"[lt]\nrw=randread\nbs=4k\ndirect=1\nioengine=io_uring\niodepth=8\nsize={size}\nfilename=lt.dat\n"
+        f"latency_target={target}\nlatency_window=20ms\nlatency_percentile={pct}\n{extra}"
+    )
 
 
 def _fio(tmp_path: Path, text: str) -> dict:
     d = tmp_path / "fio"
     d.mkdir(exist_ok=True)
     (d / "j.fio").write_text(text)
-    r = subprocess.run([FIOS[0], "j.fio", "--output-format=json"], cwd=d, capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run([FIOS[0], "j.fio", "--output-format=json"], cwd=d, capture_output=True, text=True, timeout=120)
     out = r.stdout
-    return json.loads(out[out.index("{"):])["jobs"][0]
+    return json.loads(out[out.index("{") :])["jobs"][0]
 
 
 def _fsmeter(tmp_path: Path, text: str) -> dict:
@@ -83,8 +92,20 @@ def _fsmeter(tmp_path: Path, text: str) -> dict:
     d.mkdir(exist_ok=True)
     (tmp_path / "j.fio").write_text(text)
     out = tmp_path / "out.json"
-    r = fsm("run", tmp_path / "j.fio", "--dir", d, "-q", "--json", out, "--cache", "keep", "--min-phase-s", "0",
-            cwd=tmp_path)
+    r = fsm(
+        "run",
+        tmp_path / "j.fio",
+        "--dir",
+        d,
+        "-q",
+        "--json",
+        out,
+        "--cache",
+        "keep",
+        "--min-phase-s",
+        "0",
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     return json.loads(out.read_text())["phases"]["lt:run"]
 
@@ -103,10 +124,16 @@ def test_a_target_every_request_meets_finds_the_iodepth_as_fio_does(tmp_path):
     assert f["read"]["runtime"] < 30_000 and r["elapsed_s"] < 30
     # fsmeter's fio-format export carries fio's fields for it.
     j = fio_job("lt", 0, {}, [r], False)
-    assert (j["latency_depth"], j["latency_target"], j["latency_target_ns"], j["latency_window"],
-            j["latency_window_us"], j["latency_percentile"], j["error"]) == (8, 10 ** 10, 10 ** 10, 20_000, 20_000,
-                                                                              99.0, 0)
-    assert (f["latency_target"], f["latency_window"]) == (10 ** 10, 20_000)
+    assert (
+        j["latency_depth"],
+        j["latency_target"],
+        j["latency_target_ns"],
+        j["latency_window"],
+        j["latency_window_us"],
+        j["latency_percentile"],
+        j["error"],
+    ) == (8, 10**10, 10**10, 20_000, 20_000, 99.0, 0)
+    assert (f["latency_target"], f["latency_window"]) == (10**10, 20_000)
 
 
 @pytest.mark.skipif(not FIOS, reason="fio is not installed")
@@ -149,15 +176,39 @@ def _bench():
 
 
 def _docs(depth: int, reset: bool, fio_depth: int, fio_reads: int) -> tuple:
-    doc = {"jobs": {"device": {"job": {"workload": {"entries": [{"size": 4096, "weight": 100, "read_pct": 100,
-                                                                   "random_pct": 100}],
-                                                     "total_bytes": 1 << 26}}, "phase": "device"}},
-           "phases": {"device:run": {"ops": {"read": {"bytes": 4096 * 300, "count": 300}},
-                                     "extra": {"latency_target": {"depth": depth, "stats_reset": reset}}}}}
-    fio = {"jobs": [{"jobname": "device", "groupid": 0, "error": 0, "latency_target": 500000000,
-                     "latency_depth": fio_depth,
-                     "read": {"io_bytes": 4096 * fio_reads, "total_ios": fio_reads, "bw_bytes": 1},
-                     "write": {"io_bytes": 0, "total_ios": 0}, "trim": {"io_bytes": 0, "total_ios": 0}}]}
+    doc = {
+        "jobs": {
+            "device": {
+                "job": {
+                    "workload": {
+                        "entries": [{"size": 4096, "weight": 100, "read_pct": 100, "random_pct": 100}],
+                        "total_bytes": 1 << 26,
+                    }
+                },
+                "phase": "device",
+            }
+        },
+        "phases": {
+            "device:run": {
+                "ops": {"read": {"bytes": 4096 * 300, "count": 300}},
+                "extra": {"latency_target": {"depth": depth, "stats_reset": reset}},
+            }
+        },
+    }
+    fio = {
+        "jobs": [
+            {
+                "jobname": "device",
+                "groupid": 0,
+                "error": 0,
+                "latency_target": 500000000,
+                "latency_depth": fio_depth,
+                "read": {"io_bytes": 4096 * fio_reads, "total_ios": fio_reads, "bw_bytes": 1},
+                "write": {"io_bytes": 0, "total_ios": 0},
+                "trim": {"io_bytes": 0, "total_ios": 0},
+            }
+        ]
+    }
     return doc, fio
 
 

@@ -1,6 +1,7 @@
 """fio's verify=meta with verify_pattern (its surface-scan.fio): every verify_interval block starts with a header and
 holds the pattern in the rest; a later read job checks both. fsmeter writes its own 80-byte header where fio writes
 its 48-byte one; the pattern bytes after the header are in the same places (checked against a file fio writes)."""
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,10 @@ READ = HEAD + "[r]\nfilename=datafile.tmp\nsize=1m\nrw=read\ndo_verify=1\n"
 def test_the_write_job_carries_headers_unchecked_and_the_read_job_checks_them():
     w = job_of(WRITE)
     assert (w.params["verify_pattern_meta"], w.params["verify_pattern_check"], w.params["verify_block"]) == (
-        True, False, 512)
+        True,
+        False,
+        512,
+    )
     assert "buffer_pattern" not in w.params and w.params.get("verify") is None
     r = job_of(READ)
     assert r.params["verify_pattern_meta"] is True and r.params.get("verify_pattern_check", True) is True
@@ -31,11 +35,17 @@ def test_the_write_job_carries_headers_unchecked_and_the_read_job_checks_them():
     assert any("starts with fsmeter's 80-byte header" in n for n in r.notes)
 
 
-@pytest.mark.parametrize("change,pattern", [
-    ("verify_interval=512\n", "verify_interval=64\n", ),
-    ("verify_interval=512\n", "verify_interval=96\n"),
-    ("verify=meta\n", "verify=md5\n"),
-])
+@pytest.mark.parametrize(
+    "change,pattern",
+    [
+        (
+            "verify_interval=512\n",
+            "verify_interval=64\n",
+        ),
+        ("verify_interval=512\n", "verify_interval=96\n"),
+        ("verify=meta\n", "verify=md5\n"),
+    ],
+)
 def test_what_cannot_be_done_is_refused_in_one_line(change, pattern):
     text = READ.replace(change, pattern)
     with pytest.raises(UserError) as exc:
@@ -70,8 +80,8 @@ def test_a_wrong_pattern_byte_and_a_wrong_header_field_are_each_caught_at_their_
     b = bytearray(data.read_bytes())
     assert len(b) == 1 << 20
     for blk in range(0, len(b), 512):
-        assert b[blk:blk + 4] == b"FSMV" and int.from_bytes(b[blk + 16:blk + 24], "little") == blk
-        assert b[blk + 80:blk + 512] == PATTERN * 108  # fio's place: byte o of a block is pattern[o % 4]
+        assert b[blk : blk + 4] == b"FSMV" and int.from_bytes(b[blk + 16 : blk + 24], "little") == blk
+        assert b[blk + 80 : blk + 512] == PATTERN * 108  # fio's place: byte o of a block is pattern[o % 4]
     clean = _run(tmp_path, READ, "clean")
     assert clean["phases"]["r:run"]["counters"]["verify_mismatches"] == 0
     assert clean["phases"]["r:run"]["counters"]["verify_blocks_checked"] == 2048
@@ -82,8 +92,11 @@ def test_a_wrong_pattern_byte_and_a_wrong_header_field_are_each_caught_at_their_
     doc = _run(tmp_path, READ, "bad", keep=False)
     for phase in ("r:run", "r:verify"):
         found = [(m["offset"], m["first_diff_offset"], m["field"].split(" ")[0]) for m in _mismatches(doc, phase)]
-        assert found == [(5 * 512, 5 * 512 + 200, "pattern"), (70 * 512, 70 * 512 + 16, "offset"),
-                         (300 * 512, 300 * 512 + 72, "header_crc")], phase
+        assert found == [
+            (5 * 512, 5 * 512 + 200, "pattern"),
+            (70 * 512, 70 * 512 + 16, "offset"),
+            (300 * 512, 300 * 512 + 72, "header_crc"),
+        ], phase
         assert doc["phases"][phase]["counters"]["verify_mismatches"] == 3
 
 
@@ -95,19 +108,21 @@ def test_the_pattern_is_where_fio_puts_it(tmp_path):
     (tmp_path / "f").mkdir()
     job = tmp_path / "fio-w.fio"
     job.write_text(WRITE)
-    r = subprocess.run([fio, "--directory", str(tmp_path / "f"), str(job)], capture_output=True, text=True,
-                       timeout=120, cwd=tmp_path)  # fio leaves its verify state file in its working directory
+    r = subprocess.run(
+        [fio, "--directory", str(tmp_path / "f"), str(job)], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )  # fio leaves its verify state file in its working directory
     assert r.returncode == 0, r.stderr
     theirs = (tmp_path / "f" / "datafile.tmp").read_bytes()
     _run(tmp_path, WRITE, "w")
     ours = (tmp_path / "d" / "datafile.tmp").read_bytes()
     assert len(ours) == len(theirs) == 1 << 20
     for blk in range(0, len(ours), 512):
-        assert theirs[blk:blk + 2] == b"\xca\xac"  # fio's header magic 0xacca, little-endian
-        assert theirs[blk + 48:blk + 80] == PATTERN * 8  # fio's header is 48 bytes: the pattern goes on after it
-        assert ours[blk + 80:blk + 512] == theirs[blk + 80:blk + 512]
+        assert theirs[blk : blk + 2] == b"\xca\xac"  # fio's header magic 0xacca, little-endian
+        assert theirs[blk + 48 : blk + 80] == PATTERN * 8  # fio's header is 48 bytes: the pattern goes on after it
+        assert ours[blk + 80 : blk + 512] == theirs[blk + 80 : blk + 512]
     # fio's own check of its file passes (its read job with do_verify=1), so the layout compared is fio's.
     job.write_text(READ)
-    r = subprocess.run([fio, "--directory", str(tmp_path / "f"), str(job)], capture_output=True, text=True,
-                       timeout=120, cwd=tmp_path)  # fio leaves its verify state file in its working directory
+    r = subprocess.run(
+        [fio, "--directory", str(tmp_path / "f"), str(job)], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )  # fio leaves its verify state file in its working directory
     assert r.returncode == 0 and "verify:" not in r.stderr, r.stderr

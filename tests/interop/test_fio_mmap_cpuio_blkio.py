@@ -2,6 +2,7 @@
 mapped write leaves in the file, libpmem's note on a file that is not on persistent memory, the CPU a cpuio
 job burns, libblkio's io_uring driver on a file; and one-line refusals for what fsmeter will not do (other
 libblkio drivers, exec)."""
+
 from __future__ import annotations
 
 import json
@@ -36,7 +37,9 @@ PATTERN = "0xdeadbeef"
 
 
 def test_mmap_writes_of_a_pattern_are_the_files_bytes_after_the_run(tmp_path):
-    doc, out = run_jobfile(tmp_path, f"""
+    doc, out = run_jobfile(
+        tmp_path,
+        f"""
 [w]
 ioengine=mmap
 rw=randwrite
@@ -45,7 +48,9 @@ size=1m
 buffer_pattern={PATTERN}
 fsync=64
 end_fsync=1
-""", "--keep-files")
+""",
+        "--keep-files",
+    )
     r = run_phase(doc, "w")
     assert r["ops"]["write"]["count"] == 256 and r["ops"]["write"]["bytes"] == 1 << 20
     # fsync=64 over 256 writes, then end_fsync: each an msync of the mapping.
@@ -83,7 +88,9 @@ def test_libpmem_on_a_file_not_on_persistent_memory_is_refused_as_fio_refuses_it
 
 
 def test_cpuio_burns_about_its_share_of_a_cpu_and_does_no_io(tmp_path):
-    doc, _ = run_jobfile(tmp_path, """
+    doc, _ = run_jobfile(
+        tmp_path,
+        """
 [global]
 ioengine=cpuio
 time_based
@@ -93,7 +100,8 @@ runtime=1
 cpuload=50
 cpuchunks=20000
 numjobs=2
-""")
+""",
+    )
     r = run_phase(doc, "burn")
     assert r["total"]["ops"] == 0 and r["total"]["bytes"] == 0
     c = r["extra"]["cpuio"]
@@ -107,7 +115,9 @@ numjobs=2
 
 
 def test_cpuio_beside_a_reader_stops_with_it_on_exit_on_io_done(tmp_path):
-    doc, _ = run_jobfile(tmp_path, """
+    doc, _ = run_jobfile(
+        tmp_path,
+        """
 [burn]
 ioengine=cpuio
 cpuload=30
@@ -120,7 +130,8 @@ exit_on_io_done=1
 rw=read
 bs=64k
 size=4m
-""")
+""",
+    )
     group = doc["phases"][f"{doc['jobs']['reader']['phase']}:run"]
     assert group["jobs"]["reader"]["ops"]["read"]["bytes"] == 4 << 20
     assert group["jobs"]["burn"]["total"]["bytes"] == 0
@@ -147,7 +158,9 @@ def test_libblkio_io_uring_runs_on_the_io_uring_backend_on_its_file(tmp_path):
     (tmp_path / "d").mkdir()
     target = tmp_path / "d" / "disk.img"  # under --dir, which replaces the job file's directory
     target.write_bytes(os.urandom(1 << 20))
-    doc, _ = run_jobfile(tmp_path, f"""
+    doc, _ = run_jobfile(
+        tmp_path,
+        f"""
 [global]
 ioengine=libblkio
 libblkio_driver=io_uring
@@ -159,7 +172,8 @@ iodepth=4
 [a]
 [b]
 numjobs=2
-""")
+""",
+    )
     for name, threads in (("a", 1), ("b", 2)):
         r = run_phase(doc, name)
         # Each clone reads the whole file once through its random map: the file's size from the file itself.
@@ -173,11 +187,17 @@ numjobs=2
 
 
 def test_other_libblkio_drivers_and_exec_are_refused_in_one_line():
-    with pytest.raises(UserError, match=r"line 3: libblkio_driver=virtio-blk-vfio-pci: the libblkio driver "
-                                        r"virtio-blk-vfio-pci reaches a device past any filesystem"):
+    with pytest.raises(
+        UserError,
+        match=r"line 3: libblkio_driver=virtio-blk-vfio-pci: the libblkio driver "
+        r"virtio-blk-vfio-pci reaches a device past any filesystem",
+    ):
         job_of("[a]\nioengine=libblkio\nlibblkio_driver=virtio-blk-vfio-pci\nlibblkio_path=/dev/vfio/1\n")
-    with pytest.raises(UserError, match=r"line 2: ioengine=exec: fsmeter runs the program a job file names only "
-                                        r"when told to.*add --allow-exec to `fsmeter run` if you trust this file"):
+    with pytest.raises(
+        UserError,
+        match=r"line 2: ioengine=exec: fsmeter runs the program a job file names only "
+        r"when told to.*add --allow-exec to `fsmeter run` if you trust this file",
+    ):
         job_of("[a]\nioengine=exec\nprogram=/bin/sh\narguments=-c true\n")
 
 
@@ -197,8 +217,10 @@ def test_a_file_of_cpuio_jobs_alone_asks_for_a_directory(tmp_path):
     f.write_text("[b]\nioengine=cpuio\ncpuload=5\ntime_based\nruntime=1\n")
     r = fsm("run", f, "-q", "--cache", "keep")
     assert r.returncode == 2, r.stderr
-    assert r.stderr.strip() == (f"fsmeter: error: {f} line 1: job b: ioengine=cpuio works on no files, but fsmeter "
-                                "runs every job in a directory (the run records its filesystem): give --dir D")
+    assert r.stderr.strip() == (
+        f"fsmeter: error: {f} line 1: job b: ioengine=cpuio works on no files, but fsmeter "
+        "runs every job in a directory (the run records its filesystem): give --dir D"
+    )
 
 
 def test_options_these_engines_make_moot_are_noted_not_dropped_silently():

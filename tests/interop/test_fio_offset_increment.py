@@ -3,6 +3,7 @@ offset + t * offset_increment (a percentage of the file's size, then aligned up 
 file's end. Checked against fio itself when it is installed: each clone's I/O count and the offsets every I/O
 touched (fio's per-clone latency logs with log_offset=1 against fsmeter's log of the same job); and the one-line
 refusals of what fsmeter does not map."""
+
 from __future__ import annotations
 
 import json
@@ -73,11 +74,12 @@ def _run_fio(tmp_path, text: str, numjobs: int, file_size: int = 0):
     if file_size:
         (d / "striped").write_bytes(b"\0" * file_size)
     (tmp_path / "fio.fio").write_text(text)
-    r = subprocess.run(["fio", "--output-format=json", str(tmp_path / "fio.fio")], capture_output=True, text=True,
-                       cwd=d, timeout=120)
+    r = subprocess.run(
+        ["fio", "--output-format=json", str(tmp_path / "fio.fio")], capture_output=True, text=True, cwd=d, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     clones = [_offsets((d / f"lg_clat.{n}.log").read_text()) for n in range(1, numjobs + 1)]
-    doc = json.loads(r.stdout[r.stdout.index("{"):])
+    doc = json.loads(r.stdout[r.stdout.index("{") :])
     counts = sorted(j["write"]["total_ios"] for j in doc["jobs"])
     assert counts == sorted(len(c) for c in clones)
     return clones
@@ -87,7 +89,8 @@ def test_offset_increment_in_bytes_gives_each_clone_its_stripe_as_fio(tmp_path):
     m = job_of(BYTES_JOB)
     regions = m.params["thread_regions"]
     assert [(r["start"], r["len"], r["bytes"]) for r in regions] == [
-        (8192 + t * 131072, 65536, 65536) for t in range(4)]
+        (8192 + t * 131072, 65536, 65536) for t in range(4)
+    ]
     assert m.params["total_bytes"] == 4 * 65536
     assert m.params["offset"] + m.params["file_size"] == 8192 + 3 * 131072 + 65536, "laid out to the last stripe"
     count, offsets = _run_fsmeter(tmp_path, BYTES_JOB)
@@ -114,7 +117,8 @@ def test_offset_increment_as_a_percentage_runs_each_clone_to_the_files_end_as_fi
     per_pass = [((1 << 20) - s - 4096) // 8192 + 1 for s in starts]
     assert per_pass == [128, 96, 64]
     assert [(r["start"], r["len"], r["pass_ios"], r["bytes"]) for r in m.params["thread_regions"]] == [
-        (s, (1 << 20) - s, k, 2 * k * 4096) for s, k in zip(starts, per_pass)]
+        (s, (1 << 20) - s, k, 2 * k * 4096) for s, k in zip(starts, per_pass)
+    ]
     count, offsets = _run_fsmeter(tmp_path, PCT_JOB, 1 << 20)
     expect = [[s + k * 8192 for k in range(n)] * 2 for s, n in zip(starts, per_pass)]
     assert count == 2 * sum(per_pass)
@@ -143,7 +147,9 @@ log_offset=1
 def test_io_size_beyond_the_region_walks_each_clones_region_again_as_fio(tmp_path):
     m = job_of(IO_SIZE_JOB)
     assert [(r["start"], r["bytes"], r["pass_ios"]) for r in m.params["thread_regions"]] == [
-        (0, 131072, 16), (65536, 131072, 16)]
+        (0, 131072, 16),
+        (65536, 131072, 16),
+    ]
     count, offsets = _run_fsmeter(tmp_path, IO_SIZE_JOB)
     expect = [[s + k * 4096 for k in range(16)] * 2 for s in (0, 65536)]
     assert count == 64
@@ -154,19 +160,32 @@ def test_io_size_beyond_the_region_walks_each_clones_region_again_as_fio(tmp_pat
     assert sorted(fio) == sorted(expect)
 
 
-@pytest.mark.parametrize("text, match", [
-    ("[a]\nsize=64k\nnumjobs=2\noffset_increment=64k\n",
-     r"^t.fio line 4: offset_increment=64k: offset_increment with each clone on its own files \(no filename=\): "
-     r"name the one file the clones share with filename= is not supported by fsmeter yet \(planned\)"),
-    ("[a]\nfilename=f\nsize=64k\noffset_increment=64k\n",
-     r"^t.fio line 4: offset_increment=64k: moves the clones of a job \(numjobs\) apart, and this job has one"),
-    ("[a]\nfilename=f\nsize=64k\nnumjobs=2\nbssplit=4k/50:8k/50\noffset_increment=64k\n",
-     r"^t.fio line 6: offset_increment=64k: offset_increment with several request sizes"),
-    ("[a]\nfilename=f\nsize=64k\nnumjobs=2\nrw=rw\noffset_increment=64k\n",
-     r"^t.fio line 6: offset_increment=64k: offset_increment with a sequential mix"),
-    ("[a]\nfilename=f\nsize=64k\nnumjobs=2\noffset_increment=50%\n",
-     r"^t.fio line 5: offset_increment=50%: a percentage of the file's size needs the file there before the run"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        (
+            "[a]\nsize=64k\nnumjobs=2\noffset_increment=64k\n",
+            r"^t.fio line 4: offset_increment=64k: offset_increment with each clone on its own files \(no filename=\): "
+            r"name the one file the clones share with filename= is not supported by fsmeter yet \(planned\)",
+        ),
+        (
+            "[a]\nfilename=f\nsize=64k\noffset_increment=64k\n",
+            r"^t.fio line 4: offset_increment=64k: moves the clones of a job \(numjobs\) apart, and this job has one",
+        ),
+        (
+            "[a]\nfilename=f\nsize=64k\nnumjobs=2\nbssplit=4k/50:8k/50\noffset_increment=64k\n",
+            r"^t.fio line 6: offset_increment=64k: offset_increment with several request sizes",
+        ),
+        (
+            "[a]\nfilename=f\nsize=64k\nnumjobs=2\nrw=rw\noffset_increment=64k\n",
+            r"^t.fio line 6: offset_increment=64k: offset_increment with a sequential mix",
+        ),
+        (
+            "[a]\nfilename=f\nsize=64k\nnumjobs=2\noffset_increment=50%\n",
+            r"^t.fio line 5: offset_increment=50%: a percentage of the file's size needs the file there before the run",
+        ),
+    ],
+)
 def test_offset_increment_shapes_fsmeter_does_not_map_are_refused_in_one_line(text, match):
     with pytest.raises(UserError, match=match):
         job_of(text)
@@ -178,6 +197,9 @@ def test_a_clone_starting_past_the_files_end_is_refused_as_fio_refuses_it(tmp_pa
     jf.write_text("[a]\nfilename=striped\nrw=write\noffset_increment=128k\nnumjobs=3\n")
     from fsmeter.interop.fio_map import map_jobfile
 
-    with pytest.raises(UserError, match=r"line 4: offset_increment=128k: clone 2 would start at 262144 bytes, "
-                                        r"leaving 0 of the file's 262144 bytes .*valid offset="):
+    with pytest.raises(
+        UserError,
+        match=r"line 4: offset_increment=128k: clone 2 would start at 262144 bytes, "
+        r"leaving 0 of the file's 262144 bytes .*valid offset=",
+    ):
         map_jobfile(jf, tmp_path, True)

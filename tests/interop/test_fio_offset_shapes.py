@@ -4,6 +4,7 @@ byte counts; and the one-line refusals of what fsmeter does not do (zoned device
 verify_backlog without verify, atomic writes on a synchronous engine, dedupe options without
 dedupe_percentage). The offsets themselves are checked against fio's definitions in
 the engine (crates/engine/tests/access_shapes.rs); here a zoned trim job's holes show the shape on disk."""
+
 from __future__ import annotations
 
 import json
@@ -46,18 +47,26 @@ def test_a_zoned_job_maps_with_fios_sizes_and_byte_count():
     # The access workload takes the same form (and refuses what the engine would).
     AccessParams(entries=[{"size": 4096, "weight": 100, "read_pct": 100}], random_distribution="zoned:80/10:20/")
     with pytest.raises(ValueError, match="add up to 90"):
-        AccessParams(entries=[{"size": 4096, "weight": 100, "read_pct": 100}],
-                     random_distribution="zoned:80/10:10/")
+        AccessParams(entries=[{"size": 4096, "weight": 100, "read_pct": 100}], random_distribution="zoned:80/10:10/")
 
 
-@pytest.mark.parametrize("text,pattern", [
-    ("random_distribution=zoned:60/10:30/90\n", r"line 5: random_distribution=zoned:60/10:30/90: .*add up to 90"),
-    ("random_distribution=zoned_abs:50/1m:50/2m\n", r"line 5: random_distribution=zoned_abs:50/1m:50/2m: the zones "
-                                                     r"cover 3145728 bytes, more than the 1048576-byte file"),
-    ("random_distribution=sequence:2,300\n", r"line 5: random_distribution=sequence:2,300: block 300 is beyond the "
-                                              r"file's 256 blocks"),
-    ("random_sequence_stride=1\n", r"line 5: random_sequence_stride=1: only with random_distribution=sequence"),
-])
+@pytest.mark.parametrize(
+    "text,pattern",
+    [
+        ("random_distribution=zoned:60/10:30/90\n", r"line 5: random_distribution=zoned:60/10:30/90: .*add up to 90"),
+        (
+            "random_distribution=zoned_abs:50/1m:50/2m\n",
+            r"line 5: random_distribution=zoned_abs:50/1m:50/2m: the zones "
+            r"cover 3145728 bytes, more than the 1048576-byte file",
+        ),
+        (
+            "random_distribution=sequence:2,300\n",
+            r"line 5: random_distribution=sequence:2,300: block 300 is beyond the "
+            r"file's 256 blocks",
+        ),
+        ("random_sequence_stride=1\n", r"line 5: random_sequence_stride=1: only with random_distribution=sequence"),
+    ],
+)
 def test_bad_shapes_name_the_line_and_option(text, pattern):
     refused("[a]\nsize=1m\nbs=4k\nrw=randread\n" + text, pattern)
 
@@ -70,8 +79,10 @@ def test_a_zoned_trim_job_punches_its_holes_where_the_zones_say(tmp_path):
     work = tmp_path / "w"
     work.mkdir()
     f = tmp_path / "z.fio"
-    f.write_text("[z]\nfilename=data\nsize=4m\nio_size=1m\nbs=4k\nrw=randtrim\nnorandommap\n"
-                 "random_distribution=zoned:80/10:20/90\n")
+    f.write_text(
+        "[z]\nfilename=data\nsize=4m\nio_size=1m\nbs=4k\nrw=randtrim\nnorandommap\n"
+        "random_distribution=zoned:80/10:20/90\n"
+    )
     out = tmp_path / "r.json"
     r = fsm("run", f, "--dir", work, "--json", out, "--keep-files", "-q")
     assert r.returncode == 0, r.stderr
@@ -79,7 +90,7 @@ def test_a_zoned_trim_job_punches_its_holes_where_the_zones_say(tmp_path):
     assert doc["phases"]["z:run"]["ops"]["trim"]["count"] == 256
     data = (work / "data").read_bytes()
     zero = bytes(4096)
-    holes = [data[i * 4096:(i + 1) * 4096] == zero for i in range(1024)]
+    holes = [data[i * 4096 : (i + 1) * 4096] == zero for i in range(1024)]
     first, rest = sum(holes[:102]), sum(holes[102:])
     assert 70 <= first <= 102, (first, rest)
     assert 24 <= rest <= 76, (first, rest)
@@ -100,20 +111,29 @@ def test_strided_zones_map_and_zoned_devices_stay_refused():
     # Several files per job: fio turns the zones off, and so does fsmeter, saying so.
     m = job_of("[z]\nsize=4m\nnrfiles=2\nbs=64k\nrw=read\nzonemode=strided\nzonesize=1m\n")
     assert "zone_size" not in m.params and any("turns strided zones off" in n for n in m.notes)
-    refused("[z]\nsize=4m\nrw=randread\nzonemode=strided\nzonesize=1m\n", r"line 4: zonemode=strided: random "
-            r"requests in strided zones with fio's random map")
-    refused("[z]\nsize=4m\nzonemode=zbd\n", r"^t.fio line 3: zonemode=zbd: zoned block devices are not supported and "
-            r"fsmeter will not support them")
+    refused(
+        "[z]\nsize=4m\nrw=randread\nzonemode=strided\nzonesize=1m\n",
+        r"line 4: zonemode=strided: random "
+        r"requests in strided zones with fio's random map",
+    )
+    refused(
+        "[z]\nsize=4m\nzonemode=zbd\n",
+        r"^t.fio line 3: zonemode=zbd: zoned block devices are not supported and "
+        r"fsmeter will not support them",
+    )
     refused("[z]\nsize=4m\nmax_open_zones=4\n", r"line 3: option max_open_zones is not supported .*zoned block")
 
 
 # -- offset modifiers ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("rw,bs,size,add", [
-    ("read:-8k", "4k", "128k", -8192),  # backwards-read.fio: from the end down, round again
-    ("write:112k", "16k", "1m", 112 << 10),  # cross-stripe-verify.fio: 8 writes a pass, again from the start
-    ("read:8k", "4k", "38k", 8192),  # 0, 12k, 24k, then 36k would not fit: fio 3.33 starts again at 0
-    ("read:-2k", "4k", "32k", -2048),  # overlapping steps forward by 2k, then again from 0
-])
+@pytest.mark.parametrize(
+    "rw,bs,size,add",
+    [
+        ("read:-8k", "4k", "128k", -8192),  # backwards-read.fio: from the end down, round again
+        ("write:112k", "16k", "1m", 112 << 10),  # cross-stripe-verify.fio: 8 writes a pass, again from the start
+        ("read:8k", "4k", "38k", 8192),  # 0, 12k, 24k, then 36k would not fit: fio 3.33 starts again at 0
+        ("read:-2k", "4k", "32k", -2048),  # overlapping steps forward by 2k, then again from 0
+    ],
+)
 def test_offset_modifiers_do_fios_count(rw, bs, size, add):
     # fio never stops early here: where a request would not fit it starts the file again (its I/O log shows
     # 0 12k 24k 0 12k ... for read:8k on 38k), so the job does io_size in whole requests.
@@ -160,7 +180,7 @@ def test_verify_pattern_is_written_checked_and_a_corrupted_byte_is_caught(tmp_pa
     # the same file then checks every read; one byte changed between the two is reported, by offset.
     work = tmp_path / "w"
     work.mkdir()
-    pattern = bytes([0xaa, 0x55, 0x5a, 0xa5])
+    pattern = bytes([0xAA, 0x55, 0x5A, 0xA5])
     f = tmp_path / "p.fio"
     f.write_text("[w]\nfilename=data\nsize=1m\nbs=64k\nrw=randwrite\nverify_pattern=0xaa555aa5\n")
     out = tmp_path / "w.json"
@@ -188,14 +208,20 @@ def test_verify_pattern_is_written_checked_and_a_corrupted_byte_is_caught(tmp_pa
 
 
 # -- refused, one line each ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("text,pattern", [
-    ("sprandom=1\n", r"line 5: sprandom=1: fio's sprandom needs random writes only: write rw=randwrite"),
-    ("verify=sha1\nverify_pattern=0xaa555aa5\n", r"line 6: verify_pattern=0xaa555aa5: with verify=sha1 \(fio: sha1's "
-                                                 r"header and the pattern"),
-    ("verify_pattern=\"abc\"\n", r"line 5: verify_pattern=\"abc\": its 3 bytes do not divide a request size"),
-    ("verify_backlog=1\n", r"line 5: verify_backlog=1: has no effect without verify="),
-    ("atomic=1\n", r"line 5: atomic=1: ioengine=psync issues no untorn writes \(fio refuses it too\)"),
-    ("dedupe_mode=working_set\n", r"line 5: dedupe_mode=working_set: has no effect without dedupe_percentage"),
-])
+@pytest.mark.parametrize(
+    "text,pattern",
+    [
+        ("sprandom=1\n", r"line 5: sprandom=1: fio's sprandom needs random writes only: write rw=randwrite"),
+        (
+            "verify=sha1\nverify_pattern=0xaa555aa5\n",
+            r"line 6: verify_pattern=0xaa555aa5: with verify=sha1 \(fio: sha1's "
+            r"header and the pattern",
+        ),
+        ('verify_pattern="abc"\n', r"line 5: verify_pattern=\"abc\": its 3 bytes do not divide a request size"),
+        ("verify_backlog=1\n", r"line 5: verify_backlog=1: has no effect without verify="),
+        ("atomic=1\n", r"line 5: atomic=1: ioengine=psync issues no untorn writes \(fio refuses it too\)"),
+        ("dedupe_mode=working_set\n", r"line 5: dedupe_mode=working_set: has no effect without dedupe_percentage"),
+    ],
+)
 def test_what_fsmeter_does_not_do_is_refused_saying_why(text, pattern):
     refused("[a]\nsize=1m\nbs=4k\nrw=write\n" + text, pattern)

@@ -1,6 +1,7 @@
 """fio job files as users keep them: absolute directories (and --dir over them), sizes taken from existing
 files, fio's built-in variables, number_ios, filename_format, rw=...:N, the options accepted with a note,
 fio's bandwidth and IOPS logs, and errors that name the job file's line and option as written."""
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,7 @@ def refused(text: str, pattern: str, **kw) -> str:
 
 # -- fio's built-in variables ----------------------------------------------------------------------------------
 def test_builtin_variables_and_their_arithmetic():
-    (m,) = jobs_of("[a]\nrw=read\nbs=$pagesize\nsize=5*1024*1024*$mb_memory/8 # 5/8 of the memory\n"
-                   "numjobs=$ncpus\n")
+    (m,) = jobs_of("[a]\nrw=read\nbs=$pagesize\nsize=5*1024*1024*$mb_memory/8 # 5/8 of the memory\nnumjobs=$ncpus\n")
     assert m.params["entries"][0]["size"] == 4096
     assert m.params["file_size"] == 5 * 1024 * 1024 * 2048 // 8  # bc: whole numbers
     assert m.settings["threads"] == 3
@@ -86,15 +86,27 @@ def test_an_escaped_colon_stays_in_an_absolute_name_and_dir_takes_the_names_over
     assert any(n.startswith(f"--dir replaces the job file's filename={tmp_path}/disk\\:0 (line 4)") for n in m.notes)
 
 
-@pytest.mark.parametrize("text,pattern", [
-    ("[a]\nrw=read\nsize=1m\ndirectory=/proc/fsmeter\n", r"^t.fio line 4: directory=/proc/fsmeter: /proc/fsmeter "
-     r"is a kernel interface \(proc\), not a filesystem to measure"),
-    ("[a]\nrw=read\nsize=1m\nfilename=/dev/null\n", r"^t.fio line 4: filename=/dev/null: /dev/null is a device: "
-     r"fsmeter measures filesystems"),
-    ("[a]\nrw=read\nsize=1m\ndirectory=/nonexistent-fsmeter-dir\n", r"^t.fio line 4: "
-     r"directory=/nonexistent-fsmeter-dir: /nonexistent-fsmeter-dir is not an existing directory: create it"),
-    ("[a]\nrw=read\nsize=1m\n", r"^t.fio line 1: job a: its files are relative .* give --dir D"),
-])
+@pytest.mark.parametrize(
+    "text,pattern",
+    [
+        (
+            "[a]\nrw=read\nsize=1m\ndirectory=/proc/fsmeter\n",
+            r"^t.fio line 4: directory=/proc/fsmeter: /proc/fsmeter "
+            r"is a kernel interface \(proc\), not a filesystem to measure",
+        ),
+        (
+            "[a]\nrw=read\nsize=1m\nfilename=/dev/null\n",
+            r"^t.fio line 4: filename=/dev/null: /dev/null is a device: "
+            r"fsmeter measures filesystems",
+        ),
+        (
+            "[a]\nrw=read\nsize=1m\ndirectory=/nonexistent-fsmeter-dir\n",
+            r"^t.fio line 4: "
+            r"directory=/nonexistent-fsmeter-dir: /nonexistent-fsmeter-dir is not an existing directory: create it",
+        ),
+        ("[a]\nrw=read\nsize=1m\n", r"^t.fio line 1: job a: its files are relative .* give --dir D"),
+    ],
+)
 def test_a_target_fsmeter_would_refuse_for_dir_is_refused_by_line(text, pattern):
     refused(text, pattern, dir_given=False)
 
@@ -142,10 +154,15 @@ def test_size_under_dir_comes_from_the_file_there(tmp_path):
 
 
 def test_no_size_and_no_file_or_a_percentage_of_nothing_is_refused(tmp_path):
-    refused("[a]\nrw=read\nfilename=nothing-here\n", r"line 1: job a: give size= .*files do not exist yet",
-            target=tmp_path)
-    refused("[a]\nrw=read\nfilename=nothing-here\nsize=30%\n", r"line 4: size=30%: a percentage of the files' size "
-            r"needs files that exist", target=tmp_path)
+    refused(
+        "[a]\nrw=read\nfilename=nothing-here\n", r"line 1: job a: give size= .*files do not exist yet", target=tmp_path
+    )
+    refused(
+        "[a]\nrw=read\nfilename=nothing-here\nsize=30%\n",
+        r"line 4: size=30%: a percentage of the files' size "
+        r"needs files that exist",
+        target=tmp_path,
+    )
 
 
 def test_cli_leaves_a_file_that_was_there_in_place(tmp_path):
@@ -166,8 +183,11 @@ def test_number_ios_stops_each_clone_after_that_many_requests():
     assert m.params["total_bytes"] == 2 * 10 * 4096
     (m,) = jobs_of("[a]\nrw=read\nbs=4k\nsize=16k\nnumber_ios=10\n")  # the region ends first
     assert m.params["total_bytes"] == 16384
-    refused("[a]\nrw=randread\nbssplit=4k/50:8k/50\nsize=1m\nnumber_ios=10\n", r"line 5: number_ios=10: with several "
-            "request sizes")
+    refused(
+        "[a]\nrw=randread\nbssplit=4k/50:8k/50\nsize=1m\nnumber_ios=10\n",
+        r"line 5: number_ios=10: with several "
+        "request sizes",
+    )
 
 
 def test_filename_format_names_the_files_as_fio_does():
@@ -175,8 +195,11 @@ def test_filename_format_names_the_files_as_fio_does():
     assert m.params["file_names"] == ["d/j-0.0", "d/j-0.1", "d/j-1.0", "d/j-1.1"] and m.params["thread_files"]
     (m,) = jobs_of("[j]\nrw=read\nsize=1m\nnumjobs=2\nnrfiles=2\nfilename_format=shared.$filenum\n")
     assert m.params["file_names"] == ["shared.0", "shared.1"] and not m.params["thread_files"]
-    refused("[j]\nrw=read\nsize=1m\nfilename_format=f.$clientuid\n", r"line 4: filename_format=f.\$clientuid: "
-            r"\$clientuid names fio's client/server mode")
+    refused(
+        "[j]\nrw=read\nsize=1m\nfilename_format=f.$clientuid\n",
+        r"line 4: filename_format=f.\$clientuid: "
+        r"\$clientuid names fio's client/server mode",
+    )
 
 
 def test_an_offset_modifier_maps_or_is_refused_naming_it():
@@ -188,8 +211,11 @@ def test_an_offset_modifier_maps_or_is_refused_naming_it():
     assert m.params["seq_add"] == -8192
     (m,) = jobs_of("[a]\nsize=1m\nrw=write:112k\nbs=16k\n")
     assert m.params["seq_add"] == 112 << 10
-    msg = refused("[a]\nsize=1m\nrw=randread:8\n", r"^t.fio line 3: rw=randread:8: the modifier ':8' \(a new random "
-                  r"offset every N I/Os")
+    msg = refused(
+        "[a]\nsize=1m\nrw=randread:8\n",
+        r"^t.fio line 3: rw=randread:8: the modifier ':8' \(a new random "
+        r"offset every N I/Os",
+    )
     assert "write rw=randread" in msg
     refused("[a]\nsize=1m\nrw=rw:4k\n", r"line 3: rw=rw:4k: the offset modifier ':4k' on a mix of directions")
 
@@ -199,17 +225,28 @@ def test_loops_timeout_and_a_bsrange_of_one_size():
     assert m.params["total_bytes"] == 3 * (256 << 10)  # fio runs the whole job again, loops times
     (m,) = jobs_of("[a]\nrw=write\nsize=1m\nbsrange=8k-8k\ntimeout=60\ntime_based\n")
     assert m.params["entries"][0]["size"] == 8192 and m.params["duration_s"] == 60
-    refused("[a]\nrw=write\nsize=1m\nbsrange=4k-16k\n", r"line 4: bsrange=4k-16k: request sizes drawn from a "
-            r"range are not supported by fsmeter yet \(planned\)")
+    refused(
+        "[a]\nrw=write\nsize=1m\nbsrange=4k-16k\n",
+        r"line 4: bsrange=4k-16k: request sizes drawn from a "
+        r"range are not supported by fsmeter yet \(planned\)",
+    )
 
 
-@pytest.mark.parametrize("option,said", [
-    ("thread", "always runs a job's clones as threads"), ("threads=1", "always runs a job's clones as threads"),
-    ("create_on_open=1", "lays its files out in the prepare phase"), ("io_submit_mode=offload", "inline"),
-    ("gtod_reduce=1", "still times every request"), ("disable_slat=1", "from issue to completion"),
-    ("new_group", "reports every job on its own"), ("clat_percentiles=1", "its own latency percentiles"),
-    ("percentile_list=50:99", "its own latency percentiles"), ("invalidate=0", "as --cache says"),
-])
+@pytest.mark.parametrize(
+    "option,said",
+    [
+        ("thread", "always runs a job's clones as threads"),
+        ("threads=1", "always runs a job's clones as threads"),
+        ("create_on_open=1", "lays its files out in the prepare phase"),
+        ("io_submit_mode=offload", "inline"),
+        ("gtod_reduce=1", "still times every request"),
+        ("disable_slat=1", "from issue to completion"),
+        ("new_group", "reports every job on its own"),
+        ("clat_percentiles=1", "its own latency percentiles"),
+        ("percentile_list=50:99", "its own latency percentiles"),
+        ("invalidate=0", "as --cache says"),
+    ],
+)
 def test_options_that_change_nothing_measured_are_accepted_with_a_note(option, said):
     (m,) = jobs_of(f"[a]\nrw=read\nsize=1m\n{option}\n")
     assert any(n.startswith(f"{option}: ") and said in n for n in m.notes), m.notes
@@ -218,19 +255,27 @@ def test_options_that_change_nothing_measured_are_accepted_with_a_note(option, s
 def test_their_defaults_say_nothing_and_bad_values_are_refused():
     (m,) = jobs_of("[a]\nrw=read\nsize=1m\nio_submit_mode=inline\ngtod_reduce=0\n")
     assert not m.notes
-    refused("[a]\nrw=read\nsize=1m\nio_submit_mode=sideways\n", r"line 4: io_submit_mode=sideways: use one of "
-            "inline, offload")
+    refused(
+        "[a]\nrw=read\nsize=1m\nio_submit_mode=sideways\n",
+        r"line 4: io_submit_mode=sideways: use one of "
+        "inline, offload",
+    )
 
 
 def test_a_latency_histogram_log_is_refused_with_the_reason():
-    refused("[a]\nrw=read\nsize=1m\nwrite_hist_log=lat\n", r"line 4: option write_hist_log is not supported by "
-            r"fsmeter yet \(planned\) \(the engine keeps no latency histogram per sample interval")
+    refused(
+        "[a]\nrw=read\nsize=1m\nwrite_hist_log=lat\n",
+        r"line 4: option write_hist_log is not supported by "
+        r"fsmeter yet \(planned\) \(the engine keeps no latency histogram per sample interval",
+    )
 
 
 def test_logs_are_named_as_fio_names_them(tmp_path):
     f = tmp_path / "l.fio"
-    f.write_text("[global]\nsize=1m\nwrite_bw_log=x\n[a]\nrw=read\nnumjobs=2\n[b]\nstonewall\nrw=write\n"
-                 "write_iops_log\nper_job_logs=0\n")
+    f.write_text(
+        "[global]\nsize=1m\nwrite_bw_log=x\n[a]\nrw=read\nnumjobs=2\n[b]\nstonewall\nrw=write\n"
+        "write_iops_log\nper_job_logs=0\n"
+    )
     a, b = map_jobfile(f)
     assert a.logs == [("bw", "x_bw.1.log")]
     assert b.logs == [("bw", "x_bw.log"), ("iops", "b_iops.log")]
@@ -238,13 +283,15 @@ def test_logs_are_named_as_fio_names_them(tmp_path):
 
 def test_bw_and_iops_logs_in_fios_format(tmp_path):
     job = tmp_path / "logs.fio"
-    job.write_text("[w]\nrw=write\nbs=4k\nsize=4m\ntime_based\nruntime=1\nwrite_bw_log=run\nwrite_iops_log=run\n"
-                   "log_avg_msec=200\n")
+    job.write_text(
+        "[w]\nrw=write\nbs=4k\nsize=4m\ntime_based\nruntime=1\nwrite_bw_log=run\nwrite_iops_log=run\nlog_avg_msec=200\n"
+    )
     r = fsm("run", job, "--dir", tmp_path, "-q", "--json", tmp_path / "l.json", "--cache", "keep", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     rep = json.loads((tmp_path / "l.json").read_text())["phases"]["w:run"]
-    rows = {k: [ln.split(", ") for ln in (tmp_path / f"run_{k}.1.log").read_text().splitlines()]
-            for k in ("bw", "iops")}
+    rows = {
+        k: [ln.split(", ") for ln in (tmp_path / f"run_{k}.1.log").read_text().splitlines()] for k in ("bw", "iops")
+    }
     # One line per 200 ms sample that did I/O (a busy machine may end the phase with a sliver that did none).
     busy = [iv for iv in rep["intervals"] if iv["ops"]]
     assert len(rows["iops"]) == len(busy) >= 3
@@ -274,10 +321,14 @@ def test_bw_and_iops_logs_in_fios_format(tmp_path):
 # -- errors in the job file's words ----------------------------------------------------------------------------------
 def test_a_parameter_error_names_the_jobs_option_and_advice_a_job_file_can_follow():
     (m,) = jobs_of("[iometer]\nbssplit=512/10:4k/90\nrw=randrw\ndirect=1\nsize=4m\n")
-    msg = job_error("t.fio", m, "parameter entries[0].size: 512 bytes: O_DIRECT on this filesystem is direct only "
-                    "for request sizes in multiples of 4096 bytes (statx); smaller or unaligned requests may be "
-                    "served through the page cache: use multiples of 4096 (the *-4k workloads), direct=false, or "
-                    "allow_unaligned_direct=true to measure them anyway")
+    msg = job_error(
+        "t.fio",
+        m,
+        "parameter entries[0].size: 512 bytes: O_DIRECT on this filesystem is direct only "
+        "for request sizes in multiples of 4096 bytes (statx); smaller or unaligned requests may be "
+        "served through the page cache: use multiples of 4096 (the *-4k workloads), direct=false, or "
+        "allow_unaligned_direct=true to measure them anyway",
+    )
     assert msg.startswith("t.fio line 2: bssplit=512/10:4k/90: 512 bytes: O_DIRECT")
     assert "entries" not in msg and "allow_unaligned_direct" not in msg and "*-4k" not in msg
     assert msg.endswith("make the sizes multiples of 4096 bytes, or set direct=0")
@@ -296,21 +347,33 @@ def test_a_planning_error_names_the_line(tmp_path):
 
 def test_an_unset_variable_is_named_after_the_engine_and_unknown_options():
     refused("[a]\nsize=1m\nrw=${NOPE}\n", r"^t.fio line 3: \$\{NOPE\} is not set in the environment: export it")
-    refused("[a]\nhttp_s3_key=${S3_KEY}\nioengine=http\n", r"^t.fio line 3: ioengine=http: ioengine http is not "
-            r"supported: a network, object-store")
+    refused(
+        "[a]\nhttp_s3_key=${S3_KEY}\nioengine=http\n",
+        r"^t.fio line 3: ioengine=http: ioengine http is not "
+        r"supported: a network, object-store",
+    )
 
 
-@pytest.mark.parametrize("text,pattern", [
-    ("[a]\nsize=1m\nioengine=rdma\n", r"line 3: ioengine=rdma: ioengine rdma is not supported: a network"),
-    ("[a]\nport=8765\nioengine=net\n", r"line 3: ioengine=net: ioengine net is not supported: a network"),
-    ("[a]\nsize=1m\nioengine=libhdfs\n", r"line 3: ioengine=libhdfs: ioengine libhdfs is not supported: a "
-                                          "network"),
-    ("[a]\ncmd_type=nvme\nioengine=io_uring_cmd\n", r"line 3: ioengine=io_uring_cmd: .*NVMe or SCSI pass-through"),
-    ("[a]\nsize=1m\nioengine=libcufile\n", r"line 3: ioengine=libcufile: .*GPU I/O"),
-    ("[a]\nsize=1m\nioengine=page_fault\n", r"line 3: ioengine=page_fault: ioengine page_fault is not supported"),
-    ("[a]\nsize=1m\nzonemode=zbd\n", r"line 3: zonemode=zbd: zoned block devices are not supported .*not zoned "
-                                       "devices"),
-    ("[a]\nsize=1m\nmem=cudamalloc\n", r"line 3: mem=cudamalloc: GPU memory"),
-])
+@pytest.mark.parametrize(
+    "text,pattern",
+    [
+        ("[a]\nsize=1m\nioengine=rdma\n", r"line 3: ioengine=rdma: ioengine rdma is not supported: a network"),
+        ("[a]\nport=8765\nioengine=net\n", r"line 3: ioengine=net: ioengine net is not supported: a network"),
+        (
+            "[a]\nsize=1m\nioengine=libhdfs\n",
+            r"line 3: ioengine=libhdfs: ioengine libhdfs is not supported: a "
+            "network",
+        ),
+        ("[a]\ncmd_type=nvme\nioengine=io_uring_cmd\n", r"line 3: ioengine=io_uring_cmd: .*NVMe or SCSI pass-through"),
+        ("[a]\nsize=1m\nioengine=libcufile\n", r"line 3: ioengine=libcufile: .*GPU I/O"),
+        ("[a]\nsize=1m\nioengine=page_fault\n", r"line 3: ioengine=page_fault: ioengine page_fault is not supported"),
+        (
+            "[a]\nsize=1m\nzonemode=zbd\n",
+            r"line 3: zonemode=zbd: zoned block devices are not supported .*not zoned "
+            "devices",
+        ),
+        ("[a]\nsize=1m\nmem=cudamalloc\n", r"line 3: mem=cudamalloc: GPU memory"),
+    ],
+)
 def test_what_is_not_a_local_filesystems_work_stays_refused_by_name(text, pattern):
     refused(text, pattern)

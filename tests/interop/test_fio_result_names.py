@@ -1,5 +1,6 @@
 """A run of a fio job file keeps its result small when a job names many files: the file engines' jobs name one
 file per create (fio's filecreate example: 16 jobs of 31,250 names)."""
+
 from __future__ import annotations
 
 import json
@@ -14,9 +15,13 @@ def run(tmp_path, text: str) -> dict:
     f = tmp_path / "jobs.fio"
     f.write_text(text)
     out = tmp_path / "out.json"
-    r = subprocess.run([sys.executable, "-m", "fsmeter", "run", str(f), "--dir", str(d), "-q", "--json", str(out),
-                        "--cache", "keep"], capture_output=True, text=True, env={**os.environ, "COLUMNS": "200"},
-                       timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "fsmeter", "run", str(f), "--dir", str(d), "-q", "--json", str(out), "--cache", "keep"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     return json.loads(out.read_text())
 

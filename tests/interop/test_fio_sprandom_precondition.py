@@ -3,6 +3,7 @@ count (the physical size: the file plus spr_op, aligned to bs), fio's refusals a
 naming the option's line, and a run writes what fio 3.42 writes (when the fio on PATH has sprandom). The region
 plan itself (per-region counts and shares, the order of rewrites) is tested in the engine
 (crates/engine/src/workload/access/sprandom.rs)."""
+
 from __future__ import annotations
 
 import json
@@ -59,19 +60,34 @@ def test_a_smaller_io_size_is_the_logical_size():
     assert m.params["total_bytes"] == physical(4 << 20, 0.15)
 
 
-@pytest.mark.parametrize("extra,line,pattern", [
-    ("rw=randread\n", 10, r"sprandom=1: fio's sprandom needs random writes only"),
-    ("random_generator=tausworthe\n", 13, r"random_generator=tausworthe: fio: sprandom requires random_generator=lfsr"),
-    ("norandommap=0\n", 13, r"norandommap=0: fio: sprandom requires norandommap=1"),
-    ("numjobs=2\n", 13, r"numjobs=2: sprandom preconditions with one job"),
-    ("nrfiles=2\n", 10, r"sprandom=1: fio's sprandom supports only one file \(2 here\)"),
-    ("bssplit=4k/50:8k/50\n", 10, r"sprandom=1: sprandom writes blocks of one size"),
-    ("random_distribution=zipf:1.2\n", 13, r"random_distribution=zipf:1.2: fio ignores it with sprandom"),
-    ("spr_cs=1m\n", 13, r"spr_cs=1m: spr_cs must be smaller than the region size \(964608 bytes\), which means at "
-                        r"most 9 regions"),
-    ("verify=crc32c\n", 13, r"verify=crc32c: verifying sprandom's rewritten blocks is not supported by fsmeter yet"),
-    ("spr_op=1.5\n", 13, r"spr_op=1.5: give the over-provisioning ratio as a number in \(0, 1\)"),
-])
+@pytest.mark.parametrize(
+    "extra,line,pattern",
+    [
+        ("rw=randread\n", 10, r"sprandom=1: fio's sprandom needs random writes only"),
+        (
+            "random_generator=tausworthe\n",
+            13,
+            r"random_generator=tausworthe: fio: sprandom requires random_generator=lfsr",
+        ),
+        ("norandommap=0\n", 13, r"norandommap=0: fio: sprandom requires norandommap=1"),
+        ("numjobs=2\n", 13, r"numjobs=2: sprandom preconditions with one job"),
+        ("nrfiles=2\n", 10, r"sprandom=1: fio's sprandom supports only one file \(2 here\)"),
+        ("bssplit=4k/50:8k/50\n", 10, r"sprandom=1: sprandom writes blocks of one size"),
+        ("random_distribution=zipf:1.2\n", 13, r"random_distribution=zipf:1.2: fio ignores it with sprandom"),
+        (
+            "spr_cs=1m\n",
+            13,
+            r"spr_cs=1m: spr_cs must be smaller than the region size \(964608 bytes\), which means at "
+            r"most 9 regions",
+        ),
+        (
+            "verify=crc32c\n",
+            13,
+            r"verify=crc32c: verifying sprandom's rewritten blocks is not supported by fsmeter yet",
+        ),
+        ("spr_op=1.5\n", 13, r"spr_op=1.5: give the over-provisioning ratio as a number in \(0, 1\)"),
+    ],
+)
 def test_what_sprandom_cannot_take_is_refused_on_its_line(extra, line, pattern):
     with pytest.raises(UserError, match=rf"line {line}: {pattern}") as exc:
         job_of(EXAMPLE.format(size="8m", op="0.15", regions=10) + extra)
@@ -79,8 +95,11 @@ def test_what_sprandom_cannot_take_is_refused_on_its_line(extra, line, pattern):
 
 
 def test_too_many_regions_for_the_file_are_refused():
-    with pytest.raises(UserError, match=r"line 12: spr_num_regions=5000: 5000 regions leave less than one 4096-byte "
-                                        r"block per region"):
+    with pytest.raises(
+        UserError,
+        match=r"line 12: spr_num_regions=5000: 5000 regions leave less than one 4096-byte "
+        r"block per region",
+    ):
         job_of(EXAMPLE.format(size="8m", op="0.15", regions=5000))
 
 
@@ -105,10 +124,10 @@ def _region_shares_hold(spr: dict) -> None:
         assert writes[r] == rw, r
         assert rewrites[r + 1] == kept[r], r
     for lo in range(0, spr["regions"], 10):
-        ps = [(round(x * 10000) + 1) / 10001 for x in spr["invalid_share"][lo:lo + 10]]
+        ps = [(round(x * 10000) + 1) / 10001 for x in spr["invalid_share"][lo : lo + 10]]
         want = sum(rw * p for p in ps)
         sd = math.sqrt(sum(rw * p * (1 - p) for p in ps))
-        assert abs(sum(kept[lo:lo + 10]) - want) <= 4 * sd + 1, (lo, kept[lo:lo + 10], want)
+        assert abs(sum(kept[lo : lo + 10]) - want) <= 4 * sd + 1, (lo, kept[lo : lo + 10], want)
 
 
 # spr_op=0.9: fresh blocks outlast the physical size by about 4% of the file (sprandom.rs), so the run ends at the
@@ -140,8 +159,12 @@ def test_the_same_work_as_fio(tmp_path):
     fjob = tmp_path / "fio.fio"
     fjob.write_text(text.replace("[global]\n", f"[global]\nfilename={tmp_path / 'fio.dat'}\n"))
     out = tmp_path / "fio.json"
-    r = subprocess.run([fio, "--output-format=json", f"--output={out}", "--debug=sprandom", str(fjob)],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [fio, "--output-format=json", f"--output={out}", "--debug=sprandom", str(fjob)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     log = out.read_text() + r.stdout  # fio 3.42 writes its debug lines before the JSON
     start = 0 if log.startswith("{") else log.index("\n{") + 1
@@ -152,9 +175,9 @@ def test_the_same_work_as_fio(tmp_path):
     assert all(int(m[2]) == spr["region_writes"] for m in re.finditer(r"Invalidation\[(\d+)\] (\d+)", log))
     rw = spr["region_writes"]
     for lo in range(0, 90, 10):
-        ps = [(round(x * 10000) + 1) / 10001 for x in spr["invalid_share"][lo:lo + 10]]
+        ps = [(round(x * 10000) + 1) / 10001 for x in spr["invalid_share"][lo : lo + 10]]
         sd = math.sqrt(2 * sum(rw * p * (1 - p) for p in ps))
-        ours, theirs = sum(spr["kept"][lo:lo + 10]), sum(fio_kept[r] for r in range(lo, lo + 10))
+        ours, theirs = sum(spr["kept"][lo : lo + 10]), sum(fio_kept[r] for r in range(lo, lo + 10))
         assert abs(ours - theirs) <= 4 * sd + 1, (lo, ours, theirs)
 
 

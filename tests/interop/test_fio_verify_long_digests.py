@@ -2,6 +2,7 @@
 block header (96 or 112 bytes, its length in bytes 6..8), checked here with Python's hashlib; a block too small for
 that header is refused in one line naming bs and verify; a torn write is found at its byte; and fio, when installed,
 does the same work (bytes written and read back). The header bytes are fsmeter's own, not fio's."""
+
 from __future__ import annotations
 
 import hashlib
@@ -15,8 +16,11 @@ from fsmeter.families.access import AccessParams
 from fsmeter_cli import fsm, job_of
 
 #: fio's name -> (fsmeter's name, hashlib's name, digest bytes, header bytes).
-LONG = {"sha512": ("sha512", "sha512", 64, 112), "sha3-384": ("sha3_384", "sha3_384", 48, 96),
-        "sha3-512": ("sha3_512", "sha3_512", 64, 112)}
+LONG = {
+    "sha512": ("sha512", "sha512", 64, 112),
+    "sha3-384": ("sha3_384", "sha3_384", 48, 96),
+    "sha3-512": ("sha3_512", "sha3_512", 64, 112),
+}
 
 
 @pytest.mark.parametrize("method", sorted(LONG))
@@ -26,16 +30,31 @@ def test_the_long_digests_map_onto_the_engines_checksums(method):
     AccessParams(**m.params)
 
 
-@pytest.mark.parametrize("text,pattern", [
-    ("bs=64\nverify=sha512\n", r"^t.fio line 4: bs=64: with verify=sha512, each 64-byte block must hold fsmeter's "
-                               r"112-byte header and data: use bs >= 120 bytes"),
-    ("bs=100\nverify=sha3-384\n", r"^t.fio line 4: bs=100: with verify=sha3-384, each 100-byte block must hold "
-                                  r"fsmeter's 96-byte header and data: use bs >= 104 bytes"),
-    ("bs=4k\nverify=sha3-512\nverify_interval=112\n", r"^t.fio line 6: verify_interval=112: with verify=sha3-512, "
-                                                      r"each 112-byte block .* use verify_interval >= 120 bytes"),
-    ("bs=64\nverify=crc32c\n", r"^t.fio line 4: bs=64: with verify=crc32c, each 64-byte block must hold fsmeter's "
-                               r"80-byte header and data: use bs >= 88 bytes$"),
-])
+@pytest.mark.parametrize(
+    "text,pattern",
+    [
+        (
+            "bs=64\nverify=sha512\n",
+            r"^t.fio line 4: bs=64: with verify=sha512, each 64-byte block must hold fsmeter's "
+            r"112-byte header and data: use bs >= 120 bytes",
+        ),
+        (
+            "bs=100\nverify=sha3-384\n",
+            r"^t.fio line 4: bs=100: with verify=sha3-384, each 100-byte block must hold "
+            r"fsmeter's 96-byte header and data: use bs >= 104 bytes",
+        ),
+        (
+            "bs=4k\nverify=sha3-512\nverify_interval=112\n",
+            r"^t.fio line 6: verify_interval=112: with verify=sha3-512, "
+            r"each 112-byte block .* use verify_interval >= 120 bytes",
+        ),
+        (
+            "bs=64\nverify=crc32c\n",
+            r"^t.fio line 4: bs=64: with verify=crc32c, each 64-byte block must hold fsmeter's "
+            r"80-byte header and data: use bs >= 88 bytes$",
+        ),
+    ],
+)
 def test_a_block_too_small_for_its_header_is_refused_in_one_line(text, pattern):
     with pytest.raises(UserError, match=pattern) as exc:
         job_of("[a]\nsize=1m\nrw=randwrite\n" + text)
@@ -45,8 +64,11 @@ def test_a_block_too_small_for_its_header_is_refused_in_one_line(text, pattern):
 def test_the_access_familys_own_parameter_takes_them():
     p = AccessParams(entries=[{"size": 512, "weight": 100, "read_pct": 0}], verify="sha3_384")
     assert p.verify == "sha3_384"
-    with pytest.raises(ValueError, match=r"verify_block: 100 bytes is too small for verify=sha512's 112-byte header "
-                                         r"and data: use >= 120 bytes"):
+    with pytest.raises(
+        ValueError,
+        match=r"verify_block: 100 bytes is too small for verify=sha512's 112-byte header "
+        r"and data: use >= 120 bytes",
+    ):
         AccessParams(entries=[{"size": 100, "weight": 100, "read_pct": 0}], verify="sha512")
 
 
@@ -76,11 +98,11 @@ def test_512_byte_blocks_carry_the_whole_digest_of_their_data(tmp_path, method):
     data = (tmp_path / "w" / "data").read_bytes()
     assert len(data) == 256 << 10
     for off in range(0, len(data), 512):
-        b = data[off:off + 512]
+        b = data[off : off + 512]
         assert b[:4] == b"FSMV" and b[4] == 2, off
         assert int.from_bytes(b[6:8], "little") == hlen and int.from_bytes(b[16:24], "little") == off
-        assert b[40:40 + dlen] == hashlib.new(hname, b[hlen:]).digest(), off
-        assert b[40 + dlen:hlen - 8] == bytes(hlen - 8 - 40 - dlen)
+        assert b[40 : 40 + dlen] == hashlib.new(hname, b[hlen:]).digest(), off
+        assert b[40 + dlen : hlen - 8] == bytes(hlen - 8 - 40 - dlen)
 
 
 @pytest.mark.parametrize("method", sorted(LONG))
@@ -108,10 +130,15 @@ def test_fio_does_the_same_work(tmp_path, method):
     (tmp_path / "f").mkdir()
     job = tmp_path / "fio.fio"
     job.write_text(JOB.format(method=method))
-    r = subprocess.run([fio, "--directory", str(tmp_path / "f"), "--output-format=json", str(job)],
-                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    r = subprocess.run(
+        [fio, "--directory", str(tmp_path / "f"), "--output-format=json", str(job)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
-    theirs = json.loads(r.stdout[r.stdout.index("{"):])["jobs"][0]
+    theirs = json.loads(r.stdout[r.stdout.index("{") :])["jobs"][0]
     ours = run_job(tmp_path, JOB.format(method=method))["phases"]["v:run"]
     assert (theirs["write"]["io_bytes"], theirs["write"]["total_ios"]) == (ours["ops"]["write"]["bytes"], 512)
     assert (theirs["read"]["io_bytes"], theirs["read"]["total_ios"]) == (ours["ops"]["read"]["bytes"], 512)

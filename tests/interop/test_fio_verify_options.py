@@ -3,6 +3,7 @@ of what a job wrote counted as the job's reads (as fio counts it), verify_backlo
 verify_write_sequence and verify_async; the one-line refusals of what fsmeter does not do. The checksums are
 checked against published test vectors in the engine (src/verify/header.rs); here the blocks a run leaves are
 checked with Python's own hashlib."""
+
 from __future__ import annotations
 
 import hashlib
@@ -21,9 +22,20 @@ def refused(text: str, pattern: str) -> None:
 
 
 # -- the mapping ---------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("method,want", [("md5", "md5"), ("sha1", "sha1"), ("crc32", "crc32"), ("crc16", "crc16"),
-                                         ("crc7", "crc7"), ("crc64", "crc64"), ("sha3-224", "sha3_224"),
-                                         ("sha3-256", "sha3_256"), ("meta", "crc32c")])
+@pytest.mark.parametrize(
+    "method,want",
+    [
+        ("md5", "md5"),
+        ("sha1", "sha1"),
+        ("crc32", "crc32"),
+        ("crc16", "crc16"),
+        ("crc7", "crc7"),
+        ("crc64", "crc64"),
+        ("sha3-224", "sha3_224"),
+        ("sha3-256", "sha3_256"),
+        ("meta", "crc32c"),
+    ],
+)
 def test_fios_checksum_methods_map_onto_the_same_checksums(method, want):
     m = job_of(f"[a]\nsize=1m\nbs=4k\nrw=randwrite\nverify={method}\n")
     assert m.params["verify"] == want
@@ -59,26 +71,41 @@ def test_the_read_back_of_long_and_time_based_jobs():
 
 
 def test_verify_backlog_batch_fatal_sequence_and_async_map():
-    m = job_of("[a]\nsize=1m\nbs=4k\nrw=write\nverify=crc32c-intel\nverify_backlog=1024\nverify_backlog_batch=16\n"
-               "verify_fatal=1\nverify_write_sequence=0\nverify_async=4\nverify_dump=1\n")
+    m = job_of(
+        "[a]\nsize=1m\nbs=4k\nrw=write\nverify=crc32c-intel\nverify_backlog=1024\nverify_backlog_batch=16\n"
+        "verify_fatal=1\nverify_write_sequence=0\nverify_async=4\nverify_dump=1\n"
+    )
     p = m.params
     assert p["verify_dump"] is True
     assert (p["verify_backlog"], p["verify_backlog_batch"], p["verify_fatal"], p["verify_write_sequence"]) == (
-        1024, 16, True, False)
+        1024,
+        16,
+        True,
+        False,
+    )
     assert p["verify_phase"] is False
     assert any(n.startswith("verify_async=4: fio checks completed reads in helper threads") for n in m.notes)
     AccessParams(**p)
 
 
-@pytest.mark.parametrize("text,pattern", [
-    ("verify=crc32c\nverify_backlog_batch=4\n", r"^t.fio line 6: verify_backlog_batch=4: has no effect without "
-                                                r"verify_backlog"),
-    ("verify_fatal=1\n", r"^t.fio line 5: verify_fatal=1: has no effect without verify="),
-    ("verify=crc32c\nverify_backlog=2000000\n", r"^t.fio line 6: verify_backlog=2000000: must be between 0 and"),
-    ("verify=crc32c\nverify_only=1\n", r"^t.fio line 6: option verify_only is not supported by fsmeter yet"),
-    ("verify_pattern=0xff\nverify_backlog=4\n", r"^t.fio line 6: verify_backlog=4: with verify=pattern is not "
-                                                r"supported by fsmeter yet"),
-])
+@pytest.mark.parametrize(
+    "text,pattern",
+    [
+        (
+            "verify=crc32c\nverify_backlog_batch=4\n",
+            r"^t.fio line 6: verify_backlog_batch=4: has no effect without "
+            r"verify_backlog",
+        ),
+        ("verify_fatal=1\n", r"^t.fio line 5: verify_fatal=1: has no effect without verify="),
+        ("verify=crc32c\nverify_backlog=2000000\n", r"^t.fio line 6: verify_backlog=2000000: must be between 0 and"),
+        ("verify=crc32c\nverify_only=1\n", r"^t.fio line 6: option verify_only is not supported by fsmeter yet"),
+        (
+            "verify_pattern=0xff\nverify_backlog=4\n",
+            r"^t.fio line 6: verify_backlog=4: with verify=pattern is not "
+            r"supported by fsmeter yet",
+        ),
+    ],
+)
 def test_what_fsmeter_does_not_do_is_refused_in_one_line(text, pattern):
     refused("[a]\nsize=1m\nbs=4k\nrw=write\n" + text, pattern)
 
@@ -106,19 +133,21 @@ def test_a_verified_write_job_does_fios_work_writes_and_reads_back(tmp_path):
     # The blocks carry md5 (algo code 4) of their data, as Python's hashlib computes it.
     data = (tmp_path / "w" / "data").read_bytes()
     for off in (0, 4096 * 17, (1 << 20) - 4096):
-        block = data[off:off + 4096]
+        block = data[off : off + 4096]
         assert block[:4] == b"FSMV" and block[5] == 4
         assert block[40:56] == hashlib.md5(block[80:]).digest()
         assert block[56:72] == bytes(16)
 
 
 def test_verify_backlog_reads_back_during_the_writes(tmp_path):
-    doc = run_job(tmp_path, "[v]\nfilename=data\nsize=512k\nbs=8k\nrw=write\nverify=sha1\nverify_backlog=4\n"
-                            "verify_backlog_batch=2\n")
+    doc = run_job(
+        tmp_path,
+        "[v]\nfilename=data\nsize=512k\nbs=8k\nrw=write\nverify=sha1\nverify_backlog=4\nverify_backlog_batch=2\n",
+    )
     run = doc["phases"]["v:run"]
     assert run["ops"]["write"]["count"] == 64
     # Batches of 2 whenever 4 writes wait, then the 2 left at the end: every write read back once.
     assert run["ops"]["read"]["count"] == 64 and run["counters"]["verify_blocks_checked"] == 64
     assert run["counters"]["verify_mismatches"] == 0
-    block = (tmp_path / "w" / "data").read_bytes()[8192 * 5:8192 * 6]
+    block = (tmp_path / "w" / "data").read_bytes()[8192 * 5 : 8192 * 6]
     assert block[5] == 5 and block[40:60] == hashlib.sha1(block[80:]).digest()

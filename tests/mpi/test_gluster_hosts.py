@@ -3,6 +3,7 @@ loop filesystems, each host mounting through its own client, MPI ranks on two ho
 
 Root only; skipped with the reason without root, loop devices, Open MPI, mpi4py or GlusterFS.
 """
+
 from __future__ import annotations
 
 import json
@@ -12,14 +13,17 @@ import subprocess
 import sys
 
 import pytest
-from mpi_env import have_mpi4py, MPI_ENV, MPIRUN
+from mpi_env import MPI_ENV, MPIRUN, have_mpi4py
 
 pytestmark = [
     pytest.mark.root,
-    pytest.mark.skipif(MPIRUN is None or not have_mpi4py(),
-                       reason="needs Open MPI (mpirun) and mpi4py: run `make build` as root"),
-    pytest.mark.skipif(shutil.which("glusterd") is None or shutil.which("glusterfs") is None,
-                       reason="needs GlusterFS: Debian packages glusterfs-server and glusterfs-client"),
+    pytest.mark.skipif(
+        MPIRUN is None or not have_mpi4py(), reason="needs Open MPI (mpirun) and mpi4py: run `make build` as root"
+    ),
+    pytest.mark.skipif(
+        shutil.which("glusterd") is None or shutil.which("glusterfs") is None,
+        reason="needs GlusterFS: Debian packages glusterfs-server and glusterfs-client",
+    ),
 ]
 
 QUICK = ["-q", "--min-phase-s", "0"]
@@ -35,7 +39,7 @@ def _gluster_processes() -> set:
                     stat = f.read()
             except OSError:
                 continue
-            name, state = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()[0]
+            name, state = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :].split()[0]
             if name.startswith("gluster") and state not in ("Z", "X"):
                 out.add(int(pid))
     return out
@@ -55,9 +59,15 @@ def test_two_host_volume_file_per_rank_and_shared_file_runs_and_teardown(scratch
     before = _gluster_processes()
     with Provisioner(scratch) as prov, NsHosts(2) as hosts:
         state = str(hosts.state)
-        with GlusterVolume(hosts, prov, servers=["h2"], clients=["h1", "h2"],
-                           brick_fs=FsConfig(name="ext4", mkfs_options=["-I", "256"]),
-                           brick_bytes=256 << 20, options={"performance.write-behind": "off"}) as vol:
+        with GlusterVolume(
+            hosts,
+            prov,
+            servers=["h2"],
+            clients=["h1", "h2"],
+            brick_fs=FsConfig(name="ext4", mkfs_options=["-I", "256"]),
+            brick_bytes=256 << 20,
+            options={"performance.write-behind": "off"},
+        ) as vol:
             info = vol.info()
             assert info["servers"] == {"h2": "10.199.0.2"} and info["volume_type"] == "distribute"
             assert [b["fs"] for b in info["bricks"]] == ["ext4"] and info["bricks"][0]["mkfs_options"] == ["-I", "256"]
@@ -72,9 +82,30 @@ def test_two_host_volume_file_per_rank_and_shared_file_runs_and_teardown(scratch
             os.unlink(os.path.join(vol.mounts["h1"], "probe"))
 
             out = tmp_path / "out.json"
-            cmd = hosts.mpirun(2, [sys.executable, "-m", "fsmeter", "run", "seq-write", "--dir", vol.path, "--set",
-                                   "file_size=2M", "--set", "total_bytes=2M", "--set", "duration_s=none", "--set",
-                                   "warmup_s=0", "--json", out, *QUICK], extra=["--map-by", "node"])
+            cmd = hosts.mpirun(
+                2,
+                [
+                    sys.executable,
+                    "-m",
+                    "fsmeter",
+                    "run",
+                    "seq-write",
+                    "--dir",
+                    vol.path,
+                    "--set",
+                    "file_size=2M",
+                    "--set",
+                    "total_bytes=2M",
+                    "--set",
+                    "duration_s=none",
+                    "--set",
+                    "warmup_s=0",
+                    "--json",
+                    out,
+                    *QUICK,
+                ],
+                extra=["--map-by", "node"],
+            )
             p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **MPI_ENV}, timeout=180)
             assert p.returncode == 0, p.stderr
             doc = json.loads(out.read_text())
@@ -82,10 +113,35 @@ def test_two_host_volume_file_per_rank_and_shared_file_runs_and_teardown(scratch
             per = doc["phases"]["run"]["mpi"]["per_rank"]
             assert [(x["host"], x["bytes"]) for x in per] == [("h1", 2 << 20), ("h2", 2 << 20)]
 
-            cmd = hosts.mpirun(2, [sys.executable, "-m", "fsmeter", "run", "seq-write", "--dir", vol.path,
-                                   "--shared-file", "--reorder-shift", "node", "--set", "file_size=1M", "--set",
-                                   "total_bytes=1M", "--set", "duration_s=none", "--set", "warmup_s=0",
-                                   "--set", "verify=crc32c", "--json", out, *QUICK], extra=["--map-by", "node"])
+            cmd = hosts.mpirun(
+                2,
+                [
+                    sys.executable,
+                    "-m",
+                    "fsmeter",
+                    "run",
+                    "seq-write",
+                    "--dir",
+                    vol.path,
+                    "--shared-file",
+                    "--reorder-shift",
+                    "node",
+                    "--set",
+                    "file_size=1M",
+                    "--set",
+                    "total_bytes=1M",
+                    "--set",
+                    "duration_s=none",
+                    "--set",
+                    "warmup_s=0",
+                    "--set",
+                    "verify=crc32c",
+                    "--json",
+                    out,
+                    *QUICK,
+                ],
+                extra=["--map-by", "node"],
+            )
             p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **MPI_ENV}, timeout=180)
             assert p.returncode == 0, p.stderr
             doc = json.loads(out.read_text())
@@ -105,8 +161,15 @@ def test_replicated_volume_on_two_servers_writes_every_brick(scratch):
     from fsmeter.provision.specs import FsConfig
 
     with Provisioner(scratch) as prov, NsHosts(2) as hosts:
-        with GlusterVolume(hosts, prov, servers=["h1", "h2"], clients=["h1"], volume_type="replicate",
-                           brick_fs=FsConfig(name="xfs"), brick_bytes=320 << 20) as vol:
+        with GlusterVolume(
+            hosts,
+            prov,
+            servers=["h1", "h2"],
+            clients=["h1"],
+            volume_type="replicate",
+            brick_fs=FsConfig(name="xfs"),
+            brick_bytes=320 << 20,
+        ) as vol:
             r = hosts.run("h1", ["sh", "-c", f"head -c 65536 /dev/zero > {vol.path}/f && sync"])
             assert r.returncode == 0, r.stderr
             bricks = vol.info()["bricks"]
@@ -128,8 +191,13 @@ def test_unknown_host_and_volume_type_are_refused(scratch):
 
 
 def _fsm(*args, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, **MPI_ENV, "COLUMNS": "200"}, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "fsmeter", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **MPI_ENV, "COLUMNS": "200"},
+        timeout=timeout,
+    )
 
 
 CAMPAIGN = """\
@@ -167,19 +235,25 @@ def test_campaign_brick_filesystem_factor_on_a_two_host_volume(scratch, tmp_path
     r = _fsm("campaign", "run", f, "--db", db, "-q")
     assert r.returncode == 0, r.stdout + r.stderr
     con = sqlite3.connect(db)
-    rows = con.execute("SELECT c.factors, t.status, e.target_kind, e.fs, e.extra FROM cells c JOIN trials t ON "
-                       "t.cell_id = c.id JOIN environment e ON e.trial_id = t.id ORDER BY c.idx").fetchall()
+    rows = con.execute(
+        "SELECT c.factors, t.status, e.target_kind, e.fs, e.extra FROM cells c JOIN trials t ON "
+        "t.cell_id = c.id JOIN environment e ON e.trial_id = t.id ORDER BY c.idx"
+    ).fetchall()
     assert [(json.loads(fa)["filesystem"], st, kind, fs) for fa, st, kind, fs, _ in rows] == [
-        ("ext4", "ok", "glusterfs", "ext4"), ("xfs", "ok", "glusterfs", "xfs")]
-    for (_, _, _, fs, extra) in rows:
+        ("ext4", "ok", "glusterfs", "ext4"),
+        ("xfs", "ok", "glusterfs", "xfs"),
+    ]
+    for _, _, _, fs, extra in rows:
         ex = json.loads(extra)
         assert ex["mpi"]["layout"] == {"h1": [0], "h2": [1]}
         g = ex["mount"]["gluster"]
         assert g["servers"] == {"h2": "10.199.0.2"} and sorted(g["clients"]) == ["h1", "h2"]
         assert [b["fs"] for b in g["bricks"]] == [fs] and g["client_version"].startswith("glusterfs ")
         assert g["volume_options"].get("performance.write-behind") == "off"
-    rates = con.execute("SELECT m.value FROM metrics m JOIN trials t ON m.trial_id = t.id WHERE m.phase_key = 'run' "
-                        "AND m.name = 'ops_per_s'").fetchall()
+    rates = con.execute(
+        "SELECT m.value FROM metrics m JOIN trials t ON m.trial_id = t.id WHERE m.phase_key = 'run' "
+        "AND m.name = 'ops_per_s'"
+    ).fetchall()
     assert len(rates) == 2 and all(v > 0 for (v,) in rates)
     rep = _fsm("report", "--db", db, "-o", tmp_path / "r.html")
     assert rep.returncode == 0, rep.stderr
@@ -212,8 +286,13 @@ def test_campaign_interrupted_mid_trial_leaves_no_hosts_volume_or_bricks(scratch
 
     states = set(glob.glob("/tmp/fsmeter-nshosts-*"))
     before, before_ns = _gluster_processes(), set(namespaces())
-    p = subprocess.Popen([sys.executable, "-m", "fsmeter", "campaign", "run", f, "--db", tmp_path / "r.sqlite", "-q"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **MPI_ENV})
+    p = subprocess.Popen(
+        [sys.executable, "-m", "fsmeter", "campaign", "run", f, "--db", tmp_path / "r.sqlite", "-q"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **MPI_ENV},
+    )
     try:
         deadline = time.monotonic() + 120
         running = False

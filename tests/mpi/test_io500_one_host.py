@@ -3,6 +3,7 @@
 
 Skipped, with the reason, where Open MPI or mpi4py is missing (`make build` as root installs both).
 """
+
 from __future__ import annotations
 
 import json
@@ -12,19 +13,32 @@ import subprocess
 import sys
 
 import pytest
-
 from fsmeter.mpi.io500 import PHASES, expected_find
-from mpi_env import have_mpi4py, MPI_ENV as ROOT_MPI_ENV, MPIRUN
+from mpi_env import MPI_ENV as ROOT_MPI_ENV
+from mpi_env import MPIRUN, have_mpi4py
 
-pytestmark = pytest.mark.skipif(MPIRUN is None or not have_mpi4py(),
-                                reason="needs Open MPI (mpirun) and mpi4py: run `make build` as root")
+pytestmark = pytest.mark.skipif(
+    MPIRUN is None or not have_mpi4py(), reason="needs Open MPI (mpirun) and mpi4py: run `make build` as root"
+)
 
 #: as root, and more ranks than CPUs
 MPI_ENV = {**ROOT_MPI_ENV, "OMPI_MCA_rmaps_base_oversubscribe": "1"}
 #: A suite that fits seconds: the stonewall may or may not cut the write phases; the counts add up either way.
 #: mdtest-hard makes L0F1010 first, whose name holds "01": find has a match however early the stonewall falls.
-SMALL = ["--stonewall-s", "0.5", "--ior-easy-transfer", "256K", "--ior-easy-block", "8M", "--ior-hard-segments",
-         "200", "--mdtest-easy-files", "300", "--mdtest-hard-files", "1010"]
+SMALL = [
+    "--stonewall-s",
+    "0.5",
+    "--ior-easy-transfer",
+    "256K",
+    "--ior-easy-block",
+    "8M",
+    "--ior-hard-segments",
+    "200",
+    "--mdtest-easy-files",
+    "300",
+    "--mdtest-hard-files",
+    "1010",
+]
 
 
 def mpirun(n: int, *args, timeout: int = 120) -> subprocess.CompletedProcess:
@@ -83,8 +97,13 @@ def test_two_ranks_small_suite_scores_stores_and_cleans_up(tmp_path):
     assert rows["io500.score"] == pytest.approx(doc["score"]["total"])
     assert rows["find.score"] == pytest.approx(doc["phases"]["find"]["io500"]["score"])
     assert con.execute("SELECT count(*) FROM phases").fetchone()[0] == 12
-    rep = subprocess.run([sys.executable, "-m", "fsmeter", "report", "--db", str(db)], capture_output=True, text=True,
-                         env={**os.environ, "COLUMNS": "200"}, timeout=120)
+    rep = subprocess.run(
+        [sys.executable, "-m", "fsmeter", "report", "--db", str(db)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        timeout=120,
+    )
     assert rep.returncode == 0, rep.stderr
     assert "io500" in rep.stdout
 

@@ -1,11 +1,11 @@
 """The IO500 score (fsmeter.mpi.io500.score), checked by hand, and find's expected match count by
 construction; no MPI needed."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
-
 from fsmeter.mpi.io500 import PHASES, expected_find, geometric_mean, hard_file_names, phase_score, score
 
 
@@ -28,15 +28,28 @@ def test_a_phase_scoring_zero_is_left_out_of_its_mean_as_io500_does():
     assert geometric_mean([2.0, 8.0, 0.0]) == pytest.approx(4.0)
     assert geometric_mean([0.0, -1.0]) == 0.0
     s = score({"ior-easy-write": 9.0, "find": 4.0})
-    assert s == {"bandwidth_GiB_per_s": pytest.approx(9.0), "metadata_kIOPS": pytest.approx(4.0),
-                 "total": pytest.approx(6.0)}
+    assert s == {
+        "bandwidth_GiB_per_s": pytest.approx(9.0),
+        "metadata_kIOPS": pytest.approx(4.0),
+        "total": pytest.approx(6.0),
+    }
 
 
 def test_phase_order_is_io500s():
     assert [n for n, _, _ in PHASES] == [
-        "ior-easy-write", "mdtest-easy-write", "ior-hard-write", "mdtest-hard-write", "find", "ior-easy-read",
-        "mdtest-easy-stat", "ior-hard-read", "mdtest-hard-stat", "mdtest-easy-delete", "mdtest-hard-read",
-        "mdtest-hard-delete"]
+        "ior-easy-write",
+        "mdtest-easy-write",
+        "ior-hard-write",
+        "mdtest-hard-write",
+        "find",
+        "ior-easy-read",
+        "mdtest-easy-stat",
+        "ior-hard-read",
+        "mdtest-hard-stat",
+        "mdtest-easy-delete",
+        "mdtest-hard-read",
+        "mdtest-hard-delete",
+    ]
 
 
 def test_phase_score_units():

@@ -1,5 +1,6 @@
 """The aggregation of MPI ranks (fsmeter.mpi.merge), without MPI: IOR's rate definition fed the
 same per-rank timings, exact HDR histogram merging, intervals on a common clock."""
+
 from __future__ import annotations
 
 import json
@@ -7,23 +8,42 @@ import math
 import os
 
 import pytest
-
 from fsmeter.mpi.merge import merge_lat, merge_phase, value_at_quantile
 
 
 def _report(ops, bytes_, start_ns, end_ns, lat=None, intervals=None, kind="write"):
-    lat = lat or {"count": ops, "min_ns": 1000, "mean_ns": 1000.0, "stdev_ns": 0.0, "p50_ns": 1000,
-                  "p90_ns": 1000, "p99_ns": 1000, "p999_ns": 1000, "p9999_ns": 1000, "max_ns": 1000,
-                  "buckets": [[1023, ops]], "hdr": [[1000, ops]]}
+    lat = lat or {
+        "count": ops,
+        "min_ns": 1000,
+        "mean_ns": 1000.0,
+        "stdev_ns": 0.0,
+        "p50_ns": 1000,
+        "p90_ns": 1000,
+        "p99_ns": 1000,
+        "p999_ns": 1000,
+        "p9999_ns": 1000,
+        "max_ns": 1000,
+        "buckets": [[1023, ops]],
+        "hdr": [[1000, ops]],
+    }
     el = (end_ns - start_ns) / 1e9
-    return {"phase": "run", "interrupted": False, "threads": 1, "warmup_s": 0.0, "elapsed_s": el,
-            "total": {"ops": ops, "bytes": bytes_, "ops_per_s": ops / el, "bytes_per_s": bytes_ / el},
-            "ops": {kind: {"count": ops, "bytes": bytes_, "ops_per_s": ops / el, "bytes_per_s": bytes_ / el,
-                           "lat": lat}},
-            "intervals": intervals if intervals is not None else [{"t_s": el, "dur_s": el, "ops": ops,
-                                                                   "bytes": bytes_, "ops_by_kind": {kind: ops}}],
-            "cpu": {"user_s": 0.1, "sys_s": 0.2, "process_pct": 30.0, "sys_idle_pct": 50.0},
-            "counters": {"files": ops}, "extra": None, "warnings": [], "window_mono_ns": [start_ns, end_ns]}
+    return {
+        "phase": "run",
+        "interrupted": False,
+        "threads": 1,
+        "warmup_s": 0.0,
+        "elapsed_s": el,
+        "total": {"ops": ops, "bytes": bytes_, "ops_per_s": ops / el, "bytes_per_s": bytes_ / el},
+        "ops": {kind: {"count": ops, "bytes": bytes_, "ops_per_s": ops / el, "bytes_per_s": bytes_ / el, "lat": lat}},
+        "intervals": intervals
+        if intervals is not None
+        else [{"t_s": el, "dur_s": el, "ops": ops, "bytes": bytes_, "ops_by_kind": {kind: ops}}],
+        "cpu": {"user_s": 0.1, "sys_s": 0.2, "process_pct": 30.0, "sys_idle_pct": 50.0},
+        "counters": {"files": ops},
+        "extra": None,
+        "warnings": [],
+        "window_mono_ns": [start_ns, end_ns],
+    }
 
 
 def _ior_reduce(timers):
@@ -70,8 +90,20 @@ def test_rate_is_iors_definition_on_the_same_per_rank_timings():
 
 def _lat(hdr, mean, stdev, mn, mx):
     count = sum(c for _, c in hdr)
-    return {"count": count, "min_ns": mn, "mean_ns": mean, "stdev_ns": stdev, "max_ns": mx,
-            "p50_ns": 0, "p90_ns": 0, "p99_ns": 0, "p999_ns": 0, "p9999_ns": 0, "buckets": [], "hdr": hdr}
+    return {
+        "count": count,
+        "min_ns": mn,
+        "mean_ns": mean,
+        "stdev_ns": stdev,
+        "max_ns": mx,
+        "p50_ns": 0,
+        "p90_ns": 0,
+        "p99_ns": 0,
+        "p999_ns": 0,
+        "p9999_ns": 0,
+        "buckets": [],
+        "hdr": hdr,
+    }
 
 
 def test_histograms_merge_exactly_hand_checked():
@@ -88,7 +120,7 @@ def test_histograms_merge_exactly_hand_checked():
     assert m["min_ns"] == 99 and m["max_ns"] == 5990
     assert m["mean_ns"] == pytest.approx((105 * 8 + 5500 * 2) / 10)
     # pooled variance: within + between
-    var = (8 * (8.0 ** 2 + (105 - m["mean_ns"]) ** 2) + 2 * (500.0 ** 2 + (5500 - m["mean_ns"]) ** 2)) / 10
+    var = (8 * (8.0**2 + (105 - m["mean_ns"]) ** 2) + 2 * (500.0**2 + (5500 - m["mean_ns"]) ** 2)) / 10
     assert m["stdev_ns"] == pytest.approx(math.sqrt(var))
     # same buckets in both ranks add up
     m2 = merge_lat([_lat([[100, 1], [200, 3]], 175, 1, 90, 200), _lat([[200, 2], [300, 4]], 266, 1, 190, 300)])
@@ -112,14 +144,28 @@ def test_merge_refuses_reports_without_hdr_buckets():
 
 def test_intervals_summed_on_a_common_clock():
     # rank 0 starts at 0.0 s, rank 1 at 0.2 s after the barrier (different clock offsets): 1 s samples.
-    iv0 = [{"t_s": 1.0, "dur_s": 1.0, "ops": 10, "bytes": 100, "ops_by_kind": {"write": 10}},
-           {"t_s": 2.0, "dur_s": 1.0, "ops": 20, "bytes": 200, "ops_by_kind": {"write": 20}}]
-    iv1 = [{"t_s": 1.0, "dur_s": 1.0, "ops": 1, "bytes": 10, "ops_by_kind": {"write": 1}},
-           {"t_s": 1.5, "dur_s": 0.5, "ops": 2, "bytes": 20, "ops_by_kind": {"write": 2}}]
-    p0 = {"rank": 0, "host": "a", "barrier_mono_ns": 1000, "returned_mono_ns": 0,
-          "report": _report(30, 300, 1000, 1000 + 2_000_000_000, intervals=iv0)}
-    p1 = {"rank": 1, "host": "b", "barrier_mono_ns": 50_000, "returned_mono_ns": 0,
-          "report": _report(3, 30, 50_000 + 200_000_000, 50_000 + 1_700_000_000, intervals=iv1)}
+    iv0 = [
+        {"t_s": 1.0, "dur_s": 1.0, "ops": 10, "bytes": 100, "ops_by_kind": {"write": 10}},
+        {"t_s": 2.0, "dur_s": 1.0, "ops": 20, "bytes": 200, "ops_by_kind": {"write": 20}},
+    ]
+    iv1 = [
+        {"t_s": 1.0, "dur_s": 1.0, "ops": 1, "bytes": 10, "ops_by_kind": {"write": 1}},
+        {"t_s": 1.5, "dur_s": 0.5, "ops": 2, "bytes": 20, "ops_by_kind": {"write": 2}},
+    ]
+    p0 = {
+        "rank": 0,
+        "host": "a",
+        "barrier_mono_ns": 1000,
+        "returned_mono_ns": 0,
+        "report": _report(30, 300, 1000, 1000 + 2_000_000_000, intervals=iv0),
+    }
+    p1 = {
+        "rank": 1,
+        "host": "b",
+        "barrier_mono_ns": 50_000,
+        "returned_mono_ns": 0,
+        "report": _report(3, 30, 50_000 + 200_000_000, 50_000 + 1_700_000_000, intervals=iv1),
+    }
     m = merge_phase([p1, p0], interval_s=1.0)
     assert m["elapsed_s"] == pytest.approx(2.0)
     ivs = m["intervals"]
@@ -135,8 +181,9 @@ def test_one_rank_merge_reproduces_the_engines_percentiles(tmp_path):
     from fsmeter.engine import EngineSession
     from fsmeter.spec import build_job, load_workload
 
-    job = build_job(load_workload("fdtree-quick"), tmp_path, {"levels": 1, "dirs_per_level": 3,
-                                                               "files_per_dir": 40, "threads": 2})
+    job = build_job(
+        load_workload("fdtree-quick"), tmp_path, {"levels": 1, "dirs_per_level": 3, "files_per_dir": 40, "threads": 2}
+    )
     s = EngineSession(job.engine_json(), for_merge=True)
     for ph in ("mkdir", "create"):
         rep = s.run_phase(ph)
@@ -158,8 +205,9 @@ def test_one_rank_merge_reproduces_the_engines_percentiles(tmp_path):
     assert twice["ops"][k]["lat"]["p99_ns"] == rep["ops"][k]["lat"]["p99_ns"]
     # single-process sessions leave the merge fields out of their reports
     (tmp_path / "single").mkdir()
-    s2 = EngineSession(build_job(load_workload("fdtree-quick"), tmp_path / "single",
-                                 {"levels": 0, "files_per_dir": 2}).engine_json())
+    s2 = EngineSession(
+        build_job(load_workload("fdtree-quick"), tmp_path / "single", {"levels": 0, "files_per_dir": 2}).engine_json()
+    )
     r2 = s2.run_phase("mkdir")
     assert "window_mono_ns" not in r2 and all("hdr" not in o["lat"] for o in r2["ops"].values())
     json.dumps(merged)
@@ -180,9 +228,12 @@ def test_run_without_mpirun_refuses_stonewall(tmp_path):
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-m", "fsmeter", "run", "fdtree-quick", "--dir", str(tmp_path),
-                        "--stonewall", "first-done"], capture_output=True, text=True,
-                       env={k: v for k, v in __import__("os").environ.items() if not k.startswith(("OMPI_", "PMI"))})
+    r = subprocess.run(
+        [sys.executable, "-m", "fsmeter", "run", "fdtree-quick", "--dir", str(tmp_path), "--stonewall", "first-done"],
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in __import__("os").environ.items() if not k.startswith(("OMPI_", "PMI"))},
+    )
     assert r.returncode == 2 and "under mpirun only" in r.stderr
 
 
@@ -195,13 +246,16 @@ def test_campaign_trial_fails_with_the_failing_ranks_message(tmp_path):
     import textwrap
 
     fake = tmp_path / "fake-mpirun"
-    fake.write_text("#!/bin/sh\necho 'fsmeter: error: rank 1 of 2 on nodeB: phase create: No space left on device "
-                    "(os error 28); aborting all 2 ranks' >&2\nexit 1\n")
+    fake.write_text(
+        "#!/bin/sh\necho 'fsmeter: error: rank 1 of 2 on nodeB: phase create: No space left on device "
+        "(os error 28); aborting all 2 ranks' >&2\nexit 1\n"
+    )
     fake.chmod(0o755)
     work = tmp_path / "w"
     work.mkdir()
     f = tmp_path / "c.toml"
-    f.write_text(textwrap.dedent(f"""\
+    f.write_text(
+        textwrap.dedent(f"""\
         name = "fail"
         min_phase_s = 0
         [factors]
@@ -216,17 +270,22 @@ def test_campaign_trial_fails_with_the_failing_ranks_message(tmp_path):
         [target]
         kind = "dir"
         path = "{work}"
-        """))
+        """)
+    )
     db = tmp_path / "r.sqlite"
-    r = subprocess.run([sys.executable, "-m", "fsmeter", "campaign", "run", str(f), "--db", str(db), "-q"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "fsmeter", "campaign", "run", str(f), "--db", str(db), "-q"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 1, r.stderr  # its one cell failed: a campaign with no cell done exits 1
     assert "every cell failed" in r.stderr
     con = sqlite3.connect(db)
-    (status, cause), = con.execute("SELECT status, cause FROM trials").fetchall()
+    ((status, cause),) = con.execute("SELECT status, cause FROM trials").fetchall()
     assert status == "failed"
     assert cause.startswith("mpirun -n 2 exited with 1: rank 1 of 2 on nodeB: phase create: No space left")
-    (cstatus,), = con.execute("SELECT status FROM cells").fetchall()
+    ((cstatus,),) = con.execute("SELECT status FROM cells").fetchall()
     assert cstatus == "failed"
     assert os.listdir(work) == []
 
@@ -254,8 +313,10 @@ def test_iozone_grid_is_summed_per_cell_as_iozone_t_does():
         res = {"write": {"KB_per_s": kb_write, "ops_per_s": kb_write / 4, "time_s": 1.0, "ops": 10, "bytes": 40960}}
         if kb_read is not None:
             res["read"] = {"KB_per_s": kb_read, "ops_per_s": kb_read / 4, "time_s": 2.0, "ops": 10, "bytes": 40960}
-        return {"columns": ["write", "read"], "cells": [{"file_size": 65536, "record_size": 4096, "status": status,
-                                                       "results": res}]}
+        return {
+            "columns": ["write", "read"],
+            "cells": [{"file_size": 65536, "record_size": 4096, "status": status, "results": res}],
+        }
 
     m = iozone_extra([grid(100.0, 300.0), grid(50.0, None, status="interrupted")])
     cell = m["cells"][0]
@@ -273,22 +334,58 @@ def test_mix_jobs_per_minute_over_the_common_window():
     from fsmeter.mpi.merge import mix_extra
 
     def sub(tasks, rel_start_s, rel_end_s, barrier, jpm):
-        return {"tasks": tasks, "jobs_per_task": 30, "real_time_s": rel_end_s - rel_start_s, "jpm": jpm,
-                "jpm_per_task": jpm / tasks, "task_time_min_s": 1.0, "task_time_max_s": 2.0, "user_s": 1.0,
-                "sys_s": 0.5, "tasks_rss_max_bytes": 10, "tasks_pss_max_bytes": 5, "disk_kib_per_s": 7.0,
-                "interrupted": False, "release_mono_ns": barrier + int(rel_start_s * 1e9),
-                "end_mono_ns": barrier + int(rel_end_s * 1e9),
-                "jobs": {"disk_rr": {"class": "disk", "runs": 3 * tasks, "total_s": 1.5, "mean_ms": 0.0,
-                                     "max_ms": 9.0, "units": 4, "unit": "KiB", "bytes_read": 100, "bytes_written": 0}}}
+        return {
+            "tasks": tasks,
+            "jobs_per_task": 30,
+            "real_time_s": rel_end_s - rel_start_s,
+            "jpm": jpm,
+            "jpm_per_task": jpm / tasks,
+            "task_time_min_s": 1.0,
+            "task_time_max_s": 2.0,
+            "user_s": 1.0,
+            "sys_s": 0.5,
+            "tasks_rss_max_bytes": 10,
+            "tasks_pss_max_bytes": 5,
+            "disk_kib_per_s": 7.0,
+            "interrupted": False,
+            "release_mono_ns": barrier + int(rel_start_s * 1e9),
+            "end_mono_ns": barrier + int(rel_end_s * 1e9),
+            "jobs": {
+                "disk_rr": {
+                    "class": "disk",
+                    "runs": 3 * tasks,
+                    "total_s": 1.5,
+                    "mean_ms": 0.0,
+                    "max_ms": 9.0,
+                    "units": 4,
+                    "unit": "KiB",
+                    "bytes_read": 100,
+                    "bytes_written": 0,
+                }
+            },
+        }
 
     # two ranks with unrelated monotonic clocks; rank 1 starts its 2-task subrun later and ends last
     b0, b1 = 10**12, 5 * 10**12
     parts = [
-        {"rank": 0, "barrier_mono_ns": b0, "report": {"extra": {"subruns": [sub(1, 0.0, 1.0, b0, 1800.0),
-                                                                            sub(2, 1.0, 3.0, b0, 1800.0)]}}},
-        {"rank": 1, "barrier_mono_ns": b1, "report": {"extra": {"subruns": [sub(1, 0.0, 1.5, b1, 1200.0),
-                                                                            sub(2, 1.5, 4.0, b1, 1440.0),
-                                                                            sub(4, 4.0, 5.0, b1, 7200.0)]}}},
+        {
+            "rank": 0,
+            "barrier_mono_ns": b0,
+            "report": {"extra": {"subruns": [sub(1, 0.0, 1.0, b0, 1800.0), sub(2, 1.0, 3.0, b0, 1800.0)]}},
+        },
+        {
+            "rank": 1,
+            "barrier_mono_ns": b1,
+            "report": {
+                "extra": {
+                    "subruns": [
+                        sub(1, 0.0, 1.5, b1, 1200.0),
+                        sub(2, 1.5, 4.0, b1, 1440.0),
+                        sub(4, 4.0, 5.0, b1, 7200.0),
+                    ]
+                }
+            },
+        },
     ]
     m = mix_extra(parts, crossover_jpm_per_task=600.0)
     one, two = m["subruns"]
@@ -309,8 +406,16 @@ def test_macro_phase_lasts_as_long_as_the_slowest_rank():
     from fsmeter.mpi.merge import macro_extra
 
     def x(real, bytes_):
-        return {"real_s": real, "session_real_s": real + 1, "user_s": 0.5, "sys_s": 1.0, "bytes": bytes_,
-                "files": 1, "MB_per_s": bytes_ / 1e6 / real, "tool": {"argv": ["cp"]}}
+        return {
+            "real_s": real,
+            "session_real_s": real + 1,
+            "user_s": 0.5,
+            "sys_s": 1.0,
+            "bytes": bytes_,
+            "files": 1,
+            "MB_per_s": bytes_ / 1e6 / real,
+            "tool": {"argv": ["cp"]},
+        }
 
     m = macro_extra([x(2.0, 10**8), x(4.0, 10**8)])
     assert m["real_s"] == 4.0 and m["MB_per_s"] == pytest.approx(2e8 / 1e6 / 4.0)
@@ -334,8 +439,17 @@ def test_tree_extra_lines_up_every_ranks_trees():
 
 def test_ranks_that_did_not_all_hold_at_the_start_are_flagged():
     def parts(held):
-        return [{"rank": r, "host": "h", "barrier_mono_ns": 0, "returned_mono_ns": 0, "held": h,
-                 "report": _report(10, 10 << 20, 1_000_000, 101_000_000)} for r, h in enumerate(held)]
+        return [
+            {
+                "rank": r,
+                "host": "h",
+                "barrier_mono_ns": 0,
+                "returned_mono_ns": 0,
+                "held": h,
+                "report": _report(10, 10 << 20, 1_000_000, 101_000_000),
+            }
+            for r, h in enumerate(held)
+        ]
 
     both = merge_phase(parts([True, True]), interval_s=1.0)
     assert [x["held_start"] for x in both["mpi"]["per_rank"]] == [True, True]

@@ -4,6 +4,7 @@ through an rsh agent over the hosts' private network.
 
 Root only; skipped with the reason without root, Open MPI or mpi4py.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,17 +17,19 @@ import textwrap
 import time
 
 import pytest
-
-from repo_paths import ROOT
-from mpi_env import have_mpi4py, MPI_ENV, MPIRUN
+from mpi_env import MPI_ENV, MPIRUN, have_mpi4py
 from procstat import wait_until_gone
+from repo_paths import ROOT
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="namespace hosts need root"),
-    pytest.mark.skipif(MPIRUN is None or not have_mpi4py(),
-                       reason="needs Open MPI (mpirun) and mpi4py: run `make build` as root"),
-    pytest.mark.skipif(shutil.which("ip") is None or shutil.which("unshare") is None,
-                       reason="needs iproute2 (ip) and util-linux (unshare)"),
+    pytest.mark.skipif(
+        MPIRUN is None or not have_mpi4py(), reason="needs Open MPI (mpirun) and mpi4py: run `make build` as root"
+    ),
+    pytest.mark.skipif(
+        shutil.which("ip") is None or shutil.which("unshare") is None,
+        reason="needs iproute2 (ip) and util-linux (unshare)",
+    ),
 ]
 
 QUICK = ["-q", "--min-phase-s", "0"]
@@ -44,8 +47,7 @@ def hosts():
 
 def mpirun(hosts, n: int, *args, extra=(), env=None, timeout: int = 150) -> subprocess.CompletedProcess:
     cmd = hosts.mpirun(n, [sys.executable, "-m", "fsmeter", *map(str, args)], extra=extra)
-    return subprocess.run(cmd, capture_output=True, text=True, env=env or {**os.environ, **MPI_ENV},
-                          timeout=timeout)
+    return subprocess.run(cmd, capture_output=True, text=True, env=env or {**os.environ, **MPI_ENV}, timeout=timeout)
 
 
 def error_line(r: subprocess.CompletedProcess) -> str:
@@ -76,24 +78,51 @@ def test_harness_hosts_have_their_own_name_network_and_lock_folder(hosts):
 
 def test_one_rank_per_host_tree_counts_add_up_and_layout_is_recorded(hosts, tmp_path):
     out = tmp_path / "out.json"
-    r = mpirun(hosts, 2, "run", "fdtree-quick", "--dir", tmp_path, *SMALL_TREE, "--json", out, *QUICK,
-               extra=["--map-by", "node"])
+    r = mpirun(
+        hosts,
+        2,
+        "run",
+        "fdtree-quick",
+        "--dir",
+        tmp_path,
+        *SMALL_TREE,
+        "--json",
+        out,
+        *QUICK,
+        extra=["--map-by", "node"],
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     files = (1 + 3) * 20
     assert doc["mpi"]["layout"] == {"h1": [0], "h2": [1]} and doc["mpi"]["hosts"] == ["h1", "h2"]
     create = doc["phases"]["create"]
     assert create["total"]["ops"] == 2 * files
-    assert [(x["rank"], x["host"], x["ops"]) for x in create["mpi"]["per_rank"]] == [(0, "h1", files),
-                                                                                   (1, "h2", files)]
+    assert [(x["rank"], x["host"], x["ops"]) for x in create["mpi"]["per_rank"]] == [(0, "h1", files), (1, "h2", files)]
     assert "2 ranks on 2 host(s)" in r.stdout
     assert sorted(os.listdir(tmp_path)) == ["out.json"]  # every rank removed its files and folder
 
 
 def test_several_ranks_per_host_file_per_rank_bytes_add_up(hosts, tmp_path):
     out = tmp_path / "out.json"
-    r = mpirun(hosts, 4, "run", "seq-write", "--dir", tmp_path, "--set", "file_size=4M", "--set",
-               "total_bytes=4M", "--set", "duration_s=none", "--set", "warmup_s=0", "--json", out, *QUICK)
+    r = mpirun(
+        hosts,
+        4,
+        "run",
+        "seq-write",
+        "--dir",
+        tmp_path,
+        "--set",
+        "file_size=4M",
+        "--set",
+        "total_bytes=4M",
+        "--set",
+        "duration_s=none",
+        "--set",
+        "warmup_s=0",
+        "--json",
+        out,
+        *QUICK,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     assert doc["mpi"]["layout"] == {"h1": [0, 1], "h2": [2, 3]}
@@ -109,9 +138,31 @@ def test_shared_file_across_hosts_reorder_shift_node_is_one_host_on(hosts, tmp_p
     reads back what a rank of the other host wrote."""
     out = tmp_path / "out.json"
     region = 2 << 20
-    r = mpirun(hosts, 4, "run", "seq-write", "--dir", tmp_path, "--shared-file", "--reorder-shift", "node",
-               "--keep-files", "--set", f"file_size={region}", "--set", f"total_bytes={region}", "--set",
-               "duration_s=none", "--set", "warmup_s=0", "--set", "verify=crc32c", "--json", out, *QUICK)
+    r = mpirun(
+        hosts,
+        4,
+        "run",
+        "seq-write",
+        "--dir",
+        tmp_path,
+        "--shared-file",
+        "--reorder-shift",
+        "node",
+        "--keep-files",
+        "--set",
+        f"file_size={region}",
+        "--set",
+        f"total_bytes={region}",
+        "--set",
+        "duration_s=none",
+        "--set",
+        "warmup_s=0",
+        "--set",
+        "verify=crc32c",
+        "--json",
+        out,
+        *QUICK,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     assert doc["mpi"]["files"]["reorder_shift"] == 2
@@ -140,8 +191,12 @@ def hold_lock(hosts, host: str, lock_dir: str) -> subprocess.Popen:
             print("held", flush=True)
             time.sleep(600)
         """)
-    p = subprocess.Popen(hosts.enter(host, [sys.executable, "-c", code]), stdout=subprocess.PIPE, text=True,
-                         env={**os.environ, "FSMETER_LOCK_DIR": lock_dir})
+    p = subprocess.Popen(
+        hosts.enter(host, [sys.executable, "-c", code]),
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "FSMETER_LOCK_DIR": lock_dir},
+    )
     assert p.stdout.readline().strip() == "held"
     return p
 
@@ -155,16 +210,26 @@ def test_shared_lock_folder_is_per_host_and_a_busy_host_aborts_the_job_soon(host
     env = {**os.environ, **MPI_ENV, "FSMETER_LOCK_DIR": str(shared)}
     d = tmp_path / "d"
     d.mkdir()
-    r = mpirun(hosts, 2, "run", "fdtree-quick", "--dir", d, *SMALL_TREE, *QUICK, extra=["--map-by", "node"],
-               env=env)
+    r = mpirun(hosts, 2, "run", "fdtree-quick", "--dir", d, *SMALL_TREE, *QUICK, extra=["--map-by", "node"], env=env)
     assert r.returncode == 0, r.stderr
     assert sorted(os.listdir(shared)) == ["fsmeter-run.h1.lock", "fsmeter-run.h2.lock"]
 
     holder = hold_lock(hosts, "h2", str(shared))
     try:
         t = time.monotonic()
-        r = mpirun(hosts, 2, "run", "fdtree-quick", "--dir", d, *SMALL_TREE, *QUICK, extra=["--map-by", "node"],
-                   env=env, timeout=120)
+        r = mpirun(
+            hosts,
+            2,
+            "run",
+            "fdtree-quick",
+            "--dir",
+            d,
+            *SMALL_TREE,
+            *QUICK,
+            extra=["--map-by", "node"],
+            env=env,
+            timeout=120,
+        )
         took = time.monotonic() - t
     finally:
         holder.kill()
@@ -181,8 +246,9 @@ def test_failing_rank_on_the_second_host_aborts_every_rank(hosts, tmp_path):
     # rank 1 (on h2) cannot build its tree: a plain file sits where its tree's root goes
     (tmp_path / "rank-00001").mkdir()
     (tmp_path / "rank-00001" / "tree-0").write_text("in the way")
-    r = mpirun(hosts, 2, "run", "fdtree-quick", "--dir", tmp_path, *SMALL_TREE, *QUICK,
-               extra=["--map-by", "node"], timeout=120)
+    r = mpirun(
+        hosts, 2, "run", "fdtree-quick", "--dir", tmp_path, *SMALL_TREE, *QUICK, extra=["--map-by", "node"], timeout=120
+    )
     assert r.returncode != 0
     line = error_line(r)
     assert "rank 1 of 2 on h2" in line and "aborting all 2 ranks" in line
@@ -200,11 +266,31 @@ def test_hung_rank_on_the_second_host_is_given_up_after_the_timeout(hosts, tmp_p
     gather after the phase for the timeout (or its own phase's length), then aborts every rank,
     the stopped one too."""
     out = tmp_path / "out.json"
-    cmd = hosts.mpirun(2, [sys.executable, "-m", "fsmeter", "run", "seq-write", "--dir", tmp_path, "--set",
-                           "file_size=4M", "--set", "duration_s=3", "--set", "warmup_s=0", "--mpi-timeout-s",
-                           "2", "--json", out, *QUICK], extra=["--map-by", "node"])
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env={**os.environ, **MPI_ENV})
+    cmd = hosts.mpirun(
+        2,
+        [
+            sys.executable,
+            "-m",
+            "fsmeter",
+            "run",
+            "seq-write",
+            "--dir",
+            tmp_path,
+            "--set",
+            "file_size=4M",
+            "--set",
+            "duration_s=3",
+            "--set",
+            "warmup_s=0",
+            "--mpi-timeout-s",
+            "2",
+            "--json",
+            out,
+            *QUICK,
+        ],
+        extra=["--map-by", "node"],
+    )
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **MPI_ENV})
     stopped = None
     try:
         deadline = time.monotonic() + 60
@@ -242,8 +328,9 @@ def test_three_hosts_torn_down_after_use(tmp_path):
     with NsHosts(3) as h:
         names = [*h.ns.values(), h.switch]
         state = h.state
-        r = subprocess.run(h.mpirun(3, ["hostname"]), capture_output=True, text=True,
-                           env={**os.environ, **MPI_ENV}, timeout=60)
+        r = subprocess.run(
+            h.mpirun(3, ["hostname"]), capture_output=True, text=True, env={**os.environ, **MPI_ENV}, timeout=60
+        )
         assert r.returncode == 0, r.stderr
         assert sorted(r.stdout.split()) == ["h1", "h2", "h3"]
         assert all(n in namespaces() for n in names)

@@ -2,6 +2,7 @@
 
 Skipped, with the reason, where Open MPI or mpi4py is missing (`make build` as root installs both).
 """
+
 from __future__ import annotations
 
 import json
@@ -13,10 +14,12 @@ import sys
 import textwrap
 
 import pytest
-from mpi_env import have_mpi4py, MPI_ENV as ROOT_MPI_ENV, MPIRUN
+from mpi_env import MPI_ENV as ROOT_MPI_ENV
+from mpi_env import MPIRUN, have_mpi4py
 
-pytestmark = pytest.mark.skipif(MPIRUN is None or not have_mpi4py(),
-                                reason="needs Open MPI (mpirun) and mpi4py: run `make build` as root")
+pytestmark = pytest.mark.skipif(
+    MPIRUN is None or not have_mpi4py(), reason="needs Open MPI (mpirun) and mpi4py: run `make build` as root"
+)
 
 #: as root, and more ranks than CPUs
 MPI_ENV = {**ROOT_MPI_ENV, "OMPI_MCA_rmaps_base_oversubscribe": "1"}
@@ -28,8 +31,13 @@ def mpirun(n: int, *args, timeout: int = 180) -> subprocess.CompletedProcess:
 
 
 def fsm(*args, timeout: int = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, **MPI_ENV}, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "fsmeter", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **MPI_ENV},
+        timeout=timeout,
+    )
 
 
 SMALL_TREE = ["--set", "levels=1", "--set", "dirs_per_level=4", "--set", "files_per_dir=30"]
@@ -68,8 +76,26 @@ def test_two_ranks_seq_write_bytes_add_up(tmp_path):
     d = tmp_path / "d"
     d.mkdir()
     out = tmp_path / "out.json"
-    r = mpirun(2, "run", "seq-write", "--dir", d, "--set", "file_size=8M", "--set", "duration_s=0.3",
-               "--set", "warmup_s=0", "--set", "interval_s=0.1", "--json", out, "-q", "--min-phase-s", "0")
+    r = mpirun(
+        2,
+        "run",
+        "seq-write",
+        "--dir",
+        d,
+        "--set",
+        "file_size=8M",
+        "--set",
+        "duration_s=0.3",
+        "--set",
+        "warmup_s=0",
+        "--set",
+        "interval_s=0.1",
+        "--json",
+        out,
+        "-q",
+        "--min-phase-s",
+        "0",
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     run = doc["phases"]["run"]
@@ -112,9 +138,30 @@ def test_stonewall_first_done_stops_the_others(tmp_path):
     out = tmp_path / "out.json"
     # The same fixed work in every rank (16 MiB of 4 KiB writes): the first to finish stops the other,
     # each counts what it completed, so the total is at most the full work, and the stop is no interruption.
-    r = mpirun(2, "run", "seq-write", "--dir", d, "--set", "file_size=16M", "--set", "total_bytes=16M",
-               "--set", "duration_s=none", "--set", "warmup_s=0", "--set", "record_size=4K",
-               "--stonewall", "first-done", "--json", out, "-q", "--min-phase-s", "0")
+    r = mpirun(
+        2,
+        "run",
+        "seq-write",
+        "--dir",
+        d,
+        "--set",
+        "file_size=16M",
+        "--set",
+        "total_bytes=16M",
+        "--set",
+        "duration_s=none",
+        "--set",
+        "warmup_s=0",
+        "--set",
+        "record_size=4K",
+        "--stonewall",
+        "first-done",
+        "--json",
+        out,
+        "-q",
+        "--min-phase-s",
+        "0",
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     run = doc["phases"]["run"]
@@ -133,16 +180,19 @@ def test_stonewall_refused_where_later_phases_need_everything(tmp_path):
 
 def tree_phases(doc: dict) -> dict:
     """Per phase of a merged tree run: (ops, files per tree, file ranges)."""
-    return {k: (p["total"]["ops"], p["extra"].get("files_by_tree"), p["extra"].get("file_range"))
-            for k, p in doc["phases"].items()}
+    return {
+        k: (p["total"]["ops"], p["extra"].get("files_by_tree"), p["extra"].get("file_range"))
+        for k, p in doc["phases"].items()
+    }
 
 
 def test_tree_create_stonewall_wearout_is_mdtests(tmp_path):
     """mdtest -W: after a timed stonewall in create, every tree (2 ranks x 2 threads) goes on to the
     fullest tree's count of files; stat, verify and remove then visit that many files per tree, and
     the files the wear-out wrote verify with their own numbers."""
-    doc = run_two_ranks(tmp_path, "fdtree-quick", ["threads=2", "verify=crc32c"],
-                        ["--stonewall", "0.02", "--stonewall-wearout"])
+    doc = run_two_ranks(
+        tmp_path, "fdtree-quick", ["threads=2", "verify=crc32c"], ["--stonewall", "0.02", "--stonewall-wearout"]
+    )
     create = doc["phases"]["create"]
     per_tree = create["extra"]["files_per_tree"]
     wear = create["mpi"]["stonewall"]["wearout"]
@@ -182,7 +232,8 @@ def test_campaign_sweeps_ranks_and_records_the_layout(tmp_path):
     work = tmp_path / "w"
     work.mkdir()
     f = tmp_path / "c.toml"
-    f.write_text(textwrap.dedent(f"""\
+    f.write_text(
+        textwrap.dedent(f"""\
         name = "scale"
         min_phase_s = 0
         [factors]
@@ -198,20 +249,25 @@ def test_campaign_sweeps_ranks_and_records_the_layout(tmp_path):
         [target]
         kind = "dir"
         path = "{work}"
-        """))
+        """)
+    )
     db = tmp_path / "r.sqlite"
     r = fsm("campaign", "run", f, "--db", db, "-q")
     assert r.returncode == 0, r.stdout + r.stderr
     con = sqlite3.connect(db)
-    rows = con.execute("SELECT c.factors, t.status, e.extra FROM cells c JOIN trials t ON t.cell_id = c.id "
-                       "JOIN environment e ON e.trial_id = t.id ORDER BY c.idx").fetchall()
+    rows = con.execute(
+        "SELECT c.factors, t.status, e.extra FROM cells c JOIN trials t ON t.cell_id = c.id "
+        "JOIN environment e ON e.trial_id = t.id ORDER BY c.idx"
+    ).fetchall()
     assert [json.loads(fa)["ranks"] for fa, _, _ in rows] == [1, 2]
     assert all(st == "ok" for _, st, _ in rows)
     layouts = [json.loads(ex)["mpi"] for _, _, ex in rows]
     assert [x["ranks"] for x in layouts] == [1, 2]
     assert layouts[1]["layout"] == {socket.gethostname(): [0, 1]} and "--oversubscribe" in layouts[1]["command"]
-    creates = con.execute("SELECT m.value FROM metrics m JOIN trials t ON m.trial_id = t.id JOIN cells c ON "
-                          "t.cell_id = c.id WHERE m.name = 'files_per_s' AND m.phase_key = 'create' ORDER BY c.idx")
+    creates = con.execute(
+        "SELECT m.value FROM metrics m JOIN trials t ON m.trial_id = t.id JOIN cells c ON "
+        "t.cell_id = c.id WHERE m.name = 'files_per_s' AND m.phase_key = 'create' ORDER BY c.idx"
+    )
     assert all(v > 0 for (v,) in creates)
     assert os.listdir(work) == []
     show = fsm("campaign", "show", "1", "--db", db)
@@ -227,14 +283,16 @@ def test_a_stuck_rank_is_timed_out_not_waited_for_forever(tmp_path):
     # rank 1 is "stuck" (sleeps far past the timeout) before a barrier; rank 0 gives up after 1 s,
     # names itself, where it waited and why, and MPI_Abort ends rank 1 too.
     script = tmp_path / "stuck.py"
-    script.write_text(textwrap.dedent("""\
+    script.write_text(
+        textwrap.dedent("""\
         import time
         from fsmeter.mpi.comm import World
         w = World(timeout_s=1.0)
         if w.rank == 1:
             time.sleep(120)
         w.barrier("before phase create")
-        """))
+        """)
+    )
     cmd = [MPIRUN, "--oversubscribe", "-n", "2", sys.executable, str(script)]
     r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **MPI_ENV}, timeout=90)
     assert r.returncode != 0
@@ -253,10 +311,13 @@ def run_two_ranks(tmp_path, workload: str, sets: list, more: tuple = ()) -> dict
     return json.loads(out.read_text())
 
 
-@pytest.mark.parametrize("workload,sets,phase", [
-    ("postmark-quick", ["files=200", "transactions=600"], "create"),
-    ("dbench-quick", ["duration_s=1", "warmup_s=0", "threads=1"], "run"),
-])
+@pytest.mark.parametrize(
+    "workload,sets,phase",
+    [
+        ("postmark-quick", ["files=200", "transactions=600"], "create"),
+        ("dbench-quick", ["duration_s=1", "warmup_s=0", "threads=1"], "run"),
+    ],
+)
 def test_other_families_run_in_every_rank(tmp_path, workload, sets, phase):
     doc = run_two_ranks(tmp_path, workload, sets)
     rep = doc["phases"][phase]
@@ -269,7 +330,8 @@ def test_other_families_run_in_every_rank(tmp_path, workload, sets, phase):
         assert doc["metrics"]["create.files_created_per_s"]["value"] == pytest.approx(400 / rep["elapsed_s"])
         tx = doc["phases"]["transactions"]
         assert tx["extra"]["rates"]["transactions_per_s"] == pytest.approx(
-            tx["counters"]["transactions_measured"] / tx["elapsed_s"])
+            tx["counters"]["transactions_measured"] / tx["elapsed_s"]
+        )
         assert not any("rank 0's own figures" in w for w in rep["warnings"])
 
 
@@ -279,15 +341,32 @@ def test_stonewall_seconds_stops_every_rank_at_that_time(tmp_path):
     out = tmp_path / "out.json"
     # a million PostMark transactions per rank on 200 small files take far longer than 0.5 s: the time
     # stonewall ends the phase on both ranks, each counting the transactions it completed.
-    r = mpirun(2, "run", "postmark-quick", "--dir", d, "--set", "files=200", "--set", "transactions=1000000",
-               "--stonewall", "0.5", "--json", out, "-q", "--min-phase-s", "0")
+    r = mpirun(
+        2,
+        "run",
+        "postmark-quick",
+        "--dir",
+        d,
+        "--set",
+        "files=200",
+        "--set",
+        "transactions=1000000",
+        "--stonewall",
+        "0.5",
+        "--json",
+        out,
+        "-q",
+        "--min-phase-s",
+        "0",
+    )
     assert r.returncode == 0, r.stderr
     tx = json.loads(out.read_text())["phases"]["transactions"]
     assert tx["mpi"]["stonewall"] == {"mode": "time", "stonewall_s": 0.5}
     assert 0 < tx["counters"]["transactions_measured"] < 2_000_000
     assert all(x["ops"] > 0 for x in tx["mpi"]["per_rank"]) and not tx["interrupted"]
     assert tx["extra"]["rates"]["transactions_per_s"] == pytest.approx(
-        tx["counters"]["transactions_measured"] / tx["elapsed_s"])
+        tx["counters"]["transactions_measured"] / tx["elapsed_s"]
+    )
 
 
 def _headers(path, offsets):
@@ -306,8 +385,23 @@ def test_shared_file_regions_and_reorder_shift(tmp_path):
     d.mkdir()
     out = tmp_path / "out.json"
     region = 4 << 20
-    common = ["--set", f"file_size={region}", "--set", f"total_bytes={region}", "--set", "duration_s=none",
-              "--set", "warmup_s=0", "--set", "verify=crc32c", "--json", out, "-q", "--min-phase-s", "0"]
+    common = [
+        "--set",
+        f"file_size={region}",
+        "--set",
+        f"total_bytes={region}",
+        "--set",
+        "duration_s=none",
+        "--set",
+        "warmup_s=0",
+        "--set",
+        "verify=crc32c",
+        "--json",
+        out,
+        "-q",
+        "--min-phase-s",
+        "0",
+    ]
     r = mpirun(2, "run", "seq-write", "--dir", d, "--shared-file", "--keep-files", *common)
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
@@ -335,8 +429,25 @@ def test_shared_file_regions_and_reorder_shift(tmp_path):
     assert (s0, s1) == (43, 42), "shifted: rank 1 wrote region 0 and rank 0 region 1"
 
     # on one host, "node" is a whole turn: said, not silently the same as no shift
-    r = mpirun(2, "run", "seq-read", "--dir", d, "--shared-file", "--reorder-shift", "node", "--set",
-               f"file_size={region}", "--set", "duration_s=0.2", "--set", "warmup_s=0", "-q", "--min-phase-s", "0")
+    r = mpirun(
+        2,
+        "run",
+        "seq-read",
+        "--dir",
+        d,
+        "--shared-file",
+        "--reorder-shift",
+        "node",
+        "--set",
+        f"file_size={region}",
+        "--set",
+        "duration_s=0.2",
+        "--set",
+        "warmup_s=0",
+        "-q",
+        "--min-phase-s",
+        "0",
+    )
     assert r.returncode == 0, r.stderr
     assert "whole turn" in r.stdout and "each rank runs on its own region" in r.stdout
 
@@ -356,10 +467,9 @@ def test_shared_file_input_errors(tmp_path):
 
 
 def test_campaign_mpi_shared_file_settings_and_command(tmp_path):
-    from pydantic import ValidationError
-
     from fsmeter.campaign import MpiModel
     from fsmeter.mpi.launch import mpirun_command
+    from pydantic import ValidationError
 
     with pytest.raises(ValidationError, match="reorder_shift: needs shared_file"):
         MpiModel(reorder_shift="1")
@@ -370,11 +480,14 @@ def test_campaign_mpi_shared_file_settings_and_command(tmp_path):
     assert cmd[cmd.index("--reorder-shift") + 1] == "1" and "--shared-file" in cmd
 
 
-@pytest.mark.parametrize("workload,sets", [
-    ("iozone-quick", ["max_file_size=512K"]),
-    ("aim7-quick", []),
-    ("macro-quick", ["cp_size=8M", "tree_files=200", "tree_dirs=10"]),
-])
+@pytest.mark.parametrize(
+    "workload,sets",
+    [
+        ("iozone-quick", ["max_file_size=512K"]),
+        ("aim7-quick", []),
+        ("macro-quick", ["cp_size=8M", "tree_files=200", "tree_dirs=10"]),
+    ],
+)
 def test_family_details_are_merged_not_rank_0s(tmp_path, workload, sets):
     """The metrics iozone, mix and macro read from their details come from every rank (each family's
     rule is unit-tested in test_mpi_merge); here: real ranks, and the figures add up."""
@@ -411,9 +524,29 @@ def test_stonewall_wearout_brings_every_rank_to_the_busiest_count(tmp_path, work
     d = tmp_path / "d"
     d.mkdir()
     out = tmp_path / "out.json"
-    r = mpirun(2, "run", workload, "--dir", d, "--stonewall", "0.2", "--stonewall-wearout", "--set",
-               "file_size=64M", "--set", "duration_s=none", "--set", "total_bytes=4G", "--set", "warmup_s=0",
-               "--json", out, "-q", "--min-phase-s", "0")
+    r = mpirun(
+        2,
+        "run",
+        workload,
+        "--dir",
+        d,
+        "--stonewall",
+        "0.2",
+        "--stonewall-wearout",
+        "--set",
+        "file_size=64M",
+        "--set",
+        "duration_s=none",
+        "--set",
+        "total_bytes=4G",
+        "--set",
+        "warmup_s=0",
+        "--json",
+        out,
+        "-q",
+        "--min-phase-s",
+        "0",
+    )
     assert r.returncode == 0, r.stderr
     run = json.loads(out.read_text())["phases"]["run"]
     wear = run["mpi"]["stonewall"]["wearout"]
@@ -425,12 +558,15 @@ def test_stonewall_wearout_brings_every_rank_to_the_busiest_count(tmp_path, work
     assert not run["interrupted"]
 
 
-@pytest.mark.parametrize("args,what", [
-    (["seq-write", "--stonewall-wearout"], "needs --stonewall"),
-    (["bonnie-quick", "--stonewall", "first-done", "--stonewall-wearout"], "stopped early"),
-    (["postmark-quick", "--stonewall", "first-done", "--stonewall-wearout"], "cannot go on after a stonewall"),
-    (["seq-write", "--stonewall", "1", "--stonewall-wearout", "--set", "verify=crc32c"], "not with verify"),
-])
+@pytest.mark.parametrize(
+    "args,what",
+    [
+        (["seq-write", "--stonewall-wearout"], "needs --stonewall"),
+        (["bonnie-quick", "--stonewall", "first-done", "--stonewall-wearout"], "stopped early"),
+        (["postmark-quick", "--stonewall", "first-done", "--stonewall-wearout"], "cannot go on after a stonewall"),
+        (["seq-write", "--stonewall", "1", "--stonewall-wearout", "--set", "verify=crc32c"], "not with verify"),
+    ],
+)
 def test_stonewall_wearout_input_errors(tmp_path, args, what):
     r = mpirun(2, "run", args[0], "--dir", tmp_path, *args[1:], "-q")
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("fsmeter: error:")]
@@ -438,13 +574,13 @@ def test_stonewall_wearout_input_errors(tmp_path, args, what):
 
 
 def test_campaign_mpi_wearout_setting(tmp_path):
-    from pydantic import ValidationError
-
     from fsmeter.campaign import MpiModel
     from fsmeter.mpi.launch import mpirun_command
+    from pydantic import ValidationError
 
     with pytest.raises(ValidationError, match="stonewall_wearout: needs stonewall"):
         MpiModel(stonewall_wearout=True)
-    cmd = mpirun_command(MpiModel(stonewall="5", stonewall_wearout=True), 2, "seq-write", tmp_path, {},
-                         tmp_path / "o.json", "fadvise", 0)
+    cmd = mpirun_command(
+        MpiModel(stonewall="5", stonewall_wearout=True), 2, "seq-write", tmp_path, {}, tmp_path / "o.json", "fadvise", 0
+    )
     assert "--stonewall-wearout" in cmd and cmd[cmd.index("--stonewall") + 1] == "5"

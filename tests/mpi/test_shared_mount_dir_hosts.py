@@ -6,6 +6,7 @@ leave the mount alone: never unmount, remount or format it.
 
 Root only; skipped with the reason without root, loop devices, Open MPI, mpi4py or GlusterFS.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,12 +18,15 @@ import subprocess
 import sys
 
 import pytest
-from mpi_env import have_mpi4py, MPI_ENV, MPIRUN
+from mpi_env import MPI_ENV, MPIRUN, have_mpi4py
 
-needs_mpi = pytest.mark.skipif(MPIRUN is None or not have_mpi4py(),
-                               reason="needs Open MPI (mpirun) and mpi4py: run `make build` as root")
-needs_gluster = pytest.mark.skipif(shutil.which("glusterd") is None or shutil.which("glusterfs") is None,
-                                   reason="needs GlusterFS: Debian packages glusterfs-server and glusterfs-client")
+needs_mpi = pytest.mark.skipif(
+    MPIRUN is None or not have_mpi4py(), reason="needs Open MPI (mpirun) and mpi4py: run `make build` as root"
+)
+needs_gluster = pytest.mark.skipif(
+    shutil.which("glusterd") is None or shutil.which("glusterfs") is None,
+    reason="needs GlusterFS: Debian packages glusterfs-server and glusterfs-client",
+)
 
 FILES = (1 + 3) * 20  # fdtree-quick below: the root folder and 3 sub-folders of 20 files each, per rank
 
@@ -75,8 +79,9 @@ def test_shared_mount_as_dir_target_on_two_hosts_counts_record_and_mount_left_al
     from fsmeter.provision.specs import FsConfig
 
     with Provisioner(scratch) as prov, NsHosts(2) as hosts:
-        with GlusterVolume(hosts, prov, servers=["h2"], clients=["h1", "h2"], brick_fs=FsConfig(name="ext4"),
-                           brick_bytes=256 << 20) as vol:
+        with GlusterVolume(
+            hosts, prov, servers=["h2"], clients=["h1", "h2"], brick_fs=FsConfig(name="ext4"), brick_bytes=256 << 20
+        ) as vol:
             server = f"{hosts.addr['h2']}:/{vol.name}"
             brick_dev = vol.info()["bricks"][0]["device"]
             before = {h: _mountinfo(m) for h, m in vol.mounts.items()}
@@ -92,8 +97,12 @@ def test_shared_mount_as_dir_target_on_two_hosts_counts_record_and_mount_left_al
             db = tmp_path / "r.sqlite"
             # The campaign runs on the first host, as on a cluster's login or first node: it sees the
             # volume at vol.path through h1's client, and mpirun reaches h2 through the hostfile.
-            r = hosts.run("h1", [sys.executable, "-m", "fsmeter", "campaign", "run", f, "--db", db, "-q"],
-                          env={**os.environ, **MPI_ENV}, timeout=600)
+            r = hosts.run(
+                "h1",
+                [sys.executable, "-m", "fsmeter", "campaign", "run", f, "--db", db, "-q"],
+                env={**os.environ, **MPI_ENV},
+                timeout=600,
+            )
             assert r.returncode == 0, r.stdout + r.stderr
 
             # never unmounted, remounted or formatted: the same mounts (same ids), the brick's
@@ -105,16 +114,21 @@ def test_shared_mount_as_dir_target_on_two_hosts_counts_record_and_mount_left_al
             assert r.stdout == "the user's file\n"
 
     con = sqlite3.connect(db)
-    rows = con.execute("SELECT c.workload, t.status, e.target_kind, e.fs, e.extra, t.id FROM cells c JOIN trials t "
-                       "ON t.cell_id = c.id JOIN environment e ON e.trial_id = t.id ORDER BY c.idx").fetchall()
+    rows = con.execute(
+        "SELECT c.workload, t.status, e.target_kind, e.fs, e.extra, t.id FROM cells c JOIN trials t "
+        "ON t.cell_id = c.id JOIN environment e ON e.trial_id = t.id ORDER BY c.idx"
+    ).fetchall()
     assert [(wl, st, kind, fs) for wl, st, kind, fs, _, _ in rows] == [
-        ("fdtree-quick", "ok", "dir", "fuse.glusterfs"), ("seq-write", "ok", "dir", "fuse.glusterfs")]
+        ("fdtree-quick", "ok", "dir", "fuse.glusterfs"),
+        ("seq-write", "ok", "dir", "fuse.glusterfs"),
+    ]
     for _, _, _, _, extra, _ in rows:
         ex = json.loads(extra)
         # where the ranks ran, and the mount each host measured
         assert ex["mpi"]["layout"] == {"h1": [0], "h2": [1]}
-        assert ex["mpi"]["mounts"] == {h: {"fstype": "fuse.glusterfs", "source": server, "mount_point": vol.path}
-                                       for h in ("h1", "h2")}
+        assert ex["mpi"]["mounts"] == {
+            h: {"fstype": "fuse.glusterfs", "source": server, "mount_point": vol.path} for h in ("h1", "h2")
+        }
         assert ex["mpi"].get("mounts_note") is None
         # the campaign's own view of the target: a directory on a mount it did not make
         m = ex["mount"]
@@ -151,8 +165,27 @@ def test_hosts_seeing_different_filesystems_at_dir_are_named_in_a_note(scratch, 
             # the other hosts inherit under their own) sees the folder itself
             hosts.bind("h2", mem, str(d))
             out = tmp_path / "out.json"
-            cmd = hosts.mpirun(2, [sys.executable, "-m", "fsmeter", "run", "fdtree-quick", "--dir", d, "--set",
-                                   "levels=0", "--set", "files_per_dir=10", "-q", "--min-phase-s", "0", "--json", out])
+            cmd = hosts.mpirun(
+                2,
+                [
+                    sys.executable,
+                    "-m",
+                    "fsmeter",
+                    "run",
+                    "fdtree-quick",
+                    "--dir",
+                    d,
+                    "--set",
+                    "levels=0",
+                    "--set",
+                    "files_per_dir=10",
+                    "-q",
+                    "--min-phase-s",
+                    "0",
+                    "--json",
+                    out,
+                ],
+            )
             r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **MPI_ENV}, timeout=150)
             assert r.returncode == 0, r.stderr
         doc = json.loads(out.read_text())
@@ -177,6 +210,8 @@ def test_mounts_note_only_when_the_filesystems_differ():
     # the same filesystem type from another server is another filesystem
     other = {**gv, "source": "10.0.0.3:/vol"}
     note = mounts_note({"n2": other, "n1": gv})["mounts_note"]
-    assert note.startswith("the hosts see --dir on different filesystems (n1: fuse.glusterfs 10.0.0.2:/vol; "
-                           "n2: fuse.glusterfs 10.0.0.3:/vol)")
+    assert note.startswith(
+        "the hosts see --dir on different filesystems (n1: fuse.glusterfs 10.0.0.2:/vol; "
+        "n2: fuse.glusterfs 10.0.0.3:/vol)"
+    )
     assert mounts_note({"n1": gv}) == {}

@@ -1,5 +1,6 @@
 """After SIGKILL the next start or `fsmeter cleanup` removes exactly the recorded leftovers;
 SIGTERM and SIGINT tear down before exit; nothing unrecorded or changed since is touched."""
+
 from __future__ import annotations
 
 import json
@@ -11,13 +12,11 @@ import textwrap
 
 import pytest
 import typer
-from typer.testing import CliRunner
-
 from fsmeter.cli import cleanup as cleanup_cli
 from fsmeter.provision import Provisioner, StateFile, sysinfo
 from fsmeter.provision.undo import cleanup_leftovers
-
 from repo_paths import ROOT
+from typer.testing import CliRunner
 
 PYTHON_DIR = str(ROOT / "python")
 
@@ -37,8 +36,9 @@ CHILD = textwrap.dedent("""
 
 def _start_child(scratch: str) -> tuple[subprocess.Popen, dict]:
     env = {**os.environ, "PYTHONPATH": PYTHON_DIR}
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, scratch], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, scratch], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     line = proc.stdout.readline()
     if not line:
         proc.wait()
@@ -179,8 +179,10 @@ def test_signal_handlers_restored_after_the_with_block(scratch):
 
 
 def test_state_file_survives_concurrent_writers(scratch):
-    code = ("import sys; from fsmeter.provision import StateFile; s = StateFile(sys.argv[1])\n"
-            "for i in range(40): s.add('image', path=f'/nonexistent/{i}')")
+    code = (
+        "import sys; from fsmeter.provision import StateFile; s = StateFile(sys.argv[1])\n"
+        "for i in range(40): s.add('image', path=f'/nonexistent/{i}')"
+    )
     env = {**os.environ, "PYTHONPATH": PYTHON_DIR}
     procs = [subprocess.Popen([sys.executable, "-c", code, scratch], env=env) for _ in range(4)]
     assert [p.wait() for p in procs] == [0, 0, 0, 0]
@@ -219,8 +221,9 @@ SMALL_CHILD = textwrap.dedent("""
 @pytest.mark.parametrize("how", ["fsmeter cleanup", "next start"])
 def test_cleanup_leaves_a_users_image_on_the_same_loop_number_and_mount_point_alone(scratch, tmp_path, how):
     env = {**os.environ, "PYTHONPATH": PYTHON_DIR}
-    proc = subprocess.Popen([sys.executable, "-c", SMALL_CHILD, scratch], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SMALL_CHILD, scratch], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     line = proc.stdout.readline()
     if not line:
         proc.wait()

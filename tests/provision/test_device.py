@@ -2,6 +2,7 @@
 
 A loop device over an image in the test's scratch folder stands in for the disk.
 """
+
 from __future__ import annotations
 
 import os
@@ -9,7 +10,6 @@ import subprocess
 import time
 
 import pytest
-
 from fsmeter.provision import DeviceRefused, FsConfig, Provisioner, TargetSpec, sysinfo
 
 
@@ -94,8 +94,9 @@ def test_device_holding_a_mounted_partition_refused_even_with_force(scratch):
     with open(image, "wb") as f:
         f.truncate(64 << 20)
     _write_mbr(image, (64 << 20) // 512)
-    dev = subprocess.run(["losetup", "--partscan", "--find", "--show", image], check=True, capture_output=True,
-                         text=True).stdout.strip()
+    dev = subprocess.run(
+        ["losetup", "--partscan", "--find", "--show", image], check=True, capture_output=True, text=True
+    ).stdout.strip()
     where = os.path.join(scratch, "part")
     os.mkdir(where)
     try:

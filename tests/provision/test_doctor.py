@@ -1,10 +1,10 @@
 """`fsmeter doctor` reports what is there and the fix for what is not."""
+
 from __future__ import annotations
 
 import typer
-from typer.testing import CliRunner
-
 from fsmeter.cli import doctor
+from typer.testing import CliRunner
 
 
 def _app() -> typer.Typer:

@@ -1,15 +1,24 @@
 """Each supported filesystem is made, mounted with its options, used, and leaves nothing behind."""
+
 from __future__ import annotations
 
 import os
 import subprocess
 
 import pytest
-
 from fsmeter.errors import UserError
-from fsmeter.provision import (FILESYSTEMS, FilesystemUnsupported, FsConfig, MkfsError, MountError,
-                               ProvisionError, Provisioner, TargetSpec, get_filesystem)
-from fsmeter.provision import sysinfo
+from fsmeter.provision import (
+    FILESYSTEMS,
+    FilesystemUnsupported,
+    FsConfig,
+    MkfsError,
+    MountError,
+    Provisioner,
+    ProvisionError,
+    TargetSpec,
+    get_filesystem,
+    sysinfo,
+)
 
 MiB = 1 << 20
 
@@ -126,8 +135,9 @@ def test_bad_mount_option_is_a_mount_error_and_leaves_nothing(scratch):
 def test_filesystems_missing_from_kernel_say_so(name):
     if name in sysinfo.kernel_filesystems():
         pytest.skip(f"this kernel has {name}")
-    with pytest.raises(FilesystemUnsupported,
-                       match=f"^{name}: not supported by this kernel \\(not in /proc/filesystems\\)"):
+    with pytest.raises(
+        FilesystemUnsupported, match=f"^{name}: not supported by this kernel \\(not in /proc/filesystems\\)"
+    ):
         get_filesystem(name).check_available()
 
 

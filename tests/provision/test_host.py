@@ -1,13 +1,13 @@
 """Host factors are applied, visible while in effect, and always reverted; cache reset picks its method."""
+
 from __future__ import annotations
 
 import os
 import threading
 
 import pytest
-
-from fsmeter.provision import (FsConfig, HostFactorError, HostFactors, Provisioner, StateFile, TargetSpec,
-                               mounted as mounted_mod)
+from fsmeter.provision import FsConfig, HostFactorError, HostFactors, Provisioner, StateFile, TargetSpec
+from fsmeter.provision import mounted as mounted_mod
 from fsmeter.provision.host import find_memory_cgroup, offered_schedulers
 from fsmeter.provision.host.memcg import SLACK_BYTES, cache_bytes, hard_limit, other_bytes
 
@@ -188,8 +188,12 @@ def test_page_cache_limit_survives_anonymous_memory_and_still_bounds_the_cache(r
         find_memory_cgroup()
     except HostFactorError as exc:
         pytest.skip(str(exc))
-    r = subprocess.run([sys.executable, "-c", _ALLOC_UNDER_LIMIT, str(scratch), str(tmp_path)],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", _ALLOC_UNDER_LIMIT, str(scratch), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, f"killed or failed (rc {r.returncode}): {r.stderr[-800:]}"
     cache, other_peak = map(int, r.stdout.split())
     assert other_peak >= 90 * MiB

@@ -3,6 +3,7 @@ started it was killed with SIGKILL (no revert ran): killed runs leave no file in
 
 The watcher runs on a stand-in cgroup v2 folder (plain files with the names it reads and writes), so
 no root or memory controller is needed."""
+
 from __future__ import annotations
 
 import os
@@ -56,8 +57,11 @@ def test_watcher_of_a_sigkilled_owner_removes_its_peak_file(tmp_path):
     _fake_cgroup(cgroup)
     peak = str(tmp_path / "peak")
     open(peak, "w").close()
-    owner = subprocess.Popen([sys.executable, "-c", OWNER, WATCH, cgroup, "2", str(1 << 20), "4096", "0.05", peak],
-                             stdout=subprocess.PIPE, text=True)
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, WATCH, cgroup, "2", str(1 << 20), "4096", "0.05", peak],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     watcher_pid = None
     try:
         watcher_pid = int(owner.stdout.readline())
@@ -66,9 +70,13 @@ def test_watcher_of_a_sigkilled_owner_removes_its_peak_file(tmp_path):
         assert _read(os.path.join(cgroup, "memory.high")) == str((1 << 20) + 40000 + 4096)
         owner.send_signal(signal.SIGKILL)
         owner.wait(timeout=60)
-        _wait_for(lambda: not os.path.exists(f"/proc/{watcher_pid}") or
-                  _read(f"/proc/{watcher_pid}/stat").split(") ")[-1].startswith("Z"),
-                  "the watcher to stop after its owner died")
+        _wait_for(
+            lambda: (
+                not os.path.exists(f"/proc/{watcher_pid}")
+                or _read(f"/proc/{watcher_pid}/stat").split(") ")[-1].startswith("Z")
+            ),
+            "the watcher to stop after its owner died",
+        )
         assert not os.path.exists(peak)
     finally:
         if owner.poll() is None:

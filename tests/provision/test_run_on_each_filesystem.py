@@ -1,14 +1,13 @@
 """For each filesystem, mkfs on a loop image, mount with options, run a real 1-second
 workload through the engine, remount between phases, then tear down without leftovers."""
+
 from __future__ import annotations
 
 import os
 
 import pytest
-
 from fsmeter.engine import EngineSession
-from fsmeter.provision import FsConfig, Provisioner, TargetSpec
-from fsmeter.provision import sysinfo
+from fsmeter.provision import FsConfig, Provisioner, TargetSpec, sysinfo
 from fsmeter.spec import build_job, load_workload, parse_set
 
 MiB = 1 << 20
@@ -32,8 +31,11 @@ def test_one_second_workload_on_each_filesystem(scratch, name, options, size):
         assert line.split()[1] == os.path.realpath(mnt.path) and line.split()[2] == name
         for opt in filter(None, options.split(",")):
             assert opt in line.split()[3].split(","), line
-        job = build_job(load_workload("fileserver"), mnt.path,
-                        parse_set(["file_size=32M", "warmup_s=0.2", "duration_s=1", "fsync_end=true"]))
+        job = build_job(
+            load_workload("fileserver"),
+            mnt.path,
+            parse_set(["file_size=32M", "warmup_s=0.2", "duration_s=1", "fsync_end=true"]),
+        )
         s = EngineSession(job.engine_json())
         prep = s.run_phase("prepare")
         assert prep["ops"]["write"]["bytes"] == 32 * MiB

@@ -3,6 +3,7 @@
 These check how the benchmark builds its peer commands and schedules its rounds; the timings
 themselves live in `make bench`.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -10,7 +11,6 @@ import os
 import sys
 
 import pytest
-
 from repo_paths import ROOT
 
 BENCH = str(ROOT / "bench")
@@ -41,12 +41,23 @@ def test_fio_draws_random_offsets_with_replacement_like_fsmeter(bench_access):
 
 def test_rounds_alternate_which_tool_goes_first(bench_access):
     calls = []
-    got = bench_access.interleaved(4, {
-        "fsmeter": lambda r: calls.append(("fsmeter", r)) or 10 + r,
-        "fio": lambda r: calls.append(("fio", r)) or 20 + r,
-    })
-    assert calls == [("fsmeter", 0), ("fio", 0), ("fio", 1), ("fsmeter", 1),
-                     ("fsmeter", 2), ("fio", 2), ("fio", 3), ("fsmeter", 3)]
+    got = bench_access.interleaved(
+        4,
+        {
+            "fsmeter": lambda r: calls.append(("fsmeter", r)) or 10 + r,
+            "fio": lambda r: calls.append(("fio", r)) or 20 + r,
+        },
+    )
+    assert calls == [
+        ("fsmeter", 0),
+        ("fio", 0),
+        ("fio", 1),
+        ("fsmeter", 1),
+        ("fsmeter", 2),
+        ("fio", 2),
+        ("fio", 3),
+        ("fsmeter", 3),
+    ]
     assert got == {"fsmeter": [10, 11, 12, 13], "fio": [20, 21, 22, 23]}
     firsts = [order[0] for order in bench_access.alternating(6, ["a", "b", "c"])]
     assert firsts.count("a") == firsts.count("c") == 3
@@ -73,6 +84,7 @@ class _FakeCtx:
             d = self.tmp_path / kind
             d.mkdir(exist_ok=True)
             yield d
+
         return cm()
 
     def tmpfs(self, size="2G"):
@@ -82,8 +94,9 @@ class _FakeCtx:
         return self._place("loop-ram" if in_ram else "loop")
 
     def fsmeter(self, workload, d, sets, keep_files=False, cache="auto"):
-        self.log.append(("fsmeter", d.name, workload, sets.get("duration_s"), sets.get("seed"),
-                         sets.get("buffer_memory", "heap")))
+        self.log.append(
+            ("fsmeter", d.name, workload, sets.get("duration_s"), sets.get("seed"), sets.get("buffer_memory", "heap"))
+        )
         return {"phases": {"run": {"total": {"ops_per_s": 100.0, "bytes_per_s": 100.0 * (1 << 20), "bytes": 1 << 30}}}}
 
     def cmd(self, args, **k):

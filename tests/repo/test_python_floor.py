@@ -1,4 +1,5 @@
 """The Python floor pyproject promises is the one the code is written for."""
+
 from __future__ import annotations
 
 import ast

@@ -1,5 +1,6 @@
 """The project stands alone: no tracked file points to documents outside the repository, and every
 repository path a file names in backticks exists (or is an output the build makes and git ignores)."""
+
 from __future__ import annotations
 
 import os
@@ -7,9 +8,7 @@ import re
 import subprocess
 
 import pytest
-
 from repo_paths import ROOT
-
 
 # Written in pieces so that this file does not match itself.
 OUTSIDE = [".." + "/shared", "/work" + "/", "DESIGN" + ".md", "WORKLOADS" + ".md", "STYLE" + ".md"]
@@ -75,8 +74,7 @@ def test_no_file_points_outside_the_repository(files):
             for needle in OUTSIDE:
                 if needle in line:
                     bad.append(f"{rel}:{n}: {needle}: {line.strip()[:100]}")
-    assert not bad, "state the rule in the project's own words, or point to a file of the project:\n" + \
-        "\n".join(bad)
+    assert not bad, "state the rule in the project's own words, or point to a file of the project:\n" + "\n".join(bad)
 
 
 def test_every_backticked_repository_path_exists(files):

@@ -2,6 +2,7 @@
 that two folders may hold files of the same name; a test file is then not importable by its name, and an
 import of one, even inside a test's body, fails only when that test runs. What tests share is a module
 of tests/helpers."""
+
 from __future__ import annotations
 
 import ast
@@ -41,6 +42,8 @@ def test_no_test_file_imports_another():
 def test_the_check_finds_an_import_inside_a_test(tmp_path):
     """The check can fail: imports of test files, at the top or inside a test, are caught; helpers are not."""
     f = tmp_path / "test_x.py"
-    f.write_text("import os\nfrom campaigns import fsm\n\n\ndef test_a():\n    from test_store import fill\n"
-                 "    import conftest\n")
+    f.write_text(
+        "import os\nfrom campaigns import fsm\n\n\ndef test_a():\n    from test_store import fill\n"
+        "    import conftest\n"
+    )
     assert _test_module_imports([f], tmp_path) == ["test_x.py:6: imports test_store", "test_x.py:7: imports conftest"]

@@ -5,6 +5,7 @@ the AIM7 mix, fsmeter-blocklog for the crash family) and runs them.
 Slow: it builds the wheel (incremental when target/ is warm) and installs the dependencies into a new
 venv (from pip's cache or the package registry).
 """
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from repo_paths import ROOT
 
 HELPERS = ("fsmeter/_bin/fsmeter-mix-task", "fsmeter/_bin/fsmeter-blocklog")
@@ -36,14 +36,23 @@ def _maturin() -> str:
 def installed(tmp_path_factory):
     """(venv folder, wheel path): a wheel of this tree installed into a venv of its own."""
     tmp = tmp_path_factory.mktemp("wheel")
-    r = subprocess.run([_maturin(), "build", "--release", "-o", str(tmp / "dist")], cwd=ROOT,
-                       capture_output=True, text=True, timeout=3600)
+    r = subprocess.run(
+        [_maturin(), "build", "--release", "-o", str(tmp / "dist")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     (wheel,) = (tmp / "dist").glob("fsmeter-*.whl")
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=600)
-    r = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
-                       capture_output=True, text=True, timeout=3600)
+    r = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     return venv, wheel
 
@@ -51,14 +60,21 @@ def installed(tmp_path_factory):
 def _env() -> dict:
     """The caller's environment without anything that points fsmeter at the source tree's programs."""
     env = {k: v for k, v in os.environ.items() if k not in ("FSMETER_MIX_TASK", "PYTHONPATH", "VIRTUAL_ENV")}
-    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
-                                  if not p.startswith(str(Path(sys.executable).parent)))
+    env["PATH"] = os.pathsep.join(
+        p for p in env.get("PATH", "").split(os.pathsep) if not p.startswith(str(Path(sys.executable).parent))
+    )
     return env
 
 
 def _site_packages(venv: Path) -> Path:
-    out = subprocess.run([str(venv / "bin" / "python"), "-c", "import fsmeter, os; print(os.path.dirname(fsmeter.__file__))"],
-                         capture_output=True, text=True, cwd=venv, env=_env(), check=True)
+    out = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import fsmeter, os; print(os.path.dirname(fsmeter.__file__))"],
+        capture_output=True,
+        text=True,
+        cwd=venv,
+        env=_env(),
+        check=True,
+    )
     return Path(out.stdout.strip())
 
 
@@ -80,9 +96,29 @@ def test_aim7_disk_runs_its_task_program_from_the_installed_wheel(installed, tmp
     work = tmp_path / "work"
     work.mkdir()
     out = tmp_path / "aim7.json"
-    r = subprocess.run([str(venv / "bin" / "fsmeter"), "run", "aim7-disk", "--dir", str(work), "-q", "--json", str(out),
-                        "--set", "tasks=1,2", "--set", "jobs_per_task=2", "--set", "pool_size=64K"],
-                       cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=1800)
+    r = subprocess.run(
+        [
+            str(venv / "bin" / "fsmeter"),
+            "run",
+            "aim7-disk",
+            "--dir",
+            str(work),
+            "-q",
+            "--json",
+            str(out),
+            "--set",
+            "tasks=1,2",
+            "--set",
+            "jobs_per_task=2",
+            "--set",
+            "pool_size=64K",
+        ],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     job = doc["job"]["workload"]
@@ -96,9 +132,25 @@ def test_aim7_disk_runs_its_task_program_from_the_installed_wheel(installed, tmp
 def test_a_crash_cycle_runs_the_installed_blocklog(installed, root, scratch, tmp_path):
     venv, _ = installed
     out = tmp_path / "crash"
-    r = subprocess.run([str(venv / "bin" / "fsmeter"), "crash", "run", "crash-quick", "--out", str(out),
-                        "--db", str(tmp_path / "c.sqlite"), "--set", "campaign.crash_points=1"],
-                       cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=1800)
+    r = subprocess.run(
+        [
+            str(venv / "bin" / "fsmeter"),
+            "crash",
+            "run",
+            "crash-quick",
+            "--out",
+            str(out),
+            "--db",
+            str(tmp_path / "c.sqlite"),
+            "--set",
+            "campaign.crash_points=1",
+        ],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads((out / "results.json").read_text())
     assert doc["status"] == "done"

@@ -1,12 +1,12 @@
 """A configuration with a single trial gets a batch-means CI of its headline's own interval series
 (bytes for dbench's MB/s, transactions for PostMark's tx/s), never the CI of the interval ops/s
 applied to another metric; a headline with no such series says that no CI is available."""
+
 from __future__ import annotations
 
 import random
 
 import pytest
-
 from fsmeter.report.data import build_view, fmt_ci, verdicts
 from fsmeter.stats.batch import batch_means_ci
 from fsmeter.store import open_store
@@ -32,11 +32,17 @@ def _store(path, family: str, headline: str, unit: str, units: bool = True) -> t
     cid = store.create_campaign("s", "name = 's'\nmin_phase_s = 1\n", [("w", {"filesystem": "ext4"})])
     cell = store.cells(cid)[0]["id"]
     rep = _report(rng, units)
-    store.record_trial(cell, 1, status="ok", started="2024-01-01T00:00:00Z",
-                       phases=[{"key": "run", "engine_phase": "run", "report": rep}],
-                       metrics=[{"phase": "run", "name": headline, "unit": unit, "higher_is_better": True,
-                                 "value": 4.0, "headline": True}],
-                       environment=environment("ext4", family, {}))
+    store.record_trial(
+        cell,
+        1,
+        status="ok",
+        started="2024-01-01T00:00:00Z",
+        phases=[{"key": "run", "engine_phase": "run", "report": rep}],
+        metrics=[
+            {"phase": "run", "name": headline, "unit": unit, "higher_is_better": True, "value": 4.0, "headline": True}
+        ],
+        environment=environment("ext4", family, {}),
+    )
     store.set_cell_status(cell, "done", stop_reason="fixed-n")
     store.set_campaign_status(cid, "done")
     store.close()
@@ -44,14 +50,18 @@ def _store(path, family: str, headline: str, unit: str, units: bool = True) -> t
 
 
 def _series_pct(rep: dict, quantity) -> float:
-    return batch_means_ci([quantity(iv) / iv["dur_s"] for iv in rep["intervals"]], interval_s=0.5,
-                          min_duration_s=1).ci.half_width_pct
+    return batch_means_ci(
+        [quantity(iv) / iv["dur_s"] for iv in rep["intervals"]], interval_s=0.5, min_duration_s=1
+    ).ci.half_width_pct
 
 
-@pytest.mark.parametrize("family, headline, unit, quantity", [
-    ("replay", "MB_per_s", "MB/s", lambda iv: iv["bytes"] / 1e6),
-    ("fileset", "transactions_per_s", "tx/s", lambda iv: iv["units"]),
-])
+@pytest.mark.parametrize(
+    "family, headline, unit, quantity",
+    [
+        ("replay", "MB_per_s", "MB/s", lambda iv: iv["bytes"] / 1e6),
+        ("fileset", "transactions_per_s", "tx/s", lambda iv: iv["units"]),
+    ],
+)
 def test_single_trial_ci_is_of_the_headlines_own_series(tmp_path, family, headline, unit, quantity):
     cid, rep = _store(tmp_path / "s.sqlite", family, headline, unit)
     c = build_view(tmp_path / "s.sqlite", str(cid)).workloads[0].headline.configs[0]
@@ -75,22 +85,26 @@ def test_a_headline_without_an_interval_series_says_no_ci(tmp_path):
     assert c.batch_pct is None and "not sampled per interval" in c.batch_note
 
 
-@pytest.mark.parametrize("workload, sets", [
-    ("seq-read", {"file_size": "8M", "warmup_s": 0.05, "duration_s": 0.4}),
-    ("fdtree-quick", {"levels": 1, "dirs_per_level": 3, "files_per_dir": 20, "file_blocks": 1}),
-    ("postmark", {"files": 200, "transactions": 2000}),
-    ("filemark-small", {"files": 300, "warmup_s": 0.05, "duration_s": 0.3, "transaction_phases": 2,
-                        "subdirectories": 2}),
-    ("dbench-quick", {"duration_s": 0.5, "warmup_s": 0.1}),
-    ("bonnie-quick", {"size": "4M", "char_io_size": "256K", "seeks": 250, "files": 64}),
-])
+@pytest.mark.parametrize(
+    "workload, sets",
+    [
+        ("seq-read", {"file_size": "8M", "warmup_s": 0.05, "duration_s": 0.4}),
+        ("fdtree-quick", {"levels": 1, "dirs_per_level": 3, "files_per_dir": 20, "file_blocks": 1}),
+        ("postmark", {"files": 200, "transactions": 2000}),
+        (
+            "filemark-small",
+            {"files": 300, "warmup_s": 0.05, "duration_s": 0.3, "transaction_phases": 2, "subdirectories": 2},
+        ),
+        ("dbench-quick", {"duration_s": 0.5, "warmup_s": 0.1}),
+        ("bonnie-quick", {"size": "4M", "char_io_size": "256K", "seeks": 250, "files": 64}),
+    ],
+)
 def test_every_series_adds_up_to_its_metric(tmp_path, workload, sets):
     """A family's per-interval quantity of a metric, summed over a real run and divided by the
     measured time, is exactly the metric: the series is the metric's own."""
-    from rich.console import Console
-
     from fsmeter.phases import run_job
     from fsmeter.spec import build_job, load_workload
+    from rich.console import Console
 
     job = build_job(load_workload(workload), tmp_path, {**sets, "interval_s": 0.05})
     doc = run_job(job, Console(quiet=True), show_progress=False, cache="keep", min_phase_s=1)

@@ -1,4 +1,5 @@
 """Campaign reports: terminal ranking tables, verdicts, the HTML file, and campaigns that went wrong."""
+
 from __future__ import annotations
 
 import re
@@ -6,13 +7,12 @@ import subprocess
 import sys
 
 import pytest
-from rich.console import Console
-
 import report_synth as rs
 from fsmeter.report.data import build_view, verdicts
 from fsmeter.report.html import render_html, write_report
 from fsmeter.report.terminal import phase_table, print_campaign, print_ranking
 from fsmeter.store import open_store
+from rich.console import Console
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def test_per_operation_best_second_and_ascending(synth):
     assert close.ranking[0].name == "ext4" and close.ranking[1].group == 2
     text = _text(view)
     assert "best and second-best configuration per operation" in text
-    asc = text[text.index("ascending"):]
+    asc = text[text.index("ascending") :]
     assert asc.index("xfs") < asc.index("ext4")  # ascending throughput: the slower xfs first
     # Access workloads with two op kinds get no per-op table.
     assert next(w for w in view.workloads if w.workload == "seq-read").per_op == []
@@ -88,10 +88,23 @@ def test_html_is_self_contained_with_every_section(synth, tmp_path):
     assert not re.search(r"<script[^>]+src=", ours) and "<link " not in ours, "no external scripts or styles"
     assert not re.search(r"(src|href)=\"(https?:)?//", ours), "nothing fetched from the network"
     assert "Plotly.newPlot" in html and len(html) > 1_000_000  # plotly.js inlined
-    for needle in ("Verdict", "Environment", "6.1.0-test", "Test CPU", "8.0 GiB", "mkfs.ext4 -q /dev/loop7",
-                   "rw,relatime", "ANOVA of", "Latency percentiles", "No space left on device",
-                   "Per operation: best and second-best", "normal Q-Q plot", "against threads", "by file_size x "
-                   "record_size", "interval throughput"):
+    for needle in (
+        "Verdict",
+        "Environment",
+        "6.1.0-test",
+        "Test CPU",
+        "8.0 GiB",
+        "mkfs.ext4 -q /dev/loop7",
+        "rw,relatime",
+        "ANOVA of",
+        "Latency percentiles",
+        "No space left on device",
+        "Per operation: best and second-best",
+        "normal Q-Q plot",
+        "against threads",
+        "by file_size x record_size",
+        "interval throughput",
+    ):
         assert needle in html, needle
     n_charts = len(re.findall(r'<div class="fsm-chart"', html))
     assert re.search(rf'data-expected="{n_charts}"', html)
@@ -105,7 +118,9 @@ def test_single_cell_and_all_failed_campaigns(tmp_path):
     cid = store.create_campaign("one", "", [("seq-read", {"filesystem": "ext4"})])
     cell = store.cells(cid)[0]
     rs.add_trials(store, cell["id"], [100.0], "access", "ext4", {}, __import__("random").Random(1))
-    cid2 = store.create_campaign("dead", "", [("seq-read", {"filesystem": "ext4"}), ("seq-read", {"filesystem": "xfs"})])
+    cid2 = store.create_campaign(
+        "dead", "", [("seq-read", {"filesystem": "ext4"}), ("seq-read", {"filesystem": "xfs"})]
+    )
     for c in store.cells(cid2):
         store.record_trial(c["id"], 1, status="interrupted", started="t", cause="interrupted (SIGINT)")
         store.set_cell_status(c["id"], "interrupted", cause="interrupted (SIGINT)")

@@ -1,15 +1,15 @@
 """The HTML report in a real browser: headless Chromium loads it offline, no script error, every chart drawn."""
+
 from __future__ import annotations
 
-
 import pytest
-
 import report_synth as rs
 from chromium import CHROMIUM, load_charts, run_chromium
 from fsmeter.report.html import write_report
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed: `make sysdeps` as root "
-                                                         "installs Debian's chromium")
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed: `make sysdeps` as root installs Debian's chromium"
+)
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +41,11 @@ def test_a_script_error_is_caught(report):
     tmp, page = report
     html = page.read_text()
     bad = tmp / "broken.html"
-    bad.write_text(html.replace("</body>", "<script>noSuchFunction();</script></body>")
-                   .replace("Plotly.newPlot(f.id", "Plotly.newPlot(f.id === 'w0-bar' ? 'no-such-div' : f.id", 1))
+    bad.write_text(
+        html.replace("</body>", "<script>noSuchFunction();</script></body>").replace(
+            "Plotly.newPlot(f.id", "Plotly.newPlot(f.id === 'w0-bar' ? 'no-such-div' : f.id", 1
+        )
+    )
     p = load_charts(tmp, bad)
     errors = p.status["data-errors"]
     assert "noSuchFunction" in errors and "w0-bar" in errors

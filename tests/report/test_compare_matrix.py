@@ -1,4 +1,5 @@
 """The compare matrix (workloads x filesystems) and outlier trials: synthetic stores, no timing."""
+
 from __future__ import annotations
 
 import json
@@ -6,14 +7,12 @@ import random
 import re
 
 import pytest
-from rich.console import Console
-
 from fsmeter.report.data import build_view
 from fsmeter.report.matrix import build_matrix, cell_text, fmt_short, print_matrix
 from fsmeter.stats.outliers import find_outliers, modified_z_scores
 from fsmeter.store import open_store
-
 from report_synth import phase_report
+from rich.console import Console
 
 FS = ["ext2", "ext3", "ext4", "xfs", "btrfs"]
 SEQ = [{"size": 65536, "weight": 100, "read_pct": 100, "random_pct": 0}]
@@ -42,11 +41,28 @@ NOISE = 0.01
 
 
 def _env(fs: str, family: str, params: dict, busy_other_pct: float = 0.0) -> dict:
-    return {"hostname": "h", "kernel": "6.1", "cpu_model": "cpu", "mem_bytes": 8 << 30, "cpus_online": 2,
-            "cpus_used": 1, "target_kind": "loop", "device": "/dev/loop7", "fs": fs, "cache_method": "remount",
-            "seed": 42, "fsmeter_version": "0.1.0",
-            "job": {"dir": "/x", "threads": 1, "seed": 42, "backend": "psync", "interval_s": 1.0,
-                    "workload": {"family": family, **params}}}
+    return {
+        "hostname": "h",
+        "kernel": "6.1",
+        "cpu_model": "cpu",
+        "mem_bytes": 8 << 30,
+        "cpus_online": 2,
+        "cpus_used": 1,
+        "target_kind": "loop",
+        "device": "/dev/loop7",
+        "fs": fs,
+        "cache_method": "remount",
+        "seed": 42,
+        "fsmeter_version": "0.1.0",
+        "job": {
+            "dir": "/x",
+            "threads": 1,
+            "seed": 42,
+            "backend": "psync",
+            "interval_s": 1.0,
+            "workload": {"family": family, **params},
+        },
+    }
 
 
 def _trial(store, cell_id: int, number: int, wl: str, fs: str, value: float, rng, busy_pct: float = 5.0) -> None:
@@ -59,9 +75,15 @@ def _trial(store, cell_id: int, number: int, wl: str, fs: str, value: float, rng
     for i, (ph, name, unit) in enumerate(metrics):
         v = value if i == 0 else value * 64 / 1024  # 64 KiB records: MiB/s = ops/s / 16
         ms.append({"phase": ph, "name": name, "unit": unit, "higher_is_better": True, "value": v, "headline": i == 0})
-    store.record_trial(cell_id, number, status="ok", started=f"2024-01-01T00:00:{number:02d}Z",
-                       phases=[{"key": phase, "engine_phase": phase, "cache_method": "remount", "report": rep}],
-                       metrics=ms, environment=_env(fs, family, params))
+    store.record_trial(
+        cell_id,
+        number,
+        status="ok",
+        started=f"2024-01-01T00:00:{number:02d}Z",
+        phases=[{"key": phase, "engine_phase": phase, "cache_method": "remount", "report": rep}],
+        metrics=ms,
+        environment=_env(fs, family, params),
+    )
 
 
 def make_suite_store(path, overrides: dict | None = None, n: int = 4, seed: int = 3) -> int:
@@ -93,9 +115,11 @@ def suite(tmp_path_factory):
     db = tmp_path_factory.mktemp("matrix") / "m.sqlite"
     # ext2 / postmark: a wide, unresolved cell; btrfs / dbench: one trial only; xfs / fdtree: an outlier trial
     # during which the rest of the machine was busy (95% of 2 CPUs against 5%).
-    overrides = {("postmark-quick", "ext2"): [9000, 1200, 1300, 9100],
-                 ("dbench-quick", "btrfs"): [120],
-                 ("fdtree-quick", "xfs"): ([15_000, 15_100, 14_900, 15_050, 4000], [5, 5, 5, 5, 95])}
+    overrides = {
+        ("postmark-quick", "ext2"): [9000, 1200, 1300, 9100],
+        ("dbench-quick", "btrfs"): [120],
+        ("fdtree-quick", "xfs"): ([15_000, 15_100, 14_900, 15_050, 4000], [5, 5, 5, 5, 95]),
+    }
     make_suite_store(db, overrides)
     return db
 
@@ -127,8 +151,15 @@ def test_matrix_fits_100_columns_without_wrapping_or_cutting(suite):
         for fs in FS:
             assert cell_text(r.cells[fs]) in table_line, (r.workload, fs, table_line)
     units = {r.workload: r.unit for r in mx.rows}
-    assert units == {"seq-read": "MiB/s", "seq-write": "MiB/s", "fileserver-4k": "IOPS", "oltp-8k": "IOPS",
-                     "postmark-quick": "tx/s", "fdtree-quick": "files/s", "dbench-quick": "MB/s"}
+    assert units == {
+        "seq-read": "MiB/s",
+        "seq-write": "MiB/s",
+        "fileserver-4k": "IOPS",
+        "oltp-8k": "IOPS",
+        "postmark-quick": "tx/s",
+        "fdtree-quick": "files/s",
+        "dbench-quick": "MB/s",
+    }
 
 
 def test_natural_units_show_the_right_figures(suite):
@@ -150,8 +181,10 @@ def test_best_tied_and_verdicts(suite):
     assert seq.cells["btrfs"].mark == ""
     assert seq.verdict == "ext4, xfs, ext2 and ext3 tie; btrfs 45% slower"
     assert row["oltp-8k"].verdict == "all 5 tie"
-    assert re.fullmatch(r"xfs best; ext4 35% slower, ext2 5\d% slower, ext3 (59|60)% slower, btrfs 68% slower",
-                        row["fileserver-4k"].verdict), row["fileserver-4k"].verdict
+    assert re.fullmatch(
+        r"xfs best; ext4 35% slower, ext2 5\d% slower, ext3 (59|60)% slower, btrfs 68% slower",
+        row["fileserver-4k"].verdict,
+    ), row["fileserver-4k"].verdict
     assert row["seq-write"].verdict.startswith("ext4 and xfs tie; ext3 51% slower")
 
 
@@ -205,14 +238,26 @@ def test_html_report_has_matrix_and_outlier_notes(suite, tmp_path):
     assert 'id="matrix"' in html and "trial 5 is an outlier" in html and "unresolved" in html
 
 
-@pytest.mark.parametrize("v,expected", [(0.1234, "0.123"), (85.34, "85.3"), (512.2, "512"), (999.7, "1,000"),
-                                        (1234.4, "1,234"), (12_345, "12.3k"), (123_456, "123k"),
-                                        (1_234_567, "1.23M"), (None, "-")])
+@pytest.mark.parametrize(
+    "v,expected",
+    [
+        (0.1234, "0.123"),
+        (85.34, "85.3"),
+        (512.2, "512"),
+        (999.7, "1,000"),
+        (1234.4, "1,234"),
+        (12_345, "12.3k"),
+        (123_456, "123k"),
+        (1_234_567, "1.23M"),
+        (None, "-"),
+    ],
+)
 def test_fmt_short(v, expected):
     assert fmt_short(v) == expected
 
 
 # -- outlier method, hand-checked ---------------------------------------------------------------------------
+
 
 def test_modified_z_score_hand_checked():
     # median 11; |x - 11| = 1, 0, 1, 0, 19 -> MAD = 1; M(30) = 0.6745 * 19 / 1 = 12.8155
@@ -284,8 +329,9 @@ def test_html_verdict_speaks_the_matrix_metric_unit_and_judgement(tmp_path):
     seq_row = {r.workload: r for r in build_matrix(view).rows}["seq-read"]
     assert seq_row.cells["xfs"].mark == "unresolved"
     seq = {v["workload"]: v["text"] for v in build_context(view)["verdicts"]}["seq-read"]
-    assert re.match(r"seq-read: best is ext4 at 131\.\d ± [\d.]+ MiB/s on run\.MiB_per_s \(MiB/s, higher is better\)",
-                    seq), seq
+    assert re.match(
+        r"seq-read: best is ext4 at 131\.\d ± [\d.]+ MiB/s on run\.MiB_per_s \(MiB/s, higher is better\)", seq
+    ), seq
     assert "ops/s" not in seq and "not significantly worse" not in seq
     tied = seq.split("Tied with the best: ")[1].split(". ")[0]
     assert {t.split(" (")[0] for t in tied.split(", ")} == {fs for fs in FS if seq_row.cells[fs].mark == "tied"}

@@ -1,4 +1,5 @@
 """compare-runs: a 20% regression fails the gate (exit 3), a 2% change in noisy data does not (exit 0)."""
+
 from __future__ import annotations
 
 import json
@@ -7,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 import report_synth as rs
 from fsmeter.errors import UserError
 from fsmeter.report.compare_runs import EXIT_REGRESSION, compare_runs, load_side
@@ -42,8 +42,9 @@ def test_cli_subprocess_exit_code(tmp_path):
     """The real console entry point, once: exit status 3 reaches the shell."""
     db = tmp_path / "r.sqlite"
     rs.make_pair(db, change_pct=-20, noise_pct=5, n=8)
-    r = subprocess.run([sys.executable, "-m", "fsmeter", "compare-runs", "A", "B", "--db", str(db)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "fsmeter", "compare-runs", "A", "B", "--db", str(db)], capture_output=True, text=True
+    )
     assert r.returncode == 3, r.stdout + r.stderr
 
 
@@ -84,8 +85,16 @@ def test_lower_is_better_metric_regresses_when_it_rises(tmp_path):
     rng = random.Random(3)
     for name, scale in (("A", 1.0), ("B", 1.5)):
         cid = store.create_campaign(name, "", [("seq-read", {"filesystem": "ext4"})])
-        rs.add_trials(store, store.cells(cid)[0]["id"], [1000.0 * rng.gauss(1, 0.01) for _ in range(6)], "access",
-                      "ext4", {}, rng, lat_scale=scale)
+        rs.add_trials(
+            store,
+            store.cells(cid)[0]["id"],
+            [1000.0 * rng.gauss(1, 0.01) for _ in range(6)],
+            "access",
+            "ext4",
+            {},
+            rng,
+            lat_scale=scale,
+        )
     store.close()
     res = compare_runs(load_side("A", db), load_side("B", db))
     assert [x.key for x in res.regressions] == ["run.read_p99_us"]
@@ -96,12 +105,21 @@ def test_parameter_mismatch_is_reported_not_merged(tmp_path, _cli):
     store = open_store(db)
     rng = random.Random(5)
     for name, fsize in (("A", 1 << 20), ("B", 2 << 20)):
-        cid = store.create_campaign(name, "", [("seq-read", {"filesystem": "ext4"}), ("seq-read", {"filesystem": "xfs"})])
+        cid = store.create_campaign(
+            name, "", [("seq-read", {"filesystem": "ext4"}), ("seq-read", {"filesystem": "xfs"})]
+        )
         for c in store.cells(cid):
             fs = json.loads(c["factors"])["filesystem"]
             params = {"file_size": fsize if fs == "ext4" else 1 << 20}
-            rs.add_trials(store, c["id"], [100.0 * rng.gauss(1, 0.01) * (0.5 if name == "B" else 1) for _ in range(4)],
-                          "access", fs, params, rng)
+            rs.add_trials(
+                store,
+                c["id"],
+                [100.0 * rng.gauss(1, 0.01) * (0.5 if name == "B" else 1) for _ in range(4)],
+                "access",
+                fs,
+                params,
+                rng,
+            )
     cid = store.create_campaign("C", "", [("rand-read-4k", {"filesystem": "ext4"})])
     rs.add_trials(store, store.cells(cid)[0]["id"], [1.0, 2.0], "access", "ext4", {}, rng)
     store.close()
@@ -137,12 +155,21 @@ def test_holm_adjusted_p_values_hand_checked():
     def row(p, verdict):
         return Row("w", "ext4", "run", f"m{p}", "MiB/s", True, 5, 5, 1.0, 1.0, 0.1, 0.1, -20.0, p, verdict)
 
-    rows = [row(0.01, "regression"), row(0.04, "regression"), row(0.03, "improvement"), row(0.2, "no significant change")]
+    rows = [
+        row(0.01, "regression"),
+        row(0.04, "regression"),
+        row(0.03, "improvement"),
+        row(0.2, "no significant change"),
+    ]
     _correct(rows, 0.05, "holm")
     # by hand: 0.01*4 = 0.04; 0.03*3 = 0.09; 0.04*2 = 0.08 -> running max 0.09; 0.2*1 = 0.2
     assert [round(r.p_adj, 10) for r in rows] == [0.04, 0.09, 0.09, 0.2]
-    assert [r.verdict for r in rows] == ["regression", "no significant change", "no significant change",
-                                         "no significant change"]
+    assert [r.verdict for r in rows] == [
+        "regression",
+        "no significant change",
+        "no significant change",
+        "no significant change",
+    ]
     rows = [row(0.01, "regression"), row(0.04, "regression")]
     _correct(rows, 0.05, "none")
     assert [r.p_adj for r in rows] == [0.01, 0.04] and [r.verdict for r in rows] == ["regression"] * 2
@@ -157,8 +184,15 @@ def test_many_unchanged_metrics_are_not_flagged_by_chance(tmp_path, _cli):
     for name in ("A", "B"):
         cid = store.create_campaign(name, "", cells)
         for cell in store.cells(cid):
-            rs.add_trials(store, cell["id"], [1000.0 * rng.gauss(1, 0.15) for _ in range(4)], "access",
-                          "ext4", {"bs": json.loads(cell["factors"])["bs"]}, rng)
+            rs.add_trials(
+                store,
+                cell["id"],
+                [1000.0 * rng.gauss(1, 0.15) for _ in range(4)],
+                "access",
+                "ext4",
+                {"bs": json.loads(cell["factors"])["bs"]},
+                rng,
+            )
     store.close()
     raw = compare_runs(load_side("A", db), load_side("B", db), threshold_pct=10, correction="none")
     assert raw.regressions or [r for r in raw.rows if r.verdict == "improvement"], "the data must tempt a raw test"
@@ -175,13 +209,22 @@ def test_paths_under_the_trial_folder_do_not_count_as_a_parameter_change():
     from fsmeter.report.compare_runs import _jobs_from
 
     def job(d):
-        return {"job": {"dir": d, "threads": 1, "workload": {"family": "macro", "cp": {"argv": ["cp", "/c/f", f"{d}/x"]}}}}
+        return {
+            "job": {"dir": d, "threads": 1, "workload": {"family": "macro", "cp": {"argv": ["cp", "/c/f", f"{d}/x"]}}}
+        }
 
     a = _jobs_from([("macro-quick", {"filesystem": "xfs"}, job("/m/xfs-1-0/trial-1"))])
     b = _jobs_from([("macro-quick", {"filesystem": "xfs"}, job("/m/xfs-2-0/trial-1"))])
     c = _jobs_from([("macro-quick", {"filesystem": "xfs"}, job("/m/xfs-2-0/trial-2"))])
     assert a == b == c
     assert list(a.values())[0]["workload"]["cp"]["argv"] == ["cp", "/c/f", "{dir}/x"]
-    d = _jobs_from([("macro-quick", {"filesystem": "xfs"},
-                     {"job": {"dir": "/m/a", "threads": 2, "workload": {"family": "macro"}}})])
+    d = _jobs_from(
+        [
+            (
+                "macro-quick",
+                {"filesystem": "xfs"},
+                {"job": {"dir": "/m/a", "threads": 2, "workload": {"family": "macro"}}},
+            )
+        ]
+    )
     assert d != a

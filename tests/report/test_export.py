@@ -1,18 +1,24 @@
 """Exports round-trip: tidy CSV equals store.tidy(), campaign JSON keeps every count, fio-json matches the store."""
+
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
 
+import fsmeter
 import pandas as pd
 import pytest
-
-import fsmeter
 import report_synth as rs
 from fsmeter.errors import UserError
-from fsmeter.report.export import (CAMPAIGN_FORMAT, CAMPAIGN_VERSION, FIO_PERCENTILES, export,
-                                   fio_document, tidy_from_document)
+from fsmeter.report.export import (
+    CAMPAIGN_FORMAT,
+    CAMPAIGN_VERSION,
+    FIO_PERCENTILES,
+    export,
+    fio_document,
+    tidy_from_document,
+)
 from fsmeter.store import open_store, tidy
 
 
@@ -25,8 +31,11 @@ def synth(tmp_path_factory):
 
 def test_csv_round_trip_equals_tidy(synth, tmp_path):
     out = tmp_path / "t.csv"
-    r = subprocess.run([sys.executable, "-m", "fsmeter", "export", "--db", str(synth), "--format", "csv",
-                        "-o", str(out)], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "fsmeter", "export", "--db", str(synth), "--format", "csv", "-o", str(out)],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     back = pd.read_csv(out)
     want = tidy(synth, "synth")
@@ -56,8 +65,9 @@ def test_json_has_every_row_and_loads_back(synth):
     assert env["mkfs_options"] == ["-q"] and env["extra"]["job"]["workload"]["family"] == "access"
     # The document converts back to the same tidy frame as the store gives.
     back = tidy_from_document(doc)
-    pd.testing.assert_frame_equal(back.reset_index(drop=True), tidy(synth, "synth").reset_index(drop=True),
-                                  check_dtype=False)
+    pd.testing.assert_frame_equal(
+        back.reset_index(drop=True), tidy(synth, "synth").reset_index(drop=True), check_dtype=False
+    )
 
 
 def test_fio_json_fields_and_values(synth):
@@ -71,11 +81,16 @@ def test_fio_json_fields_and_values(synth):
         row = st.conn.execute(
             "SELECT p.report, t.number, c.factors FROM phases p JOIN trials t ON t.id = p.trial_id "
             "JOIN cells c ON c.id = t.cell_id WHERE c.workload = 'seq-read' AND p.key = 'run' "
-            "ORDER BY c.idx DESC, t.number DESC LIMIT 1").fetchone()
+            "ORDER BY c.idx DESC, t.number DESC LIMIT 1"
+        ).fetchone()
     rep, factors = json.loads(row["report"]), json.loads(row["factors"])
-    job = next(j for j in jobs if j["job options"]["trial"] == str(row["number"])
-               and j["job options"]["filesystem"] == factors["filesystem"]
-               and j["job options"]["threads"] == str(factors["threads"]))
+    job = next(
+        j
+        for j in jobs
+        if j["job options"]["trial"] == str(row["number"])
+        and j["job options"]["filesystem"] == factors["filesystem"]
+        and j["job options"]["threads"] == str(factors["threads"])
+    )
     for direction in ("read", "write"):
         o, got = rep["ops"][direction], job[direction]
         assert got["io_bytes"] == o["bytes"] and got["total_ios"] == o["count"]
@@ -84,7 +99,11 @@ def test_fio_json_fields_and_values(synth):
         assert got["runtime"] == round(rep["elapsed_s"] * 1000)
         clat = got["clat_ns"]
         assert (clat["min"], clat["max"], clat["mean"], clat["stddev"]) == (
-            o["lat"]["min_ns"], o["lat"]["max_ns"], o["lat"]["mean_ns"], o["lat"]["stdev_ns"])
+            o["lat"]["min_ns"],
+            o["lat"]["max_ns"],
+            o["lat"]["mean_ns"],
+            o["lat"]["stdev_ns"],
+        )
         assert clat["percentile"]["50.000000"] == o["lat"]["p50_ns"]
         assert clat["percentile"]["99.000000"] == o["lat"]["p99_ns"]
         assert set(clat["percentile"]) == set(FIO_PERCENTILES)
@@ -113,8 +132,16 @@ def test_export_cli_errors_and_stdout(synth, tmp_path):
 
 def test_fsmeter_load_returns_frames(synth):
     frames = fsmeter.load(synth, "synth")
-    assert set(frames) == {"campaigns", "cells", "trials", "metrics", "phases", "intervals", "histograms",
-                           "environment"}
+    assert set(frames) == {
+        "campaigns",
+        "cells",
+        "trials",
+        "metrics",
+        "phases",
+        "intervals",
+        "histograms",
+        "environment",
+    }
     assert all(isinstance(f, pd.DataFrame) for f in frames.values())
     assert len(frames["cells"]) == 20 and "filesystem" in frames["cells"].columns
     pd.testing.assert_frame_equal(frames["metrics"], tidy(synth, "synth"))

@@ -1,5 +1,6 @@
 """Report: too-short phases are flagged in the verdicts; a configuration with one trial gets a
 batch-means CI from its interval samples instead of no CI at all."""
+
 from __future__ import annotations
 
 import random

@@ -1,9 +1,9 @@
 """The adaptive-trials rule (Jain 13.9 applied after every trial)."""
+
 import math
 
 import numpy as np
 import pytest
-
 from fsmeter.errors import UserError
 from fsmeter.stats.adaptive import AdaptiveRule
 
@@ -90,8 +90,14 @@ def test_time_cap():
 
 @pytest.mark.parametrize(
     "kwargs",
-    [dict(target_pct=0), dict(level=1.5), dict(min_trials=1), dict(discard_first=-1),
-     dict(max_trials=3, discard_first=1, min_trials=3), dict(max_time_s=0)],
+    [
+        dict(target_pct=0),
+        dict(level=1.5),
+        dict(min_trials=1),
+        dict(discard_first=-1),
+        dict(max_trials=3, discard_first=1, min_trials=3),
+        dict(max_time_s=0),
+    ],
 )
 def test_bad_parameters(kwargs):
     with pytest.raises(UserError):

@@ -1,4 +1,5 @@
 """`fsmeter analyze`: CSV and store paths, and one-line errors with exit code 2 for bad input."""
+
 import contextlib
 import subprocess
 import sys
@@ -6,9 +7,7 @@ import types
 
 import pandas as pd
 import pytest
-
 from fsmeter.cli import main
-
 from repo_paths import DATA, ROOT
 
 BONNIE = str(DATA / "bonnie-1024mb-10runs.csv")
@@ -29,8 +28,18 @@ def test_csv_one_factor(capsys):
 
 
 def test_csv_two_factors_stacked_log(capsys):
-    code, out, err = run(capsys, "--csv", BONNIE, "--response", "block_read_kbs,block_write_kbs",
-                         "--factors", "filesystem+kernel", "--level", "0.99", "--log")
+    code, out, err = run(
+        capsys,
+        "--csv",
+        BONNIE,
+        "--response",
+        "block_read_kbs,block_write_kbs",
+        "--factors",
+        "filesystem+kernel",
+        "--level",
+        "0.99",
+        "--log",
+    )
     assert code == 0, err
     assert "log(value)" in out and "filesystem+kernel:response" in out and "ratio" in out
     assert "ext2/2.3.0" in out
@@ -70,8 +79,13 @@ def test_bad_input_is_one_line(capsys, args, expected):
 
 def test_unbalanced_two_factor_csv(capsys, tmp_path):
     p = tmp_path / "u.csv"
-    p.write_text("a,b,y\n" + "".join(f"{a},{b},{i}\n" for i, (a, b) in
-                                     enumerate([("x", "p")] * 3 + [("x", "q")] * 2 + [("z", "p")] * 2 + [("z", "q")] * 2)))
+    p.write_text(
+        "a,b,y\n"
+        + "".join(
+            f"{a},{b},{i}\n"
+            for i, (a, b) in enumerate([("x", "p")] * 3 + [("x", "q")] * 2 + [("z", "p")] * 2 + [("z", "q")] * 2)
+        )
+    )
     code, _, err = run(capsys, "--csv", str(p), "--response", "y", "--factors", "a,b")
     assert "unbalanced" in one_line_error(code, err)
 
@@ -89,10 +103,25 @@ def fake_store(monkeypatch):
     rows = []
     for fs, base in (("ext4", 100.0), ("xfs", 120.0)):
         for trial in range(4):
-            for phase, metric, val in (("write", "mb_s", base + trial), ("read", "mb_s", 2 * base + trial),
-                                       ("write", "lat_ns", 1000.0 + trial)):
-                rows.append(dict(campaign_id="c1", cell_id=fs, trial=trial, status="ok", discarded=False,
-                                 workload="seq", phase=phase, metric=metric, value=val, filesystem=fs))
+            for phase, metric, val in (
+                ("write", "mb_s", base + trial),
+                ("read", "mb_s", 2 * base + trial),
+                ("write", "lat_ns", 1000.0 + trial),
+            ):
+                rows.append(
+                    dict(
+                        campaign_id="c1",
+                        cell_id=fs,
+                        trial=trial,
+                        status="ok",
+                        discarded=False,
+                        workload="seq",
+                        phase=phase,
+                        metric=metric,
+                        value=val,
+                        filesystem=fs,
+                    )
+                )
     seen = {}
 
     def tidy(db_path, campaign=None):
@@ -112,8 +141,9 @@ def fake_store(monkeypatch):
 def test_store_campaign_path(capsys, fake_store, tmp_path):
     db = tmp_path / "r.db"
     db.write_bytes(b"")
-    code, out, err = run(capsys, str(db), "--campaign", "c1", "--response", "mb_s", "--factors", "filesystem",
-                         "--phase", "write")
+    code, out, err = run(
+        capsys, str(db), "--campaign", "c1", "--response", "mb_s", "--factors", "filesystem", "--phase", "write"
+    )
     assert code == 0, err
     assert fake_store["args"][1] == "c1"
     assert "xfs" in out and "ANOVA" in out
@@ -122,15 +152,17 @@ def test_store_campaign_path(capsys, fake_store, tmp_path):
     assert "--phase" in one_line_error(code, err)
     code, _, err = run(capsys, str(db), "--campaign", "c1", "--response", "iops", "--factors", "filesystem")
     assert "lat_ns, mb_s" in one_line_error(code, err)
-    code, out, err = run(capsys, str(db), "--campaign", "c1", "--response", "mb_s",
-                         "--factors", "filesystem,phase")
+    code, out, err = run(capsys, str(db), "--campaign", "c1", "--response", "mb_s", "--factors", "filesystem,phase")
     assert code == 0, err
 
 
 def test_python_m_fsmeter_subprocess():
     env_path = str(ROOT / "python")
-    p = subprocess.run([sys.executable, "-m", "fsmeter", "analyze", "--csv", BONNIE, "--response", "bogus",
-                        "--factors", "filesystem"], capture_output=True, text=True,
-                       env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"})
+    p = subprocess.run(
+        [sys.executable, "-m", "fsmeter", "analyze", "--csv", BONNIE, "--response", "bogus", "--factors", "filesystem"],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": env_path, "PATH": "/usr/bin:/bin"},
+    )
     assert p.returncode == 2
     assert p.stderr.count("\n") == 1 and p.stderr.startswith("fsmeter: error: no column 'bogus'")

@@ -1,11 +1,11 @@
 """`fsmeter analyze DB --campaign` uses the trials the report uses: discarded warm-up trials and
 failed or interrupted trials stay out of the summaries and the ANOVA (fsmeter.stats.kept)."""
+
 from __future__ import annotations
 
 import random
 
 import pytest
-
 from fsmeter.cli import main
 from fsmeter.report.data import build_view
 from fsmeter.store import open_store
@@ -15,8 +15,9 @@ KEPT = {"ext4": [100.0, 102.0, 104.0], "xfs": [90.0, 91.0, 95.0]}
 
 
 def _metric(v: float) -> list:
-    return [{"phase": "run", "name": "MiB_per_s", "unit": "MiB/s", "higher_is_better": True, "value": v,
-             "headline": True}]
+    return [
+        {"phase": "run", "name": "MiB_per_s", "unit": "MiB/s", "higher_is_better": True, "value": v, "headline": True}
+    ]
 
 
 def _store(path) -> int:
@@ -25,9 +26,15 @@ def _store(path) -> int:
     cid = store.create_campaign("k", "name = 'k'\n", [("seq-read", {"filesystem": fs}) for fs in KEPT])
     for c, (fs, values) in zip(store.cells(cid), KEPT.items()):
         rec = lambda n, status, v, **kw: store.record_trial(  # noqa: E731
-            c["id"], n, status=status, started="2024-01-01T00:00:00Z", metrics=_metric(v),
+            c["id"],
+            n,
+            status=status,
+            started="2024-01-01T00:00:00Z",
+            metrics=_metric(v),
             phases=[{"key": "run", "engine_phase": "run", "report": phase_report(v, {"read": (1.0, 5e4)}, rng)}],
-            environment=environment(fs, "access", {}), **kw)
+            environment=environment(fs, "access", {}),
+            **kw,
+        )
         rec(1, "ok", 5000.0, discarded=True)  # the warm-up trial, far off
         for n, v in enumerate(values, 2):
             rec(n, "ok", v)

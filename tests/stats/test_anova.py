@@ -1,17 +1,16 @@
 """Full factorial ANOVA (Jain ch. 20-22): the real Bonnie data set, hand-checked small cases, checks."""
+
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats as sps
-
 from fsmeter.errors import UserError
 from fsmeter.stats.analyze import analyze_frame, load_csv, stack_responses
 from fsmeter.stats.anova import factorial_anova
 from fsmeter.stats.summary import summarize
-
 from repo_paths import DATA
+from scipy import stats as sps
 
 BONNIE = DATA / "bonnie-1024mb-10runs.csv"
 SETUPS = ["ext2/2.3.0", "ext2/2.4.17", "ext3/2.4.17", "reiserfs/2.4.17"]
@@ -21,10 +20,14 @@ MODES = ["block read", "block write"]
 # Worked for ext2/2.3.0 block write: 8828 + 8854 + 8891 + 8806 + 8866 + 8839 + 8869
 # + 8862 + 8907 + 8853 = 88575 KB/s -> 8857.5 KB/s -> 8.649902 MB/s.
 CELL_SUMS_KBS = {
-    ("ext2/2.3.0", "block read"): 132024, ("ext2/2.3.0", "block write"): 88575,
-    ("ext2/2.4.17", "block read"): 134570, ("ext2/2.4.17", "block write"): 120389,
-    ("ext3/2.4.17", "block read"): 127234, ("ext3/2.4.17", "block write"): 118598,
-    ("reiserfs/2.4.17", "block read"): 127114, ("reiserfs/2.4.17", "block write"): 100358,
+    ("ext2/2.3.0", "block read"): 132024,
+    ("ext2/2.3.0", "block write"): 88575,
+    ("ext2/2.4.17", "block read"): 134570,
+    ("ext2/2.4.17", "block write"): 120389,
+    ("ext3/2.4.17", "block read"): 127234,
+    ("ext3/2.4.17", "block write"): 118598,
+    ("reiserfs/2.4.17", "block read"): 127114,
+    ("reiserfs/2.4.17", "block write"): 100358,
 }
 
 
@@ -33,8 +36,9 @@ def bonnie_long() -> pd.DataFrame:
     """One row per run x access mode, MB/s, factors setup (filesystem + kernel) and mode."""
     wide = pd.read_csv(BONNIE)
     wide["setup"] = wide["filesystem"] + "/" + wide["kernel"].astype(str)
-    long = wide.melt(id_vars=["setup", "run"], value_vars=["block_read_kbs", "block_write_kbs"],
-                     var_name="mode", value_name="kbs")
+    long = wide.melt(
+        id_vars=["setup", "run"], value_vars=["block_read_kbs", "block_write_kbs"], var_name="mode", value_name="kbs"
+    )
     long["mode"] = long["mode"].map({"block_read_kbs": "block read", "block_write_kbs": "block write"})
     long["mb_s"] = long["kbs"] / 1024
     return long
@@ -81,13 +85,29 @@ def jain_two_factor_ss(y: np.ndarray) -> dict[str, float]:
     ssb = a * r * float(np.sum(beta**2))
     ssab = r * float(np.sum(gamma**2))
     sse = ssy - ss0 - ssa - ssb - ssab
-    return {"SSA": ssa, "SSB": ssb, "SSAB": ssab, "SSE": sse, "SST": ssy - ss0,
-            "mu": mu, "alpha": alpha, "beta": beta, "gamma": gamma}
+    return {
+        "SSA": ssa,
+        "SSB": ssb,
+        "SSAB": ssab,
+        "SSE": sse,
+        "SST": ssy - ss0,
+        "mu": mu,
+        "alpha": alpha,
+        "beta": beta,
+        "gamma": gamma,
+    }
 
 
 def test_bonnie_two_factor_anova_against_jain(bonnie_long):
-    y = np.array([[bonnie_long[(bonnie_long.setup == s) & (bonnie_long["mode"] == m)]
-                   .sort_values("run")["mb_s"].to_numpy() for m in MODES] for s in SETUPS])
+    y = np.array(
+        [
+            [
+                bonnie_long[(bonnie_long.setup == s) & (bonnie_long["mode"] == m)].sort_values("run")["mb_s"].to_numpy()
+                for m in MODES
+            ]
+            for s in SETUPS
+        ]
+    )
     assert y.shape == (4, 2, 10)
     hand = jain_two_factor_ss(y)
     res = factorial_anova(bonnie_long, "mb_s", ["setup", "mode"], level=0.95)
@@ -142,8 +162,12 @@ def test_log_model_gives_ratios():
     # y = 10 * 2^A * 3^B * small noise -> in the log model the A effects are +-log(2)/2,
     # so the ratio between A's levels exp(e1 - e0) is 2.
     rng = np.random.default_rng(5)
-    rows = [{"A": a, "B": b, "y": 10 * 2**a * 3**b * math.exp(rng.normal(0, 0.01))}
-            for a in (0, 1) for b in (0, 1) for _ in range(4)]
+    rows = [
+        {"A": a, "B": b, "y": 10 * 2**a * 3**b * math.exp(rng.normal(0, 0.01))}
+        for a in (0, 1)
+        for b in (0, 1)
+        for _ in range(4)
+    ]
     res = factorial_anova(pd.DataFrame(rows), "y", ["A", "B"], log=True)
     eff = {(e.term, e.levels): e for e in res.effects}
     assert eff[("A", ("1",))].ratio / eff[("A", ("0",))].ratio == pytest.approx(2, rel=0.02)
@@ -173,8 +197,13 @@ def test_three_factors_balanced_types_agree():
     from statsmodels.stats.anova import anova_lm
 
     rng = np.random.default_rng(9)
-    rows = [{"a": a, "b": b, "c": c, "y": 5 * a + 2 * b * c + rng.normal()}
-            for a in range(3) for b in range(2) for c in range(2) for _ in range(3)]
+    rows = [
+        {"a": a, "b": b, "c": c, "y": 5 * a + 2 * b * c + rng.normal()}
+        for a in range(3)
+        for b in range(2)
+        for c in range(2)
+        for _ in range(3)
+    ]
     df = pd.DataFrame(rows)
     res = factorial_anova(df, "y", ["a", "b", "c"])
     terms = [r.term for r in res.table]
@@ -197,8 +226,7 @@ def test_three_factors_balanced_types_agree():
         (pd.DataFrame({"f": list("aabb"), "y": [1, "x", 3, 4]}), ["f"], "row 1"),
         (pd.DataFrame({"f": list("abb"), "y": [1, 3, 4]}), ["f"], "at least 2 replications"),
         (pd.DataFrame({"f": list("aabbaa"), "g": list("xxxxyy"), "y": range(6)}), ["f", "g"], "no rows for f=b, g=y"),
-        (pd.DataFrame({"f": list("aaabbbaabb"), "g": list("xxxxxxyyyy"), "y": range(10)}), ["f", "g"],
-         "unbalanced"),
+        (pd.DataFrame({"f": list("aaabbbaabb"), "g": list("xxxxxxyyyy"), "y": range(10)}), ["f", "g"], "unbalanced"),
     ],
 )
 def test_bad_designs_are_user_errors(frame, factors, message):

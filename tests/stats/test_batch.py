@@ -1,9 +1,9 @@
 """Batch means (Jain 25.5.2), fio-style steady-state detection, and the too-short flag."""
+
 import math
 
 import numpy as np
 import pytest
-
 from fsmeter.errors import UserError
 from fsmeter.stats.batch import batch_means_ci, is_too_short, lag1_autocorrelation, steady_state
 

@@ -1,6 +1,6 @@
 """Welch comparisons with a practical threshold, and rankings with groups."""
-import pytest
 
+import pytest
 from fsmeter.errors import UserError
 from fsmeter.stats.compare import compare, rank
 

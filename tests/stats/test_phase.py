@@ -1,9 +1,9 @@
 """Phase quality: too-short flag, batch-means CI from interval samples, steady-state warm-up check."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from fsmeter.stats.phase import phase_quality, report_quality
 
 

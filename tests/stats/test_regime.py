@@ -1,4 +1,5 @@
 """The regime a phase ran in (fsmeter.regime): others' CPU and page-cache reads, stored per phase."""
+
 from __future__ import annotations
 
 import os
@@ -7,7 +8,6 @@ import sys
 import time
 
 import pytest
-
 from fsmeter import regime
 from fsmeter.regime import BUSY_SHARE, PhaseWatch, cache_read_share, other_cpu
 
@@ -23,8 +23,12 @@ def test_other_cpu_share_hand_checked():
     # tree used 120 ticks, kernel threads 30, so others used 350 ticks = 3.5 s = 43.75% of it.
     tick = regime._TICK_S
     before = {"total": 1000, "own": 200, "kernel": 50, "mono": 10.0}
-    after = {"total": 1000 + round(5 / tick), "own": 200 + round(1.2 / tick), "kernel": 50 + round(0.3 / tick),
-             "mono": 14.0}
+    after = {
+        "total": 1000 + round(5 / tick),
+        "own": 200 + round(1.2 / tick),
+        "kernel": 50 + round(0.3 / tick),
+        "mono": 14.0,
+    }
     r = other_cpu(before, after, cpus=2)
     assert r["other_cpu_s"] == pytest.approx(3.5)
     assert r["other_cpu_share"] == pytest.approx(0.4375)
@@ -33,11 +37,13 @@ def test_other_cpu_share_hand_checked():
 
 def test_other_cpu_never_negative_nor_above_one():
     # Tick sampling can make our own ticks exceed the machine's busy delta by one: not negative.
-    r = other_cpu({"total": 100, "own": 0, "kernel": 0, "mono": 0.0},
-                  {"total": 101, "own": 3, "kernel": 0, "mono": 1.0}, cpus=2)
+    r = other_cpu(
+        {"total": 100, "own": 0, "kernel": 0, "mono": 0.0}, {"total": 101, "own": 3, "kernel": 0, "mono": 1.0}, cpus=2
+    )
     assert r["other_cpu_share"] == 0.0
-    r = other_cpu({"total": 0, "own": 0, "kernel": 0, "mono": 0.0},
-                  {"total": 10_000, "own": 0, "kernel": 0, "mono": 1.0}, cpus=1)
+    r = other_cpu(
+        {"total": 0, "own": 0, "kernel": 0, "mono": 0.0}, {"total": 10_000, "own": 0, "kernel": 0, "mono": 1.0}, cpus=1
+    )
     assert r["other_cpu_share"] == 1.0
 
 
@@ -46,8 +52,12 @@ def test_a_kernel_thread_that_exits_during_the_phase_does_not_make_others_busy()
     # all kernel threads, the kernel's delta came out at -35 s and others' CPU at 100% of the machine.
     tick = regime._TICK_S
     before = {"total": 10_000, "own": 0, "kernel": {2: 0, 41: round(35 / tick), 42: 100}, "mono": 0.0}
-    after = {"total": 10_000 + round(11 / tick), "own": round(10.5 / tick),
-             "kernel": {2: 0, 42: 100 + round(0.5 / tick), 77: round(0.01 / tick)}, "mono": 9.0}
+    after = {
+        "total": 10_000 + round(11 / tick),
+        "own": round(10.5 / tick),
+        "kernel": {2: 0, 42: 100 + round(0.5 / tick), 77: round(0.01 / tick)},
+        "mono": 9.0,
+    }
     r = other_cpu(before, after, cpus=2)
     assert r["kernel_cpu_s"] == pytest.approx(0.51)  # 42's 0.5 s and the new thread 77's 0.01 s
     assert r["other_cpu_s"] == pytest.approx(0.0, abs=0.02)
@@ -65,8 +75,10 @@ def test_cache_read_share_hand_checked():
 
 def _burn(cpu_s: float) -> subprocess.Popen:
     """A child that uses `cpu_s` of CPU time (however long that takes) and then sleeps."""
-    code = ("import time\nt=time.process_time()\nwhile time.process_time()-t<%r: pass\n"
-            "print('done', flush=True)\ntime.sleep(60)\n" % cpu_s)
+    code = (
+        f"import time\nt=time.process_time()\nwhile time.process_time()-t<{cpu_s!r}: pass\n"
+        "print('done', flush=True)\ntime.sleep(60)\n"
+    )
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
 
 
@@ -89,10 +101,12 @@ def test_own_children_count_as_ours_not_others():
 
 def test_a_detached_process_counts_as_others(tmp_path):
     """A process outside fsmeter's tree (here re-parented away by a double fork) counts as others' CPU."""
-    code = ("import os,sys,time\nif os.fork(): sys.exit(0)\nos.setsid()\n"
-            "t=time.process_time()\nwhile time.process_time()-t<0.5: pass\n"
-            "open(sys.argv[1]+'.tmp','w').write(str(os.getpid()))\nos.rename(sys.argv[1]+'.tmp',sys.argv[1])\n"
-            "time.sleep(60)\n")
+    code = (
+        "import os,sys,time\nif os.fork(): sys.exit(0)\nos.setsid()\n"
+        "t=time.process_time()\nwhile time.process_time()-t<0.5: pass\n"
+        "open(sys.argv[1]+'.tmp','w').write(str(os.getpid()))\nos.rename(sys.argv[1]+'.tmp',sys.argv[1])\n"
+        "time.sleep(60)\n"
+    )
     flag = tmp_path / "pid"
     before = regime.cpu_snapshot()
     subprocess.run([sys.executable, "-c", code, str(flag)], check=True)
@@ -168,8 +182,13 @@ def test_store_keeps_the_regime_columns(tmp_path):
     cid = store.create_campaign("c", "", [("w", {"filesystem": "ext4"})])
     cell = store.cells(cid)[0]["id"]
     rep = {"elapsed_s": 1.0, "regime": {"other_cpu_share": 0.25, "busy": True, "cache_read_share": 0.5}}
-    store.record_trial(cell, 1, status="ok", started="2026-01-01T00:00:00+00:00",
-                       phases=[{"key": "run", "report": rep}, {"key": "old", "report": {"elapsed_s": 1.0}}])
+    store.record_trial(
+        cell,
+        1,
+        status="ok",
+        started="2026-01-01T00:00:00+00:00",
+        phases=[{"key": "run", "report": rep}, {"key": "old", "report": {"elapsed_s": 1.0}}],
+    )
     rows = store.conn.execute("SELECT key, other_cpu_share, cache_read_share FROM phases ORDER BY seq").fetchall()
     assert [tuple(r) for r in rows] == [("run", 0.25, 0.5), ("old", None, None)]
     store.close()
@@ -192,9 +211,11 @@ def test_report_flags_busy_phases_and_says_how_much_the_cache_served(tmp_path):
     quiet = build_view(db, str(cid))
     assert not any("busy machine" in n for n in verdicts(quiet)[0]["notes"])  # nothing recorded: no flag
     with store.conn:  # xfs's three run phases ran while others used 40% of the CPUs; 30% of reads were cached
-        store.conn.execute("UPDATE phases SET other_cpu_share = CASE WHEN trial_id IN (SELECT t.id FROM trials t "
-                           "JOIN cells c ON c.id = t.cell_id WHERE c.factors LIKE '%xfs%') THEN 0.4 ELSE 0.02 END, "
-                           "cache_read_share = 0.3 WHERE key = 'run'")
+        store.conn.execute(
+            "UPDATE phases SET other_cpu_share = CASE WHEN trial_id IN (SELECT t.id FROM trials t "
+            "JOIN cells c ON c.id = t.cell_id WHERE c.factors LIKE '%xfs%') THEN 0.4 ELSE 0.02 END, "
+            "cache_read_share = 0.3 WHERE key = 'run'"
+        )
     store.close()
     w = build_view(db, str(cid)).workloads[0]
     assert (w.phases_busy, w.phases_measured, w.max_other_cpu_share) == (3, 6, 0.4)
@@ -211,7 +232,9 @@ def test_campaign_and_run_json_carry_each_phase_regime(tmp_path):
 
     fast = 'backend = "null", file_size = "4M", warmup_s = 0.05, duration_s = 0.2, interval_s = 0.05'
     camp = tmp_path / "c.toml"
-    camp.write_text('name = "r"\n' + textwrap.dedent(f"""\
+    camp.write_text(
+        'name = "r"\n'
+        + textwrap.dedent(f"""\
         [[workloads]]
         name = "seq-read"
         params = {{ {fast} }}
@@ -221,11 +244,17 @@ def test_campaign_and_run_json_carry_each_phase_regime(tmp_path):
         [target]
         kind = "dir"
         path = "{tmp_path}"
-        """))
+        """)
+    )
     env = {**os.environ, "COLUMNS": "200"}
     db = tmp_path / "r.sqlite"
-    r = subprocess.run([sys.executable, "-m", "fsmeter", "campaign", "run", str(camp), "--db", str(db), "--quiet"],
-                       capture_output=True, text=True, env=env, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "fsmeter", "campaign", "run", str(camp), "--db", str(db), "--quiet"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     from fsmeter.store import open_store
 
@@ -235,9 +264,24 @@ def test_campaign_and_run_json_carry_each_phase_regime(tmp_path):
     assert 0.0 <= run["other_cpu_share"] <= 1.0 and run["cache_read_share"] is None
     assert json.loads(run["report"])["regime"]["other_cpu_share"] == run["other_cpu_share"]
     out = tmp_path / "o.json"
-    r = subprocess.run([sys.executable, "-m", "fsmeter", "run", "seq-read", "--dir", str(tmp_path), "--json", str(out),
-                        *sum((["--set", kv] for kv in fast.replace(" ", "").replace('"', "").split(",")), [])],
-                       capture_output=True, text=True, env=env, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fsmeter",
+            "run",
+            "seq-read",
+            "--dir",
+            str(tmp_path),
+            "--json",
+            str(out),
+            *sum((["--set", kv] for kv in fast.replace(" ", "").replace('"', "").split(",")), []),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     reg = doc["phases"]["run"]["regime"]

@@ -1,9 +1,9 @@
 """Hand-checked summaries and Student-t CIs (Jain ch. 12-13), plus CI coverage by simulation."""
+
 import math
 
 import numpy as np
 import pytest
-
 from fsmeter.errors import UserError
 from fsmeter.stats.summary import mean_ci, summarize, t_critical
 

@@ -1,5 +1,6 @@
 """A damaged, read-only or full results store: one line and an exit code, never a traceback; what
 can be read is recovered (`fsmeter store check|recover`); finished trials survive a full disk."""
+
 from __future__ import annotations
 
 import contextlib
@@ -14,7 +15,6 @@ import textwrap
 import time
 
 import pytest
-
 from fsmeter.cli import main
 
 FAST = 'backend = "null", file_size = "4M", warmup_s = 0.05, duration_s = 0.2, interval_s = 0.05'
@@ -22,18 +22,27 @@ PAGE = 4096
 
 
 def fsm(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200"}, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "fsmeter", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        timeout=timeout,
+    )
 
 
 def campaign_file(folder, work, name="t", n=3, workloads=("seq-read", "seq-write")) -> str:
     f = folder / f"{name}.toml"
     wl = "".join(f'[[workloads]]\nname = "{w}"\nparams = {{ {FAST} }}\n' for w in workloads)
-    f.write_text(f'name = "{name}"\n[repetitions]\npolicy = "fixed"\nn = {n}\n' + wl + textwrap.dedent(f"""\
+    f.write_text(
+        f'name = "{name}"\n[repetitions]\npolicy = "fixed"\nn = {n}\n'
+        + wl
+        + textwrap.dedent(f"""\
         [target]
         kind = "dir"
         path = "{work}"
-        """))
+        """)
+    )
     return str(f)
 
 
@@ -102,10 +111,14 @@ def cli(capsys, *args) -> tuple:
 
 
 def read_commands(db, tmp_path) -> list:
-    return [("campaign", "show", "1", "--db", db), ("report", "1", "--db", db),
-            ("report", "1", "--db", db, "-o", tmp_path / "r.html"),
-            ("export", "1", "--db", db, "-f", "json", "-o", tmp_path / "e.json"),
-            ("export", "1", "--db", db, "-o", tmp_path / "e.csv"), ("compare-runs", "1", "1", "--db", db)]
+    return [
+        ("campaign", "show", "1", "--db", db),
+        ("report", "1", "--db", db),
+        ("report", "1", "--db", db, "-o", tmp_path / "r.html"),
+        ("export", "1", "--db", db, "-f", "json", "-o", tmp_path / "e.json"),
+        ("export", "1", "--db", db, "-o", tmp_path / "e.csv"),
+        ("compare-runs", "1", "1", "--db", db),
+    ]
 
 
 def assert_one_line(code, err, args):
@@ -262,8 +275,10 @@ def test_read_only_store_is_refused_before_measuring(real_store, tmp_path, scrat
         before = open(db, "rb").read()
         work = tmp_path / "work"
         work.mkdir()
-        for args in (("campaign", "resume", "1", "--db", db),
-                     ("campaign", "run", campaign_file(tmp_path, work), "--db", db)):
+        for args in (
+            ("campaign", "resume", "1", "--db", db),
+            ("campaign", "run", campaign_file(tmp_path, work), "--db", db),
+        ):
             p = fsm(*args)
             assert p.returncode == 1 and p.stderr.count("\n") == 1, p.stderr
             assert p.stderr.startswith(f"fsmeter: error: store {db} is read-only"), p.stderr
@@ -282,9 +297,22 @@ def test_full_disk_keeps_finished_trials_and_the_campaign_resumes(tmp_path, scra
         db = os.path.join(mnt, "s.sqlite")
         work = tmp_path / "work"
         work.mkdir()
-        proc = subprocess.Popen([sys.executable, "-m", "fsmeter", "campaign", "run",
-                                 campaign_file(tmp_path, work, n=20, workloads=("seq-read",)), "--db", db, "-q"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "fsmeter",
+                "campaign",
+                "run",
+                campaign_file(tmp_path, work, n=20, workloads=("seq-read",)),
+                "--db",
+                db,
+                "-q",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         try:
             kept = 0
             while kept < 2:  # two of the twenty trials are stored: stop the run there, however fast it is

@@ -1,4 +1,5 @@
 """The results store: schema version and history, one transaction per trial, tidy() and load()."""
+
 from __future__ import annotations
 
 import json
@@ -7,10 +8,8 @@ import subprocess
 import sys
 
 import pytest
-
 from fsmeter.errors import UserError
 from fsmeter.store import HERE, SCHEMA_VERSION, TIDY_COLUMNS, open_store, tidy
-
 from store_sample import REPORT, fill
 
 
@@ -18,8 +17,17 @@ def test_schema_version_and_history(tmp_path):
     store = open_store(tmp_path / "r.sqlite")
     assert store.version == SCHEMA_VERSION >= 1
     tables = {r[0] for r in store.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert {"campaigns", "cells", "cell_factors", "trials", "phases", "metrics", "intervals", "histograms",
-            "environment"} <= tables
+    assert {
+        "campaigns",
+        "cells",
+        "cell_factors",
+        "trials",
+        "phases",
+        "metrics",
+        "intervals",
+        "histograms",
+        "environment",
+    } <= tables
     history = (HERE / "HISTORY.md").read_text()
     assert f"## Version {SCHEMA_VERSION}" in history
     store.close()
@@ -81,8 +89,9 @@ def test_trial_is_one_transaction(tmp_path):
     cell = store.cells(cid)[0]
     bad_metric = {"phase": "run", "name": "x", "unit": "u", "higher_is_better": True, "value": "not a number"}
     with pytest.raises(ValueError):
-        store.record_trial(cell["id"], 3, status="ok", started="t", phases=[{"key": "run", "report": REPORT}],
-                           metrics=[bad_metric])
+        store.record_trial(
+            cell["id"], 3, status="ok", started="t", phases=[{"key": "run", "report": REPORT}], metrics=[bad_metric]
+        )
     assert store.conn.execute("SELECT count(*) FROM trials WHERE number = 3").fetchone()[0] == 0
     assert store.conn.execute("SELECT count(*) FROM phases").fetchone()[0] == 4
     # Status values are checked by the schema.

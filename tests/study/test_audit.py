@@ -6,6 +6,7 @@ them gives the numbers docs/study-audit.md quotes (checked by hand: Jain's SSAB 
 squared interaction effects = 10 x 3.4147 = 34.15 (MB/s)^2 of SST = 174.73, i.e. 19.5%; SSE =
 174.73 - 103.15 - 36.25 - 34.15 = 1.19, i.e. 0.68%).
 """
+
 from __future__ import annotations
 
 import csv
@@ -13,9 +14,7 @@ import re
 
 import pandas as pd
 import pytest
-
 from fsmeter.study.model import STUDY_DIR, load_study, study_paths
-
 from repo_paths import ROOT
 
 FIVE = ("bryant2002", "wettstein2002", "lourdas2009", "layton2009", "gus3-2008")
@@ -72,8 +71,13 @@ def test_the_reports_anova_recomputed_from_its_runs():
     long = []
     for r in csv.DictReader(RUNS.open()):
         for mode in ("block_read", "block_write"):
-            long.append({"setup": f"{r['filesystem']}-{r['kernel']}", "access_mode": mode,
-                         "mb_s": float(r[f"{mode}_kbs"]) / 1024.0})
+            long.append(
+                {
+                    "setup": f"{r['filesystem']}-{r['kernel']}",
+                    "access_mode": mode,
+                    "mb_s": float(r[f"{mode}_kbs"]) / 1024.0,
+                }
+            )
     res = factorial_anova(pd.DataFrame(long), "mb_s", ["access_mode", "setup"], level=0.90)
     share = {t.term: t.pct_variation for t in res.table}
     assert share["access_mode"] == pytest.approx(59.03, abs=0.01)

@@ -1,8 +1,8 @@
 """The default comparison's study keeps the choices docs/compare.md explains (fresh filesystem per trial, turns, >= 3 trials)."""
+
 from __future__ import annotations
 
 import pytest
-
 from fsmeter.campaign import parse_campaign
 from fsmeter.cli.compare import STUDY
 from fsmeter.provision import FsConfig, get_filesystem
@@ -16,8 +16,9 @@ def test_study_runs_fresh_interleaved_trials():
     assert [f.name for f in c.filesystems] == ["ext2", "ext3", "ext4", "xfs", "btrfs"]
 
 
-@pytest.mark.parametrize("fs,option", [("ext4", "lazy_itable_init=0"), ("ext4", "lazy_journal_init=0"),
-                                       ("ext3", "lazy_journal_init=0")])
+@pytest.mark.parametrize(
+    "fs,option", [("ext4", "lazy_itable_init=0"), ("ext4", "lazy_journal_init=0"), ("ext3", "lazy_journal_init=0")]
+)
 def test_ext_journals_and_inode_tables_are_zeroed_at_mkfs(fs, option):
     opts = get_filesystem(fs).mkfs_options(FsConfig(name=fs), overwrite=True)
     assert opts.count("-E") == 1 and option in opts[opts.index("-E") + 1]

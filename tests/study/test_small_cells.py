@@ -1,11 +1,11 @@
 """The small scale's cells: a scale can leave out cells it has no time for (``leave_out``), each with
 the claims it costs; Bryant, gus3 and Wettstein keep the cells their claims rest on."""
+
 from __future__ import annotations
 
 from collections import Counter
 
 import pytest
-
 from fsmeter.errors import UserError
 from fsmeter.study import plan as plan_mod
 from fsmeter.study.model import STUDY_DIR, load_study
@@ -18,8 +18,11 @@ ALL_THERE = {"ext2", "ext3", "ext4", "xfs", "btrfs", "jfs", "nilfs2"}
 
 @pytest.fixture
 def full_kernel(monkeypatch):
-    monkeypatch.setattr(plan_mod, "_filesystem_problem",
-                        lambda name: None if name in ALL_THERE else f"{name}: not supported by this kernel")
+    monkeypatch.setattr(
+        plan_mod,
+        "_filesystem_problem",
+        lambda name: None if name in ALL_THERE else f"{name}: not supported by this kernel",
+    )
     monkeypatch.setattr(plan_mod, "_offered_schedulers", lambda: {"none", "mq-deadline", "kyber", "bfq"})
     monkeypatch.setattr(plan_mod.os, "sched_getaffinity", lambda pid: {0, 1})
 
@@ -57,8 +60,11 @@ def test_bryant_small_runs_the_cells_its_claims_rest_on(full_kernel):
 
 
 def test_a_configuration_this_kernel_lacks_drops_out_of_leave_out_quietly(full_kernel, monkeypatch):
-    monkeypatch.setattr(plan_mod, "_filesystem_problem",
-                        lambda name: None if name in ALL_THERE - {"jfs"} else f"{name}: not supported by this kernel")
+    monkeypatch.setattr(
+        plan_mod,
+        "_filesystem_problem",
+        lambda name: None if name in ALL_THERE - {"jfs"} else f"{name}: not supported by this kernel",
+    )
     plan = plan_study(load_study("bryant2002"), "small")
     cells = _cells(plan)
     assert not [c for c in cells if c.fs_label == "jfs"]
@@ -84,14 +90,23 @@ def test_wettstein_small_reads_a_file_long_enough_and_still_disk_bound(full_kern
     assert size <= 0.8 * parse_size(plan.campaign["target"]["size"])
 
 
-@pytest.mark.parametrize("entry, says", [
-    ('workloads = ["nope"]\nwhy = "x"', "scales.small.leave_out[0].workloads: 'nope' is not a workload"),
-    ('configurations = ["ntfs"]\nwhy = "x"', "scales.small.leave_out[0].configurations: 'ntfs' is not a configuration"),
-    ('where = { threads = [3] }\nwhy = "x"', "scales.small.leave_out[0].where.threads: 3 is not a level of threads"),
-    ('where = { color = ["red"] }\nwhy = "x"', "scales.small.leave_out[0].where: 'color' is not a factor"),
-    ('where = { threads = [] }\nwhy = "x"', "an empty list: name the levels to leave out"),
-    ('workloads = ["aim7-shared"]', "scales.small.leave_out.0.why: Field required"),
-])
+@pytest.mark.parametrize(
+    "entry, says",
+    [
+        ('workloads = ["nope"]\nwhy = "x"', "scales.small.leave_out[0].workloads: 'nope' is not a workload"),
+        (
+            'configurations = ["ntfs"]\nwhy = "x"',
+            "scales.small.leave_out[0].configurations: 'ntfs' is not a configuration",
+        ),
+        (
+            'where = { threads = [3] }\nwhy = "x"',
+            "scales.small.leave_out[0].where.threads: 3 is not a level of threads",
+        ),
+        ('where = { color = ["red"] }\nwhy = "x"', "scales.small.leave_out[0].where: 'color' is not a factor"),
+        ('where = { threads = [] }\nwhy = "x"', "an empty list: name the levels to leave out"),
+        ('workloads = ["aim7-shared"]', "scales.small.leave_out.0.why: Field required"),
+    ],
+)
 def test_a_bad_leave_out_names_the_field(tmp_path, entry, says):
     text = (STUDY_DIR / "bryant2002.toml").read_text()
     cut = text.index("[[scales.small.leave_out]]")
@@ -113,8 +128,13 @@ def test_the_dry_run_shows_what_the_estimate_is_made_of():
     n, secs = plan.est_by_workload["dbench-60s"]
     each = study.workloads[0].est_trial_s["small"] + plan_mod.TRIAL_OVERHEAD_S
     assert n == plan.cells and secs == pytest.approx(plan.cells * plan.trials_per_cell * each)
-    r = subprocess.run([sys.executable, "-m", "fsmeter", "study", "run", "gus3-2008", "--dry-run"],
-                       capture_output=True, text=True, timeout=300, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    r = subprocess.run(
+        [sys.executable, "-m", "fsmeter", "study", "run", "gus3-2008", "--dry-run"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+    )
     assert r.returncode == 0, r.stderr
     rows = [[x.strip() for x in line.split("│")[1:-1]] for line in r.stdout.splitlines() if "│" in line]
     assert ["dbench-60s", str(n), str(plan.trials_per_cell), f"{each:.1f}", f"{secs / 60:.0f} min"] in rows
@@ -124,23 +144,25 @@ def test_the_headline_counts_every_verdict_word_apart():
     from types import SimpleNamespace as NS
 
     from fsmeter.study.report import headline
-    from fsmeter.study.verdict import (INCONCLUSIVE, NOT_COMPARABLE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED,
-                                       REVERSED)
+    from fsmeter.study.verdict import INCONCLUSIVE, NOT_COMPARABLE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, REVERSED
 
     words = [REPRODUCED, REPRODUCED, REVERSED, INCONCLUSIVE, INCONCLUSIVE, INCONCLUSIVE, NOT_COMPARABLE]
-    view = NS(verdicts=[NS(outcome=w) for w in words],
-              paper={"X1": NS(paper_verdict="contradicted"), "X2": NS(paper_verdict="supported")})
+    view = NS(
+        verdicts=[NS(outcome=w) for w in words],
+        paper={"X1": NS(paper_verdict="contradicted"), "X2": NS(paper_verdict="supported")},
+    )
     line = headline(view)
     # Every word has its own count, zeros included, so that a reversal never hides among failures.
-    assert line == (f"2 {REPRODUCED}, 1 {REVERSED}, 0 {NOT_REPRODUCED}, 3 {INCONCLUSIVE}, 1 {NOT_COMPARABLE}, "
-                    f"0 {NOT_TESTABLE}; contradicted by the paper's own data: X1")
+    assert line == (
+        f"2 {REPRODUCED}, 1 {REVERSED}, 0 {NOT_REPRODUCED}, 3 {INCONCLUSIVE}, 1 {NOT_COMPARABLE}, "
+        f"0 {NOT_TESTABLE}; contradicted by the paper's own data: X1"
+    )
 
 
 def test_page_cache_reads_void_a_claim_only_on_workloads_the_study_ran_from_disk():
     """B30 (ext3's two journal modes perform the same) is sensitive to cache residency for pgmeter, which
     ran from disk; its filemark cases ran from memory in the study too, so their cached reads void nothing."""
     import pandas as pd
-
     from fsmeter.study.claims import ClaimChecker
 
     s = load_study("bryant2002")
@@ -148,10 +170,24 @@ def test_page_cache_reads_void_a_claim_only_on_workloads_the_study_ran_from_disk
     assert "cache_residency" in b30.sensitive_to
 
     def frame(workload, metric):
-        return pd.DataFrame([dict(workload=workload, metric_key=metric, higher_is_better=True, filesystem=fs,
-                                  trial=t, value=1000.0 + (-1) ** t * (t // 2 + 1) * 2.0, phase_s=5.0,
-                                  other_cpu_share=0.01, cache_read_share=0.85, threads=1)
-                             for fs in ("ext3-ordered", "ext3-writeback") for t in range(8)])
+        return pd.DataFrame(
+            [
+                dict(
+                    workload=workload,
+                    metric_key=metric,
+                    higher_is_better=True,
+                    filesystem=fs,
+                    trial=t,
+                    value=1000.0 + (-1) ** t * (t // 2 + 1) * 2.0,
+                    phase_s=5.0,
+                    other_cpu_share=0.01,
+                    cache_read_share=0.85,
+                    threads=1,
+                )
+                for fs in ("ext3-ordered", "ext3-writeback")
+                for t in range(8)
+            ]
+        )
 
     only = s.model_copy(update={"claims": [b30]})
     v = ClaimChecker(only, frame("filemark-small-file", "transactions-1.transactions_per_s")).check_all()[0]
@@ -164,14 +200,24 @@ def test_a_claim_whose_subject_the_run_changed_is_not_comparable_even_without_it
     """B01 (pgmeter on the study's IDE disk) has no cells at the small scale; it reads 'not comparable
     here' (the storage changed), not 'inconclusive' as if more data could decide it."""
     import pandas as pd
-
     from fsmeter.study.claims import ClaimChecker
 
     s = load_study("bryant2002")
     b01 = next(c for c in s.claims if c.id == "B01")
-    frame = pd.DataFrame([dict(workload="filemark-small-file", metric_key="transactions-1.transactions_per_s",
-                               higher_is_better=True, filesystem="ext2", trial=t, value=100.0 + t, phase_s=5.0)
-                          for t in range(4)])
+    frame = pd.DataFrame(
+        [
+            dict(
+                workload="filemark-small-file",
+                metric_key="transactions-1.transactions_per_s",
+                higher_is_better=True,
+                filesystem="ext2",
+                trial=t,
+                value=100.0 + t,
+                phase_s=5.0,
+            )
+            for t in range(4)
+        ]
+    )
     only = s.model_copy(update={"claims": [b01]})
     storage = [c for c in plan_study(s, "small").changes if "storage_kind" in c.affects]
     v = ClaimChecker(only, frame, storage).check_all()[0]

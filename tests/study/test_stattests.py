@@ -1,14 +1,26 @@
 """The statistical tests behind study verdicts, checked by hand and against scipy/statsmodels."""
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 import pytest
+from fsmeter.study.stattests import (
+    Sample,
+    beyond_margin_p,
+    diff_interval,
+    holm,
+    one_sided_p,
+    ratio_in_range_p,
+    ratio_interval,
+    ratio_outside_p,
+    tost_p,
+    trials_needed,
+    welch,
+    welch_power,
+)
 from scipy import stats as sps
-
-from fsmeter.study.stattests import (Sample, beyond_margin_p, diff_interval, holm, one_sided_p, ratio_in_range_p,
-                                     ratio_interval, ratio_outside_p, tost_p, trials_needed, welch, welch_power)
 
 A = Sample(110.0, 10.0, 10)
 B = Sample(100.0, 10.0, 10)
@@ -21,8 +33,9 @@ def test_welch_one_sided_by_hand():
     p = one_sided_p(A, B)
     # t table, df 18: t(0.975) = 2.101 < 2.236 < t(0.99) = 2.552, so 0.01 < p < 0.025
     assert 0.01 < p < 0.025
-    assert p == pytest.approx(sps.ttest_ind_from_stats(110, 10, 10, 100, 10, 10, equal_var=False,
-                                                       alternative="greater").pvalue)
+    assert p == pytest.approx(
+        sps.ttest_ind_from_stats(110, 10, 10, 100, 10, 10, equal_var=False, alternative="greater").pvalue
+    )
     # the other direction is the complement
     assert one_sided_p(A, B, a_larger=False) == pytest.approx(1 - p)
 
@@ -98,7 +111,6 @@ def test_power_against_statsmodels():
 
 # -- inside a claim: Holm, the decision rule, power, gates ------------------------------------------------
 import pandas as pd  # noqa: E402
-
 from fsmeter.study.claims import ClaimChecker  # noqa: E402
 from fsmeter.study.model import Claim, load_study  # noqa: E402
 from fsmeter.study.plan import Change  # noqa: E402
@@ -112,23 +124,55 @@ def _study(**claim):
 
 def _summary_frame(cells, **extra):
     """cells: {(filesystem, case): (mean, sd, n)} as published summaries (one row each)."""
-    return pd.DataFrame([dict(workload="w", metric_key="run.x", higher_is_better=True, filesystem=fs, case=c,
-                              value=m, sd=sd, n=n, **extra) for (fs, c), (m, sd, n) in cells.items()])
+    return pd.DataFrame(
+        [
+            dict(
+                workload="w",
+                metric_key="run.x",
+                higher_is_better=True,
+                filesystem=fs,
+                case=c,
+                value=m,
+                sd=sd,
+                n=n,
+                **extra,
+            )
+            for (fs, c), (m, sd, n) in cells.items()
+        ]
+    )
 
 
 def _runs_frame(cells, n=8, **extra):
     """cells: {filesystem: mean}; n exact trials at mean -2, -1, 0, +1, +2 ... (sd ~1.5) per filesystem."""
     offs = [(-1) ** i * (i // 2 + 1) * 0.75 for i in range(n)]
-    return pd.DataFrame([dict(workload="w", metric_key="run.x", higher_is_better=True, filesystem=fs, trial=i,
-                              value=m + offs[i], **extra) for fs, m in cells.items() for i in range(n)])
+    return pd.DataFrame(
+        [
+            dict(
+                workload="w",
+                metric_key="run.x",
+                higher_is_better=True,
+                filesystem=fs,
+                trial=i,
+                value=m + offs[i],
+                **extra,
+            )
+            for fs, m in cells.items()
+            for i in range(n)
+        ]
+    )
 
 
 def test_holm_inside_a_claim_turns_a_lone_significant_case_unclear():
     # Three cases; by hand each one-sided Welch p: case a t = 5/sqrt(2*25/10) = 2.236, df 18, p = 0.0191;
     # Holm across the three: 3 x 0.0191 = 0.057 > 0.05, so case a alone no longer holds.
-    cells = {("xfs", "a"): (105, 5, 10), ("ext3", "a"): (100, 5, 10),
-             ("xfs", "b"): (100, 5, 10), ("ext3", "b"): (100, 5, 10),
-             ("xfs", "c"): (100, 5, 10), ("ext3", "c"): (100, 5, 10)}
+    cells = {
+        ("xfs", "a"): (105, 5, 10),
+        ("ext3", "a"): (100, 5, 10),
+        ("xfs", "b"): (100, 5, 10),
+        ("ext3", "b"): (100, 5, 10),
+        ("xfs", "c"): (100, 5, 10),
+        ("ext3", "c"): (100, 5, 10),
+    }
     # a claimed 3% effect: too little power (~0.4) for silence to count as "not reproduced"
     v = ClaimChecker(_study(decide="any", effect_pct=3.0), _summary_frame(cells), paper=True).check_all()[0]
     a = next(t for t in v.tests if t.case.endswith("case=a"))
@@ -140,12 +184,19 @@ def test_holm_inside_a_claim_turns_a_lone_significant_case_unclear():
 
 
 def test_decision_rule_across_cases():
-    cells = {("xfs", "a"): (150, 5, 10), ("ext3", "a"): (100, 5, 10),
-             ("xfs", "b"): (150, 5, 10), ("ext3", "b"): (100, 5, 10),
-             ("xfs", "c"): (60, 5, 10), ("ext3", "c"): (100, 5, 10)}
+    cells = {
+        ("xfs", "a"): (150, 5, 10),
+        ("ext3", "a"): (100, 5, 10),
+        ("xfs", "b"): (150, 5, 10),
+        ("ext3", "b"): (100, 5, 10),
+        ("xfs", "c"): (60, 5, 10),
+        ("ext3", "c"): (100, 5, 10),
+    }
     f = _summary_frame(cells)
-    words = {rule: ClaimChecker(_study(decide=rule), f, paper=True).check_all()[0].outcome
-             for rule in ("all", "majority", "any", 3)}
+    words = {
+        rule: ClaimChecker(_study(decide=rule), f, paper=True).check_all()[0].outcome
+        for rule in ("all", "majority", "any", 3)
+    }
     # two cases hold, one is reversed: 'all' (and 3) fail on the reversal, 'majority' and 'any' hold
     assert words == {"all": "reversed", "majority": "reproduced", "any": "reproduced", 3: "reversed"}
     # a claim about four cases cannot be shown on three
@@ -211,9 +262,17 @@ def test_a_change_the_claim_is_sensitive_to_makes_it_not_comparable():
 
 def test_a_change_to_another_workload_or_configuration_leaves_the_claim_comparable():
     lay = load_study("layton2009")
-    claim = Claim.model_validate({"id": "C", "says": "", "kind": "ordering", "metrics": ["run.x"],
-                                  "tiers": [["xfs"], ["ext3"]], "workloads": ["fdtree-small-shallow"],
-                                  "sensitive_to": ["file_size"]})
+    claim = Claim.model_validate(
+        {
+            "id": "C",
+            "says": "",
+            "kind": "ordering",
+            "metrics": ["run.x"],
+            "tiers": [["xfs"], ["ext3"]],
+            "workloads": ["fdtree-small-shallow"],
+            "sensitive_to": ["file_size"],
+        }
+    )
     s = lay.model_copy(update={"claims": [claim]})
     f = _runs_frame({"xfs": 150, "ext3": 100}, phase_s=30.0).assign(workload="fdtree-small-shallow")
     other = [Change("shrunk", "fdtree-medium-shallow: file_size 4M -> 1M", "smaller", ("file_size",))]
@@ -239,11 +298,26 @@ def test_variation_claims_pass_the_gates_too():
     for fs, fe in (("ext2", 5.0), ("ext3", -5.0)):
         for mode, me in (("block_read.kbs", 20.0), ("block_write.kbs", -20.0)):
             for t in range(6):
-                rows.append(dict(workload="w", metric_key=mode, higher_is_better=True, trial=t, filesystem=fs,
-                                 value=100 + fe + me + (t - 2.5) * 0.4, phase_s=30.0, other_cpu_share=0.02))
+                rows.append(
+                    dict(
+                        workload="w",
+                        metric_key=mode,
+                        higher_is_better=True,
+                        trial=t,
+                        filesystem=fs,
+                        value=100 + fe + me + (t - 2.5) * 0.4,
+                        phase_s=30.0,
+                        other_cpu_share=0.02,
+                    )
+                )
     f = pd.DataFrame(rows)
-    claim = {"kind": "variation", "metrics": ["block_read.kbs", "block_write.kbs"], "tiers": [],
-             "design": ["filesystem", "access_mode"], "larger": ["access_mode", "filesystem"]}
+    claim = {
+        "kind": "variation",
+        "metrics": ["block_read.kbs", "block_write.kbs"],
+        "tiers": [],
+        "design": ["filesystem", "access_mode"],
+        "larger": ["access_mode", "filesystem"],
+    }
     assert ClaimChecker(_study(**claim), f).check_all()[0].outcome == "reproduced"
     busy = f.assign(other_cpu_share=0.9)
     v = ClaimChecker(_study(**claim), busy).check_all()[0]
@@ -263,12 +337,22 @@ def test_a_re_run_with_one_trial_a_side_is_inconclusive_not_descriptive():
 
 def test_not_better_by_more_than_a_margin():
     """'deep is not faster than shallow' with a 5% margin (a non-superiority test, one-sided Welch)."""
-    base = {"factor": "workload", "pairs": [["shallow", "deep"]], "direction": "not_up", "margin_pct": 5.0,
-            "tiers": [], "metrics": ["run.x"]}
+    base = {
+        "factor": "workload",
+        "pairs": [["shallow", "deep"]],
+        "direction": "not_up",
+        "margin_pct": 5.0,
+        "tiers": [],
+        "metrics": ["run.x"],
+    }
 
     def frame(deep, shallow):
-        return pd.DataFrame([dict(workload=w, metric_key="run.x", higher_is_better=True, filesystem="ext4",
-                                  value=m, sd=1.0, n=10) for w, m in (("deep", deep), ("shallow", shallow))])
+        return pd.DataFrame(
+            [
+                dict(workload=w, metric_key="run.x", higher_is_better=True, filesystem="ext4", value=m, sd=1.0, n=10)
+                for w, m in (("deep", deep), ("shallow", shallow))
+            ]
+        )
 
     # deep 2% faster: within the margin -> holds; by hand t = (5 - 2) / sqrt(0.2) = 6.7, p ~ 1e-6
     assert ClaimChecker(_study(**base), frame(102, 100), paper=True).check_all()[0].outcome == "reproduced"
@@ -279,8 +363,12 @@ def test_not_better_by_more_than_a_margin():
 
 
 def test_evidence_leads_with_the_cases_that_decided():
-    cells = {("xfs", "a"): (150, 5, 10), ("ext3", "a"): (100, 5, 10),
-             ("xfs", "b"): (60, 5, 10), ("ext3", "b"): (100, 5, 10)}
+    cells = {
+        ("xfs", "a"): (150, 5, 10),
+        ("ext3", "a"): (100, 5, 10),
+        ("xfs", "b"): (60, 5, 10),
+        ("ext3", "b"): (100, 5, 10),
+    }
     v = ClaimChecker(_study(), _summary_frame(cells), paper=True).check_all()[0]
     assert v.outcome == "reversed" and v.evidence()[0].startswith("run.x, w, case=b") and "reversed" in v.evidence()[0]
     v = ClaimChecker(_study(decide="any"), _summary_frame(cells), paper=True).check_all()[0]

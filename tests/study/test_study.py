@@ -1,20 +1,19 @@
 """Studies: campaign generation from a study's design, substitutions, scale rules, the claim checker,
 and the study report on a store filled through the store's own API."""
+
 from __future__ import annotations
 
 import random
 
 import pandas as pd
 import pytest
-
+from chromium import CHROMIUM, load_charts
 from fsmeter.errors import UserError
 from fsmeter.study import plan as plan_mod
 from fsmeter.study.claims import ClaimChecker
-from fsmeter.study.verdict import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, REVERSED
 from fsmeter.study.model import Claim, load_study, study_paths
 from fsmeter.study.plan import Change, changes_of, plan_study
-
-from chromium import CHROMIUM, load_charts
+from fsmeter.study.verdict import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, REVERSED
 
 UNSUPPORTED = {"jfs", "reiserfs", "nilfs2", "f2fs"}
 
@@ -22,9 +21,15 @@ UNSUPPORTED = {"jfs", "reiserfs", "nilfs2", "f2fs"}
 @pytest.fixture
 def this_kernel(monkeypatch):
     """A kernel like this project's machine: no jfs/reiserfs/nilfs2; loop devices offer 4 schedulers."""
-    monkeypatch.setattr(plan_mod, "_filesystem_problem",
-                        lambda name: f"{name}: not supported by this kernel" if name in UNSUPPORTED else
-                        (None if name in {"ext2", "ext3", "ext4", "xfs", "btrfs"} else f"fsmeter has no {name} support"))
+    monkeypatch.setattr(
+        plan_mod,
+        "_filesystem_problem",
+        lambda name: (
+            f"{name}: not supported by this kernel"
+            if name in UNSUPPORTED
+            else (None if name in {"ext2", "ext3", "ext4", "xfs", "btrfs"} else f"fsmeter has no {name} support")
+        ),
+    )
     monkeypatch.setattr(plan_mod, "_offered_schedulers", lambda: {"none", "mq-deadline", "kyber", "bfq"})
 
 
@@ -132,8 +137,13 @@ def _frame(spec: dict, n: int = 6, noise: float = 0.02, seed: int = 3, **cols) -
         key = key if isinstance(key, tuple) else (key,)
         for t in range(n):
             row = dict(zip(keys, key))
-            row.update(workload=cols.get("workload", "w"), metric_key="run.x", higher_is_better=True, trial=t,
-                       value=mean * rng.gauss(1.0, noise))
+            row.update(
+                workload=cols.get("workload", "w"),
+                metric_key="run.x",
+                higher_is_better=True,
+                trial=t,
+                value=mean * rng.gauss(1.0, noise),
+            )
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -144,8 +154,7 @@ def _study_with(*claims: dict):
 
 
 def test_ordering_reproduced_reversed_not_reproduced_inconclusive():
-    base = {"id": "C", "says": "xfs beats ext3", "kind": "ranking", "metrics": ["run.x"],
-            "tiers": [["xfs"], ["ext3"]]}
+    base = {"id": "C", "says": "xfs beats ext3", "kind": "ranking", "metrics": ["run.x"], "tiers": [["xfs"], ["ext3"]]}
     s = _study_with(base)
     assert ClaimChecker(s, _frame({"xfs": 200, "ext3": 100})).check_all()[0].outcome == REPRODUCED
     v = ClaimChecker(s, _frame({"xfs": 100, "ext3": 200})).check_all()[0]
@@ -165,12 +174,28 @@ def test_a_configuration_not_run_here_is_named_and_the_claim_not_testable_here()
 def test_a_claim_whose_workload_or_whole_tier_did_not_run_is_not_testable_here_not_inconclusive():
     # a scale that leaves the claim's workload out, or a kernel without the one filesystem a tier holds,
     # leaves nothing to test: "not testable here", naming what is absent ("inconclusive" means too little data)
-    s = _study_with({"id": "C", "says": "", "kind": "ordering", "metrics": ["run.x"], "workloads": ["deep"],
-                     "tiers": [["xfs"], ["ext3"]]})
+    s = _study_with(
+        {
+            "id": "C",
+            "says": "",
+            "kind": "ordering",
+            "metrics": ["run.x"],
+            "workloads": ["deep"],
+            "tiers": [["xfs"], ["ext3"]],
+        }
+    )
     v = ClaimChecker(s, _frame({"xfs": 200, "ext3": 100})).check_all()[0]
     assert v.outcome == NOT_TESTABLE and any("not run here: deep" in n for n in v.notes)
-    s = _study_with({"id": "C", "says": "", "kind": "ordering", "metrics": ["run.x"], "workloads": ["w"],
-                     "tiers": [["xfs", "ext3"], ["reiserfs"]]})
+    s = _study_with(
+        {
+            "id": "C",
+            "says": "",
+            "kind": "ordering",
+            "metrics": ["run.x"],
+            "workloads": ["w"],
+            "tiers": [["xfs", "ext3"], ["reiserfs"]],
+        }
+    )
     v = ClaimChecker(s, _frame({"xfs": 200, "ext3": 100})).check_all()[0]
     assert v.outcome == NOT_TESTABLE and any("reiserfs" in n for n in v.notes)
     # with both present it is tested as before
@@ -187,23 +212,39 @@ def test_phases_a_star_name_pools_count_once_per_trial():
     for fs, base in (("xfs", 200.0), ("ext3", 100.0)):
         for t in range(3):
             for ph, f in (("transactions-1", 1.0), ("transactions-2", 1.1)):
-                rows.append({"workload": "w", "metric_key": f"{ph}.tps", "higher_is_better": True, "trial": t,
-                             "filesystem": fs, "value": base * f + t, "phase_s": 5.0 + (ph == "transactions-2"),
-                             "other_cpu_share": 0.01 * (t + 1)})
+                rows.append(
+                    {
+                        "workload": "w",
+                        "metric_key": f"{ph}.tps",
+                        "higher_is_better": True,
+                        "trial": t,
+                        "filesystem": fs,
+                        "value": base * f + t,
+                        "phase_s": 5.0 + (ph == "transactions-2"),
+                        "other_cpu_share": 0.01 * (t + 1),
+                    }
+                )
     df = _pick_metrics(pd.DataFrame(rows), ["transactions-*.tps"])
     assert len(df) == 6 and set(df["metric_key"]) == {"transactions-*.tps"}
     one = df[(df["filesystem"] == "xfs") & (df["trial"] == 1)].iloc[0]
     assert one["value"] == pytest.approx((200.0 + 1 + 220.0 + 1) / 2)
-    assert one["phase_s"] == 5.0 and one["other_cpu_share"] == pytest.approx(0.02)   # shortest, busiest
-    s = _study_with({"id": "C", "says": "", "kind": "ordering", "metrics": ["transactions-*.tps"],
-                     "tiers": [["xfs"], ["ext3"]]})
+    assert one["phase_s"] == 5.0 and one["other_cpu_share"] == pytest.approx(0.02)  # shortest, busiest
+    s = _study_with(
+        {"id": "C", "says": "", "kind": "ordering", "metrics": ["transactions-*.tps"], "tiers": [["xfs"], ["ext3"]]}
+    )
     v = ClaimChecker(s, pd.DataFrame(rows)).check_all()[0]
     assert "n=3" in v.evidence()[0] and "n=6" not in v.evidence()[0]
 
 
 def test_equivalence():
-    c = {"id": "E", "says": "", "kind": "equivalence", "metrics": ["run.x"], "tiers": [["xfs", "ext3"]],
-         "margin_pct": 5}
+    c = {
+        "id": "E",
+        "says": "",
+        "kind": "equivalence",
+        "metrics": ["run.x"],
+        "tiers": [["xfs", "ext3"]],
+        "margin_pct": 5,
+    }
     s = _study_with(c)
     assert ClaimChecker(s, _frame({"xfs": 100, "ext3": 101}, noise=0.005)).check_all()[0].outcome == REPRODUCED
     assert ClaimChecker(s, _frame({"xfs": 150, "ext3": 100})).check_all()[0].outcome == NOT_REPRODUCED
@@ -217,11 +258,19 @@ def test_equivalence():
 
 
 def test_trend_per_context_and_where_on_an_unvaried_factor():
-    c = {"id": "T", "says": "", "kind": "trend", "factor": "threads", "pairs": [[5, 20]], "direction": "up",
-         "metrics": ["run.x"], "configurations": ["xfs"], "where": {"cpu_speed": "fastest"}}
+    c = {
+        "id": "T",
+        "says": "",
+        "kind": "trend",
+        "factor": "threads",
+        "pairs": [[5, 20]],
+        "direction": "up",
+        "metrics": ["run.x"],
+        "configurations": ["xfs"],
+        "where": {"cpu_speed": "fastest"},
+    }
     s = _study_with(c)
-    up = _frame({("xfs", 5): 100, ("xfs", 20): 150, ("ext3", 5): 100, ("ext3", 20): 50},
-                keys=["filesystem", "threads"])
+    up = _frame({("xfs", 5): 100, ("xfs", 20): 150, ("ext3", 5): 100, ("ext3", 20): 50}, keys=["filesystem", "threads"])
     v = ClaimChecker(s, up).check_all()[0]
     assert v.outcome == REPRODUCED and len(v.subs) == 1
     assert any("cpu_speed was not varied" in n for n in v.notes)
@@ -230,18 +279,33 @@ def test_trend_per_context_and_where_on_an_unvaried_factor():
 
 
 def test_except_drops_the_excepted_cells():
-    c = {"id": "X", "says": "", "kind": "ranking", "metrics": ["run.x"], "tiers": [["xfs"], ["ext3"]],
-         "except": [{"elevator": "cfq", "cpu_speed": "slowest"}]}
+    c = {
+        "id": "X",
+        "says": "",
+        "kind": "ranking",
+        "metrics": ["run.x"],
+        "tiers": [["xfs"], ["ext3"]],
+        "except": [{"elevator": "cfq", "cpu_speed": "slowest"}],
+    }
     s = _study_with(c)
-    df = _frame({("xfs", "noop"): 200, ("ext3", "noop"): 100, ("xfs", "cfq"): 100, ("ext3", "cfq"): 200},
-                keys=["filesystem", "elevator"])
+    df = _frame(
+        {("xfs", "noop"): 200, ("ext3", "noop"): 100, ("xfs", "cfq"): 100, ("ext3", "cfq"): 200},
+        keys=["filesystem", "elevator"],
+    )
     v = ClaimChecker(s, df).check_all()[0]
     assert v.outcome == REPRODUCED and [x.context for x in v.subs] == ["run.x, w"]
 
 
 def test_ratio_claim():
-    c = {"id": "R", "says": "", "kind": "ratio", "metric": "run.x", "numerator": {"workload": ["small"]},
-         "denominator": {"workload": ["big"]}, "ratio_range": [0.0, 0.3]}
+    c = {
+        "id": "R",
+        "says": "",
+        "kind": "ratio",
+        "metric": "run.x",
+        "numerator": {"workload": ["small"]},
+        "denominator": {"workload": ["big"]},
+        "ratio_range": [0.0, 0.3],
+    }
     s = _study_with(c)
     df = pd.concat([_frame({"ext4": 10}, workload="small"), _frame({"ext4": 100}, workload="big")])
     assert ClaimChecker(s, df).check_all()[0].outcome == REPRODUCED
@@ -267,11 +331,24 @@ def _fill(store, p, fs_speed: dict, rng, n_trials: int = 6):
         for n in range(1, n_trials + 1):
             mb = 100 * fs_speed[f["filesystem"]] * (1.3 if f.get("threads") == 20 else 1) * rng.gauss(1, 0.02)
             rep = phase_report(mb, {"NTCreateX": (0.5, 2e4 / fs_speed[f["filesystem"]]), "ReadX": (0.5, 1e4)}, rng)
-            store.record_trial(row["id"], n, status="ok", started="2024-01-01T00:00:00Z",
-                               phases=[{"key": "run", "engine_phase": "run", "report": rep}],
-                               metrics=[{"phase": "run", "name": "MB_per_s", "unit": "MB/s", "higher_is_better": True,
-                                         "value": mb, "headline": True}],
-                               environment=environment(f["filesystem"], "replay", {}))
+            store.record_trial(
+                row["id"],
+                n,
+                status="ok",
+                started="2024-01-01T00:00:00Z",
+                phases=[{"key": "run", "engine_phase": "run", "report": rep}],
+                metrics=[
+                    {
+                        "phase": "run",
+                        "name": "MB_per_s",
+                        "unit": "MB/s",
+                        "higher_is_better": True,
+                        "value": mb,
+                        "headline": True,
+                    }
+                ],
+                environment=environment(f["filesystem"], "replay", {}),
+            )
         store.set_cell_status(row["id"], "done")
     store.set_campaign_status(cid, "done")
     return cid
@@ -284,14 +361,18 @@ def _fill_study(study, db, monkeypatch, rng):
     from fsmeter.store import open_store
     from report_synth import environment, phase_report
 
-    monkeypatch.setattr(plan_mod, "_filesystem_problem", lambda n: None if n in {"ext2", "ext3", "ext4", "xfs", "btrfs"}
-                        else f"{n}: not supported by this kernel")
+    monkeypatch.setattr(
+        plan_mod,
+        "_filesystem_problem",
+        lambda n: None if n in {"ext2", "ext3", "ext4", "xfs", "btrfs"} else f"{n}: not supported by this kernel",
+    )
     monkeypatch.setattr(plan_mod, "_offered_schedulers", lambda: {"none", "mq-deadline", "bfq"})
     p = plan_study(study, "quick")
     cells = expand(parse_campaign(p.text(), "t"))
     base_speed = {"xfs": 0.5, "ext2": 1.0, "ext3": 1.1, "ext4": 1.2, "btrfs": 1.5}
-    speed = {k: base_speed[k.split("-")[0]] for k in
-             {c.factors["filesystem"] for c in cells}}  # configuration ids such as ext3-ordered
+    speed = {
+        k: base_speed[k.split("-")[0]] for k in {c.factors["filesystem"] for c in cells}
+    }  # configuration ids such as ext3-ordered
     with open_store(db) as store:
         cid = store.create_campaign(p.campaign["name"], p.text(), [(c.workload, c.factors) for c in cells])
         for row, cell in zip(store.cells(cid), cells):
@@ -299,50 +380,106 @@ def _fill_study(study, db, monkeypatch, rng):
             for n in range(1, 9):  # enough trials for the power the claims want at 3% noise
                 v = 100 * speed[cell.factors["filesystem"]] * rng.gauss(1, 0.03)
                 if fam == "tree":
-                    names = [("mkdir", "dirs_per_s", "dirs/s"), ("create", "files_per_s", "files/s"),
-                             ("create", "KiB_per_s", "KiB/s"), ("remove", "files_per_s", "files/s"),
-                             ("rmdir", "dirs_per_s", "dirs/s")]
-                    phases = [{"key": k, "engine_phase": k, "report": phase_report(v, {k: (1.0, 1e4)}, rng,
-                                                                                   elapsed_s=10 / speed[cell.factors["filesystem"]])}
-                              for k in ("mkdir", "create", "remove", "rmdir")]
+                    names = [
+                        ("mkdir", "dirs_per_s", "dirs/s"),
+                        ("create", "files_per_s", "files/s"),
+                        ("create", "KiB_per_s", "KiB/s"),
+                        ("remove", "files_per_s", "files/s"),
+                        ("rmdir", "dirs_per_s", "dirs/s"),
+                    ]
+                    phases = [
+                        {
+                            "key": k,
+                            "engine_phase": k,
+                            "report": phase_report(
+                                v, {k: (1.0, 1e4)}, rng, elapsed_s=10 / speed[cell.factors["filesystem"]]
+                            ),
+                        }
+                        for k in ("mkdir", "create", "remove", "rmdir")
+                    ]
                 elif fam == "bonnie":
                     io = ("putc_write", "block_write", "rewrite", "getc_read", "block_read")
                     names = [(ph, "kbs", "KiB/s") for ph in io] + [("seeks", "per_s", "seeks/s")]
-                    phases = [{"key": ph, "engine_phase": ph,
-                               "report": phase_report(v, {ph: (1.0, 1e4)}, rng)} for ph in (*io, "seeks")]
+                    phases = [
+                        {"key": ph, "engine_phase": ph, "report": phase_report(v, {ph: (1.0, 1e4)}, rng)}
+                        for ph in (*io, "seeks")
+                    ]
                 elif fam == "access":
                     names = [("run", "MiB_per_s", "MiB/s"), ("run", "ops_per_s", "ops/s")]
-                    phases = [{"key": "run", "engine_phase": "run",
-                               "report": phase_report(v, {"read": (1.0, 1e4)}, rng)}]
+                    phases = [
+                        {"key": "run", "engine_phase": "run", "report": phase_report(v, {"read": (1.0, 1e4)}, rng)}
+                    ]
                 elif fam == "fileset":
                     names = [(f"transactions-{k}", "transactions_per_s", "transactions/s") for k in (1, 2, 3)]
-                    phases = [{"key": ph, "engine_phase": "transactions",
-                               "report": phase_report(v, {"read": (1.0, 1e4)}, rng)} for ph, _, _ in names]
+                    phases = [
+                        {
+                            "key": ph,
+                            "engine_phase": "transactions",
+                            "report": phase_report(v, {"read": (1.0, 1e4)}, rng),
+                        }
+                        for ph, _, _ in names
+                    ]
                 elif fam == "mix":
                     names = [("subruns", "peak_jpm", "jobs/min")]
-                    phases = [{"key": "subruns", "engine_phase": "subruns",
-                               "report": phase_report(v, {"job": (1.0, 1e6)}, rng)}]
+                    phases = [
+                        {
+                            "key": "subruns",
+                            "engine_phase": "subruns",
+                            "report": phase_report(v, {"job": (1.0, 1e6)}, rng),
+                        }
+                    ]
                 elif fam == "macro":
                     names = [(ph, t, "s") for ph in ("cp", "untar", "rm") for t in ("real_s", "user_s", "sys_s")]
-                    phases = [{"key": ph, "engine_phase": ph, "report": phase_report(v, {"exec": (1.0, 1e6)}, rng)}
-                              for ph in ("cp", "untar", "rm")]
+                    phases = [
+                        {"key": ph, "engine_phase": ph, "report": phase_report(v, {"exec": (1.0, 1e6)}, rng)}
+                        for ph in ("cp", "untar", "rm")
+                    ]
                 elif fam == "iozone":
-                    names = [("grid", f"{t}[{f},{r}]", "ops/s") for t in ("write", "read")
-                             for f in ("64K", "1M") for r in ("4K", "64K")]
-                    phases = [{"key": "grid", "engine_phase": "grid",
-                               "report": phase_report(v, {"write": (1.0, 1e4)}, rng)}]
+                    names = [
+                        ("grid", f"{t}[{f},{r}]", "ops/s")
+                        for t in ("write", "read")
+                        for f in ("64K", "1M")
+                        for r in ("4K", "64K")
+                    ]
+                    phases = [
+                        {"key": "grid", "engine_phase": "grid", "report": phase_report(v, {"write": (1.0, 1e4)}, rng)}
+                    ]
                 else:
                     names = [("run", "MB_per_s", "MB/s")]
-                    phases = [{"key": "run", "engine_phase": "run",
-                               "report": phase_report(v, {"NTCreateX": (0.5, 2e4 / speed[cell.factors["filesystem"]]),
-                                                          "ReadX": (0.5, 1e4)}, rng)}]
+                    phases = [
+                        {
+                            "key": "run",
+                            "engine_phase": "run",
+                            "report": phase_report(
+                                v,
+                                {"NTCreateX": (0.5, 2e4 / speed[cell.factors["filesystem"]]), "ReadX": (0.5, 1e4)},
+                                rng,
+                            ),
+                        }
+                    ]
                 if fam == "macro":  # times: a faster filesystem takes less
                     v = 10.0 / speed[cell.factors["filesystem"]] * rng.gauss(1, 0.03)
                 bump = {"block_read": 1.3}  # reads faster than writes, as the study found
-                metrics = [{"phase": ph, "name": nm, "unit": u, "higher_is_better": True,
-                            "value": v * bump.get(ph, 1.0), "headline": i == 0} for i, (ph, nm, u) in enumerate(names)]
-                store.record_trial(row["id"], n, status="ok", started="2024-01-01T00:00:00Z", phases=phases,
-                                   metrics=metrics, environment=environment(cell.factors["filesystem"], fam, {}))
+                metrics = [
+                    {
+                        "phase": ph,
+                        "name": nm,
+                        "unit": u,
+                        "higher_is_better": True,
+                        "value": v * bump.get(ph, 1.0),
+                        "headline": i == 0,
+                    }
+                    for i, (ph, nm, u) in enumerate(names)
+                ]
+                store.record_trial(
+                    row["id"],
+                    n,
+                    status="ok",
+                    started="2024-01-01T00:00:00Z",
+                    phases=phases,
+                    metrics=metrics,
+                    environment=environment(cell.factors["filesystem"], fam, {}),
+                )
             store.set_cell_status(row["id"], "done")
         store.set_campaign_status(cid, "done")
 
@@ -410,7 +547,10 @@ def test_merge_keeps_everything_and_kernels_become_a_factor(tmp_path, this_kerne
     s = load_study("gus3-2008")
     p = plan_study(s, "quick")
     a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
-    for path, kernel, speed in ((a, "2.6.27-old", {"xfs": 2.0, "ext3": 1.0}), (b, "6.1.0-new", {"xfs": 1.0, "ext3": 2.0})):
+    for path, kernel, speed in (
+        (a, "2.6.27-old", {"xfs": 2.0, "ext3": 1.0}),
+        (b, "6.1.0-new", {"xfs": 1.0, "ext3": 2.0}),
+    ):
         with open_store(path) as store:
             _fill(store, p, speed, random.Random(9), n_trials=3)
             store.conn.execute("UPDATE environment SET kernel = ?", (kernel,))
@@ -425,8 +565,12 @@ def test_merge_keeps_everything_and_kernels_become_a_factor(tmp_path, this_kerne
     assert con.execute("SELECT count(DISTINCT kernel) FROM environment").fetchone()[0] == 2
     assert con.execute("SELECT count(*) FROM metrics").fetchone()[0] == n_trials
     # every child row points at a parent of its own campaign
-    assert con.execute("SELECT count(*) FROM trials t LEFT JOIN cells c ON c.id = t.cell_id "
-                       "WHERE c.id IS NULL").fetchone()[0] == 0
+    assert (
+        con.execute(
+            "SELECT count(*) FROM trials t LEFT JOIN cells c ON c.id = t.cell_id WHERE c.id IS NULL"
+        ).fetchone()[0]
+        == 0
+    )
     con.close()
     view = build_study_view(s, out)
     assert "kernel" in view.frame.columns
@@ -436,9 +580,8 @@ def test_merge_keeps_everything_and_kernels_become_a_factor(tmp_path, this_kerne
 
 
 def test_merge_refuses_an_existing_output_and_skips_duplicates(tmp_path):
-    from report_synth import make_pair
-
     from fsmeter.store.merge import merge_stores
+    from report_synth import make_pair
 
     a = tmp_path / "a.sqlite"
     make_pair(a, 0.0, 2.0)
@@ -458,16 +601,30 @@ def test_variation_claims_on_a_known_design():
     for fs, fe in (("ext2", 5.0), ("ext3", -5.0)):
         for mode, me in (("block_read.kbs", 20.0), ("block_write.kbs", -20.0)):
             for t in range(10):
-                rows.append(dict(workload="b", metric_key=mode, higher_is_better=True, trial=t, filesystem=fs,
-                                 value=100 + fe + me + rng.gauss(0, 1.0)))
+                rows.append(
+                    dict(
+                        workload="b",
+                        metric_key=mode,
+                        higher_is_better=True,
+                        trial=t,
+                        filesystem=fs,
+                        value=100 + fe + me + rng.gauss(0, 1.0),
+                    )
+                )
     df = pd.DataFrame(rows)
-    base = {"says": "", "kind": "variation", "metrics": ["block_read.kbs", "block_write.kbs"],
-            "design": ["filesystem", "access_mode"]}
-    s = _study_with({**base, "id": "V1", "larger": ["access_mode", "filesystem"]},
-                    {**base, "id": "V2", "larger": ["filesystem", "access_mode"]},
-                    {**base, "id": "V3", "below": {"filesystem:access_mode": 2.0}},
-                    {**base, "id": "V4", "significant": ["access_mode", "filesystem"], "level": 0.9},
-                    {**base, "id": "V5", "share_range": {"explained": [0.0, 50.0]}})
+    base = {
+        "says": "",
+        "kind": "variation",
+        "metrics": ["block_read.kbs", "block_write.kbs"],
+        "design": ["filesystem", "access_mode"],
+    }
+    s = _study_with(
+        {**base, "id": "V1", "larger": ["access_mode", "filesystem"]},
+        {**base, "id": "V2", "larger": ["filesystem", "access_mode"]},
+        {**base, "id": "V3", "below": {"filesystem:access_mode": 2.0}},
+        {**base, "id": "V4", "significant": ["access_mode", "filesystem"], "level": 0.9},
+        {**base, "id": "V5", "share_range": {"explained": [0.0, 50.0]}},
+    )
     out = {v.claim.id: v for v in ClaimChecker(s, df).check_all()}
     # shares by hand: SSA (mode) = 40 * 20^2 = 16000, SSB (fs) = 40 * 5^2 = 1000, SSE ~ 36 * 1
     assert out["V1"].outcome == REPRODUCED and "access_mode 9" in out["V1"].subs[0].detail
@@ -478,12 +635,22 @@ def test_variation_claims_on_a_known_design():
 
 
 def test_kernels_newest_against_oldest():
-    c = {"id": "K", "says": "", "kind": "ranking", "compare": "kernel", "metrics": ["run.x"],
-         "tiers": [["newest"], ["oldest"]]}
+    c = {
+        "id": "K",
+        "says": "",
+        "kind": "ranking",
+        "compare": "kernel",
+        "metrics": ["run.x"],
+        "tiers": [["newest"], ["oldest"]],
+    }
     s = _study_with(c)
     df = _frame({("ext2", "6.1.0-26-amd64"): 120, ("ext2", "4.19.0-9-amd64"): 100}, keys=["filesystem", "kernel"])
     v = ClaimChecker(s, df).check_all()[0]
-    assert v.outcome == REPRODUCED and v.subs[0].detail.startswith("6.1.0-26-amd64 (") and " vs 4.19.0-9-amd64 (" in v.subs[0].detail
+    assert (
+        v.outcome == REPRODUCED
+        and v.subs[0].detail.startswith("6.1.0-26-amd64 (")
+        and " vs 4.19.0-9-amd64 (" in v.subs[0].detail
+    )
     one = ClaimChecker(s, _frame({"ext2": 100})).check_all()[0]
     assert one.outcome == NOT_TESTABLE and any("fsmeter merge" in n for n in one.notes)
 
@@ -504,7 +671,8 @@ def test_workload_levels_become_exclusions(this_kernel):
     assert {"workload": "pgmeter-seq-read", "page_cache_limit": "128M"} in ex
     assert {"workload": "filemark-small-file", "page_cache_limit": "512M"} in ex
     assert not any(e["workload"] == "filemark-small-file" and "threads" in e for e in ex)
-    from fsmeter.campaign import parse_campaign, plan as expand
+    from fsmeter.campaign import parse_campaign
+    from fsmeter.campaign import plan as expand
 
     cells = expand(parse_campaign(p.text(), "t"))
     fm = [c for c in cells if c.workload == "filemark-small-file"]
@@ -519,9 +687,20 @@ def test_pooled_phases_are_one_sample_per_trial():
     s = _study_with(c)
 
     def rows(trials):
-        return [dict(workload="w", metric_key=f"transactions-{k}.tps", higher_is_better=True, trial=t,
-                     filesystem=fs, value=v * (1 + 0.01 * k + 0.005 * t))
-                for fs, v in (("ext2", 200), ("xfs", 100)) for k in (2, 3, 4) for t in trials]
+        return [
+            dict(
+                workload="w",
+                metric_key=f"transactions-{k}.tps",
+                higher_is_better=True,
+                trial=t,
+                filesystem=fs,
+                value=v * (1 + 0.01 * k + 0.005 * t),
+            )
+            for fs, v in (("ext2", 200), ("xfs", 100))
+            for k in (2, 3, 4)
+            for t in trials
+        ]
+
     v = ClaimChecker(s, pd.DataFrame(rows(range(4)))).check_all()[0]
     assert v.outcome == REPRODUCED and v.subs[0].context.startswith("transactions-*.tps")
     # three phases of one trial are one observation, not three: nothing to decide on
@@ -596,21 +775,54 @@ def test_study_report_json_from_the_cli(tmp_path, monkeypatch):
     db = tmp_path / "w.sqlite"
     _fill_study(s, db, monkeypatch, random.Random(6))
     out = tmp_path / "v.json"
-    r = subprocess.run([sys.executable, "-m", "fsmeter", "study", "report", "wettstein2002", "--db", str(db),
-                        "-o", str(tmp_path / "r.html"), "--json", str(out)], capture_output=True, text=True,
-                       timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fsmeter",
+            "study",
+            "report",
+            "wettstein2002",
+            "--db",
+            str(db),
+            "-o",
+            str(tmp_path / "r.html"),
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
     rows = {x["claim"]: x for x in json.loads(out.read_text())}
     assert set(rows) == {c.id for c in s.claims}
     assert rows["W09"]["paper_verdict"] == "contradicted"
     assert rows["W01"]["verdict"] == NOT_TESTABLE
-    r = subprocess.run([sys.executable, "-m", "fsmeter", "study", "report", "wettstein2002", "--db", str(db),
-                        "--json", str(tmp_path / "no" / "v.json")], capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fsmeter",
+            "study",
+            "report",
+            "wettstein2002",
+            "--db",
+            str(db),
+            "--json",
+            str(tmp_path / "no" / "v.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 2 and r.stderr.startswith("fsmeter: error: --json")
 
 
-@pytest.mark.parametrize("column,value,says", [("other_cpu_share", 0.6, "the machine was busy"),
-                                               ("elapsed_s", 0.05, "under the study's minimum")])
+@pytest.mark.parametrize(
+    "column,value,says",
+    [("other_cpu_share", 0.6, "the machine was busy"), ("elapsed_s", 0.05, "under the study's minimum")],
+)
 def test_a_busy_or_short_run_in_the_store_reads_inconclusive(tmp_path, monkeypatch, column, value, says):
     """The store's per-phase regime reaches the gates: the same synthetic run reproduces W07 when quiet
     and long enough, and is inconclusive when other processes took the CPUs or the phases were short."""
@@ -635,8 +847,9 @@ def test_a_busy_or_short_run_in_the_store_reads_inconclusive(tmp_path, monkeypat
     assert noisy["W08"].outcome == INCONCLUSIVE  # the variation claims rest on the same phases
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed: `make sysdeps` as root installs "
-                                              "Debian's chromium")
+@pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed: `make sysdeps` as root installs Debian's chromium"
+)
 @pytest.mark.parametrize("slug", ["gus3-2008", "layton2009", "wettstein2002", "lourdas2009", "bryant2002"])
 def test_study_report_renders_in_chromium(tmp_path, slug, monkeypatch):
     """A study report (figures beside the published numbers, verdict table) draws in Chromium too."""

@@ -3,6 +3,7 @@
 Subcommand modules are discovered, so adding a command is adding a file. A command line
 loads only the module of the subcommand it names.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -13,6 +14,7 @@ import typer
 
 from fsmeter import interrupt
 from fsmeter.errors import UserError
+
 
 def _new_app() -> typer.Typer:
     app = typer.Typer(
@@ -71,7 +73,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def die(message: str, exit_code: int = 2) -> "typer.Exit":
+def die(message: str, exit_code: int = 2) -> typer.Exit:
     """Print one line on stderr and return the Exit to raise."""
     print(f"fsmeter: error: {message}", file=sys.stderr)
     return typer.Exit(exit_code)

@@ -1,8 +1,8 @@
 """`fsmeter analyze`: summaries, CIs and the factorial ANOVA for a CSV or a stored campaign."""
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -60,15 +60,15 @@ def _kept_only(df):
 
 
 def analyze(
-    db: Optional[Path] = typer.Argument(None, help="Results database (with --campaign).", show_default=False),
-    csv: Optional[Path] = typer.Option(None, "--csv", help="CSV file, one row per trial.", show_default=False),
-    campaign: Optional[str] = typer.Option(None, "--campaign", help="Campaign id in the results database."),
+    db: Path | None = typer.Argument(None, help="Results database (with --campaign).", show_default=False),
+    csv: Path | None = typer.Option(None, "--csv", help="CSV file, one row per trial.", show_default=False),
+    campaign: str | None = typer.Option(None, "--campaign", help="Campaign id in the results database."),
     response: str = typer.Option("", "--response", help="Response column(s) or store metric."),
     factors: str = typer.Option("", "--factors", help="Comma-separated factor columns (a+b joins two)."),
     level: float = typer.Option(0.95, "--level", help="Confidence level: 0.90, 0.95 or 0.99."),
     log: bool = typer.Option(False, "--log", help="Multiplicative model: ANOVA of log(response)."),
-    workload: Optional[str] = typer.Option(None, "--workload", help="Store only: keep one workload."),
-    phase: Optional[str] = typer.Option(None, "--phase", help="Store only: keep one phase."),
+    workload: str | None = typer.Option(None, "--workload", help="Store only: keep one workload."),
+    phase: str | None = typer.Option(None, "--phase", help="Store only: keep one phase."),
 ) -> None:
     from fsmeter.stats.analyze import (
         analyze_frame,
@@ -112,8 +112,10 @@ def analyze(
         df = metric_frame(df, responses[0], fac)
         df, note = _kept_only(df)
         if not len(df):
-            raise UserError(f"no finished, kept trial of metric {responses[0]!r}: every one failed, was "
-                            "interrupted or was a discarded warm-up trial (see `fsmeter campaign show`)")
+            raise UserError(
+                f"no finished, kept trial of metric {responses[0]!r}: every one failed, was "
+                "interrupted or was a discarded warm-up trial (see `fsmeter campaign show`)"
+            )
         if note:
             print(f"note: {note}")
         target = "value"

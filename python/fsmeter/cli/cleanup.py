@@ -1,9 +1,9 @@
 """`fsmeter cleanup`: remove what an interrupted run left behind (mounts, loop devices, images, cgroups),
 exactly what its state file records, never anything else."""
+
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 import typer
 
@@ -13,8 +13,11 @@ from fsmeter.provision.state import owner_alive
 from fsmeter.provision.undo import cleanup_leftovers
 
 
-def cleanup(scratch: Optional[str] = typer.Option(
-        None, "--scratch", help="fsmeter's scratch folder (default: $FSMETER_SCRATCH or /var/tmp/fsmeter)")) -> None:
+def cleanup(
+    scratch: str | None = typer.Option(
+        None, "--scratch", help="fsmeter's scratch folder (default: $FSMETER_SCRATCH or /var/tmp/fsmeter)"
+    ),
+) -> None:
     """Unmount, detach and delete the leftovers of killed fsmeter runs, and say what was removed."""
     folder = os.path.abspath(scratch or default_scratch())
     if not os.path.exists(os.path.join(folder, "state.json")):
@@ -36,10 +39,16 @@ def cleanup(scratch: Optional[str] = typer.Option(
     if problems:
         for msg in problems:
             typer.echo(f"not removed: {msg}", err=True)
-        raise UserError(f"{len(problems)} leftover(s) could not be removed: see above; run as root, "
-                        "or stop the processes using them, and run `fsmeter cleanup` again", exit_code=1)
+        raise UserError(
+            f"{len(problems)} leftover(s) could not be removed: see above; run as root, "
+            "or stop the processes using them, and run `fsmeter cleanup` again",
+            exit_code=1,
+        )
 
 
 def register(app: typer.Typer) -> None:
-    app.command("cleanup", help="Remove the mounts, loop devices, images and cgroups left by an "
-                                "interrupted fsmeter run (only those in its state file).")(cleanup)
+    app.command(
+        "cleanup",
+        help="Remove the mounts, loop devices, images and cgroups left by an "
+        "interrupted fsmeter run (only those in its state file).",
+    )(cleanup)

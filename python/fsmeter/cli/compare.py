@@ -7,6 +7,7 @@ explained in notes) and the HTML report next to the store. -v adds the per-cell 
 tables. Without root: the filesystem of the current directory (or --dir), and a note of what
 could not be done.
 """
+
 from __future__ import annotations
 
 import copy
@@ -15,7 +16,6 @@ import sys
 import time
 import tomllib
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 from rich.console import Console
@@ -28,12 +28,19 @@ from fsmeter.errors import UserError
 STUDY = Path(__file__).resolve().parent.parent / "studies" / "quick-compare.toml"
 
 
-def _split(s: Optional[str]) -> list:
+def _split(s: str | None) -> list:
     return [p.strip() for p in (s or "").split(",") if p.strip()]
 
 
-def build_campaign(filesystems: Optional[str], workloads: Optional[str], directory: Optional[Path],
-                   quick_scale: float, trials: Optional[int], size: Optional[str], root: bool) -> tuple:
+def build_campaign(
+    filesystems: str | None,
+    workloads: str | None,
+    directory: Path | None,
+    quick_scale: float,
+    trials: int | None,
+    size: str | None,
+    root: bool,
+) -> tuple:
     """(campaign dict, notes): the study file adjusted to the options and to this machine."""
     from fsmeter.provision import FILESYSTEMS
     from fsmeter.spec import WORKLOAD_DIR
@@ -75,9 +82,11 @@ def build_campaign(filesystems: Optional[str], workloads: Optional[str], directo
         data["filesystems"] = [copy.deepcopy(fs_by.get(n, {"name": n})) for n in names]
     if directory is None and not root:
         directory = Path(".")
-        notes.append("not root: no mkfs, mount or loop devices, so only the filesystem of the current directory "
-                     f"({Path('.').resolve()}) is measured and caches are reset with fadvise; "
-                     "run `sudo fsmeter compare` to compare ext2, ext3, ext4, xfs and btrfs")
+        notes.append(
+            "not root: no mkfs, mount or loop devices, so only the filesystem of the current directory "
+            f"({Path('.').resolve()}) is measured and caches are reset with fadvise; "
+            "run `sudo fsmeter compare` to compare ext2, ext3, ext4, xfs and btrfs"
+        )
         if filesystems:
             notes.append(f"--filesystems {filesystems} ignored: creating filesystems needs root")
     if directory is not None:
@@ -116,16 +125,19 @@ GLUSTER_WORKLOADS = ("seq-read", "seq-write")
 GLUSTER_ONLY = ("--hosts", "--ranks", "--volume-type", "--volume-option")
 
 
-def gluster_target(hosts: Optional[int], ranks: Optional[int], volume_type: Optional[str],
-                   volume_options: Optional[list], size: Optional[str]) -> tuple:
+def gluster_target(
+    hosts: int | None, ranks: int | None, volume_type: str | None, volume_options: list | None, size: str | None
+) -> tuple:
     """(the campaign's [target], its [mpi]) for --target glusterfs, every option checked first."""
     import shutil
 
     if os.geteuid() != 0:
         raise UserError("--target glusterfs makes namespace hosts, loop bricks and mounts: run as root")
-    for tool, hint in (("glusterd", "install the Debian packages glusterfs-server and glusterfs-client"),
-                       ("glusterfs", "install the Debian package glusterfs-client"),
-                       ("mpirun", "run `make build` as root (it installs Open MPI and mpi4py)")):
+    for tool, hint in (
+        ("glusterd", "install the Debian packages glusterfs-server and glusterfs-client"),
+        ("glusterfs", "install the Debian package glusterfs-client"),
+        ("mpirun", "run `make build` as root (it installs Open MPI and mpi4py)"),
+    ):
         if shutil.which(tool) is None:
             raise UserError(f"--target glusterfs: {tool} not found: {hint}")
     n = hosts or 2
@@ -171,18 +183,41 @@ def ranking_table(store, campaign_id: int) -> Table:
             for e in entries:
                 s = info[e.name]
                 vs = "" if e.vs_leader is None else f"{e.vs_leader.rel_diff_pct:+.1f}% (p={e.vs_leader.p_value:.2f})"
-                t.add_row(wl if first else "", f"{metric} ({unit})" if first else "", str(e.rank), str(e.group),
-                          e.name, f"{_fmt(s['ci'].mean)} ± {_fmt(s['ci'].half_width)}", str(len(s["kept"])), vs)
+                t.add_row(
+                    wl if first else "",
+                    f"{metric} ({unit})" if first else "",
+                    str(e.rank),
+                    str(e.group),
+                    e.name,
+                    f"{_fmt(s['ci'].mean)} ± {_fmt(s['ci'].half_width)}",
+                    str(len(s["kept"])),
+                    vs,
+                )
                 first = False
         for s in cells:
             if s in ok:
                 continue
             c = s["cell"]
-            why = (EMULATED_NOTE if c["id"] in emulated else f"{c['status']}: {c['cause']}" if c["cause"] else
-                   f"{len(s['kept'])} kept trial(s): no CI" if s["kept"] else c["status"])
+            why = (
+                EMULATED_NOTE
+                if c["id"] in emulated
+                else f"{c['status']}: {c['cause']}"
+                if c["cause"]
+                else f"{len(s['kept'])} kept trial(s): no CI"
+                if s["kept"]
+                else c["status"]
+            )
             val = _fmt(s["kept"][0]) if s["kept"] else "-"
-            t.add_row(wl if first else "", f"{metric} ({unit})" if first else "", "-", "-", label(s), val,
-                      str(len(s["kept"])), why)
+            t.add_row(
+                wl if first else "",
+                f"{metric} ({unit})" if first else "",
+                "-",
+                "-",
+                label(s),
+                val,
+                str(len(s["kept"])),
+                why,
+            )
             first = False
         t.add_section()
     return t
@@ -194,42 +229,69 @@ DEVICE_OPT, CONFIRM_OPT, FORCE_OPT = device_options()
 def register(app: typer.Typer) -> None:
     @app.command("compare")
     def compare(
-        filesystems: Optional[str] = typer.Option(None, "--filesystems", "-f",
-                                                  help="comma-separated, e.g. ext4,xfs (default: ext2,ext3,ext4,xfs,btrfs)"),
-        workloads: Optional[str] = typer.Option(None, "--workloads", "-w", help="comma-separated named workloads "
-                                                "(default: the quick suite)"),
-        directory: Optional[Path] = typer.Option(None, "--dir", help="measure this directory's filesystem (no mkfs)"),
-        db: Optional[Path] = typer.Option(None, "--db", help="results database (default: $FSMETER_DB or ./fsmeter.sqlite)"),
+        filesystems: str | None = typer.Option(
+            None, "--filesystems", "-f", help="comma-separated, e.g. ext4,xfs (default: ext2,ext3,ext4,xfs,btrfs)"
+        ),
+        workloads: str | None = typer.Option(
+            None, "--workloads", "-w", help="comma-separated named workloads (default: the quick suite)"
+        ),
+        directory: Path | None = typer.Option(None, "--dir", help="measure this directory's filesystem (no mkfs)"),
+        db: Path | None = typer.Option(
+            None, "--db", help="results database (default: $FSMETER_DB or ./fsmeter.sqlite)"
+        ),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars"),
-        verbose: bool = typer.Option(False, "--verbose", "-v", help="also the per-cell table and the ranking "
-                                     "table with p-values"),
-        report: Optional[Path] = typer.Option(None, "--report", help="HTML report path (default: next to the "
-                                              "store, <store name>-report.html)"),
-        quick_scale: float = typer.Option(1.0, "--quick-scale", hidden=True, min=0.001,
-                                          help="multiply warm-up and duration of every workload (tests)"),
-        trials: Optional[int] = typer.Option(None, "--trials", hidden=True, min=1, help="fixed trials per cell"),
-        size: Optional[str] = typer.Option(None, "--size", hidden=True, help="loop image size (default 1G)"),
-        device: Optional[str] = DEVICE_OPT,
-        destroy_data_on: Optional[str] = CONFIRM_OPT,
+        verbose: bool = typer.Option(
+            False, "--verbose", "-v", help="also the per-cell table and the ranking table with p-values"
+        ),
+        report: Path | None = typer.Option(
+            None, "--report", help="HTML report path (default: next to the store, <store name>-report.html)"
+        ),
+        quick_scale: float = typer.Option(
+            1.0, "--quick-scale", hidden=True, min=0.001, help="multiply warm-up and duration of every workload (tests)"
+        ),
+        trials: int | None = typer.Option(None, "--trials", hidden=True, min=1, help="fixed trials per cell"),
+        size: str | None = typer.Option(None, "--size", hidden=True, help="loop image size (default 1G)"),
+        device: str | None = DEVICE_OPT,
+        destroy_data_on: str | None = CONFIRM_OPT,
         force: bool = FORCE_OPT,
         no_wait: bool = no_wait_option(),
-        kernel: Optional[str] = typer.Option(None, "--kernel", help="comma-separated kernels to run in guests "
-                                             "(virtual machines), e.g. 6.1,6.12 or /path/to/bzImage: a kernel factor "
-                                             "(see the guests page of the docs)"),
-        target_kind: Optional[str] = typer.Option(None, "--target", help="glusterfs: the filesystems are the bricks' "
-                                                  "of a GlusterFS volume on namespace hosts of this machine, measured "
-                                                  "by MPI ranks on every host (root; default filesystems xfs,ext4, "
-                                                  "workloads seq-read,seq-write; see the many-hosts page)"),
-        hosts: Optional[int] = typer.Option(None, "--hosts", min=1, max=16, help="--target glusterfs: namespace "
-                                            "hosts h1..hN (default 2); the last serves the brick, all mount the "
-                                            "volume"),
-        ranks: Optional[int] = typer.Option(None, "--ranks", min=1, max=64, help="--target glusterfs: MPI ranks "
-                                            "per trial (default: one per host)"),
-        volume_type: Optional[str] = typer.Option(None, "--volume-type", help="--target glusterfs: distribute "
-                                                  "(default) or replicate"),
-        volume_option: Optional[List[str]] = typer.Option(None, "--volume-option", help="--target glusterfs: "
-                                                          "KEY=VALUE set on the volume before it starts (gluster "
-                                                          "volume set); repeat for several"),
+        kernel: str | None = typer.Option(
+            None,
+            "--kernel",
+            help="comma-separated kernels to run in guests "
+            "(virtual machines), e.g. 6.1,6.12 or /path/to/bzImage: a kernel factor "
+            "(see the guests page of the docs)",
+        ),
+        target_kind: str | None = typer.Option(
+            None,
+            "--target",
+            help="glusterfs: the filesystems are the bricks' "
+            "of a GlusterFS volume on namespace hosts of this machine, measured "
+            "by MPI ranks on every host (root; default filesystems xfs,ext4, "
+            "workloads seq-read,seq-write; see the many-hosts page)",
+        ),
+        hosts: int | None = typer.Option(
+            None,
+            "--hosts",
+            min=1,
+            max=16,
+            help="--target glusterfs: namespace "
+            "hosts h1..hN (default 2); the last serves the brick, all mount the "
+            "volume",
+        ),
+        ranks: int | None = typer.Option(
+            None, "--ranks", min=1, max=64, help="--target glusterfs: MPI ranks per trial (default: one per host)"
+        ),
+        volume_type: str | None = typer.Option(
+            None, "--volume-type", help="--target glusterfs: distribute (default) or replicate"
+        ),
+        volume_option: list[str] | None = typer.Option(
+            None,
+            "--volume-option",
+            help="--target glusterfs: "
+            "KEY=VALUE set on the volume before it starts (gluster "
+            "volume set); repeat for several",
+        ),
     ) -> None:
         """Which filesystem is fastest here? Quick suite on fresh filesystems, ranked per workload."""
         from fsmeter.campaign import CampaignFile, dump_toml, parse_campaign
@@ -246,15 +308,19 @@ def register(app: typer.Typer) -> None:
             raise UserError("--device and --dir exclude each other: name one target")
         given = [name for name, v in zip(GLUSTER_ONLY, (hosts, ranks, volume_type, volume_option)) if v]
         if target_kind not in (None, "loop", "glusterfs"):
-            raise UserError(f"--target {target_kind}: use glusterfs (a volume on namespace hosts) or loop (the "
-                            "default); --dir and --device name the other targets")
+            raise UserError(
+                f"--target {target_kind}: use glusterfs (a volume on namespace hosts) or loop (the "
+                "default); --dir and --device name the other targets"
+            )
         gluster = target_kind == "glusterfs"
         if given and not gluster:
             raise UserError(f"{given[0]} applies to --target glusterfs only: add --target glusterfs or leave it out")
         if gluster and (target is not None or directory is not None or kernel is not None):
             other = "--device" if target is not None else "--dir" if directory is not None else "--kernel"
-            raise UserError(f"--target glusterfs and {other} exclude each other: the bricks are fsmeter's own loop "
-                            "filesystems on this machine")
+            raise UserError(
+                f"--target glusterfs and {other} exclude each other: the bricks are fsmeter's own loop "
+                "filesystems on this machine"
+            )
         if gluster:
             gtarget, gmpi = gluster_target(hosts, ranks, volume_type, volume_option, size)
             filesystems = filesystems or ",".join(GLUSTER_FILESYSTEMS)
@@ -265,12 +331,15 @@ def register(app: typer.Typer) -> None:
         if gluster:
             data["target"], data["mpi"] = gtarget, gmpi
             data["name"] = data["name"] + "-glusterfs"
-            data["description"] = (f"brick filesystems of a {gtarget['volume_type']} GlusterFS volume on "
-                                   f"{gtarget['hosts']} namespace hosts, {gmpi['ranks']} MPI rank(s)")
+            data["description"] = (
+                f"brick filesystems of a {gtarget['volume_type']} GlusterFS volume on "
+                f"{gtarget['hosts']} namespace hosts, {gmpi['ranks']} MPI rank(s)"
+            )
         if kernel is not None:
             if target is not None or directory is not None:
-                raise UserError("--kernel runs the filesystems on loop images inside guests: leave out --device and "
-                                "--dir")
+                raise UserError(
+                    "--kernel runs the filesystems on loop images inside guests: leave out --device and --dir"
+                )
             levels = _split(kernel)
             if not levels:
                 raise UserError("--kernel: name at least one kernel, e.g. --kernel 6.1,6.12")
@@ -286,9 +355,11 @@ def register(app: typer.Typer) -> None:
         campaign: CampaignFile = parse_campaign(text, "compare")
         for n in notes:
             console.print(f"[yellow]note:[/] {n}")
-        console.print("[bold]quick suite:[/] short phases and few trials trade confidence for time; for results to "
-                      "quote, copy python/fsmeter/studies/quick-compare.toml, raise duration_s and the trial caps, "
-                      "and run it with `fsmeter campaign run`.")
+        console.print(
+            "[bold]quick suite:[/] short phases and few trials trade confidence for time; for results to "
+            "quote, copy python/fsmeter/studies/quick-compare.toml, raise duration_s and the trial caps, "
+            "and run it with `fsmeter campaign run`."
+        )
         t0 = time.monotonic()
         with measuring(wait=not no_wait), open_store(db) as store:
             cid = start_campaign(Path("compare"), store, console, campaign=campaign, text=text)
@@ -302,11 +373,15 @@ def register(app: typer.Typer) -> None:
         from fsmeter.report.html import write_report
 
         write_report(out, store_path, str(cid))
-        console.print(f"compare took {time.monotonic() - t0:.0f} s; HTML report: {out}", highlight=False,
-                      soft_wrap=True)  # a path must stay one piece, to copy or to grep
-        console.print(f"details: `fsmeter campaign show {cid} --db {store_path}` (per cell, outlier trials), "
-                      f"`fsmeter compare -v`, `fsmeter analyze {store_path} --campaign {cid} --factors filesystem "
-                      "--response <metric>`", highlight=False)
+        console.print(
+            f"compare took {time.monotonic() - t0:.0f} s; HTML report: {out}", highlight=False, soft_wrap=True
+        )  # a path must stay one piece, to copy or to grep
+        console.print(
+            f"details: `fsmeter campaign show {cid} --db {store_path}` (per cell, outlier trials), "
+            f"`fsmeter compare -v`, `fsmeter analyze {store_path} --campaign {cid} --factors filesystem "
+            "--response <metric>`",
+            highlight=False,
+        )
         for n in notes:
             console.print(f"[yellow]note:[/] {n}")
 

@@ -1,9 +1,9 @@
 """`fsmeter compare-runs A B`: per metric change from campaign A to B; exit 3 on a significant regression."""
+
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -21,23 +21,24 @@ def register(app: typer.Typer) -> None:
     def compare_runs_cmd(
         a: str = typer.Argument(..., help="baseline: campaign id or name, or an exported campaign .json"),
         b: str = typer.Argument(..., help="candidate: campaign id or name, or an exported campaign .json"),
-        db: Optional[Path] = typer.Option(None, "--db", help="results database (default: $FSMETER_DB or "
-                                                             "./fsmeter.sqlite)"),
-        db_b: Optional[Path] = typer.Option(None, "--db-b", help="results database of B, if not --db"),
+        db: Path | None = typer.Option(
+            None, "--db", help="results database (default: $FSMETER_DB or ./fsmeter.sqlite)"
+        ),
+        db_b: Path | None = typer.Option(None, "--db-b", help="results database of B, if not --db"),
         threshold: float = typer.Option(10.0, "--threshold", help="practical threshold, % of A's mean"),
         alpha: float = typer.Option(0.05, "--alpha", help="significance level of the Welch t-test"),
-        correction: str = typer.Option("holm", "--correction", help="multiple-test correction over all metrics: "
-                                                                    "holm (default) or none"),
+        correction: str = typer.Option(
+            "holm", "--correction", help="multiple-test correction over all metrics: holm (default) or none"
+        ),
     ) -> None:
+        from contextlib import nullcontext
+
         from rich.console import Console
 
         from fsmeter.report.compare_runs import EXIT_REGRESSION, compare_runs, load_side, result_table
-
-        from contextlib import nullcontext
-
         from fsmeter.store.health import guard
 
-        def side(ref: str, store: Optional[Path]):
+        def side(ref: str, store: Path | None):
             exported = ref.endswith(".json") and Path(ref).is_file()  # not the store: no store damage to explain
             with nullcontext() if exported else guard(store):
                 return load_side(ref, store)
@@ -50,11 +51,16 @@ def register(app: typer.Typer) -> None:
             con.print(f"[bold yellow]not compared[/] {w} / {cfg}: parameters differ ({d})")
         for label, keys in (("only in A", res.only_a), ("only in B", res.only_b)):
             if keys:
-                con.print(f"[yellow]{label}[/] ({len(keys)}): " + ", ".join(keys[:10]) +
-                          (f" and {len(keys) - 10} more" if len(keys) > 10 else ""))
+                con.print(
+                    f"[yellow]{label}[/] ({len(keys)}): "
+                    + ", ".join(keys[:10])
+                    + (f" and {len(keys) - 10} more" if len(keys) > 10 else "")
+                )
         regs = res.regressions
         if regs:
-            con.print(f"[bold red]{len(regs)} significant regression(s)[/] beyond {threshold:g}%: " +
-                      ", ".join(f"{r.workload} / {r.config} / {r.key} {r.change_pct:+.1f}%" for r in regs))
+            con.print(
+                f"[bold red]{len(regs)} significant regression(s)[/] beyond {threshold:g}%: "
+                + ", ".join(f"{r.workload} / {r.config} / {r.key} {r.change_pct:+.1f}%" for r in regs)
+            )
             raise typer.Exit(EXIT_REGRESSION)
         con.print(f"no significant regression beyond {threshold:g}% ({len(res.rows)} metric(s) compared)")

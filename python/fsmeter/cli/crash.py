@@ -1,10 +1,10 @@
 """`fsmeter crash list|run|report`: cut the power under a write-heavy load and see what each filesystem kept."""
+
 from __future__ import annotations
 
 import os
 import signal
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -33,8 +33,11 @@ def _apply_sets(text_data: dict, sets: list[str]) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    cr = typer.Typer(help="Crash and recovery: cut the power under a write-heavy load, recover, and check "
-                          "that everything fsync promised survived.", no_args_is_help=True)
+    cr = typer.Typer(
+        help="Crash and recovery: cut the power under a write-heavy load, recover, and check "
+        "that everything fsync promised survived.",
+        no_args_is_help=True,
+    )
     app.add_typer(cr, name="crash")
 
     @cr.command("list")
@@ -51,13 +54,18 @@ def register(app: typer.Typer) -> None:
         Console().print(t)
 
     @cr.command("run")
-    def run(campaign: str = typer.Argument(..., help="a named crash campaign (fsmeter crash list) or a TOML file"),
-            out: Path = typer.Option(..., "--out", "-o", help="results folder: results.json, ledgers, evidence"),
-            sets: list[str] = typer.Option([], "--set", help="override a field: campaign.crash_points=5"),
-            html: Optional[Path] = typer.Option(None, "--html", help="HTML report (default: OUT/report.html)"),
-            db: Optional[Path] = typer.Option(None, "--db", help="results store that also gets every crash point "
-                                                                 "as a trial (default: $FSMETER_DB or ./fsmeter.sqlite)"),
-            no_wait: bool = no_wait_option()) -> None:
+    def run(
+        campaign: str = typer.Argument(..., help="a named crash campaign (fsmeter crash list) or a TOML file"),
+        out: Path = typer.Option(..., "--out", "-o", help="results folder: results.json, ledgers, evidence"),
+        sets: list[str] = typer.Option([], "--set", help="override a field: campaign.crash_points=5"),
+        html: Path | None = typer.Option(None, "--html", help="HTML report (default: OUT/report.html)"),
+        db: Path | None = typer.Option(
+            None,
+            "--db",
+            help="results store that also gets every crash point as a trial (default: $FSMETER_DB or ./fsmeter.sqlite)",
+        ),
+        no_wait: bool = no_wait_option(),
+    ) -> None:
         """Run a crash campaign: every filesystem x size x dirty set, N power cuts each, recovered and verified."""
         import tomllib
 
@@ -68,9 +76,8 @@ def register(app: typer.Typer) -> None:
         from fsmeter.crash.run import CrashRunner
         from fsmeter.interrupt import note_signal
         from fsmeter.provision.errors import Interrupted
-        from fsmeter.provision.state import default_scratch
+        from fsmeter.provision.state import StateFile, default_scratch
         from fsmeter.provision.undo import cleanup_leftovers
-        from fsmeter.provision.state import StateFile
         from fsmeter.runlock import measuring
 
         c, text, source = load_campaign(campaign)
@@ -82,8 +89,11 @@ def register(app: typer.Typer) -> None:
             except ValidationError as exc:
                 raise UserError(f"--set: {validation_message(exc)}") from None
         if os.geteuid() != 0 or not os.path.exists("/dev/loop-control"):
-            raise UserError("crash campaigns make filesystems on loop devices and a FUSE disk: run as root "
-                            "(sudo fsmeter crash run ...)", exit_code=1)
+            raise UserError(
+                "crash campaigns make filesystems on loop devices and a FUSE disk: run as root "
+                "(sudo fsmeter crash run ...)",
+                exit_code=1,
+            )
         if out.exists() and (out / "results.json").exists():
             raise UserError(f"--out {out}: already holds crash results: give a new folder")
         if html is not None:  # checked before the campaign runs, not after it
@@ -92,6 +102,7 @@ def register(app: typer.Typer) -> None:
             check_output_path(html, "--html")
         console = Console()
         scratch = default_scratch()
+
         def _on_term(signum, frame):  # SIGTERM/SIGHUP tear down like Ctrl-C: finally blocks unmount and detach
             note_signal(signum)
             raise Interrupted(signum)
@@ -105,8 +116,14 @@ def register(app: typer.Typer) -> None:
                 console.print(f"[yellow]leftover not removed: {p}[/]")
             from fsmeter.store import default_db_path
 
-            runner = CrashRunner(c, text if not sets else f"{text}\n# --set {' '.join(sets)}", str(out), scratch,
-                                 say=lambda m: console.print(m, highlight=False), db=str(default_db_path(db)))
+            runner = CrashRunner(
+                c,
+                text if not sets else f"{text}\n# --set {' '.join(sets)}",
+                str(out),
+                scratch,
+                say=lambda m: console.print(m, highlight=False),
+                db=str(default_db_path(db)),
+            )
             try:
                 doc = runner.run()
             finally:
@@ -116,12 +133,16 @@ def register(app: typer.Typer) -> None:
         page = write_html(doc, str(html or out / "report.html"))
         console.print(f"campaign took {doc['elapsed_s']:.0f} s; results {out / 'results.json'}; report {page}")
         if doc.get("store"):
-            console.print(f"stored in {doc['store']['path']} (campaign {doc['store']['campaign_id']}: "
-                          f"`fsmeter campaign show {doc['store']['campaign_id']} --db {doc['store']['path']}`)")
+            console.print(
+                f"stored in {doc['store']['path']} (campaign {doc['store']['campaign_id']}: "
+                f"`fsmeter campaign show {doc['store']['campaign_id']} --db {doc['store']['path']}`)"
+            )
 
     @cr.command("report")
-    def report(folder: Path = typer.Argument(..., help="the results folder of `fsmeter crash run`"),
-               html: Optional[Path] = typer.Option(None, "--html", help="HTML report (default: FOLDER/report.html)")) -> None:
+    def report(
+        folder: Path = typer.Argument(..., help="the results folder of `fsmeter crash run`"),
+        html: Path | None = typer.Option(None, "--html", help="HTML report (default: FOLDER/report.html)"),
+    ) -> None:
         """The campaign's table, and its HTML report: recovery time per filesystem, data lost beyond fsync."""
         from fsmeter.crash.report import load_results, terminal_table, write_html
 

@@ -1,5 +1,6 @@
 """`fsmeter doctor`: what this machine can do (root, loop, filesystems, cgroups, io_uring, tools) and
 the fix for each missing piece."""
+
 from __future__ import annotations
 
 import ctypes
@@ -19,15 +20,14 @@ from fsmeter.provision.host import memory_cgroup_status
 from fsmeter.provision.sysinfo import kernel_filesystems, kernel_module_available
 
 # Debian packages of the classic benchmarks fsmeter is cross-checked against: tool -> package.
-BENCH_TOOLS = {"fio": "fio", "postmark": "postmark", "dbench": "dbench", "bonnie++": "bonnie++",
-               "fs_mark": "fsmark"}
+BENCH_TOOLS = {"fio": "fio", "postmark": "postmark", "dbench": "dbench", "bonnie++": "bonnie++", "fs_mark": "fsmark"}
 _IO_URING_SETUP = {"x86_64": 425, "aarch64": 425, "riscv64": 425, "ppc64le": 425, "s390x": 425}
 
 
 @dataclass
 class Check:
     what: str
-    ok: bool | None      # None: informational / partial
+    ok: bool | None  # None: informational / partial
     detail: str
     fix: str = ""
 
@@ -91,18 +91,36 @@ def guest_checks() -> list[Check]:
     missing = vm.missing_tools()
     have = kernels.installed()
     if missing:
-        out.append(Check("guests (kernel factor)", False, "missing " + ", ".join(m.split(" (")[0] for m in missing),
-                         "; ".join(missing)))
+        out.append(
+            Check(
+                "guests (kernel factor)",
+                False,
+                "missing " + ", ".join(m.split(" (")[0] for m in missing),
+                "; ".join(missing),
+            )
+        )
     elif not have:
-        out.append(Check("guests (kernel factor)", False, "no kernel image in /boot",
-                         "apt-get install a kernel (linux-image-6.1.0-...-amd64), or give a vmlinuz path as the level"))
+        out.append(
+            Check(
+                "guests (kernel factor)",
+                False,
+                "no kernel image in /boot",
+                "apt-get install a kernel (linux-image-6.1.0-...-amd64), or give a vmlinuz path as the level",
+            )
+        )
     else:
         out.append(Check("guests (kernel factor)", True, "virtme-ng and QEMU; kernels in /boot: " + ", ".join(have)))
     accel = kernels.choose("auto")
     if accel.emulated:
-        out.append(Check("guest accelerator", None, f"tcg (software emulation): {accel.reason}",
-                         "a host with hardware virtualisation (vmx/svm and /dev/kvm) for guest figures that measure "
-                         "the filesystem; emulated trials are functional only"))
+        out.append(
+            Check(
+                "guest accelerator",
+                None,
+                f"tcg (software emulation): {accel.reason}",
+                "a host with hardware virtualisation (vmx/svm and /dev/kvm) for guest figures that measure "
+                "the filesystem; emulated trials are functional only",
+            )
+        )
     else:
         out.append(Check("guest accelerator", True, f"kvm: {accel.reason}"))
     return out
@@ -111,13 +129,23 @@ def guest_checks() -> list[Check]:
 def checks() -> list[Check]:
     out: list[Check] = []
     root = os.geteuid() == 0
-    out.append(Check("root", root, "running as root" if root else f"uid {os.geteuid()}",
-                     "" if root else "run as root for loop devices, mkfs and mount; without root only "
-                                     "--target dir:PATH works"))
+    out.append(
+        Check(
+            "root",
+            root,
+            "running as root" if root else f"uid {os.geteuid()}",
+            "" if root else "run as root for loop devices, mkfs and mount; without root only --target dir:PATH works",
+        )
+    )
     loop = os.path.exists("/dev/loop-control")
-    out.append(Check("loop devices", loop and root,
-                     "/dev/loop-control present" if loop else "/dev/loop-control missing",
-                     "" if loop and root else ("modprobe loop" if not loop else "run as root")))
+    out.append(
+        Check(
+            "loop devices",
+            loop and root,
+            "/dev/loop-control present" if loop else "/dev/loop-control missing",
+            "" if loop and root else ("modprobe loop" if not loop else "run as root"),
+        )
+    )
     have = kernel_filesystems()
     for name, cls in FILESYSTEMS.items():
         fs = cls()
@@ -127,13 +155,25 @@ def checks() -> list[Check]:
             fix = f"a kernel with {name} (CONFIG_{name.upper()}_FS)"
             if fs.mkfs_tool and not tool:
                 fix += f", and apt-get install {fs.debian_package}"
-            why = ("not in /proc/filesystems, and no module to load" if root else
-                   "not in /proc/filesystems; loading a module needs root")
-            out.append(Check(f"fs {name}", False, f"not supported by this kernel ({why})",
-                             fix + "; or run it in a guest: factors.kernel (docs: guests)"))
+            why = (
+                "not in /proc/filesystems, and no module to load"
+                if root
+                else "not in /proc/filesystems; loading a module needs root"
+            )
+            out.append(
+                Check(
+                    f"fs {name}",
+                    False,
+                    f"not supported by this kernel ({why})",
+                    fix + "; or run it in a guest: factors.kernel (docs: guests)",
+                )
+            )
         elif fs.mkfs_tool and not tool:
-            out.append(Check(f"fs {name}", False, f"kernel yes; {fs.mkfs_tool} missing",
-                             f"apt-get install {fs.debian_package}"))
+            out.append(
+                Check(
+                    f"fs {name}", False, f"kernel yes; {fs.mkfs_tool} missing", f"apt-get install {fs.debian_package}"
+                )
+            )
         else:
             out.append(Check(f"fs {name}", True, "kernel yes" + (f"; {fs.tool_version}" if fs.mkfs_tool else "")))
     ok, detail = memory_cgroup_status()
@@ -144,11 +184,21 @@ def checks() -> list[Check]:
         if " cgroup2 " in line:
             versions.append("v2")
             break
-    out.append(Check("cgroups (page-cache limit)", ok, f"{'+'.join(versions) or 'none'}; {detail}",
-                     "" if ok else "run as root on a host with the memory controller (cgroup_enable=memory), "
-                                   "or leave page_cache_limit_bytes out"))
+    out.append(
+        Check(
+            "cgroups (page-cache limit)",
+            ok,
+            f"{'+'.join(versions) or 'none'}; {detail}",
+            ""
+            if ok
+            else "run as root on a host with the memory controller (cgroup_enable=memory), "
+            "or leave page_cache_limit_bytes out",
+        )
+    )
     ok, detail = io_uring_probe()
-    out.append(Check("io_uring", ok, detail, "" if ok else "sysctl kernel.io_uring_disabled=0, or use the psync backend"))
+    out.append(
+        Check("io_uring", ok, detail, "" if ok else "sysctl kernel.io_uring_disabled=0, or use the psync backend")
+    )
     out.append(mpi_check())
     out.extend(guest_checks())
     for tool in ("losetup", "blkid", "mount"):
@@ -161,8 +211,14 @@ def checks() -> list[Check]:
     probe = scratch if os.path.isdir(scratch) else os.path.dirname(scratch.rstrip("/")) or "/"
     try:
         free = shutil.disk_usage(probe).free
-        out.append(Check("scratch folder", free >= 2 << 30, f"{scratch}: {free >> 30} GiB free",
-                         "" if free >= 2 << 30 else "set FSMETER_SCRATCH to a folder with a few GiB free"))
+        out.append(
+            Check(
+                "scratch folder",
+                free >= 2 << 30,
+                f"{scratch}: {free >> 30} GiB free",
+                "" if free >= 2 << 30 else "set FSMETER_SCRATCH to a folder with a few GiB free",
+            )
+        )
     except OSError as exc:
         out.append(Check("scratch folder", False, f"{scratch}: {exc.strerror}", "set FSMETER_SCRATCH"))
     return out
@@ -181,5 +237,8 @@ def doctor() -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("doctor", help="Check root, loop devices, filesystems, mkfs tools, cgroups, io_uring and "
-                               "benchmark tools; print the fix for each missing piece.")(doctor)
+    app.command(
+        "doctor",
+        help="Check root, loop devices, filesystems, mkfs tools, cgroups, io_uring and "
+        "benchmark tools; print the fix for each missing piece.",
+    )(doctor)

@@ -1,4 +1,5 @@
 """`fsmeter list`: the named workloads, one line each."""
+
 from __future__ import annotations
 
 import typer

@@ -1,8 +1,8 @@
 """`fsmeter report [CAMPAIGN]`: a stored campaign ranked in the terminal, or as one self-contained HTML file."""
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -12,16 +12,21 @@ DB_HELP = "results database (default: $FSMETER_DB or ./fsmeter.sqlite)"
 def register(app: typer.Typer) -> None:
     @app.command("report")
     def report(
-        campaign: Optional[str] = typer.Argument(None, help="campaign id or name (default: the newest in the store)"),
-        db: Optional[Path] = typer.Option(None, "--db", help=DB_HELP),
-        out: Optional[Path] = typer.Option(None, "--output", "-o",
-                                           help="write the HTML report here (default: tables in the terminal)"),
+        campaign: str | None = typer.Argument(None, help="campaign id or name (default: the newest in the store)"),
+        db: Path | None = typer.Option(None, "--db", help=DB_HELP),
+        out: Path | None = typer.Option(
+            None, "--output", "-o", help="write the HTML report here (default: tables in the terminal)"
+        ),
         level: float = typer.Option(0.95, "--level", help="confidence level of every interval"),
         alpha: float = typer.Option(0.05, "--alpha", help="significance level of the Welch t-tests"),
-        threshold: float = typer.Option(10.0, "--threshold", min=0.0,
-                                        help="practical threshold, % of the mean: smaller differences do not count"),
-        baseline: Optional[str] = typer.Option(None, "--baseline", help="configuration label the mix family's "
-                                               "relative-JPM chart divides by (default: the first)"),
+        threshold: float = typer.Option(
+            10.0, "--threshold", min=0.0, help="practical threshold, % of the mean: smaller differences do not count"
+        ),
+        baseline: str | None = typer.Option(
+            None,
+            "--baseline",
+            help="configuration label the mix family's relative-JPM chart divides by (default: the first)",
+        ),
     ) -> None:
         """Rank a campaign's configurations per workload; with -o, the HTML report with every chart."""
         from rich.console import Console
@@ -53,6 +58,9 @@ def register(app: typer.Typer) -> None:
 
             view = write_report(out, db, campaign, level, alpha, threshold, baseline=baseline)
             n_fail = len(view.failures())
-            console.print(f"wrote {out} (campaign {view.campaign['id']}: {view.campaign['name']}, "
-                          f"{len(view.workloads)} workload(s)" + (f", {n_fail} failed trial(s)/cell(s) listed" if n_fail
-                                                                   else "") + ")")
+            console.print(
+                f"wrote {out} (campaign {view.campaign['id']}: {view.campaign['name']}, "
+                f"{len(view.workloads)} workload(s)"
+                + (f", {n_fail} failed trial(s)/cell(s) listed" if n_fail else "")
+                + ")"
+            )

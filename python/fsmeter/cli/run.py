@@ -1,11 +1,11 @@
 """`fsmeter run WORKLOAD --dir PATH`: one workload, once, on a directory you name."""
+
 from __future__ import annotations
 
 import json
 import math
 import os
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 from rich.console import Console
@@ -28,7 +28,7 @@ def describe_direct_io(d: dict) -> str:
     return f"O_DIRECT, truly direct: every request a multiple of the {how}{seen}"
 
 
-def describe_buffers(b: dict) -> Optional[str]:
+def describe_buffers(b: dict) -> str | None:
     """One line on huge-page request buffers (the access family's `extra.buffer_memory`); None for
     the default heap buffers."""
     kind = b.get("kind")
@@ -39,54 +39,96 @@ def describe_buffers(b: dict) -> Optional[str]:
     mapped, huge = b.get("mapped_bytes"), b.get("huge_bytes")
     if huge is None:
         return f"request buffers: {mib(b.get('bytes'))} MiB on {name} asked for; how many the kernel gave is unknown"
-    line = (f"request buffers: {mib(b.get('bytes'))} MiB on {name} ({mib(mapped)} MiB mapped in whole huge pages, "
-            f"{mib(huge)} MiB of it huge)")
+    line = (
+        f"request buffers: {mib(b.get('bytes'))} MiB on {name} ({mib(mapped)} MiB mapped in whole huge pages, "
+        f"{mib(huge)} MiB of it huge)"
+    )
     if kind == "thp" and mapped and huge < mapped:
-        line += (" [yellow](the kernel gave 4 KiB pages for the rest: transparent_hugepage off, or no free "
-                 "2 MiB blocks)[/]")
+        line += (
+            " [yellow](the kernel gave 4 KiB pages for the rest: transparent_hugepage off, or no free 2 MiB blocks)[/]"
+        )
     return line
 
 
 def register(app: typer.Typer) -> None:
     @app.command("run")
     def run(
-        workload: str = typer.Argument(..., help="a named workload (see `fsmeter list`), a workload .toml file, or a "
-                                       "fio job file (.fio; FILE.fio:JOB for one job)"),
-        dir: Optional[Path] = typer.Option(None, "--dir", "-d", help="directory on the filesystem to measure (must "
-                                           "exist; a fio job file's absolute directory= without it)"),
-        set_: Optional[List[str]] = typer.Option(None, "--set", "-s", help="override a parameter: key=value (repeatable)"),
-        json_out: Optional[Path] = typer.Option(None, "--json", help="also write the full result as JSON to this file"),
+        workload: str = typer.Argument(
+            ...,
+            help="a named workload (see `fsmeter list`), a workload .toml file, or a "
+            "fio job file (.fio; FILE.fio:JOB for one job)",
+        ),
+        dir: Path | None = typer.Option(
+            None,
+            "--dir",
+            "-d",
+            help="directory on the filesystem to measure (must exist; a fio job file's absolute directory= without it)",
+        ),
+        set_: list[str] | None = typer.Option(None, "--set", "-s", help="override a parameter: key=value (repeatable)"),
+        json_out: Path | None = typer.Option(None, "--json", help="also write the full result as JSON to this file"),
         keep_files: bool = typer.Option(False, "--keep-files", help="leave the workload's files in --dir"),
-        allow_exec: bool = typer.Option(False, "--allow-exec", help="a fio job file: run the program= of its "
-                                        "ioengine=exec jobs (refused without it: trust the file first)"),
+        allow_exec: bool = typer.Option(
+            False,
+            "--allow-exec",
+            help="a fio job file: run the program= of its "
+            "ioengine=exec jobs (refused without it: trust the file first)",
+        ),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar"),
-        min_phase_s: float = typer.Option(DEFAULT_MIN_PHASE_S, "--min-phase-s", help="phases shorter than "
-                                          "this are flagged too short to trust (60 s for claims)"),
-        cache: str = typer.Option("auto", "--cache", help="before cold-cache phases: auto (drop as root, else "
-                                  "fadvise), drop (drop_caches, root), fadvise (files under --dir), keep"),
+        min_phase_s: float = typer.Option(
+            DEFAULT_MIN_PHASE_S,
+            "--min-phase-s",
+            help="phases shorter than this are flagged too short to trust (60 s for claims)",
+        ),
+        cache: str = typer.Option(
+            "auto",
+            "--cache",
+            help="before cold-cache phases: auto (drop as root, else "
+            "fadvise), drop (drop_caches, root), fadvise (files under --dir), keep",
+        ),
         no_wait: bool = no_wait_option(),
-        stonewall: Optional[str] = typer.Option(None, "--stonewall", help="under mpirun: stop every rank's measured "
-                                                "phases when the first rank finishes (first-done) or after SECONDS"),
-        mpi_timeout_s: float = typer.Option(60.0, "--mpi-timeout-s", help="under mpirun: the longest a rank waits "
-                                            "for the others at a barrier before aborting every rank (or as long "
-                                            "as it worked itself since the last barrier, when that is longer)"),
-        wearout: bool = typer.Option(False, "--stonewall-wearout", help="under mpirun, with --stonewall: after the "
-                                     "stonewall every rank goes on until it has done as many requests (access "
-                                     "workloads, IOR -O stoneWallingWearOut=1) or as many files per tree (tree "
-                                     "family's create, mdtest -W) as the busiest rank: IO500's rule"),
-        shared_file: bool = typer.Option(False, "--shared-file", help="under mpirun, access workloads: every rank "
-                                         "works on its own region of the same files in --dir (IOR without -F)"),
-        reorder_shift: Optional[str] = typer.Option(None, "--reorder-shift", help="with --shared-file: each rank's "
-                                                    "measured phase works on the region of rank (r + K) mod N; node: "
-                                                    "K = the ranks of one host (IOR -C)"),
+        stonewall: str | None = typer.Option(
+            None,
+            "--stonewall",
+            help="under mpirun: stop every rank's measured "
+            "phases when the first rank finishes (first-done) or after SECONDS",
+        ),
+        mpi_timeout_s: float = typer.Option(
+            60.0,
+            "--mpi-timeout-s",
+            help="under mpirun: the longest a rank waits "
+            "for the others at a barrier before aborting every rank (or as long "
+            "as it worked itself since the last barrier, when that is longer)",
+        ),
+        wearout: bool = typer.Option(
+            False,
+            "--stonewall-wearout",
+            help="under mpirun, with --stonewall: after the "
+            "stonewall every rank goes on until it has done as many requests (access "
+            "workloads, IOR -O stoneWallingWearOut=1) or as many files per tree (tree "
+            "family's create, mdtest -W) as the busiest rank: IO500's rule",
+        ),
+        shared_file: bool = typer.Option(
+            False,
+            "--shared-file",
+            help="under mpirun, access workloads: every rank "
+            "works on its own region of the same files in --dir (IOR without -F)",
+        ),
+        reorder_shift: str | None = typer.Option(
+            None,
+            "--reorder-shift",
+            help="with --shared-file: each rank's "
+            "measured phase works on the region of rank (r + K) mod N; node: "
+            "K = the ranks of one host (IOR -C)",
+        ),
     ) -> None:
         """Run one workload once on a directory and print ops/s, MiB/s, latency percentiles and CPU."""
         console = Console(stderr=False)
         if cache not in CACHE_CHOICES:
             raise UserError(f"--cache {cache!r}: use one of {', '.join(CACHE_CHOICES)}")
         if cache == "drop" and os.geteuid() != 0:
-            raise UserError("--cache drop needs root (it writes /proc/sys/vm/drop_caches): run as root, "
-                            "or use --cache fadvise")
+            raise UserError(
+                "--cache drop needs root (it writes /proc/sys/vm/drop_caches): run as root, or use --cache fadvise"
+            )
         if json_out is not None:  # checked now: a path that cannot be written would lose the whole run
             from fsmeter.textfile import check_output_path
 
@@ -97,25 +139,38 @@ def register(app: typer.Typer) -> None:
         from fsmeter.provision.sysinfo import pseudo_filesystem
 
         if dir is None and not workload.endswith(".fio"):
-            raise UserError("--dir is required: name a directory on the filesystem to measure (only `fsmeter run "
-                            "FILE.fio` of a job file that names absolute directories may leave it out)")
+            raise UserError(
+                "--dir is required: name a directory on the filesystem to measure (only `fsmeter run "
+                "FILE.fio` of a job file that names absolute directories may leave it out)"
+            )
         pseudo = pseudo_filesystem(str(dir)) if dir is not None and dir.is_dir() else None
         if pseudo:
-            raise UserError(f"--dir {dir} is a kernel interface ({pseudo}), not a filesystem to measure: name a "
-                            "directory on a real filesystem")
+            raise UserError(
+                f"--dir {dir} is a kernel interface ({pseudo}), not a filesystem to measure: name a "
+                "directory on a real filesystem"
+            )
         from fsmeter.mpi.comm import launched_under_mpi
 
         if stonewall is not None and not launched_under_mpi():
-            raise UserError("--stonewall works under mpirun only (it stops the other ranks): leave it out, or run "
-                            "`mpirun -n N fsmeter run ...`")
-        for given, name in ((shared_file, "--shared-file"), (reorder_shift is not None, "--reorder-shift"),
-                            (wearout, "--stonewall-wearout")):
+            raise UserError(
+                "--stonewall works under mpirun only (it stops the other ranks): leave it out, or run "
+                "`mpirun -n N fsmeter run ...`"
+            )
+        for given, name in (
+            (shared_file, "--shared-file"),
+            (reorder_shift is not None, "--reorder-shift"),
+            (wearout, "--stonewall-wearout"),
+        ):
             if given and not launched_under_mpi():
-                raise UserError(f"{name} works under mpirun only (it lays out regions for the other ranks): leave "
-                                "it out, or run `mpirun -n N fsmeter run ...`")
+                raise UserError(
+                    f"{name} works under mpirun only (it lays out regions for the other ranks): leave "
+                    "it out, or run `mpirun -n N fsmeter run ...`"
+                )
         if allow_exec and (not workload.endswith(".fio") or launched_under_mpi()):
-            raise UserError("--allow-exec runs the programs of a fio job file's ioengine=exec jobs, under `fsmeter "
-                            "run FILE.fio` without mpirun only: leave it out")
+            raise UserError(
+                "--allow-exec runs the programs of a fio job file's ioengine=exec jobs, under `fsmeter "
+                "run FILE.fio` without mpirun only: leave it out"
+            )
         if launched_under_mpi():  # one rank of mpirun -n N: rank 0 prints and writes the merged result
             if dir is None:
                 raise UserError("--dir is required under mpirun: name the directory every rank works in")
@@ -123,9 +178,19 @@ def register(app: typer.Typer) -> None:
 
             if not mpi_timeout_s > 0:
                 raise UserError(f"--mpi-timeout-s {mpi_timeout_s:g}: use a number of seconds > 0")
-            doc, job = run_under_mpi(workload, dir, parse_set(set_ or []), console, no_wait=no_wait,
-                                     timeout_s=mpi_timeout_s, stonewall=stonewall, shared_file=shared_file,
-                                     reorder_shift=reorder_shift, wearout=wearout, **opts)
+            doc, job = run_under_mpi(
+                workload,
+                dir,
+                parse_set(set_ or []),
+                console,
+                no_wait=no_wait,
+                timeout_s=mpi_timeout_s,
+                stonewall=stonewall,
+                shared_file=shared_file,
+                reorder_shift=reorder_shift,
+                wearout=wearout,
+                **opts,
+            )
             if doc is not None:
                 print_result(doc, job, console, json_out)
             return
@@ -146,7 +211,7 @@ def register(app: typer.Typer) -> None:
         print_result(doc, job, console, json_out)
 
 
-def print_result(doc: dict, job, console: Console, json_out: Optional[Path]) -> None:
+def print_result(doc: dict, job, console: Console, json_out: Path | None) -> None:
     """The phase tables, quality lines and summary of a run; writes --json; exit 130 if interrupted."""
     for name, rep in doc["phases"].items():
         if rep.get("measured", True):
@@ -183,8 +248,10 @@ def print_result(doc: dict, job, console: Console, json_out: Optional[Path]) -> 
         console.print(job.workload.family.summary(doc))
     files = (doc.get("mpi") or {}).get("files") or {}
     if files.get("kind") == "shared file":
-        console.print(f"  [dim]files:[/] one shared set in {files['dir']}, {files['regions']}; {files['run_regions']}",
-                      highlight=False)
+        console.print(
+            f"  [dim]files:[/] one shared set in {files['dir']}, {files['regions']}; {files['run_regions']}",
+            highlight=False,
+        )
         if files.get("note"):
             console.print(f"  [yellow]note:[/] {files['note']}", highlight=False)
     if (doc.get("mpi") or {}).get("mounts_note"):

@@ -1,4 +1,5 @@
 """`fsmeter store check STORE` and `fsmeter store recover STORE --to NEW`: a damaged results store."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,8 +10,7 @@ from rich.table import Table
 
 
 def register(app: typer.Typer) -> None:
-    st = typer.Typer(help="Check a results store, or copy what is readable out of a damaged one.",
-                     no_args_is_help=True)
+    st = typer.Typer(help="Check a results store, or copy what is readable out of a damaged one.", no_args_is_help=True)
     app.add_typer(st, name="store")
 
     @st.command("check")
@@ -22,10 +22,13 @@ def register(app: typer.Typer) -> None:
 
         rep = check(store)
         con = Console()
-        con.print(f"store {store}: schema version {rep.version if rep.version is not None else 'unknown'} "
-                  f"(this fsmeter: {SCHEMA_VERSION}); PRAGMA integrity_check: "
-                  f"{rep.integrity if rep.integrity is not None else 'could not run (locked?)'}", markup=False,
-                  highlight=False)
+        con.print(
+            f"store {store}: schema version {rep.version if rep.version is not None else 'unknown'} "
+            f"(this fsmeter: {SCHEMA_VERSION}); PRAGMA integrity_check: "
+            f"{rep.integrity if rep.integrity is not None else 'could not run (locked?)'}",
+            markup=False,
+            highlight=False,
+        )
         if rep.fatal:
             con.print(f"unreadable: {rep.fatal}", markup=False, highlight=False)
         if rep.tables:
@@ -41,13 +44,17 @@ def register(app: typer.Typer) -> None:
         if rep.healthy:
             con.print("healthy")
             return
-        print(f"damaged: {rep.problem()}: `fsmeter store recover {store} --to {recovered_name(store)}` copies out "
-              "every readable trial")
+        print(
+            f"damaged: {rep.problem()}: `fsmeter store recover {store} --to {recovered_name(store)}` copies out "
+            "every readable trial"
+        )
         raise typer.Exit(1)
 
     @st.command("recover")
-    def recover_cmd(store: Path = typer.Argument(..., help="the damaged results database"),
-                    to: Path = typer.Option(..., "--to", help="the new store to write (must not exist)")) -> None:
+    def recover_cmd(
+        store: Path = typer.Argument(..., help="the damaged results database"),
+        to: Path = typer.Option(..., "--to", help="the new store to write (must not exist)"),
+    ) -> None:
         """Copy every readable campaign, cell, trial and sample into a new store, skipping what cannot
         be read (and rows whose campaign, cell, trial or phase was lost); the damaged store is only read."""
         from fsmeter.store.health import recover
@@ -61,10 +68,17 @@ def register(app: typer.Typer) -> None:
         con = Console()
         con.print(t)
         if rep.schema_repaired:
-            con.print(f"table definitions read as this fsmeter's own (damaged in the store): "
-                      f"{', '.join(rep.schema_repaired)}", markup=False)
+            con.print(
+                f"table definitions read as this fsmeter's own (damaged in the store): "
+                f"{', '.join(rep.schema_repaired)}",
+                markup=False,
+            )
         lost = sum(rep.lost.values())
         stretches = sum(rep.skipped_regions.values())
-        con.print(f"{rep.copied.get('trials', 0)} trial(s) in {rep.copied.get('campaigns', 0)} campaign(s) kept; "
-                  f"{lost} row(s) lost" + (f", and {stretches} damaged stretch(es) whose rows cannot be counted"
-                                            if stretches else ""), markup=False, highlight=False)
+        con.print(
+            f"{rep.copied.get('trials', 0)} trial(s) in {rep.copied.get('campaigns', 0)} campaign(s) kept; "
+            f"{lost} row(s) lost"
+            + (f", and {stretches} damaged stretch(es) whose rows cannot be counted" if stretches else ""),
+            markup=False,
+            highlight=False,
+        )

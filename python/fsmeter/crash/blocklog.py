@@ -7,6 +7,7 @@
 The daemon appends every request the loop device sends it to the log before answering it; the log
 format is described in crates/blocklog/src/main.rs and mirrored by ``RECORD`` here.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,9 +15,9 @@ import select
 import struct
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from fsmeter.provision import sysinfo
 from fsmeter.provision._run import run
@@ -60,10 +61,13 @@ def read_log(path: str) -> Iterator[LogRecord]:
 
 def blocklog_program() -> str:
     if not BLOCKLOG_PROGRAM.exists():
-        raise ProvisionError(f"{BLOCKLOG_PROGRAM} is missing: reinstall fsmeter (`make build` or `pip install .`)", exit_code=1)
+        raise ProvisionError(
+            f"{BLOCKLOG_PROGRAM} is missing: reinstall fsmeter (`make build` or `pip install .`)", exit_code=1
+        )
     if not os.path.exists("/dev/fuse"):
-        raise ProvisionError("crash runs need FUSE (/dev/fuse is missing): load the fuse module (modprobe fuse)",
-                             exit_code=1)
+        raise ProvisionError(
+            "crash runs need FUSE (/dev/fuse is missing): load the fuse module (modprobe fuse)", exit_code=1
+        )
     return str(BLOCKLOG_PROGRAM)
 
 
@@ -90,7 +94,7 @@ class LoggedDisk:
     def served_file(self) -> str:
         return os.path.join(self.fuse_dir, "disk.img")
 
-    def __enter__(self) -> "LoggedDisk":
+    def __enter__(self) -> LoggedDisk:
         try:
             self.open()
         except BaseException:
@@ -105,8 +109,12 @@ class LoggedDisk:
         prog = blocklog_program()
         self._ids.append(self.state.add("fuse", target=self.fuse_dir, source=FUSE_SOURCE))
         os.makedirs(self.fuse_dir, mode=0o700)
-        self.proc = subprocess.Popen([prog, self.image, self.log, self.fuse_dir], stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            [prog, self.image, self.log, self.fuse_dir],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         ready, _, _ = select.select([self.proc.stdout], [], [], self.READY_TIMEOUT_S)
         line = self.proc.stdout.readline().decode(errors="replace").strip() if ready else ""
         if line != "ready":

@@ -14,6 +14,7 @@ depends on the device's write cache:
 
 Each cut is built from the previous one's stable part, so N cuts of one log cost one pass over it.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -21,8 +22,8 @@ import ctypes.util
 import os
 import random
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from fsmeter.crash.blocklog import FLUSH, WRITE, ZERO, LogRecord, read_log
 
@@ -70,10 +71,10 @@ def apply(records: Iterable[LogRecord], log_path: str, image: str) -> int:
 class CutInfo:
     cut_ns: int
     model: str
-    records_applied: int      # writes and zero ranges in the cut image
+    records_applied: int  # writes and zero ranges in the cut image
     records_after_flush: int  # of the writes and zero ranges received after the last flush: how many
-    kept_after_flush: int     # ... the cut kept
-    flushes: int              # cache flushes received before the cut
+    kept_after_flush: int  # ... the cut kept
+    flushes: int  # cache flushes received before the cut
     last_flush_ns: int | None
 
 
@@ -88,7 +89,7 @@ class CutBuilder:
         self.model = model
         self.seed = seed
         self.records = list(read_log(log_path))
-        self.pos = 0           # records[:pos] are applied to the work image (all up to a flush)
+        self.pos = 0  # records[:pos] are applied to the work image (all up to a flush)
         self.applied = 0
         self.flushes = 0
         self.last_flush_ns: int | None = None
@@ -108,12 +109,12 @@ class CutBuilder:
                 last_flush = end
             end += 1
         if last_flush is not None:  # everything up to the last flush is stable in every model
-            stable = self.records[self.pos:last_flush + 1]
+            stable = self.records[self.pos : last_flush + 1]
             self.applied += apply(stable, self.log_path, self.work)
             self.flushes += sum(1 for r in stable if r.kind == FLUSH)
             self.last_flush_ns = self.records[last_flush].t_ns
             self.pos = last_flush + 1
-        tail = [r for r in self.records[self.pos:end] if r.kind in (WRITE, ZERO)]
+        tail = [r for r in self.records[self.pos : end] if r.kind in (WRITE, ZERO)]
         if self.model == "prefix":
             kept = tail
         elif self.model == "volatile-lost":
@@ -123,6 +124,12 @@ class CutBuilder:
             kept = [r for r in tail if rng.random() < 0.5]
         copy_sparse(self.work, out)
         n = apply(kept, self.log_path, out)
-        return CutInfo(cut_ns=cut_ns, model=self.model, records_applied=self.applied + n,
-                       records_after_flush=len(tail), kept_after_flush=len(kept), flushes=self.flushes,
-                       last_flush_ns=self.last_flush_ns)
+        return CutInfo(
+            cut_ns=cut_ns,
+            model=self.model,
+            records_applied=self.applied + n,
+            records_after_flush=len(tail),
+            kept_after_flush=len(kept),
+            flushes=self.flushes,
+            last_flush_ns=self.last_flush_ns,
+        )

@@ -7,11 +7,12 @@
 The matrix is filesystem x size x dirty set; each cell is crashed at ``crash_points`` instants drawn
 (seeded) uniformly over its write phase, so a campaign replays with the same seed.
 """
+
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -28,7 +29,7 @@ class CrashFs(BaseModel):
     name: Literal["ext2", "ext3", "ext4", "xfs", "btrfs"]
     mount_options: str = ""
     mkfs_options: list[str] = Field(default_factory=list)
-    label: Optional[str] = None
+    label: str | None = None
 
     @property
     def title(self) -> str:
@@ -74,7 +75,7 @@ class CrashSettings(BaseModel):
     @classmethod
     def _sizes(cls, v: list[int]) -> list[int]:
         if not v:
-            raise ValueError("sizes: give at least one image size, e.g. [\"1G\"]")
+            raise ValueError('sizes: give at least one image size, e.g. ["1G"]')
         for s in v:
             if s < 128 << 20:
                 raise ValueError(f"sizes: {format_size(s)} is too small: at least 128M (xfs needs 300M)")
@@ -84,7 +85,7 @@ class CrashSettings(BaseModel):
     @classmethod
     def _dirty(cls, v: list[int]) -> list[int]:
         if not v:
-            raise ValueError("dirty: give at least one dirty-set size, e.g. [\"1M\"]")
+            raise ValueError('dirty: give at least one dirty-set size, e.g. ["1M"]')
         return v
 
 
@@ -96,7 +97,7 @@ class CrashCampaign(BaseModel):
     filesystem: list[CrashFs]
 
     @model_validator(mode="after")
-    def _check(self) -> "CrashCampaign":
+    def _check(self) -> CrashCampaign:
         if not self.filesystem:
             raise ValueError("filesystem: list at least one [[filesystem]]")
         for fs in self.filesystem:
@@ -117,8 +118,9 @@ class CrashCampaign(BaseModel):
 
     def cells(self) -> list[tuple[CrashFs, int, int]]:
         """(filesystem, size_bytes, dirty_bytes) in run order."""
-        return [(fs, size, dirty) for size in self.campaign.sizes for dirty in self.campaign.dirty
-                for fs in self.filesystem]
+        return [
+            (fs, size, dirty) for size in self.campaign.sizes for dirty in self.campaign.dirty for fs in self.filesystem
+        ]
 
 
 def campaign_names() -> list[str]:
@@ -131,8 +133,10 @@ def load_campaign(name_or_path: str) -> tuple[CrashCampaign, str, str]:
     if not path.exists():
         named = CAMPAIGNS_DIR / f"{name_or_path}.toml"
         if not named.exists():
-            raise UserError(f"crash campaign {name_or_path!r}: no such file or named campaign "
-                            f"(named: {', '.join(campaign_names())})")
+            raise UserError(
+                f"crash campaign {name_or_path!r}: no such file or named campaign "
+                f"(named: {', '.join(campaign_names())})"
+            )
         path = named
     from fsmeter.textfile import loads_toml, read_text
 

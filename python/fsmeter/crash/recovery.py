@@ -9,6 +9,7 @@
 The check's exit code says whether it found (and fixed) damage; entries in ``lost+found`` are what
 it could not put back.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,10 +30,10 @@ class Recovery:
     fsck_tool: str
     fsck_s: float | None = None
     fsck_rc: int | None = None
-    fsck_fixed: bool = False        # the check found damage and repaired it (beyond stale free counts)
+    fsck_fixed: bool = False  # the check found damage and repaired it (beyond stale free counts)
     fsck_repairs: list[str] = field(default_factory=list)  # e2fsck: each problem it fixed
-    fsck_failed: bool = False       # the check could not repair, or could not run
-    fsck_output: str = ""           # its last lines
+    fsck_failed: bool = False  # the check could not repair, or could not run
+    fsck_output: str = ""  # its last lines
     journal_replay_s: float | None = None  # ext3/4: the journal replay, part of fsck_s
     mount_s: float | None = None
     mount_error: str | None = None
@@ -71,8 +72,9 @@ def _timed(argv: list[str], full: list[str] | None = None) -> tuple[float, int, 
     exe = which(argv[0]) or argv[0]
     t0 = time.monotonic()
     try:
-        p = subprocess.run([exe, *argv[1:]], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                           timeout=CHECK_TIMEOUT_S)
+        p = subprocess.run(
+            [exe, *argv[1:]], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=CHECK_TIMEOUT_S
+        )
     except subprocess.TimeoutExpired:
         return time.monotonic() - t0, -1, f"{argv[0]} did not finish in {CHECK_TIMEOUT_S} s"
     dt = time.monotonic() - t0
@@ -143,8 +145,10 @@ def recover(fsname: str, device: str, mnt: RecoveredMount) -> Recovery:
             r.fsck_repairs = e2fsck_repairs(full[0])[:50]
             r.fsck_fixed = r.fsck_rc in (1, 2, 3) and not all(x.startswith(_SUMMARY_ONLY) for x in r.fsck_repairs)
             r.fsck_failed = r.fsck_rc < 0 or r.fsck_rc >= 4
-        r.steps = (["e2fsck -E journal_only (timed, in fsck_s)"] if fsname != "ext2" else []) + \
-            ["e2fsck -fy (timed)", "mount (timed)"]
+        r.steps = (["e2fsck -E journal_only (timed, in fsck_s)"] if fsname != "ext2" else []) + [
+            "e2fsck -fy (timed)",
+            "mount (timed)",
+        ]
         r.mount_s, r.mount_error = mnt.mount()
     elif fsname == "xfs":
         r = Recovery(fsck_tool="xfs_repair")

@@ -5,6 +5,7 @@ the image size when the campaign has several), and data lost beyond what fsync p
 be zero on a correct filesystem), beside the losses fsync did not promise (zero-filled tails, files
 and blocks never synced, entries in lost+found).
 """
+
 from __future__ import annotations
 
 import html
@@ -45,25 +46,32 @@ def rows(doc: dict) -> list[dict]:
         def total(key: str) -> int:
             return sum(c.get(key, 0) for c in counters)
 
-        out.append({
-            "title": cell["title"], "filesystem": cell["filesystem"], "size_bytes": cell["size_bytes"],
-            "dirty_bytes": cell["dirty_bytes"], "status": cell["status"], "cause": cell.get("cause"),
-            "points": len(pts), "fsck_s_median": median(fsck) if fsck else None,
-            "mount_s_median": median(mount) if mount else None,
-            "fsck_fixed": sum(1 for p in pts if p["recovery"].get("fsck_fixed")),
-            "fsck_failed": sum(1 for p in pts if p["recovery"].get("fsck_failed")),
-            "unmountable": sum(1 for p in pts if p["recovery"].get("mount_error")),
-            "blocks_promised": total("blocks_promised"),
-            "bytes_lost_beyond_fsync": total("bytes_lost_beyond_fsync"),
-            "files_lost_beyond_fsync": total("files_lost_beyond_fsync") + total("files_truncated_beyond_fsync"),
-            "entries_lost_beyond_fsync": total("entries_lost_beyond_fsync"),
-            "files_zero_tail": total("files_zero_tail"),
-            "files_missing_unpromised": total("files_missing_unpromised"),
-            "blocks_garbage": total("blocks_garbage"),
-            "lost_found": sum(p["recovery"].get("lost_found_entries", 0) for p in pts),
-            "findings": sum(1 for p in pts if p.get("finding")),
-            "write_mb_s": (cell.get("write", {}).get("bytes_per_s") or 0) / 1e6,
-        })
+        out.append(
+            {
+                "title": cell["title"],
+                "filesystem": cell["filesystem"],
+                "size_bytes": cell["size_bytes"],
+                "dirty_bytes": cell["dirty_bytes"],
+                "status": cell["status"],
+                "cause": cell.get("cause"),
+                "points": len(pts),
+                "fsck_s_median": median(fsck) if fsck else None,
+                "mount_s_median": median(mount) if mount else None,
+                "fsck_fixed": sum(1 for p in pts if p["recovery"].get("fsck_fixed")),
+                "fsck_failed": sum(1 for p in pts if p["recovery"].get("fsck_failed")),
+                "unmountable": sum(1 for p in pts if p["recovery"].get("mount_error")),
+                "blocks_promised": total("blocks_promised"),
+                "bytes_lost_beyond_fsync": total("bytes_lost_beyond_fsync"),
+                "files_lost_beyond_fsync": total("files_lost_beyond_fsync") + total("files_truncated_beyond_fsync"),
+                "entries_lost_beyond_fsync": total("entries_lost_beyond_fsync"),
+                "files_zero_tail": total("files_zero_tail"),
+                "files_missing_unpromised": total("files_missing_unpromised"),
+                "blocks_garbage": total("blocks_garbage"),
+                "lost_found": sum(p["recovery"].get("lost_found_entries", 0) for p in pts),
+                "findings": sum(1 for p in pts if p.get("finding")),
+                "write_mb_s": (cell.get("write", {}).get("bytes_per_s") or 0) / 1e6,
+            }
+        )
     return out
 
 
@@ -79,23 +87,38 @@ def terminal_table(doc: dict) -> Table:
     if len(dirties) == 1:
         title += f", dirty set {format_size(dirties[0])}"
     t = Table(title=title)
-    cols = ["filesystem"] + (["size"] if len(sizes) > 1 else []) + (["dirty"] if len(dirties) > 1 else []) + \
-        ["fsck s", "mount s", "fsck fixed", "lost beyond fsync", "zero tails", "lost+ found", "findings"]
+    cols = (
+        ["filesystem"]
+        + (["size"] if len(sizes) > 1 else [])
+        + (["dirty"] if len(dirties) > 1 else [])
+        + ["fsck s", "mount s", "fsck fixed", "lost beyond fsync", "zero tails", "lost+ found", "findings"]
+    )
     for col in cols:
         t.add_column(col, justify="left" if col == "filesystem" else "right", no_wrap=col == "filesystem")
     for r in rs:
-        lost = (f"{format_size(r['bytes_lost_beyond_fsync'])}/{r['files_lost_beyond_fsync']}/"
-                f"{r['entries_lost_beyond_fsync']}")
+        lost = (
+            f"{format_size(r['bytes_lost_beyond_fsync'])}/{r['files_lost_beyond_fsync']}/"
+            f"{r['entries_lost_beyond_fsync']}"
+        )
         lost = f"[red]{lost}[/]" if r["findings"] else f"[green]{lost}[/]"
         fmt = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
         cells = [r["title"] + ("" if r["status"] == "done" else f" [yellow]({r['status']})[/]")]
         cells += [format_size(r["size_bytes"])] if len(sizes) > 1 else []
         cells += [format_size(r["dirty_bytes"])] if len(dirties) > 1 else []
-        cells += [fmt(r["fsck_s_median"]), fmt(r["mount_s_median"]), f"{r['fsck_fixed']}/{r['points']}", lost,
-                  str(r["files_zero_tail"]), str(r["lost_found"]), str(r["findings"])]
+        cells += [
+            fmt(r["fsck_s_median"]),
+            fmt(r["mount_s_median"]),
+            f"{r['fsck_fixed']}/{r['points']}",
+            lost,
+            str(r["files_zero_tail"]),
+            str(r["lost_found"]),
+            str(r["findings"]),
+        ]
         t.add_row(*cells)
-    t.caption = ("fsck s, mount s: medians over the cuts; lost beyond fsync: bytes/files/directory entries; "
-                 "the other columns add up over the cuts")
+    t.caption = (
+        "fsck s, mount s: medians over the cuts; lost beyond fsync: bytes/files/directory entries; "
+        "the other columns add up over the cuts"
+    )
     return t
 
 
@@ -107,7 +130,10 @@ def figures(doc: dict) -> list[dict]:
     figs = []
     # recovery time: one marker per crash point; x is the configuration (and the size when several)
     traces = []
-    for what, key, symbol in (("check (fsck)", "fsck_s", "circle"), ("mount (journal/log replay)", "mount_s", "diamond")):
+    for what, key, symbol in (
+        ("check (fsck)", "fsck_s", "circle"),
+        ("mount (journal/log replay)", "mount_s", "diamond"),
+    ):
         xs, ys, texts = [], [], []
         for c in cells:
             for p in c["points"]:
@@ -116,55 +142,147 @@ def figures(doc: dict) -> list[dict]:
                     continue
                 xs.append(f"{c['title']} {format_size(c['size_bytes'])}" if len(sizes) > 1 else c["title"])
                 ys.append(v)
-                texts.append(f"{c['title']}, {format_size(c['size_bytes'])}, dirty {format_size(c['dirty_bytes'])}, "
-                             f"cut at {p['cut_after_s']:.2f} s")
-        traces.append({"type": "box", "name": what, "x": xs, "y": ys, "text": texts, "boxpoints": "all",
-                       "jitter": 0.3, "pointpos": 0, "marker": {"symbol": symbol}})
-    figs.append({"id": "recovery", "title": "Recovery time per filesystem after a power cut",
-                 "data": traces,
-                 "layout": {"title": "Recovery time after a power cut (every crash point)", "boxmode": "group",
-                            "yaxis": {"title": "seconds"}, "height": 440, "template": "plotly_white"}})
+                texts.append(
+                    f"{c['title']}, {format_size(c['size_bytes'])}, dirty {format_size(c['dirty_bytes'])}, "
+                    f"cut at {p['cut_after_s']:.2f} s"
+                )
+        traces.append(
+            {
+                "type": "box",
+                "name": what,
+                "x": xs,
+                "y": ys,
+                "text": texts,
+                "boxpoints": "all",
+                "jitter": 0.3,
+                "pointpos": 0,
+                "marker": {"symbol": symbol},
+            }
+        )
+    figs.append(
+        {
+            "id": "recovery",
+            "title": "Recovery time per filesystem after a power cut",
+            "data": traces,
+            "layout": {
+                "title": "Recovery time after a power cut (every crash point)",
+                "boxmode": "group",
+                "yaxis": {"title": "seconds"},
+                "height": 440,
+                "template": "plotly_white",
+            },
+        }
+    )
     if len(sizes) > 1:
         # recovery = check + mount, every crash point, and the median per size joined by a line
         traces = []
         for title in titles:
-            pts = [(c["size_bytes"], p["recovery"]["fsck_s"] + p["recovery"]["mount_s"]) for c in cells
-                   if c["title"] == title for p in c["points"]
-                   if p.get("recovery", {}).get("fsck_s") is not None and p["recovery"].get("mount_s") is not None]
+            pts = [
+                (c["size_bytes"], p["recovery"]["fsck_s"] + p["recovery"]["mount_s"])
+                for c in cells
+                if c["title"] == title
+                for p in c["points"]
+                if p.get("recovery", {}).get("fsck_s") is not None and p["recovery"].get("mount_s") is not None
+            ]
             if not pts:
                 continue
             med = [(s, median(v for z, v in pts if z == s)) for s in sorted({z for z, _ in pts})]
-            traces.append({"type": "scatter", "mode": "lines+markers", "name": f"{title} (median)",
-                           "legendgroup": title, "x": [s / 2**30 for s, _ in med], "y": [v for _, v in med]})
-            traces.append({"type": "scatter", "mode": "markers", "name": title, "legendgroup": title,
-                           "showlegend": False, "opacity": 0.5,
-                           "x": [s / 2**30 for s, _ in pts], "y": [v for _, v in pts]})
-        figs.append({"id": "recovery-size", "title": "Recovery time (check + mount) against filesystem size",
-                     "data": traces,
-                     "layout": {"title": "Recovery time (check + mount) against filesystem size",
-                                "xaxis": {"title": "filesystem size (GiB)"}, "yaxis": {"title": "seconds"},
-                                "height": 420, "template": "plotly_white"}})
+            traces.append(
+                {
+                    "type": "scatter",
+                    "mode": "lines+markers",
+                    "name": f"{title} (median)",
+                    "legendgroup": title,
+                    "x": [s / 2**30 for s, _ in med],
+                    "y": [v for _, v in med],
+                }
+            )
+            traces.append(
+                {
+                    "type": "scatter",
+                    "mode": "markers",
+                    "name": title,
+                    "legendgroup": title,
+                    "showlegend": False,
+                    "opacity": 0.5,
+                    "x": [s / 2**30 for s, _ in pts],
+                    "y": [v for _, v in pts],
+                }
+            )
+        figs.append(
+            {
+                "id": "recovery-size",
+                "title": "Recovery time (check + mount) against filesystem size",
+                "data": traces,
+                "layout": {
+                    "title": "Recovery time (check + mount) against filesystem size",
+                    "xaxis": {"title": "filesystem size (GiB)"},
+                    "yaxis": {"title": "seconds"},
+                    "height": 420,
+                    "template": "plotly_white",
+                },
+            }
+        )
     rs = rows(doc)
     labels = [f"{r['title']} {format_size(r['size_bytes'])} dirty {format_size(r['dirty_bytes'])}" for r in rs]
-    figs.append({"id": "loss", "title": "Data lost beyond what fsync promised", "data": [
-        {"type": "bar", "name": "bytes lost beyond fsync (must be 0)", "x": labels,
-         "y": [r["bytes_lost_beyond_fsync"] for r in rs], "marker": {"color": "#c0392b"},
-         "text": [str(r["bytes_lost_beyond_fsync"]) for r in rs], "textposition": "outside", "cliponaxis": False},
-        {"type": "bar", "name": "files lost/truncated beyond fsync", "x": labels,
-         "y": [r["files_lost_beyond_fsync"] for r in rs], "marker": {"color": "#e67e22"}, "yaxis": "y2",
-         "text": [str(r["files_lost_beyond_fsync"]) for r in rs], "textposition": "outside", "cliponaxis": False},
-    ], "layout": {"title": "Data lost beyond what fsync promised (0 on a correct filesystem)", "barmode": "group",
-                  "yaxis": {"title": "bytes", "rangemode": "tozero"},
-                  "yaxis2": {"title": "files", "overlaying": "y", "side": "right", "rangemode": "tozero"},
-                  "height": 420, "template": "plotly_white"}})
-    figs.append({"id": "unpromised", "title": "What a crash took that fsync never promised", "data": [
-        {"type": "bar", "name": name, "x": labels, "y": [r[key] for r in rs]}
-        for name, key in (("files with zero-filled tails", "files_zero_tail"),
-                          ("unsynced files gone", "files_missing_unpromised"),
-                          ("blocks of foreign/garbage data", "blocks_garbage"),
-                          ("entries in lost+found", "lost_found"))
-    ], "layout": {"title": "What a crash took that fsync never promised (summed over crash points)",
-                  "barmode": "group", "height": 420, "template": "plotly_white"}})
+    figs.append(
+        {
+            "id": "loss",
+            "title": "Data lost beyond what fsync promised",
+            "data": [
+                {
+                    "type": "bar",
+                    "name": "bytes lost beyond fsync (must be 0)",
+                    "x": labels,
+                    "y": [r["bytes_lost_beyond_fsync"] for r in rs],
+                    "marker": {"color": "#c0392b"},
+                    "text": [str(r["bytes_lost_beyond_fsync"]) for r in rs],
+                    "textposition": "outside",
+                    "cliponaxis": False,
+                },
+                {
+                    "type": "bar",
+                    "name": "files lost/truncated beyond fsync",
+                    "x": labels,
+                    "y": [r["files_lost_beyond_fsync"] for r in rs],
+                    "marker": {"color": "#e67e22"},
+                    "yaxis": "y2",
+                    "text": [str(r["files_lost_beyond_fsync"]) for r in rs],
+                    "textposition": "outside",
+                    "cliponaxis": False,
+                },
+            ],
+            "layout": {
+                "title": "Data lost beyond what fsync promised (0 on a correct filesystem)",
+                "barmode": "group",
+                "yaxis": {"title": "bytes", "rangemode": "tozero"},
+                "yaxis2": {"title": "files", "overlaying": "y", "side": "right", "rangemode": "tozero"},
+                "height": 420,
+                "template": "plotly_white",
+            },
+        }
+    )
+    figs.append(
+        {
+            "id": "unpromised",
+            "title": "What a crash took that fsync never promised",
+            "data": [
+                {"type": "bar", "name": name, "x": labels, "y": [r[key] for r in rs]}
+                for name, key in (
+                    ("files with zero-filled tails", "files_zero_tail"),
+                    ("unsynced files gone", "files_missing_unpromised"),
+                    ("blocks of foreign/garbage data", "blocks_garbage"),
+                    ("entries in lost+found", "lost_found"),
+                )
+            ],
+            "layout": {
+                "title": "What a crash took that fsync never promised (summed over crash points)",
+                "barmode": "group",
+                "height": 420,
+                "template": "plotly_white",
+            },
+        }
+    )
     return figs
 
 
@@ -173,16 +291,38 @@ def write_html(doc: dict, path: str) -> str:
 
     c = doc["campaign"]["campaign"]
     rs = rows(doc)
-    head = ["configuration", "size", "dirty set", "cuts", "fsck s (median)", "mount s (median)", "fsck fixed",
-            "bytes lost beyond fsync", "files lost beyond fsync", "entries lost beyond fsync", "zero tails",
-            "lost+found", "findings"]
+    head = [
+        "configuration",
+        "size",
+        "dirty set",
+        "cuts",
+        "fsck s (median)",
+        "mount s (median)",
+        "fsck fixed",
+        "bytes lost beyond fsync",
+        "files lost beyond fsync",
+        "entries lost beyond fsync",
+        "zero tails",
+        "lost+found",
+        "findings",
+    ]
     body = []
     for r in rs:
-        cells = [r["title"], format_size(r["size_bytes"]), format_size(r["dirty_bytes"]), r["points"],
-                 "-" if r["fsck_s_median"] is None else f"{r['fsck_s_median']:.3f}",
-                 "-" if r["mount_s_median"] is None else f"{r['mount_s_median']:.3f}", r["fsck_fixed"],
-                 r["bytes_lost_beyond_fsync"], r["files_lost_beyond_fsync"], r["entries_lost_beyond_fsync"],
-                 r["files_zero_tail"], r["lost_found"], r["findings"]]
+        cells = [
+            r["title"],
+            format_size(r["size_bytes"]),
+            format_size(r["dirty_bytes"]),
+            r["points"],
+            "-" if r["fsck_s_median"] is None else f"{r['fsck_s_median']:.3f}",
+            "-" if r["mount_s_median"] is None else f"{r['mount_s_median']:.3f}",
+            r["fsck_fixed"],
+            r["bytes_lost_beyond_fsync"],
+            r["files_lost_beyond_fsync"],
+            r["entries_lost_beyond_fsync"],
+            r["files_zero_tail"],
+            r["lost_found"],
+            r["findings"],
+        ]
         cls = ' class="finding"' if r["findings"] else ""
         body.append(f"<tr{cls}>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in cells) + "</tr>")
     findings = []
@@ -190,25 +330,27 @@ def write_html(doc: dict, path: str) -> str:
         for p in cell["points"]:
             if p.get("finding"):
                 f = p.get("check", {}).get("findings", [])[:5]
-                findings.append(f"<li><b>{html.escape(cell['title'])}</b> cut {p['index'] + 1} at "
-                                f"{p['cut_after_s']:.2f} s: evidence {html.escape(str(p.get('evidence_image')))}"
-                                f" and {html.escape(os.path.join(cell['slug'], 'ledger.jsonl'))}"
-                                f"<pre>{html.escape(json.dumps(f, indent=1))}</pre></li>")
+                findings.append(
+                    f"<li><b>{html.escape(cell['title'])}</b> cut {p['index'] + 1} at "
+                    f"{p['cut_after_s']:.2f} s: evidence {html.escape(str(p.get('evidence_image')))}"
+                    f" and {html.escape(os.path.join(cell['slug'], 'ledger.jsonl'))}"
+                    f"<pre>{html.escape(json.dumps(f, indent=1))}</pre></li>"
+                )
     figs = figures(doc)
     divs = "".join(f'<h2>{html.escape(f["title"])}</h2><div id="{f["id"]}"></div>' for f in figs)
     plots = "".join(f'Plotly.newPlot("{f["id"]}", {json.dumps(f["data"])}, {json.dumps(f["layout"])});' for f in figs)
-    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>fsmeter crash campaign {html.escape(c['name'])}</title>
+    page = f"""<!doctype html><html><head><meta charset="utf-8"><title>fsmeter crash campaign {html.escape(c["name"])}</title>
 <style>body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse}} td,th{{border:1px solid #ccc;padding:4px 8px;text-align:right}}
 tr.finding td{{background:#fdd}} pre{{font-size:85%;background:#f6f6f6;padding:6px}}</style>
 <script>{get_plotlyjs()}</script></head><body>
-<h1>Crash campaign {html.escape(c['name'])}</h1>
-<p>{html.escape(c.get('description') or '')}</p>
-<p>{c['crash_points']} power cuts per cell at instants drawn with seed {c['seed']} over a {c['runtime_s']:g} s write phase
-({c['threads']} threads); cut model <b>{html.escape(c['cut'])}</b>. Host {html.escape(doc['host'].get('hostname', ''))},
-kernel {html.escape(doc['host'].get('kernel', ''))}; campaign took {doc.get('elapsed_s') or 0:.0f} s.
+<h1>Crash campaign {html.escape(c["name"])}</h1>
+<p>{html.escape(c.get("description") or "")}</p>
+<p>{c["crash_points"]} power cuts per cell at instants drawn with seed {c["seed"]} over a {c["runtime_s"]:g} s write phase
+({c["threads"]} threads); cut model <b>{html.escape(c["cut"])}</b>. Host {html.escape(doc["host"].get("hostname", ""))},
+kernel {html.escape(doc["host"].get("kernel", ""))}; campaign took {doc.get("elapsed_s") or 0:.0f} s.
 Data lost beyond fsync must be 0 on a correct filesystem: any other value is a finding, with its image and ledger kept.</p>
-<table><tr>{''.join(f'<th>{h}</th>' for h in head)}</tr>{''.join(body)}</table>
-<h2>Findings</h2><ul>{''.join(findings) or '<li>none: every promise of fsync held at every crash point</li>'}</ul>
+<table><tr>{"".join(f"<th>{h}</th>" for h in head)}</tr>{"".join(body)}</table>
+<h2>Findings</h2><ul>{"".join(findings) or "<li>none: every promise of fsync held at every crash point</li>"}</ul>
 {divs}<script>{plots}</script></body></html>"""
     with open(path, "w") as f:
         f.write(page)

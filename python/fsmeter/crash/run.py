@@ -16,6 +16,7 @@ results.json (rewritten after every crash point, so an interrupted campaign keep
 holds the campaign, the host, and per cell the write phase's summary and each crash point's
 recovery and check.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,8 @@ import os
 import random
 import shutil
 import time
-from datetime import datetime, timezone
-from typing import Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
 
 from fsmeter import __version__
 from fsmeter.crash.blocklog import LoggedDisk
@@ -42,8 +43,12 @@ from fsmeter.provision.undo import detach_loop, undo_image
 from fsmeter.units import format_size
 
 RESULTS = "results.json"
-LOSS_KEYS = ("blocks_lost_beyond_fsync", "files_lost_beyond_fsync", "files_truncated_beyond_fsync",
-             "entries_lost_beyond_fsync")
+LOSS_KEYS = (
+    "blocks_lost_beyond_fsync",
+    "files_lost_beyond_fsync",
+    "files_truncated_beyond_fsync",
+    "entries_lost_beyond_fsync",
+)
 
 
 def cell_slug(fs: CrashFs, size: int, dirty: int) -> str:
@@ -62,8 +67,15 @@ def lost_beyond_fsync(check: dict) -> bool:
 
 
 class CrashRunner:
-    def __init__(self, campaign: CrashCampaign, source: str, out_dir: str, scratch: str,
-                 say: Callable[[str], None] = print, db: str | None = None):
+    def __init__(
+        self,
+        campaign: CrashCampaign,
+        source: str,
+        out_dir: str,
+        scratch: str,
+        say: Callable[[str], None] = print,
+        db: str | None = None,
+    ):
         self.c = campaign
         self.db = db
         self.stored = None  # CrashStore, when results also go to the results store
@@ -82,23 +94,42 @@ class CrashRunner:
     def run(self) -> dict:
         os.makedirs(self.out, exist_ok=True)
         state = StateFile(self.scratch)
-        self.doc = {"format": "fsmeter-crash/1", "fsmeter_version": __version__,
-                    "campaign": self.c.model_dump(mode="json"), "source": self.source,
-                    "host": host_info(), "started": datetime.now(timezone.utc).isoformat(),
-                    "finished": None, "status": "running", "cells": []}
+        self.doc = {
+            "format": "fsmeter-crash/1",
+            "fsmeter_version": __version__,
+            "campaign": self.c.model_dump(mode="json"),
+            "source": self.source,
+            "host": host_info(),
+            "started": datetime.now(UTC).isoformat(),
+            "finished": None,
+            "status": "running",
+            "cells": [],
+        }
         self._save()
         t0 = time.monotonic()
         if self.db is not None:
             from fsmeter.crash.store import CrashStore, cell_factors
 
-            self.stored = CrashStore(self.db, self.c.campaign.name, self.source,
-                                     [cell_factors(fs.title, size, dirty) for fs, size, dirty in self.c.cells()])
+            self.stored = CrashStore(
+                self.db,
+                self.c.campaign.name,
+                self.source,
+                [cell_factors(fs.title, size, dirty) for fs, size, dirty in self.c.cells()],
+            )
             self.doc["store"] = {"path": str(self.stored.path), "campaign_id": self.stored.campaign_id}
         try:
             for fs, size, dirty in self.c.cells():
-                cell = {"filesystem": fs.name, "title": fs.title, "mount_options": fs.mount_options,
-                        "mkfs_options": list(fs.mkfs_options), "size_bytes": size, "dirty_bytes": dirty,
-                        "slug": cell_slug(fs, size, dirty), "status": "running", "points": []}
+                cell = {
+                    "filesystem": fs.name,
+                    "title": fs.title,
+                    "mount_options": fs.mount_options,
+                    "mkfs_options": list(fs.mkfs_options),
+                    "size_bytes": size,
+                    "dirty_bytes": dirty,
+                    "slug": cell_slug(fs, size, dirty),
+                    "status": "running",
+                    "points": [],
+                }
                 self.doc["cells"].append(cell)
                 self._save()
                 try:
@@ -121,7 +152,7 @@ class CrashRunner:
             self.doc["status"] = "interrupted"
             raise
         finally:
-            self.doc["finished"] = datetime.now(timezone.utc).isoformat()
+            self.doc["finished"] = datetime.now(UTC).isoformat()
             self.doc["elapsed_s"] = time.monotonic() - t0
             self._save()
             if self.stored is not None:
@@ -138,8 +169,9 @@ class CrashRunner:
         ledger = os.path.join(cell_out, "ledger.jsonl")
         images = os.path.join(self.scratch, "images")
         os.makedirs(images, mode=0o700, exist_ok=True)
-        live, base, work_img, log = (os.path.join(images, f"{ident}-{n}") for n in
-                                     ("live.img", "base.img", "work.img", "writes.log"))
+        live, base, work_img, log = (
+            os.path.join(images, f"{ident}-{n}") for n in ("live.img", "base.img", "work.img", "writes.log")
+        )
         records = [state.add("image", path=p) for p in (live, base, work_img, log)]
         state_work = state.add("mountpoint", path=work)
         os.makedirs(work, mode=0o700)
@@ -159,13 +191,15 @@ class CrashRunner:
             cell["log_records"] = len(builder.records)
             cell["log_bytes"] = os.path.getsize(log)
             for k, cut_ns in enumerate(cuts):
-                started = datetime.now(timezone.utc).isoformat()
-                point = self._point(state, fs, builder, cut_ns, k, t_write[0], work, images, ident, ledger,
-                                    dirty, cell_out)
+                started = datetime.now(UTC).isoformat()
+                point = self._point(
+                    state, fs, builder, cut_ns, k, t_write[0], work, images, ident, ledger, dirty, cell_out
+                )
                 cell["points"].append(point)
                 if self.stored is not None:
-                    self.stored.record(len(self.doc["cells"]) - 1, self.doc, cell, point, started,
-                                       datetime.now(timezone.utc).isoformat())
+                    self.stored.record(
+                        len(self.doc["cells"]) - 1, self.doc, cell, point, started, datetime.now(UTC).isoformat()
+                    )
                 self._save()
         finally:
             for rid, path in zip(records, (live, base, work_img, log)):
@@ -177,17 +211,34 @@ class CrashRunner:
 
     def _engine_job(self, directory: str, ledger: str, dirty: int, cut_ns: int | None) -> str:
         w = self.c.workload
-        spec = {"family": "crash", "runtime_s": self.c.campaign.runtime_s, "files_per_thread": w.files_per_thread,
-                "file_size": w.file_size, "block_size": w.block_size, "write_size": w.write_size,
-                "dirty_bytes": dirty, "overwrite_pct": w.overwrite_pct, "sync": w.sync, "checksum": w.checksum,
-                "ledger": ledger}
+        spec = {
+            "family": "crash",
+            "runtime_s": self.c.campaign.runtime_s,
+            "files_per_thread": w.files_per_thread,
+            "file_size": w.file_size,
+            "block_size": w.block_size,
+            "write_size": w.write_size,
+            "dirty_bytes": dirty,
+            "overwrite_pct": w.overwrite_pct,
+            "sync": w.sync,
+            "checksum": w.checksum,
+            "ledger": ledger,
+        }
         if cut_ns is not None:
             spec["cut_ns"] = cut_ns
-        return json.dumps({"dir": directory, "threads": self.c.campaign.threads, "seed": self.c.campaign.seed,
-                           "interval_s": 1.0, "workload": spec})
+        return json.dumps(
+            {
+                "dir": directory,
+                "threads": self.c.campaign.threads,
+                "seed": self.c.campaign.seed,
+                "interval_s": 1.0,
+                "workload": spec,
+            }
+        )
 
-    def _record(self, state: StateFile, fs: CrashFs, live: str, log: str, work: str, ledger: str, dirty: int,
-                cell: dict) -> tuple[int, int]:
+    def _record(
+        self, state: StateFile, fs: CrashFs, live: str, log: str, work: str, ledger: str, dirty: int, cell: dict
+    ) -> tuple[int, int]:
         """The recorded write phase; returns its (start, end) CLOCK_MONOTONIC instants."""
         with LoggedDisk(state, live, log, work) as disk:
             cell["loop_direct_io"] = disk.direct_io()
@@ -198,25 +249,45 @@ class CrashRunner:
                     raise MkfsError(f"mount of the fresh {fs.name} failed: {err}")
                 seen = [m for m in sysinfo.mounts_at(mnt.path)]
                 cell["mount_options_in_effect"] = seen[-1].options if seen else None
-                self.say(f"{cell['slug']}: writing for {self.c.campaign.runtime_s:g} s "
-                         f"(dirty set {format_size(dirty)}, {self.c.campaign.threads} threads)")
+                self.say(
+                    f"{cell['slug']}: writing for {self.c.campaign.runtime_s:g} s "
+                    f"(dirty set {format_size(dirty)}, {self.c.campaign.threads} threads)"
+                )
                 session = EngineSession(self._engine_job(mnt.path, ledger, dirty, None))
                 t_start = time.monotonic_ns()
                 report = session.run_phase("write")
                 t_end = time.monotonic_ns()
             finally:
                 mnt.close()
-        cell["write"] = {"elapsed_s": report.get("elapsed_s"), "bytes": report["total"]["bytes"],
-                         "bytes_per_s": report["total"]["bytes_per_s"], "counters": report.get("counters", {}),
-                         "interrupted": report.get("interrupted", False),
-                         "sync_lat_ns": {k: report["ops"][k]["lat"] for k in ("fsync", "fdatasync", "dirsync")
-                                         if k in report.get("ops", {})}}
+        cell["write"] = {
+            "elapsed_s": report.get("elapsed_s"),
+            "bytes": report["total"]["bytes"],
+            "bytes_per_s": report["total"]["bytes_per_s"],
+            "counters": report.get("counters", {}),
+            "interrupted": report.get("interrupted", False),
+            "sync_lat_ns": {
+                k: report["ops"][k]["lat"] for k in ("fsync", "fdatasync", "dirsync") if k in report.get("ops", {})
+            },
+        }
         if report.get("interrupted"):
             raise KeyboardInterrupt
         return t_start, t_end
 
-    def _point(self, state: StateFile, fs: CrashFs, builder: CutBuilder, cut_ns: int, k: int, t0: int, work: str,
-               images: str, ident: str, ledger: str, dirty: int, cell_out: str) -> dict:
+    def _point(
+        self,
+        state: StateFile,
+        fs: CrashFs,
+        builder: CutBuilder,
+        cut_ns: int,
+        k: int,
+        t0: int,
+        work: str,
+        images: str,
+        ident: str,
+        ledger: str,
+        dirty: int,
+        cell_out: str,
+    ) -> dict:
         cut_img = os.path.join(images, f"{ident}-cut{k}.img")
         rid = state.add("image", path=cut_img)
         point: dict = {"index": k, "cut_ns": cut_ns, "cut_after_s": (cut_ns - t0) / 1e9}
@@ -238,9 +309,11 @@ class CrashRunner:
                 if rec.mount_error is None:
                     session = EngineSession(self._engine_job(mnt.path, ledger, dirty, cut_ns))
                     check = session.run_phase("check")
-                    point["check"] = {"counters": check.get("counters", {}),
-                                      "findings": check.get("extra", {}).get("findings", []),
-                                      "elapsed_s": check.get("elapsed_s")}
+                    point["check"] = {
+                        "counters": check.get("counters", {}),
+                        "findings": check.get("extra", {}).get("findings", []),
+                        "elapsed_s": check.get("elapsed_s"),
+                    }
                     keep = lost_beyond_fsync(point["check"])
                 else:
                     keep = True  # an image that does not mount after its own check is a finding too
@@ -251,10 +324,12 @@ class CrashRunner:
             point["finding"] = keep
             c = point.get("check", {}).get("counters", {})
             r = point.get("recovery", {})
-            self.say(f"{os.path.basename(cell_out)}: cut {k + 1} at {point['cut_after_s']:.2f} s: "
-                     f"fsck {r.get('fsck_s') or 0:.2f} s (rc {r.get('fsck_rc')}), mount {r.get('mount_s') or 0:.2f} s, "
-                     f"promised blocks {c.get('blocks_promised', '-')}, lost beyond fsync "
-                     f"{c.get('blocks_lost_beyond_fsync', '-')}" + ("  FINDING: evidence kept" if keep else ""))
+            self.say(
+                f"{os.path.basename(cell_out)}: cut {k + 1} at {point['cut_after_s']:.2f} s: "
+                f"fsck {r.get('fsck_s') or 0:.2f} s (rc {r.get('fsck_rc')}), mount {r.get('mount_s') or 0:.2f} s, "
+                f"promised blocks {c.get('blocks_promised', '-')}, lost beyond fsync "
+                f"{c.get('blocks_lost_beyond_fsync', '-')}" + ("  FINDING: evidence kept" if keep else "")
+            )
         finally:
             if keep or self.c.campaign.keep_images:
                 # the image as the cut left it (rebuilt: recovery changed the one checked), and as recovered

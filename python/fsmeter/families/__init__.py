@@ -3,13 +3,14 @@ parameters (mirroring the engine's serde spec), its phases, and its headline met
 
 One module per family; each defines ``FAMILY``, a `Family` instance.
 """
+
 from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Type
 
 from pydantic import BaseModel
 
@@ -42,16 +43,16 @@ class Metric:
     unit: str
     higher_is_better: bool = True
     #: Extracts the value from a phase report (engine JSON).
-    get: Callable[[dict], Optional[float]] = field(default=lambda r: None, compare=False)
+    get: Callable[[dict], float | None] = field(default=lambda r: None, compare=False)
     #: For one value of a grid (iozone: test, file_size, record_size): what it is keyed by. Keyed
     #: metrics are stored (metrics.keys) and charted as surfaces, not ranked one by one.
-    keys: Optional[dict] = field(default=None, compare=False)
+    keys: dict | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
 class Family:
     name: str
-    params: Type[BaseModel]
+    params: type[BaseModel]
     #: Phases in run order; a callable gets the validated params (phase lists can depend on them).
     phases: Callable[[BaseModel], list]
     #: Metrics stored per trial; the first is the headline used to rank configurations.
@@ -67,11 +68,11 @@ class Family:
     default_mkfs: str = "per-cell"
     #: Optional: doc (the `fsmeter run` result) -> a rich renderable printed after the phase tables;
     #: a callable, or a hook reference "module:function" (see `resolve`).
-    run_summary: Optional[Callable[[dict], object] | str] = None
+    run_summary: Callable[[dict], object] | str | None = None
     #: Optional: the family's own charts in the HTML report, a hook reference "module:function" (see
     #: `resolve`) to ``fn(view, workload_view, idx, baseline) -> [figure dict]`` (fsmeter.report.figures),
     #: drawn after the heat maps of each of the family's workloads.
-    charts: Optional[str] = None
+    charts: str | None = None
     #: The report's per-interval throughput chart says something about this family's phases (False
     #: for a phase of one long operation).
     interval_chart: bool = True
@@ -80,7 +81,7 @@ class Family:
         """What `fsmeter run` prints after the phase tables (None: nothing)."""
         return None if self.run_summary is None else resolve(self.run_summary)(doc)
 
-    def chart_figures(self, view, w, idx: int, baseline: Optional[str] = None) -> list:
+    def chart_figures(self, view, w, idx: int, baseline: str | None = None) -> list:
         """The family's own report figures for workload ``w`` (section ``idx``) of a campaign view."""
         return [] if self.charts is None else list(resolve(self.charts)(view, w, idx, baseline))
 
@@ -110,17 +111,17 @@ class WorkloadDef:
     source: Path
 
 
-def ops_series(iv: dict) -> Optional[float]:
+def ops_series(iv: dict) -> float | None:
     """Operations of one interval sample (all kinds)."""
     return iv.get("ops")
 
 
-def kind_series(kind: str) -> Callable[[dict], Optional[float]]:
+def kind_series(kind: str) -> Callable[[dict], float | None]:
     """Operations of one kind in one interval sample."""
     return lambda iv: (iv.get("ops_by_kind") or {}).get(kind, 0) if "ops" in iv else None
 
 
-def bytes_series(per_unit: float) -> Callable[[dict], Optional[float]]:
+def bytes_series(per_unit: float) -> Callable[[dict], float | None]:
     """Bytes of one interval sample, divided by ``per_unit`` (1 << 20 for MiB/s, 1e6 for MB/s)."""
     return lambda iv: None if iv.get("bytes") is None else iv["bytes"] / per_unit
 
@@ -135,7 +136,7 @@ def total_metric(phase: str, key: str, unit: str, higher_is_better: bool = True)
 def op_latency_metric(phase: str, op: str, pct: str = "p99_ns") -> Metric:
     """A latency percentile of one op kind, in microseconds (lower is better)."""
 
-    def get(r: dict) -> Optional[float]:
+    def get(r: dict) -> float | None:
         o = r.get("ops", {}).get(op)
         return None if o is None else o["lat"][pct] / 1000.0
 

@@ -1,41 +1,59 @@
 """Several access jobs measured together in one phase, as fio runs the jobs of one group (no
 stonewall between them): each job with its own parameters, threads, seed and backend. Made by
 fio job files (fsmeter.interop.fio_map); the engine's spec is `access_group` (access/group.rs)."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import List, Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from fsmeter.families import (Family, Metric, Phase, bytes_series, kind_series, op_latency_metric, ops_series,
-                              total_metric)
+from fsmeter.families import (
+    Family,
+    Metric,
+    Phase,
+    bytes_series,
+    kind_series,
+    op_latency_metric,
+    ops_series,
+    total_metric,
+)
 from fsmeter.families.access import AccessParams
 
 
 class GroupJob(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
-    name: str = Field(min_length=1, max_length=256, pattern=r"^[^\x00-\x1f\x7f]+$",
-                      description="the job's name in the results: any text without control characters, as fio's "
-                      "job names (it names no file)")
+    name: str = Field(
+        min_length=1,
+        max_length=256,
+        pattern=r"^[^\x00-\x1f\x7f]+$",
+        description="the job's name in the results: any text without control characters, as fio's "
+        "job names (it names no file)",
+    )
     threads: int = Field(1, ge=1, le=4096)
     seed: int = Field(42, ge=0, lt=1 << 64)
     backend: Literal["psync", "io_uring", "null", "mmap", "libpmem"] = "psync"
     params: AccessParams
-    start_delay_s: float = Field(0.0, ge=0, description="seconds after the group starts before this job does (fio "
-                                 "startdelay)")
-    wait_for: Optional[str] = Field(None, description="an earlier job of the group: this one starts when every "
-                                    "thread of that one is done (fio wait_for)")
+    start_delay_s: float = Field(
+        0.0, ge=0, description="seconds after the group starts before this job does (fio startdelay)"
+    )
+    wait_for: str | None = Field(
+        None,
+        description="an earlier job of the group: this one starts when every thread of that one is done (fio wait_for)",
+    )
     exit: Literal["none", "group", "stonewall", "all"] = Field(
-        "none", description="what the end of each of its threads stops (fio exitall with exit_what): nothing, its "
-        "reporting group, every job that has started, every job")
+        "none",
+        description="what the end of each of its threads stops (fio exitall with exit_what): nothing, its "
+        "reporting group, every job that has started, every job",
+    )
     report_group: int = Field(0, ge=0, description="its reporting group (fio new_group), for exit = group")
 
 
 class AccessGroupParams(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     family: Literal["access_group"] = "access_group"
-    jobs: List[GroupJob] = Field(min_length=1)
+    jobs: list[GroupJob] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _check(self):
@@ -58,9 +76,19 @@ class AccessGroupParams(BaseModel):
         for j in self.jobs:
             spec = j.params.engine_spec()
             spec.pop("family", None)
-            jobs.append({"name": j.name, "threads": j.threads, "seed": j.seed, "backend": j.backend, "workload": spec,
-                         "start_delay_s": j.start_delay_s, "wait_for": j.wait_for, "exit": j.exit,
-                         "report_group": j.report_group})
+            jobs.append(
+                {
+                    "name": j.name,
+                    "threads": j.threads,
+                    "seed": j.seed,
+                    "backend": j.backend,
+                    "workload": spec,
+                    "start_delay_s": j.start_delay_s,
+                    "wait_for": j.wait_for,
+                    "exit": j.exit,
+                    "report_group": j.report_group,
+                }
+            )
         return {"family": "access_group", "jobs": jobs}
 
 

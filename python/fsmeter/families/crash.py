@@ -5,12 +5,13 @@ or in a campaign) it measures write throughput and sync latency under frequent f
 without a crash that every promise holds (a filesystem or device that loses synced data even
 without a power cut shows here). The power cuts themselves are `fsmeter crash run` (fsmeter.crash).
 """
+
 from __future__ import annotations
 
 import itertools
 import os
 import tempfile
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -32,9 +33,11 @@ class CrashParams(BaseModel):
     overwrite_pct: int = Field(25, ge=0, le=100, description="percent of writes that overwrite written blocks")
     sync: Literal["fsync", "fdatasync", "mixed"] = Field("mixed", description="the data sync call")
     checksum: Literal["crc32c", "xxh3", "sha256"] = "crc32c"
-    ledger: Optional[str] = Field(None, description="where the ledger goes (default: a new file in the temp folder, "
-                                                    "outside the filesystem under test)")
-    _ledger: Optional[str] = PrivateAttr(None)
+    ledger: str | None = Field(
+        None,
+        description="where the ledger goes (default: a new file in the temp folder, outside the filesystem under test)",
+    )
+    _ledger: str | None = PrivateAttr(None)
 
     @model_validator(mode="after")
     def _check(self):
@@ -60,14 +63,16 @@ class CrashParams(BaseModel):
 
 
 def _metrics(p: CrashParams) -> list:
-    counter = lambda name: (lambda r: r.get("counters", {}).get(name))  # noqa: E731
+    counter = lambda name: lambda r: r.get("counters", {}).get(name)  # noqa: E731
     ms = [Metric("write", "MiB_per_s", "MiB/s", True, lambda r: r["total"]["bytes_per_s"] / (1 << 20))]
     if p.sync in ("fsync", "mixed"):
         ms.append(op_latency_metric("write", "fsync"))
     if p.sync in ("fdatasync", "mixed"):
         ms.append(op_latency_metric("write", "fdatasync"))
-    ms += [Metric("check", "blocks_promised", "blocks", True, counter("blocks_promised")),
-           Metric("check", "bytes_lost_beyond_fsync", "bytes", False, counter("bytes_lost_beyond_fsync"))]
+    ms += [
+        Metric("check", "blocks_promised", "blocks", True, counter("blocks_promised")),
+        Metric("check", "bytes_lost_beyond_fsync", "bytes", False, counter("bytes_lost_beyond_fsync")),
+    ]
     return ms
 
 
@@ -77,7 +82,7 @@ FAMILY = Family(
     phases=lambda p: [Phase("write"), Phase("check")],
     metrics=_metrics,
     description="fsync-heavy writes with verification headers and a durability ledger, checked afterwards "
-                "(power cuts: `fsmeter crash run`)",
+    "(power cuts: `fsmeter crash run`)",
     series={"MiB_per_s": bytes_series(1 << 20)},
     default_mkfs="per-trial",  # the ledger describes one run's files: each trial starts empty
 )

@@ -4,10 +4,11 @@ Mirrors crates/engine/src/workload/iozone/mod.rs (IozoneSpec): Python works out 
 iozone's rules (fsmeter.families.iozone_grid) and the engine runs them. One `grid` phase is one
 whole grid; every cell's result is stored as a keyed metric (test, file size, record size).
 """
+
 from __future__ import annotations
 
 import math
-from typing import List, Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -30,16 +31,25 @@ COLUMNS = {
 }
 #: The title iozone gives each column's table in its -R report.
 REPORT_TITLES = {
-    "write": "Writer report", "rewrite": "Re-writer report", "read": "Reader report",
-    "reread": "Re-Reader report", "random_read": "Random read report", "random_write": "Random write report",
-    "bkwd_read": "Backward read report", "record_rewrite": "Record rewrite report",
-    "stride_read": "Stride read report", "fwrite": "Fwrite report", "frewrite": "Re-Fwrite report",
-    "fread": "Fread report", "freread": "Re-Fread report", "mix": "Mixed workload report",
+    "write": "Writer report",
+    "rewrite": "Re-writer report",
+    "read": "Reader report",
+    "reread": "Re-Reader report",
+    "random_read": "Random read report",
+    "random_write": "Random write report",
+    "bkwd_read": "Backward read report",
+    "record_rewrite": "Record rewrite report",
+    "stride_read": "Stride read report",
+    "fwrite": "Fwrite report",
+    "frewrite": "Re-Fwrite report",
+    "fread": "Fread report",
+    "freread": "Re-Fread report",
+    "mix": "Mixed workload report",
 }
 KiB = 1024
 
 
-def _kib(field: str, v: Optional[int]) -> None:
+def _kib(field: str, v: int | None) -> None:
     if v is not None and v % KiB:
         raise ValueError(f"{field}: {v} bytes is not a whole number of KiB (iozone counts sizes in KiB)")
 
@@ -47,17 +57,19 @@ def _kib(field: str, v: Optional[int]) -> None:
 class IozoneParams(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     family: Literal["iozone"] = "iozone"
-    tests: List[int] = Field(default_factory=lambda: list(range(8)),
-                             description="iozone test numbers (-i): 0 write/rewrite, 1 read/reread, 2 random read/write, "
-                                         "3 backward read, 4 record rewrite, 5 stride read, 6 fwrite/refwrite, "
-                                         "7 fread/refread, 8 random mix")
+    tests: list[int] = Field(
+        default_factory=lambda: list(range(8)),
+        description="iozone test numbers (-i): 0 write/rewrite, 1 read/reread, 2 random read/write, "
+        "3 backward read, 4 record rewrite, 5 stride read, 6 fwrite/refwrite, "
+        "7 fread/refread, 8 random mix",
+    )
     min_file_size: Size = Field(64 * KiB, description="smallest file of the grid (-n); raised to 4K as iozone does")
     max_file_size: Size = Field(512 << 20, description="largest file of the grid (-g)")
-    min_record_size: Optional[Size] = Field(None, description="smallest record (-y); none = 4K, crossover allowed")
-    max_record_size: Optional[Size] = Field(None, description="largest record (-q); none = 16M, crossover allowed")
+    min_record_size: Size | None = Field(None, description="smallest record (-y); none = 4K, crossover allowed")
+    max_record_size: Size | None = Field(None, description="largest record (-q); none = 16M, crossover allowed")
     crossover: bool = Field(True, description="skip records under 64K for files over 16M, as -a does (false = -z)")
-    file_sizes: Optional[List[Size]] = Field(None, description="explicit file sizes instead of the range (-s ...)")
-    record_sizes: Optional[List[Size]] = Field(None, description="explicit record sizes instead of the range (-r ...)")
+    file_sizes: list[Size] | None = Field(None, description="explicit file sizes instead of the range (-s ...)")
+    record_sizes: list[Size] | None = Field(None, description="explicit record sizes instead of the range (-r ...)")
     ops: bool = Field(False, description="report operations/s instead of KB/s (-O)")
     fsync: bool = Field(False, description="include fsync in the timing (-e)")
     close: bool = Field(False, description="include close in the timing (-c)")
@@ -68,16 +80,21 @@ class IozoneParams(BaseModel):
     stride: int = Field(17, ge=1, description="stride read distance, in records (-j)")
     mix_threads: int = Field(2, ge=1, le=256, description="threads of test 8 (even read, odd write)")
     file_name: str = Field("iozone.tmp", description="the test file, in --dir (-f)")
-    latency: bool = Field(False, description="time every record and keep per-column latency histograms (-Q); off, "
-                                             "as iozone by default, only each pass is timed (the clock costs about "
-                                             "a tenth of a cached 4K read)")
+    latency: bool = Field(
+        False,
+        description="time every record and keep per-column latency histograms (-Q); off, "
+        "as iozone by default, only each pass is timed (the clock costs about "
+        "a tenth of a cached 4K read)",
+    )
     verify: Literal["off", "crc32c", "xxh3", "sha256"] = Field(
-        "off", description="data verification (docs/verify.md): every record written carries a header and a "
-        "checksum, reads check them, each cell's file is re-read before it is removed; off by default")
+        "off",
+        description="data verification (docs/verify.md): every record written carries a header and a "
+        "checksum, reads check them, each cell's file is re-read before it is removed; off by default",
+    )
 
     @field_validator("tests")
     @classmethod
-    def _tests(cls, v: List[int]) -> List[int]:
+    def _tests(cls, v: list[int]) -> list[int]:
         if not v:
             raise ValueError("give at least one iozone test number 0..8")
         for t in v:
@@ -96,8 +113,10 @@ class IozoneParams(BaseModel):
         for i, s in enumerate(self.file_sizes or []):
             _kib(f"file_sizes[{i}]", s)
         if self.min_file_size > self.max_file_size:
-            raise ValueError(f"min_file_size ({format_size(self.min_file_size)}) is larger than max_file_size "
-                             f"({format_size(self.max_file_size)})")
+            raise ValueError(
+                f"min_file_size ({format_size(self.min_file_size)}) is larger than max_file_size "
+                f"({format_size(self.max_file_size)})"
+            )
         lo = 4 * KiB if self.min_record_size is None else self.min_record_size
         hi = (16 << 20) if self.max_record_size is None else self.max_record_size
         if lo <= 0 or hi > (16 << 20):
@@ -111,38 +130,55 @@ class IozoneParams(BaseModel):
         first_rec = min(self.record_sizes) if self.record_sizes else lo
         if first_rec > first_file:
             field = "record_sizes" if self.record_sizes else "min_record_size"
-            raise ValueError(f"{field}: the record size ({format_size(first_rec)}) is larger than the file size "
-                             f"({format_size(first_file)}): use a record size <= file size")
+            raise ValueError(
+                f"{field}: the record size ({format_size(first_rec)}) is larger than the file size "
+                f"({format_size(first_file)}): use a record size <= file size"
+            )
         if self.direct:
             recs = self.record_sizes or [lo]
             for i, r in enumerate(recs):
                 if r % 512:
                     field = f"record_sizes[{i}]" if self.record_sizes else "min_record_size"
-                    raise ValueError(f"{field}: {r} bytes is not a multiple of 512, which O_DIRECT needs: "
-                                     "use a multiple of 512, or direct=false")
+                    raise ValueError(
+                        f"{field}: {r} bytes is not a multiple of 512, which O_DIRECT needs: "
+                        "use a multiple of 512, or direct=false"
+                    )
         if self.purge and (self.cache_size & (self.cache_size - 1) or not 0 < self.cache_line <= self.cache_size):
             raise ValueError("cache_size: the purge needs a power-of-two cache size and a cache line no larger")
         if self.verify != "off":
             small = [r for r in (self.record_sizes or [lo]) if r < 88]
             if small:
                 field = "record_sizes" if self.record_sizes else "min_record_size"
-                raise ValueError(f"{field}: {small[0]} bytes: with verify, each record holds an 80-byte header and "
-                                 "data: use records >= 88 bytes")
+                raise ValueError(
+                    f"{field}: {small[0]} bytes: with verify, each record holds an 80-byte header and "
+                    "data: use records >= 88 bytes"
+                )
         if not self.file_name or "/" in self.file_name or self.file_name in (".", ".."):
             raise ValueError("file_name: a plain file name, without '/'")
         if not self.cells():
-            raise ValueError("max_record_size: this grid has no cell (every record is larger than every file, "
-                             "or the crossover left none): widen the bounds or set crossover=false")
+            raise ValueError(
+                "max_record_size: this grid has no cell (every record is larger than every file, "
+                "or the crossover left none): widen the bounds or set crossover=false"
+            )
         return self
 
     def cells(self) -> list:
         """[(file size in bytes, record size in bytes)] in run order."""
         min_kb = max(self.min_file_size // KiB, 4)
-        return [(f * KiB, r) for f, r in auto_cells(
-            min_kb, max(self.max_file_size // KiB, 4), self.min_record_size, self.max_record_size, self.crossover,
-            [s // KiB for s in self.file_sizes] if self.file_sizes else None, self.record_sizes)]
+        return [
+            (f * KiB, r)
+            for f, r in auto_cells(
+                min_kb,
+                max(self.max_file_size // KiB, 4),
+                self.min_record_size,
+                self.max_record_size,
+                self.crossover,
+                [s // KiB for s in self.file_sizes] if self.file_sizes else None,
+                self.record_sizes,
+            )
+        ]
 
-    def columns(self) -> List[str]:
+    def columns(self) -> list[str]:
         return [c for t in self.tests for c in COLUMNS[t]]
 
     def check_settings(self, settings) -> None:
@@ -152,12 +188,23 @@ class IozoneParams(BaseModel):
             raise UserError("setting backend: the iozone family makes its own system calls: use backend=psync")
 
     def engine_spec(self) -> dict:
-        return {"family": "iozone", "cells": [list(c) for c in self.cells()], "tests": self.tests,
-                "fsync": self.fsync, "close": self.close, "direct": self.direct, "purge": self.purge,
-                "cache_size": self.cache_size, "cache_line": self.cache_line, "stride": self.stride,
-                "mix_threads": self.mix_threads, "file_name": self.file_name, "latency": self.latency,
-                "verify": None if self.verify == "off" else self.verify,
-                "params": self.model_dump(mode="json", exclude={"family"})}
+        return {
+            "family": "iozone",
+            "cells": [list(c) for c in self.cells()],
+            "tests": self.tests,
+            "fsync": self.fsync,
+            "close": self.close,
+            "direct": self.direct,
+            "purge": self.purge,
+            "cache_size": self.cache_size,
+            "cache_line": self.cache_line,
+            "stride": self.stride,
+            "mix_threads": self.mix_threads,
+            "file_name": self.file_name,
+            "latency": self.latency,
+            "verify": None if self.verify == "off" else self.verify,
+            "params": self.model_dump(mode="json", exclude={"family"}),
+        }
 
 
 def _phases(p: IozoneParams) -> list:
@@ -177,21 +224,24 @@ def _short(n: int) -> str:
 
 
 def _cell_value(col: str, f: int, r: int, key: str):
-    def get(rep: dict) -> Optional[float]:
+    def get(rep: dict) -> float | None:
         for c in rep["extra"]["cells"]:
             if c["file_size"] == f and c["record_size"] == r:
                 res = c["results"].get(col)
                 return None if res is None else res[key]
         return None
+
     return get
 
 
 def _gmean(col: str, key: str):
     """Geometric mean over the grid's finished cells (one number per column to rank by)."""
-    def get(rep: dict) -> Optional[float]:
+
+    def get(rep: dict) -> float | None:
         vals = [c["results"][col][key] for c in rep["extra"]["cells"] if col in c["results"]]
         vals = [v for v in vals if v > 0]
         return math.exp(sum(map(math.log, vals)) / len(vals)) if vals else None
+
     return get
 
 
@@ -200,8 +250,16 @@ def _metrics(p: IozoneParams) -> list:
     ms = [Metric("grid", f"{c}_{uname}_gmean", unit, True, _gmean(c, key)) for c in p.columns()]
     for f, r in p.cells():
         for c in p.columns():
-            ms.append(Metric("grid", cell_metric_name(c, f, r), unit, True, _cell_value(c, f, r, key),
-                             keys={"test": c, "file_size": f, "record_size": r}))
+            ms.append(
+                Metric(
+                    "grid",
+                    cell_metric_name(c, f, r),
+                    unit,
+                    True,
+                    _cell_value(c, f, r, key),
+                    keys={"test": c, "file_size": f, "record_size": r},
+                )
+            )
     return ms
 
 
@@ -211,7 +269,7 @@ FAMILY = Family(
     phases=_phases,
     metrics=_metrics,
     description="iozone -a: write/rewrite, read/reread, random, backward, record rewrite, stride, fwrite, fread, "
-                "mix over a file size x record size grid",
+    "mix over a file size x record size grid",
     run_summary="fsmeter.report.iozone:run_summary_of_doc",
     charts="fsmeter.report.iozone:workload_charts",
 )

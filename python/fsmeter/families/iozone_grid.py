@@ -16,9 +16,10 @@
 tests/data/iozone/ holds the cell sets the real iozone printed for several grids;
 tests/families/iozone/test_grid.py checks these rules against them.
 """
+
 from __future__ import annotations
 
-from typing import Iterable, List, Optional, Tuple
+from collections.abc import Iterable
 
 KiB = 1024
 #: iozone's defaults (KILOBYTES_START, KILOBYTES_END, RECLEN_START, RECLEN_END / MAXBUFFERSIZE).
@@ -32,7 +33,7 @@ CROSSOVER_KB = 16 * 1024
 LARGE_RECORD = 64 * KiB
 
 
-def _doubling(lo: int, hi: int) -> List[int]:
+def _doubling(lo: int, hi: int) -> list[int]:
     out, v = [], lo
     while v <= hi:
         out.append(v)
@@ -40,7 +41,7 @@ def _doubling(lo: int, hi: int) -> List[int]:
     return out
 
 
-def _ascending(values: Iterable[int]) -> List[int]:
+def _ascending(values: Iterable[int]) -> list[int]:
     """iozone's get_next_*_size walk: from 0, repeatedly the first entry larger than the last."""
     vals, out, last = list(values), [], 0
     while True:
@@ -51,10 +52,15 @@ def _ascending(values: Iterable[int]) -> List[int]:
         last = nxt
 
 
-def auto_cells(min_file_kb: int = MIN_FILE_KB, max_file_kb: int = MAX_FILE_KB,
-               min_record: Optional[int] = None, max_record: Optional[int] = None,
-               crossover: bool = True, file_sizes_kb: Optional[List[int]] = None,
-               record_sizes: Optional[List[int]] = None) -> List[Tuple[int, int]]:
+def auto_cells(
+    min_file_kb: int = MIN_FILE_KB,
+    max_file_kb: int = MAX_FILE_KB,
+    min_record: int | None = None,
+    max_record: int | None = None,
+    crossover: bool = True,
+    file_sizes_kb: list[int] | None = None,
+    record_sizes: list[int] | None = None,
+) -> list[tuple[int, int]]:
     """The cells in iozone's run order: [(file size in KiB, record size in bytes)].
 
     ``min_record``/``max_record`` None mean -y/-q were not given (the crossover may apply).

@@ -7,6 +7,7 @@ this module validates the parameters, readies the source data (fsmeter.macro.cac
 run to the target and builds every argv. Metric names follow the study's tables: real, user and
 sys seconds per operation and MB/s (10^6 bytes/s) for cp.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,7 +16,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
@@ -35,8 +36,16 @@ PLACEHOLDERS = {
 TAR_FLAGS = {"tar.bz2": "xjf", "tar.gz": "xzf", "tar": "xf", "tar.xz": "xJf"}
 #: GNU tar's decompression option per archive kind (verify's tar --compare).
 DECOMPRESS = {"tar.bz2": ["-j"], "tar.gz": ["-z"], "tar": [], "tar.xz": ["-J"]}
-USER_SUFFIXES = {".tar.bz2": "tar.bz2", ".tbz2": "tar.bz2", ".tbz": "tar.bz2", ".tar.gz": "tar.gz", ".tgz": "tar.gz",
-                 ".tar": "tar", ".tar.xz": "tar.xz", ".txz": "tar.xz"}
+USER_SUFFIXES = {
+    ".tar.bz2": "tar.bz2",
+    ".tbz2": "tar.bz2",
+    ".tbz": "tar.bz2",
+    ".tar.gz": "tar.gz",
+    ".tgz": "tar.gz",
+    ".tar": "tar",
+    ".tar.xz": "tar.xz",
+    ".txz": "tar.xz",
+}
 MiB = 1 << 20
 #: The extracted tree takes its file blocks plus this share for metadata (inodes, extents, journal).
 TREE_OVERHEAD = 1.15
@@ -66,8 +75,11 @@ def _argv(template: str, field: str) -> list:
             raise ValueError(f"{field}: {exc} in {tok!r} (a literal brace is {{{{ or }}}})") from None
         for _, name, _, _ in parsed:
             if name is not None and name not in allowed:
-                raise ValueError(f"{field}: unknown placeholder {{{name}}}: use "
-                                 + ", ".join("{" + a + "}" for a in allowed) + " (a literal brace is {{ or }})")
+                raise ValueError(
+                    f"{field}: unknown placeholder {{{name}}}: use "
+                    + ", ".join("{" + a + "}" for a in allowed)
+                    + " (a literal brace is {{ or }})"
+                )
     return argv
 
 
@@ -75,7 +87,7 @@ def _fill(argv: list, **values: str) -> list:
     return [tok.format(**values) for tok in argv]
 
 
-def archive_kind(path: Path) -> Optional[str]:
+def archive_kind(path: Path) -> str | None:
     name = path.name.lower()
     return next((k for suf, k in USER_SUFFIXES.items() if name.endswith(suf)), None)
 
@@ -86,17 +98,21 @@ _probed: dict = {}
 def _probe(field: str, argv: list, cwd: Path) -> None:
     """Run a tool once on tiny inputs; a failure (an unknown option...) is a one-line UserError."""
     import subprocess
+
     try:
         r = subprocess.run(argv, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     except OSError as exc:
         raise UserError(f"parameter {field}: cannot run `{shlex.join(argv)}`: {exc.strerror}") from None
     except subprocess.TimeoutExpired:
-        raise UserError(f"parameter {field}: `{shlex.join(argv)}` did not finish within 60 s on a tiny test input") \
-            from None
+        raise UserError(
+            f"parameter {field}: `{shlex.join(argv)}` did not finish within 60 s on a tiny test input"
+        ) from None
     if r.returncode != 0:
         err = " ".join((r.stderr or r.stdout or "").split())[-300:]
-        raise UserError(f"parameter {field}: `{shlex.join(argv)}` failed on a tiny test input (exit {r.returncode}): "
-                        f"{err or 'no message'}: fix the tool's options")
+        raise UserError(
+            f"parameter {field}: `{shlex.join(argv)}` failed on a tiny test input (exit {r.returncode}): "
+            f"{err or 'no message'}: fix the tool's options"
+        )
 
 
 def _gnu_tar() -> bool:
@@ -114,14 +130,18 @@ def _gnu_tar() -> bool:
 class MacroParams(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     family: Literal["macro"] = "macro"
-    phases: List[Literal["cp", "untar", "rm"]] = Field(default_factory=lambda: list(PHASES),
-                                                       description="operations in run order")
+    phases: list[Literal["cp", "untar", "rm"]] = Field(
+        default_factory=lambda: list(PHASES), description="operations in run order"
+    )
     cp_source: str = Field("generated", description="file to copy: 'generated' (seeded random bytes) or a path")
     cp_size: Size = Field(2 << 30, gt=0, description="size of the generated file to copy (upper bound)")
-    cp_max_fraction: float = Field(0.25, gt=0, le=0.9, description="the generated copy is at most this share "
-                                   "of the target's size")
+    cp_max_fraction: float = Field(
+        0.25, gt=0, le=0.9, description="the generated copy is at most this share of the target's size"
+    )
     source: str = Field("generated", description="tree to extract: 'generated', or a tarball or directory path")
-    archive: Literal["tar.bz2", "tar.gz", "tar"] = Field("tar.bz2", description="which archive of the tree untar extracts")
+    archive: Literal["tar.bz2", "tar.gz", "tar"] = Field(
+        "tar.bz2", description="which archive of the tree untar extracts"
+    )
     tree_files: int = Field(30786, ge=0, le=5_000_000)
     tree_dirs: int = Field(1657, ge=1, le=500_000)
     tree_median_size: Size = Field(4608, gt=0)
@@ -129,23 +149,29 @@ class MacroParams(BaseModel):
     tree_max_size: Size = Field(4 << 20, gt=0)
     tree_max_depth: int = Field(8, ge=1, le=64)
     cp_tool: str = Field("cp {src} {dst}", description="the copy command ({src}, {dst}, {target})")
-    untar_tool: str = Field("auto", description="extract command ({archive}, {dest}, {target}); auto: tar x[j|z|J]f "
-                            "{archive} -C {dest}")
+    untar_tool: str = Field(
+        "auto", description="extract command ({archive}, {dest}, {target}); auto: tar x[j|z|J]f {archive} -C {dest}"
+    )
     rm_tool: str = Field("rm -rf {tree}", description="remove command ({tree}, {target})")
-    sync_tool: Optional[str] = Field("sync -f {target}", description="run after each tool, inside the timing; "
-                                     "none: no sync")
-    source_read: Literal["warm", "cold", "keep"] = Field("warm", description="source files read before each "
-                                                         "operation (warm), evicted (cold), or left as they are")
-    source_cache: Optional[str] = Field(None, description="cache directory (default ~/.cache/fsmeter/macro)")
-    fit: Literal["shrink", "fail"] = Field("shrink", description="data larger than the target: shrink it with a "
-                                           "note, or fail")
+    sync_tool: str | None = Field(
+        "sync -f {target}", description="run after each tool, inside the timing; none: no sync"
+    )
+    source_read: Literal["warm", "cold", "keep"] = Field(
+        "warm", description="source files read before each operation (warm), evicted (cold), or left as they are"
+    )
+    source_cache: str | None = Field(None, description="cache directory (default ~/.cache/fsmeter/macro)")
+    fit: Literal["shrink", "fail"] = Field(
+        "shrink", description="data larger than the target: shrink it with a note, or fail"
+    )
     verify: Literal["off", "crc32c", "xxh3", "sha256"] = Field(
-        "off", description="after cp and untar, outside the timing: compare the copy with its source byte for byte "
+        "off",
+        description="after cp and untar, outside the timing: compare the copy with its source byte for byte "
         "(reporting both checksums with this algorithm) and the extracted tree with its archive (GNU tar --compare); "
-        "a difference marks the run corrupt")
+        "a difference marks the run corrupt",
+    )
 
-    _dir: Optional[Path] = PrivateAttr(None)
-    _spec: Optional[dict] = PrivateAttr(None)
+    _dir: Path | None = PrivateAttr(None)
+    _spec: dict | None = PrivateAttr(None)
     _failed: bool = PrivateAttr(False)
     _resolved: dict = PrivateAttr(default_factory=dict)
     _job_seed: int = PrivateAttr(42)
@@ -162,7 +188,7 @@ class MacroParams(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _check(self) -> "MacroParams":
+    def _check(self) -> MacroParams:
         for f in ("cp_tool", "rm_tool") + (("untar_tool",) if self.untar_tool != "auto" else ()):
             _argv(getattr(self, f), f)
         if self.sync_tool is not None:
@@ -180,12 +206,15 @@ class MacroParams(BaseModel):
         if p.is_dir():
             return "directory"
         if not p.exists():
-            raise UserError(f"parameter source: {self.source} does not exist: give a tarball or a directory, "
-                            "or source=generated")
+            raise UserError(
+                f"parameter source: {self.source} does not exist: give a tarball or a directory, or source=generated"
+            )
         kind = archive_kind(p)
         if kind is None or not p.is_file():
-            raise UserError(f"parameter source: {self.source} is neither a directory nor a .tar, .tar.gz, .tgz, "
-                            ".tar.bz2, .tbz2 or .tar.xz file")
+            raise UserError(
+                f"parameter source: {self.source} is neither a directory nor a .tar, .tar.gz, .tgz, "
+                ".tar.bz2, .tbz2 or .tar.xz file"
+            )
         return kind
 
     def untar_kind(self) -> str:
@@ -203,8 +232,10 @@ class MacroParams(BaseModel):
         if "cp" in self.phases and self.cp_source != "generated":
             p = Path(self.cp_source).expanduser()
             if not p.is_file():
-                raise UserError(f"parameter cp_source: {self.cp_source} is not an existing file: give a file to "
-                                "copy, or cp_source=generated")
+                raise UserError(
+                    f"parameter cp_source: {self.cp_source} is not an existing file: give a file to "
+                    "copy, or cp_source=generated"
+                )
         if self.source_cache is not None:
             c = Path(self.source_cache).expanduser()
             if c.exists() and not c.is_dir():
@@ -217,8 +248,10 @@ class MacroParams(BaseModel):
         if "rm" in self.phases:
             tools.append(("rm_tool", _argv(self.rm_tool, "rm_tool")))
         if self.verify != "off" and "untar" in self.phases and not _gnu_tar():
-            raise UserError("parameter verify: checking the extracted tree needs GNU tar (tar --compare) on PATH: "
-                            "install it, or leave untar out of phases, or set verify=off")
+            raise UserError(
+                "parameter verify: checking the extracted tree needs GNU tar (tar --compare) on PATH: "
+                "install it, or leave untar out of phases, or set verify=off"
+            )
         for field, argv in tools:
             if shutil.which(argv[0]) is None:
                 raise UserError(f"parameter {field}: `{argv[0]}` is not found on PATH: install it or name another tool")
@@ -230,6 +263,7 @@ class MacroParams(BaseModel):
             return
         import tarfile
         import tempfile
+
         with tempfile.TemporaryDirectory(prefix="fsmeter-macro-probe-") as td:
             t = Path(td)
             for field, argv in tools:
@@ -251,8 +285,10 @@ class MacroParams(BaseModel):
                     (t / "tree" / "a" / "f").write_text("x")
                     _probe(field, _fill(argv, tree=str(t / "tree"), target=td), t)
                     if (t / "tree").exists():
-                        raise UserError(f"parameter rm_tool: `{shlex.join(_fill(argv, tree='TREE', target='T'))}` "
-                                        "left a test tree in place: it must remove {tree} and everything in it")
+                        raise UserError(
+                            f"parameter rm_tool: `{shlex.join(_fill(argv, tree='TREE', target='T'))}` "
+                            "left a test tree in place: it must remove {tree} and everything in it"
+                        )
                 else:
                     _probe(field, _fill(argv, target=td), t)
         _probed[key] = True
@@ -281,12 +317,18 @@ class MacroParams(BaseModel):
 
         return Path(self.source_cache).expanduser() if self.source_cache else default_cache_dir()
 
-    def shape(self, files: Optional[int] = None, dirs: Optional[int] = None, seed: int = 42):
+    def shape(self, files: int | None = None, dirs: int | None = None, seed: int = 42):
         from fsmeter.macro.tree_gen import TreeShape
 
-        s = TreeShape(files=self.tree_files if files is None else files, dirs=self.tree_dirs if dirs is None else dirs,
-                      median_size=self.tree_median_size, size_sigma=self.tree_size_sigma,
-                      max_size=self.tree_max_size, max_depth=self.tree_max_depth, seed=seed)
+        s = TreeShape(
+            files=self.tree_files if files is None else files,
+            dirs=self.tree_dirs if dirs is None else dirs,
+            median_size=self.tree_median_size,
+            size_sigma=self.tree_size_sigma,
+            max_size=self.tree_max_size,
+            max_depth=self.tree_max_depth,
+            seed=seed,
+        )
         try:
             s.check()
         except ValueError as exc:
@@ -310,8 +352,10 @@ class MacroParams(BaseModel):
         except OSError as exc:
             raise UserError(f"parameter source_cache: cannot create {cdir}: {exc.strerror}") from None
         if os.stat(cdir).st_dev == os.stat(d).st_dev:
-            note(f"the source cache {cdir} is on the target's filesystem: cp and untar read and write the same "
-                 "filesystem (set source_cache to a directory elsewhere to avoid it)")
+            note(
+                f"the source cache {cdir} is on the target's filesystem: cp and untar read and write the same "
+                "filesystem (set source_cache to a directory elsewhere to avoid it)"
+            )
         vfs = os.statvfs(d)
         free = vfs.f_bavail * vfs.f_frsize
         base = blockdev.device_bytes(str(d)) or vfs.f_blocks * vfs.f_frsize
@@ -334,9 +378,11 @@ class MacroParams(BaseModel):
                     shape = self.shape(files=int(self.tree_files * r), dirs=max(1, int(self.tree_dirs * r)), seed=seed)
                     old = tree_stats
                     tree_stats = shape_stats(shape)
-                    note(f"the target has {free / 1e6:,.0f} MB free: the tree shrinks from {old['files']:,} files "
-                         f"({old['bytes'] / 1e6:,.0f} MB) to {tree_stats['files']:,} files in {shape.dirs:,} "
-                         f"directories ({tree_stats['bytes'] / 1e6:,.0f} MB)")
+                    note(
+                        f"the target has {free / 1e6:,.0f} MB free: the tree shrinks from {old['files']:,} files "
+                        f"({old['bytes'] / 1e6:,.0f} MB) to {tree_stats['files']:,} files in {shape.dirs:,} "
+                        f"directories ({tree_stats['bytes'] / 1e6:,.0f} MB)"
+                    )
                 entry = cache.ensure_tree(shape, cdir, note)
                 archive = Path(entry["dir"]) / entry["archives"][self.archive]["file"]
             elif kind == "directory":
@@ -351,8 +397,13 @@ class MacroParams(BaseModel):
                 raise UserError(self._no_fit("tree", need, free))
         tree_need = tree_stats["footprint_bytes"] * TREE_OVERHEAD if tree_stats else 0.0
 
-        spec: dict = {"family": "macro", "source_cache": self.source_read, "notes": notes, "cleanup": [],
-                      "verify": None if self.verify == "off" else self.verify}
+        spec: dict = {
+            "family": "macro",
+            "source_cache": self.source_read,
+            "notes": notes,
+            "cleanup": [],
+            "verify": None if self.verify == "off" else self.verify,
+        }
         target = str(d)
         if "cp" in self.phases:
             room = FREE_USE * free - tree_need
@@ -364,32 +415,58 @@ class MacroParams(BaseModel):
                         raise UserError(self._no_fit("cp", size + tree_need, free))
                     size = int(room) // MiB * MiB
                 if size < self.cp_size:
-                    note(f"cp copies {size / 1e6:,.0f} MB instead of {self.cp_size / 1e6:,.0f} MB: at most "
-                         f"{self.cp_max_fraction:g} of the target's {base / 1e6:,.0f} MB"
-                         + (" and what its free space leaves" if size < int(self.cp_max_fraction * base) // MiB * MiB
-                            else ""))
+                    note(
+                        f"cp copies {size / 1e6:,.0f} MB instead of {self.cp_size / 1e6:,.0f} MB: at most "
+                        f"{self.cp_max_fraction:g} of the target's {base / 1e6:,.0f} MB"
+                        + (
+                            " and what its free space leaves"
+                            if size < int(self.cp_max_fraction * base) // MiB * MiB
+                            else ""
+                        )
+                    )
                 src = cache.ensure_cp_file(seed, size, cdir, note)
             else:
                 src = Path(self.cp_source).expanduser().resolve()
                 size = src.stat().st_size
                 if size > room:
                     raise UserError(self._no_fit("cp", size + tree_need, free))
-            spec["cp"] = {"argv": _fill(_argv(self.cp_tool, "cp_tool"), src=str(src), dst=str(dst), target=target),
-                          "sources": [str(src)], "bytes": size, "files": 1, "check": str(dst)}
+            spec["cp"] = {
+                "argv": _fill(_argv(self.cp_tool, "cp_tool"), src=str(src), dst=str(dst), target=target),
+                "sources": [str(src)],
+                "bytes": size,
+                "files": 1,
+                "check": str(dst),
+            }
             spec["cleanup"].append(str(dst))
             self._resolved.update(cp_bytes=size, cp_source=str(src))
         if uses_tree:
             dest = d / TREE_DIR
             files = int(tree_stats["files"])
-            spec["untar"] = {"argv": _fill(self.untar_argv(), archive=str(archive), dest=str(dest), target=target),
-                             "sources": [str(archive)], "bytes": int(tree_stats["bytes"]), "files": files,
-                             "check": str(dest), "mkdir": str(dest)}
+            spec["untar"] = {
+                "argv": _fill(self.untar_argv(), archive=str(archive), dest=str(dest), target=target),
+                "sources": [str(archive)],
+                "bytes": int(tree_stats["bytes"]),
+                "files": files,
+                "check": str(dest),
+                "mkdir": str(dest),
+            }
             if self.verify != "off":
-                spec["untar"]["compare"] = ["tar", "--compare", *DECOMPRESS[self.untar_kind()], "-f", str(archive),
-                                            "-C", str(dest)]
+                spec["untar"]["compare"] = [
+                    "tar",
+                    "--compare",
+                    *DECOMPRESS[self.untar_kind()],
+                    "-f",
+                    str(archive),
+                    "-C",
+                    str(dest),
+                ]
             if "rm" in self.phases:
-                spec["rm"] = {"argv": _fill(_argv(self.rm_tool, "rm_tool"), tree=str(dest), target=target),
-                              "bytes": int(tree_stats["bytes"]), "files": files, "check": str(dest)}
+                spec["rm"] = {
+                    "argv": _fill(_argv(self.rm_tool, "rm_tool"), tree=str(dest), target=target),
+                    "bytes": int(tree_stats["bytes"]),
+                    "files": files,
+                    "check": str(dest),
+                }
             spec["cleanup"].append(str(dest))
             self._resolved.update(archive=str(archive), tree=tree_stats, shape=shape.__dict__ if shape else None)
         spec["sync"] = _fill(_argv(self.sync_tool, "sync_tool"), target=target) if self.sync_tool else []
@@ -402,10 +479,12 @@ class MacroParams(BaseModel):
         return self._job_seed
 
     def _no_fit(self, what: str, need: float, free: float) -> str:
-        hint = ("a larger target, or fewer tree_files" if what == "tree" else "a larger target, or a smaller cp_size")
-        return (f"parameter {'source' if what == 'tree' else 'cp_size'}: the {what} needs about {need / 1e6:,.0f} MB "
-                f"but the target has {free / 1e6:,.0f} MB free: use {hint}"
-                + (" (or fit=shrink)" if self.fit == "fail" else ""))
+        hint = "a larger target, or fewer tree_files" if what == "tree" else "a larger target, or a smaller cp_size"
+        return (
+            f"parameter {'source' if what == 'tree' else 'cp_size'}: the {what} needs about {need / 1e6:,.0f} MB "
+            f"but the target has {free / 1e6:,.0f} MB free: use {hint}"
+            + (" (or fit=shrink)" if self.fit == "fail" else "")
+        )
 
 
 def _phases(p: MacroParams) -> list:
@@ -413,7 +492,7 @@ def _phases(p: MacroParams) -> list:
 
 
 def _extra(key: str):
-    def get(r: dict) -> Optional[float]:
+    def get(r: dict) -> float | None:
         v = (r.get("extra") or {}).get(key)
         return None if v is None else float(v)
 
@@ -421,7 +500,7 @@ def _extra(key: str):
 
 
 def _dev_mb(field: str):
-    def get(r: dict) -> Optional[float]:
+    def get(r: dict) -> float | None:
         c = r.get("counters") or {}
         return c[f"dev_{field}"] * 512 / 1e6 if f"dev_{field}" in c else None
 
@@ -459,11 +538,21 @@ def run_summary(doc: dict):
         c = rep.get("counters") or {}
         dev = lambda f: f"{c[f'dev_{f}'] * 512 / 1e6:,.1f}" if f"dev_{f}" in c else "-"  # noqa: E731
         total += x["real_s"]
-        t.add_row(name, f"{x['real_s']:.3f}", f"{x['user_s']:.3f}", f"{x['sys_s']:.3f}",
-                  f"{x['MB_per_s']:,.1f}" if name == "cp" else "-", format_size(x.get("bytes", 0)),
-                  f"{x.get('files', 0):,}", dev("read_sectors"), dev("write_sectors"))
-        tools.append(f"{name}: {shlex.join((x.get('tool') or {}).get('argv', []))}"
-                     + (f" + {shlex.join(x['sync']['argv'])}" if x.get("sync") else ""))
+        t.add_row(
+            name,
+            f"{x['real_s']:.3f}",
+            f"{x['user_s']:.3f}",
+            f"{x['sys_s']:.3f}",
+            f"{x['MB_per_s']:,.1f}" if name == "cp" else "-",
+            format_size(x.get("bytes", 0)),
+            f"{x.get('files', 0):,}",
+            dev("read_sectors"),
+            dev("write_sectors"),
+        )
+        tools.append(
+            f"{name}: {shlex.join((x.get('tool') or {}).get('argv', []))}"
+            + (f" + {shlex.join(x['sync']['argv'])}" if x.get("sync") else "")
+        )
         source_read = x.get("source_cache", "-")
     t.caption = "\n".join([f"total real {total:.3f} s; source read {source_read}", *tools])
     t.caption_justify = "left"

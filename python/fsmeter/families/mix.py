@@ -5,12 +5,13 @@ per minute (JPM), its peak and the crossover.
 Mirrors crates/engine/src/workload/mix (MixSpec). The workfile (weights) is
 parsed here, so a bad line is reported with its number before anything runs.
 """
+
 from __future__ import annotations
 
 import os
 import re
 from pathlib import Path
-from typing import Literal, Optional, Union
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -48,30 +49,43 @@ class MixParams(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     family: Literal["mix"] = "mix"
     workfile: str = Field("shared", description="job weights: shared, disk (fsmeter's copies of re-aim's), or a file")
-    tasks: Union[list[int], Literal["peak", "crossover"]] = Field(
+    tasks: list[int] | Literal["peak", "crossover"] = Field(
         default_factory=lambda: [1, 2, 4, 8],
-        description="task counts in order (1,2,4,8), or re-aim's searches: peak (-g), crossover (-x)")
+        description="task counts in order (1,2,4,8), or re-aim's searches: peak (-g), crossover (-x)",
+    )
     jobs_per_task: int = Field(100, ge=1, le=100_000, description="jobs per task before rounding (re-aim -j)")
-    file_size: Optional[Size] = Field(None, ge=1024, description="disk-job file size, KiB multiple "
-                                      "(FILESIZE; default: the workfile's, else 10K)")
-    pool_size: Optional[Size] = Field(None, ge=0, description="POOLSIZE, split over the tasks: file = "
-                                      "file_size + pool_size / N (default: the workfile's, else 1M)")
+    file_size: Size | None = Field(
+        None, ge=1024, description="disk-job file size, KiB multiple (FILESIZE; default: the workfile's, else 10K)"
+    )
+    pool_size: Size | None = Field(
+        None,
+        ge=0,
+        description="POOLSIZE, split over the tasks: file = "
+        "file_size + pool_size / N (default: the workfile's, else 1M)",
+    )
     start_tasks: int = Field(1, ge=1, le=4096, description="first N of a search (re-aim -s)")
     increment: int = Field(1, ge=1, le=4096, description="step of a search (re-aim -i)")
     adaptive_increment: bool = Field(True, description="re-aim's adaptive step after nine subruns (off: re-aim -t)")
     max_tasks: int = Field(256, ge=1, le=4096, description="a search stops here (re-aim -e)")
-    crossover_jpm_per_task: float = Field(10.0, gt=0, description="crossover: JPM per task at or below this "
-                                          "(re-aim 10; 60 with -q)")
+    crossover_jpm_per_task: float = Field(
+        10.0, gt=0, description="crossover: JPM per task at or below this (re-aim 10; 60 with -q)"
+    )
     sync: Literal["shell", "syscall", "none"] = Field(
-        "syscall", description="where re-aim runs system(\"sync\") in the disk jobs: shell (as re-aim), "
-        "syscall (sync(2)), none (re-aim -y)")
+        "syscall",
+        description='where re-aim runs system("sync") in the disk jobs: shell (as re-aim), '
+        "syscall (sync(2)), none (re-aim -y)",
+    )
     verify: Literal["off", "pattern"] = Field(
-        "off", description="data verification (docs/verify.md): every block a disk job reads back is compared with "
+        "off",
+        description="data verification (docs/verify.md): every block a disk job reads back is compared with "
         "the block AIM7 writes everywhere; AIM7's blocks are all alike, so there is no checksum choice and a "
-        "misplaced block is not found")
+        "misplaced block is not found",
+    )
     task_mode: Literal["process", "fork", "thread"] = Field(
-        "process", description="process: each task is a small task program (AIM7's tasks are small processes); "
-        "fork: a fork of fsmeter itself; thread: threads of fsmeter")
+        "process",
+        description="process: each task is a small task program (AIM7's tasks are small processes); "
+        "fork: a fork of fsmeter itself; thread: threads of fsmeter",
+    )
     exec_path: str = Field("/bin/true", description="the small program exec_test runs")
 
     @field_validator("sync", mode="before")
@@ -107,24 +121,32 @@ class MixParams(BaseModel):
 
     def check_settings(self, settings) -> None:
         if settings.threads != 1:
-            raise UserError("setting threads: the mix family's task counts are its tasks parameter: "
-                            "use --set tasks=1,2,4,8 and leave threads at 1")
+            raise UserError(
+                "setting threads: the mix family's task counts are its tasks parameter: "
+                "use --set tasks=1,2,4,8 and leave threads at 1"
+            )
         if settings.backend != "psync":
             raise UserError("setting backend: the mix jobs issue re-aim's system calls directly: use backend=psync")
         if not Path(self.exec_path).is_file():
             raise UserError(f"parameter exec_path: {self.exec_path} does not exist: name a small program")
         self.workfile_data()
         if self.task_mode == "process" and not task_program().is_file():
-            raise UserError(f"the mix task program {task_program()} is missing: reinstall fsmeter (`make build` or `pip install .`), or use "
-                            "--set task_mode=fork")
+            raise UserError(
+                f"the mix task program {task_program()} is missing: reinstall fsmeter (`make build` or `pip install .`), or use "
+                "--set task_mode=fork"
+            )
 
     def workfile_data(self) -> workfiles.Workfile:
         return workfiles.load(self.workfile)
 
     def sizes_kib(self) -> tuple:
         wf = self.workfile_data()
-        file_kib = self.file_size // 1024 if self.file_size is not None else (wf.file_kib if wf.file_kib is not None else 10)
-        pool_kib = self.pool_size // 1024 if self.pool_size is not None else (wf.pool_kib if wf.pool_kib is not None else 1024)
+        file_kib = (
+            self.file_size // 1024 if self.file_size is not None else (wf.file_kib if wf.file_kib is not None else 10)
+        )
+        pool_kib = (
+            self.pool_size // 1024 if self.pool_size is not None else (wf.pool_kib if wf.pool_kib is not None else 1024)
+        )
         if file_kib == 0 and pool_kib == 0:
             raise UserError("parameters file_size and pool_size: both are 0: the disk jobs need a file")
         return file_kib, pool_kib
@@ -162,12 +184,12 @@ def _phases(p: MixParams) -> list:
     return [Phase("prepare", measured=False), Phase("subruns")]
 
 
-def subrun_at(r: dict, n: int) -> Optional[dict]:
+def subrun_at(r: dict, n: int) -> dict | None:
     return next((s for s in r.get("extra", {}).get("subruns", []) if s["tasks"] == n), None)
 
 
 def _jpm_at(n: int) -> Metric:
-    def get(r: dict) -> Optional[float]:
+    def get(r: dict) -> float | None:
         s = subrun_at(r, n)
         return None if s is None else s["jpm"]
 
@@ -179,8 +201,13 @@ def _metrics(p: MixParams) -> list:
         Metric("subruns", "peak_jpm", "jobs/min", True, lambda r: r["extra"]["peak_jpm"]),
         Metric("subruns", "peak_tasks", "tasks", True, lambda r: r["extra"]["peak_tasks"]),
         Metric("subruns", "crossover_tasks", "tasks", True, lambda r: r["extra"].get("crossover_tasks")),
-        Metric("subruns", "tasks_pss_max_MiB", "MiB", False,
-               lambda r: (r["extra"].get("tasks_pss_max_bytes") or 0) / (1 << 20)),
+        Metric(
+            "subruns",
+            "tasks_pss_max_MiB",
+            "MiB",
+            False,
+            lambda r: (r["extra"].get("tasks_pss_max_bytes") or 0) / (1 << 20),
+        ),
     ]
     if isinstance(p.tasks, list):
         ms += [_jpm_at(n) for n in p.tasks]

@@ -5,10 +5,11 @@ Mirrors crates/engine/src/workload/replay/spec.rs (ReplaySpec). Clients are the
 load file is replaced by its own name, as dbench does). The headline is dbench's
 MB/s: requested ReadX + WriteX bytes per second of the measured run, in 10^6 B/s.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -18,22 +19,45 @@ from fsmeter.families import Family, Metric, Phase, bytes_series, ops_series
 DEFAULT_LOADFILE = "/usr/share/dbench/client.txt"
 
 #: Operation kinds as the engine reports them: dbench's own latency-table names.
-KINDS = ["NTCreateX", "Close", "Rename", "Unlink", "Deltree", "Rmdir", "Mkdir", "Qpathinfo", "Qfileinfo",
-         "Qfsinfo", "Sfileinfo", "Find", "WriteX", "ReadX", "LockX", "UnlockX", "Flush"]
+KINDS = [
+    "NTCreateX",
+    "Close",
+    "Rename",
+    "Unlink",
+    "Deltree",
+    "Rmdir",
+    "Mkdir",
+    "Qpathinfo",
+    "Qfileinfo",
+    "Qfsinfo",
+    "Sfileinfo",
+    "Find",
+    "WriteX",
+    "ReadX",
+    "LockX",
+    "UnlockX",
+    "Flush",
+]
 
 
 class ReplayParams(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
     family: Literal["replay"] = "replay"
     loadfile: str = Field(DEFAULT_LOADFILE, description="dbench load file (client.txt format); dbench -c")
-    duration_s: Optional[float] = Field(60.0, gt=0, description="measured seconds after the warm-up (dbench -t)")
-    passes: Optional[int] = Field(None, ge=1, description="stop each client after this many passes of the load file")
-    warmup_s: Optional[float] = Field(None, ge=0, description="unmeasured seconds first; default as dbench: duration_s/5 in whole seconds")
-    resolve_names: bool = Field(True, description="simulate Samba's case-insensitive lookup when stat fails (false = dbench --no-resolve)")
+    duration_s: float | None = Field(60.0, gt=0, description="measured seconds after the warm-up (dbench -t)")
+    passes: int | None = Field(None, ge=1, description="stop each client after this many passes of the load file")
+    warmup_s: float | None = Field(
+        None, ge=0, description="unmeasured seconds first; default as dbench: duration_s/5 in whole seconds"
+    )
+    resolve_names: bool = Field(
+        True, description="simulate Samba's case-insensitive lookup when stat fails (false = dbench --no-resolve)"
+    )
     verify: Literal["off", "pattern"] = Field(
-        "off", description="data verification (docs/verify.md): clients write a pattern of (client, offset) instead of "
+        "off",
+        description="data verification (docs/verify.md): clients write a pattern of (client, offset) instead of "
         "dbench's zeros, reads check the bytes written since each file was created, and a verify phase re-reads them "
-        "all; dbench's unaligned writes leave no room for block headers, hence no checksum choice")
+        "all; dbench's unaligned writes leave no room for block headers, hence no checksum choice",
+    )
 
     @model_validator(mode="after")
     def _check(self):
@@ -43,8 +67,10 @@ class ReplayParams(BaseModel):
 
     def check_settings(self, settings) -> None:
         if not Path(self.loadfile).is_file():
-            raise UserError(f"parameter loadfile: {self.loadfile} does not exist: install Debian package dbench "
-                            "or give loadfile=PATH")
+            raise UserError(
+                f"parameter loadfile: {self.loadfile} does not exist: install Debian package dbench "
+                "or give loadfile=PATH"
+            )
         if settings.backend != "psync":
             raise UserError("parameter backend: replay issues dbench's system calls directly: use --set backend=psync")
 
@@ -63,13 +89,13 @@ def _phases(p: ReplayParams) -> list:
     return phases
 
 
-def mb_per_s(r: dict) -> Optional[float]:
+def mb_per_s(r: dict) -> float | None:
     """dbench's Throughput: requested ReadX + WriteX bytes / measured seconds / 10^6."""
     return r["total"]["bytes_per_s"] / 1e6
 
 
 def _mean_ms(op: str) -> Metric:
-    def get(r: dict) -> Optional[float]:
+    def get(r: dict) -> float | None:
         o = r.get("ops", {}).get(op)
         return None if o is None else o["lat"]["mean_ns"] / 1e6
 
@@ -80,8 +106,13 @@ def _metrics(p: ReplayParams) -> list:
     return [
         Metric("run", "MB_per_s", "MB/s", True, mb_per_s),
         Metric("run", "ops_per_s", "ops/s", True, lambda r: r["total"]["ops_per_s"]),
-        Metric("run", "max_latency_ms", "ms", False,
-               lambda r: max((o["lat"]["max_ns"] for o in r["ops"].values()), default=0) / 1e6),
+        Metric(
+            "run",
+            "max_latency_ms",
+            "ms",
+            False,
+            lambda r: max((o["lat"]["max_ns"] for o in r["ops"].values()), default=0) / 1e6,
+        ),
         _mean_ms("NTCreateX"),
         _mean_ms("ReadX"),
         _mean_ms("WriteX"),

@@ -10,6 +10,7 @@ removed afterwards, whatever happened. The run lock the command holds is passed 
 lives as long as its QEMU, so that no other measuring fsmeter starts while a guest still runs, even if
 this process dies.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,14 +37,32 @@ def machine(c: CampaignFile, cell) -> tuple:
 
 def guest_settings(c: CampaignFile, kernel: kernels.Kernel, accel: kernels.Accel, vcpus: int, memory: int) -> dict:
     g = c.guest
-    return {"kernel_level": kernel.level, "kernel_image": kernel.image, "kernel_version": kernel.version,
-            "vcpus": vcpus, "memory_bytes": memory, "disk_size_bytes": g.disk_size,
-            "disk_cache": g.disk_cache, "disk_format": "raw", "accelerator": accel.name,
-            "accelerator_reason": accel.reason, "emulated": accel.emulated, "launcher": "virtme-ng"}
+    return {
+        "kernel_level": kernel.level,
+        "kernel_image": kernel.image,
+        "kernel_version": kernel.version,
+        "vcpus": vcpus,
+        "memory_bytes": memory,
+        "disk_size_bytes": g.disk_size,
+        "disk_cache": g.disk_cache,
+        "disk_format": "raw",
+        "accelerator": accel.name,
+        "accelerator_reason": accel.reason,
+        "emulated": accel.emulated,
+        "launcher": "virtme-ng",
+    }
 
 
-def run_guest_levels(c: CampaignFile, cells: list, rows: list, store: Any, campaign_id: int, console: Any,
-                     campaign_text: str, cap_notes: bool = True) -> dict:
+def run_guest_levels(
+    c: CampaignFile,
+    cells: list,
+    rows: list,
+    store: Any,
+    campaign_id: int,
+    console: Any,
+    campaign_text: str,
+    cap_notes: bool = True,
+) -> dict:
     """Run every unfinished cell, one guest per kernel level; returns counts as the host runner does."""
     from fsmeter.provision import default_scratch
 
@@ -57,8 +76,10 @@ def run_guest_levels(c: CampaignFile, cells: list, rows: list, store: Any, campa
         levels.setdefault((cell.kernel, *machine(c, cell)), []).append((cell, row))
     store.set_campaign_status(campaign_id, "running")
     if accel.emulated:
-        console.print(f"[yellow]guests run under software emulation (TCG): {accel.reason}; their figures are "
-                      f"marked '{EMULATED_NOTE}'[/]")
+        console.print(
+            f"[yellow]guests run under software emulation (TCG): {accel.reason}; their figures are "
+            f"marked '{EMULATED_NOTE}'[/]"
+        )
     try:
         for (level, vcpus, memory), pairs in levels.items():
             todo = [(cell, row) for cell, row in pairs if row["status"] not in ("done", "failed")]
@@ -70,8 +91,21 @@ def run_guest_levels(c: CampaignFile, cells: list, rows: list, store: Any, campa
             os.makedirs(scratch, exist_ok=True)
             work = tempfile.mkdtemp(prefix="guest-", dir=scratch)
             try:
-                _one_level(c, kernel, accel, vcpus, memory, todo, store, campaign_id, console, campaign_text, work,
-                           counts, cap_notes)
+                _one_level(
+                    c,
+                    kernel,
+                    accel,
+                    vcpus,
+                    memory,
+                    todo,
+                    store,
+                    campaign_id,
+                    console,
+                    campaign_text,
+                    work,
+                    counts,
+                    cap_notes,
+                )
             finally:
                 shutil.rmtree(work, ignore_errors=True)
     except KeyboardInterrupt:
@@ -81,8 +115,9 @@ def run_guest_levels(c: CampaignFile, cells: list, rows: list, store: Any, campa
     return counts
 
 
-def _one_level(c, kernel, accel, vcpus, memory, todo, store, campaign_id, console, campaign_text, work, counts,
-               cap_notes) -> None:
+def _one_level(
+    c, kernel, accel, vcpus, memory, todo, store, campaign_id, console, campaign_text, work, counts, cap_notes
+) -> None:
     from fsmeter import runlock
 
     g = c.guest
@@ -92,23 +127,36 @@ def _one_level(c, kernel, accel, vcpus, memory, todo, store, campaign_id, consol
     rows = {}
     for _cell, row in todo:
         old = store.trials(row["id"])
-        rows[str(row["id"])] = {"trials": [{"number": t["number"], "started": t["started"], "ended": t["ended"],
-                                            "status": t["status"]} for t in old],
-                                "headline": [list(x) for x in store.headline_values(row["id"])]}
+        rows[str(row["id"])] = {
+            "trials": [
+                {"number": t["number"], "started": t["started"], "ended": t["ended"], "status": t["status"]}
+                for t in old
+            ],
+            "headline": [list(x) for x in store.headline_values(row["id"])],
+        }
     settings = guest_settings(c, kernel, accel, vcpus, memory)
-    spec = {"journal": journal, "rows": rows, "guest": settings, "campaign_text": campaign_text,
-            "campaign_id": campaign_id, "cells": [cell.index for cell, _ in todo],
-            "cell_ids": {str(cell.index): row["id"] for cell, row in todo},
-            "status": {str(cell.index): row["status"] for cell, row in todo},
-            "filesystems": sorted({cell.fs.name for cell, _ in todo if cell.fs is not None}),
-            "cap_notes": cap_notes, "cwd": os.getcwd()}
+    spec = {
+        "journal": journal,
+        "rows": rows,
+        "guest": settings,
+        "campaign_text": campaign_text,
+        "campaign_id": campaign_id,
+        "cells": [cell.index for cell, _ in todo],
+        "cell_ids": {str(cell.index): row["id"] for cell, row in todo},
+        "status": {str(cell.index): row["status"] for cell, row in todo},
+        "filesystems": sorted({cell.fs.name for cell, _ in todo if cell.fs is not None}),
+        "cap_notes": cap_notes,
+        "cwd": os.getcwd(),
+    }
     spec_path = os.path.join(work, "spec.json")
     with open(spec_path, "w") as f:
         json.dump(spec, f)
     exec_cmd = f"{sys.executable} -m fsmeter.guest.inside {spec_path}"
     cmd = vm.command(kernel.image, accel.name, vcpus, memory, disk, g.disk_cache, work, exec_cmd)
-    console.print(f"kernel {kernel.level} ({kernel.version}): booting a guest ({accel.name}, {vcpus} vCPU, "
-                  f"{memory >> 20} MiB) for {len(todo)} cell(s)")
+    console.print(
+        f"kernel {kernel.level} ({kernel.version}): booting a guest ({accel.name}, {vcpus} vCPU, "
+        f"{memory >> 20} MiB) for {len(todo)} cell(s)"
+    )
     seen = {"lines": 0}
     by_id = {row["id"]: (cell, row) for cell, row in todo}
 
@@ -125,20 +173,27 @@ def _one_level(c, kernel, accel, vcpus, memory, todo, store, campaign_id, consol
         _replay(journal, store, seen, by_id, counts, final=True)
         for _cell, row in todo:
             if seen.get(row["id"]) not in ("done", "failed"):
-                store.set_cell_status(row["id"], "interrupted", cause="interrupted (SIGINT/SIGTERM): the guest was "
-                                      "stopped")
+                store.set_cell_status(
+                    row["id"], "interrupted", cause="interrupted (SIGINT/SIGTERM): the guest was stopped"
+                )
         raise
     _replay(journal, store, seen, by_id, counts, final=True)
     ready = f"booted in {boot.boot_s:.1f} s" if boot.boot_s is not None else "did not boot"
     console.print(f"kernel {kernel.level}: guest {ready}, {boot.wall_s:.0f} s in all")
     left = [(cell, row) for cell, row in todo if seen.get(row["id"]) not in ("done", "failed")]
     if left:
-        why = (seen.get("setup") or boot.cause
-               or f"the guest stopped (vng exit status {boot.rc}) before these cells finished")
+        why = (
+            seen.get("setup")
+            or boot.cause
+            or f"the guest stopped (vng exit status {boot.rc}) before these cells finished"
+        )
         tail = next((ln for ln in reversed(boot.lines) if ln.strip()), "")
         for cell, row in left:
-            store.set_cell_status(row["id"], "failed", cause=f"guest (kernel {kernel.level}): {why}"
-                                  + (f"; last console line: {tail[:200]}" if tail else ""))
+            store.set_cell_status(
+                row["id"],
+                "failed",
+                cause=f"guest (kernel {kernel.level}): {why}" + (f"; last console line: {tail[:200]}" if tail else ""),
+            )
             counts["failed"] += 1
             console.print(f"[red]cell {cell.index + 1} ({cell.describe()}) failed:[/] guest: {why}")
 
@@ -151,7 +206,7 @@ def _replay(journal: str, store, seen: dict, by_id: dict, counts: dict, final: b
     except FileNotFoundError:
         return
     complete = lines[:-1]  # the text after the last newline is not a whole line yet
-    for line in complete[seen["lines"]:]:
+    for line in complete[seen["lines"] :]:
         seen["lines"] += 1
         try:
             doc = json.loads(line)

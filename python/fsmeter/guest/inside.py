@@ -7,13 +7,14 @@ campaign runner (fresh filesystem per cell, cache control, repetition policy: th
 the host). Every trial and cell status goes to a journal in the shared folder, one JSON line each,
 which the host copies into the campaign's store; nothing in the guest writes to the store itself.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import subprocess
 import sys
-from typing import Any, Optional
+from typing import Any
 
 from fsmeter.guest.vm import DISK_SERIAL, READY
 
@@ -42,8 +43,9 @@ class JournalStore:
     def headline_values(self, cell_id: int) -> list:
         return [tuple(x) for x in self.rows.get(str(cell_id), {}).get("headline", [])]
 
-    def set_cell_status(self, cell_id: int, status: str, cause: Optional[str] = None,
-                        stop_reason: Optional[str] = None) -> None:
+    def set_cell_status(
+        self, cell_id: int, status: str, cause: str | None = None, stop_reason: str | None = None
+    ) -> None:
         self._write({"op": "cell", "cell_id": cell_id, "status": status, "cause": cause, "stop_reason": stop_reason})
 
     def set_campaign_status(self, campaign_id: int, status: str) -> None:
@@ -61,7 +63,7 @@ def _sh(cmd: list) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
 
 
-def scratch_device() -> Optional[str]:
+def scratch_device() -> str | None:
     """The block device whose serial is the scratch disk's."""
     for name in sorted(os.listdir("/sys/block")):
         try:
@@ -117,11 +119,19 @@ def main(spec_path: str) -> int:
     c = parse_campaign(spec["campaign_text"], spec.get("campaign_where", "campaign"))
     wanted = set(spec["cells"])
     cells = [x for x in plan(c) if x.index in wanted]
-    rows = [{"id": spec["cell_ids"][str(x.index)], "status": spec["status"][str(x.index)], "idx": x.index,
-             "workload": x.workload} for x in cells]
+    rows = [
+        {
+            "id": spec["cell_ids"][str(x.index)],
+            "status": spec["status"][str(x.index)],
+            "idx": x.index,
+            "workload": x.workload,
+        }
+        for x in cells
+    ]
     console = Console(file=sys.stdout, force_terminal=False, width=120)
-    counts = _run_cells(c, cells, rows, store, spec["campaign_id"], console, show_progress=False,
-                        cap_notes=spec.get("cap_notes", True))
+    counts = _run_cells(
+        c, cells, rows, store, spec["campaign_id"], console, show_progress=False, cap_notes=spec.get("cap_notes", True)
+    )
     store._write({"op": "finished", "counts": counts})
     print("fsmeter guest: finished", json.dumps(counts), flush=True)
     return 0

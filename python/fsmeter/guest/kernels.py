@@ -5,13 +5,13 @@ Debian kernel version ("6.1.0-50-amd64": /boot/vmlinuz-6.1.0-50-amd64), or a sho
 ("6.1", "6.12") resolved to the newest installed kernel of that series. Nothing but `errors`
 is imported here, so the campaign validator can use it.
 """
+
 from __future__ import annotations
 
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 from fsmeter.errors import UserError
 
@@ -37,18 +37,18 @@ def _vkey(version: str) -> tuple:
     return tuple(int(x) if x.isdigit() else x for x in re.split(r"[.+\-~]", version))
 
 
-def installed(boot: Optional[str] = None) -> list:
+def installed(boot: str | None = None) -> list:
     """The kernel versions with an image in ``boot`` (default /boot: vmlinuz-VERSION), oldest first."""
     boot = boot or BOOT
     try:
         names = os.listdir(boot)
     except OSError:
         return []
-    out = [n[len("vmlinuz-"):] for n in names if n.startswith("vmlinuz-") and os.path.isfile(os.path.join(boot, n))]
+    out = [n[len("vmlinuz-") :] for n in names if n.startswith("vmlinuz-") and os.path.isfile(os.path.join(boot, n))]
     return sorted(out, key=lambda v: [(isinstance(x, str), x) for x in _vkey(v)])
 
 
-def resolve(level, boot: Optional[str] = None) -> Kernel:
+def resolve(level, boot: str | None = None) -> Kernel:
     """The image a `kernel` level names; UserError (saying what is installed) when there is none."""
     boot = boot or BOOT
     text = str(level).strip()
@@ -63,12 +63,15 @@ def resolve(level, boot: Optional[str] = None) -> Kernel:
     have = installed(boot)
     if text in have:
         return Kernel(text, os.path.join(boot, f"vmlinuz-{text}"), text)
-    series = [v for v in have if v == text or v.startswith(text + ".") or v.startswith(text + "-")
-              or v.startswith(text + "+")]
+    series = [
+        v for v in have if v == text or v.startswith(text + ".") or v.startswith(text + "-") or v.startswith(text + "+")
+    ]
     if not series:
         listed = ", ".join(have) if have else "none"
-        raise UserError(f"kernel: {text!r}: no such kernel installed in {boot} (installed: {listed}): install one "
-                        f"(Debian: apt-get install linux-image-{text}...-amd64) or give the path of a vmlinuz")
+        raise UserError(
+            f"kernel: {text!r}: no such kernel installed in {boot} (installed: {listed}): install one "
+            f"(Debian: apt-get install linux-image-{text}...-amd64) or give the path of a vmlinuz"
+        )
     best = series[-1]
     return Kernel(text, os.path.join(boot, f"vmlinuz-{best}"), best)
 
@@ -95,15 +98,17 @@ def _cpu_flags() -> set:
     return set()
 
 
-def kvm_problem() -> Optional[str]:
+def kvm_problem() -> str | None:
     """Why hardware KVM cannot boot a stock kernel here, or None when it can."""
     if not os.path.exists("/dev/kvm"):
         return "there is no /dev/kvm (no KVM module, or not allowed in this container)"
     if not os.access("/dev/kvm", os.R_OK | os.W_OK):
         return "/dev/kvm is not writable by this user (join the kvm group)"
     if not _cpu_flags() & {"vmx", "svm"}:
-        return ("/dev/kvm cannot boot a stock kernel (the CPU shows no vmx/svm: a paravirtual KVM, whose guests "
-                "die in the kernel's decompressor)")
+        return (
+            "/dev/kvm cannot boot a stock kernel (the CPU shows no vmx/svm: a paravirtual KVM, whose guests "
+            "die in the kernel's decompressor)"
+        )
     return None
 
 
@@ -114,8 +119,10 @@ def choose(wanted: str = "auto") -> Accel:
         return Accel("tcg", "asked for (guest.accelerator = 'tcg')")
     if wanted == "kvm":
         if problem:
-            raise UserError(f"guest.accelerator: 'kvm' cannot be used here: {problem}: use 'auto' or 'tcg' "
-                            "(software emulation: functional results only)")
+            raise UserError(
+                f"guest.accelerator: 'kvm' cannot be used here: {problem}: use 'auto' or 'tcg' "
+                "(software emulation: functional results only)"
+            )
         return Accel("kvm", "hardware virtualisation (/dev/kvm)")
     if problem:
         return Accel("tcg", f"{problem}: guests will be emulated")

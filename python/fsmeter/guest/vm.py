@@ -12,6 +12,7 @@ The scratch disk is a sparse raw image fsmeter creates in a fresh folder of its 
 directory; the guest formats it (ext4) and keeps its loop images there (the guest's /tmp is
 a small tmpfs). Results come back through the shared folder (``--rwdir``).
 """
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,8 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional
 
 from fsmeter.errors import UserError
 
@@ -32,14 +33,14 @@ DISK_SERIAL = "fsmeter-scratch"
 
 @dataclass
 class Boot:
-    rc: Optional[int]  # the exit status of vng (None: killed)
-    boot_s: Optional[float]  # from start to READY, None when it never came
+    rc: int | None  # the exit status of vng (None: killed)
+    boot_s: float | None  # from start to READY, None when it never came
     wall_s: float
-    lines: List[str] = field(default_factory=list)  # the guest's console, last lines
-    cause: Optional[str] = None  # why it did not finish, when it did not
+    lines: list[str] = field(default_factory=list)  # the guest's console, last lines
+    cause: str | None = None  # why it did not finish, when it did not
 
 
-def vng_path() -> Optional[str]:
+def vng_path() -> str | None:
     """The vng program: next to this Python (its venv) first, then on PATH."""
     import sys
 
@@ -47,11 +48,11 @@ def vng_path() -> Optional[str]:
     return here if os.access(here, os.X_OK) else shutil.which("vng")
 
 
-def qemu_path() -> Optional[str]:
+def qemu_path() -> str | None:
     return shutil.which("qemu-system-x86_64")
 
 
-def missing_tools() -> List[str]:
+def missing_tools() -> list[str]:
     """What a guest boot needs and this host lacks, each with how to get it."""
     out = []
     if not qemu_path():
@@ -72,33 +73,65 @@ def make_disk(path: str, size_bytes: int) -> None:
         os.close(fd)
 
 
-def command(image: str, accel: str, vcpus: int, memory_bytes: int, disk: str, disk_cache: str, rwdir: str,
-            exec_cmd: str) -> List[str]:
+def command(
+    image: str, accel: str, vcpus: int, memory_bytes: int, disk: str, disk_cache: str, rwdir: str, exec_cmd: str
+) -> list[str]:
     """The vng command line for one boot."""
     vng = vng_path()
     if vng is None:
-        raise UserError("guest: vng (virtme-ng) is not installed: pip install virtme-ng (in fsmeter's venv), "
-                        "and apt-get install qemu-system-x86 busybox-static")
-    drive = (f"-drive file={disk},format=raw,if=none,id=fsmscratch,cache={disk_cache},aio=threads "
-             f"-device virtio-blk-pci,drive=fsmscratch,serial={DISK_SERIAL}")
-    cmd = [vng, "--run", image, "--cpus", str(vcpus), "--memory", f"{max(memory_bytes >> 20, 256)}M",
-           "--rwdir", rwdir, "--disable-monitor", f"--qemu-opts={drive}", "--exec", exec_cmd]
+        raise UserError(
+            "guest: vng (virtme-ng) is not installed: pip install virtme-ng (in fsmeter's venv), "
+            "and apt-get install qemu-system-x86 busybox-static"
+        )
+    drive = (
+        f"-drive file={disk},format=raw,if=none,id=fsmscratch,cache={disk_cache},aio=threads "
+        f"-device virtio-blk-pci,drive=fsmscratch,serial={DISK_SERIAL}"
+    )
+    cmd = [
+        vng,
+        "--run",
+        image,
+        "--cpus",
+        str(vcpus),
+        "--memory",
+        f"{max(memory_bytes >> 20, 256)}M",
+        "--rwdir",
+        rwdir,
+        "--disable-monitor",
+        f"--qemu-opts={drive}",
+        "--exec",
+        exec_cmd,
+    ]
     if accel == "tcg":
         cmd.insert(1, "--disable-kvm")
     return cmd
 
 
-def run(cmd: List[str], boot_timeout_s: float, on_line: Optional[Callable[[str], None]] = None,
-        pass_fds: tuple = (), keep: int = 200) -> Boot:
+def run(
+    cmd: list[str],
+    boot_timeout_s: float,
+    on_line: Callable[[str], None] | None = None,
+    pass_fds: tuple = (),
+    keep: int = 200,
+) -> Boot:
     """Run a guest to its end, reading its console through a pipe; killed (the whole process group)
     when it has not printed READY within ``boot_timeout_s``, or on Ctrl-C (which then propagates)."""
     t0 = time.monotonic()
     env = dict(os.environ)  # vng runs its helper programs (virtme-run) from PATH: its own folder first
     env["PATH"] = os.path.dirname(cmd[0]) + os.pathsep + env.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True, pass_fds=pass_fds, text=True, errors="replace", bufsize=1,
-                            env=env)
-    lines: List[str] = []
+    proc = subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        pass_fds=pass_fds,
+        text=True,
+        errors="replace",
+        bufsize=1,
+        env=env,
+    )
+    lines: list[str] = []
     boot_s = None
     cause = None
     import selectors
@@ -139,8 +172,13 @@ def run(cmd: List[str], boot_timeout_s: float, on_line: Optional[Callable[[str],
         pass
     if cause is None and boot_s is None:
         cause = f"the guest stopped before it was ready (vng exit status {rc})"
-    return Boot(rc=None if cause and "within" in cause else rc, boot_s=boot_s, wall_s=time.monotonic() - t0,
-                lines=lines, cause=cause)
+    return Boot(
+        rc=None if cause and "within" in cause else rc,
+        boot_s=boot_s,
+        wall_s=time.monotonic() - t0,
+        lines=lines,
+        cause=cause,
+    )
 
 
 def _kill(proc: subprocess.Popen) -> None:

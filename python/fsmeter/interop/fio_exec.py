@@ -9,6 +9,7 @@ goes to `<job>.stdout` and `<job>.stderr` there (fio's program runs in fio's cur
 writes those files). A program that cannot be
 started is reported in one line and its job still takes its runtime, as fio's does.
 """
+
 from __future__ import annotations
 
 import contextvars
@@ -19,7 +20,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from fsmeter.errors import UserError
 from fsmeter.units import MAX_DURATION_S
@@ -28,18 +28,38 @@ from fsmeter.units import MAX_DURATION_S
 ALLOW_EXEC: contextvars.ContextVar = contextvars.ContextVar("fsmeter_allow_exec", default=False)
 
 #: The options an exec job uses; any other option of fio's I/O is moot (the engine moves no data).
-EXEC_OPTS = {"name", "description", "ioengine", "program", "arguments", "grace_time", "std_redirect", "runtime",
-             "timeout", "time_based", "stonewall", "wait_for_previous", "new_group", "group_reporting", "directory",
-             "thread", "threads", "kb_base"}
+EXEC_OPTS = {
+    "name",
+    "description",
+    "ioengine",
+    "program",
+    "arguments",
+    "grace_time",
+    "std_redirect",
+    "runtime",
+    "timeout",
+    "time_based",
+    "stonewall",
+    "wait_for_previous",
+    "new_group",
+    "group_reporting",
+    "directory",
+    "thread",
+    "threads",
+    "kb_base",
+}
 
-REFUSAL = ("fsmeter runs the program a job file names only when told to (a job file is input: running its "
-           "program= unasked would let any job file run anything): add --allow-exec to `fsmeter run` if you trust "
-           "this file, or remove the job")
+REFUSAL = (
+    "fsmeter runs the program a job file names only when told to (a job file is input: running its "
+    "program= unasked would let any job file run anything): add --allow-exec to `fsmeter run` if you trust "
+    "this file, or remove the job"
+)
 
 
 @dataclass
 class ExecSpec:
     """One exec job: what to run, for how long, where its output goes."""
+
     name: str
     line: int
     group: int
@@ -47,11 +67,11 @@ class ExecSpec:
     runtime_s: float
     grace_s: int
     std_redirect: bool
-    dir: Optional[Path] = None
+    dir: Path | None = None
     notes: list = field(default_factory=list)
 
 
-def split_argv(program: str, arguments: Optional[str], runtime_s: float, name: str) -> list:
+def split_argv(program: str, arguments: str | None, runtime_s: float, name: str) -> list:
     """fio's argv: `%r` -> whole seconds of runtime, `%n` -> the job name, in the arguments only; then
     "program arguments" split at spaces (empty pieces dropped, no quoting)."""
     line = program
@@ -60,8 +80,9 @@ def split_argv(program: str, arguments: Optional[str], runtime_s: float, name: s
     return [p for p in line.split(" ") if p]
 
 
-def exec_spec(where: str, job, group: int, runtime_s: float, time_based: bool,
-              check_only: bool = False) -> Optional[ExecSpec]:
+def exec_spec(
+    where: str, job, group: int, runtime_s: float, time_based: bool, check_only: bool = False
+) -> ExecSpec | None:
     """An exec job's spec from its fio options, or one line saying why not (`check_only`: only whether exec jobs
     may run at all)."""
     eng = job.get("ioengine")
@@ -72,11 +93,15 @@ def exec_spec(where: str, job, group: int, runtime_s: float, time_based: bool,
     prog = job.get("program")
     program = (prog.value or "").strip() if prog is not None else ""
     if not program:
-        raise UserError(f"{where} line {job.line}: job {job.name}: ioengine=exec needs program= (fio refuses the job "
-                        "without it): add program=PATH")
+        raise UserError(
+            f"{where} line {job.line}: job {job.name}: ioengine=exec needs program= (fio refuses the job "
+            "without it): add program=PATH"
+        )
     if not runtime_s or not time_based:
-        raise UserError(f"{where} line {job.line}: job {job.name}: ioengine=exec runs its program for the job's "
-                        "runtime: give runtime= and time_based")
+        raise UserError(
+            f"{where} line {job.line}: job {job.name}: ioengine=exec runs its program for the job's "
+            "runtime: give runtime= and time_based"
+        )
     args = job.get("arguments")
     grace = 1
     opt = job.get("grace_time")
@@ -85,8 +110,9 @@ def exec_spec(where: str, job, group: int, runtime_s: float, time_based: bool,
         # ASCII digits only: str.isdigit() also takes '²' and other scripts' digits, which int() refuses or fio does
         # not read; and no more than any other time fsmeter takes.
         if not (text.isascii() and text.isdigit()) or len(text) > 20 or int(text) > MAX_DURATION_S:
-            raise UserError(f"{where} line {opt.line}: {opt.as_written}: give whole seconds, from 0 to "
-                            f"{int(MAX_DURATION_S)}")
+            raise UserError(
+                f"{where} line {opt.line}: {opt.as_written}: give whole seconds, from 0 to {int(MAX_DURATION_S)}"
+            )
         grace = int(text)
     redirect = True
     opt = job.get("std_redirect")
@@ -96,14 +122,27 @@ def exec_spec(where: str, job, group: int, runtime_s: float, time_based: bool,
             raise UserError(f"{where} line {opt.line}: {opt.as_written}: use 0 or 1")
         redirect = v in ("1", "true", "on", "yes")
     if redirect and ("/" in job.name or job.name in (".", "..") or "\0" in job.name):
-        raise UserError(f"{where} line {job.line}: job {job.name}: with std_redirect=1 its output goes to "
-                        f"{job.name}.stdout and .stderr, which would not be files of the job's directory: give the "
-                        "job a name without '/', or std_redirect=0")
-    notes = [f"{o.as_written}: moot for ioengine=exec, which moves no data (fio's too)"
-             for o in sorted(job.options.values(), key=lambda o: o.line) if o.name not in EXEC_OPTS]
+        raise UserError(
+            f"{where} line {job.line}: job {job.name}: with std_redirect=1 its output goes to "
+            f"{job.name}.stdout and .stderr, which would not be files of the job's directory: give the "
+            "job a name without '/', or std_redirect=0"
+        )
+    notes = [
+        f"{o.as_written}: moot for ioengine=exec, which moves no data (fio's too)"
+        for o in sorted(job.options.values(), key=lambda o: o.line)
+        if o.name not in EXEC_OPTS
+    ]
     argv = split_argv(program, args.value if args is not None else None, runtime_s, job.name)
-    return ExecSpec(name=job.name, line=job.line, group=group, argv=argv, runtime_s=runtime_s, grace_s=grace,
-                    std_redirect=redirect, notes=notes)
+    return ExecSpec(
+        name=job.name,
+        line=job.line,
+        group=group,
+        argv=argv,
+        runtime_s=runtime_s,
+        grace_s=grace,
+        std_redirect=redirect,
+        notes=notes,
+    )
 
 
 def _die_with_parent() -> None:
@@ -117,12 +156,12 @@ def _die_with_parent() -> None:
 class Running:
     """One exec job's program, from start() to finish(): stopped at its runtime by a timer thread."""
 
-    def __init__(self, spec: ExecSpec, place: Optional[Path]):
+    def __init__(self, spec: ExecSpec, place: Path | None):
         self.spec = spec
         self.place = Path(place) if place is not None else Path.cwd()
         self.proc = None
         self.record: dict = {"job": spec.name, "line": spec.line, "argv": spec.argv, "status": "not started"}
-        self._timer: Optional[threading.Timer] = None
+        self._timer: threading.Timer | None = None
         self._lock = threading.Lock()  # held only to signal and record, never while waiting
         self._killed = threading.Event()  # set once SIGKILL is sent: a stop() in its grace time ends its wait
         self._t0 = 0.0
@@ -138,8 +177,15 @@ class Running:
         try:
             if self.spec.std_redirect:
                 out, err = (open(p, "wb") for p in paths)
-            self.proc = subprocess.Popen(self.spec.argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                         cwd=self.place, start_new_session=True, preexec_fn=_die_with_parent)
+            self.proc = subprocess.Popen(
+                self.spec.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                cwd=self.place,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
         except OSError as exc:
             why = exc.strerror or str(exc)
             self.record.update(status="not started", error=f"cannot run {self.spec.argv[0]}: {why}")
@@ -200,7 +246,7 @@ class Running:
             self.record["exit_status" if code >= 0 else "signal"] = code if code >= 0 else signal.Signals(-code).name
         return self.record
 
-    def wait_runtime(self, stop_event: Optional[threading.Event] = None) -> None:
+    def wait_runtime(self, stop_event: threading.Event | None = None) -> None:
         """A group of exec jobs only: wait out the job's runtime (and the stop), as fio's job lasts its runtime."""
         end = self._t0 + self.spec.runtime_s
         while time.monotonic() < end:
@@ -230,13 +276,14 @@ def line(rec: dict) -> str:
 @dataclass
 class ExecGroup:
     """A stonewall group of exec jobs only: its programs run for their runtime, no engine phase."""
+
     name: str
     line: int
     group: int
     execs: list
-    dir: Optional[Path] = None
+    dir: Path | None = None
     fill: bool = False
-    after_fill: Optional[str] = None
+    after_fill: str | None = None
     keep_files: bool = False
     exit_what: str = "none"
     logs: list = field(default_factory=list)
@@ -246,7 +293,7 @@ class ExecGroup:
         return [f"{e.name}: {n}" for e in self.execs for n in e.notes]
 
 
-def start_all(execs: list, place: Optional[Path]) -> list:
+def start_all(execs: list, place: Path | None) -> list:
     runs = [Running(e, e.dir if e.dir is not None else place) for e in execs]
     for r in runs:
         r.start()

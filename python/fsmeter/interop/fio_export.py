@@ -10,6 +10,7 @@ What each field is and where it comes from is in docs/fio.md; the rules that mat
 - a cell's kept trials are pooled into one job (bytes, I/Os and measured time summed; latency moments pooled);
 - json+ ``bins`` are the engine's stored HDR buckets, keyed by their upper bound in ns, counts exact.
 """
+
 from __future__ import annotations
 
 import errno
@@ -20,7 +21,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import fsmeter
 from fsmeter.errors import UserError
@@ -33,8 +34,13 @@ FIO_FORMAT = "fsmeter-fio-json"
 #: statistics, json+ bins, --split layout.
 FIO_VERSION = 2
 #: fio's percentile keys (fio prints them with six decimals) and the store columns they come from.
-FIO_PERCENTILES = {"50.000000": "p50_ns", "90.000000": "p90_ns", "99.000000": "p99_ns", "99.900000": "p999_ns",
-                   "99.990000": "p9999_ns"}
+FIO_PERCENTILES = {
+    "50.000000": "p50_ns",
+    "90.000000": "p90_ns",
+    "99.000000": "p99_ns",
+    "99.900000": "p999_ns",
+    "99.990000": "p9999_ns",
+}
 ACCESS_FAMILY = "access"
 #: Factors that become fio job options rather than part of a configuration's name.
 FIO_FACTORS = {"threads": "numjobs", "queue_depth": "iodepth"}
@@ -59,8 +65,9 @@ def fio_options(params: dict, settings: dict) -> tuple:
         return None, "no access entries recorded"
     engine = params.get("fio_engine", "data")
     if engine in ("filecreate", "filestat", "filedelete", "dircreate", "dirstat", "dirdelete"):
-        return None, (f"it runs fio's {engine} engine: its creates, stats or removals have no read or write "
-                      "figures in fio's JSON")
+        return None, (
+            f"it runs fio's {engine} engine: its creates, stats or removals have no read or write figures in fio's JSON"
+        )
     reads = {float(e["read_pct"]) for e in entries}
     rands = {float(e.get("random_pct", 100.0)) for e in entries}
     if len(reads) > 1:
@@ -94,8 +101,11 @@ def fio_options(params: dict, settings: dict) -> tuple:
         opts["percentage_random"] = f"{rand_pct:g}"
     qd = int(params.get("queue_depth", 1))
     backend = settings.get("backend", "psync")
-    opts["ioengine"] = engine if engine != "data" else {"io_uring": "io_uring", "null": "null", "mmap": "mmap",
-                                                           "libpmem": "libpmem"}.get(backend, "psync")
+    opts["ioengine"] = (
+        engine
+        if engine != "data"
+        else {"io_uring": "io_uring", "null": "null", "mmap": "mmap", "libpmem": "libpmem"}.get(backend, "psync")
+    )
     opts["iodepth"] = str(qd)
     opts["numjobs"] = str(int(settings.get("threads", 1)))
     opts["direct"] = "1" if params.get("direct") else "0"
@@ -140,11 +150,11 @@ def fio_options(params: dict, settings: dict) -> tuple:
     return opts, None
 
 
-def _job_of(workload: str, extra: Optional[str]) -> tuple:
+def _job_of(workload: str, extra: str | None) -> tuple:
     """(family, engine workload spec, settings) of a stored trial: the recorded job, completed by the named
     workload's parameters and the family defaults when the record is partial."""
     try:
-        job = (json.loads(extra or "{}").get("job") or {})
+        job = json.loads(extra or "{}").get("job") or {}
     except ValueError:
         job = {}
     rec = dict(job.get("workload") or {})
@@ -173,8 +183,13 @@ def _pool_lat(lats: list) -> dict:
         return {}
     mean = sum(x["count"] * float(x["mean_ns"]) for x in lats) / n
     ex2 = sum(x["count"] * (float(x.get("stdev_ns") or 0) ** 2 + float(x["mean_ns"]) ** 2) for x in lats) / n
-    out = {"count": n, "min_ns": min(int(x["min_ns"]) for x in lats), "max_ns": max(int(x["max_ns"]) for x in lats),
-           "mean_ns": mean, "stdev_ns": math.sqrt(max(0.0, ex2 - mean * mean))}
+    out = {
+        "count": n,
+        "min_ns": min(int(x["min_ns"]) for x in lats),
+        "max_ns": max(int(x["max_ns"]) for x in lats),
+        "mean_ns": mean,
+        "stdev_ns": math.sqrt(max(0.0, ex2 - mean * mean)),
+    }
     if len(lats) == 1:  # one trial: its own figures, not recomputed
         out["mean_ns"], out["stdev_ns"] = float(lats[0]["mean_ns"]), float(lats[0].get("stdev_ns") or 0.0)
     # Percentiles: count-weighted mean of each trial's HDR percentile (one trial: exact).
@@ -194,9 +209,13 @@ def _lat_block(lat: dict, percentiles: bool, bins: bool) -> dict:
         if percentiles:
             out["percentile"] = {k: 0 for k in FIO_PERCENTILES}
         return out
-    out = {"min": int(lat.get("min_ns") or 0), "max": int(lat.get("max_ns") or 0),
-           "mean": float(lat.get("mean_ns") or 0.0), "stddev": float(lat.get("stdev_ns") or 0.0),
-           "N": int(lat.get("count") or 0)}
+    out = {
+        "min": int(lat.get("min_ns") or 0),
+        "max": int(lat.get("max_ns") or 0),
+        "mean": float(lat.get("mean_ns") or 0.0),
+        "stddev": float(lat.get("stdev_ns") or 0.0),
+        "N": int(lat.get("count") or 0),
+    }
     if percentiles:
         out["percentile"] = {k: int(lat.get(col) or 0) for k, col in FIO_PERCENTILES.items()}
     if bins and lat.get("buckets"):
@@ -224,10 +243,20 @@ def _samples(reports: list, direction: str) -> list:
 
 def _stats(xs: list, prefix: str) -> dict:
     if not xs:
-        return {f"{prefix}_min": 0, f"{prefix}_max": 0, f"{prefix}_mean": 0.0, f"{prefix}_stddev": 0.0,
-                f"{prefix}_samples": 0}
-    return {f"{prefix}_min": min(xs), f"{prefix}_max": max(xs), f"{prefix}_mean": statistics.fmean(xs),
-            f"{prefix}_stddev": statistics.stdev(xs) if len(xs) > 1 else 0.0, f"{prefix}_samples": len(xs)}
+        return {
+            f"{prefix}_min": 0,
+            f"{prefix}_max": 0,
+            f"{prefix}_mean": 0.0,
+            f"{prefix}_stddev": 0.0,
+            f"{prefix}_samples": 0,
+        }
+    return {
+        f"{prefix}_min": min(xs),
+        f"{prefix}_max": max(xs),
+        f"{prefix}_mean": statistics.fmean(xs),
+        f"{prefix}_stddev": statistics.stdev(xs) if len(xs) > 1 else 0.0,
+        f"{prefix}_samples": len(xs),
+    }
 
 
 def io_block(reports: list, direction: str, bins: bool = False) -> dict:
@@ -243,18 +272,41 @@ def io_block(reports: list, direction: str, bins: bool = False) -> dict:
     iops = _samples(reports, direction) if done else []
     per_op = io_bytes / n if n else 0.0
     bw_kib = [x * per_op / 1024 for x in iops]
-    block = {"io_bytes": io_bytes, "io_kbytes": io_bytes // 1024, "bw_bytes": bw_bytes, "bw": bw_bytes // 1024,
-             "iops": n / runtime_s if runtime_s else 0.0, "runtime": int(round(runtime_s * 1000)),
-             "total_ios": n, "short_ios": 0, "drop_ios": 0,
-             "slat_ns": _lat_block({}, False, False), "clat_ns": _lat_block(lat, True, bins),
-             "lat_ns": _lat_block(lat, False, bins)}
+    block = {
+        "io_bytes": io_bytes,
+        "io_kbytes": io_bytes // 1024,
+        "bw_bytes": bw_bytes,
+        "bw": bw_bytes // 1024,
+        "iops": n / runtime_s if runtime_s else 0.0,
+        "runtime": int(round(runtime_s * 1000)),
+        "total_ios": n,
+        "short_ios": 0,
+        "drop_ios": 0,
+        "slat_ns": _lat_block({}, False, False),
+        "clat_ns": _lat_block(lat, True, bins),
+        "lat_ns": _lat_block(lat, False, bins),
+    }
     bstats = _stats(bw_kib, "bw")
-    block.update({"bw_min": int(bstats["bw_min"]), "bw_max": int(bstats["bw_max"]), "bw_agg": 100.0 if n else 0.0,
-                  "bw_mean": bstats["bw_mean"], "bw_dev": bstats["bw_stddev"], "bw_samples": bstats["bw_samples"]})
+    block.update(
+        {
+            "bw_min": int(bstats["bw_min"]),
+            "bw_max": int(bstats["bw_max"]),
+            "bw_agg": 100.0 if n else 0.0,
+            "bw_mean": bstats["bw_mean"],
+            "bw_dev": bstats["bw_stddev"],
+            "bw_samples": bstats["bw_samples"],
+        }
+    )
     istats = _stats(iops, "iops")
-    block.update({"iops_min": int(istats["iops_min"]), "iops_max": int(istats["iops_max"]),
-                  "iops_mean": istats["iops_mean"], "iops_stddev": istats["iops_stddev"],
-                  "iops_samples": istats["iops_samples"]})
+    block.update(
+        {
+            "iops_min": int(istats["iops_min"]),
+            "iops_max": int(istats["iops_max"]),
+            "iops_mean": istats["iops_mean"],
+            "iops_stddev": istats["iops_stddev"],
+            "iops_samples": istats["iops_samples"],
+        }
+    )
     return block
 
 
@@ -268,10 +320,16 @@ def latency_distribution(reports: list) -> dict:
             for upper, cnt in (o.get("lat") or {}).get("buckets") or []:
                 buckets[int(upper)] = buckets.get(int(upper), 0) + int(cnt)
     total = sum(buckets.values())
-    bounds = ([("latency_ns", int(k), k) for k in _LAT_KEYS] + [("latency_us", int(k) * 1000, k) for k in _LAT_KEYS]
-              + [("latency_ms", int(k) * 1_000_000, k) for k in _LAT_KEYS + ["2000"]])
-    out = {"latency_ns": {k: 0.0 for k in _LAT_KEYS}, "latency_us": {k: 0.0 for k in _LAT_KEYS},
-           "latency_ms": {**{k: 0.0 for k in _LAT_KEYS + ["2000"]}, ">=2000": 0.0}}
+    bounds = (
+        [("latency_ns", int(k), k) for k in _LAT_KEYS]
+        + [("latency_us", int(k) * 1000, k) for k in _LAT_KEYS]
+        + [("latency_ms", int(k) * 1_000_000, k) for k in _LAT_KEYS + ["2000"]]
+    )
+    out = {
+        "latency_ns": {k: 0.0 for k in _LAT_KEYS},
+        "latency_us": {k: 0.0 for k in _LAT_KEYS},
+        "latency_ms": {**{k: 0.0 for k in _LAT_KEYS + ["2000"]}, ">=2000": 0.0},
+    }
     for upper, cnt in buckets.items():
         for group, limit, key in bounds:
             if upper <= limit:
@@ -288,23 +346,39 @@ def fio_job(name: str, groupid: int, options: dict, reports: list, bins: bool) -
     user = sum(float((r.get("cpu") or {}).get("user_s") or 0.0) for r in reports)
     sys_ = sum(float((r.get("cpu") or {}).get("sys_s") or 0.0) for r in reports)
     elapsed = sum(float(r.get("elapsed_s") or 0.0) + float(r.get("warmup_s") or 0.0) for r in reports)
-    job = {"jobname": name, "groupid": groupid, "error": 0, "eta": 0, "elapsed": int(math.ceil(elapsed)),
-           "job options": options, "job_runtime": int(round(runtime_s * 1000)),
-           "read": io_block(reports, "read", bins), "write": io_block(reports, "write", bins),
-           "trim": io_block(reports, "trim", bins),
-           "sync": {"total_ios": sum(int(((r.get("ops") or {}).get("fsync") or {}).get("count") or 0)
-                                     for r in reports)},
-           "usr_cpu": 100.0 * user / runtime_s if runtime_s else 0.0,
-           "sys_cpu": 100.0 * sys_ / runtime_s if runtime_s else 0.0,
-           "ctx": 0, "majf": 0, "minf": 0}
+    job = {
+        "jobname": name,
+        "groupid": groupid,
+        "error": 0,
+        "eta": 0,
+        "elapsed": int(math.ceil(elapsed)),
+        "job options": options,
+        "job_runtime": int(round(runtime_s * 1000)),
+        "read": io_block(reports, "read", bins),
+        "write": io_block(reports, "write", bins),
+        "trim": io_block(reports, "trim", bins),
+        "sync": {"total_ios": sum(int(((r.get("ops") or {}).get("fsync") or {}).get("count") or 0) for r in reports)},
+        "usr_cpu": 100.0 * user / runtime_s if runtime_s else 0.0,
+        "sys_cpu": 100.0 * sys_ / runtime_s if runtime_s else 0.0,
+        "ctx": 0,
+        "majf": 0,
+        "minf": 0,
+    }
     job.update(latency_distribution(reports))
     lts = [(r.get("extra") or {}).get("latency_target") for r in reports]
     if lts and lts[-1]:
         # fio's stat.c: the depth found, the target in ns (twice), the window in us (twice), the percentile.
         lt = lts[-1]
-        job.update({"latency_depth": lt["depth"], "latency_target": lt["target_ns"],
-                    "latency_target_ns": lt["target_ns"], "latency_percentile": float(lt["percentile"]),
-                    "latency_window": lt["window_ns"] // 1000, "latency_window_us": lt["window_ns"] // 1000})
+        job.update(
+            {
+                "latency_depth": lt["depth"],
+                "latency_target": lt["target_ns"],
+                "latency_target_ns": lt["target_ns"],
+                "latency_percentile": float(lt["percentile"]),
+                "latency_window": lt["window_ns"] // 1000,
+                "latency_window_us": lt["window_ns"] // 1000,
+            }
+        )
         if lt.get("ended_over_target_ns"):
             job["error"] = errno.ETIMEDOUT  # fio's lat_fatal: a late request at depth 1 with percentile 100
     return job
@@ -316,13 +390,13 @@ class _Cell:
     idx: int
     workload: str
     factors: dict
-    options: Optional[dict] = None
-    reason: Optional[str] = None
-    family: Optional[str] = None
+    options: dict | None = None
+    reason: str | None = None
+    family: str | None = None
     trials: list = field(default_factory=list)  # (trial number, phase key, report)
 
 
-def _cells(db: Any, campaign: Optional[str]) -> tuple:
+def _cells(db: Any, campaign: str | None) -> tuple:
     path = default_db_path(db)
     with open_store(path, create=False) as store:
         cid = store.campaign_id(campaign)
@@ -332,7 +406,9 @@ def _cells(db: Any, campaign: Optional[str]) -> tuple:
             " e.extra FROM phases p JOIN trials t ON t.id = p.trial_id JOIN cells c ON c.id = t.cell_id"
             " LEFT JOIN environment e ON e.trial_id = t.id"
             " WHERE c.campaign_id = ? AND p.measured = 1 AND p.discarded = 0"
-            " ORDER BY c.idx, t.number, p.seq", (cid,)).fetchall()
+            " ORDER BY c.idx, t.number, p.seq",
+            (cid,),
+        ).fetchall()
     cells: dict = {}
     for r in rows:
         if not is_kept(r["status"], r["discarded"]):  # the one rule of kept trials
@@ -352,11 +428,14 @@ def _cells(db: Any, campaign: Optional[str]) -> tuple:
 
 def _refuse_empty(cid: int, cells: list) -> None:
     if not any(c.options for c in cells):
-        why = sorted({f"{c.workload} is {c.reason}" if c.family != ACCESS_FAMILY else f"{c.workload}: {c.reason}"
-                      for c in cells})
+        why = sorted(
+            {f"{c.workload} is {c.reason}" if c.family != ACCESS_FAMILY else f"{c.workload}: {c.reason}" for c in cells}
+        )
         what = f" ({'; '.join(why)})" if why else ""
-        raise UserError(f"campaign {cid} has no finished trial of an access workload fio can express{what}: "
-                        "use --format json or csv")
+        raise UserError(
+            f"campaign {cid} has no finished trial of an access workload fio can express{what}: "
+            "use --format json or csv"
+        )
 
 
 def _skipped(cells: list) -> dict:
@@ -367,16 +446,29 @@ def _skipped(cells: list) -> dict:
     return out
 
 
-def _header(cid: int, camp: dict, skipped: dict, extra: Optional[dict] = None) -> dict:
+def _header(cid: int, camp: dict, skipped: dict, extra: dict | None = None) -> dict:
     now = time.time()
-    return {"fio version": f"fsmeter-{fsmeter.__version__}", "timestamp": int(now), "timestamp_ms": int(now * 1000),
-            "time": time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(now)), "global options": {},
-            "jobs": [], "disk_util": [],
-            "fsmeter": {"format": FIO_FORMAT, "version": FIO_VERSION, "campaign_id": cid, "campaign": camp["name"],
-                        "skipped_workloads": sorted(skipped), "skipped_why": skipped, **(extra or {})}}
+    return {
+        "fio version": f"fsmeter-{fsmeter.__version__}",
+        "timestamp": int(now),
+        "timestamp_ms": int(now * 1000),
+        "time": time.strftime("%a %b %d %H:%M:%S %Y", time.localtime(now)),
+        "global options": {},
+        "jobs": [],
+        "disk_util": [],
+        "fsmeter": {
+            "format": FIO_FORMAT,
+            "version": FIO_VERSION,
+            "campaign_id": cid,
+            "campaign": camp["name"],
+            "skipped_workloads": sorted(skipped),
+            "skipped_why": skipped,
+            **(extra or {}),
+        },
+    }
 
 
-def fio_document(db: Any = None, campaign: Optional[str] = None, bins: bool = False) -> dict:
+def fio_document(db: Any = None, campaign: str | None = None, bins: bool = False) -> dict:
     """fio --output-format=json (json+ with `bins`) for the access workloads of a campaign: one job per kept
     trial x measured phase."""
     cid, camp, cells = _cells(db, campaign)
@@ -387,8 +479,13 @@ def fio_document(db: Any = None, campaign: Optional[str] = None, bins: bool = Fa
         if not c.options:
             continue
         for number, key, rep in c.trials:
-            opts = {**c.options, "workload": c.workload, **{k: str(v) for k, v in c.factors.items()},
-                    "trial": str(number), "phase": key}
+            opts = {
+                **c.options,
+                "workload": c.workload,
+                **{k: str(v) for k, v in c.factors.items()},
+                "trial": str(number),
+                "phase": key,
+            }
             doc["jobs"].append(fio_job(c.workload, c.idx, opts, [rep], bins))
     return doc
 
@@ -405,7 +502,7 @@ def config_name(factors: dict) -> str:
     return _safe("_".join(parts))
 
 
-def split_export(out_dir: Path, db: Any = None, campaign: Optional[str] = None, bins: bool = True) -> dict:
+def split_export(out_dir: Path, db: Any = None, campaign: str | None = None, bins: bool = True) -> dict:
     """One fio JSON per cell (configuration x workload x factor levels), pooled over its kept trials, in
     ``out_dir/<configuration>/<rw>-iodepth-<d>-numjobs-<n>.json``; when two workloads of the campaign would share
     a file name in one configuration, every workload gets its own level: ``out_dir/<workload>/<configuration>/``.
@@ -435,22 +532,46 @@ def split_export(out_dir: Path, db: Any = None, campaign: Optional[str] = None, 
         sub.mkdir(parents=True, exist_ok=True)
         path = sub / fname(c)
         if path.exists() and any(f["path"] == str(path) for f in files):
-            raise UserError(f"--split: two cells of campaign {cid} map to {path}: export with --format fio-json "
-                            "(one document) instead")
+            raise UserError(
+                f"--split: two cells of campaign {cid} map to {path}: export with --format fio-json "
+                "(one document) instead"
+            )
         reports = [rep for _, _, rep in c.trials]
-        doc = _header(cid, camp, skipped, {"workload": c.workload, "factors": c.factors,
-                                           "trials": sorted({n for n, _, _ in c.trials}),
-                                           "pooled": "bytes, I/Os and measured time summed over the kept trials"})
+        doc = _header(
+            cid,
+            camp,
+            skipped,
+            {
+                "workload": c.workload,
+                "factors": c.factors,
+                "trials": sorted({n for n, _, _ in c.trials}),
+                "pooled": "bytes, I/Os and measured time summed over the kept trials",
+            },
+        )
         doc["global options"] = {}
         doc["jobs"] = [fio_job(c.workload, 0, dict(c.options), reports, bins)]
         path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
-        write_logs(sub / fname(c)[:-len(".json")], reports[0], _size_of(c.options["bs"]))
-        files.append({"path": str(path), "workload": c.workload, "factors": c.factors,
-                      "rw": c.options["rw"], "iodepth": int(c.options["iodepth"]),
-                      "numjobs": int(c.options["numjobs"]), "bs": c.options.get("bs")})
-    index = {"format": "fsmeter-fio-split", "version": 1, "campaign_id": cid, "campaign": camp["name"],
-             "layout": "workload/configuration" if by_workload else "configuration", "files": files,
-             "skipped_workloads": skipped}
+        write_logs(sub / fname(c)[: -len(".json")], reports[0], _size_of(c.options["bs"]))
+        files.append(
+            {
+                "path": str(path),
+                "workload": c.workload,
+                "factors": c.factors,
+                "rw": c.options["rw"],
+                "iodepth": int(c.options["iodepth"]),
+                "numjobs": int(c.options["numjobs"]),
+                "bs": c.options.get("bs"),
+            }
+        )
+    index = {
+        "format": "fsmeter-fio-split",
+        "version": 1,
+        "campaign_id": cid,
+        "campaign": camp["name"],
+        "layout": "workload/configuration" if by_workload else "configuration",
+        "files": files,
+        "skipped_workloads": skipped,
+    }
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "fsmeter-index.json").write_text(json.dumps(index, indent=1), encoding="utf-8")
     return index
@@ -491,9 +612,9 @@ def write_logs(stem: Path, report: dict, bs: int) -> list:
     return written
 
 
-def export_fio_json(db: Any = None, campaign: Optional[str] = None) -> str:
+def export_fio_json(db: Any = None, campaign: str | None = None) -> str:
     return json.dumps(fio_document(db, campaign), indent=1)
 
 
-def export_fio_jsonplus(db: Any = None, campaign: Optional[str] = None) -> str:
+def export_fio_jsonplus(db: Any = None, campaign: str | None = None) -> str:
     return json.dumps(fio_document(db, campaign, bins=True), indent=1)

@@ -4,13 +4,14 @@ syntax (size suffixes under kb_base, time suffixes, ranges, percentages).
 
 This module only parses; fsmeter.interop.fio_map decides what each option means for fsmeter.
 """
+
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Optional
 
 from fsmeter.errors import UserError
 from fsmeter.textfile import read_text
@@ -20,12 +21,12 @@ from fsmeter.textfile import read_text
 class FioOption:
     name: str
     #: None for a bare flag (``time_based``), else the text after '='.
-    value: Optional[str]
+    value: str | None
     line: int
     #: The value as the file has it, before ${VAR} and $pagesize-style expansion (for error lines).
-    written: Optional[str] = None
+    written: str | None = None
     #: An environment variable the value names that is not set (the option cannot be used).
-    unset: Optional[str] = None
+    unset: str | None = None
 
     @property
     def as_written(self) -> str:
@@ -37,6 +38,7 @@ class FioOption:
 @dataclass
 class FioJob:
     """One job section with the [global] options in force where it appears merged in (its own win)."""
+
     section: str
     line: int
     options: dict = field(default_factory=dict)  # name -> FioOption
@@ -46,7 +48,7 @@ class FioJob:
         o = self.options.get("name")
         return o.value if o is not None and o.value else self.section
 
-    def get(self, name: str) -> Optional[FioOption]:
+    def get(self, name: str) -> FioOption | None:
         return self.options.get(name)
 
 
@@ -69,8 +71,11 @@ def fio_keywords() -> dict:
     """fio's built-in variables as fio computes them on this machine: the page size, the physical memory in
     MiB (pages x page size // 2^20) and the configured CPUs."""
     page = os.sysconf("SC_PAGESIZE")
-    return {"$pagesize": str(page), "$mb_memory": str(os.sysconf("SC_PHYS_PAGES") * page // (1 << 20)),
-            "$ncpus": str(os.sysconf("SC_NPROCESSORS_CONF"))}
+    return {
+        "$pagesize": str(page),
+        "$mb_memory": str(os.sysconf("SC_PHYS_PAGES") * page // (1 << 20)),
+        "$ncpus": str(os.sysconf("SC_NPROCESSORS_CONF")),
+    }
 
 
 _ARITH_TOKEN = re.compile(r"\s*(?:([0-9]+)|(.))")
@@ -153,15 +158,16 @@ def unset_message(where: str, line: int, var: str) -> str:
     return f"{where} line {line}: ${{{var}}} is not set in the environment: export it, or write the value"
 
 
-def parse_jobfile(text: str, where: str, env: Optional[Mapping[str, str]] = None,
-                  keywords: Optional[Mapping[str, str]] = None) -> FioJobFile:
+def parse_jobfile(
+    text: str, where: str, env: Mapping[str, str] | None = None, keywords: Mapping[str, str] | None = None
+) -> FioJobFile:
     """Sections and options of a job file; errors name `where` and the line."""
     env = os.environ if env is None else env
     keywords = fio_keywords() if keywords is None else keywords
     jobs: list = []
     global_opts: dict = {}
-    current: Optional[dict] = None  # options of the section being read
-    current_job: Optional[FioJob] = None
+    current: dict | None = None  # options of the section being read
+    current_job: FioJob | None = None
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line[0] in "#;":
@@ -194,13 +200,15 @@ def parse_jobfile(text: str, where: str, env: Optional[Mapping[str, str]] = None
         if not line:
             continue
         if current is None:
-            raise UserError(f"{where} line {n}: option {line!r} outside of a [job] section: put it under "
-                            "[global] or a job")
+            raise UserError(
+                f"{where} line {n}: option {line!r} outside of a [job] section: put it under [global] or a job"
+            )
         key, sep, value = line.partition("=")
         key = key.strip()
         if key.startswith("include ") or key == "include":
-            raise UserError(f"{where} line {n}: include is not supported by fsmeter (planned): paste the "
-                            "included file's options in")
+            raise UserError(
+                f"{where} line {n}: include is not supported by fsmeter (planned): paste the included file's options in"
+            )
         if not key or " " in key:
             raise UserError(f"{where} line {n}: {raw.strip()!r} is not an option: write name=value")
         value = value.strip() if sep else None
@@ -211,15 +219,16 @@ def parse_jobfile(text: str, where: str, env: Optional[Mapping[str, str]] = None
             try:
                 value, _ = _replace_keywords(value, keywords)
             except ValueError as exc:
-                raise UserError(f"{where} line {n}: {key}={written[2].strip()}: {exc}: write the value as a "
-                                "number") from None
+                raise UserError(
+                    f"{where} line {n}: {key}={written[2].strip()}: {exc}: write the value as a number"
+                ) from None
         current[key] = FioOption(key, value, n, written[2].strip() if written[1] else None)
     if not jobs:
         raise UserError(f"{where}: no job section: add one, e.g. [seq-read] with rw=read")
     return FioJobFile(path=where, jobs=jobs)
 
 
-def read_jobfile(path: Path, env: Optional[Mapping[str, str]] = None) -> FioJobFile:
+def read_jobfile(path: Path, env: Mapping[str, str] | None = None) -> FioJobFile:
     return parse_jobfile(read_text(path, "job file"), str(path), env)
 
 
@@ -277,8 +286,9 @@ def parse_fio_time_s(text: str, default_unit: str = "s") -> float:
     if not m:
         raise ValueError(f"{text!r} is not a time (a whole number with s, m, h, d, ms or us)")
     unit = (m.group(2) or default_unit).lower()
-    mult = {"d": 86400, "h": 3600, "m": 60, "s": 1, "sec": 1, "ms": 1e-3, "msec": 1e-3, "us": 1e-6,
-            "usec": 1e-6}.get(unit)
+    mult = {"d": 86400, "h": 3600, "m": 60, "s": 1, "sec": 1, "ms": 1e-3, "msec": 1e-3, "us": 1e-6, "usec": 1e-6}.get(
+        unit
+    )
     if mult is None:
         raise ValueError(f"{text!r}: unknown time unit {m.group(2)!r} (use s, m, h, d, ms or us)")
     return _whole(m.group(1), text) * mult
@@ -306,7 +316,7 @@ def split_names(text: str) -> list:
     names, cur, i = [], [], 0
     while i < len(text):
         c = text[i]
-        if c == "\\" and text[i + 1:i + 2] == ":":
+        if c == "\\" and text[i + 1 : i + 2] == ":":
             cur.append(":")
             i += 2
             continue
@@ -320,7 +330,7 @@ def split_names(text: str) -> list:
     return names
 
 
-def parse_fio_bool(text: Optional[str]) -> bool:
+def parse_fio_bool(text: str | None) -> bool:
     """A bare flag is true; else 0/1 (fio also takes 'true'/'false')."""
     if text is None or text == "":
         return True

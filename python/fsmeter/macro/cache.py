@@ -15,17 +15,24 @@ leaves a half-written entry that looks valid. A file whose size or checksum does
 manifest is generated again (with a note). Checksums are computed once per process and file
 version (path, size, mtime).
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
-from fsmeter.macro.tree_gen import ARCHIVES, GENERATOR_VERSION, TreeShape, archive_directory, scan_tree_source, \
-    write_archives
+from fsmeter.macro.tree_gen import (
+    ARCHIVES,
+    GENERATOR_VERSION,
+    TreeShape,
+    archive_directory,
+    scan_tree_source,
+    write_archives,
+)
 
 Note = Callable[[str], None]
 _verified: dict = {}
@@ -61,7 +68,7 @@ def verify(path: Path, sha256: str, size: int) -> bool:
     return _verified[key] == sha256
 
 
-def _read_manifest(path: Path) -> Optional[dict]:
+def _read_manifest(path: Path) -> dict | None:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
@@ -74,7 +81,7 @@ def _install(tmp: Path, final: Path) -> None:
     os.replace(tmp, final)
 
 
-def _entry_ok(d: Path, m: Optional[dict], note: Note) -> bool:
+def _entry_ok(d: Path, m: dict | None, note: Note) -> bool:
     if m is None:
         return False
     for a in m["archives"].values():
@@ -91,16 +98,23 @@ def ensure_tree(shape: TreeShape, cache_dir: Path, note: Note) -> dict:
     if _entry_ok(d, m, note):
         return {**m, "dir": str(d)}
     cache_dir.mkdir(parents=True, exist_ok=True)
-    note(f"generating the source tree ({shape.files:,} files in {shape.dirs:,} directories, seed {shape.seed}) "
-         f"and its .tar, .tar.gz and .tar.bz2 into {d}: once, then cached")
+    note(
+        f"generating the source tree ({shape.files:,} files in {shape.dirs:,} directories, seed {shape.seed}) "
+        f"and its .tar, .tar.gz and .tar.bz2 into {d}: once, then cached"
+    )
     tmp = cache_dir / f".tree-{shape.key()}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         out = write_archives(shape, tmp)
         import dataclasses
 
-        m = {"kind": "generated", "generator_version": GENERATOR_VERSION, "params": dataclasses.asdict(shape),
-             "root": shape.root_name, **out}
+        m = {
+            "kind": "generated",
+            "generator_version": GENERATOR_VERSION,
+            "params": dataclasses.asdict(shape),
+            "root": shape.root_name,
+            **out,
+        }
         (tmp / "manifest.json").write_text(json.dumps(m, indent=1))
         _install(tmp, d)
     finally:
@@ -134,8 +148,14 @@ def ensure_directory(src: Path, cache_dir: Path, note: Note) -> dict:
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         archives = archive_directory(src, tmp)
-        m = {"kind": "directory", "source": str(src), "fingerprint": fp, "root": src.name, "stats": stats,
-             "archives": archives}
+        m = {
+            "kind": "directory",
+            "source": str(src),
+            "fingerprint": fp,
+            "root": src.name,
+            "stats": stats,
+            "archives": archives,
+        }
         (tmp / "manifest.json").write_text(json.dumps(m, indent=1))
         _install(tmp, d)
     finally:
@@ -198,5 +218,13 @@ def ensure_cp_file(seed: int, size: int, cache_dir: Path, note: Note) -> Path:
     return p
 
 
-__all__ = ["ARCHIVES", "default_cache_dir", "ensure_cp_file", "ensure_directory", "ensure_tree", "scan_tarball",
-           "sha256_file", "verify"]
+__all__ = [
+    "ARCHIVES",
+    "default_cache_dir",
+    "ensure_cp_file",
+    "ensure_directory",
+    "ensure_tree",
+    "scan_tarball",
+    "sha256_file",
+    "verify",
+]

@@ -22,6 +22,7 @@ Shape (defaults fitted to linux-2.6.32, the tree Lourdas (2009) extracted and re
 Structure and content use separate random streams, so :func:`shape_stats` (structure and sizes
 only, no content) gives exactly the statistics a full generation records.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -34,9 +35,9 @@ import json
 import math
 import random
 import tarfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Optional
 
 #: Bumped whenever the same parameters would produce different bytes.
 GENERATOR_VERSION = 1
@@ -45,9 +46,24 @@ MTIME = 1259798400
 #: Relative chance to accept a new directory under a parent at depth d (index d).
 DEPTH_WEIGHT = (1.0, 0.9, 0.75, 0.5, 0.28, 0.12, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001)
 #: File extensions and their shares (the kernel tree: mostly .c and .h).
-EXTENSIONS = ((".c", 46.0), (".h", 38.0), (".S", 3.5), (".txt", 3.0), ("", 3.0), (".sh", 0.6), (".pl", 0.5),
-              (".py", 0.3), (".awk", 0.1), (".lds", 0.3), (".dts", 0.2), (".xml", 0.2), (".conf", 0.3),
-              (".tmpl", 0.1), (".cocci", 0.1), ("_defconfig", 3.8))
+EXTENSIONS = (
+    (".c", 46.0),
+    (".h", 38.0),
+    (".S", 3.5),
+    (".txt", 3.0),
+    ("", 3.0),
+    (".sh", 0.6),
+    (".pl", 0.5),
+    (".py", 0.3),
+    (".awk", 0.1),
+    (".lds", 0.3),
+    (".dts", 0.2),
+    (".xml", 0.2),
+    (".conf", 0.3),
+    (".tmpl", 0.1),
+    (".cocci", 0.1),
+    ("_defconfig", 3.8),
+)
 POOL_LINES = 100_000
 BLOCK = 4096
 
@@ -138,17 +154,29 @@ class ShapeStats:
         per_dir = sorted(self.per_dir.values())
         mean = lambda xs: (sum(xs) / len(xs)) if xs else 0.0  # noqa: E731
         return {
-            "files": n, "dirs": self.dirs, "bytes": sum(s),
+            "files": n,
+            "dirs": self.dirs,
+            "bytes": sum(s),
             "footprint_bytes": sum(-(-x // BLOCK) * BLOCK for x in s) + self.dirs * BLOCK,
-            "size_mean": mean(s), "size_p10": _quantile(s, 0.10), "size_p25": _quantile(s, 0.25),
-            "size_median": _quantile(s, 0.5), "size_p75": _quantile(s, 0.75), "size_p90": _quantile(s, 0.90),
-            "size_p99": _quantile(s, 0.99), "size_max": s[-1] if s else 0, "empty_files": sum(1 for x in s if x == 0),
-            "files_per_dir_median": _quantile(per_dir, 0.5), "files_per_dir_p90": _quantile(per_dir, 0.9),
+            "size_mean": mean(s),
+            "size_p10": _quantile(s, 0.10),
+            "size_p25": _quantile(s, 0.25),
+            "size_median": _quantile(s, 0.5),
+            "size_p75": _quantile(s, 0.75),
+            "size_p90": _quantile(s, 0.90),
+            "size_p99": _quantile(s, 0.99),
+            "size_max": s[-1] if s else 0,
+            "empty_files": sum(1 for x in s if x == 0),
+            "files_per_dir_median": _quantile(per_dir, 0.5),
+            "files_per_dir_p90": _quantile(per_dir, 0.9),
             "files_per_dir_max": per_dir[-1] if per_dir else 0,
-            "dir_depth_max": self.dir_depth_max, "file_depth_mean": mean(self.file_depths),
+            "dir_depth_max": self.dir_depth_max,
+            "file_depth_mean": mean(self.file_depths),
             "file_depth_max": max(self.file_depths, default=0),
-            "file_name_len_mean": mean(self.name_lens), "dir_name_len_mean": mean(self.dir_name_lens),
-            "path_len_mean": self.path_len_sum / n if n else 0.0, "path_len_max": self.path_len_max,
+            "file_name_len_mean": mean(self.name_lens),
+            "dir_name_len_mean": mean(self.dir_name_lens),
+            "path_len_mean": self.path_len_sum / n if n else 0.0,
+            "path_len_max": self.path_len_max,
             "extensions": dict(sorted(self.ext.items(), key=lambda kv: -kv[1])[:8]),
         }
 
@@ -280,9 +308,38 @@ def shape_stats(shape: TreeShape) -> dict:
 
 
 # -- content ------------------------------------------------------------------------------------
-_KEYWORDS = ("int", "static", "struct", "return", "if", "else", "for", "while", "unsigned", "long", "void",
-             "const", "char", "u32", "u8", "#define", "#include", "case", "break", "goto", "sizeof", "NULL",
-             "err", "dev", "inline", "switch", "default:", "/*", "*/", "*")
+_KEYWORDS = (
+    "int",
+    "static",
+    "struct",
+    "return",
+    "if",
+    "else",
+    "for",
+    "while",
+    "unsigned",
+    "long",
+    "void",
+    "const",
+    "char",
+    "u32",
+    "u8",
+    "#define",
+    "#include",
+    "case",
+    "break",
+    "goto",
+    "sizeof",
+    "NULL",
+    "err",
+    "dev",
+    "inline",
+    "switch",
+    "default:",
+    "/*",
+    "*/",
+    "*",
+)
 _OPS = ("=", "==", "!=", "+", "-", "->", ".", "&", "|", "<<", ">>", "&&", "||", "<", ">", "+=", "(", ")", ",")
 
 
@@ -309,8 +366,12 @@ def _line_pool(seed: int) -> list:
                 toks.append(str(rng.choice((0, 1, 2, 4, 8, 16, 32, 0x100, 0xFF, rng.randint(0, 9999)))))
             else:
                 toks.append(idents[min(int(rng.paretovariate(0.9)), len(idents)) - 1])
-        pool.append("\t" * rng.choice((0, 1, 1, 1, 2, 2, 3)) + " ".join(toks)
-                    + rng.choice((";", ";", ";", " {", "", "}", ")", " */")) + "\n")
+        pool.append(
+            "\t" * rng.choice((0, 1, 1, 1, 2, 2, 3))
+            + " ".join(toks)
+            + rng.choice((";", ";", ";", " {", "", "}", ")", " */"))
+            + "\n"
+        )
     return pool
 
 
@@ -374,7 +435,7 @@ def _tarinfo(kind: str, rel: str, size: int) -> tarfile.TarInfo:
     return ti
 
 
-def write_archives(shape: TreeShape, out_dir: Path, progress: Optional[Callable[[int, int], None]] = None) -> dict:
+def write_archives(shape: TreeShape, out_dir: Path, progress: Callable[[int, int], None] | None = None) -> dict:
     """Generate the tree of `shape` straight into out_dir/tree.tar, .tar.gz and .tar.bz2 (GNU format,
     gzip -6 with no name or time in its header, bzip2 -9: byte-for-byte reproducible).
     Returns {"stats": ..., "archives": {ext: {"path", "bytes", "sha256"}}}. `progress(files_done, files)`."""

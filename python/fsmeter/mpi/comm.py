@@ -5,22 +5,25 @@ Nothing here runs per operation: an MPI run talks at phase boundaries only (a ba
 each phase, one gather of the phase reports after it) and, with stonewalling, one message per
 rank that finishes first.
 """
+
 from __future__ import annotations
 
 import os
 import socket
 import sys
 import time
-from typing import Any, Optional
+from typing import Any
 
 from fsmeter.errors import UserError
 
 #: Variables the common MPI launchers (Open MPI, MPICH/Hydra, PMIx, Slurm's PMI) set in every rank.
 LAUNCHER_ENV = ("OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE", "PMI_RANK", "MPI_LOCALNRANKS")
 
-INSTALL_HINT = ("install Open MPI and mpi4py: as root run `make sysdeps build` in the fsmeter checkout "
-                "(Debian packages openmpi-bin and libopenmpi-dev, then `MPICC=mpicc pip install mpi4py` "
-                "into fsmeter's Python environment)")
+INSTALL_HINT = (
+    "install Open MPI and mpi4py: as root run `make sysdeps build` in the fsmeter checkout "
+    "(Debian packages openmpi-bin and libopenmpi-dev, then `MPICC=mpicc pip install mpi4py` "
+    "into fsmeter's Python environment)"
+)
 
 #: Default for how long a rank waits at a barrier or gather for the others (seconds), beyond the
 #: time it worked itself since the ranks last met (World.wait_all): one minute notices a hung or
@@ -91,8 +94,10 @@ class World:
         while not req.Test():
             if time.monotonic() > deadline:
                 longer = "" if bound == self.timeout_s else " (as long as this rank's own work since the last barrier)"
-                self.abort(f"waited {bound:g} s{longer} {where} for the other ranks (one is stuck, or much "
-                           "slower than this one: raise --mpi-timeout-s if that is expected)")
+                self.abort(
+                    f"waited {bound:g} s{longer} {where} for the other ranks (one is stuck, or much "
+                    "slower than this one: raise --mpi-timeout-s if that is expected)"
+                )
             if not spin:
                 time.sleep(pause)
                 pause = min(pause * 2, 0.01)
@@ -111,7 +116,7 @@ class World:
         self.last_met = now / 1e9
         return now
 
-    def _exchange(self, obj: Any, where: str, to_all: bool) -> Optional[list]:
+    def _exchange(self, obj: Any, where: str, to_all: bool) -> list | None:
         """Every rank's pickled object to rank 0 (gather) or to every rank (allgather): the sizes
         first, then the bytes, both non-blocking and timed."""
         import pickle
@@ -133,9 +138,9 @@ class World:
         self.last_met = time.monotonic()
         if not to_all and self.rank != 0:
             return None
-        return [pickle.loads(out[int(o):int(o) + int(n)].tobytes()) for o, n in zip(displs, sizes)]
+        return [pickle.loads(out[int(o) : int(o) + int(n)].tobytes()) for o, n in zip(displs, sizes)]
 
-    def gather(self, obj: Any, where: str) -> Optional[list]:
+    def gather(self, obj: Any, where: str) -> list | None:
         self.wait_all(where)
         return self._exchange(obj, where, to_all=False)
 

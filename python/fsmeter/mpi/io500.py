@@ -18,6 +18,7 @@ Layout under --dir (made by the suite, refused if it is already there):
 ``io500-data/{ior-easy,ior-hard,mdtest-easy,mdtest-hard}`` and the find's reference file
 ``io500-timestamp``.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,7 +28,6 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from fsmeter.errors import UserError
 
@@ -60,13 +60,14 @@ TIMESTAMP = "io500-timestamp"
 @dataclass
 class Io500Config:
     """The suite's options; the defaults are IO500's (its ini file's defaults)."""
+
     stonewall_s: float = 300.0
-    ior_easy_transfer: int = 2 << 20           # [ior-easy] transferSize = 2m
-    ior_easy_block: int = 9_920_000 << 20      # [ior-easy] blockSize = 9920000m
-    ior_hard_segments: int = 10_000_000        # [ior-hard] segmentCount
-    mdtest_easy_files: int = 1_000_000         # [mdtest-easy] n, per rank
-    mdtest_hard_files: int = 1_000_000         # [mdtest-hard] n, per rank
-    drop_caches: bool = False                  # [global] drop-caches
+    ior_easy_transfer: int = 2 << 20  # [ior-easy] transferSize = 2m
+    ior_easy_block: int = 9_920_000 << 20  # [ior-easy] blockSize = 9920000m
+    ior_hard_segments: int = 10_000_000  # [ior-hard] segmentCount
+    mdtest_easy_files: int = 1_000_000  # [mdtest-easy] n, per rank
+    mdtest_hard_files: int = 1_000_000  # [mdtest-hard] n, per rank
+    drop_caches: bool = False  # [global] drop-caches
     interval_s: float = 1.0
     seed: int = 1
     extra: dict = field(default_factory=dict)
@@ -74,6 +75,7 @@ class Io500Config:
     def check(self) -> None:
         def bad(flag: str, what: str) -> UserError:
             return UserError(f"{flag}: {what}")
+
         if not (self.stonewall_s > 0 and math.isfinite(self.stonewall_s)):
             raise bad("--stonewall-s", f"{self.stonewall_s!r}: give a number of seconds > 0 (IO500's is 300)")
         if not 0 < self.ior_easy_transfer <= 64 << 20:
@@ -84,8 +86,10 @@ class Io500Config:
             raise bad("--ior-easy-block", "at most 2^60 bytes")
         if not 0 < self.ior_hard_segments <= 1 << 40:
             raise bad("--ior-hard-segments", "give a number between 1 and 2^40")
-        for flag, n in (("--mdtest-easy-files", self.mdtest_easy_files), ("--mdtest-hard-files",
-                                                                            self.mdtest_hard_files)):
+        for flag, n in (
+            ("--mdtest-easy-files", self.mdtest_easy_files),
+            ("--mdtest-hard-files", self.mdtest_hard_files),
+        ):
             if not 0 < n <= 4_000_000_000:
                 raise bad(flag, "give a number of files per rank between 1 and 4e9")
 
@@ -137,15 +141,30 @@ def _prefix(rank: int) -> str:
 
 
 def _job(directory: Path, workload: dict, seed: int, interval_s: float) -> str:
-    return json.dumps({"dir": str(directory), "threads": 1, "seed": seed, "backend": "psync",
-                       "interval_s": interval_s, "workload": workload})
+    return json.dumps(
+        {
+            "dir": str(directory),
+            "threads": 1,
+            "seed": seed,
+            "backend": "psync",
+            "interval_s": interval_s,
+            "workload": workload,
+        }
+    )
 
 
-def _tree(files: int, rank: int, size: int, file_range: Optional[list] = None) -> dict:
+def _tree(files: int, rank: int, size: int, file_range: list | None = None) -> dict:
     from fsmeter.families.tree import TreeParams
 
-    p = TreeParams(levels=0, dirs_per_level=1, files_per_dir=files, file_blocks=0, file_bytes=size,
-                   file_prefix=_prefix(rank), stat=True)
+    p = TreeParams(
+        levels=0,
+        dirs_per_level=1,
+        files_per_dir=files,
+        file_blocks=0,
+        file_bytes=size,
+        file_prefix=_prefix(rank),
+        stat=True,
+    )
     spec = p.engine_spec()
     spec["family"] = "tree"
     if file_range is not None:
@@ -161,7 +180,7 @@ class Suite:
         self.data = self.base / DATA
         self.r, self.n = world.rank, world.size
         self.next_r = (self.r + shift) % self.n  # IOR -C: read what the rank one host further wrote
-        self.neighbour = (self.r + 1) % self.n   # mdtest -N 1: stat, read and delete the next rank's files
+        self.neighbour = (self.r + 1) % self.n  # mdtest -N 1: stat, read and delete the next rank's files
         self.results: dict = {}
         self.targets: dict = {}
         self.newer_than_ns = 0
@@ -172,16 +191,33 @@ class Suite:
 
     def ior_easy(self, rank: int, ops_range=None) -> dict:
         c = self.cfg
-        return {"family": "io500", "file": f"ior-easy/ior_file_easy.{rank:08d}", "transfer": c.ior_easy_transfer,
-                "block": c.ior_easy_block, "segments": 1, "ranks": 1, "rank": 0, "fsync": True,
-                "ops_range": ops_range}
+        return {
+            "family": "io500",
+            "file": f"ior-easy/ior_file_easy.{rank:08d}",
+            "transfer": c.ior_easy_transfer,
+            "block": c.ior_easy_block,
+            "segments": 1,
+            "ranks": 1,
+            "rank": 0,
+            "fsync": True,
+            "ops_range": ops_range,
+        }
 
     def ior_hard(self, ops_range=None, read_rank=None) -> dict:
-        return {"family": "io500", "file": "ior-hard/file", "transfer": IOR_HARD_TRANSFER, "block": IOR_HARD_TRANSFER,
-                "segments": self.cfg.ior_hard_segments, "ranks": self.n, "rank": self.r, "read_rank": read_rank,
-                "fsync": True, "ops_range": ops_range}
+        return {
+            "family": "io500",
+            "file": "ior-hard/file",
+            "transfer": IOR_HARD_TRANSFER,
+            "block": IOR_HARD_TRANSFER,
+            "segments": self.cfg.ior_hard_segments,
+            "ranks": self.n,
+            "rank": self.r,
+            "read_rank": read_rank,
+            "fsync": True,
+            "ops_range": ops_range,
+        }
 
-    def job(self, name: str, spec: dict, where: Optional[Path] = None) -> str:
+    def job(self, name: str, spec: dict, where: Path | None = None) -> str:
         return _job(where or self.data, spec, self.cfg.seed + self.r, self.cfg.interval_s)
 
     # -- the run ----------------------------------------------------------------------------------
@@ -194,8 +230,10 @@ class Suite:
             try:
                 for p in (self.data, self.base / TIMESTAMP):
                     if p.exists() or p.is_symlink():
-                        raise UserError(f"--dir {self.base}: {p.name} is already there (left by an earlier run?): "
-                                        "remove it, or use another --dir")
+                        raise UserError(
+                            f"--dir {self.base}: {p.name} is already there (left by an earlier run?): "
+                            "remove it, or use another --dir"
+                        )
                 self.check_space()
                 self.data.mkdir()
                 for sub in ("ior-easy", "ior-hard", "mdtest-easy", "mdtest-hard", "mdtest-hard/tree-0"):
@@ -226,11 +264,13 @@ class Suite:
         st = os.statvfs(self.base)
         free = st.f_bavail * st.f_frsize
         if most > free:
-            raise UserError(f"--ior-easy-block, --ior-hard-segments: the ior phases may write up to {most / GiB:,.1f} "
-                            f"GiB ({self.n} ranks x ({c.ior_easy_block / GiB:,.1f} GiB + {c.ior_hard_segments:,} x "
-                            f"{IOR_HARD_TRANSFER} B)), more than the {free / GiB:,.1f} GiB free under --dir "
-                            f"{self.base}: lower them so that the writes fit (IO500's defaults count on a "
-                            "filesystem larger than the stonewall can fill)")
+            raise UserError(
+                f"--ior-easy-block, --ior-hard-segments: the ior phases may write up to {most / GiB:,.1f} "
+                f"GiB ({self.n} ranks x ({c.ior_easy_block / GiB:,.1f} GiB + {c.ior_hard_segments:,} x "
+                f"{IOR_HARD_TRANSFER} B)), more than the {free / GiB:,.1f} GiB free under --dir "
+                f"{self.base}: lower them so that the writes fit (IO500's defaults count on a "
+                "filesystem larger than the stonewall can fill)"
+            )
 
     def run(self, show=None) -> None:
         for name, _, _ in PHASES:
@@ -299,22 +339,33 @@ class Suite:
 
         counts = self.world.allgather(mine, f"counting at the stonewall of {name}")
         target = max(counts)
-        info = {"mode": "time", "stonewall_s": self.cfg.stonewall_s,
-                "wearout": {"at_stonewall": {"min": min(counts), "max": target, "sum": sum(counts)},
-                            "target_per_rank": target}}
+        info = {
+            "mode": "time",
+            "stonewall_s": self.cfg.stonewall_s,
+            "wearout": {
+                "at_stonewall": {"min": min(counts), "max": target, "sum": sum(counts)},
+                "target_per_rank": target,
+            },
+        }
         if mine < target:
             job_json, phase = more_job(mine, target)
             more = EngineSession(job_json, for_merge=True).run_phase(phase)
             report = join_consecutive(report, more, t0, self.cfg.interval_s)
         return report, target, info
 
-    def finish(self, name: str, report: dict, t0: int, stonewall: Optional[dict] = None) -> None:
+    def finish(self, name: str, report: dict, t0: int, stonewall: dict | None = None) -> None:
         """Gather every rank's report; rank 0 merges it and scores the phase."""
         from fsmeter.mpi.merge import merge_phase
 
         w = self.world
-        part = {"rank": self.r, "host": w.host, "barrier_mono_ns": t0, "held": True,
-                "returned_mono_ns": time.monotonic_ns(), "report": report}
+        part = {
+            "rank": self.r,
+            "host": w.host,
+            "barrier_mono_ns": t0,
+            "held": True,
+            "returned_mono_ns": time.monotonic_ns(),
+            "report": report,
+        }
         parts = w.gather(part, f"after phase {name}")
         stop = None
         if self.r == 0:
@@ -324,9 +375,11 @@ class Suite:
             merged["extra"] = [p["report"].get("extra") for p in sorted(parts, key=lambda p: p["rank"])]
             merged["io500"] = {"score": phase_score(name, merged), "time_s": merged["elapsed_s"]}
             if name in WRITE_PHASES and merged["elapsed_s"] < self.cfg.stonewall_s:
-                merged["io500"]["note"] = (f"ran {merged['elapsed_s']:.3f} s, less than the stonewall "
-                                           f"({self.cfg.stonewall_s:g} s): the ranks ran out of work first "
-                                           "(IO500 calls such a phase invalid)")
+                merged["io500"]["note"] = (
+                    f"ran {merged['elapsed_s']:.3f} s, less than the stonewall "
+                    f"({self.cfg.stonewall_s:g} s): the ranks ran out of work first "
+                    "(IO500 calls such a phase invalid)"
+                )
             self.results[name] = merged
             stop = bool(merged.get("interrupted"))
         if w.bcast(stop, f"after phase {name}"):
@@ -336,24 +389,36 @@ class Suite:
     def ior_easy_write(self, name: str) -> None:
         report, t0 = self.measure(name, self.job(name, self.ior_easy(self.r)), "write", True)
         report, target, info = self.wear_out(
-            name, report, t0, int(report["counters"]["transfers"]),
-            lambda a, b: (self.job(name, self.ior_easy(self.r, ops_range=[a, b])), "write"))
+            name,
+            report,
+            t0,
+            int(report["counters"]["transfers"]),
+            lambda a, b: (self.job(name, self.ior_easy(self.r, ops_range=[a, b])), "write"),
+        )
         self.targets[name] = target
         self.finish(name, report, t0, info)
 
     def ior_hard_write(self, name: str) -> None:
         report, t0 = self.measure(name, self.job(name, self.ior_hard()), "write", True)
         report, target, info = self.wear_out(
-            name, report, t0, int(report["counters"]["transfers"]),
-            lambda a, b: (self.job(name, self.ior_hard(ops_range=[a, b])), "write"))
+            name,
+            report,
+            t0,
+            int(report["counters"]["transfers"]),
+            lambda a, b: (self.job(name, self.ior_hard(ops_range=[a, b])), "write"),
+        )
         self.targets[name] = target
         self.finish(name, report, t0, info)
 
     def _md_write(self, name: str, files: int, size: int, where: Path) -> None:
         report, t0 = self.measure(name, self.job(name, _tree(files, self.r, size), where), "create", True)
         report, target, info = self.wear_out(
-            name, report, t0, int(report["extra"]["files_by_tree"][0]),
-            lambda a, b: (self.job(name, _tree(files, self.r, size, [a, b]), where), "create"))
+            name,
+            report,
+            t0,
+            int(report["extra"]["files_by_tree"][0]),
+            lambda a, b: (self.job(name, _tree(files, self.r, size, [a, b]), where), "create"),
+        )
         self.targets[name] = target
         self.finish(name, report, t0, info)
 
@@ -371,10 +436,17 @@ class Suite:
         self._md_write(name, self.cfg.mdtest_hard_files, MDTEST_HARD_BYTES, self.data / "mdtest-hard")
 
     def find(self, name: str) -> None:
-        spec = {"family": "io500", "roots": [DATA], "newer_than_ns": self.newer_than_ns, "size": MDTEST_HARD_BYTES,
-                "name_contains": FIND_NAME, "share": [self.r, self.n]}
-        report, t0 = self.measure(name, _job(self.base, spec, self.cfg.seed + self.r, self.cfg.interval_s), "find",
-                                  False)
+        spec = {
+            "family": "io500",
+            "roots": [DATA],
+            "newer_than_ns": self.newer_than_ns,
+            "size": MDTEST_HARD_BYTES,
+            "name_contains": FIND_NAME,
+            "share": [self.r, self.n],
+        }
+        report, t0 = self.measure(
+            name, _job(self.base, spec, self.cfg.seed + self.r, self.cfg.interval_s), "find", False
+        )
         self.finish(name, report, t0)
 
     def ior_easy_read(self, name: str) -> None:
@@ -384,8 +456,9 @@ class Suite:
 
     def ior_hard_read(self, name: str) -> None:
         t = self.targets["ior-hard-write"]
-        report, t0 = self.measure(name, self.job(name, self.ior_hard(ops_range=[0, t], read_rank=self.next_r)), "read",
-                                  False)
+        report, t0 = self.measure(
+            name, self.job(name, self.ior_hard(ops_range=[0, t], read_rank=self.next_r)), "read", False
+        )
         self.finish(name, report, t0)
 
     def _md(self, name: str, write_phase: str, files: int, size: int, phase: str, where: Path) -> None:
@@ -412,8 +485,7 @@ class Suite:
 
     def mdtest_hard_delete(self, name: str) -> None:
         c = self.cfg
-        self._md(name, "mdtest-hard-write", c.mdtest_hard_files, MDTEST_HARD_BYTES, "remove",
-                 self.data / "mdtest-hard")
+        self._md(name, "mdtest-hard-write", c.mdtest_hard_files, MDTEST_HARD_BYTES, "remove", self.data / "mdtest-hard")
 
     # -- cleanup ----------------------------------------------------------------------------------
     def cleanup(self) -> None:
@@ -438,8 +510,14 @@ class Suite:
                 (self.data / sub).rmdir()
 
 
-def run_suite(directory: Path, cfg: Io500Config, timeout_s: float = 60.0, no_wait: bool = False,
-              keep_files: bool = False, show=None) -> Optional[dict]:
+def run_suite(
+    directory: Path,
+    cfg: Io500Config,
+    timeout_s: float = 60.0,
+    no_wait: bool = False,
+    keep_files: bool = False,
+    show=None,
+) -> dict | None:
     """The suite in this rank (under mpirun); the result document on rank 0, None on the others."""
     import fsmeter
     from fsmeter import runlock
@@ -481,14 +559,20 @@ def run_suite(directory: Path, cfg: Io500Config, timeout_s: float = 60.0, no_wai
     phases = {k: v["io500"]["score"] for k, v in suite.results.items()}
     hard = suite.targets.get("mdtest-hard-write")
     doc = {
-        "format": "fsmeter-io500", "version": 1,
+        "format": "fsmeter-io500",
+        "version": 1,
         "fsmeter_version": fsmeter.__version__,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "dir": str(directory),
         "config": asdict(cfg),
         "host": host_info(),
-        "mpi": {"ranks": world.size, "hosts": sorted(layout), "layout": layout, "read_shift": shift,
-                "timeout_s": timeout_s},
+        "mpi": {
+            "ranks": world.size,
+            "hosts": sorted(layout),
+            "layout": layout,
+            "read_shift": shift,
+            "timeout_s": timeout_s,
+        },
         "phases": suite.results,
         "scores": phases,
         "score": score(phases) if len(phases) == len(PHASES) else None,
@@ -498,7 +582,7 @@ def run_suite(directory: Path, cfg: Io500Config, timeout_s: float = 60.0, no_wai
     return doc
 
 
-def store_result(doc: dict, db=None, environment: Optional[dict] = None) -> dict:
+def store_result(doc: dict, db=None, environment: dict | None = None) -> dict:
     """Record a suite's result in the results store as a campaign of one cell and one trial (so
     `fsmeter report` lists it): every phase's merged report, each phase's score and the three
     scores as metrics (the total is the headline). Returns {db, campaign_id}."""
@@ -506,41 +590,93 @@ def store_result(doc: dict, db=None, environment: Optional[dict] = None) -> dict
 
     path = default_db_path(db)
     cfg = doc["config"]
-    source = "\n".join(["# fsmeter io500", *(f"{k} = {json.dumps(v)}" for k, v in cfg.items() if k != "extra"),
-                        f"ranks = {doc['mpi']['ranks']}", f"dir = {json.dumps(doc['dir'])}", "min_phase_s = 0"])
+    source = "\n".join(
+        [
+            "# fsmeter io500",
+            *(f"{k} = {json.dumps(v)}" for k, v in cfg.items() if k != "extra"),
+            f"ranks = {doc['mpi']['ranks']}",
+            f"dir = {json.dumps(doc['dir'])}",
+            "min_phase_s = 0",
+        ]
+    )
     phases, metrics = [], []
     for name, _, unit in PHASES:
         rep = doc["phases"].get(name)
         if rep is None:
             continue
         phases.append({"key": name, "engine_phase": name, "measured": True, "report": rep})
-        metrics.append({"phase": name, "name": "score", "unit": unit, "higher_is_better": True,
-                        "value": rep["io500"]["score"]})
+        metrics.append(
+            {"phase": name, "name": "score", "unit": unit, "higher_is_better": True, "value": rep["io500"]["score"]}
+        )
     s = doc.get("score")
     if s is not None:
-        metrics = [{"phase": "io500", "name": "score", "unit": "score", "higher_is_better": True,
-                    "value": s["total"], "headline": True},
-                   {"phase": "io500", "name": "bandwidth", "unit": "GiB/s", "higher_is_better": True,
-                    "value": s["bandwidth_GiB_per_s"]},
-                   {"phase": "io500", "name": "metadata", "unit": "kIOPS", "higher_is_better": True,
-                    "value": s["metadata_kIOPS"]}] + metrics
+        metrics = [
+            {
+                "phase": "io500",
+                "name": "score",
+                "unit": "score",
+                "higher_is_better": True,
+                "value": s["total"],
+                "headline": True,
+            },
+            {
+                "phase": "io500",
+                "name": "bandwidth",
+                "unit": "GiB/s",
+                "higher_is_better": True,
+                "value": s["bandwidth_GiB_per_s"],
+            },
+            {
+                "phase": "io500",
+                "name": "metadata",
+                "unit": "kIOPS",
+                "higher_is_better": True,
+                "value": s["metadata_kIOPS"],
+            },
+        ] + metrics
     h = doc.get("host") or {}
-    env = {"hostname": h.get("hostname"), "kernel": h.get("kernel"), "cpu_model": h.get("cpu_model"),
-           "mem_bytes": h.get("mem_bytes"), "cpus_online": h.get("cpus_online"), "seed": cfg.get("seed"),
-           "fsmeter_version": doc.get("fsmeter_version"), "target_kind": "dir", "mpi": doc["mpi"],
-           "io500": {"config": cfg, "find_expected": doc.get("find_expected")}}
+    env = {
+        "hostname": h.get("hostname"),
+        "kernel": h.get("kernel"),
+        "cpu_model": h.get("cpu_model"),
+        "mem_bytes": h.get("mem_bytes"),
+        "cpus_online": h.get("cpus_online"),
+        "seed": cfg.get("seed"),
+        "fsmeter_version": doc.get("fsmeter_version"),
+        "target_kind": "dir",
+        "mpi": doc["mpi"],
+        "io500": {"config": cfg, "find_expected": doc.get("find_expected")},
+    }
     env.update(environment or {})
     status = "interrupted" if doc.get("interrupted") else "ok"
     with open_store(path) as store:
         cid = store.create_campaign("io500", source, [("io500", {"ranks": doc["mpi"]["ranks"]})])
         cell = store.cells(cid)[0]["id"]
-        store.record_trial(cell, 1, status=status, started=doc["started_at"], ended=now_iso(),
-                           cause="interrupted" if status != "ok" else None, phases=phases, metrics=metrics,
-                           environment=env)
+        store.record_trial(
+            cell,
+            1,
+            status=status,
+            started=doc["started_at"],
+            ended=now_iso(),
+            cause="interrupted" if status != "ok" else None,
+            phases=phases,
+            metrics=metrics,
+            environment=env,
+        )
         store.set_cell_status(cell, "done" if status == "ok" else "interrupted", stop_reason="fixed-n")
         store.set_campaign_status(cid, "done" if status == "ok" else "interrupted")
     return {"db": str(path), "campaign_id": cid}
 
 
-__all__ = ["PHASES", "Io500Config", "Suite", "expected_find", "geometric_mean", "hard_file_names", "phase_score",
-           "run_suite", "score", "store_result"]
+__all__ = [
+    "PHASES",
+    "Io500Config",
+    "Suite",
+    "expected_find",
+    "geometric_mean",
+    "hard_file_names",
+    "phase_score",
+    "run_suite",
+    "score",
+    "store_result",
+]

@@ -6,6 +6,7 @@ environment and take no lock of their own; those on other hosts take their host'
 the ranks only measure. On a cluster the trial directory must be on the shared filesystem, at
 the same path on every host.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,6 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Optional
 
 from fsmeter.errors import UserError
 from fsmeter.mpi.comm import INSTALL_HINT
@@ -32,8 +32,9 @@ def _set_value(v) -> str:
     return json.dumps(v)
 
 
-def mpirun_command(mpi, ranks: int, workload: str, trial_dir: Path, overrides: dict, json_out: Path,
-                   cache: str, min_phase_s: float) -> list:
+def mpirun_command(
+    mpi, ranks: int, workload: str, trial_dir: Path, overrides: dict, json_out: Path, cache: str, min_phase_s: float
+) -> list:
     """The full mpirun command line of one trial."""
     launcher = shutil.which(mpi.mpirun)
     if launcher is None:
@@ -45,9 +46,24 @@ def mpirun_command(mpi, ranks: int, workload: str, trial_dir: Path, overrides: d
     if mpi.hostfile:
         cmd += ["--hostfile", mpi.hostfile]
     cmd += list(mpi.extra_args)
-    cmd += [sys.executable, "-m", "fsmeter", "run", workload, "--dir", str(trial_dir), "--json", str(json_out),
-            "--quiet", "--cache", cache, "--min-phase-s", repr(float(min_phase_s)),
-            "--mpi-timeout-s", repr(float(mpi.timeout_s))]
+    cmd += [
+        sys.executable,
+        "-m",
+        "fsmeter",
+        "run",
+        workload,
+        "--dir",
+        str(trial_dir),
+        "--json",
+        str(json_out),
+        "--quiet",
+        "--cache",
+        cache,
+        "--min-phase-s",
+        repr(float(min_phase_s)),
+        "--mpi-timeout-s",
+        repr(float(mpi.timeout_s)),
+    ]
     if mpi.stonewall:
         cmd += ["--stonewall", str(mpi.stonewall)]
     if mpi.stonewall_wearout:
@@ -78,24 +94,36 @@ def run_mpi_trial(cell, job, trial_dir: Path, mpi, min_phase_s: float, launch=No
         if os.geteuid() == 0:  # Open MPI refuses root unless told twice
             env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
             env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        proc = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+        proc = subprocess.run(cmd, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
         doc = json.loads(out.read_text()) if out.is_file() else None
     if proc.returncode != 0 or doc is None:
         lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("fsmeter: error:")]
         tail = lines[0] if lines else " | ".join(proc.stderr.strip().splitlines()[-3:])
         cause = f"mpirun -n {cell.ranks} exited with {proc.returncode}: {tail.removeprefix('fsmeter: error: ')}"
-        return {"status": "interrupted" if proc.returncode in (130, 143, 129, -2, -15, -1) else "failed", "cause": cause,
-                "doc": doc, "command": cmd}
+        return {
+            "status": "interrupted" if proc.returncode in (130, 143, 129, -2, -15, -1) else "failed",
+            "cause": cause,
+            "doc": doc,
+            "command": cmd,
+        }
     return {"status": "ok", "cause": None, "doc": doc, "command": cmd}
 
 
-def environment(doc: Optional[dict], cmd: list, ranks: int) -> dict:
+def environment(doc: dict | None, cmd: list, ranks: int) -> dict:
     """What the environment row's extra JSON records about the MPI launch: hosts and rank layout."""
     m = (doc or {}).get("mpi") or {}
-    return {"ranks": ranks, "hosts": m.get("hosts"), "layout": m.get("layout"), "command": cmd,
-            "stonewall": m.get("stonewall"), "timeout_s": m.get("timeout_s"), "seeds": m.get("seeds"),
-            "files": m.get("files"), "mounts": m.get("mounts"), "mounts_note": m.get("mounts_note")}
+    return {
+        "ranks": ranks,
+        "hosts": m.get("hosts"),
+        "layout": m.get("layout"),
+        "command": cmd,
+        "stonewall": m.get("stonewall"),
+        "timeout_s": m.get("timeout_s"),
+        "seeds": m.get("seeds"),
+        "files": m.get("files"),
+        "mounts": m.get("mounts"),
+        "mounts_note": m.get("mounts_note"),
+    }
 
 
 def trial_phases(cell, job, trial_dir: Path, campaign, launch=None) -> tuple:
@@ -115,11 +143,22 @@ def trial_phases(cell, job, trial_dir: Path, campaign, launch=None) -> tuple:
         if method:
             methods.append(method)
         if ph.measured and not ph.discard and not report.get("interrupted"):
-            report["quality"] = report_quality(report, level=campaign.repetitions.level,
-                                               min_phase_s=campaign.min_phase_s,
-                                               interval_s=job.settings.interval_s).to_dict()
-        phases.append({"key": ph.key, "engine_phase": ph.name, "measured": ph.measured, "discarded": ph.discard,
-                       "cache_method": method, "report": report})
+            report["quality"] = report_quality(
+                report,
+                level=campaign.repetitions.level,
+                min_phase_s=campaign.min_phase_s,
+                interval_s=job.settings.interval_s,
+            ).to_dict()
+        phases.append(
+            {
+                "key": ph.key,
+                "engine_phase": ph.name,
+                "measured": ph.measured,
+                "discarded": ph.discard,
+                "cache_method": method,
+                "report": report,
+            }
+        )
     status, cause = res["status"], res["cause"]
     if status == "ok" and doc.get("interrupted"):
         status, cause = "interrupted", "interrupted (a rank was stopped)"

@@ -27,10 +27,11 @@ The definitions (docs/mpi.md):
   each rank's interval sample is added to the slice holding its midpoint, so the slices add up
   exactly to the totals.
 """
+
 from __future__ import annotations
 
 import math
-from typing import Iterable, Optional
+from collections.abc import Iterable
 
 #: The percentiles every report carries, as (field, quantile).
 PERCENTILES = (("p50_ns", 0.50), ("p90_ns", 0.90), ("p99_ns", 0.99), ("p999_ns", 0.999), ("p9999_ns", 0.9999))
@@ -64,8 +65,16 @@ def merge_lat(lats: list) -> dict:
     """One latency summary out of several ranks' summaries of the same operation kind."""
     lats = [x for x in lats if x and x.get("count")]
     if not lats:
-        return {"count": 0, "min_ns": 0, "mean_ns": 0.0, "stdev_ns": 0.0, **{k: 0 for k, _ in PERCENTILES},
-                "max_ns": 0, "buckets": [], "hdr": []}
+        return {
+            "count": 0,
+            "min_ns": 0,
+            "mean_ns": 0.0,
+            "stdev_ns": 0.0,
+            **{k: 0 for k, _ in PERCENTILES},
+            "max_ns": 0,
+            "buckets": [],
+            "hdr": [],
+        }
     count = sum(x["count"] for x in lats)
     mean = sum(x["mean_ns"] * x["count"] for x in lats) / count
     # Pooled variance (Chan, Golub and LeVeque 1979): within-rank plus between-rank spread.
@@ -129,7 +138,7 @@ def merge_intervals(parts: list, windows: list, start_s: float, end_s: float, in
 
 
 # -- one phase ------------------------------------------------------------------------------------
-def merge_phase(parts: list, interval_s: float, stonewall: Optional[dict] = None) -> dict:
+def merge_phase(parts: list, interval_s: float, stonewall: dict | None = None) -> dict:
     """One phase report out of every rank's ``{rank, host, barrier_mono_ns, returned_mono_ns, report}``.
 
     The result has the shape of a single-process report (so the families' metrics read it as
@@ -148,8 +157,13 @@ def merge_phase(parts: list, interval_s: float, stonewall: Optional[dict] = None
     for k in kinds:
         mine = [r["ops"][k] for r in reps if k in (r.get("ops") or {})]
         c, b = sum(o["count"] for o in mine), sum(o["bytes"] for o in mine)
-        ops[k] = {"count": c, "bytes": b, "ops_per_s": per_s(c), "bytes_per_s": per_s(b),
-                  "lat": merge_lat([o["lat"] for o in mine])}
+        ops[k] = {
+            "count": c,
+            "bytes": b,
+            "ops_per_s": per_s(c),
+            "bytes_per_s": per_s(b),
+            "lat": merge_lat([o["lat"] for o in mine]),
+        }
     counters: dict = {}
     for r in reps:
         for k, v in (r.get("counters") or {}).items():
@@ -161,19 +175,30 @@ def merge_phase(parts: list, interval_s: float, stonewall: Optional[dict] = None
     per_rank = []
     for p, r, (s, e) in zip(parts, reps, windows):
         el = e - s
-        per_rank.append({"rank": p["rank"], "host": p["host"], "start_s": s, "end_s": e, "elapsed_s": el,
-                         "ops": r["total"]["ops"], "bytes": r["total"]["bytes"],
-                         "ops_per_s": r["total"]["ops"] / el if el > 0 else 0.0,
-                         "bytes_per_s": r["total"]["bytes"] / el if el > 0 else 0.0,
-                         "interrupted": bool(r.get("interrupted")),
-                         # started at the second barrier, set up (run.py's at_start), or not held
-                         "held_start": bool(p.get("held"))})
+        per_rank.append(
+            {
+                "rank": p["rank"],
+                "host": p["host"],
+                "start_s": s,
+                "end_s": e,
+                "elapsed_s": el,
+                "ops": r["total"]["ops"],
+                "bytes": r["total"]["bytes"],
+                "ops_per_s": r["total"]["ops"] / el if el > 0 else 0.0,
+                "bytes_per_s": r["total"]["bytes"] / el if el > 0 else 0.0,
+                "interrupted": bool(r.get("interrupted")),
+                # started at the second barrier, set up (run.py's at_start), or not held
+                "held_start": bool(p.get("held")),
+            }
+        )
     rates = [x["ops_per_s"] for x in per_rank]
     mpi = {
         "ranks": len(parts),
         "hosts": sorted({p["host"] for p in parts}),
-        "start_s": start_s, "end_s": end_s,
-        "first_done_s": min(e for _, e in windows), "last_done_s": end_s,
+        "start_s": start_s,
+        "end_s": end_s,
+        "first_done_s": min(e for _, e in windows),
+        "last_done_s": end_s,
         "ops_per_rank": _stats([x["ops"] for x in per_rank]),
         "rank_ops_per_s": _stats(rates),
         "rank_bytes_per_s": _stats([x["bytes_per_s"] for x in per_rank]),
@@ -189,8 +214,10 @@ def merge_phase(parts: list, interval_s: float, stonewall: Optional[dict] = None
     held = [x["rank"] for x in per_rank if x["held_start"]]
     if held and len(held) < len(parts):
         # Some ranks waited at the start barrier until the others had run their whole phase.
-        warnings.append(f"ranks {held} held at the phase's start and the others never did: those ranks started "
-                        "after the others had finished, so the phase's rate and imbalance are not a common run")
+        warnings.append(
+            f"ranks {held} held at the phase's start and the others never did: those ranks started "
+            "after the others had finished, so the phase's rate and imbalance are not a common run"
+        )
     return {
         "phase": reps[0].get("phase"),
         "interrupted": any(r.get("interrupted") for r in reps),
@@ -208,7 +235,7 @@ def merge_phase(parts: list, interval_s: float, stonewall: Optional[dict] = None
     }
 
 
-def access_extra(extras: list, shared_file: bool = False) -> Optional[dict]:
+def access_extra(extras: list, shared_file: bool = False) -> dict | None:
     """The access family's details for a merged phase: rank 0's, with what differs by rank added up
     over the ranks: each mix entry's request counts; the request buffers' bytes, bytes mapped and
     bytes on huge pages (None when a rank could not tell); and the O_DIRECT checks: unaligned
@@ -221,21 +248,28 @@ def access_extra(extras: list, shared_file: bool = False) -> Optional[dict]:
     out = dict(extras[0])
     mixes = [e.get("mix") for e in extras]
     if mixes and all(isinstance(m, list) and len(m) == len(mixes[0]) for m in mixes):
-        out["mix"] = [{**rows[0], **{k: sum(r.get(k) or 0 for r in rows) for k in ("reads", "writes", "random", "sequential")}}
-                      for rows in zip(*mixes)]
+        out["mix"] = [
+            {**rows[0], **{k: sum(r.get(k) or 0 for r in rows) for k in ("reads", "writes", "random", "sequential")}}
+            for rows in zip(*mixes)
+        ]
     bufs = [e.get("buffer_memory") for e in extras]
     if bufs and all(isinstance(b, dict) for b in bufs):
         huge = [b.get("huge_bytes") for b in bufs]
-        out["buffer_memory"] = {**bufs[0], "bytes": sum(b.get("bytes") or 0 for b in bufs),
-                                "mapped_bytes": sum(b.get("mapped_bytes") or 0 for b in bufs),
-                                "huge_bytes": None if any(h is None for h in huge) else sum(huge)}
+        out["buffer_memory"] = {
+            **bufs[0],
+            "bytes": sum(b.get("bytes") or 0 for b in bufs),
+            "mapped_bytes": sum(b.get("mapped_bytes") or 0 for b in bufs),
+            "huge_bytes": None if any(h is None for h in huge) else sum(huge),
+        }
     dios = [e.get("direct_io") for e in extras]
     if dios and all(isinstance(d, dict) for d in dios):
         added = [d.get("page_cache_pages_added") for d in dios]
         out["direct_io"] = {
             **dios[0],
             "unaligned_requests": any(d.get("unaligned_requests") for d in dios),
-            "page_cache_pages_added": None if any(a is None for a in added) else (max(added) if shared_file else sum(added)),
+            "page_cache_pages_added": None
+            if any(a is None for a in added)
+            else (max(added) if shared_file else sum(added)),
             "buffered_fallback_possible": any(d.get("buffered_fallback_possible") for d in dios),
         }
     return out
@@ -278,8 +312,9 @@ def tree_extra(extras: list) -> dict:
     if any("files_by_tree" in e for e in extras):
         out["files_by_tree"] = [x for e in extras for x in e.get("files_by_tree") or []]
     if any("file_range" in e for e in extras):  # a rank without one visited every file of its trees
-        out["file_range"] = [r for e in extras
-                             for r in e.get("file_range") or [[0, e.get("files_per_tree")]] * (e.get("trees") or 0)]
+        out["file_range"] = [
+            r for e in extras for r in e.get("file_range") or [[0, e.get("files_per_tree")]] * (e.get("trees") or 0)
+        ]
     return out
 
 
@@ -308,15 +343,23 @@ def iozone_extra(extras: list) -> dict:
                 partial += 1
                 continue
             kb = [r["KB_per_s"] for r in per]
-            results[col] = {"KB_per_s": sum(kb), "ops_per_s": sum(r["ops_per_s"] for r in per),
-                            "time_s": max(r["time_s"] for r in per), "ops": sum(r["ops"] for r in per),
-                            "bytes": sum(r["bytes"] for r in per), "rank_KB_per_s_min": min(kb),
-                            "rank_KB_per_s_max": max(kb)}
+            results[col] = {
+                "KB_per_s": sum(kb),
+                "ops_per_s": sum(r["ops_per_s"] for r in per),
+                "time_s": max(r["time_s"] for r in per),
+                "ops": sum(r["ops"] for r in per),
+                "bytes": sum(r["bytes"] for r in per),
+                "rank_KB_per_s_min": min(kb),
+                "rank_KB_per_s_max": max(kb),
+            }
         cell["results"] = results
         cells.append(cell)
     base["cells"] = cells
-    base["merge"] = {"rule": "sum of the ranks' rates per cell and test (iozone -t: children see throughput)",
-                     "ranks": len(extras), "results_left_out": partial}
+    base["merge"] = {
+        "rule": "sum of the ranks' rates per cell and test (iozone -t: children see throughput)",
+        "ranks": len(extras),
+        "results_left_out": partial,
+    }
     return base
 
 
@@ -344,36 +387,58 @@ def mix_extra(parts: list, crossover_jpm_per_task: float) -> dict:
         jobs: dict = {}
         for m in mine:
             for name, j in (m.get("jobs") or {}).items():
-                a = jobs.setdefault(name, {**j, "runs": 0, "total_s": 0.0, "units": 0, "bytes_read": 0,
-                                           "bytes_written": 0, "max_ms": 0.0})
+                a = jobs.setdefault(
+                    name,
+                    {**j, "runs": 0, "total_s": 0.0, "units": 0, "bytes_read": 0, "bytes_written": 0, "max_ms": 0.0},
+                )
                 for k in ("runs", "total_s", "units", "bytes_read", "bytes_written"):
                     a[k] += j[k]
                 a["max_ms"] = max(a["max_ms"], j["max_ms"])
         for a in jobs.values():
             a["mean_ms"] = a["total_s"] * 1e3 / a["runs"] if a["runs"] else 0.0
         rank_jpm = [m["jpm"] for m in mine]
-        merged.append({
-            **sr0, "real_time_s": real, "jpm": jpm, "jpm_per_task": jpm / tasks_total if tasks_total else 0.0,
-            "tasks_total": tasks_total, "ranks": len(mine), "rank_jpm_min": min(rank_jpm),
-            "rank_jpm_max": max(rank_jpm), "start_s": min(starts), "end_s": max(ends),
-            "task_time_min_s": min(m["task_time_min_s"] for m in mine),
-            "task_time_max_s": max(m["task_time_max_s"] for m in mine),
-            "user_s": sum(m["user_s"] for m in mine), "sys_s": sum(m["sys_s"] for m in mine),
-            "tasks_rss_max_bytes": sum(m["tasks_rss_max_bytes"] for m in mine),
-            "tasks_pss_max_bytes": sum(m["tasks_pss_max_bytes"] for m in mine),
-            "disk_kib_per_s": sum(m["disk_kib_per_s"] for m in mine), "jobs": jobs,
-            "interrupted": any(m["interrupted"] for m in mine),
-        })
+        merged.append(
+            {
+                **sr0,
+                "real_time_s": real,
+                "jpm": jpm,
+                "jpm_per_task": jpm / tasks_total if tasks_total else 0.0,
+                "tasks_total": tasks_total,
+                "ranks": len(mine),
+                "rank_jpm_min": min(rank_jpm),
+                "rank_jpm_max": max(rank_jpm),
+                "start_s": min(starts),
+                "end_s": max(ends),
+                "task_time_min_s": min(m["task_time_min_s"] for m in mine),
+                "task_time_max_s": max(m["task_time_max_s"] for m in mine),
+                "user_s": sum(m["user_s"] for m in mine),
+                "sys_s": sum(m["sys_s"] for m in mine),
+                "tasks_rss_max_bytes": sum(m["tasks_rss_max_bytes"] for m in mine),
+                "tasks_pss_max_bytes": sum(m["tasks_pss_max_bytes"] for m in mine),
+                "disk_kib_per_s": sum(m["disk_kib_per_s"] for m in mine),
+                "jobs": jobs,
+                "interrupted": any(m["interrupted"] for m in mine),
+            }
+        )
     peak = max(merged, key=lambda r: r["jpm"], default=None)
     cross = next((r["tasks"] for r in merged if r["jpm_per_task"] <= crossover_jpm_per_task), None)
-    out.update({"subruns": merged, "peak_jpm": peak["jpm"] if peak else 0.0,
-                "peak_tasks": peak["tasks"] if peak else 0, "crossover_tasks": cross,
-                "tasks_rss_max_bytes": max((r["tasks_rss_max_bytes"] for r in merged), default=None),
-                "tasks_pss_max_bytes": max((r["tasks_pss_max_bytes"] for r in merged), default=None),
-                "merge": {"rule": "per task count: all ranks' jobs / (latest end - earliest start) x 60 (IOR's "
-                                  "rule); tasks are per rank, tasks_total all ranks'; the crossover is per task "
-                                  "of all ranks", "ranks": len(parts),
-                          "subruns_left_out": len(extras[0].get("subruns", [])) - len(merged)}})
+    out.update(
+        {
+            "subruns": merged,
+            "peak_jpm": peak["jpm"] if peak else 0.0,
+            "peak_tasks": peak["tasks"] if peak else 0,
+            "crossover_tasks": cross,
+            "tasks_rss_max_bytes": max((r["tasks_rss_max_bytes"] for r in merged), default=None),
+            "tasks_pss_max_bytes": max((r["tasks_pss_max_bytes"] for r in merged), default=None),
+            "merge": {
+                "rule": "per task count: all ranks' jobs / (latest end - earliest start) x 60 (IOR's "
+                "rule); tasks are per rank, tasks_total all ranks'; the crossover is per task "
+                "of all ranks",
+                "ranks": len(parts),
+                "subruns_left_out": len(extras[0].get("subruns", [])) - len(merged),
+            },
+        }
+    )
     return out
 
 
@@ -389,13 +454,23 @@ def macro_extra(extras: list) -> dict:
     reals = [e.get("real_s", 0.0) for e in extras]
     real = max(reals)
     total = sum(e.get("bytes", 0) for e in extras)
-    out.update({"real_s": real, "session_real_s": max(e.get("session_real_s", 0.0) for e in extras),
-                "user_s": sum(e.get("user_s", 0.0) for e in extras), "sys_s": sum(e.get("sys_s", 0.0) for e in extras),
-                "bytes": total, "files": sum(e.get("files", 0) for e in extras),
-                "MB_per_s": total / 1e6 / real if real > 0 else 0.0,
-                "rank_real_s_min": min(reals), "rank_real_s_max": real,
-                "merge": {"rule": "real_s: the slowest rank's; CPU, bytes, files summed; MB/s = all bytes / real_s",
-                          "ranks": len(extras)}})
+    out.update(
+        {
+            "real_s": real,
+            "session_real_s": max(e.get("session_real_s", 0.0) for e in extras),
+            "user_s": sum(e.get("user_s", 0.0) for e in extras),
+            "sys_s": sum(e.get("sys_s", 0.0) for e in extras),
+            "bytes": total,
+            "files": sum(e.get("files", 0) for e in extras),
+            "MB_per_s": total / 1e6 / real if real > 0 else 0.0,
+            "rank_real_s_min": min(reals),
+            "rank_real_s_max": real,
+            "merge": {
+                "rule": "real_s: the slowest rank's; CPU, bytes, files summed; MB/s = all bytes / real_s",
+                "ranks": len(extras),
+            },
+        }
+    )
     return out
 
 
@@ -422,27 +497,35 @@ def merge_regime(parts: list) -> dict:
         dev_rd = [r.get("device_read_bytes") for r in rs]
         dev_wr = [r.get("device_write_bytes") for r in rs]
         own = [float(r["own_cpu_s"]) for r in rs if r.get("own_cpu_s") is not None]
-        hosts[host] = {"device": rs[0].get("device"), "cpus": rs[0].get("cpus"), "own_cpu_s": max(own) if own else None,
-                       "other_cpu_share": max(shares) if shares else None,
-                       "busy": any(r.get("busy") for r in rs) if any(r.get("busy") is not None for r in rs) else None,
-                       "device_read_bytes": None if None in dev_rd else max(dev_rd),
-                       "device_write_bytes": None if None in dev_wr else max(dev_wr)}
+        hosts[host] = {
+            "device": rs[0].get("device"),
+            "cpus": rs[0].get("cpus"),
+            "own_cpu_s": max(own) if own else None,
+            "other_cpu_share": max(shares) if shares else None,
+            "busy": any(r.get("busy") for r in rs) if any(r.get("busy") is not None for r in rs) else None,
+            "device_read_bytes": None if None in dev_rd else max(dev_rd),
+            "device_write_bytes": None if None in dev_wr else max(dev_wr),
+        }
     first = regs[0][1] if regs else {}
     shares = [h["other_cpu_share"] for h in hosts.values() if h["other_cpu_share"] is not None]
     busy = [h["busy"] for h in hosts.values() if h["busy"] is not None]
     total = lambda key: sum(int(r.get(key) or 0) for _, r in regs)  # noqa: E731
     dev_rd = [h["device_read_bytes"] for h in hosts.values()]
     dev_wr = [h["device_write_bytes"] for h in hosts.values()]
-    out = {"device": first.get("device"),
-           "wall_s": max((r["wall_s"] for _, r in regs if r.get("wall_s") is not None), default=None),
-           "cpus": first.get("cpus"),
-           "own_cpu_s": round(sum(h["own_cpu_s"] or 0.0 for h in hosts.values()), 3),
-           "other_cpu_share": max(shares) if shares else None,
-           "busy": any(busy) if busy else None,
-           "read_bytes": total("read_bytes"), "write_bytes": total("write_bytes"),
-           "process_read_bytes": total("process_read_bytes"), "process_write_bytes": total("process_write_bytes"),
-           "device_read_bytes": None if not hosts or None in dev_rd else sum(dev_rd),
-           "device_write_bytes": None if not hosts or None in dev_wr else sum(dev_wr)}
+    out = {
+        "device": first.get("device"),
+        "wall_s": max((r["wall_s"] for _, r in regs if r.get("wall_s") is not None), default=None),
+        "cpus": first.get("cpus"),
+        "own_cpu_s": round(sum(h["own_cpu_s"] or 0.0 for h in hosts.values()), 3),
+        "other_cpu_share": max(shares) if shares else None,
+        "busy": any(busy) if busy else None,
+        "read_bytes": total("read_bytes"),
+        "write_bytes": total("write_bytes"),
+        "process_read_bytes": total("process_read_bytes"),
+        "process_write_bytes": total("process_write_bytes"),
+        "device_read_bytes": None if not hosts or None in dev_rd else sum(dev_rd),
+        "device_write_bytes": None if not hosts or None in dev_wr else sum(dev_wr),
+    }
     out["cache_read_share"] = cache_read_share(out["read_bytes"], out["device_read_bytes"])
     out["hosts"] = hosts
     return out
@@ -452,8 +535,10 @@ def join_consecutive(first: dict, then: dict, barrier_mono_ns: int, interval_s: 
     """One rank's phase report out of two consecutive engine runs (a stonewalled run and its
     wear-out): operations, bytes and counters summed, latency histograms merged exactly, the
     window from the first's start to the second's end, interval samples on that window."""
-    parts = [{"rank": i, "host": "", "barrier_mono_ns": barrier_mono_ns, "returned_mono_ns": 0, "report": r}
-             for i, r in enumerate((first, then))]
+    parts = [
+        {"rank": i, "host": "", "barrier_mono_ns": barrier_mono_ns, "returned_mono_ns": 0, "report": r}
+        for i, r in enumerate((first, then))
+    ]
     out = merge_phase(parts, interval_s)
     out.pop("mpi")
     out["warnings"] = list(first.get("warnings") or []) + list(then.get("warnings") or [])
@@ -462,5 +547,19 @@ def join_consecutive(first: dict, then: dict, barrier_mono_ns: int, interval_s: 
     return out
 
 
-__all__ = ["add_buckets", "fileset_extra", "ior_rate", "iozone_extra", "join_consecutive", "macro_extra", "merge_intervals",
-           "merge_lat", "merge_phase", "merge_regime", "mix_extra", "rank_window_s", "tree_extra", "value_at_quantile"]
+__all__ = [
+    "add_buckets",
+    "fileset_extra",
+    "ior_rate",
+    "iozone_extra",
+    "join_consecutive",
+    "macro_extra",
+    "merge_intervals",
+    "merge_lat",
+    "merge_phase",
+    "merge_regime",
+    "mix_extra",
+    "rank_window_s",
+    "tree_extra",
+    "value_at_quantile",
+]

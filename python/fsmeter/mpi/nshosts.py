@@ -21,6 +21,7 @@ next one (:func:`sweep_stale`).
 What it does not simulate: one kernel (one page cache, one set of CPUs and disks for every host),
 and a network that is the kernel's veth and bridge code, with no real latency or bandwidth limit.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,8 +30,8 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
 
 from fsmeter.errors import UserError
 
@@ -75,7 +76,7 @@ def sweep_stale() -> list:
     for ns in namespaces():
         if not ns.startswith(PREFIX):
             continue
-        pid = ns[len(PREFIX):].split("-", 1)[0]
+        pid = ns[len(PREFIX) :].split("-", 1)[0]
         if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
             _remove_namespace(ns)
             removed.append(ns)
@@ -95,7 +96,7 @@ def sweep_stale() -> list:
 class NsHosts:
     """``with NsHosts(3, slots=2) as hosts:`` three hosts h1..h3, each with two MPI slots."""
 
-    def __init__(self, count: int = 2, slots: int = 1, net: str = DEFAULT_NET, names: Optional[Sequence] = None):
+    def __init__(self, count: int = 2, slots: int = 1, net: str = DEFAULT_NET, names: Sequence | None = None):
         if os.geteuid() != 0:
             raise UserError("namespace hosts need root (network, UTS and mount namespaces): run as root", exit_code=1)
         for tool in ("ip", "unshare", "mount"):
@@ -110,12 +111,12 @@ class NsHosts:
         self.ns = {h: f"{self.tag}-{h}" for h in self.names}
         self.switch = f"{self.tag}-sw"
         self.addr = {h: f"{net}.{i + 1}" for i, h in enumerate(self.names)}
-        self.state: Optional[Path] = None
+        self.state: Path | None = None
         #: Per host, (source, target) folders bound in every process entering it (bind()).
         self.binds: dict = {h: [] for h in self.names}
 
     # -- set-up / teardown ------------------------------------------------------------------------
-    def __enter__(self) -> "NsHosts":
+    def __enter__(self) -> NsHosts:
         sweep_stale()
         try:
             self._create()
@@ -154,9 +155,11 @@ class NsHosts:
         agent = self.state / "agent"
         # Open MPI calls AGENT HOST ARGS..., its orted arguments quoted for a shell, as for ssh.
         known = "|".join(self.names)
-        agent.write_text("#!/bin/sh\nh=\"$1\"; shift\n"
-                         f"case \"$h\" in {known}) ;; *) echo \"agent: unknown host $h\" >&2; exit 2;; esac\n"
-                         f"exec {shlex.quote(str(self.state))}/enter-\"$h\" sh -c \"$*\"\n")
+        agent.write_text(
+            '#!/bin/sh\nh="$1"; shift\n'
+            f'case "$h" in {known}) ;; *) echo "agent: unknown host $h" >&2; exit 2;; esac\n'
+            f'exec {shlex.quote(str(self.state))}/enter-"$h" sh -c "$*"\n'
+        )
         agent.chmod(0o755)
 
     def _write_enter(self, h: str) -> None:
@@ -164,16 +167,21 @@ class NsHosts:
         script = self.state / f"enter-{h}"
         # ip netns exec gives the command a mount namespace of its own (mounts made there stay
         # there); unshare --uts a host name of its own.
-        binds = "".join(f"mount --bind {shlex.quote(str(src))} {shlex.quote(str(dst))} && "
-                        for src, dst in self.binds[h])
+        binds = "".join(
+            f"mount --bind {shlex.quote(str(src))} {shlex.quote(str(dst))} && " for src, dst in self.binds[h]
+        )
         # The machine's /run/netns stays visible in the host's own /run: its processes (mpirun's
         # agent) enter the other hosts by it.
-        inner = (f"hostname {shlex.quote(h)} && mount --rbind /run/netns {shlex.quote(str(run / 'netns'))} && "
-                 f"mount --rbind {shlex.quote(str(run))} /run && "
-                 f"mount --bind {shlex.quote(str(self.state / 'hosts'))} /etc/hosts && {binds}exec \"$@\"")
-        script.write_text("#!/bin/sh\n"
-                          f"exec ip netns exec {shlex.quote(self.ns[h])} unshare --uts sh -c {shlex.quote(inner)} "
-                          f"enter-{h} \"$@\"\n")
+        inner = (
+            f"hostname {shlex.quote(h)} && mount --rbind /run/netns {shlex.quote(str(run / 'netns'))} && "
+            f"mount --rbind {shlex.quote(str(run))} /run && "
+            f'mount --bind {shlex.quote(str(self.state / "hosts"))} /etc/hosts && {binds}exec "$@"'
+        )
+        script.write_text(
+            "#!/bin/sh\n"
+            f"exec ip netns exec {shlex.quote(self.ns[h])} unshare --uts sh -c {shlex.quote(inner)} "
+            f'enter-{h} "$@"\n'
+        )
         script.chmod(0o755)
 
     def close(self) -> None:
@@ -219,8 +227,22 @@ class NsHosts:
     def mpi_args(self) -> list:
         """The mpirun arguments that launch on the harness's hosts over its network only."""
         net = f"{self.net}.0/24"
-        return ["--hostfile", self.hostfile, "--mca", "plm_rsh_agent", self.agent,
-                "--mca", "oob_tcp_if_include", net, "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", net]
+        return [
+            "--hostfile",
+            self.hostfile,
+            "--mca",
+            "plm_rsh_agent",
+            self.agent,
+            "--mca",
+            "oob_tcp_if_include",
+            net,
+            "--mca",
+            "btl",
+            "tcp,self",
+            "--mca",
+            "btl_tcp_if_include",
+            net,
+        ]
 
     def mpirun(self, n: int, argv: Iterable, mpirun: str = "mpirun", extra: Sequence = ()) -> list:
         """`mpirun -n N ARGV` launched from the first host onto all of them (by slot: the first

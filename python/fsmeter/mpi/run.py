@@ -9,13 +9,13 @@ merge (fsmeter.mpi.merge) -> rank 0 tells every rank whether to go on. An error 
 aborts the whole job (MPI_Abort) with that rank's number, host and message; a rank that waits
 longer than the timeout at a barrier or gather aborts it too.
 """
+
 from __future__ import annotations
 
 import contextlib
 import os
 import time
 from pathlib import Path
-from typing import Optional
 
 from fsmeter.errors import UserError
 from fsmeter.mpi.comm import LOCK_WAIT_S, World
@@ -26,8 +26,7 @@ STONEWALL_TAG = 7713
 #: The phases a stonewall may stop early, per family: those after which the workload goes on
 #: correctly with whatever a stopped rank completed. The tree family's create is one (mdtest -W):
 #: its later phases then visit only the files each tree has (`file_range`).
-STONEWALL_PHASES = {"access": {"run"}, "replay": {"run"}, "fileset": {"create", "transactions"},
-                    "tree": {"create"}}
+STONEWALL_PHASES = {"access": {"run"}, "replay": {"run"}, "fileset": {"create", "transactions"}, "tree": {"create"}}
 #: The families a wear-out can take on after a stonewall.
 WEAROUT_FAMILIES = ("access", "tree")
 #: Set by a parent that already holds its host's run lock (a campaign launching mpirun) to that
@@ -40,7 +39,7 @@ def rank_dir(base: Path, rank: int) -> Path:
     return Path(base) / f"rank-{rank:05d}"
 
 
-def parse_stonewall(value: Optional[str]):
+def parse_stonewall(value: str | None):
     """None, "first-done", or a number of seconds (float)."""
     if value is None or value == "" or value == "none":
         return None
@@ -51,12 +50,14 @@ def parse_stonewall(value: Optional[str]):
     except ValueError:
         s = -1.0
     if not s > 0:
-        raise UserError(f"--stonewall {value!r}: use first-done (stop every rank when the first finishes) or a "
-                        "number of seconds > 0")
+        raise UserError(
+            f"--stonewall {value!r}: use first-done (stop every rank when the first finishes) or a "
+            "number of seconds > 0"
+        )
     return s
 
 
-def parse_reorder_shift(value: Optional[str]):
+def parse_reorder_shift(value: str | None):
     """None, "node" (the ranks of one host: IOR's -C), or a number of ranks >= 0 (int)."""
     if value is None or value == "":
         return None
@@ -67,8 +68,10 @@ def parse_reorder_shift(value: Optional[str]):
     except ValueError:
         k = -1
     if k < 0:
-        raise UserError(f"--reorder-shift {value!r}: use node (read the region of the rank one host further on, as "
-                        "IOR's -C does) or a number of ranks >= 0")
+        raise UserError(
+            f"--reorder-shift {value!r}: use node (read the region of the rank one host further on, as "
+            "IOR's -C does) or a number of ranks >= 0"
+        )
     return k
 
 
@@ -85,7 +88,7 @@ def resolve_shift(shift, hosts: list) -> int:
     return int(shift or 0)
 
 
-def _shared_errors(world: World, err: Optional[UserError]) -> None:
+def _shared_errors(world: World, err: UserError | None) -> None:
     """Every rank learns every rank's input error, so that all exit alike; rank 0 says it once."""
     mine = None if err is None else (str(err), err.exit_code)
     every = world.allgather(mine, "checking the input")
@@ -176,7 +179,7 @@ class Stonewall:
                 w.abort("stonewall: rank 0 never said the phase was over")
             time.sleep(0.001)
 
-    def close(self, parts: Optional[list]) -> Optional[dict]:
+    def close(self, parts: list | None) -> dict | None:
         """Rank 0, after the gather: collect the notices still in flight; returns what to record."""
         if self.mode != "first-done":
             return {"mode": "time", "stonewall_s": self.mode} if parts is not None else None
@@ -198,25 +201,31 @@ class Stonewall:
         return {"mode": "first-done", "first_rank": int(self.buf[0])}
 
 
-def check_wearout(job, stonewall) -> Optional[int]:
+def check_wearout(job, stonewall) -> int | None:
     """The request size an access wear-out continues with (IOR's -O stoneWallingWearOut=1; None for
     the tree family's, which counts files), or a clear error."""
     if stonewall is None:
         raise UserError("--stonewall-wearout: needs --stonewall (first-done or seconds)")
     if job.workload.family.name not in WEAROUT_FAMILIES:
-        raise UserError(f"--stonewall-wearout: the {job.workload.family.name} family cannot go on after a stonewall "
-                        "to a count of operations; wear-out is built for the access family's workloads (IOR) and "
-                        "the tree family's create (mdtest)")
+        raise UserError(
+            f"--stonewall-wearout: the {job.workload.family.name} family cannot go on after a stonewall "
+            "to a count of operations; wear-out is built for the access family's workloads (IOR) and "
+            "the tree family's create (mdtest)"
+        )
     if job.workload.family.name == "tree":
         return None
     p = job.params
     sizes = {e.size for e in p.entries}
     if len(sizes) != 1:
-        raise UserError("--stonewall-wearout: the workload mixes request sizes; wear-out counts requests of one size "
-                        "(IOR's transfers): use one record_size")
+        raise UserError(
+            "--stonewall-wearout: the workload mixes request sizes; wear-out counts requests of one size "
+            "(IOR's transfers): use one record_size"
+        )
     if p.verify != "off":
-        raise UserError("--stonewall-wearout: not with verify (the wear-out's writes are made by a second engine run, "
-                        "which the verify phase's record of writes would not know)")
+        raise UserError(
+            "--stonewall-wearout: not with verify (the wear-out's writes are made by a second engine run, "
+            "which the verify phase's record of writes would not know)"
+        )
     return sizes.pop()
 
 
@@ -303,8 +312,10 @@ def mounts_note(mounts: dict) -> dict:
     if len(seen) < 2:
         return {}
     each = "; ".join(f"{h}: {m.get('fstype')} {m.get('source')}" for h, m in sorted(mounts.items()))
-    return {"mounts_note": f"the hosts see --dir on different filesystems ({each}): the ranks do not all measure "
-                           "one shared filesystem; mount the same one at the same path on every host"}
+    return {
+        "mounts_note": f"the hosts see --dir on different filesystems ({each}): the ranks do not all measure "
+        "one shared filesystem; mount the same one at the same path on every host"
+    }
 
 
 def _reset_cache(world: World, method: str, directory: Path) -> str:
@@ -348,7 +359,7 @@ class RankSteps(PhaseSteps):
     wear-out after it, then one gather of the reports and their merge on rank 0, which alone keeps a
     report and tells every rank whether to go on."""
 
-    def __init__(self, world: World, job, stonewall, wearout: bool, wear_size: Optional[int]):
+    def __init__(self, world: World, job, stonewall, wearout: bool, wear_size: int | None):
         self.world, self.job, self.stonewall, self.wearout, self.wear_size = world, job, stonewall, wearout, wear_size
         self.family = job.workload.family.name
         self.t0 = 0
@@ -405,12 +416,19 @@ class RankSteps(PhaseSteps):
             elif self.wear_size is not None:
                 report, wear = wear_out(world, self.job, report, t0, self.wear_size)
                 returned = time.monotonic_ns()
-        self.part = {"rank": world.rank, "host": world.host, "barrier_mono_ns": t0, "held": "t0" in held,
-                     "returned_mono_ns": returned, "sent_notice": bool(wall and wall.sent_notice),
-                     "wall": wall, "wear": wear}
+        self.part = {
+            "rank": world.rank,
+            "host": world.host,
+            "barrier_mono_ns": t0,
+            "held": "t0" in held,
+            "returned_mono_ns": returned,
+            "sent_notice": bool(wall and wall.sent_notice),
+            "wall": wall,
+            "wear": wear,
+        }
         return report
 
-    def after(self, run, ph, report: dict) -> Optional[dict]:
+    def after(self, run, ph, report: dict) -> dict | None:
         from fsmeter.mpi.merge import merge_phase, merge_regime
 
         wall, wear = self.part.pop("wall"), self.part.pop("wear")
@@ -429,7 +447,7 @@ class RankSteps(PhaseSteps):
             op["lat"].pop("hdr", None)
         return merged
 
-    def go_on(self, run, ph, report: Optional[dict]) -> bool:
+    def go_on(self, run, ph, report: dict | None) -> bool:
         return self.world.bcast(report is None or not report["interrupted"], f"after phase {ph.key}")
 
     def cleanup(self, run) -> None:
@@ -439,10 +457,22 @@ class RankSteps(PhaseSteps):
             self.world.abort(f"cleanup: {exc}")
 
 
-def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_progress: bool = True,
-                  keep_files: bool = False, cache: str = "auto", min_phase_s: float = 60.0,
-                  no_wait: bool = False, timeout_s: float = 600.0, stonewall=None, shared_file: bool = False,
-                  reorder_shift=None, wearout: bool = False):
+def run_under_mpi(
+    workload: str,
+    directory: Path,
+    sets: dict,
+    console,
+    show_progress: bool = True,
+    keep_files: bool = False,
+    cache: str = "auto",
+    min_phase_s: float = 60.0,
+    no_wait: bool = False,
+    timeout_s: float = 600.0,
+    stonewall=None,
+    shared_file: bool = False,
+    reorder_shift=None,
+    wearout: bool = False,
+):
     """Run one workload in every rank; returns (doc, job) on rank 0 and (None, job) on the others."""
     from fsmeter import runlock
     from fsmeter.engine import EngineSession
@@ -456,20 +486,27 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
     try:
         stonewall = parse_stonewall(stonewall)
         if workload.endswith(".fio") or ".fio:" in workload:
-            raise UserError(f"{workload}: fio job files are not run under mpirun: use a named workload or a "
-                            "workload .toml (fsmeter list)")
+            raise UserError(
+                f"{workload}: fio job files are not run under mpirun: use a named workload or a "
+                "workload .toml (fsmeter list)"
+            )
         defn = load_workload(workload)
         if stonewall is not None and defn.family.name not in STONEWALL_PHASES:
-            raise UserError(f"--stonewall: the {defn.family.name} family cannot be stopped early and go on (its later "
-                            "phases need all the earlier ones did): use it with the "
-                            f"{', '.join(sorted(STONEWALL_PHASES))} families, or leave it out")
+            raise UserError(
+                f"--stonewall: the {defn.family.name} family cannot be stopped early and go on (its later "
+                "phases need all the earlier ones did): use it with the "
+                f"{', '.join(sorted(STONEWALL_PHASES))} families, or leave it out"
+            )
         reorder_shift = parse_reorder_shift(reorder_shift)
         if reorder_shift is not None and not shared_file:
-            raise UserError("--reorder-shift: needs --shared-file (with a file per rank, there is no other rank's "
-                            "region to read)")
+            raise UserError(
+                "--reorder-shift: needs --shared-file (with a file per rank, there is no other rank's region to read)"
+            )
         if shared_file and defn.family.name != "access":
-            raise UserError(f"--shared-file: the {defn.family.name} family keeps a file (or tree) per rank; one shared "
-                            "file is for the access family's workloads (seq-write, seq-read, rand-read-4k ...)")
+            raise UserError(
+                f"--shared-file: the {defn.family.name} family keeps a file (or tree) per rank; one shared "
+                "file is for the access family's workloads (seq-write, seq-read, rand-read-4k ...)"
+            )
         base = build_job(defn, directory, sets)
         wear_size = check_wearout(base, stonewall) if wearout else None
         # A shared file: every rank in --dir itself, on its own region of the same files.
@@ -507,29 +544,48 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
             p = job.params
             region, run_at = shared_regions(world.rank, world.size, p.offset, p.file_size, shift)
             p.share_file(region, run_at)
-            file_layout = {"kind": "shared file", "dir": str(directory), "region_bytes": p.file_size,
-                           "regions": f"rank r: [{p.offset} + r * {p.file_size}, + {p.file_size})",
-                           "reorder_shift": shift,
-                           "run_regions": (f"rank r runs on the region of rank (r + {shift}) mod {world.size}"
-                                           if shift % world.size else "each rank runs on its own region")}
+            file_layout = {
+                "kind": "shared file",
+                "dir": str(directory),
+                "region_bytes": p.file_size,
+                "regions": f"rank r: [{p.offset} + r * {p.file_size}, + {p.file_size})",
+                "reorder_shift": shift,
+                "run_regions": (
+                    f"rank r runs on the region of rank (r + {shift}) mod {world.size}"
+                    if shift % world.size
+                    else "each rank runs on its own region"
+                ),
+            }
             if reorder_shift is not None and not shift % world.size:
-                file_layout["note"] = (f"--reorder-shift {reorder_shift} is {shift} ranks, a whole turn of {world.size}: "
-                                       "every rank works on its own region (IOR's -C does the same on one host); "
-                                       "give a number of ranks such as 1 to work on a neighbour's")
+                file_layout["note"] = (
+                    f"--reorder-shift {reorder_shift} is {shift} ranks, a whole turn of {world.size}: "
+                    "every rank works on its own region (IOR's -C does the same on one host); "
+                    "give a number of ranks such as 1 to work on a neighbour's"
+                )
         layout: dict = {}
         for r, h in enumerate(hosts):
             layout.setdefault(h, []).append(r)
         doc = None
         if world.rank == 0:
-            doc = run_doc(job, mpi={
-                "ranks": world.size, "hosts": sorted(layout), "layout": layout,
-                "files": file_layout, "seeds": f"{base.settings.seed} + rank",
-                "mounts": mounts, **mounts_note(mounts),
-                "timeout_s": timeout_s,
-                "stonewall": stonewall if stonewall is not None else "none",
-                "clock": "each rank's CLOCK_MONOTONIC from its release of the barrier opening the phase",
-                "start": ("a phase measured by the engine's harness waits, its files open and its workers "
-                          "ready, at a second barrier; its measured work starts at that release")})
+            doc = run_doc(
+                job,
+                mpi={
+                    "ranks": world.size,
+                    "hosts": sorted(layout),
+                    "layout": layout,
+                    "files": file_layout,
+                    "seeds": f"{base.settings.seed} + rank",
+                    "mounts": mounts,
+                    **mounts_note(mounts),
+                    "timeout_s": timeout_s,
+                    "stonewall": stonewall if stonewall is not None else "none",
+                    "clock": "each rank's CLOCK_MONOTONIC from its release of the barrier opening the phase",
+                    "start": (
+                        "a phase measured by the engine's harness waits, its files open and its workers "
+                        "ready, at a second barrier; its measured work starts at that release"
+                    ),
+                },
+            )
         run = PhaseRun(EngineSession(job.engine_json(), for_merge=True))
         steps = RankSteps(world, job, stonewall, wearout, wear_size)
 
@@ -539,10 +595,18 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
 
         try:
             with progress_bar(console, enabled=show_progress and world.rank == 0) as bar:
-                run_phases(run, job.phases(), bar_progress(bar, label=lambda ph: f"{ph.key} (rank 0 of {world.size})"),
-                           reset_cache=reset, device=own_device(job.dir, job.engine_dict().get("backend")),
-                           own_pids=siblings, quality=judge(min_phase_s=min_phase_s, interval_s=job.settings.interval_s),
-                           annotate=True, cleanup="never" if keep_files else "unless-raised", steps=steps)
+                run_phases(
+                    run,
+                    job.phases(),
+                    bar_progress(bar, label=lambda ph: f"{ph.key} (rank 0 of {world.size})"),
+                    reset_cache=reset,
+                    device=own_device(job.dir, job.engine_dict().get("backend")),
+                    own_pids=siblings,
+                    quality=judge(min_phase_s=min_phase_s, interval_s=job.settings.interval_s),
+                    annotate=True,
+                    cleanup="never" if keep_files else "unless-raised",
+                    steps=steps,
+                )
         except SystemExit:
             raise
         except BaseException as exc:  # any failure in this rank ends every rank now, saying who
@@ -560,5 +624,16 @@ def run_under_mpi(workload: str, directory: Path, sets: dict, console, show_prog
     return doc, job
 
 
-__all__ = ["RankSteps", "Stonewall", "mount_of", "mounts_note", "parse_reorder_shift", "parse_stonewall", "rank_dir",
-           "resolve_shift", "run_under_mpi", "shared_regions", "tree_after_stonewall"]
+__all__ = [
+    "RankSteps",
+    "Stonewall",
+    "mount_of",
+    "mounts_note",
+    "parse_reorder_shift",
+    "parse_stonewall",
+    "rank_dir",
+    "resolve_shift",
+    "run_under_mpi",
+    "shared_regions",
+    "tree_after_stonewall",
+]

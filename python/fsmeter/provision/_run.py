@@ -1,4 +1,5 @@
 """Running the system tools (mkfs, mount, losetup...) with their stderr kept for error messages."""
+
 from __future__ import annotations
 
 import logging
@@ -20,17 +21,25 @@ def which(tool: str) -> str | None:
     return shutil.which(tool, path=path)
 
 
-def run(argv: list[str], *, error: type[CommandError] = CommandError, what: str | None = None,
-        hint: str = "", timeout_s: float = 600) -> str:
+def run(
+    argv: list[str],
+    *,
+    error: type[CommandError] = CommandError,
+    what: str | None = None,
+    hint: str = "",
+    timeout_s: float = 600,
+) -> str:
     """Run ``argv`` without stdin; return stdout. A non-zero exit raises ``error`` with the tool's stderr."""
     exe = which(argv[0]) or argv[0]
     log.debug("run: %s", " ".join(argv))
     try:
-        proc = subprocess.run([exe, *argv[1:]], stdin=subprocess.DEVNULL, capture_output=True,
-                              text=True, timeout=timeout_s)
+        proc = subprocess.run(
+            [exe, *argv[1:]], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s
+        )
     except FileNotFoundError:
-        raise error(f"{argv[0]} not found: install util-linux / the tool's Debian package",
-                    cmd=argv, returncode=127) from None
+        raise error(
+            f"{argv[0]} not found: install util-linux / the tool's Debian package", cmd=argv, returncode=127
+        ) from None
     except subprocess.TimeoutExpired:
         raise error(f"{argv[0]} did not finish in {timeout_s:.0f} s", cmd=argv) from None
     if proc.returncode != 0:

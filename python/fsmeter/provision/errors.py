@@ -3,6 +3,7 @@
 A campaign catches :class:`ProvisionError` around one cell, records ``str(exc)`` as the
 cell's cause, and goes on with the next cell.
 """
+
 from __future__ import annotations
 
 from fsmeter.errors import UserError
@@ -12,8 +13,15 @@ from fsmeter.interrupt import Interrupted as _Interrupted
 class ProvisionError(UserError):
     """Provisioning could not be done. ``cmd``/``returncode``/``stderr`` are set when a tool failed."""
 
-    def __init__(self, message: str, *, cmd: list[str] | None = None, returncode: int | None = None,
-                 stderr: str = "", exit_code: int = 1):
+    def __init__(
+        self,
+        message: str,
+        *,
+        cmd: list[str] | None = None,
+        returncode: int | None = None,
+        stderr: str = "",
+        exit_code: int = 1,
+    ):
         super().__init__(message, exit_code=exit_code)
         self.cmd = cmd
         self.returncode = returncode

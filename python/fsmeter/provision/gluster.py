@@ -20,6 +20,7 @@ Teardown, whatever happens: unmount the clients, stop the servers' gluster proce
 the bricks), then the Provisioner unmounts and deletes the brick filesystems like any other.
 Debian packages: glusterfs-server (servers), glusterfs-client (clients).
 """
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,9 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from fsmeter.provision.errors import ProvisionError
 from fsmeter.provision.specs import FsConfig, TargetSpec
@@ -41,8 +43,9 @@ _SERVER_DIRS = {"glusterd": "/var/lib/glusterd", "log": "/var/log/glusterfs"}
 
 def _run(argv: Sequence, what: str, timeout: float = 120) -> str:
     try:
-        r = subprocess.run(list(map(str, argv)), capture_output=True, text=True, timeout=timeout,
-                           stdin=subprocess.DEVNULL)
+        r = subprocess.run(
+            list(map(str, argv)), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+        )
     except subprocess.TimeoutExpired:
         raise ProvisionError(f"glusterfs: {what} did not finish in {timeout:g} s") from None
     if r.returncode != 0:
@@ -51,7 +54,7 @@ def _run(argv: Sequence, what: str, timeout: float = 120) -> str:
     return r.stdout
 
 
-def client_version() -> Optional[str]:
+def client_version() -> str | None:
     """The glusterfs client's version (first line of `glusterfs --version`)."""
     if shutil.which("glusterfs") is None:
         return None
@@ -63,22 +66,40 @@ class GlusterVolume:
     """One volume: ``bricks_per_server`` bricks on each server, of ``brick_fs`` (a loop filesystem
     of ``brick_bytes`` each), distribute or replicate (replica = number of bricks)."""
 
-    def __init__(self, hosts, prov, servers: Sequence[str], clients: Sequence[str], *,
-                 brick_fs: FsConfig = FsConfig(name="xfs"), brick_bytes: int = 512 << 20,
-                 bricks_per_server: int = 1, volume_type: str = "distribute",
-                 options: Optional[dict] = None, name: str = "fsmvol"):
-        for tool, pkg in (("glusterd", "glusterfs-server"), ("gluster", "glusterfs-server"),
-                          ("glusterfs", "glusterfs-client")):
+    def __init__(
+        self,
+        hosts,
+        prov,
+        servers: Sequence[str],
+        clients: Sequence[str],
+        *,
+        brick_fs: FsConfig = FsConfig(name="xfs"),
+        brick_bytes: int = 512 << 20,
+        bricks_per_server: int = 1,
+        volume_type: str = "distribute",
+        options: dict | None = None,
+        name: str = "fsmvol",
+    ):
+        for tool, pkg in (
+            ("glusterd", "glusterfs-server"),
+            ("gluster", "glusterfs-server"),
+            ("glusterfs", "glusterfs-client"),
+        ):
             if shutil.which(tool) is None:
-                raise ProvisionError(f"glusterfs: {tool} not found: install the Debian packages glusterfs-server "
-                                     f"and glusterfs-client ({pkg} has {tool})", exit_code=1)
+                raise ProvisionError(
+                    f"glusterfs: {tool} not found: install the Debian packages glusterfs-server "
+                    f"and glusterfs-client ({pkg} has {tool})",
+                    exit_code=1,
+                )
         if volume_type not in VOLUME_TYPES:
-            raise ProvisionError(f"glusterfs volume_type {volume_type!r}: use one of {', '.join(VOLUME_TYPES)}",
-                                 exit_code=2)
+            raise ProvisionError(
+                f"glusterfs volume_type {volume_type!r}: use one of {', '.join(VOLUME_TYPES)}", exit_code=2
+            )
         for h in [*servers, *clients]:
             if h not in hosts.names:
-                raise ProvisionError(f"glusterfs: host {h!r} is not one of the hosts ({', '.join(hosts.names)})",
-                                     exit_code=2)
+                raise ProvisionError(
+                    f"glusterfs: host {h!r} is not one of the hosts ({', '.join(hosts.names)})", exit_code=2
+                )
         if not servers or not clients:
             raise ProvisionError("glusterfs: needs at least one server host and one client host", exit_code=2)
         self.hosts, self.prov = hosts, prov
@@ -88,13 +109,13 @@ class GlusterVolume:
         self.volume_type = volume_type
         self.options = dict(options or {})
         self.name = name
-        self.bricks: list = []      # {"server", "mounted", "path"}
-        self.mounts: dict = {}      # client host -> its mount point
-        self.path: Optional[str] = None
-        self.started: list = []     # server hosts whose glusterd runs
+        self.bricks: list = []  # {"server", "mounted", "path"}
+        self.mounts: dict = {}  # client host -> its mount point
+        self.path: str | None = None
+        self.started: list = []  # server hosts whose glusterd runs
 
     # -- set-up ---------------------------------------------------------------------------------------
-    def __enter__(self) -> "GlusterVolume":
+    def __enter__(self) -> GlusterVolume:
         try:
             self._create()
         except BaseException:
@@ -170,8 +191,18 @@ class GlusterVolume:
         deadline = time.monotonic() + 30
         while True:  # the bricks' processes start a moment after `volume start` returns
             try:
-                _run(["nsenter", f"--net=/run/netns/{self.hosts.ns[host]}", "mount", "-t", "glusterfs",
-                      f"{server}:/{self.name}", mnt], f"mounting the client on {host}")
+                _run(
+                    [
+                        "nsenter",
+                        f"--net=/run/netns/{self.hosts.ns[host]}",
+                        "mount",
+                        "-t",
+                        "glusterfs",
+                        f"{server}:/{self.name}",
+                        mnt,
+                    ],
+                    f"mounting the client on {host}",
+                )
                 return
             except ProvisionError:
                 if time.monotonic() > deadline:
@@ -219,8 +250,9 @@ class GlusterVolume:
                 except ProcessLookupError:
                     pass
             deadline = time.monotonic() + grace_s
-            while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}/comm") and
-                                                      _state(p) not in ("Z", None) for p in pids):
+            while time.monotonic() < deadline and any(
+                os.path.exists(f"/proc/{p}/comm") and _state(p) not in ("Z", None) for p in pids
+            ):
                 time.sleep(0.05)
 
     # -- what to record -------------------------------------------------------------------------------
@@ -231,20 +263,33 @@ class GlusterVolume:
             lines = out.splitlines()
             if "Options Reconfigured:" in [ln.strip() for ln in lines]:
                 at = [ln.strip() for ln in lines].index("Options Reconfigured:")
-                for ln in lines[at + 1:]:
+                for ln in lines[at + 1 :]:
                     if ":" in ln:
                         k, v = ln.split(":", 1)
                         opts[k.strip()] = v.strip()
         except ProvisionError:
             pass
-        return {"target": "glusterfs", "volume": self.name, "volume_type": self.volume_type,
-                "servers": {h: self.hosts.addr[h] for h in self.servers},
-                "clients": {h: self.mounts.get(h) for h in self.clients},
-                "bricks": [{"server": b["server"], "path": b["path"], "fs": self.brick_fs.name,
-                            "mkfs_options": list(self.brick_fs.mkfs_options),
-                            "mount_options": self.brick_fs.mount_options,
-                            "device": b["mounted"].info().get("device")} for b in self.bricks],
-                "volume_options": opts, "client_version": client_version(), "path": self.path}
+        return {
+            "target": "glusterfs",
+            "volume": self.name,
+            "volume_type": self.volume_type,
+            "servers": {h: self.hosts.addr[h] for h in self.servers},
+            "clients": {h: self.mounts.get(h) for h in self.clients},
+            "bricks": [
+                {
+                    "server": b["server"],
+                    "path": b["path"],
+                    "fs": self.brick_fs.name,
+                    "mkfs_options": list(self.brick_fs.mkfs_options),
+                    "mount_options": self.brick_fs.mount_options,
+                    "device": b["mounted"].info().get("device"),
+                }
+                for b in self.bricks
+            ],
+            "volume_options": opts,
+            "client_version": client_version(),
+            "path": self.path,
+        }
 
 
 class GlusterMounted:
@@ -268,9 +313,17 @@ class GlusterMounted:
         try:
             servers = list(spec.servers) or [self.hosts.names[-1]]
             clients = list(spec.clients) or list(self.hosts.names)
-            self.volume = GlusterVolume(self.hosts, prov, servers, clients, brick_fs=fs,
-                                        brick_bytes=spec.size_bytes, bricks_per_server=spec.bricks_per_server,
-                                        volume_type=spec.volume_type, options=dict(spec.volume_options))
+            self.volume = GlusterVolume(
+                self.hosts,
+                prov,
+                servers,
+                clients,
+                brick_fs=fs,
+                brick_bytes=spec.size_bytes,
+                bricks_per_server=spec.bricks_per_server,
+                volume_type=spec.volume_type,
+                options=dict(spec.volume_options),
+            )
             self.volume.__enter__()
             self.path = self.volume.path
             # this process (the campaign) sees the volume at the same path, through the first client
@@ -296,10 +349,18 @@ class GlusterMounted:
         return not self.destroyed
 
     def info(self) -> dict[str, Any]:
-        return {"fs": self.fs_name, "path": self.path, "target": "glusterfs", "device": None, "owns_mount": False,
-                "mkfs_options": list(self.config.mkfs_options), "gluster": self.volume.info(),
-                "hosts": {h: self.hosts.addr[h] for h in self.hosts.names},
-                "cache_reset_method": "drop_caches", "kernel": os.uname().release}
+        return {
+            "fs": self.fs_name,
+            "path": self.path,
+            "target": "glusterfs",
+            "device": None,
+            "owns_mount": False,
+            "mkfs_options": list(self.config.mkfs_options),
+            "gluster": self.volume.info(),
+            "hosts": {h: self.hosts.addr[h] for h in self.hosts.names},
+            "cache_reset_method": "drop_caches",
+            "kernel": os.uname().release,
+        }
 
     def close(self) -> None:
         if getattr(self, "_bound", False):
@@ -316,11 +377,11 @@ class GlusterMounted:
         return f"GlusterMounted({self.fs_name} bricks, {self.path})"
 
 
-def _state(pid: int) -> Optional[str]:
+def _state(pid: int) -> str | None:
     try:
         with open(f"/proc/{pid}/stat") as f:
             s = f.read()
-        return s[s.rindex(")") + 2:].split()[0]
+        return s[s.rindex(")") + 2 :].split()[0]
     except (OSError, ValueError):
         return None
 

@@ -1,8 +1,10 @@
 """A provisioned, mounted filesystem: where it is, how it was made, and how to empty its cache."""
+
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from fsmeter.provision import sysinfo
 from fsmeter.provision._run import is_root, run
@@ -20,9 +22,20 @@ if TYPE_CHECKING:
 class Mounted:
     """Returned by ``Provisioner.create``. ``path`` is where the workload's files go."""
 
-    def __init__(self, *, fs: "Filesystem | None", config: "FsConfig | None", target: "Target", path: str,
-                 source: str | None, mount_type: str | None, mount_options: str,
-                 mkfs_argv: list[str] | None, mkfs_options: list[str], journal_mkfs_argv: list[str] | None):
+    def __init__(
+        self,
+        *,
+        fs: Filesystem | None,
+        config: FsConfig | None,
+        target: Target,
+        path: str,
+        source: str | None,
+        mount_type: str | None,
+        mount_options: str,
+        mkfs_argv: list[str] | None,
+        mkfs_options: list[str],
+        journal_mkfs_argv: list[str] | None,
+    ):
         self.fs = fs
         self.config = config
         self.target = target
@@ -33,7 +46,7 @@ class Mounted:
         self.mkfs_argv = mkfs_argv
         self.mkfs_options = mkfs_options
         self.journal_mkfs_argv = journal_mkfs_argv
-        self.entry_ids: list[str] = []   # state records of the mount and its mount point
+        self.entry_ids: list[str] = []  # state records of the mount and its mount point
         self.destroyed = False
 
     # -- identity -------------------------------------------------------------------
@@ -75,8 +88,12 @@ class Mounted:
         return [*argv, self.source or "none", self.path]
 
     def mount(self) -> None:
-        run(self._mount_argv(), error=MountError, what=f"mount {self.fs_name}",
-            hint="check the mount options (the kernel's reason is in dmesg)")
+        run(
+            self._mount_argv(),
+            error=MountError,
+            what=f"mount {self.fs_name}",
+            hint="check the mount options (the kernel's reason is in dmesg)",
+        )
 
     def remount(self) -> None:
         """Unmount and mount again, which empties this filesystem's page cache, dentries and inodes.
@@ -84,8 +101,11 @@ class Mounted:
         tmpfs keeps its data only in memory, so it gets ``mount -o remount`` (data kept) instead.
         """
         if not self.owns_mount:
-            raise ProvisionError(f"{self.path}: fsmeter did not mount it, so it will not remount it: "
-                                 "use reset_cache() (drop_caches or fadvise)", exit_code=2)
+            raise ProvisionError(
+                f"{self.path}: fsmeter did not mount it, so it will not remount it: "
+                "use reset_cache() (drop_caches or fadvise)",
+                exit_code=2,
+            )
         if self.fs is not None and not self.fs.needs_device:
             run(["mount", "-o", "remount", self.path], error=MountError, what="remount")
             return

@@ -9,6 +9,7 @@
 Every resource is in the state file before (or right after) it exists; leaving the with-block
 for any reason, including SIGINT/SIGTERM, unmounts, detaches and deletes what it created.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -17,7 +18,8 @@ import logging
 import os
 import signal
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from fsmeter.interrupt import STOP_SIGNALS, note_signal
 from fsmeter.provision import host as hostmod
@@ -56,7 +58,7 @@ class Provisioner:
         self.formatted_devices: set[str] = set()
 
     # -- lifetime -----------------------------------------------------------------------
-    def __enter__(self) -> "Provisioner":
+    def __enter__(self) -> Provisioner:
         self.state = StateFile(self.scratch)
         if self.clean_leftovers:
             self.leftovers_removed, self.leftover_problems = cleanup_leftovers(self.state, self.leftovers_left_alone)
@@ -125,13 +127,23 @@ class Provisioner:
         cfg = FsConfig(name=fs) if isinstance(fs, str) else fs
         if spec.kind == "dir":
             if cfg is not None and cfg.mkfs_options:
-                raise ProvisionError("dir target: no mkfs is done, so mkfs_options cannot apply: remove them",
-                                     exit_code=2)
+                raise ProvisionError(
+                    "dir target: no mkfs is done, so mkfs_options cannot apply: remove them", exit_code=2
+                )
             target: Target = DirTarget(spec.path or ".")
             target.setup()
-            mnt = Mounted(fs=None, config=cfg, target=target, path=target.path or "", source=None,
-                          mount_type=None, mount_options="", mkfs_argv=None, mkfs_options=[],
-                          journal_mkfs_argv=None)
+            mnt = Mounted(
+                fs=None,
+                config=cfg,
+                target=target,
+                path=target.path or "",
+                source=None,
+                mount_type=None,
+                mount_options="",
+                mkfs_argv=None,
+                mkfs_options=[],
+                journal_mkfs_argv=None,
+            )
             self.mounts.append(mnt)
             return mnt
         if cfg is None:
@@ -146,8 +158,11 @@ class Provisioner:
         fsys = get_filesystem(cfg.name)
         fsys.validate(cfg)
         if spec.kind == "loop" and fsys.needs_device and spec.size_bytes < fsys.min_size_bytes:
-            raise ProvisionError(f"{fsys.name} needs an image of at least {fsys.min_size_bytes >> 20} MiB: "
-                                 f"raise size_bytes (now {spec.size_bytes >> 20} MiB)", exit_code=2)
+            raise ProvisionError(
+                f"{fsys.name} needs an image of at least {fsys.min_size_bytes >> 20} MiB: "
+                f"raise size_bytes (now {spec.size_bytes >> 20} MiB)",
+                exit_code=2,
+            )
         fsys.check_available()
         ident = f"{fsys.name}-{os.getpid()}-{next(_seq)}"
         target = self._target(spec, fsys, cfg, ident, state)
@@ -163,15 +178,24 @@ class Provisioner:
             path = os.path.join(self.scratch, "mnt", ident)
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
             source = target.device if fsys.needs_device else getattr(target, "source", f"fsmeter-{ident}")
-            mnt = Mounted(fs=fsys, config=cfg, target=target, path=path, source=source,
-                          mount_type=fsys.mount_type(),
-                          mount_options=fsys.mount_options(cfg, target.journal_device, spec.size_bytes),
-                          mkfs_argv=mkfs_argv, mkfs_options=options, journal_mkfs_argv=journal_argv)
+            mnt = Mounted(
+                fs=fsys,
+                config=cfg,
+                target=target,
+                path=path,
+                source=source,
+                mount_type=fsys.mount_type(),
+                mount_options=fsys.mount_options(cfg, target.journal_device, spec.size_bytes),
+                mkfs_argv=mkfs_argv,
+                mkfs_options=options,
+                journal_mkfs_argv=journal_argv,
+            )
             mnt.entry_ids.append(state.add("mountpoint", path=path))
             os.mkdir(path, 0o755)
             state.update(mnt.entry_ids[-1], **file_identity(path))
-            mount_id = state.add("mount", target=path, source=source, fstype=mnt.mount_type,
-                                 **self._source_identity(source, target))
+            mount_id = state.add(
+                "mount", target=path, source=source, fstype=mnt.mount_type, **self._source_identity(source, target)
+            )
             mnt.entry_ids.append(mount_id)
             mnt.mount()
             state.update(mount_id, dev=sysinfo.dev_text(os.stat(path).st_dev))
@@ -207,15 +231,22 @@ class Provisioner:
                 raise ProvisionError(f"{fsys.name} lives in memory: it cannot go on a device target", exit_code=2)
             return TmpfsTarget(ident, spec.size_bytes)
         if spec.kind == "tmpfs":
-            raise ProvisionError(f"tmpfs target: filesystem {fsys.name} needs a block device: use kind='loop'",
-                                 exit_code=2)
+            raise ProvisionError(
+                f"tmpfs target: filesystem {fsys.name} needs a block device: use kind='loop'", exit_code=2
+            )
         if spec.kind == "device":
             if cfg.external_journal:
-                raise ProvisionError("external journal on a device target is not supported: use a loop target",
-                                     exit_code=2)
+                raise ProvisionError(
+                    "external journal on a device target is not supported: use a loop target", exit_code=2
+                )
             return DeviceTarget(spec.device, spec.destroy_data_on, spec.force, ours=self.formatted_devices)
-        return LoopTarget(state, ident, spec.size_bytes, preallocate=spec.preallocate,
-                          journal_size_bytes=spec.journal_size_bytes if cfg.external_journal else None)
+        return LoopTarget(
+            state,
+            ident,
+            spec.size_bytes,
+            preallocate=spec.preallocate,
+            journal_size_bytes=spec.journal_size_bytes if cfg.external_journal else None,
+        )
 
     def _mkfs(self, fsys: Filesystem, cfg: FsConfig, target: Target) -> tuple[list[str], list[str] | None, list[str]]:
         assert target.device
@@ -265,7 +296,9 @@ class Provisioner:
         log.info("destroyed %s", mnt.path)
 
     # -- host factors -------------------------------------------------------------------
-    def host(self, factors: HostFactors, mnt: Mounted | None = None) -> contextlib.AbstractContextManager[hostmod.AppliedHost]:
+    def host(
+        self, factors: HostFactors, mnt: Mounted | None = None
+    ) -> contextlib.AbstractContextManager[hostmod.AppliedHost]:
         """Apply host factors for a block of work and always revert them: ``with prov.host(f, mnt) as h``.
 
         Scheduler and readahead act on ``mnt``'s device (a partition's disk).
@@ -277,7 +310,9 @@ class Provisioner:
             if device is None:
                 raise HostFactorError(
                     f"scheduler/readahead: {mnt.fs_name if mnt else 'no filesystem'} has no block device: "
-                    "leave these factors out for this target", exit_code=2)
+                    "leave these factors out for this target",
+                    exit_code=2,
+                )
             if factors.scheduler is not None:
                 changes.append(hostmod.Scheduler(device, factors.scheduler, state))
             if factors.readahead_kb is not None:

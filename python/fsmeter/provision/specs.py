@@ -2,10 +2,11 @@
 
 Pydantic models so a campaign file can embed them and get errors that name the field.
 """
+
 from __future__ import annotations
 
 import shlex
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -32,21 +33,21 @@ class TargetSpec(BaseModel):
 
     kind: Literal["loop", "device", "dir", "tmpfs", "glusterfs"] = "loop"
     size_bytes: int = Field(default=GiB, gt=0)
-    device: Optional[str] = None
-    destroy_data_on: Optional[str] = None
+    device: str | None = None
+    destroy_data_on: str | None = None
     force: bool = False
-    path: Optional[str] = None
+    path: str | None = None
     journal_size_bytes: int = Field(default=128 * MiB, gt=0)
     preallocate: bool = False  # fallocate the image instead of leaving it sparse
-    hosts: int = Field(default=2, ge=1, le=16)       # glusterfs: namespace hosts h1..hN
-    servers: tuple = ()                              # glusterfs: server hosts (default: the last host)
-    clients: tuple = ()                              # glusterfs: client hosts (default: every host)
+    hosts: int = Field(default=2, ge=1, le=16)  # glusterfs: namespace hosts h1..hN
+    servers: tuple = ()  # glusterfs: server hosts (default: the last host)
+    clients: tuple = ()  # glusterfs: client hosts (default: every host)
     volume_type: Literal["distribute", "replicate"] = "distribute"
     bricks_per_server: int = Field(default=1, ge=1, le=8)
-    volume_options: tuple = ()                       # glusterfs: (option, value) pairs for `volume set`
+    volume_options: tuple = ()  # glusterfs: (option, value) pairs for `volume set`
 
     @model_validator(mode="after")
-    def _check_kind_fields(self) -> "TargetSpec":
+    def _check_kind_fields(self) -> TargetSpec:
         if self.kind == "dir" and not self.path:
             raise ValueError("kind='dir' needs path: the existing directory to benchmark")
         if self.kind == "device" and not self.device:
@@ -80,7 +81,7 @@ class HostFactors(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    scheduler: Optional[str] = None
-    readahead_kb: Optional[int] = Field(default=None, ge=0)
-    cpus: Optional[int] = Field(default=None, ge=1)
-    page_cache_limit_bytes: Optional[int] = Field(default=None, gt=0)
+    scheduler: str | None = None
+    readahead_kb: int | None = Field(default=None, ge=0)
+    cpus: int | None = Field(default=None, ge=1)
+    page_cache_limit_bytes: int | None = Field(default=None, gt=0)

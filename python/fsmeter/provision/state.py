@@ -6,6 +6,7 @@ removes exactly those leftovers. JSON, rewritten atomically (temp file + rename)
 fcntl lock on a separate lock file, so concurrent fsmeter processes sharing a scratch folder
 never lose each other's records.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -14,7 +15,8 @@ import json
 import os
 import time
 import uuid
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from fsmeter.runlock import process_start as _proc_start_time
 
@@ -82,8 +84,14 @@ class StateFile:
 
     def new_entry(self, kind: str, **fields: Any) -> dict[str, Any]:
         """A record of this process, not yet stored (``add`` stores one)."""
-        return {"id": uuid.uuid4().hex[:12], "kind": kind, "pid": self._me[0], "pid_start": self._me[1],
-                "created": time.time(), **fields}
+        return {
+            "id": uuid.uuid4().hex[:12],
+            "kind": kind,
+            "pid": self._me[0],
+            "pid_start": self._me[1],
+            "created": time.time(),
+            **fields,
+        }
 
     def add(self, kind: str, **fields: Any) -> str:
         """Record a resource of ``kind`` (image, loop, mount, mountpoint, cgroup, sysfs); returns its id."""

@@ -1,4 +1,5 @@
 """Read-only views of the kernel's state: /proc/mounts, /proc/filesystems, block devices in /sys."""
+
 from __future__ import annotations
 
 import fcntl
@@ -11,8 +12,8 @@ def _unescape(field: str) -> str:
     # /proc/mounts escapes space, tab, newline and backslash as \ooo octal.
     out, i = [], 0
     while i < len(field):
-        if field[i] == "\\" and i + 4 <= len(field) and field[i + 1:i + 4].isdigit():
-            out.append(chr(int(field[i + 1:i + 4], 8)))
+        if field[i] == "\\" and i + 4 <= len(field) and field[i + 1 : i + 4].isdigit():
+            out.append(chr(int(field[i + 1 : i + 4], 8)))
             i += 4
         else:
             out.append(field[i])
@@ -35,8 +36,9 @@ def proc_mounts() -> list[MountEntry]:
         for line in f:
             parts = line.split()
             if len(parts) >= 4:
-                entries.append(MountEntry(_unescape(parts[0]), _unescape(parts[1]), parts[2], parts[3],
-                                          line.rstrip("\n")))
+                entries.append(
+                    MountEntry(_unescape(parts[0]), _unescape(parts[1]), parts[2], parts[3], line.rstrip("\n"))
+                )
     return entries
 
 
@@ -123,6 +125,7 @@ def loops_backing(image: str) -> list[str]:
 @dataclass(frozen=True)
 class MountInfo:
     """One line of /proc/self/mountinfo: the device number ("major:minor") and source of a mount."""
+
     dev: str
     target: str
     fstype: str
@@ -173,11 +176,33 @@ def loop_backing_identity(device: str) -> tuple[int, int] | None:
 
 #: Kernel interfaces that look like directories but hold no files of their own: benchmarking them
 #: measures nothing and writing there changes the running system.
-PSEUDO_FILESYSTEMS = frozenset({
-    "proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs",
-    "configfs", "pstore", "bpf", "efivarfs", "fusectl", "mqueue", "binfmt_misc", "autofs", "rpc_pipefs",
-    "nsfs", "selinuxfs", "hugetlbfs", "nfsd", "rootfs",
-})
+PSEUDO_FILESYSTEMS = frozenset(
+    {
+        "proc",
+        "sysfs",
+        "devtmpfs",
+        "devpts",
+        "cgroup",
+        "cgroup2",
+        "debugfs",
+        "tracefs",
+        "securityfs",
+        "configfs",
+        "pstore",
+        "bpf",
+        "efivarfs",
+        "fusectl",
+        "mqueue",
+        "binfmt_misc",
+        "autofs",
+        "rpc_pipefs",
+        "nsfs",
+        "selinuxfs",
+        "hugetlbfs",
+        "nfsd",
+        "rootfs",
+    }
+)
 
 
 def pseudo_filesystem(path: str) -> str | None:

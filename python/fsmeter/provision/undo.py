@@ -12,12 +12,14 @@ A resource that no longer matches its record is left alone, said so in one line,
 record dropped (``NotOurs``). Records written before the resource existed and never completed
 (a SIGKILL in between) carry no identity: those are trusted only inside fsmeter's scratch folder.
 """
+
 from __future__ import annotations
 
 import logging
 import os
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from fsmeter.provision import sysinfo
 from fsmeter.provision._run import run
@@ -54,11 +56,14 @@ def _check_file(e: dict[str, Any], path: str, what: str) -> bool:
     if e.get("ino") is None:
         if _inside(path, e.get("_scratch")):
             return True
-        raise NotOurs(f"{what} {path}: left alone, its identity was never recorded and it is outside the "
-                      "scratch folder")
+        raise NotOurs(
+            f"{what} {path}: left alone, its identity was never recorded and it is outside the scratch folder"
+        )
     if (now["dev"], now["ino"]) != (e["dev"], e["ino"]):
-        raise NotOurs(f"{what} {path}: left alone, it is not the one fsmeter made (device/inode "
-                      f"{now['dev']}/{now['ino']}, recorded {e['dev']}/{e['ino']})")
+        raise NotOurs(
+            f"{what} {path}: left alone, it is not the one fsmeter made (device/inode "
+            f"{now['dev']}/{now['ino']}, recorded {e['dev']}/{e['ino']})"
+        )
     return True
 
 
@@ -107,8 +112,7 @@ def _umount(target: str) -> None:
     """umount TARGET, tried five times with a growing pause: a just-exited writer may still hold it."""
     for attempt in range(5):
         try:
-            run(["umount", target], what=f"umount {target}",
-                hint="a process may still use it (see `fuser -vm` on it)")
+            run(["umount", target], what=f"umount {target}", hint="a process may still use it (see `fuser -vm` on it)")
             return
         except CommandError:
             if attempt == 4:
@@ -305,16 +309,16 @@ UNDO: dict[str, Callable[[dict[str, Any]], str | None]] = {
 ORDER = list(UNDO)  # dependants first: settings, cgroups, mounts, then devices, then files
 
 
-def undo_entries(state: StateFile, entries: list[dict[str, Any]],
-                 left: list[str] | None = None) -> tuple[list[str], list[str]]:
+def undo_entries(
+    state: StateFile, entries: list[dict[str, Any]], left: list[str] | None = None
+) -> tuple[list[str], list[str]]:
     """Undo ``entries`` in dependency order; each success drops its record. Returns (done, problems).
 
     A resource that is no longer the one recorded is left alone and its record dropped; the one-line
     reason goes to ``left`` (or the log when None)."""
     done: list[str] = []
     problems: list[str] = []
-    ordered = sorted(entries, key=lambda e: (ORDER.index(e["kind"]) if e["kind"] in UNDO else 99,
-                                             -e.get("created", 0)))
+    ordered = sorted(entries, key=lambda e: (ORDER.index(e["kind"]) if e["kind"] in UNDO else 99, -e.get("created", 0)))
     still_mounted: set[str] = set()  # sources whose unmount failed: their loop and image must stay
     loops = {e["device"]: e for e in entries if e["kind"] == "loop" and e.get("device")}
     foreign_targets: set[str] = set()  # mount points where someone else's filesystem sits now

@@ -7,10 +7,11 @@ getc_read_cpu, block_read_kbs, block_read_cpu, seeks_per_s, seeks_cpu, and for b
 seq_create_per_s, seq_create_cpu, ..., ran_del_per_s, ran_del_cpu. KiB/s are 1024-byte units (Bonnie's K/sec);
 %CPU is (user + sys) / elapsed of the phase. Only finished, kept trials appear.
 """
+
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any
 
 from fsmeter.families.bonnie import FILE_COLUMNS, IO_COLUMNS
 from fsmeter.stats.kept import kept
@@ -19,7 +20,7 @@ from fsmeter.store import open_store, tidy
 BONNIE_FAMILY = "bonnie"
 
 
-def bonnie_frame(path: Any, cid: int, family_of) -> Optional[Any]:
+def bonnie_frame(path: Any, cid: int, family_of) -> Any | None:
     """The Bonnie-shaped frame of campaign `cid`, or None when it has a workload of another family.
 
     `family_of(workload, extra)` names a workload's family (report.export._family)."""
@@ -28,22 +29,42 @@ def bonnie_frame(path: Any, cid: int, family_of) -> Optional[Any]:
     with open_store(path, create=False) as store:
         rows = store.conn.execute(
             "SELECT c.workload, (SELECT e.extra FROM environment e JOIN trials t ON t.id = e.trial_id"
-            " WHERE t.cell_id = c.id LIMIT 1) AS extra FROM cells c WHERE c.campaign_id = ?", (cid,)).fetchall()
+            " WHERE t.cell_id = c.id LIMIT 1) AS extra FROM cells c WHERE c.campaign_id = ?",
+            (cid,),
+        ).fetchall()
         if not rows or any(family_of(r["workload"], r["extra"]) != BONNIE_FAMILY for r in rows):
             return None
         sizes = {}
         for r in store.conn.execute(
-                "SELECT t.cell_id, t.number, p.report FROM phases p JOIN trials t ON t.id = p.trial_id"
-                " JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id = ? AND p.key = 'block_write'", (cid,)):
+            "SELECT t.cell_id, t.number, p.report FROM phases p JOIN trials t ON t.id = p.trial_id"
+            " JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id = ? AND p.key = 'block_write'",
+            (cid,),
+        ):
             try:
                 sizes[(r["cell_id"], r["number"])] = json.loads(r["report"])["extra"]["size_bytes"] / (1 << 20)
             except (ValueError, KeyError, TypeError):
                 pass
     df = tidy(path, cid)
     df = kept(df)
-    factors = [c for c in df.columns if c not in
-               ("campaign_id", "campaign", "cell_id", "trial", "status", "discarded", "workload", "phase", "metric",
-                "unit", "higher_is_better", "value")]
+    factors = [
+        c
+        for c in df.columns
+        if c
+        not in (
+            "campaign_id",
+            "campaign",
+            "cell_id",
+            "trial",
+            "status",
+            "discarded",
+            "workload",
+            "phase",
+            "metric",
+            "unit",
+            "higher_is_better",
+            "value",
+        )
+    ]
     factors.sort(key=lambda c: c != "filesystem")  # the seed data set's first column, then the campaign's order
     df = df.assign(column=df["phase"] + "_" + df["metric"])
     keys = ["cell_id", "trial", "workload"] + factors
@@ -61,6 +82,6 @@ def bonnie_frame(path: Any, cid: int, family_of) -> Optional[Any]:
     return pd.DataFrame(out).reset_index(drop=True)
 
 
-def bonnie_csv(path: Any, cid: int, family_of) -> Optional[str]:
+def bonnie_csv(path: Any, cid: int, family_of) -> str | None:
     df = bonnie_frame(path, cid, family_of)
     return None if df is None else df.to_csv(index=False)

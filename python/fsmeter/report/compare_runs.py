@@ -12,13 +12,14 @@ procedure"; statsmodels.stats.multitest.multipletests, method "holm"), which hol
 any false flag at or below alpha whatever the dependence between metrics. `correction="none"` keeps the
 per-metric p-values.
 """
+
 from __future__ import annotations
 
 import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from fsmeter.errors import UserError
 from fsmeter.report.data import level_str
@@ -84,8 +85,11 @@ class Result:
 
 
 def _config_key(row: dict, factors: list) -> tuple:
-    return tuple((f, level_str(row[f])) for f in factors
-                 if f in row and row[f] is not None and not (isinstance(row[f], float) and math.isnan(row[f])))
+    return tuple(
+        (f, level_str(row[f]))
+        for f in factors
+        if f in row and row[f] is not None and not (isinstance(row[f], float) and math.isnan(row[f]))
+    )
 
 
 def _config_label(key: tuple) -> str:
@@ -102,8 +106,7 @@ def _jobs_from(rows: list) -> dict:
         ex = json.loads(extra) if isinstance(extra, str) else (extra or {})
         job = ex.get("job") if isinstance(ex, dict) else None
         if job:
-            out[key] = _relative_to_dir({k: v for k, v in job.items() if k not in IGNORED_JOB_FIELDS},
-                                        job.get("dir"))
+            out[key] = _relative_to_dir({k: v for k, v in job.items() if k not in IGNORED_JOB_FIELDS}, job.get("dir"))
     return out
 
 
@@ -121,7 +124,7 @@ def _guests_from(rows: list) -> dict:
     return out
 
 
-def _relative_to_dir(value: Any, d: Optional[str]) -> Any:
+def _relative_to_dir(value: Any, d: str | None) -> Any:
     """The job with its own directory written as "{dir}" (paths under the mount differ from run to run)."""
     if not d:
         return value
@@ -147,25 +150,39 @@ def load_side(ref: str, db: Any) -> Side:
         except ValueError as exc:
             raise UserError(f"{p}: not JSON ({exc})") from None
         if doc.get("format") == "fsmeter-run":
-            raise UserError(f"{p} is one `fsmeter run` result (1 trial per metric): significance needs at least 2 "
-                            "trials per side; compare campaigns, or campaign exports (`fsmeter export --format json`)")
+            raise UserError(
+                f"{p} is one `fsmeter run` result (1 trial per metric): significance needs at least 2 "
+                "trials per side; compare campaigns, or campaign exports (`fsmeter export --format json`)"
+            )
         if doc.get("format") != CAMPAIGN_FORMAT:
-            raise UserError(f"{p}: not an fsmeter campaign export: make one with `fsmeter export CAMPAIGN "
-                            "--format json`")
+            raise UserError(
+                f"{p}: not an fsmeter campaign export: make one with `fsmeter export CAMPAIGN --format json`"
+            )
         cells = {c["id"]: c for c in doc["cells"]}
         trials = {t["id"]: t for t in doc["trials"]}
-        rows = [(cells[trials[e["trial_id"]]["cell_id"]]["workload"], cells[trials[e["trial_id"]]["cell_id"]]["factors"],
-                 e.get("extra")) for e in doc.get("environment", [])]
-        return Side(f"{p.name} ({doc['campaign']['name']})", tidy_from_document(doc), _jobs_from(rows),
-                    _guests_from(rows))
+        rows = [
+            (
+                cells[trials[e["trial_id"]]["cell_id"]]["workload"],
+                cells[trials[e["trial_id"]]["cell_id"]]["factors"],
+                e.get("extra"),
+            )
+            for e in doc.get("environment", [])
+        ]
+        return Side(
+            f"{p.name} ({doc['campaign']['name']})", tidy_from_document(doc), _jobs_from(rows), _guests_from(rows)
+        )
     path = default_db_path(db)
     with open_store(path, create=False) as store:
         camp = store.campaign(ref)
-        rows = [(r["workload"], json.loads(r["factors"]), r["extra"]) for r in store.conn.execute(
-            "SELECT c.workload, c.factors, e.extra FROM environment e JOIN trials t ON t.id = e.trial_id "
-            "JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id = ? ORDER BY c.idx, t.number", (camp["id"],))]
-    return Side(f"campaign {camp['id']} ({camp['name']})", tidy(path, camp["id"]), _jobs_from(rows),
-                _guests_from(rows))
+        rows = [
+            (r["workload"], json.loads(r["factors"]), r["extra"])
+            for r in store.conn.execute(
+                "SELECT c.workload, c.factors, e.extra FROM environment e JOIN trials t ON t.id = e.trial_id "
+                "JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id = ? ORDER BY c.idx, t.number",
+                (camp["id"],),
+            )
+        ]
+    return Side(f"campaign {camp['id']} ({camp['name']})", tidy(path, camp["id"]), _jobs_from(rows), _guests_from(rows))
 
 
 def _samples(side: Side) -> dict:
@@ -214,8 +231,9 @@ def _correct(rows: list, alpha: float, method: str) -> None:
             r.verdict = "no significant change"
 
 
-def compare_runs(a: Side, b: Side, threshold_pct: float = 10.0, alpha: float = 0.05,
-                 correction: str = "holm") -> Result:
+def compare_runs(
+    a: Side, b: Side, threshold_pct: float = 10.0, alpha: float = 0.05, correction: str = "holm"
+) -> Result:
     if correction not in CORRECTIONS:
         raise UserError(f"--correction {correction}: must be one of {', '.join(CORRECTIONS)}")
     if threshold_pct < 0:
@@ -236,8 +254,13 @@ def compare_runs(a: Side, b: Side, threshold_pct: float = 10.0, alpha: float = 0
         ga, gb = a.guests.get(key), b.guests.get(key)
         if key in a.jobs and key in b.jobs and (ga is None) != (gb is None):
             bad_configs.add(key)
-            res.mismatches.append((key[0], _config_label(key[1]), "one side ran in a guest (virtual machine), the "
-                                   "other on the host: not comparable"))
+            res.mismatches.append(
+                (
+                    key[0],
+                    _config_label(key[1]),
+                    "one side ran in a guest (virtual machine), the other on the host: not comparable",
+                )
+            )
     emulated = {k for side in (a, b) for k, g in side.guests.items() if g.get("emulated")}
     name = lambda k: f"{k[0]} / {_config_label(k[1])} / {k[2]}.{k[3]}"  # noqa: E731
     res.only_a = [name(k) for k in sa if k not in sb]
@@ -252,18 +275,55 @@ def compare_runs(a: Side, b: Side, threshold_pct: float = 10.0, alpha: float = 0
             mb = sum(vb) / len(vb) if vb else nan
             ch = 100.0 * (mb - ma) / abs(ma) if va and vb and ma else nan
             verdict = "not tested (emulated)" if (key[0], key[1]) in emulated else "not tested"
-            res.rows.append(Row(key[0], _config_label(key[1]), key[2], key[3], unit, hib, len(va), len(vb), ma, mb,
-                                nan, nan, ch, nan, verdict))
+            res.rows.append(
+                Row(
+                    key[0],
+                    _config_label(key[1]),
+                    key[2],
+                    key[3],
+                    unit,
+                    hib,
+                    len(va),
+                    len(vb),
+                    ma,
+                    mb,
+                    nan,
+                    nan,
+                    ch,
+                    nan,
+                    verdict,
+                )
+            )
             continue
         c = compare(vb, va, hib, alpha, threshold_pct)  # B against the baseline A
         verdict = {"slower": "regression", "faster": "improvement"}.get(c.verdict, "no significant change")
-        res.rows.append(Row(key[0], _config_label(key[1]), key[2], key[3], unit, hib, len(va), len(vb), c.mean_b,
-                            c.mean_a, c.ci_b.half_width, c.ci_a.half_width, c.rel_diff_pct, c.p_value, verdict))
+        res.rows.append(
+            Row(
+                key[0],
+                _config_label(key[1]),
+                key[2],
+                key[3],
+                unit,
+                hib,
+                len(va),
+                len(vb),
+                c.mean_b,
+                c.mean_a,
+                c.ci_b.half_width,
+                c.ci_a.half_width,
+                c.rel_diff_pct,
+                c.p_value,
+                verdict,
+            )
+        )
     if not res.rows:
         why = "; ".join(f"{w} / {cfg}: {d}" for w, cfg, d in res.mismatches[:3])
-        raise UserError(f"nothing to compare between {a.label} and {b.label}: no workload, phase, metric and factor "
-                        "levels in common" + (f" with the same parameters (differ: {why})" if why else "")
-                        + "; compare runs of the same campaign file")
+        raise UserError(
+            f"nothing to compare between {a.label} and {b.label}: no workload, phase, metric and factor "
+            "levels in common"
+            + (f" with the same parameters (differ: {why})" if why else "")
+            + "; compare runs of the same campaign file"
+        )
     _correct(res.rows, alpha, correction)
     return res
 
@@ -273,23 +333,41 @@ def result_table(res: Result):
 
     from fsmeter.report.data import fmt_num
 
-    corr = (f"Holm-corrected over {sum(1 for r in res.rows if not math.isnan(r.p))} tests"
-            if res.correction == "holm" else "no multiple-test correction")
-    t = Table(title=f"A = {res.a}  →  B = {res.b}   (Welch t-test, alpha {res.alpha:g}, {corr}, "
-                    f"threshold {res.threshold_pct:g}%)", title_justify="left")
+    corr = (
+        f"Holm-corrected over {sum(1 for r in res.rows if not math.isnan(r.p))} tests"
+        if res.correction == "holm"
+        else "no multiple-test correction"
+    )
+    t = Table(
+        title=f"A = {res.a}  →  B = {res.b}   (Welch t-test, alpha {res.alpha:g}, {corr}, "
+        f"threshold {res.threshold_pct:g}%)",
+        title_justify="left",
+    )
     padj = "p (Holm)" if res.correction == "holm" else "p"
     for col in ("workload", "configuration", "metric", "A mean ± CI", "B mean ± CI", "change", "p", padj, "verdict"):
         if col == "p" and res.correction != "holm":
             continue
         t.add_column(col, justify="right" if col in ("change", "p", padj) else "left", overflow="fold")
-    style = {"regression": "bold red", "improvement": "green", "no significant change": "", "not tested": "yellow",
-             "not tested (emulated)": "yellow"}
+    style = {
+        "regression": "bold red",
+        "improvement": "green",
+        "no significant change": "",
+        "not tested": "yellow",
+        "not tested (emulated)": "yellow",
+    }
     for r in res.rows:
         arrow = "↑" if r.higher_is_better else "↓"
         ci = lambda m, h, n: f"{fmt_num(m)} ± {fmt_num(h)} (n={n})"  # noqa: E731
         v = f"[{style[r.verdict]}]{r.verdict}[/]" if style[r.verdict] else r.verdict
-        t.add_row(r.workload, r.config, f"{r.key} ({r.unit}) {arrow}", ci(r.mean_a, r.hw_a, r.n_a),
-                  ci(r.mean_b, r.hw_b, r.n_b), "-" if math.isnan(r.change_pct) else f"{r.change_pct:+.1f}%",
-                  *(["-" if math.isnan(r.p) else f"{r.p:.3g}"] if res.correction == "holm" else []),
-                  "-" if math.isnan(r.p_adj) else f"{r.p_adj:.3g}", v)
+        t.add_row(
+            r.workload,
+            r.config,
+            f"{r.key} ({r.unit}) {arrow}",
+            ci(r.mean_a, r.hw_a, r.n_a),
+            ci(r.mean_b, r.hw_b, r.n_b),
+            "-" if math.isnan(r.change_pct) else f"{r.change_pct:+.1f}%",
+            *(["-" if math.isnan(r.p) else f"{r.p:.3g}"] if res.correction == "holm" else []),
+            "-" if math.isnan(r.p_adj) else f"{r.p_adj:.3g}",
+            v,
+        )
     return t

@@ -4,6 +4,7 @@ The terminal tables, the HTML report and the verdicts all read a :class:`Campaig
 can never disagree. Statistics come from :mod:`fsmeter.stats` (Student-t CIs, Welch comparisons,
 rank groups); nothing here re-derives them.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,7 +12,7 @@ import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,8 @@ import pandas as pd
 from fsmeter.errors import UserError
 from fsmeter.guest.kernels import EMULATED_NOTE
 from fsmeter.stats.compare import DEFAULT_ALPHA, DEFAULT_PRACTICAL_PCT, RankEntry, rank
-from fsmeter.stats.kept import is_kept, kept as kept_rows
+from fsmeter.stats.kept import is_kept
+from fsmeter.stats.kept import kept as kept_rows
 from fsmeter.stats.summary import MeanCI, mean_ci
 from fsmeter.store import TIDY_COLUMNS, default_db_path, load, open_store
 
@@ -29,7 +31,7 @@ PER_OP_FAMILIES = {"replay"}
 PER_OP_MIN_KINDS = 4
 
 
-def resolve_campaign(db: Any, ref: Optional[str]) -> int:
+def resolve_campaign(db: Any, ref: str | None) -> int:
     """A campaign id from an id or name; None picks the newest campaign in the store."""
     path = default_db_path(db)
     with open_store(path, create=False) as store:
@@ -52,7 +54,7 @@ def level_str(v: Any) -> str:
     return str(v)
 
 
-def numeric_level(v: Any) -> Optional[float]:
+def numeric_level(v: Any) -> float | None:
     """A level as a number (ints, floats, '4K'-style sizes), or None when it is not numeric."""
     if isinstance(v, bool):
         return None
@@ -74,15 +76,15 @@ class Config:
     label: str
     levels: dict  # factor -> level (only factors that apply to this workload)
     status: str
-    cause: Optional[str]
+    cause: str | None
     values: list  # kept trial values: ok, not discarded, not NaN
     trials: list  # [(trial number, value or None, status, discarded)]
-    ci: Optional[MeanCI]  # None with fewer than 2 kept values
+    ci: MeanCI | None  # None with fewer than 2 kept values
     #: With a single kept trial: the half-width (% of the mean) of the batch-means CI (Jain 25.5.2)
     #: of the metric's own per-interval series in that trial (bytes for MB/s, transactions for tx/s...).
-    batch_pct: Optional[float] = None
+    batch_pct: float | None = None
     #: With a single kept trial and no such CI: why not.
-    batch_note: Optional[str] = None
+    batch_note: str | None = None
 
     @property
     def mean(self) -> float:
@@ -105,7 +107,7 @@ class MetricView:
     def key(self) -> str:
         return f"{self.phase}.{self.name}"
 
-    def entry(self, label: str) -> Optional[RankEntry]:
+    def entry(self, label: str) -> RankEntry | None:
         return next((e for e in self.ranking if e.name == label), None)
 
     def config(self, label: str) -> Config:
@@ -134,21 +136,21 @@ class OpView:
 @dataclass
 class WorkloadView:
     workload: str
-    family: Optional[str]
+    family: str | None
     varying: list  # factors with >= 2 levels in this workload
     fixed: dict  # factor -> the one level it has here
     metrics: list  # [MetricView]; the headline first
     per_op: list = field(default_factory=list)  # [OpView] for per-operation workloads
     labels: list = field(default_factory=list)  # configuration labels in matrix order
     #: Longest measured phase of the workload's kept trials, and the campaign's minimum for claims.
-    longest_phase_s: Optional[float] = None
+    longest_phase_s: float | None = None
     min_phase_s: float = 60.0
     #: Measured phases of the kept trials, those run on a busy machine (fsmeter.regime.BUSY_SHARE),
     #: the largest share of the CPUs other processes used, and the median page-cache share of reads.
     phases_measured: int = 0
     phases_busy: int = 0
-    max_other_cpu_share: Optional[float] = None
-    median_cache_read_share: Optional[float] = None
+    max_other_cpu_share: float | None = None
+    median_cache_read_share: float | None = None
     #: Configurations run in a guest under software emulation (fsmeter.guest): functional results only,
     #: never ranked; and each guest configuration's kernel and accelerator ("6.1.0-50-amd64, tcg").
     emulated: list = field(default_factory=list)
@@ -185,18 +187,32 @@ class CampaignView:
         bad = trials[trials["status"] != "ok"]
         for _, t in bad.iterrows():
             wl, lab = labels.get(t["cell_id"], (t["workload"], ""))
-            out.append({"workload": wl, "configuration": lab, "trial": int(t["trial"]), "status": t["status"],
-                        "cause": t["cause"] or "(no cause recorded)"})
+            out.append(
+                {
+                    "workload": wl,
+                    "configuration": lab,
+                    "trial": int(t["trial"]),
+                    "status": t["status"],
+                    "cause": t["cause"] or "(no cause recorded)",
+                }
+            )
         with_trials = set(trials["cell_id"])
         for cid, c in cells.iterrows():
             if c["status"] in ("failed", "interrupted") and cid not in with_trials:
                 wl, lab = labels.get(cid, (c["workload"], ""))
-                out.append({"workload": wl, "configuration": lab, "trial": None, "status": c["status"],
-                            "cause": c["cause"] or "(no cause recorded)"})
+                out.append(
+                    {
+                        "workload": wl,
+                        "configuration": lab,
+                        "trial": None,
+                        "status": c["status"],
+                        "cause": c["cause"] or "(no cause recorded)",
+                    }
+                )
         return out
 
 
-def _family_of(workload: str, env: pd.DataFrame) -> Optional[str]:
+def _family_of(workload: str, env: pd.DataFrame) -> str | None:
     """The workload's family: from the job recorded with its trials, else from the named workload."""
     for extra in env.get("extra", pd.Series(dtype=object)).dropna():
         try:
@@ -239,8 +255,13 @@ def _label(levels: dict, varying: list) -> str:
     return ", ".join(parts)
 
 
-def build_view(db: Any = None, campaign: Optional[str] = None, level: float = 0.95,
-               alpha: float = DEFAULT_ALPHA, practical_pct: float = DEFAULT_PRACTICAL_PCT) -> CampaignView:
+def build_view(
+    db: Any = None,
+    campaign: str | None = None,
+    level: float = 0.95,
+    alpha: float = DEFAULT_ALPHA,
+    practical_pct: float = DEFAULT_PRACTICAL_PCT,
+) -> CampaignView:
     """Read ``campaign`` (id or name; None = newest) from the store at ``db`` and summarise it."""
     path = default_db_path(db)
     cid = resolve_campaign(path, campaign)
@@ -249,19 +270,29 @@ def build_view(db: Any = None, campaign: Optional[str] = None, level: float = 0.
         camp = dict(store.campaign(cid))
         heads = store.conn.execute(
             "SELECT DISTINCT c.workload, m.phase_key, m.name FROM metrics m JOIN trials t ON t.id = m.trial_id "
-            "JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id = ? AND m.headline = 1", (cid,)).fetchall()
+            "JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id = ? AND m.headline = 1",
+            (cid,),
+        ).fetchall()
         # Grid values (iozone cells) are charted as surfaces, not ranked one by one.
-        keyed = {(r["workload"], r["phase_key"], r["name"]) for r in store.conn.execute(
-            "SELECT DISTINCT c.workload, m.phase_key, m.name FROM metrics m JOIN trials t ON t.id = m.trial_id "
-            "JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id = ? AND m.keys IS NOT NULL", (cid,))}
+        keyed = {
+            (r["workload"], r["phase_key"], r["name"])
+            for r in store.conn.execute(
+                "SELECT DISTINCT c.workload, m.phase_key, m.name FROM metrics m JOIN trials t ON t.id = m.trial_id "
+                "JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id = ? AND m.keys IS NOT NULL",
+                (cid,),
+            )
+        }
     headline = {}
     for r in heads:
         headline.setdefault(r["workload"], (r["phase_key"], r["name"]))
     tidy = frames["metrics"]
     factors = [c for c in tidy.columns if c not in TIDY_COLUMNS]
     cells = frames["cells"]
-    factors = factors or [c for c in cells.columns if c not in ("campaign_id", "cell_id", "idx", "workload",
-                                                                "status", "cause", "stop_reason")]
+    factors = factors or [
+        c
+        for c in cells.columns
+        if c not in ("campaign_id", "cell_id", "idx", "workload", "status", "cause", "stop_reason")
+    ]
     trials = frames["trials"]
     env = frames["environment"]
     min_phase_s = _min_phase_s(camp.get("source"))
@@ -271,8 +302,9 @@ def build_view(db: Any = None, campaign: Optional[str] = None, level: float = 0.
         applies = [f for f in factors if f in wcells.columns and not wcells[f].map(_is_missing).all()]
         varying = [f for f in applies if wcells[f].map(level_str).nunique() > 1]
         fixed = {f: wcells[f].iloc[0] for f in applies if f not in varying}
-        cell_levels = {int(r["cell_id"]): {f: r[f] for f in applies if not _is_missing(r[f])}
-                       for _, r in wcells.iterrows()}
+        cell_levels = {
+            int(r["cell_id"]): {f: r[f] for f in applies if not _is_missing(r[f])} for _, r in wcells.iterrows()
+        }
         labels = {cid_: _label(lv, varying) for cid_, lv in cell_levels.items()}
         wt = tidy[tidy["workload"] == workload]
         keys = [k for k in dict.fromkeys(zip(wt["phase"], wt["metric"])) if (workload, *k) not in keyed]
@@ -304,31 +336,66 @@ def build_view(db: Any = None, campaign: Optional[str] = None, level: float = 0.
                     rows.append((int(t["trial"]), v, t["status"], bool(t["discarded"])))
                     if is_kept(t["status"], t["discarded"], v):
                         kept.append(v)
-                configs.append(Config(cell_id, labels[cell_id], cell_levels[cell_id], c["status"], c["cause"],
-                                      kept, rows, mean_ci(kept, level) if len(kept) >= 2 else None))
+                configs.append(
+                    Config(
+                        cell_id,
+                        labels[cell_id],
+                        cell_levels[cell_id],
+                        c["status"],
+                        c["cause"],
+                        kept,
+                        rows,
+                        mean_ci(kept, level) if len(kept) >= 2 else None,
+                    )
+                )
             unit = str(mt["unit"].iloc[0]) if len(mt) else ""
             hib = bool(mt["higher_is_better"].iloc[0]) if len(mt) else True
             # Emulated guests measure the emulator: their figures are functional only, never ranked.
-            ranking = rank({c.label: c.values for c in configs if len(c.values) >= 2 and c.cell_id not in unranked_ids},
-                           hib, alpha, practical_pct)
+            ranking = rank(
+                {c.label: c.values for c in configs if len(c.values) >= 2 and c.cell_id not in unranked_ids},
+                hib,
+                alpha,
+                practical_pct,
+            )
             metrics.append(MetricView(phase, name, unit, hib, (phase, name) == head, configs, ranking))
         if not metrics:  # every trial failed: keep the workload visible with its failures
-            configs = [Config(int(c["cell_id"]), labels[int(c["cell_id"])], cell_levels[int(c["cell_id"])],
-                              c["status"], c["cause"], [], [], None) for _, c in wcells.iterrows()]
+            configs = [
+                Config(
+                    int(c["cell_id"]),
+                    labels[int(c["cell_id"])],
+                    cell_levels[int(c["cell_id"])],
+                    c["status"],
+                    c["cause"],
+                    [],
+                    [],
+                    None,
+                )
+                for _, c in wcells.iterrows()
+            ]
             metrics.append(MetricView("-", "-", "", True, True, configs, []))
-        view = WorkloadView(workload, family, varying, fixed, metrics,
-                            labels=[labels[int(i)] for i in wcells["cell_id"]], min_phase_s=min_phase_s,
-                            emulated=[labels[i] for i in labels if i in emulated_ids],
-                            in_guest_apart=[labels[i] for i in labels if i in unranked_ids and i not in emulated_ids],
-                            guests={labels[i]: f"{g.get('kernel_release') or g.get('kernel_version')}, "
-                                               f"{g.get('accelerator')}" for i, g in guests.items() if i in labels})
+        view = WorkloadView(
+            workload,
+            family,
+            varying,
+            fixed,
+            metrics,
+            labels=[labels[int(i)] for i in wcells["cell_id"]],
+            min_phase_s=min_phase_s,
+            emulated=[labels[i] for i in labels if i in emulated_ids],
+            in_guest_apart=[labels[i] for i in labels if i in unranked_ids and i not in emulated_ids],
+            guests={
+                labels[i]: f"{g.get('kernel_release') or g.get('kernel_version')}, {g.get('accelerator')}"
+                for i, g in guests.items()
+                if i in labels
+            },
+        )
         _judge_phases(view, frames, wcells, level, path)
         view.per_op = _per_op(view, frames, alpha, practical_pct)
         views.append(view)
     return CampaignView(path, camp, frames, factors, views, level, alpha, practical_pct)
 
 
-def _min_phase_s(source: Optional[str]) -> float:
+def _min_phase_s(source: str | None) -> float:
     """The campaign file's min_phase_s (default 60 s: the minimum for claims)."""
     from fsmeter.stats.batch import DEFAULT_MIN_PHASE_S
 
@@ -369,8 +436,15 @@ def _judge_phases(view: WorkloadView, frames: dict, wcells: pd.DataFrame, level:
         if any(quantity(i) is None for i in intervals):
             c.batch_note = f"the trial's interval samples do not record what {head.name} counts (older fsmeter)"
             continue
-        q = phase_quality(intervals, float(p["elapsed_s"].iloc[0]), float(p["warmup_s"].iloc[0]), level,
-                          view.min_phase_s, _job_interval_s(frames, c.cell_id, trial), count=quantity)
+        q = phase_quality(
+            intervals,
+            float(p["elapsed_s"].iloc[0]),
+            float(p["warmup_s"].iloc[0]),
+            level,
+            view.min_phase_s,
+            _job_interval_s(frames, c.cell_id, trial),
+            count=quantity,
+        )
         if q.batch is not None:
             c.batch_pct = q.batch.ci.half_width_pct
         else:
@@ -404,7 +478,7 @@ def _phase_intervals(db: Path, phase_id: int) -> list:
         return []
 
 
-def _job_interval_s(frames: dict, cell_id: int, trial: int) -> Optional[float]:
+def _job_interval_s(frames: dict, cell_id: int, trial: int) -> float | None:
     """The sampling interval of the job a trial ran (from its environment record), if recorded."""
     env = frames.get("environment")
     if env is None or not len(env) or "extra" not in env.columns:
@@ -442,8 +516,9 @@ def _per_op(view: WorkloadView, frames: dict, alpha: float, practical_pct: float
     for op in kinds:
         samples = {}
         for cid, label in ids.items():
-            vals = [float(v) / 1000.0 for v in h[(h["op"] == op) & (h["cell_id"] == cid)]["mean_ns"]
-                    if not _is_missing(v)]
+            vals = [
+                float(v) / 1000.0 for v in h[(h["op"] == op) & (h["cell_id"] == cid)]["mean_ns"] if not _is_missing(v)
+            ]
             if vals:
                 samples[label] = vals
         ranked = rank({k: v for k, v in samples.items() if len(v) >= 2}, False, alpha, practical_pct)
@@ -451,7 +526,7 @@ def _per_op(view: WorkloadView, frames: dict, alpha: float, practical_pct: float
     return out
 
 
-def fmt_num(v: Optional[float]) -> str:
+def fmt_num(v: float | None) -> str:
     """Numbers for tables: 4 significant digits, thousands separators, '-' for missing."""
     if v is None or (isinstance(v, float) and (math.isnan(v) or math.isinf(v))):
         return "-" if v is None or math.isnan(v) else ("inf" if v > 0 else "-inf")
@@ -488,26 +563,40 @@ def verdicts(view: CampaignView) -> list:
         unranked = [c for c in m.configs if len(c.values) < 2 and c.label not in w.emulated + w.in_guest_apart]
         notes = []
         if w.emulated and len(w.emulated) < len(m.configs):
-            notes.append(f"{EMULATED_NOTE}: {', '.join(w.emulated)} ran in a guest under software emulation "
-                         "(TCG); their figures show that the filesystem works, not how fast: not ranked")
+            notes.append(
+                f"{EMULATED_NOTE}: {', '.join(w.emulated)} ran in a guest under software emulation "
+                "(TCG); their figures show that the filesystem works, not how fast: not ranked"
+            )
         if w.in_guest_apart:
-            notes.append(f"ran in a guest (virtual machine), not ranked against the configurations run on the host "
-                         f"(another I/O path): {', '.join(w.in_guest_apart)}")
+            notes.append(
+                f"ran in a guest (virtual machine), not ranked against the configurations run on the host "
+                f"(another I/O path): {', '.join(w.in_guest_apart)}"
+            )
         if unranked:
-            notes.append("not ranked (fewer than 2 usable trials): " +
-                         ", ".join(f"{c.label} ({c.status}{': ' + c.cause if c.cause else ''})" if not c.values
-                                   else f"{c.label} ({len(c.values)} trial)" for c in unranked))
+            notes.append(
+                "not ranked (fewer than 2 usable trials): "
+                + ", ".join(
+                    f"{c.label} ({c.status}{': ' + c.cause if c.cause else ''})"
+                    if not c.values
+                    else f"{c.label} ({len(c.values)} trial)"
+                    for c in unranked
+                )
+            )
         if not ranked and w.emulated:
             done = sum(1 for c in m.configs if c.status == "done")
-            text = (f"{w.workload}: {EMULATED_NOTE}. Every configuration ran in a guest under software emulation "
-                    f"(TCG): functional results only, not ranked; {done} of {len(m.configs)} configurations "
-                    "finished.")
+            text = (
+                f"{w.workload}: {EMULATED_NOTE}. Every configuration ran in a guest under software emulation "
+                f"(TCG): functional results only, not ranked; {done} of {len(m.configs)} configurations "
+                "finished."
+            )
         elif not ranked:
             text = f"{w.workload}: no configuration has 2 usable trials on {what}, so nothing can be claimed."
         elif len(ranked) == 1:
             c = m.config(ranked[0].name)
-            text = (f"{w.workload}: only one configuration to judge ({ranked[0].name}): {fmt_ci(c)} {m.unit} "
-                    f"on {what} ({lvl} CI, {len(c.values)} trials). Nothing to compare it with.")
+            text = (
+                f"{w.workload}: only one configuration to judge ({ranked[0].name}): {fmt_ci(c)} {m.unit} "
+                f"on {what} ({lvl} CI, {len(c.values)} trials). Nothing to compare it with."
+            )
         else:
             best = m.config(ranked[0].name)
             same = [e for e in ranked[1:] if e.group == 1]
@@ -518,37 +607,48 @@ def verdicts(view: CampaignView) -> list:
             def diff(e: RankEntry) -> str:
                 return f"{100.0 * (e.mean - best.mean) / abs(best.mean):+.1f}%" if best.mean else "n/a"
 
-            text = (f"{w.workload}: best is {ranked[0].name} at {fmt_ci(best)} {m.unit} on {what}. ")
+            text = f"{w.workload}: best is {ranked[0].name} at {fmt_ci(best)} {m.unit} on {what}. "
             if same:
-                text += ("Not significantly worse than the best: " + ", ".join(f"{e.name} ({diff(e)})" for e in same)
-                         + ". ")
+                text += (
+                    "Not significantly worse than the best: " + ", ".join(f"{e.name} ({diff(e)})" for e in same) + ". "
+                )
             else:
                 text += "Every other configuration is significantly worse. "
             if worse and same:
                 text += "Significantly worse: " + ", ".join(f"{e.name} ({diff(e)})" for e in worse) + ". "
             elif worse:
                 text = text.rstrip(". ") + ": " + ", ".join(f"{e.name} ({diff(e)})" for e in worse) + ". "
-            text += (f"Based on {lvl} confidence intervals, Welch t-tests at alpha = {view.alpha:g} and a practical "
-                     f"threshold of {view.practical_pct:g}% (smaller differences do not count), "
-                     f"with {trials} trials per configuration.")
+            text += (
+                f"Based on {lvl} confidence intervals, Welch t-tests at alpha = {view.alpha:g} and a practical "
+                f"threshold of {view.practical_pct:g}% (smaller differences do not count), "
+                f"with {trials} trials per configuration."
+            )
         if any(c.batch_pct is not None for c in m.configs):
-            notes.append(f"a configuration with a single trial shows a batch-means CI (Jain 25.5.2) of {m.key} "
-                         "itself, from that trial's interval samples; it is not ranked")
+            notes.append(
+                f"a configuration with a single trial shows a batch-means CI (Jain 25.5.2) of {m.key} "
+                "itself, from that trial's interval samples; it is not ranked"
+            )
         for c in m.configs:
             if c.batch_note is not None:
                 notes.append(f"{c.label}: single trial, no CI available: {c.batch_note}")
         if w.too_short:
-            notes.append(f"too short to trust: the longest measured phase lasted {w.longest_phase_s:.1f} s, under "
-                         f"the {w.min_phase_s:g} s minimum for claims (min_phase_s); lengthen the phases "
-                         "(duration_s) before drawing conclusions")
+            notes.append(
+                f"too short to trust: the longest measured phase lasted {w.longest_phase_s:.1f} s, under "
+                f"the {w.min_phase_s:g} s minimum for claims (min_phase_s); lengthen the phases "
+                "(duration_s) before drawing conclusions"
+            )
         if w.phases_busy:
             from fsmeter.regime import BUSY_SHARE
 
-            notes.append(f"busy machine: {w.phases_busy} of {w.phases_measured} measured phases ran while other "
-                         f"processes used more than {BUSY_SHARE:.0%} of the CPUs (up to {w.max_other_cpu_share:.0%}); "
-                         "their figures may show contention rather than the filesystem: re-run on a quiet machine")
+            notes.append(
+                f"busy machine: {w.phases_busy} of {w.phases_measured} measured phases ran while other "
+                f"processes used more than {BUSY_SHARE:.0%} of the CPUs (up to {w.max_other_cpu_share:.0%}); "
+                "their figures may show contention rather than the filesystem: re-run on a quiet machine"
+            )
         if w.median_cache_read_share is not None:
-            notes.append(f"reads served by the page cache: median {w.median_cache_read_share:.0%} of the bytes read "
-                         "per phase (phases that read at least 1 MiB)")
+            notes.append(
+                f"reads served by the page cache: median {w.median_cache_read_share:.0%} of the bytes read "
+                "per phase (phases that read at least 1 MiB)"
+            )
         out.append({"workload": w.workload, "text": text, "notes": notes})
     return out

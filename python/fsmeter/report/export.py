@@ -5,13 +5,15 @@ One function per format, all registered in :data:`EXPORTERS` (name -> fn(db, cam
 The JSON shapes are versioned; docs/reports.md (Exports) describes every field, including the subset of
 fio's ``--output-format=json`` that ``fio-json`` writes.
 """
+
 from __future__ import annotations
 
 import datetime as dt
 import json
 import math
 import sqlite3
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 import fsmeter
 from fsmeter.errors import UserError
@@ -29,7 +31,7 @@ def _num(v: Any) -> Any:
 
 
 # -- tidy CSV ------------------------------------------------------------------------------------------------
-def export_tidy_csv(db: Any = None, campaign: Optional[str] = None) -> str:
+def export_tidy_csv(db: Any = None, campaign: str | None = None) -> str:
     """One row per trial x metric, TIDY_COLUMNS then one column per factor (= store.tidy())."""
     path = default_db_path(db)
     with open_store(path, create=False) as store:
@@ -37,7 +39,7 @@ def export_tidy_csv(db: Any = None, campaign: Optional[str] = None) -> str:
     return tidy(path, cid).to_csv(index=False)
 
 
-def export_csv(db: Any = None, campaign: Optional[str] = None) -> str:
+def export_csv(db: Any = None, campaign: str | None = None) -> str:
     """Tidy CSV; a campaign of bonnie workloads only gets Bonnie's own table (report.bonnie_export)."""
     from fsmeter.report.bonnie_export import bonnie_csv
 
@@ -52,24 +54,40 @@ def _rows(conn: sqlite3.Connection, q: str, args: tuple) -> list:
     return [dict(r) for r in conn.execute(q, args).fetchall()]
 
 
-def campaign_document(db: Any = None, campaign: Optional[str] = None) -> dict:
+def campaign_document(db: Any = None, campaign: str | None = None) -> dict:
     """The whole campaign as one JSON-ready dict (format fsmeter-campaign, see docs/reports.md, Exports)."""
     path = default_db_path(db)
     with open_store(path, create=False) as store:
         cid = store.campaign_id(campaign)
         conn = store.conn
         camp = dict(store.campaign(cid))
-        cells = _rows(conn, "SELECT id, idx, workload, factors, status, cause, stop_reason FROM cells "
-                            "WHERE campaign_id = ? ORDER BY idx", (cid,))
+        cells = _rows(
+            conn,
+            "SELECT id, idx, workload, factors, status, cause, stop_reason FROM cells "
+            "WHERE campaign_id = ? ORDER BY idx",
+            (cid,),
+        )
         sub = "SELECT id FROM cells WHERE campaign_id = ?"
-        trials = _rows(conn, "SELECT id, cell_id, number, status, cause, started, ended, discarded, stop_reason,"
-                             f" half_width_pct FROM trials WHERE cell_id IN ({sub}) ORDER BY cell_id, number", (cid,))
+        trials = _rows(
+            conn,
+            "SELECT id, cell_id, number, status, cause, started, ended, discarded, stop_reason,"
+            f" half_width_pct FROM trials WHERE cell_id IN ({sub}) ORDER BY cell_id, number",
+            (cid,),
+        )
         tsub = f"SELECT id FROM trials WHERE cell_id IN ({sub})"
-        phases = _rows(conn, "SELECT id, trial_id, seq, key, engine_phase, measured, discarded, elapsed_s, warmup_s,"
-                             f" interrupted, cache_method, report FROM phases WHERE trial_id IN ({tsub})"
-                             " ORDER BY trial_id, seq", (cid,))
-        metrics = _rows(conn, "SELECT trial_id, phase_key AS phase, name, unit, higher_is_better, headline, value"
-                              f" FROM metrics WHERE trial_id IN ({tsub}) ORDER BY trial_id, rowid", (cid,))
+        phases = _rows(
+            conn,
+            "SELECT id, trial_id, seq, key, engine_phase, measured, discarded, elapsed_s, warmup_s,"
+            f" interrupted, cache_method, report FROM phases WHERE trial_id IN ({tsub})"
+            " ORDER BY trial_id, seq",
+            (cid,),
+        )
+        metrics = _rows(
+            conn,
+            "SELECT trial_id, phase_key AS phase, name, unit, higher_is_better, headline, value"
+            f" FROM metrics WHERE trial_id IN ({tsub}) ORDER BY trial_id, rowid",
+            (cid,),
+        )
         env = _rows(conn, f"SELECT * FROM environment WHERE trial_id IN ({tsub}) ORDER BY trial_id", (cid,))
     factors: list = []
     for c in cells:
@@ -85,8 +103,11 @@ def campaign_document(db: Any = None, campaign: Optional[str] = None) -> dict:
         for k in ("measured", "discarded", "interrupted"):
             p[k] = bool(p[k])
     for m in metrics:
-        m["higher_is_better"], m["headline"], m["value"] = bool(m["higher_is_better"]), bool(m["headline"]), \
-            _num(m["value"])
+        m["higher_is_better"], m["headline"], m["value"] = (
+            bool(m["higher_is_better"]),
+            bool(m["headline"]),
+            _num(m["value"]),
+        )
     for e in env:
         if e.get("mkfs_options"):
             try:
@@ -94,13 +115,22 @@ def campaign_document(db: Any = None, campaign: Optional[str] = None) -> dict:
             except ValueError:
                 pass
         e["extra"] = json.loads(e["extra"]) if e.get("extra") else {}
-    return {"format": CAMPAIGN_FORMAT, "version": CAMPAIGN_VERSION, "fsmeter_version": fsmeter.__version__,
-            "exported": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "campaign": camp, "factors": factors, "cells": cells, "trials": trials, "phases": phases,
-            "metrics": metrics, "environment": env}
+    return {
+        "format": CAMPAIGN_FORMAT,
+        "version": CAMPAIGN_VERSION,
+        "fsmeter_version": fsmeter.__version__,
+        "exported": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "campaign": camp,
+        "factors": factors,
+        "cells": cells,
+        "trials": trials,
+        "phases": phases,
+        "metrics": metrics,
+        "environment": env,
+    }
 
 
-def export_json(db: Any = None, campaign: Optional[str] = None) -> str:
+def export_json(db: Any = None, campaign: str | None = None) -> str:
     return json.dumps(campaign_document(db, campaign), indent=1, default=str)
 
 
@@ -109,11 +139,15 @@ def tidy_from_document(doc: dict):
     import pandas as pd
 
     if doc.get("format") != CAMPAIGN_FORMAT:
-        raise UserError(f"not an fsmeter campaign export (format {doc.get('format')!r}): export one with "
-                        "`fsmeter export CAMPAIGN --format json`")
+        raise UserError(
+            f"not an fsmeter campaign export (format {doc.get('format')!r}): export one with "
+            "`fsmeter export CAMPAIGN --format json`"
+        )
     if int(doc.get("version", 0)) > CAMPAIGN_VERSION:
-        raise UserError(f"campaign JSON version {doc.get('version')} is newer than this fsmeter reads "
-                        f"({CAMPAIGN_VERSION}): upgrade fsmeter")
+        raise UserError(
+            f"campaign JSON version {doc.get('version')} is newer than this fsmeter reads "
+            f"({CAMPAIGN_VERSION}): upgrade fsmeter"
+        )
     camp = doc["campaign"]
     cells = {c["id"]: c for c in doc["cells"]}
     trials = {t["id"]: t for t in doc["trials"]}
@@ -121,18 +155,30 @@ def tidy_from_document(doc: dict):
     for m in doc["metrics"]:
         t = trials[m["trial_id"]]
         c = cells[t["cell_id"]]
-        rows.append({"campaign_id": camp["id"], "campaign": camp["name"], "cell_id": c["id"], "trial": t["number"],
-                     "status": t["status"], "discarded": bool(t["discarded"]), "workload": c["workload"],
-                     "phase": m["phase"], "metric": m["name"], "unit": m["unit"],
-                     "higher_is_better": bool(m["higher_is_better"]),
-                     "value": float("nan") if m["value"] is None else float(m["value"]), **c["factors"]})
+        rows.append(
+            {
+                "campaign_id": camp["id"],
+                "campaign": camp["name"],
+                "cell_id": c["id"],
+                "trial": t["number"],
+                "status": t["status"],
+                "discarded": bool(t["discarded"]),
+                "workload": c["workload"],
+                "phase": m["phase"],
+                "metric": m["name"],
+                "unit": m["unit"],
+                "higher_is_better": bool(m["higher_is_better"]),
+                "value": float("nan") if m["value"] is None else float(m["value"]),
+                **c["factors"],
+            }
+        )
     df = pd.DataFrame(rows)
     if df.empty:
         return pd.DataFrame(columns=TIDY_COLUMNS)
     return df[TIDY_COLUMNS + [f for f in doc.get("factors", []) if f in df.columns]]
 
 
-def _family(workload: str, extra: Optional[str]) -> Optional[str]:
+def _family(workload: str, extra: str | None) -> str | None:
     """The family of a stored trial: from its recorded job, else from the named workload."""
     try:
         fam = ((json.loads(extra or "{}").get("job") or {}).get("workload") or {}).get("family")
@@ -149,23 +195,33 @@ def _family(workload: str, extra: Optional[str]) -> Optional[str]:
 
 
 # -- fio-compatible JSON: fsmeter.interop.fio_export (kept importable from here) --------------------------------
-from fsmeter.interop.fio_export import (FIO_FORMAT, FIO_PERCENTILES, FIO_VERSION, export_fio_json,  # noqa: E402,F401
-                                        export_fio_jsonplus, fio_document)
+from fsmeter.interop.fio_export import (  # noqa: E402,F401
+    FIO_FORMAT,
+    FIO_PERCENTILES,
+    FIO_VERSION,
+    export_fio_json,
+    export_fio_jsonplus,
+    fio_document,
+)
 
 
-def export_iozone(db: Any = None, campaign: Optional[str] = None) -> str:
+def export_iozone(db: Any = None, campaign: str | None = None) -> str:
     from fsmeter.report.iozone import export_iozone as fn
 
     return fn(db, campaign)
 
 
-EXPORTERS: dict[str, Callable[[Any, Optional[str]], str]] = {
-    "csv": export_csv, "tidy-csv": export_tidy_csv, "json": export_json, "fio-json": export_fio_json,
-    "fio-jsonplus": export_fio_jsonplus, "iozone": export_iozone,
+EXPORTERS: dict[str, Callable[[Any, str | None], str]] = {
+    "csv": export_csv,
+    "tidy-csv": export_tidy_csv,
+    "json": export_json,
+    "fio-json": export_fio_json,
+    "fio-jsonplus": export_fio_jsonplus,
+    "iozone": export_iozone,
 }
 
 
-def export(fmt: str, db: Any = None, campaign: Optional[str] = None) -> str:
+def export(fmt: str, db: Any = None, campaign: str | None = None) -> str:
     try:
         fn = EXPORTERS["fio-jsonplus" if fmt == "fio-json+" else fmt]
     except KeyError:

@@ -6,6 +6,7 @@
 A family's own charts (its ``Family.charts`` entry, fsmeter.families) build their figures here too,
 in the palette below, so every chart of a page looks alike.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,14 +17,17 @@ import numpy as np
 #: Colours of the verdict groups: the best configuration, those not significantly worse, the worse.
 COLORS = {"best": "#2e7d32", "same": "#81c784", "worse": "#9e9e9e", "": "#bdbdbd"}
 #: One colour per configuration, in order (plotly's default qualitative palette).
-PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-           "#17becf"]
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
 
 
 def figure(fig_id: str, title: str, caption: str, data: list, layout: dict) -> dict:
     """One figure: its id in the page, title, caption, plotly traces and layout (over the defaults)."""
-    base = {"title": {"text": title, "font": {"size": 15}}, "margin": {"t": 50, "l": 70, "r": 20, "b": 80},
-            "height": 420, "template": "plotly_white"}
+    base = {
+        "title": {"text": title, "font": {"size": 15}},
+        "margin": {"t": 50, "l": 70, "r": 20, "b": 80},
+        "height": 420,
+        "template": "plotly_white",
+    }
     base.update(layout)
     return {"id": fig_id, "title": title, "caption": caption, "data": data, "layout": base}
 

@@ -5,24 +5,39 @@ record size, the chart of the iozone studies).
 A grid is a mapping column -> {(file size bytes, record size bytes): value}, built from a `fsmeter run`
 result (one run) or from the store (the mean over a configuration's kept trials).
 """
+
 from __future__ import annotations
 
 import json
 import math
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from fsmeter.families.iozone import COLUMNS, REPORT_TITLES, IozoneParams
 from fsmeter.families.iozone_grid import CROSSOVER_KB, LARGE_RECORD
 from fsmeter.report.figures import figure
 
 KiB = 1024
-Grid = Dict[str, Dict[Tuple[int, int], Optional[float]]]
+Grid = dict[str, dict[tuple[int, int], float | None]]
 #: iozone's console columns, in its order (test 8 adds "mix" after them).
 CONSOLE_ORDER = [c for t in range(9) for c in COLUMNS[t]]
 #: The two heading lines of iozone's console table (what its plotting scripts skip).
 _HEAD1 = ["", "", "", "", "random", "random", "bkwd", "record", "stride", "", "", "", "", "random"]
-_HEAD2 = ["write", "rewrite", "read", "reread", "read", "write", "read", "rewrite", "read", "fwrite", "frewrite",
-          "fread", "freread", "mix"]
+_HEAD2 = [
+    "write",
+    "rewrite",
+    "read",
+    "reread",
+    "read",
+    "write",
+    "read",
+    "rewrite",
+    "read",
+    "fwrite",
+    "frewrite",
+    "fread",
+    "freread",
+    "mix",
+]
 
 
 def grid_from_report(report: dict, ops: bool) -> Grid:
@@ -36,7 +51,7 @@ def grid_from_report(report: dict, ops: bool) -> Grid:
     return grid
 
 
-def _int(v: Optional[float]) -> int:
+def _int(v: float | None) -> int:
     """iozone prints whole numbers, truncated; a missing value (failed cell) is 0."""
     return 0 if v is None or (isinstance(v, float) and math.isnan(v)) else int(v)
 
@@ -48,7 +63,7 @@ def _crossed(p: IozoneParams, file_size: int) -> bool:
     return p.crossover and not bounded and not explicit and file_size // KiB > CROSSOVER_KB
 
 
-def header_records(p: IozoneParams) -> List[int]:
+def header_records(p: IozoneParams) -> list[int]:
     """The record sizes across the top of an -R table: the whole requested range."""
     if p.record_sizes:
         return sorted(set(p.record_sizes))
@@ -79,7 +94,7 @@ def excel_reports(p: IozoneParams, grid: Grid) -> str:
     """iozone's -R output: per column a titled table, record sizes (KiB) across, file sizes (KiB)
     down; rows skipped by the crossover start with one 0 per record size under 64K, as iozone writes."""
     recs = header_records(p)
-    by_file: Dict[int, List[int]] = {}
+    by_file: dict[int, list[int]] = {}
     for f, r in p.cells():
         by_file.setdefault(f, []).append(r)
     out = ["Excel output is below:"]
@@ -114,18 +129,43 @@ def keyed_frame(db_path: Any, campaign_id: int):
             "SELECT c.id AS cell_id, c.workload, t.number AS trial, t.status, t.discarded, m.unit, m.keys, m.value "
             "FROM metrics m JOIN trials t ON t.id = m.trial_id JOIN cells c ON c.id = t.cell_id "
             "WHERE c.campaign_id = ? AND m.keys IS NOT NULL ORDER BY c.idx, t.number, m.rowid",
-            (campaign_id,)).fetchall()
+            (campaign_id,),
+        ).fetchall()
     recs = []
     for r in rows:
         k = json.loads(r["keys"])
-        recs.append({"cell_id": r["cell_id"], "workload": r["workload"], "trial": r["trial"], "status": r["status"],
-                     "discarded": bool(r["discarded"]), "unit": r["unit"], "test": k.get("test"),
-                     "file_size": k.get("file_size"), "record_size": k.get("record_size"), "value": r["value"]})
-    return pd.DataFrame(recs, columns=["cell_id", "workload", "trial", "status", "discarded", "unit", "test",
-                                       "file_size", "record_size", "value"])
+        recs.append(
+            {
+                "cell_id": r["cell_id"],
+                "workload": r["workload"],
+                "trial": r["trial"],
+                "status": r["status"],
+                "discarded": bool(r["discarded"]),
+                "unit": r["unit"],
+                "test": k.get("test"),
+                "file_size": k.get("file_size"),
+                "record_size": k.get("record_size"),
+                "value": r["value"],
+            }
+        )
+    return pd.DataFrame(
+        recs,
+        columns=[
+            "cell_id",
+            "workload",
+            "trial",
+            "status",
+            "discarded",
+            "unit",
+            "test",
+            "file_size",
+            "record_size",
+            "value",
+        ],
+    )
 
 
-def mean_grids(kf) -> Dict[int, Tuple[Grid, int, str]]:
+def mean_grids(kf) -> dict[int, tuple[Grid, int, str]]:
     """Per cell_id: (grid of means over kept trials, number of kept trials, unit)."""
     out = {}
     kept = kf[(kf["status"] == "ok") & ~kf["discarded"]]
@@ -138,21 +178,23 @@ def mean_grids(kf) -> Dict[int, Tuple[Grid, int, str]]:
     return out
 
 
-def params_of_cell(db_path: Any, cell_id: int) -> Optional[IozoneParams]:
+def params_of_cell(db_path: Any, cell_id: int) -> IozoneParams | None:
     """The iozone parameters a stored cell ran with (from its recorded job)."""
     from fsmeter.store import open_store
 
     with open_store(db_path, create=False) as store:
         row = store.conn.execute(
             "SELECT e.extra FROM environment e JOIN trials t ON t.id = e.trial_id WHERE t.cell_id = ? "
-            "ORDER BY t.number LIMIT 1", (cell_id,)).fetchone()
+            "ORDER BY t.number LIMIT 1",
+            (cell_id,),
+        ).fetchone()
     if row is None:
         return None
     job = json.loads(row["extra"] or "{}").get("job") or {}
     return params_of_job(job)
 
 
-def params_of_job(job: dict) -> Optional[IozoneParams]:
+def params_of_job(job: dict) -> IozoneParams | None:
     """The iozone parameters recorded in an engine job (None for another family)."""
     w = job.get("workload") or {}
     if w.get("family") != "iozone" or not isinstance(w.get("params"), dict):
@@ -168,7 +210,7 @@ def _size_label(n: int) -> str:
     return f"{n}B"
 
 
-def grid_figures(workload: str, idx: int, configs: List[Tuple[str, Grid, int]], unit: str) -> List[dict]:
+def grid_figures(workload: str, idx: int, configs: list[tuple[str, Grid, int]], unit: str) -> list[dict]:
     """Per iozone column: a heatmap (file size down, record size across) and the studies' chart
     (value against file size, one line per record size, log axes), each with a menu to switch
     between configurations. ``configs``: [(label, grid, kept trials)]."""
@@ -181,23 +223,40 @@ def grid_figures(workload: str, idx: int, configs: List[Tuple[str, Grid, int]], 
             files = sorted({f for f, _ in cells})
             recs = sorted({r for _, r in cells})
             z = [[cells.get((f, r)) for r in recs] for f in files]
-            heat.append({"type": "heatmap", "x": [_size_label(r) for r in recs], "y": [_size_label(f) for f in files],
-                         "z": z, "colorscale": "Viridis", "visible": ci == 0, "name": label,
-                         "colorbar": {"title": {"text": unit}},
-                         "hovertemplate": f"{label}<br>file %{{y}}, record %{{x}}<br>%{{z:.4g}} {unit}<extra></extra>"})
+            heat.append(
+                {
+                    "type": "heatmap",
+                    "x": [_size_label(r) for r in recs],
+                    "y": [_size_label(f) for f in files],
+                    "z": z,
+                    "colorscale": "Viridis",
+                    "visible": ci == 0,
+                    "name": label,
+                    "colorbar": {"title": {"text": unit}},
+                    "hovertemplate": f"{label}<br>file %{{y}}, record %{{x}}<br>%{{z:.4g}} {unit}<extra></extra>",
+                }
+            )
             heat_vis.append(1)
             n_lines = 0
             for r in recs:
                 pts = [(f, cells[(f, r)]) for f in files if (f, r) in cells]
-                lines.append({"type": "scatter", "mode": "lines+markers", "name": f"{_size_label(r)} records",
-                              "x": [f // KiB for f, _ in pts], "y": [v for _, v in pts], "visible": ci == 0,
-                              "legendgroup": label,
-                              "hovertemplate": f"{label}, record {_size_label(r)}<br>file %{{x}} KiB<br>"
-                                               f"%{{y:.4g}} {unit}<extra></extra>"})
+                lines.append(
+                    {
+                        "type": "scatter",
+                        "mode": "lines+markers",
+                        "name": f"{_size_label(r)} records",
+                        "x": [f // KiB for f, _ in pts],
+                        "y": [v for _, v in pts],
+                        "visible": ci == 0,
+                        "legendgroup": label,
+                        "hovertemplate": f"{label}, record {_size_label(r)}<br>file %{{x}} KiB<br>"
+                        f"%{{y:.4g}} {unit}<extra></extra>",
+                    }
+                )
                 n_lines += 1
             line_vis.append(n_lines)
 
-        def menu(counts: List[int]) -> list:
+        def menu(counts: list[int]) -> list:
             if len(configs) < 2:
                 return []
             total = sum(counts)
@@ -206,33 +265,49 @@ def grid_figures(workload: str, idx: int, configs: List[Tuple[str, Grid, int]], 
                 vis = [start <= j < start + k for j in range(total)]
                 buttons.append({"label": label, "method": "restyle", "args": ["visible", vis]})
                 start += k
-            return [{"type": "dropdown", "buttons": buttons, "x": 1.0, "xanchor": "right", "y": 1.15,
-                     "yanchor": "top"}]
+            return [{"type": "dropdown", "buttons": buttons, "x": 1.0, "xanchor": "right", "y": 1.15, "yanchor": "top"}]
 
         first = configs[0][0]
-        cap_cfg = (" Use the menu to switch configurations." if len(configs) > 1 else "")
+        cap_cfg = " Use the menu to switch configurations." if len(configs) > 1 else ""
         trials = ", ".join(f"{label}: {n} trial(s)" for label, _, n in configs)
-        figs.append(figure(f"w{idx}-ioz-heat-{col}", f"{workload}: {col} ({unit}) by file size x record size",
-                         f"Mean over kept trials per cell ({trials}); iozone's surface seen from above. Showing "
-                         f"{first} first.{cap_cfg}",
-                         heat, {"xaxis": {"title": "record size", "type": "category"},
-                                "yaxis": {"title": "file size", "type": "category"},
-                                "updatemenus": menu(heat_vis)}))
-        figs.append(figure(f"w{idx}-ioz-lines-{col}", f"{workload}: {col} ({unit}) against file size",
-                         f"One line per record size, as the iozone studies chart it; log axes. Mean over kept "
-                         f"trials ({trials}). Showing {first} first.{cap_cfg}",
-                         lines, {"xaxis": {"title": "file size (KiB)", "type": "log"},
-                                 "yaxis": {"title": unit, "type": "log"}, "updatemenus": menu(line_vis)}))
+        figs.append(
+            figure(
+                f"w{idx}-ioz-heat-{col}",
+                f"{workload}: {col} ({unit}) by file size x record size",
+                f"Mean over kept trials per cell ({trials}); iozone's surface seen from above. Showing "
+                f"{first} first.{cap_cfg}",
+                heat,
+                {
+                    "xaxis": {"title": "record size", "type": "category"},
+                    "yaxis": {"title": "file size", "type": "category"},
+                    "updatemenus": menu(heat_vis),
+                },
+            )
+        )
+        figs.append(
+            figure(
+                f"w{idx}-ioz-lines-{col}",
+                f"{workload}: {col} ({unit}) against file size",
+                f"One line per record size, as the iozone studies chart it; log axes. Mean over kept "
+                f"trials ({trials}). Showing {first} first.{cap_cfg}",
+                lines,
+                {
+                    "xaxis": {"title": "file size (KiB)", "type": "log"},
+                    "yaxis": {"title": unit, "type": "log"},
+                    "updatemenus": menu(line_vis),
+                },
+            )
+        )
     return figs
 
 
-def workload_charts(view, w, idx: int, baseline: Optional[str] = None) -> list:
+def workload_charts(view, w, idx: int, baseline: str | None = None) -> list:
     """The iozone family's report charts (its ``Family.charts``): the grid charts of workload ``w``."""
     labels = {c.cell_id: c.label for c in w.headline.configs}
     return workload_grid_figures(view.db, int(view.campaign["id"]), w.workload, idx, labels)
 
 
-def workload_grid_figures(db_path: Any, campaign_id: int, workload: str, idx: int, labels: Dict[int, str]) -> list:
+def workload_grid_figures(db_path: Any, campaign_id: int, workload: str, idx: int, labels: dict[int, str]) -> list:
     """The grid charts of one workload of a campaign; [] when it has no keyed metrics."""
     kf = keyed_frame(db_path, campaign_id)
     kf = kf[kf["workload"] == workload]
@@ -247,7 +322,7 @@ def workload_grid_figures(db_path: Any, campaign_id: int, workload: str, idx: in
 
 
 # -- export ------------------------------------------------------------------------------------------------
-def export_iozone(db: Any = None, campaign: Optional[str] = None) -> str:
+def export_iozone(db: Any = None, campaign: str | None = None) -> str:
     """Each iozone configuration of a campaign as iozone's output (mean over kept trials), one block
     per configuration, each headed by a line naming it."""
     from fsmeter.errors import UserError

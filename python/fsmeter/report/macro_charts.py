@@ -1,8 +1,7 @@
 """The macro family's charts, shaped like Lourdas (2009): per operation, real/user/sys seconds of
 each configuration side by side, every operation's real time per filesystem, and cp's MB/s."""
-from __future__ import annotations
 
-from typing import Optional
+from __future__ import annotations
 
 from fsmeter.report.figures import PALETTE, figure
 
@@ -21,7 +20,7 @@ def _bars(m, labels: list) -> tuple:
     return ys, err
 
 
-def workload_charts(view, w, idx: int, baseline: Optional[str] = None) -> list:
+def workload_charts(view, w, idx: int, baseline: str | None = None) -> list:
     """The macro family's report charts (its ``Family.charts``): the study's bar charts (Lourdas 2009)."""
     return study_charts(w, idx, view.level)
 
@@ -40,15 +39,32 @@ def study_charts(w, idx: int, level: float) -> list:
             y, e = _bars(_metric(w, f"{op}.real_s"), [lab])
             ys.append(y[0])
             err.append(e[0])
-        data.append({"type": "bar", "name": lab, "x": ops, "y": ys, "marker": {"color": PALETTE[i % len(PALETTE)]},
-                     "error_y": {"type": "data", "array": err, "visible": True},
-                     "hovertemplate": lab + " %{x}: %{y:.3f} s<extra></extra>"})
+        data.append(
+            {
+                "type": "bar",
+                "name": lab,
+                "x": ops,
+                "y": ys,
+                "marker": {"color": PALETTE[i % len(PALETTE)]},
+                "error_y": {"type": "data", "array": err, "visible": True},
+                "hovertemplate": lab + " %{x}: %{y:.3f} s<extra></extra>",
+            }
+        )
     if ops:
-        figs.append(figure(f"w{idx}-macro-real", f"{w.workload}: real time per operation (s, sync included)",
-                         "Wall-clock seconds of each tool run and the sync after it (as `time (cmd; sync)`), one "
-                         f"bar per configuration; mean with {whisk}. Lower is better.",
-                         data, {"barmode": "group", "xaxis": {"title": "operation", "type": "category"},
-                                "yaxis": {"title": "seconds"}}))
+        figs.append(
+            figure(
+                f"w{idx}-macro-real",
+                f"{w.workload}: real time per operation (s, sync included)",
+                "Wall-clock seconds of each tool run and the sync after it (as `time (cmd; sync)`), one "
+                f"bar per configuration; mean with {whisk}. Lower is better.",
+                data,
+                {
+                    "barmode": "group",
+                    "xaxis": {"title": "operation", "type": "category"},
+                    "yaxis": {"title": "seconds"},
+                },
+            )
+        )
     # 2. Per operation: real, user and sys of each configuration (the study's per-operation tables as bars).
     for op in ops:
         data = []
@@ -57,23 +73,49 @@ def study_charts(w, idx: int, level: float) -> list:
             if m is None:
                 continue
             ys, err = _bars(m, labels)
-            data.append({"type": "bar", "name": name, "x": labels, "y": ys, "marker": {"color": color},
-                         "error_y": {"type": "data", "array": err, "visible": True},
-                         "hovertemplate": name + " %{x}: %{y:.3f} s<extra></extra>"})
-        figs.append(figure(f"w{idx}-macro-{op}", f"{w.workload}: {op} — real, user, sys (s)",
-                         f"{op}: real (wall clock, sync included), user and sys CPU seconds of the tool and sync "
-                         f"children (wait4 rusage, their own children included, e.g. bzip2 under tar xjf); mean with "
-                         f"{whisk}.", data, {"barmode": "group", "xaxis": {"type": "category", "automargin": True},
-                                             "yaxis": {"title": "seconds"}}))
+            data.append(
+                {
+                    "type": "bar",
+                    "name": name,
+                    "x": labels,
+                    "y": ys,
+                    "marker": {"color": color},
+                    "error_y": {"type": "data", "array": err, "visible": True},
+                    "hovertemplate": name + " %{x}: %{y:.3f} s<extra></extra>",
+                }
+            )
+        figs.append(
+            figure(
+                f"w{idx}-macro-{op}",
+                f"{w.workload}: {op} — real, user, sys (s)",
+                f"{op}: real (wall clock, sync included), user and sys CPU seconds of the tool and sync "
+                f"children (wait4 rusage, their own children included, e.g. bzip2 under tar xjf); mean with "
+                f"{whisk}.",
+                data,
+                {"barmode": "group", "xaxis": {"type": "category", "automargin": True}, "yaxis": {"title": "seconds"}},
+            )
+        )
     # 3. cp throughput.
-    m: Optional[object] = _metric(w, "cp.MB_per_s")
+    m: object | None = _metric(w, "cp.MB_per_s")
     if m is not None:
         ys, err = _bars(m, labels)
-        figs.append(figure(f"w{idx}-macro-cpmb", f"{w.workload}: cp throughput (MB/s)",
-                         f"Bytes copied / real time of cp and sync, in 10^6 bytes per second; mean with {whisk}. "
-                         "Higher is better.",
-                         [{"type": "bar", "x": labels, "y": ys, "marker": {"color": "#1f77b4"},
-                           "error_y": {"type": "data", "array": err, "visible": True},
-                           "hovertemplate": "%{x}: %{y:.1f} MB/s<extra></extra>"}],
-                         {"xaxis": {"type": "category", "automargin": True}, "yaxis": {"title": "MB/s"}}))
+        figs.append(
+            figure(
+                f"w{idx}-macro-cpmb",
+                f"{w.workload}: cp throughput (MB/s)",
+                f"Bytes copied / real time of cp and sync, in 10^6 bytes per second; mean with {whisk}. "
+                "Higher is better.",
+                [
+                    {
+                        "type": "bar",
+                        "x": labels,
+                        "y": ys,
+                        "marker": {"color": "#1f77b4"},
+                        "error_y": {"type": "data", "array": err, "visible": True},
+                        "hovertemplate": "%{x}: %{y:.1f} MB/s<extra></extra>",
+                    }
+                ],
+                {"xaxis": {"type": "category", "automargin": True}, "yaxis": {"title": "MB/s"}},
+            )
+        )
     return figs

@@ -10,12 +10,12 @@ is marked, and so is every configuration in the best's group (not significantly 
 Trials far from their siblings (:mod:`fsmeter.stats.outliers`) are listed in the footnotes with
 their score and what the trial record says about them; they stay in every figure.
 """
+
 from __future__ import annotations
 
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Optional
 
 from fsmeter.report.data import CampaignView, Config, MetricView, WorkloadView, fmt_num
 from fsmeter.stats.compare import rank
@@ -30,8 +30,12 @@ OUTLIER_MARK = "†"
 #: A trial whose machine had at least this many more CPUs busy with other work than its siblings'
 #: median is reported as disturbed by other load.
 BUSY_CPUS_NOTABLE = 0.5
-STOP_TEXT = {"time-cap": "the cell's time cap stopped it", "trial-cap": "the cell's trial cap stopped it",
-             "fixed-n": "the fixed number of trials was reached", "target-met": "its CI target was met"}
+STOP_TEXT = {
+    "time-cap": "the cell's time cap stopped it",
+    "trial-cap": "the cell's trial cap stopped it",
+    "fixed-n": "the fixed number of trials was reached",
+    "target-met": "its CI target was met",
+}
 
 
 @dataclass
@@ -48,8 +52,8 @@ class OutlierNote:
 @dataclass
 class MatrixCell:
     label: str
-    mean: Optional[float]
-    half_width_pct: Optional[float]
+    mean: float | None
+    half_width_pct: float | None
     n: int
     mark: str  # best | tied | "" (ranked, worse) | unresolved
     reason: str = ""  # why unresolved
@@ -87,19 +91,41 @@ class Matrix:
 
     def to_dict(self) -> dict:
         def cell(c: MatrixCell) -> dict:
-            return {"label": c.label, "mean": c.mean, "half_width_pct": c.half_width_pct, "n": c.n, "mark": c.mark,
-                    "reason": c.reason, "footnotes": c.footnotes, "text": cell_text(c)}
-        return {"columns": self.columns, "level": self.level, "alpha": self.alpha,
-                "practical_pct": self.practical_pct, "unresolved_pct": self.unresolved_pct,
-                "rows": [{"workload": r.workload, "metric": r.metric, "unit": r.unit, "verdict": r.verdict,
-                          "sentence": r.sentence,
-                          "cells": [cell(r.cells[lab]) if lab in r.cells else None for lab in self.columns]}
-                         for r in self.rows],
-                "footnotes": [{"n": n, "text": t} for n, t in self.footnotes], "load_note": self.load_note,
-                "outliers": [o.__dict__ for o in self.outliers]}
+            return {
+                "label": c.label,
+                "mean": c.mean,
+                "half_width_pct": c.half_width_pct,
+                "n": c.n,
+                "mark": c.mark,
+                "reason": c.reason,
+                "footnotes": c.footnotes,
+                "text": cell_text(c),
+            }
+
+        return {
+            "columns": self.columns,
+            "level": self.level,
+            "alpha": self.alpha,
+            "practical_pct": self.practical_pct,
+            "unresolved_pct": self.unresolved_pct,
+            "rows": [
+                {
+                    "workload": r.workload,
+                    "metric": r.metric,
+                    "unit": r.unit,
+                    "verdict": r.verdict,
+                    "sentence": r.sentence,
+                    "cells": [cell(r.cells[lab]) if lab in r.cells else None for lab in self.columns],
+                }
+                for r in self.rows
+            ],
+            "footnotes": [{"n": n, "text": t} for n, t in self.footnotes],
+            "load_note": self.load_note,
+            "outliers": [o.__dict__ for o in self.outliers],
+        }
 
 
-def fmt_short(v: Optional[float]) -> str:
+def fmt_short(v: float | None) -> str:
     """At most 5 characters, 3 significant digits: 0.123, 85.3, 512, 1,234, 12.3k, 123k, 1.23M."""
     if v is None or (isinstance(v, float) and (math.isnan(v) or math.isinf(v))):
         return "-"
@@ -130,7 +156,7 @@ def cell_text(c: MatrixCell) -> str:
     return f"{mark}{fmt_short(c.mean)}{hw}{dagger}"
 
 
-def _job_of(view: CampaignView, w: WorkloadView) -> Optional[dict]:
+def _job_of(view: CampaignView, w: WorkloadView) -> dict | None:
     env = view.frames.get("environment")
     if env is None or not len(env) or "extra" not in env.columns:
         return None
@@ -169,7 +195,8 @@ def _trial_cpu(view: CampaignView, cell_id: int, phase: str) -> dict:
         rows = store.conn.execute(
             "SELECT t.number, p.report, e.cpus_online FROM phases p JOIN trials t ON t.id = p.trial_id "
             "LEFT JOIN environment e ON e.trial_id = t.id WHERE t.cell_id = ? AND p.key = ?",
-            (cell_id, phase)).fetchall()
+            (cell_id, phase),
+        ).fetchall()
     for r in rows:
         try:
             cpu = (json.loads(r["report"]) or {}).get("cpu") or {}
@@ -192,13 +219,16 @@ def machine_load(view: CampaignView) -> tuple:
         rows = store.conn.execute(
             "SELECT p.report, e.cpus_online FROM phases p JOIN trials t ON t.id = p.trial_id JOIN cells c "
             "ON c.id = t.cell_id LEFT JOIN environment e ON e.trial_id = t.id WHERE c.campaign_id = ? AND "
-            "p.measured = 1 AND t.status = 'ok'", (int(view.campaign["id"]),)).fetchall()
+            "p.measured = 1 AND t.status = 'ok'",
+            (int(view.campaign["id"]),),
+        ).fetchall()
     for r in rows:
         try:
             cpu = (json.loads(r["report"]) or {}).get("cpu") or {}
             n = float(r["cpus_online"])
-            busy.append(max(0.0, (cpu["sys_user_pct"] + cpu["sys_system_pct"]) / 100.0 * n
-                            - cpu["process_pct"] / 100.0))
+            busy.append(
+                max(0.0, (cpu["sys_user_pct"] + cpu["sys_system_pct"]) / 100.0 * n - cpu["process_pct"] / 100.0)
+            )
             cpus = n
         except (KeyError, TypeError, ValueError):
             continue
@@ -216,22 +246,30 @@ def _explain(view: CampaignView, c: Config, m: MetricView, trial: int, numbers: 
     if trial in cpu:
         others = [cpu[n] for n in numbers if n != trial and n in cpu]
         if others:
-            med = sorted(others)[len(others) // 2] if len(others) % 2 else \
-                sum(sorted(others)[len(others) // 2 - 1:len(others) // 2 + 1]) / 2
+            med = (
+                sorted(others)[len(others) // 2]
+                if len(others) % 2
+                else sum(sorted(others)[len(others) // 2 - 1 : len(others) // 2 + 1]) / 2
+            )
             if cpu[trial] - med >= BUSY_CPUS_NOTABLE:
-                why.append(f"other processes kept {cpu[trial]:.1f} CPUs busy during it against {med:.1f} in its "
-                           "siblings' median: the machine was loaded")
+                why.append(
+                    f"other processes kept {cpu[trial]:.1f} CPUs busy during it against {med:.1f} in its "
+                    "siblings' median: the machine was loaded"
+                )
             elif med - cpu[trial] >= BUSY_CPUS_NOTABLE:
-                why.append(f"the machine was quieter during it ({cpu[trial]:.1f} CPUs busy with other work, "
-                           f"{med:.1f} in its siblings' median)")
+                why.append(
+                    f"the machine was quieter during it ({cpu[trial]:.1f} CPUs busy with other work, "
+                    f"{med:.1f} in its siblings' median)"
+                )
             elif min(cpu[trial], med) >= cpu.get("cpus", math.inf) - BUSY_CPUS_NOTABLE:
-                why.append(f"other processes kept the machine's {cpu['cpus']:g} CPUs saturated during it and its "
-                           "siblings, so how much CPU fsmeter got varied from trial to trial")
+                why.append(
+                    f"other processes kept the machine's {cpu['cpus']:g} CPUs saturated during it and its "
+                    "siblings, so how much CPU fsmeter got varied from trial to trial"
+                )
     if trial == min(numbers):
         why.append("it was the cell's first trial")
     if not why:
-        why.append("the trial record shows no cause (other load, first trial); rerun the cell to see whether it "
-                   "recurs")
+        why.append("the trial record shows no cause (other load, first trial); rerun the cell to see whether it recurs")
     return "; ".join(why)
 
 
@@ -259,8 +297,11 @@ def _verdict(row_cells: dict, ranking: list, higher_is_better: bool) -> str:
     for e in worse:
         if best.mean == 0:
             continue
-        pct = 100.0 * (best.mean - e.mean) / abs(best.mean) if higher_is_better else \
-            100.0 * (e.mean - best.mean) / abs(best.mean)
+        pct = (
+            100.0 * (best.mean - e.mean) / abs(best.mean)
+            if higher_is_better
+            else 100.0 * (e.mean - best.mean) / abs(best.mean)
+        )
         parts.append(f"{e.name} {pct:.0f}% " + ("slower" if higher_is_better else "worse"))
     if parts:
         text += "; " + ", ".join(parts)
@@ -272,8 +313,11 @@ def _sentence(workload: str, m: MetricView, unit: str, cells: dict, ranking: lis
     Same rule as the marks (fsmeter.stats.compare.rank over the resolved cells), so text and matrix agree."""
     what = f"{m.key} ({unit}, {'higher' if m.higher_is_better else 'lower'} is better)"
     unresolved = [c for c in cells.values() if c.mark == "unresolved"]
-    tail = ("Unresolved, so not ranked: " + "; ".join(f"{c.label} ({c.reason})" for c in unresolved) + ". "
-            if unresolved else "")
+    tail = (
+        "Unresolved, so not ranked: " + "; ".join(f"{c.label} ({c.reason})" for c in unresolved) + ". "
+        if unresolved
+        else ""
+    )
     if not ranking:
         return f"{workload}: no configuration is resolved on {what}, so nothing can be claimed. {tail}".rstrip()
 
@@ -283,8 +327,10 @@ def _sentence(workload: str, m: MetricView, unit: str, cells: dict, ranking: lis
 
     best = ranking[0]
     if len(ranking) == 1:
-        return (f"{workload}: only {best.name} is resolved, at {ci(best.name)} on {what}: nothing to compare it "
-                f"with. {tail}").rstrip()
+        return (
+            f"{workload}: only {best.name} is resolved, at {ci(best.name)} on {what}: nothing to compare it "
+            f"with. {tail}"
+        ).rstrip()
 
     def diff(e) -> str:
         return f"{e.name} ({100.0 * (e.mean - best.mean) / abs(best.mean):+.1f}%)" if best.mean else e.name
@@ -297,12 +343,17 @@ def _sentence(workload: str, m: MetricView, unit: str, cells: dict, ranking: lis
     if tied:
         text += "Tied with the best: " + ", ".join(tied) + ". "
     if worse:
-        text += ("Significantly worse: " if tied else "Every other resolved configuration is significantly worse: ") \
-            + ", ".join(worse) + ". "
+        text += (
+            ("Significantly worse: " if tied else "Every other resolved configuration is significantly worse: ")
+            + ", ".join(worse)
+            + ". "
+        )
     text += tail
-    return text + (f"Based on {view.level:.0%} confidence intervals, Welch t-tests at alpha = {view.alpha:g} and a "
-                   f"practical threshold of {view.practical_pct:g}% (smaller differences do not count), with "
-                   f"{trials} trials per ranked configuration.")
+    return text + (
+        f"Based on {view.level:.0%} confidence intervals, Welch t-tests at alpha = {view.alpha:g} and a "
+        f"practical threshold of {view.practical_pct:g}% (smaller differences do not count), with "
+        f"{trials} trials per ranked configuration."
+    )
 
 
 def build_matrix(view: CampaignView, unresolved_pct: float = DEFAULT_UNRESOLVED_PCT) -> Matrix:
@@ -337,12 +388,15 @@ def build_matrix(view: CampaignView, unresolved_pct: float = DEFAULT_UNRESOLVED_
                 mc.mark, mc.reason = "unresolved", f"{c.status}: {c.cause or 'no cause recorded'}"
             elif len(c.values) < 2:
                 mc.mark = "unresolved"
-                mc.reason = (f"{len(c.values)} usable trial{'s' if len(c.values) != 1 else ''}: a CI needs 2"
-                             + (f" ({c.status})" if c.status != "done" else ""))
+                mc.reason = f"{len(c.values)} usable trial{'s' if len(c.values) != 1 else ''}: a CI needs 2" + (
+                    f" ({c.status})" if c.status != "done" else ""
+                )
             elif hw is None or hw > unresolved_pct:
                 mc.mark = "unresolved"
-                mc.reason = (f"{fmt_short(mc.mean)} {unit} ±{hw:.0f}% after {len(c.values)} trials, wider than the "
-                             f"±{unresolved_pct:g}% a ranking needs" + (f"; {how}" if how else ""))
+                mc.reason = (
+                    f"{fmt_short(mc.mean)} {unit} ±{hw:.0f}% after {len(c.values)} trials, wider than the "
+                    f"±{unresolved_pct:g}% a ranking needs" + (f"; {how}" if how else "")
+                )
             cells[c.label] = mc
         resolved = {c.label: c.values for c in m.configs if cells[c.label].mark != "unresolved"}
         ranking = rank(resolved, m.higher_is_better, view.alpha, view.practical_pct)
@@ -356,22 +410,36 @@ def build_matrix(view: CampaignView, unresolved_pct: float = DEFAULT_UNRESOLVED_
             numbers = [t[0] for t in kept]
             for o in find_outliers([t[1] for t in kept]):
                 trial = numbers[o.index]
-                on = OutlierNote(c.label, trial, o.value, o.score, o.median, len(kept),
-                                 _explain(view, c, m, trial, numbers))
+                on = OutlierNote(
+                    c.label, trial, o.value, o.score, o.median, len(kept), _explain(view, c, m, trial, numbers)
+                )
                 mc.outliers.append(on)
-                mc.footnotes.append(note(
-                    f"{c.label} / {w.workload}: trial {trial} is an outlier: {fmt_short(o.value)} {unit} against a "
-                    f"median of {fmt_short(o.median)} over {len(kept)} trials (modified z-score {o.score:+.1f}, "
-                    f"|z| > {OUTLIER_THRESHOLD:g}); kept in the mean and CI; {on.explanation}."))
-        rows.append(MatrixRow(w.workload, m.key, unit, m.higher_is_better, cells,
-                              _verdict(cells, ranking, m.higher_is_better),
-                              _sentence(w.workload, m, unit, cells, ranking, view)))
+                mc.footnotes.append(
+                    note(
+                        f"{c.label} / {w.workload}: trial {trial} is an outlier: {fmt_short(o.value)} {unit} against a "
+                        f"median of {fmt_short(o.median)} over {len(kept)} trials (modified z-score {o.score:+.1f}, "
+                        f"|z| > {OUTLIER_THRESHOLD:g}); kept in the mean and CI; {on.explanation}."
+                    )
+                )
+        rows.append(
+            MatrixRow(
+                w.workload,
+                m.key,
+                unit,
+                m.higher_is_better,
+                cells,
+                _verdict(cells, ranking, m.higher_is_better),
+                _sentence(w.workload, m, unit, cells, ranking, view),
+            )
+        )
     mx = Matrix(columns, rows, footnotes, view.level, view.alpha, view.practical_pct, unresolved_pct)
     other, cpus = machine_load(view)
     if other is not None and other >= BUSY_CPUS_NOTABLE:
-        mx.load_note = (f"the machine was busy: other processes kept a median of {other:.1f} of its {cpus:g} CPUs busy "
-                        "during the measured phases, so the figures include that contention and vary with it; "
-                        "rerun on a quiet machine before quoting them")
+        mx.load_note = (
+            f"the machine was busy: other processes kept a median of {other:.1f} of its {cpus:g} CPUs busy "
+            "during the measured phases, so the figures include that contention and vary with it; "
+            "rerun on a quiet machine before quoting them"
+        )
     return mx
 
 
@@ -400,9 +468,11 @@ def matrix_table(mx: Matrix):
 
 
 def legend(mx: Matrix) -> str:
-    return (f"mean ±{mx.level:.0%} CI half-width (% of the mean).  ★ best   = tied with the best (Welch t-test "
-            f"at α={mx.alpha:g}, or less than {mx.practical_pct:g}% apart)   unresolved: CI wider than "
-            f"±{mx.unresolved_pct:g}%, too few trials, or failed   † an outlier trial (kept; see the notes)")
+    return (
+        f"mean ±{mx.level:.0%} CI half-width (% of the mean).  ★ best   = tied with the best (Welch t-test "
+        f"at α={mx.alpha:g}, or less than {mx.practical_pct:g}% apart)   unresolved: CI wider than "
+        f"±{mx.unresolved_pct:g}%, too few trials, or failed   † an outlier trial (kept; see the notes)"
+    )
 
 
 def print_matrix(mx: Matrix, console) -> None:
@@ -418,5 +488,18 @@ def print_matrix(mx: Matrix, console) -> None:
         console.print(f"{'†' if 'is an outlier' in text else '•'} {text}", highlight=False)
 
 
-__all__ = ["DEFAULT_UNRESOLVED_PCT", "Matrix", "MatrixCell", "MatrixRow", "OutlierNote", "build_matrix",
-           "cell_text", "fmt_short", "legend", "machine_load", "matrix_table", "natural_metric", "print_matrix"]
+__all__ = [
+    "DEFAULT_UNRESOLVED_PCT",
+    "Matrix",
+    "MatrixCell",
+    "MatrixRow",
+    "OutlierNote",
+    "build_matrix",
+    "cell_text",
+    "fmt_short",
+    "legend",
+    "machine_load",
+    "matrix_table",
+    "natural_metric",
+    "print_matrix",
+]

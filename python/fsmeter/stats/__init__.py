@@ -2,16 +2,32 @@
 comparisons, and full factorial ANOVA (Jain, *The Art of Computer Systems
 Performance Analysis*, ch. 12-13, 20-22, 25). Pure Python on numpy/scipy/statsmodels/pandas.
 """
+
 import importlib
 
 # Submodules load on first use (PEP 562): `fsmeter.stats.phase` must not pull statsmodels and
 # pandas into a run that only needs a batch-means CI.
 _WHERE = {
-    "AdaptiveRule": "adaptive", "Decision": "adaptive", "Analysis": "analyze", "analyze_frame": "analyze",
-    "render": "analyze", "AnovaResult": "anova", "factorial_anova": "anova", "BatchMeansResult": "batch",
-    "SteadyState": "batch", "batch_means_ci": "batch", "is_too_short": "batch", "steady_state": "batch",
-    "Comparison": "compare", "RankEntry": "compare", "compare": "compare", "rank": "compare", "MeanCI": "summary",
-    "Summary": "summary", "mean_ci": "summary", "summarize": "summary",
+    "AdaptiveRule": "adaptive",
+    "Decision": "adaptive",
+    "Analysis": "analyze",
+    "analyze_frame": "analyze",
+    "render": "analyze",
+    "AnovaResult": "anova",
+    "factorial_anova": "anova",
+    "BatchMeansResult": "batch",
+    "SteadyState": "batch",
+    "batch_means_ci": "batch",
+    "is_too_short": "batch",
+    "steady_state": "batch",
+    "Comparison": "compare",
+    "RankEntry": "compare",
+    "compare": "compare",
+    "rank": "compare",
+    "MeanCI": "summary",
+    "Summary": "summary",
+    "mean_ci": "summary",
+    "summarize": "summary",
 }
 
 
@@ -22,7 +38,24 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "AdaptiveRule", "Decision", "Analysis", "analyze_frame", "render", "AnovaResult", "factorial_anova",
-    "BatchMeansResult", "SteadyState", "batch_means_ci", "is_too_short", "steady_state", "Comparison",
-    "RankEntry", "compare", "rank", "MeanCI", "Summary", "mean_ci", "summarize",
+    "AdaptiveRule",
+    "Decision",
+    "Analysis",
+    "analyze_frame",
+    "render",
+    "AnovaResult",
+    "factorial_anova",
+    "BatchMeansResult",
+    "SteadyState",
+    "batch_means_ci",
+    "is_too_short",
+    "steady_state",
+    "Comparison",
+    "RankEntry",
+    "compare",
+    "rank",
+    "MeanCI",
+    "Summary",
+    "mean_ci",
+    "summarize",
 ]

@@ -1,5 +1,6 @@
 """numpy, imported on first use: `fsmeter run` judges most phases without it (under 10 interval
 samples there is no series to compute on), and importing it costs about 50 ms of start-up."""
+
 from __future__ import annotations
 
 

@@ -6,11 +6,13 @@ criterion after every trial -- the Student-t half-width as a % of the mean -- an
 stop as soon as it is within the target. The campaign runner calls
 :meth:`AdaptiveRule.decide` after each trial and stores ``Decision.reason``.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 from fsmeter.errors import UserError
 from fsmeter.stats.summary import check_level, mean_ci

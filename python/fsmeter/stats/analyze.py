@@ -3,18 +3,19 @@
 ``analyze_frame`` returns plain data (:class:`Analysis`); :func:`render` draws it
 with rich. Loading helpers turn a CSV or the results store into such a frame.
 """
+
 from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from rich.console import Console
 from rich import box
+from rich.console import Console
 from rich.table import Table
 
 from fsmeter.errors import UserError
@@ -47,25 +48,44 @@ class Analysis:
             s = c.summary.to_dict()
             ci = s.pop("ci")
             s.pop("notes")
-            rows.append({**c.levels, **s, "ci_low": ci["low"], "ci_high": ci["high"],
-                         "ci_half_width_pct": ci["half_width_pct"]})
+            rows.append(
+                {**c.levels, **s, "ci_low": ci["low"], "ci_high": ci["high"], "ci_half_width_pct": ci["half_width_pct"]}
+            )
         return pd.DataFrame(rows)
 
     def to_dict(self) -> dict:
         """Plain lists/dicts/floats for templates and JSON (NaN stays NaN: undefined, not zero)."""
-        out: dict = {"response": self.response, "factors": self.factors, "level": self.level, "log": self.log,
-                     "cells": self.cells_frame().to_dict("records"), "notes": list(self.notes), "anova": None}
+        out: dict = {
+            "response": self.response,
+            "factors": self.factors,
+            "level": self.level,
+            "log": self.log,
+            "cells": self.cells_frame().to_dict("records"),
+            "notes": list(self.notes),
+            "anova": None,
+        }
         a = self.anova
         if a is not None:
             out["anova"] = {
                 "table": a.table_frame().reset_index().to_dict("records"),
                 "effects": [{**e.__dict__, "levels": list(e.levels)} for e in a.effects],
-                "grand_mean": a.grand_mean, "grand_mean_ci": list(a.grand_mean_ci), "s_e": a.s_e,
-                "df_error": a.df_error, "replications": a.replications, "alpha": a.alpha,
-                "shapiro_w": a.shapiro_w, "shapiro_p": a.shapiro_p,
-                "fitted": a.fitted.tolist(), "residuals": a.residuals.tolist(),
-                "qq": {"theoretical": a.qq_theoretical.tolist(), "ordered": a.qq_ordered.tolist(),
-                       "slope": a.qq_fit[0], "intercept": a.qq_fit[1], "r": a.qq_fit[2]},
+                "grand_mean": a.grand_mean,
+                "grand_mean_ci": list(a.grand_mean_ci),
+                "s_e": a.s_e,
+                "df_error": a.df_error,
+                "replications": a.replications,
+                "alpha": a.alpha,
+                "shapiro_w": a.shapiro_w,
+                "shapiro_p": a.shapiro_p,
+                "fitted": a.fitted.tolist(),
+                "residuals": a.residuals.tolist(),
+                "qq": {
+                    "theoretical": a.qq_theoretical.tolist(),
+                    "ordered": a.qq_ordered.tolist(),
+                    "slope": a.qq_fit[0],
+                    "intercept": a.qq_fit[1],
+                    "r": a.qq_fit[2],
+                },
             }
         return out
 
@@ -93,8 +113,10 @@ def analyze_frame(
         if big.any():
             idx = big[big].index[0]
             where = f"line {idx}" if df.index.name == "line" else f"row {idx}"
-            raise UserError(f"response column {response!r} has {float(num[big].iloc[0]):g} at {where}: beyond "
-                            f"±{MAX_RESPONSE:g}, where sums of squares overflow: fix or remove that row, or rescale")
+            raise UserError(
+                f"response column {response!r} has {float(num[big].iloc[0]):g} at {where}: beyond "
+                f"±{MAX_RESPONSE:g}, where sums of squares overflow: fix or remove that row, or rescale"
+            )
     data = validate_design(df, response, factors)
     cells: list[CellSummary] = []
     if factors:
@@ -107,8 +129,9 @@ def analyze_frame(
             # validate_design refuses the designs it knows to be unusable; whatever numbers still defeat the
             # computation (a degenerate fit) are bad input too, said in one line rather than a traceback.
             why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise UserError(f"the ANOVA of {response!r} cannot be computed on these values ({why}): "
-                            "check the data") from None
+            raise UserError(
+                f"the ANOVA of {response!r} cannot be computed on these values ({why}): check the data"
+            ) from None
         notes = list(result.notes)
     else:
         cells.append(CellSummary({}, summarize(data[response], level)))
@@ -165,14 +188,17 @@ def load_csv(path: str | Path) -> pd.DataFrame:
         if not h:
             raise UserError(f"{p} line {lines[0]}: column {i + 1} of the header has no name: name every column")
         if h in header[:i]:
-            raise UserError(f"{p} line {lines[0]}: column {h!r} appears twice in the header: give each column "
-                            "its own name")
+            raise UserError(
+                f"{p} line {lines[0]}: column {h!r} appears twice in the header: give each column its own name"
+            )
     if len(rows) == 1:
         raise UserError(f"{p}: a header and no rows: give one row per trial")
     for row, line in zip(rows[1:], lines[1:]):
         if len(row) != len(header):
-            raise UserError(f"{p} line {line}: {len(row)} fields, but the header names {len(header)} columns: "
-                            "fix that row (a value with a comma needs quotes)")
+            raise UserError(
+                f"{p} line {line}: {len(row)} fields, but the header names {len(header)} columns: "
+                "fix that row (a value with a comma needs quotes)"
+            )
     try:
         df = pd.read_csv(io.StringIO(text), index_col=False)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
@@ -200,10 +226,12 @@ def stack_responses(df: pd.DataFrame, responses: Sequence[str], name: str = STAC
         if bad.any():
             idx, val = bad[bad].index[0], df[r][bad].iloc[0]
             where = f"line {idx}" if df.index.name == "line" else f"row {idx}"
-            what = ("is empty" if pd.isna(val)
-                    else f"has {str(val)[:40]!r}, not a finite number within ±{MAX_RESPONSE:g}")
-            raise UserError(f"response column {r!r} {what} at {where}: fix or remove that row, or choose a "
-                            "numeric column")
+            what = (
+                "is empty" if pd.isna(val) else f"has {str(val)[:40]!r}, not a finite number within ±{MAX_RESPONSE:g}"
+            )
+            raise UserError(
+                f"response column {r!r} {what} at {where}: fix or remove that row, or choose a numeric column"
+            )
     parts = []
     for r in responses:
         part = df.drop(columns=[c for c in responses]).copy()
@@ -303,18 +331,50 @@ def render(analysis: Analysis, console: Console | None = None) -> None:
     rows = []
     for c in analysis.cells:
         s = c.summary
-        rows.append([*cell(c), str(s.n), _fmt(s.mean), _fmt(s.ci.low), _fmt(s.ci.high),
-                     _fmt(s.ci.half_width_pct, 2), _fmt(s.median), _fmt(s.geometric_mean), _fmt(s.harmonic_mean)])
-    _print_table(con, f"{resp}: per-cell summary ({lvl} CI for the mean, Student t)",
-                 [label, "n", "mean", "CI low", "CI high", "±%", "median", "geo mean", "harm mean"], rows, nf)
+        rows.append(
+            [
+                *cell(c),
+                str(s.n),
+                _fmt(s.mean),
+                _fmt(s.ci.low),
+                _fmt(s.ci.high),
+                _fmt(s.ci.half_width_pct, 2),
+                _fmt(s.median),
+                _fmt(s.geometric_mean),
+                _fmt(s.harmonic_mean),
+            ]
+        )
+    _print_table(
+        con,
+        f"{resp}: per-cell summary ({lvl} CI for the mean, Student t)",
+        [label, "n", "mean", "CI low", "CI high", "±%", "median", "geo mean", "harm mean"],
+        rows,
+        nf,
+    )
 
     rows = []
     for c in analysis.cells:
         s = c.summary
-        rows.append([*cell(c), _fmt(s.stddev), _fmt(s.cov, 3), _fmt(s.skewness, 3),
-                     _fmt(s.siqr), _fmt(s.min), _fmt(s.max), _fmt(s.range), _fmt(s.max_min_ratio)])
-    _print_table(con, f"{resp}: dispersion (stddev n-1; SIQR from type-7 quartiles)",
-                 [label, "stddev", "COV", "skew", "SIQR", "min", "max", "range", "max/min"], rows, nf)
+        rows.append(
+            [
+                *cell(c),
+                _fmt(s.stddev),
+                _fmt(s.cov, 3),
+                _fmt(s.skewness, 3),
+                _fmt(s.siqr),
+                _fmt(s.min),
+                _fmt(s.max),
+                _fmt(s.range),
+                _fmt(s.max_min_ratio),
+            ]
+        )
+    _print_table(
+        con,
+        f"{resp}: dispersion (stddev n-1; SIQR from type-7 quartiles)",
+        [label, "stddev", "COV", "skew", "SIQR", "min", "max", "range", "max/min"],
+        rows,
+        nf,
+    )
     for c in analysis.cells:
         for note in c.summary.notes:
             con.print(f"[yellow]note[/]: {', '.join(c.levels.values()) or resp}: {note}")
@@ -324,18 +384,51 @@ def render(analysis: Analysis, console: Console | None = None) -> None:
         return
     model = f"log({resp})" if a.log else resp
     design = " x ".join(a.factors) + (f", {a.replications} replications" if a.replications else "")
-    rows = [[r.term, _fmt(r.ss), _fmt(r.pct_variation, 3), str(r.df), _fmt(r.ms), _fmt(r.f), _fmt(r.f_crit),
-             _p(r.p), "*" if r.significant else ""] for r in a.table]
-    _print_table(con, f"ANOVA of {model}: {design} (alpha={a.alpha:g}; Jain ch. 22)",
-                 ["term", "SS", "% var", "df", "MS", "F", "F crit", "p", "sig"], rows, 1)
+    rows = [
+        [
+            r.term,
+            _fmt(r.ss),
+            _fmt(r.pct_variation, 3),
+            str(r.df),
+            _fmt(r.ms),
+            _fmt(r.f),
+            _fmt(r.f_crit),
+            _p(r.p),
+            "*" if r.significant else "",
+        ]
+        for r in a.table
+    ]
+    _print_table(
+        con,
+        f"ANOVA of {model}: {design} (alpha={a.alpha:g}; Jain ch. 22)",
+        ["term", "SS", "% var", "df", "MS", "F", "F crit", "p", "sig"],
+        rows,
+        1,
+    )
 
-    rows = [[e.term, ", ".join(e.levels), _fmt(e.value), _fmt(e.stddev), _fmt(e.low), _fmt(e.high),
-             *([_fmt(e.ratio)] if a.log else []), "*" if e.significant else ""] for e in a.effects]
-    _print_table(con, f"Effects on {model}: deviations from the grand mean {_fmt(a.grand_mean)}, "
-                      f"{lvl} CI (t, {a.df_error} df)",
-                 ["term", "level", "effect", "stddev", "CI low", "CI high", *(["ratio"] if a.log else []), "sig"],
-                 rows, 2)
-    con.print(f"s_e = {_fmt(a.s_e)} (df {a.df_error}); Shapiro-Wilk on residuals: W = {_fmt(a.shapiro_w)}, "
-              f"p = {_p(a.shapiro_p)}")
+    rows = [
+        [
+            e.term,
+            ", ".join(e.levels),
+            _fmt(e.value),
+            _fmt(e.stddev),
+            _fmt(e.low),
+            _fmt(e.high),
+            *([_fmt(e.ratio)] if a.log else []),
+            "*" if e.significant else "",
+        ]
+        for e in a.effects
+    ]
+    _print_table(
+        con,
+        f"Effects on {model}: deviations from the grand mean {_fmt(a.grand_mean)}, {lvl} CI (t, {a.df_error} df)",
+        ["term", "level", "effect", "stddev", "CI low", "CI high", *(["ratio"] if a.log else []), "sig"],
+        rows,
+        2,
+    )
+    con.print(
+        f"s_e = {_fmt(a.s_e)} (df {a.df_error}); Shapiro-Wilk on residuals: W = {_fmt(a.shapiro_w)}, "
+        f"p = {_p(a.shapiro_p)}"
+    )
     for note in analysis.notes:
         con.print(f"[yellow]note[/]: {note}")

@@ -7,12 +7,13 @@ multiplicative (log) models from ch. 18.7/21.7. The ANOVA table itself comes fro
 statsmodels (OLS + ``anova_lm``); effects are computed in Jain's form, as
 sum-to-zero deviations from the grand mean, so they read like his tables.
 """
+
 from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -74,7 +75,9 @@ def validate_design(df: pd.DataFrame, response: str, factors: Sequence[str]) -> 
     for f in factors:
         miss = out[f].isna()
         if miss.any():
-            raise UserError(f"factor column {f!r} is empty at {_where(df, miss[miss].index[0])}: fill it or drop the row")
+            raise UserError(
+                f"factor column {f!r} is empty at {_where(df, miss[miss].index[0])}: fill it or drop the row"
+            )
         out[f] = out[f].astype(str)
         levels = out[f].unique()
         if len(levels) < 2:
@@ -99,9 +102,7 @@ def validate_design(df: pd.DataFrame, response: str, factors: Sequence[str]) -> 
         cell = counts.idxmin()
         cell = cell if isinstance(cell, tuple) else (cell,)
         shown = ", ".join(f"{f}={v}" for f, v in zip(factors, cell))
-        raise UserError(
-            f"cell {shown} has 1 row: the error term needs at least 2 replications per cell; add trials"
-        )
+        raise UserError(f"cell {shown} has 1 row: the error term needs at least 2 replications per cell; add trials")
     if len(factors) >= 2 and counts.nunique() > 1:
         lo, hi = counts.idxmin(), counts.idxmax()
         raise UserError(
@@ -271,7 +272,9 @@ def factorial_anova(
         p = float(sps.f.sf(fval, d, df_e)) if mse > 0 else 0.0
         fcrit = float(sps.f.ppf(1 - alpha, d, df_e))
         table.append(AnovaRow(label(idx), ss, 100 * ss / sst if sst else math.nan, d, ms, fval, fcrit, p, fval > fcrit))
-    table.append(AnovaRow(ERROR_TERM, sse, 100 * sse / sst if sst else math.nan, df_e, mse, math.nan, math.nan, math.nan, False))
+    table.append(
+        AnovaRow(ERROR_TERM, sse, 100 * sse / sst if sst else math.nan, df_e, mse, math.nan, math.nan, math.nan, False)
+    )
     table.append(AnovaRow(TOTAL_TERM, sst, 100.0, N - 1, math.nan, math.nan, math.nan, math.nan, False))
 
     # Effects from marginal means (Jain's formulation), by inclusion-exclusion.

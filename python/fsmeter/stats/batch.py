@@ -5,14 +5,16 @@ plain Student-t CI on them is far too narrow. The method of batch means (Jain
 ch. 25.5.2) groups consecutive samples into batches long enough that the batch
 means are nearly independent, and builds the t-interval on those.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
-from typing import Sequence
 
 from fsmeter.errors import UserError
+
 # numpy only (on first use): `fsmeter run` judges every phase with this module, and scipy.stats or
 # statsmodels (with pandas) would add over 100 MB to its peak memory for three one-line formulas.
 from fsmeter.stats._numpy import np
@@ -104,8 +106,7 @@ def batch_means_ci(
     n = int(x.size)
     if n < min_batches:
         raise UserError(
-            f"{n} samples after warm-up: batch means need at least {min_batches}; run longer "
-            "or sample more often"
+            f"{n} samples after warm-up: batch means need at least {min_batches}; run longer or sample more often"
         )
     notes: list[str] = []
     b = max(1, n // max_batches)

@@ -5,12 +5,14 @@ unequal-variance t-test, scipy ``ttest_ind(equal_var=False)``; Jain ch. 13.4.2
 gives the same approximate-df test for unpaired observations) AND at least the
 practical threshold (10% of the mean by default) -- a significant 2% is not news.
 """
+
 from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 from scipy import stats as sps

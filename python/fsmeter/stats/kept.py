@@ -4,6 +4,7 @@ One rule for every consumer (report, ranking, `fsmeter analyze`, `campaign show`
 that their summaries and tests are computed from the same trials. Failed and interrupted trials and
 the warm-up trials a campaign discards stay in the store and in exports, marked as such.
 """
+
 from __future__ import annotations
 
 import math

@@ -24,11 +24,12 @@ least ``min_rel_pct`` (default 10%, fsmeter's practical threshold: smaller diffe
 away from the median.
 Outliers stay in every mean, CI and test; the reports list them with this score so a reader can judge.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -75,9 +76,20 @@ def find_outliers(values: Sequence[float], threshold: float = THRESHOLD, min_rel
     if not scores:
         return []
     med = float(np.median(np.asarray(values, dtype=float)))
-    return [Outlier(i, float(values[i]), s, med) for i, s in enumerate(scores) if not math.isnan(s) and
-            abs(s) > threshold and abs(float(values[i]) - med) >= abs(med) * min_rel_pct / 100.0]
+    return [
+        Outlier(i, float(values[i]), s, med)
+        for i, s in enumerate(scores)
+        if not math.isnan(s) and abs(s) > threshold and abs(float(values[i]) - med) >= abs(med) * min_rel_pct / 100.0
+    ]
 
 
-__all__ = ["MAD_TO_Z", "MEANAD_TO_SIGMA", "MIN_REL_PCT", "MIN_VALUES", "THRESHOLD", "Outlier", "find_outliers",
-           "modified_z_scores"]
+__all__ = [
+    "MAD_TO_Z",
+    "MEANAD_TO_SIGMA",
+    "MIN_REL_PCT",
+    "MIN_VALUES",
+    "THRESHOLD",
+    "Outlier",
+    "find_outliers",
+    "modified_z_scores",
+]

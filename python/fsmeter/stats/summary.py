@@ -5,15 +5,15 @@ Method: Jain, *The Art of Computer Systems Performance Analysis* (1991), ch. 12
 interval for the mean from Student's t when n < 30 -- we use t for every n, which
 is exact for normal data and tends to z for large n).
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Iterable, Sequence
-
-from fsmeter.stats._numpy import np
 
 from fsmeter.errors import UserError
+from fsmeter.stats._numpy import np
 
 #: Confidence levels a user may ask for. Others are legal for the maths; the CLI
 #: accepts any value in (0, 1) but these are the ones Jain tabulates.
@@ -69,7 +69,7 @@ class MeanCI:
             return math.inf if self.half_width > 0 else (0.0 if self.half_width == 0 else math.nan)
         return 100.0 * self.half_width / abs(self.mean)
 
-    def overlaps(self, other: "MeanCI") -> bool:
+    def overlaps(self, other: MeanCI) -> bool:
         return self.low <= other.high and other.low <= self.high
 
 

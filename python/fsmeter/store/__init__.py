@@ -9,14 +9,16 @@ The schema is ``schema.sql`` (version 1) plus ``migrate_N.sql`` files, each brin
 database to version N; ``PRAGMA user_version`` holds the version. ``HISTORY.md`` says what
 each version changed. pandas is imported only by :func:`tidy` and :func:`load`.
 """
+
 from __future__ import annotations
 
 import datetime as dt
 import json
 import os
 import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any
 
 from fsmeter.engine import latency_measured
 from fsmeter.errors import UserError
@@ -37,21 +39,52 @@ def _migrations() -> list:
 SCHEMA_VERSION = _migrations()[-1][0]
 
 #: Columns of tidy() before the factor columns (the analyze CLI and the report rely on them).
-TIDY_COLUMNS = ["campaign_id", "campaign", "cell_id", "trial", "status", "discarded", "workload", "phase",
-                "metric", "unit", "higher_is_better", "value"]
+TIDY_COLUMNS = [
+    "campaign_id",
+    "campaign",
+    "cell_id",
+    "trial",
+    "status",
+    "discarded",
+    "workload",
+    "phase",
+    "metric",
+    "unit",
+    "higher_is_better",
+    "value",
+]
 
-_ENV_COLUMNS = ["hostname", "kernel", "cpu_model", "mem_bytes", "cpus_online", "cpus_used", "target_kind", "device",
-                "fs", "mkfs_command", "mkfs_options", "mkfs_tool", "mkfs_tool_version", "mount_options",
-                "proc_mounts_line", "scheduler", "readahead_kb", "cache_method", "seed", "fsmeter_version"]
+_ENV_COLUMNS = [
+    "hostname",
+    "kernel",
+    "cpu_model",
+    "mem_bytes",
+    "cpus_online",
+    "cpus_used",
+    "target_kind",
+    "device",
+    "fs",
+    "mkfs_command",
+    "mkfs_options",
+    "mkfs_tool",
+    "mkfs_tool_version",
+    "mount_options",
+    "proc_mounts_line",
+    "scheduler",
+    "readahead_kb",
+    "cache_method",
+    "seed",
+    "fsmeter_version",
+]
 
 
-def default_db_path(db: Optional[os.PathLike | str] = None) -> Path:
+def default_db_path(db: os.PathLike | str | None = None) -> Path:
     """--db, else $FSMETER_DB, else ./fsmeter.sqlite."""
     return Path(db or os.environ.get("FSMETER_DB") or DEFAULT_DB)
 
 
 def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
 def _json(v: Any) -> str:
@@ -68,7 +101,7 @@ class Store:
     def close(self) -> None:
         self.conn.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -86,13 +119,19 @@ class Store:
         with self.conn:
             cur = self.conn.execute(
                 "INSERT INTO campaigns (name, source, source_path, created, status, fsmeter_version) "
-                "VALUES (?, ?, ?, ?, 'running', ?)", (name, source, source_path, now_iso(), fsmeter.__version__))
+                "VALUES (?, ?, ?, ?, 'running', ?)",
+                (name, source, source_path, now_iso(), fsmeter.__version__),
+            )
             cid = cur.lastrowid
             for idx, (workload, factors) in enumerate(cells):
-                cc = self.conn.execute("INSERT INTO cells (campaign_id, idx, workload, factors) VALUES (?, ?, ?, ?)",
-                                       (cid, idx, workload, _json(factors)))
-                self.conn.executemany("INSERT INTO cell_factors (cell_id, name, value) VALUES (?, ?, ?)",
-                                      [(cc.lastrowid, k, _json(v)) for k, v in factors.items()])
+                cc = self.conn.execute(
+                    "INSERT INTO cells (campaign_id, idx, workload, factors) VALUES (?, ?, ?, ?)",
+                    (cid, idx, workload, _json(factors)),
+                )
+                self.conn.executemany(
+                    "INSERT INTO cell_factors (cell_id, name, value) VALUES (?, ?, ?)",
+                    [(cc.lastrowid, k, _json(v)) for k, v in factors.items()],
+                )
         return cid
 
     def campaign(self, ref: int | str) -> sqlite3.Row:
@@ -101,8 +140,9 @@ class Store:
         if isinstance(ref, int) or str(ref).isdigit():
             row = self.conn.execute("SELECT * FROM campaigns WHERE id = ?", (int(ref),)).fetchone()
         if row is None:
-            row = self.conn.execute("SELECT * FROM campaigns WHERE name = ? ORDER BY id DESC LIMIT 1",
-                                    (str(ref),)).fetchone()
+            row = self.conn.execute(
+                "SELECT * FROM campaigns WHERE name = ? ORDER BY id DESC LIMIT 1", (str(ref),)
+            ).fetchone()
         if row is None:
             raise UserError(f"no campaign {ref!r} in {self.path}: see `fsmeter campaign list --db {self.path}`")
         return row
@@ -121,7 +161,8 @@ class Store:
             "SELECT c.*, (SELECT count(*) FROM cells WHERE campaign_id = c.id) AS n_cells,"
             " (SELECT count(*) FROM cells WHERE campaign_id = c.id AND status IN ('done', 'failed')) AS n_finished,"
             " (SELECT count(*) FROM trials t JOIN cells e ON t.cell_id = e.id WHERE e.campaign_id = c.id) AS n_trials"
-            " FROM campaigns c ORDER BY c.id").fetchall()
+            " FROM campaigns c ORDER BY c.id"
+        ).fetchall()
 
     def cells(self, campaign_id: int) -> list:
         return self.conn.execute("SELECT * FROM cells WHERE campaign_id = ? ORDER BY idx", (campaign_id,)).fetchall()
@@ -133,9 +174,11 @@ class Store:
         """[(trial number, headline value)] of the cell's ok trials, in order (for the adaptive rule)."""
         return self.conn.execute(
             "SELECT t.number, m.value FROM trials t JOIN metrics m ON m.trial_id = t.id AND m.headline = 1 "
-            "WHERE t.cell_id = ? AND t.status = 'ok' ORDER BY t.number", (cell_id,)).fetchall()
+            "WHERE t.cell_id = ? AND t.status = 'ok' ORDER BY t.number",
+            (cell_id,),
+        ).fetchall()
 
-    def campaign_owner(self, campaign_id: int) -> Optional[dict]:
+    def campaign_owner(self, campaign_id: int) -> dict | None:
         """The identity (fsmeter.runlock.identity) of the process running the campaign, or None."""
         row = self.conn.execute("SELECT owner FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
         try:
@@ -143,7 +186,7 @@ class Store:
         except ValueError:
             return None
 
-    def claim_campaign(self, campaign_id: int, me: dict, expected: Optional[dict]) -> bool:
+    def claim_campaign(self, campaign_id: int, me: dict, expected: dict | None) -> bool:
         """Record ``me`` as the campaign's owner if its owner is still ``expected`` (compare and set,
         so of two processes claiming at once only one wins). Returns whether the claim held."""
         old = _json(expected) if expected is not None else None
@@ -151,13 +194,15 @@ class Store:
         if raw is None:
             return False
         stored = raw["owner"]
-        same = (stored is None and old is None) or (stored is not None and old is not None
-                                                    and json.loads(stored) == expected)
+        same = (stored is None and old is None) or (
+            stored is not None and old is not None and json.loads(stored) == expected
+        )
         if not same:
             return False
         with self.conn:
-            cur = self.conn.execute("UPDATE campaigns SET owner = ? WHERE id = ? AND owner IS ?",
-                                    (_json(me), campaign_id, stored))
+            cur = self.conn.execute(
+                "UPDATE campaigns SET owner = ? WHERE id = ? AND owner IS ?", (_json(me), campaign_id, stored)
+            )
         return cur.rowcount == 1
 
     def release_campaign(self, campaign_id: int, me: dict) -> None:
@@ -167,20 +212,37 @@ class Store:
 
     def set_campaign_status(self, campaign_id: int, status: str) -> None:
         with self.conn:
-            self.conn.execute("UPDATE campaigns SET status = ?, finished = ? WHERE id = ?",
-                              (status, now_iso() if status != "running" else None, campaign_id))
+            self.conn.execute(
+                "UPDATE campaigns SET status = ?, finished = ? WHERE id = ?",
+                (status, now_iso() if status != "running" else None, campaign_id),
+            )
 
-    def set_cell_status(self, cell_id: int, status: str, cause: str | None = None,
-                        stop_reason: str | None = None) -> None:
+    def set_cell_status(
+        self, cell_id: int, status: str, cause: str | None = None, stop_reason: str | None = None
+    ) -> None:
         with self.conn:
-            self.conn.execute("UPDATE cells SET status = ?, cause = ?, stop_reason = coalesce(?, stop_reason) "
-                              "WHERE id = ?", (status, cause, stop_reason, cell_id))
+            self.conn.execute(
+                "UPDATE cells SET status = ?, cause = ?, stop_reason = coalesce(?, stop_reason) WHERE id = ?",
+                (status, cause, stop_reason, cell_id),
+            )
 
     # -- trials ---------------------------------------------------------------------------
-    def record_trial(self, cell_id: int, number: int, *, status: str, started: str, ended: str | None = None,
-                     cause: str | None = None, discarded: bool = False, stop_reason: str | None = None,
-                     half_width_pct: float | None = None, phases: Iterable[Mapping] = (),
-                     metrics: Iterable[Mapping] = (), environment: Mapping | None = None) -> int:
+    def record_trial(
+        self,
+        cell_id: int,
+        number: int,
+        *,
+        status: str,
+        started: str,
+        ended: str | None = None,
+        cause: str | None = None,
+        discarded: bool = False,
+        stop_reason: str | None = None,
+        half_width_pct: float | None = None,
+        phases: Iterable[Mapping] = (),
+        metrics: Iterable[Mapping] = (),
+        environment: Mapping | None = None,
+    ) -> int:
         """Store one trial with everything measured in it, in one transaction; returns the trial id.
 
         ``phases``: dicts with key, engine_phase, measured, discarded, cache_method and report (the
@@ -192,8 +254,18 @@ class Store:
             cur = self.conn.execute(
                 "INSERT INTO trials (cell_id, number, status, cause, started, ended, discarded, stop_reason, "
                 "half_width_pct) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (cell_id, number, status, cause, started, ended or now_iso(), int(bool(discarded)), stop_reason,
-                 half_width_pct))
+                (
+                    cell_id,
+                    number,
+                    status,
+                    cause,
+                    started,
+                    ended or now_iso(),
+                    int(bool(discarded)),
+                    stop_reason,
+                    half_width_pct,
+                ),
+            )
             tid = cur.lastrowid
             for seq, ph in enumerate(phases):
                 rep = ph.get("report") or {}
@@ -202,41 +274,81 @@ class Store:
                     "INSERT INTO phases (trial_id, seq, key, engine_phase, measured, discarded, elapsed_s, warmup_s,"
                     " interrupted, cache_method, report, other_cpu_share, cache_read_share)"
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (tid, seq, ph["key"], ph.get("engine_phase", ph["key"]), int(bool(ph.get("measured", True))),
-                     int(bool(ph.get("discarded", False))), rep.get("elapsed_s"), rep.get("warmup_s"),
-                     int(bool(rep.get("interrupted", False))), ph.get("cache_method"), _json(rep),
-                     reg.get("other_cpu_share"), reg.get("cache_read_share")))
+                    (
+                        tid,
+                        seq,
+                        ph["key"],
+                        ph.get("engine_phase", ph["key"]),
+                        int(bool(ph.get("measured", True))),
+                        int(bool(ph.get("discarded", False))),
+                        rep.get("elapsed_s"),
+                        rep.get("warmup_s"),
+                        int(bool(rep.get("interrupted", False))),
+                        ph.get("cache_method"),
+                        _json(rep),
+                        reg.get("other_cpu_share"),
+                        reg.get("cache_read_share"),
+                    ),
+                )
                 pid = pc.lastrowid
                 self.conn.executemany(
                     "INSERT INTO intervals (phase_id, t_s, dur_s, ops, bytes) VALUES (?, ?, ?, ?, ?)",
-                    [(pid, iv["t_s"], iv["dur_s"], iv["ops"], iv["bytes"]) for iv in rep.get("intervals") or []])
+                    [(pid, iv["t_s"], iv["dur_s"], iv["ops"], iv["bytes"]) for iv in rep.get("intervals") or []],
+                )
                 hist = []
                 for op, o in (rep.get("ops") or {}).items():
                     if not latency_measured(o):
                         continue  # counted, not timed one by one: no latency to store
                     lat = o.get("lat") or {}
-                    hist.append((pid, op, lat.get("count"), lat.get("min_ns"), lat.get("mean_ns"),
-                                 lat.get("stdev_ns"), lat.get("p50_ns"), lat.get("p90_ns"), lat.get("p99_ns"),
-                                 lat.get("p999_ns"), lat.get("p9999_ns"), lat.get("max_ns"),
-                                 json.dumps(lat.get("buckets") or [])))
+                    hist.append(
+                        (
+                            pid,
+                            op,
+                            lat.get("count"),
+                            lat.get("min_ns"),
+                            lat.get("mean_ns"),
+                            lat.get("stdev_ns"),
+                            lat.get("p50_ns"),
+                            lat.get("p90_ns"),
+                            lat.get("p99_ns"),
+                            lat.get("p999_ns"),
+                            lat.get("p9999_ns"),
+                            lat.get("max_ns"),
+                            json.dumps(lat.get("buckets") or []),
+                        )
+                    )
                 self.conn.executemany(
                     "INSERT INTO histograms (phase_id, op, count, min_ns, mean_ns, stdev_ns, p50_ns, p90_ns, p99_ns,"
-                    " p999_ns, p9999_ns, max_ns, buckets) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", hist)
+                    " p999_ns, p9999_ns, max_ns, buckets) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    hist,
+                )
             self.conn.executemany(
                 "INSERT INTO metrics (trial_id, phase_key, name, unit, higher_is_better, headline, value, keys) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [(tid, m["phase"], m["name"], m["unit"], int(bool(m["higher_is_better"])),
-                  int(bool(m.get("headline", False))), None if m["value"] is None else float(m["value"]),
-                  None if m.get("keys") is None else _json(m["keys"]))
-                 for m in metrics])
+                [
+                    (
+                        tid,
+                        m["phase"],
+                        m["name"],
+                        m["unit"],
+                        int(bool(m["higher_is_better"])),
+                        int(bool(m.get("headline", False))),
+                        None if m["value"] is None else float(m["value"]),
+                        None if m.get("keys") is None else _json(m["keys"]),
+                    )
+                    for m in metrics
+                ],
+            )
             if environment is not None:
                 env = dict(environment)
                 row = {k: env.pop(k, None) for k in _ENV_COLUMNS}
                 if isinstance(row["mkfs_options"], (list, tuple)):
                     row["mkfs_options"] = json.dumps(list(row["mkfs_options"]))
                 cols = ["trial_id", *_ENV_COLUMNS, "extra"]
-                self.conn.execute(f"INSERT INTO environment ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                                  (tid, *row.values(), _json(env)))
+                self.conn.execute(
+                    f"INSERT INTO environment ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                    (tid, *row.values(), _json(env)),
+                )
         return tid
 
     def delete_trial(self, trial_id: int) -> None:
@@ -247,8 +359,11 @@ class Store:
 def _migrate(conn: sqlite3.Connection, path: Path) -> None:
     have = conn.execute("PRAGMA user_version").fetchone()[0]
     if have > SCHEMA_VERSION:
-        raise UserError(f"{path}: results database version {have} is newer than this fsmeter knows "
-                        f"({SCHEMA_VERSION}): upgrade fsmeter", exit_code=1)
+        raise UserError(
+            f"{path}: results database version {have} is newer than this fsmeter knows "
+            f"({SCHEMA_VERSION}): upgrade fsmeter",
+            exit_code=1,
+        )
     for version, sql in _migrations():
         if version <= have:
             continue
@@ -264,10 +379,12 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
             if fk_off:
                 conn.execute("PRAGMA foreign_keys = ON")
         if fk_off and conn.execute("PRAGMA foreign_key_check").fetchone() is not None:
-            raise UserError(f"{path}: migrating to version {version} broke a foreign key: restore a backup", exit_code=1)
+            raise UserError(
+                f"{path}: migrating to version {version} broke a foreign key: restore a backup", exit_code=1
+            )
 
 
-def open_store(path: Optional[os.PathLike | str] = None, *, create: bool = True, writable: Optional[bool] = None) -> Store:
+def open_store(path: os.PathLike | str | None = None, *, create: bool = True, writable: bool | None = None) -> Store:
     """Open (creating or migrating) the results database at ``path`` (default: see default_db_path).
 
     ``writable`` (default: ``create``): the caller will store results, so a store that cannot take
@@ -331,8 +448,10 @@ def _campaign_ids(store: Store, campaign: Any) -> list:
 def _factor_frame(store: Store, ids: list):
     import pandas as pd
 
-    q = ("SELECT f.cell_id, f.name, f.value FROM cell_factors f JOIN cells c ON c.id = f.cell_id "
-         f"WHERE c.campaign_id IN ({','.join('?' * len(ids))})")
+    q = (
+        "SELECT f.cell_id, f.name, f.value FROM cell_factors f JOIN cells c ON c.id = f.cell_id "
+        f"WHERE c.campaign_id IN ({','.join('?' * len(ids))})"
+    )
     rows = store.conn.execute(q, ids).fetchall()
     data: dict = {}
     for r in rows:
@@ -356,11 +475,13 @@ def tidy(db_path, campaign: Any = None):
         ids = _campaign_ids(store, campaign)
         if not ids:
             return pd.DataFrame(columns=TIDY_COLUMNS)
-        q = ("SELECT k.id AS campaign_id, k.name AS campaign, c.id AS cell_id, t.number AS trial, t.status,"
-             " t.discarded, c.workload, m.phase_key AS phase, m.name AS metric, m.unit, m.higher_is_better, m.value"
-             " FROM metrics m JOIN trials t ON t.id = m.trial_id JOIN cells c ON c.id = t.cell_id"
-             " JOIN campaigns k ON k.id = c.campaign_id"
-             f" WHERE k.id IN ({','.join('?' * len(ids))}) ORDER BY k.id, c.idx, t.number, m.rowid")
+        q = (
+            "SELECT k.id AS campaign_id, k.name AS campaign, c.id AS cell_id, t.number AS trial, t.status,"
+            " t.discarded, c.workload, m.phase_key AS phase, m.name AS metric, m.unit, m.higher_is_better, m.value"
+            " FROM metrics m JOIN trials t ON t.id = m.trial_id JOIN cells c ON c.id = t.cell_id"
+            " JOIN campaigns k ON k.id = c.campaign_id"
+            f" WHERE k.id IN ({','.join('?' * len(ids))}) ORDER BY k.id, c.idx, t.number, m.rowid"
+        )
         df = pd.read_sql_query(q, store.conn, params=ids)
         factors = _factor_frame(store, ids)
     df["discarded"] = df["discarded"].astype(bool)
@@ -386,30 +507,44 @@ def load(path=None, campaign: Any = None) -> dict:
         sel = lambda q: pd.read_sql_query(q, store.conn, params=ids)  # noqa: E731
         factors = _factor_frame(store, ids)
         out = {
-            "campaigns": sel(f"SELECT id AS campaign_id, name, created, finished, status, fsmeter_version, source "
-                             f"FROM campaigns WHERE id IN ({ph})"),
-            "cells": sel(f"SELECT campaign_id, id AS cell_id, idx, workload, status, cause, stop_reason FROM cells "
-                         f"WHERE campaign_id IN ({ph}) ORDER BY campaign_id, idx"),
-            "trials": sel("SELECT c.campaign_id, t.cell_id, t.id AS trial_id, t.number AS trial, c.workload, t.status,"
-                          " t.cause, t.started, t.ended, t.discarded, t.stop_reason, t.half_width_pct"
-                          f" FROM trials t JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id IN ({ph})"
-                          " ORDER BY c.campaign_id, c.idx, t.number"),
+            "campaigns": sel(
+                f"SELECT id AS campaign_id, name, created, finished, status, fsmeter_version, source "
+                f"FROM campaigns WHERE id IN ({ph})"
+            ),
+            "cells": sel(
+                f"SELECT campaign_id, id AS cell_id, idx, workload, status, cause, stop_reason FROM cells "
+                f"WHERE campaign_id IN ({ph}) ORDER BY campaign_id, idx"
+            ),
+            "trials": sel(
+                "SELECT c.campaign_id, t.cell_id, t.id AS trial_id, t.number AS trial, c.workload, t.status,"
+                " t.cause, t.started, t.ended, t.discarded, t.stop_reason, t.half_width_pct"
+                f" FROM trials t JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id IN ({ph})"
+                " ORDER BY c.campaign_id, c.idx, t.number"
+            ),
             "metrics": metrics,
-            "phases": sel("SELECT c.campaign_id, t.cell_id, t.number AS trial, p.id AS phase_id, p.seq, p.key AS phase,"
-                          " p.engine_phase, p.measured, p.discarded, p.elapsed_s, p.warmup_s, p.interrupted,"
-                          " p.cache_method, p.other_cpu_share, p.cache_read_share"
-                          " FROM phases p JOIN trials t ON t.id = p.trial_id"
-                          f" JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id IN ({ph})"),
-            "intervals": sel("SELECT c.campaign_id, t.cell_id, t.number AS trial, c.workload, p.key AS phase,"
-                             " i.t_s, i.dur_s, i.ops, i.bytes FROM intervals i JOIN phases p ON p.id = i.phase_id"
-                             " JOIN trials t ON t.id = p.trial_id JOIN cells c ON c.id = t.cell_id"
-                             f" WHERE c.campaign_id IN ({ph}) ORDER BY i.rowid"),
-            "histograms": sel("SELECT c.campaign_id, t.cell_id, t.number AS trial, p.key AS phase, h.*"
-                              " FROM histograms h JOIN phases p ON p.id = h.phase_id JOIN trials t ON t.id = p.trial_id"
-                              f" JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id IN ({ph})"),
-            "environment": sel("SELECT c.campaign_id, t.cell_id, t.number AS trial, e.* FROM environment e"
-                               " JOIN trials t ON t.id = e.trial_id JOIN cells c ON c.id = t.cell_id"
-                               f" WHERE c.campaign_id IN ({ph})"),
+            "phases": sel(
+                "SELECT c.campaign_id, t.cell_id, t.number AS trial, p.id AS phase_id, p.seq, p.key AS phase,"
+                " p.engine_phase, p.measured, p.discarded, p.elapsed_s, p.warmup_s, p.interrupted,"
+                " p.cache_method, p.other_cpu_share, p.cache_read_share"
+                " FROM phases p JOIN trials t ON t.id = p.trial_id"
+                f" JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id IN ({ph})"
+            ),
+            "intervals": sel(
+                "SELECT c.campaign_id, t.cell_id, t.number AS trial, c.workload, p.key AS phase,"
+                " i.t_s, i.dur_s, i.ops, i.bytes FROM intervals i JOIN phases p ON p.id = i.phase_id"
+                " JOIN trials t ON t.id = p.trial_id JOIN cells c ON c.id = t.cell_id"
+                f" WHERE c.campaign_id IN ({ph}) ORDER BY i.rowid"
+            ),
+            "histograms": sel(
+                "SELECT c.campaign_id, t.cell_id, t.number AS trial, p.key AS phase, h.*"
+                " FROM histograms h JOIN phases p ON p.id = h.phase_id JOIN trials t ON t.id = p.trial_id"
+                f" JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id IN ({ph})"
+            ),
+            "environment": sel(
+                "SELECT c.campaign_id, t.cell_id, t.number AS trial, e.* FROM environment e"
+                " JOIN trials t ON t.id = e.trial_id JOIN cells c ON c.id = t.cell_id"
+                f" WHERE c.campaign_id IN ({ph})"
+            ),
         }
     fac_cols = [c for c in factors.columns if c != "cell_id"]
     for key in ("cells", "trials", "intervals"):
@@ -417,4 +552,14 @@ def load(path=None, campaign: Any = None) -> dict:
     return out
 
 
-__all__ = ["DEFAULT_DB", "SCHEMA_VERSION", "Store", "StoreError", "TIDY_COLUMNS", "default_db_path", "load", "open_store", "tidy"]
+__all__ = [
+    "DEFAULT_DB",
+    "SCHEMA_VERSION",
+    "Store",
+    "StoreError",
+    "TIDY_COLUMNS",
+    "default_db_path",
+    "load",
+    "open_store",
+    "tidy",
+]

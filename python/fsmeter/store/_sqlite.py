@@ -9,11 +9,11 @@ violations (``sqlite3.IntegrityError``) and mistakes in fsmeter's own SQL
 
 The SQLite result codes are the ones of sqlite.org/rescode.html.
 """
+
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Optional
 
 from fsmeter.errors import UserError
 
@@ -34,7 +34,7 @@ def recovered_name(path: Path) -> Path:
     return path.with_name(f"{path.stem}-recovered{path.suffix or '.sqlite'}")
 
 
-def integrity_summary(path: Path, limit: int = 160) -> Optional[str]:
+def integrity_summary(path: Path, limit: int = 160) -> str | None:
     """The first lines of ``PRAGMA integrity_check`` on ``path`` (a fresh, read-only connection): "ok"
     for a sound file, else what it found or the error that stopped it; None when it could not be
     run for a reason that says nothing about the file (locked by a writer, cannot be opened)."""
@@ -52,21 +52,23 @@ def integrity_summary(path: Path, limit: int = 160) -> Optional[str]:
     finally:
         conn.close()
     text = "; ".join(" ".join(str(x).split()) for x in lines)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def is_damage(summary: Optional[str]) -> bool:
+def is_damage(summary: str | None) -> bool:
     return summary is not None and summary != "ok"
 
 
 def damaged(path: Path, detail: str) -> StoreError:
     """The message for a store whose content cannot be read: what was found and the way out."""
-    return StoreError(f"store {path} is damaged ({detail}): run `fsmeter store recover {path} --to "
-                      f"{recovered_name(path)}` to copy out every readable trial, or restore it from a backup",
-                      "damaged")
+    return StoreError(
+        f"store {path} is damaged ({detail}): run `fsmeter store recover {path} --to "
+        f"{recovered_name(path)}` to copy out every readable trial, or restore it from a backup",
+        "damaged",
+    )
 
 
-def _code(exc: sqlite3.Error) -> Optional[int]:
+def _code(exc: sqlite3.Error) -> int | None:
     code = getattr(exc, "sqlite_errorcode", None)
     return None if code is None else code & 0xFF
 
@@ -76,26 +78,36 @@ def is_decode_error(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and "Could not decode to UTF-8" in str(exc)
 
 
-def store_error(path: Path, exc: sqlite3.Error) -> Optional[StoreError]:
+def store_error(path: Path, exc: sqlite3.Error) -> StoreError | None:
     """The StoreError for an SQLite failure on the store at ``path``, or None when it is not the
     store's fault (a constraint, a bug in a query): then the original error should propagate."""
     if isinstance(exc, (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError)):
         return None
     code, text = _code(exc), str(exc)
     if code == _READONLY or (code is None and "readonly database" in text):
-        return StoreError(f"store {path} is read-only ({text}): make it and its folder writable, or name "
-                          "another store with --db (reading commands work on a read-only store)", "readonly")
+        return StoreError(
+            f"store {path} is read-only ({text}): make it and its folder writable, or name "
+            "another store with --db (reading commands work on a read-only store)",
+            "readonly",
+        )
     if code == _FULL or (code is None and "database or disk is full" in text):
         return StoreError(f"store {path}: its filesystem is full ({text}): free space there", "full")
     if code in (_BUSY, _LOCKED) or (code is None and "database is locked" in text):
-        return StoreError(f"store {path} is locked by another process ({text}): wait for it to finish and "
-                          "retry", "locked")
+        return StoreError(
+            f"store {path} is locked by another process ({text}): wait for it to finish and retry", "locked"
+        )
     if code == _NOTADB:
-        return StoreError(f"{path} is not a usable fsmeter results database ({text}): give the right --db, "
-                          "or restore it from a backup", "damaged")
+        return StoreError(
+            f"{path} is not a usable fsmeter results database ({text}): give the right --db, "
+            "or restore it from a backup",
+            "damaged",
+        )
     if code == _CORRUPT or is_decode_error(exc) or (code is None and "malformed" in text):
-        what = ("text that is not UTF-8" if is_decode_error(exc)
-                else f"PRAGMA integrity_check: {integrity_summary(path) or text}")
+        what = (
+            "text that is not UTF-8"
+            if is_decode_error(exc)
+            else f"PRAGMA integrity_check: {integrity_summary(path) or text}"
+        )
         return damaged(path, what)
     if code == _IOERR:
         summary = integrity_summary(path)
@@ -103,8 +115,9 @@ def store_error(path: Path, exc: sqlite3.Error) -> Optional[StoreError]:
             return damaged(path, f"{text}; PRAGMA integrity_check: {summary}")
         return StoreError(f"store {path}: disk I/O error ({text}): check the disk and free space, then retry", "io")
     if code in (_CANTOPEN, _PERM):
-        return StoreError(f"store {path} cannot be opened ({text}): check that it and its folder are readable "
-                          "and writable", "io")
+        return StoreError(
+            f"store {path} cannot be opened ({text}): check that it and its folder are readable and writable", "io"
+        )
     # Anything else ("no such table" in a store whose schema page is damaged, ...): damage if the
     # file says so; otherwise a genuine fsmeter error, left alone.
     summary = integrity_summary(path)
@@ -208,5 +221,14 @@ class StoreConnection(sqlite3.Connection):
             pass  # a damaged or full store: the transaction is abandoned either way
 
 
-__all__ = ["StoreConnection", "StoreCursor", "StoreError", "damaged", "integrity_summary", "is_damage", "is_decode_error",
-           "recovered_name", "store_error"]
+__all__ = [
+    "StoreConnection",
+    "StoreCursor",
+    "StoreError",
+    "damaged",
+    "integrity_summary",
+    "is_damage",
+    "is_decode_error",
+    "recovered_name",
+    "store_error",
+]

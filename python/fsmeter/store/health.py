@@ -14,6 +14,7 @@ damaged page are still found. Recovery reads a private copy of the store whose s
 replaced by this fsmeter's own (``PRAGMA writable_schema``, sqlite.org/pragma.html), so a bit
 flipped in a CREATE statement does not hide a whole table; the store itself is never written.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -23,27 +24,47 @@ import re
 import shutil
 import sqlite3
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Optional
 
 from fsmeter.errors import UserError
 from fsmeter.store import SCHEMA_VERSION, _migrations, open_store
 from fsmeter.store._sqlite import StoreError, damaged, integrity_summary, is_damage, recovered_name
 
 #: The tables, parents before children, with the column naming each row's parent and that parent.
-TABLES = [("campaigns", None, None), ("cells", "campaign_id", "campaigns"), ("cell_factors", "cell_id", "cells"),
-          ("trials", "cell_id", "cells"), ("phases", "trial_id", "trials"), ("metrics", "trial_id", "trials"),
-          ("intervals", "phase_id", "phases"), ("histograms", "phase_id", "phases"),
-          ("environment", "trial_id", "trials")]
+TABLES = [
+    ("campaigns", None, None),
+    ("cells", "campaign_id", "campaigns"),
+    ("cell_factors", "cell_id", "cells"),
+    ("trials", "cell_id", "cells"),
+    ("phases", "trial_id", "trials"),
+    ("metrics", "trial_id", "trials"),
+    ("intervals", "phase_id", "phases"),
+    ("histograms", "phase_id", "phases"),
+    ("environment", "trial_id", "trials"),
+]
 
 #: Columns holding JSON text that must parse (NULL allowed where the schema allows it).
-JSON_COLUMNS = {"cells": ("factors",), "cell_factors": ("value",), "phases": ("report",),
-                "histograms": ("buckets",), "environment": ("extra",), "metrics": ("keys",), "campaigns": ("owner",)}
+JSON_COLUMNS = {
+    "cells": ("factors",),
+    "cell_factors": ("value",),
+    "phases": ("report",),
+    "histograms": ("buckets",),
+    "environment": ("extra",),
+    "metrics": ("keys",),
+    "campaigns": ("owner",),
+}
 
 #: The JSON type each of those documents has when fsmeter wrote it (a column not named here may hold any).
-JSON_SHAPES = {("cells", "factors"): dict, ("phases", "report"): dict, ("histograms", "buckets"): list,
-               ("environment", "extra"): dict, ("metrics", "keys"): dict, ("campaigns", "owner"): dict}
+JSON_SHAPES = {
+    ("cells", "factors"): dict,
+    ("phases", "report"): dict,
+    ("histograms", "buckets"): list,
+    ("environment", "extra"): dict,
+    ("metrics", "keys"): dict,
+    ("campaigns", "owner"): dict,
+}
 _SHAPE_NAMES = {dict: "a JSON object", list: "a JSON list"}
 
 _BATCH = 256
@@ -64,16 +85,19 @@ def _expected_schema() -> tuple:
             conn.executescript(f"BEGIN;\n{sql}\nPRAGMA user_version = {version};\nCOMMIT;")
         cols, creates = {}, {}
         for table, _, _ in TABLES:
-            cols[table] = [Column(r[1], (r[2] or "").upper(), bool(r[3]) and not r[5])
-                           for r in conn.execute(f"PRAGMA table_info({table})")]
-            creates[table] = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
-                                          (table,)).fetchone()[0]
+            cols[table] = [
+                Column(r[1], (r[2] or "").upper(), bool(r[3]) and not r[5])
+                for r in conn.execute(f"PRAGMA table_info({table})")
+            ]
+            creates[table] = conn.execute(
+                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+            ).fetchone()[0]
         return cols, creates
     finally:
         conn.close()
 
 
-def row_problem(table: str, columns: list, row: tuple) -> Optional[str]:
+def row_problem(table: str, columns: list, row: tuple) -> str | None:
     """Why a row read from ``table`` cannot be a row fsmeter wrote (wrong type, NULL where the
     schema forbids it, JSON that does not parse), or None."""
     json_cols = JSON_COLUMNS.get(table, ())
@@ -104,13 +128,14 @@ def row_problem(table: str, columns: list, row: tuple) -> Optional[str]:
 @dataclass
 class TableScan:
     """What reading one table found."""
+
     table: str
     present: bool = True
-    read: int = 0                   # rows read and sound
-    unreadable: int = 0             # rows SQLite could not return (decode error, damaged cell)
-    invalid: int = 0                # rows returned but not sound (row_problem)
-    skipped_regions: int = 0        # stretches of the b-tree that could not be read at all
-    first_problem: Optional[str] = None
+    read: int = 0  # rows read and sound
+    unreadable: int = 0  # rows SQLite could not return (decode error, damaged cell)
+    invalid: int = 0  # rows returned but not sound (row_problem)
+    skipped_regions: int = 0  # stretches of the b-tree that could not be read at all
+    first_problem: str | None = None
 
     @property
     def lost(self) -> int:
@@ -119,8 +144,7 @@ class TableScan:
     def note(self, why: str) -> None:
         if self.first_problem is None:
             m = re.match(r"Could not decode to UTF-8 column '([^']*)'", why)
-            self.first_problem = (f"{self.table}.{m.group(1)} is not UTF-8 text" if m
-                                  else " ".join(why.split())[:200])
+            self.first_problem = f"{self.table}.{m.group(1)} is not UTF-8 text" if m else " ".join(why.split())[:200]
 
 
 #: A query that runs this many thousand SQLite VM steps is abandoned: a damaged b-tree can send a
@@ -222,17 +246,21 @@ def scan(conn: sqlite3.Connection, table: str, columns: list, result: TableScan)
 @dataclass
 class CheckReport:
     path: Path
-    integrity: Optional[str]                  # "ok", what integrity_check found, or None (could not run)
-    version: Optional[int]
+    integrity: str | None  # "ok", what integrity_check found, or None (could not run)
+    version: int | None
     tables: list = field(default_factory=list)  # [TableScan]
-    fatal: Optional[str] = None               # the store could not be read at all
+    fatal: str | None = None  # the store could not be read at all
 
     @property
     def healthy(self) -> bool:
-        return (self.fatal is None and self.integrity == "ok" and self.version == SCHEMA_VERSION
-                and all(t.present and t.lost == 0 and t.skipped_regions == 0 for t in self.tables))
+        return (
+            self.fatal is None
+            and self.integrity == "ok"
+            and self.version == SCHEMA_VERSION
+            and all(t.present and t.lost == 0 and t.skipped_regions == 0 for t in self.tables)
+        )
 
-    def problem(self) -> Optional[str]:
+    def problem(self) -> str | None:
         """The first thing wrong, in a few words (for one line), or None."""
         if self.fatal:
             return self.fatal
@@ -299,8 +327,8 @@ def check(path: os.PathLike | str) -> CheckReport:
 class RecoverReport:
     source: Path
     target: Path
-    copied: dict = field(default_factory=dict)     # table -> rows written
-    lost: dict = field(default_factory=dict)       # table -> rows unreadable, unsound or orphaned
+    copied: dict = field(default_factory=dict)  # table -> rows written
+    lost: dict = field(default_factory=dict)  # table -> rows unreadable, unsound or orphaned
     skipped_regions: dict = field(default_factory=dict)
     schema_repaired: list = field(default_factory=list)
 
@@ -370,8 +398,7 @@ def recover(src: os.PathLike | str, dst: os.PathLike | str) -> RecoverReport:
                         if scan_res.present:
                             names = [c.name for c in cols]
                             pidx = names.index(parent_col) if parent_col in names else None
-                            ins = (f'INSERT INTO "{table}" ({", ".join(names)}) '
-                                   f'VALUES ({", ".join("?" * len(names))})')
+                            ins = f'INSERT INTO "{table}" ({", ".join(names)}) VALUES ({", ".join("?" * len(names))})'
                             for row in scan(conn, table, cols, scan_res):
                                 vals = list(row)
                                 if table == "campaigns" and "owner" in names:
@@ -414,13 +441,15 @@ def _refill_cell_factors(conn: sqlite3.Connection) -> int:
     n = 0
     for cell_id, factors in conn.execute("SELECT id, factors FROM cells").fetchall():
         levels = json.loads(factors)
-        for name, value in (levels.items() if isinstance(levels, dict) else ()):
-            n += conn.execute("INSERT OR IGNORE INTO cell_factors (cell_id, name, value) VALUES (?, ?, ?)",
-                              (cell_id, name, json.dumps(value, sort_keys=True, default=str))).rowcount
+        for name, value in levels.items() if isinstance(levels, dict) else ():
+            n += conn.execute(
+                "INSERT OR IGNORE INTO cell_factors (cell_id, name, value) VALUES (?, ?, ?)",
+                (cell_id, name, json.dumps(value, sort_keys=True, default=str)),
+            ).rowcount
     return n
 
 
-def _user_error_inside(exc: BaseException) -> Optional[UserError]:
+def _user_error_inside(exc: BaseException) -> UserError | None:
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
@@ -434,7 +463,7 @@ _NOT_DAMAGE = ("click.", "typer.")
 
 
 @contextlib.contextmanager
-def guard(db: Optional[os.PathLike | str]):
+def guard(db: os.PathLike | str | None):
     """Around a command that reads the store ``db``: an error that damage in the store explains
     (SQLite's own are StoreErrors already; this catches the rest: JSON that does not parse, a
     number that became text, a row whose parent is gone) becomes one line saying the store is
@@ -464,5 +493,15 @@ def guard(db: Optional[os.PathLike | str]):
         raise damaged(path, why) from None
 
 
-__all__ = ["CheckReport", "RecoverReport", "StoreError", "TABLES", "check", "guard", "recover", "recovered_name",
-           "row_problem", "scan"]
+__all__ = [
+    "CheckReport",
+    "RecoverReport",
+    "StoreError",
+    "TABLES",
+    "check",
+    "guard",
+    "recover",
+    "recovered_name",
+    "row_problem",
+    "scan",
+]

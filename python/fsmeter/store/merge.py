@@ -6,24 +6,29 @@ them), under new ids. Inputs are never modified: each is copied to a temporary f
 brought to this fsmeter's schema version there. A campaign that is already in the output
 (same name, creation time and source text) is not copied twice.
 """
+
 from __future__ import annotations
 
 import os
 import shutil
 import sqlite3
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import List, Sequence
 
 from fsmeter.errors import UserError
 
 
-def _tables_in_order(conn: sqlite3.Connection) -> List[str]:
+def _tables_in_order(conn: sqlite3.Connection) -> list[str]:
     """User tables, parents before children (by their foreign keys)."""
-    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
-                                        "AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+    names = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+        )
+    ]
     parents = {t: {r[2] for r in conn.execute(f"PRAGMA foreign_key_list({t})")} - {t} for t in names}
-    out: List[str] = []
+    out: list[str] = []
     while len(out) < len(names):
         ready = [t for t in names if t not in out and parents[t] <= set(out)]
         if not ready:  # pragma: no cover - a cycle would be a schema bug
@@ -85,16 +90,22 @@ def merge_stores(inputs: Sequence[Path], out: Path) -> dict:
 def _damaged_input(src: Path, exc: sqlite3.IntegrityError) -> UserError:
     from fsmeter.store._sqlite import recovered_name
 
-    return UserError(f"{src}: a row breaks the store's rules ({' '.join(str(exc).split())}): the input is damaged; "
-                     f"run `fsmeter store recover {src} --to {recovered_name(src)}` and merge the recovered copy "
-                     "(nothing was written)")
+    return UserError(
+        f"{src}: a row breaks the store's rules ({' '.join(str(exc).split())}): the input is damaged; "
+        f"run `fsmeter store recover {src} --to {recovered_name(src)}` and merge the recovered copy "
+        "(nothing was written)"
+    )
 
 
-def _copy_one(conn: sqlite3.Connection, tables: List[str], src_path: Path, counts: dict) -> None:
+def _copy_one(conn: sqlite3.Connection, tables: list[str], src_path: Path, counts: dict) -> None:
     # Campaigns already in the output (merging a store with itself, or twice) are left out, with their rows.
-    dup = [r[0] for r in conn.execute(
-        "SELECT s.id FROM src.campaigns s WHERE EXISTS (SELECT 1 FROM main.campaigns m WHERE m.name = s.name "
-        "AND m.created = s.created AND m.source = s.source)")]
+    dup = [
+        r[0]
+        for r in conn.execute(
+            "SELECT s.id FROM src.campaigns s WHERE EXISTS (SELECT 1 FROM main.campaigns m WHERE m.name = s.name "
+            "AND m.created = s.created AND m.source = s.source)"
+        )
+    ]
     for cid in dup:
         name = conn.execute("SELECT name FROM src.campaigns WHERE id = ?", (cid,)).fetchone()[0]
         counts["duplicates"].append(f"{src_path}: campaign {cid} ({name})")
@@ -122,7 +133,8 @@ def _copy_one(conn: sqlite3.Connection, tables: List[str], src_path: Path, count
             if parent in where:
                 where[t] = f"{col} IN (SELECT id FROM src.{parent} WHERE {where[parent]})"
                 break
-        sql = (f"INSERT INTO main.{t} ({', '.join(cols)}) SELECT {', '.join(exprs)} FROM src.{t}"
-               + (f" WHERE {where[t]}" if t in where else ""))
+        sql = f"INSERT INTO main.{t} ({', '.join(cols)}) SELECT {', '.join(exprs)} FROM src.{t}" + (
+            f" WHERE {where[t]}" if t in where else ""
+        )
         n = conn.execute(sql).rowcount
         counts[t] = counts.get(t, 0) + n

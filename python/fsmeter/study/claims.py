@@ -22,12 +22,13 @@ Re-run verdicts pass gates (:mod:`fsmeter.study.verdict`): a claim ``sensitive_t
 made is *not comparable here*; short phases, a busy machine or too few trials for the power make a
 verdict *inconclusive*. Published absolute numbers are never compared with a re-run: the hardware differs.
 """
+
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -35,14 +36,36 @@ import pandas as pd
 from fsmeter.study import stattests as st
 from fsmeter.study.model import Claim, Study
 from fsmeter.study.stattests import Sample
-from fsmeter.study.verdict import (AGAINST, HOLDS, INCONCLUSIVE, NOT_COMPARABLE, NOT_TESTABLE, OPPOSITE, PAPER_OF,
-                                   UNCLEAR, decide, gate_reasons)
+from fsmeter.study.verdict import (
+    AGAINST,
+    HOLDS,
+    INCONCLUSIVE,
+    NOT_COMPARABLE,
+    NOT_TESTABLE,
+    OPPOSITE,
+    PAPER_OF,
+    UNCLEAR,
+    decide,
+    gate_reasons,
+)
 
 #: Ordering claims that state no size are powered at this difference (% of the lower mean).
 DEFAULT_EFFECT_PCT = 10.0
 #: Columns of a claim frame that are not factors.
-_NOT_FACTORS = ("workload", "metric_key", "value", "higher_is_better", "trial", "sd", "n", "phase_s",
-                "other_cpu_share", "cache_read_share", "unit", "emulated")
+_NOT_FACTORS = (
+    "workload",
+    "metric_key",
+    "value",
+    "higher_is_better",
+    "trial",
+    "sd",
+    "n",
+    "phase_s",
+    "other_cpu_share",
+    "cache_read_share",
+    "unit",
+    "emulated",
+)
 
 
 @dataclass
@@ -54,28 +77,32 @@ class PairTest:
     b: str
     sa: Sample
     sb: Sample
-    effect: str                     # the measured effect with its interval, as text
-    p_hold: float = 1.0             # the claim's own test
-    p_against: float = 1.0          # shown otherwise (beyond the margin, outside the range)
-    p_opposite: float = 1.0         # significant in the opposite direction
-    power: Optional[float] = None   # ordering: power at the claimed effect
-    needed: Optional[int] = None    # trials per side the power wanted needs
-    descriptive: Optional[str] = None  # point values: the status the point estimate gives
-    regime: Dict[str, float] = field(default_factory=dict)
+    effect: str  # the measured effect with its interval, as text
+    p_hold: float = 1.0  # the claim's own test
+    p_against: float = 1.0  # shown otherwise (beyond the margin, outside the range)
+    p_opposite: float = 1.0  # significant in the opposite direction
+    power: float | None = None  # ordering: power at the claimed effect
+    needed: int | None = None  # trials per side the power wanted needs
+    descriptive: str | None = None  # point values: the status the point estimate gives
+    regime: dict[str, float] = field(default_factory=dict)
     status: str = UNCLEAR
-    adj_p: float = 1.0              # Holm-adjusted p of the claim's own test
+    adj_p: float = 1.0  # Holm-adjusted p of the claim's own test
     adj_p_hold: float = 1.0
     adj_p_against: float = 1.0
     adj_p_opposite: float = 1.0
 
     def text(self) -> str:
         if self.descriptive is not None:
-            return f"{self.a} {self.sa.text()} vs {self.b} {self.sb.text()}: {self.effect} -> {self.status} (point values)"
+            return (
+                f"{self.a} {self.sa.text()} vs {self.b} {self.sb.text()}: {self.effect} -> {self.status} (point values)"
+            )
         pw = f", power {self.power:.2f}" if self.power is not None and self.status in (UNCLEAR, AGAINST) else ""
         p = {OPPOSITE: self.adj_p_opposite, AGAINST: min(self.adj_p_against, self.adj_p)}.get(self.status, self.adj_p)
         which = {OPPOSITE: "the other way", AGAINST: "otherwise"}.get(self.status, "")
-        return (f"{self.a} ({self.sa.text()}) vs {self.b} ({self.sb.text()}): {self.effect}, "
-                f"p={p:.3g} (Holm{', ' + which if which else ''}){pw} -> {self.status}")
+        return (
+            f"{self.a} ({self.sa.text()}) vs {self.b} ({self.sb.text()}): {self.effect}, "
+            f"p={p:.3g} (Holm{', ' + which if which else ''}){pw} -> {self.status}"
+        )
 
 
 @dataclass
@@ -88,24 +115,24 @@ class SubCheck:
 @dataclass
 class Verdict:
     claim: Claim
-    outcome: str                     # a word of fsmeter.study.verdict.RUN_WORDS
+    outcome: str  # a word of fsmeter.study.verdict.RUN_WORDS
     reason: str
-    subs: List[SubCheck] = field(default_factory=list)
-    notes: List[str] = field(default_factory=list)
-    tests: List[PairTest] = field(default_factory=list)
-    test: str = ""                   # what the test was, in a line
-    descriptive: bool = False        # some comparison had point values only
-    data_outcome: str = ""           # the word before the gates
-    gates: List[str] = field(default_factory=list)
-    no_data: bool = False            # nothing in the frame matched the claim
-    regime: Dict[str, float] = field(default_factory=dict)  # shortest phase, busiest, most cache-served
+    subs: list[SubCheck] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    tests: list[PairTest] = field(default_factory=list)
+    test: str = ""  # what the test was, in a line
+    descriptive: bool = False  # some comparison had point values only
+    data_outcome: str = ""  # the word before the gates
+    gates: list[str] = field(default_factory=list)
+    no_data: bool = False  # nothing in the frame matched the claim
+    regime: dict[str, float] = field(default_factory=dict)  # shortest phase, busiest, most cache-served
 
     @property
     def paper_verdict(self) -> str:
         """The word this verdict stands for on the paper's own data."""
         return PAPER_OF.get(self.outcome, self.outcome)
 
-    def evidence(self, limit: int = 8) -> List[str]:
+    def evidence(self, limit: int = 8) -> list[str]:
         """The comparisons that decided, as lines: failing ones first when the claim did not hold."""
         if not self.tests:
             return [f"{s.context}: {s.detail}" for s in self.subs[:limit]]
@@ -114,9 +141,9 @@ class Verdict:
         return [f"{t.case + ': ' if t.case else ''}{t.text()}" for t in rows[:limit]]
 
 
-def _merge_regimes(parts) -> Dict[str, float]:
+def _merge_regimes(parts) -> dict[str, float]:
     """The shortest phase, the busiest machine and the most cache-served reads over several parts."""
-    out: Dict[str, float] = {}
+    out: dict[str, float] = {}
     for part in parts:
         for k, v in part.items():
             out[k] = v if k not in out else (min if k == "phase_s" else max)(out[k], v)
@@ -129,12 +156,14 @@ def _concerns(change, claim: Claim, study: Study) -> bool:
     head = str(change.what).split(":", 1)[0].strip()
     workloads = {w.id for w in study.workloads}
     if head in workloads:
-        mine = set(claim.workloads) | set(claim.numerator.get("workload", [])) | set(claim.denominator.get("workload", []))
+        mine = (
+            set(claim.workloads) | set(claim.numerator.get("workload", [])) | set(claim.denominator.get("workload", []))
+        )
         if claim.compare == "workload" or claim.factor == "workload":
             mine |= {str(x) for t in claim.tiers for x in t} | {str(x) for p in claim.pairs for x in p}
         return not mine or head in mine
     if str(change.what).startswith("configuration "):
-        cid = str(change.what)[len("configuration "):].split(" ", 1)[0]
+        cid = str(change.what)[len("configuration ") :].split(" ", 1)[0]
         mine = set(claim.configurations)
         if claim.compare == "filesystem":
             mine |= {str(x) for t in claim.tiers for x in t}
@@ -144,8 +173,12 @@ def _concerns(change, claim: Claim, study: Study) -> bool:
 
 def _ABSENT(note: str) -> bool:
     """A note saying that something the claim compares did not run here (or was not published)."""
-    return ("not run here" in note or "needs runs on two" in note or "was not varied here" in note
-            or note.startswith("no published numbers for"))
+    return (
+        "not run here" in note
+        or "needs runs on two" in note
+        or "was not varied here" in note
+        or note.startswith("no published numbers for")
+    )
 
 
 def _better_diff(a: Sample, b: Sample, hib: bool) -> float:
@@ -195,8 +228,10 @@ class ClaimChecker:
             keys = {k: v for k, v in exc.items() if k in df.columns and k != "winner"}
             dropped = [k for k in exc if k not in keys and k != "winner"]
             if dropped:
-                notes.append(f"exception {exc}: {', '.join(dropped)} not varied here, so every "
-                             f"{', '.join(f'{k}={v}' for k, v in keys.items())} case is left out")
+                notes.append(
+                    f"exception {exc}: {', '.join(dropped)} not varied here, so every "
+                    f"{', '.join(f'{k}={v}' for k, v in keys.items())} case is left out"
+                )
             if keys:
                 mask = np.ones(len(df), dtype=bool)
                 for k, v in keys.items():
@@ -212,13 +247,16 @@ class ClaimChecker:
             return
         for key, part in df.groupby(cols, dropna=False, sort=False):
             key = key if isinstance(key, tuple) else (key,)
-            label = ", ".join(f"{v}" if c in ("metric_key", "workload") else f"{c}={v}"
-                              for c, v in zip(cols, key) if not (isinstance(v, float) and math.isnan(v)))
+            label = ", ".join(
+                f"{v}" if c in ("metric_key", "workload") else f"{c}={v}"
+                for c, v in zip(cols, key)
+                if not (isinstance(v, float) and math.isnan(v))
+            )
             yield label, part
 
     # -- samples ----------------------------------------------------------------------------------
     @staticmethod
-    def _sample(g) -> Optional[Sample]:
+    def _sample(g) -> Sample | None:
         vals = [float(v) for v in g["value"] if v is not None and not (isinstance(v, float) and math.isnan(v))]
         if not vals:
             return None
@@ -228,14 +266,18 @@ class ClaimChecker:
                 return Sample(vals[0], float(g["sd"].iloc[0]), n)
         return Sample.of(vals)
 
-    def _regime(self, g) -> Dict[str, float]:
+    def _regime(self, g) -> dict[str, float]:
         """The shortest phase, the busiest machine and the most cache-served reads of these rows. Reads
         from the page cache count only for workloads the study did not run from memory itself (its
         ``regime = "cache"`` ones did: cache residency is their regime, not a change)."""
         out = {}
         cached = {w.id for w in self.study.workloads if w.regime == "cache"}
-        for col, how in (("phase_s", "min"), ("other_cpu_share", "max"), ("cache_read_share", "max"),
-                         ("emulated", "max")):
+        for col, how in (
+            ("phase_s", "min"),
+            ("other_cpu_share", "max"),
+            ("cache_read_share", "max"),
+            ("emulated", "max"),
+        ):
             vals = g[col] if col in g.columns else None
             if vals is not None and col == "cache_read_share" and "workload" in g.columns:
                 vals = vals[~g["workload"].astype(str).isin(cached)]
@@ -243,7 +285,7 @@ class ClaimChecker:
                 out[col] = float(getattr(vals, how)())
         return out
 
-    def _samples(self, part, col: str) -> Dict[str, tuple]:
+    def _samples(self, part, col: str) -> dict[str, tuple]:
         out = {}
         for k, g in part.groupby(col, sort=False):
             s = self._sample(g)
@@ -252,8 +294,7 @@ class ClaimChecker:
         return out
 
     # -- one comparison --------------------------------------------------------------------------
-    def _pair(self, claim: Claim, case: str, a: str, b: str, A: tuple, B: tuple, hib: bool,
-              mode: str) -> PairTest:
+    def _pair(self, claim: Claim, case: str, a: str, b: str, A: tuple, B: tuple, hib: bool, mode: str) -> PairTest:
         """mode: 'better' (a better than b), 'not_better' / 'not_worse' (within margin_pct),
         'same' (TOST at margin_pct), 'ratio' (mean(a)/mean(b) in ratio_range)."""
         (sa, ra), (sb, rb) = A, B
@@ -277,8 +318,9 @@ class ClaimChecker:
             if point:
                 r = sa.mean / sb.mean
                 t.effect = f"ratio {r:.3g}, claimed {lo:g}..{hi:g}"
-                t.descriptive = (HOLDS if lo <= r <= hi else
-                                 OPPOSITE if claim_side and (r - 1) * claim_side < 0 else AGAINST)
+                t.descriptive = (
+                    HOLDS if lo <= r <= hi else OPPOSITE if claim_side and (r - 1) * claim_side < 0 else AGAINST
+                )
                 return t
             r, rlo, rhi = st.ratio_interval(sa, sb, 1 - 2 * claim.alpha)
             t.effect = f"ratio {r:.3g} [{rlo:.3g}, {rhi:.3g}] ({1 - 2 * claim.alpha:.0%}), claimed {lo:g}..{hi:g}"
@@ -323,10 +365,10 @@ class ClaimChecker:
         if w.se == 0:
             t.p_hold = 0.0 if (bd < m if mode == "not_better" else bd > -m) else 1.0
             t.p_opposite = 0.0 if (bd > m if mode == "not_better" else bd < -m) else 1.0
-        elif mode == "not_better":   # H1: better-difference < margin; the opposite: > margin
+        elif mode == "not_better":  # H1: better-difference < margin; the opposite: > margin
             t.p_hold = float(st.sps.t.sf((m - bd) / w.se, w.df))
             t.p_opposite = float(st.sps.t.sf((bd - m) / w.se, w.df))
-        else:                        # H1: better-difference > -margin; the opposite: < -margin
+        else:  # H1: better-difference > -margin; the opposite: < -margin
             t.p_hold = float(st.sps.t.sf((bd + m) / w.se, w.df))
             t.p_opposite = float(st.sps.t.sf((-m - bd) / w.se, w.df))
         t.effect += f", margin {margin:g}%"
@@ -343,11 +385,12 @@ class ClaimChecker:
             if kept:
                 tiers.append(kept)
         if gone:
-            notes.append(f"not run here: {', '.join(gone)}" if not self.paper else
-                         f"no published numbers for: {', '.join(gone)}")
+            notes.append(
+                f"not run here: {', '.join(gone)}" if not self.paper else f"no published numbers for: {', '.join(gone)}"
+            )
         return tiers
 
-    def _tier_tests(self, claim: Claim, df, notes: list) -> List[PairTest]:
+    def _tier_tests(self, claim: Claim, df, notes: list) -> list[PairTest]:
         col = claim.compare
         if col not in df.columns:
             if col in ("kernel", "host"):
@@ -366,27 +409,28 @@ class ClaimChecker:
             if test == "equivalence":
                 members = [m for t in tiers for m in t if m in s]
                 for i, a in enumerate(members):
-                    for b in members[i + 1:]:
+                    for b in members[i + 1 :]:
                         out.append(self._pair(claim, label, a, b, s[a], s[b], hib, "same"))
             else:
                 mode = "ratio" if test == "magnitude" else "better"
                 for i, upper in enumerate(tiers):
-                    for lower in (tiers[i + 1:] if mode == "better" else tiers[i + 1:i + 2]):
+                    for lower in tiers[i + 1 :] if mode == "better" else tiers[i + 1 : i + 2]:
                         for a in upper:
                             for b in lower:
                                 if a in s and b in s:
                                     out.append(self._pair(claim, label, a, b, s[a], s[b], hib, mode))
         return out
 
-    def _factor_tests(self, claim: Claim, df, notes: list) -> List[PairTest]:
+    def _factor_tests(self, claim: Claim, df, notes: list) -> list[PairTest]:
         col = claim.factor
         if col not in df.columns:
             notes.append(f"{col} was not varied here")
             return []
         mode = {"up": "better", "down": "better", "not_up": "not_better", "not_down": "not_worse"}[claim.direction]
         if mode != "better" and claim.margin_pct is None:
-            notes.append(f"a '{claim.direction}' claim needs margin_pct: how much better or worse still counts "
-                         "as 'not'")
+            notes.append(
+                f"a '{claim.direction}' claim needs margin_pct: how much better or worse still counts as 'not'"
+            )
             return []
         out = []
         for label, part in self._contexts(df, [col]):
@@ -402,7 +446,7 @@ class ClaimChecker:
                     out.append(self._pair(claim, label, f"{col}={a}", f"{col}={b}", s[a], s[b], hib, mode))
         return out
 
-    def _ratio_tests(self, claim: Claim, notes: list) -> List[PairTest]:
+    def _ratio_tests(self, claim: Claim, notes: list) -> list[PairTest]:
         num_w, den_w = claim.numerator.get("workload", []), claim.denominator.get("workload", [])
         out = []
         df = _pick_metrics(self._select(claim, notes, workloads=False), claim.all_metrics)
@@ -414,7 +458,7 @@ class ClaimChecker:
                     out.append(self._pair(claim, label, nw, dw, s[nw], s[dw], True, "ratio"))
         return out
 
-    def _variation(self, claim: Claim, df, notes: list) -> List[SubCheck]:
+    def _variation(self, claim: Claim, df, notes: list) -> list[SubCheck]:
         """Jain's allocation of variation (two-factor design with replications) and its F-tests."""
         from fsmeter.errors import UserError
         from fsmeter.stats.anova import ERROR_TERM, factorial_anova
@@ -429,8 +473,11 @@ class ClaimChecker:
             notes.append("published means with sd only where runs were not printed: the ANOVA needs the runs")
             data = data[data["sd"].isna()]
         subs = []
-        extra = [c for c in ("kernel", "host") if c in data.columns and c not in claim.design
-                 and not (c == "kernel" and "setup" in claim.design)]
+        extra = [
+            c
+            for c in ("kernel", "host")
+            if c in data.columns and c not in claim.design and not (c == "kernel" and "setup" in claim.design)
+        ]
         groups = data.groupby(extra, sort=False) if extra else [((), data)]
         for key, part in groups:
             key = key if isinstance(key, tuple) else (key,)
@@ -465,7 +512,7 @@ class ClaimChecker:
         return subs
 
     # -- the verdict --------------------------------------------------------------------------------
-    def _settle(self, claim: Claim, tests: List[PairTest]) -> None:
+    def _settle(self, claim: Claim, tests: list[PairTest]) -> None:
         """Holm inside the claim, then each pair's status."""
         tested = [t for t in tests if t.descriptive is None]
         for fam in ("p_hold", "p_against", "p_opposite"):
@@ -489,15 +536,22 @@ class ClaimChecker:
                 t.status = UNCLEAR
 
     @staticmethod
-    def _cases(tests: List[PairTest]) -> List[SubCheck]:
-        by: Dict[str, List[PairTest]] = {}
+    def _cases(tests: list[PairTest]) -> list[SubCheck]:
+        by: dict[str, list[PairTest]] = {}
         for t in tests:
             by.setdefault(t.case, []).append(t)
         subs = []
         for case, ts in by.items():
             st_ = [t.status for t in ts]
-            out = (HOLDS if all(s == HOLDS for s in st_) else OPPOSITE if OPPOSITE in st_ else
-                   AGAINST if AGAINST in st_ else UNCLEAR)
+            out = (
+                HOLDS
+                if all(s == HOLDS for s in st_)
+                else OPPOSITE
+                if OPPOSITE in st_
+                else AGAINST
+                if AGAINST in st_
+                else UNCLEAR
+            )
             shown = [t for t in ts if (t.status != HOLDS) == (out != HOLDS)] or ts
             subs.append(SubCheck(case, out, "; ".join(t.text() for t in shown)))
         return subs
@@ -506,10 +560,14 @@ class ClaimChecker:
         t = claim.test
         if t == "ordering":
             if claim.factor and claim.direction in ("not_up", "not_down") and claim.margin_pct:
-                return (f"one-sided Welch non-{'superiority' if claim.direction == 'not_up' else 'inferiority'} "
-                        f"test at a {claim.margin_pct}% margin")
-            return (f"one-sided Welch t-test, power wanted {claim.power:.0%} at "
-                    f"{claim.effect_pct or DEFAULT_EFFECT_PCT:g}%" + ("" if claim.effect_pct else " (no size stated)"))
+                return (
+                    f"one-sided Welch non-{'superiority' if claim.direction == 'not_up' else 'inferiority'} "
+                    f"test at a {claim.margin_pct}% margin"
+                )
+            return (
+                f"one-sided Welch t-test, power wanted {claim.power:.0%} at "
+                f"{claim.effect_pct or DEFAULT_EFFECT_PCT:g}%" + ("" if claim.effect_pct else " (no size stated)")
+            )
         if t == "equivalence":
             return f"TOST (Schuirmann) at +-{claim.margin_pct:g}%"
         if t == "magnitude":
@@ -524,11 +582,12 @@ class ClaimChecker:
         if claim.test == "untestable":
             return Verdict(claim, NOT_TESTABLE, claim.why)
         if claim.test == "equivalence" and claim.margin_pct is None:
-            return Verdict(claim, INCONCLUSIVE, "no margin_pct written down for this claim: 'the same' needs one",
-                           test="TOST")
-        tests: List[PairTest] = []
-        subs: List[SubCheck] = []
-        variation_regime: Dict[str, float] = {}
+            return Verdict(
+                claim, INCONCLUSIVE, "no margin_pct written down for this claim: 'the same' needs one", test="TOST"
+            )
+        tests: list[PairTest] = []
+        subs: list[SubCheck] = []
+        variation_regime: dict[str, float] = {}
         if claim.test == "magnitude" and claim.numerator:
             tests = self._ratio_tests(claim, notes)
         else:
@@ -537,8 +596,13 @@ class ClaimChecker:
                 if not self.paper and claim.compare in self.df.columns:
                     # a whole tier absent from the run (a filesystem this kernel lacks) leaves nothing to order
                     ran = set(self.df[claim.compare].astype(str))
-                    gone = [str(x) for t in claim.tiers if not any(str(y) in ran for y in t) for x in t
-                            if str(x) not in ("newest", "oldest")]
+                    gone = [
+                        str(x)
+                        for t in claim.tiers
+                        if not any(str(y) in ran for y in t)
+                        for x in t
+                        if str(x) not in ("newest", "oldest")
+                    ]
                     if gone:
                         notes.append(f"not run here: {', '.join(gone)}")
                 # a filesystem or level absent: not testable here, whatever else the run changed; only the
@@ -546,13 +610,17 @@ class ClaimChecker:
                 # run changed what the claim is about (then "not comparable here", by _void)
                 ran = set(self.df["workload"])
                 wl_gone = bool(claim.workloads) and not any(w in ran for w in claim.workloads)
-                wl_note = f"not run here: {', '.join(claim.workloads)}"   # what _select noted for them
+                wl_note = f"not run here: {', '.join(claim.workloads)}"  # what _select noted for them
                 levels = not self.paper and any(_ABSENT(n) for n in notes if n != wl_note)
-                v = Verdict(claim, NOT_TESTABLE if (levels or (wl_gone and not self.paper)) else INCONCLUSIVE,
-                            ("no published numbers for this claim" if self.paper else
-                             "no results for this claim in the run") +
-                            (f" ({'; '.join(notes)})" if notes else ""), notes=notes, test=self._describe(claim),
-                            no_data=True)
+                v = Verdict(
+                    claim,
+                    NOT_TESTABLE if (levels or (wl_gone and not self.paper)) else INCONCLUSIVE,
+                    ("no published numbers for this claim" if self.paper else "no results for this claim in the run")
+                    + (f" ({'; '.join(notes)})" if notes else ""),
+                    notes=notes,
+                    test=self._describe(claim),
+                    no_data=True,
+                )
                 return v if levels else self._void(v)
             if claim.test == "variation":
                 subs = self._variation(claim, df, notes)
@@ -572,11 +640,24 @@ class ClaimChecker:
         if not subs:
             absent = [n for n in notes if _ABSENT(n)]
             if absent:  # what the claim compares is not here: a filesystem, kernel or setting
-                return Verdict(claim, INCONCLUSIVE if self.paper else NOT_TESTABLE, "; ".join(absent),
-                               notes=notes, test=self._describe(claim), no_data=self.paper)
-            return self._void(Verdict(claim, INCONCLUSIVE, "too little left to compare" +
-                                      (f" ({'; '.join(n for n in notes if not n.startswith('read as'))})"
-                                       if notes else ""), notes=notes, test=self._describe(claim)))
+                return Verdict(
+                    claim,
+                    INCONCLUSIVE if self.paper else NOT_TESTABLE,
+                    "; ".join(absent),
+                    notes=notes,
+                    test=self._describe(claim),
+                    no_data=self.paper,
+                )
+            return self._void(
+                Verdict(
+                    claim,
+                    INCONCLUSIVE,
+                    "too little left to compare"
+                    + (f" ({'; '.join(n for n in notes if not n.startswith('read as'))})" if notes else ""),
+                    notes=notes,
+                    test=self._describe(claim),
+                )
+            )
         word, k = decide([s.outcome for s in subs], claim.decide)
         n_hold = sum(s.outcome == HOLDS for s in subs)
         reason = f"holds in {n_hold} of {len(subs)} case(s), {k} needed ({claim.decide})"
@@ -585,8 +666,18 @@ class ClaimChecker:
         test = self._describe(claim)
         if self.paper and tests and all(t.descriptive is not None for t in tests):
             test = f"descriptive: point values compared as they stand (with spreads it would be: {test})"
-        v = Verdict(claim, word, reason, subs, notes, tests, test, desc, word,
-                    regime=_merge_regimes([t.regime for t in tests] + [variation_regime]))
+        v = Verdict(
+            claim,
+            word,
+            reason,
+            subs,
+            notes,
+            tests,
+            test,
+            desc,
+            word,
+            regime=_merge_regimes([t.regime for t in tests] + [variation_regime]),
+        )
         if not self.paper:
             self._gate(v)
         return v
@@ -613,8 +704,11 @@ class ClaimChecker:
         affects = self._affects(claim)
         hit = [a for a in claim.sensitive_to if a in affects]
         if affects:
-            v.notes.append("this run's changes touching it: " + ", ".join(sorted(affects)) +
-                           (f" (sensitive to {', '.join(hit)})" if hit else " (none it is sensitive to)"))
+            v.notes.append(
+                "this run's changes touching it: "
+                + ", ".join(sorted(affects))
+                + (f" (sensitive to {', '.join(hit)})" if hit else " (none it is sensitive to)")
+            )
         cache = v.regime.get("cache_read_share", -1)
         if "cache_residency" in claim.sensitive_to and cache > study.max_cache_read_share:
             hit.append(f"cache_residency (measured: {cache:.0%} of the reads came from the page cache)")
@@ -633,15 +727,16 @@ class ClaimChecker:
         if v.regime.get("emulated"):  # fsmeter.guest: a guest under TCG measured the emulator
             from fsmeter.guest.kernels import EMULATED_NOTE
 
-            reasons.append(f"it rests on cells run in a guest under software emulation ({EMULATED_NOTE}): "
-                           "functional results only")
+            reasons.append(
+                f"it rests on cells run in a guest under software emulation ({EMULATED_NOTE}): functional results only"
+            )
         if reasons:  # shown on an inconclusive verdict too: they say why the numbers may be noisy
             v.gates = reasons
             if v.outcome != INCONCLUSIVE:
                 v.outcome = INCONCLUSIVE
                 v.notes.append(f"on the numbers alone: {v.data_outcome}")
 
-    def check_all(self) -> List[Verdict]:
+    def check_all(self) -> list[Verdict]:
         return [self.check(c) for c in self.study.claims]
 
 
@@ -675,8 +770,13 @@ def _one_per_trial(sel):
         return sel
     runs, rest = sel[sel["trial"].notna()], sel[sel["trial"].isna()]
     agg = {"value": "mean"}
-    agg.update({c: f for c, f in (("phase_s", "min"), ("other_cpu_share", "max"), ("cache_read_share", "max"))
-                if c in runs.columns})
+    agg.update(
+        {
+            c: f
+            for c, f in (("phase_s", "min"), ("other_cpu_share", "max"), ("cache_read_share", "max"))
+            if c in runs.columns
+        }
+    )
     keys = [c for c in runs.columns if c not in agg]
     one = runs.groupby(keys, dropna=False, sort=False).agg(agg).reset_index()[list(sel.columns)]
     return pd.concat([one, rest]) if not rest.empty else one

@@ -6,19 +6,19 @@ docs/studies.md). A study names configurations, workloads and factors as the aut
 :mod:`fsmeter.study.claims` tests the claims against the results, and
 :mod:`fsmeter.study.paper` tests them against the study's own published numbers.
 """
+
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
-from typing import Any, Dict, List, Literal, Optional, Union
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from fsmeter.errors import UserError
 
-import tomllib
-
 STUDY_DIR = Path(__file__).resolve().parent.parent / "studies"
-Level = Union[int, float, str]
+Level = int | float | str
 #: Gates of a study's re-run verdicts (a study file may set its own in [study]).
 DEFAULT_MIN_PHASE_S = 5.0
 DEFAULT_MAX_OTHER_CPU_SHARE = 0.10
@@ -35,21 +35,37 @@ class StudyInfo(_Strict):
     citation: str
     summary: str = Field(description="one line for `fsmeter study list`")
     about: str = ""
-    families: List[str]
+    families: list[str]
     needs_root: bool = True
     needs_device: bool = False
     published_hardware: str = ""
     mkfs: Literal["per-cell", "per-trial"] = "per-cell"
-    reference: Optional[str] = Field(None, description="the configuration the report's side-by-side table "
-                                     "divides by (default: the first configuration both the paper and the run have)")
-    min_phase_s: float = Field(DEFAULT_MIN_PHASE_S, gt=0, description="gate: a re-run verdict needs every "
-                               "measured phase it rests on to last at least this long")
-    max_other_cpu_share: float = Field(DEFAULT_MAX_OTHER_CPU_SHARE, gt=0, le=1, description="gate: other "
-                                       "processes' CPU during a phase, as a share of the machine's CPUs (the "
-                                       "store's phases.other_cpu_share), above which the machine counts as busy")
-    max_cache_read_share: float = Field(DEFAULT_MAX_CACHE_READ_SHARE, ge=0, le=1, description="a claim sensitive "
-                                        "to cache_residency is not comparable when a phase it rests on read more "
-                                        "than this share from the page cache (phases.cache_read_share)")
+    reference: str | None = Field(
+        None,
+        description="the configuration the report's side-by-side table "
+        "divides by (default: the first configuration both the paper and the run have)",
+    )
+    min_phase_s: float = Field(
+        DEFAULT_MIN_PHASE_S,
+        gt=0,
+        description="gate: a re-run verdict needs every measured phase it rests on to last at least this long",
+    )
+    max_other_cpu_share: float = Field(
+        DEFAULT_MAX_OTHER_CPU_SHARE,
+        gt=0,
+        le=1,
+        description="gate: other "
+        "processes' CPU during a phase, as a share of the machine's CPUs (the "
+        "store's phases.other_cpu_share), above which the machine counts as busy",
+    )
+    max_cache_read_share: float = Field(
+        DEFAULT_MAX_CACHE_READ_SHARE,
+        ge=0,
+        le=1,
+        description="a claim sensitive "
+        "to cache_residency is not comparable when a phase it rests on read more "
+        "than this share from the page cache (phases.cache_read_share)",
+    )
 
 
 class LeaveOut(_Strict):
@@ -57,56 +73,69 @@ class LeaveOut(_Strict):
     these factor levels (an empty list: all of them). ``why`` names the claims that lose them, or says
     that none does."""
 
-    workloads: List[str] = Field(default_factory=list, description="study workload ids (empty: every workload)")
-    configurations: List[str] = Field(default_factory=list, description="configuration ids (empty: every one)")
-    where: Dict[str, List[Level]] = Field(default_factory=dict, description="study factor -> its study levels")
+    workloads: list[str] = Field(default_factory=list, description="study workload ids (empty: every workload)")
+    configurations: list[str] = Field(default_factory=list, description="configuration ids (empty: every one)")
+    where: dict[str, list[Level]] = Field(default_factory=dict, description="study factor -> its study levels")
     why: str = Field(min_length=1, description="which claims lose these cells, or why none does")
 
 
 class Scale(_Strict):
     target_size: str
-    repetitions: Dict[str, Any]
+    repetitions: dict[str, Any]
     note: str = ""
-    page_cache_limit: Optional[str] = Field(None, description="a page-cache limit (memory cgroup) for every cell, "
-                                            "so that disk-bound workloads stay disk-bound (data >= 2x the limit); "
-                                            "a study that varies page_cache_limit itself maps its levels instead")
-    leave_out: List[LeaveOut] = Field(default_factory=list, description="cells this scale does not run, to fit "
-                                      "its time, each with the claims it costs")
+    page_cache_limit: str | None = Field(
+        None,
+        description="a page-cache limit (memory cgroup) for every cell, "
+        "so that disk-bound workloads stay disk-bound (data >= 2x the limit); "
+        "a study that varies page_cache_limit itself maps its levels instead",
+    )
+    leave_out: list[LeaveOut] = Field(
+        default_factory=list,
+        description="cells this scale does not run, to fit its time, each with the claims it costs",
+    )
 
 
 class StudyWorkload(_Strict):
     id: str = Field(description="the study's name for the workload (the campaign label)")
     base: str = Field(description="the fsmeter named workload it starts from")
-    params: Dict[str, Any] = Field(default_factory=dict, description="the study's own parameters (paper scale)")
-    quick: Dict[str, Any] = Field(default_factory=dict, description="overrides at the quick scale")
-    small: Dict[str, Any] = Field(default_factory=dict, description="overrides at the small scale")
-    regime: Literal["disk", "cache"] = Field("cache", description="what bound the study's runs: the disk (data "
-                                             "at least twice the memory that could cache it) or the page cache")
-    footprint: Optional[str] = Field(None, description="the parameter holding the workload's data size, so the "
-                                     "plan can check it against the page-cache limit")
-    scale_counts: List[str] = Field(default_factory=list, description="counts a numeric scale multiplies")
-    scale_sizes: List[str] = Field(default_factory=list, description="sizes a numeric scale multiplies")
-    scale_durations: List[str] = Field(default_factory=list, description="durations a numeric scale multiplies")
-    ram_relative: Dict[str, float] = Field(default_factory=dict,
-                                           description="param -> multiple of the memory that can cache it")
-    est_trial_s: Dict[str, float] = Field(default_factory=dict, description="one trial's time here, per scale")
-    levels: Dict[str, Level] = Field(default_factory=dict,
-                                     description="study factor -> the one level this workload runs at "
-                                                 "(the other levels are excluded for it)")
+    params: dict[str, Any] = Field(default_factory=dict, description="the study's own parameters (paper scale)")
+    quick: dict[str, Any] = Field(default_factory=dict, description="overrides at the quick scale")
+    small: dict[str, Any] = Field(default_factory=dict, description="overrides at the small scale")
+    regime: Literal["disk", "cache"] = Field(
+        "cache",
+        description="what bound the study's runs: the disk (data "
+        "at least twice the memory that could cache it) or the page cache",
+    )
+    footprint: str | None = Field(
+        None,
+        description="the parameter holding the workload's data size, so the "
+        "plan can check it against the page-cache limit",
+    )
+    scale_counts: list[str] = Field(default_factory=list, description="counts a numeric scale multiplies")
+    scale_sizes: list[str] = Field(default_factory=list, description="sizes a numeric scale multiplies")
+    scale_durations: list[str] = Field(default_factory=list, description="durations a numeric scale multiplies")
+    ram_relative: dict[str, float] = Field(
+        default_factory=dict, description="param -> multiple of the memory that can cache it"
+    )
+    est_trial_s: dict[str, float] = Field(default_factory=dict, description="one trial's time here, per scale")
+    levels: dict[str, Level] = Field(
+        default_factory=dict,
+        description="study factor -> the one level this workload runs at (the other levels are excluded for it)",
+    )
 
 
 class StudyFactor(_Strict):
     name: str = Field(description="the study's name for the factor")
-    campaign: Optional[str] = Field(None, description="the fsmeter factor it becomes (None: cannot be varied)")
-    levels: List[Level]
-    map: Dict[str, Level] = Field(default_factory=dict, description="study level -> fsmeter level")
-    gaps: Dict[str, str] = Field(default_factory=dict, description="study level -> why it is replaced/skipped")
-    quick: Dict[str, Level] = Field(default_factory=dict, description="study level -> fsmeter level at the quick scale")
-    small: Dict[str, Level] = Field(default_factory=dict, description="study level -> fsmeter level at the small scale")
-    requires: Optional[str] = Field(None, description="a host capability the factor needs, e.g. cpufreq")
+    campaign: str | None = Field(None, description="the fsmeter factor it becomes (None: cannot be varied)")
+    levels: list[Level]
+    map: dict[str, Level] = Field(default_factory=dict, description="study level -> fsmeter level")
+    gaps: dict[str, str] = Field(default_factory=dict, description="study level -> why it is replaced/skipped")
+    quick: dict[str, Level] = Field(default_factory=dict, description="study level -> fsmeter level at the quick scale")
+    small: dict[str, Level] = Field(default_factory=dict, description="study level -> fsmeter level at the small scale")
+    requires: str | None = Field(None, description="a host capability the factor needs, e.g. cpufreq")
     note: str = ""
 
-    def fsmeter_level(self, level: Level, scale: str = "paper") -> Optional[Level]:
+    def fsmeter_level(self, level: Level, scale: str = "paper") -> Level | None:
         """The campaign level for a study level, or None when it is skipped."""
         if scale == "quick" and str(level) in self.quick:
             return self.quick[str(level)]
@@ -120,18 +149,30 @@ class StudyFactor(_Strict):
 class StudyConfig(_Strict):
     id: str
     filesystem: str
-    mkfs_options: Union[str, List[str]] = Field(default_factory=list)
+    mkfs_options: str | list[str] = Field(default_factory=list)
     mount_options: str = ""
     external_journal: bool = False
     gap: str = Field("", description="why this kernel cannot run it (skipped unless `substitute` is given)")
-    substitute: Optional[Dict[str, Any]] = Field(None, description="the configuration run instead")
+    substitute: dict[str, Any] | None = Field(None, description="the configuration run instead")
     note: str = ""
 
 
 # The run changes a claim can be sensitive to. The plan records each change it makes with the
 # same names (``Change.affects``); a claim whose ``sensitive_to`` meets them is "not comparable here".
-SENSITIVITIES = ("file_size", "cache_residency", "storage_kind", "cpu_count", "cpu_speed", "kernel",
-                 "filesystem_version", "memory", "duration", "thread_count", "elevator", "hardware")
+SENSITIVITIES = (
+    "file_size",
+    "cache_residency",
+    "storage_kind",
+    "cpu_count",
+    "cpu_speed",
+    "kernel",
+    "filesystem_version",
+    "memory",
+    "duration",
+    "thread_count",
+    "elevator",
+    "hardware",
+)
 
 # What ``fsmeter study check`` may say of a claim on its own paper's data (``expect_paper``).
 PAPER_VERDICTS = ("supported", "contradicted", "inconclusive", "no data", "not testable")
@@ -153,62 +194,82 @@ class Claim(_Strict):
     says: str = Field(description="the claim in one plain sentence")
     quote: str = Field("", description="the paper's own words, verbatim")
     source: str = Field("", description="where the words stand in the paper: section, page, table")
-    rests_on: List[str] = Field(default_factory=list,
-                                description="the published rows the claim rests on, e.g. 'Table 2: create.files_per_s'")
-    kind: Literal["magnitude", "equivalence", "ordering", "variation", "untestable",
-                  "ranking", "ratio", "trend"]
+    rests_on: list[str] = Field(
+        default_factory=list, description="the published rows the claim rests on, e.g. 'Table 2: create.files_per_s'"
+    )
+    kind: Literal["magnitude", "equivalence", "ordering", "variation", "untestable", "ranking", "ratio", "trend"]
     why: str = Field("", description="untestable: the reason")
     reading: str = Field("", description="how the words became this test (margin, range, cases)")
     # -- what is compared ---------------------------------------------------------------------
-    workloads: List[str] = Field(default_factory=list)
-    metrics: List[str] = Field(default_factory=list)
-    metric: Optional[str] = None
-    compare: str = Field("filesystem", description="whose levels the tiers hold: filesystem, workload, "
-                                                   "metric_key, kernel or a study factor")
-    tiers: List[List[Level]] = Field(default_factory=list)
-    configurations: List[str] = Field(default_factory=list, description="restrict to these configurations")
-    where: Dict[str, Union[Level, List[Level]]] = Field(default_factory=dict)
-    except_: List[Dict[str, Level]] = Field(default_factory=list, alias="except")
-    factor: Optional[str] = Field(None, description="ordering along a factor: the factor that changes")
-    pairs: List[List[Level]] = Field(default_factory=list, description="ordering along a factor: [from, to] levels")
-    direction: Optional[Literal["up", "down", "not_up", "not_down"]] = None
-    numerator: Dict[str, Any] = Field(default_factory=dict)
-    denominator: Dict[str, Any] = Field(default_factory=dict)
+    workloads: list[str] = Field(default_factory=list)
+    metrics: list[str] = Field(default_factory=list)
+    metric: str | None = None
+    compare: str = Field(
+        "filesystem",
+        description="whose levels the tiers hold: filesystem, workload, metric_key, kernel or a study factor",
+    )
+    tiers: list[list[Level]] = Field(default_factory=list)
+    configurations: list[str] = Field(default_factory=list, description="restrict to these configurations")
+    where: dict[str, Level | list[Level]] = Field(default_factory=dict)
+    except_: list[dict[str, Level]] = Field(default_factory=list, alias="except")
+    factor: str | None = Field(None, description="ordering along a factor: the factor that changes")
+    pairs: list[list[Level]] = Field(default_factory=list, description="ordering along a factor: [from, to] levels")
+    direction: Literal["up", "down", "not_up", "not_down"] | None = None
+    numerator: dict[str, Any] = Field(default_factory=dict)
+    denominator: dict[str, Any] = Field(default_factory=dict)
     # -- what is claimed ----------------------------------------------------------------------
-    ratio_range: List[float] = Field(default_factory=list,
-                                     description="magnitude: [low, high] of mean(upper tier or numerator) / "
-                                                 "mean(lower tier or denominator), in the metric's own units")
-    margin_pct: Optional[float] = Field(None, gt=0, description="equivalence (and not_up/not_down): the "
-                                        "difference, in % of the reference mean, the words still call 'the same'")
-    effect_pct: Optional[float] = Field(None, gt=0, description="ordering: the size the claim states, in % of "
-                                        "the lower mean (power is computed at it; absent: at 10%)")
-    design: List[str] = Field(default_factory=list, description="variation: the ANOVA factors; 'access_mode' "
-                                                                "is the metric itself as a factor")
-    larger: List[str] = Field(default_factory=list, description="variation: [a, b]: a explains more than b")
-    below: Dict[str, float] = Field(default_factory=dict, description="variation: term -> share (%) it stays under")
-    share_range: Dict[str, List[float]] = Field(default_factory=dict,
-                                                description="variation: term (or 'explained') -> [low, high] %")
-    significant: List[str] = Field(default_factory=list, description="variation: terms significant by the F-test")
+    ratio_range: list[float] = Field(
+        default_factory=list,
+        description="magnitude: [low, high] of mean(upper tier or numerator) / "
+        "mean(lower tier or denominator), in the metric's own units",
+    )
+    margin_pct: float | None = Field(
+        None,
+        gt=0,
+        description="equivalence (and not_up/not_down): the "
+        "difference, in % of the reference mean, the words still call 'the same'",
+    )
+    effect_pct: float | None = Field(
+        None,
+        gt=0,
+        description="ordering: the size the claim states, in % of "
+        "the lower mean (power is computed at it; absent: at 10%)",
+    )
+    design: list[str] = Field(
+        default_factory=list, description="variation: the ANOVA factors; 'access_mode' is the metric itself as a factor"
+    )
+    larger: list[str] = Field(default_factory=list, description="variation: [a, b]: a explains more than b")
+    below: dict[str, float] = Field(default_factory=dict, description="variation: term -> share (%) it stays under")
+    share_range: dict[str, list[float]] = Field(
+        default_factory=dict, description="variation: term (or 'explained') -> [low, high] %"
+    )
+    significant: list[str] = Field(default_factory=list, description="variation: terms significant by the F-test")
     level: float = Field(0.90, description="variation: confidence level of the F-tests")
     # -- how it is decided --------------------------------------------------------------------
-    decide: Union[Literal["all", "any", "majority"], int] = Field(
-        "all", description="how many of the claim's cases must hold: all, any, majority, or a number")
+    decide: Literal["all", "any", "majority"] | int = Field(
+        "all", description="how many of the claim's cases must hold: all, any, majority, or a number"
+    )
     alpha: float = Field(0.05, gt=0, lt=1, description="family-wise error rate inside the claim (Holm)")
     power: float = Field(0.80, gt=0, lt=1, description="power needed before 'not reproduced' may be said")
-    sensitive_to: List[str] = Field(default_factory=list,
-                                    description="run changes that void the claim (see SENSITIVITIES)")
+    sensitive_to: list[str] = Field(
+        default_factory=list, description="run changes that void the claim (see SENSITIVITIES)"
+    )
     # -- the paper's own data -----------------------------------------------------------------
-    expect_paper: Optional[str] = Field(None, description="the verdict `fsmeter study check` must give on the "
-                                                          "paper's own data (one of PAPER_VERDICTS)")
-    paper_says: Optional[PaperSays] = Field(None, description="set when the paper's data contradict its words")
+    expect_paper: str | None = Field(
+        None, description="the verdict `fsmeter study check` must give on the paper's own data (one of PAPER_VERDICTS)"
+    )
+    paper_says: PaperSays | None = Field(None, description="set when the paper's data contradict its words")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     @model_validator(mode="after")
-    def _check(self) -> "Claim":
+    def _check(self) -> Claim:
         k = self.test
-        if self.kind in ("ranking", "ordering", "equivalence", "magnitude") and not self.tiers \
-                and not (self.kind in ("ordering", "magnitude") and (self.factor or self.numerator)):
+        if (
+            self.kind in ("ranking", "ordering", "equivalence", "magnitude")
+            and not self.tiers
+            and not (self.kind in ("ordering", "magnitude") and (self.factor or self.numerator))
+        ):
             raise ValueError(f"claim {self.id}: tiers: a {self.kind} claim lists tiers of levels")
         if k == "ordering" and not self.factor and len(self.tiers) < 2:
             raise ValueError(f"claim {self.id}: tiers: an ordering needs at least two tiers")
@@ -239,7 +300,7 @@ class Claim(_Strict):
         return KIND_ALIASES.get(self.kind, self.kind)
 
     @property
-    def all_metrics(self) -> List[str]:
+    def all_metrics(self) -> list[str]:
         return self.metrics or ([self.metric] if self.metric else [])
 
 
@@ -247,33 +308,40 @@ class PublishedConfig(_Strict):
     """A configuration label of the published rows, as the study's configuration and factor levels."""
 
     configuration: str
-    levels: Dict[str, Level] = Field(default_factory=dict, description="factor -> level, e.g. kernel = '2.4.17'")
+    levels: dict[str, Level] = Field(default_factory=dict, description="factor -> level, e.g. kernel = '2.4.17'")
 
 
 class Published(_Strict):
     hardware_note: str = ""
-    metrics: Dict[str, str] = Field(default_factory=dict,
-                                    description="published 'phase.metric' -> the run's metric key the claims name")
-    configurations: Dict[str, PublishedConfig] = Field(
-        default_factory=dict, description="published configuration label -> study configuration (+ levels)")
-    lower_is_better: List[str] = Field(default_factory=list,
-                                       description="run metric keys where less is better (default: time units)")
+    metrics: dict[str, str] = Field(
+        default_factory=dict, description="published 'phase.metric' -> the run's metric key the claims name"
+    )
+    configurations: dict[str, PublishedConfig] = Field(
+        default_factory=dict, description="published configuration label -> study configuration (+ levels)"
+    )
+    lower_is_better: list[str] = Field(
+        default_factory=list, description="run metric keys where less is better (default: time units)"
+    )
     stddev: Literal["sample", "population"] = Field(
-        "sample", description="what the rows' stddev is: the sample standard deviation (divided by n - 1) or the "
-                              "population one (divided by n), which the check turns into the sample one")
-    rows: List[Dict[str, Any]] = Field(default_factory=list)
+        "sample",
+        description="what the rows' stddev is: the sample standard deviation (divided by n - 1) or the "
+        "population one (divided by n), which the check turns into the sample one",
+    )
+    rows: list[dict[str, Any]] = Field(default_factory=list)
 
 
 def _number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _check_row(i: int, r: Dict[str, Any]) -> None:
+def _check_row(i: int, r: dict[str, Any]) -> None:
     """A published row's numbers are numbers: value, stddev >= 0, n >= 1 (the paper check reads them)."""
     for key in ("value", "value_min", "value_max", "stddev", "ci_low", "ci_high"):
         if key in r and not _number(r[key]):
-            raise ValueError(f"published.rows[{i}].{key}: {r[key]!r} is not a number: write the number "
-                             "as printed, or leave the field out")
+            raise ValueError(
+                f"published.rows[{i}].{key}: {r[key]!r} is not a number: write the number "
+                "as printed, or leave the field out"
+            )
     if _number(r.get("stddev")) and r["stddev"] < 0:
         raise ValueError(f"published.rows[{i}].stddev: {r['stddev']} is negative: a standard deviation is >= 0")
     if "n" in r and not (isinstance(r["n"], int) and not isinstance(r["n"], bool) and r["n"] >= 1):
@@ -284,15 +352,15 @@ def _check_row(i: int, r: Dict[str, Any]) -> None:
 
 class Study(_Strict):
     study: StudyInfo
-    scales: Dict[str, Scale]
-    workloads: List[StudyWorkload]
-    factors: List[StudyFactor] = Field(default_factory=list)
-    configurations: List[StudyConfig]
-    claims: List[Claim] = Field(default_factory=list)
+    scales: dict[str, Scale]
+    workloads: list[StudyWorkload]
+    factors: list[StudyFactor] = Field(default_factory=list)
+    configurations: list[StudyConfig]
+    claims: list[Claim] = Field(default_factory=list)
     published: Published = Field(default_factory=Published)
 
     @model_validator(mode="after")
-    def _check(self) -> "Study":
+    def _check(self) -> Study:
         for key in ("paper", "quick"):
             if key not in self.scales:
                 raise ValueError(f"scales.{key}: every study defines the paper and quick scales")
@@ -322,14 +390,18 @@ class Study(_Strict):
                         raise ValueError(f"{where}.where.{name}: an empty list: name the levels to leave out")
                     bad = [lv for lv in levels if str(lv) not in fac[name]]
                     if bad:
-                        raise ValueError(f"{where}.where.{name}: {bad[0]!r} is not a level of {name} "
-                                         f"(levels: {', '.join(sorted(fac[name]))})")
+                        raise ValueError(
+                            f"{where}.where.{name}: {bad[0]!r} is not a level of {name} "
+                            f"(levels: {', '.join(sorted(fac[name]))})"
+                        )
         if self.study.reference is not None and self.study.reference not in cfg:
             raise ValueError(f"study.reference: {self.study.reference!r} is not a configuration of this study")
         for label, pc in self.published.configurations.items():
             if pc.configuration not in cfg:
-                raise ValueError(f"published.configurations.{label}: {pc.configuration!r} is not a configuration of "
-                                 f"this study (one of {', '.join(sorted(cfg))})")
+                raise ValueError(
+                    f"published.configurations.{label}: {pc.configuration!r} is not a configuration of "
+                    f"this study (one of {', '.join(sorted(cfg))})"
+                )
         for i, r in enumerate(self.published.rows):
             _check_row(i, r)
         return self
@@ -338,14 +410,14 @@ class Study(_Strict):
     def slug(self) -> str:
         return self.study.slug
 
-    def factor(self, name: str) -> Optional[StudyFactor]:
+    def factor(self, name: str) -> StudyFactor | None:
         return next((f for f in self.factors if f.name == name), None)
 
     def config(self, cid: str) -> StudyConfig:
         return next(c for c in self.configurations if c.id == cid)
 
 
-def study_paths() -> Dict[str, Path]:
+def study_paths() -> dict[str, Path]:
     """Every study shipped with fsmeter: slug -> file (quick-compare is a campaign, not a study)."""
     out = {}
     for p in sorted(STUDY_DIR.glob("*.toml")):

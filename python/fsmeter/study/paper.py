@@ -13,10 +13,10 @@ factor levels. Per cell (workload, metric, configuration, levels):
 Rows of other statistics (median, min, max, CV...) and ranges (``value_min``/``value_max``) are not
 samples and are left out.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional
 
 import pandas as pd
 
@@ -31,8 +31,11 @@ def paper_frame(study: Study) -> pd.DataFrame:
     pub = study.published
     rows = []
     for r in pub.rows:
-        if r.get("statistic") not in (None, "mean") or not isinstance(r.get("value"), (int, float)) \
-                or isinstance(r.get("value"), bool):
+        if (
+            r.get("statistic") not in (None, "mean")
+            or not isinstance(r.get("value"), (int, float))
+            or isinstance(r.get("value"), bool)
+        ):
             continue
         key = f"{r['phase']}.{r['metric']}" if r.get("phase") else str(r.get("metric"))
         key = pub.metrics.get(key, key)
@@ -44,9 +47,16 @@ def paper_frame(study: Study) -> pd.DataFrame:
         n = int(r["n"]) if isinstance(r.get("n"), int) and run is None else None
         if sd is not None and n is not None and n > 1 and pub.stddev == "population":
             sd *= (n / (n - 1)) ** 0.5  # population sd (divided by n) -> sample sd (divided by n - 1)
-        row = {"workload": r.get("workload"), "metric_key": key, "value": float(r["value"]),
-               "filesystem": mapped.configuration if mapped else label, "unit": r.get("unit", ""),
-               "sd": sd, "n": n, "_raw": run is not None}
+        row = {
+            "workload": r.get("workload"),
+            "metric_key": key,
+            "value": float(r["value"]),
+            "filesystem": mapped.configuration if mapped else label,
+            "unit": r.get("unit", ""),
+            "sd": sd,
+            "n": n,
+            "_raw": run is not None,
+        }
         if mapped:
             row.update({k: str(v) for k, v in mapped.levels.items()})
         row.update({k: str(v) for k, v in where.items()})
@@ -70,7 +80,7 @@ class PaperResult:
     verdict: Verdict
     paper_verdict: str
     why: str
-    expected: Optional[str]
+    expected: str | None
 
     @property
     def misjudged(self) -> bool:
@@ -78,13 +88,19 @@ class PaperResult:
         return self.expected is not None and self.expected != self.paper_verdict
 
     def as_json(self) -> dict:
-        return {"claim": self.claim.id, "paper_verdict": self.paper_verdict, "why": self.why,
-                "expected": self.expected, "test": self.verdict.test, "descriptive": self.verdict.descriptive,
-                "evidence": self.verdict.evidence(), "paper_says": (self.claim.paper_says.model_dump()
-                                                                   if self.claim.paper_says else None)}
+        return {
+            "claim": self.claim.id,
+            "paper_verdict": self.paper_verdict,
+            "why": self.why,
+            "expected": self.expected,
+            "test": self.verdict.test,
+            "descriptive": self.verdict.descriptive,
+            "evidence": self.verdict.evidence(),
+            "paper_says": (self.claim.paper_says.model_dump() if self.claim.paper_says else None),
+        }
 
 
-def check_paper(study: Study) -> List[PaperResult]:
+def check_paper(study: Study) -> list[PaperResult]:
     """Every claim of the study on its own published numbers."""
     frame = paper_frame(study)
     checker = ClaimChecker(study, frame, paper=True)

@@ -19,6 +19,7 @@ equivalent the study file names, or skipped; every replacement and skip is a
 travel with the campaign: they are written as ``# study-change:`` lines at the top of the
 campaign text the store keeps, so a report made elsewhere shows what this run changed.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -27,7 +28,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from fsmeter.errors import UserError
 from fsmeter.study.model import Study
@@ -59,20 +60,20 @@ class Change:
     kind: str
     what: str
     why: str
-    affects: Tuple[str, ...] = ()
+    affects: tuple[str, ...] = ()
 
     def line(self) -> str:
         tail = f" {AFFECTS_SEP}{','.join(self.affects)}" if self.affects else ""
         return f"{CHANGE_PREFIX}{self.kind} | {self.what} | {self.why}{tail}"
 
     @classmethod
-    def parse(cls, line: str) -> Optional["Change"]:
+    def parse(cls, line: str) -> Change | None:
         if not line.startswith(CHANGE_PREFIX):
             return None
-        body = line[len(CHANGE_PREFIX):]
-        affects: Tuple[str, ...] = ()
+        body = line[len(CHANGE_PREFIX) :]
+        affects: tuple[str, ...] = ()
         cut = body.rfind(" " + AFFECTS_SEP)
-        rest = body[cut + 1 + len(AFFECTS_SEP):] if cut >= 0 else ""
+        rest = body[cut + 1 + len(AFFECTS_SEP) :] if cut >= 0 else ""
         if cut >= 0 and " | " not in rest:
             affects = tuple(a for a in rest.strip().split(",") if a)
             body = body[:cut]
@@ -84,17 +85,17 @@ class Change:
 class StudyPlan:
     study: Study
     scale: str
-    campaign: Dict[str, Any]
-    changes: List[Change] = field(default_factory=list)
+    campaign: dict[str, Any]
+    changes: list[Change] = field(default_factory=list)
     #: study configuration id -> campaign filesystem label (runnable ones only)
-    configs: Dict[str, str] = field(default_factory=dict)
+    configs: dict[str, str] = field(default_factory=dict)
     #: study factor -> {study level (as str) -> campaign level}; runnable levels only
-    levels: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    levels: dict[str, dict[str, Any]] = field(default_factory=dict)
     cells: int = 0
     trials_per_cell: int = 0
     est_s: float = 0.0
     #: workload id -> (cells, estimated seconds): what the estimate is made of, for the dry run
-    est_by_workload: Dict[str, Tuple[int, float]] = field(default_factory=dict)
+    est_by_workload: dict[str, tuple[int, float]] = field(default_factory=dict)
 
     def text(self) -> str:
         from fsmeter.campaign import dump_toml
@@ -126,13 +127,19 @@ def _cache_memory() -> int:
 
 
 #: Factor (campaign name) -> what a skipped or substituted level of it changes, as claims name it.
-_FACTOR_AFFECTS = {"scheduler": "elevator", "cpus": "cpu_count", "threads": "thread_count",
-                   "page_cache_limit": "memory"}
-_SCALE_WHY = {"quick": "quick scale (a functional check only): small data, short phases",
-              "small": "small scale: shrunk to fit about ten minutes, keeping the study's regime"}
+_FACTOR_AFFECTS = {
+    "scheduler": "elevator",
+    "cpus": "cpu_count",
+    "threads": "thread_count",
+    "page_cache_limit": "memory",
+}
+_SCALE_WHY = {
+    "quick": "quick scale (a functional check only): small data, short phases",
+    "small": "small scale: shrunk to fit about ten minutes, keeping the study's regime",
+}
 
 
-def _param_affects(w, key: str) -> Tuple[str, ...]:
+def _param_affects(w, key: str) -> tuple[str, ...]:
     """What changing a workload parameter alters, as claims name it: a per-file size, a duration."""
     if key in w.scale_sizes or key in ("file_size", "file_blocks", "size", "max_file_size", "cp_size"):
         return ("file_size",)
@@ -147,13 +154,19 @@ def _show(v: Any) -> str:
     return str(v) if not isinstance(v, list) else "[" + ", ".join(map(str, v)) + "]"
 
 
-def _scaled_params(w, scale: str, factor: Optional[float], changes: list, page_cache_limit: Optional[int]) -> dict:
+def _scaled_params(w, scale: str, factor: float | None, changes: list, page_cache_limit: int | None) -> dict:
     params = dict(w.params)
     overrides = w.quick if scale == "quick" else w.small if scale == "small" else {}
     params.update(overrides)
     for k, v in overrides.items():
-        changes.append(Change("shrunk", f"{w.id}: {k} {_show(w.params.get(k, 'default'))} -> {_show(v)}",
-                              _SCALE_WHY[scale], _param_affects(w, k)))
+        changes.append(
+            Change(
+                "shrunk",
+                f"{w.id}: {k} {_show(w.params.get(k, 'default'))} -> {_show(v)}",
+                _SCALE_WHY[scale],
+                _param_affects(w, k),
+            )
+        )
     if factor is not None and factor != 1.0:
         for k in w.scale_counts:
             if k in params:
@@ -161,13 +174,20 @@ def _scaled_params(w, scale: str, factor: Optional[float], changes: list, page_c
         for k in w.scale_sizes:
             if k in params:
                 params[k] = max(4096, int(parse_size(params[k]) * factor) // 4096 * 4096)
-                changes.append(Change("shrunk", f"{w.id}: {k} {w.params[k]} -> {format_size(params[k])}",
-                                      f"scale {scale}", ("file_size",)))
+                changes.append(
+                    Change(
+                        "shrunk",
+                        f"{w.id}: {k} {w.params[k]} -> {format_size(params[k])}",
+                        f"scale {scale}",
+                        ("file_size",),
+                    )
+                )
         for k in w.scale_durations:
             if k in params:
                 params[k] = max(0.5, round(float(params[k]) * factor, 3))
-                changes.append(Change("shrunk", f"{w.id}: {k} {w.params[k]} -> {params[k]}", f"scale {scale}",
-                                      ("duration",)))
+                changes.append(
+                    Change("shrunk", f"{w.id}: {k} {w.params[k]} -> {params[k]}", f"scale {scale}", ("duration",))
+                )
     mem = page_cache_limit or _cache_memory()
     for k, mult in w.ram_relative.items():
         want = int(mult * mem)
@@ -176,12 +196,17 @@ def _scaled_params(w, scale: str, factor: Optional[float], changes: list, page_c
         if factor is not None:
             want = int(want * factor)
         params[k] = want // 4096 * 4096
-        changes.append(Change("approximated", f"{w.id}: {k} = {format_size(params[k])}",
-                              f"{mult:g} x the {format_size(mem)} of memory that can cache it, as the study chose"))
+        changes.append(
+            Change(
+                "approximated",
+                f"{w.id}: {k} = {format_size(params[k])}",
+                f"{mult:g} x the {format_size(mem)} of memory that can cache it, as the study chose",
+            )
+        )
     return params
 
 
-def _filesystem_problem(name: str) -> Optional[str]:
+def _filesystem_problem(name: str) -> str | None:
     """Why this host cannot make the filesystem, or None."""
     from fsmeter.provision import FILESYSTEMS, FilesystemUnsupported, get_filesystem
 
@@ -194,7 +219,7 @@ def _filesystem_problem(name: str) -> Optional[str]:
     return None
 
 
-def _workload_problem(base: str) -> Optional[str]:
+def _workload_problem(base: str) -> str | None:
     """Why the named workload a study builds on cannot run in this fsmeter, or None."""
     from fsmeter.spec import WORKLOAD_DIR
 
@@ -203,7 +228,7 @@ def _workload_problem(base: str) -> Optional[str]:
     return f"needs the named workload {base!r}, which this fsmeter does not have (its family is not built yet)"
 
 
-def _offered_schedulers() -> Optional[set]:
+def _offered_schedulers() -> set | None:
     """I/O schedulers a loop device offers here (read from any loop device), or None if unknown."""
     import glob
 
@@ -215,8 +240,9 @@ def _offered_schedulers() -> Optional[set]:
     return None
 
 
-def _config_entries(study: Study, changes: list, configs: dict, kernel: Optional[List[str]] = None,
-                   in_guest: Optional[list] = None) -> list:
+def _config_entries(
+    study: Study, changes: list, configs: dict, kernel: list[str] | None = None, in_guest: list | None = None
+) -> list:
     """The campaign's filesystems. With ``kernel`` (study run --kernel), a configuration whose filesystem
     only this host's kernel lacks runs in a guest of those kernels (its id goes to ``in_guest``)."""
     out = []
@@ -227,16 +253,27 @@ def _config_entries(study: Study, changes: list, configs: dict, kernel: Optional
             problem = None  # the study flagged a gap, but this host can run it after all
         host_lacks = _filesystem_problem(c.filesystem) if kernel and c.filesystem in _guest_filesystems() else None
         if problem and host_lacks:  # a filesystem this host's kernel lacks and fsmeter can make: in a guest
-            changes.append(Change("approximated", f"configuration {c.id} in a guest (kernel {', '.join(kernel)})",
-                                  f"{host_lacks}: run in a virtual machine, whose I/O path is not the host's",
-                                  ("kernel", "hardware")))
+            changes.append(
+                Change(
+                    "approximated",
+                    f"configuration {c.id} in a guest (kernel {', '.join(kernel)})",
+                    f"{host_lacks}: run in a virtual machine, whose I/O path is not the host's",
+                    ("kernel", "hardware"),
+                )
+            )
             problem = None
             if in_guest is not None:
                 in_guest.append(c.id)
         if problem:
             if cfg:
-                changes.append(Change("substituted", f"configuration {c.id} -> {cfg.get('filesystem')}", problem,
-                                      ("filesystem_version",)))
+                changes.append(
+                    Change(
+                        "substituted",
+                        f"configuration {c.id} -> {cfg.get('filesystem')}",
+                        problem,
+                        ("filesystem_version",),
+                    )
+                )
                 entry = {"name": cfg["filesystem"], "label": c.id}
                 entry.update({k: v for k, v in cfg.items() if k != "filesystem"})
             else:
@@ -257,7 +294,7 @@ def _config_entries(study: Study, changes: list, configs: dict, kernel: Optional
     return out
 
 
-def _factor_levels(study: Study, changes: list, levels: dict, scale: str, factor: Optional[float]) -> dict:
+def _factor_levels(study: Study, changes: list, levels: dict, scale: str, factor: float | None) -> dict:
     factors: dict = {}
     schedulers = _offered_schedulers()
     ncpu = len(os.sched_getaffinity(0))
@@ -266,15 +303,22 @@ def _factor_levels(study: Study, changes: list, levels: dict, scale: str, factor
         if f.campaign is None:
             why = "; ".join(sorted(set(f.gaps.values()))) or f"needs {f.requires}"
             gone = ("cpu_speed",) if f.requires == "cpufreq" or "cpu_speed" in f.name else ()
-            changes.append(Change("skipped", f"factor {f.name} ({', '.join(map(str, f.levels))})",
-                                  f"not varied: {why}; results stand for this machine's one setting", gone))
+            changes.append(
+                Change(
+                    "skipped",
+                    f"factor {f.name} ({', '.join(map(str, f.levels))})",
+                    f"not varied: {why}; results stand for this machine's one setting",
+                    gone,
+                )
+            )
             continue
         mapped: dict = {}
         for lv in f.levels:
             new = f.fsmeter_level(lv, scale)
             if new == SKIP_LEVEL:  # the scale leaves this level out, to fit its time
-                changes.append(Change("skipped", f"{f.name} = {lv}", _SCALE_WHY.get(scale, f"scale {scale}") +
-                                      ": fewer levels"))
+                changes.append(
+                    Change("skipped", f"{f.name} = {lv}", _SCALE_WHY.get(scale, f"scale {scale}") + ": fewer levels")
+                )
                 continue
             if new is not None and f.campaign == "page_cache_limit" and factor is not None:
                 # A memory limit scales with the data it must not cache, keeping the study's ratio.
@@ -284,8 +328,13 @@ def _factor_levels(study: Study, changes: list, levels: dict, scale: str, factor
                 changes.append(Change("skipped", f"{f.name} = {lv}", gap or "not available"))
                 continue
             if f.campaign == "scheduler" and schedulers is not None and new not in schedulers:
-                changes.append(Change("skipped", f"{f.name} = {lv}", f"scheduler {new} is not offered here "
-                                      f"(offered: {', '.join(sorted(schedulers))})"))
+                changes.append(
+                    Change(
+                        "skipped",
+                        f"{f.name} = {lv}",
+                        f"scheduler {new} is not offered here (offered: {', '.join(sorted(schedulers))})",
+                    )
+                )
                 continue
             if f.campaign == "cpus" and int(new) > ncpu:
                 changes.append(Change("skipped", f"{f.name} = {lv}", f"needs {new} CPUs, {ncpu} available"))
@@ -296,18 +345,20 @@ def _factor_levels(study: Study, changes: list, levels: dict, scale: str, factor
             if gap:
                 changes.append(Change("substituted", f"{f.name} = {lv} -> {new}", gap, hit))
             elif str(new) != str(f.map.get(str(lv), lv)):
-                changes.append(Change("shrunk", f"{f.name} = {lv} -> {new}", f"scale {scale}: scaled with the data",
-                                      hit))
+                changes.append(
+                    Change("shrunk", f"{f.name} = {lv} -> {new}", f"scale {scale}: scaled with the data", hit)
+                )
             mapped[str(lv)] = new
         if f.note and mapped:
-            changes.append(Change("approximated", f"factor {f.name}", f.note, hit if f.campaign != "page_cache_limit"
-                                  else ()))
+            changes.append(
+                Change("approximated", f"factor {f.name}", f.note, hit if f.campaign != "page_cache_limit" else ())
+            )
         levels[f.name] = mapped
         factors[f.campaign] = list(mapped.values())
     return factors
 
 
-def _exclusions(study: Study, plan: "StudyPlan", labels: set) -> list:
+def _exclusions(study: Study, plan: StudyPlan, labels: set) -> list:
     """A workload that runs at one level of a factor is excluded from the factor's other levels."""
     out = []
     for w in study.workloads:
@@ -320,15 +371,16 @@ def _exclusions(study: Study, plan: "StudyPlan", labels: set) -> list:
             mapped = plan.levels[fname]
             keep = mapped.get(str(level))
             if keep is None:
-                raise UserError(f"study {study.slug}: workload {w.id} runs at {fname} = {level}, "
-                                "a level this machine cannot run")
+                raise UserError(
+                    f"study {study.slug}: workload {w.id} runs at {fname} = {level}, a level this machine cannot run"
+                )
             for other in mapped.values():
                 if other != keep:
                     out.append({"workload": w.id, f.campaign: other})
     return out
 
 
-def _left_out(study: Study, scale, plan: "StudyPlan", labels: set, factors: dict) -> list:
+def _left_out(study: Study, scale, plan: StudyPlan, labels: set, factors: dict) -> list:
     """The scale's ``leave_out`` entries as campaign exclusions, each one a Change that names the claims
     it costs. Workloads, configurations and levels this machine does not run anyway are passed over."""
     out = []
@@ -358,8 +410,9 @@ def _left_out(study: Study, scale, plan: "StudyPlan", labels: set, factors: dict
             what += " on " + ", ".join(x for x in cfgs if x)
         if lo.where:
             what += " at " + "; ".join(f"{k} = {', '.join(map(str, v))}" for k, v in lo.where.items())
-        plan.changes.append(Change("skipped", what, f"{_SCALE_WHY.get(plan.scale, 'scale ' + plan.scale)}: "
-                                   f"fewer cells; {lo.why}"))
+        plan.changes.append(
+            Change("skipped", what, f"{_SCALE_WHY.get(plan.scale, 'scale ' + plan.scale)}: fewer cells; {lo.why}")
+        )
     return out
 
 
@@ -373,10 +426,17 @@ def _capacity(study: Study, size: int, changes: list) -> int:
     if size > 0.8 * free:
         new = int(0.8 * free) // (1 << 30) * (1 << 30)
         if new < (1 << 30):
-            raise UserError(f"study {study.slug}: {format_size(size)} loop images need more room than "
-                            f"{probe} has free ({format_size(free)}): free some space or use a smaller --scale")
-        changes.append(Change("shrunk", f"loop image {format_size(size)} -> {format_size(new)}",
-                              f"{probe} has {format_size(free)} free"))
+            raise UserError(
+                f"study {study.slug}: {format_size(size)} loop images need more room than "
+                f"{probe} has free ({format_size(free)}): free some space or use a smaller --scale"
+            )
+        changes.append(
+            Change(
+                "shrunk",
+                f"loop image {format_size(size)} -> {format_size(new)}",
+                f"{probe} has {format_size(free)} free",
+            )
+        )
         return new
     return size
 
@@ -387,39 +447,54 @@ def _guest_filesystems() -> set:
     return set(FILESYSTEMS) - {"tmpfs"}
 
 
-def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None,
-               kernel: Optional[List[str]] = None) -> StudyPlan:
+def plan_study(
+    study: Study, scale: str = "quick", target: dict | None = None, kernel: list[str] | None = None
+) -> StudyPlan:
     """The campaign for `study` at `scale` on this machine, with every change from the design listed."""
     from fsmeter.campaign import parse_campaign
     from fsmeter.runner import expected_trials
 
     scale_name, factor = parse_scale(scale)
     if scale_name in NAMED_SCALES and scale_name not in study.scales:
-        raise UserError(f"study {study.slug} defines no {scale_name} scale: use --scale "
-                        f"{' or '.join(k for k in NAMED_SCALES if k in study.scales)}, or a number")
+        raise UserError(
+            f"study {study.slug} defines no {scale_name} scale: use --scale "
+            f"{' or '.join(k for k in NAMED_SCALES if k in study.scales)}, or a number"
+        )
     base = study.scales[scale_name if scale_name in NAMED_SCALES else "paper"]
     plan = StudyPlan(study, scale_name, {})
     if study.scales["paper"].note and scale_name != "quick":
         plan.changes.append(Change("approximated", "repetitions", study.scales["paper"].note))
     if base.repetitions != study.scales["paper"].repetitions:
         more = int(base.repetitions.get("n") or 0) > int(study.scales["paper"].repetitions.get("n") or 0)
-        plan.changes.append(Change("approximated" if more else "shrunk",
-                                   f"repetitions {_reps(study.scales['paper'].repetitions)} -> "
-                                   f"{_reps(base.repetitions)}",
-                                   f"scale {scale_name}: more trials than the paper scale, for the power its claims "
-                                   "need" if more else _SCALE_WHY.get(scale_name, f"scale {scale_name}")))
+        plan.changes.append(
+            Change(
+                "approximated" if more else "shrunk",
+                f"repetitions {_reps(study.scales['paper'].repetitions)} -> {_reps(base.repetitions)}",
+                f"scale {scale_name}: more trials than the paper scale, for the power its claims need"
+                if more
+                else _SCALE_WHY.get(scale_name, f"scale {scale_name}"),
+            )
+        )
     plan.changes += _always_changes(study)
     in_guest: list = []
     filesystems = _config_entries(study, plan.changes, plan.configs, kernel, in_guest)
     if not filesystems:
-        raise UserError(f"study {study.slug}: no configuration of the study can run on this kernel "
-                        f"({'; '.join(c.why for c in plan.changes if c.kind == 'skipped')})")
+        raise UserError(
+            f"study {study.slug}: no configuration of the study can run on this kernel "
+            f"({'; '.join(c.why for c in plan.changes if c.kind == 'skipped')})"
+        )
     factors = _factor_levels(study, plan.changes, plan.levels, scale_name, factor)
     if base.page_cache_limit and "page_cache_limit" not in factors:
         factors["page_cache_limit"] = [base.page_cache_limit]
-        plan.changes.append(Change("approximated", f"page cache limited to {base.page_cache_limit}",
-                                   "a memory cgroup, so that the study's disk-bound workloads keep their data at "
-                                   f"least {DISK_BOUND_RATIO:g}x the page cache they may use", ("memory",)))
+        plan.changes.append(
+            Change(
+                "approximated",
+                f"page cache limited to {base.page_cache_limit}",
+                "a memory cgroup, so that the study's disk-bound workloads keep their data at "
+                f"least {DISK_BOUND_RATIO:g}x the page cache they may use",
+                ("memory",),
+            )
+        )
     size = parse_size(base.target_size)
     if factor is not None:
         size = max(parse_size(study.scales["quick"].target_size), int(size * factor))
@@ -434,9 +509,11 @@ def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None
         workloads.append({"name": w.base, "label": w.id, "params": params})
         _check_regime(study, w, params, scale_name, factors, plan.changes)
     if not workloads:
-        raise UserError(f"study {study.slug}: none of its workloads can run in this fsmeter "
-                        f"({'; '.join(c.why for c in plan.changes if c.what.startswith('workload '))})")
-    camp: Dict[str, Any] = {
+        raise UserError(
+            f"study {study.slug}: none of its workloads can run in this fsmeter "
+            f"({'; '.join(c.why for c in plan.changes if c.what.startswith('workload '))})"
+        )
+    camp: dict[str, Any] = {
         "name": f"study-{study.slug}-{scale_name}",
         "description": f"{study.study.title} ({study.study.citation}), scale {scale_name}",
         "mkfs": study.study.mkfs,
@@ -472,12 +549,13 @@ def plan_study(study: Study, scale: str = "quick", target: Optional[dict] = None
     plan.cells = len(cells)
     plan.trials_per_cell = expected_trials(parsed)
     est_key = scale_name if scale_name in ("quick", "small") else "paper"
-    per_wl = {w.id: w.est_trial_s.get(est_key, 10.0) * (factor if factor is not None else 1.0)
-              for w in study.workloads}
+    per_wl = {w.id: w.est_trial_s.get(est_key, 10.0) * (factor if factor is not None else 1.0) for w in study.workloads}
     for c in cells:
         n, t = plan.est_by_workload.get(c.workload, (0, 0.0))
-        plan.est_by_workload[c.workload] = (n + 1, t + (per_wl.get(c.workload, 10.0) + TRIAL_OVERHEAD_S) *
-                                            plan.trials_per_cell)
+        plan.est_by_workload[c.workload] = (
+            n + 1,
+            t + (per_wl.get(c.workload, 10.0) + TRIAL_OVERHEAD_S) * plan.trials_per_cell,
+        )
     plan.est_s = sum(t for _, t in plan.est_by_workload.values())
     return plan
 
@@ -488,17 +566,23 @@ def _reps(r: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in r.items())
 
 
-def _always_changes(study: Study) -> List[Change]:
+def _always_changes(study: Study) -> list[Change]:
     """What every re-run changes: the storage below the filesystem, and the kernel."""
     import platform
 
     hw = study.study.published_hardware or "the study's machine"
-    return [Change("approximated", "storage", f"a loop device (direct I/O) over an image file on this host's "
-                   f"storage, not the study's disk ({hw})", ("storage_kind",)),
-            Change("approximated", "kernel", f"Linux {platform.release()}, not the study's kernel", ("kernel",))]
+    return [
+        Change(
+            "approximated",
+            "storage",
+            f"a loop device (direct I/O) over an image file on this host's storage, not the study's disk ({hw})",
+            ("storage_kind",),
+        ),
+        Change("approximated", "kernel", f"Linux {platform.release()}, not the study's kernel", ("kernel",)),
+    ]
 
 
-def _limit_of(study: Study, w, scale: str, factors: dict) -> Optional[int]:
+def _limit_of(study: Study, w, scale: str, factors: dict) -> int | None:
     """The page-cache limit a workload's cells run under (bytes), or None when only RAM bounds it."""
     lv = w.levels.get("page_cache_limit")
     f = study.factor("page_cache_limit")
@@ -527,11 +611,17 @@ def _check_regime(study: Study, w, params: dict, scale: str, factors: dict, chan
     if data is None and scale != "quick":
         return
     shown = f"{format_size(data)} of data" if data is not None else "its data"
-    changes.append(Change("shrunk", f"{w.id}: cache-resident", f"{shown} under {DISK_BOUND_RATIO:g}x the "
-                          f"{format_size(limit)} of page cache it may use: the study's runs were disk-bound",
-                          ("cache_residency",)))
+    changes.append(
+        Change(
+            "shrunk",
+            f"{w.id}: cache-resident",
+            f"{shown} under {DISK_BOUND_RATIO:g}x the "
+            f"{format_size(limit)} of page cache it may use: the study's runs were disk-bound",
+            ("cache_residency",),
+        )
+    )
 
 
-def changes_of(source: str) -> List[Change]:
+def changes_of(source: str) -> list[Change]:
     """The changes recorded at the top of a stored study campaign's text."""
     return [c for c in (Change.parse(line) for line in source.splitlines()) if c is not None]

@@ -4,14 +4,16 @@ numbers, what the run changed from the design, and a verdict per published claim
 One self-contained HTML file (plotly.js inlined), drawn with the same page machinery as the
 campaign report, so headless Chromium can check it the same way (``#fsm-status``).
 """
+
 from __future__ import annotations
 
 import datetime as dt
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,10 +26,17 @@ from fsmeter.report.figures import clean as _clean
 from fsmeter.report.figures import figure as _fig
 from fsmeter.report.html import TEMPLATES
 from fsmeter.study.claims import ClaimChecker, Verdict, study_frame
-from fsmeter.study.verdict import (INCONCLUSIVE, NOT_COMPARABLE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED,
-                                   REVERSED, counts)
 from fsmeter.study.model import Study
 from fsmeter.study.plan import Change, changes_of
+from fsmeter.study.verdict import (
+    INCONCLUSIVE,
+    NOT_COMPARABLE,
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    REPRODUCED,
+    REVERSED,
+    counts,
+)
 
 
 @dataclass
@@ -37,32 +46,34 @@ class StudyView:
     campaigns: pd.DataFrame
     frame: pd.DataFrame  # study_frame(): kept trials, study names
     data: dict  # fsmeter.store.load() of the study's campaigns
-    changes: List[Change]
-    verdicts: List[Verdict]
-    paper: Dict[str, Any] = field(default_factory=dict)  # claim id -> PaperResult on the paper's own data
-    tables: List[dict] = field(default_factory=list)
-    figures: List[dict] = field(default_factory=list)
+    changes: list[Change]
+    verdicts: list[Verdict]
+    paper: dict[str, Any] = field(default_factory=dict)  # claim id -> PaperResult on the paper's own data
+    tables: list[dict] = field(default_factory=list)
+    figures: list[dict] = field(default_factory=list)
 
 
-def study_campaign_ids(store, study: Study, campaign: Optional[str]) -> list:
+def study_campaign_ids(store, study: Study, campaign: str | None) -> list:
     if campaign is not None:
         return [store.campaign(campaign)["id"]]
     prefix = f"study-{study.slug}-"
     ids = [r["id"] for r in store.campaigns() if r["name"].startswith(prefix)]
     if not ids:
-        raise UserError(f"{store.path}: no campaign of study {study.slug}: run `fsmeter study run {study.slug}` "
-                        "first, or name the database with --db")
+        raise UserError(
+            f"{store.path}: no campaign of study {study.slug}: run `fsmeter study run {study.slug}` "
+            "first, or name the database with --db"
+        )
     return ids
 
 
-def build_study_view(study: Study, db: Path, campaign: Optional[str] = None) -> StudyView:
+def build_study_view(study: Study, db: Path, campaign: str | None = None) -> StudyView:
     from fsmeter.store import load, open_store
 
     with open_store(db, create=False) as store:
         ids = study_campaign_ids(store, study, campaign)
         sources = [store.campaign(i)["source"] for i in ids]
     data = load(db, ids)
-    changes: List[Change] = []
+    changes: list[Change] = []
     for src in sources:
         for c in changes_of(src):
             if c not in changes:
@@ -89,7 +100,7 @@ def _relative_section(view: StudyView) -> None:
     keys = []
     for c in view.study.claims:
         for m in c.all_metrics:
-            for w in (c.workloads or sorted(set(rf["workload"]))):
+            for w in c.workloads or sorted(set(rf["workload"])):
                 if (w, m) not in keys:
                     keys.append((w, m))
     order = [c.id for c in view.study.configurations]
@@ -103,27 +114,44 @@ def _relative_section(view: StudyView) -> None:
         if p.empty or r.empty:
             continue
         if "kernel" in p.columns and p["kernel"].notna().any():  # the paper's newest kernel, as a re-run has one
-            p = p[p["kernel"] == max(p["kernel"].dropna(), key=lambda v: [int(x) if x.isdigit() else 0
-                                                                           for x in str(v).split(".")])]
+            p = p[
+                p["kernel"]
+                == max(p["kernel"].dropna(), key=lambda v: [int(x) if x.isdigit() else 0 for x in str(v).split(".")])
+            ]
         pm = p.groupby("filesystem")["value"].mean()
         rm = r.groupby("filesystem")["value"].mean()
         ref = next((c for c in order if c in pm.index and c in rm.index), None)
         if ref is None:
             continue
         for cfg in [c for c in order if c in pm.index or c in rm.index]:
-            rows.append([w, m, cfg + (" (reference)" if cfg == ref else ""),
-                         f"{pm[cfg] / pm[ref]:.2f}" if cfg in pm.index else "-",
-                         f"{rm[cfg] / rm[ref]:.2f}" if cfg in rm.index else "not run"])
+            rows.append(
+                [
+                    w,
+                    m,
+                    cfg + (" (reference)" if cfg == ref else ""),
+                    f"{pm[cfg] / pm[ref]:.2f}" if cfg in pm.index else "-",
+                    f"{rm[cfg] / rm[ref]:.2f}" if cfg in rm.index else "not run",
+                ]
+            )
     if rows:
-        view.tables.append({"title": "the paper and this run side by side, relative to a reference configuration",
-                            "columns": ["workload", "metric", "configuration", "paper (x reference)",
-                                        "this run (x reference)"],
-                            "rows": rows})
+        view.tables.append(
+            {
+                "title": "the paper and this run side by side, relative to a reference configuration",
+                "columns": ["workload", "metric", "configuration", "paper (x reference)", "this run (x reference)"],
+                "rows": rows,
+            }
+        )
 
 
 # -- terminal -------------------------------------------------------------------------------------
-STYLE = {REPRODUCED: "green", REVERSED: "red", NOT_REPRODUCED: "red", INCONCLUSIVE: "yellow",
-         NOT_COMPARABLE: "cyan", NOT_TESTABLE: "dim"}
+STYLE = {
+    REPRODUCED: "green",
+    REVERSED: "red",
+    NOT_REPRODUCED: "red",
+    INCONCLUSIVE: "yellow",
+    NOT_COMPARABLE: "cyan",
+    NOT_TESTABLE: "dim",
+}
 
 
 def headline(view: StudyView) -> str:
@@ -149,18 +177,31 @@ def verdicts_json(view: StudyView) -> list:
     out = []
     for v in view.verdicts:
         p = view.paper.get(v.claim.id)
-        out.append({"study": view.study.slug, "claim": v.claim.id, "verdict": v.outcome,
-                    "shown_as": run_word(view, v), "numbers_alone": v.data_outcome or v.outcome,
-                    "paper_verdict": p.paper_verdict if p else None, "test": v.test, "why": v.reason,
-                    "gates": v.gates, "notes": v.notes, "evidence": v.evidence(),
-                    "regime": v.regime})
+        out.append(
+            {
+                "study": view.study.slug,
+                "claim": v.claim.id,
+                "verdict": v.outcome,
+                "shown_as": run_word(view, v),
+                "numbers_alone": v.data_outcome or v.outcome,
+                "paper_verdict": p.paper_verdict if p else None,
+                "test": v.test,
+                "why": v.reason,
+                "gates": v.gates,
+                "notes": v.notes,
+                "evidence": v.evidence(),
+                "regime": v.regime,
+            }
+        )
     return out
 
 
 def verdict_table(view: StudyView) -> Table:
-    t = Table(title=f"{view.study.slug}: the study's claims tested on this run "
-                    "(published absolute numbers are not compared: the hardware differs)",
-              caption=headline(view))
+    t = Table(
+        title=f"{view.study.slug}: the study's claims tested on this run "
+        "(published absolute numbers are not compared: the hardware differs)",
+        caption=headline(view),
+    )
     for col in ("claim", "the study says", "verdict", "on the paper's data", "test and evidence"):
         t.add_column(col, overflow="fold")
     for v in view.verdicts:
@@ -169,8 +210,13 @@ def verdict_table(view: StudyView) -> Table:
         why += "".join(f"\n- {n}" for n in v.notes)
         why += "".join(f"\n{e}" for e in v.evidence(4))[:700]
         p = view.paper.get(v.claim.id)
-        t.add_row(v.claim.id, v.claim.says, f"[{STYLE.get(v.outcome, 'white')}]{run_word(view, v)}[/]",
-                  p.paper_verdict if p else "-", why)
+        t.add_row(
+            v.claim.id,
+            v.claim.says,
+            f"[{STYLE.get(v.outcome, 'white')}]{run_word(view, v)}[/]",
+            p.paper_verdict if p else "-",
+            why,
+        )
     return t
 
 
@@ -180,7 +226,7 @@ def _mean_sd(values) -> tuple:
     return (float(v.mean()), float(v.std(ddof=1)) if v.size > 1 else float("nan"), int(v.size))
 
 
-def _published(view: StudyView, **match) -> Dict[str, dict]:
+def _published(view: StudyView, **match) -> dict[str, dict]:
     """Published rows matching every key, by configuration."""
     out = {}
     for r in view.study.published.rows:
@@ -189,7 +235,7 @@ def _published(view: StudyView, **match) -> Dict[str, dict]:
     return out
 
 
-def _fmt(v: Optional[float], digits: int = 3) -> str:
+def _fmt(v: float | None, digits: int = 3) -> str:
     if v is None or (isinstance(v, float) and np.isnan(v)):
         return "-"
     return f"{v:,.{digits}g}" if abs(v) < 1000 else f"{v:,.0f}"
@@ -220,13 +266,37 @@ def _layton_section(view: StudyView) -> None:
                 if sel.empty and pub is None:
                     continue
                 m, sd, n = _mean_sd(sel["elapsed_s"]) if not sel.empty else (None, None, 0)
-                rows.append([phase, cid, _fmt(m), _fmt(sd), str(n),
-                             _fmt(pub.get("value")) if pub else "-", _fmt(pub.get("stddev")) if pub else "-"])
-        view.tables.append({"title": f"{w.id}: phase times (s)", "columns": [
-            "phase", "filesystem", "mean (this run)", "sd", "runs", "mean (published)", "spread (published)"],
-            "rows": rows})
-        for metric, unit in (("create.files_per_s", "files/s"), ("remove.files_per_s", "files/s"),
-                             ("create.KiB_per_s", "KiB/s")):
+                rows.append(
+                    [
+                        phase,
+                        cid,
+                        _fmt(m),
+                        _fmt(sd),
+                        str(n),
+                        _fmt(pub.get("value")) if pub else "-",
+                        _fmt(pub.get("stddev")) if pub else "-",
+                    ]
+                )
+        view.tables.append(
+            {
+                "title": f"{w.id}: phase times (s)",
+                "columns": [
+                    "phase",
+                    "filesystem",
+                    "mean (this run)",
+                    "sd",
+                    "runs",
+                    "mean (published)",
+                    "spread (published)",
+                ],
+                "rows": rows,
+            }
+        )
+        for metric, unit in (
+            ("create.files_per_s", "files/s"),
+            ("remove.files_per_s", "files/s"),
+            ("create.KiB_per_s", "KiB/s"),
+        ):
             phase, name = metric.split(".")
             sel = view.frame[(view.frame["workload"] == w.id) & (view.frame["metric_key"] == metric)]
             pub = _published(view, workload=w.id, phase=phase, metric=name)
@@ -234,21 +304,44 @@ def _layton_section(view: StudyView) -> None:
             if not names:
                 continue
             ours = [sel[sel["filesystem"] == c]["value"] for c in names]
-            data = [{"type": "bar", "name": "this run", "x": names, "xaxis": "x", "yaxis": "y",
-                     "y": [float(v.mean()) if len(v) else None for v in ours],
-                     "error_y": {"type": "data", "array": [float(v.std(ddof=1)) if len(v) > 1 else 0 for v in ours]},
-                     "marker": {"color": PALETTE[0]}},
-                    {"type": "bar", "name": "published", "x": names, "xaxis": "x2", "yaxis": "y2",
-                     "y": [pub[c].get("value") if c in pub else None for c in names],
-                     "error_y": {"type": "data", "array": [pub[c].get("stddev", 0) if c in pub else 0 for c in names]},
-                     "marker": {"color": PALETTE[1]}}]
-            layout = {"grid": {"rows": 1, "columns": 2, "pattern": "independent"},
-                      "xaxis": {"domain": [0, 0.47]}, "xaxis2": {"domain": [0.53, 1]},
-                      "yaxis": {"title": {"text": f"{unit} (this run)"}},
-                      "yaxis2": {"title": {"text": f"{unit} (published)"}, "anchor": "x2"}}
-            view.figures.append(_fig(f"fig-{len(view.figures)}", f"{w.id}: {metric}",
-                                     "mean and sd over the runs; left this run, right the article's table", data,
-                                     layout))
+            data = [
+                {
+                    "type": "bar",
+                    "name": "this run",
+                    "x": names,
+                    "xaxis": "x",
+                    "yaxis": "y",
+                    "y": [float(v.mean()) if len(v) else None for v in ours],
+                    "error_y": {"type": "data", "array": [float(v.std(ddof=1)) if len(v) > 1 else 0 for v in ours]},
+                    "marker": {"color": PALETTE[0]},
+                },
+                {
+                    "type": "bar",
+                    "name": "published",
+                    "x": names,
+                    "xaxis": "x2",
+                    "yaxis": "y2",
+                    "y": [pub[c].get("value") if c in pub else None for c in names],
+                    "error_y": {"type": "data", "array": [pub[c].get("stddev", 0) if c in pub else 0 for c in names]},
+                    "marker": {"color": PALETTE[1]},
+                },
+            ]
+            layout = {
+                "grid": {"rows": 1, "columns": 2, "pattern": "independent"},
+                "xaxis": {"domain": [0, 0.47]},
+                "xaxis2": {"domain": [0.53, 1]},
+                "yaxis": {"title": {"text": f"{unit} (this run)"}},
+                "yaxis2": {"title": {"text": f"{unit} (published)"}, "anchor": "x2"},
+            }
+            view.figures.append(
+                _fig(
+                    f"fig-{len(view.figures)}",
+                    f"{w.id}: {metric}",
+                    "mean and sd over the runs; left this run, right the article's table",
+                    data,
+                    layout,
+                )
+            )
 
 
 def _gus3_section(view: StudyView) -> None:
@@ -257,10 +350,16 @@ def _gus3_section(view: StudyView) -> None:
     factors = [c for c in ("elevator", "threads", "cpus", "kernel", "host") if c in f.columns]
     means = f.groupby(["filesystem", *factors], dropna=False)["value"].agg(["mean", "std", "count"]).reset_index()
     asc = means.sort_values("mean")
-    view.tables.append({"title": "overall dbench throughput, ascending (MB/s, mean over trials)",
-                        "columns": ["filesystem", *factors, "MB/s", "sd", "trials"],
-                        "rows": [[r["filesystem"], *[str(r[c]) for c in factors], _fmt(r["mean"]), _fmt(r["std"]),
-                                  str(int(r["count"]))] for _, r in asc.iterrows()]})
+    view.tables.append(
+        {
+            "title": "overall dbench throughput, ascending (MB/s, mean over trials)",
+            "columns": ["filesystem", *factors, "MB/s", "sd", "trials"],
+            "rows": [
+                [r["filesystem"], *[str(r[c]) for c in factors], _fmt(r["mean"]), _fmt(r["std"]), str(int(r["count"]))]
+                for _, r in asc.iterrows()
+            ],
+        }
+    )
     hist = view.data["histograms"]
     hist = hist.loc[:, ~hist.columns.duplicated()]  # h.* repeats the phase's ids
     if not hist.empty:
@@ -279,26 +378,64 @@ def _gus3_section(view: StudyView) -> None:
                 continue
             best = per_fs.index[0]
             second = per_fs.index[1] if len(per_fs) > 1 else "-"
-            rows.append([*map(str, key[:-1]), key[-1], best, _fmt(per_fs.iloc[0] / 1e6),
-                         second, _fmt(per_fs.iloc[1] / 1e6) if len(per_fs) > 1 else "-"])
-        view.tables.append({"title": "best and second-best filesystem per dbench operation (lowest mean latency)",
-                            "columns": [*keys, "operation", "best", "ms", "second", "ms"], "rows": rows})
+            rows.append(
+                [
+                    *map(str, key[:-1]),
+                    key[-1],
+                    best,
+                    _fmt(per_fs.iloc[0] / 1e6),
+                    second,
+                    _fmt(per_fs.iloc[1] / 1e6) if len(per_fs) > 1 else "-",
+                ]
+            )
+        view.tables.append(
+            {
+                "title": "best and second-best filesystem per dbench operation (lowest mean latency)",
+                "columns": [*keys, "operation", "best", "ms", "second", "ms"],
+                "rows": rows,
+            }
+        )
     for threads, g in means.groupby("threads") if "threads" in means.columns else [(None, means)]:
         data = []
         for i, (cid, gg) in enumerate(g.groupby("filesystem")):
             x = [" / ".join(str(r[c]) for c in factors if c != "threads") for _, r in gg.iterrows()]
-            data.append({"type": "bar", "name": cid, "x": x, "y": list(gg["mean"]),
-                         "error_y": {"type": "data", "array": list(gg["std"].fillna(0))},
-                         "marker": {"color": PALETTE[i % len(PALETTE)]}})
-        view.figures.append(_fig(f"fig-{len(view.figures)}", f"dbench MB/s, {threads} clients",
-                                 "mean and sd over trials, per elevator / CPUs", data,
-                                 {"barmode": "group", "yaxis": {"title": {"text": "MB/s"}}}))
-    view.tables.append({"title": "published figures (for scale only: 2008 hardware)",
-                        "columns": ["configuration", "where", "MB/s", "note"],
-                        "rows": [[r["configuration"], json.dumps(r.get("where", {})),
-                                  f"{r.get('qualifier', '')}{r.get('value', '')}" if "value" in r else
-                                  f"{r.get('value_min')}..{r.get('value_max')}", r.get("statistic", "")]
-                                 for r in view.study.published.rows if r.get("metric") == "MB_per_s"]})
+            data.append(
+                {
+                    "type": "bar",
+                    "name": cid,
+                    "x": x,
+                    "y": list(gg["mean"]),
+                    "error_y": {"type": "data", "array": list(gg["std"].fillna(0))},
+                    "marker": {"color": PALETTE[i % len(PALETTE)]},
+                }
+            )
+        view.figures.append(
+            _fig(
+                f"fig-{len(view.figures)}",
+                f"dbench MB/s, {threads} clients",
+                "mean and sd over trials, per elevator / CPUs",
+                data,
+                {"barmode": "group", "yaxis": {"title": {"text": "MB/s"}}},
+            )
+        )
+    view.tables.append(
+        {
+            "title": "published figures (for scale only: 2008 hardware)",
+            "columns": ["configuration", "where", "MB/s", "note"],
+            "rows": [
+                [
+                    r["configuration"],
+                    json.dumps(r.get("where", {})),
+                    f"{r.get('qualifier', '')}{r.get('value', '')}"
+                    if "value" in r
+                    else f"{r.get('value_min')}..{r.get('value_max')}",
+                    r.get("statistic", ""),
+                ]
+                for r in view.study.published.rows
+                if r.get("metric") == "MB_per_s"
+            ],
+        }
+    )
 
 
 def _wettstein_section(view: StudyView) -> None:
@@ -317,15 +454,45 @@ def _wettstein_section(view: StudyView) -> None:
     for key, g in f.groupby(["filesystem", *extra, "access_mode"], sort=True):
         ci = mean_ci(g["MB_per_s"].to_numpy(), 0.99) if len(g) > 1 else None
         fs, mode = key[0], key[-1]
-        pubs = [r for r in view.study.published.rows if r.get("statistic") == "mean" and
-                r.get("phase") == mode and r["configuration"].split("-")[0] == fs]
-        pub = "; ".join(f"{r['configuration']}: {r['value']:.2f} [{r.get('ci_low', float('nan')):.2f}, "
-                        f"{r.get('ci_high', float('nan')):.2f}]" for r in pubs) or "-"
-        rows.append([fs, *map(str, key[1:-1]), mode, _fmt(ci.mean if ci else g["MB_per_s"].mean()),
-                     f"[{_fmt(ci.low)}, {_fmt(ci.high)}]" if ci else "-", str(len(g)), pub])
-    view.tables.append({"title": "Bonnie block read and write, MB/s: mean and 99% CI per cell (Appendix A.3 beside)",
-                        "columns": ["filesystem", *extra, "access mode", "mean", "99% CI", "runs",
-                                    "published mean [99% CI] (2002)"], "rows": rows})
+        pubs = [
+            r
+            for r in view.study.published.rows
+            if r.get("statistic") == "mean" and r.get("phase") == mode and r["configuration"].split("-")[0] == fs
+        ]
+        pub = (
+            "; ".join(
+                f"{r['configuration']}: {r['value']:.2f} [{r.get('ci_low', float('nan')):.2f}, "
+                f"{r.get('ci_high', float('nan')):.2f}]"
+                for r in pubs
+            )
+            or "-"
+        )
+        rows.append(
+            [
+                fs,
+                *map(str, key[1:-1]),
+                mode,
+                _fmt(ci.mean if ci else g["MB_per_s"].mean()),
+                f"[{_fmt(ci.low)}, {_fmt(ci.high)}]" if ci else "-",
+                str(len(g)),
+                pub,
+            ]
+        )
+    view.tables.append(
+        {
+            "title": "Bonnie block read and write, MB/s: mean and 99% CI per cell (Appendix A.3 beside)",
+            "columns": [
+                "filesystem",
+                *extra,
+                "access mode",
+                "mean",
+                "99% CI",
+                "runs",
+                "published mean [99% CI] (2002)",
+            ],
+            "rows": rows,
+        }
+    )
     groups = f.groupby(extra, sort=False) if extra else [((), f)]
     for key, part in groups:
         label = ", ".join(map(str, key if isinstance(key, tuple) else (key,))) or "this run"
@@ -334,30 +501,64 @@ def _wettstein_section(view: StudyView) -> None:
         except _UE as exc:
             view.tables.append({"title": f"ANOVA ({label})", "columns": ["note"], "rows": [[exc.message]]})
             continue
-        view.tables.append({"title": f"two-factor ANOVA with replications, allocation of variation ({label}; "
-                                     "F-tests at 90%)",
-                            "columns": ["term", "SS", "% of variation", "df", "MS", "F", "F crit", "significant"],
-                            "rows": [[r.term, _fmt(r.ss, 4), f"{r.pct_variation:.1f}", str(r.df), _fmt(r.ms, 4),
-                                      _fmt(r.f), _fmt(r.f_crit), "yes" if r.significant else "no"]
-                                     for r in res.table]})
-    pub_var = [r for r in view.study.published.rows if r.get("metric") == "anova" and
-               r.get("statistic") == "percent_variation"]
+        view.tables.append(
+            {
+                "title": f"two-factor ANOVA with replications, allocation of variation ({label}; F-tests at 90%)",
+                "columns": ["term", "SS", "% of variation", "df", "MS", "F", "F crit", "significant"],
+                "rows": [
+                    [
+                        r.term,
+                        _fmt(r.ss, 4),
+                        f"{r.pct_variation:.1f}",
+                        str(r.df),
+                        _fmt(r.ms, 4),
+                        _fmt(r.f),
+                        _fmt(r.f_crit),
+                        "yes" if r.significant else "no",
+                    ]
+                    for r in res.table
+                ],
+            }
+        )
+    pub_var = [
+        r for r in view.study.published.rows if r.get("metric") == "anova" and r.get("statistic") == "percent_variation"
+    ]
     if pub_var:
-        view.tables.append({"title": "published allocation of variation (2002)", "columns": ["term", "%"],
-                            "rows": [[r.get("where", {}).get("component", "?"), _fmt(r.get("value"))]
-                                     for r in pub_var]})
+        view.tables.append(
+            {
+                "title": "published allocation of variation (2002)",
+                "columns": ["term", "%"],
+                "rows": [[r.get("where", {}).get("component", "?"), _fmt(r.get("value"))] for r in pub_var],
+            }
+        )
     for key, g in f.groupby(["filesystem", "access_mode"], sort=True):
         v = g["MB_per_s"].to_numpy()
         if v.size < 3:
             continue
         (osm, osr), (slope, icpt, _) = sps.probplot(v - v.mean(), dist="norm")
-        data = [{"type": "scatter", "mode": "markers", "x": list(osm), "y": list(osr), "name": "residuals"},
-                {"type": "scatter", "mode": "lines", "x": [float(osm[0]), float(osm[-1])],
-                 "y": [icpt + slope * osm[0], icpt + slope * osm[-1]], "name": "normal line"}]
-        view.figures.append(_fig(f"fig-{len(view.figures)}", f"Q-Q: {key[0]} / {key[1]}",
-                                 "residuals (run minus cell mean, MB/s) against normal quantiles", data,
-                                 {"height": 320, "xaxis": {"title": {"text": "normal quantile"}},
-                                  "yaxis": {"title": {"text": "residual, MB/s"}}}))
+        data = [
+            {"type": "scatter", "mode": "markers", "x": list(osm), "y": list(osr), "name": "residuals"},
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "x": [float(osm[0]), float(osm[-1])],
+                "y": [icpt + slope * osm[0], icpt + slope * osm[-1]],
+                "name": "normal line",
+            },
+        ]
+        view.figures.append(
+            _fig(
+                f"fig-{len(view.figures)}",
+                f"Q-Q: {key[0]} / {key[1]}",
+                "residuals (run minus cell mean, MB/s) against normal quantiles",
+                data,
+                {
+                    "height": 320,
+                    "xaxis": {"title": {"text": "normal quantile"}},
+                    "yaxis": {"title": {"text": "residual, MB/s"}},
+                },
+            )
+        )
 
 
 _CELL = re.compile(r"^(?P<test>[a-z_]+)\[(?P<f>[0-9]+[KMG]?),(?P<r>[0-9]+[KMG]?)\]$")
@@ -374,7 +575,7 @@ def _lourdas_section(view: StudyView) -> None:
     """iozone: ops/s against file size, one line per record size, per test; cp/tar/rm real/user/sys tables."""
     f = view.frame[view.frame["metric_key"].str.startswith("grid.")].copy()
     if not f.empty:
-        m = f["metric_key"].str[len("grid."):].str.extract(_CELL)
+        m = f["metric_key"].str[len("grid.") :].str.extract(_CELL)
         f = pd.concat([f.reset_index(drop=True), m.reset_index(drop=True)], axis=1).dropna(subset=["test"])
         f["file_kb"], f["rec_kb"] = f["f"].map(_kib), f["r"].map(_kib)
         for test, g in f.groupby("test", sort=False):
@@ -383,14 +584,29 @@ def _lourdas_section(view: StudyView) -> None:
                 for i, rec in enumerate(LOURDAS_RECORDS_KB):
                     line = gg[gg["rec_kb"] == rec].groupby("file_kb")["value"].mean().sort_index()
                     if not line.empty:
-                        data.append({"type": "scatter", "mode": "lines+markers", "name": f"{rec} KiB records",
-                                     "x": list(line.index), "y": list(line.values),
-                                     "line": {"color": PALETTE[i % len(PALETTE)]}})
+                        data.append(
+                            {
+                                "type": "scatter",
+                                "mode": "lines+markers",
+                                "name": f"{rec} KiB records",
+                                "x": list(line.index),
+                                "y": list(line.values),
+                                "line": {"color": PALETTE[i % len(PALETTE)]},
+                            }
+                        )
                 if data:
-                    view.figures.append(_fig(f"fig-{len(view.figures)}", f"iozone {test}: {cid}",
-                                             "mean ops/s over the runs against file size, one line per record size",
-                                             data, {"xaxis": {"type": "log", "title": {"text": "file size, KiB"}},
-                                                    "yaxis": {"title": {"text": "ops/s"}}}))
+                    view.figures.append(
+                        _fig(
+                            f"fig-{len(view.figures)}",
+                            f"iozone {test}: {cid}",
+                            "mean ops/s over the runs against file size, one line per record size",
+                            data,
+                            {
+                                "xaxis": {"type": "log", "title": {"text": "file size, KiB"}},
+                                "yaxis": {"title": {"text": "ops/s"}},
+                            },
+                        )
+                    )
     configs = [c.id for c in view.study.configurations]
     for phase, title in (("cp", "copy a big file"), ("untar", "extract the source tree"), ("rm", "remove the tree")):
         rows = []
@@ -403,16 +619,35 @@ def _lourdas_section(view: StudyView) -> None:
             if any(c != "-" for c in cells):
                 rows.append([cid, *cells])
         if rows:
-            view.tables.append({"title": f"{title} (+ sync): seconds, mean over the runs (published beside)",
-                                "columns": ["filesystem", "real", "real (2009)", "user", "user (2009)", "sys",
-                                            "sys (2009)"], "rows": rows})
+            view.tables.append(
+                {
+                    "title": f"{title} (+ sync): seconds, mean over the runs (published beside)",
+                    "columns": ["filesystem", "real", "real (2009)", "user", "user (2009)", "sys", "sys (2009)"],
+                    "rows": rows,
+                }
+            )
         sel = view.frame[view.frame["metric_key"].isin([f"{phase}.real_s", f"{phase}.user_s", f"{phase}.sys_s"])]
         if not sel.empty:
             g = sel.groupby(["metric_key", "filesystem"], sort=False)["value"].mean().reset_index()
-            data = [{"type": "bar", "name": mk.split(".")[1], "x": list(gg["filesystem"]), "y": list(gg["value"]),
-                     "marker": {"color": PALETTE[i]}} for i, (mk, gg) in enumerate(g.groupby("metric_key", sort=False))]
-            view.figures.append(_fig(f"fig-{len(view.figures)}", f"{title}: real, user, sys", "seconds, mean over runs",
-                                     data, {"barmode": "group", "yaxis": {"title": {"text": "s"}}}))
+            data = [
+                {
+                    "type": "bar",
+                    "name": mk.split(".")[1],
+                    "x": list(gg["filesystem"]),
+                    "y": list(gg["value"]),
+                    "marker": {"color": PALETTE[i]},
+                }
+                for i, (mk, gg) in enumerate(g.groupby("metric_key", sort=False))
+            ]
+            view.figures.append(
+                _fig(
+                    f"fig-{len(view.figures)}",
+                    f"{title}: real, user, sys",
+                    "seconds, mean over runs",
+                    data,
+                    {"barmode": "group", "yaxis": {"title": {"text": "s"}}},
+                )
+            )
 
 
 def _num_key(v) -> float:
@@ -422,8 +657,9 @@ def _num_key(v) -> float:
         return float("inf")
 
 
-def _lines_against(view: StudyView, sel: pd.DataFrame, factor: str, title: str, caption: str, unit: str,
-                   log_x: bool = True) -> None:
+def _lines_against(
+    view: StudyView, sel: pd.DataFrame, factor: str, title: str, caption: str, unit: str, log_x: bool = True
+) -> None:
     """One line per configuration: mean and sd of ``value`` against a numeric factor."""
     data = []
     for i, cid in enumerate(c.id for c in view.study.configurations):
@@ -432,15 +668,30 @@ def _lines_against(view: StudyView, sel: pd.DataFrame, factor: str, title: str, 
             continue
         agg = g.groupby(factor)["value"].agg(["mean", "std"])
         agg = agg.loc[sorted(agg.index, key=_num_key)]
-        data.append({"type": "scatter", "mode": "lines+markers", "name": cid,
-                     "x": [_num_key(x) for x in agg.index], "y": list(agg["mean"]),
-                     "error_y": {"type": "data", "array": list(agg["std"].fillna(0))},
-                     "line": {"color": PALETTE[i % len(PALETTE)]}})
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": cid,
+                "x": [_num_key(x) for x in agg.index],
+                "y": list(agg["mean"]),
+                "error_y": {"type": "data", "array": list(agg["std"].fillna(0))},
+                "line": {"color": PALETTE[i % len(PALETTE)]},
+            }
+        )
     if data:
-        view.figures.append(_fig(f"fig-{len(view.figures)}", title, caption, data,
-                                 {"xaxis": {"type": "log" if log_x else "linear",
-                                            "title": {"text": factor.replace("_", " ")}},
-                                  "yaxis": {"title": {"text": unit}}}))
+        view.figures.append(
+            _fig(
+                f"fig-{len(view.figures)}",
+                title,
+                caption,
+                data,
+                {
+                    "xaxis": {"type": "log" if log_x else "linear", "title": {"text": factor.replace("_", " ")}},
+                    "yaxis": {"title": {"text": unit}},
+                },
+            )
+        )
 
 
 def _bryant_section(view: StudyView) -> None:
@@ -454,9 +705,15 @@ def _bryant_section(view: StudyView) -> None:
             continue
         if w.id.startswith("pgmeter") and "queue_depth" in sel.columns:
             mib = sel[sel["metric_key"] == "run.MiB_per_s"]
-            _lines_against(view, mib, "queue_depth", f"{w.id}: MiB/s against outstanding I/Os",
-                           "mean and sd over the trials, one line per filesystem (the paper's throughput "
-                           "against outstanding I/Os on the small machine)", "MiB/s")
+            _lines_against(
+                view,
+                mib,
+                "queue_depth",
+                f"{w.id}: MiB/s against outstanding I/Os",
+                "mean and sd over the trials, one line per filesystem (the paper's throughput "
+                "against outstanding I/Os on the small machine)",
+                "MiB/s",
+            )
             rows = []
             for cid in configs:
                 g = mib[mib["filesystem"] == cid]
@@ -466,20 +723,29 @@ def _bryant_section(view: StudyView) -> None:
                 for qd in sorted(agg.index, key=_num_key):
                     r = agg.loc[qd]
                     rows.append([cid, str(qd), _fmt(r["mean"]), _fmt(r["std"]), str(int(r["count"]))])
-            view.tables.append({"title": f"{w.id}: MiB/s per filesystem and outstanding I/Os",
-                                "columns": ["filesystem", "outstanding I/Os", "MiB/s", "sd", "trials"],
-                                "rows": rows})
+            view.tables.append(
+                {
+                    "title": f"{w.id}: MiB/s per filesystem and outstanding I/Os",
+                    "columns": ["filesystem", "outstanding I/Os", "MiB/s", "sd", "trials"],
+                    "rows": rows,
+                }
+            )
         elif w.id.startswith("filemark") and "threads" in sel.columns:
             tps = sel[sel["metric_key"].str.match(r"^transactions-\d+\.transactions_per_s$")]
-            _lines_against(view, tps, "threads", f"{w.id}: transactions/s against threads",
-                           "mean and sd over the kept transaction phases of every trial (the paper pooled "
-                           "its repeated transaction phases the same way), one line per filesystem",
-                           "transactions/s")
+            _lines_against(
+                view,
+                tps,
+                "threads",
+                f"{w.id}: transactions/s against threads",
+                "mean and sd over the kept transaction phases of every trial (the paper pooled "
+                "its repeated transaction phases the same way), one line per filesystem",
+                "transactions/s",
+            )
         elif w.id.startswith("aim7"):
             jpm = sel[sel["metric_key"] == "subruns.peak_jpm"]
             keys = [c for c in ("cpus",) if c in jpm.columns]
             rows = []
-            for key, g in (jpm.groupby(keys) if keys else [((), jpm)]):
+            for key, g in jpm.groupby(keys) if keys else [((), jpm)]:
                 means = g.groupby("filesystem")["value"].agg(["mean", "std", "count"])
                 base = means["mean"].get("ext2")
                 cpus = key[0] if isinstance(key, tuple) and key else key
@@ -487,18 +753,44 @@ def _bryant_section(view: StudyView) -> None:
                     if cid not in means.index:
                         continue
                     r = means.loc[cid]
-                    pub = [p for p in view.study.published.rows if p.get("workload") == w.id and
-                           p.get("metric", "").startswith("peak_jobs_per_min_vs_ext2") and
-                           cid.startswith(p["configuration"])]
-                    rows.append([cid, str(cpus) if keys else "-", _fmt(r["mean"]), _fmt(r["std"]),
-                                 str(int(r["count"])), f"{100 * r['mean'] / base:.0f}%" if base else "-",
-                                 "; ".join(f"{p['value']}{'%' if '%' in p.get('unit', '') else ''} "
-                                           f"({p.get('unit', '')}, {p['where'].get('cpus')} CPUs)" for p in pub)
-                                 or "-"])
-            view.tables.append({"title": "AIM7 shared mix: peak jobs/min and its share of ext2's peak",
-                                "columns": ["filesystem", "CPUs", "peak jobs/min", "sd", "trials",
-                                            "% of ext2 (this run)", "published (2002, large machine)"],
-                                "rows": rows})
+                    pub = [
+                        p
+                        for p in view.study.published.rows
+                        if p.get("workload") == w.id
+                        and p.get("metric", "").startswith("peak_jobs_per_min_vs_ext2")
+                        and cid.startswith(p["configuration"])
+                    ]
+                    rows.append(
+                        [
+                            cid,
+                            str(cpus) if keys else "-",
+                            _fmt(r["mean"]),
+                            _fmt(r["std"]),
+                            str(int(r["count"])),
+                            f"{100 * r['mean'] / base:.0f}%" if base else "-",
+                            "; ".join(
+                                f"{p['value']}{'%' if '%' in p.get('unit', '') else ''} "
+                                f"({p.get('unit', '')}, {p['where'].get('cpus')} CPUs)"
+                                for p in pub
+                            )
+                            or "-",
+                        ]
+                    )
+            view.tables.append(
+                {
+                    "title": "AIM7 shared mix: peak jobs/min and its share of ext2's peak",
+                    "columns": [
+                        "filesystem",
+                        "CPUs",
+                        "peak jobs/min",
+                        "sd",
+                        "trials",
+                        "% of ext2 (this run)",
+                        "published (2002, large machine)",
+                    ],
+                    "rows": rows,
+                }
+            )
 
 
 def _generic_section(view: StudyView) -> None:
@@ -510,12 +802,25 @@ def _generic_section(view: StudyView) -> None:
         key = sel["metric_key"].iloc[0]
         sel = sel[sel["metric_key"] == key]
         g = sel.groupby("filesystem")["value"].agg(["mean", "std"]).reset_index()
-        view.figures.append(_fig(f"fig-{len(view.figures)}", f"{w.id}: {key}", "mean and sd over trials",
-                                 [{"type": "bar", "x": list(g["filesystem"]), "y": list(g["mean"]),
-                                   "error_y": {"type": "data", "array": list(g["std"].fillna(0))}}], {}))
+        view.figures.append(
+            _fig(
+                f"fig-{len(view.figures)}",
+                f"{w.id}: {key}",
+                "mean and sd over trials",
+                [
+                    {
+                        "type": "bar",
+                        "x": list(g["filesystem"]),
+                        "y": list(g["mean"]),
+                        "error_y": {"type": "data", "array": list(g["std"].fillna(0))},
+                    }
+                ],
+                {},
+            )
+        )
 
 
-SECTIONS: Dict[str, Callable[[StudyView], None]] = {
+SECTIONS: dict[str, Callable[[StudyView], None]] = {
     "layton2009": _layton_section,
     "gus3-2008": _gus3_section,
     "wettstein2002": _wettstein_section,
@@ -529,8 +834,13 @@ def render_study_html(view: StudyView) -> str:
     import jinja2
     from plotly.offline import get_plotlyjs
 
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env_rows = view.data["environment"]
     machine = {}
     if not env_rows.empty:
@@ -539,13 +849,22 @@ def render_study_html(view: StudyView) -> str:
                 machine[col] = ", ".join(sorted({str(v) for v in env_rows[col].dropna()}))
     word_counts = counts(v.outcome for v in view.verdicts)
     ctx = {
-        "study": view.study.study, "db": str(view.db), "machine": machine,
-        "campaigns": view.campaigns.to_dict("records"), "changes": view.changes, "verdicts": view.verdicts,
-        "counts": word_counts, "headline": headline(view), "paper": view.paper,
-        "run_words": {v.claim.id: run_word(view, v) for v in view.verdicts}, "tables": view.tables, "plotly_js": get_plotlyjs(),
+        "study": view.study.study,
+        "db": str(view.db),
+        "machine": machine,
+        "campaigns": view.campaigns.to_dict("records"),
+        "changes": view.changes,
+        "verdicts": view.verdicts,
+        "counts": word_counts,
+        "headline": headline(view),
+        "paper": view.paper,
+        "run_words": {v.claim.id: run_word(view, v) for v in view.verdicts},
+        "tables": view.tables,
+        "plotly_js": get_plotlyjs(),
         "figures_json": json.dumps(_clean(view.figures), separators=(",", ":")).replace("</", "<\\/"),
-        "figures": view.figures, "n_figures": len(view.figures),
-        "generated": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "figures": view.figures,
+        "n_figures": len(view.figures),
+        "generated": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "fsmeter_version": fsmeter.__version__,
     }
     return env.get_template("study.html.j2").render(**ctx)

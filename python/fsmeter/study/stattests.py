@@ -24,11 +24,12 @@ Methods (each function says which it uses):
 - **Holm's step-down adjustment** (Holm 1979) of a family of p-values: sort ascending, multiply
   the i-th smallest (0-based) by (m - i), keep it monotone, cap at 1.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence, Tuple
 
 from scipy import stats as sps
 
@@ -38,12 +39,12 @@ class Sample:
     """One cell's numbers: raw values, or a published mean with sd and n, or a point value (sd None)."""
 
     mean: float
-    sd: Optional[float]
+    sd: float | None
     n: int
-    values: Tuple[float, ...] = field(default=(), compare=False)
+    values: tuple[float, ...] = field(default=(), compare=False)
 
     @classmethod
-    def of(cls, values: Sequence[float]) -> "Sample":
+    def of(cls, values: Sequence[float]) -> Sample:
         v = tuple(float(x) for x in values)
         if not v:
             raise ValueError("an empty sample")
@@ -71,11 +72,11 @@ class Welch:
 
 def welch(a: Sample, b: Sample) -> Welch:
     """mean(a) - mean(b), its standard error and Satterthwaite's df (Welch 1947)."""
-    va, vb = a.sd ** 2 / a.n, b.sd ** 2 / b.n
+    va, vb = a.sd**2 / a.n, b.sd**2 / b.n
     se = math.sqrt(va + vb)
     if va + vb == 0:
         return Welch(a.mean - b.mean, 0.0, float(a.n + b.n - 2))
-    df = (va + vb) ** 2 / (va ** 2 / (a.n - 1) + vb ** 2 / (b.n - 1))
+    df = (va + vb) ** 2 / (va**2 / (a.n - 1) + vb**2 / (b.n - 1))
     return Welch(a.mean - b.mean, se, df)
 
 
@@ -93,7 +94,7 @@ def one_sided_p(a: Sample, b: Sample, a_larger: bool = True) -> float:
     return _sf(d / w.se, w.df)
 
 
-def diff_interval(a: Sample, b: Sample, level: float) -> Tuple[float, float, float]:
+def diff_interval(a: Sample, b: Sample, level: float) -> tuple[float, float, float]:
     """Welch's two-sided interval of mean(a) - mean(b) as % of mean(b): (diff %, low %, high %)."""
     w = welch(a, b)
     half = float(sps.t.ppf(0.5 + level / 2, w.df)) * w.se if w.se else 0.0
@@ -107,8 +108,8 @@ def tost_p(a: Sample, b: Sample, margin_pct: float) -> float:
     d = margin_pct / 100.0 * abs(b.mean)
     if w.se == 0:
         return 0.0 if abs(w.diff) < d else 1.0
-    p_low = _sf((w.diff + d) / w.se, w.df)          # H1: diff > -d
-    p_high = _sf(-(w.diff - d) / w.se, w.df)        # H1: diff < d
+    p_low = _sf((w.diff + d) / w.se, w.df)  # H1: diff > -d
+    p_high = _sf(-(w.diff - d) / w.se, w.df)  # H1: diff < d
     return max(p_low, p_high)
 
 
@@ -119,14 +120,14 @@ def beyond_margin_p(a: Sample, b: Sample, margin_pct: float) -> float:
     if w.se == 0:
         return 0.0 if abs(w.diff) > d else 1.0
     if w.diff >= 0:
-        return _sf((w.diff - d) / w.se, w.df)      # H1: diff > d
-    return _sf(-(w.diff + d) / w.se, w.df)         # H1: diff < -d
+        return _sf((w.diff - d) / w.se, w.df)  # H1: diff > d
+    return _sf(-(w.diff + d) / w.se, w.df)  # H1: diff < -d
 
 
 @dataclass(frozen=True)
 class LogRatio:
     ratio: float  # mean(a) / mean(b)
-    se: float     # standard error of log(ratio)
+    se: float  # standard error of log(ratio)
     df: float
 
 
@@ -135,11 +136,11 @@ def log_ratio(a: Sample, b: Sample) -> LogRatio:
     va = (a.sd / a.mean) ** 2 / a.n
     vb = (b.sd / b.mean) ** 2 / b.n
     se = math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va ** 2 / (a.n - 1) + vb ** 2 / (b.n - 1)) if va + vb else float(a.n + b.n - 2)
+    df = (va + vb) ** 2 / (va**2 / (a.n - 1) + vb**2 / (b.n - 1)) if va + vb else float(a.n + b.n - 2)
     return LogRatio(a.mean / b.mean, se, df)
 
 
-def ratio_interval(a: Sample, b: Sample, level: float) -> Tuple[float, float, float]:
+def ratio_interval(a: Sample, b: Sample, level: float) -> tuple[float, float, float]:
     """mean(a) / mean(b) with its two-sided interval at ``level`` (delta method on logs)."""
     r = log_ratio(a, b)
     half = float(sps.t.ppf(0.5 + level / 2, r.df)) * r.se
@@ -184,16 +185,15 @@ def welch_power(a: Sample, b: Sample, effect_pct: float, alpha: float) -> float:
     return power_one_sided(w.se, w.df, effect_pct / 100.0 * abs(b.mean), alpha)
 
 
-def trials_needed(a: Sample, b: Sample, effect_pct: float, alpha: float, power: float,
-                  most: int = 1000) -> Optional[int]:
+def trials_needed(a: Sample, b: Sample, effect_pct: float, alpha: float, power: float, most: int = 1000) -> int | None:
     """The fewest trials per side (equal on both) at which the one-sided Welch test, with the observed
     standard deviations, reaches ``power`` at a difference of effect_pct % of mean(b); None if over ``most``."""
     effect = effect_pct / 100.0 * abs(b.mean)
-    sa2, sb2 = a.sd ** 2, b.sd ** 2
+    sa2, sb2 = a.sd**2, b.sd**2
     for n in range(2, most + 1):
         va, vb = sa2 / n, sb2 / n
         se = math.sqrt(va + vb)
-        df = (va + vb) ** 2 / ((va ** 2 + vb ** 2) / (n - 1)) if va + vb else 2.0 * n - 2
+        df = (va + vb) ** 2 / ((va**2 + vb**2) / (n - 1)) if va + vb else 2.0 * n - 2
         if power_one_sided(se, df, effect, alpha) >= power:
             return n
     return None

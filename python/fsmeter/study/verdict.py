@@ -13,9 +13,10 @@ Re-run words keep causes apart (docs/studies.md, "Verdicts"):
 On the paper's own data (``fsmeter study check``) a claim is **supported**, **contradicted** (by its
 own data), **inconclusive**, has **no data** published, or is **not testable**.
 """
+
 from __future__ import annotations
 
-from typing import Iterable, List, Optional
+from collections.abc import Iterable
 
 REPRODUCED = "reproduced"
 REVERSED = "reversed"
@@ -32,14 +33,20 @@ PAPER_NOT_TESTABLE = "not testable"
 PAPER_WORDS = (SUPPORTED, CONTRADICTED, INCONCLUSIVE, NO_DATA, PAPER_NOT_TESTABLE)
 
 #: How a re-run word reads on the paper's own data.
-PAPER_OF = {REPRODUCED: SUPPORTED, REVERSED: CONTRADICTED, NOT_REPRODUCED: CONTRADICTED,
-            INCONCLUSIVE: INCONCLUSIVE, NOT_TESTABLE: PAPER_NOT_TESTABLE, NOT_COMPARABLE: INCONCLUSIVE}
+PAPER_OF = {
+    REPRODUCED: SUPPORTED,
+    REVERSED: CONTRADICTED,
+    NOT_REPRODUCED: CONTRADICTED,
+    INCONCLUSIVE: INCONCLUSIVE,
+    NOT_TESTABLE: PAPER_NOT_TESTABLE,
+    NOT_COMPARABLE: INCONCLUSIVE,
+}
 
 #: Case (and pair) outcomes inside a claim.
 HOLDS, AGAINST, OPPOSITE, UNCLEAR = "holds", "not shown", "reversed", "unclear"
 
 
-def decide(statuses: List[str], rule) -> tuple:
+def decide(statuses: list[str], rule) -> tuple:
     """The claim's word from its cases' outcomes and its decision rule (all / any / majority / a number).
 
     Reproduced when at least k cases hold; otherwise, when more cases fail outright (reversed or shown
@@ -68,8 +75,14 @@ def decide(statuses: List[str], rule) -> tuple:
 MIN_TRIALS = 3
 
 
-def gate_reasons(min_phase_s: Optional[float], shortest_s: Optional[float], max_other: Optional[float],
-                 busiest: Optional[float], trials: Optional[int], needed: Optional[int]) -> List[str]:
+def gate_reasons(
+    min_phase_s: float | None,
+    shortest_s: float | None,
+    max_other: float | None,
+    busiest: float | None,
+    trials: int | None,
+    needed: int | None,
+) -> list[str]:
     """Why a re-run verdict cannot stand: phases too short, machine busy, too few trials (under
     MIN_TRIALS, or under what the power wants)."""
     out = []
@@ -78,8 +91,10 @@ def gate_reasons(min_phase_s: Optional[float], shortest_s: Optional[float], max_
     if shortest_s is not None and min_phase_s is not None and shortest_s < min_phase_s:
         out.append(f"a phase it rests on lasted {shortest_s:.3g} s, under the study's minimum of {min_phase_s:g} s")
     if busiest is not None and max_other is not None and busiest > max_other:
-        out.append(f"the machine was busy: other processes used {busiest:.0%} of its CPUs during a phase it rests "
-                   f"on (the bound is {max_other:.0%})")
+        out.append(
+            f"the machine was busy: other processes used {busiest:.0%} of its CPUs during a phase it rests "
+            f"on (the bound is {max_other:.0%})"
+        )
     if needed is not None and trials is not None and MIN_TRIALS <= trials < needed:
         out.append(f"{trials} trials per side, the power wanted needs {needed}")
     return out

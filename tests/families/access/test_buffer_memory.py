@@ -1,6 +1,7 @@
 """Where the access family's request buffers get their pages (buffer_memory): heap by default,
 transparent huge pages or hugetlb on request, what the kernel gave recorded with the phase; a short
 hugetlb pool refused before anything runs; fio's iomem mapped onto it."""
+
 from __future__ import annotations
 
 import json
@@ -9,19 +10,32 @@ import sys
 from pathlib import Path
 
 import pytest
-
+from fsmeter.errors import UserError
 from fsmeter.interop.fio_jobfile import parse_jobfile
 from fsmeter.interop.fio_map import map_job
-from fsmeter.errors import UserError
 from fsmeter.mpi.merge import access_extra
 
 MIB = 1 << 20
-SETS = ["--set", "file_size=4M", "--set", "total_bytes=8M", "--set", "record_size=1M", "--set", "duration_s=none",
-        "--set", "warmup_s=0", "--set", "threads=2"]
+SETS = [
+    "--set",
+    "file_size=4M",
+    "--set",
+    "total_bytes=8M",
+    "--set",
+    "record_size=1M",
+    "--set",
+    "duration_s=none",
+    "--set",
+    "warmup_s=0",
+    "--set",
+    "threads=2",
+]
 
 
 def fsm(*args):
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True, timeout=120
+    )
 
 
 def run_phase(tmp_path: Path, *sets) -> tuple:
@@ -40,8 +54,11 @@ def pool(key: str) -> int:
 
 def available_2m() -> int:
     """2 MiB hugetlb pages this process could map now (free, less others' reservations, plus overcommit)."""
-    return (pool("free_hugepages") - pool("resv_hugepages")
-            + max(0, pool("nr_overcommit_hugepages") - pool("surplus_hugepages")))
+    return (
+        pool("free_hugepages")
+        - pool("resv_hugepages")
+        + max(0, pool("nr_overcommit_hugepages") - pool("surplus_hugepages"))
+    )
 
 
 def thp_never() -> bool:
@@ -53,8 +70,7 @@ def thp_never() -> bool:
 
 def test_heap_buffers_are_the_default_and_count_no_huge_pages(tmp_path):
     rep, out = run_phase(tmp_path)
-    assert rep["extra"]["buffer_memory"] == {"kind": "heap", "bytes": 2 * MIB, "mapped_bytes": 2 * MIB,
-                                             "huge_bytes": 0}
+    assert rep["extra"]["buffer_memory"] == {"kind": "heap", "bytes": 2 * MIB, "mapped_bytes": 2 * MIB, "huge_bytes": 0}
     assert "request buffers" not in out
 
 
@@ -71,8 +87,20 @@ def test_thp_buffers_sit_in_whole_huge_pages_and_say_how_many_are_huge(tmp_path)
 
 
 def test_a_short_hugetlb_pool_is_refused_before_anything_runs(tmp_path):
-    r = fsm("run", "seq-read", "--dir", tmp_path, *SETS, "--set", "buffer_memory=hugetlb", "--set", "queue_depth=3",
-            "--set", "backend=io_uring", "-q")
+    r = fsm(
+        "run",
+        "seq-read",
+        "--dir",
+        tmp_path,
+        *SETS,
+        "--set",
+        "buffer_memory=hugetlb",
+        "--set",
+        "queue_depth=3",
+        "--set",
+        "backend=io_uring",
+        "-q",
+    )
     if not POOL.is_dir():
         assert r.returncode == 2 and "this kernel shows none" in r.stderr, r.stderr
         return
@@ -80,8 +108,10 @@ def test_a_short_hugetlb_pool_is_refused_before_anything_runs(tmp_path):
         pytest.skip("this machine has huge pages to spare; the refusal needs a short pool")
     # 2 threads x (3 buffers of 1 MiB in whole 2 MiB pages: 2 pages)
     assert r.returncode == 2, r.stderr
-    assert ("parameter buffer_memory: hugetlb buffers need 4 huge page(s) of 2 MiB (2 thread(s) x 2 for queue_depth 3 "
-            "x 1048576 bytes)") in " ".join(r.stderr.split())
+    assert (
+        "parameter buffer_memory: hugetlb buffers need 4 huge page(s) of 2 MiB (2 thread(s) x 2 for queue_depth 3 "
+        "x 1048576 bytes)"
+    ) in " ".join(r.stderr.split())
     assert f"vm.nr_hugepages={pool('nr_hugepages') + 4 - max(available_2m(), 0)}" in r.stderr
     assert "Traceback" not in r.stderr
     assert not list(tmp_path.iterdir()), "nothing laid out"
@@ -108,8 +138,12 @@ def hugetlb_pool(root):
 
 def test_hugetlb_buffers_come_from_the_reserved_pool(hugetlb_pool, tmp_path):
     rep, out = run_phase(tmp_path, "--set", "buffer_memory=hugetlb")
-    assert rep["extra"]["buffer_memory"] == {"kind": "hugetlb", "bytes": 2 * MIB, "mapped_bytes": 4 * MIB,
-                                             "huge_bytes": 4 * MIB}
+    assert rep["extra"]["buffer_memory"] == {
+        "kind": "hugetlb",
+        "bytes": 2 * MIB,
+        "mapped_bytes": 4 * MIB,
+        "huge_bytes": 4 * MIB,
+    }
     assert "hugetlb pages" in out
 
 
@@ -117,12 +151,19 @@ def jobs(text: str):
     return [map_job("t.fio", j, i) for i, j in enumerate(parse_jobfile(text, "t.fio", {}).jobs)]
 
 
-@pytest.mark.parametrize("value,kind,note", [
-    ("malloc", "heap", None), ("mmap", "heap", "come from mmap"), ("shm", "heap", "shmget"),
-    ("mmaphuge", "hugetlb", None), ("shmhuge", "hugetlb", None),
-    ("mmaphuge:/hugepages/buf", "hugetlb", "instead of a file on hugetlbfs"),
-    ("mmap:/dev/shm/buf", "heap", "fio maps that file"), ("mmapshared:/dev/shm/buf", "heap", "does not touch the file"),
-])
+@pytest.mark.parametrize(
+    "value,kind,note",
+    [
+        ("malloc", "heap", None),
+        ("mmap", "heap", "come from mmap"),
+        ("shm", "heap", "shmget"),
+        ("mmaphuge", "hugetlb", None),
+        ("shmhuge", "hugetlb", None),
+        ("mmaphuge:/hugepages/buf", "hugetlb", "instead of a file on hugetlbfs"),
+        ("mmap:/dev/shm/buf", "heap", "fio maps that file"),
+        ("mmapshared:/dev/shm/buf", "heap", "does not touch the file"),
+    ],
+)
 def test_fio_iomem_maps_onto_buffer_memory(value, kind, note):
     for opt in ("iomem", "mem"):
         [j] = jobs(f"[a]\nrw=read\nsize=1m\n{opt}={value}\n")
@@ -148,10 +189,17 @@ def test_fio_iomem_without_a_match_is_refused_naming_the_line():
 
 def test_merged_ranks_add_up_buffers_mixes_and_direct_io_checks():
     def rank(huge, added, reads, unaligned=False):
-        return {"backend": "psync", "buffer_memory": {"kind": "thp", "bytes": MIB, "mapped_bytes": 2 * MIB, "huge_bytes": huge},
-                "direct_io": {"offset_align": 512, "unaligned_requests": unaligned, "page_cache_pages_added": added,
-                              "buffered_fallback_possible": unaligned or added > 0},
-                "mix": [{"size": MIB, "weight": 100, "reads": reads, "writes": 0, "random": 0, "sequential": reads}]}
+        return {
+            "backend": "psync",
+            "buffer_memory": {"kind": "thp", "bytes": MIB, "mapped_bytes": 2 * MIB, "huge_bytes": huge},
+            "direct_io": {
+                "offset_align": 512,
+                "unaligned_requests": unaligned,
+                "page_cache_pages_added": added,
+                "buffered_fallback_possible": unaligned or added > 0,
+            },
+            "mix": [{"size": MIB, "weight": 100, "reads": reads, "writes": 0, "random": 0, "sequential": reads}],
+        }
 
     m = access_extra([rank(2 * MIB, 0, 10), rank(0, 3, 12)])
     assert m["buffer_memory"] == {"kind": "thp", "bytes": 2 * MIB, "mapped_bytes": 4 * MIB, "huge_bytes": 2 * MIB}

@@ -4,6 +4,7 @@ the parameter, and every direct phase records whether the page cache could have 
 btrfs does direct I/O only in multiples of its 4 KiB sector and quietly serves smaller O_DIRECT
 requests through its page cache; ext4 and xfs do 512 B directly.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,7 +12,6 @@ import subprocess
 import sys
 
 import pytest
-
 from fsmeter.engine import EngineSession
 from fsmeter.provision import FsConfig, Provisioner, TargetSpec
 from fsmeter.spec import build_job, load_workload, parse_set
@@ -36,9 +36,9 @@ def run_direct(mnt, workload, sets):
 
 def test_the_quick_suite_is_direct_on_4k_sectors():
     """Every access workload of `fsmeter compare` uses O_DIRECT with 4 KiB multiples throughout."""
-    from fsmeter.cli.compare import STUDY
-
     import tomllib
+
+    from fsmeter.cli.compare import STUDY
 
     suite = tomllib.loads(STUDY.read_text())
     for w in suite["workloads"]:
@@ -78,8 +78,10 @@ def test_btrfs_refuses_512_byte_direct_requests_and_flags_the_fallback(scratch, 
             # Whether the pages btrfs reads through its cache are still there when the phase ends is the
             # kernel's choice (seen both ways on one machine, minutes apart), so only the count is checked.
             wl = tmp_path / "read-512.toml"
-            wl.write_text('family = "access"\ndescription = "512 B random reads"\n[params]\n'
-                          'entries = [{ size = "512", weight = 100, read_pct = 100, random_pct = 100 }]\n')
+            wl.write_text(
+                'family = "access"\ndescription = "512 B random reads"\n[params]\n'
+                'entries = [{ size = "512", weight = 100, read_pct = 100, random_pct = 100 }]\n'
+            )
             rep = run_direct(mnt, str(wl), ["allow_unaligned_direct=true"])
             d = rep["extra"]["direct_io"]
             assert d["unaligned_requests"] is True and d["buffered_fallback_possible"] is True, d
@@ -95,8 +97,9 @@ def test_ext4_does_512_byte_direct_requests_directly(scratch):
         mnt = prov.create(TargetSpec(kind="loop", size_bytes=256 * MiB), FsConfig(name="ext4"))
         try:
             out = mnt.path + "/../run.json"
-            r = fsmeter("run", "fileserver", "--dir", mnt.path, "-q", "--json", out,
-                        *sum((["--set", s] for s in SMALL), []))
+            r = fsmeter(
+                "run", "fileserver", "--dir", mnt.path, "-q", "--json", out, *sum((["--set", s] for s in SMALL), [])
+            )
             assert r.returncode == 0, r.stderr
             d = json.loads(open(out).read())["phases"]["run"]["extra"]["direct_io"]
             assert d["offset_align"] == 512 and d["align_source"] == "statx STATX_DIOALIGN", d
@@ -116,8 +119,11 @@ def test_direct_layout_writes_the_files_past_the_page_cache(scratch):
         try:
             layouts = {}
             for direct_layout in (False, True):
-                job = build_job(load_workload("seq-read"), mnt.path,
-                                parse_set(SMALL + [f"direct_layout={str(direct_layout).lower()}"]))
+                job = build_job(
+                    load_workload("seq-read"),
+                    mnt.path,
+                    parse_set(SMALL + [f"direct_layout={str(direct_layout).lower()}"]),
+                )
                 s = EngineSession(job.engine_json())
                 try:
                     layouts[direct_layout] = s.run_phase("prepare")["counters"]
@@ -130,10 +136,13 @@ def test_direct_layout_writes_the_files_past_the_page_cache(scratch):
             prov.destroy(mnt)
 
 
-@pytest.mark.parametrize("sets, field", [
-    (["direct_layout=true", "file_size=1000000"], "file_size: 1000000 bytes: with direct_layout"),
-    (["direct_layout=true", "verify=crc32c"], "direct_layout: cannot be combined with verify"),
-])
+@pytest.mark.parametrize(
+    "sets, field",
+    [
+        (["direct_layout=true", "file_size=1000000"], "file_size: 1000000 bytes: with direct_layout"),
+        (["direct_layout=true", "verify=crc32c"], "direct_layout: cannot be combined with verify"),
+    ],
+)
 def test_direct_layout_bad_input_names_the_field(tmp_path, sets, field):
     r = fsmeter("run", "seq-read", "--dir", tmp_path, "-q", *sum((["--set", s] for s in sets), []))
     assert r.returncode == 2, r.stdout + r.stderr

@@ -1,4 +1,5 @@
 """The access family's headline counts data operations, as fio's IOPS do: fsync is counted apart."""
+
 from __future__ import annotations
 
 import json
@@ -10,10 +11,32 @@ import pytest
 
 def test_fsync_after_every_write_does_not_double_the_headline(tmp_path):
     out = tmp_path / "out.json"
-    r = subprocess.run([sys.executable, "-m", "fsmeter", "run", "rand-write-4k", "--dir", str(tmp_path), "-q",
-                        "--set", "file_size=1M", "--set", "fsync_every=1", "--set", "warmup_s=0",
-                        "--set", "total_bytes=512K", "--set", "duration_s=none", "--json", str(out)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fsmeter",
+            "run",
+            "rand-write-4k",
+            "--dir",
+            str(tmp_path),
+            "-q",
+            "--set",
+            "file_size=1M",
+            "--set",
+            "fsync_every=1",
+            "--set",
+            "warmup_s=0",
+            "--set",
+            "total_bytes=512K",
+            "--set",
+            "duration_s=none",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     run = doc["phases"]["run"]

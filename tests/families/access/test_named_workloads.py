@@ -1,5 +1,6 @@
 """The access family's named workloads: `fsmeter list` names them, their mixes are the documented tables,
 and the engine runs each request kind in its share (seeded, so the same seed gives the same counts)."""
+
 from __future__ import annotations
 
 import math
@@ -9,13 +10,22 @@ import sys
 from fsmeter.engine import EngineSession
 from fsmeter.spec import build_job, list_workloads, load_workload, parse_set
 
-NAMED_ACCESS = {"seq-read", "seq-write", "fileserver", "webserver", "oltp-8k", "workstation", "rand-read-4k",
-                "rand-write-4k"}
+NAMED_ACCESS = {
+    "seq-read",
+    "seq-write",
+    "fileserver",
+    "webserver",
+    "oltp-8k",
+    "workstation",
+    "rand-read-4k",
+    "rand-write-4k",
+}
 
 
 def fsmeter(*args, check=False):
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
-                          check=check)
+    return subprocess.run(
+        [sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True, check=check
+    )
 
 
 def test_list_names_every_access_workload():
@@ -26,8 +36,12 @@ def test_list_names_every_access_workload():
 
 def test_named_access_workloads_match_the_tables():
     # The table of docs/access.md: fileserver 80% reads, webserver 100%, oltp-8k 67%, workstation 80% reads 80% random.
-    expect = {"fileserver": (80, 100, 8), "webserver": (100, 100, 10), "oltp-8k": (67, 100, 1),
-              "workstation": (80, 80, 1)}
+    expect = {
+        "fileserver": (80, 100, 8),
+        "webserver": (100, 100, 10),
+        "oltp-8k": (67, 100, 1),
+        "workstation": (80, 80, 1),
+    }
     for name, (read, rnd, n) in expect.items():
         p = load_workload(name).params
         assert len(p["entries"]) == n
@@ -38,8 +52,11 @@ def test_named_access_workloads_match_the_tables():
 
 def test_fileserver_mix_as_counted_by_the_engine(tmp_path):
     """Size and read/write fractions within 5 binomial standard errors of the spec (seeded, so stable)."""
-    job = build_job(load_workload("fileserver"), tmp_path,
-                    parse_set(["backend=null", "file_size=1M", "warmup_s=0", "duration_s=none", "total_bytes=2G"]))
+    job = build_job(
+        load_workload("fileserver"),
+        tmp_path,
+        parse_set(["backend=null", "file_size=1M", "warmup_s=0", "duration_s=none", "total_bytes=2G"]),
+    )
     s = EngineSession(job.engine_json())
     s.run_phase("prepare")
     rep = s.run_phase("run")
@@ -59,8 +76,13 @@ def test_fileserver_mix_as_counted_by_the_engine(tmp_path):
 
 def test_same_seed_same_counts_other_seed_differs(tmp_path):
     def counts(seed):
-        job = build_job(load_workload("fileserver"), tmp_path, parse_set(
-            ["backend=null", "file_size=1M", "warmup_s=0", "duration_s=none", "total_bytes=64M", f"seed={seed}"]))
+        job = build_job(
+            load_workload("fileserver"),
+            tmp_path,
+            parse_set(
+                ["backend=null", "file_size=1M", "warmup_s=0", "duration_s=none", "total_bytes=64M", f"seed={seed}"]
+            ),
+        )
         s = EngineSession(job.engine_json())
         s.run_phase("prepare")
         return [(m["reads"], m["writes"]) for m in s.run_phase("run")["extra"]["mix"]]

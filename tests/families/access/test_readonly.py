@@ -1,5 +1,6 @@
 """A read-only access mix opens its files read-only (as fio and IOR do), so it can read files on a
 read-only mount; a mix with writes is refused there with the system's reason, not a traceback."""
+
 from __future__ import annotations
 
 import json
@@ -8,12 +9,26 @@ import sys
 
 import pytest
 
-SETS = ["--set", "file_size=4M", "--set", "total_bytes=4M", "--set", "record_size=64k", "--set", "duration_s=none",
-        "--set", "warmup_s=0", "--set", "reuse_files=true"]
+SETS = [
+    "--set",
+    "file_size=4M",
+    "--set",
+    "total_bytes=4M",
+    "--set",
+    "record_size=64k",
+    "--set",
+    "duration_s=none",
+    "--set",
+    "warmup_s=0",
+    "--set",
+    "reuse_files=true",
+]
 
 
 def fsm(*args):
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True, timeout=120
+    )
 
 
 @pytest.fixture
@@ -35,8 +50,21 @@ def test_seq_read_reads_files_on_a_read_only_mount(ro_view, tmp_path):
     r = fsm("run", "seq-read", "--dir", rw, *SETS, "--keep-files", "-q", "--min-phase-s", "0")  # lays the file out
     assert r.returncode == 0, r.stderr
     out = tmp_path / "out.json"
-    r = fsm("run", "seq-read", "--dir", ro, *SETS, "--keep-files", "--cache", "keep", "-q", "--min-phase-s", "0",
-            "--json", out)
+    r = fsm(
+        "run",
+        "seq-read",
+        "--dir",
+        ro,
+        *SETS,
+        "--keep-files",
+        "--cache",
+        "keep",
+        "-q",
+        "--min-phase-s",
+        "0",
+        "--json",
+        out,
+    )
     assert r.returncode == 0, r.stderr
     run = json.loads(out.read_text())["phases"]["run"]
     assert run["total"]["bytes"] == 4 << 20 and run["ops"]["read"]["count"] == 64

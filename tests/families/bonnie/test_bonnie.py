@@ -1,5 +1,6 @@
 """The bonnie family: `fsmeter run` phases and counters, Bonnie's CSV shape through export and analyze,
 the report's bonnie charts, bad input in one line, and (root) a loop ext4 campaign where ENOSPC fails a cell."""
+
 import csv
 import io
 import json
@@ -9,11 +10,9 @@ import sys
 import textwrap
 
 import pytest
-
+from chromium import CHROMIUM, load_charts
 from fsmeter.families.bonnie import FILE_COLUMNS, IO_COLUMNS, BonnieParams
 from fsmeter.store import open_store
-
-from chromium import CHROMIUM, load_charts
 from repo_paths import ROOT
 
 SEED_CSV = os.path.join(ROOT, "tests", "data", "bonnie-1024mb-10runs.csv")
@@ -23,8 +22,9 @@ SMALL_PARAMS = 'size = "4M", char_io_size = "256K", seeks = 250, files = 64'
 
 def fsm(*args, timeout=300):
     env = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "python"), "COLUMNS": "200"}
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True, env=env, timeout=timeout
+    )
 
 
 def test_column_names_are_the_seed_data_sets():
@@ -43,8 +43,20 @@ def test_run_does_every_phase_in_bonnies_order_with_exact_counts(tmp_path):
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     ph = doc["phases"]
-    assert list(ph) == ["putc_write", "block_write", "rewrite", "getc_read", "block_read", "seeks",
-                        "seq_create", "seq_stat", "seq_del", "ran_create", "ran_stat", "ran_del"]
+    assert list(ph) == [
+        "putc_write",
+        "block_write",
+        "rewrite",
+        "getc_read",
+        "block_read",
+        "seeks",
+        "seq_create",
+        "seq_stat",
+        "seq_del",
+        "ran_create",
+        "ran_stat",
+        "ran_del",
+    ]
     assert ph["putc_write"]["counters"]["bytes"] == 256 << 10
     assert ph["getc_read"]["counters"]["bytes"] == 256 << 10
     for p in ("block_write", "rewrite", "block_read"):
@@ -85,17 +97,20 @@ def test_char_io_size_zero_skips_the_per_char_phases():
     assert [x.name for x in FAMILY.phases(p)] == ["block_write", "rewrite", "block_read", "seeks"]
 
 
-@pytest.mark.parametrize("sets, name", [
-    (["size=4K", "chunk=8K"], "size"),
-    (["size=1M", "chunk=1000", "direct=true"], "chunk"),
-    (["size=1M", "chunk=1000"], "size"),
-    (["size=0", "files=0"], "size"),
-    (["threads=2"], "threads"),
-    (["seek_procs=0"], "seek_procs"),
-    (["size=1M", "char_io_size=2M"], "char_io_size"),
-    (["char_io=fancy"], "char_io"),
-    (["file_min_size=10", "file_max_size=5"], "file_min_size"),
-])
+@pytest.mark.parametrize(
+    "sets, name",
+    [
+        (["size=4K", "chunk=8K"], "size"),
+        (["size=1M", "chunk=1000", "direct=true"], "chunk"),
+        (["size=1M", "chunk=1000"], "size"),
+        (["size=0", "files=0"], "size"),
+        (["threads=2"], "threads"),
+        (["seek_procs=0"], "seek_procs"),
+        (["size=1M", "char_io_size=2M"], "char_io_size"),
+        (["char_io=fancy"], "char_io"),
+        (["file_min_size=10", "file_max_size=5"], "file_min_size"),
+    ],
+)
 def test_bad_input_is_one_line_naming_the_parameter(tmp_path, sets, name):
     args = [a for s in sets for a in ("--set", s)]
     r = fsm("run", "bonnie-quick", "--dir", tmp_path, "-q", *args)
@@ -114,7 +129,10 @@ def test_campaign_exports_bonnies_table_that_analyze_reads_like_the_seed_data(tm
     work = tmp_path / "work"
     work.mkdir()
     f = tmp_path / "c.toml"
-    f.write_text(dir_campaign(work, f"""\
+    f.write_text(
+        dir_campaign(
+            work,
+            f"""\
         [factors]
         chunk = ["8K", "16K"]
         [[workloads]]
@@ -123,7 +141,9 @@ def test_campaign_exports_bonnies_table_that_analyze_reads_like_the_seed_data(tm
         [repetitions]
         policy = "fixed"
         n = 2
-        """))
+        """,
+        )
+    )
     db = tmp_path / "r.sqlite"
     r = fsm("campaign", "run", f, "--db", db, "-q")
     assert r.returncode == 0, r.stderr
@@ -166,7 +186,8 @@ def loop_campaign(body, name="bonnie-loop"):
 @pytest.mark.root
 def test_loop_ext4_campaign_enospc_fails_the_cell_and_the_campaign_goes_on(tmp_path, scratch):
     f = tmp_path / "c.toml"
-    f.write_text(loop_campaign("""\
+    f.write_text(
+        loop_campaign("""\
         [[filesystems]]
         name = "ext4"
         [factors]
@@ -177,7 +198,8 @@ def test_loop_ext4_campaign_enospc_fails_the_cell_and_the_campaign_goes_on(tmp_p
         [repetitions]
         policy = "fixed"
         n = 1
-        """))
+        """)
+    )
     db = tmp_path / "r.sqlite"
     r = fsm("campaign", "run", f, "--db", db, "-q", timeout=600)
     assert r.returncode == 0, r.stderr

@@ -1,4 +1,5 @@
 """Crash and recovery: the write log, the cut models, the campaign file, and a whole crash cycle on ext4."""
+
 from __future__ import annotations
 
 import json
@@ -6,11 +7,9 @@ import os
 import subprocess
 
 import pytest
-
 from fsmeter.crash.blocklog import FLUSH, RECORD, START, WRITE, ZERO, read_log
 from fsmeter.crash.cut import CutBuilder
 from fsmeter.errors import UserError
-
 from repo_paths import ROOT
 
 
@@ -28,15 +27,25 @@ def logged(tmp_path):
     base = tmp_path / "base.img"
     base.write_bytes(b"\x11" * 16384)
     log = tmp_path / "w.log"
-    _log(log, [(START, 100, 0, 0), (WRITE, 110, 0, b"A" * 4096), (FLUSH, 120, 0, 0),
-               (WRITE, 130, 4096, b"B" * 4096), (ZERO, 140, 8192, 4096), (FLUSH, 150, 0, 0),
-               (WRITE, 160, 12288, b"C" * 4096), (WRITE, 170, 0, b"D" * 4096)])
+    _log(
+        log,
+        [
+            (START, 100, 0, 0),
+            (WRITE, 110, 0, b"A" * 4096),
+            (FLUSH, 120, 0, 0),
+            (WRITE, 130, 4096, b"B" * 4096),
+            (ZERO, 140, 8192, 4096),
+            (FLUSH, 150, 0, 0),
+            (WRITE, 160, 12288, b"C" * 4096),
+            (WRITE, 170, 0, b"D" * 4096),
+        ],
+    )
     return tmp_path, str(base), str(log)
 
 
 def _blocks(path):
     data = open(path, "rb").read()
-    return [data[i:i + 4096][:1] for i in range(0, len(data), 4096)]
+    return [data[i : i + 4096][:1] for i in range(0, len(data), 4096)]
 
 
 def test_read_log_gives_records_in_order_and_stops_at_a_torn_tail(logged, tmp_path):
@@ -81,7 +90,7 @@ def test_volatile_reorder_cut_is_a_seeded_subset(logged):
         b.build(175, str(d / f"r{run}.img"))
         outs.append(_blocks(d / f"r{run}.img"))
     assert outs[0] == outs[1]
-    assert outs[0][1:3] == [b"B", b"\x00"]          # flushed: always kept
+    assert outs[0][1:3] == [b"B", b"\x00"]  # flushed: always kept
     assert outs[0][0] in (b"A", b"D") and outs[0][3] in (b"\x11", b"C")
 
 
@@ -93,23 +102,34 @@ def test_unknown_cut_model_is_refused(logged):
 
 # -- campaign files ----------------------------------------------------------------------------------
 
+
 def test_named_campaigns_load_and_cover_the_journal_modes():
     from fsmeter.crash.model import campaign_names, load_campaign
 
     assert {"crash-1g", "crash-quick"} <= set(campaign_names())
     c, _, _ = load_campaign("crash-1g")
-    assert [f.title for f in c.filesystem] == ["ext2", "ext3 data=ordered", "ext3 data=writeback",
-                                                "ext3 data=journal", "ext4", "xfs", "btrfs"]
+    assert [f.title for f in c.filesystem] == [
+        "ext2",
+        "ext3 data=ordered",
+        "ext3 data=writeback",
+        "ext3 data=journal",
+        "ext4",
+        "xfs",
+        "btrfs",
+    ]
     assert c.campaign.sizes == [1 << 30]
 
 
-@pytest.mark.parametrize("body, field", [
-    ('[campaign]\nname="x"\ncrash_points=0\n[[filesystem]]\nname="ext4"\n', "campaign.crash_points"),
-    ('[campaign]\nname="x"\n[[filesystem]]\nname="zfs"\n', "filesystem.0.name"),
-    ('[campaign]\nname="x"\nsizes=["200M"]\n[[filesystem]]\nname="xfs"\n', "sizes"),
-    ('[campaign]\nname="x"\n[[filesystem]]\nname="ext2"\nmount_options="data=journal"\n', "data="),
-    ('[campaign]\nname="x"\ndirty=["1K"]\n[[filesystem]]\nname="ext4"\n', "dirty"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ('[campaign]\nname="x"\ncrash_points=0\n[[filesystem]]\nname="ext4"\n', "campaign.crash_points"),
+        ('[campaign]\nname="x"\n[[filesystem]]\nname="zfs"\n', "filesystem.0.name"),
+        ('[campaign]\nname="x"\nsizes=["200M"]\n[[filesystem]]\nname="xfs"\n', "sizes"),
+        ('[campaign]\nname="x"\n[[filesystem]]\nname="ext2"\nmount_options="data=journal"\n', "data="),
+        ('[campaign]\nname="x"\ndirty=["1K"]\n[[filesystem]]\nname="ext4"\n', "dirty"),
+    ],
+)
 def test_bad_campaign_names_the_field(tmp_path, body, field):
     from fsmeter.crash.model import load_campaign
 
@@ -132,16 +152,29 @@ def test_crash_instants_replay_with_the_seed():
 def test_cli_refuses_a_bad_set_in_one_line():
     from fsmeter.cli import main
 
-    r = subprocess.run([os.path.join(ROOT, ".venv", "bin", "fsmeter"), "crash", "run",
-                        "crash-quick", "--out", "/nonexistent/x", "--set", "crash_points=2"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            os.path.join(ROOT, ".venv", "bin", "fsmeter"),
+            "crash",
+            "run",
+            "crash-quick",
+            "--out",
+            "/nonexistent/x",
+            "--set",
+            "crash_points=2",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2, r.stderr
-    assert r.stderr.strip().splitlines() == ["fsmeter: error: --set 'crash_points=2': use section.field=value, "
-                                             "e.g. campaign.crash_points=2"]
+    assert r.stderr.strip().splitlines() == [
+        "fsmeter: error: --set 'crash_points=2': use section.field=value, e.g. campaign.crash_points=2"
+    ]
     assert main  # the entry point the console script wraps
 
 
 # -- the recorded disk and a whole crash cycle (root) -----------------------------------------------
+
 
 def _no_leftovers(scratch):
     from fsmeter.provision import sysinfo
@@ -168,6 +201,7 @@ def test_blocklog_logs_each_write_before_the_flush_that_follows(root, scratch):
         fd = os.open(disk.device, os.O_WRONLY | os.O_DIRECT)
         try:
             import mmap
+
             buf = mmap.mmap(-1, 8192)
             buf.write(payload)
             os.pwrite(fd, buf, 1 << 20)
@@ -181,7 +215,7 @@ def test_blocklog_logs_each_write_before_the_flush_that_follows(root, scratch):
         f.seek(writes[0].data_at)
         assert f.read(8192) == payload
     assert any(r.kind == FLUSH and r.seq > writes[-1].seq for r in recs)
-    assert open(image, "rb").read()[1 << 20:(1 << 20) + 8192] == payload  # served image holds it too
+    assert open(image, "rb").read()[1 << 20 : (1 << 20) + 8192] == payload  # served image holds it too
     assert state.entries() == []
     _no_leftovers(scratch)
 
@@ -259,19 +293,56 @@ def test_crash_cycle_on_ext4_keeps_every_fsync_promise(root, scratch, tmp_path):
 def test_report_marks_a_finding_and_names_its_evidence(tmp_path):
     from fsmeter.crash.report import rows, terminal_table, write_html
 
-    point = {"index": 0, "cut_ns": 5, "cut_after_s": 1.5, "finding": True, "evidence_image": "/x/cut0.img",
-             "recovery": {"fsck_s": 0.5, "mount_s": 0.1, "fsck_fixed": True, "fsck_failed": False,
-                          "mount_error": None, "lost_found_entries": 2},
-             "check": {"counters": {"blocks_promised": 10, "blocks_lost_beyond_fsync": 2,
-                                    "bytes_lost_beyond_fsync": 8192, "files_truncated_beyond_fsync": 1},
-                       "findings": [{"kind": "block_lost", "path": "crash-t0/f000001", "offset": 4096}]}}
-    doc = {"format": "fsmeter-crash/1", "host": {}, "elapsed_s": 3,
-           "campaign": {"campaign": {"name": "t", "crash_points": 1, "cut": "prefix", "seed": 1, "runtime_s": 1,
-                                     "threads": 1}},
-           "cells": [{"title": "ext4", "filesystem": "ext4", "size_bytes": 1 << 30, "dirty_bytes": 1 << 20,
-                      "status": "done", "slug": "ext4-1G", "points": [point]}]}
+    point = {
+        "index": 0,
+        "cut_ns": 5,
+        "cut_after_s": 1.5,
+        "finding": True,
+        "evidence_image": "/x/cut0.img",
+        "recovery": {
+            "fsck_s": 0.5,
+            "mount_s": 0.1,
+            "fsck_fixed": True,
+            "fsck_failed": False,
+            "mount_error": None,
+            "lost_found_entries": 2,
+        },
+        "check": {
+            "counters": {
+                "blocks_promised": 10,
+                "blocks_lost_beyond_fsync": 2,
+                "bytes_lost_beyond_fsync": 8192,
+                "files_truncated_beyond_fsync": 1,
+            },
+            "findings": [{"kind": "block_lost", "path": "crash-t0/f000001", "offset": 4096}],
+        },
+    }
+    doc = {
+        "format": "fsmeter-crash/1",
+        "host": {},
+        "elapsed_s": 3,
+        "campaign": {
+            "campaign": {"name": "t", "crash_points": 1, "cut": "prefix", "seed": 1, "runtime_s": 1, "threads": 1}
+        },
+        "cells": [
+            {
+                "title": "ext4",
+                "filesystem": "ext4",
+                "size_bytes": 1 << 30,
+                "dirty_bytes": 1 << 20,
+                "status": "done",
+                "slug": "ext4-1G",
+                "points": [point],
+            }
+        ],
+    }
     (r,) = rows(doc)
-    assert (r["bytes_lost_beyond_fsync"], r["files_lost_beyond_fsync"], r["lost_found"], r["findings"]) == (8192, 1, 2, 1)
+    assert (r["bytes_lost_beyond_fsync"], r["files_lost_beyond_fsync"], r["lost_found"], r["findings"]) == (
+        8192,
+        1,
+        2,
+        1,
+    )
     page = open(write_html(doc, str(tmp_path / "r.html"))).read()
     assert "/x/cut0.img" in page and "crash-t0/f000001" in page and 'class="finding"' in page
     assert terminal_table(doc).row_count == 1
@@ -284,11 +355,21 @@ def test_a_disk_cache_that_loses_unflushed_writes_under_nobarrier_is_a_finding_w
     from fsmeter.crash.report import rows
     from fsmeter.crash.run import CrashRunner
 
-    c = CrashCampaign.model_validate({
-        "campaign": {"name": "nobarrier", "crash_points": 1, "cut": "volatile-lost", "sizes": ["128M"],
-                     "dirty": ["64K"], "runtime_s": 1.0, "threads": 1},
-        "workload": {"files_per_thread": 4, "file_size": "256K"},
-        "filesystem": [{"name": "ext4", "mount_options": "nobarrier"}]})
+    c = CrashCampaign.model_validate(
+        {
+            "campaign": {
+                "name": "nobarrier",
+                "crash_points": 1,
+                "cut": "volatile-lost",
+                "sizes": ["128M"],
+                "dirty": ["64K"],
+                "runtime_s": 1.0,
+                "threads": 1,
+            },
+            "workload": {"files_per_thread": 4, "file_size": "256K"},
+            "filesystem": [{"name": "ext4", "mount_options": "nobarrier"}],
+        }
+    )
     out = tmp_path / "out"
     db = tmp_path / "r.sqlite"
     doc = CrashRunner(c, "", str(out), scratch, say=lambda m: None, db=str(db)).run()
@@ -316,9 +397,30 @@ def test_run_crash_fsync_measures_syncs_and_checks_every_promise(tmp_path):
     out, d = tmp_path / "out.json", tmp_path / "d"
     d.mkdir()
     ledger = tmp_path / "ledger.jsonl"
-    r = subprocess.run([sys.executable, "-m", "fsmeter", "run", "crash-fsync", "--dir", str(d), "--set", "runtime_s=0.5",
-                        "--set", "files_per_thread=4", "--set", "file_size=256K", "--set", f"ledger={ledger}",
-                        "--json", str(out), "-q"], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fsmeter",
+            "run",
+            "crash-fsync",
+            "--dir",
+            str(d),
+            "--set",
+            "runtime_s=0.5",
+            "--set",
+            "files_per_thread=4",
+            "--set",
+            "file_size=256K",
+            "--set",
+            f"ledger={ledger}",
+            "--json",
+            str(out),
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     m = {k: v["value"] for k, v in doc["metrics"].items()}
@@ -352,8 +454,11 @@ Free inodes count wrong (65525, counted=65507).
 Fix? yes
 """
     rep = e2fsck_repairs(out)
-    assert rep == ["Inode 14 extent tree (at level 1) could be shorter.",
-                   "Free blocks count wrong (235417, counted=219017).", "Free inodes count wrong (65525, counted=65507)."]
+    assert rep == [
+        "Inode 14 extent tree (at level 1) could be shorter.",
+        "Free blocks count wrong (235417, counted=219017).",
+        "Free inodes count wrong (65525, counted=65507).",
+    ]
     assert not all(r.startswith(_SUMMARY_ONLY) for r in rep)
     assert all(r.startswith(_SUMMARY_ONLY) for r in rep[1:])
     damage = "Pass 2: Checking directory structure\nEntry 'f000003' in /crash-t0 (12) has deleted/unused inode 15.  Clear? yes\n"
@@ -362,14 +467,21 @@ Fix? yes
 
 def test_crash_write_series_adds_up_to_its_headline(tmp_path):
     """The per-interval MiB of the write phase, over the measured time, is the headline itself."""
-    from rich.console import Console
-
     from fsmeter.phases import run_job
     from fsmeter.spec import build_job, load_workload
+    from rich.console import Console
 
-    job = build_job(load_workload("crash-fsync"), tmp_path,
-                    {"runtime_s": 0.5, "interval_s": 0.05, "files_per_thread": 4, "file_size": "256K",
-                     "ledger": str(tmp_path.parent / f"{tmp_path.name}-ledger.jsonl")})
+    job = build_job(
+        load_workload("crash-fsync"),
+        tmp_path,
+        {
+            "runtime_s": 0.5,
+            "interval_s": 0.05,
+            "files_per_thread": 4,
+            "file_size": "256K",
+            "ledger": str(tmp_path.parent / f"{tmp_path.name}-ledger.jsonl"),
+        },
+    )
     doc = run_job(job, Console(quiet=True), show_progress=False, cache="keep", min_phase_s=1)
     rep = doc["phases"]["write"]
     total = sum(job.workload.family.series["MiB_per_s"](iv) for iv in rep["intervals"])
@@ -384,12 +496,20 @@ def test_sigterm_mid_run_tears_everything_down_and_keeps_the_results(root, scrat
     out = tmp_path / "out"
     env = {**os.environ, "FSMETER_SCRATCH": scratch}
     # in tmp_path: the run's results store (fsmeter.sqlite by default) is made in the working folder
-    p = subprocess.Popen([sys.executable, "-m", "fsmeter", "crash", "run", "crash-quick", "--out", str(out)],
-                         env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "fsmeter", "crash", "run", "crash-quick", "--out", str(out)],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:  # the write phase has begun once the daemon serves the disk
-            if any(e["kind"] == "fuse" for e in _entries(scratch)) and any(e["kind"] == "mount" for e in _entries(scratch)):
+            if any(e["kind"] == "fuse" for e in _entries(scratch)) and any(
+                e["kind"] == "mount" for e in _entries(scratch)
+            ):
                 break
             time.sleep(0.05)
         else:
@@ -417,10 +537,24 @@ def test_report_draws_recovery_time_against_size_when_sizes_vary():
     from fsmeter.crash.report import figures
 
     def cell(size, fsck, mount):
-        return {"title": "ext2", "filesystem": "ext2", "size_bytes": size, "dirty_bytes": 1 << 20, "status": "done",
-                "slug": f"ext2-{size}", "points": [{"index": 0, "cut_after_s": 1.0, "finding": False,
-                                                    "recovery": {"fsck_s": fsck, "mount_s": mount},
-                                                    "check": {"counters": {}}}]}
+        return {
+            "title": "ext2",
+            "filesystem": "ext2",
+            "size_bytes": size,
+            "dirty_bytes": 1 << 20,
+            "status": "done",
+            "slug": f"ext2-{size}",
+            "points": [
+                {
+                    "index": 0,
+                    "cut_after_s": 1.0,
+                    "finding": False,
+                    "recovery": {"fsck_s": fsck, "mount_s": mount},
+                    "check": {"counters": {}},
+                }
+            ],
+        }
+
     doc = {"campaign": {"campaign": {}}, "cells": [cell(1 << 29, 1.0, 0.5), cell(1 << 30, 2.0, 0.5)]}
     figs = {f["id"]: f for f in figures(doc)}
     assert set(figs) == {"recovery", "recovery-size", "loss", "unpromised"}

@@ -1,6 +1,7 @@
 """The iozone grid against the real iozone's own output (tests/data/iozone, recorded by
 bench/iozone_cellsets.py): the cell set of `iozone -a` for several -n/-g/-y/-q/-z grids, and the
 layout of iozone's -R report and per-cell table, which fsmeter's export reproduces."""
+
 from __future__ import annotations
 
 import re
@@ -9,10 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from fsmeter.families.iozone import IozoneParams
 from fsmeter.report.iozone import console_table, excel_reports, iozone_text
-
 from repo_paths import ROOT
 
 DATA = ROOT / "tests" / "data" / "iozone"
@@ -20,12 +19,21 @@ sys.path.insert(0, str(ROOT / "bench"))
 from iozone_peer import parse_cells, parse_excel  # noqa: E402
 
 FILES = sorted(DATA.glob("*.txt"))
-TITLE_TO_COL = {"Writer report": "write", "Re-writer report": "rewrite", "Reader report": "read",
-                "Re-Reader report": "reread", "Random read report": "random_read",
-                "Random write report": "random_write", "Backward read report": "bkwd_read",
-                "Record rewrite report": "record_rewrite", "Stride read report": "stride_read",
-                "Fwrite report": "fwrite", "Re-Fwrite report": "frewrite", "Fread report": "fread",
-                "Re-Fread report": "freread"}
+TITLE_TO_COL = {
+    "Writer report": "write",
+    "Re-writer report": "rewrite",
+    "Reader report": "read",
+    "Re-Reader report": "reread",
+    "Random read report": "random_read",
+    "Random write report": "random_write",
+    "Backward read report": "bkwd_read",
+    "Record rewrite report": "record_rewrite",
+    "Stride read report": "stride_read",
+    "Fwrite report": "fwrite",
+    "Re-Fwrite report": "frewrite",
+    "Fread report": "fread",
+    "Re-Fread report": "freread",
+}
 
 
 def _size(arg: str) -> str:
@@ -66,7 +74,7 @@ def _load(path: Path):
     text = path.read_text()
     first, out = text.split("\n", 1)
     assert first.startswith("# iozone ")
-    return first[len("# iozone "):], out
+    return first[len("# iozone ") :], out
 
 
 def test_the_data_covers_the_rules():
@@ -92,8 +100,7 @@ def test_the_crossover_is_in_the_data():
     assert (65536, 4) in parse_cells(out)
 
 
-@pytest.mark.parametrize("path", [p for p in FILES if "Excel output is below" in p.read_text()],
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [p for p in FILES if "Excel output is below" in p.read_text()], ids=lambda p: p.stem)
 def test_excel_report_layout_is_iozones(path):
     """Fed iozone's own numbers, fsmeter writes iozone's -R section byte for byte."""
     args, out = _load(path)
@@ -109,12 +116,12 @@ def test_excel_report_layout_is_iozones(path):
         g = grid.setdefault(col, {})
         for fkb, vals in rows:
             recs = by_file[fkb]
-            for r, v in zip(recs, vals[len(vals) - len(recs):]):
+            for r, v in zip(recs, vals[len(vals) - len(recs) :]):
                 g[(fkb * 1024, r)] = float(v)
     # iozone -a -i 8 prints no mix report; fsmeter's mix column stays out of this comparison.
     grid.pop("mix", None)
-    block = out[out.index("Excel output is below:"):]
-    block = block[:block.index("iozone test complete")] if "iozone test complete" in block else block
+    block = out[out.index("Excel output is below:") :]
+    block = block[: block.index("iozone test complete")] if "iozone test complete" in block else block
     assert excel_reports(p, grid).rstrip("\n").splitlines() == block.rstrip("\n").splitlines()
 
 
@@ -122,8 +129,21 @@ def test_console_table_reads_like_iozones_for_the_plot_scripts():
     """iozone's plot scripts (gengnuplot.sh, report.pl) take field 1 = kB, 2 = reclen, 3.. = the
     columns in iozone's order: the table fsmeter prints and exports keeps those positions."""
     p = IozoneParams(max_file_size="1M")
-    cols = ["write", "rewrite", "read", "reread", "random_read", "random_write", "bkwd_read", "record_rewrite",
-            "stride_read", "fwrite", "frewrite", "fread", "freread"]
+    cols = [
+        "write",
+        "rewrite",
+        "read",
+        "reread",
+        "random_read",
+        "random_write",
+        "bkwd_read",
+        "record_rewrite",
+        "stride_read",
+        "fwrite",
+        "frewrite",
+        "fread",
+        "freread",
+    ]
     grid = {c: {cell: float(100 * i + 1) for cell in p.cells()} for i, c in enumerate(cols)}
     text = console_table(p, grid)
     assert parse_cells(text) == [(f // 1024, r // 1024) for f, r in p.cells()]

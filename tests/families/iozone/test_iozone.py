@@ -1,6 +1,7 @@
 """The iozone family through `fsmeter run`, campaigns, the report and the iozone export:
 cells stored as keyed metrics, one-line errors naming the parameter, a full filesystem failing
 only its cells."""
+
 from __future__ import annotations
 
 import json
@@ -12,10 +13,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from fsmeter.families.iozone import IozoneParams
 from fsmeter.spec import build_job, load_workload
-
 from repo_paths import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -26,8 +25,9 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shuti
 
 def fsm(*args):
     env = {**os.environ, "PYTHONPATH": str(ROOT / "python")}
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True, env=env, timeout=600
+    )
 
 
 def test_named_workloads_are_the_documented_command_lines(tmp_path):
@@ -55,8 +55,20 @@ def test_run_stores_every_cell_as_a_keyed_metric(tmp_path):
     assert len(cells) == 15
     rep = doc["phases"]["grid"]
     assert [(c["file_size"], c["record_size"]) for c in rep["extra"]["cells"]] == cells
-    cols = ["write", "rewrite", "read", "reread", "random_read", "random_write", "record_rewrite", "fwrite",
-            "frewrite", "fread", "freread", "mix"]
+    cols = [
+        "write",
+        "rewrite",
+        "read",
+        "reread",
+        "random_read",
+        "random_write",
+        "record_rewrite",
+        "fwrite",
+        "frewrite",
+        "fread",
+        "freread",
+        "mix",
+    ]
     assert rep["extra"]["columns"] == cols
     m = doc["metrics"]
     assert m["grid.write_ops_per_s_gmean"]["unit"] == "ops/s"
@@ -79,18 +91,37 @@ def test_latency_is_per_record_only_when_asked(tmp_path):
         cell = st.cells(cid)[0]["id"]
         for n, lat in enumerate(("false", "true"), 1):
             out = tmp_path / f"{lat}.json"
-            r = fsm("run", "iozone-quick", "--dir", work, "-q", "--json", out, "--set", "file_sizes=[65536]",
-                    "--set", "record_sizes=[4096]", "--set", "tests=[0, 1]", "--set", f"latency={lat}")
+            r = fsm(
+                "run",
+                "iozone-quick",
+                "--dir",
+                work,
+                "-q",
+                "--json",
+                out,
+                "--set",
+                "file_sizes=[65536]",
+                "--set",
+                "record_sizes=[4096]",
+                "--set",
+                "tests=[0, 1]",
+                "--set",
+                f"latency={lat}",
+            )
             assert r.returncode == 0, r.stderr
             rep = json.loads(out.read_text())["phases"]["grid"]
             assert rep["ops"]["read"]["count"] == 16
             assert rep["ops"]["read"]["lat"]["count"] == (16 if lat == "true" else 0)
             read_row = next(ln for ln in r.stdout.splitlines() if ln.strip().startswith("read "))
             assert ("–" in read_row) == (lat == "false"), read_row
-            tid = st.record_trial(cell, n, status="ok", started="2026-01-01T00:00:00Z",
-                                  phases=[{"key": "grid", "report": rep}])
-            rows = st.conn.execute("SELECT COUNT(*) FROM histograms h JOIN phases p ON p.id = h.phase_id "
-                                   "WHERE p.trial_id = ? AND h.op = 'read'", (tid,)).fetchone()[0]
+            tid = st.record_trial(
+                cell, n, status="ok", started="2026-01-01T00:00:00Z", phases=[{"key": "grid", "report": rep}]
+            )
+            rows = st.conn.execute(
+                "SELECT COUNT(*) FROM histograms h JOIN phases p ON p.id = h.phase_id "
+                "WHERE p.trial_id = ? AND h.op = 'read'",
+                (tid,),
+            ).fetchone()[0]
             assert rows == (1 if lat == "true" else 0)
 
 
@@ -101,22 +132,33 @@ def test_numpy_gets_one_blas_thread_unless_the_user_says(tmp_path):
     env["PYTHONPATH"] = str(ROOT / "python")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "1"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**env, "OPENBLAS_NUM_THREADS": "2"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**env, "OPENBLAS_NUM_THREADS": "2"},
+    )
     assert out.stdout.strip() == "2"
 
 
-@pytest.mark.parametrize("sets, pattern", [
-    (["min_file_size=64K", "min_record_size=128K"], "min_record_size: the record size (128KiB) is larger than the file"),
-    (["direct=true", "record_sizes=[1000, 4096]"], "record_sizes[0]: 1000 bytes is not a multiple of 512"),
-    (["tests=[1, 2]"], "tests: tests 1, 2, 3, 5, 7 and 8 read the file test 0"),
-    (["tests=[9]"], "test 9 does not exist"),
-    (["max_record_size=32M"], "max_record_size: records go up to 16M"),
-    (["min_file_size=3000"], "min_file_size: 3000 bytes is not a whole number of KiB"),
-    (["threads=2"], "setting threads: the iozone grid is one stream"),
-    (["min_file_size=1M", "max_file_size=64K"], "min_file_size (1MiB) is larger than max_file_size"),
-    (["file_name=.."], "file_name: a plain file name"),  # the parent of --dir is not a file name
-])
+@pytest.mark.parametrize(
+    "sets, pattern",
+    [
+        (
+            ["min_file_size=64K", "min_record_size=128K"],
+            "min_record_size: the record size (128KiB) is larger than the file",
+        ),
+        (["direct=true", "record_sizes=[1000, 4096]"], "record_sizes[0]: 1000 bytes is not a multiple of 512"),
+        (["tests=[1, 2]"], "tests: tests 1, 2, 3, 5, 7 and 8 read the file test 0"),
+        (["tests=[9]"], "test 9 does not exist"),
+        (["max_record_size=32M"], "max_record_size: records go up to 16M"),
+        (["min_file_size=3000"], "min_file_size: 3000 bytes is not a whole number of KiB"),
+        (["threads=2"], "setting threads: the iozone grid is one stream"),
+        (["min_file_size=1M", "max_file_size=64K"], "min_file_size (1MiB) is larger than max_file_size"),
+        (["file_name=.."], "file_name: a plain file name"),  # the parent of --dir is not a file name
+    ],
+)
 def test_bad_input_is_one_line_naming_the_parameter(tmp_path, sets, pattern):
     args = [x for s in sets for x in ("--set", s)]
     r = fsm("run", "iozone-quick", "--dir", tmp_path, "-q", *args)
@@ -132,8 +174,23 @@ def test_a_full_filesystem_fails_its_cells_and_the_grid_goes_on(tmp_path, scratc
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mnt)], check=True)
     try:
         out = tmp_path / "o.json"
-        r = fsm("run", "iozone-quick", "--dir", mnt, "-q", "--json", out, "--set", "tests=[0, 1]",
-                "--set", "min_file_size=1M", "--set", "max_file_size=8M", "--set", "min_record_size=1M")
+        r = fsm(
+            "run",
+            "iozone-quick",
+            "--dir",
+            mnt,
+            "-q",
+            "--json",
+            out,
+            "--set",
+            "tests=[0, 1]",
+            "--set",
+            "min_file_size=1M",
+            "--set",
+            "max_file_size=8M",
+            "--set",
+            "min_record_size=1M",
+        )
         assert r.returncode == 0, r.stderr
         rep = json.loads(out.read_text())["phases"]["grid"]
         status = {(c["file_kb"], c["record_kb"]): c["status"] for c in rep["extra"]["cells"]}
@@ -152,7 +209,8 @@ def test_campaign_report_and_iozone_export(tmp_path, scratch):
     work = tmp_path / "work"
     work.mkdir()
     camp = tmp_path / "c.toml"
-    camp.write_text(textwrap.dedent(f"""\
+    camp.write_text(
+        textwrap.dedent(f"""\
         name = "ioz"
         [[workloads]]
         name = "iozone-lourdas-quick"
@@ -164,7 +222,8 @@ def test_campaign_report_and_iozone_export(tmp_path, scratch):
         [target]
         kind = "dir"
         path = "{work}"
-        """))
+        """)
+    )
     db = tmp_path / "r.sqlite"
     r = fsm("campaign", "run", camp, "--db", db, "-q")
     assert r.returncode == 0, r.stderr
@@ -172,7 +231,9 @@ def test_campaign_report_and_iozone_export(tmp_path, scratch):
     from fsmeter.store import open_store
 
     with open_store(db) as store:
-        keyed = store.conn.execute("SELECT count(*), count(DISTINCT trial_id) FROM metrics WHERE keys IS NOT NULL").fetchone()
+        keyed = store.conn.execute(
+            "SELECT count(*), count(DISTINCT trial_id) FROM metrics WHERE keys IS NOT NULL"
+        ).fetchone()
         k = json.loads(store.conn.execute("SELECT keys FROM metrics WHERE name = 'write[8K,4K]' LIMIT 1").fetchone()[0])
     cells = IozoneParams(min_file_size="4K", max_file_size="32K").cells()
     assert keyed[0] == 2 * len(cells) * 12 and keyed[1] == 2
@@ -202,10 +263,24 @@ def test_campaign_report_and_iozone_export(tmp_path, scratch):
     # A campaign without iozone has nothing to export in that format.
     if CHROMIUM:
         prof = tmp_path / "profile"
-        res = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                              f"--user-data-dir={prof}", "--virtual-time-budget=10000", "--dump-dom", html.as_uri()],
-                             capture_output=True, text=True, timeout=180)
+        res = subprocess.run(
+            [
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                f"--user-data-dir={prof}",
+                "--virtual-time-budget=10000",
+                "--dump-dom",
+                html.as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         assert 'data-errors="[]"' in res.stdout
         import re
+
         m = re.search(r'data-rendered="(\d+)" data-expected="(\d+)"', res.stdout)
         assert m and m.group(1) == m.group(2), res.stdout[-500:]

@@ -1,5 +1,6 @@
 """The macro family (cp / tar / rm): the tree generator's determinism and shape, the source cache's
 checksums, bad inputs as one line, a failing tool as a failed trial, and a run on a loop ext4."""
+
 import json
 import os
 import subprocess
@@ -8,10 +9,8 @@ import tarfile
 import textwrap
 
 import pytest
-
 from fsmeter.macro import cache
 from fsmeter.macro.tree_gen import TreeShape, shape_stats, write_archives
-
 from repo_paths import ROOT
 
 SMALL = TreeShape(files=300, dirs=30, seed=7)
@@ -19,8 +18,9 @@ SMALL = TreeShape(files=300, dirs=30, seed=7)
 
 def fsmeter(*args, env=None, timeout=300):
     env = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "python"), "COLUMNS": "200", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "fsmeter", *map(str, args)], capture_output=True, text=True, env=env, timeout=timeout
+    )
 
 
 # -- the generator ------------------------------------------------------------------------------
@@ -113,8 +113,9 @@ def test_run_on_a_directory_reports_the_studys_metrics(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     out = tmp_path / "out.json"
-    r = fsmeter("run", "macro-quick", "--dir", work, "-q", "--json", out, "--set", f"source_cache={tmp_path / 'c'}",
-                *TINY)
+    r = fsmeter(
+        "run", "macro-quick", "--dir", work, "-q", "--json", out, "--set", f"source_cache={tmp_path / 'c'}", *TINY
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     assert list(doc["phases"]) == ["cp", "untar", "rm"]
@@ -134,22 +135,29 @@ def test_run_on_a_directory_reports_the_studys_metrics(tmp_path):
     assert list(work.iterdir()) == []  # the copy and the tree are gone
 
 
-@pytest.mark.parametrize("setting, pattern", [
-    ("source=/no/such/tree.tar.bz2", r"parameter source: /no/such/tree.tar.bz2 does not exist"),
-    ("cp_source=/no/such/file", r"parameter cp_source: /no/such/file is not an existing file"),
-    ("cp_tool=cp {src} {dest}", r"cp_tool: unknown placeholder \{dest\}"),
-    ("cp_tool=cp --no-such-option {src} {dst}", r"parameter cp_tool: `cp --no-such-option .*` failed on a tiny test "
-                                                r"input .*unrecognized option"),
-    ("untar_tool=tar xzf {archive} -C {dest}", r"parameter untar_tool: `tar xzf .*` failed on a tiny test input"),
-    ("rm_tool=no-such-rm {tree}", r"parameter rm_tool: `no-such-rm` is not found on PATH"),
-    ('phases=["rm"]', r"phases: rm removes the tree untar extracted"),
-    ("archive=tar.zip", r"archive: Input should be"),
-])
+@pytest.mark.parametrize(
+    "setting, pattern",
+    [
+        ("source=/no/such/tree.tar.bz2", r"parameter source: /no/such/tree.tar.bz2 does not exist"),
+        ("cp_source=/no/such/file", r"parameter cp_source: /no/such/file is not an existing file"),
+        ("cp_tool=cp {src} {dest}", r"cp_tool: unknown placeholder \{dest\}"),
+        (
+            "cp_tool=cp --no-such-option {src} {dst}",
+            r"parameter cp_tool: `cp --no-such-option .*` failed on a tiny test "
+            r"input .*unrecognized option",
+        ),
+        ("untar_tool=tar xzf {archive} -C {dest}", r"parameter untar_tool: `tar xzf .*` failed on a tiny test input"),
+        ("rm_tool=no-such-rm {tree}", r"parameter rm_tool: `no-such-rm` is not found on PATH"),
+        ('phases=["rm"]', r"phases: rm removes the tree untar extracted"),
+        ("archive=tar.zip", r"archive: Input should be"),
+    ],
+)
 def test_bad_input_is_one_line_naming_it(tmp_path, setting, pattern):
     import re
 
-    r = fsmeter("run", "macro-quick", "--dir", tmp_path, "-q", "--set", setting,
-                "--set", f"source_cache={tmp_path / 'c'}")
+    r = fsmeter(
+        "run", "macro-quick", "--dir", tmp_path, "-q", "--set", setting, "--set", f"source_cache={tmp_path / 'c'}"
+    )
     assert r.returncode == 2, (r.stdout, r.stderr)
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("fsmeter: error: ") and re.search(pattern, lines[0]), lines
@@ -167,8 +175,21 @@ def test_user_tarball_and_directory_as_source(tmp_path):
         work = tmp_path / f"w-{flag}"
         work.mkdir()
         out = tmp_path / f"{flag}.json"
-        r = fsmeter("run", "macro-quick", "--dir", work, "-q", "--json", out, "--set", f"source={source}",
-                    "--set", 'phases=["untar","rm"]', "--set", f"source_cache={tmp_path / 'c'}")
+        r = fsmeter(
+            "run",
+            "macro-quick",
+            "--dir",
+            work,
+            "-q",
+            "--json",
+            out,
+            "--set",
+            f"source={source}",
+            "--set",
+            'phases=["untar","rm"]',
+            "--set",
+            f"source_cache={tmp_path / 'c'}",
+        )
         assert r.returncode == 0, r.stderr
         doc = json.loads(out.read_text())
         u = doc["phases"]["untar"]
@@ -180,12 +201,15 @@ def test_a_failing_tool_fails_its_trial_and_the_campaign_goes_on(tmp_path, scrat
     work = tmp_path / "work"
     work.mkdir()
     # Passes the probe (a 4 KiB copy), fails on the real file.
-    bad = ("sh -c 'if [ $(stat -c %s \"$0\") -ge 100000 ]; then echo disk-on-fire >&2; exit 5; fi; "
-           "cp \"$0\" \"$1\"' {src} {dst}")
+    bad = (
+        'sh -c \'if [ $(stat -c %s "$0") -ge 100000 ]; then echo disk-on-fire >&2; exit 5; fi; '
+        'cp "$0" "$1"\' {src} {dst}'
+    )
     params = f'tree_files = 100, tree_dirs = 10, cp_size = "1M", source_cache = "{tmp_path / "c"}"'
     bad_toml = json.dumps(bad)  # a JSON string is a TOML basic string
     f = tmp_path / "c.toml"
-    f.write_text(textwrap.dedent(f"""\
+    f.write_text(
+        textwrap.dedent(f"""\
         name = "m"
         [[workloads]]
         name = "macro-quick"
@@ -201,7 +225,8 @@ def test_a_failing_tool_fails_its_trial_and_the_campaign_goes_on(tmp_path, scrat
         [target]
         kind = "dir"
         path = "{work}"
-        """))
+        """)
+    )
     db = tmp_path / "r.sqlite"
     r = fsmeter("campaign", "run", f, "--db", db, "-q")
     assert r.returncode == 0, r.stderr
@@ -234,8 +259,9 @@ def test_a_tree_that_does_not_fit_is_one_line_or_shrinks(tmp_path, scratch):
     mnt.mkdir()
     _mount(["-t", "tmpfs", "-o", "size=24m", "tmpfs"], mnt)
     try:
-        r = fsmeter("run", "macro-quick", "--dir", mnt, "-q", "--set", "fit=fail",
-                    "--set", f"source_cache={tmp_path / 'c'}")
+        r = fsmeter(
+            "run", "macro-quick", "--dir", mnt, "-q", "--set", "fit=fail", "--set", f"source_cache={tmp_path / 'c'}"
+        )
         assert r.returncode == 2
         assert r.stderr.strip().splitlines() == [r.stderr.strip()]
         assert "parameter source: the tree needs about" in r.stderr and "MB free" in r.stderr
@@ -259,8 +285,19 @@ def test_macro_quick_on_a_loop_ext4(tmp_path, loop_disk):
     _mount([loop_disk], mnt)
     try:
         out = tmp_path / "o.json"
-        r = fsmeter("run", "macro-quick", "--dir", mnt, "-q", "--json", out, "--set", f"source_cache={tmp_path / 'c'}",
-                    "--set", "source_read=cold")
+        r = fsmeter(
+            "run",
+            "macro-quick",
+            "--dir",
+            mnt,
+            "-q",
+            "--json",
+            out,
+            "--set",
+            f"source_cache={tmp_path / 'c'}",
+            "--set",
+            "source_read=cold",
+        )
         assert r.returncode == 0, r.stderr
         doc = json.loads(out.read_text())
         cp = doc["phases"]["cp"]
@@ -281,8 +318,20 @@ def test_verify_checks_the_copy_and_the_tree_outside_the_timing(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     out = tmp_path / "out.json"
-    r = fsmeter("run", "macro-quick", "--dir", work, "-q", "--json", out, "--set", f"source_cache={tmp_path / 'c'}",
-                "--set", "verify=sha256", *TINY)
+    r = fsmeter(
+        "run",
+        "macro-quick",
+        "--dir",
+        work,
+        "-q",
+        "--json",
+        out,
+        "--set",
+        f"source_cache={tmp_path / 'c'}",
+        "--set",
+        "verify=sha256",
+        *TINY,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     assert doc["corrupt"] is None and "verified:" in r.stdout
@@ -305,15 +354,31 @@ def test_verify_catches_a_tool_that_damages_what_it_writes(tmp_path):
     out = tmp_path / "out.json"
     bad_cp = "sh -c 'cp {src} {dst} && printf Q | dd of={dst} bs=1 seek=70000 conv=notrunc status=none'"
     bad_tar = "sh -c 'tar xjf {archive} -C {dest} && rm -f \"$(find {dest} -type f | sort | head -n 1)\"'"
-    r = fsmeter("run", "macro-quick", "--dir", work, "-q", "--json", out, "--set", f"source_cache={tmp_path / 'c'}",
-                "--set", "verify=crc32c", "--set", f"cp_tool={bad_cp}", "--set", f"untar_tool={bad_tar}", *TINY)
+    r = fsmeter(
+        "run",
+        "macro-quick",
+        "--dir",
+        work,
+        "-q",
+        "--json",
+        out,
+        "--set",
+        f"source_cache={tmp_path / 'c'}",
+        "--set",
+        "verify=crc32c",
+        "--set",
+        f"cp_tool={bad_cp}",
+        "--set",
+        f"untar_tool={bad_tar}",
+        *TINY,
+    )
     assert r.returncode == 1, r.stdout + r.stderr
     doc = json.loads(out.read_text())
     assert "corrupt" in doc["corrupt"]
     m = doc["phases"]["cp"]["extra"]["verify"]["mismatches"]
     assert doc["phases"]["cp"]["counters"]["verify_mismatches"] == 1
     assert m[0]["first_diff_offset"] == 70000 and m[0]["offset"] == 70000 // 4096 * 4096
-    assert m[0]["found_bytes"][(70000 - 70000 // 4096 * 4096 - m[0]["window_start"]) * 2:][:2] == "51"  # "Q"
+    assert m[0]["found_bytes"][(70000 - 70000 // 4096 * 4096 - m[0]["window_start"]) * 2 :][:2] == "51"  # "Q"
     u = doc["phases"]["untar"]["extra"]["verify"]["mismatches"]
     assert doc["phases"]["untar"]["counters"]["verify_mismatches"] == 1 and u[0]["kind"] == "missing"
     assert "corrupt" in r.stdout

@@ -1,5 +1,6 @@
 """The mix (AIM7 / re-aim) family: workfile parsing and bad inputs, a run with tasks 1,2
 through `fsmeter run`, the job list agreeing with the engine, 64-task memory, and the charts."""
+
 import json
 import os
 import subprocess
@@ -7,18 +8,17 @@ import sys
 from types import SimpleNamespace
 
 import pytest
-
 from fsmeter import workfiles
 from fsmeter.errors import UserError
 from fsmeter.families.mix import MixParams, task_program
-
 from repo_paths import ROOT
 
 
 def fsmeter(*args):
     env = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "python")}
-    return subprocess.run([sys.executable, "-m", "fsmeter", *args], capture_output=True, text=True, env=env,
-                          timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "fsmeter", *args], capture_output=True, text=True, env=env, timeout=600
+    )
 
 
 def test_shipped_workfiles_have_reaims_weights():
@@ -37,15 +37,18 @@ def test_parse_sizes_comments_and_colons():
     assert (wf.file_kib, wf.pool_kib) == (10, 2048)
 
 
-@pytest.mark.parametrize("text, expect", [
-    ("10 disk_rr\n5 disk_zz\n", "wf line 2: unknown job 'disk_zz'"),
-    ("10 disk_aio_rr\n", "wf line 1: job 'disk_aio_rr' (libaio) is not implemented"),
-    ("0 disk_rr\n", "wf line 1: job 'disk_rr' has 0 hits"),
-    ("1 disk_rr\n2 disk_rr\n", "wf line 2: job 'disk_rr' already weighted on line 1"),
-    ("1 disk_rr\nhello world\n", "wf line 2: 'hello world' is neither"),
-    ("FILESIZE 10G\n1 disk_rr\n", "wf line 1"),
-    ("# nothing\n", "wf: no '<hits> <job>' line"),
-])
+@pytest.mark.parametrize(
+    "text, expect",
+    [
+        ("10 disk_rr\n5 disk_zz\n", "wf line 2: unknown job 'disk_zz'"),
+        ("10 disk_aio_rr\n", "wf line 1: job 'disk_aio_rr' (libaio) is not implemented"),
+        ("0 disk_rr\n", "wf line 1: job 'disk_rr' has 0 hits"),
+        ("1 disk_rr\n2 disk_rr\n", "wf line 2: job 'disk_rr' already weighted on line 1"),
+        ("1 disk_rr\nhello world\n", "wf line 2: 'hello world' is neither"),
+        ("FILESIZE 10G\n1 disk_rr\n", "wf line 1"),
+        ("# nothing\n", "wf: no '<hits> <job>' line"),
+    ],
+)
 def test_bad_workfile_lines_are_named(text, expect):
     with pytest.raises(UserError, match=None) as e:
         workfiles.parse(text, "wf")
@@ -56,8 +59,15 @@ def test_python_job_list_matches_the_engine(tmp_path):
     from fsmeter._engine import Session
 
     def session(names):
-        job = {"dir": str(tmp_path), "workload": {"family": "mix", "tasks": [1], "task_mode": "thread",
-                                                   "weights": [{"job": n, "hits": 1} for n in names]}}
+        job = {
+            "dir": str(tmp_path),
+            "workload": {
+                "family": "mix",
+                "tasks": [1],
+                "task_mode": "thread",
+                "weights": [{"job": n, "hits": 1} for n in names],
+            },
+        }
         return Session(json.dumps(job))
 
     session(workfiles.JOBS)  # every name Python accepts, the engine knows
@@ -65,8 +75,10 @@ def test_python_job_list_matches_the_engine(tmp_path):
         session(["not_a_job"])
 
 
-@pytest.mark.parametrize("value, expect", [("1,2,4,8", [1, 2, 4, 8]), ("peak", "peak"), ([2, 3], [2, 3]),
-                                           ("crossover", "crossover"), (4, [4])])
+@pytest.mark.parametrize(
+    "value, expect",
+    [("1,2,4,8", [1, 2, 4, 8]), ("peak", "peak"), ([2, 3], [2, 3]), ("crossover", "crossover"), (4, [4])],
+)
 def test_tasks_parameter_forms(value, expect):
     assert MixParams(tasks=value).tasks == expect
 
@@ -104,10 +116,17 @@ def test_run_tasks_1_2_reports_jpm_per_subrun(tmp_path):
     assert list(work.iterdir()) == []  # cleanup removed dir/mix
 
 
-@pytest.mark.parametrize("setting, expect", [
-    ("tasks=1,x", "tasks"), ("tasks=0", "tasks"), ("workfile=/nonexistent", "parameter workfile"),
-    ("sync=sometimes", "sync"), ("file_size=1500", "file_size"), ("threads=4", "setting threads"),
-])
+@pytest.mark.parametrize(
+    "setting, expect",
+    [
+        ("tasks=1,x", "tasks"),
+        ("tasks=0", "tasks"),
+        ("workfile=/nonexistent", "parameter workfile"),
+        ("sync=sometimes", "sync"),
+        ("file_size=1500", "file_size"),
+        ("threads=4", "setting threads"),
+    ],
+)
 def test_bad_parameters_are_one_line(tmp_path, setting, expect):
     r = fsmeter("run", "aim7-quick", "--dir", str(tmp_path), "-q", "--set", setting)
     assert r.returncode == 2, r.stdout + r.stderr
@@ -119,7 +138,10 @@ def test_unknown_job_in_a_user_workfile_is_one_line(tmp_path):
     wf.write_text("10 disk_rr\n10 disk_rrr\n")
     r = fsmeter("run", "aim7-quick", "--dir", str(tmp_path), "-q", "--set", f"workfile={wf}")
     assert r.returncode == 2
-    assert r.stderr.strip() == f"fsmeter: error: {wf} line 2: unknown job 'disk_rrr': see the mix family's job list in docs/mix.md (Jobs)"
+    assert (
+        r.stderr.strip()
+        == f"fsmeter: error: {wf} line 2: unknown job 'disk_rrr': see the mix family's job list in docs/mix.md (Jobs)"
+    )
 
 
 @pytest.mark.skipif(not task_program().is_file(), reason="task program not built (make build)")
@@ -128,8 +150,21 @@ def test_64_tasks_stay_under_300_MB(tmp_path):
     wf = tmp_path / "wf"
     wf.write_text("1 creat_clo\n1 link_test\n")
     out = tmp_path / "out.json"
-    r = fsmeter("run", "aim7-quick", "--dir", str(tmp_path), "-q", "--json", str(out), "--set", f"workfile={wf}",
-                "--set", "tasks=64", "--set", "jobs_per_task=4")
+    r = fsmeter(
+        "run",
+        "aim7-quick",
+        "--dir",
+        str(tmp_path),
+        "-q",
+        "--json",
+        str(out),
+        "--set",
+        f"workfile={wf}",
+        "--set",
+        "tasks=64",
+        "--set",
+        "jobs_per_task=4",
+    )
     assert r.returncode == 0, r.stderr
     s = json.loads(out.read_text())["phases"]["subruns"]["extra"]["subruns"][0]
     assert s["tasks"] == 64
@@ -146,11 +181,17 @@ def test_jpm_charts_against_tasks_and_relative_to_a_baseline():
 
     def metric(n, a, b):
         cs = [cfg("ext4", a), cfg("xfs", b)]
-        return SimpleNamespace(phase="subruns", name=f"jpm_at_{n}", configs=cs,
-                               config=lambda lab, cs=cs: next(c for c in cs if c.label == lab))
+        return SimpleNamespace(
+            phase="subruns",
+            name=f"jpm_at_{n}",
+            configs=cs,
+            config=lambda lab, cs=cs: next(c for c in cs if c.label == lab),
+        )
 
-    w = SimpleNamespace(workload="aim7-shared", metrics=[SimpleNamespace(phase="subruns", name="peak_jpm"),
-                                                         metric(1, 100.0, 150.0), metric(2, 200.0, 250.0)])
+    w = SimpleNamespace(
+        workload="aim7-shared",
+        metrics=[SimpleNamespace(phase="subruns", name="peak_jpm"), metric(1, 100.0, 150.0), metric(2, 200.0, 250.0)],
+    )
     figs = jpm_figures(w, 0, _fig, PALETTE, baseline="xfs")
     assert [f["id"] for f in figs] == ["w0-mix-jpm", "w0-mix-rel"]
     assert figs[0]["data"][0]["x"] == [1, 2] and figs[0]["data"][0]["y"] == [100.0, 200.0]
@@ -163,15 +204,39 @@ def test_jpm_charts_against_tasks_and_relative_to_a_baseline():
 
 def test_verify_pattern_checks_the_disk_jobs_reads(tmp_path):
     out = tmp_path / "out.json"
-    r = subprocess.run([sys.executable, "-m", "fsmeter", "run", "aim7-quick", "--dir", str(tmp_path), "-q", "--json",
-                        str(out), "--set", "workfile=disk", "--set", "verify=pattern", "--set", "tasks=1,2"],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fsmeter",
+            "run",
+            "aim7-quick",
+            "--dir",
+            str(tmp_path),
+            "-q",
+            "--json",
+            str(out),
+            "--set",
+            "workfile=disk",
+            "--set",
+            "verify=pattern",
+            "--set",
+            "tasks=1,2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     sub = doc["phases"]["subruns"]
     assert doc["corrupt"] is None and "verified:" in r.stdout
     assert sub["counters"]["verify_mismatches"] == 0 and sub["counters"]["verify_blocks_checked"] > 100
     assert sub["extra"]["verify"]["algo"] == "pattern"
-    bad = subprocess.run([sys.executable, "-m", "fsmeter", "run", "aim7-quick", "--dir", str(tmp_path), "--set",
-                          "verify=sha256"], capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "fsmeter", "run", "aim7-quick", "--dir", str(tmp_path), "--set", "verify=sha256"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "verify" in bad.stderr and "pattern" in bad.stderr

@@ -1,5 +1,6 @@
 """The replay (dbench) family through `fsmeter run`: a full pass of Debian's client.txt moves
 exactly the bytes the file asks for, the quick preset runs, bad load files are one-line errors."""
+
 import json
 import os
 import shlex
@@ -8,17 +9,19 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from repo_paths import ROOT
 
 CLIENT_TXT = Path("/usr/share/dbench/client.txt")
-needs_client_txt = pytest.mark.skipif(not CLIENT_TXT.is_file(),
-                                      reason=f"{CLIENT_TXT} missing: install Debian package dbench (make test does)")
+needs_client_txt = pytest.mark.skipif(
+    not CLIENT_TXT.is_file(), reason=f"{CLIENT_TXT} missing: install Debian package dbench (make test does)"
+)
 
 
 def fsmeter(*args):
     env = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "python")}
-    return subprocess.run([sys.executable, "-m", "fsmeter", *args], capture_output=True, text=True, env=env, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "fsmeter", *args], capture_output=True, text=True, env=env, timeout=600
+    )
 
 
 def requested_bytes(path: Path) -> dict:
@@ -39,8 +42,21 @@ def test_one_full_pass_of_client_txt_moves_exactly_its_bytes(tmp_path):
     out = tmp_path / "out.json"
     work = tmp_path / "work"
     work.mkdir()
-    r = fsmeter("run", "dbench", "--dir", str(work), "-q", "--json", str(out),
-                "--set", "passes=1", "--set", "duration_s=none", "--set", "threads=1")
+    r = fsmeter(
+        "run",
+        "dbench",
+        "--dir",
+        str(work),
+        "-q",
+        "--json",
+        str(out),
+        "--set",
+        "passes=1",
+        "--set",
+        "duration_s=none",
+        "--set",
+        "threads=1",
+    )
     assert r.returncode == 0, r.stderr
     run = json.loads(out.read_text())["phases"]["run"]
     assert run["ops"]["ReadX"]["bytes"] == want["ReadX"]
@@ -64,17 +80,37 @@ def test_dbench_quick_runs_and_reports_dbench_mb_per_s(tmp_path):
     m = doc["metrics"]
     assert next(iter(m)) == "run.MB_per_s"
     assert m["run.MB_per_s"]["value"] == pytest.approx(
-        (run["ops"]["ReadX"]["bytes"] + run["ops"]["WriteX"]["bytes"]) / run["elapsed_s"] / 1e6)
-    assert set(run["ops"]) <= {"NTCreateX", "Close", "Rename", "Unlink", "Deltree", "Rmdir", "Mkdir", "Qpathinfo",
-                               "Qfileinfo", "Qfsinfo", "Sfileinfo", "Find", "WriteX", "ReadX", "LockX", "UnlockX", "Flush"}
+        (run["ops"]["ReadX"]["bytes"] + run["ops"]["WriteX"]["bytes"]) / run["elapsed_s"] / 1e6
+    )
+    assert set(run["ops"]) <= {
+        "NTCreateX",
+        "Close",
+        "Rename",
+        "Unlink",
+        "Deltree",
+        "Rmdir",
+        "Mkdir",
+        "Qpathinfo",
+        "Qfileinfo",
+        "Qfsinfo",
+        "Sfileinfo",
+        "Find",
+        "WriteX",
+        "ReadX",
+        "LockX",
+        "UnlockX",
+        "Flush",
+    }
     assert not (tmp_path / "clients").exists()
 
 
 def test_malformed_load_file_exits_2_naming_the_line(tmp_path):
     lf = tmp_path / "bad.txt"
-    lf.write_text('Deltree "\\clients\\client1" NT_STATUS_OK\n'
-                  'NTCreateX "\\clients\\client1\\f" 0x40 0x2 7 NT_STATUS_OK\n'
-                  'WriteX 7 0 lots 10 NT_STATUS_OK\n')
+    lf.write_text(
+        'Deltree "\\clients\\client1" NT_STATUS_OK\n'
+        'NTCreateX "\\clients\\client1\\f" 0x40 0x2 7 NT_STATUS_OK\n'
+        "WriteX 7 0 lots 10 NT_STATUS_OK\n"
+    )
     r = fsmeter("run", "dbench-quick", "--dir", str(tmp_path), "-q", "--set", f"loadfile={lf}")
     assert r.returncode == 2, r.stderr
     err = r.stderr.strip()
@@ -82,10 +118,15 @@ def test_malformed_load_file_exits_2_naming_the_line(tmp_path):
     assert f"{lf} line 3:" in err and '"lots" is not a number' in err, err
 
 
-@pytest.mark.parametrize("line", ['Deltree "\\..\\victim" NT_STATUS_OK',
-                                  'NTCreateX "\\..\\planted.txt" 0x40 0x5 7 NT_STATUS_OK',
-                                  'NTCreateX "/tmp/planted.txt" 0x40 0x5 7 NT_STATUS_OK'],
-                         ids=["deltree-dotdot", "create-dotdot", "create-absolute"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        'Deltree "\\..\\victim" NT_STATUS_OK',
+        'NTCreateX "\\..\\planted.txt" 0x40 0x5 7 NT_STATUS_OK',
+        'NTCreateX "/tmp/planted.txt" 0x40 0x5 7 NT_STATUS_OK',
+    ],
+    ids=["deltree-dotdot", "create-dotdot", "create-absolute"],
+)
 def test_load_file_path_leaving_dir_is_refused_with_its_line_and_nothing_outside_touched(tmp_path, line):
     # --dir and, next to it, what a load file must never reach: a victim tree and a planted file's place.
     work = tmp_path / "work"
@@ -94,11 +135,20 @@ def test_load_file_path_leaving_dir_is_refused_with_its_line_and_nothing_outside
     victim.mkdir()
     (victim / "keep.txt").write_text("precious")
     lf = tmp_path / "load.txt"
-    lf.write_text('Deltree "\\clients\\client1" NT_STATUS_OK\n'
-                  'Mkdir "\\clients" NT_STATUS_OK\n'
-                  f"{line}\n")
-    r = fsmeter("run", "dbench-quick", "--dir", str(work), "-q", "--set", f"loadfile={lf}", "--set", "passes=1",
-                "--set", "threads=1")
+    lf.write_text(f'Deltree "\\clients\\client1" NT_STATUS_OK\nMkdir "\\clients" NT_STATUS_OK\n{line}\n')
+    r = fsmeter(
+        "run",
+        "dbench-quick",
+        "--dir",
+        str(work),
+        "-q",
+        "--set",
+        f"loadfile={lf}",
+        "--set",
+        "passes=1",
+        "--set",
+        "threads=1",
+    )
     assert r.returncode == 2, r.stderr
     err = r.stderr.strip()
     assert len(err.splitlines()) == 1, err
@@ -121,8 +171,19 @@ def test_unexpected_unlink_result_fails_the_run_as_in_dbench(tmp_path):
     lf.write_text('Unlink "\\clients\\client1\\nothere" 0x6 NT_STATUS_OK\n')
     work = tmp_path / "work"
     work.mkdir()
-    r = fsmeter("run", "dbench-quick", "--dir", str(work), "-q", "--set", f"loadfile={lf}", "--set", "passes=1",
-                "--set", "threads=1")
+    r = fsmeter(
+        "run",
+        "dbench-quick",
+        "--dir",
+        str(work),
+        "-q",
+        "--set",
+        f"loadfile={lf}",
+        "--set",
+        "passes=1",
+        "--set",
+        "threads=1",
+    )
     assert r.returncode == 1, r.stderr
     assert "line 1: client0 Unlink clients/client0/nothere failed, but the load file expects NT_STATUS_OK" in r.stderr
     assert list(work.iterdir()) == []  # cleanup still ran
@@ -135,7 +196,23 @@ def test_verify_pattern_on_client_txt(tmp_path):
     pass ends with a Deltree), and nothing is reported corrupt (renames, unlinks, deltrees and
     truncations are followed)."""
     out = tmp_path / "out.json"
-    r = fsmeter("run", "dbench-quick", "--dir", str(tmp_path), "--set", "duration_s=3", "--set", "warmup_s=0", "--set", "verify=pattern", "--set", "threads=2", "-q", "--json", str(out))
+    r = fsmeter(
+        "run",
+        "dbench-quick",
+        "--dir",
+        str(tmp_path),
+        "--set",
+        "duration_s=3",
+        "--set",
+        "warmup_s=0",
+        "--set",
+        "verify=pattern",
+        "--set",
+        "threads=2",
+        "-q",
+        "--json",
+        str(out),
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     assert doc["corrupt"] is None and "verified:" in r.stdout

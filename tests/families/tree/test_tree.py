@@ -1,20 +1,21 @@
 """The tree (fdtree) family through `fsmeter run`: counters, files left behind, one-line errors."""
+
 import json
 import os
 import subprocess
 import sys
 
 import pytest
-
 from fsmeter.families.tree import TreeParams
 from fsmeter.spec import build_job, load_workload
-
 from repo_paths import ROOT
 
 
 def fsmeter(*args):
     env = {**os.environ, "PYTHONPATH": os.path.join(ROOT, "python")}
-    return subprocess.run([sys.executable, "-m", "fsmeter", *args], capture_output=True, text=True, env=env, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "fsmeter", *args], capture_output=True, text=True, env=env, timeout=300
+    )
 
 
 def test_run_reports_every_phase_with_the_documented_counters(tmp_path):
@@ -22,9 +23,25 @@ def test_run_reports_every_phase_with_the_documented_counters(tmp_path):
     work.mkdir()
     out = tmp_path / "out.json"
     levels, d, f, blocks, threads = 2, 3, 4, 2, 2
-    r = fsmeter("run", "fdtree-quick", "--dir", str(work), "-q", "--json", str(out),
-                "--set", f"levels={levels}", "--set", f"dirs_per_level={d}", "--set", f"files_per_dir={f}",
-                "--set", f"file_blocks={blocks}", "--set", f"threads={threads}")
+    r = fsmeter(
+        "run",
+        "fdtree-quick",
+        "--dir",
+        str(work),
+        "-q",
+        "--json",
+        str(out),
+        "--set",
+        f"levels={levels}",
+        "--set",
+        f"dirs_per_level={d}",
+        "--set",
+        f"files_per_dir={f}",
+        "--set",
+        f"file_blocks={blocks}",
+        "--set",
+        f"threads={threads}",
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     dirs = (1 + d + d * d) * threads
@@ -47,16 +64,37 @@ def test_run_reports_every_phase_with_the_documented_counters(tmp_path):
 
 def test_stat_false_skips_the_stat_phase(tmp_path):
     out = tmp_path / "out.json"
-    r = fsmeter("run", "fdtree-quick", "--dir", str(tmp_path), "-q", "--json", str(out),
-                "--set", "levels=1", "--set", "dirs_per_level=2", "--set", "stat=false")
+    r = fsmeter(
+        "run",
+        "fdtree-quick",
+        "--dir",
+        str(tmp_path),
+        "-q",
+        "--json",
+        str(out),
+        "--set",
+        "levels=1",
+        "--set",
+        "dirs_per_level=2",
+        "--set",
+        "stat=false",
+    )
     assert r.returncode == 0, r.stderr
     assert list(json.loads(out.read_text())["phases"]) == ["mkdir", "create", "remove", "rmdir"]
 
 
-@pytest.mark.parametrize("setting, name", [("levels=-1", "levels"), ("dirs_per_level=0", "dirs_per_level"),
-                                           ("files_per_dir=-3", "files_per_dir"), ("levels=40", "levels"),
-                                           ("fanout=3", "fanout"), ("file_prefix=a/b", "file_prefix"),
-                                           ("file_prefix=" + "x" * 201, "file_prefix")])
+@pytest.mark.parametrize(
+    "setting, name",
+    [
+        ("levels=-1", "levels"),
+        ("dirs_per_level=0", "dirs_per_level"),
+        ("files_per_dir=-3", "files_per_dir"),
+        ("levels=40", "levels"),
+        ("fanout=3", "fanout"),
+        ("file_prefix=a/b", "file_prefix"),
+        ("file_prefix=" + "x" * 201, "file_prefix"),
+    ],
+)
 def test_bad_parameter_is_one_line_naming_it(tmp_path, setting, name):
     r = fsmeter("run", "fdtree-quick", "--dir", str(tmp_path), "-q", "--set", setting)
     assert r.returncode == 2, r.stderr
@@ -66,8 +104,9 @@ def test_bad_parameter_is_one_line_naming_it(tmp_path, setting, name):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("name", ["fdtree-quick", "fdtree-shallow-small", "fdtree-shallow-medium",
-                                  "fdtree-deep-small", "fdtree-deep-medium"])
+@pytest.mark.parametrize(
+    "name", ["fdtree-quick", "fdtree-shallow-small", "fdtree-shallow-medium", "fdtree-deep-small", "fdtree-deep-medium"]
+)
 def test_presets_fit_a_1gib_image(tmp_path, name):
     """Each preset fits a 1 GiB ext4 image: <= 600 MiB of data and fewer entries than its 65,536 inodes."""
     p = build_job(load_workload(name), tmp_path).params
@@ -81,4 +120,4 @@ def test_directory_count_is_the_fdtree_formula():
     assert TreeParams().directories() == 11_111
     assert TreeParams().files() == 111_110
     assert TreeParams(levels=0).directories() == 1
-    assert TreeParams(levels=12, dirs_per_level=2).directories() == 2 ** 13 - 1
+    assert TreeParams(levels=12, dirs_per_level=2).directories() == 2**13 - 1

@@ -1,5 +1,6 @@
 """Data verification on the Python side: the access family's `verify` parameter, the `corrupt`
 trial status (store, kept trials, runner, terminal report) and `fsmeter run` end to end."""
+
 from __future__ import annotations
 
 import json
@@ -7,18 +8,25 @@ import subprocess
 import sys
 
 import pytest
-
 from fsmeter.families.access import AccessParams
 from fsmeter.stats.kept import is_kept, kept_mask
 from fsmeter.verify import corruption, describe, mismatches
-
 from store_sample import REPORT, fill, metric
 
-MISMATCH = {"offset": 151552, "len": 4096, "kind": "bad_checksum", "file": "/d/fsmeter.access.1",
-            "phase": "verify", "first_diff": 1234, "first_diff_offset": 152786, "window_start": 1218,
-            "expected_bytes": "00ff", "found_bytes": "00df", "found": {"offset": 151552, "len": 4096, "thread": 0,
-                                                                        "generation": 7},
-            "expected": {"offset": 151552, "len": 4096, "thread": 0, "generation": 7}}
+MISMATCH = {
+    "offset": 151552,
+    "len": 4096,
+    "kind": "bad_checksum",
+    "file": "/d/fsmeter.access.1",
+    "phase": "verify",
+    "first_diff": 1234,
+    "first_diff_offset": 152786,
+    "window_start": 1218,
+    "expected_bytes": "00ff",
+    "found_bytes": "00df",
+    "found": {"offset": 151552, "len": 4096, "thread": 0, "generation": 7},
+    "expected": {"offset": 151552, "len": 4096, "thread": 0, "generation": 7},
+}
 
 
 def _report(n: int) -> dict:
@@ -37,7 +45,10 @@ def _params(**kw):
 def test_verify_is_off_by_default_and_passed_to_the_engine():
     p = _params()
     assert p.verify == "off" and p.engine_spec()["verify"] is None
-    assert [ph.name for ph in __import__("fsmeter.families.access", fromlist=["x"]).FAMILY.phases(p)] == ["prepare", "run"]
+    assert [ph.name for ph in __import__("fsmeter.families.access", fromlist=["x"]).FAMILY.phases(p)] == [
+        "prepare",
+        "run",
+    ]
     v = _params(verify="xxh3")
     assert v.engine_spec()["verify"] == "xxh3"
     assert v.alignment == 4096, "an unset alignment follows the verify block, as fio aligns to the block size"
@@ -50,8 +61,10 @@ def test_verify_settings_that_cannot_work_name_their_field():
     with pytest.raises(ValueError, match="alignment: 512 bytes: with verify"):
         _params(verify="crc32c", alignment=512)
     with pytest.raises(ValueError, match=r"entries\[1\].size: 6144 bytes"):
-        _params(verify="crc32c", entries=[{"size": "4K", "weight": 50, "read_pct": 50},
-                                          {"size": 6144, "weight": 50, "read_pct": 50}])
+        _params(
+            verify="crc32c",
+            entries=[{"size": "4K", "weight": 50, "read_pct": 50}, {"size": 6144, "weight": 50, "read_pct": 50}],
+        )
     with pytest.raises(ValueError, match="reuse_files"):
         _params(verify="sha256", reuse_files=True)
     with pytest.raises(ValueError):
@@ -75,9 +88,16 @@ def test_corruption_summary_names_file_offset_and_bytes():
 def test_store_keeps_corrupt_trials_apart_from_statistics(tmp_path):
     store, cid = fill(tmp_path / "r.sqlite")
     cell = store.cells(cid)[0]
-    store.record_trial(cell["id"], 3, status="corrupt", cause="data verification found 1 corrupt block(s)",
-                       started="t0", phases=[{"key": "run", "engine_phase": "run", "report": _report(1)}],
-                       metrics=[metric(999.0)], environment={"seed": 42})
+    store.record_trial(
+        cell["id"],
+        3,
+        status="corrupt",
+        cause="data verification found 1 corrupt block(s)",
+        started="t0",
+        phases=[{"key": "run", "engine_phase": "run", "report": _report(1)}],
+        metrics=[metric(999.0)],
+        environment={"seed": 42},
+    )
     assert [v for _, v in store.headline_values(cell["id"])] == [101.0, 102.0], "corrupt values never count"
     assert not is_kept("corrupt", False, 1.0)
     from fsmeter.store import tidy
@@ -101,8 +121,10 @@ def _version_3_copy(path, tmp_path):
         if version <= 3:
             conn.executescript(f"BEGIN;\n{sql}\nPRAGMA user_version = {version};\nCOMMIT;")
     conn.execute("ATTACH DATABASE ? AS cur", (str(tmp_path / "current.sqlite"),))
-    tables = [r[0] for r in conn.execute("SELECT name FROM main.sqlite_master WHERE type = 'table' "
-                                         "AND name NOT LIKE 'sqlite_%'")]
+    tables = [
+        r[0]
+        for r in conn.execute("SELECT name FROM main.sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+    ]
     with conn:
         for t in tables:
             cols = ", ".join(r[1] for r in conn.execute(f"PRAGMA main.table_info({t})"))
@@ -123,10 +145,13 @@ def test_a_version_3_store_is_migrated_without_losing_rows(tmp_path, monkeypatch
     store = st.open_store(path)
     assert store.version == 3
     with pytest.raises(Exception, match="CHECK"):
-        store.record_trial(store.cells(cid)[0]["id"], 9, status="corrupt", started="t0", phases=[], metrics=[],
-                           environment={})
-    before = {t: store.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-              for t in ("trials", "phases", "metrics", "intervals", "environment")}
+        store.record_trial(
+            store.cells(cid)[0]["id"], 9, status="corrupt", started="t0", phases=[], metrics=[], environment={}
+        )
+    before = {
+        t: store.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in ("trials", "phases", "metrics", "intervals", "environment")
+    }
     store.close()
     monkeypatch.setattr(st, "_migrations", lambda: full)
     monkeypatch.setattr(st, "SCHEMA_VERSION", full[-1][0])
@@ -135,8 +160,9 @@ def test_a_version_3_store_is_migrated_without_losing_rows(tmp_path, monkeypatch
     after = {t: store.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in before}
     assert after == before
     assert store.conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
-    store.record_trial(store.cells(cid)[0]["id"], 9, status="corrupt", started="t0", phases=[], metrics=[],
-                       environment={})
+    store.record_trial(
+        store.cells(cid)[0]["id"], 9, status="corrupt", started="t0", phases=[], metrics=[], environment={}
+    )
     # Deleting a campaign still cascades through the rebuilt table.
     store.conn.execute("DELETE FROM campaigns WHERE id = ?", (cid,))
     assert store.conn.execute("SELECT count(*) FROM phases").fetchone()[0] == 0
@@ -157,10 +183,32 @@ def test_fsmeter_run_with_verify_reports_checked_blocks(tmp_path):
     out = tmp_path / "r.json"
     d = tmp_path / "d"
     d.mkdir()
-    r = subprocess.run([sys.executable, "-m", "fsmeter", "run", "rand-write-4k", "--dir", str(d), "-q",
-                        "--set", "verify=crc32c", "--set", "file_size=2M", "--set", "duration_s=0.3",
-                        "--set", "warmup_s=0", "--cache", "keep", "--json", str(out)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fsmeter",
+            "run",
+            "rand-write-4k",
+            "--dir",
+            str(d),
+            "-q",
+            "--set",
+            "verify=crc32c",
+            "--set",
+            "file_size=2M",
+            "--set",
+            "duration_s=0.3",
+            "--set",
+            "warmup_s=0",
+            "--cache",
+            "keep",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "verified:" in r.stdout and "none corrupt" in r.stdout
     doc = json.loads(out.read_text())
@@ -196,7 +244,9 @@ def test_a_campaign_marks_a_trial_with_a_lost_write_corrupt_and_reports_it(tmp_p
     work.mkdir()
     fast = 'file_size = "1M", duration_s = 0.2, warmup_s = 0, interval_s = 0.05'
     f = tmp_path / "c.toml"
-    f.write_text('name = "v"\n' + textwrap.dedent(f"""\
+    f.write_text(
+        'name = "v"\n'
+        + textwrap.dedent(f"""\
         [factors]
         verify = ["off", "crc32c"]
         [[workloads]]
@@ -211,17 +261,25 @@ def test_a_campaign_marks_a_trial_with_a_lost_write_corrupt_and_reports_it(tmp_p
         policy = "fixed"
         n = 2
         discard_first = 0
-        """) + f'\n[target]\nkind = "dir"\npath = "{work}"\n')
+        """)
+        + f'\n[target]\nkind = "dir"\npath = "{work}"\n'
+    )
     db = tmp_path / "r.sqlite"
     env = {**os.environ, "COLUMNS": "250"}
-    r = subprocess.run([sys.executable, "-m", "fsmeter", "campaign", "run", f, "--db", db, "-q"], capture_output=True,
-                       text=True, env=env, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "fsmeter", "campaign", "run", f, "--db", db, "-q"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     from fsmeter.store import open_store
 
     store = open_store(db)
-    rows = store.conn.execute("SELECT c.workload, c.status, t.status, t.cause FROM trials t JOIN cells c "
-                              "ON c.id = t.cell_id ORDER BY t.id").fetchall()
+    rows = store.conn.execute(
+        "SELECT c.workload, c.status, t.status, t.cause FROM trials t JOIN cells c ON c.id = t.cell_id ORDER BY t.id"
+    ).fetchall()
     by = {}
     for wl, cstat, tstat, cause in rows:
         by.setdefault((wl, cstat), []).append((tstat, cause))
@@ -231,15 +289,21 @@ def test_a_campaign_marks_a_trial_with_a_lost_write_corrupt_and_reports_it(tmp_p
     assert "stale" in corrupt[0][1] and "fsmeter.access.0 offset" in corrupt[0][1], corrupt
     assert sum(1 for _, cs, ts, _ in rows if ts == "ok") == 6
     assert [cs for wl, cs, ts, _ in rows if ts == "corrupt"] == ["failed"]
-    show = subprocess.run([sys.executable, "-m", "fsmeter", "campaign", "show", "1", "--db", db], capture_output=True,
-                          text=True, env=env).stdout
+    show = subprocess.run(
+        [sys.executable, "-m", "fsmeter", "campaign", "show", "1", "--db", db], capture_output=True, text=True, env=env
+    ).stdout
     assert "corrupt" in show
-    rep = subprocess.run([sys.executable, "-m", "fsmeter", "report", "1", "--db", db], capture_output=True,
-                         text=True, env=env)
+    rep = subprocess.run(
+        [sys.executable, "-m", "fsmeter", "report", "1", "--db", db], capture_output=True, text=True, env=env
+    )
     assert "corrupt" in rep.stdout, rep.stdout + rep.stderr
     html = tmp_path / "r.html"
-    r = subprocess.run([sys.executable, "-m", "fsmeter", "report", "1", "--db", db, "-o", html], capture_output=True,
-                       text=True, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "fsmeter", "report", "1", "--db", db, "-o", html],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert r.returncode == 0, r.stderr
     page = html.read_text()
     assert "corrupt)" in page and "Failed, corrupt or interrupted" in page
@@ -259,16 +323,31 @@ def test_fileset_verify_parameter_adds_the_verify_phase_before_delete():
 
 
 def _postmark_cmd(d, *extra):
-    return ["run", "postmark", "--dir", str(d), "-q", "--set", "verify=crc32c", "--set", "files=40",
-            "--set", "transactions=200", "--cache", "fadvise", *extra]
+    return [
+        "run",
+        "postmark",
+        "--dir",
+        str(d),
+        "-q",
+        "--set",
+        "verify=crc32c",
+        "--set",
+        "files=40",
+        "--set",
+        "transactions=200",
+        "--cache",
+        "fadvise",
+        *extra,
+    ]
 
 
 def test_fsmeter_run_postmark_with_verify_reports_verified(tmp_path):
     d = tmp_path / "d"
     d.mkdir()
     out = tmp_path / "r.json"
-    r = subprocess.run([sys.executable, "-m", "fsmeter", *_postmark_cmd(d, "--json", str(out))],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "fsmeter", *_postmark_cmd(d, "--json", str(out))], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "verified:" in r.stdout and "none corrupt" in r.stdout
     doc = json.loads(out.read_text())
@@ -280,10 +359,9 @@ def test_fsmeter_run_postmark_with_verify_reports_verified(tmp_path):
 
 def test_fsmeter_run_postmark_with_a_changed_byte_exits_1_corrupt(tmp_path, monkeypatch):
     """A byte changed behind the engine's back before the verify phase (in the cache reset that precedes it)."""
-    from typer.testing import CliRunner
-
     import fsmeter.phases as run_mod
     from fsmeter.cli import app
+    from typer.testing import CliRunner
 
     d = tmp_path / "d"
     d.mkdir()
@@ -324,9 +402,34 @@ def test_fsmeter_run_fdtree_with_verify_reports_verified(tmp_path):
     d = tmp_path / "d"
     d.mkdir()
     out = tmp_path / "r.json"
-    r = subprocess.run([sys.executable, "-m", "fsmeter", "run", "fdtree-quick", "--dir", str(d), "-q", "--set",
-                        "verify=xxh3", "--set", "levels=1", "--set", "dirs_per_level=3", "--set", "files_per_dir=4",
-                        "--set", "file_blocks=2", "--cache", "fadvise", "--json", str(out)], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fsmeter",
+            "run",
+            "fdtree-quick",
+            "--dir",
+            str(d),
+            "-q",
+            "--set",
+            "verify=xxh3",
+            "--set",
+            "levels=1",
+            "--set",
+            "dirs_per_level=3",
+            "--set",
+            "files_per_dir=4",
+            "--set",
+            "file_blocks=2",
+            "--cache",
+            "fadvise",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "verified:" in r.stdout and "none corrupt" in r.stdout
     doc = json.loads(out.read_text())

@@ -1,4 +1,5 @@
 """Filesystem plug-ins, one file each; adding a filesystem is adding a file and a line here."""
+
 from __future__ import annotations
 
 from fsmeter.provision.errors import ProvisionError
@@ -24,8 +25,7 @@ def get_filesystem(name: str) -> Filesystem:
     try:
         return FILESYSTEMS[name]()
     except KeyError:
-        raise ProvisionError(f"unknown filesystem {name!r}: use one of {', '.join(FILESYSTEMS)}",
-                             exit_code=2) from None
+        raise ProvisionError(f"unknown filesystem {name!r}: use one of {', '.join(FILESYSTEMS)}", exit_code=2) from None
 
 
 __all__ = ["FILESYSTEMS", "Filesystem", "get_filesystem"]

@@ -1,4 +1,5 @@
 """What ext2, ext3 and ext4 share: mke2fs, its flags, and an external journal device."""
+
 from __future__ import annotations
 
 from typing import ClassVar
@@ -6,7 +7,6 @@ from typing import ClassVar
 from fsmeter.provision.errors import ProvisionError
 from fsmeter.provision.filesystems.base import Filesystem
 from fsmeter.provision.specs import FsConfig
-
 
 DATA_MODES = ("ordered", "writeback", "journal")
 
@@ -49,8 +49,9 @@ class ExtFilesystem(Filesystem):
         super().validate(cfg)
         for opt in cfg.mount_options.split(","):
             if opt.startswith("data=") and opt[5:] not in DATA_MODES:
-                raise ProvisionError(f"{self.name}: mount option {opt!r}: use data=" + "|".join(DATA_MODES),
-                                     exit_code=2)
+                raise ProvisionError(
+                    f"{self.name}: mount option {opt!r}: use data=" + "|".join(DATA_MODES), exit_code=2
+                )
 
     def mkfs_options(self, cfg: FsConfig, *, overwrite: bool) -> list[str]:
         return _merge_extended(["-t", self.ext_type, *super().mkfs_options(cfg, overwrite=overwrite)])

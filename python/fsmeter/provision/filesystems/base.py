@@ -1,4 +1,5 @@
 """The filesystem plug-in contract: how to check, make, journal-attach and mount one filesystem."""
+
 from __future__ import annotations
 
 import functools
@@ -15,8 +16,8 @@ class Filesystem:
     """One filesystem. Subclasses set the class attributes and override what differs."""
 
     name: ClassVar[str]
-    kernel_name: ClassVar[str] = ""            # name in /proc/filesystems (defaults to name)
-    mkfs_tool: ClassVar[str | None] = None     # None: nothing to make (tmpfs)
+    kernel_name: ClassVar[str] = ""  # name in /proc/filesystems (defaults to name)
+    mkfs_tool: ClassVar[str | None] = None  # None: nothing to make (tmpfs)
     debian_package: ClassVar[str | None] = None
     # Flags that make mkfs quiet and overwrite old signatures. Only used on fsmeter's own
     # images, or a device the user confirmed *and* forced.
@@ -44,14 +45,17 @@ class Filesystem:
         if not self.kernel_supported():
             if sysinfo.kernel_module_available(self.proc_name):
                 raise FilesystemUnsupported(
-                    f"{self.name}: module not loaded (not in /proc/filesystems): run 'modprobe {self.proc_name}'")
+                    f"{self.name}: module not loaded (not in /proc/filesystems): run 'modprobe {self.proc_name}'"
+                )
             raise FilesystemUnsupported(
                 f"{self.name}: not supported by this kernel (not in /proc/filesystems): "
-                f"use a kernel built with {self.name} support, or leave {self.name} out")
+                f"use a kernel built with {self.name} support, or leave {self.name} out"
+            )
         if self.mkfs_tool and not self.tool_path():
             raise FilesystemUnsupported(
                 f"mkfs tool missing: install Debian package {self.debian_package} "
-                f"({self.mkfs_tool} not found, needed for {self.name})")
+                f"({self.mkfs_tool} not found, needed for {self.name})"
+            )
 
     @functools.cached_property
     def tool_version(self) -> str | None:
@@ -59,8 +63,7 @@ class Filesystem:
         path = self.tool_path()
         if not path:
             return None
-        out = subprocess.run([path, *self.version_args], stdin=subprocess.DEVNULL, capture_output=True,
-                             text=True)
+        out = subprocess.run([path, *self.version_args], stdin=subprocess.DEVNULL, capture_output=True, text=True)
         text = (out.stdout + out.stderr).strip()
         return text.splitlines()[0].strip() if text else None
 
@@ -68,8 +71,9 @@ class Filesystem:
     def validate(self, cfg: FsConfig) -> None:
         """Reject a configuration this filesystem cannot honour, before anything is created."""
         if cfg.external_journal and not self.supports_external_journal:
-            raise ProvisionError(f"{self.name}: no external journal/log device support: "
-                                 "set external_journal = false", exit_code=2)
+            raise ProvisionError(
+                f"{self.name}: no external journal/log device support: set external_journal = false", exit_code=2
+            )
 
     def mkfs_options(self, cfg: FsConfig, *, overwrite: bool) -> list[str]:
         """Options passed to mkfs: quiet/force flags, defaults, then the user's (which win)."""

@@ -1,4 +1,5 @@
 """Btrfs (single device)."""
+
 from fsmeter.provision.filesystems.base import Filesystem
 
 

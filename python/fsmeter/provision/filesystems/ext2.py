@@ -1,4 +1,5 @@
 """ext2: the unjournaled baseline."""
+
 from fsmeter.provision.filesystems._ext import ExtFilesystem
 
 

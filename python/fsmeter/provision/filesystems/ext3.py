@@ -1,4 +1,5 @@
 """ext3, with its three journaling modes chosen at mount time (data=ordered|writeback|journal)."""
+
 from fsmeter.provision.filesystems._ext import ExtFilesystem
 
 

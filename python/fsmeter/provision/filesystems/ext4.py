@@ -1,4 +1,5 @@
 """ext4, with inode tables and journal initialised at mkfs time."""
+
 from fsmeter.provision.filesystems._ext import ExtFilesystem
 
 

@@ -1,4 +1,5 @@
 """F2FS, the flash-friendly log-structured filesystem."""
+
 from fsmeter.provision.filesystems.base import Filesystem
 
 

@@ -1,4 +1,5 @@
 """JFS (IBM). Declared so a campaign naming it gets a clear answer on kernels without it."""
+
 from fsmeter.provision.filesystems.base import Filesystem
 
 

@@ -1,4 +1,5 @@
 """NILFS2, the continuous-snapshot log-structured filesystem."""
+
 from fsmeter.provision.filesystems.base import Filesystem
 
 

@@ -1,4 +1,5 @@
 """ReiserFS 3. Declared; removed from recent kernels, so usually reported as unsupported."""
+
 from fsmeter.provision.filesystems.base import Filesystem
 
 

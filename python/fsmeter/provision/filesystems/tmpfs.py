@@ -1,4 +1,5 @@
 """tmpfs: memory as the upper bound every disk filesystem is compared with. No mkfs, no device."""
+
 from fsmeter.provision.filesystems.base import Filesystem
 from fsmeter.provision.specs import FsConfig
 

@@ -1,4 +1,5 @@
 """XFS, optionally with its log on a separate device (mkfs -l logdev=, mount logdev=)."""
+
 from fsmeter.provision.filesystems.base import Filesystem
 from fsmeter.provision.specs import FsConfig
 

@@ -1,8 +1,10 @@
 """Host factors, one reversible change per file, and the context that applies and always reverts them."""
+
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from fsmeter.provision.host.base import HostChange, log
 from fsmeter.provision.host.caches import drop_caches, fadvise_dontneed
@@ -50,6 +52,17 @@ def applied(changes: list[HostChange]) -> Iterator[AppliedHost]:
             raise errors[0]
 
 
-__all__ = ["AppliedHost", "CpuAffinity", "HostChange", "PageCacheLimit", "Readahead", "Scheduler",
-           "applied", "drop_caches", "fadvise_dontneed", "find_memory_cgroup", "memory_cgroup_status",
-           "offered_schedulers"]
+__all__ = [
+    "AppliedHost",
+    "CpuAffinity",
+    "HostChange",
+    "PageCacheLimit",
+    "Readahead",
+    "Scheduler",
+    "applied",
+    "drop_caches",
+    "fadvise_dontneed",
+    "find_memory_cgroup",
+    "memory_cgroup_status",
+    "offered_schedulers",
+]

@@ -1,4 +1,5 @@
 """The host-change contract (after pyperf): show what is, apply a change, revert it, log each step."""
+
 from __future__ import annotations
 
 import logging
@@ -65,7 +66,7 @@ def release_sysfs(state: StateFile, entry_id: str) -> str | None:
         if me is None:
             return None
         stack = [e for e in entries if e["kind"] == "sysfs" and e["path"] == me["path"]]
-        later = stack[stack.index(me) + 1:]
+        later = stack[stack.index(me) + 1 :]
         data["entries"] = [e for e in entries if e["id"] != entry_id]
         if later:
             later[0]["old"] = me["old"]
@@ -125,8 +126,9 @@ class SysfsSetting(HostChange):
             _write(self.path, self.value)
         except OSError as exc:
             self._old = None
-            raise HostFactorError(f"{self.label}: cannot set {self.value!r} in {self.path}: {exc.strerror}: "
-                                  "run as root") from exc
+            raise HostFactorError(
+                f"{self.label}: cannot set {self.value!r} in {self.path}: {exc.strerror}: run as root"
+            ) from exc
 
     def revert(self) -> None:
         if self._old is None:
@@ -144,4 +146,3 @@ class SysfsSetting(HostChange):
         if msg:
             log.info("%s: %s", self.label, msg)
         self._old = None
-

@@ -1,8 +1,9 @@
 """Emptying the page cache: drop_caches for the whole host (root), posix_fadvise for our own files."""
+
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from collections.abc import Iterable
 
 from fsmeter.provision.errors import HostFactorError
 from fsmeter.provision.host.base import log
@@ -15,8 +16,10 @@ def drop_caches() -> None:
         with open("/proc/sys/vm/drop_caches", "w") as f:
             f.write("3")
     except OSError as exc:
-        raise HostFactorError(f"drop caches: cannot write /proc/sys/vm/drop_caches ({exc.strerror}): "
-                              "run as root, or let fsmeter use fadvise on its own files") from exc
+        raise HostFactorError(
+            f"drop caches: cannot write /proc/sys/vm/drop_caches ({exc.strerror}): "
+            "run as root, or let fsmeter use fadvise on its own files"
+        ) from exc
     log.info("dropped page cache, dentries and inodes")
 
 

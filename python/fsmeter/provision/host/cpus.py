@@ -1,4 +1,5 @@
 """Restrict fsmeter (and the engine threads it hosts) to k CPUs by affinity, then restore the masks."""
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,11 @@ class CpuAffinity(HostChange):
     def apply(self) -> None:
         available = sorted(os.sched_getaffinity(0))
         if self.cpus > len(available):
-            raise HostFactorError(f"cpus={self.cpus}: only {len(available)} CPUs are available to fsmeter "
-                                  f"({self.show()}): use cpus <= {len(available)}", exit_code=2)
+            raise HostFactorError(
+                f"cpus={self.cpus}: only {len(available)} CPUs are available to fsmeter "
+                f"({self.show()}): use cpus <= {len(available)}",
+                exit_code=2,
+            )
         new = set(available[: self.cpus])
         self._main_old = set(available)
         for tid in _threads():

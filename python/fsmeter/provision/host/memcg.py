@@ -13,6 +13,7 @@ for the next raise instead of being killed; on v2 the watched limit is memory.hi
 instead of killing. The page cache is held to the limit give or take the 8 MiB slack. The largest
 non-cache use seen is recorded with the trial (``memory_cgroup_other_peak_bytes``).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -52,9 +53,9 @@ def hard_limit(limit_bytes: int, other: int) -> int:
 
 @dataclass(frozen=True)
 class MemoryCgroup:
-    version: int          # 1 or 2
-    path: str             # directory of the process's current memory cgroup
-    limit_file: str       # memory.limit_in_bytes (v1) or memory.max (v2)
+    version: int  # 1 or 2
+    path: str  # directory of the process's current memory cgroup
+    limit_file: str  # memory.limit_in_bytes (v1) or memory.max (v2)
 
 
 def _mountinfo() -> list[tuple[str, str, str, str]]:
@@ -71,7 +72,7 @@ def _mountinfo() -> list[tuple[str, str, str, str]]:
 
 def _join(mount: str, root: str, rel: str) -> str:
     if root != "/" and rel.startswith(root):
-        rel = rel[len(root):]
+        rel = rel[len(root) :]
     return os.path.join(mount, rel.lstrip("/"))
 
 
@@ -100,8 +101,10 @@ def find_memory_cgroup() -> MemoryCgroup:
                         continue
                     if "memory" in available:
                         return MemoryCgroup(2, path, "memory.max")
-    raise HostFactorError("page-cache limit unavailable: no memory cgroup controller (v1 or v2) for this "
-                          "process: boot with cgroup memory enabled, or leave page_cache_limit_bytes out")
+    raise HostFactorError(
+        "page-cache limit unavailable: no memory cgroup controller (v1 or v2) for this "
+        "process: boot with cgroup memory enabled, or leave page_cache_limit_bytes out"
+    )
 
 
 def memory_cgroup_status() -> tuple[bool, str]:
@@ -132,11 +135,14 @@ class PageCacheLimit(HostChange):
         return str(self.limit_bytes) if self.child else "none"
 
     def info(self) -> dict[str, Any]:
-        return {"page_cache_limit_bytes": self.limit_bytes if self.child else None,
-                "memory_cgroup": self.child,
-                "memory_cgroup_rule": f"hard limit = page cache limit + other memory in use + {SLACK_BYTES >> 20} MiB"
-                if self.child else None,
-                "memory_cgroup_other_peak_bytes": self.other_peak() if self.child else None}
+        return {
+            "page_cache_limit_bytes": self.limit_bytes if self.child else None,
+            "memory_cgroup": self.child,
+            "memory_cgroup_rule": f"hard limit = page cache limit + other memory in use + {SLACK_BYTES >> 20} MiB"
+            if self.child
+            else None,
+            "memory_cgroup_other_peak_bytes": self.other_peak() if self.child else None,
+        }
 
     def other_peak(self) -> int:
         """The largest memory other than page cache the cell has used so far (anonymous and kernel)."""
@@ -157,8 +163,10 @@ class PageCacheLimit(HostChange):
             os.mkdir(child)
         except OSError as exc:
             self._forget()
-            raise HostFactorError(f"page-cache limit: cannot create cgroup {child}: {exc.strerror}: "
-                                  "run as root, or leave page_cache_limit_bytes out") from exc
+            raise HostFactorError(
+                f"page-cache limit: cannot create cgroup {child}: {exc.strerror}: "
+                "run as root, or leave page_cache_limit_bytes out"
+            ) from exc
         self.child = child
         try:
             with open(os.path.join(child, cg.limit_file), "w") as f:
@@ -173,9 +181,20 @@ class PageCacheLimit(HostChange):
             fd, self._peak_file = tempfile.mkstemp(prefix="fsmeter-memcg-peak-")
             os.close(fd)
             self._watcher = subprocess.Popen(
-                [sys.executable, "-S", os.path.join(os.path.dirname(__file__), "memcg_watch.py"), child,
-                 str(cg.version), str(self.limit_bytes), str(SLACK_BYTES), str(WATCH_INTERVAL_S),
-                 self._peak_file], stdin=subprocess.PIPE, close_fds=True)
+                [
+                    sys.executable,
+                    "-S",
+                    os.path.join(os.path.dirname(__file__), "memcg_watch.py"),
+                    child,
+                    str(cg.version),
+                    str(self.limit_bytes),
+                    str(SLACK_BYTES),
+                    str(WATCH_INTERVAL_S),
+                    self._peak_file,
+                ],
+                stdin=subprocess.PIPE,
+                close_fds=True,
+            )
             with open(os.path.join(child, "cgroup.procs"), "w") as f:
                 f.write(str(os.getpid()))
         except OSError as exc:
@@ -205,7 +224,8 @@ class PageCacheLimit(HostChange):
             raise HostFactorError(
                 f"page-cache limit: cannot delegate the memory controller below {cg.path} "
                 f"({exc.strerror}; cgroup v2 forbids it in a cgroup that holds processes): run fsmeter "
-                "via `systemd-run --scope -p Delegate=yes`, or leave page_cache_limit_bytes out") from exc
+                "via `systemd-run --scope -p Delegate=yes`, or leave page_cache_limit_bytes out"
+            ) from exc
         self._enabled_subtree = True
 
     def revert(self) -> None:

@@ -11,6 +11,7 @@ Other memory is the cgroup's usage minus its page cache (cgroup v1: memory.usage
 ``cache`` field of memory.stat; v2: memory.current and ``file``): anonymous memory and kernel
 memory such as the inodes and dentries of the files the run makes.
 """
+
 import os
 import select
 import sys

@@ -1,4 +1,5 @@
 """The block device's readahead window (/sys/block/<dev>/queue/read_ahead_kb)."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """The block device's I/O scheduler (/sys/block/<dev>/queue/scheduler): whatever the kernel offers."""
+
 from __future__ import annotations
 
 import os
@@ -25,12 +26,16 @@ class Scheduler(SysfsSetting):
         self.device = device
         path = scheduler_path(device)
         if not os.path.exists(path):
-            raise HostFactorError(f"scheduler: {device} has no I/O scheduler ({path} missing): "
-                                  "leave the scheduler factor out for this target")
+            raise HostFactorError(
+                f"scheduler: {device} has no I/O scheduler ({path} missing): "
+                "leave the scheduler factor out for this target"
+            )
         super().__init__(path, scheduler, state, f"scheduler of {sysinfo.block_name(device)}")
 
     def check(self) -> None:
         offered = offered_schedulers(self.device)
         if self.value not in offered:
-            raise HostFactorError(f"scheduler {self.value!r} is not offered for {self.device}: "
-                                  f"choose one of {', '.join(offered)}", exit_code=2)
+            raise HostFactorError(
+                f"scheduler {self.value!r} is not offered for {self.device}: choose one of {', '.join(offered)}",
+                exit_code=2,
+            )

@@ -1,4 +1,5 @@
 """Targets, one class per file: loop (default), device, dir, tmpfs."""
+
 from fsmeter.provision.targets.base import Target
 from fsmeter.provision.targets.device import DeviceTarget, check_device
 from fsmeter.provision.targets.dir import DirTarget

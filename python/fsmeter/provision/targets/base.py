@@ -1,5 +1,6 @@
 """The target contract: where a filesystem lives. A target yields a block device (or none) and
 takes it back; the Provisioner does mkfs and mount on top."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -7,12 +8,12 @@ from typing import Any
 
 class Target:
     kind: str = ""
-    owns_mount: bool = True     # fsmeter mounts it, so it may unmount/remount it
+    owns_mount: bool = True  # fsmeter mounts it, so it may unmount/remount it
     needs_mkfs: bool = True
-    overwrite: bool = False     # may mkfs use its force-overwrite flags here
+    overwrite: bool = False  # may mkfs use its force-overwrite flags here
     device: str | None = None
     journal_device: str | None = None
-    path: str | None = None     # set by targets that come already mounted (dir)
+    path: str | None = None  # set by targets that come already mounted (dir)
 
     def setup(self) -> None:
         """Prepare the device(s). Everything created is recorded in the state file first."""

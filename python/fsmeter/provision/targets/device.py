@@ -5,6 +5,7 @@ mounted or used as swap; something holds it (device mapper, md, an exclusive ope
 unless ``force``, when blkid finds a filesystem or partition-table signature on it.
 Mounted or in use is refused even with ``force``.
 """
+
 from __future__ import annotations
 
 import errno
@@ -52,8 +53,9 @@ def signature(device: str) -> str | None:
     blkid = which("blkid")
     if not blkid:
         raise DeviceRefused("blkid missing: install Debian package util-linux (needed to check the device is blank)")
-    proc = subprocess.run([blkid, "-p", "-o", "export", device], stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        [blkid, "-p", "-o", "export", device], stdin=subprocess.DEVNULL, capture_output=True, text=True
+    )
     if proc.returncode == 2:  # nothing found
         return None
     if proc.returncode != 0:
@@ -75,45 +77,53 @@ def check_device(device: str | None, destroy_data_on: str | None, force: bool) -
         raise DeviceRefused(f"{device} would be formatted: confirm with --destroy-data-on {device}", exit_code=2)
     real = os.path.realpath(device)
     if real != os.path.realpath(destroy_data_on):
-        raise DeviceRefused(f"--device {device} and --destroy-data-on {destroy_data_on} name different devices: "
-                            "name the same device twice", exit_code=2)
+        raise DeviceRefused(
+            f"--device {device} and --destroy-data-on {destroy_data_on} name different devices: "
+            "name the same device twice",
+            exit_code=2,
+        )
     try:
         st = os.stat(real)
     except FileNotFoundError:
         raise DeviceRefused(f"{device}: no such device", exit_code=2) from None
     if not stat.S_ISBLK(st.st_mode):
-        raise DeviceRefused(f"{device} is not a block device: use --target dir:{device} for a directory",
-                            exit_code=2)
+        raise DeviceRefused(f"{device} is not a block device: use --target dir:{device} for a directory", exit_code=2)
     name = sysinfo.block_name(real)
     mounted = _mounted_numbers()
     if _dev_numbers(real) in mounted:
-        raise DeviceRefused(f"{device} is mounted on {mounted[_dev_numbers(real)]}: refusing even with --force; "
-                            "unmount it yourself first if its data may really be destroyed")
+        raise DeviceRefused(
+            f"{device} is mounted on {mounted[_dev_numbers(real)]}: refusing even with --force; "
+            "unmount it yourself first if its data may really be destroyed"
+        )
     for part in _partitions(name):
         numbers = _dev_numbers(f"/dev/{part}") if os.path.exists(f"/dev/{part}") else None
         if numbers in mounted:
-            raise DeviceRefused(f"{device} holds mounted partition /dev/{part} (on {mounted[numbers]}): "
-                                "refusing even with --force")
+            raise DeviceRefused(
+                f"{device} holds mounted partition /dev/{part} (on {mounted[numbers]}): refusing even with --force"
+            )
     if real in _swaps() or any(f"/dev/{p}" in _swaps() for p in _partitions(name)):
         raise DeviceRefused(f"{device} is in use as swap: refusing even with --force")
     holders = os.listdir(f"/sys/class/block/{name}/holders")
     if holders:
-        raise DeviceRefused(f"{device} is in use by {', '.join(holders)} (device mapper, RAID...): "
-                            "refusing even with --force")
+        raise DeviceRefused(
+            f"{device} is in use by {', '.join(holders)} (device mapper, RAID...): refusing even with --force"
+        )
     try:  # O_EXCL on a block device fails with EBUSY while the kernel or anyone holds it exclusively
         os.close(os.open(real, os.O_RDONLY | os.O_EXCL))
     except OSError as exc:
         if exc.errno == errno.EBUSY:
-            raise DeviceRefused(f"{device} is busy (held exclusively by the kernel or a program): "
-                                "refusing even with --force") from None
+            raise DeviceRefused(
+                f"{device} is busy (held exclusively by the kernel or a program): refusing even with --force"
+            ) from None
         raise DeviceRefused(f"{device}: cannot open ({exc.strerror}): run as root") from None
     if not force:
         found = signature(real)
         if found is None and _partitions(name):
             found = "partitions " + ", ".join(_partitions(name))
         if found:
-            raise DeviceRefused(f"{device} carries {found}: its data would be destroyed; "
-                                "add --force if that is really intended")
+            raise DeviceRefused(
+                f"{device} carries {found}: its data would be destroyed; add --force if that is really intended"
+            )
     return real
 
 

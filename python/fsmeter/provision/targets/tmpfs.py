@@ -1,4 +1,5 @@
 """A tmpfs: no device; the Provisioner mounts it with a size under a source name unique to fsmeter."""
+
 from __future__ import annotations
 
 from typing import Any
