@@ -1,8 +1,14 @@
 """fsmeter: which filesystem, with which options, is fastest for this workload here — and how sure are we."""
 
 import os as _os
+from importlib.metadata import PackageNotFoundError as _NotInstalled
+from importlib.metadata import version as _version
 
-__version__ = "0.1.0"
+# One source: Cargo.toml's workspace version, which maturin writes into the package's metadata.
+try:
+    __version__ = _version("fsmeter")
+except _NotInstalled:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
 
 # numpy's BLAS (OpenBLAS) starts a pool of threads that busy-wait for work after each call. fsmeter's
 # arrays are small, and on a machine with few cores those spinning threads take CPU time from the
