@@ -1,0 +1,311 @@
+/* What every bare loop shares: raw system calls, a clock, the phase protocol, threads started
+ * together, the random generators fsmeter's families draw from, and argument parsing.
+ *
+ * The calls go through syscall(2), not glibc's wrappers: glibc makes read, write, pread, pwrite,
+ * openat, close, fsync and fdatasync cancellation points and, in a process of several threads,
+ * wraps each in pthread's cancel bookkeeping. fsmeter's engine skips it the same way (its
+ * crate::sys), so a bare loop at 2 threads pays what the engine pays and no more.
+ *
+ * Output, on stdout, one line each: `phase NAME` as a measured phase starts (before its threads),
+ * `result NAME OPS BYTES SECONDS` when it ends. bench/limits_syscalls.py cuts a system-call
+ * trace at these lines, so nothing on the measured filesystem happens between a phase's two. */
+#ifndef BARE_H
+#define BARE_H
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef uint64_t u64;
+typedef uint32_t u32;
+
+/* ---- system calls ---------------------------------------------------------------------------- */
+
+static inline long sc_read(int fd, void *b, size_t n) { return syscall(SYS_read, fd, b, n); }
+static inline long sc_write(int fd, const void *b, size_t n) { return syscall(SYS_write, fd, b, n); }
+static inline long sc_pread(int fd, void *b, size_t n, u64 off) { return syscall(SYS_pread64, fd, b, n, off); }
+static inline long sc_pwrite(int fd, const void *b, size_t n, u64 off) { return syscall(SYS_pwrite64, fd, b, n, off); }
+static inline int sc_openat(int dfd, const char *p, int flags, int mode) {
+    return (int)syscall(SYS_openat, dfd, p, flags, mode);
+}
+static inline int sc_open(const char *p, int flags, int mode) { return sc_openat(AT_FDCWD, p, flags, mode); }
+static inline int sc_close(int fd) { return (int)syscall(SYS_close, fd); }
+static inline int sc_fsync(int fd) { return (int)syscall(SYS_fsync, fd); }
+static inline int sc_fdatasync(int fd) { return (int)syscall(SYS_fdatasync, fd); }
+
+/* ---- failing --------------------------------------------------------------------------------- */
+
+__attribute__((noreturn, format(printf, 1, 2))) static void die(const char *fmt, ...) {
+    int e = errno;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "bare: ");
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    if (e)
+        fprintf(stderr, ": %s", strerror(e));
+    fputc('\n', stderr);
+    exit(1);
+}
+
+#define CHECK(cond, ...)                                                                             \
+    do {                                                                                             \
+        if (__builtin_expect(!(cond), 0))                                                            \
+            die(__VA_ARGS__);                                                                        \
+    } while (0)
+
+/* write(2) all of `n` bytes (a short write goes on where it stopped), as fsmeter's write_all. */
+static inline void write_all(int fd, const void *b, size_t n, const char *what) {
+    const char *p = b;
+    while (n > 0) {
+        long w = sc_write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        CHECK(w > 0, "write %s", what);
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/* ---- clock ----------------------------------------------------------------------------------- */
+
+static inline u64 now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (u64)ts.tv_sec * 1000000000ull + (u64)ts.tv_nsec;
+}
+
+/* ---- the phase protocol ---------------------------------------------------------------------- */
+
+static void say(const char *fmt, ...) {
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof line - 1)
+        n = sizeof line - 1;
+    write_all(1, line, (size_t)n, "stdout");
+}
+
+static void phase_begin(const char *name) { say("phase %s\n", name); }
+
+static void phase_end(const char *name, u64 ops, u64 bytes, u64 ns) {
+    say("result %s %llu %llu %.9f\n", name, (unsigned long long)ops, (unsigned long long)bytes, ns / 1e9);
+}
+
+/* ---- threads started together ---------------------------------------------------------------- */
+
+/* One thread's share of a phase: its argument, what it did, and its measured window (from the
+ * common start, or from the end of its warm-up, to the end of its work). */
+struct share {
+    int tid, nthreads;
+    void *arg;
+    u64 ops, bytes, measure_ns, end_ns;
+};
+
+struct gate {
+    pthread_barrier_t barrier;
+    u64 start_ns;
+};
+
+struct thread_arg {
+    struct share *sh;
+    struct gate *g;
+    void (*fn)(struct share *, u64 start_ns);
+};
+
+static void *thread_main(void *p) {
+    struct thread_arg *a = p;
+    pthread_barrier_wait(&a->g->barrier);
+    pthread_barrier_wait(&a->g->barrier); /* the start time is set between the two */
+    a->sh->measure_ns = a->g->start_ns;
+    a->fn(a->sh, a->g->start_ns);
+    a->sh->end_ns = now_ns();
+    return NULL;
+}
+
+/* Runs fn on sh[0..n) (each a thread of its own, made before the clock starts) released together.
+ * A fn that warms up first moves its share's measure_ns to where its measured work began. With
+ * n == 1 the work runs on a thread of its own as well, as in fsmeter (the process has two). */
+static void run_threads(int n, void (*fn)(struct share *, u64), struct share *sh) {
+    struct gate g;
+    struct thread_arg *ta = calloc((size_t)n, sizeof *ta);
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    CHECK(ta && th, "calloc");
+    pthread_barrier_init(&g.barrier, NULL, (unsigned)n + 1);
+    for (int i = 0; i < n; i++) {
+        sh[i].tid = i;
+        sh[i].nthreads = n;
+        ta[i] = (struct thread_arg){.sh = &sh[i], .g = &g, .fn = fn};
+        errno = pthread_create(&th[i], NULL, thread_main, &ta[i]);
+        CHECK(errno == 0, "pthread_create");
+    }
+    pthread_barrier_wait(&g.barrier);
+    g.start_ns = now_ns();
+    pthread_barrier_wait(&g.barrier);
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&g.barrier);
+    free(ta);
+    free(th);
+}
+
+/* A fixed amount of work: the phase lasts from the common start to the last thread's end. */
+__attribute__((unused)) static void phase_total(const char *name, int n, struct share *sh) {
+    u64 ops = 0, bytes = 0, start = sh[0].measure_ns, end = 0;
+    for (int i = 0; i < n; i++) {
+        ops += sh[i].ops;
+        bytes += sh[i].bytes;
+        if (sh[i].measure_ns < start)
+            start = sh[i].measure_ns;
+        if (sh[i].end_ns > end)
+            end = sh[i].end_ns;
+    }
+    phase_end(name, ops, bytes, end - start);
+}
+
+/* A timed phase: each thread's rate over its own window, summed; reported as the ops and bytes
+ * of all threads over the seconds that make that rate. */
+__attribute__((unused)) static void phase_rate(const char *name, int n, struct share *sh) {
+    double rate = 0, brate = 0;
+    u64 ops = 0, bytes = 0;
+    for (int i = 0; i < n; i++) {
+        double s = (sh[i].end_ns - sh[i].measure_ns) / 1e9;
+        ops += sh[i].ops;
+        bytes += sh[i].bytes;
+        if (s > 0) {
+            rate += sh[i].ops / s;
+            brate += sh[i].bytes / s;
+        }
+    }
+    phase_end(name, ops, bytes, rate > 0 ? (u64)(ops / rate * 1e9) : 0);
+}
+
+/* ---- random numbers -------------------------------------------------------------------------- */
+
+/* SplitMix64's finaliser (fsmeter's mix64). */
+static inline u64 mix64(u64 z) {
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* xoshiro256++, seeded as rand_xoshiro's seed_from_u64 seeds it (SplitMix64 over the seed), so a
+ * loop draws the sequence fsmeter's engine draws from the same seed. */
+struct xoshiro {
+    u64 s[4];
+};
+
+static inline u64 rotl64(u64 x, int k) { return (x << k) | (x >> (64 - k)); }
+
+__attribute__((unused)) static void xoshiro_seed(struct xoshiro *r, u64 seed) {
+    for (int i = 0; i < 4; i++) {
+        seed += 0x9E3779B97F4A7C15ull;
+        u64 z = seed;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        r->s[i] = z ^ (z >> 31);
+    }
+}
+
+static inline u64 xoshiro_next(struct xoshiro *r) {
+    u64 *s = r->s;
+    u64 out = rotl64(s[0] + s[3], 23) + s[0];
+    u64 t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl64(s[3], 45);
+    return out;
+}
+
+/* rand_core's next_u32 of a 64-bit generator: the high half. */
+static inline u32 xoshiro_u32(struct xoshiro *r) { return (u32)(xoshiro_next(r) >> 32); }
+
+/* Lemire's multiply-shift: uniform in [0, n). */
+static inline u64 below(u64 x, u64 n) { return (u64)(((unsigned __int128)x * n) >> 64); }
+
+/* ---- arguments ------------------------------------------------------------------------------- */
+
+/* key=value arguments after the fixed ones; arg_u64("threads", 1) and friends read them. */
+static int g_argc;
+static char **g_argv;
+
+static const char *arg_str(const char *key, const char *dflt) {
+    size_t k = strlen(key);
+    for (int i = 1; i < g_argc; i++)
+        if (strncmp(g_argv[i], key, k) == 0 && g_argv[i][k] == '=')
+            return g_argv[i] + k + 1;
+    return dflt;
+}
+
+/* A size or count: digits with an optional K/M/G suffix (powers of 1024). */
+static u64 arg_u64(const char *key, u64 dflt) {
+    const char *v = arg_str(key, NULL);
+    if (!v)
+        return dflt;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    switch (*end) {
+    case 'K': x <<= 10; end++; break;
+    case 'M': x <<= 20; end++; break;
+    case 'G': x <<= 30; end++; break;
+    }
+    if (*end || errno || end == v) {
+        errno = 0;
+        die("%s=%s: not a whole number (K, M, G suffixes allowed)", key, v);
+    }
+    return x;
+}
+
+__attribute__((unused)) static double arg_f64(const char *key, double dflt) {
+    const char *v = arg_str(key, NULL);
+    if (!v)
+        return dflt;
+    char *end;
+    double x = strtod(v, &end);
+    if (*end || end == v) {
+        errno = 0;
+        die("%s=%s: not a number", key, v);
+    }
+    return x;
+}
+
+static void args_init(int argc, char **argv, const char *usage) {
+    g_argc = argc;
+    g_argv = argv;
+    for (int i = 1; i < argc; i++)
+        if (!strchr(argv[i], '=')) {
+            fprintf(stderr, "usage: %s %s\n", argv[0], usage);
+            exit(2);
+        }
+    if (!arg_str("dir", NULL)) {
+        fprintf(stderr, "usage: %s %s\n", argv[0], usage);
+        exit(2);
+    }
+}
+
+/* An aligned buffer (O_DIRECT wants 4 KiB alignment), filled with `byte`. */
+__attribute__((unused)) static void *buffer(size_t n, int byte) {
+    void *p;
+    errno = posix_memalign(&p, 4096, n ? n : 1);
+    CHECK(errno == 0, "posix_memalign %zu", n);
+    memset(p, byte, n);
+    return p;
+}
+
+#endif
