@@ -236,8 +236,9 @@ def parse_trace(path: str, mnt: str):
             yield tid, c.group(1), rest, None, None, bool(target.search(rest))
 
 
-def count(path: str, mnt: str, phase_keys: list) -> dict:
-    """Counts of one trace: per label (phase, or 'main') and call: on-target and other calls."""
+def count(path: str, mnt: str, phase_keys: list, parse=parse_trace) -> dict:
+    """Counts of one trace: per label (phase, or 'main') and call: on-target and other calls.
+    `parse` reads the trace (parse_trace, or one that decides otherwise what is on the target)."""
     parent: dict = {}
     is_thread: dict = {}
     main = None
@@ -246,7 +247,7 @@ def count(path: str, mnt: str, phase_keys: list) -> dict:
     paths = set()
     path_re = re.compile(r"\"(" + re.escape(mnt) + r"(?:/[^\"]*)?)\"")
     fd_re = re.compile(r"<(" + re.escape(mnt) + r"(?:/[^>]*)?)>")
-    for tid, name, text, ret, err, on_target in parse_trace(path, mnt):
+    for tid, name, text, ret, err, on_target in parse(path, mnt):
         if main is None:
             main = tid
         if name in ("clone", "clone3", "fork", "vfork") and ret and ret.isdigit() and int(ret) > 0:

@@ -137,7 +137,7 @@ static void *thread_main(void *p) {
 /* Runs fn on sh[0..n) (each a thread of its own, made before the clock starts) released together.
  * A fn that warms up first moves its share's measure_ns to where its measured work began. With
  * n == 1 the work runs on a thread of its own as well, as in fsmeter (the process has two). */
-static void run_threads(int n, void (*fn)(struct share *, u64), struct share *sh) {
+__attribute__((unused)) static void run_threads(int n, void (*fn)(struct share *, u64), struct share *sh) {
     struct gate g;
     struct thread_arg *ta = calloc((size_t)n, sizeof *ta);
     pthread_t *th = calloc((size_t)n, sizeof *th);
@@ -253,7 +253,7 @@ static const char *arg_str(const char *key, const char *dflt) {
 }
 
 /* A size or count: digits with an optional K/M/G suffix (powers of 1024). */
-static u64 arg_u64(const char *key, u64 dflt) {
+__attribute__((unused)) static u64 arg_u64(const char *key, u64 dflt) {
     const char *v = arg_str(key, NULL);
     if (!v)
         return dflt;
