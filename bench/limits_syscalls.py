@@ -51,6 +51,11 @@ ALWAYS = ("io_uring_enter", "sync")
 SAME_WORK = {"openat2": "openat", "unlinkat": "unlink", "renameat": "rename", "renameat2": "rename", "mkdirat": "mkdir"}
 
 
+#: Calls whose strings are data, not names (what is read or written, a directory's entries).
+DATA_CALLS = {"read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev", "preadv2", "pwritev2"}
+DATA_CALLS |= {"getdents64", "sendto", "recvfrom", "sendmsg", "recvmsg"}
+
+
 def under(path: str, mnt: str) -> bool:
     return path == mnt or path.startswith(mnt + "/")
 
@@ -60,9 +65,10 @@ def touches(text: str, mnt: str) -> bool:
     into it, or a relative name given from a working directory inside it (AT_FDCWD<...>: the tools
     of the macro family run there). A process merely working there (its library loads, its PATH
     search, all naming AT_FDCWD) is not on the target; nor is a program started with the target in
-    its arguments (execve: its first string only is a path)."""
-    strings = re.findall(r'"((?:[^"\\]|\\.)*)"', text)
-    if text.startswith("execve("):
+    its arguments (execve: its first string only is a path), nor data that reads like a path."""
+    name = text[: text.find("(")]
+    strings = [] if name in DATA_CALLS else re.findall(r'"((?:[^"\\]|\\.)*)"', text)
+    if name == "execve":
         strings = strings[:1]
     if any(under(p, mnt) for p in strings):
         return True
