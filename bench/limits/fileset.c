@@ -6,7 +6,8 @@
  * thread as the engine seeds it), so both make the same files of the same sizes in the same
  * order: openat on the directory's descriptor (O_CLOEXEC, mode 0644), writes and reads in
  * write_block and read_block pieces, with buffering through a stdio-like buffer of the
- * directory's st_blksize (what glibc gives a FILE, without its fstat per file), unlinkat.
+ * directory's st_blksize as the engine sizes it (glibc takes st_blksize up to 8 KiB: the same on
+ * tmpfs and ext4, whose st_blksize is 4 KiB; the engine makes no fstat per file), unlinkat.
  *
  * usage: fileset dir=D threads=N [files=5000 transactions=20000 size_low=500 size_high=10000
  *                read_block=512 write_block=512 bias_read=5 bias_create=5 buffering=1
