@@ -18,7 +18,9 @@ strace must be installed)::
     python bench/limits_syscalls.py [--only access,tree] [--fs ext4] [--threads 2] [--out DIR]
 
 It prints, per case and phase, every system call either side made on the filesystem, per
-operation, and marks the ones that differ; everything is written under OUT (default
+operation, and marks the ones that differ; then whether the calls also agree in their flags,
+modes and sizes (`openat O_RDONLY|O_CLOEXEC`, `pread64 4096`: SHAPE_ARGS), listing the shapes
+that do not; everything is written under OUT (default
 bench/out/limits-syscalls): each run's trace (with --keep-traces), result and the report.
 """
 
@@ -85,6 +87,66 @@ def parse_on_target(path: str, mnt: str):
         yield tid, name, text, ret, err, touches(text, mnt)
 
 
+STRING = re.compile(r'"(?:[^"\\]|\\.)*"(?:\.\.\.)?')
+#: Per call, the arguments that say how it works (flags, modes, sizes), by position: what the
+#: shapes compare besides the names. Paths, descriptors and offsets are left out.
+SHAPE_ARGS = {
+    "openat": (2, 3),
+    "openat2": (2,),
+    "open": (1, 2),
+    "creat": (1,),
+    "read": (2,),
+    "write": (2,),
+    "pread64": (2,),
+    "pwrite64": (2,),
+    "mkdir": (1,),
+    "mkdirat": (2,),
+    "unlinkat": (2,),
+    "newfstatat": (3,),
+    "fcntl": (1,),
+    "lseek": (2,),
+    "getdents64": (2,),
+    "utimensat": (3,),
+    "fchmod": (1,),
+    "io_uring_enter": (3,),
+}
+
+
+def args_of(text: str) -> list:
+    """A traced call's arguments at the top level, strings and descriptors' paths blanked."""
+    body = text[text.find("(") + 1 :]
+    ends = list(re.finditer(r"\)\s+= ", body))  # strace pads short calls before " = "
+    body = body[: ends[-1].start()] if ends else body.rstrip(")")
+    body = re.sub(r"<[^>]*>", "", STRING.sub("S", body))
+    out, depth, cur = [], 0, ""
+    for ch in body:
+        depth += (ch in "([{") - (ch in ")]}")
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return out + [cur.strip()]
+
+
+def shape(name: str, text: str) -> str:
+    """The call with the arguments of SHAPE_ARGS: `openat O_RDONLY|O_CLOEXEC`, `pread64 4096`.
+    O_LARGEFILE is left out: the kernel sets it on every open of a 64-bit process, whether the
+    caller passes it (rustix, the engine's) or not (glibc, the loops')."""
+    pos = SHAPE_ARGS.get(name)
+    if not pos:
+        return name
+    a = args_of(text)
+    shown = [re.sub(r"\|O_LARGEFILE\b|\bO_LARGEFILE\|", "", a[i]) for i in pos if i < len(a)]
+    return " ".join([name] + shown)
+
+
+def parse_shapes(path: str, mnt: str):
+    """As parse_on_target, each call named by its shape."""
+    for tid, name, text, ret, err, on in parse_on_target(path, mnt):
+        yield tid, shape(name, text), text, ret, err, on
+
+
 def strace_cmd(trace: Path) -> list:
     return ["strace", "-f", "-qq", "-y", "-s", "64", "-o", str(trace), "--"]
 
@@ -126,15 +188,25 @@ def run_fsmeter(case, threads: int, mnt: Path, d: Path, out: Path, fsmeter: str,
     for (label, call), n in c["other"].items():
         if call.split(" ")[0] in ALWAYS:
             per_phase[label][call] += n
-    return {"doc": doc, "calls": per_phase, "trace": trace}
+    c = count(str(trace), str(mnt), list(doc["phases"]), parse=parse_shapes)
+    shapes = collections.defaultdict(collections.Counter)
+    for (label, call), n in c["target"].items():
+        shapes[label][call] += n
+    for (label, call), n in c["other"].items():
+        if call.split(" ")[0] in ALWAYS:
+            shapes[label][call] += n
+    return {"doc": doc, "calls": per_phase, "shapes": shapes, "trace": trace}
 
 
-def count_loop(trace: Path, mnt: str) -> dict:
-    """The loop's calls on the target, per phase: between its `phase X` and `result X` lines."""
+def count_loop(trace: Path, mnt: str, shapes: bool = False) -> dict:
+    """The loop's calls on the target, per phase: between its `phase X` and `result X` lines
+    (with `shapes`, each call named by its shape)."""
     per_phase = collections.defaultdict(collections.Counter)
     current = None
     for _tid, name, text, _ret, err, on_target in parse_on_target(str(trace), mnt):
         m = MARK.match(text) if name == "write" else None
+        if shapes and not m:
+            name = shape(name, text)
         if m:
             if m.group(1) == "phase":
                 current = m.group(2)
@@ -153,7 +225,12 @@ def run_loop(case, threads: int, mnt: Path, d: Path, out: Path, exe: Path) -> di
     (d / "bare.out").write_text(p.stdout + p.stderr)
     if p.returncode != 0:
         raise SystemExit(f"limits_syscalls: {exe.name} exited {p.returncode} on {case.name}: {p.stderr.strip()}")
-    return {"res": parse_results(p.stdout), "calls": count_loop(trace, str(mnt)), "trace": trace}
+    return {
+        "res": parse_results(p.stdout),
+        "calls": count_loop(trace, str(mnt)),
+        "shapes": count_loop(trace, str(mnt), shapes=True),
+        "trace": trace,
+    }
 
 
 def per_op(counts: collections.Counter, ops: int) -> dict:
@@ -180,6 +257,14 @@ def compare_phase(ph, fsm: dict, bare: dict) -> dict:
         for k in sorted(set(work_f) | set(work_b))
         if abs(work_f.get(k, 0.0) - work_b.get(k, 0.0)) > NOISE
     ]
+    # The same, call by call with its flags, modes and sizes; only the differences are kept.
+    fs = per_op(fsm["shapes"].get(ph.fsm, collections.Counter()), f_ops)
+    bs = per_op(bare["shapes"].get(ph.bare, collections.Counter()), b_ops)
+    shapes = [
+        {"call": k, "fsmeter": fs.get(k, 0.0), "bare": bs.get(k, 0.0)}
+        for k in sorted(set(fs) | set(bs))
+        if abs(fs.get(k, 0.0) - bs.get(k, 0.0)) > NOISE
+    ]
     return {
         "phase": ph.fsm,
         "fsmeter_ops": f_ops,
@@ -189,6 +274,7 @@ def compare_phase(ph, fsm: dict, bare: dict) -> dict:
         "rows": rows,
         "differ": extra,
         "as_work": as_work,
+        "shapes_differ": shapes,
     }
 
 
@@ -211,6 +297,12 @@ def report(case, threads: int, phases: list) -> str:
         if p["differ"]:
             named = ", ".join(f"{r['call']} {r['fsmeter'] - r['bare']:+.4f}" for r in p["as_work"]) or "none"
             out.append(f"    as work (openat2 counted as openat, unlinkat as unlink, ...): fsmeter beyond: {named}")
+        sd = p["shapes_differ"]
+        if not sd:
+            out.append("    flags, modes and sizes: the same")
+        else:
+            shown = "; ".join(f"{r['call']}: {r['fsmeter']:.4f} vs {r['bare']:.4f}" for r in sd[:8])
+            out.append(f"    flags, modes and sizes differ ({len(sd)}; fsmeter vs bare per op): {shown}")
     return "\n".join(out)
 
 

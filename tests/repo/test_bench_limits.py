@@ -180,7 +180,8 @@ def test_a_fixed_work_loop_does_what_fsmeter_does_from_the_same_seed(family, cas
 
 @pytest.mark.slow
 def test_tree_and_fileset_make_the_same_calls_as_their_loops(root, tmp_path):
-    """Under strace, phase by phase: every call on the filesystem, per operation, alike."""
+    """Under strace, phase by phase: every call on the filesystem, per operation, alike, with
+    its flags, modes and sizes."""
     if not shutil.which("strace") or not shutil.which("cc"):
         pytest.skip("needs strace and cc")
     p = subprocess.run(
@@ -196,5 +197,6 @@ def test_tree_and_fileset_make_the_same_calls_as_their_loops(root, tmp_path):
         for ph in case["phases"]:
             assert ph["fsmeter_calls"] > 0 and ph["fsmeter_ops"] == ph["bare_ops"], (name, ph["phase"])
             assert ph["differ"] == [], (name, ph["phase"], ph["differ"])
+            assert ph["shapes_differ"] == [], (name, ph["phase"], ph["shapes_differ"])
             assert ph["fsmeter_calls"] == ph["bare_calls"], (name, ph["phase"])
     assert not os.path.ismount(tmp_path / "o" / "mnt")
