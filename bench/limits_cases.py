@@ -164,7 +164,7 @@ def access_case(name: str, workload: str, rw: str, random: bool, size_b: int, **
     uring = io.get("backend") == "io_uring"
 
     def secs(mode):
-        return size(mode, 10.0, 3.0, 0.5)
+        return size(mode, 5.0, 3.0, 0.5)
 
     def warm(mode):
         return size(mode, 1.0, 0.5, 0.0)
@@ -464,8 +464,8 @@ CRASH = Case(
     "crash fsync",
     "crash-fsync",
     "crash",
-    lambda mode, t, scratch: {"runtime_s": size(mode, 10, 3, 0.5), "threads": t, "seed": 42},
-    lambda mode, t, d, scratch: [f"dir={d}", f"threads={t}", f"seconds={size(mode, 10, 3, 0.5)}", "seed=42"],
+    lambda mode, t, scratch: {"runtime_s": size(mode, 5, 3, 0.5), "threads": t, "seed": 42},
+    lambda mode, t, d, scratch: [f"dir={d}", f"threads={t}", f"seconds={size(mode, 5, 3, 0.5)}", "seed=42"],
     [Figure("write", "writes/s", fsm_total("write"), bare_rate("write"))],
     [Phase("write", "write", fsm_ops("write"), bare_ops("write"))],
     timed=True,
