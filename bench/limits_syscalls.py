@@ -205,15 +205,16 @@ def count_loop(trace: Path, mnt: str, shapes: bool = False) -> dict:
     current = None
     for _tid, name, text, _ret, err, on_target in parse_on_target(str(trace), mnt):
         m = MARK.match(text) if name == "write" else None
-        if shapes and not m:
-            name = shape(name, text)
         if m:
             if m.group(1) == "phase":
                 current = m.group(2)
             elif m.group(2) == current:
                 current = None
             continue
-        if on_target or name in ALWAYS:
+        always = name in ALWAYS
+        if shapes:
+            name = shape(name, text)
+        if on_target or always:
             per_phase[current or "outside"][name if err is None else f"{name} !{err}"] += 1
     return per_phase
 
