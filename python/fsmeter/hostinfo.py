@@ -35,3 +35,23 @@ def host_info() -> dict:
         "mem_bytes": mem_bytes,
         "python": platform.python_version(),
     }
+
+
+def cpu_clock_mhz() -> float | None:
+    """This machine's CPU clock in MHz: the highest frequency cpufreq allows (cpuinfo_max_freq), else the
+    highest "cpu MHz" of /proc/cpuinfo (a virtual machine's CPUs report the host's clock there), else None."""
+    best = None
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq") as f:
+            return int(f.read().strip()) / 1000.0
+    except (OSError, ValueError):
+        pass
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("cpu MHz"):
+                    v = float(line.split(":", 1)[1])
+                    best = v if best is None else max(best, v)
+    except (OSError, ValueError):
+        pass
+    return best

@@ -250,6 +250,7 @@ def _run_cells(
     )
     try:
         with Provisioner() as prov, bar:
+            _probe_storage(c, store, campaign_id, prov, console)
             ctx = RunContext(c, campaign_id, store, prov, console, bar, cap_notes=cap_notes)
             ctx.overall_total = len(cells) * expected_trials(c)
             ctx.overall = bar.add_task(f"campaign {c.name}: trials", total=ctx.overall_total)
@@ -266,6 +267,27 @@ def _run_cells(
         raise
     store.set_campaign_status(campaign_id, "done")
     return ctx.counts
+
+
+def _probe_storage(c: CampaignFile, store: Store, campaign_id: int, prov, console: Console) -> None:
+    """Measure the storage under the campaign's target before any mkfs and record it (the store's
+    storage_probes): a study compares it with the paper's disk. A probe that fails is recorded as not
+    measured, with why; it never stops the campaign."""
+    from fsmeter.hostinfo import cpu_clock_mhz
+    from fsmeter.provision.errors import ProvisionError
+    from fsmeter.provision.storage_probe import StorageProbe, probe_target, storage_class_of
+
+    spec = c.target.spec()
+    try:
+        probe = probe_target(prov, spec)
+    except (OSError, ValueError, ProvisionError) as exc:
+        msg = getattr(exc, "message", None) or str(exc)
+        probe = StorageProbe(storage_class_of(spec), spec.kind, 0, note=f"the probe failed: {msg}")
+    info = host_info()
+    row = {**probe.as_dict(), "cpu_mhz": cpu_clock_mhz(), "cpus_online": info["cpus_online"]}
+    row["hostname"] = info["hostname"]
+    store.record_storage_probe(campaign_id, row)
+    console.print(f"[dim]{probe.line()}[/]")
 
 
 def _run_interleaved(cells: list, rows: list, ctx: RunContext) -> None:

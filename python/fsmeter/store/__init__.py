@@ -226,6 +226,39 @@ class Store:
                 (status, cause, stop_reason, cell_id),
             )
 
+    # -- the storage under the target -----------------------------------------------------
+    def record_storage_probe(self, campaign_id: int, probe: Mapping) -> int:
+        """Store one probe of the campaign's target (fsmeter.provision.storage_probe.StorageProbe.as_dict(),
+        optionally with ``cpu_mhz``, ``cpus_online`` and ``hostname``); returns its id."""
+        row = dict(probe)
+        with self.conn:
+            cur = self.conn.execute(
+                "INSERT INTO storage_probes (campaign_id, probed, hostname, storage_class, span_bytes, "
+                "random_read_ms_p50, random_read_ms_mean, seq_read_mb_s, seq_write_mb_s, flush_ms_p50, cpu_mhz, "
+                "cpus_online, report) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    campaign_id,
+                    now_iso(),
+                    row.get("hostname"),
+                    str(row.get("storage_class") or "unknown"),
+                    row.get("span_bytes"),
+                    row.get("random_read_ms_p50"),
+                    row.get("random_read_ms_mean"),
+                    row.get("seq_read_mb_s"),
+                    row.get("seq_write_mb_s"),
+                    row.get("flush_ms_p50"),
+                    row.get("cpu_mhz"),
+                    row.get("cpus_online"),
+                    json.dumps(row, default=str),
+                ),
+            )
+        return int(cur.lastrowid)
+
+    def storage_probes(self, campaign_id: int) -> list:
+        return self.conn.execute(
+            "SELECT * FROM storage_probes WHERE campaign_id = ? ORDER BY id", (campaign_id,)
+        ).fetchall()
+
     # -- trials ---------------------------------------------------------------------------
     def record_trial(
         self,
@@ -495,7 +528,8 @@ def load(path=None, campaign: Any = None) -> dict:
     """Every table as pandas DataFrames, joined for convenience; see docs/store.md.
 
     Keys: campaigns, cells (with factor columns), trials (with cell factors), metrics (= tidy()),
-    phases (without the report JSON), intervals (with trial/phase/cell ids), histograms, environment.
+    phases (without the report JSON), intervals (with trial/phase/cell ids), histograms, environment,
+    storage (the probes of the campaigns' targets, without their JSON).
     """
     import pandas as pd
 
@@ -544,6 +578,11 @@ def load(path=None, campaign: Any = None) -> dict:
                 "SELECT c.campaign_id, t.cell_id, t.number AS trial, e.* FROM environment e"
                 " JOIN trials t ON t.id = e.trial_id JOIN cells c ON c.id = t.cell_id"
                 f" WHERE c.campaign_id IN ({ph})"
+            ),
+            "storage": sel(
+                "SELECT campaign_id, probed, hostname, storage_class, span_bytes, random_read_ms_p50,"
+                " random_read_ms_mean, seq_read_mb_s, seq_write_mb_s, flush_ms_p50, cpu_mhz, cpus_online"
+                f" FROM storage_probes WHERE campaign_id IN ({ph}) ORDER BY id"
             ),
         }
     fac_cols = [c for c in factors.columns if c != "cell_id"]

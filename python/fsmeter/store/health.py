@@ -43,6 +43,7 @@ TABLES = [
     ("intervals", "phase_id", "phases"),
     ("histograms", "phase_id", "phases"),
     ("environment", "trial_id", "trials"),
+    ("storage_probes", "campaign_id", "campaigns"),
 ]
 
 #: Columns holding JSON text that must parse (NULL allowed where the schema allows it).
@@ -54,6 +55,7 @@ JSON_COLUMNS = {
     "environment": ("extra",),
     "metrics": ("keys",),
     "campaigns": ("owner",),
+    "storage_probes": ("report",),
 }
 
 #: The JSON type each of those documents has when fsmeter wrote it (a column not named here may hold any).
@@ -64,6 +66,7 @@ JSON_SHAPES = {
     ("environment", "extra"): dict,
     ("metrics", "keys"): dict,
     ("campaigns", "owner"): dict,
+    ("storage_probes", "report"): dict,
 }
 _SHAPE_NAMES = {dict: "a JSON object", list: "a JSON list"}
 
