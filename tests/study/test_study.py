@@ -143,6 +143,8 @@ def _frame(spec: dict, n: int = 6, noise: float = 0.02, seed: int = 3, **cols) -
                 higher_is_better=True,
                 trial=t,
                 value=mean * rng.gauss(1.0, noise),
+                phase_s=30.0,  # a quiet machine and long phases: the data gates pass
+                other_cpu_share=0.01,
             )
             rows.append(row)
     return pd.DataFrame(rows)
@@ -159,8 +161,11 @@ def test_ordering_reproduced_reversed_not_reproduced_inconclusive():
     assert ClaimChecker(s, _frame({"xfs": 200, "ext3": 100})).check_all()[0].outcome == REPRODUCED
     v = ClaimChecker(s, _frame({"xfs": 100, "ext3": 200})).check_all()[0]
     assert v.outcome == REVERSED and "reversed" in v.subs[0].detail
-    # no difference, measured precisely enough to have seen the claimed 10%: not reproduced (not "reversed")
-    assert ClaimChecker(s, _frame({"xfs": 100, "ext3": 100}, noise=0.01)).check_all()[0].outcome == NOT_REPRODUCED
+    # no difference, measured precisely enough to exclude a stated 10%: not reproduced (not "reversed")
+    sized = _study_with({**base, "size_pct": 10.0})
+    assert ClaimChecker(sized, _frame({"xfs": 100, "ext3": 100}, noise=0.01)).check_all()[0].outcome == NOT_REPRODUCED
+    # "faster" with no size: a difference of 0.5% is still possible, so nothing is excluded
+    assert ClaimChecker(s, _frame({"xfs": 100, "ext3": 100}, noise=0.01)).check_all()[0].outcome == INCONCLUSIVE
     # too noisy to tell
     assert ClaimChecker(s, _frame({"xfs": 115, "ext3": 100}, n=3, noise=0.4)).check_all()[0].outcome == INCONCLUSIVE
 
@@ -336,7 +341,7 @@ def _fill(store, p, fs_speed: dict, rng, n_trials: int = 6):
                 n,
                 status="ok",
                 started="2024-01-01T00:00:00Z",
-                phases=[{"key": "run", "engine_phase": "run", "report": rep}],
+                phases=[{"key": "run", "engine_phase": "run", "report": _quiet(rep)}],
                 metrics=[
                     {
                         "phase": "run",
@@ -347,11 +352,21 @@ def _fill(store, p, fs_speed: dict, rng, n_trials: int = 6):
                         "headline": True,
                     }
                 ],
-                environment=environment(f["filesystem"], "replay", {}),
+                environment=_two_cpus(environment(f["filesystem"], "replay", {})),
             )
         store.set_cell_status(row["id"], "done")
     store.set_campaign_status(cid, "done")
     return cid
+
+
+def _quiet(report: dict) -> dict:
+    """A synthetic phase report measured on a quiet machine, its reads from the device (the data gates pass)."""
+    return {**report, "regime": {"other_cpu_share": 0.01, "cache_read_share": 0.0}}
+
+
+def _two_cpus(env: dict) -> dict:
+    """A 2-CPU machine: the post's SMP, so that claims about it are comparable."""
+    return {**env, "cpus_online": 2}
 
 
 def _fill_study(study, db, monkeypatch, rng):
@@ -476,9 +491,9 @@ def _fill_study(study, db, monkeypatch, rng):
                     n,
                     status="ok",
                     started="2024-01-01T00:00:00Z",
-                    phases=phases,
+                    phases=[{**ph, "report": _quiet(ph["report"])} for ph in phases],
                     metrics=metrics,
-                    environment=environment(cell.factors["filesystem"], fam, {}),
+                    environment=_two_cpus(environment(cell.factors["filesystem"], fam, {})),
                 )
             store.set_cell_status(row["id"], "done")
         store.set_campaign_status(cid, "done")
@@ -487,7 +502,9 @@ def _fill_study(study, db, monkeypatch, rng):
 def _comparable(study):
     """The study with no claim sensitive to any change: a synthetic store tests the report's machinery,
     not whether the quick scale keeps each claim's regime (test_study_tests covers 'not comparable here')."""
-    return study.model_copy(update={"claims": [c.model_copy(update={"sensitive_to": []}) for c in study.claims]})
+    return study.model_copy(
+        update={"claims": [c.model_copy(update={"sensitive_to": [], "bound_by": []}) for c in study.claims]}
+    )
 
 
 def test_layton_report_tables(tmp_path, monkeypatch):
@@ -609,6 +626,8 @@ def test_variation_claims_on_a_known_design():
                         trial=t,
                         filesystem=fs,
                         value=100 + fe + me + rng.gauss(0, 1.0),
+                        phase_s=30.0,
+                        other_cpu_share=0.01,
                     )
                 )
     df = pd.DataFrame(rows)
@@ -695,6 +714,8 @@ def test_pooled_phases_are_one_sample_per_trial():
                 trial=t,
                 filesystem=fs,
                 value=v * (1 + 0.01 * k + 0.005 * t),
+                phase_s=30.0,
+                other_cpu_share=0.01,
             )
             for fs, v in (("ext2", 200), ("xfs", 100))
             for k in (2, 3, 4)

@@ -1,26 +1,27 @@
-"""Test a study's claims, on a re-run's kept trials or on the paper's own published numbers.
+"""Test claims, on a re-run's kept trials, on a paper's own published numbers, or on any campaign.
 
 A claim is tested in each of its *cases* (the cells of the factors it does not fix). In a case its
 test compares pairs of levels: every upper member against every lower one for an ordering, every
 pair of a tier for an equivalence, the two tiers (or numerator and denominator) for a magnitude.
 The tests are in :mod:`fsmeter.study.stattests`: one-sided Welch, TOST at the claim's margin, the
 ratio of means in the claimed range (delta method on logs). All the tests of one claim form one
-family: their p-values are adjusted by Holm's method (Holm 1979) at the claim's alpha.
+family: their p-values are adjusted by Holm's method (Holm 1979) at the claim's alpha (1 - the
+study's level), and the bounds that can exclude a claimed effect are simultaneous (Bonferroni).
 
-A pair *holds* when its adjusted p-value is under alpha. It is *reversed* when the opposite is
-significant (the adjusted p-value of the one-sided test the other way), and *not shown* when the
-claim is shown not to hold in its own direction: a difference beyond the margin (equivalence), a
-ratio outside the range (magnitude), or no effect where the test had the power (``power``, at the
-claim's ``effect_pct``, default 10%) to see the claimed one (ordering). Otherwise it is *unclear*.
-A case holds when all its pairs do; it is reversed when any pair is, not shown when any pair is.
-The claim's word follows from its cases and its ``decide`` rule (:func:`fsmeter.study.verdict.decide`).
+What each pair, case and claim then *is* (holds, reversed, not shown, unclear; reproduced, reversed,
+not reproduced, inconclusive) is decided by the rules of :mod:`fsmeter.study.verdict`, with the study's
+own ``[rules]``: its level, its minimum difference, its interval rule. Power (at ``effect_pct``,
+default 10%) and the trials needed are computed for orderings and only explain an inconclusive
+verdict: the same data give the same word whatever ``effect_pct`` says.
 
-Where a side has a point value only (a paper that printed one number), the comparison is
-descriptive: the point estimate agrees with the claim or not, no test, and the verdict says so.
+Where a side has a point value only (a paper that printed one number) or a published range (every
+value of the cells lay in it), the comparison is descriptive: the numbers agree with the claim or
+not, no test, and the verdict says so.
 
-Re-run verdicts pass gates (:mod:`fsmeter.study.verdict`): a claim ``sensitive_to`` a change this run
-made is *not comparable here*; short phases, a busy machine or too few trials for the power make a
-verdict *inconclusive*. Published absolute numbers are never compared with a re-run: the hardware differs.
+Re-run verdicts pass gates (:mod:`fsmeter.study.gates`): a claim the run changed the subject of, or
+bound by a resource much faster here than on the paper's machine, is *not comparable here*; short
+phases, a busy machine, too few trials or a missing measurement make it *inconclusive*. Published
+absolute numbers are never compared with a re-run: the hardware differs.
 """
 
 from __future__ import annotations
@@ -33,23 +34,27 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from fsmeter.study import gates as gt
 from fsmeter.study import stattests as st
+from fsmeter.study import verdict as vd
 from fsmeter.study.model import Claim, Study
 from fsmeter.study.stattests import Sample
 from fsmeter.study.verdict import (
     AGAINST,
     HOLDS,
     INCONCLUSIVE,
+    MIN_TRIALS,
     NOT_COMPARABLE,
     NOT_TESTABLE,
     OPPOSITE,
     PAPER_OF,
+    REPRODUCED,
     UNCLEAR,
     decide,
-    gate_reasons,
 )
 
-#: Ordering claims that state no size are powered at this difference (% of the lower mean).
+#: Ordering claims are powered at this difference (% of the mean of the member claimed worse) unless
+#: their ``effect_pct`` says otherwise; the power only explains an inconclusive verdict.
 DEFAULT_EFFECT_PCT = 10.0
 #: Columns of a claim frame that are not factors.
 _NOT_FACTORS = (
@@ -60,17 +65,18 @@ _NOT_FACTORS = (
     "trial",
     "sd",
     "n",
-    "phase_s",
-    "other_cpu_share",
-    "cache_read_share",
     "unit",
-    "emulated",
+    "low",
+    "high",
+    "statistic",
+    *gt.REGIME_COLUMNS,
 )
 
 
 @dataclass
 class PairTest:
-    """One comparison inside a claim: a against b in one case."""
+    """One comparison inside a claim: a against b in one case, with its evidence as data (the effect,
+    its interval, the p-values before and after Holm, the power) for the report and for plots."""
 
     case: str
     a: str
@@ -78,13 +84,22 @@ class PairTest:
     sa: Sample
     sb: Sample
     effect: str  # the measured effect with its interval, as text
+    mode: str = "better"  # better | not_better | not_worse | same | ratio
+    hib: bool = True  # the metric's better direction: higher
+    unit: str = "%"  # what estimate and interval are in: "%" (of b's mean, in the claimed direction) or "ratio"
+    estimate: float | None = None  # the effect: % in the claimed direction, or the ratio a / b
+    interval: tuple[float, float] | None = None  # its two-sided interval at 1 - 2 alpha
+    level: float | None = None  # that interval's level
+    claimed: tuple[float, float] | None = None  # the region the claim puts the effect in (same unit)
+    upper: float | None = None  # ordering: the simultaneous upper bound of the effect (Bonferroni)
+    apart: bool = True  # the study's interval rule (no overlap of the two means' intervals) holds
     p_hold: float = 1.0  # the claim's own test
     p_against: float = 1.0  # shown otherwise (beyond the margin, outside the range)
     p_opposite: float = 1.0  # significant in the opposite direction
-    power: float | None = None  # ordering: power at the claimed effect
-    needed: int | None = None  # trials per side the power wanted needs
-    descriptive: str | None = None  # point values: the status the point estimate gives
-    regime: dict[str, float] = field(default_factory=dict)
+    power: float | None = None  # ordering: power at effect_pct, at the Bonferroni level
+    needed: int | None = None  # trials per side that power wants
+    descriptive: str | None = None  # point values or ranges: the status the numbers give, no test
+    regime: dict = field(default_factory=dict)
     status: str = UNCLEAR
     adj_p: float = 1.0  # Holm-adjusted p of the claim's own test
     adj_p_hold: float = 1.0
@@ -93,16 +108,63 @@ class PairTest:
 
     def text(self) -> str:
         if self.descriptive is not None:
-            return (
-                f"{self.a} {self.sa.text()} vs {self.b} {self.sb.text()}: {self.effect} -> {self.status} (point values)"
-            )
-        pw = f", power {self.power:.2f}" if self.power is not None and self.status in (UNCLEAR, AGAINST) else ""
+            what = "ranges" if self.sa.ranged or self.sb.ranged else "point values"
+            return f"{self.a} {self.sa.text()} vs {self.b} {self.sb.text()}: {self.effect} -> {self.status} ({what})"
+        pw = (
+            f", power {self.power:.2f} at the powered effect"
+            if self.power is not None and self.status in (UNCLEAR, AGAINST)
+            else ""
+        )
         p = {OPPOSITE: self.adj_p_opposite, AGAINST: min(self.adj_p_against, self.adj_p)}.get(self.status, self.adj_p)
         which = {OPPOSITE: "the other way", AGAINST: "otherwise"}.get(self.status, "")
+        if self.mode == "better" and self.status == AGAINST and self.upper is not None:
+            which, p = "", self.adj_p
+            pw = f", simultaneous upper bound {self.upper:+.1f}%" + pw
         return (
             f"{self.a} ({self.sa.text()}) vs {self.b} ({self.sb.text()}): {self.effect}, "
             f"p={p:.3g} (Holm{', ' + which if which else ''}){pw} -> {self.status}"
         )
+
+    def as_json(self) -> dict:
+        """The evidence as data: per case and pair, the effect, its interval, p before and after Holm, power."""
+        return {
+            "case": self.case,
+            "a": self.a,
+            "b": self.b,
+            "a_sample": _sample_json(self.sa),
+            "b_sample": _sample_json(self.sb),
+            "test": self.mode,
+            "unit": self.unit,
+            "effect": _num(self.estimate),
+            "interval": [_num(x) for x in self.interval] if self.interval else None,
+            "interval_level": self.level,
+            "claimed": [_num(x) for x in self.claimed] if self.claimed else None,
+            "simultaneous_upper": _num(self.upper),
+            "p": _num(self.p_hold) if self.descriptive is None else None,
+            "adjusted_p": _num(self.adj_p_hold) if self.descriptive is None else None,
+            "p_opposite": _num(self.p_opposite) if self.descriptive is None else None,
+            "adjusted_p_opposite": _num(self.adj_p_opposite) if self.descriptive is None else None,
+            "power": _num(self.power),
+            "trials_needed": self.needed,
+            "descriptive": self.descriptive is not None,
+            "status": self.status,
+            "text": self.effect,
+        }
+
+
+def _num(x):
+    """A float for JSON: None for a missing or infinite value (JSON has no inf)."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _sample_json(s: Sample) -> dict:
+    out = {"mean": _num(s.mean), "sd": _num(s.sd), "n": s.n}
+    if s.ranged:
+        out.update(low=_num(s.low), high=_num(s.high))
+    return out
 
 
 @dataclass
@@ -121,11 +183,12 @@ class Verdict:
     notes: list[str] = field(default_factory=list)
     tests: list[PairTest] = field(default_factory=list)
     test: str = ""  # what the test was, in a line
-    descriptive: bool = False  # some comparison had point values only
+    descriptive: bool = False  # some comparison had point values or ranges only
     data_outcome: str = ""  # the word before the gates
     gates: list[str] = field(default_factory=list)
     no_data: bool = False  # nothing in the frame matched the claim
-    regime: dict[str, float] = field(default_factory=dict)  # shortest phase, busiest, most cache-served
+    regime: dict = field(default_factory=dict)  # shortest phase, busiest, most cache-served, fastest storage
+    power_note: str = ""  # an inconclusive verdict: the power and the trials a decision would need
 
     @property
     def paper_verdict(self) -> str:
@@ -136,18 +199,30 @@ class Verdict:
         """The comparisons that decided, as lines: failing ones first when the claim did not hold."""
         if not self.tests:
             return [f"{s.context}: {s.detail}" for s in self.subs[:limit]]
-        held = (self.data_outcome or self.outcome) == "reproduced"
+        held = (self.data_outcome or self.outcome) == REPRODUCED
         rows = sorted(self.tests, key=lambda t: (t.status != HOLDS) if held else (t.status == HOLDS))
         return [f"{t.case + ': ' if t.case else ''}{t.text()}" for t in rows[:limit]]
 
+    def as_json(self) -> dict:
+        """The verdict as `fsmeter claim check --json` writes it: id, verdict, data_outcome, gates, tests, reason."""
+        return {
+            "id": self.claim.id,
+            "verdict": self.outcome,
+            "data_outcome": self.data_outcome or self.outcome,
+            "gates": list(self.gates),
+            "tests": [t.as_json() for t in self.tests],
+            "cases": [{"case": c.context, "outcome": c.outcome, "detail": c.detail} for c in self.subs],
+            "reason": self.reason + (f"; {self.power_note}" if self.power_note else ""),
+            "test": self.test,
+            "notes": list(self.notes),
+            "regime": {k: v for k, v in self.regime.items()},
+        }
 
-def _merge_regimes(parts) -> dict[str, float]:
-    """The shortest phase, the busiest machine and the most cache-served reads over several parts."""
-    out: dict[str, float] = {}
-    for part in parts:
-        for k, v in part.items():
-            out[k] = v if k not in out else (min if k == "phase_s" else max)(out[k], v)
-    return out
+
+def _merge_regimes(parts) -> dict:
+    """The shortest phase, the busiest machine, the most cache-served reads and the fastest storage
+    over several parts (fsmeter.study.gates.merge)."""
+    return gt.merge(parts)
 
 
 def _concerns(change, claim: Claim, study: Study) -> bool:
@@ -185,24 +260,54 @@ def _better_diff(a: Sample, b: Sample, hib: bool) -> float:
     return (a.mean - b.mean) if hib else (b.mean - a.mean)
 
 
+def _bounds_pct(a: Sample, b: Sample, hib: bool) -> tuple[float, float]:
+    """The least and the most favourable difference in the claimed direction (% of b's value) that two
+    point values or published ranges allow: equal for two point values."""
+    alo, ahi = (a.low, a.high) if a.ranged else (a.mean, a.mean)
+    blo, bhi = (b.low, b.high) if b.ranged else (b.mean, b.mean)
+
+    def pct(x: float, y: float) -> float:
+        return 100.0 * x / abs(y) if y else math.copysign(math.inf, x)
+
+    if hib:
+        return pct(alo - bhi, bhi), pct(ahi - blo, blo)
+    return pct(blo - ahi, blo), pct(bhi - alo, bhi)
+
+
+def _upper_pct(a: Sample, b: Sample, hib: bool, level: float) -> float:
+    """The one-sided upper bound at ``level`` of the difference in the claimed direction, % of b's mean."""
+    return st.diff_upper_pct(a, b, level) if hib else -st.diff_lower_pct(a, b, level)
+
+
 class ClaimChecker:
-    """Claims of one study against a tidy frame (levels in the study's names).
+    """Claims of one study (or a claim file) against a tidy frame (levels in the claims' names).
 
     ``frame`` columns: workload, metric_key ("phase.metric"), value, higher_is_better, filesystem (the
-    study's configuration id), one column per varied study factor, optionally kernel / host. A row is
-    one trial; a row with ``sd`` and ``n`` is a published mean with its spread; a lone row without them
-    is a point value. Re-run frames may carry per-row ``phase_s``, ``other_cpu_share`` and
-    ``cache_read_share`` for the gates. ``changes`` are the run's (objects with an ``affects`` list);
-    ``paper`` says the frame holds the paper's own numbers (no gates, paper words).
+    configuration id the tiers use), one column per varied factor, optionally kernel / host. A row is
+    one trial; a row with ``sd`` and ``n`` is a published mean with its spread; a row with ``low`` and
+    ``high`` a published range; a lone row without them a point value. Re-run frames carry the
+    regime per row (fsmeter.study.gates.REGIME_COLUMNS: phase length, others' CPU, the page-cache
+    share of the reads, the storage probe's figures, the CPUs online and the clock) for the gates; a
+    missing column is a measurement not made. ``changes`` are the run's (objects with an ``affects``
+    list); ``paper`` says the frame holds the paper's own numbers (no gates, paper words).
+
+    ``study`` is a :class:`~fsmeter.study.model.Study` or anything with the same ``rules``,
+    ``hardware``, ``workloads``, ``factors``, ``study`` (the gate thresholds), ``machine_of`` and
+    ``alpha_of`` (a claim file, :mod:`fsmeter.study.claimfile`).
     """
 
     def __init__(self, study: Study, frame, changes: Sequence = (), paper: bool = False):
         self.study, self.df = study, frame
         self.paper = paper
+        self.rules = study.rules
         self.changes = [c for c in changes if getattr(c, "affects", None)]
         self.factors = [c for c in frame.columns if c not in _NOT_FACTORS]
+        if "statistic" in frame.columns:  # best-of figures serve only the claims about them
+            self._best = frame[frame["statistic"] == "best"]
+            self.df = frame[frame["statistic"] != "best"]
+        else:
+            self._best = frame.iloc[0:0]
 
-    # -- selection ------------------------------------------------------------------------------
     def _select(self, claim: Claim, notes: list, workloads: bool = True):
         df = self.df
         if claim.workloads and workloads:
@@ -257,6 +362,8 @@ class ClaimChecker:
     # -- samples ----------------------------------------------------------------------------------
     @staticmethod
     def _sample(g) -> Sample | None:
+        if "low" in g.columns and len(g) == 1 and not pd.isna(g["low"].iloc[0]) and not pd.isna(g["high"].iloc[0]):
+            return Sample.span(float(g["low"].iloc[0]), float(g["high"].iloc[0]))
         vals = [float(v) for v in g["value"] if v is not None and not (isinstance(v, float) and math.isnan(v))]
         if not vals:
             return None
@@ -266,23 +373,38 @@ class ClaimChecker:
                 return Sample(vals[0], float(g["sd"].iloc[0]), n)
         return Sample.of(vals)
 
-    def _regime(self, g) -> dict[str, float]:
-        """The shortest phase, the busiest machine and the most cache-served reads of these rows. Reads
-        from the page cache count only for workloads the study did not run from memory itself (its
-        ``regime = "cache"`` ones did: cache residency is their regime, not a change)."""
-        out = {}
+    def _regime(self, g) -> dict:
+        """The regime of these rows (fsmeter.study.gates.merge's rules), and which measurements some row
+        lacks (``missing``). Reads from the page cache count only for workloads the study did not run
+        from memory itself (its ``regime = "cache"`` ones did: cache residency is their regime, not a
+        change), and a row of such a workload needs no cache share."""
+        if self.paper:
+            return {}
+        out: dict = {}
+        missing = []
         cached = {w.id for w in self.study.workloads if w.regime == "cache"}
-        for col, how in (
-            ("phase_s", "min"),
-            ("other_cpu_share", "max"),
-            ("cache_read_share", "max"),
-            ("emulated", "max"),
-        ):
-            vals = g[col] if col in g.columns else None
-            if vals is not None and col == "cache_read_share" and "workload" in g.columns:
-                vals = vals[~g["workload"].astype(str).isin(cached)]
-            if vals is not None and vals.notna().any():
-                out[col] = float(getattr(vals, how)())
+        for col in gt.REGIME_COLUMNS:
+            rows = g
+            if col == "cache_read_share" and "workload" in g.columns:
+                rows = g[~g["workload"].astype(str).isin(cached)]
+                if rows.empty:  # the study itself ran these from memory: no cache share needed
+                    continue
+            if col not in rows.columns:
+                if col not in ("emulated", "storage_class"):
+                    missing.append(col)
+                continue
+            if col == "storage_class":
+                classes = sorted({str(x) for x in rows[col].dropna()})
+                if classes:
+                    out[col] = classes
+                continue
+            vals = pd.to_numeric(rows[col], errors="coerce")
+            if vals.isna().any() and col != "emulated":
+                missing.append(col)
+            if vals.notna().any():
+                out[col] = float(gt.COMBINE[col](vals.dropna()))
+        if missing:
+            out["missing"] = missing
         return out
 
     def _samples(self, part, col: str) -> dict[str, tuple]:
@@ -296,72 +418,65 @@ class ClaimChecker:
     # -- one comparison --------------------------------------------------------------------------
     def _pair(self, claim: Claim, case: str, a: str, b: str, A: tuple, B: tuple, hib: bool, mode: str) -> PairTest:
         """mode: 'better' (a better than b), 'not_better' / 'not_worse' (within margin_pct),
-        'same' (TOST at margin_pct), 'ratio' (mean(a)/mean(b) in ratio_range)."""
+        'same' (TOST at margin_pct), 'ratio' (mean(a)/mean(b) in ratio_range). The p-values here are
+        raw; Holm, the simultaneous bounds and the statuses come in _settle."""
         (sa, ra), (sb, rb) = A, B
         regime = _merge_regimes([ra, rb])
-        bd = _better_diff(sa, sb, hib)
-        pct = 100.0 * bd / abs(sb.mean) if sb.mean else math.inf
+        alpha = self.study.alpha_of(claim)
+        level = 1 - 2 * alpha
+        t = PairTest(case, a, b, sa, sb, "", mode=mode, hib=hib, regime=regime, level=level)
         point = sa.point or sb.point
-        margin = claim.margin_pct
-        t = PairTest(case, a, b, sa, sb, "", regime=regime)
         if point and not self.paper:  # a re-run with one kept trial on a side: nothing to test with
+            bd = _better_diff(sa, sb, hib)
+            pct = 100.0 * bd / abs(sb.mean) if sb.mean else math.inf
             t.effect = f"{pct:+.1f}%, one kept trial on a side: no spread to test with"
             t.descriptive = UNCLEAR
             return t
-        if mode == "ratio" and (sa.mean <= 0 or sb.mean <= 0):
-            t.effect = f"means {sa.mean:.4g} and {sb.mean:.4g}: a ratio needs positive means"
-            t.descriptive = UNCLEAR
-            return t
         if mode == "ratio":
-            lo, hi = claim.ratio_range
-            claim_side = 1 if lo >= 1 else (-1 if hi <= 1 else 0)
-            if point:
-                r = sa.mean / sb.mean
-                t.effect = f"ratio {r:.3g}, claimed {lo:g}..{hi:g}"
-                t.descriptive = (
-                    HOLDS if lo <= r <= hi else OPPOSITE if claim_side and (r - 1) * claim_side < 0 else AGAINST
-                )
-                return t
-            r, rlo, rhi = st.ratio_interval(sa, sb, 1 - 2 * claim.alpha)
-            t.effect = f"ratio {r:.3g} [{rlo:.3g}, {rhi:.3g}] ({1 - 2 * claim.alpha:.0%}), claimed {lo:g}..{hi:g}"
-            t.p_hold = st.ratio_in_range_p(sa, sb, lo, hi)
-            t.p_against = st.ratio_outside_p(sa, sb, lo, hi)
-            if claim_side:
-                t.p_opposite = st.one_sided_p(sa, sb, a_larger=claim_side < 0)
-            return t
+            return self._ratio_pair(claim, t, sa, sb, point)
         if mode == "same":
-            if point:
-                t.effect = f"{pct:+.1f}% (margin {margin:g}%)"
-                t.descriptive = HOLDS if abs(pct) < margin else AGAINST
-                return t
-            d, lo_, hi_ = st.diff_interval(sa, sb, 1 - 2 * claim.alpha)
-            t.effect = f"{d:+.1f}% [{lo_:+.1f}, {hi_:+.1f}] ({1 - 2 * claim.alpha:.0%}), margin +-{margin:g}%"
-            t.p_hold = st.tost_p(sa, sb, margin)
-            t.p_against = st.beyond_margin_p(sa, sb, margin)
-            return t
-        # better / not_better / not_worse
-        if point:
-            t.effect = f"{pct:+.1f}% better" + (f" (margin {margin:g}%)" if mode != "better" else "")
+            return self._same_pair(claim, t, sa, sb, hib, point)
+        size = self._size(claim)
+        min_diff = self.rules.min_difference_pct
+        margin = claim.margin_pct
+        if point:  # point values or ranges: the least and the most favourable difference they allow
+            worst, best = _bounds_pct(sa, sb, hib)
+            t.unit, t.estimate = "%", (worst + best) / 2
+            t.interval = (worst, best) if worst != best else None
+            shown = f"{worst:+.1f}%" if worst == best else f"{worst:+.1f}% to {best:+.1f}%"
             if mode == "better":
-                t.descriptive = HOLDS if bd > 0 else (OPPOSITE if bd < 0 else AGAINST)
+                t.claimed = (size, math.inf)
+                t.effect = f"{shown} better" + (f" (claimed at least {size:g}%)" if size else "")
+                t.descriptive = vd.descriptive_ordering(worst, best, size, min_diff)
             elif mode == "not_better":
-                t.descriptive = HOLDS if pct < margin else OPPOSITE
+                t.claimed = (-math.inf, margin)
+                t.effect = f"{shown} better (margin {margin:g}%)"
+                t.descriptive = HOLDS if best < margin else OPPOSITE if worst > margin else UNCLEAR
             else:
-                t.descriptive = HOLDS if pct > -margin else OPPOSITE
+                t.claimed = (-margin, math.inf)
+                t.effect = f"{shown} better (margin {margin:g}%)"
+                t.descriptive = HOLDS if worst > -margin else OPPOSITE if best < -margin else UNCLEAR
             return t
-        d, lo_, hi_ = st.diff_interval(sa, sb, 1 - 2 * claim.alpha)
+        d, lo_, hi_ = st.diff_interval(sa, sb, level)
         sign = 1 if hib else -1
         w = st.welch(sa, sb)
         lo_b, hi_b = sorted((sign * lo_, sign * hi_))
-        t.effect = f"{sign * d:+.1f}% better [{lo_b:+.1f}, {hi_b:+.1f}] ({1 - 2 * claim.alpha:.0%})"
-        effect_pct = claim.effect_pct or DEFAULT_EFFECT_PCT
+        t.unit, t.estimate, t.interval = "%", sign * d, (lo_b, hi_b)
+        t.effect = f"{sign * d:+.1f}% better [{lo_b:+.1f}, {hi_b:+.1f}] ({level:.0%})"
         if mode == "better":
+            t.claimed = (size, math.inf)
+            if size:
+                t.effect += f", claimed at least {size:g}%"
             t.p_hold = st.one_sided_p(sa, sb, a_larger=hib)
             t.p_opposite = st.one_sided_p(sa, sb, a_larger=not hib)
-            t.power = st.welch_power(sa, sb, effect_pct, claim.alpha)
-            t.needed = st.trials_needed(sa, sb, effect_pct, claim.alpha, claim.power)
+            if self.rules.intervals == "no_overlap":
+                t.apart = st.intervals_apart(sa, sb, self.rules.level)
+                if not t.apart:
+                    t.effect += f", the two {self.rules.level:.0%} intervals overlap"
             return t
+        bd = _better_diff(sa, sb, hib)
         m = margin / 100.0 * abs(sb.mean)
+        t.claimed = (-math.inf, margin) if mode == "not_better" else (-margin, math.inf)
         if w.se == 0:
             t.p_hold = 0.0 if (bd < m if mode == "not_better" else bd > -m) else 1.0
             t.p_opposite = 0.0 if (bd > m if mode == "not_better" else bd < -m) else 1.0
@@ -372,6 +487,77 @@ class ClaimChecker:
             t.p_hold = float(st.sps.t.sf((bd + m) / w.se, w.df))
             t.p_opposite = float(st.sps.t.sf((-m - bd) / w.se, w.df))
         t.effect += f", margin {margin:g}%"
+        return t
+
+    def _size(self, claim: Claim) -> float:
+        """The claimed size s of an ordering: the size the words state, else the study's minimum difference."""
+        return claim.size_pct if claim.size_pct is not None else self.rules.min_difference_pct
+
+    def _ratio_pair(self, claim: Claim, t: PairTest, sa: Sample, sb: Sample, point: bool) -> PairTest:
+        lo, hi = claim.ratio_range
+        claim_side = 1 if lo >= 1 else (-1 if hi <= 1 else 0)
+        t.unit, t.claimed = "ratio", (lo, hi)
+        if (sa.mean <= 0 or sb.mean <= 0) or (sa.ranged and sa.low <= 0) or (sb.ranged and sb.low <= 0):
+            t.effect = f"means {sa.mean:.4g} and {sb.mean:.4g}: a ratio needs positive means"
+            t.descriptive = UNCLEAR
+            return t
+        min_diff = self.rules.min_difference_pct
+        if point:
+            rmin = (sa.low if sa.ranged else sa.mean) / (sb.high if sb.ranged else sb.mean)
+            rmax = (sa.high if sa.ranged else sa.mean) / (sb.low if sb.ranged else sb.mean)
+            t.estimate = sa.mean / sb.mean
+            t.interval = (rmin, rmax) if rmin != rmax else None
+            shown = f"{rmin:.3g}" if rmin == rmax else f"{rmin:.3g} to {rmax:.3g}"
+            t.effect = f"ratio {shown}, claimed {lo:g}..{hi:g}"
+            other = (rmax < 1 and (1 - rmax) * 100 >= min_diff) if claim_side > 0 else False
+            other |= (rmin > 1 and (rmin - 1) * 100 >= min_diff) if claim_side < 0 else False
+            t.descriptive = (
+                HOLDS
+                if lo <= rmin and rmax <= hi
+                else OPPOSITE
+                if other
+                else AGAINST
+                if rmax < lo or rmin > hi
+                else UNCLEAR
+            )
+            return t
+        r, rlo, rhi = st.ratio_interval(sa, sb, t.level)
+        t.estimate, t.interval = r, (rlo, rhi)
+        t.effect = f"ratio {r:.3g} [{rlo:.3g}, {rhi:.3g}] ({t.level:.0%}), claimed {lo:g}..{hi:g}"
+        t.p_hold = st.ratio_in_range_p(sa, sb, lo, hi)
+        t.p_against = st.ratio_outside_p(sa, sb, lo, hi)
+        if claim_side:
+            t.p_opposite = st.one_sided_p(sa, sb, a_larger=claim_side < 0)
+        return t
+
+    def _same_pair(self, claim: Claim, t: PairTest, sa: Sample, sb: Sample, hib: bool, point: bool) -> PairTest:
+        margin = claim.margin_pct
+        t.unit, t.claimed = "%", (-margin, margin)
+        if point:
+            diffs = [
+                100.0 * (x - y) / abs(y)
+                for x in ((sa.low, sa.high) if sa.ranged else (sa.mean,))
+                for y in ((sb.low, sb.high) if sb.ranged else (sb.mean,))
+                if y
+            ]
+            overlap = (sa.low if sa.ranged else sa.mean) <= (sb.high if sb.ranged else sb.mean) and (
+                sb.low if sb.ranged else sb.mean
+            ) <= (sa.high if sa.ranged else sa.mean)
+            most = max(abs(x) for x in diffs)
+            least = 0.0 if overlap else min(abs(x) for x in diffs)
+            t.estimate = 100.0 * (sa.mean - sb.mean) / abs(sb.mean) if sb.mean else math.inf
+            t.effect = (
+                f"{t.estimate:+.1f}% (margin {margin:g}%)"
+                if most == least
+                else f"differ by {least:.1f}% to {most:.1f}% (margin {margin:g}%)"
+            )
+            t.descriptive = HOLDS if most < margin else AGAINST if least >= margin else UNCLEAR
+            return t
+        d, lo_, hi_ = st.diff_interval(sa, sb, t.level)
+        t.estimate, t.interval = d, (lo_, hi_)
+        t.effect = f"{d:+.1f}% [{lo_:+.1f}, {hi_:+.1f}] ({t.level:.0%}), margin +-{margin:g}%"
+        t.p_hold = st.tost_p(sa, sb, margin)
+        t.p_against = st.beyond_margin_p(sa, sb, margin)
         return t
 
     # -- claim kinds ------------------------------------------------------------------------------
@@ -420,6 +606,48 @@ class ClaimChecker:
                                 if a in s and b in s:
                                     out.append(self._pair(claim, label, a, b, s[a], s[b], hib, mode))
         return out
+
+    def _best_of_tests(self, claim: Claim, notes: list) -> list[PairTest]:
+        """best_of: the upper tier at `where` against every cell of the lower tiers. Each lower cell (a
+        member at one combination of the factors' levels) becomes a level of its own, "ext3 (elevator=noop,
+        threads=5)"; the factors then leave the cases, so that every cell meets the upper one. On a
+        paper's numbers its 'best of all runs' figures take part (the best of a member's cells is above
+        the upper cell only if every cell is)."""
+        col = claim.compare
+        upper = {str(x) for x in claim.tiers[0]}
+        lower = {str(x) for t in claim.tiers[1:] for x in t}
+        saved = self.df
+        self.df = pd.concat([saved, self._best], ignore_index=True) if not self._best.empty else saved
+        try:
+            top = _pick_metrics(self._select(claim, notes), claim.all_metrics)
+            every = _pick_metrics(self._select(claim.model_copy(update={"where": {}}), []), claim.all_metrics)
+        finally:
+            self.df = saved
+        if col not in top.columns:
+            notes.append(f"{col} was not varied here")
+            return []
+        top = top[top[col].astype(str).isin(upper)]
+        low = every[every[col].astype(str).isin(lower)].copy()
+        facs = [c for c in self.factors if c != col and c in low.columns]
+        if facs and not low.empty:
+            varied = [c for c in facs if low[c].nunique(dropna=True) > 0]
+            low[col] = [
+                f"{m} ({', '.join(f'{c}={r[c]}' for c in varied if not pd.isna(r[c]))})"
+                if any(not pd.isna(r[c]) for c in varied)
+                else str(m)
+                for m, (_, r) in zip(low[col], low.iterrows())
+            ]
+        both = pd.concat([top, low], ignore_index=True).drop(columns=facs, errors="ignore")
+        cells = sorted({str(x) for x in low[col]})
+        tiers = [[x for x in claim.tiers[0] if str(x) in set(top[col].astype(str))], cells]
+        if not tiers[0] or not cells:
+            notes.append(
+                "no result for the upper tier at " + ", ".join(f"{k}={v}" for k, v in claim.where.items())
+                if not tiers[0]
+                else "no result for the lower tiers"
+            )
+            return []
+        return self._tier_tests(claim.model_copy(update={"tiers": tiers, "where": {}}), both, notes)
 
     def _factor_tests(self, claim: Claim, df, notes: list) -> list[PairTest]:
         col = claim.factor
@@ -513,27 +741,49 @@ class ClaimChecker:
 
     # -- the verdict --------------------------------------------------------------------------------
     def _settle(self, claim: Claim, tests: list[PairTest]) -> None:
-        """Holm inside the claim, then each pair's status."""
+        """Holm inside the claim, the simultaneous bounds and the power, then each pair's status by the
+        decision rules (fsmeter.study.verdict)."""
+        alpha = self.study.alpha_of(claim)
         tested = [t for t in tests if t.descriptive is None]
         for fam in ("p_hold", "p_against", "p_opposite"):
             adj = st.holm([getattr(t, fam) for t in tested])
             for t, p in zip(tested, adj):
                 setattr(t, "adj_" + fam, p)
+        m = max(1, len(tested))
+        size, min_diff = self._size(claim), self.rules.min_difference_pct
+        effect_pct = claim.effect_pct or DEFAULT_EFFECT_PCT
         for t in tests:
             if t.descriptive is not None:
                 t.status = t.descriptive
                 continue
             t.adj_p = t.adj_p_hold
-            if t.adj_p_hold < claim.alpha:
-                t.status = HOLDS
-            elif t.adj_p_opposite < claim.alpha:
-                t.status = OPPOSITE
-            elif t.adj_p_against < claim.alpha:
-                t.status = AGAINST
-            elif t.power is not None and t.power >= claim.power:
-                t.status = AGAINST
+            if t.mode == "better":
+                t.upper = _upper_pct(t.sa, t.sb, t.hib, 1 - alpha / m)
+                t.power = st.welch_power(t.sa, t.sb, effect_pct, alpha / m)
+                t.needed = st.trials_needed(t.sa, t.sb, effect_pct, alpha / m, claim.power)
+                t.status = vd.ordering_pair(
+                    holds_sig=t.adj_p_hold < alpha,
+                    opposite_sig=t.adj_p_opposite < alpha,
+                    estimate_pct=t.estimate,
+                    upper_pct=t.upper,
+                    size_pct=size,
+                    min_difference_pct=min_diff,
+                    apart=t.apart,
+                )
+            elif t.mode in ("not_better", "not_worse"):
+                t.status = vd.margin_pair(holds_sig=t.adj_p_hold < alpha, beyond_sig=t.adj_p_opposite < alpha)
+            elif t.mode == "same":
+                t.status = vd.equivalence_pair(holds_sig=t.adj_p_hold < alpha, beyond_sig=t.adj_p_against < alpha)
             else:
-                t.status = UNCLEAR
+                lo, hi = claim.ratio_range
+                r = t.estimate or 1.0
+                t.status = vd.magnitude_pair(
+                    holds_sig=t.adj_p_hold < alpha,
+                    outside_sig=t.adj_p_against < alpha,
+                    opposite_sig=t.adj_p_opposite < alpha,
+                    opposite_pct=abs(r - 1.0) * 100.0,
+                    min_difference_pct=min_diff,
+                )
 
     @staticmethod
     def _cases(tests: list[PairTest]) -> list[SubCheck]:
@@ -542,16 +792,7 @@ class ClaimChecker:
             by.setdefault(t.case, []).append(t)
         subs = []
         for case, ts in by.items():
-            st_ = [t.status for t in ts]
-            out = (
-                HOLDS
-                if all(s == HOLDS for s in st_)
-                else OPPOSITE
-                if OPPOSITE in st_
-                else AGAINST
-                if AGAINST in st_
-                else UNCLEAR
-            )
+            out = vd.case_outcome([t.status for t in ts])
             shown = [t for t in ts if (t.status != HOLDS) == (out != HOLDS)] or ts
             subs.append(SubCheck(case, out, "; ".join(t.text() for t in shown)))
         return subs
@@ -564,9 +805,18 @@ class ClaimChecker:
                     f"one-sided Welch non-{'superiority' if claim.direction == 'not_up' else 'inferiority'} "
                     f"test at a {claim.margin_pct}% margin"
                 )
+            size = self._size(claim)
+            rules = self.rules
             return (
-                f"one-sided Welch t-test, power wanted {claim.power:.0%} at "
-                f"{claim.effect_pct or DEFAULT_EFFECT_PCT:g}%" + ("" if claim.effect_pct else " (no size stated)")
+                f"one-sided Welch t-test at alpha {self.study.alpha_of(claim):g} (Holm)"
+                + (
+                    f", claimed size {size:g}%"
+                    + (" (stated)" if claim.size_pct is not None else " (the study's minimum difference)")
+                    if size
+                    else ""
+                )
+                + (f", {rules.level:.0%} intervals must not overlap" if rules.intervals == "no_overlap" else "")
+                + (", the upper tier's cell against every lower cell" if claim.best_of else "")
             )
         if t == "equivalence":
             return f"TOST (Schuirmann) at +-{claim.margin_pct:g}%"
@@ -590,6 +840,8 @@ class ClaimChecker:
         variation_regime: dict[str, float] = {}
         if claim.test == "magnitude" and claim.numerator:
             tests = self._ratio_tests(claim, notes)
+        elif claim.best_of:
+            tests = self._best_of_tests(claim, notes)
         else:
             df = _pick_metrics(self._select(claim, notes), claim.all_metrics)
             if df.empty:
@@ -636,7 +888,9 @@ class ClaimChecker:
             notes.append(f"read as: {claim.reading}")
         desc = self.paper and any(t.descriptive is not None for t in tests)
         if desc:
-            notes.append("descriptive: point values without a published spread were compared as they stand")
+            notes.append(
+                "descriptive: point values without a published spread (or published ranges) were compared as they stand"
+            )
         if not subs:
             absent = [n for n in notes if _ABSENT(n)]
             if absent:  # what the claim compares is not here: a filesystem, kernel or setting
@@ -665,7 +919,7 @@ class ClaimChecker:
         reason += "".join(f"; {v} {o}" for o, v in others.items() if v)
         test = self._describe(claim)
         if self.paper and tests and all(t.descriptive is not None for t in tests):
-            test = f"descriptive: point values compared as they stand (with spreads it would be: {test})"
+            test = f"descriptive: point values or ranges compared as they stand (with spreads it would be: {test})"
         v = Verdict(
             claim,
             word,
@@ -680,7 +934,31 @@ class ClaimChecker:
         )
         if not self.paper:
             self._gate(v)
+        if v.outcome == INCONCLUSIVE:
+            v.power_note = self._power_note(claim, tests)
         return v
+
+    @staticmethod
+    def _power_note(claim: Claim, tests: list[PairTest]) -> str:
+        """Why nothing was shown, for an inconclusive ordering: the power at the powered effect and the
+        trials a decision would need (the power never decides the word)."""
+        undecided = [t for t in tests if t.power is not None and t.status != HOLDS]
+        if not undecided:
+            return ""
+        effect = claim.effect_pct or DEFAULT_EFFECT_PCT
+        weakest = min(undecided, key=lambda t: t.power)
+        needs = [t.needed for t in undecided]
+        n = min(t.sa.n for t in undecided)
+        need = (
+            "more than 1000 trials a side would be needed"
+            if None in needs
+            else f"about {max(needs)} trials a side would reach {claim.power:.0%}"
+        )
+        return (
+            f"power at a {effect:g}% difference{'' if claim.effect_pct else ' (effect_pct not set: 10%)'}: "
+            f"{weakest.power:.2f} with {n} trials a side ({weakest.case + ': ' if weakest.case else ''}"
+            f"{weakest.a} vs {weakest.b}); {need}"
+        )
 
     def _affects(self, claim: Claim) -> set:
         """What this run's changes that concern the claim alter (their ``affects``)."""
@@ -698,9 +976,27 @@ class ClaimChecker:
             v.outcome = NOT_COMPARABLE
         return v
 
+    def _cpu_levels(self, claim: Claim) -> list[int]:
+        """The CPU counts a claim is about, from its `where` on a factor named cpus (study levels such as
+        "UP" mapped to the count the study file gives)."""
+        want = claim.where.get("cpus")
+        if want is None:
+            return []
+        fac = next((f for f in getattr(self.study, "factors", []) if f.name == "cpus"), None)
+        out = []
+        for lv in want if isinstance(want, list) else [want]:
+            mapped = fac.map.get(str(lv), lv) if fac is not None else lv
+            try:
+                out.append(int(mapped))
+            except (TypeError, ValueError):
+                continue
+        return out
+
     def _gate(self, v: Verdict) -> None:
-        """The re-run gates: comparability first, then phase length, busy machine, trials for the power."""
-        claim, study = v.claim, self.study.study
+        """The re-run gates (fsmeter.study.gates): comparability first (run changes, cache residency,
+        the resources the paper was bound by, the CPU count), then the data (trials, phase length,
+        settling, busy machine, emulation). A missing measurement fails closed."""
+        claim, limits = v.claim, self.study.study
         affects = self._affects(claim)
         hit = [a for a in claim.sensitive_to if a in affects]
         if affects:
@@ -709,32 +1005,45 @@ class ClaimChecker:
                 + ", ".join(sorted(affects))
                 + (f" (sensitive to {', '.join(hit)})" if hit else " (none it is sensitive to)")
             )
-        cache = v.regime.get("cache_read_share", -1)
-        if "cache_residency" in claim.sensitive_to and cache > study.max_cache_read_share:
-            hit.append(f"cache_residency (measured: {cache:.0%} of the reads came from the page cache)")
-        if hit:
-            v.gates.append(f"this run changed what the claim is about: {', '.join(hit)}")
+        missing = set(v.regime.get("missing") or ())
+        if "cache_residency" in claim.sensitive_to and limits.max_cache_read_share is not None:
+            cache = v.regime.get("cache_read_share")
+            if "cache_read_share" in missing:
+                hit.append(
+                    "cache_residency (not measured: the page-cache share of the reads is unknown for a phase it "
+                    "rests on: a write phase, under 1 MiB read, or a target without a block device of its own)"
+                )
+            elif cache is not None and cache > limits.max_cache_read_share:
+                hit.append(f"cache_residency (measured: {cache:.0%} of the reads came from the page cache)")
+        why = [f"this run changed what the claim is about: {', '.join(hit)}"] if hit else []
+        res, res_notes = gt.resource_gates(claim.bound_by, self.study.machine_of(claim), v.regime)
+        why += res
+        v.notes += res_notes
+        cpu = gt.cpu_count_gate(self._cpu_levels(claim), v.regime.get("cpus_online"))
+        if cpu:
+            why.append(cpu)
+        if why:
+            v.gates = why
             v.outcome = NOT_COMPARABLE
             v.notes.append(f"on the numbers alone: {v.data_outcome}")
             return
-        shortest, busiest = v.regime.get("phase_s"), v.regime.get("other_cpu_share")
         trials = min((min(t.sa.n, t.sb.n) for t in v.tests if t.descriptive is None), default=None)
-        needs = [t.needed for t in v.tests if t.descriptive is None and t.power is not None]
-        needed = max(needs) if needs and None not in needs else None
-        reasons = gate_reasons(study.min_phase_s, shortest, study.max_other_cpu_share, busiest, trials, needed)
-        if None in needs:
-            reasons.append("the observed spread is too large for the power wanted at any practical number of trials")
-        if v.regime.get("emulated"):  # fsmeter.guest: a guest under TCG measured the emulator
-            from fsmeter.guest.kernels import EMULATED_NOTE
-
-            reasons.append(
-                f"it rests on cells run in a guest under software emulation ({EMULATED_NOTE}): functional results only"
-            )
+        reasons = gt.data_gates(
+            min_trials=MIN_TRIALS,
+            trials=trials,
+            min_phase_s=limits.min_phase_s,
+            settle_s=self.rules.settle_s,
+            max_other_cpu_share=limits.max_other_cpu_share,
+            regime=v.regime,
+        )
         if reasons:  # shown on an inconclusive verdict too: they say why the numbers may be noisy
             v.gates = reasons
             if v.outcome != INCONCLUSIVE:
                 v.outcome = INCONCLUSIVE
                 v.notes.append(f"on the numbers alone: {v.data_outcome}")
+        model = [n for n in res_notes if n.startswith("on a model of the paper's disk")]
+        if model and v.outcome not in (INCONCLUSIVE, NOT_TESTABLE):
+            v.reason += f" ({model[0]})"
 
     def check_all(self) -> list[Verdict]:
         return [self.check(c) for c in self.study.claims]
@@ -795,19 +1104,45 @@ def _by_version(levels) -> list:
         return sorted(levels, key=str)
 
 
-def study_frame(study: Study, tidy_df, environment=None, phases=None):
+#: The store's storage_probes columns -> the claim frame's regime columns, and how several probes of one
+#: campaign combine (the fastest storage and clock: what a gate must not miss).
+_PROBE_COLUMNS = {
+    "random_read_ms_p50": ("storage_read_latency_ms", "min"),
+    "seq_read_mb_s": ("storage_read_mb_s", "max"),
+    "seq_write_mb_s": ("storage_write_mb_s", "max"),
+    "flush_ms_p50": ("storage_flush_ms", "min"),
+    "cpu_mhz": ("cpu_mhz", "max"),
+}
+
+
+def probe_frame(storage) -> pd.DataFrame | None:
+    """One row per campaign from the store's storage probes: the regime columns of the claim frame."""
+    if storage is None or storage.empty:
+        return None
+    agg = {src: how for src, (_, how) in _PROBE_COLUMNS.items() if src in storage.columns}
+    out = storage.groupby("campaign_id").agg(agg).rename(columns={k: v[0] for k, v in _PROBE_COLUMNS.items()})
+    classes = storage.groupby("campaign_id")["storage_class"].agg(lambda x: ",".join(sorted(set(map(str, x)))))
+    return out.assign(storage_class=classes).reset_index()
+
+
+def study_frame(study: Study, tidy_df, environment=None, phases=None, storage=None):
     """Kept trials of a study campaign as ClaimChecker wants them: study names for factors and levels.
 
     Campaign factor columns become the study's factor names with the study's level names
     (scheduler "bfq" -> elevator "cfq"); kernel and host become factors when they vary. With the
     store's ``phases`` table, each row gets its phase's length (``phase_s``) and regime
-    (``other_cpu_share``, ``cache_read_share``) for the gates.
+    (``other_cpu_share``, ``cache_read_share``) for the gates; with its ``environment`` the CPUs
+    online, with its ``storage`` probes the storage's figures and the CPU clock.
     """
     from fsmeter.stats.kept import kept
 
     df = kept(tidy_df).copy()
     df["metric_key"] = df["phase"] + "." + df["metric"]
     keep = ["workload", "metric_key", "value", "higher_is_better", "filesystem", "trial", "cell_id"]
+    probes = probe_frame(storage)
+    if probes is not None and "campaign_id" in df.columns:
+        df = df.merge(probes, on="campaign_id", how="left")
+        keep += [c for c in probes.columns if c != "campaign_id"]
     if phases is not None and not phases.empty:
         cols = [c for c in ("elapsed_s", "other_cpu_share", "cache_read_share") if c in phases.columns]
         ph = phases[["cell_id", "trial", "phase", *cols]].drop_duplicates(["cell_id", "trial", "phase"])
@@ -833,11 +1168,14 @@ def study_frame(study: Study, tidy_df, environment=None, phases=None):
             df = df.merge(emu, on="cell_id", how="left")
             keep.append("emulated")
     if environment is not None and not environment.empty:
-        env = environment.drop_duplicates("cell_id")[["cell_id", "kernel", "hostname"]]
+        cols = [c for c in ("cell_id", "kernel", "hostname", "cpus_online") if c in environment.columns]
+        env = environment.drop_duplicates("cell_id")[cols]
         # A campaign's own kernel factor (study run --kernel: "host", "6.1") gives way to the release each
         # trial ran under, as with merged runs.
-        df = df.drop(columns=[c for c in ("kernel", "hostname") if c in df.columns])
+        df = df.drop(columns=[c for c in ("kernel", "hostname", "cpus_online") if c in df.columns])
         df = df.merge(env, on="cell_id", how="left")
+        if "cpus_online" in df.columns:
+            keep.append("cpus_online")
         for col, name in (("kernel", "kernel"), ("hostname", "host")):
             if df[col].nunique() > 1:
                 df[name] = df[col]

@@ -157,6 +157,114 @@ class StudyConfig(_Strict):
     note: str = ""
 
 
+class Rules(_Strict):
+    """A study's own decision rules (its ``[rules]`` block): every verdict on its claims honours them,
+    on the paper's numbers and on a re-run, and the report shows them."""
+
+    level: float = Field(
+        0.95,
+        gt=0.5,
+        lt=1,
+        description="the study's confidence level: each claim's one-sided tests run at alpha = 1 - level "
+        "(Holm inside the claim), and an interval rule uses intervals at this level",
+    )
+    min_difference_pct: float = Field(
+        0.0,
+        ge=0,
+        description="the smallest difference (% of the mean of the member claimed worse) the study counts as "
+        "a difference: the claimed size of an ordering that states none, and the least a reversal must reach",
+    )
+    intervals: Literal["none", "no_overlap"] = Field(
+        "none",
+        description="no_overlap: two means differ only when their confidence intervals (at level) do not "
+        "overlap, on top of the test (Bryant's rule)",
+    )
+    run_s: float | None = Field(None, gt=0, description="the length of the study's measured runs (s), as published")
+    warmup_s: float | None = Field(None, ge=0, description="the study's warm-up before each measured run (s)")
+    settle_s: float | None = Field(
+        None,
+        gt=0,
+        description="the time the study found its throughput needs to settle (s): a re-run phase shorter "
+        "than this is gated (the claim then rests on an unsettled figure)",
+    )
+    source: str = Field("", description="where the paper states these rules")
+
+    @property
+    def alpha(self) -> float:
+        return round(1.0 - self.level, 10)
+
+
+class Figure(_Strict):
+    """One number of the paper's hardware, with where it comes from (datasheet, the paper, a bound)."""
+
+    value: float = Field(gt=0)
+    source: str = Field(min_length=1, description="where the number comes from")
+    bound: Literal["exact", "lower", "upper"] = Field(
+        "exact",
+        description="exact: the figure itself; lower / upper: a bound on it (the paper did not give the model)",
+    )
+
+
+class PaperDisk(_Strict):
+    model: str = Field(description="the disk as the paper names it")
+    source: str = Field(min_length=1, description="where the paper names it")
+    rpm: Figure | None = None
+    avg_seek_ms: Figure | None = Field(None, description="average seek (read), ms")
+    track_seek_ms: Figure | None = Field(None, description="track-to-track seek (read), ms")
+    media_mb_s: Figure | None = Field(None, description="sustained media transfer rate, MB/s (10^6 bytes)")
+    measured_mb_s: Figure | None = Field(
+        None, description="a sequential rate the paper itself measured on it (hdparm, Bonnie), MB/s, as context"
+    )
+
+
+class PaperCpu(_Strict):
+    model: str
+    source: str = Field(min_length=1)
+    clock_mhz: Figure | None = None
+    count: int | None = Field(None, ge=1, description="CPUs (cores) the paper's runs had online")
+
+
+class Machine(_Strict):
+    """The machine a study measured on, as its paper gives it: every number with its source."""
+
+    id: str = Field(min_length=1, description="the machine's name in the study (claims name it with `machine`)")
+    description: str = ""
+    disk: PaperDisk | None = None
+    cpu: PaperCpu | None = None
+    ram_mb: Figure | None = None
+    kernel: str = ""
+    kernel_source: str = ""
+
+    def random_read_ms(self) -> tuple[float, str] | None:
+        """The expected time of one random 4 KiB read (average seek + half a revolution + transfer),
+        with how it was made; None when a figure is missing."""
+        d = self.disk
+        if d is None or d.avg_seek_ms is None or d.rpm is None or d.media_mb_s is None:
+            return None
+        half_rev = 30000.0 / d.rpm.value
+        xfer = 4096 / (d.media_mb_s.value * 1e6) * 1000.0
+        ms = d.avg_seek_ms.value + half_rev + xfer
+        return ms, (
+            f"average seek {d.avg_seek_ms.value:g} ms + half a revolution at {d.rpm.value:g} rpm "
+            f"{half_rev:.2f} ms + 4 KiB at {d.media_mb_s.value:g} MB/s {xfer:.2f} ms"
+        )
+
+    def flush_ms(self) -> tuple[float, str] | None:
+        """The expected time of a journal write reaching the platter (track-to-track seek + half a
+        revolution): what a commit waits for without a write cache."""
+        d = self.disk
+        if d is None or d.rpm is None or d.track_seek_ms is None:
+            return None
+        half_rev = 30000.0 / d.rpm.value
+        return d.track_seek_ms.value + half_rev, (
+            f"track-to-track seek {d.track_seek_ms.value:g} ms + half a revolution {half_rev:.2f} ms"
+        )
+
+
+#: What a claim's result was bound by in the paper (``bound_by``): the resource whose speed decided it.
+BOUNDS = ("disk_seeks", "disk_bandwidth", "journal_flushes", "page_cache", "cpu")
+
+
 # The run changes a claim can be sensitive to. The plan records each change it makes with the
 # same names (``Change.affects``); a claim whose ``sensitive_to`` meets them is "not comparable here".
 SENSITIVITIES = (
@@ -229,11 +337,23 @@ class Claim(_Strict):
         description="equivalence (and not_up/not_down): the "
         "difference, in % of the reference mean, the words still call 'the same'",
     )
+    size_pct: float | None = Field(
+        None,
+        ge=0,
+        description="ordering: the size the paper's words state, in % of the mean of the member claimed "
+        "worse; a pair holds only when its estimate reaches it (absent: the study's min_difference_pct)",
+    )
     effect_pct: float | None = Field(
         None,
         gt=0,
-        description="ordering: the size the claim states, in % of "
-        "the lower mean (power is computed at it; absent: at 10%)",
+        description="ordering: the difference (% of the mean of the member claimed worse) at which the power "
+        "and the trials needed are computed, to explain an inconclusive verdict (absent: 10%); it never "
+        "changes the verdict",
+    )
+    best_of: bool = Field(
+        False,
+        description="ordering: the upper tier at `where` against every cell of the lower tiers, over every "
+        "level of the factors `where` names (the paper's 'best of all runs', 'topped the list')",
     )
     design: list[str] = Field(
         default_factory=list, description="variation: the ANOVA factors; 'access_mode' is the metric itself as a factor"
@@ -249,11 +369,20 @@ class Claim(_Strict):
     decide: Literal["all", "any", "majority"] | int = Field(
         "all", description="how many of the claim's cases must hold: all, any, majority, or a number"
     )
-    alpha: float = Field(0.05, gt=0, lt=1, description="family-wise error rate inside the claim (Holm)")
-    power: float = Field(0.80, gt=0, lt=1, description="power needed before 'not reproduced' may be said")
+    alpha: float | None = Field(
+        None, gt=0, lt=1, description="family-wise error rate inside the claim (Holm); absent: 1 - the study's level"
+    )
+    power: float = Field(
+        0.80, gt=0, lt=1, description="the power an inconclusive verdict reports the trials needed for"
+    )
     sensitive_to: list[str] = Field(
         default_factory=list, description="run changes that void the claim (see SENSITIVITIES)"
     )
+    bound_by: list[Literal["disk_seeks", "disk_bandwidth", "journal_flushes", "page_cache", "cpu"]] = Field(
+        default_factory=list,
+        description="what bound the paper's result: a re-run whose resource is more than 4x faster is not comparable",
+    )
+    machine: str | None = Field(None, description="the study machine the claim is about (default: its first)")
     # -- the paper's own data -----------------------------------------------------------------
     expect_paper: str | None = Field(
         None, description="the verdict `fsmeter study check` must give on the paper's own data (one of PAPER_VERDICTS)"
@@ -285,6 +414,10 @@ class Claim(_Strict):
             raise ValueError(f"claim {self.id}: a variation claim needs design (two factors) and metrics")
         if k == "untestable" and not self.why:
             raise ValueError(f"claim {self.id}: why: say why the claim cannot be tested")
+        if self.best_of and (k != "ordering" or self.factor or len(self.tiers) < 2 or not self.where):
+            raise ValueError(
+                f"claim {self.id}: best_of: an ordering by tiers whose `where` names the upper tier's cell"
+            )
         if isinstance(self.decide, int) and self.decide < 1:
             raise ValueError(f"claim {self.id}: decide: a number of cases is at least 1")
         bad = [s for s in self.sensitive_to if s not in SENSITIVITIES]
@@ -352,6 +485,8 @@ def _check_row(i: int, r: dict[str, Any]) -> None:
 
 class Study(_Strict):
     study: StudyInfo
+    rules: Rules = Field(default_factory=Rules)
+    hardware: list[Machine] = Field(default_factory=list, description="the machines the paper measured on")
     scales: dict[str, Scale]
     workloads: list[StudyWorkload]
     factors: list[StudyFactor] = Field(default_factory=list)
@@ -366,7 +501,15 @@ class Study(_Strict):
                 raise ValueError(f"scales.{key}: every study defines the paper and quick scales")
         wl = {w.id for w in self.workloads}
         cfg = {c.id for c in self.configurations}
+        machines = [m.id for m in self.hardware]
+        if len(set(machines)) != len(machines):
+            raise ValueError("hardware: two machines share an id")
         for c in self.claims:
+            if c.machine is not None and c.machine not in machines:
+                raise ValueError(
+                    f"claim {c.id}: machine: {c.machine!r} is not a machine of [[hardware]] "
+                    f"({', '.join(machines) or 'none listed'})"
+                )
             for w in c.workloads:
                 if w not in wl:
                     raise ValueError(f"claim {c.id}: workloads: {w!r} is not a workload of this study")
@@ -415,6 +558,16 @@ class Study(_Strict):
 
     def config(self, cid: str) -> StudyConfig:
         return next(c for c in self.configurations if c.id == cid)
+
+    def machine_of(self, claim: Claim) -> Machine | None:
+        """The paper's machine a claim is about: its ``machine``, else the study's first."""
+        if claim.machine is not None:
+            return next(m for m in self.hardware if m.id == claim.machine)
+        return self.hardware[0] if self.hardware else None
+
+    def alpha_of(self, claim: Claim) -> float:
+        """The claim's family-wise error rate: its own ``alpha``, else 1 - the study's level."""
+        return claim.alpha if claim.alpha is not None else self.rules.alpha
 
 
 def study_paths() -> dict[str, Path]:

@@ -8,14 +8,20 @@ factor levels. Per cell (workload, metric, configuration, levels):
 - rows with ``where.run`` are raw runs: they are the sample, and summary rows of the same cell are
   left out (the runs say more, and may be in other units);
 - else a row with ``stddev`` and ``n`` (and ``statistic`` absent or "mean") is a published mean;
-- else a row with a ``value`` is a point value, compared descriptively.
+- else a row with a ``value`` is a point value, compared descriptively;
+- a row with ``value_min`` and ``value_max`` is a published range: every value of the cells it covers
+  lies in it (``over`` lists the factors whose every level it covers: the row stands for each), and
+  it is compared descriptively by its bounds;
+- a row whose ``statistic`` is a "best of" figure (the best of a configuration's runs over all its
+  cells) serves only the claims about the best cell (``best_of``).
 
-Rows of other statistics (median, min, max, CV...) and ranges (``value_min``/``value_max``) are not
+Rows of other statistics (median, min, max, CV...) and bounds (a ``qualifier`` such as ">") are not
 samples and are left out.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import pandas as pd
@@ -27,15 +33,32 @@ from fsmeter.study.verdict import NO_DATA
 TIME_UNITS = {"s", "ms", "us", "min", "seconds", "sec", "h"}
 
 
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _kind(r: dict) -> str | None:
+    """What a published row is to the check: "mean", "range", "best", or None (left out)."""
+    if r.get("qualifier"):
+        return None
+    stat = str(r.get("statistic") or "mean")
+    if stat.startswith("best of"):
+        return "best" if _number(r.get("value")) else None
+    if stat != "mean":
+        return None
+    if _number(r.get("value")):
+        return "mean"
+    if _number(r.get("value_min")) and _number(r.get("value_max")):
+        return "range"
+    return None
+
+
 def paper_frame(study: Study) -> pd.DataFrame:
     pub = study.published
     rows = []
     for r in pub.rows:
-        if (
-            r.get("statistic") not in (None, "mean")
-            or not isinstance(r.get("value"), (int, float))
-            or isinstance(r.get("value"), bool)
-        ):
+        kind = _kind(r)
+        if kind is None:
             continue
         key = f"{r['phase']}.{r['metric']}" if r.get("phase") else str(r.get("metric"))
         key = pub.metrics.get(key, key)
@@ -47,10 +70,14 @@ def paper_frame(study: Study) -> pd.DataFrame:
         n = int(r["n"]) if isinstance(r.get("n"), int) and run is None else None
         if sd is not None and n is not None and n > 1 and pub.stddev == "population":
             sd *= (n / (n - 1)) ** 0.5  # population sd (divided by n) -> sample sd (divided by n - 1)
+        ranged = kind == "range"
         row = {
             "workload": r.get("workload"),
             "metric_key": key,
-            "value": float(r["value"]),
+            "value": (float(r["value_min"]) + float(r["value_max"])) / 2 if ranged else float(r["value"]),
+            "low": float(r["value_min"]) if ranged else None,
+            "high": float(r["value_max"]) if ranged else None,
+            "statistic": "best" if kind == "best" else "mean",
             "filesystem": mapped.configuration if mapped else label,
             "unit": r.get("unit", ""),
             "sd": sd,
@@ -62,11 +89,21 @@ def paper_frame(study: Study) -> pd.DataFrame:
         row.update({k: str(v) for k, v in where.items()})
         lower = key in pub.lower_is_better or (not pub.lower_is_better and str(row["unit"]) in TIME_UNITS)
         row["higher_is_better"] = not lower
-        rows.append(row)
+        over = [str(f) for f in (r.get("over") or [])]
+        if over:  # a range over every level of these factors stands for each level
+            levels = [[str(x) for x in (study.factor(f).levels if study.factor(f) else [])] for f in over]
+            for combo in itertools.product(*levels):
+                rows.append({**row, **dict(zip(over, combo))})
+        else:
+            rows.append(row)
     if not rows:
         return pd.DataFrame(columns=["workload", "metric_key", "value", "higher_is_better", "filesystem", "sd", "n"])
     df = pd.DataFrame(rows)
-    cell = [c for c in df.columns if c not in ("value", "sd", "n", "_raw", "unit", "higher_is_better")]
+    if df["low"].isna().all():
+        df = df.drop(columns=["low", "high"])
+    if (df["statistic"] == "mean").all():
+        df = df.drop(columns=["statistic"])
+    cell = [c for c in df.columns if c not in ("value", "sd", "n", "_raw", "unit", "higher_is_better", "low", "high")]
     raw_cells = df[df["_raw"]].groupby(cell, dropna=False).size().reset_index()[cell]
     if not raw_cells.empty:
         marked = df.merge(raw_cells.assign(_has_raw=True), on=cell, how="left")

@@ -78,7 +78,7 @@ def build_study_view(study: Study, db: Path, campaign: str | None = None) -> Stu
         for c in changes_of(src):
             if c not in changes:
                 changes.append(c)
-    frame = study_frame(study, data["metrics"], data["environment"], data.get("phases"))
+    frame = study_frame(study, data["metrics"], data["environment"], data.get("phases"), data.get("storage"))
     verdicts = ClaimChecker(study, frame, changes).check_all()
     from fsmeter.study.paper import check_paper
 

@@ -23,6 +23,11 @@ Methods (each function says which it uses):
   approximation for Welch's test, e.g. Cohen 1988, ch. 2).
 - **Holm's step-down adjustment** (Holm 1979) of a family of p-values: sort ascending, multiply
   the i-th smallest (0-based) by (m - i), keep it monotone, cap at 1.
+- **Simultaneous bounds** (Bonferroni): a one-sided bound of each of m differences at level
+  1 - alpha / m holds for all m together with probability at least 1 - alpha, whatever their
+  dependence (e.g. Hsu, Multiple Comparisons, 1996, 1.3). "Not reproduced" rests on these bounds,
+  so that it is at least as strict as Holm made "reproduced" (Holm's first step is Bonferroni's).
+- **Confidence interval of one mean**: mean +- t(1 - (1 - level) / 2, n - 1) x sd / sqrt(n) (Student).
 """
 
 from __future__ import annotations
@@ -36,12 +41,25 @@ from scipy import stats as sps
 
 @dataclass(frozen=True)
 class Sample:
-    """One cell's numbers: raw values, or a published mean with sd and n, or a point value (sd None)."""
+    """One cell's numbers: raw values, or a published mean with sd and n, or a point value (sd None),
+    or a published range (``low``..``high``: every value the cell took lies in it; mean = its middle)."""
 
     mean: float
     sd: float | None
     n: int
     values: tuple[float, ...] = field(default=(), compare=False)
+    low: float | None = None
+    high: float | None = None
+
+    @classmethod
+    def span(cls, low: float, high: float) -> Sample:
+        """A published range: every value of the cell lies between low and high (no spread, no n)."""
+        lo, hi = sorted((float(low), float(high)))
+        return cls((lo + hi) / 2.0, None, 0, (), lo, hi)
+
+    @property
+    def ranged(self) -> bool:
+        return self.low is not None and self.high is not None
 
     @classmethod
     def of(cls, values: Sequence[float]) -> Sample:
@@ -58,6 +76,8 @@ class Sample:
         return self.sd is None or self.n < 2
 
     def text(self) -> str:
+        if self.ranged:
+            return f"{self.low:.4g}..{self.high:.4g}"
         if self.point:
             return f"{self.mean:.4g}"
         return f"{self.mean:.4g} sd {self.sd:.3g} n={self.n}"
@@ -100,6 +120,39 @@ def diff_interval(a: Sample, b: Sample, level: float) -> tuple[float, float, flo
     half = float(sps.t.ppf(0.5 + level / 2, w.df)) * w.se if w.se else 0.0
     k = 100.0 / abs(b.mean) if b.mean else math.inf
     return w.diff * k, (w.diff - half) * k, (w.diff + half) * k
+
+
+def diff_upper_pct(a: Sample, b: Sample, level: float) -> float:
+    """Welch's one-sided upper confidence bound at ``level`` of mean(a) - mean(b), as % of mean(b)."""
+    w = welch(a, b)
+    k = 100.0 / abs(b.mean) if b.mean else math.inf
+    if w.se == 0:
+        return w.diff * k
+    return (w.diff + float(sps.t.ppf(level, w.df)) * w.se) * k
+
+
+def diff_lower_pct(a: Sample, b: Sample, level: float) -> float:
+    """Welch's one-sided lower confidence bound at ``level`` of mean(a) - mean(b), as % of mean(b)."""
+    w = welch(a, b)
+    k = 100.0 / abs(b.mean) if b.mean else math.inf
+    if w.se == 0:
+        return w.diff * k
+    return (w.diff - float(sps.t.ppf(level, w.df)) * w.se) * k
+
+
+def mean_interval(s: Sample, level: float) -> tuple[float, float]:
+    """Student's two-sided interval of one mean at ``level``: mean +- t x sd / sqrt(n)."""
+    if s.point:
+        return s.mean, s.mean
+    half = float(sps.t.ppf(0.5 + level / 2, s.n - 1)) * s.sd / math.sqrt(s.n)
+    return s.mean - half, s.mean + half
+
+
+def intervals_apart(a: Sample, b: Sample, level: float) -> bool:
+    """Do the two means' intervals at ``level`` not overlap? (Bryant's rule for a difference.)"""
+    alo, ahi = mean_interval(a, level)
+    blo, bhi = mean_interval(b, level)
+    return ahi < blo or bhi < alo
 
 
 def tost_p(a: Sample, b: Sample, margin_pct: float) -> float:

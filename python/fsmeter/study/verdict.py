@@ -1,13 +1,18 @@
-"""Verdict words for study claims, and the gates a re-run verdict must pass.
+"""Verdict words for claims, and the decision rules that give them: one module every verdict goes
+through (a study's claims on its paper's numbers or on a re-run, and ``fsmeter claim check``).
 
-Re-run words keep causes apart (docs/studies.md, "Verdicts"):
+Re-run words keep causes apart (docs/studies.md, "The decision rules"):
 
-- **reproduced**: the claim's test holds in the cases its decision rule asks for;
-- **reversed**: a significant effect in the opposite direction;
-- **not reproduced**: no effect where the claim says one, with the power to have seen it (or, for
-  "the same" and magnitudes, a difference shown beyond the margin or outside the range);
-- **inconclusive**: too little data, too little power, or a gate failed (short phases, busy machine);
-- **not comparable here**: the run changed what the claim is about (its ``sensitive_to``);
+- **reproduced**: significant in the claimed direction at the study's level, the estimate at least
+  the claimed size, in as many cases as the claim's decision rule asks for;
+- **reversed**: the opposite claim holds by the same aggregation (not one case of several flipped);
+- **not reproduced**: the claim can no longer reach its cases: the intervals exclude the claimed
+  effect in too many of them (for "the same" and magnitudes, a difference shown beyond the margin
+  or a ratio outside the range);
+- **inconclusive**: none of these; the power and the trials the decision would need explain it; or a
+  gate failed (short phases, busy machine, a measurement missing);
+- **not comparable here**: the run changed what the claim is about (its ``sensitive_to``), or the
+  resource the paper's result was bound by is more than 4x faster here (its ``bound_by``);
 - **not testable here**: the filesystem, kernel or hardware is absent, or the claim is a judgement.
 
 On the paper's own data (``fsmeter study check``) a claim is **supported**, **contradicted** (by its
@@ -46,25 +51,125 @@ PAPER_OF = {
 HOLDS, AGAINST, OPPOSITE, UNCLEAR = "holds", "not shown", "reversed", "unclear"
 
 
-def decide(statuses: list[str], rule) -> tuple:
-    """The claim's word from its cases' outcomes and its decision rule (all / any / majority / a number).
+# -- the decision rules, written down once (docs/studies.md, "The decision rules") -----------------------
+# Every verdict, on a paper's numbers, a study re-run or `fsmeter claim check`, goes through these
+# functions. Power is never an argument: it explains an inconclusive verdict, it never makes one.
 
-    Reproduced when at least k cases hold; otherwise, when more cases fail outright (reversed or shown
-    otherwise) than the rule can spare, reversed if reversals are at least half of those failures and
-    not reproduced if not; otherwise inconclusive. A number k above the cases there are is inconclusive
-    (the run cannot show k cases). Returns (word, k).
+
+def ordering_pair(
+    *,
+    holds_sig: bool,
+    opposite_sig: bool,
+    estimate_pct: float,
+    upper_pct: float,
+    size_pct: float,
+    min_difference_pct: float,
+    apart: bool = True,
+) -> str:
+    """One comparison of an ordering ("a is better than b").
+
+    ``estimate_pct``: the difference in the claimed direction, % of the mean of b (the member
+    claimed worse); ``upper_pct``: its simultaneous upper bound (Bonferroni over the claim's tests);
+    ``holds_sig`` / ``opposite_sig``: the one-sided test in the claimed / opposite direction is
+    significant after Holm; ``size_pct``: the claimed size s; ``apart``: the study's interval rule
+    (Bryant: the two means' intervals do not overlap) holds, True where it has none.
+
+    - holds: significant in the claimed direction, the estimate at least s, the interval rule kept;
+    - reversed: significant the other way, by at least the study's minimum difference, the interval
+      rule kept (a smaller opposite difference is "no difference" by the study's own rule);
+    - not shown: the bound excludes the claimed effect (upper bound below s; for s = 0 that is
+      significance the other way, which reads "reversed" above or, under the minimum, "not shown");
+    - unclear otherwise.
+    """
+    if holds_sig and estimate_pct >= size_pct and apart:
+        return HOLDS
+    if opposite_sig and -estimate_pct >= min_difference_pct and apart:
+        return OPPOSITE
+    if upper_pct < size_pct:
+        return AGAINST
+    return UNCLEAR
+
+
+def margin_pair(*, holds_sig: bool, beyond_sig: bool) -> str:
+    """ "b is not better (not worse) than a by more than the margin": holds when the one-sided test
+    within the margin is significant; reversed when the difference is significantly beyond it."""
+    if holds_sig:
+        return HOLDS
+    if beyond_sig:
+        return OPPOSITE
+    return UNCLEAR
+
+
+def equivalence_pair(*, holds_sig: bool, beyond_sig: bool) -> str:
+    """TOST at the margin: holds when significant, not shown when the difference is significantly
+    beyond the margin; an equivalence has no opposite."""
+    if holds_sig:
+        return HOLDS
+    if beyond_sig:
+        return AGAINST
+    return UNCLEAR
+
+
+def magnitude_pair(
+    *, holds_sig: bool, outside_sig: bool, opposite_sig: bool, opposite_pct: float, min_difference_pct: float
+) -> str:
+    """A ratio claimed in [lo, hi]: holds when the interval lies in the range; reversed only when the
+    ratio is significantly on the other side of 1 from the range, by at least the study's minimum
+    difference (``opposite_pct``: how far, in %); not shown when significantly outside the range."""
+    if holds_sig:
+        return HOLDS
+    if opposite_sig and opposite_pct >= min_difference_pct:
+        return OPPOSITE
+    if outside_sig:
+        return AGAINST
+    return UNCLEAR
+
+
+def descriptive_ordering(worst_pct: float, best_pct: float, size_pct: float, min_difference_pct: float) -> str:
+    """An ordering on point values or published ranges (no spread): ``worst_pct`` / ``best_pct`` are the
+    least and the most favourable difference the numbers allow (equal for two point values)."""
+    if worst_pct >= size_pct and worst_pct > 0:
+        return HOLDS
+    if best_pct < 0 and -best_pct >= min_difference_pct:
+        return OPPOSITE
+    if best_pct < size_pct or best_pct <= 0:
+        return AGAINST
+    return UNCLEAR
+
+
+def case_outcome(statuses: list[str]) -> str:
+    """A case from its pairs: holds when all hold; reversed only when every pair is (the case's whole
+    ordering turned round); not shown when some pair is reversed or not shown while the case does not
+    hold (a three-tier ordering with one pair flipped is falsified, not reversed); unclear otherwise."""
+    if statuses and all(x == HOLDS for x in statuses):
+        return HOLDS
+    if statuses and all(x == OPPOSITE for x in statuses):
+        return OPPOSITE
+    if any(x in (OPPOSITE, AGAINST) for x in statuses):
+        return AGAINST
+    return UNCLEAR
+
+
+def decide(statuses: list[str], rule) -> tuple:
+    """The claim's word from its cases' outcomes and its decision rule (all / any / majority / a number k).
+
+    Reproduced when at least k cases hold; reversed when the opposite claim holds by the same
+    aggregation (at least k cases reversed: for "all", every case); not reproduced when the claim can
+    no longer reach k (holds + unclear < k) and is not reversed; inconclusive otherwise, and when k
+    is more than the cases the run has. Returns (word, k).
     """
     n = len(statuses)
     k = {"all": n, "any": 1, "majority": n // 2 + 1}.get(rule, rule) if isinstance(rule, str) else int(rule)
     k = max(1, k)
     if k > n:  # the rule asks for more cases than this run has
         return INCONCLUSIVE, k
-    holds = statuses.count(HOLDS)
-    opp, against = statuses.count(OPPOSITE), statuses.count(AGAINST)
+    holds, opp, unclear = statuses.count(HOLDS), statuses.count(OPPOSITE), statuses.count(UNCLEAR)
     if holds >= k:
         return REPRODUCED, k
-    if opp + against > n - k:
-        return (REVERSED if opp >= against else NOT_REPRODUCED), k
+    if opp >= k:
+        return REVERSED, k
+    if holds + unclear < k:
+        return NOT_REPRODUCED, k
     return INCONCLUSIVE, k
 
 
@@ -73,31 +178,6 @@ def decide(statuses: list[str], rule) -> tuple:
 #: some six standard errors wide), and a power computed from those spreads is no better. 3 is the
 #: floor, not a target: the power gate usually asks for more.
 MIN_TRIALS = 3
-
-
-def gate_reasons(
-    min_phase_s: float | None,
-    shortest_s: float | None,
-    max_other: float | None,
-    busiest: float | None,
-    trials: int | None,
-    needed: int | None,
-) -> list[str]:
-    """Why a re-run verdict cannot stand: phases too short, machine busy, too few trials (under
-    MIN_TRIALS, or under what the power wants)."""
-    out = []
-    if trials is not None and trials < MIN_TRIALS:
-        out.append(f"{trials} trial{'s' if trials != 1 else ''} per side: a verdict needs at least {MIN_TRIALS}")
-    if shortest_s is not None and min_phase_s is not None and shortest_s < min_phase_s:
-        out.append(f"a phase it rests on lasted {shortest_s:.3g} s, under the study's minimum of {min_phase_s:g} s")
-    if busiest is not None and max_other is not None and busiest > max_other:
-        out.append(
-            f"the machine was busy: other processes used {busiest:.0%} of its CPUs during a phase it rests "
-            f"on (the bound is {max_other:.0%})"
-        )
-    if needed is not None and trials is not None and MIN_TRIALS <= trials < needed:
-        out.append(f"{trials} trials per side, the power wanted needs {needed}")
-    return out
 
 
 def counts(words: Iterable[str], vocabulary=RUN_WORDS) -> dict:
