@@ -204,19 +204,20 @@ class Verdict:
         return [f"{t.case + ': ' if t.case else ''}{t.text()}" for t in rows[:limit]]
 
     def as_json(self) -> dict:
-        """The verdict as `fsmeter claim check --json` writes it: id, verdict, data_outcome, gates, tests, reason."""
+        """The verdict as `fsmeter claim check --json` writes it: exactly id, verdict, data_outcome, gates,
+        tests (per comparison: its case, effect, interval, p, adjusted p, power...) and reason."""
         return {
             "id": self.claim.id,
             "verdict": self.outcome,
             "data_outcome": self.data_outcome or self.outcome,
             "gates": list(self.gates),
             "tests": [t.as_json() for t in self.tests],
-            "cases": [{"case": c.context, "outcome": c.outcome, "detail": c.detail} for c in self.subs],
-            "reason": self.reason + (f"; {self.power_note}" if self.power_note else ""),
-            "test": self.test,
-            "notes": list(self.notes),
-            "regime": {k: v for k, v in self.regime.items()},
+            "reason": self.full_reason(),
         }
+
+    def full_reason(self) -> str:
+        """The reason with what explains an inconclusive word (the power, the trials needed)."""
+        return self.reason + (f"; {self.power_note}" if self.power_note else "")
 
 
 def _merge_regimes(parts) -> dict:
@@ -355,7 +356,7 @@ class ClaimChecker:
             label = ", ".join(
                 f"{v}" if c in ("metric_key", "workload") else f"{c}={v}"
                 for c, v in zip(cols, key)
-                if not (isinstance(v, float) and math.isnan(v))
+                if not (isinstance(v, float) and math.isnan(v)) and v != ""
             )
             yield label, part
 
@@ -811,7 +812,7 @@ class ClaimChecker:
                 f"one-sided Welch t-test at alpha {self.study.alpha_of(claim):g} (Holm)"
                 + (
                     f", claimed size {size:g}%"
-                    + (" (stated)" if claim.size_pct is not None else " (the study's minimum difference)")
+                    + (" (stated)" if claim.size_pct is not None else " (the rules' minimum difference)")
                     if size
                     else ""
                 )
@@ -1125,14 +1126,25 @@ def probe_frame(storage) -> pd.DataFrame | None:
     return out.assign(storage_class=classes).reset_index()
 
 
-def study_frame(study: Study, tidy_df, environment=None, phases=None, storage=None):
+def campaign_frame(data: dict):
+    """Any campaign's kept trials (fsmeter.store.load()) as ClaimChecker wants them: the campaign's own
+    factor names and levels, and the regime (as study_frame)."""
+    from fsmeter.store import TIDY_COLUMNS
+
+    tidy = data["metrics"]
+    names = [c for c in tidy.columns if c not in TIDY_COLUMNS and c != "filesystem"]
+    return study_frame(None, tidy, data.get("environment"), data.get("phases"), data.get("storage"), names)
+
+
+def study_frame(study: Study | None, tidy_df, environment=None, phases=None, storage=None, factors=None):
     """Kept trials of a study campaign as ClaimChecker wants them: study names for factors and levels.
 
     Campaign factor columns become the study's factor names with the study's level names
     (scheduler "bfq" -> elevator "cfq"); kernel and host become factors when they vary. With the
     store's ``phases`` table, each row gets its phase's length (``phase_s``) and regime
     (``other_cpu_share``, ``cache_read_share``) for the gates; with its ``environment`` the CPUs
-    online, with its ``storage`` probes the storage's figures and the CPU clock.
+    online, with its ``storage`` probes the storage's figures and the CPU clock. ``factors``: without
+    a study, the campaign factor columns kept under their own names.
     """
     from fsmeter.stats.kept import kept
 
@@ -1148,11 +1160,12 @@ def study_frame(study: Study, tidy_df, environment=None, phases=None, storage=No
         ph = phases[["cell_id", "trial", "phase", *cols]].drop_duplicates(["cell_id", "trial", "phase"])
         df = df.merge(ph.rename(columns={"elapsed_s": "phase_s"}), on=["cell_id", "trial", "phase"], how="left")
         keep += ["phase_s" if c == "elapsed_s" else c for c in cols]
-    for f in study.factors:
+    for f in study.factors if study is not None else ():
         if f.campaign and f.campaign in df.columns:
             back = {str(v): k for k, v in f.map.items()}
             df[f.name] = df[f.campaign].map(lambda v: back.get(str(v), str(v)) if not pd.isna(v) else v)
             keep.append(f.name)
+    keep += [c for c in factors or () if c in df.columns and c not in keep]
     if environment is not None and not environment.empty and "extra" in environment.columns:
         # Cells run in a guest under software emulation (fsmeter.guest): the gates make their claims functional only.
         def _emulated(extra) -> float:
