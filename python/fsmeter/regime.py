@@ -28,8 +28,11 @@ from the target's block device over the phase (/sys/class/block/DEV/stat, sector
 This process's ``rchar`` (/proc/self/io, reaped children included) is recorded beside it as
 ``process_read_bytes`` but not used: it also counts reads of files outside the target (the macro
 family's warm source file and archive), and misses reads made through io_uring. fsmeter's loop targets use direct
-I/O to their image, so what the loop device reads comes from the disk below it, not from a host
-cache. Share = 1 - device / workload, clamped to [0, 1]: 1 means every byte came from the page
+I/O to their image, so this kernel's page cache does not hold the image a second time; that does not make what
+lies below a disk: on a virtual machine the "disk" is a file or volume of the host, whose own cache can answer the
+loop device's reads at memory speed. The share therefore measures this kernel's page cache only; what the target
+itself answers with is the storage probe's business (fsmeter.provision.storage_probe, recorded per campaign).
+Share = 1 - device / workload, clamped to [0, 1]: 1 means every byte came from the page
 cache, 0 that the device delivered at least as much as was read (readahead can make it more).
 Unknown (None) when the phase read under READ_FLOOR_BYTES (metadata phases: the device reads
 inodes and directories, which no read call asks for), when the target has no block device of its

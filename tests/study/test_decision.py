@@ -249,7 +249,7 @@ def test_a_claim_bound_by_disk_seeks_on_much_faster_storage_is_not_comparable():
     """The Cheetah's expected random 4 KiB read: 5.4 ms seek + half a revolution at 10,025 rpm (2.99 ms) +
     4 KiB at 21.3 MB/s (0.19 ms) = 8.58 ms; this storage's 0.09 ms is 95x faster, over the 4x allowed."""
     s = study([{**ORDER, "bound_by": ["disk_seeks"]}], hardware=[CHEETAH])
-    assert s.hardware[0].random_read_ms()[0] == pytest.approx(5.4 + 30000 / 10025 + 4096 / 21.3e6 * 1000)
+    assert s.hardware[0].random_read_ms().value == pytest.approx(5.4 + 30000 / 10025 + 4096 / 21.3e6 * 1000)
     v = _one(s, runs_frame(GOOD, FAST))
     assert v.outcome == "not comparable here" and v.data_outcome == "reproduced"
     assert (

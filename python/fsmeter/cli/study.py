@@ -165,6 +165,7 @@ def register(app: typer.Typer) -> None:
 
         from fsmeter.study.model import load_study, study_paths
         from fsmeter.study.paper import check_paper
+        from fsmeter.study.report import rules_text
         from fsmeter.study.verdict import PAPER_WORDS, counts
 
         if all_ == (name is not None):
@@ -189,11 +190,17 @@ def register(app: typer.Typer) -> None:
                 if r.misjudged:
                     exp = f"[bold red]{exp} (differs)[/]"
                     misjudged.append(f"{study.slug} {r.claim.id}")
-                t.add_row(r.claim.id, r.claim.says, f"[{color}]{word}[/]", exp, r.why[:900])
+                says = r.claim.says + (
+                    " [a reading of the paper's tables: the paper states no such conclusion]"
+                    if r.claim.basis == "read_off"
+                    else ""
+                )
+                t.add_row(r.claim.id, says, f"[{color}]{word}[/]", exp, r.why[:900])
                 out.append({"study": study.slug, **r.as_json()})
             console.print(t)
             c = counts((r.paper_verdict for r in results), PAPER_WORDS)
             console.print(", ".join(f"{n} {w}" for w, n in c.items()))
+            console.print(f"the study's rules: {rules_text(study)}")
         if json_out is not None:
             json_out.write_text(json.dumps(out, indent=1) + "\n")
             console.print(f"verdicts: {json_out}")

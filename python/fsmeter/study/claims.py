@@ -84,7 +84,7 @@ class PairTest:
     sa: Sample
     sb: Sample
     effect: str  # the measured effect with its interval, as text
-    mode: str = "better"  # better | not_better | not_worse | same | ratio
+    mode: str = "better"  # better | threshold | not_better | not_worse | same | ratio
     hib: bool = True  # the metric's better direction: higher
     unit: str = "%"  # what estimate and interval are in: "%" (of b's mean, in the claimed direction) or "ratio"
     estimate: float | None = None  # the effect: % in the claimed direction, or the ratio a / b
@@ -117,11 +117,12 @@ class PairTest:
         )
         p = {OPPOSITE: self.adj_p_opposite, AGAINST: min(self.adj_p_against, self.adj_p)}.get(self.status, self.adj_p)
         which = {OPPOSITE: "the other way", AGAINST: "otherwise"}.get(self.status, "")
-        if self.mode == "better" and self.status == AGAINST and self.upper is not None:
+        if self.mode in ("better", "threshold") and self.status == AGAINST and self.upper is not None:
             which, p = "", self.adj_p
             pw = f", simultaneous upper bound {self.upper:+.1f}%" + pw
+        against = self.b if self.mode == "threshold" else f"{self.b} ({self.sb.text()})"
         return (
-            f"{self.a} ({self.sa.text()}) vs {self.b} ({self.sb.text()}): {self.effect}, "
+            f"{self.a} ({self.sa.text()}) vs {against}: {self.effect}, "
             f"p={p:.3g} (Holm{', ' + which if which else ''}){pw} -> {self.status}"
         )
 
@@ -440,15 +441,19 @@ class ClaimChecker:
         size = self._size(claim)
         min_diff = self.rules.min_difference_pct
         margin = claim.margin_pct
+        if mode == "threshold":
+            size, min_diff = 0.0, 0.0
         if point:  # point values or ranges: the least and the most favourable difference they allow
             worst, best = _bounds_pct(sa, sb, hib)
             t.unit, t.estimate = "%", (worst + best) / 2
             t.interval = (worst, best) if worst != best else None
             shown = f"{worst:+.1f}%" if worst == best else f"{worst:+.1f}% to {best:+.1f}%"
-            if mode == "better":
+            if mode in ("better", "threshold"):
                 t.claimed = (size, math.inf)
                 t.effect = f"{shown} better" + (f" (claimed at least {size:g}%)" if size else "")
                 t.descriptive = vd.descriptive_ordering(worst, best, size, min_diff)
+                if mode == "threshold" and t.descriptive == OPPOSITE:
+                    t.descriptive = AGAINST
             elif mode == "not_better":
                 t.claimed = (-math.inf, margin)
                 t.effect = f"{shown} better (margin {margin:g}%)"
@@ -464,13 +469,13 @@ class ClaimChecker:
         lo_b, hi_b = sorted((sign * lo_, sign * hi_))
         t.unit, t.estimate, t.interval = "%", sign * d, (lo_b, hi_b)
         t.effect = f"{sign * d:+.1f}% better [{lo_b:+.1f}, {hi_b:+.1f}] ({level:.0%})"
-        if mode == "better":
+        if mode in ("better", "threshold"):
             t.claimed = (size, math.inf)
             if size:
                 t.effect += f", claimed at least {size:g}%"
             t.p_hold = st.one_sided_p(sa, sb, a_larger=hib)
             t.p_opposite = st.one_sided_p(sa, sb, a_larger=not hib)
-            if self.rules.intervals == "no_overlap":
+            if self.rules.intervals == "no_overlap" and mode == "better":
                 t.apart = st.intervals_apart(sa, sb, self.rules.level)
                 if not t.apart:
                     t.effect += f", the two {self.rules.level:.0%} intervals overlap"
@@ -629,7 +634,13 @@ class ClaimChecker:
             return []
         top = top[top[col].astype(str).isin(upper)]
         low = every[every[col].astype(str).isin(lower)].copy()
-        facs = [c for c in self.factors if c != col and c in low.columns]
+        # the factors `where` names (and any the upper cell does not have) make the lower cells; the others
+        # (a kernel, a host) still split the cases
+        facs = [
+            c
+            for c in self.factors
+            if c != col and c in low.columns and (c in claim.where or c not in top.columns or top[c].isna().all())
+        ]
         if facs and not low.empty:
             varied = [c for c in facs if low[c].nunique(dropna=True) > 0]
             low[col] = [
@@ -649,6 +660,23 @@ class ClaimChecker:
             )
             return []
         return self._tier_tests(claim.model_copy(update={"tiers": tiers, "where": {}}), both, notes)
+
+    def _threshold_tests(self, claim: Claim, df) -> list[PairTest]:
+        """Every cell's mean against a constant (at_least / at_most): a one-sample one-sided t-test, as
+        Welch's test against a side with no spread (its df is then n - 1)."""
+        up = claim.at_least is not None
+        bound = claim.at_least if up else claim.at_most
+        out = []
+        for label, part in self._contexts(df, []):
+            s = self._sample(part)
+            if s is None:
+                continue
+            const = Sample(float(bound), 0.0, 2)
+            name = f"{'at least' if up else 'at most'} {bound:g}"
+            out.append(
+                self._pair(claim, label, "the mean", name, (s, self._regime(part)), (const, {}), up, "threshold")
+            )
+        return out
 
     def _factor_tests(self, claim: Claim, df, notes: list) -> list[PairTest]:
         col = claim.factor
@@ -758,17 +786,18 @@ class ClaimChecker:
                 t.status = t.descriptive
                 continue
             t.adj_p = t.adj_p_hold
-            if t.mode == "better":
+            if t.mode in ("better", "threshold"):
                 t.upper = _upper_pct(t.sa, t.sb, t.hib, 1 - alpha / m)
                 t.power = st.welch_power(t.sa, t.sb, effect_pct, alpha / m)
                 t.needed = st.trials_needed(t.sa, t.sb, effect_pct, alpha / m, claim.power)
+                thr = t.mode == "threshold"  # a bound has no opposite claim: beyond it the claim is not shown
                 t.status = vd.ordering_pair(
                     holds_sig=t.adj_p_hold < alpha,
-                    opposite_sig=t.adj_p_opposite < alpha,
+                    opposite_sig=t.adj_p_opposite < alpha and not thr,
                     estimate_pct=t.estimate,
                     upper_pct=t.upper,
-                    size_pct=size,
-                    min_difference_pct=min_diff,
+                    size_pct=0.0 if thr else size,
+                    min_difference_pct=0.0 if thr else min_diff,
                     apart=t.apart,
                 )
             elif t.mode in ("not_better", "not_worse"):
@@ -826,6 +855,10 @@ class ClaimChecker:
             return f"ratio of means in [{lo:g}, {hi:g}] (two one-sided tests, delta method on logs)"
         if t == "variation":
             return "Jain's allocation of variation and F-tests"
+        if t == "threshold":
+            bound = claim.at_least if claim.at_least is not None else claim.at_most
+            word = "at least" if claim.at_least is not None else "at most"
+            return f"one-sample one-sided t-test per case: the mean {word} {bound:g} (Holm)"
         return ""
 
     def check(self, claim: Claim) -> Verdict:
@@ -878,6 +911,8 @@ class ClaimChecker:
             if claim.test == "variation":
                 subs = self._variation(claim, df, notes)
                 variation_regime = self._regime(df)
+            elif claim.test == "threshold":
+                tests = self._threshold_tests(claim, df)
             elif claim.factor:
                 tests = self._factor_tests(claim, df, notes)
             else:

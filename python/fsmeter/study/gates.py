@@ -124,45 +124,40 @@ def resource_gates(bound_by, machine, regime: dict) -> tuple[list[str], list[str
                     + (
                         "this storage's random-read latency was not measured"
                         if here is None
-                        else f"the paper's disk ({dname}) lacks the seek, rpm or media-rate figure to compare with"
+                        else f"the paper's disk ({dname}) lacks the rpm to compare with"
                     )
                 )
                 continue
-            r = paper[0] / max(here, 1e-9)
-            text = (
-                f"this storage answers a random 4 KiB read in {here:.2g} ms; the paper's {dname} about "
-                f"{paper[0]:.1f} ms ({paper[1]})"
-            )
-            (reasons if r > RESOURCE_RATIO else notes).append(
-                f"{text}: {_ratio_text(r)} faster"
-                + (f", over the {RESOURCE_RATIO:g}x a claim bound by disk seeks allows" if r > RESOURCE_RATIO else "")
+            _compare(
+                reasons,
+                notes,
+                paper.value / max(here, 1e-9),
+                paper.exact,
+                f"this storage answers a random 4 KiB read in {here:.2g} ms; the paper's {dname} "
+                f"{'about' if paper.exact else 'at least'} {paper.value:.1f} ms ({paper.how})",
+                "disk seeks",
             )
         elif res == "disk_bandwidth":
             rd, wr = regime.get("storage_read_mb_s"), regime.get("storage_write_mb_s")
-            fig = None if disk is None else (disk.media_mb_s or disk.measured_mb_s)
-            if rd is None or wr is None or fig is None:
+            paper = machine.seq_mb_s() if machine is not None else None
+            if rd is None or wr is None or paper is None:
                 reasons.append(
                     "it is bound by disk bandwidth and "
                     + (
                         "this storage's sequential rates were not measured"
                         if rd is None or wr is None
-                        else f"the paper's disk ({dname}) has no media rate to compare with"
+                        else f"the paper's disk ({dname}) has no sequential rate to compare with"
                     )
                 )
                 continue
-            here = min(rd, wr)
-            r = here / fig.value
-            text = (
+            _compare(
+                reasons,
+                notes,
+                min(rd, wr) / paper.value,
+                paper.exact,
                 f"this storage reads {rd:.0f} and writes {wr:.0f} MB/s sequentially; the paper's {dname} "
-                f"{fig.value:g} MB/s ({fig.source})"
-            )
-            (reasons if r > RESOURCE_RATIO else notes).append(
-                f"{text}: the slower direction {_ratio_text(r)} faster"
-                + (
-                    f", over the {RESOURCE_RATIO:g}x a claim bound by disk bandwidth allows"
-                    if r > RESOURCE_RATIO
-                    else ""
-                )
+                f"{'' if paper.exact else 'at most '}{paper.value:g} MB/s ({paper.how}); the slower direction",
+                "disk bandwidth",
             )
         elif res == "journal_flushes":
             here = regime.get("storage_flush_ms")
@@ -173,22 +168,18 @@ def resource_gates(bound_by, machine, regime: dict) -> tuple[list[str], list[str
                     + (
                         "this storage's fsync latency was not measured"
                         if here is None
-                        else f"the paper's disk ({dname}) lacks the rpm or track-to-track seek figure"
+                        else f"the paper's disk ({dname}) lacks the rpm to compare with"
                     )
                 )
                 continue
-            r = paper[0] / max(here, 1e-9)
-            text = (
+            _compare(
+                reasons,
+                notes,
+                paper.value / max(here, 1e-9),
+                paper.exact,
                 f"this storage completes a 4 KiB write and fsync in {here:.2g} ms; a commit on the paper's "
-                f"{dname} waits about {paper[0]:.1f} ms ({paper[1]})"
-            )
-            (reasons if r > RESOURCE_RATIO else notes).append(
-                f"{text}: {_ratio_text(r)} faster"
-                + (
-                    f", over the {RESOURCE_RATIO:g}x a claim bound by journal flushes allows"
-                    if r > RESOURCE_RATIO
-                    else ""
-                )
+                f"{dname} waits {'about' if paper.exact else 'at least'} {paper.value:.1f} ms ({paper.how})",
+                "journal flushes",
             )
         elif res == "cpu":
             cpu = machine.cpu if machine is not None else None
@@ -223,6 +214,24 @@ def resource_gates(bound_by, machine, regime: dict) -> tuple[list[str], list[str
     if model and not reasons and any(r in ("disk_seeks", "disk_bandwidth", "journal_flushes") for r in bound_by):
         notes.append(f"on a model of the paper's disk ({', '.join(model)})")
     return reasons, notes
+
+
+def _compare(reasons: list, notes: list, ratio: float, exact: bool, text: str, what: str) -> None:
+    """Over RESOURCE_RATIO: not comparable. Under it with a paper's figure that is only a bound: the real
+    ratio may still be over it, so comparability is not shown (fails closed). Otherwise a note."""
+    if ratio > RESOURCE_RATIO:
+        reasons.append(
+            f"{text}: {_ratio_text(ratio)} faster, over the {RESOURCE_RATIO:g}x a claim bound by {what} allows"
+        )
+    elif not exact:
+        reasons.append(
+            f"{text}: {_ratio_text(ratio)} faster at most as far as the paper's figures tell, and they are only a "
+            f"bound: whether it is within {RESOURCE_RATIO:g}x cannot be shown"
+        )
+    else:
+        notes.append(
+            f"{text}: {_ratio_text(ratio)} {'faster' if ratio >= 1 else 'as fast'}, within {RESOURCE_RATIO:g}x"
+        )
 
 
 def cpu_count_gate(levels: list[int], cpus_online: float | None) -> str | None:

@@ -10,6 +10,7 @@ docs/studies.md). A study names configurations, workloads and factors as the aut
 from __future__ import annotations
 
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -235,30 +236,61 @@ class Machine(_Strict):
     kernel: str = ""
     kernel_source: str = ""
 
-    def random_read_ms(self) -> tuple[float, str] | None:
-        """The expected time of one random 4 KiB read (average seek + half a revolution + transfer),
-        with how it was made; None when a figure is missing."""
+    def random_read_ms(self) -> PaperFigure | None:
+        """The expected time of one random 4 KiB read: average seek + half a revolution + the transfer
+        (at the media rate, else at the rate the paper measured). Exact when the rpm and the average seek
+        are; a lower bound when the rpm is an upper bound or the seek is unknown (taken as the
+        track-to-track seek, else 0). None without an rpm."""
         d = self.disk
-        if d is None or d.avg_seek_ms is None or d.rpm is None or d.media_mb_s is None:
+        if d is None or d.rpm is None or d.rpm.bound == "lower":
             return None
         half_rev = 30000.0 / d.rpm.value
-        xfer = 4096 / (d.media_mb_s.value * 1e6) * 1000.0
-        ms = d.avg_seek_ms.value + half_rev + xfer
-        return ms, (
-            f"average seek {d.avg_seek_ms.value:g} ms + half a revolution at {d.rpm.value:g} rpm "
-            f"{half_rev:.2f} ms + 4 KiB at {d.media_mb_s.value:g} MB/s {xfer:.2f} ms"
+        seek = d.avg_seek_ms or d.track_seek_ms
+        rate = d.media_mb_s or d.measured_mb_s
+        xfer = 4096 / (rate.value * 1e6) * 1000.0 if rate is not None and rate.bound != "upper" else 0.0
+        exact = d.rpm.bound == "exact" and d.avg_seek_ms is not None and d.avg_seek_ms.bound == "exact"
+        ms = (seek.value if seek is not None and seek.bound != "upper" else 0.0) + half_rev + xfer
+        how = (
+            f"{'average seek' if d.avg_seek_ms is not None else 'track-to-track seek' if seek else 'seek unknown (0)'}"
+            f" {seek.value if seek is not None else 0:g} ms + half a revolution at "
+            f"{'at most ' if d.rpm.bound == 'upper' else ''}{d.rpm.value:g} rpm {half_rev:.2f} ms + 4 KiB {xfer:.2f} ms"
         )
+        return PaperFigure(ms, how if exact else f"at least: {how}", exact)
 
-    def flush_ms(self) -> tuple[float, str] | None:
-        """The expected time of a journal write reaching the platter (track-to-track seek + half a
-        revolution): what a commit waits for without a write cache."""
+    def flush_ms(self) -> PaperFigure | None:
+        """The expected time of a journal write reaching the platter without a write cache (track-to-track
+        seek + half a revolution); a lower bound without the seek or with an upper-bound rpm."""
         d = self.disk
-        if d is None or d.rpm is None or d.track_seek_ms is None:
+        if d is None or d.rpm is None or d.rpm.bound == "lower":
             return None
         half_rev = 30000.0 / d.rpm.value
-        return d.track_seek_ms.value + half_rev, (
-            f"track-to-track seek {d.track_seek_ms.value:g} ms + half a revolution {half_rev:.2f} ms"
-        )
+        track = d.track_seek_ms.value if d.track_seek_ms is not None and d.track_seek_ms.bound != "upper" else 0.0
+        exact = d.rpm.bound == "exact" and d.track_seek_ms is not None and d.track_seek_ms.bound == "exact"
+        how = f"track-to-track seek {track:g} ms + half a revolution {half_rev:.2f} ms"
+        return PaperFigure(track + half_rev, how if exact else f"at least: {how}", exact)
+
+    def seq_mb_s(self) -> PaperFigure | None:
+        """The sequential rate of the paper's disk: its media rate (exact, or an upper bound), else the rate
+        the paper measured on it."""
+        d = self.disk
+        if d is None:
+            return None
+        if d.media_mb_s is not None and d.media_mb_s.bound != "lower":
+            f = d.media_mb_s
+            return PaperFigure(f.value, f.source, f.bound == "exact")
+        if d.measured_mb_s is not None:
+            return PaperFigure(d.measured_mb_s.value, f"measured by the paper: {d.measured_mb_s.source}", True)
+        return None
+
+
+@dataclass(frozen=True)
+class PaperFigure:
+    """A figure derived from the paper's machine: its value, how it was made, and whether it is exact or
+    only a bound (a lower bound of a time, an upper bound of a rate)."""
+
+    value: float
+    how: str
+    exact: bool
 
 
 #: What a claim's result was bound by in the paper (``bound_by``): the resource whose speed decided it.
@@ -305,7 +337,9 @@ class Claim(_Strict):
     rests_on: list[str] = Field(
         default_factory=list, description="the published rows the claim rests on, e.g. 'Table 2: create.files_per_s'"
     )
-    kind: Literal["magnitude", "equivalence", "ordering", "variation", "untestable", "ranking", "ratio", "trend"]
+    kind: Literal[
+        "magnitude", "equivalence", "ordering", "threshold", "variation", "untestable", "ranking", "ratio", "trend"
+    ]
     why: str = Field("", description="untestable: the reason")
     reading: str = Field("", description="how the words became this test (margin, range, cases)")
     # -- what is compared ---------------------------------------------------------------------
@@ -349,6 +383,15 @@ class Claim(_Strict):
         description="ordering: the difference (% of the mean of the member claimed worse) at which the power "
         "and the trials needed are computed, to explain an inconclusive verdict (absent: 10%); it never "
         "changes the verdict",
+    )
+    at_least: float | None = Field(
+        None, description="threshold: every case's mean is at least this (in the metric's own units)"
+    )
+    at_most: float | None = Field(None, description="threshold: every case's mean is at most this")
+    basis: Literal["stated", "read_off"] = Field(
+        "stated",
+        description="stated: the paper's own words; read_off: a reading of its tables that the paper never "
+        "states as a conclusion (the report says so beside the verdict)",
     )
     best_of: bool = Field(
         False,
@@ -414,6 +457,8 @@ class Claim(_Strict):
             raise ValueError(f"claim {self.id}: a variation claim needs design (two factors) and metrics")
         if k == "untestable" and not self.why:
             raise ValueError(f"claim {self.id}: why: say why the claim cannot be tested")
+        if k == "threshold" and ((self.at_least is None) == (self.at_most is None) or not self.all_metrics):
+            raise ValueError(f"claim {self.id}: a threshold claim names its metrics and one of at_least, at_most")
         if self.best_of and (k != "ordering" or self.factor or len(self.tiers) < 2 or not self.where):
             raise ValueError(
                 f"claim {self.id}: best_of: an ordering by tiers whose `where` names the upper tier's cell"

@@ -134,6 +134,7 @@ class PaperResult:
             "descriptive": self.verdict.descriptive,
             "evidence": self.verdict.evidence(),
             "paper_says": (self.claim.paper_says.model_dump() if self.claim.paper_says else None),
+            "basis": self.claim.basis,
         }
 
 
@@ -158,7 +159,7 @@ def check_paper(study: Study) -> list[PaperResult]:
         if ev and word != "not testable":
             why += " | " + " | ".join(ev)
         if v.descriptive:
-            why += " | descriptive: the paper gives point values without a spread"
+            why += " | descriptive: the paper gives point values or ranges, without a spread"
         if claim.paper_says and word == "contradicted":
             why += f" | the paper's data: {claim.paper_says.evidence}"
         out.append(PaperResult(claim, v, word, why, claim.expect_paper))

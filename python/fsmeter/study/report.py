@@ -164,6 +164,31 @@ def headline(view: StudyView) -> str:
     return line
 
 
+def rules_text(study: Study) -> str:
+    """The study's own decision rules, in a line (shown in every report)."""
+    r = study.rules
+    parts = [f"tests at the {r.level:.0%} level"]
+    parts.append(
+        f"a difference counts from {r.min_difference_pct:g}%"
+        if r.min_difference_pct
+        else "no minimum difference stated"
+    )
+    if r.intervals == "no_overlap":
+        parts.append(f"and only when the two {r.level:.0%} intervals do not overlap")
+    if r.run_s:
+        parts.append(f"runs of {r.run_s:g} s" + (f" after {r.warmup_s:g} s of warm-up" if r.warmup_s else ""))
+    if r.settle_s:
+        parts.append(f"throughput settles after about {r.settle_s:g} s (shorter phases are gated)")
+    return "; ".join(parts) + (f" ({r.source})" if r.source else "")
+
+
+def says(v: Verdict) -> str:
+    """The claim's words, marked when they are a reading of the paper's tables rather than its own conclusion."""
+    if v.claim.basis == "read_off":
+        return f"{v.claim.says} [a reading of the paper's tables: the paper states no such conclusion]"
+    return v.claim.says
+
+
 def run_word(view: StudyView, v: Verdict) -> str:
     """The re-run word, marked when the paper's own data contradict the claim."""
     p = view.paper.get(v.claim.id)
@@ -186,10 +211,14 @@ def verdicts_json(view: StudyView) -> list:
                 "numbers_alone": v.data_outcome or v.outcome,
                 "paper_verdict": p.paper_verdict if p else None,
                 "test": v.test,
-                "why": v.reason,
+                "why": v.full_reason(),
                 "gates": v.gates,
                 "notes": v.notes,
                 "evidence": v.evidence(),
+                "tests": [t.as_json() for t in v.tests],
+                "cases": [{"case": c.context, "outcome": c.outcome} for c in v.subs],
+                "bound_by": list(v.claim.bound_by),
+                "basis": v.claim.basis,
                 "regime": v.regime,
             }
         )
@@ -200,19 +229,19 @@ def verdict_table(view: StudyView) -> Table:
     t = Table(
         title=f"{view.study.slug}: the study's claims tested on this run "
         "(published absolute numbers are not compared: the hardware differs)",
-        caption=headline(view),
+        caption=f"{headline(view)}\nthe study's rules: {rules_text(view.study)}",
     )
     for col in ("claim", "the study says", "verdict", "on the paper's data", "test and evidence"):
         t.add_column(col, overflow="fold")
     for v in view.verdicts:
-        why = (f"{v.test}: " if v.test else "") + v.reason
+        why = (f"{v.test}: " if v.test else "") + v.full_reason()
         why += "".join(f"\n- gate: {g}" for g in v.gates)
         why += "".join(f"\n- {n}" for n in v.notes)
         why += "".join(f"\n{e}" for e in v.evidence(4))[:700]
         p = view.paper.get(v.claim.id)
         t.add_row(
             v.claim.id,
-            v.claim.says,
+            says(v),
             f"[{STYLE.get(v.outcome, 'white')}]{run_word(view, v)}[/]",
             p.paper_verdict if p else "-",
             why,
@@ -859,6 +888,7 @@ def render_study_html(view: StudyView) -> str:
         "headline": headline(view),
         "paper": view.paper,
         "run_words": {v.claim.id: run_word(view, v) for v in view.verdicts},
+        "rules_text": rules_text(view.study),
         "tables": view.tables,
         "plotly_js": get_plotlyjs(),
         "figures_json": json.dumps(_clean(view.figures), separators=(",", ":")).replace("</", "<\\/"),
