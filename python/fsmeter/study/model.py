@@ -246,7 +246,8 @@ class Machine(_Strict):
             return None
         half_rev = 30000.0 / d.rpm.value
         seek = d.avg_seek_ms or d.track_seek_ms
-        rate = d.media_mb_s or d.measured_mb_s
+        exact_media = d.media_mb_s is not None and d.media_mb_s.bound == "exact"
+        rate = d.media_mb_s if exact_media else (d.measured_mb_s or d.media_mb_s)
         xfer = 4096 / (rate.value * 1e6) * 1000.0 if rate is not None and rate.bound != "upper" else 0.0
         exact = d.rpm.bound == "exact" and d.avg_seek_ms is not None and d.avg_seek_ms.bound == "exact"
         ms = (seek.value if seek is not None and seek.bound != "upper" else 0.0) + half_rev + xfer
