@@ -304,6 +304,11 @@ class ClaimChecker:
         self.rules = study.rules
         self.changes = [c for c in changes if getattr(c, "affects", None)]
         self.factors = [c for c in frame.columns if c not in _NOT_FACTORS]
+        #: the storage and CPU figures of the whole run (one probe per campaign): the resource gates of a
+        #: claim with no rows of its own (its workload left out) still see them
+        self._machine_regime = {
+            k: v for k, v in self._regime(frame).items() if k.startswith("storage_") or k in ("cpu_mhz", "cpus_online")
+        }
         if "statistic" in frame.columns:  # best-of figures serve only the claims about them
             self._best = frame[frame["statistic"] == "best"]
             self.df = frame[frame["statistic"] != "best"]
@@ -1001,13 +1006,17 @@ class ClaimChecker:
         return {a for c in self.changes if _concerns(c, claim, self.study) for a in c.affects}
 
     def _void(self, v: Verdict) -> Verdict:
-        """A re-run verdict with nothing to test: a claim this run changed the subject of is "not
-        comparable here" whatever data it has (B01's disk is gone whether its workload ran or not)."""
+        """A re-run verdict with nothing to test: a claim this run changed the subject of, or bound by a
+        resource far faster here than on the paper's machine, is "not comparable here" whatever data it has
+        (B01's disk is gone whether its workload ran or not)."""
         if self.paper or v.outcome not in (INCONCLUSIVE, NOT_TESTABLE):
             return v
         hit = [a for a in v.claim.sensitive_to if a in self._affects(v.claim)]
-        if hit:
-            v.gates.append(f"this run changed what the claim is about: {', '.join(hit)}")
+        why = [f"this run changed what the claim is about: {', '.join(hit)}"] if hit else []
+        res, _ = gt.resource_gates(v.claim.bound_by, self.study.machine_of(v.claim), self._machine_regime)
+        why += [r for r in res if "not measured" not in r]
+        if why:
+            v.gates += why
             v.notes.append(f"on the numbers alone: {v.outcome} ({v.reason})")
             v.outcome = NOT_COMPARABLE
         return v
@@ -1042,7 +1051,11 @@ class ClaimChecker:
                 + (f" (sensitive to {', '.join(hit)})" if hit else " (none it is sensitive to)")
             )
         missing = set(v.regime.get("missing") or ())
-        if "cache_residency" in claim.sensitive_to and limits.max_cache_read_share is not None:
+        if (
+            "cache_residency" in claim.sensitive_to
+            and "cache_residency" not in hit
+            and limits.max_cache_read_share is not None
+        ):
             cache = v.regime.get("cache_read_share")
             if "cache_read_share" in missing:
                 hit.append(
@@ -1052,7 +1065,8 @@ class ClaimChecker:
             elif cache is not None and cache > limits.max_cache_read_share:
                 hit.append(f"cache_residency (measured: {cache:.0%} of the reads came from the page cache)")
         why = [f"this run changed what the claim is about: {', '.join(hit)}"] if hit else []
-        res, res_notes = gt.resource_gates(claim.bound_by, self.study.machine_of(claim), v.regime)
+        regime = {**self._machine_regime, **v.regime}
+        res, res_notes = gt.resource_gates(claim.bound_by, self.study.machine_of(claim), regime)
         why += res
         v.notes += res_notes
         cpu = gt.cpu_count_gate(self._cpu_levels(claim), v.regime.get("cpus_online"))

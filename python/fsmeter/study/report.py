@@ -183,10 +183,14 @@ def rules_text(study: Study) -> str:
 
 
 def says(v: Verdict) -> str:
-    """The claim's words, marked when they are a reading of the paper's tables rather than its own conclusion."""
+    """The claim's words, marked when they are a reading of the paper's tables rather than its own
+    conclusion, and with what bound the paper's result."""
+    out = v.claim.says
     if v.claim.basis == "read_off":
-        return f"{v.claim.says} [a reading of the paper's tables: the paper states no such conclusion]"
-    return v.claim.says
+        out += " [a reading of the paper's tables: the paper states no such conclusion]"
+    if v.claim.bound_by:
+        out += f"\n(bound by {', '.join(b.replace('_', ' ') for b in v.claim.bound_by)} in the paper)"
+    return out
 
 
 def run_word(view: StudyView, v: Verdict) -> str:
