@@ -297,3 +297,87 @@ def test_the_evidence_is_data_for_plots():
     assert {"case", "effect", "interval", "p", "adjusted_p", "power", "claimed", "status"} <= set(t)
     assert t["effect"] == pytest.approx(50.0) and t["interval"][0] < 50 < t["interval"][1]
     assert t["claimed"] == [0.0, None]  # at least 0%, no upper end
+
+
+def test_magnitude_pairs_hold_fall_outside_and_reverse_by_the_same_rules():
+    """A ratio claimed in [1.1, 1.3] (sd 1, n 10, so the 90% interval of the log ratio is about +-0.8%):
+    1.2 holds; 1.5 is outside the range (not shown); 0.8 is on the other side of 1: reversed, unless
+    the study's minimum difference (25%) is more than the 20% it is off."""
+    claim = {"kind": "magnitude", "tiers": [["xfs"], ["ext3"]], "ratio_range": [1.1, 1.3]}
+    for m, word in ((120.0, "reproduced"), (150.0, "not reproduced"), (80.0, "reversed")):
+        f = summary_frame({("xfs", "a"): (m, 1.0, 10), ("ext3", "a"): (100.0, 1.0, 10)})
+        assert _one(study([claim]), f, paper=True).outcome == word, m
+    f = summary_frame({("xfs", "a"): (80.0, 1.0, 10), ("ext3", "a"): (100.0, 1.0, 10)})
+    v = _one(study([claim], rules={"min_difference_pct": 25.0}), f, paper=True)
+    assert v.tests[0].status == AGAINST and v.outcome == "not reproduced"
+
+
+def test_a_threshold_is_shown_excluded_or_unclear_never_reversed():
+    """'At least 60 s': 90 s (sd 5, n 10, se 1.58) holds; 20 s is excluded (not reversed: a bound has no
+    opposite claim); 58 s with sd 10 (se 3.2) is unclear."""
+    claim = {"kind": "threshold", "metrics": ["run.x"], "at_least": 60.0}
+    words = {}
+    for m, sd in ((90.0, 5.0), (20.0, 5.0), (58.0, 10.0)):
+        f = summary_frame({("xfs", "a"): (m, sd, 10)}).assign(higher_is_better=False)
+        v = _one(study([claim]), f, paper=True)
+        words[m] = (v.tests[0].status, v.outcome)
+    assert words == {
+        90.0: (HOLDS, "reproduced"),
+        20.0: (AGAINST, "not reproduced"),
+        58.0: (UNCLEAR, "inconclusive"),
+    }
+
+
+def test_published_ranges_are_compared_by_their_bounds():
+    """gus3's ranges: 100-160 MB/s against 40-45 MB/s cannot overlap (the least favourable pairing is
+    100 / 45 = 2.2x): the ordering holds; 100-160 against 90-120 overlaps: unclear; an equivalence of
+    160-170 with itself holds within 10% (the farthest pairing is 170 / 160 = +6.25%)."""
+    f = summary_frame({("xfs", "a"): (130, None, None), ("ext3", "a"): (42.5, None, None)})
+    f["low"], f["high"] = [100.0, 40.0], [160.0, 45.0]
+    v = _one(study([ORDER]), f, paper=True)
+    assert v.tests[0].status == HOLDS and v.tests[0].interval == pytest.approx(
+        (100 / 45 * 100 - 100, 160 / 40 * 100 - 100)
+    )
+    f["low"], f["high"] = [100.0, 90.0], [160.0, 120.0]
+    assert _one(study([ORDER]), f, paper=True).tests[0].status == UNCLEAR
+    same = {"kind": "equivalence", "tiers": [["xfs", "ext3"]], "margin_pct": 10.0}
+    f["low"], f["high"] = [160.0, 160.0], [170.0, 170.0]
+    assert _one(study([same]), f, paper=True).tests[0].status == HOLDS
+
+
+def test_best_of_compares_the_upper_cell_with_every_lower_cell():
+    """xfs at threads = 20 against every ext3 cell (threads 5 and 20): above both holds; an ext3 cell
+    above it makes the case not shown, not reversed."""
+    claim = {**ORDER, "where": {"threads": 20}, "best_of": True}
+    cells = {("xfs", "20"): (150, 1, 10), ("ext3", "20"): (100, 1, 10), ("ext3", "5"): (120, 1, 10)}
+    f = summary_frame(cells).rename(columns={"case": "threads"})
+    f = f[~((f["filesystem"] == "xfs") & (f["threads"] == "5"))]
+    v = _one(study([claim]), f, paper=True)
+    assert sorted(t.b for t in v.tests) == ["ext3 (threads=20)", "ext3 (threads=5)"] and v.outcome == "reproduced"
+    cells[("ext3", "5")] = (170, 1, 10)
+    f = summary_frame(cells).rename(columns={"case": "threads"})
+    v = _one(study([claim]), f, paper=True)
+    assert v.subs[0].outcome == AGAINST and v.outcome == "not reproduced"
+
+
+def test_a_paper_figure_that_is_only_a_bound_cannot_show_comparability():
+    """Bryant's small machine: the IDE disk's model is not given, so its random read is only known to be
+    at least half a revolution at 7,200 rpm (4.17 ms) + 4 KiB at 17.4 MB/s (0.24 ms). 0.09 ms here is
+    over 4x faster than even that: not comparable. 2 ms here is 2.2x the bound, but the real disk may
+    have been slower still: whether it is within 4x cannot be shown, so not comparable either."""
+    ide = {
+        "id": "small",
+        "disk": {
+            "model": "an 80 GB IDE disk",
+            "source": "the paper",
+            "rpm": {"value": 7200, "bound": "upper", "source": "a bound"},
+            "measured_mb_s": {"value": 17.4, "source": "hdparm"},
+        },
+    }
+    s = study([{**ORDER, "bound_by": ["disk_seeks"]}], hardware=[ide])
+    fig = s.hardware[0].random_read_ms()
+    assert not fig.exact and fig.value == pytest.approx(30000 / 7200 + 4096 / 17.4e6 * 1000)
+    v = _one(s, runs_frame(GOOD, FAST))
+    assert v.outcome == "not comparable here" and "at least 4.4 ms" in v.gates[0] and "over the 4x" in v.gates[0]
+    v = _one(s, runs_frame(GOOD, {**FAST, "storage_read_latency_ms": 2.0}))
+    assert v.outcome == "not comparable here" and "cannot be shown" in v.gates[0]
