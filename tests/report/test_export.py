@@ -141,6 +141,7 @@ def test_fsmeter_load_returns_frames(synth):
         "intervals",
         "histograms",
         "environment",
+        "storage",
     }
     assert all(isinstance(f, pd.DataFrame) for f in frames.values())
     assert len(frames["cells"]) == 20 and "filesystem" in frames["cells"].columns

@@ -14,14 +14,14 @@ O_DIRECT and page-aligned buffers, timed with CLOCK_MONOTONIC around each system
    target past the sequential region (aligned to 4 KiB; a fixed seed), each written once. A read of
    a sparse image's hole or of an unwritten extent never reaches a disk (the filesystem or the loop
    driver answers it with zeros), so what is read must have been written;
-2. **sequential write**: ``seq_bytes`` at the start of the target in 1 MiB writes, then fdatasync;
+2. **sequential write**: ``seq_bytes`` at the start of the target in 8 MiB writes, then fdatasync;
    MB/s (10^6 bytes per second) over the writes and the sync. Its size (128 MiB by default) is
    more than a disk's own cache of the 2000s (2-64 MB), so it also pushes step 1's blocks out of it;
 3. **random reads**: the blocks of step 1 read back one at a time (queue depth 1) in another random
    order: the median and the mean latency, ms. On a disk this is a seek, half a revolution on
    average and the transfer; on a virtual machine's disk it is whatever the host answers with,
    often its page cache;
-4. **sequential read**: step 2's bytes read back in 1 MiB reads, MB/s;
+4. **sequential read**: step 2's bytes read back in 8 MiB reads, MB/s;
 5. **flush**: ``flushes`` times a 4 KiB write followed by fdatasync, the pair timed: the median, ms.
    fdatasync on a block device sends the device a cache flush; a loop device passes it to its
    backing file's filesystem, which flushes the disk below.
@@ -46,7 +46,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 BLOCK = 4096
-CHUNK = 1 << 20
+#: Sequential I/O goes in requests of this size: the block layer splits each into several in flight, as a
+#: streaming reader's readahead or a writer's writeback does; 1 MiB requests one at a time measured a
+#: quarter of a virtual disk's rate (its per-request latency), not its bandwidth.
+CHUNK = 8 << 20
 #: Defaults: a few seconds on a disk of the 2000s, well under one on fast storage.
 SEQ_BYTES = 128 << 20
 READS = 256
@@ -76,7 +79,7 @@ class StorageProbe:
     flush_ms_p50: float | None = None
     flushes: int = 0
     seconds: float = 0.0
-    method: str = "O_DIRECT, queue depth 1, 4 KiB random reads of written blocks; 1 MiB sequential; write+fdatasync"
+    method: str = "O_DIRECT, queue depth 1, 4 KiB random reads of written blocks; 8 MiB sequential; write+fdatasync"
     note: str = ""
     details: dict[str, Any] = field(default_factory=dict)
 

@@ -810,7 +810,6 @@ class ClaimChecker:
             elif t.mode == "same":
                 t.status = vd.equivalence_pair(holds_sig=t.adj_p_hold < alpha, beyond_sig=t.adj_p_against < alpha)
             else:
-                lo, hi = claim.ratio_range
                 r = t.estimate or 1.0
                 t.status = vd.magnitude_pair(
                     holds_sig=t.adj_p_hold < alpha,
