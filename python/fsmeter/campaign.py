@@ -596,7 +596,7 @@ class Cell:
 
 def _fs_labels(c: CampaignFile) -> list:
     """[(label, FsConfig|None)]: labels are unique."""
-    from fsmeter.provision.sysinfo import mount_containing, pseudo_filesystem
+    from fsmeter.provision.sysinfo import mount_containing
 
     if c.target.kind == "dir":
         if c.filesystems:
@@ -604,16 +604,10 @@ def _fs_labels(c: CampaignFile) -> list:
                 "filesystems: a dir target measures the directory's own filesystem (no mkfs): "
                 "remove [[filesystems]], or use target.kind = 'loop'"
             )
-        path = Path(c.target.path or ".")
-        if not path.is_dir():
-            raise UserError(f"target.path: {path} is not an existing directory: create it or name another")
+        from fsmeter.userpaths import check_dir
+
+        path = check_dir(c.target.path or ".", "target.path:")  # the rules of `fsmeter run --dir`
         m = mount_containing(str(path.resolve()))
-        pseudo = pseudo_filesystem(str(path))
-        if pseudo:
-            raise UserError(
-                f"target.path: {path} is a kernel interface ({pseudo}), not a filesystem to "
-                "measure: name a directory on a real filesystem"
-            )
         return [(m.fstype if m else "dir", None)]
     fss = c.filesystems or [FsModel(name="tmpfs" if c.target.kind == "tmpfs" else "ext4")]
     out, seen = [], {}

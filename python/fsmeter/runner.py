@@ -149,14 +149,9 @@ def check_target(c: CampaignFile, fresh: bool = True) -> None:
             "section (ranks = one per client host or more)"
         )
     elif t.kind == "dir" and t.path:
-        from fsmeter.provision.sysinfo import pseudo_filesystem
+        from fsmeter.userpaths import check_dir
 
-        pseudo = pseudo_filesystem(t.path)
-        if pseudo:
-            raise UserError(
-                f"target.path: {t.path} is a kernel interface ({pseudo}), not a filesystem to "
-                "measure: name a directory on a real filesystem"
-            )
+        check_dir(t.path, "target.path:")  # the rules of `fsmeter run --dir`
 
 
 def run_campaign(

@@ -90,8 +90,9 @@ def build_campaign(
         if filesystems:
             notes.append(f"--filesystems {filesystems} ignored: creating filesystems needs root")
     if directory is not None:
-        if not directory.is_dir():
-            raise UserError(f"--dir {directory}: not an existing directory: create it, or name another")
+        from fsmeter.userpaths import check_dir
+
+        check_dir(directory)
         data["target"] = {"kind": "dir", "path": str(directory.resolve())}
         data.pop("filesystems", None)
         data["name"] = data["name"] + "-dir"
@@ -348,7 +349,7 @@ def register(app: typer.Typer) -> None:
         if not data["workloads"]:
             raise UserError("no workload to run: name some with --workloads")
         if report is not None:  # checked before the suite runs, not after it
-            from fsmeter.textfile import check_output_path
+            from fsmeter.userpaths import check_output_path
 
             check_output_path(report, "--report")
         text = dump_toml(data)

@@ -97,7 +97,7 @@ def register(app: typer.Typer) -> None:
         if out.exists() and (out / "results.json").exists():
             raise UserError(f"--out {out}: already holds crash results: give a new folder")
         if html is not None:  # checked before the campaign runs, not after it
-            from fsmeter.textfile import check_output_path
+            from fsmeter.userpaths import check_output_path
 
             check_output_path(html, "--html")
         console = Console()

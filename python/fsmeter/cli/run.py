@@ -122,7 +122,10 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Run one workload once on a directory and print ops/s, MiB/s, latency percentiles and CPU."""
-        console = Console(stderr=False)
+        from fsmeter.userpaths import check_dir, check_output_path, is_stdout
+
+        # With --json - the result document is standard output: the tables go to standard error.
+        console = Console(stderr=is_stdout(json_out))
         if cache not in CACHE_CHOICES:
             raise UserError(f"--cache {cache!r}: use one of {', '.join(CACHE_CHOICES)}")
         if cache == "drop" and os.geteuid() != 0:
@@ -130,25 +133,17 @@ def register(app: typer.Typer) -> None:
                 "--cache drop needs root (it writes /proc/sys/vm/drop_caches): run as root, or use --cache fadvise"
             )
         if json_out is not None:  # checked now: a path that cannot be written would lose the whole run
-            from fsmeter.textfile import check_output_path
-
-            check_output_path(json_out, "--json")
+            check_output_path(json_out, "--json", stdout=True)
         if not (min_phase_s >= 0 and math.isfinite(min_phase_s)):
             raise UserError(f"--min-phase-s {min_phase_s!r}: give a number of seconds >= 0")
         opts = dict(show_progress=not quiet, keep_files=keep_files, cache=cache, min_phase_s=min_phase_s)
-        from fsmeter.provision.sysinfo import pseudo_filesystem
-
         if dir is None and not workload.endswith(".fio"):
             raise UserError(
                 "--dir is required: name a directory on the filesystem to measure (only `fsmeter run "
                 "FILE.fio` of a job file that names absolute directories may leave it out)"
             )
-        pseudo = pseudo_filesystem(str(dir)) if dir is not None and dir.is_dir() else None
-        if pseudo:
-            raise UserError(
-                f"--dir {dir} is a kernel interface ({pseudo}), not a filesystem to measure: name a "
-                "directory on a real filesystem"
-            )
+        if dir is not None:
+            check_dir(dir)
         from fsmeter.mpi.comm import launched_under_mpi
 
         if stonewall is not None and not launched_under_mpi():
@@ -257,8 +252,10 @@ def print_result(doc: dict, job, console: Console, json_out: Path | None) -> Non
     if (doc.get("mpi") or {}).get("mounts_note"):
         console.print(f"  [yellow]note:[/] {doc['mpi']['mounts_note']}", highlight=False)
     if json_out is not None:
-        json_out.write_text(json.dumps(doc, indent=1))
-        console.print(f"wrote {json_out}")
+        from fsmeter.userpaths import write_output
+
+        if write_output(json_out, json.dumps(doc, indent=1) + "\n", "--json"):
+            console.print(f"wrote {json_out}")
     if doc["interrupted"]:
         console.print("[bold red]interrupted:[/] the figures above cover only what ran before the stop")
         raise typer.Exit(130)

@@ -12,6 +12,7 @@ from rich.table import Table
 from fsmeter.cli._device import device_options, device_target
 from fsmeter.cli._runlock import no_wait_option
 from fsmeter.errors import UserError
+from fsmeter.userpaths import check_output_path
 
 DEVICE_OPT, CONFIRM_OPT, FORCE_OPT = device_options()
 DB_HELP = "results database (default: $FSMETER_DB or ./fsmeter.sqlite)"
@@ -169,8 +170,8 @@ def register(app: typer.Typer) -> None:
 
         if all_ == (name is not None):
             raise UserError("study check: name one study, or give --all (fsmeter study list shows them)")
-        if json_out is not None and not json_out.parent.is_dir():
-            raise UserError(f"--json {json_out}: the folder {json_out.parent} does not exist")
+        if json_out is not None:
+            check_output_path(json_out, "--json")
         slugs = list(study_paths()) if all_ else [name]
         console = Console()
         out, misjudged = [], []
@@ -228,16 +229,14 @@ def register(app: typer.Typer) -> None:
         console = Console()
         study = load_study(name)
         if out is not None:
-            from fsmeter.textfile import check_output_path
-
             check_output_path(out, "--out")
         path = default_db_path(db)
         if not path.exists():
             raise UserError(
                 f"{path}: no results database: run `fsmeter study run {study.slug}` first, or name one with --db"
             )
-        if json_out is not None and not json_out.parent.is_dir():
-            raise UserError(f"--json {json_out}: the folder {json_out.parent} does not exist")
+        if json_out is not None:
+            check_output_path(json_out, "--json")
         view = build_study_view(study, path, campaign)
         console.print(verdict_table(view))
         if json_out is not None:

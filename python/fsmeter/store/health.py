@@ -375,8 +375,9 @@ def recover(src: os.PathLike | str, dst: os.PathLike | str) -> RecoverReport:
         raise UserError(f"no such results database: {src}: check the path")
     if dst.exists():
         raise UserError(f"--to {dst}: already exists: name a new file (recover never writes over a file)")
-    if not dst.parent.is_dir():
-        raise UserError(f"--to {dst}: the folder {dst.parent} does not exist")
+    from fsmeter.userpaths import check_output_path
+
+    check_output_path(dst, "--to")
     if dst.resolve() == src.resolve():
         raise UserError("--to: name a new file, not the damaged store itself")
     expected, creates = _expected_schema()

@@ -60,6 +60,9 @@ def merge_stores(inputs: Sequence[Path], out: Path) -> dict:
     out = Path(out)
     if out.exists():
         raise UserError(f"-o {out}: the file exists: name a new file (merge never writes into an existing store)")
+    from fsmeter.userpaths import check_output_path
+
+    check_output_path(out, "-o")
     if any(Path(i).resolve() == out.resolve() for i in inputs):
         raise UserError(f"-o {out}: the output is also an input: name a new file")
     counts: dict = {"campaigns": 0, "duplicates": []}

@@ -1,0 +1,125 @@
+"""Output paths (`--json`, `--report`, `-o`, `--to`, a new store) are checked before any work, under the
+rules of `--dir`: a kernel interface, a directory, a missing folder or an impossible name is one line and
+nothing is measured or written; `-` is standard output where a user expects it."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from fsmeter.errors import UserError
+from fsmeter.userpaths import check_dir, check_output_path, write_output
+from fsmeter_cli import fsm
+from store_sample import fill
+
+QUICK = ["--set", "duration_s=0.2", "--set", "warmup_s=0", "--set", "file_size=1M", "--min-phase-s", "0", "-q"]
+
+
+def one_line(r) -> str:
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("fsmeter: error: "), r.stderr
+    assert "Traceback" not in r.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "path, words",
+    [
+        ("/proc/fsmeter-out.json", "kernel interface (proc)"),
+        ("/sys/kernel/fsmeter-out.json", "kernel interface (sysfs)"),
+        ("/dev/fsmeter-out.json", "kernel interface"),
+        ("/no/such/folder/out.json", "does not exist"),
+        ("x" * 300 + ".json", "more than a filesystem's 255"),
+        ("a/" * 2100 + "b", "longer than 4095 bytes"),
+    ],
+)
+def test_output_path_rules(tmp_path, path, words):
+    with pytest.raises(UserError) as e:
+        check_output_path(path if path.startswith("/") else tmp_path / path, "--json")
+    assert words in e.value.message and "\n" not in e.value.message
+
+
+def test_output_path_refuses_a_directory_a_nul_and_a_link_to_proc(tmp_path):
+    with pytest.raises(UserError, match="is a directory"):
+        check_output_path(tmp_path, "--json")
+    with pytest.raises(UserError, match="NUL byte"):
+        check_output_path(f"{tmp_path}/a\0b", "--json")
+    (tmp_path / "link.json").symlink_to("/proc/sys/vm/drop_caches")
+    with pytest.raises(UserError, match="kernel interface"):
+        check_output_path(tmp_path / "link.json", "--json")
+    with pytest.raises(UserError, match="standard output"):
+        check_output_path("-", "--report")  # not an output that may go to standard output
+    assert str(check_output_path("-", "--json", stdout=True)) == "-"
+    assert check_output_path(tmp_path / "new.json", "--json") == tmp_path / "new.json"
+
+
+def test_dir_rules_are_the_same(tmp_path):
+    assert check_dir(tmp_path) == tmp_path
+    for bad, words in (("/proc", "kernel interface"), ("/dev/shm", "kernel interface"), (tmp_path / "no", "not an")):
+        with pytest.raises(UserError, match=words):
+            check_dir(bad)
+    with pytest.raises(UserError, match="NUL byte"):
+        check_dir(f"{tmp_path}/\0")
+
+
+def test_write_output_failure_is_one_line(tmp_path, capsys):
+    assert write_output("-", "to stdout\n", "--json") is False
+    assert capsys.readouterr().out == "to stdout\n"
+    if os.path.exists("/dev/full"):
+        with pytest.raises(UserError, match="could not be written"):
+            write_output("/dev/full", "x" * 100000, "--json")
+
+
+def test_run_json_dash_is_standard_output(tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    r = fsm("run", "seq-read", "--dir", d, "--json", "-", "--no-wait", *QUICK, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)  # nothing else on standard output: the tables went to standard error
+    assert doc["workload"] == "seq-read" and "run" in r.stderr
+    assert not (tmp_path / "-").exists()
+
+
+@pytest.mark.parametrize("target", ["/proc/fsmeter-x.json", "/sys/fsmeter-x.json", "/dev/shm/fsmeter-x.json"])
+def test_run_refuses_a_kernel_interface_before_it_measures(tmp_path, target):
+    d = tmp_path / "d"
+    d.mkdir()
+    r = fsm("run", "seq-read", "--dir", d, "--json", target, "--no-wait", *QUICK)
+    assert r.returncode == 2 and "kernel interface" in one_line(r)
+    assert list(d.iterdir()) == [] and not os.path.exists(target)
+
+
+def test_each_command_checks_its_output_first(tmp_path):
+    db = tmp_path / "s.sqlite"
+    fill(db)
+    before = db.read_bytes()
+    cases = [
+        (["export", "--db", db, "-o", "/proc/x.csv"], "-o /proc/x.csv"),
+        (["export", "--db", db, "--format", "fio-json", "--split", "/sys/x"], "--split /sys/x"),
+        (["report", "--db", db, "-o", "/proc/x.html"], "--output /proc/x.html"),
+        (["merge", db, "-o", "/proc/m.sqlite"], "-o /proc/m.sqlite"),
+        (["store", "recover", db, "--to", "/sys/r.sqlite"], "--to /sys/r.sqlite"),
+        (["compare", "--dir", tmp_path, "--report", "/proc/r.html", "--no-wait"], "--report /proc/r.html"),
+        (["io500", "--dir", tmp_path, "--json", "/proc/io.json", "--no-wait"], "--json /proc/io.json"),
+        (["study", "check", "wettstein2002", "--json", "/proc/v.json"], "--json /proc/v.json"),
+        (["study", "report", "wettstein2002", "--db", db, "-o", "/proc/s.html"], "--out /proc/s.html"),
+    ]
+    for args, words in cases:
+        r = fsm(*args, cwd=tmp_path)
+        assert r.returncode == 2, (args, r.stderr)
+        assert words in one_line(r), args
+    assert db.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.sqlite"]  # no store, report or lock made
+
+
+def test_export_and_report_to_standard_output(tmp_path):
+    db = tmp_path / "s.sqlite"
+    fill(db)
+    r = fsm("export", "--db", db, "--format", "json", "-o", "-")
+    assert r.returncode == 0 and json.loads(r.stdout)["format"] == "fsmeter-campaign"
+    r = fsm("report", "--db", db, "-o", "-")
+    assert r.returncode == 0 and r.stdout.lstrip().startswith("<!DOCTYPE html>") and r.stdout.rstrip().endswith(
+        "</html>"
+    )
+    assert not (tmp_path / "-").exists()
