@@ -127,6 +127,7 @@ def _run(app: typer.Typer, args: list) -> None:
     try:
         with command.make_context("fsmeter", args) as ctx:
             command.invoke(ctx)
+        sys.exit(0)  # as typer's own main: a command that returns ends the process with status 0
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except EOFError:
