@@ -42,7 +42,7 @@ from pydantic import (
 
 from fsmeter.errors import UserError
 from fsmeter.textfile import loads_toml, read_text
-from fsmeter.units import Size
+from fsmeter.units import MAX_DURATION_S, MAX_SIZE_BYTES, Size
 
 HOST_FACTORS = {"scheduler", "readahead_kb", "cpus", "page_cache_limit"}
 #: Factors about how a trial is launched rather than what it runs: ranks = MPI processes (mpirun -n).
@@ -358,15 +358,44 @@ class MpiModel(BaseModel):
         return v
 
 
+def guest_vcpus_problem(v: Any, host_cpus: int | None = None) -> str | None:
+    """Why ``v`` is not a guest's CPU count (a whole number, not a boolean, 1 to 256; with ``host_cpus``, at
+    most that many: the host's, checked on the host before a guest is started), or None."""
+    if not isinstance(v, int) or isinstance(v, bool):
+        return f"{_short(v)} is not a whole number of CPUs"
+    most = min(256, host_cpus or 256)
+    if not 1 <= v <= most:
+        return f"{v}: give 1 to {most}" + (", the CPUs of this host" if host_cpus and host_cpus < 256 else "")
+    return None
+
+
+def guest_memory_problem(v: Any, host_bytes: int | None = None) -> str | None:
+    """Why ``v`` is not a guest's memory (a size of at least 256M; with ``host_bytes``, at most that: the
+    host's memory, checked on the host before a guest is started), or None."""
+    from fsmeter.units import format_size, parse_size
+
+    try:
+        n = parse_size(v)
+    except (ValueError, TypeError):
+        return f'{_short(v)} is not a size: write it as "1G"'
+    if n < 256 << 20 or n > MAX_SIZE_BYTES or (host_bytes and n > host_bytes):
+        most = f"{format_size(host_bytes)}, this host's memory" if host_bytes else "1 PiB"
+        return f"{_short(v)}: give at least 256M and at most {most}"
+    return None
+
+
 class GuestModel(BaseModel):
     """[guest]: the virtual machine each level of the `kernel` factor is booted in (fsmeter.guest)."""
 
     model_config = ConfigDict(extra="forbid")
-    vcpus: int = Field(1, ge=1, le=256, description="virtual CPUs of the guest")
-    memory: Size = Field(2 << 30, ge=256 << 20, description="the guest's memory (at least 256M)")
+    vcpus: int = Field(1, ge=1, le=256, description="virtual CPUs of the guest (at most the host's CPUs)")
+    memory: Size = Field(
+        2 << 30, ge=256 << 20, description="the guest's memory (at least 256M, at most the host's memory)"
+    )
     disk_size: Size = Field(
         4 << 30,
         ge=256 << 20,
+        le=MAX_SIZE_BYTES,
         description="the guest's scratch disk (a sparse raw image on the host), where its loop images go",
     )
     disk_cache: Literal["none", "writethrough", "writeback", "directsync", "unsafe"] = Field(
@@ -377,7 +406,23 @@ class GuestModel(BaseModel):
         description="kvm: hardware virtualisation; tcg: software emulation (functional results only); "
         "auto: kvm where it can boot a stock kernel, else tcg",
     )
-    boot_timeout_s: float = Field(600.0, gt=0, description="longest wait for a guest to boot")
+    boot_timeout_s: float = Field(600.0, gt=0, le=MAX_DURATION_S, description="longest wait for a guest to boot")
+
+    @field_validator("vcpus", mode="before")
+    @classmethod
+    def _vcpus(cls, v: Any) -> Any:
+        why = guest_vcpus_problem(v)
+        if why is not None:
+            raise ValueError(why)
+        return v
+
+    @field_validator("memory", mode="before")
+    @classmethod
+    def _memory(cls, v: Any) -> Any:
+        why = guest_memory_problem(v)
+        if why is not None:
+            raise ValueError(why)
+        return v
 
 
 class CampaignFile(BaseModel):
@@ -435,22 +480,16 @@ class CampaignFile(BaseModel):
                     f"kernel: levels are kernel versions or image paths, written as strings "
                     f'("6.1", not 6.1; got {levels})'
                 )
-            if k == "guest_vcpus" and not all(
-                isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 256 for x in levels
-            ):
-                raise ValueError(
-                    f"guest_vcpus: levels are the guest's CPU counts, whole numbers 1 to 256 (got {levels})"
-                )
-            if k == "guest_memory":
-                from fsmeter.units import parse_size
-
+            if k == "guest_vcpus":
                 for lv in levels:
-                    try:
-                        ok = parse_size(lv) >= 256 << 20
-                    except (ValueError, TypeError):
-                        ok = False
-                    if not ok:
-                        raise ValueError(f'guest_memory: level {lv!r}: give a size of at least 256M, e.g. "1G"')
+                    why = guest_vcpus_problem(lv)
+                    if why is not None:
+                        raise ValueError(f"guest_vcpus: levels are the guest's CPU counts: level {why}")
+            if k == "guest_memory":
+                for lv in levels:
+                    why = guest_memory_problem(lv)
+                    if why is not None:
+                        raise ValueError(f"guest_memory: level {why}")
             if k == KERNEL_FACTOR:  # an absent kernel is refused now, not when its guest would boot
                 from fsmeter.guest.kernels import HOST_LEVEL, resolve
 

@@ -117,6 +117,22 @@ def claim_campaign(store: Store, campaign_id: int, take_over: bool = False) -> d
     return me
 
 
+def check_guest_resources(c: CampaignFile) -> None:
+    """A guest's CPUs and memory ([guest] and the guest_vcpus, guest_memory levels) within this host's: on
+    the host only (a guest parses the same campaign with fewer of either)."""
+    from fsmeter.campaign import guest_memory_problem, guest_vcpus_problem
+    from fsmeter.hostinfo import cpus_online, mem_total_bytes
+
+    cpus, mem = cpus_online(), mem_total_bytes()
+    checks = [("guest.vcpus", guest_vcpus_problem(c.guest.vcpus, cpus))]
+    checks.append(("guest.memory", guest_memory_problem(c.guest.memory, mem)))
+    checks += [("factors.guest_vcpus", guest_vcpus_problem(v, cpus)) for v in c.factors.get("guest_vcpus", [])]
+    checks += [("factors.guest_memory", guest_memory_problem(v, mem)) for v in c.factors.get("guest_memory", [])]
+    for where, why in checks:
+        if why is not None:
+            raise UserError(f"{where}: {why}: no cell was run")
+
+
 def check_target(c: CampaignFile, fresh: bool = True) -> None:
     """Refuse the whole campaign before its first cell when its target cannot be used: a device
     that is not a block device, is mounted or in use, or (on a fresh start, without force) carries
@@ -132,6 +148,7 @@ def check_target(c: CampaignFile, fresh: bool = True) -> None:
                 f"factors.{KERNEL_FACTOR}: guests cannot run here: missing {'; '.join(missing)}: no cell was run"
             )
         kernels.choose(c.guest.accelerator)  # accelerator = 'kvm' where it cannot boot: refused, saying why
+        check_guest_resources(c)
     t = c.target
     if t.kind == "device":
         from fsmeter.provision.errors import DeviceRefused
