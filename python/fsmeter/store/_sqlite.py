@@ -34,12 +34,20 @@ def recovered_name(path: Path) -> Path:
     return path.with_name(f"{path.stem}-recovered{path.suffix or '.sqlite'}")
 
 
+def read_only_uri(path: Path) -> str:
+    """The URI that opens ``path`` read-only (sqlite.org/uri.html): the file is never written, and a
+    missing one is not created. The path is quoted, so that a ``?`` or ``#`` in a name stays a name."""
+    from urllib.parse import quote
+
+    return f"file:{quote(str(Path(path).absolute()))}?mode=ro"
+
+
 def integrity_summary(path: Path, limit: int = 160) -> str | None:
     """The first lines of ``PRAGMA integrity_check`` on ``path`` (a fresh, read-only connection): "ok"
     for a sound file, else what it found or the error that stopped it; None when it could not be
     run for a reason that says nothing about the file (locked by a writer, cannot be opened)."""
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        conn = sqlite3.connect(read_only_uri(path), uri=True, timeout=30)
     except sqlite3.Error:
         return None
     try:
@@ -229,6 +237,7 @@ __all__ = [
     "integrity_summary",
     "is_damage",
     "is_decode_error",
+    "read_only_uri",
     "recovered_name",
     "store_error",
 ]

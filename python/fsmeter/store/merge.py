@@ -47,9 +47,23 @@ def _prepared_copy(src: Path, tmp: str) -> Path:
 
     if not src.is_file():
         raise UserError(f"{src}: no such results database: check the path")
+    # The input itself, read-only: not a store, damaged (integrity_check) or unsound in its tables,
+    # columns or values, it is refused naming it, before anything is written.
+    from fsmeter.store._sqlite import StoreError
+    from fsmeter.store.health import check
+
+    try:
+        open_store(src, create=False).close()
+    except StoreError as exc:
+        raise UserError(f"merge: {exc.message} (nothing was merged)") from None
+    why = check(src).problem(older_is_fine=True)  # every row read, as `store check` reads them
+    if why is not None:
+        from fsmeter.store._sqlite import damaged
+
+        raise UserError(f"merge: {damaged(src, why).message} (nothing was merged)")
     dst = Path(tmp) / f"in-{len(os.listdir(tmp))}.sqlite"
     shutil.copyfile(src, dst)
-    open_store(dst, create=False).close()  # migrates the copy, or refuses a newer one
+    open_store(dst, create=False, writable=True).close()  # migrates the copy
     return dst
 
 
