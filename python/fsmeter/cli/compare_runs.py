@@ -35,8 +35,10 @@ def register(app: typer.Typer) -> None:
 
         from rich.console import Console
 
-        from fsmeter.report.compare_runs import EXIT_REGRESSION, compare_runs, load_side, result_table
+        from fsmeter.report.compare_runs import EXIT_REGRESSION, check_options, compare_runs, load_side, result_table
         from fsmeter.store.health import guard
+
+        check_options(threshold, alpha, correction)  # before either side is read
 
         def side(ref: str, store: Path | None):
             exported = ref.endswith(".json") and Path(ref).is_file()  # not the store: no store damage to explain
