@@ -141,6 +141,17 @@ class TargetModel(BaseModel):
             )
         return v
 
+    @field_validator("volume_options")
+    @classmethod
+    def _volume_options(cls, v: dict) -> dict:
+        from fsmeter.provision.gluster import volume_option_problem
+
+        for key, value in v.items():
+            why = volume_option_problem(key, value)
+            if why is not None:
+                raise ValueError(why)
+        return v
+
     @model_validator(mode="after")
     def _check(self) -> TargetModel:
         if self.kind == "dir" and not self.path:

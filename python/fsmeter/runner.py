@@ -133,6 +133,23 @@ def check_guest_resources(c: CampaignFile) -> None:
             raise UserError(f"{where}: {why}: no cell was run")
 
 
+def check_local_ranks(c: CampaignFile) -> None:
+    """Every trial's ranks within what this machine can run, when they all run on it: MPI without a
+    hostfile, or on the namespace hosts of a glusterfs target (which share its CPUs)."""
+    if c.mpi is None and "ranks" not in c.factors:
+        return
+    if c.mpi is not None and c.mpi.hostfile and c.target.kind != "glusterfs":
+        return  # on the hosts of the hostfile: their slots are mpirun's to count
+    from fsmeter.mpi.launch import local_ranks_problem
+
+    levels = c.factors.get("ranks") or [c.mpi.ranks]
+    for n in levels:
+        why = local_ranks_problem(n)
+        if why is not None:
+            where = "factors.ranks" if "ranks" in c.factors else "mpi.ranks"
+            raise UserError(f"{where}: {why}: no cell was run")
+
+
 def check_target(c: CampaignFile, fresh: bool = True) -> None:
     """Refuse the whole campaign before its first cell when its target cannot be used: a device
     that is not a block device, is mounted or in use, or (on a fresh start, without force) carries
@@ -169,6 +186,7 @@ def check_target(c: CampaignFile, fresh: bool = True) -> None:
         from fsmeter.userpaths import check_dir
 
         check_dir(t.path, "target.path:")  # the rules of `fsmeter run --dir`
+    check_local_ranks(c)
 
 
 def run_campaign(

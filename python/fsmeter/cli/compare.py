@@ -141,12 +141,21 @@ def gluster_target(
     ):
         if shutil.which(tool) is None:
             raise UserError(f"--target glusterfs: {tool} not found: {hint}")
+    from fsmeter.mpi.launch import local_ranks_problem
+    from fsmeter.provision.gluster import volume_option_problem
+
     n = hosts or 2
+    why = local_ranks_problem(ranks or n)  # the hosts are namespaces of this machine: its CPUs run every rank
+    if why is not None:
+        raise UserError(f"--ranks {ranks or n}: {why}")
     opts = {}
     for item in volume_options or []:
         key, eq, value = item.partition("=")
         if not eq or not key.strip() or not value.strip():
             raise UserError(f"--volume-option {item!r}: write KEY=VALUE, e.g. performance.write-behind=off")
+        why = volume_option_problem(key.strip(), value.strip())
+        if why is not None:
+            raise UserError(f"--volume-option {item[:100]!r}: {why}")
         opts[key.strip()] = value.strip()
     vt = volume_type or "distribute"
     if vt not in ("distribute", "replicate"):
@@ -354,6 +363,9 @@ def register(app: typer.Typer) -> None:
             check_output_path(report, "--report")
         text = dump_toml(data)
         campaign: CampaignFile = parse_campaign(text, "compare")
+        from fsmeter.runner import check_target
+
+        check_target(campaign)  # before the store is made or the run lock taken (start_campaign checks again)
         for n in notes:
             console.print(f"[yellow]note:[/] {n}")
         console.print(

@@ -23,10 +23,6 @@ from fsmeter.cli._runlock import no_wait_option
 from fsmeter.errors import UserError
 
 TARGETS = ("dir", "loop", "tmpfs", "glusterfs")
-#: Ranks fsmeter launches on this host at most: this many per CPU it may use (more measure the scheduler,
-#: not the storage), and never more than MAX_RANKS (each rank is a Python process of its own).
-RANKS_PER_CPU = 8
-MAX_RANKS = 1024
 #: The smallest filesystem fsmeter makes for the suite (--size): the suite's folders and a few files.
 MIN_SIZE = 16 << 20
 
@@ -319,14 +315,11 @@ def _check_launch(ranks: int, target: str, fs: str, mkfs_options: str, size: str
                 f"--ranks {ranks}: at most --hosts ({hosts}) on a glusterfs target (one rank per namespace host)"
             )
     else:
-        cpus = len(os.sched_getaffinity(0))
-        most = min(MAX_RANKS, RANKS_PER_CPU * cpus)
-        if ranks > most:
-            raise UserError(
-                f"--ranks {ranks}: fsmeter launches at most {most} ranks on this host ({RANKS_PER_CPU} per CPU "
-                f"it may use, {cpus} here, and at most {MAX_RANKS}): give fewer, or launch the ranks on "
-                "several hosts with mpirun yourself (see the io500 page of the docs)"
-            )
+        from fsmeter.mpi.launch import local_ranks_problem
+
+        why = local_ranks_problem(ranks)
+        if why is not None:
+            raise UserError(f"--ranks {ranks}: {why}")
     byte_size = _size(size, "--size")
     if target != "dir" and not MIN_SIZE <= byte_size <= MAX_SIZE_BYTES:
         raise UserError(
