@@ -99,7 +99,9 @@ class TargetModel(BaseModel):
     force: bool = False
     journal_size: Size = Field(128 << 20, gt=0, description="external journal image size")
     preallocate: bool = False
-    hosts: int = Field(2, ge=1, le=16, description="kind=glusterfs: namespace hosts h1..hN on this machine")
+    hosts: int = Field(
+        2, ge=1, le=16, strict=True, description="kind=glusterfs: namespace hosts h1..hN on this machine"
+    )
     servers: list[str] | None = Field(
         None, max_length=16, description="kind=glusterfs: server hosts (default: the last host)"
     )
@@ -109,7 +111,7 @@ class TargetModel(BaseModel):
         description="kind=glusterfs: client hosts, each mounting through its own client (default: every host)",
     )
     volume_type: Literal["distribute", "replicate"] = "distribute"
-    bricks_per_server: int = Field(1, ge=1, le=8)
+    bricks_per_server: int = Field(1, ge=1, le=8, strict=True)
     volume_options: dict[str, str] = Field(
         default_factory=dict, description="kind=glusterfs: gluster volume set OPTION VALUE, before the volume starts"
     )
@@ -292,7 +294,7 @@ class MpiModel(BaseModel):
     """[mpi]: run every trial as `mpirun -n RANKS fsmeter run ...` (fsmeter.mpi.launch)."""
 
     model_config = ConfigDict(extra="forbid")
-    ranks: int = Field(1, ge=1, le=100000, description="ranks per trial when there is no `ranks` factor")
+    ranks: int = Field(1, ge=1, le=100000, strict=True, description="ranks per trial when there is no `ranks` factor")
     mpirun: str = Field("mpirun", description="the launcher (Open MPI's mpirun)")
     hostfile: str | None = Field(None, description="mpirun --hostfile: the hosts and their slots")
     oversubscribe: bool | None = Field(
@@ -579,7 +581,7 @@ def _fmt_errors(exc: ValidationError, text: str, where: str) -> str:
     parts = []
     for err in exc.errors():
         loc = tuple(err["loc"])
-        name = ".".join(str(x) if isinstance(x, str) else f"[{x}]" for x in loc).replace(".[", "[")
+        name = ".".join(_key_text(x) if isinstance(x, str) else f"[{x}]" for x in loc).replace(".[", "[")
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             model = _SECTION_MODELS.get(loc[0]) if len(loc) > 1 else CampaignFile
@@ -599,7 +601,13 @@ def _fmt_errors(exc: ValidationError, text: str, where: str) -> str:
             continue
         line = _line_of(text, loc)
         parts.append(f"{where}{f':{line}' if line else ''}: {name}: {msg}")
-    return "; ".join(parts)
+    # One line, whatever the file holds: a key or value with a line break is shown escaped.
+    return "; ".join(parts).replace("\n", "\\n").replace("\r", "\\r")
+
+
+def _key_text(key: str) -> str:
+    """A key of the file as an error names it: as written when it is a plain name, quoted otherwise."""
+    return key if re.fullmatch(r"[\w.+-]+", key) else _short(key, 60)
 
 
 def parse_campaign(text: str, where: str = "campaign") -> CampaignFile:
