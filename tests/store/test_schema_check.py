@@ -194,3 +194,30 @@ def test_an_older_store_is_read_without_being_migrated(tmp_path):
     assert r.returncode == 0 and "old" in r.stdout, r.stderr
     assert digest(path) == before
     assert sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0] == 4
+
+
+def test_a_schema_entry_that_is_not_utf8_is_damage_in_one_line(sample, tmp_path):
+    """A flipped bit in a CREATE statement can leave bytes that are not UTF-8: SQLite's own message then
+    quotes them, and Python cannot even decode the error."""
+    conn = sqlite3.connect(sample)
+    conn.text_factory = bytes
+    conn.execute("PRAGMA writable_schema = ON")
+    (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'campaigns'").fetchone()
+    # Three bits flipped: a quote opens an identifier that runs on past a byte that is not UTF-8.
+    sql = sql.replace(
+        b"          -- ISO 8601, UTC\n    finished        TEXT,\n",
+        b'         "-- ISO 8601, UTC\n    finished      $ TEXT,\x8a',
+        1,
+    )
+    conn.execute("UPDATE sqlite_master SET sql = CAST(? AS TEXT) WHERE name = 'campaigns'", (sql,))
+    conn.commit()
+    conn.close()
+    before = digest(sample)
+    for command in (["export", "1", "-f", "json", "-o", "-"], ["campaign", "list"], ["report"]):
+        line = one_line(fsm(*command, "--db", sample))
+        assert "damaged" in line and "store recover" in line
+    r = fsm("store", "check", sample)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    r = fsm("merge", sample, "-o", tmp_path / "m.sqlite")
+    assert "nothing was merged" in one_line(r)
+    assert digest(sample) == before

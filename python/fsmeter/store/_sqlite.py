@@ -53,6 +53,8 @@ def integrity_summary(path: Path, limit: int = 160) -> str | None:
     try:
         conn.text_factory = lambda b: b.decode("utf-8", "replace")
         lines = [r[0] for r in conn.execute("PRAGMA integrity_check(20)").fetchall()]
+    except UnicodeDecodeError:  # SQLite's message quotes bytes of a damaged schema entry
+        return "malformed database schema (text that is not UTF-8)"
     except sqlite3.Error as exc:
         if _code(exc) in (_BUSY, _LOCKED, _READONLY, _CANTOPEN, _PERM):
             return None
@@ -132,7 +134,15 @@ def store_error(path: Path, exc: sqlite3.Error) -> StoreError | None:
     return damaged(path, f"{text}; PRAGMA integrity_check: {summary}") if is_damage(summary) else None
 
 
-def _mapped(path: Path, exc: sqlite3.Error) -> BaseException:
+def _mapped(path: Path, exc: sqlite3.Error | UnicodeDecodeError) -> BaseException:
+    if isinstance(exc, UnicodeDecodeError):
+        # SQLite's own message quoted bytes of the file that are not UTF-8 (a damaged schema entry): the
+        # message cannot even be read, the store is damaged.
+        return damaged(
+            path,
+            f"text that is not UTF-8 where SQLite reads its schema; PRAGMA integrity_check: "
+            f"{integrity_summary(path) or 'could not run'}",
+        )
     return store_error(path, exc) or exc
 
 
@@ -145,43 +155,43 @@ class StoreCursor(sqlite3.Cursor):
     def execute(self, *args, **kwargs):
         try:
             return super().execute(*args, **kwargs)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise _mapped(self._path(), exc) from None
 
     def executemany(self, *args, **kwargs):
         try:
             return super().executemany(*args, **kwargs)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise _mapped(self._path(), exc) from None
 
     def executescript(self, *args, **kwargs):
         try:
             return super().executescript(*args, **kwargs)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise _mapped(self._path(), exc) from None
 
     def fetchone(self):
         try:
             return super().fetchone()
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise _mapped(self._path(), exc) from None
 
     def fetchmany(self, *args, **kwargs):
         try:
             return super().fetchmany(*args, **kwargs)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise _mapped(self._path(), exc) from None
 
     def fetchall(self):
         try:
             return super().fetchall()
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise _mapped(self._path(), exc) from None
 
     def __next__(self):
         try:
             return super().__next__()
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise _mapped(self._path(), exc) from None
 
 

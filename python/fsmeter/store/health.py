@@ -100,7 +100,7 @@ def scan(conn: sqlite3.Connection, table: str, columns: list, result: TableScan)
     while True:
         try:
             rows = _fetch(conn, batch_q, (last,))
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             result.note(str(exc))
         else:
             if not rows:
@@ -119,7 +119,7 @@ def scan(conn: sqlite3.Connection, table: str, columns: list, result: TableScan)
         # The batch failed: step row by row.
         try:
             nxt = _fetch(conn, next_q, (last,))
-        except sqlite3.DatabaseError:
+        except (sqlite3.DatabaseError, UnicodeDecodeError):
             nxt = None
         if nxt and nxt[0][0] <= last:
             nxt = None  # out of order: treat like a stretch that cannot be walked
@@ -128,7 +128,7 @@ def scan(conn: sqlite3.Connection, table: str, columns: list, result: TableScan)
             while step < (1 << 40) and found is None:
                 try:
                     r = _fetch(conn, next_q, (last + step,))
-                except sqlite3.DatabaseError:
+                except (sqlite3.DatabaseError, UnicodeDecodeError):
                     step *= 2
                     continue
                 if r and r[0][0] <= last + step:
@@ -145,7 +145,7 @@ def scan(conn: sqlite3.Connection, table: str, columns: list, result: TableScan)
         rid = nxt[0][0]
         try:
             row = _fetch(conn, one_q, (rid,))
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             result.unreadable += 1
             result.note(str(exc))
         else:
@@ -210,7 +210,7 @@ def _tables_of(conn: sqlite3.Connection, expected: dict) -> dict:
     for table, cols in expected.items():
         try:
             have = {r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')}
-        except sqlite3.DatabaseError:
+        except (sqlite3.DatabaseError, UnicodeDecodeError):
             continue
         if have:
             out[table] = [c for c in cols if c.name in have]
@@ -227,7 +227,7 @@ def check(path: os.PathLike | str) -> CheckReport:
     try:
         conn = _open_ro(path, schema_tolerant=True)
         version = conn.execute("PRAGMA user_version").fetchone()[0]
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
         return CheckReport(path, integrity, None, fatal=f"cannot read it at all: {exc}")
     rep = CheckReport(path, integrity, version)
     try:
@@ -239,7 +239,7 @@ def check(path: os.PathLike | str) -> CheckReport:
         if version == SCHEMA_VERSION:  # an older store lacks the newer columns: its version says so
             try:
                 rep.structure = structure_problems(conn)
-            except sqlite3.DatabaseError as exc:
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
                 rep.structure = [f"its tables cannot be listed: {exc}"]
         for table, _, _ in TABLES:
             res = TableScan(table, present=table in present)
@@ -287,7 +287,7 @@ def _private_copy(src: Path, folder: Path, creates: dict) -> tuple:
                 continue
             try:
                 conn.execute(*change)
-            except sqlite3.DatabaseError:
+            except (sqlite3.DatabaseError, UnicodeDecodeError):
                 continue  # on a page that cannot be written: the entry stays as it is
             if change[0].startswith("UPDATE"):
                 repaired.append(name)
