@@ -117,6 +117,21 @@ def check_output_path(path: os.PathLike | str, option: str, *, stdout: bool = Fa
     return p
 
 
+def check_output_dir(path: os.PathLike | str, option: str) -> Path:
+    """A folder outputs are written into (made when it does not exist yet), under the rules of an output
+    file: an existing folder must not be in a kernel interface and must be writable."""
+    p = Path(path)
+    _check_name(path, option)
+    if not _is(Path.is_dir, p, option):
+        return check_output_path(p, option)  # made by the command: its place follows a file's rules
+    pseudo = pseudo_filesystem(os.path.realpath(p))
+    if pseudo:
+        raise UserError(f"{option} {_short(p)} is in a kernel interface ({pseudo}), not a folder on a filesystem")
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise UserError(f"{option} {_short(p)}: the folder cannot be written: name another")
+    return p
+
+
 def write_output(path: os.PathLike | str, text: str, option: str) -> bool:
     """Write ``text`` to the output ``path`` checked by :func:`check_output_path` (``-``: standard output).
     Returns whether it went to a file. A failure now (the disk filled up meanwhile) is one line."""
@@ -131,4 +146,13 @@ def write_output(path: os.PathLike | str, text: str, option: str) -> bool:
     return True
 
 
-__all__ = ["NAME_MAX", "PATH_MAX", "STDOUT", "check_dir", "check_output_path", "is_stdout", "write_output"]
+__all__ = [
+    "NAME_MAX",
+    "PATH_MAX",
+    "STDOUT",
+    "check_dir",
+    "check_output_dir",
+    "check_output_path",
+    "is_stdout",
+    "write_output",
+]

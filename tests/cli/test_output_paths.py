@@ -119,7 +119,35 @@ def test_export_and_report_to_standard_output(tmp_path):
     r = fsm("export", "--db", db, "--format", "json", "-o", "-")
     assert r.returncode == 0 and json.loads(r.stdout)["format"] == "fsmeter-campaign"
     r = fsm("report", "--db", db, "-o", "-")
-    assert r.returncode == 0 and r.stdout.lstrip().startswith("<!DOCTYPE html>") and r.stdout.rstrip().endswith(
-        "</html>"
+    assert (
+        r.returncode == 0 and r.stdout.lstrip().startswith("<!DOCTYPE html>") and r.stdout.rstrip().endswith("</html>")
     )
     assert not (tmp_path / "-").exists()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["store", "recover", "{db}", "--to", "{long}"],
+        ["export", "1", "--db", "{db}", "-f", "fio-json", "--split", "{long}"],
+        ["merge", "{db}", "-o", "{long}"],
+        ["merge", "{long}", "-o", "{tmp}/m.sqlite"],
+        ["store", "check", "{long}"],
+        ["compare-runs", "{long}.json", "1", "--db", "{db}"],
+        ["report", "--db", "{long}"],
+        ["run", "{long}", "--dir", "{tmp}"],
+        ["run", "seq-read", "--dir", "{long}"],
+        ["io500", "--dir", "{tmp}", "--db", "{long}", "--no-wait"],
+        ["study", "report", "wettstein2002", "--db", "{long}"],
+    ],
+    ids=lambda a: " ".join(x for x in a if not x.startswith("{"))[:40],
+)
+def test_a_name_too_long_to_look_up_is_one_line(tmp_path, args):
+    """A part over 255 bytes makes the kernel refuse even to look the path up (ENAMETOOLONG), which
+    pathlib's exists() and is_file() raise instead of answering."""
+    db = tmp_path / "s.sqlite"
+    fill(db)
+    long = str(tmp_path / ("x" * 300))
+    r = fsm(*[a.format(db=db, long=long, tmp=tmp_path) for a in args], cwd=tmp_path)
+    assert r.returncode in (1, 2)
+    one_line(r)

@@ -127,4 +127,4 @@ def test_guest_cpus_and_memory_within_the_hosts(image):
         with pytest.raises(UserError) as e:
             check_guest_resources(c)  # the host does not start it
         assert e.value.message.startswith(where) and "this host" in e.value.message
-    check_guest_resources(parse_campaign(campaign(f'"{image}"', guest="[guest]\nvcpus = 1\nmemory = \"256M\"")))
+    check_guest_resources(parse_campaign(campaign(f'"{image}"', guest='[guest]\nvcpus = 1\nmemory = "256M"')))

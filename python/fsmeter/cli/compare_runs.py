@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -41,7 +42,7 @@ def register(app: typer.Typer) -> None:
         check_options(threshold, alpha, correction)  # before either side is read
 
         def side(ref: str, store: Path | None):
-            exported = ref.endswith(".json") and Path(ref).is_file()  # not the store: no store damage to explain
+            exported = ref.endswith(".json") and os.path.isfile(ref)  # not the store: no store damage to explain
             with nullcontext() if exported else guard(store):
                 return load_side(ref, store)
 

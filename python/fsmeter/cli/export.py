@@ -45,12 +45,9 @@ def register(app: typer.Typer) -> None:
                 raise UserError(f"--split goes with --format fio-json or fio-jsonplus, not {fmt}")
             if out is not None:
                 raise UserError("--split DIR and -o FILE: give one of them")
-            from fsmeter.userpaths import check_output_path
+            from fsmeter.userpaths import check_output_dir
 
-            if not split.is_dir():  # a folder the export makes: its place follows an output file's rules
-                check_output_path(split, "--split")
-            elif (split / "fsmeter-index.json").exists():
-                check_output_path(split / "fsmeter-index.json", "--split")
+            check_output_dir(split, "--split")
             from fsmeter.interop.fio_export import split_export
 
             with guard(db):

@@ -299,7 +299,7 @@ def _check_store(db) -> None:
     from fsmeter.userpaths import check_output_path
 
     path = default_db_path(db)
-    if not path.is_file():
+    if not os.path.isfile(path):  # os.path: a name too long is no file, not an OSError
         check_output_path(path, "--db")
     open_store(path).close()
 

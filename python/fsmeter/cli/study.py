@@ -231,7 +231,7 @@ def register(app: typer.Typer) -> None:
         if out is not None:
             check_output_path(out, "--out")
         path = default_db_path(db)
-        if not path.exists():
+        if not os.path.exists(path):  # os.path: a name too long is no file, not an OSError
             raise UserError(
                 f"{path}: no results database: run `fsmeter study run {study.slug}` first, or name one with --db"
             )

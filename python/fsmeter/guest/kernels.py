@@ -85,7 +85,7 @@ def resolve(level, boot: str | None = None) -> Kernel:
         raise UserError("kernel: an empty level: give a path to a vmlinuz, or an installed version such as 6.1")
     if "/" in text:
         p = Path(text)
-        if not p.is_file():
+        if not os.path.isfile(p):  # os.path: a name too long to look up is no file, not an OSError
             raise UserError(f"kernel: {text}: no such kernel image: give the path of a vmlinuz/bzImage file")
         name = p.name.removeprefix("vmlinuz-")
         return _checked(Kernel(text, str(p.resolve()), name))

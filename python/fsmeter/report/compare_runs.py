@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,7 +143,7 @@ def load_side(ref: str, db: Any) -> Side:
     from fsmeter.store import default_db_path, open_store, tidy
 
     p = Path(ref)
-    if ref.endswith(".json") and p.is_file():
+    if ref.endswith(".json") and os.path.isfile(p):  # os.path: a name too long is no file
         from fsmeter.report.export import read_campaign_document, tidy_from_document
 
         doc = read_campaign_document(p)

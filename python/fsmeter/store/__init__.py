@@ -412,11 +412,11 @@ def open_store(path: os.PathLike | str | None = None, *, create: bool = True, wr
     writable = create if writable is None else writable
     if not writable:
         return _open_reading(path)
-    if not create and not path.is_file():
+    if not create and not os.path.isfile(path):  # os.path: a name too long is no file, not an OSError
         raise UserError(f"no such results database: {path}: give --db or set FSMETER_DB")
-    if not path.parent.is_dir():
+    if not os.path.isdir(path.parent):
         raise UserError(f"--db {path}: the folder {path.parent} does not exist")
-    existed = path.is_file() and path.stat().st_size > 0
+    existed = os.path.isfile(path) and path.stat().st_size > 0
     try:
         conn = sqlite3.connect(str(path), timeout=30, isolation_level="DEFERRED", factory=StoreConnection)
     except sqlite3.Error as exc:
@@ -486,7 +486,7 @@ def _open_reading(path: Path) -> Store:
         st = path.stat()
     except OSError:
         st = None
-    if st is None or not path.is_file():
+    if st is None or not os.path.isfile(path):
         raise UserError(f"no such results database: {path}: give --db or set FSMETER_DB")
     if st.st_size == 0:
         raise _not_a_store(path, "an empty file; a command that only reads never makes one")

@@ -221,7 +221,7 @@ def check(path: os.PathLike | str) -> CheckReport:
     """Read the whole store at ``path`` (read-only): integrity_check, schema version, and per table
     how many rows are sound."""
     path = Path(path)
-    if not path.is_file():
+    if not os.path.isfile(path):  # os.path: a name too long to look up is no file, not an OSError
         raise UserError(f"no such results database: {path}: check the path")
     integrity = integrity_summary(path)
     try:
@@ -300,13 +300,13 @@ def recover(src: os.PathLike | str, dst: os.PathLike | str) -> RecoverReport:
     """Copy every sound campaign, cell, trial and sample row of the store ``src`` into a new store
     ``dst`` (ids kept), skipping what cannot be read and rows whose parent was lost."""
     src, dst = Path(src), Path(dst)
-    if not src.is_file():
+    if not os.path.isfile(src):
         raise UserError(f"no such results database: {src}: check the path")
-    if dst.exists():
-        raise UserError(f"--to {dst}: already exists: name a new file (recover never writes over a file)")
     from fsmeter.userpaths import check_output_path
 
     check_output_path(dst, "--to")
+    if dst.exists():
+        raise UserError(f"--to {dst}: already exists: name a new file (recover never writes over a file)")
     if dst.resolve() == src.resolve():
         raise UserError("--to: name a new file, not the damaged store itself")
     expected, creates = _expected_schema()
@@ -411,7 +411,7 @@ def guard(db: os.PathLike | str | None):
         from fsmeter.store import default_db_path
 
         path = default_db_path(db)
-        if not path.is_file():
+        if not os.path.isfile(path):
             raise
         try:
             rep = check(path)

@@ -45,7 +45,7 @@ def _prepared_copy(src: Path, tmp: str) -> Path:
     """A copy of `src` at this fsmeter's schema version (the original is left as it is)."""
     from fsmeter.store import open_store
 
-    if not src.is_file():
+    if not os.path.isfile(src):  # os.path: a name too long to look up is no file, not an OSError
         raise UserError(f"{src}: no such results database: check the path")
     # The input itself, read-only: not a store, damaged (integrity_check) or unsound in its tables,
     # columns or values, it is refused naming it, before anything is written.
@@ -72,11 +72,11 @@ def merge_stores(inputs: Sequence[Path], out: Path) -> dict:
     from fsmeter.store import open_store
 
     out = Path(out)
-    if out.exists():
-        raise UserError(f"-o {out}: the file exists: name a new file (merge never writes into an existing store)")
     from fsmeter.userpaths import check_output_path
 
     check_output_path(out, "-o")
+    if out.exists():
+        raise UserError(f"-o {out}: the file exists: name a new file (merge never writes into an existing store)")
     if any(Path(i).resolve() == out.resolve() for i in inputs):
         raise UserError(f"-o {out}: the output is also an input: name a new file")
     counts: dict = {"campaigns": 0, "duplicates": []}
