@@ -80,11 +80,11 @@ def check_dir(path: os.PathLike | str, option: str = "--dir") -> Path:
     return p
 
 
-def check_output_path(path: os.PathLike | str, option: str, *, stdout: bool = False) -> Path:
+def check_output_path(path: os.PathLike | str, option: str, *, stdout: bool = False, what: str = "file") -> Path:
     """Refuse, before anything is measured, an output file that could not be written afterwards: a
     directory, a missing folder, a path under a file, a kernel interface, a place this user may not write.
     ``stdout``: this output may go to standard output, named ``-``. ``option`` names the command-line option
-    in the message (``--json``)."""
+    in the message (``--json``); ``what`` says what the output is ("file", or "folder" for one it makes)."""
     p = Path(path)
     if is_stdout(path):
         if stdout:
@@ -92,18 +92,20 @@ def check_output_path(path: os.PathLike | str, option: str, *, stdout: bool = Fa
         raise UserError(f"{option} -: this output cannot go to standard output: name a file")
     _check_name(path, option)
     if _is(Path.is_dir, p, option):
-        raise UserError(f"{option} {_short(p)}: is a directory: name a file to write")
+        raise UserError(f"{option} {_short(p)}: is a directory: name a {what} to write")
     parent = p.parent
     if not _is(Path.is_dir, parent, option):
-        what = "is not a folder" if _is(Path.exists, parent, option) else "does not exist"
-        raise UserError(f"{option} {_short(p)}: the folder {_short(parent)} {what}: create it, or name another file")
+        missing = "is not a folder" if _is(Path.exists, parent, option) else "does not exist"
+        raise UserError(
+            f"{option} {_short(p)}: the folder {_short(parent)} {missing}: create it, or name another {what}"
+        )
     # The file itself may be a link into a kernel interface: follow it (realpath), as writing would.
     pseudo = pseudo_filesystem(os.path.realpath(p))
     if pseudo:
         hint = ", or - for standard output" if stdout else ""
         raise UserError(
-            f"{option} {_short(p)} is in a kernel interface ({pseudo}), not a file on a filesystem: name a "
-            f"file on a real filesystem{hint}"
+            f"{option} {_short(p)} is in a kernel interface ({pseudo}), not a {what} on a filesystem: name a "
+            f"{what} on a real filesystem{hint}"
         )
     exists = _is(Path.exists, p, option)
     if exists and not _is(Path.is_file, p, option):
@@ -123,7 +125,7 @@ def check_output_dir(path: os.PathLike | str, option: str) -> Path:
     p = Path(path)
     _check_name(path, option)
     if not _is(Path.is_dir, p, option):
-        return check_output_path(p, option)  # made by the command: its place follows a file's rules
+        return check_output_path(p, option, what="folder")  # made by the command: its place follows a file's rules
     pseudo = pseudo_filesystem(os.path.realpath(p))
     if pseudo:
         raise UserError(f"{option} {_short(p)} is in a kernel interface ({pseudo}), not a folder on a filesystem")

@@ -151,3 +151,13 @@ def test_a_name_too_long_to_look_up_is_one_line(tmp_path, args):
     r = fsm(*[a.format(db=db, long=long, tmp=tmp_path) for a in args], cwd=tmp_path)
     assert r.returncode in (1, 2)
     one_line(r)
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not os.path.exists("/dev/loop-control"), reason="crash run checks root and loop devices first"
+)
+@pytest.mark.parametrize("out, words", [("/proc/fsmeter-crash", "kernel interface"), ("no/such/x", "does not exist")])
+def test_crash_run_checks_its_results_folder_first(tmp_path, out, words):
+    r = fsm("crash", "run", "crash-quick", "--out", out, "--no-wait", cwd=tmp_path)
+    assert r.returncode == 2 and words in one_line(r) and "--out" in one_line(r)
+    assert list(tmp_path.iterdir()) == []
