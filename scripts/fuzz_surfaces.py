@@ -814,36 +814,82 @@ def _mutated_export(rnd: random.Random, export: dict) -> tuple:
 def fio_cases(rnd: random.Random, n: int, ctx: dict) -> list:
     base = "[j]\nrw=write\nbs=4k\nsize=64k\n"
     kinds = [
-        ("write_bw_log=../x", "a log path out of --dir", ("x_bw.1.log",)),
-        ("write_lat_log=../../y", "a log path out of the case", ()),
-        ("size=$pagesize" + "-" * 3000 + "1", "value arithmetic 3000 deep", ()),
-        ("size=" + "(" * 500 + "4k" + ")" * 500, "500 nested parentheses", ()),
-        ("write_iops_log={work}/abs", "", ("abs_iops.1.log",)),
+        ("write_bw_log=../x", "a log path out of --dir"),
+        ("write_lat_log=../../y", "a log path out of the case's folder"),
+        ("size=$pagesize" + "-" * 3000 + "1", "value arithmetic 3000 deep"),
+        ("size=" + "(" * 500 + "4k" + ")" * 500, "500 nested parentheses"),
+        ("write_iops_log={work}/abs", ""),  # an absolute path the user named: honoured as an output
+        ("offset_increment=25%", "offset_increment=25% growing an existing file"),
     ]
     out = []
     for _ in range(n):
-        line, why, allowed = rnd.choice(kinds)
+        line, why = rnd.choice(kinds)
+        text, setup, check = (
+            base + line + "\n",
+            None,
+            _written_outside("x_bw.1.log", "../y_lat.1.log", "../../y_lat.1.log"),
+        )
+        if line.startswith("offset_increment"):
+            text = "[j]\nrw=write\nbs=4k\nsize=1m\nfilename=f\nnumjobs=4\n" + line + "\n"
+
+            def setup(work):
+                (work / "d" / "f").write_bytes(bytes(1 << 20))
+
+            check = _grew("d/f", 1 << 20)
         out.append(
             Case(
                 "fio",
                 line[:60],
                 ["run", "{work}/j.fio", "--dir", "{work}/d", "-q", "--no-wait", "--min-phase-s", "0"],
-                files={"j.fio": (base + line + "\n").encode()},
+                files={"j.fio": text.encode()},
+                setup=setup,
                 invalid=why,
-                allowed=allowed,
+                allowed=("abs_iops.1.log",),
+                check=check,
             )
         )
     return out
 
 
-SYMLINK_WORKLOADS = ["seq-write", "postmark-quick", "fdtree-quick", "dbench-quick", "iozone-quick", "bonnie-quick"]
+def _written_outside(*names: str):
+    """A check that none of ``names`` (relative to the case's folder) was written: a log path that leaves it."""
+
+    def check(work, proc):
+        for name in names:
+            p = (work / name).resolve()
+            if p.exists():
+                if not p.is_relative_to(work):
+                    p.unlink()  # outside the case's folder: remove it now
+                return f"escape: {name} was written"
+        return ""
+
+    return check
+
+
+def _grew(name: str, size: int):
+    def check(work, proc):
+        got = (work / name).stat().st_size if (work / name).exists() else size
+        return f"{name} grew from {size} to {got} bytes" if got != size else ""
+
+    return check
+
+
+#: Workloads of each family that write files, with settings that keep a run short.
+SYMLINK_WORKLOADS = {
+    "seq-write": ["--set", "duration_s=0.3", "--set", "file_size=1M"],
+    "postmark-quick": [],
+    "fdtree-quick": [],
+    "dbench-quick": ["--set", "duration_s=1"],
+    "iozone-quick": [],
+    "bonnie-quick": [],
+}
 
 
 def symlink_cases(rnd: random.Random, n: int, ctx: dict) -> list:
     out = []
     for _ in range(n):
-        wl = rnd.choice(SYMLINK_WORKLOADS)
-        args = ["run", wl, "--dir", "{work}/d", "-q", "--no-wait", "--min-phase-s", "0", "--set", "duration_s=0.3"]
+        wl = rnd.choice(sorted(SYMLINK_WORKLOADS))
+        args = ["run", wl, "--dir", "{work}/d", "-q", "--no-wait", "--min-phase-s", "0", *SYMLINK_WORKLOADS[wl]]
 
         def setup(work, wl=wl, args=args):
             # Learn the names the family writes (a run that keeps its files), then plant links under them.

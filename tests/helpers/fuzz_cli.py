@@ -53,7 +53,8 @@ class Case:
     watch: tuple = ()  # names under {work} it only reads: they must not change
     stand_ins: tuple = ()  # programs replaced on PATH by ones that leave a mark and exit 1
     acted: Callable | None = None  # fn(work, proc) -> why the invalid input counts as acted on, or ""
-    check: Callable | None = None  # fn(work, proc) -> a defect found whatever the input ("" = none)
+    check: Callable | None = None  # fn(work, proc) -> a defect found whatever the input ("" = none;
+    # "escape: ..." for a write outside the case's folder, anything else counts as acted on)
     timeout: float = 120.0
     outcome: str = ""
     detail: str = field(default="", repr=False)
@@ -178,7 +179,8 @@ def _run(case: Case, work: Path, env: dict) -> Case:
     elif changed:
         case.outcome, case.detail = "escape", f"wrote outside what it was named: {changed[0]}"
     elif extra:
-        case.outcome, case.detail = "acted-on", extra
+        case.outcome = "escape" if extra.startswith("escape: ") else "acted-on"
+        case.detail = extra.removeprefix("escape: ")
     elif case.invalid and proc.returncode == 0:
         case.outcome, case.detail = "acted-on", f"exit 0 for {case.invalid}"
     elif case.invalid and started:
