@@ -161,3 +161,12 @@ def test_crash_run_checks_its_results_folder_first(tmp_path, out, words):
     r = fsm("crash", "run", "crash-quick", "--out", out, "--no-wait", cwd=tmp_path)
     assert r.returncode == 2 and words in one_line(r) and "--out" in one_line(r)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("db", ["/dev/shm/fsmeter-test-store.sqlite", "/proc/fsmeter-test-store.sqlite"])
+def test_a_new_store_is_an_output_under_the_same_rules(tmp_path, db):
+    c = tmp_path / "c.toml"
+    c.write_text(f'name = "x"\n[[workloads]]\nname = "seq-read"\n[target]\nkind = "dir"\npath = "{tmp_path}"\n')
+    r = fsm("campaign", "run", c, "--db", db, "--no-wait", "-q", cwd=tmp_path)
+    assert r.returncode == 2 and f"--db {db} is in a kernel interface" in one_line(r)
+    assert not os.path.exists(db)

@@ -416,6 +416,10 @@ def open_store(path: os.PathLike | str | None = None, *, create: bool = True, wr
         raise UserError(f"no such results database: {path}: give --db or set FSMETER_DB")
     if not os.path.isdir(path.parent):
         raise UserError(f"--db {path}: the folder {path.parent} does not exist")
+    if create and not os.path.lexists(path):  # a new store is an output: the rules of every output path
+        from fsmeter.userpaths import check_output_path
+
+        check_output_path(path, "--db")
     existed = os.path.isfile(path) and path.stat().st_size > 0
     try:
         conn = sqlite3.connect(str(path), timeout=30, isolation_level="DEFERRED", factory=StoreConnection)
