@@ -827,7 +827,7 @@ def fio_cases(rnd: random.Random, n: int, ctx: dict) -> list:
         text, setup, check = (
             base + line + "\n",
             None,
-            _written_outside("x_bw.1.log", "../y_lat.1.log", "../../y_lat.1.log"),
+            _written_outside("x_bw.1.log", "../x_bw.1.log", "../y_lat.1.log", "../../y_lat.1.log"),
         )
         if line.startswith("offset_increment"):
             text = "[j]\nrw=write\nbs=4k\nsize=1m\nfilename=f\nnumjobs=4\n" + line + "\n"
