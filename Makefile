@@ -67,7 +67,7 @@ pydeps: $(VENV)/.deps-stamp
 
 # Editable install: maturin builds crates/pyext (release) and drops fsmeter/_engine*.so into
 # python/fsmeter; its build script builds the helper programs (fsmeter-mix-task,
-# fsmeter-blocklog) into python/fsmeter/_bin. cargo makes rebuilds incremental.
+# fsmeter-blocklog, fsmeter-diskmodel) into python/fsmeter/_bin. cargo makes rebuilds incremental.
 build: sysdeps pydeps
 	@cargo --version >/dev/null 2>&1 || { echo "make: no working Rust toolchain (\`cargo --version\` fails): install a current stable Rust with rustup (\`rustup default stable\`; Debian's packaged cargo is too old for the engine), then run make again" >&2; exit 2; }
 	$(PIP) install -q --no-build-isolation --no-deps -e .
