@@ -13,9 +13,10 @@
 //! - after a read from the media the drive goes on reading ahead into the read's segment, up to
 //!   `read_ahead_sectors` past the last block asked for, while no other request needs the head;
 //!   a read found in a segment is a hit (overhead + interface transfer); a read that begins in the
-//!   segment being filled waits only until the read-ahead reaches its end ("immediate transfer of a
-//!   partial hit"), and the read-ahead goes on past it, so a sequential stream of small reads runs
-//!   at the media rate. Segments are replaced least recently used first.
+//!   segment being filled (or that the read-ahead will reach before its limit) waits only until the
+//!   read-ahead reaches its end ("immediate transfer of a partial hit"), and the read-ahead goes on
+//!   past it, so a sequential stream of small reads runs at the media rate, also when its requests
+//!   reach a reordering queue out of order. Segments are replaced least recently used first.
 //! - with the write cache on, a write completes once in the buffer (overhead + interface transfer)
 //!   while the dirty data fits in `write_cache_sectors`; otherwise it first waits for destaging. The
 //!   drive destages while idle (once its read-ahead is done), a segment's worth at a time, oldest
@@ -472,8 +473,9 @@ impl Model {
         (sectors * SECTOR_BYTES) as f64 * self.drive.bus_ns_per_byte
     }
 
-    /// How a read of [start, end) would be found at time `t`: Some(segment) when it is a full hit,
-    /// or the read-ahead's segment when it begins inside what the read-ahead is filling.
+    /// How a read of [start, end) would be found: Some((segment, true)) when it is a full hit, or the
+    /// read-ahead's segment (false) when it begins inside what the read-ahead has read or will read
+    /// before its limit: the drive waits for the read-ahead rather than abort it.
     fn read_hit(&self, start: u64, end: u64) -> Option<(usize, bool)> {
         for (i, s) in self.segments.iter().enumerate() {
             if s.valid && s.start <= start && end <= s.end {
@@ -482,7 +484,7 @@ impl Model {
         }
         if let Some(p) = self.prefetch {
             let s = &self.segments[p.seg];
-            if s.valid && s.start <= start && start <= p.next {
+            if s.valid && s.start <= start && start <= p.limit {
                 return Some((p.seg, false));
             }
         }

@@ -16,7 +16,8 @@
 //! buffer, writes change IMAGE), and queues it for the drive thread, which serves the queued
 //! requests one at a time: it asks the model when the request completes and sends the reply at
 //! that instant (an absolute-time sleep, then a spin for the last `--spin-us` microseconds),
-//! recording how late the reply left. Data is never cached below the filesystem: IMAGE's pages
+//! recording how late the reply left (taken as the reply is handed to the kernel, after it is
+//! counted in stats.json). Data is never cached below the filesystem: IMAGE's pages
 //! may sit in the host's page cache, but every request the loop device makes reaches this daemon
 //! and is timed by the model.
 
@@ -69,7 +70,8 @@ fn describe(d: &Drive) -> serde_json::Value {
         .collect();
     let (first_cyl, last_cyl) = g.data_cylinders();
     let span = last_cyl - first_cyl;
-    let inner_lbn = g.first_lbn_of_cylinder(last_cyl).unwrap_or(g.capacity - 1);
+    // The innermost whole cylinder (the capacity may end inside the last one).
+    let inner_lbn = g.first_lbn_of_cylinder(last_cyl.saturating_sub(1).max(first_cyl)).unwrap_or(0);
     // A 4 KiB transfer's media time, averaged over the blocks (each zone weighted by its blocks).
     let mut xfer = 0.0;
     for z in &g.zones {
@@ -320,13 +322,17 @@ fn drive_thread(mut model: Model, jobs: Receiver<Job>, shared: Arc<Mutex<Shared>
         let job = queue.remove(i).expect("picked from the queue");
         let svc = model.serve(job.req, job.arrival);
         sleep_until(svc.end, spin_ns);
-        job.answer.send();
+        // Counted before the reply leaves, so that a caller who reads stats.json after its reply
+        // finds its request there; the lateness is taken at the instant the reply is handed over.
         let sent = now_ns();
-        let mut sh = shared.lock().unwrap_or_else(|e| e.into_inner());
-        sh.stats.queue_seen(queue.len() + 1);
-        sh.stats.record(job.req.op, job.bytes, job.arrival, &svc, sent);
-        sh.dirty_sectors = model.dirty_sectors();
-        sh.requests += 1;
+        {
+            let mut sh = shared.lock().unwrap_or_else(|e| e.into_inner());
+            sh.stats.queue_seen(queue.len() + 1);
+            sh.stats.record(job.req.op, job.bytes, job.arrival, &svc, sent);
+            sh.dirty_sectors = model.dirty_sectors();
+            sh.requests += 1;
+        }
+        job.answer.send();
     }
 }
 
