@@ -16,7 +16,9 @@
 //!   segment being filled (or that the read-ahead will reach before its limit) waits only until the
 //!   read-ahead reaches its end ("immediate transfer of a partial hit"), and the read-ahead goes on
 //!   past it, so a sequential stream of small reads runs at the media rate, also when its requests
-//!   reach a reordering queue out of order. Segments are replaced least recently used first.
+//!   reach a reordering queue out of order. Where the profile says so (DiskSim's "read-ahead on
+//!   idle hit"), a read that reaches the end of a stopped read-ahead starts it again. Segments are
+//!   replaced least recently used first.
 //! - with the write cache on, a write completes once in the buffer (overhead + interface transfer)
 //!   while the dirty data fits in `write_cache_sectors`; otherwise it first waits for destaging. The
 //!   drive destages while idle (once its read-ahead is done), a segment's worth at a time, oldest
@@ -74,6 +76,10 @@ pub struct Service {
     pub transfer_ns: f64,
     /// Time spent destaging the write cache on its behalf (a flush, or a write waiting for room).
     pub destage_ns: f64,
+    /// Time the drive spent reading ahead while it waited for this request (it was idle since its
+    /// last request, but the read-ahead went on): media work a sequential stream's next request
+    /// collects as a buffer hit. Service times plus these are the time the media was busy.
+    pub readahead_ns: f64,
     /// Served from the buffer (a read hit, or a write taken into the write cache).
     pub hit: bool,
 }
@@ -97,6 +103,7 @@ pub struct Drive {
     pub segments: usize,
     pub segment_sectors: u64,
     pub read_ahead_sectors: u64,
+    pub read_ahead_on_hit: bool,
     pub write_cache: bool,
     pub write_cache_sectors: u64,
     pub policy: Policy,
@@ -125,6 +132,7 @@ impl Drive {
             segments: spec.cache.segments as usize,
             segment_sectors: spec.cache.segment_sectors as u64,
             read_ahead_sectors: spec.cache.read_ahead_sectors as u64,
+            read_ahead_on_hit: spec.cache.read_ahead_on_hit,
             write_cache: spec.cache.write_cache,
             write_cache_sectors: spec.cache.write_cache_sectors as u64,
             policy: spec.queue.policy,
@@ -199,16 +207,23 @@ impl Drive {
         a
     }
 
-    /// The sustained media rate of a read streaming one cylinder's blocks from `lbn` (skews and
-    /// switches included), bytes per second.
+    /// The sustained media rate of a read streaming one cylinder's blocks from `lbn`, bytes per
+    /// second: its sectors over the time from the start of its first block to the start of the next
+    /// cylinder's first block (every head switch of the cylinder and the cylinder switch included,
+    /// as a maker's "sustained" rate counts them).
     pub fn streaming_rate(&self, lbn: u64) -> f64 {
         let place = self.geometry.place(lbn);
         let spt = self.geometry.zones[place.zone].spt as u64;
         let n = (spt * self.geometry.surfaces as u64).min(self.geometry.capacity - lbn);
-        // Start already on the block (no initial wait), then stream.
+        // Start already on the block (no initial wait), stream the cylinder and the next block.
         let t0 = 1e12 + self.geometry.angle(&place) * self.rev_ns;
-        let a = self.access(place.track, t0, lbn, n, false);
-        n as f64 * SECTOR_BYTES as f64 / ((a.end - t0) / 1e9)
+        let (end, next) = if lbn + n < self.geometry.capacity {
+            let a = self.access(place.track, t0, lbn, n + 1, false);
+            (a.end - self.sector_ns(&self.geometry.place(lbn + n)), n)
+        } else {
+            (self.access(place.track, t0, lbn, n, false).end, n)
+        };
+        next as f64 * SECTOR_BYTES as f64 / ((end - t0) / 1e9)
     }
 }
 
@@ -255,6 +270,8 @@ pub struct Model {
     track: Track,
     segments: Vec<Segment>,
     prefetch: Option<Prefetch>,
+    /// The segment the last read-ahead filled.
+    read_ahead_seg: Option<usize>,
     dirty: VecDeque<Extent>,
     dirty_sectors: u64,
     /// The write cache as set now (the drive's default until changed).
@@ -272,6 +289,7 @@ impl Model {
             track: Track { cylinder: 0, surface: 0 },
             segments,
             prefetch: None,
+            read_ahead_seg: None,
             dirty: VecDeque::new(),
             dirty_sectors: 0,
             clock: 0,
@@ -498,9 +516,13 @@ impl Model {
         let end_lbn = (req.lbn + req.sectors).min(cap);
         let n = end_lbn - start_lbn;
         let mut s = (arrival as f64).max(self.busy_until);
+        let readahead_ns = match self.prefetch {
+            Some(p) if s > self.busy_until => (self.reached_at(&p, p.limit).min(s) - self.busy_until.max(p.t)).max(0.0),
+            _ => 0.0,
+        };
         self.idle_until(s);
         s = s.max(self.busy_until);
-        let mut svc = Service { start: s.ceil() as u64, ..Service::default() };
+        let mut svc = Service { start: s.ceil() as u64, readahead_ns, ..Service::default() };
         self.clock += 1;
         let end = match req.op {
             Op::Read if n == 0 => s + self.drive.read_hit_ns,
@@ -544,10 +566,20 @@ impl Model {
                 svc.overhead_ns = self.drive.read_hit_ns;
                 svc.transfer_ns = bus;
                 self.segments[seg].used = self.clock;
+                let cap = self.drive.geometry.capacity;
                 if let Some(p) = self.prefetch.as_mut() {
                     if p.seg == seg {
-                        p.limit = p.limit.max((end + self.drive.read_ahead_sectors).min(self.drive.geometry.capacity));
+                        p.limit = p.limit.max((end + self.drive.read_ahead_sectors).min(cap));
                     }
+                } else if self.drive.read_ahead_on_hit
+                    && self.read_ahead_seg == Some(seg)
+                    && end == self.segments[seg].end
+                    && end < cap
+                {
+                    // the stream caught up with a stopped read-ahead: read ahead again from its end
+                    let (t0, _, _, track) = self.drive.reposition(self.track, s, end, false);
+                    let limit = (end + self.drive.read_ahead_sectors).min(cap);
+                    self.prefetch = Some(Prefetch { seg, next: end, t: t0, limit, track });
                 }
                 s + self.drive.read_hit_ns + bus
             }
@@ -595,6 +627,7 @@ impl Model {
                             p.track = track;
                         }
                         self.prefetch = Some(p);
+                        self.read_ahead_seg = Some(seg);
                     }
                 }
                 // the actuator is free once the media transfer is done; the read-ahead is preemptible

@@ -107,6 +107,11 @@ pub struct CacheSpec {
     pub segment_sectors: u32,
     /// Sectors read ahead past the end of a read while the drive is idle (0: no read-ahead).
     pub read_ahead_sectors: u32,
+    /// A read found at the end of a segment the read-ahead filled, once the read-ahead has stopped,
+    /// starts it again from there (DiskSim's "Read-ahead on idle hit"): a slow sequential reader
+    /// keeps its stream. Default false.
+    #[serde(default)]
+    pub read_ahead_on_hit: bool,
     /// The write cache's state as the drive ships (write-back when true).
     pub write_cache: bool,
     /// Dirty sectors the write cache may hold before a write has to wait for destaging.

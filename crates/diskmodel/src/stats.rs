@@ -3,7 +3,7 @@
 //! Per kind of request: how many, bytes, buffer hits, and the sums of the modelled service time
 //! (from when the drive took the request up to its completion), response time (from arrival), and
 //! of the parts of the service (controller overhead, positioning, rotational wait, transfer,
-//! destaging). Two histograms over every request: the modelled service time, and the lateness of
+//! destaging), and of the read-ahead done while the drive waited for the request. Two histograms over every request: the modelled service time, and the lateness of
 //! the reply (the wall-clock instant the reply was sent minus the modelled completion: what this
 //! machine's scheduling added). The histograms are exported bucket by bucket so that the caller can
 //! subtract one snapshot from another (a trial's requests) and take percentiles of the difference.
@@ -25,6 +25,7 @@ struct Sums {
     rotation_ns: f64,
     transfer_ns: f64,
     destage_ns: f64,
+    readahead_ns: f64,
 }
 
 impl Sums {
@@ -40,6 +41,7 @@ impl Sums {
             "rotation_ns": self.rotation_ns.round() as u64,
             "transfer_ns": self.transfer_ns.round() as u64,
             "destage_ns": self.destage_ns.round() as u64,
+            "readahead_ns": self.readahead_ns.round() as u64,
         })
     }
 }
@@ -92,6 +94,7 @@ impl Stats {
         k.rotation_ns += svc.rotation_ns;
         k.transfer_ns += svc.transfer_ns;
         k.destage_ns += svc.destage_ns;
+        k.readahead_ns += svc.readahead_ns;
         self.service.saturating_record((svc.end - svc.start).max(1));
         if sent < svc.end {
             self.early += 1;
