@@ -82,6 +82,7 @@ TARGET_FIELDS = {
     "dir": ("path",),
     "device": ("device", "destroy_data_on", "force"),
     "glusterfs": ("size", "hosts", "servers", "clients", "volume_type", "bricks_per_server", "volume_options"),
+    "disk-model": ("size", "model", "offset"),
 }
 
 
@@ -89,8 +90,12 @@ class TargetModel(BaseModel):
     """Where the filesystems go (see fsmeter.provision.TargetSpec)."""
 
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["loop", "dir", "tmpfs", "device", "glusterfs"] = "loop"
+    kind: Literal["loop", "dir", "tmpfs", "device", "glusterfs", "disk-model"] = "loop"
     size: Size = Field(1 << 30, gt=0, description="image / tmpfs size")
+    model: str | None = Field(
+        None, max_length=MAX_PATH_CHARS, description="kind=disk-model: the disk-model profile (fsmeter disk-model list)"
+    )
+    offset: Size = Field(0, ge=0, description="kind=disk-model: where the image starts on the modelled drive")
     path: str | None = Field(None, max_length=MAX_PATH_CHARS, description="kind=dir: the existing directory to measure")
     device: str | None = Field(None, max_length=MAX_PATH_CHARS)
     destroy_data_on: str | None = Field(
@@ -128,6 +133,8 @@ class TargetModel(BaseModel):
         "volume_type",
         "bricks_per_server",
         "volume_options",
+        "model",
+        "offset",
     )
     @classmethod
     def _belongs_to_kind(cls, v: Any, info: ValidationInfo) -> Any:
@@ -147,6 +154,8 @@ class TargetModel(BaseModel):
             raise ValueError("path: kind = 'dir' needs path, the existing directory to measure")
         if self.kind == "device" and not self.device:
             raise ValueError("device: kind = 'device' needs device (and destroy_data_on naming it again)")
+        if self.kind == "disk-model" and not self.model:
+            raise ValueError("model: kind = 'disk-model' needs model, a disk-model profile (fsmeter disk-model list)")
         names = [f"h{i + 1}" for i in range(self.hosts)]
         for side in ("servers", "clients"):
             bad = [h for h in getattr(self, side) or [] if h not in names]
@@ -182,6 +191,8 @@ class TargetModel(BaseModel):
             volume_type=self.volume_type,
             bricks_per_server=self.bricks_per_server,
             volume_options=tuple(sorted(self.volume_options.items())),
+            model=self.model,
+            model_offset_bytes=self.offset,
         )
 
 

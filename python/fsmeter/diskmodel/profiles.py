@@ -112,6 +112,8 @@ class Cache(_Part):
     segments: int = Field(ge=0, le=1024)
     segment_sectors: int = Field(ge=0)
     read_ahead_sectors: int = Field(ge=0)
+    #: A read at the end of a stopped read-ahead starts it again (DiskSim's "Read-ahead on idle hit").
+    read_ahead_on_hit: bool = False
     write_cache: bool
     write_cache_sectors: int = Field(ge=0)
 
