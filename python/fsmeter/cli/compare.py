@@ -270,6 +270,12 @@ def register(app: typer.Typer) -> None:
             "by MPI ranks on every host (root; default filesystems xfs,ext4, "
             "workloads seq-read,seq-write; see the many-hosts page)",
         ),
+        disk_model: str | None = typer.Option(
+            None,
+            "--disk-model",
+            help="put every filesystem on a disk model instead of a loop image: the timing of a modelled "
+            "disk (fsmeter disk-model list); --size sets its image (default 1G)",
+        ),
         hosts: int | None = typer.Option(
             None,
             "--hosts",
@@ -321,6 +327,24 @@ def register(app: typer.Typer) -> None:
                 f"--target glusterfs and {other} exclude each other: the bricks are fsmeter's own loop "
                 "filesystems on this machine"
             )
+        if disk_model is not None:
+            other = [
+                n
+                for n, v in (
+                    ("--dir", directory),
+                    ("--device", target),
+                    ("--target glusterfs", gluster),
+                    ("--kernel", kernel),
+                )
+                if v
+            ]
+            if other:
+                raise UserError(f"--disk-model and {other[0]} exclude each other: the disk model is the target")
+            from fsmeter.diskmodel.profiles import load_profile
+
+            load_profile(disk_model)  # an unknown model: one line before anything runs
+            if not root:
+                raise UserError("--disk-model serves the modelled disk through FUSE under a loop device: run as root")
         if gluster:
             gtarget, gmpi = gluster_target(hosts, ranks, volume_type, volume_option, size)
             filesystems = filesystems or ",".join(GLUSTER_FILESYSTEMS)
@@ -328,6 +352,12 @@ def register(app: typer.Typer) -> None:
         data, notes = build_campaign(filesystems, workloads, directory, quick_scale, trials, size, root)
         if target is not None:
             data["target"] = target
+        if disk_model is not None:
+            data["target"] = {"kind": "disk-model", "model": disk_model, "size": size or "1G"}
+            data["name"] = data["name"] + "-disk-model"
+            data["description"] = str(data.get("description", "")).replace(
+                "1 GiB loop images", f"{size or '1G'} images served by the disk model {disk_model}"
+            )
         if gluster:
             data["target"], data["mpi"] = gtarget, gmpi
             data["name"] = data["name"] + "-glusterfs"

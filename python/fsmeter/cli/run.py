@@ -120,6 +120,14 @@ def register(app: typer.Typer) -> None:
             "measured phase works on the region of rank (r + K) mod N; node: "
             "K = the ranks of one host (IOR -C)",
         ),
+        disk_model: str | None = typer.Option(
+            None,
+            "--disk-model",
+            help="instead of --dir: make a filesystem (--fs) on a disk model (fsmeter disk-model list) of "
+            "--size, run there, and remove it (root)",
+        ),
+        fs: str = typer.Option("ext4", "--fs", help="with --disk-model: the filesystem to make on it"),
+        size: str = typer.Option("1G", "--size", help="with --disk-model: the size of its image"),
     ) -> None:
         """Run one workload once on a directory and print ops/s, MiB/s, latency percentiles and CPU."""
         console = Console(stderr=False)
@@ -136,6 +144,11 @@ def register(app: typer.Typer) -> None:
         if not (min_phase_s >= 0 and math.isfinite(min_phase_s)):
             raise UserError(f"--min-phase-s {min_phase_s!r}: give a number of seconds >= 0")
         opts = dict(show_progress=not quiet, keep_files=keep_files, cache=cache, min_phase_s=min_phase_s)
+        if disk_model is not None:
+            return _run_on_disk_model(workload, disk_model, fs, size, dir, set_, json_out, no_wait, console, opts)
+        for given, name in ((fs != "ext4", "--fs"), (size != "1G", "--size")):
+            if given:
+                raise UserError(f"{name} applies to --disk-model only: add --disk-model NAME or leave it out")
         from fsmeter.provision.sysinfo import pseudo_filesystem
 
         if dir is None and not workload.endswith(".fio"):
@@ -209,6 +222,56 @@ def register(app: typer.Typer) -> None:
             else:
                 doc = run_job(job, console, **opts)
         print_result(doc, job, console, json_out)
+
+
+def _run_on_disk_model(workload, model, fs, size, dir, set_, json_out, no_wait, console, opts) -> None:
+    """`fsmeter run W --disk-model NAME`: the run makes its own target (a filesystem on a disk model),
+    runs the workload in it once, records the model's profile and lateness, and removes it."""
+    import tempfile
+
+    from fsmeter.diskmodel.profiles import load_profile
+    from fsmeter.mpi.comm import launched_under_mpi
+    from fsmeter.provision import FILESYSTEMS, FsConfig, Provisioner, TargetSpec
+    from fsmeter.runlock import measuring
+    from fsmeter.runner import disk_model_record
+    from fsmeter.units import parse_size
+
+    if dir is not None:
+        raise UserError("--disk-model and --dir exclude each other: the run makes its own filesystem on the model")
+    if workload.endswith(".fio") or ".fio:" in workload or launched_under_mpi():
+        raise UserError("--disk-model runs a named workload (or a workload .toml) once, without mpirun: leave it out")
+    if fs not in FILESYSTEMS:
+        raise UserError(f"--fs {fs}: unknown filesystem: use one of {', '.join(FILESYSTEMS)}")
+    try:
+        size_bytes = parse_size(size)
+    except ValueError as exc:
+        raise UserError(f"--size: {exc}") from None
+    load_profile(model)  # an unknown model or a bad profile: one line now
+    defn = load_workload(workload)
+    sets = parse_set(set_ or [])
+    build_job(defn, Path(tempfile.gettempdir()), sets)  # every parameter checked before anything is made
+    if os.geteuid() != 0 or not os.path.exists("/dev/loop-control"):
+        raise UserError(
+            "--disk-model serves the modelled disk through FUSE under a loop device and formats it: run as root",
+            exit_code=1,
+        )
+    with measuring(wait=not no_wait), Provisioner() as prov:
+        mnt = prov.create(TargetSpec(kind="disk-model", model=model, size_bytes=size_bytes), FsConfig(name=fs))
+        try:
+            job = build_job(defn, Path(mnt.path), sets)
+            watch = mnt.target.watch()
+            before = watch.snapshot()
+            doc = run_job(job, console, device=mnt.device, disk=watch, **opts)
+            doc["target"] = {k: v for k, v in mnt.info().items() if k != "proc_mounts_line"}
+            doc["disk_model"] = disk_model_record(mnt, watch.since(before))
+        finally:
+            prov.destroy(mnt)
+    print_result(doc, job, console, json_out)
+    dm = (doc["disk_model"] or {}).get("trial") or {}
+    if dm.get("requests"):
+        from fsmeter.diskmodel.stats import describe as describe_dm
+
+        console.print(describe_dm(dm), highlight=False)
 
 
 def print_result(doc: dict, job, console: Console, json_out: Path | None) -> None:
