@@ -145,3 +145,11 @@ def test_the_disk_model_commands_list_and_show():
     assert "are assumptions, not from a source" in r.stdout
     r = fsm("disk-model", "show", "nope")
     assert r.returncode == 2 and r.stderr.startswith("fsmeter: error: unknown disk model 'nope'")
+
+
+def test_compare_with_a_disk_model_refuses_what_does_not_fit_before_running(tmp_path):
+    r = fsm("compare", "--disk-model", "nope", "--db", tmp_path / "c.sqlite")
+    assert r.returncode == 2 and "unknown disk model 'nope'" in r.stderr
+    r = fsm("compare", "--disk-model", "seagate-st39102lw", "--dir", tmp_path, "--db", tmp_path / "c.sqlite")
+    assert r.returncode == 2 and "--disk-model and --dir exclude each other" in r.stderr
+    assert not (tmp_path / "c.sqlite").exists()
