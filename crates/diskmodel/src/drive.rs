@@ -17,7 +17,8 @@
 //!   read-ahead reaches its end ("immediate transfer of a partial hit"), and the read-ahead goes on
 //!   past it, so a sequential stream of small reads runs at the media rate, also when its requests
 //!   reach a reordering queue out of order. Where the profile says so (DiskSim's "read-ahead on
-//!   idle hit"), a read that reaches the end of a stopped read-ahead starts it again. Segments are
+//!   idle hit"), a read that reaches the end of a stopped read-ahead starts it again. A read that
+//!   begins in a segment and runs past it reads only the rest from the media. Segments are
 //!   replaced least recently used first.
 //! - with the write cache on, a write completes once in the buffer (overhead + interface transfer)
 //!   while the dirty data fits in `write_cache_sectors`; otherwise it first waits for destaging. The
@@ -600,8 +601,17 @@ impl Model {
             }
             None => {
                 self.stop_prefetch(s);
+                // A read that begins in a segment takes that part from the buffer and only the rest
+                // from the media (a partial hit on data the read-ahead left there).
+                let from = self
+                    .segments
+                    .iter()
+                    .filter(|g| g.valid && g.start <= start && start < g.end)
+                    .map(|g| g.end)
+                    .max()
+                    .unwrap_or(start);
                 let t = s + self.drive.read_miss_ns;
-                let a = self.drive.access(self.track, t, start, n, false);
+                let a = self.drive.access(self.track, t, from, end - from, false);
                 self.track = a.track;
                 svc.overhead_ns = self.drive.read_miss_ns;
                 svc.seek_ns = a.seek_ns;

@@ -329,3 +329,15 @@ fn the_media_time_of_a_sequential_stream_does_not_depend_on_the_host_pauses() {
         assert!((rate / media - 1.0).abs() < 0.05, "pause {pause_us} us: {rate} B/s against media {media}");
     }
 }
+
+#[test]
+fn a_read_running_past_the_buffer_reads_only_the_rest_from_the_media() {
+    let mut m = model(256, false);
+    let a = m.serve(read(0, 64), T0);
+    // a second later the read-ahead has long stopped at block 64 + 256; ask for 64..1064
+    let b = m.serve(read(64, 1000), a.end + 1_000_000_000);
+    assert!(!b.hit);
+    // the media part is blocks 320..1064: 744 blocks, two and a bit tracks of 400, not 1000
+    let sect = 60e9 / 7200.0 / 400.0;
+    assert!(b.transfer_ns < 760.0 * sect && b.transfer_ns > 740.0 * sect, "{:?}", b);
+}
