@@ -672,7 +672,7 @@ def plan(c: CampaignFile) -> list:
     for i, w in enumerate(c.workloads):
         try:
             if w.name.endswith(".fio"):  # every job of a fio job file, one workload each, in file order
-                from fsmeter.interop.fio_map import campaign_ready, fio_workloads
+                from fsmeter.interop.fio.load import campaign_ready, fio_workloads
 
                 for d, job in fio_workloads(w.name):
                     campaign_ready(w.name, job)

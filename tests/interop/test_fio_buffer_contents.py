@@ -13,8 +13,9 @@ import zlib
 
 import pytest
 from fsmeter.errors import UserError
+from fsmeter.interop.fio.job import map_job
+from fsmeter.interop.fio.load import map_jobfile
 from fsmeter.interop.fio_jobfile import parse_jobfile
-from fsmeter.interop.fio_map import map_job, map_jobfile
 from fsmeter_cli import fsm
 
 

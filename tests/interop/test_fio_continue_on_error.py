@@ -204,7 +204,7 @@ def test_fallocate_is_accepted_with_what_it_changes_and_refused_when_fio_would()
 
 
 def test_a_job_sized_by_a_fill_device_job_is_refused_in_a_campaign(tmp_path):
-    from fsmeter.interop.fio_map import load_fio_workload
+    from fsmeter.interop.fio.load import load_fio_workload
 
     f = tmp_path / "fill.fio"
     f.write_text(FILL)

@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from fsmeter.interop.fio.job import map_job
 from fsmeter.interop.fio_jobfile import parse_jobfile
-from fsmeter.interop.fio_map import map_job
 from fsmeter_cli import fsm
 
 MiB = 1 << 20

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from fsmeter.errors import UserError
-from fsmeter.interop.fio_map import MappedGroup, fio_workloads, map_jobfile
+from fsmeter.interop.fio.load import fio_workloads, map_jobfile
+from fsmeter.interop.fio.mapped import MappedGroup
 
 MiB = 1 << 20
 

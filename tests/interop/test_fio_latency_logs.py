@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 from fsmeter.errors import UserError
+from fsmeter.interop.fio.job import map_job
 from fsmeter.interop.fio_jobfile import parse_jobfile
-from fsmeter.interop.fio_map import map_job
 from fsmeter_cli import fsm
 
 FIO2GNUPLOT = shutil.which("fio2gnuplot")

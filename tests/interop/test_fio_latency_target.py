@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from bench_module import load_bench
 from fsmeter.errors import UserError
+from fsmeter.interop.fio.job import map_job
 from fsmeter.interop.fio_export import fio_job
 from fsmeter.interop.fio_jobfile import parse_jobfile
-from fsmeter.interop.fio_map import map_job
 from fsmeter_cli import fsm
 
 
@@ -159,7 +159,7 @@ def test_percentile_100_ends_at_the_first_late_request_as_fio_does(tmp_path):
 
 
 def test_a_latency_target_job_beside_others_is_refused_naming_its_line(tmp_path):
-    from fsmeter.interop.fio_map import map_jobfile
+    from fsmeter.interop.fio.load import map_jobfile
 
     f = tmp_path / "two.fio"
     f.write_text("[global]\nrw=randread\nsize=1m\n[a]\nlatency_target=1000\n[b]\n")

@@ -10,7 +10,7 @@ import os
 
 import pytest
 from fsmeter.errors import UserError
-from fsmeter.interop.fio_map import map_jobfile
+from fsmeter.interop.fio.load import map_jobfile
 from fsmeter_cli import fsm, job_of
 
 

@@ -110,7 +110,7 @@ def test_offset_increment_as_a_percentage_runs_each_clone_to_the_files_end_as_fi
     jf = tmp_path / "t.fio"
     (tmp_path / "striped").write_bytes(b"\0" * (1 << 20))
     jf.write_text(PCT_JOB)
-    from fsmeter.interop.fio_map import map_jobfile
+    from fsmeter.interop.fio.load import map_jobfile
 
     (m,) = map_jobfile(jf, tmp_path, True)
     starts = [4096, 4096 + 262144, 4096 + 524288]
@@ -195,7 +195,7 @@ def test_a_clone_starting_past_the_files_end_is_refused_as_fio_refuses_it(tmp_pa
     (tmp_path / "striped").write_bytes(b"\0" * (256 << 10))
     jf = tmp_path / "t.fio"
     jf.write_text("[a]\nfilename=striped\nrw=write\noffset_increment=128k\nnumjobs=3\n")
-    from fsmeter.interop.fio_map import map_jobfile
+    from fsmeter.interop.fio.load import map_jobfile
 
     with pytest.raises(
         UserError,

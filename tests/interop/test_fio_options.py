@@ -12,8 +12,10 @@ import subprocess
 
 import pytest
 from fsmeter.errors import UserError
+from fsmeter.interop.fio.job import map_job
+from fsmeter.interop.fio.load import map_jobfile
+from fsmeter.interop.fio.mapped import job_error
 from fsmeter.interop.fio_jobfile import eval_int_arith, parse_jobfile
-from fsmeter.interop.fio_map import job_error, map_job, map_jobfile
 from fsmeter_cli import fsm
 
 KEYWORDS = {"$pagesize": "4096", "$mb_memory": "2048", "$ncpus": "3"}

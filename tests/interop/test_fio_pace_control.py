@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 from fsmeter.errors import UserError
+from fsmeter.interop.fio.job import map_job
+from fsmeter.interop.fio.load import fio_workloads, map_jobfile
+from fsmeter.interop.fio.mapped import MappedGroup
 from fsmeter.interop.fio_jobfile import parse_jobfile
-from fsmeter.interop.fio_map import MappedGroup, fio_workloads, map_job, map_jobfile
 from fsmeter_cli import fsm
 
 

@@ -182,9 +182,9 @@ def test_the_same_work_as_fio(tmp_path):
 
 
 def test_the_fio_export_of_a_sprandom_job_is_a_sprandom_job():
+    from fsmeter.interop.fio.job import map_job
     from fsmeter.interop.fio_export import fio_options
     from fsmeter.interop.fio_jobfile import parse_jobfile
-    from fsmeter.interop.fio_map import map_job
 
     m = job_of(EXAMPLE.format(size="8m", op="0.2", regions=10) + "spr_cs=64k\n")
     opts, _ = fio_options(m.params, m.settings)

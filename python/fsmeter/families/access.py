@@ -459,7 +459,7 @@ class AccessParams(BaseModel):
         "once, as IOR's write phase leaves them (concurrent writers' blocks interleave on the "
         "device); default: buffered writes and an fsync, as fio lays files out",
     )
-    # Set by fio job files (fsmeter.interop.fio_map); defaults keep the named workloads as they were.
+    # Set by fio job files (fsmeter.interop.fio); defaults keep the named workloads as they were.
     file_names: list[str] = Field(default_factory=list, description="file names relative to --dir (fio filename)")
     offset: Size = Field(0, ge=0, description="requests land in [offset, offset + file_size) of each file (fio offset)")
     thread_files: bool = Field(False, description="each thread works on its own file_count/threads files (fio numjobs)")
