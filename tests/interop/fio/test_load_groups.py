@@ -1,6 +1,6 @@
 """fio job files whose jobs run at the same time (no stonewall between them): one measured phase per group,
 each job's own figures under it, reported as fio reports its groups. The same work as fio is checked for the
-group job files in tests/data/fio by tests/test_fio_jobfile.py."""
+group job files in tests/data/fio by tests/interop/test_fio_jobfile.py."""
 
 from __future__ import annotations
 
