@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use serde::{Deserialize, Serialize};
 
-use super::{sleep_until, Access, CPU, KINDS, NOT_DATA};
+use super::pace::sleep_until;
+use super::workload::{Access, CPU, KINDS, NOT_DATA};
 use crate::error::Result;
 use crate::measure::{now_ns, run_group, Control, GroupMember, Recorder};
 use crate::report::PhaseReport;
