@@ -31,6 +31,7 @@ mod run;
 mod shape;
 mod spec;
 mod sprandom;
+mod validate;
 mod verification;
 mod worker;
 mod workload;
