@@ -98,17 +98,13 @@ lint-clippy:
 	@cargo clippy --version >/dev/null 2>&1 || { echo "make: cargo clippy is missing: rustup component add clippy" >&2; exit 2; }
 	FSMETER_NO_HELPERS=1 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-# The families' modules are declared by the families! macro of workload/mod.rs, which rustfmt
-# does not look into: their folders' mod.rs are named so that every engine file is checked.
-RUST_MACRO_MODULES = $(wildcard crates/engine/src/workload/*/mod.rs)
-
 lint-rustfmt:
 	@cargo fmt --version >/dev/null 2>&1 || { echo "make: cargo fmt is missing: rustup component add rustfmt" >&2; exit 2; }
-	cargo fmt --all --check -- $(RUST_MACRO_MODULES)
+	cargo fmt --all --check
 
 # Formats every Rust file the rustfmt check looks at.
 fmt-rust:
-	cargo fmt --all -- $(RUST_MACRO_MODULES)
+	cargo fmt --all
 
 bench: build
 	$(PY) bench/run.py
