@@ -21,8 +21,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::fd::{open, FdGuard};
-use super::run::BufStats;
-use super::workload::{Access, CREATE, DELETE, KINDS, NOT_DATA, READ, STAT, WRITE};
+use super::workload::{Access, BufStats, CREATE, DELETE, KINDS, NOT_DATA, READ, STAT, WRITE};
 use crate::error::{EngineError, Result};
 use crate::measure::{now_ns, run_threads, Control, Recorder};
 use crate::report::PhaseReport;

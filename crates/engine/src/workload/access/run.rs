@@ -2,7 +2,7 @@
 //! state made before the common start, what it hands back at its end, and the phase report made
 //! from it all. The per-thread loop itself is `worker.rs`.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 
 use super::backlog::Backlog;
 use super::errors::ErrorCounts;
@@ -15,7 +15,7 @@ use super::pace::{FlowState, Pacer};
 use super::prio::{set_thread_ioprio, CmdPrioState};
 use super::spec::FioEngine;
 use super::worker::{RunState, SlotMeta};
-use super::workload::{Access, KINDS, NOT_DATA};
+use super::workload::{Access, BufStats, KINDS, NOT_DATA};
 use crate::backend::buffer::{huge_region, AlignedBuf, BufferMemory, HUGETLB_PAGE};
 use crate::backend::content::ContentGen;
 use crate::backend::fault::{FaultBackend, Injected};
@@ -446,15 +446,6 @@ impl Access {
             }
         }
     }
-}
-
-/// What the run phase's threads got for their request buffers (summed at setup, not per operation).
-#[derive(Default)]
-pub(super) struct BufStats {
-    pub(super) buf_bytes: AtomicU64,
-    pub(super) mapped_bytes: AtomicU64,
-    pub(super) huge_bytes: AtomicU64,
-    pub(super) huge_unknown: AtomicBool,
 }
 
 /// A thread's huge-page buffers that could not be had, as a parameter error saying what to do.

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
-use super::cpuio::CpuUsed;
 use super::errors::ErrorCounts;
 use super::iolog::IoRecord;
 use super::lattarget::LatProbe;
@@ -256,4 +255,22 @@ fn io_failure(req: IoReq, errno: i32, direct: bool, path: &Path) -> EngineError 
         ctx.push_str(" (O_DIRECT: sizes, offsets and alignment must be multiples of the device's logical block size)");
     }
     EngineError::io(ctx, std::io::Error::from_raw_os_error(errno))
+}
+
+/// What the run phase's threads got for their request buffers (summed at setup, not per operation).
+#[derive(Default)]
+pub(super) struct BufStats {
+    pub(super) buf_bytes: AtomicU64,
+    pub(super) mapped_bytes: AtomicU64,
+    pub(super) huge_bytes: AtomicU64,
+    pub(super) huge_unknown: AtomicBool,
+}
+
+/// What a cpuio run's threads used (cpuio.rs), added once per thread at its end.
+#[derive(Default)]
+pub(super) struct CpuUsed {
+    pub(super) cpu_ns: u64,
+    pub(super) bursts: u64,
+    pub(super) burst_ns: u64,
+    pub(super) threads: u64,
 }
