@@ -15,7 +15,7 @@ use super::cpu::{self, CpuSnapshot};
 use super::hist::LatHist;
 use super::interval_lat::{attach, IntervalLatRecorder, LatCell};
 use super::recorder::{sum_counters, sum_units, Recorder, Sampler, ThreadCounters, MAX_KINDS};
-use super::steady::{check_units, steady_units, Steady, SteadyUnit};
+use super::steady::{check_units, Steady, SteadyUnit};
 use crate::error::{EngineError, Result};
 use crate::report::{Interval, OpStats, PhaseReport, Totals};
 
@@ -673,6 +673,31 @@ fn member_reports(
         out.push(MemberReport { report: rep, start_s: rel(first_work.max(m_start).min(m_end)), end_s: rel(m_end) })
     }
     out
+}
+
+/// The units a phase's members are judged in: one per worker, or one per reporting group whose
+/// members judge the group's rate (fio's group_reporting). `ranges`: each member's thread ids.
+fn steady_units(members: &[GroupMember], ranges: &[Range<usize>]) -> Vec<SteadyUnit> {
+    let mut steady_units: Vec<SteadyUnit> = Vec::new();
+    for (m, g) in members.iter().enumerate() {
+        let Some(spec) = g.steady else { continue };
+        if spec.group {
+            if let Some(u) = steady_units
+                .iter_mut()
+                .find(|u| u.spec.group && u.members.iter().any(|&o| members[o].report_group == g.report_group))
+            {
+                u.threads.extend(ranges[m].clone());
+                u.members.push(m);
+                continue;
+            }
+            steady_units.push(SteadyUnit::new(spec, ranges[m].clone().collect(), vec![m]));
+        } else {
+            for t in ranges[m].clone() {
+                steady_units.push(SteadyUnit::new(spec, vec![t], vec![m]));
+            }
+        }
+    }
+    steady_units
 }
 
 /// When a member's worker starts its work: the phase's start, later by the member's start delay,

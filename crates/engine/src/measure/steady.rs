@@ -1,10 +1,8 @@
 //! fio's steady-state detection for the harness's coordinator: the units it judges (one worker, or
 //! the workers of a reporting group) and their criteria over a window of samples.
 
-use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 
-use super::harness::GroupMember;
 use super::recorder::ThreadCounters;
 
 /// fio's steady-state detection (steadystate.c): every `interval_ns` the coordinator takes the
@@ -137,31 +135,6 @@ impl SteadyUnit {
             value
         }
     }
-}
-
-/// The units a phase's members are judged in: one per worker, or one per reporting group whose
-/// members judge the group's rate (fio's group_reporting). `ranges`: each member's thread ids.
-pub(super) fn steady_units(members: &[GroupMember], ranges: &[Range<usize>]) -> Vec<SteadyUnit> {
-    let mut steady_units: Vec<SteadyUnit> = Vec::new();
-    for (m, g) in members.iter().enumerate() {
-        let Some(spec) = g.steady else { continue };
-        if spec.group {
-            if let Some(u) = steady_units
-                .iter_mut()
-                .find(|u| u.spec.group && u.members.iter().any(|&o| members[o].report_group == g.report_group))
-            {
-                u.threads.extend(ranges[m].clone());
-                u.members.push(m);
-                continue;
-            }
-            steady_units.push(SteadyUnit::new(spec, ranges[m].clone().collect(), vec![m]));
-        } else {
-            for t in ranges[m].clone() {
-                steady_units.push(SteadyUnit::new(spec, vec![t], vec![m]));
-            }
-        }
-    }
-    steady_units
 }
 
 /// One check of every unit not yet steady: the workers of a unit that has just become steady are
