@@ -131,59 +131,17 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run one workload once on a directory and print ops/s, MiB/s, latency percentiles and CPU."""
         console = Console(stderr=False)
-        if cache not in CACHE_CHOICES:
-            raise UserError(f"--cache {cache!r}: use one of {', '.join(CACHE_CHOICES)}")
-        if cache == "drop" and os.geteuid() != 0:
-            raise UserError(
-                "--cache drop needs root (it writes /proc/sys/vm/drop_caches): run as root, or use --cache fadvise"
-            )
-        if json_out is not None:  # checked now: a path that cannot be written would lose the whole run
-            from fsmeter.textfile import check_output_path
-
-            check_output_path(json_out, "--json")
-        if not (min_phase_s >= 0 and math.isfinite(min_phase_s)):
-            raise UserError(f"--min-phase-s {min_phase_s!r}: give a number of seconds >= 0")
+        _check_options(workload, dir, cache, json_out, min_phase_s)
         opts = dict(show_progress=not quiet, keep_files=keep_files, cache=cache, min_phase_s=min_phase_s)
         if disk_model is not None:
             return _run_on_disk_model(workload, disk_model, fs, size, dir, set_, json_out, no_wait, console, opts)
         for given, name in ((fs != "ext4", "--fs"), (size != "1G", "--size")):
             if given:
                 raise UserError(f"{name} applies to --disk-model only: add --disk-model NAME or leave it out")
-        from fsmeter.provision.sysinfo import pseudo_filesystem
-
-        if dir is None and not workload.endswith(".fio"):
-            raise UserError(
-                "--dir is required: name a directory on the filesystem to measure (only `fsmeter run "
-                "FILE.fio` of a job file that names absolute directories may leave it out)"
-            )
-        pseudo = pseudo_filesystem(str(dir)) if dir is not None and dir.is_dir() else None
-        if pseudo:
-            raise UserError(
-                f"--dir {dir} is a kernel interface ({pseudo}), not a filesystem to measure: name a "
-                "directory on a real filesystem"
-            )
+        _check_dir(workload, dir)
+        _check_mpi_options(workload, stonewall, shared_file, reorder_shift, wearout, allow_exec)
         from fsmeter.mpi.comm import launched_under_mpi
 
-        if stonewall is not None and not launched_under_mpi():
-            raise UserError(
-                "--stonewall works under mpirun only (it stops the other ranks): leave it out, or run "
-                "`mpirun -n N fsmeter run ...`"
-            )
-        for given, name in (
-            (shared_file, "--shared-file"),
-            (reorder_shift is not None, "--reorder-shift"),
-            (wearout, "--stonewall-wearout"),
-        ):
-            if given and not launched_under_mpi():
-                raise UserError(
-                    f"{name} works under mpirun only (it lays out regions for the other ranks): leave "
-                    "it out, or run `mpirun -n N fsmeter run ...`"
-                )
-        if allow_exec and (not workload.endswith(".fio") or launched_under_mpi()):
-            raise UserError(
-                "--allow-exec runs the programs of a fio job file's ioengine=exec jobs, under `fsmeter "
-                "run FILE.fio` without mpirun only: leave it out"
-            )
         if launched_under_mpi():  # one rank of mpirun -n N: rank 0 prints and writes the merged result
             if dir is None:
                 raise UserError("--dir is required under mpirun: name the directory every rank works in")
@@ -272,6 +230,67 @@ def _run_on_disk_model(workload, model, fs, size, dir, set_, json_out, no_wait, 
         from fsmeter.diskmodel.stats import describe as describe_dm
 
         console.print(describe_dm(dm), highlight=False)
+
+
+def _check_options(workload: str, dir: Path | None, cache: str, json_out: Path | None, min_phase_s: float) -> None:
+    """`fsmeter run`'s options that need no MPI, checked before anything runs."""
+    if cache not in CACHE_CHOICES:
+        raise UserError(f"--cache {cache!r}: use one of {', '.join(CACHE_CHOICES)}")
+    if cache == "drop" and os.geteuid() != 0:
+        raise UserError(
+            "--cache drop needs root (it writes /proc/sys/vm/drop_caches): run as root, or use --cache fadvise"
+        )
+    if json_out is not None:  # checked now: a path that cannot be written would lose the whole run
+        from fsmeter.textfile import check_output_path
+
+        check_output_path(json_out, "--json")
+    if not (min_phase_s >= 0 and math.isfinite(min_phase_s)):
+        raise UserError(f"--min-phase-s {min_phase_s!r}: give a number of seconds >= 0")
+
+
+def _check_dir(workload: str, dir: Path | None) -> None:
+    """--dir names a directory on a real filesystem (a fio job file naming absolute directories may omit it)."""
+    from fsmeter.provision.sysinfo import pseudo_filesystem
+
+    if dir is None and not workload.endswith(".fio"):
+        raise UserError(
+            "--dir is required: name a directory on the filesystem to measure (only `fsmeter run "
+            "FILE.fio` of a job file that names absolute directories may leave it out)"
+        )
+    pseudo = pseudo_filesystem(str(dir)) if dir is not None and dir.is_dir() else None
+    if pseudo:
+        raise UserError(
+            f"--dir {dir} is a kernel interface ({pseudo}), not a filesystem to measure: name a "
+            "directory on a real filesystem"
+        )
+
+
+def _check_mpi_options(
+    workload: str, stonewall: str | None, shared_file: bool, reorder_shift: str | None, wearout: bool, allow_exec: bool
+) -> None:
+    """The options that work under mpirun only (and --allow-exec, never under it)."""
+    from fsmeter.mpi.comm import launched_under_mpi
+
+    if stonewall is not None and not launched_under_mpi():
+        raise UserError(
+            "--stonewall works under mpirun only (it stops the other ranks): leave it out, or run "
+            "`mpirun -n N fsmeter run ...`"
+        )
+    for given, name in (
+        (shared_file, "--shared-file"),
+        (reorder_shift is not None, "--reorder-shift"),
+        (wearout, "--stonewall-wearout"),
+    ):
+        if given and not launched_under_mpi():
+            raise UserError(
+                f"{name} works under mpirun only (it lays out regions for the other ranks): leave "
+                "it out, or run `mpirun -n N fsmeter run ...`"
+            )
+    if allow_exec and (not workload.endswith(".fio") or launched_under_mpi()):
+        raise UserError(
+            "--allow-exec runs the programs of a fio job file's ioengine=exec jobs, under `fsmeter "
+            "run FILE.fio` without mpirun only: leave it out"
+        )
 
 
 def print_result(doc: dict, job, console: Console, json_out: Path | None) -> None:
