@@ -11,7 +11,8 @@ import json
 
 import pytest
 from fsmeter.errors import UserError
-from fsmeter.families.access import AccessParams, format_zoned, parse_zoned
+from fsmeter.families.access import AccessParams
+from fsmeter.families.access_params import format_zoned, parse_zoned
 from fsmeter_cli import fsm, job_of
 
 

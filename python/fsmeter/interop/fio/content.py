@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from fsmeter.families.access import parse_buffer_pattern, verify_header_len
+from fsmeter.families.access_params import parse_buffer_pattern, verify_header_len
 from fsmeter.interop.fio.values import Ctx
 
 #: fio's iomem (alias mem) -> the access family's buffer_memory.

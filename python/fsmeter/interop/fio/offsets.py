@@ -79,7 +79,7 @@ def access_shape(
         if on:
             out = {"params": {"random_sequence_stride": True}, "cap": None}
     if distribution.startswith("zoned_abs"):
-        from fsmeter.families.access import parse_zoned
+        from fsmeter.families.access_params import parse_zoned
 
         covered = max(sum(z for _, z in d) for d in parse_zoned(distribution)[1])
         if covered > filesize:
@@ -103,7 +103,7 @@ def access_shape(
                 "the sequence distribution with sequential requests in the mix (percentage_random) is "
                 "not supported by fsmeter yet (planned): remove percentage_random",
             )
-        from fsmeter.families.access import parse_sequence
+        from fsmeter.families.access_params import parse_sequence
 
         seq = parse_sequence(distribution)
         blocks = filesize // min(sizes)

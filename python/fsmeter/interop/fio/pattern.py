@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from fsmeter.families.access import check_distribution
+from fsmeter.families.access_params import check_distribution
 from fsmeter.interop.fio.values import Ctx
 from fsmeter.interop.fio_jobfile import FioOption, parse_fio_pct, parse_fio_size
 
@@ -250,7 +250,7 @@ def random_distribution(ctx: Ctx, notes: list) -> str:
         ctx.fail(opt, "write its numbers in ASCII digits")
     try:
         if kind in ("zoned", "zoned_abs"):
-            from fsmeter.families.access import format_zoned, parse_zoned
+            from fsmeter.families.access_params import format_zoned, parse_zoned
 
             value = format_zoned(*parse_zoned(value, lambda z: parse_fio_size(z, ctx.kb_base)))
         else:
