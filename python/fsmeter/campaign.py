@@ -82,6 +82,7 @@ TARGET_FIELDS = {
     "dir": ("path",),
     "device": ("device", "destroy_data_on", "force"),
     "glusterfs": ("size", "hosts", "servers", "clients", "volume_type", "bricks_per_server", "volume_options"),
+    "disk-model": ("size", "model", "offset"),
 }
 
 
@@ -89,8 +90,12 @@ class TargetModel(BaseModel):
     """Where the filesystems go (see fsmeter.provision.TargetSpec)."""
 
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["loop", "dir", "tmpfs", "device", "glusterfs"] = "loop"
+    kind: Literal["loop", "dir", "tmpfs", "device", "glusterfs", "disk-model"] = "loop"
     size: Size = Field(1 << 30, gt=0, description="image / tmpfs size")
+    model: str | None = Field(
+        None, max_length=MAX_PATH_CHARS, description="kind=disk-model: the disk-model profile (fsmeter disk-model list)"
+    )
+    offset: Size = Field(0, ge=0, description="kind=disk-model: where the image starts on the modelled drive")
     path: str | None = Field(None, max_length=MAX_PATH_CHARS, description="kind=dir: the existing directory to measure")
     device: str | None = Field(None, max_length=MAX_PATH_CHARS)
     destroy_data_on: str | None = Field(
@@ -130,6 +135,8 @@ class TargetModel(BaseModel):
         "volume_type",
         "bricks_per_server",
         "volume_options",
+        "model",
+        "offset",
     )
     @classmethod
     def _belongs_to_kind(cls, v: Any, info: ValidationInfo) -> Any:
@@ -160,6 +167,8 @@ class TargetModel(BaseModel):
             raise ValueError("path: kind = 'dir' needs path, the existing directory to measure")
         if self.kind == "device" and not self.device:
             raise ValueError("device: kind = 'device' needs device (and destroy_data_on naming it again)")
+        if self.kind == "disk-model" and not self.model:
+            raise ValueError("model: kind = 'disk-model' needs model, a disk-model profile (fsmeter disk-model list)")
         names = [f"h{i + 1}" for i in range(self.hosts)]
         for side in ("servers", "clients"):
             bad = [h for h in getattr(self, side) or [] if h not in names]
@@ -195,6 +204,8 @@ class TargetModel(BaseModel):
             volume_type=self.volume_type,
             bricks_per_server=self.bricks_per_server,
             volume_options=tuple(sorted(self.volume_options.items())),
+            model=self.model,
+            model_offset_bytes=self.offset,
         )
 
 
@@ -706,73 +717,13 @@ def plan(c: CampaignFile) -> list:
     """Expand the campaign into cells (filesystem x factor levels x workload, minus exclusions),
     validating every job so a bad level fails now, not in the middle of the campaign."""
     from fsmeter.provision import HostFactors
-    from fsmeter.spec import JobSettings, build_job, load_workload
+    from fsmeter.spec import build_job
 
     fss = _fs_labels(c)
-    defs = []
-    for i, w in enumerate(c.workloads):
-        try:
-            if w.name.endswith(".fio"):  # every job of a fio job file, one workload each, in file order
-                from fsmeter.interop.fio_map import campaign_ready, fio_workloads
-
-                for d, job in fio_workloads(w.name):
-                    campaign_ready(w.name, job)
-                    defs.append((f"{w.label}:{job.name}" if w.label else d.name, d, w))
-                continue
-            d = load_workload(w.name)
-        except UserError as exc:
-            raise UserError(f"workloads[{i}].name: {exc.message}") from None
-        defs.append((w.label or d.name, d, w))
+    defs = _workload_defs(c)
     labels = [lab for lab, _, _ in defs]
-    for lab in labels:  # a label taken from a file name, not checked as a field
-        if "[" in lab or len(lab) > MAX_NAME_CHARS:
-            raise UserError(
-                f"workloads: {_short(lab)} as a label: at most {MAX_NAME_CHARS} characters and no '[': "
-                "give the workload a label"
-            )
-    if len(set(labels)) != len(labels):
-        raise UserError(f"workloads: a workload appears twice ({', '.join(labels)}): give one a label")
-
-    settings = set(JobSettings.model_fields)
-    takes = {lab: settings | (set(d.family.params.model_fields) - {"family"}) for lab, d, _ in defs}
-    for name in c.factors:
-        for lab, _, w in defs:
-            if name in w.params:
-                raise UserError(f"factors.{name}: also set in workload {lab}'s params: set it in one place")
-        if (
-            name in HOST_FACTORS
-            or name in settings
-            or name in LAUNCH_FACTORS
-            or name == KERNEL_FACTOR
-            or name in GUEST_FACTORS
-        ):
-            continue
-        if not any(name in t for t in takes.values()):
-            allowed = sorted(HOST_FACTORS | set().union(*takes.values()))
-            raise UserError(
-                f"factors.{name}: no workload in this campaign takes it: use a job setting, a parameter "
-                f"of the workloads ({', '.join(allowed)})"
-            )
-    n_cells = len(fss) * len(defs) * math.prod(len(levels) for levels in c.factors.values())
-    if n_cells > MAX_CELLS:
-        raise UserError(
-            f"factors: the matrix has {n_cells:,} cells (filesystems x workloads x factor levels): at "
-            f"most {MAX_CELLS:,}; split the campaign or drop levels"
-        )
-
-    # Exclusions name factors and levels that exist.
-    dims = {"filesystem": [lab for lab, _ in fss], "workload": labels, **c.factors}
-    for i, ex in enumerate(c.exclusions):
-        if not ex:
-            raise UserError(f"exclusions[{i}]: empty: name at least one factor and level")
-        for k, v in ex.items():
-            if k not in dims:
-                raise UserError(f"exclusions[{i}].{k}: not a factor: use one of {', '.join(dims)}")
-            if not any(v == lv for lv in dims[k]):
-                raise UserError(
-                    f"exclusions[{i}].{k} = {v!r}: not a level of {k}: levels are {', '.join(map(repr, dims[k]))}"
-                )
-
+    takes = _check_factors(c, defs, len(fss))
+    _check_exclusions(c, {"filesystem": [lab for lab, _ in fss], "workload": labels, **c.factors})
     host_levels = {
         k: [_check_host_level(k, lv, c.target.kind) for lv in levels]
         for k, levels in c.factors.items()
@@ -802,26 +753,7 @@ def plan(c: CampaignFile) -> list:
                 or k in GUEST_FACTORS
                 or k in takes[wlab]
             ]
-            if (c.mpi is not None or "ranks" in c.factors) and w.name.endswith(".fio"):
-                raise UserError(
-                    f"workloads: {w.name}: fio job files are not run under MPI: use a named workload "
-                    "or a workload .toml"
-                )
-            if c.mpi is not None and c.mpi.stonewall:
-                from fsmeter.mpi.run import STONEWALL_PHASES
-
-                if d.family.name not in STONEWALL_PHASES:
-                    raise UserError(
-                        f"mpi.stonewall: workload {wlab} ({d.family.name} family) cannot be stopped early "
-                        f"and go on: stonewall works with the {', '.join(sorted(STONEWALL_PHASES))} "
-                        "families; leave it out or run this workload in another campaign"
-                    )
-            if c.mpi is not None and c.mpi.shared_file and d.family.name != "access":
-                raise UserError(
-                    f"mpi.shared_file: workload {wlab} ({d.family.name} family) keeps a file or tree per "
-                    "rank; a shared file is for the access family's workloads: leave it out or run this "
-                    "workload in another campaign"
-                )
+            _check_mpi(c, w, d, wlab)
             for combo in itertools.product(*(c.factors[k] for k in names)):
                 levels = dict(zip(names, combo))
                 factors = {"filesystem": fs_label, **levels}
@@ -868,6 +800,111 @@ def plan(c: CampaignFile) -> list:
     if not cells:
         raise UserError("exclusions: they exclude every cell of the matrix: nothing to run")
     return cells
+
+
+def _workload_defs(c: CampaignFile) -> list:
+    """(label, WorkloadDef, the campaign's workload entry) of every workload, a fio job file's jobs one each in
+    file order; the labels checked (short, without '[', each once)."""
+    from fsmeter.spec import load_workload
+
+    defs = []
+    for i, w in enumerate(c.workloads):
+        try:
+            if w.name.endswith(".fio"):  # every job of a fio job file, one workload each, in file order
+                from fsmeter.interop.fio.load import campaign_ready, fio_workloads
+
+                for d, job in fio_workloads(w.name):
+                    campaign_ready(w.name, job)
+                    defs.append((f"{w.label}:{job.name}" if w.label else d.name, d, w))
+                continue
+            d = load_workload(w.name)
+        except UserError as exc:
+            raise UserError(f"workloads[{i}].name: {exc.message}") from None
+        defs.append((w.label or d.name, d, w))
+    labels = [lab for lab, _, _ in defs]
+    for lab in labels:  # a label taken from a file name, not checked as a field
+        if "[" in lab or len(lab) > MAX_NAME_CHARS:
+            raise UserError(
+                f"workloads: {_short(lab)} as a label: at most {MAX_NAME_CHARS} characters and no '[': "
+                "give the workload a label"
+            )
+    if len(set(labels)) != len(labels):
+        raise UserError(f"workloads: a workload appears twice ({', '.join(labels)}): give one a label")
+    return defs
+
+
+def _check_factors(c: CampaignFile, defs: list, n_fs: int) -> dict:
+    """Every factor is a host, launch, kernel or guest factor, a job setting, or a parameter some workload
+    takes (and not also set in a workload's params); the matrix is at most MAX_CELLS cells. -> the names each
+    workload takes, by label."""
+    from fsmeter.spec import JobSettings
+
+    settings = set(JobSettings.model_fields)
+    takes = {lab: settings | (set(d.family.params.model_fields) - {"family"}) for lab, d, _ in defs}
+    for name in c.factors:
+        for lab, _, w in defs:
+            if name in w.params:
+                raise UserError(f"factors.{name}: also set in workload {lab}'s params: set it in one place")
+        if (
+            name in HOST_FACTORS
+            or name in settings
+            or name in LAUNCH_FACTORS
+            or name == KERNEL_FACTOR
+            or name in GUEST_FACTORS
+        ):
+            continue
+        if not any(name in t for t in takes.values()):
+            allowed = sorted(HOST_FACTORS | set().union(*takes.values()))
+            raise UserError(
+                f"factors.{name}: no workload in this campaign takes it: use a job setting, a parameter "
+                f"of the workloads ({', '.join(allowed)})"
+            )
+    n_cells = n_fs * len(defs) * math.prod(len(levels) for levels in c.factors.values())
+    if n_cells > MAX_CELLS:
+        raise UserError(
+            f"factors: the matrix has {n_cells:,} cells (filesystems x workloads x factor levels): at "
+            f"most {MAX_CELLS:,}; split the campaign or drop levels"
+        )
+    return takes
+
+
+def _check_exclusions(c: CampaignFile, dims: dict) -> None:
+    """Exclusions name factors and levels that exist (`dims`: the levels of each factor, filesystem and
+    workload included)."""
+    for i, ex in enumerate(c.exclusions):
+        if not ex:
+            raise UserError(f"exclusions[{i}]: empty: name at least one factor and level")
+        for k, v in ex.items():
+            if k not in dims:
+                raise UserError(f"exclusions[{i}].{k}: not a factor: use one of {', '.join(dims)}")
+            if not any(v == lv for lv in dims[k]):
+                raise UserError(
+                    f"exclusions[{i}].{k} = {v!r}: not a level of {k}: levels are {', '.join(map(repr, dims[k]))}"
+                )
+
+
+def _check_mpi(c: CampaignFile, w, d, wlab: str) -> None:
+    """What a campaign run under MPI refuses of a workload: fio job files, a stonewall it cannot honour, a shared
+    file outside the access family."""
+    if (c.mpi is not None or "ranks" in c.factors) and w.name.endswith(".fio"):
+        raise UserError(
+            f"workloads: {w.name}: fio job files are not run under MPI: use a named workload or a workload .toml"
+        )
+    if c.mpi is not None and c.mpi.stonewall:
+        from fsmeter.mpi.run import STONEWALL_PHASES
+
+        if d.family.name not in STONEWALL_PHASES:
+            raise UserError(
+                f"mpi.stonewall: workload {wlab} ({d.family.name} family) cannot be stopped early "
+                f"and go on: stonewall works with the {', '.join(sorted(STONEWALL_PHASES))} "
+                "families; leave it out or run this workload in another campaign"
+            )
+    if c.mpi is not None and c.mpi.shared_file and d.family.name != "access":
+        raise UserError(
+            f"mpi.shared_file: workload {wlab} ({d.family.name} family) keeps a file or tree per "
+            "rank; a shared file is for the access family's workloads: leave it out or run this "
+            "workload in another campaign"
+        )
 
 
 def _guest_level(level: str | None) -> str | None:

@@ -182,6 +182,18 @@ def check_target(c: CampaignFile, fresh: bool = True) -> None:
             "target: kind = 'glusterfs' runs every trial under MPI on its hosts: add an [mpi] "
             "section (ranks = one per client host or more)"
         )
+    elif t.kind == "disk-model":
+        from fsmeter.diskmodel.profiles import describe, load_profile
+
+        try:
+            fig = describe(load_profile(t.model or ""))
+        except UserError as exc:
+            raise UserError(f"target.model: {exc.message}: no cell was run") from None
+        if t.size + t.offset > fig["capacity_bytes"]:
+            raise UserError(
+                f"target.size: {t.size >> 20} MiB at offset {t.offset >> 20} MiB does not fit on {t.model} "
+                f"({fig['capacity_bytes'] / 1e9:.1f} GB): make it smaller; no cell was run"
+            )
     elif t.kind == "dir" and t.path:
         from fsmeter.userpaths import check_dir
 
@@ -459,6 +471,7 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
     methods: list = []
     run = None
     mpi_env = None
+    disk_watch = disk_before = None
     try:
         if cell.ranks is not None:  # every trial as mpirun -n RANKS fsmeter run ... (fsmeter.mpi.launch)
             from fsmeter.mpi.launch import trial_phases
@@ -470,12 +483,15 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
             run = PhaseRun(EngineSession(job.engine_json()))
             # Read counters of the cell's own block device (fsmeter made it); none with the null backend.
             device = mnt.device if mnt.owns_mount and job.engine_dict().get("backend") != "null" else None
+            disk_watch = _disk_watch(mnt)
+            disk_before = disk_watch.snapshot() if disk_watch is not None else None
             run_phases(
                 run,
                 job.phases(),
                 bar_progress(ctx.bar, label=lambda ph: f"  {ph.key}", remove=True),
                 reset_cache=lambda ph: mnt.reset_cache([str(trial_dir)]),
                 device=device,
+                disk=disk_watch,
                 quality=judge(
                     level=ctx.campaign.repetitions.level,
                     min_phase_s=ctx.campaign.min_phase_s,
@@ -536,6 +552,8 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
     if bad_data and status in ("ok", "failed"):
         status, cause = "corrupt", bad_data  # a finding, never an ok trial
     env = _environment(job, mnt, host, methods)
+    if run is not None and disk_watch is not None:  # the disk model's profile, calibration and lateness
+        env["disk_model"] = disk_model_record(mnt, disk_watch.since(disk_before))
     if mpi_env is not None:
         env["mpi"] = mpi_env  # hosts and rank layout, in the environment row's extra JSON
         mine = len((mpi_env.get("layout") or {}).get(env["hostname"]) or []) or cell.ranks
@@ -552,6 +570,30 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
     }
 
 
+def _disk_watch(mnt):
+    """The disk-model target's watch (None for every other target)."""
+    target = getattr(mnt, "target", None)
+    return target.watch() if target is not None else None
+
+
+def disk_model_record(mnt, trial: dict | None) -> dict:
+    """What a trial on a disk model records beside its environment: the profile (name, drive,
+    digest of the description the daemon ran), the newest calibration of that description on this
+    machine (fsmeter.calibration, or None), and the trial's lateness (fsmeter.diskmodel.stats)."""
+    from fsmeter.calibration import saved_calibration
+
+    info = mnt.target.info()
+    return {
+        "profile": info.get("disk_model"),
+        "drive": info.get("disk_model_drive"),
+        "profile_sha256": info.get("disk_model_profile_sha256"),
+        "storage_class": info.get("storage_class"),
+        "calibration": saved_calibration(info.get("disk_model"), info.get("disk_model_profile_sha256")),
+        "trial": trial,
+        "disturbed": (trial or {}).get("disturbed"),
+    }
+
+
 def _environment(job, mnt, host, methods: list) -> dict:
     hi = host_info()
     mi = mnt.info()
@@ -564,6 +606,7 @@ def _environment(job, mnt, host, methods: list) -> dict:
         "cpus_online": hi["cpus_online"],
         "cpus_used": min(len(os.sched_getaffinity(0)), job.settings.threads) if job is not None else None,
         "target_kind": mi.get("target"),
+        "storage_class": mi.get("storage_class"),
         "device": mi.get("device"),
         "fs": mi.get("fs"),
         "mkfs_command": mi.get("mkfs_command"),

@@ -45,7 +45,7 @@ def list_workloads() -> list:
 def load_workload(name_or_path: str) -> WorkloadDef:
     """A named workload ('fileserver') or a TOML file of the same format (or one job of a fio job file)."""
     if str(name_or_path).endswith(".fio") or ".fio:" in str(name_or_path):
-        from fsmeter.interop.fio_map import load_fio_workload
+        from fsmeter.interop.fio.load import load_fio_workload
 
         return load_fio_workload(str(name_or_path))
     path = Path(name_or_path)
