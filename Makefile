@@ -67,7 +67,7 @@ pydeps: $(VENV)/.deps-stamp
 
 # Editable install: maturin builds crates/pyext (release) and drops fsmeter/_engine*.so into
 # python/fsmeter; its build script builds the helper programs (fsmeter-mix-task,
-# fsmeter-blocklog) into python/fsmeter/_bin. cargo makes rebuilds incremental.
+# fsmeter-blocklog, fsmeter-diskmodel) into python/fsmeter/_bin. cargo makes rebuilds incremental.
 build: sysdeps pydeps
 	@cargo --version >/dev/null 2>&1 || { echo "make: no working Rust toolchain (\`cargo --version\` fails): install a current stable Rust with rustup (\`rustup default stable\`; Debian's packaged cargo is too old for the engine), then run make again" >&2; exit 2; }
 	$(PIP) install -q --no-build-isolation --no-deps -e .
@@ -98,17 +98,13 @@ lint-clippy:
 	@cargo clippy --version >/dev/null 2>&1 || { echo "make: cargo clippy is missing: rustup component add clippy" >&2; exit 2; }
 	FSMETER_NO_HELPERS=1 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-# The families' modules are declared by the families! macro of workload/mod.rs, which rustfmt
-# does not look into: their folders' mod.rs are named so that every engine file is checked.
-RUST_MACRO_MODULES = $(wildcard crates/engine/src/workload/*/mod.rs)
-
 lint-rustfmt:
 	@cargo fmt --version >/dev/null 2>&1 || { echo "make: cargo fmt is missing: rustup component add rustfmt" >&2; exit 2; }
-	cargo fmt --all --check -- $(RUST_MACRO_MODULES)
+	cargo fmt --all --check
 
 # Formats every Rust file the rustfmt check looks at.
 fmt-rust:
-	cargo fmt --all -- $(RUST_MACRO_MODULES)
+	cargo fmt --all
 
 bench: build
 	$(PY) bench/run.py

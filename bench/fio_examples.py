@@ -767,7 +767,7 @@ def report_groups(job: Path, root: Path) -> dict:
     """job name -> (fio's reporting group, group_reporting), as fsmeter mapped the file (fio's groupid: a new one
     at each stonewall or new_group)."""
     from fsmeter.errors import UserError
-    from fsmeter.interop.fio_map import map_jobfile
+    from fsmeter.interop.fio.load import map_jobfile
 
     text = job.read_text()
     absolute = re.search(r"^(directory|filename)=/", text, re.M) is not None

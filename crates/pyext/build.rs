@@ -2,7 +2,9 @@
 //! where the package looks for them (`python/fsmeter/_bin/`):
 //!
 //! - `fsmeter-mix-task` (crates/engine): one small process per task of the AIM7 mix family;
-//! - `fsmeter-blocklog` (crates/blocklog): the FUSE daemon that records the crash family's disk.
+//! - `fsmeter-blocklog` (crates/blocklog): the FUSE daemon that records the crash family's disk;
+//! - `fsmeter-diskmodel` (crates/diskmodel): the FUSE daemon that serves a disk image with a
+//!   spinning disk's timing (the disk-model target).
 //!
 //! maturin builds one cargo artifact, this extension module, and cannot put a second kind of
 //! artifact (an executable) into the same wheel. This script runs while that one cargo build runs,
@@ -20,7 +22,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const HELPERS: [(&str, &str); 2] = [("fsmeter-engine", "fsmeter-mix-task"), ("fsmeter-blocklog", "fsmeter-blocklog")];
+const HELPERS: [(&str, &str); 3] = [
+    ("fsmeter-engine", "fsmeter-mix-task"),
+    ("fsmeter-blocklog", "fsmeter-blocklog"),
+    ("fsmeter-diskmodel", "fsmeter-diskmodel"),
+];
 
 fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
@@ -31,6 +37,10 @@ fn main() {
         "crates/engine/Cargo.toml",
         "crates/blocklog/src",
         "crates/blocklog/Cargo.toml",
+        "crates/fusedisk/src",
+        "crates/fusedisk/Cargo.toml",
+        "crates/diskmodel/src",
+        "crates/diskmodel/Cargo.toml",
         "Cargo.lock",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());

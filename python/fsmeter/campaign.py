@@ -42,7 +42,7 @@ from pydantic import (
 
 from fsmeter.errors import UserError
 from fsmeter.textfile import loads_toml, read_text
-from fsmeter.units import Size
+from fsmeter.units import MAX_DURATION_S, MAX_SIZE_BYTES, Size
 
 HOST_FACTORS = {"scheduler", "readahead_kb", "cpus", "page_cache_limit"}
 #: Factors about how a trial is launched rather than what it runs: ranks = MPI processes (mpirun -n).
@@ -82,6 +82,7 @@ TARGET_FIELDS = {
     "dir": ("path",),
     "device": ("device", "destroy_data_on", "force"),
     "glusterfs": ("size", "hosts", "servers", "clients", "volume_type", "bricks_per_server", "volume_options"),
+    "disk-model": ("size", "model", "offset"),
 }
 
 
@@ -89,8 +90,12 @@ class TargetModel(BaseModel):
     """Where the filesystems go (see fsmeter.provision.TargetSpec)."""
 
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["loop", "dir", "tmpfs", "device", "glusterfs"] = "loop"
+    kind: Literal["loop", "dir", "tmpfs", "device", "glusterfs", "disk-model"] = "loop"
     size: Size = Field(1 << 30, gt=0, description="image / tmpfs size")
+    model: str | None = Field(
+        None, max_length=MAX_PATH_CHARS, description="kind=disk-model: the disk-model profile (fsmeter disk-model list)"
+    )
+    offset: Size = Field(0, ge=0, description="kind=disk-model: where the image starts on the modelled drive")
     path: str | None = Field(None, max_length=MAX_PATH_CHARS, description="kind=dir: the existing directory to measure")
     device: str | None = Field(None, max_length=MAX_PATH_CHARS)
     destroy_data_on: str | None = Field(
@@ -99,7 +104,9 @@ class TargetModel(BaseModel):
     force: bool = False
     journal_size: Size = Field(128 << 20, gt=0, description="external journal image size")
     preallocate: bool = False
-    hosts: int = Field(2, ge=1, le=16, description="kind=glusterfs: namespace hosts h1..hN on this machine")
+    hosts: int = Field(
+        2, ge=1, le=16, strict=True, description="kind=glusterfs: namespace hosts h1..hN on this machine"
+    )
     servers: list[str] | None = Field(
         None, max_length=16, description="kind=glusterfs: server hosts (default: the last host)"
     )
@@ -109,7 +116,7 @@ class TargetModel(BaseModel):
         description="kind=glusterfs: client hosts, each mounting through its own client (default: every host)",
     )
     volume_type: Literal["distribute", "replicate"] = "distribute"
-    bricks_per_server: int = Field(1, ge=1, le=8)
+    bricks_per_server: int = Field(1, ge=1, le=8, strict=True)
     volume_options: dict[str, str] = Field(
         default_factory=dict, description="kind=glusterfs: gluster volume set OPTION VALUE, before the volume starts"
     )
@@ -128,6 +135,8 @@ class TargetModel(BaseModel):
         "volume_type",
         "bricks_per_server",
         "volume_options",
+        "model",
+        "offset",
     )
     @classmethod
     def _belongs_to_kind(cls, v: Any, info: ValidationInfo) -> Any:
@@ -141,12 +150,25 @@ class TargetModel(BaseModel):
             )
         return v
 
+    @field_validator("volume_options")
+    @classmethod
+    def _volume_options(cls, v: dict) -> dict:
+        from fsmeter.provision.gluster import volume_option_problem
+
+        for key, value in v.items():
+            why = volume_option_problem(key, value)
+            if why is not None:
+                raise ValueError(why)
+        return v
+
     @model_validator(mode="after")
     def _check(self) -> TargetModel:
         if self.kind == "dir" and not self.path:
             raise ValueError("path: kind = 'dir' needs path, the existing directory to measure")
         if self.kind == "device" and not self.device:
             raise ValueError("device: kind = 'device' needs device (and destroy_data_on naming it again)")
+        if self.kind == "disk-model" and not self.model:
+            raise ValueError("model: kind = 'disk-model' needs model, a disk-model profile (fsmeter disk-model list)")
         names = [f"h{i + 1}" for i in range(self.hosts)]
         for side in ("servers", "clients"):
             bad = [h for h in getattr(self, side) or [] if h not in names]
@@ -182,6 +204,8 @@ class TargetModel(BaseModel):
             volume_type=self.volume_type,
             bricks_per_server=self.bricks_per_server,
             volume_options=tuple(sorted(self.volume_options.items())),
+            model=self.model,
+            model_offset_bytes=self.offset,
         )
 
 
@@ -281,7 +305,7 @@ class MpiModel(BaseModel):
     """[mpi]: run every trial as `mpirun -n RANKS fsmeter run ...` (fsmeter.mpi.launch)."""
 
     model_config = ConfigDict(extra="forbid")
-    ranks: int = Field(1, ge=1, le=100000, description="ranks per trial when there is no `ranks` factor")
+    ranks: int = Field(1, ge=1, le=100000, strict=True, description="ranks per trial when there is no `ranks` factor")
     mpirun: str = Field("mpirun", description="the launcher (Open MPI's mpirun)")
     hostfile: str | None = Field(None, description="mpirun --hostfile: the hosts and their slots")
     oversubscribe: bool | None = Field(
@@ -358,15 +382,44 @@ class MpiModel(BaseModel):
         return v
 
 
+def guest_vcpus_problem(v: Any, host_cpus: int | None = None) -> str | None:
+    """Why ``v`` is not a guest's CPU count (a whole number, not a boolean, 1 to 256; with ``host_cpus``, at
+    most that many: the host's, checked on the host before a guest is started), or None."""
+    if not isinstance(v, int) or isinstance(v, bool):
+        return f"{_short(v)} is not a whole number of CPUs"
+    most = min(256, host_cpus or 256)
+    if not 1 <= v <= most:
+        return f"{v}: give 1 to {most}" + (", the CPUs of this host" if host_cpus and host_cpus < 256 else "")
+    return None
+
+
+def guest_memory_problem(v: Any, host_bytes: int | None = None) -> str | None:
+    """Why ``v`` is not a guest's memory (a size of at least 256M; with ``host_bytes``, at most that: the
+    host's memory, checked on the host before a guest is started), or None."""
+    from fsmeter.units import format_size, parse_size
+
+    try:
+        n = parse_size(v)
+    except (ValueError, TypeError):
+        return f'{_short(v)} is not a size: write it as "1G"'
+    if n < 256 << 20 or n > MAX_SIZE_BYTES or (host_bytes and n > host_bytes):
+        most = f"{format_size(host_bytes)}, this host's memory" if host_bytes else "1 PiB"
+        return f"{_short(v)}: give at least 256M and at most {most}"
+    return None
+
+
 class GuestModel(BaseModel):
     """[guest]: the virtual machine each level of the `kernel` factor is booted in (fsmeter.guest)."""
 
     model_config = ConfigDict(extra="forbid")
-    vcpus: int = Field(1, ge=1, le=256, description="virtual CPUs of the guest")
-    memory: Size = Field(2 << 30, ge=256 << 20, description="the guest's memory (at least 256M)")
+    vcpus: int = Field(1, ge=1, le=256, description="virtual CPUs of the guest (at most the host's CPUs)")
+    memory: Size = Field(
+        2 << 30, ge=256 << 20, description="the guest's memory (at least 256M, at most the host's memory)"
+    )
     disk_size: Size = Field(
         4 << 30,
         ge=256 << 20,
+        le=MAX_SIZE_BYTES,
         description="the guest's scratch disk (a sparse raw image on the host), where its loop images go",
     )
     disk_cache: Literal["none", "writethrough", "writeback", "directsync", "unsafe"] = Field(
@@ -377,7 +430,23 @@ class GuestModel(BaseModel):
         description="kvm: hardware virtualisation; tcg: software emulation (functional results only); "
         "auto: kvm where it can boot a stock kernel, else tcg",
     )
-    boot_timeout_s: float = Field(600.0, gt=0, description="longest wait for a guest to boot")
+    boot_timeout_s: float = Field(600.0, gt=0, le=MAX_DURATION_S, description="longest wait for a guest to boot")
+
+    @field_validator("vcpus", mode="before")
+    @classmethod
+    def _vcpus(cls, v: Any) -> Any:
+        why = guest_vcpus_problem(v)
+        if why is not None:
+            raise ValueError(why)
+        return v
+
+    @field_validator("memory", mode="before")
+    @classmethod
+    def _memory(cls, v: Any) -> Any:
+        why = guest_memory_problem(v)
+        if why is not None:
+            raise ValueError(why)
+        return v
 
 
 class CampaignFile(BaseModel):
@@ -435,22 +504,16 @@ class CampaignFile(BaseModel):
                     f"kernel: levels are kernel versions or image paths, written as strings "
                     f'("6.1", not 6.1; got {levels})'
                 )
-            if k == "guest_vcpus" and not all(
-                isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 256 for x in levels
-            ):
-                raise ValueError(
-                    f"guest_vcpus: levels are the guest's CPU counts, whole numbers 1 to 256 (got {levels})"
-                )
-            if k == "guest_memory":
-                from fsmeter.units import parse_size
-
+            if k == "guest_vcpus":
                 for lv in levels:
-                    try:
-                        ok = parse_size(lv) >= 256 << 20
-                    except (ValueError, TypeError):
-                        ok = False
-                    if not ok:
-                        raise ValueError(f'guest_memory: level {lv!r}: give a size of at least 256M, e.g. "1G"')
+                    why = guest_vcpus_problem(lv)
+                    if why is not None:
+                        raise ValueError(f"guest_vcpus: levels are the guest's CPU counts: level {why}")
+            if k == "guest_memory":
+                for lv in levels:
+                    why = guest_memory_problem(lv)
+                    if why is not None:
+                        raise ValueError(f"guest_memory: level {why}")
             if k == KERNEL_FACTOR:  # an absent kernel is refused now, not when its guest would boot
                 from fsmeter.guest.kernels import HOST_LEVEL, resolve
 
@@ -529,7 +592,7 @@ def _fmt_errors(exc: ValidationError, text: str, where: str) -> str:
     parts = []
     for err in exc.errors():
         loc = tuple(err["loc"])
-        name = ".".join(str(x) if isinstance(x, str) else f"[{x}]" for x in loc).replace(".[", "[")
+        name = ".".join(_key_text(x) if isinstance(x, str) else f"[{x}]" for x in loc).replace(".[", "[")
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             model = _SECTION_MODELS.get(loc[0]) if len(loc) > 1 else CampaignFile
@@ -549,7 +612,13 @@ def _fmt_errors(exc: ValidationError, text: str, where: str) -> str:
             continue
         line = _line_of(text, loc)
         parts.append(f"{where}{f':{line}' if line else ''}: {name}: {msg}")
-    return "; ".join(parts)
+    # One line, whatever the file holds: a key or value with a line break is shown escaped.
+    return "; ".join(parts).replace("\n", "\\n").replace("\r", "\\r")
+
+
+def _key_text(key: str) -> str:
+    """A key of the file as an error names it: as written when it is a plain name, quoted otherwise."""
+    return key if re.fullmatch(r"[\w.+-]+", key) else _short(key, 60)
 
 
 def parse_campaign(text: str, where: str = "campaign") -> CampaignFile:
@@ -596,7 +665,7 @@ class Cell:
 
 def _fs_labels(c: CampaignFile) -> list:
     """[(label, FsConfig|None)]: labels are unique."""
-    from fsmeter.provision.sysinfo import mount_containing, pseudo_filesystem
+    from fsmeter.provision.sysinfo import mount_containing
 
     if c.target.kind == "dir":
         if c.filesystems:
@@ -604,16 +673,10 @@ def _fs_labels(c: CampaignFile) -> list:
                 "filesystems: a dir target measures the directory's own filesystem (no mkfs): "
                 "remove [[filesystems]], or use target.kind = 'loop'"
             )
-        path = Path(c.target.path or ".")
-        if not path.is_dir():
-            raise UserError(f"target.path: {path} is not an existing directory: create it or name another")
+        from fsmeter.userpaths import check_dir
+
+        path = check_dir(c.target.path or ".", "target.path:")  # the rules of `fsmeter run --dir`
         m = mount_containing(str(path.resolve()))
-        pseudo = pseudo_filesystem(str(path))
-        if pseudo:
-            raise UserError(
-                f"target.path: {path} is a kernel interface ({pseudo}), not a filesystem to "
-                "measure: name a directory on a real filesystem"
-            )
         return [(m.fstype if m else "dir", None)]
     fss = c.filesystems or [FsModel(name="tmpfs" if c.target.kind == "tmpfs" else "ext4")]
     out, seen = [], {}
@@ -654,73 +717,13 @@ def plan(c: CampaignFile) -> list:
     """Expand the campaign into cells (filesystem x factor levels x workload, minus exclusions),
     validating every job so a bad level fails now, not in the middle of the campaign."""
     from fsmeter.provision import HostFactors
-    from fsmeter.spec import JobSettings, build_job, load_workload
+    from fsmeter.spec import build_job
 
     fss = _fs_labels(c)
-    defs = []
-    for i, w in enumerate(c.workloads):
-        try:
-            if w.name.endswith(".fio"):  # every job of a fio job file, one workload each, in file order
-                from fsmeter.interop.fio_map import campaign_ready, fio_workloads
-
-                for d, job in fio_workloads(w.name):
-                    campaign_ready(w.name, job)
-                    defs.append((f"{w.label}:{job.name}" if w.label else d.name, d, w))
-                continue
-            d = load_workload(w.name)
-        except UserError as exc:
-            raise UserError(f"workloads[{i}].name: {exc.message}") from None
-        defs.append((w.label or d.name, d, w))
+    defs = _workload_defs(c)
     labels = [lab for lab, _, _ in defs]
-    for lab in labels:  # a label taken from a file name, not checked as a field
-        if "[" in lab or len(lab) > MAX_NAME_CHARS:
-            raise UserError(
-                f"workloads: {_short(lab)} as a label: at most {MAX_NAME_CHARS} characters and no '[': "
-                "give the workload a label"
-            )
-    if len(set(labels)) != len(labels):
-        raise UserError(f"workloads: a workload appears twice ({', '.join(labels)}): give one a label")
-
-    settings = set(JobSettings.model_fields)
-    takes = {lab: settings | (set(d.family.params.model_fields) - {"family"}) for lab, d, _ in defs}
-    for name in c.factors:
-        for lab, _, w in defs:
-            if name in w.params:
-                raise UserError(f"factors.{name}: also set in workload {lab}'s params: set it in one place")
-        if (
-            name in HOST_FACTORS
-            or name in settings
-            or name in LAUNCH_FACTORS
-            or name == KERNEL_FACTOR
-            or name in GUEST_FACTORS
-        ):
-            continue
-        if not any(name in t for t in takes.values()):
-            allowed = sorted(HOST_FACTORS | set().union(*takes.values()))
-            raise UserError(
-                f"factors.{name}: no workload in this campaign takes it: use a job setting, a parameter "
-                f"of the workloads ({', '.join(allowed)})"
-            )
-    n_cells = len(fss) * len(defs) * math.prod(len(levels) for levels in c.factors.values())
-    if n_cells > MAX_CELLS:
-        raise UserError(
-            f"factors: the matrix has {n_cells:,} cells (filesystems x workloads x factor levels): at "
-            f"most {MAX_CELLS:,}; split the campaign or drop levels"
-        )
-
-    # Exclusions name factors and levels that exist.
-    dims = {"filesystem": [lab for lab, _ in fss], "workload": labels, **c.factors}
-    for i, ex in enumerate(c.exclusions):
-        if not ex:
-            raise UserError(f"exclusions[{i}]: empty: name at least one factor and level")
-        for k, v in ex.items():
-            if k not in dims:
-                raise UserError(f"exclusions[{i}].{k}: not a factor: use one of {', '.join(dims)}")
-            if not any(v == lv for lv in dims[k]):
-                raise UserError(
-                    f"exclusions[{i}].{k} = {v!r}: not a level of {k}: levels are {', '.join(map(repr, dims[k]))}"
-                )
-
+    takes = _check_factors(c, defs, len(fss))
+    _check_exclusions(c, {"filesystem": [lab for lab, _ in fss], "workload": labels, **c.factors})
     host_levels = {
         k: [_check_host_level(k, lv, c.target.kind) for lv in levels]
         for k, levels in c.factors.items()
@@ -750,26 +753,7 @@ def plan(c: CampaignFile) -> list:
                 or k in GUEST_FACTORS
                 or k in takes[wlab]
             ]
-            if (c.mpi is not None or "ranks" in c.factors) and w.name.endswith(".fio"):
-                raise UserError(
-                    f"workloads: {w.name}: fio job files are not run under MPI: use a named workload "
-                    "or a workload .toml"
-                )
-            if c.mpi is not None and c.mpi.stonewall:
-                from fsmeter.mpi.run import STONEWALL_PHASES
-
-                if d.family.name not in STONEWALL_PHASES:
-                    raise UserError(
-                        f"mpi.stonewall: workload {wlab} ({d.family.name} family) cannot be stopped early "
-                        f"and go on: stonewall works with the {', '.join(sorted(STONEWALL_PHASES))} "
-                        "families; leave it out or run this workload in another campaign"
-                    )
-            if c.mpi is not None and c.mpi.shared_file and d.family.name != "access":
-                raise UserError(
-                    f"mpi.shared_file: workload {wlab} ({d.family.name} family) keeps a file or tree per "
-                    "rank; a shared file is for the access family's workloads: leave it out or run this "
-                    "workload in another campaign"
-                )
+            _check_mpi(c, w, d, wlab)
             for combo in itertools.product(*(c.factors[k] for k in names)):
                 levels = dict(zip(names, combo))
                 factors = {"filesystem": fs_label, **levels}
@@ -816,6 +800,111 @@ def plan(c: CampaignFile) -> list:
     if not cells:
         raise UserError("exclusions: they exclude every cell of the matrix: nothing to run")
     return cells
+
+
+def _workload_defs(c: CampaignFile) -> list:
+    """(label, WorkloadDef, the campaign's workload entry) of every workload, a fio job file's jobs one each in
+    file order; the labels checked (short, without '[', each once)."""
+    from fsmeter.spec import load_workload
+
+    defs = []
+    for i, w in enumerate(c.workloads):
+        try:
+            if w.name.endswith(".fio"):  # every job of a fio job file, one workload each, in file order
+                from fsmeter.interop.fio.load import campaign_ready, fio_workloads
+
+                for d, job in fio_workloads(w.name):
+                    campaign_ready(w.name, job)
+                    defs.append((f"{w.label}:{job.name}" if w.label else d.name, d, w))
+                continue
+            d = load_workload(w.name)
+        except UserError as exc:
+            raise UserError(f"workloads[{i}].name: {exc.message}") from None
+        defs.append((w.label or d.name, d, w))
+    labels = [lab for lab, _, _ in defs]
+    for lab in labels:  # a label taken from a file name, not checked as a field
+        if "[" in lab or len(lab) > MAX_NAME_CHARS:
+            raise UserError(
+                f"workloads: {_short(lab)} as a label: at most {MAX_NAME_CHARS} characters and no '[': "
+                "give the workload a label"
+            )
+    if len(set(labels)) != len(labels):
+        raise UserError(f"workloads: a workload appears twice ({', '.join(labels)}): give one a label")
+    return defs
+
+
+def _check_factors(c: CampaignFile, defs: list, n_fs: int) -> dict:
+    """Every factor is a host, launch, kernel or guest factor, a job setting, or a parameter some workload
+    takes (and not also set in a workload's params); the matrix is at most MAX_CELLS cells. -> the names each
+    workload takes, by label."""
+    from fsmeter.spec import JobSettings
+
+    settings = set(JobSettings.model_fields)
+    takes = {lab: settings | (set(d.family.params.model_fields) - {"family"}) for lab, d, _ in defs}
+    for name in c.factors:
+        for lab, _, w in defs:
+            if name in w.params:
+                raise UserError(f"factors.{name}: also set in workload {lab}'s params: set it in one place")
+        if (
+            name in HOST_FACTORS
+            or name in settings
+            or name in LAUNCH_FACTORS
+            or name == KERNEL_FACTOR
+            or name in GUEST_FACTORS
+        ):
+            continue
+        if not any(name in t for t in takes.values()):
+            allowed = sorted(HOST_FACTORS | set().union(*takes.values()))
+            raise UserError(
+                f"factors.{name}: no workload in this campaign takes it: use a job setting, a parameter "
+                f"of the workloads ({', '.join(allowed)})"
+            )
+    n_cells = n_fs * len(defs) * math.prod(len(levels) for levels in c.factors.values())
+    if n_cells > MAX_CELLS:
+        raise UserError(
+            f"factors: the matrix has {n_cells:,} cells (filesystems x workloads x factor levels): at "
+            f"most {MAX_CELLS:,}; split the campaign or drop levels"
+        )
+    return takes
+
+
+def _check_exclusions(c: CampaignFile, dims: dict) -> None:
+    """Exclusions name factors and levels that exist (`dims`: the levels of each factor, filesystem and
+    workload included)."""
+    for i, ex in enumerate(c.exclusions):
+        if not ex:
+            raise UserError(f"exclusions[{i}]: empty: name at least one factor and level")
+        for k, v in ex.items():
+            if k not in dims:
+                raise UserError(f"exclusions[{i}].{k}: not a factor: use one of {', '.join(dims)}")
+            if not any(v == lv for lv in dims[k]):
+                raise UserError(
+                    f"exclusions[{i}].{k} = {v!r}: not a level of {k}: levels are {', '.join(map(repr, dims[k]))}"
+                )
+
+
+def _check_mpi(c: CampaignFile, w, d, wlab: str) -> None:
+    """What a campaign run under MPI refuses of a workload: fio job files, a stonewall it cannot honour, a shared
+    file outside the access family."""
+    if (c.mpi is not None or "ranks" in c.factors) and w.name.endswith(".fio"):
+        raise UserError(
+            f"workloads: {w.name}: fio job files are not run under MPI: use a named workload or a workload .toml"
+        )
+    if c.mpi is not None and c.mpi.stonewall:
+        from fsmeter.mpi.run import STONEWALL_PHASES
+
+        if d.family.name not in STONEWALL_PHASES:
+            raise UserError(
+                f"mpi.stonewall: workload {wlab} ({d.family.name} family) cannot be stopped early "
+                f"and go on: stonewall works with the {', '.join(sorted(STONEWALL_PHASES))} "
+                "families; leave it out or run this workload in another campaign"
+            )
+    if c.mpi is not None and c.mpi.shared_file and d.family.name != "access":
+        raise UserError(
+            f"mpi.shared_file: workload {wlab} ({d.family.name} family) keeps a file or tree per "
+            "rank; a shared file is for the access family's workloads: leave it out or run this "
+            "workload in another campaign"
+        )
 
 
 def _guest_level(level: str | None) -> str | None:

@@ -16,15 +16,7 @@ def host_info() -> dict:
                     break
     except OSError:
         pass
-    mem_bytes = 0
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    mem_bytes = int(line.split()[1]) * 1024
-                    break
-    except OSError:
-        pass
+    mem_bytes = mem_total_bytes()
     return {
         "hostname": platform.node(),
         "kernel": platform.release(),
@@ -55,3 +47,20 @@ def cpu_clock_mhz() -> float | None:
     except (OSError, ValueError):
         pass
     return best
+
+
+def mem_total_bytes() -> int:
+    """The machine's memory (MemTotal of /proc/meminfo), 0 when it cannot be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def cpus_online() -> int:
+    """The machine's online CPUs (at least 1)."""
+    return os.cpu_count() or 1

@@ -178,6 +178,7 @@ def run_phases(
     reset_cache: Callable[[object], str] | None = None,
     device: str | None = None,
     own_pids: Sequence[int] | None = None,
+    disk=None,
     quality: Callable[[dict], dict | None] | None = None,
     annotate: bool = False,
     cleanup: str = "always",
@@ -190,7 +191,8 @@ def run_phases(
     ``reset_cache(phase)``: before a cold-cache phase; returns the method used (None: no reset, "none").
     ``device``: the block device whose read counters stand for the job's reads (fsmeter.regime);
     ``own_pids``: processes whose CPU counts as the run's own besides this one's tree (an MPI
-    rank's siblings on its host). ``quality(report)``: the quality dict of a measured phase (`judge`).
+    rank's siblings on its host). ``disk``: a disk-model target's watch (its lateness and service
+    times per phase, fsmeter.regime). ``quality(report)``: the quality dict of a measured phase (`judge`).
     ``annotate``: record ``cache_reset`` and ``measured`` in each report (the `fsmeter run` JSON).
     ``cleanup``: one of CLEANUP_CHOICES. ``steps``: a `PhaseSteps` (MPI ranks, ...).
     """
@@ -207,7 +209,7 @@ def run_phases(
                 run.resets.append(method)
             steps.before(run, ph)
             with progress(ph) as prog:
-                watch = PhaseWatch(device, own_pids)
+                watch = PhaseWatch(device, own_pids, disk)
                 watch.start()
                 report = steps.run(run, ph, prog)
                 report["regime"] = watch.stop(report)  # others' CPU and page-cache reads (fsmeter.regime)
@@ -269,9 +271,13 @@ def run_job(
     cache: str = "auto",
     min_phase_s: float = DEFAULT_MIN_PHASE_S,
     steps: PhaseSteps | None = None,
+    device: str | None = None,
+    disk=None,
 ) -> dict:
     """Run every phase of ``job`` once on its directory (`fsmeter run`); returns the result document.
-    A stop signal ends the run with what was measured, marked interrupted. ``steps``: as for run_phases."""
+    A stop signal ends the run with what was measured, marked interrupted. ``steps``: as for run_phases;
+    ``device`` and ``disk``: the target's own block device and disk-model watch when the run made its
+    target (`fsmeter run --disk-model`), else the directory's device is found."""
     doc = run_doc(job)
     run = PhaseRun(EngineSession(job.engine_json()))
     try:
@@ -281,7 +287,8 @@ def run_job(
                 job.phases(),
                 bar_progress(bar),
                 reset_cache=lambda ph: reset_cache(cache, job.dir),
-                device=own_device(job.dir, job.engine_dict().get("backend")),
+                device=device or own_device(job.dir, job.engine_dict().get("backend")),
+                disk=disk,
                 quality=judge(min_phase_s=min_phase_s, interval_s=job.settings.interval_s),
                 annotate=True,
                 cleanup="never" if keep_files else "always",

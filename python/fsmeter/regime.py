@@ -2,7 +2,7 @@
 of what the workload read came from the page cache instead of the device.
 
     watch = PhaseWatch(device="/dev/loop3")   # the target's block device, or None
-    watch.start()
+    watch.start()                             # (disk=...: a disk-model target's watch, see below)
     report = session.run_phase(...)
     report["regime"] = watch.stop(report)
 
@@ -21,6 +21,13 @@ Linux) per CPU at each end, and the kernel charges ticks by sampling, so on a 1 
 2-CPU machine the share is known to about +-0.01; irq and softirq time no process is charged with
 counts as others'. A process of ours that started and ended within the phase without being
 reaped by a process of ours is counted as others' (fsmeter reaps what it starts).
+
+A disk-model target (fsmeter.provision.targets.diskmodel) passes ``disk``, an object with
+``snapshot()`` and ``since(snapshot)``: the regime then holds ``disk_model``, what the model served
+during the phase (requests, mean modelled service time, reply lateness p50/p99), and
+``disturbed``: True when the lateness p99 exceeded 5% of the mean service time
+(fsmeter.diskmodel.stats), so the phase's figures carry this machine's noise, not only the
+modelled disk's. Like ``busy``, it flags the phase; the phase is kept.
 
 Cache residency (``cache_read_share``), method: the bytes the workload read from its files (the
 bytes of the engine's read operations: kinds named like read, and getc) against the bytes read
@@ -199,8 +206,10 @@ def cache_read_share(read_bytes: int, device_read_bytes: int | None) -> float | 
 class PhaseWatch:
     """Snapshots around one phase; ``stop`` returns the phase's regime dict."""
 
-    def __init__(self, device: str | None = None, own_pids=None):
+    def __init__(self, device: str | None = None, own_pids=None, disk=None):
         self.device = device
+        self.disk = disk
+        self._disk: dict | None = None
         #: Processes besides this one whose trees count as fsmeter's own CPU (an MPI rank's siblings).
         self.own_pids = tuple(own_pids or ())
         self._cpu: dict | None = None
@@ -214,6 +223,7 @@ class PhaseWatch:
             self._cpu = None
         self._dev = _device_bytes(self.device)
         self._io = _io_chars()
+        self._disk = self.disk.snapshot() if self.disk is not None else None
 
     def stop(self, report: dict | None = None) -> dict:
         io = _io_chars()
@@ -234,6 +244,10 @@ class PhaseWatch:
         out["device_read_bytes"] = dev[0] - self._dev[0] if both else None
         out["device_write_bytes"] = dev[1] - self._dev[1] if both else None
         out["cache_read_share"] = cache_read_share(out["read_bytes"], out["device_read_bytes"])
+        if self.disk is not None:
+            dm = self.disk.since(self._disk)
+            out["disk_model"] = dm
+            out["disturbed"] = dm.get("disturbed") if dm else None
         return out
 
 
@@ -246,10 +260,27 @@ def describe(reg: dict) -> str:
         parts.append(
             f"busy machine: {txt} (> {BUSY_SHARE:.0%}): figures may not be the filesystem's" if reg.get("busy") else txt
         )
+    dm = reg.get("disk_model")
+    if dm and dm.get("requests"):
+        txt = (
+            f"disk model {dm.get('model', '')}: {dm['requests']} requests, mean modelled service "
+            f"{dm['mean_service_ms']:.2f} ms, reply lateness p99 {dm['lateness_p99_ms']:.3f} ms"
+        )
+        parts.append(
+            f"disturbed: {txt} (> 5% of the service time): this machine's noise is in the figures"
+            if reg.get("disturbed")
+            else txt
+        )
     cached = reg.get("cache_read_share")
     if cached is not None:
         parts.append(f"{cached:.0%} of {reg['read_bytes'] / (1 << 20):.0f} MiB read came from the page cache")
     return "; ".join(parts)
+
+
+def phase_disturbed(report: dict) -> bool | None:
+    """Whether a stored phase report ran on a disk model whose replies were late (None: no disk model)."""
+    reg = report.get("regime") or {}
+    return reg.get("disturbed")
 
 
 def phase_busy(report: dict) -> bool | None:
@@ -269,4 +300,5 @@ __all__ = [
     "other_cpu",
     "own_device",
     "phase_busy",
+    "phase_disturbed",
 ]

@@ -117,6 +117,39 @@ def claim_campaign(store: Store, campaign_id: int, take_over: bool = False) -> d
     return me
 
 
+def check_guest_resources(c: CampaignFile) -> None:
+    """A guest's CPUs and memory ([guest] and the guest_vcpus, guest_memory levels) within this host's: on
+    the host only (a guest parses the same campaign with fewer of either)."""
+    from fsmeter.campaign import guest_memory_problem, guest_vcpus_problem
+    from fsmeter.hostinfo import cpus_online, mem_total_bytes
+
+    cpus, mem = cpus_online(), mem_total_bytes()
+    checks = [("guest.vcpus", guest_vcpus_problem(c.guest.vcpus, cpus))]
+    checks.append(("guest.memory", guest_memory_problem(c.guest.memory, mem)))
+    checks += [("factors.guest_vcpus", guest_vcpus_problem(v, cpus)) for v in c.factors.get("guest_vcpus", [])]
+    checks += [("factors.guest_memory", guest_memory_problem(v, mem)) for v in c.factors.get("guest_memory", [])]
+    for where, why in checks:
+        if why is not None:
+            raise UserError(f"{where}: {why}: no cell was run")
+
+
+def check_local_ranks(c: CampaignFile) -> None:
+    """Every trial's ranks within what this machine can run, when they all run on it: MPI without a
+    hostfile, or on the namespace hosts of a glusterfs target (which share its CPUs)."""
+    if c.mpi is None and "ranks" not in c.factors:
+        return
+    if c.mpi is not None and c.mpi.hostfile and c.target.kind != "glusterfs":
+        return  # on the hosts of the hostfile: their slots are mpirun's to count
+    from fsmeter.mpi.launch import local_ranks_problem
+
+    levels = c.factors.get("ranks") or [c.mpi.ranks]
+    for n in levels:
+        why = local_ranks_problem(n)
+        if why is not None:
+            where = "factors.ranks" if "ranks" in c.factors else "mpi.ranks"
+            raise UserError(f"{where}: {why}: no cell was run")
+
+
 def check_target(c: CampaignFile, fresh: bool = True) -> None:
     """Refuse the whole campaign before its first cell when its target cannot be used: a device
     that is not a block device, is mounted or in use, or (on a fresh start, without force) carries
@@ -132,6 +165,7 @@ def check_target(c: CampaignFile, fresh: bool = True) -> None:
                 f"factors.{KERNEL_FACTOR}: guests cannot run here: missing {'; '.join(missing)}: no cell was run"
             )
         kernels.choose(c.guest.accelerator)  # accelerator = 'kvm' where it cannot boot: refused, saying why
+        check_guest_resources(c)
     t = c.target
     if t.kind == "device":
         from fsmeter.provision.errors import DeviceRefused
@@ -148,15 +182,23 @@ def check_target(c: CampaignFile, fresh: bool = True) -> None:
             "target: kind = 'glusterfs' runs every trial under MPI on its hosts: add an [mpi] "
             "section (ranks = one per client host or more)"
         )
-    elif t.kind == "dir" and t.path:
-        from fsmeter.provision.sysinfo import pseudo_filesystem
+    elif t.kind == "disk-model":
+        from fsmeter.diskmodel.profiles import describe, load_profile
 
-        pseudo = pseudo_filesystem(t.path)
-        if pseudo:
+        try:
+            fig = describe(load_profile(t.model or ""))
+        except UserError as exc:
+            raise UserError(f"target.model: {exc.message}: no cell was run") from None
+        if t.size + t.offset > fig["capacity_bytes"]:
             raise UserError(
-                f"target.path: {t.path} is a kernel interface ({pseudo}), not a filesystem to "
-                "measure: name a directory on a real filesystem"
+                f"target.size: {t.size >> 20} MiB at offset {t.offset >> 20} MiB does not fit on {t.model} "
+                f"({fig['capacity_bytes'] / 1e9:.1f} GB): make it smaller; no cell was run"
             )
+    elif t.kind == "dir" and t.path:
+        from fsmeter.userpaths import check_dir
+
+        check_dir(t.path, "target.path:")  # the rules of `fsmeter run --dir`
+    check_local_ranks(c)
 
 
 def run_campaign(
@@ -451,6 +493,7 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
     methods: list = []
     run = None
     mpi_env = None
+    disk_watch = disk_before = None
     try:
         if cell.ranks is not None:  # every trial as mpirun -n RANKS fsmeter run ... (fsmeter.mpi.launch)
             from fsmeter.mpi.launch import trial_phases
@@ -462,12 +505,15 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
             run = PhaseRun(EngineSession(job.engine_json()))
             # Read counters of the cell's own block device (fsmeter made it); none with the null backend.
             device = mnt.device if mnt.owns_mount and job.engine_dict().get("backend") != "null" else None
+            disk_watch = _disk_watch(mnt)
+            disk_before = disk_watch.snapshot() if disk_watch is not None else None
             run_phases(
                 run,
                 job.phases(),
                 bar_progress(ctx.bar, label=lambda ph: f"  {ph.key}", remove=True),
                 reset_cache=lambda ph: mnt.reset_cache([str(trial_dir)]),
                 device=device,
+                disk=disk_watch,
                 quality=judge(
                     level=ctx.campaign.repetitions.level,
                     min_phase_s=ctx.campaign.min_phase_s,
@@ -528,6 +574,8 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
     if bad_data and status in ("ok", "failed"):
         status, cause = "corrupt", bad_data  # a finding, never an ok trial
     env = _environment(job, mnt, host, methods)
+    if run is not None and disk_watch is not None:  # the disk model's profile, calibration and lateness
+        env["disk_model"] = disk_model_record(mnt, disk_watch.since(disk_before))
     if mpi_env is not None:
         env["mpi"] = mpi_env  # hosts and rank layout, in the environment row's extra JSON
         mine = len((mpi_env.get("layout") or {}).get(env["hostname"]) or []) or cell.ranks
@@ -544,6 +592,30 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
     }
 
 
+def _disk_watch(mnt):
+    """The disk-model target's watch (None for every other target)."""
+    target = getattr(mnt, "target", None)
+    return target.watch() if target is not None else None
+
+
+def disk_model_record(mnt, trial: dict | None) -> dict:
+    """What a trial on a disk model records beside its environment: the profile (name, drive,
+    digest of the description the daemon ran), the newest calibration of that description on this
+    machine (fsmeter.calibration, or None), and the trial's lateness (fsmeter.diskmodel.stats)."""
+    from fsmeter.calibration import saved_calibration
+
+    info = mnt.target.info()
+    return {
+        "profile": info.get("disk_model"),
+        "drive": info.get("disk_model_drive"),
+        "profile_sha256": info.get("disk_model_profile_sha256"),
+        "storage_class": info.get("storage_class"),
+        "calibration": saved_calibration(info.get("disk_model"), info.get("disk_model_profile_sha256")),
+        "trial": trial,
+        "disturbed": (trial or {}).get("disturbed"),
+    }
+
+
 def _environment(job, mnt, host, methods: list) -> dict:
     hi = host_info()
     mi = mnt.info()
@@ -556,6 +628,7 @@ def _environment(job, mnt, host, methods: list) -> dict:
         "cpus_online": hi["cpus_online"],
         "cpus_used": min(len(os.sched_getaffinity(0)), job.settings.threads) if job is not None else None,
         "target_kind": mi.get("target"),
+        "storage_class": mi.get("storage_class"),
         "device": mi.get("device"),
         "fs": mi.get("fs"),
         "mkfs_command": mi.get("mkfs_command"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -44,13 +45,13 @@ def list_workloads() -> list:
 def load_workload(name_or_path: str) -> WorkloadDef:
     """A named workload ('fileserver') or a TOML file of the same format (or one job of a fio job file)."""
     if str(name_or_path).endswith(".fio") or ".fio:" in str(name_or_path):
-        from fsmeter.interop.fio_map import load_fio_workload
+        from fsmeter.interop.fio.load import load_fio_workload
 
         return load_fio_workload(str(name_or_path))
     path = Path(name_or_path)
-    if not (path.suffix == ".toml" and path.is_file()):
+    if not (path.suffix == ".toml" and os.path.isfile(path)):  # os.path: a name too long is no file
         path = WORKLOAD_DIR / f"{name_or_path}.toml"
-        if not path.is_file():
+        if not os.path.isfile(path):
             names = ", ".join(sorted(p.stem for p in WORKLOAD_DIR.glob("*.toml")))
             raise UserError(f"unknown workload {name_or_path!r}: use one of {names} (fsmeter list), or a .toml file")
     data = loads_toml(read_text(path, "workload file"), str(path))

@@ -1,6 +1,6 @@
 """Files the user names, treated as hostile: a text file handed in (campaign, workload TOML, fio job file,
 CSV) is read as UTF-8 only, bounded in size, every failure one UserError naming the file (and the line of a
-bad byte); an output file is checked writable before the work that fills it starts.
+bad byte). (Output files are checked by fsmeter.userpaths, whose check is kept importable from here.)
 
 Also the nesting bound for the TOML such a file holds: a table nested thousands deep is refused with one
 line instead of reaching Python's recursion limit.
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmeter.errors import UserError
+from fsmeter.userpaths import check_output_path  # noqa: F401  (kept importable from here)
 
 #: The largest input file read whole (campaigns, job files and CSV are kilobytes; 64 MiB leaves ample room).
 MAX_TEXT_BYTES = 64 << 20
@@ -80,28 +81,6 @@ def loads_toml(text: str, where: str) -> dict:
     if deep:
         raise UserError(f"{where}: {deep[:200]}: nested more than {MAX_TOML_DEPTH} levels deep: flatten it")
     return data
-
-
-def check_output_path(path: str | Path, option: str) -> Path:
-    """Refuse, before anything is measured, an output file that could not be written afterwards: a
-    directory, a missing folder, a path under a file, a place this user may not write. ``-`` (standard
-    output) passes. ``option`` names the command-line option in the message (``--json``)."""
-    import os
-
-    p = Path(path)
-    if str(p) == "-":
-        return p
-    if p.is_dir():
-        raise UserError(f"{option} {p}: is a directory: name a file to write")
-    parent = p.parent
-    if not parent.is_dir():
-        what = "is not a folder" if parent.exists() else "does not exist"
-        raise UserError(f"{option} {p}: the folder {parent} {what}: create it, or name another file")
-    if p.exists() and not os.access(p, os.W_OK):
-        raise UserError(f"{option} {p}: cannot be written (no write permission): name another file")
-    if not p.exists() and not os.access(parent, os.W_OK | os.X_OK):
-        raise UserError(f"{option} {p}: the folder {parent} cannot be written: name a file in another folder")
-    return p
 
 
 __all__ = [

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 import repo_paths
+from fsmeter.interop.fio.job import map_job
+from fsmeter.interop.fio.load import fio_workloads
+from fsmeter.interop.fio.options import SUPPORTED
 from fsmeter.interop.fio_jobfile import parse_jobfile, split_names
-from fsmeter.interop.fio_map import SUPPORTED, fio_workloads, map_job
 from fsmeter.interop.fio_run import plan_jobfile
 from fsmeter.units import MAX_DURATION_S, MAX_SIZE_BYTES
 from fuzz_common import FAST, NASTY, SLOW, mutate, result_or_user_error, splice_bytes

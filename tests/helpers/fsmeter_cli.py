@@ -22,8 +22,8 @@ def fsm(*args, cwd=None, timeout=300) -> subprocess.CompletedProcess:
 
 def job_of(text: str):
     """The one job of a job file's text, mapped onto fsmeter's workload (raises UserError as `fsmeter run` would)."""
+    from fsmeter.interop.fio.job import map_job
     from fsmeter.interop.fio_jobfile import parse_jobfile
-    from fsmeter.interop.fio_map import map_job
 
     (j,) = parse_jobfile(text, "t.fio", {}).jobs
     return map_job("t.fio", j, 0)

@@ -8,7 +8,8 @@ import os
 
 import pytest
 from fsmeter.errors import UserError
-from fsmeter.families.access import AccessParams, parse_buffer_pattern
+from fsmeter.families.access import AccessParams
+from fsmeter.families.access_params import parse_buffer_pattern
 from fsmeter_cli import fsm, job_of
 
 

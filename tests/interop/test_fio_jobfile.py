@@ -10,8 +10,9 @@ import sys
 import pytest
 import repo_paths
 from fsmeter.errors import UserError
+from fsmeter.interop.fio.job import map_job
+from fsmeter.interop.fio.load import map_jobfile
 from fsmeter.interop.fio_jobfile import parse_fio_range, parse_fio_size, parse_fio_time_s, parse_jobfile
-from fsmeter.interop.fio_map import map_job, map_jobfile
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -1,6 +1,7 @@
 """The wheel is the whole of fsmeter: built with `maturin build`, installed into a fresh venv and run
 from outside the source tree, it carries the helper programs every family needs (fsmeter-mix-task for
-the AIM7 mix, fsmeter-blocklog for the crash family) and runs them.
+the AIM7 mix, fsmeter-blocklog for the crash family, fsmeter-diskmodel for the disk-model target)
+and runs them.
 
 Slow: it builds the wheel (incremental when target/ is warm) and installs the dependencies into a new
 venv (from pip's cache or the package registry).
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 from repo_paths import ROOT
 
-HELPERS = ("fsmeter/_bin/fsmeter-mix-task", "fsmeter/_bin/fsmeter-blocklog")
+HELPERS = ("fsmeter/_bin/fsmeter-mix-task", "fsmeter/_bin/fsmeter-blocklog", "fsmeter/_bin/fsmeter-diskmodel")
 
 pytestmark = pytest.mark.slow
 

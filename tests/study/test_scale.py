@@ -89,7 +89,7 @@ def test_small_is_the_default_and_a_missing_scale_is_a_clear_error(tmp_path):
 
     from fsmeter.cli import study as cli_study
 
-    src = " ".join(inspect.getsource(cli_study.register).split())
+    src = " ".join(inspect.getsource(cli_study.run).split())
     assert '"small", "--scale"' in src
 
 

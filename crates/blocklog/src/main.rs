@@ -1,6 +1,7 @@
 //! fsmeter-blocklog: fsmeter's power-cut recorder.
 //!
-//! A FUSE filesystem with one regular file, `disk.img`, served from an image file. A loop device
+//! A FUSE filesystem with one regular file, `disk.img`, served from an image file (the serving is
+//! `fsmeter-fusedisk`'s, shared with `fsmeter-diskmodel`). A loop device
 //! attached to that file sends every block write, discard/zero-out and cache flush it receives
 //! here, one request at a time (the session loop is single-threaded), and each one is appended to
 //! a write log in arrival order before it is answered, like dm-log-writes does in the kernel:
@@ -21,34 +22,17 @@
 //! Usage: fsmeter-blocklog IMAGE LOG MOUNTPOINT. Runs in the foreground until MOUNTPOINT is
 //! unmounted; prints `ready` on stdout once mounted.
 
-use std::ffi::OsStr;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
-use std::time::{Duration, SystemTime};
 
-use fuser::{
-    FileAttr, FileType, Filesystem, KernelConfig, MountOption, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty,
-    ReplyEntry, ReplyOpen, ReplyWrite, Request, TimeOrNow,
-};
-
-const ROOT: u64 = 1;
-const DISK: u64 = 2;
-const NAME: &str = "disk.img";
-const TTL: Duration = Duration::from_secs(3600);
+use fsmeter_fusedisk::{now_ns, serve, Disk, ReplyData, ReplyEmpty, ReplyWrite, ServeOptions};
 
 const KIND_WRITE: u8 = 1;
 const KIND_FLUSH: u8 = 2;
 const KIND_ZERO: u8 = 3;
 const KIND_START: u8 = 4;
-
-fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes into the timespec we own; MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 struct BlockLog {
     image: File,
@@ -71,29 +55,6 @@ impl BlockLog {
         self.log.write_all(data)
     }
 
-    fn attr(&self, ino: u64) -> FileAttr {
-        let (kind, perm, size, nlink) =
-            if ino == ROOT { (FileType::Directory, 0o755, 0, 2) } else { (FileType::RegularFile, 0o600, self.size, 1) };
-        let t = SystemTime::UNIX_EPOCH;
-        FileAttr {
-            ino,
-            size,
-            blocks: size / 512,
-            atime: t,
-            mtime: t,
-            ctime: t,
-            crtime: t,
-            kind,
-            perm,
-            nlink,
-            uid: 0,
-            gid: 0,
-            rdev: 0,
-            blksize: 4096,
-            flags: 0,
-        }
-    }
-
     /// A log that cannot be written makes every later answer an error: the device "fails" rather
     /// than acknowledging writes the log does not hold.
     fn fail(&mut self, what: &str, err: std::io::Error) -> i32 {
@@ -103,100 +64,25 @@ impl BlockLog {
     }
 }
 
-impl Filesystem for BlockLog {
-    fn init(&mut self, _req: &Request<'_>, config: &mut KernelConfig) -> Result<(), libc::c_int> {
-        // Large requests pass whole where the kernel allows it (fewer, bigger log records).
-        let _ = config.set_max_write(1 << 20);
-        Ok(())
+impl Disk for BlockLog {
+    fn size(&self) -> u64 {
+        self.size
     }
 
     fn destroy(&mut self) {
         let _ = self.log.flush();
     }
 
-    fn lookup(&mut self, _req: &Request<'_>, parent: u64, name: &OsStr, reply: ReplyEntry) {
-        if parent == ROOT && name == NAME {
-            reply.entry(&TTL, &self.attr(DISK), 0);
-        } else {
-            reply.error(libc::ENOENT);
-        }
-    }
-
-    fn getattr(&mut self, _req: &Request<'_>, ino: u64, _fh: Option<u64>, reply: ReplyAttr) {
-        match ino {
-            ROOT | DISK => reply.attr(&TTL, &self.attr(ino)),
-            _ => reply.error(libc::ENOENT),
-        }
-    }
-
-    fn setattr(
-        &mut self,
-        _req: &Request<'_>,
-        ino: u64,
-        _mode: Option<u32>,
-        _uid: Option<u32>,
-        _gid: Option<u32>,
-        size: Option<u64>,
-        _atime: Option<TimeOrNow>,
-        _mtime: Option<TimeOrNow>,
-        _ctime: Option<SystemTime>,
-        _fh: Option<u64>,
-        _crtime: Option<SystemTime>,
-        _chgtime: Option<SystemTime>,
-        _bkuptime: Option<SystemTime>,
-        _flags: Option<u32>,
-        reply: ReplyAttr,
-    ) {
-        // The disk has a fixed size, like a real one.
-        if size.is_some_and(|s| s != self.size) {
-            reply.error(libc::EPERM);
-        } else {
-            reply.attr(&TTL, &self.attr(ino));
-        }
-    }
-
-    fn open(&mut self, _req: &Request<'_>, ino: u64, _flags: i32, reply: ReplyOpen) {
-        if ino == DISK {
-            reply.opened(0, 0)
-        } else {
-            reply.error(libc::EISDIR)
-        }
-    }
-
-    fn read(
-        &mut self,
-        _req: &Request<'_>,
-        _ino: u64,
-        _fh: u64,
-        offset: i64,
-        size: u32,
-        _flags: i32,
-        _lock: Option<u64>,
-        reply: ReplyData,
-    ) {
-        let offset = offset as u64;
-        let end = (offset + size as u64).min(self.size);
-        let mut buf = vec![0u8; end.saturating_sub(offset) as usize];
+    fn read(&mut self, offset: u64, size: u32, reply: ReplyData) {
+        let mut buf = vec![0u8; size as usize];
         match self.image.read_exact_at(&mut buf, offset) {
             Ok(()) => reply.data(&buf),
             Err(e) => reply.error(e.raw_os_error().unwrap_or(libc::EIO)),
         }
     }
 
-    fn write(
-        &mut self,
-        _req: &Request<'_>,
-        _ino: u64,
-        _fh: u64,
-        offset: i64,
-        data: &[u8],
-        _write_flags: u32,
-        _flags: i32,
-        _lock: Option<u64>,
-        reply: ReplyWrite,
-    ) {
-        let offset = offset as u64;
-        if self.failed || offset + data.len() as u64 > self.size {
+    fn write(&mut self, offset: u64, data: &[u8], reply: ReplyWrite) {
+        if self.failed {
             return reply.error(libc::EIO);
         }
         // Logged before the image changes and before the answer: the log never lacks an acknowledged write.
@@ -209,11 +95,7 @@ impl Filesystem for BlockLog {
         }
     }
 
-    fn flush(&mut self, _req: &Request<'_>, _ino: u64, _fh: u64, _lock: u64, reply: ReplyEmpty) {
-        reply.ok(); // close(2), not a cache flush
-    }
-
-    fn fsync(&mut self, _req: &Request<'_>, _ino: u64, _fh: u64, _datasync: bool, reply: ReplyEmpty) {
+    fn fsync(&mut self, reply: ReplyEmpty) {
         if self.failed {
             return reply.error(libc::EIO);
         }
@@ -226,16 +108,7 @@ impl Filesystem for BlockLog {
         }
     }
 
-    fn fallocate(
-        &mut self,
-        _req: &Request<'_>,
-        _ino: u64,
-        _fh: u64,
-        offset: i64,
-        length: i64,
-        mode: i32,
-        reply: ReplyEmpty,
-    ) {
+    fn fallocate(&mut self, offset: u64, length: u64, mode: i32, reply: ReplyEmpty) {
         // The loop device turns DISCARD and WRITE_ZEROES into punch-hole / zero-range: both read
         // back as zeros afterwards, so the log holds them as a zero range. Plain preallocation
         // (mode 0) changes no data.
@@ -245,7 +118,7 @@ impl Filesystem for BlockLog {
         }
         if zeroing {
             // The length field is 32 bits: a larger range is logged in pieces.
-            let (mut at, end) = (offset as u64, (offset + length) as u64);
+            let (mut at, end) = (offset, offset + length);
             while at < end {
                 let piece = (end - at).min(1 << 30);
                 if let Err(e) = self.record(KIND_ZERO, at, piece as u32, &[]) {
@@ -255,34 +128,12 @@ impl Filesystem for BlockLog {
             }
         }
         // SAFETY: fallocate on the fd we own, with the kernel's own mode and range.
-        let rc = unsafe { libc::fallocate(self.image.as_raw_fd(), mode, offset, length) };
+        let rc = unsafe { libc::fallocate(self.image.as_raw_fd(), mode, offset as i64, length as i64) };
         if rc == 0 {
             reply.ok()
         } else {
             reply.error(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
         }
-    }
-
-    fn opendir(&mut self, _req: &Request<'_>, ino: u64, _flags: i32, reply: ReplyOpen) {
-        if ino == ROOT {
-            reply.opened(0, 0)
-        } else {
-            reply.error(libc::ENOTDIR)
-        }
-    }
-
-    fn readdir(&mut self, _req: &Request<'_>, ino: u64, _fh: u64, offset: i64, mut reply: ReplyDirectory) {
-        if ino != ROOT {
-            return reply.error(libc::ENOTDIR);
-        }
-        let entries =
-            [(ROOT, FileType::Directory, "."), (ROOT, FileType::Directory, ".."), (DISK, FileType::RegularFile, NAME)];
-        for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
-            if reply.add(*ino, (i + 1) as i64, *kind, name) {
-                break;
-            }
-        }
-        reply.ok();
     }
 }
 
@@ -312,20 +163,12 @@ fn main() {
         eprintln!("fsmeter-blocklog: write log: {e}");
         std::process::exit(1);
     }
-    let opts =
-        [MountOption::FSName("fsmeter-blocklog".into()), MountOption::AllowOther, MountOption::DefaultPermissions];
-    let session = fuser::Session::new(fs, std::path::Path::new(&args[3]), &opts);
-    let mut session = match session {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("fsmeter-blocklog: mount {}: {e}", args[3]);
-            std::process::exit(1);
-        }
-    };
-    println!("ready");
-    let _ = std::io::stdout().flush();
-    if let Err(e) = session.run() {
-        eprintln!("fsmeter-blocklog: {e}");
+    // The session loop answers one request at a time, so the log holds them in arrival order. The
+    // loop device opens the file with O_DIRECT (losetup --direct-io=on), which bypasses FUSE's
+    // page cache; FOPEN_DIRECT_IO and asynchronous direct I/O stay off, as they always were here.
+    let opts = ServeOptions { fsname: "fsmeter-blocklog", direct_io: false, async_dio: false };
+    if let Err(e) = serve(fs, std::path::Path::new(&args[3]), &opts) {
+        eprintln!("fsmeter-blocklog: {}: {e}", args[3]);
         std::process::exit(1);
     }
 }

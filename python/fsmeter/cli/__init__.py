@@ -11,9 +11,17 @@ import pkgutil
 import sys
 
 import typer
+import typer.core
+import typer.main
 
 from fsmeter import interrupt
 from fsmeter.errors import UserError
+
+#: The exceptions of the click typer runs on: its own copy (typer._click) in newer typers, click itself before.
+_CLICK = getattr(typer.core, "_click", None) or importlib.import_module("click")
+_CLICK = _CLICK.exceptions
+#: `fsmeter` or a command group given alone: click shows its help (newer clicks raise this for it).
+_NO_ARGS_IS_HELP = getattr(_CLICK, "NoArgsIsHelpError", ())
 
 
 def _new_app() -> typer.Typer:
@@ -87,7 +95,16 @@ def main(argv: list[str] | None = None) -> None:
     # SIGTERM and SIGHUP stop a command the way Ctrl-C does (fsmeter.interrupt).
     interrupt.install()
     try:
-        _build(_modules_for(args))(args=args, prog_name="fsmeter", standalone_mode=True)
+        _run(_build(_modules_for(args)), args)
+    except _CLICK.ClickException as exc:
+        if isinstance(exc, _NO_ARGS_IS_HELP):
+            exc.show()  # `fsmeter` or a command group alone: its help, as asked
+        else:
+            print(f"fsmeter: error: {usage_line(exc)}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        print("fsmeter: interrupted", file=sys.stderr)
+        sys.exit(interrupt.exit_status() if interrupt.received() else 130)
     except UserError as exc:
         print(f"fsmeter: error: {exc.message}", file=sys.stderr)
         sys.exit(exc.exit_code)
@@ -100,3 +117,33 @@ def main(argv: list[str] | None = None) -> None:
         if exc.code == 130 and interrupt.received():
             sys.exit(interrupt.exit_status())
         raise
+
+
+def _run(app: typer.Typer, args: list) -> None:
+    """What typer's standalone main does (parse, invoke, exit with the command's code; Ctrl-C is exit
+    130, a closed pipe exit 1), except that click's usage errors propagate, to be printed as one line
+    like every other error instead of typer's boxed usage text."""
+    command = typer.main.get_command(app)
+    try:
+        with command.make_context("fsmeter", args) as ctx:
+            command.invoke(ctx)
+        sys.exit(0)  # as typer's own main: a command that returns ends the process with status 0
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except EOFError:
+        raise typer.Abort() from None
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.stdout = None  # nothing more can reach the reader, nor should Python try at exit
+        sys.exit(1)
+
+
+def usage_line(exc: Exception) -> str:
+    """A usage error (unknown option, missing argument, a value of the wrong type) as one line: the
+    command, click's message with its whitespace folded, and where to read the usage."""
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return message
+    return f"{ctx.command_path}: {message}: see `{ctx.command_path} --help`"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import typer
@@ -31,7 +32,7 @@ def _store_frame(db: Path, campaign: str | None):
             "the results store is not available in this build (fsmeter.store.tidy): "
             "export the data to CSV and use --csv"
         ) from None
-    if not db.is_file():
+    if not os.path.isfile(db):
         raise UserError(f"no such results database: {db}: check the path")
     from fsmeter.store.health import guard
 

@@ -215,7 +215,7 @@ def register(app: typer.Typer) -> None:
         """Validate FILE, then run every cell; each finished trial is committed before the next starts."""
         from fsmeter.campaign import dump_toml, load_campaign, parse_campaign
         from fsmeter.runlock import measuring
-        from fsmeter.runner import start_campaign
+        from fsmeter.runner import check_target, start_campaign
         from fsmeter.store import open_store
 
         campaign, text = load_campaign(file)
@@ -225,6 +225,7 @@ def register(app: typer.Typer) -> None:
             data["target"] = target
             text = dump_toml(data)
             campaign = parse_campaign(text, str(file))
+        check_target(campaign)  # before the store is made or the run lock taken (start_campaign checks again)
         console = Console()
         with measuring(wait=not no_wait), open_store(db) as store:
             cid = start_campaign(file, store, console, campaign=campaign, text=text)

@@ -90,8 +90,9 @@ def build_campaign(
         if filesystems:
             notes.append(f"--filesystems {filesystems} ignored: creating filesystems needs root")
     if directory is not None:
-        if not directory.is_dir():
-            raise UserError(f"--dir {directory}: not an existing directory: create it, or name another")
+        from fsmeter.userpaths import check_dir
+
+        check_dir(directory)
         data["target"] = {"kind": "dir", "path": str(directory.resolve())}
         data.pop("filesystems", None)
         data["name"] = data["name"] + "-dir"
@@ -140,12 +141,21 @@ def gluster_target(
     ):
         if shutil.which(tool) is None:
             raise UserError(f"--target glusterfs: {tool} not found: {hint}")
+    from fsmeter.mpi.launch import local_ranks_problem
+    from fsmeter.provision.gluster import volume_option_problem
+
     n = hosts or 2
+    why = local_ranks_problem(ranks or n)  # the hosts are namespaces of this machine: its CPUs run every rank
+    if why is not None:
+        raise UserError(f"--ranks {ranks or n}: {why}")
     opts = {}
     for item in volume_options or []:
         key, eq, value = item.partition("=")
         if not eq or not key.strip() or not value.strip():
             raise UserError(f"--volume-option {item!r}: write KEY=VALUE, e.g. performance.write-behind=off")
+        why = volume_option_problem(key.strip(), value.strip())
+        if why is not None:
+            raise UserError(f"--volume-option {item[:100]!r}: {why}")
         opts[key.strip()] = value.strip()
     vt = volume_type or "distribute"
     if vt not in ("distribute", "replicate"):
@@ -270,6 +280,12 @@ def register(app: typer.Typer) -> None:
             "by MPI ranks on every host (root; default filesystems xfs,ext4, "
             "workloads seq-read,seq-write; see the many-hosts page)",
         ),
+        disk_model: str | None = typer.Option(
+            None,
+            "--disk-model",
+            help="put every filesystem on a disk model instead of a loop image: the timing of a modelled "
+            "disk (fsmeter disk-model list); --size sets its image (default 1G)",
+        ),
         hosts: int | None = typer.Option(
             None,
             "--hosts",
@@ -295,10 +311,6 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Which filesystem is fastest here? Quick suite on fresh filesystems, ranked per workload."""
         from fsmeter.campaign import CampaignFile, dump_toml, parse_campaign
-        from fsmeter.cli.campaign import execute
-        from fsmeter.runlock import measuring
-        from fsmeter.runner import start_campaign
-        from fsmeter.store import open_store
 
         # Not a terminal (pipe, CI log): the matrix is laid out for 100 columns, rich would assume 80.
         console = Console(width=None if sys.stdout.isatty() else 100)
@@ -321,6 +333,24 @@ def register(app: typer.Typer) -> None:
                 f"--target glusterfs and {other} exclude each other: the bricks are fsmeter's own loop "
                 "filesystems on this machine"
             )
+        if disk_model is not None:
+            other = [
+                n
+                for n, v in (
+                    ("--dir", directory),
+                    ("--device", target),
+                    ("--target glusterfs", gluster),
+                    ("--kernel", kernel),
+                )
+                if v
+            ]
+            if other:
+                raise UserError(f"--disk-model and {other[0]} exclude each other: the disk model is the target")
+            from fsmeter.diskmodel.profiles import load_profile
+
+            load_profile(disk_model)  # an unknown model: one line before anything runs
+            if not root:
+                raise UserError("--disk-model serves the modelled disk through FUSE under a loop device: run as root")
         if gluster:
             gtarget, gmpi = gluster_target(hosts, ranks, volume_type, volume_option, size)
             filesystems = filesystems or ",".join(GLUSTER_FILESYSTEMS)
@@ -328,6 +358,12 @@ def register(app: typer.Typer) -> None:
         data, notes = build_campaign(filesystems, workloads, directory, quick_scale, trials, size, root)
         if target is not None:
             data["target"] = target
+        if disk_model is not None:
+            data["target"] = {"kind": "disk-model", "model": disk_model, "size": size or "1G"}
+            data["name"] = data["name"] + "-disk-model"
+            data["description"] = str(data.get("description", "")).replace(
+                "1 GiB loop images", f"{size or '1G'} images served by the disk model {disk_model}"
+            )
         if gluster:
             data["target"], data["mpi"] = gtarget, gmpi
             data["name"] = data["name"] + "-glusterfs"
@@ -348,11 +384,14 @@ def register(app: typer.Typer) -> None:
         if not data["workloads"]:
             raise UserError("no workload to run: name some with --workloads")
         if report is not None:  # checked before the suite runs, not after it
-            from fsmeter.textfile import check_output_path
+            from fsmeter.userpaths import check_output_path
 
             check_output_path(report, "--report")
         text = dump_toml(data)
         campaign: CampaignFile = parse_campaign(text, "compare")
+        from fsmeter.runner import check_target
+
+        check_target(campaign)  # before the store is made or the run lock taken (start_campaign checks again)
         for n in notes:
             console.print(f"[yellow]note:[/] {n}")
         console.print(
@@ -360,30 +399,44 @@ def register(app: typer.Typer) -> None:
             "quote, copy python/fsmeter/studies/quick-compare.toml, raise duration_s and the trial caps, "
             "and run it with `fsmeter campaign run`."
         )
-        t0 = time.monotonic()
-        with measuring(wait=not no_wait), open_store(db) as store:
-            cid = start_campaign(Path("compare"), store, console, campaign=campaign, text=text)
-            console.print(f"campaign {cid}: {len(store.cells(cid))} cell(s) -> {store.path}")
-            execute(store, cid, campaign, console, quiet, show_cells=verbose)
-            if verbose:
-                console.print(ranking_table(store, cid))
-            store_path = store.path
-        print_compare_matrix(store_path, cid, console)
-        out = (report or store_path.with_name(f"{store_path.stem}-report.html")).resolve()
-        from fsmeter.report.html import write_report
-
-        write_report(out, store_path, str(cid))
-        console.print(
-            f"compare took {time.monotonic() - t0:.0f} s; HTML report: {out}", highlight=False, soft_wrap=True
-        )  # a path must stay one piece, to copy or to grep
-        console.print(
-            f"details: `fsmeter campaign show {cid} --db {store_path}` (per cell, outlier trials), "
-            f"`fsmeter compare -v`, `fsmeter analyze {store_path} --campaign {cid} --factors filesystem "
-            "--response <metric>`",
-            highlight=False,
+        _run_compare(
+            campaign, text, notes, console, db=db, no_wait=no_wait, quiet=quiet, verbose=verbose, report=report
         )
-        for n in notes:
-            console.print(f"[yellow]note:[/] {n}")
+
+
+def _run_compare(
+    campaign, text: str, notes: list, console: Console, *, db, no_wait: bool, quiet: bool, verbose: bool, report
+) -> None:
+    """Run the compare campaign into the store, then print its matrix and write its HTML report."""
+    from fsmeter.cli.campaign import execute
+    from fsmeter.runlock import measuring
+    from fsmeter.runner import start_campaign
+    from fsmeter.store import open_store
+
+    t0 = time.monotonic()
+    with measuring(wait=not no_wait), open_store(db) as store:
+        cid = start_campaign(Path("compare"), store, console, campaign=campaign, text=text)
+        console.print(f"campaign {cid}: {len(store.cells(cid))} cell(s) -> {store.path}")
+        execute(store, cid, campaign, console, quiet, show_cells=verbose)
+        if verbose:
+            console.print(ranking_table(store, cid))
+        store_path = store.path
+    print_compare_matrix(store_path, cid, console)
+    out = (report or store_path.with_name(f"{store_path.stem}-report.html")).resolve()
+    from fsmeter.report.html import write_report
+
+    write_report(out, store_path, str(cid))
+    console.print(
+        f"compare took {time.monotonic() - t0:.0f} s; HTML report: {out}", highlight=False, soft_wrap=True
+    )  # a path must stay one piece, to copy or to grep
+    console.print(
+        f"details: `fsmeter campaign show {cid} --db {store_path}` (per cell, outlier trials), "
+        f"`fsmeter compare -v`, `fsmeter analyze {store_path} --campaign {cid} --factors filesystem "
+        "--response <metric>`",
+        highlight=False,
+    )
+    for n in notes:
+        console.print(f"[yellow]note:[/] {n}")
 
 
 def print_compare_matrix(db, campaign_id: int, console: Console) -> None:

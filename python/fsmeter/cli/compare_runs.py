@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -35,11 +36,13 @@ def register(app: typer.Typer) -> None:
 
         from rich.console import Console
 
-        from fsmeter.report.compare_runs import EXIT_REGRESSION, compare_runs, load_side, result_table
+        from fsmeter.report.compare_runs import EXIT_REGRESSION, check_options, compare_runs, load_side, result_table
         from fsmeter.store.health import guard
 
+        check_options(threshold, alpha, correction)  # before either side is read
+
         def side(ref: str, store: Path | None):
-            exported = ref.endswith(".json") and Path(ref).is_file()  # not the store: no store damage to explain
+            exported = ref.endswith(".json") and os.path.isfile(ref)  # not the store: no store damage to explain
             with nullcontext() if exported else guard(store):
                 return load_side(ref, store)
 

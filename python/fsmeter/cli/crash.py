@@ -94,11 +94,12 @@ def register(app: typer.Typer) -> None:
                 "(sudo fsmeter crash run ...)",
                 exit_code=1,
             )
+        from fsmeter.userpaths import check_output_dir, check_output_path
+
+        check_output_dir(out, "--out")  # made if missing: under the rules of every output
         if out.exists() and (out / "results.json").exists():
             raise UserError(f"--out {out}: already holds crash results: give a new folder")
         if html is not None:  # checked before the campaign runs, not after it
-            from fsmeter.textfile import check_output_path
-
             check_output_path(html, "--html")
         console = Console()
         scratch = default_scratch()

@@ -45,8 +45,9 @@ def register(app: typer.Typer) -> None:
                 raise UserError(f"--split goes with --format fio-json or fio-jsonplus, not {fmt}")
             if out is not None:
                 raise UserError("--split DIR and -o FILE: give one of them")
-            if not split.parent.is_dir():
-                raise UserError(f"--split {split}: the folder {split.parent} does not exist")
+            from fsmeter.userpaths import check_output_dir
+
+            check_output_dir(split, "--split")
             from fsmeter.interop.fio_export import split_export
 
             with guard(db):
@@ -61,13 +62,10 @@ def register(app: typer.Typer) -> None:
             return
         if out is None:
             raise UserError("-o FILE is needed (or - for standard output; --split DIR for fio-json)")
-        from fsmeter.textfile import check_output_path
+        from fsmeter.userpaths import check_output_path, write_output
 
-        check_output_path(out, "-o")
+        check_output_path(out, "-o", stdout=True)
         with guard(db):
             text = do_export(fmt, db, campaign)
-        if str(out) == "-":
-            sys.stdout.write(text)
-        else:
-            out.write_text(text, encoding="utf-8")
+        if write_output(out, text, "-o"):
             print(f"wrote {out} ({fmt})", file=sys.stderr)

@@ -23,6 +23,8 @@ from fsmeter.cli._runlock import no_wait_option
 from fsmeter.errors import UserError
 
 TARGETS = ("dir", "loop", "tmpfs", "glusterfs")
+#: The smallest filesystem fsmeter makes for the suite (--size): the suite's folders and a few files.
+MIN_SIZE = 16 << 20
 
 
 def _size(text: str, flag: str) -> int:
@@ -221,8 +223,10 @@ def _io500(
 ) -> None:
     from fsmeter.mpi.comm import launched_under_mpi
     from fsmeter.mpi.io500 import Io500Config
+    from fsmeter.userpaths import check_dir, check_output_path, is_stdout
 
-    console = Console(width=None if sys.stdout.isatty() else 200)
+    # With --json - the result document is standard output: the tables go to standard error.
+    console = Console(width=None if sys.stdout.isatty() else 200, stderr=is_stdout(json_out))
     cfg = Io500Config(
         stonewall_s=stonewall_s,
         ior_easy_transfer=_size(ior_easy_transfer, "--ior-easy-transfer"),
@@ -238,13 +242,14 @@ def _io500(
     if drop_caches and os.geteuid() != 0:
         raise UserError("--drop-caches needs root (it writes /proc/sys/vm/drop_caches): run as root, or leave it out")
     if json_out is not None:
-        from fsmeter.textfile import check_output_path
-
-        check_output_path(json_out, "--json")
+        check_output_path(json_out, "--json", stdout=True)
     if target not in TARGETS:
         raise UserError(f"--target {target!r}: use one of {', '.join(TARGETS)}")
-    if dir is not None and not dir.is_dir():
-        raise UserError(f"--dir {dir}: not an existing directory: name a directory on the filesystem to measure")
+    if dir is not None:
+        check_dir(dir)
+    rank = next((os.environ[k] for k in RANK_ENV if k in os.environ), "0")
+    if not no_store and (not launched_under_mpi() or rank == "0"):
+        _check_store(db)  # now, not after the suite: a store that cannot take the result would lose it
     if launched_under_mpi():
         if dir is None:
             raise UserError("--dir is required under mpirun: name the directory every rank works in")
@@ -287,14 +292,70 @@ def _io500(
     )
 
 
+def _check_store(db) -> None:
+    """Refuse, before the suite runs, a results store that cannot take its result (not a store, damaged,
+    read-only, a newer schema); one that does not exist yet is made."""
+    from fsmeter.store import default_db_path, open_store
+    from fsmeter.userpaths import check_output_path
+
+    path = default_db_path(db)
+    if not os.path.isfile(path):  # os.path: a name too long is no file, not an OSError
+        check_output_path(path, "--db")
+    open_store(path).close()
+
+
+def _check_launch(ranks: int, target: str, fs: str, mkfs_options: str, size: str, hosts: int) -> int:
+    """The launcher's own options, checked before anything is made: --ranks within what this host can run,
+    --size a size fsmeter can make, --fs a filesystem it knows. Returns --size in bytes."""
+    from fsmeter.units import MAX_SIZE_BYTES
+
+    if target == "glusterfs":
+        if ranks > hosts:
+            raise UserError(
+                f"--ranks {ranks}: at most --hosts ({hosts}) on a glusterfs target (one rank per namespace host)"
+            )
+    else:
+        from fsmeter.mpi.launch import local_ranks_problem
+
+        why = local_ranks_problem(ranks)
+        if why is not None:
+            raise UserError(f"--ranks {ranks}: {why}")
+    byte_size = _size(size, "--size")
+    if target != "dir" and not MIN_SIZE <= byte_size <= MAX_SIZE_BYTES:
+        raise UserError(
+            f"--size {size}: give a size from {MIN_SIZE >> 20} MiB to 1 PiB for the filesystem fsmeter makes"
+        )
+    if target in ("loop", "glusterfs"):
+        import shlex
+
+        from pydantic import ValidationError
+
+        try:
+            shlex.split(mkfs_options)
+        except ValueError as exc:
+            raise UserError(f"--mkfs-options {mkfs_options!r}: {exc}: quote the options as a shell would") from None
+
+        from fsmeter.campaign import FsModel
+
+        try:
+            FsModel(name=fs, mkfs_options=mkfs_options)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            what = "--mkfs-options" if first["loc"] and first["loc"][0] == "mkfs_options" else f"--fs {fs}"
+            raise UserError(f"{what}: {first['msg'].removeprefix('Value error, ')}") from None
+    return byte_size
+
+
 def _finish(
     doc: dict, console: Console, json_out: Path | None, db: Path | None, no_store: bool, environment: dict | None = None
 ) -> None:
     console.print(phase_table(doc))
     console.print(score_line(doc), highlight=False)
     if json_out is not None:
-        json_out.write_text(json.dumps(doc, indent=1))
-        console.print(f"wrote {json_out}")
+        from fsmeter.userpaths import write_output
+
+        if write_output(json_out, json.dumps(doc, indent=1) + "\n", "--json"):
+            console.print(f"wrote {json_out}")
     if not no_store:
         from fsmeter.mpi.io500 import store_result
         from fsmeter.store.health import guard
@@ -341,10 +402,14 @@ def _launch(
         )
     if target != "dir" and dir is not None:
         raise UserError(f"--dir: not with --target {target} (fsmeter makes and mounts the filesystem itself)")
-    if target == "glusterfs" and ranks > hosts:
-        raise UserError(
-            f"--ranks {ranks}: at most --hosts ({hosts}) on a glusterfs target (one rank per namespace host)"
-        )
+    byte_size = _check_launch(ranks, target, fs, mkfs_options, size, hosts)
+    from fsmeter.mpi.io500 import check_fits
+
+    if target == "dir":  # the bound the ranks check again, checked before they are launched
+        st = os.statvfs(dir)
+        check_fits(cfg, ranks, st.f_bavail * st.f_frsize, f"under --dir {dir}")
+    else:
+        check_fits(cfg, ranks, byte_size, f"on a filesystem of --size {size}")
     if target != "dir" and os.geteuid() != 0:
         raise UserError(
             f"--target {target}: making a filesystem needs root: run as root, or measure an existing "
@@ -353,7 +418,6 @@ def _launch(
     mpirun = shutil.which("mpirun")
     if mpirun is None:
         raise UserError(f"mpirun not found: {INSTALL_HINT}", exit_code=1)
-    byte_size = _size(size, "--size")
     from fsmeter.provision import Provisioner
     from fsmeter.provision.specs import FsConfig, TargetSpec
 

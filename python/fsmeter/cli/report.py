@@ -37,9 +37,9 @@ def register(app: typer.Typer) -> None:
 
         check_level(level)
         if out is not None:
-            from fsmeter.textfile import check_output_path
+            from fsmeter.userpaths import check_output_path
 
-            check_output_path(out, "--output")
+            check_output_path(out, "--output", stdout=True)
         if not 0 < alpha < 1:
             from fsmeter.errors import UserError
 
@@ -55,8 +55,11 @@ def register(app: typer.Typer) -> None:
                 print_campaign(build_view(db, campaign, level, alpha, threshold), console)
                 return
             from fsmeter.report.html import write_report
+            from fsmeter.userpaths import is_stdout
 
             view = write_report(out, db, campaign, level, alpha, threshold, baseline=baseline)
+            if is_stdout(out):  # the page was standard output: nothing more goes there
+                return
             n_fail = len(view.failures())
             console.print(
                 f"wrote {out} (campaign {view.campaign['id']}: {view.campaign['name']}, "

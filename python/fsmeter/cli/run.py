@@ -120,57 +120,31 @@ def register(app: typer.Typer) -> None:
             "measured phase works on the region of rank (r + K) mod N; node: "
             "K = the ranks of one host (IOR -C)",
         ),
+        disk_model: str | None = typer.Option(
+            None,
+            "--disk-model",
+            help="instead of --dir: make a filesystem (--fs) on a disk model (fsmeter disk-model list) of "
+            "--size, run there, and remove it (root)",
+        ),
+        fs: str = typer.Option("ext4", "--fs", help="with --disk-model: the filesystem to make on it"),
+        size: str = typer.Option("1G", "--size", help="with --disk-model: the size of its image"),
     ) -> None:
         """Run one workload once on a directory and print ops/s, MiB/s, latency percentiles and CPU."""
-        console = Console(stderr=False)
-        if cache not in CACHE_CHOICES:
-            raise UserError(f"--cache {cache!r}: use one of {', '.join(CACHE_CHOICES)}")
-        if cache == "drop" and os.geteuid() != 0:
-            raise UserError(
-                "--cache drop needs root (it writes /proc/sys/vm/drop_caches): run as root, or use --cache fadvise"
-            )
-        if json_out is not None:  # checked now: a path that cannot be written would lose the whole run
-            from fsmeter.textfile import check_output_path
+        from fsmeter.userpaths import is_stdout
 
-            check_output_path(json_out, "--json")
-        if not (min_phase_s >= 0 and math.isfinite(min_phase_s)):
-            raise UserError(f"--min-phase-s {min_phase_s!r}: give a number of seconds >= 0")
+        # With --json - the result document is standard output: the tables go to standard error.
+        console = Console(stderr=is_stdout(json_out))
+        _check_options(workload, dir, cache, json_out, min_phase_s)
         opts = dict(show_progress=not quiet, keep_files=keep_files, cache=cache, min_phase_s=min_phase_s)
-        from fsmeter.provision.sysinfo import pseudo_filesystem
-
-        if dir is None and not workload.endswith(".fio"):
-            raise UserError(
-                "--dir is required: name a directory on the filesystem to measure (only `fsmeter run "
-                "FILE.fio` of a job file that names absolute directories may leave it out)"
-            )
-        pseudo = pseudo_filesystem(str(dir)) if dir is not None and dir.is_dir() else None
-        if pseudo:
-            raise UserError(
-                f"--dir {dir} is a kernel interface ({pseudo}), not a filesystem to measure: name a "
-                "directory on a real filesystem"
-            )
+        if disk_model is not None:
+            return _run_on_disk_model(workload, disk_model, fs, size, dir, set_, json_out, no_wait, console, opts)
+        for given, name in ((fs != "ext4", "--fs"), (size != "1G", "--size")):
+            if given:
+                raise UserError(f"{name} applies to --disk-model only: add --disk-model NAME or leave it out")
+        _check_dir(workload, dir)
+        _check_mpi_options(workload, stonewall, shared_file, reorder_shift, wearout, allow_exec)
         from fsmeter.mpi.comm import launched_under_mpi
 
-        if stonewall is not None and not launched_under_mpi():
-            raise UserError(
-                "--stonewall works under mpirun only (it stops the other ranks): leave it out, or run "
-                "`mpirun -n N fsmeter run ...`"
-            )
-        for given, name in (
-            (shared_file, "--shared-file"),
-            (reorder_shift is not None, "--reorder-shift"),
-            (wearout, "--stonewall-wearout"),
-        ):
-            if given and not launched_under_mpi():
-                raise UserError(
-                    f"{name} works under mpirun only (it lays out regions for the other ranks): leave "
-                    "it out, or run `mpirun -n N fsmeter run ...`"
-                )
-        if allow_exec and (not workload.endswith(".fio") or launched_under_mpi()):
-            raise UserError(
-                "--allow-exec runs the programs of a fio job file's ioengine=exec jobs, under `fsmeter "
-                "run FILE.fio` without mpirun only: leave it out"
-            )
         if launched_under_mpi():  # one rank of mpirun -n N: rank 0 prints and writes the merged result
             if dir is None:
                 raise UserError("--dir is required under mpirun: name the directory every rank works in")
@@ -209,6 +183,113 @@ def register(app: typer.Typer) -> None:
             else:
                 doc = run_job(job, console, **opts)
         print_result(doc, job, console, json_out)
+
+
+def _run_on_disk_model(workload, model, fs, size, dir, set_, json_out, no_wait, console, opts) -> None:
+    """`fsmeter run W --disk-model NAME`: the run makes its own target (a filesystem on a disk model),
+    runs the workload in it once, records the model's profile and lateness, and removes it."""
+    import tempfile
+
+    from fsmeter.diskmodel.profiles import load_profile
+    from fsmeter.mpi.comm import launched_under_mpi
+    from fsmeter.provision import FILESYSTEMS, FsConfig, Provisioner, TargetSpec
+    from fsmeter.runlock import measuring
+    from fsmeter.runner import disk_model_record
+    from fsmeter.units import parse_size
+
+    if dir is not None:
+        raise UserError("--disk-model and --dir exclude each other: the run makes its own filesystem on the model")
+    if workload.endswith(".fio") or ".fio:" in workload or launched_under_mpi():
+        raise UserError("--disk-model runs a named workload (or a workload .toml) once, without mpirun: leave it out")
+    if fs not in FILESYSTEMS:
+        raise UserError(f"--fs {fs}: unknown filesystem: use one of {', '.join(FILESYSTEMS)}")
+    try:
+        size_bytes = parse_size(size)
+    except ValueError as exc:
+        raise UserError(f"--size: {exc}") from None
+    load_profile(model)  # an unknown model or a bad profile: one line now
+    defn = load_workload(workload)
+    sets = parse_set(set_ or [])
+    build_job(defn, Path(tempfile.gettempdir()), sets)  # every parameter checked before anything is made
+    if os.geteuid() != 0 or not os.path.exists("/dev/loop-control"):
+        raise UserError(
+            "--disk-model serves the modelled disk through FUSE under a loop device and formats it: run as root",
+            exit_code=1,
+        )
+    with measuring(wait=not no_wait), Provisioner() as prov:
+        mnt = prov.create(TargetSpec(kind="disk-model", model=model, size_bytes=size_bytes), FsConfig(name=fs))
+        try:
+            job = build_job(defn, Path(mnt.path), sets)
+            watch = mnt.target.watch()
+            before = watch.snapshot()
+            doc = run_job(job, console, device=mnt.device, disk=watch, **opts)
+            doc["target"] = {k: v for k, v in mnt.info().items() if k != "proc_mounts_line"}
+            doc["disk_model"] = disk_model_record(mnt, watch.since(before))
+        finally:
+            prov.destroy(mnt)
+    print_result(doc, job, console, json_out)
+    dm = (doc["disk_model"] or {}).get("trial") or {}
+    if dm.get("requests"):
+        from fsmeter.diskmodel.stats import describe as describe_dm
+
+        console.print(describe_dm(dm), highlight=False)
+
+
+def _check_options(workload: str, dir: Path | None, cache: str, json_out: Path | None, min_phase_s: float) -> None:
+    """`fsmeter run`'s options that need no MPI, checked before anything runs."""
+    if cache not in CACHE_CHOICES:
+        raise UserError(f"--cache {cache!r}: use one of {', '.join(CACHE_CHOICES)}")
+    if cache == "drop" and os.geteuid() != 0:
+        raise UserError(
+            "--cache drop needs root (it writes /proc/sys/vm/drop_caches): run as root, or use --cache fadvise"
+        )
+    if json_out is not None:  # checked now: a path that cannot be written would lose the whole run
+        from fsmeter.userpaths import check_output_path
+
+        check_output_path(json_out, "--json", stdout=True)
+    if not (min_phase_s >= 0 and math.isfinite(min_phase_s)):
+        raise UserError(f"--min-phase-s {min_phase_s!r}: give a number of seconds >= 0")
+
+
+def _check_dir(workload: str, dir: Path | None) -> None:
+    """--dir names a directory on a real filesystem (a fio job file naming absolute directories may omit it)."""
+    from fsmeter.userpaths import check_dir
+
+    if dir is None and not workload.endswith(".fio"):
+        raise UserError(
+            "--dir is required: name a directory on the filesystem to measure (only `fsmeter run "
+            "FILE.fio` of a job file that names absolute directories may leave it out)"
+        )
+    if dir is not None:
+        check_dir(dir)
+
+
+def _check_mpi_options(
+    workload: str, stonewall: str | None, shared_file: bool, reorder_shift: str | None, wearout: bool, allow_exec: bool
+) -> None:
+    """The options that work under mpirun only (and --allow-exec, never under it)."""
+    from fsmeter.mpi.comm import launched_under_mpi
+
+    if stonewall is not None and not launched_under_mpi():
+        raise UserError(
+            "--stonewall works under mpirun only (it stops the other ranks): leave it out, or run "
+            "`mpirun -n N fsmeter run ...`"
+        )
+    for given, name in (
+        (shared_file, "--shared-file"),
+        (reorder_shift is not None, "--reorder-shift"),
+        (wearout, "--stonewall-wearout"),
+    ):
+        if given and not launched_under_mpi():
+            raise UserError(
+                f"{name} works under mpirun only (it lays out regions for the other ranks): leave "
+                "it out, or run `mpirun -n N fsmeter run ...`"
+            )
+    if allow_exec and (not workload.endswith(".fio") or launched_under_mpi()):
+        raise UserError(
+            "--allow-exec runs the programs of a fio job file's ioengine=exec jobs, under `fsmeter "
+            "run FILE.fio` without mpirun only: leave it out"
+        )
 
 
 def print_result(doc: dict, job, console: Console, json_out: Path | None) -> None:
@@ -257,8 +338,10 @@ def print_result(doc: dict, job, console: Console, json_out: Path | None) -> Non
     if (doc.get("mpi") or {}).get("mounts_note"):
         console.print(f"  [yellow]note:[/] {doc['mpi']['mounts_note']}", highlight=False)
     if json_out is not None:
-        json_out.write_text(json.dumps(doc, indent=1))
-        console.print(f"wrote {json_out}")
+        from fsmeter.userpaths import write_output
+
+        if write_output(json_out, json.dumps(doc, indent=1) + "\n", "--json"):
+            console.print(f"wrote {json_out}")
     if doc["interrupted"]:
         console.print("[bold red]interrupted:[/] the figures above cover only what ran before the stop")
         raise typer.Exit(130)

@@ -44,6 +44,9 @@ def register(app: typer.Typer) -> None:
         if rep.healthy:
             con.print("healthy")
             return
+        if rep.foreign:
+            print(f"not a store: {store} holds no fsmeter tables: name the results store")
+            raise typer.Exit(1)
         print(
             f"damaged: {rep.problem()}: `fsmeter store recover {store} --to {recovered_name(store)}` copies out "
             "every readable trial"

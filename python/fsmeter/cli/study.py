@@ -12,6 +12,7 @@ from rich.table import Table
 from fsmeter.cli._device import device_options, device_target
 from fsmeter.cli._runlock import no_wait_option
 from fsmeter.errors import UserError
+from fsmeter.userpaths import check_output_path
 
 DEVICE_OPT, CONFIRM_OPT, FORCE_OPT = device_options()
 DB_HELP = "results database (default: $FSMETER_DB or ./fsmeter.sqlite)"
@@ -31,229 +32,228 @@ def _change_table(changes: list) -> Table:
     return t
 
 
+def list_() -> None:
+    """The studies fsmeter can re-run, what they need, and their time at each scale here."""
+    from fsmeter.study.model import load_study, study_paths
+    from fsmeter.study.plan import TRIAL_OVERHEAD_S, plan_study
+
+    console = Console()
+    t = Table(title="studies (fsmeter study run NAME --scale small|quick|paper|FACTOR)")
+    for col in ("study", "what it measured", "needs", "small", "quick (functional only)", "paper"):
+        t.add_column(col, overflow="fold")
+    for slug in study_paths():
+        s = load_study(slug)
+        needs = ", ".join(
+            ["root" if s.study.needs_root else "no root"]
+            + (["a device"] if s.study.needs_device else [])
+            + [f"{f} family" for f in s.study.families]
+        )
+        est = []
+        for scale in ("small", "quick", "paper"):
+            try:
+                p = plan_study(s, scale)
+                est.append(f"~{_minutes(p.est_s)} ({p.cells} cells x {p.trials_per_cell})")
+            except UserError as exc:
+                est.append(f"cannot run: {exc.message}")
+        t.add_row(f"{slug}\n[dim]{s.study.citation}[/]", s.study.summary, needs, *est)
+    console.print(t)
+    console.print(
+        "[dim]times are estimates for this machine (per-trial times measured on a 2-core "
+        f"machine with loop images, plus ~{TRIAL_OVERHEAD_S:g} s per trial for mkfs, mount and cache "
+        "resets)[/]"
+    )
+
+
+def run(
+    name: str = typer.Argument(..., help="a study from `fsmeter study list`"),
+    scale: str = typer.Option(
+        "small",
+        "--scale",
+        help="small (about 10 min, in the study's regime) | quick "
+        "(a functional check only: disk-bound workloads become cache-resident) | "
+        "paper | a factor of the paper scale such as 0.25",
+    ),
+    db: Path | None = typer.Option(None, "--db", help=DB_HELP),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print the generated campaign and stop"),
+    device: str | None = DEVICE_OPT,
+    destroy_data_on: str | None = CONFIRM_OPT,
+    force: bool = FORCE_OPT,
+    no_wait: bool = no_wait_option(),
+    kernel: str | None = typer.Option(
+        None,
+        "--kernel",
+        help="comma-separated kernels (e.g. 6.1) to run "
+        "the configurations this host's kernel cannot make in guests "
+        "(virtual machines; see the guests page of the docs)",
+    ),
+) -> None:
+    """Generate the study's campaign for this machine at SCALE and run it into the store."""
+    from fsmeter.campaign import parse_campaign
+    from fsmeter.cli.campaign import execute
+    from fsmeter.runlock import measuring
+    from fsmeter.runner import start_campaign
+    from fsmeter.store import open_store
+    from fsmeter.study.model import load_study
+    from fsmeter.study.plan import TRIAL_OVERHEAD_S, plan_study
+
+    console = Console()
+    study = load_study(name)
+    target = device_target(device, destroy_data_on, force)
+    kernels = [k.strip() for k in (kernel or "").split(",") if k.strip()] or None
+    if kernel is not None and not kernels:
+        raise UserError("--kernel: name at least one kernel, e.g. --kernel 6.1")
+    plan = plan_study(study, scale, target, kernels)
+    text = plan.text()
+    console.print(
+        f"[bold]{study.study.title}[/] ({study.study.citation}), scale {plan.scale}: "
+        f"{plan.cells} cells x {plan.trials_per_cell} trials, about {_minutes(plan.est_s)} here"
+    )
+    if plan.scale == "quick":
+        console.print(
+            "[yellow]quick scale: a functional check only; its verdicts do not stand for the study "
+            "(disk-bound workloads run from the page cache): use --scale small[/]"
+        )
+    if plan.changes:
+        console.print(_change_table(plan.changes))
+    if dry_run:
+        est = Table(
+            title="time estimate (one trial's time per workload as measured on a quiet 2-CPU machine "
+            f"with loop images, plus {TRIAL_OVERHEAD_S:g} s per trial; a busy machine takes longer)"
+        )
+        for col in ("workload", "cells", "trials each", "s per trial", "total"):
+            est.add_column(col)
+        for wl, (n, secs) in plan.est_by_workload.items():
+            each = secs / (n * plan.trials_per_cell) if n and plan.trials_per_cell else 0.0
+            est.add_row(wl, str(n), str(plan.trials_per_cell), f"{each:.1f}", _minutes(secs))
+        console.print(est)
+        console.print(text, markup=False, highlight=False)
+        return
+    if study.study.needs_root and target is None and (os.geteuid() != 0 or not os.path.exists("/dev/loop-control")):
+        raise UserError(
+            f"study {study.slug} makes filesystems on loop devices: run it as root "
+            "(sudo fsmeter study run ...), or on a device with --device/--destroy-data-on"
+        )
+    campaign = parse_campaign(text, f"study {study.slug}")
+    with measuring(wait=not no_wait), open_store(db) as store:
+        cid = start_campaign(Path(f"study:{study.slug}"), store, console, campaign=campaign, text=text)
+        console.print(f"campaign {cid} ({campaign.name}) -> {store.path}")
+        execute(store, cid, campaign, console, quiet)
+        console.print(
+            f"next: `fsmeter study report {study.slug} --db {store.path}` draws the study's tables "
+            "beside the published ones and tests its claims"
+        )
+
+
+def check(
+    name: str | None = typer.Argument(None, help="a study from `fsmeter study list`"),
+    all_: bool = typer.Option(False, "--all", help="every shipped study"),
+    json_out: Path | None = typer.Option(
+        None, "--json", help="also write the verdicts to this JSON file: a list of {claim, paper_verdict, why, ...}"
+    ),
+) -> None:
+    """Test every claim of a study on the paper's own published numbers (no measurement).
+
+    Exit status 1 when a claim's verdict differs from the one its study file expects (expect_paper)."""
+    import json
+
+    from fsmeter.study.model import load_study, study_paths
+    from fsmeter.study.paper import check_paper
+    from fsmeter.study.report import rules_text
+    from fsmeter.study.verdict import PAPER_WORDS, counts
+
+    if all_ == (name is not None):
+        raise UserError("study check: name one study, or give --all (fsmeter study list shows them)")
+    if json_out is not None:
+        check_output_path(json_out, "--json")
+    slugs = list(study_paths()) if all_ else [name]
+    console = Console()
+    out, misjudged = [], []
+    for slug in slugs:
+        study = load_study(slug)
+        results = check_paper(study)
+        t = Table(title=f"{study.slug}: its claims on its own published numbers", show_lines=True)
+        for col in ("claim", "the study says", "on its own data", "expected", "test and evidence"):
+            t.add_column(col, overflow="fold")
+        for r in results:
+            color = {"supported": "green", "contradicted": "red", "inconclusive": "yellow"}.get(r.paper_verdict, "dim")
+            word = "contradicted by its own data" if r.paper_verdict == "contradicted" else r.paper_verdict
+            exp = r.expected or "-"
+            if r.misjudged:
+                exp = f"[bold red]{exp} (differs)[/]"
+                misjudged.append(f"{study.slug} {r.claim.id}")
+            says = r.claim.says + (
+                " [a reading of the paper's tables: the paper states no such conclusion]"
+                if r.claim.basis == "read_off"
+                else ""
+            )
+            t.add_row(r.claim.id, says, f"[{color}]{word}[/]", exp, r.why[:900])
+            out.append({"study": study.slug, **r.as_json()})
+        console.print(t)
+        c = counts((r.paper_verdict for r in results), PAPER_WORDS)
+        console.print(", ".join(f"{n} {w}" for w, n in c.items()))
+        console.print(f"the study's rules: {rules_text(study)}")
+    if json_out is not None:
+        json_out.write_text(json.dumps(out, indent=1) + "\n")
+        console.print(f"verdicts: {json_out}")
+    if misjudged:
+        console.print(
+            f"[red]{len(misjudged)} claim(s) judged otherwise than their study file expects: {', '.join(misjudged)}[/]"
+        )
+        raise typer.Exit(1)
+
+
+def report(
+    name: str = typer.Argument(..., help="a study from `fsmeter study list`"),
+    db: Path | None = typer.Option(None, "--db", help=DB_HELP),
+    out: Path | None = typer.Option(
+        None, "-o", "--out", help="HTML file (default: <study>-report.html next to the store)"
+    ),
+    campaign: str | None = typer.Option(
+        None, "--campaign", help="a campaign id (default: every campaign of this study in the store)"
+    ),
+    json_out: Path | None = typer.Option(
+        None,
+        "--json",
+        help="also write the verdicts to this JSON file: a list of {claim, verdict, paper_verdict, ...}",
+    ),
+) -> None:
+    """The study's tables and figures from the new run beside the published ones, and a verdict per claim."""
+    from fsmeter.store import default_db_path
+    from fsmeter.study.model import load_study
+    from fsmeter.study.report import build_study_view, verdict_table, write_study_report
+
+    console = Console()
+    study = load_study(name)
+    if out is not None:
+        check_output_path(out, "--out")
+    path = default_db_path(db)
+    if not os.path.exists(path):  # os.path: a name too long is no file, not an OSError
+        raise UserError(
+            f"{path}: no results database: run `fsmeter study run {study.slug}` first, or name one with --db"
+        )
+    if json_out is not None:
+        check_output_path(json_out, "--json")
+    view = build_study_view(study, path, campaign)
+    console.print(verdict_table(view))
+    if json_out is not None:
+        import json
+
+        from fsmeter.study.report import verdicts_json
+
+        json_out.write_text(json.dumps(verdicts_json(view), indent=1) + "\n")
+        console.print(f"verdicts: {json_out}")
+    target = out or path.parent / f"{study.slug}-report.html"
+    write_study_report(view, target)
+    console.print(f"report: {target}")
+
+
 def register(app: typer.Typer) -> None:
     st = typer.Typer(
         help="Re-run a published filesystem study in one command and test its conclusions.", no_args_is_help=True
     )
     app.add_typer(st, name="study")
-
-    @st.command("list")
-    def list_() -> None:
-        """The studies fsmeter can re-run, what they need, and their time at each scale here."""
-        from fsmeter.study.model import load_study, study_paths
-        from fsmeter.study.plan import TRIAL_OVERHEAD_S, plan_study
-
-        console = Console()
-        t = Table(title="studies (fsmeter study run NAME --scale small|quick|paper|FACTOR)")
-        for col in ("study", "what it measured", "needs", "small", "quick (functional only)", "paper"):
-            t.add_column(col, overflow="fold")
-        for slug in study_paths():
-            s = load_study(slug)
-            needs = ", ".join(
-                ["root" if s.study.needs_root else "no root"]
-                + (["a device"] if s.study.needs_device else [])
-                + [f"{f} family" for f in s.study.families]
-            )
-            est = []
-            for scale in ("small", "quick", "paper"):
-                try:
-                    p = plan_study(s, scale)
-                    est.append(f"~{_minutes(p.est_s)} ({p.cells} cells x {p.trials_per_cell})")
-                except UserError as exc:
-                    est.append(f"cannot run: {exc.message}")
-            t.add_row(f"{slug}\n[dim]{s.study.citation}[/]", s.study.summary, needs, *est)
-        console.print(t)
-        console.print(
-            "[dim]times are estimates for this machine (per-trial times measured on a 2-core "
-            f"machine with loop images, plus ~{TRIAL_OVERHEAD_S:g} s per trial for mkfs, mount and cache "
-            "resets)[/]"
-        )
-
-    @st.command("run")
-    def run(
-        name: str = typer.Argument(..., help="a study from `fsmeter study list`"),
-        scale: str = typer.Option(
-            "small",
-            "--scale",
-            help="small (about 10 min, in the study's regime) | quick "
-            "(a functional check only: disk-bound workloads become cache-resident) | "
-            "paper | a factor of the paper scale such as 0.25",
-        ),
-        db: Path | None = typer.Option(None, "--db", help=DB_HELP),
-        quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars"),
-        dry_run: bool = typer.Option(False, "--dry-run", help="print the generated campaign and stop"),
-        device: str | None = DEVICE_OPT,
-        destroy_data_on: str | None = CONFIRM_OPT,
-        force: bool = FORCE_OPT,
-        no_wait: bool = no_wait_option(),
-        kernel: str | None = typer.Option(
-            None,
-            "--kernel",
-            help="comma-separated kernels (e.g. 6.1) to run "
-            "the configurations this host's kernel cannot make in guests "
-            "(virtual machines; see the guests page of the docs)",
-        ),
-    ) -> None:
-        """Generate the study's campaign for this machine at SCALE and run it into the store."""
-        from fsmeter.campaign import parse_campaign
-        from fsmeter.cli.campaign import execute
-        from fsmeter.runlock import measuring
-        from fsmeter.runner import start_campaign
-        from fsmeter.store import open_store
-        from fsmeter.study.model import load_study
-        from fsmeter.study.plan import TRIAL_OVERHEAD_S, plan_study
-
-        console = Console()
-        study = load_study(name)
-        target = device_target(device, destroy_data_on, force)
-        kernels = [k.strip() for k in (kernel or "").split(",") if k.strip()] or None
-        if kernel is not None and not kernels:
-            raise UserError("--kernel: name at least one kernel, e.g. --kernel 6.1")
-        plan = plan_study(study, scale, target, kernels)
-        text = plan.text()
-        console.print(
-            f"[bold]{study.study.title}[/] ({study.study.citation}), scale {plan.scale}: "
-            f"{plan.cells} cells x {plan.trials_per_cell} trials, about {_minutes(plan.est_s)} here"
-        )
-        if plan.scale == "quick":
-            console.print(
-                "[yellow]quick scale: a functional check only; its verdicts do not stand for the study "
-                "(disk-bound workloads run from the page cache): use --scale small[/]"
-            )
-        if plan.changes:
-            console.print(_change_table(plan.changes))
-        if dry_run:
-            est = Table(
-                title="time estimate (one trial's time per workload as measured on a quiet 2-CPU machine "
-                f"with loop images, plus {TRIAL_OVERHEAD_S:g} s per trial; a busy machine takes longer)"
-            )
-            for col in ("workload", "cells", "trials each", "s per trial", "total"):
-                est.add_column(col)
-            for wl, (n, secs) in plan.est_by_workload.items():
-                each = secs / (n * plan.trials_per_cell) if n and plan.trials_per_cell else 0.0
-                est.add_row(wl, str(n), str(plan.trials_per_cell), f"{each:.1f}", _minutes(secs))
-            console.print(est)
-            console.print(text, markup=False, highlight=False)
-            return
-        if study.study.needs_root and target is None and (os.geteuid() != 0 or not os.path.exists("/dev/loop-control")):
-            raise UserError(
-                f"study {study.slug} makes filesystems on loop devices: run it as root "
-                "(sudo fsmeter study run ...), or on a device with --device/--destroy-data-on"
-            )
-        campaign = parse_campaign(text, f"study {study.slug}")
-        with measuring(wait=not no_wait), open_store(db) as store:
-            cid = start_campaign(Path(f"study:{study.slug}"), store, console, campaign=campaign, text=text)
-            console.print(f"campaign {cid} ({campaign.name}) -> {store.path}")
-            execute(store, cid, campaign, console, quiet)
-            console.print(
-                f"next: `fsmeter study report {study.slug} --db {store.path}` draws the study's tables "
-                "beside the published ones and tests its claims"
-            )
-
-    @st.command("check")
-    def check(
-        name: str | None = typer.Argument(None, help="a study from `fsmeter study list`"),
-        all_: bool = typer.Option(False, "--all", help="every shipped study"),
-        json_out: Path | None = typer.Option(
-            None, "--json", help="also write the verdicts to this JSON file: a list of {claim, paper_verdict, why, ...}"
-        ),
-    ) -> None:
-        """Test every claim of a study on the paper's own published numbers (no measurement).
-
-        Exit status 1 when a claim's verdict differs from the one its study file expects (expect_paper)."""
-        import json
-
-        from fsmeter.study.model import load_study, study_paths
-        from fsmeter.study.paper import check_paper
-        from fsmeter.study.report import rules_text
-        from fsmeter.study.verdict import PAPER_WORDS, counts
-
-        if all_ == (name is not None):
-            raise UserError("study check: name one study, or give --all (fsmeter study list shows them)")
-        if json_out is not None and not json_out.parent.is_dir():
-            raise UserError(f"--json {json_out}: the folder {json_out.parent} does not exist")
-        slugs = list(study_paths()) if all_ else [name]
-        console = Console()
-        out, misjudged = [], []
-        for slug in slugs:
-            study = load_study(slug)
-            results = check_paper(study)
-            t = Table(title=f"{study.slug}: its claims on its own published numbers", show_lines=True)
-            for col in ("claim", "the study says", "on its own data", "expected", "test and evidence"):
-                t.add_column(col, overflow="fold")
-            for r in results:
-                color = {"supported": "green", "contradicted": "red", "inconclusive": "yellow"}.get(
-                    r.paper_verdict, "dim"
-                )
-                word = "contradicted by its own data" if r.paper_verdict == "contradicted" else r.paper_verdict
-                exp = r.expected or "-"
-                if r.misjudged:
-                    exp = f"[bold red]{exp} (differs)[/]"
-                    misjudged.append(f"{study.slug} {r.claim.id}")
-                says = r.claim.says + (
-                    " [a reading of the paper's tables: the paper states no such conclusion]"
-                    if r.claim.basis == "read_off"
-                    else ""
-                )
-                t.add_row(r.claim.id, says, f"[{color}]{word}[/]", exp, r.why[:900])
-                out.append({"study": study.slug, **r.as_json()})
-            console.print(t)
-            c = counts((r.paper_verdict for r in results), PAPER_WORDS)
-            console.print(", ".join(f"{n} {w}" for w, n in c.items()))
-            console.print(f"the study's rules: {rules_text(study)}")
-        if json_out is not None:
-            json_out.write_text(json.dumps(out, indent=1) + "\n")
-            console.print(f"verdicts: {json_out}")
-        if misjudged:
-            console.print(
-                f"[red]{len(misjudged)} claim(s) judged otherwise than their study file expects: "
-                f"{', '.join(misjudged)}[/]"
-            )
-            raise typer.Exit(1)
-
-    @st.command("report")
-    def report(
-        name: str = typer.Argument(..., help="a study from `fsmeter study list`"),
-        db: Path | None = typer.Option(None, "--db", help=DB_HELP),
-        out: Path | None = typer.Option(
-            None, "-o", "--out", help="HTML file (default: <study>-report.html next to the store)"
-        ),
-        campaign: str | None = typer.Option(
-            None, "--campaign", help="a campaign id (default: every campaign of this study in the store)"
-        ),
-        json_out: Path | None = typer.Option(
-            None,
-            "--json",
-            help="also write the verdicts to this JSON file: a list of {claim, verdict, paper_verdict, ...}",
-        ),
-    ) -> None:
-        """The study's tables and figures from the new run beside the published ones, and a verdict per claim."""
-        from fsmeter.store import default_db_path
-        from fsmeter.study.model import load_study
-        from fsmeter.study.report import build_study_view, verdict_table, write_study_report
-
-        console = Console()
-        study = load_study(name)
-        if out is not None:
-            from fsmeter.textfile import check_output_path
-
-            check_output_path(out, "--out")
-        path = default_db_path(db)
-        if not path.exists():
-            raise UserError(
-                f"{path}: no results database: run `fsmeter study run {study.slug}` first, or name one with --db"
-            )
-        if json_out is not None and not json_out.parent.is_dir():
-            raise UserError(f"--json {json_out}: the folder {json_out.parent} does not exist")
-        view = build_study_view(study, path, campaign)
-        console.print(verdict_table(view))
-        if json_out is not None:
-            import json
-
-            from fsmeter.study.report import verdicts_json
-
-            json_out.write_text(json.dumps(verdicts_json(view), indent=1) + "\n")
-            console.print(f"verdicts: {json_out}")
-        target = out or path.parent / f"{study.slug}-report.html"
-        write_study_report(view, target)
-        console.print(f"report: {target}")
+    st.command("list")(list_)
+    st.command("run")(run)
+    st.command("check")(check)
+    st.command("report")(report)

@@ -127,8 +127,14 @@ def figures(doc: dict) -> list[dict]:
     cells = doc["cells"]
     sizes = sorted({c["size_bytes"] for c in cells})
     titles = list(dict.fromkeys(c["title"] for c in cells))
-    figs = []
-    # recovery time: one marker per crash point; x is the configuration (and the size when several)
+    figs = [_recovery_figure(cells, sizes)]
+    if len(sizes) > 1:
+        figs.append(_recovery_size_figure(cells, titles))
+    return figs + _loss_figures(doc)
+
+
+def _recovery_figure(cells: list, sizes: list) -> dict:
+    """Recovery time: one marker per crash point; x is the configuration (and the size when several)."""
     traces = []
     for what, key, symbol in (
         ("check (fsck)", "fsck_s", "circle"),
@@ -159,73 +165,76 @@ def figures(doc: dict) -> list[dict]:
                 "marker": {"symbol": symbol},
             }
         )
-    figs.append(
-        {
-            "id": "recovery",
-            "title": "Recovery time per filesystem after a power cut",
-            "data": traces,
-            "layout": {
-                "title": "Recovery time after a power cut (every crash point)",
-                "boxmode": "group",
-                "yaxis": {"title": "seconds"},
-                "height": 440,
-                "template": "plotly_white",
-            },
-        }
-    )
-    if len(sizes) > 1:
-        # recovery = check + mount, every crash point, and the median per size joined by a line
-        traces = []
-        for title in titles:
-            pts = [
-                (c["size_bytes"], p["recovery"]["fsck_s"] + p["recovery"]["mount_s"])
-                for c in cells
-                if c["title"] == title
-                for p in c["points"]
-                if p.get("recovery", {}).get("fsck_s") is not None and p["recovery"].get("mount_s") is not None
-            ]
-            if not pts:
-                continue
-            med = [(s, median(v for z, v in pts if z == s)) for s in sorted({z for z, _ in pts})]
-            traces.append(
-                {
-                    "type": "scatter",
-                    "mode": "lines+markers",
-                    "name": f"{title} (median)",
-                    "legendgroup": title,
-                    "x": [s / 2**30 for s, _ in med],
-                    "y": [v for _, v in med],
-                }
-            )
-            traces.append(
-                {
-                    "type": "scatter",
-                    "mode": "markers",
-                    "name": title,
-                    "legendgroup": title,
-                    "showlegend": False,
-                    "opacity": 0.5,
-                    "x": [s / 2**30 for s, _ in pts],
-                    "y": [v for _, v in pts],
-                }
-            )
-        figs.append(
+    return {
+        "id": "recovery",
+        "title": "Recovery time per filesystem after a power cut",
+        "data": traces,
+        "layout": {
+            "title": "Recovery time after a power cut (every crash point)",
+            "boxmode": "group",
+            "yaxis": {"title": "seconds"},
+            "height": 440,
+            "template": "plotly_white",
+        },
+    }
+
+
+def _recovery_size_figure(cells: list, titles: list) -> dict:
+    """Recovery = check + mount at every crash point against the filesystem's size, and the median per size
+    joined by a line."""
+    traces = []
+    for title in titles:
+        pts = [
+            (c["size_bytes"], p["recovery"]["fsck_s"] + p["recovery"]["mount_s"])
+            for c in cells
+            if c["title"] == title
+            for p in c["points"]
+            if p.get("recovery", {}).get("fsck_s") is not None and p["recovery"].get("mount_s") is not None
+        ]
+        if not pts:
+            continue
+        med = [(s, median(v for z, v in pts if z == s)) for s in sorted({z for z, _ in pts})]
+        traces.append(
             {
-                "id": "recovery-size",
-                "title": "Recovery time (check + mount) against filesystem size",
-                "data": traces,
-                "layout": {
-                    "title": "Recovery time (check + mount) against filesystem size",
-                    "xaxis": {"title": "filesystem size (GiB)"},
-                    "yaxis": {"title": "seconds"},
-                    "height": 420,
-                    "template": "plotly_white",
-                },
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": f"{title} (median)",
+                "legendgroup": title,
+                "x": [s / 2**30 for s, _ in med],
+                "y": [v for _, v in med],
             }
         )
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers",
+                "name": title,
+                "legendgroup": title,
+                "showlegend": False,
+                "opacity": 0.5,
+                "x": [s / 2**30 for s, _ in pts],
+                "y": [v for _, v in pts],
+            }
+        )
+    return {
+        "id": "recovery-size",
+        "title": "Recovery time (check + mount) against filesystem size",
+        "data": traces,
+        "layout": {
+            "title": "Recovery time (check + mount) against filesystem size",
+            "xaxis": {"title": "filesystem size (GiB)"},
+            "yaxis": {"title": "seconds"},
+            "height": 420,
+            "template": "plotly_white",
+        },
+    }
+
+
+def _loss_figures(doc: dict) -> list[dict]:
+    """What was lost beyond what fsync promised, and what a crash took that fsync never promised."""
     rs = rows(doc)
     labels = [f"{r['title']} {format_size(r['size_bytes'])} dirty {format_size(r['dirty_bytes'])}" for r in rs]
-    figs.append(
+    figs = [
         {
             "id": "loss",
             "title": "Data lost beyond what fsync promised",
@@ -261,7 +270,7 @@ def figures(doc: dict) -> list[dict]:
                 "template": "plotly_white",
             },
         }
-    )
+    ]
     figs.append(
         {
             "id": "unpromised",

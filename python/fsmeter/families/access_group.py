@@ -1,6 +1,6 @@
 """Several access jobs measured together in one phase, as fio runs the jobs of one group (no
 stonewall between them): each job with its own parameters, threads, seed and backend. Made by
-fio job files (fsmeter.interop.fio_map); the engine's spec is `access_group` (access/group.rs)."""
+fio job files (fsmeter.interop.fio); the engine's spec is `access_group` (access/group.rs)."""
 
 from __future__ import annotations
 

@@ -33,6 +33,35 @@ class Kernel:
         return {"level": self.level, "image": self.image, "version": self.version}
 
 
+#: Where an x86 Linux kernel image (bzImage, what QEMU boots with -kernel) carries its boot protocol's
+#: header signature: "HdrS" at offset 0x202 (the kernel's Documentation/arch/x86/boot.rst).
+BOOT_MAGIC_OFFSET, BOOT_MAGIC = 0x202, b"HdrS"
+
+
+def image_problem(path: str) -> str | None:
+    """Why the file at ``path`` is not a Linux kernel image a guest can boot, or None: it must carry the
+    x86 boot header ("HdrS" at 0x202). Checked before a campaign is stored or QEMU started: any file
+    passed before, and the guest failed only after its boot timeout."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(BOOT_MAGIC_OFFSET + len(BOOT_MAGIC))
+    except OSError as exc:
+        return f"cannot read it ({exc.strerror or exc})"
+    if head[BOOT_MAGIC_OFFSET:] != BOOT_MAGIC:
+        return (
+            "not a Linux kernel image (no x86 boot header, 'HdrS' at offset 0x202): give a vmlinuz/bzImage "
+            "file, or an installed version such as 6.1"
+        )
+    return None
+
+
+def _checked(k: Kernel) -> Kernel:
+    why = image_problem(k.image)
+    if why is not None:
+        raise UserError(f"kernel: {k.level}: {why}" if k.level == k.image else f"kernel: {k.level} ({k.image}): {why}")
+    return k
+
+
 def _vkey(version: str) -> tuple:
     return tuple(int(x) if x.isdigit() else x for x in re.split(r"[.+\-~]", version))
 
@@ -56,13 +85,13 @@ def resolve(level, boot: str | None = None) -> Kernel:
         raise UserError("kernel: an empty level: give a path to a vmlinuz, or an installed version such as 6.1")
     if "/" in text:
         p = Path(text)
-        if not p.is_file():
+        if not os.path.isfile(p):  # os.path: a name too long to look up is no file, not an OSError
             raise UserError(f"kernel: {text}: no such kernel image: give the path of a vmlinuz/bzImage file")
         name = p.name.removeprefix("vmlinuz-")
-        return Kernel(text, str(p.resolve()), name)
+        return _checked(Kernel(text, str(p.resolve()), name))
     have = installed(boot)
     if text in have:
-        return Kernel(text, os.path.join(boot, f"vmlinuz-{text}"), text)
+        return _checked(Kernel(text, os.path.join(boot, f"vmlinuz-{text}"), text))
     series = [
         v for v in have if v == text or v.startswith(text + ".") or v.startswith(text + "-") or v.startswith(text + "+")
     ]
@@ -73,7 +102,7 @@ def resolve(level, boot: str | None = None) -> Kernel:
             f"(Debian: apt-get install linux-image-{text}...-amd64) or give the path of a vmlinuz"
         )
     best = series[-1]
-    return Kernel(text, os.path.join(boot, f"vmlinuz-{best}"), best)
+    return _checked(Kernel(text, os.path.join(boot, f"vmlinuz-{best}"), best))
 
 
 # -- accelerators ------------------------------------------------------------------------------
@@ -129,4 +158,16 @@ def choose(wanted: str = "auto") -> Accel:
     return Accel("kvm", "hardware virtualisation (/dev/kvm)")
 
 
-__all__ = ["EMULATED_NOTE", "HOST_LEVEL", "Accel", "Kernel", "choose", "installed", "kvm_problem", "resolve"]
+__all__ = [
+    "BOOT_MAGIC",
+    "BOOT_MAGIC_OFFSET",
+    "EMULATED_NOTE",
+    "HOST_LEVEL",
+    "Accel",
+    "Kernel",
+    "choose",
+    "image_problem",
+    "installed",
+    "kvm_problem",
+    "resolve",
+]

@@ -1,1 +1,1 @@
-"""fio interoperability: fio job files in (fio_jobfile, fio_map), fio-shaped JSON out (fio_export)."""
+"""fio interoperability: fio job files in (fio_jobfile, the fio package), fio-shaped JSON out (fio_export)."""

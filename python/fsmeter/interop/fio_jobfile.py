@@ -2,7 +2,7 @@
 built-in variables ($pagesize, $mb_memory, $ncpus, with the arithmetic fio then hands to bc), and fio's number
 syntax (size suffixes under kb_base, time suffixes, ranges, percentages).
 
-This module only parses; fsmeter.interop.fio_map decides what each option means for fsmeter.
+This module only parses; the fsmeter.interop.fio package decides what each option means for fsmeter.
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ from rich.console import Console
 from fsmeter.engine import EngineFailure
 from fsmeter.errors import UserError
 from fsmeter.interop import fio_exec
-from fsmeter.interop.fio_map import MappedGroup, access_def, fio_workloads, group_def, job_error, map_job, split_ref
+from fsmeter.interop.fio.job import map_job
+from fsmeter.interop.fio.load import access_def, fio_workloads, group_def, split_ref
+from fsmeter.interop.fio.mapped import MappedGroup, job_error
 from fsmeter.phases import PhaseSteps, run_job
 from fsmeter.spec import build_job
 
@@ -524,7 +526,7 @@ def fio_log_lines(report: dict, kind: str, since_s: float = 0.0, fmt: dict | Non
     interval's end since the phase started; direction 0 read, 1 write, 2 trim (latency logs); block size and
     priority 0, as in fio 3's averaged lines). `since_s`: when the job started in its phase (a job of a group
     that starts late): its log's times count from its own start, as fio's do, and intervals before it are left
-    out. `fmt` (fio_map's log_format): `offset` adds fio's offset column (0 in averaged lines, as fio's),
+    out. `fmt` (fio.logs.log_format): `offset` adds fio's offset column (0 in averaged lines, as fio's),
     `prio` writes the priority column in hex (0x0000), `window` max or both logs the latency window's largest
     value instead of (or after) its mean.
     Bandwidth is the interval's bytes of that direction: the interval's I/Os of it times the direction's mean

@@ -94,6 +94,25 @@ class Io500Config:
                 raise bad(flag, "give a number of files per rank between 1 and 4e9")
 
 
+def most_written(cfg: Io500Config, ranks: int) -> int:
+    """The bytes the ior phases may write at most: ranks x (ior-easy's block + ior-hard's segments x 47008)."""
+    return ranks * (cfg.ior_easy_block + cfg.ior_hard_segments * IOR_HARD_TRANSFER)
+
+
+def check_fits(cfg: Io500Config, ranks: int, free: int, where: str) -> None:
+    """Refuse bounds whose writes could fill the ``free`` bytes ``where`` (IO500's own defaults, 9.9 TB a
+    rank, count on the stonewall to end the writes first; on a filesystem smaller than that, a fast one
+    fills up, the ranks abort and leave their files)."""
+    most = most_written(cfg, ranks)
+    if most > free:
+        raise UserError(
+            f"--ior-easy-block, --ior-hard-segments: the ior phases may write up to {most / GiB:,.1f} "
+            f"GiB ({ranks} ranks x ({cfg.ior_easy_block / GiB:,.1f} GiB + {cfg.ior_hard_segments:,} x "
+            f"{IOR_HARD_TRANSFER} B)), more than the {free / GiB:,.1f} GiB free {where}: lower them so that "
+            "the writes fit (IO500's defaults count on a filesystem larger than the stonewall can fill)"
+        )
+
+
 def geometric_mean(values: list) -> float:
     """IO500's mean of one score group: the values > 0 multiplied, to the power 1/their count; 0 when
     there is none (main.c: calc_score skips a phase whose score is <= 0)."""
@@ -255,22 +274,9 @@ class Suite:
         w.barrier("after making each rank's folder")
 
     def check_space(self) -> None:
-        """Refuse bounds that could fill --dir: the ior phases write up to ranks x (ior-easy's block +
-        ior-hard's segments x 47008) bytes. IO500's own defaults (9.9 TB a rank) count on the
-        stonewall to end the writes first; on a filesystem smaller than that, a fast one fills up, the
-        ranks abort and leave their files."""
-        c = self.cfg
-        most = self.n * (c.ior_easy_block + c.ior_hard_segments * IOR_HARD_TRANSFER)
+        """Refuse bounds that could fill --dir (:func:`check_fits`)."""
         st = os.statvfs(self.base)
-        free = st.f_bavail * st.f_frsize
-        if most > free:
-            raise UserError(
-                f"--ior-easy-block, --ior-hard-segments: the ior phases may write up to {most / GiB:,.1f} "
-                f"GiB ({self.n} ranks x ({c.ior_easy_block / GiB:,.1f} GiB + {c.ior_hard_segments:,} x "
-                f"{IOR_HARD_TRANSFER} B)), more than the {free / GiB:,.1f} GiB free under --dir "
-                f"{self.base}: lower them so that the writes fit (IO500's defaults count on a "
-                "filesystem larger than the stonewall can fill)"
-            )
+        check_fits(self.cfg, self.n, st.f_bavail * st.f_frsize, f"under --dir {self.base}")
 
     def run(self, show=None) -> None:
         for name, _, _ in PHASES:

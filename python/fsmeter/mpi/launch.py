@@ -22,6 +22,29 @@ from fsmeter.errors import UserError
 from fsmeter.mpi.comm import INSTALL_HINT
 from fsmeter.mpi.run import LOCK_HELD_ENV
 
+#: Ranks launched on this machine at most (without a hostfile, or on namespace hosts, which share its CPUs):
+#: this many per CPU it may use (more measure the scheduler, not the storage), and never more than
+#: MAX_LOCAL_RANKS (each rank is a Python process of its own).
+RANKS_PER_CPU = 8
+MAX_LOCAL_RANKS = 1024
+
+
+def local_ranks_limit() -> int:
+    return min(MAX_LOCAL_RANKS, RANKS_PER_CPU * len(os.sched_getaffinity(0)))
+
+
+def local_ranks_problem(ranks: int) -> str | None:
+    """Why ``ranks`` ranks cannot be launched on this machine, or None (1000000 oversubscribed ranks spun
+    for ever instead of measuring anything)."""
+    most = local_ranks_limit()
+    if ranks > most:
+        cpus = len(os.sched_getaffinity(0))
+        return (
+            f"{ranks} ranks on this machine: at most {most} ({RANKS_PER_CPU} per CPU it may use, {cpus} here, "
+            f"and at most {MAX_LOCAL_RANKS}): give fewer, or run them on several hosts (an mpirun hostfile)"
+        )
+    return None
+
 
 def _set_value(v) -> str:
     """An override as `fsmeter run --set` reads it back (spec.parse_set)."""

@@ -457,6 +457,100 @@ class RankSteps(PhaseSteps):
             self.world.abort(f"cleanup: {exc}")
 
 
+def _rank_job(world: World, workload: str, directory: Path, sets: dict, stonewall, shared_file, reorder_shift, wearout):
+    """This rank's job, and the options checked against the workload: -> (stonewall, reorder_shift, the job as
+    given, the wear-out size, this rank's job: in its own folder of --dir, or --dir itself with a shared file,
+    seeded by its rank)."""
+    from fsmeter.spec import build_job, load_workload
+
+    stonewall = parse_stonewall(stonewall)
+    if workload.endswith(".fio") or ".fio:" in workload:
+        raise UserError(
+            f"{workload}: fio job files are not run under mpirun: use a named workload or a "
+            "workload .toml (fsmeter list)"
+        )
+    defn = load_workload(workload)
+    if stonewall is not None and defn.family.name not in STONEWALL_PHASES:
+        raise UserError(
+            f"--stonewall: the {defn.family.name} family cannot be stopped early and go on (its later "
+            "phases need all the earlier ones did): use it with the "
+            f"{', '.join(sorted(STONEWALL_PHASES))} families, or leave it out"
+        )
+    reorder_shift = parse_reorder_shift(reorder_shift)
+    if reorder_shift is not None and not shared_file:
+        raise UserError(
+            "--reorder-shift: needs --shared-file (with a file per rank, there is no other rank's region to read)"
+        )
+    if shared_file and defn.family.name != "access":
+        raise UserError(
+            f"--shared-file: the {defn.family.name} family keeps a file (or tree) per rank; one shared "
+            "file is for the access family's workloads (seq-write, seq-read, rand-read-4k ...)"
+        )
+    base = build_job(defn, directory, sets)
+    wear_size = check_wearout(base, stonewall) if wearout else None
+    # A shared file: every rank in --dir itself, on its own region of the same files.
+    where = directory if shared_file else rank_dir(directory, world.rank)
+    where.mkdir(exist_ok=True)
+    job = build_job(defn, where, {**sets, "seed": base.settings.seed + world.rank})
+    return stonewall, reorder_shift, base, wear_size, job
+
+
+def _file_layout(world: World, job, directory: Path, shared_file: bool, reorder_shift, hosts: list) -> dict:
+    """How the ranks share the files, for the run's document; with a shared file, this rank's regions are set
+    on its job (where it lays out, where it runs)."""
+    file_layout = {"kind": "file per rank", "rank_dirs": f"{directory}/rank-NNNNN"}
+    if shared_file:
+        shift = resolve_shift(reorder_shift, hosts)
+        p = job.params
+        region, run_at = shared_regions(world.rank, world.size, p.offset, p.file_size, shift)
+        p.share_file(region, run_at)
+        file_layout = {
+            "kind": "shared file",
+            "dir": str(directory),
+            "region_bytes": p.file_size,
+            "regions": f"rank r: [{p.offset} + r * {p.file_size}, + {p.file_size})",
+            "reorder_shift": shift,
+            "run_regions": (
+                f"rank r runs on the region of rank (r + {shift}) mod {world.size}"
+                if shift % world.size
+                else "each rank runs on its own region"
+            ),
+        }
+        if reorder_shift is not None and not shift % world.size:
+            file_layout["note"] = (
+                f"--reorder-shift {reorder_shift} is {shift} ranks, a whole turn of {world.size}: "
+                "every rank works on its own region (IOR's -C does the same on one host); "
+                "give a number of ranks such as 1 to work on a neighbour's"
+            )
+    return file_layout
+
+
+def _rank0_doc(world: World, job, base, layout: dict, file_layout: dict, mounts: dict, timeout_s: float, stonewall):
+    """The run's document as rank 0 writes it: the job, and under `mpi` the ranks, hosts, files, seeds, mounts,
+    timeout, stonewall and clocks."""
+    from fsmeter.phases import run_doc
+
+    return run_doc(
+        job,
+        mpi={
+            "ranks": world.size,
+            "hosts": sorted(layout),
+            "layout": layout,
+            "files": file_layout,
+            "seeds": f"{base.settings.seed} + rank",
+            "mounts": mounts,
+            **mounts_note(mounts),
+            "timeout_s": timeout_s,
+            "stonewall": stonewall if stonewall is not None else "none",
+            "clock": "each rank's CLOCK_MONOTONIC from its release of the barrier opening the phase",
+            "start": (
+                "a phase measured by the engine's harness waits, its files open and its workers "
+                "ready, at a second barrier; its measured work starts at that release"
+            ),
+        },
+    )
+
+
 def run_under_mpi(
     workload: str,
     directory: Path,
@@ -476,43 +570,16 @@ def run_under_mpi(
     """Run one workload in every rank; returns (doc, job) on rank 0 and (None, job) on the others."""
     from fsmeter import runlock
     from fsmeter.engine import EngineSession
-    from fsmeter.phases import PhaseRun, add_results, bar_progress, judge, run_doc, run_phases
+    from fsmeter.phases import PhaseRun, add_results, bar_progress, judge, run_phases
     from fsmeter.progress import progress_bar
     from fsmeter.regime import own_device
-    from fsmeter.spec import build_job, load_workload
 
     world = World(timeout_s)
     err, job = None, None
     try:
-        stonewall = parse_stonewall(stonewall)
-        if workload.endswith(".fio") or ".fio:" in workload:
-            raise UserError(
-                f"{workload}: fio job files are not run under mpirun: use a named workload or a "
-                "workload .toml (fsmeter list)"
-            )
-        defn = load_workload(workload)
-        if stonewall is not None and defn.family.name not in STONEWALL_PHASES:
-            raise UserError(
-                f"--stonewall: the {defn.family.name} family cannot be stopped early and go on (its later "
-                "phases need all the earlier ones did): use it with the "
-                f"{', '.join(sorted(STONEWALL_PHASES))} families, or leave it out"
-            )
-        reorder_shift = parse_reorder_shift(reorder_shift)
-        if reorder_shift is not None and not shared_file:
-            raise UserError(
-                "--reorder-shift: needs --shared-file (with a file per rank, there is no other rank's region to read)"
-            )
-        if shared_file and defn.family.name != "access":
-            raise UserError(
-                f"--shared-file: the {defn.family.name} family keeps a file (or tree) per rank; one shared "
-                "file is for the access family's workloads (seq-write, seq-read, rand-read-4k ...)"
-            )
-        base = build_job(defn, directory, sets)
-        wear_size = check_wearout(base, stonewall) if wearout else None
-        # A shared file: every rank in --dir itself, on its own region of the same files.
-        where = directory if shared_file else rank_dir(directory, world.rank)
-        where.mkdir(exist_ok=True)
-        job = build_job(defn, where, {**sets, "seed": base.settings.seed + world.rank})
+        stonewall, reorder_shift, base, wear_size, job = _rank_job(
+            world, workload, directory, sets, stonewall, shared_file, reorder_shift, wearout
+        )
     except UserError as exc:
         err = exc
     except OSError as exc:
@@ -538,54 +605,13 @@ def run_under_mpi(
             except UserError as exc:
                 world.abort(exc.message)
         world.barrier("waiting for the first rank of each host to take its host's run lock")
-        file_layout = {"kind": "file per rank", "rank_dirs": f"{directory}/rank-NNNNN"}
-        if shared_file:
-            shift = resolve_shift(reorder_shift, hosts)
-            p = job.params
-            region, run_at = shared_regions(world.rank, world.size, p.offset, p.file_size, shift)
-            p.share_file(region, run_at)
-            file_layout = {
-                "kind": "shared file",
-                "dir": str(directory),
-                "region_bytes": p.file_size,
-                "regions": f"rank r: [{p.offset} + r * {p.file_size}, + {p.file_size})",
-                "reorder_shift": shift,
-                "run_regions": (
-                    f"rank r runs on the region of rank (r + {shift}) mod {world.size}"
-                    if shift % world.size
-                    else "each rank runs on its own region"
-                ),
-            }
-            if reorder_shift is not None and not shift % world.size:
-                file_layout["note"] = (
-                    f"--reorder-shift {reorder_shift} is {shift} ranks, a whole turn of {world.size}: "
-                    "every rank works on its own region (IOR's -C does the same on one host); "
-                    "give a number of ranks such as 1 to work on a neighbour's"
-                )
+        file_layout = _file_layout(world, job, directory, shared_file, reorder_shift, hosts)
         layout: dict = {}
         for r, h in enumerate(hosts):
             layout.setdefault(h, []).append(r)
-        doc = None
-        if world.rank == 0:
-            doc = run_doc(
-                job,
-                mpi={
-                    "ranks": world.size,
-                    "hosts": sorted(layout),
-                    "layout": layout,
-                    "files": file_layout,
-                    "seeds": f"{base.settings.seed} + rank",
-                    "mounts": mounts,
-                    **mounts_note(mounts),
-                    "timeout_s": timeout_s,
-                    "stonewall": stonewall if stonewall is not None else "none",
-                    "clock": "each rank's CLOCK_MONOTONIC from its release of the barrier opening the phase",
-                    "start": (
-                        "a phase measured by the engine's harness waits, its files open and its workers "
-                        "ready, at a second barrier; its measured work starts at that release"
-                    ),
-                },
-            )
+        doc = (
+            _rank0_doc(world, job, base, layout, file_layout, mounts, timeout_s, stonewall) if world.rank == 0 else None
+        )
         run = PhaseRun(EngineSession(job.engine_json(), for_merge=True))
         steps = RankSteps(world, job, stonewall, wearout, wear_size)
 

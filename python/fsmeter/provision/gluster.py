@@ -23,7 +23,9 @@ Debian packages: glusterfs-server (servers), glusterfs-client (clients).
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -39,6 +41,58 @@ VOLUME_TYPES = ("distribute", "replicate")
 #: Folders of a glusterd that must be private to each server host.
 #: (/run, with glusterd's socket and pid file, is already the host's own.)
 _SERVER_DIRS = {"glusterd": "/var/lib/glusterd", "log": "/var/log/glusterfs"}
+
+
+#: Where Debian (and most distributions) install glusterd's translator, whose volume-option table names
+#: every option `gluster volume set` takes.
+_GLUSTERD_SO = ("/usr/lib/*/glusterfs/*/xlator/mgmt/glusterd.so", "/usr/lib*/glusterfs/*/xlator/mgmt/glusterd.so")
+#: An option's name as gluster writes them (performance.write-behind, cluster.lookup-optimize).
+_OPTION_RE = re.compile(r"[a-z][a-z0-9-]*(\.[a-z0-9][a-z0-9_-]*)+")
+_MAX_VALUE_CHARS = 4096
+
+
+@functools.cache
+def known_volume_options() -> frozenset:
+    """The option names the installed glusterd knows, or an empty set when its translator cannot be read.
+    `gluster volume set help` would list them, but only with a glusterd running; the same names are the
+    strings of glusterd's volume-option table (glusterd-volume-set.c), read here from glusterd.so."""
+    import glob
+
+    for pattern in _GLUSTERD_SO:
+        for path in sorted(glob.glob(pattern)):
+            try:
+                data = Path(path).read_bytes()
+            except OSError:
+                continue
+            names = {
+                m.group(1).decode() for m in re.finditer(rb"\x00([a-z][a-z0-9-]*(?:\.[a-z0-9][a-z0-9_-]*)+)\x00", data)
+            }
+            if "performance.write-behind" in names:  # the table is there: these are the option names
+                return frozenset(names)
+    return frozenset()
+
+
+def volume_option_problem(key: str, value: str) -> str | None:
+    """Why ``key = value`` cannot be set on a volume (`gluster volume set`), or None: the key is an option
+    the installed glusterd knows (or, where its table cannot be read, is written like one); the value is
+    one line of text. Checked when the campaign is read, not after the bricks are made."""
+    import difflib
+
+    if not _OPTION_RE.fullmatch(key) and not key.startswith("user."):
+        return f"{key[:80]!r} is not a volume option's name (such as performance.write-behind)"
+    known = known_volume_options()
+    if known and key not in known and not key.startswith("user."):
+        near = difflib.get_close_matches(key, sorted(known), n=1)
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        return f"{key}: not an option of the installed glusterd{hint}: see `gluster volume set help`"
+    text = str(value)
+    if not text.strip():
+        return f"{key}: an empty value: give the option's value"
+    if len(text) > _MAX_VALUE_CHARS:
+        return f"{key}: a value of {len(text)} characters, more than {_MAX_VALUE_CHARS}"
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
+        return f"{key}: the value holds a control character (a newline, a tab, ...): give it on one line"
+    return None
 
 
 def _run(argv: Sequence, what: str, timeout: float = 120) -> str:

@@ -31,7 +31,7 @@ from fsmeter.provision.filesystems.base import Filesystem
 from fsmeter.provision.mounted import Mounted
 from fsmeter.provision.specs import FsConfig, HostFactors, TargetSpec
 from fsmeter.provision.state import StateFile, default_scratch
-from fsmeter.provision.targets import DeviceTarget, DirTarget, LoopTarget, Target, TmpfsTarget
+from fsmeter.provision.targets import DeviceTarget, DirTarget, DiskModelTarget, LoopTarget, Target, TmpfsTarget
 from fsmeter.provision.undo import cleanup_leftovers, file_identity, loop_identity, undo_mountpoint, unmount
 
 log = logging.getLogger("fsmeter.provision")
@@ -157,7 +157,7 @@ class Provisioner:
             return gm  # type: ignore[return-value]
         fsys = get_filesystem(cfg.name)
         fsys.validate(cfg)
-        if spec.kind == "loop" and fsys.needs_device and spec.size_bytes < fsys.min_size_bytes:
+        if spec.kind in ("loop", "disk-model") and fsys.needs_device and spec.size_bytes < fsys.min_size_bytes:
             raise ProvisionError(
                 f"{fsys.name} needs an image of at least {fsys.min_size_bytes >> 20} MiB: "
                 f"raise size_bytes (now {spec.size_bytes >> 20} MiB)",
@@ -227,12 +227,20 @@ class Provisioner:
 
     def _target(self, spec: TargetSpec, fsys: Filesystem, cfg: FsConfig, ident: str, state: StateFile) -> Target:
         if not fsys.needs_device:
-            if spec.kind == "device":
-                raise ProvisionError(f"{fsys.name} lives in memory: it cannot go on a device target", exit_code=2)
+            if spec.kind in ("device", "disk-model"):
+                raise ProvisionError(f"{fsys.name} lives in memory: it cannot go on a {spec.kind} target", exit_code=2)
             return TmpfsTarget(ident, spec.size_bytes)
         if spec.kind == "tmpfs":
             raise ProvisionError(
                 f"tmpfs target: filesystem {fsys.name} needs a block device: use kind='loop'", exit_code=2
+            )
+        if spec.kind == "disk-model":
+            if cfg.external_journal:
+                raise ProvisionError(
+                    "external journal on a disk-model target is not supported: use a loop target", exit_code=2
+                )
+            return DiskModelTarget(
+                state, ident, spec.size_bytes, spec.model or "", offset_bytes=spec.model_offset_bytes
             )
         if spec.kind == "device":
             if cfg.external_journal:

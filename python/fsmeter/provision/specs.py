@@ -23,6 +23,9 @@ class TargetSpec(BaseModel):
       table unless ``force``.
     - ``dir``: an existing directory ``path``; no mkfs, works without root.
     - ``tmpfs``: a tmpfs of ``size_bytes``.
+    - ``disk-model``: a sparse image of ``size_bytes`` served with the timing of the disk-model profile
+      ``model`` (fsmeter.provision.targets.diskmodel), starting ``model_offset_bytes`` into the
+      modelled drive, on a loop device (root).
     - ``glusterfs``: a GlusterFS volume on ``hosts`` namespace hosts of this machine (root): bricks
       of ``size_bytes`` on fsmeter's own loop filesystems (the filesystem configuration is the
       bricks'), ``bricks_per_server`` on each of ``servers``, mounted by each of ``clients`` through
@@ -31,7 +34,7 @@ class TargetSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    kind: Literal["loop", "device", "dir", "tmpfs", "glusterfs"] = "loop"
+    kind: Literal["loop", "device", "dir", "tmpfs", "glusterfs", "disk-model"] = "loop"
     size_bytes: int = Field(default=GiB, gt=0)
     device: str | None = None
     destroy_data_on: str | None = None
@@ -45,6 +48,8 @@ class TargetSpec(BaseModel):
     volume_type: Literal["distribute", "replicate"] = "distribute"
     bricks_per_server: int = Field(default=1, ge=1, le=8)
     volume_options: tuple = ()  # glusterfs: (option, value) pairs for `volume set`
+    model: str | None = None  # disk-model: the profile's name (or a profile .toml file)
+    model_offset_bytes: int = Field(default=0, ge=0)  # disk-model: where the image starts on the drive
 
     @model_validator(mode="after")
     def _check_kind_fields(self) -> TargetSpec:
@@ -52,6 +57,8 @@ class TargetSpec(BaseModel):
             raise ValueError("kind='dir' needs path: the existing directory to benchmark")
         if self.kind == "device" and not self.device:
             raise ValueError("kind='device' needs device: the block device to format")
+        if self.kind == "disk-model" and not self.model:
+            raise ValueError("kind='disk-model' needs model: a disk-model profile (fsmeter disk-model list)")
         return self
 
 

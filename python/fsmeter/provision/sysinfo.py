@@ -7,56 +7,19 @@ import os
 import struct
 from dataclasses import dataclass
 
-
-def _unescape(field: str) -> str:
-    # /proc/mounts escapes space, tab, newline and backslash as \ooo octal.
-    out, i = [], 0
-    while i < len(field):
-        if field[i] == "\\" and i + 4 <= len(field) and field[i + 1 : i + 4].isdigit():
-            out.append(chr(int(field[i + 1 : i + 4], 8)))
-            i += 4
-        else:
-            out.append(field[i])
-            i += 1
-    return "".join(out)
-
-
-@dataclass(frozen=True)
-class MountEntry:
-    source: str
-    target: str
-    fstype: str
-    options: str
-    line: str
-
-
-def proc_mounts() -> list[MountEntry]:
-    entries = []
-    with open("/proc/mounts") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) >= 4:
-                entries.append(
-                    MountEntry(_unescape(parts[0]), _unescape(parts[1]), parts[2], parts[3], line.rstrip("\n"))
-                )
-    return entries
+from fsmeter.mounts import (  # noqa: F401  (this module's API: the mount table lives in fsmeter.mounts)
+    PSEUDO_FILESYSTEMS,
+    MountEntry,
+    mount_containing,
+    proc_mounts,
+    pseudo_filesystem,
+    unescape,
+)
 
 
 def mounts_at(target: str) -> list[MountEntry]:
     target = os.path.realpath(target)
     return [m for m in proc_mounts() if m.target == target]
-
-
-def mount_containing(path: str) -> MountEntry | None:
-    """The mount a path lives on (longest mount-point prefix; the last one wins when stacked)."""
-    path = os.path.realpath(path)
-    best = None
-    for m in proc_mounts():
-        t = m.target.rstrip("/") or "/"
-        if path == t or path.startswith(t + "/") or t == "/":
-            if best is None or len(t) >= len(best.target.rstrip("/") or "/"):
-                best = m
-    return best
 
 
 def kernel_filesystems() -> set[str]:
@@ -140,8 +103,8 @@ def mountinfo_at(target: str) -> list[MountInfo]:
         for line in f:
             left, sep, right = line.partition(" - ")
             a, b = left.split(), right.split()
-            if sep and len(a) >= 5 and len(b) >= 2 and _unescape(a[4]) == target:
-                found.append(MountInfo(a[2], target, b[0], _unescape(b[1])))
+            if sep and len(a) >= 5 and len(b) >= 2 and unescape(a[4]) == target:
+                found.append(MountInfo(a[2], target, b[0], unescape(b[1])))
     return found
 
 
@@ -172,46 +135,3 @@ def loop_backing_identity(device: str) -> tuple[int, int] | None:
     major = (lo_device & 0xFFF00) >> 8
     minor = (lo_device & 0xFF) | ((lo_device >> 12) & 0xFFF00)
     return os.makedev(major, minor), lo_inode
-
-
-#: Kernel interfaces that look like directories but hold no files of their own: benchmarking them
-#: measures nothing and writing there changes the running system.
-PSEUDO_FILESYSTEMS = frozenset(
-    {
-        "proc",
-        "sysfs",
-        "devtmpfs",
-        "devpts",
-        "cgroup",
-        "cgroup2",
-        "debugfs",
-        "tracefs",
-        "securityfs",
-        "configfs",
-        "pstore",
-        "bpf",
-        "efivarfs",
-        "fusectl",
-        "mqueue",
-        "binfmt_misc",
-        "autofs",
-        "rpc_pipefs",
-        "nsfs",
-        "selinuxfs",
-        "hugetlbfs",
-        "nfsd",
-        "rootfs",
-    }
-)
-
-
-def pseudo_filesystem(path: str) -> str | None:
-    """The type of the kernel pseudo-filesystem holding ``path`` (proc, sysfs, cgroup...), or None.
-    Anything under /proc, /sys or /dev counts, whatever is mounted there (a tmpfs for cgroups)."""
-    m = mount_containing(path)
-    if m is not None and m.fstype in PSEUDO_FILESYSTEMS:
-        return m.fstype
-    real = os.path.realpath(path)
-    if any(real == top or real.startswith(top + "/") for top in ("/proc", "/sys", "/dev")):
-        return m.fstype if m is not None else "a kernel interface"
-    return None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,22 +143,10 @@ def load_side(ref: str, db: Any) -> Side:
     from fsmeter.store import default_db_path, open_store, tidy
 
     p = Path(ref)
-    if ref.endswith(".json") and p.is_file():
-        from fsmeter.report.export import CAMPAIGN_FORMAT, tidy_from_document
+    if ref.endswith(".json") and os.path.isfile(p):  # os.path: a name too long is no file
+        from fsmeter.report.export import read_campaign_document, tidy_from_document
 
-        try:
-            doc = json.loads(p.read_text())
-        except ValueError as exc:
-            raise UserError(f"{p}: not JSON ({exc})") from None
-        if doc.get("format") == "fsmeter-run":
-            raise UserError(
-                f"{p} is one `fsmeter run` result (1 trial per metric): significance needs at least 2 "
-                "trials per side; compare campaigns, or campaign exports (`fsmeter export --format json`)"
-            )
-        if doc.get("format") != CAMPAIGN_FORMAT:
-            raise UserError(
-                f"{p}: not an fsmeter campaign export: make one with `fsmeter export CAMPAIGN --format json`"
-            )
+        doc = read_campaign_document(p)
         cells = {c["id"]: c for c in doc["cells"]}
         trials = {t["id"]: t for t in doc["trials"]}
         rows = [
@@ -231,15 +220,22 @@ def _correct(rows: list, alpha: float, method: str) -> None:
             r.verdict = "no significant change"
 
 
+def check_options(threshold_pct: float, alpha: float, correction: str) -> None:
+    """The decision rule's options, checked before anything is read: a threshold that is not a finite
+    number >= 0 (nan compared false with every change, so nothing was ever a regression), an alpha outside
+    (0, 1), an unknown correction."""
+    if correction not in CORRECTIONS:
+        raise UserError(f"--correction {correction}: must be one of {', '.join(CORRECTIONS)}")
+    if not (math.isfinite(threshold_pct) and threshold_pct >= 0):
+        raise UserError(f"--threshold {threshold_pct}: give a finite number >= 0 (percent of A's mean)")
+    if not 0 < alpha < 1:
+        raise UserError(f"--alpha {alpha}: must be between 0 and 1 (e.g. 0.05)")
+
+
 def compare_runs(
     a: Side, b: Side, threshold_pct: float = 10.0, alpha: float = 0.05, correction: str = "holm"
 ) -> Result:
-    if correction not in CORRECTIONS:
-        raise UserError(f"--correction {correction}: must be one of {', '.join(CORRECTIONS)}")
-    if threshold_pct < 0:
-        raise UserError(f"--threshold {threshold_pct}: must be >= 0 (percent of A's mean)")
-    if not 0 < alpha < 1:
-        raise UserError(f"--alpha {alpha}: must be between 0 and 1 (e.g. 0.05)")
+    check_options(threshold_pct, alpha, correction)
     sa, sb = _samples(a), _samples(b)
     res = Result(a.label, b.label, threshold_pct, alpha, correction)
     bad_configs = set()

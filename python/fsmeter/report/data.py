@@ -151,6 +151,11 @@ class WorkloadView:
     phases_busy: int = 0
     max_other_cpu_share: float | None = None
     median_cache_read_share: float | None = None
+    #: Measured phases of the kept trials run on a disk model, those whose reply lateness p99 exceeded
+    #: 5% of the mean modelled service time (fsmeter.diskmodel.stats), and the largest such p99 (ms).
+    phases_on_disk_model: int = 0
+    phases_disturbed: int = 0
+    max_lateness_p99_ms: float | None = None
     #: Configurations run in a guest under software emulation (fsmeter.guest): functional results only,
     #: never ranked; and each guest configuration's kernel and accelerator ("6.1.0-50-amd64, tcg").
     emulated: list = field(default_factory=list)
@@ -418,6 +423,7 @@ def _judge_phases(view: WorkloadView, frames: dict, wcells: pd.DataFrame, level:
     if len(ph):
         view.longest_phase_s = float(ph["elapsed_s"].max())
         _judge_regime(view, ph)
+        _judge_disk_model(view, ph, db)
     head = view.headline
     fam = FAMILIES.get(view.family) if view.family else None
     quantity = fam.series.get(head.name) if fam is not None else None
@@ -466,6 +472,28 @@ def _judge_regime(view: WorkloadView, ph: pd.DataFrame) -> None:
         cached = ph["cache_read_share"].dropna().astype(float)
         if len(cached):
             view.median_cache_read_share = float(cached.median())
+
+
+def _judge_disk_model(view: WorkloadView, ph: pd.DataFrame, db: Path) -> None:
+    """Count the measured phases that ran on a disk model and those its lateness disturbed (the flag
+    and lateness each phase's regime recorded; phases on other targets have none)."""
+    ids = [int(i) for i in ph["phase_id"]]
+    if not ids:
+        return
+    with open_store(db, create=False) as store:
+        rows = []
+        for i in range(0, len(ids), 500):  # SQLite's limit on parameters
+            chunk = ids[i : i + 500]
+            rows += store.conn.execute(
+                "SELECT json_extract(report, '$.regime.disturbed') AS disturbed,"
+                " json_extract(report, '$.regime.disk_model.lateness_p99_ms') AS p99 FROM phases"
+                f" WHERE id IN ({','.join('?' * len(chunk))}) AND json_extract(report, '$.regime.disk_model') IS NOT NULL",
+                chunk,
+            ).fetchall()
+    view.phases_on_disk_model = len(rows)
+    view.phases_disturbed = sum(1 for r in rows if r["disturbed"])
+    p99 = [float(r["p99"]) for r in rows if r["p99"] is not None]
+    view.max_lateness_p99_ms = max(p99) if p99 else None
 
 
 def _phase_intervals(db: Path, phase_id: int) -> list:
@@ -644,6 +672,15 @@ def verdicts(view: CampaignView) -> list:
                 f"busy machine: {w.phases_busy} of {w.phases_measured} measured phases ran while other "
                 f"processes used more than {BUSY_SHARE:.0%} of the CPUs (up to {w.max_other_cpu_share:.0%}); "
                 "their figures may show contention rather than the filesystem: re-run on a quiet machine"
+            )
+        if w.phases_disturbed:
+            from fsmeter.diskmodel.stats import DISTURBED_SHARE
+
+            notes.append(
+                f"disk model disturbed: in {w.phases_disturbed} of {w.phases_on_disk_model} measured phases the "
+                f"model's replies left late (lateness p99 over {DISTURBED_SHARE:.0%} of the mean modelled service "
+                f"time, up to {w.max_lateness_p99_ms:.2f} ms): their figures include this machine's scheduling, "
+                "not only the modelled disk; re-run on a quiet machine"
             )
         if w.median_cache_read_share is not None:
             notes.append(

@@ -134,6 +134,123 @@ def export_json(db: Any = None, campaign: str | None = None) -> str:
     return json.dumps(campaign_document(db, campaign), indent=1, default=str)
 
 
+#: The deepest nesting of lists and objects a campaign export may use (it needs about 8: a phase's report).
+MAX_EXPORT_DEPTH = 64
+
+
+def _export_models():
+    """Pydantic models of what compare-runs reads from a campaign export (other fields are let be)."""
+    from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr
+
+    Level = StrictStr | StrictInt | StrictFloat | StrictBool | None
+    loose = ConfigDict(extra="allow")
+
+    class Campaign(BaseModel):
+        model_config = loose
+        id: StrictInt
+        name: StrictStr
+
+    class Cell(BaseModel):
+        model_config = loose
+        id: StrictInt
+        workload: StrictStr
+        factors: dict[StrictStr, Level]
+
+    class Trial(BaseModel):
+        model_config = loose
+        id: StrictInt
+        cell_id: StrictInt
+        number: StrictInt
+        status: StrictStr
+        discarded: StrictBool
+
+    class Metric(BaseModel):
+        model_config = loose
+        trial_id: StrictInt
+        phase: StrictStr
+        name: StrictStr
+        unit: StrictStr
+        higher_is_better: StrictBool
+        value: StrictFloat | StrictInt | None
+
+    class Environment(BaseModel):
+        model_config = loose
+        trial_id: StrictInt
+        extra: dict | StrictStr | None = None
+
+    class Document(BaseModel):
+        model_config = loose
+        format: StrictStr
+        version: StrictInt
+        campaign: Campaign
+        factors: list[StrictStr] = []
+        cells: list[Cell]
+        trials: list[Trial]
+        metrics: list[Metric]
+        environment: list[Environment] = []
+
+    return Document
+
+
+def read_campaign_document(path) -> dict:
+    """A campaign export (``fsmeter export --format json``) read as a hostile file: UTF-8, bounded in size
+    and nesting, of the export's shape (the fields compare-runs uses, of their types), every trial's cell
+    and every metric's trial present. Any other file is one UserError naming it."""
+    from pathlib import Path
+
+    from pydantic import ValidationError
+
+    from fsmeter.textfile import read_text, toml_depth_error
+
+    p = Path(path)
+    again = "make one with `fsmeter export CAMPAIGN --format json`"
+    try:
+        doc = json.loads(read_text(p, "campaign export"))
+    except RecursionError:
+        raise UserError(f"{p}: JSON nested too deeply to read: not an fsmeter campaign export") from None
+    except ValueError as exc:
+        raise UserError(f"{p}: not JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise UserError(f"{p}: a JSON {type(doc).__name__}, not an fsmeter campaign export: {again}")
+    if doc.get("format") == "fsmeter-run":
+        raise UserError(
+            f"{p} is one `fsmeter run` result (1 trial per metric): significance needs at least 2 "
+            "trials per side; compare campaigns, or campaign exports (`fsmeter export --format json`)"
+        )
+    if doc.get("format") != CAMPAIGN_FORMAT:
+        raise UserError(f"{p}: not an fsmeter campaign export: {again}")
+    deep = toml_depth_error(doc, MAX_EXPORT_DEPTH)
+    if deep:
+        raise UserError(
+            f"{p}: {deep[:120]}: nested more than {MAX_EXPORT_DEPTH} levels deep: not an fsmeter campaign export"
+        )
+    try:
+        _export_models().model_validate(doc)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        where = ".".join(str(x) for x in e["loc"]) or "(top level)"
+        raise UserError(f"{p}: {where}: {e['msg']}: not an fsmeter campaign export as written; {again}") from None
+    if isinstance(doc["version"], int) and doc["version"] > CAMPAIGN_VERSION:
+        raise UserError(
+            f"{p}: campaign JSON version {doc['version']} is newer than this fsmeter reads ({CAMPAIGN_VERSION}): "
+            "upgrade fsmeter"
+        )
+    cells = {c["id"] for c in doc["cells"]}
+    trials = {t["id"] for t in doc["trials"]}
+    for kind, rows, key, known in (
+        ("trials", doc["trials"], "cell_id", cells),
+        ("metrics", doc["metrics"], "trial_id", trials),
+        ("environment", doc.get("environment", []), "trial_id", trials),
+    ):
+        bad = next((i for i, r in enumerate(rows) if r[key] not in known), None)
+        if bad is not None:
+            raise UserError(f"{p}: {kind}.{bad}.{key}: {rows[bad][key]} names no {key[:-3]} of the export: {again}")
+    clash = sorted({f for c in doc["cells"] for f in c["factors"]} & set(TIDY_COLUMNS))
+    if clash:
+        raise UserError(f"{p}: factor {clash[0]!r} has the name of one of the export's own columns: {again}")
+    return doc
+
+
 def tidy_from_document(doc: dict):
     """The tidy frame (as store.tidy()) of a campaign JSON document, for compare-runs on exported files."""
     import pandas as pd

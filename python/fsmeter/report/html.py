@@ -589,9 +589,9 @@ def write_report(
     baseline: str | None = None,
 ) -> CampaignView:
     """Build the view of ``campaign`` and write the self-contained HTML report to ``out``."""
-    out = Path(out)
-    if not out.parent.is_dir():
-        raise UserError(f"-o {out}: the folder {out.parent} does not exist")
+    from fsmeter.userpaths import check_output_path, write_output
+
+    check_output_path(out, "-o", stdout=True)  # the CLI checked it before; a caller of this function may not
     view = build_view(db, campaign, level, alpha, practical_pct)
-    out.write_text(render_html(view, baseline), encoding="utf-8")
+    write_output(out, render_html(view, baseline), "-o")
     return view

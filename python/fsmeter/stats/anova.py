@@ -191,6 +191,74 @@ def _terms(k: int) -> list[tuple[int, ...]]:
     return [c for r in range(1, k + 1) for c in itertools.combinations(range(k), r)]
 
 
+def _effects(
+    work: pd.DataFrame, names: list, factors: list, grand: float, s_e: float, N: int, t: float, log: bool
+) -> tuple[list[Effect], pd.Series, bool]:
+    """The effects of every term and their CIs, from marginal means (Jain 22.2), by inclusion-exclusion;
+    with their cell counts and whether the design is balanced (factorial_anova's docstring has the method)."""
+
+    def label(idx: tuple[int, ...]) -> str:
+        return ":".join(factors[i] for i in idx)
+
+    n_levels = [work[n].nunique() for n in names]
+    counts = work.groupby(names).size()
+    balanced = counts.nunique() == 1
+    marg: dict[tuple[int, ...], pd.Series] = {
+        s: work.groupby([names[i] for i in s])["y"].mean()
+        for r in range(1, len(names) + 1)
+        for s in itertools.combinations(range(len(names)), r)
+    }
+
+    def marginal(s: tuple[int, ...], lv: dict[int, str]) -> float:
+        if not s:
+            return grand
+        key = tuple(lv[i] for i in s)
+        return float(marg[s].loc[key if len(key) > 1 else key[0]])
+
+    effects: list[Effect] = []
+    for idx in _terms(len(factors)):
+        if balanced:
+            sd_common = s_e * math.sqrt(math.prod(n_levels[i] - 1 for i in idx) / N)
+        levels_lists = [sorted(work[names[i]].unique()) for i in idx]
+        for combo in itertools.product(*levels_lists):
+            lv = dict(zip(idx, combo))
+            val = sum(
+                (-1) ** (len(idx) - len(sub)) * marginal(sub, lv)
+                for r in range(len(idx) + 1)
+                for sub in itertools.combinations(idx, r)
+            )
+            if balanced:
+                sd = sd_common
+            else:  # one factor, unequal r_j (Jain ch. 20): Var(ybar_j - ybar) = s^2 (1/r_j - 1/N)
+                r_j = int((work[names[idx[0]]] == combo[0]).sum())
+                sd = s_e * math.sqrt(1.0 / r_j - 1.0 / N)
+            lo, hi = val - t * sd, val + t * sd
+            effects.append(
+                Effect(label(idx), tuple(combo), val, sd, lo, hi, not (lo <= 0 <= hi), math.exp(val) if log else None)
+            )
+    return effects, counts, balanced
+
+
+def _residual_checks(model, alpha: float, notes: list) -> tuple:
+    """Residuals and fitted values of the fit, the normal Q-Q data (scipy probplot) and Shapiro-Wilk on the
+    residuals (a note when they fail it at `alpha`) -> (residuals, fitted, (osm, osr), (slope, icpt, r), (w, p))."""
+    resid = np.asarray(model.resid, dtype=float)
+    fitted = np.asarray(model.fittedvalues, dtype=float)
+    if np.ptp(resid) > 0 and resid.size >= 3:
+        (osm, osr), (slope, icpt, r) = sps.probplot(resid, dist="norm")
+        sw = sps.shapiro(resid)
+        w, pw = float(sw.statistic), float(sw.pvalue)
+        if pw < alpha:
+            notes.append(
+                f"residuals fail Shapiro-Wilk (p={pw:.3g} < {alpha:g}): errors may not be normal; "
+                "check the Q-Q plot, or try --log if spread grows with the mean"
+            )
+    else:
+        osm = osr = np.zeros(0)
+        slope = icpt = r = w = pw = math.nan
+    return resid, fitted, (osm, osr), (slope, icpt, r), (w, pw)
+
+
 def factorial_anova(
     df: pd.DataFrame,
     response: str,
@@ -277,58 +345,8 @@ def factorial_anova(
     )
     table.append(AnovaRow(TOTAL_TERM, sst, 100.0, N - 1, math.nan, math.nan, math.nan, math.nan, False))
 
-    # Effects from marginal means (Jain's formulation), by inclusion-exclusion.
-    n_levels = [work[n].nunique() for n in names]
-    counts = work.groupby(names).size()
-    balanced = counts.nunique() == 1
-    marg: dict[tuple[int, ...], pd.Series] = {
-        s: work.groupby([names[i] for i in s])["y"].mean()
-        for r in range(1, len(names) + 1)
-        for s in itertools.combinations(range(len(names)), r)
-    }
-
-    def marginal(s: tuple[int, ...], lv: dict[int, str]) -> float:
-        if not s:
-            return grand
-        key = tuple(lv[i] for i in s)
-        return float(marg[s].loc[key if len(key) > 1 else key[0]])
-
-    effects: list[Effect] = []
-    for idx in _terms(len(factors)):
-        if balanced:
-            sd_common = s_e * math.sqrt(math.prod(n_levels[i] - 1 for i in idx) / N)
-        levels_lists = [sorted(work[names[i]].unique()) for i in idx]
-        for combo in itertools.product(*levels_lists):
-            lv = dict(zip(idx, combo))
-            val = sum(
-                (-1) ** (len(idx) - len(sub)) * marginal(sub, lv)
-                for r in range(len(idx) + 1)
-                for sub in itertools.combinations(idx, r)
-            )
-            if balanced:
-                sd = sd_common
-            else:  # one factor, unequal r_j (Jain ch. 20): Var(ybar_j - ybar) = s^2 (1/r_j - 1/N)
-                r_j = int((work[names[idx[0]]] == combo[0]).sum())
-                sd = s_e * math.sqrt(1.0 / r_j - 1.0 / N)
-            lo, hi = val - t * sd, val + t * sd
-            effects.append(
-                Effect(label(idx), tuple(combo), val, sd, lo, hi, not (lo <= 0 <= hi), math.exp(val) if log else None)
-            )
-
-    resid = np.asarray(model.resid, dtype=float)
-    fitted = np.asarray(model.fittedvalues, dtype=float)
-    if np.ptp(resid) > 0 and resid.size >= 3:
-        (osm, osr), (slope, icpt, r) = sps.probplot(resid, dist="norm")
-        sw = sps.shapiro(resid)
-        w, pw = float(sw.statistic), float(sw.pvalue)
-        if pw < alpha:
-            notes.append(
-                f"residuals fail Shapiro-Wilk (p={pw:.3g} < {alpha:g}): errors may not be normal; "
-                "check the Q-Q plot, or try --log if spread grows with the mean"
-            )
-    else:
-        osm = osr = np.zeros(0)
-        slope = icpt = r = w = pw = math.nan
+    effects, counts, balanced = _effects(work, names, factors, grand, s_e, N, t, log)
+    resid, fitted, (osm, osr), (slope, icpt, r), (w, pw) = _residual_checks(model, alpha, notes)
     s_mu = s_e / math.sqrt(N)
     if not balanced:
         notes.append("unequal replications across levels: effects use Jain's one-factor formulas for unequal r_j")

@@ -23,17 +23,10 @@ from typing import Any
 from fsmeter.engine import latency_measured
 from fsmeter.errors import UserError
 from fsmeter.store._sqlite import StoreConnection, StoreError, damaged, integrity_summary, is_damage, store_error
+from fsmeter.store.schema_check import HERE  # noqa: F401  (the folder of schema.sql, as before)
+from fsmeter.store.schema_check import migrations as _migrations
 
-HERE = Path(__file__).parent
 DEFAULT_DB = "fsmeter.sqlite"
-
-
-def _migrations() -> list:
-    """[(version, sql)] in order: schema.sql is version 1, migrate_N.sql brings N-1 to N."""
-    steps = [(1, (HERE / "schema.sql").read_text())]
-    for p in sorted(HERE.glob("migrate_*.sql"), key=lambda p: int(p.stem.split("_")[1])):
-        steps.append((int(p.stem.split("_")[1]), p.read_text()))
-    return steps
 
 
 SCHEMA_VERSION = _migrations()[-1][0]
@@ -76,6 +69,20 @@ _ENV_COLUMNS = [
     "seed",
     "fsmeter_version",
 ]
+
+
+#: The largest row id SQLite holds (a signed 64-bit integer).
+MAX_ROW_ID = (1 << 63) - 1
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` can be stored as UTF-8 (a command-line argument of bytes that are not UTF-8 holds
+    surrogates, which sqlite3 refuses to bind)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def default_db_path(db: os.PathLike | str | None = None) -> Path:
@@ -137,14 +144,18 @@ class Store:
     def campaign(self, ref: int | str) -> sqlite3.Row:
         """A campaign by id, or by name (the newest of that name)."""
         row = None
-        if isinstance(ref, int) or str(ref).isdigit():
-            row = self.conn.execute("SELECT * FROM campaigns WHERE id = ?", (int(ref),)).fetchone()
-        if row is None:
+        text = str(ref)
+        # An id is ASCII digits within SQLite's integer; a name must be text SQLite can hold (UTF-8).
+        if isinstance(ref, int) or (text.isascii() and text.isdigit()):
+            if int(ref) <= MAX_ROW_ID:
+                row = self.conn.execute("SELECT * FROM campaigns WHERE id = ?", (int(ref),)).fetchone()
+        if row is None and _utf8(text):
             row = self.conn.execute(
-                "SELECT * FROM campaigns WHERE name = ? ORDER BY id DESC LIMIT 1", (str(ref),)
+                "SELECT * FROM campaigns WHERE name = ? ORDER BY id DESC LIMIT 1", (text,)
             ).fetchone()
         if row is None:
-            raise UserError(f"no campaign {ref!r} in {self.path}: see `fsmeter campaign list --db {self.path}`")
+            shown = repr(ref) if _utf8(text) else ascii(text)  # bytes that are not UTF-8, escaped
+            raise UserError(f"no campaign {shown} in {self.path}: see `fsmeter campaign list --db {self.path}`")
         return row
 
     def campaign_id(self, ref: int | str | None = None) -> int:
@@ -418,19 +429,31 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
 
 
 def open_store(path: os.PathLike | str | None = None, *, create: bool = True, writable: bool | None = None) -> Store:
-    """Open (creating or migrating) the results database at ``path`` (default: see default_db_path).
+    """Open the results database at ``path`` (default: see default_db_path).
 
-    ``writable`` (default: ``create``): the caller will store results, so a store that cannot take
-    them is refused now, before anything is measured: one that is read-only (or in a read-only
-    folder) or damaged (``PRAGMA integrity_check``). Every SQLite failure later on the connection is
-    a :class:`StoreError` (see ``_sqlite.py``)."""
+    ``writable`` (default: ``create``): the caller will store results. The store is created (``create``) or
+    migrated to this fsmeter's schema, and a store that cannot take results is refused now, before
+    anything is measured: one that is read-only (or in a read-only folder), damaged (``PRAGMA
+    integrity_check``), another program's SQLite database, or not of fsmeter's shape (:mod:`schema_check`).
+
+    Not ``writable``: the caller only reads. The file is opened read-only (it is never changed, not even
+    migrated: an older store is migrated in a copy in memory), and refused in one line when it is not an
+    fsmeter store or differs from a sound one (a table or column missing, a value of the wrong type or
+    kind), naming the damage and the `store recover` command. Every SQLite failure later on the
+    connection is a :class:`StoreError` (see ``_sqlite.py``)."""
     path = default_db_path(path)
     writable = create if writable is None else writable
-    if not create and not path.is_file():
+    if not writable:
+        return _open_reading(path)
+    if not create and not os.path.isfile(path):  # os.path: a name too long is no file, not an OSError
         raise UserError(f"no such results database: {path}: give --db or set FSMETER_DB")
-    if not path.parent.is_dir():
+    if not os.path.isdir(path.parent):
         raise UserError(f"--db {path}: the folder {path.parent} does not exist")
-    existed = path.is_file() and path.stat().st_size > 0
+    if create and not os.path.lexists(path):  # a new store is an output: the rules of every output path
+        from fsmeter.userpaths import check_output_path
+
+        check_output_path(path, "--db")
+    existed = os.path.isfile(path) and path.stat().st_size > 0
     try:
         conn = sqlite3.connect(str(path), timeout=30, isolation_level="DEFERRED", factory=StoreConnection)
     except sqlite3.Error as exc:
@@ -441,13 +464,101 @@ def open_store(path: os.PathLike | str | None = None, *, create: bool = True, wr
         conn.execute("PRAGMA synchronous = FULL")
         if writable:
             _check_writable(conn, path, existed)
+        _refuse_foreign(conn, path)
         _migrate(conn, path)
+        if existed:
+            _refuse_unsound(conn, path)
     except StoreError:
         conn.close()
         raise
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise UserError(f"{path}: not a usable fsmeter results database ({exc})", exit_code=1) from None
+    except BaseException:
+        conn.close()
+        raise
+    return Store(conn, path)
+
+
+def _not_a_store(path: Path, why: str) -> StoreError:
+    return StoreError(
+        f"{path} is not an fsmeter results store ({why}): name the store with --db (or $FSMETER_DB)", "foreign"
+    )
+
+
+def _refuse_foreign(conn: sqlite3.Connection, path: Path) -> None:
+    """An SQLite file of another program (version 0, tables of its own) is not made a store: fsmeter
+    would add its tables beside the other program's."""
+    if conn.execute("PRAGMA user_version").fetchone()[0] != 0:
+        return
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'")]
+    if tables:
+        shown = ", ".join(sorted(tables)[:3]) + (" ..." if len(tables) > 3 else "")
+        raise _not_a_store(path, f"an SQLite database with other tables: {shown}")
+
+
+#: {(path, device, inode, size, mtime): the store's first problem, or None}: a store read several
+#: times by one command (a report reads it per chart) is checked once while it is unchanged.
+_CHECKED: dict = {}
+
+
+def _refuse_unsound(conn: sqlite3.Connection, path: Path, identity: tuple | None = None) -> None:
+    """Refuse a store that differs from a sound one (schema_check.store_problem), naming the damage."""
+    from fsmeter.store.schema_check import store_problem
+
+    if identity is None:
+        st = path.stat()
+        identity = (str(path.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    if identity not in _CHECKED:
+        _CHECKED[identity] = store_problem(conn)
+    if _CHECKED[identity] is not None:
+        raise damaged(path, _CHECKED[identity])
+
+
+def _open_reading(path: Path) -> Store:
+    """The store at ``path``, opened read-only for a command that only reads it (see open_store)."""
+    from fsmeter.store._sqlite import read_only_uri
+
+    try:
+        st = path.stat()
+    except OSError:
+        st = None
+    if st is None or not os.path.isfile(path):
+        raise UserError(f"no such results database: {path}: give --db or set FSMETER_DB")
+    if st.st_size == 0:
+        raise _not_a_store(path, "an empty file; a command that only reads never makes one")
+    identity = (str(path.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    try:
+        conn = sqlite3.connect(read_only_uri(path), uri=True, timeout=30, factory=StoreConnection)
+    except sqlite3.Error as exc:
+        raise (store_error(path, exc) or UserError(f"{path}: cannot open it ({exc})", exit_code=1)) from None
+    conn.store_path = path
+    try:
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA foreign_keys = ON")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == 0:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            raise _not_a_store(path, "an SQLite database without fsmeter's tables" if tables else "no tables")
+        if version < SCHEMA_VERSION:  # an older store: migrated in memory, the file left as it is
+            mem = sqlite3.connect(":memory:", isolation_level="DEFERRED", factory=StoreConnection)
+            conn.backup(mem)
+            conn.close()
+            conn = mem
+            conn.store_path = path
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA foreign_keys = ON")
+        _migrate(conn, path)
+        _refuse_unsound(conn, path, identity)
+    except StoreError:
+        conn.close()
+        raise
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise UserError(f"{path}: not a usable fsmeter results database ({exc})", exit_code=1) from None
+    except BaseException:
+        conn.close()
+        raise
     return Store(conn, path)
 
 

@@ -34,17 +34,27 @@ def recovered_name(path: Path) -> Path:
     return path.with_name(f"{path.stem}-recovered{path.suffix or '.sqlite'}")
 
 
+def read_only_uri(path: Path) -> str:
+    """The URI that opens ``path`` read-only (sqlite.org/uri.html): the file is never written, and a
+    missing one is not created. The path is quoted, so that a ``?`` or ``#`` in a name stays a name."""
+    from urllib.parse import quote
+
+    return f"file:{quote(str(Path(path).absolute()))}?mode=ro"
+
+
 def integrity_summary(path: Path, limit: int = 160) -> str | None:
     """The first lines of ``PRAGMA integrity_check`` on ``path`` (a fresh, read-only connection): "ok"
     for a sound file, else what it found or the error that stopped it; None when it could not be
     run for a reason that says nothing about the file (locked by a writer, cannot be opened)."""
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+        conn = sqlite3.connect(read_only_uri(path), uri=True, timeout=30)
     except sqlite3.Error:
         return None
     try:
         conn.text_factory = lambda b: b.decode("utf-8", "replace")
         lines = [r[0] for r in conn.execute("PRAGMA integrity_check(20)").fetchall()]
+    except UnicodeDecodeError:  # SQLite's message quotes bytes of a damaged schema entry
+        return "malformed database schema (text that is not UTF-8)"
     except sqlite3.Error as exc:
         if _code(exc) in (_BUSY, _LOCKED, _READONLY, _CANTOPEN, _PERM):
             return None
@@ -124,7 +134,15 @@ def store_error(path: Path, exc: sqlite3.Error) -> StoreError | None:
     return damaged(path, f"{text}; PRAGMA integrity_check: {summary}") if is_damage(summary) else None
 
 
-def _mapped(path: Path, exc: sqlite3.Error) -> BaseException:
+def _mapped(path: Path, exc: sqlite3.Error | UnicodeDecodeError) -> BaseException:
+    if isinstance(exc, UnicodeDecodeError):
+        # SQLite's own message quoted bytes of the file that are not UTF-8 (a damaged schema entry): the
+        # message cannot even be read, the store is damaged.
+        return damaged(
+            path,
+            f"text that is not UTF-8 where SQLite reads its schema; PRAGMA integrity_check: "
+            f"{integrity_summary(path) or 'could not run'}",
+        )
     return store_error(path, exc) or exc
 
 
@@ -137,43 +155,43 @@ class StoreCursor(sqlite3.Cursor):
     def execute(self, *args, **kwargs):
         try:
             return super().execute(*args, **kwargs)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise _mapped(self._path(), exc) from None
 
     def executemany(self, *args, **kwargs):
         try:
             return super().executemany(*args, **kwargs)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise _mapped(self._path(), exc) from None
 
     def executescript(self, *args, **kwargs):
         try:
             return super().executescript(*args, **kwargs)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise _mapped(self._path(), exc) from None
 
     def fetchone(self):
         try:
             return super().fetchone()
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise _mapped(self._path(), exc) from None
 
     def fetchmany(self, *args, **kwargs):
         try:
             return super().fetchmany(*args, **kwargs)
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise _mapped(self._path(), exc) from None
 
     def fetchall(self):
         try:
             return super().fetchall()
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise _mapped(self._path(), exc) from None
 
     def __next__(self):
         try:
             return super().__next__()
-        except sqlite3.Error as exc:
+        except (sqlite3.Error, UnicodeDecodeError) as exc:
             raise _mapped(self._path(), exc) from None
 
 
@@ -229,6 +247,7 @@ __all__ = [
     "integrity_summary",
     "is_damage",
     "is_decode_error",
+    "read_only_uri",
     "recovered_name",
     "store_error",
 ]

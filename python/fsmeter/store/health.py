@@ -29,103 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fsmeter.errors import UserError
-from fsmeter.store import SCHEMA_VERSION, _migrations, open_store
-from fsmeter.store._sqlite import StoreError, damaged, integrity_summary, is_damage, recovered_name
-
-#: The tables, parents before children, with the column naming each row's parent and that parent.
-TABLES = [
-    ("campaigns", None, None),
-    ("cells", "campaign_id", "campaigns"),
-    ("cell_factors", "cell_id", "cells"),
-    ("trials", "cell_id", "cells"),
-    ("phases", "trial_id", "trials"),
-    ("metrics", "trial_id", "trials"),
-    ("intervals", "phase_id", "phases"),
-    ("histograms", "phase_id", "phases"),
-    ("environment", "trial_id", "trials"),
-    ("storage_probes", "campaign_id", "campaigns"),
-]
-
-#: Columns holding JSON text that must parse (NULL allowed where the schema allows it).
-JSON_COLUMNS = {
-    "cells": ("factors",),
-    "cell_factors": ("value",),
-    "phases": ("report",),
-    "histograms": ("buckets",),
-    "environment": ("extra",),
-    "metrics": ("keys",),
-    "campaigns": ("owner",),
-    "storage_probes": ("report",),
-}
-
-#: The JSON type each of those documents has when fsmeter wrote it (a column not named here may hold any).
-JSON_SHAPES = {
-    ("cells", "factors"): dict,
-    ("phases", "report"): dict,
-    ("histograms", "buckets"): list,
-    ("environment", "extra"): dict,
-    ("metrics", "keys"): dict,
-    ("campaigns", "owner"): dict,
-    ("storage_probes", "report"): dict,
-}
-_SHAPE_NAMES = {dict: "a JSON object", list: "a JSON list"}
+from fsmeter.store import SCHEMA_VERSION, open_store
+from fsmeter.store._sqlite import StoreError, damaged, integrity_summary, is_damage, read_only_uri, recovered_name
+from fsmeter.store.schema_check import TABLES, Column, row_problem, structure_problems
+from fsmeter.store.schema_check import expected_schema as _expected_schema
 
 _BATCH = 256
-
-
-@dataclass
-class Column:
-    name: str
-    decltype: str
-    notnull: bool
-
-
-def _expected_schema() -> tuple:
-    """({table: [Column]}, {table: CREATE statement}) of a store made by this fsmeter."""
-    conn = sqlite3.connect(":memory:")
-    try:
-        for version, sql in _migrations():
-            conn.executescript(f"BEGIN;\n{sql}\nPRAGMA user_version = {version};\nCOMMIT;")
-        cols, creates = {}, {}
-        for table, _, _ in TABLES:
-            cols[table] = [
-                Column(r[1], (r[2] or "").upper(), bool(r[3]) and not r[5])
-                for r in conn.execute(f"PRAGMA table_info({table})")
-            ]
-            creates[table] = conn.execute(
-                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
-            ).fetchone()[0]
-        return cols, creates
-    finally:
-        conn.close()
-
-
-def row_problem(table: str, columns: list, row: tuple) -> str | None:
-    """Why a row read from ``table`` cannot be a row fsmeter wrote (wrong type, NULL where the
-    schema forbids it, JSON that does not parse), or None."""
-    json_cols = JSON_COLUMNS.get(table, ())
-    for col, v in zip(columns, row):
-        if v is None:
-            if col.notnull:
-                return f"{table}.{col.name} is NULL"
-            continue
-        t = col.decltype
-        if t == "INTEGER" and (not isinstance(v, int) or isinstance(v, bool)):
-            return f"{table}.{col.name} is not an integer"
-        if t == "REAL" and not isinstance(v, (int, float)):
-            return f"{table}.{col.name} is not a number"
-        if t == "TEXT":
-            if not isinstance(v, str):
-                return f"{table}.{col.name} is not text"
-            if col.name in json_cols:
-                try:
-                    doc = json.loads(v)
-                except ValueError:
-                    return f"{table}.{col.name} is not valid JSON"
-                shape = JSON_SHAPES.get((table, col.name))
-                if shape is not None and not isinstance(doc, shape):
-                    return f"{table}.{col.name} is not {_SHAPE_NAMES[shape]}"
-    return None
 
 
 @dataclass
@@ -191,7 +100,7 @@ def scan(conn: sqlite3.Connection, table: str, columns: list, result: TableScan)
     while True:
         try:
             rows = _fetch(conn, batch_q, (last,))
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             result.note(str(exc))
         else:
             if not rows:
@@ -210,7 +119,7 @@ def scan(conn: sqlite3.Connection, table: str, columns: list, result: TableScan)
         # The batch failed: step row by row.
         try:
             nxt = _fetch(conn, next_q, (last,))
-        except sqlite3.DatabaseError:
+        except (sqlite3.DatabaseError, UnicodeDecodeError):
             nxt = None
         if nxt and nxt[0][0] <= last:
             nxt = None  # out of order: treat like a stretch that cannot be walked
@@ -219,7 +128,7 @@ def scan(conn: sqlite3.Connection, table: str, columns: list, result: TableScan)
             while step < (1 << 40) and found is None:
                 try:
                     r = _fetch(conn, next_q, (last + step,))
-                except sqlite3.DatabaseError:
+                except (sqlite3.DatabaseError, UnicodeDecodeError):
                     step *= 2
                     continue
                 if r and r[0][0] <= last + step:
@@ -236,7 +145,7 @@ def scan(conn: sqlite3.Connection, table: str, columns: list, result: TableScan)
         rid = nxt[0][0]
         try:
             row = _fetch(conn, one_q, (rid,))
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             result.unreadable += 1
             result.note(str(exc))
         else:
@@ -253,6 +162,8 @@ class CheckReport:
     version: int | None
     tables: list = field(default_factory=list)  # [TableScan]
     fatal: str | None = None  # the store could not be read at all
+    structure: list = field(default_factory=list)  # tables and columns unlike this fsmeter's (schema_check)
+    foreign: bool = False  # not an fsmeter store at all (an empty file, another program's database)
 
     @property
     def healthy(self) -> bool:
@@ -260,27 +171,34 @@ class CheckReport:
             self.fatal is None
             and self.integrity == "ok"
             and self.version == SCHEMA_VERSION
+            and not self.structure
             and all(t.present and t.lost == 0 and t.skipped_regions == 0 for t in self.tables)
         )
 
-    def problem(self) -> str | None:
-        """The first thing wrong, in a few words (for one line), or None."""
+    def problem(self, older_is_fine: bool = False) -> str | None:
+        """The first thing wrong, in a few words (for one line), or None. ``older_is_fine``: a store of
+        an older schema version is not wrong for that alone (it can be migrated)."""
         if self.fatal:
             return self.fatal
         if is_damage(self.integrity):
             return f"PRAGMA integrity_check: {self.integrity}"
+        if self.structure:
+            more = f" (and {len(self.structure) - 1} more)" if len(self.structure) > 1 else ""
+            return self.structure[0] + more
         for t in self.tables:
             if not t.present:
                 return f"table {t.table} is missing or unreadable"
             if t.lost or t.skipped_regions:
                 return f"table {t.table}: {t.lost} row(s) unreadable ({t.first_problem})"
-        if self.version != SCHEMA_VERSION:
+        if self.version != SCHEMA_VERSION and not (
+            older_is_fine and self.version is not None and 0 < self.version < SCHEMA_VERSION
+        ):
             return f"schema version {self.version}, this fsmeter writes {SCHEMA_VERSION}"
         return None
 
 
 def _open_ro(path: Path, *, schema_tolerant: bool = False) -> sqlite3.Connection:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
+    conn = sqlite3.connect(read_only_uri(path), uri=True, timeout=30)
     if schema_tolerant:
         conn.execute("PRAGMA writable_schema = ON")  # a schema entry that does not parse is skipped
     return conn
@@ -292,7 +210,7 @@ def _tables_of(conn: sqlite3.Connection, expected: dict) -> dict:
     for table, cols in expected.items():
         try:
             have = {r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')}
-        except sqlite3.DatabaseError:
+        except (sqlite3.DatabaseError, UnicodeDecodeError):
             continue
         if have:
             out[table] = [c for c in cols if c.name in have]
@@ -303,18 +221,26 @@ def check(path: os.PathLike | str) -> CheckReport:
     """Read the whole store at ``path`` (read-only): integrity_check, schema version, and per table
     how many rows are sound."""
     path = Path(path)
-    if not path.is_file():
+    if not os.path.isfile(path):  # os.path: a name too long to look up is no file, not an OSError
         raise UserError(f"no such results database: {path}: check the path")
     integrity = integrity_summary(path)
     try:
         conn = _open_ro(path, schema_tolerant=True)
         version = conn.execute("PRAGMA user_version").fetchone()[0]
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
         return CheckReport(path, integrity, None, fatal=f"cannot read it at all: {exc}")
     rep = CheckReport(path, integrity, version)
     try:
         expected, _ = _expected_schema()
         present = _tables_of(conn, expected)
+        if version == 0 and not present:
+            rep.fatal, rep.foreign = "not an fsmeter results store (no fsmeter tables, schema version 0)", True
+            return rep
+        if version == SCHEMA_VERSION:  # an older store lacks the newer columns: its version says so
+            try:
+                rep.structure = structure_problems(conn)
+            except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+                rep.structure = [f"its tables cannot be listed: {exc}"]
         for table, _, _ in TABLES:
             res = TableScan(table, present=table in present)
             rep.tables.append(res)
@@ -361,7 +287,7 @@ def _private_copy(src: Path, folder: Path, creates: dict) -> tuple:
                 continue
             try:
                 conn.execute(*change)
-            except sqlite3.DatabaseError:
+            except (sqlite3.DatabaseError, UnicodeDecodeError):
                 continue  # on a page that cannot be written: the entry stays as it is
             if change[0].startswith("UPDATE"):
                 repaired.append(name)
@@ -374,12 +300,13 @@ def recover(src: os.PathLike | str, dst: os.PathLike | str) -> RecoverReport:
     """Copy every sound campaign, cell, trial and sample row of the store ``src`` into a new store
     ``dst`` (ids kept), skipping what cannot be read and rows whose parent was lost."""
     src, dst = Path(src), Path(dst)
-    if not src.is_file():
+    if not os.path.isfile(src):
         raise UserError(f"no such results database: {src}: check the path")
+    from fsmeter.userpaths import check_output_path
+
+    check_output_path(dst, "--to")
     if dst.exists():
         raise UserError(f"--to {dst}: already exists: name a new file (recover never writes over a file)")
-    if not dst.parent.is_dir():
-        raise UserError(f"--to {dst}: the folder {dst.parent} does not exist")
     if dst.resolve() == src.resolve():
         raise UserError("--to: name a new file, not the damaged store itself")
     expected, creates = _expected_schema()
@@ -484,7 +411,7 @@ def guard(db: os.PathLike | str | None):
         from fsmeter.store import default_db_path
 
         path = default_db_path(db)
-        if not path.is_file():
+        if not os.path.isfile(path):
             raise
         try:
             rep = check(path)

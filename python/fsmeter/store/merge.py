@@ -45,11 +45,25 @@ def _prepared_copy(src: Path, tmp: str) -> Path:
     """A copy of `src` at this fsmeter's schema version (the original is left as it is)."""
     from fsmeter.store import open_store
 
-    if not src.is_file():
+    if not os.path.isfile(src):  # os.path: a name too long to look up is no file, not an OSError
         raise UserError(f"{src}: no such results database: check the path")
+    # The input itself, read-only: not a store, damaged (integrity_check) or unsound in its tables,
+    # columns or values, it is refused naming it, before anything is written.
+    from fsmeter.store._sqlite import StoreError
+    from fsmeter.store.health import check
+
+    try:
+        open_store(src, create=False).close()
+    except StoreError as exc:
+        raise UserError(f"merge: {exc.message} (nothing was merged)") from None
+    why = check(src).problem(older_is_fine=True)  # every row read, as `store check` reads them
+    if why is not None:
+        from fsmeter.store._sqlite import damaged
+
+        raise UserError(f"merge: {damaged(src, why).message} (nothing was merged)")
     dst = Path(tmp) / f"in-{len(os.listdir(tmp))}.sqlite"
     shutil.copyfile(src, dst)
-    open_store(dst, create=False).close()  # migrates the copy, or refuses a newer one
+    open_store(dst, create=False, writable=True).close()  # migrates the copy
     return dst
 
 
@@ -58,6 +72,9 @@ def merge_stores(inputs: Sequence[Path], out: Path) -> dict:
     from fsmeter.store import open_store
 
     out = Path(out)
+    from fsmeter.userpaths import check_output_path
+
+    check_output_path(out, "-o")
     if out.exists():
         raise UserError(f"-o {out}: the file exists: name a new file (merge never writes into an existing store)")
     if any(Path(i).resolve() == out.resolve() for i in inputs):

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from fsmeter.errors import UserError
+from fsmeter.interop.fio.job import map_job
 from fsmeter.interop.fio_jobfile import parse_jobfile
-from fsmeter.interop.fio_map import map_job
 from fsmeter.mpi.merge import access_extra
 
 MIB = 1 << 20

@@ -1,14 +1,18 @@
-//! Measurement: clock, durations, latency histograms, CPU usage, and the timed multi-thread harness.
+//! Measurement: clock, durations, latency histograms, CPU usage, and the timed multi-thread harness
+//! (its control, its workers' recording, and steady-state detection).
 
 pub mod clock;
+pub mod control;
 pub mod cpu;
 pub mod duration;
 pub mod harness;
 pub mod hist;
 pub mod interval_lat;
+pub mod recorder;
+pub mod steady;
 
 pub use clock::now_ns;
-pub use harness::{
-    run_group, run_threads, Control, Exit, GroupMember, MemberReport, PhaseTiming, Progress, Recorder, RunState,
-    StartGate, Steady,
-};
+pub use control::{Control, Progress, RunState, StartGate};
+pub use harness::{run_group, run_threads, Exit, GroupMember, MemberReport, PhaseTiming};
+pub use recorder::Recorder;
+pub use steady::Steady;

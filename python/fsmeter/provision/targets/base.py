@@ -21,5 +21,10 @@ class Target:
     def teardown(self) -> None:
         """Undo setup; only what setup created."""
 
+    def watch(self) -> Any:
+        """What watches the target's own device over a phase (fsmeter.regime.PhaseWatch ``disk``):
+        None, but for a disk model (its lateness and service times)."""
+        return None
+
     def info(self) -> dict[str, Any]:
         return {"target": self.kind, "device": self.device, "journal_device": self.journal_device}

@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use serde::{Deserialize, Serialize};
 
-use super::{sleep_until, Access, CPU, KINDS, NOT_DATA};
+use super::pace::sleep_until;
+use super::workload::{Access, CpuUsed, CPU, KINDS, NOT_DATA};
 use crate::error::Result;
 use crate::measure::{now_ns, run_group, Control, GroupMember, Recorder};
 use crate::report::PhaseReport;
@@ -32,15 +33,6 @@ pub enum CpuMode {
     Noop,
     /// Sort 256 Ki integers four ways.
     Qsort,
-}
-
-/// What a cpuio run's threads used, added once per thread at its end.
-#[derive(Default)]
-pub(in crate::workload::access) struct CpuUsed {
-    cpu_ns: u64,
-    bursts: u64,
-    burst_ns: u64,
-    threads: u64,
 }
 
 /// One cpuio thread's state: its integers to sort (qsort), made before the common start.

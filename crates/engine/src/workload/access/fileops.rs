@@ -20,7 +20,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
 
-use super::{open, Access, BufStats, FdGuard, CREATE, DELETE, KINDS, NOT_DATA, READ, STAT, WRITE};
+use super::fd::{open, FdGuard};
+use super::workload::{Access, BufStats, CREATE, DELETE, KINDS, NOT_DATA, READ, STAT, WRITE};
 use crate::error::{EngineError, Result};
 use crate::measure::{now_ns, run_threads, Control, Recorder};
 use crate::report::PhaseReport;

@@ -17,8 +17,12 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 
 use serde::Deserialize;
 
+use super::cpuio::CpuState;
+use super::fileops::NameState;
+use super::layout::RunFiles;
 use super::pace::FlowShared;
-use super::phases::{BufStats, CpuState, NameState, RunFiles, RunState, KINDS, NOT_DATA};
+use super::worker::RunState;
+use super::workload::{BufStats, KINDS, NOT_DATA};
 use super::{Access, AccessSpec, FioEngine};
 use crate::backend::mmap::MmapBackend;
 use crate::backend::null::NullBackend;

@@ -13,22 +13,31 @@
 //! one thread reading `total_bytes` = the data set reads every byte once.
 
 mod backlog;
+mod cpuio;
 mod dirmap;
 mod dist;
 mod errors;
+mod fd;
+mod fileops;
 mod gen;
 mod group;
 mod iolog;
 mod lattarget;
+mod layout;
 mod pace;
-mod phases;
 mod prio;
 mod regions;
+mod run;
 mod shape;
 mod spec;
 mod sprandom;
+mod validate;
+mod verification;
+mod worker;
+mod workload;
 
 pub use backlog::{Backlog, Piece};
+pub use cpuio::CpuMode;
 pub use dist::{zeta, Dist, Skew};
 pub use errors::{ContinueOn, ErrorCounts, OnError};
 pub use gen::{AccessGen, BlockPerm, GenOp};
@@ -36,9 +45,10 @@ pub use group::{AccessGroup, AccessGroupSpec, ExitWhat, GroupJob};
 pub use iolog::{IoLogSpec, IoRecord};
 pub use lattarget::LatTargetSpec;
 pub use pace::{Go, MemMode, MemPolicy, PaceSpec, Pacer, PlaceSpec, RateProcess, SteadyKind, SteadySpec};
-pub use phases::{Access, CpuMode};
 pub use prio::{CmdPrio, PrioSpec};
 pub use regions::ThreadRegion;
 pub use shape::{parse_sequence, SequenceWalk, Walk, Zone, ZoneIndex, ZoneSplit};
 pub use spec::{AccessEntry, AccessSpec, FioEngine, StatType, MAX_BACKLOG};
+
 pub use sprandom::{physical_size as sprandom_physical_size, Plan as SprandomPlan, SprStats, Sprandom, SprandomSpec};
+pub use workload::Access;

@@ -1,0 +1,402 @@
+//! fsmeter-diskmodel: a disk image served with a spinning disk's timing.
+//!
+//! ```text
+//! fsmeter-diskmodel describe DRIVE.json
+//!     prints the drive's derived figures as JSON (capacity, zones and their media rates, the seek
+//!     curve's figures) and exits; a bad description exits 2 with one line on stderr.
+//! fsmeter-diskmodel serve DRIVE.json IMAGE MOUNTPOINT [--offset BYTES] [--spin-us N]
+//!     serves IMAGE as MOUNTPOINT/disk.img (FUSE, FOPEN_DIRECT_IO) until MOUNTPOINT is unmounted;
+//!     prints `ready` once mounted. IMAGE's byte 0 is the drive's byte BYTES (default 0, the outer
+//!     edge). MOUNTPOINT/stats.json reads the counters and histograms (fsmeter_diskmodel::stats);
+//!     writing `reset` to MOUNTPOINT/control zeroes them.
+//! ```
+//!
+//! A loop device attached to disk.img sends its requests here. The FUSE thread stamps each with
+//! its arrival (CLOCK_MONOTONIC), does its data I/O on IMAGE at once (reads fill the reply's
+//! buffer, writes change IMAGE), and queues it for the drive thread, which serves the queued
+//! requests one at a time: it asks the model when the request completes and sends the reply at
+//! that instant (an absolute-time sleep, then a spin for the last `--spin-us` microseconds),
+//! recording how late the reply left (taken as the reply is handed to the kernel, after it is
+//! counted in stats.json). Data is never cached below the filesystem: IMAGE's pages
+//! may sit in the host's page cache, but every request the loop device makes reaches this daemon
+//! and is timed by the model.
+
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::os::unix::io::AsRawFd;
+use std::path::Path;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+
+use fsmeter_diskmodel::geometry::SECTOR_BYTES;
+use fsmeter_diskmodel::seek::SeekCurve;
+use fsmeter_diskmodel::stats::Stats;
+use fsmeter_diskmodel::{Drive, DriveSpec, Model, Op, Request};
+use fsmeter_fusedisk::{now_ns, serve, Disk, ReplyData, ReplyEmpty, ReplyWrite, ServeOptions};
+use serde_json::json;
+
+const PROG: &str = "fsmeter-diskmodel";
+
+fn fail(code: i32, msg: impl std::fmt::Display) -> ! {
+    eprintln!("{PROG}: error: {msg}");
+    std::process::exit(code);
+}
+
+fn load_drive(path: &str) -> Drive {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| fail(2, format_args!("{path}: {e}")));
+    let spec = DriveSpec::from_json(&text).unwrap_or_else(|e| fail(2, format_args!("{path}: {e}")));
+    Drive::new(&spec).unwrap_or_else(|e| fail(2, format_args!("{path}: {e}")))
+}
+
+/// The derived figures of a drive, for `fsmeter disk-model show` and calibration's expected values.
+fn describe(d: &Drive) -> serde_json::Value {
+    let g = &d.geometry;
+    let zones: Vec<_> = g
+        .zones
+        .iter()
+        .map(|z| {
+            let sectors = z.lbns.min(g.capacity - z.first_lbn);
+            json!({
+                "first_cylinder": z.first_cylinder,
+                "last_cylinder": z.last_cylinder,
+                "sectors_per_track": z.spt,
+                "first_lbn": z.first_lbn,
+                "sectors": sectors,
+                "track_mb_s": z.spt as f64 * SECTOR_BYTES as f64 / (d.rev_ns / 1e9) / 1e6,
+                "sustained_mb_s": d.streaming_rate(z.first_lbn) / 1e6,
+            })
+        })
+        .collect();
+    let (first_cyl, last_cyl) = g.data_cylinders();
+    let span = last_cyl - first_cyl;
+    // The innermost whole cylinder (the capacity may end inside the last one).
+    let inner_lbn = g.first_lbn_of_cylinder(last_cyl.saturating_sub(1).max(first_cyl)).unwrap_or(0);
+    // A 4 KiB transfer's media time, averaged over the blocks (each zone weighted by its blocks).
+    let mut xfer = 0.0;
+    for z in &g.zones {
+        let sectors = z.lbns.min(g.capacity - z.first_lbn) as f64;
+        xfer += sectors / g.capacity as f64 * 8.0 * d.rev_ns / z.spt as f64;
+    }
+    // The mean seek of uniformly random blocks (outer cylinders hold more blocks, so seeks are
+    // shorter than the datasheet's cylinder-pair average): exact over the cylinders' block counts.
+    let cyl_weights: Vec<(u32, f64)> = g
+        .zones
+        .iter()
+        .flat_map(|z| {
+            let per_cyl = (g.surfaces as u64 * z.spt as u64) as f64;
+            (z.first_cylinder..=z.last_cylinder)
+                .filter(|&c| g.first_lbn_of_cylinder(c).is_some())
+                .map(move |c| (c, per_cyl))
+        })
+        .collect();
+    let lba_seek = random_block_seek_ms(&d.seek, &cyl_weights);
+    let curve: Vec<[f64; 2]> = [1u32, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000]
+        .iter()
+        .filter(|&&x| x < g.cylinders)
+        .chain(std::iter::once(&(g.cylinders - 1)))
+        .map(|&x| [x as f64, d.seek.ms(x)])
+        .collect();
+    json!({
+        "name": d.name,
+        "capacity_sectors": g.capacity,
+        "capacity_bytes": d.capacity_bytes(),
+        "cylinders": g.cylinders,
+        "data_cylinders": [first_cyl, last_cyl],
+        "surfaces": g.surfaces,
+        "revolution_ms": d.rev_ns / 1e6,
+        "zones": zones,
+        "seek": {
+            "kind": match d.seek { SeekCurve::Table(_) => "table", SeekCurve::Lee { .. } => "lee" },
+            "track_to_track_ms": d.seek.ms(1),
+            "average_ms": d.seek.average_ms(g.cylinders),
+            "random_block_ms": lba_seek,
+            "full_stroke_ms": d.seek.ms(span),
+            "full_stroke_cylinders": span,
+            "curve": curve,
+        },
+        "transfer_4k_ms": xfer / 1e6,
+        "read_miss_overhead_ms": d.read_miss_ns / 1e6,
+        "outer_sustained_mb_s": d.streaming_rate(0) / 1e6,
+        "inner_sustained_mb_s": d.streaming_rate(inner_lbn) / 1e6,
+        "inner_lbn": inner_lbn,
+        "write_cache": d.write_cache,
+        "queue": {"policy": format!("{:?}", d.policy).to_lowercase(), "depth": d.queue_depth},
+    })
+}
+
+/// Mean seek between two blocks drawn uniformly: cylinders weighted by the blocks they hold.
+/// O(C) with prefix sums over the sorted cylinders: sum_i sum_j w_i w_j seek(|c_i - c_j|) needs
+/// the pairwise distances, so it is computed on a coarse grid of at most 2000 cylinder bands.
+fn random_block_seek_ms(seek: &SeekCurve, cyls: &[(u32, f64)]) -> f64 {
+    let bands = 2000usize.min(cyls.len().max(1));
+    let per = cyls.len().div_ceil(bands);
+    let mut pts: Vec<(f64, f64)> = Vec::with_capacity(bands);
+    for chunk in cyls.chunks(per.max(1)) {
+        let w: f64 = chunk.iter().map(|c| c.1).sum();
+        let c: f64 = chunk.iter().map(|c| c.0 as f64 * c.1).sum::<f64>() / w;
+        pts.push((c, w));
+    }
+    let total: f64 = pts.iter().map(|p| p.1).sum();
+    let mut s = 0.0;
+    for a in &pts {
+        for b in &pts {
+            let d = (a.0 - b.0).abs().round() as u32;
+            s += a.1 * b.1 * seek.ms(d);
+        }
+    }
+    s / (total * total)
+}
+
+enum Answer {
+    Data(ReplyData, Vec<u8>),
+    Written(ReplyWrite, u32),
+    Empty(ReplyEmpty),
+}
+
+impl Answer {
+    fn send(self) {
+        match self {
+            Answer::Data(r, buf) => r.data(&buf),
+            Answer::Written(r, n) => r.written(n),
+            Answer::Empty(r) => r.ok(),
+        }
+    }
+}
+
+struct Job {
+    req: Request,
+    bytes: u64,
+    arrival: u64,
+    answer: Answer,
+}
+
+struct Shared {
+    stats: Stats,
+    dirty_sectors: u64,
+    requests: u64,
+}
+
+struct ModelDisk {
+    image: File,
+    size: u64,
+    /// The image's first block on the drive.
+    offset_lbn: u64,
+    jobs: Sender<Job>,
+    shared: Arc<Mutex<Shared>>,
+    drive_name: String,
+}
+
+impl ModelDisk {
+    fn queue(&self, op: Op, offset: u64, len: u64, arrival: u64, answer: Answer) {
+        let lbn = self.offset_lbn + offset / SECTOR_BYTES;
+        let end = self.offset_lbn + (offset + len).div_ceil(SECTOR_BYTES);
+        let job = Job { req: Request { op, lbn, sectors: end - lbn }, bytes: len, arrival, answer };
+        if let Err(e) = self.jobs.send(job) {
+            // The drive thread is gone (it panicked): fail the request rather than hang it.
+            match e.0.answer {
+                Answer::Data(r, _) => r.error(libc::EIO),
+                Answer::Written(r, _) => r.error(libc::EIO),
+                Answer::Empty(r) => r.error(libc::EIO),
+            }
+        }
+    }
+}
+
+impl Disk for ModelDisk {
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn read(&mut self, offset: u64, size: u32, reply: ReplyData) {
+        let arrival = now_ns();
+        let mut buf = vec![0u8; size as usize];
+        if let Err(e) = self.image.read_exact_at(&mut buf, offset) {
+            return reply.error(e.raw_os_error().unwrap_or(libc::EIO));
+        }
+        self.queue(Op::Read, offset, size as u64, arrival, Answer::Data(reply, buf));
+    }
+
+    fn write(&mut self, offset: u64, data: &[u8], reply: ReplyWrite) {
+        let arrival = now_ns();
+        if let Err(e) = self.image.write_all_at(data, offset) {
+            return reply.error(e.raw_os_error().unwrap_or(libc::EIO));
+        }
+        self.queue(Op::Write, offset, data.len() as u64, arrival, Answer::Written(reply, data.len() as u32));
+    }
+
+    fn fsync(&mut self, reply: ReplyEmpty) {
+        // The image need not reach the host's disk: it is the model's durability that is timed.
+        self.queue(Op::Flush, 0, 0, now_ns(), Answer::Empty(reply));
+    }
+
+    fn fallocate(&mut self, offset: u64, length: u64, mode: i32, reply: ReplyEmpty) {
+        let arrival = now_ns();
+        // SAFETY: fallocate on the fd we own, with the kernel's own mode and range.
+        let rc = unsafe { libc::fallocate(self.image.as_raw_fd(), mode, offset as i64, length as i64) };
+        if rc != 0 {
+            return reply.error(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
+        }
+        let op = if mode & libc::FALLOC_FL_ZERO_RANGE != 0 {
+            Op::WriteZeroes
+        } else if mode & libc::FALLOC_FL_PUNCH_HOLE != 0 {
+            Op::Discard
+        } else {
+            return reply.ok(); // preallocation: no data changes, nothing for the drive to do
+        };
+        let length = length.min(self.size.saturating_sub(offset));
+        self.queue(op, offset, length, arrival, Answer::Empty(reply));
+    }
+
+    fn side_files(&self) -> &'static [&'static str] {
+        &["stats.json", "control"]
+    }
+
+    fn read_side(&mut self, index: usize) -> Vec<u8> {
+        if index != 0 {
+            return Vec::new();
+        }
+        let sh = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        let state = json!({
+            "drive": self.drive_name,
+            "dirty_sectors": sh.dirty_sectors,
+            "requests_served": sh.requests,
+            "offset_bytes": self.offset_lbn * SECTOR_BYTES,
+            "size_bytes": self.size,
+        });
+        let mut out = serde_json::to_vec(&sh.stats.json(state)).unwrap_or_default();
+        out.push(b'\n');
+        out
+    }
+
+    fn write_side(&mut self, index: usize, data: &[u8]) -> Result<(), i32> {
+        if index != 1 {
+            return Err(libc::EACCES);
+        }
+        match std::str::from_utf8(data).map(str::trim) {
+            Ok("reset") => {
+                self.shared.lock().unwrap_or_else(|e| e.into_inner()).stats.reset();
+                Ok(())
+            }
+            _ => Err(libc::EINVAL),
+        }
+    }
+}
+
+/// Sleep until `deadline` (CLOCK_MONOTONIC ns): an absolute-time sleep to `spin_ns` before it,
+/// then a spin, so that the wake-up's delay does not make every reply late.
+fn sleep_until(deadline: u64, spin_ns: u64) {
+    let now = now_ns();
+    if deadline > now + spin_ns {
+        let wake = deadline - spin_ns;
+        let ts =
+            libc::timespec { tv_sec: (wake / 1_000_000_000) as libc::time_t, tv_nsec: (wake % 1_000_000_000) as _ };
+        // SAFETY: an absolute sleep on CLOCK_MONOTONIC with a timespec we own; EINTR just wakes early.
+        unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
+    }
+    while now_ns() < deadline {
+        std::hint::spin_loop();
+    }
+}
+
+/// The drive: serve the queued requests one at a time, each reply at its modelled completion.
+fn drive_thread(mut model: Model, jobs: Receiver<Job>, shared: Arc<Mutex<Shared>>, spin_ns: u64) {
+    // The timer slack would otherwise add up to 50 us to every sleep.
+    // SAFETY: prctl on the calling thread with a plain integer argument.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    let mut queue: VecDeque<Job> = VecDeque::new();
+    let mut reqs: Vec<Request> = Vec::new();
+    loop {
+        if queue.is_empty() {
+            match jobs.recv() {
+                Ok(j) => queue.push_back(j),
+                Err(_) => return, // unmounted
+            }
+        }
+        while let Ok(j) = jobs.try_recv() {
+            queue.push_back(j);
+        }
+        reqs.clear();
+        reqs.extend(queue.iter().take(model.drive.queue_depth).map(|j| j.req));
+        let i = model.pick(&reqs, now_ns());
+        let job = queue.remove(i).expect("picked from the queue");
+        let svc = model.serve(job.req, job.arrival);
+        sleep_until(svc.end, spin_ns);
+        // Counted before the reply leaves, so that a caller who reads stats.json after its reply
+        // finds its request there; the lateness is taken at the instant the reply is handed over.
+        let sent = now_ns();
+        {
+            let mut sh = shared.lock().unwrap_or_else(|e| e.into_inner());
+            sh.stats.queue_seen(queue.len() + 1);
+            sh.stats.record(job.req.op, job.bytes, job.arrival, &svc, sent);
+            sh.dirty_sectors = model.dirty_sectors();
+            sh.requests += 1;
+        }
+        job.answer.send();
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let usage = "usage: fsmeter-diskmodel describe DRIVE.json | serve DRIVE.json IMAGE MOUNTPOINT [--offset BYTES] [--spin-us N]";
+    match args.get(1).map(String::as_str) {
+        Some("describe") if args.len() == 3 => {
+            let d = load_drive(&args[2]);
+            println!("{}", describe(&d));
+        }
+        Some("serve") if args.len() >= 5 => {
+            let mut offset = 0u64;
+            let mut spin_us = 50u64;
+            let mut rest = args[5..].iter();
+            while let Some(flag) = rest.next() {
+                let value = rest.next().unwrap_or_else(|| fail(2, format_args!("{flag} needs a value")));
+                let n: u64 =
+                    value.parse().unwrap_or_else(|_| fail(2, format_args!("{flag} {value}: not a whole number")));
+                match flag.as_str() {
+                    "--offset" => offset = n,
+                    "--spin-us" => spin_us = n,
+                    _ => fail(2, format_args!("unknown option {flag}\n{usage}")),
+                }
+            }
+            let drive = load_drive(&args[2]);
+            let image = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&args[3])
+                .unwrap_or_else(|e| fail(1, format_args!("open image {}: {e}", args[3])));
+            let size = image.metadata().map(|m| m.len()).unwrap_or(0);
+            if size == 0 || !size.is_multiple_of(SECTOR_BYTES) || !offset.is_multiple_of(SECTOR_BYTES) {
+                fail(
+                    2,
+                    format_args!("image size {size} and --offset {offset} must be non-zero multiples of 512 bytes"),
+                );
+            }
+            if offset + size > drive.capacity_bytes() {
+                fail(
+                    2,
+                    format_args!(
+                        "the image ({size} bytes at offset {offset}) does not fit on {} ({} bytes)",
+                        drive.name,
+                        drive.capacity_bytes()
+                    ),
+                );
+            }
+            let shared = Arc::new(Mutex::new(Shared { stats: Stats::default(), dirty_sectors: 0, requests: 0 }));
+            let (tx, rx) = channel();
+            let name = drive.name.clone();
+            let model = Model::new(drive);
+            let sh = shared.clone();
+            let worker = std::thread::Builder::new()
+                .name("drive".into())
+                .spawn(move || drive_thread(model, rx, sh, spin_us * 1000))
+                .unwrap_or_else(|e| fail(1, format_args!("start the drive thread: {e}")));
+            let disk = ModelDisk { image, size, offset_lbn: offset / SECTOR_BYTES, jobs: tx, shared, drive_name: name };
+            let opts = ServeOptions { fsname: PROG, direct_io: true, async_dio: true };
+            if let Err(e) = serve(disk, Path::new(&args[4]), &opts) {
+                fail(1, format_args!("{}: {e}", args[4]));
+            }
+            let _ = worker.join();
+        }
+        _ => fail(2, usage),
+    }
+}

@@ -1,0 +1,728 @@
+//! The access workload's hot loop: each thread keeps `queue_depth` requests in flight until its
+//! deadline, its byte quota or a stop, paced, measured and counted as it goes, then drains. Nothing
+//! here allocates, locks or calls into Python per request; two copies of the loop are built, one
+//! without any verification code (`VERIFY`).
+
+use std::os::fd::RawFd;
+
+use super::backlog::Backlog;
+use super::errors::{ErrorCounts, OnError};
+use super::fileops::{one_call_failure, Donor};
+use super::gen::{AccessGen, GenOp};
+use super::iolog::{IoLogBuf, IoRecord};
+use super::lattarget::{LatProbe, Step};
+use super::layout::fill_pattern;
+use super::pace::{sleep_until, FlowState, Go, Pacer};
+use super::prio::CmdPrioState;
+use super::workload::{Access, FSYNC, READ, TRIM, WRITE};
+use crate::backend::buffer::AlignedBuf;
+use crate::backend::content::ContentGen;
+use crate::backend::{FileTable, IoBackend, IoReq};
+use crate::error::{EngineError, Result};
+use crate::measure::{now_ns, Recorder};
+use crate::settings::Settings;
+use crate::verify::content::ContentCheck;
+use crate::verify::Checker;
+
+/// Per-thread state of the `run` phase, built before the common start.
+pub(super) struct RunState<B: IoBackend> {
+    pub(super) backend: B,
+    pub(super) bufs: Vec<AlignedBuf>,
+    pub(super) gen: AccessGen,
+    pub(super) slots: Vec<SlotMeta>,
+    pub(super) completed: Vec<(usize, i64)>,
+    /// Per mix entry: reads, writes, random, sequential, trims (measured requests only).
+    pub(super) mix: Vec<[u64; 5]>,
+    /// The files, for trims (done here, not through the backend); None: the null backend.
+    pub(super) trim_fds: Option<FileTable>,
+    /// With a buffer pattern: slots whose buffer a read overwrote (refilled before their next write).
+    pub(super) refill: Vec<bool>,
+    pub(super) verify: Option<Checker>,
+    /// With verify_backlog: the written requests not yet read back.
+    pub(super) backlog: Option<Backlog>,
+    /// Another request may write a block while a backlog read reads it (several threads on shared
+    /// blocks, or queue_depth > 1): a backlog read that fails its check is read again before it counts.
+    pub(super) racy: bool,
+    /// With verify_pattern: the reads checked and the mismatches found.
+    pub(super) pattern_check: ContentCheck,
+    /// Writes issued by this thread in this phase (with verify: the write numbers).
+    pub(super) writes: u64,
+    /// The e4defrag engine's donor file.
+    pub(super) donor: Option<Donor>,
+    /// With a rate or thinktime: the schedule, and the slots whose request waits for its time
+    /// (slot, quiesce first), in the order drawn; capacity queue_depth, made before the start.
+    pub(super) pacer: Option<Pacer>,
+    pub(super) deferred: std::collections::VecDeque<(usize, Wait)>,
+    /// With fio's flow: this thread's place in its flow.
+    pub(super) flow: Option<FlowState>,
+    /// Failed requests gone on after (continue_on) or ended at (fill): counted here, made before the start.
+    pub(super) errors: ErrorCounts,
+    /// With fio's buffer contents: what each write carries (filled before the write is timed).
+    pub(super) content: Option<ContentGen>,
+    /// With per-request priorities (cmdprio): the rules, their draws and the count.
+    pub(super) cmdprio: Option<CmdPrioState>,
+    /// With a per-I/O log: this thread's records, allocated before the start.
+    pub(super) io_log: Option<IoLogBuf>,
+    /// With fio's latency_target: the search for the queue depth (lattarget.rs).
+    pub(super) lat: Option<LatProbe>,
+}
+
+/// A measured request's per-I/O log record (fio's direction: 0 read, 1 write, 2 trim).
+#[inline(always)]
+fn io_record(op: &GenOp, kind: usize, t0: u64, t1: u64, measure_start: u64) -> IoRecord {
+    IoRecord {
+        t_ns: t1.saturating_sub(measure_start),
+        lat_ns: t1.saturating_sub(t0),
+        offset: op.req.offset,
+        len: op.req.len,
+        ddir: match kind {
+            READ => 0,
+            WRITE => 1,
+            _ => 2,
+        },
+        ioprio: op.req.ioprio,
+    }
+}
+
+/// What a deferred request waits for once nothing is in flight.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Wait {
+    /// Its due time.
+    Due,
+    /// A thinktime stall, then its due time.
+    Think,
+    /// Its turn in the flow.
+    Flow,
+}
+
+/// What pacing made of a request just drawn.
+enum Paced {
+    /// Issue it, at this time.
+    Go(u64),
+    /// It waits in `RunState::deferred` for its time.
+    Deferred,
+    /// The thread is to stop (a stop was asked for, or the request would start after the deadline).
+    Stop,
+}
+
+#[derive(Clone, Copy, Default)]
+pub(super) struct SlotMeta {
+    pub(super) t0: u64,
+    pub(super) op: Option<GenOp>,
+    /// With verify, the write number of a write in flight (of the write a backlog read checks).
+    pub(super) generation: u64,
+    /// A read of verify_backlog (not the mix's: not counted in it, always checked).
+    pub(super) backlog: bool,
+}
+
+impl Access {
+    /// The hot loop: keep `queue_depth` requests in flight until the deadline,
+    /// the byte quota, or a stop; then drain.
+    pub(super) fn worker<B: IoBackend, const VERIFY: bool>(
+        &self,
+        st: &mut RunState<B>,
+        rec: &mut Recorder,
+        quota: Option<u64>,
+        job: &Settings,
+    ) -> Result<Vec<[u64; 5]>> {
+        if let Some(p) = st.pacer.as_mut() {
+            p.start(now_ns());
+        }
+        let out = self.worker_loop::<B, VERIFY>(st, rec, quota, job);
+        if let Some(f) = st.flow.as_mut() {
+            f.leave();
+        }
+        out
+    }
+
+    /// The worker's loop proper (the thread leaves its flow after it).
+    fn worker_loop<B: IoBackend, const VERIFY: bool>(
+        &self,
+        st: &mut RunState<B>,
+        rec: &mut Recorder,
+        quota: Option<u64>,
+        job: &Settings,
+    ) -> Result<Vec<[u64; 5]>> {
+        let spec = &self.spec;
+        let exact = VERIFY && self.verify_exact(job);
+        let gen_base = self.runs << 40;
+        let mut issued_bytes = 0u64;
+        let mut inflight = 0usize;
+        let mut writes_since_fsync = 0u64;
+        // With a latency target the depth starts at 1 (fio's lat_target_init at the job's start) and
+        // moves between windows; during a warm-up nothing is judged, and its end starts the search again.
+        let mut ramp_pending = false;
+        let first = match st.lat.as_mut() {
+            Some(p) => {
+                let now = now_ns();
+                p.init(now);
+                ramp_pending = !rec.measuring(now);
+                p.depth as usize
+            }
+            None => st.slots.len(),
+        };
+        let mut stopping =
+            self.start_slots::<B, VERIFY>(st, rec, quota, job, first, &mut issued_bytes, &mut inflight, gen_base)?;
+        while inflight > 0 || !st.deferred.is_empty() {
+            if inflight == 0 {
+                // Only paced requests are left, each waiting for its time with nothing in flight.
+                match self.launch_deferred::<B, VERIFY>(st, rec, gen_base)? {
+                    None => break,
+                    Some(true) => inflight += 1,
+                    Some(false) => stopping = true,
+                }
+                continue;
+            }
+            st.completed.clear();
+            let completed = &mut st.completed;
+            st.backend.reap(1, |slot, res| completed.push((slot, res)))?;
+            let t1 = now_ns();
+            let batch = st.completed.len();
+            for i in 0..batch {
+                let (slot, res) = st.completed[i];
+                let meta = st.slots[slot];
+                let op = meta.op.expect("completion for an idle slot");
+                let mut synced = false;
+                let short_fill = spec.fill && res >= 0 && (res as u64) < op.req.len as u64;
+                if res < 0 || short_fill {
+                    // A failed request: gone on after (counted, not measured), the end of a fill, or the end
+                    // of the run. A short write while filling: fio writes its rest, which then fails.
+                    let errno = if res < 0 { -res as i32 } else { libc::ENOSPC };
+                    let dir = op.req.write as usize;
+                    match st.errors.note(&spec.continue_on, spec.fill, dir, errno, &op.req) {
+                        OnError::Go => {}
+                        OnError::Full => {
+                            stopping = true;
+                            if short_fill {
+                                st.errors.full_short = 1;
+                            }
+                        }
+                        OnError::Fatal => return Err(self.io_failure(op.req, errno, job)),
+                    }
+                } else {
+                    self.completed_ok::<B, VERIFY>(
+                        st,
+                        slot,
+                        op,
+                        meta,
+                        res,
+                        t1,
+                        rec,
+                        exact,
+                        job,
+                        &mut stopping,
+                        &mut synced,
+                        &mut writes_since_fsync,
+                    )?;
+                }
+                if !stopping {
+                    stopping = rec.should_stop(t1) || quota.is_some_and(|q| issued_bytes >= q);
+                }
+                if stopping {
+                    st.slots[slot].op = None;
+                    inflight -= 1;
+                    continue;
+                }
+                if let Some(p) = &st.lat {
+                    // The depth in force caps the requests in flight (this slot's still counted);
+                    // a quiesce issues nothing until all are back.
+                    if p.holding() || inflight > p.depth as usize {
+                        st.slots[slot].op = None;
+                        inflight -= 1;
+                        continue;
+                    }
+                }
+                if VERIFY {
+                    // fio's verify_backlog: a due read of a logged write goes before the mix's next request.
+                    if let Some(p) = st.backlog.as_mut().and_then(Backlog::next_read) {
+                        let t0 = if st.completed.len() == 1 && !synced { t1 } else { now_ns() };
+                        self.launch_backlog(st, slot, p, t0)?;
+                        continue;
+                    }
+                }
+                // The completion time doubles as the next request's issue time: one
+                // clock read less per request; the latency then also covers the few
+                // nanoseconds of bookkeeping in between (never less than the truth).
+                let Some((op, trimmed)) = self.next_io(st, rec, quota, &mut issued_bytes, job)? else {
+                    stopping = true;
+                    st.slots[slot].op = None;
+                    inflight -= 1;
+                    continue;
+                };
+                let t0 = if st.completed.len() == 1 && !synced && !trimmed { t1 } else { now_ns() };
+                // In the kernel besides this slot: the in-flight slots less this batch's unprocessed ones.
+                let others = inflight - (batch - i);
+                match self.pace(st, slot, op, t0, others, rec, &mut issued_bytes) {
+                    Paced::Go(t0) => {
+                        self.launch::<B, VERIFY>(st, slot, op, t0, rec, Some(&mut issued_bytes), gen_base)?
+                    }
+                    Paced::Deferred => inflight -= 1,
+                    Paced::Stop => {
+                        stopping = true;
+                        st.slots[slot].op = None;
+                        inflight -= 1;
+                    }
+                }
+            }
+            if st.lat.is_some() && !stopping {
+                stopping = self.lat_step::<B, VERIFY>(
+                    st,
+                    rec,
+                    quota,
+                    &mut issued_bytes,
+                    &mut inflight,
+                    &mut ramp_pending,
+                    job,
+                    gen_base,
+                )?;
+            }
+        }
+        self.worker_end::<B, VERIFY>(st, rec, exact, job)
+    }
+
+    /// The first requests of a thread's loop, on slots 0 to `first` (the queue depth, or a latency
+    /// target's starting depth). True: the thread is to stop issuing already.
+    #[inline]
+    #[allow(clippy::too_many_arguments)] // the loop's own counters, which stay in its registers
+    fn start_slots<B: IoBackend, const VERIFY: bool>(
+        &self,
+        st: &mut RunState<B>,
+        rec: &mut Recorder,
+        quota: Option<u64>,
+        job: &Settings,
+        first: usize,
+        issued_bytes: &mut u64,
+        inflight: &mut usize,
+        gen_base: u64,
+    ) -> Result<bool> {
+        for slot in 0..first {
+            let Some((op, _)) = self.next_io(st, rec, quota, issued_bytes, job)? else {
+                return Ok(true);
+            };
+            let t0 = now_ns();
+            match self.pace(st, slot, op, t0, *inflight, rec, issued_bytes) {
+                Paced::Go(t0) => {
+                    self.launch::<B, VERIFY>(st, slot, op, t0, rec, Some(&mut *issued_bytes), gen_base)?;
+                    *inflight += 1;
+                }
+                Paced::Deferred => {}
+                Paced::Stop => return Ok(true),
+            }
+            if quota.is_some_and(|q| *issued_bytes >= q) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// With nothing in flight, the first deferred request waits for its time (or its turn in the
+    /// flow) and is launched: Some(true). Some(false): a stop, the deadline or a missed minimum rate
+    /// dropped it and every other deferred one. None: nothing was deferred.
+    #[inline]
+    fn launch_deferred<B: IoBackend, const VERIFY: bool>(
+        &self,
+        st: &mut RunState<B>,
+        rec: &mut Recorder,
+        gen_base: u64,
+    ) -> Result<Option<bool>> {
+        let Some((slot, wait)) = st.deferred.pop_front() else { return Ok(None) };
+        let meta = st.slots[slot];
+        st.slots[slot].op = None;
+        let op = meta.op.expect("a deferred slot holds its request");
+        // Requests drawn before a byte quota was reached still go (their bytes are counted);
+        // a stop, the deadline or a missed minimum rate drops them.
+        let halted = rec.should_stop(now_ns()) || st.pacer.as_ref().is_some_and(|p| p.missed.is_some());
+        let ready = !halted
+            && match wait {
+                Wait::Due => sleep_until(meta.t0, rec),
+                Wait::Think => st.pacer.as_ref().is_some_and(|p| p.think(rec)) && sleep_until(meta.t0, rec),
+                Wait::Flow => st.flow.as_mut().is_some_and(|f| f.wait_and_pass(rec)),
+            };
+        if !ready {
+            for (s, _) in st.deferred.drain(..) {
+                st.slots[s].op = None;
+            }
+            return Ok(Some(false));
+        }
+        self.launch::<B, VERIFY>(st, slot, op, now_ns(), rec, None, gen_base)?;
+        Ok(Some(true))
+    }
+
+    /// A request that completed: measured, verified, counted in the mix and the pace, and the fsync
+    /// fio's `fsync` asks for after it.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn completed_ok<B: IoBackend, const VERIFY: bool>(
+        &self,
+        st: &mut RunState<B>,
+        slot: usize,
+        op: GenOp,
+        meta: SlotMeta,
+        res: i64,
+        t1: u64,
+        rec: &mut Recorder,
+        exact: bool,
+        job: &Settings,
+        stopping: &mut bool,
+        synced: &mut bool,
+        writes_since_fsync: &mut u64,
+    ) -> Result<()> {
+        let spec = &self.spec;
+        let kind = if op.req.write { WRITE } else { READ };
+        rec.record(kind, res as u64, meta.t0, t1);
+        if let Some(p) = st.lat.as_mut() {
+            // fio's account_io_completion: each completion over the target counts against the window.
+            if p.completed(t1.saturating_sub(meta.t0), t1) == Step::Fatal {
+                *stopping = true;
+            }
+        }
+        if let Some(l) = st.io_log.as_mut().filter(|_| meta.t0 >= rec.measure_start_ns) {
+            l.push(io_record(&op, kind, meta.t0, t1, rec.measure_start_ns));
+        }
+        if VERIFY {
+            self.verify_completion(st, slot, op.req, meta, res as usize, exact);
+            if spec.verify_fatal && st.verify.as_ref().is_some_and(|c| c.mismatches > 0) {
+                *stopping = true;
+            }
+        }
+        if !op.req.write && !spec.verify_pattern.is_empty() && spec.verify_pattern_check {
+            self.check_pattern(st, slot, op.req, res as usize, job, "run");
+        }
+        if !op.req.write && !spec.write_pattern().is_empty() {
+            st.refill[slot] = true;
+        }
+        if meta.t0 >= rec.measure_start_ns && !meta.backlog {
+            let m = &mut st.mix[op.entry];
+            m[if op.req.write { 1 } else { 0 }] += 1;
+            m[if op.random { 2 } else { 3 }] += 1;
+        }
+        if let Some(p) = st.pacer.as_mut().filter(|_| !meta.backlog) {
+            if p.completed(op.req.write as usize, res as u64, t1) {
+                *stopping = true;
+            }
+        }
+        if op.req.write && spec.fsync_every > 0 {
+            *writes_since_fsync += 1;
+            if *writes_since_fsync >= spec.fsync_every {
+                *writes_since_fsync = 0;
+                *synced = true;
+                let t0 = now_ns();
+                st.backend.fsync(op.req.file)?;
+                rec.record(FSYNC, 0, t0, now_ns());
+            }
+        }
+        Ok(())
+    }
+
+    /// With a latency target, after each completion batch (one clock read): the warm-up's end, a
+    /// quiesce finished (and the statistics reset before the final window), the window judged, and
+    /// requests issued up to the depth in force. True: the thread is to stop issuing (the search
+    /// ended, or the byte quota or deadline was reached).
+    #[allow(clippy::too_many_arguments)]
+    fn lat_step<B: IoBackend, const VERIFY: bool>(
+        &self,
+        st: &mut RunState<B>,
+        rec: &mut Recorder,
+        quota: Option<u64>,
+        issued_bytes: &mut u64,
+        inflight: &mut usize,
+        ramp_pending: &mut bool,
+        job: &Settings,
+        gen_base: u64,
+    ) -> Result<bool> {
+        let p = st.lat.as_mut().expect("a latency target");
+        let now = now_ns();
+        if *ramp_pending {
+            if !rec.measuring(now) {
+                // fio judges no window during its ramp.
+                return Ok(false);
+            }
+            *ramp_pending = false;
+            p.ramp_done(now);
+        }
+        if !p.holding() && p.started() {
+            match p.check(now) {
+                Step::Go | Step::Quiesce | Step::Fatal => {}
+                Step::Done => return Ok(true),
+            }
+        }
+        if p.holding() {
+            if *inflight > 0 {
+                return Ok(false);
+            }
+            if p.quiesced(now) {
+                rec.restart_measure(now);
+            }
+        }
+        let depth = p.depth as usize;
+        while *inflight < depth {
+            if rec.should_stop(now_ns()) {
+                return Ok(true);
+            }
+            let Some(slot) = st.slots.iter().position(|m| m.op.is_none()) else { break };
+            let Some((op, _)) = self.next_io(st, rec, quota, issued_bytes, job)? else { return Ok(true) };
+            self.launch::<B, VERIFY>(st, slot, op, now_ns(), rec, Some(issued_bytes), gen_base)?;
+            *inflight += 1;
+            if quota.is_some_and(|q| *issued_bytes >= q) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The end of a thread's loop: a missed minimum rate reported, fio's end_fsync.
+    fn worker_end<B: IoBackend, const VERIFY: bool>(
+        &self,
+        st: &mut RunState<B>,
+        rec: &mut Recorder,
+        exact: bool,
+        job: &Settings,
+    ) -> Result<Vec<[u64; 5]>> {
+        let spec = &self.spec;
+        if let Some((d, got, min, bytes)) = st.pacer.as_ref().and_then(|p| p.missed) {
+            let (unit, opt) = if bytes { ("B/s", "rate_min") } else { ("IOPS", "rate_iops_min") };
+            let dir = if d == 0 { "read" } else { "write" };
+            self.rate_missed.lock().unwrap_or_else(|e| e.into_inner()).push(format!(
+                "thread {}: {opt} not met for {dir}s: {got} {unit} over a rate cycle, the minimum is {min} {unit}; the thread stopped (fio ends the job with an error)",
+                rec.tid
+            ));
+        }
+        if spec.fsync_end && !rec.interrupted() {
+            for f in 0..spec.file_count {
+                let t0 = now_ns();
+                st.backend.fsync(f)?;
+                rec.record(FSYNC, 0, t0, now_ns());
+            }
+        }
+        let fatal = spec.verify_fatal && st.verify.as_ref().is_some_and(|c| c.mismatches > 0);
+        if VERIFY && st.backlog.is_some() && !fatal {
+            self.backlog_rest(st, rec, exact, job)?;
+        }
+        Ok(std::mem::take(&mut st.mix))
+    }
+
+    /// With pacing: may the request just drawn for `slot` go now? `others`: requests in the kernel
+    /// besides this slot. A request not yet due waits asleep when nothing else is in flight (its
+    /// issue time is then the wake-up), else it is deferred until everything in flight is done, as
+    /// fio's inline submission quiesces before it sleeps; thinktime always quiesces first.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn pace<B: IoBackend>(
+        &self,
+        st: &mut RunState<B>,
+        slot: usize,
+        op: GenOp,
+        t0: u64,
+        others: usize,
+        rec: &Recorder,
+        issued_bytes: &mut u64,
+    ) -> Paced {
+        if let Some(f) = st.flow.as_mut() {
+            // fio's flow (never with a rate or thinktime: the spec refuses them together).
+            if !f.ahead() {
+                f.pass();
+                return Paced::Go(t0);
+            }
+            if others == 0 && st.deferred.is_empty() {
+                return if f.wait_and_pass(rec) { Paced::Go(now_ns()) } else { Paced::Stop };
+            }
+            st.slots[slot] = SlotMeta { t0: 0, op: Some(op), generation: 0, backlog: false };
+            st.deferred.push_back((slot, Wait::Flow));
+            if rec.measuring(t0) {
+                *issued_bytes += op.req.len as u64;
+            }
+            return Paced::Deferred;
+        }
+        let Some(p) = st.pacer.as_mut() else { return Paced::Go(t0) };
+        let (due, quiesce) = match p.book(op.req.write as usize, op.req.len as u64, t0) {
+            Go::Now => return Paced::Go(t0),
+            Go::At { due, quiesce } => (due, quiesce),
+        };
+        if others > 0 || !st.deferred.is_empty() {
+            st.slots[slot] = SlotMeta { t0: due, op: Some(op), generation: 0, backlog: false };
+            st.deferred.push_back((slot, if quiesce { Wait::Think } else { Wait::Due }));
+            // Counted now, so a byte quota stops the drawing of requests it would not issue.
+            if rec.measuring(t0) {
+                *issued_bytes += op.req.len as u64;
+            }
+            return Paced::Deferred;
+        }
+        if (quiesce && !p.think(rec)) || !sleep_until(due, rec) {
+            return Paced::Stop;
+        }
+        Paced::Go(now_ns())
+    }
+
+    /// Queue `op` on `slot`, issued at `t0`; its bytes counted into `issued_bytes` (None: counted
+    /// when it was deferred).
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn launch<B: IoBackend, const VERIFY: bool>(
+        &self,
+        st: &mut RunState<B>,
+        slot: usize,
+        op: GenOp,
+        t0: u64,
+        rec: &Recorder,
+        issued_bytes: Option<&mut u64>,
+        gen_base: u64,
+    ) -> Result<()> {
+        if let Some(n) = issued_bytes {
+            if rec.measuring(t0) {
+                *n += op.req.len as u64;
+            }
+        }
+        let mut op = op;
+        // Every request carries the thread's priority (fio sets it on each io_uring request), unless
+        // a cmdprio rule gives it its own.
+        op.req.ioprio = self.spec.ioprio.thread;
+        if let Some(c) = st.cmdprio.as_mut() {
+            if let Some(p) = c.pick(op.req.write, op.req.len) {
+                op.req.ioprio = p;
+                if rec.measuring(t0) {
+                    c.chosen += 1;
+                }
+            }
+        }
+        let generation = if VERIFY { self.fill_write(st, slot, op.req, gen_base) } else { 0 };
+        self.refill_pattern(st, slot, op.req.write);
+        if let Some(m) = self.meta.as_ref().filter(|_| op.req.write) {
+            if !VERIFY {
+                st.writes += 1;
+            }
+            m.stamp(&mut st.bufs[slot].as_mut_slice()[..op.req.len as usize], op.req.offset, st.writes, rec.tid as u32);
+        }
+        let mut t0 = t0;
+        if op.req.write {
+            if let Some(c) = st.content.as_mut() {
+                // fio fills a write's buffer before it issues it: the fill is not in the request's time.
+                c.fill(&mut st.bufs[slot].as_mut_slice()[..op.req.len as usize], op.req.offset, t0);
+                t0 = t0.max(now_ns());
+            }
+        }
+        st.slots[slot] = SlotMeta { t0, op: Some(op), generation, backlog: false };
+        st.backend.queue(slot, op.req, st.bufs[slot].as_ptr())
+    }
+
+    /// The next request for the backend (and whether trims came first). Trims are done here, one
+    /// fallocate each, timed and counted as their own kind: a hole punch moves no data through a
+    /// buffer, and keeping it out of the backends keeps their contract (read, write, fsync) as it is.
+    /// With queue_depth > 1 a trim therefore waits for nothing and nothing waits for it but this
+    /// thread. None: the phase ended (deadline, byte quota or stop) during trims.
+    #[inline]
+    fn next_io<B: IoBackend>(
+        &self,
+        st: &mut RunState<B>,
+        rec: &mut Recorder,
+        quota: Option<u64>,
+        issued: &mut u64,
+        job: &Settings,
+    ) -> Result<Option<(GenOp, bool)>> {
+        let mut trimmed = false;
+        // fio's one-call engines (falloc, ftruncate, e4defrag: fileops.rs) do every request here.
+        let one_call = self.spec.fio_engine.one_call();
+        loop {
+            let op = st.gen.next_op();
+            if st.gen.ended() {
+                return Ok(None); // fio's per-direction random map stopped, or sprandom's plan is done
+            }
+            if !op.trim && !one_call {
+                return Ok(Some((op, trimmed)));
+            }
+            trimmed = true;
+            let t0 = now_ns();
+            if rec.measuring(t0) {
+                *issued += op.req.len as u64;
+            }
+            let kind = if op.trim {
+                TRIM
+            } else if op.req.write {
+                WRITE
+            } else {
+                READ
+            };
+            let mut bytes = op.req.len as u64;
+            let mut failed = false;
+            if let Some(fds) = &st.trim_fds {
+                let fd = fds[op.req.file as usize];
+                let done = if one_call {
+                    self.one_call(fd, &op, kind, st.donor.as_ref()).map(|n| bytes = n)
+                } else {
+                    punch_hole(fd, op.req.offset, op.req.len as u64)
+                };
+                if let Err(e) = done {
+                    // fio's continue_on_error: a trim's error is a write error, as in fio.
+                    let dir = match kind {
+                        READ => 0,
+                        WRITE => 1,
+                        _ => 2,
+                    };
+                    let errno = e.raw_os_error().unwrap_or(libc::EIO);
+                    match st.errors.note(&self.spec.continue_on, self.spec.fill, dir, errno, &op.req) {
+                        OnError::Go => failed = true,
+                        OnError::Full => return Ok(None),
+                        OnError::Fatal if one_call => return Err(one_call_failure(self.spec.fio_engine, &op, e, job)),
+                        OnError::Fatal => return Err(trim_failure(op.req, e, job)),
+                    }
+                }
+            }
+            let t1 = now_ns();
+            if failed {
+                // Counted, not measured; the thread goes on with its next request.
+                if rec.should_stop(t1) || quota.is_some_and(|q| *issued >= q) {
+                    return Ok(None);
+                }
+                continue;
+            }
+            rec.record(kind, bytes, t0, t1);
+            if let Some(l) = st.io_log.as_mut().filter(|_| t0 >= rec.measure_start_ns) {
+                l.push(io_record(&op, kind, t0, t1, rec.measure_start_ns));
+            }
+            if t0 >= rec.measure_start_ns {
+                let m = &mut st.mix[op.entry];
+                m[match kind {
+                    READ => 0,
+                    WRITE => 1,
+                    _ => 4,
+                }] += 1;
+                m[if op.random { 2 } else { 3 }] += 1;
+            }
+            if rec.should_stop(t1) || quota.is_some_and(|q| *issued >= q) {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// With a buffer pattern: a write on a slot whose buffer a read overwrote gets the pattern back.
+    #[inline]
+    fn refill_pattern<B: IoBackend>(&self, st: &mut RunState<B>, slot: usize, write: bool) {
+        if write && st.refill[slot] {
+            st.refill[slot] = false;
+            fill_pattern(st.bufs[slot].as_mut_slice(), self.spec.write_pattern());
+        }
+    }
+}
+
+/// A trim on a file: punch a hole over [offset, offset + len), keeping the file's size.
+#[inline]
+fn punch_hole(fd: RawFd, offset: u64, len: u64) -> std::io::Result<()> {
+    use rustix::fs::{fallocate, FallocateFlags};
+    // SAFETY: fd is open for the whole phase (FilesGuard).
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    fallocate(fd, FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE, offset, len).map_err(std::io::Error::from)
+}
+
+#[cold]
+fn trim_failure(req: IoReq, e: std::io::Error, job: &Settings) -> EngineError {
+    if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
+        return EngineError::invalid(
+            "trim_pct",
+            format!(
+                "the filesystem under {} cannot punch holes (fallocate PUNCH_HOLE), which is how fsmeter trims a file: \
+                 use a filesystem that can (ext4, xfs, btrfs, tmpfs), or no trims",
+                job.dir.display()
+            ),
+        );
+    }
+    EngineError::io(format!("trim (hole punch) of {} bytes at offset {} of file {}", req.len, req.offset, req.file), e)
+}

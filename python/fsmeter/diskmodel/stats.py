@@ -1,0 +1,126 @@
+"""What a disk-model daemon served between two snapshots of its ``stats.json``, and whether the
+model's timing held.
+
+    before = read_stats(stats_path)
+    ... the phase runs ...
+    summary = since(before, read_stats(stats_path))
+    summary["disturbed"]        # lateness p99 over DISTURBED_SHARE of the mean service time
+
+The daemon (crates/diskmodel/src/stats.rs) counts, per kind of request, how many and the sums of
+their modelled service times and parts, and keeps two histograms (modelled service time,
+lateness of the reply) exported bucket by bucket: the difference of two snapshots is the
+histogram of the requests served in between. Percentiles, method: the smallest bucket value at
+which the cumulative count reaches q x total (nearest rank on the bucketed values; a bucket's
+value is the highest value equivalent to it at the histogram's 3 significant digits, so a
+percentile is exact to 0.1%).
+
+Lateness is the wall-clock instant a reply was sent minus its modelled completion: how far this
+machine's scheduling pushed the model off its own times. A phase whose lateness p99 exceeds
+DISTURBED_SHARE of the mean modelled service time is disturbed: its figures include this
+machine's noise, not only the model's disk; the trial is kept and flagged, as a busy-machine
+phase is (fsmeter.regime).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+#: A phase is disturbed when the p99 lateness of its requests exceeds this share of their mean
+#: modelled service time.
+DISTURBED_SHARE = 0.05
+KINDS = ("read", "write", "flush", "discard", "write_zeroes")
+
+
+def read_stats(path: str) -> dict[str, Any]:
+    """One snapshot of the daemon's counters (its stats.json)."""
+    with open(path) as f:
+        doc = json.load(f)
+    if doc.get("format") != "fsmeter-diskmodel-stats":
+        raise ValueError(f"{path}: not a fsmeter-diskmodel stats file")
+    return doc
+
+
+def _buckets(doc: dict, key: str) -> dict[int, int]:
+    return {int(v): int(c) for v, c in doc.get(key) or []}
+
+
+def histogram_since(before: dict, after: dict, key: str) -> list[tuple[int, int]]:
+    """(value, count) of the requests recorded between the two snapshots, sorted by value."""
+    a, b = _buckets(before, key), _buckets(after, key)
+    out = [(v, c - a.get(v, 0)) for v, c in b.items()]
+    return sorted((v, c) for v, c in out if c > 0)
+
+
+def percentile(hist: list[tuple[int, int]], q: float) -> float | None:
+    """The q-quantile (0 < q <= 1) of a bucketed histogram, by nearest rank; None when empty."""
+    total = sum(c for _, c in hist)
+    if total == 0:
+        return None
+    need = q * total
+    acc = 0
+    for v, c in hist:
+        acc += c
+        if acc >= need:
+            return float(v)
+    return float(hist[-1][0])
+
+
+def since(before: dict, after: dict) -> dict[str, Any]:
+    """What was served between two snapshots: counts and sums per kind, the mean modelled service
+    time, lateness p50 / p99 / max (ms), and whether the phase was disturbed."""
+    kinds: dict[str, dict[str, int]] = {}
+    for k in KINDS:
+        b = (before.get("kinds") or {}).get(k) or {}
+        a = (after.get("kinds") or {}).get(k) or {}
+        d = {f: int(a.get(f, 0)) - int(b.get(f, 0)) for f in a}
+        if d.get("count"):
+            kinds[k] = d
+    requests = sum(d["count"] for d in kinds.values())
+    service_ns = sum(d["service_ns"] for d in kinds.values())
+    lat = histogram_since(before, after, "lateness_ns")
+    mean_service_ms = service_ns / requests / 1e6 if requests else None
+    p50, p99 = percentile(lat, 0.50), percentile(lat, 0.99)
+    out: dict[str, Any] = {
+        "requests": requests,
+        "kinds": kinds,
+        "mean_service_ms": mean_service_ms,
+        "lateness_p50_ms": None if p50 is None else p50 / 1e6,
+        "lateness_p99_ms": None if p99 is None else p99 / 1e6,
+        "lateness_max_ms": (lat[-1][0] / 1e6) if lat else None,
+        "early_replies": int(after.get("early_replies", 0)) - int(before.get("early_replies", 0)),
+    }
+    out["disturbed"] = disturbed(out["lateness_p99_ms"], mean_service_ms)
+    return out
+
+
+def disturbed(lateness_p99_ms: float | None, mean_service_ms: float | None) -> bool | None:
+    """True when the p99 lateness exceeds DISTURBED_SHARE of the mean service time; None when
+    nothing was served."""
+    if lateness_p99_ms is None or not mean_service_ms:
+        return None
+    return lateness_p99_ms > DISTURBED_SHARE * mean_service_ms
+
+
+def describe(summary: dict) -> str:
+    """One line for a terminal."""
+    if not summary.get("requests"):
+        return "disk model: no request reached it"
+    txt = (
+        f"disk model: {summary['requests']} requests, mean modelled service {summary['mean_service_ms']:.3f} ms, "
+        f"reply lateness p50 {summary['lateness_p50_ms']:.3f} ms, p99 {summary['lateness_p99_ms']:.3f} ms"
+    )
+    if summary.get("disturbed"):
+        txt += f" (over {DISTURBED_SHARE:.0%} of the service time: disturbed, this machine's noise is in the figures)"
+    return txt
+
+
+__all__ = [
+    "DISTURBED_SHARE",
+    "describe",
+    "disturbed",
+    "histogram_since",
+    "percentile",
+    "read_stats",
+    "since",
+]

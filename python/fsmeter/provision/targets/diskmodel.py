@@ -1,0 +1,193 @@
+"""A disk model: a sparse image served by fsmeter-diskmodel (FUSE) with a spinning disk's timing,
+under a direct-I/O loop device the filesystem goes on.
+
+Every request the loop device makes completes when the model of the profile's drive says it
+would (crates/diskmodel). Nothing below the filesystem caches: the served file is opened with
+FOPEN_DIRECT_IO (no FUSE page cache) and the loop device does direct I/O to it. The image's byte 0
+is the drive's byte ``offset_bytes`` (default 0: a first partition, on the outer zone).
+
+The daemon's ``stats.json`` (beside ``disk.img`` in its mount) counts the requests served, their
+modelled service times and how late each reply left (fsmeter.diskmodel.stats); ``watch()`` gives
+the per-phase view campaigns record in each phase's regime.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any
+
+from fsmeter.diskmodel import stats as dmstats
+from fsmeter.diskmodel.profiles import Profile, describe, diskmodel_program, drive_spec, load_profile
+from fsmeter.errors import UserError
+from fsmeter.provision.errors import ProvisionError
+from fsmeter.provision.fusedisk import ServedDisk
+from fsmeter.provision.state import StateFile
+from fsmeter.provision.targets.base import Target
+from fsmeter.provision.undo import file_identity, undo_image
+
+FUSE_SOURCE = "fsmeter-diskmodel"
+
+
+def profile_digest(p: Profile) -> str:
+    """sha256 of the drive description the daemon runs (what the model's timing depends on)."""
+    return hashlib.sha256(json.dumps(drive_spec(p), sort_keys=True).encode()).hexdigest()
+
+
+def check_fits(p: Profile, size_bytes: int, offset_bytes: int, capacity_bytes: int) -> None:
+    if size_bytes % 512 or offset_bytes % 512:
+        raise ProvisionError(
+            f"disk-model target: size {size_bytes} and offset {offset_bytes} must be multiples of 512 bytes",
+            exit_code=2,
+        )
+    if size_bytes + offset_bytes > capacity_bytes:
+        raise ProvisionError(
+            f"disk-model target: {size_bytes >> 20} MiB at offset {offset_bytes >> 20} MiB does not fit on "
+            f"{p.name} ({capacity_bytes / 1e9:.1f} GB): make size (plus offset) smaller",
+            exit_code=2,
+        )
+
+
+class DiskModelWatch:
+    """Snapshots of a daemon's stats for fsmeter.regime.PhaseWatch: ``snapshot()`` before a
+    phase, ``since(snapshot)`` after it (the phase's lateness, service times, disturbed or not)."""
+
+    def __init__(self, stats_path: str, name: str):
+        self.stats_path = stats_path
+        self.name = name
+
+    def snapshot(self) -> dict | None:
+        try:
+            return dmstats.read_stats(self.stats_path)
+        except (OSError, ValueError):
+            return None
+
+    def since(self, before: dict | None) -> dict | None:
+        after = self.snapshot()
+        if before is None or after is None:
+            return None
+        return {"model": self.name, **dmstats.since(before, after)}
+
+
+class DiskModelTarget(Target):
+    kind = "disk-model"
+    overwrite = True  # our own fresh image
+
+    def __init__(self, state: StateFile, ident: str, size_bytes: int, model: str, *, offset_bytes: int = 0):
+        self.state = state
+        self.ident = ident
+        self.size_bytes = size_bytes
+        self.model = model
+        self.offset_bytes = offset_bytes
+        self.profile: Profile | None = None
+        self.figures: dict[str, Any] | None = None
+        self.backing_image: str | None = None
+        #: The loop device's backing file (the served disk.img): what proves the loop is ours.
+        self.image: str | None = None
+        self.disk: ServedDisk | None = None
+        self._ids: list[str] = []
+        self._files: list[str] = []
+
+    def _path(self, suffix: str) -> str:
+        return os.path.join(self.state.scratch, "images", f"{self.ident}{suffix}")
+
+    @property
+    def stats_path(self) -> str:
+        return os.path.join(self._path(".fuse"), "stats.json")
+
+    @property
+    def control_path(self) -> str:
+        return os.path.join(self._path(".fuse"), "control")
+
+    def setup(self) -> None:
+        if not os.path.exists("/dev/loop-control"):
+            raise ProvisionError(
+                "loop devices unavailable (/dev/loop-control missing): a disk-model target needs root and the loop module"
+            )
+        try:
+            self.profile = load_profile(self.model)
+            self.figures = describe(self.profile)
+        except UserError as exc:
+            raise ProvisionError(f"disk-model target: {exc.message}", exit_code=2) from None
+        check_fits(self.profile, self.size_bytes, self.offset_bytes, self.figures["capacity_bytes"])
+        prog = diskmodel_program()
+        os.makedirs(os.path.dirname(self._path("")), mode=0o700, exist_ok=True)
+        free = os.statvfs(os.path.dirname(self._path("")))
+        if free.f_bavail * free.f_frsize < min(self.size_bytes, 1 << 30):
+            raise ProvisionError(
+                f"scratch folder {self.state.scratch} has {free.f_bavail * free.f_frsize >> 20} MiB free: the "
+                "disk model's image needs room for what is written to it: free space or set FSMETER_SCRATCH elsewhere"
+            )
+        self.backing_image = self._file(".img")
+        with open(self.backing_image, "r+b") as f:
+            f.truncate(self.size_bytes)  # sparse: only what is written takes room
+        spec_path = self._file(".drive.json")
+        with open(spec_path, "w") as f:
+            json.dump(drive_spec(self.profile), f)
+        fuse_dir = self._path(".fuse")
+        argv = [prog, "serve", spec_path, self.backing_image, fuse_dir, "--offset", str(self.offset_bytes)]
+        self.disk = ServedDisk(self.state, argv, fuse_dir, source=FUSE_SOURCE, what="fsmeter-diskmodel")
+        self.disk.open()
+        self.device = self.disk.device
+        self.image = self.disk.served_file
+
+    def _file(self, suffix: str) -> str:
+        """A new empty file of ours in the scratch folder, recorded (as an image, with its identity)
+        before it exists, so that cleanup deletes it after a kill."""
+        path = self._path(suffix)
+        entry = self.state.add("image", path=path)
+        self._ids.append(entry)
+        self._files.append(path)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            self.state.update(entry, **file_identity(path))
+        finally:
+            os.close(fd)
+        return path
+
+    def teardown(self) -> None:
+        errors: list[BaseException] = []
+        if self.disk is not None:
+            try:
+                self.disk.close()
+            except BaseException as exc:  # noqa: BLE001 - the files still go
+                errors.append(exc)
+            self.disk = None
+        if not errors:
+            for path in reversed(self._files):
+                try:
+                    undo_image({"path": path})
+                except BaseException as exc:  # noqa: BLE001
+                    errors.append(exc)
+        if not errors:
+            for entry_id in self._ids:
+                self.state.remove(entry_id)
+            self._ids.clear()
+            self._files.clear()
+        self.device = None
+        if errors:
+            raise errors[0]
+
+    def watch(self) -> DiskModelWatch | None:
+        return DiskModelWatch(self.stats_path, self.model) if self.disk is not None else None
+
+    def info(self) -> dict[str, Any]:
+        p, fig = self.profile, self.figures or {}
+        return {
+            **super().info(),
+            "storage_class": f"disk-model:{p.name if p else self.model}",
+            "disk_model": p.name if p else self.model,
+            "disk_model_drive": p.drive if p else None,
+            "disk_model_profile_sha256": profile_digest(p) if p else None,
+            "disk_model_capacity_bytes": fig.get("capacity_bytes"),
+            "size_bytes": self.size_bytes,
+            "offset_bytes": self.offset_bytes,
+            "image": self.image,
+            "backing_image": self.backing_image,
+            "loop_direct_io": self.disk.direct_io() if self.disk else None,
+            "fuse_direct_io": True,
+        }
+
+
+__all__ = ["FUSE_SOURCE", "DiskModelTarget", "DiskModelWatch", "check_fits", "profile_digest"]

@@ -1,0 +1,55 @@
+"""fsmeter.diskmodel.stats: the difference of two daemon snapshots, its percentiles and the disturbed rule,
+checked by hand."""
+
+from __future__ import annotations
+
+from fsmeter.diskmodel.stats import DISTURBED_SHARE, disturbed, histogram_since, percentile, since
+
+
+def _snap(reads: int, service_ns: int, lateness: list, writes: int = 0) -> dict:
+    return {
+        "format": "fsmeter-diskmodel-stats",
+        "kinds": {
+            "read": {"count": reads, "bytes": 4096 * reads, "hits": 0, "service_ns": service_ns, "seek_ns": 0},
+            "write": {"count": writes, "bytes": 0, "hits": 0, "service_ns": 0, "seek_ns": 0},
+        },
+        "lateness_ns": lateness,
+        "service_ns": [],
+        "early_replies": 0,
+    }
+
+
+def test_histogram_since_subtracts_bucket_by_bucket():
+    before = _snap(2, 0, [[1000, 2]])
+    after = _snap(7, 0, [[1000, 3], [5000, 4]])
+    assert histogram_since(before, after, "lateness_ns") == [(1000, 1), (5000, 4)]
+
+
+def test_percentile_is_the_nearest_rank_of_the_buckets():
+    # 10 values: 1 x 1, 8 x 2, 1 x 9 -> p50 = 2 (5th value), p90 = 2 (9th), p99 = 9 (ceil(9.9) = 10th)
+    hist = [(1, 1), (2, 8), (9, 1)]
+    assert percentile(hist, 0.5) == 2
+    assert percentile(hist, 0.9) == 2
+    assert percentile(hist, 0.99) == 9
+    assert percentile([], 0.5) is None
+
+
+def test_since_gives_the_window_mean_service_and_lateness():
+    before = _snap(10, 50_000_000, [[1_000, 10]])
+    # 100 more reads, 800 ms of modelled service (8 ms each); lateness: 98 at 10 us, 2 at 2 ms
+    after = _snap(110, 850_000_000, [[1_000, 10], [10_000, 98], [2_000_000, 2]])
+    s = since(before, after)
+    assert s["requests"] == 100
+    assert abs(s["mean_service_ms"] - 8.0) < 1e-12
+    assert s["lateness_p50_ms"] == 0.01
+    assert s["lateness_p99_ms"] == 2.0  # the 99th of 100 values is one of the two at 2 ms
+    # 2 ms is 25% of 8 ms: over the 5% threshold
+    assert s["disturbed"] is True
+
+
+def test_the_disturbed_threshold_is_five_percent_of_the_mean_service_time():
+    assert DISTURBED_SHARE == 0.05
+    assert disturbed(0.39, 8.0) is False
+    assert disturbed(0.41, 8.0) is True
+    assert disturbed(None, 8.0) is None
+    assert disturbed(0.1, None) is None

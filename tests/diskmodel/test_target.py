@@ -1,0 +1,100 @@
+"""The disk-model target (root): a filesystem on a loop device over fsmeter-diskmodel's FUSE file,
+nothing cached below the filesystem, everything removed afterwards, also after a SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+from fsmeter.diskmodel.stats import read_stats
+
+
+def _no_leftovers(scratch: str) -> None:
+    from fsmeter.provision import sysinfo
+
+    assert not [m for m in sysinfo.proc_mounts() if m.target.startswith(os.path.realpath(scratch))]
+    for name in os.listdir("/sys/block"):
+        if name.startswith("loop"):
+            backing = sysinfo.loop_backing_file("/dev/" + name) or ""
+            assert not backing.startswith(os.path.realpath(scratch)), backing
+    images = os.path.join(scratch, "images")
+    assert not os.path.isdir(images) or os.listdir(images) == []
+
+
+def _reads(stats: dict) -> tuple[int, int]:
+    r = stats["kinds"]["read"]
+    return r["count"], r["service_ns"]
+
+
+def test_a_filesystem_on_the_model_reads_each_block_from_the_model_every_time(root, scratch):
+    from fsmeter.provision import FsConfig, Provisioner, TargetSpec
+
+    with Provisioner(scratch) as prov:
+        mnt = prov.create(
+            TargetSpec(kind="disk-model", model="seagate-st39102lw", size_bytes=128 << 20), FsConfig(name="ext2")
+        )
+        info = mnt.info()
+        assert info["storage_class"] == "disk-model:seagate-st39102lw"
+        assert info["loop_direct_io"] is True  # this kernel's loop driver does direct I/O to the FUSE file
+        assert info["fuse_direct_io"] is True
+        path = os.path.join(mnt.path, "f")
+        with open(path, "wb") as f:
+            f.write(os.urandom(1 << 20))
+            os.fsync(f.fileno())
+        stats = mnt.target.stats_path
+        # The same 4 KiB of the file, read twice with the filesystem's cache of it dropped before each
+        # (fadvise DONTNEED on the file: the caches below the filesystem, if any, keep their pages, as
+        # drop_caches would not): both reads reach the modelled disk, so nothing below caches it.
+        os.sync()
+        for _ in range(2):
+            with open(path, "rb") as f:
+                os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+                n0, s0 = _reads(read_stats(stats))
+                f.seek(512 << 10)
+                assert len(f.read(4096)) == 4096
+            n1, s1 = _reads(read_stats(stats))
+            assert n1 > n0, "the read never reached the modelled disk: something below the filesystem cached it"
+            assert s1 > s0
+        prov.destroy(mnt)
+        assert prov.state.entries() == []
+    _no_leftovers(scratch)
+
+
+def test_a_killed_run_leaves_nothing_cleanup_cannot_remove(root, scratch):
+    # A process makes a disk-model target and is SIGKILLed: only the state file knows what it made.
+    code = textwrap.dedent(
+        f"""
+        import sys, time
+        from fsmeter.provision import FsConfig, Provisioner, TargetSpec
+        prov = Provisioner({scratch!r}).__enter__()
+        prov.create(TargetSpec(kind="disk-model", model="ibm-dnes-309170w", size_bytes=64 << 20), FsConfig(name="ext2"))
+        print("made", flush=True)
+        time.sleep(600)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "made"
+        daemons = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    from fsmeter.provision import StateFile
+    from fsmeter.provision.undo import cleanup_leftovers
+
+    state = StateFile(scratch)
+    assert {e["kind"] for e in state.entries()} >= {"mount", "loop", "fuse", "image"}
+    done, problems = cleanup_leftovers(state)
+    assert problems == []
+    assert state.entries() == []
+    _no_leftovers(scratch)
+    for pid in daemons:  # unmounting the FUSE file system ended the daemon
+        for _ in range(50):
+            if not os.path.exists(f"/proc/{pid}"):
+                break
+            time.sleep(0.1)
+        assert not os.path.exists(f"/proc/{pid}"), f"daemon {pid} still runs"
