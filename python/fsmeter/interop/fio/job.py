@@ -51,6 +51,7 @@ from fsmeter.interop.fio.pattern import (
     rw_mix,
     sized_map,
 )
+from fsmeter.interop.fio.syncs import write_syncs
 from fsmeter.interop.fio.values import Ctx, alias
 from fsmeter.interop.fio_jobfile import FioJob, FioOption
 from fsmeter.units import MAX_DURATION_S
@@ -152,6 +153,7 @@ def map_job(
     latency_target(ctx, d.params, notes, d.numjobs)
     ioprio(ctx, d.engine, d.params, notes)
     start_delay, exit_what = _run_control(ctx)
+    notes.extend(dict.fromkeys(ctx.notes))
     return MappedJob(
         name=ctx.job.name,
         line=ctx.job.line,
@@ -279,6 +281,14 @@ def _bytes_per_clone(d: _Draft) -> None:
         whole = -(-io_per_job // bsz)
         blocks = d.nrfiles * (d.filesize // bsz)
         capped = not random_pct or not (ctx.flag("norandommap", False) or d.distribution != "random")
+        if capped and whole > blocks and (ctx.job.get("io_size") or ctx.job.get("io_limit")) is not None:
+            # fio goes over the files again (sequential: from their start; random: a fresh random map) until
+            # io_size is done.
+            capped = False
+            notes.append(
+                f"io_size beyond the files ({io_per_job} bytes, the files {d.nrfiles * d.filesize}): each clone "
+                "goes over its files again until io_size is done, as fio does"
+            )
         d.per_job = (min(whole, blocks) if capped else whole) * bsz
     elif sized_map(sizes, d.align, random_pct, d.distribution, ctx) and not d.time_based:
         # fio's random map of smallest blocks: requests are shortened at blocks already done, so each pass moves
@@ -384,6 +394,7 @@ def _params(d: _Draft) -> None:
         if params["total_bytes"] is not None:
             params["total_bytes"] *= 2  # fio's trimwrite: the trims cover io_size, and so do their writes
     params.update(d.shape.get("params", {}))
+    write_syncs(ctx, params, notes, d.engine)
     buffer_pattern_and_verify(ctx, params, notes)
     write_contents(ctx, params, notes, d.size, d.nrfiles)
     atomic(ctx, params, notes, d.engine)

@@ -54,14 +54,26 @@ def access_shape(
             )
         if abs(seq_add) >= filesize:
             ctx.fail(rw_opt, f"the modifier moves {abs(seq_add)} bytes, not less than the {filesize}-byte file")
-        # fio starts again at the file's start when a request would not fit, until the job's bytes are done.
-        out = {"params": {"seq_add": seq_add}, "cap": None}
-        notes.append(
-            f"rw={rw}:{seq_add}: each request starts {abs(seq_add)} bytes "
-            f"{'after' if seq_add > 0 else 'before'} the end of the one before it (fio's offset modifier), "
-            "starting again at the beginning of the file where a request would not fit, as fio does; each "
-            "thread walks its whole file, as each fio clone does"
-        )
+        if seq_add > 0 and not random_pct:
+            # fio's sequential walk ends the job where the next request would not fit in the file (its t0007:
+            # 85 reads of 1 MiB over a 128 MiB file with rw=read:512k, not the file's bytes).
+            step = sizes[0] + seq_add
+            cap = (filesize - sizes[0]) // step + 1
+            out = {"params": {"seq_add": seq_add}, "cap": cap}
+            notes.append(
+                f"rw={rw}:{seq_add}: each request starts {seq_add} bytes after the end of the one before it "
+                f"(fio's offset modifier) and the walk ends where the next would not fit, after {cap} requests "
+                "per pass, as fio's does"
+            )
+        else:
+            # fio starts again at the file's start when a request would not fit, until the job's bytes are done.
+            out = {"params": {"seq_add": seq_add}, "cap": None}
+            notes.append(
+                f"rw={rw}:{seq_add}: each request starts {abs(seq_add)} bytes "
+                f"{'after' if seq_add > 0 else 'before'} the end of the one before it (fio's offset modifier), "
+                "starting again at the beginning of the file where a request would not fit, as fio does; each "
+                "thread walks its whole file, as each fio clone does"
+            )
     zones = _zones(ctx, sizes, filesize, nrfiles, random_pct, notes)
     if zones is not None:
         if seq_add:
