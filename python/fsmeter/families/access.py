@@ -55,6 +55,7 @@ class AccessParams(BaseModel):
         0, ge=0, description="sync_file_range over the file after every N writes (0: never; fsync/fdatasync win)"
     )
     sync_range_flags: int = Field(0, ge=0, le=7, description="the SYNC_FILE_RANGE_* bits of sync_range_every")
+    max_ios: int = Field(0, ge=0, description="each thread stops after this many requests (fio's number_ios; 0: none)")
     reap_min: int = Field(
         0, ge=0, le=4096, description="wait for this many completions before handling any (fio's iodepth_batch_complete_min)"
     )

@@ -40,7 +40,9 @@ def slack(n: int, cv: float) -> float:
     return 3 * math.sqrt(2) * cv * math.sqrt(n)
 
 
-EXACT = sorted(n for n in RECORD["files"] if n != "bsrange.fio")
+#: Files whose sizes or directions are drawn: their own tests below.
+DRAWN = ("bsrange.fio", "number_ios_bssplit.fio")
+EXACT = sorted(n for n in RECORD["files"] if n not in DRAWN)
 
 
 @pytest.mark.parametrize("name", EXACT)
@@ -71,3 +73,14 @@ def test_bsrange_shares_by_hand():
     assert range_split(4096, 16384) == [(4096, 25.0), (8192, 25.0), (12288, 25.0), (16384, 25.0)]
     assert range_split(4096, 10240) == [(4096, 40.0), (8192, 40.0), (10240, 20.0)]
     assert range_split(512, 512) == [(512, 100.0)]
+
+
+def test_number_ios_with_drawn_sizes_stops_after_fios_count(tmp_path):
+    """fio did 100 requests (number_ios=100) of 4 or 16 KiB, reads or writes: the count is fio's exactly; the
+    read share within three binomial standard deviations (n = 100, p = 0.5: 15), the bytes those sizes allow."""
+    doc, r = _run("number_ios_bssplit.fio", tmp_path)
+    (job,) = RECORD["files"]["number_ios_bssplit.fio"]["jobs"]
+    (rb, rn), (wb, wn) = _ops(doc, "mail", "read"), _ops(doc, "mail", "write")
+    assert rn + wn == job["read"][1] + job["write"][1] == 100
+    assert abs(rn - job["read"][1]) <= 15
+    assert 100 * 4096 <= rb + wb <= 100 * 16384

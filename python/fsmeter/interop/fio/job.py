@@ -105,6 +105,7 @@ class _Draft:
     loops: int = 1
     total: int | None = None
     layout: int = 0
+    max_ios: int = 0
     params: dict = field(default_factory=dict)
 
 
@@ -312,13 +313,11 @@ def _total(d: _Draft) -> None:
     if nio is not None and ctx.int("number_ios", 0, 0) > 0:
         # fio: each clone stops after this many I/Os (reads and writes together), if nothing stops it before.
         if len(set(sizes)) > 1:
-            ctx.fail(
-                nio,
-                "with several request sizes fsmeter cannot stop after a number of I/Os yet (planned): "
-                "remove it, or give one bs",
-            )
-        cap = ctx.int("number_ios", 0, 0) * sizes[0]
-        d.total = min(d.per_job * loops, cap) * numjobs if not d.time_based else cap * numjobs
+            # the sizes are drawn: each thread counts its requests (max_ios) beside the job's bytes.
+            d.max_ios = ctx.int("number_ios", 0, 0)
+        else:
+            cap = ctx.int("number_ios", 0, 0) * sizes[0]
+            d.total = min(d.per_job * loops, cap) * numjobs if not d.time_based else cap * numjobs
     d.layout = d.filesize
     if d.real is not None and min(d.real) - d.offset > d.filesize:
         # The files were there before and are longer than the region: fio works inside them and leaves the rest;
@@ -361,6 +360,12 @@ def _params(d: _Draft) -> None:
         "reuse_files": True,
         "buffer_memory": d.buffer_memory,
     }
+    if d.max_ios:
+        params["max_ios"] = d.max_ios
+        notes.append(
+            f"number_ios={d.max_ios} with several request sizes: each thread stops after {d.max_ios} requests "
+            "(reads and writes together), or at its bytes or its runtime if they come first, as in fio"
+        )
     if ctx.job.get("offset_increment") is not None:
         d.per_job = (
             offset_increment(

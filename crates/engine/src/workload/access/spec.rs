@@ -86,6 +86,10 @@ pub struct AccessSpec {
     /// fio's sync=: open the run's files O_SYNC or O_DSYNC (every write durable on completion).
     #[serde(default)]
     pub open_sync: OpenSync,
+    /// fio's number_ios: each thread stops after drawing this many requests (0: no limit), whatever
+    /// their sizes; the byte quota and the deadline still apply.
+    #[serde(default)]
+    pub max_ios: u64,
     /// fio's iodepth_batch_complete_min: wait for at least this many completions (fewer when fewer
     /// are in flight) before handling any; 0 or 1: each as it comes.
     #[serde(default)]
@@ -524,6 +528,7 @@ pub(super) mod tests {
             sync_range_flags: 0,
             open_sync: OpenSync::None,
             reap_min: 0,
+            max_ios: 0,
             warmup_s: 0.0,
             duration_s: Some(1.0),
             total_bytes: None,
