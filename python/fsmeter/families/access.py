@@ -57,7 +57,10 @@ class AccessParams(BaseModel):
     sync_range_flags: int = Field(0, ge=0, le=7, description="the SYNC_FILE_RANGE_* bits of sync_range_every")
     max_ios: int = Field(0, ge=0, description="each thread stops after this many requests (fio's number_ios; 0: none)")
     reap_min: int = Field(
-        0, ge=0, le=4096, description="wait for this many completions before handling any (fio's iodepth_batch_complete_min)"
+        0,
+        ge=0,
+        le=4096,
+        description="wait for this many completions before handling any (fio's iodepth_batch_complete_min)",
     )
     open_sync: Literal["none", "sync", "dsync"] = Field(
         "none", description="open the files O_SYNC or O_DSYNC (each write durable when it completes)"

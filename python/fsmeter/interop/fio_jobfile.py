@@ -211,9 +211,7 @@ def parse_jobfile(
         if not line:
             continue
         if current is None:
-            raise UserError(
-                f"{loc}: option {line!r} outside of a [job] section: put it under [global] or a job"
-            )
+            raise UserError(f"{loc}: option {line!r} outside of a [job] section: put it under [global] or a job")
         key, sep, value = line.partition("=")
         key = key.strip()
         if not key or " " in key:
@@ -226,9 +224,7 @@ def parse_jobfile(
             try:
                 value, _ = _replace_keywords(value, keywords)
             except ValueError as exc:
-                raise UserError(
-                    f"{loc}: {key}={written[2].strip()}: {exc}: write the value as a number"
-                ) from None
+                raise UserError(f"{loc}: {key}={written[2].strip()}: {exc}: write the value as a number") from None
         current[key] = FioOption(key, value, n, written[2].strip() if written[1] else None)
     if not jobs:
         raise UserError(f"{where}: no job section: add one, e.g. [seq-read] with rw=read")

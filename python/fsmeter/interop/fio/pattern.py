@@ -95,8 +95,11 @@ def requests(ctx: Ctx, rw: str, read_pct: int, random_pct: int, notes: list) -> 
             + ")"
         )
     bs = (
-        (ranges[0][0], ranges[1][0]) if ranges else None
-    ) or _bs_pair(ctx, "bs") or _bs_pair(ctx, "blocksize") or (4096, 4096)
+        ((ranges[0][0], ranges[1][0]) if ranges else None)
+        or _bs_pair(ctx, "bs")
+        or _bs_pair(ctx, "blocksize")
+        or (4096, 4096)
+    )
     per_dir = split if split is not None else ([(bs[0], 100.0)], [(bs[1], 100.0)])
     entries = []
     if per_dir[0] == per_dir[1]:

@@ -35,7 +35,8 @@ def write_syncs(ctx: Ctx, params: dict, notes: list, engine: str) -> None:
         params["fdatasync_every"] = every
         notes.append(
             f"fdatasync={every}: an fdatasync after every {every} writes, counted as fsyncs in the report "
-            "(fio reports them as syncs)" + ("; fsync= wins where both fall, as in fio" if params.get("fsync_every") else "")
+            "(fio reports them as syncs)"
+            + ("; fsync= wins where both fall, as in fio" if params.get("fsync_every") else "")
         )
     _sync_file_range(ctx, params, notes)
     if ctx.flag("fsync_on_close", False):
