@@ -56,14 +56,16 @@ def test_fsmeter_does_fios_counts(name, tmp_path):
 def test_bsrange_draws_fios_sizes(tmp_path):
     """fio draws min + max x u rounded down to a multiple of min, capped at max: 4k-16k gives 4, 8, 12 and 16 KiB
     a quarter each (mean 10 KiB, sd sqrt(20) KiB: cv 0.447); 4k-10k gives 4 KiB 40%, 8 KiB 40%, 10 KiB 20%
-    (mean 6.8 KiB, sd 2.4 KiB: cv 0.353). The counts are draws: within the renewal slack of fio's."""
+    (mean 6.8 KiB, sd 2.4 KiB: cv 0.353). The counts are draws: within the renewal slack of fio's. The bytes:
+    fio redraws the last size until it fits the job's bytes; fsmeter stops once they are issued, so its last
+    request may pass them by less than one request (docs/fio.md, bsrange)."""
     doc, r = _run("bsrange.fio", tmp_path)
     rec = {j["name"]: j for j in RECORD["files"]["bsrange.fio"]["jobs"]}
     wbytes, wcount = _ops(doc, "w", "write")
-    assert wbytes == rec["w"]["write"][0] == 1 << 20
+    assert rec["w"]["write"][0] == 1 << 20 <= wbytes < (1 << 20) + (16 << 10)
     assert abs(wcount - rec["w"]["write"][1]) <= slack(rec["w"]["write"][1], math.sqrt(20) / 10)
     rbytes, rcount = _ops(doc, "r", "read")
-    assert abs(rbytes - rec["r"]["read"][0]) < 10 << 10  # fio stops when the next drawn size does not fit
+    assert abs(rbytes - rec["r"]["read"][0]) < 10 << 10  # fio stops where the next drawn size does not fit
     assert abs(rcount - rec["r"]["read"][1]) <= slack(rec["r"]["read"][1], 2.4 / 6.8)
 
 
