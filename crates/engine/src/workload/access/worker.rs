@@ -407,7 +407,7 @@ impl Access {
             // fdatasync=, else of sync_file_range='s N: one sync at most per write.
             *writes_since_fsync += 1;
             let n = *writes_since_fsync;
-            let due = |every: u64| every > 0 && n % every == 0;
+            let due = |every: u64| every > 0 && n.is_multiple_of(every);
             let kind = if due(spec.fsync_every) {
                 Some(SyncKind::Full)
             } else if due(spec.fdatasync_every) {
