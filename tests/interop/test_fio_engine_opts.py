@@ -82,7 +82,6 @@ def test_random_distribution_maps_and_turns_the_random_map_off(value, want):
         ),
         ("buffer_pattern='file'\n", r"^t.fio line 5: buffer_pattern='file': a file's contents"),
         ("buffer_pattern=zz\n", r"^t.fio line 5: buffer_pattern=zz: cannot read 'zz'"),
-        ("do_verify=1\n", r"^t.fio line 5: do_verify=1: has no effect without verify="),
     ],
 )
 def test_bad_values_name_the_job_file_line_and_option(text, pattern):

@@ -178,13 +178,16 @@ def test_sync_engine_caps_the_queue_depth_with_a_note():
             r"^t.fio line 3: bs=100: with verify=sha3-384, each 100-byte block "
             r"must hold fsmeter's 96-byte header and data",
         ),
-        ("[a]\nsize=1m\nfdatasync=8\n", r"^t.fio line 3: option fdatasync is not supported by fsmeter yet \(planned\)"),
+        ("[a]\nsize=1m\nzipf=8\n", r"^t.fio line 3: option zipf is not supported by fsmeter yet \(planned\)"),
         (
             "[a]\nsize=1m\nflux_capacitor=1\n",
             r"^t.fio line 3: option flux_capacitor is not supported by fsmeter "
             r"\(not planned\)",
         ),
-        ("[a]\nsize=1m\nioengine=posixaio\n", r"^t.fio line 3: ioengine=posixaio: ioengine posixaio is not supported"),
+        (
+            "[a]\nsize=1m\nioengine=solarisaio\n",
+            r"^t.fio line 3: ioengine=solarisaio: ioengine solarisaio is not supported",
+        ),
         ("[a]\nsize=1m\nrw=trim\nbssplit=4k/50:8k/50\n", r"line 4: bssplit=.*: with rw=trim, give one trim size"),
         ("[a]\nsize=20%\n", r"line 2: size=20%: a percentage of the files' size needs files that exist"),
         ("[a]\nsize=1m\nbs=4k-8k\n", r"line 3: bs=4k-8k: a block size range is not supported by fsmeter \(planned"),

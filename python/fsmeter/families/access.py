@@ -50,6 +50,21 @@ class AccessParams(BaseModel):
     direct: bool = Field(False, description="O_DIRECT")
     fsync_every: int = Field(0, ge=0, description="fsync after every N writes (0: never)")
     fsync_end: bool = Field(False, description="fsync every file at the end, inside the measured time")
+    fdatasync_every: int = Field(0, ge=0, description="fdatasync after every N writes (0: never; fsync_every wins)")
+    sync_range_every: int = Field(
+        0, ge=0, description="sync_file_range over the file after every N writes (0: never; fsync/fdatasync win)"
+    )
+    sync_range_flags: int = Field(0, ge=0, le=7, description="the SYNC_FILE_RANGE_* bits of sync_range_every")
+    max_ios: int = Field(0, ge=0, description="each thread stops after this many requests (fio's number_ios; 0: none)")
+    reap_min: int = Field(
+        0,
+        ge=0,
+        le=4096,
+        description="wait for this many completions before handling any (fio's iodepth_batch_complete_min)",
+    )
+    open_sync: Literal["none", "sync", "dsync"] = Field(
+        "none", description="open the files O_SYNC or O_DSYNC (each write durable when it completes)"
+    )
     warmup_s: float = Field(2.0, ge=0)
     duration_s: float | None = Field(10.0, gt=0)
     total_bytes: Size | None = Field(None, gt=0, description="stop after this many measured bytes")
@@ -631,7 +646,8 @@ def _metrics(p: AccessParams) -> list:
     ):
         if p.fio_engine in engines:
             ms.append(op_latency_metric("run", kind))
-    if p.fsync_end or (p.fsync_every > 0 and any(e.read_pct < 100 for e in p.entries)):
+    syncs = p.fsync_every or p.fdatasync_every or p.sync_range_every
+    if p.fsync_end or (syncs > 0 and any(e.read_pct < 100 for e in p.entries)):
         # fsync is not a data operation: the headline leaves it out (as fio does) and it is measured apart.
         ms.append(
             Metric(

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fsmeter.errors import UserError
+from fsmeter.interop import fio_include
 from fsmeter.textfile import read_text
 
 
@@ -45,8 +46,10 @@ class FioJob:
 
     @property
     def name(self) -> str:
+        """The section's name, or the job's own name= (fio gives a name= of [global] to no job: each is named
+        after its section)."""
         o = self.options.get("name")
-        return o.value if o is not None and o.value else self.section
+        return o.value if o is not None and o.value and o.line > self.line else self.section
 
     def get(self, name: str) -> FioOption | None:
         return self.options.get(name)
@@ -159,19 +162,27 @@ def unset_message(where: str, line: int, var: str) -> str:
 
 
 def parse_jobfile(
-    text: str, where: str, env: Mapping[str, str] | None = None, keywords: Mapping[str, str] | None = None
+    text: str,
+    where: str,
+    env: Mapping[str, str] | None = None,
+    keywords: Mapping[str, str] | None = None,
+    base: Path | None = None,
 ) -> FioJobFile:
-    """Sections and options of a job file; errors name `where` and the line."""
+    """Sections and options of a job file; errors name `where` and the line. `include FILE` lines read FILE from
+    the folder `base` (the job file's; fio_include says how)."""
     env = os.environ if env is None else env
     keywords = fio_keywords() if keywords is None else keywords
     jobs: list = []
     global_opts: dict = {}
     current: dict | None = None  # options of the section being read
     current_job: FioJob | None = None
-    for n, raw in enumerate(text.splitlines(), 1):
+    for item in fio_include.expand(text, where, base):
+        n, raw, loc = item.n, item.raw, item.loc
         line = raw.strip()
         if not line or line[0] in "#;":
             continue
+        if item.included and line.startswith("["):
+            raise UserError(f"{loc}: {line!r}: an included file holds options only (fio refuses sections in it)")
 
         unset: list = []
 
@@ -187,7 +198,7 @@ def parse_jobfile(
             raise UserError(unset_message(where, n, unset[0]))
         if line.startswith("["):
             if not line.endswith("]") or len(line) < 3:
-                raise UserError(f"{where} line {n}: {raw.strip()!r} is not a section header: write [name]")
+                raise UserError(f"{loc}: {raw.strip()!r} is not a section header: write [name]")
             name = line[1:-1].strip()
             if name == "global":
                 current, current_job = global_opts, None
@@ -200,17 +211,11 @@ def parse_jobfile(
         if not line:
             continue
         if current is None:
-            raise UserError(
-                f"{where} line {n}: option {line!r} outside of a [job] section: put it under [global] or a job"
-            )
+            raise UserError(f"{loc}: option {line!r} outside of a [job] section: put it under [global] or a job")
         key, sep, value = line.partition("=")
         key = key.strip()
-        if key.startswith("include ") or key == "include":
-            raise UserError(
-                f"{where} line {n}: include is not supported by fsmeter (planned): paste the included file's options in"
-            )
         if not key or " " in key:
-            raise UserError(f"{where} line {n}: {raw.strip()!r} is not an option: write name=value")
+            raise UserError(f"{loc}: {raw.strip()!r} is not an option: write name=value")
         value = value.strip() if sep else None
         if unset:  # refused when the job is mapped, after what would say more (the engine, unknown options)
             current[key] = FioOption(key, "", n, written[2].strip(), unset=unset[0])
@@ -219,9 +224,7 @@ def parse_jobfile(
             try:
                 value, _ = _replace_keywords(value, keywords)
             except ValueError as exc:
-                raise UserError(
-                    f"{where} line {n}: {key}={written[2].strip()}: {exc}: write the value as a number"
-                ) from None
+                raise UserError(f"{loc}: {key}={written[2].strip()}: {exc}: write the value as a number") from None
         current[key] = FioOption(key, value, n, written[2].strip() if written[1] else None)
     if not jobs:
         raise UserError(f"{where}: no job section: add one, e.g. [seq-read] with rw=read")
@@ -229,7 +232,7 @@ def parse_jobfile(
 
 
 def read_jobfile(path: Path, env: Mapping[str, str] | None = None) -> FioJobFile:
-    return parse_jobfile(read_text(path, "job file"), str(path), env)
+    return parse_jobfile(read_text(path, "job file"), str(path), env, base=Path(path).parent)
 
 
 # -- fio's numbers ---------------------------------------------------------------------------------------------

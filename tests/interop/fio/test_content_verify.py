@@ -96,7 +96,6 @@ def test_verify_backlog_batch_fatal_sequence_and_async_map():
             r"^t.fio line 6: verify_backlog_batch=4: has no effect without "
             r"verify_backlog",
         ),
-        ("verify_fatal=1\n", r"^t.fio line 5: verify_fatal=1: has no effect without verify="),
         ("verify=crc32c\nverify_backlog=2000000\n", r"^t.fio line 6: verify_backlog=2000000: must be between 0 and"),
         ("verify=crc32c\nverify_only=1\n", r"^t.fio line 6: option verify_only is not supported by fsmeter yet"),
         (

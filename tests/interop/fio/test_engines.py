@@ -233,5 +233,5 @@ def test_options_these_engines_make_moot_are_noted_not_dropped_silently():
     assert any(n.startswith("libpmem without sync=1") for n in m.notes)
     m = job_of("[m]\nioengine=mmap\nrw=write\nsize=1m\nsync=1\n")
     assert any("stores to a mapping do not go through" in n for n in m.notes)
-    with pytest.raises(UserError, match=r"line 2: option sync is not supported by fsmeter yet"):
-        job_of("[m]\nsync=1\nrw=write\nsize=1m\n")
+    m = job_of("[m]\nsync=1\nrw=write\nsize=1m\n")
+    assert m.params["open_sync"] == "sync"

@@ -155,8 +155,8 @@ def test_set_reaches_every_job_of_a_group(tmp_path):
 
 def test_errors_in_a_group_name_the_job_file_line(tmp_path):
     f = tmp_path / "bad.fio"
-    f.write_text("[global]\nsize=1m\n[r]\nrw=read\n[w]\nrw=write\nfdatasync=8\n")
-    with pytest.raises(UserError, match=r"line 7: option fdatasync is not supported"):
+    f.write_text("[global]\nsize=1m\n[r]\nrw=read\n[w]\nrw=write\nzipf=8\n")
+    with pytest.raises(UserError, match=r"line 7: option zipf is not supported"):
         map_jobfile(f)
     f.write_text("[r]\nsize=1m\nrw=read\n[w]\nsize=1m\nrw=write\nstonewall=maybe\n")
     with pytest.raises(UserError, match=r"line 7: stonewall=maybe"):

@@ -219,7 +219,6 @@ def test_verify_pattern_is_written_checked_and_a_corrupted_byte_is_caught(tmp_pa
             r"header and the pattern",
         ),
         ('verify_pattern="abc"\n', r"line 5: verify_pattern=\"abc\": its 3 bytes do not divide a request size"),
-        ("verify_backlog=1\n", r"line 5: verify_backlog=1: has no effect without verify="),
         ("atomic=1\n", r"line 5: atomic=1: ioengine=psync issues no untorn writes \(fio refuses it too\)"),
         ("dedupe_mode=working_set\n", r"line 5: dedupe_mode=working_set: has no effect without dedupe_percentage"),
     ],

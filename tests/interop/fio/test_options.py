@@ -185,11 +185,8 @@ def test_number_ios_stops_each_clone_after_that_many_requests():
     assert m.params["total_bytes"] == 2 * 10 * 4096
     (m,) = jobs_of("[a]\nrw=read\nbs=4k\nsize=16k\nnumber_ios=10\n")  # the region ends first
     assert m.params["total_bytes"] == 16384
-    refused(
-        "[a]\nrw=randread\nbssplit=4k/50:8k/50\nsize=1m\nnumber_ios=10\n",
-        r"line 5: number_ios=10: with several "
-        "request sizes",
-    )
+    (m,) = jobs_of("[a]\nrw=randread\nbssplit=4k/50:8k/50\nsize=1m\nnumber_ios=10\n")
+    assert m.params["max_ios"] == 10  # drawn sizes: each thread counts its requests
 
 
 def test_filename_format_names_the_files_as_fio_does():
@@ -227,11 +224,8 @@ def test_loops_timeout_and_a_bsrange_of_one_size():
     assert m.params["total_bytes"] == 3 * (256 << 10)  # fio runs the whole job again, loops times
     (m,) = jobs_of("[a]\nrw=write\nsize=1m\nbsrange=8k-8k\ntimeout=60\ntime_based\n")
     assert m.params["entries"][0]["size"] == 8192 and m.params["duration_s"] == 60
-    refused(
-        "[a]\nrw=write\nsize=1m\nbsrange=4k-16k\n",
-        r"line 4: bsrange=4k-16k: request sizes drawn from a "
-        r"range are not supported by fsmeter yet \(planned\)",
-    )
+    (m,) = jobs_of("[a]\nrw=write\nsize=1m\nbsrange=4k-16k\n")
+    assert [(e["size"], e["weight"]) for e in m.params["entries"]] == [(s << 10, 25.0) for s in (4, 8, 12, 16)]
 
 
 @pytest.mark.parametrize(

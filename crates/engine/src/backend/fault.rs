@@ -138,4 +138,8 @@ impl IoBackend for FaultBackend<'_> {
     fn fsync(&mut self, file: u32) -> Result<()> {
         self.inner.fsync(file)
     }
+
+    fn sync(&mut self, file: u32, kind: super::SyncKind) -> Result<()> {
+        self.inner.sync(file, kind)
+    }
 }

@@ -64,6 +64,31 @@ pub struct IoReq {
     pub ioprio: u16,
 }
 
+/// Which sync a backend does on a file: fsync, fdatasync, or sync_file_range with these
+/// SYNC_FILE_RANGE_* flags over the whole file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncKind {
+    Full,
+    Data,
+    Range(u32),
+}
+
+/// `kind` on the descriptor `fd` (the synchronous backends' sync).
+pub fn sync_fd(fd: RawFd, kind: SyncKind) -> Result<()> {
+    // SAFETY: the caller's descriptor is open; any fd number is memory-safe for these calls.
+    let (rc, what) = unsafe {
+        match kind {
+            SyncKind::Full => (crate::sys::fsync(fd), "fsync"),
+            SyncKind::Data => (crate::sys::fdatasync(fd), "fdatasync"),
+            SyncKind::Range(flags) => (libc::sync_file_range(fd, 0, 0, flags), "sync_file_range"),
+        }
+    };
+    if rc != 0 {
+        return Err(crate::error::EngineError::last_os(what));
+    }
+    Ok(())
+}
+
 pub trait IoBackend {
     /// Queue `req` on `slot`, reading into / writing from `buf` (valid until reaped).
     fn queue(&mut self, slot: usize, req: IoReq, buf: *mut u8) -> Result<()>;
@@ -72,6 +97,11 @@ pub trait IoBackend {
     fn reap<F: FnMut(usize, i64)>(&mut self, min: usize, done: F) -> Result<usize>;
     /// Flush file `file` to stable storage (fsync).
     fn fsync(&mut self, file: u32) -> Result<()>;
+    /// fio's other syncs (fdatasync=, sync_file_range=); a backend without them does its fsync.
+    fn sync(&mut self, file: u32, kind: SyncKind) -> Result<()> {
+        let _ = kind;
+        self.fsync(file)
+    }
     /// Issue every write with these RWF_* flags (RWF_ATOMIC); backends that cannot refuse.
     fn set_write_flags(&mut self, flags: i32) -> Result<()> {
         if flags == 0 {

@@ -1,6 +1,6 @@
 //! The psync backend: pread/pwrite, one request at a time (like fio's psync).
 
-use super::{FileTable, IoBackend, IoReq};
+use super::{FileTable, IoBackend, IoReq, SyncKind};
 use crate::error::{EngineError, Result};
 
 pub struct PsyncBackend {
@@ -68,5 +68,9 @@ impl IoBackend for PsyncBackend {
             return Err(EngineError::last_os("fsync"));
         }
         Ok(())
+    }
+
+    fn sync(&mut self, file: u32, kind: SyncKind) -> Result<()> {
+        super::sync_fd(self.files[file as usize], kind)
     }
 }

@@ -5,7 +5,7 @@
 
 use io_uring::{opcode, squeue, types, IoUring};
 
-use super::{FileTable, IoBackend, IoReq};
+use super::{FileTable, IoBackend, IoReq, SyncKind};
 use crate::error::{EngineError, Result};
 
 pub struct UringBackend {
@@ -132,5 +132,9 @@ impl IoBackend for UringBackend {
             return Err(EngineError::last_os("fsync"));
         }
         Ok(())
+    }
+
+    fn sync(&mut self, file: u32, kind: SyncKind) -> Result<()> {
+        super::sync_fd(self.files[file as usize], kind)
     }
 }

@@ -87,6 +87,27 @@ _VERIFY_OPTS = (
 )
 
 
+def _without_method(ctx: Ctx, notes: list) -> None:
+    """Verify options without verify=: fio checks nothing and runs the job; so does fsmeter, saying so when the
+    option asks for checking (do_verify=0, verify_fatal=0 and the like are fio's defaults: nothing to say)."""
+    for name in ("do_verify", "verify_fatal", "verify_dump", "verify_write_sequence"):
+        if ctx.job.get(name) is not None:
+            ctx.flag(name)
+    ctx.int("verify_backlog", 0, 0, 1 << 20)
+    ctx.int("verify_backlog_batch", 0, 0, 1 << 20)
+    ctx.int("verify_async", 0, 0, 1 << 16)
+    ctx.size("verify_interval")
+    for name in ("verify_interval", *_VERIFY_OPTS, "experimental_verify"):
+        opt = ctx.job.get(name)
+        if opt is None or name in ("do_verify",):
+            continue
+        if name in ("verify_fatal", "verify_dump", "experimental_verify") and not ctx.flag(name):
+            continue
+        if name in ("verify_backlog", "verify_backlog_batch", "verify_async") and not ctx.int(name, 0, 0):
+            continue
+        notes.append(f"{opt.as_written} without verify=: nothing is checked, as in fio (add verify=crc32c to check)")
+
+
 def buffer_pattern_and_verify(ctx: Ctx, params: dict, notes: list) -> None:
     """buffer_pattern= and verify= (with do_verify, verify_interval) onto the access workload's own."""
     bp = ctx.job.get("buffer_pattern")
@@ -113,12 +134,7 @@ def buffer_pattern_and_verify(ctx: Ctx, params: dict, notes: list) -> None:
             )
         return
     if v is None:
-        for name in ("do_verify", "verify_interval", *_VERIFY_OPTS):
-            if ctx.job.get(name) is not None:
-                ctx.fail(
-                    ctx.job.get(name),
-                    "has no effect without verify=: add verify=crc32c (or xxhash, sha256), or remove it",
-                )
+        _without_method(ctx, notes)
         return
     method = (v.value or "").strip()
     if method in ("null", "0", "none"):
@@ -173,6 +189,11 @@ def buffer_pattern_and_verify(ctx: Ctx, params: dict, notes: list) -> None:
             "data after it (the same I/Os)"
         )
     _verify_options(ctx, params, notes)
+    if ctx.flag("experimental_verify"):
+        notes.append(
+            "experimental_verify=1: fio finds the blocks to check by replaying the job's offsets instead of "
+            "keeping a log of them; fsmeter checks every block it wrote in its verify phase: the same reads"
+        )
     notes.append(
         f"verify={method}: every block written carries fsmeter's header and checksum, and reads check it "
         "(docs/verify.md)"

@@ -19,7 +19,8 @@ from fsmeter.interop.fio.options import (
     SYNC_ENGINES,
     check_options,
 )
-from fsmeter.interop.fio.values import Ctx
+from fsmeter.interop.fio.syncs import sync_mode
+from fsmeter.interop.fio.values import Ctx, alias
 from fsmeter.interop.fio_jobfile import FioJob, FioOption
 from fsmeter.units import MAX_DURATION_S
 
@@ -27,35 +28,17 @@ if TYPE_CHECKING:
     from fsmeter.interop.fio.files import Placement
 
 
-def _sync_mode(ctx: Ctx) -> str | None:
-    """fio's sync=: none (0), sync (1) or dsync; None when not set."""
-    opt = ctx.job.get("sync")
-    if opt is None:
-        return None
-    v = (opt.value if opt.value is not None else "1").strip().lower()
-    modes = {
-        "0": "none",
-        "none": "none",
-        "false": "none",
-        "1": "sync",
-        "sync": "sync",
-        "true": "sync",
-        "dsync": "dsync",
-    }
-    if v not in modes:
-        ctx.fail(opt, "use 0, 1, none, sync or dsync")
-    return modes[v]
-
-
 def engine_setup(ctx: Ctx, engine: str, params: dict, notes: list) -> None:
-    """What the mmap and libpmem engines make of direct=, sync= and fio's batching options, as fio does."""
-    for name in BATCH_OPTS:
+    """What the mmap and libpmem engines make of direct= and sync=, and fio's batching options, as fio does."""
+    for name in (*BATCH_OPTS, "iodepth_low"):
         opt = ctx.job.get(name)
         if opt is not None and engine in SYNC_ENGINES:
             notes.append(
                 f"{opt.as_written}: ioengine={engine} does one I/O at a time, so there is nothing to batch (fio's too)"
             )
-    sync = _sync_mode(ctx)
+    if engine not in SYNC_ENGINES:
+        _batching(ctx, params, notes)
+    sync = sync_mode(ctx)
     if engine == "mmap" and sync not in (None, "none"):
         notes.append(
             f"{ctx.job.get('sync').as_written}: fio opens the files O_SYNC, which stores to a mapping do "
@@ -79,6 +62,40 @@ def engine_setup(ctx: Ctx, engine: str, params: dict, notes: list) -> None:
             f"{ctx.job.get('sync').as_written}: each write is durable before it completes (fio: "
             "pmem_drain after each write), as fsmeter's libpmem does for every write"
         )
+
+
+def _batching(ctx: Ctx, params: dict, notes: list) -> None:
+    """fio's iodepth_batch* and iodepth_low with a queued engine (io_uring, libaio, posixaio)."""
+    qd = params.get("queue_depth", 1)
+    name = alias(ctx, ("iodepth_batch_complete_min", "iodepth_batch_complete"))  # the second: fio's older name
+    lo = ctx.int(name, 1, 0, 1 << 16) if name else 1
+    if lo > 1:
+        params["reap_min"] = min(lo, qd)
+        notes.append(
+            f"{name}={lo}: each thread waits for {min(lo, qd)} completions (fewer when "
+            "fewer are in flight) before it handles any, as fio does"
+        )
+    for name in ("iodepth_batch", "iodepth_batch_submit"):
+        if ctx.job.get(name) is not None:
+            n = ctx.int(name, 1, 0, 1 << 16)
+            notes.append(
+                f"{name}={n}: fsmeter queues a request for each completion it handles and submits them all in one "
+                "io_uring_enter before it waits again (fio submits up to this many at once): the same I/Os"
+            )
+    if ctx.job.get("iodepth_batch_complete_max") is not None:
+        n = ctx.int("iodepth_batch_complete_max", 0, 0, 1 << 16)
+        notes.append(
+            f"iodepth_batch_complete_max={n}: fsmeter handles every completion the kernel has ready at once "
+            "(fio at most this many): the same I/Os"
+        )
+    if ctx.job.get("iodepth_low") is not None:
+        n = ctx.int("iodepth_low", qd, 0, 1 << 16)
+        if n < qd:
+            notes.append(
+                f"iodepth_low={n}: fio lets the queue drain to {n} before it fills it again; fsmeter refills each "
+                f"slot as its request completes (fio's default, iodepth_low=iodepth): the same I/Os, the queue "
+                "kept fuller"
+            )
 
 
 def fio_engine(

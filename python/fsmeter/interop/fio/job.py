@@ -51,6 +51,7 @@ from fsmeter.interop.fio.pattern import (
     rw_mix,
     sized_map,
 )
+from fsmeter.interop.fio.syncs import write_syncs
 from fsmeter.interop.fio.values import Ctx, alias
 from fsmeter.interop.fio_jobfile import FioJob, FioOption
 from fsmeter.units import MAX_DURATION_S
@@ -104,6 +105,7 @@ class _Draft:
     loops: int = 1
     total: int | None = None
     layout: int = 0
+    max_ios: int = 0
     params: dict = field(default_factory=dict)
 
 
@@ -152,6 +154,7 @@ def map_job(
     latency_target(ctx, d.params, notes, d.numjobs)
     ioprio(ctx, d.engine, d.params, notes)
     start_delay, exit_what = _run_control(ctx)
+    notes.extend(dict.fromkeys(ctx.notes))
     return MappedJob(
         name=ctx.job.name,
         line=ctx.job.line,
@@ -271,7 +274,17 @@ def _bytes_per_clone(d: _Draft) -> None:
         # An offset modifier, strided zones or a strided sequence: fio stops where the shape says (cap I/Os),
         # or goes on wrapping (cap None) until the job's bytes are done.
         whole = -(-io_per_job // sizes[0])
-        d.per_job = (whole if shape["cap"] is None else min(whole, shape["cap"])) * sizes[0]
+        cap = shape["cap"]
+        if d.seq_add > 0 and cap is not None and io_per_job > d.filesize:
+            # fio's walk with a hole wraps to the file's start instead of ending when io_size is beyond the
+            # file (fio 3.33: read:8k, bs=4k, size=38k does 3 reads, with io_size=128k 32).
+            cap = None
+            notes[:] = [n for n in notes if not n.startswith(f"rw={d.rw}:{d.seq_add}:")]
+            notes.append(
+                f"rw={d.rw}:{d.seq_add} with io_size beyond the file: the walk starts again at the file's start "
+                "where the next request would not fit, until io_size is done, as fio's does"
+            )
+        d.per_job = (whole if cap is None else min(whole, cap)) * sizes[0]
     elif len(set(sizes)) == 1 and not d.time_based:
         # fio stops a clone at the end of its files' regions (sequential) or when its random map is full, and
         # never issues a partial request: count whole requests as fio does.
@@ -279,6 +292,14 @@ def _bytes_per_clone(d: _Draft) -> None:
         whole = -(-io_per_job // bsz)
         blocks = d.nrfiles * (d.filesize // bsz)
         capped = not random_pct or not (ctx.flag("norandommap", False) or d.distribution != "random")
+        if capped and whole > blocks and (ctx.job.get("io_size") or ctx.job.get("io_limit")) is not None:
+            # fio goes over the files again (sequential: from their start; random: a fresh random map) until
+            # io_size is done.
+            capped = False
+            notes.append(
+                f"io_size beyond the files ({io_per_job} bytes, the files {d.nrfiles * d.filesize}): each clone "
+                "goes over its files again until io_size is done, as fio does"
+            )
         d.per_job = (min(whole, blocks) if capped else whole) * bsz
     elif sized_map(sizes, d.align, random_pct, d.distribution, ctx) and not d.time_based:
         # fio's random map of smallest blocks: requests are shortened at blocks already done, so each pass moves
@@ -302,13 +323,11 @@ def _total(d: _Draft) -> None:
     if nio is not None and ctx.int("number_ios", 0, 0) > 0:
         # fio: each clone stops after this many I/Os (reads and writes together), if nothing stops it before.
         if len(set(sizes)) > 1:
-            ctx.fail(
-                nio,
-                "with several request sizes fsmeter cannot stop after a number of I/Os yet (planned): "
-                "remove it, or give one bs",
-            )
-        cap = ctx.int("number_ios", 0, 0) * sizes[0]
-        d.total = min(d.per_job * loops, cap) * numjobs if not d.time_based else cap * numjobs
+            # the sizes are drawn: each thread counts its requests (max_ios) beside the job's bytes.
+            d.max_ios = ctx.int("number_ios", 0, 0)
+        else:
+            cap = ctx.int("number_ios", 0, 0) * sizes[0]
+            d.total = min(d.per_job * loops, cap) * numjobs if not d.time_based else cap * numjobs
     d.layout = d.filesize
     if d.real is not None and min(d.real) - d.offset > d.filesize:
         # The files were there before and are longer than the region: fio works inside them and leaves the rest;
@@ -351,6 +370,12 @@ def _params(d: _Draft) -> None:
         "reuse_files": True,
         "buffer_memory": d.buffer_memory,
     }
+    if d.max_ios:
+        params["max_ios"] = d.max_ios
+        notes.append(
+            f"number_ios={d.max_ios} with several request sizes: each thread stops after {d.max_ios} requests "
+            "(reads and writes together), or at its bytes or its runtime if they come first, as in fio"
+        )
     if ctx.job.get("offset_increment") is not None:
         d.per_job = (
             offset_increment(
@@ -384,6 +409,7 @@ def _params(d: _Draft) -> None:
         if params["total_bytes"] is not None:
             params["total_bytes"] *= 2  # fio's trimwrite: the trims cover io_size, and so do their writes
     params.update(d.shape.get("params", {}))
+    write_syncs(ctx, params, notes, d.engine)
     buffer_pattern_and_verify(ctx, params, notes)
     write_contents(ctx, params, notes, d.size, d.nrfiles)
     atomic(ctx, params, notes, d.engine)

@@ -15,6 +15,21 @@ if TYPE_CHECKING:
     from fsmeter.interop.fio.files import Placement
 
 
+def _walk_end(filesize: int, bs: int, skip: int) -> int | None:
+    """The requests of fio's forward walk with a hole (rw=read:N) before it ends, or None when it wraps. fio's
+    get_next_seq_offset: after a request ending at E, the walk ends when E is the file's end; else the next
+    starts at E + N, back at the file's start when that is at or past the end (a wrap: the walk then repeats
+    until the job's bytes are done), and the job ends when a request starting there would not fit (fio's
+    t0007: 85 reads of 1 MiB over 128 MiB with rw=read:512k). Requests start at k x (bs + N)."""
+    step = bs + skip
+    last = (filesize - bs) // step  # the last request that fits
+    end = last * step + bs
+    if end >= filesize:
+        return last + 1
+    nxt = end + skip
+    return None if nxt >= filesize else last + 1
+
+
 def access_shape(
     ctx: Ctx,
     rw: str,
@@ -54,14 +69,23 @@ def access_shape(
             )
         if abs(seq_add) >= filesize:
             ctx.fail(rw_opt, f"the modifier moves {abs(seq_add)} bytes, not less than the {filesize}-byte file")
-        # fio starts again at the file's start when a request would not fit, until the job's bytes are done.
-        out = {"params": {"seq_add": seq_add}, "cap": None}
-        notes.append(
-            f"rw={rw}:{seq_add}: each request starts {abs(seq_add)} bytes "
-            f"{'after' if seq_add > 0 else 'before'} the end of the one before it (fio's offset modifier), "
-            "starting again at the beginning of the file where a request would not fit, as fio does; each "
-            "thread walks its whole file, as each fio clone does"
-        )
+        cap = _walk_end(filesize, sizes[0], seq_add) if seq_add > 0 and not random_pct and not offset else None
+        if cap is not None:
+            out = {"params": {"seq_add": seq_add}, "cap": cap}
+            notes.append(
+                f"rw={rw}:{seq_add}: each request starts {seq_add} bytes after the end of the one before it "
+                f"(fio's offset modifier) and the walk ends where the next would not fit, after {cap} requests "
+                "per pass, as fio's does"
+            )
+        else:
+            # fio starts again at the file's start when a request would not fit, until the job's bytes are done.
+            out = {"params": {"seq_add": seq_add}, "cap": None}
+            notes.append(
+                f"rw={rw}:{seq_add}: each request starts {abs(seq_add)} bytes "
+                f"{'after' if seq_add > 0 else 'before'} the end of the one before it (fio's offset modifier), "
+                "starting again at the beginning of the file where a request would not fit, as fio does; each "
+                "thread walks its whole file, as each fio clone does"
+            )
     zones = _zones(ctx, sizes, filesize, nrfiles, random_pct, notes)
     if zones is not None:
         if seq_add:

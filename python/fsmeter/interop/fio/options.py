@@ -166,6 +166,19 @@ SUPPORTED = {
     "fill_device",
     "fill_fs",
     "fallocate",
+    # Durable writes (syncs.write_syncs) and batching with a queued engine (engines.engine_setup).
+    "sync",
+    "fdatasync",
+    "sync_file_range",
+    "fsync_on_close",
+    "iodepth_batch",
+    "iodepth_batch_submit",
+    "iodepth_batch_complete",
+    "iodepth_batch_complete_min",
+    "iodepth_batch_complete_max",
+    "iodepth_low",
+    # fio's verify without its log of written blocks (content.verify_readback says what it changes).
+    "experimental_verify",
     # The search for a queue depth within a latency target (pacing.latency_target).
     "latency_target",
     "latency_window",
@@ -199,28 +212,29 @@ ACCEPTED = {
     "create_serialize": "fio then lays out each job's files in the job itself as it starts, not all of them before "
     "the first job; fsmeter lays out each group's files before the group starts: the same files (a "
     "job sized by what a fill_device job of an earlier group wrote needs it, as in fio)",
+    "clocksource": "fio's clock for its own timing (gettimeofday, clock_gettime or the CPU's counter); fsmeter "
+    "always times with clock_gettime(CLOCK_MONOTONIC): the same I/Os",
+    "unit_base": "fio then prints bandwidth in bits (8) or bytes (1); fsmeter reports bytes, always",
+    "overwrite": "fio then lays the files out before the job writes them, as fsmeter does for every job: the same "
+    "I/Os, over files already written",
     "exitall_on_error": "fio then stops the other jobs when this one fails; in fsmeter an error in any job stops "
     "every job and fails the run, always",
 }
 
 
-_ACCEPTED_VALUES = {"io_submit_mode": ("inline", "offload")}
+_ACCEPTED_VALUES = {
+    "io_submit_mode": ("inline", "offload"),
+    "clocksource": ("gettimeofday", "clock_gettime", "cpu"),
+    "unit_base": ("0", "1", "8"),
+}
 
 
 #: Options fsmeter means to support later (the error says "planned"); any other is "not planned".
 PLANNED = {
-    "fdatasync",
-    "sync",
     "file_service_type",
     "zipf",
     "pareto",
     "norandommap_percentage",
-    "iodepth_batch",
-    "iodepth_batch_submit",
-    "iodepth_batch_complete",
-    "iodepth_low",
-    "overwrite",
-    "fsync_on_close",
     "write_barrier",
     "bs_unaligned",
     "unified_rw_reporting",
@@ -288,6 +302,7 @@ ENGINES = {
     "pvsync": "psync",
     "io_uring": "io_uring",
     "libaio": "io_uring",
+    "posixaio": "io_uring",
     "null": "null",
     "cpp_null": "null",
     "filecreate": "psync",
@@ -337,6 +352,9 @@ ENGINE_NOTES = {
     "pvsync": "ioengine=pvsync: fsmeter issues pread/pwrite (fio: preadv/pwritev with one vector): the same data",
     "libaio": "ioengine=libaio runs on io_uring (fsmeter has no libaio backend): the same queue depth and O_DIRECT "
     "semantics, another kernel interface",
+    "posixaio": "ioengine=posixaio runs on io_uring, as libaio does (fsmeter has no POSIX AIO backend; glibc's "
+    "POSIX AIO is a pool of threads doing pread/pwrite): the same requests and queue depth, another kernel "
+    "interface",
     "cpp_null": "ioengine=cpp_null is fio's null engine built as a C++ plugin: fsmeter runs its own null engine, "
     "which does the same (no I/O; every request completes at once)",
     "mmap": "ioengine=mmap: each file is mapped whole (MAP_SHARED) once per thread before the run and every I/O is "
@@ -378,7 +396,6 @@ for _names, _why in (
             "ime_aio",
             "xnvme",
             "windowsaio",
-            "splice",
         ),
         "a network, object-store, cluster or remote-block engine: fsmeter measures a local filesystem, through "
         "its own system calls (not planned)",
@@ -395,7 +412,12 @@ for _names, _why in (
     ),
     (("exec",), fio_exec.REFUSAL),
     (
-        ("page_fault", "posixaio", "solarisaio", "guasi"),
+        ("splice",),
+        "fio's splice engine moves each request through a pipe (splice and vmsplice): a local engine, but "
+        "not one fsmeter has (not planned): use ioengine=psync for the same reads and writes",
+    ),
+    (
+        ("page_fault", "solarisaio", "guasi"),
         "fsmeter has no such engine: its requests are pread/pwrite (psync), io_uring, or copies to and from a "
         "mapping (mmap) (not planned)",
     ),
@@ -483,7 +505,7 @@ def accepted_notes(ctx: Ctx, notes: list) -> None:
             v = (opt.value or "").strip()
             if v not in allowed:
                 ctx.fail(opt, f"use one of {', '.join(allowed)}")
-            if v == allowed[0]:
+            if v == allowed[0] and key == "io_submit_mode":
                 continue  # fio's default: nothing to say
         elif key == "threads":
             ctx.int("threads", 1, 0)

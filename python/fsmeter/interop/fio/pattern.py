@@ -83,7 +83,23 @@ def requests(ctx: Ctx, rw: str, read_pct: int, random_pct: int, notes: list) -> 
     """The request sizes per direction [(size, pct)] (bssplit, bsrange, bs or blocksize) as the access workload's
     entries -> (bssplit's lists or None, bs per direction, the sizes per direction, entries, trim then write?)."""
     split = _bssplit(ctx)
-    bs = _bsrange(ctx) or _bs_pair(ctx, "bs") or _bs_pair(ctx, "blocksize") or (4096, 4096)
+    ranges = _bsrange(ctx)
+    if ranges is not None and split is None and any(lo != hi for lo, hi in ranges):
+        # fio draws each request's size between the ends: the sizes it can draw, with their shares, as bssplit.
+        split = tuple(range_split(lo, hi) for lo, hi in ranges)
+        notes.append(
+            f"{(ctx.job.get('bsrange') or ctx.job.get('blocksize_range')).as_written}: fio draws each size as "
+            "min + max x a uniform fraction, rounded down to a multiple of min and capped at max; fsmeter draws "
+            "the same sizes with the same shares ("
+            + "; ".join(",".join(f"{s}/{p:g}%" for s, p in lst) for lst in split)
+            + ")"
+        )
+    bs = (
+        ((ranges[0][0], ranges[1][0]) if ranges else None)
+        or _bs_pair(ctx, "bs")
+        or _bs_pair(ctx, "blocksize")
+        or (4096, 4096)
+    )
     per_dir = split if split is not None else ([(bs[0], 100.0)], [(bs[1], 100.0)])
     entries = []
     if per_dir[0] == per_dir[1]:
@@ -134,24 +150,35 @@ def _bs_pair(ctx: Ctx, name: str) -> tuple | None:
 
 
 def _bsrange(ctx: Ctx) -> tuple | None:
-    """bsrange (alias blocksize_range) whose ends are equal: one size, as bs (fio draws sizes between the ends;
-    drawing them needs engine support, so a real range is refused)."""
+    """bsrange (alias blocksize_range): ((lo, hi) for reads, (lo, hi) for writes)."""
     opt = ctx.job.get("bsrange") or ctx.job.get("blocksize_range")
     if opt is None:
         return None
     out = []
     for part in (opt.value or "").split(",")[:2]:
         lo, hi = ctx._range(FioOption(opt.name, part, opt.line, opt.written))
-        if lo != hi:
-            ctx.fail(
-                opt,
-                "request sizes drawn from a range are not supported by fsmeter yet (planned): give equal "
-                "ends, or bs= or bssplit=",
-            )
         if lo <= 0:
             ctx.fail(opt, "must be > 0")
-        out.append(lo)
+        if hi // lo > 4096:
+            ctx.fail(opt, "the larger end may be at most 4096 times the smaller: narrow the range")
+        out.append((lo, hi))
     return (out[0], out[-1])
+
+
+def range_split(lo: int, hi: int) -> list:
+    """The sizes fio's get_next_buflen draws for a range [lo, hi], with their shares in percent: lo + hi x u
+    (u uniform in [0, 1)) rounded down to a multiple of lo, then capped at hi. The size m (a multiple of lo) takes
+    the part of [lo, lo + hi) that rounds to it: (min(m + lo, lo + hi) - m) / hi."""
+    if lo == hi:
+        return [(lo, 100.0)]
+    shares: dict = {}
+    m = lo
+    while m < lo + hi:
+        share = (min(m + lo, lo + hi) - m) / hi * 100.0
+        size = min(m, hi)
+        shares[size] = shares.get(size, 0.0) + share
+        m += lo
+    return sorted(shares.items())
 
 
 def _bssplit(ctx: Ctx) -> tuple | None:
@@ -280,6 +307,8 @@ def dir_min_bs(ctx: Ctx, split: tuple | None, bs: tuple) -> tuple:
     """fio's smallest block size per direction (read, write, trim): from bssplit (a list for each direction given;
     trims take the write list when two lists are given), else from bs/blocksize (a value not ended by a comma
     applies to the directions after it; an empty one is fio's 4 KiB)."""
+    if split is not None and ctx.job.get("bssplit") is None:  # a bsrange range: its smaller ends
+        return min(s for s, _ in split[0]), min(s for s, _ in split[1]), min(s for s, _ in split[1])
     if split is not None:
         lists = (ctx.job.get("bssplit").value or "").split(",")
         trim = min(s for s, _ in split[1])

@@ -8,6 +8,7 @@ import re
 from fsmeter.errors import UserError
 from fsmeter.interop.fio_jobfile import (
     FioJob,
+    eval_int_arith,
     is_percentage,
     parse_fio_bool,
     parse_fio_int,
@@ -16,6 +17,8 @@ from fsmeter.interop.fio_jobfile import (
     parse_fio_time_s,
 )
 
+#: A number followed by arithmetic outside parentheses (iodepth=128*1): fio's strtoll reads the leading number.
+_LEADING = re.compile(r"^\s*([0-9]+)\s*[-+*/%]")
 _FLOAT = re.compile(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$")
 
 
@@ -36,6 +39,8 @@ def _shown(value: str, most: int = 80) -> str:
 class Ctx:
     def __init__(self, where: str, job: FioJob):
         self.where, self.job = where, job
+        #: Notes on how values were read (arithmetic), for the job's notes.
+        self.notes: list = []
         kb = job.get("kb_base")
         self.kb_base = 1024
         if kb is not None:
@@ -75,12 +80,34 @@ class Ctx:
         if opt is None:
             return default
         try:
-            v = parse_fio_int(opt.value or "")
+            v = self._whole(opt)
         except ValueError:
-            self.fail(opt, "give a whole number (ASCII digits)")
+            self.fail(opt, "give a whole number (ASCII digits), or an expression in parentheses")
         if v < lo or (hi is not None and v > hi):
             self.fail(opt, f"must be between {lo} and {hi}" if hi is not None else f"must be >= {lo}")
         return v
+
+    def _whole(self, opt) -> int:
+        """A whole number as fio reads an integer option: an expression in parentheses is computed (fio's
+        arithmetic: + - * / % and parentheses); a number followed by arithmetic without them is the number
+        alone, as fio's strtoll leaves it (with a note)."""
+        text = (opt.value or "").strip()
+        if text.startswith("(") and text.endswith(")"):
+            return eval_int_arith(text)
+        m = _LEADING.match(text)
+        if m is not None:
+            try:
+                eval_int_arith(text)
+            except ValueError:
+                raise ValueError(text) from None
+            v = int(m.group(1))
+            self.notes.append(
+                f"{opt.as_written}: fio reads the number before the arithmetic ({v}) and ignores the rest, as it "
+                f"computes only expressions in parentheses; so does fsmeter (write {opt.name}=({text}) for the "
+                "expression's value)"
+            )
+            return v
+        return parse_fio_int(text)
 
     def flag(self, name: str, default: bool = False) -> bool:
         opt = self.job.get(name)

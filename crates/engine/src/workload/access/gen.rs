@@ -72,6 +72,9 @@ pub struct AccessGen {
     /// fio's sprandom: the offsets come from its plan, and the sequence can end.
     spr: Option<Box<(super::sprandom::Sprandom, BlockPerm)>>,
     ended: bool,
+    /// fio's number_ios: the requests this thread may draw (0: no limit), and those drawn.
+    max_ios: u64,
+    drawn: u64,
 }
 
 impl AccessGen {
@@ -191,6 +194,8 @@ impl AccessGen {
                 Box::new((spr, BlockPerm::new(spec.file_size / spec.alignment, seed)))
             }),
             ended: false,
+            max_ios: spec.max_ios,
+            drawn: 0,
         }
     }
 
@@ -287,6 +292,12 @@ impl AccessGen {
 
     #[inline]
     pub fn next_op(&mut self) -> GenOp {
+        if self.max_ios > 0 {
+            self.drawn += 1;
+            if self.drawn > self.max_ios {
+                self.ended = true; // fio's number_ios: the thread has issued its requests
+            }
+        }
         if let Some(w) = self.then_write.take() {
             return w;
         }

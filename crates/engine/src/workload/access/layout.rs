@@ -240,6 +240,7 @@ impl Access {
         if spec.direct && !job.backend.maps() {
             flags |= libc::O_DIRECT;
         }
+        flags |= spec.open_sync.flags();
         let mut files = FilesGuard(Vec::with_capacity(spec.file_count as usize));
         let mut direct = None;
         for i in 0..spec.file_count {

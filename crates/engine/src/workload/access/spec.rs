@@ -27,6 +27,29 @@ pub struct AccessEntry {
     pub trim_pct: f64,
 }
 
+/// How the run's files are opened for fio's sync=.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum OpenSync {
+    #[default]
+    None,
+    /// O_SYNC: data and metadata durable when each write completes.
+    Sync,
+    /// O_DSYNC: data (and the metadata needed to read it) durable when each write completes.
+    Dsync,
+}
+
+impl OpenSync {
+    /// The open(2) flags it adds.
+    pub fn flags(self) -> i32 {
+        match self {
+            OpenSync::None => 0,
+            OpenSync::Sync => libc::O_SYNC,
+            OpenSync::Dsync => libc::O_DSYNC,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AccessSpec {
@@ -49,6 +72,28 @@ pub struct AccessSpec {
     /// fsync every file at the end of the run, inside the measured time.
     #[serde(default)]
     pub fsync_end: bool,
+    /// fio's fdatasync=N: fdatasync the file after every N writes (0: never); fsync_every wins
+    /// where both fall on the same write, as in fio.
+    #[serde(default)]
+    pub fdatasync_every: u64,
+    /// fio's sync_file_range=FLAGS:N: sync_file_range(2) with `sync_range_flags` over the file
+    /// after every N writes (0: never); fsync_every and fdatasync_every win where they fall too.
+    #[serde(default)]
+    pub sync_range_every: u64,
+    /// SYNC_FILE_RANGE_* bits for `sync_range_every`.
+    #[serde(default)]
+    pub sync_range_flags: u32,
+    /// fio's sync=: open the run's files O_SYNC or O_DSYNC (every write durable on completion).
+    #[serde(default)]
+    pub open_sync: OpenSync,
+    /// fio's number_ios: each thread stops after drawing this many requests (0: no limit), whatever
+    /// their sizes; the byte quota and the deadline still apply.
+    #[serde(default)]
+    pub max_ios: u64,
+    /// fio's iodepth_batch_complete_min: wait for at least this many completions (fewer when fewer
+    /// are in flight) before handling any; 0 or 1: each as it comes.
+    #[serde(default)]
+    pub reap_min: u32,
     #[serde(default)]
     pub warmup_s: f64,
     /// Stop after this many measured seconds ...
@@ -454,6 +499,11 @@ impl AccessSpec {
         self.entries.iter().any(|e| e.size != self.entries[0].size)
     }
 
+    /// Whether writes are followed by a sync every so often (fsync=, fdatasync=, sync_file_range=).
+    pub(super) fn syncs_writes(&self) -> bool {
+        self.fsync_every > 0 || self.fdatasync_every > 0 || self.sync_range_every > 0
+    }
+
     pub(super) fn max_size(&self) -> usize {
         self.entries.iter().map(|e| e.size as usize).max().unwrap_or(0)
     }
@@ -473,6 +523,12 @@ pub(super) mod tests {
             direct: false,
             fsync_every: 0,
             fsync_end: false,
+            fdatasync_every: 0,
+            sync_range_every: 0,
+            sync_range_flags: 0,
+            open_sync: OpenSync::None,
+            reap_min: 0,
+            max_ios: 0,
             warmup_s: 0.0,
             duration_s: Some(1.0),
             total_bytes: None,

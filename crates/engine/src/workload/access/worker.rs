@@ -17,7 +17,7 @@ use super::prio::CmdPrioState;
 use super::workload::{Access, FSYNC, READ, TRIM, WRITE};
 use crate::backend::buffer::AlignedBuf;
 use crate::backend::content::ContentGen;
-use crate::backend::{FileTable, IoBackend, IoReq};
+use crate::backend::{FileTable, IoBackend, IoReq, SyncKind};
 use crate::error::{EngineError, Result};
 use crate::measure::{now_ns, Recorder};
 use crate::settings::Settings;
@@ -175,7 +175,8 @@ impl Access {
             }
             st.completed.clear();
             let completed = &mut st.completed;
-            st.backend.reap(1, |slot, res| completed.push((slot, res)))?;
+            let min = (spec.reap_min as usize).clamp(1, inflight);
+            st.backend.reap(min, |slot, res| completed.push((slot, res)))?;
             let t1 = now_ns();
             let batch = st.completed.len();
             for i in 0..batch {
@@ -401,13 +402,25 @@ impl Access {
                 *stopping = true;
             }
         }
-        if op.req.write && spec.fsync_every > 0 {
+        if op.req.write && spec.syncs_writes() {
+            // fio counts the job's writes and syncs when the count is a multiple of fsync=, else of
+            // fdatasync=, else of sync_file_range='s N: one sync at most per write.
             *writes_since_fsync += 1;
-            if *writes_since_fsync >= spec.fsync_every {
-                *writes_since_fsync = 0;
+            let n = *writes_since_fsync;
+            let due = |every: u64| every > 0 && n.is_multiple_of(every);
+            let kind = if due(spec.fsync_every) {
+                Some(SyncKind::Full)
+            } else if due(spec.fdatasync_every) {
+                Some(SyncKind::Data)
+            } else if due(spec.sync_range_every) {
+                Some(SyncKind::Range(spec.sync_range_flags))
+            } else {
+                None
+            };
+            if let Some(kind) = kind {
                 *synced = true;
                 let t0 = now_ns();
-                st.backend.fsync(op.req.file)?;
+                st.backend.sync(op.req.file, kind)?;
                 rec.record(FSYNC, 0, t0, now_ns());
             }
         }

@@ -1,0 +1,88 @@
+"""The job files of tests/data/fio/counts under `fsmeter run`, held to fio 3.33's own counts: the bytes and I/Os
+of each job and direction that fio did with the same file, recorded by bench/fio_counts.py into counts.json
+(the command is in each record). The options are those users' job files carry and fsmeter once refused or
+mapped to other work: sync=, fdatasync=, sync_file_range=, fsync_on_close, overwrite, clocksource, unit_base,
+verify options without verify=, include, iodepth_batch*, iodepth=N*M, posixaio, bsrange, experimental_verify,
+[global] name=, io_size beyond size and rw=read:N. No fio is needed here."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from fsmeter_cli import fsm
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "fio" / "counts"
+RECORD = json.loads((DATA / "counts.json").read_text())
+
+
+def _run(name: str, tmp_path: Path) -> tuple:
+    out = tmp_path / "out.json"
+    work = tmp_path / "work"
+    work.mkdir()
+    r = fsm("run", DATA / name, "--dir", work, "-q", "--json", out, "--cache", "keep")
+    assert r.returncode == 0, r.stderr
+    return json.loads(out.read_text()), r
+
+
+def _ops(doc: dict, job: str, kind: str) -> tuple:
+    phase = doc["phases"][f"{job}:run"]
+    o = phase["ops"].get(kind) or {}
+    return o.get("bytes", 0), o.get("count", 0)
+
+
+def slack(n: int, cv: float) -> float:
+    """How far two runs' I/O counts for the same bytes may differ when each request's size is drawn: the
+    number of requests filling B bytes is a renewal count, of standard deviation cv x sqrt(n) for large n
+    (Feller vol. II, XI.5); two independent runs differ by sqrt(2) times that; allowed: three of those."""
+    return 3 * math.sqrt(2) * cv * math.sqrt(n)
+
+
+#: Files whose sizes or directions are drawn: their own tests below.
+DRAWN = ("bsrange.fio", "number_ios_bssplit.fio")
+EXACT = sorted(n for n in RECORD["files"] if n not in DRAWN)
+
+
+@pytest.mark.parametrize("name", EXACT)
+def test_fsmeter_does_fios_counts(name, tmp_path):
+    doc, _ = _run(name, tmp_path)
+    for job in RECORD["files"][name]["jobs"]:
+        for kind in ("read", "write"):
+            assert list(_ops(doc, job["name"], kind)) == job[kind], (job["name"], kind)
+
+
+def test_bsrange_draws_fios_sizes(tmp_path):
+    """fio draws min + max x u rounded down to a multiple of min, capped at max: 4k-16k gives 4, 8, 12 and 16 KiB
+    a quarter each (mean 10 KiB, sd sqrt(20) KiB: cv 0.447); 4k-10k gives 4 KiB 40%, 8 KiB 40%, 10 KiB 20%
+    (mean 6.8 KiB, sd 2.4 KiB: cv 0.353). The counts are draws: within the renewal slack of fio's. The bytes:
+    fio redraws the last size until it fits the job's bytes; fsmeter stops once they are issued, so its last
+    request may pass them by less than one request (docs/fio.md, bsrange)."""
+    doc, r = _run("bsrange.fio", tmp_path)
+    rec = {j["name"]: j for j in RECORD["files"]["bsrange.fio"]["jobs"]}
+    wbytes, wcount = _ops(doc, "w", "write")
+    assert rec["w"]["write"][0] == 1 << 20 <= wbytes < (1 << 20) + (16 << 10)
+    assert abs(wcount - rec["w"]["write"][1]) <= slack(rec["w"]["write"][1], math.sqrt(20) / 10)
+    rbytes, rcount = _ops(doc, "r", "read")
+    assert abs(rbytes - rec["r"]["read"][0]) < 10 << 10  # fio stops where the next drawn size does not fit
+    assert abs(rcount - rec["r"]["read"][1]) <= slack(rec["r"]["read"][1], 2.4 / 6.8)
+
+
+def test_bsrange_shares_by_hand():
+    from fsmeter.interop.fio.pattern import range_split
+
+    assert range_split(4096, 16384) == [(4096, 25.0), (8192, 25.0), (12288, 25.0), (16384, 25.0)]
+    assert range_split(4096, 10240) == [(4096, 40.0), (8192, 40.0), (10240, 20.0)]
+    assert range_split(512, 512) == [(512, 100.0)]
+
+
+def test_number_ios_with_drawn_sizes_stops_after_fios_count(tmp_path):
+    """fio did 100 requests (number_ios=100) of 4 or 16 KiB, reads or writes: the count is fio's exactly; the
+    read share within three binomial standard deviations (n = 100, p = 0.5: 15), the bytes those sizes allow."""
+    doc, r = _run("number_ios_bssplit.fio", tmp_path)
+    (job,) = RECORD["files"]["number_ios_bssplit.fio"]["jobs"]
+    (rb, rn), (wb, wn) = _ops(doc, "mail", "read"), _ops(doc, "mail", "write")
+    assert rn + wn == job["read"][1] + job["write"][1] == 100
+    assert abs(rn - job["read"][1]) <= 15
+    assert 100 * 4096 <= rb + wb <= 100 * 16384
