@@ -85,9 +85,15 @@ def test_compare_runs_and_calibrate_on_two_stores(tmp_path, monkeypatch):
     """Two synthetic stores of one study; in the second every xfs cell is 4x faster. compare-runs lists
     the claims whose word changed (exit 3 on a flip between decisive words), calibrate every comparison
     in both runs; both refuse the same run twice."""
-    from test_study import _fill_study
+    import importlib.util
+    from pathlib import Path
 
     from fsmeter.study.model import load_study
+
+    spec = importlib.util.spec_from_file_location("study_fill", Path(__file__).with_name("test_study.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # the synthetic study store the report tests fill
+    _fill_study = mod._fill_study
 
     s = load_study("layton2009")
     a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"

@@ -323,6 +323,11 @@ class ClaimChecker:
         self.paper = paper
         self.rules = study.rules
         self.wobble = edge.Wobble.of(study.rules)
+        #: the edge rule judges re-runs of a study; a claim file (`fsmeter claim check`) opts in by giving its
+        #: [rules] a between_run_pct (a user's campaign has no calibrated between-run figure of its own)
+        self.edge_rule = not paper and (
+            isinstance(study, Study) or getattr(study.rules, "between_run_pct", None) is not None
+        )
         self.changes = [c for c in changes if getattr(c, "affects", None)]
         self.factors = [c for c in frame.columns if c not in _NOT_FACTORS]
         #: the storage and CPU figures of the whole run (one probe per campaign): the resource gates of a
@@ -842,7 +847,7 @@ class ClaimChecker:
                     opposite_pct=abs(r - 1.0) * 100.0,
                     min_difference_pct=min_diff,
                 )
-            if not self.paper:  # a re-run's decisive status must survive a re-run (fsmeter.study.edge)
+            if self.edge_rule:  # a re-run's decisive status must survive a re-run (fsmeter.study.edge)
                 edge.apply(
                     t,
                     size_pct=size,
@@ -1012,7 +1017,7 @@ class ClaimChecker:
             numbers,
             regime=_merge_regimes([t.regime for t in tests] + [variation_regime]),
         )
-        if not self.paper:
+        if self.edge_rule:
             v.wobble = self.wobble.text()
             v.edge_note = self._edge_note(tests)
             self._gate(v)

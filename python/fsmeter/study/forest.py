@@ -26,7 +26,7 @@ COLOURS = {
     "not comparable here": "#00838f",
     "not testable here": "#757575",
 }
-WIDTH, LABEL_W, WORD_W, ROW_H, TOP, BOTTOM = 780, 280, 150, 24, 30, 36
+WIDTH, LABEL_W, WORD_W, ROW_H, TOP, BOTTOM = 820, 300, 130, 24, 26, 54
 X0, X1 = LABEL_W, WIDTH - WORD_W
 
 
@@ -110,10 +110,10 @@ def _paper_effects(paper_verdict) -> dict:
 
 
 def row_label(t) -> str:
-    return f"{t.case + ': ' if t.case else ''}{t.a} vs {t.b}"
+    return f"{t.a} vs {t.b}{' · ' + t.case if t.case else ''}"
 
 
-def _short(text: str, n: int = 44) -> str:
+def _short(text: str, n: int = 50) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
@@ -142,7 +142,6 @@ def forest_svg(verdict, paper_verdict=None, anchor: str = "") -> str:
         f'data-x0="{X0}" data-x1="{X1}" font-family="sans-serif" font-size="11">',
         f"<title>{escape(verdict.claim.id)}: {escape(word)}</title>",
         f'<text x="4" y="16" font-weight="bold">{escape(verdict.claim.id)}</text>',
-        f'<text x="{X0}" y="16" fill="#555">{escape(axis_title(tests))}</text>',
         f'<text class="claim-word" x="{X1 + 8}" y="16" font-weight="bold" '
         f'fill="{COLOURS.get(word, "#333")}">{escape(word)}</text>',
     ]
@@ -195,7 +194,10 @@ def forest_svg(verdict, paper_verdict=None, anchor: str = "") -> str:
         out.append(f'<line x1="{x:.2f}" x2="{x:.2f}" y1="{ybot}" y2="{ybot + 4}" stroke="#555"/>')
         out.append(f'<text class="tick" x="{x:.2f}" y="{ybot + 16}" text-anchor="middle">{ax.label(v)}</text>')
     out.append(
-        f'<text x="{X0}" y="{ybot + 30}" fill="#555">● this run, {_level(tests)} interval · ◇ the paper\'s own '
+        f'<text class="axis-title" x="{X0}" y="{ybot + 30}" fill="#555">{escape(axis_title(tests))}</text>'
+    )
+    out.append(
+        f'<text x="4" y="{ybot + 46}" fill="#555">● this run, {_level(tests)} interval · ◇ the paper\'s own '
         "numbers · shaded: what the claim says</text>"
     )
     out.append("</svg>")
