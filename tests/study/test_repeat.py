@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -78,7 +79,9 @@ def test_a_known_between_run_sd_is_recovered():
 
 
 def _cli(*args, timeout=900):
-    return subprocess.run([sys.executable, "-m", "fsmeter", "study", *args], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "fsmeter", "study", *args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_compare_runs_and_calibrate_on_two_stores(tmp_path, monkeypatch):
@@ -123,6 +126,21 @@ def test_compare_runs_and_calibrate_on_two_stores(tmp_path, monkeypatch):
     assert xfs and all(abs(c["difference"]) > 50 for c in xfs)  # 4x: far beyond sampling
     assert other and all(c["difference"] == pytest.approx(0.0, abs=1e-9) for c in other)
     assert "between_run_pct = " in r.stdout
+    # the report: the summary grid links every claim to its section; the terminal's compact table first,
+    # the evidence tables behind -v
+    html = tmp_path / "r.html"
+    r = _cli("report", "layton2009", "--db", str(a), "-o", str(html))
+    assert r.returncode == 0, r.stderr
+    assert "layton2009:" in r.stdout and "evidence per comparison" not in r.stdout
+    page = html.read_text()
+    grid = page[page.index('id="verdict-grid"') : page.index('id="verdicts"')]
+    ids = re.findall(r'href="#claim-([^"]+)"', grid)
+    assert sorted(ids) == sorted(c.id for c in s.claims)
+    assert all(f'id="claim-{i}"' in page for i in ids)
+    assert page.count('<svg xmlns="http://www.w3.org/2000/svg" class="forest"') >= 1
+    assert "<th>adjusted p</th>" in page
+    r = _cli("report", "layton2009", "--db", str(a), "-o", str(html), "-v")
+    assert r.returncode == 0 and "evidence per comparison" in r.stdout
     r = _cli("compare-runs", "layton2009", "--db", str(a))
     assert r.returncode == 2 and r.stderr.startswith("fsmeter: error: study compare-runs: run a and run b are the same")
     r = _cli("calibrate", "layton2009", "--db", str(a), "--db-b", str(tmp_path / "none.sqlite"))

@@ -193,9 +193,7 @@ def forest_svg(verdict, paper_verdict=None, anchor: str = "") -> str:
         x = ax.x(v)
         out.append(f'<line x1="{x:.2f}" x2="{x:.2f}" y1="{ybot}" y2="{ybot + 4}" stroke="#555"/>')
         out.append(f'<text class="tick" x="{x:.2f}" y="{ybot + 16}" text-anchor="middle">{ax.label(v)}</text>')
-    out.append(
-        f'<text class="axis-title" x="{X0}" y="{ybot + 30}" fill="#555">{escape(axis_title(tests))}</text>'
-    )
+    out.append(f'<text class="axis-title" x="{X0}" y="{ybot + 30}" fill="#555">{escape(axis_title(tests))}</text>')
     out.append(
         f'<text x="4" y="{ybot + 46}" fill="#555">● this run, {_level(tests)} interval · ◇ the paper\'s own '
         "numbers · shaded: what the claim says</text>"
