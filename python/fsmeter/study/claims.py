@@ -1020,6 +1020,7 @@ class ClaimChecker:
         if self.edge_rule:
             v.wobble = self.wobble.text()
             v.edge_note = self._edge_note(tests)
+        if not self.paper:
             self._gate(v)
         if v.outcome == INCONCLUSIVE:
             v.power_note = self._power_note(claim, tests)
