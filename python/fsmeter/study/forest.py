@@ -26,7 +26,7 @@ COLOURS = {
     "not comparable here": "#00838f",
     "not testable here": "#757575",
 }
-WIDTH, LABEL_W, WORD_W, ROW_H, TOP, BOTTOM = 820, 300, 130, 24, 26, 54
+WIDTH, LABEL_W, WORD_W, ROW_H, TOP, BOTTOM = 860, 300, 150, 24, 26, 54
 X0, X1 = LABEL_W, WIDTH - WORD_W
 
 
