@@ -419,7 +419,7 @@ def calibrate(
         f"points, of what sampling explains {b.rms_sampling:.2f}\n"
         f"between-run wobble B = {b.estimate_pct:.2f} percentage points (method of moments); "
         f"{b.upper_pct:.2f} at the 90% upper bound (cluster bootstrap over claims)\n"
-        f"for the [rules] of the studies: between_run_pct = {b.upper_pct:.2f} and between_run_source = "
+        f"for the \\[rules] of the studies: between_run_pct = {b.upper_pct:.2f} and between_run_source = "
         '"fsmeter study calibrate: two back-to-back runs on <machine>, <date>: 90% upper bound"'
     )
     if json_out is not None:
