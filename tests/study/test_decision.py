@@ -79,14 +79,19 @@ def test_a_significant_large_effect_with_three_trials_a_side_is_reproduced():
     sqrt(400/3 + 1/3) = 11.56; t = 50 / 11.56 = 4.32; Satterthwaite df = (133.67^2) / (133.33^2 / 2 +
     0.333^2 / 2) = 2.01; the t table at 2 df: t(0.975) = 4.30 < 4.32 < t(0.99) = 6.96, so 0.01 < p < 0.025.
     Power at the default 10% difference is low (se 11.6 against 10), which once made this inconclusive;
-    power is not consulted for a significant result."""
+    power is not consulted for a significant result: the decision rules read "reproduced".
+
+    The edge rule (fsmeter.study.edge) then asks whether a re-run would say the same: the 90% lower
+    bound, 50 - t(0.95, 2.01) x 11.56 = 50 - 2.92 x 11.56 = 16.2, is clear of zero by less than the
+    run-to-run wobble, sqrt(2) x 11.56 = 16.3 from sampling alone: the verdict is inconclusive."""
     f = runs_frame({("xfs", "a"): [130, 150, 170], ("ext3", "a"): [99, 100, 101]})
     v = _one(study([ORDER]), f)
     t = v.tests[0]
     assert 0.01 < t.p_hold < 0.025 and t.p_hold == pytest.approx(0.02454, abs=1e-4)
     assert t.estimate == pytest.approx(50.0)
     assert t.power < 0.3  # reported, not used
-    assert v.outcome == "reproduced" and v.gates == []
+    assert v.data_outcome == "reproduced" and v.gates == []
+    assert v.outcome == "inconclusive" and t.decided == "holds" and "on the edge" in t.edge
 
 
 def test_a_non_significant_result_whose_interval_holds_the_claimed_effect_is_inconclusive():

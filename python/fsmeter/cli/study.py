@@ -1,4 +1,4 @@
-"""`fsmeter study list|run|report`: re-run a published filesystem study and test its claims."""
+"""`fsmeter study list|run|check|report|compare-runs|calibrate`: re-run a published filesystem study and test its claims."""
 
 from __future__ import annotations
 
@@ -217,11 +217,22 @@ def report(
         "--json",
         help="also write the verdicts to this JSON file: a list of {claim, verdict, paper_verdict, ...}",
     ),
+    verbose: bool = typer.Option(
+        False, "-v", "--verbose", help="after the summary, every claim's reasons, gates, notes and evidence table"
+    ),
 ) -> None:
-    """The study's tables and figures from the new run beside the published ones, and a verdict per claim."""
+    """The study's tables and figures from the new run beside the published ones, and a verdict per claim.
+
+    The terminal shows one line per claim first; -v adds the details and each claim's evidence table."""
     from fsmeter.store import default_db_path
     from fsmeter.study.model import load_study
-    from fsmeter.study.report import build_study_view, verdict_table, write_study_report
+    from fsmeter.study.report import (
+        build_study_view,
+        evidence_table,
+        summary_table,
+        verdict_table,
+        write_study_report,
+    )
 
     console = Console()
     study = load_study(name)
@@ -235,7 +246,13 @@ def report(
     if json_out is not None:
         check_output_path(json_out, "--json")
     view = build_study_view(study, path, campaign)
-    console.print(verdict_table(view))
+    console.print(summary_table(view))
+    if verbose:
+        console.print(verdict_table(view))
+        for v in view.verdicts:
+            t = evidence_table(view, v)
+            if t is not None:
+                console.print(t)
     if json_out is not None:
         import json
 
@@ -248,6 +265,173 @@ def report(
     console.print(f"report: {target}")
 
 
+def _two_runs(name, all_, db, db_b, campaign, campaign_b, what: str) -> list:
+    """The studies to compare and, per study, its verdicts in run a and run b: [(slug, verdicts a, verdicts b)].
+    With --all, a study absent from both stores is left out (said so); absent from one is an error."""
+    from fsmeter.store import default_db_path
+    from fsmeter.study.model import load_study, study_paths
+    from fsmeter.study.report import load_run
+
+    if all_ == (name is not None):
+        raise UserError(f"study {what}: name one study, or give --all (fsmeter study list shows them)")
+    if all_ and (campaign is not None or campaign_b is not None):
+        raise UserError(f"study {what}: --campaign and --campaign-b name one study's campaigns: name the study")
+    path_a = default_db_path(db)
+    path_b = default_db_path(db_b) if db_b is not None else path_a
+    for p, opt in ((path_a, "--db"), (path_b, "--db-b")):
+        if not os.path.exists(p):
+            raise UserError(f"{opt} {p}: no results database")
+    if path_a.resolve() == path_b.resolve() and (campaign is None or campaign_b is None or campaign == campaign_b):
+        raise UserError(
+            f"study {what}: run a and run b are the same: name a second store with --db-b, or two campaigns "
+            "of one store with --campaign and --campaign-b"
+        )
+    console = Console(stderr=True)
+    out = []
+    for slug in list(study_paths()) if all_ else [name]:
+        study = load_study(slug)
+        runs = []
+        for path, camp in ((path_a, campaign), (path_b, campaign_b)):
+            try:
+                runs.append(load_run(study, path, camp)[3])
+            except UserError as exc:
+                if not all_ or "no campaign of study" not in exc.message:
+                    raise
+                runs.append(None)
+        if runs[0] is None and runs[1] is None:
+            console.print(f"[dim]{slug}: in neither store, left out[/]")
+            continue
+        if None in runs:
+            gone = path_a if runs[0] is None else path_b
+            raise UserError(f"{gone}: no campaign of study {slug}, which the other store has: run it there too")
+        out.append((slug, runs[0], runs[1]))
+    return out
+
+
+_TWO_RUN_OPTS = {
+    "db": typer.Option(None, "--db", help="the store of run a (" + DB_HELP + ")"),
+    "db_b": typer.Option(None, "--db-b", help="the store of run b (default: --db, with --campaign-b)"),
+    "campaign": typer.Option(None, "--campaign", help="run a's campaign id (default: every campaign of the study)"),
+    "campaign_b": typer.Option(None, "--campaign-b", help="run b's campaign id (default: every campaign of the study)"),
+}
+
+
+def compare_runs(
+    name: str | None = typer.Argument(None, help="a study from `fsmeter study list`"),
+    all_: bool = typer.Option(False, "--all", help="every study the two stores hold"),
+    db: Path | None = _TWO_RUN_OPTS["db"],
+    db_b: Path | None = _TWO_RUN_OPTS["db_b"],
+    campaign: str | None = _TWO_RUN_OPTS["campaign"],
+    campaign_b: str | None = _TWO_RUN_OPTS["campaign_b"],
+    json_out: Path | None = typer.Option(None, "--json", help="also write the changed claims to this JSON file"),
+) -> None:
+    """The claims whose verdict word changed between two runs of a study, with both words and intervals.
+
+    Exit status 3 when a claim flipped between two decisive words (reproduced, reversed, not
+    reproduced): the edge rule is there to make that rare; a change through "inconclusive" is not a flip."""
+    import json
+
+    from fsmeter.study.repeat import word_changes, word_pairs
+
+    if json_out is not None:
+        check_output_path(json_out, "--json")
+    console = Console()
+    changes, claims = [], 0
+    for slug, va, vb in _two_runs(name, all_, db, db_b, campaign, campaign_b, "compare-runs"):
+        claims += len(va)
+        changes += word_changes(slug, va, vb)
+    t = Table(title="claims whose word changed between run a and run b", show_lines=True)
+    for col in ("study", "claim", "run a", "run b", "intervals a", "intervals b"):
+        t.add_column(col, overflow="fold")
+    for c in changes:
+        style = "bold red" if c.flip else "yellow"
+        t.add_row(
+            c.study,
+            c.claim,
+            f"[{style}]{c.word_a}[/]",
+            f"[{style}]{c.word_b}[/]",
+            "\n".join(c.intervals_a[:6]) or "-",
+            "\n".join(c.intervals_b[:6]) or "-",
+        )
+    if changes:
+        console.print(t)
+    split = word_pairs(changes)
+    console.print(
+        f"{len(changes)} of {claims} claim(s) changed their word: {split['flips']} flip(s) between decisive words, "
+        f"{split['via inconclusive']} through inconclusive, {split['other']} other (a gate)"
+    )
+    if json_out is not None:
+        json_out.write_text(json.dumps([c.as_json() for c in changes], indent=1) + "\n")
+        console.print(f"changes: {json_out}")
+    if split["flips"]:
+        raise typer.Exit(3)
+
+
+def calibrate(
+    name: str | None = typer.Argument(None, help="a study from `fsmeter study list`"),
+    all_: bool = typer.Option(False, "--all", help="every study the two stores hold (one figure over all)"),
+    db: Path | None = _TWO_RUN_OPTS["db"],
+    db_b: Path | None = _TWO_RUN_OPTS["db_b"],
+    campaign: str | None = _TWO_RUN_OPTS["campaign"],
+    campaign_b: str | None = _TWO_RUN_OPTS["campaign_b"],
+    json_out: Path | None = typer.Option(None, "--json", help="also write every comparison's two effects to JSON"),
+) -> None:
+    """Measure the between-run wobble from two back-to-back runs of the same study(ies) on one machine.
+
+    Prints every comparison's effect in both runs, their difference and its z (the difference over
+    what the two standard errors explain), and the between-run wobble B they imply (method of
+    moments, with a cluster-bootstrap upper bound): the figure for `between_run_pct` in a study's
+    [rules], which the edge rule uses."""
+    import json
+    import math
+
+    from fsmeter.study.repeat import between_run, case_diffs
+
+    if json_out is not None:
+        check_output_path(json_out, "--json")
+    console = Console()
+    diffs = []
+    for slug, va, vb in _two_runs(name, all_, db, db_b, campaign, campaign_b, "calibrate"):
+        diffs += case_diffs(slug, va, vb)
+    t = Table(title="every comparison's effect in run a and run b (% of the reference, or 100 ln ratio)")
+    for col in ("study", "claim", "case", "comparison", "a", "se a", "b", "se b", "b - a", "z"):
+        t.add_column(col, overflow="fold")
+    for c in diffs:
+        z = c.z
+        t.add_row(
+            c.study,
+            c.claim,
+            c.case or "-",
+            f"{c.a} vs {c.b}" + (" (ratio)" if c.unit == "ratio" else ""),
+            f"{c.effect_a:+.2f}",
+            f"{c.se_a:.2f}",
+            f"{c.effect_b:+.2f}",
+            f"{c.se_b:.2f}",
+            f"{c.diff:+.2f}",
+            ("[bold]" if math.isfinite(z) and abs(z) > 3 else "") + (f"{z:+.1f}" if math.isfinite(z) else "inf"),
+        )
+    console.print(t)
+    b = between_run(diffs)
+    if b is None:
+        raise UserError("study calibrate: no comparison has an effect and a standard error in both runs")
+    console.print(
+        f"{b.comparisons} comparisons in {b.claims} claims: root mean square of the differences {b.rms_diff:.2f} "
+        f"points, of what sampling explains {b.rms_sampling:.2f}\n"
+        f"between-run wobble B = {b.estimate_pct:.2f} percentage points (method of moments); "
+        f"{b.upper_pct:.2f} at the 90% upper bound (cluster bootstrap over claims)\n"
+        f"for the \\[rules] of the studies: between_run_pct = {b.upper_pct:.2f} and between_run_source = "
+        '"fsmeter study calibrate: two back-to-back runs on <machine>, <date>: 90% upper bound"'
+    )
+    if json_out is not None:
+        doc = {
+            "between_run_pct": b.estimate_pct,
+            "between_run_pct_upper90": b.upper_pct,
+            "comparisons": [c.as_json() for c in diffs],
+        }
+        json_out.write_text(json.dumps(doc, indent=1) + "\n")
+        console.print(f"comparisons: {json_out}")
+
+
 def register(app: typer.Typer) -> None:
     st = typer.Typer(
         help="Re-run a published filesystem study in one command and test its conclusions.", no_args_is_help=True
@@ -257,3 +441,5 @@ def register(app: typer.Typer) -> None:
     st.command("run")(run)
     st.command("check")(check)
     st.command("report")(report)
+    st.command("compare-runs")(compare_runs)
+    st.command("calibrate")(calibrate)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from fsmeter.study import edge
 from fsmeter.study import gates as gt
 from fsmeter.study import stattests as st
 from fsmeter.study import verdict as vd
@@ -105,6 +106,12 @@ class PairTest:
     adj_p_hold: float = 1.0
     adj_p_against: float = 1.0
     adj_p_opposite: float = 1.0
+    se: float | None = None  # the effect's standard error, on the edge rule's scale (% or 100 ln ratio)
+    decided: str | None = None  # the status the numbers gave, when the edge rule withdrew it
+    edge: str = ""  # why it was withdrawn (fsmeter.study.edge)
+    edge_needed: int | None = None  # trials per side that would settle it
+    wobble: float | None = None  # the expected run-to-run wobble of the deciding bound
+    clearance: float | None = None  # how far the deciding bound is from its boundary
 
     def text(self) -> str:
         if self.descriptive is not None:
@@ -124,6 +131,7 @@ class PairTest:
         return (
             f"{self.a} ({self.sa.text()}) vs {against}: {self.effect}, "
             f"p={p:.3g} (Holm{', ' + which if which else ''}){pw} -> {self.status}"
+            + (f" ({self.decided} {self.edge})" if self.edge else "")
         )
 
     def as_json(self) -> dict:
@@ -149,6 +157,12 @@ class PairTest:
             "trials_needed": self.needed,
             "descriptive": self.descriptive is not None,
             "status": self.status,
+            "se": _num(self.se),
+            "wobble": _num(self.wobble),
+            "clearance": _num(self.clearance),
+            "status_on_numbers": self.decided or self.status,
+            "edge": self.edge or None,
+            "edge_trials_needed": self.edge_needed,
             "text": self.effect,
         }
 
@@ -190,6 +204,8 @@ class Verdict:
     no_data: bool = False  # nothing in the frame matched the claim
     regime: dict = field(default_factory=dict)  # shortest phase, busiest, most cache-served, fastest storage
     power_note: str = ""  # an inconclusive verdict: the power and the trials a decision would need
+    edge_note: str = ""  # cases decided on the edge (fsmeter.study.edge) and the trials that would settle them
+    wobble: str = ""  # the between-run wobble the edge rule used, with its source
 
     @property
     def paper_verdict(self) -> str:
@@ -218,7 +234,11 @@ class Verdict:
 
     def full_reason(self) -> str:
         """The reason with what explains an inconclusive word (the power, the trials needed)."""
-        return self.reason + (f"; {self.power_note}" if self.power_note else "")
+        return (
+            self.reason
+            + (f"; {self.edge_note}" if self.edge_note else "")
+            + (f"; {self.power_note}" if self.power_note else "")
+        )
 
 
 def _merge_regimes(parts) -> dict:
@@ -302,6 +322,12 @@ class ClaimChecker:
         self.study, self.df = study, frame
         self.paper = paper
         self.rules = study.rules
+        self.wobble = edge.Wobble.of(study.rules)
+        #: the edge rule judges re-runs of a study; a claim file (`fsmeter claim check`) opts in by giving its
+        #: [rules] a between_run_pct (a user's campaign has no calibrated between-run figure of its own)
+        self.edge_rule = not paper and (
+            isinstance(study, Study) or getattr(study.rules, "between_run_pct", None) is not None
+        )
         self.changes = [c for c in changes if getattr(c, "affects", None)]
         self.factors = [c for c in frame.columns if c not in _NOT_FACTORS]
         #: the storage and CPU figures of the whole run (one probe per campaign): the resource gates of a
@@ -471,6 +497,7 @@ class ClaimChecker:
         d, lo_, hi_ = st.diff_interval(sa, sb, level)
         sign = 1 if hib else -1
         w = st.welch(sa, sb)
+        t.se = 100.0 * w.se / abs(sb.mean) if sb.mean else None
         lo_b, hi_b = sorted((sign * lo_, sign * hi_))
         t.unit, t.estimate, t.interval = "%", sign * d, (lo_b, hi_b)
         t.effect = f"{sign * d:+.1f}% better [{lo_b:+.1f}, {hi_b:+.1f}] ({level:.0%})"
@@ -534,6 +561,7 @@ class ClaimChecker:
             return t
         r, rlo, rhi = st.ratio_interval(sa, sb, t.level)
         t.estimate, t.interval = r, (rlo, rhi)
+        t.se = 100.0 * st.log_ratio(sa, sb).se
         t.effect = f"ratio {r:.3g} [{rlo:.3g}, {rhi:.3g}] ({t.level:.0%}), claimed {lo:g}..{hi:g}"
         t.p_hold = st.ratio_in_range_p(sa, sb, lo, hi)
         t.p_against = st.ratio_outside_p(sa, sb, lo, hi)
@@ -566,6 +594,7 @@ class ClaimChecker:
             return t
         d, lo_, hi_ = st.diff_interval(sa, sb, t.level)
         t.estimate, t.interval = d, (lo_, hi_)
+        t.se = 100.0 * st.welch(sa, sb).se / abs(sb.mean) if sb.mean else None
         t.effect = f"{d:+.1f}% [{lo_:+.1f}, {hi_:+.1f}] ({t.level:.0%}), margin +-{margin:g}%"
         t.p_hold = st.tost_p(sa, sb, margin)
         t.p_against = st.beyond_margin_p(sa, sb, margin)
@@ -818,6 +847,14 @@ class ClaimChecker:
                     opposite_pct=abs(r - 1.0) * 100.0,
                     min_difference_pct=min_diff,
                 )
+            if self.edge_rule:  # a re-run's decisive status must survive a re-run (fsmeter.study.edge)
+                edge.apply(
+                    t,
+                    size_pct=size,
+                    min_difference_pct=min_diff,
+                    margin_pct=claim.margin_pct,
+                    between_pct=self.wobble.between_pct,
+                )
 
     @staticmethod
     def _cases(tests: list[PairTest]) -> list[SubCheck]:
@@ -960,6 +997,14 @@ class ClaimChecker:
         test = self._describe(claim)
         if self.paper and tests and all(t.descriptive is not None for t in tests):
             test = f"descriptive: point values or ranges compared as they stand (with spreads it would be: {test})"
+        numbers = word  # the word the decision rules give before the edge rule withdrew any status
+        if any(t.edge for t in tests):
+            by: dict[str, list[str]] = {}
+            for t in tests:
+                by.setdefault(t.case, []).append(t.decided or t.status)
+            numbers, _ = decide([vd.case_outcome(x) for x in by.values()], claim.decide)
+            if numbers != word:
+                notes.append(f"on the numbers alone: {numbers}, decided on the edge (the edge rule makes it {word})")
         v = Verdict(
             claim,
             word,
@@ -969,14 +1014,37 @@ class ClaimChecker:
             tests,
             test,
             desc,
-            word,
+            numbers,
             regime=_merge_regimes([t.regime for t in tests] + [variation_regime]),
         )
+        if self.edge_rule:
+            v.wobble = self.wobble.text()
+            v.edge_note = self._edge_note(tests)
         if not self.paper:
             self._gate(v)
         if v.outcome == INCONCLUSIVE:
             v.power_note = self._power_note(claim, tests)
         return v
+
+    def _edge_note(self, tests: list[PairTest]) -> str:
+        """The pairs whose decisive status the edge rule withdrew, and the trials that would settle them."""
+        on_edge = [t for t in tests if t.edge]
+        if not on_edge:
+            return ""
+        needs = [t.edge_needed for t in on_edge]
+        n = min(min(t.sa.n, t.sb.n) for t in on_edge)
+        need = (
+            "no number of trials settles "
+            + ("it" if len(on_edge) == 1 else "some of them")
+            + f": their estimate lies within the between-run wobble ({self.wobble.between_pct:g} points) of the boundary"
+            if None in needs
+            else f"about {max(needs)} trials a side (now {n}) would settle {'it' if len(on_edge) == 1 else 'them'}"
+        )
+        words = ", ".join(sorted({t.decided for t in on_edge if t.decided}))
+        return (
+            f"{len(on_edge)} comparison(s) read {words} on the numbers but within the run-to-run wobble of the "
+            f"boundary (edge rule: sqrt(2) x SE and the {self.wobble.text()}); {need}"
+        )
 
     @staticmethod
     def _power_note(claim: Claim, tests: list[PairTest]) -> str:

@@ -189,6 +189,14 @@ class Rules(_Strict):
         "than this is gated (the claim then rests on an unsettled figure)",
     )
     source: str = Field("", description="where the paper states these rules")
+    between_run_pct: float | None = Field(
+        None,
+        ge=0,
+        description="the between-run wobble of an effect (percentage points): how far two back-to-back runs "
+        "of the study on one machine move a case's effect beyond what their standard errors explain, as "
+        "`fsmeter study calibrate` measures it; the edge rule's between-run part (unset: fsmeter's default)",
+    )
+    between_run_source: str = Field("", description="where between_run_pct comes from: the two runs, their date")
 
     @property
     def alpha(self) -> float:

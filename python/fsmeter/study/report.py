@@ -66,7 +66,8 @@ def study_campaign_ids(store, study: Study, campaign: str | None) -> list:
     return ids
 
 
-def build_study_view(study: Study, db: Path, campaign: str | None = None) -> StudyView:
+def load_run(study: Study, db: Path, campaign: str | None = None) -> tuple[dict, list[Change], pd.DataFrame, list]:
+    """One run of a study from a store: (the store's data, the run's changes, the claim frame, the verdicts)."""
     from fsmeter.store import load, open_store
 
     with open_store(db, create=False) as store:
@@ -79,7 +80,11 @@ def build_study_view(study: Study, db: Path, campaign: str | None = None) -> Stu
             if c not in changes:
                 changes.append(c)
     frame = study_frame(study, data["metrics"], data["environment"], data.get("phases"), data.get("storage"))
-    verdicts = ClaimChecker(study, frame, changes).check_all()
+    return data, changes, frame, ClaimChecker(study, frame, changes).check_all()
+
+
+def build_study_view(study: Study, db: Path, campaign: str | None = None) -> StudyView:
+    data, changes, frame, verdicts = load_run(study, db, campaign)
     from fsmeter.study.paper import check_paper
 
     paper = {r.claim.id: r for r in check_paper(study)}
@@ -227,6 +232,104 @@ def verdicts_json(view: StudyView) -> list:
             }
         )
     return out
+
+
+EVIDENCE_COLUMNS = (
+    "case",
+    "a",
+    "mean a",
+    "sd a",
+    "n a",
+    "b",
+    "mean b",
+    "sd b",
+    "n b",
+    "effect",
+    "interval",
+    "p",
+    "adjusted p",
+    "outcome",
+)
+
+
+def _p(x) -> str:
+    return "-" if x is None else f"{x:.2g}" if x >= 1e-4 else "<1e-4"
+
+
+def evidence_rows(v: Verdict) -> list[list[str]]:
+    """A claim's comparisons as table rows (EVIDENCE_COLUMNS): each side's mean, sd and n, the effect,
+    its interval, p and Holm-adjusted p of the claim's own test, and the outcome (marked when the edge
+    rule withdrew a decisive one)."""
+    rows = []
+    for t in v.tests:
+        if t.unit == "ratio":
+            eff = "-" if t.estimate is None else f"{t.estimate:.3g}x"
+            iv = f"{t.interval[0]:.3g} .. {t.interval[1]:.3g}" if t.interval else "-"
+        else:
+            eff = "-" if t.estimate is None else f"{t.estimate:+.1f}%"
+            iv = f"{t.interval[0]:+.1f} .. {t.interval[1]:+.1f}" if t.interval else "-"
+        if t.interval and t.level:
+            iv += f" ({t.level:.0%})"
+        tested = t.descriptive is None
+        sb = t.sb if t.mode != "threshold" else None
+        rows.append(
+            [
+                t.case or "-",
+                t.a,
+                _fmt(t.sa.mean),
+                _fmt(t.sa.sd),
+                str(t.sa.n),
+                t.b,
+                _fmt(sb.mean) if sb else "-",
+                _fmt(sb.sd) if sb else "-",
+                str(sb.n) if sb else "-",
+                eff,
+                iv,
+                _p(t.p_hold) if tested else "descriptive",
+                _p(t.adj_p_hold) if tested else "-",
+                t.status + (f" ({t.decided} on the edge)" if t.edge else ""),
+            ]
+        )
+    return rows
+
+
+def short_reason(v: Verdict) -> str:
+    """The verdict's reason in a line: the case count, the edge and the first gate (details in -v)."""
+    out = v.reason
+    if v.edge_note:
+        out += "; " + v.edge_note.split("; ")[-1]
+    if v.gates:
+        out += f"; gate: {v.gates[0]}" + (f" (+{len(v.gates) - 1} more)" if len(v.gates) > 1 else "")
+    return out
+
+
+def summary_table(view: StudyView) -> Table:
+    """The compact table the terminal shows first: one line per claim, its word and why in short."""
+    t = Table(title=f"{view.study.slug}: {headline(view)}", caption=f"the study's rules: {rules_text(view.study)}")
+    for col in ("claim", "verdict", "paper", "why (fsmeter study report -v for the evidence)"):
+        t.add_column(col, overflow="fold")
+    for v in view.verdicts:
+        p = view.paper.get(v.claim.id)
+        t.add_row(
+            v.claim.id,
+            f"[{STYLE.get(v.outcome, 'white')}]{run_word(view, v)}[/]",
+            p.paper_verdict if p else "-",
+            short_reason(v)[:240],
+        )
+    return t
+
+
+def evidence_table(view: StudyView, v: Verdict) -> Table | None:
+    """One claim's evidence as a terminal table (-v)."""
+    rows = evidence_rows(v)
+    if not rows:
+        return None
+    t = Table(title=f"{v.claim.id}: evidence per comparison ({v.test})")
+    for col in EVIDENCE_COLUMNS:
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        t.add_row(*r)
+    return t
 
 
 def verdict_table(view: StudyView) -> Table:
@@ -865,7 +968,11 @@ SECTIONS: dict[str, Callable[[StudyView], None]] = {
 # -- HTML -----------------------------------------------------------------------------------------------
 def render_study_html(view: StudyView) -> str:
     import jinja2
+    from markupsafe import Markup
     from plotly.offline import get_plotlyjs
+
+    from fsmeter.study.edge import Wobble
+    from fsmeter.study.forest import COLOURS, forest_svg
 
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
@@ -893,6 +1000,15 @@ def render_study_html(view: StudyView) -> str:
         "paper": view.paper,
         "run_words": {v.claim.id: run_word(view, v) for v in view.verdicts},
         "rules_text": rules_text(view.study),
+        "wobble": Wobble.of(view.study.rules).text(),
+        "forest": {
+            v.claim.id: Markup(forest_svg(v, view.paper[v.claim.id].verdict if v.claim.id in view.paper else None))
+            for v in view.verdicts
+        },
+        "evidence_columns": EVIDENCE_COLUMNS,
+        "evidence": {v.claim.id: evidence_rows(v) for v in view.verdicts},
+        "short_reason": {v.claim.id: short_reason(v) for v in view.verdicts},
+        "colours": COLOURS,
         "tables": view.tables,
         "plotly_js": get_plotlyjs(),
         "figures_json": json.dumps(_clean(view.figures), separators=(",", ":")).replace("</", "<\\/"),
