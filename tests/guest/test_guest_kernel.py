@@ -399,7 +399,7 @@ def test_study_run_kernel_puts_what_the_host_lacks_in_a_guest_and_the_rest_on_th
 
 def test_study_frame_takes_the_trials_kernel_over_the_campaigns_kernel_factor():
     import pandas as pd
-    from fsmeter.study.claims import study_frame
+    from fsmeter.study.frames import study_frame
     from fsmeter.study.model import load_study
 
     rows = [

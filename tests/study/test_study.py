@@ -211,7 +211,7 @@ def test_a_claim_whose_workload_or_whole_tier_did_not_run_is_not_testable_here_n
 def test_phases_a_star_name_pools_count_once_per_trial():
     # two transaction phases per trial, back to back on one filesystem: the trial is the unit, so three
     # trials a side are n=3 (their phases' mean), not n=6
-    from fsmeter.study.claims import _pick_metrics
+    from fsmeter.study.frames import _pick_metrics
 
     rows = []
     for fs, base in (("xfs", 200.0), ("ext3", 100.0)):

@@ -198,7 +198,7 @@ def frame_from_store(db: str | Path, campaign: str | None, cf: ClaimFile) -> pd.
     "phase.metric", the campaign's factors, and the regime (phases, environment, storage probe)."""
     from fsmeter.store import load, open_store
     from fsmeter.store.health import guard
-    from fsmeter.study.claims import campaign_frame
+    from fsmeter.study.frames import campaign_frame
 
     p = Path(db)
     if not p.is_file():

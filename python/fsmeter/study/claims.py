@@ -26,10 +26,8 @@ absolute numbers are never compared with a re-run: the hardware differs.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -38,6 +36,8 @@ from fsmeter.study import edge
 from fsmeter.study import gates as gt
 from fsmeter.study import stattests as st
 from fsmeter.study import verdict as vd
+from fsmeter.study.evidence import PairTest, SubCheck, Verdict
+from fsmeter.study.frames import _by_version, _pick_metrics
 from fsmeter.study.model import Claim, Study
 from fsmeter.study.stattests import Sample
 from fsmeter.study.verdict import (
@@ -48,8 +48,6 @@ from fsmeter.study.verdict import (
     NOT_COMPARABLE,
     NOT_TESTABLE,
     OPPOSITE,
-    PAPER_OF,
-    REPRODUCED,
     UNCLEAR,
     decide,
 )
@@ -72,173 +70,6 @@ _NOT_FACTORS = (
     "statistic",
     *gt.REGIME_COLUMNS,
 )
-
-
-@dataclass
-class PairTest:
-    """One comparison inside a claim: a against b in one case, with its evidence as data (the effect,
-    its interval, the p-values before and after Holm, the power) for the report and for plots."""
-
-    case: str
-    a: str
-    b: str
-    sa: Sample
-    sb: Sample
-    effect: str  # the measured effect with its interval, as text
-    mode: str = "better"  # better | threshold | not_better | not_worse | same | ratio
-    hib: bool = True  # the metric's better direction: higher
-    unit: str = "%"  # what estimate and interval are in: "%" (of b's mean, in the claimed direction) or "ratio"
-    estimate: float | None = None  # the effect: % in the claimed direction, or the ratio a / b
-    interval: tuple[float, float] | None = None  # its two-sided interval at 1 - 2 alpha
-    level: float | None = None  # that interval's level
-    claimed: tuple[float, float] | None = None  # the region the claim puts the effect in (same unit)
-    upper: float | None = None  # ordering: the simultaneous upper bound of the effect (Bonferroni)
-    apart: bool = True  # the study's interval rule (no overlap of the two means' intervals) holds
-    p_hold: float = 1.0  # the claim's own test
-    p_against: float = 1.0  # shown otherwise (beyond the margin, outside the range)
-    p_opposite: float = 1.0  # significant in the opposite direction
-    power: float | None = None  # ordering: power at effect_pct, at the Bonferroni level
-    needed: int | None = None  # trials per side that power wants
-    descriptive: str | None = None  # point values or ranges: the status the numbers give, no test
-    regime: dict = field(default_factory=dict)
-    status: str = UNCLEAR
-    adj_p: float = 1.0  # Holm-adjusted p of the claim's own test
-    adj_p_hold: float = 1.0
-    adj_p_against: float = 1.0
-    adj_p_opposite: float = 1.0
-    se: float | None = None  # the effect's standard error, on the edge rule's scale (% or 100 ln ratio)
-    decided: str | None = None  # the status the numbers gave, when the edge rule withdrew it
-    edge: str = ""  # why it was withdrawn (fsmeter.study.edge)
-    edge_needed: int | None = None  # trials per side that would settle it
-    wobble: float | None = None  # the expected run-to-run wobble of the deciding bound
-    clearance: float | None = None  # how far the deciding bound is from its boundary
-
-    def text(self) -> str:
-        if self.descriptive is not None:
-            what = "ranges" if self.sa.ranged or self.sb.ranged else "point values"
-            return f"{self.a} {self.sa.text()} vs {self.b} {self.sb.text()}: {self.effect} -> {self.status} ({what})"
-        pw = (
-            f", power {self.power:.2f} at the powered effect"
-            if self.power is not None and self.status in (UNCLEAR, AGAINST)
-            else ""
-        )
-        p = {OPPOSITE: self.adj_p_opposite, AGAINST: min(self.adj_p_against, self.adj_p)}.get(self.status, self.adj_p)
-        which = {OPPOSITE: "the other way", AGAINST: "otherwise"}.get(self.status, "")
-        if self.mode in ("better", "threshold") and self.status == AGAINST and self.upper is not None:
-            which, p = "", self.adj_p
-            pw = f", simultaneous upper bound {self.upper:+.1f}%" + pw
-        against = self.b if self.mode == "threshold" else f"{self.b} ({self.sb.text()})"
-        return (
-            f"{self.a} ({self.sa.text()}) vs {against}: {self.effect}, "
-            f"p={p:.3g} (Holm{', ' + which if which else ''}){pw} -> {self.status}"
-            + (f" ({self.decided} {self.edge})" if self.edge else "")
-        )
-
-    def as_json(self) -> dict:
-        """The evidence as data: per case and pair, the effect, its interval, p before and after Holm, power."""
-        return {
-            "case": self.case,
-            "a": self.a,
-            "b": self.b,
-            "a_sample": _sample_json(self.sa),
-            "b_sample": _sample_json(self.sb),
-            "test": self.mode,
-            "unit": self.unit,
-            "effect": _num(self.estimate),
-            "interval": [_num(x) for x in self.interval] if self.interval else None,
-            "interval_level": self.level,
-            "claimed": [_num(x) for x in self.claimed] if self.claimed else None,
-            "simultaneous_upper": _num(self.upper),
-            "p": _num(self.p_hold) if self.descriptive is None else None,
-            "adjusted_p": _num(self.adj_p_hold) if self.descriptive is None else None,
-            "p_opposite": _num(self.p_opposite) if self.descriptive is None else None,
-            "adjusted_p_opposite": _num(self.adj_p_opposite) if self.descriptive is None else None,
-            "power": _num(self.power),
-            "trials_needed": self.needed,
-            "descriptive": self.descriptive is not None,
-            "status": self.status,
-            "se": _num(self.se),
-            "wobble": _num(self.wobble),
-            "clearance": _num(self.clearance),
-            "status_on_numbers": self.decided or self.status,
-            "edge": self.edge or None,
-            "edge_trials_needed": self.edge_needed,
-            "text": self.effect,
-        }
-
-
-def _num(x):
-    """A float for JSON: None for a missing or infinite value (JSON has no inf)."""
-    if x is None:
-        return None
-    x = float(x)
-    return x if math.isfinite(x) else None
-
-
-def _sample_json(s: Sample) -> dict:
-    out = {"mean": _num(s.mean), "sd": _num(s.sd), "n": s.n}
-    if s.ranged:
-        out.update(low=_num(s.low), high=_num(s.high))
-    return out
-
-
-@dataclass
-class SubCheck:
-    context: str
-    outcome: str
-    detail: str
-
-
-@dataclass
-class Verdict:
-    claim: Claim
-    outcome: str  # a word of fsmeter.study.verdict.RUN_WORDS
-    reason: str
-    subs: list[SubCheck] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    tests: list[PairTest] = field(default_factory=list)
-    test: str = ""  # what the test was, in a line
-    descriptive: bool = False  # some comparison had point values or ranges only
-    data_outcome: str = ""  # the word before the gates
-    gates: list[str] = field(default_factory=list)
-    no_data: bool = False  # nothing in the frame matched the claim
-    regime: dict = field(default_factory=dict)  # shortest phase, busiest, most cache-served, fastest storage
-    power_note: str = ""  # an inconclusive verdict: the power and the trials a decision would need
-    edge_note: str = ""  # cases decided on the edge (fsmeter.study.edge) and the trials that would settle them
-    wobble: str = ""  # the between-run wobble the edge rule used, with its source
-
-    @property
-    def paper_verdict(self) -> str:
-        """The word this verdict stands for on the paper's own data."""
-        return PAPER_OF.get(self.outcome, self.outcome)
-
-    def evidence(self, limit: int = 8) -> list[str]:
-        """The comparisons that decided, as lines: failing ones first when the claim did not hold."""
-        if not self.tests:
-            return [f"{s.context}: {s.detail}" for s in self.subs[:limit]]
-        held = (self.data_outcome or self.outcome) == REPRODUCED
-        rows = sorted(self.tests, key=lambda t: (t.status != HOLDS) if held else (t.status == HOLDS))
-        return [f"{t.case + ': ' if t.case else ''}{t.text()}" for t in rows[:limit]]
-
-    def as_json(self) -> dict:
-        """The verdict as `fsmeter claim check --json` writes it: exactly id, verdict, data_outcome, gates,
-        tests (per comparison: its case, effect, interval, p, adjusted p, power...) and reason."""
-        return {
-            "id": self.claim.id,
-            "verdict": self.outcome,
-            "data_outcome": self.data_outcome or self.outcome,
-            "gates": list(self.gates),
-            "tests": [t.as_json() for t in self.tests],
-            "reason": self.full_reason(),
-        }
-
-    def full_reason(self) -> str:
-        """The reason with what explains an inconclusive word (the power, the trials needed)."""
-        return (
-            self.reason
-            + (f"; {self.edge_note}" if self.edge_note else "")
-            + (f"; {self.power_note}" if self.power_note else "")
-        )
 
 
 def _merge_regimes(parts) -> dict:
@@ -1164,149 +995,3 @@ class ClaimChecker:
 
     def check_all(self) -> list[Verdict]:
         return [self.check(c) for c in self.study.claims]
-
-
-def _pick_metrics(df, metrics: Sequence[str]):
-    """Rows of the named metrics. A name with '*' matches several phases, whose values then pool as
-    samples of one metric (filemark's method: each kept transactions phase is one observation)."""
-    import fnmatch
-
-    if not metrics:
-        return df
-    parts = []
-    for m in metrics:
-        if "*" in m:
-            sel = df[df["metric_key"].map(lambda k, m=m: fnmatch.fnmatchcase(k, m))].copy()
-            sel["metric_key"] = m
-            sel = _one_per_trial(sel)
-        else:
-            sel = df[df["metric_key"] == m]
-        parts.append(sel)
-    return pd.concat(parts) if parts else df.iloc[0:0]
-
-
-def _one_per_trial(sel):
-    """The phases a '*' name matches within one re-run trial, as one observation: their mean value.
-
-    The phases of one trial ran back to back on one filesystem, so they are not independent samples;
-    counting each as one (the study's own method, on a single run per cell) would inflate n and the
-    tests' degrees of freedom. The trial is the unit: the gates see its shortest phase and its
-    busiest regime. Rows without a trial (published means or runs) are left as they are."""
-    if sel.empty or "trial" not in sel.columns or sel["trial"].isna().all():
-        return sel
-    runs, rest = sel[sel["trial"].notna()], sel[sel["trial"].isna()]
-    agg = {"value": "mean"}
-    agg.update(
-        {
-            c: f
-            for c, f in (("phase_s", "min"), ("other_cpu_share", "max"), ("cache_read_share", "max"))
-            if c in runs.columns
-        }
-    )
-    keys = [c for c in runs.columns if c not in agg]
-    one = runs.groupby(keys, dropna=False, sort=False).agg(agg).reset_index()[list(sel.columns)]
-    return pd.concat([one, rest]) if not rest.empty else one
-
-
-def _by_version(levels) -> list:
-    """Kernel (or other) version strings, oldest first: '4.19.0' < '6.1.0-26-amd64' < '6.12.1'."""
-    import re
-
-    def key(v: str):
-        return [int(x) if x.isdigit() else x for x in re.split(r"[.\-+~_]", str(v))]
-
-    try:
-        return sorted(levels, key=key)
-    except TypeError:
-        return sorted(levels, key=str)
-
-
-#: The store's storage_probes columns -> the claim frame's regime columns, and how several probes of one
-#: campaign combine (the fastest storage and clock: what a gate must not miss).
-_PROBE_COLUMNS = {
-    "random_read_ms_p50": ("storage_read_latency_ms", "min"),
-    "seq_read_mb_s": ("storage_read_mb_s", "max"),
-    "seq_write_mb_s": ("storage_write_mb_s", "max"),
-    "flush_ms_p50": ("storage_flush_ms", "min"),
-    "cpu_mhz": ("cpu_mhz", "max"),
-}
-
-
-def probe_frame(storage) -> pd.DataFrame | None:
-    """One row per campaign from the store's storage probes: the regime columns of the claim frame."""
-    if storage is None or storage.empty:
-        return None
-    agg = {src: how for src, (_, how) in _PROBE_COLUMNS.items() if src in storage.columns}
-    out = storage.groupby("campaign_id").agg(agg).rename(columns={k: v[0] for k, v in _PROBE_COLUMNS.items()})
-    classes = storage.groupby("campaign_id")["storage_class"].agg(lambda x: ",".join(sorted(set(map(str, x)))))
-    return out.assign(storage_class=classes).reset_index()
-
-
-def campaign_frame(data: dict):
-    """Any campaign's kept trials (fsmeter.store.load()) as ClaimChecker wants them: the campaign's own
-    factor names and levels, and the regime (as study_frame)."""
-    from fsmeter.store import TIDY_COLUMNS
-
-    tidy = data["metrics"]
-    names = [c for c in tidy.columns if c not in TIDY_COLUMNS and c != "filesystem"]
-    return study_frame(None, tidy, data.get("environment"), data.get("phases"), data.get("storage"), names)
-
-
-def study_frame(study: Study | None, tidy_df, environment=None, phases=None, storage=None, factors=None):
-    """Kept trials of a study campaign as ClaimChecker wants them: study names for factors and levels.
-
-    Campaign factor columns become the study's factor names with the study's level names
-    (scheduler "bfq" -> elevator "cfq"); kernel and host become factors when they vary. With the
-    store's ``phases`` table, each row gets its phase's length (``phase_s``) and regime
-    (``other_cpu_share``, ``cache_read_share``) for the gates; with its ``environment`` the CPUs
-    online, with its ``storage`` probes the storage's figures and the CPU clock. ``factors``: without
-    a study, the campaign factor columns kept under their own names.
-    """
-    from fsmeter.stats.kept import kept
-
-    df = kept(tidy_df).copy()
-    df["metric_key"] = df["phase"] + "." + df["metric"]
-    keep = ["workload", "metric_key", "value", "higher_is_better", "filesystem", "trial", "cell_id"]
-    probes = probe_frame(storage)
-    if probes is not None and "campaign_id" in df.columns:
-        df = df.merge(probes, on="campaign_id", how="left")
-        keep += [c for c in probes.columns if c != "campaign_id"]
-    if phases is not None and not phases.empty:
-        cols = [c for c in ("elapsed_s", "other_cpu_share", "cache_read_share") if c in phases.columns]
-        ph = phases[["cell_id", "trial", "phase", *cols]].drop_duplicates(["cell_id", "trial", "phase"])
-        df = df.merge(ph.rename(columns={"elapsed_s": "phase_s"}), on=["cell_id", "trial", "phase"], how="left")
-        keep += ["phase_s" if c == "elapsed_s" else c for c in cols]
-    for f in study.factors if study is not None else ():
-        if f.campaign and f.campaign in df.columns:
-            back = {str(v): k for k, v in f.map.items()}
-            df[f.name] = df[f.campaign].map(lambda v: back.get(str(v), str(v)) if not pd.isna(v) else v)
-            keep.append(f.name)
-    keep += [c for c in factors or () if c in df.columns and c not in keep]
-    if environment is not None and not environment.empty and "extra" in environment.columns:
-        # Cells run in a guest under software emulation (fsmeter.guest): the gates make their claims functional only.
-        def _emulated(extra) -> float:
-            try:
-                g = json.loads(extra).get("guest") if isinstance(extra, str) else None
-            except (ValueError, AttributeError):
-                g = None
-            return 1.0 if isinstance(g, dict) and g.get("emulated") else 0.0
-
-        emu = environment[["cell_id", "extra"]].drop_duplicates("cell_id")
-        emu = emu.assign(emulated=emu["extra"].map(_emulated))[["cell_id", "emulated"]]
-        if emu["emulated"].any():
-            df = df.merge(emu, on="cell_id", how="left")
-            keep.append("emulated")
-    if environment is not None and not environment.empty:
-        cols = [c for c in ("cell_id", "kernel", "hostname", "cpus_online") if c in environment.columns]
-        env = environment.drop_duplicates("cell_id")[cols]
-        # A campaign's own kernel factor (study run --kernel: "host", "6.1") gives way to the release each
-        # trial ran under, as with merged runs.
-        df = df.drop(columns=[c for c in ("kernel", "hostname", "cpus_online") if c in df.columns])
-        df = df.merge(env, on="cell_id", how="left")
-        if "cpus_online" in df.columns:
-            keep.append("cpus_online")
-        for col, name in (("kernel", "kernel"), ("hostname", "host")):
-            if df[col].nunique() > 1:
-                df[name] = df[col]
-                keep.append(name)
-    return df[[c for c in keep if c in df.columns]].drop(columns=["cell_id"])

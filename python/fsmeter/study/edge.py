@@ -105,7 +105,7 @@ def between_on_scale(unit: str, between_pct: float) -> float:
 
 
 def checks(t, *, size_pct: float, min_difference_pct: float, margin_pct: float | None) -> list[Check]:
-    """The bounds that decided pair ``t``'s status (a :class:`fsmeter.study.claims.PairTest`), on the
+    """The bounds that decided pair ``t``'s status (a :class:`fsmeter.study.evidence.PairTest`), on the
     effect scale. Empty when the status is not decisive or the pair has no interval."""
     if t.status not in (HOLDS, OPPOSITE, AGAINST) or t.interval is None or t.estimate is None:
         return []

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from fsmeter.study.claims import ClaimChecker, Verdict
+from fsmeter.study.claims import ClaimChecker
+from fsmeter.study.evidence import Verdict
 from fsmeter.study.model import Claim, Study
 from fsmeter.study.verdict import NO_DATA
 

@@ -25,7 +25,9 @@ from fsmeter.report.figures import PALETTE
 from fsmeter.report.figures import clean as _clean
 from fsmeter.report.figures import figure as _fig
 from fsmeter.report.html import TEMPLATES
-from fsmeter.study.claims import ClaimChecker, Verdict, study_frame
+from fsmeter.study.claims import ClaimChecker
+from fsmeter.study.evidence import Verdict
+from fsmeter.study.frames import study_frame
 from fsmeter.study.model import Study
 from fsmeter.study.plan import Change, changes_of
 from fsmeter.study.verdict import (
