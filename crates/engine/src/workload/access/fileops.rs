@@ -87,10 +87,8 @@ impl Access {
             if let Some(parent) = path.parent() {
                 crate::nofollow::create_dirs(&job.dir, parent)?;
             }
-            if spec.fio_engine.needs_layout() {
-                if crate::nofollow::create_dir(&path)? {
-                    made += 1;
-                }
+            if spec.fio_engine.needs_layout() && crate::nofollow::create_dir(&path)? {
+                made += 1;
             }
             // The run creates (or works on) every name: cleanup removes what is left of them.
             self.created.fetch_max(i + 1, Relaxed);
