@@ -4,7 +4,7 @@
  *
  * The calls of that family, decided by the same MT19937 (PostMark's 1999 generator, seeded per
  * thread as the engine seeds it), so both make the same files of the same sizes in the same
- * order: openat on the directory's descriptor (O_CLOEXEC, mode 0644), writes and reads in
+ * order: openat on the directory's descriptor (O_NOFOLLOW|O_CLOEXEC, mode 0644), writes and reads in
  * write_block and read_block pieces, with buffering through a stdio-like buffer of the
  * directory's st_blksize as the engine sizes it (glibc takes st_blksize up to 8 KiB: the same on
  * tmpfs and ext4, whose st_blksize is 4 KiB; the engine makes no fstat per file), unlinkat.
@@ -146,7 +146,7 @@ static void build_name(struct worker *w, struct slot s) {
 
 static int open_slot(struct worker *w, struct slot s, int flags) {
     build_name(w, s);
-    int fd = sc_openat(cfg.dfd, w->path, flags | O_CLOEXEC, 0644);
+    int fd = sc_openat(cfg.dfd, w->path, flags | O_NOFOLLOW | O_CLOEXEC, 0644);
     CHECK(fd >= 0, "open %s/%s", cfg.dir, w->path);
     return fd;
 }

@@ -36,7 +36,7 @@ static void push_name(struct walker *w, u32 level, char tag, u64 n) {
 static void visit_file(struct walker *w) {
     switch (w->file_op) {
     case CREATE: {
-        int fd = sc_open(w->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        int fd = sc_open(w->path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
         CHECK(fd >= 0, "create %s", w->path);
         for (u64 left = cfg.size; left > 0;) {
             u64 n = left < cfg.write_size ? left : cfg.write_size;
@@ -55,7 +55,7 @@ static void visit_file(struct walker *w) {
         break;
     }
     case READ: {
-        int fd = sc_open(w->path, O_RDONLY | O_CLOEXEC, 0);
+        int fd = sc_open(w->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
         CHECK(fd >= 0, "open %s", w->path);
         for (u64 left = cfg.size; left > 0;) {
             u64 n = left < cfg.write_size ? left : cfg.write_size;

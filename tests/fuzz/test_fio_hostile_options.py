@@ -303,3 +303,69 @@ def test_decimal_numbers_take_ascii_digits_only(tmp_path, opts, line, option):
 def test_decimal_numbers_in_ascii_are_taken(tmp_path):
     ((job, _m),) = plan("[j]\nrw=randread\nsize=1m\nlatency_target=10ms\nlatency_percentile=99.5\n", tmp_path)
     assert job.params.latency_target.percentile == 99.5
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "$pagesize" + "-" * 2000 + "1",  # a sign chain past the parser's stack (RecursionError before)
+        "$pagesize*" + "(" * 500 + "1" + ")" * 500,  # 500 nested parentheses
+        "$pagesize" + "-" * 70 + "1",  # short, but nested deeper than the bound
+        "$pagesize+" + "1+" * 600 + "1",  # a flat expression longer than the bound
+    ],
+)
+def test_hostile_value_arithmetic_is_one_line_naming_the_option(tmp_path, value):
+    err = refusal(f"[j]\nrw=read\nsize={value}\n", tmp_path)
+    assert err.message.startswith(f"{tmp_path / 'hostile.fio'} line 3: size=$pagesize")
+    assert "\n" not in err.message and len(err.message) < 400
+
+
+def test_value_arithmetic_within_the_bounds_is_computed_as_bc_does():
+    from fsmeter.interop.fio_jobfile import ARITH_MAX_DEPTH, eval_int_arith
+
+    assert eval_int_arith("4096*2+(3-1)") == 8194
+    assert eval_int_arith("--5") == 5 and eval_int_arith("-(2+3)*4") == -20 and eval_int_arith("-7/2") == -3
+    deep = "(" * ARITH_MAX_DEPTH + "4096" + ")" * ARITH_MAX_DEPTH
+    assert eval_int_arith(deep) == 4096
+    with pytest.raises(ValueError, match="nested"):
+        eval_int_arith("(" + deep + ")")
+
+
+@given(st.text(alphabet="0123456789+-*/%() $", max_size=3000))
+@FAST
+def test_value_arithmetic_property_never_raises_but_a_user_error(text):
+    from fsmeter.interop.fio_jobfile import eval_int_arith
+
+    try:
+        eval_int_arith(text)
+    except ValueError:
+        pass
+
+
+@pytest.mark.parametrize("key", ["write_bw_log", "write_iops_log", "write_lat_log"])
+@pytest.mark.parametrize("name", ["../x", "a/../../x", "../../../../tmp/x", "./../x"])
+def test_a_log_name_climbing_out_of_the_current_directory_is_refused_on_its_line(tmp_path, key, name):
+    err = refusal(f"[j]\nrw=read\nsize=64k\n{key}={name}\n", tmp_path)
+    assert f"line 4: {key}={name}" in err.message and "leaves the current directory" in err.message
+    assert "\n" not in err.message
+
+
+@pytest.mark.parametrize("name", ["a/..", "sub/../x", "x"])
+def test_a_log_name_that_stays_in_the_current_directory_is_planned(tmp_path, monkeypatch, name):
+    monkeypatch.chdir(tmp_path)  # fio's logs go to the current directory
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a").mkdir()
+    jobs, err = result_or_user_error(plan, f"[j]\nrw=read\nsize=64k\nwrite_bw_log={name}\n", tmp_path)
+    assert err is None, err.message
+
+
+def test_an_absolute_log_name_is_a_user_named_output_checked_up_front_with_a_note(tmp_path):
+    out = tmp_path / "logs"
+    out.mkdir()
+    jobs, err = result_or_user_error(plan, f"[j]\nrw=read\nsize=64k\nwrite_lat_log={out}/lat\n", tmp_path)
+    assert err is None, err.message
+    notes = " ".join(n for _job, m in jobs for n in m.notes)
+    assert f"write_lat_log={out}/lat: an absolute name" in notes
+    for bad, why in ((f"{tmp_path}/missing/lat", "does not exist"), ("/proc/self/lat", "kernel interface")):
+        err = refusal(f"[j]\nrw=read\nsize=64k\nwrite_lat_log={bad}\n", tmp_path)
+        assert why in err.message and "line 4: write_lat_log" in err.message and "\n" not in err.message

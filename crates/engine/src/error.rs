@@ -39,6 +39,10 @@ impl fmt::Display for EngineError {
         match self {
             EngineError::InvalidJob { field, message } => write!(f, "{field}: {message}"),
             EngineError::Io { context, source } => {
+                if source.raw_os_error() == Some(libc::ELOOP) {
+                    // Under O_NOFOLLOW: a link stands where fsmeter names a file of its own.
+                    return write!(f, "{context}: the name {}", crate::nofollow::LINK_HINT);
+                }
                 write!(f, "{context}: {source}")?;
                 if source.raw_os_error() == Some(libc::ENOSPC) {
                     write!(f, " (the filesystem is full: use fewer or smaller files, or a larger target)")?;

@@ -9,6 +9,7 @@ pub mod backend;
 pub mod error;
 pub mod job;
 pub mod measure;
+pub mod nofollow;
 pub mod report;
 pub mod settings;
 pub mod sys;

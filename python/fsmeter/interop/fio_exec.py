@@ -56,6 +56,20 @@ REFUSAL = (
 )
 
 
+def _create_own(path: Path):
+    """Creates (or truncates) an output file of the job's under the run's directory without following a
+    symbolic link planted there under its name (O_NOFOLLOW): a link gives one line, never a write through it."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError:
+        if os.path.islink(path):
+            raise UserError(
+                f"{path} is a symbolic link fsmeter did not make: remove it or use an empty --dir"
+            ) from None
+        raise
+    return os.fdopen(fd, "wb")
+
+
 @dataclass
 class ExecSpec:
     """One exec job: what to run, for how long, where its output goes."""
@@ -176,7 +190,7 @@ class Running:
         self._t0 = time.monotonic()
         try:
             if self.spec.std_redirect:
-                out, err = (open(p, "wb") for p in paths)
+                out, err = (_create_own(p) for p in paths)
             self.proc = subprocess.Popen(
                 self.spec.argv,
                 stdin=subprocess.DEVNULL,

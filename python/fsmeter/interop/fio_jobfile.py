@@ -82,11 +82,20 @@ def fio_keywords() -> dict:
 
 
 _ARITH_TOKEN = re.compile(r"\s*(?:([0-9]+)|(.))")
+#: Bounds on an expression fio hands to bc: its length in characters, and how deep its parentheses and its
+#: signs in a row nest. A job file's value is a few terms; a hostile one (500 nested parentheses, a thousand
+#: minus signs) is refused in one line instead of exhausting the parser's stack.
+ARITH_MAX_LEN = 1000
+ARITH_MAX_DEPTH = 64
 
 
 def eval_int_arith(text: str) -> int:
     """A whole-number expression as bc evaluates it by default (scale 0): + - * / % and parentheses, with the
-    usual precedence, and division truncating toward zero. Raises ValueError for anything else."""
+    usual precedence, and division truncating toward zero. Raises ValueError for anything else, and for an
+    expression longer than ARITH_MAX_LEN characters or nested (parentheses, signs in a row) deeper than
+    ARITH_MAX_DEPTH."""
+    if len(text) > ARITH_MAX_LEN:
+        raise ValueError(f"an expression of {len(text)} characters, more than fsmeter reads ({ARITH_MAX_LEN})")
     toks = []
     for m in _ARITH_TOKEN.finditer(text.strip()):
         if m.group(1) is not None:
@@ -96,6 +105,7 @@ def eval_int_arith(text: str) -> int:
         elif not m.group(2).isspace():
             raise ValueError(f"{m.group(2)!r} is not part of a whole-number expression")
     pos = 0
+    depth = 0
 
     def peek():
         return toks[pos] if pos < len(toks) else None
@@ -106,15 +116,21 @@ def eval_int_arith(text: str) -> int:
         return toks[pos - 1]
 
     def atom() -> int:
+        nonlocal depth
         t = take() if peek() is not None else None
-        if t == "(":
-            v = expr()
-            if peek() != ")":
-                raise ValueError("unbalanced parentheses")
-            take()
+        if t == "(" or t == "-":
+            depth += 1
+            if depth > ARITH_MAX_DEPTH:
+                raise ValueError(f"parentheses or signs nested more than {ARITH_MAX_DEPTH} deep")
+            if t == "(":
+                v = expr()
+                if peek() != ")":
+                    raise ValueError("unbalanced parentheses")
+                take()
+            else:
+                v = -atom()
+            depth -= 1
             return v
-        if t == "-":
-            return -atom()
         if isinstance(t, int):
             return t
         raise ValueError("incomplete expression")
@@ -224,7 +240,9 @@ def parse_jobfile(
             try:
                 value, _ = _replace_keywords(value, keywords)
             except ValueError as exc:
-                raise UserError(f"{loc}: {key}={written[2].strip()}: {exc}: write the value as a number") from None
+                shown = written[2].strip()
+                shown = shown if len(shown) <= 80 else f"{shown[:80]}... ({len(shown)} characters)"
+                raise UserError(f"{loc}: {key}={shown}: {exc}: write the value as a number") from None
         current[key] = FioOption(key, value, n, written[2].strip() if written[1] else None)
     if not jobs:
         raise UserError(f"{where}: no job section: add one, e.g. [seq-read] with rw=read")

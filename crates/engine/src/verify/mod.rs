@@ -328,8 +328,7 @@ pub fn reread(
         |(buf, ch), rec| {
             for i in (rec.tid..files.len()).step_by(nthreads) {
                 let f = &files[i];
-                let file = std::fs::File::open(&f.path)
-                    .map_err(|e| EngineError::io(format!("verify: opening {}", f.path.display()), e))?;
+                let file = crate::nofollow::open_read(&f.path)?;
                 let mut off = f.start;
                 while off < f.len && !rec.interrupted() {
                     let len = chunk.min(f.len - off) as usize;

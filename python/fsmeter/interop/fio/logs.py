@@ -29,6 +29,8 @@ def job_logs(ctx: Ctx, name: str, numjobs: int, settings: dict, notes: list) -> 
         stem = (opt.value or "").strip() or name
         if any(c in stem for c in "\n\0"):
             ctx.fail(opt, "give a file name prefix")
+        _confine(ctx, opt, stem, notes)
+        _check_log_folder(ctx, opt, Path(stem + "_x.log").parent)
         for kind in kinds:
             if kind != "bw" and kind != "iops" and ctx.flag(f"disable_{kind}"):
                 continue
@@ -37,7 +39,6 @@ def job_logs(ctx: Ctx, name: str, numjobs: int, settings: dict, notes: list) -> 
                 check_output_path(Path(stem + f"_{kind}.log"), f"{ctx.where} line {opt.line}: {key}")
             except UserError as exc:
                 raise UserError(f"{exc.message}") from None
-        _check_log_folder(ctx, opt, Path(stem + "_x.log").parent)
     if not out:
         return out
     avg = ctx.job.get("log_avg_msec")
@@ -53,6 +54,25 @@ def job_logs(ctx: Ctx, name: str, numjobs: int, settings: dict, notes: list) -> 
     if numjobs > 1:
         notes.append(f"the logs cover the job's {numjobs} threads together (fio: one log per clone)")
     return out
+
+
+def _confine(ctx: Ctx, opt, stem: str, notes: list) -> None:
+    """A relative log name stays in the current directory, where fio writes its logs: a name whose ".." parts
+    climb out of it is refused with its line. An absolute name is the user's choice of an output file, as
+    `--json` is: it is honoured, checked before the job runs (job_logs), and a note says where the logs go."""
+    if os.path.isabs(stem):
+        notes.append(
+            f"{opt.name}={stem}: an absolute name, honoured as an output the job file names: the logs go there"
+        )
+        return
+    depth = 0
+    for part in Path(stem + "_x.log").parent.parts:
+        depth += -1 if part == ".." else 0 if part == "." else 1
+        if depth < 0:
+            ctx.fail(
+                opt,
+                "the name leaves the current directory ('..'): name a file in it or below it, or an absolute path",
+            )
 
 
 def _check_log_folder(ctx: Ctx, opt, folder: Path) -> None:

@@ -25,7 +25,7 @@ pub(crate) fn open(path: &Path, flags: i32) -> Result<RawFd> {
     let mut f = want;
     for _ in 0..8 {
         // SAFETY: c is a valid C string.
-        let fd = unsafe { crate::sys::open(c.as_ptr(), f, 0o644) };
+        let fd = unsafe { crate::nofollow::open(c.as_ptr(), f, 0o644) };
         if fd >= 0 {
             return Ok(fd);
         }

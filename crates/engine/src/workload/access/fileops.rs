@@ -85,15 +85,10 @@ impl Access {
         for i in 0..spec.file_count {
             let path = self.path(&job.dir, i);
             if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| EngineError::io(format!("creating {}", parent.display()), e))?;
+                crate::nofollow::create_dirs(&job.dir, parent)?;
             }
-            if spec.fio_engine.needs_layout() {
-                match std::fs::create_dir(&path) {
-                    Ok(()) => made += 1,
-                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => {}
-                    Err(e) => return Err(EngineError::io(format!("creating directory {}", path.display()), e)),
-                }
+            if spec.fio_engine.needs_layout() && crate::nofollow::create_dir(&path)? {
+                made += 1;
             }
             // The run creates (or works on) every name: cleanup removes what is left of them.
             self.created.fetch_max(i + 1, Relaxed);
@@ -253,7 +248,7 @@ fn name_call(e: FioEngine, stat: StatType, c: &CStr) -> i32 {
     // SAFETY: p is a valid C string; the stat buffers are valid for the kernel to fill.
     unsafe {
         match e {
-            FioEngine::Filecreate => crate::sys::open(p, libc::O_CREAT | libc::O_RDWR | libc::O_CLOEXEC, 0o600),
+            FioEngine::Filecreate => crate::nofollow::open(p, libc::O_CREAT | libc::O_RDWR | libc::O_CLOEXEC, 0o600),
             FioEngine::Dircreate => libc::mkdir(p, 0o700),
             FioEngine::Filestat | FioEngine::Dirstat => match stat {
                 StatType::Stat => {

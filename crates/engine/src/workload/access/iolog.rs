@@ -110,7 +110,7 @@ pub fn write_logs(spec: &IoLogSpec, threads: Vec<Vec<IoRecord>>) -> Result<u64> 
         line(r, spec.offset, spec.prio_hex, &mut text);
     }
     for p in &spec.paths {
-        let mut f = std::fs::File::create(p).map_err(|e| EngineError::io(format!("writing the I/O log {p}"), e))?;
+        let mut f = crate::nofollow::create(std::path::Path::new(p))?;
         f.write_all(text.as_bytes()).map_err(|e| EngineError::io(format!("writing the I/O log {p}"), e))?;
     }
     Ok(all.len() as u64)

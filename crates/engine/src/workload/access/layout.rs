@@ -78,8 +78,7 @@ impl Access {
                     if !spec.file_names.is_empty() {
                         // fio creates the directories its file names need.
                         if let Some(parent) = path.parent() {
-                            std::fs::create_dir_all(parent)
-                                .map_err(|e| EngineError::io(format!("creating {}", parent.display()), e))?;
+                            crate::nofollow::create_dirs(&job.dir, parent)?;
                         }
                     }
                     let fd = open(&path, open_flags).map_err(|e| match e {
@@ -167,8 +166,7 @@ impl Access {
         for i in 0..self.spec.file_count {
             let path = self.path(&job.dir, i);
             if let Some(parent) = path.parent().filter(|_| !self.spec.file_names.is_empty()) {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| EngineError::io(format!("creating {}", parent.display()), e))?;
+                crate::nofollow::create_dirs(&job.dir, parent)?;
             }
             let fd = open(&path, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC)?;
             drop(FdGuard(fd));

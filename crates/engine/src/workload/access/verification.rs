@@ -146,8 +146,7 @@ impl Access {
             |(buf, found), rec| {
                 for i in (rec.tid..nfiles).step_by(nthreads) {
                     let path = self.path(&job.dir, i as u32);
-                    let file = std::fs::File::open(&path)
-                        .map_err(|e| EngineError::io(format!("verify: opening {}", path.display()), e))?;
+                    let file = crate::nofollow::open_read(&path)?;
                     let mut off = start;
                     while off < end && !rec.interrupted() {
                         let len = CHUNK.min(end - off) as usize;

@@ -175,7 +175,8 @@ impl FileTests {
                 return Err(os_err("mkdir", &d.display().to_string()));
             }
             // SAFETY: NUL-terminated path.
-            let fd = unsafe { crate::sys::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0) };
+            let fd =
+                unsafe { crate::nofollow::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC, 0) };
             if fd < 0 {
                 return Err(os_err("open directory", &d.display().to_string()));
             }
@@ -332,7 +333,7 @@ impl FileTests {
         let dfd = self.dir_fds[self.dir_of[i] as usize];
         // SAFETY: NUL-terminated name relative to an open directory.
         let fd = unsafe {
-            crate::sys::openat(
+            crate::nofollow::openat(
                 dfd,
                 self.name(i),
                 libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_CLOEXEC,
@@ -498,7 +499,7 @@ fn stat_file(dfd: i32, name: *const libc::c_char, buf: &mut [u8]) -> std::io::Re
         return Ok(0);
     }
     // SAFETY: as above.
-    let fd = unsafe { crate::sys::openat(dfd, name, libc::O_RDONLY | libc::O_CLOEXEC, 0) };
+    let fd = unsafe { crate::nofollow::openat(dfd, name, libc::O_RDONLY | libc::O_CLOEXEC, 0) };
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
     }

@@ -72,7 +72,7 @@ fn open(path: &std::path::Path, create: bool, direct: bool) -> Result<Fd> {
         flags |= libc::O_DIRECT;
     }
     // SAFETY: NUL-terminated path.
-    let fd = unsafe { crate::sys::open(c.as_ptr(), flags, 0o600) };
+    let fd = unsafe { crate::nofollow::open(c.as_ptr(), flags, 0o600) };
     if fd < 0 {
         return Err(os_err(if direct { "open (O_DIRECT)" } else { "open" }, path));
     }

@@ -189,8 +189,7 @@ pub(super) fn write_phase(spec: &CrashSpec, algo: Checksum, job: &Settings, ctl:
         Ok(std::mem::take(&mut st.ledger))
     })?;
     report.totals_without(&["fsync", "fdatasync", "dirsync", "create"]);
-    let mut out = std::fs::File::create(&spec.ledger)
-        .map_err(|e| EngineError::io(format!("create ledger {}", spec.ledger.display()), e))?;
+    let mut out = crate::nofollow::create(&spec.ledger)?;
     let mut lines = 0u64;
     for text in &states {
         out.write_all(text.as_bytes()).map_err(|e| EngineError::io("write ledger", e))?;

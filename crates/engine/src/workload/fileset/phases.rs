@@ -91,7 +91,7 @@ impl Fileset {
                     format!("{} is not an existing directory", full.display()),
                 ));
             } else {
-                std::fs::create_dir_all(&full).map_err(|e| EngineError::io(format!("mkdir {}", full.display()), e))?;
+                crate::nofollow::create_dirs(&job.dir, &full)?;
                 true
             };
             dirs.paths.push(full);
@@ -121,13 +121,7 @@ impl Fileset {
         for (fd, path) in dirs.fds.iter().zip(&dirs.paths) {
             for k in 0..self.spec.subdirectories {
                 let name = CString::new(format!("s{k}")).unwrap();
-                // SAFETY: name is a C string, fd an open directory.
-                if unsafe { libc::mkdirat(*fd, name.as_ptr(), 0o700) } != 0 {
-                    let e = std::io::Error::last_os_error();
-                    if e.raw_os_error() != Some(libc::EEXIST) {
-                        return Err(EngineError::io(format!("mkdir {}/s{k}", path.display()), e));
-                    }
-                }
+                crate::nofollow::mkdirat(*fd, &name, 0o700, &path.join(format!("s{k}")))?;
             }
         }
         Ok(())

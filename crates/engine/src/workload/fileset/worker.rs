@@ -172,7 +172,7 @@ impl Worker {
         let dfd = dirs.fds[(slot.dir / p.subdirs.max(1)) as usize];
         // SAFETY: path is NUL-terminated; dfd is an open directory.
         let fd = unsafe {
-            crate::sys::openat(dfd, self.path.as_ptr() as *const libc::c_char, flags | libc::O_CLOEXEC, 0o644)
+            crate::nofollow::openat(dfd, self.path.as_ptr() as *const libc::c_char, flags | libc::O_CLOEXEC, 0o644)
         };
         if fd < 0 {
             return Err(self.os_err("open", dirs, slot));

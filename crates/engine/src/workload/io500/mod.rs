@@ -185,7 +185,7 @@ impl Io500 {
         let flags =
             if write { libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC } else { libc::O_RDONLY | libc::O_CLOEXEC };
         // SAFETY: NUL-terminated path.
-        let fd = unsafe { crate::sys::open(path.as_ptr(), flags, 0o644) };
+        let fd = unsafe { crate::nofollow::open(path.as_ptr(), flags, 0o644) };
         if fd < 0 {
             return Err(EngineError::last_os(format!("open {}", path.to_string_lossy())));
         }

@@ -183,7 +183,7 @@ fn errno() -> Errno {
 
 fn open(path: &CStr, flags: i32, what: &'static str) -> R<RawFd> {
     // SAFETY: path is NUL-terminated.
-    let fd = unsafe { crate::sys::open(path.as_ptr(), flags | libc::O_CLOEXEC, 0o640) };
+    let fd = unsafe { crate::nofollow::open(path.as_ptr(), flags | libc::O_CLOEXEC, 0o640) };
     if fd < 0 {
         return Err(Fail { what, errno: errno() });
     }

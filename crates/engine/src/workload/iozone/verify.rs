@@ -66,7 +66,7 @@ impl CellVerify {
     pub fn reread(&mut self, path: &CStr, numrecs: u64, buf: &mut [u8]) {
         let before = self.checker.mismatches;
         // SAFETY: NUL-terminated path.
-        let fd = unsafe { crate::sys::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC, 0) };
+        let fd = unsafe { crate::nofollow::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC, 0) };
         let rec = buf.len() as u64;
         for i in 0..numrecs {
             let off = i * rec;

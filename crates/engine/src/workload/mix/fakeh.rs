@@ -73,11 +73,11 @@ impl Fakeh {
         let (stats, creates) = lists();
         if !root.join("dirlist").is_file() {
             let ctx = |e| EngineError::io(format!("creating the disk_src tree {}", root.display()), e);
-            fs::create_dir_all(root).map_err(ctx)?;
-            fs::write(root.join("fake00"), b"").map_err(ctx)?;
+            crate::nofollow::create_dirs(root.parent().unwrap_or(root), root)?;
+            crate::nofollow::create(&root.join("fake00"))?;
             let mut list = String::new();
             for dir in LEAF_DIRS {
-                fs::create_dir_all(root.join(dir)).map_err(ctx)?;
+                crate::nofollow::create_dirs(root, &root.join(dir))?;
                 for i in 0..ENTRIES_PER_DIR {
                     let p = root.join(dir).join(format!("f{i:02}"));
                     if !p.exists() {
@@ -92,7 +92,7 @@ impl Fakeh {
             for c in &creates {
                 list.push_str(&format!("c {c}\n"));
             }
-            let mut f = fs::File::create(root.join("dirlist.tmp")).map_err(ctx)?;
+            let mut f = crate::nofollow::create(&root.join("dirlist.tmp"))?;
             f.write_all(list.as_bytes()).map_err(ctx)?;
             fs::rename(root.join("dirlist.tmp"), root.join("dirlist")).map_err(ctx)?;
         }

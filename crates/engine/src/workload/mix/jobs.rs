@@ -308,7 +308,7 @@ impl<'a> Task<'a> {
             Op::Write => libc::O_WRONLY,
         };
         let fd = cvt_i(
-            unsafe { crate::sys::open(self.path.ptr(), mode | if direct { libc::O_DIRECT } else { 0 }, 0) },
+            unsafe { crate::nofollow::open(self.path.ptr(), mode | if direct { libc::O_DIRECT } else { 0 }, 0) },
             "open",
         )?;
         let file = if prefix == b"tmpf." { 1 } else { 0 };
@@ -364,12 +364,15 @@ impl<'a> Task<'a> {
     /// size), reopened O_SYNC, n random block writes.
     fn sync_random_write(&mut self, n: u64) -> JobResult<()> {
         let p = self.temp(b"tmpb.");
-        let fd = cvt_i(unsafe { crate::sys::open(p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, MODE) }, "open")?;
+        let fd =
+            cvt_i(unsafe { crate::nofollow::open(p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, MODE) }, "open")?;
         let w = self.write_blocks(fd, n);
         close(fd);
         let r = w.and_then(|_| {
-            let fd =
-                cvt_i(unsafe { crate::sys::open(self.path.ptr(), libc::O_WRONLY | libc::O_SYNC, 0) }, "open O_SYNC")?;
+            let fd = cvt_i(
+                unsafe { crate::nofollow::open(self.path.ptr(), libc::O_WRONLY | libc::O_SYNC, 0) },
+                "open O_SYNC",
+            )?;
             let r = self.blocks(fd, n, n, Access::Random, Op::Write);
             close(fd);
             r
@@ -382,12 +385,15 @@ impl<'a> Task<'a> {
     /// read a random block then write the block after it (the read moved the offset).
     fn sync_update(&mut self, n: u64) -> JobResult<()> {
         let p = self.temp(b"tmpb.");
-        let fd = cvt_i(unsafe { crate::sys::open(p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, MODE) }, "open")?;
+        let fd =
+            cvt_i(unsafe { crate::nofollow::open(p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, MODE) }, "open")?;
         let w = self.write_blocks(fd, n);
         close(fd);
         let r = w.and_then(|_| {
-            let fd =
-                cvt_i(unsafe { crate::sys::open(self.path.ptr(), libc::O_RDWR | libc::O_SYNC, 0) }, "open O_SYNC")?;
+            let fd = cvt_i(
+                unsafe { crate::nofollow::open(self.path.ptr(), libc::O_RDWR | libc::O_SYNC, 0) },
+                "open O_SYNC",
+            )?;
             let mut r = Ok(());
             for _ in 0..n / 2 {
                 r = self
@@ -409,7 +415,7 @@ impl<'a> Task<'a> {
     fn seq_write(&mut self, n: u64, flags: i32, syncs: bool) -> JobResult<()> {
         let p = self.temp(if flags == libc::O_DIRECT { b"tmpc." } else { b"tmpb." });
         let fd = cvt_i(
-            unsafe { crate::sys::open(p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | flags, MODE) },
+            unsafe { crate::nofollow::open(p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | flags, MODE) },
             "open",
         )?;
         let mut r = if syncs { self.do_sync() } else { Ok(()) };
@@ -427,7 +433,8 @@ impl<'a> Task<'a> {
 
     /// disk_brd, disk_dio_rd: read n blocks of the shared file from its start.
     fn read_common(&mut self, n: u64, flags: i32, sync_after: bool) -> JobResult<()> {
-        let fd = cvt_i(unsafe { crate::sys::open(self.common.ptr(), libc::O_RDONLY | flags, 0) }, "open tmpa.common")?;
+        let fd =
+            cvt_i(unsafe { crate::nofollow::open(self.common.ptr(), libc::O_RDONLY | flags, 0) }, "open tmpa.common")?;
         let r = self.blocks_of(fd, n, n, Access::Seq, Op::Read, 2);
         close(fd);
         r?;
@@ -443,12 +450,14 @@ impl<'a> Task<'a> {
         if syncs && dst_flags == 0 {
             self.do_sync()?;
         }
-        let src =
-            cvt_i(unsafe { crate::sys::open(self.common.ptr(), libc::O_RDONLY | src_flags, 0) }, "open tmpa.common")?;
+        let src = cvt_i(
+            unsafe { crate::nofollow::open(self.common.ptr(), libc::O_RDONLY | src_flags, 0) },
+            "open tmpa.common",
+        )?;
         let p = self.temp(b"tmpb.");
         let trunc = if dst_flags == libc::O_DIRECT { 0 } else { libc::O_TRUNC };
         let dst = match cvt_i(
-            unsafe { crate::sys::open(p, libc::O_WRONLY | libc::O_CREAT | trunc | dst_flags, MODE) },
+            unsafe { crate::nofollow::open(p, libc::O_WRONLY | libc::O_CREAT | trunc | dst_flags, MODE) },
             "open copy",
         ) {
             Ok(fd) => fd,
@@ -493,7 +502,8 @@ impl<'a> Task<'a> {
         let f = self.fakeh;
         let root = f.root_fd;
         // The list is read on every run, as re-aim reads its dirlist.
-        let lf = cvt_i(unsafe { crate::sys::openat(root, c"dirlist".as_ptr(), libc::O_RDONLY, 0) }, "open dirlist")?;
+        let lf =
+            cvt_i(unsafe { crate::nofollow::openat(root, c"dirlist".as_ptr(), libc::O_RDONLY, 0) }, "open dirlist")?;
         let buf = self.buf.0.as_mut_ptr() as *mut libc::c_void;
         loop {
             let r = unsafe { crate::sys::read(lf, buf, 4096) };
@@ -523,7 +533,7 @@ impl<'a> Task<'a> {
             if let Some(k) = slot(creat_slots[i]) {
                 let p = f.creat_name(k, self.index, &mut name);
                 let fd = cvt_i(
-                    unsafe { crate::sys::openat(root, p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, MODE) },
+                    unsafe { crate::nofollow::openat(root, p, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC, MODE) },
                     "creat",
                 )?;
                 close(fd);
@@ -683,14 +693,15 @@ impl<'a> Task<'a> {
                 let p = self.temp(b"fifo.");
                 unsafe { libc::unlink(p) };
                 cvt_i(unsafe { libc::mkfifo(p, 0o666) }, "mkfifo")?;
-                let rd = cvt_i(unsafe { crate::sys::open(p, libc::O_RDONLY | libc::O_NONBLOCK, 0) }, "open fifo")?;
-                let wr = match cvt_i(unsafe { crate::sys::open(p, libc::O_RDWR | libc::O_NONBLOCK, 0) }, "open fifo") {
-                    Ok(fd) => fd,
-                    Err(e) => {
-                        close(rd);
-                        return Err(e);
-                    }
-                };
+                let rd = cvt_i(unsafe { crate::nofollow::open(p, libc::O_RDONLY | libc::O_NONBLOCK, 0) }, "open fifo")?;
+                let wr =
+                    match cvt_i(unsafe { crate::nofollow::open(p, libc::O_RDWR | libc::O_NONBLOCK, 0) }, "open fifo") {
+                        Ok(fd) => fd,
+                        Err(e) => {
+                            close(rd);
+                            return Err(e);
+                        }
+                    };
                 (rd, wr)
             }
         };

@@ -220,8 +220,7 @@ impl Mix {
     }
 
     fn prepare(&mut self) -> Result<PhaseReport> {
-        std::fs::create_dir_all(&self.root)
-            .map_err(|e| EngineError::io(format!("creating {}", self.root.display()), e))?;
+        crate::nofollow::create_dirs(self.root.parent().unwrap_or(&self.root), &self.root)?;
         fakeh::Fakeh::create(&self.root.join("fakeh"))?;
         self.prepared = true;
         let mut r = PhaseReport::new("prepare");
@@ -233,8 +232,13 @@ impl Mix {
     fn write_common(&self, kib: u64) -> Result<()> {
         let path = self.root.join("tmpa.common");
         let ctx = |e| EngineError::io(format!("writing {}", path.display()), e);
-        let mut f =
-            std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).map_err(ctx)?;
+        let mut f = crate::nofollow::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(|e| crate::nofollow::error(&path, "writing", e))?;
         let block: Vec<u8> = (0..jobs::BLOCK).map(|j| b' ' + (j % 95) as u8).collect();
         for _ in 0..kib {
             f.write_all(&block).map_err(ctx)?;

@@ -197,8 +197,7 @@ impl Replay {
                     continue;
                 }
                 let name = path_of(&base, lf, id, &cname);
-                let f =
-                    std::fs::File::open(&name).map_err(|e| EngineError::io(format!("verify: opening {name}"), e))?;
+                let f = crate::nofollow::open_read(std::path::Path::new(&name))?;
                 // SAFETY: advisory call on an fd we own.
                 unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
                 files += 1;

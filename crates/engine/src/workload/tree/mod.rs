@@ -617,7 +617,7 @@ impl Tree {
 fn create_file(p: &mut PathBuf8, size: u64, zeros: &[u8], fsync: bool) -> Result<()> {
     // SAFETY: NUL-terminated path.
     let fd = p.with_c(|c| unsafe {
-        crate::sys::open(c, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC, 0o644)
+        crate::nofollow::open(c, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC, 0o644)
     });
     if fd < 0 {
         return Err(os_err("create", p));
@@ -643,7 +643,7 @@ fn create_file(p: &mut PathBuf8, size: u64, zeros: &[u8], fsync: bool) -> Result
 #[inline]
 fn read_file(p: &mut PathBuf8, size: u64, buf: &mut [u8]) -> Result<()> {
     // SAFETY: NUL-terminated path.
-    let fd = p.with_c(|c| unsafe { crate::sys::open(c, libc::O_RDONLY | libc::O_CLOEXEC, 0) });
+    let fd = p.with_c(|c| unsafe { crate::nofollow::open(c, libc::O_RDONLY | libc::O_CLOEXEC, 0) });
     if fd < 0 {
         return Err(os_err("open", p));
     }

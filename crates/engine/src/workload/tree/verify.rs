@@ -41,7 +41,7 @@ impl TreeVerify {
         self.file += 1;
         // SAFETY: NUL-terminated path.
         let fd = p.with_c(|c| unsafe {
-            crate::sys::open(c, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC, 0o644)
+            crate::nofollow::open(c, libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC, 0o644)
         });
         if fd < 0 {
             return Err(os_err("create", p));
@@ -72,7 +72,7 @@ impl TreeVerify {
         let (file, id, thread) = (self.file, self.file as u32, self.checker.thread);
         let kept = self.checker.kept.len();
         // SAFETY: NUL-terminated path.
-        let fd = p.with_c(|c| unsafe { crate::sys::open(c, libc::O_RDONLY | libc::O_CLOEXEC, 0) });
+        let fd = p.with_c(|c| unsafe { crate::nofollow::open(c, libc::O_RDONLY | libc::O_CLOEXEC, 0) });
         if fd < 0 {
             return Err(os_err("verify: open", p));
         }
