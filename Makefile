@@ -14,16 +14,16 @@ FSMETER := $(VENV)/bin/fsmeter
 # benchmarks it is cross-checked and benchmarked against, and chromium (headless)
 # to check the HTML report renders; Open MPI (runtime and mpicc, which mpi4py compiles
 # against, with the Python headers) for `mpirun -n N fsmeter run` and the MPI tests; autoconf/automake/pkg-config
-# to build IOR and mdtest at bench time.
+# to build IOR and mdtest at bench time; nodejs runs pyright (`make lint-types`), which pip installs.
 APT_PKGS := e2fsprogs xfsprogs btrfs-progs util-linux fio postmark dbench bonnie++ fsmark chromium bzip2 xz-utils \
-    openmpi-bin libopenmpi-dev python3-dev autoconf automake pkg-config iproute2 glusterfs-server glusterfs-client
+    openmpi-bin libopenmpi-dev python3-dev autoconf automake pkg-config iproute2 glusterfs-server glusterfs-client nodejs
 # Guest kernels (the `kernel` campaign factor, docs/guests.md): QEMU, the busybox virtme-ng's init
 # uses, the mkfs tools of the filesystems the host kernel may lack, and one Debian kernel to boot
 # (the guest test boots it; GUEST_KERNEL= leaves it out).
 GUEST_KERNEL ?= linux-image-6.1.0-50-amd64
 GUEST_PKGS := qemu-system-x86 busybox-static jfsutils reiserfsprogs nilfs-tools f2fs-tools kmod
 
-.PHONY: all help sysdeps pydeps build demo check test test-rust test-python lint lint-python lint-clippy lint-rustfmt fmt-rust \
+.PHONY: all help sysdeps pydeps build demo check test test-rust test-python lint lint-python lint-types lint-clippy lint-rustfmt fmt-rust \
     docs bench clean toolcheck
 
 all: build ## the default: build
@@ -95,13 +95,17 @@ test-python: ## every Python test (pytest)
 	$(PY) -m pytest -q -ra --durations=20
 
 # The checks before a commit, one target each so that a failure says which: ruff's lint and its
-# formatter (rules in pyproject.toml, version pinned in its test extra), clippy on every crate and target with every
+# formatter (rules in pyproject.toml, version pinned in its test extra), pyright, clippy on every crate and target with every
 # warning an error (a lint allowed in the code says why beside it), and rustfmt (rustfmt.toml).
-lint: lint-python lint-clippy lint-rustfmt ## lint-python, lint-clippy and lint-rustfmt, before a commit
+lint: lint-python lint-types lint-clippy lint-rustfmt ## lint-python, lint-types, lint-clippy and lint-rustfmt
 
 lint-python: pydeps ## ruff's lint and format check on python, tests, scripts and bench
 	$(VENV)/bin/ruff check python tests scripts bench
 	$(VENV)/bin/ruff format --check python tests scripts bench
+
+# pyright (pinned in the test extra) on the modules [tool.pyright] in pyproject.toml names.
+lint-types: pydeps ## pyright on stats/, store/, study/ and phases.py (pyproject's [tool.pyright])
+	$(VENV)/bin/pyright
 
 # The extension's build script would also build the helper programs in release: they are
 # workspace crates, linted here anyway (FSMETER_NO_HELPERS=1).
