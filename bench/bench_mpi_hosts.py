@@ -2,7 +2,7 @@
 
 `python bench/run.py --only mpi_hosts [--quick]` (root; Open MPI, mpi4py, GlusterFS).
 
-The cluster: two network-namespace hosts h1 and h2 (fsmeter.mpi.nshosts, two MPI slots each) and a
+The cluster: two network-namespace hosts h1 and h2 (fsmeter.provision.nshosts, two MPI slots each) and a
 distribute volume (fsmeter.provision.gluster) with one brick on h2, an xfs made by fsmeter on a loop
 image (FSMETER_BENCH_HOSTS_BRICK_FS=ext4 for another), the image on a tmpfs so that the device
 under the brick is memory, a steady one, where this machine's virtual disk is not. Both hosts
@@ -342,9 +342,9 @@ def run(ctx) -> list:
     ):
         if shutil.which(tool) is None:
             raise BenchError(f"{tool} not found: {why}")
-    from fsmeter.mpi.nshosts import NsHosts
     from fsmeter.provision import FsConfig, Provisioner
     from fsmeter.provision.gluster import GlusterVolume
+    from fsmeter.provision.nshosts import NsHosts
     from fsmeter.units import parse_size
 
     ior, mdtest = peers()

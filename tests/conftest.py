@@ -2,7 +2,7 @@
 
 Provisioning fixtures:
 - ``root``: skips the test, with the reason, unless running as root with /dev/loop-control.
-  Also applied to every test marked ``@pytest.mark.root``.
+  Also applied to every test marked ``@pytest.mark.root``; a test using it is marked ``root``.
 - ``scratch``: a temporary fsmeter scratch folder (also set as $FSMETER_SCRATCH). Whatever the
   test does, its teardown unmounts every mount under it, detaches every loop device over an
   image under it, and undoes every record of its state file.
@@ -43,6 +43,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         reason = _root_skip_reason()
         if reason:
             pytest.skip(reason)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # A test that asks for the root fixture (directly or through loop_disk) is a root test, so that
+    # `-m "not root"` (make check) leaves it out as it leaves out those marked by hand.
+    for item in items:
+        if "root" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.root)
 
 
 @pytest.fixture

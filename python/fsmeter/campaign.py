@@ -41,6 +41,7 @@ from pydantic import (
 )
 
 from fsmeter.errors import UserError
+from fsmeter.mpi.options import STONEWALL_PHASES, parse_reorder_shift, parse_stonewall
 from fsmeter.textfile import loads_toml, read_text
 from fsmeter.units import MAX_DURATION_S, MAX_SIZE_BYTES, Size
 
@@ -345,8 +346,6 @@ class MpiModel(BaseModel):
     @field_validator("reorder_shift", mode="before")
     @classmethod
     def _reorder(cls, v):
-        from fsmeter.mpi.run import parse_reorder_shift
-
         if v is None:
             return v
         try:
@@ -373,8 +372,6 @@ class MpiModel(BaseModel):
     @field_validator("stonewall")
     @classmethod
     def _stonewall(cls, v: str | None) -> str | None:
-        from fsmeter.mpi.run import parse_stonewall
-
         try:
             parse_stonewall(v)
         except UserError as exc:
@@ -891,8 +888,6 @@ def _check_mpi(c: CampaignFile, w, d, wlab: str) -> None:
             f"workloads: {w.name}: fio job files are not run under MPI: use a named workload or a workload .toml"
         )
     if c.mpi is not None and c.mpi.stonewall:
-        from fsmeter.mpi.run import STONEWALL_PHASES
-
         if d.family.name not in STONEWALL_PHASES:
             raise UserError(
                 f"mpi.stonewall: workload {wlab} ({d.family.name} family) cannot be stopped early "

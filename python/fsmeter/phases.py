@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import fsmeter
 from fsmeter.engine import EngineSession
@@ -119,10 +120,25 @@ def bar_progress(
     return lambda ph: _bar_phase(bar, label(ph), remove)
 
 
+class PlannedPhase(Protocol):
+    """A plan's entry as the loop reads it: fsmeter.families.Phase, a level above this module."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def measured(self) -> bool: ...
+    @property
+    def cold_cache(self) -> bool: ...
+    @property
+    def discard(self) -> bool: ...
+    @property
+    def key(self) -> str: ...
+
+
 @dataclass
 class PhaseOutcome:
     #: The plan's entry (fsmeter.families.Phase): key, engine phase name, measured, discard, cold_cache.
-    phase: object
+    phase: PlannedPhase
     #: The phase report kept (None on an MPI rank other than 0).
     report: dict | None
     #: How the cache was reset before the phase; None when it is not a cold-cache phase.

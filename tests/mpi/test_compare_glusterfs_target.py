@@ -61,7 +61,7 @@ def _gluster_processes() -> set:
     reason="needs GlusterFS: Debian packages glusterfs-server and glusterfs-client",
 )
 def test_compare_brick_filesystems_on_a_two_host_volume(scratch, tmp_path):
-    from fsmeter.mpi.nshosts import namespaces
+    from fsmeter.provision.nshosts import namespaces
 
     db = tmp_path / "r.sqlite"
     before, before_ns = _gluster_processes(), set(namespaces())

@@ -51,9 +51,9 @@ def _mounts_under(folder: str) -> list:
 
 
 def test_two_host_volume_file_per_rank_and_shared_file_runs_and_teardown(scratch, tmp_path):
-    from fsmeter.mpi.nshosts import NsHosts
     from fsmeter.provision import Provisioner
     from fsmeter.provision.gluster import GlusterVolume
+    from fsmeter.provision.nshosts import NsHosts
     from fsmeter.provision.specs import FsConfig
 
     before = _gluster_processes()
@@ -155,9 +155,9 @@ def test_two_host_volume_file_per_rank_and_shared_file_runs_and_teardown(scratch
 
 
 def test_replicated_volume_on_two_servers_writes_every_brick(scratch):
-    from fsmeter.mpi.nshosts import NsHosts
     from fsmeter.provision import Provisioner
     from fsmeter.provision.gluster import GlusterVolume
+    from fsmeter.provision.nshosts import NsHosts
     from fsmeter.provision.specs import FsConfig
 
     with Provisioner(scratch) as prov, NsHosts(2) as hosts:
@@ -179,9 +179,9 @@ def test_replicated_volume_on_two_servers_writes_every_brick(scratch):
 
 def test_unknown_host_and_volume_type_are_refused(scratch):
     from fsmeter.errors import UserError
-    from fsmeter.mpi.nshosts import NsHosts
     from fsmeter.provision import Provisioner
     from fsmeter.provision.gluster import GlusterVolume
+    from fsmeter.provision.nshosts import NsHosts
 
     with Provisioner(scratch) as prov, NsHosts(1) as hosts:
         with pytest.raises(UserError, match="host 'h9' is not one of the hosts"):
@@ -226,7 +226,7 @@ volume_options = {{ "performance.write-behind" = "off" }}
 def test_campaign_brick_filesystem_factor_on_a_two_host_volume(scratch, tmp_path):
     import sqlite3
 
-    from fsmeter.mpi.nshosts import namespaces
+    from fsmeter.provision.nshosts import namespaces
 
     f = tmp_path / "c.toml"
     f.write_text(CAMPAIGN.format(mpi="[mpi]\nranks = 2", servers='"h2"'))
@@ -278,7 +278,7 @@ def test_campaign_interrupted_mid_trial_leaves_no_hosts_volume_or_bricks(scratch
     import signal
     import time
 
-    from fsmeter.mpi.nshosts import namespaces
+    from fsmeter.provision.nshosts import namespaces
 
     f = tmp_path / "c.toml"
     f.write_text(CAMPAIGN.format(mpi="[mpi]\nranks = 2", servers='"h2"').replace("duration_s = 0.5", "duration_s = 60"))

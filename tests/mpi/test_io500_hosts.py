@@ -1,4 +1,4 @@
-"""`fsmeter io500` across two namespace hosts (fsmeter.mpi.nshosts): one rank per host on a shared
+"""`fsmeter io500` across two namespace hosts (fsmeter.provision.nshosts): one rank per host on a shared
 directory, and on a GlusterFS volume fsmeter provisions (`--target glusterfs`), every phase present,
 counts adding up over the hosts, find matching what mdtest-hard made.
 
@@ -70,7 +70,7 @@ def check_across_hosts(doc: dict, hosts: dict) -> None:
 
 
 def test_suite_on_two_namespace_hosts_shared_directory(tmp_path):
-    from fsmeter.mpi.nshosts import NsHosts
+    from fsmeter.provision.nshosts import NsHosts
 
     d = tmp_path / "d"
     d.mkdir()

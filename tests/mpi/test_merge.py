@@ -215,7 +215,7 @@ def test_one_rank_merge_reproduces_the_engines_percentiles(tmp_path):
 
 def test_stonewall_option_values():
     from fsmeter.errors import UserError
-    from fsmeter.mpi.run import parse_stonewall
+    from fsmeter.mpi.options import parse_stonewall
 
     assert parse_stonewall(None) is None and parse_stonewall("first-done") == "first-done"
     assert parse_stonewall("2.5") == 2.5

@@ -1,5 +1,5 @@
 """`mpirun fsmeter run` across several hosts: network-namespace hosts on the machine running the tests
-(fsmeter.mpi.nshosts), each with its own network, host name and /run/lock, Open MPI launching
+(fsmeter.provision.nshosts), each with its own network, host name and /run/lock, Open MPI launching
 through an rsh agent over the hosts' private network.
 
 Root only; skipped with the reason without root, Open MPI or mpi4py.
@@ -39,7 +39,7 @@ SMALL_TREE = ["--set", "levels=1", "--set", "dirs_per_level=3", "--set", "files_
 @pytest.fixture(scope="module")
 def hosts():
     """Two hosts, h1 and h2, two MPI slots each."""
-    from fsmeter.mpi.nshosts import NsHosts
+    from fsmeter.provision.nshosts import NsHosts
 
     with NsHosts(2, slots=2) as h:
         yield h
@@ -323,7 +323,7 @@ def test_hung_rank_on_the_second_host_is_given_up_after_the_timeout(hosts, tmp_p
 
 
 def test_three_hosts_torn_down_after_use(tmp_path):
-    from fsmeter.mpi.nshosts import NsHosts, namespaces
+    from fsmeter.provision.nshosts import NsHosts, namespaces
 
     with NsHosts(3) as h:
         names = [*h.ns.values(), h.switch]
@@ -347,12 +347,12 @@ def test_three_hosts_torn_down_after_use(tmp_path):
 def test_hosts_of_a_killed_test_run_are_removed_by_the_next_harness(tmp_path):
     """A harness whose process was SIGKILLed (no teardown ran) leaves namespaces and a state folder;
     the next harness removes them, and leaves another live harness alone."""
-    from fsmeter.mpi.nshosts import NsHosts, namespaces
+    from fsmeter.provision.nshosts import NsHosts, namespaces
 
     code = textwrap.dedent(f"""\
         import sys, time
         sys.path.insert(0, {str(ROOT / "python")!r})
-        from fsmeter.mpi.nshosts import NsHosts
+        from fsmeter.provision.nshosts import NsHosts
         h = NsHosts(2).__enter__()
         print(h.tag, h.state, flush=True)
         time.sleep(600)

@@ -73,9 +73,9 @@ def _uuid(device: str) -> str:
 @needs_mpi
 @needs_gluster
 def test_shared_mount_as_dir_target_on_two_hosts_counts_record_and_mount_left_alone(scratch, tmp_path):
-    from fsmeter.mpi.nshosts import NsHosts
     from fsmeter.provision import Provisioner
     from fsmeter.provision.gluster import GlusterVolume
+    from fsmeter.provision.nshosts import NsHosts
     from fsmeter.provision.specs import FsConfig
 
     with Provisioner(scratch) as prov, NsHosts(2) as hosts:
@@ -152,7 +152,7 @@ def test_shared_mount_as_dir_target_on_two_hosts_counts_record_and_mount_left_al
 def test_hosts_seeing_different_filesystems_at_dir_are_named_in_a_note(scratch, tmp_path):
     """A host whose shared mount is missing measures whatever lies under the path (its local disk):
     the run says so, naming each host's filesystem, and records them."""
-    from fsmeter.mpi.nshosts import NsHosts
+    from fsmeter.provision.nshosts import NsHosts
 
     mem = os.path.join(scratch, "mem")
     os.mkdir(mem)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from fsmeter.cli._runlock import no_wait_option
 from fsmeter.errors import UserError
@@ -292,13 +293,27 @@ def _check_mpi_options(
         )
 
 
+def group_tables(title: str, rep: dict) -> list:
+    """What the terminal shows for a group phase, as fio does: each job's table, then one line for the group;
+    with group_reporting, the group's jobs merged into one table."""
+    from fsmeter.interop.fio_run import group_line
+
+    g = rep["fio_group"]
+    if g["group_reporting"]:
+        return [phase_table(f"{title} (group {g['group']}: {', '.join(g['jobs'])}, group_reporting)", rep)]
+    out = [
+        phase_table(f"{title} / {name} (line {jr.get('fio_line', '?')}, {jr['start_s']:.2f}-{jr['end_s']:.2f} s)", jr)
+        for name, jr in rep["jobs"].items()
+    ]
+    out.append(Text(group_line(rep), style="bold"))
+    return out
+
+
 def print_result(doc: dict, job, console: Console, json_out: Path | None) -> None:
     """The phase tables, quality lines and summary of a run; writes --json; exit 130 if interrupted."""
     for name, rep in doc["phases"].items():
         if rep.get("measured", True):
             if "fio_group" in rep:  # the jobs of a fio group, measured together: each job, then the group
-                from fsmeter.interop.fio_run import group_tables
-
                 for t in group_tables(f"{doc['workload']} / {name}", rep):
                     console.print(t)
             else:

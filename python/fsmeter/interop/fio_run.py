@@ -479,24 +479,6 @@ def _order_jobs(rep: dict, m: MappedGroup) -> None:
     rep["fio_group"] = {"group": m.group, "group_reporting": m.group_reporting, "jobs": [j.name for j in m.jobs]}
 
 
-def group_tables(title: str, rep: dict) -> list:
-    """What the terminal shows for a group phase, as fio does: each job's table, then one line for the group;
-    with group_reporting, the group's jobs merged into one table."""
-    from rich.text import Text
-
-    from fsmeter.report.terminal import phase_table
-
-    g = rep["fio_group"]
-    if g["group_reporting"]:
-        return [phase_table(f"{title} (group {g['group']}: {', '.join(g['jobs'])}, group_reporting)", rep)]
-    out = [
-        phase_table(f"{title} / {name} (line {jr.get('fio_line', '?')}, {jr['start_s']:.2f}-{jr['end_s']:.2f} s)", jr)
-        for name, jr in rep["jobs"].items()
-    ]
-    out.append(Text(group_line(rep), style="bold"))
-    return out
-
-
 def group_line(rep: dict) -> str:
     """fio's "Run status group" line: per direction, the group's bandwidth (its bytes over the group's time),
     its data, and the shortest and longest job's time."""

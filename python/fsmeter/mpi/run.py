@@ -19,16 +19,11 @@ from pathlib import Path
 
 from fsmeter.errors import UserError
 from fsmeter.mpi.comm import LOCK_WAIT_S, World
+from fsmeter.mpi.options import STONEWALL_PHASES, WEAROUT_FAMILIES, parse_reorder_shift, parse_stonewall
 from fsmeter.phases import PhaseSteps
 
 #: Tag of the stonewall notices (a rank that finished first tells rank 0).
 STONEWALL_TAG = 7713
-#: The phases a stonewall may stop early, per family: those after which the workload goes on
-#: correctly with whatever a stopped rank completed. The tree family's create is one (mdtest -W):
-#: its later phases then visit only the files each tree has (`file_range`).
-STONEWALL_PHASES = {"access": {"run"}, "replay": {"run"}, "fileset": {"create", "transactions"}, "tree": {"create"}}
-#: The families a wear-out can take on after a stonewall.
-WEAROUT_FAMILIES = ("access", "tree")
 #: Set by a parent that already holds its host's run lock (a campaign launching mpirun) to that
 #: host's name: the ranks on that host take no lock of their own, those on other hosts do.
 LOCK_HELD_ENV = "FSMETER_RUN_LOCK_HELD"
@@ -37,42 +32,6 @@ LOCK_HELD_ENV = "FSMETER_RUN_LOCK_HELD"
 def rank_dir(base: Path, rank: int) -> Path:
     """Each rank's own folder under --dir (mdtest -u: unique working directories)."""
     return Path(base) / f"rank-{rank:05d}"
-
-
-def parse_stonewall(value: str | None):
-    """None, "first-done", or a number of seconds (float)."""
-    if value is None or value == "" or value == "none":
-        return None
-    if value == "first-done":
-        return value
-    try:
-        s = float(value)
-    except ValueError:
-        s = -1.0
-    if not s > 0:
-        raise UserError(
-            f"--stonewall {value!r}: use first-done (stop every rank when the first finishes) or a "
-            "number of seconds > 0"
-        )
-    return s
-
-
-def parse_reorder_shift(value: str | None):
-    """None, "node" (the ranks of one host: IOR's -C), or a number of ranks >= 0 (int)."""
-    if value is None or value == "":
-        return None
-    if value == "node":
-        return value
-    try:
-        k = int(value)
-    except ValueError:
-        k = -1
-    if k < 0:
-        raise UserError(
-            f"--reorder-shift {value!r}: use node (read the region of the rank one host further on, as "
-            "IOR's -C does) or a number of ranks >= 0"
-        )
-    return k
 
 
 def shared_regions(rank: int, size: int, base_offset: int, file_size: int, shift: int) -> tuple:
@@ -655,8 +614,6 @@ __all__ = [
     "Stonewall",
     "mount_of",
     "mounts_note",
-    "parse_reorder_shift",
-    "parse_stonewall",
     "rank_dir",
     "resolve_shift",
     "run_under_mpi",

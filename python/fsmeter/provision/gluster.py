@@ -7,7 +7,7 @@ clients placed on hosts, every host mounting the volume through its own client.
             ... mpirun on hosts, --dir vol.path (each host sees its own client's mount there)
             record vol.info()
 
-The hosts are any object with the namespace harness's interface (fsmeter.mpi.nshosts.NsHosts):
+The hosts are any object with the namespace harness's interface (fsmeter.provision.nshosts.NsHosts):
 ``names``, ``ns`` (host -> network namespace), ``addr`` (host -> address), ``state`` (a private
 folder), ``enter(host, argv)`` and ``bind(host, source, target)``. Each server host runs its own
 glusterd with its state (/var/lib/glusterd, /var/log/glusterfs; /run is the host's already) in
@@ -357,7 +357,7 @@ class GlusterMounted:
     journal_device = None
 
     def __init__(self, prov, spec, fs: FsConfig):
-        from fsmeter.mpi.nshosts import NsHosts
+        from fsmeter.provision.nshosts import NsHosts
 
         self.config = fs
         self.fs_name = fs.name

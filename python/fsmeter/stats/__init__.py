@@ -4,6 +4,15 @@ Performance Analysis*, ch. 12-13, 20-22, 25). Pure Python on numpy/scipy/statsmo
 """
 
 import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the names below, as the type checker sees them (at run time: __getattr__)
+    from fsmeter.stats.adaptive import AdaptiveRule, Decision
+    from fsmeter.stats.analyze import Analysis, analyze_frame, render
+    from fsmeter.stats.anova import AnovaResult, factorial_anova
+    from fsmeter.stats.batch import BatchMeansResult, SteadyState, batch_means_ci, is_too_short, steady_state
+    from fsmeter.stats.compare import Comparison, RankEntry, compare, rank
+    from fsmeter.stats.summary import MeanCI, Summary, mean_ci, summarize
 
 # Submodules load on first use (PEP 562): `fsmeter.stats.phase` must not pull statsmodels and
 # pandas into a run that only needs a batch-means CI.

@@ -74,7 +74,8 @@ def compare(
         # it returns is still the test's, and the warning would land in the middle of the user's table.
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            p = float(sps.ttest_ind(x, y, equal_var=False).pvalue)
+            # scipy sets TtestResult's pvalue in its constructor, where its types do not declare it
+            p = float(sps.ttest_ind(x, y, equal_var=False).pvalue)  # pyright: ignore[reportAttributeAccessIssue]
     significant = p < alpha
     if significant and abs(rel) >= practical_pct:
         a_better = (ma > mb) == higher_is_better

@@ -94,6 +94,15 @@ def now_iso() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
+def _new_id(cur: sqlite3.Cursor) -> int:
+    """The id of the row an INSERT just made (sqlite3 types ``lastrowid`` as ``int | None``; it is None
+    only when the statement inserted no row, which an INSERT that returned does not)."""
+    rowid = cur.lastrowid
+    if rowid is None:
+        raise RuntimeError("an INSERT made no row: no id to return")
+    return rowid
+
+
 def _json(v: Any) -> str:
     return json.dumps(v, sort_keys=True, default=str)
 
@@ -129,7 +138,7 @@ class Store:
                 "VALUES (?, ?, ?, ?, 'running', ?)",
                 (name, source, source_path, now_iso(), fsmeter.__version__),
             )
-            cid = cur.lastrowid
+            cid = _new_id(cur)
             for idx, (workload, factors) in enumerate(cells):
                 cc = self.conn.execute(
                     "INSERT INTO cells (campaign_id, idx, workload, factors) VALUES (?, ?, ?, ?)",
@@ -137,7 +146,7 @@ class Store:
                 )
                 self.conn.executemany(
                     "INSERT INTO cell_factors (cell_id, name, value) VALUES (?, ?, ?)",
-                    [(cc.lastrowid, k, _json(v)) for k, v in factors.items()],
+                    [(_new_id(cc), k, _json(v)) for k, v in factors.items()],
                 )
         return cid
 
@@ -263,7 +272,7 @@ class Store:
                     json.dumps(row, default=str),
                 ),
             )
-        return int(cur.lastrowid)
+        return _new_id(cur)
 
     def storage_probes(self, campaign_id: int) -> list:
         return self.conn.execute(
@@ -310,7 +319,7 @@ class Store:
                     half_width_pct,
                 ),
             )
-            tid = cur.lastrowid
+            tid = _new_id(cur)
             for seq, ph in enumerate(phases):
                 rep = ph.get("report") or {}
                 reg = rep.get("regime") or {}  # fsmeter.regime: others' CPU, page-cache reads
@@ -334,7 +343,7 @@ class Store:
                         reg.get("cache_read_share"),
                     ),
                 )
-                pid = pc.lastrowid
+                pid = _new_id(pc)
                 self.conn.executemany(
                     "INSERT INTO intervals (phase_id, t_s, dur_s, ops, bytes) VALUES (?, ?, ?, ?, ?)",
                     [(pid, iv["t_s"], iv["dur_s"], iv["ops"], iv["bytes"]) for iv in rep.get("intervals") or []],

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import cast
 
 from fsmeter.errors import UserError
 
@@ -150,7 +151,7 @@ class StoreCursor(sqlite3.Cursor):
     """A cursor whose SQLite failures are StoreErrors (see the module's docstring)."""
 
     def _path(self) -> Path:
-        return self.connection.store_path
+        return cast("StoreConnection", self.connection).store_path
 
     def execute(self, *args, **kwargs):
         try:
@@ -203,7 +204,8 @@ class StoreConnection(sqlite3.Connection):
         super().__init__(database, *args, **kwargs)
         self.store_path = Path(database)
 
-    def cursor(self, factory=StoreCursor):
+    # Connection.cursor's stub has overloads by factory; this one only changes the default.
+    def cursor(self, factory=StoreCursor):  # pyright: ignore[reportIncompatibleMethodOverride]
         return super().cursor(factory)
 
     def execute(self, *args, **kwargs):

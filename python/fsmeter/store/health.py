@@ -379,7 +379,7 @@ def _refill_cell_factors(conn: sqlite3.Connection) -> int:
     return n
 
 
-def _user_error_inside(exc: BaseException) -> UserError | None:
+def _user_error_inside(exc: BaseException | None) -> UserError | None:
     seen = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))

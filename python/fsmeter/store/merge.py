@@ -84,6 +84,7 @@ def merge_stores(inputs: Sequence[Path], out: Path) -> dict:
         copies = [_prepared_copy(Path(i), tmp) for i in inputs]
         store = open_store(out)
         conn = store.conn
+        src_path = Path()  # the input being copied (an IntegrityError comes from the loop below)
         try:
             try:
                 tables = _tables_in_order(conn)

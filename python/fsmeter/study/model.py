@@ -539,14 +539,14 @@ def _check_row(i: int, r: dict[str, Any]) -> None:
 
 class Study(_Strict):
     study: StudyInfo
-    rules: Rules = Field(default_factory=Rules)
+    rules: Rules = Field(default_factory=lambda: Rules.model_validate({}))
     hardware: list[Machine] = Field(default_factory=list, description="the machines the paper measured on")
     scales: dict[str, Scale]
     workloads: list[StudyWorkload]
     factors: list[StudyFactor] = Field(default_factory=list)
     configurations: list[StudyConfig]
     claims: list[Claim] = Field(default_factory=list)
-    published: Published = Field(default_factory=Published)
+    published: Published = Field(default_factory=lambda: Published.model_validate({}))
 
     @model_validator(mode="after")
     def _check(self) -> Study:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import cast
 
 import pandas as pd
 
@@ -92,7 +93,10 @@ def paper_frame(study: Study) -> pd.DataFrame:
         row["higher_is_better"] = not lower
         over = [str(f) for f in (r.get("over") or [])]
         if over:  # a range over every level of these factors stands for each level
-            levels = [[str(x) for x in (study.factor(f).levels if study.factor(f) else [])] for f in over]
+            levels = []
+            for f in over:
+                fac = study.factor(f)
+                levels.append([str(x) for x in fac.levels] if fac else [])
             for combo in itertools.product(*levels):
                 rows.append({**row, **dict(zip(over, combo))})
         else:
@@ -100,15 +104,16 @@ def paper_frame(study: Study) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame(columns=["workload", "metric_key", "value", "higher_is_better", "filesystem", "sd", "n"])
     df = pd.DataFrame(rows)
-    if df["low"].isna().all():
+    if bool(df["low"].isna().all()):
         df = df.drop(columns=["low", "high"])
-    if (df["statistic"] == "mean").all():
+    if bool((df["statistic"] == "mean").all()):
         df = df.drop(columns=["statistic"])
     cell = [c for c in df.columns if c not in ("value", "sd", "n", "_raw", "unit", "higher_is_better", "low", "high")]
     raw_cells = df[df["_raw"]].groupby(cell, dropna=False).size().reset_index()[cell]
     if not raw_cells.empty:
         marked = df.merge(raw_cells.assign(_has_raw=True), on=cell, how="left")
-        df = marked[marked["_raw"] | marked["_has_raw"].isna()].drop(columns=["_has_raw"])
+        # a boolean mask selects rows: a DataFrame (pandas' stubs type the indexing as DataFrame | Series)
+        df = cast(pd.DataFrame, marked[marked["_raw"] | marked["_has_raw"].isna()]).drop(columns=["_has_raw"])
     return df.drop(columns=["_raw"]).reset_index(drop=True)
 
 

@@ -256,7 +256,7 @@ def _config_entries(
             changes.append(
                 Change(
                     "approximated",
-                    f"configuration {c.id} in a guest (kernel {', '.join(kernel)})",
+                    f"configuration {c.id} in a guest (kernel {', '.join(kernel or [])})",
                     f"{host_lacks}: run in a virtual machine, whose I/O path is not the host's",
                     ("kernel", "hardware"),
                 )
@@ -274,7 +274,7 @@ def _config_entries(
                         ("filesystem_version",),
                     )
                 )
-                entry = {"name": cfg["filesystem"], "label": c.id}
+                entry: dict[str, Any] = {"name": cfg["filesystem"], "label": c.id}
                 entry.update({k: v for k, v in cfg.items() if k != "filesystem"})
             else:
                 changes.append(Change("skipped", f"configuration {c.id}", problem))
@@ -390,7 +390,10 @@ def _left_out(study: Study, scale, plan: StudyPlan, labels: set, factors: dict) 
         dims = []
         for fname, levels in lo.where.items():
             f = study.factor(fname)
-            mapped = plan.levels.get(fname, {}) if f is not None and f.campaign in factors else {}
+            if f is None or f.campaign not in factors:
+                dims.append([])
+                continue
+            mapped = plan.levels.get(fname, {})
             dims.append([(f.campaign, mapped[str(lv)]) for lv in levels if str(lv) in mapped])
         if not wls or not cfgs or any(not d for d in dims):
             continue
@@ -531,7 +534,7 @@ def plan_study(
     if in_guest:  # the host runs what it can (kernel "host"); the guests only what it cannot
         if target is not None and target.get("kind") != "loop":
             raise UserError("--kernel: guests make their own loop images: leave out --device")
-        levels = list(dict.fromkeys(kernel))
+        levels = list(dict.fromkeys(kernel or []))
         camp.setdefault("factors", {})["kernel"] = ["host", *levels]
         for f in filesystems:
             if f["label"] in in_guest:

@@ -90,9 +90,16 @@ class Welch:
     df: float
 
 
+def _sd(s: Sample) -> float:
+    """The sample's standard deviation: the tests that need one are never run on a point value."""
+    if s.sd is None:
+        raise ValueError("a point value (no standard deviation) cannot enter this test")
+    return s.sd
+
+
 def welch(a: Sample, b: Sample) -> Welch:
     """mean(a) - mean(b), its standard error and Satterthwaite's df (Welch 1947)."""
-    va, vb = a.sd**2 / a.n, b.sd**2 / b.n
+    va, vb = _sd(a) ** 2 / a.n, _sd(b) ** 2 / b.n
     se = math.sqrt(va + vb)
     if va + vb == 0:
         return Welch(a.mean - b.mean, 0.0, float(a.n + b.n - 2))
@@ -144,7 +151,7 @@ def mean_interval(s: Sample, level: float) -> tuple[float, float]:
     """Student's two-sided interval of one mean at ``level``: mean +- t x sd / sqrt(n)."""
     if s.point:
         return s.mean, s.mean
-    half = float(sps.t.ppf(0.5 + level / 2, s.n - 1)) * s.sd / math.sqrt(s.n)
+    half = float(sps.t.ppf(0.5 + level / 2, s.n - 1)) * _sd(s) / math.sqrt(s.n)
     return s.mean - half, s.mean + half
 
 
@@ -186,8 +193,8 @@ class LogRatio:
 
 def log_ratio(a: Sample, b: Sample) -> LogRatio:
     """mean(a) / mean(b) and the delta-method standard error of its log, Satterthwaite's df."""
-    va = (a.sd / a.mean) ** 2 / a.n
-    vb = (b.sd / b.mean) ** 2 / b.n
+    va = (_sd(a) / a.mean) ** 2 / a.n
+    vb = (_sd(b) / b.mean) ** 2 / b.n
     se = math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va**2 / (a.n - 1) + vb**2 / (b.n - 1)) if va + vb else float(a.n + b.n - 2)
     return LogRatio(a.mean / b.mean, se, df)
@@ -242,7 +249,7 @@ def trials_needed(a: Sample, b: Sample, effect_pct: float, alpha: float, power: 
     """The fewest trials per side (equal on both) at which the one-sided Welch test, with the observed
     standard deviations, reaches ``power`` at a difference of effect_pct % of mean(b); None if over ``most``."""
     effect = effect_pct / 100.0 * abs(b.mean)
-    sa2, sb2 = a.sd**2, b.sd**2
+    sa2, sb2 = _sd(a) ** 2, _sd(b) ** 2
     for n in range(2, most + 1):
         va, vb = sa2 / n, sb2 / n
         se = math.sqrt(va + vb)

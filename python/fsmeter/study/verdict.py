@@ -159,7 +159,7 @@ def decide(statuses: list[str], rule) -> tuple:
     is more than the cases the run has. Returns (word, k).
     """
     n = len(statuses)
-    k = {"all": n, "any": 1, "majority": n // 2 + 1}.get(rule, rule) if isinstance(rule, str) else int(rule)
+    k = {"all": n, "any": 1, "majority": n // 2 + 1}[rule] if isinstance(rule, str) else int(rule)
     k = max(1, k)
     if k > n:  # the rule asks for more cases than this run has
         return INCONCLUSIVE, k

@@ -38,7 +38,7 @@ pub struct PhaseTiming {
 /// `Recorder::record`); `sigfig` sets histogram precision; `work_total` is the
 /// expected number of operations for progress (0 when unknown). Each worker
 /// returns its own result `T` (workload counters), handed back in thread order.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments)] // the harness's interface every family calls (HACKING.md, Adding a family)
 pub fn run_threads<S, T, Setup, F>(
     phase: &str,
     nthreads: usize,
@@ -128,7 +128,7 @@ pub struct MemberReport {
 /// shared per operation); each member's report is merged from its threads after the phase. The
 /// phase report covers every member, from the earliest member's measured start. With one member
 /// this is `run_threads`, and no member reports are made.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments)] // run_threads' interface, with the members in place of the timing
 pub fn run_group<S, T, Setup, F>(
     phase: &str,
     members: &[GroupMember],
@@ -737,7 +737,7 @@ fn member_start(
 }
 
 /// A phase report from summed counters and merged histograms over the window [measure_start, end].
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments)] // the parts of a report the workers handed back, each used once
 fn build_report(
     phase: &str,
     kinds: &[&'static str],

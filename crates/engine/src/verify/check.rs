@@ -205,7 +205,7 @@ pub fn check_block_expect(
 /// (`bad_magic`), the rest of the header (`bad_header`; `algo.header_len()` bytes) or the payload
 /// (`bad_checksum`, or `zero_tail` when everything from there on is zero; all
 /// zero: `zero_filled`). Allocates nothing unless it fails.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments)] // a block's identity (offset, generation, thread, seed), per block
 pub fn check_prefix(
     buf: &[u8],
     offset: u64,

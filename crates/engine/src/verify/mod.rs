@@ -292,7 +292,7 @@ pub struct RereadFile {
 /// says it should hold when `exact`, else for its own consistency. A file that
 /// is shorter than it should be has every missing block reported (`short`).
 /// Reported as reads; counters and mismatches as `merge_into` puts them.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments)] // what a reread needs of the family, which differs per family
 pub fn reread(
     job: &crate::settings::Settings,
     ctl: &crate::measure::Control,

@@ -352,7 +352,7 @@ impl Access {
     /// A request that completed: measured, verified, counted in the mix and the pace, and the fsync
     /// fio's `fsync` asks for after it.
     #[inline]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the loop's own state, borrowed per request on the hot path
     fn completed_ok<B: IoBackend, const VERIFY: bool>(
         &self,
         st: &mut RunState<B>,
@@ -431,7 +431,7 @@ impl Access {
     /// quiesce finished (and the statistics reset before the final window), the window judged, and
     /// requests issued up to the depth in force. True: the thread is to stop issuing (the search
     /// ended, or the byte quota or deadline was reached).
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the loop's own counters, which stay in its registers
     fn lat_step<B: IoBackend, const VERIFY: bool>(
         &self,
         st: &mut RunState<B>,
@@ -519,7 +519,7 @@ impl Access {
     /// issue time is then the wake-up), else it is deferred until everything in flight is done, as
     /// fio's inline submission quiesces before it sleeps; thinktime always quiesces first.
     #[inline]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the loop's own state, borrowed per request on the hot path
     fn pace<B: IoBackend>(
         &self,
         st: &mut RunState<B>,
@@ -569,7 +569,7 @@ impl Access {
     /// Queue `op` on `slot`, issued at `t0`; its bytes counted into `issued_bytes` (None: counted
     /// when it was deferred).
     #[inline]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the loop's own state, borrowed per request on the hot path
     fn launch<B: IoBackend, const VERIFY: bool>(
         &self,
         st: &mut RunState<B>,

@@ -493,7 +493,7 @@ pub fn sequential(
 /// One chunk of a sequential phase with verification: block phases write
 /// verified chunks (instead of dirtying one byte) and check what they read;
 /// the per-char phases move the bytes of verified chunks one at a time.
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments)] // the phase loop's own state, borrowed per chunk on the hot path
 #[inline]
 fn verified_seq_op(
     phase: &str,

@@ -278,7 +278,7 @@ fn records(
 /// a write's record is filled with its header first and a read's is checked
 /// after (both inside the op's time).
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments)] // inlined into each test's loop: the closures and switches fold away
 fn record_loop(
     buf: &mut [u8],
     numrecs: u64,

@@ -301,7 +301,7 @@ fn job_error(slot: &Slot, task: usize) -> EngineError {
 /// Run one subrun of `tasks.len()` tasks with the given orders.
 /// Run one subrun of `n` tasks with the given orders. `tasks` holds the
 /// tasks' state for the fork and thread modes (the task program builds its own).
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments)] // the subrun's inputs, each used once, from the one caller
 pub fn subrun(
     tasks: &mut [Task],
     n: usize,
@@ -320,7 +320,7 @@ pub fn subrun(
     r
 }
 
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments)] // subrun's arguments plus the shared page and its memfd, passed through
 fn subrun_in(
     shared: &Shared,
     memfd: i32,
@@ -575,7 +575,7 @@ unsafe fn child_main(
     libc::_exit(if ok { 0 } else { 1 })
 }
 
-#[allow(clippy::too_many_arguments)]
+#[allow(clippy::too_many_arguments)] // the measured quantities of one subrun, each a field of the result
 fn summarise(
     shared: &Shared,
     n: usize,

@@ -281,7 +281,7 @@ impl<'a> Task<'a> {
     /// Create a file of `n` blocks (closed, synced), reopen it (O_DIRECT if
     /// `direct`) and do `n` reads or writes of a block, then remove it:
     /// disk_rr, disk_rw, disk_rd, disk_brr, disk_brw, disk_dio_rr, disk_dio_rw.
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments)] // the seven disk jobs differ by these switches only
     fn fill_then(
         &mut self,
         prefix: &[u8],
