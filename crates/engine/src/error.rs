@@ -34,6 +34,9 @@ impl EngineError {
     }
 }
 
+/// What fsmeter says when one of its names is a symbolic link it did not make.
+pub const LINK_HINT: &str = "is a symbolic link fsmeter did not make: remove it or use an empty --dir";
+
 impl fmt::Display for EngineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -41,7 +44,7 @@ impl fmt::Display for EngineError {
             EngineError::Io { context, source } => {
                 if source.raw_os_error() == Some(libc::ELOOP) {
                     // Under O_NOFOLLOW: a link stands where fsmeter names a file of its own.
-                    return write!(f, "{context}: the name {}", crate::nofollow::LINK_HINT);
+                    return write!(f, "{context}: the name {}", LINK_HINT);
                 }
                 write!(f, "{context}: {source}")?;
                 if source.raw_os_error() == Some(libc::ENOSPC) {

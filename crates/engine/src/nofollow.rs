@@ -20,10 +20,7 @@ use std::path::{Component, Path};
 
 use libc::{c_char, c_int, mode_t};
 
-use crate::error::{EngineError, Result};
-
-/// What fsmeter says when one of its names is a symbolic link it did not make.
-pub const LINK_HINT: &str = "is a symbolic link fsmeter did not make: remove it or use an empty --dir";
+use crate::error::{EngineError, Result, LINK_HINT};
 
 /// open(2) of a name fsmeter makes: never through a symbolic link at its last component.
 ///
