@@ -167,6 +167,30 @@ def test_journal_trials_land_in_the_store_with_the_guest_recorded(tmp_path):
     store.close()
 
 
+def test_the_guests_storage_probe_lands_in_the_campaigns_store(tmp_path):
+    """The runner inside a guest probes its scratch disk; the journal carries it to the host's store."""
+    from fsmeter.guest.host import _replay
+    from fsmeter.guest.inside import JournalStore
+    from fsmeter.store import open_store
+
+    store = open_store(tmp_path / "r.sqlite")
+    cid = store.create_campaign("g", "", [("seq-write", {"filesystem": "jfs", "kernel": "6.1"})])
+    cell = store.cells(cid)[0]["id"]
+    journal = str(tmp_path / "journal.jsonl")
+    js = JournalStore(journal, {}, {"kernel_level": "6.1", "emulated": True})
+    js.record_storage_probe(cid, {"storage_class": "virtual-disk", "span_bytes": 1 << 20, "random_read_ms_p50": 0.5})
+    with open(journal, "a") as f:
+        f.write('{"op": "storage-probe", "probe": 7}\n')  # not a probe this fsmeter wrote: reported, skipped
+    seen, counts = {"lines": 0}, {"done": 0, "failed": 0, "skipped": 0}
+    _replay(journal, store, seen, {cell: (None, None)}, counts, final=True, campaign_id=cid)
+    rows = store.conn.execute(
+        "SELECT campaign_id, storage_class, random_read_ms_p50, report FROM storage_probes"
+    ).fetchall()
+    assert len(rows) == 1 and rows[0][0] == cid and rows[0][1] == "virtual-disk" and rows[0][2] == 0.5
+    assert json.loads(rows[0][3])["guest"]["emulated"] is True
+    store.close()
+
+
 # -- a real guest ------------------------------------------------------------------------------------
 def _guest_skip_reason():
     from fsmeter.guest import vm

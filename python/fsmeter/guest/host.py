@@ -164,20 +164,20 @@ def _one_level(
         # The guest's runner prints its cell notes and failures; pass them on, and copy the journal as it grows.
         if line.startswith("cell ") or line.startswith("fsmeter guest:"):
             console.print(f"  [dim]guest {kernel.level}:[/] {line}", markup=True, highlight=False)
-        _replay(journal, store, seen, by_id, counts, final=False)
+        _replay(journal, store, seen, by_id, counts, final=False, campaign_id=campaign_id)
 
     fd = runlock.held_fd()
     try:
         boot = vm.run(cmd, g.boot_timeout_s, on_line=on_line, pass_fds=(fd,) if fd is not None else ())
     except KeyboardInterrupt:  # the guest is stopped; what it finished is stored, the rest is left to resume
-        _replay(journal, store, seen, by_id, counts, final=True)
+        _replay(journal, store, seen, by_id, counts, final=True, campaign_id=campaign_id)
         for _cell, row in todo:
             if seen.get(row["id"]) not in ("done", "failed"):
                 store.set_cell_status(
                     row["id"], "interrupted", cause="interrupted (SIGINT/SIGTERM): the guest was stopped"
                 )
         raise
-    _replay(journal, store, seen, by_id, counts, final=True)
+    _replay(journal, store, seen, by_id, counts, final=True, campaign_id=campaign_id)
     ready = f"booted in {boot.boot_s:.1f} s" if boot.boot_s is not None else "did not boot"
     console.print(f"kernel {kernel.level}: guest {ready}, {boot.wall_s:.0f} s in all")
     left = [(cell, row) for cell, row in todo if seen.get(row["id"]) not in ("done", "failed")]
@@ -198,7 +198,9 @@ def _one_level(
             console.print(f"[red]cell {cell.index + 1} ({cell.describe()}) failed:[/] guest: {why}")
 
 
-def _replay(journal: str, store, seen: dict, by_id: dict, counts: dict, final: bool) -> None:
+def _replay(
+    journal: str, store, seen: dict, by_id: dict, counts: dict, final: bool, campaign_id: int | None = None
+) -> None:
     """Copy the journal's new complete lines into the store (a torn last line waits for the next call)."""
     try:
         with open(journal) as f:
@@ -219,6 +221,8 @@ def _replay(journal: str, store, seen: dict, by_id: dict, counts: dict, final: b
         try:
             if op == "trial":
                 store.record_trial(cid, doc.pop("number"), **doc)
+            elif op == "storage-probe" and campaign_id is not None:  # the guest's scratch disk, measured inside
+                store.record_storage_probe(campaign_id, dict(doc["probe"]))
             elif op == "setup-failed":  # modules, scratch disk: no cell could run
                 seen["setup"] = f"the guest could not set up: {doc.get('cause')}"
             elif op == "cell":
@@ -226,7 +230,7 @@ def _replay(journal: str, store, seen: dict, by_id: dict, counts: dict, final: b
                 seen[cid] = doc["status"]
                 if doc["status"] in ("done", "failed"):
                     counts[doc["status"]] += 1
-        except (TypeError, KeyError) as exc:  # a line this fsmeter did not write: reported, not stored
+        except (TypeError, KeyError, ValueError) as exc:  # a line this fsmeter did not write: reported, not stored
             print(f"fsmeter: guest journal {journal}: line {seen['lines']} ignored ({exc})", file=sys.stderr)
 
 

@@ -51,6 +51,11 @@ class JournalStore:
     def set_campaign_status(self, campaign_id: int, status: str) -> None:
         pass
 
+    def record_storage_probe(self, campaign_id: int, probe: dict) -> int:
+        """The storage under the guest's scratch disk, as the guest measured it; the host stores it."""
+        self._write({"op": "storage-probe", "probe": {**probe, "guest": self.guest}})
+        return 0
+
     def record_trial(self, cell_id: int, number: int, **kw: Any) -> int:
         env = dict(kw.get("environment") or {})
         env["guest"] = self.guest  # kernel level, guest settings, accelerator, emulated
