@@ -97,21 +97,23 @@ def migrations() -> list:
 
 
 @functools.cache
-def expected_schema() -> tuple:
-    """({table: [Column]}, {table: CREATE statement}) of a store made by this fsmeter."""
+def expected_schema(version: int | None = None) -> tuple:
+    """({table: [Column]}, {table: CREATE statement}) of a store made by this fsmeter, or, with
+    ``version``, of one at that schema version (a table that version did not have: no columns, None)."""
     conn = sqlite3.connect(":memory:")
     try:
-        for version, sql in migrations():
-            conn.executescript(f"BEGIN;\n{sql}\nPRAGMA user_version = {version};\nCOMMIT;")
+        for step, sql in migrations():
+            if version is not None and step > version:
+                break
+            conn.executescript(f"BEGIN;\n{sql}\nPRAGMA user_version = {step};\nCOMMIT;")
         cols, creates = {}, {}
         for table, _, _ in TABLES:
             cols[table] = [
                 Column(r[1], (r[2] or "").upper(), bool(r[3]) and not r[5])
                 for r in conn.execute(f"PRAGMA table_info({table})")
             ]
-            creates[table] = conn.execute(
-                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
-            ).fetchone()[0]
+            made = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+            creates[table] = made[0] if made else None
         return cols, creates
     finally:
         conn.close()
@@ -166,12 +168,23 @@ def _columns_of(conn: sqlite3.Connection, table: str, schema: str = "main") -> d
     return {r[1]: (r[2] or "").upper() for r in conn.execute(f'PRAGMA "{schema}".table_info("{table}")')}
 
 
+def _older_version(conn: sqlite3.Connection, schema: str) -> int | None:
+    """The store's schema version when it is an earlier one this fsmeter knows, else None (the latest)."""
+    v = conn.execute(f'PRAGMA "{schema}".user_version').fetchone()[0]
+    latest = migrations()[-1][0]
+    return v if isinstance(v, int) and 1 <= v < latest else None
+
+
 def structure_problems(conn: sqlite3.Connection, schema: str = "main") -> list:
     """What differs in the store's tables and columns from this fsmeter's: a table or column missing, a
-    column of another declared type. Extra tables and columns are let be."""
-    cols, _ = expected_schema()
+    column of another declared type. Extra tables and columns are let be. A store of an earlier schema
+    version (one this fsmeter has not migrated: it was opened by an older fsmeter, or read as it is) is
+    held to that version's tables and columns."""
+    cols, _ = expected_schema(_older_version(conn, schema))
     out = []
     for table, _, _ in TABLES:
+        if not cols[table]:
+            continue  # a table the store's version did not have yet
         have = _columns_of(conn, table, schema)
         if not have:
             out.append(f"table {table} is missing")
