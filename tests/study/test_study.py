@@ -253,10 +253,14 @@ def test_equivalence():
     s = _study_with(c)
     assert ClaimChecker(s, _frame({"xfs": 100, "ext3": 101}, noise=0.005)).check_all()[0].outcome == REPRODUCED
     assert ClaimChecker(s, _frame({"xfs": 150, "ext3": 100})).check_all()[0].outcome == NOT_REPRODUCED
-    # +8% is beyond a 5% margin but within a 10% one: the margin is the claim's
+    # +8% is beyond a 5% margin but within a 12% one: the margin is the claim's
     eight = _frame({"xfs": 108, "ext3": 100}, noise=0.005)
     assert ClaimChecker(s, eight).check_all()[0].outcome == NOT_REPRODUCED
-    assert ClaimChecker(_study_with({**c, "margin_pct": 10}), eight).check_all()[0].outcome == REPRODUCED
+    assert ClaimChecker(_study_with({**c, "margin_pct": 12}), eight).check_all()[0].outcome == REPRODUCED
+    # within a 10% one too, but the interval's upper end (+8.2%) clears it by less than the run-to-run
+    # wobble (2 points): the edge rule keeps it undecided and says how many trials would settle it
+    edge = ClaimChecker(_study_with({**c, "margin_pct": 10}), eight).check_all()[0]
+    assert edge.outcome == INCONCLUSIVE and "on the edge" in edge.evidence()[0]
     # no margin written down: no verdict
     v = ClaimChecker(_study_with({**c, "margin_pct": None}), eight).check_all()[0]
     assert v.outcome == INCONCLUSIVE and "margin_pct" in v.reason
