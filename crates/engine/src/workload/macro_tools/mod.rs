@@ -32,6 +32,7 @@ use serde_json::json;
 
 use crate::error::{EngineError, Result};
 use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
+use crate::nofollow;
 use crate::report::PhaseReport;
 use crate::settings::Settings;
 use crate::verify::Checksum;
@@ -436,6 +437,13 @@ impl MacroTools {
             3,
             if self.spec.sync.is_empty() { 1 } else { 2 },
             |_| {
+                // The tools open their outputs with their own flags: a link planted under the name
+                // cp writes or untar extracts into would send the writes through it. The name is
+                // checked here, untimed, and refused as every family refuses one.
+                let written = if phase == "rm" { None } else { step.check.as_ref() };
+                if let Some(p) = written.into_iter().chain(step.mkdir.as_ref()).find(|p| nofollow::is_link(p)) {
+                    return Err(nofollow::link_error(p));
+                }
                 if let Some(d) = &step.mkdir {
                     std::fs::create_dir(d).map_err(|e| {
                         EngineError::io(
