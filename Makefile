@@ -16,7 +16,7 @@ FSMETER := $(VENV)/bin/fsmeter
 # against, with the Python headers) for `mpirun -n N fsmeter run` and the MPI tests; autoconf/automake/pkg-config
 # to build IOR and mdtest at bench time; nodejs runs pyright (`make lint-types`), which pip installs.
 APT_PKGS := e2fsprogs xfsprogs btrfs-progs util-linux fio postmark dbench bonnie++ fsmark chromium bzip2 xz-utils \
-    openmpi-bin libopenmpi-dev python3-dev autoconf automake pkg-config iproute2 glusterfs-server glusterfs-client nodejs
+    openmpi-bin libopenmpi-dev python3-dev autoconf automake pkg-config iproute2 glusterfs-server glusterfs-client nodejs strace
 # Guest kernels (the `kernel` campaign factor, docs/guests.md): QEMU, the busybox virtme-ng's init
 # uses, the mkfs tools of the filesystems the host kernel may lack, and one Debian kernel to boot
 # (the guest test boots it; GUEST_KERNEL= leaves it out).

@@ -8,10 +8,11 @@ import subprocess
 import sys
 
 
-def fsm(*args, cwd=None, timeout=300) -> subprocess.CompletedProcess:
-    """`python -m fsmeter ARGS...` with its output captured (200 columns, so an error stays on one line)."""
+def fsm(*args, cwd=None, timeout=300, prefix=()) -> subprocess.CompletedProcess:
+    """`python -m fsmeter ARGS...` with its output captured (200 columns, so an error stays on one line);
+    ``prefix``: a program that runs it (e.g. strace and its options)."""
     return subprocess.run(
-        [sys.executable, "-m", "fsmeter", *map(str, args)],
+        [*prefix, sys.executable, "-m", "fsmeter", *map(str, args)],
         capture_output=True,
         text=True,
         env={**os.environ, "COLUMNS": "200"},
