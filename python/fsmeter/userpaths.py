@@ -18,6 +18,7 @@ is refused rather than taken as a file named "-".
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -134,6 +135,33 @@ def check_output_dir(path: os.PathLike | str, option: str) -> Path:
     return p
 
 
+def own_dir(path: os.PathLike | str, what: str, *, private: bool = False) -> Path:
+    """Make (or find) a folder fsmeter writes its own files into, refusing a symbolic link in its place (the
+    files would land where the link points). ``private``: the folder is also this user's alone (mode 0700 when
+    made; an existing one must be owned by this user and closed to others), so nobody else can plant a link
+    inside it either."""
+    p = Path(path)
+    try:
+        p.mkdir(mode=0o700 if private else 0o777, parents=True, exist_ok=True)
+    except FileExistsError:
+        pass  # a link or a file in its place: named below
+    except OSError as exc:
+        raise UserError(f"{what} {_short(p)}: cannot be made ({exc.strerror or exc})", exit_code=1) from None
+    st = os.lstat(p)
+    if stat.S_ISLNK(st.st_mode):
+        raise UserError(
+            f"{what} {_short(p)} is a symbolic link fsmeter did not make: remove it, or name another folder"
+        )
+    if not stat.S_ISDIR(st.st_mode):
+        raise UserError(f"{what} {_short(p)} is not a folder: remove it, or name another folder")
+    if private and (st.st_uid != os.geteuid() or st.st_mode & 0o077):
+        raise UserError(
+            f"{what} {_short(p)} is open to other users (mode {stat.S_IMODE(st.st_mode):o}, owner {st.st_uid}): "
+            "a folder fsmeter keeps its images in must be this user's alone; remove it"
+        )
+    return p
+
+
 def write_output(path: os.PathLike | str, text: str, option: str) -> bool:
     """Write ``text`` to the output ``path`` checked by :func:`check_output_path` (``-``: standard output).
     Returns whether it went to a file. A failure now (the disk filled up meanwhile) is one line."""
@@ -156,5 +184,6 @@ __all__ = [
     "check_output_dir",
     "check_output_path",
     "is_stdout",
+    "own_dir",
     "write_output",
 ]

@@ -9,7 +9,7 @@ import os
 
 import pytest
 from fsmeter.errors import UserError
-from fsmeter.userpaths import check_dir, check_output_path, write_output
+from fsmeter.userpaths import check_dir, check_output_path, own_dir, write_output
 from fsmeter_cli import fsm
 from store_sample import fill
 
@@ -170,3 +170,24 @@ def test_a_new_store_is_an_output_under_the_same_rules(tmp_path, db):
     r = fsm("campaign", "run", c, "--db", db, "--no-wait", "-q", cwd=tmp_path)
     assert r.returncode == 2 and f"--db {db} is in a kernel interface" in one_line(r)
     assert not os.path.exists(db)
+
+
+def test_own_dir_refuses_a_link_a_file_and_a_shared_private_folder(tmp_path):
+    """The folders fsmeter writes its own files into (a crash cell's output, its images): made when missing,
+    a link or a file in their place refused in one line, a private one closed to other users."""
+    made = own_dir(tmp_path / "a" / "b", "crash output folder")
+    assert made.is_dir() and own_dir(made, "crash output folder") == made
+    away = tmp_path / "away"
+    away.mkdir()
+    (tmp_path / "link").symlink_to(away)
+    with pytest.raises(UserError, match="crash output folder .*link is a symbolic link fsmeter did not make"):
+        own_dir(tmp_path / "link", "crash output folder")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UserError, match="is not a folder"):
+        own_dir(tmp_path / "file", "crash output folder")
+    private = own_dir(tmp_path / "images", "crash image folder", private=True)
+    assert private.stat().st_mode & 0o777 == 0o700
+    os.chmod(private, 0o777)
+    with pytest.raises(UserError, match="open to other users"):
+        own_dir(private, "crash image folder", private=True)
+    assert list(away.iterdir()) == []

@@ -127,3 +127,27 @@ def test_bounds_that_could_fill_the_filesystem_are_refused_before_any_write(tmp_
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("fsmeter: error:")]
     assert len(lines) == 1 and "more than the" in lines[0] and "GiB free under --dir" in lines[0], r.stderr
     assert os.listdir(d) == []  # refused before making anything
+
+
+@pytest.mark.parametrize("name", ["io500-data", "io500-timestamp"])
+def test_a_link_planted_under_a_name_the_suite_makes_is_refused(tmp_path, name):
+    """A symbolic link in --dir named like the suite's data folder or timestamp file is never followed: the run
+    stops with one error line before any phase, and the link's target outside keeps its bytes."""
+    work, away, target = tmp_path / "work", tmp_path / "away", tmp_path / "outside"
+    work.mkdir()
+    away.mkdir()
+    target.write_bytes(b"7 bytes")
+    os.symlink(away if name == "io500-data" else target, work / name)
+    env = {**os.environ, **MPI_ENV, "COLUMNS": "200"}
+    r = subprocess.run(
+        [sys.executable, "-m", "fsmeter", "io500", "--dir", work, "--ranks", "1", "--db", tmp_path / "r.sqlite", *SMALL],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+    assert len([ln for ln in r.stderr.splitlines() if ln.startswith("fsmeter: error:")]) == 1, r.stderr
+    assert name in r.stderr
+    assert list(away.iterdir()) == [] and target.read_bytes() == b"7 bytes"
+    assert sorted(p.name for p in work.iterdir()) == [name] and (work / name).is_symlink()

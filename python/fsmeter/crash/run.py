@@ -41,6 +41,7 @@ from fsmeter.provision.filesystems import get_filesystem
 from fsmeter.provision.state import StateFile
 from fsmeter.provision.undo import detach_loop, undo_image
 from fsmeter.units import format_size
+from fsmeter.userpaths import own_dir
 
 RESULTS = "results.json"
 LOSS_KEYS = (
@@ -164,11 +165,11 @@ class CrashRunner:
         slug = cell["slug"]
         ident = f"crash-{os.getpid()}-{len(self.doc['cells'])}"
         work = os.path.join(self.scratch, "crash", ident)
-        cell_out = os.path.join(self.out, slug)
-        os.makedirs(cell_out, exist_ok=True)
+        cell_out = str(own_dir(os.path.join(self.out, slug), "crash output folder"))
         ledger = os.path.join(cell_out, "ledger.jsonl")
-        images = os.path.join(self.scratch, "images")
-        os.makedirs(images, mode=0o700, exist_ok=True)
+        # The images (and cp's copies of them) are made by name: their folder is this user's alone, so no
+        # other user can plant a link under one of those names.
+        images = str(own_dir(os.path.join(self.scratch, "images"), "crash image folder", private=True))
         live, base, work_img, log = (
             os.path.join(images, f"{ident}-{n}") for n in ("live.img", "base.img", "work.img", "writes.log")
         )
