@@ -236,6 +236,59 @@ def ranking_table(store, campaign_id: int) -> Table:
 DEVICE_OPT, CONFIRM_OPT, FORCE_OPT = device_options()
 
 
+#: The options of the other targets (guest kernels, GlusterFS bricks, a disk model).
+KERNEL_OPT = typer.Option(
+    None,
+    "--kernel",
+    help="comma-separated kernels to run in guests "
+    "(virtual machines), e.g. 6.1,6.12 or /path/to/bzImage: a kernel factor "
+    "(see the guests page of the docs)",
+)
+TARGET_KIND_OPT = typer.Option(
+    None,
+    "--target",
+    help="glusterfs: the filesystems are the bricks' "
+    "of a GlusterFS volume on namespace hosts of this machine, measured "
+    "by MPI ranks on every host (root; default filesystems xfs,ext4, "
+    "workloads seq-read,seq-write; see the many-hosts page)",
+)
+DISK_MODEL_OPT = typer.Option(
+    None,
+    "--disk-model",
+    help="put every filesystem on a disk model instead of a loop image: the timing of a modelled "
+    "disk (fsmeter disk-model list); --size sets its image (default 1G)",
+)
+HOSTS_OPT = typer.Option(
+    None,
+    "--hosts",
+    min=1,
+    max=16,
+    help="--target glusterfs: namespace hosts h1..hN (default 2); the last serves the brick, all mount the volume",
+)
+RANKS_OPT = typer.Option(
+    None, "--ranks", min=1, max=64, help="--target glusterfs: MPI ranks per trial (default: one per host)"
+)
+VOLUME_TYPE_OPT = typer.Option(None, "--volume-type", help="--target glusterfs: distribute (default) or replicate")
+VOLUME_OPTION_OPT = typer.Option(
+    None,
+    "--volume-option",
+    help="--target glusterfs: KEY=VALUE set on the volume before it starts (gluster volume set); repeat for several",
+)
+
+
+def _check_disk_model(name: str, root: bool, **others) -> None:
+    """--disk-model NAME: a known model, as root, and no other target named beside it."""
+    shown = {"directory": "--dir", "device": "--device", "gluster": "--target glusterfs", "kernel": "--kernel"}
+    other = [shown[k] for k, v in others.items() if v]
+    if other:
+        raise UserError(f"--disk-model and {other[0]} exclude each other: the disk model is the target")
+    from fsmeter.diskmodel.profiles import load_profile
+
+    load_profile(name)  # an unknown model: one line before anything runs
+    if not root:
+        raise UserError("--disk-model serves the modelled disk through FUSE under a loop device: run as root")
+
+
 def register(app: typer.Typer) -> None:
     @app.command("compare")
     def compare(
@@ -265,49 +318,13 @@ def register(app: typer.Typer) -> None:
         destroy_data_on: str | None = CONFIRM_OPT,
         force: bool = FORCE_OPT,
         no_wait: bool = no_wait_option(),
-        kernel: str | None = typer.Option(
-            None,
-            "--kernel",
-            help="comma-separated kernels to run in guests "
-            "(virtual machines), e.g. 6.1,6.12 or /path/to/bzImage: a kernel factor "
-            "(see the guests page of the docs)",
-        ),
-        target_kind: str | None = typer.Option(
-            None,
-            "--target",
-            help="glusterfs: the filesystems are the bricks' "
-            "of a GlusterFS volume on namespace hosts of this machine, measured "
-            "by MPI ranks on every host (root; default filesystems xfs,ext4, "
-            "workloads seq-read,seq-write; see the many-hosts page)",
-        ),
-        disk_model: str | None = typer.Option(
-            None,
-            "--disk-model",
-            help="put every filesystem on a disk model instead of a loop image: the timing of a modelled "
-            "disk (fsmeter disk-model list); --size sets its image (default 1G)",
-        ),
-        hosts: int | None = typer.Option(
-            None,
-            "--hosts",
-            min=1,
-            max=16,
-            help="--target glusterfs: namespace "
-            "hosts h1..hN (default 2); the last serves the brick, all mount the "
-            "volume",
-        ),
-        ranks: int | None = typer.Option(
-            None, "--ranks", min=1, max=64, help="--target glusterfs: MPI ranks per trial (default: one per host)"
-        ),
-        volume_type: str | None = typer.Option(
-            None, "--volume-type", help="--target glusterfs: distribute (default) or replicate"
-        ),
-        volume_option: list[str] | None = typer.Option(
-            None,
-            "--volume-option",
-            help="--target glusterfs: "
-            "KEY=VALUE set on the volume before it starts (gluster "
-            "volume set); repeat for several",
-        ),
+        kernel: str | None = KERNEL_OPT,
+        target_kind: str | None = TARGET_KIND_OPT,
+        disk_model: str | None = DISK_MODEL_OPT,
+        hosts: int | None = HOSTS_OPT,
+        ranks: int | None = RANKS_OPT,
+        volume_type: str | None = VOLUME_TYPE_OPT,
+        volume_option: list[str] | None = VOLUME_OPTION_OPT,
     ) -> None:
         """Which filesystem is fastest here? Quick suite on fresh filesystems, ranked per workload."""
         from fsmeter.campaign import CampaignFile, dump_toml, parse_campaign
@@ -334,23 +351,7 @@ def register(app: typer.Typer) -> None:
                 "filesystems on this machine"
             )
         if disk_model is not None:
-            other = [
-                n
-                for n, v in (
-                    ("--dir", directory),
-                    ("--device", target),
-                    ("--target glusterfs", gluster),
-                    ("--kernel", kernel),
-                )
-                if v
-            ]
-            if other:
-                raise UserError(f"--disk-model and {other[0]} exclude each other: the disk model is the target")
-            from fsmeter.diskmodel.profiles import load_profile
-
-            load_profile(disk_model)  # an unknown model: one line before anything runs
-            if not root:
-                raise UserError("--disk-model serves the modelled disk through FUSE under a loop device: run as root")
+            _check_disk_model(disk_model, root, directory=directory, device=target, gluster=gluster, kernel=kernel)
         if gluster:
             gtarget, gmpi = gluster_target(hosts, ranks, volume_type, volume_option, size)
             filesystems = filesystems or ",".join(GLUSTER_FILESYSTEMS)

@@ -20,6 +20,55 @@ def _num(v: float | None, unit: str = "") -> str:
     return f"{v:,.2f}{(' ' + unit) if unit else ''}"
 
 
+def _print_profile(con: Console, p, fig: dict, exp: dict) -> None:
+    """`disk-model show`: the drive, the model's derived figures, what calibration expects, the sources."""
+    con.print(f"[bold]{p.name}[/]: {p.drive} ({p.year}, {p.interface})", highlight=False)
+    con.print(p.description, highlight=False)
+    if p.stand_in_for:
+        con.print(f"[yellow]stand-in:[/] {p.stand_in_for}", highlight=False)
+    con.print(
+        f"capacity {fig['capacity_bytes'] / 1e9:,.1f} GB ({fig['capacity_sectors']:,} sectors), "
+        f"{fig['surfaces']} surfaces, {fig['cylinders']:,} cylinders in {len(fig['zones'])} zones, "
+        f"{60e3 / fig['revolution_ms']:,.0f} rpm ({fig['revolution_ms']:.3f} ms a turn); "
+        f"write cache {'on' if fig['write_cache'] else 'off'}; queue {fig['queue']['policy']} "
+        f"(depth {fig['queue']['depth']})",
+        highlight=False,
+    )
+    s = fig["seek"]
+    con.print(
+        f"seek ({'measured table' if s['kind'] == 'table' else 'three-point curve'}): track to track "
+        f"{s['track_to_track_ms']:.2f} ms, average {s['average_ms']:.2f} ms over cylinder pairs "
+        f"({s['random_block_ms']:.2f} ms between random blocks), full stroke {s['full_stroke_ms']:.2f} ms",
+        highlight=False,
+    )
+    z0, zn = fig["zones"][0], fig["zones"][-1]
+    con.print(
+        f"media rate: outer zone {z0['track_mb_s']:.1f} MB/s a track, {fig['outer_sustained_mb_s']:.1f} MB/s "
+        f"sustained; inner zone {zn['track_mb_s']:.1f} and {fig['inner_sustained_mb_s']:.1f} MB/s",
+        highlight=False,
+    )
+    if p.datasheet is not None:
+        ds = {k: v for k, v in p.datasheet.model_dump(exclude={"source", "field_sources"}).items() if v is not None}
+        con.print("published figures: " + ", ".join(f"{k} {v:,}" for k, v in ds.items()), highlight=False)
+    t = Table(title="what calibration expects (fsmeter disk-model calibrate)")
+    for col in ("figure", "expected", "from"):
+        t.add_column(col, overflow="fold")
+    for k, v in exp.items():
+        t.add_row(k, _num(v["expected"], v["unit"]), v["basis"])
+    con.print(t)
+    src = Table(title="sources")
+    src.add_column("key")
+    src.add_column("source", overflow="fold")
+    for k, v in p.sources.items():
+        src.add_row(k, v)
+    con.print(src)
+    assumed = p.assumptions()
+    if assumed:
+        con.print(f"[yellow]{len(assumed)} figures are assumptions, not from a source:[/]")
+        for a in assumed:
+            con.print(f"  {a.split(':', 1)[0]}", highlight=False)
+
+
 def register(app: typer.Typer) -> None:
     dm = typer.Typer(
         help="Disk models: block devices served with the timing of a paper's disk (seek, rotation, zones, "
@@ -62,52 +111,7 @@ def register(app: typer.Typer) -> None:
         p = load_profile(name)
         fig = describe(p)
         exp = expected_figures(p, fig)
-        con = Console()
-        con.print(f"[bold]{p.name}[/]: {p.drive} ({p.year}, {p.interface})", highlight=False)
-        con.print(p.description, highlight=False)
-        if p.stand_in_for:
-            con.print(f"[yellow]stand-in:[/] {p.stand_in_for}", highlight=False)
-        con.print(
-            f"capacity {fig['capacity_bytes'] / 1e9:,.1f} GB ({fig['capacity_sectors']:,} sectors), "
-            f"{fig['surfaces']} surfaces, {fig['cylinders']:,} cylinders in {len(fig['zones'])} zones, "
-            f"{60e3 / fig['revolution_ms']:,.0f} rpm ({fig['revolution_ms']:.3f} ms a turn); "
-            f"write cache {'on' if fig['write_cache'] else 'off'}; queue {fig['queue']['policy']} "
-            f"(depth {fig['queue']['depth']})",
-            highlight=False,
-        )
-        s = fig["seek"]
-        con.print(
-            f"seek ({'measured table' if s['kind'] == 'table' else 'three-point curve'}): track to track "
-            f"{s['track_to_track_ms']:.2f} ms, average {s['average_ms']:.2f} ms over cylinder pairs "
-            f"({s['random_block_ms']:.2f} ms between random blocks), full stroke {s['full_stroke_ms']:.2f} ms",
-            highlight=False,
-        )
-        z0, zn = fig["zones"][0], fig["zones"][-1]
-        con.print(
-            f"media rate: outer zone {z0['track_mb_s']:.1f} MB/s a track, {fig['outer_sustained_mb_s']:.1f} MB/s "
-            f"sustained; inner zone {zn['track_mb_s']:.1f} and {fig['inner_sustained_mb_s']:.1f} MB/s",
-            highlight=False,
-        )
-        if p.datasheet is not None:
-            ds = {k: v for k, v in p.datasheet.model_dump(exclude={"source", "field_sources"}).items() if v is not None}
-            con.print("published figures: " + ", ".join(f"{k} {v:,}" for k, v in ds.items()), highlight=False)
-        t = Table(title="what calibration expects (fsmeter disk-model calibrate)")
-        for col in ("figure", "expected", "from"):
-            t.add_column(col, overflow="fold")
-        for k, v in exp.items():
-            t.add_row(k, _num(v["expected"], v["unit"]), v["basis"])
-        con.print(t)
-        src = Table(title="sources")
-        src.add_column("key")
-        src.add_column("source", overflow="fold")
-        for k, v in p.sources.items():
-            src.add_row(k, v)
-        con.print(src)
-        assumed = p.assumptions()
-        if assumed:
-            con.print(f"[yellow]{len(assumed)} figures are assumptions, not from a source:[/]")
-            for a in assumed:
-                con.print(f"  {a.split(':', 1)[0]}", highlight=False)
+        _print_profile(Console(), p, fig, exp)
         if json_out is not None:
             Path(json_out).write_text(
                 json.dumps({"profile": p.model_dump(), "figures": fig, "expected": exp}, indent=1)
