@@ -139,8 +139,9 @@ def test_a_link_planted_under_a_name_the_suite_makes_is_refused(tmp_path, name):
     target.write_bytes(b"7 bytes")
     os.symlink(away if name == "io500-data" else target, work / name)
     env = {**os.environ, **MPI_ENV, "COLUMNS": "200"}
+    args = ["io500", "--dir", work, "--ranks", "1", "--db", tmp_path / "r.sqlite", *SMALL]
     r = subprocess.run(
-        [sys.executable, "-m", "fsmeter", "io500", "--dir", work, "--ranks", "1", "--db", tmp_path / "r.sqlite", *SMALL],
+        [sys.executable, "-m", "fsmeter", *map(str, args)],
         capture_output=True,
         text=True,
         env=env,
