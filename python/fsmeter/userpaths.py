@@ -157,7 +157,7 @@ def own_dir(path: os.PathLike | str, what: str, *, private: bool = False) -> Pat
     if private and (st.st_uid != os.geteuid() or st.st_mode & 0o077):
         raise UserError(
             f"{what} {_short(p)} is open to other users (mode {stat.S_IMODE(st.st_mode):o}, owner {st.st_uid}): "
-            "a folder fsmeter keeps its images in must be this user's alone; remove it"
+            "a private folder of fsmeter's must be this user's alone; remove it"
         )
     return p
 

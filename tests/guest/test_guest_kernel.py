@@ -154,12 +154,12 @@ def test_journal_trials_land_in_the_store_with_the_guest_recorded(tmp_path):
         f.write('{"op": "cell", "cell_id": ' + str(cell) + ', "status": "do')  # torn: the guest is still writing it
     seen, counts = {"lines": 0}, {"done": 0, "failed": 0, "skipped": 0}
     by_id = {cell: (None, None)}
-    _replay(journal, store, seen, by_id, counts, final=False)
+    _replay(journal, store, seen, by_id, counts, final=False, campaign_id=cid)
     assert [tuple(x) for x in store.headline_values(cell)] == [(1, 12.5)]
     assert store.cells(cid)[0]["status"] == "pending"  # the torn line is not taken
     with open(journal, "a") as f:
         f.write('ne", "cause": null, "stop_reason": "fixed-n"}\n')
-    _replay(journal, store, seen, by_id, counts, final=True)
+    _replay(journal, store, seen, by_id, counts, final=True, campaign_id=cid)
     assert store.cells(cid)[0]["status"] == "done" and counts["done"] == 1
     extra = json.loads(store.conn.execute("SELECT extra FROM environment").fetchone()[0])
     assert extra["guest"]["emulated"] is True and extra["guest"]["kernel_level"] == "6.1"
@@ -355,7 +355,7 @@ def test_a_guest_that_cannot_set_up_fails_its_cells_with_the_cause(tmp_path):
     journal = tmp_path / "journal.jsonl"
     journal.write_text('{"op": "setup-failed", "cause": "no block device with serial fsmeter-scratch"}\n')
     seen = {"lines": 0}
-    _replay(str(journal), None, seen, {}, {"done": 0, "failed": 0}, final=True)
+    _replay(str(journal), None, seen, {}, {"done": 0, "failed": 0}, final=True, campaign_id=1)
     assert seen["setup"] == "the guest could not set up: no block device with serial fsmeter-scratch"
 
 

@@ -198,9 +198,7 @@ def _one_level(
             console.print(f"[red]cell {cell.index + 1} ({cell.describe()}) failed:[/] guest: {why}")
 
 
-def _replay(
-    journal: str, store, seen: dict, by_id: dict, counts: dict, final: bool, campaign_id: int | None = None
-) -> None:
+def _replay(journal: str, store, seen: dict, by_id: dict, counts: dict, final: bool, campaign_id: int) -> None:
     """Copy the journal's new complete lines into the store (a torn last line waits for the next call)."""
     try:
         with open(journal) as f:
@@ -221,7 +219,7 @@ def _replay(
         try:
             if op == "trial":
                 store.record_trial(cid, doc.pop("number"), **doc)
-            elif op == "storage-probe" and campaign_id is not None:  # the guest's scratch disk, measured inside
+            elif op == "storage-probe":  # the guest's scratch disk, measured inside
                 store.record_storage_probe(campaign_id, dict(doc["probe"]))
             elif op == "setup-failed":  # modules, scratch disk: no cell could run
                 seen["setup"] = f"the guest could not set up: {doc.get('cause')}"
