@@ -1,10 +1,11 @@
 """fio's own example job files under `fsmeter run`, scaled down, compared with fio job by job.
 
-    python bench/fio_examples.py [FIO_CHECKOUT] [--only NAME ...] [--no-fio] [--fio PATH ...] [--blockers]
-                                 [--json OUT] [--timeout S] [--fio-timeout S]
+    python bench/fio_examples.py [FIO_CHECKOUT] [--dir examples|t/jobs] [--only NAME ...] [--no-fio]
+                                 [--fio PATH ...] [--blockers] [--json OUT] [--timeout S] [--fio-timeout S]
 
 FIO_CHECKOUT is a clone of axboe/fio, bare or not (default: $FIO_GIT, else bench/peers/fio.git); its
-`examples/*.fio` are read from it, never copied into this project. Each file is scaled down before it runs:
+`examples/*.fio` (or, with --dir t/jobs, the job files of fio's own regression tests) are read from it, never
+copied into this project. Each file is scaled down before it runs:
 sizes above 64 MiB become 64m (in a file with rate= or rate_iops=, at most what the slowest rate moves in 2 s,
 and at least 64 KiB: a 64 MiB job at 50 IOPS would run for minutes), runtime at most 2 s, ramp_time and
 startdelay at most 1 s, loops at most 2 (fsx.fio asks for 500,000), nrfiles at most 4096, ${FIO_DIR} is the
@@ -88,13 +89,13 @@ def with_target(name: str, text: str) -> str:
     return re.sub(r"^\[global\]\s*$", f"[global]\nfilename={target}", text, count=1, flags=re.M)
 
 
-def examples(checkout: Path) -> dict:
-    """name -> text of examples/*.fio, from a bare clone (git show) or a work tree."""
-    if (checkout / "examples").is_dir():
-        return {p.name: p.read_text(errors="replace") for p in sorted((checkout / "examples").glob("*.fio"))}
+def examples(checkout: Path, folder: str = "examples") -> dict:
+    """name -> text of FOLDER/*.fio (examples, or t/jobs), from a bare clone (git show) or a work tree."""
+    if (checkout / folder).is_dir():
+        return {p.name: p.read_text(errors="replace") for p in sorted((checkout / folder).glob("*.fio"))}
     git = ["git", "--git-dir", str(checkout)]
     names = subprocess.run(
-        [*git, "ls-tree", "--name-only", "HEAD", "examples/"], capture_output=True, text=True, check=True
+        [*git, "ls-tree", "--name-only", "HEAD", f"{folder.rstrip('/')}/"], capture_output=True, text=True, check=True
     ).stdout.split()
     return {
         Path(n).name: subprocess.run(
@@ -933,6 +934,12 @@ def _over_seeds(
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("checkout", nargs="?", default=os.environ.get("FIO_GIT", str(HERE / "peers" / "fio.git")))
+    ap.add_argument(
+        "--dir",
+        default="examples",
+        choices=("examples", "t/jobs"),
+        help="the checkout's folder of job files: fio's examples, or its regression tests' t/jobs",
+    )
     ap.add_argument("--only", nargs="*", default=None, help="example file names to run")
     ap.add_argument("--no-fio", action="store_true", help="do not run fio")
     ap.add_argument(
@@ -968,7 +975,7 @@ def main() -> int:
     if not checkout.exists():
         print(f"no fio checkout at {checkout}: clone axboe/fio there or set FIO_GIT", file=sys.stderr)
         return 2
-    files = examples(checkout)
+    files = examples(checkout, args.dir)
     os.environ.update(ENV)  # for --blockers, which plans in this process
     if args.only:
         files = {k: v for k, v in files.items() if k in args.only or k.removesuffix(".fio") in args.only}
