@@ -28,7 +28,8 @@ runs as fio's built-in null engine, and a fio older than 3.42 runs io_submit_mod
 Per file the report says: ran, refused (the error line), fails (the run stopped at an error of the filesystem's,
 told in one line, exit 1), or crashed (any other exit, a traceback, a timeout);
 fio's outcome; and for a file both ran, whether the bytes and I/O counts of each job (or, with
-group_reporting, each reporting group, as fio merges it) and direction are fio's. Random read/write mixes:
+group_reporting, each reporting group, as fio merges it) and direction are fio's. Read/write mixes (random or
+sequential, both draw each request's direction):
 the total within 2%, each direction within 5% of the total or three binomial standard deviations; several
 request sizes: the count within 2% or three standard deviations of two renewal counts (count_slack). A file
 of time-based jobs is "time-based: compared rates not work", with the bandwidth ratio per job. A job that fio's
@@ -659,7 +660,8 @@ def compare(doc: dict, fio: dict, groups: dict | None = None) -> tuple:
             got[d][1] += sum(_failed_ios(_job_rep(doc, n), d) for n in members)
         fw = {d: want["dirs"][d] for d in dirs}
         entries = [e for p in params for e in p.get("entries", [])]
-        mix = sum(1 for d in dirs if got[d][1]) > 1 and any(e.get("random_pct") for e in entries)
+        # A mix draws each request's direction whether its offsets are random or sequential (fio's rw=rw too).
+        mix = sum(1 for d in dirs if got[d][1]) > 1 and any(0 < e.get("read_pct", 0) < 100 for e in entries)
         sized = len({e["size"] for e in entries}) > 1
         if mix or sized:
             tot = [sum(got[d][i] for d in dirs) for i in (0, 1)]

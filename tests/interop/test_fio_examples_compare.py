@@ -87,6 +87,16 @@ def test_a_random_mix_may_split_its_directions_within_the_binomial_slack(fe):
     far = fsm_doc({"m": (mix, {"read": (7400 * 4096, 7400), "write": (2600 * 4096, 2600)})})
     assert fe.compare(near, fio)[0] == "same work"
     assert fe.compare(far, fio)[0] == "different work"
+    # A sequential mix (fio's rw=rw) draws its directions too: fio's t0032, 20 requests of 128 KiB, 12 reads
+    # and 8 writes under fio 3.33, 10 and 10 under fsmeter; slack max(1, 3 sqrt(20 * 0.5 * 0.5)) = 6.7.
+    seqmix = [entry(131072, read_pct=50.0)]
+    fio2 = {"entries": fe.fio_entries({"jobs": [fio_job("m", 0, read=(12 * 131072, 12), write=(8 * 131072, 8))]})}
+    assert fe.compare(fsm_doc({"m": (seqmix, {"read": (10 * 131072, 10), "write": (10 * 131072, 10)})}), fio2)[0] == (
+        "same work"
+    )
+    assert fe.compare(fsm_doc({"m": (seqmix, {"read": (2 * 131072, 2), "write": (18 * 131072, 18)})}), fio2)[0] == (
+        "different work"
+    )
     # A sequential job with one size must match exactly.
     seq = fsm_doc({"m": ([entry()], {"read": (7999 * 4096, 7999)})})
     fio1 = {"entries": fe.fio_entries({"jobs": [fio_job("m", 0, read=(8000 * 4096, 8000))]})}
