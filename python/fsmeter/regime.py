@@ -25,8 +25,9 @@ virtual machine, the workload's own I/O brings them: a direct-I/O write of 3 GB 
 came with steal of 4.6% and softirq of 3% of the machine, and ``tar xjf`` of a source tree with
 steal of 17%, where a CPU-bound process alone brought under 1%. Counted as others', they flagged
 quiet I/O phases as busy. The price: a neighbour of this virtual machine on its host, which shows
-as steal only, is not seen by the share (look at ``steal_cpu_s``). A process of ours that started and ended within the phase without being
-reaped by a process of ours is counted as others' (fsmeter reaps what it starts).
+as steal only, is not seen by the share (look at ``steal_cpu_s``). A process of ours that started
+and ended within the phase without being reaped by a process of ours is counted as others'
+(fsmeter reaps what it starts).
 
 A disk-model target (fsmeter.provision.targets.diskmodel) passes ``disk``, an object with
 ``snapshot()`` and ``since(snapshot)``: the regime then holds ``disk_model``, what the model served
@@ -153,7 +154,7 @@ def other_cpu(before: dict, after: dict, cpus: int) -> dict:
         "other_cpu_s": round(other_ticks * _TICK_S, 3),
         "other_cpu_share": round(min(share, 1.0), 4),
     }
-    for key in ("unattributed", "steal"):  # absent from a snapshot of an older fsmeter: not recorded
+    for key in ("unattributed", "steal"):  # a snapshot built without them (the tests' own) records none
         if key in before and key in after:
             out[f"{key}_cpu_s"] = round(max(0, after[key] - before[key]) * _TICK_S, 3)
     return out
