@@ -68,7 +68,7 @@ _PF_KTHREAD = 0x00200000
 _TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") or 100)
 
 
-def _busy_ticks(stat_text: str) -> tuple[int, int, int]:
+def _cpu_ticks(stat_text: str) -> tuple[int, int, int]:
     """From /proc/stat's first line, the clock ticks of all CPUs: (running tasks: user + nice +
     system; charged to no task: irq + softirq + steal; of which steal)."""
     f = stat_text.split("\n", 1)[0].split()
@@ -95,7 +95,7 @@ def cpu_snapshot(own_pids=None) -> dict:
     """Busy ticks of the machine, of fsmeter's process tree, and of kernel threads, right now.
     ``own_pids``: more processes whose trees are fsmeter's (the other MPI ranks on this host)."""
     with open("/proc/stat") as fh:
-        total, unattributed, steal = _busy_ticks(fh.read())
+        running, unattributed, steal = _cpu_ticks(fh.read())
     me = os.getpid()
     procs = {}
     for name in os.listdir("/proc"):
@@ -120,7 +120,7 @@ def cpu_snapshot(own_pids=None) -> dict:
     # CPU behind it) does not make the kernel's delta negative and others' CPU look huge.
     kernel = {pid: st[2] for pid, st in procs.items() if st[1] & _PF_KTHREAD or pid == 2}
     return {
-        "total": total,
+        "running": running,
         "own": own,
         "kernel": kernel,
         "unattributed": unattributed,
@@ -142,9 +142,9 @@ def _kernel_ticks(before, after) -> int:
 def other_cpu(before: dict, after: dict, cpus: int) -> dict:
     """Others' CPU between two snapshots: seconds and share of the machine (see the module's method)."""
     wall = max(after["mono"] - before["mono"], 1e-9)
-    d = {k: after[k] - before[k] for k in ("total", "own")}
+    d = {k: after[k] - before[k] for k in ("running", "own")}
     d["kernel"] = _kernel_ticks(before["kernel"], after["kernel"])
-    other_ticks = max(0, d["total"] - d["own"] - d["kernel"])
+    other_ticks = max(0, d["running"] - d["own"] - d["kernel"])
     share = other_ticks * _TICK_S / (wall * max(cpus, 1))
     out = {
         "wall_s": round(wall, 3),

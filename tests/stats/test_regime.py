@@ -15,7 +15,7 @@ from fsmeter.regime import BUSY_SHARE, PhaseWatch, cache_read_share, other_cpu
 def test_task_ticks_are_user_nice_system_and_irq_softirq_steal_are_charged_to_no_task():
     # cpu  user nice system idle iowait irq softirq steal guest guest_nice
     line = "cpu  100 20 30 5000 400 7 8 9 50 60\ncpu0 1 2 3 4 5 6 7 8 9 10\n"
-    assert regime._busy_ticks(line) == (100 + 20 + 30, 7 + 8 + 9, 9)
+    assert regime._cpu_ticks(line) == (100 + 20 + 30, 7 + 8 + 9, 9)
 
 
 def test_steal_and_interrupts_are_recorded_but_do_not_make_a_quiet_phase_busy():
@@ -24,9 +24,9 @@ def test_steal_and_interrupts_are_recorded_but_do_not_make_a_quiet_phase_busy():
     # of the machine, as measured during tar xjf and a direct-I/O write on one). Counted as others',
     # that read 20% busy; it is nobody's work we can name, so the share is 0 and the ticks are kept.
     tick = regime._TICK_S
-    before = {"total": 0, "own": 0, "kernel": {9: 0}, "unattributed": 0, "steal": 0, "mono": 0.0}
+    before = {"running": 0, "own": 0, "kernel": {9: 0}, "unattributed": 0, "steal": 0, "mono": 0.0}
     after = {
-        "total": round(10 / tick),
+        "running": round(10 / tick),
         "own": round(9 / tick),
         "kernel": {9: round(1 / tick)},
         "unattributed": round(4 / tick),
@@ -37,7 +37,7 @@ def test_steal_and_interrupts_are_recorded_but_do_not_make_a_quiet_phase_busy():
     assert r["other_cpu_share"] == 0.0
     assert r["unattributed_cpu_s"] == pytest.approx(4.0) and r["steal_cpu_s"] == pytest.approx(3.4)
     # Another process's 3 s on top of the same: seen (15% of the machine), steal still not counted.
-    after["total"] += round(3 / tick)
+    after["running"] += round(3 / tick)
     assert other_cpu(before, after, cpus=2)["other_cpu_share"] == pytest.approx(0.15)
 
 
@@ -45,9 +45,9 @@ def test_other_cpu_share_hand_checked():
     # 4 s on 2 CPUs = 8 CPU-seconds of capacity. The machine was busy 500 ticks (5 s): fsmeter's
     # tree used 120 ticks, kernel threads 30, so others used 350 ticks = 3.5 s = 43.75% of it.
     tick = regime._TICK_S
-    before = {"total": 1000, "own": 200, "kernel": 50, "mono": 10.0}
+    before = {"running": 1000, "own": 200, "kernel": 50, "mono": 10.0}
     after = {
-        "total": 1000 + round(5 / tick),
+        "running": 1000 + round(5 / tick),
         "own": 200 + round(1.2 / tick),
         "kernel": 50 + round(0.3 / tick),
         "mono": 14.0,
@@ -61,11 +61,11 @@ def test_other_cpu_share_hand_checked():
 def test_other_cpu_never_negative_nor_above_one():
     # Tick sampling can make our own ticks exceed the machine's busy delta by one: not negative.
     r = other_cpu(
-        {"total": 100, "own": 0, "kernel": 0, "mono": 0.0}, {"total": 101, "own": 3, "kernel": 0, "mono": 1.0}, cpus=2
+        {"running": 100, "own": 0, "kernel": 0, "mono": 0.0}, {"running": 101, "own": 3, "kernel": 0, "mono": 1.0}, cpus=2
     )
     assert r["other_cpu_share"] == 0.0
     r = other_cpu(
-        {"total": 0, "own": 0, "kernel": 0, "mono": 0.0}, {"total": 10_000, "own": 0, "kernel": 0, "mono": 1.0}, cpus=1
+        {"running": 0, "own": 0, "kernel": 0, "mono": 0.0}, {"running": 10_000, "own": 0, "kernel": 0, "mono": 1.0}, cpus=1
     )
     assert r["other_cpu_share"] == 1.0
 
@@ -74,9 +74,9 @@ def test_a_kernel_thread_that_exits_during_the_phase_does_not_make_others_busy()
     # Found on a quiet run: a kworker with 35 s of CPU behind it exited during a 9 s phase; summed over
     # all kernel threads, the kernel's delta came out at -35 s and others' CPU at 100% of the machine.
     tick = regime._TICK_S
-    before = {"total": 10_000, "own": 0, "kernel": {2: 0, 41: round(35 / tick), 42: 100}, "mono": 0.0}
+    before = {"running": 10_000, "own": 0, "kernel": {2: 0, 41: round(35 / tick), 42: 100}, "mono": 0.0}
     after = {
-        "total": 10_000 + round(11 / tick),
+        "running": 10_000 + round(11 / tick),
         "own": round(10.5 / tick),
         "kernel": {2: 0, 42: 100 + round(0.5 / tick), 77: round(0.01 / tick)},
         "mono": 9.0,
