@@ -1,4 +1,4 @@
-"""Jobs: a named workload (data in fsmeter/workloads/*.toml) plus settings and
+"""Jobs: a named workload (data in fsmeter/data/workloads/*.toml) plus settings and
 overrides, validated with pydantic before anything crosses into the engine.
 
 The engine's serde types (crates/engine/src/job.rs, settings.rs and each workload's spec)
@@ -23,7 +23,7 @@ from fsmeter.families import FAMILIES, WorkloadDef
 from fsmeter.textfile import loads_toml, read_text, toml_depth_error
 from fsmeter.units import MAX_COUNT, MAX_DURATION_S, MAX_SIZE_BYTES
 
-WORKLOAD_DIR = Path(__file__).parent / "workloads"
+WORKLOAD_DIR = Path(__file__).parent / "data" / "workloads"
 
 
 class JobSettings(BaseModel):

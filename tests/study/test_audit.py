@@ -18,7 +18,7 @@ from fsmeter.study.model import STUDY_DIR, load_study, study_paths
 from repo_paths import ROOT
 
 FIVE = ("bryant2002", "wettstein2002", "lourdas2009", "layton2009", "gus3-2008")
-RUNS = STUDY_DIR / "data" / "wettstein2002-bonnie-runs.csv"
+RUNS = STUDY_DIR / "published" / "wettstein2002-bonnie-runs.csv"
 
 
 @pytest.mark.parametrize("slug", FIVE)
@@ -89,5 +89,5 @@ def test_the_reports_anova_recomputed_from_its_runs():
 
 def test_the_raw_runs_ship_in_the_wheel():
     text = (ROOT / "pyproject.toml").read_text()
-    assert '"python/fsmeter/studies/data/*"' in text
+    assert '"python/fsmeter/data/studies/published/*"' in text
     assert "wettstein2002" in study_paths()

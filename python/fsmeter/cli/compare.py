@@ -25,7 +25,7 @@ from fsmeter.cli._device import device_options, device_target
 from fsmeter.cli._runlock import no_wait_option
 from fsmeter.errors import UserError
 
-STUDY = Path(__file__).resolve().parent.parent / "studies" / "quick-compare.toml"
+STUDY = Path(__file__).resolve().parent.parent / "data" / "studies" / "quick-compare.toml"
 
 
 def _split(s: str | None) -> list:
@@ -170,7 +170,7 @@ def ranking_table(store, campaign_id: int) -> Table:
 
     from fsmeter.cli.campaign import _fmt, cell_summary, guest_of_cells
     from fsmeter.guest.kernels import EMULATED_NOTE
-    from fsmeter.stats.compare import rank
+    from fsmeter.stats.ranking import rank
 
     emulated = {cid for cid, g in guest_of_cells(store, campaign_id).items() if g.get("emulated")}
 
@@ -397,7 +397,7 @@ def register(app: typer.Typer) -> None:
             console.print(f"[yellow]note:[/] {n}")
         console.print(
             "[bold]quick suite:[/] short phases and few trials trade confidence for time; for results to "
-            "quote, copy python/fsmeter/studies/quick-compare.toml, raise duration_s and the trial caps, "
+            "quote, copy python/fsmeter/data/studies/quick-compare.toml, raise duration_s and the trial caps, "
             "and run it with `fsmeter campaign run`."
         )
         _run_compare(

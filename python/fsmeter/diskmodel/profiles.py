@@ -1,6 +1,6 @@
 """Disk-model profiles: a drive described by numbers that each cite a source.
 
-    p = load_profile("seagate-st39102lw")      # a name from python/fsmeter/diskmodels/, or a .toml file
+    p = load_profile("seagate-st39102lw")      # a name from python/fsmeter/data/diskmodels/, or a .toml file
     spec = drive_spec(p)                       # the JSON fsmeter-diskmodel takes (crates/diskmodel/src/spec.rs)
     fig = describe(p)                          # the model's derived figures (capacity, zones, seek curve...)
     exp = expected_figures(p, fig)             # what calibration should measure, from the sources
@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from fsmeter.errors import UserError
 from fsmeter.textfile import loads_toml, read_text
 
-PROFILE_DIR = Path(__file__).resolve().parent.parent / "diskmodels"
+PROFILE_DIR = Path(__file__).resolve().parent.parent / "data" / "diskmodels"
 DISKMODEL_PROGRAM = Path(__file__).resolve().parent.parent / "_bin" / "fsmeter-diskmodel"
 SECTOR = 512
 

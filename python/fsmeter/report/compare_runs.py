@@ -1,7 +1,7 @@
 """Did B get slower than A? Per metric change between two campaigns, with Welch significance, for CI gates.
 
 Metrics are matched by workload, phase, metric name and the levels of every factor. A change is a
-regression only when it is significant (Welch's t-test, stats.compare) AND worse than A by at least the
+regression only when it is significant (Welch's t-test, stats.ranking) AND worse than A by at least the
 practical threshold, in the metric's own direction (higher_is_better). Runs whose workload parameters
 differ are listed as mismatches and never compared (pyperf refuses to merge runs with different metadata).
 
@@ -24,7 +24,7 @@ from typing import Any
 
 from fsmeter.errors import UserError
 from fsmeter.report.data import level_str
-from fsmeter.stats.compare import compare
+from fsmeter.stats.ranking import compare
 from fsmeter.stats.kept import is_kept
 
 #: Exit code of `fsmeter compare-runs` when B has a significant regression beyond the threshold.

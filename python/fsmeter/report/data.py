@@ -19,7 +19,7 @@ import pandas as pd
 
 from fsmeter.errors import UserError
 from fsmeter.guest.kernels import EMULATED_NOTE
-from fsmeter.stats.compare import DEFAULT_ALPHA, DEFAULT_PRACTICAL_PCT, RankEntry, rank
+from fsmeter.stats.ranking import DEFAULT_ALPHA, DEFAULT_PRACTICAL_PCT, RankEntry, rank
 from fsmeter.stats.kept import is_kept
 from fsmeter.stats.kept import kept as kept_rows
 from fsmeter.stats.summary import MeanCI, mean_ci
@@ -93,7 +93,7 @@ class Config:
 
 @dataclass
 class MetricView:
-    """One metric of one workload across its configurations, ranked (stats.compare.rank)."""
+    """One metric of one workload across its configurations, ranked (stats.ranking.rank)."""
 
     phase: str
     name: str

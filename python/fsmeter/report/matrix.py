@@ -5,7 +5,7 @@ transfers, IOPS for random ones, tx/s, files/s, MB/s for dbench) with its Studen
 in % of the mean. A cell whose half-width is above ``unresolved_pct`` (or that has fewer than two
 usable trials, or failed) is "unresolved": it is shown with the reason in a footnote and takes no
 part in the ranking. The resolved cells of a row are ranked with fsmeter's own rule
-(:func:`fsmeter.stats.compare.rank`: Welch's t-test at alpha AND the practical threshold): the best
+(:func:`fsmeter.stats.ranking.rank`: Welch's t-test at alpha AND the practical threshold): the best
 is marked, and so is every configuration in the best's group (not significantly different = tied).
 Trials far from their siblings (:mod:`fsmeter.stats.outliers`) are listed in the footnotes with
 their score and what the trial record says about them; they stay in every figure.
@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass, field
 
 from fsmeter.report.data import CampaignView, Config, MetricView, WorkloadView, fmt_num
-from fsmeter.stats.compare import rank
+from fsmeter.stats.ranking import rank
 from fsmeter.stats.kept import is_kept
 from fsmeter.stats.outliers import THRESHOLD as OUTLIER_THRESHOLD
 from fsmeter.stats.outliers import find_outliers
@@ -310,7 +310,7 @@ def _verdict(row_cells: dict, ranking: list, higher_is_better: bool) -> str:
 
 def _sentence(workload: str, m: MetricView, unit: str, cells: dict, ranking: list, view: CampaignView) -> str:
     """The row's verdict in words: the row's metric and unit, its best and tied cells, its unresolved ones.
-    Same rule as the marks (fsmeter.stats.compare.rank over the resolved cells), so text and matrix agree."""
+    Same rule as the marks (fsmeter.stats.ranking.rank over the resolved cells), so text and matrix agree."""
     what = f"{m.key} ({unit}, {'higher' if m.higher_is_better else 'lower'} is better)"
     unresolved = [c for c in cells.values() if c.mark == "unresolved"]
     tail = (

@@ -117,7 +117,7 @@ def latency_target_line(lt: dict) -> str:
 
 # -- campaigns: configurations ranked per workload ----------------------------------------------------------
 
-#: Significance markers against the best configuration (stats.compare.rank groups).
+#: Significance markers against the best configuration (stats.ranking.rank groups).
 MARKERS = {"best": "[bold green]★[/]", "same": "[green]=[/]", "worse": "[red]▼[/]", "": ""}
 LEGEND = (
     "★ best  = not significantly worse than the best (Welch t-test, or less than the practical threshold)  "

@@ -11,7 +11,7 @@ if TYPE_CHECKING:  # the names below, as the type checker sees them (at run time
     from fsmeter.stats.analyze import Analysis, analyze_frame, render
     from fsmeter.stats.anova import AnovaResult, factorial_anova
     from fsmeter.stats.batch import BatchMeansResult, SteadyState, batch_means_ci, is_too_short, steady_state
-    from fsmeter.stats.compare import Comparison, RankEntry, compare, rank
+    from fsmeter.stats.ranking import Comparison, RankEntry, compare, rank
     from fsmeter.stats.summary import MeanCI, Summary, mean_ci, summarize
 
 # Submodules load on first use (PEP 562): `fsmeter.stats.phase` must not pull statsmodels and
@@ -29,10 +29,10 @@ _WHERE = {
     "batch_means_ci": "batch",
     "is_too_short": "batch",
     "steady_state": "batch",
-    "Comparison": "compare",
-    "RankEntry": "compare",
-    "compare": "compare",
-    "rank": "compare",
+    "Comparison": "ranking",
+    "RankEntry": "ranking",
+    "compare": "ranking",
+    "rank": "ranking",
     "MeanCI": "summary",
     "Summary": "summary",
     "mean_ci": "summary",

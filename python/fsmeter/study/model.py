@@ -1,6 +1,6 @@
 """The study file: a published filesystem study's design, printed numbers and claims.
 
-One TOML file per study in ``python/fsmeter/studies/`` (the format is described in
+One TOML file per study in ``python/fsmeter/data/studies/`` (the format is described in
 docs/studies.md). A study names configurations, workloads and factors as the authors did;
 :mod:`fsmeter.study.plan` turns them into a campaign for this machine,
 :mod:`fsmeter.study.claims` tests the claims against the results, and
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from fsmeter.errors import UserError
 
-STUDY_DIR = Path(__file__).resolve().parent.parent / "studies"
+STUDY_DIR = Path(__file__).resolve().parent.parent / "data" / "studies"
 Level = int | float | str
 #: Gates of a study's re-run verdicts (a study file may set its own in [study]).
 DEFAULT_MIN_PHASE_S = 5.0

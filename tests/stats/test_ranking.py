@@ -2,7 +2,7 @@
 
 import pytest
 from fsmeter.errors import UserError
-from fsmeter.stats.compare import compare, rank
+from fsmeter.stats.ranking import compare, rank
 
 
 def test_welch_hand_checked():
@@ -62,7 +62,7 @@ def test_nearly_identical_samples_compare_without_a_warning():
     """scipy's precision-loss RuntimeWarning for near-constant samples must not reach the user's terminal."""
     import warnings
 
-    from fsmeter.stats.compare import compare
+    from fsmeter.stats.ranking import compare
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
