@@ -103,15 +103,47 @@ pub fn read_ledger(path: &Path, cut_ns: Option<u64>) -> Result<Promises> {
     Ok(p)
 }
 
-#[derive(Default)]
+/// Every counter the check reports, zero when nothing happened.
+const COUNTERS: [&str; 17] = [
+    "files_known",
+    "files_promised",
+    "files_lost_beyond_fsync",
+    "files_truncated_beyond_fsync",
+    "files_missing_unpromised",
+    "files_short_unpromised",
+    "files_zero_tail",
+    "blocks_promised",
+    "blocks_intact",
+    "blocks_newer_than_promised",
+    "blocks_lost_beyond_fsync",
+    "bytes_lost_beyond_fsync",
+    "blocks_zero_unpromised",
+    "blocks_garbage",
+    "blocks_read",
+    "entries_promised",
+    "entries_lost_beyond_fsync",
+];
+
 struct Tally {
     counters: BTreeMap<&'static str, u64>,
     findings: Vec<serde_json::Value>,
+    max_findings: usize,
 }
 
 impl Tally {
+    fn new(max_findings: usize) -> Self {
+        Tally { counters: COUNTERS.iter().map(|&k| (k, 0)).collect(), findings: Vec::new(), max_findings }
+    }
+
     fn add(&mut self, k: &'static str, n: u64) {
         *self.counters.entry(k).or_insert(0) += n;
+    }
+
+    /// Keeps a finding while fewer than `max_findings` are kept (the counters count them all).
+    fn finding(&mut self, make: impl FnOnce() -> serde_json::Value) {
+        if self.findings.len() < self.max_findings {
+            self.findings.push(make());
+        }
     }
 }
 
@@ -122,157 +154,19 @@ fn is_zero(buf: &[u8]) -> bool {
 pub(super) fn check_phase(spec: &CrashSpec, algo: Checksum, job: &Settings) -> Result<PhaseReport> {
     let t_start = now_ns();
     let promises = read_ledger(&spec.ledger, spec.cut_ns)?;
-    let bs = spec.block_size as usize;
-    let mut t = Tally::default();
-    for k in [
-        "files_known",
-        "files_promised",
-        "files_lost_beyond_fsync",
-        "files_truncated_beyond_fsync",
-        "files_missing_unpromised",
-        "files_short_unpromised",
-        "files_zero_tail",
-        "blocks_promised",
-        "blocks_intact",
-        "blocks_newer_than_promised",
-        "blocks_lost_beyond_fsync",
-        "bytes_lost_beyond_fsync",
-        "blocks_zero_unpromised",
-        "blocks_garbage",
-        "blocks_read",
-        "entries_promised",
-        "entries_lost_beyond_fsync",
-    ] {
-        t.add(k, 0);
-    }
-    t.add("entries_promised", promises.entries.len() as u64);
-    // Directory entries: every promised name must exist.
-    for name in &promises.entries {
-        if std::fs::symlink_metadata(job.dir.join(name)).is_err() {
-            t.add("entries_lost_beyond_fsync", 1);
-            if t.findings.len() < spec.max_findings {
-                t.findings.push(serde_json::json!({"kind": "entry_lost", "path": name}));
-            }
-        }
-    }
-    let mut buf = vec![0u8; bs];
+    let mut t = Tally::new(spec.max_findings);
+    check_entries(&promises, &job.dir, &mut t);
+    let mut buf = vec![0u8; spec.block_size as usize];
     for (name, facts) in &promises.files {
-        t.add("files_known", 1);
-        let promised_blocks = facts.promised.iter().filter(|&&g| g > 0).count() as u64;
-        let promised_len = facts.promised.iter().rposition(|&g| g > 0).map(|i| i as u64 + 1).unwrap_or(0);
-        // A missing file breaks a promise only once its name was durable too (POSIX: fsync of a
-        // file does not promise its directory entry); a file that is there must hold its data.
-        let entry_promised = promises.entries.contains(name);
-        let data_promised = promised_blocks > 0;
-        if data_promised {
-            t.add("files_promised", 1);
-            t.add("blocks_promised", promised_blocks);
-        }
-        let path = job.dir.join(name);
-        let file = match std::fs::File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if data_promised && entry_promised {
-                    t.add("files_lost_beyond_fsync", 1);
-                    t.add("blocks_lost_beyond_fsync", promised_blocks);
-                    t.add("bytes_lost_beyond_fsync", promised_blocks * spec.block_size);
-                    if t.findings.len() < spec.max_findings {
-                        t.findings.push(serde_json::json!({"kind": "file_lost", "path": name,
-                            "promised_blocks": promised_blocks}));
-                    }
-                } else {
-                    t.add("files_missing_unpromised", 1);
-                }
-                continue;
-            }
-            Err(e) => return Err(EngineError::io(format!("open {}", path.display()), e)),
+        let file = FileCheck {
+            name,
+            facts,
+            entry_promised: promises.entries.contains(name),
+            path: job.dir.join(name),
+            block_size: spec.block_size,
+            algo,
         };
-        let size = file.metadata().map_err(|e| EngineError::io(format!("stat {}", path.display()), e))?.len();
-        let nblocks = size.div_ceil(spec.block_size);
-        if size < promised_len * spec.block_size {
-            if data_promised {
-                t.add("files_truncated_beyond_fsync", 1);
-                if t.findings.len() < spec.max_findings {
-                    t.findings.push(serde_json::json!({"kind": "truncated", "path": name,
-                        "size_bytes": size, "promised_bytes": promised_len * spec.block_size}));
-                }
-            } else {
-                t.add("files_short_unpromised", 1);
-            }
-        }
-        let mut zero_tail = false;
-        let mut trailing_zero_blocks = 0u64;
-        for b in 0..nblocks.max(promised_len) {
-            let off = b * spec.block_size;
-            let want = facts.promised.get(b as usize).copied().unwrap_or(0);
-            let in_file = b < nblocks;
-            let mut got = 0usize;
-            if in_file {
-                buf.fill(0);
-                use std::os::unix::fs::FileExt;
-                while got < bs {
-                    match file.read_at(&mut buf[got..], off + got as u64) {
-                        Ok(0) => break,
-                        Ok(n) => got += n,
-                        Err(e) => return Err(EngineError::io(format!("read {} at {off}", path.display()), e)),
-                    }
-                }
-                t.add("blocks_read", 1);
-            }
-            // Past the end, a partial block reads as zeros beyond EOF: judged as read.
-            let zero = !in_file || is_zero(&buf);
-            let verdict = if zero { Err(None) } else { check_block(&buf, off, algo).map_err(Some) };
-            let good = match &verdict {
-                Ok(h) => h.seed == facts.seed && h.thread == facts.tid,
-                Err(_) => false,
-            };
-            if in_file {
-                trailing_zero_blocks = if zero { trailing_zero_blocks + 1 } else { 0 };
-            }
-            if !good && !zero {
-                t.add("blocks_garbage", 1);
-            }
-            if want > 0 && data_promised {
-                let found_gen = match &verdict {
-                    Ok(h) if good => Some(h.generation),
-                    _ => None,
-                };
-                match found_gen {
-                    Some(g) if g >= want => {
-                        t.add("blocks_intact", 1);
-                        if g > want {
-                            t.add("blocks_newer_than_promised", 1);
-                        }
-                    }
-                    _ => {
-                        t.add("blocks_lost_beyond_fsync", 1);
-                        t.add("bytes_lost_beyond_fsync", spec.block_size);
-                        if t.findings.len() < spec.max_findings {
-                            let (why, found, mismatch) = match &verdict {
-                                Ok(h) => (
-                                    if good { "stale generation" } else { "another file's block" },
-                                    Some(h.to_json()),
-                                    None,
-                                ),
-                                Err(Some(m)) => ("header mismatch", None, Some(m.to_json())),
-                                Err(None) => (if in_file { "zeros" } else { "beyond end of file" }, None, None),
-                            };
-                            t.findings.push(serde_json::json!({"kind": "block_lost", "path": name,
-                                "offset": off, "promised_generation": want, "why": why,
-                                "found": found, "mismatch": mismatch}));
-                        }
-                    }
-                }
-            } else if zero && in_file {
-                t.add("blocks_zero_unpromised", 1);
-            }
-        }
-        if trailing_zero_blocks > 0 {
-            zero_tail = true;
-        }
-        if zero_tail {
-            t.add("files_zero_tail", 1);
-        }
+        file.check(&mut buf, &mut t)?;
     }
     let mut report = PhaseReport::new("check");
     report.threads = 1;
@@ -284,4 +178,147 @@ pub(super) fn check_phase(spec: &CrashSpec, algo: Checksum, job: &Settings) -> R
     report.counters.insert("ledger_lines_promised".into(), promises.lines_promised);
     report.extra = serde_json::json!({ "cut_ns": spec.cut_ns, "findings": t.findings });
     Ok(report)
+}
+
+/// Directory entries: every promised name must exist.
+fn check_entries(promises: &Promises, dir: &Path, t: &mut Tally) {
+    t.add("entries_promised", promises.entries.len() as u64);
+    for name in &promises.entries {
+        if std::fs::symlink_metadata(dir.join(name)).is_err() {
+            t.add("entries_lost_beyond_fsync", 1);
+            t.finding(|| serde_json::json!({"kind": "entry_lost", "path": name}));
+        }
+    }
+}
+
+/// One file the ledger knows, checked block by block against what was promised for it.
+struct FileCheck<'a> {
+    name: &'a str,
+    facts: &'a FileFacts,
+    /// Its directory entry was made durable (POSIX: fsync of a file does not promise its entry).
+    entry_promised: bool,
+    path: std::path::PathBuf,
+    block_size: u64,
+    algo: Checksum,
+}
+
+impl FileCheck<'_> {
+    fn check(&self, buf: &mut [u8], t: &mut Tally) -> Result<()> {
+        let (facts, bsize) = (self.facts, self.block_size);
+        t.add("files_known", 1);
+        let promised_blocks = facts.promised.iter().filter(|&&g| g > 0).count() as u64;
+        let promised_len = facts.promised.iter().rposition(|&g| g > 0).map(|i| i as u64 + 1).unwrap_or(0);
+        let data_promised = promised_blocks > 0;
+        if data_promised {
+            t.add("files_promised", 1);
+            t.add("blocks_promised", promised_blocks);
+        }
+        // A missing file breaks a promise only once its name was durable too; a file that is there
+        // must hold its data.
+        let file = match std::fs::File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if data_promised && self.entry_promised {
+                    t.add("files_lost_beyond_fsync", 1);
+                    t.add("blocks_lost_beyond_fsync", promised_blocks);
+                    t.add("bytes_lost_beyond_fsync", promised_blocks * bsize);
+                    t.finding(|| {
+                        serde_json::json!({"kind": "file_lost", "path": self.name,
+                            "promised_blocks": promised_blocks})
+                    });
+                } else {
+                    t.add("files_missing_unpromised", 1);
+                }
+                return Ok(());
+            }
+            Err(e) => return Err(EngineError::io(format!("open {}", self.path.display()), e)),
+        };
+        let size = file.metadata().map_err(|e| EngineError::io(format!("stat {}", self.path.display()), e))?.len();
+        let nblocks = size.div_ceil(bsize);
+        if size < promised_len * bsize {
+            if data_promised {
+                t.add("files_truncated_beyond_fsync", 1);
+                t.finding(|| {
+                    serde_json::json!({"kind": "truncated", "path": self.name,
+                        "size_bytes": size, "promised_bytes": promised_len * bsize})
+                });
+            } else {
+                t.add("files_short_unpromised", 1);
+            }
+        }
+        let mut trailing_zero_blocks = 0u64;
+        for b in 0..nblocks.max(promised_len) {
+            let off = b * bsize;
+            let in_file = b < nblocks;
+            if in_file {
+                self.read_block(&file, buf, off)?;
+                t.add("blocks_read", 1);
+            }
+            // Past the end, a partial block reads as zeros beyond EOF: judged as read.
+            let zero = !in_file || is_zero(buf);
+            if in_file {
+                trailing_zero_blocks = if zero { trailing_zero_blocks + 1 } else { 0 };
+            }
+            let want = if data_promised { facts.promised.get(b as usize).copied().unwrap_or(0) } else { 0 };
+            self.judge_block(buf, off, zero, in_file, want, t);
+        }
+        if trailing_zero_blocks > 0 {
+            t.add("files_zero_tail", 1);
+        }
+        Ok(())
+    }
+
+    /// The block at `off` into `buf`, zero-filled past what the file holds.
+    fn read_block(&self, file: &std::fs::File, buf: &mut [u8], off: u64) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        buf.fill(0);
+        let mut got = 0usize;
+        while got < buf.len() {
+            match file.read_at(&mut buf[got..], off + got as u64) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) => return Err(EngineError::io(format!("read {} at {off}", self.path.display()), e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// One block against its promise: `want` is the promised generation (0: none promised).
+    fn judge_block(&self, buf: &[u8], off: u64, zero: bool, in_file: bool, want: u64, t: &mut Tally) {
+        let verdict = if zero { Err(None) } else { check_block(buf, off, self.algo).map_err(Some) };
+        let good = matches!(&verdict, Ok(h) if h.seed == self.facts.seed && h.thread == self.facts.tid);
+        if !good && !zero {
+            t.add("blocks_garbage", 1);
+        }
+        if want == 0 {
+            if zero && in_file {
+                t.add("blocks_zero_unpromised", 1);
+            }
+            return;
+        }
+        match &verdict {
+            Ok(h) if good && h.generation >= want => {
+                t.add("blocks_intact", 1);
+                if h.generation > want {
+                    t.add("blocks_newer_than_promised", 1);
+                }
+            }
+            _ => {
+                t.add("blocks_lost_beyond_fsync", 1);
+                t.add("bytes_lost_beyond_fsync", self.block_size);
+                t.finding(|| {
+                    let (why, found, mismatch) = match &verdict {
+                        Ok(h) => {
+                            (if good { "stale generation" } else { "another file's block" }, Some(h.to_json()), None)
+                        }
+                        Err(Some(m)) => ("header mismatch", None, Some(m.to_json())),
+                        Err(None) => (if in_file { "zeros" } else { "beyond end of file" }, None, None),
+                    };
+                    serde_json::json!({"kind": "block_lost", "path": self.name,
+                        "offset": off, "promised_generation": want, "why": why,
+                        "found": found, "mismatch": mismatch})
+                });
+            }
+        }
+    }
 }
