@@ -11,6 +11,7 @@
 //! up (ENOSPC, EDQUOT, EFBIG) is marked failed in the report and the grid goes
 //! on with the next cell.
 
+mod grid;
 pub mod nine_tests;
 pub mod stdio;
 pub mod verify;
@@ -18,19 +19,15 @@ pub mod verify;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 
-use rand_core::{RngCore, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Deserialize;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
-use crate::backend::buffer::AlignedBuf;
 use crate::backend::BackendKind;
 use crate::error::{EngineError, Result};
-use crate::measure::{run_threads, Control, PhaseTiming};
+use crate::measure::Control;
 use crate::report::PhaseReport;
 use crate::settings::Settings;
 use crate::workload::family::Workload;
-use nine_tests::{Cell, Opts, Purge, KINDS};
 
 /// iozone's largest record (MAXBUFFERSIZE).
 pub const MAX_RECORD: u64 = 16 << 20;
@@ -227,15 +224,6 @@ fn fills_up(errno: i32) -> bool {
     errno == libc::ENOSPC || errno == libc::EDQUOT || errno == libc::EFBIG
 }
 
-struct State {
-    buf: AlignedBuf,
-    stdio: Vec<u8>,
-    perm: Vec<u32>,
-    purge: Option<Purge>,
-    mix: Vec<AlignedBuf>,
-    verify: Option<verify::CellVerify>,
-}
-
 impl Workload for Iozone {
     fn phases(&self) -> &'static [&'static str] {
         PHASES
@@ -249,169 +237,6 @@ impl Workload for Iozone {
             report.counters.insert("files_removed".into(), removed as u64);
             return Ok(report);
         }
-        let spec = &self.spec;
-        let path = self.path.as_c_str();
-        let opts = Opts { fsync: spec.fsync, close: spec.close, direct: spec.direct, stride: spec.stride };
-        let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
-        let (maxrec, maxn) = (spec.max_record(), spec.max_records());
-        let (mut report, out) = run_threads(
-            phase,
-            1,
-            timing,
-            ctl,
-            KINDS,
-            3,
-            spec.work_total(),
-            |_| {
-                Ok(State {
-                    buf: AlignedBuf::random(maxrec, 4096, job.seed),
-                    stdio: vec![0u8; maxrec],
-                    perm: Vec::with_capacity(maxn),
-                    purge: spec.purge.then(|| Purge::new(spec.cache_size as usize, spec.cache_line as usize)),
-                    mix: if spec.has(8) {
-                        (0..spec.mix_threads)
-                            .map(|t| AlignedBuf::random(maxrec, 4096, job.seed ^ (t as u64 + 1)))
-                            .collect()
-                    } else {
-                        Vec::new()
-                    },
-                    verify: spec.verify.map(|a| verify::CellVerify::new(a, job.seed)),
-                })
-            },
-            |st, rec| {
-                let mut cells_out = Vec::with_capacity(spec.cells.len());
-                let mut failed = 0u64;
-                let mut stopped = false;
-                let mut tests_sorted = spec.tests.clone();
-                tests_sorted.sort_unstable();
-                for (ci, &[file, reclen]) in spec.cells.iter().enumerate() {
-                    let numrecs = file / reclen;
-                    // iozone shuffles the records once per cell for its random tests.
-                    let mut rng = Xoshiro256PlusPlus::seed_from_u64(job.seed.wrapping_add(ci as u64));
-                    st.perm.clear();
-                    st.perm.extend(0..numrecs as u32);
-                    for i in (1..st.perm.len()).rev() {
-                        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
-                        st.perm.swap(i, j);
-                    }
-                    if let Some(v) = st.verify.as_mut() {
-                        v.start_cell(ci as u32, file, reclen);
-                    }
-                    let mut cell = Cell {
-                        path,
-                        rec: reclen as usize,
-                        numrecs,
-                        buf: st.buf.as_mut_slice(),
-                        stdio: &mut st.stdio,
-                        perm: &st.perm,
-                        purge: st.purge.as_ref(),
-                        fetch: st.purge.is_none(),
-                        verify: st.verify.as_mut(),
-                        latency: spec.latency,
-                    };
-                    let mut results = Map::new();
-                    let mut error: Option<String> = None;
-                    for &t in &tests_sorted {
-                        let done = match t {
-                            0 => nine_tests::write_rewrite(&mut cell, &opts, rec),
-                            1 => nine_tests::read_reread(&mut cell, &opts, rec),
-                            2 => nine_tests::random_rw(&mut cell, &opts, rec),
-                            3 => nine_tests::backward_read(&mut cell, &opts, rec),
-                            4 => nine_tests::record_rewrite(&mut cell, &opts, rec),
-                            5 => nine_tests::stride_read(&mut cell, &opts, rec),
-                            6 => nine_tests::fwrite_refwrite(&mut cell, &opts, rec),
-                            7 => nine_tests::fread_refread(&mut cell, &opts, rec),
-                            _ => nine_tests::random_mix(&mut cell, &opts, &mut st.mix, rec),
-                        };
-                        match done {
-                            Ok(d) => {
-                                for &(col, secs) in &d.passes[..d.n] {
-                                    let streams = if col == nine_tests::MIX { spec.mix_threads as u64 } else { 1 };
-                                    let (ops, bytes) = (numrecs * streams, numrecs * reclen * streams);
-                                    let per_s = |x: u64| if secs > 0.0 { x as f64 / secs } else { 0.0 };
-                                    results.insert(
-                                        KINDS[col].to_string(),
-                                        json!({"KB_per_s": per_s(bytes) / 1024.0, "ops_per_s": per_s(ops), "time_s": secs, "ops": ops, "bytes": bytes}),
-                                    );
-                                }
-                                if d.stopped {
-                                    stopped = true;
-                                    break;
-                                }
-                            }
-                            Err(f) if fills_up(f.errno) => {
-                                let e = std::io::Error::from_raw_os_error(f.errno);
-                                error = Some(format!("test {t}: {} of {}: {e}", f.what, path.to_string_lossy()));
-                                break;
-                            }
-                            Err(f) => {
-                                // SAFETY: NUL-terminated path.
-                                unsafe { libc::unlink(path.as_ptr()) };
-                                let mut ctx = format!(
-                                    "iozone cell {} KiB x {} KiB, test {t}: {} of {}",
-                                    file / 1024,
-                                    reclen / 1024,
-                                    f.what,
-                                    path.to_string_lossy()
-                                );
-                                if f.errno == libc::EINVAL && spec.direct {
-                                    ctx.push_str(" (O_DIRECT: the record size must be a multiple of the device's logical block size, or use direct=false)");
-                                }
-                                return Err(EngineError::io(ctx, std::io::Error::from_raw_os_error(f.errno)));
-                            }
-                        }
-                    }
-                    if let Some(v) = st.verify.as_mut() {
-                        if error.is_none() && !stopped && spec.has(0) {
-                            // Untimed: every record of the file, checked before iozone removes it.
-                            v.reread(path, numrecs, &mut st.buf.as_mut_slice()[..reclen as usize]);
-                        }
-                    }
-                    // iozone removes the file at the end of each cell.
-                    // SAFETY: NUL-terminated path.
-                    unsafe { libc::unlink(path.as_ptr()) };
-                    let mut c = json!({"file_size": file, "record_size": reclen, "file_kb": file / 1024, "record_kb": reclen / 1024,
-                                       "status": if error.is_some() { "failed" } else if stopped { "interrupted" } else { "ok" },
-                                       "results": Value::Object(results)});
-                    if let Some(e) = error {
-                        failed += 1;
-                        c["error"] = Value::String(e);
-                    }
-                    cells_out.push(c);
-                    if stopped {
-                        break;
-                    }
-                }
-                Ok((cells_out, failed, st.verify.take()))
-            },
-        )?;
-        let (cells, failed, verifier) = out.into_iter().next().unwrap_or_default();
-        report.counters.insert("cells".into(), cells.len() as u64);
-        report.counters.insert("cells_failed".into(), failed);
-        if failed > 0 {
-            report.warnings.push(format!(
-                "{failed} cell(s) failed (the filesystem filled up); their results are missing, the other cells ran"
-            ));
-        }
-        let mut tests_sorted = spec.tests.clone();
-        tests_sorted.sort_unstable();
-        let columns: Vec<&str> =
-            tests_sorted.iter().flat_map(|&t| nine_tests::columns(t).iter().map(|&c| KINDS[c])).collect();
-        let verify_extra = verifier.map(|v| {
-            let name = |ci: u32| {
-                let c = spec.cells.get(ci as usize).copied().unwrap_or([0, 0]);
-                format!("{} (cell {ci}: {} KiB file, {} KiB records)", path.to_string_lossy(), c[0] / 1024, c[1] / 1024)
-            };
-            let notes = json!({"reread": "at the end of each cell, before the file is removed", "cells_corrupt": v.cells_corrupt,
-                               "reads_checked": "all but test 8's (its readers may meet a write in progress)"});
-            crate::verify::merge_into(&mut report, [&v.checker], name, notes);
-            report.extra["verify"].clone()
-        });
-        report.extra = json!({"tests": tests_sorted, "columns": columns, "cells": cells,
-                              "fsync": spec.fsync, "close": spec.close, "direct": spec.direct, "purge": spec.purge});
-        if let Some(x) = verify_extra {
-            report.extra["verify"] = x;
-        }
-        Ok(report)
+        grid::run(&self.spec, self.path.as_c_str(), phase, job, ctl)
     }
 }
