@@ -286,12 +286,66 @@ struct SeqState {
     stdio_buffer: usize,
 }
 
+impl SeqState {
+    /// The data file opened for `phase`, before the clock starts (as bonnie++ does), with its
+    /// stdio stream for the per-char phases in stdio mode.
+    fn open(phase: &str, path: &std::path::Path, direct: bool, stdio_chars: bool, chunk: usize) -> Result<Self> {
+        let create = matches!(phase, "putc_write" | "block_write");
+        let fd = open(path, create, direct)?;
+        let stdio_buffer = if stdio_chars { stdio::stdio_buffer_size(fd.0) } else { 0 };
+        let (writer, reader) = match (phase, stdio_chars) {
+            ("putc_write", true) => (Some(Writer::new(fd.0)), None),
+            ("getc_read", true) => (None, Some(Reader::new(fd.0))),
+            _ => (None, None),
+        };
+        Ok(SeqState { fd, buf: AlignedBuf::new(chunk, ALIGN), writer, reader, stdio_buffer })
+    }
+}
+
 #[derive(Default)]
 struct SeqDone {
     bytes: u64,
     blocks: u64,
     /// getc: how often each byte value came back (Bonnie's chars[] counter; keeps the reads honest).
     checksum: u64,
+    /// The stdio stream's buffer, in the per-char phases in stdio mode.
+    stdio_buffer: usize,
+}
+
+/// A sequential phase's running state between chunks.
+struct SeqCursor {
+    /// The next byte Bonnie's block phases dirty, so that no two chunks are alike.
+    bufindex: usize,
+    /// getc: how often each byte value came back.
+    chars: [u64; 256],
+    /// The per-byte system calls' running offset: they use pread/pwrite there, since in a
+    /// multi-threaded process read(2)/write(2) also take the file-position lock on every call,
+    /// which the single-threaded bonnie++ does not pay (see docs/bonnie.md).
+    pos: u64,
+    /// Verified writes so far (their generation).
+    writes: u64,
+}
+
+/// The shape of a sequential phase.
+struct SeqShape {
+    /// Bytes the phase moves.
+    total: u64,
+    /// One byte per call (putc/getc) rather than a chunk per call.
+    per_char: bool,
+    direct: bool,
+    /// The per-char phases go through stdio (fputc/getc), not a system call per byte.
+    stdio_chars: bool,
+}
+
+impl SeqShape {
+    fn of(phase: &str, spec: &BonnieSpec) -> Self {
+        let (total, per_char) = match phase {
+            "putc_write" | "getc_read" => (spec.char_bytes(), true),
+            _ => (spec.size, false),
+        };
+        let stdio_chars = per_char && spec.char_io == CharIo::Stdio;
+        SeqShape { total, per_char, direct: spec.direct && !per_char, stdio_chars }
+    }
 }
 
 /// One of the five single-stream phases.
@@ -304,145 +358,45 @@ pub fn sequential(
 ) -> Result<PhaseReport> {
     let path = job.dir.join(DATA_FILE);
     let chunk = spec.chunk as usize;
-    let (total, per_char) = match phase {
-        "putc_write" | "getc_read" => (spec.char_bytes(), true),
-        _ => (spec.size, false),
-    };
-    let blocks = total.div_ceil(spec.chunk);
-    let direct = spec.direct && !per_char;
+    let shape = SeqShape::of(phase, spec);
+    let total = shape.total;
     let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
-    let stdio_mode = spec.char_io == CharIo::Stdio;
-    let (mut report, done) = run_threads(
+    let (report, done) = run_threads(
         phase,
         1,
         timing,
         ctl,
         KINDS,
         3,
-        blocks,
-        |_| {
-            let create = matches!(phase, "putc_write" | "block_write");
-            let fd = open(&path, create, direct)?;
-            let stdio_buffer = if per_char && stdio_mode { stdio::stdio_buffer_size(fd.0) } else { 0 };
-            let (writer, reader) = match (phase, stdio_mode) {
-                ("putc_write", true) => (Some(Writer::new(fd.0)), None),
-                ("getc_read", true) => (None, Some(Reader::new(fd.0))),
-                _ => (None, None),
-            };
-            Ok(SeqState { fd, buf: AlignedBuf::new(chunk, ALIGN), writer, reader, stdio_buffer })
-        },
+        total.div_ceil(spec.chunk),
+        |_| SeqState::open(phase, &path, shape.direct, shape.stdio_chars, chunk),
         |st, rec| {
             let mut checker = v.map(|v| Checker::new(v.algo, chunk, job.seed, 0, static_phase(phase)));
-            let mut writes = 0u64;
             let mut done = SeqDone::default();
-            let fd = st.fd.0;
-            let buf = st.buf.as_mut_slice();
             let io = |what: &str, e: std::io::Error| EngineError::io(format!("{phase}: {what} {}", path.display()), e);
+            let mut cur = SeqCursor { bufindex: 0, chars: [0u64; 256], pos: 0, writes: 0 };
             let mut left = total;
-            let mut bufindex = 0usize;
-            let mut chars = [0u64; 256];
-            // The per-byte system calls go to the running offset with pread/pwrite: in a multi-threaded
-            // process read(2)/write(2) also take the file-position lock on every call, which the
-            // single-threaded bonnie++ does not pay (see docs/bonnie.md).
-            let mut pos = 0u64;
             while left > 0 && !rec.interrupted() {
                 let n = left.min(spec.chunk) as usize;
                 let t0 = now_ns();
                 let off = done.bytes;
-                if let (Some(ch), Some(v)) = (checker.as_mut(), v) {
-                    let kind = verified_seq_op(
+                let kind = match (checker.as_mut(), v) {
+                    (Some(ch), Some(v)) => verified_seq_op(
                         phase,
-                        fd,
+                        st.fd.0,
                         &mut st.writer,
                         &mut st.reader,
-                        &mut buf[..n],
+                        &mut st.buf.as_mut_slice()[..n],
                         off,
                         ch,
                         v,
-                        &mut writes,
-                        &mut pos,
-                    )
-                    .map_err(|(what, e)| io(what, e))?;
-                    rec.record(kind, n as u64, t0, now_ns());
-                    left -= n as u64;
-                    done.bytes += n as u64;
-                    done.blocks += 1;
-                    continue;
+                        &mut cur.writes,
+                        &mut cur.pos,
+                    ),
+                    _ => plain_seq_op(phase, st, n, off, &mut cur),
                 }
-                let kind = match phase {
-                    "putc_write" => {
-                        match st.writer.as_mut() {
-                            Some(w) => {
-                                for i in 0..n {
-                                    w.putc((i & 0x7f) as u8).map_err(|e| io("putc to", e))?;
-                                }
-                            }
-                            None => {
-                                let short = || std::io::Error::from_raw_os_error(libc::ENOSPC);
-                                byte_calls(n, &mut pos, short, |i, at| {
-                                    let c = (i & 0x7f) as u8;
-                                    // SAFETY: one byte from a local.
-                                    unsafe { crate::sys::pwrite(fd, &c as *const u8 as *const libc::c_void, 1, at) }
-                                })
-                                .map_err(|e| io("write(1 byte) to", e))?;
-                            }
-                        }
-                        PUTC
-                    }
-                    "getc_read" => {
-                        match st.reader.as_mut() {
-                            Some(r) => {
-                                for _ in 0..n {
-                                    let c = r.getc().map_err(|e| io("getc from", e))?;
-                                    if c < 0 {
-                                        return Err(io("getc from", early_eof(EARLY_EOF)));
-                                    }
-                                    chars[c as usize] += 1;
-                                }
-                            }
-                            None => {
-                                byte_calls(
-                                    n,
-                                    &mut pos,
-                                    || early_eof(EARLY_EOF),
-                                    |_, at| {
-                                        let mut c = 0u8;
-                                        // SAFETY: one byte into a local.
-                                        let r = unsafe {
-                                            crate::sys::pread(fd, &mut c as *mut u8 as *mut libc::c_void, 1, at)
-                                        };
-                                        chars[c as usize] += (r == 1) as u64;
-                                        r
-                                    },
-                                )
-                                .map_err(|e| io("read(1 byte) from", e))?;
-                            }
-                        }
-                        GETC
-                    }
-                    "block_write" => {
-                        // Bonnie changes one byte per chunk so no two chunks are alike.
-                        buf[bufindex] = buf[bufindex].wrapping_add(1);
-                        bufindex = (bufindex + 1) % chunk;
-                        pwrite_all(fd, &buf[..n], off).map_err(|e| io("write to", e))?;
-                        WRITE
-                    }
-                    "rewrite" => {
-                        // Bonnie reads, seeks back and writes; pread and pwrite at the chunk's offset
-                        // do the same I/O without the lseek.
-                        pread_all(fd, &mut buf[..n], off).map_err(|e| io("read from", e))?;
-                        buf[bufindex % chunk] = buf[bufindex % chunk].wrapping_add(1);
-                        bufindex += 1;
-                        pwrite_all(fd, &buf[..n], off).map_err(|e| io("rewrite to", e))?;
-                        REWRITE
-                    }
-                    _ => {
-                        pread_all(fd, &mut buf[..n], off).map_err(|e| io("read from", e))?;
-                        READ
-                    }
-                };
-                let t1 = now_ns();
-                rec.record(kind, n as u64, t0, t1);
+                .map_err(|(what, e)| io(what, e))?;
+                rec.record(kind, n as u64, t0, now_ns());
                 left -= n as u64;
                 done.bytes += n as u64;
                 done.blocks += 1;
@@ -454,40 +408,137 @@ pub fn sequential(
             }
             finish(&mut st.fd, spec.fsync).map_err(|e| io(if spec.fsync { "fsync/close" } else { "close" }, e))?;
             rec.record(CLOSE, 0, t0, now_ns());
-            done.checksum = chars.iter().enumerate().map(|(i, &n)| i as u64 * n).sum();
-            Ok((done, st.stdio_buffer, checker))
+            done.checksum = cur.chars.iter().enumerate().map(|(i, &n)| i as u64 * n).sum();
+            done.stdio_buffer = st.stdio_buffer;
+            Ok((done, checker))
         },
     )?;
-    let (d, stdio_buffer, checker) = done.into_iter().next().unwrap_or_default();
+    let (d, checker) = done.into_iter().next().unwrap_or_default();
+    Ok(seq_report(report, phase, spec, &shape, &path, d, v.zip(checker.as_ref())))
+}
+
+/// A sequential phase's counters and details, with the verification's findings.
+fn seq_report(
+    mut report: PhaseReport,
+    phase: &str,
+    spec: &BonnieSpec,
+    shape: &SeqShape,
+    path: &std::path::Path,
+    d: SeqDone,
+    verified: Option<(&Verifier, &Checker)>,
+) -> PhaseReport {
     report.counters.insert("bytes".into(), d.bytes);
     report.counters.insert("blocks".into(), d.blocks);
     if phase == "getc_read" {
         report.counters.insert("byte_sum".into(), d.checksum);
     }
     let rule = size_rule(spec, &mut report);
-    let verify_extra = match (v, checker.as_ref()) {
-        (Some(v), Some(ch)) => {
-            verify::merge_into(&mut report, [ch], |_| path.display().to_string(), v.notes());
-            report.extra.get("verify").cloned()
-        }
-        _ => None,
-    };
+    let verify_extra = verified.and_then(|(v, ch)| {
+        verify::merge_into(&mut report, [ch], |_| path.display().to_string(), v.notes());
+        report.extra.get("verify").cloned()
+    });
     report.extra = serde_json::json!({
         "file": path.display().to_string(),
         "size_bytes": spec.size,
-        "phase_bytes": total,
+        "phase_bytes": shape.total,
         "chunk_bytes": spec.chunk,
-        "per_char": per_char,
-        "char_io": if per_char { Some(format!("{:?}", spec.char_io).to_lowercase()) } else { None },
-        "stdio_buffer_bytes": if per_char && stdio_mode { Some(stdio_buffer) } else { None },
+        "per_char": shape.per_char,
+        "char_io": if shape.per_char { Some(format!("{:?}", spec.char_io).to_lowercase()) } else { None },
+        "stdio_buffer_bytes": if shape.stdio_chars { Some(d.stdio_buffer) } else { None },
         "fsync": spec.fsync,
-        "direct": direct,
+        "direct": shape.direct,
         "size_rule": rule,
     });
     if let Some(x) = verify_extra {
         report.extra["verify"] = x;
     }
-    Ok(report)
+    report
+}
+
+/// One chunk of a sequential phase without verification; returns the operation's kind.
+#[inline]
+fn plain_seq_op(
+    phase: &str,
+    st: &mut SeqState,
+    n: usize,
+    off: u64,
+    cur: &mut SeqCursor,
+) -> std::result::Result<usize, (&'static str, std::io::Error)> {
+    let fd = st.fd.0;
+    // The whole chunk: the last one may be shorter (`n`), the byte dirtied is anywhere in it.
+    let buf = st.buf.as_mut_slice();
+    let chunk = buf.len();
+    Ok(match phase {
+        "putc_write" => {
+            match st.writer.as_mut() {
+                Some(w) => {
+                    for i in 0..n {
+                        w.putc((i & 0x7f) as u8).map_err(|e| ("putc to", e))?;
+                    }
+                }
+                None => {
+                    let short = || std::io::Error::from_raw_os_error(libc::ENOSPC);
+                    byte_calls(n, &mut cur.pos, short, |i, at| {
+                        let c = (i & 0x7f) as u8;
+                        // SAFETY: one byte from a local.
+                        unsafe { crate::sys::pwrite(fd, &c as *const u8 as *const libc::c_void, 1, at) }
+                    })
+                    .map_err(|e| ("write(1 byte) to", e))?;
+                }
+            }
+            PUTC
+        }
+        "getc_read" => {
+            let chars = &mut cur.chars;
+            match st.reader.as_mut() {
+                Some(r) => {
+                    for _ in 0..n {
+                        let c = r.getc().map_err(|e| ("getc from", e))?;
+                        if c < 0 {
+                            return Err(("getc from", early_eof(EARLY_EOF)));
+                        }
+                        chars[c as usize] += 1;
+                    }
+                }
+                None => {
+                    byte_calls(
+                        n,
+                        &mut cur.pos,
+                        || early_eof(EARLY_EOF),
+                        |_, at| {
+                            let mut c = 0u8;
+                            // SAFETY: one byte into a local.
+                            let r = unsafe { crate::sys::pread(fd, &mut c as *mut u8 as *mut libc::c_void, 1, at) };
+                            chars[c as usize] += (r == 1) as u64;
+                            r
+                        },
+                    )
+                    .map_err(|e| ("read(1 byte) from", e))?;
+                }
+            }
+            GETC
+        }
+        "block_write" => {
+            // Bonnie changes one byte per chunk so no two chunks are alike.
+            buf[cur.bufindex] = buf[cur.bufindex].wrapping_add(1);
+            cur.bufindex = (cur.bufindex + 1) % chunk;
+            pwrite_all(fd, &buf[..n], off).map_err(|e| ("write to", e))?;
+            WRITE
+        }
+        "rewrite" => {
+            // Bonnie reads, seeks back and writes; pread and pwrite at the chunk's offset do the
+            // same I/O without the lseek.
+            pread_all(fd, &mut buf[..n], off).map_err(|e| ("read from", e))?;
+            buf[cur.bufindex % chunk] = buf[cur.bufindex % chunk].wrapping_add(1);
+            cur.bufindex += 1;
+            pwrite_all(fd, &buf[..n], off).map_err(|e| ("rewrite to", e))?;
+            REWRITE
+        }
+        _ => {
+            pread_all(fd, &mut buf[..n], off).map_err(|e| ("read from", e))?;
+            READ
+        }
+    })
 }
 
 /// One chunk of a sequential phase with verification: block phases write
