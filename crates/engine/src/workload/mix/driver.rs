@@ -298,7 +298,6 @@ fn job_error(slot: &Slot, task: usize) -> EngineError {
     EngineError::io(msg, std::io::Error::from_raw_os_error(slot.err_errno as i32))
 }
 
-/// Run one subrun of `tasks.len()` tasks with the given orders.
 /// Run one subrun of `n` tasks with the given orders. `tasks` holds the
 /// tasks' state for the fork and thread modes (the task program builds its own).
 #[allow(clippy::too_many_arguments)] // the subrun's inputs, each used once, from the one caller
@@ -315,231 +314,264 @@ pub fn subrun(
         return Err(EngineError::invalid("tasks", "internal: one task state per task"));
     }
     let (shared, memfd) = Shared::new(n)?;
-    let r = subrun_in(&shared, memfd, tasks, n, orders, mode, helper, file_kib, ctl);
+    let sr = Subrun { shared: &shared, memfd, n, orders, mode, ctl };
+    let ran = match mode {
+        TaskMode::Thread => sr.run_threads(tasks),
+        TaskMode::Process | TaskMode::Fork => sr.run_processes(tasks, helper),
+    };
     unsafe { crate::sys::close(memfd) };
-    r
+    Ok(summarise(&sr, file_kib, &ran?))
 }
 
-#[allow(clippy::too_many_arguments)] // subrun's arguments plus the shared page and its memfd, passed through
-fn subrun_in(
-    shared: &Shared,
+/// One subrun's fixed inputs: the shared page (and its memfd, for the task program), the tasks'
+/// number and orders, how they run, and the phase's control.
+struct Subrun<'a> {
+    shared: &'a Shared,
     memfd: i32,
-    tasks: &mut [Task],
     n: usize,
-    orders: &[Vec<JobId>],
+    orders: &'a [Vec<JobId>],
     mode: TaskMode,
-    helper: Option<HelperArgs>,
-    file_kib: u64,
-    ctl: &Control,
-) -> Result<SubrunResult> {
-    let (cpu0, t0, interrupted);
-    let (mut rss_max, mut pss_max) = (0u64, 0u64);
-    match mode {
-        TaskMode::Thread => {
-            // Ready: a barrier of the tasks and this thread. Go: closing the write
-            // end of a pipe wakes every task blocked reading it, after t0 is taken.
-            let barrier = Barrier::new(n + 1);
-            let mut go = [0i32; 2];
-            if unsafe { libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-                return Err(EngineError::last_os("creating the subrun barrier pipe"));
-            }
-            let go_r = go[0];
-            THREAD_HANDLER.call_once(install_signal_handler);
-            let failed = AtomicU64::new(0);
-            let finished = AtomicU64::new(0);
-            cpu0 = self_cpu();
-            let mut start = 0;
-            std::thread::scope(|s| {
-                for (i, task) in tasks.iter_mut().enumerate() {
-                    let (barrier, failed, finished, order) = (&barrier, &failed, &finished, &orders[i]);
-                    std::thread::Builder::new()
-                        .stack_size(256 << 10)
-                        .spawn_scoped(s, move || {
-                            barrier.wait();
-                            let mut b = [0u8; 1];
-                            while unsafe { crate::sys::read(go_r, b.as_mut_ptr() as *mut libc::c_void, 1) } < 0
-                                && super::sys::errno() == libc::EINTR
-                            {}
-                            if !run_task(task, order, shared.slot(i), shared.stop()) {
-                                failed.fetch_add(1, Relaxed);
-                                shared.stop().store(1, Relaxed);
-                            }
-                            finished.fetch_add(1, Release);
-                        })
-                        .expect("spawning a task thread");
-                }
-                barrier.wait();
-                start = now_ns();
-                unsafe { crate::sys::close(go[1]) };
-                // Sample memory and watch for a stop while the tasks run.
-                let (mut r, mut p) = (0, 0);
-                while finished.load(Acquire) < n as u64 {
-                    if ctl.stop_requested() {
-                        shared.stop().store(1, Relaxed);
-                    }
-                    if let Some((rr, pp)) = rss_pss(0) {
-                        r = r.max(rr);
-                        p = p.max(pp);
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-                rss_max = r;
-                pss_max = p;
-            });
-            unsafe { crate::sys::close(go_r) };
-            t0 = start;
-            interrupted = ctl.stop_requested();
-            for i in 0..n {
-                if shared.slot(i).err_job != 0 {
-                    return Err(job_error(shared.slot(i), i));
-                }
-            }
+    ctl: &'a Control,
+}
+
+/// What running a subrun's tasks measured, for the summary.
+struct Ran {
+    /// The clock when the tasks were released.
+    t0: u64,
+    /// User and system CPU seconds of the tasks (this process's threads, or the children).
+    cpu: (f64, f64),
+    rss_max: u64,
+    pss_max: u64,
+    interrupted: bool,
+}
+
+impl Subrun<'_> {
+    /// Thread mode: one thread per task. Ready: a barrier of the tasks and this thread. Go: closing
+    /// the write end of a pipe wakes every task blocked reading it, after t0 is taken.
+    fn run_threads(&self, tasks: &mut [Task]) -> Result<Ran> {
+        let (shared, n) = (self.shared, self.n);
+        let barrier = Barrier::new(n + 1);
+        let mut go = [0i32; 2];
+        if unsafe { libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(EngineError::last_os("creating the subrun barrier pipe"));
         }
-        TaskMode::Process | TaskMode::Fork => {
-            let mut ready = [0i32; 2];
-            let mut go = [0i32; 2];
-            unsafe {
-                if libc::pipe2(ready.as_mut_ptr(), libc::O_CLOEXEC) != 0
-                    || libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) != 0
-                {
-                    return Err(EngineError::last_os("creating the subrun barrier pipes"));
-                }
-            }
-            // The task program's arguments, built before any fork.
-            let helper = helper.map(|mut h| {
-                h.ready_fd = ready[1];
-                h.go_fd = go[0];
-                h
-            });
-            let argvs: Vec<(std::ffi::CString, std::ffi::CString)> = match (mode, &helper) {
-                (TaskMode::Process, Some(h)) => (0..n)
-                    .map(|i| {
-                        let json = h.task_json(i, n, &orders[i], memfd);
-                        (
-                            std::ffi::CString::new(h.program.as_str()).unwrap_or_default(),
-                            std::ffi::CString::new(json).unwrap_or_default(),
-                        )
-                    })
-                    .collect(),
-                (TaskMode::Process, None) => {
-                    return Err(EngineError::invalid("task_program", "task_mode process needs the task program"))
-                }
-                _ => Vec::new(),
-            };
-            let env: Vec<std::ffi::CString> =
-                ["PATH=/usr/bin:/bin", "LC_ALL=C"].iter().map(|s| std::ffi::CString::new(*s).unwrap()).collect();
-            let envp = [env[0].as_ptr(), env[1].as_ptr(), std::ptr::null()];
-            let argv_ptrs: Vec<[*const std::os::raw::c_char; 3]> =
-                argvs.iter().map(|(p, j)| [p.as_ptr(), j.as_ptr(), std::ptr::null()]).collect();
-            cpu0 = children_cpu();
-            let mut pids = Vec::with_capacity(n);
-            for i in 0..n {
-                let slot = shared.slot(i) as *mut Slot;
-                let stop = shared.stop() as *const AtomicU64;
-                // SAFETY: see the module comment; the child runs only `child_main`.
-                let pid = unsafe { libc::fork() };
-                if pid < 0 {
-                    let e = EngineError::last_os(format!("forking task {i}"));
-                    kill_all(&pids);
-                    return Err(e);
-                }
-                if pid == 0 {
-                    if mode == TaskMode::Process {
-                        // Only async-signal-safe calls: keep the three descriptors open across exec, exec.
-                        unsafe {
-                            libc::fcntl(memfd, libc::F_SETFD, 0);
-                            libc::fcntl(ready[1], libc::F_SETFD, 0);
-                            libc::fcntl(go[0], libc::F_SETFD, 0);
-                            libc::execve(argv_ptrs[i][0], argv_ptrs[i].as_ptr(), envp.as_ptr());
-                            libc::_exit(126);
-                        }
-                    }
-                    unsafe { child_main(&mut tasks[i], &orders[i], &mut *slot, &*stop, ready, go) };
-                }
-                pids.push(pid);
-            }
-            unsafe { crate::sys::close(ready[1]) };
-            // Barrier: every task has said it is ready, then closing `go` releases them all.
-            let mut got = 0;
-            let mut b = [0u8; 64];
-            while got < n {
-                let r = unsafe { crate::sys::read(ready[0], b.as_mut_ptr() as *mut libc::c_void, b.len()) };
-                if r <= 0 {
-                    break;
-                }
-                got += r as usize;
-            }
-            unsafe { crate::sys::close(ready[0]) };
-            t0 = now_ns();
-            unsafe { crate::sys::close(go[1]) };
-            let (mut r, mut p) = (0u64, 0u64);
-            let mut live: Vec<i32> = pids.clone();
-            let mut failed: Option<usize> = None;
-            let mut last_sample = 0;
-            let mut stop_at = 0;
-            while !live.is_empty() {
-                let mut k = 0;
-                while k < live.len() {
-                    let mut status = 0;
-                    let w = unsafe { libc::waitpid(live[k], &mut status, libc::WNOHANG) };
-                    if w == live[k] {
-                        let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-                        if !ok && failed.is_none() {
-                            failed = pids.iter().position(|&x| x == live[k]);
+        let go_r = go[0];
+        THREAD_HANDLER.call_once(install_signal_handler);
+        let failed = AtomicU64::new(0);
+        let finished = AtomicU64::new(0);
+        let cpu0 = self_cpu();
+        let mut start = 0;
+        let (mut rss_max, mut pss_max) = (0u64, 0u64);
+        std::thread::scope(|s| {
+            for (i, task) in tasks.iter_mut().enumerate() {
+                let (barrier, failed, finished, order) = (&barrier, &failed, &finished, &self.orders[i]);
+                std::thread::Builder::new()
+                    .stack_size(256 << 10)
+                    .spawn_scoped(s, move || {
+                        barrier.wait();
+                        let mut b = [0u8; 1];
+                        while unsafe { crate::sys::read(go_r, b.as_mut_ptr() as *mut libc::c_void, 1) } < 0
+                            && super::sys::errno() == libc::EINTR
+                        {}
+                        if !run_task(task, order, shared.slot(i), shared.stop()) {
+                            failed.fetch_add(1, Relaxed);
                             shared.stop().store(1, Relaxed);
                         }
-                        live.swap_remove(k);
-                    } else {
-                        k += 1;
-                    }
-                }
-                let now = now_ns();
-                if ctl.stop_requested() {
-                    shared.stop().store(1, Relaxed);
-                    if stop_at == 0 {
-                        stop_at = now;
-                    } else if now - stop_at > 5_000_000_000 {
-                        kill_all(&live);
-                    }
-                }
-                if now - last_sample > 200_000_000 {
-                    last_sample = now;
-                    let (mut rs, mut ps) = (0, 0);
-                    for &pid in &live {
-                        if let Some((a, b)) = rss_pss(pid) {
-                            rs += a;
-                            ps += b;
-                        }
-                    }
-                    r = r.max(rs);
-                    p = p.max(ps);
-                }
-                if !live.is_empty() {
-                    std::thread::sleep(std::time::Duration::from_millis(2));
-                }
+                        finished.fetch_add(1, Release);
+                    })
+                    .expect("spawning a task thread");
             }
-            rss_max = r;
-            pss_max = p;
-            interrupted = ctl.stop_requested();
-            if let Some(i) = failed {
-                let slot = shared.slot(i);
-                if slot.err_job != 0 {
-                    return Err(job_error(slot, i));
+            barrier.wait();
+            start = now_ns();
+            unsafe { crate::sys::close(go[1]) };
+            // Sample memory and watch for a stop while the tasks run.
+            while finished.load(Acquire) < n as u64 {
+                if self.ctl.stop_requested() {
+                    shared.stop().store(1, Relaxed);
                 }
-                let what = if mode == TaskMode::Process && got < n {
-                    format!(
-                        "mix task {i}: the task program {} did not start",
-                        helper.as_ref().map(|h| h.program.as_str()).unwrap_or("?")
-                    )
-                } else {
-                    format!("mix task {i} died before finishing its jobs")
-                };
-                return Err(EngineError::io(what, std::io::Error::from_raw_os_error(libc::ECHILD)));
+                if let Some((rr, pp)) = rss_pss(0) {
+                    rss_max = rss_max.max(rr);
+                    pss_max = pss_max.max(pp);
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        });
+        unsafe { crate::sys::close(go_r) };
+        let interrupted = self.ctl.stop_requested();
+        if let Some(i) = (0..n).find(|&i| shared.slot(i).err_job != 0) {
+            return Err(job_error(shared.slot(i), i));
+        }
+        let cpu1 = self_cpu();
+        Ok(Ran { t0: start, cpu: (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1), rss_max, pss_max, interrupted })
+    }
+
+    /// Fork and process modes: one child per task (process mode: the child execs the task
+    /// program). Ready: every child writes a byte to a pipe; go: closing another releases them.
+    fn run_processes(&self, tasks: &mut [Task], helper: Option<HelperArgs>) -> Result<Ran> {
+        let n = self.n;
+        let mut ready = [0i32; 2];
+        let mut go = [0i32; 2];
+        unsafe {
+            if libc::pipe2(ready.as_mut_ptr(), libc::O_CLOEXEC) != 0
+                || libc::pipe2(go.as_mut_ptr(), libc::O_CLOEXEC) != 0
+            {
+                return Err(EngineError::last_os("creating the subrun barrier pipes"));
             }
         }
+        let helper = helper.map(|mut h| {
+            h.ready_fd = ready[1];
+            h.go_fd = go[0];
+            h
+        });
+        let (pids, cpu0) = self.fork_tasks(tasks, helper.as_ref(), ready, go)?;
+        unsafe { crate::sys::close(ready[1]) };
+        // Barrier: every task has said it is ready, then closing `go` releases them all.
+        let mut got = 0;
+        let mut b = [0u8; 64];
+        while got < n {
+            let r = unsafe { crate::sys::read(ready[0], b.as_mut_ptr() as *mut libc::c_void, b.len()) };
+            if r <= 0 {
+                break;
+            }
+            got += r as usize;
+        }
+        unsafe { crate::sys::close(ready[0]) };
+        let t0 = now_ns();
+        unsafe { crate::sys::close(go[1]) };
+        let (failed, rss_max, pss_max) = self.reap(&pids);
+        let interrupted = self.ctl.stop_requested();
+        if let Some(i) = failed {
+            let slot = self.shared.slot(i);
+            if slot.err_job != 0 {
+                return Err(job_error(slot, i));
+            }
+            let what = if self.mode == TaskMode::Process && got < n {
+                format!(
+                    "mix task {i}: the task program {} did not start",
+                    helper.as_ref().map(|h| h.program.as_str()).unwrap_or("?")
+                )
+            } else {
+                format!("mix task {i} died before finishing its jobs")
+            };
+            return Err(EngineError::io(what, std::io::Error::from_raw_os_error(libc::ECHILD)));
+        }
+        let cpu1 = children_cpu();
+        Ok(Ran { t0, cpu: (cpu1.0 - cpu0.0, cpu1.1 - cpu0.1), rss_max, pss_max, interrupted })
     }
-    let cpu1 = if mode == TaskMode::Thread { self_cpu() } else { children_cpu() };
-    Ok(summarise(shared, n, orders, file_kib, t0, cpu1.0 - cpu0.0, cpu1.1 - cpu0.1, rss_max, pss_max, interrupted))
+
+    /// Forks the tasks; returns their pids and the children's CPU times just before the first fork.
+    /// Everything a child needs (the task program's argument vectors and environment) is built
+    /// before it: between fork and exec a child makes only async-signal-safe calls.
+    fn fork_tasks(
+        &self,
+        tasks: &mut [Task],
+        helper: Option<&HelperArgs>,
+        ready: [i32; 2],
+        go: [i32; 2],
+    ) -> Result<(Vec<i32>, (f64, f64))> {
+        let (n, memfd) = (self.n, self.memfd);
+        let argvs: Vec<(std::ffi::CString, std::ffi::CString)> = match (self.mode, helper) {
+            (TaskMode::Process, Some(h)) => (0..n)
+                .map(|i| {
+                    let json = h.task_json(i, n, &self.orders[i], memfd);
+                    (
+                        std::ffi::CString::new(h.program.as_str()).unwrap_or_default(),
+                        std::ffi::CString::new(json).unwrap_or_default(),
+                    )
+                })
+                .collect(),
+            (TaskMode::Process, None) => {
+                return Err(EngineError::invalid("task_program", "task_mode process needs the task program"))
+            }
+            _ => Vec::new(),
+        };
+        let env: Vec<std::ffi::CString> =
+            ["PATH=/usr/bin:/bin", "LC_ALL=C"].iter().map(|s| std::ffi::CString::new(*s).unwrap()).collect();
+        let envp = [env[0].as_ptr(), env[1].as_ptr(), std::ptr::null()];
+        let argv_ptrs: Vec<[*const std::os::raw::c_char; 3]> =
+            argvs.iter().map(|(p, j)| [p.as_ptr(), j.as_ptr(), std::ptr::null()]).collect();
+        let cpu0 = children_cpu();
+        let mut pids = Vec::with_capacity(n);
+        for i in 0..n {
+            let slot = self.shared.slot(i) as *mut Slot;
+            let stop = self.shared.stop() as *const AtomicU64;
+            // SAFETY: see the module comment; the child runs only `child_main`.
+            let pid = unsafe { libc::fork() };
+            if pid < 0 {
+                let e = EngineError::last_os(format!("forking task {i}"));
+                kill_all(&pids);
+                return Err(e);
+            }
+            if pid == 0 {
+                if self.mode == TaskMode::Process {
+                    // Only async-signal-safe calls: keep the three descriptors open across exec, exec.
+                    unsafe {
+                        libc::fcntl(memfd, libc::F_SETFD, 0);
+                        libc::fcntl(ready[1], libc::F_SETFD, 0);
+                        libc::fcntl(go[0], libc::F_SETFD, 0);
+                        libc::execve(argv_ptrs[i][0], argv_ptrs[i].as_ptr(), envp.as_ptr());
+                        libc::_exit(126);
+                    }
+                }
+                unsafe { child_main(&mut tasks[i], &self.orders[i], &mut *slot, &*stop, ready, go) };
+            }
+            pids.push(pid);
+        }
+        Ok((pids, cpu0))
+    }
+
+    /// Waits for every task, sampling their memory and passing on a stop (killing them 5 s after
+    /// one if they have not ended). Returns the first task that failed, and the peak RSS and PSS.
+    fn reap(&self, pids: &[i32]) -> (Option<usize>, u64, u64) {
+        let shared = self.shared;
+        let (mut r, mut p) = (0u64, 0u64);
+        let mut live: Vec<i32> = pids.to_vec();
+        let mut failed: Option<usize> = None;
+        let mut last_sample = 0;
+        let mut stop_at = 0;
+        while !live.is_empty() {
+            let mut k = 0;
+            while k < live.len() {
+                let mut status = 0;
+                let w = unsafe { libc::waitpid(live[k], &mut status, libc::WNOHANG) };
+                if w == live[k] {
+                    let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+                    if !ok && failed.is_none() {
+                        failed = pids.iter().position(|&x| x == live[k]);
+                        shared.stop().store(1, Relaxed);
+                    }
+                    live.swap_remove(k);
+                } else {
+                    k += 1;
+                }
+            }
+            let now = now_ns();
+            if self.ctl.stop_requested() {
+                shared.stop().store(1, Relaxed);
+                if stop_at == 0 {
+                    stop_at = now;
+                } else if now - stop_at > 5_000_000_000 {
+                    kill_all(&live);
+                }
+            }
+            if now - last_sample > 200_000_000 {
+                last_sample = now;
+                let (mut rs, mut ps) = (0, 0);
+                for &pid in &live {
+                    if let Some((a, b)) = rss_pss(pid) {
+                        rs += a;
+                        ps += b;
+                    }
+                }
+                r = r.max(rs);
+                p = p.max(ps);
+            }
+            if !live.is_empty() {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
+        (failed, r, p)
+    }
 }
 
 fn kill_all(pids: &[i32]) {
@@ -575,19 +607,9 @@ unsafe fn child_main(
     libc::_exit(if ok { 0 } else { 1 })
 }
 
-#[allow(clippy::too_many_arguments)] // the measured quantities of one subrun, each a field of the result
-fn summarise(
-    shared: &Shared,
-    n: usize,
-    orders: &[Vec<JobId>],
-    file_kib: u64,
-    t0: u64,
-    user_s: f64,
-    sys_s: f64,
-    rss: u64,
-    pss: u64,
-    interrupted: bool,
-) -> SubrunResult {
+/// The subrun's result: per-task times, per-job statistics, JPM and the Jobs/Task Index.
+fn summarise(sr: &Subrun, file_kib: u64, ran: &Ran) -> SubrunResult {
+    let (shared, n, orders, t0) = (sr.shared, sr.n, sr.orders, ran.t0);
     let mut times = Vec::with_capacity(n);
     let starts: Vec<f64> = (0..n).map(|i| (shared.slot(i).start_ns as f64 - t0 as f64) / 1e9).collect();
     let mut end = t0;
@@ -652,13 +674,13 @@ fn summarise(
         task_time_stddev_s: sd,
         task_start_min_s: starts.iter().cloned().fold(f64::INFINITY, f64::min),
         task_start_max_s: starts.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
-        user_s,
-        sys_s,
-        tasks_rss_max_bytes: rss,
-        tasks_pss_max_bytes: pss,
+        user_s: ran.cpu.0,
+        sys_s: ran.cpu.1,
+        tasks_rss_max_bytes: ran.rss_max,
+        tasks_pss_max_bytes: ran.pss_max,
         disk_kib_per_s: if real > 0.0 { disk_units as f64 / real } else { 0.0 },
         jobs,
-        interrupted,
+        interrupted: ran.interrupted,
         release_mono_ns: t0,
         end_mono_ns: end,
         verify_blocks_checked: (0..n).map(|i| shared.slot(i).verify_checked).sum(),
