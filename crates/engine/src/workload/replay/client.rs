@@ -288,60 +288,7 @@ impl<'a> Client<'a> {
     #[inline]
     pub(super) fn exec(&mut self, op: &Op) -> Result<u64> {
         match op.kind {
-            NTCREATEX => {
-                // nb_createx
-                let p = self.rel(&self.p1);
-                self.resolve_name(true);
-                let mut flags = libc::O_RDWR;
-                let disp = op.b;
-                if disp == FILE_CREATE {
-                    flags |= libc::O_CREAT;
-                }
-                if disp == FILE_OVERWRITE || disp == FILE_OVERWRITE_IF {
-                    flags |= libc::O_CREAT | libc::O_TRUNC;
-                }
-                if op.a & FILE_DIRECTORY_FILE != 0 {
-                    let (dir, name) = self.parent(true);
-                    if dir >= 0 {
-                        // SAFETY: the name is NUL-terminated inside p1.
-                        unsafe { libc::mkdirat(dir, self.p1.as_ptr().add(name) as *const libc::c_char, 0o700) };
-                        self.done_with(dir);
-                    }
-                    flags = libc::O_RDONLY | libc::O_DIRECTORY;
-                }
-                let mut fd = open_beneath(self.dirfd, p, flags, 0o600);
-                if fd < 0 && errno() == libc::EISDIR {
-                    fd = open_beneath(self.dirfd, p, libc::O_RDONLY | libc::O_DIRECTORY, 0);
-                }
-                if fd < 0 {
-                    if op.expect_ok {
-                        let e = errno();
-                        self.mismatch(op, e);
-                    }
-                    return Ok(0);
-                }
-                if !op.expect_ok {
-                    self.mismatch(op, 0);
-                    unsafe { crate::sys::close(fd) };
-                    return Ok(0);
-                }
-                if flags & libc::O_TRUNC != 0 {
-                    if let Some(w) = self.written.as_mut() {
-                        w.forget(op.path);
-                    }
-                }
-                let h = op.handle as usize;
-                if self.fds[h] >= 0 {
-                    self.handles_reused += 1;
-                    unsafe { crate::sys::close(self.fds[h]) };
-                }
-                self.fds[h] = fd;
-                self.names[h] = op.path;
-                let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                // SAFETY: fd is open, st is a valid out-pointer.
-                unsafe { libc::fstat(fd, &mut st) };
-                Ok(0)
-            }
+            NTCREATEX => self.nt_createx(op),
             CLOSE => {
                 let fd = self.fd_of(op)?;
                 unsafe { crate::sys::close(fd) };
@@ -349,32 +296,7 @@ impl<'a> Client<'a> {
                 self.names[op.handle as usize] = NONE;
                 Ok(0)
             }
-            RENAME => {
-                self.resolve_name(true);
-                self.resolve_name(false);
-                let (d1, n1) = self.parent(true);
-                let (d2, n2) = if d1 >= 0 { self.parent(false) } else { (-1, 0) };
-                let r = if d2 >= 0 {
-                    // SAFETY: both names are NUL-terminated inside p1 and p2.
-                    unsafe {
-                        libc::renameat(
-                            d1,
-                            self.p1.as_ptr().add(n1) as *const _,
-                            d2,
-                            self.p2.as_ptr().add(n2) as *const _,
-                        )
-                    }
-                } else {
-                    -1
-                };
-                self.done_with(d2);
-                self.done_with(d1);
-                self.check_fatal(op, r)?;
-                if let (Some(w), 0) = (self.written.as_mut(), r) {
-                    w.rename(op.path, op.path2(), self.lf.path(op.path), self.lf.path(op.path2()));
-                }
-                Ok(0)
-            }
+            RENAME => self.rename(op),
             UNLINK => {
                 self.resolve_name(true);
                 let r = self.at_parent(|dir, name| unsafe { libc::unlinkat(dir, name, 0) });
@@ -427,114 +349,10 @@ impl<'a> Client<'a> {
                 unsafe { libc::statvfs(cptr(&self.base_c), &mut st) };
                 Ok(0)
             }
-            SFILEINFO => {
-                // fstat, then utime(name, atime - 10, mtime - 12).
-                let fd = self.fd_of(op)?;
-                let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                unsafe { libc::fstat(fd, &mut st) };
-                let name = self.names[op.handle as usize];
-                build(&mut self.p2, &self.base, self.lf.path(name), &self.cname);
-                // utime(name, ...) as dbench, on the name's directory opened below the job's one,
-                // without following a symbolic link in the last place either.
-                let tm = [
-                    libc::timespec { tv_sec: st.st_atime - 10, tv_nsec: 0 },
-                    libc::timespec { tv_sec: st.st_mtime - 12, tv_nsec: 0 },
-                ];
-                let (dir, at) = self.parent(false);
-                if dir >= 0 {
-                    // SAFETY: the name is NUL-terminated inside p2; tm holds two timespecs.
-                    unsafe {
-                        libc::utimensat(
-                            dir,
-                            self.p2.as_ptr().add(at) as *const _,
-                            tm.as_ptr(),
-                            libc::AT_SYMLINK_NOFOLLOW,
-                        )
-                    };
-                    self.done_with(dir);
-                }
-                Ok(0)
-            }
-            FIND => {
-                // nb_findfirst: resolve, then with a wildcard list up to maxcnt entries of the parent.
-                self.resolve_name(true);
-                let name_has_wild = self.p1.iter().any(|c| b"<>*?\"".contains(c));
-                if !name_has_wild {
-                    return Ok(0);
-                }
-                let Some(slash) = self.p1.iter().rposition(|&c| c == b'/') else { return Ok(0) };
-                self.p1[slash] = 0;
-                let fd = if slash > self.base.len() {
-                    opendir(self.dirfd, self.rel(&self.p1))
-                } else {
-                    opendir(self.dirfd, c".".as_ptr())
-                };
-                self.p1[slash] = b'/';
-                if fd < 0 {
-                    return Ok(0);
-                }
-                let mut left = op.b as u64;
-                let buf = &mut self.dents[0];
-                while left > 0 {
-                    let n = getdents(fd, buf);
-                    if n <= 0 {
-                        break;
-                    }
-                    let mut off = 0usize;
-                    while off < n as usize && left > 0 {
-                        off += dirent_reclen(buf, off);
-                        left -= 1;
-                    }
-                }
-                unsafe { crate::sys::close(fd) };
-                Ok(0)
-            }
-            WRITEX => {
-                let fd = self.fd_of(op)?;
-                let size = op.b as usize;
-                let src = match self.written.as_ref() {
-                    Some(w) => {
-                        fill(&mut self.wbuf[..size], w.key, op.a as u64);
-                        self.wbuf.as_ptr()
-                    }
-                    None => self.zeros.as_ptr(),
-                };
-                // SAFETY: zeros and wbuf hold max_io >= size bytes.
-                let r = unsafe { crate::sys::pwrite(fd, src as *const libc::c_void, size, op.a as libc::off_t) };
-                if r < 0 {
-                    return Err(self.fatal(op, "write failed", std::io::Error::last_os_error()));
-                }
-                if let Some(w) = self.written.as_mut() {
-                    w.record(self.names[op.handle as usize], op.a as u64, op.a as u64 + r as u64);
-                }
-                if r as u64 != op.c as u64 {
-                    return Err(self.fatal(
-                        op,
-                        &format!("wrote {r} bytes, the load file expects {}", op.c),
-                        std::io::Error::from_raw_os_error(libc::EIO),
-                    ));
-                }
-                Ok(size as u64)
-            }
-            READX => {
-                let fd = self.fd_of(op)?;
-                let size = op.b as usize;
-                // SAFETY: rbuf holds max_io >= size bytes.
-                let r = unsafe {
-                    crate::sys::pread(fd, self.rbuf.as_mut_ptr() as *mut libc::c_void, size, op.a as libc::off_t)
-                };
-                if let (Some(w), true) = (self.written.as_mut(), r > 0) {
-                    let (lf, base, cname, id) = (self.lf, &self.base, &self.cname, self.names[op.handle as usize]);
-                    w.check_read(id, op.a as u64, &self.rbuf[..r as usize], || path_of(base, lf, id, cname), "run");
-                }
-                if r != op.c as isize {
-                    // dbench prints "read failed" and goes on.
-                    self.short_reads += 1;
-                    let e = if r < 0 { errno() } else { -(r as i32) };
-                    self.mismatch(op, e);
-                }
-                Ok(size as u64)
-            }
+            SFILEINFO => self.set_file_info(op),
+            FIND => self.find_first(op),
+            WRITEX => self.write_x(op),
+            READX => self.read_x(op),
             LOCKX | UNLOCKX => {
                 let fd = self.fd_of(op)?;
                 let mut lock: libc::flock = unsafe { std::mem::zeroed() };
@@ -556,6 +374,198 @@ impl<'a> Client<'a> {
             }
             _ => unreachable!("kinds are checked when parsing"),
         }
+    }
+
+    /// nb_createx: open (or create, truncate, mkdir) and keep the handle.
+    #[inline]
+    fn nt_createx(&mut self, op: &Op) -> Result<u64> {
+        let p = self.rel(&self.p1);
+        self.resolve_name(true);
+        let mut flags = libc::O_RDWR;
+        let disp = op.b;
+        if disp == FILE_CREATE {
+            flags |= libc::O_CREAT;
+        }
+        if disp == FILE_OVERWRITE || disp == FILE_OVERWRITE_IF {
+            flags |= libc::O_CREAT | libc::O_TRUNC;
+        }
+        if op.a & FILE_DIRECTORY_FILE != 0 {
+            let (dir, name) = self.parent(true);
+            if dir >= 0 {
+                // SAFETY: the name is NUL-terminated inside p1.
+                unsafe { libc::mkdirat(dir, self.p1.as_ptr().add(name) as *const libc::c_char, 0o700) };
+                self.done_with(dir);
+            }
+            flags = libc::O_RDONLY | libc::O_DIRECTORY;
+        }
+        let mut fd = open_beneath(self.dirfd, p, flags, 0o600);
+        if fd < 0 && errno() == libc::EISDIR {
+            fd = open_beneath(self.dirfd, p, libc::O_RDONLY | libc::O_DIRECTORY, 0);
+        }
+        if fd < 0 {
+            if op.expect_ok {
+                let e = errno();
+                self.mismatch(op, e);
+            }
+            return Ok(0);
+        }
+        if !op.expect_ok {
+            self.mismatch(op, 0);
+            unsafe { crate::sys::close(fd) };
+            return Ok(0);
+        }
+        if flags & libc::O_TRUNC != 0 {
+            if let Some(w) = self.written.as_mut() {
+                w.forget(op.path);
+            }
+        }
+        let h = op.handle as usize;
+        if self.fds[h] >= 0 {
+            self.handles_reused += 1;
+            unsafe { crate::sys::close(self.fds[h]) };
+        }
+        self.fds[h] = fd;
+        self.names[h] = op.path;
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fd is open, st is a valid out-pointer.
+        unsafe { libc::fstat(fd, &mut st) };
+        Ok(0)
+    }
+
+    /// nb_rename: renameat between the two names' directories.
+    #[inline]
+    fn rename(&mut self, op: &Op) -> Result<u64> {
+        self.resolve_name(true);
+        self.resolve_name(false);
+        let (d1, n1) = self.parent(true);
+        let (d2, n2) = if d1 >= 0 { self.parent(false) } else { (-1, 0) };
+        let r = if d2 >= 0 {
+            // SAFETY: both names are NUL-terminated inside p1 and p2.
+            unsafe {
+                libc::renameat(d1, self.p1.as_ptr().add(n1) as *const _, d2, self.p2.as_ptr().add(n2) as *const _)
+            }
+        } else {
+            -1
+        };
+        self.done_with(d2);
+        self.done_with(d1);
+        self.check_fatal(op, r)?;
+        if let (Some(w), 0) = (self.written.as_mut(), r) {
+            w.rename(op.path, op.path2(), self.lf.path(op.path), self.lf.path(op.path2()));
+        }
+        Ok(0)
+    }
+
+    /// nb_sfileinfo: fstat, then utime(name, atime - 10, mtime - 12).
+    #[inline]
+    fn set_file_info(&mut self, op: &Op) -> Result<u64> {
+        let fd = self.fd_of(op)?;
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        unsafe { libc::fstat(fd, &mut st) };
+        let name = self.names[op.handle as usize];
+        build(&mut self.p2, &self.base, self.lf.path(name), &self.cname);
+        // utime(name, ...) as dbench, on the name's directory opened below the job's one,
+        // without following a symbolic link in the last place either.
+        let tm = [
+            libc::timespec { tv_sec: st.st_atime - 10, tv_nsec: 0 },
+            libc::timespec { tv_sec: st.st_mtime - 12, tv_nsec: 0 },
+        ];
+        let (dir, at) = self.parent(false);
+        if dir >= 0 {
+            // SAFETY: the name is NUL-terminated inside p2; tm holds two timespecs.
+            unsafe {
+                libc::utimensat(dir, self.p2.as_ptr().add(at) as *const _, tm.as_ptr(), libc::AT_SYMLINK_NOFOLLOW)
+            };
+            self.done_with(dir);
+        }
+        Ok(0)
+    }
+
+    /// nb_findfirst: resolve, then with a wildcard list up to maxcnt entries of the parent.
+    #[inline]
+    fn find_first(&mut self, op: &Op) -> Result<u64> {
+        self.resolve_name(true);
+        let name_has_wild = self.p1.iter().any(|c| b"<>*?\"".contains(c));
+        if !name_has_wild {
+            return Ok(0);
+        }
+        let Some(slash) = self.p1.iter().rposition(|&c| c == b'/') else { return Ok(0) };
+        self.p1[slash] = 0;
+        let fd = if slash > self.base.len() {
+            opendir(self.dirfd, self.rel(&self.p1))
+        } else {
+            opendir(self.dirfd, c".".as_ptr())
+        };
+        self.p1[slash] = b'/';
+        if fd < 0 {
+            return Ok(0);
+        }
+        let mut left = op.b as u64;
+        let buf = &mut self.dents[0];
+        while left > 0 {
+            let n = getdents(fd, buf);
+            if n <= 0 {
+                break;
+            }
+            let mut off = 0usize;
+            while off < n as usize && left > 0 {
+                off += dirent_reclen(buf, off);
+                left -= 1;
+            }
+        }
+        unsafe { crate::sys::close(fd) };
+        Ok(0)
+    }
+
+    /// nb_writex: pwrite of the requested size; a short write is fatal, as in dbench.
+    #[inline]
+    fn write_x(&mut self, op: &Op) -> Result<u64> {
+        let fd = self.fd_of(op)?;
+        let size = op.b as usize;
+        let src = match self.written.as_ref() {
+            Some(w) => {
+                fill(&mut self.wbuf[..size], w.key, op.a as u64);
+                self.wbuf.as_ptr()
+            }
+            None => self.zeros.as_ptr(),
+        };
+        // SAFETY: zeros and wbuf hold max_io >= size bytes.
+        let r = unsafe { crate::sys::pwrite(fd, src as *const libc::c_void, size, op.a as libc::off_t) };
+        if r < 0 {
+            return Err(self.fatal(op, "write failed", std::io::Error::last_os_error()));
+        }
+        if let Some(w) = self.written.as_mut() {
+            w.record(self.names[op.handle as usize], op.a as u64, op.a as u64 + r as u64);
+        }
+        if r as u64 != op.c as u64 {
+            return Err(self.fatal(
+                op,
+                &format!("wrote {r} bytes, the load file expects {}", op.c),
+                std::io::Error::from_raw_os_error(libc::EIO),
+            ));
+        }
+        Ok(size as u64)
+    }
+
+    /// nb_readx: pread of the requested size; a short read is counted, as in dbench.
+    #[inline]
+    fn read_x(&mut self, op: &Op) -> Result<u64> {
+        let fd = self.fd_of(op)?;
+        let size = op.b as usize;
+        // SAFETY: rbuf holds max_io >= size bytes.
+        let r =
+            unsafe { crate::sys::pread(fd, self.rbuf.as_mut_ptr() as *mut libc::c_void, size, op.a as libc::off_t) };
+        if let (Some(w), true) = (self.written.as_mut(), r > 0) {
+            let (lf, base, cname, id) = (self.lf, &self.base, &self.cname, self.names[op.handle as usize]);
+            w.check_read(id, op.a as u64, &self.rbuf[..r as usize], || path_of(base, lf, id, cname), "run");
+        }
+        if r != op.c as isize {
+            // dbench prints "read failed" and goes on.
+            self.short_reads += 1;
+            let e = if r < 0 { errno() } else { -(r as i32) };
+            self.mismatch(op, e);
+        }
+        Ok(size as u64)
     }
 
     /// `call(dir, name)` on the directory holding p1's last name (opened below the job's

@@ -139,29 +139,73 @@ pub(super) fn show(tok: &[u8]) -> String {
     String::from_utf8_lossy(tok).into_owned()
 }
 
+/// A load-file line as dbench reads it (the newline already stripped): '\\' becomes '/', and " /"
+/// becomes " " (so only quoted paths keep their leading '/').
+fn normalise(raw: &[u8]) -> Vec<u8> {
+    let line: Vec<u8> = raw.iter().map(|&b| if b == b'\\' { b'/' } else { b }).collect();
+    if !line.windows(2).any(|w| w == b" /") {
+        return line;
+    }
+    let mut out = Vec::with_capacity(line.len());
+    let mut i = 0;
+    while i < line.len() {
+        if line[i] == b' ' && line.get(i + 1) == Some(&b'/') {
+            out.push(b' ');
+            i += 2;
+        } else {
+            out.push(line[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Whether a line's expected status says success: NT_STATUS_OK, 0x0 or SUCCESS.
+fn expects_success(st: &str) -> std::result::Result<bool, String> {
+    Ok(if st.starts_with("NT_STATUS_") {
+        st == "NT_STATUS_OK"
+    } else if let Some(h) = st.strip_prefix("0x") {
+        u64::from_str_radix(h, 16).map_err(|_| format!("status {st:?} is not a hex number"))? == 0
+    } else if st == "SUCCESS" {
+        true
+    } else if st == "ERROR" {
+        false
+    } else {
+        return Err(format!(
+            "the last field must be the expected status (NT_STATUS_..., 0x..., SUCCESS or ERROR), got {st:?}"
+        ));
+    })
+}
+
+/// An operation's kind and the fields it needs before the status.
+fn kind_of(name: &str) -> std::result::Result<(u8, usize), String> {
+    Ok(match name {
+        "NTCreateX" => (NTCREATEX, 4),
+        "Close" => (CLOSE, 1),
+        "Rename" => (RENAME, 2),
+        "Unlink" => (UNLINK, 2),
+        "Deltree" => (DELTREE, 1),
+        "Rmdir" => (RMDIR, 1),
+        "Mkdir" => (MKDIR, 1),
+        "QUERY_PATH_INFORMATION" => (QPATHINFO, 2),
+        "QUERY_FILE_INFORMATION" => (QFILEINFO, 2),
+        "QUERY_FS_INFORMATION" => (QFSINFO, 1),
+        "SET_FILE_INFORMATION" => (SFILEINFO, 2),
+        "FIND_FIRST" => (FIND, 4),
+        "WriteX" => (WRITEX, 4),
+        "ReadX" => (READX, 4),
+        "LockX" => (LOCKX, 3),
+        "UnlockX" => (UNLOCKX, 3),
+        "Flush" => (FLUSH, 1),
+        "Sleep" => (SLEEP, 1),
+        _ => return Err(format!("unknown operation {name:?}")),
+    })
+}
+
 impl Parser {
     pub(super) fn line(&mut self, raw: &[u8], line_no: u32) -> std::result::Result<(), String> {
-        // dbench strips the newline (we also strip a CR), turns '\' into '/' and
-        // " /" into " " (so only quoted paths keep their leading '/').
-        let mut end = raw.len();
-        while end > 0 && (raw[end - 1] == b'\n' || raw[end - 1] == b'\r') {
-            end -= 1;
-        }
-        let mut line: Vec<u8> = raw[..end].iter().map(|&b| if b == b'\\' { b'/' } else { b }).collect();
-        if line.windows(2).any(|w| w == b" /") {
-            let mut out = Vec::with_capacity(line.len());
-            let mut i = 0;
-            while i < line.len() {
-                if line[i] == b' ' && line.get(i + 1) == Some(&b'/') {
-                    out.push(b' ');
-                    i += 2;
-                } else {
-                    out.push(line[i]);
-                    i += 1;
-                }
-            }
-            line = out;
-        }
+        let end = raw.len() - raw.iter().rev().take_while(|&&b| b == b'\n' || b == b'\r').count();
+        let line = normalise(&raw[..end]);
         let mut toks = Vec::new();
         tokens(&line, &mut toks);
         if toks.len() < 2 || toks[0].first() == Some(&b'#') {
@@ -186,52 +230,11 @@ impl Parser {
                 return Err("a timestamp with no operation after it".into());
             }
         }
-        let status_tok = toks.last().unwrap().clone();
-        let st = String::from_utf8_lossy(&status_tok).into_owned();
-        let expect_ok = if st.starts_with("NT_STATUS_") {
-            st == "NT_STATUS_OK"
-        } else if let Some(h) = st.strip_prefix("0x") {
-            u64::from_str_radix(h, 16).map_err(|_| format!("status {st:?} is not a hex number"))? == 0
-        } else if st == "SUCCESS" {
-            true
-        } else if st == "ERROR" {
-            false
-        } else {
-            return Err(format!(
-                "the last field must be the expected status (NT_STATUS_..., 0x..., SUCCESS or ERROR), got {st:?}"
-            ));
-        };
-        let status = match self.statuses.get(&st) {
-            Some(&i) => i,
-            None => {
-                let i = self.lf.statuses.len() as u16;
-                self.lf.statuses.push(st.clone());
-                self.statuses.insert(st.clone(), i);
-                i
-            }
-        };
+        let st = show(toks.last().unwrap());
+        let expect_ok = expects_success(&st)?;
+        let status = self.status_index(st);
         let name = show(&toks[0]);
-        let (kind, nargs) = match name.as_str() {
-            "NTCreateX" => (NTCREATEX, 4),
-            "Close" => (CLOSE, 1),
-            "Rename" => (RENAME, 2),
-            "Unlink" => (UNLINK, 2),
-            "Deltree" => (DELTREE, 1),
-            "Rmdir" => (RMDIR, 1),
-            "Mkdir" => (MKDIR, 1),
-            "QUERY_PATH_INFORMATION" => (QPATHINFO, 2),
-            "QUERY_FILE_INFORMATION" => (QFILEINFO, 2),
-            "QUERY_FS_INFORMATION" => (QFSINFO, 1),
-            "SET_FILE_INFORMATION" => (SFILEINFO, 2),
-            "FIND_FIRST" => (FIND, 4),
-            "WriteX" => (WRITEX, 4),
-            "ReadX" => (READX, 4),
-            "LockX" => (LOCKX, 3),
-            "UnlockX" => (UNLOCKX, 3),
-            "Flush" => (FLUSH, 1),
-            "Sleep" => (SLEEP, 1),
-            _ => return Err(format!("unknown operation {name:?}")),
-        };
+        let (kind, nargs) = kind_of(&name)?;
         // Fields between the operation and the status.
         let have = toks.len() - 2;
         if have < nargs {
@@ -294,6 +297,17 @@ impl Parser {
         }
         self.lf.ops.push(op);
         Ok(())
+    }
+
+    /// The index of a status in the load file's table, added on first sight.
+    fn status_index(&mut self, st: String) -> u16 {
+        if let Some(&i) = self.statuses.get(&st) {
+            return i;
+        }
+        let i = self.lf.statuses.len() as u16;
+        self.lf.statuses.push(st.clone());
+        self.statuses.insert(st, i);
+        i
     }
 
     pub(super) fn path(&mut self, tok: &[u8], raw: &[u8], name: &str) -> std::result::Result<u32, String> {
