@@ -400,13 +400,12 @@ impl Tree {
         let spec = &self.spec;
         let nthreads = job.threads;
         let dirs = spec.dirs_per_tree().expect("validated");
-        let files = spec.files_per_tree().expect("validated");
         let with_files = !matches!(phase, "mkdir" | "rmdir");
         let expected = if with_files { spec.files_visited(nthreads) } else { dirs * nthreads as u64 };
         let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
         let size = spec.file_size();
         let zeros_len = if matches!(phase, "create" | "read") { spec.write_size.min(size.max(1)) as usize } else { 0 };
-        let (mut report, done) = run_threads(
+        let (report, done) = run_threads(
             phase,
             nthreads,
             timing,
@@ -513,6 +512,20 @@ impl Tree {
                 Ok((done, st.v.take()))
             },
         )?;
+        Ok(self.phase_report(report, phase, nthreads, done))
+    }
+
+    /// A measured phase's counters and details, with the verification's findings.
+    fn phase_report(
+        &self,
+        mut report: PhaseReport,
+        phase: &str,
+        nthreads: usize,
+        done: Vec<(Done, Option<Box<verify::TreeVerify>>)>,
+    ) -> PhaseReport {
+        let spec = &self.spec;
+        let size = spec.file_size();
+        let with_files = !matches!(phase, "mkdir" | "rmdir");
         let (done, vs): (Vec<Done>, Vec<_>) = done.into_iter().unzip();
         let dirs_done: u64 = done.iter().map(|d| d.dirs).sum();
         let files_done: u64 = done.iter().map(|d| d.files).sum();
@@ -535,8 +548,8 @@ impl Tree {
             "dirs_per_level": spec.dirs_per_level,
             "files_per_dir": spec.files_per_dir,
             "file_size_bytes": size,
-            "directories_per_tree": dirs,
-            "files_per_tree": files,
+            "directories_per_tree": spec.dirs_per_tree().expect("validated"),
+            "files_per_tree": spec.files_per_tree().expect("validated"),
         });
         if with_files {
             // Per tree: what an MPI stonewall's wear-out and the later phases go on from.
@@ -556,7 +569,7 @@ impl Tree {
                 report.elapsed_s
             ));
         }
-        Ok(report)
+        report
     }
 
     /// Removes what is left of each thread's tree, walking the same names the
