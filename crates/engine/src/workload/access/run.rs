@@ -227,7 +227,7 @@ impl Access {
             completed: Vec::with_capacity(qd),
             mix: vec![[0; 5]; spec.entries.len()],
             trim_fds: (job.backend != BackendKind::Null).then(|| files.0.clone()),
-            refill: vec![false; qd],
+            dirty: vec![(0, 0); qd],
             verify: spec.verify.map(|a| {
                 let mut c = Checker::new(a, spec.verify_block() as usize, job.seed, tid as u32, "run");
                 c.dump = spec.verify_dump;

@@ -11,7 +11,7 @@ use super::fileops::{one_call_failure, Donor};
 use super::gen::{AccessGen, GenOp};
 use super::iolog::{IoLogBuf, IoRecord};
 use super::lattarget::{LatProbe, Step};
-use super::layout::fill_pattern;
+use super::layout::fill_pattern_range;
 use super::pace::{sleep_until, FlowState, Go, Pacer};
 use super::prio::CmdPrioState;
 use super::workload::{Access, FSYNC, READ, TRIM, WRITE};
@@ -35,8 +35,9 @@ pub(super) struct RunState<B: IoBackend> {
     pub(super) mix: Vec<[u64; 5]>,
     /// The files, for trims (done here, not through the backend); None: the null backend.
     pub(super) trim_fds: Option<FileTable>,
-    /// With a buffer pattern: slots whose buffer a read overwrote (refilled before their next write).
-    pub(super) refill: Vec<bool>,
+    /// With a buffer pattern: per slot, the bytes `lo..hi` of its buffer that reads overwrote (none
+    /// when lo == hi); a write refills the part of them it sends.
+    pub(super) dirty: Vec<(usize, usize)>,
     pub(super) verify: Option<Checker>,
     /// With verify_backlog: the written requests not yet read back.
     pub(super) backlog: Option<Backlog>,
@@ -390,7 +391,10 @@ impl Access {
             self.check_pattern(st, slot, op.req, res as usize, job, "run");
         }
         if !op.req.write && !spec.write_pattern().is_empty() {
-            st.refill[slot] = true;
+            // The read's bytes lie over the pattern from the buffer's start (a superset when the
+            // slot's dirty bytes started further in: refilling a pattern byte again costs nothing).
+            let d = &mut st.dirty[slot];
+            *d = (0, d.1.max(op.req.len as usize));
         }
         if meta.t0 >= rec.measure_start_ns && !meta.backlog {
             let m = &mut st.mix[op.entry];
@@ -598,7 +602,7 @@ impl Access {
             }
         }
         let generation = if VERIFY { self.fill_write(st, slot, op.req, gen_base) } else { 0 };
-        self.refill_pattern(st, slot, op.req.write);
+        self.refill_pattern(st, slot, op.req.write, op.req.len as usize);
         if let Some(m) = self.meta.as_ref().filter(|_| op.req.write) {
             if !VERIFY {
                 st.writes += 1;
@@ -706,12 +710,15 @@ impl Access {
         }
     }
 
-    /// With a buffer pattern: a write on a slot whose buffer a read overwrote gets the pattern back.
+    /// With a buffer pattern: a write of `len` bytes on a slot whose buffer a read overwrote gets
+    /// the pattern back in the part it sends.
     #[inline]
-    fn refill_pattern<B: IoBackend>(&self, st: &mut RunState<B>, slot: usize, write: bool) {
-        if write && st.refill[slot] {
-            st.refill[slot] = false;
-            fill_pattern(st.bufs[slot].as_mut_slice(), self.spec.write_pattern());
+    fn refill_pattern<B: IoBackend>(&self, st: &mut RunState<B>, slot: usize, write: bool, len: usize) {
+        let (lo, hi) = st.dirty[slot];
+        if write && lo < hi && lo < len {
+            let end = hi.min(len);
+            fill_pattern_range(st.bufs[slot].as_mut_slice(), self.spec.write_pattern(), lo, end);
+            st.dirty[slot] = if end >= hi { (0, 0) } else { (end, hi) };
         }
     }
 }
