@@ -140,7 +140,8 @@ pub fn fill_random(buf: &mut [u8], seed: u64) {
     }
 }
 
-/// One chunk: `len x (100 - pct) / 100` random bytes from `seed`, then zeros or `pattern` repeated.
+/// One chunk: `len x (100 - pct) / 100` random bytes from `seed`, then zeros, or the start of
+/// `pattern` (the buffer pattern already repeated over a whole chunk: one copy, not a loop per byte).
 #[inline]
 fn fill_chunk(buf: &mut [u8], seed: u64, pct: u32, pattern: &[u8]) {
     let random = (buf.len() as u64 * (100 - pct as u64) / 100) as usize;
@@ -149,9 +150,7 @@ fn fill_chunk(buf: &mut [u8], seed: u64, pct: u32, pattern: &[u8]) {
     if pattern.is_empty() {
         fixed.fill(0);
     } else {
-        for (i, b) in fixed.iter_mut().enumerate() {
-            *b = pattern[i % pattern.len()];
-        }
+        fixed.copy_from_slice(&pattern[..fixed.len()]);
     }
 }
 
@@ -179,6 +178,7 @@ pub struct ContentGen {
     threads: u64,
     advance: u64,
     per_thread: u64,
+    /// The buffer pattern repeated over `min_write` bytes, the longest chunk (empty: zeros).
     pattern: Vec<u8>,
 }
 
@@ -215,7 +215,12 @@ impl ContentGen {
             // fio: the stream advances this many seeds per smallest write (its chunks).
             advance: min_write / chunk,
             per_thread: (spec.working_set / total.max(1)).max(1),
-            pattern: pattern.to_vec(),
+            pattern: pattern
+                .iter()
+                .copied()
+                .cycle()
+                .take(if pattern.is_empty() { 0 } else { min_write as usize })
+                .collect(),
         };
         g.prime(primed.0, primed.1);
         g
@@ -463,6 +468,14 @@ mod tests {
         let mut g = ContentGen::new(&p, 5, 0, 1, 4096, b"ab", (0, 0));
         let b = &blocks(&mut g, 1, 4096)[0];
         assert_eq!(&b[2048..2052], b"abab", "one chunk of the smallest write, the pattern from its fixed part");
+        // A pattern whose length divides no chunk: every chunk's fixed part starts it afresh, whole.
+        let q = ContentSpec { compress_pct: 50, compress_chunk: 512, ..spec() };
+        let mut g = ContentGen::new(&q, 5, 0, 1, 4096, b"xyz", (0, 0));
+        let b = &blocks(&mut g, 1, 4096)[0];
+        let want: Vec<u8> = b"xyz".iter().copied().cycle().take(256).collect();
+        for c in b.chunks(512) {
+            assert_eq!(&c[256..], &want[..]);
+        }
     }
 
     #[test]
