@@ -58,6 +58,8 @@ def test_a_planted_caller_is_found(tmp_path):
     pkg = tmp_path / "pkg"
     (pkg / "sub").mkdir(parents=True)
     (pkg / "phases.py").write_text("def loop(s):\n    return s.run_phase('run')\n")
-    (pkg / "sub" / "rogue.py").write_text("'''s.run_phase(x) in a docstring is no call'''\n\n\ndef f(s):\n    s.run_phase('run')\n")
+    (pkg / "sub" / "rogue.py").write_text(
+        "'''s.run_phase(x) in a docstring is no call'''\n\n\ndef f(s):\n    s.run_phase('run')\n"
+    )
     (pkg / "quiet.py").write_text("# s.run_phase('run')\nrun_phase = None\n")
     assert phase_calls(pkg) == {"phases.py": [2], "sub/rogue.py": [5]}

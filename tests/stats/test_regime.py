@@ -61,11 +61,15 @@ def test_other_cpu_share_hand_checked():
 def test_other_cpu_never_negative_nor_above_one():
     # Tick sampling can make our own ticks exceed the machine's busy delta by one: not negative.
     r = other_cpu(
-        {"running": 100, "own": 0, "kernel": 0, "mono": 0.0}, {"running": 101, "own": 3, "kernel": 0, "mono": 1.0}, cpus=2
+        {"running": 100, "own": 0, "kernel": 0, "mono": 0.0},
+        {"running": 101, "own": 3, "kernel": 0, "mono": 1.0},
+        cpus=2,
     )
     assert r["other_cpu_share"] == 0.0
     r = other_cpu(
-        {"running": 0, "own": 0, "kernel": 0, "mono": 0.0}, {"running": 10_000, "own": 0, "kernel": 0, "mono": 1.0}, cpus=1
+        {"running": 0, "own": 0, "kernel": 0, "mono": 0.0},
+        {"running": 10_000, "own": 0, "kernel": 0, "mono": 1.0},
+        cpus=1,
     )
     assert r["other_cpu_share"] == 1.0
 
