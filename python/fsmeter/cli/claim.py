@@ -12,10 +12,10 @@ from fsmeter.errors import UserError
 HELP = """Test claims (CLAIM.toml) on a stored campaign (--db STORE [--campaign N]) or on a table of
 trials (--data TRIALS.csv), with the decision rules and gates of the published studies.
 
-CLAIM.toml: one or more [[claims]] in the studies' schema (id, says, kind = ordering | equivalence |
+CLAIM.toml: one or more \\[\\[claims]] in the studies' schema (id, says, kind = ordering | equivalence |
 magnitude, tiers, metrics, size_pct, effect_pct, margin_pct, ratio_range, where, sensitive_to,
-bound_by, decide), an optional [rules] (level, min_difference_pct, intervals, settle_s, min_phase_s,
-max_other_cpu_share, max_cache_read_share) and optional [[hardware]] and lower_is_better.
+bound_by, decide), an optional \\[rules] (level, min_difference_pct, intervals, settle_s, min_phase_s,
+max_other_cpu_share, max_cache_read_share) and optional \\[\\[hardware]] and lower_is_better.
 TRIALS.csv: the columns config, metric, value, trial, one column per factor, and optionally the
 regime columns phase_s, other_cpu_share, cache_read_share, storage_read_latency_ms (missing: not
 measured). Each claim reads reproduced, reversed, not reproduced, inconclusive, not comparable here

@@ -381,7 +381,7 @@ def calibrate(
     Prints every comparison's effect in both runs, their difference and its z (the difference over
     what the two standard errors explain), and the between-run wobble B they imply (method of
     moments, with a cluster-bootstrap upper bound): the figure for `between_run_pct` in a study's
-    [rules], which the edge rule uses."""
+    \\[rules], which the edge rule uses."""
     import json
     import math
 
