@@ -151,8 +151,11 @@ def _frame(spec: dict, n: int = 6, noise: float = 0.02, seed: int = 3, **cols) -
 
 
 def _study_with(*claims: dict):
+    """gus3-2008 with these claims; its rules without the measured between-run wobble (the edge rule's
+    default applies: these tests are about the decision rules, test_edge.py about the wobble)."""
     s = load_study("gus3-2008")
-    return s.model_copy(update={"claims": [Claim.model_validate(c) for c in claims]})
+    rules = s.rules.model_copy(update={"between_run_pct": None, "between_run_source": ""})
+    return s.model_copy(update={"claims": [Claim.model_validate(c) for c in claims], "rules": rules})
 
 
 def test_ordering_reproduced_reversed_not_reproduced_inconclusive():
