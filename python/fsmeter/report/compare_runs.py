@@ -24,8 +24,8 @@ from typing import Any
 
 from fsmeter.errors import UserError
 from fsmeter.report.data import level_str
-from fsmeter.stats.ranking import compare
 from fsmeter.stats.kept import is_kept
+from fsmeter.stats.ranking import compare
 
 #: Exit code of `fsmeter compare-runs` when B has a significant regression beyond the threshold.
 EXIT_REGRESSION = 3

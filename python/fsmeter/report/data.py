@@ -19,9 +19,9 @@ import pandas as pd
 
 from fsmeter.errors import UserError
 from fsmeter.guest.kernels import EMULATED_NOTE
-from fsmeter.stats.ranking import DEFAULT_ALPHA, DEFAULT_PRACTICAL_PCT, RankEntry, rank
 from fsmeter.stats.kept import is_kept
 from fsmeter.stats.kept import kept as kept_rows
+from fsmeter.stats.ranking import DEFAULT_ALPHA, DEFAULT_PRACTICAL_PCT, RankEntry, rank
 from fsmeter.stats.summary import MeanCI, mean_ci
 from fsmeter.store import TIDY_COLUMNS, default_db_path, load, open_store
 

@@ -18,10 +18,10 @@ import math
 from dataclasses import dataclass, field
 
 from fsmeter.report.data import CampaignView, Config, MetricView, WorkloadView, fmt_num
-from fsmeter.stats.ranking import rank
 from fsmeter.stats.kept import is_kept
 from fsmeter.stats.outliers import THRESHOLD as OUTLIER_THRESHOLD
 from fsmeter.stats.outliers import find_outliers
+from fsmeter.stats.ranking import rank
 
 #: A cell whose CI half-width exceeds this % of its mean is too loose to rank (the compare suite's bar).
 DEFAULT_UNRESOLVED_PCT = 25.0
