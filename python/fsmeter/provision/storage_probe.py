@@ -267,11 +267,12 @@ def storage_class_of(spec) -> str:
 
 def probe_target(prov, spec, **kw) -> StorageProbe:
     """Probe a campaign's target on its raw storage before any mkfs: a fresh loop image of the
-    target's size (the same scratch folder the cells' images use), the device itself (which the
-    campaign will format anyway), or a file in the directory. tmpfs is memory. Other kinds
+    target's size (the same scratch folder the cells' images use), a fresh disk-model device of the
+    target's size (its timing is the model's), the device itself (which the campaign will format
+    anyway), or a file in the directory. tmpfs is memory. Other kinds
     (glusterfs) are not probed. Everything made here is recorded in the provisioner's state file
     before it exists and removed before returning."""
-    from fsmeter.provision.targets import DeviceTarget, LoopTarget
+    from fsmeter.provision.targets import DeviceTarget, DiskModelTarget, LoopTarget
 
     kind = getattr(spec, "kind", "loop")
     cls = storage_class_of(spec)
@@ -284,8 +285,15 @@ def probe_target(prov, spec, **kw) -> StorageProbe:
         target.setup()
         out = probe_path(target.device, storage_class=cls, **kw)
         return out
-    if kind == "loop":
-        target = LoopTarget(prov._require_state(), f"probe-{os.getpid()}", spec.size_bytes)
+    if kind in ("loop", "disk-model"):
+        ident = f"probe-{os.getpid()}"
+        target = (
+            LoopTarget(prov._require_state(), ident, spec.size_bytes)
+            if kind == "loop"
+            else DiskModelTarget(
+                prov._require_state(), ident, spec.size_bytes, spec.model or "", offset_bytes=spec.model_offset_bytes
+            )
+        )
         try:
             target.setup()
             out = probe_path(target.device, storage_class=cls, **kw)
