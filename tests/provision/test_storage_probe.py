@@ -80,6 +80,24 @@ def test_a_loop_target_is_probed_and_left_behind_clean(root, scratch):
     assert scratch not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
 
 
+def test_a_disk_model_target_is_probed_through_the_model(root, scratch):
+    """The probe of a disk-model target times the modelled drive, not the host's disk under it: a random
+    read waits for a seek and part of a revolution (the Cheetah 9LP turns at 10,000 rpm, 6 ms a turn),
+    where this host's own disk answers in well under a millisecond."""
+    from fsmeter.provision import Provisioner, TargetSpec
+
+    with Provisioner(scratch) as prov:
+        spec = TargetSpec(kind="disk-model", model="seagate-st39102lw", size_bytes=128 << 20)
+        p = probe_target(prov, spec, seq_bytes=4 << 20, reads=24, flushes=2)
+        assert prov.state.entries() == []
+    _sane(p)
+    assert p.storage_class == "disk-model:seagate-st39102lw" and p.span_bytes == 128 << 20
+    assert p.random_read_ms_mean > 1.0, p.line()
+    assert p.seq_read_mb_s < 40, p.line()  # the 9LP's media rate is at most 21 MB/s
+    images = os.path.join(scratch, "images")
+    assert not os.path.isdir(images) or not os.listdir(images)
+
+
 def test_a_campaign_records_its_probe(tmp_path):
     """A campaign on a directory target records one probe of the directory's storage in the store."""
     from fsmeter.store import load
@@ -107,3 +125,33 @@ n = 1
     st = load(db)["storage"]
     assert len(st) == 1 and st["storage_class"].iloc[0] in ("file", "memory")
     assert "storage:" in r.stdout
+
+
+def test_a_loop_campaign_probes_again_at_its_end(root, scratch, tmp_path):
+    """A loop target is probed when the campaign starts and again when its trials are done, so the gates
+    have more than one sample of the host's storage (they take the fastest)."""
+    from fsmeter.store import load
+    from fsmeter_cli import fsm
+
+    camp = tmp_path / "c.toml"
+    camp.write_text(
+        """name = "p"
+[target]
+kind = "loop"
+size = "256M"
+[[filesystems]]
+name = "ext4"
+[[workloads]]
+name = "seq-read"
+params = { file_size = "4M", duration_s = 0.2, warmup_s = 0.0 }
+[repetitions]
+policy = "fixed"
+n = 1
+"""
+    )
+    db = tmp_path / "s.sqlite"
+    r = fsm("campaign", "run", str(camp), "--db", str(db), "--quiet")
+    assert r.returncode == 0, r.stderr
+    st = load(db)["storage"]
+    assert len(st) == 2 and set(st["storage_class"]) == {"loop-image"}
+    assert st["random_read_ms_p50"].notna().all()

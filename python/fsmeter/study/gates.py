@@ -14,8 +14,10 @@ Two kinds, in this order:
 A gate whose measurement is missing does not pass (fails closed): the verdict names the missing
 measurement and is at most inconclusive, or not comparable when the claim is sensitive to it.
 
-The resource figures come from the storage probe of the run's target (:mod:`fsmeter.provision.
-storage_probe`, recorded per campaign) and the paper's machine (``[[hardware]]`` of the study file):
+The resource figures come from the storage probes of the run's target (:mod:`fsmeter.provision.
+storage_probe`, recorded per campaign at its start, and for a loop or disk-model target again between
+trials and at its end; the fastest of them counts) and the paper's machine (``[[hardware]]`` of the
+study file):
 
 - ``disk_seeks``: the probe's median random 4 KiB read at queue depth 1 (O_DIRECT) against the
   paper's disk's expected random read (average seek + half a revolution + the transfer);
