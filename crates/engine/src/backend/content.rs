@@ -27,6 +27,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::pattern::fill_pattern;
 use crate::verify::payload::splitmix;
 
 /// How a copy picks the bytes it repeats.
@@ -215,12 +216,11 @@ impl ContentGen {
             // fio: the stream advances this many seeds per smallest write (its chunks).
             advance: min_write / chunk,
             per_thread: (spec.working_set / total.max(1)).max(1),
-            pattern: pattern
-                .iter()
-                .copied()
-                .cycle()
-                .take(if pattern.is_empty() { 0 } else { min_write as usize })
-                .collect(),
+            pattern: {
+                let mut p = vec![0u8; if pattern.is_empty() { 0 } else { min_write as usize }];
+                fill_pattern(&mut p, pattern);
+                p
+            },
         };
         g.prime(primed.0, primed.1);
         g

@@ -11,6 +11,7 @@ pub mod dio;
 pub mod fault;
 pub mod mmap;
 pub mod null;
+pub mod pattern;
 pub mod psync;
 pub mod uring;
 
