@@ -54,6 +54,11 @@ class RunContext:
     probed_at: float = 0.0
     trials_since_probe: int = 0
 
+    def probe(self) -> None:
+        """Probe the target's storage and record it (see _probe_storage); the clock starts again."""
+        _probe_storage(self.campaign, self.store, self.campaign_id, self.prov, self.console)
+        self.probed_at, self.trials_since_probe = time.monotonic(), 0
+
     def reprobe(self, *, final: bool = False) -> None:
         """Probe the target's storage again when REPROBE_EVERY_S has passed since the last probe (or,
         with ``final``, when any trial ran since it), for the targets whose probe uses storage of its
@@ -63,8 +68,7 @@ class RunContext:
             return
         if not final and time.monotonic() - self.probed_at < REPROBE_EVERY_S:
             return
-        _probe_storage(self.campaign, self.store, self.campaign_id, self.prov, self.console)
-        self.probed_at, self.trials_since_probe = time.monotonic(), 0
+        self.probe()
 
 
 #: A storage probe is one sample of a host that may be slowed, for a while, by what else runs on it
@@ -321,9 +325,8 @@ def _run_cells(
     )
     try:
         with Provisioner() as prov, bar:
-            _probe_storage(c, store, campaign_id, prov, console)
             ctx = RunContext(c, campaign_id, store, prov, console, bar, cap_notes=cap_notes)
-            ctx.probed_at = time.monotonic()
+            ctx.probe()
             ctx.overall_total = len(cells) * expected_trials(c)
             ctx.overall = bar.add_task(f"campaign {c.name}: trials", total=ctx.overall_total)
             if c.order == "interleaved":
