@@ -98,19 +98,17 @@ def test_a_disk_model_target_is_probed_through_the_model(root, scratch):
     assert not os.path.isdir(images) or not os.listdir(images)
 
 
-def test_a_campaign_records_its_probe(tmp_path):
-    """A campaign on a directory target records one probe of the directory's storage in the store."""
+def _campaign_probes(tmp_path, target: str):
+    """Run a one-trial seq-read campaign on ``target`` (the TOML lines of its [target] and what follows
+    it) and return its output and the store's storage probes."""
     from fsmeter.store import load
     from fsmeter_cli import fsm
 
     camp = tmp_path / "c.toml"
-    target = tmp_path / "t"
-    target.mkdir()
     camp.write_text(
         f"""name = "p"
 [target]
-kind = "dir"
-path = "{target}"
+{target}
 [[workloads]]
 name = "seq-read"
 params = {{ file_size = "4M", duration_s = 0.2, warmup_s = 0.0 }}
@@ -122,7 +120,14 @@ n = 1
     db = tmp_path / "s.sqlite"
     r = fsm("campaign", "run", str(camp), "--db", str(db), "--quiet")
     assert r.returncode == 0, r.stderr
-    st = load(db)["storage"]
+    return r, load(db)["storage"]
+
+
+def test_a_campaign_records_its_probe(tmp_path):
+    """A campaign on a directory target records one probe of the directory's storage in the store."""
+    target = tmp_path / "t"
+    target.mkdir()
+    r, st = _campaign_probes(tmp_path, f'kind = "dir"\npath = "{target}"')
     assert len(st) == 1 and st["storage_class"].iloc[0] in ("file", "memory")
     assert "storage:" in r.stdout
 
@@ -130,28 +135,6 @@ n = 1
 def test_a_loop_campaign_probes_again_at_its_end(root, scratch, tmp_path):
     """A loop target is probed when the campaign starts and again when its trials are done, so the gates
     have more than one sample of the host's storage (they take the fastest)."""
-    from fsmeter.store import load
-    from fsmeter_cli import fsm
-
-    camp = tmp_path / "c.toml"
-    camp.write_text(
-        """name = "p"
-[target]
-kind = "loop"
-size = "256M"
-[[filesystems]]
-name = "ext4"
-[[workloads]]
-name = "seq-read"
-params = { file_size = "4M", duration_s = 0.2, warmup_s = 0.0 }
-[repetitions]
-policy = "fixed"
-n = 1
-"""
-    )
-    db = tmp_path / "s.sqlite"
-    r = fsm("campaign", "run", str(camp), "--db", str(db), "--quiet")
-    assert r.returncode == 0, r.stderr
-    st = load(db)["storage"]
+    _, st = _campaign_probes(tmp_path, 'kind = "loop"\nsize = "256M"\n[[filesystems]]\nname = "ext4"')
     assert len(st) == 2 and set(st["storage_class"]) == {"loop-image"}
     assert st["random_read_ms_p50"].notna().all()
