@@ -123,6 +123,22 @@ def test_buffer_pattern_is_read_in_fios_forms():
     assert AccessParams(**m.params).engine_spec()["buffer_pattern"] == [ord("x"), ord("y")]
 
 
+@pytest.mark.parametrize(
+    "text, fio_wrote",
+    [
+        # The first bytes of the file fio 3.33 wrote with rw=write and this buffer_pattern (xxd), recorded from
+        # fio, not derived: a decimal number ends at the next 0x (fio's t/jobs t0028 is the first).
+        ('"abcd"-120xdeadface', "61626364f4ffffffdeadface"),
+        ('10x5"z"', "01057a"),
+        ("0xf00x1", "f001"),
+    ],
+)
+def test_buffer_pattern_reads_a_decimal_up_to_the_next_hex_as_fio(text, fio_wrote):
+    assert parse_buffer_pattern(text) == bytes.fromhex(fio_wrote)
+    m = job_of(f"[test]\nsize=16k\nreadwrite=write\nbuffer_pattern={text}\n")
+    assert AccessParams(**m.params).engine_spec()["buffer_pattern"] == list(bytes.fromhex(fio_wrote))
+
+
 def test_access_parameters_refuse_what_the_engine_would():
     base = {"entries": [{"size": 4096, "weight": 100, "read_pct": 50}]}
     for extra, field in [

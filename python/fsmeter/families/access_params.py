@@ -158,17 +158,23 @@ def parse_buffer_pattern(text: str) -> bytes:
     """fio's buffer_pattern: hex numbers (0xdeadface: those bytes in that order; an odd digit count puts the
     lone digit first), decimal numbers from -2^31 to 2^31-1 (the 32-bit value's bytes, least significant first,
     up to its last non-zero byte; 0 is one zero byte) and double-quoted strings, in any order and combination.
-    ValueError says what is wrong."""
+    A decimal number ends where the next 0x begins, as in fio: -120xdeadface is -12 then 0xdeadface, 10x5 is 1
+    then 0x5. ValueError says what is wrong."""
     out = bytearray()
     pos = 0
     token = re.compile(r'0[xX](?P<hex>[0-9a-fA-F]+?)(?=0[xX]|[^0-9a-fA-F]|$)|(?P<dec>-?[0-9]+)|"(?P<str>[^"]*)"')
+    next_hex = re.compile(r"0[xX]")
     while pos < len(text):
         if text[pos] == "'":
             raise ValueError(
                 "a file's contents ('name') are not supported by fsmeter (not planned): write the bytes "
                 'as 0x... or "..."'
             )
+        # fio reads a decimal number only up to the first 0x after it (its parse_number looks ahead).
         m = token.match(text, pos)
+        h = next_hex.search(text, pos) if m is not None and m.group("dec") is not None else None
+        if h is not None and h.start() < m.end():
+            m = token.match(text, pos, h.start())
         if m is None:
             raise ValueError(
                 f"cannot read {text[pos:]!r}: use hex (0xdeadface), a decimal number or a "
