@@ -124,8 +124,9 @@ def buffer_pattern_and_verify(ctx: Ctx, params: dict, notes: list) -> None:
             if name != "verify_async" and ctx.job.get(name) is not None:
                 ctx.fail(
                     ctx.job.get(name),
-                    "with verify=pattern is not supported by fsmeter yet (planned): use it with "
-                    "a checksum method (verify=crc32c ...), or run this job with fio",
+                    "with verify_pattern (verify=pattern or verify=meta) is not supported by fsmeter yet "
+                    "(planned): use it with a checksum method (verify=crc32c ...) and no verify_pattern, or run "
+                    "this job with fio",
                 )
         if ctx.job.get("verify_async") is not None:
             notes.append(
