@@ -5,7 +5,7 @@ direction, into tests/data/fio/counts/counts.json, which tests/interop/fio/test_
 
 Each file runs once under fio (`fio --output-format=json --directory=SCRATCH FILE`, in a scratch folder of its
 own on /tmp), and the record keeps the command, fio's version and, per job in fio's order, its name and its
-read and write bytes and I/Os. Re-run it when a file there changes; the tests need neither fio nor this script.
+read and write bytes and I/Os (and its trims', for a job that trims). Re-run it when a file there changes; the tests need neither fio nor this script.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ def record(fio: str, path: Path) -> dict:
             "name": j["jobname"],
             "read": [j["read"]["io_bytes"], j["read"]["total_ios"]],
             "write": [j["write"]["io_bytes"], j["write"]["total_ios"]],
+            # Trims only where a job trims, so the records of files without trims stay as they were.
+            **({"trim": [j["trim"]["io_bytes"], j["trim"]["total_ios"]]} if j["trim"]["total_ios"] else {}),
         }
         for j in doc["jobs"]
     ]

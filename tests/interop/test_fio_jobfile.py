@@ -188,7 +188,6 @@ def test_sync_engine_caps_the_queue_depth_with_a_note():
             "[a]\nsize=1m\nioengine=solarisaio\n",
             r"^t.fio line 3: ioengine=solarisaio: ioengine solarisaio is not supported",
         ),
-        ("[a]\nsize=1m\nrw=trim\nbssplit=4k/50:8k/50\n", r"line 4: bssplit=.*: with rw=trim, give one trim size"),
         ("[a]\nsize=20%\n", r"line 2: size=20%: a percentage of the files' size needs files that exist"),
         ("[a]\nsize=1m\nbs=4k-8k\n", r"line 3: bs=4k-8k: a block size range is not supported by fsmeter \(planned"),
         ("[a]\nsize=1m\ndirectory=../up\n", r"line 3: directory=../up: '..' would leave the job's directory"),

@@ -80,6 +80,27 @@ fn trim_then_write_writes_each_trimmed_range_with_the_buffer_pattern() {
 }
 
 #[test]
+fn trim_then_write_does_not_stop_between_a_trim_and_its_write() {
+    // 3 KiB pairs against a byte total of 170 pairs and 2 KiB: the 171st trim reaches it (170 pairs
+    // are 1,044,480 bytes). fio writes the range of that trim too; so must the engine.
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = session(
+        dir.path(),
+        json!({
+            "family": "access", "file_size": MIB, "file_names": ["tw"], "trim_then_write": true,
+            "entries": [{"size": 3072, "weight": 100, "read_pct": 0, "random_pct": 100, "trim_pct": 100}],
+            "total_bytes": 170 * 6144 + 2048,
+        }),
+    )
+    .unwrap();
+    run(&mut s, "prepare");
+    let r = run(&mut s, "run");
+    assert_eq!(count(&r, "trim"), 171);
+    assert_eq!(count(&r, "write"), 171, "the last trim's range is written");
+    assert_eq!(r["ops"]["write"]["bytes"], 171 * 3072);
+}
+
+#[test]
 fn a_mix_counts_reads_writes_and_trims_apart() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = session(

@@ -149,20 +149,23 @@ def _bs_pair(ctx: Ctx, name: str) -> tuple | None:
     return tuple(out)
 
 
-def _bsrange(ctx: Ctx) -> tuple | None:
-    """bsrange (alias blocksize_range): ((lo, hi) for reads, (lo, hi) for writes)."""
+def _bsrange(ctx: Ctx, dirs: int = 2) -> tuple | None:
+    """bsrange (alias blocksize_range): ((lo, hi) for reads, (lo, hi) for writes[, (lo, hi) for trims]); a
+    direction without a range takes the last one given, as fio fills them forward."""
     opt = ctx.job.get("bsrange") or ctx.job.get("blocksize_range")
     if opt is None:
         return None
     out = []
-    for part in (opt.value or "").split(",")[:2]:
+    for part in (opt.value or "").split(",")[:dirs]:
         lo, hi = ctx._range(FioOption(opt.name, part, opt.line, opt.written))
         if lo <= 0:
             ctx.fail(opt, "must be > 0")
         if hi // lo > 4096:
             ctx.fail(opt, "the larger end may be at most 4096 times the smaller: narrow the range")
         out.append((lo, hi))
-    return (out[0], out[-1])
+    while len(out) < dirs:
+        out.append(out[-1])
+    return tuple(out[:dirs])
 
 
 def range_split(lo: int, hi: int) -> list:
@@ -181,8 +184,10 @@ def range_split(lo: int, hi: int) -> list:
     return sorted(shares.items())
 
 
-def _bssplit(ctx: Ctx) -> tuple | None:
-    """bssplit=4k/10:64k/90 (one list for both directions) or READLIST,WRITELIST -> per direction [(size, pct)]."""
+def _bssplit(ctx: Ctx, dirs: int = 2) -> tuple | None:
+    """bssplit=4k/10:64k/90 (one list for every direction) or READLIST,WRITELIST[,TRIMLIST] -> per direction
+    [(size, pct)], for reads and writes (dirs=2) or also trims (dirs=3); a direction without a list takes the one
+    before it, as fio fills them forward."""
     opt = ctx.job.get("bssplit")
     if opt is None:
         return None
@@ -190,7 +195,7 @@ def _bssplit(ctx: Ctx) -> tuple | None:
     if len(lists) > 3 or not lists[0].strip():
         ctx.fail(opt, "give SIZE/PCT:SIZE/PCT..., or READLIST,WRITELIST")
     out = []
-    for lst in lists[:2]:
+    for lst in lists[:dirs]:
         if not lst.strip():
             out.append(None)
             continue
@@ -218,8 +223,8 @@ def _bssplit(ctx: Ctx) -> tuple | None:
             if e[1] is None:
                 e[1] = (100.0 - given) / free
         out.append([(s, p) for s, p in entries if p > 0])
-    if len(out) == 1:
-        out.append(out[0])
+    while len(out) < dirs:
+        out.append(out[-1])
     return tuple(x if x is not None else out[0] for x in out)
 
 
@@ -236,22 +241,45 @@ def _trim_entries(ctx: Ctx, rw: str, random_pct: int, notes: list) -> tuple:
             except ValueError as exc:
                 ctx.fail(opt, str(exc))
             break
-    if ctx.job.get("bssplit") is not None:
-        ctx.fail(
-            ctx.job.get("bssplit"), f"with rw={rw}, give one trim size with bs= (fsmeter: bssplit for trims is planned)"
-        )
     if size <= 0:
         ctx.fail(opt, "must be > 0")
+    sizes = _trim_split(ctx, notes) or [(size, 100.0)]
     then_write = TRIM_PATTERNS[rw][1]
-    if then_write and len(parts) > 1 and parts[1] and parts[1] != parts[-1]:
-        notes.append(f"rw={rw}: each write covers the range just trimmed ({size} bytes), whatever bs says for writes")
+    if then_write:
+        if len(sizes) > 1:
+            notes.append(
+                f"rw={rw}: each write covers the range just trimmed, of the size drawn for the trim, as in fio"
+            )
+        elif len(parts) > 1 and parts[1] and parts[1] != parts[-1]:
+            notes.append(
+                f"rw={rw}: each write covers the range just trimmed ({size} bytes), whatever bs says for writes"
+            )
     notes.append(
         f"rw={rw}: a trim on a file is a hole punched over its range (fallocate PUNCH_HOLE|KEEP_SIZE); "
         "fio's own file engines issue a block-device discard there"
     )
     return [
-        {"size": size, "weight": 100.0, "read_pct": 0.0, "random_pct": float(random_pct), "trim_pct": 100.0}
+        {"size": s, "weight": pct, "read_pct": 0.0, "random_pct": float(random_pct), "trim_pct": 100.0}
+        for s, pct in sizes
     ], then_write
+
+
+def _trim_split(ctx: Ctx, notes: list) -> list | None:
+    """The trim sizes [(size, pct)] of bssplit or bsrange, or None: fio's third list or range is the trims', and
+    a missing one is the write's (the last given), as fio fills them forward."""
+    split = _bssplit(ctx, dirs=3)
+    if split is not None:
+        return split[2]
+    ranges = _bsrange(ctx, dirs=3)
+    if ranges is None:
+        return None
+    lo, hi = ranges[2]
+    if lo != hi:
+        notes.append(
+            f"{(ctx.job.get('bsrange') or ctx.job.get('blocksize_range')).as_written}: each trim's size is drawn "
+            f"as fio draws it, between {lo} and {hi} bytes"
+        )
+    return range_split(lo, hi)
 
 
 def random_distribution(ctx: Ctx, notes: list) -> str:

@@ -265,6 +265,13 @@ impl AccessGen {
         self.ended || self.dir_map.as_ref().is_some_and(DirMap::ended)
     }
 
+    /// A trim of fio's trimwrite was drawn and the write of its range is still to come: the two
+    /// are one step, so a byte quota reached by the trim does not end the thread before its write.
+    #[inline]
+    pub fn write_pending(&self) -> bool {
+        self.then_write.is_some()
+    }
+
     /// fio's sprandom per-region counts, when the job has it.
     pub fn sprandom(&self) -> Option<&super::sprandom::Sprandom> {
         self.spr.as_deref().map(|(s, _)| s)
@@ -373,6 +380,9 @@ impl AccessGen {
             let slots = (self.file_size - len as u64) / self.align + 1;
             (self.file_lo + file, below(self.rng.next_u64(), slots) * self.align)
         } else {
+            if self.sizes.len() > 1 {
+                (len, entry) = self.seq_fit(entry, len);
+            }
             self.next_sequential(len as u64)
         };
         let op = GenOp {
@@ -385,6 +395,37 @@ impl AccessGen {
             self.then_write = Some(GenOp { req: IoReq { write: true, ..op.req }, trim: false, ..op });
         }
         op
+    }
+
+    /// fio's sequential walk with several sizes (get_next_buflen's io_u_fits): a size that would run
+    /// past the end of the file or of the thread's share gives way to the first later size of the same
+    /// direction that fits, else to a new draw, as for the random map; so the walk ends exactly at the
+    /// end, as fio's does. When no size fits, the walk starts again as with one size.
+    #[inline]
+    fn seq_fit(&mut self, entry: usize, len: u32) -> (u32, usize) {
+        let fs = self.file_size;
+        let pos = self.seq_pos;
+        if pos >= self.seq_hi {
+            return (len, entry);
+        }
+        let room = self.seq_hi.min((pos / fs + 1) * fs) - pos;
+        if len as u64 <= room {
+            return (len, entry);
+        }
+        let class = (self.read_thr[entry], self.trim_thr[entry], self.rand_thr[entry]);
+        let fits =
+            |g: &Self, k: usize| g.sizes[k] as u64 <= room && (g.read_thr[k], g.trim_thr[k], g.rand_thr[k]) == class;
+        let mut e = entry;
+        for _ in 0..64 {
+            if let Some(k) = (e..self.sizes.len()).find(|&k| fits(self, k)) {
+                return (self.sizes[k], k);
+            }
+            e = self.draw_entry();
+        }
+        (0..self.sizes.len())
+            .filter(|&k| fits(self, k))
+            .min_by_key(|&k| self.sizes[k])
+            .map_or((len, entry), |k| (self.sizes[k], k))
     }
 
     #[inline]
