@@ -150,7 +150,8 @@ def test_an_interrupted_run_leaves_no_program_behind(tmp_path):
     # The program was signalled before fsmeter exited; on a busy machine it may take a moment to die, so wait
     # for it (bounded), then nothing may be left.
     for _ in range(300):
-        left = [d for d in os.listdir("/proc") if d.isdigit() and _cmdline(d).startswith("sleep\x00120")]
+        # The whole command line: a prefix would also match another program's `sleep 1200`.
+        left = [d for d in os.listdir("/proc") if d.isdigit() and _cmdline(d) == "sleep\x00120\x00"]
         if not left:
             break
         time.sleep(0.1)
