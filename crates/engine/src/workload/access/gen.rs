@@ -228,7 +228,7 @@ impl AccessGen {
     /// first later one that fits, else a new draw); the request then ends at the first block already done.
     /// A full map starts the next pass. -> (file, offset, len, entry).
     #[inline]
-    fn map_draw(&mut self, mut entry: usize) -> (u64, u64, u32, usize) {
+    fn map_draw(&mut self, entry: usize) -> (u64, u64, u32, usize) {
         let per_file = (self.file_size / self.align).max(1);
         let map = self.sized.as_mut().expect("checked");
         if map.full() {
@@ -239,20 +239,11 @@ impl AccessGen {
             b = map.next_free(b).unwrap_or(b);
         }
         let room = (per_file - b % per_file) * self.align;
-        let mut len = self.sizes[entry] as u64;
-        for _ in 0..64 {
-            if let Some(k) = (entry..self.sizes.len()).find(|&k| self.sizes[k] as u64 <= room) {
-                entry = k;
-                len = self.sizes[k] as u64;
-                break;
-            }
-            entry = self.draw_entry();
-        }
-        if len > room {
-            // 64 draws without a fit (a last block far smaller than most sizes): the smallest size, which fits.
-            entry = (0..self.sizes.len()).min_by_key(|&k| self.sizes[k]).unwrap_or(0);
-            len = self.sizes[entry] as u64;
-        }
+        // No size fits (a last block far smaller than every size): the smallest size.
+        let entry = self
+            .fitting_entry(entry, room, false)
+            .unwrap_or_else(|| (0..self.sizes.len()).min_by_key(|&k| self.sizes[k]).unwrap_or(0));
+        let len = self.sizes[entry] as u64;
         let map = self.sized.as_mut().expect("checked");
         let done = map.set_run(b, len.div_ceil(self.align)).max(1);
         (b / per_file, (b % per_file) * self.align, (len.min(done * self.align)) as u32, entry)
@@ -412,20 +403,26 @@ impl AccessGen {
         if len as u64 <= room {
             return (len, entry);
         }
-        let class = (self.read_thr[entry], self.trim_thr[entry], self.rand_thr[entry]);
-        let fits =
-            |g: &Self, k: usize| g.sizes[k] as u64 <= room && (g.read_thr[k], g.trim_thr[k], g.rand_thr[k]) == class;
+        self.fitting_entry(entry, room, true).map_or((len, entry), |k| (self.sizes[k], k))
+    }
+
+    /// fio's choice of a size that fits in `room` bytes (get_next_buflen with io_u_fits): the drawn
+    /// entry or the first later one that fits, else a new draw, up to 64 draws; then the smallest that
+    /// fits. With `same_dir`, only entries of the drawn entry's direction count. None: no size fits.
+    #[inline]
+    fn fitting_entry(&mut self, entry: usize, room: u64, same_dir: bool) -> Option<usize> {
+        let class = same_dir.then(|| (self.read_thr[entry], self.trim_thr[entry], self.rand_thr[entry]));
+        let fits = |g: &Self, k: usize| {
+            g.sizes[k] as u64 <= room && class.is_none_or(|c| (g.read_thr[k], g.trim_thr[k], g.rand_thr[k]) == c)
+        };
         let mut e = entry;
         for _ in 0..64 {
             if let Some(k) = (e..self.sizes.len()).find(|&k| fits(self, k)) {
-                return (self.sizes[k], k);
+                return Some(k);
             }
             e = self.draw_entry();
         }
-        (0..self.sizes.len())
-            .filter(|&k| fits(self, k))
-            .min_by_key(|&k| self.sizes[k])
-            .map_or((len, entry), |k| (self.sizes[k], k))
+        (0..self.sizes.len()).filter(|&k| fits(self, k)).min_by_key(|&k| self.sizes[k])
     }
 
     #[inline]
