@@ -1,11 +1,14 @@
-"""`fsmeter` run as a user runs it (a child process of this interpreter, wide output for one-line errors), and a
-one-job fio job file mapped as `fsmeter run` maps it: shared by the tests of fio job files."""
+"""`fsmeter` run as a user runs it (a child process of this interpreter, wide output for one-line errors), a job
+file's text run by `fsmeter run` to its result JSON, and a one-job fio job file mapped as `fsmeter run` maps it:
+shared by the tests of fio job files."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 
 def fsm(*args, cwd=None, timeout=300, prefix=()) -> subprocess.CompletedProcess:
@@ -19,6 +22,19 @@ def fsm(*args, cwd=None, timeout=300, prefix=()) -> subprocess.CompletedProcess:
         cwd=cwd,
         timeout=timeout,
     )
+
+
+def run_jobfile(tmp_path: Path, text: str, *args) -> dict:
+    """Write ``text`` as a job file under ``tmp_path`` and run it with `fsmeter run` on ``tmp_path``/w (``args``:
+    more options); it must succeed. -> the result JSON."""
+    work = tmp_path / "w"
+    work.mkdir(exist_ok=True)
+    f = tmp_path / "j.fio"
+    f.write_text(text)
+    out = tmp_path / "out.json"
+    r = fsm("run", f, "--dir", work, "--json", out, "-q", *args)
+    assert r.returncode == 0, r.stderr
+    return json.loads(out.read_text())
 
 
 def job_of(text: str):

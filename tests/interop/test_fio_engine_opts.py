@@ -10,7 +10,7 @@ import pytest
 from fsmeter.errors import UserError
 from fsmeter.families.access import AccessParams
 from fsmeter.families.access_params import parse_buffer_pattern
-from fsmeter_cli import fsm, job_of
+from fsmeter_cli import fsm, job_of, run_jobfile
 
 
 # -- the mapping ---------------------------------------------------------------------------------------------------
@@ -204,14 +204,8 @@ def test_a_trim_job_punches_the_file_and_reports_trims_apart(tmp_path):
     ],
 )
 def test_trimwrite_writes_the_range_of_the_trim_that_reached_the_size(tmp_path, job, fio_pairs, fio_bytes):
-    work = tmp_path / "w"
-    work.mkdir()
-    f = tmp_path / "t.fio"
-    f.write_text(f"[tw]\nfilesize=1M\nrw=randtrimwrite\nrandrepeat=0\n{job}\n")
-    out = tmp_path / "r.json"
-    r = fsm("run", f, "--dir", work, "--json", out, "-q")
-    assert r.returncode == 0, r.stderr
-    ops = json.loads(out.read_text())["phases"]["tw:run"]["ops"]
+    doc = run_jobfile(tmp_path, f"[tw]\nfilesize=1M\nrw=randtrimwrite\nrandrepeat=0\n{job}\n")
+    ops = doc["phases"]["tw:run"]["ops"]
     assert (ops["trim"]["count"], ops["trim"]["bytes"]) == (fio_pairs, fio_bytes)
     assert (ops["write"]["count"], ops["write"]["bytes"]) == (fio_pairs, fio_bytes)
 
@@ -220,15 +214,9 @@ def test_trimwrite_pairs_every_trim_with_its_write(tmp_path):
     # fio 3.33 on t0023's [bsrange_no_rm] job: 447 trims and 447 writes of 1,050,112 bytes each; its counts are
     # drawn, its pairs always whole. With these seeds the trim that reaches the megabyte is not the last request
     # of a pair (fsmeter stopped there, one write short, until 2026-11-29).
-    work = tmp_path / "w"
-    work.mkdir()
-    f = tmp_path / "t.fio"
     jobs = "".join(f"[s{n}]\nrandseed={n}\n" for n in (1, 2, 3))
-    f.write_text(f"[global]\nfilesize=1M\nrw=randtrimwrite\nnorandommap=1\nbsrange=512-4k\n{jobs}")
-    out = tmp_path / "r.json"
-    r = fsm("run", f, "--dir", work, "--json", out, "-q")
-    assert r.returncode == 0, r.stderr
-    for name, job in json.loads(out.read_text())["phases"]["group0:run"]["jobs"].items():
+    doc = run_jobfile(tmp_path, f"[global]\nfilesize=1M\nrw=randtrimwrite\nnorandommap=1\nbsrange=512-4k\n{jobs}")
+    for name, job in doc["phases"]["group0:run"]["jobs"].items():
         ops = job["ops"]
         assert ops["trim"]["count"] == ops["write"]["count"], name
         assert ops["trim"]["bytes"] == ops["write"]["bytes"] >= 1 << 20, name
@@ -237,14 +225,8 @@ def test_trimwrite_pairs_every_trim_with_its_write(tmp_path):
 def test_trimwrite_with_bssplit_moves_fios_bytes(tmp_path):
     # t0023's [bssplit] job: fio 3.33 trims and writes 1,048,576 bytes each (its counts are drawn: 694 to 791 in
     # four runs of fio here), every write the size of the trim before it.
-    work = tmp_path / "w"
-    work.mkdir()
-    f = tmp_path / "t.fio"
-    f.write_text("[ts]\nfilesize=1M\nrw=randtrimwrite\nrandrepeat=0\nbssplit=512/25:1k/:2k/:4k/\n")
-    out = tmp_path / "r.json"
-    r = fsm("run", f, "--dir", work, "--json", out, "-q")
-    assert r.returncode == 0, r.stderr
-    ops = json.loads(out.read_text())["phases"]["ts:run"]["ops"]
+    doc = run_jobfile(tmp_path, "[ts]\nfilesize=1M\nrw=randtrimwrite\nrandrepeat=0\nbssplit=512/25:1k/:2k/:4k/\n")
+    ops = doc["phases"]["ts:run"]["ops"]
     assert ops["trim"]["bytes"] == ops["write"]["bytes"] == 1 << 20
     assert ops["trim"]["count"] == ops["write"]["count"] > 1 << 20 >> 12
 

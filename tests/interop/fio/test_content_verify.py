@@ -7,12 +7,11 @@ checked with Python's own hashlib."""
 from __future__ import annotations
 
 import hashlib
-import json
 
 import pytest
 from fsmeter.errors import UserError
 from fsmeter.families.access import AccessParams
-from fsmeter_cli import fsm, job_of
+from fsmeter_cli import job_of, run_jobfile
 
 
 def refused(text: str, pattern: str) -> None:
@@ -115,14 +114,7 @@ def test_what_fsmeter_does_not_do_is_refused_in_one_line(text, pattern):
 
 # -- end to end ----------------------------------------------------------------------------------------------------
 def run_job(tmp_path, text: str) -> dict:
-    work = tmp_path / "w"
-    work.mkdir(exist_ok=True)
-    f = tmp_path / "j.fio"
-    f.write_text(text)
-    out = tmp_path / "out.json"
-    r = fsm("run", f, "--dir", work, "--json", out, "--keep-files", "-q", "--cache", "keep")
-    assert r.returncode == 0, r.stderr
-    return json.loads(out.read_text())
+    return run_jobfile(tmp_path, text, "--keep-files", "--cache", "keep")
 
 
 def test_a_verified_write_job_does_fios_work_writes_and_reads_back(tmp_path):
