@@ -71,7 +71,8 @@ def run(
         "--scale",
         help="small (about 10 min, in the study's regime) | quick "
         "(a functional check only: disk-bound workloads become cache-resident) | "
-        "paper | a factor of the paper scale such as 0.25",
+        "paper | paper-disk (on a model of the paper's disk, as root; the studies that define it) | "
+        "a factor of the paper scale such as 0.25",
     ),
     db: Path | None = typer.Option(None, "--db", help=DB_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bars"),

@@ -24,6 +24,9 @@ Level = int | float | str
 DEFAULT_MIN_PHASE_S = 5.0
 DEFAULT_MAX_OTHER_CPU_SHARE = 0.10
 DEFAULT_MAX_CACHE_READ_SHARE = 0.5
+#: The scales a study file may define: the paper's design, the paper-disk scale (on a model of the
+#: paper's disk, with its memory), and the small and quick scales that fit this machine's time.
+SCALE_NAMES = ("paper", "paper-disk", "small", "quick")
 
 
 class _Strict(BaseModel):
@@ -94,6 +97,11 @@ class Scale(_Strict):
         default_factory=list,
         description="cells this scale does not run, to fit its time, each with the claims it costs",
     )
+    disk_model: str | None = Field(
+        None,
+        description="the disk-model profile (fsmeter disk-model list) this scale's filesystems go on: "
+        "the paper-disk scale's model of the paper's disk",
+    )
 
 
 class StudyWorkload(_Strict):
@@ -102,6 +110,9 @@ class StudyWorkload(_Strict):
     params: dict[str, Any] = Field(default_factory=dict, description="the study's own parameters (paper scale)")
     quick: dict[str, Any] = Field(default_factory=dict, description="overrides at the quick scale")
     small: dict[str, Any] = Field(default_factory=dict, description="overrides at the small scale")
+    paper_disk: dict[str, Any] = Field(
+        default_factory=dict, alias="paper-disk", description="overrides at the paper-disk scale"
+    )
     regime: Literal["disk", "cache"] = Field(
         "cache",
         description="what bound the study's runs: the disk (data "
@@ -133,6 +144,9 @@ class StudyFactor(_Strict):
     gaps: dict[str, str] = Field(default_factory=dict, description="study level -> why it is replaced/skipped")
     quick: dict[str, Level] = Field(default_factory=dict, description="study level -> fsmeter level at the quick scale")
     small: dict[str, Level] = Field(default_factory=dict, description="study level -> fsmeter level at the small scale")
+    paper_disk: dict[str, Level] = Field(
+        default_factory=dict, alias="paper-disk", description="study level -> fsmeter level at the paper-disk scale"
+    )
     requires: str | None = Field(None, description="a host capability the factor needs, e.g. cpufreq")
     note: str = ""
 
@@ -142,6 +156,8 @@ class StudyFactor(_Strict):
             return self.quick[str(level)]
         if scale == "small" and str(level) in self.small:
             return self.small[str(level)]
+        if scale == "paper-disk" and str(level) in self.paper_disk:
+            return self.paper_disk[str(level)]
         if str(level) in self.map:
             return self.map[str(level)]
         return None if str(level) in self.gaps else level
@@ -553,6 +569,23 @@ class Study(_Strict):
         for key in ("paper", "quick"):
             if key not in self.scales:
                 raise ValueError(f"scales.{key}: every study defines the paper and quick scales")
+        for sname, sc in self.scales.items():
+            if sname not in SCALE_NAMES:
+                raise ValueError(f"scales.{sname}: not a scale fsmeter knows (use {', '.join(SCALE_NAMES)})")
+            if (sname == "paper-disk") != (sc.disk_model is not None):
+                raise ValueError(
+                    "scales.paper-disk: disk_model names the paper's disk's profile (fsmeter disk-model list)"
+                    if sname == "paper-disk"
+                    else f"scales.{sname}.disk_model: only the paper-disk scale runs on a disk model"
+                )
+            if sc.disk_model is not None:
+                from fsmeter.diskmodel.profiles import profile_names
+
+                if sc.disk_model not in profile_names():
+                    raise ValueError(
+                        f"scales.paper-disk.disk_model: {sc.disk_model!r} is not a disk-model profile "
+                        f"({', '.join(profile_names())})"
+                    )
         wl = {w.id for w in self.workloads}
         cfg = {c.id for c in self.configurations}
         machines = [m.id for m in self.hardware]

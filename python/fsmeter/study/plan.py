@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from fsmeter.errors import UserError
-from fsmeter.study.model import Study
+from fsmeter.study.model import SCALE_NAMES, Study
 from fsmeter.units import format_size, parse_size
 
 #: Time added to every trial's estimate for mkfs, mount, cache resets and the store (s). Measured on
@@ -43,7 +43,7 @@ AFFECTS_SEP = "| affects="
 #: A factor's quick or small map sends a level here to leave it out at that scale.
 SKIP_LEVEL = "skip"
 #: The scales a study file defines by name (a number is a factor of the paper scale).
-NAMED_SCALES = ("paper", "small", "quick")
+NAMED_SCALES = SCALE_NAMES
 #: A disk-bound workload stays disk-bound when its data is at least this many times the page cache.
 DISK_BOUND_RATIO = 2.0
 
@@ -111,7 +111,9 @@ def parse_scale(scale: str) -> tuple:
     try:
         f = float(scale)
     except ValueError:
-        raise UserError(f"--scale {scale}: use small, quick, paper, or a positive number (e.g. 0.25)") from None
+        raise UserError(
+            f"--scale {scale}: use small, quick, paper, paper-disk, or a positive number (e.g. 0.25)"
+        ) from None
     if not f > 0 or math.isinf(f):
         raise UserError(f"--scale {scale}: a numeric scale must be a positive number (e.g. 0.25)")
     return f"x{f:g}", f
@@ -136,6 +138,8 @@ _FACTOR_AFFECTS = {
 _SCALE_WHY = {
     "quick": "quick scale (a functional check only): small data, short phases",
     "small": "small scale: shrunk to fit about ten minutes, keeping the study's regime",
+    "paper-disk": "paper-disk scale: on a model of the paper's disk with the paper's memory, sizes scaled "
+    "to fit 30 minutes keeping the ratios the claims rest on",
 }
 
 
@@ -156,7 +160,7 @@ def _show(v: Any) -> str:
 
 def _scaled_params(w, scale: str, factor: float | None, changes: list, page_cache_limit: int | None) -> dict:
     params = dict(w.params)
-    overrides = w.quick if scale == "quick" else w.small if scale == "small" else {}
+    overrides = {"quick": w.quick, "small": w.small, "paper-disk": w.paper_disk}.get(scale, {})
     params.update(overrides)
     for k, v in overrides.items():
         changes.append(
@@ -478,7 +482,12 @@ def plan_study(
                 else _SCALE_WHY.get(scale_name, f"scale {scale_name}"),
             )
         )
-    plan.changes += _always_changes(study)
+    if base.disk_model is not None and target is not None:
+        raise UserError(
+            f"--scale {scale_name} puts the filesystems on a model of the paper's disk "
+            f"({base.disk_model}): leave out --device"
+        )
+    plan.changes += _always_changes(study, base.disk_model)
     in_guest: list = []
     filesystems = _config_entries(study, plan.changes, plan.configs, kernel, in_guest)
     if not filesystems:
@@ -523,6 +532,12 @@ def plan_study(
     }
     if target is not None:
         camp["target"] = target
+    elif base.disk_model is not None:
+        camp["target"] = {
+            "kind": "disk-model",
+            "model": base.disk_model,
+            "size": format_size(_capacity(study, size, plan.changes)),
+        }
     else:
         camp["target"] = {"kind": "loop", "size": format_size(_capacity(study, size, plan.changes))}
     camp["filesystems"] = filesystems
@@ -532,6 +547,11 @@ def plan_study(
     camp["repetitions"] = dict(base.repetitions)
     exclusions = _exclusions(study, plan, {w["label"] for w in workloads})
     if in_guest:  # the host runs what it can (kernel "host"); the guests only what it cannot
+        if base.disk_model is not None:
+            raise UserError(
+                f"--kernel with --scale {scale_name}: a guest's scratch disk cannot be a disk model yet; "
+                "run the paper-disk scale without --kernel (the configurations this kernel lacks are skipped)"
+            )
         if target is not None and target.get("kind") != "loop":
             raise UserError("--kernel: guests make their own loop images: leave out --device")
         levels = list(dict.fromkeys(kernel or []))
@@ -551,7 +571,7 @@ def plan_study(
     cells = expand(parsed)
     plan.cells = len(cells)
     plan.trials_per_cell = expected_trials(parsed)
-    est_key = scale_name if scale_name in ("quick", "small") else "paper"
+    est_key = scale_name if scale_name in ("quick", "small", "paper-disk") else "paper"
     per_wl = {w.id: w.est_trial_s.get(est_key, 10.0) * (factor if factor is not None else 1.0) for w in study.workloads}
     for c in cells:
         n, t = plan.est_by_workload.get(c.workload, (0, 0.0))
@@ -569,18 +589,39 @@ def _reps(r: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in r.items())
 
 
-def _always_changes(study: Study) -> list[Change]:
-    """What every re-run changes: the storage below the filesystem, and the kernel."""
+def _always_changes(study: Study, disk_model: str | None = None) -> list[Change]:
+    """What every re-run changes: the storage below the filesystem, and the kernel.
+
+    On a disk model of the paper's own drive the storage is that drive as modelled (what the model
+    leaves out is in its docs), so the change alters no ``storage_kind``; on a stand-in of the same
+    class (the paper names no drive) it does."""
     import platform
 
     hw = study.study.published_hardware or "the study's machine"
-    return [
-        Change(
+    if disk_model is not None:
+        from fsmeter.diskmodel.profiles import load_profile
+
+        prof = load_profile(disk_model)
+        storage = Change(
+            "approximated",
+            "storage",
+            f"a loop device (direct I/O) over the disk model {disk_model} ({prof.drive}): "
+            + (
+                "a stand-in of the class of the study's disk, which the study does not name"
+                if prof.stand_in_for
+                else "the study's own drive, as modelled (seeks, rotation, zones, segment buffer, write cache)"
+            ),
+            ("storage_kind",) if prof.stand_in_for else (),
+        )
+    else:
+        storage = Change(
             "approximated",
             "storage",
             f"a loop device (direct I/O) over an image file on this host's storage, not the study's disk ({hw})",
             ("storage_kind",),
-        ),
+        )
+    return [
+        storage,
         Change("approximated", "kernel", f"Linux {platform.release()}, not the study's kernel", ("kernel",)),
     ]
 

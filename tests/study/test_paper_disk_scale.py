@@ -1,0 +1,100 @@
+"""The paper-disk scale (fsmeter.study.plan): a study's filesystems on a model of the paper's disk, with
+the paper's memory ratio, and a storage change that says which drive the model is."""
+
+from __future__ import annotations
+
+import pytest
+from fsmeter.errors import UserError
+from fsmeter.study.model import load_study, study_paths
+from fsmeter.study.plan import DISK_BOUND_RATIO, plan_study
+from fsmeter.units import parse_size
+
+STUDIES = sorted(study_paths())
+
+
+def _paper_disk_studies() -> list[str]:
+    return [s for s in STUDIES if "paper-disk" in load_study(s).scales]
+
+
+def test_wettstein_runs_on_the_cheetah_model_with_the_papers_memory_ratio():
+    study = load_study("wettstein2002")
+    plan = plan_study(study, "paper-disk")
+    target = plan.campaign["target"]
+    assert target["kind"] == "disk-model" and target["model"] == "seagate-st39102lw"
+    params = plan.campaign["workloads"][0]["params"]
+    limit = plan.campaign["factors"]["page_cache_limit"]
+    # The study's 1 GiB file on 256 MB, a quarter of each: the file is still 4x the memory.
+    assert parse_size(params["size"]) == 4 * parse_size(limit[0])
+    storage = next(c for c in plan.changes if c.what == "storage")
+    # The study's own drive, as modelled: the storage kind is the paper's (no stand-in).
+    assert "seagate-st39102lw" in storage.why and storage.affects == ()
+    assert not [c for c in plan.changes if "cache_residency" in c.affects]
+
+
+@pytest.mark.parametrize("slug", _paper_disk_studies())
+def test_every_paper_disk_scale_keeps_disk_bound_workloads_disk_bound(slug):
+    study = load_study(slug)
+    plan = plan_study(study, "paper-disk")
+    assert plan.campaign["target"]["kind"] == "disk-model"
+    assert study.scales["paper-disk"].disk_model in plan.campaign["target"]["model"]
+    resident = [c.what for c in plan.changes if "cache_residency" in c.affects]
+    assert resident == [], f"{slug}: under {DISK_BOUND_RATIO:g}x the page cache: {resident}"
+    # Within the 30 minutes the scale is for, by the study's own per-trial estimate.
+    assert plan.est_s <= 30 * 60, plan.est_s
+
+
+def test_paper_disk_refuses_a_device_and_guests():
+    study = load_study("wettstein2002")
+    with pytest.raises(UserError, match="leave out --device"):
+        plan_study(study, "paper-disk", {"kind": "device", "path": "/dev/sdz"})
+    with pytest.raises(UserError, match="cannot be a disk model yet"):
+        plan_study(study, "paper-disk", None, ["6.1"])
+
+
+def test_a_study_without_the_scale_names_the_ones_it_has():
+    study = load_study("gus3-2008")
+    if "paper-disk" in study.scales:
+        pytest.skip("gus3-2008 has a paper-disk scale")
+    with pytest.raises(UserError, match="defines no paper-disk scale"):
+        plan_study(study, "paper-disk")
+
+
+def _with_scales(extra: str) -> str:
+    from fsmeter.study.model import STUDY_DIR
+
+    text = (STUDY_DIR / "wettstein2002.toml").read_text()
+    return text.replace("[scales.quick]", extra + "\n[scales.quick]", 1)
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ('[scales.paper-disc]\ntarget_size = "1G"\nrepetitions = { policy = "fixed", n = 3 }\n', "not a scale"),
+        (
+            '[scales.huge]\ntarget_size = "1G"\nrepetitions = { policy = "fixed", n = 3 }\n',
+            "not a scale fsmeter knows",
+        ),
+    ],
+)
+def test_a_study_file_with_an_unknown_scale_is_refused_by_name(tmp_path, extra, message):
+    from fsmeter.study.model import load_study as load
+
+    path = tmp_path / "s.toml"
+    path.write_text(_with_scales(extra))
+    with pytest.raises(UserError, match=message):
+        load(str(path))
+
+
+def test_disk_model_belongs_to_the_paper_disk_scale_and_names_a_profile(tmp_path):
+    from fsmeter.study.model import load_study as load
+
+    text = _with_scales("").replace(
+        '[scales.quick]\ntarget_size = "1G"', '[scales.quick]\ntarget_size = "1G"\ndisk_model = "seagate-st39102lw"', 1
+    )
+    path = tmp_path / "a.toml"
+    path.write_text(text)
+    with pytest.raises(UserError, match="only the paper-disk scale"):
+        load(str(path))
+    path.write_text(_with_scales("").replace('"seagate-st39102lw"', '"no-such-drive"', 1))
+    with pytest.raises(UserError, match="not a disk-model profile"):
+        load(str(path))
