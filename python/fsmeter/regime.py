@@ -52,6 +52,17 @@ Unknown (None) when the phase read under READ_FLOOR_BYTES (metadata phases: the 
 inodes and directories, which no read call asks for), when the target has no block device of its
 own (a directory target, or the system's root disk, whose counters mix every process's reads), or
 with the null backend (no real I/O).
+
+Write-back (``cache_write_share``), method: the bytes the workload wrote (the engine's write
+operations: kinds named like write, putc, append, rewrite) against the bytes written to the target's
+block device over the phase. Share = 1 - device / workload, clamped to [0, 1]: the share of what the
+phase wrote that had not reached the device when it ended (still dirty in the page cache, or
+overwritten there before write-back). A write phase whose share is high measured the page cache's
+speed, not the storage's; one whose data was at least twice the page cache it may use has most of
+it written back during the phase, which this share shows. Journal, metadata and a filesystem's
+own copies make the device write more than the workload (the share is then 0); a discard is not a
+write. Unknown under WRITE_FLOOR_BYTES written, and where the read share is unknown for want of a
+device.
 """
 
 from __future__ import annotations
@@ -64,6 +75,8 @@ import time
 BUSY_SHARE = 0.10
 #: Below this many bytes read, the cache share of a phase is not computed.
 READ_FLOOR_BYTES = 1 << 20
+#: Below this many bytes written, the write-back share of a phase is not computed.
+WRITE_FLOOR_BYTES = 1 << 20
 _PF_KTHREAD = 0x00200000
 _TICK_S = 1.0 / (os.sysconf("SC_CLK_TCK") or 100)
 
@@ -222,6 +235,14 @@ def cache_read_share(read_bytes: int, device_read_bytes: int | None) -> float | 
     return round(min(1.0, max(0.0, 1.0 - device_read_bytes / read_bytes)), 4)
 
 
+def cache_write_share(write_bytes: int, device_write_bytes: int | None) -> float | None:
+    """Share of ``write_bytes`` not written to the device during the phase (see the module's method),
+    or None."""
+    if device_write_bytes is None or write_bytes < WRITE_FLOOR_BYTES:
+        return None
+    return round(min(1.0, max(0.0, 1.0 - device_write_bytes / write_bytes)), 4)
+
+
 class PhaseWatch:
     """Snapshots around one phase; ``stop`` returns the phase's regime dict."""
 
@@ -263,6 +284,7 @@ class PhaseWatch:
         out["device_read_bytes"] = dev[0] - self._dev[0] if both else None
         out["device_write_bytes"] = dev[1] - self._dev[1] if both else None
         out["cache_read_share"] = cache_read_share(out["read_bytes"], out["device_read_bytes"])
+        out["cache_write_share"] = cache_write_share(out["write_bytes"], out["device_write_bytes"])
         if self.disk is not None:
             dm = self.disk.since(self._disk)
             out["disk_model"] = dm
@@ -271,7 +293,8 @@ class PhaseWatch:
 
 
 def describe(reg: dict) -> str:
-    """One line for a terminal: others' CPU (flagged when busy) and the page-cache share of the reads."""
+    """One line for a terminal: others' CPU (flagged when busy) and the page-cache shares of the reads and
+    of the writes."""
     parts = []
     share = reg.get("other_cpu_share")
     if share is not None:
@@ -293,6 +316,11 @@ def describe(reg: dict) -> str:
     cached = reg.get("cache_read_share")
     if cached is not None:
         parts.append(f"{cached:.0%} of {reg['read_bytes'] / (1 << 20):.0f} MiB read came from the page cache")
+    unwritten = reg.get("cache_write_share")
+    if unwritten is not None:
+        parts.append(
+            f"{unwritten:.0%} of {reg['write_bytes'] / (1 << 20):.0f} MiB written had not reached the device at its end"
+        )
     return "; ".join(parts)
 
 

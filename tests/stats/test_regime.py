@@ -202,13 +202,62 @@ def test_reads_outside_the_target_are_not_counted_as_cached():
     assert reg["cache_read_share"] is None
 
 
+def test_cache_write_share_hand_checked():
+    from fsmeter.regime import cache_write_share
+
+    mib = 1 << 20
+    assert cache_write_share(100 * mib, 75 * mib) == pytest.approx(0.25)  # a quarter still dirty at the end
+    assert cache_write_share(100 * mib, 0) == 1.0  # nothing reached the device
+    assert cache_write_share(100 * mib, 180 * mib) == 0.0  # journal and metadata wrote more: none held back
+    assert cache_write_share(mib // 2, 0) is None  # too little written to say
+    assert cache_write_share(100 * mib, None) is None  # no block device
+
+
+def test_an_older_store_gets_the_write_share_from_its_phase_reports(tmp_path):
+    """Migration 7 adds phases.cache_write_share and fills it from each report's regime byte counts."""
+    import json
+    import sqlite3
+
+    from fsmeter.store import open_store
+
+    db = tmp_path / "old.sqlite"
+    store = open_store(db)
+    cid = store.create_campaign("c", "", [("w", {"filesystem": "ext4"})])
+    cell = store.cells(cid)[0]["id"]
+    mib = 1 << 20
+    phases = [
+        {
+            "key": "wrote",
+            "report": {"elapsed_s": 1.0, "regime": {"write_bytes": 256 * mib, "device_write_bytes": 192 * mib}},
+        },
+        {"key": "little", "report": {"elapsed_s": 1.0, "regime": {"write_bytes": 4096, "device_write_bytes": 0}}},
+        {
+            "key": "nodev",
+            "report": {"elapsed_s": 1.0, "regime": {"write_bytes": 256 * mib, "device_write_bytes": None}},
+        },
+        {"key": "none", "report": {"elapsed_s": 1.0}},
+    ]
+    store.record_trial(cell, 1, status="ok", started="2026-01-01T00:00:00+00:00", phases=phases)
+    store.close()
+    # Back to version 6: the column dropped, as a store written before it.
+    conn = sqlite3.connect(db)
+    conn.executescript("ALTER TABLE phases DROP COLUMN cache_write_share; PRAGMA user_version = 6;")
+    conn.close()
+    store = open_store(db)
+    rows = dict(store.conn.execute("SELECT key, cache_write_share FROM phases").fetchall())
+    assert rows == {"wrote": 0.25, "little": None, "nodev": None, "none": None}
+    assert json.loads(store.conn.execute("SELECT report FROM phases WHERE key = 'wrote'").fetchone()[0])
+    store.close()
+
+
 def test_store_keeps_the_regime_columns(tmp_path):
     from fsmeter.store import open_store
 
     store = open_store(tmp_path / "r.sqlite")
     cid = store.create_campaign("c", "", [("w", {"filesystem": "ext4"})])
     cell = store.cells(cid)[0]["id"]
-    rep = {"elapsed_s": 1.0, "regime": {"other_cpu_share": 0.25, "busy": True, "cache_read_share": 0.5}}
+    reg = {"other_cpu_share": 0.25, "busy": True, "cache_read_share": 0.5, "cache_write_share": 0.125}
+    rep = {"elapsed_s": 1.0, "regime": reg}
     store.record_trial(
         cell,
         1,
@@ -216,8 +265,10 @@ def test_store_keeps_the_regime_columns(tmp_path):
         started="2026-01-01T00:00:00+00:00",
         phases=[{"key": "run", "report": rep}, {"key": "old", "report": {"elapsed_s": 1.0}}],
     )
-    rows = store.conn.execute("SELECT key, other_cpu_share, cache_read_share FROM phases ORDER BY seq").fetchall()
-    assert [tuple(r) for r in rows] == [("run", 0.25, 0.5), ("old", None, None)]
+    rows = store.conn.execute(
+        "SELECT key, other_cpu_share, cache_read_share, cache_write_share FROM phases ORDER BY seq"
+    ).fetchall()
+    assert [tuple(r) for r in rows] == [("run", 0.25, 0.5, 0.125), ("old", None, None, None)]
     store.close()
 
 

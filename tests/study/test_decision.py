@@ -205,6 +205,26 @@ def test_an_unmeasured_cache_share_on_a_claim_sensitive_to_it_is_not_comparable(
     assert _one(study([ORDER]), runs_frame(good, {**QUIET, "cache_read_share": None})).outcome == "reproduced"
 
 
+def test_a_write_phase_is_gated_by_the_share_of_its_writes_the_device_had_not_received():
+    claim = {**ORDER, "sensitive_to": ["cache_residency"]}
+    good = {("xfs", "a"): [150, 151, 149], ("ext3", "a"): [100, 101, 99]}
+    # A write phase: no read share; three quarters of what it wrote reached the device during it.
+    written = {**QUIET, "cache_read_share": None, "cache_write_share": 0.25}
+    assert _one(study([claim]), runs_frame(good, written)).outcome == "reproduced"
+    # Most of it still dirty in the page cache at the phase's end: the page cache's speed, not the disk's.
+    v = _one(study([claim]), runs_frame(good, {**written, "cache_write_share": 0.9}))
+    assert v.outcome == "not comparable here" and "90%" in v.gates[0]
+    assert "had not reached the device" in v.gates[0]
+    # A phase with both shares is judged by its reads (the write share does not hide a cached read).
+    v = _one(study([claim]), runs_frame(good, {**QUIET, "cache_read_share": 0.97, "cache_write_share": 0.0}))
+    assert v.outcome == "not comparable here" and "97%" in v.gates[0]
+    # One configuration with neither share measured: not measured, fails closed.
+    f = runs_frame(good, written)
+    f.loc[f["filesystem"] == "ext3", "cache_write_share"] = None
+    v = _one(study([claim]), f)
+    assert v.outcome == "not comparable here" and "cache_residency (not measured" in v.gates[0]
+
+
 def test_other_missing_measurements_fail_closed():
     good = {("xfs", "a"): [150, 151, 149], ("ext3", "a"): [100, 101, 99]}
     for col, says in (("phase_s", "length of a phase"), ("other_cpu_share", "how busy the machine was")):

@@ -483,9 +483,9 @@ def merge_regime(parts: list) -> dict:
     largest delta its ranks saw (each rank's snapshots cover every rank's reads on that device).
     Over the hosts: others' share is the busiest host's, busy when any host is; the engine's
     bytes read and written are summed over the ranks, the device's over the hosts (unknown when
-    any host's is), and the cache share is recomputed from those sums by the single-process rule.
+    any host's is), and the cache shares are recomputed from those sums by the single-process rule.
     """
-    from fsmeter.regime import cache_read_share
+    from fsmeter.regime import cache_read_share, cache_write_share
 
     regs = [(p["host"], (p["report"].get("regime") or {})) for p in sorted(parts, key=lambda p: p["rank"])]
     by_host: dict = {}
@@ -527,6 +527,7 @@ def merge_regime(parts: list) -> dict:
         "device_write_bytes": None if not hosts or None in dev_wr else sum(dev_wr),
     }
     out["cache_read_share"] = cache_read_share(out["read_bytes"], out["device_read_bytes"])
+    out["cache_write_share"] = cache_write_share(out["write_bytes"], out["device_write_bytes"])
     out["hosts"] = hosts
     return out
 

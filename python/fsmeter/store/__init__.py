@@ -325,8 +325,8 @@ class Store:
                 reg = rep.get("regime") or {}  # fsmeter.regime: others' CPU, page-cache reads
                 pc = self.conn.execute(
                     "INSERT INTO phases (trial_id, seq, key, engine_phase, measured, discarded, elapsed_s, warmup_s,"
-                    " interrupted, cache_method, report, other_cpu_share, cache_read_share)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " interrupted, cache_method, report, other_cpu_share, cache_read_share, cache_write_share)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         tid,
                         seq,
@@ -341,6 +341,7 @@ class Store:
                         _json(rep),
                         reg.get("other_cpu_share"),
                         reg.get("cache_read_share"),
+                        reg.get("cache_write_share"),
                     ),
                 )
                 pid = _new_id(pc)
@@ -679,7 +680,7 @@ def load(path=None, campaign: Any = None) -> dict:
             "phases": sel(
                 "SELECT c.campaign_id, t.cell_id, t.number AS trial, p.id AS phase_id, p.seq, p.key AS phase,"
                 " p.engine_phase, p.measured, p.discarded, p.elapsed_s, p.warmup_s, p.interrupted,"
-                " p.cache_method, p.other_cpu_share, p.cache_read_share"
+                " p.cache_method, p.other_cpu_share, p.cache_read_share, p.cache_write_share"
                 " FROM phases p JOIN trials t ON t.id = p.trial_id"
                 f" JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id IN ({ph})"
             ),

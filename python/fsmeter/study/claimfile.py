@@ -11,7 +11,7 @@ The data are a tidy table, one row per trial and metric (TRIALS.csv), or a campa
 store. CSV columns: ``config`` (the names the tiers use), ``metric``, ``value``, ``trial``; one column
 per factor a claim's ``where`` names (or that varies); and optionally the regime columns
 (fsmeter.study.gates.REGIME_COLUMNS: ``phase_s``, ``other_cpu_share``, ``cache_read_share``,
-``storage_read_latency_ms`` and the probe's other figures). A missing regime column means "not
+``cache_write_share``, ``storage_read_latency_ms`` and the probe's other figures). A missing regime column means "not
 measured": a gate that needs it fails closed.
 
 A metric is better when higher, unless listed in ``lower_is_better`` or named like a time
@@ -175,7 +175,7 @@ def frame_from_csv(path: str | Path, cf: ClaimFile) -> pd.DataFrame:
                     f"{p} line {line}: {col} {str(df[col][line])[:40]!r} is not a number >= 0: "
                     "write the measurement, or leave the cell empty (not measured)"
                 )
-            share = col in ("other_cpu_share", "cache_read_share")
+            share = col in ("other_cpu_share", "cache_read_share", "cache_write_share")
             if share and (num > 1).any():
                 line = num[num > 1].index[0]
                 raise UserError(f"{p} line {line}: {col} {num[line]:g} is a share: between 0 and 1")

@@ -72,6 +72,20 @@ _NOT_FACTORS = (
 )
 
 
+def _page_cache_share(rows):
+    """Per row, the page cache's share of the phase's I/O: of its reads (``cache_read_share``), or, for a
+    phase that read too little to say (a write phase), of its writes: the share of the bytes written
+    that had not reached the device when the phase ended (``cache_write_share``). None when the rows
+    carry neither column."""
+    cols = [c for c in ("cache_read_share", "cache_write_share") if c in rows.columns]
+    if not cols:
+        return None
+    share = pd.to_numeric(rows[cols[0]], errors="coerce")
+    for c in cols[1:]:
+        share = share.fillna(pd.to_numeric(rows[c], errors="coerce"))
+    return share
+
+
 def _merge_regimes(parts) -> dict:
     """The shortest phase, the busiest machine, the most cache-served reads and the fastest storage
     over several parts (fsmeter.study.gates.merge)."""
@@ -248,11 +262,23 @@ class ClaimChecker:
         missing = []
         cached = {w.id for w in self.study.workloads if w.regime == "cache"}
         for col in gt.REGIME_COLUMNS:
+            if col == "cache_write_share":
+                continue  # folded into cache_read_share (_page_cache_share)
             rows = g
             if col == "cache_read_share" and "workload" in g.columns:
                 rows = g[~g["workload"].astype(str).isin(cached)]
                 if rows.empty:  # the study itself ran these from memory: no cache share needed
                     continue
+            if col == "cache_read_share":
+                share = _page_cache_share(rows)
+                if share is None:
+                    missing.append(col)
+                    continue
+                if share.isna().any():
+                    missing.append(col)
+                if share.notna().any():
+                    out[col] = float(share.max())
+                continue
             if col not in rows.columns:
                 if col not in ("emulated", "storage_class"):
                     missing.append(col)
@@ -957,11 +983,14 @@ class ClaimChecker:
             cache = v.regime.get("cache_read_share")
             if "cache_read_share" in missing:
                 hit.append(
-                    "cache_residency (not measured: the page-cache share of the reads is unknown for a phase it "
-                    "rests on: a write phase, under 1 MiB read, or a target without a block device of its own)"
+                    "cache_residency (not measured: the page-cache share of the I/O is unknown for a phase it "
+                    "rests on: under 1 MiB read and written, or a target without a block device of its own)"
                 )
             elif cache is not None and cache > limits.max_cache_read_share:
-                hit.append(f"cache_residency (measured: {cache:.0%} of the reads came from the page cache)")
+                hit.append(
+                    f"cache_residency (measured: {cache:.0%} of the bytes a phase read came from the page cache, "
+                    "or of those it wrote had not reached the device at its end)"
+                )
         why = [f"this run changed what the claim is about: {', '.join(hit)}"] if hit else []
         regime = {**self._machine_regime, **v.regime}
         res, res_notes = gt.resource_gates(claim.bound_by, self.study.machine_of(claim), regime)

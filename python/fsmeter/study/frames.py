@@ -49,7 +49,12 @@ def _one_per_trial(sel):
     agg.update(
         {
             c: f
-            for c, f in (("phase_s", "min"), ("other_cpu_share", "max"), ("cache_read_share", "max"))
+            for c, f in (
+                ("phase_s", "min"),
+                ("other_cpu_share", "max"),
+                ("cache_read_share", "max"),
+                ("cache_write_share", "max"),
+            )
             if c in runs.columns
         }
     )
@@ -108,7 +113,7 @@ def study_frame(study: Study | None, tidy_df, environment=None, phases=None, sto
     Campaign factor columns become the study's factor names with the study's level names
     (scheduler "bfq" -> elevator "cfq"); kernel and host become factors when they vary. With the
     store's ``phases`` table, each row gets its phase's length (``phase_s``) and regime
-    (``other_cpu_share``, ``cache_read_share``) for the gates; with its ``environment`` the CPUs
+    (``other_cpu_share``, ``cache_read_share``, ``cache_write_share``) for the gates; with its ``environment`` the CPUs
     online, with its ``storage`` probes the storage's figures and the CPU clock. ``factors``: without
     a study, the campaign factor columns kept under their own names.
     """
@@ -122,7 +127,9 @@ def study_frame(study: Study | None, tidy_df, environment=None, phases=None, sto
         df = df.merge(probes, on="campaign_id", how="left")
         keep += [c for c in probes.columns if c != "campaign_id"]
     if phases is not None and not phases.empty:
-        cols = [c for c in ("elapsed_s", "other_cpu_share", "cache_read_share") if c in phases.columns]
+        cols = [
+            c for c in ("elapsed_s", "other_cpu_share", "cache_read_share", "cache_write_share") if c in phases.columns
+        ]
         ph = phases[["cell_id", "trial", "phase", *cols]].drop_duplicates(["cell_id", "trial", "phase"])
         df = df.merge(ph.rename(columns={"elapsed_s": "phase_s"}), on=["cell_id", "trial", "phase"], how="left")
         keep += ["phase_s" if c == "elapsed_s" else c for c in cols]
