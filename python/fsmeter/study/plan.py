@@ -602,6 +602,7 @@ def _always_changes(study: Study, disk_model: str | None = None) -> list[Change]
         from fsmeter.diskmodel.profiles import load_profile
 
         prof = load_profile(disk_model)
+        assumed = len(prof.assumptions())
         storage = Change(
             "approximated",
             "storage",
@@ -610,6 +611,12 @@ def _always_changes(study: Study, disk_model: str | None = None) -> list[Change]
                 "a stand-in of the class of the study's disk, which the study does not name"
                 if prof.stand_in_for
                 else "the study's own drive, as modelled (seeks, rotation, zones, segment buffer, write cache)"
+            )
+            + (
+                f"; {assumed} of the profile's figures are assumptions where no source gives them "
+                f"(fsmeter disk-model show {disk_model})"
+                if assumed
+                else ""
             ),
             ("storage_kind",) if prof.stand_in_for else (),
         )
