@@ -329,4 +329,6 @@ class Provisioner:
             changes.append(hostmod.CpuAffinity(factors.cpus))
         if factors.page_cache_limit_bytes is not None:
             changes.append(hostmod.PageCacheLimit(factors.page_cache_limit_bytes, state))
+            # a machine with that memory also holds that much less dirty data (host/dirty.py)
+            changes.append(hostmod.DirtyLimits(factors.page_cache_limit_bytes, state))
         return hostmod.applied(changes)
