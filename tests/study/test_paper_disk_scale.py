@@ -98,3 +98,31 @@ def test_disk_model_belongs_to_the_paper_disk_scale_and_names_a_profile(tmp_path
     path.write_text(_with_scales("").replace('"seagate-st39102lw"', '"no-such-drive"', 1))
     with pytest.raises(UserError, match="not a disk-model profile"):
         load(str(path))
+
+
+def test_a_scale_with_its_own_between_run_wobble_judges_its_runs_by_it(tmp_path):
+    """A run at a scale with its own calibrated between_run_pct is judged by it; other scales keep the
+    [rules]' figure, and a run mixing scales too."""
+    from fsmeter.study.model import load_study as load
+    from fsmeter.study.view import run_scale
+
+    text = _with_scales("").replace(
+        'disk_model = "seagate-st39102lw"',
+        'disk_model = "seagate-st39102lw"\nbetween_run_pct = 1.5\nbetween_run_source = "two paper-disk runs"',
+        1,
+    )
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    study = load(str(path))
+    assert study.rules.between_run_pct == pytest.approx(18.22)
+    at = study.at_scale("paper-disk")
+    assert at.rules.between_run_pct == 1.5 and at.rules.between_run_source == "two paper-disk runs"
+    assert at.rules.level == study.rules.level  # only the wobble changes
+    assert study.at_scale("small") is study and study.at_scale(None) is study
+    names = ["study-wettstein2002-paper-disk", "study-wettstein2002-paper-disk"]
+    assert run_scale(study, names) == "paper-disk"
+    assert run_scale(study, [*names, "study-wettstein2002-small"]) is None
+    assert run_scale(study, ["my-own-campaign"]) is None
+    path.write_text(text.replace('between_run_source = "two paper-disk runs"', ""))
+    with pytest.raises(UserError, match="between_run_source"):
+        load(str(path))

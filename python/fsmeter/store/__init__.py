@@ -680,7 +680,9 @@ def load(path=None, campaign: Any = None) -> dict:
             "phases": sel(
                 "SELECT c.campaign_id, t.cell_id, t.number AS trial, p.id AS phase_id, p.seq, p.key AS phase,"
                 " p.engine_phase, p.measured, p.discarded, p.elapsed_s, p.warmup_s, p.interrupted,"
-                " p.cache_method, p.other_cpu_share, p.cache_read_share, p.cache_write_share"
+                " p.cache_method, p.other_cpu_share, p.cache_read_share, p.cache_write_share,"
+                # a disk model's late replies (fsmeter.regime): 1, 0, or NULL off a disk model
+                " CASE WHEN json_valid(p.report) THEN json_extract(p.report, '$.regime.disturbed') END AS disturbed"
                 " FROM phases p JOIN trials t ON t.id = p.trial_id"
                 f" JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id IN ({ph})"
             ),

@@ -280,7 +280,7 @@ class ClaimChecker:
                     out[col] = float(share.max())
                 continue
             if col not in rows.columns:
-                if col not in ("emulated", "storage_class"):
+                if col not in ("emulated", "storage_class", "disturbed"):
                     missing.append(col)
                 continue
             if col == "storage_class":
@@ -289,7 +289,7 @@ class ClaimChecker:
                     out[col] = classes
                 continue
             vals = pd.to_numeric(rows[col], errors="coerce")
-            if vals.isna().any() and col != "emulated":
+            if vals.isna().any() and col not in ("emulated", "disturbed"):
                 missing.append(col)
             if vals.notna().any():
                 out[col] = float(gt.COMBINE[col](vals.dropna()))

@@ -54,6 +54,7 @@ def _one_per_trial(sel):
                 ("other_cpu_share", "max"),
                 ("cache_read_share", "max"),
                 ("cache_write_share", "max"),
+                ("disturbed", "max"),
             )
             if c in runs.columns
         }
@@ -128,7 +129,9 @@ def study_frame(study: Study | None, tidy_df, environment=None, phases=None, sto
         keep += [c for c in probes.columns if c != "campaign_id"]
     if phases is not None and not phases.empty:
         cols = [
-            c for c in ("elapsed_s", "other_cpu_share", "cache_read_share", "cache_write_share") if c in phases.columns
+            c
+            for c in ("elapsed_s", "other_cpu_share", "cache_read_share", "cache_write_share", "disturbed")
+            if c in phases.columns
         ]
         ph = phases[["cell_id", "trial", "phase", *cols]].drop_duplicates(["cell_id", "trial", "phase"])
         df = df.merge(ph.rename(columns={"elapsed_s": "phase_s"}), on=["cell_id", "trial", "phase"], how="left")

@@ -9,7 +9,8 @@ Two kinds, in this order:
   than the run had online (pinning fsmeter's threads is not a machine with fewer CPUs: the kernel's
   loop worker, writeback and the filesystems' workqueues still use the others);
 - **data** ("inconclusive"): too few trials (``MIN_TRIALS``), phases shorter than the study's minimum
-  or than the time its throughput needs to settle, a busy machine, a guest under emulation.
+  or than the time its throughput needs to settle, a busy machine, a disk model whose replies were late
+  (``disturbed``), a guest under emulation.
 
 A gate whose measurement is missing does not pass (fails closed): the verdict names the missing
 measurement and is at most inconclusive, or not comparable when the claim is sensitive to it.
@@ -59,6 +60,7 @@ REGIME_COLUMNS = (
     "cpus_online",
     "cpu_mhz",
     "emulated",
+    "disturbed",
 )
 #: How several rows' regimes combine: the shortest phase, the busiest machine, the most cache-served
 #: reads, the fastest storage and CPU, the most CPUs online.
@@ -74,6 +76,7 @@ COMBINE = {
     "cpus_online": max,
     "cpu_mhz": max,
     "emulated": max,
+    "disturbed": max,
 }
 
 
@@ -287,6 +290,11 @@ def data_gates(
         out.append(
             f"the machine was busy: other processes used {busiest:.0%} of its CPUs during a phase it rests "
             f"on (the bound is {max_other_cpu_share:.0%})"
+        )
+    if regime.get("disturbed"):  # fsmeter.regime: a disk model's replies left late (this machine's noise)
+        out.append(
+            "the disk model's replies were late in a phase it rests on: their lateness p99 exceeded 5% of the "
+            "mean modelled service time, so this machine's scheduling is in the figures"
         )
     if regime.get("emulated"):  # fsmeter.guest: a guest under TCG measured the emulator
         from fsmeter.guest.kernels import EMULATED_NOTE

@@ -102,6 +102,20 @@ class Scale(_Strict):
         description="the disk-model profile (fsmeter disk-model list) this scale's filesystems go on: "
         "the paper-disk scale's model of the paper's disk",
     )
+    between_run_pct: float | None = Field(
+        None,
+        ge=0,
+        description="the between-run wobble of this scale's runs, where it differs from the [rules]' (another "
+        "regime: a disk model's runs are not a host-cached disk's), as `fsmeter study calibrate` measured "
+        "it on two runs at this scale",
+    )
+    between_run_source: str = Field("", description="where this scale's between_run_pct comes from")
+
+    @model_validator(mode="after")
+    def _sourced(self) -> Scale:
+        if self.between_run_pct is not None and not self.between_run_source.strip():
+            raise ValueError("between_run_source: say which two runs between_run_pct was calibrated on, and when")
+        return self
 
 
 class StudyWorkload(_Strict):
@@ -563,6 +577,17 @@ class Study(_Strict):
     configurations: list[StudyConfig]
     claims: list[Claim] = Field(default_factory=list)
     published: Published = Field(default_factory=lambda: Published.model_validate({}))
+
+    def at_scale(self, scale: str | None) -> Study:
+        """The study as runs at ``scale`` are judged: its [rules], with the scale's own between-run wobble
+        where the scale has one."""
+        sc = self.scales.get(scale) if scale is not None else None
+        if sc is None or sc.between_run_pct is None:
+            return self
+        rules = self.rules.model_copy(
+            update={"between_run_pct": sc.between_run_pct, "between_run_source": sc.between_run_source}
+        )
+        return self.model_copy(update={"rules": rules})
 
     @model_validator(mode="after")
     def _check(self) -> Study:

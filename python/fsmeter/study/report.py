@@ -33,7 +33,7 @@ from fsmeter.study.view import StudyView, load_run
 
 
 def build_study_view(study: Study, db: Path, campaign: str | None = None) -> StudyView:
-    data, changes, frame, verdicts = load_run(study, db, campaign)
+    data, changes, frame, verdicts, study = load_run(study, db, campaign)
     from fsmeter.study.paper import check_paper
 
     paper = {r.claim.id: r for r in check_paper(study)}

@@ -44,13 +44,25 @@ def study_campaign_ids(store, study: Study, campaign: str | None) -> list:
     return ids
 
 
-def load_run(study: Study, db: Path, campaign: str | None = None) -> tuple[dict, list[Change], pd.DataFrame, list]:
-    """One run of a study from a store: (the store's data, the run's changes, the claim frame, the verdicts)."""
+def run_scale(study: Study, names: list[str]) -> str | None:
+    """The scale of a run from its campaigns' names (``study-SLUG-SCALE``): None when they differ or
+    one is not a study campaign's name."""
+    prefix = f"study-{study.slug}-"
+    scales = {n[len(prefix) :] if n.startswith(prefix) else None for n in names}
+    return scales.pop() if len(scales) == 1 else None
+
+
+def load_run(
+    study: Study, db: Path, campaign: str | None = None
+) -> tuple[dict, list[Change], pd.DataFrame, list, Study]:
+    """One run of a study from a store: (the store's data, the run's changes, the claim frame, the verdicts,
+    the study as the run's scale judges it: Study.at_scale)."""
     from fsmeter.store import load, open_store
 
     with open_store(db, create=False) as store:
         ids = study_campaign_ids(store, study, campaign)
         sources = [store.campaign(i)["source"] for i in ids]
+        study = study.at_scale(run_scale(study, [store.campaign(i)["name"] for i in ids]))
     data = load(db, ids)
     changes: list[Change] = []
     for src in sources:
@@ -58,4 +70,4 @@ def load_run(study: Study, db: Path, campaign: str | None = None) -> tuple[dict,
             if c not in changes:
                 changes.append(c)
     frame = study_frame(study, data["metrics"], data["environment"], data.get("phases"), data.get("storage"))
-    return data, changes, frame, ClaimChecker(study, frame, changes).check_all()
+    return data, changes, frame, ClaimChecker(study, frame, changes).check_all(), study
