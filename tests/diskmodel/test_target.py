@@ -25,6 +25,24 @@ def _no_leftovers(scratch: str) -> None:
     assert not os.path.isdir(images) or os.listdir(images) == []
 
 
+def _drive_policies(scratch: str) -> list[int]:
+    """The scheduling policy of every "drive" thread of the fsmeter-diskmodel daemons serving under scratch."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            if not argv[0].endswith(b"fsmeter-diskmodel") or not any(os.path.realpath(scratch).encode() in a for a in argv):
+                continue
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                    if f.read().strip() == "drive":
+                        out.append(os.sched_getscheduler(int(tid)))
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return out
+
+
 def _reads(stats: dict) -> tuple[int, int]:
     r = stats["kinds"]["read"]
     return r["count"], r["service_ns"]
@@ -46,6 +64,8 @@ def test_a_filesystem_on_the_model_reads_each_block_from_the_model_every_time(ro
             f.write(os.urandom(1 << 20))
             os.fsync(f.fileno())
         stats = mnt.target.stats_path
+        # The drive thread runs under SCHED_FIFO, so the workload's threads do not delay its replies.
+        assert _drive_policies(scratch) == [os.SCHED_FIFO]
         # The same 4 KiB of the file, read twice with the filesystem's cache of it dropped before each
         # (fadvise DONTNEED on the file: the caches below the filesystem, if any, keep their pages, as
         # drop_caches would not): both reads reach the modelled disk, so nothing below caches it.

@@ -22,6 +22,7 @@
 
 pub mod drive;
 pub mod geometry;
+pub mod image;
 pub mod seek;
 pub mod spec;
 pub mod stats;

@@ -17,19 +17,18 @@
 //! requests one at a time: it asks the model when the request completes and sends the reply at
 //! that instant (an absolute-time sleep, then a spin for the last `--spin-us` microseconds),
 //! recording how late the reply left (taken as the reply is handed to the kernel, after it is
-//! counted in stats.json). Data is never cached below the filesystem: IMAGE's pages
-//! may sit in the host's page cache, but every request the loop device makes reaches this daemon
-//! and is timed by the model.
+//! counted in stats.json). Data is never cached below the filesystem: every request the loop device
+//! makes reaches this daemon and is timed by the model, and IMAGE is read and written with direct
+//! I/O where its filesystem allows (fsmeter_diskmodel::image), so the daemon dirties no page cache
+//! of the host's and no dirty limit holds its replies back.
 
 use std::collections::VecDeque;
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
-use std::os::unix::io::AsRawFd;
 use std::path::Path;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 
 use fsmeter_diskmodel::geometry::SECTOR_BYTES;
+use fsmeter_diskmodel::image::Image;
 use fsmeter_diskmodel::seek::SeekCurve;
 use fsmeter_diskmodel::stats::Stats;
 use fsmeter_diskmodel::{Drive, DriveSpec, Model, Op, Request};
@@ -178,7 +177,7 @@ struct Shared {
 }
 
 struct ModelDisk {
-    image: File,
+    image: Image,
     size: u64,
     /// The image's first block on the drive.
     offset_lbn: u64,
@@ -211,7 +210,7 @@ impl Disk for ModelDisk {
     fn read(&mut self, offset: u64, size: u32, reply: ReplyData) {
         let arrival = now_ns();
         let mut buf = vec![0u8; size as usize];
-        if let Err(e) = self.image.read_exact_at(&mut buf, offset) {
+        if let Err(e) = self.image.read_at(&mut buf, offset) {
             return reply.error(e.raw_os_error().unwrap_or(libc::EIO));
         }
         self.queue(Op::Read, offset, size as u64, arrival, Answer::Data(reply, buf));
@@ -219,7 +218,7 @@ impl Disk for ModelDisk {
 
     fn write(&mut self, offset: u64, data: &[u8], reply: ReplyWrite) {
         let arrival = now_ns();
-        if let Err(e) = self.image.write_all_at(data, offset) {
+        if let Err(e) = self.image.write_at(data, offset) {
             return reply.error(e.raw_os_error().unwrap_or(libc::EIO));
         }
         self.queue(Op::Write, offset, data.len() as u64, arrival, Answer::Written(reply, data.len() as u32));
@@ -233,7 +232,7 @@ impl Disk for ModelDisk {
     fn fallocate(&mut self, offset: u64, length: u64, mode: i32, reply: ReplyEmpty) {
         let arrival = now_ns();
         // SAFETY: fallocate on the fd we own, with the kernel's own mode and range.
-        let rc = unsafe { libc::fallocate(self.image.as_raw_fd(), mode, offset as i64, length as i64) };
+        let rc = unsafe { libc::fallocate(self.image.fd(), mode, offset as i64, length as i64) };
         if rc != 0 {
             return reply.error(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
         }
@@ -299,11 +298,27 @@ fn sleep_until(deadline: u64, spin_ns: u64) {
     }
 }
 
+/// The drive thread's SCHED_FIFO priority: above every normal thread, low among real-time ones.
+const DRIVE_RT_PRIORITY: libc::c_int = 10;
+
 /// The drive: serve the queued requests one at a time, each reply at its modelled completion.
 fn drive_thread(mut model: Model, jobs: Receiver<Job>, shared: Arc<Mutex<Shared>>, spin_ns: u64) {
     // The timer slack would otherwise add up to 50 us to every sleep.
     // SAFETY: prctl on the calling thread with a plain integer argument.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    // A disk does not wait for a CPU: the drive thread runs under SCHED_FIFO (a low real-time
+    // priority), so that the workload's own threads and the kernel's writeback on a small machine do
+    // not delay its replies past their modelled completion. It sleeps between requests and spins at
+    // most `spin_ns` before each reply, and the kernel's real-time throttling bounds it in any case.
+    // Without the privilege (not root) it stays a normal thread; the lateness it records shows the cost.
+    let param = libc::sched_param { sched_priority: DRIVE_RT_PRIORITY };
+    // SAFETY: sets the calling thread's policy (pid 0) from a parameter we own.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+        eprintln!(
+            "{PROG}: the drive thread runs without real-time priority ({}): replies may be late on a busy machine",
+            std::io::Error::last_os_error()
+        );
+    }
     let mut queue: VecDeque<Job> = VecDeque::new();
     let mut reqs: Vec<Request> = Vec::new();
     loop {
@@ -359,12 +374,9 @@ fn main() {
                 }
             }
             let drive = load_drive(&args[2]);
-            let image = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(&args[3])
+            let image = Image::open(Path::new(&args[3]))
                 .unwrap_or_else(|e| fail(1, format_args!("open image {}: {e}", args[3])));
-            let size = image.metadata().map(|m| m.len()).unwrap_or(0);
+            let size = image.len();
             if size == 0 || !size.is_multiple_of(SECTOR_BYTES) || !offset.is_multiple_of(SECTOR_BYTES) {
                 fail(
                     2,

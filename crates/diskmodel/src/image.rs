@@ -1,0 +1,165 @@
+//! The image a disk model serves: the data of the modelled disk, kept in a file and read and written
+//! with direct I/O, so that it dirties none of the host's page cache.
+//!
+//! The daemon is in the I/O path of the filesystem on the model: that filesystem's dirty pages reach
+//! the modelled disk only through it. Buffered writes to the image would be throttled by the kernel's
+//! dirty limits, which count those same pages of the filesystem above: with a small dirty limit (a
+//! page-cache limit's, 20% of it) the daemon's writes waited on pages only it could clean, and its
+//! replies stalled for up to 30 s. A process marked as an I/O flusher (prctl PR_SET_IO_FLUSHER) is
+//! exempt, but that needs CAP_SYS_RESOURCE, which a container's root may lack; direct I/O needs
+//! nothing. Requests not aligned to [`ALIGN`] are read, patched and written back whole blocks
+//! (the daemon serves one request at a time, so nothing interleaves). Where the file refuses
+//! direct I/O (tmpfs) or a block would reach past the image's end, the buffered file serves it.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::io::{AsRawFd, RawFd};
+use std::path::Path;
+
+/// The block size of direct I/O: a multiple of any logical block size the host's file may have.
+pub const ALIGN: u64 = 4096;
+
+/// A buffer aligned for direct I/O, grown (rarely: to the largest request seen) and never shrunk: a
+/// vector one block longer than needed, used from its first aligned byte.
+struct Bounce {
+    mem: Vec<u8>,
+}
+
+impl Bounce {
+    fn new() -> Self {
+        Bounce { mem: Vec::new() }
+    }
+
+    fn get(&mut self, len: usize) -> &mut [u8] {
+        let align = ALIGN as usize;
+        if self.mem.len() < len + align {
+            self.mem = vec![0u8; (len + align).next_power_of_two()];
+        }
+        let at = self.mem.as_ptr().align_offset(align);
+        &mut self.mem[at..at + len]
+    }
+}
+
+/// The image file: direct I/O where the file takes it, the buffered file otherwise.
+pub struct Image {
+    buffered: File,
+    direct: Option<File>,
+    size: u64,
+    bounce: Bounce,
+}
+
+impl Image {
+    /// Open the image for reading and writing; direct I/O when its filesystem supports it.
+    pub fn open(path: &Path) -> io::Result<Image> {
+        let buffered = OpenOptions::new().read(true).write(true).open(path)?;
+        let size = buffered.metadata()?.len();
+        let direct = OpenOptions::new().read(true).write(true).custom_flags(libc::O_DIRECT).open(path).ok();
+        Ok(Image { buffered, direct, size, bounce: Bounce::new() })
+    }
+
+    /// The image's length in bytes.
+    pub fn len(&self) -> u64 {
+        self.size
+    }
+
+    /// Whether the image is empty.
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
+    }
+
+    /// Whether requests go to the image with direct I/O.
+    pub fn is_direct(&self) -> bool {
+        self.direct.is_some()
+    }
+
+    /// The buffered file's descriptor (for fallocate).
+    pub fn fd(&self) -> RawFd {
+        self.buffered.as_raw_fd()
+    }
+
+    /// The whole blocks holding `[offset, offset + len)`, or None when the buffered file must serve it.
+    fn span(&self, offset: u64, len: u64) -> Option<(u64, u64)> {
+        let start = offset / ALIGN * ALIGN;
+        let end = (offset + len).div_ceil(ALIGN) * ALIGN;
+        (self.direct.is_some() && end <= self.size).then_some((start, end))
+    }
+
+    /// Read `buf.len()` bytes at `offset`.
+    pub fn read_at(&mut self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let Some((start, end)) = self.span(offset, buf.len() as u64) else {
+            return self.buffered.read_exact_at(buf, offset);
+        };
+        let file = self.direct.as_ref().expect("span() checked it");
+        let block = self.bounce.get((end - start) as usize);
+        file.read_exact_at(block, start)?;
+        let at = (offset - start) as usize;
+        buf.copy_from_slice(&block[at..at + buf.len()]);
+        Ok(())
+    }
+
+    /// Write `data` at `offset`.
+    pub fn write_at(&mut self, data: &[u8], offset: u64) -> io::Result<()> {
+        let Some((start, end)) = self.span(offset, data.len() as u64) else {
+            return self.buffered.write_all_at(data, offset);
+        };
+        let file = self.direct.as_ref().expect("span() checked it");
+        let whole = start == offset && end == offset + data.len() as u64;
+        let block = self.bounce.get((end - start) as usize);
+        if !whole {
+            file.read_exact_at(block, start)?; // the blocks' other bytes, to write back unchanged
+        }
+        let at = (offset - start) as usize;
+        block[at..at + data.len()].copy_from_slice(data);
+        file.write_all_at(block, start)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn image(tag: &str, size: u64) -> (std::path::PathBuf, Image) {
+        let dir = std::env::temp_dir().join(format!("fsmeter-image-test-{}-{tag}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("disk.img");
+        let f = File::create(&path).unwrap();
+        f.set_len(size).unwrap();
+        (path.clone(), Image::open(&path).unwrap())
+    }
+
+    #[test]
+    fn unaligned_and_aligned_writes_read_back_and_leave_their_neighbours() {
+        let (path, mut img) = image("rw", 64 << 10);
+        let pattern: Vec<u8> = (0..16384u32).map(|i| (i % 251) as u8).collect();
+        img.write_at(&pattern, 8192).unwrap(); // whole blocks
+        img.write_at(&[7u8; 1000], 9000).unwrap(); // inside them, unaligned
+        img.write_at(&[9u8; 512], 512).unwrap(); // a sector of the first block
+        let mut back = vec![0u8; 16384];
+        img.read_at(&mut back, 8192).unwrap();
+        let mut want = pattern.clone();
+        want[9000 - 8192..10000 - 8192].fill(7);
+        assert_eq!(back, want);
+        let mut first = vec![1u8; 1536];
+        img.read_at(&mut first, 0).unwrap();
+        assert_eq!(&first[..512], &[0u8; 512][..]);
+        assert_eq!(&first[512..1024], &[9u8; 512][..]);
+        assert_eq!(&first[1024..], &[0u8; 512][..]);
+        // What a buffered reader of the file sees (the loop device's view is the daemon's own).
+        let whole = std::fs::read(&path).unwrap();
+        assert_eq!(&whole[8192..8192 + 16384], &want[..]);
+        assert_eq!(whole.len(), 64 << 10); // nothing written past the end
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_request_at_the_end_of_an_image_not_a_whole_block_long_stays_inside_it() {
+        let (path, mut img) = image("tail", 8192 + 512);
+        img.write_at(&[5u8; 512], 8192).unwrap();
+        let mut back = [0u8; 512];
+        img.read_at(&mut back, 8192).unwrap();
+        assert_eq!(back, [5u8; 512]);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 8192 + 512);
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+}
