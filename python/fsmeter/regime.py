@@ -54,7 +54,8 @@ own (a directory target, or the system's root disk, whose counters mix every pro
 with the null backend (no real I/O).
 
 Write-back (``cache_write_share``), method: the bytes the workload wrote (the engine's write
-operations: kinds named like write, putc, append, rewrite) against the bytes written to the target's
+operations: kinds named like write, putc, append, rewrite, and create, whose bytes are the new
+files' data) against the bytes written to the target's
 block device over the phase. Share = 1 - device / workload, clamped to [0, 1]: the share of what the
 phase wrote that had not reached the device when it ended (still dirty in the page cache, or
 overwritten there before write-back). A write phase whose share is high measured the page cache's
@@ -223,7 +224,7 @@ def _engine_bytes(report: dict) -> tuple:
         b = int(op.get("bytes") or 0)
         if "read" in name or name == "getc":
             rd += b
-        elif "write" in name or name in ("putc", "append", "rewrite"):
+        elif "write" in name or name in ("putc", "append", "rewrite", "create"):
             wr += b
     return rd, wr
 
