@@ -88,8 +88,8 @@ CHECK_TESTS := tests/stats tests/repo tests/cli/test_usage_errors.py tests/fuzz
 check: build lint ## the quick gate before a commit: build, lint, the fast tests without root (minutes)
 	$(PY) -m pytest -q -m "not slow and not root" $(CHECK_TESTS)
 
-test-rust: ## the engine's tests (cargo test)
-	cargo test --release -p fsmeter-engine
+test-rust: ## the engine's and the disk model's tests (cargo test)
+	cargo test --release -p fsmeter-engine -p fsmeter-diskmodel
 
 test-python: ## every Python test (pytest)
 	$(PY) -m pytest -q -ra --durations=20
