@@ -126,3 +126,36 @@ def test_a_scale_with_its_own_between_run_wobble_judges_its_runs_by_it(tmp_path)
     path.write_text(text.replace('between_run_source = "two paper-disk runs"', ""))
     with pytest.raises(UserError, match="between_run_source"):
         load(str(path))
+
+
+def test_a_comparison_across_workloads_the_scale_left_out_is_not_testable_and_says_which():
+    """Layton's LA02 divides the small-file trees' create rate by the 4 MiB trees'; the paper-disk scale
+    leaves the small-file trees out: not testable here, naming them (not 'too little left')."""
+    import pandas as pd
+    from fsmeter.study.claims import ClaimChecker
+    from fsmeter.study.verdict import NOT_TESTABLE
+
+    study = load_study("layton2009")
+    rows = [
+        dict(
+            workload=wl,
+            metric_key="create.KiB_per_s",
+            higher_is_better=True,
+            filesystem=fs,
+            trial=t,
+            value=50000.0 + 100 * t,
+            phase_s=30.0,
+            other_cpu_share=0.0,
+            cache_read_share=None,
+            cache_write_share=0.1,
+            cpus_online=2,
+            cpu_mhz=2400.0,
+        )
+        for wl in ("fdtree-medium-shallow", "fdtree-medium-deep")
+        for fs in ("xfs", "ext4")
+        for t in (1, 2, 3)
+    ]
+    verdicts = {v.claim.id: v for v in ClaimChecker(study, pd.DataFrame(rows)).check_all()}
+    v = verdicts["LA02"]
+    assert v.outcome == NOT_TESTABLE, (v.outcome, v.reason)
+    assert v.reason == "not run here: fdtree-small-shallow, fdtree-small-deep, which the claim compares"

@@ -836,12 +836,26 @@ class ClaimChecker:
                     test=self._describe(claim),
                     no_data=self.paper,
                 )
+            named = list(claim.workloads)
+            for side in (claim.numerator, claim.denominator):
+                wl = side.get("workload") if isinstance(side, dict) else None
+                named += [str(w) for w in (wl if isinstance(wl, list) else [wl] if wl else [])]
+            ran = set(self.df["workload"]) if "workload" in self.df.columns else set()
+            gone = list(dict.fromkeys(w for w in named if w not in ran)) if not self.paper else []
+            if gone:  # a comparison across workloads, some of which this run (its scale) left out
+                return Verdict(
+                    claim,
+                    NOT_TESTABLE,
+                    f"not run here: {', '.join(gone)}, which the claim compares",
+                    notes=notes,
+                    test=self._describe(claim),
+                )
+            said = [n for n in notes if not n.startswith("read as")]
             return self._void(
                 Verdict(
                     claim,
                     INCONCLUSIVE,
-                    "too little left to compare"
-                    + (f" ({'; '.join(n for n in notes if not n.startswith('read as'))})" if notes else ""),
+                    "too little left to compare" + (f" ({'; '.join(said)})" if said else ""),
                     notes=notes,
                     test=self._describe(claim),
                 )
