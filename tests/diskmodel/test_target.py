@@ -32,7 +32,9 @@ def _drive_policies(scratch: str) -> list[int]:
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 argv = f.read().split(b"\0")
-            if not argv[0].endswith(b"fsmeter-diskmodel") or not any(os.path.realpath(scratch).encode() in a for a in argv):
+            if not argv[0].endswith(b"fsmeter-diskmodel") or not any(
+                os.path.realpath(scratch).encode() in a for a in argv
+            ):
                 continue
             for tid in os.listdir(f"/proc/{pid}/task"):
                 with open(f"/proc/{pid}/task/{tid}/comm") as f:
