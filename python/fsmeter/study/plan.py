@@ -11,6 +11,9 @@ Scales:
 - ``quick``: a functional check only: the same configurations, factors and levels with small
   data, short phases and few trials (the ``quick`` overrides); disk-bound workloads become
   cache-resident, and the plan says so for each (``cache_residency``).
+- ``paper-disk`` (the studies whose file defines it): the filesystems on a disk model of the
+  paper's disk (the scale's ``disk_model``), the paper's memory ratio through a page-cache limit,
+  sizes scaled together to fit 30 minutes (the ``paper-disk`` overrides).
 - a number F: the paper scale with counts, sizes and durations multiplied by F.
 
 Configurations and factor levels this kernel cannot run are replaced by the nearest modern
