@@ -9,8 +9,8 @@ import sys
 
 import pytest
 from fsmeter.provision import HostFactorError, HostFactors, Provisioner, StateFile
-from fsmeter.provision.host import find_memory_cgroup
-from fsmeter.provision.host.dirty import MIN_DIRTY_BYTES, DirtyLimits, scaled_bytes
+from fsmeter.provision.host import applied, find_memory_cgroup
+from fsmeter.provision.host.dirty import MIN_DIRTY_BYTES, dirty_limits, scaled_bytes
 from fsmeter.provision.undo import cleanup_leftovers
 
 MiB = 1 << 20
@@ -43,17 +43,15 @@ def _fake_vm(tmp_path, ratio="20", bg="10", nbytes="0", bg_bytes="0"):
 def test_apply_writes_the_bytes_and_records_the_ratio_that_puts_it_back(tmp_path):
     vm = _fake_vm(tmp_path)
     state = StateFile(str(tmp_path))
-    change = DirtyLimits(64 * MiB, state, vm_dir=str(vm))
-    change.apply()
-    assert _read(vm / "dirty_bytes") == str(64 * MiB * 20 // 100)
-    assert _read(vm / "dirty_background_bytes") == str(64 * MiB * 10 // 100)
-    recorded = {(os.path.basename(e["path"]), e["old"], e["new"]) for e in state.entries()}
-    assert recorded == {("dirty_ratio", "20", "0"), ("dirty_background_ratio", "10", "0")}
-    assert change.info() == {"vm_dirty_bytes": 64 * MiB // 5, "vm_dirty_background_bytes": 64 * MiB // 10}
-    # What the kernel does on writing a *_bytes file: the ratio reads 0.
-    (vm / "dirty_ratio").write_text("0\n")
-    (vm / "dirty_background_ratio").write_text("0\n")
-    change.revert()
+    with applied(dirty_limits(64 * MiB, state, vm_dir=str(vm))) as host:
+        assert _read(vm / "dirty_bytes") == str(64 * MiB * 20 // 100)
+        assert _read(vm / "dirty_background_bytes") == str(64 * MiB * 10 // 100)
+        recorded = {(os.path.basename(e["path"]), e["old"], e["new"]) for e in state.entries()}
+        assert recorded == {("dirty_ratio", "20", "0"), ("dirty_background_ratio", "10", "0")}
+        assert host.info() == {"vm_dirty_bytes": 64 * MiB // 5, "vm_dirty_background_bytes": 64 * MiB // 10}
+        # What the kernel does on writing a *_bytes file: the ratio reads 0.
+        (vm / "dirty_ratio").write_text("0\n")
+        (vm / "dirty_background_ratio").write_text("0\n")
     assert _read(vm / "dirty_ratio") == "20" and _read(vm / "dirty_background_ratio") == "10"
     assert state.entries() == []
 
@@ -61,10 +59,8 @@ def test_apply_writes_the_bytes_and_records_the_ratio_that_puts_it_back(tmp_path
 def test_a_machine_set_in_bytes_gets_its_bytes_back(tmp_path):
     vm = _fake_vm(tmp_path, ratio="0", bg="0", nbytes=str(2 << 30), bg_bytes=str(1 << 30))
     state = StateFile(str(tmp_path))
-    change = DirtyLimits(768 * MiB, state, vm_dir=str(vm))
-    change.apply()
-    assert int(_read(vm / "dirty_bytes")) < 2 << 30
-    change.revert()
+    with applied(dirty_limits(768 * MiB, state, vm_dir=str(vm))):
+        assert int(_read(vm / "dirty_bytes")) < 2 << 30
     assert _read(vm / "dirty_bytes") == str(2 << 30) and _read(vm / "dirty_background_bytes") == str(1 << 30)
 
 
@@ -85,8 +81,8 @@ def test_real_limits_follow_a_page_cache_limit_and_come_back(root, scratch):
     assert after == before
     # A run killed while they were set: the next cleanup puts the ratios back from the state file.
     killed = (
-        "import os; from fsmeter.provision import StateFile; from fsmeter.provision.host.dirty import DirtyLimits; "
-        f"DirtyLimits({128 * MiB}, StateFile({scratch!r})).apply(); os._exit(0)"
+        "import os; from fsmeter.provision import StateFile; from fsmeter.provision.host.dirty import dirty_limits; "
+        f"[c.apply() for c in dirty_limits({128 * MiB}, StateFile({scratch!r}))]; os._exit(0)"
     )
     subprocess.run([sys.executable, "-c", killed], check=True, timeout=60)
     assert _read(os.path.join(VM, "dirty_ratio")) == "0"

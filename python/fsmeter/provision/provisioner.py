@@ -330,5 +330,5 @@ class Provisioner:
         if factors.page_cache_limit_bytes is not None:
             changes.append(hostmod.PageCacheLimit(factors.page_cache_limit_bytes, state))
             # a machine with that memory also holds that much less dirty data (host/dirty.py)
-            changes.append(hostmod.DirtyLimits(factors.page_cache_limit_bytes, state))
+            changes += hostmod.dirty_limits(factors.page_cache_limit_bytes, state)
         return hostmod.applied(changes)

@@ -9,7 +9,7 @@ from typing import Any
 from fsmeter.provision.host.base import HostChange, log
 from fsmeter.provision.host.caches import drop_caches, fadvise_dontneed
 from fsmeter.provision.host.cpus import CpuAffinity
-from fsmeter.provision.host.dirty import DirtyLimits
+from fsmeter.provision.host.dirty import dirty_limits
 from fsmeter.provision.host.memcg import PageCacheLimit, find_memory_cgroup, memory_cgroup_status
 from fsmeter.provision.host.readahead import Readahead
 from fsmeter.provision.host.scheduler import Scheduler, offered_schedulers
@@ -56,12 +56,12 @@ def applied(changes: list[HostChange]) -> Iterator[AppliedHost]:
 __all__ = [
     "AppliedHost",
     "CpuAffinity",
-    "DirtyLimits",
     "HostChange",
     "PageCacheLimit",
     "Readahead",
     "Scheduler",
     "applied",
+    "dirty_limits",
     "drop_caches",
     "fadvise_dontneed",
     "find_memory_cgroup",

@@ -85,13 +85,20 @@ def release_sysfs(state: StateFile, entry_id: str) -> str | None:
 class SysfsSetting(HostChange):
     """A sysfs file set to a value and put back; recorded in the state file while changed,
     so a killed run's setting is restored by the next cleanup, and so that two processes changing
-    the same file put it back to what it was before either (see release_sysfs)."""
+    the same file put it back to what it was before either (see release_sysfs).
 
-    def __init__(self, path: str, value: str, state: StateFile | None, label: str):
+    ``write``: where the setting is made, when that is not ``path`` itself: a (file, value) whose
+    writing leaves ``path`` reading ``value`` (vm.dirty_bytes, which makes vm.dirty_ratio read 0). What
+    is recorded, and restored, is ``path``."""
+
+    def __init__(
+        self, path: str, value: str, state: StateFile | None, label: str, write: tuple[str, str] | None = None
+    ):
         self.path = path
         self.value = value
         self.state = state
         self.label = label
+        self.write = write or (path, value)
         self._old: str | None = None
         self._entry: str | None = None
 
@@ -122,13 +129,12 @@ class SysfsSetting(HostChange):
         log.info("%s: %s -> %s", self.label, self._old, self.value)
 
     def _set(self) -> None:
+        path, value = self.write
         try:
-            _write(self.path, self.value)
+            _write(path, value)
         except OSError as exc:
             self._old = None
-            raise HostFactorError(
-                f"{self.label}: cannot set {self.value!r} in {self.path}: {exc.strerror}: run as root"
-            ) from exc
+            raise HostFactorError(f"{self.label}: cannot set {value!r} in {path}: {exc.strerror}: run as root") from exc
 
     def revert(self) -> None:
         if self._old is None:

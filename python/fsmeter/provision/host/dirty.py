@@ -27,20 +27,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from fsmeter.provision.host.base import HostChange, SysfsSetting, read_sysfs_choice
+from fsmeter.hostinfo import mem_total_bytes
+from fsmeter.provision.host.base import SysfsSetting, read_sysfs_choice
 from fsmeter.provision.state import StateFile
 
 VM_DIR = "/proc/sys/vm"
 #: The kernel refuses a dirty_bytes under two pages; fsmeter keeps at least this much.
 MIN_DIRTY_BYTES = 1 << 20
-
-
-def _mem_total(meminfo: str = "/proc/meminfo") -> int:
-    with open(meminfo) as fh:
-        for line in fh:
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    return 0  # pragma: no cover
 
 
 def scaled_bytes(limit_bytes: int, ratio: int, machine_bytes: int, mem_total: int) -> int:
@@ -53,8 +46,8 @@ def scaled_bytes(limit_bytes: int, ratio: int, machine_bytes: int, mem_total: in
     return max(MIN_DIRTY_BYTES, want)
 
 
-class _DirtyBytes(SysfsSetting):
-    """``vm.<kind>_bytes`` set to ``value``, recorded as ``vm.<kind>_ratio`` going to "0" (or, for a machine
+class DirtyBytes(SysfsSetting):
+    """``vm.<kind>_bytes`` set for the limit, recorded as ``vm.<kind>_ratio`` going to "0" (or, for a machine
     already set in bytes, as the bytes file itself)."""
 
     def __init__(self, kind: str, limit_bytes: int, state: StateFile | None, vm_dir: str, mem_total: int):
@@ -65,53 +58,16 @@ class _DirtyBytes(SysfsSetting):
         self.bytes = scaled_bytes(limit_bytes, ratio, machine, mem_total)
         self.kind = kind
         if ratio > 0:  # the usual case: the ratio is what the machine is set by, and what cleanup restores
-            super().__init__(ratio_path, "0", state, f"vm.{kind}_ratio")
+            super().__init__(ratio_path, "0", state, f"vm.{kind}_ratio", write=(self.bytes_path, str(self.bytes)))
         else:
             super().__init__(self.bytes_path, str(self.bytes), state, f"vm.{kind}_bytes")
-
-    def _set(self) -> None:
-        if self.path == self.bytes_path:
-            return super()._set()
-        saved = self.path, self.value
-        self.path, self.value = self.bytes_path, str(self.bytes)
-        try:
-            super()._set()
-        finally:
-            self.path, self.value = saved
 
     def info(self) -> dict[str, Any]:
         return {f"vm_{self.kind}_bytes": self.bytes}
 
 
-class DirtyLimits(HostChange):
-    """Both dirty limits for a page-cache limit, as one host change (applied after the cgroup)."""
-
-    name = "dirty_limits"
-
-    def __init__(self, limit_bytes: int, state: StateFile | None = None, vm_dir: str = VM_DIR):
-        total = _mem_total()
-        self.parts = [_DirtyBytes(k, limit_bytes, state, vm_dir, total) for k in ("dirty", "dirty_background")]
-
-    def show(self) -> str:
-        return ", ".join(f"{p.kind}_bytes={p.bytes}" for p in self.parts)
-
-    def apply(self) -> None:
-        done = []
-        try:
-            for p in self.parts:
-                p.apply()
-                done.append(p)
-        except BaseException:
-            for p in reversed(done):
-                p.revert()
-            raise
-
-    def revert(self) -> None:
-        for p in reversed(self.parts):
-            p.revert()
-
-    def info(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for p in self.parts:
-            out.update(p.info())
-        return out
+def dirty_limits(limit_bytes: int, state: StateFile | None = None, vm_dir: str = VM_DIR) -> list[DirtyBytes]:
+    """Both dirty limits for a page-cache limit, as two host changes (applied after the cgroup, in this
+    order, and reverted in the reverse order by fsmeter.provision.host.applied)."""
+    total = mem_total_bytes()
+    return [DirtyBytes(k, limit_bytes, state, vm_dir, total) for k in ("dirty", "dirty_background")]
