@@ -229,19 +229,22 @@ def _engine_bytes(report: dict) -> tuple:
     return rd, wr
 
 
+def _device_missed(workload_bytes: int, device_bytes: int | None, floor: int) -> float | None:
+    """1 - device / workload bytes, clamped to [0, 1] and rounded; None without a device or under floor."""
+    if device_bytes is None or workload_bytes < floor:
+        return None
+    return round(min(1.0, max(0.0, 1.0 - device_bytes / workload_bytes)), 4)
+
+
 def cache_read_share(read_bytes: int, device_read_bytes: int | None) -> float | None:
     """Share of ``read_bytes`` not read from the device (see the module's method), or None."""
-    if device_read_bytes is None or read_bytes < READ_FLOOR_BYTES:
-        return None
-    return round(min(1.0, max(0.0, 1.0 - device_read_bytes / read_bytes)), 4)
+    return _device_missed(read_bytes, device_read_bytes, READ_FLOOR_BYTES)
 
 
 def cache_write_share(write_bytes: int, device_write_bytes: int | None) -> float | None:
     """Share of ``write_bytes`` not written to the device during the phase (see the module's method),
     or None."""
-    if device_write_bytes is None or write_bytes < WRITE_FLOOR_BYTES:
-        return None
-    return round(min(1.0, max(0.0, 1.0 - device_write_bytes / write_bytes)), 4)
+    return _device_missed(write_bytes, device_write_bytes, WRITE_FLOOR_BYTES)
 
 
 class PhaseWatch:
