@@ -68,11 +68,6 @@ impl Image {
         self.size == 0
     }
 
-    /// Whether requests go to the image with direct I/O.
-    pub fn is_direct(&self) -> bool {
-        self.direct.is_some()
-    }
-
     /// The buffered file's descriptor (for fallocate).
     pub fn fd(&self) -> RawFd {
         self.buffered.as_raw_fd()
