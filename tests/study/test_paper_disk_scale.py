@@ -159,3 +159,36 @@ def test_a_comparison_across_workloads_the_scale_left_out_is_not_testable_and_sa
     v = verdicts["LA02"]
     assert v.outcome == NOT_TESTABLE, (v.outcome, v.reason)
     assert v.reason == "not run here: fdtree-small-shallow, fdtree-small-deep, which the claim compares"
+
+
+def test_a_workload_at_the_studys_own_ratio_of_data_to_memory_keeps_its_regime(tmp_path):
+    """Lourdas's copy (1.9 GB under 4 GB, then sync) was disk-bound by its sync, not by its size: at the
+    study's own ratio it is in the study's regime; below that ratio (and under 2x) it is cache-resident."""
+    from fsmeter.study.model import STUDY_DIR
+    from fsmeter.study.model import load_study as load
+
+    plan = plan_study(load_study("lourdas2009"), "paper-disk")
+    assert not [c for c in plan.changes if "cache_residency" in c.affects]
+    text = (STUDY_DIR / "lourdas2009.toml").read_text()
+    smaller = text.replace(
+        'page_cache_limit = "4G"\n[[scales.paper-disk.leave_out]]',
+        'page_cache_limit = "6G"\n[[scales.paper-disk.leave_out]]',
+        1,
+    )
+    assert smaller != text
+    path = tmp_path / "l.toml"
+    path.write_text(smaller)
+    resident = [c for c in plan_study(load(str(path)), "paper-disk").changes if "cache_residency" in c.affects]
+    assert [c.what for c in resident] == ["cp-tar-rm: cache-resident"]
+
+
+def test_a_stand_in_model_is_comparable_storage_and_the_verdict_says_it_is_one():
+    """A documented stand-in of the paper's disk class changes no storage kind (the resource gates still
+    compare its measured figures with the paper's); the note names it a stand-in, the own drive not."""
+    from fsmeter.study.gates import model_note
+
+    assert model_note(["disk-model:ata-80gb-2001"]).startswith("on a model of the paper's disk class (a stand-in")
+    assert model_note(["disk-model:seagate-st39102lw"]) == (
+        "on a model of the paper's disk (disk-model:seagate-st39102lw)"
+    )
+    assert model_note(["disk-model:no-such-drive"]).startswith("on a model of the paper's disk (")

@@ -34,7 +34,8 @@ study file):
   regime itself is the ``cache_residency`` gate.
 
 A storage class ``disk-model:NAME`` (a modelled disk) within the ratio is comparable, and the verdict
-says it ran "on a model of the paper's disk".
+says it ran "on a model of the paper's disk", or "of the paper's disk class" when the profile is a
+documented stand-in of the same class (the paper names no drive).
 """
 
 from __future__ import annotations
@@ -219,8 +220,28 @@ def resource_gates(bound_by, machine, regime: dict) -> tuple[list[str], list[str
         elif res == "page_cache":
             notes.append("bound by the page cache in the paper: the storage is not compared (its cache regime is)")
     if model and not reasons and any(r in ("disk_seeks", "disk_bandwidth", "journal_flushes") for r in bound_by):
-        notes.append(f"on a model of the paper's disk ({', '.join(model)})")
+        notes.append(model_note(model))
     return reasons, notes
+
+
+def model_note(classes: list) -> str:
+    """ "on a model of the paper's disk (disk-model:NAME)", or "of the paper's disk class" when the profile
+    is a stand-in (the paper names no drive: a documented drive of the same class)."""
+    from fsmeter.diskmodel.profiles import load_profile
+    from fsmeter.errors import UserError
+
+    stand_in = False
+    for c in classes:
+        try:
+            stand_in = stand_in or bool(load_profile(str(c).split(":", 1)[1]).stand_in_for)
+        except UserError:  # a profile this installation lacks (another machine's store): say no more
+            pass
+    what = (
+        "a model of the paper's disk class (a stand-in: the paper names no drive)"
+        if stand_in
+        else ("a model of the paper's disk")
+    )
+    return f"on {what} ({', '.join(str(c) for c in classes)})"
 
 
 def _compare(reasons: list, notes: list, ratio: float, exact: bool, text: str, what: str) -> None:
