@@ -3,7 +3,7 @@ checked by hand."""
 
 from __future__ import annotations
 
-from fsmeter.diskmodel.stats import DISTURBED_SHARE, disturbed, histogram_since, percentile, since
+from fsmeter.diskmodel.stats import DISTURBED_SHARE, disturbed, histogram_since, merge, percentile, since
 
 
 def _snap(reads: int, service_ns: int, lateness: list, writes: int = 0) -> dict:
@@ -53,3 +53,20 @@ def test_the_disturbed_threshold_is_five_percent_of_the_mean_service_time():
     assert disturbed(0.41, 8.0) is True
     assert disturbed(None, 8.0) is None
     assert disturbed(0.1, None) is None
+
+
+def test_two_drives_merge_into_one_snapshot_whose_window_is_both_drives():
+    """A data drive and a journal drive: counts and sums add per kind, histograms add bucket by bucket,
+    and a window over merged snapshots is the window over both drives' requests."""
+    data0, journal0 = _snap(10, 80_000_000, [[1_000, 10]]), _snap(0, 0, [], writes=0)
+    data1 = _snap(20, 160_000_000, [[1_000, 20]])
+    journal1 = _snap(0, 0, [[1_000, 5], [3_000_000, 5]], writes=10)
+    journal1["kinds"]["write"]["service_ns"] = 40_000_000
+    m = merge([data1, journal1])
+    assert m["kinds"]["read"]["count"] == 20 and m["kinds"]["write"]["count"] == 10
+    assert m["lateness_ns"] == [[1_000, 25], [3_000_000, 5]]
+    s = since(merge([data0, journal0]), m)
+    assert s["requests"] == 20  # 10 reads on the data drive, 10 writes on the journal's
+    assert abs(s["mean_service_ms"] - 6.0) < 1e-12  # (80 + 40) ms over 20 requests
+    assert s["lateness_p99_ms"] == 3.0  # the journal drive's late replies count
+    assert merge([data1]) is data1

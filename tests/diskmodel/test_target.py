@@ -120,3 +120,36 @@ def test_a_killed_run_leaves_nothing_cleanup_cannot_remove(root, scratch):
                 break
             time.sleep(0.1)
         assert not os.path.exists(f"/proc/{pid}"), f"daemon {pid} still runs"
+
+
+def test_an_external_journal_goes_on_a_second_modelled_drive(root, scratch):
+    """ext3 with its journal outside: the journal is a second drive of the same profile (its own daemon,
+    loop device and actuator); a commit reaches it, the data drive gets the data, and the per-phase
+    view counts both drives."""
+    from fsmeter.provision import FsConfig, Provisioner, TargetSpec
+
+    with Provisioner(scratch) as prov:
+        mnt = prov.create(
+            TargetSpec(kind="disk-model", model="ibm-dnes-309170w", size_bytes=96 << 20, journal_size_bytes=16 << 20),
+            FsConfig(name="ext3", external_journal=True),
+        )
+        target = mnt.target
+        info = mnt.info()
+        assert info["journal_size_bytes"] == 16 << 20 and info["journal_loop_direct_io"] is True
+        assert target.journal_device and target.journal_device != target.device
+        assert len(target.stats_paths) == 2 and len(_drive_policies(scratch)) == 2
+        watch = target.watch()
+        before = watch.snapshot()
+        data0, journal0 = (read_stats(p)["kinds"]["write"]["count"] for p in target.stats_paths)
+        with open(os.path.join(mnt.path, "f"), "wb") as f:
+            f.write(os.urandom(256 << 10))
+            os.fsync(f.fileno())
+        data1, journal1 = (read_stats(p)["kinds"]["write"]["count"] for p in target.stats_paths)
+        assert data1 > data0, "the file's data never reached the data drive"
+        assert journal1 > journal0, "the fsync's commit never reached the journal's drive"
+        phase = watch.since(before)
+        assert phase["kinds"]["write"]["count"] == (data1 - data0) + (journal1 - journal0)
+        assert phase["lateness_p99_ms"] is not None and phase["disturbed"] in (True, False)
+        prov.destroy(mnt)
+        assert prov.state.entries() == []
+    _no_leftovers(scratch)

@@ -51,12 +51,21 @@ def test_paper_disk_refuses_a_device_and_guests():
         plan_study(study, "paper-disk", None, ["6.1"])
 
 
-def test_a_study_without_the_scale_names_the_ones_it_has():
-    study = load_study("gus3-2008")
-    if "paper-disk" in study.scales:
-        pytest.skip("gus3-2008 has a paper-disk scale")
+def test_a_study_without_the_scale_names_the_ones_it_has(tmp_path):
+    from fsmeter.study.model import STUDY_DIR
+    from fsmeter.study.model import load_study as load
+
+    text = (STUDY_DIR / "gus3-2008.toml").read_text()
+    start = text.index("[scales.paper-disk]")
+    without = text[:start] + text[text.index("[[workloads]]", start) :]
+    path = tmp_path / "g.toml"
+    path.write_text(
+        without.replace('paper-disk = { cfq = "skip" }\n', "").replace(
+            "paper-disk = { duration_s = 15.0, warmup_s = 3.0 }\n", ""
+        )
+    )
     with pytest.raises(UserError, match="defines no paper-disk scale"):
-        plan_study(study, "paper-disk")
+        plan_study(load(str(path)), "paper-disk")
 
 
 def _with_scales(extra: str) -> str:

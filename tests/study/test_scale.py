@@ -104,8 +104,11 @@ def test_a_scale_can_leave_factor_levels_out():
 
 def test_page_cache_limit_too_large_for_the_data_makes_it_cache_resident():
     study = load_study("lourdas2009")
-    study.scales["small"].page_cache_limit = "1G"  # 1.9 GB copy < 2 x 1 GiB
+    # 1.9 GB copy < 2 x 8 GiB, and a smaller share of the memory than the study's 1.9 GB of 4 GB
+    study.scales["small"].page_cache_limit = "8G"
     p = plan_study(study, "small")
     hit = [c for c in p.changes if "cache_residency" in c.affects]
     assert [c.what for c in hit] == ["cp-tar-rm: cache-resident"]
-    assert "2x the 1GiB" in hit[0].why
+    assert "2x the 8GiB" in hit[0].why
+    study.scales["small"].page_cache_limit = "1G"  # under 2x, but more than the study's own ratio
+    assert not [c for c in plan_study(study, "small").changes if "cache_residency" in c.affects]

@@ -41,6 +41,35 @@ def read_stats(path: str) -> dict[str, Any]:
     return doc
 
 
+def merge(docs: list[dict]) -> dict[str, Any]:
+    """One snapshot of several daemons (a target's data and journal drives): counts and sums added per
+    kind, histograms added bucket by bucket. One document is returned as it is."""
+    if len(docs) == 1:
+        return docs[0]
+    kinds: dict[str, dict[str, int]] = {}
+    hists: dict[str, dict[int, int]] = {}
+    for doc in docs:
+        for k, d in (doc.get("kinds") or {}).items():
+            acc = kinds.setdefault(k, {})
+            for f, v in d.items():
+                acc[f] = acc.get(f, 0) + int(v)
+        for key, val in doc.items():
+            if key.endswith("_ns") and isinstance(val, list):
+                h = hists.setdefault(key, {})
+                for v, c in _buckets(doc, key).items():
+                    h[v] = h.get(v, 0) + c
+    out: dict[str, Any] = {
+        "format": "fsmeter-diskmodel-stats",
+        "kinds": kinds,
+        "early_replies": sum(int(d.get("early_replies", 0)) for d in docs),
+        "max_queue": max(int(d.get("max_queue", 0)) for d in docs),
+        "drives": len(docs),
+    }
+    for key, h in hists.items():
+        out[key] = sorted([v, c] for v, c in h.items())
+    return out
+
+
 def _buckets(doc: dict, key: str) -> dict[int, int]:
     return {int(v): int(c) for v, c in doc.get(key) or []}
 
@@ -120,6 +149,7 @@ __all__ = [
     "describe",
     "disturbed",
     "histogram_since",
+    "merge",
     "percentile",
     "read_stats",
     "since",

@@ -234,13 +234,14 @@ class Provisioner:
             raise ProvisionError(
                 f"tmpfs target: filesystem {fsys.name} needs a block device: use kind='loop'", exit_code=2
             )
-        if spec.kind == "disk-model":
-            if cfg.external_journal:
-                raise ProvisionError(
-                    "external journal on a disk-model target is not supported: use a loop target", exit_code=2
-                )
+        if spec.kind == "disk-model":  # an external journal goes on a second drive of the same profile
             return DiskModelTarget(
-                state, ident, spec.size_bytes, spec.model or "", offset_bytes=spec.model_offset_bytes
+                state,
+                ident,
+                spec.size_bytes,
+                spec.model or "",
+                offset_bytes=spec.model_offset_bytes,
+                journal_size_bytes=spec.journal_size_bytes if cfg.external_journal else None,
             )
         if spec.kind == "device":
             if cfg.external_journal:

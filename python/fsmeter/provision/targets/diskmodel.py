@@ -9,6 +9,10 @@ is the drive's byte ``offset_bytes`` (default 0: a first partition, on the outer
 The daemon's ``stats.json`` (beside ``disk.img`` in its mount) counts the requests served, their
 modelled service times and how late each reply left (fsmeter.diskmodel.stats); ``watch()`` gives
 the per-phase view campaigns record in each phase's regime.
+
+An external journal (``journal_size_bytes``) goes on a second drive of the same profile, served by
+its own daemon under its own loop device: a journal on another spindle, with its own actuator and
+platter, as the studies that used one had it. The per-phase view counts both drives' requests.
 """
 
 from __future__ import annotations
@@ -50,16 +54,17 @@ def check_fits(p: Profile, size_bytes: int, offset_bytes: int, capacity_bytes: i
 
 
 class DiskModelWatch:
-    """Snapshots of a daemon's stats for fsmeter.regime.PhaseWatch: ``snapshot()`` before a
-    phase, ``since(snapshot)`` after it (the phase's lateness, service times, disturbed or not)."""
+    """Snapshots of the daemons' stats for fsmeter.regime.PhaseWatch: ``snapshot()`` before a
+    phase, ``since(snapshot)`` after it (the phase's lateness, service times, disturbed or not),
+    over every drive of the target (the data drive, and the journal's when there is one)."""
 
-    def __init__(self, stats_path: str, name: str):
-        self.stats_path = stats_path
+    def __init__(self, stats_paths: list[str], name: str):
+        self.stats_paths = stats_paths
         self.name = name
 
     def snapshot(self) -> dict | None:
         try:
-            return dmstats.read_stats(self.stats_path)
+            return dmstats.merge([dmstats.read_stats(p) for p in self.stats_paths])
         except (OSError, ValueError):
             return None
 
@@ -74,7 +79,16 @@ class DiskModelTarget(Target):
     kind = "disk-model"
     overwrite = True  # our own fresh image
 
-    def __init__(self, state: StateFile, ident: str, size_bytes: int, model: str, *, offset_bytes: int = 0):
+    def __init__(
+        self,
+        state: StateFile,
+        ident: str,
+        size_bytes: int,
+        model: str,
+        *,
+        offset_bytes: int = 0,
+        journal_size_bytes: int | None = None,
+    ):
         self.state = state
         self.ident = ident
         self.size_bytes = size_bytes
@@ -86,6 +100,10 @@ class DiskModelTarget(Target):
         #: The loop device's backing file (the served disk.img): what proves the loop is ours.
         self.image: str | None = None
         self.disk: ServedDisk | None = None
+        #: The external journal's drive (same profile, its own daemon and loop device), if any.
+        self.journal_size_bytes = journal_size_bytes
+        self.journal_disk: ServedDisk | None = None
+        self.journal_image: str | None = None
         self._ids: list[str] = []
         self._files: list[str] = []
 
@@ -95,6 +113,12 @@ class DiskModelTarget(Target):
     @property
     def stats_path(self) -> str:
         return os.path.join(self._path(".fuse"), "stats.json")
+
+    @property
+    def stats_paths(self) -> list[str]:
+        """Every drive's stats file: the data drive's, then the journal's."""
+        extra = [os.path.join(self._path("-journal.fuse"), "stats.json")] if self.journal_disk is not None else []
+        return [self.stats_path, *extra]
 
     @property
     def control_path(self) -> str:
@@ -113,24 +137,40 @@ class DiskModelTarget(Target):
         check_fits(self.profile, self.size_bytes, self.offset_bytes, self.figures["capacity_bytes"])
         prog = diskmodel_program()
         os.makedirs(os.path.dirname(self._path("")), mode=0o700, exist_ok=True)
+        if self.journal_size_bytes is not None:
+            check_fits(self.profile, self.journal_size_bytes, 0, self.figures["capacity_bytes"])
         free = os.statvfs(os.path.dirname(self._path("")))
-        if free.f_bavail * free.f_frsize < min(self.size_bytes, 1 << 30):
+        if free.f_bavail * free.f_frsize < min(self.size_bytes + (self.journal_size_bytes or 0), 1 << 30):
             raise ProvisionError(
                 f"scratch folder {self.state.scratch} has {free.f_bavail * free.f_frsize >> 20} MiB free: the "
                 "disk model's image needs room for what is written to it: free space or set FSMETER_SCRATCH elsewhere"
             )
-        self.backing_image = self._file(".img")
-        with open(self.backing_image, "r+b") as f:
-            f.truncate(self.size_bytes)  # sparse: only what is written takes room
-        spec_path = self._file(".drive.json")
-        with open(spec_path, "w") as f:
-            json.dump(drive_spec(self.profile), f)
-        fuse_dir = self._path(".fuse")
-        argv = [prog, "serve", spec_path, self.backing_image, fuse_dir, "--offset", str(self.offset_bytes)]
-        self.disk = ServedDisk(self.state, argv, fuse_dir, source=FUSE_SOURCE, what="fsmeter-diskmodel")
-        self.disk.open()
+        self.disk, self.backing_image = self._serve(prog, "", self.size_bytes, self.offset_bytes)
         self.device = self.disk.device
         self.image = self.disk.served_file
+        if self.journal_size_bytes is not None:  # a second drive: its outer edge, as a journal partition's
+            self.journal_disk, _ = self._serve(prog, "-journal", self.journal_size_bytes, 0)
+            self.journal_device = self.journal_disk.device
+            self.journal_image = self.journal_disk.served_file
+
+    def _serve(self, prog: str, name: str, size: int, offset: int) -> tuple[ServedDisk, str]:
+        """One drive: a sparse backing image, the drive description, the daemon and its loop device."""
+        assert self.profile is not None
+        backing = self._file(f"{name}.img")
+        with open(backing, "r+b") as f:
+            f.truncate(size)  # sparse: only what is written takes room
+        spec_path = self._file(f"{name}.drive.json")
+        with open(spec_path, "w") as f:
+            json.dump(drive_spec(self.profile), f)
+        fuse_dir = self._path(f"{name}.fuse")
+        argv = [prog, "serve", spec_path, backing, fuse_dir, "--offset", str(offset)]
+        disk = ServedDisk(self.state, argv, fuse_dir, source=FUSE_SOURCE, what=f"fsmeter-diskmodel{name}")
+        if name:
+            self.journal_disk = disk  # closed by teardown even when open() fails half-way
+        else:
+            self.disk = disk
+        disk.open()
+        return disk, backing
 
     def _file(self, suffix: str) -> str:
         """A new empty file of ours in the scratch folder, recorded (as an image, with its identity)
@@ -148,12 +188,14 @@ class DiskModelTarget(Target):
 
     def teardown(self) -> None:
         errors: list[BaseException] = []
-        if self.disk is not None:
-            try:
-                self.disk.close()
-            except BaseException as exc:  # noqa: BLE001 - the files still go
-                errors.append(exc)
-            self.disk = None
+        for attr in ("journal_disk", "disk"):
+            disk = getattr(self, attr)
+            if disk is not None:
+                try:
+                    disk.close()
+                except BaseException as exc:  # noqa: BLE001 - the files still go
+                    errors.append(exc)
+                setattr(self, attr, None)
         if not errors:
             for path in reversed(self._files):
                 try:
@@ -166,11 +208,12 @@ class DiskModelTarget(Target):
             self._ids.clear()
             self._files.clear()
         self.device = None
+        self.journal_device = None
         if errors:
             raise errors[0]
 
     def watch(self) -> DiskModelWatch | None:
-        return DiskModelWatch(self.stats_path, self.model) if self.disk is not None else None
+        return DiskModelWatch(self.stats_paths, self.model) if self.disk is not None else None
 
     def info(self) -> dict[str, Any]:
         p, fig = self.profile, self.figures or {}
@@ -187,6 +230,16 @@ class DiskModelTarget(Target):
             "backing_image": self.backing_image,
             "loop_direct_io": self.disk.direct_io() if self.disk else None,
             "fuse_direct_io": True,
+            **(
+                {
+                    "journal_drive": "a second drive of the same profile, its own daemon and loop device",
+                    "journal_size_bytes": self.journal_size_bytes,
+                    "journal_image": self.journal_image,
+                    "journal_loop_direct_io": self.journal_disk.direct_io() if self.journal_disk else None,
+                }
+                if self.journal_size_bytes is not None
+                else {}
+            ),
         }
 
 
