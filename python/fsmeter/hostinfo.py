@@ -49,16 +49,25 @@ def cpu_clock_mhz() -> float | None:
     return best
 
 
-def mem_total_bytes() -> int:
-    """The machine's memory (MemTotal of /proc/meminfo), 0 when it cannot be read."""
+def _meminfo(field: str) -> int:
     try:
         with open("/proc/meminfo") as f:
             for line in f:
-                if line.startswith("MemTotal:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
     return 0
+
+
+def mem_total_bytes() -> int:
+    """The machine's memory (MemTotal of /proc/meminfo), 0 when it cannot be read."""
+    return _meminfo("MemTotal")
+
+
+def mem_available_bytes() -> int:
+    """The memory available without swapping (MemAvailable of /proc/meminfo), 0 when it cannot be read."""
+    return _meminfo("MemAvailable")
 
 
 def cpus_online() -> int:

@@ -61,6 +61,7 @@ def test_a_filesystem_on_the_model_reads_each_block_from_the_model_every_time(ro
         assert info["storage_class"] == "disk-model:seagate-st39102lw"
         assert info["loop_direct_io"] is True  # this kernel's loop driver does direct I/O to the FUSE file
         assert info["fuse_direct_io"] is True
+        assert info["image_store"] == "memory"  # 128 MiB fit in half of any test machine's free memory
         path = os.path.join(mnt.path, "f")
         with open(path, "wb") as f:
             f.write(os.urandom(1 << 20))

@@ -4,20 +4,25 @@
 //! fsmeter-diskmodel describe DRIVE.json
 //!     prints the drive's derived figures as JSON (capacity, zones and their media rates, the seek
 //!     curve's figures) and exits; a bad description exits 2 with one line on stderr.
-//! fsmeter-diskmodel serve DRIVE.json IMAGE MOUNTPOINT [--offset BYTES] [--spin-us N]
-//!     serves IMAGE as MOUNTPOINT/disk.img (FUSE, FOPEN_DIRECT_IO) until MOUNTPOINT is unmounted;
+//! fsmeter-diskmodel serve DRIVE.json IMAGE MOUNTPOINT [--offset BYTES] [--spin-us N] [--memory 1]
+//!     serves IMAGE as MOUNTPOINT/disk.img (FUSE, FOPEN_DIRECT_IO) until MOUNTPOINT is unmounted
+//!     (with `--memory 1`, an image of IMAGE's size kept in memory, IMAGE itself left untouched);
 //!     prints `ready` once mounted. IMAGE's byte 0 is the drive's byte BYTES (default 0, the outer
 //!     edge). MOUNTPOINT/stats.json reads the counters and histograms (fsmeter_diskmodel::stats);
 //!     writing `reset` to MOUNTPOINT/control zeroes them.
 //! ```
 //!
 //! A loop device attached to disk.img sends its requests here. The FUSE thread stamps each with
-//! its arrival (CLOCK_MONOTONIC), does its data I/O on IMAGE at once (reads fill the reply's
-//! buffer, writes change IMAGE), and queues it for the drive thread, which serves the queued
-//! requests one at a time: it asks the model when the request completes and sends the reply at
-//! that instant (an absolute-time sleep, then a spin for the last `--spin-us` microseconds),
-//! recording how late the reply left (taken as the reply is handed to the kernel, after it is
-//! counted in stats.json). Data is never cached below the filesystem: every request the loop device
+//! its arrival (CLOCK_MONOTONIC), queues it for the drive thread and hands its data I/O on IMAGE
+//! to the image thread (reads fill a buffer, writes change IMAGE, discards punch holes), which does
+//! it in arrival order while the drive times the request, and sends the drive its result. The drive
+//! thread serves the queued requests one at a time: it asks the model when the request completes
+//! and sends the reply at that instant (an absolute-time sleep, then a spin for the last
+//! `--spin-us` microseconds), once the request's data I/O is done, recording how late the reply
+//! left (taken as the reply is handed to the kernel, after it is counted in stats.json). The FUSE
+//! thread does no I/O of its own, so a burst of requests is stamped as it arrives, and the image's
+//! I/O overlaps the modelled service instead of adding to it (a write the drive's cache takes in
+//! 0.3 ms would otherwise wait for the host's disk first). Data is never cached below the filesystem: every request the loop device
 //! makes reaches this daemon and is timed by the model, and IMAGE is read and written with direct
 //! I/O where its filesystem allows (fsmeter_diskmodel::image), so the daemon dirties no page cache
 //! of the host's and no dirty limit holds its replies back.
@@ -148,26 +153,50 @@ fn random_block_seek_ms(seek: &SeekCurve, cyls: &[(u32, f64)]) -> f64 {
 }
 
 enum Answer {
-    Data(ReplyData, Vec<u8>),
+    Data(ReplyData),
     Written(ReplyWrite, u32),
     Empty(ReplyEmpty),
 }
 
+/// What a request's data I/O on the image gave: a read's bytes, nothing, or an errno.
+type IoResult = Result<Option<Vec<u8>>, i32>;
+
 impl Answer {
-    fn send(self) {
-        match self {
-            Answer::Data(r, buf) => r.data(&buf),
-            Answer::Written(r, n) => r.written(n),
-            Answer::Empty(r) => r.ok(),
+    fn send(self, io: IoResult) {
+        match (self, io) {
+            (Answer::Data(r), Ok(Some(buf))) => r.data(&buf),
+            (Answer::Data(r), Ok(None)) => r.error(libc::EIO),
+            (Answer::Written(r, n), Ok(_)) => r.written(n),
+            (Answer::Empty(r), Ok(_)) => r.ok(),
+            (Answer::Data(r), Err(e)) => r.error(e),
+            (Answer::Written(r, _), Err(e)) => r.error(e),
+            (Answer::Empty(r), Err(e)) => r.error(e),
         }
     }
 }
 
 struct Job {
+    /// The request's place in arrival order: the image thread's result names it.
+    seq: u64,
     req: Request,
     bytes: u64,
     arrival: u64,
     answer: Answer,
+    /// The data I/O's result, once the image thread has sent it (a flush has none to wait for).
+    io: Option<IoResult>,
+}
+
+/// What reaches the drive thread: a new request, or the data I/O result of one it holds.
+enum Msg {
+    Job(Job),
+    Done(u64, IoResult),
+}
+
+/// The image thread's work, in arrival order.
+enum ImageIo {
+    Read { seq: u64, offset: u64, size: u32 },
+    Write { seq: u64, offset: u64, data: Vec<u8> },
+    Fallocate { seq: u64, offset: u64, length: u64, mode: i32 },
 }
 
 struct Shared {
@@ -177,26 +206,38 @@ struct Shared {
 }
 
 struct ModelDisk {
-    image: Image,
     size: u64,
     /// The image's first block on the drive.
     offset_lbn: u64,
-    jobs: Sender<Job>,
+    /// The next request's sequence number.
+    seq: u64,
+    jobs: Sender<Msg>,
+    io: Sender<ImageIo>,
     shared: Arc<Mutex<Shared>>,
     drive_name: String,
 }
 
 impl ModelDisk {
-    fn queue(&self, op: Op, offset: u64, len: u64, arrival: u64, answer: Answer) {
+    /// Queue a request for the drive, then its data I/O (if any) for the image thread: the drive
+    /// receives the request before the I/O's result, which follows it on the same channel.
+    fn queue(&mut self, op: Op, offset: u64, len: u64, arrival: u64, answer: Answer, io: Option<ImageIo>) {
         let lbn = self.offset_lbn + offset / SECTOR_BYTES;
         let end = self.offset_lbn + (offset + len).div_ceil(SECTOR_BYTES);
-        let job = Job { req: Request { op, lbn, sectors: end - lbn }, bytes: len, arrival, answer };
-        if let Err(e) = self.jobs.send(job) {
+        let seq = self.seq;
+        self.seq += 1;
+        let done = if io.is_none() { Some(Ok(None)) } else { None };
+        let job = Job { seq, req: Request { op, lbn, sectors: end - lbn }, bytes: len, arrival, answer, io: done };
+        if let Err(e) = self.jobs.send(Msg::Job(job)) {
             // The drive thread is gone (it panicked): fail the request rather than hang it.
-            match e.0.answer {
-                Answer::Data(r, _) => r.error(libc::EIO),
-                Answer::Written(r, _) => r.error(libc::EIO),
-                Answer::Empty(r) => r.error(libc::EIO),
+            if let Msg::Job(j) = e.0 {
+                j.answer.send(Err(libc::EIO));
+            }
+            return;
+        }
+        if let Some(work) = io {
+            if self.io.send(work).is_err() {
+                // The image thread is gone: the drive gets the failure in its place.
+                let _ = self.jobs.send(Msg::Done(seq, Err(libc::EIO)));
             }
         }
     }
@@ -209,33 +250,32 @@ impl Disk for ModelDisk {
 
     fn read(&mut self, offset: u64, size: u32, reply: ReplyData) {
         let arrival = now_ns();
-        let mut buf = vec![0u8; size as usize];
-        if let Err(e) = self.image.read_at(&mut buf, offset) {
-            return reply.error(e.raw_os_error().unwrap_or(libc::EIO));
-        }
-        self.queue(Op::Read, offset, size as u64, arrival, Answer::Data(reply, buf));
+        let seq = self.seq;
+        self.queue(
+            Op::Read,
+            offset,
+            size as u64,
+            arrival,
+            Answer::Data(reply),
+            Some(ImageIo::Read { seq, offset, size }),
+        );
     }
 
     fn write(&mut self, offset: u64, data: &[u8], reply: ReplyWrite) {
         let arrival = now_ns();
-        if let Err(e) = self.image.write_at(data, offset) {
-            return reply.error(e.raw_os_error().unwrap_or(libc::EIO));
-        }
-        self.queue(Op::Write, offset, data.len() as u64, arrival, Answer::Written(reply, data.len() as u32));
+        let seq = self.seq;
+        let n = data.len();
+        let work = ImageIo::Write { seq, offset, data: data.to_vec() };
+        self.queue(Op::Write, offset, n as u64, arrival, Answer::Written(reply, n as u32), Some(work));
     }
 
     fn fsync(&mut self, reply: ReplyEmpty) {
         // The image need not reach the host's disk: it is the model's durability that is timed.
-        self.queue(Op::Flush, 0, 0, now_ns(), Answer::Empty(reply));
+        self.queue(Op::Flush, 0, 0, now_ns(), Answer::Empty(reply), None);
     }
 
     fn fallocate(&mut self, offset: u64, length: u64, mode: i32, reply: ReplyEmpty) {
         let arrival = now_ns();
-        // SAFETY: fallocate on the fd we own, with the kernel's own mode and range.
-        let rc = unsafe { libc::fallocate(self.image.fd(), mode, offset as i64, length as i64) };
-        if rc != 0 {
-            return reply.error(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
-        }
         let op = if mode & libc::FALLOC_FL_ZERO_RANGE != 0 {
             Op::WriteZeroes
         } else if mode & libc::FALLOC_FL_PUNCH_HOLE != 0 {
@@ -243,8 +283,11 @@ impl Disk for ModelDisk {
         } else {
             return reply.ok(); // preallocation: no data changes, nothing for the drive to do
         };
+        let seq = self.seq;
+        // In the image thread, in order with the writes before it.
+        let work = ImageIo::Fallocate { seq, offset, length, mode };
         let length = length.min(self.size.saturating_sub(offset));
-        self.queue(op, offset, length, arrival, Answer::Empty(reply));
+        self.queue(op, offset, length, arrival, Answer::Empty(reply), Some(work));
     }
 
     fn side_files(&self) -> &'static [&'static str] {
@@ -298,45 +341,100 @@ fn sleep_until(deadline: u64, spin_ns: u64) {
     }
 }
 
-/// The drive thread's SCHED_FIFO priority: above every normal thread, low among real-time ones.
+/// The image thread: every request's data I/O on the image, in arrival order, each result sent to
+/// the drive thread (which replies once the modelled completion has come and the I/O is done).
+fn image_thread(mut image: Image, work: Receiver<ImageIo>, drive: Sender<Msg>) {
+    realtime("image");
+    let errno = |e: std::io::Error| e.raw_os_error().unwrap_or(libc::EIO);
+    for w in work {
+        let (seq, result) = match w {
+            ImageIo::Read { seq, offset, size } => {
+                let mut buf = vec![0u8; size as usize];
+                (seq, image.read_at(&mut buf, offset).map(|_| Some(buf)).map_err(errno))
+            }
+            ImageIo::Write { seq, offset, data } => (seq, image.write_at(&data, offset).map(|_| None).map_err(errno)),
+            ImageIo::Fallocate { seq, offset, length, mode } => {
+                (seq, image.zero_range(offset, length, mode).map(|_| None).map_err(errno))
+            }
+        };
+        if drive.send(Msg::Done(seq, result)).is_err() {
+            return; // the drive thread is gone
+        }
+    }
+}
+
+/// The daemon's SCHED_FIFO priority: above every normal thread, low among real-time ones.
 const DRIVE_RT_PRIORITY: libc::c_int = 10;
 
-/// The drive: serve the queued requests one at a time, each reply at its modelled completion.
-fn drive_thread(mut model: Model, jobs: Receiver<Job>, shared: Arc<Mutex<Shared>>, spin_ns: u64) {
-    // The timer slack would otherwise add up to 50 us to every sleep.
+/// Put the calling thread under SCHED_FIFO at DRIVE_RT_PRIORITY, with a timer slack of 1 ns.
+///
+/// A disk does not wait for a CPU: the FUSE thread (which stamps each request's arrival), the image
+/// thread (whose I/O a reply waits for) and the drive thread (which sleeps until each modelled
+/// completion) run under SCHED_FIFO, a low real-time priority, so that the workload's own threads
+/// and the kernel's writeback on a small machine delay neither the arrival stamps nor the replies
+/// (dbench's 20 clients on 2 CPUs held a normal image thread back by up to 167 ms). Each blocks
+/// between requests; the drive spins at most `--spin-us` before a reply, and the kernel's
+/// real-time throttling bounds them in any case. Without the privilege (not root) a thread stays
+/// normal and says so; the lateness it records shows the cost. The timer slack would otherwise add
+/// up to 50 us to every sleep.
+fn realtime(thread: &str) {
     // SAFETY: prctl on the calling thread with a plain integer argument.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-    // A disk does not wait for a CPU: the drive thread runs under SCHED_FIFO (a low real-time
-    // priority), so that the workload's own threads and the kernel's writeback on a small machine do
-    // not delay its replies past their modelled completion. It sleeps between requests and spins at
-    // most `spin_ns` before each reply, and the kernel's real-time throttling bounds it in any case.
-    // Without the privilege (not root) it stays a normal thread; the lateness it records shows the cost.
     let param = libc::sched_param { sched_priority: DRIVE_RT_PRIORITY };
     // SAFETY: sets the calling thread's policy (pid 0) from a parameter we own.
     if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
         eprintln!(
-            "{PROG}: the drive thread runs without real-time priority ({}): replies may be late on a busy machine",
+            "{PROG}: the {thread} thread runs without real-time priority ({}): replies may be late on a busy machine",
             std::io::Error::last_os_error()
         );
     }
+}
+
+/// The drive: serve the queued requests one at a time, each reply at its modelled completion.
+fn drive_thread(mut model: Model, jobs: Receiver<Msg>, shared: Arc<Mutex<Shared>>, spin_ns: u64) {
+    realtime("drive");
     let mut queue: VecDeque<Job> = VecDeque::new();
     let mut reqs: Vec<Request> = Vec::new();
+    // A message for the job in service (`current`) or for one still queued.
+    fn take(msg: Msg, queue: &mut VecDeque<Job>, current: Option<&mut Job>) {
+        match msg {
+            Msg::Job(j) => queue.push_back(j),
+            Msg::Done(seq, r) => match current {
+                Some(c) if c.seq == seq => c.io = Some(r),
+                _ => {
+                    if let Some(j) = queue.iter_mut().find(|j| j.seq == seq) {
+                        j.io = Some(r);
+                    }
+                }
+            },
+        }
+    }
     loop {
         if queue.is_empty() {
             match jobs.recv() {
-                Ok(j) => queue.push_back(j),
+                Ok(m) => take(m, &mut queue, None),
                 Err(_) => return, // unmounted
             }
+            if queue.is_empty() {
+                continue;
+            }
         }
-        while let Ok(j) = jobs.try_recv() {
-            queue.push_back(j);
+        while let Ok(m) = jobs.try_recv() {
+            take(m, &mut queue, None);
         }
         reqs.clear();
         reqs.extend(queue.iter().take(model.drive.queue_depth).map(|j| j.req));
         let i = model.pick(&reqs, now_ns());
-        let job = queue.remove(i).expect("picked from the queue");
+        let mut job = queue.remove(i).expect("picked from the queue");
         let svc = model.serve(job.req, job.arrival);
         sleep_until(svc.end, spin_ns);
+        // The reply carries the data I/O's result: wait for it if the image is slower than the model.
+        while job.io.is_none() {
+            match jobs.recv() {
+                Ok(m) => take(m, &mut queue, Some(&mut job)),
+                Err(_) => return,
+            }
+        }
         // Counted before the reply leaves, so that a caller who reads stats.json after its reply
         // finds its request there; the lateness is taken at the instant the reply is handed over.
         let sent = now_ns();
@@ -347,13 +445,14 @@ fn drive_thread(mut model: Model, jobs: Receiver<Job>, shared: Arc<Mutex<Shared>
             sh.dirty_sectors = model.dirty_sectors();
             sh.requests += 1;
         }
-        job.answer.send();
+        let io = job.io.take().unwrap_or(Err(libc::EIO));
+        job.answer.send(io);
     }
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: fsmeter-diskmodel describe DRIVE.json | serve DRIVE.json IMAGE MOUNTPOINT [--offset BYTES] [--spin-us N]";
+    let usage = "usage: fsmeter-diskmodel describe DRIVE.json | serve DRIVE.json IMAGE MOUNTPOINT [--offset BYTES] [--spin-us N] [--memory 1]";
     match args.get(1).map(String::as_str) {
         Some("describe") if args.len() == 3 => {
             let d = load_drive(&args[2]);
@@ -362,6 +461,7 @@ fn main() {
         Some("serve") if args.len() >= 5 => {
             let mut offset = 0u64;
             let mut spin_us = 50u64;
+            let mut memory = false;
             let mut rest = args[5..].iter();
             while let Some(flag) = rest.next() {
                 let value = rest.next().unwrap_or_else(|| fail(2, format_args!("{flag} needs a value")));
@@ -370,12 +470,17 @@ fn main() {
                 match flag.as_str() {
                     "--offset" => offset = n,
                     "--spin-us" => spin_us = n,
+                    "--memory" => memory = n != 0,
                     _ => fail(2, format_args!("unknown option {flag}\n{usage}")),
                 }
             }
             let drive = load_drive(&args[2]);
-            let image = Image::open(Path::new(&args[3]))
+            let mut image = Image::open(Path::new(&args[3]))
                 .unwrap_or_else(|e| fail(1, format_args!("open image {}: {e}", args[3])));
+            if memory {
+                image = Image::memory(image.len())
+                    .unwrap_or_else(|e| fail(1, format_args!("an image of {} bytes in memory: {e}", image.len())));
+            }
             let size = image.len();
             if size == 0 || !size.is_multiple_of(SECTOR_BYTES) || !offset.is_multiple_of(SECTOR_BYTES) {
                 fail(
@@ -398,15 +503,31 @@ fn main() {
             let name = drive.name.clone();
             let model = Model::new(drive);
             let sh = shared.clone();
+            let (io_tx, io_rx) = channel();
+            let done = tx.clone();
+            let imager = std::thread::Builder::new()
+                .name("image".into())
+                .spawn(move || image_thread(image, io_rx, done))
+                .unwrap_or_else(|e| fail(1, format_args!("start the image thread: {e}")));
             let worker = std::thread::Builder::new()
                 .name("drive".into())
                 .spawn(move || drive_thread(model, rx, sh, spin_us * 1000))
                 .unwrap_or_else(|e| fail(1, format_args!("start the drive thread: {e}")));
-            let disk = ModelDisk { image, size, offset_lbn: offset / SECTOR_BYTES, jobs: tx, shared, drive_name: name };
+            let disk = ModelDisk {
+                size,
+                offset_lbn: offset / SECTOR_BYTES,
+                seq: 0,
+                jobs: tx,
+                io: io_tx,
+                shared,
+                drive_name: name,
+            };
             let opts = ServeOptions { fsname: PROG, direct_io: true, async_dio: true };
+            realtime("FUSE"); // this thread serves the FUSE session
             if let Err(e) = serve(disk, Path::new(&args[4]), &opts) {
                 fail(1, format_args!("{}: {e}", args[4]));
             }
+            let _ = imager.join();
             let _ = worker.join();
         }
         _ => fail(2, usage),

@@ -10,6 +10,13 @@ The daemon's ``stats.json`` (beside ``disk.img`` in its mount) counts the reques
 modelled service times and how late each reply left (fsmeter.diskmodel.stats); ``watch()`` gives
 the per-phase view campaigns record in each phase's regime.
 
+The image's data is kept in the daemon's memory when the target (and its journal) fit in half the
+memory available at setup (only what is written takes memory), else in the sparse file beside it,
+read and written with direct I/O: ``image_store`` in ``info()`` says which. The host's disk is not
+always faster than a modelled drive's interface, and a write the drive's cache takes at once must
+not wait for it. The daemon is started before a cell's page-cache limit applies, so the image's
+memory is not the limited page cache's.
+
 An external journal (``journal_size_bytes``) goes on a second drive of the same profile, served by
 its own daemon under its own loop device: a journal on another spindle, with its own actuator and
 platter, as the studies that used one had it. The per-phase view counts both drives' requests.
@@ -32,6 +39,8 @@ from fsmeter.provision.targets.base import Target
 from fsmeter.provision.undo import file_identity, undo_image
 
 FUSE_SOURCE = "fsmeter-diskmodel"
+#: The image is kept in memory when the target's bytes are at most this share of MemAvailable.
+MEMORY_SHARE = 0.5
 
 
 def profile_digest(p: Profile) -> str:
@@ -104,6 +113,8 @@ class DiskModelTarget(Target):
         self.journal_size_bytes = journal_size_bytes
         self.journal_disk: ServedDisk | None = None
         self.journal_image: str | None = None
+        #: "memory" or "file": where the daemons keep the image's data (decided at setup).
+        self.image_store: str | None = None
         self._ids: list[str] = []
         self._files: list[str] = []
 
@@ -145,6 +156,10 @@ class DiskModelTarget(Target):
                 f"scratch folder {self.state.scratch} has {free.f_bavail * free.f_frsize >> 20} MiB free: the "
                 "disk model's image needs room for what is written to it: free space or set FSMETER_SCRATCH elsewhere"
             )
+        from fsmeter.hostinfo import mem_available_bytes
+
+        total = self.size_bytes + (self.journal_size_bytes or 0)
+        self.image_store = "memory" if total <= MEMORY_SHARE * mem_available_bytes() else "file"
         self.disk, self.backing_image = self._serve(prog, "", self.size_bytes, self.offset_bytes)
         self.device = self.disk.device
         self.image = self.disk.served_file
@@ -164,6 +179,8 @@ class DiskModelTarget(Target):
             json.dump(drive_spec(self.profile), f)
         fuse_dir = self._path(f"{name}.fuse")
         argv = [prog, "serve", spec_path, backing, fuse_dir, "--offset", str(offset)]
+        if self.image_store == "memory":
+            argv += ["--memory", "1"]
         disk = ServedDisk(self.state, argv, fuse_dir, source=FUSE_SOURCE, what=f"fsmeter-diskmodel{name}")
         if name:
             self.journal_disk = disk  # closed by teardown even when open() fails half-way
@@ -228,6 +245,7 @@ class DiskModelTarget(Target):
             "offset_bytes": self.offset_bytes,
             "image": self.image,
             "backing_image": self.backing_image,
+            "image_store": self.image_store,
             "loop_direct_io": self.disk.direct_io() if self.disk else None,
             "fuse_direct_io": True,
             **(
