@@ -25,8 +25,14 @@ def _no_leftovers(scratch: str) -> None:
     assert not os.path.isdir(images) or os.listdir(images) == []
 
 
-def _drive_policies(scratch: str) -> list[int]:
-    """The scheduling policy of every "drive" thread of the fsmeter-diskmodel daemons serving under scratch."""
+def _drive_policies(scratch: str, thread: str = "drive") -> list[int]:
+    """The scheduling policy of every thread named ``thread`` of the fsmeter-diskmodel daemons serving under
+    scratch."""
+    return [policy for policy, _ in _threads(scratch, thread)]
+
+
+def _threads(scratch: str, thread: str) -> list[tuple[int, int]]:
+    """(policy, real-time priority) of every thread named ``thread`` of the daemons serving under scratch."""
     out = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -38,8 +44,8 @@ def _drive_policies(scratch: str) -> list[int]:
                 continue
             for tid in os.listdir(f"/proc/{pid}/task"):
                 with open(f"/proc/{pid}/task/{tid}/comm") as f:
-                    if f.read().strip() == "drive":
-                        out.append(os.sched_getscheduler(int(tid)))
+                    if f.read().strip() == thread:
+                        out.append((os.sched_getscheduler(int(tid)), os.sched_getparam(int(tid)).sched_priority))
         except (FileNotFoundError, ProcessLookupError):
             continue
     return out
@@ -69,6 +75,10 @@ def test_a_filesystem_on_the_model_reads_each_block_from_the_model_every_time(ro
         stats = mnt.target.stats_path
         # The drive thread runs under SCHED_FIFO, so the workload's threads do not delay its replies.
         assert _drive_policies(scratch) == [os.SCHED_FIFO]
+        # The image thread too, below the drive: a reply due preempts a copy of the image.
+        [(policy, image_prio)] = _threads(scratch, "image")
+        [(_, drive_prio)] = _threads(scratch, "drive")
+        assert policy == os.SCHED_FIFO and drive_prio > image_prio
         # The same 4 KiB of the file, read twice with the filesystem's cache of it dropped before each
         # (fadvise DONTNEED on the file: the caches below the filesystem, if any, keep their pages, as
         # drop_caches would not): both reads reach the modelled disk, so nothing below caches it.
