@@ -111,28 +111,30 @@ def test_disk_model_belongs_to_the_paper_disk_scale_and_names_a_profile(tmp_path
 
 def test_a_scale_with_its_own_between_run_wobble_judges_its_runs_by_it(tmp_path):
     """A run at a scale with its own calibrated between_run_pct is judged by it; other scales keep the
-    [rules]' figure, and a run mixing scales too."""
+    [rules]' figure, and a run mixing scales too. Wettstein's paper-disk scale carries the wobble of
+    its two paper-disk runs."""
+    import re
+
+    from fsmeter.study.model import STUDY_DIR
     from fsmeter.study.model import load_study as load
     from fsmeter.study.view import run_scale
 
-    text = _with_scales("").replace(
-        'disk_model = "seagate-st39102lw"',
-        'disk_model = "seagate-st39102lw"\nbetween_run_pct = 1.5\nbetween_run_source = "two paper-disk runs"',
-        1,
-    )
-    path = tmp_path / "s.toml"
-    path.write_text(text)
-    study = load(str(path))
+    study = load_study("wettstein2002")
     assert study.rules.between_run_pct == pytest.approx(18.22)
     at = study.at_scale("paper-disk")
-    assert at.rules.between_run_pct == 1.5 and at.rules.between_run_source == "two paper-disk runs"
+    assert at.rules.between_run_pct == pytest.approx(3.66)
+    assert "two paper-disk runs of this study" in at.rules.between_run_source
     assert at.rules.level == study.rules.level  # only the wobble changes
     assert study.at_scale("small") is study and study.at_scale(None) is study
     names = ["study-wettstein2002-paper-disk", "study-wettstein2002-paper-disk"]
     assert run_scale(study, names) == "paper-disk"
     assert run_scale(study, [*names, "study-wettstein2002-small"]) is None
     assert run_scale(study, ["my-own-campaign"]) is None
-    path.write_text(text.replace('between_run_source = "two paper-disk runs"', ""))
+    text = (STUDY_DIR / "wettstein2002.toml").read_text()
+    without = re.sub(r"\nbetween_run_source = \"fsmeter study calibrate over two paper-disk[^\n]*", "", text, count=1)
+    assert without != text
+    path = tmp_path / "s.toml"
+    path.write_text(without)
     with pytest.raises(UserError, match="between_run_source"):
         load(str(path))
 
