@@ -36,25 +36,22 @@ from fsmeter.study import edge
 from fsmeter.study import gates as gt
 from fsmeter.study import stattests as st
 from fsmeter.study import verdict as vd
+from fsmeter.study.claim_gates import ClaimGating
 from fsmeter.study.evidence import PairTest, SubCheck, Verdict
 from fsmeter.study.frames import _by_version, _pick_metrics
 from fsmeter.study.model import Claim, Study
+from fsmeter.study.pairs import DEFAULT_EFFECT_PCT, PairComparisons, _upper_pct
 from fsmeter.study.stattests import Sample
 from fsmeter.study.verdict import (
     AGAINST,
     HOLDS,
     INCONCLUSIVE,
-    MIN_TRIALS,
-    NOT_COMPARABLE,
     NOT_TESTABLE,
     OPPOSITE,
     UNCLEAR,
     decide,
 )
 
-#: Ordering claims are powered at this difference (% of the mean of the member claimed worse) unless
-#: their ``effect_pct`` says otherwise; the power only explains an inconclusive verdict.
-DEFAULT_EFFECT_PCT = 10.0
 #: Columns of a claim frame that are not factors.
 _NOT_FACTORS = (
     "workload",
@@ -72,47 +69,6 @@ _NOT_FACTORS = (
 )
 
 
-def _page_cache_share(rows):
-    """Per row, the page cache's share of the phase's I/O: of its reads (``cache_read_share``), or, for a
-    phase that read too little to say (a write phase), of its writes: the share of the bytes written
-    that had not reached the device when the phase ended (``cache_write_share``). None when the rows
-    carry neither column."""
-    cols = [c for c in ("cache_read_share", "cache_write_share") if c in rows.columns]
-    if not cols:
-        return None
-    share = pd.to_numeric(rows[cols[0]], errors="coerce")
-    for c in cols[1:]:
-        share = share.fillna(pd.to_numeric(rows[c], errors="coerce"))
-    return share
-
-
-def _merge_regimes(parts) -> dict:
-    """The shortest phase, the busiest machine, the most cache-served reads and the fastest storage
-    over several parts (fsmeter.study.gates.merge)."""
-    return gt.merge(parts)
-
-
-def _concerns(change, claim: Claim, study: Study) -> bool:
-    """Does a run change touch this claim? A change to one workload ("w: size ...") touches only claims on
-    that workload, a change to one configuration only claims that compare or name it; the rest touch all."""
-    head = str(change.what).split(":", 1)[0].strip()
-    workloads = {w.id for w in study.workloads}
-    if head in workloads:
-        mine = (
-            set(claim.workloads) | set(claim.numerator.get("workload", [])) | set(claim.denominator.get("workload", []))
-        )
-        if claim.compare == "workload" or claim.factor == "workload":
-            mine |= {str(x) for t in claim.tiers for x in t} | {str(x) for p in claim.pairs for x in p}
-        return not mine or head in mine
-    if str(change.what).startswith("configuration "):
-        cid = str(change.what)[len("configuration ") :].split(" ", 1)[0]
-        mine = set(claim.configurations)
-        if claim.compare == "filesystem":
-            mine |= {str(x) for t in claim.tiers for x in t}
-        return not mine or cid in mine
-    return True
-
-
 def _ABSENT(note: str) -> bool:
     """A note saying that something the claim compares did not run here (or was not published)."""
     return (
@@ -123,30 +79,7 @@ def _ABSENT(note: str) -> bool:
     )
 
 
-def _better_diff(a: Sample, b: Sample, hib: bool) -> float:
-    return (a.mean - b.mean) if hib else (b.mean - a.mean)
-
-
-def _bounds_pct(a: Sample, b: Sample, hib: bool) -> tuple[float, float]:
-    """The least and the most favourable difference in the claimed direction (% of b's value) that two
-    point values or published ranges allow: equal for two point values."""
-    alo, ahi = (a.low, a.high) if a.ranged else (a.mean, a.mean)
-    blo, bhi = (b.low, b.high) if b.ranged else (b.mean, b.mean)
-
-    def pct(x: float, y: float) -> float:
-        return 100.0 * x / abs(y) if y else math.copysign(math.inf, x)
-
-    if hib:
-        return pct(alo - bhi, bhi), pct(ahi - blo, blo)
-    return pct(blo - ahi, blo), pct(bhi - alo, bhi)
-
-
-def _upper_pct(a: Sample, b: Sample, hib: bool, level: float) -> float:
-    """The one-sided upper bound at ``level`` of the difference in the claimed direction, % of b's mean."""
-    return st.diff_upper_pct(a, b, level) if hib else -st.diff_lower_pct(a, b, level)
-
-
-class ClaimChecker:
+class ClaimChecker(PairComparisons, ClaimGating):
     """Claims of one study (or a claim file) against a tidy frame (levels in the claims' names).
 
     ``frame`` columns: workload, metric_key ("phase.metric"), value, higher_is_better, filesystem (the
@@ -251,52 +184,6 @@ class ClaimChecker:
                 return Sample(vals[0], float(g["sd"].iloc[0]), n)
         return Sample.of(vals)
 
-    def _regime(self, g) -> dict:
-        """The regime of these rows (fsmeter.study.gates.merge's rules), and which measurements some row
-        lacks (``missing``). Reads from the page cache count only for workloads the study did not run
-        from memory itself (its ``regime = "cache"`` ones did: cache residency is their regime, not a
-        change), and a row of such a workload needs no cache share."""
-        if self.paper:
-            return {}
-        out: dict = {}
-        missing = []
-        cached = {w.id for w in self.study.workloads if w.regime == "cache"}
-        for col in gt.REGIME_COLUMNS:
-            if col == "cache_write_share":
-                continue  # folded into cache_read_share (_page_cache_share)
-            rows = g
-            if col == "cache_read_share" and "workload" in g.columns:
-                rows = g[~g["workload"].astype(str).isin(cached)]
-                if rows.empty:  # the study itself ran these from memory: no cache share needed
-                    continue
-            if col == "cache_read_share":
-                share = _page_cache_share(rows)
-                if share is None:
-                    missing.append(col)
-                    continue
-                if share.isna().any():
-                    missing.append(col)
-                if share.notna().any():
-                    out[col] = float(share.max())
-                continue
-            if col not in rows.columns:
-                if col not in ("emulated", "storage_class", "disturbed"):
-                    missing.append(col)
-                continue
-            if col == "storage_class":
-                classes = sorted({str(x) for x in rows[col].dropna()})
-                if classes:
-                    out[col] = classes
-                continue
-            vals = pd.to_numeric(rows[col], errors="coerce")
-            if vals.isna().any() and col not in ("emulated", "disturbed"):
-                missing.append(col)
-            if vals.notna().any():
-                out[col] = float(gt.COMBINE[col](vals.dropna()))
-        if missing:
-            out["missing"] = missing
-        return out
-
     def _samples(self, part, col: str) -> dict[str, tuple]:
         out = {}
         for k, g in part.groupby(col, sort=False):
@@ -304,158 +191,6 @@ class ClaimChecker:
             if s is not None:
                 out[str(k)] = (s, self._regime(g))
         return out
-
-    # -- one comparison --------------------------------------------------------------------------
-    def _pair(self, claim: Claim, case: str, a: str, b: str, A: tuple, B: tuple, hib: bool, mode: str) -> PairTest:
-        """mode: 'better' (a better than b), 'not_better' / 'not_worse' (within margin_pct),
-        'same' (TOST at margin_pct), 'ratio' (mean(a)/mean(b) in ratio_range). The p-values here are
-        raw; Holm, the simultaneous bounds and the statuses come in _settle."""
-        (sa, ra), (sb, rb) = A, B
-        regime = _merge_regimes([ra, rb])
-        alpha = self.study.alpha_of(claim)
-        level = 1 - 2 * alpha
-        t = PairTest(case, a, b, sa, sb, "", mode=mode, hib=hib, regime=regime, level=level)
-        point = sa.point or sb.point
-        if point and not self.paper:  # a re-run with one kept trial on a side: nothing to test with
-            bd = _better_diff(sa, sb, hib)
-            pct = 100.0 * bd / abs(sb.mean) if sb.mean else math.inf
-            t.effect = f"{pct:+.1f}%, one kept trial on a side: no spread to test with"
-            t.descriptive = UNCLEAR
-            return t
-        if mode == "ratio":
-            return self._ratio_pair(claim, t, sa, sb, point)
-        if mode == "same":
-            return self._same_pair(claim, t, sa, sb, hib, point)
-        size = self._size(claim)
-        min_diff = self.rules.min_difference_pct
-        margin = claim.margin_pct
-        if mode == "threshold":
-            size, min_diff = 0.0, 0.0
-        if point:  # point values or ranges: the least and the most favourable difference they allow
-            worst, best = _bounds_pct(sa, sb, hib)
-            t.unit, t.estimate = "%", (worst + best) / 2
-            t.interval = (worst, best) if worst != best else None
-            shown = f"{worst:+.1f}%" if worst == best else f"{worst:+.1f}% to {best:+.1f}%"
-            if mode in ("better", "threshold"):
-                t.claimed = (size, math.inf)
-                t.effect = f"{shown} better" + (f" (claimed at least {size:g}%)" if size else "")
-                t.descriptive = vd.descriptive_ordering(worst, best, size, min_diff)
-                if mode == "threshold" and t.descriptive == OPPOSITE:
-                    t.descriptive = AGAINST
-            elif mode == "not_better":
-                t.claimed = (-math.inf, margin)
-                t.effect = f"{shown} better (margin {margin:g}%)"
-                t.descriptive = HOLDS if best < margin else OPPOSITE if worst > margin else UNCLEAR
-            else:
-                t.claimed = (-margin, math.inf)
-                t.effect = f"{shown} better (margin {margin:g}%)"
-                t.descriptive = HOLDS if worst > -margin else OPPOSITE if best < -margin else UNCLEAR
-            return t
-        d, lo_, hi_ = st.diff_interval(sa, sb, level)
-        sign = 1 if hib else -1
-        w = st.welch(sa, sb)
-        t.se = 100.0 * w.se / abs(sb.mean) if sb.mean else None
-        lo_b, hi_b = sorted((sign * lo_, sign * hi_))
-        t.unit, t.estimate, t.interval = "%", sign * d, (lo_b, hi_b)
-        t.effect = f"{sign * d:+.1f}% better [{lo_b:+.1f}, {hi_b:+.1f}] ({level:.0%})"
-        if mode in ("better", "threshold"):
-            t.claimed = (size, math.inf)
-            if size:
-                t.effect += f", claimed at least {size:g}%"
-            t.p_hold = st.one_sided_p(sa, sb, a_larger=hib)
-            t.p_opposite = st.one_sided_p(sa, sb, a_larger=not hib)
-            if self.rules.intervals == "no_overlap" and mode == "better":
-                t.apart = st.intervals_apart(sa, sb, self.rules.level)
-                if not t.apart:
-                    t.effect += f", the two {self.rules.level:.0%} intervals overlap"
-            return t
-        bd = _better_diff(sa, sb, hib)
-        m = margin / 100.0 * abs(sb.mean)
-        t.claimed = (-math.inf, margin) if mode == "not_better" else (-margin, math.inf)
-        if w.se == 0:
-            t.p_hold = 0.0 if (bd < m if mode == "not_better" else bd > -m) else 1.0
-            t.p_opposite = 0.0 if (bd > m if mode == "not_better" else bd < -m) else 1.0
-        elif mode == "not_better":  # H1: better-difference < margin; the opposite: > margin
-            t.p_hold = float(st.sps.t.sf((m - bd) / w.se, w.df))
-            t.p_opposite = float(st.sps.t.sf((bd - m) / w.se, w.df))
-        else:  # H1: better-difference > -margin; the opposite: < -margin
-            t.p_hold = float(st.sps.t.sf((bd + m) / w.se, w.df))
-            t.p_opposite = float(st.sps.t.sf((-m - bd) / w.se, w.df))
-        t.effect += f", margin {margin:g}%"
-        return t
-
-    def _size(self, claim: Claim) -> float:
-        """The claimed size s of an ordering: the size the words state, else the study's minimum difference."""
-        return claim.size_pct if claim.size_pct is not None else self.rules.min_difference_pct
-
-    def _ratio_pair(self, claim: Claim, t: PairTest, sa: Sample, sb: Sample, point: bool) -> PairTest:
-        lo, hi = claim.ratio_range
-        claim_side = 1 if lo >= 1 else (-1 if hi <= 1 else 0)
-        t.unit, t.claimed = "ratio", (lo, hi)
-        if (sa.mean <= 0 or sb.mean <= 0) or (sa.ranged and sa.low <= 0) or (sb.ranged and sb.low <= 0):
-            t.effect = f"means {sa.mean:.4g} and {sb.mean:.4g}: a ratio needs positive means"
-            t.descriptive = UNCLEAR
-            return t
-        min_diff = self.rules.min_difference_pct
-        if point:
-            rmin = (sa.low if sa.ranged else sa.mean) / (sb.high if sb.ranged else sb.mean)
-            rmax = (sa.high if sa.ranged else sa.mean) / (sb.low if sb.ranged else sb.mean)
-            t.estimate = sa.mean / sb.mean
-            t.interval = (rmin, rmax) if rmin != rmax else None
-            shown = f"{rmin:.3g}" if rmin == rmax else f"{rmin:.3g} to {rmax:.3g}"
-            t.effect = f"ratio {shown}, claimed {lo:g}..{hi:g}"
-            other = (rmax < 1 and (1 - rmax) * 100 >= min_diff) if claim_side > 0 else False
-            other |= (rmin > 1 and (rmin - 1) * 100 >= min_diff) if claim_side < 0 else False
-            t.descriptive = (
-                HOLDS
-                if lo <= rmin and rmax <= hi
-                else OPPOSITE
-                if other
-                else AGAINST
-                if rmax < lo or rmin > hi
-                else UNCLEAR
-            )
-            return t
-        r, rlo, rhi = st.ratio_interval(sa, sb, t.level)
-        t.estimate, t.interval = r, (rlo, rhi)
-        t.se = 100.0 * st.log_ratio(sa, sb).se
-        t.effect = f"ratio {r:.3g} [{rlo:.3g}, {rhi:.3g}] ({t.level:.0%}), claimed {lo:g}..{hi:g}"
-        t.p_hold = st.ratio_in_range_p(sa, sb, lo, hi)
-        t.p_against = st.ratio_outside_p(sa, sb, lo, hi)
-        if claim_side:
-            t.p_opposite = st.one_sided_p(sa, sb, a_larger=claim_side < 0)
-        return t
-
-    def _same_pair(self, claim: Claim, t: PairTest, sa: Sample, sb: Sample, hib: bool, point: bool) -> PairTest:
-        margin = claim.margin_pct
-        t.unit, t.claimed = "%", (-margin, margin)
-        if point:
-            diffs = [
-                100.0 * (x - y) / abs(y)
-                for x in ((sa.low, sa.high) if sa.ranged else (sa.mean,))
-                for y in ((sb.low, sb.high) if sb.ranged else (sb.mean,))
-                if y
-            ]
-            overlap = (sa.low if sa.ranged else sa.mean) <= (sb.high if sb.ranged else sb.mean) and (
-                sb.low if sb.ranged else sb.mean
-            ) <= (sa.high if sa.ranged else sa.mean)
-            most = max(abs(x) for x in diffs)
-            least = 0.0 if overlap else min(abs(x) for x in diffs)
-            t.estimate = 100.0 * (sa.mean - sb.mean) / abs(sb.mean) if sb.mean else math.inf
-            t.effect = (
-                f"{t.estimate:+.1f}% (margin {margin:g}%)"
-                if most == least
-                else f"differ by {least:.1f}% to {most:.1f}% (margin {margin:g}%)"
-            )
-            t.descriptive = HOLDS if most < margin else AGAINST if least >= margin else UNCLEAR
-            return t
-        d, lo_, hi_ = st.diff_interval(sa, sb, t.level)
-        t.estimate, t.interval = d, (lo_, hi_)
-        t.se = 100.0 * st.welch(sa, sb).se / abs(sb.mean) if sb.mean else None
-        t.effect = f"{d:+.1f}% [{lo_:+.1f}, {hi_:+.1f}] ({t.level:.0%}), margin +-{margin:g}%"
-        t.p_hold = st.tost_p(sa, sb, margin)
-        t.p_against = st.beyond_margin_p(sa, sb, margin)
-        return t
 
     # -- claim kinds ------------------------------------------------------------------------------
     def _tiers(self, claim: Claim, present: set, notes: list) -> list:
@@ -886,7 +621,7 @@ class ClaimChecker:
             test,
             desc,
             numbers,
-            regime=_merge_regimes([t.regime for t in tests] + [variation_regime]),
+            regime=gt.merge([t.regime for t in tests] + [variation_regime]),
         )
         if self.edge_rule:
             v.wobble = self.wobble.text()
@@ -938,103 +673,6 @@ class ClaimChecker:
             f"{weakest.power:.2f} with {n} trials a side ({weakest.case + ': ' if weakest.case else ''}"
             f"{weakest.a} vs {weakest.b}); {need}"
         )
-
-    def _affects(self, claim: Claim) -> set:
-        """What this run's changes that concern the claim alter (their ``affects``)."""
-        return {a for c in self.changes if _concerns(c, claim, self.study) for a in c.affects}
-
-    def _void(self, v: Verdict) -> Verdict:
-        """A re-run verdict with nothing to test: a claim this run changed the subject of, or bound by a
-        resource far faster here than on the paper's machine, is "not comparable here" whatever data it has
-        (B01's disk is gone whether its workload ran or not)."""
-        if self.paper or v.outcome not in (INCONCLUSIVE, NOT_TESTABLE):
-            return v
-        hit = [a for a in v.claim.sensitive_to if a in self._affects(v.claim)]
-        why = [f"this run changed what the claim is about: {', '.join(hit)}"] if hit else []
-        res, _ = gt.resource_gates(v.claim.bound_by, self.study.machine_of(v.claim), self._machine_regime)
-        why += [r for r in res if "not measured" not in r]
-        if why:
-            v.gates += why
-            v.notes.append(f"on the numbers alone: {v.outcome} ({v.reason})")
-            v.outcome = NOT_COMPARABLE
-        return v
-
-    def _cpu_levels(self, claim: Claim) -> list[int]:
-        """The CPU counts a claim is about, from its `where` on a factor named cpus (study levels such as
-        "UP" mapped to the count the study file gives)."""
-        want = claim.where.get("cpus")
-        if want is None:
-            return []
-        fac = next((f for f in getattr(self.study, "factors", []) if f.name == "cpus"), None)
-        out = []
-        for lv in want if isinstance(want, list) else [want]:
-            mapped = fac.map.get(str(lv), lv) if fac is not None else lv
-            try:
-                out.append(int(mapped))
-            except (TypeError, ValueError):
-                continue
-        return out
-
-    def _gate(self, v: Verdict) -> None:
-        """The re-run gates (fsmeter.study.gates): comparability first (run changes, cache residency,
-        the resources the paper was bound by, the CPU count), then the data (trials, phase length,
-        settling, busy machine, emulation). A missing measurement fails closed."""
-        claim, limits = v.claim, self.study.study
-        affects = self._affects(claim)
-        hit = [a for a in claim.sensitive_to if a in affects]
-        if affects:
-            v.notes.append(
-                "this run's changes touching it: "
-                + ", ".join(sorted(affects))
-                + (f" (sensitive to {', '.join(hit)})" if hit else " (none it is sensitive to)")
-            )
-        missing = set(v.regime.get("missing") or ())
-        if (
-            "cache_residency" in claim.sensitive_to
-            and "cache_residency" not in hit
-            and limits.max_cache_read_share is not None
-        ):
-            cache = v.regime.get("cache_read_share")
-            if "cache_read_share" in missing:
-                hit.append(
-                    "cache_residency (not measured: the page-cache share of the I/O is unknown for a phase it "
-                    "rests on: under 1 MiB read and written, or a target without a block device of its own)"
-                )
-            elif cache is not None and cache > limits.max_cache_read_share:
-                hit.append(
-                    f"cache_residency (measured: {cache:.0%} of the bytes a phase read came from the page cache, "
-                    "or of those it wrote had not reached the device at its end)"
-                )
-        why = [f"this run changed what the claim is about: {', '.join(hit)}"] if hit else []
-        regime = {**self._machine_regime, **v.regime}
-        res, res_notes = gt.resource_gates(claim.bound_by, self.study.machine_of(claim), regime)
-        why += res
-        v.notes += res_notes
-        cpu = gt.cpu_count_gate(self._cpu_levels(claim), v.regime.get("cpus_online"))
-        if cpu:
-            why.append(cpu)
-        if why:
-            v.gates = why
-            v.outcome = NOT_COMPARABLE
-            v.notes.append(f"on the numbers alone: {v.data_outcome}")
-            return
-        trials = min((min(t.sa.n, t.sb.n) for t in v.tests if t.descriptive is None), default=None)
-        reasons = gt.data_gates(
-            min_trials=MIN_TRIALS,
-            trials=trials,
-            min_phase_s=limits.min_phase_s,
-            settle_s=self.rules.settle_s,
-            max_other_cpu_share=limits.max_other_cpu_share,
-            regime=v.regime,
-        )
-        if reasons:  # shown on an inconclusive verdict too: they say why the numbers may be noisy
-            v.gates = reasons
-            if v.outcome != INCONCLUSIVE:
-                v.outcome = INCONCLUSIVE
-                v.notes.append(f"on the numbers alone: {v.data_outcome}")
-        model = [n for n in res_notes if n.startswith("on a model of the paper's disk")]
-        if model and v.outcome not in (INCONCLUSIVE, NOT_TESTABLE):
-            v.reason += f" ({model[0]})"
 
     def check_all(self) -> list[Verdict]:
         return [self.check(c) for c in self.study.claims]
