@@ -303,3 +303,21 @@ def test_files_replaced_since_their_record_or_outside_scratch_are_left_alone(scr
     assert open(img).read() == "someone else's" and os.path.isdir(mnt) and os.path.exists(outside)
     assert sorted(x.split(":")[0] for x in left) == sorted([f"image {img}", f"directory {mnt}", f"image {outside}"])
     assert state.entries() == []  # the stale records are dropped
+
+
+def test_a_stop_signal_during_a_shielded_commit_stops_the_run_after_it(tmp_path):
+    """A SIGTERM that arrives while a trial is committed (a shielded block) is not lost: the block
+    finishes, then the run stops with it (it used to be dropped, and the campaign ran on)."""
+    from fsmeter.interrupt import Interrupted
+
+    committed = []
+    with Provisioner(str(tmp_path / "scratch")) as prov:
+        with pytest.raises(Interrupted) as exc:
+            with prov._shielded():
+                os.kill(os.getpid(), signal.SIGTERM)
+                committed.append("trial")  # the commit is not torn in half
+        assert exc.value.signum == signal.SIGTERM
+        assert committed == ["trial"]
+        with prov._shielded():  # raised once, not again
+            committed.append("next")
+    assert committed == ["trial", "next"]

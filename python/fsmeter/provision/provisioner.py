@@ -53,6 +53,8 @@ class Provisioner:
         self.leftovers_left_alone: list[str] = []
         self._old_handlers: dict[int, Any] = {}
         self._quiet = 0  # >0 while tearing down: further signals wait for it to finish
+        #: A stop signal that arrived in a shielded block, raised once the block is done.
+        self._pending: int | None = None
         #: Devices this provisioner formatted itself: the filesystem found on them next time is its own,
         #: not the user's data, so a campaign may format them again cell after cell without --force.
         self.formatted_devices: set[str] = set()
@@ -86,17 +88,25 @@ class Provisioner:
         note_signal(signum)
         if self._quiet:
             log.warning("signal %d: already cleaning up, please wait", signum)
+            if self._pending is None:
+                self._pending = signum
             return
         log.warning("signal %d: unmounting and detaching before exit", signum)
         raise Interrupted(signum)
 
     @contextlib.contextmanager
     def _shielded(self) -> Iterator[None]:
+        """A block no stop signal interrupts (a trial's commit); one that arrived in it is raised when
+        the block is done, so the run still stops (it was dropped: a SIGTERM that came during a
+        commit left the campaign running)."""
         self._quiet += 1
         try:
             yield
         finally:
             self._quiet -= 1
+        if self._quiet == 0 and self._pending is not None:
+            signum, self._pending = self._pending, None
+            raise Interrupted(signum)
 
     def close(self) -> None:
         """Destroy every filesystem still provisioned, newest first."""
