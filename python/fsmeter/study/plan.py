@@ -656,12 +656,21 @@ def _study_ratio(study: Study, w) -> float | None:
     ram = study.hardware[0].ram_mb
     if ram is None or ram.bound != "exact":
         return None
-    size = w.params.get(w.footprint)
-    if size is None:
+    data = _footprint_bytes(w, w.params)
+    return data / (ram.value * 2**20) if data is not None else None
+
+
+def _footprint_bytes(w, params: dict) -> int | None:
+    """The workload's data size (its ``footprint`` parameter) under ``params``, else the named workload's
+    own value; None without a footprint parameter."""
+    if not w.footprint:
+        return None
+    size = params.get(w.footprint)
+    if size is None:  # the named workload's own value
         from fsmeter.spec import load_workload
 
         size = load_workload(w.base).params.get(w.footprint)
-    return parse_size(size) / (ram.value * 2**20) if size is not None else None
+    return parse_size(size) if size is not None else None
 
 
 def _check_regime(study: Study, w, params: dict, scale: str, factors: dict, changes: list) -> None:
@@ -673,12 +682,7 @@ def _check_regime(study: Study, w, params: dict, scale: str, factors: dict, chan
     if w.regime != "disk":
         return
     limit = _limit_of(study, w, scale, factors) or _cache_memory()
-    size = params.get(w.footprint) if w.footprint else None
-    if w.footprint and size is None:  # the named workload's own value
-        from fsmeter.spec import load_workload
-
-        size = load_workload(w.base).params.get(w.footprint)
-    data = parse_size(size) if size is not None else None
+    data = _footprint_bytes(w, params)
     if data is not None and data >= DISK_BOUND_RATIO * limit:
         return
     ratio = _study_ratio(study, w)
