@@ -40,6 +40,7 @@ documented stand-in of the same class (the paper names no drive).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -224,18 +225,22 @@ def resource_gates(bound_by, machine, regime: dict) -> tuple[list[str], list[str
     return reasons, notes
 
 
-def model_note(classes: list) -> str:
-    """ "on a model of the paper's disk (disk-model:NAME)", or "of the paper's disk class" when the profile
-    is a stand-in (the paper names no drive: a documented drive of the same class)."""
+@functools.cache
+def _is_stand_in(profile: str) -> bool:
+    """Whether a disk-model profile is a stand-in (read once: every verdict of a report asks)."""
     from fsmeter.diskmodel.profiles import load_profile
     from fsmeter.errors import UserError
 
-    stand_in = False
-    for c in classes:
-        try:
-            stand_in = stand_in or bool(load_profile(str(c).split(":", 1)[1]).stand_in_for)
-        except UserError:  # a profile this installation lacks (another machine's store): say no more
-            pass
+    try:
+        return bool(load_profile(profile).stand_in_for)
+    except UserError:  # a profile this installation lacks (another machine's store): say no more
+        return False
+
+
+def model_note(classes: list) -> str:
+    """ "on a model of the paper's disk (disk-model:NAME)", or "of the paper's disk class" when the profile
+    is a stand-in (the paper names no drive: a documented drive of the same class)."""
+    stand_in = any(_is_stand_in(str(c).split(":", 1)[1]) for c in classes)
     what = (
         "a model of the paper's disk class (a stand-in: the paper names no drive)"
         if stand_in
