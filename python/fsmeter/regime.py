@@ -293,7 +293,26 @@ class PhaseWatch:
             dm = self.disk.since(self._disk)
             out["disk_model"] = dm
             out["disturbed"] = dm.get("disturbed") if dm else None
+            if dm and report is not None:
+                discount_idle_poll(report, dm.get("idle_poll_cpu_s") or 0.0, out.get("wall_s"), cpus)
         return out
+
+
+def discount_idle_poll(report: dict, poll_s: float, wall_s: float | None, cpus: int) -> None:
+    """Take a disk model's idle pollers out of the phase's machine-wide CPU shares.
+
+    The pollers spin at the lowest priority on CPUs nothing else wants (fsmeter-diskmodel
+    ``--idle-poll``): the kernel counts that as user time, so the phase's ``cpu`` report would show
+    an idle machine as busy. Their CPU seconds over the phase (their own thread clocks) are moved from
+    ``sys_user_pct`` back to ``sys_idle_pct``, and recorded as ``idle_poll_pct``. The pollers
+    belong to fsmeter's process tree, so ``other_cpu_share`` never counted them."""
+    cpu = report.get("cpu")
+    if not isinstance(cpu, dict) or poll_s <= 0 or not wall_s or "sys_user_pct" not in cpu:
+        return
+    pct = min(100.0 * poll_s / (wall_s * max(cpus, 1)), float(cpu["sys_user_pct"]))
+    cpu["sys_user_pct"] = float(cpu["sys_user_pct"]) - pct
+    cpu["sys_idle_pct"] = float(cpu.get("sys_idle_pct", 0.0)) + pct
+    cpu["idle_poll_pct"] = round(pct, 3)
 
 
 def describe(reg: dict) -> str:

@@ -70,3 +70,26 @@ def test_two_drives_merge_into_one_snapshot_whose_window_is_both_drives():
     assert abs(s["mean_service_ms"] - 6.0) < 1e-12  # (80 + 40) ms over 20 requests
     assert s["lateness_p99_ms"] == 3.0  # the journal drive's late replies count
     assert merge([data1]) is data1
+
+
+def test_the_lateness_parts_and_the_pollers_cpu_come_out_of_the_window():
+    """The drive's wake-up and its wait for the image's I/O, as p99 over the window; the idle pollers'
+    CPU seconds as the difference of their clocks (a merged snapshot sums both drives')."""
+    before = _snap(0, 0, [])
+    before.update(wake_ns=[[500, 10]], image_wait_ns=[[100, 10]], state={"idle_poll_cpu_ns": 2_000_000_000})
+    after = _snap(100, 800_000_000, [[1_000, 100]])
+    after.update(
+        wake_ns=[[500, 10], [800, 99], [90_000, 1]],
+        image_wait_ns=[[100, 10], [200, 100]],
+        state={"idle_poll_cpu_ns": 5_500_000_000},
+    )
+    s = since(before, after)
+    assert s["wake_p99_ms"] == 0.0008  # the 99th of 100: one late wake-up is the 1% beyond
+    assert s["image_wait_p99_ms"] == 0.0002
+    assert s["idle_poll_cpu_s"] == 3.5
+    journal = _snap(0, 0, [])
+    journal["state"] = {"idle_poll_cpu_ns": 0}
+    assert merge([after, journal])["idle_poll_cpu_ns"] == 5_500_000_000
+    # A daemon without pollers (or from before them): no poll time, and no parts it does not report.
+    old = since(_snap(0, 0, []), _snap(10, 80_000_000, [[1_000, 10]]))
+    assert old["idle_poll_cpu_s"] == 0 and "wake_p99_ms" not in old

@@ -79,6 +79,13 @@ def test_a_filesystem_on_the_model_reads_each_block_from_the_model_every_time(ro
         [(policy, image_prio)] = _threads(scratch, "image")
         [(_, drive_prio)] = _threads(scratch, "drive")
         assert policy == os.SCHED_FIFO and drive_prio > image_prio
+        # One idle poller per CPU of the daemon's, at the lowest priority there is, keeps the CPUs out of
+        # their idle state (a halted CPU wakes the drive late); their CPU time is in stats.json.
+        pollers = _threads(scratch, "idle-poll")
+        assert pollers and len(pollers) == len(os.sched_getaffinity(0))
+        assert {p for p, _ in pollers} == {os.SCHED_IDLE}
+        state = read_stats(stats)["state"]
+        assert state["idle_poll_threads"] == len(pollers) and state["idle_poll_cpu_ns"] >= 0
         # The same 4 KiB of the file, read twice with the filesystem's cache of it dropped before each
         # (fadvise DONTNEED on the file: the caches below the filesystem, if any, keep their pages, as
         # drop_caches would not): both reads reach the modelled disk, so nothing below caches it.
@@ -149,6 +156,8 @@ def test_an_external_journal_goes_on_a_second_modelled_drive(root, scratch):
         assert info["journal_size_bytes"] == 16 << 20 and info["journal_loop_direct_io"] is True
         assert target.journal_device and target.journal_device != target.device
         assert len(target.stats_paths) == 2 and len(_drive_policies(scratch)) == 2
+        # One set of idle pollers for the machine, the data drive's: not one per drive.
+        assert len(_threads(scratch, "idle-poll")) == len(os.sched_getaffinity(0))
         watch = target.watch()
         before = watch.snapshot()
         data0, journal0 = (read_stats(p)["kinds"]["write"]["count"] for p in target.stats_paths)

@@ -365,3 +365,22 @@ def test_campaign_and_run_json_carry_each_phase_regime(tmp_path):
     reg = doc["phases"]["run"]["regime"]
     assert {"other_cpu_share", "busy", "cache_read_share", "read_bytes", "device_read_bytes"} <= set(reg)
     assert f"others used {reg['other_cpu_share']:.0%} of the" in r.stdout
+
+
+def test_a_disk_models_idle_pollers_are_taken_out_of_the_machines_busy_time():
+    """Pollers spinning 1.5 CPU-s over a 1 s phase of 2 CPUs are 75% of the machine: moved from user to
+    idle, and recorded; never more than the user time there was."""
+    from fsmeter.regime import discount_idle_poll
+
+    report = {"cpu": {"sys_user_pct": 80.0, "sys_system_pct": 10.0, "sys_idle_pct": 5.0, "sys_iowait_pct": 5.0}}
+    discount_idle_poll(report, 1.5, 1.0, 2)
+    cpu = report["cpu"]
+    assert cpu["sys_user_pct"] == 5.0 and cpu["sys_idle_pct"] == 80.0 and cpu["idle_poll_pct"] == 75.0
+    assert cpu["sys_system_pct"] == 10.0
+    capped = {"cpu": {"sys_user_pct": 10.0, "sys_idle_pct": 0.0}}
+    discount_idle_poll(capped, 1.5, 1.0, 2)
+    assert capped["cpu"]["sys_user_pct"] == 0.0 and capped["cpu"]["idle_poll_pct"] == 10.0
+    untouched = {"cpu": {"sys_user_pct": 10.0, "sys_idle_pct": 0.0}}
+    discount_idle_poll(untouched, 0.0, 1.0, 2)  # no pollers
+    discount_idle_poll(untouched, 1.0, None, 2)  # no wall time
+    assert untouched == {"cpu": {"sys_user_pct": 10.0, "sys_idle_pct": 0.0}}

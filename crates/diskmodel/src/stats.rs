@@ -5,13 +5,28 @@
 //! of the parts of the service (controller overhead, positioning, rotational wait, transfer,
 //! destaging), and of the read-ahead done while the drive waited for the request. Two histograms over every request: the modelled service time, and the lateness of
 //! the reply (the wall-clock instant the reply was sent minus the modelled completion: what this
-//! machine's scheduling added). The histograms are exported bucket by bucket so that the caller can
+//! machine's scheduling added), and the two parts of the lateness: the drive thread's wake-up (the
+//! instant it was running again after its sleep to the modelled completion, minus that completion)
+//! and its wait for the request's data I/O on the image after that. The histograms are exported bucket by bucket so that the caller can
 //! subtract one snapshot from another (a trial's requests) and take percentiles of the difference.
 
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 
 use crate::drive::{Op, Service};
+
+/// A served request's wall-clock instants (CLOCK_MONOTONIC ns).
+#[derive(Clone, Copy)]
+pub struct Instants {
+    /// The request reached the daemon.
+    pub arrival: u64,
+    /// The drive thread was running again after its sleep to the modelled completion.
+    pub woke: u64,
+    /// The request's data I/O on the image was done as well.
+    pub ready: u64,
+    /// The reply was handed over.
+    pub sent: u64,
+}
 
 #[derive(Default, Clone, Copy)]
 struct Sums {
@@ -64,6 +79,10 @@ pub struct Stats {
     service: Histogram<u64>,
     /// Reply sent minus modelled completion, ns (a reply sent early counts as 0).
     lateness: Histogram<u64>,
+    /// The drive thread running again after its sleep minus the modelled completion, ns.
+    wake: Histogram<u64>,
+    /// From that wake-up until the request's data I/O on the image was done, ns.
+    image_wait: Histogram<u64>,
     /// Replies sent before their modelled completion (should never happen; counted, not hidden).
     early: u64,
     max_queue: u64,
@@ -76,13 +95,22 @@ fn histogram() -> Histogram<u64> {
 
 impl Default for Stats {
     fn default() -> Self {
-        Stats { kinds: [Sums::default(); 5], service: histogram(), lateness: histogram(), early: 0, max_queue: 0 }
+        Stats {
+            kinds: [Sums::default(); 5],
+            service: histogram(),
+            lateness: histogram(),
+            wake: histogram(),
+            image_wait: histogram(),
+            early: 0,
+            max_queue: 0,
+        }
     }
 }
 
 impl Stats {
-    /// Count one served request: `arrival` and `sent` are wall-clock ns, `svc` the model's times.
-    pub fn record(&mut self, op: Op, bytes: u64, arrival: u64, svc: &Service, sent: u64) {
+    /// Count one served request: `at` its wall-clock instants, `svc` the model's times.
+    pub fn record(&mut self, op: Op, bytes: u64, svc: &Service, at: Instants) {
+        let Instants { arrival, woke, ready, sent } = at;
         let k = &mut self.kinds[kind_index(op)];
         k.count += 1;
         k.bytes += bytes;
@@ -100,6 +128,8 @@ impl Stats {
             self.early += 1;
         }
         self.lateness.saturating_record(sent.saturating_sub(svc.end).max(1));
+        self.wake.saturating_record(woke.saturating_sub(svc.end).max(1));
+        self.image_wait.saturating_record(ready.saturating_sub(woke).max(1));
     }
 
     pub fn queue_seen(&mut self, len: usize) {
@@ -127,6 +157,8 @@ impl Stats {
             "kinds": kinds,
             "service_ns": Stats::buckets(&self.service),
             "lateness_ns": Stats::buckets(&self.lateness),
+            "wake_ns": Stats::buckets(&self.wake),
+            "image_wait_ns": Stats::buckets(&self.image_wait),
             "early_replies": self.early,
             "max_queue": self.max_queue,
             "state": extra,

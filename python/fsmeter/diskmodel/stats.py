@@ -64,6 +64,7 @@ def merge(docs: list[dict]) -> dict[str, Any]:
         "early_replies": sum(int(d.get("early_replies", 0)) for d in docs),
         "max_queue": max(int(d.get("max_queue", 0)) for d in docs),
         "drives": len(docs),
+        "idle_poll_cpu_ns": sum(_poll_ns(d) for d in docs),
     }
     for key, h in hists.items():
         out[key] = sorted([v, c] for v, c in h.items())
@@ -72,6 +73,13 @@ def merge(docs: list[dict]) -> dict[str, Any]:
 
 def _buckets(doc: dict, key: str) -> dict[int, int]:
     return {int(v): int(c) for v, c in doc.get(key) or []}
+
+
+def _poll_ns(doc: dict) -> int:
+    """The idle pollers' CPU time in a snapshot (a merged one's, or a daemon's own), ns."""
+    if "idle_poll_cpu_ns" in doc:
+        return int(doc["idle_poll_cpu_ns"])
+    return int((doc.get("state") or {}).get("idle_poll_cpu_ns") or 0)
 
 
 def histogram_since(before: dict, after: dict, key: str) -> list[tuple[int, int]]:
@@ -119,6 +127,15 @@ def since(before: dict, after: dict) -> dict[str, Any]:
         "lateness_max_ms": (lat[-1][0] / 1e6) if lat else None,
         "early_replies": int(after.get("early_replies", 0)) - int(before.get("early_replies", 0)),
     }
+    # The lateness's two parts (daemons since 2026-11: absent before): the drive thread's wake-up
+    # after its sleep to the completion, and its wait for the request's data I/O on the image.
+    for part in ("wake", "image_wait"):
+        if f"{part}_ns" in after:
+            q = percentile(histogram_since(before, after, f"{part}_ns"), 0.99)
+            out[f"{part}_p99_ms"] = None if q is None else q / 1e6
+    # The idle pollers' CPU (the daemon's lowest-priority spinners that keep the CPUs out of their
+    # idle state): not the workload's, not others'; the caller takes it out of the machine's busy time.
+    out["idle_poll_cpu_s"] = max(0, _poll_ns(after) - _poll_ns(before)) / 1e9
     out["disturbed"] = disturbed(out["lateness_p99_ms"], mean_service_ms)
     return out
 

@@ -5,8 +5,10 @@
 //!     prints the drive's derived figures as JSON (capacity, zones and their media rates, the seek
 //!     curve's figures) and exits; a bad description exits 2 with one line on stderr.
 //! fsmeter-diskmodel serve DRIVE.json IMAGE MOUNTPOINT [--offset BYTES] [--spin-us N] [--memory 1]
+//!                         [--idle-poll 1]
 //!     serves IMAGE as MOUNTPOINT/disk.img (FUSE, FOPEN_DIRECT_IO) until MOUNTPOINT is unmounted
-//!     (with `--memory 1`, an image of IMAGE's size kept in memory, IMAGE itself left untouched);
+//!     (with `--memory 1`, an image of IMAGE's size kept in memory, IMAGE itself left untouched;
+//!     with `--idle-poll 1`, every CPU kept out of its idle state by a lowest-priority spinner);
 //!     prints `ready` once mounted. IMAGE's byte 0 is the drive's byte BYTES (default 0, the outer
 //!     edge). MOUNTPOINT/stats.json reads the counters and histograms (fsmeter_diskmodel::stats);
 //!     writing `reset` to MOUNTPOINT/control zeroes them.
@@ -29,13 +31,14 @@
 
 use std::collections::VecDeque;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 
 use fsmeter_diskmodel::geometry::SECTOR_BYTES;
 use fsmeter_diskmodel::image::Image;
 use fsmeter_diskmodel::seek::SeekCurve;
-use fsmeter_diskmodel::stats::Stats;
+use fsmeter_diskmodel::stats::{Instants, Stats};
 use fsmeter_diskmodel::{Drive, DriveSpec, Model, Op, Request};
 use fsmeter_fusedisk::{now_ns, serve, Disk, ReplyData, ReplyEmpty, ReplyWrite, ServeOptions};
 use serde_json::json;
@@ -215,6 +218,8 @@ struct ModelDisk {
     io: Sender<ImageIo>,
     shared: Arc<Mutex<Shared>>,
     drive_name: String,
+    /// The idle pollers' CPU clocks (ns), one per CPU (none without `--idle-poll 1`).
+    pollers: Arc<Vec<AtomicU64>>,
 }
 
 impl ModelDisk {
@@ -305,6 +310,8 @@ impl Disk for ModelDisk {
             "requests_served": sh.requests,
             "offset_bytes": self.offset_lbn * SECTOR_BYTES,
             "size_bytes": self.size,
+            "idle_poll_threads": self.pollers.len(),
+            "idle_poll_cpu_ns": self.pollers.iter().map(|c| c.load(Ordering::Relaxed)).sum::<u64>(),
         });
         let mut out = serde_json::to_vec(&sh.stats.json(state)).unwrap_or_default();
         out.push(b'\n');
@@ -336,9 +343,61 @@ fn sleep_until(deadline: u64, spin_ns: u64) {
         // SAFETY: an absolute sleep on CLOCK_MONOTONIC with a timespec we own; EINTR just wakes early.
         unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
     }
-    while now_ns() < deadline {
-        std::hint::spin_loop();
+    // No PAUSE in the loop: under a hypervisor a run of PAUSEs can make the virtual CPU exit to the
+    // host (pause-loop exiting), which is the delay the spin is there to avoid. Reading the clock
+    // (the vDSO, tens of ns) paces it.
+    while now_ns() < deadline {}
+}
+
+/// Keep every CPU of the daemon's affinity out of the processor's (or the hypervisor's) idle
+/// state: one thread per CPU, pinned to it, spinning under SCHED_IDLE, the lowest priority there
+/// is, so that any other thread that wants the CPU has it at once. Waking a halted CPU is what
+/// makes a timer's wake-up late: on a 2-CPU virtual machine a real-time thread's sleep ended
+/// 0.12 ms late at p99 on idle CPUs and 0.03-0.04 ms when both were busy (cyclictest), and the
+/// drive thread's wake-up 0.15-0.7 ms late at p99 under dbench, which leaves the CPUs mostly idle
+/// in I/O wait. The pollers' CPU time (each thread's own clock, read every few ms) is reported in
+/// stats.json, so that the caller can tell it from other work. Returns the pollers' counters.
+fn idle_pollers() -> Arc<Vec<AtomicU64>> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set, filled by sched_getaffinity for this thread.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: the size and pointer describe `set`, which we own.
+    let cpus: Vec<usize> = if unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) } == 0 {
+        // SAFETY: CPU_ISSET reads the set we own, for indexes below its size.
+        (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect()
+    } else {
+        Vec::new()
+    };
+    let counters: Arc<Vec<AtomicU64>> = Arc::new(cpus.iter().map(|_| AtomicU64::new(0)).collect());
+    for (i, &cpu) in cpus.iter().enumerate() {
+        let counters = counters.clone();
+        let spawned = std::thread::Builder::new().name("idle-poll".into()).spawn(move || {
+            // SAFETY: a zeroed set with one CPU added, applied to the calling thread (pid 0).
+            unsafe {
+                let mut one: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(cpu, &mut one);
+                libc::sched_setaffinity(0, std::mem::size_of_val(&one), &one);
+            }
+            let param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: sets the calling thread's policy from a parameter we own.
+            if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } != 0 {
+                return; // without SCHED_IDLE it would compete with the workload: no poller
+            }
+            let mut x = 0u64;
+            loop {
+                for _ in 0..200_000 {
+                    x = std::hint::black_box(x.wrapping_add(1));
+                }
+                let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+                // SAFETY: reads this thread's CPU clock into a timespec we own.
+                unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+                counters[i].store(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64, Ordering::Relaxed);
+            }
+        });
+        if let Err(e) = spawned {
+            eprintln!("{PROG}: no idle poller on CPU {cpu}: {e}");
+        }
     }
+    counters
 }
 
 /// The image thread: every request's data I/O on the image, in arrival order, each result sent to
@@ -434,6 +493,7 @@ fn drive_thread(mut model: Model, jobs: Receiver<Msg>, shared: Arc<Mutex<Shared>
         let mut job = queue.remove(i).expect("picked from the queue");
         let svc = model.serve(job.req, job.arrival);
         sleep_until(svc.end, spin_ns);
+        let woke = now_ns();
         // The reply carries the data I/O's result: wait for it if the image is slower than the model.
         while job.io.is_none() {
             match jobs.recv() {
@@ -442,12 +502,14 @@ fn drive_thread(mut model: Model, jobs: Receiver<Msg>, shared: Arc<Mutex<Shared>
             }
         }
         // Counted before the reply leaves, so that a caller who reads stats.json after its reply
-        // finds its request there; the lateness is taken at the instant the reply is handed over.
-        let sent = now_ns();
+        // finds its request there; the lateness is taken as the reply is handed over, with the lock
+        // held (a wait for it, stats.json being read, delays the reply and is counted).
+        let ready = now_ns();
         {
             let mut sh = shared.lock().unwrap_or_else(|e| e.into_inner());
+            let sent = now_ns();
             sh.stats.queue_seen(queue.len() + 1);
-            sh.stats.record(job.req.op, job.bytes, job.arrival, &svc, sent);
+            sh.stats.record(job.req.op, job.bytes, &svc, Instants { arrival: job.arrival, woke, ready, sent });
             sh.dirty_sectors = model.dirty_sectors();
             sh.requests += 1;
         }
@@ -458,7 +520,7 @@ fn drive_thread(mut model: Model, jobs: Receiver<Msg>, shared: Arc<Mutex<Shared>
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: fsmeter-diskmodel describe DRIVE.json | serve DRIVE.json IMAGE MOUNTPOINT [--offset BYTES] [--spin-us N] [--memory 1]";
+    let usage = "usage: fsmeter-diskmodel describe DRIVE.json | serve DRIVE.json IMAGE MOUNTPOINT [--offset BYTES] [--spin-us N] [--memory 1] [--idle-poll 1]";
     match args.get(1).map(String::as_str) {
         Some("describe") if args.len() == 3 => {
             let d = load_drive(&args[2]);
@@ -466,8 +528,13 @@ fn main() {
         }
         Some("serve") if args.len() >= 5 => {
             let mut offset = 0u64;
-            let mut spin_us = 50u64;
+            // 200 us: on a 2-CPU virtual machine the drive's wake-up was late by up to 0.1-0.45 ms at
+            // p99 in Lourdas's copy and untar with a 50 us spin, 0.02-0.10 ms with 200 us; the cost
+            // is at most 200 us of one CPU per request (an untar's 30,000 small writes in 38 s: at
+            // most 16% of one CPU), and the phase's time did not move.
+            let mut spin_us = 200u64;
             let mut memory = false;
+            let mut idle_poll = false;
             let mut rest = args[5..].iter();
             while let Some(flag) = rest.next() {
                 let value = rest.next().unwrap_or_else(|| fail(2, format_args!("{flag} needs a value")));
@@ -477,6 +544,7 @@ fn main() {
                     "--offset" => offset = n,
                     "--spin-us" => spin_us = n,
                     "--memory" => memory = n != 0,
+                    "--idle-poll" => idle_poll = n != 0,
                     _ => fail(2, format_args!("unknown option {flag}\n{usage}")),
                 }
             }
@@ -527,6 +595,8 @@ fn main() {
                 io: io_tx,
                 shared,
                 drive_name: name,
+                // Started before this thread turns real-time: a thread inherits its creator's policy.
+                pollers: if idle_poll { idle_pollers() } else { Arc::new(Vec::new()) },
             };
             let opts = ServeOptions { fsname: PROG, direct_io: true, async_dio: true };
             realtime("FUSE", IO_RT_PRIORITY); // this thread serves the FUSE session

@@ -181,6 +181,8 @@ class DiskModelTarget(Target):
         argv = [prog, "serve", spec_path, backing, fuse_dir, "--offset", str(offset)]
         if self.image_store == "memory":
             argv += ["--memory", "1"]
+        if not name:  # one set of idle pollers for the machine: the data drive's daemon keeps them
+            argv += ["--idle-poll", "1"]
         disk = ServedDisk(self.state, argv, fuse_dir, source=FUSE_SOURCE, what=f"fsmeter-diskmodel{name}")
         if name:
             self.journal_disk = disk  # closed by teardown even when open() fails half-way
