@@ -150,26 +150,32 @@ class DiskModelTarget(Target):
         os.makedirs(os.path.dirname(self._path("")), mode=0o700, exist_ok=True)
         if self.journal_size_bytes is not None:
             check_fits(self.profile, self.journal_size_bytes, 0, self.figures["capacity_bytes"])
-        free = os.statvfs(os.path.dirname(self._path("")))
-        if free.f_bavail * free.f_frsize < min(self.size_bytes + (self.journal_size_bytes or 0), 1 << 30):
-            raise ProvisionError(
-                f"scratch folder {self.state.scratch} has {free.f_bavail * free.f_frsize >> 20} MiB free: the "
-                "disk model's image needs room for what is written to it: free space or set FSMETER_SCRATCH elsewhere"
-            )
         from fsmeter.hostinfo import mem_available_bytes
 
         total = self.size_bytes + (self.journal_size_bytes or 0)
         self.image_store = "memory" if total <= MEMORY_SHARE * mem_available_bytes() else "file"
-        self.disk, self.backing_image = self._serve(prog, "", self.size_bytes, self.offset_bytes)
+        free = os.statvfs(os.path.dirname(self._path("")))
+        # An image in the daemon's memory writes nothing to the scratch folder (the sparse backing
+        # files stay empty); a file image takes room for what is written to it.
+        if self.image_store == "file" and free.f_bavail * free.f_frsize < min(total, 1 << 30):
+            raise ProvisionError(
+                f"scratch folder {self.state.scratch} has {free.f_bavail * free.f_frsize >> 20} MiB free: the "
+                "disk model's image needs room for what is written to it: free space or set FSMETER_SCRATCH elsewhere"
+            )
+        self.backing_image = self._serve(prog, "", self.size_bytes, self.offset_bytes)
+        assert self.disk is not None
         self.device = self.disk.device
         self.image = self.disk.served_file
         if self.journal_size_bytes is not None:  # a second drive: its outer edge, as a journal partition's
-            self.journal_disk, _ = self._serve(prog, "-journal", self.journal_size_bytes, 0)
+            self._serve(prog, "-journal", self.journal_size_bytes, 0)
+            assert self.journal_disk is not None
             self.journal_device = self.journal_disk.device
             self.journal_image = self.journal_disk.served_file
 
-    def _serve(self, prog: str, name: str, size: int, offset: int) -> tuple[ServedDisk, str]:
-        """One drive: a sparse backing image, the drive description, the daemon and its loop device."""
+    def _serve(self, prog: str, name: str, size: int, offset: int) -> str:
+        """One drive: a sparse backing image, the drive description, the daemon and its loop device,
+        kept as ``self.disk`` (or ``self.journal_disk``) before it opens, so that teardown closes it
+        even when opening fails half-way. Returns the backing image's path."""
         assert self.profile is not None
         backing = self._file(f"{name}.img")
         with open(backing, "r+b") as f:
@@ -185,11 +191,11 @@ class DiskModelTarget(Target):
             argv += ["--idle-poll", "1"]
         disk = ServedDisk(self.state, argv, fuse_dir, source=FUSE_SOURCE, what=f"fsmeter-diskmodel{name}")
         if name:
-            self.journal_disk = disk  # closed by teardown even when open() fails half-way
+            self.journal_disk = disk
         else:
             self.disk = disk
         disk.open()
-        return disk, backing
+        return backing
 
     def _file(self, suffix: str) -> str:
         """A new empty file of ours in the scratch folder, recorded (as an image, with its identity)
