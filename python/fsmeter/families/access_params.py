@@ -262,15 +262,6 @@ class PaceParams(BaseModel):
                 raise ValueError(f"pace.{name}: must be >= 0")
         if self.thinktime_spin_us > self.thinktime_us:
             raise ValueError("pace.thinktime_spin_us: more than thinktime_us")
-        paced = (
-            any(
-                any(getattr(self, n))
-                for n in ("rate_bytes_per_s", "rate_iops", "rate_min_bytes_per_s", "rate_min_iops")
-            )
-            or self.thinktime_us
-        )
-        if self.flow and paced:
-            raise ValueError("pace.flow: a flow weight cannot be combined with a rate or thinktime in one job")
         return self
 
 

@@ -234,11 +234,33 @@ def test_group_logs_need_one_log_avg_msec(tmp_path):
     assert "Traceback" not in r.stderr
 
 
-def test_flow_maps_and_is_refused_beside_a_rate():
+def test_flow_maps_with_or_without_a_rate():
     m = one("[a]\nrw=read\nsize=1m\nflow=8\nflow_id=2\nflow_sleep=1000\nflow_watermark=5\n")
     assert m.params["pace"] == {"flow": 8, "flow_id": 2, "flow_sleep_us": 1000}
-    refused("[a]\nrw=read\nsize=1m\nrate=1m\nflow=2\n", r"line 5: flow=2: flow with a rate or thinktime")
+    m = one("[a]\nrw=read\nsize=1m\nrate_iops=1000\nflow=1\n")
+    assert m.params["pace"] == {"rate_iops": [1000, 1000], "flow": 1}
+    assert any("then waits for its time by the job's rate" in n for n in m.notes)
     refused("[a]\nrw=read\nsize=1m\nflow=1001\n", r"line 4: flow=1001: must be between 0 and 1000")
+
+
+def test_fios_t0011_flow_beside_a_rate_runs_and_lays_out_nothing(tmp_path):
+    """fio's t/jobs/t0011 at 2 s instead of 10: 100 GiB jobs on the null engine (fio creates no file for
+    it, nor does fsmeter now), a weight-1 job at 1000 IOPS beside a weight-8 one. fio 3.33 here, at 3 s:
+    3,001 and 25,232 requests; run-fio-tests.py passes the first job at 950 to 1050 IOPS and a ratio of
+    6 to 10. Asserted here: the bounds the rate and the flow set (never ahead of either), and fio's
+    ratio."""
+    job = (
+        "[global]\nbs=4k\nioengine=null\nsize=100g\nruntime=2\nflow_id=1\n"
+        "[flow1]\nflow=1\nrate_iops=1000\n[flow2]\nflow=8\n"
+    )
+    doc, _ = run_file(tmp_path, job)
+    jobs = doc["phases"]["group0:run"]["jobs"]
+    n1, n2 = jobs["flow1"]["ops"]["read"]["count"], jobs["flow2"]["ops"]["read"]["count"]
+    # The flow counts from 1, the light job's last pass is of a request due after the end (never issued), and a
+    # job not ahead passes one more: at most 8 x (n1 + 2) + 1.
+    assert n1 <= 2001 and n2 <= 8 * (n1 + 2) + 1
+    assert 6 <= n2 / n1 <= 10
+    assert list((tmp_path / "d").iterdir()) == []  # nothing laid out
 
 
 def test_flow_keeps_two_jobs_in_the_ratio_of_their_weights(tmp_path):

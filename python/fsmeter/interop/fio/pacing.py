@@ -106,17 +106,12 @@ def pace(ctx: Ctx, entries: list, notes: list) -> dict | None:
             )
     flow = ctx.int("flow", 0, 0, 1000)
     if flow:
-        if out:
-            ctx.fail(
-                ctx.job.get("flow"),
-                "flow with a rate or thinktime in one job is not supported by fsmeter "
-                "(planned): remove one, or run this job with fio",
-            )
         if trims:
             ctx.fail(
                 ctx.job.get("flow"),
                 "flow with trims is not supported by fsmeter (planned): remove it, or run this job with fio",
             )
+        paced = bool(out)
         out["flow"] = flow
         if ctx.job.get("flow_id") is not None:
             out["flow_id"] = ctx.int("flow_id", 0, 0, 1 << 31)
@@ -126,8 +121,8 @@ def pace(ctx: Ctx, entries: list, notes: list) -> dict | None:
             "flow: the jobs of this group with the same flow_id keep their request counts in the ratio of "
             "their weights (each thread counts on its own, as fio's clones do); a job alone in its group "
             "has no one to keep pace with"
+            + ("; a request the flow lets pass then waits for its time by the job's rate or thinktime" if paced else "")
         )
-        return out
     if not out:
         return None
     for d in (0, 1):

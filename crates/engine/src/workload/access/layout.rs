@@ -24,8 +24,10 @@ use crate::verify::{self, Checker};
 impl Access {
     pub(super) fn prepare(&self, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         let spec = &self.spec;
-        if spec.fio_engine == FioEngine::Cpuio {
-            return Ok(PhaseReport::new("prepare")); // no files
+        if spec.fio_engine == FioEngine::Cpuio || job.backend == BackendKind::Null {
+            // No files: cpuio burns CPU; the null backend does no I/O at all, so nothing is laid
+            // out, as fio's null engine creates no file (t0011's 100 GiB jobs run on any disk).
+            return Ok(PhaseReport::new("prepare"));
         }
         if spec.fio_engine.per_name() && (spec.fio_engine.dirs() || !spec.fio_engine.needs_layout()) {
             return self.prepare_names(job);
@@ -360,8 +362,12 @@ impl Access {
     /// The run phase's files, opened, with what O_DIRECT on them needs: the alignment of each
     /// thread's share, and the pages of the files in the page cache before the phase.
     pub(super) fn open_run(&self, job: &Settings) -> Result<RunFiles> {
-        if self.spec.fio_engine.per_name() || self.spec.fio_engine == FioEngine::Cpuio {
-            // The file and directory engines work on names, not open files; cpuio on none.
+        if self.spec.fio_engine.per_name()
+            || self.spec.fio_engine == FioEngine::Cpuio
+            || job.backend == BackendKind::Null
+        {
+            // The file and directory engines work on names, not open files; cpuio and the null
+            // backend on none.
             let files = FilesGuard(Vec::new());
             return Ok(RunFiles { files, direct: None, share_align: self.spec.alignment, cached_before: None });
         }

@@ -132,12 +132,6 @@ impl PaceSpec {
         if self.rate_cycle_ms == 0 {
             return Err(EngineError::invalid("pace.rate_cycle_ms", "must be >= 1 ms"));
         }
-        if self.flow > 0 && self.paces() {
-            return Err(EngineError::invalid(
-                "pace.flow",
-                "a flow weight cannot be combined with a rate or thinktime in one job: use one of them",
-            ));
-        }
         if self.thinktime_blocks == 0 {
             return Err(EngineError::invalid("pace.thinktime_blocks", "must be >= 1"));
         }
@@ -325,9 +319,15 @@ impl Pacer {
 }
 
 /// Sleep until `due` (monotonic ns) in slices, so a stop is seen. False: the thread is to stop
-/// (a stop was asked for, or `due` is past the phase's deadline: the request would start after it).
+/// (a stop was asked for, or `due` is past the phase's deadline: the request would start after it;
+/// the thread then sleeps until the deadline, as fio's paced job sleeps to its next request's time
+/// before it sees its runtime is up, so that it keeps its place in a flow, and its elapsed time
+/// is the phase's, to the end).
 pub fn sleep_until(due: u64, rec: &Recorder) -> bool {
     if due >= rec.deadline_ns {
+        if rec.deadline_ns != u64::MAX && rec.deadline_ns > 0 {
+            let _ = sleep_until(rec.deadline_ns - 1, rec);
+        }
         return false;
     }
     loop {

@@ -338,7 +338,17 @@ impl Access {
             && match wait {
                 Wait::Due => sleep_until(meta.t0, rec),
                 Wait::Think => st.pacer.as_ref().is_some_and(|p| p.think(rec)) && sleep_until(meta.t0, rec),
-                Wait::Flow => st.flow.as_mut().is_some_and(|f| f.wait_and_pass(rec)),
+                // Its turn in the flow, then its time by the job's rate or thinktime, if any
+                // (nothing is in flight here, so a thinktime's quiescence holds).
+                Wait::Flow => {
+                    st.flow.as_mut().is_some_and(|f| f.wait_and_pass(rec))
+                        && match st.pacer.as_mut().map(|p| p.book(op.req.write as usize, op.req.len as u64, now_ns())) {
+                            None | Some(Go::Now) => true,
+                            Some(Go::At { due, quiesce }) => {
+                                (!quiesce || st.pacer.as_ref().is_some_and(|p| p.think(rec))) && sleep_until(due, rec)
+                            }
+                        }
+                }
             };
         if !ready {
             for (s, _) in st.deferred.drain(..) {
@@ -534,21 +544,25 @@ impl Access {
         rec: &Recorder,
         issued_bytes: &mut u64,
     ) -> Paced {
+        let mut t0 = t0;
         if let Some(f) = st.flow.as_mut() {
-            // fio's flow (never with a rate or thinktime: the spec refuses them together).
+            // fio's flow first (fio checks it before it draws the next request); a rate or
+            // thinktime of the same job then paces the requests the flow lets pass.
             if !f.ahead() {
                 f.pass();
-                return Paced::Go(t0);
+            } else if others == 0 && st.deferred.is_empty() {
+                if !f.wait_and_pass(rec) {
+                    return Paced::Stop;
+                }
+                t0 = now_ns();
+            } else {
+                st.slots[slot] = SlotMeta { t0: 0, op: Some(op), generation: 0, backlog: false };
+                st.deferred.push_back((slot, Wait::Flow));
+                if rec.measuring(t0) {
+                    *issued_bytes += op.req.len as u64;
+                }
+                return Paced::Deferred;
             }
-            if others == 0 && st.deferred.is_empty() {
-                return if f.wait_and_pass(rec) { Paced::Go(now_ns()) } else { Paced::Stop };
-            }
-            st.slots[slot] = SlotMeta { t0: 0, op: Some(op), generation: 0, backlog: false };
-            st.deferred.push_back((slot, Wait::Flow));
-            if rec.measuring(t0) {
-                *issued_bytes += op.req.len as u64;
-            }
-            return Paced::Deferred;
         }
         let Some(p) = st.pacer.as_mut() else { return Paced::Go(t0) };
         let (due, quiesce) = match p.book(op.req.write as usize, op.req.len as u64, t0) {
