@@ -43,6 +43,20 @@ def test_every_paper_disk_scale_keeps_disk_bound_workloads_disk_bound(slug):
     assert plan.est_s <= 30 * 60, plan.est_s
 
 
+def test_gus3_paper_disk_runs_the_posts_dbench_and_leaves_out_cells_no_claim_can_use():
+    # Every gus3 claim is sensitive to the run's length: a shorter run makes them all "not
+    # comparable here", so the scale keeps the post's 60 s (and dbench's warm-up) and fits 30
+    # minutes by leaving out the one-CPU cells, which pinning could never make comparable (a nosmp
+    # boot is not pinning), and noop, whose claims are about elevators fsmeter replaces.
+    plan = plan_study(load_study("gus3-2008"), "paper-disk")
+    params = plan.campaign["workloads"][0]["params"]
+    assert params["duration_s"] == 60.0 and "warmup_s" not in params
+    assert not [c for c in plan.changes if "duration" in c.affects], plan.changes
+    assert plan.campaign["factors"]["cpus"] == [2]
+    assert plan.campaign["factors"]["scheduler"] == ["mq-deadline"]
+    assert any(c.what == "cpus = UP" and c.kind == "skipped" for c in plan.changes), plan.changes
+
+
 def test_paper_disk_refuses_a_device_and_guests():
     study = load_study("wettstein2002")
     with pytest.raises(UserError, match="leave out --device"):
@@ -60,8 +74,8 @@ def test_a_study_without_the_scale_names_the_ones_it_has(tmp_path):
     without = text[:start] + text[text.index("[[workloads]]", start) :]
     path = tmp_path / "g.toml"
     path.write_text(
-        without.replace('paper-disk = { cfq = "skip" }\n', "").replace(
-            "paper-disk = { duration_s = 15.0, warmup_s = 3.0 }\n", ""
+        without.replace('paper-disk = { cfq = "skip", noop = "skip" }\n', "").replace(
+            'paper-disk = { UP = "skip" }\n', ""
         )
     )
     with pytest.raises(UserError, match="defines no paper-disk scale"):

@@ -166,6 +166,8 @@ def _scaled_params(w, scale: str, factor: float | None, changes: list, page_cach
     overrides = {"quick": w.quick, "small": w.small, "paper-disk": w.paper_disk}.get(scale, {})
     params.update(overrides)
     for k, v in overrides.items():
+        if k in w.params and w.params[k] == v:
+            continue  # the study's own value, kept: no change
         changes.append(
             Change(
                 "shrunk",
