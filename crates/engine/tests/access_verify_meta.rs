@@ -99,3 +99,29 @@ fn blocks_that_cannot_hold_a_header_or_the_grid_are_refused() {
     let e = session(dir.path(), 0, 0, json!({"verify_pattern": []})).err().expect("refused");
     assert!(e.contains("verify_pattern_meta") && e.contains("needs verify_pattern"), "{e}");
 }
+
+#[test]
+fn verify_backlog_reads_back_every_write_beside_the_pattern() {
+    // fio's t/jobs t0006: a random read/write mix with verify=meta, a verify_pattern and
+    // verify_backlog; the mix moves total_bytes, then each write is read back and checked once.
+    let dir = tempfile::tempdir().unwrap();
+    let extra = json!({"verify_backlog": 16, "verify_fatal": true, "reuse_files": false});
+    let mut s = session(dir.path(), 50, 100, extra).unwrap();
+    run(&mut s, "prepare");
+    let r = run(&mut s, "run");
+    let (reads, writes) = (count(&r, "read"), count(&r, "write"));
+    assert!(writes > 16 && writes < 256, "{writes} writes");
+    assert_eq!(reads, 256, "the mix's reads and every write read back: 1 MiB of reads");
+    assert_eq!(r["counters"]["verify_backlog_reads"], writes);
+    assert_eq!(r["counters"]["verify_mismatches"], 0);
+    assert_eq!(r["counters"]["verify_blocks_checked"], reads * 8, "eight 512-byte blocks a read");
+    // Without a checked pattern (or verify) there is nothing for the backlog to check.
+    let e = session(dir.path(), 50, 100, json!({"verify_backlog": 16, "verify_pattern_check": false}))
+        .err()
+        .expect("refused");
+    assert!(e.contains("verify_backlog") && e.contains("checked verify_pattern"), "{e}");
+}
+
+fn count(r: &Value, kind: &str) -> u64 {
+    r["ops"][kind]["count"].as_u64().unwrap_or(0)
+}

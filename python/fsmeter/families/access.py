@@ -25,9 +25,11 @@ from fsmeter.families.access_params import (
     FaultParams,
     IoLogParams,
     IoprioParams,
+    IssueLogParams,
     LatTargetParams,
     PaceParams,
     PlaceParams,
+    ReplayParams,
     SprandomParams,
     SteadyParams,
     ThreadRegionParams,
@@ -119,11 +121,16 @@ class AccessParams(BaseModel):
         description="data verification (docs/verify.md): every block written carries a header and a checksum, "
         "reads check them, a verify phase re-reads everything; off by default",
     )
+    serialize_overlap: bool = Field(
+        False,
+        description="a request whose bytes overlap one of its thread's requests in flight waits, with the "
+        "requests drawn after it, until that one is back (fio's serialize_overlap)",
+    )
     verify_backlog: int = Field(
         0,
         ge=0,
         le=1 << 20,
-        description="with verify: each thread re-reads and checks its "
+        description="with verify or a checked verify_pattern: each thread re-reads and checks its "
         "written requests during the run, the oldest ones whenever this many are waiting "
         "(fio's verify_backlog), and those left at the end of its writes; 0: off",
     )
@@ -140,7 +147,9 @@ class AccessParams(BaseModel):
         "verify_dump)",
     )
     verify_fatal: bool = Field(
-        False, description="with verify: a thread stops at its first corrupt block (fio's verify_fatal)"
+        False,
+        description="with verify or a checked verify_pattern: a thread stops at its first corrupt block "
+        "(fio's verify_fatal)",
     )
     verify_write_sequence: bool = Field(
         True,
@@ -151,7 +160,7 @@ class AccessParams(BaseModel):
     )
     verify_phase: bool = Field(
         True,
-        description="with verify: re-read every file in a verify phase after the run; "
+        description="with verify or verify_pattern: re-read every file in a verify phase after the run; "
         "false when the run's own read-back (verify_backlog) is the whole check, as in fio",
     )
     verify_block: Size = Field(
@@ -283,6 +292,12 @@ class AccessParams(BaseModel):
     io_log: IoLogParams | None = Field(
         None, description="log every measured request of the run phase in fio's per-I/O latency log format"
     )
+    iolog_out: IssueLogParams | None = Field(
+        None, description="log every request the run phase issues in fio's I/O log (version 3; fio's write_iolog)"
+    )
+    replay: ReplayParams | None = Field(
+        None, description="replay the requests of fio's I/O log instead of drawing them from the mix (fio's read_iolog)"
+    )
     place: PlaceParams = Field(
         default_factory=PlaceParams,
         description="where the run phase's threads run and "
@@ -392,8 +407,12 @@ class AccessParams(BaseModel):
             raise ValueError("random_map: with several request sizes, needs every request random (random_pct=100)")
         if self.verify != "off":
             self._check_verify()
-        elif self.verify_backlog or self.verify_backlog_batch:
-            raise ValueError("verify_backlog: needs verify (block headers to check): set verify")
+        elif self.verify_backlog_batch and not self.verify_backlog:
+            raise ValueError("verify_backlog_batch: needs verify_backlog (the reads it batches)")
+        elif self.verify_backlog and not (self.verify_pattern and self.verify_pattern_check):
+            raise ValueError(
+                "verify_backlog: needs verify (block headers to check) or a checked verify_pattern: set one"
+            )
         if self.duration_s is None and self.total_bytes is None:
             raise ValueError("duration_s: give duration_s or total_bytes (or both: whichever comes first)")
         self._check_fio_access()
@@ -625,7 +644,7 @@ class AccessParams(BaseModel):
 
 def _phases(p: AccessParams) -> list:
     phases = [Phase("prepare", measured=False), Phase("run", cold_cache=True)]
-    if (p.verify != "off" and p.verify_phase) or (p.verify_pattern and p.verify_pattern_check):
+    if p.verify_phase and (p.verify != "off" or (p.verify_pattern and p.verify_pattern_check)):
         # Re-read everything written, from the storage rather than the page cache when it can be dropped.
         phases.append(Phase("verify", measured=False, cold_cache=True))
     return phases

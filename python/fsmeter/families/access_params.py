@@ -333,6 +333,28 @@ class IoLogParams(BaseModel):
     max_records: int = Field(1 << 20, ge=1, le=1 << 28, description="requests each thread logs at most")
 
 
+class IssueLogParams(BaseModel):
+    """fio's write_iolog: every request issued, in fio's I/O log version 3, written by the engine after the run
+    phase (engine: access/issuelog.rs)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    path: str = Field(min_length=1, description="the log file to write")
+    names: list[str] = Field(min_length=1, description="each file's name as the log gives it, in file order")
+    max_records: int = Field(1 << 22, ge=1, le=1 << 28, description="requests each thread logs at most")
+
+
+class ReplayParams(BaseModel):
+    """fio's read_iolog: the requests of a log, replayed in order (engine: access/replay.rs)."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    ops: list[tuple[int, int, int, int, int]] = Field(
+        min_length=1,
+        description="the requests: [due_ns, file, action, offset, length], action 0 read, 1 write, 2 trim, 3 sync, "
+        "4 datasync; due_ns from the thread's start",
+    )
+    timed: bool = Field(True, description="each request waits for its time (false: fio's replay_no_stall)")
+
+
 class SprandomParams(BaseModel):
     """fio's sprandom: SanDisk's preconditioning of a flash device (engine: access/sprandom.rs)."""
 

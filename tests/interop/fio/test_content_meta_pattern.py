@@ -126,3 +126,52 @@ def test_the_pattern_is_where_fio_puts_it(tmp_path):
         [fio, "--directory", str(tmp_path / "f"), str(job)], capture_output=True, text=True, timeout=120, cwd=tmp_path
     )  # fio leaves its verify state file in its working directory
     assert r.returncode == 0 and "verify:" not in r.stderr, r.stderr
+
+
+# fio's t/jobs t0006 (verify=meta, verify_pattern, verify_backlog=1024, verify_fatal=1 on a random read/write
+# mix), at 4 MiB instead of 4 GiB and buffered (the test's directory may not take O_DIRECT).
+T0006 = (
+    "[global]\nrw=randrw\nbs=4k\nioengine=libaio\niodepth=32\nverify=meta\nverify_backlog=1024\nverify_fatal=1\n"
+    "[ver-test]\nfilename=foo\nsize=4m\nverify_pattern=0xaaa\n"
+)
+
+
+def test_t0006_maps_verify_backlog_and_verify_fatal_beside_the_pattern():
+    m = job_of(T0006)
+    p = m.params
+    assert (p["verify_pattern"], p["verify_pattern_meta"], p["verify_backlog"], p["verify_fatal"]) == (
+        "0xaaa",
+        True,
+        1024,
+        True,
+    )
+    assert p["verify_phase"] is False, "fio reads back what its backlog left, not the whole file again"
+    AccessParams(**p)
+    assert any(n.startswith("verify_backlog=1024: each thread reads back") for n in m.notes)
+
+
+def test_t0006_reads_back_every_write_as_fio_counts_it(tmp_path):
+    (tmp_path / "d").mkdir()
+    doc = _run(tmp_path, T0006, "t0006", keep=False)
+    run = doc["phases"]["ver-test:run"]
+    reads, writes = run["ops"]["read"], run["ops"]["write"]
+    # fio 3.33, this job (direct=1 on ext4): read 4096 KiB in 1,024 requests, write 2,112 KiB in 528. Its mix
+    # moves size= bytes (4 MiB: mix reads + writes) and then every write is read back once, so the reads
+    # always come to size= bytes, whatever the mix drew: run-fio-tests.py's read/write ratio of about 2.
+    assert (reads["count"], reads["bytes"]) == (1024, 4 << 20)
+    assert run["counters"]["verify_backlog_reads"] == writes["count"] > 0
+    assert run["counters"]["verify_mismatches"] == 0
+    assert "ver-test:verify" not in doc["phases"]
+
+
+def test_verify_fatal_stops_a_pattern_reader_at_its_first_corrupt_block(tmp_path):
+    (tmp_path / "d").mkdir()
+    _run(tmp_path, WRITE, "w")
+    data = tmp_path / "d" / "datafile.tmp"
+    b = bytearray(data.read_bytes())
+    b[5 * 512 + 200] ^= 0xFF  # a pattern byte in the first 64 KiB read
+    data.write_bytes(bytes(b))
+    doc = _run(tmp_path, READ.replace("do_verify=1\n", "do_verify=1\nverify_fatal=1\n"), "fatal")
+    run = doc["phases"]["r:run"]
+    assert run["counters"]["verify_mismatches"] == 1
+    assert run["ops"]["read"]["count"] == 1, "fio's job stops at its first corrupt read"

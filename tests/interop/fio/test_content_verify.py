@@ -98,13 +98,12 @@ def test_verify_backlog_batch_fatal_sequence_and_async_map():
         ("verify=crc32c\nverify_backlog=2000000\n", r"^t.fio line 6: verify_backlog=2000000: must be between 0 and"),
         ("verify=crc32c\nverify_only=1\n", r"^t.fio line 6: option verify_only is not supported by fsmeter yet"),
         (
-            "verify_pattern=0xff\nverify_backlog=4\n",
-            r"^t.fio line 6: verify_backlog=4: with verify_pattern \(verify=pattern or verify=meta\) is not "
-            r"supported by fsmeter yet",
+            "verify_pattern=0xff\nverify_dump=1\n",
+            r"^t.fio line 6: verify_dump=1: with verify_pattern is not supported by fsmeter yet",
         ),
-        (  # fio's t/jobs t0006 names verify=meta: the refusal must not call it verify=pattern
-            "verify=meta\nverify_pattern=0xaaa\nverify_backlog=1024\n",
-            r"^t.fio line 7: verify_backlog=1024: with verify_pattern \(verify=pattern or verify=meta\) is not",
+        (
+            "verify_pattern=0xff\nverify_backlog_batch=4\n",
+            r"^t.fio line 6: verify_backlog_batch=4: has no effect without verify_backlog",
         ),
     ],
 )

@@ -235,3 +235,21 @@ def test_options_these_engines_make_moot_are_noted_not_dropped_silently():
     assert any("stores to a mapping do not go through" in n for n in m.notes)
     m = job_of("[m]\nsync=1\nrw=write\nsize=1m\n")
     assert m.params["open_sync"] == "sync"
+
+
+def test_serialize_overlap_is_mapped_and_what_it_cannot_do_is_refused():
+    m = job_of("[a]\nioengine=io_uring\niodepth=8\nsize=1m\nrw=randwrite\nserialize_overlap=1\n")
+    assert m.params["serialize_overlap"] is True
+    assert any(n.startswith("serialize_overlap=1: a request whose bytes overlap") for n in m.notes)
+    # fio's t/jobs t0013: one request in flight, clones with files of their own, offload mode.
+    t0013 = "[test]\nioengine=null\nthread=1\nsize=4K\nblocksize=4K\nio_submit_mode=offload\niodepth=1\n"
+    t0013 += "serialize_overlap=1\nnumjobs=8\nloops=1000000\nruntime=10\n"
+    m = job_of(t0013)
+    assert m.params["serialize_overlap"] is True
+    assert any("nothing to hold back" in n and "each clone has files of its own" in n for n in m.notes)
+    assert "serialize_overlap" not in job_of("[a]\nsize=1m\nserialize_overlap=0\n").params
+    with pytest.raises(UserError) as exc:
+        job_of("[a]\nfilename=f\nsize=1m\nnumjobs=2\nio_submit_mode=offload\nserialize_overlap=1\n")
+    msg = exc.value.message
+    assert msg.startswith("t.fio line 6: serialize_overlap=1: with io_submit_mode=offload and clones sharing")
+    assert "\n" not in msg

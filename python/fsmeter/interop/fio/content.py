@@ -120,19 +120,7 @@ def buffer_pattern_and_verify(ctx: Ctx, params: dict, notes: list) -> None:
     v = ctx.job.get("verify")
     if ctx.job.get("verify_pattern") is not None:
         _verify_pattern(ctx, params, notes)
-        for name in _VERIFY_OPTS:
-            if name != "verify_async" and ctx.job.get(name) is not None:
-                ctx.fail(
-                    ctx.job.get(name),
-                    "with verify_pattern (verify=pattern or verify=meta) is not supported by fsmeter yet "
-                    "(planned): use it with a checksum method (verify=crc32c ...) and no verify_pattern, or run "
-                    "this job with fio",
-                )
-        if ctx.job.get("verify_async") is not None:
-            notes.append(
-                f"{ctx.job.get('verify_async').as_written}: fsmeter compares the pattern in the thread that "
-                "read it: the same I/Os"
-            )
+        _pattern_options(ctx, params, notes)
         return
     if v is None:
         _without_method(ctx, notes)
@@ -259,6 +247,52 @@ def _verify_pattern(ctx: Ctx, params: dict, notes: list) -> None:
         "phase after the run check each byte against it (fio's verify=pattern); files already there are "
         "read as they are, as fio reads them"
     )
+
+
+def _pattern_options(ctx: Ctx, params: dict, notes: list) -> None:
+    """verify_backlog (and _batch), verify_fatal, verify_write_sequence, verify_async and verify_dump beside
+    verify_pattern (verify=pattern or verify=meta)."""
+    dump = ctx.job.get("verify_dump")
+    if dump is not None and ctx.flag("verify_dump", False):
+        ctx.fail(
+            dump,
+            "with verify_pattern is not supported by fsmeter yet (planned): it reports the first corrupt bytes "
+            "of each read instead; remove verify_dump, or run this job with fio",
+        )
+    backlog = ctx.int("verify_backlog", 0, 0, 1 << 20)
+    batch = ctx.int("verify_backlog_batch", 0, 0, 1 << 20)
+    if batch and not backlog:
+        ctx.fail(
+            ctx.job.get("verify_backlog_batch"),
+            "has no effect without verify_backlog: add verify_backlog=N, or remove it",
+        )
+    fatal = ctx.flag("verify_fatal", False)
+    if not params.get("verify_pattern") or not params.get("verify_pattern_check", True):
+        # do_verify=0: the pattern is written and nothing read back or checked, as in fio.
+        for name, on in (("verify_backlog", backlog), ("verify_fatal", fatal)):
+            if on:
+                notes.append(f"{ctx.job.get(name).as_written} with do_verify=0: nothing is checked, as in fio")
+        return
+    if backlog:
+        params["verify_backlog"], params["verify_backlog_batch"] = backlog, batch
+        params["verify_phase"] = False
+        notes.append(
+            f"verify_backlog={backlog}: each thread reads back and checks its oldest written requests "
+            f"whenever {backlog} wait, {batch or backlog} at a time, during the run (as fio does: counted as "
+            "the job's reads), and those left once its writes are done; no separate verify phase"
+        )
+    if fatal:
+        params["verify_fatal"] = True
+        notes.append(
+            "verify_fatal=1: a thread stops at its first read that does not hold the pattern, as fio's job does"
+        )
+    if ctx.job.get("verify_write_sequence") is not None and not ctx.flag("verify_write_sequence", True):
+        notes.append("verify_write_sequence=0: a pattern carries no write number to compare: nothing changes")
+    if ctx.job.get("verify_async") is not None and ctx.int("verify_async", 0, 0, 1 << 16):
+        notes.append(
+            f"{ctx.job.get('verify_async').as_written}: fsmeter compares the pattern in the thread that "
+            "read it: the same I/Os"
+        )
 
 
 def _meta_pattern(ctx: Ctx, params: dict, notes: list, text: str, n: int, block: int | None) -> None:

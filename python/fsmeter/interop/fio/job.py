@@ -25,6 +25,7 @@ from fsmeter.interop.fio.files import (
     job_file_name,
     place_files,
 )
+from fsmeter.interop.fio.iolog import write_iolog
 from fsmeter.interop.fio.logs import job_logs, log_format
 from fsmeter.interop.fio.mapped import MappedJob, option_sources
 from fsmeter.interop.fio.offsets import access_shape, offset_increment, sprandom
@@ -51,6 +52,7 @@ from fsmeter.interop.fio.pattern import (
     rw_mix,
     sized_map,
 )
+from fsmeter.interop.fio.replay import replay_options_alone, replay_params
 from fsmeter.interop.fio.syncs import write_syncs
 from fsmeter.interop.fio.values import Ctx, alias
 from fsmeter.interop.fio_jobfile import FioJob, FioOption
@@ -138,6 +140,9 @@ def map_job(
     d.split, d.bs, d.per_dir, d.entries, d.trim_then_write = requests(ctx, d.rw, d.read_pct, d.random_pct, notes)
     d.sizes = [e["size"] for e in d.entries]
     _engine(d)
+    if job.get("read_iolog") is not None:
+        return _replay_job(d, group, target, dir_given)
+    replay_options_alone(ctx, notes)
     _data_set(d, target, dir_given, fill_outputs)
     _timing(d)
     _bytes_per_clone(d)
@@ -148,6 +153,9 @@ def map_job(
     if d.engine in NAME_ENGINES or d.engine in CALL_ENGINES:
         fio_engine(ctx, d.engine, d.rw, d.rw_opt, d.params, notes, d.numjobs, d.time_based, d.loops, d.ramp, d.place)
     engine_setup(ctx, d.engine, d.params, notes)
+    write_iolog(
+        ctx, d.params, notes, d.numjobs, d.engine if d.engine in NAME_ENGINES or d.engine in CALL_ENGINES else None
+    )
     settings = {"threads": d.numjobs, "seed": seed, "backend": ENGINES[d.engine]}
     logs = job_logs(ctx, file_name, d.numjobs, settings, notes)
     log_lines = log_format(ctx, logs, d.params, d.numjobs, notes)
@@ -173,6 +181,50 @@ def map_job(
         exit_what=exit_what,
         fill=d.fill,
         after_fill=d.from_fill[0] if d.from_fill is not None else None,
+        fio_job=ctx.job,
+    )
+
+
+def _replay_job(d: _Draft, group: int, target: Path | None, dir_given: bool) -> MappedJob:
+    """A job of fio's read_iolog: its requests, files and times come from the log (replay.py)."""
+    ctx, notes = d.ctx, d.notes
+    d.numjobs = ctx.int("numjobs", 1, 1, 4096)
+    d.place = place_files(ctx, ctx.job.name, 1, target, dir_given, [], d.file_name)
+    _timing(d)
+    d.params = {
+        "queue_depth": d.qd,
+        "direct": d.direct,
+        "warmup_s": d.ramp,
+        "duration_s": d.runtime if d.runtime else None,
+        "buffer_memory": d.buffer_memory,
+    }
+    replay_params(ctx, notes, d.params, d.numjobs, d.direct)
+    engine_setup(ctx, d.engine, d.params, notes)
+    write_iolog(ctx, d.params, notes, d.numjobs, None)
+    seed = _seed(ctx, notes)
+    settings = {"threads": d.numjobs, "seed": seed, "backend": ENGINES[d.engine]}
+    logs = job_logs(ctx, d.file_name, d.numjobs, settings, notes)
+    log_lines = log_format(ctx, logs, d.params, d.numjobs, notes)
+    start_delay, exit_what = _run_control(ctx)
+    notes.extend(dict.fromkeys(ctx.notes))
+    base = d.place.dir or target
+    entry = d.params["entries"][0]
+    return MappedJob(
+        name=ctx.job.name,
+        line=ctx.job.line,
+        group=group,
+        params=d.params,
+        settings=settings,
+        notes=notes,
+        fio_rw="read" if entry["read_pct"] == 100 else "write",
+        dir=d.place.dir,
+        keep_files=base is not None and all((Path(base) / n).is_file() for n in d.params["file_names"]),
+        logs=logs,
+        log_format=log_lines,
+        sources=option_sources(ctx.job),
+        group_reporting=ctx.flag("group_reporting"),
+        start_delay_s=start_delay,
+        exit_what=exit_what,
         fio_job=ctx.job,
     )
 

@@ -29,8 +29,8 @@ def job_logs(ctx: Ctx, name: str, numjobs: int, settings: dict, notes: list) -> 
         stem = (opt.value or "").strip() or name
         if any(c in stem for c in "\n\0"):
             ctx.fail(opt, "give a file name prefix")
-        _confine(ctx, opt, stem, notes)
-        _check_log_folder(ctx, opt, Path(stem + "_x.log").parent)
+        confine_log_name(ctx, opt, stem, notes)
+        check_log_folder(ctx, opt, Path(stem + "_x.log").parent)
         for kind in kinds:
             if kind != "bw" and kind != "iops" and ctx.flag(f"disable_{kind}"):
                 continue
@@ -56,7 +56,7 @@ def job_logs(ctx: Ctx, name: str, numjobs: int, settings: dict, notes: list) -> 
     return out
 
 
-def _confine(ctx: Ctx, opt, stem: str, notes: list) -> None:
+def confine_log_name(ctx: Ctx, opt, stem: str, notes: list) -> None:
     """A relative log name stays in the current directory, where fio writes its logs: a name whose ".." parts
     climb out of it is refused with its line. An absolute name is the user's choice of an output file, as
     `--json` is: it is honoured, checked before the job runs (job_logs), and a note says where the logs go."""
@@ -75,7 +75,7 @@ def _confine(ctx: Ctx, opt, stem: str, notes: list) -> None:
             )
 
 
-def _check_log_folder(ctx: Ctx, opt, folder: Path) -> None:
+def check_log_folder(ctx: Ctx, opt, folder: Path) -> None:
     """A log goes to a folder of a filesystem: not into /proc, /sys or /dev (root may write there, and a log
     named /proc/x failed only after the run, or /dev/null made /dev/null_bw.1.log)."""
     from fsmeter.provision.sysinfo import pseudo_filesystem

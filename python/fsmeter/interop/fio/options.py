@@ -166,7 +166,7 @@ SUPPORTED = {
     "fill_device",
     "fill_fs",
     "fallocate",
-    # Durable writes (syncs.write_syncs) and batching with a queued engine (engines.engine_setup).
+    # Durable writes (syncs.write_syncs), batching and serialize_overlap (engines.engine_setup).
     "sync",
     "fdatasync",
     "sync_file_range",
@@ -177,6 +177,17 @@ SUPPORTED = {
     "iodepth_batch_complete_min",
     "iodepth_batch_complete_max",
     "iodepth_low",
+    "serialize_overlap",
+    # fio's I/O log (iolog.write_iolog) and its replay (replay.py).
+    "write_iolog",
+    "read_iolog",
+    "read_iolog_chunked",
+    "replay_no_stall",
+    "replay_time_scale",
+    "replay_redirect",
+    "replay_skip",
+    "replay_scale",
+    "replay_align",
     # fio's verify without its log of written blocks (content.verify_readback says what it changes).
     "experimental_verify",
     # The search for a queue depth within a latency target (pacing.latency_target).
@@ -278,6 +289,9 @@ NEVER = {
     "exec_postrun": "fsmeter does not run commands from job files",
     "trim_percentage": "trim is not a filesystem data operation fsmeter measures",
     "cgroup": "use a campaign's page_cache_limit or cpus factor",
+    "merge_blktrace_file": "it merges blktrace traces of a block device; fsmeter replays fio's text I/O logs",
+    "merge_blktrace_scalars": "it merges blktrace traces of a block device; fsmeter replays fio's text I/O logs",
+    "merge_blktrace_iters": "it merges blktrace traces of a block device; fsmeter replays fio's text I/O logs",
 }
 
 

@@ -29,6 +29,8 @@ pub struct GenOp {
     pub random: bool,
     /// A trim: a hole punched over the request's range (`req.write` is false).
     pub trim: bool,
+    /// A replayed sync (fio's read_iolog): 1 fsync, 2 fdatasync of `req.file` (0: not a sync).
+    pub sync: u8,
 }
 
 /// Generates the request sequence of one thread. Pure: no system calls, so the
@@ -75,6 +77,8 @@ pub struct AccessGen {
     /// fio's number_ios: the requests this thread may draw (0: no limit), and those drawn.
     max_ios: u64,
     drawn: u64,
+    /// fio's read_iolog: the requests come from the log.
+    replay: Option<Box<super::replay::Replay>>,
 }
 
 impl AccessGen {
@@ -196,6 +200,7 @@ impl AccessGen {
             ended: false,
             max_ios: spec.max_ios,
             drawn: 0,
+            replay: spec.replay.as_ref().map(|r| Box::new(super::replay::Replay::new(r))),
         }
     }
 
@@ -285,11 +290,37 @@ impl AccessGen {
             entry: 0,
             random: true,
             trim: false,
+            sync: 0,
         }
+    }
+
+    /// fio's read_iolog: the thread's start (the log's time zero).
+    pub fn replay_start(&mut self, now_ns: u64) {
+        if let Some(r) = self.replay.as_mut() {
+            r.start(now_ns);
+        }
+    }
+
+    /// fio's read_iolog: when the request last drawn is due (0: now, or not a replay).
+    #[inline(always)]
+    pub fn replay_due(&self) -> u64 {
+        self.replay.as_ref().map_or(0, |r| r.due())
     }
 
     #[inline]
     pub fn next_op(&mut self) -> GenOp {
+        if let Some(r) = self.replay.as_mut() {
+            return r.next().unwrap_or_else(|| {
+                self.ended = true; // the log is done
+                GenOp {
+                    req: IoReq { file: 0, offset: 0, len: 0, write: false, ioprio: 0 },
+                    entry: 0,
+                    random: false,
+                    trim: false,
+                    sync: 0,
+                }
+            });
+        }
         if self.max_ios > 0 {
             self.drawn += 1;
             if self.drawn > self.max_ios {
@@ -381,6 +412,7 @@ impl AccessGen {
             entry,
             random,
             trim,
+            sync: 0,
         };
         if trim && self.trim_then_write {
             self.then_write = Some(GenOp { req: IoReq { write: true, ..op.req }, trim: false, ..op });

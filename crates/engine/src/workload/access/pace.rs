@@ -264,6 +264,12 @@ impl Pacer {
         }
     }
 
+    /// A booked request's wait, with nothing in flight: the thinktime stall its booking asked for
+    /// (`quiesce`), then its due time. False: a stop or the deadline came first.
+    pub fn wait_for(&self, due: u64, quiesce: bool, rec: &Recorder) -> bool {
+        (!quiesce || self.think(rec)) && sleep_until(due, rec)
+    }
+
     /// A thinktime stall, from now (every request has completed): spin, then sleep. False: stop.
     pub fn think(&self, rec: &Recorder) -> bool {
         let start = now_ns();

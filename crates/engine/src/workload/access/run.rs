@@ -9,6 +9,7 @@ use super::errors::ErrorCounts;
 use super::fd::FilesGuard;
 use super::gen::AccessGen;
 use super::iolog::{write_logs, IoLogBuf};
+use super::issuelog::{write_iolog, IssueBuf};
 use super::lattarget::LatProbe;
 use super::pace::{FlowState, Pacer};
 use super::prio::{set_thread_ioprio, CmdPrioState};
@@ -233,7 +234,8 @@ impl Access {
                 c.dump = spec.verify_dump;
                 c
             }),
-            backlog: (spec.verify.is_some() && spec.verify_backlog > 0)
+            // With a checksum method or a checked verify_pattern (whose reads check every byte).
+            backlog: ((spec.verify.is_some() || spec.checks_pattern()) && spec.verify_backlog > 0)
                 .then(|| Backlog::new(spec.verify_backlog, spec.verify_backlog_batch, qd)),
             racy: !((job.threads == 1 || spec.thread_files) && qd == 1),
             pattern_check: ContentCheck::new(None),
@@ -261,12 +263,14 @@ impl Access {
             }),
             cmdprio: spec.ioprio.has_cmd().then(|| CmdPrioState::new(&spec.ioprio, seed(qd + 1) ^ 0x70_72_69_6f)),
             io_log: spec.io_log.as_ref().map(|l| IoLogBuf::new(l.max_records)),
+            issue_log: spec.iolog_out.as_ref().map(|l| IssueBuf::new(l.max_records)),
             lat: spec.latency_target.as_ref().map(|l| LatProbe::new(l, qd as u32, 0)),
+            overlap_holds: 0,
         })
     }
 
-    /// One thread's run: the hot loop, in one of two copies (without verify it has no verification
-    /// code at all). Returns its mix counts and its checker.
+    /// One thread's run: the hot loop, in one of two copies (without verify or a backlog it has no
+    /// verification code at all). Returns its mix counts and its checker.
     pub(super) fn run_work<B: IoBackend>(
         &self,
         st: &mut RunState<B>,
@@ -274,13 +278,21 @@ impl Access {
         quota: Option<u64>,
         job: &Settings,
     ) -> Result<(Vec<[u64; 5]>, Option<Checker>)> {
-        let mix = if st.verify.is_some() {
+        let mix = if st.verify.is_some() || st.backlog.is_some() {
             self.worker::<B, true>(st, rec, quota, job)?
         } else {
             self.worker::<B, false>(st, rec, quota, job)?
         };
         if let Some(c) = &st.cmdprio {
             self.cmdprio_chosen.fetch_add(c.chosen, Relaxed);
+        }
+        self.overlap_holds.fetch_add(st.overlap_holds, Relaxed);
+        if let Some(b) = st.backlog.as_ref().filter(|_| st.verify.is_none()) {
+            self.pattern_backlog_reads.fetch_add(b.reads, Relaxed);
+        }
+        if let Some(l) = st.issue_log.as_mut() {
+            self.iolog_dropped.fetch_add(l.dropped, Relaxed);
+            self.issue_logged.lock().unwrap_or_else(|e| e.into_inner()).push(l.take());
         }
         if let Some(l) = st.io_log.as_mut() {
             self.io_log_dropped.fetch_add(l.dropped, Relaxed);
@@ -342,6 +354,13 @@ impl Access {
             let mut found = found.unwrap_or_else(|| ContentCheck::new(None));
             found.notes = self.pattern_notes("reads of the run phase");
             found.merge_into(report);
+            if spec.verify.is_none() && spec.verify_backlog > 0 {
+                let n = self.pattern_backlog_reads.swap(0, Relaxed);
+                report.counters.insert("verify_backlog_reads".into(), n);
+            }
+        }
+        if spec.serialize_overlap {
+            report.counters.insert("serialize_overlap_holds".into(), self.overlap_holds.swap(0, Relaxed));
         }
         let verify_extra = report.extra.get("verify").cloned();
         report.extra = serde_json::json!({
@@ -414,6 +433,24 @@ impl Access {
         }
         if spec.ioprio.has_cmd() {
             report.counters.insert("cmdprio_ios".into(), self.cmdprio_chosen.swap(0, Relaxed));
+        }
+        if let Some(l) = &spec.iolog_out {
+            // After the phase: merged in issue order and written off the measured window.
+            let recs = std::mem::take(&mut *self.issue_logged.lock().unwrap_or_else(|e| e.into_inner()));
+            match write_iolog(l, recs, 0) {
+                Ok(n) => {
+                    report.counters.insert("iolog_lines".into(), n);
+                }
+                Err(e) => report.warnings.push(format!("the I/O log (write_iolog) was not written: {e}")),
+            }
+            let dropped = self.iolog_dropped.swap(0, Relaxed);
+            if dropped > 0 {
+                report.counters.insert("iolog_dropped".into(), dropped);
+                report.warnings.push(format!(
+                    "the I/O log (write_iolog) lacks {dropped} requests: past {} per thread",
+                    l.max_records
+                ));
+            }
         }
         if let Some(l) = &spec.io_log {
             // After the phase: merged and written off the measured window.

@@ -66,6 +66,10 @@ pub struct AccessSpec {
     /// O_DIRECT: bypass the page cache.
     #[serde(default)]
     pub direct: bool,
+    /// fio's serialize_overlap: a thread issues no request whose bytes overlap one of its requests
+    /// in flight; it waits (and every request drawn after it waits behind it) until that one is back.
+    #[serde(default)]
+    pub serialize_overlap: bool,
     /// fsync the file after every N writes (0: never).
     #[serde(default)]
     pub fsync_every: u64,
@@ -271,6 +275,12 @@ pub struct AccessSpec {
     /// Log every measured request of the run phase in fio's per-I/O log format; see `iolog.rs`.
     #[serde(default)]
     pub io_log: Option<super::iolog::IoLogSpec>,
+    /// fio's write_iolog: every request issued, logged in fio's I/O log version 3.
+    #[serde(default)]
+    pub iolog_out: Option<super::issuelog::IssueLogSpec>,
+    /// fio's read_iolog: the requests replayed from a log instead of drawn from the mix.
+    #[serde(default)]
+    pub replay: Option<super::replay::ReplaySpec>,
     /// Where the run phase's threads run and their buffers' memory comes from (fio's
     /// cpus_allowed, numa_cpu_nodes, numa_mem_policy); see `pace.rs`.
     #[serde(default)]
@@ -440,9 +450,14 @@ impl AccessSpec {
         }
     }
 
+    /// Whether reads check their bytes against a `verify_pattern` (written and checked).
+    pub fn checks_pattern(&self) -> bool {
+        !self.verify_pattern.is_empty() && self.verify_pattern_check
+    }
+
     /// Whether there is a verify phase: block headers (`verify`) or a pattern (`verify_pattern`).
     pub fn verifies(&self) -> bool {
-        self.verify.is_some() || (!self.verify_pattern.is_empty() && self.verify_pattern_check)
+        self.verify.is_some() || self.checks_pattern()
     }
 
     /// Strided zones' range: `zone_range`, else `zone_size` (fio's default).
@@ -543,6 +558,7 @@ pub(super) mod tests {
             random_map_block: 0,
             allow_unaligned_direct: false,
             direct_layout: false,
+            serialize_overlap: false,
             verify: None,
             verify_block: 0,
             verify_backlog: 0,
@@ -577,6 +593,8 @@ pub(super) mod tests {
             interval_lat: false,
             ioprio: Default::default(),
             io_log: None,
+            iolog_out: None,
+            replay: None,
             place: PlaceSpec::default(),
             content: None,
             atomic: false,

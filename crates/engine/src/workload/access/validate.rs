@@ -108,6 +108,7 @@ impl AccessSpec {
             return Err(EngineError::invalid("file_prefix", "must be a plain file name prefix without '/'"));
         }
         self.validate_latency_target(job)?;
+        self.validate_replay()?;
         self.validate_fio_layout(job)?;
         let check = super::regions::RegionCheck {
             threads: job.threads,
@@ -121,6 +122,44 @@ impl AccessSpec {
             total_bytes: self.total_bytes,
         };
         super::regions::validate(&self.thread_regions, &check)
+    }
+
+    /// fio's read_iolog: the log's requests fit the files, and nothing else draws or holds them.
+    fn validate_replay(&self) -> Result<()> {
+        let Some(r) = &self.replay else { return Ok(()) };
+        r.validate(self.file_count, self.offset + self.file_size, self.max_size() as u64)?;
+        if self.direct && !self.allow_unaligned_direct {
+            if let Some(i) =
+                r.ops.iter().position(|o| o[2] <= super::replay::TRIM && (o[3] % 512 != 0 || o[4] % 512 != 0))
+            {
+                return Err(EngineError::invalid(
+                    "replay.ops",
+                    format!(
+                        "request {i}: {} bytes at {}: O_DIRECT needs multiples of 512 bytes",
+                        r.ops[i][4], r.ops[i][3]
+                    ),
+                ));
+            }
+        }
+        let clash = if self.pace.is_active() {
+            Some("a rate, thinktime or flow (the log's times pace the requests)")
+        } else if self.verify.is_some() || !self.verify_pattern.is_empty() || self.fault.is_some() {
+            Some("verify, verify_pattern or a fault")
+        } else if self.random_map || self.sprandom.is_some() || self.max_ios > 0 || self.trim_then_write {
+            Some("random_map, sprandom, max_ios or trim_then_write (the log gives the requests)")
+        } else if !self.thread_regions.is_empty() || self.zone_size > 0 || self.seq_add != 0 {
+            Some("thread regions, zones or seq_add (the log gives the offsets)")
+        } else if self.latency_target.is_some() || self.serialize_overlap {
+            Some("latency_target or serialize_overlap")
+        } else if self.fio_engine != FioEngine::Data {
+            Some("an engine that is not data transfer")
+        } else {
+            None
+        };
+        match clash {
+            Some(what) => Err(EngineError::invalid("replay", format!("cannot be combined with {what}"))),
+            None => Ok(()),
+        }
     }
 
     /// fio's latency target: one thread per job (fio searches each clone's depth on its own, and the
@@ -138,6 +177,8 @@ impl AccessSpec {
             Some("per-interval latency or a per-I/O log (the final window's statistics restart mid-run)")
         } else if self.fio_engine != FioEngine::Data {
             Some("an engine that is not data transfer")
+        } else if self.serialize_overlap {
+            Some("serialize_overlap (it holds requests back while the depth is judged by latency)")
         } else {
             None
         };
@@ -448,6 +489,12 @@ impl AccessSpec {
         if let Some(l) = &self.io_log {
             l.validate()?;
         }
+        if let Some(l) = &self.iolog_out {
+            l.validate(self.file_count)?;
+            if self.fio_engine != FioEngine::Data {
+                return Err(EngineError::invalid("iolog_out", "logs data transfers only: use the data engine"));
+            }
+        }
         self.place.validate()?;
         self.pace.validate(self.min_sizes())?;
         self.validate_shape(dist)
@@ -610,20 +657,20 @@ impl AccessSpec {
 
     /// With verify, every request covers whole blocks of a fixed grid (one header each).
     fn validate_verify(&self, job: &Settings) -> Result<()> {
-        if self.verify.is_none() {
-            if self.verify_backlog > 0 {
-                return Err(EngineError::invalid(
-                    "verify_backlog",
-                    "needs verify (block headers to check): set verify",
-                ));
-            }
-            return Ok(());
-        }
         if self.verify_backlog > MAX_BACKLOG || self.verify_backlog_batch > MAX_BACKLOG {
             return Err(EngineError::invalid(
                 "verify_backlog",
                 format!("at most {MAX_BACKLOG} requests (each thread keeps that many written requests to re-read)"),
             ));
+        }
+        if self.verify.is_none() {
+            if self.verify_backlog > 0 && !self.checks_pattern() {
+                return Err(EngineError::invalid(
+                    "verify_backlog",
+                    "needs verify (block headers to check) or a checked verify_pattern: set one",
+                ));
+            }
+            return Ok(());
         }
         let b = self.verify_block();
         let algo = self.verify.unwrap_or(Checksum::Crc32c);

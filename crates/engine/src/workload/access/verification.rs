@@ -30,8 +30,11 @@ impl Access {
         t0: u64,
     ) -> Result<()> {
         let req = IoReq { file: p.file, offset: p.offset, len: p.len, write: false, ioprio: self.spec.ioprio.thread };
-        let op = GenOp { req, entry: 0, random: false, trim: false };
+        let op = GenOp { req, entry: 0, random: false, trim: false, sync: 0 };
         st.slots[slot] = SlotMeta { t0, op: Some(op), generation: p.generation, backlog: true };
+        if let Some(l) = st.issue_log.as_mut() {
+            l.push(t0, super::issuelog::Action::Read, req.file, req.offset, req.len);
+        }
         st.backend.queue(slot, req, st.bufs[slot].as_ptr())
     }
 
@@ -71,13 +74,24 @@ impl Access {
                 }
                 rec.record(READ, res as u64, meta.t0, t1);
                 self.verify_completion(st, slot, op.req, meta, res as usize, exact);
+                if spec.checks_pattern() {
+                    self.check_pattern(st, slot, op.req, res as usize, job, "run");
+                }
                 st.slots[slot].op = None;
                 inflight -= 1;
-                if spec.verify_fatal && st.verify.as_ref().is_some_and(|c| c.mismatches > 0) {
+                if self.fatal_now(st) {
                     st.backlog = None; // the rest is not read back
                 }
             }
         }
+    }
+
+    /// verify_fatal and a corrupt block already found (by a checksum or a checked pattern): the
+    /// thread stops, and reads back nothing more.
+    #[inline]
+    pub(super) fn fatal_now<B: IoBackend>(&self, st: &RunState<B>) -> bool {
+        self.spec.verify_fatal
+            && (st.verify.as_ref().is_some_and(|c| c.mismatches > 0) || st.pattern_check.mismatches > 0)
     }
 
     /// With verify_pattern, after a read: its bytes against the pattern (one request counted as checked).
@@ -228,7 +242,14 @@ impl Access {
         moved: usize,
         exact: bool,
     ) {
-        let Some(ch) = st.verify.as_mut() else { return };
+        let Some(ch) = st.verify.as_mut() else {
+            // A checked verify_pattern with verify_backlog: a completed write joins the backlog; every
+            // read, the backlog's too, is checked against the pattern where reads complete.
+            if let Some(b) = st.backlog.as_mut().filter(|_| req.write) {
+                b.written(Piece { file: req.file, offset: req.offset, len: req.len, generation: meta.generation });
+            }
+            return;
+        };
         if req.write {
             if let Some(l) = &self.last_writes {
                 l.record(req.file, req.offset, req.len as u64, ch.thread, meta.generation);

@@ -10,6 +10,7 @@ use super::errors::{ErrorCounts, OnError};
 use super::fileops::{one_call_failure, Donor};
 use super::gen::{AccessGen, GenOp};
 use super::iolog::{IoLogBuf, IoRecord};
+use super::issuelog::{Action, IssueBuf};
 use super::lattarget::{LatProbe, Step};
 use super::pace::{sleep_until, FlowState, Go, Pacer};
 use super::prio::CmdPrioState;
@@ -64,8 +65,12 @@ pub(super) struct RunState<B: IoBackend> {
     pub(super) cmdprio: Option<CmdPrioState>,
     /// With a per-I/O log: this thread's records, allocated before the start.
     pub(super) io_log: Option<IoLogBuf>,
+    /// With fio's write_iolog: every request this thread issues, allocated before the start.
+    pub(super) issue_log: Option<IssueBuf>,
     /// With fio's latency_target: the search for the queue depth (lattarget.rs).
     pub(super) lat: Option<LatProbe>,
+    /// With serialize_overlap: the requests held back (behind an overlap, or behind one held).
+    pub(super) overlap_holds: u64,
 }
 
 /// A measured request's per-I/O log record (fio's direction: 0 read, 1 write, 2 trim).
@@ -94,6 +99,8 @@ pub(super) enum Wait {
     Think,
     /// Its turn in the flow.
     Flow,
+    /// serialize_overlap: no request of the thread in flight that overlaps it (or one held before it).
+    Overlap,
 }
 
 /// What pacing made of a request just drawn.
@@ -129,6 +136,10 @@ impl Access {
         if let Some(p) = st.pacer.as_mut() {
             p.start(now_ns());
         }
+        if let Some(l) = st.issue_log.as_mut() {
+            l.start(now_ns());
+        }
+        st.gen.replay_start(now_ns());
         let out = self.worker_loop::<B, VERIFY>(st, rec, quota, job);
         if let Some(f) = st.flow.as_mut() {
             f.leave();
@@ -255,6 +266,11 @@ impl Access {
                 // In the kernel besides this slot: the in-flight slots less this batch's unprocessed ones.
                 let others = inflight - (batch - i);
                 match self.pace(st, slot, op, t0, others, rec, &mut issued_bytes) {
+                    Paced::Go(t0)
+                        if spec.serialize_overlap && self.hold_overlap(st, slot, op, t0, rec, &mut issued_bytes) =>
+                    {
+                        inflight -= 1
+                    }
                     Paced::Go(t0) => {
                         self.launch::<B, VERIFY>(st, slot, op, t0, rec, Some(&mut issued_bytes), gen_base)?
                     }
@@ -265,6 +281,9 @@ impl Access {
                         inflight -= 1;
                     }
                 }
+            }
+            if spec.serialize_overlap {
+                inflight += self.release_overlaps::<B, VERIFY>(st, rec, gen_base)?;
             }
             if st.lat.is_some() && !stopping {
                 stopping = self.lat_step::<B, VERIFY>(
@@ -303,6 +322,8 @@ impl Access {
             };
             let t0 = now_ns();
             match self.pace(st, slot, op, t0, *inflight, rec, issued_bytes) {
+                Paced::Go(t0)
+                    if self.spec.serialize_overlap && self.hold_overlap(st, slot, op, t0, rec, issued_bytes) => {}
                 Paced::Go(t0) => {
                     self.launch::<B, VERIFY>(st, slot, op, t0, rec, Some(&mut *issued_bytes), gen_base)?;
                     *inflight += 1;
@@ -337,16 +358,19 @@ impl Access {
         let ready = !halted
             && match wait {
                 Wait::Due => sleep_until(meta.t0, rec),
+                // Nothing is in flight, so nothing overlaps it.
+                Wait::Overlap => true,
                 Wait::Think => st.pacer.as_ref().is_some_and(|p| p.think(rec)) && sleep_until(meta.t0, rec),
                 // Its turn in the flow, then its time by the job's rate or thinktime, if any
                 // (nothing is in flight here, so a thinktime's quiescence holds).
                 Wait::Flow => {
                     st.flow.as_mut().is_some_and(|f| f.wait_and_pass(rec))
-                        && match st.pacer.as_mut().map(|p| p.book(op.req.write as usize, op.req.len as u64, now_ns())) {
-                            None | Some(Go::Now) => true,
-                            Some(Go::At { due, quiesce }) => {
-                                (!quiesce || st.pacer.as_ref().is_some_and(|p| p.think(rec))) && sleep_until(due, rec)
-                            }
+                        && match st.pacer.as_mut() {
+                            None => true,
+                            Some(p) => match p.book(op.req.write as usize, op.req.len as u64, now_ns()) {
+                                Go::Now => true,
+                                Go::At { due, quiesce } => p.wait_for(due, quiesce, rec),
+                            },
                         }
                 }
             };
@@ -393,12 +417,12 @@ impl Access {
         }
         if VERIFY {
             self.verify_completion(st, slot, op.req, meta, res as usize, exact);
-            if spec.verify_fatal && st.verify.as_ref().is_some_and(|c| c.mismatches > 0) {
-                *stopping = true;
-            }
         }
-        if !op.req.write && !spec.verify_pattern.is_empty() && spec.verify_pattern_check {
+        if !op.req.write && spec.checks_pattern() {
             self.check_pattern(st, slot, op.req, res as usize, job, "run");
+        }
+        if self.fatal_now(st) {
+            *stopping = true;
         }
         if !op.req.write && !spec.write_pattern().is_empty() {
             // The read's bytes lie over the pattern from the buffer's start (a superset when the
@@ -434,6 +458,14 @@ impl Access {
             if let Some(kind) = kind {
                 *synced = true;
                 let t0 = now_ns();
+                if let Some(l) = st.issue_log.as_mut() {
+                    let action = match kind {
+                        SyncKind::Full => Action::Sync,
+                        SyncKind::Data => Action::Datasync,
+                        SyncKind::Range(_) => Action::SyncFileRange,
+                    };
+                    l.push(t0, action, op.req.file, 0, 0);
+                }
                 st.backend.sync(op.req.file, kind)?;
                 rec.record(FSYNC, 0, t0, now_ns());
             }
@@ -517,12 +549,14 @@ impl Access {
         if spec.fsync_end && !rec.interrupted() {
             for f in 0..spec.file_count {
                 let t0 = now_ns();
+                if let Some(l) = st.issue_log.as_mut() {
+                    l.push(t0, Action::Sync, f, 0, 0);
+                }
                 st.backend.fsync(f)?;
                 rec.record(FSYNC, 0, t0, now_ns());
             }
         }
-        let fatal = spec.verify_fatal && st.verify.as_ref().is_some_and(|c| c.mismatches > 0);
-        if VERIFY && st.backlog.is_some() && !fatal {
+        if VERIFY && st.backlog.is_some() && !self.fatal_now(st) {
             self.backlog_rest(st, rec, exact, job)?;
         }
         Ok(std::mem::take(&mut st.mix))
@@ -564,6 +598,22 @@ impl Access {
                 return Paced::Deferred;
             }
         }
+        let due = st.gen.replay_due();
+        if due > t0 {
+            // fio's read_iolog: a request waits for its time in the log, as a paced one does.
+            if others > 0 || !st.deferred.is_empty() {
+                st.slots[slot] = SlotMeta { t0: due, op: Some(op), generation: 0, backlog: false };
+                st.deferred.push_back((slot, Wait::Due));
+                if rec.measuring(t0) {
+                    *issued_bytes += op.req.len as u64;
+                }
+                return Paced::Deferred;
+            }
+            if !sleep_until(due, rec) {
+                return Paced::Stop;
+            }
+            t0 = now_ns();
+        }
         let Some(p) = st.pacer.as_mut() else { return Paced::Go(t0) };
         let (due, quiesce) = match p.book(op.req.write as usize, op.req.len as u64, t0) {
             Go::Now => return Paced::Go(t0),
@@ -578,10 +628,76 @@ impl Access {
             }
             return Paced::Deferred;
         }
-        if (quiesce && !p.think(rec)) || !sleep_until(due, rec) {
+        if !p.wait_for(due, quiesce, rec) {
             return Paced::Stop;
         }
         Paced::Go(now_ns())
+    }
+
+    /// serialize_overlap: whether a request of this thread in flight (not `slot`, not one waiting in
+    /// `deferred`) overlaps `req`'s bytes. Slots the current batch completed but has not yet handled
+    /// count as in flight: a request may wait a batch longer than it must, never overlap.
+    #[inline]
+    fn overlaps_in_flight<B: IoBackend>(&self, st: &RunState<B>, slot: usize, req: &IoReq) -> bool {
+        let (lo, hi) = (req.offset, req.offset + req.len as u64);
+        st.slots.iter().enumerate().any(|(s, m)| {
+            s != slot
+                && m.op.is_some_and(|o| {
+                    o.req.file == req.file && o.req.offset < hi && lo < o.req.offset + o.req.len as u64
+                })
+                && !st.deferred.iter().any(|&(d, _)| d == s)
+        })
+    }
+
+    /// serialize_overlap, for a request cleared to go at `t0`: true when it must wait, held in
+    /// `deferred` (behind any request held before it, so the thread's order is kept) with its bytes
+    /// counted now, as a deferred request's are.
+    #[inline]
+    fn hold_overlap<B: IoBackend>(
+        &self,
+        st: &mut RunState<B>,
+        slot: usize,
+        op: GenOp,
+        t0: u64,
+        rec: &Recorder,
+        issued_bytes: &mut u64,
+    ) -> bool {
+        if st.deferred.is_empty() && !self.overlaps_in_flight(st, slot, &op.req) {
+            return false;
+        }
+        st.slots[slot] = SlotMeta { t0, op: Some(op), generation: 0, backlog: false };
+        st.deferred.push_back((slot, Wait::Overlap));
+        st.overlap_holds += 1;
+        if rec.measuring(t0) {
+            *issued_bytes += op.req.len as u64;
+        }
+        true
+    }
+
+    /// serialize_overlap, after a batch of completions: the held requests at the front of
+    /// `deferred` that overlap nothing in flight any more are issued, in order. Returns how many.
+    #[inline]
+    fn release_overlaps<B: IoBackend, const VERIFY: bool>(
+        &self,
+        st: &mut RunState<B>,
+        rec: &Recorder,
+        gen_base: u64,
+    ) -> Result<usize> {
+        let mut n = 0;
+        while let Some(&(slot, Wait::Overlap)) = st.deferred.front() {
+            let op = st.slots[slot].op.expect("a held slot holds its request");
+            if self.overlaps_in_flight(st, slot, &op.req) {
+                break;
+            }
+            st.deferred.pop_front();
+            if rec.should_stop(now_ns()) {
+                st.slots[slot].op = None;
+                continue;
+            }
+            self.launch::<B, VERIFY>(st, slot, op, now_ns(), rec, None, gen_base)?;
+            n += 1;
+        }
+        Ok(n)
     }
 
     /// Queue `op` on `slot`, issued at `t0`; its bytes counted into `issued_bytes` (None: counted
@@ -632,6 +748,10 @@ impl Access {
             }
         }
         st.slots[slot] = SlotMeta { t0, op: Some(op), generation, backlog: false };
+        if let Some(l) = st.issue_log.as_mut() {
+            let action = if op.req.write { Action::Write } else { Action::Read };
+            l.push(t0, action, op.req.file, op.req.offset, op.req.len);
+        }
         st.backend.queue(slot, op.req, st.bufs[slot].as_ptr())
     }
 
@@ -657,6 +777,14 @@ impl Access {
             if st.gen.ended() {
                 return Ok(None); // fio's per-direction random map stopped, or sprandom's plan is done
             }
+            if op.sync != 0 {
+                // fio's read_iolog: a logged sync, done here between the requests at its time.
+                trimmed = true;
+                if !self.replayed_sync(st, rec, &op)? {
+                    return Ok(None);
+                }
+                continue;
+            }
             if !op.trim && !one_call {
                 return Ok(Some((op, trimmed)));
             }
@@ -664,6 +792,9 @@ impl Access {
             let t0 = now_ns();
             if rec.measuring(t0) {
                 *issued += op.req.len as u64;
+            }
+            if let Some(l) = st.issue_log.as_mut().filter(|_| op.trim) {
+                l.push(t0, Action::Trim, op.req.file, op.req.offset, op.req.len);
             }
             let kind = if op.trim {
                 TRIM
@@ -723,6 +854,26 @@ impl Access {
                 return Ok(None);
             }
         }
+    }
+
+    /// fio's read_iolog: a logged sync (fsync, or fdatasync) of its file, once it is due, timed as
+    /// an fsync. False: a stop or the deadline came first.
+    #[cold]
+    fn replayed_sync<B: IoBackend>(&self, st: &mut RunState<B>, rec: &mut Recorder, op: &GenOp) -> Result<bool> {
+        let due = st.gen.replay_due();
+        if due > now_ns() && !sleep_until(due, rec) {
+            return Ok(false);
+        }
+        let t0 = now_ns();
+        let (kind, action) =
+            if op.sync == 1 { (SyncKind::Full, Action::Sync) } else { (SyncKind::Data, Action::Datasync) };
+        if let Some(l) = st.issue_log.as_mut() {
+            l.push(t0, action, op.req.file, 0, 0);
+        }
+        st.backend.sync(op.req.file, kind)?;
+        let t1 = now_ns();
+        rec.record(FSYNC, 0, t0, t1);
+        Ok(!rec.should_stop(t1))
     }
 
     /// With a buffer pattern: a write of `len` bytes on a slot whose buffer a read overwrote gets

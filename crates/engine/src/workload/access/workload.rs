@@ -65,6 +65,13 @@ pub struct Access {
     /// With a per-I/O log: each thread's records (handed over once, at its end) and those dropped.
     pub(super) io_logged: Mutex<Vec<Vec<IoRecord>>>,
     pub(super) io_log_dropped: AtomicU64,
+    /// fio's write_iolog: the threads' records after the run, and those past a full buffer.
+    pub(super) issue_logged: Mutex<Vec<Vec<super::issuelog::Issued>>>,
+    pub(super) iolog_dropped: AtomicU64,
+    /// verify_backlog's reads with a checked verify_pattern (a checksum's are in its checker).
+    pub(super) pattern_backlog_reads: AtomicU64,
+    /// serialize_overlap's held requests, all threads.
+    pub(super) overlap_holds: AtomicU64,
     /// The e4defrag engine created its donor file (cleanup removes it then).
     pub(super) donor_made: AtomicBool,
     /// Threads of the last run that stopped because a minimum rate was missed (rate_min): what
@@ -101,6 +108,10 @@ impl Access {
             cmdprio_chosen: AtomicU64::new(0),
             io_logged: Mutex::new(Vec::new()),
             io_log_dropped: AtomicU64::new(0),
+            issue_logged: Mutex::new(Vec::new()),
+            iolog_dropped: AtomicU64::new(0),
+            pattern_backlog_reads: AtomicU64::new(0),
+            overlap_holds: AtomicU64::new(0),
             donor_made: AtomicBool::new(false),
             rate_missed: std::sync::Mutex::new(Vec::new()),
             spr_found: std::sync::Mutex::new(None),
