@@ -145,6 +145,7 @@ def resource_gates(bound_by, machine, regime: dict) -> tuple[list[str], list[str
                 f"this storage answers a random 4 KiB read in {here:.2g} ms; the paper's {dname} "
                 f"{'about' if paper.exact else 'at least'} {paper.value:.1f} ms ({paper.how})",
                 "disk seeks",
+                bool(model),
             )
         elif res == "disk_bandwidth":
             rd, wr = regime.get("storage_read_mb_s"), regime.get("storage_write_mb_s")
@@ -167,6 +168,7 @@ def resource_gates(bound_by, machine, regime: dict) -> tuple[list[str], list[str
                 f"this storage reads {rd:.0f} and writes {wr:.0f} MB/s sequentially; the paper's {dname} "
                 f"{'' if paper.exact else 'at most '}{paper.value:g} MB/s ({paper.how}); the slower direction",
                 "disk bandwidth",
+                bool(model),
             )
         elif res == "journal_flushes":
             here = regime.get("storage_flush_ms")
@@ -189,6 +191,7 @@ def resource_gates(bound_by, machine, regime: dict) -> tuple[list[str], list[str
                 f"this storage completes a 4 KiB write and fsync in {here:.2g} ms; a commit on the paper's "
                 f"{dname} waits {'about' if paper.exact else 'at least'} {paper.value:.1f} ms ({paper.how})",
                 "journal flushes",
+                bool(model),
             )
         elif res == "cpu":
             cpu = machine.cpu if machine is not None else None
@@ -249,12 +252,21 @@ def model_note(classes: list) -> str:
     return f"on {what} ({', '.join(str(c) for c in classes)})"
 
 
-def _compare(reasons: list, notes: list, ratio: float, exact: bool, text: str, what: str) -> None:
+def _compare(reasons: list, notes: list, ratio: float, exact: bool, text: str, what: str, model: bool = False) -> None:
     """Over RESOURCE_RATIO: not comparable. Under it with a paper's figure that is only a bound: the real
-    ratio may still be over it, so comparability is not shown (fails closed). Otherwise a note."""
+    ratio may still be over it, so comparability is not shown (fails closed), unless the storage is a disk
+    model: a documented drive of the paper's disk class (its own figures from its sources, never tuned to
+    the study) that is within the tolerance of what the paper's figures allow is that class's storage.
+    Otherwise a note."""
     if ratio > RESOURCE_RATIO:
         reasons.append(
             f"{text}: {_ratio_text(ratio)} faster, over the {RESOURCE_RATIO:g}x a claim bound by {what} allows"
+        )
+    elif not exact and model:
+        notes.append(
+            f"{text}: {_ratio_text(ratio)} {'faster' if ratio >= 1 else 'as fast'} at most as far as the paper's "
+            f"figures tell (they are only a bound); the storage is a disk model of the paper's disk class, within "
+            f"{RESOURCE_RATIO:g}x of them"
         )
     elif not exact:
         reasons.append(
