@@ -123,3 +123,19 @@ def test_a_replayed_job_maps_onto_the_access_workload_and_refuses_what_it_would_
         job_of("[replay]\nread_iolog=a:b\n")
     alone = job_of("[a]\nsize=1m\nreplay_no_stall=1\n")
     assert any(n.startswith("replay_no_stall=1 without read_iolog") for n in alone.notes)
+
+
+def test_a_long_log_is_taken_and_a_far_offset_does_not_fill_the_disk(tmp_path):
+    # Times past 2^32 ns (4.3 s) and offsets past 4 GiB are a log's own numbers, not counts to cap.
+    (tmp_path / "long.log").write_text(
+        "fio version 3 iolog\n0 data add\n1 data write 0 4096\n10000001 data read 0 4096\n"
+    )
+    doc = _run(tmp_path, f"[replay]\nread_iolog={tmp_path / 'long.log'}\nreplay_no_stall=1\n")
+    assert _counts(doc) == (4096, 1, 4096, 1, 0)
+    # A log reaching a petabyte's last bytes: refused before anything is laid out, naming the room it lacks.
+    (tmp_path / "far.log").write_text("fio version 3 iolog\n0 data add\n1 data read 1125899906838528 4096\n")
+    (tmp_path / "d").mkdir(exist_ok=True)
+    (tmp_path / "far.fio").write_text(f"[replay]\nread_iolog={tmp_path / 'far.log'}\n")
+    r = fsm("run", "far.fio", "--dir", "d", "-q", cwd=tmp_path)
+    assert r.returncode != 0 and "laying its 1 file(s) out needs" in r.stderr and "Traceback" not in r.stderr
+    assert list((tmp_path / "d").iterdir()) == []

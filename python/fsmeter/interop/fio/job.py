@@ -198,7 +198,8 @@ def _replay_job(d: _Draft, group: int, target: Path | None, dir_given: bool) -> 
         "duration_s": d.runtime if d.runtime else None,
         "buffer_memory": d.buffer_memory,
     }
-    replay_params(ctx, notes, d.params, d.numjobs, d.direct)
+    base = d.place.dir or target
+    replay_params(ctx, notes, d.params, d.numjobs, d.direct, Path(base) if base is not None else None)
     engine_setup(ctx, d.engine, d.params, notes)
     write_iolog(ctx, d.params, notes, d.numjobs, None)
     seed = _seed(ctx, notes)
@@ -207,7 +208,6 @@ def _replay_job(d: _Draft, group: int, target: Path | None, dir_given: bool) -> 
     log_lines = log_format(ctx, logs, d.params, d.numjobs, notes)
     start_delay, exit_what = _run_control(ctx)
     notes.extend(dict.fromkeys(ctx.notes))
-    base = d.place.dir or target
     entry = d.params["entries"][0]
     return MappedJob(
         name=ctx.job.name,

@@ -11,6 +11,7 @@ from pathlib import Path, PurePosixPath
 from fsmeter.errors import UserError
 from fsmeter.interop.fio.values import Ctx
 from fsmeter.textfile import decode_text
+from fsmeter.units import MAX_DURATION_S, MAX_SIZE_BYTES
 
 #: The largest log read (about 1.5 million requests).
 MAX_LOG_BYTES = 64 << 20
@@ -170,6 +171,8 @@ def parse_log(ctx: Ctx, opt, path: str) -> dict:
         if not (parts[2].isdigit() and parts[3].isdigit()):
             ctx.fail(opt, f"{path} line {i}: the offset and length are whole numbers of bytes")
         offset, length = int(parts[2]), int(parts[3])
+        if offset + length > MAX_SIZE_BYTES:
+            ctx.fail(opt, f"{path} line {i}: {length} bytes at {offset}: past fsmeter's limit of 1 PiB in a file")
         if act == "wait":
             if v3:
                 continue  # fio: "wait" is not allowed with version 3, and skipped
@@ -190,6 +193,11 @@ def parse_log(ctx: Ctx, opt, path: str) -> dict:
         due = wait_ns
         if t is not None and first_t is not None:
             due = max(due, (t - first_t) * 1000 * 100 // pct)
+        if due > MAX_DURATION_S * 1_000_000_000:
+            ctx.fail(
+                opt,
+                f"{path} line {i}: its time is more than fsmeter's limit of {MAX_DURATION_S:.0f} s after the first request",
+            )
         if act in ("sync", "datasync"):
             offset, length = 0, 0
         else:
@@ -213,7 +221,32 @@ def replay_options_alone(ctx: Ctx, notes: list) -> None:
                 notes.append(f"{opt.as_written} without read_iolog: nothing to replay, nothing changes (as in fio)")
 
 
-def replay_params(ctx: Ctx, notes: list, params: dict, numjobs: int, direct: bool) -> None:
+def _check_room(ctx: Ctx, opt, path: str, names: list, size: int, root: Path | None) -> None:
+    """Laying the log's files out must fit the filesystem: a log (a file handed in) that names a far offset
+    must not make fsmeter fill the disk."""
+    if root is None:
+        return
+    try:
+        st = os.statvfs(root)
+    except OSError:
+        return
+    need = 0
+    for n in names:
+        try:
+            have = (root / n).stat().st_size
+        except OSError:
+            have = 0
+        need += max(0, size - have)
+    free = st.f_bavail * st.f_frsize
+    if need > free:
+        ctx.fail(
+            opt,
+            f"{path}: its requests reach byte {size} of each file: laying its {len(names)} file(s) out needs "
+            f"{need} bytes, and {root} has {free} free: replay it where there is room, or onto existing files",
+        )
+
+
+def replay_params(ctx: Ctx, notes: list, params: dict, numjobs: int, direct: bool, root: Path | None = None) -> None:
     """The access parameters of a replayed job (params holds the engine's: queue_depth, direct ...)."""
     opt = ctx.job.get("read_iolog")
     path = (opt.value or "").strip()
@@ -242,6 +275,7 @@ def replay_params(ctx: Ctx, notes: list, params: dict, numjobs: int, direct: boo
         while align > 1 and (o[3] % align or o[4] % align):
             align //= 2
     size = -(-longest // align) * align
+    _check_room(ctx, opt, path, log["names"], -(-extent // 4096) * 4096, root)
     reads = sum(1 for o in data if o[2] == 0)
     writes = sum(1 for o in data if o[2] == 1)
     params.update(
