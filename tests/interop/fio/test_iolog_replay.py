@@ -139,3 +139,23 @@ def test_a_long_log_is_taken_and_a_far_offset_does_not_fill_the_disk(tmp_path):
     r = fsm("run", "far.fio", "--dir", "d", "-q", cwd=tmp_path)
     assert r.returncode != 0 and "laying its 1 file(s) out needs" in r.stderr and "Traceback" not in r.stderr
     assert list((tmp_path / "d").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\xff\xfe\x00garbage",
+        b"fio version 3 iolog\n" + b"x" * 100_000 + b"\n",
+        b"fio version 3 iolog\n1 a add\n2 a read 0 4096 extra words\n",
+        b"fio version 2 iolog\na add\na wait 99999999999999999999 0\na read 0 4096\n",
+        b"fio version 3 iolog\n1 a\xc3\xa9 add\n2 a\xc3\xa9 read 0 4096\n3 .. add\n",
+    ],
+)
+def test_a_hostile_log_gets_one_line_never_a_traceback(tmp_path, data):
+    (tmp_path / "h.log").write_bytes(data)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "h.fio").write_text(f"[replay]\nread_iolog={tmp_path / 'h.log'}\n")
+    r = fsm("run", "h.fio", "--dir", "d", "-q", cwd=tmp_path)
+    assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
