@@ -385,21 +385,24 @@ def test_best_of_compares_the_upper_cell_with_every_lower_cell():
     assert v.subs[0].outcome == AGAINST and v.outcome == "not reproduced"
 
 
+#: Bryant's small machine: an IDE disk whose model the paper does not give (its rpm only a bound).
+IDE = {
+    "id": "small",
+    "disk": {
+        "model": "an 80 GB IDE disk",
+        "source": "the paper",
+        "rpm": {"value": 7200, "bound": "upper", "source": "a bound"},
+        "measured_mb_s": {"value": 17.4, "source": "hdparm"},
+    },
+}
+
+
 def test_a_paper_figure_that_is_only_a_bound_cannot_show_comparability():
     """Bryant's small machine: the IDE disk's model is not given, so its random read is only known to be
     at least half a revolution at 7,200 rpm (4.17 ms) + 4 KiB at 17.4 MB/s (0.24 ms). 0.09 ms here is
     over 4x faster than even that: not comparable. 2 ms here is 2.2x the bound, but the real disk may
     have been slower still: whether it is within 4x cannot be shown, so not comparable either."""
-    ide = {
-        "id": "small",
-        "disk": {
-            "model": "an 80 GB IDE disk",
-            "source": "the paper",
-            "rpm": {"value": 7200, "bound": "upper", "source": "a bound"},
-            "measured_mb_s": {"value": 17.4, "source": "hdparm"},
-        },
-    }
-    s = study([{**ORDER, "bound_by": ["disk_seeks"]}], hardware=[ide])
+    s = study([{**ORDER, "bound_by": ["disk_seeks"]}], hardware=[IDE])
     fig = s.hardware[0].random_read_ms()
     assert not fig.exact and fig.value == pytest.approx(30000 / 7200 + 4096 / 17.4e6 * 1000)
     v = _one(s, runs_frame(GOOD, FAST))
@@ -412,16 +415,7 @@ def test_a_disk_model_of_the_papers_class_is_comparable_where_the_papers_figure_
     """Bryant's paper-disk scale: the stand-in model of the small machine's IDE disk answers a random read in
     6.7 ms, within what the paper's bound allows (at least 4.4 ms): the model is that class's storage, and the
     claim is tested on it. A disk model 4x faster than even the bound is still not comparable."""
-    ide = {
-        "id": "small",
-        "disk": {
-            "model": "an 80 GB IDE disk",
-            "source": "the paper",
-            "rpm": {"value": 7200, "bound": "upper", "source": "a bound"},
-            "measured_mb_s": {"value": 17.4, "source": "hdparm"},
-        },
-    }
-    s = study([{**ORDER, "bound_by": ["disk_seeks"]}], hardware=[ide])
+    s = study([{**ORDER, "bound_by": ["disk_seeks"]}], hardware=[IDE])
     model = {**FAST, "storage_read_latency_ms": 6.7, "storage_class": "disk-model:ata-80gb-2001"}
     v = _one(s, runs_frame(GOOD, model))
     assert v.outcome == "reproduced", v.gates

@@ -259,13 +259,7 @@ def _pattern_options(ctx: Ctx, params: dict, notes: list) -> None:
             "with verify_pattern is not supported by fsmeter yet (planned): it reports the first corrupt bytes "
             "of each read instead; remove verify_dump, or run this job with fio",
         )
-    backlog = ctx.int("verify_backlog", 0, 0, 1 << 20)
-    batch = ctx.int("verify_backlog_batch", 0, 0, 1 << 20)
-    if batch and not backlog:
-        ctx.fail(
-            ctx.job.get("verify_backlog_batch"),
-            "has no effect without verify_backlog: add verify_backlog=N, or remove it",
-        )
+    backlog, batch = _backlog(ctx)
     fatal = ctx.flag("verify_fatal", False)
     if not params.get("verify_pattern") or not params.get("verify_pattern_check", True):
         # do_verify=0: the pattern is written and nothing read back or checked, as in fio.
@@ -276,11 +270,7 @@ def _pattern_options(ctx: Ctx, params: dict, notes: list) -> None:
     if backlog:
         params["verify_backlog"], params["verify_backlog_batch"] = backlog, batch
         params["verify_phase"] = False
-        notes.append(
-            f"verify_backlog={backlog}: each thread reads back and checks its oldest written requests "
-            f"whenever {backlog} wait, {batch or backlog} at a time, during the run (as fio does: counted as "
-            "the job's reads), and those left once its writes are done; no separate verify phase"
-        )
+        notes.append(_backlog_note(backlog, batch) + "; no separate verify phase")
     if fatal:
         params["verify_fatal"] = True
         notes.append(
@@ -340,8 +330,8 @@ def _meta_pattern(ctx: Ctx, params: dict, notes: list, text: str, n: int, block:
     )
 
 
-def _verify_options(ctx: Ctx, params: dict, notes: list) -> None:
-    """verify_backlog (and _batch), verify_fatal, verify_write_sequence and verify_async beside a verify method."""
+def _backlog(ctx: Ctx) -> tuple[int, int]:
+    """verify_backlog and verify_backlog_batch, read as fio reads them (a batch needs a backlog)."""
     backlog = ctx.int("verify_backlog", 0, 0, 1 << 20)
     batch = ctx.int("verify_backlog_batch", 0, 0, 1 << 20)
     if batch and not backlog:
@@ -349,13 +339,23 @@ def _verify_options(ctx: Ctx, params: dict, notes: list) -> None:
             ctx.job.get("verify_backlog_batch"),
             "has no effect without verify_backlog: add verify_backlog=N, or remove it",
         )
+    return backlog, batch
+
+
+def _backlog_note(backlog: int, batch: int) -> str:
+    return (
+        f"verify_backlog={backlog}: each thread reads back and checks its oldest written requests "
+        f"whenever {backlog} wait, {batch or backlog} at a time, during the run (as fio does: counted as "
+        "the job's reads), and those left once its writes are done"
+    )
+
+
+def _verify_options(ctx: Ctx, params: dict, notes: list) -> None:
+    """verify_backlog (and _batch), verify_fatal, verify_write_sequence and verify_async beside a verify method."""
+    backlog, batch = _backlog(ctx)
     if backlog:
         params["verify_backlog"], params["verify_backlog_batch"] = backlog, batch
-        notes.append(
-            f"verify_backlog={backlog}: each thread reads back and checks its oldest written requests "
-            f"whenever {backlog} wait, {batch or backlog} at a time, during the run (as fio does: counted as "
-            "the job's reads), and those left once its writes are done"
-        )
+        notes.append(_backlog_note(backlog, batch))
     if ctx.flag("verify_dump", False):
         params["verify_dump"] = True
         notes.append(

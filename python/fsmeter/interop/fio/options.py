@@ -178,16 +178,8 @@ SUPPORTED = {
     "iodepth_batch_complete_max",
     "iodepth_low",
     "serialize_overlap",
-    # fio's I/O log (iolog.write_iolog) and its replay (replay.py).
+    # fio's I/O log (iolog.write_iolog) and its replay (replay.py, IOLOG_OPTS).
     "write_iolog",
-    "read_iolog",
-    "read_iolog_chunked",
-    "replay_no_stall",
-    "replay_time_scale",
-    "replay_redirect",
-    "replay_skip",
-    "replay_scale",
-    "replay_align",
     # fio's verify without its log of written blocks (content.verify_readback says what it changes).
     "experimental_verify",
     # The search for a queue depth within a latency target (pacing.latency_target).
@@ -439,6 +431,19 @@ for _names, _why in (
     for _n in _names:
         ENGINE_WHY[_n] = _why
 
+
+#: fio's replay of an I/O log (replay.py): read_iolog and the options that only act with it.
+IOLOG_OPTS = (
+    "read_iolog",
+    "read_iolog_chunked",
+    "replay_align",
+    "replay_no_stall",
+    "replay_redirect",
+    "replay_scale",
+    "replay_skip",
+    "replay_time_scale",
+)
+SUPPORTED |= set(IOLOG_OPTS)
 
 #: fio's options that change nothing with these engines (the note is engines.engine_setup's).
 BATCH_OPTS = (

@@ -9,6 +9,7 @@ import os
 from pathlib import Path, PurePosixPath
 
 from fsmeter.errors import UserError
+from fsmeter.interop.fio.options import BATCH_OPTS, IOLOG_OPTS
 from fsmeter.interop.fio.values import Ctx
 from fsmeter.textfile import decode_text
 from fsmeter.units import MAX_DURATION_S, MAX_SIZE_BYTES
@@ -24,14 +25,6 @@ BLKTRACE_MAGIC = 0x65617400
 #: The options a replayed job honours (with the log's requests in place of rw=, bs=, size= and filename=); any other
 #: is refused, so that none is silently dropped.
 REPLAY_OPTIONS = {
-    "read_iolog",
-    "read_iolog_chunked",
-    "replay_no_stall",
-    "replay_time_scale",
-    "replay_redirect",
-    "replay_skip",
-    "replay_scale",
-    "replay_align",
     "name",
     "description",
     "ioengine",
@@ -70,12 +63,9 @@ REPLAY_OPTIONS = {
     "disable_clat",
     "disable_slat",
     "write_iolog",
-    "iodepth_batch",
-    "iodepth_batch_submit",
-    "iodepth_batch_complete",
-    "iodepth_batch_complete_min",
-    "iodepth_batch_complete_max",
     "iodepth_low",
+    *BATCH_OPTS,
+    *IOLOG_OPTS,
     "randrepeat",
     "randseed",
     "invalidate",
@@ -214,8 +204,8 @@ def parse_log(ctx: Ctx, opt, path: str) -> dict:
 
 def replay_options_alone(ctx: Ctx, notes: list) -> None:
     """fio's replay options without read_iolog change nothing, in fio as here: a note says so."""
-    for name in sorted(REPLAY_OPTIONS):
-        if name.startswith("replay_") or name == "read_iolog_chunked":
+    for name in IOLOG_OPTS:
+        if name != "read_iolog":
             opt = ctx.job.get(name)
             if opt is not None:
                 notes.append(f"{opt.as_written} without read_iolog: nothing to replay, nothing changes (as in fio)")

@@ -310,16 +310,20 @@ impl AccessGen {
     #[inline]
     pub fn next_op(&mut self) -> GenOp {
         if let Some(r) = self.replay.as_mut() {
-            return r.next().unwrap_or_else(|| {
+            use super::replay::{DATASYNC, SYNC, TRIM, WRITE};
+            let Some([file, action, offset, len]) = r.next() else {
                 self.ended = true; // the log is done
-                GenOp {
-                    req: IoReq { file: 0, offset: 0, len: 0, write: false, ioprio: 0 },
-                    entry: 0,
-                    random: false,
-                    trim: false,
-                    sync: 0,
-                }
-            });
+                let req = IoReq { file: 0, offset: 0, len: 0, write: false, ioprio: 0 };
+                return GenOp { req, entry: 0, random: false, trim: false, sync: 0 };
+            };
+            let sync = match action {
+                SYNC => 1,
+                DATASYNC => 2,
+                _ => 0,
+            };
+            let len = if sync == 0 { len as u32 } else { 0 };
+            let req = IoReq { file: file as u32, offset, len, write: action == WRITE, ioprio: 0 };
+            return GenOp { req, entry: 0, random: false, trim: action == TRIM, sync };
         }
         if self.max_ios > 0 {
             self.drawn += 1;

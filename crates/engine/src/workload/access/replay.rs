@@ -5,8 +5,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::gen::GenOp;
-use crate::backend::IoReq;
 use crate::error::{EngineError, Result};
 
 /// What a replayed request does: fio's log actions.
@@ -81,20 +79,13 @@ impl Replay {
         self.start_ns = now_ns;
     }
 
-    /// The next request (None: the log is done). A sync carries its kind in `GenOp::sync`.
+    /// The next request, `[file, action, offset, len]` (None: the log is done).
     #[inline]
-    pub fn next(&mut self) -> Option<GenOp> {
+    pub fn next(&mut self) -> Option<[u64; 4]> {
         let &[due, file, action, offset, len] = self.ops.get(self.pos)?;
         self.pos += 1;
         self.due_ns = if self.timed { self.start_ns + due } else { 0 };
-        let sync = match action {
-            SYNC => 1,
-            DATASYNC => 2,
-            _ => 0,
-        };
-        let len = if sync == 0 { len as u32 } else { 0 };
-        let req = IoReq { file: file as u32, offset, len, write: action == WRITE, ioprio: 0 };
-        Some(GenOp { req, entry: 0, random: false, trim: action == TRIM, sync })
+        Some([file, action, offset, len])
     }
 
     /// When the request last returned is due (0: now).
@@ -117,12 +108,9 @@ mod tests {
         assert!(spec.validate(2, 1 << 20, 4096).is_ok());
         let mut r = Replay::new(&spec);
         r.start(100);
-        let a = r.next().unwrap();
-        assert_eq!((a.req.offset, a.req.len, a.req.write, a.trim, a.sync, r.due()), (0, 4096, false, false, 0, 100));
-        let b = r.next().unwrap();
-        assert_eq!((b.req.file, b.sync, b.req.len, r.due()), (1, 1, 0, 1_100));
-        let c = r.next().unwrap();
-        assert!(c.trim && !c.req.write && r.due() == 5_100);
+        assert_eq!((r.next(), r.due()), (Some([0, READ, 0, 4096]), 100));
+        assert_eq!((r.next(), r.due()), (Some([1, SYNC, 0, 0]), 1_100));
+        assert_eq!((r.next(), r.due()), (Some([1, TRIM, 8192, 512]), 5_100));
         assert!(r.next().is_none());
         let untimed = ReplaySpec { timed: false, ..spec.clone() };
         let mut r = Replay::new(&untimed);

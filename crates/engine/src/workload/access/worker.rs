@@ -73,6 +73,20 @@ pub(super) struct RunState<B: IoBackend> {
     pub(super) overlap_holds: u64,
 }
 
+impl<B: IoBackend> RunState<B> {
+    /// `op` waits on `slot` in `deferred` until `wait` is over (`at`: its due time, where it has one).
+    /// Its bytes are counted now when it was drawn in the measured window, so that a byte quota stops
+    /// the drawing of requests it would not issue.
+    #[inline]
+    fn defer(&mut self, slot: usize, op: GenOp, at: u64, wait: Wait, measured: bool, issued_bytes: &mut u64) {
+        self.slots[slot] = SlotMeta { t0: at, op: Some(op), generation: 0, backlog: false };
+        self.deferred.push_back((slot, wait));
+        if measured {
+            *issued_bytes += op.req.len as u64;
+        }
+    }
+}
+
 /// A measured request's per-I/O log record (fio's direction: 0 read, 1 write, 2 trim).
 #[inline(always)]
 fn io_record(op: &GenOp, kind: usize, t0: u64, t1: u64, measure_start: u64) -> IoRecord {
@@ -590,11 +604,7 @@ impl Access {
                 }
                 t0 = now_ns();
             } else {
-                st.slots[slot] = SlotMeta { t0: 0, op: Some(op), generation: 0, backlog: false };
-                st.deferred.push_back((slot, Wait::Flow));
-                if rec.measuring(t0) {
-                    *issued_bytes += op.req.len as u64;
-                }
+                st.defer(slot, op, 0, Wait::Flow, rec.measuring(t0), issued_bytes);
                 return Paced::Deferred;
             }
         }
@@ -602,11 +612,7 @@ impl Access {
         if due > t0 {
             // fio's read_iolog: a request waits for its time in the log, as a paced one does.
             if others > 0 || !st.deferred.is_empty() {
-                st.slots[slot] = SlotMeta { t0: due, op: Some(op), generation: 0, backlog: false };
-                st.deferred.push_back((slot, Wait::Due));
-                if rec.measuring(t0) {
-                    *issued_bytes += op.req.len as u64;
-                }
+                st.defer(slot, op, due, Wait::Due, rec.measuring(t0), issued_bytes);
                 return Paced::Deferred;
             }
             if !sleep_until(due, rec) {
@@ -620,12 +626,8 @@ impl Access {
             Go::At { due, quiesce } => (due, quiesce),
         };
         if others > 0 || !st.deferred.is_empty() {
-            st.slots[slot] = SlotMeta { t0: due, op: Some(op), generation: 0, backlog: false };
-            st.deferred.push_back((slot, if quiesce { Wait::Think } else { Wait::Due }));
-            // Counted now, so a byte quota stops the drawing of requests it would not issue.
-            if rec.measuring(t0) {
-                *issued_bytes += op.req.len as u64;
-            }
+            let wait = if quiesce { Wait::Think } else { Wait::Due };
+            st.defer(slot, op, due, wait, rec.measuring(t0), issued_bytes);
             return Paced::Deferred;
         }
         if !p.wait_for(due, quiesce, rec) {
@@ -665,12 +667,8 @@ impl Access {
         if st.deferred.is_empty() && !self.overlaps_in_flight(st, slot, &op.req) {
             return false;
         }
-        st.slots[slot] = SlotMeta { t0, op: Some(op), generation: 0, backlog: false };
-        st.deferred.push_back((slot, Wait::Overlap));
+        st.defer(slot, op, t0, Wait::Overlap, rec.measuring(t0), issued_bytes);
         st.overlap_holds += 1;
-        if rec.measuring(t0) {
-            *issued_bytes += op.req.len as u64;
-        }
         true
     }
 
