@@ -32,7 +32,9 @@ class JobSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     threads: int = Field(1, ge=1, le=4096, description="worker threads (clients)")
     seed: int = Field(42, ge=0, lt=1 << 64, description="the same seed gives the same operations")
-    backend: Literal["psync", "io_uring", "null", "mmap", "libpmem"] = Field("psync", description="I/O backend")
+    backend: Literal["psync", "io_uring", "libaio", "null", "mmap", "libpmem"] = Field(
+        "psync", description="I/O backend"
+    )
     interval_s: float = Field(1.0, gt=0, le=3600, description="throughput sampling interval")
 
 

@@ -48,7 +48,7 @@ class AccessParams(BaseModel):
     alignment: Size = Field(512, gt=0, description="request offsets are multiples of this")
     file_count: int = Field(1, ge=1)
     file_size: Size = Field(256 << 20, gt=0)
-    queue_depth: int = Field(1, ge=1, le=4096, description="requests in flight per thread (io_uring)")
+    queue_depth: int = Field(1, ge=1, le=4096, description="requests in flight per thread (io_uring, libaio)")
     direct: bool = Field(False, description="O_DIRECT")
     fsync_every: int = Field(0, ge=0, description="fsync after every N writes (0: never)")
     fsync_end: bool = Field(False, description="fsync every file at the end, inside the measured time")
@@ -581,7 +581,7 @@ class AccessParams(BaseModel):
         if self.queue_depth > 1 and settings.backend == "psync":
             raise UserError(
                 "parameter queue_depth: psync keeps one request in flight per thread; "
-                "use --set backend=io_uring for queue_depth > 1"
+                "use --set backend=io_uring or libaio for queue_depth > 1"
             )
         if self.buffer_memory == "hugetlb":
             self._check_hugetlb_pool(settings.threads)

@@ -33,7 +33,7 @@ class GroupJob(BaseModel):
     )
     threads: int = Field(1, ge=1, le=4096)
     seed: int = Field(42, ge=0, lt=1 << 64)
-    backend: Literal["psync", "io_uring", "null", "mmap", "libpmem"] = "psync"
+    backend: Literal["psync", "io_uring", "libaio", "null", "mmap", "libpmem"] = "psync"
     params: AccessParams
     start_delay_s: float = Field(
         0.0, ge=0, description="seconds after the group starts before this job does (fio startdelay)"

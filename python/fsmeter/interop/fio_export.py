@@ -104,7 +104,9 @@ def fio_options(params: dict, settings: dict) -> tuple:
     opts["ioengine"] = (
         engine
         if engine != "data"
-        else {"io_uring": "io_uring", "null": "null", "mmap": "mmap", "libpmem": "libpmem"}.get(backend, "psync")
+        else {"io_uring": "io_uring", "libaio": "libaio", "null": "null", "mmap": "mmap", "libpmem": "libpmem"}.get(
+            backend, "psync"
+        )
     )
     opts["iodepth"] = str(qd)
     opts["numjobs"] = str(int(settings.get("threads", 1)))

@@ -5,6 +5,7 @@
 //! A slot is an in-flight request and owns one buffer; a backend's depth is how
 //! many slots it can have in flight (1 for the synchronous ones).
 
+pub mod aio;
 pub mod buffer;
 pub mod content;
 pub mod dio;
@@ -28,6 +29,8 @@ pub enum BackendKind {
     Psync,
     /// io_uring with `queue_depth` requests in flight per thread.
     IoUring,
+    /// The kernel's native AIO (io_submit) with `queue_depth` requests in flight per thread (fio's libaio).
+    Libaio,
     /// No system call at all: completes every request at once. For testing the harness.
     Null,
     /// Each file mapped once per thread; a request is a memcpy to or from the mapping (fio's mmap).
@@ -41,6 +44,7 @@ impl BackendKind {
         match self {
             BackendKind::Psync => "psync",
             BackendKind::IoUring => "io_uring",
+            BackendKind::Libaio => "libaio",
             BackendKind::Null => "null",
             BackendKind::Mmap => "mmap",
             BackendKind::Libpmem => "libpmem",

@@ -109,7 +109,8 @@ def _batching(ctx: Ctx, params: dict, notes: list) -> None:
             n = ctx.int(name, 1, 0, 1 << 16)
             notes.append(
                 f"{name}={n}: fsmeter queues a request for each completion it handles and submits them all in one "
-                "io_uring_enter before it waits again (fio submits up to this many at once): the same I/Os"
+                "system call (io_uring_enter, or io_submit with libaio) before it waits again (fio submits up to this many "
+                "at once): the same I/Os"
             )
     if ctx.job.get("iodepth_batch_complete_max") is not None:
         n = ctx.int("iodepth_batch_complete_max", 0, 0, 1 << 16)

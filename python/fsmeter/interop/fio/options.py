@@ -307,7 +307,7 @@ ENGINES = {
     "sync": "psync",
     "pvsync": "psync",
     "io_uring": "io_uring",
-    "libaio": "io_uring",
+    "libaio": "libaio",
     "posixaio": "io_uring",
     "null": "null",
     "cpp_null": "null",
@@ -356,9 +356,7 @@ ENGINE_NOTES = {
     "sync": "ioengine=sync: fsmeter issues pread/pwrite (fio: lseek + read/write): the same data, one system call "
     "less per I/O",
     "pvsync": "ioengine=pvsync: fsmeter issues pread/pwrite (fio: preadv/pwritev with one vector): the same data",
-    "libaio": "ioengine=libaio runs on io_uring (fsmeter has no libaio backend): the same queue depth and O_DIRECT "
-    "semantics, another kernel interface",
-    "posixaio": "ioengine=posixaio runs on io_uring, as libaio does (fsmeter has no POSIX AIO backend; glibc's "
+    "posixaio": "ioengine=posixaio runs on io_uring (fsmeter has no POSIX AIO backend; glibc's "
     "POSIX AIO is a pool of threads doing pread/pwrite): the same requests and queue depth, another kernel "
     "interface",
     "cpp_null": "ioengine=cpp_null is fio's null engine built as a C++ plugin: fsmeter runs its own null engine, "

@@ -430,8 +430,9 @@ def ioprio(ctx: Ctx, engine: str, params: dict, notes: list) -> None:
         if any(r["pct"] for d in rules for r in d):
             spec["cmd"] = rules
             notes.append(
-                "cmdprio: each request's priority is drawn as fio draws it and set on its io_uring request "
-                "(sqe.ioprio); counters.cmdprio_ios counts the measured requests that got one"
+                "cmdprio: each request's priority is drawn as fio draws it and set on the request itself "
+                "(io_uring's sqe.ioprio, libaio's aio_reqprio); counters.cmdprio_ios counts the measured requests "
+                "that got one"
             )
     if spec:
         params["ioprio"] = spec

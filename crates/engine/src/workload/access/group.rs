@@ -24,6 +24,7 @@ use super::pace::FlowShared;
 use super::worker::RunState;
 use super::workload::{BufStats, KINDS, NOT_DATA};
 use super::{Access, AccessSpec, FioEngine};
+use crate::backend::aio::AioBackend;
 use crate::backend::mmap::MmapBackend;
 use crate::backend::null::NullBackend;
 use crate::backend::psync::PsyncBackend;
@@ -115,6 +116,7 @@ pub struct AccessGroup {
 enum AnyState {
     Psync(RunState<PsyncBackend>),
     Uring(RunState<UringBackend>),
+    Aio(RunState<AioBackend>),
     Null(RunState<NullBackend>),
     Mmap(RunState<MmapBackend>),
     /// fio's file and directory engines: names, no backend.
@@ -283,6 +285,14 @@ impl AccessGroup {
                         },
                         bs,
                     )?),
+                    BackendKind::Libaio => AnyState::Aio(a.run_state(
+                        s,
+                        lt,
+                        rf.share_align,
+                        &rf.files,
+                        &|f, _| AioBackend::new(f, qd),
+                        bs,
+                    )?),
                     BackendKind::Null => AnyState::Null(a.run_state(
                         s,
                         lt,
@@ -311,6 +321,7 @@ impl AccessGroup {
                 let out = match st {
                     AnyState::Psync(st) => m.access.run_work(st, rec, quota, &m.settings),
                     AnyState::Uring(st) => m.access.run_work(st, rec, quota, &m.settings),
+                    AnyState::Aio(st) => m.access.run_work(st, rec, quota, &m.settings),
                     AnyState::Null(st) => m.access.run_work(st, rec, quota, &m.settings),
                     AnyState::Mmap(st) => m.access.run_work(st, rec, quota, &m.settings),
                     AnyState::Names(st) => m.access.name_work(st, rec, &m.settings),

@@ -16,6 +16,7 @@ use super::prio::{set_thread_ioprio, CmdPrioState};
 use super::spec::FioEngine;
 use super::worker::{RunState, SlotMeta};
 use super::workload::{Access, BufStats, KINDS, NOT_DATA};
+use crate::backend::aio::AioBackend;
 use crate::backend::buffer::{huge_region, AlignedBuf, BufferMemory, HUGETLB_PAGE};
 use crate::backend::content::ContentGen;
 use crate::backend::fault::{FaultBackend, Injected};
@@ -55,6 +56,9 @@ impl Access {
                 let ptrs: Vec<(*mut u8, usize)> = bufs.iter().map(|b| (b.as_ptr(), b.len())).collect();
                 UringBackend::new(f, self.spec.queue_depth as usize, &ptrs)
             }),
+            BackendKind::Libaio => {
+                self.run_with(job, ctl, files, share_align, |f, _| AioBackend::new(f, self.spec.queue_depth as usize))
+            }
             BackendKind::Null => {
                 self.run_with(job, ctl, files, share_align, |_, _| Ok(NullBackend::new(self.spec.queue_depth as usize)))
             }
@@ -208,7 +212,7 @@ impl Access {
         {
             return Err(EngineError::invalid(
                 "ioprio.cmd",
-                "per-request priorities need backend io_uring (psync's pread and pwrite, and copies to a \
+                "per-request priorities need backend io_uring or libaio (psync's pread and pwrite, and copies to a \
                  mapping, carry none): use ioprio.thread, or backend=io_uring",
             ));
         }

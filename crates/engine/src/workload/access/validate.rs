@@ -60,7 +60,7 @@ impl AccessSpec {
         if self.queue_depth > 1 && job.backend == BackendKind::Psync {
             return Err(EngineError::invalid(
                 "queue_depth",
-                "psync keeps one request in flight per thread; use backend=io_uring for queue_depth > 1",
+                "psync keeps one request in flight per thread; use backend=io_uring or libaio for queue_depth > 1",
             ));
         }
         if job.backend.maps() {
