@@ -16,15 +16,19 @@ with the same warm-up; the access file is laid out once by fsmeter and read and 
 fsmeter runs with `--cache keep`, as the loop touches no cache.
 
 The loops are built with the system compiler (cc) into a scratch folder when the bench starts.
-`LIMITS=access,tree python bench/run.py --only limits` runs some families only.
+`LIMITS=access,tree python bench/run.py --only limits` runs some families only. The whole bench
+takes well over an hour (the access family alone more than 20 minutes); each row is also appended to
+bench/out/limits-rows.jsonl as it is measured, so a run stopped part of the way keeps its rows.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import statistics
 import tempfile
+import time
 from pathlib import Path
 
 from limits_cases import CASES, build_loops, parse_results
@@ -135,6 +139,21 @@ def compare(ctx, case, threads: int, fs: str, where: Path, exe: Path, rounds: in
     return rows
 
 
+#: Each row as soon as it is measured, one JSON object a line: the whole bench takes over an hour, and a run
+#: stopped part of the way keeps the rows it finished (the file is appended to, never truncated).
+PARTIAL = Path(__file__).resolve().parent / "out" / "limits-rows.jsonl"
+
+
+def keep_rows(rows: list) -> None:
+    PARTIAL.parent.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    with PARTIAL.open("a") as f:
+        for r in rows:
+            f.write(json.dumps({"at": stamp, **r}) + "\n")
+            ratio = "-" if r["ratio"] is None else f"{r['ratio']:.3f}"
+            print(f"  {r['case']}: ratio {ratio}", flush=True)
+
+
 def selected(cases: list) -> list:
     want = {w.strip() for w in os.environ.get("LIMITS", "").split(",") if w.strip()}
     return [c for c in cases if not want or c.family in want]
@@ -160,7 +179,9 @@ def run(ctx) -> list:
                                 ctx.row(f"{case.name}, {fs}, {threads}T", "-", None, None, "-", notes=case.note)
                             )
                             continue
-                        rows += compare(ctx, case, threads, fs, where, exes[case.loop], rounds, mode, scratch)
+                        got = compare(ctx, case, threads, fs, where, exes[case.loop], rounds, mode, scratch)
+                        keep_rows(got)
+                        rows += got
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return rows
