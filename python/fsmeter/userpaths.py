@@ -32,6 +32,18 @@ PATH_MAX = 4096
 NAME_MAX = 255
 
 
+def relative_depth(path: os.PathLike | str) -> int:
+    """How many folders below its starting folder a relative name ends, following its "." and ".." parts in
+    order; -1 when it climbs above the start at any point (``a/../..`` and ``../a`` both do). The name's
+    own text only: no symbolic link is followed (a caller confines those when it opens the file)."""
+    depth = 0
+    for part in Path(path).parts:
+        depth += -1 if part == ".." else 0 if part == "." else 1
+        if depth < 0:
+            return -1
+    return depth
+
+
 def is_stdout(path: os.PathLike | str | None) -> bool:
     return path is not None and os.fspath(path) == STDOUT
 

@@ -37,6 +37,17 @@ def run_jobfile(tmp_path: Path, text: str, *args) -> dict:
     return json.loads(out.read_text())
 
 
+def run_jobfile_in(tmp_path: Path, text: str) -> dict:
+    """Like run_jobfile, but from inside ``tmp_path`` with relative names (the job file j.fio, the directory d,
+    `--cache keep`), as a user in that folder would: relative log names (write_iolog=, read_iolog=) then mean
+    files of ``tmp_path``. -> the result JSON."""
+    (tmp_path / "d").mkdir(exist_ok=True)
+    (tmp_path / "j.fio").write_text(text)
+    r = fsm("run", "j.fio", "--dir", "d", "-q", "--json", "out.json", "--cache", "keep", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    return json.loads((tmp_path / "out.json").read_text())
+
+
 def job_of(text: str):
     """The one job of a job file's text, mapped onto fsmeter's workload (raises UserError as `fsmeter run` would)."""
     from fsmeter.interop.fio.job import map_job

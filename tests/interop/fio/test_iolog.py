@@ -4,13 +4,12 @@ file, action, offset, length), each file closed."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from fsmeter.errors import UserError
 from fsmeter.families.access import AccessParams
-from fsmeter_cli import fsm, job_of
+from fsmeter_cli import job_of, run_jobfile_in
 
 # fio's t/jobs t0007 at 4 MiB (fio 3.33 wrote these three lines for it: reads at 0, 1.5 and 3 MiB).
 T0007 = "[rs]\nfilename=seq\nsize=4m\nrw=read:512k\nbs=1m\nnorandommap\nwrite_iolog=rs.log\n"
@@ -19,12 +18,7 @@ FIO_T0007 = [("seq", "read", 0, 1048576), ("seq", "read", 1572864, 1048576), ("s
 MIX = "[mix]\nfilename=mix\nsize=256k\nbs=4k\nrw=randrw\nfsync=4\nwrite_iolog=mix.log\nverify=crc32c\n"
 
 
-def _run(tmp_path: Path, text: str) -> dict:
-    (tmp_path / "d").mkdir(exist_ok=True)
-    (tmp_path / "j.fio").write_text(text)
-    r = fsm("run", "j.fio", "--dir", "d", "-q", "--json", "out.json", "--cache", "keep", cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
-    return json.loads((tmp_path / "out.json").read_text())
+_run = run_jobfile_in
 
 
 def _log(path: Path) -> tuple[list, list]:

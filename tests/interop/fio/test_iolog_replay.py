@@ -4,7 +4,6 @@ line that names it."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -13,18 +12,13 @@ from fsmeter.families.access import AccessParams
 from fsmeter.interop.fio.replay import parse_log
 from fsmeter.interop.fio.values import Ctx
 from fsmeter.interop.fio_jobfile import parse_jobfile
-from fsmeter_cli import fsm, job_of
+from fsmeter_cli import fsm, job_of, run_jobfile_in
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "fio" / "iolog"
 V3, V2 = DATA / "randrw_v3.log", DATA / "wait_v2.log"
 
 
-def _run(tmp_path: Path, text: str) -> dict:
-    (tmp_path / "d").mkdir(exist_ok=True)
-    (tmp_path / "j.fio").write_text(text)
-    r = fsm("run", "j.fio", "--dir", "d", "-q", "--json", "out.json", "--cache", "keep", cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
-    return json.loads((tmp_path / "out.json").read_text())
+_run = run_jobfile_in
 
 
 def _counts(doc: dict, job: str = "replay") -> tuple:

@@ -156,8 +156,24 @@ def map_job(
     write_iolog(
         ctx, d.params, notes, d.numjobs, d.engine if d.engine in NAME_ENGINES or d.engine in CALL_ENGINES else None
     )
+    return _mapped(
+        d,
+        group,
+        seed,
+        fio_rw=d.rw,
+        keep_files=d.real is not None and d.from_fill is None,
+        fill=d.fill,
+        after_fill=d.from_fill[0] if d.from_fill is not None else None,
+    )
+
+
+def _mapped(
+    d: _Draft, group: int, seed: int, fio_rw: str, keep_files: bool, fill: bool = False, after_fill: str | None = None
+) -> MappedJob:
+    """The end of every data job's mapping: its settings, logs, priorities and run control, and the job."""
+    ctx, notes = d.ctx, d.notes
     settings = {"threads": d.numjobs, "seed": seed, "backend": ENGINES[d.engine]}
-    logs = job_logs(ctx, file_name, d.numjobs, settings, notes)
+    logs = job_logs(ctx, d.file_name, d.numjobs, settings, notes)
     log_lines = log_format(ctx, logs, d.params, d.numjobs, notes)
     latency_target(ctx, d.params, notes, d.numjobs)
     ioprio(ctx, d.engine, d.params, notes)
@@ -170,17 +186,17 @@ def map_job(
         params=d.params,
         settings=settings,
         notes=notes,
-        fio_rw=d.rw,
+        fio_rw=fio_rw,
         dir=d.place.dir,
-        keep_files=d.real is not None and d.from_fill is None,
+        keep_files=keep_files,
         logs=logs,
         log_format=log_lines,
         sources=option_sources(ctx.job),
         group_reporting=ctx.flag("group_reporting"),
         start_delay_s=start_delay,
         exit_what=exit_what,
-        fill=d.fill,
-        after_fill=d.from_fill[0] if d.from_fill is not None else None,
+        fill=fill,
+        after_fill=after_fill,
         fio_job=ctx.job,
     )
 
@@ -203,29 +219,13 @@ def _replay_job(d: _Draft, group: int, target: Path | None, dir_given: bool) -> 
     engine_setup(ctx, d.engine, d.params, notes)
     write_iolog(ctx, d.params, notes, d.numjobs, None)
     seed = _seed(ctx, notes)
-    settings = {"threads": d.numjobs, "seed": seed, "backend": ENGINES[d.engine]}
-    logs = job_logs(ctx, d.file_name, d.numjobs, settings, notes)
-    log_lines = log_format(ctx, logs, d.params, d.numjobs, notes)
-    start_delay, exit_what = _run_control(ctx)
-    notes.extend(dict.fromkeys(ctx.notes))
     entry = d.params["entries"][0]
-    return MappedJob(
-        name=ctx.job.name,
-        line=ctx.job.line,
-        group=group,
-        params=d.params,
-        settings=settings,
-        notes=notes,
+    return _mapped(
+        d,
+        group,
+        seed,
         fio_rw="read" if entry["read_pct"] == 100 else "write",
-        dir=d.place.dir,
         keep_files=base is not None and all((Path(base) / n).is_file() for n in d.params["file_names"]),
-        logs=logs,
-        log_format=log_lines,
-        sources=option_sources(ctx.job),
-        group_reporting=ctx.flag("group_reporting"),
-        start_delay_s=start_delay,
-        exit_what=exit_what,
-        fio_job=ctx.job,
     )
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from fsmeter.errors import UserError
 from fsmeter.interop.fio.values import Ctx, alias
+from fsmeter.userpaths import relative_depth
 
 #: fio's log options -> the logs each writes (write_lat_log: total, submission and completion latency, in
 #: fio's order; disable_lat/disable_slat/disable_clat leave one out, as in fio).
@@ -65,14 +66,11 @@ def confine_log_name(ctx: Ctx, opt, stem: str, notes: list) -> None:
             f"{opt.name}={stem}: an absolute name, honoured as an output the job file names: the logs go there"
         )
         return
-    depth = 0
-    for part in Path(stem + "_x.log").parent.parts:
-        depth += -1 if part == ".." else 0 if part == "." else 1
-        if depth < 0:
-            ctx.fail(
-                opt,
-                "the name leaves the current directory ('..'): name a file in it or below it, or an absolute path",
-            )
+    if relative_depth(Path(stem + "_x.log").parent) < 0:
+        ctx.fail(
+            opt,
+            "the name leaves the current directory ('..'): name a file in it or below it, or an absolute path",
+        )
 
 
 def check_log_folder(ctx: Ctx, opt, folder: Path) -> None:

@@ -13,6 +13,7 @@ from fsmeter.interop.fio.options import BATCH_OPTS, IOLOG_OPTS
 from fsmeter.interop.fio.values import Ctx
 from fsmeter.textfile import decode_text
 from fsmeter.units import MAX_DURATION_S, MAX_SIZE_BYTES
+from fsmeter.userpaths import relative_depth
 
 #: The largest log read (about 1.5 million requests).
 MAX_LOG_BYTES = 64 << 20
@@ -96,12 +97,7 @@ def _read_log(ctx: Ctx, opt, path: str) -> list[str]:
 def _file_name(ctx: Ctx, opt, path: str, line: int, name: str) -> str:
     """A file the log names, relative to the job's directory and inside it."""
     pure = PurePosixPath(name)
-    depth = 0
-    for part in pure.parts:
-        depth += -1 if part == ".." else 0 if part == "." else 1
-        if depth < 0:
-            break
-    if pure.is_absolute() or depth < 0 or depth == 0:
+    if pure.is_absolute() or relative_depth(pure) <= 0:
         ctx.fail(
             opt,
             f"{path} line {line}: the file {name!r} is not inside the job's directory: fsmeter replays onto files "
