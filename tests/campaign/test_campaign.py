@@ -134,7 +134,7 @@ def test_bad_campaign_file_errors(body, pattern):
         ),
         (
             '[factors]\nbackend = ["psync", "spdk"]\n[[workloads]]\nname = "seq-read"\n',
-            r"factors\.backend = 'spdk': parameter backend: Input should be 'psync', 'io_uring', 'null', 'mmap' or 'libpmem'",
+            r"factors\.backend = 'spdk': parameter backend: Input should be 'psync', 'io_uring', 'libaio', 'null', 'mmap' or 'libpmem'",
         ),
         (
             '[factors]\nscheduler = ["none"]\n[[workloads]]\nname = "seq-read"\n',
