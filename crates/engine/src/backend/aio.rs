@@ -222,11 +222,7 @@ impl IoBackend for AioBackend {
 
     fn fsync(&mut self, file: u32) -> Result<()> {
         // Synchronously, as fio's libaio engine does its syncs.
-        // SAFETY: fd is open for the lifetime of the backend.
-        if unsafe { crate::sys::fsync(self.files[file as usize]) } != 0 {
-            return Err(EngineError::last_os("fsync"));
-        }
-        Ok(())
+        super::sync_fd(self.files[file as usize], SyncKind::Full)
     }
 
     fn sync(&mut self, file: u32, kind: SyncKind) -> Result<()> {

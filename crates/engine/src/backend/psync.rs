@@ -1,7 +1,7 @@
 //! The psync backend: pread/pwrite, one request at a time (like fio's psync).
 
 use super::{FileTable, IoBackend, IoReq, SyncKind};
-use crate::error::{EngineError, Result};
+use crate::error::Result;
 
 pub struct PsyncBackend {
     files: FileTable,
@@ -63,11 +63,7 @@ impl IoBackend for PsyncBackend {
     }
 
     fn fsync(&mut self, file: u32) -> Result<()> {
-        // SAFETY: fd is open for the lifetime of the backend.
-        if unsafe { crate::sys::fsync(self.files[file as usize]) } != 0 {
-            return Err(EngineError::last_os("fsync"));
-        }
-        Ok(())
+        super::sync_fd(self.files[file as usize], SyncKind::Full)
     }
 
     fn sync(&mut self, file: u32, kind: SyncKind) -> Result<()> {

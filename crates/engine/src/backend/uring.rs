@@ -147,11 +147,7 @@ impl IoBackend for UringBackend {
     }
 
     fn fsync(&mut self, file: u32) -> Result<()> {
-        // SAFETY: fd is open for the lifetime of the backend.
-        if unsafe { crate::sys::fsync(self.files[file as usize]) } != 0 {
-            return Err(EngineError::last_os("fsync"));
-        }
-        Ok(())
+        super::sync_fd(self.files[file as usize], SyncKind::Full)
     }
 
     fn sync(&mut self, file: u32, kind: SyncKind) -> Result<()> {
