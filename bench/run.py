@@ -143,7 +143,13 @@ class Ctx:
         try:
             yield Path(d)
         finally:
-            subprocess.run(["umount", d], check=False)
+            # A ring of io_uring lets go of its files after its process has exited (the kernel's
+            # workqueue does it): an umount right after can find the tmpfs busy. Tried again, as
+            # fsmeter's own unmounts are.
+            for attempt in range(6):
+                if subprocess.run(["umount", d], check=False, capture_output=True).returncode == 0:
+                    break
+                time.sleep(0.5 * (attempt + 1))
             os.rmdir(d)
 
     @contextlib.contextmanager
