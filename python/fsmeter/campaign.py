@@ -529,9 +529,10 @@ class CampaignFile(BaseModel):
                 raise ValueError(
                     "kernel: trials in a guest are not run under MPI: leave out [mpi] or the kernel factor"
                 )
-            if self.target.kind != "loop":
+            if self.target.kind not in ("loop", "disk-model"):
                 raise ValueError(
-                    f"kernel: a guest makes its own loop images: use target.kind = 'loop' (got {self.target.kind!r})"
+                    "kernel: a guest makes its own loop images, or runs on a disk model the host serves: use "
+                    f"target.kind = 'loop' or 'disk-model' (got {self.target.kind!r})"
                 )
             if self.guest is None:
                 self.guest = GuestModel()

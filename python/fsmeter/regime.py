@@ -74,6 +74,10 @@ import time
 #: A phase is busy when others used more than this share of the machine's CPUs (0.10 on 2 CPUs:
 #: a fifth of one core) on average over the phase.
 BUSY_SHARE = 0.10
+#: A phase on a disk model is disk-bound when the modelled disk was busy for at least this share of it...
+DISK_BOUND_SHARE = 0.8
+#: ... while the machine's CPUs (all of them, every task's) were busy for less than this share of it.
+CPU_FREE_SHARE = 0.5
 #: Below this many bytes read, the cache share of a phase is not computed.
 READ_FLOOR_BYTES = 1 << 20
 #: Below this many bytes written, the write-back share of a phase is not computed.
@@ -171,6 +175,9 @@ def other_cpu(before: dict, after: dict, cpus: int) -> dict:
     for key in ("unattributed", "steal"):  # a snapshot built without them (the tests' own) records none
         if key in before and key in after:
             out[f"{key}_cpu_s"] = round(max(0, after[key] - before[key]) * _TICK_S, 3)
+    # Everyone's CPU, ours included: tasks' ticks and interrupt time, not a hypervisor's steal.
+    busy = d["running"] + (out.get("unattributed_cpu_s", 0.0) - out.get("steal_cpu_s", 0.0)) / _TICK_S
+    out["cpu_busy_share"] = round(min(max(busy, 0) * _TICK_S / (wall * max(cpus, 1)), 1.0), 4)
     return out
 
 
@@ -295,7 +302,36 @@ class PhaseWatch:
             out["disturbed"] = dm.get("disturbed") if dm else None
             if dm and report is not None:
                 discount_idle_poll(report, dm.get("idle_poll_cpu_s") or 0.0, out.get("wall_s"), cpus)
+            if dm:
+                disk_bound(out, dm, cpus)
         return out
+
+
+def disk_bound(out: dict, dm: dict, cpus: int) -> None:
+    """Whether the phase was bound by the modelled disk, in ``out`` (the phase's regime).
+
+    ``disk_model.busy_share``: the modelled service time of the requests a drive served over the phase,
+    over its wall time, at most 1; of the busiest drive when the target has two (data and journal). ``cpu_busy_share`` loses the model's idle
+    pollers (host runs: their spinning is no one's work). ``disk_bound``: the modelled disk was busy
+    for at least DISK_BOUND_SHARE of the phase while this machine's CPUs were busy for under
+    CPU_FREE_SHARE of it, and the model's replies were on time: the CPU (an emulated guest's
+    included) did not set the pace. Method and bounds: docs/guests.md, "Guests on a disk model"."""
+    wall = out.get("wall_s")
+    per_drive = dm.get("drive_service_s") or [
+        sum(int(k.get("service_ns", 0)) for k in (dm.get("kinds") or {}).values()) / 1e9
+    ]
+    if not wall:
+        return
+    dm["busy_share"] = round(min(max(per_drive) / wall, 1.0), 4)
+    busy = out.get("cpu_busy_share")
+    if busy is not None:
+        poll = (dm.get("idle_poll_cpu_s") or 0.0) / (wall * max(cpus, 1))
+        out["cpu_busy_share"] = busy = round(max(busy - poll, 0.0), 4)
+    out["disk_bound"] = (
+        None
+        if busy is None or out.get("disturbed") is None
+        else bool(dm["busy_share"] >= DISK_BOUND_SHARE and busy < CPU_FREE_SHARE and not out["disturbed"])
+    )
 
 
 def discount_idle_poll(report: dict, poll_s: float, wall_s: float | None, cpus: int) -> None:
@@ -361,12 +397,15 @@ def phase_busy(report: dict) -> bool | None:
 
 __all__ = [
     "BUSY_SHARE",
+    "CPU_FREE_SHARE",
+    "DISK_BOUND_SHARE",
     "READ_FLOOR_BYTES",
     "PhaseWatch",
     "cache_read_share",
     "cpu_snapshot",
     "describe",
     "device_of",
+    "disk_bound",
     "other_cpu",
     "own_device",
     "phase_busy",

@@ -66,6 +66,11 @@ class RunContext:
         spec = self.campaign.target.spec()
         if spec.kind not in REPROBE_KINDS or self.trials_since_probe == 0:
             return
+        from fsmeter.provision.targets.guestmodel import passed_disk
+
+        if spec.kind == "disk-model" and passed_disk() is not None:
+            return  # in a guest, the model's one drive holds the cells' filesystems: probed once, blank
+
         if not final and time.monotonic() - self.probed_at < REPROBE_EVERY_S:
             return
         self.probe()
@@ -80,7 +85,8 @@ class RunContext:
 REPROBE_EVERY_S = 300.0
 #: Target kinds probed again during a campaign: those whose probe makes storage of its own (a fresh
 #: loop image, a fresh disk-model device). A device target holds a cell's filesystem while the campaign
-#: runs, and a directory target is the user's: both are probed once, at the start.
+#: runs, and a directory target is the user's: both are probed once, at the start; so is a disk model
+#: inside a guest (the one drive the host passed holds the cells' filesystems).
 REPROBE_KINDS = frozenset({"loop", "disk-model"})
 
 

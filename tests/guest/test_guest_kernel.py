@@ -16,6 +16,7 @@ import pytest
 from fsmeter.campaign import parse_campaign, plan
 from fsmeter.errors import UserError
 from fsmeter.guest import kernels
+from guest_boot import guest_skip_reason, qemu_pids_with, usable_guest_filesystem
 
 CAMPAIGN = """
 name = "g"
@@ -192,38 +193,13 @@ def test_the_guests_storage_probe_lands_in_the_campaigns_store(tmp_path):
 
 
 # -- a real guest ------------------------------------------------------------------------------------
-def _guest_skip_reason():
-    from fsmeter.guest import vm
-    from fsmeter.provision.sysinfo import kernel_filesystems
-
-    if os.geteuid() != 0 or not os.path.exists("/dev/loop-control"):
-        return "needs root and loop devices"
-    missing = vm.missing_tools()
-    if missing:
-        return "guests cannot run here: missing " + "; ".join(missing)
-    if not kernels.installed():
-        return "no kernel image in /boot to boot a guest (make sysdeps installs one)"
-    lacking = [f for f in ("jfs", "reiserfs", "nilfs2", "f2fs") if f not in kernel_filesystems()]
-    tools = {"jfs": "mkfs.jfs", "reiserfs": "mkfs.reiserfs", "nilfs2": "mkfs.nilfs2", "f2fs": "mkfs.f2fs"}
-    import shutil
-
-    usable = [f for f in lacking if shutil.which(tools[f])]
-    return None if usable else "no filesystem the host lacks has its mkfs tool installed"
-
-
-def _qemu_pids_with(path: str) -> list:
-    out = subprocess.run(["pgrep", "-f", path], capture_output=True, text=True).stdout.split()
-    return [p for p in out if int(p) != os.getpid()]
-
-
 def test_a_guest_runs_one_trial_of_a_filesystem_the_host_lacks(tmp_path, monkeypatch, scratch):
-    reason = _guest_skip_reason()
+    reason = guest_skip_reason()
     if reason:
         pytest.skip(reason)
-    from fsmeter.provision.sysinfo import kernel_filesystems
     from fsmeter.store import open_store
 
-    fs = next(f for f in ("jfs", "reiserfs", "nilfs2", "f2fs") if f not in kernel_filesystems())
+    fs = usable_guest_filesystem()
     level = kernels.installed()[0]
     campaign = tmp_path / "g.toml"
     campaign.write_text(
@@ -249,7 +225,7 @@ def test_a_guest_runs_one_trial_of_a_filesystem_the_host_lacks(tmp_path, monkeyp
             timeout=1800,
         )
     finally:
-        leftovers = _qemu_pids_with(scratch)
+        leftovers = qemu_pids_with(scratch)
         for pid in leftovers:  # only processes that name this test's own scratch folder
             subprocess.run(["kill", "-9", pid], capture_output=True)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]

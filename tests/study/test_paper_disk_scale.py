@@ -57,12 +57,21 @@ def test_gus3_paper_disk_runs_the_posts_dbench_and_leaves_out_cells_no_claim_can
     assert any(c.what == "cpus = UP" and c.kind == "skipped" for c in plan.changes), plan.changes
 
 
-def test_paper_disk_refuses_a_device_and_guests():
+def test_paper_disk_refuses_a_device_and_puts_guests_on_the_model(monkeypatch):
+    from fsmeter.guest import kernels
+
     study = load_study("wettstein2002")
     with pytest.raises(UserError, match="leave out --device"):
         plan_study(study, "paper-disk", {"kind": "device", "path": "/dev/sdz"})
-    with pytest.raises(UserError, match="cannot be a disk model yet"):
-        plan_study(study, "paper-disk", None, ["6.1"])
+    from fsmeter.study import plan as study_plan
+
+    monkeypatch.setattr(kernels, "resolve", lambda lv, boot=None: kernels.Kernel(lv, "/boot/vmlinuz-x", "6.1.0-x"))
+    real = study_plan._filesystem_problem
+    lacks = lambda name: "not in this kernel" if name in ("jfs", "reiserfs") else real(name)  # noqa: E731
+    monkeypatch.setattr(study_plan, "_filesystem_problem", lacks)
+    plan = plan_study(study, "paper-disk", None, ["6.1"])
+    assert plan.campaign["target"]["kind"] == "disk-model"
+    assert plan.campaign["factors"]["kernel"] == ["host", "6.1"]  # JFS and ReiserFS in the guest, on the model
 
 
 def test_a_study_without_the_scale_names_the_ones_it_has(tmp_path):

@@ -13,6 +13,7 @@ this process dies.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -107,7 +108,14 @@ def run_guest_levels(
                     cap_notes,
                 )
             finally:
-                shutil.rmtree(work, ignore_errors=True)
+                left = mounted_under(work)
+                if left:  # a model its teardown could not take down: the state file's cleanup does, not rmtree
+                    console.print(
+                        f"[red]{', '.join(left)} still mounted: {work} is left for fsmeter's cleanup "
+                        "(the next run, or `fsmeter cleanup`)[/]"
+                    )
+                else:
+                    shutil.rmtree(work, ignore_errors=True)
     except KeyboardInterrupt:
         store.set_campaign_status(campaign_id, "interrupted")
         raise
@@ -118,11 +126,107 @@ def run_guest_levels(
 def _one_level(
     c, kernel, accel, vcpus, memory, todo, store, campaign_id, console, campaign_text, work, counts, cap_notes
 ) -> None:
-    from fsmeter import runlock
-
     g = c.guest
     disk = os.path.join(work, "scratch.img")
     vm.make_disk(disk, g.disk_size)
+    try:
+        with served_model(c, work, todo, memory) as model:
+            _boot_level(
+                c,
+                kernel,
+                accel,
+                vcpus,
+                memory,
+                todo,
+                store,
+                campaign_id,
+                console,
+                campaign_text,
+                work,
+                counts,
+                cap_notes,
+                disk,
+                model,
+            )
+    except ModelUnavailable as exc:  # no guest without its disk: this level's cells fail with the cause
+        for cell, row in todo:
+            store.set_cell_status(row["id"], "failed", cause=f"guest (kernel {kernel.level}): {exc}")
+            counts["failed"] += 1
+            console.print(f"[red]cell {cell.index + 1} ({cell.describe()}) failed:[/] {exc}")
+
+
+class ModelUnavailable(Exception):
+    """The host could not serve the disk model a guest was to run on (its cells fail with this cause)."""
+
+
+@contextlib.contextmanager
+def served_model(c, work: str, todo: list, memory: int):
+    """For a disk-model target: the model served on the host for the guest's whole boot (its daemon, its
+    direct-I/O loop device; a second drive for the external journal when a cell has one), in the folder
+    shared with the guest so that the guest reads its stats; taken down when the guest is gone. None for
+    any other target. ``memory``: the guest's, which the model's image must leave to it."""
+    if c.target.kind != "disk-model":
+        yield None
+        return
+    from fsmeter.provision import default_scratch
+    from fsmeter.provision.state import StateFile
+    from fsmeter.provision.targets import DiskModelTarget
+
+    journal = any(cell.fs is not None and cell.fs.external_journal for cell, _ in todo)
+    folder = os.path.join(work, "model")
+    try:
+        os.mkdir(folder, 0o700)
+        target = DiskModelTarget(
+            StateFile(default_scratch()),
+            f"guest-{os.getpid()}",
+            c.target.size,
+            c.target.model or "",
+            offset_bytes=c.target.offset,
+            journal_size_bytes=c.target.journal_size if journal else None,
+            folder=folder,
+            reserve_bytes=memory,
+        )
+    except OSError as exc:
+        raise ModelUnavailable(f"the disk model the guest was to run on: {folder}: {exc.strerror}") from None
+    try:
+        try:
+            target.setup()
+        except (UserError, OSError) as exc:  # ProvisionError is a UserError
+            why = exc.message if isinstance(exc, UserError) else str(exc)
+            raise ModelUnavailable(f"the disk model the guest was to run on could not be set up: {why}") from None
+        yield target
+    finally:
+        target.teardown()
+
+
+def mounted_under(path: str) -> list[str]:
+    """Mount points at or below ``path`` (a guest's folder must not be removed while one is there)."""
+    root = os.path.realpath(path).rstrip("/") + "/"
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4] for line in f]
+    return [p for p in points if (p.rstrip("/") + "/").startswith(root)]
+
+
+def _boot_level(
+    c,
+    kernel,
+    accel,
+    vcpus,
+    memory,
+    todo,
+    store,
+    campaign_id,
+    console,
+    campaign_text,
+    work,
+    counts,
+    cap_notes,
+    disk,
+    model,
+) -> None:
+    from fsmeter import runlock
+
+    g = c.guest
     journal = os.path.join(work, "journal.jsonl")
     rows = {}
     for _cell, row in todo:
@@ -148,14 +252,33 @@ def _one_level(
         "cap_notes": cap_notes,
         "cwd": os.getcwd(),
     }
+    if model is not None:  # the guest's disk-model targets are this drive (fsmeter.provision.targets.guestmodel)
+        spec["disk_model"] = {
+            "info": model.info(),
+            "stats_paths": model.stats_paths,
+            "journal": model.journal_device is not None,
+        }
+        settings["disk_model"] = model.info().get("disk_model")
     spec_path = os.path.join(work, "spec.json")
     with open(spec_path, "w") as f:
         json.dump(spec, f)
     exec_cmd = f"{sys.executable} -m fsmeter.guest.inside {spec_path}"
-    cmd = vm.command(kernel.image, accel.name, vcpus, memory, disk, g.disk_cache, work, exec_cmd)
+    cmd = vm.command(
+        kernel.image,
+        accel.name,
+        vcpus,
+        memory,
+        disk,
+        g.disk_cache,
+        work,
+        exec_cmd,
+        model_device=model.device if model is not None else None,
+        model_journal_device=model.journal_device if model is not None else None,
+    )
+    on = f", on a model of the {model.info().get('disk_model_drive')}" if model is not None else ""
     console.print(
         f"kernel {kernel.level} ({kernel.version}): booting a guest ({accel.name}, {vcpus} vCPU, "
-        f"{memory >> 20} MiB) for {len(todo)} cell(s)"
+        f"{memory >> 20} MiB{on}) for {len(todo)} cell(s)"
     )
     seen = {"lines": 0}
     by_id = {row["id"]: (cell, row) for cell, row in todo}

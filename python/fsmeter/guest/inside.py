@@ -2,7 +2,9 @@
 
 Started by the guest's init as ``python -m fsmeter.guest.inside SPEC.json`` (the host's fsmeter,
 seen through the shared root filesystem). It loads the filesystems' modules, formats the scratch
-disk the host made for it and mounts it as fsmeter's scratch folder, then runs its cells with the
+disk the host made for it and mounts it as fsmeter's scratch folder (and finds, by its serial, the
+disk-model drive the host serves when the campaign's target is a disk model: the cells' filesystems
+go on it, fsmeter.provision.targets.guestmodel), then runs its cells with the
 campaign runner (fresh filesystem per cell, cache control, repetition policy: the same code as on
 the host). Every trial and cell status goes to a journal in the shared folder, one JSON line each,
 which the host copies into the campaign's store; nothing in the guest writes to the store itself.
@@ -16,7 +18,7 @@ import subprocess
 import sys
 from typing import Any
 
-from fsmeter.guest.vm import DISK_SERIAL, READY
+from fsmeter.guest.vm import DISK_SERIAL, MODEL_JOURNAL_SERIAL, MODEL_SERIAL, READY
 
 SCRATCH_MOUNT = "/tmp/fsmeter-guest-scratch"
 #: Filesystems whose kernel module has another name.
@@ -68,19 +70,43 @@ def _sh(cmd: list) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
 
 
-def scratch_device() -> str | None:
-    """The block device whose serial is the scratch disk's."""
+def device_with_serial(serial: str) -> str | None:
+    """The block device whose serial is ``serial`` (the scratch disk's, the disk model's)."""
     for name in sorted(os.listdir("/sys/block")):
         try:
             with open(f"/sys/block/{name}/serial") as f:
-                if f.read().strip() == DISK_SERIAL:
+                if f.read().strip() == serial:
                     return f"/dev/{name}"
         except OSError:
             continue
     return None
 
 
-def setup(filesystems: list) -> dict:
+def scratch_device() -> str | None:
+    """The block device whose serial is the scratch disk's."""
+    return device_with_serial(DISK_SERIAL)
+
+
+def model_disk(passed: dict) -> dict:
+    """The disk-model drive the host passed: found by its serial, described for the campaign's targets
+    (fsmeter.provision.targets.guestmodel) in the environment."""
+    from fsmeter.provision.targets.guestmodel import ENV
+
+    dev = device_with_serial(MODEL_SERIAL)
+    if dev is None:
+        raise RuntimeError(f"no block device with serial {MODEL_SERIAL}: the disk-model drive is missing")
+    desc = {**passed, "device": dev, "serial": MODEL_SERIAL}
+    if passed.get("journal"):
+        jdev = device_with_serial(MODEL_JOURNAL_SERIAL)
+        if jdev is None:
+            raise RuntimeError(f"no block device with serial {MODEL_JOURNAL_SERIAL}: the journal's drive is missing")
+        desc.update(journal_device=jdev, journal_serial=MODEL_JOURNAL_SERIAL)
+    os.environ[ENV] = json.dumps(desc)
+    seen = all(os.path.exists(p) for p in passed.get("stats_paths", []))
+    return {"model_device": dev, "model_journal_device": desc.get("journal_device"), "model_stats_visible": seen}
+
+
+def setup(filesystems: list, passed_model: dict | None = None) -> dict:
     """Modules, scratch disk and environment; returns what was done (for the journal)."""
     modules = sorted({MODULES.get(f, f) for f in filesystems} | {"loop"})
     loaded = {m: _sh(["modprobe", m]).returncode == 0 for m in modules}
@@ -96,7 +122,8 @@ def setup(filesystems: list) -> dict:
         raise RuntimeError(f"mount {dev}: {mt.stderr.strip()}")
     os.environ["FSMETER_SCRATCH"] = os.path.join(SCRATCH_MOUNT, "fsmeter")
     os.environ["FSMETER_LOCK_DIR"] = "/tmp"  # the guest's own: the host's run lock covers the whole guest
-    return {"modules": loaded, "scratch_device": dev}
+    model = model_disk(passed_model) if passed_model is not None else {}
+    return {"modules": loaded, "scratch_device": dev, **model}
 
 
 def main(spec_path: str) -> int:
@@ -105,7 +132,7 @@ def main(spec_path: str) -> int:
     journal = spec["journal"]
     store = JournalStore(journal, spec["rows"], spec["guest"])
     try:
-        done = setup(spec["filesystems"])
+        done = setup(spec["filesystems"], spec.get("disk_model"))
     except Exception as exc:  # the host marks this level's cells failed with the cause
         store._write({"op": "setup-failed", "cause": str(exc)})
         print(f"fsmeter guest: setup failed: {exc}", flush=True)
@@ -122,6 +149,11 @@ def main(spec_path: str) -> int:
     if spec.get("cwd") and os.path.isdir(spec["cwd"]):
         os.chdir(spec["cwd"])  # workload files named relative to where the campaign was started
     c = parse_campaign(spec["campaign_text"], spec.get("campaign_where", "campaign"))
+    if spec.get("disk_model") and c.order == "interleaved":
+        # One drive for every cell: a cell keeps its filesystem on it between its trials, so the cells
+        # take the drive one after another.
+        c = c.model_copy(update={"order": "cells"})
+        print("fsmeter guest: order = 'cells' here: the cells share the one disk-model drive", flush=True)
     wanted = set(spec["cells"])
     cells = [x for x in plan(c) if x.index in wanted]
     rows = [

@@ -29,6 +29,10 @@ from fsmeter.errors import UserError
 READY = "FSMETER-GUEST-READY"
 #: The serial number the scratch disk carries, so the guest finds it among its block devices.
 DISK_SERIAL = "fsmeter-scratch"
+#: The serial number of a disk-model drive the host serves to the guest (a campaign's disk-model target).
+MODEL_SERIAL = "fsmeter-model"
+#: ... and of its external journal's drive (a second drive of the same profile), when a cell has one.
+MODEL_JOURNAL_SERIAL = "fsmeter-model-journal"
 
 
 @dataclass
@@ -74,9 +78,21 @@ def make_disk(path: str, size_bytes: int) -> None:
 
 
 def command(
-    image: str, accel: str, vcpus: int, memory_bytes: int, disk: str, disk_cache: str, rwdir: str, exec_cmd: str
+    image: str,
+    accel: str,
+    vcpus: int,
+    memory_bytes: int,
+    disk: str,
+    disk_cache: str,
+    rwdir: str,
+    exec_cmd: str,
+    model_device: str | None = None,
+    model_journal_device: str | None = None,
 ) -> list[str]:
-    """The vng command line for one boot."""
+    """The vng command line for one boot. ``model_device``: the host's disk-model block device, passed
+    as a second virtio disk with ``cache=none`` (nothing of the host caches it: every request the guest
+    sends reaches the model), whatever the scratch disk's cache mode; ``model_journal_device``: its
+    external journal's drive, a third virtio disk, the same way."""
     vng = vng_path()
     if vng is None:
         raise UserError(
@@ -87,6 +103,16 @@ def command(
         f"-drive file={disk},format=raw,if=none,id=fsmscratch,cache={disk_cache},aio=threads "
         f"-device virtio-blk-pci,drive=fsmscratch,serial={DISK_SERIAL}"
     )
+    if model_device is not None:
+        drive += (
+            f" -drive file={model_device},format=raw,if=none,id=fsmmodel,cache=none,aio=threads"
+            f" -device virtio-blk-pci,drive=fsmmodel,serial={MODEL_SERIAL}"
+        )
+    if model_journal_device is not None:
+        drive += (
+            f" -drive file={model_journal_device},format=raw,if=none,id=fsmjournal,cache=none,aio=threads"
+            f" -device virtio-blk-pci,drive=fsmjournal,serial={MODEL_JOURNAL_SERIAL}"
+        )
     cmd = [
         vng,
         "--run",
@@ -195,4 +221,4 @@ def _kill(proc: subprocess.Popen) -> None:
             continue
 
 
-__all__ = ["Boot", "DISK_SERIAL", "READY", "command", "make_disk", "missing_tools", "run", "vng_path"]
+__all__ = ["Boot", "DISK_SERIAL", "MODEL_JOURNAL_SERIAL", "MODEL_SERIAL", "READY", "command", "make_disk", "missing_tools", "run", "vng_path"]

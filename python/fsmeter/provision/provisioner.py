@@ -31,7 +31,16 @@ from fsmeter.provision.filesystems.base import Filesystem
 from fsmeter.provision.mounted import Mounted
 from fsmeter.provision.specs import FsConfig, HostFactors, TargetSpec
 from fsmeter.provision.state import StateFile, default_scratch
-from fsmeter.provision.targets import DeviceTarget, DirTarget, DiskModelTarget, LoopTarget, Target, TmpfsTarget
+from fsmeter.provision.targets import (
+    DeviceTarget,
+    DirTarget,
+    DiskModelTarget,
+    GuestModelTarget,
+    LoopTarget,
+    Target,
+    TmpfsTarget,
+    passed_disk,
+)
 from fsmeter.provision.undo import cleanup_leftovers, file_identity, loop_identity, undo_mountpoint, unmount
 
 log = logging.getLogger("fsmeter.provision")
@@ -244,6 +253,8 @@ class Provisioner:
             raise ProvisionError(
                 f"tmpfs target: filesystem {fsys.name} needs a block device: use kind='loop'", exit_code=2
             )
+        if spec.kind == "disk-model" and (passed := passed_disk()) is not None:  # inside a guest: the host's drive
+            return GuestModelTarget(passed, spec.model or "", journal=cfg.external_journal)
         if spec.kind == "disk-model":  # an external journal goes on a second drive of the same profile
             return DiskModelTarget(
                 state,

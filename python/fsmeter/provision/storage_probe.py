@@ -268,11 +268,12 @@ def storage_class_of(spec) -> str:
 def probe_target(prov, spec, **kw) -> StorageProbe:
     """Probe a campaign's target on its raw storage before any mkfs: a fresh loop image of the
     target's size (the same scratch folder the cells' images use), a fresh disk-model device of the
-    target's size (its timing is the model's), the device itself (which the campaign will format
-    anyway), or a file in the directory. tmpfs is memory. Other kinds
+    target's size (its timing is the model's; in a guest, the model's drive the host passed, which the
+    cells will format), the device itself (which the campaign will format anyway), or a file in the
+    directory. tmpfs is memory. Other kinds
     (glusterfs) are not probed. Everything made here is recorded in the provisioner's state file
     before it exists and removed before returning."""
-    from fsmeter.provision.targets import DeviceTarget, DiskModelTarget, LoopTarget
+    from fsmeter.provision.targets import DeviceTarget, DiskModelTarget, GuestModelTarget, LoopTarget, passed_disk
 
     kind = getattr(spec, "kind", "loop")
     cls = storage_class_of(spec)
@@ -284,6 +285,12 @@ def probe_target(prov, spec, **kw) -> StorageProbe:
         target = DeviceTarget(spec.device, spec.destroy_data_on, spec.force, ours=prov.formatted_devices)
         target.setup()
         out = probe_path(target.device, storage_class=cls, **kw)
+        return out
+    if kind == "disk-model" and (passed := passed_disk()) is not None:  # in a guest: the drive the host serves
+        target = GuestModelTarget(passed, spec.model or "")
+        target.setup()  # its serial, not mounted: the probe writes to it, before any cell's mkfs
+        out = probe_path(target.device, storage_class=cls, **kw)
+        out.details["guest_disk"] = target.info()["guest_disk"]
         return out
     if kind in ("loop", "disk-model"):
         ident = f"probe-{os.getpid()}"

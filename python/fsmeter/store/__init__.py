@@ -682,7 +682,9 @@ def load(path=None, campaign: Any = None) -> dict:
                 " p.engine_phase, p.measured, p.discarded, p.elapsed_s, p.warmup_s, p.interrupted,"
                 " p.cache_method, p.other_cpu_share, p.cache_read_share, p.cache_write_share,"
                 # a disk model's late replies (fsmeter.regime): 1, 0, or NULL off a disk model
-                " CASE WHEN json_valid(p.report) THEN json_extract(p.report, '$.regime.disturbed') END AS disturbed"
+                " CASE WHEN json_valid(p.report) THEN json_extract(p.report, '$.regime.disturbed') END AS disturbed,"
+                # ... and whether it set the pace (fsmeter.regime.disk_bound): 1, 0, or NULL off a disk model
+                " CASE WHEN json_valid(p.report) THEN json_extract(p.report, '$.regime.disk_bound') END AS disk_bound"
                 " FROM phases p JOIN trials t ON t.id = p.trial_id"
                 f" JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id IN ({ph})"
             ),

@@ -81,7 +81,7 @@ class ClaimGating:
                     out[col] = float(share.max())
                 continue
             if col not in rows.columns:
-                if col not in ("emulated", "storage_class", "disturbed"):
+                if col not in ("emulated", "emulated_disk_bound", "storage_class", "disturbed"):
                     missing.append(col)
                 continue
             if col == "storage_class":
@@ -90,7 +90,7 @@ class ClaimGating:
                     out[col] = classes
                 continue
             vals = pd.to_numeric(rows[col], errors="coerce")
-            if vals.isna().any() and col not in ("emulated", "disturbed"):
+            if vals.isna().any() and col not in ("emulated", "emulated_disk_bound", "disturbed"):
                 missing.append(col)
             if vals.notna().any():
                 out[col] = float(gt.COMBINE[col](vals.dropna()))
@@ -194,3 +194,5 @@ class ClaimGating:
         model = [n for n in res_notes if n.startswith("on a model of the paper's disk")]
         if model and v.outcome not in (INCONCLUSIVE, NOT_TESTABLE):
             v.reason += f" ({model[0]})"
+        if v.regime.get("emulated_disk_bound") and v.outcome not in (INCONCLUSIVE, NOT_TESTABLE):
+            v.reason += f" ({gt.EMULATED_DISK_BOUND})"

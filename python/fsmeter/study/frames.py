@@ -130,12 +130,19 @@ def study_frame(study: Study | None, tidy_df, environment=None, phases=None, sto
     if phases is not None and not phases.empty:
         cols = [
             c
-            for c in ("elapsed_s", "other_cpu_share", "cache_read_share", "cache_write_share", "disturbed")
+            for c in (
+                "elapsed_s",
+                "other_cpu_share",
+                "cache_read_share",
+                "cache_write_share",
+                "disturbed",
+                "disk_bound",
+            )
             if c in phases.columns
         ]
         ph = phases[["cell_id", "trial", "phase", *cols]].drop_duplicates(["cell_id", "trial", "phase"])
         df = df.merge(ph.rename(columns={"elapsed_s": "phase_s"}), on=["cell_id", "trial", "phase"], how="left")
-        keep += ["phase_s" if c == "elapsed_s" else c for c in cols]
+        keep += ["phase_s" if c == "elapsed_s" else c for c in cols if c != "disk_bound"]  # disk_bound: below
     for f in study.factors if study is not None else ():
         if f.campaign and f.campaign in df.columns:
             back = {str(v): k for k, v in f.map.items()}
@@ -156,6 +163,13 @@ def study_frame(study: Study | None, tidy_df, environment=None, phases=None, sto
         if emu["emulated"].any():
             df = df.merge(emu, on="cell_id", how="left")
             keep.append("emulated")
+            if "disk_bound" in df.columns:
+                # A phase on a disk model that the modelled disk set the pace of, with the guest's CPUs
+                # less than half busy (fsmeter.regime.disk_bound): the emulated CPU did not decide it.
+                bound = (df["emulated"] == 1) & (pd.to_numeric(df["disk_bound"], errors="coerce") == 1)
+                df["emulated_disk_bound"] = bound.astype(float)
+                df.loc[bound, "emulated"] = 0.0
+                keep.append("emulated_disk_bound")
     if environment is not None and not environment.empty:
         cols = [c for c in ("cell_id", "kernel", "hostname", "cpus_online") if c in environment.columns]
         env = environment.drop_duplicates("cell_id")[cols]

@@ -10,7 +10,8 @@ Two kinds, in this order:
   loop worker, writeback and the filesystems' workqueues still use the others);
 - **data** ("inconclusive"): too few trials (``MIN_TRIALS``), phases shorter than the study's minimum
   or than the time its throughput needs to settle, a busy machine, a disk model whose replies were late
-  (``disturbed``), a guest under emulation.
+  (``disturbed``), a guest under emulation (unless every phase it rests on was bound by a disk model
+  the host served the guest: then the verdict stands, marked ``EMULATED_DISK_BOUND``).
 
 A gate whose measurement is missing does not pass (fails closed): the verdict names the missing
 measurement and is at most inconclusive, or not comparable when the claim is sensitive to it.
@@ -44,9 +45,18 @@ import functools
 import math
 from typing import Any
 
+from fsmeter.regime import CPU_FREE_SHARE, DISK_BOUND_SHARE
+
 #: A resource more than this many times faster here than on the paper's machine makes a claim bound by
 #: it not comparable.
 RESOURCE_RATIO = 4.0
+
+#: How a verdict resting on a guest under emulation is marked where every phase it rests on was bound by
+#: a disk model (fsmeter.regime.disk_bound): the emulated CPU did not set the pace.
+EMULATED_DISK_BOUND = (
+    "guest under emulation, disk-bound: in every phase it rests on that ran in the guest, the modelled disk "
+    f"was busy for at least {DISK_BOUND_SHARE:.0%} of the time and the guest's CPUs for under {CPU_FREE_SHARE:.0%}"
+)
 
 #: The regime columns of a claim frame (per row; a missing column or an empty cell is "not measured").
 REGIME_COLUMNS = (
@@ -62,6 +72,7 @@ REGIME_COLUMNS = (
     "cpus_online",
     "cpu_mhz",
     "emulated",
+    "emulated_disk_bound",
     "disturbed",
 )
 #: How several rows' regimes combine: the shortest phase, the busiest machine, the most cache-served
@@ -78,6 +89,7 @@ COMBINE = {
     "cpus_online": max,
     "cpu_mhz": max,
     "emulated": max,
+    "emulated_disk_bound": max,
     "disturbed": max,
 }
 

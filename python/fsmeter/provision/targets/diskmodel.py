@@ -11,7 +11,8 @@ modelled service times and how late each reply left (fsmeter.diskmodel.stats); `
 the per-phase view campaigns record in each phase's regime.
 
 The image's data is kept in the daemon's memory when the target (and its journal) fit in half the
-memory available at setup (only what is written takes memory), else in the sparse file beside it,
+memory available at setup, less what a guest it serves will take (only what is written takes
+memory), else in the sparse file beside it,
 read and written with direct I/O: ``image_store`` in ``info()`` says which. The host's disk is not
 always faster than a modelled drive's interface, and a write the drive's cache takes at once must
 not wait for it. The daemon is started before a cell's page-cache limit applies, so the image's
@@ -97,8 +98,15 @@ class DiskModelTarget(Target):
         *,
         offset_bytes: int = 0,
         journal_size_bytes: int | None = None,
+        folder: str | None = None,
+        reserve_bytes: int = 0,
     ):
         self.state = state
+        #: Where the image, the drive description and the daemon's mount go (default: the scratch
+        #: folder's images/; a guest's: the folder it shares with the host, so it reads the stats).
+        self.folder = folder or os.path.join(state.scratch, "images")
+        #: Memory something else will take while the model serves (a guest's): not the image's to use.
+        self.reserve_bytes = reserve_bytes
         self.ident = ident
         self.size_bytes = size_bytes
         self.model = model
@@ -119,7 +127,7 @@ class DiskModelTarget(Target):
         self._files: list[str] = []
 
     def _path(self, suffix: str) -> str:
-        return os.path.join(self.state.scratch, "images", f"{self.ident}{suffix}")
+        return os.path.join(self.folder, f"{self.ident}{suffix}")
 
     @property
     def stats_path(self) -> str:
@@ -153,7 +161,8 @@ class DiskModelTarget(Target):
         from fsmeter.hostinfo import mem_available_bytes
 
         total = self.size_bytes + (self.journal_size_bytes or 0)
-        self.image_store = "memory" if total <= MEMORY_SHARE * mem_available_bytes() else "file"
+        free_mem = max(mem_available_bytes() - self.reserve_bytes, 0)
+        self.image_store = "memory" if total <= MEMORY_SHARE * free_mem else "file"
         free = os.statvfs(os.path.dirname(self._path("")))
         # An image in the daemon's memory writes nothing to the scratch folder (the sparse backing
         # files stay empty); a file image takes room for what is written to it.
