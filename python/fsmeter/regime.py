@@ -310,14 +310,15 @@ class PhaseWatch:
 def disk_bound(out: dict, dm: dict, cpus: int) -> None:
     """Whether the phase was bound by the modelled disk, in ``out`` (the phase's regime).
 
-    ``disk_model.busy_share``: the modelled service time of the requests a drive served over the phase,
-    over its wall time, at most 1; of the busiest drive when the target has two (data and journal). ``cpu_busy_share`` loses the model's idle
+    ``disk_model.busy_share``: the time a drive was busy over the phase (serving a request, or writing
+    its cache back: the model's own count), over the phase's wall time, at most 1; of the busier
+    drive when the target has two (data and journal). ``cpu_busy_share`` loses the model's idle
     pollers (host runs: their spinning is no one's work). ``disk_bound``: the modelled disk was busy
     for at least DISK_BOUND_SHARE of the phase while this machine's CPUs were busy for under
     CPU_FREE_SHARE of it, and the model's replies were on time: the CPU (an emulated guest's
     included) did not set the pace. Method and bounds: docs/guests.md, "Guests on a disk model"."""
     wall = out.get("wall_s")
-    per_drive = dm.get("drive_service_s") or [
+    per_drive = dm.get("drive_busy_s") or [
         sum(int(k.get("service_ns", 0)) for k in (dm.get("kinds") or {}).values()) / 1e9
     ]
     if not wall:

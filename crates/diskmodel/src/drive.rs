@@ -21,10 +21,11 @@
 //!   begins in a segment and runs past it reads only the rest from the media. Segments are
 //!   replaced least recently used first.
 //! - with the write cache on, a write completes once in the buffer (overhead + interface transfer)
-//!   while the dirty data fits in `write_cache_sectors`; otherwise it first waits for destaging. The
+//!   while the dirty data fits in `write_cache_sectors`, without waiting for the actuator (a destage
+//!   under way goes on: DiskSim's fast writes); otherwise it first waits for destaging. The
 //!   drive destages while idle (once its read-ahead is done), a segment's worth at a time, oldest
 //!   first (or nearest first with a reordering queue); a destage, once begun, is finished before the
-//!   next request. A cache flush (the host's FLUSH CACHE: a loop device's fsync) completes when
+//!   next request that needs the actuator. A cache flush (the host's FLUSH CACHE: a loop device's fsync) completes when
 //!   every dirty block is on the media. With the write cache off a write completes on the media.
 //! - a read of blocks that are dirty in the write cache is a hit.
 //!
@@ -268,6 +269,13 @@ pub struct Model {
     pub drive: Drive,
     /// The actuator is committed until then (a request, or a destage once begun).
     busy_until: f64,
+    /// The controller and interface are free from then: the end of the last request served. A write
+    /// the cache takes waits for them only, not for the actuator (its destage goes on meanwhile).
+    bus_free: f64,
+    /// The time the drive was busy (a request in service, or the actuator destaging), ns, and the
+    /// end of the busy time counted so far (intervals are counted once where they overlap).
+    busy_ns: f64,
+    busy_mark: f64,
     track: Track,
     segments: Vec<Segment>,
     prefetch: Option<Prefetch>,
@@ -287,6 +295,9 @@ impl Model {
             write_cache: drive.write_cache,
             drive,
             busy_until: 0.0,
+            bus_free: 0.0,
+            busy_ns: 0.0,
+            busy_mark: 0.0,
             track: Track { cylinder: 0, surface: 0 },
             segments,
             prefetch: None,
@@ -294,6 +305,21 @@ impl Model {
             dirty: VecDeque::new(),
             dirty_sectors: 0,
             clock: 0,
+        }
+    }
+
+    /// The time the drive has been busy since it started, ns: serving a request (a cached write's
+    /// interface transfer included) or writing its cache back, each instant counted once.
+    pub fn busy_ns(&self) -> u64 {
+        self.busy_ns.round() as u64
+    }
+
+    /// Count [from, to] as busy time (the part not counted yet).
+    fn count_busy(&mut self, from: f64, to: f64) {
+        let from = from.max(self.busy_mark);
+        if to > from {
+            self.busy_ns += to - from;
+            self.busy_mark = to;
         }
     }
 
@@ -415,6 +441,7 @@ impl Model {
         }
         self.dirty_sectors -= n;
         self.busy_until = a.end;
+        self.count_busy(t, a.end);
         a.end - t
     }
 
@@ -516,13 +543,23 @@ impl Model {
         let start_lbn = req.lbn.min(cap);
         let end_lbn = (req.lbn + req.sectors).min(cap);
         let n = end_lbn - start_lbn;
-        let mut s = (arrival as f64).max(self.busy_until);
+        // A write the cache takes needs the controller and the interface, not the actuator: it does
+        // not wait for a destage under way (DiskSim's fast writes; a drive reconnects for the data
+        // while its heads write back older data). Everything else waits for the actuator too.
+        let cached_write =
+            matches!(req.op, Op::Write | Op::WriteZeroes) && self.write_cache && n <= self.drive.write_cache_sectors;
+        let mut s = (arrival as f64).max(self.bus_free);
+        if !cached_write {
+            s = s.max(self.busy_until);
+        }
         let readahead_ns = match self.prefetch {
             Some(p) if s > self.busy_until => (self.reached_at(&p, p.limit).min(s) - self.busy_until.max(p.t)).max(0.0),
             _ => 0.0,
         };
         self.idle_until(s);
-        s = s.max(self.busy_until);
+        if !cached_write {
+            s = s.max(self.busy_until);
+        }
         let mut svc = Service { start: s.ceil() as u64, readahead_ns, ..Service::default() };
         self.clock += 1;
         let end = match req.op {
@@ -548,7 +585,14 @@ impl Model {
             }
         };
         svc.end = end.ceil() as u64;
-        self.busy_until = self.busy_until.max(svc.end as f64);
+        // After a cached write that found the actuator idle too: its data cannot be written back before
+        // it has arrived. One that came during a destage leaves the actuator's time alone (the next
+        // destage follows the one under way, on the sectors under the head).
+        if !cached_write || self.busy_until <= s {
+            self.busy_until = self.busy_until.max(svc.end as f64);
+        }
+        self.bus_free = svc.end as f64;
+        self.count_busy(s, svc.end as f64);
         svc
     }
 
@@ -657,8 +701,13 @@ impl Model {
             // room first: overlapping dirty data is replaced, not added
             self.forget_dirty(start, end);
             while self.dirty_sectors + n > self.drive.write_cache_sectors && !self.dirty.is_empty() {
-                t += self.destage_one(t);
+                // Room is made by the actuator once it is free: the next destage begins then, and the
+                // data it writes back no longer counts against the cache (as for every destage under
+                // way); it goes on behind this write.
+                t = t.max(self.busy_until);
+                self.destage_one(t);
             }
+            // (a destage under way when the cache still had room goes on; this write does not wait)
             svc.destage_ns = t - s;
             self.add_dirty(start, end);
             svc.hit = true;

@@ -227,6 +227,51 @@ fn the_idle_drive_destages_and_a_full_cache_makes_writes_wait() {
 }
 
 #[test]
+fn sequential_small_writes_into_the_cache_run_at_the_media_rate_not_one_per_turn() {
+    // 4 KiB writes one after another, 20 us apart: the cache takes each while the actuator writes
+    // back older ones, so the stream runs at the media's write rate (the cache fills, then each write
+    // waits for room), not at one write per revolution (a destage under way would hold each write up).
+    // The media's write rate: one long write-through from the same place (each track and cylinder
+    // switch pays the write settle, so it is below the read rate).
+    let mut through = model(0, false);
+    let long = through.serve(write(0, 20_480), T0);
+    let media = (20_480 * SECTOR_BYTES) as f64 / ((long.end - long.start) as f64 / 1e9);
+    let mut m = model(0, true);
+    let (mut t, first, count) = (T0, T0, 20_000u64);
+    let mut waited = 0.0;
+    for i in 0..count {
+        let s = m.serve(write(i * 8, 8), t);
+        waited += s.destage_ns;
+        t = s.end + 20_000;
+    }
+    let rate = (count * 8 * SECTOR_BYTES) as f64 / ((t - first) as f64 / 1e9);
+    assert!(rate > 0.9 * media && rate < 1.1 * media, "cached stream: {rate} B/s against media writes {media} B/s");
+    assert!(waited > 0.0, "once the cache is full, writes wait for room");
+    let one_per_turn = 4096.0 / (m_rev() / 1e9);
+    assert!(rate > 5.0 * one_per_turn);
+    // the drive was busy (taking writes, writing them back) nearly all the time (a little over: the
+    // destage begun for the last write runs past it)
+    let busy = m.busy_ns() as f64 / (t - first) as f64;
+    assert!(busy > 0.9 && busy < 1.05, "busy share {busy}");
+}
+
+#[test]
+fn a_cached_write_does_not_wait_for_a_destage_under_way_a_read_does() {
+    let mut m = model(0, true);
+    let w = m.serve(write(2_000_000, 8), T0);
+    // 50 us later the idle drive has begun writing it back (milliseconds of seek and rotation)
+    let w2 = m.serve(write(3_000_000, 8), w.end + 50_000);
+    assert_eq!(w2.start, w.end + 50_000, "a cached write starts at once");
+    assert!(w2.end - w2.start < 100_000, "{:?}", w2);
+    let r = m.serve(read(6_000_000, 8), w2.end + 10_000);
+    assert!(r.start > w2.end + 1_000_000, "the read waits for the destage: {:?}", r);
+    // and the interface stays one at a time: two writes arriving together go one after the other
+    let a = m.serve(write(100, 8), r.end + 10 * 1_000_000_000);
+    let b = m.serve(write(200, 8), r.end + 10 * 1_000_000_000);
+    assert_eq!(b.start, a.end);
+}
+
+#[test]
 fn a_read_of_dirty_blocks_is_served_from_the_write_cache() {
     let mut m = model(0, true);
     let w = m.serve(write(4_000_000, 8), T0);

@@ -61,8 +61,8 @@ def merge(docs: list[dict]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "format": "fsmeter-diskmodel-stats",
         "kinds": kinds,
-        # each drive's own modelled service time (a drive's busy share is its own, not the sum's)
-        "drive_service_ns": [_service_ns(d) for d in docs],
+        # each drive's own busy time (a drive's busy share is its own, not the sum's)
+        "drive_busy_ns": [_busy_ns(d) for d in docs],
         "early_replies": sum(int(d.get("early_replies", 0)) for d in docs),
         "max_queue": max(int(d.get("max_queue", 0)) for d in docs),
         "drives": len(docs),
@@ -77,17 +77,22 @@ def _buckets(doc: dict, key: str) -> dict[int, int]:
     return {int(v): int(c) for v, c in doc.get(key) or []}
 
 
-def _service_ns(doc: dict) -> int:
-    """The modelled service time of every request a snapshot counts, ns."""
+def _busy_ns(doc: dict) -> int:
+    """A daemon's busy time so far, ns: the model's own count (a request in service, or its actuator
+    writing the cache back; daemons since 2026-11-30), else the modelled service time of every request
+    it counts (which misses the write-back of cached writes)."""
+    state = doc.get("state") or {}
+    if "busy_ns" in state:
+        return int(state["busy_ns"])
     return sum(int(d.get("service_ns", 0)) for d in (doc.get("kinds") or {}).values())
 
 
-def drive_service_s(before: dict, after: dict) -> list[float]:
-    """Each drive's modelled service time between two snapshots, s (one entry for a single daemon's)."""
-    b = before.get("drive_service_ns") or [_service_ns(before)]
-    a = after.get("drive_service_ns") or [_service_ns(after)]
+def drive_busy_s(before: dict, after: dict) -> list[float]:
+    """Each drive's busy time between two snapshots, s (one entry for a single daemon's)."""
+    b = before.get("drive_busy_ns") or [_busy_ns(before)]
+    a = after.get("drive_busy_ns") or [_busy_ns(after)]
     if len(a) != len(b):
-        return [max(0, _service_ns(after) - _service_ns(before)) / 1e9]
+        return [max(0, _busy_ns(after) - _busy_ns(before)) / 1e9]
     return [max(0, int(x) - int(y)) / 1e9 for x, y in zip(a, b)]
 
 
@@ -152,7 +157,7 @@ def since(before: dict, after: dict) -> dict[str, Any]:
     # The idle pollers' CPU (the daemon's lowest-priority spinners that keep the CPUs out of their
     # idle state): not the workload's, not others'; the caller takes it out of the machine's busy time.
     out["idle_poll_cpu_s"] = max(0, _poll_ns(after) - _poll_ns(before)) / 1e9
-    out["drive_service_s"] = drive_service_s(before, after)
+    out["drive_busy_s"] = drive_busy_s(before, after)
     out["disturbed"] = disturbed(out["lateness_p99_ms"], mean_service_ms)
     return out
 
@@ -182,7 +187,7 @@ __all__ = [
     "DISTURBED_SHARE",
     "describe",
     "disturbed",
-    "drive_service_s",
+    "drive_busy_s",
     "histogram_since",
     "merge",
     "percentile",

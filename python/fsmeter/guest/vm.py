@@ -221,4 +221,15 @@ def _kill(proc: subprocess.Popen) -> None:
             continue
 
 
-__all__ = ["Boot", "DISK_SERIAL", "MODEL_JOURNAL_SERIAL", "MODEL_SERIAL", "READY", "command", "make_disk", "missing_tools", "run", "vng_path"]
+__all__ = [
+    "Boot",
+    "DISK_SERIAL",
+    "MODEL_JOURNAL_SERIAL",
+    "MODEL_SERIAL",
+    "READY",
+    "command",
+    "make_disk",
+    "missing_tools",
+    "run",
+    "vng_path",
+]

@@ -205,6 +205,8 @@ enum ImageIo {
 struct Shared {
     stats: Stats,
     dirty_sectors: u64,
+    /// The model's busy time so far (fsmeter_diskmodel::Model::busy_ns).
+    busy_ns: u64,
     requests: u64,
 }
 
@@ -307,6 +309,7 @@ impl Disk for ModelDisk {
         let state = json!({
             "drive": self.drive_name,
             "dirty_sectors": sh.dirty_sectors,
+            "busy_ns": sh.busy_ns,
             "requests_served": sh.requests,
             "offset_bytes": self.offset_lbn * SECTOR_BYTES,
             "size_bytes": self.size,
@@ -511,6 +514,7 @@ fn drive_thread(mut model: Model, jobs: Receiver<Msg>, shared: Arc<Mutex<Shared>
             sh.stats.queue_seen(queue.len() + 1);
             sh.stats.record(job.req.op, job.bytes, &svc, Instants { arrival: job.arrival, woke, ready, sent });
             sh.dirty_sectors = model.dirty_sectors();
+            sh.busy_ns = model.busy_ns();
             sh.requests += 1;
         }
         let io = job.io.take().unwrap_or(Err(libc::EIO));
@@ -572,7 +576,8 @@ fn main() {
                     ),
                 );
             }
-            let shared = Arc::new(Mutex::new(Shared { stats: Stats::default(), dirty_sectors: 0, requests: 0 }));
+            let shared =
+                Arc::new(Mutex::new(Shared { stats: Stats::default(), dirty_sectors: 0, busy_ns: 0, requests: 0 }));
             let (tx, rx) = channel();
             let name = drive.name.clone();
             let model = Model::new(drive);
