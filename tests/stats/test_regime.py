@@ -36,6 +36,9 @@ def test_steal_and_interrupts_are_recorded_but_do_not_make_a_quiet_phase_busy():
     r = other_cpu(before, after, cpus=2)
     assert r["other_cpu_share"] == 0.0
     assert r["unattributed_cpu_s"] == pytest.approx(4.0) and r["steal_cpu_s"] == pytest.approx(3.4)
+    # Everyone's CPU (the disk-bound rule's): 10 s of tasks and 0.6 s of interrupts, not the 3.4 s of
+    # steal, over 10 s x 2 CPUs.
+    assert r["cpu_busy_share"] == pytest.approx(0.53)
     # Another process's 3 s on top of the same: seen (15% of the machine), steal still not counted.
     after["running"] += round(3 / tick)
     assert other_cpu(before, after, cpus=2)["other_cpu_share"] == pytest.approx(0.15)

@@ -309,7 +309,8 @@ impl Model {
     }
 
     /// The time the drive has been busy since it started, ns: serving a request (a cached write's
-    /// interface transfer included) or writing its cache back, each instant counted once.
+    /// interface transfer included), reading ahead or writing its cache back, each instant counted
+    /// once.
     pub fn busy_ns(&self) -> u64 {
         self.busy_ns.round() as u64
     }
@@ -373,7 +374,10 @@ impl Model {
     /// Apply the read-ahead's progress to its segment, up to time `t`.
     fn prefetch_to(&mut self, t: f64) {
         if let Some(mut p) = self.prefetch {
+            let from = p.t;
             self.stream(&mut p, t);
+            // the heads were reading (a stream's next blocks, or speculatively): busy time
+            self.count_busy(from, p.t.min(t));
             let seg_sectors = self.drive.segment_sectors;
             let s = &mut self.segments[p.seg];
             s.end = p.next;

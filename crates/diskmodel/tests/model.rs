@@ -160,6 +160,20 @@ fn sequential_small_reads_run_at_the_media_rate_from_the_segment_buffer() {
 }
 
 #[test]
+fn a_sequential_read_stream_keeps_the_drive_busy_the_whole_time() {
+    // The read-ahead does the media work of a sequential stream; the requests mostly wait for it or
+    // hit the buffer. The drive's busy time counts the read-ahead, so the stream reads as busy.
+    let mut m = model(2048, false);
+    let (mut t, first) = (T0, T0);
+    for i in 0..3000u64 {
+        let s = m.serve(read(i * 8, 8), t);
+        t = s.end + 20_000;
+    }
+    let busy = m.busy_ns() as f64 / (t - first) as f64;
+    assert!(busy > 0.9 && busy < 1.05, "busy share {busy}");
+}
+
+#[test]
 fn a_repeated_read_hits_the_buffer_and_a_distant_one_misses() {
     let mut m = model(2048, false);
     let a = m.serve(read(100_000, 8), T0);
