@@ -69,6 +69,10 @@ _NOT_FACTORS = (
 )
 
 
+#: The note of the rows left out as functional only (ClaimChecker._without_emulated).
+EMULATED_OUT = "left out as functional only:"
+
+
 def _ABSENT(note: str) -> bool:
     """A note saying that something the claim compares did not run here (or was not published)."""
     return (
@@ -153,7 +157,25 @@ class ClaimChecker(PairComparisons, ClaimGating):
                 for k, v in keys.items():
                     mask &= (df[k].astype(str) == str(v)).to_numpy()
                 df = df[~mask]
-        return df
+        return df if self.paper else self._without_emulated(df, notes)
+
+    @staticmethod
+    def _without_emulated(df, notes: list):
+        """The rows of a guest under software emulation whose phase was not bound by a disk model are
+        functional results only (fsmeter.study.frames): left out, as a configuration this kernel cannot
+        make is, and said. A claim about the others is judged on them (adding guests never takes a
+        verdict away); a claim about those configurations has too little left."""
+        if "emulated" not in df.columns:
+            return df
+        emu = (pd.to_numeric(df["emulated"], errors="coerce").fillna(0) > 0).to_numpy()
+        if not emu.any():
+            return df
+        who = sorted(set(df.loc[emu, "filesystem"].astype(str))) if "filesystem" in df.columns else []
+        notes.append(
+            f"{EMULATED_OUT} {', '.join(who) or 'some rows'}, run in a guest under software emulation, in "
+            "phases a disk model did not bind"
+        )
+        return df[~emu]
 
     def _contexts(self, df, exclude: Sequence[str]):
         cols = [c for c in self.factors if c not in exclude and c in df.columns and df[c].nunique(dropna=False) > 1]
@@ -202,6 +224,15 @@ class ClaimChecker(PairComparisons, ClaimGating):
             gone += [str(x) for x in tier if str(x) not in present]
             if kept:
                 tiers.append(kept)
+        # configurations that ran, in a guest under emulation only (left out by _without_emulated): said there
+        out = {
+            name.strip()
+            for n in notes
+            if n.startswith(EMULATED_OUT)
+            for name in n[len(EMULATED_OUT) :].split(", run in ")[0].split(",")
+        }
+        emulated = [g for g in gone if g in out]
+        gone = [g for g in gone if g not in emulated]
         if gone:
             notes.append(
                 f"not run here: {', '.join(gone)}" if not self.paper else f"no published numbers for: {', '.join(gone)}"
