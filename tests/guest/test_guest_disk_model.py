@@ -263,7 +263,7 @@ def test_study_frame_splits_emulated_rows_by_their_phases_disk_bound():
             "status": "ok",
             "discarded": False,
         }
-        for cid, fs in ((1, "jfs"), (2, "reiserfs"))
+        for cid, fs in ((1, "jfs"), (2, "reiserfs"), (3, "nilfs2"))
         for t in (1, 2)
     ]
     env = pd.DataFrame(
@@ -274,13 +274,13 @@ def test_study_frame_splits_emulated_rows_by_their_phases_disk_bound():
                 "hostname": "virtme-ng",
                 "extra": json.dumps({"guest": {"emulated": True}}),
             }
-            for c in (1, 2)
+            for c in (1, 2, 3)
         ]
     )
     phases = pd.DataFrame(
         [
-            {"cell_id": cid, "trial": t, "phase": "create", "elapsed_s": 30.0, "disturbed": 0, "disk_bound": b}
-            for cid, b in ((1, 1), (2, 0))
+            {"cell_id": cid, "trial": t, "phase": "create", "elapsed_s": 30.0, "disturbed": 0, "disk_bound": b[t - 1]}
+            for cid, b in ((1, (1, 1)), (2, (0, 0)), (3, (1, 0)))  # nilfs2: one trial bound, one not
             for t in (1, 2)
         ]
     )
@@ -289,8 +289,39 @@ def test_study_frame_splits_emulated_rows_by_their_phases_disk_bound():
     assert got == {
         "jfs": {"emulated": 0.0, "emulated_disk_bound": 1.0},
         "reiserfs": {"emulated": 1.0, "emulated_disk_bound": 0.0},
+        "nilfs2": {"emulated": 1.0, "emulated_disk_bound": 0.0},
     }
+    # a cell is decided over all its trials: nilfs2's disk-bound trial is not kept apart from the other
+    assert set(df.loc[df["filesystem"] == "nilfs2", "emulated"]) == {1.0}
     assert "disk_bound" not in df.columns  # not a factor
+
+
+def test_a_kernel_that_ran_only_emulated_is_gone_not_replaced_by_the_next():
+    """newest/oldest are resolved among every kernel that ran: the oldest, emulated only, is left out,
+    and the claim is inconclusive saying why (not the newest kernel tested against itself)."""
+    import pandas as pd
+    from fsmeter.study.claims import ClaimChecker
+
+    rows = []
+    for kernel, emulated, base in (("6.1.0", 1.0, 100.0), ("6.12.0", 0.0, 120.0), ("6.18.0", 0.0, 121.0)):
+        for t, d in enumerate((0.0, 1.0, -1.0, 0.5)):
+            rows.append(
+                dict(
+                    workload="w",
+                    metric_key="run.x",
+                    higher_is_better=True,
+                    filesystem="ext3",
+                    kernel=kernel,
+                    trial=t + 1,
+                    value=base + d,
+                    emulated=emulated,
+                    **QUIET,
+                )
+            )
+    claim = {"kind": "ordering", "compare": "kernel", "tiers": [["newest"], ["oldest"]]}
+    [v] = ClaimChecker(study([claim]), pd.DataFrame(rows)).check_all()
+    assert v.outcome == "inconclusive", (v.outcome, v.reason)
+    assert "left out as functional only" in v.reason and "not run here" not in v.reason, v.reason
 
 
 # -- a real guest on a disk model ---------------------------------------------------------------------------

@@ -309,8 +309,10 @@ impl Model {
     }
 
     /// The time the drive has been busy since it started, ns: serving a request (a cached write's
-    /// interface transfer included), reading ahead or writing its cache back, each instant counted
-    /// once.
+    /// interface transfer included) or writing its cache back, each instant counted once. The
+    /// read-ahead is not counted: most of it is speculative (after a random read the heads read on
+    /// until the next request), so a sequential stream's busy time is undercounted by the media
+    /// work its read-ahead did between its requests.
     pub fn busy_ns(&self) -> u64 {
         self.busy_ns.round() as u64
     }
@@ -374,10 +376,7 @@ impl Model {
     /// Apply the read-ahead's progress to its segment, up to time `t`.
     fn prefetch_to(&mut self, t: f64) {
         if let Some(mut p) = self.prefetch {
-            let from = p.t;
             self.stream(&mut p, t);
-            // the heads were reading (a stream's next blocks, or speculatively): busy time
-            self.count_busy(from, p.t.min(t));
             let seg_sectors = self.drive.segment_sectors;
             let s = &mut self.segments[p.seg];
             s.end = p.next;
@@ -413,7 +412,8 @@ impl Model {
             if self.dirty.is_empty() || self.busy_until + ARRIVAL_SLACK_NS >= t {
                 return;
             }
-            let start = self.busy_until;
+            // not before the last request's data is in (a cached write taken during a destage)
+            let start = self.busy_until.max(self.bus_free);
             self.destage_one(start);
         }
     }

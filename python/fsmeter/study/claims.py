@@ -103,6 +103,8 @@ class ClaimChecker(PairComparisons, ClaimGating):
     def __init__(self, study: Study, frame, changes: Sequence = (), paper: bool = False):
         self.study, self.df = study, frame
         self.paper = paper
+        #: the levels of the compared column that ran only in an emulated guest (the claim being checked)
+        self._left_out: set[str] = set()
         self.rules = study.rules
         self.wobble = edge.Wobble.of(study.rules)
         #: the edge rule judges re-runs of a study; a claim file (`fsmeter claim check`) opts in by giving its
@@ -157,19 +159,22 @@ class ClaimChecker(PairComparisons, ClaimGating):
                 for k, v in keys.items():
                     mask &= (df[k].astype(str) == str(v)).to_numpy()
                 df = df[~mask]
-        return df if self.paper else self._without_emulated(df, notes)
+        return df if self.paper else self._without_emulated(claim, df, notes)
 
-    @staticmethod
-    def _without_emulated(df, notes: list):
+    def _without_emulated(self, claim: Claim, df, notes: list):
         """The rows of a guest under software emulation whose phase was not bound by a disk model are
         functional results only (fsmeter.study.frames): left out, as a configuration this kernel cannot
         make is, and said. A claim about the others is judged on them (adding guests never takes a
         verdict away); a claim about those configurations has too little left."""
+        self._left_out = set()
         if "emulated" not in df.columns:
             return df
         emu = (pd.to_numeric(df["emulated"], errors="coerce").fillna(0) > 0).to_numpy()
         if not emu.any():
             return df
+        col = claim.compare if claim.compare in df.columns else "filesystem"
+        # the levels of what the claim compares that ran only emulated (a tier of them is gone, and said)
+        self._left_out = set(df.loc[emu, col].astype(str)) - set(df.loc[~emu, col].astype(str))
         who = sorted(set(df.loc[emu, "filesystem"].astype(str))) if "filesystem" in df.columns else []
         notes.append(
             f"{EMULATED_OUT} {', '.join(who) or 'some rows'}, run in a guest under software emulation, in "
@@ -217,21 +222,18 @@ class ClaimChecker(PairComparisons, ClaimGating):
     # -- claim kinds ------------------------------------------------------------------------------
     def _tiers(self, claim: Claim, present: set, notes: list) -> list:
         tiers, gone = [], []
-        named = dict(zip(("newest", "oldest"), _by_version(present)[::-1][:1] + _by_version(present)[:1]))
+        # "newest" / "oldest" among every level that ran, those left out as emulated included: a tier
+        # whose kernel ran only emulated is gone, not quietly the next kernel
+        ran = set(present) | self._left_out
+        named = dict(zip(("newest", "oldest"), _by_version(ran)[::-1][:1] + _by_version(ran)[:1]))
         for tier in claim.tiers:
             tier = [named.get(str(x), x) for x in tier]
             kept = [str(x) for x in tier if str(x) in present]
             gone += [str(x) for x in tier if str(x) not in present]
             if kept:
                 tiers.append(kept)
-        # configurations that ran, in a guest under emulation only (left out by _without_emulated): said there
-        out = {
-            name.strip()
-            for n in notes
-            if n.startswith(EMULATED_OUT)
-            for name in n[len(EMULATED_OUT) :].split(", run in ")[0].split(",")
-        }
-        emulated = [g for g in gone if g in out]
+        # levels that ran, in a guest under emulation only (left out by _without_emulated): said there
+        emulated = [g for g in gone if g in self._left_out]
         gone = [g for g in gone if g not in emulated]
         if gone:
             notes.append(

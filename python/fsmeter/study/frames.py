@@ -166,7 +166,11 @@ def study_frame(study: Study | None, tidy_df, environment=None, phases=None, sto
             if "disk_bound" in df.columns:
                 # A phase on a disk model that the modelled disk set the pace of, with the guest's CPUs
                 # less than half busy (fsmeter.regime.disk_bound): the emulated CPU did not decide it.
-                bound = (df["emulated"] == 1) & (pd.to_numeric(df["disk_bound"], errors="coerce") == 1)
+                # Decided per cell and phase, over all its trials: keeping the disk-bound trials of a cell
+                # and dropping the others would pick trials by how they went.
+                each = (df["emulated"] == 1) & (pd.to_numeric(df["disk_bound"], errors="coerce") == 1)
+                bound = each.groupby([df["cell_id"], df["phase"]]).transform("all").astype(bool)
+                bound &= df["emulated"] == 1
                 df["emulated_disk_bound"] = bound.astype(float)
                 df.loc[bound, "emulated"] = 0.0
                 keep.append("emulated_disk_bound")
