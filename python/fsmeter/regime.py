@@ -318,10 +318,8 @@ def disk_bound(out: dict, dm: dict, cpus: int) -> None:
     CPU_FREE_SHARE of it, and the model's replies were on time: the CPU (an emulated guest's
     included) did not set the pace. Method and bounds: docs/guests.md, "Guests on a disk model"."""
     wall = out.get("wall_s")
-    per_drive = dm.get("drive_busy_s") or [
-        sum(int(k.get("service_ns", 0)) for k in (dm.get("kinds") or {}).values()) / 1e9
-    ]
-    if not wall:
+    per_drive = dm.get("drive_busy_s")  # fsmeter.diskmodel.stats.since
+    if not wall or not per_drive:
         return
     dm["busy_share"] = round(min(max(per_drive) / wall, 1.0), 4)
     busy = out.get("cpu_busy_share")

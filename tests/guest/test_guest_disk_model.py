@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 
 import pytest
 from claim_data import QUIET, runs_frame, study
 from fsmeter.campaign import parse_campaign
 from fsmeter.errors import UserError
 from fsmeter.guest import kernels, vm
-from guest_boot import guest_skip_reason, qemu_pids_with, usable_guest_filesystem
+from guest_boot import guest_skip_reason, run_guest_campaign, usable_guest_filesystem
 
 CAMPAIGN = """
 name = "gm"
@@ -135,7 +134,10 @@ def test_a_model_the_host_cannot_serve_fails_the_levels_cells_with_the_cause(mon
         raise ProvisionError("fsmeter-diskmodel is missing: reinstall fsmeter")
 
     monkeypatch.setattr(DiskModelTarget, "setup", refuse)
-    monkeypatch.setattr(host, "_boot_level", lambda *a, **k: pytest.fail("booted without its disk"))
+    monkeypatch.setattr(host, "_one_level", lambda *a, **k: pytest.fail("booted without its disk"))
+    monkeypatch.setattr(vm, "missing_tools", lambda: [])
+    monkeypatch.setattr(kernels, "choose", lambda asked: kernels.Accel("tcg", "a test"))
+    monkeypatch.setattr(kernels, "resolve", lambda lv, boot=None: kernels.Kernel("6.1", "/boot/vmlinuz-x", "6.1.0-x"))
     c = parse_campaign(_campaign())  # the level does not matter here: no guest boots
     cells = plan(c)
 
@@ -146,24 +148,29 @@ def test_a_model_the_host_cannot_serve_fails_the_levels_cells_with_the_cause(mon
         def set_cell_status(self, cid, status, cause=None, stop_reason=None):
             self.status[cid] = (status, cause)
 
+        def set_campaign_status(self, cid, status):
+            pass
+
     class Console:
         def print(self, *a, **k):
             pass
 
-    store, counts = Store(), {"done": 0, "failed": 0, "skipped": 0}
-    work = tmp_path / "work"
-    work.mkdir()
-    todo = [(cells[0], {"id": 7, "status": "new"})]
-    kernel = kernels.Kernel("6.1", "/boot/vmlinuz-x", "6.1.0-x")
-    host._one_level(c, kernel, None, 1, 1 << 30, todo, store, 1, Console(), "", str(work), counts, True)
+    store = Store()
+    counts = host.run_guest_levels(c, cells[:1], [{"id": 7, "status": "new"}], store, 1, Console(), "")
     assert counts["failed"] == 1
     status, cause = store.status[7]
     assert status == "failed" and "could not be set up: fsmeter-diskmodel is missing" in cause
-    assert not host.mounted_under(str(work))
+    assert not host.mounted_under(scratch)
+    assert not [n for n in os.listdir(scratch) if n.startswith("guest-")], "the guest folder was left behind"
 
 
 def _service(ms_total: float) -> dict:
-    return {"kinds": {"write": {"count": 100, "service_ns": int(ms_total * 1e6)}}, "idle_poll_cpu_s": 0.0}
+    """What fsmeter.diskmodel.stats.since gives for one drive busy ``ms_total`` ms."""
+    return {
+        "kinds": {"write": {"count": 100, "service_ns": int(ms_total * 1e6)}},
+        "drive_busy_s": [ms_total / 1000.0],
+        "idle_poll_cpu_s": 0.0,
+    }
 
 
 @pytest.mark.parametrize(
@@ -344,27 +351,7 @@ def test_a_guest_runs_a_trial_on_a_disk_model_the_host_serves(tmp_path, scratch)
         + '[guest]\naccelerator = "tcg"\nvcpus = 1\nmemory = "512M"\ndisk_size = "1G"\nboot_timeout_s = 900\n'
     )
     db = tmp_path / "r.sqlite"
-    env = {**os.environ, "FSMETER_SCRATCH": scratch}
-    try:
-        r = subprocess.run(
-            [
-                os.path.join(os.path.dirname(os.sys.executable), "fsmeter"),
-                "campaign",
-                "run",
-                str(campaign),
-                "--db",
-                str(db),
-                "--quiet",
-            ],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=1800,
-        )
-    finally:
-        leftovers = qemu_pids_with(scratch)
-        for pid in leftovers:  # only processes that name this test's own scratch folder
-            subprocess.run(["kill", "-9", pid], capture_output=True)
+    r, leftovers = run_guest_campaign(campaign, db, scratch)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert not leftovers, f"QEMU still running after the campaign: {leftovers}"
     assert not _fuse_mounts_under(scratch), "the model's FUSE mount was left behind"

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 
 import pytest
 from fsmeter.campaign import parse_campaign, plan
 from fsmeter.errors import UserError
 from fsmeter.guest import kernels
-from guest_boot import guest_skip_reason, qemu_pids_with, usable_guest_filesystem
+from guest_boot import guest_skip_reason, run_guest_campaign, usable_guest_filesystem
 
 CAMPAIGN = """
 name = "g"
@@ -207,27 +206,7 @@ def test_a_guest_runs_one_trial_of_a_filesystem_the_host_lacks(tmp_path, monkeyp
         + '[guest]\naccelerator = "tcg"\nmemory = "1G"\ndisk_size = "1G"\nboot_timeout_s = 900\n'
     )
     db = tmp_path / "r.sqlite"
-    env = {**os.environ, "FSMETER_SCRATCH": scratch}
-    try:
-        r = subprocess.run(
-            [
-                os.path.join(os.path.dirname(os.sys.executable), "fsmeter"),
-                "campaign",
-                "run",
-                str(campaign),
-                "--db",
-                str(db),
-                "--quiet",
-            ],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=1800,
-        )
-    finally:
-        leftovers = qemu_pids_with(scratch)
-        for pid in leftovers:  # only processes that name this test's own scratch folder
-            subprocess.run(["kill", "-9", pid], capture_output=True)
+    r, leftovers = run_guest_campaign(campaign, db, scratch)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert not leftovers, f"QEMU still running after the campaign: {leftovers}"
     assert not [n for n in os.listdir(scratch) if n.startswith("guest-")], "the guest folder was left behind"

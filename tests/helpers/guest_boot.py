@@ -34,3 +34,26 @@ def qemu_pids_with(path: str) -> list:
     """Processes (other than this one) whose command line names ``path``."""
     out = subprocess.run(["pgrep", "-f", path], capture_output=True, text=True).stdout.split()
     return [p for p in out if int(p) != os.getpid()]
+
+
+def run_guest_campaign(campaign, db, scratch: str):
+    """`fsmeter campaign run CAMPAIGN --db DB` with FSMETER_SCRATCH=scratch, as a user runs it; afterwards
+    every QEMU naming this scratch folder is killed. Returns (the completed process, the QEMU pids that
+    were still running)."""
+    import sys
+
+    env = {**os.environ, "FSMETER_SCRATCH": scratch}
+    fsmeter = os.path.join(os.path.dirname(sys.executable), "fsmeter")
+    try:
+        r = subprocess.run(
+            [fsmeter, "campaign", "run", str(campaign), "--db", str(db), "--quiet"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
+    finally:
+        leftovers = qemu_pids_with(scratch)
+        for pid in leftovers:  # only processes that name this test's own scratch folder
+            subprocess.run(["kill", "-9", pid], capture_output=True)
+    return r, leftovers

@@ -92,21 +92,25 @@ def run_guest_levels(
             os.makedirs(scratch, exist_ok=True)
             work = tempfile.mkdtemp(prefix="guest-", dir=scratch)
             try:
-                _one_level(
-                    c,
-                    kernel,
-                    accel,
-                    vcpus,
-                    memory,
-                    todo,
-                    store,
-                    campaign_id,
-                    console,
-                    campaign_text,
-                    work,
-                    counts,
-                    cap_notes,
-                )
+                with served_model(c, work, todo, memory) as model:
+                    _one_level(
+                        c,
+                        kernel,
+                        accel,
+                        vcpus,
+                        memory,
+                        todo,
+                        store,
+                        campaign_id,
+                        console,
+                        campaign_text,
+                        work,
+                        counts,
+                        cap_notes,
+                        model,
+                    )
+            except ModelUnavailable as exc:  # no guest without its disk: this level's cells fail with the cause
+                _fail_cells(todo, store, counts, console, f"guest (kernel {kernel.level}): {exc}", str(exc))
             finally:
                 left = mounted_under(work)
                 if left:  # a model its teardown could not take down: the state file's cleanup does, not rmtree
@@ -121,38 +125,6 @@ def run_guest_levels(
         raise
     store.set_campaign_status(campaign_id, "done")
     return counts
-
-
-def _one_level(
-    c, kernel, accel, vcpus, memory, todo, store, campaign_id, console, campaign_text, work, counts, cap_notes
-) -> None:
-    g = c.guest
-    disk = os.path.join(work, "scratch.img")
-    vm.make_disk(disk, g.disk_size)
-    try:
-        with served_model(c, work, todo, memory) as model:
-            _boot_level(
-                c,
-                kernel,
-                accel,
-                vcpus,
-                memory,
-                todo,
-                store,
-                campaign_id,
-                console,
-                campaign_text,
-                work,
-                counts,
-                cap_notes,
-                disk,
-                model,
-            )
-    except ModelUnavailable as exc:  # no guest without its disk: this level's cells fail with the cause
-        for cell, row in todo:
-            store.set_cell_status(row["id"], "failed", cause=f"guest (kernel {kernel.level}): {exc}")
-            counts["failed"] += 1
-            console.print(f"[red]cell {cell.index + 1} ({cell.describe()}) failed:[/] {exc}")
 
 
 class ModelUnavailable(Exception):
@@ -201,32 +173,29 @@ def served_model(c, work: str, todo: list, memory: int):
 
 def mounted_under(path: str) -> list[str]:
     """Mount points at or below ``path`` (a guest's folder must not be removed while one is there)."""
+    from fsmeter.mounts import proc_mounts
+
     root = os.path.realpath(path).rstrip("/") + "/"
-    with open("/proc/self/mountinfo") as f:
-        points = [line.split()[4] for line in f]
-    return [p for p in points if (p.rstrip("/") + "/").startswith(root)]
+    return [m.target for m in proc_mounts() if (m.target.rstrip("/") + "/").startswith(root)]
 
 
-def _boot_level(
-    c,
-    kernel,
-    accel,
-    vcpus,
-    memory,
-    todo,
-    store,
-    campaign_id,
-    console,
-    campaign_text,
-    work,
-    counts,
-    cap_notes,
-    disk,
-    model,
+def _fail_cells(pairs: list, store, counts: dict, console, cause: str, shown: str) -> None:
+    """Mark each (cell, row) failed with ``cause``, counted, and say so with ``shown``."""
+    for cell, row in pairs:
+        store.set_cell_status(row["id"], "failed", cause=cause)
+        counts["failed"] += 1
+        console.print(f"[red]cell {cell.index + 1} ({cell.describe()}) failed:[/] {shown}")
+
+
+def _one_level(
+    c, kernel, accel, vcpus, memory, todo, store, campaign_id, console, campaign_text, work, counts, cap_notes, model
 ) -> None:
+    """One guest boot for one kernel level's cells (``model``: the disk model served for it, or None)."""
     from fsmeter import runlock
 
     g = c.guest
+    disk = os.path.join(work, "scratch.img")
+    vm.make_disk(disk, g.disk_size)
     journal = os.path.join(work, "journal.jsonl")
     rows = {}
     for _cell, row in todo:
@@ -252,13 +221,14 @@ def _boot_level(
         "cap_notes": cap_notes,
         "cwd": os.getcwd(),
     }
+    info = model.info() if model is not None else {}
     if model is not None:  # the guest's disk-model targets are this drive (fsmeter.provision.targets.guestmodel)
         spec["disk_model"] = {
-            "info": model.info(),
+            "info": info,
             "stats_paths": model.stats_paths,
             "journal": model.journal_device is not None,
         }
-        settings["disk_model"] = model.info().get("disk_model")
+        settings["disk_model"] = info.get("disk_model")
     spec_path = os.path.join(work, "spec.json")
     with open(spec_path, "w") as f:
         json.dump(spec, f)
@@ -275,7 +245,7 @@ def _boot_level(
         model_device=model.device if model is not None else None,
         model_journal_device=model.journal_device if model is not None else None,
     )
-    on = f", on a model of the {model.info().get('disk_model_drive')}" if model is not None else ""
+    on = f", on a model of the {info.get('disk_model_drive')}" if model is not None else ""
     console.print(
         f"kernel {kernel.level} ({kernel.version}): booting a guest ({accel.name}, {vcpus} vCPU, "
         f"{memory >> 20} MiB{on}) for {len(todo)} cell(s)"
@@ -311,14 +281,8 @@ def _boot_level(
             or f"the guest stopped (vng exit status {boot.rc}) before these cells finished"
         )
         tail = next((ln for ln in reversed(boot.lines) if ln.strip()), "")
-        for cell, row in left:
-            store.set_cell_status(
-                row["id"],
-                "failed",
-                cause=f"guest (kernel {kernel.level}): {why}" + (f"; last console line: {tail[:200]}" if tail else ""),
-            )
-            counts["failed"] += 1
-            console.print(f"[red]cell {cell.index + 1} ({cell.describe()}) failed:[/] guest: {why}")
+        cause = f"guest (kernel {kernel.level}): {why}" + (f"; last console line: {tail[:200]}" if tail else "")
+        _fail_cells(left, store, counts, console, cause, f"guest: {why}")
 
 
 def _replay(journal: str, store, seen: dict, by_id: dict, counts: dict, final: bool, campaign_id: int) -> None:

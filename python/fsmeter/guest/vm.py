@@ -99,20 +99,16 @@ def command(
             "guest: vng (virtme-ng) is not installed: pip install virtme-ng (in fsmeter's venv), "
             "and apt-get install qemu-system-x86 busybox-static"
         )
-    drive = (
-        f"-drive file={disk},format=raw,if=none,id=fsmscratch,cache={disk_cache},aio=threads "
-        f"-device virtio-blk-pci,drive=fsmscratch,serial={DISK_SERIAL}"
-    )
+    drives = [(disk, "fsmscratch", disk_cache, DISK_SERIAL)]
     if model_device is not None:
-        drive += (
-            f" -drive file={model_device},format=raw,if=none,id=fsmmodel,cache=none,aio=threads"
-            f" -device virtio-blk-pci,drive=fsmmodel,serial={MODEL_SERIAL}"
-        )
+        drives.append((model_device, "fsmmodel", "none", MODEL_SERIAL))
     if model_journal_device is not None:
-        drive += (
-            f" -drive file={model_journal_device},format=raw,if=none,id=fsmjournal,cache=none,aio=threads"
-            f" -device virtio-blk-pci,drive=fsmjournal,serial={MODEL_JOURNAL_SERIAL}"
-        )
+        drives.append((model_journal_device, "fsmjournal", "none", MODEL_JOURNAL_SERIAL))
+    drive = " ".join(
+        f"-drive file={path},format=raw,if=none,id={ident},cache={cache},aio=threads "
+        f"-device virtio-blk-pci,drive={ident},serial={serial}"
+        for path, ident, cache, serial in drives
+    )
     cmd = [
         vng,
         "--run",

@@ -22,6 +22,7 @@ from typing import Any
 
 from fsmeter.provision.errors import ProvisionError
 from fsmeter.provision.targets.base import Target
+from fsmeter.provision.targets.device import _dev_numbers, _mounted_numbers
 from fsmeter.provision.targets.diskmodel import DiskModelWatch
 
 #: The environment variable the guest's setup describes the passed disk in.
@@ -52,13 +53,12 @@ def device_serial(device: str) -> str | None:
 
 
 def _mounted(device: str) -> bool:
+    """Whether the device is mounted (by its number, as a device target checks)."""
     try:
-        rdev = os.stat(device).st_rdev
+        numbers = _dev_numbers(device)
     except OSError:
         return False
-    want = f"{os.major(rdev)}:{os.minor(rdev)}"
-    with open("/proc/self/mountinfo") as f:
-        return any(line.split()[2] == want for line in f)
+    return numbers in _mounted_numbers()
 
 
 def _profile_name(model: str) -> str:
