@@ -130,10 +130,13 @@ def test_own_children_count_as_ours_not_others():
 
 
 def test_a_detached_process_counts_as_others(tmp_path):
-    """A process outside fsmeter's tree (here re-parented away by a double fork) counts as others' CPU."""
+    """A process outside fsmeter's tree (here re-parented away by a double fork) counts as others' CPU.
+    /proc/stat samples each CPU once a tick, so a second of busy work shows as 100 ticks give or take
+    the other tasks sharing its CPU on a busy machine: the bound leaves room for that, and a process
+    wrongly counted as fsmeter's would still show about none."""
     code = (
         "import os,sys,time\nif os.fork(): sys.exit(0)\nos.setsid()\n"
-        "t=time.process_time()\nwhile time.process_time()-t<0.5: pass\n"
+        "t=time.process_time()\nwhile time.process_time()-t<1.0: pass\n"
         "open(sys.argv[1]+'.tmp','w').write(str(os.getpid()))\nos.rename(sys.argv[1]+'.tmp',sys.argv[1])\n"
         "time.sleep(60)\n"
     )
@@ -151,7 +154,7 @@ def test_a_detached_process_counts_as_others(tmp_path):
                 break
             time.sleep(0.05)
     r = other_cpu(before, after, cpus=os.sysconf("SC_NPROCESSORS_ONLN"))
-    assert r["other_cpu_s"] >= 0.5 - 3 * regime._TICK_S
+    assert r["other_cpu_s"] >= 0.6
 
 
 @pytest.mark.root
