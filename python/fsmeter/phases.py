@@ -155,6 +155,8 @@ class PhaseRun:
     interrupted: bool = False
     #: The engine's cleanup phase ran.
     cleaned: bool = False
+    #: What the cleanup phase said (its counters and warnings: a kept ledger's place), once it ran.
+    cleanup_report: dict | None = None
     #: How the cache was reset, each time, in order (also before a phase that then failed).
     resets: list[str] = field(default_factory=list)
 
@@ -181,9 +183,9 @@ class PhaseSteps:
         """Whether the next phase runs."""
         return not (report or {}).get("interrupted")
 
-    def cleanup(self, run: PhaseRun) -> None:
-        """The engine's cleanup phase: the workload's files are removed."""
-        run.session.run_phase("cleanup")
+    def cleanup(self, run: PhaseRun) -> dict | None:
+        """The engine's cleanup phase: the workload's files are removed; returns its report."""
+        return run.session.run_phase("cleanup")
 
 
 def run_phases(
@@ -255,7 +257,7 @@ def run_phases(
             "never": False,
         }[cleanup]
         if wanted and "cleanup" in run.session.phases() and "cleanup" not in [p.name for p in plan]:
-            steps.cleanup(run)
+            run.cleanup_report = steps.cleanup(run)
             run.cleaned = True
     return run
 
@@ -313,6 +315,8 @@ def run_job(
     except KeyboardInterrupt:  # a stop between the engine's phases (a cache reset...): the same outcome
         pass
     doc["phases"] = run.reports()
+    if run.cleanup_report is not None:
+        doc["cleanup"] = {k: run.cleanup_report.get(k) for k in ("counters", "warnings")}
     doc["interrupted"] = run.interrupted
     return add_results(doc, job)
 

@@ -564,6 +564,8 @@ def run_trial(cell: Cell, mnt, host, base: Path, number: int, ctx: RunContext) -
                 ),
                 cleanup="if-complete",
             )
+            for w in (run.cleanup_report or {}).get("warnings") or []:  # e.g. a ledger kept as evidence
+                ctx.console.print(f"  [yellow]cell {cell.index + 1}, cleanup:[/] {w}", highlight=False)
             if run.interrupted:
                 status, cause = "interrupted", f"interrupted during phase {run.phases[-1].phase.key}"
     except EngineFailure as exc:

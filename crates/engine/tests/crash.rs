@@ -227,3 +227,53 @@ fn cleanup_removes_the_run_and_a_second_run_needs_an_empty_directory() {
     assert_eq!(std::fs::read_dir(data.path()).unwrap().count(), 0);
     assert!(ledger.exists(), "the ledger is the record of the run: cleanup keeps it");
 }
+
+/// Write, (optionally damage a synced block), check and clean up in one session, as a campaign's
+/// trial runs them, with a ledger fsmeter chose: (cleanup report, whether the ledger is left).
+fn trial_with_temporary_ledger(damage: bool) -> (Value, bool) {
+    let data = tempfile::tempdir().unwrap();
+    let side = tempfile::tempdir().unwrap();
+    let ledger = side.path().join("ledger.jsonl");
+    let job = json!({"dir": data.path(), "threads": 1, "interval_s": 0.1, "seed": 7,
+                     "workload": spec(&ledger, json!({"ledger_temporary": true}))});
+    let mut s = Session::from_json(&job.to_string()).expect("valid job");
+    let mut phase = |name: &str| serde_json::to_value(s.run_phase(name, &Control::new()).expect("runs")).unwrap();
+    phase("write");
+    if damage {
+        let lines = ledger_lines(&ledger);
+        let sync = lines.iter().find(|l| l["op"] == "fsync" && !l["writes"].as_array().unwrap().is_empty()).unwrap();
+        let off = sync["writes"][0][0].as_u64().unwrap() * 4096;
+        let f = std::fs::OpenOptions::new().write(true).open(data.path().join(sync["file"].as_str().unwrap())).unwrap();
+        f.write_all_at(&[0xA5; 64], off + 300).unwrap();
+    }
+    let check = phase("check");
+    assert_eq!(c(&check, "bytes_lost_beyond_fsync") > 0, damage);
+    let cleanup = phase("cleanup");
+    (cleanup, ledger.exists())
+}
+
+#[test]
+fn a_temporary_ledger_goes_once_the_check_found_every_promise_kept() {
+    let (cleanup, left) = trial_with_temporary_ledger(false);
+    assert!(!left, "a temporary ledger of a clean check is removed");
+    assert_eq!(c(&cleanup, "ledger_removed"), 1);
+    assert!(cleanup["warnings"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn a_temporary_ledger_with_broken_promises_stays_and_says_where() {
+    let (cleanup, left) = trial_with_temporary_ledger(true);
+    assert!(left, "a ledger the check found broken promises in is evidence");
+    assert_eq!(c(&cleanup, "ledger_removed"), 0);
+    let warning = cleanup["warnings"][0].as_str().unwrap();
+    assert!(warning.contains("promises broken") && warning.contains("ledger.jsonl"), "{warning}");
+}
+
+#[test]
+fn a_ledger_without_a_check_in_the_same_session_stays() {
+    // `fsmeter crash run` checks a crashed copy in a session of its own: cleanup never guesses
+    let (data, _side, ledger, _w) = write_then(1);
+    let r = run(data.path(), 1, spec(&ledger, json!({"ledger_temporary": true})), "cleanup");
+    assert_eq!(c(&r, "ledger_removed"), 0);
+    assert!(ledger.exists());
+}

@@ -342,6 +342,8 @@ def print_result(doc: dict, job, console: Console, json_out: Path | None) -> Non
                 console.print(rank_summary(name, rep["mpi"]), highlight=False)
     if job.workload.family.run_summary is not None and doc["phases"]:
         console.print(job.workload.family.summary(doc))
+    for w in (doc.get("cleanup") or {}).get("warnings") or []:
+        console.print(f"  [yellow]cleanup:[/] {w}", highlight=False)
     files = (doc.get("mpi") or {}).get("files") or {}
     if files.get("kind") == "shared file":
         console.print(

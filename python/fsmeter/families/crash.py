@@ -35,7 +35,8 @@ class CrashParams(BaseModel):
     checksum: Literal["crc32c", "xxh3", "sha256"] = "crc32c"
     ledger: str | None = Field(
         None,
-        description="where the ledger goes (default: a new file in the temp folder, outside the filesystem under test)",
+        description="where the ledger goes (default: a new file in the temp folder, outside the filesystem under "
+        "test, removed by the cleanup phase once the check found every promise kept)",
     )
     _ledger: str | None = PrivateAttr(None)
 
@@ -59,7 +60,11 @@ class CrashParams(BaseModel):
         return self._ledger
 
     def engine_spec(self) -> dict:
-        return {**self.model_dump(exclude={"ledger"}), "ledger": self.ledger_path()}
+        return {
+            **self.model_dump(exclude={"ledger"}),
+            "ledger": self.ledger_path(),
+            "ledger_temporary": not self.ledger,
+        }
 
 
 def _metrics(p: CrashParams) -> list:

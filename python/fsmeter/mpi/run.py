@@ -409,11 +409,12 @@ class RankSteps(PhaseSteps):
     def go_on(self, run, ph, report: dict | None) -> bool:
         return self.world.bcast(report is None or not report["interrupted"], f"after phase {ph.key}")
 
-    def cleanup(self, run) -> None:
+    def cleanup(self, run) -> dict | None:
         try:
-            run.session.run_phase("cleanup")
+            return run.session.run_phase("cleanup")
         except BaseException as exc:
             self.world.abort(f"cleanup: {exc}")
+            return None
 
 
 def _rank_job(world: World, workload: str, directory: Path, sets: dict, stonewall, shared_file, reorder_shift, wearout):

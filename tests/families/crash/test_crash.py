@@ -562,3 +562,23 @@ def test_report_draws_recovery_time_against_size_when_sizes_vary():
     assert median_line["x"] == [0.5, 1.0] and median_line["y"] == [1.5, 2.5]
     one_size = {"campaign": {"campaign": {}}, "cells": [cell(1 << 30, 2.0, 0.5)]}
     assert "recovery-size" not in {f["id"] for f in figures(one_size)}
+
+
+def test_run_crash_fsync_without_a_ledger_leaves_nothing_in_the_temp_folder(tmp_path):
+    """With no `ledger=`, the ledger is a temporary file: once the check found every promise kept,
+    the cleanup phase removes it, so trial after trial leaves nothing behind."""
+    import sys
+
+    out, d, tmp = tmp_path / "out.json", tmp_path / "d", tmp_path / "tmp"
+    d.mkdir()
+    tmp.mkdir()
+    sets = ["runtime_s=0.3", "files_per_thread=2", "file_size=128K"]
+    argv = [sys.executable, "-m", "fsmeter", "run", "crash-fsync", "--dir", str(d), "--json", str(out), "-q"]
+    for s in sets:
+        argv += ["--set", s]
+    r = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "TMPDIR": str(tmp)})
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert doc["metrics"]["check.blocks_promised"]["value"] > 0
+    assert doc["cleanup"]["counters"]["ledger_removed"] == 1
+    assert list(tmp.iterdir()) == [] and list(d.iterdir()) == []

@@ -43,12 +43,14 @@ use write::{cleanup_phase, write_phase};
 pub struct Crash {
     spec: CrashSpec,
     algo: Checksum,
+    /// Whether the last check found a promise broken (None: no check ran).
+    broken: Option<bool>,
 }
 
 impl Crash {
     pub fn new(job: &Settings, spec: CrashSpec) -> Result<Self> {
         let algo = spec.validate(job)?;
-        Ok(Crash { spec, algo })
+        Ok(Crash { spec, algo, broken: None })
     }
 }
 
@@ -60,8 +62,27 @@ impl Workload for Crash {
     fn run_phase(&mut self, phase: &str, job: &Settings, ctl: &Control) -> Result<PhaseReport> {
         match phase {
             "write" => write_phase(&self.spec, self.algo, job, ctl),
-            "check" => check_phase(&self.spec, self.algo, job),
-            "cleanup" => cleanup_phase(job),
+            "check" => {
+                let report = check_phase(&self.spec, self.algo, job)?;
+                // A promise broken (anything lost beyond fsync) or a block of garbage: the ledger is evidence.
+                let broken = |k: &str, n: u64| n > 0 && (k.ends_with("_beyond_fsync") || k == "blocks_garbage");
+                self.broken = Some(report.counters.iter().any(|(k, &n)| broken(k, n)));
+                Ok(report)
+            }
+            "cleanup" => {
+                let mut report = cleanup_phase(job)?;
+                let done_with = self.spec.ledger_temporary && self.broken == Some(false);
+                if done_with {
+                    std::fs::remove_file(&self.spec.ledger)
+                        .map_err(|e| EngineError::io(format!("remove {}", self.spec.ledger.display()), e))?;
+                }
+                if self.spec.ledger_temporary && self.broken == Some(true) {
+                    let at = self.spec.ledger.display();
+                    report.warnings.push(format!("the check found promises broken: the ledger stays at {at}"));
+                }
+                report.counters.insert("ledger_removed".into(), done_with as u64);
+                Ok(report)
+            }
             _ => Err(EngineError::UnknownPhase { phase: phase.into(), known: self.phases().to_vec() }),
         }
     }

@@ -48,6 +48,10 @@ pub struct CrashSpec {
     /// Where the write phase writes the ledger and the check phase reads it (outside the
     /// filesystem under test, or the crash would take it too).
     pub ledger: PathBuf,
+    /// The ledger is a temporary file fsmeter chose (no `ledger` given): the cleanup phase removes
+    /// it once a check found every promise kept; a ledger a check found broken promises in stays.
+    #[serde(default)]
+    pub ledger_temporary: bool,
     /// The crash instant (CLOCK_MONOTONIC ns) for `check`: promises made before it are checked.
     #[serde(default)]
     pub cut_ns: Option<u64>,
