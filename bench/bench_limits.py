@@ -16,7 +16,8 @@ with the same warm-up; the access file is laid out once by fsmeter and read and 
 fsmeter runs with `--cache keep`, as the loop touches no cache.
 
 The loops are built with the system compiler (cc) into a scratch folder when the bench starts.
-`LIMITS=access,tree python bench/run.py --only limits` runs some families only. The whole bench
+`LIMITS=access,tree python bench/run.py --only limits` runs some families only, and `LIMITS_FS=ext4`
+(or `tmpfs`) one of the two filesystems only. The whole bench
 takes well over an hour (the access family alone more than 20 minutes); each row is also appended to
 bench/out/limits-rows.jsonl as it is measured, so a run stopped part of the way keeps its rows.
 """
@@ -159,6 +160,16 @@ def selected(cases: list) -> list:
     return [c for c in cases if not want or c.family in want]
 
 
+def places(ctx) -> list:
+    """The filesystems the bench runs on, as LIMITS_FS names them (default: both)."""
+    every = (("tmpfs", lambda: ctx.tmpfs("3G")), ("ext4", lambda: ctx.loopfs("ext4", "1G", in_ram=True)))
+    want = {w.strip() for w in os.environ.get("LIMITS_FS", "").split(",") if w.strip()}
+    unknown = want - {fs for fs, _ in every}
+    if unknown:
+        raise SystemExit(f"LIMITS_FS: {', '.join(sorted(unknown))}: use tmpfs, ext4 or both (comma-separated)")
+    return [p for p in every if not want or p[0] in want]
+
+
 def run(ctx) -> list:
     mode = "quick" if ctx.quick else "full"
     rounds = 2 if ctx.quick else 5
@@ -169,8 +180,7 @@ def run(ctx) -> list:
     try:
         exes = build_loops(scratch / "bin")
         cases = selected(CASES)
-        places = (("tmpfs", lambda: ctx.tmpfs("3G")), ("ext4", lambda: ctx.loopfs("ext4", "1G", in_ram=True)))
-        for fs, place in places:
+        for fs, place in places(ctx):
             with place() as where:
                 for case in cases:
                     for threads in (1, 2):
