@@ -564,19 +564,17 @@ def test_report_draws_recovery_time_against_size_when_sizes_vary():
     assert "recovery-size" not in {f["id"] for f in figures(one_size)}
 
 
-def test_run_crash_fsync_without_a_ledger_leaves_nothing_in_the_temp_folder(tmp_path):
+def test_run_crash_fsync_without_a_ledger_leaves_nothing_in_the_temp_folder(tmp_path, monkeypatch):
     """With no `ledger=`, the ledger is a temporary file: once the check found every promise kept,
     the cleanup phase removes it, so trial after trial leaves nothing behind."""
-    import sys
+    from fsmeter_cli import fsm
 
     out, d, tmp = tmp_path / "out.json", tmp_path / "d", tmp_path / "tmp"
     d.mkdir()
     tmp.mkdir()
-    sets = ["runtime_s=0.3", "files_per_thread=2", "file_size=128K"]
-    argv = [sys.executable, "-m", "fsmeter", "run", "crash-fsync", "--dir", str(d), "--json", str(out), "-q"]
-    for s in sets:
-        argv += ["--set", s]
-    r = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "TMPDIR": str(tmp)})
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    sets = ("--set", "runtime_s=0.3", "--set", "files_per_thread=2", "--set", "file_size=128K")
+    r = fsm("run", "crash-fsync", "--dir", d, "--json", out, "-q", *sets)
     assert r.returncode == 0, r.stderr
     doc = json.loads(out.read_text())
     assert doc["metrics"]["check.blocks_promised"]["value"] > 0

@@ -124,6 +124,12 @@ const COUNTERS: [&str; 17] = [
     "entries_lost_beyond_fsync",
 ];
 
+/// Whether a check's counters show a promise broken (anything lost beyond fsync) or a block of
+/// garbage: the run's ledger is then evidence.
+pub(super) fn broke_promises(counters: &BTreeMap<String, u64>) -> bool {
+    counters.iter().any(|(k, &n)| n > 0 && (k.ends_with("_beyond_fsync") || k == "blocks_garbage"))
+}
+
 struct Tally {
     counters: BTreeMap<&'static str, u64>,
     findings: Vec<serde_json::Value>,

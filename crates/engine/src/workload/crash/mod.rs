@@ -36,7 +36,7 @@ use crate::report::PhaseReport;
 use crate::settings::Settings;
 use crate::verify::Checksum;
 use crate::workload::family::Workload;
-use check::check_phase;
+use check::{broke_promises, check_phase};
 pub use spec::{CrashSpec, SyncCall};
 use write::{cleanup_phase, write_phase};
 
@@ -64,23 +64,25 @@ impl Workload for Crash {
             "write" => write_phase(&self.spec, self.algo, job, ctl),
             "check" => {
                 let report = check_phase(&self.spec, self.algo, job)?;
-                // A promise broken (anything lost beyond fsync) or a block of garbage: the ledger is evidence.
-                let broken = |k: &str, n: u64| n > 0 && (k.ends_with("_beyond_fsync") || k == "blocks_garbage");
-                self.broken = Some(report.counters.iter().any(|(k, &n)| broken(k, n)));
+                self.broken = Some(broke_promises(&report.counters));
                 Ok(report)
             }
             "cleanup" => {
                 let mut report = cleanup_phase(job)?;
-                let done_with = self.spec.ledger_temporary && self.broken == Some(false);
-                if done_with {
-                    std::fs::remove_file(&self.spec.ledger)
-                        .map_err(|e| EngineError::io(format!("remove {}", self.spec.ledger.display()), e))?;
-                }
-                if self.spec.ledger_temporary && self.broken == Some(true) {
-                    let at = self.spec.ledger.display();
-                    report.warnings.push(format!("the check found promises broken: the ledger stays at {at}"));
-                }
-                report.counters.insert("ledger_removed".into(), done_with as u64);
+                let at = self.spec.ledger.display();
+                let removed = match (self.spec.ledger_temporary, self.broken) {
+                    (true, Some(false)) => {
+                        std::fs::remove_file(&self.spec.ledger)
+                            .map_err(|e| EngineError::io(format!("remove {at}"), e))?;
+                        true
+                    }
+                    (true, Some(true)) => {
+                        report.warnings.push(format!("the check found promises broken: the ledger stays at {at}"));
+                        false
+                    }
+                    _ => false, // a ledger the user named, or no check in this session: never guessed at
+                };
+                report.counters.insert("ledger_removed".into(), removed as u64);
                 Ok(report)
             }
             _ => Err(EngineError::UnknownPhase { phase: phase.into(), known: self.phases().to_vec() }),
