@@ -14,6 +14,8 @@
 //!   while idle, cache flushes, and the choice of the next queued request (FIFO or shortest
 //!   positioning time first);
 //! - [`spec`]: the drive description (JSON) every number comes from;
+//! - [`queue`]: the queue between the daemon's threads, in which a waiting thread sleeps (never
+//!   spins: the threads run under SCHED_FIFO);
 //! - [`stats`]: counters and histograms of the served requests (modelled service times and
 //!   lateness of the replies).
 //!
@@ -23,6 +25,7 @@
 pub mod drive;
 pub mod geometry;
 pub mod image;
+pub mod queue;
 pub mod seek;
 pub mod spec;
 pub mod stats;

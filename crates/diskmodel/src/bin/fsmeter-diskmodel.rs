@@ -32,11 +32,11 @@
 use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 
 use fsmeter_diskmodel::geometry::SECTOR_BYTES;
 use fsmeter_diskmodel::image::Image;
+use fsmeter_diskmodel::queue::{queue, Receiver, Sender};
 use fsmeter_diskmodel::seek::SeekCurve;
 use fsmeter_diskmodel::stats::{Instants, Stats};
 use fsmeter_diskmodel::{Drive, DriveSpec, Model, Op, Request};
@@ -226,7 +226,7 @@ struct ModelDisk {
 
 impl ModelDisk {
     /// Queue a request for the drive, then its data I/O (if any) for the image thread: the drive
-    /// receives the request before the I/O's result, which follows it on the same channel.
+    /// receives the request before the I/O's result, which follows it on the same queue.
     fn queue(&mut self, op: Op, offset: u64, len: u64, arrival: u64, answer: Answer, io: Option<ImageIo>) {
         let lbn = self.offset_lbn + offset / SECTOR_BYTES;
         let end = self.offset_lbn + (offset + len).div_ceil(SECTOR_BYTES);
@@ -234,11 +234,9 @@ impl ModelDisk {
         self.seq += 1;
         let done = if io.is_none() { Some(Ok(None)) } else { None };
         let job = Job { seq, req: Request { op, lbn, sectors: end - lbn }, bytes: len, arrival, answer, io: done };
-        if let Err(e) = self.jobs.send(Msg::Job(job)) {
+        if let Err(Msg::Job(j)) = self.jobs.send(Msg::Job(job)) {
             // The drive thread is gone (it panicked): fail the request rather than hang it.
-            if let Msg::Job(j) = e.0 {
-                j.answer.send(Err(libc::EIO));
-            }
+            j.answer.send(Err(libc::EIO));
             return;
         }
         if let Some(work) = io {
@@ -408,7 +406,7 @@ fn idle_pollers() -> Arc<Vec<AtomicU64>> {
 fn image_thread(mut image: Image, work: Receiver<ImageIo>, drive: Sender<Msg>) {
     realtime("image", IO_RT_PRIORITY);
     let errno = |e: std::io::Error| e.raw_os_error().unwrap_or(libc::EIO);
-    for w in work {
+    for w in &work {
         let (seq, result) = match w {
             ImageIo::Read { seq, offset, size } => {
                 let mut buf = vec![0u8; size as usize];
@@ -480,14 +478,14 @@ fn drive_thread(mut model: Model, jobs: Receiver<Msg>, shared: Arc<Mutex<Shared>
     loop {
         if queue.is_empty() {
             match jobs.recv() {
-                Ok(m) => take(m, &mut queue, None),
-                Err(_) => return, // unmounted
+                Some(m) => take(m, &mut queue, None),
+                None => return, // unmounted
             }
             if queue.is_empty() {
                 continue;
             }
         }
-        while let Ok(m) = jobs.try_recv() {
+        while let Some(m) = jobs.try_recv() {
             take(m, &mut queue, None);
         }
         reqs.clear();
@@ -500,8 +498,8 @@ fn drive_thread(mut model: Model, jobs: Receiver<Msg>, shared: Arc<Mutex<Shared>
         // The reply carries the data I/O's result: wait for it if the image is slower than the model.
         while job.io.is_none() {
             match jobs.recv() {
-                Ok(m) => take(m, &mut queue, Some(&mut job)),
-                Err(_) => return,
+                Some(m) => take(m, &mut queue, Some(&mut job)),
+                None => return,
             }
         }
         // Counted before the reply leaves, so that a caller who reads stats.json after its reply
@@ -578,11 +576,11 @@ fn main() {
             }
             let shared =
                 Arc::new(Mutex::new(Shared { stats: Stats::default(), dirty_sectors: 0, busy_ns: 0, requests: 0 }));
-            let (tx, rx) = channel();
+            let (tx, rx) = queue();
             let name = drive.name.clone();
             let model = Model::new(drive);
             let sh = shared.clone();
-            let (io_tx, io_rx) = channel();
+            let (io_tx, io_rx) = queue();
             let done = tx.clone();
             let imager = std::thread::Builder::new()
                 .name("image".into())
