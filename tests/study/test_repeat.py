@@ -63,6 +63,32 @@ def test_the_between_run_wobble_by_hand():
     assert same.estimate_pct == 0.0 and same.rms_diff == 0.0
 
 
+def test_a_claim_gated_in_either_run_is_left_out_of_the_wobble():
+    """A stalled trial in run a (one xfs trial at 0.6 where the others are near 110, as a disk model
+    that stopped serving gives) makes that run's standard error huge: with it, C0's d^2 - se^2 is far
+    below 0 and would pull B down. A gate on C0 in run a leaves C0 out; D, ungated, stays."""
+    a, b = _run(110), _run(110)
+    stalled = {**ORDER, "id": "C0"}
+    s = study([stalled], rules={"between_run_pct": 2.0})
+    a_bad = ClaimChecker(
+        s, runs_frame({("xfs", "a"): [108, 109, 0.6, 111, 112], ("ext3", "a"): _shape(100)})
+    ).check_all()
+    assert between_run(case_diffs("test", a_bad, b[:1])).estimate_pct == 0.0  # the stall drags B to 0
+    a[0].gates.append("the disk model's replies were late in a phase it rests on")
+    from fsmeter.study.repeat import gated_claims
+
+    g = gated_claims(a, b)
+    assert g == {"C0": ["the disk model's replies were late in a phase it rests on"]}
+    kept = case_diffs("test", a, b, leave_out=set(g))
+    assert [d.claim for d in kept] == ["D"]
+    # a comparability gate ("not comparable here": the paper's regime differs) leaves the two runs'
+    # figures as good a measure of the wobble as any: D stays
+    b[1].outcome = "not comparable here"
+    b[1].gates.append("this run changed what the claim is about: storage")
+    assert gated_claims(a, b) == g
+    assert case_diffs("test", a, b, leave_out=set()) and len(case_diffs("test", a, b)) == 2
+
+
 def test_a_known_between_run_sd_is_recovered():
     """Synthetic pairs with se 1 in each run and a between-run part of sd 3: the moment estimate of B
     from 400 comparisons lies near 3 (its sampling error is about 0.2 here)."""

@@ -382,18 +382,22 @@ def calibrate(
     Prints every comparison's effect in both runs, their difference and its z (the difference over
     what the two standard errors explain), and the between-run wobble B they imply (method of
     moments, with a cluster-bootstrap upper bound): the figure for `between_run_pct` in a study's
-    \\[rules], which the edge rule uses."""
+    \\[rules], which the edge rule uses. The claims a gate made inconclusive in either run (a busy
+    machine, a disk model's late replies, a phase too short) are left out and listed."""
     import json
     import math
 
-    from fsmeter.study.repeat import between_run, case_diffs
+    from fsmeter.study.repeat import between_run, case_diffs, gated_claims
 
     if json_out is not None:
         check_output_path(json_out, "--json")
     console = Console()
     diffs = []
+    left_out: list[tuple[str, str, list[str]]] = []
     for slug, va, vb in _two_runs(name, all_, db, db_b, campaign, campaign_b, "calibrate"):
-        diffs += case_diffs(slug, va, vb)
+        gated = gated_claims(va, vb)
+        left_out += [(slug, claim, why) for claim, why in gated.items()]
+        diffs += case_diffs(slug, va, vb, leave_out=set(gated))
     t = Table(title="every comparison's effect in run a and run b (% of the reference, or 100 ln ratio)")
     for col in ("study", "claim", "case", "comparison", "a", "se a", "b", "se b", "b - a", "z"):
         t.add_column(col, overflow="fold")
@@ -412,9 +416,14 @@ def calibrate(
             ("[bold]" if math.isfinite(z) and abs(z) > 3 else "") + (f"{z:+.1f}" if math.isfinite(z) else "inf"),
         )
     console.print(t)
+    for slug, claim, why in left_out:
+        console.print(f"left out: {slug} {claim}, gated in run a or b ({'; '.join(why)})", markup=False)
     b = between_run(diffs)
     if b is None:
-        raise UserError("study calibrate: no comparison has an effect and a standard error in both runs")
+        raise UserError(
+            "study calibrate: no comparison has an effect and a standard error in both runs"
+            + (f" outside the {len(left_out)} gated claim(s) left out" if left_out else "")
+        )
     console.print(
         f"{b.comparisons} comparisons in {b.claims} claims: root mean square of the differences {b.rms_diff:.2f} "
         f"points, of what sampling explains {b.rms_sampling:.2f}\n"
@@ -423,11 +432,17 @@ def calibrate(
         f"for the \\[rules] of the studies: between_run_pct = {b.upper_pct:.2f} and between_run_source = "
         '"fsmeter study calibrate: two back-to-back runs on <machine>, <date>: 90% upper bound"'
     )
+    if b.claims < 3:
+        console.print(
+            f"the upper bound rests on {b.claims} claim(s): resampling fewer than 3 claims says little about the "
+            "spread; two more runs, or a study with more testable claims, would"
+        )
     if json_out is not None:
         doc = {
             "between_run_pct": b.estimate_pct,
             "between_run_pct_upper90": b.upper_pct,
             "comparisons": [c.as_json() for c in diffs],
+            "left_out": [{"study": s, "claim": c, "gates": why} for s, c, why in left_out],
         }
         json_out.write_text(json.dumps(doc, indent=1) + "\n")
         console.print(f"comparisons: {json_out}")

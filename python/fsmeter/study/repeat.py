@@ -9,7 +9,9 @@ s1^2 + s2^2 + B^2 when the runs differ only by sampling and a between-run part o
 B^2 = mean(d^2 - s1^2 - s2^2), taken as 0 when negative. Its upper bound resamples whole claims
 (a cluster bootstrap, 2000 draws, fixed seed: the comparisons of one claim share their samples and
 are not independent) and takes the 90th percentile. A single d with z = d / sqrt(s1^2 + s2^2) beyond
-3 is listed: one case's systematic change, which a single constant describes badly.
+3 is listed: one case's systematic change, which a single constant describes badly. The claims a gate
+data gate made inconclusive in either run are left out (gated_claims): their figures carry more than
+the wobble.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fsmeter.study.edge import scale
-from fsmeter.study.verdict import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, REVERSED
+from fsmeter.study.verdict import INCONCLUSIVE, NOT_COMPARABLE, NOT_REPRODUCED, REPRODUCED, REVERSED
 
 DECISIVE = (REPRODUCED, REVERSED, NOT_REPRODUCED)
 #: The bootstrap's draws and seed (fixed: the same two stores print the same figures).
@@ -141,13 +143,33 @@ def word_changes(study: str, va: list, vb: list) -> list[WordChange]:
     return out
 
 
-def case_diffs(study: str, va: list, vb: list) -> list[CaseDiff]:
-    """Every comparison with an effect and a standard error in both runs, matched by claim, case and pair."""
+def gated_claims(va: list, vb: list) -> dict[str, list[str]]:
+    """The claims a data gate made inconclusive in either run (a busy machine, a disk model's late
+    replies, a phase too short, too few trials), with their gates. Their figures carry something besides
+    the two runs' wobble (a disk model's stalled trial: 0.6 MB/s among 100), so their comparisons are
+    left out of B: a disturbed sample's large standard error would pull the estimate down, a shifted
+    mean push it up. A claim "not comparable here" (the paper's regime differs) stays: its two runs
+    measure this machine's wobble as well as any."""
+    out: dict[str, list[str]] = {}
+    for v in (*va, *vb):
+        if v.outcome == NOT_COMPARABLE:
+            continue
+        for g in v.gates:
+            gates = out.setdefault(v.claim.id, [])
+            if g not in gates:
+                gates.append(g)
+    return out
+
+
+def case_diffs(study: str, va: list, vb: list, leave_out: set[str] | frozenset[str] = frozenset()) -> list[CaseDiff]:
+    """Every comparison with an effect and a standard error in both runs, matched by claim, case and pair;
+    the claims in `leave_out` (gated_claims) are left out."""
 
     def keyed(vs):
         return {
             (v.claim.id, t.case, t.a, t.b): t
             for v in vs
+            if v.claim.id not in leave_out
             for t in v.tests
             if t.estimate is not None and t.se is not None and math.isfinite(t.se) and t.descriptive is None
         }
