@@ -226,3 +226,65 @@ def test_a_stand_in_model_is_comparable_storage_and_the_verdict_says_it_is_one()
         "on a model of the paper's disk (disk-model:seagate-st39102lw)"
     )
     assert model_note(["disk-model:no-such-drive"]).startswith("on a model of the paper's disk (")
+
+
+def test_late_replies_name_the_steal_of_their_phases():
+    """On a virtual machine the host's other guests take CPU time as steal, which no process owns: where a
+    disk model's replies were late, the gate names the steal of the phases the claim rests on when it
+    passed 1% of the CPUs' time, and says nothing of it below."""
+    import pandas as pd
+    from fsmeter.study.claims import ClaimChecker
+    from fsmeter.study.gates import data_gates
+
+    def gates(steal):
+        return data_gates(
+            min_trials=3,
+            trials=3,
+            min_phase_s=None,
+            settle_s=None,
+            max_other_cpu_share=0.1,
+            regime={"disturbed": True, "other_cpu_share": 0.0, "steal_share": steal},
+        )
+
+    assert gates(0.022) == [
+        "the disk model's replies were late in a phase it rests on: their lateness p99 exceeded 5% of the mean "
+        "modelled service time, so this machine's scheduling is in the figures (the hypervisor took up to 2.2% "
+        "of the CPUs' time, as steal, in a phase it rests on: another guest's work on the host)"
+    ]
+    assert "steal" not in gates(0.005)[0] and "steal" not in gates(None)[0]
+
+    study = load_study("layton2009")
+    rows = [
+        dict(
+            workload=wl,
+            metric_key="create.KiB_per_s",
+            higher_is_better=True,
+            filesystem=fs,
+            trial=t,
+            value=50000.0 + 1000 * i + 100 * t,
+            phase_s=30.0,
+            other_cpu_share=0.0,
+            cache_read_share=None,
+            cache_write_share=0.1,
+            cpus_online=2,
+            cpu_mhz=2400.0,
+            storage_class="disk-model:seagate-st3500641as",
+            storage_read_mb_s=64.0,
+            storage_write_mb_s=64.0,
+            storage_read_latency_ms=15.0,
+            storage_flush_ms=10.0,
+            disturbed=1.0 if (fs, t) == ("ext4", 2) else 0.0,
+            steal_share=0.025 if (fs, t) == ("ext4", 2) else 0.001,
+        )
+        for wl in ("fdtree-medium-shallow", "fdtree-medium-deep")
+        for i, fs in enumerate(("ext2", "ext3", "ext4", "xfs", "btrfs"))
+        for t in (1, 2, 3)
+    ]
+    late = [
+        g
+        for v in ClaimChecker(study, pd.DataFrame(rows)).check_all()
+        for g in v.gates
+        if g.startswith("the disk model's replies were late")
+    ]
+    # the claims resting on ext4's second trial (LA04, LA10, LA11) name its steal; the others have no gate
+    assert len(late) == 3 and all("up to 2.5% of the CPUs' time, as steal" in g for g in late)

@@ -684,7 +684,12 @@ def load(path=None, campaign: Any = None) -> dict:
                 # a disk model's late replies (fsmeter.regime): 1, 0, or NULL off a disk model
                 " CASE WHEN json_valid(p.report) THEN json_extract(p.report, '$.regime.disturbed') END AS disturbed,"
                 # ... and whether it set the pace (fsmeter.regime.disk_bound): 1, 0, or NULL off a disk model
-                " CASE WHEN json_valid(p.report) THEN json_extract(p.report, '$.regime.disk_bound') END AS disk_bound"
+                " CASE WHEN json_valid(p.report) THEN json_extract(p.report, '$.regime.disk_bound') END AS disk_bound,"
+                # ... and the share of the machine's CPU time the hypervisor took (steal): NULL when not recorded
+                " CASE WHEN json_valid(p.report) AND p.elapsed_s > 0"
+                " AND json_extract(p.report, '$.regime.cpus') > 0 THEN"
+                " json_extract(p.report, '$.regime.steal_cpu_s') / (p.elapsed_s * json_extract(p.report, '$.regime.cpus'))"
+                " END AS steal_share"
                 " FROM phases p JOIN trials t ON t.id = p.trial_id"
                 f" JOIN cells c ON c.id = t.cell_id WHERE c.campaign_id IN ({ph})"
             ),

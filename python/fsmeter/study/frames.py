@@ -55,6 +55,7 @@ def _one_per_trial(sel):
                 ("cache_read_share", "max"),
                 ("cache_write_share", "max"),
                 ("disturbed", "max"),
+                ("steal_share", "max"),
             )
             if c in runs.columns
         }
@@ -136,6 +137,7 @@ def study_frame(study: Study | None, tidy_df, environment=None, phases=None, sto
                 "cache_read_share",
                 "cache_write_share",
                 "disturbed",
+                "steal_share",
                 "disk_bound",
             )
             if c in phases.columns
