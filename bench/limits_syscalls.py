@@ -302,8 +302,8 @@ def report(case, threads: int, phases: list) -> str:
         if not sd:
             out.append("    flags, modes and sizes: the same")
         else:
-            shown = "; ".join(f"{r['call']}: {r['fsmeter']:.4f} vs {r['bare']:.4f}" for r in sd[:8])
-            out.append(f"    flags, modes and sizes differ ({len(sd)}; fsmeter vs bare per op): {shown}")
+            out.append(f"    flags, modes and sizes differ ({len(sd)}; fsmeter vs bare per op):")
+            out += [f"      {r['call']}: {r['fsmeter']:.4f} vs {r['bare']:.4f}" for r in sd]
     return "\n".join(out)
 
 

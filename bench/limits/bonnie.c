@@ -31,7 +31,7 @@ static struct {
 static int open_data(int create) {
     if (create)
         unlink(cfg.data);
-    int fd = sc_open(cfg.data, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0), 0600);
+    int fd = sc_open(cfg.data, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0) | O_NOFOLLOW, 0600);
     CHECK(fd >= 0, "open %s", cfg.data);
     return fd;
 }
@@ -214,7 +214,7 @@ static void make_dirs(void) {
         } else {
             snprintf(p, sizeof p, "%s", cfg.top);
         }
-        ft.dir_fds[d] = sc_open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+        ft.dir_fds[d] = sc_open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW, 0);
         CHECK(ft.dir_fds[d] >= 0, "open %s", p);
     }
 }
@@ -258,7 +258,7 @@ static void files_phase(const char *phase) {
         for (u64 i = 0; i < cfg.files; i++) {
             int dfd = ft.dir_fds[ft.dir_of[i]];
             const char *name = ft.names + i * STRIDE;
-            int fd = sc_openat(dfd, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+            int fd = sc_openat(dfd, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
             CHECK(fd >= 0, "create %s", name);
             for (u64 done = 0; done < ft.sizes[i];) {
                 u64 n = ft.sizes[i] - done < cfg.file_chunk ? ft.sizes[i] - done : cfg.file_chunk;

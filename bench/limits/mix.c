@@ -152,7 +152,7 @@ static void fill_then(struct task *t, const char *prefix, u64 n, enum access a, 
     sc_close(fd);
     if (between)
         do_sync();
-    fd = sc_open(t->path, (write ? O_WRONLY : O_RDONLY) | (direct ? O_DIRECT : 0), 0);
+    fd = sc_open(t->path, (write ? O_WRONLY : O_RDONLY) | (direct ? O_DIRECT : 0) | O_NOFOLLOW, 0);
     CHECK(fd >= 0, "open %s", t->path);
     blocks(t, fd, n, n, a, write);
     sc_close(fd);
@@ -162,11 +162,11 @@ static void fill_then(struct task *t, const char *prefix, u64 n, enum access a, 
 }
 
 static void sync_random_write(struct task *t, u64 n) {
-    int fd = sc_open(temp(t, "tmpb."), O_WRONLY | O_CREAT | O_TRUNC, 0777);
+    int fd = sc_open(temp(t, "tmpb."), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0777);
     CHECK(fd >= 0, "open %s", t->path);
     blocks(t, fd, n, n, SEQ, 1);
     sc_close(fd);
-    fd = sc_open(t->path, O_WRONLY | O_SYNC, 0);
+    fd = sc_open(t->path, O_WRONLY | O_SYNC | O_NOFOLLOW, 0);
     CHECK(fd >= 0, "open %s", t->path);
     blocks(t, fd, n, n, RANDOM, 1);
     sc_close(fd);
@@ -174,11 +174,11 @@ static void sync_random_write(struct task *t, u64 n) {
 }
 
 static void sync_update(struct task *t, u64 n) {
-    int fd = sc_open(temp(t, "tmpb."), O_WRONLY | O_CREAT | O_TRUNC, 0777);
+    int fd = sc_open(temp(t, "tmpb."), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0777);
     CHECK(fd >= 0, "open %s", t->path);
     blocks(t, fd, n, n, SEQ, 1);
     sc_close(fd);
-    fd = sc_open(t->path, O_RDWR | O_SYNC, 0);
+    fd = sc_open(t->path, O_RDWR | O_SYNC | O_NOFOLLOW, 0);
     CHECK(fd >= 0, "open %s", t->path);
     for (u64 i = 0; i < n / 2; i++) {
         blocks(t, fd, 1, n, RANDOM, 0);
@@ -189,7 +189,7 @@ static void sync_update(struct task *t, u64 n) {
 }
 
 static void seq_write(struct task *t, u64 n, int flags, int syncs) {
-    int fd = sc_open(temp(t, flags == O_DIRECT ? "tmpc." : "tmpb."), O_WRONLY | O_CREAT | O_TRUNC | flags, 0777);
+    int fd = sc_open(temp(t, flags == O_DIRECT ? "tmpc." : "tmpb."), O_WRONLY | O_CREAT | O_TRUNC | flags | O_NOFOLLOW, 0777);
     CHECK(fd >= 0, "open %s", t->path);
     if (syncs)
         do_sync();
@@ -201,7 +201,7 @@ static void seq_write(struct task *t, u64 n, int flags, int syncs) {
 }
 
 static void read_common(struct task *t, u64 n, int flags, int after) {
-    int fd = sc_open(t->common, O_RDONLY | flags, 0);
+    int fd = sc_open(t->common, O_RDONLY | flags | O_NOFOLLOW, 0);
     CHECK(fd >= 0, "open %s", t->common);
     blocks(t, fd, n, n, SEQ, 0);
     sc_close(fd);
@@ -212,10 +212,10 @@ static void read_common(struct task *t, u64 n, int flags, int after) {
 static void copy(struct task *t, u64 n, int src_flags, int dst_flags, int syncs) {
     if (syncs && dst_flags == 0)
         do_sync();
-    int src = sc_open(t->common, O_RDONLY | src_flags, 0);
+    int src = sc_open(t->common, O_RDONLY | src_flags | O_NOFOLLOW, 0);
     CHECK(src >= 0, "open %s", t->common);
     int trunc = dst_flags == O_DIRECT ? 0 : O_TRUNC;
-    int dst = sc_open(temp(t, "tmpb."), O_WRONLY | O_CREAT | trunc | dst_flags, 0777);
+    int dst = sc_open(temp(t, "tmpb."), O_WRONLY | O_CREAT | trunc | dst_flags | O_NOFOLLOW, 0777);
     CHECK(dst >= 0, "open %s", t->path);
     if (syncs)
         do_sync();
@@ -231,7 +231,7 @@ static void copy(struct task *t, u64 n, int src_flags, int dst_flags, int syncs)
 }
 
 static void disk_src(struct task *t) {
-    int lf = sc_openat(cfg.root_fd, "dirlist", O_RDONLY, 0);
+    int lf = sc_openat(cfg.root_fd, "dirlist", O_RDONLY | O_NOFOLLOW, 0);
     CHECK(lf >= 0, "open dirlist");
     while (sc_read(lf, t->buf, 4096) > 0)
         ;
@@ -257,7 +257,7 @@ static void disk_src(struct task *t) {
         }
         if (slots[1][i] != 255) {
             snprintf(name, sizeof name, "%s%05d", cfg.creat_names[slots[1][i]], t->index % 100000);
-            int fd = sc_openat(cfg.root_fd, name, O_WRONLY | O_CREAT | O_TRUNC, 0777);
+            int fd = sc_openat(cfg.root_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0777);
             CHECK(fd >= 0, "creat %s", name);
             sc_close(fd);
             CHECK(unlinkat(cfg.root_fd, name, 0) == 0, "unlink %s", name);
@@ -371,7 +371,7 @@ int main(int argc, char **argv) {
         block[j] = (char)(' ' + j % 95);
     char common[1100];
     snprintf(common, sizeof common, "%s/tmpa.common", cfg.root);
-    int fd = sc_open(common, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    int fd = sc_open(common, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
     CHECK(fd >= 0, "create %s", common);
     for (u64 i = 0; i < cfg.file_kib; i++)
         write_all(fd, block, BLOCK, common);
