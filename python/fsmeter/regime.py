@@ -32,8 +32,8 @@ and ended within the phase without being reaped by a process of ours is counted 
 A disk-model target (fsmeter.provision.targets.diskmodel) passes ``disk``, an object with
 ``snapshot()`` and ``since(snapshot)``: the regime then holds ``disk_model``, what the model served
 during the phase (requests, mean modelled service time, reply lateness p50/p99), and
-``disturbed``: True when the lateness p99 exceeded 5% of the mean service time
-(fsmeter.diskmodel.stats), so the phase's figures carry this machine's noise, not only the
+``disturbed``: True when the lateness p99 exceeded 5% of the mean service time, or all the replies'
+lateness 5% of all their service (fsmeter.diskmodel.stats), so the phase's figures carry this machine's noise, not only the
 modelled disk's. Like ``busy``, it flags the phase; the phase is kept.
 
 Cache residency (``cache_read_share``), method: the bytes the workload read from its files (the

@@ -53,6 +53,24 @@ def test_the_disturbed_threshold_is_five_percent_of_the_mean_service_time():
     assert disturbed(0.41, 8.0) is True
     assert disturbed(None, 8.0) is None
     assert disturbed(0.1, None) is None
+    # a stall: p99 well within 5%, but the replies' lateness added up is over 5% of their service
+    assert disturbed(0.04, 2.0, 0.049) is False
+    assert disturbed(0.04, 2.0, 0.051) is True
+
+
+def test_a_stall_that_the_p99_misses_is_disturbed_by_the_lateness_added_up():
+    """As the gus3 trial whose daemon stopped for 16.5 minutes: 6,800 replies, 6,780 of them 10 us
+    late and 20 of them 991,600 ms late. The p99 (10 us) is far under 5% of a 2 ms service; the
+    lateness added up (19,832 s) is 146 times the service added up (13.6 s)."""
+    before = _snap(0, 0, [])
+    after = _snap(6_800, 6_800 * 2_000_000, [[10_000, 6_780], [991_600_000_000, 20]])
+    s = since(before, after)
+    assert s["lateness_p99_ms"] == 0.01 and s["lateness_max_ms"] == 991_600.0
+    assert abs(s["lateness_share"] - (6_780 * 10_000 + 20 * 991_600_000_000) / (6_800 * 2_000_000)) < 1e-9
+    assert s["disturbed"] is True
+    # without the stall the same phase is not disturbed
+    calm = since(before, _snap(6_800, 6_800 * 2_000_000, [[10_000, 6_800]]))
+    assert calm["disturbed"] is False and calm["lateness_share"] < 0.01
 
 
 def test_two_drives_merge_into_one_snapshot_whose_window_is_both_drives():

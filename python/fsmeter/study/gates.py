@@ -351,7 +351,8 @@ def data_gates(
         steal = regime.get("steal_share")
         out.append(
             "the disk model's replies were late in a phase it rests on: their lateness p99 exceeded 5% of the "
-            "mean modelled service time, so this machine's scheduling is in the figures"
+            "mean modelled service time, or all their lateness 5% of all their service, so this machine's "
+            "scheduling is in the figures"
             + (
                 f" (the hypervisor took up to {steal:.1%} of the CPUs' time, as steal, in a phase it rests on: "
                 "another guest's work on the host)"
