@@ -33,8 +33,8 @@ A disk-model target (fsmeter.provision.targets.diskmodel) passes ``disk``, an ob
 ``snapshot()`` and ``since(snapshot)``: the regime then holds ``disk_model``, what the model served
 during the phase (requests, mean modelled service time, reply lateness p50/p99), and
 ``disturbed``: True when the lateness p99 exceeded 5% of the mean service time, or all the replies'
-lateness 5% of all their service (fsmeter.diskmodel.stats), so the phase's figures carry this machine's noise, not only the
-modelled disk's. Like ``busy``, it flags the phase; the phase is kept.
+lateness 5% of all their service (fsmeter.diskmodel.stats), so the phase's figures carry this
+machine's noise, not only the modelled disk's. Like ``busy``, it flags the phase; the phase is kept.
 
 Cache residency (``cache_read_share``), method: the bytes the workload read from its files (the
 bytes of the engine's read operations: kinds named like read, and getc) against the bytes read

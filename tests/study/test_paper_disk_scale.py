@@ -162,6 +162,31 @@ def test_a_scale_with_its_own_between_run_wobble_judges_its_runs_by_it(tmp_path)
         load(str(path))
 
 
+def _layton_create_rows(filesystems, value, extra=lambda fs, t: {}) -> list[dict]:
+    """Rows of the 4 MiB trees' create rate, 3 trials per filesystem, on a quiet 2-CPU machine:
+    `value(i, t)` for the i-th filesystem's trial t, `extra(fs, t)` more regime columns."""
+    return [
+        dict(
+            workload=wl,
+            metric_key="create.KiB_per_s",
+            higher_is_better=True,
+            filesystem=fs,
+            trial=t,
+            value=value(i, t),
+            phase_s=30.0,
+            other_cpu_share=0.0,
+            cache_read_share=None,
+            cache_write_share=0.1,
+            cpus_online=2,
+            cpu_mhz=2400.0,
+            **extra(fs, t),
+        )
+        for wl in ("fdtree-medium-shallow", "fdtree-medium-deep")
+        for i, fs in enumerate(filesystems)
+        for t in (1, 2, 3)
+    ]
+
+
 def test_a_comparison_across_workloads_the_scale_left_out_is_not_testable_and_says_which():
     """Layton's LA02 divides the small-file trees' create rate by the 4 MiB trees'; the paper-disk scale
     leaves the small-file trees out: not testable here, naming them (not 'too little left')."""
@@ -170,25 +195,7 @@ def test_a_comparison_across_workloads_the_scale_left_out_is_not_testable_and_sa
     from fsmeter.study.verdict import NOT_TESTABLE
 
     study = load_study("layton2009")
-    rows = [
-        dict(
-            workload=wl,
-            metric_key="create.KiB_per_s",
-            higher_is_better=True,
-            filesystem=fs,
-            trial=t,
-            value=50000.0 + 100 * t,
-            phase_s=30.0,
-            other_cpu_share=0.0,
-            cache_read_share=None,
-            cache_write_share=0.1,
-            cpus_online=2,
-            cpu_mhz=2400.0,
-        )
-        for wl in ("fdtree-medium-shallow", "fdtree-medium-deep")
-        for fs in ("xfs", "ext4")
-        for t in (1, 2, 3)
-    ]
+    rows = _layton_create_rows(("xfs", "ext4"), lambda i, t: 50000.0 + 100 * t)
     verdicts = {v.claim.id: v for v in ClaimChecker(study, pd.DataFrame(rows)).check_all()}
     v = verdicts["LA02"]
     assert v.outcome == NOT_TESTABLE, (v.outcome, v.reason)
@@ -255,32 +262,20 @@ def test_late_replies_name_the_steal_of_their_phases():
     assert "steal" not in gates(0.005)[0] and "steal" not in gates(None)[0]
 
     study = load_study("layton2009")
-    rows = [
-        dict(
-            workload=wl,
-            metric_key="create.KiB_per_s",
-            higher_is_better=True,
-            filesystem=fs,
-            trial=t,
-            value=50000.0 + 1000 * i + 100 * t,
-            phase_s=30.0,
-            other_cpu_share=0.0,
-            cache_read_share=None,
-            cache_write_share=0.1,
-            cpus_online=2,
-            cpu_mhz=2400.0,
+    late_trial = ("ext4", 2)
+    rows = _layton_create_rows(
+        ("ext2", "ext3", "ext4", "xfs", "btrfs"),
+        lambda i, t: 50000.0 + 1000 * i + 100 * t,
+        lambda fs, t: dict(
             storage_class="disk-model:seagate-st3500641as",
             storage_read_mb_s=64.0,
             storage_write_mb_s=64.0,
             storage_read_latency_ms=15.0,
             storage_flush_ms=10.0,
-            disturbed=1.0 if (fs, t) == ("ext4", 2) else 0.0,
-            steal_share=0.025 if (fs, t) == ("ext4", 2) else 0.001,
-        )
-        for wl in ("fdtree-medium-shallow", "fdtree-medium-deep")
-        for i, fs in enumerate(("ext2", "ext3", "ext4", "xfs", "btrfs"))
-        for t in (1, 2, 3)
-    ]
+            disturbed=1.0 if (fs, t) == late_trial else 0.0,
+            steal_share=0.025 if (fs, t) == late_trial else 0.001,
+        ),
+    )
     late = [
         g
         for v in ClaimChecker(study, pd.DataFrame(rows)).check_all()

@@ -81,7 +81,7 @@ class ClaimGating:
                     out[col] = float(share.max())
                 continue
             if col not in rows.columns:
-                if col not in ("emulated", "emulated_disk_bound", "storage_class", "disturbed", "steal_share"):
+                if col not in gt.OPTIONAL_REGIME_COLUMNS and col != "storage_class":
                     missing.append(col)
                 continue
             if col == "storage_class":
@@ -90,7 +90,7 @@ class ClaimGating:
                     out[col] = classes
                 continue
             vals = pd.to_numeric(rows[col], errors="coerce")
-            if vals.isna().any() and col not in ("emulated", "emulated_disk_bound", "disturbed", "steal_share"):
+            if vals.isna().any() and col not in gt.OPTIONAL_REGIME_COLUMNS:
                 missing.append(col)
             if vals.notna().any():
                 out[col] = float(gt.COMBINE[col](vals.dropna()))

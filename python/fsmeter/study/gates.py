@@ -76,6 +76,9 @@ REGIME_COLUMNS = (
     "disturbed",
     "steal_share",
 )
+#: Regime columns only some targets measure (a guest's emulation, a disk model's lateness, a virtual
+#: machine's steal): absent or empty, they are not "not measured", so no gate fails closed on them.
+OPTIONAL_REGIME_COLUMNS = ("emulated", "emulated_disk_bound", "disturbed", "steal_share")
 #: How several rows' regimes combine: the shortest phase, the busiest machine, the most cache-served
 #: reads, the fastest storage and CPU, the most CPUs online.
 COMBINE = {

@@ -9,7 +9,7 @@ s1^2 + s2^2 + B^2 when the runs differ only by sampling and a between-run part o
 B^2 = mean(d^2 - s1^2 - s2^2), taken as 0 when negative. Its upper bound resamples whole claims
 (a cluster bootstrap, 2000 draws, fixed seed: the comparisons of one claim share their samples and
 are not independent) and takes the 90th percentile. A single d with z = d / sqrt(s1^2 + s2^2) beyond
-3 is listed: one case's systematic change, which a single constant describes badly. The claims a gate
+3 is listed: one case's systematic change, which a single constant describes badly. The claims a
 data gate made inconclusive in either run are left out (gated_claims): their figures carry more than
 the wobble.
 """
