@@ -57,6 +57,13 @@ class BonnieParams(BaseModel):
     file_min_size: Size = Field(0, ge=0, description="bottom of the small-file size range")
     file_dirs: int = Field(1, ge=1, le=99_999, description="directories the small files are spread over")
     file_chunk: Size = Field(8192, gt=0, le=64 << 20, description="write/read size for the small files' data")
+    latency: bool = Field(
+        True,
+        description="time every chunk, seek and file and keep latency percentiles (bonnie++ reports a latency "
+        "per phase); false: each phase timed whole, its operations counted, no clock read per operation "
+        "(two clock reads and a histogram update cost tens of nanoseconds: a few percent of a stat of a "
+        "cached file)",
+    )
     verify: Literal["off", "crc32c", "xxh3", "sha256"] = Field(
         "off",
         description="data verification of the data file (docs/verify.md): every chunk carries a header and a "

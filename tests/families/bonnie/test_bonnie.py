@@ -90,6 +90,23 @@ def test_run_does_every_phase_in_bonnies_order_with_exact_counts(tmp_path):
     assert list(work.iterdir()) == [], "cleanup removes the data file and the small files"
 
 
+def test_latency_false_counts_every_operation_and_reports_no_latency(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    out = tmp_path / "out.json"
+    r = fsm("run", "bonnie-quick", "--dir", work, "-q", "--json", out, *SMALL, "--set", "latency=false")
+    assert r.returncode == 0, r.stderr
+    ph = json.loads(out.read_text())["phases"]
+    assert ph["block_read"]["counters"]["blocks"] == 512
+    assert ph["seeks"]["counters"]["seeks"] == 250
+    for p, op in (("block_read", "read"), ("seeks", "seek"), ("seq_stat", "stat"), ("ran_del", "delete")):
+        o = ph[p]["ops"][op]
+        assert o["count"] == {"block_read": 512, "seeks": 250}.get(p, 64), p
+        assert o["lat"]["count"] == 0, f"{p}: a latency where none was measured"
+        assert ph[p]["elapsed_s"] > 0, p
+    assert list(work.iterdir()) == []
+
+
 def test_char_io_size_zero_skips_the_per_char_phases():
     p = BonnieParams(size="1M", char_io_size=0)
     from fsmeter.families.bonnie import FAMILY

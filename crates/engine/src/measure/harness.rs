@@ -35,7 +35,8 @@ pub struct PhaseTiming {
 /// fails, no worker runs and the first error is returned.
 ///
 /// `kinds` names the operation kinds (indices into it are what workers pass to
-/// `Recorder::record`); `sigfig` sets histogram precision; `work_total` is the
+/// `Recorder::record`); `sigfig` sets histogram precision (0: the operations are counted, not
+/// timed one by one, see `Recorder::stamp`; only for phases of fixed work); `work_total` is the
 /// expected number of operations for progress (0 when unknown). Each worker
 /// returns its own result `T` (workload counters), handed back in thread order.
 #[allow(clippy::too_many_arguments)] // the harness's interface every family calls (HACKING.md, Adding a family)
@@ -394,7 +395,7 @@ where
     let mi = sh.member_of[tid];
     let member = &sh.members[mi];
     let shared = &sh.counters[tid];
-    let hists = (0..sh.nk).map(|_| LatHist::new(sh.sigfig)).collect();
+    let hists = (0..sh.nk).map(|_| LatHist::new(sh.sigfig.max(1))).collect();
     let state = setup(tid);
     if state.is_err() {
         sh.setup_failed.store(true, SeqCst);
@@ -424,6 +425,7 @@ where
         units: 0,
         last_end_ns: 0,
         interval_lat,
+        timed: sh.sigfig > 0,
     };
     let work_start = now_ns();
     let out: Result<Option<T>> = match state {
@@ -447,7 +449,9 @@ where
     sh.finished.fetch_add(1, SeqCst);
     coordinator.unpark();
     let cells = rec.interval_lat.take().map(IntervalLatRecorder::<MAX_KINDS>::finish).unwrap_or_default();
-    WorkerEnd { out, hists: rec.hists, last_end: rec.last_end_ns, work_start, work_end, cells }
+    // Operations counted without a time each: the worker's work ended when its last one did.
+    let last_end = if rec.timed { rec.last_end_ns } else { rec.last_end_ns.max(work_end) };
+    WorkerEnd { out, hists: rec.hists, last_end, work_start, work_end, cells }
 }
 
 /// The phase's measured window as the coordinator kept it: its start (moved by a worker that
@@ -568,9 +572,9 @@ fn join_workers<T>(sh: &Shared, handles: Vec<ScopedJoinHandle<'_, WorkerEnd<T>>>
     let (nk, sigfig, members, grouped) = (sh.nk, sh.sigfig, sh.members, sh.grouped);
     let mut j = Joined {
         results: Vec::with_capacity(sh.member_of.len()),
-        merged: (0..nk).map(|_| LatHist::new(sigfig)).collect(),
+        merged: (0..nk).map(|_| LatHist::new(sigfig.max(1))).collect(),
         member_hists: if grouped {
-            members.iter().map(|_| (0..nk).map(|_| LatHist::new(sigfig)).collect()).collect()
+            members.iter().map(|_| (0..nk).map(|_| LatHist::new(sigfig.max(1))).collect()).collect()
         } else {
             Vec::new()
         },

@@ -54,6 +54,10 @@ pub struct Recorder<'a> {
     pub(super) last_end_ns: u64,
     /// Latency per sample interval, when the member asked for it (GroupMember::interval_lat).
     pub(super) interval_lat: Option<IntervalLatRecorder<MAX_KINDS>>,
+    /// False when the phase counts its operations without timing each one (`run_threads` with
+    /// sigfig 0, a family's `latency = false`): `stamp` then reads no clock and `record` keeps no
+    /// latency, and the phase's end is its workers' end.
+    pub(super) timed: bool,
 }
 
 impl<'a> Recorder<'a> {
@@ -69,10 +73,30 @@ impl<'a> Recorder<'a> {
         }
     }
 
+    /// The time to stamp an operation's start or end with: the clock (CLOCK_MONOTONIC) when the
+    /// phase times its operations, else the start of the measured window, with no clock read (a
+    /// phase of fixed work, with no warm-up, whose operations are counted and whose time is whole).
+    #[inline(always)]
+    pub fn stamp(&self) -> u64 {
+        if self.timed {
+            crate::measure::clock::now_ns()
+        } else {
+            self.measure_start_ns
+        }
+    }
+
     /// Record one operation that started at `t0` and ended at `t1`. Operations
-    /// that started during warm-up are not measured.
+    /// that started during warm-up are not measured. In a phase that does not time its
+    /// operations, the operation and its bytes are counted and its latency is not kept.
     #[inline(always)]
     pub fn record(&mut self, kind: usize, bytes: u64, t0: u64, t1: u64) {
+        if !self.timed {
+            self.ops[kind] += 1;
+            self.bytes[kind] += bytes;
+            self.shared.ops[kind].store(self.ops[kind], Relaxed);
+            self.shared.bytes[kind].store(self.bytes[kind], Relaxed);
+            return;
+        }
         if t0 >= self.measure_start_ns {
             let lat = t1.saturating_sub(t0);
             self.hists[kind].record(lat);

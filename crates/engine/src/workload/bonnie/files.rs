@@ -20,7 +20,7 @@
 
 use crate::backend::buffer::AlignedBuf;
 use crate::error::{EngineError, Result};
-use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
+use crate::measure::{run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
 use crate::settings::Settings;
 
@@ -225,7 +225,7 @@ impl FileTests {
             timing,
             ctl,
             KINDS,
-            3,
+            spec.sigfig(),
             n,
             |_| Ok(AlignedBuf::new(spec.file_chunk.max(1) as usize, 4096)),
             |buf, rec| {
@@ -238,10 +238,10 @@ impl FileTests {
                             if rec.interrupted() {
                                 break;
                             }
-                            let t0 = now_ns();
+                            let t0 = rec.stamp();
                             let size = this.sizes[i] as u64;
                             this.create_one(i, size, buf, spec.sync_writes)?;
-                            rec.record(CREATE, size, t0, now_ns());
+                            rec.record(CREATE, size, t0, rec.stamp());
                             count += 1;
                             bytes += size;
                         }
@@ -253,11 +253,11 @@ impl FileTests {
                             }
                             let j = j as usize;
                             let dfd = this.dir_fds[this.dir_of[j] as usize];
-                            let t0 = now_ns();
+                            let t0 = rec.stamp();
                             if phase == "ran_stat" {
                                 bytes += stat_file(dfd, this.name(j), buf)
                                     .map_err(|e| EngineError::io(format!("stat {}", this.name_str(j)), e))?;
-                                rec.record(STAT, 0, t0, now_ns());
+                                rec.record(STAT, 0, t0, rec.stamp());
                             } else {
                                 // SAFETY: NUL-terminated name relative to an open directory.
                                 if unsafe { libc::unlinkat(dfd, this.name(j), 0) } != 0 {
@@ -267,7 +267,7 @@ impl FileTests {
                                 if spec.sync_writes && unsafe { crate::sys::fsync(dfd) } != 0 {
                                     return Err(os_err("fsync directory of", &this.name_str(j)));
                                 }
-                                rec.record(DELETE, 0, t0, now_ns());
+                                rec.record(DELETE, 0, t0, rec.stamp());
                             }
                             count += 1;
                         }
@@ -289,7 +289,7 @@ impl FileTests {
                 }
                 // The end of the test: deletes remove the directories; creates and deletes sync.
                 if !rec.interrupted() && phase != "seq_stat" && phase != "ran_stat" {
-                    let t0 = now_ns();
+                    let t0 = rec.stamp();
                     if phase.ends_with("_del") {
                         this.remove_dirs(spec, job)?;
                     }
@@ -297,7 +297,7 @@ impl FileTests {
                     if unsafe { libc::syncfs(fs_fd) } != 0 {
                         return Err(os_err("syncfs", &job.dir.display().to_string()));
                     }
-                    rec.record(SYNC, 0, t0, now_ns());
+                    rec.record(SYNC, 0, t0, rec.stamp());
                 }
                 Ok((count, bytes))
             },
@@ -397,7 +397,7 @@ impl FileTests {
             if rec.interrupted() {
                 break Ok(());
             }
-            let t0 = now_ns();
+            let t0 = rec.stamp();
             // SAFETY: d is valid.
             let ent = unsafe { libc::readdir(d) };
             if ent.is_null() {
@@ -418,13 +418,13 @@ impl FileTests {
                 if sync && unsafe { crate::sys::fsync(dfd) } != 0 {
                     break Err(os_err("fsync directory", FILES_DIR));
                 }
-                rec.record(DELETE, 0, t0, now_ns());
+                rec.record(DELETE, 0, t0, rec.stamp());
             } else {
                 match stat_file(dfd, name, buf) {
                     Ok(b) => bytes += b,
                     Err(e) => break Err(EngineError::io(format!("stat {}", cstr(name)), e)),
                 }
-                rec.record(STAT, 0, t0, now_ns());
+                rec.record(STAT, 0, t0, rec.stamp());
             }
             count += 1;
         };

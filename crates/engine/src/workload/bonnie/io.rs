@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::backend::buffer::AlignedBuf;
 use crate::error::{EngineError, Result};
-use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
+use crate::measure::{run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
 use crate::settings::Settings;
 
@@ -367,7 +367,7 @@ pub fn sequential(
         timing,
         ctl,
         KINDS,
-        3,
+        spec.sigfig(),
         total.div_ceil(spec.chunk),
         |_| SeqState::open(phase, &path, shape.direct, shape.stdio_chars, chunk),
         |st, rec| {
@@ -378,7 +378,7 @@ pub fn sequential(
             let mut left = total;
             while left > 0 && !rec.interrupted() {
                 let n = left.min(spec.chunk) as usize;
-                let t0 = now_ns();
+                let t0 = rec.stamp();
                 let off = done.bytes;
                 let kind = match (checker.as_mut(), v) {
                     (Some(ch), Some(v)) => verified_seq_op(
@@ -396,18 +396,18 @@ pub fn sequential(
                     _ => plain_seq_op(phase, st, n, off, &mut cur),
                 }
                 .map_err(|(what, e)| io(what, e))?;
-                rec.record(kind, n as u64, t0, now_ns());
+                rec.record(kind, n as u64, t0, rec.stamp());
                 left -= n as u64;
                 done.bytes += n as u64;
                 done.blocks += 1;
             }
             // The closing flush, fsync and close are inside the phase's time.
-            let t0 = now_ns();
+            let t0 = rec.stamp();
             if let Some(w) = st.writer.as_mut() {
                 w.flush().map_err(|e| io("fflush", e))?;
             }
             finish(&mut st.fd, spec.fsync).map_err(|e| io(if spec.fsync { "fsync/close" } else { "close" }, e))?;
-            rec.record(CLOSE, 0, t0, now_ns());
+            rec.record(CLOSE, 0, t0, rec.stamp());
             done.checksum = cur.chars.iter().enumerate().map(|(i, &n)| i as u64 * n).sum();
             done.stdio_buffer = st.stdio_buffer;
             Ok((done, checker))
@@ -691,7 +691,7 @@ pub fn seeks(
         timing,
         ctl,
         KINDS,
-        3,
+        spec.sigfig(),
         spec.seeks,
         |_| Ok(SeekState { fd: open(&path, false, spec.direct)?, buf: AlignedBuf::new(chunk, ALIGN) }),
         |st, rec| {
@@ -707,7 +707,7 @@ pub fn seeks(
                 }
                 let at = mix64(seed ^ t) % nchunks;
                 let off = (at * spec.chunk) as i64;
-                let t0 = now_ns();
+                let t0 = rec.stamp();
                 seek(fd, off, libc::SEEK_SET).map_err(|e| io("lseek in", e))?;
                 read_all(fd, buf).map_err(|e| io("read from", e))?;
                 if let (Some(ch), Some(v)) = (checker.as_mut(), v) {
@@ -740,12 +740,12 @@ pub fn seeks(
                     }
                     done.writebacks += 1;
                 }
-                rec.record(SEEK, 0, t0, now_ns());
+                rec.record(SEEK, 0, t0, rec.stamp());
                 done.seeks += 1;
             }
-            let t0 = now_ns();
+            let t0 = rec.stamp();
             finish(&mut st.fd, spec.fsync).map_err(|e| io(if spec.fsync { "fsync/close" } else { "close" }, e))?;
-            rec.record(CLOSE, 0, t0, now_ns());
+            rec.record(CLOSE, 0, t0, rec.stamp());
             Ok((done, checker))
         },
     )?;

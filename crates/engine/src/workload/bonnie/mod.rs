@@ -79,6 +79,15 @@ pub struct BonnieSpec {
     /// Verify the data file (docs/verify.md): every chunk carries a header and a checksum.
     #[serde(default)]
     pub verify: Option<crate::verify::Checksum>,
+    /// Time every chunk, seek and file and keep latency histograms (bonnie++ reports a latency per
+    /// phase); false: the phases are timed whole and their operations counted, with no clock read
+    /// per operation.
+    #[serde(default = "default_true")]
+    pub latency: bool,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 fn default_size() -> u64 {
@@ -101,6 +110,15 @@ fn default_dirs() -> u32 {
 }
 
 impl BonnieSpec {
+    /// The harness's histogram precision: 3 significant digits, or 0 (operations counted, not timed).
+    pub(crate) fn sigfig(&self) -> u8 {
+        if self.latency {
+            3
+        } else {
+            0
+        }
+    }
+
     pub fn char_bytes(&self) -> u64 {
         self.char_io_size.unwrap_or(self.size).min(self.size)
     }
