@@ -13,11 +13,16 @@ Every job is time-based and draws offsets with replacement (norandommap; fsmeter
 replacement). Both sides run the one job file on the one file, laid out once and kept, so both read the
 same extents; the rounds alternate which side runs first, and each row's ratio is the median of the
 rounds' paired ratios (fsmeter / fio, back to back).
+
+`FIO_ENGINES=b3,r1 python bench/run.py --only fio_engines` runs some cases only (by their tags), and
+`FIO_ENGINES_ROUNDS=15` more paired rounds than 5, for a case whose rounds swing (b3: io_uring hands a
+buffered tmpfs read to a worker thread, so each request waits for a thread to wake).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import tempfile
@@ -69,7 +74,7 @@ def fsmeter_rate(ctx, jf: Path, d: Path) -> float:
 def _cases(ctx, d: Path, jobs_dir: Path, cases: list, size: str, where: str) -> list:
     rows = []
     secs = ctx.seconds(8, 3)
-    rounds = 3 if ctx.quick else 5
+    rounds = wanted_rounds(ctx.quick)
     for i, (case, body) in enumerate(cases):
         jf = job_file(jobs_dir, f"{where}{i}", body, secs, size)
         # The file laid out once (by fsmeter, which keeps it), then read by both sides.
@@ -99,6 +104,29 @@ def _cases(ctx, d: Path, jobs_dir: Path, cases: list, size: str, where: str) -> 
     return rows
 
 
+def wanted_rounds(quick: bool) -> int:
+    raw = os.environ.get("FIO_ENGINES_ROUNDS", "").strip()
+    if not raw:
+        return 3 if quick else 5
+    if not raw.isdigit() or not 3 <= int(raw) <= 99:
+        raise SystemExit(f"FIO_ENGINES_ROUNDS: {raw!r}: give a whole number of rounds from 3 to 99")
+    return int(raw)
+
+
+def tag(case: str) -> str:
+    """A case's tag: "(b3) 4K randread ..." -> "b3"."""
+    return case[1 : case.index(")")]
+
+
+def wanted(cases: list) -> list:
+    """The cases FIO_ENGINES names (all when unset)."""
+    want = {w.strip() for w in os.environ.get("FIO_ENGINES", "").split(",") if w.strip()}
+    known = {tag(c) for c, _ in DIRECT + BUFFERED + TMPFS_OTHERS}
+    if want - known:
+        raise SystemExit(f"FIO_ENGINES: {', '.join(sorted(want - known))}: use tags among {', '.join(sorted(known))}")
+    return [c for c in cases if not want or tag(c[0]) in want]
+
+
 def run(ctx) -> list:
     cases = DIRECT + BUFFERED + TMPFS_OTHERS
     if shutil.which("fio") is None:
@@ -108,11 +136,13 @@ def run(ctx) -> list:
     rows = []
     jobs_dir = Path(tempfile.mkdtemp(prefix="fsmeter-bench-fio-engines-"))
     try:
-        with ctx.loopfs("ext4", "1G", in_ram=True) as d:
-            where = "ext4 loop, image in memory" + ("" if ctx.loop_dio else " (loop WITHOUT direct I/O)")
-            rows += _cases(ctx, d, jobs_dir, DIRECT, "512m", where)
-        with ctx.tmpfs("1G") as d:
-            rows += _cases(ctx, d, jobs_dir, BUFFERED + TMPFS_OTHERS, "512m", "tmpfs")
+        if wanted(DIRECT):
+            with ctx.loopfs("ext4", "1G", in_ram=True) as d:
+                where = "ext4 loop, image in memory" + ("" if ctx.loop_dio else " (loop WITHOUT direct I/O)")
+                rows += _cases(ctx, d, jobs_dir, wanted(DIRECT), "512m", where)
+        if wanted(BUFFERED + TMPFS_OTHERS):
+            with ctx.tmpfs("1G") as d:
+                rows += _cases(ctx, d, jobs_dir, wanted(BUFFERED + TMPFS_OTHERS), "512m", "tmpfs")
     finally:
         shutil.rmtree(jobs_dir, ignore_errors=True)
     return rows

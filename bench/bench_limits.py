@@ -16,8 +16,8 @@ with the same warm-up; the access file is laid out once by fsmeter and read and 
 fsmeter runs with `--cache keep`, as the loop touches no cache.
 
 The loops are built with the system compiler (cc) into a scratch folder when the bench starts.
-`LIMITS=access,tree python bench/run.py --only limits` runs some families only, and `LIMITS_FS=ext4`
-(or `tmpfs`) one of the two filesystems only. The whole bench
+`LIMITS=access,tree python bench/run.py --only limits` runs some families only, `LIMITS_FS=ext4`
+(or `tmpfs`) one of the two filesystems only, and `LIMITS_ROUNDS=15` more rounds than 5. The whole bench
 takes well over an hour (the access family alone more than 20 minutes); each row is also appended to
 bench/out/limits-rows.jsonl as it is measured, so a run stopped part of the way keeps its rows.
 """
@@ -160,6 +160,17 @@ def selected(cases: list) -> list:
     return [c for c in cases if not want or c.family in want]
 
 
+def rounds_wanted(quick: bool) -> int:
+    """Paired rounds per row: 5 (2 with --quick), or LIMITS_ROUNDS (3 to 99) for tighter intervals on
+    the short phases (a stat of a few thousand cached files lasts milliseconds)."""
+    raw = os.environ.get("LIMITS_ROUNDS", "").strip()
+    if not raw:
+        return 2 if quick else 5
+    if not raw.isdigit() or not 3 <= int(raw) <= 99:
+        raise SystemExit(f"LIMITS_ROUNDS: {raw!r}: give a whole number of rounds from 3 to 99")
+    return int(raw)
+
+
 def places(ctx) -> list:
     """The filesystems the bench runs on, as LIMITS_FS names them (default: both)."""
     every = (("tmpfs", lambda: ctx.tmpfs("3G")), ("ext4", lambda: ctx.loopfs("ext4", "1G", in_ram=True)))
@@ -172,7 +183,7 @@ def places(ctx) -> list:
 
 def run(ctx) -> list:
     mode = "quick" if ctx.quick else "full"
-    rounds = 2 if ctx.quick else 5
+    rounds = rounds_wanted(ctx.quick)
     if not shutil.which("cc"):
         return [ctx.row("limits", "error", None, None, "-", notes="no C compiler (cc) to build bench/limits/*.c")]
     scratch = Path(tempfile.mkdtemp(prefix="fsmeter-limits-"))
