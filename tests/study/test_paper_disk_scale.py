@@ -3,6 +3,8 @@ the paper's memory ratio, and a storage change that says which drive the model i
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from fsmeter.errors import UserError
 from fsmeter.study.model import load_study, study_paths
@@ -39,8 +41,23 @@ def test_every_paper_disk_scale_keeps_disk_bound_workloads_disk_bound(slug):
     assert study.scales["paper-disk"].disk_model in plan.campaign["target"]["model"]
     resident = [c.what for c in plan.changes if "cache_residency" in c.affects]
     assert resident == [], f"{slug}: under {DISK_BOUND_RATIO:g}x the page cache: {resident}"
-    # Within the 30 minutes the scale is for, by the study's own per-trial estimate.
-    assert plan.est_s <= 30 * 60, plan.est_s
+    # Within the 30 minutes the scale is for, by the study's own per-trial estimate; a study over it says
+    # so in its scale's comment, with the measured time, and may not grow further.
+    assert plan.est_s <= OVER_HALF_HOUR.get(slug, 30) * 60, plan.est_s
+
+
+#: Studies whose paper-disk scale is known to take more than 30 minutes here, with the minutes its
+#: estimate may reach. bryant2002: 40.3 minutes measured (2026-11-30, quiet): every filemark trial
+#: writes its 10,000 files onto the 17 MB/s model before its transactions.
+OVER_HALF_HOUR = {"bryant2002": 40}
+
+
+def test_a_study_over_the_half_hour_says_so_in_its_scale():
+    import fsmeter
+
+    for slug in OVER_HALF_HOUR:
+        text = (Path(fsmeter.__file__).parent / "data" / "studies" / f"{slug}.toml").read_text()
+        assert "over the half hour the scale aims at" in text.replace("\n# ", " "), slug
 
 
 def test_gus3_paper_disk_runs_the_posts_dbench_and_leaves_out_cells_no_claim_can_use():
