@@ -13,7 +13,7 @@
  * openat/write/close, fstatat then openat/read/close, unlinkat, readdir order for the sequential
  * stat and delete, syncfs at the end of creates and deletes.
  *
- * usage: bonnie dir=D [size=64M chunk=8K char_size=8M seeks=4000 seek_procs=3 fsync=1 files=1024
+ * usage: bonnie dir=D [size=64M (0: small-file tests only) chunk=8K char_size=8M seeks=4000 seek_procs=3 fsync=1 files=1024
  *               file_max_size=0 file_min_size=0 file_dirs=1 file_chunk=8K seed=42 phases=...]
  * phases: putc_write,block_write,rewrite,getc_read,block_read,seeks,seq_create,seq_stat,seq_del,
  * ran_create,ran_stat,ran_del (the default, in this order). */
@@ -340,12 +340,15 @@ int main(int argc, char **argv) {
     cfg.file_chunk = arg_u64("file_chunk", 8192);
     cfg.seed = arg_u64("seed", 42);
     errno = 0;
-    CHECK(cfg.chunk > 0 && cfg.size >= cfg.chunk && cfg.seek_procs >= 1 && cfg.file_dirs >= 1, "bad parameters");
+    CHECK(cfg.chunk > 0 && (cfg.size == 0 || cfg.size >= cfg.chunk) && cfg.seek_procs >= 1 && cfg.file_dirs >= 1,
+          "bad parameters");
     char phases[512];
     snprintf(phases, sizeof phases, "%s",
              arg_str("phases", "putc_write,block_write,rewrite,getc_read,block_read,seeks,seq_create,seq_stat,"
                                "seq_del,ran_create,ran_stat,ran_del"));
     for (char *save, *ph = strtok_r(phases, ",", &save); ph; ph = strtok_r(NULL, ",", &save)) {
+        if (cfg.size == 0 && strncmp(ph, "seq_", 4) && strncmp(ph, "ran_", 4))
+            die("phases: %s needs a data file: give size > 0 (size=0 runs the small-file tests only)", ph);
         if (!strcmp(ph, "seeks"))
             seeks_phase();
         else if (!strncmp(ph, "seq_", 4) || !strncmp(ph, "ran_", 4))
