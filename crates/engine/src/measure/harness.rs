@@ -244,7 +244,10 @@ struct Shared<'m> {
     ranges: Vec<Range<usize>>,
     grouped: bool,
     nk: usize,
+    /// The histograms' precision (at least 1), and whether operations are timed one by one
+    /// (`run_threads` with sigfig 0: counted only, see `Recorder::stamp`).
     sigfig: u8,
+    timed: bool,
     interval_ns: u64,
     /// The earliest member's warm-up; the longest duration, or none (fixed work) when some member
     /// has a fixed amount (for the progress bar).
@@ -286,7 +289,8 @@ impl<'m> Shared<'m> {
             ranges,
             grouped: members.len() > 1,
             nk,
-            sigfig,
+            sigfig: sigfig.max(1),
+            timed: sigfig > 0,
             interval_ns,
             warmup_ns: members.iter().map(|g| g.warmup_ns).min().unwrap_or(0),
             duration_ns,
@@ -395,7 +399,7 @@ where
     let mi = sh.member_of[tid];
     let member = &sh.members[mi];
     let shared = &sh.counters[tid];
-    let hists = (0..sh.nk).map(|_| LatHist::new(sh.sigfig.max(1))).collect();
+    let hists = (0..sh.nk).map(|_| LatHist::new(sh.sigfig)).collect();
     let state = setup(tid);
     if state.is_err() {
         sh.setup_failed.store(true, SeqCst);
@@ -425,7 +429,7 @@ where
         units: 0,
         last_end_ns: 0,
         interval_lat,
-        timed: sh.sigfig > 0,
+        timed: sh.timed,
     };
     let work_start = now_ns();
     let out: Result<Option<T>> = match state {
@@ -572,9 +576,9 @@ fn join_workers<T>(sh: &Shared, handles: Vec<ScopedJoinHandle<'_, WorkerEnd<T>>>
     let (nk, sigfig, members, grouped) = (sh.nk, sh.sigfig, sh.members, sh.grouped);
     let mut j = Joined {
         results: Vec::with_capacity(sh.member_of.len()),
-        merged: (0..nk).map(|_| LatHist::new(sigfig.max(1))).collect(),
+        merged: (0..nk).map(|_| LatHist::new(sigfig)).collect(),
         member_hists: if grouped {
-            members.iter().map(|_| (0..nk).map(|_| LatHist::new(sigfig.max(1))).collect()).collect()
+            members.iter().map(|_| (0..nk).map(|_| LatHist::new(sigfig)).collect()).collect()
         } else {
             Vec::new()
         },

@@ -91,11 +91,7 @@ impl<'a> Recorder<'a> {
     #[inline(always)]
     pub fn record(&mut self, kind: usize, bytes: u64, t0: u64, t1: u64) {
         if !self.timed {
-            self.ops[kind] += 1;
-            self.bytes[kind] += bytes;
-            self.shared.ops[kind].store(self.ops[kind], Relaxed);
-            self.shared.bytes[kind].store(self.bytes[kind], Relaxed);
-            return;
+            return self.record_untimed(kind, 1, bytes, t0, t1);
         }
         if t0 >= self.measure_start_ns {
             let lat = t1.saturating_sub(t0);
@@ -117,6 +113,7 @@ impl<'a> Recorder<'a> {
     /// `n` operations of `bytes` in all, moved between `t0` and `t1`, counted without a latency
     /// each: for a workload that times only whole passes, as iozone does unless asked (-Q). The
     /// kind's histogram stays empty, so its latency reads as not measured.
+    #[inline(always)]
     pub fn record_untimed(&mut self, kind: usize, n: u64, bytes: u64, t0: u64, t1: u64) {
         if t0 >= self.measure_start_ns && n > 0 {
             self.ops[kind] += n;
