@@ -74,7 +74,7 @@ def fsmeter_rate(ctx, jf: Path, d: Path) -> float:
 def _cases(ctx, d: Path, jobs_dir: Path, cases: list, size: str, where: str) -> list:
     rows = []
     secs = ctx.seconds(8, 3)
-    rounds = wanted_rounds(ctx.quick)
+    rounds = ctx.rounds("FIO_ENGINES_ROUNDS", 5, 3)
     for i, (case, body) in enumerate(cases):
         jf = job_file(jobs_dir, f"{where}{i}", body, secs, size)
         # The file laid out once (by fsmeter, which keeps it), then read by both sides.
@@ -102,15 +102,6 @@ def _cases(ctx, d: Path, jobs_dir: Path, cases: list, size: str, where: str) -> 
             )
         )
     return rows
-
-
-def wanted_rounds(quick: bool) -> int:
-    raw = os.environ.get("FIO_ENGINES_ROUNDS", "").strip()
-    if not raw:
-        return 3 if quick else 5
-    if not raw.isdigit() or not 3 <= int(raw) <= 99:
-        raise SystemExit(f"FIO_ENGINES_ROUNDS: {raw!r}: give a whole number of rounds from 3 to 99")
-    return int(raw)
 
 
 def tag(case: str) -> str:

@@ -160,17 +160,6 @@ def selected(cases: list) -> list:
     return [c for c in cases if not want or c.family in want]
 
 
-def rounds_wanted(quick: bool) -> int:
-    """Paired rounds per row: 5 (2 with --quick), or LIMITS_ROUNDS (3 to 99) for tighter intervals on
-    the short phases (a stat of a few thousand cached files lasts milliseconds)."""
-    raw = os.environ.get("LIMITS_ROUNDS", "").strip()
-    if not raw:
-        return 2 if quick else 5
-    if not raw.isdigit() or not 3 <= int(raw) <= 99:
-        raise SystemExit(f"LIMITS_ROUNDS: {raw!r}: give a whole number of rounds from 3 to 99")
-    return int(raw)
-
-
 def places(ctx) -> list:
     """The filesystems the bench runs on, as LIMITS_FS names them (default: both)."""
     every = (("tmpfs", lambda: ctx.tmpfs("3G")), ("ext4", lambda: ctx.loopfs("ext4", "1G", in_ram=True)))
@@ -183,7 +172,8 @@ def places(ctx) -> list:
 
 def run(ctx) -> list:
     mode = "quick" if ctx.quick else "full"
-    rounds = rounds_wanted(ctx.quick)
+    # LIMITS_ROUNDS: more rounds for the short phases (a stat of a few thousand cached files lasts milliseconds).
+    rounds = ctx.rounds("LIMITS_ROUNDS", 5, 2)
     if not shutil.which("cc"):
         return [ctx.row("limits", "error", None, None, "-", notes="no C compiler (cc) to build bench/limits/*.c")]
     scratch = Path(tempfile.mkdtemp(prefix="fsmeter-limits-"))

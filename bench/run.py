@@ -58,6 +58,16 @@ class Ctx:
     def seconds(self, full: float, quick: float) -> float:
         return quick if self.quick else full
 
+    def rounds(self, env: str, full: int, quick: int) -> int:
+        """Paired rounds for a bench: `full` (`quick` with --quick), or the whole number 3 to 99 that the
+        environment variable `env` gives, for a tighter interval on a row whose rounds swing."""
+        raw = os.environ.get(env, "").strip()
+        if not raw:
+            return quick if self.quick else full
+        if not raw.isdigit() or not 3 <= int(raw) <= 99:
+            raise SystemExit(f"{env}: {raw!r}: give a whole number of rounds from 3 to 99")
+        return int(raw)
+
     def cmd(
         self, args: list, cwd=None, timeout: float | None = None, env=None, check: bool = True, stdin: str | None = None
     ) -> CmdResult:
