@@ -3,8 +3,6 @@ the paper's memory ratio, and a storage change that says which drive the model i
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from fsmeter.errors import UserError
 from fsmeter.study.model import load_study, study_paths
@@ -53,10 +51,8 @@ OVER_HALF_HOUR = {"bryant2002": 40}
 
 
 def test_a_study_over_the_half_hour_says_so_in_its_scale():
-    import fsmeter
-
     for slug in OVER_HALF_HOUR:
-        text = (Path(fsmeter.__file__).parent / "data" / "studies" / f"{slug}.toml").read_text()
+        text = study_paths()[slug].read_text()
         assert "over the half hour the scale aims at" in text.replace("\n# ", " "), slug
 
 
