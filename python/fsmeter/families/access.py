@@ -195,6 +195,12 @@ class AccessParams(BaseModel):
         description="every trim is followed by a write of the same range (fio's "
         "trimwrite); needs trim_pct = 100 in every entry",
     )
+    seq_per_direction: bool = Field(
+        False,
+        description="sequential requests of each direction (reads, writes, trims) walk the "
+        "region from a position of their own, as fio's rw=rw does; false: one position "
+        "per thread, shared by every direction",
+    )
     buffer_pattern: str = Field(
         "",
         description="bytes written requests carry, repeated to fill each buffer, in fio's "

@@ -28,7 +28,10 @@ def _run(name: str, tmp_path: Path) -> tuple:
 
 
 def _ops(doc: dict, job: str, kind: str) -> tuple:
-    phase = doc["phases"][f"{job}:run"]
+    """A job's bytes and I/Os of one kind: its own phase, or its part of its group's phase (jobs run together)."""
+    phase = doc["phases"].get(f"{job}:run")
+    if phase is None:
+        (phase,) = [p["jobs"][job] for name, p in doc["phases"].items() if name.endswith(":run") and job in p["jobs"]]
     o = phase["ops"].get(kind) or {}
     return o.get("bytes", 0), o.get("count", 0)
 
@@ -41,7 +44,7 @@ def slack(n: int, cv: float) -> float:
 
 
 #: Files whose sizes or directions are drawn: their own tests below.
-DRAWN = ("bsrange.fio", "bssplit_to_the_end.fio", "number_ios_bssplit.fio")
+DRAWN = ("bsrange.fio", "bssplit_to_the_end.fio", "number_ios_bssplit.fio", "random_map_tail.fio", "rw_mix.fio")
 EXACT = sorted(n for n in RECORD["files"] if n not in DRAWN)
 
 
@@ -103,3 +106,38 @@ def test_number_ios_with_drawn_sizes_stops_after_fios_count(tmp_path):
     assert rn + wn == job["read"][1] + job["write"][1] == 100
     assert abs(rn - job["read"][1]) <= 15
     assert 100 * 4096 <= rb + wb <= 100 * 16384
+
+
+def test_a_full_random_map_ends_the_job_short_of_its_size(tmp_path):
+    """fio's t/jobs t0001 on a file: 20,000 bytes hold 19 whole 1 KiB blocks; fio's random map has a bit per
+    whole block and ends the job when it is full, so both jobs read 19,456 bytes, not 20,000 or more. The
+    one-size job's count is fio's (19); the drawn job's (1 to 4 KiB, shortened at blocks already read) within
+    the renewal slack of fio's 12 (cv of the sizes 0.447)."""
+    doc, r = _run("random_map_tail.fio", tmp_path)
+    rec = {j["name"]: j for j in RECORD["files"]["random_map_tail.fio"]["jobs"]}
+    assert list(_ops(doc, "onesize", "read")) == rec["onesize"]["read"] == [19456, 19]
+    nbytes, count = _ops(doc, "drawn", "read")
+    assert nbytes == rec["drawn"]["read"][0] == 19456
+    assert abs(count - rec["drawn"]["read"][1]) <= slack(rec["drawn"]["read"][1], math.sqrt(20) / 10)
+
+
+def test_a_sequential_mix_walks_each_direction_from_the_start(tmp_path):
+    """fio's t/jobs t0002-pre at 64 MiB: the mix job's reads and writes each walk the region from its start, so
+    each moves about half of it in requests of 512 B or 1 MiB drawn half and half (cv of the sizes 0.998) and
+    the job stops once the two together pass 64 MiB, a little past it as fio's does. With one walk shared by
+    both directions the walk reaches the region's end and fills its last MiB with 512-byte requests: over a
+    thousand of them in each direction, against fio's 48 reads and 49 writes."""
+    doc, r = _run("rw_mix.fio", tmp_path)
+    rec = {j["name"]: j for j in RECORD["files"]["rw_mix.fio"]["jobs"]}
+    mix = rec["thread-mix0"]
+    total = 0
+    for kind in ("read", "write"):
+        nbytes, count = _ops(doc, "thread-mix0", kind)
+        total += nbytes
+        assert abs(count - mix[kind][1]) <= slack(mix[kind][1], 0.998), (kind, count)
+        assert 16 << 20 < nbytes < 48 << 20, (kind, nbytes)
+    fio_total = mix["read"][0] + mix["write"][0]
+    assert 64 << 20 <= total < (64 << 20) + (1 << 20) and 64 << 20 <= fio_total < (64 << 20) + (1 << 20)
+    nbytes, count = _ops(doc, "thread0", "write")
+    assert nbytes == rec["thread0"]["write"][0] == 64 << 20
+    assert abs(count - rec["thread0"]["write"][1]) <= slack(rec["thread0"]["write"][1], 0.998)

@@ -355,8 +355,11 @@ def _bytes_per_clone(d: _Draft) -> None:
         d.per_job = (min(whole, blocks) if capped else whole) * bsz
     elif sized_map(sizes, d.align, random_pct, d.distribution, ctx) and not d.time_based:
         # fio's random map of smallest blocks: requests are shortened at blocks already done, so each pass moves
-        # the files' bytes exactly, and an io_size beyond them starts another pass, as fio does.
-        d.per_job = io_per_job
+        # the map's bytes exactly (the files' whole blocks: a tail shorter than a block is never read), fio
+        # ends the pass when the map is full, and only an io_size beyond the files starts another pass.
+        cover = d.nrfiles * (d.filesize // d.align) * d.align
+        explicit = (ctx.job.get("io_size") or ctx.job.get("io_limit")) is not None
+        d.per_job = io_per_job if explicit else min(io_per_job, cover)
     elif random_pct and not ctx.flag("norandommap", False) and not d.time_based:
         notes.append(
             "several request sizes without norandommap: fio's random map shortens requests as blocks "
@@ -461,6 +464,13 @@ def _params(d: _Draft) -> None:
         if params["total_bytes"] is not None:
             params["total_bytes"] *= 2  # fio's trimwrite: the trims cover io_size, and so do their writes
     params.update(d.shape.get("params", {}))
+    if _mixes_sequentially(params["entries"]):
+        params["seq_per_direction"] = True  # fio keeps one position per direction (last_pos)
+        if params.get("seq_add") or params.get("zone_size"):
+            notes.append(
+                "sequential mix with holes or strided zones: reads and writes share one walk per thread "
+                "(fio keeps one position per direction)"
+            )
     write_syncs(ctx, params, notes, d.engine)
     buffer_pattern_and_verify(ctx, params, notes)
     write_contents(ctx, params, notes, d.size, d.nrfiles)
@@ -503,8 +513,6 @@ def _files_notes(d: _Draft) -> None:
     """What becomes of the files (unlink, fill_device, files there before), errors the job goes on after, and
     fallocate."""
     ctx, notes = d.ctx, d.notes
-    if d.rw in ("rw", "readwrite"):
-        notes.append("sequential mix: reads and writes share one position per thread (fio keeps one per direction)")
     if ctx.flag("unlink", False) is False and ctx.job.get("unlink") is not None:
         notes.append("unlink=0: fsmeter run removes its files at the end unless --keep-files")
     if d.fill:
@@ -539,3 +547,21 @@ def _run_control(ctx: Ctx) -> tuple:
             ctx.fail(ew, "use group, stonewall or all")
     ctx.flag("exitall")
     return start_delay, exit_what
+
+
+def _mixes_sequentially(entries: list[dict]) -> bool:
+    """Whether sequential requests come in more than one direction (fio's rw=rw, readwrite, or a
+    percentage_random below 100): fio then walks each direction from a position of its own."""
+    dirs = set()
+    for e in entries:
+        if e.get("random_pct", 0) >= 100:
+            continue
+        read = e.get("read_pct", 0)
+        trim = e.get("trim_pct", 0)
+        if read > 0:
+            dirs.add("read")
+        if trim > 0:
+            dirs.add("trim")
+        if read + trim < 100:
+            dirs.add("write")
+    return len(dirs) > 1

@@ -67,7 +67,10 @@ pub struct AccessGen {
     dir_map: Option<DirMap>,
     seq_lo: u64,
     seq_hi: u64,
-    seq_pos: u64,
+    /// The sequential position of each direction (read, write, trim); only the first is used
+    /// unless `seq_dirs` (fio's last_pos per direction, spec.seq_per_direction).
+    seq_pos: [u64; 3],
+    seq_dirs: bool,
     /// fio's offset_increment: sequential requests per pass (0: none) and those done in this one.
     pass_ios: u64,
     pass_done: u64,
@@ -189,7 +192,8 @@ impl AccessGen {
             }),
             seq_lo: lo,
             seq_hi: hi,
-            seq_pos: lo,
+            seq_pos: [lo; 3],
+            seq_dirs: spec.seq_per_direction,
             pass_ios,
             pass_done: 0,
             spr: spec.sprandom.as_ref().map(|s| {
@@ -347,7 +351,7 @@ impl AccessGen {
             // fio's next loop starts the region again from its start.
             if self.pass_done == self.pass_ios {
                 self.pass_done = 0;
-                self.seq_pos = self.seq_lo;
+                self.seq_pos = [self.seq_lo; 3];
                 if let Some(w) = self.walk.as_mut() {
                     w.restart();
                 }
@@ -406,10 +410,11 @@ impl AccessGen {
             let slots = (self.file_size - len as u64) / self.align + 1;
             (self.file_lo + file, below(self.rng.next_u64(), slots) * self.align)
         } else {
+            let d = if self.seq_dirs { dir } else { 0 };
             if self.sizes.len() > 1 {
-                (len, entry) = self.seq_fit(entry, len);
+                (len, entry) = self.seq_fit(entry, len, d);
             }
-            self.next_sequential(len as u64)
+            self.next_sequential(len as u64, d)
         };
         let op = GenOp {
             req: IoReq { file: file as u32, offset: offset + self.base, len, write: write && !trim, ioprio: 0 },
@@ -429,9 +434,9 @@ impl AccessGen {
     /// direction that fits, else to a new draw, as for the random map; so the walk ends exactly at the
     /// end, as fio's does. When no size fits, the walk starts again as with one size.
     #[inline]
-    fn seq_fit(&mut self, entry: usize, len: u32) -> (u32, usize) {
+    fn seq_fit(&mut self, entry: usize, len: u32, d: usize) -> (u32, usize) {
         let fs = self.file_size;
-        let pos = self.seq_pos;
+        let pos = self.seq_pos[d];
         if pos >= self.seq_hi {
             return (len, entry);
         }
@@ -462,22 +467,22 @@ impl AccessGen {
     }
 
     #[inline]
-    fn next_sequential(&mut self, len: u64) -> (u64, u64) {
+    fn next_sequential(&mut self, len: u64, d: usize) -> (u64, u64) {
         let fs = self.file_size;
         for _ in 0..4 {
-            if self.seq_pos + len > self.seq_hi {
-                self.seq_pos = self.seq_lo;
+            if self.seq_pos[d] + len > self.seq_hi {
+                self.seq_pos[d] = self.seq_lo;
             }
-            let (file, off) = (self.seq_pos / fs, self.seq_pos % fs);
+            let (file, off) = (self.seq_pos[d] / fs, self.seq_pos[d] % fs);
             if off + len <= fs {
-                self.seq_pos += len;
+                self.seq_pos[d] += len;
                 return (file, off);
             }
-            self.seq_pos = (file + 1) * fs;
+            self.seq_pos[d] = (file + 1) * fs;
         }
         // A share too small for this request size: restart at its first file.
         let file = (self.seq_lo / fs).min(self.file_lo + self.file_count - 1);
-        self.seq_pos = file * fs + len;
+        self.seq_pos[d] = file * fs + len;
         (file, 0)
     }
 }
@@ -731,6 +736,29 @@ mod tests {
         assert_eq!(seen.len(), 16);
         // The 17th request wraps to the start.
         assert_eq!(g.next_op().req.offset, 0);
+    }
+
+    /// fio's rw=rw (fio 3.33's write_iolog of size=1m, bs=64k: reads at 0, 64k, 128k, writes at 0, 64k, ...):
+    /// each direction walks from the region's start on its own; without seq_per_direction they share one walk.
+    #[test]
+    fn a_sequential_mix_walks_each_direction_on_its_own() {
+        let mut s = spec(vec![e(65536, 100.0, 50.0, 0.0)], 1, 1 << 20);
+        let walk = |s: &AccessSpec| {
+            let mut g = AccessGen::new(s, 3, 0, 1);
+            let (mut reads, mut writes) = (vec![], vec![]);
+            for _ in 0..16 {
+                let op = g.next_op();
+                if op.req.write { &mut writes } else { &mut reads }.push(op.req.offset);
+            }
+            (reads, writes)
+        };
+        let (reads, writes) = walk(&s);
+        assert!(!reads.is_empty() && !writes.is_empty());
+        let from_start = |v: &Vec<u64>| v.iter().enumerate().all(|(i, &o)| o == i as u64 * 65536);
+        assert!(!from_start(&reads) || !from_start(&writes), "one shared walk");
+        s.seq_per_direction = true;
+        let (reads, writes) = walk(&s);
+        assert!(from_start(&reads) && from_start(&writes), "{reads:?} {writes:?}");
     }
 
     #[test]

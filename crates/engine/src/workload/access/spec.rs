@@ -197,6 +197,11 @@ pub struct AccessSpec {
     /// fio's trimwrite: every trim is followed by a write of the same range.
     #[serde(default)]
     pub trim_then_write: bool,
+    /// fio's sequential mixes: each direction walks the region from its own position (fio's
+    /// last_pos per direction), so reads and writes of `rw=rw` both start at the region's start.
+    /// False: one position per thread, shared by every direction.
+    #[serde(default)]
+    pub seq_per_direction: bool,
     /// Bytes written requests carry, repeated to fill each buffer (fio's buffer_pattern); empty:
     /// pseudo-random bytes.
     #[serde(default)]
@@ -571,6 +576,7 @@ pub(super) mod tests {
             random_distribution: default_distribution(),
             random_scramble: true,
             trim_then_write: false,
+            seq_per_direction: false,
             buffer_pattern: vec![],
             random_sequence_stride: false,
             seq_add: 0,
