@@ -43,8 +43,15 @@ def slack(n: int, cv: float) -> float:
     return 3 * math.sqrt(2) * cv * math.sqrt(n)
 
 
-#: Files whose sizes or directions are drawn: their own tests below.
-DRAWN = ("bsrange.fio", "bssplit_to_the_end.fio", "number_ios_bssplit.fio", "random_map_tail.fio", "rw_mix.fio")
+#: Files with tests of their own below: sizes or directions drawn, or work that differs from fio on purpose.
+DRAWN = (
+    "bsrange.fio",
+    "bssplit_to_the_end.fio",
+    "number_ios_bssplit.fio",
+    "random_map_tail.fio",
+    "rw_mix.fio",
+    "experimental_verify_loops.fio",
+)
 EXACT = sorted(n for n in RECORD["files"] if n not in DRAWN)
 
 
@@ -141,3 +148,15 @@ def test_a_sequential_mix_walks_each_direction_from_the_start(tmp_path):
     nbytes, count = _ops(doc, "thread0", "write")
     assert nbytes == rec["thread0"]["write"][0] == 64 << 20
     assert abs(count - rec["thread0"]["write"][1]) <= slack(rec["thread0"]["write"][1], 0.998)
+
+
+def test_experimental_verify_with_loops_does_every_loop(tmp_path):
+    """fio's t/jobs t0026 at two loops: fio does one pass of 256 writes and 256 reads (recorded from 3.33; a
+    build of 3.42 does the same), whatever loops says; fsmeter does the two loops asked for, and says that fio
+    does not."""
+    doc, r = _run("experimental_verify_loops.fio", tmp_path)
+    (job,) = RECORD["files"]["experimental_verify_loops.fio"]["jobs"]
+    assert job["write"] == job["read"] == [1 << 20, 256]
+    for kind in ("read", "write"):
+        assert list(_ops(doc, "job1", kind)) == [2 * job[kind][0], 2 * job[kind][1]], kind
+    assert "fio (3.33 to 3.42) does one pass" in " ".join(doc["jobs"]["job1"]["notes"])

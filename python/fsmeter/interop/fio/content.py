@@ -183,6 +183,11 @@ def buffer_pattern_and_verify(ctx: Ctx, params: dict, notes: list) -> None:
             "experimental_verify=1: fio finds the blocks to check by replaying the job's offsets instead of "
             "keeping a log of them; fsmeter checks every block it wrote in its verify phase: the same reads"
         )
+        if ctx.int("loops", 1, 1, 1 << 32) > 1 and not ctx.flag("time_based", False):
+            notes.append(
+                "experimental_verify=1 with loops: fio (3.33 to 3.42) does one pass whatever loops says (its I/O "
+                "log has one pass of writes and of reads); fsmeter does every loop, as loops asks"
+            )
     notes.append(
         f"verify={method}: every block written carries fsmeter's header and checksum, and reads check it "
         "(docs/verify.md)"
