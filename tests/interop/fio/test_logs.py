@@ -47,13 +47,16 @@ def rows(path: Path) -> list:
 
 def weighted_mean(lines: list, intervals: list, since_s: float, kind: str, ddir: str) -> float:
     """The mean latency the log's lines of one direction give, each weighted by the requests its interval holds
-    (the log carries the interval's mean; the JSON its count)."""
-    by_ms = {int(round((iv["t_s"] - since_s) * 1000)): iv for iv in intervals}
+    (the log carries the interval's mean; the JSON its count). Lines and intervals pair in order: a last
+    sliver of an interval (the phase's end, microseconds after the interval before it) has the same
+    millisecond as that one, so the time alone cannot tell them apart."""
+    mine = [x for x in lines if x[2] == ddir]
+    held = [iv for iv in intervals if (iv.get("lat") or {}).get(kind, {}).get("count")]
+    assert len(mine) == len(held)
     num = den = 0
-    for x in lines:
-        if x[2] != ddir:
-            continue
-        n = by_ms[int(x[0])]["lat"][kind]["count"]
+    for x, iv in zip(mine, held, strict=True):
+        assert int(x[0]) == int(round((iv["t_s"] - since_s) * 1000))
+        n = iv["lat"][kind]["count"]
         num += int(x[1]) * n
         den += n
     return num / den
