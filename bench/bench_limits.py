@@ -17,7 +17,8 @@ fsmeter runs with `--cache keep`, as the loop touches no cache.
 
 The loops are built with the system compiler (cc) into a scratch folder when the bench starts.
 `LIMITS=access,tree python bench/run.py --only limits` runs some families only, `LIMITS_FS=ext4`
-(or `tmpfs`) one of the two filesystems only, and `LIMITS_ROUNDS=15` more rounds than 5. The whole bench
+(or `tmpfs`) one of the two filesystems only, `LIMITS_CASES="qd1,randread psync"` the cases whose name
+holds one of those texts only, and `LIMITS_ROUNDS=15` more rounds than 5. The whole bench
 takes well over an hour (the access family alone more than 20 minutes); each row is also appended to
 bench/out/limits-rows.jsonl as it is measured, so a run stopped part of the way keeps its rows.
 """
@@ -156,8 +157,13 @@ def keep_rows(rows: list) -> None:
 
 
 def selected(cases: list) -> list:
+    """The cases LIMITS (families) and LIMITS_CASES (texts a case's name holds) select; unset: all."""
     want = {w.strip() for w in os.environ.get("LIMITS", "").split(",") if w.strip()}
-    return [c for c in cases if not want or c.family in want]
+    texts = [w.strip() for w in os.environ.get("LIMITS_CASES", "").split(",") if w.strip()]
+    chosen = [c for c in cases if (not want or c.family in want) and (not texts or any(t in c.name for t in texts))]
+    if not chosen:
+        raise SystemExit("LIMITS, LIMITS_CASES: no case matches; the cases are named in bench/limits_cases.py")
+    return chosen
 
 
 def places(ctx) -> list:

@@ -82,6 +82,17 @@ def test_rounds_alternate_which_side_goes_first():
     assert orders == [["fsmeter", "bare"], ["bare", "fsmeter"]] * 2
 
 
+def test_limits_and_limits_cases_select_rows(cases, monkeypatch):
+    bench = _load("bench_limits")
+    monkeypatch.setenv("LIMITS", "access")
+    monkeypatch.setenv("LIMITS_CASES", "qd1, randread psync")
+    names = [c.name for c in bench.selected(cases.CASES)]
+    assert names == ["access 4K randread psync", "access 4K randread io_uring qd1 O_DIRECT"]
+    monkeypatch.setenv("LIMITS_CASES", "no such case")
+    with pytest.raises(SystemExit, match="no case matches"):
+        bench.selected(cases.CASES)
+
+
 def test_the_counter_tells_calls_on_the_target_from_a_process_working_there():
     sc = _load("limits_syscalls")
     mnt = "/m/mnt"
