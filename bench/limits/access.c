@@ -3,7 +3,8 @@
  *
  * The calls fsmeter's access family makes in its run phase: each thread opens the file (O_RDONLY
  * for reads, O_RDWR for writes, O_DIRECT when asked), then one pread or pwrite per request; with
- * io_uring a ring of depth rounded up to a power of two (at least 2), the file and the slots'
+ * io_uring a ring of depth rounded up to a power of two (at least 2), set up with the engine's
+ * flags (cooperative task running, deferred to its single issuer), the file and the slots'
  * buffers registered, READ_FIXED/WRITE_FIXED requests, and io_uring_enter to submit what was
  * queued and wait for one completion, each completed slot queued again at once. Random offsets:
  * uniform over the file's request slots, aligned to `align`, from xoshiro256++ seeded per thread
@@ -105,10 +106,22 @@ struct ring {
     unsigned entries;
 };
 
+/* The ring is set up as fsmeter's engine sets its own: completions run when the thread waits for
+ * them (cooperative, deferred to the one thread that submits), or, on a kernel that refuses those
+ * flags, cooperative only, then plain. */
 static void ring_init(struct ring *r, unsigned entries) {
+    static const unsigned tries[] = {
+        IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+        IORING_SETUP_COOP_TASKRUN,
+        0,
+    };
     struct io_uring_params p;
-    memset(&p, 0, sizeof p);
-    r->fd = (int)syscall(SYS_io_uring_setup, entries, &p);
+    r->fd = -1;
+    for (unsigned t = 0; t < sizeof tries / sizeof tries[0] && r->fd < 0; t++) {
+        memset(&p, 0, sizeof p);
+        p.flags = tries[t];
+        r->fd = (int)syscall(SYS_io_uring_setup, entries, &p);
+    }
     CHECK(r->fd >= 0, "io_uring_setup");
     r->entries = p.sq_entries;
     size_t sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned);
