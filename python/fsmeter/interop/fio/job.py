@@ -316,6 +316,7 @@ def _bytes_per_clone(d: _Draft) -> None:
         d.entries = dir_entries(d.per_dir, d.read_pct, d.random_pct)
         d.sizes, d.align = [e["size"] for e in d.entries], d.dir_block
     sizes, random_pct, io_per_job = d.sizes, d.random_pct, d.io_per_job
+    io_size_given = (ctx.job.get("io_size") or ctx.job.get("io_limit")) is not None
     d.shape = shape = access_shape(
         ctx, d.rw, d.seq_add, sizes, d.filesize, d.nrfiles, d.offset, random_pct, d.distribution, notes
     )
@@ -344,7 +345,7 @@ def _bytes_per_clone(d: _Draft) -> None:
         whole = -(-io_per_job // bsz)
         blocks = d.nrfiles * (d.filesize // bsz)
         capped = not random_pct or not (ctx.flag("norandommap", False) or d.distribution != "random")
-        if capped and whole > blocks and (ctx.job.get("io_size") or ctx.job.get("io_limit")) is not None:
+        if capped and whole > blocks and io_size_given:
             # fio goes over the files again (sequential: from their start; random: a fresh random map) until
             # io_size is done.
             capped = False
@@ -358,8 +359,7 @@ def _bytes_per_clone(d: _Draft) -> None:
         # the map's bytes exactly (the files' whole blocks: a tail shorter than a block is never read), fio
         # ends the pass when the map is full, and only an io_size beyond the files starts another pass.
         cover = d.nrfiles * (d.filesize // d.align) * d.align
-        explicit = (ctx.job.get("io_size") or ctx.job.get("io_limit")) is not None
-        d.per_job = io_per_job if explicit else min(io_per_job, cover)
+        d.per_job = io_per_job if io_size_given else min(io_per_job, cover)
     elif random_pct and not ctx.flag("norandommap", False) and not d.time_based:
         notes.append(
             "several request sizes without norandommap: fio's random map shortens requests as blocks "
