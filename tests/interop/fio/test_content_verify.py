@@ -56,6 +56,19 @@ def test_the_read_back_of_a_write_job_is_in_the_run_as_fio_counts_it():
     assert "verify" not in job_of("[a]\nsize=1m\nrw=write\nverify=crc32c\ndo_verify=0\nverify_backlog=4\n").params
 
 
+def test_experimental_verify_notes_fios_single_pass_when_fsmeter_makes_several():
+    """fio does one pass with experimental_verify whatever loops says (test_fio_counts has its counts): the note
+    comes with every job fsmeter runs more than once, time_based without runtime included (fio and fsmeter
+    then turn time_based off and run the loops), and not with one pass or a time-based job."""
+    base = "[a]\nsize=1m\nrw=randwrite\nverify=md5\nexperimental_verify=1\n"
+
+    def noted(extra: str) -> bool:
+        return any("does one pass whatever loops says" in n for n in job_of(base + extra).notes)
+
+    assert noted("loops=2\n") and noted("loops=2\ntime_based\n")
+    assert not noted("") and not noted("loops=2\ntime_based\nruntime=1\n")
+
+
 def test_the_read_back_of_long_and_time_based_jobs():
     # time_based: fio writes size= then reads it back, again and again: one pass is size/bs writes.
     m = job_of("[a]\nsize=1m\nbs=4k\nrw=randwrite\nverify=crc32c\ntime_based\nruntime=1\n")

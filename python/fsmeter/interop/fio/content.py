@@ -108,8 +108,9 @@ def _without_method(ctx: Ctx, notes: list) -> None:
         notes.append(f"{opt.as_written} without verify=: nothing is checked, as in fio (add verify=crc32c to check)")
 
 
-def buffer_pattern_and_verify(ctx: Ctx, params: dict, notes: list) -> None:
-    """buffer_pattern= and verify= (with do_verify, verify_interval) onto the access workload's own."""
+def buffer_pattern_and_verify(ctx: Ctx, params: dict, notes: list, passes: int = 1) -> None:
+    """buffer_pattern= and verify= (with do_verify, verify_interval) onto the access workload's own. `passes`:
+    the job's passes over its files as fsmeter runs them (its loops; 1 when time-based)."""
     bp = ctx.job.get("buffer_pattern")
     if bp is not None:
         try:
@@ -183,7 +184,7 @@ def buffer_pattern_and_verify(ctx: Ctx, params: dict, notes: list) -> None:
             "experimental_verify=1: fio finds the blocks to check by replaying the job's offsets instead of "
             "keeping a log of them; fsmeter checks every block it wrote in its verify phase: the same reads"
         )
-        if ctx.int("loops", 1, 1, 1 << 32) > 1 and not ctx.flag("time_based", False):
+        if passes > 1:
             notes.append(
                 "experimental_verify=1 with loops: fio (3.33 to 3.42) does one pass whatever loops says (its I/O "
                 "log has one pass of writes and of reads); fsmeter does every loop, as loops asks"

@@ -472,7 +472,7 @@ def _params(d: _Draft) -> None:
                 "(fio keeps one position per direction)"
             )
     write_syncs(ctx, params, notes, d.engine)
-    buffer_pattern_and_verify(ctx, params, notes)
+    buffer_pattern_and_verify(ctx, params, notes, 1 if d.time_based else d.loops)
     write_contents(ctx, params, notes, d.size, d.nrfiles)
     atomic(ctx, params, notes, d.engine)
     if ctx.flag("do_verify", True):
