@@ -47,6 +47,8 @@ sysdeps: ## the Debian tools (as root): mkfs tools, the peers, Open MPI, chromiu
 # The MPI compiler wrapper mpi4py is built with (make MPICC=/path/to/mpicc for another MPI).
 MPICC ?= mpicc
 $(VENV)/.deps-stamp: pyproject.toml Makefile
+	@# The extension is Rust: say so in one line before pip's long build error would.
+	@cargo --version >/dev/null 2>&1 || { echo "fsmeter: no working Rust toolchain ('cargo --version' fails): install a current stable Rust with rustup ('rustup default stable'), then run make again" >&2; exit 1; }
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q $$($(PY) -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"])')
