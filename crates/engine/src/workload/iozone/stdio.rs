@@ -90,7 +90,20 @@ impl<'a> Stream<'a> {
 
     /// fwrite: fill the buffer; once it would overflow, flush it, write whole
     /// blocks directly and keep the remainder.
-    pub fn write(&mut self, mut data: &[u8]) -> Result<(), Errno> {
+    #[inline(always)]
+    pub fn write(&mut self, data: &[u8]) -> Result<(), Errno> {
+        // iozone's case: nothing gathered and a request of one buffer's length, which stdio writes
+        // straight to the kernel.
+        if self.pending == 0 && data.len() == self.buf.len() {
+            pwrite_all(self.fd, data, self.pos)?;
+            self.pos += data.len() as u64;
+            return Ok(());
+        }
+        self.write_slow(data)
+    }
+
+    #[inline(never)]
+    fn write_slow(&mut self, mut data: &[u8]) -> Result<(), Errno> {
         let cap = self.buf.len();
         let room = cap - self.pending;
         if data.len() < room {
@@ -128,7 +141,20 @@ impl<'a> Stream<'a> {
 
     /// fread: serve from the buffer; requests of a buffer or more are read
     /// directly in whole blocks, the tail through one refill.
+    #[inline(always)]
     pub fn read(&mut self, out: &mut [u8]) -> Result<(), Errno> {
+        // iozone's case: the stream holds nothing and the request is one buffer's length, which
+        // stdio passes straight to the kernel.
+        if self.rend == self.rpos && out.len() == self.buf.len() {
+            pread_all(self.fd, out, self.pos)?;
+            self.pos += out.len() as u64;
+            return Ok(());
+        }
+        self.read_slow(out)
+    }
+
+    #[inline(never)]
+    fn read_slow(&mut self, out: &mut [u8]) -> Result<(), Errno> {
         let cap = self.buf.len();
         let mut done = 0;
         let have = self.rend - self.rpos;
@@ -193,5 +219,36 @@ mod tests {
         s.read(&mut out[5..30]).unwrap();
         s.read(&mut out[30..]).unwrap();
         assert_eq!(out, data);
+    }
+
+    #[test]
+    fn buffer_sized_requests_go_straight_through_only_when_nothing_is_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        let f = std::fs::File::create(&path).unwrap();
+        let mut buf = vec![0u8; 8];
+        let data: Vec<u8> = (0..35u8).collect();
+        {
+            let mut s = Stream::new(f.as_raw_fd(), &mut buf);
+            s.write(&data[..8]).unwrap(); // straight through
+            assert_eq!(std::fs::metadata(&path).unwrap().len(), 8);
+            s.write(&data[8..11]).unwrap(); // gathered
+            s.write(&data[11..19]).unwrap(); // a buffer's length with 3 bytes held: in order
+            s.write(&data[19..27]).unwrap();
+            s.write(&data[27..35]).unwrap();
+            s.flush().unwrap();
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), data);
+        let f = std::fs::File::open(&path).unwrap();
+        let mut s = Stream::new(f.as_raw_fd(), &mut buf);
+        let mut out = vec![0u8; 35];
+        s.read(&mut out[..8]).unwrap(); // straight through
+        s.read(&mut out[8..11]).unwrap(); // a refill, 5 bytes held after it
+        s.read(&mut out[11..19]).unwrap(); // a buffer's length with bytes held: in order
+        s.read(&mut out[19..27]).unwrap();
+        s.read(&mut out[27..35]).unwrap();
+        assert_eq!(out, data);
+        let mut more = vec![0u8; 8];
+        assert_eq!(s.read(&mut more), Err(libc::EIO)); // past the end of the file
     }
 }
