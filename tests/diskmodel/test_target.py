@@ -51,6 +51,22 @@ def _threads(scratch: str, thread: str) -> list[tuple[int, int]]:
     return out
 
 
+def _daemon_rss_bytes(scratch: str) -> list[int]:
+    """The resident memory of each fsmeter-diskmodel daemon serving under scratch."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            if argv[0].endswith(b"fsmeter-diskmodel") and any(os.path.realpath(scratch).encode() in a for a in argv):
+                with open(f"/proc/{pid}/status") as f:
+                    rss = next(line for line in f if line.startswith("VmRSS:"))
+                out.append(int(rss.split()[1]) * 1024)
+        except (FileNotFoundError, ProcessLookupError, StopIteration):
+            continue
+    return out
+
+
 def _reads(stats: dict) -> tuple[int, int]:
     r = stats["kinds"]["read"]
     return r["count"], r["service_ns"]
@@ -68,6 +84,10 @@ def test_a_filesystem_on_the_model_reads_each_block_from_the_model_every_time(ro
         assert info["loop_direct_io"] is True  # this kernel's loop driver does direct I/O to the FUSE file
         assert info["fuse_direct_io"] is True
         assert info["image_store"] == "memory"  # 128 MiB fit in half of any test machine's free memory
+        # ... and committed when the daemon started (every page written once, so that no request pays
+        # a page's first write), kept through mkfs's discard of the whole device.
+        [rss] = _daemon_rss_bytes(scratch)
+        assert rss >= 128 << 20, f"the image in memory is not committed: the daemon holds {rss >> 20} MiB"
         path = os.path.join(mnt.path, "f")
         with open(path, "wb") as f:
             f.write(os.urandom(1 << 20))

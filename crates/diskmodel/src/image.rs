@@ -17,6 +17,14 @@
 //! of a millisecond then costs a copy, not a write to the host's disk: the host's disk is not
 //! always faster than the modelled drive's interface (a 512 KiB direct write to a virtual disk took
 //! as long as the 300 MB/s SATA link the model times it at, and each hiccup made replies late).
+//!
+//! An image in memory can be committed at once ([`Image::populate`]): every page written before the
+//! first request, and kept (a discard zeroes it in place instead of giving it back). A virtual
+//! machine's first write to a page can cost far more than later ones: here, whose hypervisor takes
+//! back the pages the guest frees (free page reporting), copying 640 KiB into new pages ran at
+//! 0.9 GB/s (p99 2 ms a copy) against 12 GB/s into pages already written (p99 0.1 ms), and a
+//! filesystem's first pass over the image (a copy's 1.9 GB into a new filesystem) made the drive's
+//! replies late by 10-19 ms at p99: each slow copy held the replies queued behind it.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -61,6 +69,8 @@ pub struct Image {
 struct Memory {
     ptr: *mut u8,
     len: usize,
+    /// Every page committed (populate): a discard zeroes pages in place and keeps them.
+    committed: bool,
 }
 
 impl Memory {
@@ -79,7 +89,26 @@ impl Memory {
         if ptr == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        Ok(Memory { ptr: ptr as *mut u8, len })
+        Ok(Memory { ptr: ptr as *mut u8, len, committed: false })
+    }
+
+    /// Write every page once, so that no request pays a page's first write.
+    fn populate(&mut self) -> io::Result<()> {
+        // SAFETY: the whole mapping, which we own; MADV_POPULATE_WRITE faults its pages in writable.
+        let r = unsafe { libc::madvise(self.ptr as *mut libc::c_void, self.len.max(1), libc::MADV_POPULATE_WRITE) };
+        if r != 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EINVAL) {
+                return Err(e);
+            }
+            // A kernel before 5.14: write one byte of each page (a zero, which it already reads as).
+            for at in (0..self.len).step_by(4096) {
+                // SAFETY: `at` lies inside the mapping; a volatile write is not optimised away.
+                unsafe { std::ptr::write_volatile(self.ptr.add(at), 0) };
+            }
+        }
+        self.committed = true;
+        Ok(())
     }
 
     fn slice(&mut self, offset: u64, len: usize) -> io::Result<&mut [u8]> {
@@ -93,6 +122,10 @@ impl Memory {
 
     /// Zero `[offset, offset + len)`, giving whole pages back to the kernel (they read as zeros).
     fn zero(&mut self, offset: u64, len: u64) -> io::Result<()> {
+        if self.committed {
+            self.slice(offset, len as usize)?.fill(0);
+            return Ok(());
+        }
         let page = 4096u64;
         let (first, last) = (offset.div_ceil(page) * page, (offset + len) / page * page);
         if first < last {
@@ -138,6 +171,16 @@ impl Image {
         let len = usize::try_from(size).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
         let memory = Some(Memory::new(len)?);
         Ok(Image { buffered: None, direct: None, memory, size, bounce: Bounce::new() })
+    }
+
+    /// Commit an image in memory: every page written now, and kept from then on (a discard zeroes
+    /// pages in place), so that no request pays for a page's first write. Takes the image's size of
+    /// memory. A file image is left as it is.
+    pub fn populate(&mut self) -> io::Result<()> {
+        match self.memory.as_mut() {
+            Some(m) => m.populate(),
+            None => Ok(()),
+        }
     }
 
     /// Whether the image is kept in memory.
@@ -277,6 +320,39 @@ mod tests {
         // Past the end: refused, not a crash.
         assert!(img.read_at(&mut far, (1 << 30) - 100).is_err());
         assert!(img.write_at(&far, 1 << 30).is_err());
+    }
+
+    /// How many of an image's pages in memory are resident (mincore).
+    fn resident_pages(img: &Image) -> usize {
+        let m = img.memory.as_ref().unwrap();
+        let pages = m.len.div_ceil(4096);
+        let mut vec = vec![0u8; pages];
+        // SAFETY: the mapping is page-aligned and `vec` has one byte per page.
+        assert_eq!(unsafe { libc::mincore(m.ptr as *mut libc::c_void, m.len, vec.as_mut_ptr()) }, 0);
+        vec.iter().filter(|&&b| b & 1 == 1).count()
+    }
+
+    #[test]
+    fn a_populated_image_in_memory_is_resident_and_stays_so_through_a_discard() {
+        let size = 8u64 << 20;
+        let mut img = Image::memory(size).unwrap();
+        assert_eq!(resident_pages(&img), 0); // reserved, nothing committed
+        img.populate().unwrap();
+        assert_eq!(resident_pages(&img), 2048);
+        let pattern: Vec<u8> = (0..3 * 4096u32).map(|i| (i % 251) as u8 + 1).collect();
+        img.write_at(&pattern, 4096).unwrap();
+        // A discard of whole pages zeroes them in place: still resident, reading zeros.
+        img.zero_range(0, size, libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE).unwrap();
+        assert_eq!(resident_pages(&img), 2048);
+        let mut back = vec![1u8; pattern.len()];
+        img.read_at(&mut back, 4096).unwrap();
+        assert_eq!(back, vec![0u8; pattern.len()]);
+        // Without populate, the same discard gives the pages back.
+        let mut loose = Image::memory(size).unwrap();
+        loose.write_at(&pattern, 4096).unwrap();
+        assert!(resident_pages(&loose) >= 3); // (more where the kernel gives huge pages)
+        loose.zero_range(0, size, libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE).unwrap();
+        assert_eq!(resident_pages(&loose), 0);
     }
 
     #[test]

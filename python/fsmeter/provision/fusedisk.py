@@ -44,8 +44,18 @@ class ServedDisk:
 
     READY_TIMEOUT_S = 15.0
 
-    def __init__(self, state: StateFile, argv: list[str], fuse_dir: str, *, source: str, what: str):
+    def __init__(
+        self,
+        state: StateFile,
+        argv: list[str],
+        fuse_dir: str,
+        *,
+        source: str,
+        what: str,
+        ready_timeout_s: float | None = None,
+    ):
         self.state = state
+        self.ready_timeout_s = self.READY_TIMEOUT_S if ready_timeout_s is None else ready_timeout_s
         self.argv = argv
         self.fuse_dir = fuse_dir
         self.source = source
@@ -78,10 +88,10 @@ class ServedDisk:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        ready, _, _ = select.select([self.proc.stdout], [], [], self.READY_TIMEOUT_S)
+        ready, _, _ = select.select([self.proc.stdout], [], [], self.ready_timeout_s)
         line = self.proc.stdout.readline().decode(errors="replace").strip() if ready else ""
         if line != "ready":
-            err = self._stop_daemon() or f"no answer in {self.READY_TIMEOUT_S:g} s"
+            err = self._stop_daemon() or f"no answer in {self.ready_timeout_s:g} s"
             raise ProvisionError(f"{self.what} did not start: {err}", exit_code=1)
         out = run(["losetup", "--direct-io=on", "--find", "--show", self.served_file], what=f"losetup ({self.what})")
         self.device = out.strip().splitlines()[-1]

@@ -5,10 +5,12 @@
 //!     prints the drive's derived figures as JSON (capacity, zones and their media rates, the seek
 //!     curve's figures) and exits; a bad description exits 2 with one line on stderr.
 //! fsmeter-diskmodel serve DRIVE.json IMAGE MOUNTPOINT [--offset BYTES] [--spin-us N] [--memory 1]
-//!                         [--idle-poll 1]
+//!                         [--idle-poll 1] [--populate 1]
 //!     serves IMAGE as MOUNTPOINT/disk.img (FUSE, FOPEN_DIRECT_IO) until MOUNTPOINT is unmounted
 //!     (with `--memory 1`, an image of IMAGE's size kept in memory, IMAGE itself left untouched;
-//!     with `--idle-poll 1`, every CPU kept out of its idle state by a lowest-priority spinner);
+//!     with `--idle-poll 1`, every CPU kept out of its idle state by a lowest-priority spinner;
+//!     with `--populate 1` as well as `--memory 1`, every page of the image in memory written before
+//!     `ready`, and kept: fsmeter_diskmodel::image::Image::populate);
 //!     prints `ready` once mounted. IMAGE's byte 0 is the drive's byte BYTES (default 0, the outer
 //!     edge). MOUNTPOINT/stats.json reads the counters and histograms (fsmeter_diskmodel::stats);
 //!     writing `reset` to MOUNTPOINT/control zeroes them.
@@ -522,7 +524,7 @@ fn drive_thread(mut model: Model, jobs: Receiver<Msg>, shared: Arc<Mutex<Shared>
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: fsmeter-diskmodel describe DRIVE.json | serve DRIVE.json IMAGE MOUNTPOINT [--offset BYTES] [--spin-us N] [--memory 1] [--idle-poll 1]";
+    let usage = "usage: fsmeter-diskmodel describe DRIVE.json | serve DRIVE.json IMAGE MOUNTPOINT [--offset BYTES] [--spin-us N] [--memory 1] [--idle-poll 1] [--populate 1]";
     match args.get(1).map(String::as_str) {
         Some("describe") if args.len() == 3 => {
             let d = load_drive(&args[2]);
@@ -537,6 +539,7 @@ fn main() {
             let mut spin_us = 200u64;
             let mut memory = false;
             let mut idle_poll = false;
+            let mut populate = false;
             let mut rest = args[5..].iter();
             while let Some(flag) = rest.next() {
                 let value = rest.next().unwrap_or_else(|| fail(2, format_args!("{flag} needs a value")));
@@ -547,6 +550,7 @@ fn main() {
                     "--spin-us" => spin_us = n,
                     "--memory" => memory = n != 0,
                     "--idle-poll" => idle_poll = n != 0,
+                    "--populate" => populate = n != 0,
                     _ => fail(2, format_args!("unknown option {flag}\n{usage}")),
                 }
             }
@@ -556,6 +560,13 @@ fn main() {
             if memory {
                 image = Image::memory(image.len())
                     .unwrap_or_else(|e| fail(1, format_args!("an image of {} bytes in memory: {e}", image.len())));
+                if populate {
+                    image.populate().unwrap_or_else(|e| {
+                        fail(1, format_args!("commit the image's {} bytes of memory: {e}", image.len()))
+                    });
+                }
+            } else if populate {
+                fail(2, "--populate 1 needs --memory 1 (a file image is not committed)");
             }
             let size = image.len();
             if size == 0 || !size.is_multiple_of(SECTOR_BYTES) || !offset.is_multiple_of(SECTOR_BYTES) {
