@@ -268,7 +268,7 @@ def test_late_replies_name_the_steal_of_their_phases():
         "the disk model's replies were late in a phase it rests on: their lateness p99 exceeded 5% of the mean "
         "modelled service time, or all their lateness 5% of all their service, so this machine's scheduling is "
         "in the figures (the hypervisor took up to 2.2% of the CPUs' time, as steal, in a phase it rests on: "
-        "another guest's work on the host)"
+        "work outside this machine: another guest's, or the host's own)"
     ]
     assert "steal" not in gates(0.005)[0] and "steal" not in gates(None)[0]
 

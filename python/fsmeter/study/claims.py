@@ -38,7 +38,7 @@ from fsmeter.study import stattests as st
 from fsmeter.study import verdict as vd
 from fsmeter.study.claim_gates import ClaimGating
 from fsmeter.study.evidence import PairTest, SubCheck, Verdict
-from fsmeter.study.frames import _by_version, _pick_metrics
+from fsmeter.study.frames import _by_version, _pick_metrics, without_disturbed
 from fsmeter.study.model import Claim, Study
 from fsmeter.study.pairs import DEFAULT_EFFECT_PCT, PairComparisons, _upper_pct
 from fsmeter.study.stattests import Sample
@@ -544,6 +544,13 @@ class ClaimChecker(PairComparisons, ClaimGating):
             tests = self._best_of_tests(claim, notes)
         else:
             df = _pick_metrics(self._select(claim, notes), claim.all_metrics)
+            if not self.paper:
+                df, late = without_disturbed(df, vd.MIN_TRIALS, ["filesystem", *self.factors])
+                if late:
+                    notes.append(
+                        f"{late} trial(s) whose disk-model replies left late (disturbed) left out; each of their "
+                        f"cells kept at least {vd.MIN_TRIALS} on-time trials"
+                    )
             if df.empty:
                 if not self.paper and claim.compare in self.df.columns:
                     # a whole tier absent from the run (a filesystem this kernel lacks) leaves nothing to order

@@ -35,6 +35,30 @@ def _pick_metrics(df, metrics: Sequence[str]):
     return pd.concat(parts) if parts else df.iloc[0:0]
 
 
+def without_disturbed(df: pd.DataFrame, min_trials: int, cell: Sequence[str]) -> tuple[pd.DataFrame, int]:
+    """The rows of ``df`` without the trials whose disk-model replies left late (``disturbed``), in each
+    cell (the rows alike in the ``cell`` columns present, and in workload and metric) where at least
+    ``min_trials`` trials remain; elsewhere the rows as they are (the gate then makes the claim
+    inconclusive). Returns the rows and how many were left out.
+
+    A disturbed trial is one whose figures hold this machine's scheduling as well as the modelled
+    disk; its cell's other trials do not. Leaving it out judges the model's disk on the trials that
+    measured it alone, and a cell whose every trial (or all but a few) was disturbed still gates the
+    claim: lateness that follows a configuration (a filesystem whose small requests the machine always
+    answers late) is not quietly dropped. Rows without a trial (published numbers) or without the
+    column are kept."""
+    if df.empty or "disturbed" not in df.columns or "trial" not in df.columns:
+        return df, 0
+    flag: pd.Series = pd.Series(pd.to_numeric(df["disturbed"], errors="coerce"), index=df.index).fillna(0)
+    bad: pd.Series = flag > 0
+    if not bad.any():
+        return df, 0
+    keys = list(dict.fromkeys(c for c in ("workload", "metric_key", "cell_id", *cell) if c in df.columns))
+    on_time = (~bad).astype(int).groupby([df[k] for k in keys], dropna=False, sort=False).transform("sum")
+    drop: pd.Series = bad & (pd.Series(on_time, index=df.index) >= min_trials)
+    return df.loc[~drop], int(drop.sum())
+
+
 def _one_per_trial(sel):
     """The phases a '*' name matches within one re-run trial, as one observation: their mean value.
 

@@ -358,7 +358,7 @@ def data_gates(
             "scheduling is in the figures"
             + (
                 f" (the hypervisor took up to {steal:.1%} of the CPUs' time, as steal, in a phase it rests on: "
-                "another guest's work on the host)"
+                "work outside this machine: another guest's, or the host's own)"
                 if steal is not None and steal > STEAL_NAMED_SHARE
                 else ""
             )
