@@ -50,6 +50,12 @@ def test_one_late_trial_is_left_out_when_its_cell_keeps_three_on_time(tmp_path):
     assert any(n.startswith("1 trial(s) whose disk-model replies left late") for n in v.notes)
 
 
+def test_three_on_time_trials_are_enough(tmp_path):
+    v = _check(tmp_path, {2, 3})
+    assert v.outcome == REPRODUCED and not v.gates
+    assert any(n.startswith("2 trial(s) whose disk-model replies left late") for n in v.notes)
+
+
 def test_a_cell_with_fewer_than_three_on_time_trials_keeps_them_all_and_is_gated(tmp_path):
     v = _check(tmp_path, {2, 3, 4})
     assert v.outcome == INCONCLUSIVE
