@@ -560,11 +560,6 @@ fn main() {
             if memory {
                 image = Image::memory(image.len())
                     .unwrap_or_else(|e| fail(1, format_args!("an image of {} bytes in memory: {e}", image.len())));
-                if populate {
-                    image.populate().unwrap_or_else(|e| {
-                        fail(1, format_args!("commit the image's {} bytes of memory: {e}", image.len()))
-                    });
-                }
             } else if populate {
                 fail(2, "--populate 1 needs --memory 1 (a file image is not committed)");
             }
@@ -584,6 +579,11 @@ fn main() {
                         drive.capacity_bytes()
                     ),
                 );
+            }
+            if populate {
+                image
+                    .populate()
+                    .unwrap_or_else(|e| fail(1, format_args!("commit the image's {size} bytes of memory: {e}")));
             }
             let shared =
                 Arc::new(Mutex::new(Shared { stats: Stats::default(), dirty_sectors: 0, busy_ns: 0, requests: 0 }));

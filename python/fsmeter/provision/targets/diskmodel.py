@@ -11,8 +11,7 @@ modelled service times and how late each reply left (fsmeter.diskmodel.stats); `
 the per-phase view campaigns record in each phase's regime.
 
 The image's data is kept in the daemon's memory when the target (and its journal) fit in half the
-memory available at setup, less what a guest it serves will take (only what is written takes
-memory), else in the sparse file beside it,
+memory available at setup, less what a guest it serves will take, else in the sparse file beside it,
 read and written with direct I/O: ``image_store`` in ``info()`` says which. An image in memory is
 committed when the daemon starts (``--populate``: every page written once, before the first
 request): on a virtual machine whose hypervisor takes back the pages the guest frees, a first write
