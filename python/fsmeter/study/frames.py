@@ -50,8 +50,8 @@ def without_disturbed(df: pd.DataFrame, min_trials: int, cell: Sequence[str]) ->
 
     This picks trials by a property of the instrument (the model kept its times or not), which the
     workload can influence: a late trial may also be one that sent more requests. What its late replies
-    could have added is bounded by their lateness (``lateness_share``: 0.1-1.2% of the service time in
-    Lourdas's late copies), far below the effects the studies' claims are about."""
+    could have added is bounded by their lateness (``lateness_share``: 0.8-1.8% of the service time in
+    Lourdas's late copies), under the differences the studies' claims count (6% for that copy)."""
     if df.empty or "disturbed" not in df.columns or "trial" not in df.columns:
         return df, 0
     flag: pd.Series = pd.Series(pd.to_numeric(df["disturbed"], errors="coerce"), index=df.index).fillna(0)
