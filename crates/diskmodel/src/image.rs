@@ -323,16 +323,19 @@ mod tests {
         assert!(img.write_at(&far, 1 << 30).is_err());
     }
 
-    /// How many of an image's pages in memory are resident (mincore).
-    fn resident_pages(img: &Image) -> usize {
+    /// How many of an image's pages in memory are resident (mincore), and how many pages it has.
+    fn residency(img: &Image) -> (usize, usize) {
         let m = img.memory.as_ref().unwrap();
         // SAFETY: sysconf with a constant name.
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        let pages = m.len.div_ceil(page);
-        let mut vec = vec![0u8; pages];
+        let mut vec = vec![0u8; m.len.div_ceil(page)];
         // SAFETY: the mapping is page-aligned and `vec` has one byte per page.
         assert_eq!(unsafe { libc::mincore(m.ptr as *mut libc::c_void, m.len, vec.as_mut_ptr()) }, 0);
-        vec.iter().filter(|&&b| b & 1 == 1).count()
+        (vec.iter().filter(|&&b| b & 1 == 1).count(), vec.len())
+    }
+
+    fn resident_pages(img: &Image) -> usize {
+        residency(img).0
     }
 
     #[test]
@@ -341,9 +344,8 @@ mod tests {
         let mut img = Image::memory(size).unwrap();
         assert_eq!(resident_pages(&img), 0); // reserved, nothing committed
         img.populate().unwrap();
-        // SAFETY: sysconf with a constant name.
-        let all = size as usize / unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
-        assert_eq!(resident_pages(&img), all);
+        let (resident, all) = residency(&img);
+        assert_eq!(resident, all);
         let pattern: Vec<u8> = (0..3 * 4096u32).map(|i| (i % 251) as u8 + 1).collect();
         img.write_at(&pattern, 4096).unwrap();
         // A discard of whole pages zeroes them in place: still resident, reading zeros.

@@ -52,10 +52,10 @@ class ServedDisk:
         *,
         source: str,
         what: str,
-        ready_timeout_s: float | None = None,
+        ready_timeout_s: float = READY_TIMEOUT_S,
     ):
         self.state = state
-        self.ready_timeout_s = self.READY_TIMEOUT_S if ready_timeout_s is None else ready_timeout_s
+        self.ready_timeout_s = ready_timeout_s
         self.argv = argv
         self.fuse_dir = fuse_dir
         self.source = source

@@ -196,7 +196,7 @@ class DiskModelTarget(Target):
             json.dump(drive_spec(self.profile), f)
         fuse_dir = self._path(f"{name}.fuse")
         argv = [prog, "serve", spec_path, backing, fuse_dir, "--offset", str(offset)]
-        ready_s = None
+        ready_s = ServedDisk.READY_TIMEOUT_S
         if self.image_store == "memory":
             argv += ["--memory", "1", "--populate", "1"]
             # committing the image's memory first: measured 0.9-3.5 GB/s here; allow 256 MiB/s
