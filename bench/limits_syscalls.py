@@ -50,7 +50,14 @@ NOISE = 0.002
 #: not on a file of the target, and sync(2) names no file at all.
 ALWAYS = ("io_uring_enter", "sync")
 #: Calls that do the same work under another name: counted together in the "as work" totals.
-SAME_WORK = {"openat2": "openat", "unlinkat": "unlink", "renameat": "rename", "renameat2": "rename", "mkdirat": "mkdir"}
+SAME_WORK = {
+    "openat2": "openat",
+    "unlinkat": "unlink",
+    "renameat": "rename",
+    "renameat2": "rename",
+    "mkdirat": "mkdir",
+    "fstat": "newfstatat",
+}
 
 
 #: Calls whose strings are data, not names (what is read or written, a directory's entries).

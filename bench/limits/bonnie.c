@@ -30,7 +30,7 @@ static struct {
 
 static int open_data(int create) {
     if (create)
-        unlink(cfg.data);
+        sc_unlink(cfg.data);
     int fd = sc_open(cfg.data, O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_EXCL : 0) | O_NOFOLLOW, 0600);
     CHECK(fd >= 0, "open %s", cfg.data);
     return fd;
@@ -113,11 +113,11 @@ static void seek_thread(struct share *sh, u64 start) {
             break;
         u64 at = mix64(seed ^ t) % nchunks;
         off_t off = (off_t)(at * cfg.chunk);
-        CHECK(lseek(fd, off, SEEK_SET) >= 0, "lseek");
+        CHECK(sc_lseek(fd, off, SEEK_SET) >= 0, "lseek");
         CHECK(sc_read(fd, buf, cfg.chunk) == (long)cfg.chunk, "read");
         if (t % 10 == 0) {
             buf[at % cfg.chunk]--;
-            CHECK(lseek(fd, off, SEEK_SET) >= 0, "lseek");
+            CHECK(sc_lseek(fd, off, SEEK_SET) >= 0, "lseek");
             write_all(fd, buf, cfg.chunk, cfg.data);
         }
         sh->ops++;
@@ -203,14 +203,14 @@ static void shuffle(void) {
 }
 
 static void make_dirs(void) {
-    CHECK(mkdir(cfg.top, 0700) == 0, "mkdir %s", cfg.top);
+    CHECK(sc_mkdir(cfg.top, 0700) == 0, "mkdir %s", cfg.top);
     free(ft.dir_fds);
     ft.dir_fds = calloc((size_t)cfg.file_dirs, sizeof(int));
     for (int d = 0; d < cfg.file_dirs; d++) {
         char p[4300];
         if (cfg.file_dirs > 1) {
             snprintf(p, sizeof p, "%s/%05d", cfg.top, d);
-            CHECK(mkdir(p, 0700) == 0, "mkdir %s", p);
+            CHECK(sc_mkdir(p, 0700) == 0, "mkdir %s", p);
         } else {
             snprintf(p, sizeof p, "%s", cfg.top);
         }
@@ -221,7 +221,7 @@ static void make_dirs(void) {
 
 static u64 stat_file(int dfd, const char *name, char *buf) {
     struct stat sb;
-    CHECK(fstatat(dfd, name, &sb, 0) == 0, "stat %s", name);
+    CHECK(sc_fstatat(dfd, name, &sb, 0) == 0, "stat %s", name);
     u64 size = (u64)sb.st_size;
     if (size == 0)
         return 0;
@@ -276,7 +276,7 @@ static void files_phase(const char *phase) {
             int dfd = ft.dir_fds[ft.dir_of[j]];
             const char *name = ft.names + (size_t)j * STRIDE;
             if (deleting)
-                CHECK(unlinkat(dfd, name, 0) == 0, "unlink %s", name);
+                CHECK(sc_unlinkat(dfd, name, 0) == 0, "unlink %s", name);
             else
                 bytes += stat_file(dfd, name, buf);
             count++;
@@ -292,7 +292,7 @@ static void files_phase(const char *phase) {
                 if (e->d_name[0] == '.')
                     continue;
                 if (deleting)
-                    CHECK(unlinkat(dfd, e->d_name, 0) == 0, "unlink %s", e->d_name);
+                    CHECK(sc_unlinkat(dfd, e->d_name, 0) == 0, "unlink %s", e->d_name);
                 else
                     bytes += stat_file(dfd, e->d_name, buf);
                 count++;
@@ -305,9 +305,9 @@ static void files_phase(const char *phase) {
             for (int d = 0; cfg.file_dirs > 1 && d < cfg.file_dirs; d++) {
                 char p[4300];
                 snprintf(p, sizeof p, "%s/%05d", cfg.top, d);
-                CHECK(rmdir(p) == 0, "rmdir %s", p);
+                CHECK(sc_rmdir(p) == 0, "rmdir %s", p);
             }
-            CHECK(rmdir(cfg.top) == 0, "rmdir %s", cfg.top);
+            CHECK(sc_rmdir(cfg.top) == 0, "rmdir %s", cfg.top);
         }
         CHECK(syncfs(fs_fd) == 0, "syncfs");
     }
@@ -359,6 +359,6 @@ int main(int argc, char **argv) {
         else
             die("phases: %s is not a bonnie phase", ph);
     }
-    unlink(cfg.data);
+    sc_unlink(cfg.data);
     return 0;
 }

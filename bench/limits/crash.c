@@ -54,7 +54,7 @@ static void fsync_dir(const char *path) {
 static void setup(struct writer *w, int tid) {
     snprintf(w->path, sizeof w->path, "%s/crash-t%d", cfg.dir, tid);
     w->dir_len = strlen(w->path);
-    CHECK(mkdir(w->path, 0777) == 0, "mkdir %s", w->path);
+    CHECK(sc_mkdir(w->path, 0777) == 0, "mkdir %s", w->path);
     fsync_dir(w->path);
     fsync_dir(cfg.dir);
     w->dir_fd = sc_open(w->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);

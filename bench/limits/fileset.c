@@ -267,7 +267,7 @@ static int delete(struct worker *w, size_t i) {
     if (s.size == 0)
         return 0;
     build_name(w, s);
-    CHECK(unlinkat(cfg.dfd, w->path, 0) == 0, "unlink %s/%s", cfg.dir, w->path);
+    CHECK(sc_unlinkat(cfg.dfd, w->path, 0) == 0, "unlink %s/%s", cfg.dir, w->path);
     w->table[i].size = 0;
     w->live--;
     if (i < w->min_free)
@@ -367,7 +367,7 @@ int main(int argc, char **argv) {
     phase_begin("create");
     open_dir();
     struct stat st;
-    cfg.sbuf_len = fstat(cfg.dfd, &st) == 0 && st.st_blksize > 0 ? (size_t)st.st_blksize : 4096;
+    cfg.sbuf_len = sc_fstat(cfg.dfd, &st) == 0 && st.st_blksize > 0 ? (size_t)st.st_blksize : 4096;
     if (cfg.sbuf_len < 512)
         cfg.sbuf_len = 512;
     if (cfg.sbuf_len > 1 << 20)
@@ -375,7 +375,7 @@ int main(int argc, char **argv) {
     for (u32 k = 0; cfg.subdirs > 1 && k < cfg.subdirs; k++) {
         char name[32];
         sprintf(name, "s%u", k);
-        CHECK(mkdirat(cfg.dfd, name, 0700) == 0 || errno == EEXIST, "mkdir %s/%s", cfg.dir, name);
+        CHECK(sc_mkdirat(cfg.dfd, name, 0700) == 0 || errno == EEXIST, "mkdir %s/%s", cfg.dir, name);
     }
     for (int i = 0; i < n; i++) {
         worker_reset(&w[i], i);
@@ -403,7 +403,7 @@ int main(int argc, char **argv) {
     for (u32 k = 0; cfg.subdirs > 1 && k < cfg.subdirs; k++) {
         char name[32];
         sprintf(name, "s%u", k);
-        CHECK(unlinkat(cfg.dfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT, "rmdir %s/%s", cfg.dir, name);
+        CHECK(sc_unlinkat(cfg.dfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT, "rmdir %s/%s", cfg.dir, name);
     }
     sc_close(cfg.dfd);
     phase_total("delete", n, sh);

@@ -111,9 +111,9 @@ static u64 records(int fd, int write, int order) {
 
 static void test0(void) {
     int fd = xopen(O_CREAT | O_WRONLY);
-    CHECK(ftruncate(fd, 0) == 0, "ftruncate");
+    CHECK(sc_ftruncate(fd, 0) == 0, "ftruncate");
     CHECK(sc_close(fd) == 0, "close");
-    unlink(cfg.path);
+    sc_unlink(cfg.path);
     CHECK(sc_close(xopen(O_CREAT | O_WRONLY | O_TRUNC)) == 0, "close");
     static const char *cols[] = {"write", "rewrite"};
     for (int p = 0; p < 2; p++) {
@@ -130,7 +130,7 @@ static void test1(void) {
         int fd = xopen(O_RDONLY | dflag());
         xfsync(fd);
         CHECK(sc_read(fd, cfg.buf, cfg.rec) == (long)cfg.rec, "read");
-        CHECK(lseek(fd, 0, SEEK_SET) == 0, "lseek");
+        CHECK(sc_lseek(fd, 0, SEEK_SET) == 0, "lseek");
         u64 start = records(fd, 0, SEQ);
         pass_end(cols[p], start, finish(fd, 0));
     }
@@ -262,7 +262,7 @@ int main(int argc, char **argv) {
     if (want[6]) stdio_test(1);
     if (want[7]) stdio_test(0);
     if (want[8]) test8();
-    unlink(cfg.path);
+    sc_unlink(cfg.path);
     phase_end("grid", cfg.timed_records, cfg.timed_records * cfg.rec, now_ns() - t0);
     return 0;
 }

@@ -79,11 +79,11 @@ static void cp_phase(const char *src) {
     int in = sc_open(src, O_RDONLY, 0);
     CHECK(in >= 0, "open %s", src);
     struct stat st;
-    CHECK(fstat(in, &st) == 0, "stat %s", src);
+    CHECK(sc_fstat(in, &st) == 0, "stat %s", src);
     int out = sc_open(cfg.dst, O_WRONLY | O_CREAT | O_EXCL, 0644);
     CHECK(out >= 0, "create %s", cfg.dst);
     ioctl(out, FICLONE, in); /* refused (EXDEV, EOPNOTSUPP) unless both are on one filesystem that clones */
-    CHECK(fstat(out, &st) == 0, "stat %s", cfg.dst);
+    CHECK(sc_fstat(out, &st) == 0, "stat %s", cfg.dst);
     posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL);
     u64 done = 0;
     ssize_t n = copy_file_range(in, NULL, out, NULL, 0x7fffffffc0000000ll - 0x40000000ll, 0);
@@ -109,7 +109,7 @@ static void cp_phase(const char *src) {
 }
 
 static void untar_phase(void) {
-    CHECK(mkdir(cfg.tree, 0755) == 0, "mkdir %s", cfg.tree); /* the family's step, outside the time */
+    CHECK(sc_mkdir(cfg.tree, 0755) == 0, "mkdir %s", cfg.tree); /* the family's step, outside the time */
     CHECK(chdir(cfg.tree) == 0, "chdir %s", cfg.tree);       /* tar -C */
     static char zeros[10240];
     phase_begin("untar");
@@ -118,7 +118,7 @@ static void untar_phase(void) {
     for (size_t i = 0; i < nents; i++) {
         struct entry *e = &ents[i];
         if (e->dir) {
-            CHECK(mkdirat(AT_FDCWD, e->path, 0700) == 0, "mkdir %s", e->path);
+            CHECK(sc_mkdirat(AT_FDCWD, e->path, 0700) == 0, "mkdir %s", e->path);
             continue;
         }
         int fd = sc_openat(AT_FDCWD, e->path, O_WRONLY | O_CREAT | O_EXCL | O_NOCTTY | O_NONBLOCK | O_CLOEXEC, 0600);
@@ -178,9 +178,9 @@ static void remove_below(int dfd, u64 *files, u64 *bytes) {
                 CHECK(sub >= 0, "open %s", d->name);
                 remove_below(sub, files, bytes);
                 sc_close(sub);
-                CHECK(unlinkat(dfd, d->name, AT_REMOVEDIR) == 0, "rmdir %s", d->name);
+                CHECK(sc_unlinkat(dfd, d->name, AT_REMOVEDIR) == 0, "rmdir %s", d->name);
             } else {
-                CHECK(unlinkat(dfd, d->name, 0) == 0, "unlink %s", d->name);
+                CHECK(sc_unlinkat(dfd, d->name, 0) == 0, "unlink %s", d->name);
                 (*files)++;
             }
         }
@@ -197,7 +197,7 @@ static void rm_phase(void) {
     CHECK(fd >= 0, "open %s", cfg.tree);
     remove_below(fd, &files, &unused);
     sc_close(fd);
-    CHECK(rmdir(cfg.tree) == 0, "rmdir %s", cfg.tree);
+    CHECK(sc_rmdir(cfg.tree) == 0, "rmdir %s", cfg.tree);
     sync_fs();
     phase_end("rm", files, bytes, now_ns() - t0);
 }
@@ -223,6 +223,6 @@ int main(int argc, char **argv) {
         else
             die("phases: %s is not cp, untar or rm", ph);
     }
-    unlink(cfg.dst);
+    sc_unlink(cfg.dst);
     return 0;
 }

@@ -5,7 +5,7 @@
  *
  * The calls of fsmeter's mix family in a subrun of `tasks` tasks: the same job lists (re-aim's
  * per-task counts and random order, from the same SplitMix64 draws and seeds), the same temporary
- * names (dir/tmpb.<task><counter>, ...), creat(2) and open(2) with the same flags and modes, the
+ * names (dir/tmpb.<task><counter>, ...), creat(2) (made as openat, as the engine makes it) and open(2) with the same flags and modes, the
  * same lseek offsets (re-aim's 15-bit draws), the same disk_src tree (made before the clock, as
  * the family's prepare phase makes it). Before the tasks start, as the family does in each
  * subrun: the shared input tmpa.common written in 1 KiB blocks and fsynced, the tree's directory
@@ -136,7 +136,7 @@ static void blocks(struct task *t, int fd, u64 count, u64 span, enum access a, i
             u64 r = splitmix(&t->rng) % SPAN;
             u64 bytes = span * BLOCK;
             u64 blk = a == RANDOM_BYTE ? (r % (bytes ? bytes : 1)) / BLOCK : r % (span ? span : 1);
-            CHECK(lseek(fd, (off_t)(blk * BLOCK), SEEK_SET) >= 0, "lseek");
+            CHECK(sc_lseek(fd, (off_t)(blk * BLOCK), SEEK_SET) >= 0, "lseek");
         }
         long got = write ? sc_write(fd, t->buf, BLOCK) : sc_read(fd, t->buf, BLOCK);
         CHECK(got == BLOCK, "%s %s", write ? "write" : "read", t->path);
@@ -146,7 +146,7 @@ static void blocks(struct task *t, int fd, u64 count, u64 span, enum access a, i
 static void fill_then(struct task *t, const char *prefix, u64 n, enum access a, int write, int direct, int between,
                       int after) {
     const char *p = temp(t, prefix);
-    int fd = creat(p, 0777);
+    int fd = sc_creat(p, 0777);
     CHECK(fd >= 0, "creat %s", p);
     blocks(t, fd, n, n, SEQ, 1);
     sc_close(fd);
@@ -156,7 +156,7 @@ static void fill_then(struct task *t, const char *prefix, u64 n, enum access a, 
     CHECK(fd >= 0, "open %s", t->path);
     blocks(t, fd, n, n, a, write);
     sc_close(fd);
-    unlink(t->path);
+    sc_unlink(t->path);
     if (after)
         do_sync();
 }
@@ -170,7 +170,7 @@ static void sync_random_write(struct task *t, u64 n) {
     CHECK(fd >= 0, "open %s", t->path);
     blocks(t, fd, n, n, RANDOM, 1);
     sc_close(fd);
-    unlink(t->path);
+    sc_unlink(t->path);
 }
 
 static void sync_update(struct task *t, u64 n) {
@@ -185,7 +185,7 @@ static void sync_update(struct task *t, u64 n) {
         blocks(t, fd, 1, n, SEQ, 1);
     }
     sc_close(fd);
-    unlink(t->path);
+    sc_unlink(t->path);
 }
 
 static void seq_write(struct task *t, u64 n, int flags, int syncs) {
@@ -194,7 +194,7 @@ static void seq_write(struct task *t, u64 n, int flags, int syncs) {
     if (syncs)
         do_sync();
     blocks(t, fd, n, n, SEQ, 1);
-    unlink(t->path);
+    sc_unlink(t->path);
     sc_close(fd);
     if (syncs)
         do_sync();
@@ -223,7 +223,7 @@ static void copy(struct task *t, u64 n, int src_flags, int dst_flags, int syncs)
         CHECK(sc_read(src, t->buf, BLOCK) == BLOCK, "read %s", t->common);
         CHECK(sc_write(dst, t->buf, BLOCK) == BLOCK, "write %s", t->path);
     }
-    unlink(t->path);
+    sc_unlink(t->path);
     sc_close(src);
     sc_close(dst);
     if (syncs)
@@ -253,14 +253,14 @@ static void disk_src(struct task *t) {
     for (int i = 0; i < MFILES; i++) {
         if (slots[0][i] != 255) {
             struct stat st;
-            CHECK(fstatat(cfg.root_fd, cfg.stat_names[slots[0][i]], &st, 0) == 0, "stat");
+            CHECK(sc_fstatat(cfg.root_fd, cfg.stat_names[slots[0][i]], &st, 0) == 0, "stat");
         }
         if (slots[1][i] != 255) {
             snprintf(name, sizeof name, "%s%05d", cfg.creat_names[slots[1][i]], t->index % 100000);
             int fd = sc_openat(cfg.root_fd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0777);
             CHECK(fd >= 0, "creat %s", name);
             sc_close(fd);
-            CHECK(unlinkat(cfg.root_fd, name, 0) == 0, "unlink %s", name);
+            CHECK(sc_unlinkat(cfg.root_fd, name, 0) == 0, "unlink %s", name);
         }
     }
 }
@@ -312,7 +312,7 @@ static void make_tree(void) {
     snprintf(cfg.creat_names[c++], 64, "new0.");
     if (access(p, F_OK) == 0)
         return;
-    CHECK(mkdir(cfg.fakeh, 0777) == 0 || errno == EEXIST, "mkdir %s", cfg.fakeh);
+    CHECK(sc_mkdir(cfg.fakeh, 0777) == 0 || errno == EEXIST, "mkdir %s", cfg.fakeh);
     snprintf(q, sizeof q, "%s/fake00", cfg.fakeh);
     int fd = sc_open(q, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     CHECK(fd >= 0, "create %s", q);
@@ -323,10 +323,10 @@ static void make_tree(void) {
         for (char *s = p + strlen(cfg.fakeh) + 1; *s; s++)
             if (*s == '/') {
                 *s = 0;
-                CHECK(mkdir(p, 0777) == 0 || errno == EEXIST, "mkdir %s", p);
+                CHECK(sc_mkdir(p, 0777) == 0 || errno == EEXIST, "mkdir %s", p);
                 *s = '/';
             }
-        CHECK(mkdir(p, 0777) == 0 || errno == EEXIST, "mkdir %s", p);
+        CHECK(sc_mkdir(p, 0777) == 0 || errno == EEXIST, "mkdir %s", p);
         for (int i = 0; i < ENTRIES; i++) {
             char f[1500];
             snprintf(f, sizeof f, "%s/f%02d", p, i);
@@ -361,7 +361,7 @@ int main(int argc, char **argv) {
     cfg.sync = strcmp(arg_str("sync", "none"), "syscall") == 0;
     errno = 0;
     CHECK(cfg.tasks >= 1 && cfg.file_kib > 0, "tasks >= 1 and a file size > 0");
-    CHECK(mkdir(cfg.root, 0777) == 0 || errno == EEXIST, "mkdir %s", cfg.root);
+    CHECK(sc_mkdir(cfg.root, 0777) == 0 || errno == EEXIST, "mkdir %s", cfg.root);
     make_tree(); /* the family's prepare phase */
 
     phase_begin("subruns");

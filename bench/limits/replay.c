@@ -203,7 +203,7 @@ static int open_dir(const char *path) {
     int fd = sc_open(path, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC, 0);
     if (fd >= 0) {
         struct stat st;
-        fstat(fd, &st);
+        sc_fstat(fd, &st);
     }
     return fd;
 }
@@ -221,7 +221,7 @@ struct dirent64_raw {
 /* dbench's resolve_name: stat; when that fails, a case-blind scan of the parent directory. */
 static int resolve_name(struct client *c, char *buf) {
     struct stat st;
-    if (stat(buf, &st) == 0)
+    if (sc_stat(buf, &st) == 0)
         return 1;
     if (!cfg.resolve)
         return 0;
@@ -263,16 +263,16 @@ static void deltree(struct client *c, int fd, int depth) {
             if (!strcmp(d->name, ".") || !strcmp(d->name, ".."))
                 continue;
             struct stat st;
-            if (fstatat(fd, d->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            if (sc_fstatat(fd, d->name, &st, AT_SYMLINK_NOFOLLOW) != 0)
                 continue;
             if (S_ISDIR(st.st_mode)) {
                 int sub = sc_openat(fd, d->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
                 if (sub >= 0) {
-                    fstat(sub, &st);
+                    sc_fstat(sub, &st);
                     deltree(c, sub, depth + 1);
                 }
             } else {
-                unlinkat(fd, d->name, 0);
+                sc_unlinkat(fd, d->name, 0);
             }
         }
     }
@@ -299,7 +299,7 @@ static u64 exec_op(struct client *c, const struct op *op) {
         if (op->b == 4 || op->b == 5)
             flags |= O_CREAT | O_TRUNC;
         if (op->a & 1) {
-            mkdir(c->p1, 0700);
+            sc_mkdir(c->p1, 0700);
             flags = O_RDONLY | O_DIRECTORY;
         }
         int f = sc_open(c->p1, flags | O_CLOEXEC, 0600);
@@ -315,7 +315,7 @@ static u64 exec_op(struct client *c, const struct op *op) {
             sc_close(c->fds[op->handle]);
         c->fds[op->handle] = f;
         c->names[op->handle] = (u32)(op - cfg.ops);
-        fstat(f, &st);
+        sc_fstat(f, &st);
         return 0;
     }
     case CLOSE:
@@ -325,19 +325,19 @@ static u64 exec_op(struct client *c, const struct op *op) {
     case RENAME:
         resolve_name(c, c->p1);
         resolve_name(c, c->p2);
-        rename(c->p1, c->p2);
+        sc_rename(c->p1, c->p2);
         return 0;
     case UNLINK:
         resolve_name(c, c->p1);
-        unlink(c->p1);
+        sc_unlink(c->p1);
         return 0;
     case RMDIR:
         resolve_name(c, c->p1);
-        rmdir(c->p1);
+        sc_rmdir(c->p1);
         return 0;
     case MKDIR:
         resolve_name(c, c->p1);
-        mkdir(c->p1, 0777);
+        sc_mkdir(c->p1, 0777);
         return 0;
     case DELTREE: {
         int d = open_dir(c->p1);
@@ -349,7 +349,7 @@ static u64 exec_op(struct client *c, const struct op *op) {
         resolve_name(c, c->p1);
         return 0;
     case QFILEINFO:
-        fstat(*fd, &st);
+        sc_fstat(*fd, &st);
         return 0;
     case QFSINFO: {
         struct statvfs sv;
@@ -358,7 +358,7 @@ static u64 exec_op(struct client *c, const struct op *op) {
         return 0;
     }
     case SFILEINFO: {
-        fstat(*fd, &st);
+        sc_fstat(*fd, &st);
         build(c, c->p2, cfg.ops[c->names[op->handle]].path);
         struct timespec tm[2] = {{st.st_atime - 10, 0}, {st.st_mtime - 12, 0}};
         utimensat(AT_FDCWD, c->p2, tm, AT_SYMLINK_NOFOLLOW);
@@ -453,13 +453,13 @@ int main(int argc, char **argv) {
     CHECK(cfg.nops > 0 && n >= 1, "no operations, or threads < 1");
     char base[4200];
     snprintf(base, sizeof base, "%s/clients", cfg.dir);
-    CHECK(mkdir(base, 0777) == 0 || errno == EEXIST, "mkdir %s", base);
+    CHECK(sc_mkdir(base, 0777) == 0 || errno == EEXIST, "mkdir %s", base);
     struct client *cl = calloc((size_t)n, sizeof *cl);
     struct share *sh = calloc((size_t)n, sizeof *sh);
     char *zeros = calloc(1, cfg.max_io + 1);
     for (int i = 0; i < n; i++) {
         snprintf(base, sizeof base, "%s/clients/client%d", cfg.dir, i);
-        CHECK(mkdir(base, 0777) == 0 || errno == EEXIST, "mkdir %s", base);
+        CHECK(sc_mkdir(base, 0777) == 0 || errno == EEXIST, "mkdir %s", base);
         struct client *c = &cl[i];
         c->id = i;
         snprintf(c->cname, sizeof c->cname, "client%d", i);

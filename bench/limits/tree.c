@@ -50,7 +50,7 @@ static void visit_file(struct walker *w) {
     }
     case STAT: {
         struct stat sb;
-        CHECK(stat(w->path, &sb) == 0, "stat %s", w->path);
+        CHECK(sc_stat(w->path, &sb) == 0, "stat %s", w->path);
         CHECK((u64)sb.st_size == cfg.size, "stat %s: %lld bytes", w->path, (long long)sb.st_size);
         break;
     }
@@ -68,7 +68,7 @@ static void visit_file(struct walker *w) {
         break;
     }
     case REMOVE:
-        CHECK(unlink(w->path) == 0, "unlink %s", w->path);
+        CHECK(sc_unlink(w->path) == 0, "unlink %s", w->path);
         break;
     }
     w->ops++;
@@ -76,10 +76,10 @@ static void visit_file(struct walker *w) {
 
 static void visit_dir(struct walker *w, int make) {
     if (make && w->phase == MKDIR) {
-        CHECK(mkdir(w->path, 0755) == 0, "mkdir %s", w->path);
+        CHECK(sc_mkdir(w->path, 0755) == 0, "mkdir %s", w->path);
         w->ops++;
     } else if (!make && w->phase == RMDIR) {
-        CHECK(rmdir(w->path) == 0, "rmdir %s", w->path);
+        CHECK(sc_rmdir(w->path) == 0, "rmdir %s", w->path);
         w->ops++;
     }
 }

@@ -76,6 +76,48 @@ def test_every_family_has_a_loop_that_says_what_it_does(cases):
         assert c.figures and c.phases, c.name
 
 
+#: The calls on files the loops make through bare.h's inline `syscall` (as the engine's crate::sys),
+#: never through glibc's wrapper of the same name.
+INLINE_CALLS = (
+    "read",
+    "write",
+    "pread",
+    "pwrite",
+    "open",
+    "openat",
+    "close",
+    "fsync",
+    "fdatasync",
+    "lseek",
+    "ftruncate",
+    "creat",
+    "unlink",
+    "unlinkat",
+    "rmdir",
+    "mkdir",
+    "mkdirat",
+    "rename",
+    "stat",
+    "fstat",
+    "fstatat",
+)
+
+
+def test_the_loops_make_their_file_calls_inline_not_through_glibc():
+    import re
+
+    call = re.compile(r"(?<![\w.>])(" + "|".join(INLINE_CALLS) + r")\(")
+    found = []
+    for src in sorted(LIMITS.glob("*.c")):
+        text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), src.read_text(), flags=re.S)
+        for n, line in enumerate(text.splitlines(), 1):
+            if call.search(line.split("//")[0]) and '"' not in line.split("(")[0]:
+                found.append(f"{src.name}:{n}: {line.strip()}")
+    assert not found, "use bare.h's sc_* calls:\n" + "\n".join(found)
+    bare = (LIMITS / "bare.h").read_text()
+    assert '__asm__ volatile("syscall"' in bare, "bare.h no longer makes its calls inline"
+
+
 def test_rounds_alternate_which_side_goes_first():
     bench = _load("bench_limits")
     orders = bench.alternating(4, ["fsmeter", "bare"])
