@@ -133,7 +133,7 @@ pub fn create_dirs(root: &Path, path: &Path) -> Result<()> {
             }
         };
         // SAFETY: fd is an open directory (O_PATH serves *at calls); c a valid C string.
-        let made = unsafe { libc::mkdirat(fd, c.as_ptr(), 0o755) };
+        let made = unsafe { crate::sys::mkdirat(fd, c.as_ptr(), 0o755) };
         let mkdir_err = (made < 0).then(std::io::Error::last_os_error);
         // SAFETY: as above.
         let next = unsafe {
@@ -161,7 +161,7 @@ pub fn create_dirs(root: &Path, path: &Path) -> Result<()> {
 /// directory is fine, a link in its place is refused.
 pub fn mkdirat(dirfd: RawFd, name: &CStr, mode: mode_t, shown: &Path) -> Result<()> {
     // SAFETY: name is a C string; dirfd an open directory.
-    if unsafe { libc::mkdirat(dirfd, name.as_ptr(), mode) } == 0 {
+    if unsafe { crate::sys::mkdirat(dirfd, name.as_ptr(), mode) } == 0 {
         return Ok(());
     }
     let e = std::io::Error::last_os_error();
@@ -170,7 +170,7 @@ pub fn mkdirat(dirfd: RawFd, name: &CStr, mode: mode_t, shown: &Path) -> Result<
     }
     // SAFETY: a zeroed stat for the kernel to fill; name and dirfd as above.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::fstatat(dirfd, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
+    let r = unsafe { crate::sys::fstatat(dirfd, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
     match st.st_mode & libc::S_IFMT {
         _ if r != 0 => Err(EngineError::last_os(format!("mkdir {}", shown.display()))),
         libc::S_IFDIR => Ok(()),

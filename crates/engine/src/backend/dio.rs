@@ -77,7 +77,7 @@ pub fn facts(fd: RawFd) -> FsFacts {
         f.block_size = sfs.f_bsize as u64;
     }
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstat(fd, &mut st) } == 0 {
+    if unsafe { crate::sys::fstat(fd, &mut st) } == 0 {
         let (maj, min) = (libc::major(st.st_dev), libc::minor(st.st_dev));
         // A partition has no queue/ of its own: its disk's is one level up.
         for rel in ["queue/logical_block_size", "../queue/logical_block_size"] {

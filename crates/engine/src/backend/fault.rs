@@ -79,7 +79,7 @@ impl<'a> FaultBackend<'a> {
     fn file_len(&self, fd: i32) -> u64 {
         // SAFETY: fstat on an open fd into a zeroed struct.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        if unsafe { libc::fstat(fd, &mut st) } == 0 {
+        if unsafe { crate::sys::fstat(fd, &mut st) } == 0 {
             st.st_size as u64
         } else {
             0

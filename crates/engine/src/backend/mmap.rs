@@ -77,7 +77,7 @@ impl MmapBackend {
         for (i, &fd) in files.iter().enumerate() {
             // SAFETY: fstat on an open fd into a zeroed struct.
             let mut st: libc::stat = unsafe { std::mem::zeroed() };
-            if unsafe { libc::fstat(fd, &mut st) } != 0 {
+            if unsafe { crate::sys::fstat(fd, &mut st) } != 0 {
                 return Err(EngineError::last_os(format!("mmap backend: fstat of file {i}")));
             }
             let len = st.st_size as usize;

@@ -12,7 +12,7 @@ use crate::error::{EngineError, Result};
 pub(super) fn fd_len(fd: RawFd) -> Option<u64> {
     // SAFETY: fstat on an open fd into a zeroed struct.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    (unsafe { libc::fstat(fd, &mut st) } == 0).then_some(st.st_size as u64)
+    (unsafe { crate::sys::fstat(fd, &mut st) } == 0).then_some(st.st_size as u64)
 }
 
 pub(crate) fn open(path: &Path, flags: i32) -> Result<RawFd> {

@@ -191,7 +191,7 @@ impl Access {
         // SAFETY: an all-zero stat is a valid value to be overwritten.
         let mut sb: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: fd is open, sb is a valid stat buffer.
-        if unsafe { libc::fstat(fd.0, &mut sb) } != 0 {
+        if unsafe { crate::sys::fstat(fd.0, &mut sb) } != 0 {
             return Err(EngineError::last_os(format!("stat of the donor file {}", path.display())));
         }
         Ok(Donor { fd, bsz: (sb.st_blksize as u64).max(1) })
@@ -215,7 +215,7 @@ impl Access {
             }
             FioEngine::Ftruncate => {
                 // SAFETY: fd is open for the whole phase.
-                cvt(unsafe { libc::ftruncate(fd, off as libc::off_t) })?;
+                cvt(unsafe { crate::sys::ftruncate(fd, off as libc::off_t) })?;
                 Ok(len)
             }
             FioEngine::E4defrag => match donor {
@@ -249,11 +249,11 @@ fn name_call(e: FioEngine, stat: StatType, c: &CStr) -> i32 {
     unsafe {
         match e {
             FioEngine::Filecreate => crate::nofollow::open(p, libc::O_CREAT | libc::O_RDWR | libc::O_CLOEXEC, 0o600),
-            FioEngine::Dircreate => libc::mkdir(p, 0o700),
+            FioEngine::Dircreate => crate::sys::mkdir(p, 0o700),
             FioEngine::Filestat | FioEngine::Dirstat => match stat {
                 StatType::Stat => {
                     let mut sb: libc::stat = std::mem::zeroed();
-                    libc::stat(p, &mut sb)
+                    crate::sys::stat(p, &mut sb)
                 }
                 StatType::Lstat => {
                     let mut sb: libc::stat = std::mem::zeroed();
@@ -264,8 +264,8 @@ fn name_call(e: FioEngine, stat: StatType, c: &CStr) -> i32 {
                     libc::statx(libc::AT_FDCWD, p, 0, libc::STATX_ALL, &mut sx)
                 }
             },
-            FioEngine::Filedelete => libc::unlink(p),
-            FioEngine::Dirdelete => libc::rmdir(p),
+            FioEngine::Filedelete => crate::sys::unlink(p),
+            FioEngine::Dirdelete => crate::sys::rmdir(p),
             _ => 0,
         }
     }
@@ -316,7 +316,7 @@ fn move_ext(fd: RawFd, d: &Donor, off: u64, len: u64, inplace: bool) -> std::io:
     let err = (r < 0).then(std::io::Error::last_os_error);
     if inplace {
         // SAFETY: the donor is open.
-        unsafe { libc::ftruncate(d.fd.0, 0) };
+        unsafe { crate::sys::ftruncate(d.fd.0, 0) };
     }
     if let Some(e) = err {
         return Err(e);

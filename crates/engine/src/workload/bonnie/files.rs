@@ -160,7 +160,7 @@ impl FileTests {
         let top = job.dir.join(FILES_DIR);
         let c = cpath(&top);
         // SAFETY: NUL-terminated path.
-        if unsafe { libc::mkdir(c.as_ptr(), 0o700) } != 0 {
+        if unsafe { crate::sys::mkdir(c.as_ptr(), 0o700) } != 0 {
             return Err(os_err("mkdir", &top.display().to_string()));
         }
         let dirs: Vec<std::path::PathBuf> = if spec.file_dirs > 1 {
@@ -171,7 +171,7 @@ impl FileTests {
         for d in &dirs {
             let c = cpath(d);
             // SAFETY: NUL-terminated path.
-            if spec.file_dirs > 1 && unsafe { libc::mkdir(c.as_ptr(), 0o700) } != 0 {
+            if spec.file_dirs > 1 && unsafe { crate::sys::mkdir(c.as_ptr(), 0o700) } != 0 {
                 return Err(os_err("mkdir", &d.display().to_string()));
             }
             // SAFETY: NUL-terminated path.
@@ -260,7 +260,7 @@ impl FileTests {
                                 rec.record(STAT, 0, t0, rec.stamp());
                             } else {
                                 // SAFETY: NUL-terminated name relative to an open directory.
-                                if unsafe { libc::unlinkat(dfd, this.name(j), 0) } != 0 {
+                                if unsafe { crate::sys::unlinkat(dfd, this.name(j), 0) } != 0 {
                                     return Err(os_err("unlink", &this.name_str(j)));
                                 }
                                 // SAFETY: our directory descriptor.
@@ -411,7 +411,7 @@ impl FileTests {
             }
             if delete {
                 // SAFETY: NUL-terminated name in an open directory.
-                if unsafe { libc::unlinkat(dfd, name, 0) } != 0 {
+                if unsafe { crate::sys::unlinkat(dfd, name, 0) } != 0 {
                     break Err(os_err("unlink", &cstr(name)));
                 }
                 // SAFETY: our directory descriptor.
@@ -440,13 +440,13 @@ impl FileTests {
             for d in 0..spec.file_dirs {
                 let p = top.join(format!("{d:05}"));
                 // SAFETY: NUL-terminated path.
-                if unsafe { libc::rmdir(cpath(&p).as_ptr()) } != 0 {
+                if unsafe { crate::sys::rmdir(cpath(&p).as_ptr()) } != 0 {
                     return Err(os_err("rmdir", &p.display().to_string()));
                 }
             }
         }
         // SAFETY: NUL-terminated path.
-        if unsafe { libc::rmdir(cpath(&top).as_ptr()) } != 0 {
+        if unsafe { crate::sys::rmdir(cpath(&top).as_ptr()) } != 0 {
             return Err(os_err("rmdir", &top.display().to_string()));
         }
         Ok(())
@@ -491,7 +491,7 @@ fn stat_file(dfd: i32, name: *const libc::c_char, buf: &mut [u8]) -> std::io::Re
     // SAFETY: zeroed stat is a valid out-buffer.
     let mut sb: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: NUL-terminated name in an open directory.
-    if unsafe { libc::fstatat(dfd, name, &mut sb, 0) } != 0 {
+    if unsafe { crate::sys::fstatat(dfd, name, &mut sb, 0) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
     let size = sb.st_size as u64;

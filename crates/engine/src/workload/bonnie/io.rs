@@ -65,7 +65,7 @@ fn open(path: &std::path::Path, create: bool, direct: bool) -> Result<Fd> {
     let mut flags = libc::O_RDWR | libc::O_CLOEXEC;
     if create {
         // SAFETY: NUL-terminated path; a missing file is fine.
-        unsafe { libc::unlink(c.as_ptr()) };
+        unsafe { crate::sys::unlink(c.as_ptr()) };
         flags |= libc::O_CREAT | libc::O_EXCL;
     }
     if direct {
@@ -187,7 +187,7 @@ fn byte_calls(
 #[inline]
 fn seek(fd: i32, off: i64, whence: i32) -> std::io::Result<()> {
     // SAFETY: plain syscall on our descriptor.
-    if unsafe { libc::lseek(fd, off, whence) } < 0 {
+    if unsafe { crate::sys::lseek(fd, off, whence) } < 0 {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())

@@ -10,7 +10,7 @@ pub fn stdio_buffer_size(fd: i32) -> usize {
     // SAFETY: zeroed stat is a valid out-buffer.
     let mut sb: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: fd is open; sb is writable.
-    if unsafe { libc::fstat(fd, &mut sb) } == 0 && sb.st_blksize > 0 {
+    if unsafe { crate::sys::fstat(fd, &mut sb) } == 0 && sb.st_blksize > 0 {
         sb.st_blksize as usize
     } else {
         8192

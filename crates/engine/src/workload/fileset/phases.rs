@@ -106,7 +106,7 @@ impl Fileset {
         // glibc sizes a FILE's buffer by st_blksize.
         // SAFETY: fstat fills the struct we pass.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        if unsafe { libc::fstat(dirs.fds[0], &mut st) } == 0 && st.st_blksize > 0 {
+        if unsafe { crate::sys::fstat(dirs.fds[0], &mut st) } == 0 && st.st_blksize > 0 {
             self.params.stdio_buf = (st.st_blksize as usize).clamp(512, 1 << 20);
         }
         self.dirs = Some(dirs);
@@ -135,7 +135,7 @@ impl Fileset {
                 for k in 0..self.spec.subdirectories {
                     let name = CString::new(format!("s{k}")).unwrap();
                     // SAFETY: as above.
-                    if unsafe { libc::unlinkat(*fd, name.as_ptr(), libc::AT_REMOVEDIR) } != 0 {
+                    if unsafe { crate::sys::unlinkat(*fd, name.as_ptr(), libc::AT_REMOVEDIR) } != 0 {
                         let e = std::io::Error::last_os_error();
                         if e.raw_os_error() != Some(libc::ENOENT) {
                             return Err(EngineError::io(format!("rmdir {}/s{k}", path.display()), e));

@@ -228,7 +228,7 @@ impl Worker {
         self.build_name(p, slot);
         let dfd = dirs.fds[(slot.dir / p.subdirs.max(1)) as usize];
         // SAFETY: path is NUL-terminated; dfd is an open directory.
-        if unsafe { libc::unlinkat(dfd, self.path.as_ptr() as *const libc::c_char, 0) } != 0 {
+        if unsafe { crate::sys::unlinkat(dfd, self.path.as_ptr() as *const libc::c_char, 0) } != 0 {
             return Err(self.os_err("unlink", dirs, slot));
         }
         self.table[i].size = 0;

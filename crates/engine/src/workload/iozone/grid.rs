@@ -205,14 +205,14 @@ impl GridRun<'_> {
             }
         }
         // SAFETY: NUL-terminated path.
-        unsafe { libc::unlink(path.as_ptr()) };
+        unsafe { crate::sys::unlink(path.as_ptr()) };
         Ok((results, ended))
     }
 
     /// An error that ends the grid: the file removed, the cell and the call named.
     fn fatal(&self, t: u8, file: u64, reclen: u64, f: &Fail) -> EngineError {
         // SAFETY: NUL-terminated path.
-        unsafe { libc::unlink(self.path.as_ptr()) };
+        unsafe { crate::sys::unlink(self.path.as_ptr()) };
         let mut ctx = format!(
             "iozone cell {} KiB x {} KiB, test {t}: {} of {}",
             file / 1024,

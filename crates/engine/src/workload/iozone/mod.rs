@@ -233,7 +233,7 @@ impl Workload for Iozone {
         if phase == "cleanup" {
             let mut report = PhaseReport::new(phase);
             // SAFETY: NUL-terminated path.
-            let removed = unsafe { libc::unlink(self.path.as_ptr()) } == 0;
+            let removed = unsafe { crate::sys::unlink(self.path.as_ptr()) } == 0;
             report.counters.insert("files_removed".into(), removed as u64);
             return Ok(report);
         }

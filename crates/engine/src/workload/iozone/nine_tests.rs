@@ -344,10 +344,10 @@ pub fn write_rewrite(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
     // iozone's sanity check and fresh start: create, truncate, close, unlink, then creat.
     let fd = open(c.path, libc::O_CREAT | libc::O_WRONLY, "create")?;
     // SAFETY: our fd.
-    unsafe { libc::ftruncate(fd, 0) };
+    unsafe { crate::sys::ftruncate(fd, 0) };
     close(fd)?;
     // SAFETY: NUL-terminated path.
-    unsafe { libc::unlink(c.path.as_ptr()) };
+    unsafe { crate::sys::unlink(c.path.as_ptr()) };
     close(open(c.path, libc::O_CREAT | libc::O_WRONLY | libc::O_TRUNC, "create")?)?;
     for col in [WRITE, REWRITE] {
         let fd = Fd(open(c.path, libc::O_RDWR | dflag(o), "open")?);
@@ -373,7 +373,7 @@ pub fn read_reread(c: &mut Cell, o: &Opts, rec: &mut Recorder) -> R<Done> {
         // iozone primes the caches and TLB with one record, then seeks back.
         read_all(fd.0, &mut c.buf[..c.rec]).map_err(|errno| Fail { what: "read", errno })?;
         // SAFETY: our fd.
-        unsafe { libc::lseek(fd.0, 0, libc::SEEK_SET) };
+        unsafe { crate::sys::lseek(fd.0, 0, libc::SEEK_SET) };
         let raw = fd.0;
         let reclen = c.rec as u64;
         // pread at the running offset, for the same reason as test 0's pwrite.

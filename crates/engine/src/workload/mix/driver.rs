@@ -89,7 +89,7 @@ impl Shared {
             if fd < 0 {
                 return Err(EngineError::last_os("creating the task result slots"));
             }
-            if libc::ftruncate(fd, len as libc::off_t) != 0 {
+            if crate::sys::ftruncate(fd, len as libc::off_t) != 0 {
                 let e = EngineError::last_os("sizing the task result slots");
                 crate::sys::close(fd);
                 return Err(e);

@@ -293,11 +293,11 @@ impl<'a> Task<'a> {
         sync_after: bool,
     ) -> JobResult<()> {
         let p = self.temp(prefix);
-        let fd = cvt_i(unsafe { libc::creat(p, MODE) }, "creat")?;
+        let fd = cvt_i(unsafe { crate::sys::creat(p, MODE) }, "creat")?;
         let w = self.write_blocks(fd, n);
         close(fd);
         if let Err(e) = w {
-            unsafe { libc::unlink(p) };
+            unsafe { crate::sys::unlink(p) };
             return Err(e);
         }
         if sync_between {
@@ -314,7 +314,7 @@ impl<'a> Task<'a> {
         let file = if prefix == b"tmpf." { 1 } else { 0 };
         let r = self.blocks_of(fd, n, n, access, op, file);
         close(fd);
-        unsafe { libc::unlink(self.path.ptr()) };
+        unsafe { crate::sys::unlink(self.path.ptr()) };
         r?;
         if sync_after {
             self.do_sync()?;
@@ -339,7 +339,7 @@ impl<'a> Task<'a> {
             if access != Access::Seq {
                 let blk = random_block(self.rng.below(AIM_RAND_SPAN), span, access);
                 pos = blk * BLOCK as u64;
-                cvt(unsafe { libc::lseek(fd, pos as libc::off_t, libc::SEEK_SET) } as isize, "lseek")?;
+                cvt(unsafe { crate::sys::lseek(fd, pos as libc::off_t, libc::SEEK_SET) } as isize, "lseek")?;
             }
             let r = match op {
                 Op::Read => unsafe { crate::sys::read(fd, into, BLOCK) },
@@ -377,7 +377,7 @@ impl<'a> Task<'a> {
             close(fd);
             r
         });
-        unsafe { libc::unlink(self.path.ptr()) };
+        unsafe { crate::sys::unlink(self.path.ptr()) };
         r
     }
 
@@ -406,7 +406,7 @@ impl<'a> Task<'a> {
             close(fd);
             r
         });
-        unsafe { libc::unlink(self.path.ptr()) };
+        unsafe { crate::sys::unlink(self.path.ptr()) };
         r
     }
 
@@ -422,7 +422,7 @@ impl<'a> Task<'a> {
         if r.is_ok() {
             r = self.write_blocks(fd, n);
         }
-        unsafe { libc::unlink(self.path.ptr()) };
+        unsafe { crate::sys::unlink(self.path.ptr()) };
         close(fd);
         r?;
         if syncs {
@@ -485,7 +485,7 @@ impl<'a> Task<'a> {
                 }
             }
         }
-        unsafe { libc::unlink(self.path.ptr()) };
+        unsafe { crate::sys::unlink(self.path.ptr()) };
         close(src);
         close(dst);
         r?;
@@ -527,7 +527,7 @@ impl<'a> Task<'a> {
         for i in 0..MFILES {
             if let Some(k) = slot(stat_slots[i]) {
                 let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                cvt_i(unsafe { libc::fstatat(root, f.stat_name(k), &mut st, 0) }, "stat")?;
+                cvt_i(unsafe { crate::sys::fstatat(root, f.stat_name(k), &mut st, 0) }, "stat")?;
                 stats += 1;
             }
             if let Some(k) = slot(creat_slots[i]) {
@@ -537,7 +537,7 @@ impl<'a> Task<'a> {
                     "creat",
                 )?;
                 close(fd);
-                cvt_i(unsafe { libc::unlinkat(root, p, 0) }, "unlink")?;
+                cvt_i(unsafe { crate::sys::unlinkat(root, p, 0) }, "unlink")?;
                 creats += 1;
             }
         }
@@ -548,10 +548,10 @@ impl<'a> Task<'a> {
     fn creat_clo(&mut self) -> JobResult<u64> {
         let p = self.temp(b"tmpb.");
         for _ in 0..1000 {
-            let fd = cvt_i(unsafe { libc::creat(p, MODE) }, "creat")?;
+            let fd = cvt_i(unsafe { crate::sys::creat(p, MODE) }, "creat")?;
             close(fd);
         }
-        cvt_i(unsafe { libc::unlink(p) }, "unlink")?;
+        cvt_i(unsafe { crate::sys::unlink(p) }, "unlink")?;
         Ok(1000)
     }
 
@@ -561,7 +561,7 @@ impl<'a> Task<'a> {
         self.counter += 1;
         let (t, c) = (self.index as u64, self.counter);
         let first = self.path2.temp(b"link", t, c, b"_0");
-        let fd = cvt_i(unsafe { libc::creat(first, MODE) }, "creat")?;
+        let fd = cvt_i(unsafe { crate::sys::creat(first, MODE) }, "creat")?;
         close(fd);
         let digits = [b"_1", b"_2", b"_3", b"_4", b"_5", b"_6", b"_7"];
         let mut links = 0;
@@ -570,7 +570,7 @@ impl<'a> Task<'a> {
             for d in digits {
                 let p = self.path.temp(b"link", t, c, d);
                 if round > 0 {
-                    if let Err(e) = cvt_i(unsafe { libc::unlink(p) }, "unlink") {
+                    if let Err(e) = cvt_i(unsafe { crate::sys::unlink(p) }, "unlink") {
                         r = Err(e);
                         break 'outer;
                     }
@@ -583,9 +583,9 @@ impl<'a> Task<'a> {
             }
         }
         for d in digits {
-            unsafe { libc::unlink(self.path.temp(b"link", t, c, d)) };
+            unsafe { crate::sys::unlink(self.path.temp(b"link", t, c, d)) };
         }
-        unsafe { libc::unlink(self.path2.ptr()) };
+        unsafe { crate::sys::unlink(self.path2.ptr()) };
         r.map(|_| links)
     }
 
@@ -606,7 +606,7 @@ impl<'a> Task<'a> {
                     break;
                 }
                 if got == 0 {
-                    unsafe { libc::lseek(fd, 0, libc::SEEK_SET) };
+                    unsafe { crate::sys::lseek(fd, 0, libc::SEEK_SET) };
                     continue;
                 }
                 pos = 0;
@@ -691,7 +691,7 @@ impl<'a> Task<'a> {
             }
             PipeKind::Fifo => {
                 let p = self.temp(b"fifo.");
-                unsafe { libc::unlink(p) };
+                unsafe { crate::sys::unlink(p) };
                 cvt_i(unsafe { libc::mkfifo(p, 0o666) }, "mkfifo")?;
                 let rd = cvt_i(unsafe { crate::nofollow::open(p, libc::O_RDONLY | libc::O_NONBLOCK, 0) }, "open fifo")?;
                 let wr =
@@ -709,7 +709,7 @@ impl<'a> Task<'a> {
         close(rd);
         close(wr);
         if kind == PipeKind::Fifo {
-            unsafe { libc::unlink(self.path.ptr()) };
+            unsafe { crate::sys::unlink(self.path.ptr()) };
         }
         r
     }

@@ -299,7 +299,7 @@ impl<'a> Client<'a> {
             RENAME => self.rename(op),
             UNLINK => {
                 self.resolve_name(true);
-                let r = self.at_parent(|dir, name| unsafe { libc::unlinkat(dir, name, 0) });
+                let r = self.at_parent(|dir, name| unsafe { crate::sys::unlinkat(dir, name, 0) });
                 self.check_fatal(op, r)?;
                 if let (Some(w), 0) = (self.written.as_mut(), r) {
                     w.forget(op.path);
@@ -308,14 +308,14 @@ impl<'a> Client<'a> {
             }
             RMDIR => {
                 self.resolve_name(true);
-                let r = self.at_parent(|dir, name| unsafe { libc::unlinkat(dir, name, libc::AT_REMOVEDIR) });
+                let r = self.at_parent(|dir, name| unsafe { crate::sys::unlinkat(dir, name, libc::AT_REMOVEDIR) });
                 self.check_fatal(op, r)?;
                 Ok(0)
             }
             MKDIR => {
                 // nb_mkdir ignores the result and the expected status.
                 self.resolve_name(true);
-                self.at_parent(|dir, name| unsafe { libc::mkdirat(dir, name, 0o777) });
+                self.at_parent(|dir, name| unsafe { crate::sys::mkdirat(dir, name, 0o777) });
                 Ok(0)
             }
             DELTREE => {
@@ -340,7 +340,7 @@ impl<'a> Client<'a> {
             QFILEINFO => {
                 let fd = self.fd_of(op)?;
                 let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                unsafe { libc::fstat(fd, &mut st) };
+                unsafe { crate::sys::fstat(fd, &mut st) };
                 Ok(0)
             }
             QFSINFO => {
@@ -393,7 +393,7 @@ impl<'a> Client<'a> {
             let (dir, name) = self.parent(true);
             if dir >= 0 {
                 // SAFETY: the name is NUL-terminated inside p1.
-                unsafe { libc::mkdirat(dir, self.p1.as_ptr().add(name) as *const libc::c_char, 0o700) };
+                unsafe { crate::sys::mkdirat(dir, self.p1.as_ptr().add(name) as *const libc::c_char, 0o700) };
                 self.done_with(dir);
             }
             flags = libc::O_RDONLY | libc::O_DIRECTORY;
@@ -428,7 +428,7 @@ impl<'a> Client<'a> {
         self.names[h] = op.path;
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: fd is open, st is a valid out-pointer.
-        unsafe { libc::fstat(fd, &mut st) };
+        unsafe { crate::sys::fstat(fd, &mut st) };
         Ok(0)
     }
 
@@ -442,7 +442,7 @@ impl<'a> Client<'a> {
         let r = if d2 >= 0 {
             // SAFETY: both names are NUL-terminated inside p1 and p2.
             unsafe {
-                libc::renameat(d1, self.p1.as_ptr().add(n1) as *const _, d2, self.p2.as_ptr().add(n2) as *const _)
+                crate::sys::renameat(d1, self.p1.as_ptr().add(n1) as *const _, d2, self.p2.as_ptr().add(n2) as *const _)
             }
         } else {
             -1
@@ -461,7 +461,7 @@ impl<'a> Client<'a> {
     fn set_file_info(&mut self, op: &Op) -> Result<u64> {
         let fd = self.fd_of(op)?;
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        unsafe { libc::fstat(fd, &mut st) };
+        unsafe { crate::sys::fstat(fd, &mut st) };
         let name = self.names[op.handle as usize];
         build(&mut self.p2, &self.base, self.lf.path(name), &self.cname);
         // utime(name, ...) as dbench, on the name's directory opened below the job's one,
@@ -610,7 +610,7 @@ impl<'a> Client<'a> {
         let buf = if first { &mut self.p1 } else { &mut self.p2 };
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: buf is NUL-terminated.
-        if unsafe { libc::stat(cptr(buf), &mut st) } == 0 {
+        if unsafe { crate::sys::stat(cptr(buf), &mut st) } == 0 {
             return true;
         }
         if !self.resolve {
@@ -669,7 +669,7 @@ impl<'a> Client<'a> {
                     let cname = unsafe { buf.as_ptr().add(off + 19) } as *const libc::c_char;
                     let mut st: libc::stat = unsafe { std::mem::zeroed() };
                     // Never through a symbolic link: a link is removed, not what it points at.
-                    if unsafe { libc::fstatat(fd, cname, &mut st, libc::AT_SYMLINK_NOFOLLOW) } == 0 {
+                    if unsafe { crate::sys::fstatat(fd, cname, &mut st, libc::AT_SYMLINK_NOFOLLOW) } == 0 {
                         if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
                             let sub = unsafe {
                                 crate::sys::openat(
@@ -681,11 +681,11 @@ impl<'a> Client<'a> {
                             };
                             if sub >= 0 {
                                 let mut st: libc::stat = unsafe { std::mem::zeroed() };
-                                unsafe { libc::fstat(sub, &mut st) }; // as opendir does
+                                unsafe { crate::sys::fstat(sub, &mut st) }; // as opendir does
                                 self.deltree(sub, depth + 1);
                             }
                         } else {
-                            unsafe { libc::unlinkat(fd, cname, 0) };
+                            unsafe { crate::sys::unlinkat(fd, cname, 0) };
                         }
                     }
                 }

@@ -20,7 +20,7 @@ pub(super) fn opendir(dirfd: RawFd, path: *const libc::c_char) -> RawFd {
     let fd = open_beneath(dirfd, path, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NONBLOCK, 0);
     if fd >= 0 {
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        unsafe { libc::fstat(fd, &mut st) };
+        unsafe { crate::sys::fstat(fd, &mut st) };
     }
     fd
 }

@@ -434,7 +434,7 @@ impl Tree {
                         ("mkdir", Visit::Mkdir) => {
                             let t0 = now_ns();
                             // SAFETY: the pointer is a NUL-terminated path.
-                            let r = p.with_c(|c| unsafe { libc::mkdir(c, 0o755) });
+                            let r = p.with_c(|c| unsafe { crate::sys::mkdir(c, 0o755) });
                             let t1 = now_ns();
                             if r != 0 {
                                 return Err(os_err("mkdir", p));
@@ -445,7 +445,7 @@ impl Tree {
                         ("rmdir", Visit::Rmdir) => {
                             let t0 = now_ns();
                             // SAFETY: as above.
-                            let r = p.with_c(|c| unsafe { libc::rmdir(c) });
+                            let r = p.with_c(|c| unsafe { crate::sys::rmdir(c) });
                             let t1 = now_ns();
                             if r != 0 {
                                 return Err(os_err("rmdir", p));
@@ -468,7 +468,7 @@ impl Tree {
                             let mut sb: libc::stat = unsafe { std::mem::zeroed() };
                             let t0 = now_ns();
                             // SAFETY: NUL-terminated path, valid out-pointer.
-                            let r = p.with_c(|c| unsafe { libc::stat(c, &mut sb) });
+                            let r = p.with_c(|c| unsafe { crate::sys::stat(c, &mut sb) });
                             let t1 = now_ns();
                             if r != 0 {
                                 return Err(os_err("stat", p));
@@ -492,7 +492,7 @@ impl Tree {
                         ("remove", Visit::File) => {
                             let t0 = now_ns();
                             // SAFETY: NUL-terminated path.
-                            let r = p.with_c(|c| unsafe { libc::unlink(c) });
+                            let r = p.with_c(|c| unsafe { crate::sys::unlink(c) });
                             let t1 = now_ns();
                             if r != 0 {
                                 return Err(os_err("unlink", p));
@@ -588,8 +588,8 @@ impl Tree {
             let mut cb = |v: Visit, p: &mut PathBuf8| -> Result<bool> {
                 let (r, what) = match v {
                     // SAFETY: NUL-terminated path.
-                    Visit::File => (p.with_c(|c| unsafe { libc::unlink(c) }), "unlink"),
-                    Visit::Rmdir => (p.with_c(|c| unsafe { libc::rmdir(c) }), "rmdir"),
+                    Visit::File => (p.with_c(|c| unsafe { crate::sys::unlink(c) }), "unlink"),
+                    Visit::Rmdir => (p.with_c(|c| unsafe { crate::sys::rmdir(c) }), "rmdir"),
                     Visit::Mkdir => return Ok(true),
                 };
                 if r == 0 {
