@@ -13,6 +13,7 @@
 //! `stat`, `remove`, `rmdir` (deepest first), and `cleanup`, which removes
 //! whatever of the tree is left (after an interrupted run) and nothing else.
 
+mod file_walk;
 mod verify;
 
 use std::path::Path;
@@ -20,7 +21,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::{EngineError, Result};
-use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
+use crate::measure::{now_ns, run_threads, Control, PhaseTiming, Recorder};
 use crate::report::PhaseReport;
 use crate::settings::Settings;
 use crate::workload::family::Workload;
@@ -350,6 +351,78 @@ fn walk_below(
     Ok(true)
 }
 
+/// What a measured file phase does to each file.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FileOp {
+    Create,
+    Stat,
+    Read,
+    Remove,
+}
+
+/// One file of a measured file phase, timed and counted. Inline in the walk's loop, so that its
+/// system calls are made there and no frame returns across them (file_walk.rs says why).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)] // the loop's state, lent for one file
+fn file_op(
+    op: FileOp,
+    p: &mut PathBuf8,
+    rec: &mut Recorder,
+    done: &mut Done,
+    zeros: &mut [u8],
+    tv: Option<&mut verify::TreeVerify>,
+    spec: &TreeSpec,
+    size: u64,
+) -> Result<()> {
+    match op {
+        FileOp::Create => {
+            let t0 = now_ns();
+            match tv {
+                Some(v) => v.create_file(p, size, spec.write_size, spec.fsync)?,
+                None => create_file(p, size, zeros, spec.fsync)?,
+            }
+            rec.record(CREATE, size, t0, now_ns());
+            done.bytes += size;
+        }
+        FileOp::Stat => {
+            // SAFETY: zeroed stat is a valid out-buffer.
+            let mut sb: libc::stat = unsafe { std::mem::zeroed() };
+            let t0 = now_ns();
+            // SAFETY: NUL-terminated path, valid out-pointer.
+            let r = p.with_c(|c| unsafe { crate::sys::stat(c, &mut sb) });
+            let t1 = now_ns();
+            if r != 0 {
+                return Err(os_err("stat", p));
+            }
+            rec.record(STAT, 0, t0, t1);
+            if sb.st_size as u64 != size {
+                return Err(EngineError::io(
+                    format!("stat {}: {} bytes where create wrote {size}", p.display(), sb.st_size),
+                    std::io::Error::from_raw_os_error(libc::EIO),
+                ));
+            }
+        }
+        FileOp::Read => {
+            let t0 = now_ns();
+            read_file(p, size, zeros)?;
+            rec.record(READ, size, t0, now_ns());
+            done.bytes += size;
+        }
+        FileOp::Remove => {
+            let t0 = now_ns();
+            // SAFETY: NUL-terminated path.
+            let r = p.with_c(|c| unsafe { crate::sys::unlink(c) });
+            let t1 = now_ns();
+            if r != 0 {
+                return Err(os_err("unlink", p));
+            }
+            rec.record(UNLINK, 0, t0, t1);
+        }
+    }
+    done.files += 1;
+    Ok(())
+}
+
 fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
@@ -369,6 +442,8 @@ fn os_err(what: &str, path: &PathBuf8) -> EngineError {
 struct TreeState {
     tid: usize,
     path: PathBuf8,
+    /// The file phases' walk (its stack allocated in setup).
+    walk: file_walk::FileWalk,
     zeros: Vec<u8>,
     /// With verify, in the create phase: files are written with verified blocks.
     v: Option<Box<verify::TreeVerify>>,
@@ -420,7 +495,13 @@ impl Tree {
                     v
                 });
                 let zeros_len = if v.is_some() { 0 } else { zeros_len };
-                Ok(TreeState { tid, path: PathBuf8::new(&job.dir, tid), zeros: vec![0u8; zeros_len], v })
+                Ok(TreeState {
+                    tid,
+                    path: PathBuf8::new(&job.dir, tid),
+                    walk: file_walk::FileWalk::new(spec),
+                    zeros: vec![0u8; zeros_len],
+                    v,
+                })
             },
             |st, rec| {
                 let mut done = Done::default();
@@ -453,59 +534,29 @@ impl Tree {
                             rec.record(RMDIR, 0, t0, t1);
                             done.dirs += 1;
                         }
-                        ("create", Visit::File) => {
-                            let t0 = now_ns();
-                            match tv.as_deref_mut() {
-                                Some(v) => v.create_file(p, size, spec.write_size, spec.fsync)?,
-                                None => create_file(p, size, zeros.as_slice(), spec.fsync)?,
-                            }
-                            rec.record(CREATE, size, t0, now_ns());
-                            done.files += 1;
-                            done.bytes += size;
-                        }
-                        ("stat", Visit::File) => {
-                            // SAFETY: zeroed stat is a valid out-buffer.
-                            let mut sb: libc::stat = unsafe { std::mem::zeroed() };
-                            let t0 = now_ns();
-                            // SAFETY: NUL-terminated path, valid out-pointer.
-                            let r = p.with_c(|c| unsafe { crate::sys::stat(c, &mut sb) });
-                            let t1 = now_ns();
-                            if r != 0 {
-                                return Err(os_err("stat", p));
-                            }
-                            rec.record(STAT, 0, t0, t1);
-                            if sb.st_size as u64 != size {
-                                return Err(EngineError::io(
-                                    format!("stat {}: {} bytes where create wrote {size}", p.display(), sb.st_size),
-                                    std::io::Error::from_raw_os_error(libc::EIO),
-                                ));
-                            }
-                            done.files += 1;
-                        }
-                        ("read", Visit::File) => {
-                            let t0 = now_ns();
-                            read_file(p, size, zeros.as_mut_slice())?;
-                            rec.record(READ, size, t0, now_ns());
-                            done.files += 1;
-                            done.bytes += size;
-                        }
-                        ("remove", Visit::File) => {
-                            let t0 = now_ns();
-                            // SAFETY: NUL-terminated path.
-                            let r = p.with_c(|c| unsafe { crate::sys::unlink(c) });
-                            let t1 = now_ns();
-                            if r != 0 {
-                                return Err(os_err("unlink", p));
-                            }
-                            rec.record(UNLINK, 0, t0, t1);
-                            done.files += 1;
-                        }
                         _ => {}
                     }
                     Ok(true)
                 };
                 if with_files {
-                    walk_files(&mut st.path, spec, spec.files_of(st.tid), &mut |p| cb(Visit::File, p))?;
+                    // The files one by one, each call made here in the loop (file_walk.rs says why).
+                    let (from, to) = spec.files_of(st.tid);
+                    let (walk, p) = (&mut st.walk, &mut st.path);
+                    walk.start(p);
+                    walk.skip(p, from);
+                    let root = p.0.len();
+                    let op = match phase {
+                        "create" => FileOp::Create,
+                        "stat" => FileOp::Stat,
+                        "read" => FileOp::Read,
+                        _ => FileOp::Remove,
+                    };
+                    let mut n = from;
+                    while n < to && !rec.interrupted() && walk.next(p) {
+                        n += 1;
+                        file_op(op, p, rec, &mut done, zeros, tv.as_deref_mut(), spec, size)?;
+                    }
+                    p.0.truncate(root);
                 } else {
                     walk(&mut st.path, spec, false, &mut cb)?;
                 }
@@ -626,7 +677,7 @@ impl Tree {
 }
 
 /// open + write `size` bytes of zeros in `zeros.len()` chunks (+ fsync) + close: one fdtree `dd`.
-#[inline]
+#[inline(always)]
 fn create_file(p: &mut PathBuf8, size: u64, zeros: &[u8], fsync: bool) -> Result<()> {
     // SAFETY: NUL-terminated path.
     let fd = p.with_c(|c| unsafe {
@@ -653,7 +704,7 @@ fn create_file(p: &mut PathBuf8, size: u64, zeros: &[u8], fsync: bool) -> Result
 
 /// open + read `size` bytes in `buf.len()` chunks + close (mdtest -e); a file shorter than
 /// `size` is an error.
-#[inline]
+#[inline(always)]
 fn read_file(p: &mut PathBuf8, size: u64, buf: &mut [u8]) -> Result<()> {
     // SAFETY: NUL-terminated path.
     let fd = p.with_c(|c| unsafe { crate::nofollow::open(c, libc::O_RDONLY | libc::O_CLOEXEC, 0) });
@@ -688,7 +739,7 @@ fn read_file(p: &mut PathBuf8, size: u64, buf: &mut [u8]) -> Result<()> {
 }
 
 /// The end of one fdtree `dd`: fsync if asked, then close, each failure named with the path.
-#[inline]
+#[inline(always)]
 fn finish_file(fd: libc::c_int, p: &PathBuf8, fsync: bool) -> Result<()> {
     // SAFETY: the caller owns fd and hands it over.
     if fsync && unsafe { crate::sys::fsync(fd) } != 0 {
