@@ -1,12 +1,14 @@
 //! The files of one tree in fdtree's order, one at a time, for a loop that makes its system call
 //! itself.
 //!
-//! `walk_files` hands each file to a callback, and the callback makes the call: on a machine that
-//! clears the CPU's return predictions on the way back from the kernel, every return through those
-//! frames after the call mispredicts (measured on the development machine: a stat of a cached file
+//! A walk that hands each file to a callback makes the callback's call three frames down, and on a
+//! machine that clears the CPU's return predictions on the way back from the kernel every return
+//! through those frames mispredicts (measured on the development machine: a stat of a cached file
 //! 1.4 us with the `syscall` instruction in the loop, 2.0 us from a called function). `FileWalk`
 //! turns the walk inside out: `next` sets the path to the next file and returns before the loop
-//! makes its call, so nothing returns across it.
+//! makes its call, so nothing returns across it. The measured file phases loop over it;
+//! `walk_files` (the verify phase's, with a callback) is built on it, so the order is kept in one
+//! place.
 
 use super::{PathBuf8, TreeSpec};
 
@@ -25,6 +27,10 @@ struct Frame {
 /// `L<l>D<n>` in the same order, depth first.
 pub(super) struct FileWalk {
     stack: Vec<Frame>,
+    /// The root's path length, to which the path returns at the walk's end.
+    root: usize,
+    /// Files still to give before the range's end.
+    left: u64,
     levels: u32,
     dirs: u64,
     files: u64,
@@ -36,6 +42,8 @@ impl FileWalk {
     pub(super) fn new(spec: &TreeSpec) -> FileWalk {
         FileWalk {
             stack: Vec::with_capacity(spec.levels as usize + 1),
+            root: 0,
+            left: 0,
             levels: spec.levels,
             dirs: spec.dirs_per_level as u64,
             files: spec.files_per_dir as u64,
@@ -47,17 +55,30 @@ impl FileWalk {
         Frame { len, depth, next_file: self.files, next_sub: if depth < self.levels { self.dirs } else { 0 } }
     }
 
-    /// Start at the tree whose root is `path`.
-    pub(super) fn start(&mut self, path: &PathBuf8) {
+    /// Start at the tree whose root is `path`, to give its files numbered `[from, to)` in the
+    /// walk's order (from 0); the files before `from` are skipped without being touched.
+    pub(super) fn start(&mut self, path: &mut PathBuf8, (from, to): (u64, u64)) {
         self.stack.clear();
-        let root = self.frame(path.0.len(), 0);
+        self.root = path.0.len();
+        let root = self.frame(self.root, 0);
         self.stack.push(root);
+        self.left = u64::MAX;
+        for _ in 0..if from < to { from } else { 0 } {
+            if !self.next(path) {
+                break;
+            }
+        }
+        self.left = to.saturating_sub(from);
     }
 
-    /// Set `path` to the next file's path; false when the tree has no file left (the path is then
-    /// the root's again).
+    /// Set `path` to the next file's path; false at the range's end or the tree's, with the path
+    /// the root's again.
     #[inline]
     pub(super) fn next(&mut self, path: &mut PathBuf8) -> bool {
+        if self.left == 0 {
+            path.0.truncate(self.root);
+            return false;
+        }
         loop {
             let Some(top) = self.stack.last_mut() else { return false };
             path.0.truncate(top.len);
@@ -66,6 +87,7 @@ impl FileWalk {
                 let n = top.next_file;
                 top.next_file -= 1;
                 path.push_name(&self.prefix, level, b'F', n);
+                self.left -= 1;
                 return true;
             }
             if top.next_sub > 0 {
@@ -81,13 +103,9 @@ impl FileWalk {
         }
     }
 
-    /// Skip the first `n` files without touching them.
-    pub(super) fn skip(&mut self, path: &mut PathBuf8, n: u64) {
-        for _ in 0..n {
-            if !self.next(path) {
-                return;
-            }
-        }
+    /// End the walk early: the path is the root's again.
+    pub(super) fn stop(&mut self, path: &mut PathBuf8) {
+        path.0.truncate(self.root);
     }
 }
 
@@ -102,43 +120,40 @@ mod tests {
         serde_json::from_value(doc).expect("a tree spec")
     }
 
-    /// The same files in the same order as walk_files, for shapes from a lone root to deep trees,
-    /// and every [from, to) a thread may take.
+    /// The same files in the same order as `walk` visits them, for shapes from a lone root to deep
+    /// trees, and every [from, to) a thread may take.
     #[test]
-    fn the_walk_gives_walk_files_order() {
+    fn the_walk_gives_the_walks_file_order() {
         for (levels, dirs, files) in [(0, 0, 3), (0, 4, 2), (1, 2, 0), (1, 3, 2), (3, 2, 3), (2, 10, 11), (4, 1, 1)] {
             let s = spec(levels, dirs, files, "x_");
-            let root = std::path::Path::new("/t");
+            let mut p = PathBuf8::new(std::path::Path::new("/t"), 0);
+            let root_path = p.display();
             let mut expected = Vec::new();
-            let mut p = PathBuf8::new(root, 0);
-            let all = s.files_per_tree().unwrap();
-            super::super::walk_files(&mut p, &s, (0, all), &mut |p| {
-                expected.push(p.display());
+            super::super::walk(&mut p, &s, true, &mut |v, p| {
+                if v == super::super::Visit::File {
+                    expected.push(p.display());
+                }
                 Ok(true)
             })
             .unwrap();
+            let all = s.files_per_tree().unwrap();
             assert_eq!(expected.len() as u64, all, "{levels} {dirs} {files}");
-            let root_path = p.display();
             let mut w = FileWalk::new(&s);
-            let mut got = Vec::new();
-            w.start(&p);
-            while w.next(&mut p) {
-                got.push(p.display());
-            }
-            assert_eq!(got, expected, "{levels} levels, {dirs} dirs, {files} files");
-            assert_eq!(p.display(), root_path, "the path is the root's again");
-            let root_len = p.0.len();
-            for (from, to) in [(0, all.min(1)), (all.min(1), all), (all / 2, all), (all, all)] {
-                p.0.truncate(root_len);
-                w.start(&p);
-                w.skip(&mut p, from);
-                let mut some = Vec::new();
-                for _ in from..to {
-                    assert!(w.next(&mut p));
-                    some.push(p.display());
+            for (from, to) in [(0, all), (0, all.min(1)), (all.min(1), all), (all / 2, all), (all, all)] {
+                w.start(&mut p, (from, to));
+                let mut got = Vec::new();
+                while w.next(&mut p) {
+                    got.push(p.display());
                 }
-                assert_eq!(some, expected[from as usize..to as usize]);
+                assert_eq!(got, expected[from as usize..to as usize], "{levels} {dirs} {files}: [{from}, {to})");
+                assert_eq!(p.display(), root_path, "the path is the root's again");
             }
+            // Stopped early, the path is the root's again too.
+            w.start(&mut p, (0, all));
+            if w.next(&mut p) {
+                w.stop(&mut p);
+            }
+            assert_eq!(p.display(), root_path);
         }
     }
 }

@@ -296,23 +296,17 @@ fn walk(
 fn walk_files(
     path: &mut PathBuf8,
     spec: &TreeSpec,
-    (from, to): (u64, u64),
+    range: (u64, u64),
     cb: &mut dyn FnMut(&mut PathBuf8) -> Result<bool>,
 ) -> Result<()> {
-    if from >= to {
-        return Ok(());
+    let mut w = file_walk::FileWalk::new(spec);
+    w.start(path, range);
+    while w.next(path) {
+        if !cb(path)? {
+            w.stop(path);
+            break;
+        }
     }
-    let mut n = 0u64;
-    walk(path, spec, true, &mut |v, p| {
-        if v != Visit::File {
-            return Ok(true);
-        }
-        n += 1;
-        if n <= from {
-            return Ok(true);
-        }
-        Ok(cb(p)? && n < to)
-    })?;
     Ok(())
 }
 
@@ -352,7 +346,7 @@ fn walk_below(
 }
 
 /// What a measured file phase does to each file.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 enum FileOp {
     Create,
     Stat,
@@ -540,23 +534,21 @@ impl Tree {
                 };
                 if with_files {
                     // The files one by one, each call made here in the loop (file_walk.rs says why).
-                    let (from, to) = spec.files_of(st.tid);
                     let (walk, p) = (&mut st.walk, &mut st.path);
-                    walk.start(p);
-                    walk.skip(p, from);
-                    let root = p.0.len();
                     let op = match phase {
                         "create" => FileOp::Create,
                         "stat" => FileOp::Stat,
                         "read" => FileOp::Read,
                         _ => FileOp::Remove,
                     };
-                    let mut n = from;
-                    while n < to && !rec.interrupted() && walk.next(p) {
-                        n += 1;
+                    walk.start(p, spec.files_of(st.tid));
+                    while walk.next(p) {
+                        if rec.interrupted() {
+                            walk.stop(p);
+                            break;
+                        }
                         file_op(op, p, rec, &mut done, zeros, tv.as_deref_mut(), spec, size)?;
                     }
-                    p.0.truncate(root);
                 } else {
                     walk(&mut st.path, spec, false, &mut cb)?;
                 }
