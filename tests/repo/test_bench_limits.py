@@ -129,7 +129,11 @@ def test_limits_and_limits_cases_select_rows(cases, monkeypatch):
     monkeypatch.setenv("LIMITS", "access")
     monkeypatch.setenv("LIMITS_CASES", "qd1, randread psync")
     names = [c.name for c in bench.selected(cases.CASES)]
-    assert names == ["access 4K randread psync", "access 4K randread io_uring qd1 O_DIRECT"]
+    assert names == [
+        "access 4K randread psync",
+        "access 4K randread psync, latency = false",
+        "access 4K randread io_uring qd1 O_DIRECT",
+    ]
     monkeypatch.setenv("LIMITS_CASES", "no such case")
     with pytest.raises(SystemExit, match="no case matches"):
         bench.selected(cases.CASES)

@@ -138,7 +138,8 @@ def op_latency_metric(phase: str, op: str, pct: str = "p99_ns") -> Metric:
 
     def get(r: dict) -> float | None:
         o = r.get("ops", {}).get(op)
-        return None if o is None else o["lat"][pct] / 1000.0
+        # No latency kept (an untimed phase, or no operation of the kind): not measured, not 0.
+        return None if o is None or not o["lat"]["count"] else o["lat"][pct] / 1000.0
 
     return Metric(phase, f"{op}_{pct[:-3]}_us", "us", False, get)
 

@@ -292,6 +292,13 @@ class AccessParams(BaseModel):
         description="keep the run phase's latency per sample interval (each "
         "interval's lat: count, mean, min, max per kind), for fio's latency logs",
     )
+    latency: bool = Field(
+        True,
+        description="time every request and keep latency percentiles; false (fio's gtod_reduce=1): the run "
+        "phase counts its requests without timing them and reads the clock about every 100 us (every few dozen "
+        "cached requests), for its warm-up's end and deadline only: one clock read and a histogram update less "
+        "per request (a few percent of a cached 4 KiB read, docs/bare-loops.md)",
+    )
     ioprio: IoprioParams = Field(
         default_factory=IoprioParams, description="I/O priorities of the run phase's threads and requests"
     )
@@ -419,10 +426,24 @@ class AccessParams(BaseModel):
             raise ValueError(
                 "verify_backlog: needs verify (block headers to check) or a checked verify_pattern: set one"
             )
+        if not self.latency:
+            self._check_untimed()
         if self.duration_s is None and self.total_bytes is None:
             raise ValueError("duration_s: give duration_s or total_bytes (or both: whichever comes first)")
         self._check_fio_access()
         return self
+
+    def _check_untimed(self) -> None:
+        """latency = false leaves nothing for what reads each request's latency."""
+        needs = {
+            "interval_lat": self.interval_lat,
+            "io_log": self.io_log is not None,
+            "latency_target": self.latency_target is not None,
+            "steadystate": self.steadystate is not None and self.steadystate.criterion.startswith("lat"),
+        }
+        for name, on in needs.items():
+            if on:
+                raise ValueError(f"{name}: needs every request's latency, which latency=false does not keep: drop one")
 
     def _check_fio_access(self) -> None:
         """random_distribution, trims and buffer_pattern, as the engine checks them."""
@@ -658,6 +679,24 @@ def _phases(p: AccessParams) -> list:
 
 def _metrics(p: AccessParams) -> list:
     ms = [total_metric("run", "ops_per_s", "ops/s"), total_metric("run", "bytes_per_s", "MiB/s")]
+    ms += _latency_metrics(p) if p.latency else []
+    syncs = p.fsync_every or p.fdatasync_every or p.sync_range_every
+    if p.fsync_end or (syncs > 0 and any(e.read_pct < 100 for e in p.entries)):
+        # fsync is not a data operation: the headline leaves it out (as fio does) and it is measured apart.
+        ms.append(
+            Metric(
+                "run", "fsync_per_s", "fsync/s", True, lambda r: (r.get("ops", {}).get("fsync") or {}).get("ops_per_s")
+            )
+        )
+        if p.latency:
+            ms.append(op_latency_metric("run", "fsync"))
+    ms.append(Metric("run", "cpu_pct", "%", False, lambda r: r["cpu"]["process_pct"]))
+    return ms
+
+
+def _latency_metrics(p: AccessParams) -> list:
+    """The p99 of each kind of request the run makes (none with latency = false: nothing is timed)."""
+    ms = []
     if any(e.read_pct > 0 for e in p.entries):
         ms.append(op_latency_metric("run", "read"))
     if p.trim_then_write or any(e.read_pct + e.trim_pct < 100 for e in p.entries):
@@ -671,16 +710,6 @@ def _metrics(p: AccessParams) -> list:
     ):
         if p.fio_engine in engines:
             ms.append(op_latency_metric("run", kind))
-    syncs = p.fsync_every or p.fdatasync_every or p.sync_range_every
-    if p.fsync_end or (syncs > 0 and any(e.read_pct < 100 for e in p.entries)):
-        # fsync is not a data operation: the headline leaves it out (as fio does) and it is measured apart.
-        ms.append(
-            Metric(
-                "run", "fsync_per_s", "fsync/s", True, lambda r: (r.get("ops", {}).get("fsync") or {}).get("ops_per_s")
-            )
-        )
-        ms.append(op_latency_metric("run", "fsync"))
-    ms.append(Metric("run", "cpu_pct", "%", False, lambda r: r["cpu"]["process_pct"]))
     return ms
 
 

@@ -235,7 +235,6 @@ def test_loops_timeout_and_a_bsrange_of_one_size():
         ("threads=1", "always runs a job's clones as threads"),
         ("create_on_open=1", "lays its files out in the prepare phase"),
         ("io_submit_mode=offload", "inline"),
-        ("gtod_reduce=1", "still times every request"),
         ("disable_slat=1", "from issue to completion"),
         ("new_group", "reports every job on its own"),
         ("clat_percentiles=1", "its own latency percentiles"),
@@ -246,6 +245,20 @@ def test_loops_timeout_and_a_bsrange_of_one_size():
 def test_options_that_change_nothing_measured_are_accepted_with_a_note(option, said):
     (m,) = jobs_of(f"[a]\nrw=read\nsize=1m\n{option}\n")
     assert any(n.startswith(f"{option}: ") and said in n for n in m.notes), m.notes
+
+
+def test_gtod_reduce_leaves_requests_untimed_unless_the_job_reads_their_latency():
+    (m,) = jobs_of("[a]\nrw=read\nsize=1m\ngtod_reduce=1\n")
+    assert m.params["latency"] is False and not m.notes
+    for extra, what in (
+        ("write_lat_log=a\n", "write_lat_log"),
+        ("ioengine=io_uring\niodepth=8\nlatency_target=10ms\nlatency_window=1s\n", "latency_target"),
+        ("runtime=10\ntime_based\nss=lat:1%\nss_dur=4\n", "steadystate"),
+    ):
+        (m,) = jobs_of(f"[a]\nrw=randread\nsize=1m\ngtod_reduce=1\n{extra}")
+        assert "latency" not in m.params, extra
+        assert any(n.startswith("gtod_reduce=1: ") and what in n for n in m.notes), m.notes
+    refused("[a]\nrw=read\nsize=1m\ngtod_reduce=maybe\n", r"line 4: gtod_reduce=maybe: ")
 
 
 def test_their_defaults_say_nothing_and_bad_values_are_refused():

@@ -9,6 +9,7 @@ pub mod harness;
 pub mod hist;
 pub mod interval_lat;
 pub mod recorder;
+pub mod sparse_clock;
 pub mod steady;
 
 pub use clock::now_ns;

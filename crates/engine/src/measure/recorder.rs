@@ -130,6 +130,12 @@ impl<'a> Recorder<'a> {
         now >= self.deadline_ns || self.stop.load(Relaxed)
     }
 
+    /// Whether the phase times its operations one by one (false: counted only, `Recorder::stamp`).
+    #[inline(always)]
+    pub fn timed(&self) -> bool {
+        self.timed
+    }
+
     /// True when a stop was requested from outside (Ctrl-C).
     #[inline(always)]
     pub fn interrupted(&self) -> bool {

@@ -26,7 +26,7 @@ from fsmeter.interop.fio.files import (
     place_files,
 )
 from fsmeter.interop.fio.iolog import write_iolog
-from fsmeter.interop.fio.logs import job_logs, log_format
+from fsmeter.interop.fio.logs import gtod_reduce, job_logs, log_format
 from fsmeter.interop.fio.mapped import MappedJob, option_sources
 from fsmeter.interop.fio.offsets import access_shape, offset_increment, sprandom
 from fsmeter.interop.fio.on_error import on_error
@@ -176,6 +176,7 @@ def _mapped(
     logs = job_logs(ctx, d.file_name, d.numjobs, settings, notes)
     log_lines = log_format(ctx, logs, d.params, d.numjobs, notes)
     latency_target(ctx, d.params, notes, d.numjobs)
+    gtod_reduce(ctx, d.params, notes)
     ioprio(ctx, d.engine, d.params, notes)
     start_delay, exit_what = _run_control(ctx)
     notes.extend(dict.fromkeys(ctx.notes))

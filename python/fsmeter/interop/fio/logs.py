@@ -145,3 +145,28 @@ def log_format(ctx: Ctx, logs: list, params: dict, threads: int, notes: list) ->
                 "empty (fio's _slat: the time to submit; with a synchronous engine fio's is empty too)"
             )
     return fmt
+
+
+def gtod_reduce(ctx: Ctx, params: dict, notes: list) -> None:
+    """fio's gtod_reduce=1 (no latencies, the clock read less): fsmeter's latency=false, unless the job also
+    asks for what needs each request's latency (a latency log, a latency target, a steady state on latency),
+    which fio then leaves empty; fsmeter keeps timing every request there, and says so."""
+    if not ctx.flag("gtod_reduce", False):
+        return
+    steady = params.get("steadystate") or {}
+    needs = [
+        name
+        for name, on in (
+            ("write_lat_log", params.get("interval_lat") or params.get("io_log")),
+            ("latency_target", params.get("latency_target")),
+            ("steadystate", str(steady.get("criterion", "")).startswith("lat")),
+        )
+        if on
+    ]
+    if needs:
+        notes.append(
+            f"gtod_reduce=1: fio then keeps no latencies, which {' and '.join(needs)} reads; fsmeter keeps timing "
+            "every request for it"
+        )
+        return
+    params["latency"] = False

@@ -144,8 +144,9 @@ SUPPORTED = {
     "exit_on_io_done",
     "libblkio_driver",
     "libblkio_path",
-    # fio's logs (logs.job_logs, logs.log_format).
+    # fio's logs (logs.job_logs, logs.log_format) and its untimed requests (logs.gtod_reduce).
     "write_lat_log",
+    "gtod_reduce",
     "log_offset",
     "log_max_value",
     "log_window_value",
@@ -198,7 +199,6 @@ ACCEPTED = {
     "out in the prepare phase, before the measured one: the same I/Os, file creation not timed",
     "io_submit_mode": "fio's offload mode submits from a pool of helper threads; fsmeter's threads submit their own "
     "requests (inline): the same I/Os",
-    "gtod_reduce": "fio then reads the clock less and reports no latencies; fsmeter still times every request",
     "disable_lat": "fio then reports no total latency; fsmeter still times every request",
     "disable_clat": "fio then reports no completion latency; fsmeter still times every request",
     "disable_slat": "fio then reports no submission latency; fsmeter has none to report (it times each request "

@@ -146,7 +146,7 @@ impl Access {
             t.interval_ns,
             ctl,
             KINDS,
-            3,
+            self.spec.sigfig(),
             0,
             |tid| self.cpu_state(job, tid),
             |st, rec| self.cpu_work(st, rec, None),

@@ -107,7 +107,7 @@ impl Access {
             self.run_timing(job)?,
             ctl,
             KINDS,
-            3,
+            self.spec.sigfig(),
             0,
             |tid| self.name_state(job, tid),
             |st, rec| self.name_work(st, rec, job),

@@ -253,7 +253,8 @@ impl AccessGroup {
             interval_ns,
             ctl,
             KINDS,
-            3,
+            // Requests untimed only when no job of the group times them (one precision per phase).
+            self.members.iter().map(|m| m.access.spec().sigfig()).max().unwrap_or(3),
             0,
             |tid| {
                 let (j, lt) = local_ref[tid];

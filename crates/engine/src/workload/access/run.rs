@@ -143,7 +143,7 @@ impl Access {
             t.interval_ns,
             ctl,
             KINDS,
-            3,
+            self.spec.sigfig(),
             0,
             |tid| self.run_state(job, tid, share_align, files, &make, &bufs),
             // Two copies of the hot loop: without verify it has no verification code at all.

@@ -274,6 +274,11 @@ pub struct AccessSpec {
     /// count, mean, min and max per kind), for fio's latency logs (`write_lat_log`).
     #[serde(default)]
     pub interval_lat: bool,
+    /// Time every request and keep latency histograms (the default). False (fio's gtod_reduce): the
+    /// requests are counted, not timed; the run phase reads the clock once per batch of requests
+    /// (about every 100 us), only for its warm-up's end and its deadline.
+    #[serde(default = "default_true")]
+    pub latency: bool,
     /// I/O priorities (fio's prio/prioclass per thread, cmdprio per request); see `prio.rs`.
     #[serde(default)]
     pub ioprio: super::prio::PrioSpec,
@@ -431,6 +436,15 @@ fn default_prefix() -> String {
 pub const MAX_BACKLOG: u32 = 1 << 20;
 
 impl AccessSpec {
+    /// The run phase's histogram precision: 3 significant digits, or 0 (requests counted, not timed).
+    pub(crate) fn sigfig(&self) -> u8 {
+        if self.latency {
+            3
+        } else {
+            0
+        }
+    }
+
     /// The smallest request size of each direction ([read, write]; 0: no request of it).
     pub(super) fn min_sizes(&self) -> [u64; 2] {
         let mut out = [0u64; 2];
@@ -597,6 +611,7 @@ pub(super) mod tests {
             pace: PaceSpec::default(),
             steadystate: None,
             interval_lat: false,
+            latency: true,
             ioprio: Default::default(),
             io_log: None,
             iolog_out: None,

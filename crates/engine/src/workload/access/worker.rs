@@ -20,6 +20,7 @@ use crate::backend::content::ContentGen;
 use crate::backend::pattern::fill_pattern_range;
 use crate::backend::{FileTable, IoBackend, IoReq, SyncKind};
 use crate::error::{EngineError, Result};
+use crate::measure::sparse_clock::SparseClock;
 use crate::measure::{now_ns, Recorder};
 use crate::settings::Settings;
 use crate::verify::content::ContentCheck;
@@ -175,6 +176,20 @@ impl Access {
         let mut issued_bytes = 0u64;
         let mut inflight = 0usize;
         let mut writes_since_fsync = 0u64;
+        // latency = false (fio's gtod_reduce): the recorder counts requests without timing them, and
+        // unless something needs each request's time (pacing, a flow, a latency target, the per-I/O
+        // logs, a replay's timing, overlaps held, verify's backlog), the clock is read once per batch.
+        let mut clock = SparseClock::new(
+            !rec.timed()
+                && !VERIFY
+                && st.pacer.is_none()
+                && st.flow.is_none()
+                && st.lat.is_none()
+                && st.io_log.is_none()
+                && st.issue_log.is_none()
+                && spec.replay.is_none()
+                && !spec.serialize_overlap,
+        );
         // With a latency target the depth starts at 1 (fio's lat_target_init at the job's start) and
         // moves between windows; during a warm-up nothing is judged, and its end starts the search again.
         let mut ramp_pending = false;
@@ -203,7 +218,7 @@ impl Access {
             let completed = &mut st.completed;
             let min = (spec.reap_min as usize).clamp(1, inflight);
             st.backend.reap(min, |slot, res| completed.push((slot, res)))?;
-            let t1 = now_ns();
+            let t1 = clock.now();
             let batch = st.completed.len();
             for i in 0..batch {
                 let (slot, res) = st.completed[i];
@@ -276,7 +291,8 @@ impl Access {
                     inflight -= 1;
                     continue;
                 };
-                let t0 = if st.completed.len() == 1 && !synced && !trimmed { t1 } else { now_ns() };
+                let t0 =
+                    if clock.is_sparse() || (st.completed.len() == 1 && !synced && !trimmed) { t1 } else { now_ns() };
                 // In the kernel besides this slot: the in-flight slots less this batch's unprocessed ones.
                 let others = inflight - (batch - i);
                 match self.pace(st, slot, op, t0, others, rec, &mut issued_bytes) {
