@@ -14,6 +14,7 @@
 
 mod backlog;
 mod cpuio;
+mod depth1;
 mod dirmap;
 mod dist;
 mod errors;

@@ -190,6 +190,9 @@ impl Access {
                 && spec.replay.is_none()
                 && !spec.serialize_overlap,
         );
+        if !VERIFY && self.depth1_plain(st) {
+            return self.depth1_loop(st, rec, quota, job, &mut clock);
+        }
         // With a latency target the depth starts at 1 (fio's lat_target_init at the job's start) and
         // moves between windows; during a warm-up nothing is judged, and its end starts the search again.
         let mut ramp_pending = false;
@@ -418,7 +421,7 @@ impl Access {
     /// fio's `fsync` asks for after it.
     #[inline]
     #[allow(clippy::too_many_arguments)] // the loop's own state, borrowed per request on the hot path
-    fn completed_ok<B: IoBackend, const VERIFY: bool>(
+    pub(super) fn completed_ok<B: IoBackend, const VERIFY: bool>(
         &self,
         st: &mut RunState<B>,
         slot: usize,
@@ -560,7 +563,7 @@ impl Access {
     }
 
     /// The end of a thread's loop: a missed minimum rate reported, fio's end_fsync.
-    fn worker_end<B: IoBackend, const VERIFY: bool>(
+    pub(super) fn worker_end<B: IoBackend, const VERIFY: bool>(
         &self,
         st: &mut RunState<B>,
         rec: &mut Recorder,
@@ -775,7 +778,7 @@ impl Access {
     /// With queue_depth > 1 a trim therefore waits for nothing and nothing waits for it but this
     /// thread. None: the phase ended (deadline, byte quota or stop) during trims.
     #[inline]
-    fn next_io<B: IoBackend>(
+    pub(super) fn next_io<B: IoBackend>(
         &self,
         st: &mut RunState<B>,
         rec: &mut Recorder,
