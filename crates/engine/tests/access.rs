@@ -226,3 +226,51 @@ fn unknown_phase_names_the_known_ones() {
     let err = s.run_phase("bogus", &Control::new()).err().unwrap().to_string();
     assert!(err.contains("prepare, run, verify, cleanup"), "{err}");
 }
+
+/// The most descriptors of `file` this process held open at once while `phase` of `s` ran.
+fn most_open_during(s: &mut Session, phase: &str, file: &std::path::Path) -> usize {
+    let file = file.canonicalize().unwrap();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| {
+            let mut most = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let open = std::fs::read_dir("/proc/self/fd")
+                    .unwrap()
+                    .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                    .filter(|p| *p == file)
+                    .count();
+                most = most.max(open);
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            most
+        });
+        run(s, phase);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        watcher.join().unwrap()
+    })
+}
+
+#[test]
+fn each_thread_reads_through_its_own_open_file() {
+    // Threads sharing one open file contend on its reference count in every call; as fio's jobs,
+    // each thread opens the files itself. (Other tests' files are in other directories.)
+    for threads in [1, 3] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = session(
+            dir.path(),
+            "psync",
+            threads,
+            json!({
+                "family": "access", "file_count": 1, "file_size": 1 << 20,
+                "entries": [{"size": 4096, "weight": 100, "read_pct": 100, "random_pct": 100}],
+                "warmup_s": 0, "duration_s": 0.5,
+            }),
+        );
+        run(&mut s, "prepare");
+        let file = dir.path().join("fsmeter.access.0");
+        assert_eq!(most_open_during(&mut s, "run", &file), threads, "threads={threads}");
+        run(&mut s, "cleanup");
+        assert!(!file.exists());
+    }
+}

@@ -220,7 +220,9 @@ impl Access {
         if spec.ioprio.thread != 0 && job.backend != BackendKind::Null {
             set_thread_ioprio(spec.ioprio.thread)?;
         }
-        let mut backend = make(files.0.clone(), &bufs)?;
+        let own = self.own_files(job, tid, files)?;
+        let fds = own.as_ref().unwrap_or(files).0.clone();
+        let mut backend = make(fds.clone(), &bufs)?;
         if spec.atomic {
             backend.set_write_flags(libc::RWF_ATOMIC)?;
         }
@@ -231,7 +233,8 @@ impl Access {
             slots: vec![SlotMeta::default(); qd],
             completed: Vec::with_capacity(qd),
             mix: vec![[0; 5]; spec.entries.len()],
-            trim_fds: (job.backend != BackendKind::Null).then(|| files.0.clone()),
+            trim_fds: (job.backend != BackendKind::Null).then_some(fds),
+            _own_fds: own,
             dirty: vec![(0, 0); qd],
             verify: spec.verify.map(|a| {
                 let mut c = Checker::new(a, spec.verify_block() as usize, job.seed, tid as u32, "run");

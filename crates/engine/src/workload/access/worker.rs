@@ -72,6 +72,9 @@ pub(super) struct RunState<B: IoBackend> {
     pub(super) lat: Option<LatProbe>,
     /// With serialize_overlap: the requests held back (behind an overlap, or behind one held).
     pub(super) overlap_holds: u64,
+    /// This thread's own descriptors of the files (`Access::own_files`), closed when the state is
+    /// dropped, after the backend (fields drop in order); None: the phase's, shared.
+    pub(super) _own_fds: Option<super::fd::FilesGuard>,
 }
 
 impl<B: IoBackend> RunState<B> {
