@@ -1,13 +1,13 @@
 """Benchmark: every family against its physical limit, a bare C loop of the same system calls.
 
 For each case of limits_cases.py (a family's named workload beside its loop in bench/limits/),
-on a fresh tmpfs and on a fresh ext4 (a 1 GiB loop image whose backing file is in memory, the
-loop device doing direct I/O on it, so the "device" is steady), at 1 and 2 threads where the
-family runs threads: fsmeter and the loop take turns in rounds whose order alternates (fsmeter
-first, then the loop first, ...). Each round's ratio (fsmeter's figure over the loop's, taken
-back to back) is a pair; a row gives the medians of both sides, the median ratio, the rounds'
-range and a confidence interval for the median ratio (5 rounds: 93.75%). Target: 0.95, the
-fraction of the limit fsmeter should reach.
+on a fresh tmpfs and on a fresh ext4 (a 1 GiB loop image, 2 GiB with LIMITS_TOGETHER, whose
+backing file is in memory, the loop device doing direct I/O on it, so the "device" is steady), at
+1 and 2 threads where the family runs threads: fsmeter and the loop take turns in rounds whose
+order alternates (fsmeter first, then the loop first, ...). Each round's ratio (fsmeter's figure
+over the loop's, taken back to back) is a pair; a row gives the medians of both sides, the median
+ratio, the rounds' range and a confidence interval for the median ratio (5 rounds: 93.75%).
+Target: 0.95, the fraction of the limit fsmeter should reach.
 
 Equal work. Fixed-work cases (fileset, tree, replay, bonnie, iozone) run the same count of
 operations with the same names, sizes and random draws on both sides, each round in a fresh,
@@ -18,9 +18,17 @@ fsmeter runs with `--cache keep`, as the loop touches no cache.
 The loops are built with the system compiler (cc) into a scratch folder when the bench starts.
 `LIMITS=access,tree python bench/run.py --only limits` runs some families only, `LIMITS_FS=ext4`
 (or `tmpfs`) one of the two filesystems only, `LIMITS_CASES="qd1,randread psync"` the cases whose name
-holds one of those texts only, and `LIMITS_ROUNDS=15` more rounds than 5. The whole bench
-takes well over an hour (the access family alone more than 20 minutes); each row is also appended to
-bench/out/limits-rows.jsonl as it is measured, so a run stopped part of the way keeps its rows.
+holds one of those texts only, and `LIMITS_ROUNDS=15` more rounds than 5.
+
+`LIMITS_TOGETHER=1`: the access family's cases at 1 thread run both sides at the same time, one on
+each of two CPUs (swapped from round to round), each on its own copy of the laid-out file, the
+loop started when fsmeter's start-up (measured once, by a short run) is over; so the host's noise
+hits both sides of a pair, where alternating rounds 10 s apart each meet their own. Needs 2 CPUs;
+the other cases and thread counts run alternating as usual.
+
+The whole bench takes well over an hour (the access family alone more than 30 minutes); each row
+is also appended to bench/out/limits-rows.jsonl as it is measured, so a run stopped part of the way
+keeps its rows.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import os
 import shutil
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -59,6 +68,10 @@ class Sides:
         self.exe, self.mode, self.scratch = exe, mode, scratch
         self.runs = 0
         self.shared = where / f"{case.family}-files"  # the laid-out file of a timed access case
+        # Run side by side (LIMITS_TOGETHER): the loop's own copy of the laid-out file.
+        self.together = together() and case.layout and threads == 1
+        self.bare_shared = where / f"{case.family}-files-bare"
+        self.lead = 0.0  # fsmeter's start-up, by which the loop's start is delayed when together
 
     def _dir(self) -> Path:
         if self.case.layout:
@@ -83,7 +96,7 @@ class Sides:
             self._done(d)
 
     def bare(self, _round: int) -> list:
-        d = self._dir()
+        d = self.bare_shared if self.together else self._dir()
         try:
             res = parse_results(
                 self.ctx.cmd([self.exe, *self.case.loop_args(self.mode, self.threads, d, self.scratch)]).stdout
@@ -98,10 +111,45 @@ class Sides:
         source cache), in a directory of its own removed afterwards."""
         if self.case.prime:
             self.fsmeter(-1)
+        sets = dict(self.case.fsm_sets(self.mode, self.threads, self.scratch), duration_s=0.2, warmup_s=0)
         if self.case.layout and not (self.shared / "fsmeter.access.0").exists():
-            sets = dict(self.case.fsm_sets(self.mode, self.threads, self.scratch), duration_s=0.2, warmup_s=0)
             self.shared.mkdir(exist_ok=True)
             self.ctx.fsmeter(self.case.workload, self.shared, sets, keep_files=True, cache="keep")
+        if self.together:
+            self.bare_shared.mkdir(exist_ok=True)
+            for f in self.shared.iterdir():
+                if not (self.bare_shared / f.name).exists():
+                    shutil.copyfile(f, self.bare_shared / f.name)
+            # fsmeter's start-up: a run of 0.2 s on the laid-out file, less the 0.2 s.
+            doc = self.ctx.fsmeter(self.case.workload, self.shared, sets, keep_files=True, cache="keep")
+            self.lead = max(0.0, doc["_wall_s"] - 0.2)
+
+    def both(self, rnd: int) -> dict:
+        """One round of both sides at the same time, fsmeter on one CPU and the loop on the other
+        (swapped every round), the loop started `lead` seconds later; each side's figures."""
+        two = sorted(os.sched_getaffinity(0))[:2]
+        cpus = two if rnd % 2 == 0 else two[::-1]
+        got, errors = {}, []
+
+        def side(name: str, cpu: int, delay: float) -> None:
+            try:
+                os.sched_setaffinity(0, {cpu})  # this thread's CPU, which the child it starts inherits
+                time.sleep(delay)
+                got[name] = getattr(self, name)(rnd)
+            except BaseException as e:  # handed to the caller
+                errors.append(e)
+
+        threads = [
+            threading.Thread(target=side, args=("fsmeter", cpus[0], 0.0)),
+            threading.Thread(target=side, args=("bare", cpus[1], self.lead)),
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+        return got
 
 
 def compare(ctx, case, threads: int, fs: str, where: Path, exe: Path, rounds: int, mode: str, scratch: Path) -> list:
@@ -109,18 +157,29 @@ def compare(ctx, case, threads: int, fs: str, where: Path, exe: Path, rounds: in
     sides = Sides(ctx, case, threads, where, exe, mode, scratch)
     sides.lay_out()
     got = {"fsmeter": [], "bare": []}
-    for order in alternating(rounds, ["fsmeter", "bare"]):
-        for side in order:
-            got[side].append(getattr(sides, side)(len(got[side])))
+    if sides.together:
+        for rnd in range(rounds):
+            pair = sides.both(rnd)
+            for side in got:
+                got[side].append(pair[side])
+    else:
+        for order in alternating(rounds, ["fsmeter", "bare"]):
+            for side in order:
+                got[side].append(getattr(sides, side)(len(got[side])))
     rows = []
     med = statistics.median
     for i, fig in enumerate(case.figures):
         f = [r[i] for r in got["fsmeter"]]
         b = [r[i] for r in got["bare"]]
         pairs = [x / y for x, y in zip(f, b) if y > 0]
+        how = (
+            f"{rounds} rounds side by side (one CPU each, swapped every round; the loop started "
+            f"{sides.lead:.2f} s after fsmeter, its start-up)"
+            if sides.together
+            else f"{rounds} interleaved rounds, order alternating"
+        )
         notes = (
-            f"{rounds} interleaved rounds, order alternating; fsmeter {spread(f)}, bare loop {spread(b)}, "
-            f"per-round ratio {min(pairs):.2f}..{max(pairs):.2f}"
+            f"{how}; fsmeter {spread(f)}, bare loop {spread(b)}, per-round ratio {min(pairs):.2f}..{max(pairs):.2f}"
             if pairs
             else "the bare loop reported no rate"
         )
@@ -156,6 +215,16 @@ def keep_rows(rows: list) -> None:
             print(f"  {r['case']}: ratio {ratio}", flush=True)
 
 
+def together() -> bool:
+    """LIMITS_TOGETHER=1: the access cases at 1 thread run both sides at once (module docstring)."""
+    raw = os.environ.get("LIMITS_TOGETHER", "").strip()
+    if raw not in ("", "0", "1"):
+        raise SystemExit(f"LIMITS_TOGETHER: {raw!r}: give 1 (side by side) or 0 (alternating, the default)")
+    if raw == "1" and len(os.sched_getaffinity(0)) < 2:
+        raise SystemExit("LIMITS_TOGETHER=1 needs 2 CPUs to run on; this process may use fewer")
+    return raw == "1"
+
+
 def selected(cases: list) -> list:
     """The cases LIMITS (families) and LIMITS_CASES (texts a case's name holds) select; unset: all."""
     want = {w.strip() for w in os.environ.get("LIMITS", "").split(",") if w.strip()}
@@ -168,7 +237,9 @@ def selected(cases: list) -> list:
 
 def places(ctx) -> list:
     """The filesystems the bench runs on, as LIMITS_FS names them (default: both)."""
-    every = (("tmpfs", lambda: ctx.tmpfs("3G")), ("ext4", lambda: ctx.loopfs("ext4", "1G", in_ram=True)))
+    # Side by side, each side has its own copy of the access file: the ext4 image holds two.
+    image = "2G" if together() else "1G"
+    every = (("tmpfs", lambda: ctx.tmpfs("3G")), ("ext4", lambda: ctx.loopfs("ext4", image, in_ram=True)))
     want = {w.strip() for w in os.environ.get("LIMITS_FS", "").split(",") if w.strip()}
     unknown = want - {fs for fs, _ in every}
     if unknown:
