@@ -18,7 +18,8 @@ fsmeter runs with `--cache keep`, as the loop touches no cache.
 The loops are built with the system compiler (cc) into a scratch folder when the bench starts.
 `LIMITS=access,tree python bench/run.py --only limits` runs some families only, `LIMITS_FS=ext4`
 (or `tmpfs`) one of the two filesystems only, `LIMITS_CASES="qd1,randread psync"` the cases whose name
-holds one of those texts only, and `LIMITS_ROUNDS=15` more rounds than 5.
+holds one of those texts only, `LIMITS_THREADS=1` (or 2) one thread count only, and `LIMITS_ROUNDS=15`
+more rounds than 5.
 
 `LIMITS_TOGETHER=1`: the access family's cases at 1 thread run both sides at the same time, one on
 each of two CPUs (swapped from round to round), each on its own copy of the laid-out file, the
@@ -225,6 +226,14 @@ def together() -> bool:
     return raw == "1"
 
 
+def thread_counts() -> tuple:
+    """The thread counts LIMITS_THREADS names (1, 2 or both, comma-separated; default both)."""
+    raw = [w.strip() for w in os.environ.get("LIMITS_THREADS", "").split(",") if w.strip()]
+    if any(w not in ("1", "2") for w in raw):
+        raise SystemExit(f"LIMITS_THREADS: {','.join(raw)}: use 1, 2 or both (comma-separated)")
+    return tuple(sorted({int(w) for w in raw})) or (1, 2)
+
+
 def selected(cases: list) -> list:
     """The cases LIMITS (families) and LIMITS_CASES (texts a case's name holds) select; unset: all."""
     want = {w.strip() for w in os.environ.get("LIMITS", "").split(",") if w.strip()}
@@ -261,7 +270,7 @@ def run(ctx) -> list:
         for fs, place in places(ctx):
             with place() as where:
                 for case in cases:
-                    for threads in (1, 2):
+                    for threads in thread_counts():
                         if threads not in case.threads:
                             rows.append(
                                 ctx.row(f"{case.name}, {fs}, {threads}T", "-", None, None, "-", notes=case.note)
