@@ -69,7 +69,7 @@ class Sides:
         self.exe, self.mode, self.scratch = exe, mode, scratch
         self.runs = 0
         self.shared = where / f"{case.family}-files"  # the laid-out file of a timed access case
-        # Run side by side (LIMITS_TOGETHER): the loop's own copy of the laid-out file.
+        # Run side by side (LIMITS_TOGETHER): the loop then has a laid-out file of its own.
         self.together = together() and case.layout and threads == 1
         self.bare_shared = where / f"{case.family}-files-bare"
         self.lead = 0.0  # fsmeter's start-up, by which the loop's start is delayed when together
@@ -113,17 +113,16 @@ class Sides:
         if self.case.prime:
             self.fsmeter(-1)
         sets = dict(self.case.fsm_sets(self.mode, self.threads, self.scratch), duration_s=0.2, warmup_s=0)
-        if self.case.layout and not (self.shared / "fsmeter.access.0").exists():
-            self.shared.mkdir(exist_ok=True)
-            self.ctx.fsmeter(self.case.workload, self.shared, sets, keep_files=True, cache="keep")
+        # Side by side, the loop's own file is laid out by fsmeter as the other one: a copy is not the
+        # same file to the filesystem (on ext4, side by side, the loop wrote 4 KiB at random to a copy
+        # made with sendfile at 2.9 times fsmeter's rate on the laid-out file, and read it at 0.85 of
+        # fsmeter's rate).
+        homes = [self.shared, self.bare_shared] if self.together else [self.shared]
+        for home in homes if self.case.layout else []:
+            if not (home / "fsmeter.access.0").exists():
+                home.mkdir(exist_ok=True)
+                self.ctx.fsmeter(self.case.workload, home, sets, keep_files=True, cache="keep")
         if self.together:
-            # The loop's own file, laid out by fsmeter as the other one was: a copy is not the same
-            # file to the filesystem (on ext4, side by side, the loop wrote 4 KiB at random to a
-            # copy made with sendfile at 2.9 times fsmeter's rate on the laid-out file, and read
-            # it at 0.85 of fsmeter's rate).
-            if not (self.bare_shared / "fsmeter.access.0").exists():
-                self.bare_shared.mkdir(exist_ok=True)
-                self.ctx.fsmeter(self.case.workload, self.bare_shared, sets, keep_files=True, cache="keep")
             os.sync()
             # fsmeter's start-up: a run of 0.2 s on the laid-out file, less the 0.2 s.
             doc = self.ctx.fsmeter(self.case.workload, self.shared, sets, keep_files=True, cache="keep")
@@ -250,7 +249,7 @@ def selected(cases: list) -> list:
 
 def places(ctx) -> list:
     """The filesystems the bench runs on, as LIMITS_FS names them (default: both)."""
-    # Side by side, each side has its own copy of the access file: the ext4 image holds two.
+    # Side by side, each side has an access file of its own: the ext4 image holds two.
     image = "2G" if together() else "1G"
     every = (("tmpfs", lambda: ctx.tmpfs("3G")), ("ext4", lambda: ctx.loopfs("ext4", image, in_ram=True)))
     want = {w.strip() for w in os.environ.get("LIMITS_FS", "").split(",") if w.strip()}
