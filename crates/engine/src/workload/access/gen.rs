@@ -82,6 +82,17 @@ pub struct AccessGen {
     drawn: u64,
     /// fio's read_iolog: the requests come from the log.
     replay: Option<Box<super::replay::Replay>>,
+    /// One entry, always random, always a read or always a write, uniform over the files with
+    /// replacement and nothing else in force: what `next_op` draws without looking at the rest.
+    uniform: Option<Uniform>,
+}
+
+/// The fast case of `next_op`: the request size, the slots it may start at in a file, the direction.
+#[derive(Clone, Copy, Debug)]
+struct Uniform {
+    len: u32,
+    slots: u64,
+    write: bool,
 }
 
 impl AccessGen {
@@ -133,7 +144,7 @@ impl AccessGen {
         let mut z = seed ^ (tid as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        AccessGen {
+        let mut gen = AccessGen {
             rng: Xoshiro256PlusPlus::seed_from_u64(z ^ (z >> 31)),
             cum,
             sizes: spec.entries.iter().map(|e| e.size).collect(),
@@ -205,7 +216,39 @@ impl AccessGen {
             max_ios: spec.max_ios,
             drawn: 0,
             replay: spec.replay.as_ref().map(|r| Box::new(super::replay::Replay::new(r))),
-        }
+            uniform: None,
+        };
+        gen.uniform = gen.uniform_case();
+        gen
+    }
+
+    /// `Uniform` when the general draw below reduces to it: one entry whose direction and randomness
+    /// are fixed (so `chance` draws nothing), no trims, and none of the distributions, maps, walks,
+    /// logs or limits that `next_op` consults before its uniform branch. The same draws in the same
+    /// order, so the same sequence for a seed (tested).
+    fn uniform_case(&self) -> Option<Uniform> {
+        let fixed = |t: u64| t == 0 || t >= 1 << 32;
+        let plain = self.sizes.len() == 1
+            && fixed(self.read_thr[0])
+            && self.rand_thr[0] >= 1 << 32
+            && self.trim_thr[0] == 0
+            && self.skew.is_none()
+            && self.zones.is_none()
+            && self.sequence.is_none()
+            && self.walk.is_none()
+            && self.perm.is_none()
+            && self.sized.is_none()
+            && self.dir_map.is_none()
+            && self.spr.is_none()
+            && self.replay.is_none()
+            && self.max_ios == 0
+            && self.file_size >= self.sizes[0] as u64
+            && self.align > 0;
+        plain.then(|| Uniform {
+            len: self.sizes[0],
+            slots: (self.file_size - self.sizes[0] as u64) / self.align + 1,
+            write: self.read_thr[0] == 0,
+        })
     }
 
     /// A draw that decides a yes/no with probability thr / 2^32; no draw is
@@ -313,6 +356,12 @@ impl AccessGen {
 
     #[inline]
     pub fn next_op(&mut self) -> GenOp {
+        if let Some(u) = self.uniform {
+            let file = if self.file_count > 1 { below(self.rng.next_u64(), self.file_count) } else { 0 };
+            let offset = below(self.rng.next_u64(), u.slots) * self.align + self.base;
+            let req = IoReq { file: (self.file_lo + file) as u32, offset, len: u.len, write: u.write, ioprio: 0 };
+            return GenOp { req, entry: 0, random: true, trim: false, sync: 0 };
+        }
         if let Some(r) = self.replay.as_mut() {
             use super::replay::{DATASYNC, SYNC, TRIM, WRITE};
             let Some([file, action, offset, len]) = r.next() else {
@@ -689,6 +738,47 @@ mod tests {
         assert_eq!(offs(2, 5), vec![632, 760, 888, 632, 760]);
         // Thread 1 (from 376 KiB): 5 writes fit before the file's end.
         assert_eq!(offs(1, 6), vec![376, 504, 632, 760, 888, 376]);
+    }
+
+    /// The uniform case (`Uniform`) draws what the general path draws: for plain random reads and
+    /// writes over one or several files, per-thread files, a region offset and several threads, the
+    /// same requests with the fast case on and off; and a mix, a skew or a map is not taken for it.
+    #[test]
+    fn the_uniform_case_draws_what_the_general_path_draws() {
+        let mut cases = [
+            spec(vec![e(4096, 100.0, 100.0, 100.0)], 1, 1 << 30),
+            spec(vec![e(4096, 100.0, 0.0, 100.0)], 1, 1 << 30),
+            spec(vec![e(65536, 100.0, 100.0, 100.0)], 5, 3 << 20),
+            spec(vec![e(4096, 100.0, 0.0, 100.0)], 8, 1 << 20),
+            spec(vec![e(4096, 100.0, 100.0, 100.0)], 1, 4096),
+        ];
+        cases[3].thread_files = true;
+        cases[2].offset = 8192;
+        for (k, s) in cases.iter().enumerate() {
+            for (tid, n) in [(0, 1), (1, 4), (3, 4)] {
+                let mut fast = AccessGen::new(s, 42, tid, n);
+                let mut general = AccessGen::new(s, 42, tid, n);
+                assert!(fast.uniform.is_some(), "case {k} is a uniform case");
+                general.uniform = None;
+                for i in 0..20_000 {
+                    assert_eq!(fast.next_op(), general.next_op(), "case {k}, thread {tid} of {n}, request {i}");
+                }
+            }
+        }
+        let mut skewed = spec(vec![e(4096, 100.0, 100.0, 100.0)], 1, 1 << 20);
+        skewed.random_distribution = "zipf:1.2".into();
+        let mut mapped = spec(vec![e(4096, 100.0, 100.0, 100.0)], 1, 1 << 20);
+        mapped.random_map = true;
+        let others = [
+            spec(vec![e(4096, 100.0, 50.0, 100.0)], 1, 1 << 20),
+            spec(vec![e(4096, 100.0, 100.0, 50.0)], 1, 1 << 20),
+            spec(vec![e(4096, 50.0, 100.0, 100.0), e(8192, 50.0, 100.0, 100.0)], 1, 1 << 20),
+            skewed,
+            mapped,
+        ];
+        for (k, s) in others.iter().enumerate() {
+            assert!(AccessGen::new(s, 42, 0, 1).uniform.is_none(), "other case {k} is not uniform");
+        }
     }
 
     #[test]
