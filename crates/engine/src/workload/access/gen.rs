@@ -244,11 +244,23 @@ impl AccessGen {
             && self.max_ios == 0
             && self.file_size >= self.sizes[0] as u64
             && self.align > 0;
-        plain.then(|| Uniform {
-            len: self.sizes[0],
-            slots: (self.file_size - self.sizes[0] as u64) / self.align + 1,
-            write: self.read_thr[0] == 0,
-        })
+        plain.then(|| Uniform { len: self.sizes[0], slots: self.slots(self.sizes[0]), write: self.read_thr[0] == 0 })
+    }
+
+    /// A file of the thread's range, uniformly; no draw with one file.
+    #[inline(always)]
+    fn draw_file(&mut self) -> u64 {
+        if self.file_count > 1 {
+            below(self.rng.next_u64(), self.file_count)
+        } else {
+            0
+        }
+    }
+
+    /// The aligned offsets a request of `len` bytes may start at in a file (at least one).
+    #[inline(always)]
+    fn slots(&self, len: u32) -> u64 {
+        (self.file_size - len as u64) / self.align + 1
     }
 
     /// A draw that decides a yes/no with probability thr / 2^32; no draw is
@@ -357,7 +369,7 @@ impl AccessGen {
     #[inline]
     pub fn next_op(&mut self) -> GenOp {
         if let Some(u) = self.uniform {
-            let file = if self.file_count > 1 { below(self.rng.next_u64(), self.file_count) } else { 0 };
+            let file = self.draw_file();
             let offset = below(self.rng.next_u64(), u.slots) * self.align + self.base;
             let req = IoReq { file: (self.file_lo + file) as u32, offset, len: u.len, write: u.write, ioprio: 0 };
             return GenOp { req, entry: 0, random: true, trim: false, sync: 0 };
@@ -412,20 +424,21 @@ impl AccessGen {
             let off = if random { w.next_rand(len as u64, &mut self.rng) } else { None };
             (self.file_lo, off.unwrap_or_else(|| w.next_seq(len as u64)))
         } else if let (true, Some(z)) = (random, self.zones.as_ref()) {
+            // `z` borrows self.zones, so `draw_file` and `slots` (which take all of self) cannot be called here.
             let file = if self.file_count > 1 { below(self.rng.next_u64(), self.file_count) } else { 0 };
             let slots = (self.file_size - len as u64) / self.align + 1;
             (self.file_lo + file, z.block(dir, &mut self.rng).min(slots - 1) * self.align)
         } else if let (true, Some(q)) = (random, self.sequence.as_mut()) {
-            let slots = (self.file_size - len as u64) / self.align + 1;
+            let slots = (self.file_size - len as u64) / self.align + 1; // `q` borrows self: no `slots`
             (self.file_lo, q.next(dir, slots) * self.align)
         } else if random && self.skew.is_some() {
-            let file = if self.file_count > 1 { below(self.rng.next_u64(), self.file_count) } else { 0 };
+            let file = self.draw_file();
             // `if let` would hold the borrow of self.skew across the draws from self.rng below.
             #[allow(clippy::unnecessary_unwrap)]
             let skew = self.skew.as_ref().expect("checked");
             let mut b = skew.block(skew.rank(&mut self.rng), self.file_lo + file);
             // A block too near the end for this request size folds back inside the file.
-            let slots = (self.file_size - len as u64) / self.align + 1;
+            let slots = self.slots(len);
             while b >= slots {
                 b -= slots;
             }
@@ -455,8 +468,8 @@ impl AccessGen {
             let b = self.perm.as_mut().map_or(0, |p| p.next());
             (self.file_lo + b / per_file, (b % per_file) * self.align)
         } else if random {
-            let file = if self.file_count > 1 { below(self.rng.next_u64(), self.file_count) } else { 0 };
-            let slots = (self.file_size - len as u64) / self.align + 1;
+            let file = self.draw_file();
+            let slots = self.slots(len);
             (self.file_lo + file, below(self.rng.next_u64(), slots) * self.align)
         } else {
             let d = if self.seq_dirs { dir } else { 0 };
