@@ -18,7 +18,7 @@
 
 use rand_core::RngCore;
 
-/// What the draw needs of the map (gen.rs's BlockMap, a bitmap with summary levels as fio's axmap).
+/// What the draw needs of the map (blockmap.rs's BlockMap, a bitmap with summary levels as fio's axmap).
 pub trait MapBits {
     fn full(&self) -> bool;
     /// Every block free again.
@@ -157,7 +157,7 @@ impl DirMap {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workload::access::gen::BlockMap;
+    use crate::workload::access::blockmap::BlockMap;
     use rand_core::SeedableRng;
     use rand_xoshiro::Xoshiro256PlusPlus;
 

@@ -13,6 +13,7 @@
 //! one thread reading `total_bytes` = the data set reads every byte once.
 
 mod backlog;
+mod blockmap;
 mod cpuio;
 mod depth1;
 mod dirmap;
@@ -40,10 +41,11 @@ mod worker;
 mod workload;
 
 pub use backlog::{Backlog, Piece};
+pub use blockmap::BlockPerm;
 pub use cpuio::CpuMode;
 pub use dist::{zeta, Dist, Skew};
 pub use errors::{ContinueOn, ErrorCounts, OnError};
-pub use gen::{AccessGen, BlockPerm, GenOp};
+pub use gen::{AccessGen, GenOp};
 pub use group::{AccessGroup, AccessGroupSpec, ExitWhat, GroupJob};
 pub use iolog::{IoLogSpec, IoRecord};
 pub use issuelog::{Action as IssueAction, IssueLogSpec, Issued};

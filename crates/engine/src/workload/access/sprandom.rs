@@ -17,7 +17,7 @@
 //! the kept offsets of region r are written again first (invalidating them), then fresh offsets
 //! fill the region up to `region_writes`. With a cache size (fio's spr_cs) the replay of region r
 //! comes at the end of region r + 1 instead. Fresh offsets are each block of the file once, in a
-//! pseudo-random order (fio: its lfsr; here the access generator's `BlockPerm`); the run ends after the region past the
+//! pseudo-random order (fio: its lfsr; here the random map's `BlockPerm`, blockmap.rs); the run ends after the region past the
 //! last, when the blocks are all used, or at the byte count, whichever comes first.
 //!
 //! Every table (validities, per-region shares, the ring) is built before the measured phase;
@@ -317,7 +317,7 @@ impl Sprandom {
     }
 
     /// The next block to write, or None when the sequence has ended. `fresh` gives the next block of a
-    /// permutation of the file's blocks (the access generator's `BlockPerm`); it is called at most once
+    /// permutation of the file's blocks (the random map's `BlockPerm`, blockmap.rs); it is called at most once
     /// per block.
     #[inline]
     // Not an Iterator: the hot path wants no adapter machinery, and the sequence is consumed once.
