@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -339,6 +340,10 @@ static void args_init(int argc, char **argv, const char *usage) {
         exit(2);
     }
 }
+
+/* The calling thread's own copy of the descriptor table (unshare(CLONE_FILES)): its calls then look
+ * their descriptors up without taking a reference, as a single-threaded process's do. */
+__attribute__((unused)) static void own_fd_table(void) { CHECK(unshare(CLONE_FILES) == 0, "unshare(CLONE_FILES)"); }
 
 /* An aligned buffer (O_DIRECT wants 4 KiB alignment), filled with `byte`. */
 __attribute__((unused)) static void *buffer(size_t n, int byte) {

@@ -104,6 +104,7 @@ static u64 next_ticket;
 
 static void seek_thread(struct share *sh, u64 start) {
     (void)start;
+    own_fd_table(); /* as bonnie++'s forked seekers, and fsmeter's */
     int fd = *(int *)sh->arg;
     char *buf = buffer(cfg.chunk, 0);
     u64 nchunks = cfg.size / cfg.chunk, seed = mix64(cfg.seed);

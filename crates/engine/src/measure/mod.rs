@@ -5,6 +5,7 @@ pub mod clock;
 pub mod control;
 pub mod cpu;
 pub mod duration;
+pub mod fd_table;
 pub mod harness;
 pub mod hist;
 pub mod interval_lat;
@@ -14,6 +15,7 @@ pub mod steady;
 
 pub use clock::now_ns;
 pub use control::{Control, Progress, RunState, StartGate};
+pub use fd_table::own_fd_table;
 pub use harness::{run_group, run_threads, Exit, GroupMember, MemberReport, PhaseTiming};
 pub use recorder::Recorder;
 pub use steady::Steady;

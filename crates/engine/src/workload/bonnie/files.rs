@@ -20,7 +20,7 @@
 
 use crate::backend::buffer::AlignedBuf;
 use crate::error::{EngineError, Result};
-use crate::measure::{run_threads, Control, PhaseTiming};
+use crate::measure::{own_fd_table, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
 use crate::settings::Settings;
 
@@ -227,7 +227,12 @@ impl FileTests {
             KINDS,
             spec.sigfig(),
             n,
-            |_| Ok(AlignedBuf::new(spec.file_chunk.max(1) as usize, 4096)),
+            // The files' descriptors are opened and closed by the worker; the directories' (opened
+            // before) are copies in its own table.
+            |_| {
+                own_fd_table();
+                Ok(AlignedBuf::new(spec.file_chunk.max(1) as usize, 4096))
+            },
             |buf, rec| {
                 let buf = buf.as_mut_slice();
                 let mut count = 0u64;

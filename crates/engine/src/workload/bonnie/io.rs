@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::backend::buffer::AlignedBuf;
 use crate::error::{EngineError, Result};
-use crate::measure::{run_threads, Control, PhaseTiming};
+use crate::measure::{own_fd_table, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
 use crate::settings::Settings;
 
@@ -369,7 +369,11 @@ pub fn sequential(
         KINDS,
         spec.sigfig(),
         total.div_ceil(spec.chunk),
-        |_| SeqState::open(phase, &path, shape.direct, shape.stdio_chars, chunk),
+        // The data file's descriptor is the worker's own, opened here and closed when the state drops.
+        |_| {
+            own_fd_table();
+            SeqState::open(phase, &path, shape.direct, shape.stdio_chars, chunk)
+        },
         |st, rec| {
             let mut checker = v.map(|v| Checker::new(v.algo, chunk, job.seed, 0, static_phase(phase)));
             let mut done = SeqDone::default();
@@ -693,7 +697,11 @@ pub fn seeks(
         KINDS,
         spec.sigfig(),
         spec.seeks,
-        |_| Ok(SeekState { fd: open(&path, false, spec.direct)?, buf: AlignedBuf::new(chunk, ALIGN) }),
+        // Each seeker its own descriptor in a table of its own, as bonnie++'s forked seekers.
+        |_| {
+            own_fd_table();
+            Ok(SeekState { fd: open(&path, false, spec.direct)?, buf: AlignedBuf::new(chunk, ALIGN) })
+        },
         |st, rec| {
             let mut checker = v.map(|v| Checker::new(v.algo, chunk, job.seed, rec.tid as u32, "seeks"));
             let mut done = SeekDone::default();

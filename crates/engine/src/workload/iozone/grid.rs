@@ -11,7 +11,7 @@ use super::nine_tests::{self, Cell, Done, Fail, Opts, Purge, KINDS};
 use super::{fills_up, verify, IozoneSpec};
 use crate::backend::buffer::AlignedBuf;
 use crate::error::{EngineError, Result};
-use crate::measure::{run_threads, Control, PhaseTiming, Recorder};
+use crate::measure::{own_fd_table, run_threads, Control, PhaseTiming, Recorder};
 use crate::report::PhaseReport;
 use crate::settings::Settings;
 
@@ -76,7 +76,11 @@ pub(super) fn run(spec: &IozoneSpec, path: &CStr, phase: &str, job: &Settings, c
         KINDS,
         3,
         spec.work_total(),
-        |_| Ok(State::new(spec, job.seed)),
+        // The worker opens, uses and closes every descriptor itself (its mix threads share its table).
+        |_| {
+            own_fd_table();
+            Ok(State::new(spec, job.seed))
+        },
         |st, rec| grid.cells(st, rec),
     )?;
     let (cells, failed, verifier) = out.into_iter().next().unwrap_or_default();
