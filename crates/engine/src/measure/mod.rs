@@ -15,7 +15,7 @@ pub mod steady;
 
 pub use clock::now_ns;
 pub use control::{Control, Progress, RunState, StartGate};
-pub use fd_table::own_fd_table;
+pub use fd_table::{own_fd_table, OwnFdTable};
 pub use harness::{run_group, run_threads, Exit, GroupMember, MemberReport, PhaseTiming};
 pub use recorder::Recorder;
 pub use steady::Steady;

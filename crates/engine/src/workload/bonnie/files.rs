@@ -219,6 +219,7 @@ impl FileTests {
         let n = spec.files;
         let timing = PhaseTiming { warmup_ns: 0, duration_ns: None, interval_ns: job.interval_ns() };
         let this = &*self;
+        let keep: Vec<i32> = this.dir_fds.iter().copied().chain([fs_fd]).collect();
         let result = run_threads(
             phase,
             1,
@@ -228,12 +229,12 @@ impl FileTests {
             spec.sigfig(),
             n,
             // The files' descriptors are opened and closed by the worker; the directories' (opened
-            // before) are copies in its own table.
+            // before) are copies in its own table, closed when the state drops.
             |_| {
-                own_fd_table();
-                Ok(AlignedBuf::new(spec.file_chunk.max(1) as usize, 4096))
+                let table = own_fd_table(&keep);
+                Ok((AlignedBuf::new(spec.file_chunk.max(1) as usize, 4096), table))
             },
-            |buf, rec| {
+            |(buf, _), rec| {
                 let buf = buf.as_mut_slice();
                 let mut count = 0u64;
                 let mut bytes = 0u64;

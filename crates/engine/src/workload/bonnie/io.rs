@@ -371,7 +371,7 @@ pub fn sequential(
         total.div_ceil(spec.chunk),
         // The data file's descriptor is the worker's own, opened here and closed when the state drops.
         |_| {
-            own_fd_table();
+            own_fd_table(&[]);
             SeqState::open(phase, &path, shape.direct, shape.stdio_chars, chunk)
         },
         |st, rec| {
@@ -699,7 +699,7 @@ pub fn seeks(
         spec.seeks,
         // Each seeker its own descriptor in a table of its own, as bonnie++'s forked seekers.
         |_| {
-            own_fd_table();
+            own_fd_table(&[]);
             Ok(SeekState { fd: open(&path, false, spec.direct)?, buf: AlignedBuf::new(chunk, ALIGN) })
         },
         |st, rec| {

@@ -78,7 +78,7 @@ pub(super) fn run(spec: &IozoneSpec, path: &CStr, phase: &str, job: &Settings, c
         spec.work_total(),
         // The worker opens, uses and closes every descriptor itself (its mix threads share its table).
         |_| {
-            own_fd_table();
+            own_fd_table(&[]);
             Ok(State::new(spec, job.seed))
         },
         |st, rec| grid.cells(st, rec),
