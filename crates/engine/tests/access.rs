@@ -227,7 +227,34 @@ fn unknown_phase_names_the_known_ones() {
     assert!(err.contains("prepare, run, verify, cleanup"), "{err}");
 }
 
-/// The most descriptors of `file` this process held open at once while `phase` of `s` ran.
+/// The open files (descriptions) of `file` among the descriptors of every thread of this process:
+/// the workers' tables are their own (`measure::own_fd_table`), and a copy of a descriptor in
+/// another table is the same open file (kcmp tells).
+fn open_files_of(file: &std::path::Path) -> usize {
+    let mut seen: Vec<(i32, i32)> = Vec::new();
+    let mut distinct = 0;
+    for task in std::fs::read_dir("/proc/self/task").unwrap().filter_map(|e| e.ok()) {
+        let Ok(tid) = task.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(fds) = std::fs::read_dir(task.path().join("fd")) else { continue };
+        for e in fds.filter_map(|e| e.ok()) {
+            if std::fs::read_link(e.path()).ok().as_deref() != Some(file) {
+                continue;
+            }
+            let Ok(fd) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+            // SAFETY: kcmp only compares two tasks' descriptors; 0 is "the same open file".
+            let same = |&(t, f): &(i32, i32)| unsafe {
+                libc::syscall(libc::SYS_kcmp, tid, t, 0 /* KCMP_FILE */, fd, f) == 0
+            };
+            if !seen.iter().any(same) {
+                distinct += 1;
+            }
+            seen.push((tid, fd));
+        }
+    }
+    distinct
+}
+
+/// The most open files of `file` the process held at once while `phase` of `s` ran.
 fn most_open_during(s: &mut Session, phase: &str, file: &std::path::Path) -> usize {
     let file = file.canonicalize().unwrap();
     let done = std::sync::atomic::AtomicBool::new(false);
@@ -235,12 +262,7 @@ fn most_open_during(s: &mut Session, phase: &str, file: &std::path::Path) -> usi
         let watcher = scope.spawn(|| {
             let mut most = 0;
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                let open = std::fs::read_dir("/proc/self/fd")
-                    .unwrap()
-                    .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-                    .filter(|p| *p == file)
-                    .count();
-                most = most.max(open);
+                most = most.max(open_files_of(&file));
                 std::thread::sleep(std::time::Duration::from_millis(5));
             }
             most

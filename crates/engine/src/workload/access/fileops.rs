@@ -23,7 +23,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use super::fd::{open, FdGuard};
 use super::workload::{Access, BufStats, CREATE, DELETE, KINDS, NOT_DATA, READ, STAT, WRITE};
 use crate::error::{EngineError, Result};
-use crate::measure::{now_ns, run_threads, Control, Recorder};
+use crate::measure::{now_ns, own_fd_table, run_threads, Control, Recorder};
 use crate::report::PhaseReport;
 use crate::settings::Settings;
 use crate::verify::Checker;
@@ -121,6 +121,7 @@ impl Access {
     /// remove; for the stat engines, as many passes as the byte total holds (one per `loops`), or
     /// until the deadline when there is none.
     pub(crate) fn name_state(&self, job: &Settings, tid: usize) -> Result<NameState> {
+        own_fd_table(&[]); // each file opened and closed by path within one call
         let (lo, hi) = self.name_range(job, tid);
         let names = (lo..hi).map(|i| c_path(&self.path(&job.dir, i))).collect::<Result<Vec<_>>>()?;
         let spec = &self.spec;

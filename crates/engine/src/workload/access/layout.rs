@@ -250,13 +250,11 @@ impl Access {
     }
 
     /// Thread `tid`'s own descriptors of the run phase's files, opened again as `open_files` opened
-    /// them (None for thread 0, which uses the phase's, and past `OWN_FDS_MAX` files). As fio's
-    /// jobs each open their files: threads sharing one open file contend on its reference count in
-    /// every `pread` (the kernel takes a reference to the file per call once a process has threads),
-    /// a few percent of a cached 4 KiB read on two CPUs; and each open file has its own read-ahead
-    /// state, as each of fio's jobs has.
+    /// them (None for thread 0, which uses the phase's, and past `OWN_FDS_MAX` files), in the
+    /// thread's own descriptor table (`measure::own_fd_table`). As fio's jobs each open their
+    /// files: each open file has its own read-ahead state and position, as each of fio's jobs has.
     pub(super) fn own_files(&self, job: &Settings, tid: usize, shared: &FilesGuard) -> Result<Option<FilesGuard>> {
-        if tid == 0 || shared.0.is_empty() || shared.0.len() > OWN_FDS_MAX || job.backend == BackendKind::Null {
+        if !Self::opens_own_files(job, tid, shared) {
             return Ok(None);
         }
         let flags = self.run_flags(job);
@@ -265,6 +263,11 @@ impl Access {
             files.0.push(open(&self.path(&job.dir, i), flags)?);
         }
         Ok(Some(files))
+    }
+
+    /// Whether `own_files` opens thread `tid`'s own descriptors (else it uses the phase's).
+    pub(super) fn opens_own_files(job: &Settings, tid: usize, shared: &FilesGuard) -> bool {
+        !(tid == 0 || shared.0.is_empty() || shared.0.len() > OWN_FDS_MAX || job.backend == BackendKind::Null)
     }
 
     fn open_files(&self, job: &Settings) -> Result<(FilesGuard, Option<DirectIo>)> {

@@ -28,7 +28,7 @@ use crate::backend::uring::UringBackend;
 use crate::backend::{BackendKind, FileTable, IoBackend};
 use crate::error::{EngineError, Result};
 use crate::measure::duration::secs_to_ns;
-use crate::measure::{run_group, Control, GroupMember, PhaseTiming, Recorder};
+use crate::measure::{own_fd_table, run_group, Control, GroupMember, PhaseTiming, Recorder};
 use crate::report::PhaseReport;
 use crate::settings::Settings;
 use crate::verify::content::ContentCheck;
@@ -188,6 +188,9 @@ impl Access {
         Mk: Fn(FileTable, &[AlignedBuf]) -> Result<B>,
     {
         let spec = &self.spec;
+        // A descriptor table of the thread's own, before its ring or any file of its own is opened:
+        // it keeps the phase's descriptors only where the thread uses them (`own_files`).
+        let table = own_fd_table(if Self::opens_own_files(job, tid, files) { &[] } else { &files.0 });
         // Pinned, and the memory policy set, before the buffers are allocated (fio does it as its job starts).
         if spec.place.is_set() {
             spec.place.apply(tid)?;
@@ -235,6 +238,7 @@ impl Access {
             mix: vec![[0; 5]; spec.entries.len()],
             trim_fds: (job.backend != BackendKind::Null).then_some(fds),
             _own_fds: own,
+            _table: table,
             dirty: vec![(0, 0); qd],
             verify: spec.verify.map(|a| {
                 let mut c = Checker::new(a, spec.verify_block() as usize, job.seed, tid as u32, "run");

@@ -21,7 +21,7 @@ use crate::backend::pattern::fill_pattern_range;
 use crate::backend::{FileTable, IoBackend, IoReq, SyncKind};
 use crate::error::{EngineError, Result};
 use crate::measure::sparse_clock::SparseClock;
-use crate::measure::{now_ns, Recorder};
+use crate::measure::{now_ns, OwnFdTable, Recorder};
 use crate::settings::Settings;
 use crate::verify::content::ContentCheck;
 use crate::verify::Checker;
@@ -75,6 +75,9 @@ pub(super) struct RunState<B: IoBackend> {
     /// This thread's own descriptors of the files (`Access::own_files`), closed when the state is
     /// dropped, after the backend (fields drop in order); None: the phase's, shared.
     pub(super) _own_fds: Option<super::fd::FilesGuard>,
+    /// The thread's own descriptor table (`measure::own_fd_table`): dropped last, it closes the
+    /// thread's copies of the phase's descriptors it kept.
+    pub(super) _table: OwnFdTable,
 }
 
 impl<B: IoBackend> RunState<B> {

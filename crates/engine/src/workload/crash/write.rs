@@ -12,7 +12,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::spec::{file_name, file_seed, thread_dir, CrashSpec, SyncCall};
 use crate::error::{EngineError, Result};
-use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
+use crate::measure::{now_ns, own_fd_table, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
 use crate::settings::Settings;
 use crate::verify::{fill_block, Checksum};
@@ -75,6 +75,9 @@ pub(super) fn write_phase(spec: &CrashSpec, algo: Checksum, job: &Settings, ctl:
     let max_blocks = spec.file_size / spec.block_size;
     let wblocks = spec.write_size / spec.block_size;
     let setup = |tid: usize| -> Result<WriterState> {
+        // The writer opens its directory and files in a table of its own and closes them when its
+        // state drops, on its thread, before the unmount that follows the phase.
+        own_fd_table(&[]);
         let tid = tid as u32;
         let dir = job.dir.join(thread_dir(tid));
         if dir.exists() {

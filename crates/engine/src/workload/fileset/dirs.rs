@@ -12,6 +12,8 @@ use crate::error::{EngineError, Result};
 /// The fds are opened at the start of every phase and closed at its end (outside the timed
 /// window): between phases the caller may unmount and mount the filesystem again to empty its
 /// caches, which an open directory would make fail with EBUSY.
+/// Each worker keeps a copy of them in its own descriptor table (`measure::own_fd_table`), which it
+/// closes when its state drops, on its own thread, before the phase returns.
 pub(super) struct Dirs {
     /// Open only during a phase (empty between phases).
     pub(super) fds: Vec<RawFd>,

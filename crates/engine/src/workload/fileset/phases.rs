@@ -11,7 +11,7 @@ use super::threads::{share_of, thread_seed};
 use super::worker::{Params, Worker};
 use crate::error::{EngineError, Result};
 use crate::measure::duration::secs_to_ns;
-use crate::measure::{now_ns, run_threads, Control, PhaseTiming, Recorder};
+use crate::measure::{now_ns, own_fd_table, run_threads, Control, PhaseTiming, Recorder};
 use crate::report::PhaseReport;
 use crate::settings::Settings;
 use crate::workload::family::Workload;
@@ -176,11 +176,12 @@ impl Fileset {
             3,
             this.spec.files,
             |tid| {
+                let table = own_fd_table(&dirs.fds);
                 let mut w = this.lock(tid);
                 w.reset(&p, share_of(this.spec.files, nthreads, tid) as usize, thread_seed(job.seed, tid));
-                Ok(w)
+                Ok((w, table))
             },
-            |w, rec| {
+            |(w, _), rec| {
                 for _ in 0..w.share {
                     if rec.interrupted() {
                         break;
@@ -225,8 +226,8 @@ impl Fileset {
             KINDS,
             3,
             work_total,
-            |tid| Ok(this.lock(tid)),
-            |w, rec| {
+            |tid| Ok((this.lock(tid), own_fd_table(&dirs.fds))),
+            |(w, _), rec| {
                 let quota = this.spec.transactions.map(|t| share_of(t, nthreads, rec.tid)).unwrap_or(u64::MAX);
                 transaction_loop(w, rec, &p, dirs, quota)
             },
@@ -289,8 +290,8 @@ impl Fileset {
             KINDS,
             3,
             self.live(),
-            |tid| Ok(self.lock(tid)),
-            |w, rec| {
+            |tid| Ok((self.lock(tid), own_fd_table(&dirs.fds))),
+            |(w, _), rec| {
                 for i in 0..w.table.len() {
                     if rec.interrupted() {
                         break;

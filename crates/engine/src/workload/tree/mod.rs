@@ -21,7 +21,7 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::error::{EngineError, Result};
-use crate::measure::{now_ns, run_threads, Control, PhaseTiming, Recorder};
+use crate::measure::{now_ns, own_fd_table, run_threads, Control, PhaseTiming, Recorder};
 use crate::report::PhaseReport;
 use crate::settings::Settings;
 use crate::workload::family::Workload;
@@ -482,7 +482,9 @@ impl Tree {
             KINDS,
             3,
             expected,
+            // Every descriptor the worker uses it opens and closes within one call, in a table of its own.
             |tid| {
+                own_fd_table(&[]);
                 let v = spec.verify.filter(|_| phase == "create").map(|a| {
                     let mut v = Box::new(verify::TreeVerify::new(a, job.seed, tid, spec.write_size, "create"));
                     v.file = spec.files_of(tid).0; // the write number of a file is its number in the walk

@@ -8,7 +8,7 @@
 
 use super::{os_err, walk_files, PathBuf8, TreeSpec, BLOCK};
 use crate::error::Result;
-use crate::measure::{now_ns, run_threads, Control, PhaseTiming};
+use crate::measure::{now_ns, own_fd_table, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
 use crate::settings::Settings;
 use crate::verify::{check_block, merge_into, Checker, Checksum};
@@ -169,6 +169,7 @@ pub(super) fn verify_phase(spec: &TreeSpec, algo: Checksum, job: &Settings, ctl:
         3,
         spec.files_visited(job.threads),
         |tid| {
+            own_fd_table(&[]); // each file opened and closed within one call
             let mut v = TreeVerify::new(algo, job.seed, tid, 0, "verify");
             v.file = spec.files_of(tid).0; // numbers continue from the first file visited
             Ok((PathBuf8::new(&job.dir, tid), vec![0u8; buf_len], v))
