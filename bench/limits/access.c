@@ -256,7 +256,7 @@ int main(int argc, char **argv) {
         fds[i] = open_file();
         sh[i].arg = &fds[i];
     }
-    run_threads(n, cfg.uring ? uring_thread : psync_thread, sh);
+    run_threads_setup(n, own_table_setup, cfg.uring ? uring_thread : psync_thread, sh);
     for (int i = 0; i < n; i++)
         sc_close(fds[i]);
     phase_rate("run", n, sh);

@@ -163,11 +163,14 @@ struct gate {
 struct thread_arg {
     struct share *sh;
     struct gate *g;
+    void (*setup)(struct share *);
     void (*fn)(struct share *, u64 start_ns);
 };
 
 static void *thread_main(void *p) {
     struct thread_arg *a = p;
+    if (a->setup)
+        a->setup(a->sh); /* before the clock starts, as fsmeter's setup closures */
     pthread_barrier_wait(&a->g->barrier);
     pthread_barrier_wait(&a->g->barrier); /* the start time is set between the two */
     a->sh->measure_ns = a->g->start_ns;
@@ -176,10 +179,12 @@ static void *thread_main(void *p) {
     return NULL;
 }
 
-/* Runs fn on sh[0..n) (each a thread of its own, made before the clock starts) released together.
- * A fn that warms up first moves its share's measure_ns to where its measured work began. With
- * n == 1 the work runs on a thread of its own as well, as in fsmeter (the process has two). */
-__attribute__((unused)) static void run_threads(int n, void (*fn)(struct share *, u64), struct share *sh) {
+/* Runs fn on sh[0..n) (each a thread of its own, made before the clock starts) released together;
+ * setup (if not NULL) runs on each thread first, outside the measured window. A fn that warms up
+ * first moves its share's measure_ns to where its measured work began. With n == 1 the work runs
+ * on a thread of its own as well, as in fsmeter (the process has two). */
+__attribute__((unused)) static void run_threads_setup(int n, void (*setup)(struct share *),
+                                                      void (*fn)(struct share *, u64), struct share *sh) {
     struct gate g;
     struct thread_arg *ta = calloc((size_t)n, sizeof *ta);
     pthread_t *th = calloc((size_t)n, sizeof *th);
@@ -188,7 +193,7 @@ __attribute__((unused)) static void run_threads(int n, void (*fn)(struct share *
     for (int i = 0; i < n; i++) {
         sh[i].tid = i;
         sh[i].nthreads = n;
-        ta[i] = (struct thread_arg){.sh = &sh[i], .g = &g, .fn = fn};
+        ta[i] = (struct thread_arg){.sh = &sh[i], .g = &g, .setup = setup, .fn = fn};
         errno = pthread_create(&th[i], NULL, thread_main, &ta[i]);
         CHECK(errno == 0, "pthread_create");
     }
@@ -200,6 +205,10 @@ __attribute__((unused)) static void run_threads(int n, void (*fn)(struct share *
     pthread_barrier_destroy(&g.barrier);
     free(ta);
     free(th);
+}
+
+__attribute__((unused)) static void run_threads(int n, void (*fn)(struct share *, u64), struct share *sh) {
+    run_threads_setup(n, NULL, fn, sh);
 }
 
 /* A fixed amount of work: the phase lasts from the common start to the last thread's end. */
@@ -344,6 +353,13 @@ static void args_init(int argc, char **argv, const char *usage) {
 /* The calling thread's own copy of the descriptor table (unshare(CLONE_FILES)): its calls then look
  * their descriptors up without taking a reference, as a single-threaded process's do. */
 __attribute__((unused)) static void own_fd_table(void) { CHECK(unshare(CLONE_FILES) == 0, "unshare(CLONE_FILES)"); }
+
+/* A setup for run_threads_setup: the thread on a descriptor table of its own, as fsmeter's workers
+ * of the access, tree, fileset, crash, iozone and bonnie families are. */
+__attribute__((unused)) static void own_table_setup(struct share *sh) {
+    (void)sh;
+    own_fd_table();
+}
 
 /* An aligned buffer (O_DIRECT wants 4 KiB alignment), filled with `byte`. */
 __attribute__((unused)) static void *buffer(size_t n, int byte) {

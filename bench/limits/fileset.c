@@ -381,7 +381,7 @@ int main(int argc, char **argv) {
         worker_reset(&w[i], i);
         sh[i].arg = &w[i];
     }
-    run_threads(n, create_thread, sh);
+    run_threads_setup(n, own_table_setup, create_thread, sh);
     sc_close(cfg.dfd);
     phase_total("create", n, sh);
 
@@ -390,7 +390,7 @@ int main(int argc, char **argv) {
     memset(sh, 0, (size_t)n * sizeof *sh);
     for (int i = 0; i < n; i++)
         sh[i].arg = &w[i];
-    run_threads(n, transactions_thread, sh);
+    run_threads_setup(n, own_table_setup, transactions_thread, sh);
     sc_close(cfg.dfd);
     phase_total("transactions", n, sh);
 
@@ -399,7 +399,7 @@ int main(int argc, char **argv) {
     memset(sh, 0, (size_t)n * sizeof *sh);
     for (int i = 0; i < n; i++)
         sh[i].arg = &w[i];
-    run_threads(n, delete_thread, sh);
+    run_threads_setup(n, own_table_setup, delete_thread, sh);
     for (u32 k = 0; cfg.subdirs > 1 && k < cfg.subdirs; k++) {
         char name[32];
         sprintf(name, "s%u", k);
