@@ -66,6 +66,16 @@ static int open_file(void) {
     return fd;
 }
 
+/* Each thread on a table of its own, as the engine's; the first keeps the phase's descriptor, the
+ * others open their own. Each closes its descriptor (or its copy) when it is done. */
+static void thread_setup(struct share *sh) {
+    own_fd_table();
+    if (sh->tid > 0)
+        *(int *)sh->arg = open_file();
+}
+
+static void thread_teardown(struct share *sh) { sc_close(*(int *)sh->arg); }
+
 /* ---- psync ----------------------------------------------------------------------------------- */
 
 static void psync_thread(struct share *sh, u64 start) {
@@ -247,18 +257,17 @@ int main(int argc, char **argv) {
     errno = 0;
     CHECK(cfg.size > 0 && cfg.align > 0 && cfg.file_size >= cfg.size, "file_size must hold at least one request");
     CHECK(n >= 1 && cfg.depth >= 1, "threads and depth must be >= 1");
-    /* The engine opens the file once per thread in the phase's setup, before the common start. */
+    /* The engine opens the file for the phase, before the common start; its first thread uses that
+     * descriptor (a copy in its own table), each other thread opens its own in its setup. */
     int *fds = calloc((size_t)n, sizeof *fds);
     struct share *sh = calloc((size_t)n, sizeof *sh);
     CHECK(fds && sh, "calloc");
     phase_begin("run");
-    for (int i = 0; i < n; i++) {
-        fds[i] = open_file();
-        sh[i].arg = &fds[i];
-    }
-    run_threads_setup(n, own_table_setup, cfg.uring ? uring_thread : psync_thread, sh);
+    fds[0] = open_file();
     for (int i = 0; i < n; i++)
-        sc_close(fds[i]);
+        sh[i].arg = &fds[i];
+    run_threads_around(n, thread_setup, cfg.uring ? uring_thread : psync_thread, thread_teardown, sh);
+    sc_close(fds[0]);
     phase_rate("run", n, sh);
     return 0;
 }

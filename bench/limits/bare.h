@@ -165,6 +165,7 @@ struct thread_arg {
     struct gate *g;
     void (*setup)(struct share *);
     void (*fn)(struct share *, u64 start_ns);
+    void (*teardown)(struct share *);
 };
 
 static void *thread_main(void *p) {
@@ -176,15 +177,19 @@ static void *thread_main(void *p) {
     a->sh->measure_ns = a->g->start_ns;
     a->fn(a->sh, a->g->start_ns);
     a->sh->end_ns = now_ns();
+    if (a->teardown)
+        a->teardown(a->sh); /* after the thread's window, as fsmeter's state drops */
     return NULL;
 }
 
 /* Runs fn on sh[0..n) (each a thread of its own, made before the clock starts) released together;
- * setup (if not NULL) runs on each thread first, outside the measured window. A fn that warms up
+ * setup and teardown (if not NULL) run on each thread before and after it, outside its measured
+ * window. A fn that warms up
  * first moves its share's measure_ns to where its measured work began. With n == 1 the work runs
  * on a thread of its own as well, as in fsmeter (the process has two). */
-__attribute__((unused)) static void run_threads_setup(int n, void (*setup)(struct share *),
-                                                      void (*fn)(struct share *, u64), struct share *sh) {
+__attribute__((unused)) static void run_threads_around(int n, void (*setup)(struct share *),
+                                                       void (*fn)(struct share *, u64),
+                                                       void (*teardown)(struct share *), struct share *sh) {
     struct gate g;
     struct thread_arg *ta = calloc((size_t)n, sizeof *ta);
     pthread_t *th = calloc((size_t)n, sizeof *th);
@@ -193,7 +198,7 @@ __attribute__((unused)) static void run_threads_setup(int n, void (*setup)(struc
     for (int i = 0; i < n; i++) {
         sh[i].tid = i;
         sh[i].nthreads = n;
-        ta[i] = (struct thread_arg){.sh = &sh[i], .g = &g, .setup = setup, .fn = fn};
+        ta[i] = (struct thread_arg){.sh = &sh[i], .g = &g, .setup = setup, .fn = fn, .teardown = teardown};
         errno = pthread_create(&th[i], NULL, thread_main, &ta[i]);
         CHECK(errno == 0, "pthread_create");
     }
@@ -208,7 +213,7 @@ __attribute__((unused)) static void run_threads_setup(int n, void (*setup)(struc
 }
 
 __attribute__((unused)) static void run_threads(int n, void (*fn)(struct share *, u64), struct share *sh) {
-    run_threads_setup(n, NULL, fn, sh);
+    run_threads_around(n, NULL, fn, NULL, sh);
 }
 
 /* A fixed amount of work: the phase lasts from the common start to the last thread's end. */
@@ -354,8 +359,9 @@ static void args_init(int argc, char **argv, const char *usage) {
  * their descriptors up without taking a reference, as a single-threaded process's do. */
 __attribute__((unused)) static void own_fd_table(void) { CHECK(unshare(CLONE_FILES) == 0, "unshare(CLONE_FILES)"); }
 
-/* A setup for run_threads_setup: the thread on a descriptor table of its own, as fsmeter's workers
- * of the access, tree, fileset, crash, iozone and bonnie families are. */
+/* A setup for run_threads_around: the thread on a descriptor table of its own, as fsmeter's workers
+ * of the access, tree, fileset, crash, iozone and bonnie families are. (fsmeter's table holds only
+ * what the worker keeps; a loop's is a whole copy, which the process's exit releases.) */
 __attribute__((unused)) static void own_table_setup(struct share *sh) {
     (void)sh;
     own_fd_table();

@@ -142,7 +142,7 @@ static void seeks_phase(void) {
     next_ticket = 0;
     for (int i = 0; i < n; i++)
         sh[i].arg = &fds[i];
-    run_threads_setup(n, seek_setup, seek_thread, sh);
+    run_threads_around(n, seek_setup, seek_thread, NULL, sh);
     phase_total("seeks", n, sh);
     free(fds);
     free(sh);

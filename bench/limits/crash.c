@@ -153,7 +153,7 @@ int main(int argc, char **argv) {
         setup(&w[i], i);
         sh[i].arg = &w[i];
     }
-    run_threads_setup(n, own_table_setup, writer_thread, sh);
+    run_threads_around(n, own_table_setup, writer_thread, NULL, sh);
     for (int i = 0; i < n; i++) {
         for (u32 j = 0; j < w[i].nfiles; j++)
             sc_close(w[i].files[j].fd);

@@ -336,6 +336,13 @@ static void delete_thread(struct share *sh, u64 start) {
         sh->ops += (u64)delete(w, i);
 }
 
+/* A thread's copy of the directory's descriptor in its own table, closed as fsmeter's worker closes
+ * the locations its table kept. */
+static void close_dir_copy(struct share *sh) {
+    (void)sh;
+    sc_close(cfg.dfd);
+}
+
 static void open_dir(void) {
     cfg.dfd = sc_open(cfg.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     CHECK(cfg.dfd >= 0, "open directory %s", cfg.dir);
@@ -381,7 +388,7 @@ int main(int argc, char **argv) {
         worker_reset(&w[i], i);
         sh[i].arg = &w[i];
     }
-    run_threads_setup(n, own_table_setup, create_thread, sh);
+    run_threads_around(n, own_table_setup, create_thread, close_dir_copy, sh);
     sc_close(cfg.dfd);
     phase_total("create", n, sh);
 
@@ -390,7 +397,7 @@ int main(int argc, char **argv) {
     memset(sh, 0, (size_t)n * sizeof *sh);
     for (int i = 0; i < n; i++)
         sh[i].arg = &w[i];
-    run_threads_setup(n, own_table_setup, transactions_thread, sh);
+    run_threads_around(n, own_table_setup, transactions_thread, close_dir_copy, sh);
     sc_close(cfg.dfd);
     phase_total("transactions", n, sh);
 
@@ -399,7 +406,7 @@ int main(int argc, char **argv) {
     memset(sh, 0, (size_t)n * sizeof *sh);
     for (int i = 0; i < n; i++)
         sh[i].arg = &w[i];
-    run_threads_setup(n, own_table_setup, delete_thread, sh);
+    run_threads_around(n, own_table_setup, delete_thread, close_dir_copy, sh);
     for (u32 k = 0; cfg.subdirs > 1 && k < cfg.subdirs; k++) {
         char name[32];
         sprintf(name, "s%u", k);

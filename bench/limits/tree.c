@@ -167,7 +167,7 @@ int main(int argc, char **argv) {
             memset(&sh[i], 0, sizeof sh[i]);
             sh[i].arg = &w[i];
         }
-        run_threads_setup(n, own_table_setup, tree_thread, sh);
+        run_threads_around(n, own_table_setup, tree_thread, NULL, sh);
         phase_total(ph, n, sh);
     }
     return 0;
