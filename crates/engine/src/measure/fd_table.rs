@@ -65,16 +65,18 @@ fn close_range(first: u32, last: u32, flags: u32) -> bool {
 /// only (see the module's notes). Should the kernel refuse (older than 5.9, a seccomp filter), the
 /// thread keeps the process's table and nothing is closed.
 pub fn own_fd_table(keep: &[RawFd]) -> OwnFdTable {
-    let mut kept: Vec<RawFd> = keep.iter().copied().filter(|&fd| fd > 2).collect();
+    // A kept descriptor numbered 0-2 (the process started with a standard stream closed) is kept
+    // anyway, and closed with the others when the table drops.
+    let mut kept: Vec<RawFd> = keep.iter().copied().filter(|&fd| fd >= 0).collect();
     kept.sort_unstable();
     kept.dedup();
     // The last gap (above every kept descriptor) carries the unshare; it is never empty.
-    let above = kept.last().map_or(3, |&fd| fd as u32 + 1);
+    let above = kept.last().map_or(3, |&fd| (fd as u32 + 1).max(3));
     if !close_range(above, u32::MAX, libc::CLOSE_RANGE_UNSHARE) {
         return OwnFdTable { kept: Vec::new(), own: false };
     }
     let mut next = 3u32;
-    for &fd in &kept {
+    for &fd in kept.iter().filter(|&&fd| fd > 2) {
         if (fd as u32) > next {
             // In the thread's own table now: cannot fail but for a bad range, which this is not.
             close_range(next, fd as u32 - 1, 0);
@@ -118,15 +120,14 @@ mod tests {
         assert!(fd >= 0 && file.is_some() && file_of(fd) == file, "a shared table: the descriptor is the process's");
         // SAFETY: ours, opened above.
         unsafe { crate::sys::close(fd) };
-        // ... with it, the descriptor lives in the thread's table only.
+        // ... with it, the descriptor lives in the thread's table only: left open there, it is not
+        // in the process's (the thread's table goes with the thread; the number is not closed here,
+        // where it may be another test's).
         let (own, own_file) = std::thread::spawn(|| {
             let table = own_fd_table(&[]);
             assert!(table.is_own(), "close_range(CLOSE_RANGE_UNSHARE) refused");
             let fd = fresh_file();
-            let file = file_of(fd);
-            // SAFETY: the thread's own, opened above.
-            unsafe { crate::sys::close(fd) };
-            (fd, file)
+            (fd, file_of(fd))
         })
         .join()
         .unwrap();
@@ -136,25 +137,29 @@ mod tests {
 
     #[test]
     fn the_thread_holds_what_it_kept_and_nothing_else_of_the_process() {
-        let (kept, left) = (fresh_file(), fresh_file());
-        assert!(kept >= 0 && left >= 0);
-        let (saw_kept, saw_left, after_drop) = std::thread::spawn(move || {
-            let table = own_fd_table(&[kept, 1, kept]);
+        // One left below the kept descriptor and one above it, so both gaps are checked.
+        let mut fds = [fresh_file(), fresh_file(), fresh_file()];
+        fds.sort_unstable(); // other tests open and close in between
+        let [below, kept, above] = fds;
+        assert!(below >= 0 && kept > below && above > kept);
+        let (saw_kept, saw_below, saw_above, after_drop) = std::thread::spawn(move || {
+            let table = own_fd_table(&[kept, kept]);
             assert!(table.is_own());
-            let seen = (is_open(kept), is_open(left));
+            let seen = (is_open(kept), is_open(below), is_open(above));
             drop(table);
-            (seen.0, seen.1, is_open(kept))
+            (seen.0, seen.1, seen.2, is_open(kept))
         })
         .join()
         .unwrap();
         assert!(saw_kept, "a kept descriptor missing from the thread's table");
-        assert!(!saw_left, "a descriptor not kept was copied into the thread's table");
+        assert!(!saw_below && !saw_above, "a descriptor not kept was copied into the thread's table");
         assert!(!after_drop, "dropping the table left the thread's copy open");
-        assert!(is_open(kept) && is_open(left), "the thread closed the process's descriptors");
+        assert!(is_open(kept) && is_open(below) && is_open(above), "the thread closed the process's descriptors");
         // SAFETY: ours, opened above.
         unsafe {
+            crate::sys::close(below);
             crate::sys::close(kept);
-            crate::sys::close(left);
+            crate::sys::close(above);
         }
     }
 }
