@@ -241,11 +241,27 @@ fn open_files_of(file: &std::path::Path) -> usize {
                 continue;
             }
             let Ok(fd) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
-            // SAFETY: kcmp only compares two tasks' descriptors; 0 is "the same open file".
-            let same = |&(t, f): &(i32, i32)| unsafe {
-                libc::syscall(libc::SYS_kcmp, tid, t, 0 /* KCMP_FILE */, fd, f) == 0
-            };
-            if !seen.iter().any(same) {
+            // 0: the same open file; an error: a thread or descriptor gone since it was listed
+            // (a worker ending), which is left out. kcmp itself refused fails the test.
+            let mut gone = false;
+            let mut same = false;
+            for &(t, f) in &seen {
+                // SAFETY: kcmp only compares two tasks' descriptors.
+                match unsafe {
+                    libc::syscall(libc::SYS_kcmp, tid, t, 0 /* KCMP_FILE */, fd, f)
+                } {
+                    0 => same = true,
+                    -1 => match std::io::Error::last_os_error().raw_os_error() {
+                        Some(libc::ESRCH) | Some(libc::EBADF) => gone = true,
+                        _ => panic!("kcmp: {}: this test needs it", std::io::Error::last_os_error()),
+                    },
+                    _ => {}
+                }
+            }
+            if gone {
+                continue;
+            }
+            if !same {
                 distinct += 1;
             }
             seen.push((tid, fd));

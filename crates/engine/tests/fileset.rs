@@ -240,10 +240,14 @@ fn bad_specs_name_the_field() {
 }
 
 /// Open file descriptors of this process that lead into `dir` (directories included).
+/// Descriptors into `dir` in every thread's table (the workers' tables are their own, and a
+/// worker that has ended may not have released its table yet).
 fn fds_under(dir: &Path) -> usize {
     let dir = dir.canonicalize().unwrap();
-    std::fs::read_dir("/proc/self/fd")
+    std::fs::read_dir("/proc/self/task")
         .unwrap()
+        .filter_map(|t| std::fs::read_dir(t.ok()?.path().join("fd")).ok())
+        .flatten()
         .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
         .filter(|target| target.starts_with(&dir))
         .count()
