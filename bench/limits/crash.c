@@ -90,6 +90,20 @@ static void create_file(struct writer *w) {
     w->created_since++;
 }
 
+/* As the engine's writer: on a table of its own it makes its directory and opens it before the
+ * start, and closes its files and the directory after its window, on its own thread. */
+static void writer_setup(struct share *sh) {
+    own_fd_table();
+    setup(sh->arg, sh->tid);
+}
+
+static void writer_teardown(struct share *sh) {
+    struct writer *w = sh->arg;
+    for (u32 j = 0; j < w->nfiles; j++)
+        sc_close(w->files[j].fd);
+    sc_close(w->dir_fd);
+}
+
 static void writer_thread(struct share *sh, u64 start) {
     struct writer *w = sh->arg;
     u64 deadline = start + cfg.run_ns, max_blocks = cfg.file_size / cfg.block;
@@ -149,16 +163,9 @@ int main(int argc, char **argv) {
     struct writer *w = calloc((size_t)n, sizeof *w);
     struct share *sh = calloc((size_t)n, sizeof *sh);
     phase_begin("write");
-    for (int i = 0; i < n; i++) {
-        setup(&w[i], i);
+    for (int i = 0; i < n; i++)
         sh[i].arg = &w[i];
-    }
-    run_threads_around(n, own_table_setup, writer_thread, NULL, sh);
-    for (int i = 0; i < n; i++) {
-        for (u32 j = 0; j < w[i].nfiles; j++)
-            sc_close(w[i].files[j].fd);
-        sc_close(w[i].dir_fd);
-    }
+    run_threads_around(n, writer_setup, writer_thread, writer_teardown, sh);
     phase_rate("write", n, sh);
     return 0;
 }
