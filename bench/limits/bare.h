@@ -184,9 +184,8 @@ static void *thread_main(void *p) {
 
 /* Runs fn on sh[0..n) (each a thread of its own, made before the clock starts) released together;
  * setup and teardown (if not NULL) run on each thread before and after it, outside its measured
- * window. A fn that warms up
- * first moves its share's measure_ns to where its measured work began. With n == 1 the work runs
- * on a thread of its own as well, as in fsmeter (the process has two). */
+ * window. A fn that warms up first moves its share's measure_ns to where its measured work began.
+ * With n == 1 the work runs on a thread of its own as well, as in fsmeter (the process has two). */
 __attribute__((unused)) static void run_threads_around(int n, void (*setup)(struct share *),
                                                        void (*fn)(struct share *, u64),
                                                        void (*teardown)(struct share *), struct share *sh) {
