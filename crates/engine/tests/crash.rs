@@ -120,6 +120,25 @@ fn check_without_crash_finds_every_promise_kept() {
     assert_eq!(c(&r, "blocks_garbage"), 0);
 }
 
+/// The writer takes crc32c from tables when a block's payload fits one pattern lap, and from a
+/// pass over the data otherwise, and the other checksums always from a pass: the check, which
+/// always reads and computes, must find every block intact either way.
+#[test]
+fn every_checksum_and_block_size_is_written_as_the_check_reads_it() {
+    for (checksum, block) in [("crc32c", 4096u64), ("crc32c", 16384), ("xxh3", 4096), ("sha256", 8192)] {
+        let data = tempfile::tempdir().unwrap();
+        let side = tempfile::tempdir().unwrap();
+        let ledger = side.path().join("ledger.jsonl");
+        let extra = json!({"checksum": checksum, "block_size": block, "write_size": 2 * block,
+                           "file_size": 64 * block, "dirty_bytes": 8 * block});
+        run(data.path(), 1, spec(&ledger, extra.clone()), "write");
+        let r = run(data.path(), 1, spec(&ledger, extra), "check");
+        assert!(c(&r, "blocks_promised") > 0, "{checksum}, {block} B");
+        assert_eq!(c(&r, "blocks_intact"), c(&r, "blocks_promised"), "{checksum}, {block} B: {}", r["counters"]);
+        assert_eq!(c(&r, "blocks_garbage"), 0, "{checksum}, {block} B");
+    }
+}
+
 #[test]
 fn check_names_the_exact_block_that_lost_synced_data() {
     let (data, _side, ledger, _w) = write_then(1);

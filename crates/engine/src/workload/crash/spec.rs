@@ -109,12 +109,30 @@ pub fn file_seed(job_seed: u64, tid: u32, idx: u32) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Thread `tid`'s directory name, written without allocating (the ledger's lines use it).
+pub struct ThreadDir(pub u32);
+
+impl std::fmt::Display for ThreadDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "crash-t{}", self.0)
+    }
+}
+
+/// File `idx`'s name, written without allocating.
+pub struct FileName(pub u32);
+
+impl std::fmt::Display for FileName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "f{:06}", self.0)
+    }
+}
+
 pub fn thread_dir(tid: u32) -> String {
-    format!("crash-t{tid}")
+    ThreadDir(tid).to_string()
 }
 
 pub fn file_name(idx: u32) -> String {
-    format!("f{idx:06}")
+    FileName(idx).to_string()
 }
 
 impl CrashSpec {

@@ -10,12 +10,12 @@ use std::path::{Path, PathBuf};
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::spec::{file_name, file_seed, thread_dir, CrashSpec, SyncCall};
+use super::spec::{file_name, file_seed, thread_dir, CrashSpec, FileName, SyncCall, ThreadDir};
 use crate::error::{EngineError, Result};
 use crate::measure::{now_ns, own_fd_table, run_threads, Control, PhaseTiming};
 use crate::report::PhaseReport;
 use crate::settings::Settings;
-use crate::verify::{fill_block, Checksum};
+use crate::verify::{fill_block, fill_block_planned, Checksum, Crc32cPlan};
 
 const KINDS: &[&str] = &["write", "fsync", "fdatasync", "dirsync", "create"];
 const K_WRITE: usize = 0;
@@ -72,6 +72,9 @@ pub(super) fn write_phase(spec: &CrashSpec, algo: Checksum, job: &Settings, ctl:
         duration_ns: Some((spec.runtime_s * 1e9) as u64),
         interval_ns: (job.interval_s * 1e9) as u64,
     };
+    // With crc32c (the default) a block's checksum comes from tables made once here rather than
+    // from a pass over the block: the same bytes, without reading back what was just filled.
+    let plan = if algo == Checksum::Crc32c { Crc32cPlan::new(spec.block_size as usize) } else { None };
     let max_blocks = spec.file_size / spec.block_size;
     let wblocks = spec.write_size / spec.block_size;
     let setup = |tid: usize| -> Result<WriterState> {
@@ -159,7 +162,11 @@ pub(super) fn write_phase(spec: &CrashSpec, algo: Checksum, job: &Settings, ctl:
             let bs = spec.block_size as usize;
             for i in 0..wblocks as usize {
                 let off = (first + i as u64) * spec.block_size;
-                fill_block(&mut st.buf[i * bs..(i + 1) * bs], off, gen + i as u64, st.tid, seed, algo);
+                let block = &mut st.buf[i * bs..(i + 1) * bs];
+                match &plan {
+                    Some(plan) => fill_block_planned(block, off, gen + i as u64, st.tid, seed, plan),
+                    None => fill_block(block, off, gen + i as u64, st.tid, seed, algo),
+                }
             }
             let t0 = now_ns();
             // SAFETY: pwrite from our buffer to an fd we own.
@@ -239,8 +246,8 @@ fn create_file(job: &Settings, st: &mut WriterState, rec: &mut crate::measure::R
         st.ledger,
         r#"{{"op":"create","tid":{},"t_ns":{t1},"file":"{}/{}","seed":{seed}}}"#,
         st.tid,
-        thread_dir(st.tid),
-        file_name(idx)
+        ThreadDir(st.tid),
+        FileName(idx)
     );
     st.files.push(OpenFile { fd, idx, seed, blocks: 0, dirty_from: usize::MAX });
     st.created_since_dirsync.push(idx);
@@ -279,8 +286,8 @@ fn sync_point(spec: &CrashSpec, st: &mut WriterState, rec: &mut crate::measure::
             st.ledger,
             r#"{{"op":"{name}","tid":{},"t0_ns":{t0},"t_ns":{t1},"file":"{}/{}","writes":["#,
             st.tid,
-            thread_dir(st.tid),
-            file_name(st.files[slot].idx)
+            ThreadDir(st.tid),
+            FileName(st.files[slot].idx)
         );
         let mut sep = "";
         for w in &st.writes[from..] {
@@ -307,10 +314,10 @@ fn sync_point(spec: &CrashSpec, st: &mut WriterState, rec: &mut crate::measure::
             st.ledger,
             r#"{{"op":"dirsync","tid":{},"t0_ns":{t0},"t_ns":{t1},"dir":"{}","names":["#,
             st.tid,
-            thread_dir(st.tid)
+            ThreadDir(st.tid)
         );
         for (i, idx) in st.created_since_dirsync.iter().enumerate() {
-            let _ = write!(st.ledger, "{}\"{}\"", if i > 0 { "," } else { "" }, file_name(*idx));
+            let _ = write!(st.ledger, "{}\"{}\"", if i > 0 { "," } else { "" }, FileName(*idx));
         }
         st.ledger.push_str("]}\n");
         st.created_since_dirsync.clear();
