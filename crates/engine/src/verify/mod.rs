@@ -114,7 +114,7 @@ impl Checker {
         Checker {
             algo,
             block,
-            plan: Self::plan(algo, block),
+            plan: Crc32cPlan::for_checksum(algo, block),
             seed,
             thread,
             phase,
@@ -128,19 +128,11 @@ impl Checker {
         }
     }
 
-    fn plan(algo: Checksum, block: usize) -> Option<Crc32cPlan> {
-        if algo == Checksum::Crc32c {
-            Crc32cPlan::new(block)
-        } else {
-            None
-        }
-    }
-
     /// A new block size (tables are rebuilt: call it outside timed work).
     pub fn set_block(&mut self, block: usize) {
         if block != self.block {
             self.block = block;
-            self.plan = Self::plan(self.algo, block);
+            self.plan = Crc32cPlan::for_checksum(self.algo, block);
         }
     }
 

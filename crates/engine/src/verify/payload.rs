@@ -190,6 +190,16 @@ impl Crc32cPlan {
         Some(Crc32cPlan { payload_len: len, rot_crc, key_byte })
     }
 
+    /// The plan for blocks of `block` bytes checked with `algo`: None unless crc32c with a
+    /// payload of at most one pattern lap (the writer then makes a pass over the data).
+    pub fn for_checksum(algo: Checksum, block: usize) -> Option<Crc32cPlan> {
+        if algo == Checksum::Crc32c {
+            Crc32cPlan::new(block)
+        } else {
+            None
+        }
+    }
+
     /// Bytes per block this plan is for.
     pub fn block_len(&self) -> usize {
         self.payload_len + HEADER_LEN

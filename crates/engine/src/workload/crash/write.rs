@@ -74,7 +74,7 @@ pub(super) fn write_phase(spec: &CrashSpec, algo: Checksum, job: &Settings, ctl:
     };
     // With crc32c (the default) a block's checksum comes from tables made once here rather than
     // from a pass over the block: the same bytes, without reading back what was just filled.
-    let plan = if algo == Checksum::Crc32c { Crc32cPlan::new(spec.block_size as usize) } else { None };
+    let plan = Crc32cPlan::for_checksum(algo, spec.block_size as usize);
     let max_blocks = spec.file_size / spec.block_size;
     let wblocks = spec.write_size / spec.block_size;
     let setup = |tid: usize| -> Result<WriterState> {
@@ -218,15 +218,8 @@ pub(super) fn write_phase(spec: &CrashSpec, algo: Checksum, job: &Settings, ctl:
 fn create_file(job: &Settings, st: &mut WriterState, rec: &mut crate::measure::Recorder) -> Result<()> {
     let idx = st.files.len() as u32;
     st.path.truncate(st.dir.as_os_str().len());
-    st.path.extend_from_slice(b"/f");
-    let mut digits = [b'0'; 6];
-    let mut v = idx;
-    for d in digits.iter_mut().rev() {
-        *d = b'0' + (v % 10) as u8;
-        v /= 10;
-    }
-    st.path.extend_from_slice(&digits);
-    st.path.push(0);
+    // The ledger's name for the file, so the two agree at any count of files.
+    let _ = write!(st.path, "/{}\0", FileName(idx));
     let t0 = now_ns();
     // SAFETY: NUL-terminated path in our buffer.
     let fd = unsafe {
